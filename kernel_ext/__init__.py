@@ -1,0 +1,31 @@
+"""jupyterlab-tffunction: TensorFlow's ``tf.function`` for NumPy, inside JupyterLab.
+
+``import kernel_ext as kx``; decorate NumPy code with ``@kx.function``. Importing this package
+loads NumPy only: Numba, IPython and ipywidgets are imported lazily, when a backend or the
+notebook extension needs them.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from . import errors
+from .engine import ConcreteFunction, Function, function
+from .engine.config import functions_run_eagerly, run_functions_eagerly
+from .ir import Graph
+from .trace import TensorSpec, TraceType, Variable, kx_print as print  # noqa: A001
+from .trace import supported_numpy_functions
+
+__version__ = "0.1.0"
+
+config = SimpleNamespace(run_functions_eagerly=run_functions_eagerly,
+                         functions_run_eagerly=functions_run_eagerly)
+
+__all__ = ["ConcreteFunction", "Function", "Graph", "TensorSpec", "TraceType", "Variable",
+           "config", "errors", "function", "print", "supported_numpy_functions"]
+
+
+def load_ipython_extension(ipython: object) -> None:
+    """``%load_ext kernel_ext``: register the magics and the sidebar comm."""
+    from .jupyter import load_ipython_extension as load
+    load(ipython)

@@ -1,0 +1,136 @@
+"""``ConcreteFunction``: one traced graph for one input signature, ready to run.
+
+A ConcreteFunction never retraces: a call whose arguments fall outside its signature raises
+:class:`~kernel_ext.errors.ConcreteFunctionArgumentError` naming each differing argument.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import TYPE_CHECKING, Any, Callable, Sequence
+
+from .. import errors
+from ..ir import Graph
+from ..trace.pytree import TreeNode, unflatten
+from ..trace.types import TensorSpec, TraceType
+from .explain import TraceRecord, diff_call
+
+if TYPE_CHECKING:
+    from .function import Function
+
+_P = inspect.Parameter
+
+
+class ConcreteFunction:
+    """A graph plus its executor, specialised to ``input_types`` (one per parameter)."""
+
+    def __init__(self, function: "Function", graph: Graph, input_types: Sequence[TraceType],
+                 tree: TreeNode, run: Callable[..., Any], source: str, record: TraceRecord,
+                 traced_node_count: int) -> None:
+        self._function = function
+        self.graph = graph
+        self.input_types = tuple(input_types)
+        self._tree = tree
+        self._run = run
+        self.source = source
+        self.record = record
+        self.node_counts = {"traced": traced_node_count, "optimised": graph.count_ops()}
+        self.backend = "numpy"
+
+    # -- calling --------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        fn = self._function
+        values = fn._bind_values(args, kwargs)
+        if fn._input_signature is not None:
+            values, _ = fn._conform(values)
+        types = fn._types_of(values)
+        diffs = diff_call(fn._param_names, self.input_types, types)
+        if diffs:
+            raise errors.ConcreteFunctionArgumentError(
+                f"this ConcreteFunction of '{fn.__name__}' was traced for "
+                f"({self.signature_text()}) and cannot run other arguments (a concrete function "
+                "never retraces): " + "; ".join(str(d) for d in diffs) +
+                f". Fix: call the kx.function '{fn.__name__}' itself (it traces new signatures), "
+                "or get_concrete_function(...) for these arguments.")
+        return self._run(*values)
+
+    # -- descriptions ---------------------------------------------------------------------
+    @property
+    def name(self) -> str:
+        return self.graph.name
+
+    @property
+    def structured_input_signature(self) -> tuple[tuple, dict]:
+        """``(args, kwargs)`` of trace types, TensorSpecs named after their parameters."""
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for (name, kind), t in zip(self._function._param_specs, self.input_types):
+            if isinstance(t, TensorSpec) and t.name is None:
+                t = TensorSpec(t.shape, t.dtype, name)
+            if kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
+                args.append(t)
+            elif kind is _P.VAR_POSITIONAL:
+                args.extend(getattr(t, "components", ()))
+            elif kind is _P.KEYWORD_ONLY:
+                kwargs[name] = t
+            else:
+                kwargs.update(dict(zip(getattr(t, "keys", ()), getattr(t, "components", ()))))
+        return tuple(args), kwargs
+
+    @property
+    def structured_outputs(self) -> Any:
+        """The returned structure with a TensorSpec in place of every array."""
+        specs = [TensorSpec(o.aval.shape, o.aval.dtype) for o in self.graph.outputs]
+        return unflatten(self._tree, specs)
+
+    def signature_text(self) -> str:
+        return ", ".join(f"{n}: {t.describe() if isinstance(t, TensorSpec) else repr(t)}"
+                         for n, t in zip(self._function._param_names, self.input_types))
+
+    def output_text(self) -> str:
+        return _structure_text(self.structured_outputs)
+
+    def pretty_printed_signature(self, verbose: bool = True) -> str:
+        """TensorFlow's layout: input parameters, output type, captures."""
+        fn = self._function
+        lines = [f"{fn.__name__}({', '.join(fn._param_names)})", "  Input Parameters:"]
+        for (name, kind), t in zip(fn._param_specs, self.input_types):
+            if isinstance(t, TensorSpec) and t.name is None:
+                t = TensorSpec(t.shape, t.dtype, name)
+            lines.append(f"    {name} ({kind.name}): {t!r}")
+        lines.append("  Output Type:")
+        lines.append(f"    {_structure_repr(self.structured_outputs)}")
+        lines.append("  Captures:")
+        captures = self.graph.captures
+        variables = self.graph.variables
+        if not captures and not variables:
+            lines.append("    None")
+        for c in captures:
+            lines.append(f"    {c.name}: {c.aval} (constant, frozen at trace time)")
+        for v in variables:
+            lines.append(f"    {v.name}: {TensorSpec(v.shape, v.dtype).describe()} "
+                         "(kx.Variable, read at every call)")
+        return "\n".join(lines)
+
+    def __str__(self) -> str:
+        return self.pretty_printed_signature()
+
+    def __repr__(self) -> str:
+        return (f"<kx.ConcreteFunction {self._function.__name__}({self.signature_text()}) -> "
+                f"{self.output_text()}>")
+
+
+def _structure_repr(value: Any) -> str:
+    return repr(value)
+
+
+def _structure_text(value: Any) -> str:
+    if isinstance(value, TensorSpec):
+        return value.describe()
+    if isinstance(value, tuple) and not hasattr(type(value), "_fields"):
+        return "(" + ", ".join(_structure_text(v) for v in value) + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(_structure_text(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {_structure_text(v)}" for k, v in value.items()) + "}"
+    return repr(value)

@@ -1,0 +1,50 @@
+"""The engine's event stream: observers (widgets, the sidebar bridge) subscribe here.
+
+Only slow-path moments are events (a trace finished, a trace failed); cache hits are plain
+counters on the Function, read by observers on their own throttle, so the hot path stays free.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable
+
+_log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Event:
+    """``kind`` is ``"trace"`` or ``"trace_error"``; ``function`` the kx Function."""
+
+    kind: str
+    function: Any
+    concrete_function: Any = None
+    record: Any = None
+    error: BaseException | None = None
+
+
+_listeners: list[Callable[[Event], None]] = []
+_lock = threading.Lock()
+
+
+def subscribe(listener: Callable[[Event], None]) -> Callable[[], None]:
+    """Call ``listener(event)`` for every event; returns a function that unsubscribes."""
+    with _lock:
+        _listeners.append(listener)
+
+    def unsubscribe() -> None:
+        with _lock:
+            if listener in _listeners:
+                _listeners.remove(listener)
+    return unsubscribe
+
+
+def emit(event: Event) -> None:
+    """Deliver ``event``; a failing listener is logged, never allowed to break the user's call."""
+    for listener in list(_listeners):
+        try:
+            listener(event)
+        except Exception:  # noqa: BLE001 - observers must not break computations
+            _log.exception("kernel_ext event listener %r failed", listener)

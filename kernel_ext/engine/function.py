@@ -1,0 +1,566 @@
+"""``kx.function`` and :class:`Function`: the polymorphic, traced callable.
+
+Call path. A cache hit must stay tiny, so ``Function.__call__`` first tries a *fast key*: for
+positional calls whose arguments are all arrays, NumPy scalars or Python scalars, the key is
+``(dtype, shape)`` per array and ``(type, value)`` per Python scalar, and one dict lookup finds
+the compiled runner. Everything else (keywords, containers, objects, a miss) takes the slow
+path: bind the arguments to parameters (defaults filled), build trace types, dispatch to the
+most specific cached trace that accepts them (rules in :mod:`kernel_ext.trace.types`), or trace
+anew. Only the slow path builds trace types; the fast path memoises its outcome and is cleared
+whenever a trace is added or removed.
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import inspect
+import sys
+import threading
+import time
+import types
+import warnings
+import weakref
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import errors
+from ..backends import compile_graph
+from ..passes import run_pipeline
+from ..trace.context import ACTIVITY, TraceContext, current_context
+from ..trace.pytree import flatten_outputs
+from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType, WeakRef,
+                           _Composite, make_trace_type, register_dead_object_listener)
+from . import events, registry
+from .concrete import ConcreteFunction
+from .config import STATE
+from .explain import TraceRecord, cause_of, closest_trace, fix_for
+
+_P = inspect.Parameter
+_ndarray = np.ndarray
+_NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
+_PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
+_FAST_CACHE_LIMIT = 512
+_BACKENDS = ("auto", "numpy")
+_WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
+
+
+def function(func: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
+             autograph: bool = True, reduce_retracing: bool = False,
+             jit_compile: bool | None = None, backend: str = "auto",
+             name: str | None = None) -> Any:
+    """Turn a Python function on NumPy values into a traced, graph-executing :class:`Function`.
+
+    Use as ``@kx.function``, ``@kx.function(reduce_retracing=True)`` or ``kx.function(f)``.
+    """
+    options = dict(input_signature=input_signature, autograph=autograph,
+                   reduce_retracing=reduce_retracing, jit_compile=jit_compile, backend=backend,
+                   name=name)
+    if func is None:
+        return lambda f: Function(f, **options)
+    return Function(func, **options)
+
+
+class Function:
+    """A Python function that runs as cached graphs, one per input signature."""
+
+    def __init__(self, python_function: Callable, input_signature: Sequence[Any] | None = None,
+                 autograph: bool = True, reduce_retracing: bool = False,
+                 jit_compile: bool | None = None, backend: str = "auto",
+                 name: str | None = None, _bound_self: Any = None) -> None:
+        if not callable(python_function):
+            raise TypeError(f"kx.function needs a callable, got {type(python_function).__name__}")
+        if backend not in _BACKENDS:
+            raise ValueError(f"kx.function(backend={backend!r}): available backends are "
+                             f"{', '.join(map(repr, _BACKENDS))}")
+        if jit_compile:
+            raise ValueError("kx.function(jit_compile=True) needs the Numba whole-graph backend, "
+                             "which this version does not have yet. Fix: leave jit_compile unset.")
+        functools.update_wrapper(self, python_function)
+        self._python_function = python_function
+        self._options = dict(input_signature=input_signature, autograph=autograph,
+                             reduce_retracing=reduce_retracing, jit_compile=jit_compile,
+                             backend=backend, name=name)
+        self._name = name or getattr(python_function, "__name__", "function")
+        self._bound_self = _bound_self
+        self._autograph = autograph
+        self._reduce_retracing = reduce_retracing
+        signature = inspect.signature(python_function)
+        params = list(signature.parameters.values())
+        if _bound_self is not None:
+            params = params[1:]
+            signature = signature.replace(parameters=params)
+        self._signature = signature
+        self._param_specs = [(p.name, p.kind) for p in params]
+        self._param_names = [p.name for p in params]
+        self._n_params = len(params)
+        self._fast_ok = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
+                            for p in params)
+        self._input_signature = self._check_input_signature(input_signature)
+
+        self._lock = threading.RLock()
+        self._concrete: list[ConcreteFunction] = []
+        self._lookup: dict[tuple, ConcreteFunction] = {}
+        self._fast: dict[tuple, Callable[..., Any]] = {}
+        self._records: list[TraceRecord] = []
+        self._instances: "weakref.WeakKeyDictionary[Any, Function]" = weakref.WeakKeyDictionary()
+        self._variables_allowed = True
+        self._dead_pending = False
+        self._calls = 0
+        self._traces = 0
+        self._eager_calls = 0
+        self._trace_ms = 0.0
+        self._compile_ms = 0.0
+        self._trace_call_numbers: collections.deque[int] = collections.deque(maxlen=_WARN_WINDOW)
+        self._warnings_issued = 0
+        self.id = registry.register(self)
+        register_dead_object_listener(self)
+
+    # ------------------------------------------------------------------------------------
+    # the hot path
+    # ------------------------------------------------------------------------------------
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        self._calls += 1
+        if not kwargs and not STATE.eager and not ACTIVITY.depth:
+            key = []
+            for a in args:
+                t = a.__class__
+                if t is _ndarray or t in _NP_SCALARS:
+                    key.append((a.dtype, a.shape))
+                elif t in _PY_SCALARS:
+                    key.append((t, a))
+                else:
+                    break
+            else:
+                run = self._fast.get(tuple(key))
+                if run is not None:
+                    return run(*args)
+        return self._call_slow(args, kwargs)
+
+    # ------------------------------------------------------------------------------------
+    # the slow path
+    # ------------------------------------------------------------------------------------
+    def _call_slow(self, args: tuple, kwargs: dict) -> Any:
+        if STATE.eager:
+            self._eager_calls += 1
+            return self._call_python(self._bind_values(args, kwargs))
+        values = self._bind_values(args, kwargs)
+        if current_context() is not None:
+            # Called while another function is being traced: inline the Python body into
+            # that trace (its ops join the outer graph, stateful ones included).
+            return self._call_python(values)
+        converted = False
+        if self._input_signature is not None:
+            values, converted = self._conform(values)
+        types_ = self._types_of(values)
+        cf = self._lookup.get(types_) or self._dispatch(types_)
+        if cf is None:
+            cf = self._trace(types_, values, via="call")
+        if not kwargs and not converted and self._fast_ok and len(args) == self._n_params:
+            key = _fast_key(args)
+            if key is not None:
+                if len(self._fast) >= _FAST_CACHE_LIMIT:
+                    self._fast.clear()
+                self._fast[key] = cf._run
+        return cf._run(*values)
+
+    def _bind_values(self, args: tuple, kwargs: dict) -> tuple:
+        """Arguments bound to parameters, defaults filled, in parameter order."""
+        try:
+            bound = self._signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{self._name}(): {e}") from None
+        bound.apply_defaults()
+        return tuple(bound.arguments[n] for n in self._param_names)
+
+    def _types_of(self, values: Sequence[Any], allow_specs: bool = False) -> tuple:
+        return tuple(make_trace_type(v, name, allow_specs)
+                     for name, v in zip(self._param_names, values))
+
+    def _call_python(self, values: Sequence[Any]) -> Any:
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for (name, kind), v in zip(self._param_specs, values):
+            if kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
+                args.append(v)
+            elif kind is _P.VAR_POSITIONAL:
+                args.extend(v)
+            elif kind is _P.KEYWORD_ONLY:
+                kwargs[name] = v
+            else:
+                kwargs.update(v)
+        fn = self._traced_callable()
+        if self._bound_self is not None:
+            obj = self._bound_self()
+            if obj is None:
+                raise ReferenceError(f"the object that method '{self._name}' was bound to "
+                                     "no longer exists")
+            return fn(obj, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    def _traced_callable(self) -> Callable:
+        """The function the tracer runs (AutoGraph's converted version when enabled)."""
+        if self._autograph:
+            converter = _autograph_converter()
+            if converter is not None:
+                return converter(self._python_function)
+        return self._python_function
+
+    # -- dispatch -------------------------------------------------------------------------
+    def _dispatch(self, types_: tuple) -> ConcreteFunction | None:
+        """The most specific cached trace accepting ``types_`` (earliest among equals)."""
+        if self._dead_pending:
+            self._purge_dead()
+        candidates = [cf for cf in self._concrete
+                      if all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))]
+        if not candidates:
+            return None
+        best = candidates[0]
+        for cf in candidates[1:]:
+            if all(a.is_subtype_of(b) for a, b in zip(cf.input_types, best.input_types)) and \
+                    cf.input_types != best.input_types:
+                best = cf
+        if len(self._lookup) < _FAST_CACHE_LIMIT:
+            self._lookup[types_] = best
+        return best
+
+    def _generalize(self, types_: tuple) -> tuple:
+        """The types to trace with: ``reduce_retracing`` widens varying dims to ``None``."""
+        if not self._reduce_retracing:
+            return types_
+        for cf in reversed(self._concrete):
+            merged = []
+            for new, old in zip(types_, cf.input_types):
+                m = new.most_specific_common_supertype([old])
+                if m is None:
+                    break
+                merged.append(m)
+            else:
+                return tuple(merged)
+        return types_
+
+    # -- tracing --------------------------------------------------------------------------
+    def _trace(self, types_: tuple, values: Sequence[Any], via: str) -> ConcreteFunction:
+        with self._lock:
+            cf = self._lookup.get(types_) or self._dispatch(types_)
+            if cf is not None:  # another thread traced it while we waited
+                return cf
+            trace_types = self._generalize(types_)
+            call_site = _user_call_site()
+            t0 = time.perf_counter()
+            graph_name = f"{self._name}_{len(self._concrete)}" if self._concrete else self._name
+            ctx = TraceContext(graph_name, function_name=self._name,
+                               variable_policy=self._variable_policy)
+            try:
+                with ctx:
+                    placeholders = [t.placeholder_value(PlaceholderContext(ctx, n, (("arg", i),)))
+                                    for i, (n, t) in enumerate(zip(self._param_names,
+                                                                   trace_types))]
+                    result = self._call_python(placeholders)
+                    tree, outputs = flatten_outputs(result, ctx)
+                    ctx.graph.outputs = outputs
+            except errors.TracingRecursionError:
+                raise
+            except RecursionError as e:
+                raise errors.TracingRecursionError(
+                    f"infinite recursion while tracing '{self._name}': Python recursion that "
+                    "depends on a traced value never reaches its base case at trace time (the "
+                    "condition has no value yet). Fix: recurse on Python values only, or "
+                    "rewrite the recursion as a loop (AutoGraph turns loops on traced values "
+                    "into graph loops).") from e
+            except BaseException as e:
+                events.emit(events.Event("trace_error", self, error=e))
+                raise
+            trace_ms = (time.perf_counter() - t0) * 1e3
+            traced_count = ctx.graph.count_ops()
+            t1 = time.perf_counter()
+            graph = run_pipeline(ctx.graph)
+            run, source = compile_graph(graph, tree, self._n_params,
+                                        filename=f"<kx-graph {graph_name}>")
+            compile_ms = (time.perf_counter() - t1) * 1e3
+
+            record = self._make_record(trace_types, types_, via, trace_ms, compile_ms,
+                                       call_site)
+            cf = ConcreteFunction(self, graph, trace_types, tree, run, source, record,
+                                  traced_count)
+            self._concrete.append(cf)
+            self._records.append(record)
+            self._lookup[types_] = cf
+            self._lookup[trace_types] = cf
+            self._fast.clear()
+            self._traces += 1
+            self._trace_ms += trace_ms
+            self._compile_ms += compile_ms
+            self._variables_allowed = False
+            self._trace_call_numbers.append(self._calls)
+        self._maybe_warn(record)
+        events.emit(events.Event("trace", self, cf, record))
+        return cf
+
+    def _variable_policy(self, var: Any) -> None:
+        if not self._variables_allowed:
+            raise errors.VariableCreationError(
+                f"kx.function '{self._name}' created kx.Variable '{var.name}' while tracing "
+                f"for the {self._traces + 1}th time. A traced function may create variables only "
+                "during its first trace, otherwise every new signature would make new variables. "
+                "Fix: create the variable outside the function (at module level or in "
+                "__init__), or only once: `if self.v is None: self.v = kx.Variable(...)`.")
+
+    def _make_record(self, trace_types: tuple, call_types: tuple, via: str, trace_ms: float,
+                     compile_ms: float, call_site: str) -> TraceRecord:
+        index = len(self._records) + 1
+        signature = ", ".join(f"{n}: {t.describe() if not isinstance(t, _Composite) else t!r}"
+                              for n, t in zip(self._param_names, trace_types))
+        if not self._concrete:
+            return TraceRecord(index, "first_trace", signature, trace_ms=trace_ms,
+                               compile_ms=compile_ms, call_site=call_site,
+                               call_number=self._calls, via=via)
+        closest, diffs = closest_trace(
+            self._param_names, [(cf.record.index, cf.input_types) for cf in self._concrete],
+            call_types)
+        return TraceRecord(index, cause_of(diffs), signature, diffs, closest, trace_ms,
+                           compile_ms, call_site, self._calls, via)
+
+    def _maybe_warn(self, record: TraceRecord) -> None:
+        recent = sum(1 for c in self._trace_call_numbers if c > self._calls - _WARN_WINDOW)
+        if recent < _WARN_TRACES or self._warnings_issued >= _WARN_MAX or not record.diffs:
+            return
+        self._warnings_issued += 1
+        changed = "; ".join(str(d) for d in record.diffs)
+        warnings.warn(
+            f"kx.function '{self._name}' traced {recent} times in its last {_WARN_WINDOW} calls "
+            f"(latest: {changed}). Tracing runs the Python body again and is expensive. Fix: "
+            f"{fix_for(self._name, record.diffs)}.", errors.RetracingWarning,
+            stacklevel=_user_stacklevel())
+
+    # -- input_signature ------------------------------------------------------------------
+    def _check_input_signature(self, signature: Sequence[Any] | None) -> tuple | None:
+        if signature is None:
+            return None
+        if not isinstance(signature, (list, tuple)):
+            raise TypeError(f"input_signature must be a list or tuple of kx.TensorSpec, got "
+                            f"{type(signature).__name__}")
+        types_ = tuple(make_trace_type(s, "input_signature", allow_specs=True)
+                       for s in signature)
+        if len(types_) > self._n_params or not self._fast_ok and len(types_) != self._n_params:
+            raise TypeError(f"input_signature of '{self._name}' has {len(types_)} entries but "
+                            f"the function takes {self._n_params} positional parameters "
+                            f"({', '.join(self._param_names)})")
+        return types_
+
+    def _conform(self, values: tuple) -> tuple[tuple, bool]:
+        """Values checked (and converted where allowed) against ``input_signature``."""
+        out = list(values)
+        converted = False
+        for i, spec in enumerate(self._input_signature or ()):
+            new, did = _conform_value(values[i], spec, self._param_names[i], self)
+            out[i] = new
+            converted = converted or did
+        return tuple(out), converted
+
+    # -- public API -----------------------------------------------------------------------
+    def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
+        """The trace for these arguments (values or TensorSpecs), tracing it if needed."""
+        if self._input_signature is not None and not args and not kwargs:
+            values: tuple = tuple(self._input_signature) + tuple(
+                p.default for p in list(self._signature.parameters.values())[
+                    len(self._input_signature):])
+            types_ = self._types_of(values, allow_specs=True)
+        else:
+            values = self._bind_values(args, kwargs)
+            types_ = self._types_of(values, allow_specs=True)
+            if self._input_signature is not None:
+                sig = self._input_signature
+                for i, spec in enumerate(sig):
+                    if not types_[i].is_subtype_of(spec):
+                        raise errors.InputSignatureError(_signature_mismatch(
+                            self, self._param_names[i], types_[i], spec))
+                types_ = tuple(sig) + types_[len(sig):]
+        cf = self._lookup.get(types_) or self._dispatch(types_)
+        if cf is None:
+            cf = self._trace(types_, values, via="get_concrete_function")
+        return cf
+
+    def experimental_get_tracing_count(self) -> int:
+        """How many times the Python body has been traced."""
+        return self._traces
+
+    def pretty_printed_concrete_signatures(self, verbose: bool = True) -> str:
+        return "\n\n".join(cf.pretty_printed_signature(verbose) for cf in self.concrete_functions)
+
+    @property
+    def python_function(self) -> Callable:
+        """The wrapped Python function (bound to its instance for methods)."""
+        if self._bound_self is not None:
+            obj = self._bound_self()
+            return types.MethodType(self._python_function, obj)
+        return self._python_function
+
+    @property
+    def input_signature(self) -> tuple | None:
+        return self._input_signature
+
+    @property
+    def concrete_functions(self) -> list[ConcreteFunction]:
+        if self._dead_pending:
+            self._purge_dead()
+        return list(self._concrete)
+
+    @property
+    def retraces(self) -> list[TraceRecord]:
+        """One :class:`TraceRecord` per trace, in order (the first has cause first_trace)."""
+        return list(self._records)
+
+    @property
+    def stats(self) -> dict[str, float]:
+        """Counters: calls, traces, cache hits, eager calls, total trace and compile ms."""
+        return {"calls": self._calls, "traces": self._traces,
+                "cache_hits": max(0, self._calls - self._traces - self._eager_calls),
+                "eager_calls": self._eager_calls, "trace_ms": self._trace_ms,
+                "compile_ms": self._compile_ms}
+
+    def __get__(self, instance: Any, owner: type | None = None) -> Any:
+        """A decorated method gets one Function (one cache) per instance."""
+        if instance is None:
+            return self
+        try:
+            bound = self._instances.get(instance)
+        except TypeError:
+            bound = None
+        if bound is None:
+            bound = Function(self._python_function, _bound_self=weakref.ref(instance),
+                             **self._options)
+            try:
+                self._instances[instance] = bound
+            except TypeError:
+                pass  # unhashable instance: a fresh Function per attribute access
+        return bound
+
+    def __repr__(self) -> str:
+        return f"<kx.Function {self._name}: {self._traces} trace(s), {self._calls} call(s)>"
+
+    # -- weak-object bookkeeping ----------------------------------------------------------
+    def _on_object_died(self) -> None:
+        # Called from a weakref callback (any thread, any moment): only flag; the next slow
+        # path call purges under the lock.
+        if self._concrete:
+            self._dead_pending = True
+
+    def _purge_dead(self) -> None:
+        with self._lock:
+            self._dead_pending = False
+            keep = [cf for cf in self._concrete if not any(map(_has_dead, cf.input_types))]
+            if len(keep) != len(self._concrete):
+                self._concrete = keep
+                self._lookup = {k: v for k, v in self._lookup.items()
+                                if v in keep and not any(map(_has_dead, k))}
+                self._fast.clear()
+
+
+def _has_dead(t: TraceType) -> bool:
+    if isinstance(t, WeakRef):
+        return not t.alive()
+    if isinstance(t, _Composite):
+        return any(_has_dead(c) for c in t.components)
+    return False
+
+
+def _fast_key(args: tuple) -> tuple | None:
+    key = []
+    for a in args:
+        t = a.__class__
+        if t is _ndarray or t in _NP_SCALARS:
+            key.append((a.dtype, a.shape))
+        elif t in _PY_SCALARS:
+            key.append((t, a))
+        else:
+            return None
+    return tuple(key)
+
+
+def _conform_value(value: Any, spec: TraceType, path: str, fn: Function) -> tuple[Any, bool]:
+    if isinstance(spec, TensorSpec):
+        if isinstance(value, (np.ndarray, np.generic)) and value.dtype == spec.dtype:
+            arr, converted = value, False
+        else:
+            try:
+                raw = np.asarray(value)
+            except Exception:
+                raw = None
+            ok = raw is not None and raw.dtype.kind not in "OUSV" and (
+                np.can_cast(raw.dtype, spec.dtype, "safe") if isinstance(
+                    value, (np.ndarray, np.generic)) else
+                np.can_cast(raw.dtype, spec.dtype, "same_kind"))
+            if not ok:
+                raise errors.InputSignatureError(_signature_mismatch(
+                    fn, path, _safe_type(value, path), spec))
+            arr, converted = raw.astype(spec.dtype), True
+        if not TensorSpec(arr.shape, arr.dtype).is_subtype_of(spec):
+            raise errors.InputSignatureError(_signature_mismatch(
+                fn, path, TensorSpec(arr.shape, arr.dtype), spec))
+        return arr, converted
+    if isinstance(spec, Sequence_) and isinstance(value, (list, tuple)) and \
+            len(value) == len(spec.components):
+        items, any_conv = [], False
+        for i, (v, s) in enumerate(zip(value, spec.components)):
+            new, did = _conform_value(v, s, f"{path}[{i}]", fn)
+            items.append(new)
+            any_conv = any_conv or did
+        if spec.container in (list, tuple):
+            return spec.container(items), any_conv
+        return spec.container(*items), any_conv
+    t = _safe_type(value, path)
+    if not t.is_subtype_of(spec):
+        raise errors.InputSignatureError(_signature_mismatch(fn, path, t, spec))
+    return value, False
+
+
+def _safe_type(value: Any, path: str) -> TraceType:
+    try:
+        return make_trace_type(value, path)
+    except TypeError:
+        return WeakRef.__new__(WeakRef)  # pragma: no cover - only for the message
+
+
+def _signature_mismatch(fn: Function, path: str, got: TraceType, spec: TraceType) -> str:
+    got_text = got.describe() if isinstance(got, TensorSpec) else repr(got)
+    return (f"{fn._name}(): argument '{path}' received {got_text} ({got!r}) but the "
+            f"input_signature expects {spec!r}. Signature: "
+            f"({', '.join(repr(s) for s in fn._input_signature or ())}). Fix: pass a value of "
+            "that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the "
+            "input_signature (None for dimensions that vary, shape=None for any rank).")
+
+
+def _user_frame() -> Any:
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename.replace("\\", "/")
+        if "/kernel_ext/" not in fname and not fname.startswith("<kx-graph"):
+            return frame
+        frame = frame.f_back
+    return None
+
+
+def _user_call_site() -> str:
+    frame = _user_frame()
+    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
+
+
+def _user_stacklevel() -> int:
+    level, frame = 1, sys._getframe(1)
+    while frame is not None:
+        if "/kernel_ext/" not in frame.f_code.co_filename.replace("\\", "/"):
+            return level
+        frame = frame.f_back
+        level += 1
+    return 1
+
+
+def _autograph_converter() -> Callable[[Callable], Callable] | None:
+    """AutoGraph's ``convert`` when the autograph layer provides one (issue: AutoGraph)."""
+    try:
+        from ..autograph import convert  # type: ignore[attr-defined]
+    except ImportError:
+        return None
+    return convert

@@ -1,0 +1,76 @@
+"""The package's exception and warning types; every message names what went wrong and the fix.
+
+Several types inherit from two built-ins on purpose: users coming from TensorFlow catch
+``TypeError`` for a signature mismatch (TF >= 2.13) while the seed guides show ``ValueError``;
+:class:`InputSignatureError` is both, so either ``except`` clause works.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "KxError",
+    "RetracingWarning",
+    "AutographWarning",
+    "InputSignatureError",
+    "ConcreteFunctionArgumentError",
+    "TracedBoolError",
+    "LeakedTensorError",
+    "TracingConversionError",
+    "TracingRecursionError",
+    "UnsupportedOpError",
+    "VariableCreationError",
+    "TraceTypeError",
+    "SymbolicValueError",
+]
+
+
+class KxError(Exception):
+    """Base class of every error raised by kernel_ext itself."""
+
+
+class RetracingWarning(UserWarning):
+    """A Function retraced often: each retrace runs the Python body again (slow)."""
+
+
+class AutographWarning(UserWarning):
+    """AutoGraph could not convert a function and runs it as-is."""
+
+
+class InputSignatureError(KxError, TypeError, ValueError):
+    """A call does not match the Function's ``input_signature``."""
+
+
+class ConcreteFunctionArgumentError(KxError, TypeError):
+    """A ConcreteFunction was called with arguments outside its one signature."""
+
+
+class TracedBoolError(KxError, TypeError):
+    """A traced value was used where Python needs a concrete ``bool``/``int``/``float``."""
+
+
+class LeakedTensorError(KxError, TypeError):
+    """A traced value escaped the trace that created it and was used afterwards."""
+
+
+class TracingConversionError(KxError, TypeError):
+    """NumPy (or a C extension) tried to turn a traced value into a real array."""
+
+
+class TracingRecursionError(KxError, RecursionError):
+    """Python recursion did not terminate while tracing (usually recursion on a traced value)."""
+
+
+class UnsupportedOpError(KxError, TypeError):
+    """A NumPy function or ufunc method has no graph op yet."""
+
+
+class VariableCreationError(KxError, ValueError):
+    """A ``kx.Variable`` was created in a trace other than the Function's first one."""
+
+
+class TraceTypeError(KxError, TypeError):
+    """An argument cannot be turned into a trace type (e.g. an unhashable ``set``)."""
+
+
+class SymbolicValueError(KxError, AttributeError):
+    """A concrete-value accessor (``.numpy()``, ``.item()``) was used on a traced value."""

@@ -1,0 +1,617 @@
+"""Abstract values (shape + dtype) and the per-op abstract-evaluation rules.
+
+An :class:`AbstractValue` is what the tracer knows about a value before it exists: its dtype
+(always concrete) and its shape, where a dimension may be ``None`` (unknown size) and the whole
+shape may be ``None`` (unknown rank).
+
+``ABSTRACT_EVAL[op](attrs, *args)`` computes a node's output from its inputs' abstract values
+(Python scalar literals are passed as themselves: they are *weak* under NEP 50). The rules agree
+with NumPy 2 because they ask NumPy: dtypes come from ``ufunc.resolve_dtypes``/``result_type``
+or from running the op on tiny 1-element probes, shapes from NumPy's own broadcasting and
+indexing rules (indexing is probed on zero-strided views, which cost no memory).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .ops import OpGroup, OpKind
+
+Shape = tuple  # tuple[int | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractValue:
+    """The static type of a graph value: ``shape`` (``None`` dims allowed, or ``None``) and dtype."""
+
+    shape: Shape | None
+    dtype: np.dtype
+
+    @property
+    def ndim(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def size(self) -> int | None:
+        if self.shape is None or any(d is None for d in self.shape):
+            return None
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        return format_aval(self.shape, self.dtype)
+
+
+def format_shape(shape: Shape | None) -> str:
+    """``[2, None]``-style text; ``[*]`` for unknown rank."""
+    if shape is None:
+        return "[*]"
+    return "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
+
+
+def format_aval(shape: Shape | None, dtype: np.dtype) -> str:
+    return f"{np.dtype(dtype).name}{format_shape(shape)}"
+
+
+def aval_of(value: Any) -> AbstractValue:
+    """The abstract value of a concrete array or NumPy scalar."""
+    arr = np.asarray(value)
+    return AbstractValue(tuple(arr.shape), arr.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Shape helpers
+# ---------------------------------------------------------------------------------------------
+
+def _shape(x: Any) -> Shape | None:
+    return x.shape if isinstance(x, AbstractValue) else ()
+
+
+def broadcast_shapes(*shapes: Shape | None) -> Shape | None:
+    """NumPy broadcasting over shapes that may hold ``None`` dims (or be of unknown rank)."""
+    if any(s is None for s in shapes):
+        return None
+    ndim = max((len(s) for s in shapes), default=0)
+    out: list[int | None] = []
+    for i in range(-ndim, 0):
+        dims = [s[i] for s in shapes if len(s) >= -i]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError(
+                "operands could not be broadcast together with shapes "
+                + " ".join(format_shape(s).replace("[", "(").replace("]", ")") for s in shapes))
+        if known:
+            out.append(known.pop())
+        elif any(d is None for d in dims):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (``None``/int/tuple) as sorted non-negative axes; ``None`` means all."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(normalize_axis(int(a), ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return out
+
+
+def _probe_array(x: Any) -> Any:
+    """A tiny concrete stand-in with ``x``'s dtype and rank (every dim 1)."""
+    if isinstance(x, AbstractValue):
+        ndim = x.ndim if x.ndim is not None else 1
+        return np.ones((1,) * ndim, dtype=x.dtype)
+    return x
+
+
+def probe_dtype(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> np.dtype:
+    """The dtype ``fn`` returns for 1-element stand-ins of ``args`` (literals passed as-is)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*[_probe_array(a) for a in args], **kwargs)).dtype
+
+
+def _weak(x: Any) -> Any:
+    """What ``resolve_dtypes`` takes for an operand: a dtype, or ``int/float/complex`` if weak."""
+    if isinstance(x, AbstractValue):
+        return x.dtype
+    if isinstance(x, bool):
+        return np.dtype(np.bool_)
+    return type(x)
+
+
+def result_type(*args: Any) -> np.dtype:
+    """``np.result_type`` with Python scalars weak (NEP 50)."""
+    return np.result_type(*[a.dtype if isinstance(a, AbstractValue) else a for a in args])
+
+
+# ---------------------------------------------------------------------------------------------
+# Rules
+# ---------------------------------------------------------------------------------------------
+
+Rule = Callable[..., "AbstractValue | None"]
+ABSTRACT_EVAL: dict[OpKind, Rule] = {}
+
+
+def _rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for kind in kinds:
+            ABSTRACT_EVAL[kind] = fn
+        return fn
+    return register
+
+
+def _ufunc_rule(kind: OpKind) -> Rule:
+    ufunc = kind.ufunc
+
+    def rule(attrs: dict, *args: Any) -> AbstractValue:
+        dtypes = tuple(_weak(a) for a in args) + (None,) * ufunc.nout
+        if "dtype" in attrs:
+            sig = (None,) * ufunc.nin + (np.dtype(attrs["dtype"]),)
+            out = ufunc.resolve_dtypes(dtypes, signature=sig)[-1]
+        else:
+            out = ufunc.resolve_dtypes(dtypes)[-1]
+        return AbstractValue(broadcast_shapes(*[_shape(a) for a in args]), out)
+
+    return rule
+
+
+for _kind in OpKind:
+    if _kind.ufunc is not None:
+        ABSTRACT_EVAL[_kind] = _ufunc_rule(_kind)
+
+
+@_rule(OpKind.PLACEHOLDER)
+def _placeholder(attrs: dict) -> AbstractValue:
+    return AbstractValue(attrs["shape"], np.dtype(attrs["dtype"]))
+
+
+@_rule(OpKind.CONSTANT)
+def _constant(attrs: dict) -> AbstractValue:
+    return aval_of(attrs["value"])
+
+
+@_rule(OpKind.WHERE)
+def _where(attrs: dict, cond: Any, x: Any, y: Any) -> AbstractValue:
+    return AbstractValue(broadcast_shapes(_shape(cond), _shape(x), _shape(y)), result_type(x, y))
+
+
+@_rule(OpKind.CAST)
+def _cast(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return AbstractValue(x.shape, np.dtype(attrs["dtype"]))
+
+
+@_rule(OpKind.CLIP)
+def _clip(attrs: dict, x: Any, lo: Any, hi: Any) -> AbstractValue:
+    shape = broadcast_shapes(*[_shape(a) for a in (x, lo, hi) if a is not None])
+    return AbstractValue(shape, probe_dtype(np.clip, x, lo, hi))
+
+
+_REDUCE_FN = {
+    OpKind.SUM: np.sum, OpKind.PROD: np.prod, OpKind.MEAN: np.mean, OpKind.MAX: np.max,
+    OpKind.MIN: np.min, OpKind.ANY: np.any, OpKind.ALL: np.all, OpKind.STD: np.std,
+    OpKind.VAR: np.var, OpKind.ARGMAX: np.argmax, OpKind.ARGMIN: np.argmin,
+}
+REDUCE_FN = _REDUCE_FN
+
+
+def reduced_shape(shape: Shape | None, axis: Any, keepdims: bool) -> Shape | None:
+    if shape is None:
+        return () if axis is None and not keepdims else None
+    axes = normalize_axes(axis, len(shape))
+    if keepdims:
+        return tuple(1 if i in axes else d for i, d in enumerate(shape))
+    return tuple(d for i, d in enumerate(shape) if i not in axes)
+
+
+def _reduction_rule(kind: OpKind) -> Rule:
+    fn = _REDUCE_FN[kind]
+
+    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+        axis, keepdims = attrs.get("axis"), attrs.get("keepdims", False)
+        if kind in (OpKind.ARGMAX, OpKind.ARGMIN) and isinstance(axis, tuple):
+            raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
+        if x.shape is not None and x.shape.count(0) and kind in (
+                OpKind.MAX, OpKind.MIN, OpKind.ARGMAX, OpKind.ARGMIN) and axis is None:
+            raise ValueError(f"zero-size array to reduction operation {kind.value} "
+                             "which has no identity")
+        extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
+        probe_axis = axis if x.ndim is not None else None
+        dtype = probe_dtype(fn, x, axis=probe_axis, keepdims=keepdims, **extra)
+        if kind in (OpKind.ARGMAX, OpKind.ARGMIN) and axis is None:
+            shape = (1,) * (x.ndim or 0) if keepdims else ()
+            return AbstractValue(shape if x.shape is not None or not keepdims else None, dtype)
+        return AbstractValue(reduced_shape(x.shape, axis, keepdims), dtype)
+
+    return rule
+
+
+for _kind in _REDUCE_FN:
+    ABSTRACT_EVAL[_kind] = _reduction_rule(_kind)
+
+
+def _scan_rule(fn: Callable[..., Any]) -> Rule:
+    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+        return _scan(fn, attrs, x)
+    return rule
+
+
+def _scan(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValue:
+    axis = attrs.get("axis")
+    dtype = probe_dtype(fn, x, axis=axis if x.ndim else None,
+                        **({"dtype": attrs["dtype"]} if "dtype" in attrs else {}))
+    if axis is None:
+        size = x.size
+        return AbstractValue((size,), dtype)
+    if x.shape is not None:
+        normalize_axis(axis, len(x.shape))
+    return AbstractValue(x.shape, dtype)
+
+
+ABSTRACT_EVAL[OpKind.CUMSUM] = _scan_rule(np.cumsum)
+ABSTRACT_EVAL[OpKind.CUMPROD] = _scan_rule(np.cumprod)
+
+
+def reshape_shape(shape: Shape | None, newshape: tuple[int, ...]) -> Shape | None:
+    """NumPy's reshape rule, with ``-1`` resolved where the input size is known."""
+    if list(newshape).count(-1) > 1:
+        raise ValueError("can only specify one unknown dimension")
+    size = None if shape is None or None in shape else math.prod(shape)
+    known = math.prod(d for d in newshape if d != -1)
+    if -1 not in newshape:
+        if size is not None and size != known:
+            raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+        return tuple(newshape)
+    if size is None:
+        return tuple(None if d == -1 else d for d in newshape)
+    if known == 0 or size % known:
+        raise ValueError(f"cannot reshape array of size {size} into shape {tuple(newshape)}")
+    return tuple(size // known if d == -1 else d for d in newshape)
+
+
+@_rule(OpKind.RESHAPE)
+def _reshape(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return AbstractValue(reshape_shape(x.shape, attrs["shape"]), x.dtype)
+
+
+@_rule(OpKind.TRANSPOSE)
+def _transpose(attrs: dict, x: AbstractValue) -> AbstractValue:
+    if x.shape is None:
+        return x
+    axes = attrs.get("axes")
+    if axes is None:
+        return AbstractValue(x.shape[::-1], x.dtype)
+    axes = tuple(normalize_axis(a, len(x.shape)) for a in axes)
+    if sorted(axes) != list(range(len(x.shape))):
+        raise ValueError("axes don't match array")
+    return AbstractValue(tuple(x.shape[a] for a in axes), x.dtype)
+
+
+@_rule(OpKind.EXPAND_DIMS)
+def _expand_dims(attrs: dict, x: AbstractValue) -> AbstractValue:
+    if x.shape is None:
+        return x
+    axis = attrs["axis"]
+    axes = (axis,) if isinstance(axis, int) else tuple(axis)
+    ndim = len(x.shape) + len(axes)
+    axes = normalize_axes(axes, ndim)
+    rest = iter(x.shape)
+    return AbstractValue(tuple(1 if i in axes else next(rest) for i in range(ndim)), x.dtype)
+
+
+@_rule(OpKind.SQUEEZE)
+def _squeeze(attrs: dict, x: AbstractValue) -> AbstractValue:
+    if x.shape is None:
+        return x
+    axis = attrs.get("axis")
+    if axis is None:
+        return AbstractValue(tuple(d for d in x.shape if d != 1), x.dtype)
+    axes = normalize_axes(axis, len(x.shape))
+    for a in axes:
+        if x.shape[a] not in (1, None):
+            raise ValueError("cannot select an axis to squeeze out which has size not equal to one")
+    return AbstractValue(tuple(d for i, d in enumerate(x.shape) if i not in axes), x.dtype)
+
+
+@_rule(OpKind.BROADCAST_TO)
+def _broadcast_to(attrs: dict, x: AbstractValue) -> AbstractValue:
+    target = tuple(attrs["shape"])
+    got = broadcast_shapes(x.shape, target)
+    if got is not None and x.shape is not None and len(x.shape) > len(target):
+        raise ValueError(f"cannot broadcast a shape {format_shape(x.shape)} to {target}")
+    return AbstractValue(target, x.dtype)
+
+
+@_rule(OpKind.CONCATENATE)
+def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
+    dtype = result_type(*[np.empty(0, x.dtype) for x in xs]) if xs else np.dtype(float)
+    if "dtype" in attrs:
+        dtype = np.dtype(attrs["dtype"])
+    axis = attrs.get("axis", 0)
+    if any(x.shape is None for x in xs):
+        return AbstractValue(None, dtype)
+    if axis is None:
+        sizes = [x.size for x in xs]
+        return AbstractValue((None if None in sizes else sum(sizes),), dtype)
+    ndim = len(xs[0].shape)
+    if ndim == 0:
+        raise ValueError("zero-dimensional arrays cannot be concatenated")
+    if any(len(x.shape) != ndim for x in xs):
+        raise ValueError("all the input array dimensions except for the concatenation axis must "
+                         "match exactly, but the arrays have different numbers of dimensions")
+    ax = normalize_axis(axis, ndim)
+    out: list[int | None] = []
+    for i in range(ndim):
+        dims = [x.shape[i] for x in xs]
+        if i == ax:
+            out.append(None if None in dims else sum(dims))
+        else:
+            known = {d for d in dims if d is not None}
+            if len(known) > 1:
+                raise ValueError("all the input array dimensions except for the concatenation "
+                                 f"axis must match exactly, but along dimension {i} they differ")
+            out.append(known.pop() if known else None)
+    return AbstractValue(tuple(out), dtype)
+
+
+@_rule(OpKind.STACK)
+def _stack(attrs: dict, *xs: AbstractValue) -> AbstractValue:
+    dtype = result_type(*[np.empty(0, x.dtype) for x in xs])
+    if any(x.shape is None for x in xs):
+        return AbstractValue(None, dtype)
+    shapes = {x.shape for x in xs}
+    merged = xs[0].shape
+    if len(shapes) > 1:
+        if len({len(s) for s in shapes}) > 1:
+            raise ValueError("all input arrays must have the same shape")
+        merged = tuple(
+            (lambda ds: None if None in ds and len(ds - {None}) <= 1 else (
+                ds.pop() if len(ds) == 1 else _raise_stack()))({s[i] for s in shapes})
+            for i in range(len(merged)))
+    axis = normalize_axis(attrs.get("axis", 0), len(merged) + 1)
+    out = list(merged)
+    out.insert(axis, len(xs))
+    return AbstractValue(tuple(out), dtype)
+
+
+def _raise_stack() -> None:
+    raise ValueError("all input arrays must have the same shape")
+
+
+@_rule(OpKind.FLIP, OpKind.COPY)
+def _same(attrs: dict, x: AbstractValue) -> AbstractValue:
+    if x.shape is not None and attrs.get("axis") is not None:
+        normalize_axes(attrs["axis"], len(x.shape))
+    return x
+
+
+# --- indexing --------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class DynamicIndex:
+    """A slot of an index template filled at run time by the node's input number ``position``."""
+
+    position: int
+
+    def __repr__(self) -> str:
+        return f"${self.position}"
+
+
+_SENTINELS = (10007, 10009)   # stand-ins for unknown dims in the two shape probes
+_FANCY_SENTINELS = (2, 3)     # stand-ins for unknown dims of traced index arrays
+
+
+def _probe_view(shape: Shape, probe: int) -> np.ndarray:
+    dims = tuple(_SENTINELS[probe] if d is None else d for d in shape)
+    return np.lib.stride_tricks.as_strided(
+        np.zeros(1, np.bool_), shape=dims, strides=(0,) * len(dims), writeable=False)
+
+
+def _probe_component(c: Any, dyn: Sequence[Any], probe: int) -> Any:
+    """One index component with traced slots replaced by concrete stand-ins."""
+    if isinstance(c, DynamicIndex):
+        a = dyn[c.position - 1]
+        if a.ndim == 0:
+            return 0
+        shape = tuple(_FANCY_SENTINELS[probe] if d is None else d for d in a.shape)
+        if a.dtype == np.bool_:
+            # A traced mask selects a data-dependent count: probe it as int indices whose
+            # length differs between probes, so that dimension comes out unknown.
+            return tuple(np.zeros(_FANCY_SENTINELS[probe] + 4, np.intp) for _ in shape)
+        return np.zeros(shape, np.intp)
+    if isinstance(c, slice) and any(isinstance(p, DynamicIndex)
+                                    for p in (c.start, c.stop, c.step)):
+        return slice(0, probe + 1)  # a slice with traced bounds has an unknown length
+    return c
+
+
+def getitem_shape(shape: Shape | None, template: tuple, dyn: Sequence[Any]) -> Shape | None:
+    """Result shape of ``x[index]`` (NumPy's basic and advanced rules, asked of NumPy)."""
+    if shape is None:
+        return None
+    results = []
+    for probe in (0, 1):
+        index: list[Any] = []
+        for c in template:
+            p = _probe_component(c, dyn, probe)
+            if isinstance(p, tuple):
+                index.extend(p)
+            else:
+                index.append(p)
+        results.append(_probe_view(shape, probe)[tuple(index)].shape)
+    a, b = results
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+@_rule(OpKind.GETITEM)
+def _getitem(attrs: dict, x: AbstractValue, *dyn: AbstractValue) -> AbstractValue:
+    for d in dyn:
+        if not (np.issubdtype(d.dtype, np.integer) or d.dtype == np.bool_):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                             f"(`None`) and integer or boolean arrays are valid indices; got a "
+                             f"traced {d}")
+    return AbstractValue(getitem_shape(x.shape, attrs["index"], dyn), x.dtype)
+
+
+@_rule(OpKind.SETITEM)
+def _setitem(attrs: dict, x: AbstractValue, value: Any, *dyn: AbstractValue) -> AbstractValue:
+    target = getitem_shape(x.shape, attrs["index"], dyn)
+    vshape = _shape(value)
+    if target is not None and vshape is not None:
+        merged = broadcast_shapes(vshape, target)
+        if merged is not None and len(merged) > len(target):
+            raise ValueError(f"could not broadcast input array from shape {format_shape(vshape)} "
+                             f"into shape {format_shape(target)}")
+    src = value.dtype if isinstance(value, AbstractValue) else value
+    if not np.can_cast(src, x.dtype, casting="same_kind") and not isinstance(value, (int, float)):
+        raise TypeError(f"cannot assign a {np.dtype(src).name} value into a {x.dtype.name} array "
+                        "(same_kind casting)")
+    return x
+
+
+# --- linear algebra --------------------------------------------------------------------------
+
+def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:
+    if da is not None and db is not None and da != db:
+        raise ValueError(f"{fn}: Input operand 1 has a mismatch in its core dimension 0 "
+                         f"(size {db} is different from {da}); shapes {format_shape(a)} and "
+                         f"{format_shape(b)}")
+
+
+@_rule(OpKind.MATMUL)
+def _matmul(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+    dtype = np.matmul.resolve_dtypes((a.dtype, b.dtype, None))[-1]
+    if a.shape is None or b.shape is None:
+        return AbstractValue(None, dtype)
+    if len(a.shape) == 0 or len(b.shape) == 0:
+        raise ValueError("matmul: Input operand does not have enough dimensions")
+    sa = (1,) + a.shape if len(a.shape) == 1 else a.shape
+    sb = b.shape + (1,) if len(b.shape) == 1 else b.shape
+    _inner_mismatch("matmul", a.shape, b.shape, sa[-1], sb[-2])
+    batch = broadcast_shapes(sa[:-2], sb[:-2])
+    out = batch + (sa[-2], sb[-1])
+    if len(a.shape) == 1:
+        out = out[:-2] + out[-1:]
+    if len(b.shape) == 1:
+        out = out[:-1]
+    return AbstractValue(out, dtype)
+
+
+@_rule(OpKind.DOT)
+def _dot(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+    dtype = result_type(a, b)
+    if a.shape is None or b.shape is None:
+        return AbstractValue(None, dtype)
+    if len(a.shape) == 0 or len(b.shape) == 0:
+        return AbstractValue(broadcast_shapes(a.shape, b.shape), dtype)
+    if len(b.shape) == 1:
+        _inner_mismatch("dot", a.shape, b.shape, a.shape[-1], b.shape[0])
+        return AbstractValue(a.shape[:-1], dtype)
+    _inner_mismatch("dot", a.shape, b.shape, a.shape[-1], b.shape[-2])
+    return AbstractValue(a.shape[:-1] + b.shape[:-2] + b.shape[-1:], dtype)
+
+
+@_rule(OpKind.OUTER)
+def _outer(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+    return AbstractValue((a.size, b.size), result_type(a, b))
+
+
+def _square_check(a: AbstractValue) -> None:
+    if a.shape is not None:
+        if len(a.shape) < 2:
+            raise np.linalg.LinAlgError(f"{len(a.shape)}-dimensional array given. Array must be "
+                                        "at least two-dimensional")
+        if None not in a.shape[-2:] and a.shape[-1] != a.shape[-2]:
+            raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+
+
+@_rule(OpKind.INV)
+def _inv(attrs: dict, a: AbstractValue) -> AbstractValue:
+    _square_check(a)
+    return AbstractValue(a.shape, probe_dtype(np.linalg.inv, a))
+
+
+@_rule(OpKind.DET)
+def _det(attrs: dict, a: AbstractValue) -> AbstractValue:
+    _square_check(a)
+    return AbstractValue(None if a.shape is None else a.shape[:-2], probe_dtype(np.linalg.det, a))
+
+
+@_rule(OpKind.SOLVE)
+def _solve(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+    _square_check(a)
+    dtype = probe_dtype(lambda x, y: np.linalg.solve(x, y), a, b)
+    if a.shape is None or b.shape is None:
+        return AbstractValue(None, dtype)
+    if len(b.shape) == 1:
+        return AbstractValue(b.shape, dtype)
+    return AbstractValue(broadcast_shapes(a.shape[:-2], b.shape[:-2]) + b.shape[-2:], dtype)
+
+
+# --- sorting ---------------------------------------------------------------------------------
+
+@_rule(OpKind.SORT)
+def _sort(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return _sorted(attrs, x, x.dtype)
+
+
+@_rule(OpKind.ARGSORT)
+def _argsort(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return _sorted(attrs, x, np.dtype(np.intp))
+
+
+def _sorted(attrs: dict, x: AbstractValue, dtype: np.dtype) -> AbstractValue:
+    axis = attrs.get("axis", -1)
+    if axis is None:
+        return AbstractValue((x.size,), dtype)
+    if x.shape is not None:
+        normalize_axis(axis, len(x.shape))
+    return AbstractValue(x.shape, dtype)
+
+
+# --- stateful --------------------------------------------------------------------------------
+
+@_rule(OpKind.READ_VARIABLE)
+def _read_variable(attrs: dict) -> AbstractValue:
+    var = attrs["variable"]
+    return AbstractValue(tuple(var.shape), np.dtype(var.dtype))
+
+
+@_rule(OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE, OpKind.ASSIGN_SUB_VARIABLE)
+def _assign(attrs: dict, value: Any) -> None:
+    var = attrs["variable"]
+    shape = _shape(value)
+    if shape is not None and None not in shape and tuple(shape) != tuple(var.shape):
+        broadcast_shapes(shape, tuple(var.shape))
+        if len(shape) > len(var.shape) or broadcast_shapes(shape, var.shape) != tuple(var.shape):
+            raise ValueError(f"cannot assign a value of shape {format_shape(shape)} to variable "
+                             f"'{var.name}' of shape {format_shape(tuple(var.shape))}")
+    return None
+
+
+@_rule(OpKind.PRINT)
+def _print(attrs: dict, *args: Any) -> None:
+    return None
+
+
+def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue | None:
+    """Output abstract value of ``op`` applied to ``args`` (AbstractValues or literals)."""
+    rule = ABSTRACT_EVAL.get(op)
+    if rule is None:
+        raise NotImplementedError(f"no abstract-evaluation rule for op {op!r}")
+    return rule(attrs, *args)
+
+
+assert all(k in ABSTRACT_EVAL for k in OpKind if k.group is not OpGroup.CONTROL_FLOW)

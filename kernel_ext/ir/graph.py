@@ -1,0 +1,186 @@
+"""The graph IR: :class:`Node` (one operation) and :class:`Graph` (nodes in program order).
+
+In the manner of torch.fx: a node's ``args`` hold input nodes *and* inline literals (weak Python
+scalars, ``None``), its ``attrs`` the static parameters (axis, dtype, index templates, the
+variable a stateful op touches). Nodes are kept in program order, which is a valid topological
+order and also the order stateful ops run in.
+
+A node's outputs are described by its :class:`~kernel_ext.ir.abstract.AbstractValue` (``aval``),
+``None`` for ops without a value (print, variable writes).
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Iterable, Iterator, Sequence
+
+import numpy as np
+
+from .abstract import AbstractValue, abstract_eval
+from .ops import OpGroup, OpKind
+
+
+class Node:
+    """One operation of a :class:`Graph` (TensorFlow calls this an ``Operation``)."""
+
+    __slots__ = ("name", "op", "args", "attrs", "aval", "__weakref__")
+
+    def __init__(self, name: str, op: OpKind, args: tuple, attrs: dict,
+                 aval: AbstractValue | None) -> None:
+        self.name = name
+        self.op = op
+        self.args = args
+        self.attrs = attrs
+        self.aval = aval
+
+    # TensorFlow's Operation vocabulary ------------------------------------------------------
+    @property
+    def type(self) -> OpKind:
+        """The op kind (TensorFlow's ``Operation.type``)."""
+        return self.op
+
+    @property
+    def inputs(self) -> tuple["Node", ...]:
+        """The nodes this one reads, in argument order (literals excluded)."""
+        return tuple(a for a in self.args if isinstance(a, Node))
+
+    @property
+    def outputs(self) -> tuple[AbstractValue, ...]:
+        """The values this node produces: one abstract value, or none."""
+        return () if self.aval is None else (self.aval,)
+
+    @property
+    def shape(self) -> tuple | None:
+        return None if self.aval is None else self.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype | None:
+        return None if self.aval is None else self.aval.dtype
+
+    def __repr__(self) -> str:
+        return f"<Node {self.name}: {self.op.value} -> {self.aval}>"
+
+
+class Graph:
+    """A traced function body: placeholders, ops in program order, and output nodes."""
+
+    def __init__(self, name: str = "graph") -> None:
+        self.name = name
+        self.nodes: list[Node] = []
+        self.inputs: list[Node] = []
+        self.outputs: list[Node] = []
+        self._names: set[str] = set()
+        self._counters: dict[str, Iterator[int]] = {}
+
+    # construction -----------------------------------------------------------------------------
+    def unique_name(self, base: str) -> str:
+        """``base`` if free, else ``base_1``, ``base_2``, ... (TensorFlow's naming)."""
+        base = base or "node"
+        if base not in self._names:
+            self._names.add(base)
+            return base
+        counter = self._counters.setdefault(base, itertools.count(1))
+        while True:
+            name = f"{base}_{next(counter)}"
+            if name not in self._names:
+                self._names.add(name)
+                return name
+
+    def create_node(self, op: OpKind, args: Sequence[Any] = (), attrs: dict | None = None,
+                    name: str | None = None, aval: AbstractValue | None | bool = False) -> Node:
+        """Append a node; its aval is inferred by the op's abstract-eval rule unless given."""
+        attrs = dict(attrs or {})
+        args = tuple(args)
+        if aval is False:
+            aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
+        node = Node(self.unique_name(name or op.value), op, args, attrs, aval)
+        self.nodes.append(node)
+        if op is OpKind.PLACEHOLDER:
+            self.inputs.append(node)
+        return node
+
+    def placeholder(self, name: str, shape: tuple | None, dtype: Any, **attrs: Any) -> Node:
+        return self.create_node(OpKind.PLACEHOLDER, (), {"shape": shape,
+                                                         "dtype": np.dtype(dtype), **attrs},
+                                name=name)
+
+    def constant(self, value: Any, name: str = "Const", **attrs: Any) -> Node:
+        value = np.array(value, copy=True)
+        value.setflags(write=False)
+        return self.create_node(OpKind.CONSTANT, (), {"value": value, **attrs}, name=name)
+
+    # queries ---------------------------------------------------------------------------------
+    def get_operations(self) -> list[Node]:
+        """Every node in program order (TensorFlow's ``Graph.get_operations``)."""
+        return list(self.nodes)
+
+    def get_operation_by_name(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"no operation named {name!r} in graph {self.name!r}")
+
+    @property
+    def captures(self) -> list[Node]:
+        """Constant nodes holding arrays captured from outside the function at trace time."""
+        return [n for n in self.nodes if n.op is OpKind.CONSTANT and n.attrs.get("captured")]
+
+    @property
+    def variables(self) -> list[Any]:
+        """The ``kx.Variable`` objects the graph reads or writes, in first-use order."""
+        seen: dict[int, Any] = {}
+        for node in self.nodes:
+            var = node.attrs.get("variable")
+            if var is not None and id(var) not in seen:
+                seen[id(var)] = var
+        return list(seen.values())
+
+    def users(self) -> dict[Node, list[Node]]:
+        """Map each node to the nodes reading it."""
+        out: dict[Node, list[Node]] = {n: [] for n in self.nodes}
+        for node in self.nodes:
+            for inp in node.inputs:
+                out[inp].append(node)
+        return out
+
+    def count_ops(self, group: OpGroup | None = None) -> int:
+        """Number of non-source nodes (optionally only of one group)."""
+        return sum(1 for n in self.nodes if n.op.group is not OpGroup.SOURCE
+                   and (group is None or n.op.group is group))
+
+    def rebuilt(self, keep: Iterable[Node]) -> "Graph":
+        """A new graph holding only ``keep`` (program order preserved, inputs always kept)."""
+        keep_set = set(keep) | set(self.inputs)
+        mapping: dict[Node, Node] = {}
+        g = Graph(self.name)
+        for node in self.nodes:
+            if node not in keep_set:
+                continue
+            args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
+            new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
+            g.nodes.append(new)
+            if node.op is OpKind.PLACEHOLDER:
+                g.inputs.append(new)
+            mapping[node] = new
+        g.outputs = [mapping[o] for o in self.outputs]
+        return g
+
+    # rendering (implemented in sibling modules; kept here as the public surface) -------------
+    def __str__(self) -> str:
+        from .printer import format_graph
+        return format_graph(self)
+
+    def __repr__(self) -> str:
+        return f"<Graph {self.name}: {len(self.nodes)} nodes>"
+
+    def as_graph_def(self) -> "Any":
+        from .graphdef import as_graph_def
+        return as_graph_def(self)
+
+    def to_dot(self) -> str:
+        from .graphdef import to_dot
+        return to_dot(self)
+
+    def lint(self) -> None:
+        from .lint import lint
+        lint(self)

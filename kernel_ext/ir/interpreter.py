@@ -1,0 +1,232 @@
+"""The NumPy reference interpreter: the living specification of every op.
+
+``LOWER[op](node)`` returns a plain callable that computes the node from its argument values
+(input arrays and inline literals, in ``node.args`` order). :func:`interpret` runs a graph node
+by node with these callables; the NumPy backend binds the same callables into generated Python
+code, so both executors share one definition of each op's meaning.
+"""
+
+from __future__ import annotations
+
+import functools
+import sys
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .abstract import REDUCE_FN, DynamicIndex
+from .graph import Graph, Node
+from .ops import OpKind
+
+Lowering = Callable[[Node], Callable[..., Any]]
+LOWER: dict[OpKind, Lowering] = {}
+
+
+def _lower(*kinds: OpKind) -> Callable[[Lowering], Lowering]:
+    def register(fn: Lowering) -> Lowering:
+        for kind in kinds:
+            LOWER[kind] = fn
+        return fn
+    return register
+
+
+def _ufunc_lowering(node: Node) -> Callable[..., Any]:
+    ufunc = node.op.ufunc
+    if "dtype" in node.attrs:
+        return functools.partial(ufunc, dtype=node.attrs["dtype"])
+    return ufunc
+
+
+for _kind in OpKind:
+    if _kind.ufunc is not None:
+        LOWER[_kind] = _ufunc_lowering
+
+
+@_lower(OpKind.WHERE)
+def _where(node: Node) -> Callable[..., Any]:
+    return np.where
+
+
+@_lower(OpKind.CAST)
+def _cast(node: Node) -> Callable[..., Any]:
+    dtype = np.dtype(node.attrs["dtype"])
+    return lambda x: np.asarray(x).astype(dtype)
+
+
+@_lower(OpKind.CLIP)
+def _clip(node: Node) -> Callable[..., Any]:
+    return np.clip
+
+
+def _reduce_lowering(node: Node) -> Callable[..., Any]:
+    return functools.partial(REDUCE_FN[node.op], **node.attrs)
+
+
+for _kind in REDUCE_FN:
+    LOWER[_kind] = _reduce_lowering
+
+
+@_lower(OpKind.CUMSUM, OpKind.CUMPROD)
+def _scan(node: Node) -> Callable[..., Any]:
+    fn = np.cumsum if node.op is OpKind.CUMSUM else np.cumprod
+    return functools.partial(fn, **node.attrs)
+
+
+@_lower(OpKind.RESHAPE)
+def _reshape(node: Node) -> Callable[..., Any]:
+    shape = node.attrs["shape"]
+    return lambda x: np.reshape(x, shape)
+
+
+@_lower(OpKind.TRANSPOSE)
+def _transpose(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.transpose, axes=node.attrs.get("axes"))
+
+
+@_lower(OpKind.EXPAND_DIMS)
+def _expand_dims(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.expand_dims, axis=node.attrs["axis"])
+
+
+@_lower(OpKind.SQUEEZE)
+def _squeeze(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.squeeze, axis=node.attrs.get("axis"))
+
+
+@_lower(OpKind.BROADCAST_TO)
+def _broadcast_to(node: Node) -> Callable[..., Any]:
+    shape = node.attrs["shape"]
+    return lambda x: np.broadcast_to(x, shape)
+
+
+@_lower(OpKind.CONCATENATE)
+def _concatenate(node: Node) -> Callable[..., Any]:
+    kw = dict(node.attrs)
+    return lambda *xs: np.concatenate(xs, **kw)
+
+
+@_lower(OpKind.STACK)
+def _stack(node: Node) -> Callable[..., Any]:
+    axis = node.attrs.get("axis", 0)
+    return lambda *xs: np.stack(xs, axis=axis)
+
+
+@_lower(OpKind.FLIP)
+def _flip(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.flip, axis=node.attrs.get("axis"))
+
+
+@_lower(OpKind.COPY)
+def _copy(node: Node) -> Callable[..., Any]:
+    return np.copy
+
+
+def build_index(template: tuple, dyn: Sequence[Any]) -> tuple:
+    """The concrete index: template slots (also inside slices) filled from ``dyn``."""
+    def fill(c: Any) -> Any:
+        if isinstance(c, DynamicIndex):
+            return dyn[c.position - 1]
+        if isinstance(c, slice):
+            return slice(fill(c.start), fill(c.stop), fill(c.step))
+        return c
+    return tuple(fill(c) for c in template)
+
+
+def _is_static(template: tuple) -> bool:
+    return not any(isinstance(c, DynamicIndex) or isinstance(c, slice) and any(
+        isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)) for c in template)
+
+
+@_lower(OpKind.GETITEM)
+def _getitem(node: Node) -> Callable[..., Any]:
+    template = node.attrs["index"]
+    if _is_static(template):
+        return lambda x: x[template]
+    return lambda x, *dyn: x[build_index(template, dyn)]
+
+
+@_lower(OpKind.SETITEM)
+def _setitem(node: Node) -> Callable[..., Any]:
+    template = node.attrs["index"]
+
+    def setitem(x: Any, value: Any, *dyn: Any) -> np.ndarray:
+        out = np.array(x, copy=True)
+        out[build_index(template, dyn)] = value
+        return out
+    return setitem
+
+
+_LINALG = {OpKind.MATMUL: np.matmul, OpKind.DOT: np.dot, OpKind.OUTER: np.outer,
+           OpKind.INV: np.linalg.inv, OpKind.DET: np.linalg.det, OpKind.SOLVE: np.linalg.solve}
+
+
+@_lower(*_LINALG)
+def _linalg(node: Node) -> Callable[..., Any]:
+    return _LINALG[node.op]
+
+
+@_lower(OpKind.SORT, OpKind.ARGSORT)
+def _sort(node: Node) -> Callable[..., Any]:
+    fn = np.sort if node.op is OpKind.SORT else np.argsort
+    return functools.partial(fn, **node.attrs)
+
+
+@_lower(OpKind.CONSTANT)
+def _constant(node: Node) -> Callable[..., Any]:
+    value = node.attrs["value"]
+    return lambda: value
+
+
+@_lower(OpKind.READ_VARIABLE)
+def _read_variable(node: Node) -> Callable[..., Any]:
+    var = node.attrs["variable"]
+    return lambda: var._value
+
+
+@_lower(OpKind.ASSIGN_VARIABLE)
+def _assign(node: Node) -> Callable[..., Any]:
+    return node.attrs["variable"]._assign
+
+
+@_lower(OpKind.ASSIGN_ADD_VARIABLE)
+def _assign_add(node: Node) -> Callable[..., Any]:
+    var = node.attrs["variable"]
+    return lambda v: var._assign(np.add(var._value, v))
+
+
+@_lower(OpKind.ASSIGN_SUB_VARIABLE)
+def _assign_sub(node: Node) -> Callable[..., Any]:
+    var = node.attrs["variable"]
+    return lambda v: var._assign(np.subtract(var._value, v))
+
+
+def format_print(template: tuple, values: Sequence[Any], sep: str, end: str) -> str:
+    """``kx.print`` text: literal parts as-is, values as NumPy prints them."""
+    it = iter(values)
+    parts = [str(next(it)) if part is None else part for part in template]
+    return sep.join(parts) + end
+
+
+@_lower(OpKind.PRINT)
+def _print(node: Node) -> Callable[..., Any]:
+    template, sep, end = node.attrs["template"], node.attrs["sep"], node.attrs["end"]
+
+    def do_print(*values: Any) -> None:
+        # Looked up at run time: Jupyter swaps sys.stdout per cell.
+        sys.stdout.write(format_print(template, values, sep, end))
+    return do_print
+
+
+def interpret(graph: Graph, inputs: Sequence[Any]) -> list[Any]:
+    """Run ``graph`` on concrete ``inputs`` (one per placeholder), node by node, with NumPy."""
+    if len(inputs) != len(graph.inputs):
+        raise ValueError(f"graph {graph.name!r} takes {len(graph.inputs)} inputs, "
+                         f"got {len(inputs)}")
+    env: dict[Node, Any] = dict(zip(graph.inputs, inputs))
+    for node in graph.nodes:
+        if node.op is OpKind.PLACEHOLDER:
+            continue
+        fn = LOWER[node.op](node)
+        args = [env[a] if isinstance(a, Node) else a for a in node.args]
+        env[node] = fn(*args)
+    return [env[o] for o in graph.outputs]

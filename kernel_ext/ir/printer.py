@@ -1,0 +1,88 @@
+"""The stable text form of a graph, used by ``repr``, tests and the UI.
+
+Example::
+
+    graph f(x: float32[2], y: float32[2]) {
+      %add = add(%x, %y) : float32[2]
+      %tanh = tanh(%add) : float32[2]
+      return (%tanh)
+    }
+
+Stable means: the same graph always prints the same text (attrs sorted, floats by ``repr``,
+big constants summarised), so tests can compare it and the UI can diff it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .graph import Graph, Node
+from .ops import OpKind
+
+_INLINE_CONSTANT_SIZE = 8
+
+
+def format_value(value: Any) -> str:
+    """A short stable rendering of a literal or attribute value."""
+    if isinstance(value, Node):
+        return f"%{value.name}"
+    if isinstance(value, np.ndarray):
+        if value.size <= _INLINE_CONSTANT_SIZE:
+            body = np.array2string(value, separator=", ", threshold=_INLINE_CONSTANT_SIZE)
+            return f"{body.replace(chr(10), '')}:{value.dtype.name}"
+        return f"<{value.dtype.name}{list(value.shape)}>"
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if isinstance(value, slice):
+        parts = ["" if p is None else format_value(p) for p in (value.start, value.stop)]
+        text = ":".join(parts)
+        return text + (f":{format_value(value.step)}" if value.step is not None else "")
+    if value is Ellipsis:
+        return "..."
+    if isinstance(value, tuple):
+        return "(" + ", ".join(format_value(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+    if isinstance(value, list):
+        return "[" + ", ".join(format_value(v) for v in value) + "]"
+    if hasattr(value, "name") and hasattr(value, "dtype") and hasattr(value, "assign"):
+        return f"Variable({value.name})"
+    return repr(value)
+
+
+def format_attrs(node: Node) -> str:
+    items = []
+    for key in sorted(node.attrs):
+        if key.startswith("_") or key in ("value", "shape", "dtype") and node.op in (
+                OpKind.PLACEHOLDER, OpKind.CONSTANT):
+            continue
+        if key == "captured":
+            continue
+        items.append(f"{key}={format_value(node.attrs[key])}")
+    return ", ".join(items)
+
+
+def format_node(node: Node) -> str:
+    if node.op is OpKind.CONSTANT:
+        rhs = f"constant({format_value(node.attrs['value'])})"
+    else:
+        args = [format_value(a) for a in node.args]
+        attrs = format_attrs(node)
+        rhs = f"{node.op.value}(" + ", ".join(args + ([attrs] if attrs else [])) + ")"
+    lhs = f"%{node.name} = " if node.aval is not None else ""
+    ty = f" : {node.aval}" if node.aval is not None else ""
+    return f"{lhs}{rhs}{ty}"
+
+
+def format_graph(graph: Graph) -> str:
+    params = ", ".join(f"{p.name}: {p.aval}" for p in graph.inputs)
+    lines = [f"graph {graph.name}({params}) {{"]
+    for node in graph.nodes:
+        if node.op is OpKind.PLACEHOLDER:
+            continue
+        lines.append("  " + format_node(node))
+    lines.append("  return (" + ", ".join(f"%{o.name}" for o in graph.outputs) + ")")
+    lines.append("}")
+    return "\n".join(lines)

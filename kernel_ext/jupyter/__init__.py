@@ -1,0 +1,1 @@
+"""The IPython extension: magics, widgets and the comm to the JupyterLab sidebar."""

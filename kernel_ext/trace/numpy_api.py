@@ -1,0 +1,404 @@
+"""NumPy functions on traced values: the ``__array_function__`` handler table.
+
+``HANDLERS[np.func]`` records ``np.func`` applied to traced values. Most map onto one graph op;
+a few are compositions of ops, exactly as NumPy itself composes them (``np.round`` is
+multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
+:class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import errors
+from ..ir import OpKind
+from .context import bind
+
+HANDLERS: dict[Callable, Callable[..., Any]] = {}
+
+
+def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
+    def register(handler: Callable) -> Callable:
+        for f in funcs:
+            HANDLERS[f] = handler
+        return handler
+    return register
+
+
+def _no(name: str, value: Any, default: Any = None) -> None:
+    if value is not default and not (value is np._NoValue):  # type: ignore[attr-defined]
+        raise errors.UnsupportedOpError(
+            f"the argument {name}= is not supported on traced values (got {value!r}). Fix: "
+            "leave it at its default and combine with np.where/astype.")
+
+
+def _axis(axis: Any) -> Any:
+    if axis is None or isinstance(axis, (int, np.integer)):
+        return None if axis is None else int(axis)
+    return tuple(int(a) for a in axis)
+
+
+def _reduction(kind: OpKind, with_dtype: bool = True, with_ddof: bool = False) -> Callable:
+    def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
+                keepdims: Any = False, *rest: Any, ddof: Any = 0, where: Any = np._NoValue,
+                initial: Any = np._NoValue, **kw: Any) -> Any:
+        _no("out", out)
+        _no("where", where, np._NoValue)
+        _no("initial", initial, np._NoValue)
+        attrs: dict[str, Any] = {"axis": _axis(axis), "keepdims": bool(keepdims)}
+        if with_dtype and dtype is not None:
+            attrs["dtype"] = np.dtype(dtype)
+        if with_ddof and ddof:
+            attrs["ddof"] = ddof
+        return bind(kind, (a,), attrs)
+    return handler
+
+
+implements(np.sum)(_reduction(OpKind.SUM))
+implements(np.prod)(_reduction(OpKind.PROD))
+implements(np.mean)(_reduction(OpKind.MEAN))
+implements(np.std)(_reduction(OpKind.STD, with_ddof=True))
+implements(np.var)(_reduction(OpKind.VAR, with_ddof=True))
+
+
+def _minmax(kind: OpKind) -> Callable:
+    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
+                initial: Any = np._NoValue, where: Any = np._NoValue) -> Any:
+        _no("out", out)
+        _no("initial", initial, np._NoValue)
+        _no("where", where, np._NoValue)
+        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+    return handler
+
+
+implements(np.max, np.amax)(_minmax(OpKind.MAX))
+implements(np.min, np.amin)(_minmax(OpKind.MIN))
+
+
+def _logical(kind: OpKind) -> Callable:
+    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *,
+                where: Any = np._NoValue) -> Any:
+        _no("out", out)
+        _no("where", where, np._NoValue)
+        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+    return handler
+
+
+implements(np.any)(_logical(OpKind.ANY))
+implements(np.all)(_logical(OpKind.ALL))
+
+
+def _arg(kind: OpKind) -> Callable:
+    def handler(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
+        _no("out", out)
+        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+    return handler
+
+
+implements(np.argmax)(_arg(OpKind.ARGMAX))
+implements(np.argmin)(_arg(OpKind.ARGMIN))
+
+
+def _scan(kind: OpKind) -> Callable:
+    def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
+        _no("out", out)
+        attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
+        if dtype is not None:
+            attrs["dtype"] = np.dtype(dtype)
+        return bind(kind, (a,), attrs)
+    return handler
+
+
+implements(np.cumsum)(_scan(OpKind.CUMSUM))
+implements(np.cumprod)(_scan(OpKind.CUMPROD))
+
+
+@implements(np.count_nonzero)
+def _count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
+    return bind(OpKind.SUM, (np.not_equal(a, 0),),
+                {"axis": _axis(axis), "keepdims": keepdims, "dtype": np.dtype(np.intp)})
+
+
+# -- shape ------------------------------------------------------------------------------------
+
+def _shape_arg(shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
+@implements(np.reshape)
+def _reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
+             copy: Any = None) -> Any:
+    if order != "C":
+        raise errors.UnsupportedOpError(f"np.reshape(order={order!r}) is not supported on "
+                                        "traced values; only order='C'.")
+    return bind(OpKind.RESHAPE, (a,), {"shape": _shape_arg(shape if shape is not None
+                                                            else newshape)})
+
+
+@implements(np.ravel)
+def _ravel(a: Any, order: str = "C") -> Any:
+    return _reshape(a, (-1,), order)
+
+
+@implements(np.transpose)
+def _transpose(a: Any, axes: Any = None) -> Any:
+    return bind(OpKind.TRANSPOSE, (a,), {"axes": None if axes is None else tuple(axes)})
+
+
+def _ndim_of(a: Any) -> int:
+    return len(np.shape(a)) if not hasattr(a, "_node") else a.ndim
+
+
+@implements(np.swapaxes)
+def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    n = _ndim_of(a)
+    axes = list(range(n))
+    i, j = axis1 % n, axis2 % n
+    axes[i], axes[j] = axes[j], axes[i]
+    return _transpose(a, axes)
+
+
+@implements(np.moveaxis)
+def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    n = _ndim_of(a)
+    src = [s % n for s in ([source] if isinstance(source, int) else source)]
+    dst = [d % n for d in ([destination] if isinstance(destination, int) else destination)]
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _transpose(a, order)
+
+
+@implements(np.expand_dims)
+def _expand_dims(a: Any, axis: Any) -> Any:
+    return bind(OpKind.EXPAND_DIMS, (a,), {"axis": _axis(axis)})
+
+
+@implements(np.squeeze)
+def _squeeze(a: Any, axis: Any = None) -> Any:
+    return bind(OpKind.SQUEEZE, (a,), {"axis": _axis(axis)})
+
+
+@implements(np.broadcast_to)
+def _broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+    return bind(OpKind.BROADCAST_TO, (array,), {"shape": _shape_arg(shape)})
+
+
+@implements(np.atleast_1d)
+def _atleast_1d(*arys: Any) -> Any:
+    out = [a if _ndim_of(a) >= 1 else _reshape(a, (1,)) for a in arys]
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@implements(np.atleast_2d)
+def _atleast_2d(*arys: Any) -> Any:
+    out = []
+    for a in arys:
+        n = _ndim_of(a)
+        out.append(a if n >= 2 else _reshape(a, (1, 1)) if n == 0 else _expand_dims(a, 0))
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@implements(np.concatenate)
+def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None,
+                 casting: str = "same_kind") -> Any:
+    _no("out", out)
+    attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
+    if dtype is not None:
+        attrs["dtype"] = np.dtype(dtype)
+    return bind(OpKind.CONCATENATE, tuple(arrays), attrs)
+
+
+@implements(np.stack)
+def _stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
+           casting: str = "same_kind") -> Any:
+    _no("out", out)
+    _no("dtype", dtype)
+    return bind(OpKind.STACK, tuple(arrays), {"axis": int(axis)})
+
+
+@implements(np.vstack)
+def _vstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    return _concatenate([_atleast_2d(a) for a in tup], axis=0, dtype=dtype)
+
+
+@implements(np.hstack)
+def _hstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+    arrs = [_atleast_1d(a) for a in tup]
+    return _concatenate(arrs, axis=0 if _ndim_of(arrs[0]) == 1 else 1, dtype=dtype)
+
+
+@implements(np.flip)
+def _flip(m: Any, axis: Any = None) -> Any:
+    return bind(OpKind.FLIP, (m,), {"axis": _axis(axis)})
+
+
+@implements(np.copy)
+def _copy(a: Any, order: str = "K", subok: bool = False) -> Any:
+    return bind(OpKind.COPY, (a,))
+
+
+@implements(np.shape)
+def _shape(a: Any) -> Any:
+    return a.shape
+
+
+@implements(np.ndim)
+def _ndim(a: Any) -> int:
+    return a.ndim
+
+
+@implements(np.size)
+def _size(a: Any, axis: Any = None) -> Any:
+    return a.size if axis is None else a.shape[axis]
+
+
+# -- elementwise ------------------------------------------------------------------------------
+
+@implements(np.where)
+def _where(condition: Any, *xy: Any) -> Any:
+    if len(xy) != 2:
+        raise errors.UnsupportedOpError(
+            "np.where(condition) with one argument returns data-dependent indices and is not "
+            "supported on traced values. Fix: use np.where(condition, x, y) or a boolean mask.")
+    return bind(OpKind.WHERE, (condition, *xy))
+
+
+@implements(np.clip)
+def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None,
+          *, min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any) -> Any:
+    _no("out", out)
+    lo = min if min is not np._NoValue else (None if a_min is np._NoValue else a_min)
+    hi = max if max is not np._NoValue else (None if a_max is np._NoValue else a_max)
+    return bind(OpKind.CLIP, (a, lo, hi))
+
+
+@implements(np.astype)
+def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
+    return bind(OpKind.CAST, (x,), {"dtype": np.dtype(dtype)})
+
+
+@implements(np.round, np.around)
+def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
+    _no("out", out)
+    if decimals == 0:
+        return np.rint(a)
+    scale = 10.0 ** decimals
+    return np.divide(np.rint(np.multiply(a, scale)), scale)
+
+
+def _like(fill: Any) -> Callable:
+    def handler(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+                shape: Any = None, *, device: Any = None) -> Any:
+        _no("shape", shape)
+        return _filled(a, fill, np.dtype(dtype) if dtype is not None else a.dtype)
+    return handler
+
+
+def _filled(a: Any, fill: Any, dtype: np.dtype) -> Any:
+    """An array shaped like ``a`` filled with ``fill``; ``a``'s values are never used."""
+    value = np.asarray(fill).astype(dtype)
+    if a.shape is not None and None not in a.shape:
+        return bind(OpKind.BROADCAST_TO, (value,), {"shape": tuple(a.shape)})
+    # Unknown dims come from ``a`` at run time: where(True, value, a) has a's shape and only
+    # ever selects ``value`` (so inf/nan in ``a`` cannot leak in, unlike a*0 + value).
+    return bind(OpKind.CAST, (bind(OpKind.WHERE, (True, value, a)),), {"dtype": dtype})
+
+
+implements(np.zeros_like, np.empty_like)(_like(0))
+implements(np.ones_like)(_like(1))
+
+
+@implements(np.full_like)
+def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
+               shape: Any = None, *, device: Any = None) -> Any:
+    _no("shape", shape)
+    return _filled(a, fill_value, np.dtype(dtype) if dtype is not None else a.dtype)
+
+
+@implements(np.isclose)
+def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+             equal_nan: bool = False) -> Any:
+    close = np.less_equal(np.abs(np.subtract(a, b)), np.add(atol, np.multiply(rtol, np.abs(b))))
+    close = np.logical_or(close, np.equal(a, b))  # equal infinities
+    if equal_nan:
+        close = np.logical_or(close, np.logical_and(np.isnan(a), np.isnan(b)))
+    return close
+
+
+# -- indexing ---------------------------------------------------------------------------------
+
+@implements(np.take)
+def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
+    _no("out", out)
+    if mode != "raise":
+        raise errors.UnsupportedOpError(f"np.take(mode={mode!r}) is not supported on traced "
+                                        "values; only mode='raise'.")
+    if axis is None:
+        return _ravel(a)[indices]
+    n = _ndim_of(a)
+    return a[(slice(None),) * (axis % n) + (indices,)]
+
+
+# -- linear algebra ---------------------------------------------------------------------------
+
+@implements(np.dot)
+def _dot(a: Any, b: Any, out: Any = None) -> Any:
+    _no("out", out)
+    return bind(OpKind.DOT, (a, b))
+
+
+@implements(np.outer)
+def _outer(a: Any, b: Any, out: Any = None) -> Any:
+    _no("out", out)
+    return bind(OpKind.OUTER, (a, b))
+
+
+@implements(np.linalg.inv)
+def _inv(a: Any) -> Any:
+    return bind(OpKind.INV, (a,))
+
+
+@implements(np.linalg.det)
+def _det(a: Any) -> Any:
+    return bind(OpKind.DET, (a,))
+
+
+@implements(np.linalg.solve)
+def _solve(a: Any, b: Any) -> Any:
+    return bind(OpKind.SOLVE, (a, b))
+
+
+@implements(np.linalg.norm)
+def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and x.ndim != 1)):
+        raise errors.UnsupportedOpError(
+            f"np.linalg.norm(ord={ord!r}) is not supported on traced values; only the default "
+            "(Frobenius / Euclidean) norm. Fix: compose it, e.g. np.max(np.abs(x)) for inf.")
+    mag = np.abs(x)
+    return np.sqrt(np.sum(np.multiply(mag, mag), axis=axis, keepdims=keepdims))
+
+
+# -- sorting ----------------------------------------------------------------------------------
+
+@implements(np.sort)
+def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+          stable: Any = None) -> Any:
+    _no("order", order)
+    return bind(OpKind.SORT, (a,), {"axis": None if axis is None else int(axis)})
+
+
+@implements(np.argsort)
+def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
+             stable: Any = None) -> Any:
+    _no("order", order)
+    return bind(OpKind.ARGSORT, (a,), {"axis": None if axis is None else int(axis)})
+
+
+def supported_numpy_functions() -> list[str]:
+    """Names of the NumPy functions (beyond ufuncs and operators) traced into graphs."""
+    return sorted({f"{getattr(f, '__module__', 'numpy')}.{f.__name__}" for f in HANDLERS})

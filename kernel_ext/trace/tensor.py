@@ -1,0 +1,398 @@
+"""Symbolic tensors: stand-ins for arrays that record NumPy operations into a graph.
+
+A :class:`Tensor` has an abstract value (shape with possibly-``None`` dims, dtype) but no data.
+NumPy finds it through ``__array_ufunc__`` (ufuncs, operators) and ``__array_function__``
+(``np.sum``, ``np.reshape``, ...), and every such call is recorded with
+:func:`~kernel_ext.trace.context.bind`. Anything that needs the *data* (``bool(x)``,
+``int(x)``, ``np.asarray(x)``, ``x.numpy()``) raises an error that says why and what to do.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import errors
+from ..ir import DynamicIndex, Node, OpKind
+from ..ir.ops import UFUNC_OPS, UFUNC_REDUCTIONS
+from .context import TraceContext, bind, user_frame_description
+
+_UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
+
+
+class Tensor:
+    """A traced value: what a NumPy array is while a ``kx.function`` is being traced."""
+
+    __slots__ = ("_node", "_ctx", "__weakref__")
+    __hash__ = None  # like np.ndarray: == is elementwise, so tensors are not dict keys
+
+    def __init__(self, node: Node, ctx: TraceContext) -> None:
+        self._node = node
+        self._ctx = ctx
+
+    # -- static facts ---------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple | None:
+        """Static shape; ``None`` marks a dimension whose size is only known at run time."""
+        return self._node.aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._node.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        if self.shape is None:
+            raise errors.TracedBoolError(
+                f"{self._describe()} has unknown rank, so .ndim has no Python value while "
+                "tracing. Fix: give the argument a known rank in input_signature.")
+        return len(self.shape)
+
+    @property
+    def size(self) -> int | None:
+        return self._node.aval.size
+
+    @property
+    def name(self) -> str:
+        return self._node.name
+
+    @property
+    def op(self) -> Node:
+        return self._node
+
+    @property
+    def T(self) -> "Tensor":
+        return self.transpose()
+
+    @property
+    def mT(self) -> "Tensor":
+        return np.swapaxes(self, -1, -2)
+
+    def __len__(self) -> int:
+        if self.shape is None or not self.shape:
+            raise TypeError("len() of unsized traced value" if self.shape == () else
+                            f"len() of {self._describe()}: rank unknown while tracing")
+        if self.shape[0] is None:
+            raise errors.TracedBoolError(
+                f"len() of {self._describe()}: its first dimension is only known at run time. "
+                "Fix: use x.shape[0] checks outside the function, or give the dimension a size "
+                "in input_signature.")
+        return self.shape[0]
+
+    def _describe(self) -> str:
+        return f"%{self._node.name} ({self._node.aval})"
+
+    def __repr__(self) -> str:
+        shape = "<unknown>" if self.shape is None else self.shape
+        state = "" if self._ctx.active else ", leaked"
+        return f"<kx.Tensor '{self._node.name}' shape={shape} dtype={self.dtype.name}{state}>"
+
+    __str__ = __repr__
+
+    # -- NumPy protocols ------------------------------------------------------------------
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        out = kwargs.pop("out", None)
+        result = _apply_ufunc(ufunc, method, inputs, kwargs)
+        if out is None:
+            return result
+        targets = out if isinstance(out, tuple) else (out,)
+        if len(targets) != 1 or not isinstance(targets[0], Tensor):
+            raise errors.UnsupportedOpError(
+                f"np.{ufunc.__name__}(..., out=...) inside a traced function needs out= to be a "
+                "traced value; graphs cannot write into outside arrays. Fix: assign the result "
+                "instead (y = np.op(...)).")
+        targets[0]._rebind(result)
+        return targets[0]
+
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+        from .numpy_api import HANDLERS
+        handler = HANDLERS.get(func)
+        if handler is None:
+            name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
+                "." + getattr(func, "__name__", repr(func))
+            raise errors.UnsupportedOpError(
+                f"{name} is not supported on traced values (called on {self._describe()} while "
+                f"tracing '{self._ctx.function_name}'). Fix: express it with supported NumPy "
+                "operations, or compute it outside the kx.function; kx.supported_numpy_functions() "
+                "lists what is traced.")
+        return handler(*args, **kwargs)
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise errors.TracingConversionError(
+            f"NumPy tried to convert the traced value {self._describe()} into a concrete array "
+            f"at {user_frame_description()} while tracing '{self._ctx.function_name}'. "
+            "np.asarray/np.array, Python containers of traced values and C extensions need real "
+            "data, which a traced value does not have until the graph runs. Fix: use NumPy "
+            "functions directly on the traced value (they are recorded into the graph), or do "
+            "this outside the kx.function on its returned arrays.")
+
+    # -- data accessors that cannot work while tracing --------------------------------------
+    def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
+        return errors.TracedBoolError(
+            f"{what} a traced value {self._describe()} in '{self._ctx.function_name}' needs its "
+            f"data, which only exists when the graph runs. {fix}")
+
+    def __bool__(self) -> bool:
+        raise self._needs_value(
+            "Using as a Python bool",
+            "This happens with `if`/`while`/`and`/`or`/`not` on a traced value while AutoGraph "
+            "is off (kx.function(autograph=False)). Fix: keep AutoGraph on, or use np.where(cond, "
+            "a, b) / kx.cond(pred, true_fn, false_fn).")
+
+    def __iter__(self) -> Any:
+        raise self._needs_value(
+            "Iterating over",
+            "Fix: keep AutoGraph on (for loops over traced values become graph loops), index "
+            "explicitly (x[i]), or loop over range(n) with a Python n.")
+
+    def __index__(self) -> int:
+        raise self._needs_value("Using as a Python int (range(), list index, shape) ",
+                                "Fix: use kx.range(n) for loops, or pass n as a Python int.")
+
+    def __int__(self) -> int:
+        raise self._needs_value("int() of", "Fix: use x.astype(np.int64) to stay in the graph.")
+
+    def __float__(self) -> float:
+        raise self._needs_value("float() of",
+                                "Fix: use x.astype(np.float64) to stay in the graph.")
+
+    def __complex__(self) -> complex:
+        raise self._needs_value("complex() of", "Fix: use x.astype(np.complex128).")
+
+    def item(self, *args: Any) -> Any:
+        raise errors.SymbolicValueError(
+            f"{self._describe()}.item() has no value while tracing; return the value from the "
+            "function instead (results come back as NumPy values).")
+
+    def numpy(self) -> np.ndarray:
+        if not self._ctx.active:
+            raise errors.SymbolicValueError(
+                f"{self._describe()} leaked out of its trace of '{self._ctx.function_name}' and "
+                "has no value: .numpy() is not available. Fix: return it from the function; "
+                "kx.function results are already NumPy arrays.")
+        raise errors.SymbolicValueError(
+            f"{self._describe()} is a traced value inside '{self._ctx.function_name}': it has "
+            "no value yet, so .numpy() is not available. Fix: return it (results are NumPy "
+            "arrays) or print it at run time with kx.print(...).")
+
+    def tolist(self) -> list:
+        return self.item()
+
+    # -- mutation is rebinding: the graph stays functional ---------------------------------
+    def _rebind(self, value: Any) -> None:
+        if not isinstance(value, Tensor):
+            raise TypeError("internal: rebind needs a traced value")
+        self._ctx.check_owned(value)
+        if value.dtype != self.dtype:
+            if not np.can_cast(value.dtype, self.dtype, casting="same_kind"):
+                raise TypeError(f"Cannot cast ufunc output from dtype('{value.dtype}') to "
+                                f"dtype('{self.dtype}') with casting rule 'same_kind'")
+            value = value.astype(self.dtype)
+        if self.shape is not None and value.shape is not None and \
+                len(value.shape) > len(self.shape):
+            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
+                             f"match the broadcast shape {value.shape}")
+        self._node = value._node
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        template, dyn = build_template(key)
+        result = bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})
+        self._node = result._node
+
+    def __getitem__(self, key: Any) -> "Tensor":
+        template, dyn = build_template(key)
+        return bind(OpKind.GETITEM, (self, *dyn), {"index": template})
+
+    # -- ndarray methods ------------------------------------------------------------------
+    def astype(self, dtype: Any, copy: bool = True) -> "Tensor":
+        dtype = np.dtype(dtype)
+        if dtype == self.dtype and not copy:
+            return self
+        return bind(OpKind.CAST, (self,), {"dtype": dtype})
+
+    def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
+        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+            shape = tuple(shape[0])
+        return np.reshape(self, shape, order=order)
+
+    def transpose(self, *axes: Any) -> "Tensor":
+        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
+            axes = axes[0]
+        return np.transpose(self, axes if axes else None)
+
+    def flatten(self, order: str = "C") -> "Tensor":
+        return np.reshape(self, (-1,), order=order)
+
+    def ravel(self, order: str = "C") -> "Tensor":
+        return np.reshape(self, (-1,), order=order)
+
+    def squeeze(self, axis: Any = None) -> "Tensor":
+        return np.squeeze(self, axis=axis)
+
+    def swapaxes(self, a: int, b: int) -> "Tensor":
+        return np.swapaxes(self, a, b)
+
+    def copy(self, order: str = "C") -> "Tensor":
+        return np.copy(self)
+
+    def dot(self, other: Any) -> "Tensor":
+        return np.dot(self, other)
+
+    def clip(self, min: Any = None, max: Any = None) -> "Tensor":
+        return np.clip(self, min, max)
+
+    def round(self, decimals: int = 0) -> "Tensor":
+        return np.round(self, decimals)
+
+    def conj(self) -> "Tensor":
+        return np.conjugate(self)
+
+    def take(self, indices: Any, axis: int | None = None) -> "Tensor":
+        return np.take(self, indices, axis=axis)
+
+    def argsort(self, axis: int = -1) -> "Tensor":
+        return np.argsort(self, axis=axis)
+
+    def sort(self, axis: int = -1) -> None:
+        self._rebind(np.sort(self, axis=axis))
+
+    def cumsum(self, axis: Any = None, dtype: Any = None) -> "Tensor":
+        return np.cumsum(self, axis=axis, dtype=dtype)
+
+    def cumprod(self, axis: Any = None, dtype: Any = None) -> "Tensor":
+        return np.cumprod(self, axis=axis, dtype=dtype)
+
+
+def _reduction_method(name: str) -> Callable[..., Tensor]:
+    fn = getattr(np, name)
+
+    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        return fn(self, *args, **kwargs)
+    method.__name__ = name
+    method.__doc__ = f"Traced ``np.{name}``."
+    return method
+
+
+for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "std", "var", "argmax",
+              "argmin"):
+    setattr(Tensor, _name, _reduction_method(_name))
+
+
+# -- operators ----------------------------------------------------------------------------------
+
+_BINARY_OPERATORS = {
+    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
+    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
+    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
+    "lshift": np.left_shift, "rshift": np.right_shift,
+}
+_COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
+                "eq": np.equal, "ne": np.not_equal}
+_UNARY_OPERATORS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
+                    "invert": np.invert}
+
+
+def _make_operators(cls: type) -> None:
+    """Install NumPy's operator protocol on ``cls`` (each operator calls the NumPy ufunc)."""
+    for name, uf in _BINARY_OPERATORS.items():
+        setattr(cls, f"__{name}__", lambda self, other, uf=uf: uf(self, other))
+        setattr(cls, f"__r{name}__", lambda self, other, uf=uf: uf(other, self))
+        setattr(cls, f"__i{name}__", _inplace(uf))
+    for name, uf in _COMPARISONS.items():
+        setattr(cls, f"__{name}__", lambda self, other, uf=uf: uf(self, other))
+    for name, uf in _UNARY_OPERATORS.items():
+        setattr(cls, f"__{name}__", lambda self, uf=uf: uf(self))
+    cls.__divmod__ = lambda self, other: (np.floor_divide(self, other), np.remainder(self, other))
+    cls.__rdivmod__ = lambda self, other: (np.floor_divide(other, self),
+                                           np.remainder(other, self))
+
+
+def _inplace(uf: np.ufunc) -> Callable[[Any, Any], Any]:
+    def op(self: Any, other: Any) -> Any:
+        if isinstance(self, Tensor):
+            # NumPy's in-place semantics on the Python object (aliases see the new value); the
+            # graph itself stays functional.
+            self._rebind(uf(self, other))
+            return self
+        return uf(self, other)
+    return op
+
+
+_make_operators(Tensor)
+
+
+# -- ufunc dispatch -------------------------------------------------------------------------
+
+def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    bad = [k for k in kwargs if k in _UNSUPPORTED_UFUNC_KWARGS or k not in (
+        "dtype", "axis", "keepdims", "initial")]
+    if bad and not (method != "__call__" and set(bad) <= {"axis"}):
+        raise errors.UnsupportedOpError(
+            f"np.{ufunc.__name__}(..., {bad[0]}=...) is not supported on traced values. Fix: "
+            "drop the argument and combine with np.where / astype instead.")
+    if method == "__call__":
+        if ufunc is np.matmul:
+            return bind(OpKind.MATMUL, inputs)
+        if ufunc is np.divmod:
+            return (np.floor_divide(*inputs), np.remainder(*inputs))
+        kind = UFUNC_OPS.get(ufunc)
+        if kind is None:
+            raise errors.UnsupportedOpError(
+                f"the ufunc np.{ufunc.__name__} is not supported on traced values yet. Fix: "
+                "express it with supported ufuncs, or compute it outside the kx.function.")
+        attrs = {"dtype": np.dtype(kwargs["dtype"])} if kwargs.get("dtype") is not None else {}
+        return bind(kind, inputs, attrs)
+    if method == "reduce" and ufunc in UFUNC_REDUCTIONS and "initial" not in kwargs:
+        kind = UFUNC_REDUCTIONS[ufunc]
+        attrs = {"axis": kwargs.get("axis", 0), "keepdims": bool(kwargs.get("keepdims", False))}
+        if kwargs.get("dtype") is not None:
+            attrs["dtype"] = np.dtype(kwargs["dtype"])
+        return bind(kind, inputs, attrs)
+    if method == "accumulate" and ufunc in (np.add, np.multiply):
+        kind = OpKind.CUMSUM if ufunc is np.add else OpKind.CUMPROD
+        return bind(kind, inputs, {"axis": kwargs.get("axis", 0)})
+    raise errors.UnsupportedOpError(
+        f"np.{ufunc.__name__}.{method} is not supported on traced values. Fix: use the matching "
+        "NumPy function (np.sum, np.max, np.cumsum, ...) instead.")
+
+
+# -- indexing -------------------------------------------------------------------------------
+
+def build_template(key: Any) -> tuple[tuple, list[Any]]:
+    """Split an index into a static template and its traced parts (``DynamicIndex`` slots)."""
+    from .variables import Variable
+    items = key if isinstance(key, tuple) else (key,)
+    dyn: list[Any] = []
+
+    def slot(value: Any) -> Any:
+        if isinstance(value, Variable):
+            value = value.read_value()
+        if isinstance(value, Tensor):
+            dyn.append(value)
+            return DynamicIndex(len(dyn))
+        return value
+
+    template: list[Any] = []
+    for item in items:
+        if isinstance(item, slice):
+            template.append(slice(slot(item.start), slot(item.stop), slot(item.step)))
+        elif isinstance(item, (Tensor, Variable)):
+            template.append(slot(item))
+        elif isinstance(item, list):
+            arr = np.asarray(item)
+            arr.setflags(write=False)
+            template.append(arr if arr.dtype != object else item)
+        elif isinstance(item, np.ndarray):
+            arr = np.array(item, copy=True)
+            arr.setflags(write=False)
+            template.append(arr)
+        elif isinstance(item, (int, np.integer)):
+            template.append(int(item))
+        elif item is None or item is Ellipsis:
+            template.append(item)
+        else:
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
+                f"integer or boolean arrays are valid indices; got {type(item).__name__}")
+    return tuple(template), dyn

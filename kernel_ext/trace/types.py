@@ -1,0 +1,505 @@
+"""Trace types: the cache key of a traced function, with TensorFlow's names and rules.
+
+Every argument of a call maps to a :class:`TraceType` (:func:`make_trace_type`):
+
+=============================  ==========================================================
+argument                       trace type
+=============================  ==========================================================
+``np.ndarray`` / NumPy scalar  :class:`TensorSpec` (shape + dtype; a scalar and a 0-d
+                               array of the same dtype are the same type)
+``bool/int/float/str/None``    :class:`Literal` (the value itself: a new value retraces)
+``list``/``tuple``/namedtuple  :class:`Sequence_` (structure + element types, ordered)
+dataclass instance             :class:`Dataclass` (class + field types)
+``dict``                       :class:`Dict` (key -> type; insertion order ignored)
+``kx.Variable``                :class:`VariableType` (identity + dtype + shape)
+``obj.__tracing_type__(ctx)``  whatever it returns
+any other hashable object      :class:`WeakRef` (equal objects share; a dead one never matches)
+=============================  ==========================================================
+
+Dispatch rules (implemented by the engine): a cached trace of type ``T`` accepts a call of type
+``C`` when ``C.is_subtype_of(T)``. ``TensorSpec`` dims of ``None`` accept any size and
+``shape=None`` any rank, so they are supertypes. Among accepting traces the most specific wins
+(the one that is a subtype of every other candidate); ties go to the earliest.
+``most_specific_common_supertype`` is what ``reduce_retracing=True`` traces with: dims that
+differ become ``None``, a rank change becomes unknown rank, anything else (dtypes, literals,
+structure) has no common supertype. ``placeholder_value`` builds the value the Python function
+sees while tracing: a symbolic tensor for a TensorSpec, the value itself for a literal.
+"""
+
+from __future__ import annotations
+
+import abc
+import dataclasses
+import weakref
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .. import errors
+from ..ir import format_aval
+
+
+class PlaceholderContext:
+    """What ``placeholder_value`` receives: the trace, and where in the arguments we are."""
+
+    def __init__(self, trace_context: Any, name: str, path: tuple = ()) -> None:
+        self.trace_context = trace_context
+        self.name = name
+        self.path = path
+
+    def child(self, step: Any, label: Any) -> "PlaceholderContext":
+        return PlaceholderContext(self.trace_context, f"{self.name}_{label}", self.path + (step,))
+
+
+class TraceType(abc.ABC):
+    """The type of an argument as far as tracing is concerned (``tf.types.experimental``)."""
+
+    @abc.abstractmethod
+    def is_subtype_of(self, other: "TraceType") -> bool:
+        """True if every value of ``self`` is also a value of ``other``."""
+
+    @abc.abstractmethod
+    def most_specific_common_supertype(self, others: Sequence["TraceType"]) -> "TraceType | None":
+        """The narrowest type containing ``self`` and every one of ``others``, or ``None``."""
+
+    @abc.abstractmethod
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        """The value the Python function sees while tracing with this type."""
+
+    @abc.abstractmethod
+    def __eq__(self, other: Any) -> bool: ...
+
+    @abc.abstractmethod
+    def __hash__(self) -> int: ...
+
+    def describe(self) -> str:
+        """Short human text (used by signatures and retrace explanations)."""
+        return repr(self)
+
+
+# ---------------------------------------------------------------------------------------------
+# Tensors
+# ---------------------------------------------------------------------------------------------
+
+def _normalize_shape(shape: Any) -> tuple | None:
+    if shape is None:
+        return None
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    out = []
+    for d in shape:
+        if d is None:
+            out.append(None)
+        elif isinstance(d, (int, np.integer)) and d >= 0:
+            out.append(int(d))
+        else:
+            raise ValueError(f"TensorSpec shape dimensions must be non-negative ints or None, "
+                             f"got {d!r} in {tuple(shape)!r}")
+    return tuple(out)
+
+
+def dtype_code(dtype: np.dtype) -> str:
+    """``np.float32``-style text that evaluates back to the dtype (copyable into code)."""
+    return f"np.{np.dtype(dtype).name}"
+
+
+class TensorSpec(TraceType):
+    """Describes arrays: ``TensorSpec(shape, dtype=np.float32, name=None)``.
+
+    ``None`` in ``shape`` accepts any size in that dimension; ``shape=None`` accepts any rank.
+    """
+
+    __slots__ = ("shape", "dtype", "name", "_hash")
+
+    def __init__(self, shape: Any, dtype: Any = np.float32, name: str | None = None) -> None:
+        self.shape = _normalize_shape(shape)
+        self.dtype = np.dtype(dtype)
+        if self.dtype.kind in "OUSV":
+            raise TypeError(f"TensorSpec dtype must be numeric or bool, got {self.dtype}")
+        self.name = name
+        self._hash = hash((self.shape, self.dtype, self.name))
+
+    @classmethod
+    def from_value(cls, value: Any, name: str | None = None) -> "TensorSpec":
+        arr = value if isinstance(value, (np.ndarray, np.generic)) else np.asarray(value)
+        return cls(arr.shape, arr.dtype, name)
+
+    def is_compatible_with(self, value: Any) -> bool:
+        """True if the array ``value`` fits this spec (dtype equal, shape matching)."""
+        return self.dtype == value.dtype and shape_fits(value.shape, self.shape)
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        if not isinstance(other, TensorSpec) or other.dtype != self.dtype:
+            return False
+        if other.shape is None:
+            return True
+        if self.shape is None or len(self.shape) != len(other.shape):
+            return False
+        return all(o is None or s == o for s, o in zip(self.shape, other.shape))
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        if not all(isinstance(o, TensorSpec) and o.dtype == self.dtype for o in others):
+            return None
+        shapes = [self.shape] + [o.shape for o in others]  # type: ignore[union-attr]
+        if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
+            return TensorSpec(None, self.dtype)
+        dims = tuple(d[0] if len(set(d)) == 1 else None for d in zip(*shapes))
+        return TensorSpec(dims, self.dtype)
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        ctx = placeholder_context
+        return ctx.trace_context.placeholder(self.name or ctx.name, self.shape, self.dtype,
+                                             ctx.path)
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, TensorSpec) and self.shape == other.shape
+                and self.dtype == other.dtype and self.name == other.name)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        shape = "None" if self.shape is None else repr(self.shape)
+        name = "None" if self.name is None else repr(self.name)
+        return f"TensorSpec(shape={shape}, dtype={dtype_code(self.dtype)}, name={name})"
+
+    def describe(self) -> str:
+        return format_aval(self.shape, self.dtype)
+
+
+def shape_fits(shape: tuple, spec_shape: tuple | None) -> bool:
+    if spec_shape is None:
+        return True
+    return len(shape) == len(spec_shape) and all(
+        s is None or s == d for d, s in zip(shape, spec_shape))
+
+
+# ---------------------------------------------------------------------------------------------
+# Python values
+# ---------------------------------------------------------------------------------------------
+
+class Literal(TraceType):
+    """A Python ``bool/int/float/complex/str/bytes/None``: traced as its value."""
+
+    __slots__ = ("value", "_key")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        # type is part of the key: 1, 1.0 and True are equal in Python but trace differently;
+        # NaN is keyed by its text so that it matches itself.
+        text = repr(value) if isinstance(value, float) and value != value else value
+        self._key = (type(value), text)
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        return self == other
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        return self.value
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Literal) and self._key == other._key
+
+    def __hash__(self) -> int:
+        return hash(self._key)
+
+    def __repr__(self) -> str:
+        return f"Literal({self.value!r})"
+
+    def describe(self) -> str:
+        return f"{type(self.value).__name__} {self.value!r}"
+
+
+class _Composite(TraceType):
+    """Shared behaviour of structured types: elementwise subtype/supertype."""
+
+    kind: str
+    components: tuple[TraceType, ...]
+
+    def _same_structure(self, other: Any) -> bool:
+        return type(other) is type(self) and self._header() == other._header() and \
+            len(self.components) == len(other.components)
+
+    def _header(self) -> Any:
+        return None
+
+    def _rebuild(self, components: tuple[TraceType, ...]) -> "_Composite":
+        raise NotImplementedError
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        return self._same_structure(other) and all(
+            a.is_subtype_of(b) for a, b in zip(self.components, other.components))
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        if not all(self._same_structure(o) for o in others):
+            return None
+        merged = []
+        for i, c in enumerate(self.components):
+            m = c.most_specific_common_supertype([o.components[i] for o in others])
+            if m is None:
+                return None
+            merged.append(m)
+        return self._rebuild(tuple(merged))
+
+    def __eq__(self, other: Any) -> bool:
+        return self._same_structure(other) and self.components == other.components
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._header(), self.components))
+
+
+class Sequence_(_Composite):
+    """A ``tuple``, ``list`` or namedtuple: structure and element types, order-sensitive."""
+
+    def __init__(self, container: type, components: Iterable[TraceType]) -> None:
+        self.container = container
+        self.components = tuple(components)
+
+    def _header(self) -> Any:
+        return self.container
+
+    def _rebuild(self, components: tuple[TraceType, ...]) -> "Sequence_":
+        return Sequence_(self.container, components)
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        items = [c.placeholder_value(placeholder_context.child(("item", i), i))
+                 for i, c in enumerate(self.components)]
+        if self.container in (tuple, list):
+            return self.container(items)
+        return self.container(*items)  # namedtuple
+
+    def __repr__(self) -> str:
+        inner = ", ".join(repr(c) for c in self.components)
+        if self.container is list:
+            return f"[{inner}]"
+        if self.container is tuple:
+            return f"({inner}{',' if len(self.components) == 1 else ''})"
+        return f"{self.container.__name__}({inner})"
+
+
+class Dict(_Composite):
+    """A ``dict``: key -> value type; insertion order does not matter."""
+
+    def __init__(self, items: dict[Any, TraceType]) -> None:
+        self.keys = tuple(sorted(items, key=_sort_key))
+        self.components = tuple(items[k] for k in self.keys)
+
+    def _header(self) -> Any:
+        return self.keys
+
+    def _rebuild(self, components: tuple[TraceType, ...]) -> "Dict":
+        return Dict(dict(zip(self.keys, components)))
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        return {k: c.placeholder_value(placeholder_context.child(("key", k), k))
+                for k, c in zip(self.keys, self.components)}
+
+    def __repr__(self) -> str:
+        return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.components)) + "}"
+
+
+def _sort_key(k: Any) -> tuple:
+    return (type(k).__name__, repr(k))
+
+
+class Dataclass(_Composite):
+    """A dataclass instance: its class plus the types of its fields."""
+
+    def __init__(self, cls: type, fields: dict[str, TraceType]) -> None:
+        self.cls = cls
+        self.names = tuple(fields)
+        self.components = tuple(fields.values())
+
+    def _header(self) -> Any:
+        return (self.cls, self.names)
+
+    def _rebuild(self, components: tuple[TraceType, ...]) -> "Dataclass":
+        return Dataclass(self.cls, dict(zip(self.names, components)))
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        values = {n: c.placeholder_value(placeholder_context.child(("attr", n), n))
+                  for n, c in zip(self.names, self.components)}
+        obj = object.__new__(self.cls)
+        for n, v in values.items():
+            object.__setattr__(obj, n, v)  # frozen dataclasses too
+        return obj
+
+    def __repr__(self) -> str:
+        inner = ", ".join(f"{n}={c!r}" for n, c in zip(self.names, self.components))
+        return f"{self.cls.__name__}({inner})"
+
+
+class VariableType(TraceType):
+    """A ``kx.Variable`` argument: identity, dtype and shape."""
+
+    def __init__(self, var: Any) -> None:
+        self._ref = weakref.ref(var)
+        self._id = id(var)
+        self.dtype = var.dtype
+        self.shape = tuple(var.shape)
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        return self == other
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        return self._ref()
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, VariableType) and self._ref() is not None
+                and self._ref() is other._ref() and self.dtype == other.dtype
+                and self.shape == other.shape)
+
+    def __hash__(self) -> int:
+        return hash((self._id, self.dtype, self.shape))
+
+    def __repr__(self) -> str:
+        var = self._ref()
+        name = var.name if var is not None else "<dead>"
+        return f"VariableType({name!r}, {format_aval(self.shape, self.dtype)})"
+
+
+class WeakRef(TraceType):
+    """Any other hashable object: equal objects share a trace; a dead object never matches."""
+
+    def __init__(self, obj: Any, on_dead: Callable[[], None] | None = None) -> None:
+        self._hash = hash(obj)  # raises TypeError for unhashable objects (caller reports it)
+        self._type_name = type(obj).__qualname__
+        self._repr = _short(repr(obj))
+        try:
+            self._ref: Callable[[], Any] = weakref.ref(obj, _DeadCallbacks.fire)
+            self.weak = True
+        except TypeError:
+            self._ref = lambda obj=obj: obj  # not weak-referenceable (frozenset, ...): keep it
+            self.weak = False
+
+    def alive(self) -> bool:
+        return self._ref() is not None
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        return self == other
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        return self if all(self == o for o in others) else None
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        return self._ref()
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, WeakRef) or self._hash != other._hash:
+            return False
+        a, b = self._ref(), other._ref()
+        if a is None or b is None:
+            return False
+        try:
+            return a is b or bool(type(a) is type(b) and a == b)
+        except Exception:
+            return False
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"WeakRef({self._repr})"
+
+    def describe(self) -> str:
+        state = "" if self.alive() else " (dead)"
+        return f"{self._type_name} object {self._repr}{state}"
+
+
+class _DeadCallbacks:
+    """Weakref callbacks fan out to listeners (Functions purge traces keyed by dead objects)."""
+
+    listeners: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+    @classmethod
+    def fire(cls, _ref: Any) -> None:
+        for listener in list(cls.listeners):
+            listener._on_object_died()
+
+
+def register_dead_object_listener(listener: Any) -> None:
+    """``listener._on_object_died()`` is called whenever an object keying a trace dies."""
+    _DeadCallbacks.listeners.add(listener)
+
+
+def _short(text: str) -> str:
+    return text if len(text) <= 80 else text[:77] + "..."
+
+
+# ---------------------------------------------------------------------------------------------
+# Building trace types from values
+# ---------------------------------------------------------------------------------------------
+
+class TracingTypeContext:
+    """Passed to ``__tracing_type__(context)``; ``context.make(value)`` types a sub-value."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def make(self, value: Any) -> TraceType:
+        return make_trace_type(value, self.path)
+
+
+_LITERAL_TYPES = (bool, int, float, complex, str, bytes, type(None))
+
+
+def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = False) -> TraceType:
+    """The trace type of ``value`` (rules in the module docstring); ``path`` names it in errors.
+
+    With ``allow_specs`` (``get_concrete_function``), a TraceType such as a TensorSpec stands
+    for itself.
+    """
+    from .tensor import Tensor
+    from .variables import Variable
+    if allow_specs and isinstance(value, TraceType):
+        return value
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "OUSV":
+            raise errors.TraceTypeError(
+                f"{path}: arrays of dtype {value.dtype} cannot be traced (only numeric and bool "
+                "arrays). Fix: pass numeric arrays, or pass this value as a plain Python object "
+                "(tuple) if it is static.")
+        return TensorSpec(value.shape, value.dtype)
+    if isinstance(value, np.generic):
+        return TensorSpec((), value.dtype)
+    if isinstance(value, _LITERAL_TYPES):
+        return Literal(value)
+    if isinstance(value, Variable):
+        return VariableType(value)
+    if isinstance(value, Tensor):
+        raise errors.LeakedTensorError(
+            f"{path}: a traced value {value._describe()} was passed as an argument outside its "
+            "trace. Fix: pass NumPy arrays; inside another kx.function, call the Python function.")
+    hook = getattr(type(value), "__tracing_type__", None)
+    if hook is not None:
+        result = value.__tracing_type__(TracingTypeContext(path))
+        if not isinstance(result, TraceType):
+            raise errors.TraceTypeError(
+                f"{path}: {type(value).__name__}.__tracing_type__ returned "
+                f"{type(result).__name__}, expected a kx.TraceType")
+        return result
+    if isinstance(value, tuple) and hasattr(type(value), "_fields"):
+        return Sequence_(type(value), (make_trace_type(v, f"{path}.{f}", allow_specs)
+                                       for f, v in zip(value._fields, value)))
+    if type(value) in (tuple, list):
+        return Sequence_(type(value), (make_trace_type(v, f"{path}[{i}]", allow_specs)
+                                       for i, v in enumerate(value)))
+    if isinstance(value, dict):
+        return Dict({k: make_trace_type(v, f"{path}[{k!r}]", allow_specs) for k, v in value.items()})
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return Dataclass(type(value), {f.name: make_trace_type(getattr(value, f.name),
+                                                               f"{path}.{f.name}", allow_specs)
+                                       for f in dataclasses.fields(value)})
+    try:
+        return WeakRef(value)
+    except TypeError:
+        raise errors.TraceTypeError(
+            f"{path}: got an unhashable {type(value).__name__} ({_short(repr(value))}); a "
+            "kx.function keys its traces by its arguments, so non-array arguments must be "
+            "hashable. Fix: pass a tuple or frozenset instead of a "
+            f"{type(value).__name__}, or give the class a __tracing_type__ method.") from None

@@ -1,0 +1,229 @@
+"""``kx.Variable``: mutable state that graphs capture by reference (``tf.Variable`` for NumPy).
+
+Eagerly a Variable holds a read-only NumPy array and takes part in NumPy expressions like one
+(``1 + v``, ``np.sum(v)``, ``v * x``). Inside a trace every use becomes a ``read_variable`` node
+and ``assign``/``assign_add``/``assign_sub`` become stateful nodes, in program order, so a read
+sees the writes before it and every call of the graph reads the current value.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import errors
+from ..ir import OpKind
+from .context import current_context
+from .tensor import Tensor, _make_operators
+
+_ids = itertools.count()
+
+
+class Variable:
+    """A named, typed, shaped array whose value graphs read and write at run time."""
+
+    __array_priority__ = 20
+
+    def __init__(self, initial_value: Any, dtype: Any = None, name: str | None = None,
+                 trainable: bool = True) -> None:
+        if callable(initial_value):
+            initial_value = initial_value()
+        if isinstance(initial_value, Variable):
+            initial_value = initial_value._value
+        if isinstance(initial_value, Tensor):
+            raise errors.VariableCreationError(
+                f"kx.Variable(initial_value=...) got the traced value "
+                f"{initial_value._describe()}; a variable's initial value must be concrete. "
+                "Fix: create the variable outside the function from a NumPy array, or with a "
+                "value computed from constants only.")
+        value = np.array(initial_value, dtype=dtype, copy=True)
+        if value.dtype.kind in "OUSV":
+            raise TypeError(f"kx.Variable needs a numeric or bool initial value, got dtype "
+                            f"{value.dtype} from {type(initial_value).__name__}")
+        value.setflags(write=False)
+        self._value = value
+        self.name = name or f"Variable_{next(_ids)}"
+        self.trainable = trainable
+        ctx = current_context()
+        if ctx is not None:
+            ctx.on_variable_created(self)
+
+    # -- static facts -------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self._value.dtype
+
+    @property
+    def shape(self) -> tuple:
+        return self._value.shape
+
+    @property
+    def ndim(self) -> int:
+        return self._value.ndim
+
+    @property
+    def size(self) -> int:
+        return self._value.size
+
+    # -- reading ------------------------------------------------------------------------------
+    def read_value(self) -> Any:
+        """The current value: a traced read inside a trace, a copy eagerly."""
+        ctx = current_context()
+        if ctx is not None:
+            return ctx.read_variable(self)
+        return self._value.copy()
+
+    value = read_value
+
+    def numpy(self) -> np.ndarray:
+        """A copy of the current value (eager only)."""
+        if current_context() is not None:
+            raise errors.SymbolicValueError(
+                f"Variable '{self.name}'.numpy() inside a traced function would freeze today's "
+                "value into the graph. Fix: use the variable directly in NumPy expressions (it "
+                "is read at every call), or kx.print(v) to see it at run time.")
+        return self._value.copy()
+
+    def _read(self) -> Any:
+        ctx = current_context()
+        return self._value if ctx is None else ctx.read_variable(self)
+
+    # -- writing ------------------------------------------------------------------------------
+    def _assign(self, value: Any) -> None:
+        """Store ``value`` (cast same_kind, broadcast to the variable's shape). Runtime path."""
+        arr = np.asarray(value)
+        if arr.dtype != self.dtype:
+            if not np.can_cast(arr.dtype, self.dtype, casting="same_kind"):
+                raise TypeError(f"cannot assign a {arr.dtype} value to variable '{self.name}' of "
+                                f"dtype {self.dtype} (same_kind casting). Fix: cast with "
+                                f".astype(np.{self.dtype.name}) first.")
+            arr = arr.astype(self.dtype)
+        if arr.shape != self.shape:
+            try:
+                arr = np.broadcast_to(arr, self.shape)
+            except ValueError:
+                raise ValueError(f"cannot assign a value of shape {arr.shape} to variable "
+                                 f"'{self.name}' of shape {self.shape}") from None
+        new = np.array(arr, copy=True)
+        new.setflags(write=False)
+        self._value = new
+
+    def _write(self, kind: str, value: Any) -> "Variable":
+        op = {"assign": OpKind.ASSIGN_VARIABLE, "add": OpKind.ASSIGN_ADD_VARIABLE,
+              "sub": OpKind.ASSIGN_SUB_VARIABLE}[kind]
+        ctx = current_context()
+        if ctx is None:
+            if isinstance(value, Tensor):
+                value._ctx.check_owned(value)
+            if kind == "add":
+                value = np.add(self._value, value)
+            elif kind == "sub":
+                value = np.subtract(self._value, value)
+            self._assign(value)
+        else:
+            ctx.graph.create_node(op, (ctx.lift(value),), {"variable": self},
+                                  name=f"{self.name}/{op.value}")
+        return self
+
+    def assign(self, value: Any) -> "Variable":
+        """Set the value (a stateful graph op inside a trace)."""
+        return self._write("assign", value)
+
+    def assign_add(self, delta: Any) -> "Variable":
+        return self._write("add", delta)
+
+    def assign_sub(self, delta: Any) -> "Variable":
+        return self._write("sub", delta)
+
+    # -- NumPy protocols: a Variable behaves as its current value -------------------------------
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        if current_context() is not None:
+            raise errors.TracingConversionError(
+                f"NumPy tried to convert Variable '{self.name}' into a concrete array while "
+                "tracing; that would freeze its current value into the graph. Fix: use the "
+                "variable directly in NumPy functions and operators (they read it at run time).")
+        return self._value if dtype is None else self._value.astype(dtype)
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        inputs = tuple(_resolve(x) for x in inputs)
+        if "out" in kwargs:
+            kwargs["out"] = tuple(_resolve(x) for x in kwargs["out"])
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+        return func(*_resolve_nested(args), **_resolve_nested(kwargs))
+
+    def __getitem__(self, key: Any) -> Any:
+        return self._read()[key]
+
+    def __len__(self) -> int:
+        return len(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._read())
+
+    def __int__(self) -> int:
+        return int(self._read())
+
+    def __float__(self) -> float:
+        return float(self._read())
+
+    def __index__(self) -> int:
+        return self._read().__index__()
+
+    __hash__ = object.__hash__  # identity: variables key traces by identity
+
+    def __repr__(self) -> str:
+        return (f"<kx.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
+                f"numpy={np.array_repr(self._value)}>")
+
+    def __str__(self) -> str:
+        return str(self._value)
+
+    # methods that read the value
+    def astype(self, dtype: Any) -> Any:
+        return self._read().astype(dtype)
+
+    def reshape(self, *shape: Any) -> Any:
+        return self._read().reshape(*shape)
+
+    @property
+    def T(self) -> Any:
+        return self._read().T
+
+
+def _resolve(x: Any) -> Any:
+    return x._read() if isinstance(x, Variable) else x
+
+
+def _resolve_nested(x: Any) -> Any:
+    if isinstance(x, Variable):
+        return x._read()
+    if isinstance(x, (list, tuple)):
+        return type(x)(_resolve_nested(v) for v in x)
+    if isinstance(x, dict):
+        return {k: _resolve_nested(v) for k, v in x.items()}
+    return x
+
+
+def _reduction_method(name: str) -> Callable[..., Any]:
+    fn = getattr(np, name)
+
+    def method(self: Variable, *args: Any, **kwargs: Any) -> Any:
+        return fn(self._read(), *args, **kwargs)
+    method.__name__ = name
+    return method
+
+
+for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "std", "var", "argmax",
+              "argmin", "cumsum", "cumprod"):
+    setattr(Variable, _name, _reduction_method(_name))
+
+_make_operators(Variable)
+# In-place operators on a Variable rebind the Python name, as on any immutable value; use
+# assign_add() to change the variable itself (TensorFlow's rule too).
+for _op in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
+            "iand", "ior", "ixor", "ilshift", "irshift"):
+    delattr(Variable, f"__{_op}__")
