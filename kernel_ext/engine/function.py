@@ -226,7 +226,10 @@ class Function:
         return best
 
     def _generalize(self, types_: tuple) -> tuple:
-        """The types to trace with: ``reduce_retracing`` widens varying dims to ``None``."""
+        """The types to trace with: the ``input_signature`` where given; with
+        ``reduce_retracing``, dims that vary from an earlier trace widened to ``None``."""
+        if self._input_signature is not None:
+            return tuple(self._input_signature) + types_[len(self._input_signature):]
         if not self._reduce_retracing:
             return types_
         for cf in reversed(self._concrete):

@@ -1,0 +1,114 @@
+"""Graph IR: construction, verifier, printer, GraphDef/DOT export, reference interpreter."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext.ir import Graph, GraphLintError, Node, OpGroup, OpKind, interpret, lint
+
+
+def small_graph() -> Graph:
+    g = Graph("f")
+    x = g.placeholder("x", (2, 3), np.float32)
+    y = g.create_node(OpKind.MULTIPLY, (x, 2.0))
+    s = g.create_node(OpKind.SUM, (y,), {"axis": 1})
+    g.outputs = [s]
+    return g
+
+
+def test_op_kinds_have_groups_and_ufuncs():
+    assert OpKind.ADD.group is OpGroup.ELEMENTWISE and OpKind.ADD.ufunc is np.add
+    assert OpKind.SUM.group is OpGroup.REDUCTION and OpKind.SUM.ufunc is None
+    assert OpKind.PRINT.is_stateful and not OpKind.ADD.is_stateful
+    assert OpKind.MATMUL.type_name == "Matmul"
+    assert all(isinstance(k.group, OpGroup) for k in OpKind)
+
+
+def test_abstract_eval_follows_numpy_promotion():
+    g = Graph("p")
+    i8 = g.placeholder("i", (3,), np.int8)
+    f32 = g.placeholder("f", (3,), np.float32)
+    assert g.create_node(OpKind.ADD, (i8, 1)).aval.dtype == np.int8       # weak int
+    assert g.create_node(OpKind.ADD, (f32, 1.0)).aval.dtype == np.float32  # weak float
+    assert g.create_node(OpKind.ADD, (i8, 1.5)).aval.dtype == np.float64
+    assert g.create_node(OpKind.ADD, (i8, f32)).aval.dtype == np.float32
+    assert g.create_node(OpKind.SQRT, (i8,)).aval.dtype == np.float16
+    assert g.create_node(OpKind.LESS, (i8, f32)).aval.dtype == np.bool_
+
+
+def test_lint_accepts_traced_graphs_and_rejects_broken_ones():
+    g = small_graph()
+    lint(g)
+    bad = small_graph()
+    bad.nodes.reverse()
+    with pytest.raises(GraphLintError, match="not defined before use"):
+        lint(bad)
+    dup = small_graph()
+    dup.nodes[1].name = dup.nodes[2].name
+    with pytest.raises(GraphLintError, match="duplicate name"):
+        lint(dup)
+    stray = small_graph()
+    stray.outputs = [Node("ghost", OpKind.CONSTANT, (), {"value": np.ones(1)}, None)]
+    with pytest.raises(GraphLintError, match="not a node of the graph"):
+        lint(stray)
+
+
+def test_printer_is_stable():
+    expected = ("graph f(x: float32[2, 3]) {\n"
+                "  %multiply = multiply(%x, 2.0) : float32[2, 3]\n"
+                "  %sum = sum(%multiply, axis=1) : float32[2]\n"
+                "  return (%sum)\n}")
+    assert str(small_graph()) == expected
+    assert str(small_graph()) == str(small_graph())
+
+
+def test_interpreter_runs_the_graph():
+    out, = interpret(small_graph(), [np.ones((2, 3), np.float32)])
+    np.testing.assert_array_equal(out, [6, 6])
+    assert out.dtype == np.float32
+
+
+def test_graph_def_names_inputs_after_parameters():
+    @kx.function
+    def f(x, y):
+        return np.tanh(x @ y)
+
+    gd = f.get_concrete_function(np.ones((2, 2)), np.ones((2, 2))).graph.as_graph_def()
+    nodes = {n.name: n for n in gd.node}
+    assert nodes["x"].op == "Placeholder" and nodes["y"].op == "Placeholder"
+    assert nodes["matmul"].input == ["x", "y"]
+    assert nodes["tanh"].input == ["matmul"]
+    text = str(gd)
+    assert 'name: "tanh"' in text and 'input: "matmul"' in text and "DT_FLOAT64" in text
+
+
+def test_get_operations_exposes_name_type_inputs_outputs():
+    f = kx.function(lambda x: np.exp(x) + 1)
+    graph = f.get_concrete_function(np.ones(3, np.float32)).graph
+    ops = graph.get_operations()
+    assert [op.name for op in ops] == ["x", "exp", "add"]
+    assert [op.type for op in ops] == [OpKind.PLACEHOLDER, OpKind.EXP, OpKind.ADD]
+    assert ops[2].inputs == (ops[1],)
+    assert ops[2].outputs[0].shape == (3,) and ops[2].outputs[0].dtype == np.float32
+    assert graph.inputs == [ops[0]] and graph.outputs == [ops[2]]
+
+
+def test_to_dot_lists_nodes_and_edges():
+    f = kx.function(lambda x: np.exp(x) + 1)
+    dot = f.get_concrete_function(np.ones(3)).graph.to_dot()
+    assert dot.startswith('digraph "<lambda>" {')
+    assert '"x" -> "exp";' in dot and '"exp" -> "add";' in dot and "float64[3]" in dot
+
+
+def test_graph_captures_and_variables():
+    table = np.arange(3.0)
+    v = kx.Variable(1.0, name="bias")
+    f = kx.function(lambda x: x * table + v)
+    graph = f.get_concrete_function(np.ones(3)).graph
+    assert len(graph.captures) == 1
+    np.testing.assert_array_equal(graph.captures[0].attrs["value"], table)
+    assert graph.variables == [v]
+    text = f.pretty_printed_concrete_signatures()
+    assert "constant, frozen at trace time" in text and "bias: float64[] (kx.Variable" in text

@@ -1,0 +1,145 @@
+"""A generator of random NumPy programs, for differential tests of every executor.
+
+A program is a list of steps; each step reads earlier values and produces a new one with one
+NumPy operation (ufuncs with broadcasting and weak scalars, reductions, shape ops, indexing,
+where, casts, matmul). Inputs cover dtypes, 0-d and size-0 shapes, broadcasting, and
+non-contiguous and read-only arrays. Every step is checked eagerly while the program is built,
+so the program is valid NumPy; running it under ``kx.function`` must give identical results.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+
+DTYPES = [np.float32, np.float64, np.int32, np.int64, np.uint8, np.bool_]
+UNARY = [np.negative, np.absolute, np.tanh, np.exp, np.sqrt, np.floor, np.sign, np.square,
+         np.isnan, np.logical_not, np.sin, np.log1p, np.invert]
+BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum, np.less,
+          np.equal, np.floor_divide, np.power, np.logical_and, np.bitwise_and, np.arctan2,
+          np.fmax, np.hypot]
+REDUCTIONS = [np.sum, np.mean, np.max, np.min, np.prod, np.any, np.all, np.argmax, np.std]
+LITERALS = [0, 1, 2, -1, 0.5, 2.5, True]
+
+
+@dataclass
+class Program:
+    inputs: list[np.ndarray]
+    steps: list[tuple[str, Callable[[list[Any]], Any]]] = field(default_factory=list)
+    n_outputs: int = 1
+
+    def __call__(self, *xs: Any) -> tuple:
+        env = list(xs)
+        for _, step in self.steps:
+            env.append(step(env))
+        return tuple(env[-self.n_outputs:])
+
+    def describe(self) -> str:
+        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.inputs)
+        return f"inputs({shapes}): " + "; ".join(name for name, _ in self.steps)
+
+
+def _random_shape(rng: np.random.Generator) -> tuple[int, ...]:
+    kind = rng.integers(0, 10)
+    if kind == 0:
+        return ()
+    if kind == 1:
+        return (0, 3)
+    ndim = int(rng.integers(1, 4))
+    return tuple(int(d) for d in rng.integers(1, 5, ndim))
+
+
+def _random_array(rng: np.random.Generator, shape: tuple[int, ...] | None = None) -> np.ndarray:
+    shape = _random_shape(rng) if shape is None else shape
+    dtype = DTYPES[rng.integers(len(DTYPES))]
+    if dtype is np.bool_:
+        arr = rng.random(shape) > 0.5
+    elif np.issubdtype(dtype, np.integer):
+        arr = rng.integers(0 if dtype is np.uint8 else -9, 10, shape).astype(dtype)
+    else:
+        arr = (rng.standard_normal(shape) * 3).astype(dtype)
+    flavour = rng.integers(0, 4)
+    if flavour == 0 and arr.ndim >= 1 and arr.shape[-1] > 0:
+        # non-contiguous: every other element of a twice-as-long array
+        wide = np.repeat(arr, 2, axis=-1)
+        arr = wide[..., ::2]
+    elif flavour == 1:
+        arr = arr.copy()
+        arr.setflags(write=False)
+    return np.asarray(arr) if arr.ndim else arr[()] if flavour == 2 else arr
+
+
+def _candidate(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]:
+    i = int(rng.integers(len(env)))
+    j = int(rng.integers(len(env)))
+    choice = rng.integers(0, 9)
+    if choice <= 1:
+        uf = UNARY[rng.integers(len(UNARY))]
+        return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
+    if choice <= 3:
+        uf = BINARY[rng.integers(len(BINARY))]
+        if rng.random() < 0.3:
+            lit = LITERALS[rng.integers(len(LITERALS))]
+            if rng.random() < 0.5:
+                return f"{uf.__name__}(v{i}, {lit!r})", lambda e, uf=uf, i=i, c=lit: uf(e[i], c)
+            return f"{uf.__name__}({lit!r}, v{i})", lambda e, uf=uf, i=i, c=lit: uf(c, e[i])
+        return f"{uf.__name__}(v{i}, v{j})", lambda e, uf=uf, i=i, j=j: uf(e[i], e[j])
+    if choice == 4:
+        red = REDUCTIONS[rng.integers(len(REDUCTIONS))]
+        nd = np.ndim(env[i])
+        axis = None if nd == 0 or rng.random() < 0.4 else int(rng.integers(-nd, nd))
+        keep = bool(rng.random() < 0.3) and red is not np.argmax
+        if red is np.argmax:
+            return (f"argmax(v{i}, axis={axis})",
+                    lambda e, i=i, a=axis: np.argmax(e[i], axis=a))
+        return (f"{red.__name__}(v{i}, axis={axis}, keepdims={keep})",
+                lambda e, r=red, i=i, a=axis, k=keep: r(e[i], axis=a, keepdims=k))
+    if choice == 5:
+        k = int(rng.integers(len(env)))
+        return (f"where(v{i} > 0, v{j}, v{k})",
+                lambda e, i=i, j=j, k=k: np.where(e[i] > 0, e[j], e[k]))
+    if choice == 6:
+        dt = DTYPES[rng.integers(len(DTYPES))]
+        return f"v{i}.astype({np.dtype(dt).name})", lambda e, i=i, dt=dt: e[i].astype(dt)
+    if choice == 7:
+        nd = np.ndim(env[i])
+        op = rng.integers(0, 4)
+        if op == 0:
+            return f"reshape(v{i}, -1)", lambda e, i=i: np.reshape(e[i], (-1,))
+        if op == 1:
+            return f"transpose(v{i})", lambda e, i=i: np.transpose(e[i])
+        if op == 2 and nd >= 1:
+            return f"v{i}[::-1]", lambda e, i=i: e[i][::-1]
+        if nd >= 1 and np.shape(env[i])[0] > 0:
+            return f"v{i}[0]", lambda e, i=i: e[i][0]
+        return f"expand_dims(v{i}, 0)", lambda e, i=i: np.expand_dims(e[i], 0)
+    return f"v{i} @ v{j}", lambda e, i=i, j=j: np.matmul(e[i], e[j])
+
+
+def make_program(seed: int, n_steps: int = 6) -> Program:
+    rng = np.random.default_rng(seed)
+    n_inputs = int(rng.integers(1, 4))
+    inputs = [_random_array(rng) for _ in range(n_inputs)]
+    if rng.random() < 0.5 and n_inputs > 1:
+        inputs[1] = _random_array(rng, np.shape(inputs[0])[-1:])  # broadcasting partner
+    prog = Program(inputs)
+    env = list(inputs)
+    attempts = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while len(prog.steps) < n_steps and attempts < 200:
+            attempts += 1
+            name, step = _candidate(rng, env)
+            try:
+                value = step(env)
+            except Exception:
+                continue
+            if np.size(value) > 10_000 or getattr(np.asarray(value), "dtype", None) == object:
+                continue
+            prog.steps.append((name, step))
+            env.append(value)
+    prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
+    return prog
