@@ -35,7 +35,7 @@ from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType,
 from . import events, registry
 from .concrete import ConcreteFunction
 from .config import STATE
-from .explain import TraceRecord, cause_of, closest_trace, fix_for
+from .explain import TraceRecord, cause_of, closest_trace, describe, fix_for
 
 _P = inspect.Parameter
 _ndarray = np.ndarray
@@ -313,7 +313,7 @@ class Function:
     def _make_record(self, trace_types: tuple, call_types: tuple, via: str, trace_ms: float,
                      compile_ms: float, call_site: str) -> TraceRecord:
         index = len(self._records) + 1
-        signature = ", ".join(f"{n}: {t.describe() if not isinstance(t, _Composite) else t!r}"
+        signature = ", ".join(f"{n}: {describe(t)}"
                               for n, t in zip(self._param_names, trace_types))
         if not self._concrete:
             return TraceRecord(index, "first_trace", signature, trace_ms=trace_ms,

@@ -1,0 +1,111 @@
+"""The performance suite: one command, one table, ratios measured in the same run.
+
+    python benchmarks/run.py            # full run
+    python benchmarks/run.py --quick    # fewer repeats (smoke test)
+
+Each row states its target. Timings are the minimum over repeats of the mean of a timed loop
+(``timeit``), the usual way to estimate the noise-free cost on a shared machine. JAX and
+TensorFlow rows appear only when those packages are installed (optional comparison targets,
+never dependencies).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import time
+import timeit
+from typing import Callable
+
+import numpy as np
+
+import kernel_ext as kx
+
+
+def per_call_us(fn: Callable[[], object], number: int, repeat: int) -> float:
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e6
+
+
+def bench_dispatch(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
+    a = np.ones(2, np.float32)
+    b = np.ones(2, np.float32)
+    f = kx.function(lambda a, b: a + b)
+    base = per_call_us(lambda: a + b, number, repeat)
+    ours = per_call_us(lambda: f(a, b), number, repeat)
+    rows = [("B1 cache-hit a+b (2 x f32): NumPy expression", f"{base:.2f} µs", "", ""),
+            ("B1 cache-hit a+b: kx.function", f"{ours:.2f} µs",
+             f"overhead {ours - base:.2f} µs", "overhead ≤ 3 µs")]
+    if importlib.util.find_spec("jax"):
+        import jax
+        jf = jax.jit(lambda a, b: a + b)
+        ja, jb = jax.numpy.asarray(a), jax.numpy.asarray(b)
+        t = per_call_us(lambda: jf(ja, jb).block_until_ready(), number // 10, repeat)
+        rows.append(("B1 cache-hit a+b: jax.jit (optional peer)", f"{t:.2f} µs",
+                     f"overhead {t - base:.2f} µs", ""))
+    if importlib.util.find_spec("tensorflow"):
+        import tensorflow as tf
+        tff = tf.function(lambda a, b: a + b)
+        ta, tb = tf.constant(a), tf.constant(b)
+        t = per_call_us(lambda: tff(ta, tb), number // 100, repeat)
+        rows.append(("B1 cache-hit a+b: tf.function (optional peer)", f"{t:.2f} µs",
+                     f"overhead {t - base:.2f} µs", ""))
+    return rows
+
+
+def bench_trace_200(repeat: int) -> list[tuple[str, str, str, str]]:
+    def chain(x):
+        for i in range(50):
+            x = np.tanh(x * 1.01 + 0.5) - x / 3.0
+        return x
+
+    x = np.ones(16, np.float32)
+    best = float("inf")
+    n_ops = 0
+    for _ in range(repeat):
+        f = kx.function(chain)
+        t0 = time.perf_counter()
+        f.get_concrete_function(x)
+        best = min(best, time.perf_counter() - t0)
+        n_ops = f.concrete_functions[0].node_counts["traced"]
+    return [(f"B2 trace + compile a {n_ops}-op elementwise function", f"{best * 1e3:.2f} ms",
+             "", "≤ 20 ms")]
+
+
+def bench_power(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
+    def power(x, y):
+        result = np.eye(10, dtype=np.int32)
+        for _ in range(y):
+            result = np.matmul(x, result)
+        return result
+
+    x = np.random.default_rng(0).integers(0, 2, (10, 10)).astype(np.int32)
+    f = kx.function(power)
+    np.testing.assert_array_equal(f(x, 100), power(x, 100))
+    base = per_call_us(lambda: power(x, 100), number, repeat)
+    ours = per_call_us(lambda: f(x, 100), number, repeat)
+    return [("B3 power(x, 100), 10x10 int32: plain NumPy", f"{base:.1f} µs", "", ""),
+            ("B3 power(x, 100): kx.function (NumPy executor)", f"{ours:.1f} µs",
+             f"{base / ours:.2f}x NumPy speed", "≥ 1.00x")]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="fewer repeats (smoke test)")
+    args = parser.parse_args()
+    repeat = 3 if args.quick else 7
+    rows = []
+    rows += bench_dispatch(20_000 if args.quick else 200_000, repeat)
+    rows += bench_trace_200(repeat)
+    rows += bench_power(200 if args.quick else 2_000, repeat)
+    widths = [max(len(r[i]) for r in rows + [("benchmark", "time", "ratio", "target")])
+              for i in range(4)]
+    header = ("benchmark", "time", "ratio", "target")
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("-|-".join("-" * w for w in widths))
+    for r in rows:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()
