@@ -4,7 +4,7 @@ This layer imports nothing else of kernel_ext; every other layer builds on it.
 """
 
 from .abstract import AbstractValue, DynamicIndex, abstract_eval, format_aval, format_shape
-from .graph import Graph, Node
+from .graph import Graph, Node, has_effects, subgraphs
 from .graphdef import GraphDef, NodeDef, as_graph_def, to_dot
 from .interpreter import LOWER, interpret
 from .lint import GraphLintError, lint
@@ -14,5 +14,5 @@ from .printer import format_graph
 __all__ = [
     "AbstractValue", "DynamicIndex", "Graph", "GraphDef", "GraphLintError", "LOWER", "Node",
     "NodeDef", "OpGroup", "OpKind", "abstract_eval", "as_graph_def", "format_aval",
-    "format_graph", "format_shape", "interpret", "lint", "to_dot",
+    "format_graph", "format_shape", "has_effects", "interpret", "lint", "subgraphs", "to_dot",
 ]

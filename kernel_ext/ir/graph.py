@@ -61,6 +61,25 @@ class Node:
         return f"<Node {self.name}: {self.op.value} -> {self.aval}>"
 
 
+def subgraphs(node: Node) -> list["Graph"]:
+    """Graphs a node carries in its attrs (cond branches, while cond/body), in attr order."""
+    out: list[Graph] = []
+    for value in node.attrs.values():
+        if isinstance(value, Graph):
+            out.append(value)
+        elif isinstance(value, tuple) and value and all(isinstance(v, Graph) for v in value):
+            out.extend(value)
+    return out
+
+
+def has_effects(node: Node) -> bool:
+    """True for stateful ops and for control flow whose sub-graphs hold any: such nodes are
+    never pruned, merged or reordered."""
+    if node.op.is_stateful:
+        return True
+    return any(has_effects(n) for g in subgraphs(node) for n in g.nodes)
+
+
 class Graph:
     """A traced function body: placeholders, ops in program order, and output nodes."""
 

@@ -8,12 +8,13 @@ as the seed guides show for graphs.
 from __future__ import annotations
 
 from ..ir import Graph, Node
+from ..ir.graph import has_effects
 
 
 def prune(graph: Graph) -> tuple[Graph, bool]:
     """``Graph -> (Graph, changed)``: keep outputs, stateful nodes and what they depend on."""
     live: set[Node] = set()
-    stack = list(graph.outputs) + [n for n in graph.nodes if n.op.is_stateful]
+    stack = list(graph.outputs) + [n for n in graph.nodes if has_effects(n)]
     while stack:
         node = stack.pop()
         if node in live:
