@@ -9,20 +9,22 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from . import errors
+from . import autograph, errors
 from .engine import ConcreteFunction, Function, function
 from .engine.config import functions_run_eagerly, run_functions_eagerly
 from .ir import Graph
 from .trace import TensorSpec, TraceType, Variable, kx_print as print  # noqa: A001
 from .trace import supported_numpy_functions
+from .trace.control_flow import TensorArray, cond, kx_range as range, while_loop  # noqa: A004
 
 __version__ = "0.1.0"
 
 config = SimpleNamespace(run_functions_eagerly=run_functions_eagerly,
                          functions_run_eagerly=functions_run_eagerly)
 
-__all__ = ["ConcreteFunction", "Function", "Graph", "TensorSpec", "TraceType", "Variable",
-           "config", "errors", "function", "print", "supported_numpy_functions"]
+__all__ = ["ConcreteFunction", "Function", "Graph", "TensorArray", "TensorSpec", "TraceType",
+           "Variable", "autograph", "cond", "config", "errors", "function", "print", "range",
+           "supported_numpy_functions", "while_loop"]
 
 
 def load_ipython_extension(ipython: object) -> None:

@@ -1,4 +1,162 @@
-"""AutoGraph: rewrites Python ``if/while/for`` on traced values into graph control flow.
+"""AutoGraph: Python ``if``/``while``/``for`` on traced values become graph control flow.
 
-(The converter lands with the AutoGraph issue; until then functions are traced as written.)
+``convert(fn)`` returns a version of ``fn`` whose control flow calls the runtime operators of
+:mod:`kernel_ext.autograph.operators`; ``to_code(fn)`` shows its source. The rewrite itself is
+in :mod:`kernel_ext.autograph.transformer`. Functions that cannot be converted (no source,
+generators, constructs the rewrite does not handle) run as written, with an
+:class:`~kernel_ext.errors.AutographWarning`.
 """
+
+from __future__ import annotations
+
+import ast
+import inspect
+import textwrap
+import threading
+import types
+import warnings
+from typing import Any, Callable
+
+from .. import errors
+from . import operators
+from .operators import set_loop_options
+from .transformer import Unconvertible, convert_tree
+
+__all__ = ["convert", "set_loop_options", "to_code"]
+
+_cache: dict[types.CodeType, tuple[types.CodeType, str] | None] = {}
+_lock = threading.Lock()
+
+
+def _parse(fn: types.FunctionType) -> ast.FunctionDef:
+    """The ``def`` of ``fn`` (a lambda becomes an equivalent ``def``), with absolute lines."""
+    try:
+        lines, first = inspect.getsourcelines(fn.__code__)  # not __wrapped__
+    except (OSError, TypeError) as e:
+        raise Unconvertible(f"its source is not available ({e})") from None
+    code = fn.__code__
+    if code.co_name == "<lambda>":
+        return _parse_lambda("".join(lines), first, code)
+    tree = ast.parse(textwrap.dedent("".join(lines)))
+    ast.increment_lineno(tree, first - 1)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
+            return node
+    raise Unconvertible("its definition was not found in its source")
+
+
+def _parse_lambda(text: str, first: int, code: types.CodeType) -> ast.FunctionDef:
+    """Find the lambda expression of ``code`` in source lines that may hold more code.
+
+    Every ``lambda`` keyword starts a candidate; the longest parseable expression from it with
+    the right parameters, whose body contains where the code object's body starts, wins.
+    """
+    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    starts = sorted(p[:2] for p in code.co_positions() if p[0] is not None)
+    body_line = starts[0][0] - first if starts else None
+    line_offsets = [0]
+    for line in text.splitlines(keepends=True):
+        line_offsets.append(line_offsets[-1] + len(line))
+    pos = text.find("lambda")
+    while pos != -1:
+        for end in range(len(text), pos, -1):
+            try:
+                expr = ast.parse(text[pos:end].replace("\n", " "), mode="eval").body
+            except SyntaxError:
+                continue
+            if isinstance(expr, ast.Lambda):
+                a = expr.args
+                names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
+                line_of_pos = next(i for i in range(len(line_offsets) - 1)
+                                   if line_offsets[i] <= pos < line_offsets[i + 1])
+                if names == params and (body_line is None or line_of_pos <= body_line):
+                    fn_node = ast.FunctionDef(name="__kx_lambda__", args=a,
+                                              body=[ast.Return(value=expr.body)],
+                                              decorator_list=[], returns=None, type_params=[])
+                    ast.fix_missing_locations(ast.copy_location(fn_node, expr))
+                    ast.increment_lineno(fn_node, first + line_of_pos - 1)
+                    return fn_node
+                break  # the longest lambda from here is another one
+        pos = text.find("lambda", pos + 6)
+    raise Unconvertible("its lambda could not be located in its source line")
+
+
+def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
+    code = fn.__code__
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
+                        inspect.CO_ASYNC_GENERATOR):
+        raise Unconvertible("it is a generator or coroutine")
+    if "__class__" in code.co_freevars:
+        raise Unconvertible("it uses zero-argument super()")
+    fn_node = convert_tree(_parse(fn))
+    text = ast.unparse(fn_node)
+    freevars = list(code.co_freevars)
+    factory = ast.FunctionDef(
+        name="__kx_factory__",
+        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ["ag__"] + freevars],
+                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=[fn_node, ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))],
+        decorator_list=[], returns=None, type_params=[])
+    ast.copy_location(factory, fn_node)
+    module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
+    compiled = compile(module, code.co_filename, "exec")
+    factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
+    inner = next(c for c in factory_code.co_consts
+                 if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+    return inner, text
+
+
+def _lookup(fn: types.FunctionType) -> tuple[types.CodeType, str] | None:
+    code = fn.__code__
+    with _lock:
+        if code in _cache:
+            return _cache[code]
+    try:
+        result: tuple[types.CodeType, str] | None = _convert_code(fn)
+    except Unconvertible as e:
+        warnings.warn(f"AutoGraph could not convert '{fn.__qualname__}' and will run it as "
+                      f"written: {e}. Python control flow on traced values inside it will "
+                      "raise; kx.cond / kx.while_loop work everywhere.", errors.AutographWarning,
+                      stacklevel=4)
+        result = None
+    with _lock:
+        _cache[code] = result
+    return result
+
+
+def convert(fn: Callable) -> Callable:
+    """``fn`` with its control flow converted (``fn`` itself if it cannot be converted)."""
+    if getattr(fn, "__kx_autograph__", False):
+        return fn
+    if isinstance(fn, types.MethodType):
+        return types.MethodType(convert(fn.__func__), fn.__self__)
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    found = _lookup(fn)
+    if found is None:
+        return fn
+    inner, _ = found
+    cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
+    closure = tuple(types.CellType(operators) if name == "ag__" else
+                    cells.get(name) or types.CellType() for name in inner.co_freevars)
+    new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__, closure)
+    new.__kwdefaults__ = fn.__kwdefaults__
+    new.__qualname__ = fn.__qualname__
+    new.__doc__ = fn.__doc__
+    new.__module__ = fn.__module__
+    new.__wrapped__ = fn  # type: ignore[attr-defined]
+    new.__kx_autograph__ = True  # type: ignore[attr-defined]
+    return new
+
+
+def to_code(fn: Callable) -> str:
+    """The Python source AutoGraph generates for ``fn`` (a kx Function or a plain function)."""
+    target = getattr(fn, "python_function", fn)
+    if isinstance(target, types.MethodType):
+        target = target.__func__
+    if not isinstance(target, types.FunctionType):
+        raise TypeError(f"to_code needs a Python function, got {type(fn).__name__}")
+    try:
+        return _convert_code(target)[1]
+    except Unconvertible as e:
+        raise ValueError(f"AutoGraph cannot convert '{target.__qualname__}': {e}") from None

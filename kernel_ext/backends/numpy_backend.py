@@ -46,9 +46,19 @@ class _Namer:
         return name
 
 
-def _var(node: Node) -> str:
-    base = "".join(ch if ch.isalnum() else "_" for ch in node.name)
-    return f"v_{base}"
+class _Scope:
+    """Names of one graph's values in the generated code (sub-graphs get their own prefix)."""
+
+    def __init__(self, prefix: str, names: dict[Node, str] | None = None) -> None:
+        self.prefix = prefix
+        self.names: dict[Node, str] = dict(names or {})
+
+    def var(self, node: Node) -> str:
+        name = self.names.get(node)
+        if name is None:
+            base = "".join(ch if ch.isalnum() else "_" for ch in node.name)
+            name = self.names[node] = f"{self.prefix}{base}"
+        return name
 
 
 def _access(path: tuple, namer: _Namer) -> str:
@@ -67,11 +77,11 @@ def _access(path: tuple, namer: _Namer) -> str:
     return expr
 
 
-def _output_expr(tree: TreeNode, graph: Graph, namer: _Namer) -> str:
+def _output_expr(tree: TreeNode, graph: Graph, namer: _Namer, scope: _Scope) -> str:
     kind = tree.kind
     if kind == "output":
         node = graph.outputs[tree.index]
-        v = _var(node)
+        v = scope.var(node)
         if node.aval.shape is None:
             return f"_result({v})"
         if node.aval.shape == ():
@@ -82,7 +92,7 @@ def _output_expr(tree: TreeNode, graph: Graph, namer: _Namer) -> str:
         if value is None or isinstance(value, (bool, int, str)):
             return repr(value)
         return namer.bind(value, "_const")
-    items = [_output_expr(c, graph, namer) for c in tree.children]
+    items = [_output_expr(c, graph, namer, scope) for c in tree.children]
     if kind == "tuple":
         return "(" + "".join(i + ", " for i in items) + ")"
     if kind == "list":
@@ -106,32 +116,93 @@ def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
     return build
 
 
+class _Emitter:
+    """Writes straight-line Python for a graph; control flow becomes inline ``if``/``while``
+    blocks (no call per branch or iteration, so loops cost what a hand-written loop costs)."""
+
+    def __init__(self, namer: _Namer) -> None:
+        self.namer = namer
+        self.lines: list[str] = []
+        self._scopes = 0
+
+    def new_scope(self, inputs: dict[Node, str]) -> _Scope:
+        self._scopes += 1
+        return _Scope(f"s{self._scopes}_", inputs)
+
+    def emit_graph(self, graph: Graph, scope: _Scope, indent: str) -> list[str]:
+        """Emit ``graph``'s ops; returns the expressions of its outputs."""
+        for node in graph.nodes:
+            self.emit_node(node, scope, indent)
+        return [scope.var(o) for o in graph.outputs]
+
+    def emit_node(self, node: Node, scope: _Scope, indent: str) -> None:
+        if node.op is OpKind.PLACEHOLDER:
+            if node not in scope.names:
+                self.lines.append(f"{indent}{scope.var(node)} = "
+                                  f"{_access(node.attrs['path'], self.namer)}")
+            return
+        v = scope.var(node)
+        if node.op is OpKind.CONSTANT:
+            self.lines.append(f"{indent}{v} = {self.namer.bind(node.attrs['value'], '_const')}")
+            return
+        args = [scope.var(a) if isinstance(a, Node) else self._literal(a) for a in node.args]
+        if node.op is OpKind.COND:
+            self._emit_cond(node, v, args, indent)
+        elif node.op is OpKind.WHILE:
+            self._emit_while(node, v, args, indent)
+        elif node.op is OpKind.GET_OUTPUT:
+            self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
+        else:
+            fn = self.namer.bind(LOWER[node.op](node), f"_{node.op.value}")
+            call = f"{fn}({', '.join(args)})"
+            self.lines.append(f"{indent}{v} = {call}" if node.aval is not None
+                              else f"{indent}{call}")
+
+    def _literal(self, value: Any) -> str:
+        if value is None or isinstance(value, (bool, int)):
+            return repr(value)
+        return self.namer.bind(value, "_lit")  # floats/complex: the exact object, no repr
+
+    def _emit_cond(self, node: Node, v: str, args: list[str], indent: str) -> None:
+        pred, operands = args[0], args[1:]
+        for keyword_, graph in zip(("if", "else"), node.attrs["branches"]):
+            head = f"{indent}if {pred}:" if keyword_ == "if" else f"{indent}else:"
+            self.lines.append(head)
+            scope = self.new_scope(dict(zip(graph.inputs, operands)))
+            outs = self.emit_graph(graph, scope, indent + "    ")
+            self.lines.append(f"{indent}    {v} = ({''.join(o + ', ' for o in outs)})")
+
+    def _emit_while(self, node: Node, v: str, args: list[str], indent: str) -> None:
+        n = node.attrs["n_vars"]
+        cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
+        self._scopes += 1
+        loop_vars = [f"l{self._scopes}_{i}" for i in range(n)]
+        captures = args[n:]
+        if loop_vars:
+            self.lines.append(f"{indent}{', '.join(loop_vars)}, = {', '.join(args[:n])},")
+        self.lines.append(f"{indent}while True:")
+        inner = indent + "    "
+        scope = self.new_scope(dict(zip(cond_graph.inputs, loop_vars + captures)))
+        test, = self.emit_graph(cond_graph, scope, inner)
+        self.lines.append(f"{inner}if not {test}:")
+        self.lines.append(f"{inner}    break")
+        scope = self.new_scope(dict(zip(body_graph.inputs, loop_vars + captures)))
+        outs = self.emit_graph(body_graph, scope, inner)
+        if loop_vars:
+            self.lines.append(f"{inner}{', '.join(loop_vars)}, = {', '.join(outs)},")
+        self.lines.append(f"{indent}{v} = ({''.join(x + ', ' for x in loop_vars)})")
+
+
 def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, dict[str, Any]]:
     """Python source of ``run(p0, ..., pN)`` for ``graph`` and the globals it needs."""
     namer = _Namer()
+    emitter = _Emitter(namer)
+    scope = _Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
-    lines = [f"def run({params}):"]
-    for node in graph.nodes:
-        v = _var(node)
-        if node.op is OpKind.PLACEHOLDER:
-            lines.append(f"    {v} = {_access(node.attrs['path'], namer)}")
-            continue
-        if node.op is OpKind.CONSTANT:
-            lines.append(f"    {v} = {namer.bind(node.attrs['value'], '_const')}")
-            continue
-        fn = namer.bind(LOWER[node.op](node), f"_{node.op.value}")
-        args = []
-        for a in node.args:
-            if isinstance(a, Node):
-                args.append(_var(a))
-            elif a is None or isinstance(a, (bool, int)):
-                args.append(repr(a))
-            else:
-                args.append(namer.bind(a, "_lit"))  # floats/complex: exact object, no repr
-        call = f"{fn}({', '.join(args)})"
-        lines.append(f"    {v} = {call}" if node.aval is not None else f"    {call}")
-    lines.append(f"    return {_output_expr(tree, graph, namer)}")
-    return "\n".join(lines) + "\n", namer.globals
+    emitter.lines.append(f"def run({params}):")
+    emitter.emit_graph(graph, scope, "    ")
+    emitter.lines.append(f"    return {_output_expr(tree, graph, namer, scope)}")
+    return "\n".join(emitter.lines) + "\n", namer.globals
 
 
 def compile_graph(graph: Graph, tree: TreeNode, n_params: int,

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from .. import errors
 from ..ir import Graph
 from ..trace.pytree import TreeNode, unflatten
-from ..trace.types import TensorSpec, TraceType
+from ..trace.types import Literal, TensorSpec, TraceType, WeakRef
 from .explain import TraceRecord, diff_call
 
 if TYPE_CHECKING:
@@ -36,11 +36,29 @@ class ConcreteFunction:
         self.record = record
         self.node_counts = {"traced": traced_node_count, "optimised": graph.count_ops()}
         self.backend = "numpy"
+        # Python values this trace was made for may be left out of calls (TensorFlow's
+        # `square = pow.get_concrete_function(a=spec, b=2); square(10.0)`).
+        # (Types, not values: a WeakRef type must not keep its object alive.)
+        self._static_types = {name: t for name, t in zip(function._param_names,
+                                                         self.input_types)
+                              if isinstance(t, (Literal, WeakRef))}
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         fn = self._function
-        values = fn._bind_values(args, kwargs)
+        statics = {n: t.placeholder_value(None) for n, t in self._static_types.items()}
+        if statics and fn._fast_ok and len(args) < fn._n_params:
+            # Positional arguments fill the parameters this trace does not fix (TensorFlow's
+            # concrete-function call convention): evaluate_no_bias(x) for evaluate(model, x).
+            free = [n for n in fn._param_names
+                    if n not in statics and n not in kwargs]
+            if len(args) > len(free):
+                raise TypeError(f"{fn.__name__}(): this concrete function takes "
+                                f"{len(free)} positional argument(s) ({', '.join(free)}), "
+                                f"got {len(args)}")
+            kwargs = {**kwargs, **dict(zip(free, args))}
+            args = ()
+        values = fn._bind_values(args, kwargs, defaults=statics)
         if fn._input_signature is not None:
             values, _ = fn._conform(values)
         types = fn._types_of(values)

@@ -165,10 +165,19 @@ class Function:
                 self._fast[key] = cf._run
         return cf._run(*values)
 
-    def _bind_values(self, args: tuple, kwargs: dict) -> tuple:
-        """Arguments bound to parameters, defaults filled, in parameter order."""
+    def _bind_values(self, args: tuple, kwargs: dict, defaults: dict | None = None) -> tuple:
+        """Arguments bound to parameters, defaults filled, in parameter order.
+
+        ``defaults`` (a ConcreteFunction's static arguments) fill parameters left out.
+        """
         try:
-            bound = self._signature.bind(*args, **kwargs)
+            if defaults:
+                bound = self._signature.bind_partial(*args, **kwargs)
+                for name, value in defaults.items():
+                    bound.arguments.setdefault(name, value)
+                bound = self._signature.bind(*bound.args, **bound.kwargs)
+            else:
+                bound = self._signature.bind(*args, **kwargs)
         except TypeError as e:
             raise TypeError(f"{self._name}(): {e}") from None
         bound.apply_defaults()

@@ -603,6 +603,39 @@ def _print(attrs: dict, *args: Any) -> None:
     return None
 
 
+@_rule(OpKind.DIM)
+def _dim(attrs: dict, x: AbstractValue) -> AbstractValue:
+    if x.shape is not None:
+        normalize_axis(attrs["axis"], len(x.shape))
+    return AbstractValue((), np.dtype(np.int64))
+
+
+@_rule(OpKind.ARANGE)
+def _arange(attrs: dict, start: Any, stop: Any, step: Any) -> AbstractValue:
+    dtype = np.dtype(attrs["dtype"])
+    if all(isinstance(a, (int, float)) for a in (start, stop, step)):
+        return AbstractValue((len(np.arange(start, stop, step)),), dtype)
+    return AbstractValue((None,), dtype)
+
+
+@_rule(OpKind.TENSOR_ARRAY_WRITE)
+def _tensor_array_write(attrs: dict, buffer: AbstractValue, index: Any,
+                        value: Any) -> AbstractValue:
+    vshape = _shape(value)
+    return AbstractValue(None if vshape is None else (None,) + tuple(vshape),
+                         np.dtype(attrs["dtype"]))
+
+
+@_rule(OpKind.COND, OpKind.WHILE)
+def _control_flow(attrs: dict, *args: Any) -> tuple:
+    return tuple(attrs["out_avals"])
+
+
+@_rule(OpKind.GET_OUTPUT)
+def _get_output(attrs: dict, x: tuple) -> AbstractValue:
+    return x[attrs["index"]]
+
+
 def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue | None:
     """Output abstract value of ``op`` applied to ``args`` (AbstractValues or literals)."""
     rule = ABSTRACT_EVAL.get(op)
@@ -611,4 +644,4 @@ def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue
     return rule(attrs, *args)
 
 
-assert all(k in ABSTRACT_EVAL for k in OpKind if k.group is not OpGroup.CONTROL_FLOW)
+assert all(k in ABSTRACT_EVAL for k in OpKind)

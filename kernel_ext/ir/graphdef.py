@@ -66,12 +66,18 @@ def _attr_text(value: Any) -> str:
 
 def _node_attrs(node: Node) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
-    if node.aval is not None:
+    if isinstance(node.aval, tuple):
+        attrs["Tout"] = ", ".join(str(a) for a in node.aval)
+    elif node.aval is not None:
         attrs["T"] = node.aval.dtype
         attrs["_output_shape"] = node.aval.shape if node.aval.shape is not None else "unknown"
     for key, value in node.attrs.items():
-        if key.startswith("_") or key == "captured":
+        if key.startswith("_") or key in ("captured", "out_avals"):
             continue
+        if isinstance(value, Graph):
+            value = f"graph {value.name} ({len(value.nodes)} nodes)"
+        elif isinstance(value, tuple) and value and all(isinstance(v, Graph) for v in value):
+            value = ", ".join(f"graph {g.name} ({len(g.nodes)} nodes)" for g in value)
         if key == "dtype":
             value = np.dtype(value)
         attrs[key] = value

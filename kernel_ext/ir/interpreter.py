@@ -217,6 +217,85 @@ def _print(node: Node) -> Callable[..., Any]:
     return do_print
 
 
+@_lower(OpKind.DIM)
+def _dim(node: Node) -> Callable[..., Any]:
+    axis = node.attrs["axis"]
+    return lambda x: np.int64(np.shape(x)[axis])
+
+
+@_lower(OpKind.ARANGE)
+def _arange(node: Node) -> Callable[..., Any]:
+    dtype = np.dtype(node.attrs["dtype"])
+    return lambda start, stop, step: np.arange(start, stop, step, dtype=dtype)
+
+
+def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.dtype,
+                       size: int, dynamic_size: bool) -> np.ndarray:
+    """A new buffer with ``value`` at row ``index``; rows are allocated on the first write
+    (when the element shape becomes known) and grown geometrically when dynamic."""
+    value = np.asarray(value)
+    if value.dtype != dtype:
+        if not np.can_cast(value.dtype, dtype, casting="same_kind"):
+            raise TypeError(f"TensorArray of dtype {dtype} cannot hold a {value.dtype} value "
+                            f"(same_kind casting). Fix: .astype(np.{dtype.name}) first.")
+        value = value.astype(dtype)
+    i = int(index)
+    if i < 0:
+        raise IndexError(f"TensorArray index {i} is negative")
+    rows = buffer.shape[0]
+    if rows == 0:
+        if i >= size and not dynamic_size:
+            raise IndexError(f"TensorArray index {i} is out of range for size {size}; "
+                             "Fix: TensorArray(..., dynamic_size=True) to let it grow")
+        out = np.zeros((max(size, i + 1),) + value.shape, dtype)
+    elif buffer.shape[1:] != value.shape:
+        raise ValueError(f"TensorArray elements must all have one shape: {buffer.shape[1:]} "
+                         f"was written before, now {value.shape}")
+    elif i >= rows:
+        if not dynamic_size:
+            raise IndexError(f"TensorArray index {i} is out of range for size {rows}; "
+                             "Fix: TensorArray(..., dynamic_size=True) to let it grow")
+        out = np.zeros((max(i + 1, 2 * rows),) + value.shape, dtype)
+        out[:rows] = buffer
+    else:
+        out = buffer.copy()
+    out[i] = value
+    return out
+
+
+@_lower(OpKind.TENSOR_ARRAY_WRITE)
+def _tensor_array_write(node: Node) -> Callable[..., Any]:
+    return functools.partial(tensor_array_write, **node.attrs)
+
+
+@_lower(OpKind.GET_OUTPUT)
+def _get_output(node: Node) -> Callable[..., Any]:
+    index = node.attrs["index"]
+    return lambda values: values[index]
+
+
+@_lower(OpKind.COND)
+def _cond(node: Node) -> Callable[..., Any]:
+    true_graph, false_graph = node.attrs["branches"]
+
+    def cond(pred: Any, *operands: Any) -> tuple:
+        return tuple(interpret(true_graph if pred else false_graph, operands))
+    return cond
+
+
+@_lower(OpKind.WHILE)
+def _while(node: Node) -> Callable[..., Any]:
+    cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
+    n_vars = node.attrs["n_vars"]
+
+    def loop(*args: Any) -> tuple:
+        values, captures = list(args[:n_vars]), list(args[n_vars:])
+        while interpret(cond_graph, values + captures)[0]:
+            values = interpret(body_graph, values + captures)
+        return tuple(values)
+    return loop
+
+
 def interpret(graph: Graph, inputs: Sequence[Any]) -> list[Any]:
     """Run ``graph`` on concrete ``inputs`` (one per placeholder), node by node, with NumPy."""
     if len(inputs) != len(graph.inputs):

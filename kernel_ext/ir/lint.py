@@ -36,16 +36,49 @@ def lint(graph: Graph) -> None:
                     raise GraphLintError(f"{where}: input %{a.name} is not defined before use")
                 if a.aval is None:
                     raise GraphLintError(f"{where}: input %{a.name} produces no value")
+                if isinstance(a.aval, tuple) != (node.op is OpKind.GET_OUTPUT):
+                    raise GraphLintError(f"{where}: multi-output %{a.name} must be read through "
+                                         "get_output (and only multi-output nodes may be)")
             elif not isinstance(a, _LITERAL_TYPES):
                 raise GraphLintError(f"{where}: argument {a!r} is neither a node nor a literal")
         if node.op.group is OpGroup.SOURCE and node.args:
             raise GraphLintError(f"{where}: source ops take no inputs")
-        if node.op.group is not OpGroup.STATEFUL and not isinstance(node.aval, AbstractValue):
+        if node.op.group is OpGroup.CONTROL_FLOW:
+            _lint_control_flow(node, where)
+        elif node.op.group is not OpGroup.STATEFUL and not isinstance(node.aval, AbstractValue):
             raise GraphLintError(f"{where}: missing abstract value")
         if node.op in (OpKind.READ_VARIABLE, OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,
                        OpKind.ASSIGN_SUB_VARIABLE) and "variable" not in node.attrs:
             raise GraphLintError(f"{where}: stateful variable op without a variable")
         seen.add(node)
+    _lint_outputs(graph, seen)
+
+
+def _lint_control_flow(node: Node, where: str) -> None:
+    """Sub-graphs are linted too and must agree with the node on arity and types."""
+    if not isinstance(node.aval, tuple):
+        raise GraphLintError(f"{where}: control flow yields a tuple of values")
+    n_args = len(node.args) - (1 if node.op is OpKind.COND else 0)
+    graphs = node.attrs["branches"] if node.op is OpKind.COND else (
+        node.attrs["cond"], node.attrs["body"])
+    for g in graphs:
+        try:
+            lint(g)
+        except GraphLintError as e:
+            raise GraphLintError(f"{where} sub-graph {g.name!r}: {e}") from None
+        if len(g.inputs) != n_args:
+            raise GraphLintError(f"{where}: sub-graph {g.name!r} takes {len(g.inputs)} inputs "
+                                 f"for {n_args} operands")
+    bodies = graphs if node.op is OpKind.COND else graphs[1:]
+    for g in bodies:
+        if len(g.outputs) != len(node.aval):
+            raise GraphLintError(f"{where}: sub-graph {g.name!r} returns {len(g.outputs)} values, "
+                                 f"the node declares {len(node.aval)}")
+    if node.op is OpKind.WHILE and len(graphs[0].outputs) != 1:
+        raise GraphLintError(f"{where}: the loop condition must return one value")
+
+
+def _lint_outputs(graph: Graph, seen: set) -> None:
     placeholders = [n for n in graph.nodes if n.op is OpKind.PLACEHOLDER]
     if placeholders != graph.inputs:
         raise GraphLintError("graph.inputs must list exactly the placeholder nodes, in order")

@@ -28,6 +28,7 @@ class OpGroup(enum.Enum):
     STATEFUL = "stateful"        # variable reads/writes, print: never pruned or reordered
     CONTROL_FLOW = "control_flow"  # cond/while (AutoGraph)
     STRUCTURAL = "structural"    # tuple projection of multi-output ops
+    CREATION = "creation"        # arange: new arrays from scalars
 
 
 _G = OpGroup
@@ -156,10 +157,15 @@ class OpKind(enum.Enum):
     STACK = ("stack", _G.SHAPE)
     FLIP = ("flip", _G.SHAPE)
     COPY = ("copy", _G.SHAPE)
+    DIM = ("dim", _G.SHAPE)  # the run-time size of one dimension, as an int64 scalar
+
+    # --- creation -------------------------------------------------------------------------
+    ARANGE = ("arange", _G.CREATION)
 
     # --- indexing -------------------------------------------------------------------------
     GETITEM = ("getitem", _G.INDEXING)
     SETITEM = ("setitem", _G.INDEXING)
+    TENSOR_ARRAY_WRITE = ("tensor_array_write", _G.INDEXING)
 
     # --- linear algebra -------------------------------------------------------------------
     MATMUL = ("matmul", _G.LINALG)
@@ -179,6 +185,11 @@ class OpKind(enum.Enum):
     ASSIGN_ADD_VARIABLE = ("assign_add_variable", _G.STATEFUL)
     ASSIGN_SUB_VARIABLE = ("assign_sub_variable", _G.STATEFUL)
     PRINT = ("print", _G.STATEFUL)
+
+    # --- control flow (sub-graphs in attrs) ---------------------------------------------
+    COND = ("cond", _G.CONTROL_FLOW)
+    WHILE = ("while", _G.CONTROL_FLOW)
+    GET_OUTPUT = ("get_output", _G.STRUCTURAL)
 
     def __new__(cls, name: str, group: OpGroup) -> "OpKind":
         obj = object.__new__(cls)
@@ -200,7 +211,8 @@ class OpKind(enum.Enum):
     @property
     def type_name(self) -> str:
         """CamelCase name used in GraphDef text (``MatMul``-style, as TensorFlow users expect)."""
-        return "".join(part.capitalize() for part in self.value.split("_"))
+        return _TYPE_NAMES.get(self.value) or "".join(
+            part.capitalize() for part in self.value.split("_"))
 
     def __str__(self) -> str:
         return self.value
@@ -208,6 +220,9 @@ class OpKind(enum.Enum):
     def __repr__(self) -> str:
         return f"OpKind.{self.name}"
 
+
+_TYPE_NAMES = {"matmul": "MatMul", "cond": "If", "while": "While", "read_variable": "ReadVariableOp",
+               "assign_variable": "AssignVariableOp", "constant": "Const"}
 
 # Elementwise members whose name is a NumPy ufunc map onto it; aliases (np.abs, np.mod,
 # np.true_divide, np.conj) are the same objects, so one dict serves both directions.

@@ -58,7 +58,9 @@ def format_attrs(node: Node) -> str:
         if key.startswith("_") or key in ("value", "shape", "dtype") and node.op in (
                 OpKind.PLACEHOLDER, OpKind.CONSTANT):
             continue
-        if key == "captured":
+        if key in ("captured", "out_avals") or isinstance(node.attrs[key], Graph) or (
+                isinstance(node.attrs[key], tuple) and node.attrs[key]
+                and isinstance(node.attrs[key][0], Graph)):
             continue
         items.append(f"{key}={format_value(node.attrs[key])}")
     return ", ".join(items)
@@ -72,17 +74,33 @@ def format_node(node: Node) -> str:
         attrs = format_attrs(node)
         rhs = f"{node.op.value}(" + ", ".join(args + ([attrs] if attrs else [])) + ")"
     lhs = f"%{node.name} = " if node.aval is not None else ""
-    ty = f" : {node.aval}" if node.aval is not None else ""
+    if isinstance(node.aval, tuple):
+        ty = " : (" + ", ".join(str(a) for a in node.aval) + ")"
+    else:
+        ty = f" : {node.aval}" if node.aval is not None else ""
     return f"{lhs}{rhs}{ty}"
 
 
-def format_graph(graph: Graph) -> str:
-    params = ", ".join(f"{p.name}: {p.aval}" for p in graph.inputs)
-    lines = [f"graph {graph.name}({params}) {{"]
+def _subgraph_labels(node: Node) -> list[tuple[str, Graph]]:
+    if node.op is OpKind.COND:
+        t, f = node.attrs["branches"]
+        return [("true_branch", t), ("false_branch", f)]
+    if node.op is OpKind.WHILE:
+        return [("cond", node.attrs["cond"]), ("body", node.attrs["body"])]
+    return []
+
+
+def format_graph(graph: Graph, label: str = "graph", indent: str = "") -> str:
+    params = ", ".join(f"%{p.name}: {p.aval}" if label != "graph" else f"{p.name}: {p.aval}"
+                       for p in graph.inputs)
+    head = f"graph {graph.name}" if label == "graph" else label
+    lines = [f"{indent}{head}({params}) {{"]
     for node in graph.nodes:
         if node.op is OpKind.PLACEHOLDER:
             continue
-        lines.append("  " + format_node(node))
-    lines.append("  return (" + ", ".join(f"%{o.name}" for o in graph.outputs) + ")")
-    lines.append("}")
+        lines.append(indent + "  " + format_node(node))
+        for sub_label, sub in _subgraph_labels(node):
+            lines.append(format_graph(sub, sub_label, indent + "    "))
+    lines.append(indent + "  return (" + ", ".join(f"%{o.name}" for o in graph.outputs) + ")")
+    lines.append(indent + "}")
     return "\n".join(lines)

@@ -58,10 +58,16 @@ class TraceContext:
     """Everything recorded while one Function body is traced for one input signature."""
 
     def __init__(self, name: str, *, function_name: str | None = None,
-                 variable_policy: Callable[["Variable"], None] | None = None) -> None:
+                 variable_policy: Callable[["Variable"], None] | None = None,
+                 parent: "TraceContext | None" = None) -> None:
         self.graph = Graph(name)
         self.function_name = function_name or name
+        self.parent = parent
         self.active = True
+        # Values of enclosing traces used here (a cond branch or loop body reading an outer
+        # tensor): (outer node, local placeholder), in first-use order.
+        self.captures: list[tuple[Node, Node]] = []
+        self._outer: dict[Node, Node] = {}
         self.created_variables: list["Variable"] = []
         self._variable_policy = variable_policy
         # id(array) -> (array, node): one capture per array object; holding the array keeps its
@@ -69,7 +75,35 @@ class TraceContext:
         self._captured: dict[int, tuple[Any, Node]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
+    def child(self, name: str) -> "TraceContext":
+        """A context for a sub-graph (branch, loop body) nested in this one."""
+        return TraceContext(name, function_name=self.function_name,
+                            variable_policy=self._variable_policy, parent=self)
+
+    def is_ancestor(self, other: "TraceContext") -> bool:
+        ctx = self.parent
+        while ctx is not None:
+            if ctx is other:
+                return True
+            ctx = ctx.parent
+        return False
+
+    def capture_outer(self, tensor: "Tensor") -> Node:
+        """A placeholder of this sub-graph standing for ``tensor`` of an enclosing trace."""
+        outer_node = tensor._node if tensor._ctx is self.parent else \
+            self.parent.capture_outer(tensor)  # type: ignore[union-attr]
+        hit = self._outer.get(outer_node)
+        if hit is not None:
+            return hit
+        ph = self.graph.create_node(OpKind.PLACEHOLDER, (), {
+            "shape": outer_node.aval.shape, "dtype": outer_node.aval.dtype},
+            name=outer_node.name)
+        self._outer[outer_node] = ph
+        self.captures.append((outer_node, ph))
+        return ph
+
     def __enter__(self) -> "TraceContext":
+        self.active = True
         context_stack().append(self)
         with ACTIVITY.lock:
             ACTIVITY.depth += 1
@@ -100,8 +134,7 @@ class TraceContext:
         from .tensor import Tensor
         from .variables import Variable
         if isinstance(value, Tensor):
-            self.check_owned(value)
-            return value._node
+            return self.lift_tensor(value)
         if isinstance(value, Variable):
             return self.read_variable(value)._node
         if isinstance(value, _LITERALS) or value is None:
@@ -135,6 +168,16 @@ class TraceContext:
         ctx = tensor._ctx
         if ctx is self and self.active:
             return
+        raise leaked_error(tensor)
+
+    def lift_tensor(self, tensor: "Tensor") -> Node:
+        """The node for ``tensor`` here: its own, or a capture if it belongs to an enclosing
+        trace that is still running."""
+        ctx = tensor._ctx
+        if ctx is self and self.active:
+            return tensor._node
+        if ctx.active and self.is_ancestor(ctx):
+            return self.capture_outer(tensor)
         raise leaked_error(tensor)
 
     def read_variable(self, var: "Variable") -> "Tensor":
@@ -176,31 +219,16 @@ def _short_repr(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
-def find_context(args: Sequence[Any]) -> "TraceContext":
-    """The trace that owns the first traced value among ``args`` (nested lists searched)."""
-    from .tensor import Tensor
-    for a in args:
-        if isinstance(a, Tensor):
-            return a._ctx
-        if isinstance(a, (list, tuple)):
-            for b in a:
-                if isinstance(b, Tensor):
-                    return b._ctx
-    ctx = current_context()
-    if ctx is None:
-        raise RuntimeError("internal: bind() called with no traced value and no active trace")
-    return ctx
-
-
 def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
          name: str | None = None) -> "Tensor | None":
     """Record ``op(*args)`` in the owning trace and return the traced result (JAX's ``bind``)."""
     from .tensor import Tensor
-    ctx = find_context(args)
-    if not ctx.active or current_context() is not ctx:
+    ctx = current_context()
+    if ctx is None:
         for a in args:
             if isinstance(a, Tensor):
                 raise leaked_error(a)
+        raise RuntimeError("internal: bind() outside any trace")
     lifted = [ctx.lift(a) for a in args]
     node = ctx.graph.create_node(op, lifted, attrs or {}, name=name)
     return None if node.aval is None else Tensor(node, ctx)

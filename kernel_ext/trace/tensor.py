@@ -183,7 +183,6 @@ class Tensor:
     def _rebind(self, value: Any) -> None:
         if not isinstance(value, Tensor):
             raise TypeError("internal: rebind needs a traced value")
-        self._ctx.check_owned(value)
         if value.dtype != self.dtype:
             if not np.can_cast(value.dtype, self.dtype, casting="same_kind"):
                 raise TypeError(f"Cannot cast ufunc output from dtype('{value.dtype}') to "
@@ -193,12 +192,14 @@ class Tensor:
                 len(value.shape) > len(self.shape):
             raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
                              f"match the broadcast shape {value.shape}")
-        self._node = value._node
+        # The object now names the new value, in the trace that computed it (a branch or loop
+        # body may mutate an outer array: AutoGraph carries the new value out as state).
+        self._node, self._ctx = value._node, value._ctx
 
     def __setitem__(self, key: Any, value: Any) -> None:
         template, dyn = build_template(key)
         result = bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})
-        self._node = result._node
+        self._node, self._ctx = result._node, result._ctx
 
     def __getitem__(self, key: Any) -> "Tensor":
         template, dyn = build_template(key)

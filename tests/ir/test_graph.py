@@ -22,7 +22,7 @@ def test_op_kinds_have_groups_and_ufuncs():
     assert OpKind.ADD.group is OpGroup.ELEMENTWISE and OpKind.ADD.ufunc is np.add
     assert OpKind.SUM.group is OpGroup.REDUCTION and OpKind.SUM.ufunc is None
     assert OpKind.PRINT.is_stateful and not OpKind.ADD.is_stateful
-    assert OpKind.MATMUL.type_name == "Matmul"
+    assert OpKind.MATMUL.type_name == "MatMul" and OpKind.COND.type_name == "If"
     assert all(isinstance(k.group, OpGroup) for k in OpKind)
 
 

@@ -1,0 +1,497 @@
+"""The AutoGraph AST rewrite: Python control flow becomes calls of runtime operators.
+
+For each function (and each function nested in it) the rewrite:
+
+1. lowers ``return`` inside ``if`` statements to a single exit (``do_return``/``retval_``),
+   moving the statements after an always-returning branch into the other branch;
+2. turns ``break``/``continue`` of a loop into flag variables guarding the rest of the body;
+3. turns ``if``/``while``/``for`` into ``ag__.if_stmt``/``while_stmt``/``for_stmt`` calls whose
+   branches and bodies are nested functions sharing the modified variables through ``nonlocal``
+   and ``get_state``/``set_state`` closures;
+4. turns conditional expressions, ``and``/``or``/``not`` and chained comparisons into
+   ``ag__.if_exp``/``and_``/``or_``/``not_``, and every call ``f(...)`` into ``ag__.cc(f)(...)``
+   so user functions are converted recursively.
+
+Loops whose body contains a ``return`` stay Python loops (a traced condition there raises a
+clear error). Line numbers of the original source are kept, so tracebacks and error messages
+point at the user's lines.
+"""
+
+from __future__ import annotations
+
+import ast
+import itertools
+from typing import Iterable
+
+_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
+           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_LOOPS = (ast.For, ast.While, ast.AsyncFor)
+_NOT_WRAPPED_CALLS = frozenset({"super", "locals", "globals", "vars", "eval", "exec",
+                                "set_loop_options"})
+
+
+class Unconvertible(Exception):
+    """The function uses a construct AutoGraph does not handle; it runs unconverted."""
+
+
+# ---------------------------------------------------------------------------------------------
+# analysis helpers
+# ---------------------------------------------------------------------------------------------
+
+def _walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
+    """Every node under ``nodes`` without entering nested scopes."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _SCOPES):
+                stack.append(child)
+
+
+def _walk_no_loops(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
+    """Like :func:`_walk_scope` but also without entering nested loops."""
+    stack = list(nodes)
+    while stack:
+        node = stack.pop()
+        yield node
+        for child in ast.iter_child_nodes(node):
+            if not isinstance(child, _SCOPES + _LOOPS):
+                stack.append(child)
+
+
+def _target_names(target: ast.AST, out: dict[str, None]) -> None:
+    if isinstance(target, ast.Name):
+        out.setdefault(target.id, None)
+    elif isinstance(target, (ast.Tuple, ast.List)):
+        for elt in target.elts:
+            _target_names(elt, out)
+    elif isinstance(target, ast.Starred):
+        _target_names(target.value, out)
+    elif isinstance(target, ast.Subscript):
+        base = target.value
+        while isinstance(base, ast.Subscript):
+            base = base.value
+        if isinstance(base, ast.Name):
+            out.setdefault(base.id, None)
+
+
+def assigned_names(stmts: Iterable[ast.AST]) -> list[str]:
+    """Names a block (re)binds, in first-appearance order, nested scopes excluded."""
+    out: dict[str, None] = {}
+    nodes = sorted(_walk_scope(stmts), key=lambda n: (getattr(n, "lineno", 0),
+                                                      getattr(n, "col_offset", 0)))
+    for node in nodes:
+        if isinstance(node, ast.Assign):
+            for t in node.targets:
+                _target_names(t, out)
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+            _target_names(node.target, out)
+        elif isinstance(node, (ast.For, ast.AsyncFor)):
+            _target_names(node.target, out)
+        elif isinstance(node, ast.NamedExpr):
+            _target_names(node.target, out)
+        elif isinstance(node, (ast.With, ast.AsyncWith)):
+            for item in node.items:
+                if item.optional_vars is not None:
+                    _target_names(item.optional_vars, out)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            out.setdefault(node.name, None)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                out.setdefault((alias.asname or alias.name).split(".")[0], None)
+    return list(out)
+
+
+def _has(nodes: Iterable[ast.AST], kinds: tuple, walker=_walk_scope) -> bool:
+    return any(isinstance(n, kinds) for n in walker(nodes))
+
+
+def _jumps(stmts: list[ast.stmt]) -> set[str]:
+    """Which of break/continue this loop body uses for itself (nested loops excluded)."""
+    found = set()
+    for n in _walk_no_loops(stmts):
+        if isinstance(n, ast.Break):
+            found.add("break")
+        elif isinstance(n, ast.Continue):
+            found.add("continue")
+    return found
+
+
+def _always_returns(stmts: list[ast.stmt]) -> bool:
+    if not stmts:
+        return False
+    last = stmts[-1]
+    if isinstance(last, (ast.Return, ast.Raise)):
+        return True
+    if isinstance(last, ast.If):
+        return _always_returns(last.body) and _always_returns(last.orelse)
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# small AST builders
+# ---------------------------------------------------------------------------------------------
+
+def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
+    return ast.Name(id=id_, ctx=ctx or ast.Load())
+
+
+def _ag(attr: str) -> ast.Attribute:
+    return ast.Attribute(value=_name("ag__"), attr=attr, ctx=ast.Load())
+
+
+def _call(func: ast.expr, *args: ast.expr) -> ast.Call:
+    return ast.Call(func=func, args=list(args), keywords=[])
+
+
+def _assign(name: str, value: ast.expr) -> ast.Assign:
+    return ast.Assign(targets=[_name(name, ast.Store())], value=value, lineno=0)
+
+
+def _const(value: object) -> ast.Constant:
+    return ast.Constant(value=value)
+
+
+def _lambda(body: ast.expr) -> ast.Lambda:
+    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
+                                         defaults=[]), body=body)
+
+
+def _def(name: str, body: list[ast.stmt], args: list[str] = ()) -> ast.FunctionDef:
+    return ast.FunctionDef(
+        name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in args],
+                                      kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
+
+
+# ---------------------------------------------------------------------------------------------
+# the rewrite
+# ---------------------------------------------------------------------------------------------
+
+class _Scope:
+    """Per-function facts: names the function declares global/nonlocal, state names used."""
+
+    def __init__(self, fn: ast.FunctionDef | None) -> None:
+        self.globals: set[str] = set()
+        self.nonlocals: set[str] = set()
+        self.params: set[str] = set()
+        self.state: dict[str, None] = {}
+        if fn is not None:
+            a = fn.args
+            for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
+                if arg is not None:
+                    self.params.add(arg.arg)
+            for n in _walk_scope(fn.body):
+                if isinstance(n, ast.Global):
+                    self.globals.update(n.names)
+                elif isinstance(n, ast.Nonlocal):
+                    self.nonlocals.update(n.names)
+
+
+class Converter(ast.NodeTransformer):
+    """Rewrites one function definition (and everything nested in it)."""
+
+    def __init__(self) -> None:
+        self._ids = itertools.count(1)
+        self._scopes: list[_Scope] = []
+
+    # -- scopes -----------------------------------------------------------------------------
+    def convert_function(self, fn: ast.FunctionDef, top: bool = False) -> ast.FunctionDef:
+        scope = _Scope(fn)
+        self._scopes.append(scope)
+        try:
+            body = self._lower_returns(fn.body)
+            new_body: list[ast.stmt] = []
+            for stmt in body:
+                result = self.visit(stmt)
+                new_body.extend(result if isinstance(result, list) else [result])
+        finally:
+            self._scopes.pop()
+        # Every variable a generated helper declares nonlocal must be a local of this function.
+        inits = [ast.copy_location(_assign(n, _call(_ag("Undefined"), _const(n))), fn)
+                 for n in scope.state if n not in scope.params and n not in scope.globals
+                 and n not in scope.nonlocals]
+        docstring = []
+        if new_body and isinstance(new_body[0], ast.Expr) and isinstance(
+                new_body[0].value, ast.Constant) and isinstance(new_body[0].value.value, str):
+            docstring = [new_body.pop(0)]
+        fn.body = docstring + inits + (new_body or [ast.Pass()])
+        if not top:
+            fn.decorator_list = [_ag("converted")] + fn.decorator_list
+        return fn
+
+    @property
+    def scope(self) -> _Scope:
+        return self._scopes[-1]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> ast.AST:
+        return self.convert_function(node)
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> ast.AST:
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> ast.AST:
+        return node
+
+    # -- returns ------------------------------------------------------------------------------
+    def _lower_returns(self, body: list[ast.stmt]) -> list[ast.stmt]:
+        needs = any(isinstance(n, ast.Return) for st in body if isinstance(st, ast.If)
+                    for n in _walk_no_loops([st]))
+        if not needs:
+            return body
+        self.scope.state.setdefault("do_return", None)
+        self.scope.state.setdefault("retval_", None)
+        lowered = self._lower(body)
+        return [_assign("do_return", _const(False)), _assign("retval_", _const(None))] + \
+            lowered + [ast.Return(value=_name("retval_"))]
+
+    def _lower(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for i, st in enumerate(stmts):
+            if isinstance(st, ast.Return):
+                out.append(ast.copy_location(_assign("do_return", _const(True)), st))
+                out.append(ast.copy_location(
+                    _assign("retval_", st.value if st.value is not None else _const(None)), st))
+                return out
+            if isinstance(st, ast.If) and any(isinstance(n, ast.Return)
+                                              for n in _walk_no_loops([st])):
+                rest = stmts[i + 1:]
+                if rest and _always_returns(st.body):
+                    st.orelse = st.orelse + rest
+                    rest = []
+                elif rest and st.orelse and _always_returns(st.orelse):
+                    st.body = st.body + rest
+                    rest = []
+                st.body = self._lower(st.body)
+                st.orelse = self._lower(st.orelse)
+                out.append(st)
+                if rest:
+                    guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_name("do_return")),
+                                   body=self._lower(rest), orelse=[])
+                    out.append(ast.copy_location(guard, rest[0]))
+                return out
+            out.append(st)
+        return out
+
+    # -- statements -----------------------------------------------------------------------
+    def _state(self, names: list[str]) -> tuple[list[str], list[str]]:
+        """Split state names into (nonlocal, global) and remember them for initialisation."""
+        scope = self.scope
+        nonlocal_, global_ = [], []
+        for n in names:
+            if n in scope.globals:
+                global_.append(n)
+            else:
+                nonlocal_.append(n)
+                scope.state.setdefault(n, None)
+        return nonlocal_, global_
+
+    def _decls(self, nonlocal_: list[str], global_: list[str]) -> list[ast.stmt]:
+        decls: list[ast.stmt] = []
+        if nonlocal_:
+            decls.append(ast.Nonlocal(names=list(nonlocal_)))
+        if global_:
+            decls.append(ast.Global(names=list(global_)))
+        return decls
+
+    def _state_functions(self, k: int, names: list[str]) -> tuple[list[ast.stmt], ast.expr]:
+        nonlocal_, global_ = self._state(names)
+        getter = _def(f"get_state_{k}", [ast.Return(value=ast.Tuple(elts=[
+            _call(_ag("ld"), _lambda(_name(n)), _const(n)) for n in names], ctx=ast.Load()))])
+        if names:
+            setter_body: list[ast.stmt] = self._decls(nonlocal_, global_) + [ast.Assign(
+                targets=[ast.Tuple(elts=[_name(n, ast.Store()) for n in names],
+                                   ctx=ast.Store())], value=_name("vars_"), lineno=0)]
+        else:
+            setter_body = [ast.Pass()]
+        setter = _def(f"set_state_{k}", setter_body, ["vars_"])
+        names_tuple = ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load())
+        return [getter, setter], names_tuple
+
+    def _body_def(self, name: str, body: list[ast.stmt], names: list[str],
+                  args: list[str] = ()) -> ast.FunctionDef:
+        nonlocal_, global_ = self._state(names)
+        converted: list[ast.stmt] = []
+        for stmt in body:
+            result = self.visit(stmt)
+            converted.extend(result if isinstance(result, list) else [result])
+        return _def(name, self._decls(nonlocal_, global_) + converted, args)
+
+    def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        if _has(node.body + node.orelse, (ast.Return, ast.Yield, ast.YieldFrom)):
+            return self.generic_visit(node)  # cannot move into helper functions
+        k = next(self._ids)
+        names = assigned_names(node.body + node.orelse)
+        test = self.visit(node.test)
+        body = self._body_def(f"if_body_{k}", node.body, names)
+        orelse = self._body_def(f"else_body_{k}", node.orelse, names)
+        state, names_tuple = self._state_functions(k, names)
+        call = ast.Expr(value=ast.Call(func=_ag("if_stmt"), args=[
+            test, _name(body.name), _name(orelse.name), _name(f"get_state_{k}"),
+            _name(f"set_state_{k}"), names_tuple], keywords=[]))
+        return self._located([body, orelse, *state, call], node)
+
+    def _loop_options(self, body: list[ast.stmt]) -> ast.expr:
+        """Keyword arguments of a ``set_loop_options(...)`` call at the top of the body."""
+        for st in body:
+            if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
+                f = st.value.func
+                fname = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
+                if fname == "set_loop_options":
+                    return ast.Dict(keys=[_const(kw.arg) for kw in st.value.keywords],
+                                    values=[kw.value for kw in st.value.keywords])
+        return ast.Dict(keys=[], values=[])
+
+    def _rewrite_jumps(self, stmts: list[ast.stmt], brk: str | None,
+                       cont: str | None) -> list[ast.stmt]:
+        out: list[ast.stmt] = []
+        for i, st in enumerate(stmts):
+            if isinstance(st, ast.Break) and brk:
+                out.append(ast.copy_location(_assign(brk, _const(True)), st))
+                return out
+            if isinstance(st, ast.Continue) and cont:
+                out.append(ast.copy_location(_assign(cont, _const(True)), st))
+                return out
+            if _jumps([st]):
+                if not isinstance(st, ast.If):
+                    raise Unconvertible("break/continue inside a with/try block of a loop")
+                st.body = self._rewrite_jumps(st.body, brk, cont)
+                st.orelse = self._rewrite_jumps(st.orelse, brk, cont)
+                out.append(st)
+                rest = stmts[i + 1:]
+                if rest:
+                    flags = [f for f in (brk, cont) if f]
+                    test: ast.expr = _name(flags[0]) if len(flags) == 1 else ast.BoolOp(
+                        op=ast.Or(), values=[_name(f) for f in flags])
+                    guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=test),
+                                   body=self._rewrite_jumps(rest, brk, cont), orelse=[])
+                    out.append(ast.copy_location(guard, rest[0]))
+                return out
+            out.append(st)
+        return out
+
+    def _prepare_loop(self, node: ast.While | ast.For, k: int) -> tuple[list[ast.stmt],
+                                                                         str | None]:
+        """Rewrite break/continue; returns statements to run before the loop and the break
+        flag (or None)."""
+        jumps = _jumps(node.body)
+        brk = f"break_{k}" if "break" in jumps else None
+        cont = f"continue_{k}" if "continue" in jumps else None
+        before: list[ast.stmt] = []
+        body = self._rewrite_jumps(node.body, brk, cont)
+        if brk:
+            before.append(ast.copy_location(_assign(brk, _const(False)), node))
+        if cont:
+            body = [ast.copy_location(_assign(cont, _const(False)), node)] + body
+        node.body = body
+        return before, brk
+
+    def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
+        if node.orelse or _has(node.body, (ast.Return, ast.Yield, ast.YieldFrom)):
+            node = self.generic_visit(node)  # type: ignore[assignment]
+            if not node.orelse:
+                node.test = _call(_ag("python_test"), node.test, _const("while"))
+            return node
+        k = next(self._ids)
+        opts = self._loop_options(node.body)
+        before, brk = self._prepare_loop(node, k)
+        names = assigned_names(before + node.body)
+        test_expr: ast.expr = node.test
+        if brk:
+            test_expr = ast.BoolOp(op=ast.And(), values=[
+                ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node.test])
+        ast.copy_location(test_expr, node.test)
+        test = _def(f"loop_test_{k}", [ast.Return(value=self.visit(test_expr))])
+        body = self._body_def(f"loop_body_{k}", node.body, names)
+        state, names_tuple = self._state_functions(k, names)
+        call = ast.Expr(value=ast.Call(func=_ag("while_stmt"), args=[
+            _name(test.name), _name(body.name), _name(f"get_state_{k}"),
+            _name(f"set_state_{k}"), names_tuple, opts], keywords=[]))
+        return self._located([*before, test, body, *state, call], node)
+
+    def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
+        if node.orelse or _has(node.body, (ast.Return, ast.Yield, ast.YieldFrom)):
+            node = self.generic_visit(node)  # type: ignore[assignment]
+            if not node.orelse:
+                node.iter = _call(_ag("python_iter"), node.iter)
+            return node
+        k = next(self._ids)
+        opts = self._loop_options(node.body)
+        before, brk = self._prepare_loop(node, k)
+        target_names: dict[str, None] = {}
+        _target_names(node.target, target_names)
+        names = assigned_names(before + node.body)
+        names = [n for n in target_names if n not in names] + names
+        iterable = self.visit(node.iter)
+        item = f"itr_{k}"
+        bind_target = ast.Assign(targets=[node.target], value=_name(item), lineno=0)
+        ast.copy_location(bind_target, node)
+        body = self._body_def(f"loop_body_{k}", [bind_target] + node.body, names, [item])
+        extra: ast.expr = _const(None)
+        defs: list[ast.stmt] = []
+        if brk:
+            test = _def(f"extra_test_{k}", [ast.Return(value=self.visit(
+                ast.UnaryOp(op=ast.Not(), operand=_name(brk))))])
+            defs.append(test)
+            extra = _name(test.name)
+        state, names_tuple = self._state_functions(k, names)
+        call = ast.Expr(value=ast.Call(func=_ag("for_stmt"), args=[
+            iterable, extra, _name(body.name), _name(f"get_state_{k}"),
+            _name(f"set_state_{k}"), names_tuple, opts], keywords=[]))
+        return self._located([*before, *defs, body, *state, call], node)
+
+    @staticmethod
+    def _located(stmts: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
+        for st in stmts:
+            ast.copy_location(st, origin)
+            for n in ast.walk(st):
+                if not hasattr(n, "lineno") or n.lineno == 0:
+                    ast.copy_location(n, origin)
+        return stmts
+
+    # -- expressions ----------------------------------------------------------------------
+    def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        return ast.copy_location(_call(_ag("if_exp"), node.test, _lambda(node.body),
+                                       _lambda(node.orelse)), node)
+
+    def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        op = "and_" if isinstance(node.op, ast.And) else "or_"
+        return ast.copy_location(_call(_ag(op), *[_lambda(v) for v in node.values]), node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> ast.AST:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if isinstance(node.op, ast.Not):
+            return ast.copy_location(_call(_ag("not_"), node.operand), node)
+        return node
+
+    def visit_Compare(self, node: ast.Compare) -> ast.AST:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if len(node.ops) == 1:
+            return node
+        parts = []
+        left = node.left
+        for op, right in zip(node.ops, node.comparators):
+            parts.append(_lambda(ast.Compare(left=left, ops=[op], comparators=[right])))
+            left = right
+        return ast.copy_location(_call(_ag("and_"), *parts), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        f = node.func
+        if isinstance(f, ast.Name) and f.id in _NOT_WRAPPED_CALLS:
+            return node
+        if isinstance(f, ast.Attribute) and (f.attr in _NOT_WRAPPED_CALLS or (
+                isinstance(f.value, ast.Name) and f.value.id == "ag__")):
+            return node
+        node.func = ast.copy_location(_call(_ag("cc"), f), f)
+        return node
+
+
+def convert_tree(fn_node: ast.FunctionDef) -> ast.FunctionDef:
+    """Rewrite a parsed ``def`` (decorators removed)."""
+    fn_node.decorator_list = []
+    converted = Converter().convert_function(fn_node, top=True)
+    return ast.fix_missing_locations(converted)

@@ -1,0 +1,238 @@
+"""The machinery every rewriting pass shares: a graph builder, purity, sub-graph recursion.
+
+A pass walks the old graph in program order and, for each node, tells a :class:`Rewriter`
+what becomes of it: *keep* it (copied, its inputs re-pointed at the new graph), *use* another
+new node in its place, or *emit* a replacement (a folded constant, a cheaper op). The old graph
+and its nodes are never touched, so a pass is a pure ``Graph -> (Graph, changed)`` function and
+a caller still holding the traced graph sees it unchanged.
+
+The one subtle rule lives in :meth:`Rewriter.use`: NumPy returns a fresh array from ``x * 1``,
+so a graph output must not silently become the caller's own input array (or another output, or
+a variable's storage) because a rewrite made it so. Such a replacement becomes a ``copy`` —
+cheaper than the op it replaces, and the caller may still write to what it gets back.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, NamedTuple
+
+from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
+
+Pass = Callable[[Graph], "tuple[Graph, bool]"]
+
+# Results of these groups may share memory with an input (views, placeholders, variable
+# storage, values passed through a loop): returning one where the original graph returned a
+# freshly computed array would let the caller's writes reach the input.
+ALIASING_GROUPS = frozenset({OpGroup.SOURCE, OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STATEFUL,
+                             OpGroup.STRUCTURAL, OpGroup.CONTROL_FLOW})
+# Ops that were views already: when one of them is an output, keeping it beats copying.
+_VIEW_GROUPS = frozenset({OpGroup.SHAPE, OpGroup.INDEXING})
+# A tuple, not a set: membership by identity is cheaper than hashing an Enum.
+_IMPURE_GROUPS = (OpGroup.SOURCE, OpGroup.STATEFUL, OpGroup.CONTROL_FLOW)
+
+
+class Rewrite(NamedTuple):
+    """A replacement node to build: ``op(*args, **attrs)``, its args already in the new graph."""
+
+    op: OpKind
+    args: tuple = ()
+    attrs: dict = {}
+
+
+def is_pure(node: Node) -> bool:
+    """May ``node`` be evaluated early, merged with a twin or replaced by an equal value?
+
+    True for value-producing ops without effects: not sources (placeholders and constants are
+    what the others are built from), not stateful ops (a variable read depends on *when* it
+    runs), and not nodes carrying sub-graphs (control flow is only ever optimised inside).
+    """
+    return (node.op.group not in _IMPURE_GROUPS and isinstance(node.aval, AbstractValue)
+            and not (node.attrs and subgraphs(node)))
+
+
+def same_aval(a: Any, b: Any) -> bool:
+    """Both are :class:`AbstractValue` with equal shape (``None`` dims included) and dtype."""
+    return (isinstance(a, AbstractValue) and isinstance(b, AbstractValue)
+            and a.shape == b.shape and a.dtype == b.dtype)
+
+
+def fully_known(aval: Any) -> bool:
+    """The shape is static: known rank and every dimension known."""
+    return (isinstance(aval, AbstractValue) and aval.shape is not None
+            and None not in aval.shape)
+
+
+class Rewriter:
+    """Builds the graph a pass returns, mapping each old node to its *value*: the node that
+    computes it in the new graph.
+
+    Every old node must be handled exactly once, in program order, by :meth:`keep`,
+    :meth:`use` or a successful :meth:`emit`; then :meth:`finish` returns the result.
+
+    Values are built lazily. While a node and all its arguments are unchanged its value is the
+    old node itself, so a pass that changes nothing allocates nothing and returns the very
+    graph it was given. Otherwise :meth:`finish` copies the reused old nodes into the new
+    graph (the old graph never shares a node with the new one) and names everything.
+    """
+
+    def __init__(self, graph: Graph) -> None:
+        self.old = graph
+        self.env: dict[Node, Node] = {}
+        self.changed = False
+        self._order: list[Node] = []      # the new graph's nodes, as values, in program order
+        self._fresh: set[Node] = set()    # values this rewriter created (the others are old)
+        self._outputs = set(graph.outputs)
+        self._output_images: set[Node] = set()  # values some old output maps to
+
+    # -- reading ----------------------------------------------------------------------------
+    def arg(self, a: Any) -> Any:
+        """An old argument's value (literals unchanged)."""
+        return self.env[a] if isinstance(a, Node) else a
+
+    def args(self, node: Node) -> tuple:
+        env = self.env
+        return tuple([env[a] if isinstance(a, Node) else a for a in node.args])
+
+    # -- deciding ---------------------------------------------------------------------------
+    def keep(self, node: Node, attrs: dict | None = None) -> Node:
+        """Keep ``node`` (with new ``attrs`` if given, e.g. optimised sub-graphs)."""
+        args = self.args(node)
+        if attrs is None and all(a is b for a, b in zip(args, node.args)):
+            value = node
+        else:
+            value = self._new(node.name, node.op, args,
+                              dict(node.attrs if attrs is None else attrs), node.aval)
+            self.changed = self.changed or attrs is not None
+        self._order.append(value)
+        self._map(node, value)
+        return value
+
+    def use(self, node: Node, target: Node) -> None:
+        """Let the value ``target`` stand for ``node`` (their avals are equal).
+
+        For a graph output the aliasing rule applies: a target that may share memory with an
+        input, or that is already an output, is not returned as is. A view op is then kept
+        (it was an alias already); anything else becomes ``copy(target)``.
+        """
+        if node in self._outputs and not self._may_return(node, target):
+            if node.op.group in _VIEW_GROUPS:
+                self.keep(node)
+                return
+            target = self._new(node.name, OpKind.COPY, (target,), {}, node.aval)
+            self._order.append(target)
+        self._map(node, target)
+        self.changed = True
+
+    def emit(self, node: Node, rewrite: Rewrite) -> bool:
+        """Build ``rewrite`` (its args are values) in place of ``node`` if it yields exactly
+        ``node``'s aval and is a fresh value where ``node`` is a graph output; return whether
+        it was done."""
+        op, args, attrs = rewrite
+        if node in self._outputs and op is not OpKind.CONSTANT and op.group in ALIASING_GROUPS \
+                and not self._returns_scalar(node):
+            return False
+        try:
+            aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
+        except Exception:
+            return False
+        if not same_aval(aval, node.aval):
+            return False
+        value = self._new(node.name, op, tuple(args), dict(attrs), aval)
+        self._order.append(value)
+        self._map(node, value)
+        self.changed = True
+        return True
+
+    def finish(self) -> tuple[Graph, bool]:
+        """The new graph and whether it differs; the old graph itself when nothing changed."""
+        if not self.changed:
+            return self.old, False
+        g = Graph(self.old.name)
+        final: dict[Node, Node] = {}
+        for value in self._order:
+            args = tuple(final[a] if isinstance(a, Node) else a for a in value.args)
+            if value in self._fresh:  # ours: finished in place
+                value.args, value.name = args, g.unique_name(value.name)
+                new = value
+            else:
+                new = Node(g.unique_name(value.name), value.op, args, dict(value.attrs),
+                           value.aval)
+            final[value] = new
+            g.nodes.append(new)
+            if new.op is OpKind.PLACEHOLDER:
+                g.inputs.append(new)
+        g.outputs = [final[self.env[o]] for o in self.old.outputs]
+        return g, True
+
+    # -- internals --------------------------------------------------------------------------
+    def _new(self, name: str, op: OpKind, args: tuple, attrs: dict, aval: Any) -> Node:
+        node = Node(name, op, args, attrs, aval)
+        self._fresh.add(node)
+        return node
+
+    def _map(self, node: Node, value: Node) -> None:
+        self.env[node] = value
+        if node in self._outputs:
+            self._output_images.add(value)
+
+    @staticmethod
+    def _returns_scalar(node: Node) -> bool:
+        # 0-d outputs come back as NumPy scalars, which are immutable: no aliasing possible.
+        return node.aval.shape == ()
+
+    def _may_return(self, node: Node, target: Node) -> bool:
+        if self._returns_scalar(node):
+            return True
+        if target in self._output_images:
+            return False
+        if target.op is OpKind.CONSTANT:
+            return True  # constants are read-only: executors hand out copies
+        return target.op.group not in ALIASING_GROUPS
+
+
+# ---------------------------------------------------------------------------------------------
+# Sub-graphs
+# ---------------------------------------------------------------------------------------------
+
+def map_subgraphs(node: Node, fn: Pass) -> tuple[dict, bool]:
+    """``node``'s attrs with every sub-graph (``Graph`` values and tuples of them, as
+    :func:`~kernel_ext.ir.subgraphs` finds them) replaced by ``fn(subgraph)``.
+
+    Returns the new attrs and whether any sub-graph changed. ``node`` itself is not touched.
+    """
+    attrs = dict(node.attrs)
+    changed = False
+    for key, value in node.attrs.items():
+        if isinstance(value, Graph):
+            attrs[key], did = fn(value)
+            changed = changed or did
+        elif isinstance(value, tuple) and value and all(isinstance(v, Graph) for v in value):
+            results = [fn(v) for v in value]
+            attrs[key] = tuple(g for g, _ in results)
+            changed = changed or any(did for _, did in results)
+    return attrs, changed
+
+
+def recursive(flat: Pass) -> Pass:
+    """The pass ``flat`` (which treats control-flow nodes as opaque) applied everywhere:
+    first inside every sub-graph, innermost first, then to the graph itself.
+
+    Sub-graphs keep their placeholders and their number of outputs (every pass does), so the
+    control-flow node around them stays valid.
+    """
+    @functools.wraps(flat)
+    def run(graph: Graph) -> tuple[Graph, bool]:
+        inner = False
+        if any(n.attrs and subgraphs(n) for n in graph.nodes):
+            rw = Rewriter(graph)
+            for node in graph.nodes:
+                if node.attrs and subgraphs(node):
+                    attrs, did = map_subgraphs(node, run)
+                    rw.keep(node, attrs if did else None)
+                else:
+                    rw.keep(node)
+            graph, inner = rw.finish()
+        graph, outer = flat(graph)
+        return graph, inner or outer
+    return run

@@ -1,0 +1,419 @@
+"""Algebraic simplification: a rule table of rewrites that are exact for every input.
+
+``RULES[op]`` lists rules for nodes of that op. A rule looks at the node and its arguments (as
+they already are in the new graph) and proposes either an existing node that has the same value
+(``x * 1 -> x``) or a :class:`~.rewrite.Rewrite` to build (``transpose(transpose(x, a), b) ->
+transpose(x, a∘b)``). The driver accepts a proposal only when it has exactly the node's abstract
+value, shape and dtype, so NumPy's promotion decides what is a no-op: ``x + 0`` with ``x``
+int8 stays int8 (the literal is weak) and folds; ``x + 0.0`` with ``x`` int32 is float64 and does
+not; ``x * 1`` with ``x`` bool is int64 and does not, while ``x * True`` is bool and does.
+
+Values must be identical bit for bit, for every input, NaN, infinities and signed zeros
+included, and no run-time error or warning may appear or vanish. Hence the per-dtype tables:
+
+- ``x + 0`` is not a no-op for floats (``-0.0 + 0 == +0.0``) but ``x + (-0.0)`` and ``x - 0``
+  are; complex arithmetic mixes components (``(a+bj) * 1`` computes ``b * 0``, NaN for infinite
+  ``b``), so complex ``x * 1`` and ``x / 1`` are not;
+- ``x ** 1`` keeps the NaN sign bit only for integers (float16 ``power`` clears it);
+- extended precision (``longdouble``) is left alone: its NaN sign handling differs;
+- shape rules (``reshape`` to the same shape, ``broadcast_to``) require fully static shapes,
+  where the trace already proved the original op cannot fail at run time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import AbstractValue, Graph, Node, OpKind
+from .rewrite import Rewrite, Rewriter, fully_known, is_pure, recursive, same_aval
+
+Proposal = "Node | Rewrite | None"
+Rule = Callable[[Node, tuple], Proposal]
+Test = Callable[[np.ndarray], np.ndarray]
+
+_IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+_COMPLEX = frozenset(np.dtype(t) for t in (np.complex64, np.complex128))
+_LITERAL_TYPES = (bool, int, float, complex)
+_MAX_SCAN = 1_000_000  # constants bigger than this are not inspected element by element
+
+
+# ---------------------------------------------------------------------------------------------
+# What an operand is
+# ---------------------------------------------------------------------------------------------
+
+def _kind(x: Any) -> str | None:
+    """``x``'s dtype kind (``b i u f c``), or ``None`` if it is not a node with a dtype we
+    reason about (extended-precision floats are excluded on purpose)."""
+    if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
+        return None
+    dtype = x.aval.dtype
+    if dtype.kind == "f" and dtype not in _IEEE_FLOATS:
+        return None
+    if dtype.kind == "c" and dtype not in _COMPLEX:
+        return None
+    return dtype.kind if dtype.kind in "biufc" else None
+
+
+def _fits(small: tuple, big: tuple | None) -> bool:
+    """Broadcasting an array of shape ``small`` against one of shape ``big`` leaves ``big``
+    unchanged, whatever the run-time sizes of ``big``'s unknown dims."""
+    if big is None or len(small) > len(big):
+        return False
+    return all(s == 1 or (b is not None and s == b) for s, b in zip(small[::-1], big[::-1]))
+
+
+def _every(c: Any, test: Test, like: Node) -> bool:
+    """``c`` is a literal or a constant node whose every element passes ``test``, and
+    broadcasting it against ``like`` cannot change ``like``'s shape."""
+    if isinstance(c, Node):
+        if c.op is not OpKind.CONSTANT:
+            return False
+        value = c.attrs["value"]
+        if value.size > _MAX_SCAN or not _fits(value.shape, like.aval.shape):
+            return False
+    elif isinstance(c, _LITERAL_TYPES):
+        value = np.asarray(c)
+    else:
+        return False
+    try:
+        with np.errstate(all="ignore"):
+            return bool(np.all(test(value)))
+    except (TypeError, ValueError, OverflowError):
+        return False
+
+
+def _one(v: np.ndarray) -> np.ndarray:
+    return v == 1
+
+
+def _zero(v: np.ndarray) -> np.ndarray:
+    return v == 0
+
+
+def _negative_zero(v: np.ndarray) -> np.ndarray:
+    return (v == 0) & np.signbit(v)
+
+
+def _positive_zero(v: np.ndarray) -> np.ndarray:
+    return (v == 0) & ~np.signbit(v)
+
+
+def _truthy(v: np.ndarray) -> np.ndarray:
+    return v != 0
+
+
+def _no_attrs(node: Node) -> bool:
+    return not node.attrs
+
+
+# ---------------------------------------------------------------------------------------------
+# Rule factories
+# ---------------------------------------------------------------------------------------------
+
+def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]:
+    """Rules for ``op(x, c) -> x`` (``sides`` "right"), ``op(c, x) -> x`` ("left") or both
+    ("both"), where ``c`` passes ``tests[kind of x's dtype]`` element-wise."""
+    def make(x_at: int) -> Rule:
+        def rule(node: Node, args: tuple) -> Proposal:
+            if len(args) != 2 or node.attrs:
+                return None
+            x, c = args[x_at], args[1 - x_at]
+            test = tests.get(_kind(x) or "")
+            return x if test is not None and _every(c, test, x) else None
+        rule.__name__ = f"identity_operand_{'right' if x_at == 0 else 'left'}"
+        return rule
+    rules = []
+    if sides in ("right", "both"):
+        rules.append(make(0))
+    if sides in ("left", "both"):
+        rules.append(make(1))
+    return rules
+
+
+def same_operands(kinds: str) -> Rule:
+    """``op(x, x) -> x`` (``maximum``, ``logical_and``, ...) for dtype kinds in ``kinds``."""
+    def rule(node: Node, args: tuple) -> Proposal:
+        if len(args) == 2 and args[0] is args[1] and not node.attrs and _kind(args[0]) \
+                and _kind(args[0]) in kinds:
+            return args[0]
+        return None
+    return rule
+
+
+def involution(kinds: str) -> Rule:
+    """``f(f(x)) -> x`` for a self-inverse ``f`` (negative, invert, ...), ``x``'s kind in
+    ``kinds``."""
+    def rule(node: Node, args: tuple) -> Proposal:
+        inner = args[0]
+        if isinstance(inner, Node) and inner.op is node.op and not inner.attrs \
+                and not node.attrs and (_kind(inner.args[0]) or "-") in kinds:
+            return inner.args[0]
+        return None
+    return rule
+
+
+def idempotent(kinds: str) -> Rule:
+    """``f(f(x)) -> f(x)`` for an idempotent ``f`` (floor, absolute, sign, ...), where the
+    inner result's kind is in ``kinds``."""
+    def rule(node: Node, args: tuple) -> Proposal:
+        inner = args[0]
+        if isinstance(inner, Node) and inner.op is node.op and not inner.attrs \
+                and not node.attrs and (_kind(inner) or "-") in kinds:
+            return inner
+        return None
+    return rule
+
+
+def identity_on(kinds: str) -> Rule:
+    """``f(x) -> x`` where ``f`` leaves values of these kinds unchanged (``floor`` of ints,
+    ``positive``, ``conjugate`` of reals) — the aval check ensures NumPy keeps the dtype."""
+    def rule(node: Node, args: tuple) -> Proposal:
+        if not node.attrs and (_kind(args[0]) or "-") in kinds:
+            return args[0]
+        return None
+    return rule
+
+
+# ---------------------------------------------------------------------------------------------
+# Op-specific rules
+# ---------------------------------------------------------------------------------------------
+
+def _exact_widening(src: np.dtype, dst: np.dtype) -> bool:
+    """Every ``src`` value is exactly representable in ``dst`` and casting it back to ``src``
+    needs no warning (so ``cast(cast(x, dst), src) == x``). Complex ``dst`` is excluded: the
+    way back warns (ComplexWarning)."""
+    if src == dst:
+        return True
+    if dst.kind not in "iuf" or src.kind not in "biuf":
+        return False
+    if dst.kind == "f" and dst not in _IEEE_FLOATS:
+        return False
+    if src.kind == "b":
+        return True
+    if src.kind == "f":
+        return dst.kind == "f" and src in _IEEE_FLOATS and dst.itemsize >= src.itemsize
+    bits = src.itemsize * 8 - (src.kind == "i")  # magnitude bits
+    if dst.kind == "f":
+        return bits <= np.finfo(dst).nmant + 1
+    if dst.kind == "u":
+        return src.kind == "u" and dst.itemsize >= src.itemsize
+    return dst.itemsize * 8 - 1 >= bits  # into signed ints
+
+
+def _cast(node: Node, args: tuple) -> Proposal:
+    """``cast(x, x.dtype) -> x``; ``cast(cast(x, wider), x.dtype) -> x``."""
+    x = args[0]
+    if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
+        return None
+    target = np.dtype(node.attrs["dtype"])
+    if target == x.aval.dtype:
+        return x
+    if x.op is OpKind.CAST:
+        inner = x.args[0]
+        if isinstance(inner, Node) and isinstance(inner.aval, AbstractValue) \
+                and inner.aval.dtype == target and _exact_widening(target, x.aval.dtype):
+            return inner
+    return None
+
+
+def _axes(axes: Any, ndim: int) -> tuple[int, ...] | None:
+    if axes is None:
+        return tuple(range(ndim))[::-1]
+    try:
+        out = tuple(int(a) % ndim for a in axes) if ndim else tuple(axes)
+    except (TypeError, ZeroDivisionError):
+        return None
+    return out if sorted(out) == list(range(ndim)) else None
+
+
+def _transpose(node: Node, args: tuple) -> Proposal:
+    """``transpose`` by the identity permutation -> ``x``; two transposes -> one (or none)."""
+    x = args[0]
+    if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue) or x.aval.ndim is None:
+        return None
+    ndim = x.aval.ndim
+    outer = _axes(node.attrs.get("axes"), ndim)
+    if outer is None:
+        return None
+    if outer == tuple(range(ndim)):
+        return x
+    if x.op is OpKind.TRANSPOSE:
+        inner_x = x.args[0]
+        inner = _axes(x.attrs.get("axes"), ndim)
+        if inner is None:
+            return None
+        composed = tuple(inner[a] for a in outer)
+        if composed == tuple(range(ndim)):
+            return inner_x
+        return Rewrite(OpKind.TRANSPOSE, (inner_x,), {"axes": composed})
+    return None
+
+
+def _reshape(node: Node, args: tuple) -> Proposal:
+    """Reshape to the same static shape -> ``x``; reshape of a reshape -> one reshape."""
+    x = args[0]
+    if not isinstance(x, Node) or not fully_known(x.aval):
+        return None
+    if x.aval.shape == node.aval.shape:
+        return x
+    if x.op is OpKind.RESHAPE and isinstance(x.args[0], Node) and fully_known(x.args[0].aval):
+        return Rewrite(OpKind.RESHAPE, (x.args[0],), dict(node.attrs))
+    return None
+
+
+def _broadcast_to(node: Node, args: tuple) -> Proposal:
+    """``broadcast_to(x, x.shape) -> x`` for a static shape."""
+    x = args[0]
+    if isinstance(x, Node) and fully_known(x.aval) and x.aval.shape == node.aval.shape:
+        return x
+    return None
+
+
+def _is_full_slice(c: Any) -> bool:
+    if c is Ellipsis:
+        return True
+    return (isinstance(c, slice) and c.start in (None, 0) and c.stop is None
+            and c.step in (None, 1) and type(c.start) is not bool and type(c.step) is not bool)
+
+
+def _getitem(node: Node, args: tuple) -> Proposal:
+    """``x[:]``, ``x[...]``, ``x[:, :]`` -> ``x``."""
+    template = node.attrs["index"]
+    if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
+        return args[0]
+    return None
+
+
+def _flip(node: Node, args: tuple) -> Proposal:
+    """``flip(flip(x, a), a) -> x``."""
+    x = args[0]
+    if isinstance(x, Node) and x.op is OpKind.FLIP and x.attrs == node.attrs \
+            and _static_axis(node.attrs.get("axis")):
+        return x.args[0]
+    return None
+
+
+def _static_axis(axis: Any) -> bool:
+    return axis is None or type(axis) is int or (
+        isinstance(axis, tuple) and all(type(a) is int for a in axis))
+
+
+def _copy(node: Node, args: tuple) -> Proposal:
+    """``copy(copy(x)) -> copy(x)``."""
+    x = args[0]
+    return x if isinstance(x, Node) and x.op is OpKind.COPY else None
+
+
+def _where(node: Node, args: tuple) -> Proposal:
+    """``where(c, x, x) -> x``; ``where(True, x, y) -> x`` and ``where(False, x, y) -> y`` for
+    a literal condition, all with static shapes (so broadcasting is known not to widen)."""
+    if len(args) != 3:
+        return None
+    cond, x, y = args
+    nodes = [a for a in args if isinstance(a, Node)]
+    if not all(fully_known(a.aval) for a in nodes):
+        return None
+    if x is y and isinstance(x, Node):
+        return x
+    if isinstance(cond, _LITERAL_TYPES):
+        pick = x if cond else y
+        return pick if isinstance(pick, Node) else None
+    return None
+
+
+def _is_identity_matrix(c: Any) -> bool:
+    if not isinstance(c, Node) or c.op is not OpKind.CONSTANT:
+        return False
+    value = c.attrs["value"]
+    return (value.ndim == 2 and value.shape[0] == value.shape[1] and value.size <= _MAX_SCAN
+            and bool(np.array_equal(value, np.eye(value.shape[0], dtype=value.dtype))))
+
+
+def _matmul(node: Node, args: tuple) -> Proposal:
+    """``x @ I -> x`` and ``I @ x -> x`` for integer and bool ``x``: every product is exact and
+    the added zeros cannot overflow (for floats ``nan * 0`` and signed zeros break it)."""
+    a, b = args
+    if _is_identity_matrix(b) and (_kind(a) or "-") in "biu":
+        return a
+    if _is_identity_matrix(a) and (_kind(b) or "-") in "biu":
+        return b
+    return None
+
+
+_INTS = "iu"
+_INTS_BOOL = "biu"
+_REAL = "biuf"
+_NUMBERS = "iufc"
+
+RULES: dict[OpKind, list[Rule]] = {
+    OpKind.ADD: identity_operand(
+        {"b": _zero, "i": _zero, "u": _zero, "f": _negative_zero}, "both"),
+    OpKind.SUBTRACT: identity_operand({"i": _zero, "u": _zero, "f": _positive_zero}),
+    OpKind.MULTIPLY: identity_operand({"b": _one, "i": _one, "u": _one, "f": _one}, "both"),
+    OpKind.DIVIDE: identity_operand({"f": _one}),
+    OpKind.FLOOR_DIVIDE: identity_operand({"i": _one, "u": _one}),
+    OpKind.POWER: identity_operand({"i": _one, "u": _one}),
+    OpKind.BITWISE_OR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both")
+    + [same_operands(_INTS_BOOL)],
+    OpKind.BITWISE_XOR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both"),
+    OpKind.BITWISE_AND: identity_operand({"b": _truthy}, "both") + [same_operands(_INTS_BOOL)],
+    OpKind.LEFT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
+    OpKind.RIGHT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
+    OpKind.LOGICAL_AND: identity_operand({"b": _truthy}, "both") + [same_operands("b")],
+    OpKind.LOGICAL_OR: identity_operand({"b": _zero}, "both") + [same_operands("b")],
+    OpKind.MAXIMUM: [same_operands(_REAL + "c")],
+    OpKind.MINIMUM: [same_operands(_REAL + "c")],
+    OpKind.FMAX: [same_operands(_REAL + "c")],
+    OpKind.FMIN: [same_operands(_REAL + "c")],
+    OpKind.NEGATIVE: [involution(_NUMBERS)],
+    OpKind.INVERT: [involution(_INTS_BOOL)],
+    OpKind.LOGICAL_NOT: [involution("b")],
+    OpKind.CONJUGATE: [involution(_NUMBERS), identity_on(_INTS + "f")],
+    OpKind.POSITIVE: [identity_on(_NUMBERS)],
+    OpKind.ABSOLUTE: [idempotent(_INTS + "f"), identity_on("bu")],
+    OpKind.FABS: [idempotent("f")],
+    OpKind.FLOOR: [idempotent("f"), identity_on(_INTS_BOOL)],
+    OpKind.CEIL: [idempotent("f"), identity_on(_INTS_BOOL)],
+    OpKind.TRUNC: [idempotent("f"), identity_on(_INTS_BOOL)],
+    OpKind.RINT: [idempotent("f")],
+    OpKind.SIGN: [idempotent(_INTS + "f")],
+    OpKind.CAST: [_cast],
+    OpKind.TRANSPOSE: [_transpose],
+    OpKind.RESHAPE: [_reshape],
+    OpKind.BROADCAST_TO: [_broadcast_to],
+    OpKind.GETITEM: [_getitem],
+    OpKind.FLIP: [_flip],
+    OpKind.COPY: [_copy],
+    OpKind.WHERE: [_where],
+    OpKind.MATMUL: [_matmul],
+}
+
+
+def propose(node: Node, args: tuple, rw: Rewriter) -> bool:
+    """Try ``node``'s rules in order; apply the first acceptable proposal to ``rw``."""
+    for rule in RULES.get(node.op, ()):
+        proposal = rule(node, args)
+        if isinstance(proposal, Node):
+            if same_aval(proposal.aval, node.aval):
+                rw.use(node, proposal)
+                return True
+        elif isinstance(proposal, Rewrite) and rw.emit(node, proposal):
+            return True
+    return False
+
+
+def _simplify_level(graph: Graph) -> tuple[Graph, bool]:
+    rw = Rewriter(graph)
+    for node in graph.nodes:
+        if node.op in RULES and is_pure(node) and propose(node, rw.args(node), rw):
+            continue
+        rw.keep(node)
+    return rw.finish()
+
+
+simplify = recursive(_simplify_level)
+simplify.__doc__ = """``Graph -> (Graph, changed)``: apply :data:`RULES` (``x * 1 -> x``,
+``--x -> x``, ``cast(x, x.dtype) -> x``, double transposes, ...) everywhere, keeping only
+rewrites that are exact in value, dtype and shape."""

@@ -1,0 +1,560 @@
+"""Graph control flow: ``kx.cond``, ``kx.while_loop``, ``kx.range`` and ``kx.TensorArray``.
+
+Each branch or loop body is traced exactly once, in a child :class:`TraceContext` whose graph
+becomes a sub-graph of a ``cond`` / ``while`` node. Values of enclosing traces that a body reads
+are captured as extra operands. The values flowing out (branch results, loop variables) are
+flattened into leaves; the leaves must agree in structure and dtype, shapes merge to ``None``
+where they differ (branches) or must stay within the loop's shape invariants (loops).
+
+With a predicate or loop variables that are plain Python values, these functions behave exactly
+like the Python they stand for (no graph).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import errors
+from ..ir import AbstractValue, Graph, Node, OpKind
+from ..ir.interpreter import tensor_array_write
+from .context import TraceContext, bind, current_context
+from .tensor import Tensor
+from .types import TensorSpec
+from .variables import Variable
+
+_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
+
+
+class Undefined:
+    """The value of a variable that has not been assigned yet on this path (AutoGraph)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _fail(self, *args: Any, **kwargs: Any) -> Any:
+        raise NameError(f"'{self.name}' is used before it is assigned on every path (it is "
+                        "assigned in only some branches or only inside a loop body). Fix: give "
+                        f"'{self.name}' a value before the if/loop.")
+
+    __getattr__ = _fail  # type: ignore[assignment]
+    __call__ = __bool__ = __add__ = __radd__ = __mul__ = __array__ = _fail  # type: ignore
+
+    def __repr__(self) -> str:
+        return f"<undefined {self.name}>"
+
+
+# ---------------------------------------------------------------------------------------------
+# Flattening with names (leaves are what flows through a cond/while)
+# ---------------------------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class _Tree:
+    kind: str                      # leaf, tuple, list, namedtuple, dict, tensor_array
+    children: list["_Tree"] = dataclasses.field(default_factory=list)
+    aux: Any = None
+
+
+def flatten(value: Any, name: str) -> tuple[_Tree, list[Any], list[str], list[bool]]:
+    """Leaves of ``value`` with readable names and a relax flag (shape may change freely)."""
+    leaves: list[Any] = []
+    names: list[str] = []
+    relax: list[bool] = []
+
+    def walk(v: Any, path: str, loose: bool = False) -> _Tree:
+        if isinstance(v, TensorArray):
+            return _Tree("tensor_array", [walk(v._buffer, f"{path}.buffer", True),
+                                          walk(v._length, f"{path}.size")], v._static())
+        if isinstance(v, tuple) and hasattr(type(v), "_fields"):
+            return _Tree("namedtuple", [walk(x, f"{path}.{f}") for f, x in zip(v._fields, v)],
+                         type(v))
+        if type(v) in (tuple, list):
+            return _Tree(type(v).__name__, [walk(x, f"{path}[{i}]") for i, x in enumerate(v)])
+        if isinstance(v, dict):
+            keys = list(v)
+            return _Tree("dict", [walk(v[k], f"{path}[{k!r}]") for k in keys], keys)
+        leaves.append(v)
+        names.append(path)
+        relax.append(loose)
+        return _Tree("leaf")
+
+    tree = walk(value, name)
+    return tree, leaves, names, relax
+
+
+def unflatten(tree: _Tree, leaves: Sequence[Any]) -> Any:
+    it = iter(leaves)
+
+    def build(t: _Tree) -> Any:
+        if t.kind == "leaf":
+            return next(it)
+        items = [build(c) for c in t.children]
+        if t.kind == "tuple":
+            return tuple(items)
+        if t.kind == "list":
+            return items
+        if t.kind == "namedtuple":
+            return t.aux(*items)
+        if t.kind == "dict":
+            return dict(zip(t.aux, items))
+        return TensorArray._rebuild(t.aux, items[0], items[1])
+
+    return build(tree)
+
+
+def _same_tree(a: _Tree, b: _Tree) -> bool:
+    return a.kind == b.kind and a.aux == b.aux and len(a.children) == len(b.children) and all(
+        _same_tree(x, y) for x, y in zip(a.children, b.children))
+
+
+def is_traced(value: Any) -> bool:
+    return isinstance(value, Tensor)
+
+
+def _is_value(leaf: Any) -> bool:
+    """Leaves that become graph values (as opposed to static Python values)."""
+    return isinstance(leaf, (Tensor, Variable, np.ndarray) + _NUMBERS)
+
+
+def _lift_leaf(ctx: TraceContext, leaf: Any, dtype: np.dtype | None = None) -> Node:
+    """A node of ``ctx`` for a leaf; Python numbers take ``dtype`` when given (weak scalars)."""
+    if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
+        return ctx.graph.constant(np.asarray(leaf, dtype=dtype) if dtype is not None
+                                  else np.asarray(leaf))
+    node = ctx.lift(leaf)
+    if not isinstance(node, Node):
+        node = ctx.graph.constant(np.asarray(node))
+    return node
+
+
+def _check_predicate(pred: Tensor, what: str) -> None:
+    size = pred.size if pred.shape is not None else None
+    if size is not None and size != 1:
+        raise ValueError(f"The truth value of an array with more than one element is "
+                         f"ambiguous ({what} got {pred._describe()}). Use a.any() or a.all()")
+
+
+# ---------------------------------------------------------------------------------------------
+# Sub-graph assembly
+# ---------------------------------------------------------------------------------------------
+
+def _with_inputs(graph: Graph, own: Sequence[Node], captures: Sequence[tuple[Node, Node]],
+                 union: Sequence[Node], outputs: Sequence[Node]) -> Graph:
+    """``graph`` rebuilt so that its inputs are ``own`` placeholders then one per ``union``
+    outer node (unused ones included): the operand order of the control-flow node."""
+    g = Graph(graph.name)
+    mapping: dict[Node, Node] = {}
+    by_outer = {outer: ph for outer, ph in captures}
+    for ph in own:
+        mapping[ph] = g.create_node(OpKind.PLACEHOLDER, (), dict(ph.attrs), name=ph.name,
+                                    aval=ph.aval)
+    for outer in union:
+        ph = by_outer.get(outer)
+        new = g.create_node(OpKind.PLACEHOLDER, (), {"shape": outer.aval.shape,
+                                                     "dtype": outer.aval.dtype},
+                            name=outer.name, aval=outer.aval)
+        if ph is not None:
+            mapping[ph] = new
+    for node in graph.nodes:
+        if node.op is OpKind.PLACEHOLDER:
+            continue
+        args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
+        new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
+        g.nodes.append(new)
+        mapping[node] = new
+    g.outputs = [mapping[o] for o in outputs]
+    return g
+
+
+def _union(*capture_lists: Sequence[tuple[Node, Node]]) -> list[Node]:
+    seen: dict[Node, None] = {}
+    for captures in capture_lists:
+        for outer, _ in captures:
+            seen.setdefault(outer, None)
+    return list(seen)
+
+
+def _merge_shapes(a: tuple | None, b: tuple | None) -> tuple | None:
+    if a is None or b is None or len(a) != len(b):
+        return None
+    return tuple(x if x == y else None for x, y in zip(a, b))
+
+
+# ---------------------------------------------------------------------------------------------
+# cond
+# ---------------------------------------------------------------------------------------------
+
+def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
+         names: Sequence[str] | None = None, name: str = "cond") -> Any:
+    """``true_fn()`` if ``pred`` else ``false_fn()``; a graph ``cond`` when ``pred`` is traced.
+
+    Both branches are traced once. They must return the same structure; matching values must
+    have the same dtype (Python numbers take the other branch's dtype); differing shapes merge
+    to ``None`` dims. ``names`` label the returned values in error messages.
+    """
+    if isinstance(pred, Variable):
+        pred = pred._read()
+    if not is_traced(pred):
+        return true_fn() if pred else false_fn()
+    ctx = current_context()
+    if ctx is None:
+        raise errors.LeakedTensorError(f"kx.cond got the traced value {pred._describe()} "
+                                       "outside its trace")
+    _check_predicate(pred, "kx.cond")
+    pred_node = ctx.lift(pred)
+    branches = []
+    for branch_name, fn in (("true_branch", true_fn), ("false_branch", false_fn)):
+        child = ctx.child(f"{name}_{branch_name}")
+        with child:
+            result = fn()
+        branches.append((child, result))
+    (t_ctx, t_res), (f_ctx, f_res) = branches
+    label = list(names) if names else None
+    t_tree, t_leaves, t_names, _ = flatten(t_res, "output")
+    f_tree, f_leaves, _, _ = flatten(f_res, "output")
+    if label and len(label) == len(t_leaves):
+        t_names = label
+    if not _same_tree(t_tree, f_tree) or len(t_leaves) != len(f_leaves):
+        what, a, b = "the branches", t_res, f_res
+        if names and isinstance(t_res, tuple) and isinstance(f_res, tuple) and \
+                len(t_res) == len(f_res) == len(names):
+            for n, x, y in zip(names, t_res, f_res):
+                if not _same_tree(flatten(x, n)[0], flatten(y, n)[0]):
+                    what, a, b = f"'{n}'", x, y
+                    break
+        raise TypeError(f"{what} must have the same structure in both branches of an if on a "
+                        f"traced value: the true branch gives {_describe_structure(a)}, the "
+                        f"false branch {_describe_structure(b)}. Fix: make both branches "
+                        "produce the same kind of value (e.g. both a tuple of two arrays).")
+    # decide per leaf: static (identical Python values) or graph value (with unified dtype)
+    plan: list[tuple[str, Any]] = []
+    for leaf_name, a, b in zip(t_names, t_leaves, f_leaves):
+        ua, ub = isinstance(a, Undefined), isinstance(b, Undefined)
+        if ua or ub:
+            if ua and ub:
+                plan.append(("static", a))
+                continue
+            where = "false" if ub else "true"
+            raise ValueError(f"'{leaf_name}' must also be assigned in the {where} branch: it is "
+                             "defined in only one branch of an if on a traced value, so it "
+                             f"would have no value when the {where} branch runs. Fix: give "
+                             f"'{leaf_name}' a value before the if, or in both branches.")
+        if not (_is_value(a) and _is_value(b)):
+            if _static_equal(a, b):
+                plan.append(("static", a))
+                continue
+            raise TypeError(f"'{leaf_name}' is {_short(a)} in the true branch but {_short(b)} in "
+                            "the false branch; inside an if on a traced value both branches "
+                            "must give arrays (or the same Python value).")
+        plan.append(("value", _unify_dtype(leaf_name, a, b, "true branch", "false branch")))
+    outs: dict[str, list[Node]] = {}
+    for key, child, leaves in (("t", t_ctx, t_leaves), ("f", f_ctx, f_leaves)):
+        with child:
+            outs[key] = [_lift_leaf(child, leaf, dtype) for (kind, dtype), leaf in
+                         zip(plan, leaves) if kind == "value"]
+        child.active = False
+    union = _union(t_ctx.captures, f_ctx.captures)
+    t_graph = _with_inputs(t_ctx.graph, [], t_ctx.captures, union, outs["t"])
+    f_graph = _with_inputs(f_ctx.graph, [], f_ctx.captures, union, outs["f"])
+    out_avals = []
+    for ta, fa in zip(t_graph.outputs, f_graph.outputs):
+        if ta.aval.dtype != fa.aval.dtype:  # pragma: no cover - unified above
+            raise TypeError("internal: branch dtypes differ after unification")
+        out_avals.append(AbstractValue(_merge_shapes(ta.aval.shape, fa.aval.shape),
+                                       ta.aval.dtype))
+    node = ctx.graph.create_node(OpKind.COND, (pred_node, *union),
+                                 {"branches": (t_graph, f_graph),
+                                  "out_avals": tuple(out_avals)}, name=name)
+    values = iter(_outputs(ctx, node, len(out_avals)))
+    leaves = [next(values) if kind == "value" else static for kind, static in plan]
+    return unflatten(t_tree, leaves)
+
+
+def _outputs(ctx: TraceContext, node: Node, n: int) -> list[Tensor]:
+    return [Tensor(ctx.graph.create_node(OpKind.GET_OUTPUT, (node,), {"index": i},
+                                         name=f"{node.name}_out{i}"), ctx) for i in range(n)]
+
+
+def _static_equal(a: Any, b: Any) -> bool:
+    try:
+        return a is b or bool(type(a) is type(b) and a == b)
+    except Exception:
+        return False
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, Tensor):
+        return f"an array {value._node.aval}"
+    text = repr(value)
+    return f"{type(value).__name__} {text if len(text) < 40 else text[:37] + '...'}"
+
+
+def _describe_structure(value: Any) -> str:
+    tree, leaves, _, _ = flatten(value, "x")
+    if tree.kind == "leaf":
+        return _short(value)
+    return f"a {tree.kind} of {len(leaves)} value(s)"
+
+
+def _dtype_of(leaf: Any) -> np.dtype | None:
+    """The dtype of a value leaf, or None for a weak Python number."""
+    if isinstance(leaf, (Tensor, Variable, np.ndarray, np.generic)):
+        return np.dtype(leaf.dtype)
+    return None
+
+
+def _unify_dtype(name: str, a: Any, b: Any, where_a: str, where_b: str) -> np.dtype | None:
+    da, db = _dtype_of(a), _dtype_of(b)
+    if da is None and db is None:
+        return np.asarray(a).dtype if np.asarray(a).dtype == np.asarray(b).dtype else \
+            np.result_type(a, b)
+    if da is None or db is None:
+        return da or db
+    if da != db:
+        raise TypeError(f"'{name}' has dtype {da} in the {where_a} but {db} in the {where_b}; "
+                        "a traced if/loop needs one dtype per variable. Fix: cast one side, "
+                        f"e.g. .astype(np.{da.name}).")
+    return da
+
+
+# ---------------------------------------------------------------------------------------------
+# while_loop
+# ---------------------------------------------------------------------------------------------
+
+def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
+               loop_vars: Sequence[Any], shape_invariants: Sequence[Any] | None = None,
+               names: Sequence[str] | None = None, name: str = "while") -> Any:
+    """``while cond_fn(*vars): vars = body_fn(*vars)``; a graph loop inside a trace.
+
+    Inside a trace this is always one graph loop (Python numbers among the loop variables
+    become arrays), as ``tf.while_loop`` is in a ``tf.function``. ``loop_vars`` is a tuple/list
+    of loop variables (arrays, numbers, nested structures,
+    TensorArrays). In a graph loop each variable keeps its dtype; its shape must stay within
+    ``shape_invariants`` (one per flattened variable: a shape tuple with ``None`` dims, a
+    TensorSpec, or ``None`` for "as it is"), otherwise a ValueError says which variable changed.
+    """
+    single = not isinstance(loop_vars, (tuple, list))
+    vars_ = (loop_vars,) if single else tuple(loop_vars)
+    call = (lambda fn, v: fn(*v))
+    ctx = current_context()
+    tree, leaves, leaf_names, relax = flatten(vars_, "loop_vars")
+    if names and len(names) == len(leaves):
+        leaf_names = list(names)
+    if ctx is None:
+        # Eagerly this is the Python loop it stands for.
+        while cond_fn(*vars_):
+            vars_ = tuple(body_fn(*vars_)) if not single else (body_fn(*vars_),)
+        return vars_[0] if single else type(loop_vars)(vars_)
+    result = _graph_loop(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
+                         shape_invariants, name)
+    return result[0] if single else type(loop_vars)(result)
+
+
+def _invariant_spec(inv: Any, leaf_name: str, aval: AbstractValue) -> tuple | None:
+    if isinstance(inv, TensorSpec):
+        return inv.shape
+    if inv is None:
+        return aval.shape
+    return tuple(inv)
+
+
+def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
+                leaves: list[Any], leaf_names: list[str], relax: list[bool],
+                shape_invariants: Sequence[Any] | None, name: str) -> tuple:
+    # Arrays and numbers become loop-carried graph values; any other Python value rides
+    # along unchanged (and must not change in the body).
+    value_idx = [i for i, leaf in enumerate(leaves) if _is_value(leaf)]
+    init_nodes = [_lift_leaf(ctx, leaves[i]) for i in value_idx]
+    specs: list[AbstractValue] = []
+    for k, i in enumerate(value_idx):
+        aval = init_nodes[k].aval
+        shape = aval.shape
+        if relax[i]:
+            shape = None
+        if shape_invariants is not None and k < len(shape_invariants):
+            shape = _invariant_spec(shape_invariants[k], leaf_names[i], aval)
+        specs.append(AbstractValue(shape, aval.dtype))
+
+    def trace_part(part: str, fn: Callable) -> tuple[TraceContext, list[Node], Any]:
+        child = ctx.child(f"{name}_{part}")
+        with child:
+            phs = [child.graph.create_node(OpKind.PLACEHOLDER, (), {
+                "shape": spec.shape, "dtype": spec.dtype}, name=_ident(leaf_names[i]))
+                for spec, i in zip(specs, value_idx)]
+            current = list(leaves)
+            for ph, i in zip(phs, value_idx):
+                current[i] = Tensor(ph, child)
+            structured = unflatten(tree, current)
+            result = fn(*structured)
+        return child, phs, result
+
+    c_ctx, c_phs, c_res = trace_part("cond", cond_fn)
+    if isinstance(c_res, Variable):
+        c_res = c_res.read_value()
+    with c_ctx:
+        if is_traced(c_res):
+            _check_predicate(c_res, "the loop condition")
+        c_out = [_lift_leaf(c_ctx, c_res if _is_value(c_res) else bool(c_res))]
+    c_ctx.active = False
+
+    b_ctx, b_phs, b_res = trace_part("body", body_fn)
+    if not isinstance(b_res, (tuple, list)) or not _same_tree(
+            tree, flatten(tuple(b_res), "loop_vars")[0]):
+        raise TypeError(f"the loop body must return the loop variables in the same structure: "
+                        f"expected {len(leaves)} value(s) as {_describe_structure(tuple(leaves))}"
+                        f", got {_describe_structure(b_res)}")
+    b_leaves = flatten(tuple(b_res), "loop_vars")[1]
+    with b_ctx:
+        b_out = []
+        for k, i in enumerate(value_idx):
+            new = b_leaves[i]
+            spec = specs[k]
+            if isinstance(new, Undefined) or not _is_value(new):
+                raise TypeError(f"'{leaf_names[i]}' is an array before the loop but "
+                                f"{_short(new)} after an iteration")
+            dt = _dtype_of(new)
+            if dt is not None and dt != spec.dtype:
+                raise TypeError(
+                    f"'{leaf_names[i]}' has dtype {spec.dtype} before the loop but {dt} after "
+                    "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
+                    f"inside the loop, e.g. .astype(np.{spec.dtype.name}).")
+            node = _lift_leaf(b_ctx, new, spec.dtype)
+            if not TensorSpec(node.aval.shape, spec.dtype).is_subtype_of(
+                    TensorSpec(spec.shape, spec.dtype)):
+                raise ValueError(
+                    f"'{leaf_names[i]}' has shape {_fmt(spec.shape)} before the loop but "
+                    f"{_fmt(node.aval.shape)} after one iteration; a traced loop keeps each "
+                    "variable's shape. Fix: declare the dimensions that change as None with "
+                    f"shape invariants, e.g. kx.autograph.set_loop_options(shape_invariants=[("
+                    f"{_ident(leaf_names[i])}, {_fmt_none(node.aval.shape, spec.shape)})]) "
+                    "inside the loop, or kx.while_loop(..., shape_invariants=[...]).")
+            b_out.append(node)
+        for i, leaf in enumerate(leaves):
+            if i not in value_idx and not _static_equal(leaf, b_leaves[i]):
+                raise TypeError(f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "
+                                f"{_short(b_leaves[i])} after one iteration; only arrays may "
+                                "change inside a traced loop")
+    b_ctx.active = False
+    union = _union(c_ctx.captures, b_ctx.captures)
+    c_graph = _with_inputs(c_ctx.graph, c_phs, c_ctx.captures, union, c_out)
+    b_graph = _with_inputs(b_ctx.graph, b_phs, b_ctx.captures, union, b_out)
+    node = ctx.graph.create_node(OpKind.WHILE, (*init_nodes, *union),
+                                 {"cond": c_graph, "body": b_graph, "n_vars": len(specs),
+                                  "out_avals": tuple(specs)}, name=name)
+    outs = iter(_outputs(ctx, node, len(specs)))
+    final = [next(outs) if i in value_idx else leaves[i] for i in range(len(leaves))]
+    return tuple(unflatten(tree, final))
+
+
+def _ident(text: str) -> str:
+    out = "".join(ch if ch.isalnum() else "_" for ch in text).strip("_")
+    return out or "var"
+
+
+def _fmt(shape: tuple | None) -> str:
+    return "(unknown rank)" if shape is None else str(tuple(shape))
+
+
+def _fmt_none(new: tuple | None, old: tuple | None) -> str:
+    if new is None or old is None or len(new) != len(old):
+        return "None"
+    dims = tuple(a if a == b else None for a, b in zip(new, old))
+    return str(dims)
+
+
+# ---------------------------------------------------------------------------------------------
+# range and TensorArray
+# ---------------------------------------------------------------------------------------------
+
+def _range_dtype(values: Sequence[Any]) -> np.dtype:
+    """tf.range's rule in NumPy terms: Python ints are int32, Python floats float32, arrays
+    keep their dtype; mixed arguments promote."""
+    dtypes = []
+    for v in values:
+        if isinstance(v, bool):
+            dtypes.append(np.dtype(np.int32))
+        elif isinstance(v, int):
+            dtypes.append(np.dtype(np.int32))
+        elif isinstance(v, float):
+            dtypes.append(np.dtype(np.float32))
+        else:
+            dtypes.append(np.dtype(v.dtype))
+    return np.result_type(*dtypes)
+
+
+def kx_range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
+             name: str = "range") -> Any:
+    """``tf.range`` for NumPy: ``start, start + delta, ...`` below ``limit``.
+
+    Values take their arguments' dtype (int32 in, int32 out; Python ints count as int32, as in
+    TensorFlow). In a traced function ``for i in kx.range(n)`` is always a graph loop.
+    """
+    if limit is None:
+        start, limit = 0, start
+    args = [a._read() if isinstance(a, Variable) else a for a in (start, limit, delta)]
+    out_dtype = np.dtype(dtype) if dtype is not None else _range_dtype(args)
+    ctx = current_context()
+    if ctx is None:
+        return np.arange(*[np.asarray(a) for a in args], dtype=out_dtype)
+    if not any(is_traced(a) for a in args):
+        return Tensor(ctx.graph.constant(np.arange(*args, dtype=out_dtype)), ctx)
+    return bind(OpKind.ARANGE, args, {"dtype": out_dtype}, name=name)
+
+
+class TensorArray:
+    """A list of same-shaped arrays that can be written inside graph loops (``tf.TensorArray``).
+
+    Writes are functional, as in TensorFlow: ``ta = ta.write(i, value)``. ``stack()`` returns
+    the elements as one array; ``dynamic_size=True`` lets writes past ``size`` grow it.
+    """
+
+    def __init__(self, dtype: Any, size: int = 0, dynamic_size: bool = False,
+                 element_shape: Any = None) -> None:
+        self.dtype = np.dtype(dtype)
+        self._size = int(size)
+        self.dynamic_size = bool(dynamic_size)
+        self._buffer: Any = np.zeros((0,), self.dtype)
+        self._length: Any = np.int64(size)
+
+    def _static(self) -> tuple:
+        return (self.dtype, self._size, self.dynamic_size)
+
+    @classmethod
+    def _rebuild(cls, static: tuple, buffer: Any, length: Any) -> "TensorArray":
+        ta = cls.__new__(cls)
+        ta.dtype, ta._size, ta.dynamic_size = static
+        ta._buffer, ta._length = buffer, length
+        return ta
+
+    def write(self, index: Any, value: Any) -> "TensorArray":
+        """A TensorArray with ``value`` at ``index`` (assign the result: ``ta = ta.write(...)``)."""
+        attrs = {"dtype": self.dtype, "size": self._size, "dynamic_size": self.dynamic_size}
+        if current_context() is None:
+            buffer = tensor_array_write(np.asarray(self._buffer), index, np.asarray(value),
+                                        **attrs)
+            length = np.maximum(self._length, np.int64(index) + 1) if self.dynamic_size \
+                else self._length
+            return TensorArray._rebuild(self._static(), buffer, np.int64(length))
+        buffer = bind(OpKind.TENSOR_ARRAY_WRITE, (self._buffer, index, value), attrs)
+        length = self._length
+        if self.dynamic_size:
+            length = np.maximum(length, np.add(np.asarray(index, np.int64) if not is_traced(
+                index) else index.astype(np.int64), 1))
+        return TensorArray._rebuild(self._static(), buffer, length)
+
+    def read(self, index: Any) -> Any:
+        return self._buffer[index]
+
+    def stack(self) -> Any:
+        """All elements as one array of shape ``(size, *element_shape)``."""
+        if current_context() is None:
+            return np.asarray(self._buffer)[:int(self._length)]
+        return self._buffer[:self._length]
+
+    def size(self) -> Any:
+        return self._length
+
+    def __repr__(self) -> str:
+        return f"<kx.TensorArray dtype={self.dtype.name} dynamic_size={self.dynamic_size}>"
