@@ -130,8 +130,8 @@ def convert(fn: Callable) -> Callable:
         return fn
     if isinstance(fn, types.MethodType):
         return types.MethodType(convert(fn.__func__), fn.__self__)
-    if not isinstance(fn, types.FunctionType):
-        return fn
+    if not isinstance(fn, types.FunctionType) or "ag__" in fn.__code__.co_freevars:
+        return fn  # not Python code, or a lambda created by converted code (converted already)
     found = _lookup(fn)
     if found is None:
         return fn

@@ -189,6 +189,13 @@ class TraceContext:
 
 def leaked_error(tensor: "Tensor") -> errors.LeakedTensorError:
     ctx = tensor._ctx
+    if ctx.parent is not None:
+        return errors.LeakedTensorError(
+            f"The traced value {tensor._describe()} was created inside the loop body or branch "
+            f"'{ctx.graph.name}' of '{ctx.function_name}' and used outside it (for example "
+            "appended to a Python list in a loop over a traced value: the body is traced only "
+            "once). Fix: collect per-iteration values in a kx.TensorArray "
+            "(ta = ta.write(i, value); ta.stack()), or carry the value as a loop variable.")
     return errors.LeakedTensorError(
         f"The traced value {tensor._describe()} was created while tracing "
         f"'{ctx.function_name}' and has leaked out of that trace (it was stored in a global, an "

@@ -1,0 +1,6 @@
+"""Pass tests: makes ``passes_support`` (helpers shared by these tests) importable."""
+
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
