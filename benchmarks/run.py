@@ -89,6 +89,33 @@ def bench_power(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
              f"{base / ours:.2f}x NumPy speed", "≥ 1.00x")]
 
 
+def bench_dynamic_loop(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
+    """Seed 004: `while np.sum(x) > 1: x = np.tanh(x)` as a graph loop vs the Python loop."""
+    def python_loop(x):
+        while np.sum(x) > 1:
+            x = np.tanh(x)
+        return x
+
+    f = kx.function(python_loop)
+    rows = []
+    for size, n in ((5, number), (1_000_000, max(3, number // 4000))):
+        # Five ones (then zeros): the loop runs the same ~40 iterations at both sizes.
+        x = np.zeros(size, np.float32)
+        x[:5] = 1.0
+        np.testing.assert_array_equal(f(x), python_loop(x))
+        base = per_call_us(lambda: python_loop(x), n, repeat)
+        ours = per_call_us(lambda: f(x), n, repeat)
+        rows.append((f"B4 while sum(x) > 1: x = tanh(x), {size:,} elements: Python + NumPy",
+                     _fmt_us(base), "", ""))
+        rows.append((f"B4 same as a graph while loop (NumPy executor)", _fmt_us(ours),
+                     f"{ours / base:.2f}x NumPy time", "≤ 1.20x"))
+    return rows
+
+
+def _fmt_us(us: float) -> str:
+    return f"{us / 1000:.2f} ms" if us >= 1000 else f"{us:.2f} µs"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repeats (smoke test)")
@@ -98,6 +125,12 @@ def main() -> None:
     rows += bench_dispatch(20_000 if args.quick else 200_000, repeat)
     rows += bench_trace_200(repeat)
     rows += bench_power(200 if args.quick else 2_000, repeat)
+    rows += bench_dynamic_loop(2_000 if args.quick else 20_000, repeat)
+    try:
+        from bench_passes import rows as pass_rows  # the optimiser's own rows
+        rows += pass_rows(args.quick)
+    except ImportError:
+        pass
     widths = [max(len(r[i]) for r in rows + [("benchmark", "time", "ratio", "target")])
               for i in range(4)]
     header = ("benchmark", "time", "ratio", "target")

@@ -34,6 +34,27 @@ def _result(value: Any) -> Any:
     return _own(value)
 
 
+# Python operators that dispatch to exactly the same NumPy ufunc (ndarray and NumPy scalar
+# operands alike, NEP 50 included) but skip the ufunc call's argument parsing: a large share
+# of a small op's cost, and all of it in scalar-heavy loops. (Not ``**``: ndarray.__pow__
+# special-cases exponents such as 2 and changes bool results' dtype.)
+_BINARY_OPERATORS = {
+    OpKind.ADD: "+", OpKind.SUBTRACT: "-", OpKind.MULTIPLY: "*", OpKind.DIVIDE: "/",
+    OpKind.FLOOR_DIVIDE: "//", OpKind.REMAINDER: "%",
+    OpKind.LESS: "<", OpKind.LESS_EQUAL: "<=", OpKind.GREATER: ">", OpKind.GREATER_EQUAL: ">=",
+    OpKind.EQUAL: "==", OpKind.NOT_EQUAL: "!=", OpKind.BITWISE_AND: "&",
+    OpKind.BITWISE_OR: "|", OpKind.BITWISE_XOR: "^", OpKind.LEFT_SHIFT: "<<",
+    OpKind.RIGHT_SHIFT: ">>", OpKind.MATMUL: "@",
+}
+_UNARY_OPERATORS = {OpKind.NEGATIVE: "-", OpKind.INVERT: "~"}
+# Reductions run as ndarray/NumPy-scalar methods: the same implementation as np.sum & co.
+# without their Python-level wrapper.
+_REDUCTION_METHODS = {OpKind.SUM: "sum", OpKind.PROD: "prod", OpKind.MEAN: "mean",
+                      OpKind.MAX: "max", OpKind.MIN: "min", OpKind.ANY: "any", OpKind.ALL: "all",
+                      OpKind.STD: "std", OpKind.VAR: "var", OpKind.ARGMAX: "argmax",
+                      OpKind.ARGMIN: "argmin"}
+
+
 class _Namer:
     def __init__(self) -> None:
         self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np}
@@ -152,6 +173,16 @@ class _Emitter:
             self._emit_while(node, v, args, indent)
         elif node.op is OpKind.GET_OUTPUT:
             self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
+        elif not node.attrs and node.op in _BINARY_OPERATORS and isinstance(
+                node.args[0], Node) | isinstance(node.args[1], Node):
+            self.lines.append(f"{indent}{v} = {args[0]} {_BINARY_OPERATORS[node.op]} {args[1]}")
+        elif node.op in _REDUCTION_METHODS:
+            kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
+                               for k, val in node.attrs.items()
+                               if not (k == "axis" and val is None or k == "keepdims" and not val))
+            self.lines.append(f"{indent}{v} = {args[0]}.{_REDUCTION_METHODS[node.op]}({kwargs})")
+        elif not node.attrs and node.op in _UNARY_OPERATORS:
+            self.lines.append(f"{indent}{v} = {_UNARY_OPERATORS[node.op]}{args[0]}")
         else:
             fn = self.namer.bind(LOWER[node.op](node), f"_{node.op.value}")
             call = f"{fn}({', '.join(args)})"
@@ -160,7 +191,7 @@ class _Emitter:
 
     def _literal(self, value: Any) -> str:
         if value is None or isinstance(value, (bool, int)):
-            return repr(value)
+            return f"({value!r})"  # parenthesised: -1 ** x is not (-1) ** x
         return self.namer.bind(value, "_lit")  # floats/complex: the exact object, no repr
 
     def _emit_cond(self, node: Node, v: str, args: list[str], indent: str) -> None:

@@ -20,9 +20,8 @@ from .prune import prune
 from .rewrite import Pass, Rewrite, Rewriter, is_pure, map_subgraphs, recursive
 from .simplify import RULES, simplify
 
-prune_dead_code = recursive(prune)
-prune_dead_code.__doc__ = """``Graph -> (Graph, changed)``: :func:`prune` in every sub-graph
-(keeping its inputs and outputs) and in the graph itself."""
+prune_dead_code = recursive(prune, "prune_dead_code", """``Graph -> (Graph, changed)``:
+:func:`prune` in every sub-graph (keeping its inputs and outputs) and in the graph itself.""")
 
 DEFAULT_PIPELINE: tuple[Pass, ...] = (fold_constants, simplify,
                                       eliminate_common_subexpressions, prune_dead_code)

@@ -107,6 +107,6 @@ def _cse_level(graph: Graph) -> tuple[Graph, bool]:
     return rw.finish()
 
 
-eliminate_common_subexpressions = recursive(_cse_level)
-eliminate_common_subexpressions.__doc__ = """``Graph -> (Graph, changed)``: merge twin pure
-nodes (same op, same inputs, equal literals and attrs), inside control-flow bodies too."""
+eliminate_common_subexpressions = recursive(
+    _cse_level, "eliminate_common_subexpressions", """``Graph -> (Graph, changed)``: merge twin
+pure nodes (same op, same inputs, equal literals and attrs), inside control-flow bodies too.""")

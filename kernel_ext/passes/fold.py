@@ -46,9 +46,7 @@ def _fold_dim(node: Node, args: tuple) -> np.ndarray | None:
     return np.asarray(shape[axis], dtype=node.aval.dtype)
 
 
-STATIC_FOLDS: dict[OpKind, StaticFold] = {}
-if hasattr(OpKind, "DIM"):  # the op arrives with the control-flow work
-    STATIC_FOLDS[OpKind.DIM] = _fold_dim
+STATIC_FOLDS: dict[OpKind, StaticFold] = {OpKind.DIM: _fold_dim}
 
 
 def _is_known(a: Any) -> bool:
@@ -73,10 +71,17 @@ def evaluate(node: Node, args: tuple) -> np.ndarray | None:
     return result
 
 
+def _is_fresh_constant(node: Node, rw: Rewriter) -> bool:
+    """``copy(constant)`` where the caller may hold the result: what an exposed node folds to
+    (see :meth:`~.rewrite.Rewriter.emit`), so folding it again would change nothing."""
+    return (node.op is OpKind.COPY and rw.is_exposed(node) and isinstance(node.args[0], Node)
+            and node.args[0].op is OpKind.CONSTANT)
+
+
 def _fold_level(graph: Graph) -> tuple[Graph, bool]:
     rw = Rewriter(graph)
     for node in graph.nodes:
-        if is_pure(node):
+        if is_pure(node) and not _is_fresh_constant(node, rw):
             args = rw.args(node)
             static = STATIC_FOLDS.get(node.op)
             value = static(node, args) if static is not None else None
@@ -91,6 +96,6 @@ def _fold_level(graph: Graph) -> tuple[Graph, bool]:
     return rw.finish()
 
 
-fold_constants = recursive(_fold_level)
-fold_constants.__doc__ = """``Graph -> (Graph, changed)``: replace every pure node whose inputs
-are all known by a ``constant`` holding its value (inside control-flow bodies too)."""
+fold_constants = recursive(_fold_level, "fold_constants", """``Graph -> (Graph, changed)``:
+replace every pure node whose inputs are all known by a ``constant`` holding its value (inside
+control-flow bodies too).""")

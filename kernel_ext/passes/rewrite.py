@@ -6,15 +6,17 @@ new node in its place, or *emit* a replacement (a folded constant, a cheaper op)
 and its nodes are never touched, so a pass is a pure ``Graph -> (Graph, changed)`` function and
 a caller still holding the traced graph sees it unchanged.
 
-The one subtle rule lives in :meth:`Rewriter.use`: NumPy returns a fresh array from ``x * 1``,
-so a graph output must not silently become the caller's own input array (or another output, or
-a variable's storage) because a rewrite made it so. Such a replacement becomes a ``copy`` —
-cheaper than the op it replaces, and the caller may still write to what it gets back.
+The one subtle rule is about memory. NumPy returns a fresh array from ``x * 1``, so a result
+the caller receives must not silently become the caller's own input array (or another result,
+or a variable's storage) because a rewrite made it so. That concerns the graph's outputs and,
+through ops that may return a view (``x.astype(x.dtype)[...]``: after ``cast -> x`` the view
+would point into ``x``), the nodes those views read: the *exposed* nodes. An exposed node is only
+replaced by a fresh value; otherwise it becomes ``copy(target)``, cheaper than the op it
+replaces, or stays as it is when it is a view op itself (see :meth:`Rewriter.use`).
 """
 
 from __future__ import annotations
 
-import functools
 from typing import Any, Callable, NamedTuple
 
 from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
@@ -26,8 +28,14 @@ Pass = Callable[[Graph], "tuple[Graph, bool]"]
 # freshly computed array would let the caller's writes reach the input.
 ALIASING_GROUPS = frozenset({OpGroup.SOURCE, OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STATEFUL,
                              OpGroup.STRUCTURAL, OpGroup.CONTROL_FLOW})
-# Ops that were views already: when one of them is an output, keeping it beats copying.
+# Ops that were views already: when one of them is exposed, keeping it beats copying.
 _VIEW_GROUPS = frozenset({OpGroup.SHAPE, OpGroup.INDEXING})
+# Ops whose result may be (a view of) one of their inputs: exposure flows through them...
+_PASS_THROUGH_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STRUCTURAL,
+                        OpGroup.CONTROL_FLOW)
+# ... except these members of those groups, which always allocate their result.
+_ALWAYS_FRESH = frozenset({OpKind.COPY, OpKind.CONCATENATE, OpKind.STACK, OpKind.SETITEM,
+                           OpKind.DIM, OpKind.TENSOR_ARRAY_WRITE})
 # A tuple, not a set: membership by identity is cheaper than hashing an Enum.
 _IMPURE_GROUPS = (OpGroup.SOURCE, OpGroup.STATEFUL, OpGroup.CONTROL_FLOW)
 
@@ -49,6 +57,24 @@ def is_pure(node: Node) -> bool:
     """
     return (node.op.group not in _IMPURE_GROUPS and isinstance(node.aval, AbstractValue)
             and not (node.attrs and subgraphs(node)))
+
+
+def exposed_nodes(graph: Graph) -> set[Node]:
+    """Nodes whose memory the caller may end up holding: outputs that are arrays, and what
+    ops that may return a view of (or pass through) an input read, transitively.
+
+    0-d outputs are not exposed by themselves: they come back as immutable NumPy scalars.
+    """
+    stack = [o for o in graph.outputs if getattr(o.aval, "shape", None) != ()]
+    seen: set[Node] = set()
+    while stack:
+        node = stack.pop()
+        if node in seen:
+            continue
+        seen.add(node)
+        if node.op.group in _PASS_THROUGH_GROUPS and node.op not in _ALWAYS_FRESH:
+            stack.extend(node.inputs)
+    return seen
 
 
 def same_aval(a: Any, b: Any) -> bool:
@@ -82,8 +108,8 @@ class Rewriter:
         self.changed = False
         self._order: list[Node] = []      # the new graph's nodes, as values, in program order
         self._fresh: set[Node] = set()    # values this rewriter created (the others are old)
-        self._outputs = set(graph.outputs)
-        self._output_images: set[Node] = set()  # values some old output maps to
+        self._exposed = exposed_nodes(graph)
+        self._exposed_images: set[Node] = set()  # values some exposed old node maps to
 
     # -- reading ----------------------------------------------------------------------------
     def arg(self, a: Any) -> Any:
@@ -111,11 +137,12 @@ class Rewriter:
     def use(self, node: Node, target: Node) -> None:
         """Let the value ``target`` stand for ``node`` (their avals are equal).
 
-        For a graph output the aliasing rule applies: a target that may share memory with an
-        input, or that is already an output, is not returned as is. A view op is then kept
-        (it was an alias already); anything else becomes ``copy(target)``.
+        For an exposed node (see :func:`exposed_nodes`) the aliasing rule applies: a target
+        that may share memory with an input, or that another exposed node already became, is
+        not used as is. A view op is then kept (it was an alias already); anything else
+        becomes ``copy(target)``.
         """
-        if node in self._outputs and not self._may_return(node, target):
+        if node in self._exposed and not self._may_expose(target):
             if node.op.group in _VIEW_GROUPS:
                 self.keep(node)
                 return
@@ -126,11 +153,14 @@ class Rewriter:
 
     def emit(self, node: Node, rewrite: Rewrite) -> bool:
         """Build ``rewrite`` (its args are values) in place of ``node`` if it yields exactly
-        ``node``'s aval and is a fresh value where ``node`` is a graph output; return whether
-        it was done."""
+        ``node``'s aval; return whether it was done.
+
+        An exposed node must stay a fresh array: a rewrite into a view op is refused, and a
+        constant (read-only, shared by every call) is handed out as ``copy(constant)``.
+        """
         op, args, attrs = rewrite
-        if node in self._outputs and op is not OpKind.CONSTANT and op.group in ALIASING_GROUPS \
-                and not self._returns_scalar(node):
+        exposed = node in self._exposed
+        if exposed and op is not OpKind.CONSTANT and op.group in ALIASING_GROUPS:
             return False
         try:
             aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
@@ -140,9 +170,16 @@ class Rewriter:
             return False
         value = self._new(node.name, op, tuple(args), dict(attrs), aval)
         self._order.append(value)
+        if exposed and op is OpKind.CONSTANT:
+            value = self._new(node.name, OpKind.COPY, (value,), {}, aval)
+            self._order.append(value)
         self._map(node, value)
         self.changed = True
         return True
+
+    def is_exposed(self, node: Node) -> bool:
+        """May the caller end up holding ``node``'s memory (see :func:`exposed_nodes`)?"""
+        return node in self._exposed
 
     def finish(self) -> tuple[Graph, bool]:
         """The new graph and whether it differs; the old graph itself when nothing changed."""
@@ -173,22 +210,12 @@ class Rewriter:
 
     def _map(self, node: Node, value: Node) -> None:
         self.env[node] = value
-        if node in self._outputs:
-            self._output_images.add(value)
+        if node in self._exposed:
+            self._exposed_images.add(value)
 
-    @staticmethod
-    def _returns_scalar(node: Node) -> bool:
-        # 0-d outputs come back as NumPy scalars, which are immutable: no aliasing possible.
-        return node.aval.shape == ()
-
-    def _may_return(self, node: Node, target: Node) -> bool:
-        if self._returns_scalar(node):
-            return True
-        if target in self._output_images:
-            return False
-        if target.op is OpKind.CONSTANT:
-            return True  # constants are read-only: executors hand out copies
-        return target.op.group not in ALIASING_GROUPS
+    def _may_expose(self, target: Node) -> bool:
+        # Constants are out too: they are read-only and shared by every call.
+        return target not in self._exposed_images and target.op.group not in ALIASING_GROUPS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -214,14 +241,14 @@ def map_subgraphs(node: Node, fn: Pass) -> tuple[dict, bool]:
     return attrs, changed
 
 
-def recursive(flat: Pass) -> Pass:
+def recursive(flat: Pass, name: str | None = None, doc: str | None = None) -> Pass:
     """The pass ``flat`` (which treats control-flow nodes as opaque) applied everywhere:
     first inside every sub-graph, innermost first, then to the graph itself.
 
     Sub-graphs keep their placeholders and their number of outputs (every pass does), so the
-    control-flow node around them stays valid.
+    control-flow node around them stays valid. ``name`` and ``doc`` label the result (the
+    pipeline's verifier names the pass that broke an invariant).
     """
-    @functools.wraps(flat)
     def run(graph: Graph) -> tuple[Graph, bool]:
         inner = False
         if any(n.attrs and subgraphs(n) for n in graph.nodes):
@@ -235,4 +262,8 @@ def recursive(flat: Pass) -> Pass:
             graph, inner = rw.finish()
         graph, outer = flat(graph)
         return graph, inner or outer
+
+    run.__name__ = run.__qualname__ = name or getattr(flat, "__name__", "pass")
+    run.__doc__ = doc if doc is not None else flat.__doc__
+    run.__wrapped__ = flat  # type: ignore[attr-defined]
     return run

@@ -5,8 +5,8 @@ they already are in the new graph) and proposes either an existing node that has
 (``x * 1 -> x``) or a :class:`~.rewrite.Rewrite` to build (``transpose(transpose(x, a), b) ->
 transpose(x, a∘b)``). The driver accepts a proposal only when it has exactly the node's abstract
 value, shape and dtype, so NumPy's promotion decides what is a no-op: ``x + 0`` with ``x``
-int8 stays int8 (the literal is weak) and folds; ``x + 0.0`` with ``x`` int32 is float64 and does
-not; ``x * 1`` with ``x`` bool is int64 and does not, while ``x * True`` is bool and does.
+int8 stays int8 (the literal is weak) and goes; ``x + 0.0`` with ``x`` int32 is float64 and stays
+(not a no-op); ``x * 1`` with ``x`` bool is int64 and stays, while ``x * True`` is bool and goes.
 
 Values must be identical bit for bit, for every input, NaN, infinities and signed zeros
 included, and no run-time error or warning may appear or vanish. Hence the per-dtype tables:
@@ -102,10 +102,6 @@ def _positive_zero(v: np.ndarray) -> np.ndarray:
 
 def _truthy(v: np.ndarray) -> np.ndarray:
     return v != 0
-
-
-def _no_attrs(node: Node) -> bool:
-    return not node.attrs
 
 
 # ---------------------------------------------------------------------------------------------
@@ -413,7 +409,6 @@ def _simplify_level(graph: Graph) -> tuple[Graph, bool]:
     return rw.finish()
 
 
-simplify = recursive(_simplify_level)
-simplify.__doc__ = """``Graph -> (Graph, changed)``: apply :data:`RULES` (``x * 1 -> x``,
-``--x -> x``, ``cast(x, x.dtype) -> x``, double transposes, ...) everywhere, keeping only
-rewrites that are exact in value, dtype and shape."""
+simplify = recursive(_simplify_level, "simplify", """``Graph -> (Graph, changed)``: apply
+:data:`RULES` (``x * 1 -> x``, ``--x -> x``, ``cast(x, x.dtype) -> x``, double transposes, ...)
+everywhere, keeping only rewrites that are exact in value, dtype and shape.""")
