@@ -1,0 +1,99 @@
+/**
+ * The JupyterLab plugin: a "Traced functions" panel in the left area that
+ * follows the active notebook's kernel.
+ *
+ * Roles are split as in JupyterLab's debugger sidebar: protocol.ts (message
+ * types), comm.ts (kernel transport), model.ts (state), panel.ts and its
+ * views (DOM).  This file only wires them to the application.
+ */
+
+import {
+  ILabShell,
+  ILayoutRestorer,
+  JupyterFrontEnd,
+  JupyterFrontEndPlugin
+} from '@jupyterlab/application';
+import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { LabIcon } from '@jupyterlab/ui-components';
+
+import { AnnouncementWatcher, InspectorBridge } from './comm';
+import { InspectorModel } from './model';
+import { InspectorPanel } from './panel';
+import { requestGraph } from './protocol';
+
+const PANEL_ID = 'jp-kx-inspector';
+
+/** A small dataflow-graph glyph; a constant, so LabIcon's SVG parsing is safe. */
+const tffunctionIcon = new LabIcon({
+  name: 'jupyterlab-tffunction:traced-functions',
+  svgstr:
+    '<svg xmlns="http://www.w3.org/2000/svg" width="16" viewBox="0 0 24 24">' +
+    '<g class="jp-icon3" fill="#616161">' +
+    '<circle cx="6" cy="5" r="2.5"/><circle cx="18" cy="5" r="2.5"/>' +
+    '<circle cx="12" cy="19" r="2.5"/>' +
+    '<path d="M7 7.2l4 9.3 1.8-.8-4-9.3zM17 7.2l-4 9.3-1.8-.8 4-9.3z"/>' +
+    '</g></svg>'
+});
+
+const plugin: JupyterFrontEndPlugin<void> = {
+  id: 'jupyterlab-tffunction:sidebar',
+  description: "Lists the traced functions of the active notebook's kernel.",
+  autoStart: true,
+  requires: [INotebookTracker, ILabShell],
+  optional: [ILayoutRestorer],
+  activate: (
+    _app: JupyterFrontEnd,
+    tracker: INotebookTracker,
+    labShell: ILabShell,
+    restorer: ILayoutRestorer | null
+  ): void => {
+    const watcher = new AnnouncementWatcher();
+    const bridge = new InspectorBridge({ watcher });
+    const model = new InspectorModel();
+    bridge.statusChanged.connect((_, status) => model.setConnection(status));
+    bridge.messageReceived.connect((_, data) => model.handleMessage(data));
+
+    const panel = new InspectorPanel({
+      model,
+      requestGraph: selection => {
+        const sent = bridge.send(
+          requestGraph(selection.functionId, selection.signatureId)
+        );
+        if (!sent) {
+          model.failGraph(selection, 'not connected to the kernel');
+        }
+      },
+      retry: () => bridge.refresh()
+    });
+    panel.id = PANEL_ID;
+    panel.title.icon = tffunctionIcon;
+    panel.title.caption = 'Traced functions';
+    labShell.add(panel, 'left', { rank: 650 });
+    restorer?.add(panel, PANEL_ID);
+
+    // Every notebook's kernel accepts announcements, not just the active
+    // one's (see AnnouncementWatcher for why).
+    const watchNotebook = (notebook: NotebookPanel): void => {
+      const context = notebook.sessionContext;
+      const watch = (): void => {
+        const kernel = context.session?.kernel;
+        if (kernel) {
+          watcher.watch(kernel);
+        }
+      };
+      context.kernelChanged.connect(watch);
+      watch();
+    };
+    tracker.forEach(watchNotebook);
+    tracker.widgetAdded.connect((_, notebook) => watchNotebook(notebook));
+
+    // tracker.currentWidget stays on the last notebook while another kind of
+    // widget has focus, which is what the panel should keep showing.
+    const follow = (): void =>
+      bridge.attach(tracker.currentWidget?.sessionContext ?? null);
+    tracker.currentChanged.connect(follow);
+    follow();
+  }
+};
+
+export default plugin;
