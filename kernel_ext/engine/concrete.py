@@ -10,6 +10,7 @@ import inspect
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import errors
+from ..backends import Executable
 from ..ir import Graph
 from ..trace.pytree import TreeNode, unflatten
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef
@@ -25,23 +26,31 @@ class ConcreteFunction:
     """A graph plus its executor, specialised to ``input_types`` (one per parameter)."""
 
     def __init__(self, function: "Function", graph: Graph, input_types: Sequence[TraceType],
-                 tree: TreeNode, run: Callable[..., Any], source: str, record: TraceRecord,
+                 tree: TreeNode, executable: Executable, record: TraceRecord,
                  traced_node_count: int) -> None:
         self._function = function
         self.graph = graph
         self.input_types = tuple(input_types)
         self._tree = tree
-        self._run = run
-        self.source = source
+        self.executable = executable
+        self._run = executable.run
         self.record = record
         self.node_counts = {"traced": traced_node_count, "optimised": graph.count_ops()}
-        self.backend = "numpy"
         # Python values this trace was made for may be left out of calls (TensorFlow's
         # `square = pow.get_concrete_function(a=spec, b=2); square(10.0)`).
         # (Types, not values: a WeakRef type must not keep its object alive.)
         self._static_types = {name: t for name, t in zip(function._param_names,
                                                          self.input_types)
                               if isinstance(t, (Literal, WeakRef))}
+
+    @property
+    def source(self) -> str:
+        """The generated Python source of the NumPy executor (for debugging)."""
+        return self.executable.source
+
+    @property
+    def backend(self) -> str:
+        return self.executable.backend
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:

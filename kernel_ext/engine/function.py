@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..backends import compile_graph
+from ..backends import compile_for, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace.pytree import flatten_outputs
@@ -42,7 +42,6 @@ _ndarray = np.ndarray
 _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
 _FAST_CACHE_LIMIT = 512
-_BACKENDS = ("auto", "numpy")
 _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 
 
@@ -71,12 +70,7 @@ class Function:
                  name: str | None = None, _bound_self: Any = None) -> None:
         if not callable(python_function):
             raise TypeError(f"kx.function needs a callable, got {type(python_function).__name__}")
-        if backend not in _BACKENDS:
-            raise ValueError(f"kx.function(backend={backend!r}): available backends are "
-                             f"{', '.join(map(repr, _BACKENDS))}")
-        if jit_compile:
-            raise ValueError("kx.function(jit_compile=True) needs the Numba whole-graph backend, "
-                             "which this version does not have yet. Fix: leave jit_compile unset.")
+        validate_options(backend, jit_compile)
         functools.update_wrapper(self, python_function)
         self._python_function = python_function
         self._options = dict(input_signature=input_signature, autograph=autograph,
@@ -288,13 +282,13 @@ class Function:
             traced_count = ctx.graph.count_ops()
             t1 = time.perf_counter()
             graph = run_pipeline(ctx.graph)
-            run, source = compile_graph(graph, tree, self._n_params,
-                                        filename=f"<kx-graph {graph_name}>")
+            executable = compile_for(graph, tree, self._n_params, backend=self._options["backend"],
+                                     jit_compile=self._options["jit_compile"], name=graph_name)
             compile_ms = (time.perf_counter() - t1) * 1e3
 
             record = self._make_record(trace_types, types_, via, trace_ms, compile_ms,
                                        call_site)
-            cf = ConcreteFunction(self, graph, trace_types, tree, run, source, record,
+            cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
                                   traced_count)
             self._concrete.append(cf)
             self._records.append(record)
