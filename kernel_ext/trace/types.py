@@ -178,7 +178,17 @@ def shape_fits(shape: tuple, spec_shape: tuple | None) -> bool:
 # Python values
 # ---------------------------------------------------------------------------------------------
 
-class Literal(TraceType):
+class _ExactType(TraceType):
+    """A type with no proper supertypes: it matches only itself (values, identities)."""
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        return self == other
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        return self if all(self == o for o in others) else None
+
+
+class Literal(_ExactType):
     """A Python ``bool/int/float/complex/str/bytes/None``: traced as its value."""
 
     __slots__ = ("value", "_key")
@@ -189,12 +199,6 @@ class Literal(TraceType):
         # NaN is keyed by its text so that it matches itself.
         text = repr(value) if isinstance(value, float) and value != value else value
         self._key = (type(value), text)
-
-    def is_subtype_of(self, other: TraceType) -> bool:
-        return self == other
-
-    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
-        return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
         return self.value
@@ -331,7 +335,7 @@ class Dataclass(_Composite):
         return f"{self.cls.__name__}({inner})"
 
 
-class VariableType(TraceType):
+class VariableType(_ExactType):
     """A ``kx.Variable`` argument: identity, dtype and shape."""
 
     def __init__(self, var: Any) -> None:
@@ -339,12 +343,6 @@ class VariableType(TraceType):
         self._id = id(var)
         self.dtype = var.dtype
         self.shape = tuple(var.shape)
-
-    def is_subtype_of(self, other: TraceType) -> bool:
-        return self == other
-
-    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
-        return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
         return self._ref()
@@ -363,10 +361,10 @@ class VariableType(TraceType):
         return f"VariableType({name!r}, {format_aval(self.shape, self.dtype)})"
 
 
-class WeakRef(TraceType):
+class WeakRef(_ExactType):
     """Any other hashable object: equal objects share a trace; a dead object never matches."""
 
-    def __init__(self, obj: Any, on_dead: Callable[[], None] | None = None) -> None:
+    def __init__(self, obj: Any) -> None:
         self._hash = hash(obj)  # raises TypeError for unhashable objects (caller reports it)
         self._type_name = type(obj).__qualname__
         self._repr = _short(repr(obj))
@@ -379,12 +377,6 @@ class WeakRef(TraceType):
 
     def alive(self) -> bool:
         return self._ref() is not None
-
-    def is_subtype_of(self, other: TraceType) -> bool:
-        return self == other
-
-    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
-        return self if all(self == o for o in others) else None
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
         return self._ref()
