@@ -19,7 +19,8 @@ from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
 
 # Ops whose result may be a read-only view of a variable's or a constant's storage.
-_MAY_ALIAS = {OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.SOURCE, OpGroup.STATEFUL}
+_MAY_ALIAS = {OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.SOURCE, OpGroup.STATEFUL,
+              OpGroup.STRUCTURAL}  # (branch/loop results may be any of those)
 
 
 def _own(value: Any) -> Any:

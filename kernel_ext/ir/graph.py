@@ -163,9 +163,9 @@ class Graph:
         return out
 
     def count_ops(self, group: OpGroup | None = None) -> int:
-        """Number of non-source nodes (optionally only of one group)."""
-        return sum(1 for n in self.nodes if n.op.group is not OpGroup.SOURCE
-                   and (group is None or n.op.group is group))
+        """Number of non-source nodes, sub-graphs included (optionally only of one group)."""
+        return sum((n.op.group is not OpGroup.SOURCE and (group is None or n.op.group is group))
+                   + sum(g.count_ops(group) for g in subgraphs(n)) for n in self.nodes)
 
     def rebuilt(self, keep: Iterable[Node]) -> "Graph":
         """A new graph holding only ``keep`` (program order preserved, inputs always kept)."""

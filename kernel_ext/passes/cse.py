@@ -84,26 +84,28 @@ def node_key(node: Node, args: tuple) -> Hashable | None:
     if not is_pure(node):
         return None
     try:
-        attrs = tuple(sorted((k, freeze(v)) for k, v in node.attrs.items()))
+        attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()])) \
+            if node.attrs else ()
     except Unmergeable:
         return None
-    frozen_args = tuple(("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args)
-    return (node.op, frozen_args, attrs)
+    frozen_args = tuple([("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args])
+    return (node.op.value, frozen_args, attrs)  # the op's name: Enum hashing is slow
 
 
 def _cse_level(graph: Graph) -> tuple[Graph, bool]:
     rw = Rewriter(graph)
     first: dict[Hashable, Node] = {}  # key -> the new node of its first occurrence
     for node in graph.nodes:
-        key = node_key(node, rw.args(node))
+        args = rw.args(node)
+        key = node_key(node, args)
         if key is not None:
             twin = first.get(key)
             if twin is not None:
                 rw.use(node, twin)
                 continue
-            first[key] = rw.keep(node)
+            first[key] = rw.keep(node, args=args)
             continue
-        rw.keep(node)
+        rw.keep(node, args=args)
     return rw.finish()
 
 

@@ -22,7 +22,7 @@ reading static information (``dim`` of a statically known dimension is that numb
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from typing import Callable
 
 import numpy as np
 
@@ -49,8 +49,12 @@ def _fold_dim(node: Node, args: tuple) -> np.ndarray | None:
 STATIC_FOLDS: dict[OpKind, StaticFold] = {OpKind.DIM: _fold_dim}
 
 
-def _is_known(a: Any) -> bool:
-    return not isinstance(a, Node) or a.op is OpKind.CONSTANT
+def _all_known(args: tuple) -> bool:
+    """Every argument is a literal or a constant node."""
+    for a in args:
+        if isinstance(a, Node) and a.op is not OpKind.CONSTANT:
+            return False
+    return True
 
 
 def evaluate(node: Node, args: tuple) -> np.ndarray | None:
@@ -80,19 +84,22 @@ def _is_fresh_constant(node: Node, rw: Rewriter) -> bool:
 
 def _fold_level(graph: Graph) -> tuple[Graph, bool]:
     rw = Rewriter(graph)
+    static_folds = {id(op): fn for op, fn in STATIC_FOLDS.items()}  # ids: Enum hashing is slow
     for node in graph.nodes:
-        if is_pure(node) and not _is_fresh_constant(node, rw):
-            args = rw.args(node)
-            static = STATIC_FOLDS.get(node.op)
-            value = static(node, args) if static is not None else None
-            if value is None and all(_is_known(a) for a in args):
-                value = evaluate(node, args)
-            if value is not None:
-                value = np.array(value, copy=True)
-                value.setflags(write=False)
-                if rw.emit(node, Rewrite(OpKind.CONSTANT, (), {"value": value})):
-                    continue
-        rw.keep(node)
+        if not is_pure(node) or _is_fresh_constant(node, rw):
+            rw.keep(node)
+            continue
+        args = rw.args(node)
+        static = static_folds.get(id(node.op))
+        value = static(node, args) if static is not None else None
+        if value is None and _all_known(args):
+            value = evaluate(node, args)
+        if value is not None:
+            value = np.array(value, copy=True)
+            value.setflags(write=False)
+            if rw.emit(node, Rewrite(OpKind.CONSTANT, (), {"value": value})):
+                continue
+        rw.keep(node, args=args)
     return rw.finish()
 
 

@@ -99,7 +99,8 @@ class Rewriter:
     Values are built lazily. While a node and all its arguments are unchanged its value is the
     old node itself, so a pass that changes nothing allocates nothing and returns the very
     graph it was given. Otherwise :meth:`finish` copies the reused old nodes into the new
-    graph (the old graph never shares a node with the new one) and names everything.
+    graph (the two graphs never share a node; an unchanged sub-graph in a node's attrs is
+    shared, as graphs are never modified once built) and names everything.
     """
 
     def __init__(self, graph: Graph) -> None:
@@ -121,10 +122,12 @@ class Rewriter:
         return tuple([env[a] if isinstance(a, Node) else a for a in node.args])
 
     # -- deciding ---------------------------------------------------------------------------
-    def keep(self, node: Node, attrs: dict | None = None) -> Node:
-        """Keep ``node`` (with new ``attrs`` if given, e.g. optimised sub-graphs)."""
-        args = self.args(node)
-        if attrs is None and all(a is b for a, b in zip(args, node.args)):
+    def keep(self, node: Node, attrs: dict | None = None, args: tuple | None = None) -> Node:
+        """Keep ``node`` (with new ``attrs`` if given, e.g. optimised sub-graphs). ``args``
+        saves recomputing :meth:`args` when the caller has it already."""
+        if args is None:
+            args = self.args(node)
+        if attrs is None and args == node.args:  # tuple == compares items by identity first
             value = node
         else:
             value = self._new(node.name, node.op, args,

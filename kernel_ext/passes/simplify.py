@@ -22,6 +22,7 @@ included, and no run-time error or warning may appear or vanish. Hence the per-d
 
 from __future__ import annotations
 
+import math
 from typing import Any, Callable
 
 import numpy as np
@@ -31,7 +32,7 @@ from .rewrite import Rewrite, Rewriter, fully_known, is_pure, recursive, same_av
 
 Proposal = "Node | Rewrite | None"
 Rule = Callable[[Node, tuple], Proposal]
-Test = Callable[[np.ndarray], np.ndarray]
+Test = Callable[[Any], Any]  # element-wise: array in, bool array out; literal in, bool out
 
 _IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _COMPLEX = frozenset(np.dtype(t) for t in (np.complex64, np.complex128))
@@ -74,7 +75,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
         if value.size > _MAX_SCAN or not _fits(value.shape, like.aval.shape):
             return False
     elif isinstance(c, _LITERAL_TYPES):
-        value = np.asarray(c)
+        return bool(test(c))
     else:
         return False
     try:
@@ -84,23 +85,31 @@ def _every(c: Any, test: Test, like: Node) -> bool:
         return False
 
 
-def _one(v: np.ndarray) -> np.ndarray:
+# Element tests take an array (a constant's value) or a Python literal; literals are tested
+# in plain Python, which is many times cheaper than a round trip through NumPy.
+
+def _one(v: Any) -> Any:
     return v == 1
 
 
-def _zero(v: np.ndarray) -> np.ndarray:
+def _zero(v: Any) -> Any:
     return v == 0
 
 
-def _negative_zero(v: np.ndarray) -> np.ndarray:
-    return (v == 0) & np.signbit(v)
+def _negative_zero(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return (v == 0) & np.signbit(v)
+    return type(v) is float and v == 0 and math.copysign(1.0, v) < 0
 
 
-def _positive_zero(v: np.ndarray) -> np.ndarray:
-    return (v == 0) & ~np.signbit(v)
+def _positive_zero(v: Any) -> Any:
+    if isinstance(v, np.ndarray):
+        return (v == 0) & ~np.signbit(v)
+    return type(v) in (bool, int) and v == 0 or type(v) is float and v == 0 \
+        and math.copysign(1.0, v) > 0
 
 
-def _truthy(v: np.ndarray) -> np.ndarray:
+def _truthy(v: Any) -> Any:
     return v != 0
 
 
@@ -387,9 +396,9 @@ RULES: dict[OpKind, list[Rule]] = {
 }
 
 
-def propose(node: Node, args: tuple, rw: Rewriter) -> bool:
-    """Try ``node``'s rules in order; apply the first acceptable proposal to ``rw``."""
-    for rule in RULES.get(node.op, ()):
+def propose(node: Node, args: tuple, rw: Rewriter, rules: list[Rule]) -> bool:
+    """Try ``rules`` on ``node`` in order; apply the first acceptable proposal to ``rw``."""
+    for rule in rules:
         proposal = rule(node, args)
         if isinstance(proposal, Node):
             if same_aval(proposal.aval, node.aval):
@@ -402,10 +411,16 @@ def propose(node: Node, args: tuple, rw: Rewriter) -> bool:
 
 def _simplify_level(graph: Graph) -> tuple[Graph, bool]:
     rw = Rewriter(graph)
+    by_op = {id(op): rules for op, rules in RULES.items()}  # ids: Enum hashing is slow
     for node in graph.nodes:
-        if node.op in RULES and is_pure(node) and propose(node, rw.args(node), rw):
-            continue
-        rw.keep(node)
+        rules = by_op.get(id(node.op))
+        if rules and is_pure(node):
+            args = rw.args(node)
+            if propose(node, args, rw, rules):
+                continue
+            rw.keep(node, args=args)
+        else:
+            rw.keep(node)
     return rw.finish()
 
 
