@@ -12,6 +12,7 @@ never dependencies).
 from __future__ import annotations
 
 import argparse
+import importlib
 import importlib.util
 import time
 import timeit
@@ -126,11 +127,13 @@ def main() -> None:
     rows += bench_trace_200(repeat)
     rows += bench_power(200 if args.quick else 2_000, repeat)
     rows += bench_dynamic_loop(2_000 if args.quick else 20_000, repeat)
-    try:
-        from bench_passes import rows as pass_rows  # the optimiser's own rows
-        rows += pass_rows(args.quick)
-    except ImportError:
-        pass
+    # Each layer's own suite lives beside this file and contributes rows to the one table.
+    for module in ("bench_passes", "bench_numba", "bench_widgets"):
+        try:
+            suite = importlib.import_module(module)
+        except ImportError:
+            continue
+        rows += suite.rows(args.quick)
     widths = [max(len(r[i]) for r in rows + [("benchmark", "time", "ratio", "target")])
               for i in range(4)]
     header = ("benchmark", "time", "ratio", "target")
