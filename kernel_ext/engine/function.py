@@ -35,7 +35,8 @@ from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType,
 from . import events, registry
 from .concrete import ConcreteFunction
 from .config import STATE
-from .explain import TraceRecord, cause_of, closest_trace, describe, fix_for
+from .explain import (StrictRetraceError, TraceRecord, cause_of, closest_trace, describe,
+                      fix_for, snapshot_captures, suggest_fixes)
 
 _P = inspect.Parameter
 _ndarray = np.ndarray
@@ -43,6 +44,7 @@ _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.ge
 _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
 _FAST_CACHE_LIMIT = 512
 _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
+_TIMING_MASK = 63  # cache hits timed: one in 64
 
 
 def function(func: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
@@ -102,6 +104,8 @@ class Function:
         self._variables_allowed = True
         self._dead_pending = False
         self._calls = 0
+        self._last_run: Callable[..., Any] | None = None
+        self._last_run_ns: int | None = None
         self._traces = 0
         self._eager_calls = 0
         self._trace_ms = 0.0
@@ -130,8 +134,19 @@ class Function:
             else:
                 run = self._fast.get(tuple(key))
                 if run is not None:
-                    return run(*args)
+                    self._last_run = run
+                    if self._calls & _TIMING_MASK:
+                        return run(*args)
+                    return self._timed(run, args)
         return self._call_slow(args, kwargs)
+
+    def _timed(self, run: Callable[..., Any], args: tuple) -> Any:
+        """Run and time one call (every 64th hit and every slow-path call): the UI's "last
+        run" without a clock read on every cache hit."""
+        t0 = time.perf_counter_ns()
+        result = run(*args)
+        self._last_run_ns = time.perf_counter_ns() - t0
+        return result
 
     # ------------------------------------------------------------------------------------
     # the slow path
@@ -158,7 +173,8 @@ class Function:
                 if len(self._fast) >= _FAST_CACHE_LIMIT:
                     self._fast.clear()
                 self._fast[key] = cf._run
-        return cf._run(*values)
+        self._last_run = cf._run
+        return self._timed(cf._run, values)
 
     def _bind_values(self, args: tuple, kwargs: dict, defaults: dict | None = None) -> tuple:
         """Arguments bound to parameters, defaults filled, in parameter order.
@@ -316,18 +332,45 @@ class Function:
 
     def _make_record(self, trace_types: tuple, call_types: tuple, via: str, trace_ms: float,
                      compile_ms: float, call_site: str) -> TraceRecord:
+        """The :class:`TraceRecord` of the trace just made (slow path only): what changed
+        against the closest earlier trace, the fixes, and the captured values it froze.
+
+        A strict Function (``%%tffunction --strict``) raises here instead, before the new
+        trace enters the cache, with the whole explanation as the message.
+        """
         index = len(self._records) + 1
         signature = ", ".join(f"{n}: {describe(t)}"
                               for n, t in zip(self._param_names, trace_types))
+        captured = self._snapshot_captures()
         if not self._concrete:
             return TraceRecord(index, "first_trace", signature, trace_ms=trace_ms,
                                compile_ms=compile_ms, call_site=call_site,
-                               call_number=self._calls, via=via)
+                               call_number=self._calls, via=via, captured=captured,
+                               function_name=self._name)
         closest, diffs = closest_trace(
             self._param_names, [(cf.record.index, cf.input_types) for cf in self._concrete],
             call_types)
-        return TraceRecord(index, cause_of(diffs), signature, diffs, closest, trace_ms,
-                           compile_ms, call_site, self._calls, via)
+        advice, fixes, suggested = suggest_fixes(
+            self._name, self._param_names, [cf.input_types for cf in self._concrete],
+            call_types, diffs)
+        closest_signature = next((cf.record.signature for cf in self._concrete
+                                  if cf.record.index == closest), "")
+        record = TraceRecord(index, cause_of(diffs), signature, diffs, closest, trace_ms,
+                             compile_ms, call_site, self._calls, via, closest_signature,
+                             advice, fixes, suggested, captured, self._name,
+                             getattr(self, "_kx_magic_fixes", False))
+        if getattr(self, "_kx_strict", False):
+            raise StrictRetraceError(
+                "strict function would retrace (the new trace was discarded):\n"
+                + record.explain())
+        return record
+
+    def _snapshot_captures(self) -> tuple:
+        """Globals/closure values the body read, frozen by this trace (stale-global check)."""
+        try:
+            return snapshot_captures(self._python_function)
+        except Exception:  # noqa: BLE001 - a diagnostic must never break a trace
+            return ()
 
     def _maybe_warn(self, record: TraceRecord) -> None:
         recent = sum(1 for c in self._trace_call_numbers if c > self._calls - _WARN_WINDOW)
@@ -420,12 +463,21 @@ class Function:
         return list(self._records)
 
     @property
-    def stats(self) -> dict[str, float]:
-        """Counters: calls, traces, cache hits, eager calls, total trace and compile ms."""
+    def stats(self) -> dict[str, float | None]:
+        """Counters: calls, traces, cache hits, eager calls, total trace and compile ms, and
+        the duration of the latest timed run in µs (``None`` before any)."""
+        last = self._last_run_ns
         return {"calls": self._calls, "traces": self._traces,
                 "cache_hits": max(0, self._calls - self._traces - self._eager_calls),
                 "eager_calls": self._eager_calls, "trace_ms": self._trace_ms,
-                "compile_ms": self._compile_ms}
+                "compile_ms": self._compile_ms,
+                "last_run_us": None if last is None else last / 1e3}
+
+    @property
+    def last_concrete_function(self) -> ConcreteFunction | None:
+        """The trace the most recent graph call ran (``None`` before any)."""
+        last = self._last_run
+        return next((cf for cf in self._concrete if cf._run is last), None)
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """A decorated method gets one Function (one cache) per instance."""

@@ -561,3 +561,15 @@ def test_no_retracing_warning_for_occasional_retraces(recwarn):
     for i in range(40):
         f(np.ones(1 + i // 10))
     assert not [w for w in recwarn if issubclass(w.category, errors.RetracingWarning)]
+
+
+def test_last_concrete_function_and_sampled_run_time():
+    f = kx.function(lambda x: x + 1, backend="numpy")
+    assert f.last_concrete_function is None and f.stats["last_run_us"] is None
+    f(np.ones(2))
+    f(np.ones(3))
+    assert f.last_concrete_function is f.concrete_functions[1]
+    for _ in range(130):  # hits are timed one in 64
+        f(np.ones(2))
+    assert f.last_concrete_function is f.concrete_functions[0]
+    assert f.stats["last_run_us"] > 0
