@@ -27,6 +27,14 @@ __all__ = ["ConcreteFunction", "Function", "Graph", "TensorArray", "TensorSpec",
            "supported_numpy_functions", "while_loop"]
 
 
+def __getattr__(name: str) -> object:
+    """``kx.jupyter`` on first use (it imports IPython and ipywidgets, so never eagerly)."""
+    if name == "jupyter":
+        import importlib
+        return importlib.import_module(".jupyter", __name__)
+    raise AttributeError(f"module 'kernel_ext' has no attribute {name!r}")
+
+
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext kernel_ext``: register the magics and the sidebar comm."""
     from .jupyter import load_ipython_extension as load

@@ -21,6 +21,7 @@ __all__ = [
     "VariableCreationError",
     "TraceTypeError",
     "SymbolicValueError",
+    "StrictRetraceError",
 ]
 
 
@@ -74,3 +75,8 @@ class TraceTypeError(KxError, TypeError):
 
 class SymbolicValueError(KxError, AttributeError):
     """A concrete-value accessor (``.numpy()``, ``.item()``) was used on a traced value."""
+
+
+class StrictRetraceError(KxError, RuntimeError):
+    """A strict Function (``%%tffunction --strict``) was about to retrace; the message is the
+    full explanation (which argument changed, the cost, the fix)."""

@@ -143,3 +143,151 @@ def make_program(seed: int, n_steps: int = 6) -> Program:
             env.append(value)
     prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
     return prog
+
+
+# ---------------------------------------------------------------------------------------------
+# Fusible programs: chains of elementwise ops over one broadcast domain, optionally ending in a
+# reduction (what the Numba backends fuse into one kernel)
+# ---------------------------------------------------------------------------------------------
+
+FUSIBLE_DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64, np.uint8,
+                  np.uint16, np.uint32, np.uint64, np.bool_]
+FUSIBLE_UNARY = [np.negative, np.absolute, np.square, np.sqrt, np.exp, np.tanh, np.log1p,
+                 np.sin, np.floor, np.ceil, np.rint, np.trunc, np.sign, np.isnan, np.isinf,
+                 np.isfinite, np.logical_not, np.invert, np.reciprocal, np.signbit, np.expm1,
+                 np.cbrt, np.positive, np.fabs, np.arctan, np.cos, np.log]
+FUSIBLE_BINARY = [np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder,
+                  np.fmod, np.power, np.maximum, np.minimum, np.fmax, np.fmin, np.less,
+                  np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
+                  np.logical_and, np.logical_or, np.logical_xor, np.bitwise_and, np.bitwise_or,
+                  np.bitwise_xor, np.left_shift, np.right_shift, np.arctan2, np.hypot,
+                  np.copysign, np.heaviside, np.logaddexp]
+FUSIBLE_REDUCTIONS = [np.sum, np.mean, np.max, np.min, np.prod, np.any, np.all]
+FUSIBLE_SHAPES = [(), (0,), (7,), (3, 4), (2, 3, 5), (1500,), (3, 1100), (0, 4)]
+FUSIBLE_LITERALS = [0, 1, 2, -1, 3, 0.5, -2.5, 2.0, True, 1e10]
+
+
+def _edge_values(dtype: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """Random values of ``dtype`` sprinkled with the dtype's edge cases."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(size) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        lo = 0 if dtype.kind == "u" else -9
+        vals = rng.integers(lo, 10, size).astype(dtype)
+        edges = np.array([info.min, info.max, 0, 1, info.max - 1, info.min + 1,
+                          dtype.itemsize * 8, 3], dtype=object)
+    else:
+        vals = (rng.standard_normal(size) * 3).astype(dtype)
+        edges = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, 1e-300, 3e38, 0.5, -1.0, 2.0],
+                         dtype=object)
+    if size:
+        k = max(1, size // 10)
+        pos = rng.integers(0, size, k)
+        with np.errstate(all="ignore"):
+            vals[pos] = np.array(list(rng.choice(edges, k)), dtype=np.float64 if
+                                 dtype.kind == "f" else object).astype(dtype)
+    return vals
+
+
+def _fusible_input(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
+    dtype = FUSIBLE_DTYPES[rng.integers(len(FUSIBLE_DTYPES))]
+    size = int(np.prod(shape)) if shape else 1
+    arr = _edge_values(dtype, size, rng).reshape(shape)
+    flavour = rng.integers(0, 5)
+    if flavour == 0 and arr.ndim >= 1 and arr.shape[-1] > 0:
+        arr = np.repeat(arr, 2, axis=-1)[..., ::2]  # non-contiguous
+    elif flavour == 1:
+        arr = arr.copy()
+        arr.setflags(write=False)
+    elif flavour == 2 and arr.ndim == 0:
+        return arr[()]  # a NumPy scalar
+    return arr
+
+
+def _partner_shape(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """A shape that broadcasts to ``shape`` (dims set to 1, leading dims dropped)."""
+    if not shape:
+        return ()
+    out = [1 if rng.random() < 0.3 else d for d in shape]
+    drop = int(rng.integers(0, len(out) + 1)) if rng.random() < 0.3 else 0
+    return tuple(out[drop:])
+
+
+def make_fusible_program(seed: int, n_steps: int = 6, reduce: bool | None = None) -> Program:
+    """A random chain of elementwise ops (then maybe a reduction) that fuses into kernels.
+
+    Inputs share one domain shape (some broadcast into it, some 0-d); steps are ufuncs with
+    weak literals, ``where``, ``astype`` and ``clip``, each validated eagerly (no errors, no
+    object results). ``program.reduced`` holds the value the final reduction consumed (for
+    the float summation bound), or None.
+    """
+    rng = np.random.default_rng(10_000 + seed)
+    shape = FUSIBLE_SHAPES[rng.integers(len(FUSIBLE_SHAPES))]
+    n_inputs = int(rng.integers(1, 4))
+    inputs = [_fusible_input(rng, shape)]
+    for _ in range(n_inputs - 1):
+        inputs.append(_fusible_input(rng, _partner_shape(rng, shape)))
+    prog = Program(inputs)
+    prog.reduced = None  # type: ignore[attr-defined]
+    env: list[Any] = list(inputs)
+    attempts = 0
+
+    def candidate() -> tuple[str, Callable]:
+        i, j = int(rng.integers(len(env))), int(rng.integers(len(env)))
+        choice = rng.integers(0, 10)
+        if choice <= 2:
+            uf = FUSIBLE_UNARY[rng.integers(len(FUSIBLE_UNARY))]
+            return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
+        if choice <= 6:
+            uf = FUSIBLE_BINARY[rng.integers(len(FUSIBLE_BINARY))]
+            if rng.random() < 0.3:
+                lit = FUSIBLE_LITERALS[rng.integers(len(FUSIBLE_LITERALS))]
+                if rng.random() < 0.5:
+                    return f"{uf.__name__}(v{i}, {lit!r})", lambda e, uf=uf, i=i, c=lit: uf(e[i], c)
+                return f"{uf.__name__}({lit!r}, v{i})", lambda e, uf=uf, i=i, c=lit: uf(c, e[i])
+            return f"{uf.__name__}(v{i}, v{j})", lambda e, uf=uf, i=i, j=j: uf(e[i], e[j])
+        if choice == 7:
+            k = int(rng.integers(len(env)))
+            return (f"where(v{i} > 0, v{j}, v{k})",
+                    lambda e, i=i, j=j, k=k: np.where(e[i] > 0, e[j], e[k]))
+        if choice == 8:
+            dt = FUSIBLE_DTYPES[rng.integers(len(FUSIBLE_DTYPES))]
+            return f"v{i}.astype({np.dtype(dt).name})", lambda e, i=i, dt=dt: e[i].astype(dt)
+        lo, hi = sorted(rng.integers(-3, 4, 2).tolist())
+        return f"clip(v{i}, {lo}, {hi})", lambda e, i=i, lo=lo, hi=hi: np.clip(e[i], lo, hi)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while len(prog.steps) < n_steps and attempts < 300:
+            attempts += 1
+            name, step = candidate()
+            try:
+                with np.errstate(all="ignore"):
+                    value = step(env)
+            except Exception:
+                continue
+            if np.asarray(value).dtype == object:
+                continue
+            prog.steps.append((name, step))
+            env.append(value)
+        do_reduce = rng.random() < 0.5 if reduce is None else reduce
+        if do_reduce and prog.steps:
+            red = FUSIBLE_REDUCTIONS[rng.integers(len(FUSIBLE_REDUCTIONS))]
+            last = len(env) - 1
+            nd = np.ndim(env[last])
+            axis = None if nd == 0 or rng.random() < 0.5 else int(rng.integers(-nd, nd))
+            keep = bool(rng.random() < 0.3)
+            step = (lambda e, r=red, i=last, a=axis, k=keep: r(e[i], axis=a, keepdims=k))
+            try:
+                with np.errstate(all="ignore"):
+                    value = step(env)
+                prog.steps.append((f"{red.__name__}(v{last}, axis={axis}, keepdims={keep})",
+                                   step))
+                prog.reduced = env[last]  # type: ignore[attr-defined]
+                env.append(value)
+            except Exception:
+                pass
+    prog.n_outputs = 2 if len(prog.steps) >= 2 and rng.random() < 0.4 else 1
+    return prog

@@ -1,14 +1,29 @@
 """Executors for finished graphs, and the one entry point the engine compiles through.
 
-``compile_for(graph, tree, n_params, options)`` returns an :class:`Executable`: the callable a
-ConcreteFunction runs on every call, plus what the UI reports about it (backend, fused
-segments, compile state). Today every graph runs on the NumPy code generator
-(:mod:`.numpy_backend`); the Numba CPU and CUDA executors plug in here (``numba_cpu`` /
-``numba_cuda``, imported lazily: ``import kernel_ext`` never loads Numba).
+``compile_for(graph, tree, n_params, backend=..., jit_compile=...)`` returns an
+:class:`Executable`: the callable a ConcreteFunction runs on every call, plus what the UI
+reports about it (backend, fused segments with their compile state, compile time).
+
+Backends:
+
+* ``"numpy"`` — the NumPy code generator (:mod:`.numpy_backend`), the reference executor;
+* ``"numba"`` — every fusible segment compiled by Numba for the CPU (:mod:`.fused`);
+* ``"auto"`` (default) — the cost model (:mod:`.cost`) picks the segments worth fusing; CUDA
+  when a real GPU is present;
+* ``"cuda"`` — fused segments as CUDA kernels (:mod:`.numba_cuda`; the CUDA simulator counts
+  when ``NUMBA_ENABLE_CUDASIM=1``).
+
+``jit_compile=True`` compiles the whole graph, control flow included, into one Numba function
+(:mod:`.whole_graph`). Numba itself is imported lazily, by the compile step only:
+``import kernel_ext`` never loads it.
 """
 
 from __future__ import annotations
 
+import importlib.util
+import os
+import time
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -16,12 +31,19 @@ from ..ir import Graph
 from ..trace.pytree import TreeNode
 from .numpy_backend import compile_graph, generate_source
 
-BACKENDS = ("auto", "numpy")
+BACKENDS = ("auto", "numpy", "numba", "cuda")
+#: Re-raise errors of the fusing backend instead of falling back to NumPy (for tests).
+STRICT = os.environ.get("KERNEL_EXT_STRICT", "") not in ("", "0")
 
 
 @dataclass
 class Executable:
-    """A compiled graph: ``run(*params)`` and the facts the UI shows about it."""
+    """A compiled graph: ``run(*params)`` and the facts the UI shows about it.
+
+    ``segments`` holds one dict per fused segment (ops, kernel, ``state`` of its compilation,
+    ``compile_ms``, ``cache`` hit/miss); the dicts are updated in place as background
+    compilation progresses.
+    """
 
     run: Callable[..., Any]
     source: str
@@ -29,23 +51,73 @@ class Executable:
     segments: list[dict[str, Any]] = field(default_factory=list)
     compile_ms: float = 0.0
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the kernels requested so far are compiled (True) or ``timeout``."""
+        if not self.segments:
+            return True
+        from .fused import wait_for_kernels
+        return wait_for_kernels(timeout)
+
+
+def numba_available() -> bool:
+    return importlib.util.find_spec("numba") is not None
+
 
 def validate_options(backend: str, jit_compile: bool | None) -> None:
     """Reject backend options this installation cannot honour, naming the choices."""
     if backend not in BACKENDS:
         raise ValueError(f"kx.function(backend={backend!r}): available backends are "
                          f"{', '.join(map(repr, BACKENDS))}")
-    if jit_compile:
-        raise ValueError("kx.function(jit_compile=True) needs the Numba whole-graph backend, "
-                         "which this version does not have yet. Fix: leave jit_compile unset.")
+    if backend in ("numba", "cuda") or jit_compile:
+        if not numba_available():
+            what = f"backend={backend!r}" if backend in ("numba", "cuda") else \
+                "jit_compile=True"
+            raise ValueError(f"kx.function({what}) needs Numba, which is not installed. "
+                             "Fix: pip install numba, or use backend='numpy'.")
+    if jit_compile and backend == "numpy":
+        raise ValueError("kx.function(jit_compile=True, backend='numpy'): whole-graph "
+                         "compilation needs Numba. Fix: use backend='auto' or 'numba'.")
 
 
 def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "auto",
                 jit_compile: bool | None = None, name: str = "graph") -> Executable:
     """Compile ``graph`` for the requested backend."""
-    run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
-    return Executable(run, source, "numpy")
+    t0 = time.perf_counter()
+    if jit_compile:
+        from .whole_graph import compile_whole_graph
+        return compile_whole_graph(graph, tree, n_params, name=name)
+    if backend == "numpy" or not numba_available():
+        run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
+        return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
+    target = "cpu"
+    if backend == "cuda" or (backend == "auto" and _real_gpu()):
+        target = "cuda"
+    from .fused import compile_fused, segment_reports
+    mode = "auto" if backend == "auto" else "numba"
+    try:
+        run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,
+                                           filename=f"<kx-fused {name}>")
+    except Exception as e:
+        # A bug in the fusing backend must never cost the user their function: the NumPy
+        # executor computes the same results (STRICT, set by the tests, surfaces it).
+        if STRICT or backend in ("numba", "cuda"):
+            raise
+        warnings.warn(f"kernel_ext: fusing '{name}' failed ({type(e).__name__}: {e}); it runs "
+                      "on the NumPy executor. Please report this.", RuntimeWarning,
+                      stacklevel=3)
+        run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
+        return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
+    label = "numpy" if not plans else ("numba-cuda" if target == "cuda" else "numba-cpu")
+    return Executable(run, source, label, segment_reports(plans, label),
+                      (time.perf_counter() - t0) * 1e3)
+
+
+def _real_gpu() -> bool:
+    """A real CUDA GPU (not the simulator), checked without importing Numba when there is
+    no CUDA driver at all."""
+    from .numba_cuda_probe import real_gpu_available
+    return real_gpu_available()
 
 
 __all__ = ["BACKENDS", "Executable", "compile_for", "compile_graph", "generate_source",
-           "validate_options"]
+           "numba_available", "validate_options"]

@@ -14,7 +14,7 @@ from ..backends import Executable
 from ..ir import Graph
 from ..trace.pytree import TreeNode, unflatten
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef
-from .explain import TraceRecord, diff_call
+from .explain import TraceRecord, describe, diff_call
 
 if TYPE_CHECKING:
     from .function import Function
@@ -111,7 +111,7 @@ class ConcreteFunction:
         return unflatten(self._tree, specs)
 
     def signature_text(self) -> str:
-        return ", ".join(f"{n}: {t.describe() if isinstance(t, TensorSpec) else repr(t)}"
+        return ", ".join(f"{n}: {describe(t)}"
                          for n, t in zip(self._function._param_names, self.input_types))
 
     def output_text(self) -> str:

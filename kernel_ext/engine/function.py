@@ -108,6 +108,7 @@ class Function:
         self._last_run_ns: int | None = None
         self._traces = 0
         self._eager_calls = 0
+        self._failed_traces = 0
         self._trace_ms = 0.0
         self._compile_ms = 0.0
         self._trace_call_numbers: collections.deque[int] = collections.deque(maxlen=_WARN_WINDOW)
@@ -293,6 +294,7 @@ class Function:
                     "rewrite the recursion as a loop (AutoGraph turns loops on traced values "
                     "into graph loops).") from e
             except BaseException as e:
+                self._failed_traces += 1
                 events.emit(events.Event("trace_error", self, error=e))
                 raise
             trace_ms = (time.perf_counter() - t0) * 1e3
@@ -343,7 +345,7 @@ class Function:
                               for n, t in zip(self._param_names, trace_types))
         captured = self._snapshot_captures()
         if not self._concrete:
-            return TraceRecord(index, "first_trace", signature, trace_ms=trace_ms,
+            return TraceRecord(index, "released" if self._records else "first_trace", signature, trace_ms=trace_ms,
                                compile_ms=compile_ms, call_site=call_site,
                                call_number=self._calls, via=via, captured=captured,
                                function_name=self._name)
@@ -381,7 +383,7 @@ class Function:
         warnings.warn(
             f"kx.function '{self._name}' traced {recent} times in its last {_WARN_WINDOW} calls "
             f"(latest: {changed}). Tracing runs the Python body again and is expensive. Fix: "
-            f"{fix_for(self._name, record.diffs)}.", errors.RetracingWarning,
+            f"{fix_for(self._name, record.diffs)}.\n{record.explain()}", errors.RetracingWarning,
             stacklevel=_user_stacklevel())
 
     # -- input_signature ------------------------------------------------------------------
@@ -468,7 +470,8 @@ class Function:
         the duration of the latest timed run in µs (``None`` before any)."""
         last = self._last_run_ns
         return {"calls": self._calls, "traces": self._traces,
-                "cache_hits": max(0, self._calls - self._traces - self._eager_calls),
+                "cache_hits": max(0, self._calls - self._traces - self._eager_calls
+                                  - self._failed_traces),
                 "eager_calls": self._eager_calls, "trace_ms": self._trace_ms,
                 "compile_ms": self._compile_ms,
                 "last_run_us": None if last is None else last / 1e3}

@@ -137,12 +137,12 @@ class TraceContext:
             return self.lift_tensor(value)
         if isinstance(value, Variable):
             return self.read_variable(value)._node
+        if isinstance(value, np.generic):  # before literals: np.float64 subclasses float
+            return self.graph.constant(value)
         if isinstance(value, _LITERALS) or value is None:
             return value
         if isinstance(value, np.ndarray):
             return self.capture(value)
-        if isinstance(value, np.generic):
-            return self.graph.constant(value)
         if isinstance(value, (list, tuple)):
             if _contains_tensor(value):
                 return self.lift(_stack_nested(value))

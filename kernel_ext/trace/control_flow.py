@@ -121,6 +121,7 @@ def _is_value(leaf: Any) -> bool:
 def _lift_leaf(ctx: TraceContext, leaf: Any, dtype: np.dtype | None = None) -> Node:
     """A node of ``ctx`` for a leaf; Python numbers take ``dtype`` when given (weak scalars)."""
     if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
+        # (np.float64 subclasses float but is a strong, typed value: lifted below)
         return ctx.graph.constant(np.asarray(leaf, dtype=dtype) if dtype is not None
                                   else np.asarray(leaf))
     node = ctx.lift(leaf)

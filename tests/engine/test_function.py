@@ -573,3 +573,32 @@ def test_last_concrete_function_and_sampled_run_time():
         f(np.ones(2))
     assert f.last_concrete_function is f.concrete_functions[0]
     assert f.stats["last_run_us"] > 0
+
+
+def test_numpy_scalars_in_the_body_are_strong_typed_constants():
+    # np.float64 subclasses Python float, but NEP 50 treats it as a typed value, not a weak one
+    f = kx.function(lambda x: np.float64(6.0) + x)
+    assert f(np.float32(1)).dtype == np.float64
+    assert kx.function(lambda: np.float64(6.0))() == 6.0
+
+
+def test_failed_traces_are_not_counted_as_cache_hits():
+    f = kx.function(lambda x: np.unique(x))
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            f(np.ones(2))
+    assert f.stats["cache_hits"] == 0 and f.stats["traces"] == 0
+
+
+def test_trace_after_released_traces_says_so():
+    f = kx.function(lambda x, obj: x)
+
+    class Key:
+        pass
+
+    key = Key()
+    f(np.ones(1), key)
+    del key
+    gc.collect()
+    f(np.ones(1), Key())
+    assert [r.cause for r in f.retraces] == ["first_trace", "released"]

@@ -1,0 +1,1247 @@
+"""Kernel source generation: one self-contained Numba module per fused segment.
+
+This module is pure text generation (it never imports Numba). For a segment found by
+:func:`kernel_ext.passes.fusion.partition` it writes the Python source of a module holding
+the segment's kernels; the Numba backends write that source to the kernel cache, import it and
+compile it (``numba_cpu``/``numba_cuda``).
+
+Exactness is the design constraint. Every value in a kernel has exactly the dtype the tracer
+decided (NumPy 2 / NEP 50 rules): each op's operands are cast to the dtypes of the NumPy loop
+that ``ufunc.resolve_dtypes`` picks, constants are typed (``np.float32(0.5)``), and every
+result is cast to the node's dtype, so Numba's own typing (which widens small integers and
+turns ``float32 + 0.5`` into float64) never changes a result. Ops are lowered three ways:
+
+* **inline** — arithmetic, comparisons, ``where``, casts, ``clip``, min/max, bit ops: written
+  out with NumPy's exact semantics (integer division by zero gives 0, shifts past the width
+  give 0 or -1, NaN propagates through ``maximum`` ...), bitwise equal to NumPy;
+* **NumPy loop calls** (CPU) — transcendental and other float functions (``tanh``, ``exp``,
+  ``power``, ``arctan2``, float ``floor_divide`` ...) call NumPy's own inner loop
+  (:mod:`.ufunc_loops`) on cache-sized blocks: bitwise equal to NumPy at NumPy's SIMD speed;
+* **device math** (CUDA) — ``math.exp``/``math.tanh``/... of the CUDA target (libdevice),
+  within a few ulp of NumPy (documented in docs/ARCHITECTURE.md).
+
+Values that only NumPy defines oddly (a float -> int cast of NaN or an out-of-range value, an
+integer power with a negative exponent, which NumPy answers with an error) set the kernel's
+``bad`` flag instead; the caller then reruns the segment with NumPy, so the result (or the
+error) is NumPy's own.
+
+Kernels are specialised on dtypes, rank and the block structure, never on sizes: one compiled
+kernel serves every shape of a signature family (a retrace with new sizes reuses it).
+
+Kernel layout (CPU). ``k_flat(start, stop, *arrays, *scalars, *outputs, *loops)`` runs over
+contiguous 1-D views of same-shape inputs (a range, so the caller can split it over threads);
+``k_nd(*dims, *arrays, *scalars, *outputs, [acc], *loops)`` runs over broadcast, strided N-d
+views. Both walk the (last) dimension in blocks of :data:`BLOCK` elements; a block runs in
+*stages*: one vectorisable loop per stage, NumPy loop calls between stages on the block's
+buffers. A reduction accumulates in :data:`LANES` independent lanes (so LLVM vectorises it
+without reassociating anything) in float64 for float sums.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ir import Node, OpKind
+from ..passes.fusion import FUSIBLE_REDUCTIONS, Segment
+from .ufunc_loops import find_loop
+
+#: Format version of generated kernels; part of every cache key.
+CODEGEN_VERSION = "1"
+#: Elements per block of a staged kernel (buffers stay in L1/L2).
+BLOCK = 1024
+#: Independent accumulators of a flat reduction.
+LANES = 16
+
+#: When True, float reductions stay in NumPy for every backend (``backend="auto"`` always
+#: keeps them there): every fused result is then bitwise equal to NumPy's, NaN payloads
+#: included. Fused float sums accumulate in float64 lanes, another summation order than
+#: NumPy's pairwise sums, so they agree with NumPy within rounding (docs/ARCHITECTURE.md).
+BITWISE_ONLY = False
+
+SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
+    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+    np.uint64, np.float32, np.float64))
+
+_BOOL = np.dtype(np.bool_)
+_F64 = np.dtype(np.float64)
+
+
+class Unsupported(Exception):
+    """The node cannot be compiled by this backend (it runs through NumPy instead)."""
+
+
+def ctor(dtype: np.dtype) -> str:
+    """The Numba-typed constructor of a dtype's scalars (``np.float32``)."""
+    return "np.bool_" if dtype == _BOOL else f"np.{np.dtype(dtype).name}"
+
+
+def _kind(dtype: np.dtype) -> str:
+    return "b" if dtype == _BOOL else dtype.kind
+
+
+def literal_value(value: Any, dtype: np.dtype) -> Any:
+    """A weak Python literal converted to ``dtype`` as NumPy converts it, or Unsupported
+    when NumPy would refuse it at run time (an int literal out of the dtype's range)."""
+    dtype = np.dtype(dtype)
+    if isinstance(value, (bool, np.bool_)):
+        return dtype.type(bool(value))
+    if isinstance(value, (int, np.integer)):
+        if dtype.kind in "iu":
+            info = np.iinfo(dtype)
+            if not info.min <= int(value) <= info.max:
+                raise Unsupported(f"literal {value} does not fit {dtype}")
+        elif dtype == _BOOL:
+            raise Unsupported("int literal in a bool loop")
+        return dtype.type(value)
+    if isinstance(value, (float, np.floating)):
+        if dtype.kind != "f":
+            raise Unsupported(f"float literal in a {dtype} loop")
+        return dtype.type(value)
+    raise Unsupported(f"literal of type {type(value).__name__}")
+
+
+def const_source(value: Any, dtype: np.dtype) -> str:
+    """Source text of a typed constant equal to ``value`` (exact: floats via their repr)."""
+    dtype = np.dtype(dtype)
+    value = dtype.type(value)
+    if dtype == _BOOL:
+        return "True" if value else "False"
+    if dtype.kind == "f":
+        f = float(value)
+        if math.isnan(f):
+            return f"{ctor(dtype)}(np.nan)"
+        if math.isinf(f):
+            return f"{ctor(dtype)}({'-' if f < 0 else ''}np.inf)"
+        return f"{ctor(dtype)}({f!r})"
+    return f"{ctor(dtype)}({int(value)})"
+
+
+# ---------------------------------------------------------------------------------------------
+# Op lowering: which NumPy loop dtypes an op runs in, and how it is computed
+# ---------------------------------------------------------------------------------------------
+
+def _weak(arg: Any) -> Any:
+    if isinstance(arg, Node):
+        return arg.aval.dtype
+    if isinstance(arg, bool):
+        return _BOOL
+    return type(arg)
+
+
+def loop_dtypes(node: Node) -> tuple[list[np.dtype], np.dtype]:
+    """Input and output dtypes of the NumPy loop a ufunc node runs (NEP 50 weak literals)."""
+    ufunc = node.op.ufunc
+    if ufunc is None or ufunc.nout != 1:
+        raise Unsupported(f"{node.op.value} is not a single-output ufunc")
+    dtypes = tuple(_weak(a) for a in node.args) + (None,)
+    try:
+        if "dtype" in node.attrs:
+            sig = (None,) * ufunc.nin + (np.dtype(node.attrs["dtype"]),)
+            resolved = ufunc.resolve_dtypes(dtypes, signature=sig)
+        else:
+            resolved = ufunc.resolve_dtypes(dtypes)
+    except (TypeError, ValueError) as e:
+        raise Unsupported(str(e)) from None
+    ins = [np.dtype(d) for d in resolved[:ufunc.nin]]
+    out = np.dtype(resolved[-1])
+    return ins, out
+
+
+@dataclass
+class Lowering:
+    """How one elementwise node is computed.
+
+    ``operand_dtypes`` are the dtypes each arg is cast to (None: the arg is not a value, like
+    ``clip``'s missing bound); ``inline(operands, emitter)`` returns the result expression;
+    ``call`` names the NumPy loop ``(ufunc, loop dtypes)`` to call instead.
+    """
+
+    operand_dtypes: list[np.dtype | None]
+    out_dtype: np.dtype
+    inline: Callable[[list[str], "_Body"], str] | None = None
+    call: tuple[np.ufunc, tuple[np.dtype, ...]] | None = None
+
+
+def _t(kinds: str, fn: Callable[..., str]) -> tuple[str, Callable[..., str]]:
+    return kinds, fn
+
+
+def _truth(expr: str, dtype: np.dtype) -> str:
+    return expr if dtype == _BOOL else f"({expr} != 0)"
+
+
+# Float ops computed by NumPy's loop on the CPU (bitwise equal) and by device math on CUDA.
+_CALL_FLOAT = frozenset({
+    OpKind.EXP, OpKind.EXP2, OpKind.EXPM1, OpKind.LOG, OpKind.LOG2, OpKind.LOG10,
+    OpKind.LOG1P, OpKind.SIN, OpKind.COS, OpKind.TAN, OpKind.ARCSIN, OpKind.ARCCOS,
+    OpKind.ARCTAN, OpKind.SINH, OpKind.COSH, OpKind.TANH, OpKind.ARCSINH, OpKind.ARCCOSH,
+    OpKind.ARCTANH, OpKind.CBRT, OpKind.POWER, OpKind.FLOAT_POWER, OpKind.ARCTAN2,
+    OpKind.HYPOT, OpKind.LOGADDEXP, OpKind.LOGADDEXP2, OpKind.FLOOR_DIVIDE,
+    OpKind.REMAINDER, OpKind.FMOD, OpKind.COPYSIGN, OpKind.DEG2RAD, OpKind.RAD2DEG,
+    OpKind.FLOOR, OpKind.CEIL, OpKind.TRUNC, OpKind.RINT, OpKind.SQRT, OpKind.SIGNBIT,
+})
+# CUDA device math for a few of those (math.* exists on the device and in the simulator).
+_CUDA_MATH = {OpKind.EXP: "_dexp", OpKind.LOG: "_dlog", OpKind.TANH: "_dtanh",
+              OpKind.SQRT: "_dsqrt"}
+
+
+def _cmp(op: str) -> Callable[..., str]:
+    return lambda o, b: f"({o[0]} {op} {o[1]})"
+
+
+def _max_f(o: list[str], b: "_Body") -> str:
+    return f"({o[0]} if ({o[0]} >= {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})"
+
+
+def _min_f(o: list[str], b: "_Body") -> str:
+    return f"({o[0]} if ({o[0]} <= {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})"
+
+
+def _fmax_f(o: list[str], b: "_Body") -> str:
+    return f"({o[0]} if ({o[0]} >= {o[1]}) | ({o[1]} != {o[1]}) else {o[1]})"
+
+
+def _fmin_f(o: list[str], b: "_Body") -> str:
+    return f"({o[0]} if ({o[0]} <= {o[1]}) | ({o[1]} != {o[1]}) else {o[1]})"
+
+
+def _max_i(o: list[str], b: "_Body") -> str:
+    return f"({o[0]} if {o[0]} >= {o[1]} else {o[1]})"
+
+
+def _min_i(o: list[str], b: "_Body") -> str:
+    return f"({o[0]} if {o[0]} <= {o[1]} else {o[1]})"
+
+
+# (op, loop kind) -> inline template; loop kinds: b(ool) i(nt) u(nsigned) f(loat)
+_INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
+    OpKind.ADD: [_t("b", lambda o, b: f"({o[0]} | {o[1]})"),
+                 _t("iuf", lambda o, b: f"({o[0]} + {o[1]})")],
+    OpKind.SUBTRACT: [_t("iuf", lambda o, b: f"({o[0]} - {o[1]})")],
+    OpKind.MULTIPLY: [_t("b", lambda o, b: f"({o[0]} & {o[1]})"),
+                      _t("iuf", lambda o, b: f"({o[0]} * {o[1]})")],
+    OpKind.DIVIDE: [_t("f", lambda o, b: f"({o[0]} / {o[1]})")],
+    OpKind.NEGATIVE: [_t("iuf", lambda o, b: f"(-{o[0]})")],
+    OpKind.POSITIVE: [_t("iuf", lambda o, b: o[0])],
+    OpKind.CONJUGATE: [_t("biuf", lambda o, b: o[0])],
+    OpKind.ABSOLUTE: [_t("if", lambda o, b: f"abs({o[0]})"), _t("bu", lambda o, b: o[0])],
+    OpKind.FABS: [_t("f", lambda o, b: f"abs({o[0]})")],
+    OpKind.SQUARE: [_t("iuf", lambda o, b: f"({o[0]} * {o[0]})"),
+                    _t("b", lambda o, b: o[0])],
+    OpKind.RECIPROCAL: [_t("f", lambda o, b: f"({b.one} / {o[0]})")],
+    OpKind.SIGN: [_t("f", lambda o, b: f"({b.one} if {o[0]} > 0 else (-{b.one} if {o[0]} < 0 "
+                                      f"else ({b.zero} if {o[0]} == 0 else {o[0]})))"),
+                  _t("i", lambda o, b: f"({b.one} if {o[0]} > 0 else "
+                                       f"(-{b.one} if {o[0]} < 0 else {b.zero}))"),
+                  _t("u", lambda o, b: f"({b.one} if {o[0]} > 0 else {b.zero})")],
+    OpKind.MAXIMUM: [_t("f", _max_f), _t("iu", _max_i),
+                     _t("b", lambda o, b: f"({o[0]} | {o[1]})")],
+    OpKind.MINIMUM: [_t("f", _min_f), _t("iu", _min_i),
+                     _t("b", lambda o, b: f"({o[0]} & {o[1]})")],
+    OpKind.FMAX: [_t("f", _fmax_f), _t("iu", _max_i),
+                  _t("b", lambda o, b: f"({o[0]} | {o[1]})")],
+    OpKind.FMIN: [_t("f", _fmin_f), _t("iu", _min_i),
+                  _t("b", lambda o, b: f"({o[0]} & {o[1]})")],
+    OpKind.EQUAL: [_t("biuf", _cmp("=="))],
+    OpKind.NOT_EQUAL: [_t("biuf", _cmp("!="))],
+    OpKind.LESS: [_t("iuf", _cmp("<"))],
+    OpKind.LESS_EQUAL: [_t("iuf", _cmp("<="))],
+    OpKind.GREATER: [_t("iuf", _cmp(">"))],
+    OpKind.GREATER_EQUAL: [_t("iuf", _cmp(">="))],
+    OpKind.LOGICAL_AND: [_t("biuf", lambda o, b: f"({b.truth(0)} & {b.truth(1)})")],
+    OpKind.LOGICAL_OR: [_t("biuf", lambda o, b: f"({b.truth(0)} | {b.truth(1)})")],
+    OpKind.LOGICAL_XOR: [_t("biuf", lambda o, b: f"({b.truth(0)} != {b.truth(1)})")],
+    OpKind.LOGICAL_NOT: [_t("b", lambda o, b: f"(not {o[0]})"),
+                         _t("iuf", lambda o, b: f"({o[0]} == 0)")],
+    OpKind.BITWISE_AND: [_t("biu", lambda o, b: f"({o[0]} & {o[1]})")],
+    OpKind.BITWISE_OR: [_t("biu", lambda o, b: f"({o[0]} | {o[1]})")],
+    OpKind.BITWISE_XOR: [_t("biu", lambda o, b: f"({o[0]} ^ {o[1]})")],
+    OpKind.INVERT: [_t("iu", lambda o, b: f"(~{o[0]})"), _t("b", lambda o, b: f"(not {o[0]})")],
+    OpKind.ISNAN: [_t("f", lambda o, b: f"({o[0]} != {o[0]})"),
+                   _t("biu", lambda o, b: "False")],
+    OpKind.ISINF: [_t("f", lambda o, b: f"(abs({o[0]}) == {b.const(np.inf)})"),
+                   _t("biu", lambda o, b: "False")],
+    OpKind.ISFINITE: [_t("f", lambda o, b: f"(abs({o[0]}) < {b.const(np.inf)})"),
+                      _t("biu", lambda o, b: "True")],
+    OpKind.SIGNBIT: [_t("iu", lambda o, b: f"({o[0]} < 0)")],
+    OpKind.HEAVISIDE: [_t("f", lambda o, b: f"({b.zero} if {o[0]} < 0 else ({b.one} if "
+                                            f"{o[0]} > 0 else ({o[1]} if {o[0]} == 0 "
+                                            f"else {o[0]})))")],
+    OpKind.FLOOR: [_t("biu", lambda o, b: o[0])],
+    OpKind.CEIL: [_t("biu", lambda o, b: o[0])],
+    OpKind.TRUNC: [_t("biu", lambda o, b: o[0])],
+    OpKind.RINT: [],
+    OpKind.FLOOR_DIVIDE: [_t("iu", lambda o, b: b.helper("fdiv", o))],
+    OpKind.REMAINDER: [_t("iu", lambda o, b: b.helper("mod", o))],
+    OpKind.FMOD: [_t("iu", lambda o, b: b.helper("fmod", o))],
+    OpKind.POWER: [_t("iu", lambda o, b: b.int_power(o))],
+    OpKind.LEFT_SHIFT: [_t("iu", lambda o, b: b.helper("shl", o))],
+    OpKind.RIGHT_SHIFT: [_t("iu", lambda o, b: b.helper("shr", o))],
+}
+
+
+def lower(node: Node, target: str) -> Lowering:
+    """How ``node`` (an elementwise op) is computed on ``target`` ("cpu" or "cuda")."""
+    op = node.op
+    if node.aval is None or np.dtype(node.aval.dtype) not in SUPPORTED_DTYPES:
+        raise Unsupported(f"result dtype {getattr(node.aval, 'dtype', None)}")
+    for a in node.inputs:
+        if np.dtype(a.aval.dtype) not in SUPPORTED_DTYPES:
+            raise Unsupported(f"operand dtype {a.aval.dtype}")
+    out = np.dtype(node.aval.dtype)
+    if op is OpKind.CAST:
+        return Lowering([None], out, inline=lambda o, b: b.cast_arg(0, out))
+    if op is OpKind.WHERE:
+        return Lowering([None, out, out], out,
+                        inline=lambda o, b: f"({o[1]} if {b.truth(0)} else {o[2]})")
+    if op is OpKind.CLIP:
+        dts = [out if a is not None else None for a in node.args]
+        return Lowering(dts, out, inline=_clip_inline(node, out))
+    if op.ufunc is None:
+        raise Unsupported(f"op {op.value}")
+    ins, loop_out = loop_dtypes(node)
+    if any(d not in SUPPORTED_DTYPES for d in ins) or loop_out not in SUPPORTED_DTYPES:
+        raise Unsupported(f"{op.value} loop {ins}->{loop_out}")
+    if len(set(ins)) > 1:
+        raise Unsupported(f"{op.value} mixed loop {ins}")
+    kind = _kind(ins[0])
+    if op is OpKind.POWER and kind == "f" and not isinstance(node.args[1], Node):
+        fast = _power_fast_path(node.args[1], ins[0])
+        if fast is not None:
+            return Lowering(list(ins), loop_out, inline=fast)
+    for kinds, fn in _INLINE.get(op, ()):
+        if kind in kinds:
+            return Lowering(list(ins), loop_out, inline=fn)
+    if kind == "f" and op in _CALL_FLOAT:
+        if target == "cpu":
+            loop = tuple(ins) + (loop_out,)
+            if find_loop(op.ufunc, loop) is None:
+                raise Unsupported(f"no NumPy loop for {op.value} {loop}")
+            return Lowering(list(ins), loop_out, call=(op.ufunc, loop))
+        if op in _CUDA_MATH:
+            name = _CUDA_MATH[op]
+            return Lowering(list(ins), loop_out,
+                            inline=lambda o, b, name=name: b.device_math(name, o[0]))
+    raise Unsupported(f"{op.value} on {ins[0]} ({target})")
+
+
+# NumPy's float power loop answers a scalar exponent of -1, 0, 0.5, 1 or 2 with a division,
+# a constant, a square root, a copy or a product (instead of pow); inline, the same
+# expressions vectorise. Each is checked against this NumPy before it is used.
+_POWER_FAST: dict[float, Callable[[list[str], "_Body"], str]] = {
+    -1.0: lambda o, b: f"({b.one} / {o[0]})",
+    0.0: lambda o, b: b.one,
+    0.5: lambda o, b: f"np.sqrt({o[0]})",
+    1.0: lambda o, b: o[0],
+    2.0: lambda o, b: f"({o[0]} * {o[0]})",
+}
+_POWER_REFERENCE: dict[float, Callable[[np.ndarray], np.ndarray]] = {
+    -1.0: lambda x: x.dtype.type(1) / x, 0.0: lambda x: np.ones_like(x),
+    0.5: np.sqrt, 1.0: lambda x: x.copy(), 2.0: lambda x: x * x,
+}
+
+
+@functools.lru_cache(maxsize=None)
+def _power_matches(exponent: float, dtype: np.dtype) -> bool:
+    """Does ``np.power(x, exponent)`` equal the fast-path expression bitwise here?"""
+    rng = np.random.default_rng(7)
+    x = np.concatenate([rng.standard_normal(997) * 10.0 ** rng.integers(-30, 30, 997),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-310]])
+    with np.errstate(all="ignore"):
+        x = x.astype(dtype)
+        got = np.power(x, dtype.type(exponent))
+        want = _POWER_REFERENCE[exponent](x)
+    return bool(np.array_equal(got.view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}"))
+                or np.array_equal(got, want, equal_nan=True))
+
+
+def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], "_Body"], str] | None:
+    try:
+        e = float(exponent)
+    except (TypeError, ValueError):
+        return None
+    if e not in _POWER_FAST or not _power_matches(e, np.dtype(dtype)):
+        return None
+    return _POWER_FAST[e]
+
+
+def _clip_inline(node: Node, out: np.dtype) -> Callable[[list[str], "_Body"], str]:
+    float_ = out.kind == "f"
+
+    def inline(o: list[str], b: "_Body") -> str:
+        expr = o[0]
+        for k, cmp in ((1, ">"), (2, "<")):
+            if node.args[k] is None:
+                continue
+            t = b.let(expr, out)
+            pick = f"({t} if {t} {cmp} {o[k]} else {o[k]})"
+            expr = f"({t} if {t} != {t} else {pick})" if float_ else pick
+        return expr
+    return inline
+
+
+def can_compile(node: Node, target: str = "cpu", bitwise: bool = False) -> bool:
+    """Can ``node`` be a member of a kernel for ``target``? (elementwise or reduction)
+
+    ``bitwise`` admits only ops whose fused result is bitwise NumPy's (no float sums)."""
+    from ..passes.fusion import default_can_fuse
+    if not default_can_fuse(node):
+        return False
+    try:
+        if node.op in FUSIBLE_REDUCTIONS:
+            reduction_plan(node, bitwise)
+            return True
+        lowering = lower(node, target)
+        for arg, dt in zip(node.args, lowering.operand_dtypes):
+            if not isinstance(arg, Node) and arg is not None:
+                literal_value(arg, dt if dt is not None else np.dtype(node.aval.dtype))
+        return True
+    except Unsupported:
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Reductions
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class ReductionPlan:
+    """A fused reduction: what is accumulated, in which dtype, from which identity."""
+
+    op: OpKind
+    axis: int | None          # normalised, or None for all axes
+    keepdims: bool
+    value_dtype: np.dtype     # dtype each element is cast to first (NumPy's reduction dtype)
+    acc_dtype: np.dtype       # accumulator dtype (float64 for float sums and products)
+    out_dtype: np.dtype
+    identity: Any
+
+    def combine(self, acc: str, v: str) -> str:
+        """Expression folding value ``v`` into accumulator ``acc``."""
+        op = self.op
+        if op in (OpKind.SUM, OpKind.MEAN):
+            return f"{acc} + {v}"
+        if op is OpKind.PROD:
+            return f"{acc} * {v}"
+        if op is OpKind.ANY:
+            return f"{acc} | {v}"
+        if op is OpKind.ALL:
+            return f"{acc} & {v}"
+        cmp = ">=" if op is OpKind.MAX else "<="
+        if self.acc_dtype.kind == "f":
+            return f"{acc} if ({acc} {cmp} {v}) | ({acc} != {acc}) else {v}"
+        return f"{acc} if {acc} {cmp} {v} else {v}"
+
+
+def reduction_plan(node: Node, bitwise: bool = False) -> ReductionPlan:
+    """The plan of a fusible reduction node, or Unsupported (``bitwise``: no float sums)."""
+    if node.op not in FUSIBLE_REDUCTIONS:
+        raise Unsupported(node.op.value)
+    x = node.args[0]
+    if not isinstance(x, Node) or x.aval.shape is None:
+        raise Unsupported("reduction of an unknown rank")
+    in_dt = np.dtype(x.aval.dtype)
+    out_dt = np.dtype(node.aval.dtype)
+    if in_dt not in SUPPORTED_DTYPES or out_dt not in SUPPORTED_DTYPES:
+        raise Unsupported("reduction dtype")
+    extra = set(node.attrs) - {"axis", "keepdims", "dtype"}
+    if extra:
+        raise Unsupported(f"reduction attrs {extra}")
+    ndim = len(x.aval.shape)
+    axis = node.attrs.get("axis")
+    if isinstance(axis, tuple):
+        if len(axis) != 1:
+            if sorted(a % max(ndim, 1) for a in axis) == list(range(ndim)):
+                axis = None
+            else:
+                raise Unsupported("several reduction axes")
+        else:
+            axis = axis[0]
+    if axis is not None:
+        if ndim == 0:
+            raise Unsupported("axis of a 0-d value")
+        axis = int(axis) % ndim
+        if ndim == 1:
+            axis = None if not node.attrs.get("keepdims") else axis
+    keepdims = bool(node.attrs.get("keepdims", False))
+    op = node.op
+    if (bitwise or BITWISE_ONLY) and out_dt.kind == "f":
+        # Float sums differ in summation order; float max/min in which NaN they return
+        # (NumPy's SIMD reductions return the canonical NaN past a length, the NaN found
+        # below it). NumPy keeps computing them unless backend="numba" was asked for.
+        raise Unsupported("float reduction (bitwise mode)")
+    if op in (OpKind.ANY, OpKind.ALL):
+        if out_dt != _BOOL:
+            raise Unsupported("any/all to a non-bool dtype")
+        return ReductionPlan(op, axis, keepdims, _BOOL, _BOOL, out_dt, op is OpKind.ALL)
+    if op in (OpKind.MAX, OpKind.MIN):
+        if out_dt != in_dt:
+            raise Unsupported("max/min changing dtype")
+        if out_dt.kind == "f":
+            ident = -np.inf if op is OpKind.MAX else np.inf
+        elif out_dt == _BOOL:
+            ident = op is OpKind.MIN
+        else:
+            info = np.iinfo(out_dt)
+            ident = info.min if op is OpKind.MAX else info.max
+        return ReductionPlan(op, axis, keepdims, out_dt, out_dt, out_dt, ident)
+    # sum / prod / mean: NumPy casts elements to the result dtype, then accumulates
+    if out_dt == _BOOL:
+        raise Unsupported("bool sum")
+    if op is OpKind.PROD and out_dt.kind == "f":
+        # A float product's overflow/underflow to inf/0 depends on the order of the factors
+        # (inf * 0 is NaN): no bound relates two orders, so NumPy keeps computing it.
+        raise Unsupported("float product")
+    if out_dt.kind == "f":
+        acc = _F64
+    elif out_dt.kind == "i":
+        acc = np.dtype(np.int64)
+    else:
+        acc = np.dtype(np.uint64)
+    value_dt = out_dt
+    if op is OpKind.MEAN and "dtype" not in node.attrs and in_dt.kind in "iub":
+        value_dt = _F64
+    return ReductionPlan(op, axis, keepdims, value_dt, acc, out_dt, 1 if op is OpKind.PROD else 0)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helper functions emitted into kernel modules (templates per dtype)
+# ---------------------------------------------------------------------------------------------
+
+_HELPERS = {
+    # NumPy integer floor_divide: x // 0 == 0, MIN // -1 == MIN (wraps), else floor division.
+    "fdiv": """\
+def {name}(a, b):
+    if b == 0:
+        return {C}(0)
+    if {signed} and b == -1:
+        return {C}(-a)
+    return {C}(a // b)
+""",
+    # NumPy integer remainder (Python's sign rule): x % 0 == 0, x % -1 == 0.
+    "mod": """\
+def {name}(a, b):
+    if b == 0:
+        return {C}(0)
+    if {signed} and b == -1:
+        return {C}(0)
+    return {C}(a % b)
+""",
+    # NumPy integer fmod (C's sign rule): x fmod 0 == 0.
+    "fmod": """\
+def {name}(a, b):
+    if b == 0:
+        return {C}(0)
+    if {signed} and b == -1:
+        return {C}(0)
+    r = a % b
+    if r != 0 and (r < 0) != (a < 0):
+        r = r - b
+    return {C}(r)
+""",
+    # NumPy integer power by squaring, wrapping in the dtype (the caller rejects b < 0).
+    "ipow": """\
+def {name}(a, b):
+    if b <= 0:
+        return {C}(1)
+    r = {W}(a) if b & 1 else {W}(1)
+    x = {W}(a)
+    e = b >> 1
+    while e > 0:
+        x = {W}(x * x)
+        if e & 1:
+            r = {W}(r * x)
+        e = e >> 1
+    return {C}(r)
+""",
+    # NumPy shifts: a shift by the width or more (or by a negative amount) gives 0 / -1.
+    "shl": """\
+def {name}(a, b):
+    if b < 0 or b >= {bits}:
+        return {C}(0)
+    return {C}({W}(a) << {W}(b))
+""",
+    "shr": """\
+def {name}(a, b):
+    if b < 0 or b >= {bits}:
+        return {C}(-1) if a < 0 else {C}(0)
+    return {C}({W}(a) >> {W}(b))
+""",
+    # CUDA device math, guarded so the simulator (Python's math) sees no domain errors.
+    "_dexp": """\
+def {name}(x):
+    if x != x:
+        return x
+    if x > {hi}:
+        return {C}(np.inf)
+    if x < {lo}:
+        return {C}(0)
+    return {C}(math.exp(x))
+""",
+    "_dlog": """\
+def {name}(x):
+    if x != x or x < 0:
+        return {C}(np.nan)
+    if x == 0:
+        return {C}(-np.inf)
+    if x == np.inf:
+        return x
+    return {C}(math.log(x))
+""",
+    "_dtanh": """\
+def {name}(x):
+    if x != x:
+        return x
+    return {C}(math.tanh(x))
+""",
+    "_dsqrt": """\
+def {name}(x):
+    if x != x or x < 0:
+        return {C}(np.nan)
+    if x == np.inf:
+        return x
+    return {C}(math.sqrt(x))
+""",
+}
+
+
+def _helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str]:
+    name = f"_{kind.strip('_')}_{np.dtype(dtype).name}"
+    dtype = np.dtype(dtype)
+    params: dict[str, Any] = {"name": name, "C": ctor(dtype)}
+    if dtype.kind in "iu":
+        params["signed"] = dtype.kind == "i"
+        params["bits"] = dtype.itemsize * 8
+        params["W"] = "np.int64" if dtype.kind == "i" else "np.uint64"
+    if dtype.kind == "f":
+        params["hi"] = "88.72283935546875" if dtype.itemsize == 4 else "709.782712893384"
+        params["lo"] = "-103.97208404541016" if dtype.itemsize == 4 else "-745.1332191019412"
+    return name, decorator + "\n" + _HELPERS[kind].format(**params)
+
+
+# ---------------------------------------------------------------------------------------------
+# Kernel bodies
+# ---------------------------------------------------------------------------------------------
+
+@dataclass
+class _Value:
+    kind: str          # "array" | "scalar" | "inline" | "call"
+    name: str
+    dtype: np.dtype
+    stage: int = 0     # stage where it is computed (call results: available from stage)
+
+
+class _Body:
+    """Emission context of one node's expression: operands, constants, helper calls."""
+
+    def __init__(self, kernel: "_KernelWriter", node: Node, operands: list[str],
+                 dtypes: list[np.dtype | None], out: np.dtype, lines: list[str],
+                 indent: str) -> None:
+        self.k = kernel
+        self.node = node
+        self.ops = operands
+        self.dtypes = dtypes
+        self.out = out
+        self.lines = lines
+        self.indent = indent
+        loop_dt = next((d for d in dtypes if d is not None), out)
+        self.loop_dtype = loop_dt
+        self.one = kernel.const(1, loop_dt)
+        self.zero = kernel.const(0, loop_dt)
+
+    def const(self, value: Any) -> str:
+        return self.k.const(value, self.loop_dtype)
+
+    def truth(self, k: int) -> str:
+        dt = self.dtypes[k] if self.dtypes[k] is not None else self.k.operand_dtype(
+            self.node.args[k])
+        return _truth(self.ops[k], dt)
+
+    def let(self, expr: str, dtype: np.dtype) -> str:
+        name = self.k.fresh("c")
+        self.lines.append(f"{self.indent}{name} = {expr}")
+        return name
+
+    def cast_arg(self, k: int, dst: np.dtype) -> str:
+        return self.k.cast(self.ops[k], self.k.operand_dtype(self.node.args[k]), dst,
+                           self.lines, self.indent)
+
+    def helper(self, kind: str, o: list[str]) -> str:
+        name = self.k.helper(kind, self.loop_dtype)
+        return f"{name}({', '.join(o)})"
+
+    def int_power(self, o: list[str]) -> str:
+        if self.loop_dtype.kind == "i":
+            self.k.check(f"({o[1]} < 0)", self.lines, self.indent)
+        return self.helper("ipow", o)
+
+    def device_math(self, name: str, x: str) -> str:
+        return f"{self.k.helper(name, self.loop_dtype)}({x})"
+
+
+@dataclass
+class KernelSource:
+    """A generated kernel module and what its callers need to know about it."""
+
+    source: str
+    key: str                          # content hash (kernel identity across processes)
+    target: str
+    array_inputs: list[int]           # indices into segment.inputs passed as arrays
+    scalar_inputs: list[int]          # ... passed as scalars (0-d values)
+    map_outputs: list[int]            # indices into segment.outputs that are elementwise
+    reduction: ReductionPlan | None
+    calls: list[tuple[np.ufunc, tuple[np.dtype, ...]]] = field(default_factory=list)
+    rank: int = 0
+    input_dtypes: list[np.dtype] = field(default_factory=list)
+    output_dtypes: list[np.dtype] = field(default_factory=list)
+
+    @property
+    def n_calls(self) -> int:
+        return len(self.calls)
+
+
+class _KernelWriter:
+    """Writes the kernels of one segment for one target."""
+
+    def __init__(self, seg: Segment, target: str, prefix: str = "") -> None:
+        self.seg = seg
+        self.target = target
+        self.prefix = prefix
+        self.scratch: dict[str, list[tuple[str, str, str]]] = {}
+        self.rank = len(seg.domain)
+        self.members = set(seg.nodes)
+        self.helpers: dict[str, str] = {}
+        self.consts: dict[tuple[str, str], str] = {}
+        self.const_lines: list[str] = []
+        self._fresh = 0
+        self.lowerings: dict[Node, Lowering] = {n: lower(n, target) for n in seg.elementwise}
+        self.red = reduction_plan(seg.reduction) if seg.reduction is not None else None
+        self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape != ()]
+        self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape == ()]
+        self.map_outputs = [i for i, n in enumerate(seg.outputs) if n is not seg.reduction]
+        self.calls = [n for n in seg.elementwise if self.lowerings[n].call is not None]
+        self._plan_stages()
+
+    # -- small utilities ---------------------------------------------------------------------
+    def fresh(self, prefix: str) -> str:
+        self._fresh += 1
+        return f"{prefix}{self._fresh}"
+
+    def const(self, value: Any, dtype: np.dtype) -> str:
+        src = const_source(value, dtype)
+        key = (src, np.dtype(dtype).name)
+        name = self.consts.get(key)
+        if name is None:
+            name = self.consts[key] = f"{self.prefix}K{len(self.consts)}"
+            self.const_lines.append(f"{name} = {src}")
+        return name
+
+    def helper(self, kind: str, dtype: np.dtype) -> str:
+        decorator = "@_device" if self.target == "cuda" else "@_inline"
+        name, src = _helper_source(kind, dtype, decorator)
+        self.helpers[name] = src
+        return name
+
+    def check(self, cond: str, lines: list[str], indent: str) -> None:
+        lines.append(f"{indent}bad = bad | {cond}")
+
+    def operand_dtype(self, arg: Any) -> np.dtype:
+        if isinstance(arg, Node):
+            return np.dtype(arg.aval.dtype)
+        return _weak_dtype(arg)
+
+    def cast(self, expr: str, src: np.dtype, dst: np.dtype, lines: list[str],
+             indent: str) -> str:
+        """``expr`` (of dtype ``src``) as ``dst``, exactly as NumPy's ``astype`` casts."""
+        src, dst = np.dtype(src), np.dtype(dst)
+        if src == dst:
+            return expr
+        if dst == _BOOL:
+            return f"({expr} != 0)"
+        if src.kind == "f" and dst.kind in "iu":
+            # NaN, inf and out-of-range values have no defined integer: NumPy decides them.
+            v = self.fresh("v")
+            lines.append(f"{indent}{v} = {expr}")
+            if dst.kind == "i":
+                lo, hi = -(2.0 ** (dst.itemsize * 8 - 1)) - 1, 2.0 ** (dst.itemsize * 8 - 1)
+            else:
+                lo, hi = -1.0, 2.0 ** (dst.itemsize * 8)
+            lo_c = self.const(np.array(lo).astype(src), src)
+            hi_c = self.const(np.array(hi).astype(src), src)
+            self.check(f"(not (({v} > {lo_c}) & ({v} < {hi_c})))", lines, indent)
+            safe = f"({v} if ({v} > {lo_c}) & ({v} < {hi_c}) else {self.const(0, src)})"
+            return f"{ctor(dst)}({safe})"
+        if src == _BOOL:
+            return f"({self.const(1, dst)} if {expr} else {self.const(0, dst)})"
+        return f"{ctor(dst)}({expr})"
+
+    # -- stages ------------------------------------------------------------------------------
+    def _plan_stages(self) -> None:
+        """Stage of each member: the max of its operands' stages; a NumPy loop call's result
+        is available one stage after its operands."""
+        stage: dict[Node, int] = {}
+        avail: dict[Node, int] = {}
+        for n in self.seg.elementwise:
+            s = max((avail.get(a, 0) for a in n.inputs), default=0)
+            stage[n] = s
+            avail[n] = s + 1 if self.lowerings[n].call is not None else s
+        self.stage = stage
+        self.avail = avail
+        last = max(avail.values(), default=0)
+        if self.seg.reduction is not None:
+            x = self.seg.reduction.args[0]
+            last = max(last, avail.get(x, 0))
+        self.n_stages = last + 1
+        # values needed in a later stage than where they are computed go through a buffer
+        self.buffered: set[Node] = set()
+        users_stage: dict[Node, int] = {}
+        for n in self.seg.elementwise:
+            for a in n.inputs:
+                if a in self.members:
+                    users_stage[a] = max(users_stage.get(a, 0), stage[n])
+        for a, s in users_stage.items():
+            if self.lowerings[a].call is None and s > stage[a]:
+                self.buffered.add(a)
+
+    # -- module ------------------------------------------------------------------------------
+    def write(self) -> KernelSource:
+        if self.target == "cpu":
+            body = self._cpu_kernels()
+        else:
+            body = self._cuda_kernel()
+        header = [
+            f"# kernel_ext generated kernel (codegen v{CODEGEN_VERSION}, target {self.target})",
+            f"# segment: {self.seg.describe()}",
+            # The signature is part of the text (so of the cache key): two segments whose
+            # code reads the same can still differ in their inputs' dtypes.
+            "# inputs: " + ", ".join(f"{np.dtype(n.aval.dtype).name}/{len(n.aval.shape)}"
+                                     for n in self.seg.inputs),
+            "# outputs: " + ", ".join(f"{np.dtype(n.aval.dtype).name}/{len(n.aval.shape)}"
+                                      for n in self.seg.outputs),
+            "import math",
+            "import numpy as np",
+        ]
+        if self.target == "cpu":
+            header.append("from kernel_ext.backends.numba_math import inline as _inline, "
+                          "kernel as _kernel, call_loop as _call_loop")
+        else:
+            header.append("from kernel_ext.backends.numba_cuda import device as _device, "
+                          "kernel as _kernel")
+        parts = ["\n".join(header), "\n".join(self.const_lines)]
+        parts += list(self.helpers.values())
+        parts += body
+        source = "\n\n".join(p for p in parts if p) + "\n"
+        key = hashlib.sha256(source.encode()).hexdigest()[:24]
+        calls = [self.lowerings[n].call for n in self.calls]
+        return KernelSource(source, key, self.target, self.array_inputs, self.scalar_inputs,
+                            self.map_outputs, self.red, calls, self.rank,  # type: ignore[arg-type]
+                            [np.dtype(n.aval.dtype) for n in self.seg.inputs],
+                            [np.dtype(n.aval.dtype) for n in self.seg.outputs])
+
+    # -- CPU -------------------------------------------------------------------------------
+    def _arg_names(self) -> tuple[list[str], list[str], list[str], list[str]]:
+        arrays = [f"in{i}" for i in self.array_inputs]
+        scalars = [f"s{i}" for i in self.scalar_inputs]
+        outs = [f"out{i}" for i in self.map_outputs]
+        loops = []
+        for k in range(len(self.calls)):
+            loops += [f"f{k}", f"d{k}"]
+        return arrays, scalars, outs, loops
+
+    def _cpu_kernels(self) -> list[str]:
+        arrays, scalars, outs, loops = self._arg_names()
+        flat_args = ["start", "stop"] + arrays + scalars + outs + loops
+        dims = [f"n{d}" for d in range(self.rank)]
+        nd_args = dims + arrays + scalars + outs + (["acc"] if self.red else []) + loops
+        flat = self._cpu_kernel("k_flat", flat_args, nd=False)
+        kernels = [flat]
+        if self.rank >= 1:
+            kernels.append(self._cpu_kernel("k_nd", nd_args, nd=True))
+        return kernels
+
+    def _cpu_kernel(self, name: str, args: list[str], nd: bool, scratch: bool = False,
+                    decorator: str = "@_kernel") -> str:
+        """One kernel. With ``scratch`` its block buffers are parameters instead of being
+        allocated per call (a whole-graph function allocates them once for all its loop
+        iterations); ``self.scratch[name]`` then lists ``(param, size, dtype)``."""
+        text = self._cpu_kernel_text(name, args, nd)
+        if not scratch:
+            return text.replace("@_kernel", decorator, 1)
+        kept, specs = [], []
+        pattern = re.compile(r"^    (\w+) = np\.empty\((.+), (np\.\w+)\)$")
+        for line in text.splitlines():
+            m = pattern.match(line)
+            if m:
+                specs.append((m.group(1), m.group(2), m.group(3)))
+            else:
+                kept.append(line)
+        self.scratch[name] = specs
+        head = f"def {name}({', '.join(args + [p for p, _, _ in specs])}):"
+        kept[1] = head
+        kept[0] = decorator
+        return "\n".join(kept)
+
+    def _cpu_kernel_text(self, name: str, args: list[str], nd: bool) -> str:
+        lines = ["@_kernel", f"def {name}({', '.join(args)}):", "    bad = False"]
+        # block buffers and NumPy-loop argument vectors
+        for n in sorted(self.buffered, key=self.seg.nodes.index):
+            lines.append(f"    buf_{self._id(n)} = np.empty({BLOCK}, "
+                         f"{ctor(np.dtype(n.aval.dtype))})")
+        if self.calls:
+            # one row of loop-argument pointers and strides per NumPy loop call
+            lines.append(f"    pp = np.empty(({len(self.calls)}, 4), np.uintp)")
+            lines.append(f"    st = np.empty(({len(self.calls)}, 4), np.intp)")
+            lines.append("    dims = np.empty(1, np.intp)")
+        for k, n in enumerate(self.calls):
+            ufunc, loop = self.lowerings[n].call  # type: ignore[misc]
+            nin = ufunc.nin
+            for j, a in enumerate(n.args):
+                if self._passthrough(n, j) is not None:
+                    continue  # the loop reads the input's block view in place (per block)
+                size = BLOCK if self._is_block_operand(a) else 1
+                lines.append(f"    ci{k}_{j} = np.empty({size}, {ctor(loop[j])})")
+                lines.append(f"    pp[{k}, {j}] = ci{k}_{j}.ctypes.data")
+                step = loop[j].itemsize if self._is_block_operand(a) else 0
+                lines.append(f"    st[{k}, {j}] = {step}")
+            lines.append(f"    co{k} = np.empty({BLOCK}, {ctor(loop[nin])})")
+            lines.append(f"    pp[{k}, {nin}] = co{k}.ctypes.data")
+            lines.append(f"    st[{k}, {nin}] = {loop[nin].itemsize}")
+        red = self.red
+        flat_reduce = red is not None and not nd
+        if red is not None:
+            lines.append(f"    rbuf = np.empty({BLOCK}, {ctor(red.acc_dtype)})")
+        if flat_reduce:
+            ident = self.const(red.identity, red.acc_dtype)
+            lines.append(f"    lanes = np.empty({LANES}, {ctor(red.acc_dtype)})")
+            lines.append(f"    for l in range({LANES}):")
+            lines.append(f"        lanes[l] = {ident}")
+        indent = "    "
+        if nd:
+            for d in range(self.rank - 1):
+                lines.append(f"{indent}for i{d} in range(n{d}):")
+                indent += "    "
+            last = f"n{self.rank - 1}"
+            lines.append(f"{indent}for blk in range(0, {last}, {BLOCK}):")
+            lines.append(f"{indent}    m = min({BLOCK}, {last} - blk)")
+        else:
+            lines.append(f"{indent}for blk in range(start, stop, {BLOCK}):")
+            lines.append(f"{indent}    m = min({BLOCK}, stop - blk)")
+        indent += "    "
+        # Block views, indexed by the non-negative loop variable j: indexing the whole array
+        # with ``blk + j`` makes Numba handle negative indices and defeats vectorisation.
+        lead = "".join(f"i{d}, " for d in range(self.rank - 1)) if nd else ""
+        for i in self.array_inputs:
+            lines.append(f"{indent}b{i} = in{i}[{lead}blk:blk + m]")
+        for i in self.map_outputs:
+            lines.append(f"{indent}bo{i} = out{i}[{lead}blk:blk + m]")
+        if red is not None and nd:
+            if self._nd_scalar_reduce():
+                lines.append(f"{indent}ra = {self.const(red.identity, red.acc_dtype)}")
+            else:
+                idx = [f"i{d}" for d in range(self.rank - 1)] + ["blk:blk + m"]
+                idx[red.axis] = "0"  # type: ignore[index]
+                lines.append(f"{indent}bacc = acc[{', '.join(idx)}]")
+        for s in range(self.n_stages):
+            lines.append(f"{indent}for j in range(m):")
+            lines.extend(self._stage_body(s, indent + "    ", nd) or [f"{indent}    pass"])
+            for k, n in enumerate(self.calls):
+                if self.stage[n] == s:
+                    lines.extend(self._call_lines(k, n, indent))
+        if red is not None and nd and self._nd_scalar_reduce():
+            idx = ", ".join(["0" if d == red.axis or red.axis is None else f"i{d}"
+                             for d in range(self.rank - 1)] + ["0"])
+            lines.append(f"{indent}a = acc[{idx}]")
+            lines.append(f"{indent}v = ra")
+            lines.append(f"{indent}acc[{idx}] = {red.combine('a', 'v')}")
+        if red is not None:
+            if flat_reduce:
+                lines.append(f"{indent}mm = m - m % {LANES}")
+                lines.append(f"{indent}for j0 in range(0, mm, {LANES}):")
+                lines.append(f"{indent}    for l in range({LANES}):")
+                lines.append(f"{indent}        a = lanes[l]")
+                lines.append(f"{indent}        v = rbuf[j0 + l]")
+                lines.append(f"{indent}        lanes[l] = {red.combine('a', 'v')}")
+                lines.append(f"{indent}for j in range(mm, m):")
+                lines.append(f"{indent}    a = lanes[0]")
+                lines.append(f"{indent}    v = rbuf[j]")
+                lines.append(f"{indent}    lanes[0] = {red.combine('a', 'v')}")
+        if flat_reduce:
+            step = LANES // 2
+            while step >= 1:
+                lines.append(f"    for l in range({step}):")
+                lines.append("        a = lanes[l]")
+                lines.append(f"        v = lanes[l + {step}]")
+                lines.append(f"        lanes[l] = {red.combine('a', 'v')}")
+                step //= 2
+            lines.append("    return bad, lanes[0]")
+        else:
+            lines.append("    return bad")
+        return "\n".join(lines)
+
+    def _passthrough(self, node: Node, j: int) -> int | None:
+        """The array-input index whose block view a NumPy loop call can read directly (no
+        copy) for operand ``j``: an input array already of the loop's dtype."""
+        arg = node.args[j]
+        low = self.lowerings[node]
+        if (isinstance(arg, Node) and arg not in self.members and arg.aval.shape != ()
+                and np.dtype(arg.aval.dtype) == low.operand_dtypes[j]):
+            return self.seg.inputs.index(arg)
+        return None
+
+    def _is_block_operand(self, arg: Any) -> bool:
+        """Is ``arg`` one value per element (a member, or an array input)? Literals and 0-d
+        inputs are one value for the whole kernel (passed to a NumPy loop with stride 0)."""
+        return isinstance(arg, Node) and (arg in self.members or arg.aval.shape != ())
+
+    def _id(self, node: Node) -> int:
+        return self.seg.nodes.index(node)
+
+    def _nd_scalar_reduce(self) -> bool:
+        """Does an N-d reduction fold whole blocks (the last axis is reduced)?"""
+        red = self.red
+        return red is not None and (red.axis is None or red.axis == self.rank - 1)
+
+    def _stage_body(self, s: int, indent: str, nd: bool) -> list[str]:
+        lines: list[str] = []
+        names: dict[Any, str] = {}
+
+        def value(arg: Any, dtype: np.dtype | None) -> str:
+            """Expression of ``arg`` in this stage (loads emitted on first use)."""
+            if not isinstance(arg, Node):
+                return self.const(literal_value(arg, dtype), dtype)  # type: ignore[arg-type]
+            if arg in names:
+                return names[arg]
+            if arg in self.members:
+                low = self.lowerings[arg]
+                if low.call is not None:
+                    k = self.calls.index(arg)
+                    name = f"r{self._id(arg)}_{s}"
+                    lines.append(f"{indent}{name} = co{k}[j]")
+                    if np.dtype(arg.aval.dtype) != low.out_dtype:
+                        name = self._finish(name, low.out_dtype, arg, lines, indent, s)
+                elif self.stage[arg] < s:
+                    name = f"r{self._id(arg)}_{s}"
+                    lines.append(f"{indent}{name} = buf_{self._id(arg)}[j]")
+                else:
+                    raise AssertionError("operand computed later than its user")
+            else:
+                i = self.seg.inputs.index(arg)
+                if arg.aval.shape == ():
+                    name = f"s{i}"
+                else:
+                    name = f"x{i}_{s}"
+                    lines.append(f"{indent}{name} = b{i}[j]")
+            names[arg] = name
+            return name
+
+        for n in self.seg.elementwise:
+            if self.stage[n] != s:
+                continue
+            low = self.lowerings[n]
+            operands = []
+            for arg, dt in zip(n.args, low.operand_dtypes):
+                if arg is None:
+                    operands.append("None")
+                    continue
+                if dt is None:  # cast/where condition: the operand as it is
+                    operands.append(value(arg, self.operand_dtype(arg)))
+                    continue
+                expr = value(arg, dt)
+                if isinstance(arg, Node):
+                    expr = self.cast(expr, np.dtype(arg.aval.dtype), dt, lines, indent)
+                operands.append(expr)
+            if low.call is not None:
+                k = self.calls.index(n)
+                for j, (arg, expr) in enumerate(zip(n.args, operands)):
+                    if self._is_block_operand(arg) and self._passthrough(n, j) is None:
+                        lines.append(f"{indent}ci{k}_{j}[j] = {expr}")
+                continue
+            body = _Body(self, n, operands, low.operand_dtypes, low.out_dtype, lines, indent)
+            expr = low.inline(operands, body)  # type: ignore[misc]
+            t = f"t{self._id(n)}"
+            if _keeps_type(low):
+                lines.append(f"{indent}{t} = {expr}")
+            else:
+                lines.append(f"{indent}{t} = {ctor(low.out_dtype)}({expr})")
+            if np.dtype(n.aval.dtype) != low.out_dtype:
+                t = self._finish(t, low.out_dtype, n, lines, indent, s)
+            names[n] = t
+            if n in self.buffered:
+                lines.append(f"{indent}buf_{self._id(n)}[j] = {t}")
+        # outputs and the reduced value, once their values exist in this stage
+        for k, i in enumerate(self.map_outputs):
+            n = self.seg.outputs[i]
+            if self.avail[n] == s:
+                lines.append(f"{indent}bo{i}[j] = {value(n, None)}")
+        red = self.red
+        if red is not None:
+            x = self.seg.reduction.args[0]  # type: ignore[union-attr]
+            x_stage = self.avail.get(x, 0) if x in self.members else 0
+            if x_stage == s:
+                v = value(x, None)
+                v = self.cast(v, np.dtype(x.aval.dtype), red.value_dtype, lines, indent)
+                if red.op in (OpKind.ANY, OpKind.ALL):
+                    v = _truth(v, red.value_dtype)
+                else:
+                    v = self.cast(v, red.value_dtype, red.acc_dtype, lines, indent)
+                if nd and self._nd_scalar_reduce():
+                    lines.append(f"{indent}v = {v}")
+                    lines.append(f"{indent}ra = {red.combine('ra', 'v')}")
+                elif nd:
+                    lines.append(f"{indent}a = bacc[j]")
+                    lines.append(f"{indent}v = {v}")
+                    lines.append(f"{indent}bacc[j] = {red.combine('a', 'v')}")
+                else:
+                    lines.append(f"{indent}rbuf[j] = {v}")
+        return lines
+
+    def _finish(self, name: str, have: np.dtype, node: Node, lines: list[str], indent: str,
+                s: int) -> str:
+        out = self.cast(name, have, np.dtype(node.aval.dtype), lines, indent)
+        t = f"u{self._id(node)}_{s}"
+        lines.append(f"{indent}{t} = {out}")
+        return t
+
+    def _call_lines(self, k: int, n: Node, indent: str) -> list[str]:
+        low = self.lowerings[n]
+        lines = []
+        for j, arg in enumerate(n.args):
+            if not self._is_block_operand(arg):
+                # a literal or 0-d operand: one element, stride 0 (as NumPy broadcasts it)
+                dt = low.operand_dtypes[j]
+                if isinstance(arg, Node):
+                    i = self.seg.inputs.index(arg)
+                    src = self.cast(f"s{i}", np.dtype(arg.aval.dtype), dt, lines, indent)
+                else:
+                    src = self.const(literal_value(arg, dt), dt)  # type: ignore[arg-type]
+                lines.append(f"{indent}ci{k}_{j}[0] = {src}")
+        for j in range(len(n.args)):
+            i = self._passthrough(n, j)
+            if i is not None:
+                lines.append(f"{indent}pp[{k}, {j}] = b{i}.ctypes.data")
+                lines.append(f"{indent}st[{k}, {j}] = b{i}.strides[0]")
+        lines.append(f"{indent}dims[0] = m")
+        lines.append(f"{indent}_call_loop(f{k}, pp[{k}].ctypes.data, dims.ctypes.data, "
+                     f"st[{k}].ctypes.data, d{k})")
+        return lines
+
+    # -- CUDA ------------------------------------------------------------------------------
+    def _cuda_kernel(self) -> list[str]:
+        """One grid-stride kernel over the flattened domain (N-d index unravelled), writing
+        map outputs and, for a reduction, one partial accumulator per thread."""
+        arrays, scalars, outs, _ = self._arg_names()
+        dims = [f"n{d}" for d in range(self.rank)]
+        args = ["total"] + dims + arrays + scalars + outs + (["acc"] if self.red else []) \
+            + ["flag"]
+        lines = ["@_kernel", f"def k_cuda({', '.join(args)}):",
+                 "    bad = False", "    start = cuda.grid(1)",
+                 "    step = cuda.gridsize(1)"]
+        red = self.red
+        if red is not None:
+            lines.append(f"    r = {self.const(red.identity, red.acc_dtype)}")
+        lines.append("    for flat in range(start, total, step):")
+        indent = "        "
+        lines.append(f"{indent}rest = flat")
+        for d in range(self.rank - 1, -1, -1):
+            lines.append(f"{indent}i{d} = rest % n{d}")
+            lines.append(f"{indent}rest = rest // n{d}")
+        idx = ", ".join(f"i{d}" for d in range(self.rank)) or "0"
+        names: dict[Any, str] = {}
+        body: list[str] = []
+
+        def value(arg: Any, dtype: np.dtype | None) -> str:
+            if not isinstance(arg, Node):
+                return self.const(literal_value(arg, dtype), dtype)  # type: ignore[arg-type]
+            if arg in names:
+                return names[arg]
+            i = self.seg.inputs.index(arg)
+            if arg.aval.shape == ():
+                name = f"s{i}"
+            else:
+                name = f"x{i}"
+                body.append(f"{indent}{name} = in{i}[{idx}]")
+            names[arg] = name
+            return name
+
+        for n in self.seg.elementwise:
+            low = self.lowerings[n]
+            operands = []
+            for arg, dt in zip(n.args, low.operand_dtypes):
+                if arg is None:
+                    operands.append("None")
+                elif dt is None:
+                    operands.append(value(arg, self.operand_dtype(arg)))
+                else:
+                    expr = value(arg, dt)
+                    if isinstance(arg, Node):
+                        expr = self.cast(expr, np.dtype(arg.aval.dtype), dt, body, indent)
+                    operands.append(expr)
+            b = _Body(self, n, operands, low.operand_dtypes, low.out_dtype, body, indent)
+            t = f"t{self._id(n)}"
+            body.append(f"{indent}{t} = {ctor(low.out_dtype)}({low.inline(operands, b)})")
+            if np.dtype(n.aval.dtype) != low.out_dtype:
+                cast = self.cast(t, low.out_dtype, np.dtype(n.aval.dtype), body, indent)
+                body.append(f"{indent}{t}c = {cast}")
+                t = f"{t}c"
+            names[n] = t
+        for i in self.map_outputs:
+            body.append(f"{indent}out{i}[{idx}] = {value(self.seg.outputs[i], None)}")
+        if red is not None:
+            x = self.seg.reduction.args[0]  # type: ignore[union-attr]
+            v = value(x, None)
+            v = self.cast(v, np.dtype(x.aval.dtype), red.value_dtype, body, indent)
+            if red.op in (OpKind.ANY, OpKind.ALL):
+                v = _truth(v, red.value_dtype)
+            else:
+                v = self.cast(v, red.value_dtype, red.acc_dtype, body, indent)
+            body.append(f"{indent}v = {v}")
+            body.append(f"{indent}r = {red.combine('r', 'v')}")
+        lines += body
+        if red is not None:
+            lines.append("    acc[start] = r")
+        lines.append("    if bad:")
+        lines.append("        flag[0] = 1")
+        return ["from numba import cuda", "\n".join(lines)]
+
+
+def _keeps_type(low: Lowering) -> bool:
+    """Does Numba's typing of the inline expression already give the loop's output dtype?
+
+    Float and bool arithmetic on same-dtype operands stays in that dtype, as does int64;
+    smaller integers are widened by Numba and need the explicit cast back (which also wraps
+    them exactly as NumPy's fixed-width arithmetic does)."""
+    out = low.out_dtype
+    ins = {d for d in low.operand_dtypes if d is not None}
+    if out.kind == "b":
+        return True
+    return out.kind == "f" and ins <= {out} or out == np.dtype(np.int64) and ins <= {out}
+
+
+def _weak_dtype(value: Any) -> np.dtype:
+    if isinstance(value, (bool, np.bool_)):
+        return _BOOL
+    if isinstance(value, (int, np.integer)):
+        return np.dtype(np.int64)
+    return _F64
+
+
+def generate(seg: Segment, target: str = "cpu") -> KernelSource:
+    """The kernel module of ``seg`` for ``target`` ("cpu" or "cuda")."""
+    return _KernelWriter(seg, target).write()
+
+
+def segment_fusible(nodes: Sequence[Node], target: str = "cpu") -> bool:
+    """True when every node can be compiled for ``target``."""
+    return all(can_compile(n, target) for n in nodes)
+
+
+__all__ = ["BLOCK", "CODEGEN_VERSION", "KernelSource", "LANES", "Lowering", "ReductionPlan",
+           "SUPPORTED_DTYPES", "Unsupported", "can_compile", "const_source", "ctor",
+           "generate", "literal_value", "loop_dtypes", "lower", "reduction_plan"]

@@ -1,0 +1,96 @@
+"""The Numba CPU backend: compiles generated kernel modules for exact signatures.
+
+Only the background compiler (or a synchronous compile) imports this module, so Numba is
+loaded the first time a kernel is needed, never by ``import kernel_ext`` or on a call's
+critical path.
+
+Each kernel is compiled for one explicit signature per variant, and further compilation is
+then disabled, so a call can never trigger a compile (a mismatched call raises instead and
+the runner would not make one). Inputs are typed as *read-only* arrays: Numba converts a
+writable array to a read-only parameter for free, so one compiled signature serves writable,
+read-only (``setflags(write=False)``) and NumPy-owned inputs alike.
+
+* ``k_flat``: ``(intp start, intp stop, C-contiguous 1-D inputs, scalars, 1-D outputs, loop
+  addresses)`` -> ``bad`` (or ``(bad, accumulator)`` for a reduction);
+* ``k_nd``: ``(intp dims..., any-layout N-d inputs, scalars, C N-d outputs, [accumulator],
+  loop addresses)`` -> ``bad``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import from_dtype, types
+
+from . import kernel_cache
+from .codegen import KernelSource
+
+
+def _scalar(dtype: np.dtype) -> types.Type:
+    return from_dtype(np.dtype(dtype))
+
+
+def signature(ksrc: KernelSource, variant: str) -> tuple[types.Type, ...]:
+    """The one signature a kernel variant is compiled for."""
+    seg_inputs = ksrc.input_dtypes
+    arrays, scalars = [], []
+    nd = variant == "nd"
+    for i in ksrc.array_inputs:
+        dt = _scalar(seg_inputs[i])
+        if nd:
+            arrays.append(types.Array(dt, ksrc.rank, "A", readonly=True))
+        else:
+            arrays.append(types.Array(dt, 1, "C", readonly=True))
+    for i in ksrc.scalar_inputs:
+        scalars.append(_scalar(seg_inputs[i]))
+    outs = [types.Array(_scalar(ksrc.output_dtypes[i]), ksrc.rank if nd else 1, "C")
+            for i in ksrc.map_outputs]
+    loops = [types.uintp] * (2 * ksrc.n_calls)
+    if nd:
+        acc = []
+        if ksrc.reduction is not None:
+            acc = [types.Array(_scalar(ksrc.reduction.acc_dtype), ksrc.rank, "C")]
+        return tuple([types.intp] * ksrc.rank + arrays + scalars + outs + acc + loops)
+    return tuple([types.intp, types.intp] + arrays + scalars + outs + loops)
+
+
+def graph_signature(descr: tuple) -> tuple[types.Type, ...]:
+    """A whole-graph function's signature from its arguments' descriptions."""
+    sig = []
+    for d in descr:
+        if d[0] == "array":
+            sig.append(types.Array(_scalar(np.dtype(d[1])), d[2], d[3], readonly=True))
+        else:
+            sig.append(_scalar(np.dtype(d[1])))
+    return tuple(sig)
+
+
+def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
+                    ) -> tuple[object, bool]:
+    """Compile (or load from Numba's disk cache) one kernel variant.
+
+    Returns ``(dispatcher, cache_hit)``. A failure while loading cached code (a corrupt
+    cache entry) deletes the entry and compiles afresh once.
+    """
+    if variant.startswith("graph"):
+        name, sig = "graph", graph_signature(descr or ())
+    else:
+        name, sig = {"flat": "k_flat", "nd": "k_nd"}[variant], signature(ksrc, variant)
+    for attempt in (0, 1):
+        module, entry, _ = kernel_cache.load(ksrc.source)
+        dispatcher = getattr(module, name)
+        try:
+            dispatcher.compile(sig)
+        except Exception:
+            if attempt:
+                raise
+            # A corrupt or stale cache entry: remove every file of it and rebuild.
+            kernel_cache.purge(entry)
+            continue
+        if name != "graph":  # the C and A variants share the graph dispatcher
+            dispatcher.disable_compile()
+        hits = sum(dispatcher.stats.cache_hits.values())
+        return dispatcher, hits > 0
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+__all__ = ["compile_variant", "signature"]

@@ -1,0 +1,35 @@
+"""Is a real CUDA GPU present? Answered without importing Numba when there is no driver.
+
+``backend="auto"`` asks this on every compile, so the common case (no NVIDIA driver) must be
+cheap and must not load Numba: only when the driver library or device nodes exist is
+``numba.cuda`` imported to ask ``cuda.is_available()`` — and the CUDA *simulator*
+(``NUMBA_ENABLE_CUDASIM=1``) never counts as a GPU for ``auto``.
+"""
+
+from __future__ import annotations
+
+import ctypes.util
+import functools
+import glob
+import os
+
+
+@functools.lru_cache(maxsize=1)
+def driver_present() -> bool:
+    return bool(glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/proc/driver/nvidia")
+                or ctypes.util.find_library("cuda") or ctypes.util.find_library("nvcuda"))
+
+
+@functools.lru_cache(maxsize=1)
+def real_gpu_available() -> bool:
+    """True when Numba can use a real CUDA device (the simulator does not count)."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0") or not driver_present():
+        return False
+    try:
+        from numba import config, cuda
+        return bool(cuda.is_available() and not config.ENABLE_CUDASIM)
+    except Exception:  # a broken driver or toolkit: no GPU for us
+        return False
+
+
+__all__ = ["driver_present", "real_gpu_available"]

@@ -1,0 +1,56 @@
+"""What every generated CPU kernel module imports: its decorators and the NumPy-loop call.
+
+Kept in one small, stable module so that generated kernels stay self-contained text (their
+cache key covers this module's version through :data:`ABI`), and Numba is imported only here
+and in the other ``numba_*`` modules, lazily (``import kernel_ext`` never loads Numba).
+
+Compilation flags, and why:
+
+* ``error_model="numpy"``: float division by zero gives inf/nan as in NumPy instead of
+  raising (integer division never reaches Numba's check: the generated helpers guard it);
+* ``nogil=True``: a kernel releases the GIL, so the parallel runner's threads and the user's
+  own threads really run at once (we never use Numba's ``parallel=True``: no threading layer
+  is ever loaded, so the ``workqueue`` layer cannot abort the process when two Python threads
+  call kernels concurrently);
+* ``cache=True``: compiled code is stored next to the generated source (or under
+  ``NUMBA_CACHE_DIR``), so a new process loads a kernel instead of compiling it;
+* no ``fastmath``: it would let LLVM reassociate and contract float arithmetic, changing
+  results. Reductions get their SIMD parallelism from explicit independent lanes instead.
+"""
+
+from __future__ import annotations
+
+import numba
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+#: Bump when the code below changes meaning: it is part of every kernel's cache key.
+ABI = "1"
+
+kernel = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
+inline = numba.njit(inline="always", error_model="numpy", nogil=True)
+
+
+@intrinsic
+def call_loop(typingctx, fptr, args, dims, steps, data):  # type: ignore[no-untyped-def]
+    """Call a NumPy ufunc inner loop ``void loop(char **args, npy_intp const *dimensions,
+    npy_intp const *steps, void *data)`` given as an address (see :mod:`.ufunc_loops`).
+
+    All five arguments are ``uintp`` addresses; passing addresses as arguments (rather than
+    baking them into the code) keeps compiled kernels valid in every process, so they can be
+    cached on disk.
+    """
+    sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, types.uintp)
+
+    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+        ptr = ir.IntType(8).as_pointer()
+        fnty = ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, ptr])
+        fn = builder.inttoptr(values[0], fnty.as_pointer())
+        builder.call(fn, [builder.inttoptr(v, ptr) for v in values[1:]])
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+__all__ = ["ABI", "call_loop", "inline", "kernel"]

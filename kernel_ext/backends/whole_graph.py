@@ -1,0 +1,681 @@
+"""``jit_compile=True``: a whole graph, control flow included, compiled into one Numba function.
+
+Where the fused executor runs Python between kernels, here the graph's ``while`` loops and
+``cond`` branches, its fused segments, matrix products and shape ops all live in one
+``nopython`` function, so a loop over small arrays costs what the arithmetic costs (the seed's
+``while np.sum(x) > 1: x = np.tanh(x)`` runs its ~40 iterations without touching Python).
+
+The generated module is self-contained text, cached like any kernel: every fused segment's
+kernel core (:mod:`.codegen`, with its block buffers passed in, so the function allocates them
+once for all iterations), then ``graph(inputs..., constants..., loop addresses...)``:
+
+* 0-d values are Numba scalars, everything else arrays; array values carried through a loop
+  or out of a branch are fresh C-contiguous arrays (copies where needed), so every path of
+  the control flow has one Numba type;
+* a segment's domain is broadcast from its inputs' run-time shapes; whatever NumPy would
+  answer with an error or a value only it defines (incompatible shapes, an index out of
+  range, a NaN cast to int) raises a private signal, and the call is rerun by the fused
+  executor, so the result — or the error — is NumPy's own;
+* float matrix products call NumPy's own ``matmul`` inner loop (same BLAS path, same bits);
+  integer and bool products are plain loops (exact: wrapping arithmetic is associative).
+
+Graphs with ops this compiler does not cover (prints, variable writes, sorting, fancy
+indexing, ...) run on the fused executor instead, with a warning that names the op, as
+TensorFlow's ``jit_compile=True`` names the op XLA cannot compile. The first call of a new
+graph runs on the fused executor while the whole-graph function compiles in the background
+(:func:`~kernel_ext.backends.fused.set_synchronous` makes it synchronous).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Graph, Node, OpKind
+from ..ir.abstract import DynamicIndex
+from ..passes.fusion import Segment, partition, schedule
+from ..trace.pytree import TreeNode
+from . import Executable
+from .codegen import (CODEGEN_VERSION, KernelSource, Unsupported, _KernelWriter, can_compile,
+                      const_source, ctor)
+from .fused import COMPILER, KernelHandle, compile_fused, handle_for, segment_reports
+from .numpy_backend import _access, _Namer, _output_expr, _Scope
+from .ufunc_loops import find_loop
+
+SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a NumPy rerun
+
+_SHAPE_OPS = {OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.COPY,
+              OpKind.BROADCAST_TO}
+
+
+class _Val:
+    """A graph value in the generated function: its name, whether it is a Numba scalar, and
+    whether it is a fresh C-contiguous array this function owns."""
+
+    __slots__ = ("name", "scalar", "fresh")
+
+    def __init__(self, name: str, scalar: bool, fresh: bool) -> None:
+        self.name, self.scalar, self.fresh = name, scalar, fresh
+
+
+class _GraphWriter:
+    def __init__(self, graph: Graph) -> None:
+        self.graph = graph
+        self.lines: list[str] = []
+        self.module_parts: list[str] = []
+        self.helpers: dict[str, str] = {}
+        self.scratch_lines: list[str] = []
+        self.params: list[str] = []            # generated function parameters, in order
+        self.param_nodes: list[Node] = []      # the top-level placeholders they hold
+        self.constants: list[Any] = []         # constant arrays passed as arguments
+        self.loop_args: list[tuple[int, int]] = []
+        self._n = 0
+        self._segments = 0
+
+    def fresh(self, prefix: str = "t") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    # -- support check ----------------------------------------------------------------------
+    def check(self, graph: Graph) -> None:
+        """Raise Unsupported naming the first op this compiler cannot handle exactly."""
+        for node in graph.nodes:
+            op = node.op
+            if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.GET_OUTPUT, OpKind.DIM):
+                pass
+            elif op is OpKind.COND:
+                for g in node.attrs["branches"]:
+                    self.check(g)
+            elif op is OpKind.WHILE:
+                self.check(node.attrs["cond"])
+                self.check(node.attrs["body"])
+            elif op in _SHAPE_OPS:
+                self._check_shape(node)
+            elif op is OpKind.MATMUL:
+                a, b = node.args
+                if not (isinstance(a, Node) and isinstance(b, Node) and a.aval.ndim == 2
+                        and b.aval.ndim == 2 and a.aval.dtype == b.aval.dtype == node.dtype):
+                    raise Unsupported("matmul other than 2-D @ 2-D of one dtype")
+                if node.dtype.kind == "f" and find_loop(np.matmul, (node.dtype,) * 3) is None:
+                    raise Unsupported(f"no NumPy matmul loop for {node.dtype}")
+                if node.dtype.kind not in "fiub":
+                    raise Unsupported(f"matmul of {node.dtype}")
+            elif op is OpKind.GETITEM:
+                self._check_getitem(node)
+            elif not can_compile(node, "cpu"):
+                raise Unsupported(f"op '{op.value}' ({node.name})")
+            if node.aval is not None and not isinstance(node.aval, tuple) and \
+                    node.aval.shape is None:
+                raise Unsupported(f"unknown rank ({node.name})")
+        for inp in graph.inputs:
+            if inp.aval.shape is None:
+                raise Unsupported(f"input '{inp.name}' of unknown rank")
+
+    def _check_shape(self, node: Node) -> None:
+        if node.op is OpKind.EXPAND_DIMS and not isinstance(node.attrs["axis"], int):
+            raise Unsupported("expand_dims with several axes")
+
+    def _check_getitem(self, node: Node) -> None:
+        for c in node.attrs["index"]:
+            if isinstance(c, slice):
+                if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
+                    raise Unsupported("slice with traced bounds")
+            elif isinstance(c, DynamicIndex):
+                arg = node.args[c.position]
+                if not isinstance(arg, Node) or arg.aval.shape != () or \
+                        arg.dtype.kind not in "iu":
+                    raise Unsupported("indexing with an array")
+            elif not isinstance(c, (int, np.integer)):
+                raise Unsupported(f"index component {c!r}")
+
+    # -- emission -----------------------------------------------------------------------------
+    def write(self) -> str:
+        self.check(self.graph)
+        env: dict[Node, _Val] = {}
+        for node in self.graph.inputs:
+            name = f"p{len(self.params)}"
+            self.params.append(name)
+            self.param_nodes.append(node)
+            env[node] = _Val(name, node.aval.shape == (), False)
+        body: list[str] = []
+        outs = self.emit_graph(self.graph, env, body, "    ")
+        consts = [f"c{i}" for i in range(len(self.constants))]
+        loops = []
+        for k in range(len(self.loop_args)):
+            loops += [f"f{k}", f"d{k}"]
+        head = ["@_kernel", f"def graph({', '.join(self.params + consts + loops)}):"]
+        ret = "    return (" + "".join(o.name + ", " for o in outs) + ")"
+        func = "\n".join(head + self.scratch_lines + body + [ret])
+        header = "\n".join([
+            f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
+            "# inputs: " + ", ".join(f"{n.dtype.name}/{len(n.aval.shape)}"
+                                     for n in self.graph.inputs),
+            "import math",
+            "import numpy as np",
+            "from kernel_ext.backends.numba_math import inline as _inline, kernel as _kernel, "
+            "call_loop as _call_loop",
+        ])
+        parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
+        return "\n\n".join(parts) + "\n"
+
+    def emit_graph(self, graph: Graph, env: dict[Node, _Val], lines: list[str],
+                   indent: str) -> list[_Val]:
+        segs = partition(graph, lambda n: can_compile(n, "cpu"))
+        for item in schedule(graph, segs):
+            if isinstance(item, Segment):
+                self.emit_segment(item, env, lines, indent)
+            else:
+                self.emit_node(item, env, lines, indent)
+        return [env[o] for o in graph.outputs]
+
+    def signal(self, lines: list[str], indent: str, cond: str) -> None:
+        lines.append(f"{indent}if {cond}:")
+        lines.append(f"{indent}    raise FloatingPointError('{SIGNAL}')")
+
+    # -- fused segments ---------------------------------------------------------------------
+    def emit_segment(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
+                     indent: str) -> None:
+        k = self._segments
+        self._segments += 1
+        px = f"s{k}_"
+        w = _KernelWriter(seg, "cpu", prefix=px)
+        rank = len(seg.domain)
+        arrays, scalars, outs, loops = w._arg_names()
+        ins = [env[n] for n in seg.inputs]
+        # The contiguous kernel serves segments whose array inputs all span the domain (no
+        # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
+        flat = rank == 0 or (all(seg.inputs[i].aval.shape == seg.domain
+                                 for i in w.array_inputs)
+                             and (w.red is None or w.red.axis is None) and w.array_inputs)
+        if flat:
+            kname = f"{px}flat"
+            text = w._cpu_kernel(kname, ["start", "stop"] + arrays + scalars + outs + loops,
+                                 nd=False, scratch=True)
+        else:
+            kname = f"{px}nd"
+            dims = [f"n{d}" for d in range(rank)]
+            text = w._cpu_kernel(kname, dims + arrays + scalars + outs +
+                                 (["acc"] if w.red else []) + loops, nd=True, scratch=True)
+        self.module_parts.append("\n".join(w.const_lines))
+        self.helpers.update(w.helpers)
+        self.module_parts.append(text)
+        scratch = []
+        for pname, size, dt in w.scratch[kname]:
+            var = f"{px}{pname}"
+            self.scratch_lines.append(f"    {var} = np.empty({size}, {dt})")
+            scratch.append(var)
+        loop_names = []
+        for ufunc, loop in (w.lowerings[n].call for n in w.calls):  # type: ignore[misc]
+            found = find_loop(ufunc, loop)
+            assert found is not None
+            idx = len(self.loop_args)
+            self.loop_args.append(found)
+            loop_names += [f"f{idx}", f"d{idx}"]
+        scalar_args = [ins[i].name for i in w.scalar_inputs]
+        red = w.red
+        if flat and rank > 0:
+            self._emit_flat(seg, w, px, kname, ins, scalar_args, loop_names, scratch, env,
+                            lines, indent)
+            return
+        if rank == 0:
+            out_names = []
+            for i in w.map_outputs:
+                buf = f"{px}o{i}"
+                dt = ctor(np.dtype(seg.outputs[i].dtype))
+                self.scratch_lines.append(f"    {buf} = np.empty(1, {dt})")
+                out_names.append(buf)
+            call = f"{kname}(0, 1, {', '.join(scalar_args + out_names + loop_names + scratch)})"
+            if red is not None:
+                lines.append(f"{indent}{px}bad, {px}acc = {call}")
+            else:
+                lines.append(f"{indent}{px}bad = {call}")
+            self.signal(lines, indent, f"{px}bad")
+            for i, buf in zip(w.map_outputs, out_names):
+                t = self.fresh()
+                lines.append(f"{indent}{t} = {buf}[0]")
+                env[seg.outputs[i]] = _Val(t, True, False)
+            if red is not None:
+                t = self.fresh()
+                acc = f"{px}acc"
+                if red.op is OpKind.MEAN:
+                    acc = f"({acc} / 1.0)"
+                lines.append(f"{indent}{t} = {ctor(red.out_dtype)}({acc})")
+                env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
+            return
+        # the domain: NumPy broadcasting of the array inputs' run-time shapes
+        dims = [f"{px}n{d}" for d in range(rank)]
+        for d in dims:
+            lines.append(f"{indent}{d} = 1")
+        for i in w.array_inputs:
+            a = ins[i]
+            r = len(seg.inputs[i].aval.shape)
+            for ax in range(r):
+                d = dims[rank - r + ax]
+                v = self.fresh("e")
+                lines.append(f"{indent}{v} = {a.name}.shape[{ax}]")
+                lines.append(f"{indent}if {v} != 1:")
+                self.signal(lines, indent + "    ", f"{d} != 1 and {d} != {v}")
+                lines.append(f"{indent}    {d} = {v}")
+        shape = "(" + "".join(f"{d}, " for d in dims) + ")"
+        if red is not None:  # NumPy's empty reductions: an error, a NaN, a warning
+            self.signal(lines, indent, " * ".join(dims) + " == 0")
+        arr_args = []
+        static = None not in seg.domain
+        for i in w.array_inputs:
+            a = ins[i]
+            if seg.inputs[i].aval.shape == seg.domain and static:
+                arr_args.append(a.name)  # already the domain's shape: no view needed
+                continue
+            v = self.fresh("b")
+            lines.append(f"{indent}{v} = np.broadcast_to({a.name}, {shape})")
+            arr_args.append(v)
+        out_names = []
+        for i in w.map_outputs:
+            t = self.fresh()
+            lines.append(f"{indent}{t} = np.empty({shape}, {ctor(np.dtype(seg.outputs[i].dtype))})")
+            out_names.append(t)
+            env[seg.outputs[i]] = _Val(t, False, True)
+        acc_args = []
+        if red is not None:
+            keep = "(" + "".join(("1" if red.axis is None or d == red.axis else dims[d]) + ", "
+                                 for d in range(rank)) + ")"
+            acc = self.fresh("acc")
+            lines.append(f"{indent}{acc} = np.full({keep}, "
+                         f"{const_source(red.identity, red.acc_dtype)}, "
+                         f"{ctor(red.acc_dtype)})")
+            acc_args.append(acc)
+        call = f"{kname}({', '.join(dims + arr_args + scalar_args + out_names + acc_args + loop_names + scratch)})"
+        self.signal(lines, indent, call)
+        if red is not None:
+            self._finish_reduction(seg, red, acc_args[0], dims, env, lines, indent)
+
+    def _emit_flat(self, seg: Segment, w: _KernelWriter, px: str, kname: str,
+                   ins: list[_Val], scalar_args: list[str], loop_names: list[str],
+                   scratch: list[str], env: dict[Node, _Val], lines: list[str],
+                   indent: str) -> None:
+        red = w.red
+        first = ins[w.array_inputs[0]].name
+        for i in w.array_inputs[1:]:
+            self.signal(lines, indent, f"{ins[i].name}.shape != {first}.shape")
+        n = f"{px}size"
+        lines.append(f"{indent}{n} = {first}.size")
+        if red is not None:
+            self.signal(lines, indent, f"{n} == 0")
+        arr_args = []
+        for i in w.array_inputs:
+            v = self.fresh("r")
+            lines.append(f"{indent}{v} = {ins[i].name}.ravel()")
+            arr_args.append(v)
+        out_names = []
+        for i in w.map_outputs:
+            t = self.fresh()
+            lines.append(f"{indent}{t} = np.empty({n}, {ctor(np.dtype(seg.outputs[i].dtype))})")
+            out_names.append(t)
+        call = f"{kname}(0, {n}, {', '.join(arr_args + scalar_args + out_names + loop_names + scratch)})"
+        if red is not None:
+            lines.append(f"{indent}{px}bad, {px}acc = {call}")
+        else:
+            lines.append(f"{indent}{px}bad = {call}")
+        self.signal(lines, indent, f"{px}bad")
+        rank = len(seg.domain)
+        for i, t in zip(w.map_outputs, out_names):
+            if rank > 1:
+                lines.append(f"{indent}{t} = {t}.reshape({first}.shape)")
+            env[seg.outputs[i]] = _Val(t, False, True)
+        if red is not None:
+            acc = f"{px}acc"
+            if red.op is OpKind.MEAN:
+                acc = f"({acc} / {n})"
+            t = self.fresh()
+            lines.append(f"{indent}{t} = {ctor(red.out_dtype)}({acc})")
+            if red.keepdims:
+                lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+                env[seg.reduction] = _Val(t, False, True)  # type: ignore[index]
+            else:
+                env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
+
+    def _finish_reduction(self, seg: Segment, red: Any, acc: str, dims: list[str],
+                          env: dict[Node, _Val], lines: list[str], indent: str) -> None:
+        out_dt = ctor(red.out_dtype)
+        rank = len(dims)
+        if red.op is OpKind.MEAN:
+            count = " * ".join(dims) if red.axis is None else dims[red.axis]
+            lines.append(f"{indent}{acc} = {acc} / ({count})")
+        t = self.fresh()
+        if red.axis is None and not red.keepdims:
+            lines.append(f"{indent}{t} = {out_dt}({acc}.ravel()[0])")
+            env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
+            return
+        lines.append(f"{indent}{t} = {acc}.astype({out_dt})")
+        if not red.keepdims:
+            rest = [dims[d] for d in range(rank) if d != red.axis]
+            shape = "(" + "".join(f"{d}, " for d in rest) + ")"
+            lines.append(f"{indent}{t} = {t}.reshape({shape})")
+        env[seg.reduction] = _Val(t, False, True)  # type: ignore[index]
+
+    # -- other ops ----------------------------------------------------------------------------
+    def emit_node(self, node: Node, env: dict[Node, _Val], lines: list[str],
+                  indent: str) -> None:
+        op = node.op
+        if op is OpKind.PLACEHOLDER:
+            return
+        if op is OpKind.CONSTANT:
+            value = np.asarray(node.attrs["value"])
+            name = f"c{len(self.constants)}"
+            self.constants.append(value[()] if value.ndim == 0 else value)
+            env[node] = _Val(name, value.ndim == 0, False)
+            return
+        args = [env[a] if isinstance(a, Node) else a for a in node.args]
+        t = self.fresh()
+        scalar = node.aval is not None and not isinstance(node.aval, tuple) and \
+            node.aval.shape == ()
+        if op is OpKind.GET_OUTPUT:
+            src = args[0]
+            lines.append(f"{indent}{t} = {src.name}[{node.attrs['index']}]")
+            env[node] = _Val(t, scalar, True)
+            return
+        if op is OpKind.DIM:
+            lines.append(f"{indent}{t} = np.int64({args[0].name}.shape[{node.attrs['axis']}])")
+            env[node] = _Val(t, True, False)
+            return
+        if op is OpKind.COND:
+            self._emit_cond(node, args, t, env, lines, indent)
+            return
+        if op is OpKind.WHILE:
+            self._emit_while(node, args, t, env, lines, indent)
+            return
+        if op is OpKind.MATMUL:
+            self._emit_matmul(node, args, t, lines, indent)
+            env[node] = _Val(t, False, True)
+            return
+        if op is OpKind.GETITEM:
+            self._emit_getitem(node, args, t, lines, indent)
+            env[node] = _Val(t, scalar, False)
+            return
+        x = args[0].name
+        if op is OpKind.RESHAPE:
+            shape = tuple(node.attrs["shape"])
+            if shape == ():
+                lines.append(f"{indent}{t} = np.ascontiguousarray({x}).ravel()[0]")
+            else:
+                lines.append(f"{indent}{t} = np.ascontiguousarray({x}).reshape({shape!r})")
+        elif op is OpKind.TRANSPOSE:
+            axes = node.attrs.get("axes")
+            axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else \
+                tuple(axes)
+            lines.append(f"{indent}{t} = np.transpose({x}, {axes!r})")
+        elif op is OpKind.EXPAND_DIMS:
+            lines.append(f"{indent}{t} = np.expand_dims({x}, {int(node.attrs['axis'])})")
+        elif op is OpKind.BROADCAST_TO:
+            lines.append(f"{indent}{t} = np.broadcast_to({x}, {tuple(node.attrs['shape'])!r})")
+        elif op is OpKind.COPY:
+            lines.append(f"{indent}{t} = {x}.copy()" if not args[0].scalar else
+                         f"{indent}{t} = {x}")
+            env[node] = _Val(t, scalar, True)
+            return
+        else:  # pragma: no cover - check() rejects everything else
+            raise Unsupported(op.value)
+        env[node] = _Val(t, scalar, False)
+
+    def _emit_getitem(self, node: Node, args: list[Any], t: str, lines: list[str],
+                      indent: str) -> None:
+        x = args[0]
+        parts = []
+        shape = node.args[0].aval.shape
+        axis = 0
+        for c in node.attrs["index"]:
+            if isinstance(c, slice):
+                parts.append(f"{'' if c.start is None else c.start}:"
+                             f"{'' if c.stop is None else c.stop}"
+                             f"{'' if c.step is None else ':' + str(c.step)}")
+                axis += 1
+                continue
+            if isinstance(c, DynamicIndex):
+                i = args[c.position].name
+            else:
+                i = str(int(c))
+            # an index out of range is an IndexError in NumPy: rerun there to raise it
+            v = self.fresh("i")
+            lines.append(f"{indent}{v} = {i}")
+            n = f"{x.name}.shape[{axis}]"
+            self.signal(lines, indent, f"{v} < -{n} or {v} >= {n}")
+            parts.append(v)
+            axis += 1
+        del shape
+        lines.append(f"{indent}{t} = {x.name}[{', '.join(parts) or ':'}]")
+
+    def _emit_matmul(self, node: Node, args: list[_Val], t: str, lines: list[str],
+                     indent: str) -> None:
+        a, b = args[0].name, args[1].name
+        dt = np.dtype(node.dtype)
+        self.signal(lines, indent, f"{a}.shape[1] != {b}.shape[0]")
+        if dt.kind == "f":
+            found = find_loop(np.matmul, (dt,) * 3)
+            idx = len(self.loop_args)
+            self.loop_args.append(found)  # type: ignore[arg-type]
+            self.helpers["_matmul_loop"] = _MATMUL_LOOP
+            lines.append(f"{indent}{t} = _matmul_loop({a}, {b}, {ctor(dt)}, f{idx}, d{idx})")
+        else:
+            name = "_matmul_bool" if dt.kind == "b" else "_matmul_int"
+            self.helpers[name] = _MATMUL_BOOL if dt.kind == "b" else _MATMUL_INT
+            lines.append(f"{indent}{t} = {name}({a}, {b}, np.zeros(({a}.shape[0], "
+                         f"{b}.shape[1]), {ctor(dt)}))")
+
+    def _carry(self, v: _Val, lines: list[str], indent: str) -> str:
+        """A value that may be carried through a loop or out of a branch: one Numba type on
+        every path (fresh C-contiguous arrays; scalars as they are)."""
+        if v.scalar or v.fresh:
+            return v.name
+        t = self.fresh("k")
+        lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")
+        return t
+
+    def _emit_cond(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
+                   lines: list[str], indent: str) -> None:
+        pred, operands = args[0], args[1:]
+        outs = [f"{t}_{i}" for i in range(len(node.aval))]
+        for head, graph in zip((f"if {pred.name}:", "else:"), node.attrs["branches"]):
+            lines.append(f"{indent}{head}")
+            sub = dict(env)
+            for ph, v in zip(graph.inputs, operands):
+                sub[ph] = v
+            inner = indent + "    "
+            vals = self.emit_graph(graph, sub, lines, inner)
+            names = [self._carry(v, lines, inner) for v in vals]
+            if outs:
+                lines.append(f"{inner}{', '.join(outs)}, = {', '.join(names)},")
+            else:
+                lines.append(f"{inner}pass")
+        lines.append(f"{indent}{t} = ({''.join(o + ', ' for o in outs)})")
+        env[node] = _Val(t, False, True)
+
+    def _emit_while(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
+                    lines: list[str], indent: str) -> None:
+        n = node.attrs["n_vars"]
+        cond_g, body_g = node.attrs["cond"], node.attrs["body"]
+        init, captures = args[:n], args[n:]
+        lvars = [_Val(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
+        for lv, v in zip(lvars, init):
+            lines.append(f"{indent}{lv.name} = {self._carry(v, lines, indent)}")
+        lines.append(f"{indent}while True:")
+        inner = indent + "    "
+        sub = dict(env)
+        for ph, v in zip(cond_g.inputs, lvars + captures):
+            sub[ph] = v
+        (test,) = self.emit_graph(cond_g, sub, lines, inner)
+        lines.append(f"{inner}if not {test.name}:")
+        lines.append(f"{inner}    break")
+        sub = dict(env)
+        for ph, v in zip(body_g.inputs, lvars + captures):
+            sub[ph] = v
+        vals = self.emit_graph(body_g, sub, lines, inner)
+        names = [self._carry(v, lines, inner) for v in vals]
+        if lvars:
+            lines.append(f"{inner}{', '.join(lv.name for lv in lvars)}, = "
+                         f"{', '.join(names)},")
+        lines.append(f"{indent}{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
+        env[node] = _Val(t, False, True)
+
+
+_MATMUL_INT = """\
+@_inline
+def _matmul_int(a, b, out):
+    for i in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            aik = a[i, k]
+            for j in range(b.shape[1]):
+                out[i, j] = out[i, j] + aik * b[k, j]
+    return out
+"""
+
+_MATMUL_BOOL = """\
+@_inline
+def _matmul_bool(a, b, out):
+    for i in range(a.shape[0]):
+        for k in range(a.shape[1]):
+            if a[i, k]:
+                for j in range(b.shape[1]):
+                    out[i, j] = out[i, j] or b[k, j]
+    return out
+"""
+
+# NumPy's own matmul inner loop (a gufunc loop: outer count, then m, n, p; outer strides,
+# then the core strides of a, b and out), called as np.matmul calls it on these arrays.
+_MATMUL_LOOP = """\
+@_inline
+def _matmul_loop(a, b, dtype, f, d):
+    out = np.empty((a.shape[0], b.shape[1]), dtype)
+    ptrs = np.empty(3, np.uintp)
+    ptrs[0] = a.ctypes.data
+    ptrs[1] = b.ctypes.data
+    ptrs[2] = out.ctypes.data
+    dims = np.empty(4, np.intp)
+    dims[0] = 1
+    dims[1] = a.shape[0]
+    dims[2] = a.shape[1]
+    dims[3] = b.shape[1]
+    steps = np.empty(9, np.intp)
+    steps[0] = 0
+    steps[1] = 0
+    steps[2] = 0
+    steps[3] = a.strides[0]
+    steps[4] = a.strides[1]
+    steps[5] = b.strides[0]
+    steps[6] = b.strides[1]
+    steps[7] = out.strides[0]
+    steps[8] = out.strides[1]
+    if dims[1] > 0 and dims[3] > 0:
+        if dims[2] == 0:
+            out[:] = 0
+        else:
+            _call_loop(f, ptrs.ctypes.data, dims.ctypes.data, steps.ctypes.data, d)
+    return out
+"""
+
+
+# ---------------------------------------------------------------------------------------------
+# The executable
+# ---------------------------------------------------------------------------------------------
+
+def _describe(value: Any) -> tuple:
+    """What the compiled signature needs to know about one argument."""
+    if isinstance(value, np.ndarray) and value.ndim > 0:
+        return ("array", value.dtype.str, value.ndim,
+                "C" if value.flags.c_contiguous else "A")
+    return ("scalar", np.asarray(value).dtype.str)
+
+
+def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
+                        name: str = "graph") -> Executable:
+    """The whole-graph executable of ``graph``, or the fused executor (with a warning naming
+    the op) when the graph holds ops this compiler does not cover."""
+    t0 = time.perf_counter()
+    fallback, fb_source, plans = compile_fused(graph, tree, n_params, mode="numba",
+                                               filename=f"<kx-fused {name}>")
+    writer = _GraphWriter(graph)
+    try:
+        source = writer.write()
+    except Unsupported as e:
+        warnings.warn(f"kx.function(jit_compile=True) '{name}': {e} cannot be compiled into "
+                      "one function; the graph runs as fused segments instead. Fix: remove "
+                      "jit_compile=True, or move that op out of the function.",
+                      RuntimeWarning, stacklevel=4)
+        reports = segment_reports(plans, "numba-cpu")
+        reports.append({"kind": "whole-graph", "state": "unsupported", "reason": str(e)})
+        return Executable(fallback, fb_source, "numba-cpu", reports,
+                          (time.perf_counter() - t0) * 1e3)
+    key = hashlib.sha256(source.encode()).hexdigest()[:24]
+    ksrc = KernelSource(source, key, "cpu", [], [], [], None)
+    handle = handle_for(ksrc)
+    run, run_source = _runner(graph, tree, n_params, writer, handle, fallback)
+    report = {"id": 0, "kind": "whole-graph", "backend": "numba-cpu",
+              "ops": [n.op.value for n in graph.nodes if n.op is not OpKind.PLACEHOLDER],
+              "nodes": [n.name for n in graph.nodes], "kernel": key, "state": "pending",
+              "variants": {}, "compile_ms": 0.0, "cache": None, "error": None,
+              "reason": "jit_compile=True"}
+    from .fused import SegmentReport
+    report = SegmentReport(report)
+    handle.reports[id(report)] = report
+    handle._update_reports()
+    return Executable(run, run_source, "numba-cpu", [report], (time.perf_counter() - t0) * 1e3)
+
+
+def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
+            handle: KernelHandle, fallback: Callable[..., Any]) -> tuple[Callable, str]:
+    """``run(p0, ...)``: extract the graph's inputs, call the compiled function (or the
+    fused executor until it is compiled, or when it signals), rebuild the outputs."""
+    namer = _Namer()
+    consts = [namer.bind(c, "_c") for c in writer.constants]
+    loops = []
+    for f, d in writer.loop_args:
+        loops += [namer.bind(np.uintp(f), "_f"), namer.bind(np.uintp(d), "_d")]
+    namer.globals.update(_H=handle, _fallback=fallback, _describe=_describe,
+                         _deferred=COMPILER.deferred, _flush=COMPILER.flush, _SIGNAL=SIGNAL)
+    params = ", ".join(f"p{i}" for i in range(n_params))
+    lines = [f"def run({params}):"]
+    ins = []
+    for node in writer.param_nodes:
+        expr = _access(node.attrs["path"], namer)
+        v = f"a{len(ins)}"
+        if node.aval.shape == ():
+            lines.append(f"    {v} = {expr}[()]")
+        else:
+            lines.append(f"    {v} = {expr}")
+        ins.append(v)
+    args = ", ".join(ins + consts + loops)
+    array_ins = [v for v, n in zip(ins, writer.param_nodes) if n.aval.shape != ()]
+    contiguous = " and ".join(f"{v}.flags.c_contiguous" for v in array_ins) or "True"
+    lines.append(f"    g = _H.graph_c if {contiguous} else _H.graph_a")
+    lines.append("    if g is None:")
+    lines.append(f"        _H.need_graph(({args}{',' if args else ''}))")
+    lines.append(f"        _r = _fallback({params})")
+    lines.append("        if _deferred:")
+    lines.append("            _flush()")
+    lines.append("        return _r")
+    lines.append("    try:")
+    lines.append(f"        outs = g({args})")
+    lines.append("    except FloatingPointError as e:")
+    lines.append("        if str(e) != _SIGNAL:")
+    lines.append("            raise")
+    lines.append(f"        return _fallback({params})")
+    scope = _Scope("v_")
+    for i, o in enumerate(graph.outputs):
+        dt = namer.bind(np.dtype(o.dtype).type, "_t")
+        if o.aval.shape == ():
+            lines.append(f"    {scope.var(o)} = {dt}(outs[{i}])")
+        else:
+            lines.append(f"    {scope.var(o)} = outs[{i}]")
+    lines.append(f"    _r = {_output_expr(tree, graph, namer, scope)}")
+    lines.append("    if _deferred:")
+    lines.append("        _flush()")
+    lines.append("    return _r")
+    source = "\n".join(lines) + "\n"
+    exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
+    return namer.globals["run"], source
+
+
+__all__ = ["SIGNAL", "compile_whole_graph"]

@@ -1,0 +1,347 @@
+"""The ``%%tffunction`` cell magic and the ``%retrace_report`` line magic.
+
+Both are thin: they parse their line with IPython's ``magic_arguments`` (bad usage raises
+``UsageError``), then call the public API (``kx.function``), the cell helpers
+(:mod:`.cells`), the report (:mod:`.report`) and the monitor (:mod:`.monitor`).
+"""
+
+from __future__ import annotations
+
+import ast
+import hashlib
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from .. import errors
+from ..engine import Function, explain, function as kx_function, registry
+from . import cells, report as report_module
+from .monitor import Monitor
+from .cells import (CellFunctionInfo, CellFunctionRegistry, CellLocator, analyse_cell,
+                    compile_cell_source, defaults_identity, is_static_global, node_identity)
+from .signature_spec import SignatureSpecError, parse_signature
+
+__all__ = ["TFFunctionMagics"]
+
+_BACKEND_ALIASES = {"numba": ("numba", "numba_cpu", "cpu"), "cuda": ("cuda", "numba_cuda"),
+                    "numpy": ("numpy",), "auto": ("auto",)}
+
+
+def _unquote(text: str) -> str:
+    # IPython's argument splitter keeps the quotes around a quoted value.
+    text = text.strip()
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+@magics_class
+class TFFunctionMagics(Magics):
+    """``%%tffunction`` and ``%retrace_report`` (``%load_ext kernel_ext`` registers them)."""
+
+    def __init__(self, shell: Any, locator: CellLocator | None = None) -> None:
+        super().__init__(shell)
+        self.locator = locator or CellLocator(shell)
+        self.registry = CellFunctionRegistry()
+        self._monitors: dict[str, Any] = {}   # function key -> the monitor its cell shows
+        self._cell_id: str | None = None
+
+    def pre_run_cell(self, info: Any = None) -> None:
+        """Remember the running cell's id (JupyterLab sends one): it keys unnamed cells."""
+        self._cell_id = getattr(info, "cell_id", None)
+
+    # ------------------------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("name", nargs="?", default=None,
+              help="make the whole cell one traced function called NAME")
+    @argument("--input-signature", "-s", dest="input_signature", default=None, metavar="SPEC",
+              help='fix the accepted signature: "x: float32[None, 3], n: int32[]", or a Python '
+                   "expression giving a list of kx.TensorSpec")
+    @argument("--reduce-retracing", action="store_true",
+              help="generalise dimensions that vary to None instead of retracing for each")
+    @argument("--backend", default="auto", choices=["auto", "numpy", "numba", "cuda"],
+              help="executor for the graphs (default: auto)")
+    @argument("--jit-compile", action="store_true",
+              help="compile whole graphs, loops included (Numba)")
+    @argument("--no-autograph", action="store_true",
+              help="trace Python control flow as written (no if/while/for conversion)")
+    @argument("--strict", action="store_true",
+              help="raise instead of retracing, with the full explanation as the message")
+    @argument("--no-widget", action="store_true", help="do not show the live monitor")
+    @cell_magic
+    def tffunction(self, line: str, cell: str) -> Any:
+        """Turn the functions a cell defines, or the cell itself, into traced functions.
+
+        **A cell that defines functions**: each top-level ``def`` becomes a ``kx.function``
+        bound under its name; the cell's other statements run as usual (after a ``def``, its
+        name is the traced function)::
+
+            %%tffunction
+            def dense(x, w):
+                return np.tanh(x @ w)
+
+            dense(np.ones((2, 3)), w)        # traced once, then cached
+
+        **A cell as a function** (a cell without ``def``, or with a NAME): the cell body is
+        the function. Its inputs are the names it reads from the notebook (arrays become
+        graph inputs, Python values are part of the signature), its outputs the names it
+        assigns, written back to the notebook after it runs. Running the cell calls it;
+        re-running it reuses the trace while the inputs keep their signature::
+
+            %%tffunction step
+            y = np.tanh(x @ w) * scale
+            total = np.sum(y)
+
+        **Signatures**: ``--input-signature`` fixes the one signature accepted (None for
+        dimensions that vary, ``[*]`` for any rank, a Python value for a constant argument);
+        it also accepts a Python expression evaluated in the notebook::
+
+            %%tffunction --input-signature "x: float32[None, 3], n: int64[]"
+            %%tffunction -s "[kx.TensorSpec([None, 3], np.float32)]"
+
+        **Re-running and editing**: re-running a cell whose function is unchanged keeps the
+        same function (its traces and history); an edited function is a new one, and its
+        history says ``cell [12] edited``. ``--strict`` makes any retrace an error that
+        explains it; ``%retrace_report`` explains every retrace of the kernel.
+        """
+        args = parse_argstring(self.tffunction, line)
+        if not cell.strip():
+            raise UsageError("%%tffunction: the cell is empty; write a def, or the code of "
+                             "the function, below the magic line")
+        number = cells.current_cell_number(self.shell)
+        options = self._options(args)
+        raw = f"%%tffunction {line}".rstrip() + "\n" + cell
+        try:
+            program = analyse_cell(cell)
+        except SyntaxError as e:
+            line_text = (e.text or "").strip()
+            hint = ("\n(IPython syntax such as %magics and !commands cannot be used inside a "
+                    "%%tffunction cell: it is Python that is traced)"
+                    if line_text.startswith(("%", "!")) else "")
+            raise UsageError(f"%%tffunction: syntax error in the cell, line "
+                             f"{e.lineno}: {e.msg}\n  {line_text}{hint}") from None
+        has_defs = any(isinstance(s, ast.FunctionDef) for s in program.tree.body)
+        if args.name is None and has_defs:
+            return self._def_cell(args, options, cell, raw, program, number)
+        return self._cell_function(args, options, cell, raw, program, number)
+
+    # -- options ------------------------------------------------------------------------------
+    def _options(self, args: Any) -> dict:
+        from ..backends import BACKENDS
+        backend = next((b for b in _BACKEND_ALIASES.get(args.backend, (args.backend,))
+                        if b in BACKENDS), None)
+        if backend is None:
+            raise UsageError(f"%%tffunction --backend {args.backend}: this installation offers "
+                             f"{', '.join(BACKENDS)}")
+        return {"reduce_retracing": args.reduce_retracing, "backend": backend,
+                "jit_compile": True if args.jit_compile else None,
+                "autograph": not args.no_autograph}
+
+    def _signature(self, text: str | None, params: list[str],
+                   what: str) -> tuple[list[Any] | None, list[str]]:
+        """``(input_signature, parameter order)`` for ``params`` from ``--input-signature``."""
+        if text is None:
+            return None, params
+        text = _unquote(text)
+        try:
+            entries = parse_signature(text)
+        except SignatureSpecError as spec_error:
+            value = self._evaluate_signature(text)
+            if value is None:
+                raise UsageError(f"%%tffunction --input-signature: {spec_error}") from None
+            if len(value) > len(params):
+                raise UsageError(f"%%tffunction --input-signature: {len(value)} entries, but "
+                                 f"{what} takes {len(params)} ({', '.join(params)})")
+            return list(value), params
+        names = [e.name for e in entries]
+        if names[0] is None:
+            if len(entries) > len(params):
+                raise UsageError(f"%%tffunction --input-signature: {len(entries)} entries, but "
+                                 f"{what} takes {len(params)} ({', '.join(params) or 'none'})")
+            return [e.spec for e in entries], params
+        unknown = [n for n in names if n not in params]
+        if unknown:
+            raise UsageError(f"%%tffunction --input-signature names {', '.join(unknown)}, but "
+                             f"{what} takes ({', '.join(params)})")
+        return [e.spec for e in entries], names + [p for p in params if p not in names]
+
+    def _evaluate_signature(self, text: str) -> list | None:
+        try:
+            value = eval(text, self.shell.user_ns)  # noqa: S307 - the user's own expression
+        except Exception:  # noqa: BLE001 - then it was meant as the mini-language
+            return None
+        return list(value) if isinstance(value, (list, tuple)) else None
+
+    def _make(self, python_function: Any, signature: list | None, options: dict,
+              name: str) -> Function:
+        try:
+            return kx_function(python_function, input_signature=signature, name=name,
+                               **options)
+        except (ValueError, TypeError, errors.KxError) as e:
+            raise UsageError(f"%%tffunction: {e}") from None
+
+    # -- a cell that defines functions ------------------------------------------------------------
+    def _def_cell(self, args: Any, options: dict, cell: str, raw: str, program: Any,
+                  number: int) -> Any:
+        ns = self.shell.user_ns
+        filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
+        body = program.tree.body
+        value = None
+        for i, stmt in enumerate(body):
+            if i == len(body) - 1 and isinstance(stmt, ast.Expr):
+                value = eval(compile(ast.Expression(stmt.value), filename, "eval"), ns)
+                break
+            exec(compile(ast.Module([stmt], type_ignores=[]), filename, "exec"), ns)
+            if isinstance(stmt, ast.FunctionDef):
+                ns[stmt.name] = self._adopt(stmt, ns[stmt.name], args, options, number)
+        return value
+
+    def _adopt(self, node: ast.FunctionDef, value: Any, args: Any, options: dict,
+               number: int) -> Any:
+        """The traced Function for a ``def`` just run: the previous one if unchanged."""
+        if isinstance(value, Function):  # already @kx.function: keep it, note its cell
+            if cells.cell_info(value) is None:
+                cells.set_cell_info(value, CellFunctionInfo(
+                    value.__name__, number, "def", [f"cell [{number}] defined"]))
+            self._show(f"def:{node.name}", value, args)
+            return value
+        if not callable(value) or not hasattr(value, "__code__"):
+            return value  # a decorator turned it into something else: leave it alone
+        params = report_module.param_names_of(value)
+        signature, _ = self._signature(args.input_signature, params, f"'{node.name}'")
+        # The signature's value, not its text: "-s SPEC" changes when SPEC does.
+        identity = (node_identity(node), repr(sorted(options.items())), repr(signature),
+                    defaults_identity(value))
+        key = f"def:{node.name}"
+        fn, previous = self.registry.lookup(key, identity)
+        if fn is not None:
+            info = cells.cell_info(fn)
+            if info is not None:
+                info.history.append(f"cell [{number}] re-run, unchanged: kept its "
+                                    f"{fn.stats['traces']} trace(s)")
+        else:
+            fn = self._make(value, signature, options, node.name)
+            info = CellFunctionInfo(node.name, number, "def",
+                                    self._history(previous, number, identity, key))
+            self.registry.store(key, identity, fn, info)
+        info.strict = args.strict
+        explain.configure(fn, strict=args.strict, magic_fixes=True)
+        self._show(key, fn, args)
+        return fn
+
+    def _history(self, previous: CellFunctionInfo | None, number: int, identity: tuple,
+                 key: str) -> list[str]:
+        if previous is None:
+            return [f"cell [{number}] defined"]
+        old = self.registry.previous_function(key)
+        traces = f", {old.stats['traces']} trace(s)" if old is not None else ""
+        previous.replaced_by = number
+        previous.history.append(f"replaced by an edit in cell [{number}]")
+        was = f"the version from cell {previous.cell_text}{traces}"
+        kept = [h for h in previous.history if not h.startswith("replaced by")][-6:]
+        return [*kept, f"cell [{number}] edited (replaces {was})"]
+
+    # -- a cell as a function ------------------------------------------------------------------
+    def _cell_function(self, args: Any, options: dict, cell: str, raw: str, program: Any,
+                       number: int) -> Any:
+        ns = self.shell.user_ns
+        inputs = [n for n in program.reads if n in ns and not is_static_global(ns[n])]
+        if args.name is not None:
+            key = f"name:{args.name}"
+        elif self._cell_id:
+            key = f"cell-id:{self._cell_id}"
+        else:
+            key = "source:" + hashlib.sha1(cell.encode()).hexdigest()
+        signature, params = self._signature(args.input_signature, inputs, "the cell (inputs)")
+        identity = (node_identity(program.tree), tuple(params), repr(sorted(options.items())),
+                    repr(signature))
+        fn, previous = self.registry.lookup(key, identity)
+        if fn is not None:
+            info = cells.cell_info(fn)
+            assert info is not None
+            info.history.append(f"cell [{number}] re-run, unchanged: kept its "
+                                f"{fn.stats['traces']} trace(s)")
+            if args.name is not None:
+                ns[args.name] = fn
+        else:
+            name = args.name or f"cell_{number}"
+            python_function, params, outputs, has_value = cells.build_cell_function(
+                name, cell, ns, number=number, first=params[:len(signature or ())],
+                shell=self.shell, locator=self.locator)
+            fn = self._make(python_function, signature, options, name)
+            info = CellFunctionInfo(name, number, "cell",
+                                    self._history(previous, number, identity, key),
+                                    params=params, outputs=outputs, has_value=has_value)
+            self.registry.store(key, identity, fn, info, strong=args.name is None)
+            if args.name is not None:
+                ns[args.name] = fn
+        info.strict = args.strict
+        explain.configure(fn, strict=args.strict, magic_fixes=True)
+        self._show(key, fn, args)
+        # Call through a one-line stub compiled as this cell's line 1: the trace records its
+        # call site as "cell [n], line 1" (not as IPython's internals).
+        filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
+        stub = compile("__kx_fn__(*__kx_args__)", filename, "eval")
+        values = [ns[p] for p in info.params]
+        result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
+        results = list(result) if isinstance(result, (tuple, list)) else [result]
+        for name, value in zip(info.outputs, results):
+            ns[name] = value
+        return results[-1] if info.has_value and results else None
+
+    # -- widgets --------------------------------------------------------------------------------
+    def _show(self, key: str, fn: Function, args: Any) -> None:
+        old = self._monitors.pop(key, None)
+        if old is not None:
+            old.close()
+        if args.no_widget:
+            return
+        try:
+            m = Monitor(fn, locator=self.locator)
+        except ImportError:
+            return  # no ipywidgets: the magic still works, without its monitor
+        self._monitors[key] = m
+        from IPython.display import display
+        display(m)
+
+    # ------------------------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("names", nargs="*", help="only these functions (by name or variable)")
+    @argument("--all", dest="include_all", action="store_true",
+              help="also list first traces and functions never traced")
+    @argument("--json", dest="as_json", action="store_true",
+              help="return the report as JSON data (for tools)")
+    @line_magic
+    def retrace_report(self, line: str) -> Any:
+        """Explain every retrace of every traced function in this kernel, costliest first.
+
+        For each function: calls, traces, cache-hit rate, trace + compile time, and for each
+        retrace: where it was called (cell and line), the closest earlier signature, each
+        argument that differs (old → new), what it cost, and a copyable fix (an
+        ``--input-signature`` / ``input_signature`` derived from the shapes seen,
+        ``--reduce-retracing``, passing an array instead of a Python number). Also lists
+        captured globals whose value changed since a trace froze it::
+
+            %retrace_report                 # every function that traced
+            %retrace_report dense step      # only these
+            %retrace_report --all           # first traces and untraced functions too
+            data = %retrace_report --json   # a dict, for tools
+        """
+        args = parse_argstring(self.retrace_report, line)
+        functions = registry.live_functions()
+        if args.names:
+            ns = self.shell.user_ns
+            found = [n for n in args.names
+                     if any(report_module.function_name(f) == n or ns.get(n) is f
+                            for f in functions)]
+            missing = [n for n in args.names if n not in found]
+            if missing:
+                raise UsageError(f"%retrace_report: no traced function named "
+                                 f"{', '.join(missing)} in this kernel")
+        reports = report_module.build_report(functions, self.locator, args.names,
+                                             args.include_all, self.shell.user_ns)
+        if args.as_json:
+            return report_module.JSONReport(report_module.report_json(reports))
+        return report_module.RetraceReport(reports)

@@ -1,0 +1,328 @@
+"""HTML and SVG renderings for the notebook: graphs, signatures, counters, retrace logs.
+
+Every string that can carry user-derived text (function and parameter names, literal values,
+reprs, call sites, explanations) goes through :func:`esc` (``html.escape`` with quotes) at the
+point it is inserted into markup; nothing here trusts its input. The output is self-contained
+(inline styles, no scripts), so it survives in a saved notebook where widgets do not render.
+
+The graph picture is a small layered layout done here (no Graphviz needed): each op sits one
+row below its deepest input, rows keep program order, edges are curves from an op to its users.
+Fused segments get a coloured, dashed outline and a legend; captured constants and variable
+ops have their own colours.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any, Iterable, Sequence
+
+__all__ = ["esc", "graph_svg", "counters_html", "signatures_html", "retrace_log_html",
+           "stale_html", "monitor_snapshot_html", "STYLE"]
+
+
+def esc(text: Any) -> str:
+    """Escape for HTML text and attribute values (quotes included)."""
+    return html.escape(str(text), quote=True)
+
+
+STYLE = ("font-family: var(--jp-ui-font-family, sans-serif); font-size: 12px; "
+         "line-height: 1.4; color: var(--jp-ui-font-color1, #222);")
+_MONO = "font-family: var(--jp-code-font-family, monospace); font-size: 12px;"
+_MUTED = "color: var(--jp-ui-font-color2, #666);"
+
+# ---------------------------------------------------------------------------------------------
+# Graph SVG
+# ---------------------------------------------------------------------------------------------
+
+_FILL = {
+    "placeholder": "#dee2e6",
+    "captured": "#ffec99",
+    "constant": "#fff3bf",
+    "stateful": "#ffc9c9",
+    "control_flow": "#d0bfff",
+    "default": "#a5d8ff",
+}
+_SEGMENT_COLOURS = ("#e8590c", "#2f9e44", "#1971c2", "#c2255c", "#6741d9", "#0c8599")
+_CHAR_W = 6.6
+_BOX_H = 34
+_ROW_GAP = 26
+_COL_GAP = 14
+
+
+def _category(node: Any) -> str:
+    op = getattr(node.op, "value", str(node.op))
+    group = getattr(getattr(node.op, "group", None), "value", "")
+    if op == "placeholder":
+        return "placeholder"
+    if op == "constant":
+        return "captured" if node.attrs.get("captured") else "constant"
+    if group in ("stateful", "control_flow"):
+        return group
+    return "default"
+
+
+def _value_text(aval: Any) -> str:
+    if aval is None:
+        return ""
+    if isinstance(aval, tuple):
+        return "(" + ", ".join(_value_text(a) for a in aval) + ")"
+    return str(aval)
+
+
+def _clip(text: str, limit: int = 30) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def _segments(executable: Any) -> tuple[list[dict], dict[str, int]]:
+    """Fused segments of an executable (dicts with ``nodes``), and node name -> segment #."""
+    out: list[dict] = []
+    member: dict[str, int] = {}
+    for raw in getattr(executable, "segments", None) or ():
+        if not isinstance(raw, dict):
+            continue
+        names = [str(getattr(n, "name", n)) for n in raw.get("nodes", ()) or ()]
+        index = len(out)
+        ops = [str(o) for o in raw.get("ops", ()) or ()]
+        label = raw.get("label") or (f"{raw.get('kind', 'fused')} segment: "
+                                     f"{_clip(' → '.join(ops) or f'{len(names)} ops', 60)}")
+        state = raw.get("state")
+        if state:
+            label += f" ({state}"
+            if raw.get("compile_ms"):
+                label += f", compiled in {float(raw['compile_ms']):.0f} ms"
+            label += ")"
+        out.append({"label": str(label),
+                    "backend": str(raw.get("backend", getattr(executable, "backend", ""))),
+                    "nodes": names})
+        for name in names:
+            member.setdefault(name, index)
+    return out, member
+
+
+def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
+    """An SVG picture of a concrete function's (optimised) graph."""
+    from ..ir.graph import subgraphs
+
+    graph = concrete_function.graph
+    nodes = list(graph.get_operations())
+    clipped = len(nodes) > max_nodes
+    nodes = nodes[:max_nodes]
+    index = {id(n): i for i, n in enumerate(nodes)}
+    outputs = {id(n) for n in graph.outputs}
+    segments, member = _segments(getattr(concrete_function, "executable", None))
+
+    level: list[int] = []
+    for n in nodes:
+        ins = [level[index[id(i)]] for i in n.inputs if id(i) in index]
+        level.append(1 + max(ins) if ins else 0)
+    rows: dict[int, list[int]] = {}
+    for i, lv in enumerate(level):
+        rows.setdefault(lv, []).append(i)
+
+    labels = []
+    for n in nodes:
+        op = getattr(n.op, "value", str(n.op))
+        inner = subgraphs(n)
+        title = n.name if op != "placeholder" else n.name
+        detail = f"{op} · {_value_text(n.aval)}" if n.aval is not None else op
+        if inner:
+            detail = f"{op} · {len(inner)} sub-graphs"
+        labels.append((_clip(str(title)), _clip(detail, 34)))
+    widths = [max(len(a), len(b)) * _CHAR_W + 16 for a, b in labels]
+
+    pos: dict[int, tuple[float, float]] = {}
+    row_widths = {lv: sum(widths[i] for i in idx) + _COL_GAP * (len(idx) - 1)
+                  for lv, idx in rows.items()}
+    legend = [("input", _FILL["placeholder"]), ("captured constant", _FILL["captured"]),
+              ("variable / print", _FILL["stateful"]), ("control flow", _FILL["control_flow"]),
+              ("op", _FILL["default"]), ("output", "white")]
+    legend_w = sum(28 + len(text) * _CHAR_W for text, _ in legend) + 10
+    seg_w = max((36 + len(f"{g['label']} [{g['backend']}]") * _CHAR_W for g in segments),
+                default=0)
+    total_w = max(max(row_widths.values(), default=100) + 20, legend_w, seg_w)
+    for lv, idx in rows.items():
+        x = (total_w - row_widths[lv]) / 2
+        for i in idx:
+            pos[i] = (x, 10 + lv * (_BOX_H + _ROW_GAP))
+            x += widths[i] + _COL_GAP
+    legend_h = 18 * (len(segments) + 1) + 8
+    total_h = 10 + (max(rows, default=0) + 1) * (_BOX_H + _ROW_GAP) + legend_h
+
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" '
+             f'height="{total_h:.0f}" viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
+             f'role="img" aria-label="{esc("graph " + graph.name)}" '
+             'style="font-family: sans-serif; font-size: 11px; max-width: 100%;">',
+             '<defs><marker id="kx-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
+             'markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
+             '<path d="M 0 0 L 10 5 L 0 10 z" fill="#868e96"/></marker></defs>']
+    for i, n in enumerate(nodes):
+        x2, y2 = pos[i]
+        cx2 = x2 + widths[i] / 2
+        seen: set[int] = set()
+        for src in n.inputs:
+            j = index.get(id(src))
+            if j is None or j in seen:
+                continue
+            seen.add(j)
+            x1, y1 = pos[j]
+            cx1, by1 = x1 + widths[j] / 2, y1 + _BOX_H
+            span = level[i] - level[j]
+            if span > 1:
+                # Skipping rows: bow out sideways so the edge does not hide behind the boxes
+                # of the rows in between.
+                bow = (40 + 12 * span) * (1 if (i + j) % 2 else -1)
+                d = (f"M {cx1:.1f} {by1:.1f} C {cx1 + bow:.1f} {by1 + 30:.1f}, "
+                     f"{cx2 + bow:.1f} {y2 - 30:.1f}, {cx2:.1f} {y2 - 1:.1f}")
+            else:
+                mid = (by1 + y2) / 2
+                d = (f"M {cx1:.1f} {by1:.1f} C {cx1:.1f} {mid:.1f}, {cx2:.1f} {mid:.1f}, "
+                     f"{cx2:.1f} {y2 - 1:.1f}")
+            parts.append(f'<path d="{d}" fill="none" stroke="#868e96" stroke-width="1.2" '
+                         'marker-end="url(#kx-arrow)"/>')
+    for i, n in enumerate(nodes):
+        x, y = pos[i]
+        w = widths[i]
+        fill = _FILL[_category(n)]
+        stroke, dash, sw = "#495057", "", 1.0
+        seg = member.get(n.name)
+        if seg is not None:
+            stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
+            dash, sw = ' stroke-dasharray="5 3"', 2.0
+        if id(n) in outputs:
+            stroke, sw = "#2b8a3e", 2.5
+        title = f"{n.name}: {getattr(n.op, 'value', n.op)} {_value_text(n.aval)}"
+        if n.attrs.get("captured"):
+            title += " (captured constant, frozen at trace time)"
+        variable = n.attrs.get("variable")
+        if variable is not None:
+            title += f" (kx.Variable {getattr(variable, 'name', '')})"
+        if id(n) in outputs:
+            title += " (output)"
+        for sub in subgraphs(n):  # control flow: what its branches / bodies compute
+            ops = [getattr(m.op, "value", str(m.op)) for m in sub.get_operations()
+                   if getattr(m.op, "value", "") != "placeholder"]
+            title += f"\n{sub.name}: {_clip(', '.join(ops) or 'no ops', 120)}"
+        a, b = labels[i]
+        parts.append(f'<g><title>{esc(title)}</title>'
+                     f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{_BOX_H}" rx="5" '
+                     f'fill="{fill}" stroke="{stroke}" stroke-width="{sw}"{dash}/>'
+                     f'<text x="{x + w / 2:.1f}" y="{y + 14:.1f}" text-anchor="middle" '
+                     f'font-weight="bold">{esc(a)}</text>'
+                     f'<text x="{x + w / 2:.1f}" y="{y + 27:.1f}" text-anchor="middle" '
+                     f'fill="#343a40">{esc(b)}</text></g>')
+    ly = total_h - legend_h + 14
+    x = 10.0
+    for text, fill in legend[:-1]:
+        parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" '
+                     f'fill="{fill}" stroke="#495057"/><text x="{x + 16:.1f}" '
+                     f'y="{ly:.1f}">{esc(text)}</text>')
+        x += 16 + len(text) * _CHAR_W + 12
+    parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" fill="white" '
+                 f'stroke="#2b8a3e" stroke-width="2.5"/><text x="{x + 16:.1f}" '
+                 f'y="{ly:.1f}">output</text>')
+    for k, seg in enumerate(segments):
+        colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
+        y = ly + 18 * (k + 1)
+        parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" fill="white" '
+                     f'stroke="{colour}" stroke-width="2" stroke-dasharray="5 3"/>'
+                     f'<text x="26" y="{y:.1f}">{esc(seg["label"])} '
+                     f'[{esc(seg["backend"])}]</text>')
+    if clipped:
+        parts.append(f'<text x="10" y="{total_h - 2:.0f}" fill="#c92a2a">first {max_nodes} '
+                     'nodes shown</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Monitor parts
+# ---------------------------------------------------------------------------------------------
+
+def counters_html(stats: dict, last_run_us: float | None, measured: bool = True) -> str:
+    """Calls, traces, cache hits (rate), trace/compile ms and the latest run's µs.
+
+    ``measured``: the engine timed that run (it times every 64th cache hit); otherwise the
+    figure is an estimate from the call rate (an upper bound).
+    """
+    calls = int(stats.get("calls", 0))
+    hits = int(stats.get("cache_hits", 0))
+    rate = f" ({100 * hits / calls:.0f}%)" if calls else ""
+    last = "—" if last_run_us is None else f"{last_run_us:,.1f}"
+    per_call = ("duration of a recent call, as the engine timed it (every 64th cache hit "
+                "is timed)" if measured else "estimate: wall time of the latest stretch of "
+                "calls divided by the calls in it (an upper bound)")
+    cells = [("calls", f"{calls:,}", ""), ("traces", f"{int(stats.get('traces', 0)):,}", ""),
+             ("cache hits", f"{hits:,}{rate}", ""),
+             ("trace ms", f"{stats.get('trace_ms', 0):.1f}", ""),
+             ("compile ms", f"{stats.get('compile_ms', 0):.1f}", ""),
+             ("last run µs" if measured else "µs per call (est.)", last, per_call)]
+    items = "".join(f'<div style="display:inline-block; margin-right:16px;" '
+                    f'title="{esc(tip)}"><div style="{_MUTED} font-size:11px;">{esc(k)}</div>'
+                    f'<div style="font-size:15px; font-weight:600;">{esc(v)}</div></div>'
+                    for k, v, tip in cells)
+    return f'<div class="kx-counters" style="{STYLE}">{items}</div>'
+
+
+def signatures_html(rows: Sequence[dict]) -> str:
+    """``rows``: dicts with id, inputs, outputs, nodes, backend, last_used."""
+    if not rows:
+        return f'<div style="{STYLE} {_MUTED}">no concrete signature yet (not called)</div>'
+    body = []
+    for r in rows:
+        mark = "▶" if r.get("last_used") else ""
+        weight = "font-weight:600;" if r.get("last_used") else ""
+        td = '<td style="padding:1px 8px 1px 0;">'
+        code = f'<td style="padding:1px 8px 1px 0; {_MONO}">'
+        body.append(f'<tr style="{weight}">{td}{esc(mark)}</td>{td}#{esc(r["id"])}</td>'
+                    f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
+                    f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}</td></tr>')
+    th = '<th style="padding:1px 8px 1px 0;">'
+    head = (f"<tr>{th}</th>{th}trace</th>{th}inputs</th>{th}</th>{th}outputs</th>"
+            f"{th}nodes (traced → optimised)</th>{th}backend</th></tr>")
+    return (f'<table class="kx-signatures" style="{STYLE} border-collapse:collapse; '
+            f'text-align:left;">{head}{"".join(body)}</table>')
+
+
+def retrace_log_html(entries: Iterable[dict]) -> str:
+    """``entries``: dicts from :func:`kernel_ext.jupyter.report.retrace_entry`."""
+    items = []
+    for e in entries:
+        diffs = "".join(f"<li>{esc(d['sentence'])}</li>" for d in e["diffs"])
+        fixes = "".join(f'<div><span style="{_MUTED}">{"fix" if i == 0 else "or"}:</span> '
+                        f'<code style="{_MONO}">{esc(f)}</code></div>'
+                        for i, f in enumerate(e["fixes"]))
+        closest = ""
+        if e.get("closest"):
+            closest = (f'<div style="{_MUTED}">closest earlier signature #{esc(e["closest"])}: '
+                       f'<code style="{_MONO}">({esc(e["closest_signature"])})</code></div>')
+        why = f'<div style="{_MUTED}">{esc(e["advice"])}</div>' if e.get("advice") else ""
+        items.append(
+            f'<li style="margin-bottom:6px;"><b>trace #{esc(e["trace"])}</b> · '
+            f'{esc(e["cause"])} · at {esc(e["call_site"])} · {e["cost_ms"]:.1f} ms'
+            f'<div><code style="{_MONO}">({esc(e["signature"])})</code></div>{closest}'
+            f'<ul style="margin:2px 0;">{diffs}</ul>{why}{fixes}</li>')
+    if not items:
+        return f'<div style="{STYLE} {_MUTED}">no traces yet</div>'
+    return f'<ol class="kx-retraces" style="{STYLE} padding-left:18px;">{"".join(items)}</ol>'
+
+
+def stale_html(sentences: Sequence[str]) -> str:
+    if not sentences:
+        return ""
+    items = "".join(f"<li>{esc(s)}</li>" for s in sentences)
+    return (f'<div class="kx-stale" style="{STYLE} color:#c92a2a;"><b>captured values changed '
+            f'since tracing</b><ul style="margin:2px 0;">{items}</ul></div>')
+
+
+def monitor_snapshot_html(title: str, counters: str, signatures: str, graph: str,
+                          log: str, stale: str, note: str = "") -> str:
+    """The static stand-in for a monitor widget (what a saved notebook shows)."""
+    note_html = f'<div style="{_MUTED}">{esc(note)}</div>' if note else ""
+    graph_html = (f'<details><summary>graph</summary><div style="overflow:auto;">{graph}'
+                  '</div></details>') if graph else ""
+    return (f'<div class="kx-monitor" style="{STYLE} border:1px solid #ced4da; '
+            f'border-radius:6px; padding:8px; margin:4px 0;">'
+            f'<div style="font-size:13px; font-weight:600;">{esc(title)}</div>{note_html}'
+            f'{counters}{stale}<details open><summary>signatures</summary>{signatures}'
+            f'</details>{graph_html}<details><summary>retrace log</summary>{log}</details>'
+            '</div>')

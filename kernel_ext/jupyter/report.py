@@ -1,0 +1,294 @@
+"""``%retrace_report``: every traced function of the kernel, ranked by what tracing cost.
+
+For each function: calls, traces, cache-hit rate, trace + compile time, where it was defined
+and its edit history; for each retrace its explanation (call site as cell and line, the closest
+earlier signature, every argument that differs with old → new, the cost, a fix in copyable
+code); captured globals whose value changed since a trace; and one combined fix derived from
+everything the function has seen (e.g. an ``--input-signature`` with ``None`` for the
+dimensions that took several values).
+
+:func:`build_report` makes plain data (also the ``--json`` output); :class:`RetraceReport`
+renders it as HTML in the notebook with a plain-text fallback.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Iterable, Sequence
+
+from ..engine import explain
+from . import render
+from .cells import CellLocator, cell_info
+
+__all__ = ["RetraceReport", "JSONReport", "build_report", "function_name", "retrace_entry"]
+
+
+def function_name(function: Any) -> str:
+    return str(getattr(function, "_name", None) or getattr(function, "__name__", "function"))
+
+
+def param_names(function: Any) -> list[str]:
+    """Parameter names of a ``kx.Function`` (``self`` excluded for methods)."""
+    return param_names_of(function.python_function)
+
+
+def param_names_of(python_function: Any) -> list[str]:
+    try:
+        return list(inspect.signature(python_function).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+def _fix_texts(fixes: Sequence[explain.Fix], magic: bool) -> list[str]:
+    out = []
+    for fix in fixes:
+        text = fix.magic if magic and fix.magic else fix.code
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str],
+                  magic: bool) -> dict:
+    """One trace as plain data (what the report, the monitor and ``--json`` show)."""
+    return {
+        "trace": record.index,
+        "cause": explain.cause_label(record.cause),
+        "category": record.cause,
+        "call_site": call_site(record.call_site) if record.call_site else "unknown",
+        "signature": record.signature,
+        "closest": record.closest,
+        "closest_signature": record.closest_signature,
+        "diffs": [{"argument": d.argument, "kind": d.kind, "old": d.old, "new": d.new,
+                   "sentence": explain.describe_diff(d)} for d in record.diffs],
+        "trace_ms": round(record.trace_ms, 3),
+        "compile_ms": round(record.compile_ms, 3),
+        "cost_ms": round(record.cost_ms, 3),
+        "advice": record.advice,
+        "fixes": _fix_texts(record.fixes, magic),
+        "via": record.via,
+    }
+
+
+def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str]]:
+    """``(advice, fixes)`` that avoid *every* retrace seen so far (not only the latest)."""
+    records = [r for r in function.retraces if r.cause != "first_trace"]
+    concrete = function.concrete_functions
+    if not records or len(concrete) < 2:
+        return "", []
+    diffs = [d for r in records for d in r.diffs]
+    names = param_names(function)
+    types_ = [cf.input_types for cf in concrete]
+    advice, fixes, _ = explain.suggest_fixes(function_name(function), names, types_[:-1],
+                                             types_[-1], diffs)
+    return advice, _fix_texts(fixes, magic)
+
+
+@dataclass
+class FunctionReport:
+    name: str
+    id: int
+    cell: str | None
+    kind: str                      # "decorated", "def" (%%tffunction def), "cell"
+    calls: int
+    traces: int
+    cache_hits: int
+    hit_rate: float | None
+    trace_ms: float
+    compile_ms: float
+    cost_ms: float
+    history: list[str]
+    retraces: list[dict]
+    stale: list[str]
+    advice: str
+    fixes: list[str]
+    first_traces: list[dict] = field(default_factory=list)
+
+
+def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
+    """A name picks the Function bound to that variable; else every Function of that name."""
+    if not names:
+        return True
+    for name in names:
+        bound = namespace.get(name) if namespace is not None else None
+        if hasattr(bound, "retraces") and hasattr(bound, "stats"):
+            if bound is function:
+                return True
+        elif function_name(function) == name:
+            return True
+    return False
+
+
+def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
+                 names: Sequence[str] = (), include_all: bool = False,
+                 namespace: dict | None = None) -> list[FunctionReport]:
+    """Reports for ``functions`` (those named in ``names`` when given), most costly first.
+
+    Without ``include_all``, functions never traced are left out and first traces are not
+    listed (they are expected); with it, everything is.
+    """
+    locator = locator or CellLocator()
+    out: list[FunctionReport] = []
+    for fn in functions:
+        if not _matches(fn, names, namespace):
+            continue
+        stats = fn.stats
+        if not stats.get("traces") and not include_all and not names:
+            continue
+        info = cell_info(fn)
+        if info is not None and info.replaced_by is not None and not include_all and \
+                not names:
+            continue  # an edited cell's old version (still referenced somewhere)
+        magic = info is not None
+        if info is not None:
+            cell = info.cell_text
+        else:
+            number = locator.defining_cell(fn)
+            cell = None if number is None else f"[{number}]"
+        records = fn.retraces
+        retraces = [retrace_entry(r, locator.call_site, magic) for r in records
+                    if r.cause != "first_trace"]
+        first = [retrace_entry(r, locator.call_site, magic) for r in records
+                 if r.cause == "first_trace"]
+        advice, fixes = combined_fixes(fn, magic)
+        calls = int(stats.get("calls", 0))
+        hits = int(stats.get("cache_hits", 0))
+        trace_ms = float(stats.get("trace_ms", 0.0))
+        compile_ms = float(stats.get("compile_ms", 0.0))
+        out.append(FunctionReport(
+            name=function_name(fn), id=int(getattr(fn, "id", 0)), cell=cell,
+            kind=("decorated" if info is None else info.mode), calls=calls,
+            traces=int(stats.get("traces", 0)), cache_hits=hits,
+            hit_rate=(hits / calls if calls else None), trace_ms=round(trace_ms, 3),
+            compile_ms=round(compile_ms, 3), cost_ms=round(trace_ms + compile_ms, 3),
+            history=list(info.history) if info is not None else [],
+            retraces=retraces,
+            stale=[s.sentence() for s in explain.stale_captures(fn)],
+            advice=advice, fixes=fixes, first_traces=first if include_all else []))
+    out.sort(key=lambda r: (-r.cost_ms, r.name))
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Rendering
+# ---------------------------------------------------------------------------------------------
+
+def _header(r: FunctionReport) -> str:
+    where = f" (cell {r.cell})" if r.cell else ""
+    rate = "" if r.hit_rate is None else f" ({100 * r.hit_rate:.0f}%)"
+    return (f"{r.name}{where}: calls {r.calls} · traces {r.traces} · cache hits "
+            f"{r.cache_hits}{rate} · trace {r.trace_ms:.1f} ms + compile {r.compile_ms:.1f} ms "
+            f"= {r.cost_ms:.1f} ms")
+
+
+def _entry_text(e: dict, indent: str = "  ") -> list[str]:
+    lines = [f"{indent}trace #{e['trace']} ({e['cause']}) at {e['call_site']}, cost "
+             f"{e['cost_ms']:.1f} ms (trace {e['trace_ms']:.1f} + compile "
+             f"{e['compile_ms']:.1f})"]
+    if e["closest"]:
+        lines.append(f"{indent}  closest earlier signature, trace #{e['closest']}: "
+                     f"({e['closest_signature']})")
+    lines.append(f"{indent}  {'new signature' if e['closest'] else 'signature'}: "
+                 f"({e['signature']})")
+    lines += [f"{indent}  - {d['sentence']}" for d in e["diffs"]]
+    if e["advice"]:
+        lines.append(f"{indent}  why: {e['advice']}")
+    lines += [f"{indent}  {'fix' if i == 0 else 'or '}: {f}" for i, f in enumerate(e["fixes"])]
+    return lines
+
+
+def report_text(reports: Sequence[FunctionReport]) -> str:
+    if not reports:
+        return "No traced functions yet: call a kx.function or run a %%tffunction cell."
+    n = len(reports)
+    lines = [f"Retrace report: {n} traced function{'s' if n != 1 else ''}, ranked by trace + "
+             "compile time"]
+    for r in reports:
+        lines += ["", _header(r)]
+        lines += [f"  history: {h}" for h in r.history[-4:]]
+        for e in r.first_traces:
+            lines += _entry_text(e)
+        for e in r.retraces:
+            lines += _entry_text(e)
+        if not r.retraces:
+            lines.append("  no retraces")
+        for s in r.stale:
+            lines.append(f"  stale capture: {s}")
+        if r.fixes and len(r.retraces) > 1:
+            lines.append("  to avoid all of these retraces:")
+            lines += [f"    {'' if i == 0 else 'or '}{f}" for i, f in enumerate(r.fixes)]
+    return "\n".join(lines)
+
+
+def report_html(reports: Sequence[FunctionReport]) -> str:
+    esc = render.esc
+    if not reports:
+        return (f'<div style="{render.STYLE}">No traced functions yet: call a kx.function '
+                'or run a %%tffunction cell.</div>')
+    parts = [f'<div class="kx-report" style="{render.STYLE}">',
+             f"<div><b>Retrace report</b>: {len(reports)} traced function(s), ranked by trace "
+             "+ compile time</div>"]
+    for r in reports:
+        rate = "—" if r.hit_rate is None else f"{100 * r.hit_rate:.0f}%"
+        where = f" <span style='color:#666'>cell {esc(r.cell)}</span>" if r.cell else ""
+        parts.append(
+            '<div style="border:1px solid #ced4da; border-radius:6px; padding:6px 8px; '
+            f'margin:6px 0;"><div style="font-size:13px;"><b>{esc(r.name)}</b>{where}</div>'
+            f"<div>calls {r.calls:,} · traces {r.traces} · cache hits {r.cache_hits:,} "
+            f"({esc(rate)}) · trace {r.trace_ms:.1f} ms + compile {r.compile_ms:.1f} ms = "
+            f"<b>{r.cost_ms:.1f} ms</b></div>")
+        if r.history:
+            parts.append("<div style='color:#666'>" +
+                         " · ".join(esc(h) for h in r.history[-4:]) + "</div>")
+        parts.append(render.stale_html(r.stale))
+        entries = r.first_traces + r.retraces
+        if entries:
+            parts.append(render.retrace_log_html(sorted(entries, key=lambda e: e["trace"])))
+        else:
+            parts.append("<div style='color:#666'>no retraces</div>")
+        if r.fixes and len(r.retraces) > 1:
+            fixes = "".join(f"<div>{'' if i == 0 else 'or '}<code>{esc(f)}</code></div>"
+                            for i, f in enumerate(r.fixes))
+            parts.append(f"<div><b>to avoid all of these retraces:</b>{fixes}</div>")
+        parts.append("</div>")
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def report_json(reports: Sequence[FunctionReport]) -> dict:
+    return {"functions": [asdict(r) for r in reports]}
+
+
+class RetraceReport:
+    """What ``%retrace_report`` returns: HTML in the notebook, plain text elsewhere."""
+
+    def __init__(self, reports: list[FunctionReport]) -> None:
+        self.reports = reports
+
+    @property
+    def text(self) -> str:
+        return report_text(self.reports)
+
+    def _repr_html_(self) -> str:
+        return report_html(self.reports)
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(self.text)
+
+    def __repr__(self) -> str:
+        return self.text
+
+    def to_json(self) -> dict:
+        return report_json(self.reports)
+
+
+class JSONReport(dict):
+    """``%retrace_report --json``: a plain dict (for tools) shown as JSON."""
+
+    def _repr_json_(self) -> tuple[dict, dict]:
+        return dict(self), {"expanded": True}
+
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
+        p.text(json.dumps(self, indent=1))

@@ -1,0 +1,349 @@
+"""The fusion partitioner: which nodes of a graph run together as one generated kernel.
+
+A *segment* is a set of pure nodes a backend compiles into one loop over one iteration
+*domain* (a shape): a maximal chain or tree of elementwise ops (ufuncs, comparisons, ``where``,
+casts, ``clip``) over a common shape, optionally ending in one reduction (sum/mean/max/...)
+that consumes it. Inside a segment no intermediate array is ever materialised: each element
+flows through the whole chain in registers, which is where the speed over NumPy comes from
+(NumPy writes and re-reads one full temporary array per op).
+
+The partition is a pure analysis: the graph is not rewritten, and nothing here decides whether
+a segment is *worth* compiling (the backend's cost model does). The rules:
+
+* members are elementwise nodes whose shape is exactly the segment's domain (so every member
+  is computed once per domain element; a smaller operand that is broadcast stays outside, as an
+  input, instead of being recomputed per element), plus at most one terminal reduction;
+* a reduction ends a segment: nothing inside consumes it;
+* stateful ops, control flow, unknown ranks and dtypes the backend cannot compute are never
+  members (the caller's ``can_fuse`` predicate says which nodes are eligible);
+* segments stay *convex*: no path leaves a segment and comes back into it, so a segment can run
+  as one step after all its inputs and before all its users (:func:`schedule` orders them).
+
+The algorithm is the greedy producer-into-consumer merge of XLA's instruction fusion, run in
+program order: each eligible node joins (and merges) the segments of its producers when the
+domain matches and the merge keeps every segment convex.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from ..ir import Graph, Node, OpGroup, OpKind, has_effects
+
+# Reductions a segment may end in (std/var need two passes, arg-reductions an index).
+FUSIBLE_REDUCTIONS = frozenset({OpKind.SUM, OpKind.PROD, OpKind.MEAN, OpKind.MAX, OpKind.MIN,
+                                OpKind.ANY, OpKind.ALL})
+
+
+@dataclass
+class Segment:
+    """Nodes fused into one kernel, with what flows in and out of it.
+
+    ``inputs`` are the outside nodes the members read (first-use order), ``outputs`` the
+    members whose values are needed outside (read by a non-member or a graph output); a
+    reduction is always an output. ``domain`` is the shape every elementwise member has.
+    """
+
+    nodes: list[Node]
+    inputs: list[Node]
+    outputs: list[Node]
+    domain: tuple
+    reduction: Node | None = None
+    index: int = 0
+
+    @property
+    def kind(self) -> str:
+        return "reduce" if self.reduction is not None else "map"
+
+    @property
+    def elementwise(self) -> list[Node]:
+        return [n for n in self.nodes if n is not self.reduction]
+
+    def describe(self) -> str:
+        """``add+tanh+sum`` style summary of the fused ops (program order)."""
+        return "+".join(n.op.value for n in self.nodes)
+
+
+def default_can_fuse(node: Node) -> bool:
+    """Structural eligibility: an elementwise op or fusible reduction on known ranks."""
+    if node.aval is None or not hasattr(node.aval, "shape") or node.aval.shape is None:
+        return False
+    if node.op.group is OpGroup.ELEMENTWISE:
+        return all(a.aval is not None and getattr(a.aval, "shape", None) is not None
+                   for a in node.inputs)
+    if node.op in FUSIBLE_REDUCTIONS:
+        x = node.args[0]
+        return isinstance(x, Node) and getattr(x.aval, "shape", None) is not None
+    return False
+
+
+class _Sets:
+    """Union-find over segment ids."""
+
+    def __init__(self) -> None:
+        self.parent: list[int] = []
+
+    def new(self) -> int:
+        self.parent.append(len(self.parent))
+        return len(self.parent) - 1
+
+    def find(self, i: int) -> int:
+        while self.parent[i] != i:
+            self.parent[i] = self.parent[self.parent[i]]
+            i = self.parent[i]
+        return i
+
+    def union(self, ids: Iterable[int]) -> int:
+        ids = [self.find(i) for i in ids]
+        root = min(ids)
+        for i in ids:
+            self.parent[i] = root
+        return root
+
+
+def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
+              max_nodes: int = 64) -> list[Segment]:
+    """Segments of ``graph`` (top level only; sub-graphs are partitioned on their own).
+
+    Every returned segment has at least one member; nodes in no segment run as they are.
+    ``max_nodes`` bounds a segment's size (compile time grows with kernel size).
+    """
+    sets = _Sets()
+    seg_of: dict[Node, int] = {}          # member -> segment id (resolve with find)
+    domain: dict[int, tuple] = {}          # root id -> domain shape
+    reduced: dict[int, Node] = {}          # root id -> terminal reduction
+    size: dict[int, int] = {}
+    ancestors: dict[Node, frozenset[int]] = {}  # segment ids a node depends on (incl. its own)
+
+    def anc(node: Node) -> set[int]:
+        return {sets.find(i) for i in ancestors.get(node, ())}
+
+    for node in graph.nodes:
+        args = node.inputs
+        joined: int | None = None
+        if not has_effects(node) and can_fuse(node):
+            if node.op.group is OpGroup.ELEMENTWISE:
+                joined = _try_join(node, args, node.aval.shape, sets, seg_of, domain, reduced,
+                                   size, anc, max_nodes, terminal=False)
+            else:
+                joined = _try_join(node, args[:1], args[0].aval.shape, sets, seg_of, domain,
+                                   reduced, size, anc, max_nodes, terminal=True)
+        deps: set[int] = set()
+        for a in args:
+            deps |= ancestors.get(a, frozenset())
+        if joined is not None:
+            deps.add(joined)
+        ancestors[node] = frozenset(deps)
+    _merge_siblings(graph, sets, seg_of, domain, reduced, size, ancestors, max_nodes)
+    return _collect(graph, sets, seg_of, domain, reduced)
+
+
+def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
+                    domain: dict[int, tuple], reduced: dict[int, Node], size: dict[int, int],
+                    ancestors: dict[Node, frozenset[int]], max_nodes: int) -> None:
+    """Horizontal fusion: independent segments over the same domain that read a common
+    input become one kernel (one pass over the shared inputs, one call instead of several).
+    Independent means neither depends on the other, which keeps the merge convex; at most one
+    of them may end in a reduction."""
+    def members(sid: int) -> list[Node]:
+        return [n for n, s in seg_of.items() if sets.find(s) == sid]
+
+    def depends(a: int, b: int) -> bool:
+        """Does segment ``a`` read anything computed from segment ``b``?"""
+        for n in members(a):
+            for x in n.inputs:
+                if sets.find(seg_of[x]) == a if x in seg_of else False:
+                    continue
+                if b in {sets.find(i) for i in ancestors.get(x, ())}:
+                    return True
+        return False
+
+    def reads(sid: int) -> set[Node]:
+        ms = set(members(sid))
+        return {x for n in ms for x in n.inputs if x not in ms}
+
+    roots = []
+    for node in graph.nodes:
+        if node in seg_of:
+            r = sets.find(seg_of[node])
+            if r not in roots:
+                roots.append(r)
+    merged = True
+    while merged:
+        merged = False
+        for i, a in enumerate(roots):
+            for b in roots[i + 1:]:
+                a, b = sets.find(a), sets.find(b)
+                if a == b or domain[a] != domain[b] or (a in reduced and b in reduced):
+                    continue
+                if size[a] + size[b] > max_nodes or not (reads(a) & reads(b)):
+                    continue
+                if depends(a, b) or depends(b, a):
+                    continue
+                red = reduced.get(a) or reduced.get(b)
+                root = sets.union([a, b])
+                domain[root] = domain[a]
+                size[root] = size[a] + size[b]
+                reduced.pop(a, None)
+                reduced.pop(b, None)
+                if red is not None:
+                    reduced[root] = red
+                merged = True
+            if merged:
+                roots = list(dict.fromkeys(sets.find(r) for r in roots))
+                break
+
+
+def _try_join(node: Node, producers: Sequence[Node], dom: tuple, sets: _Sets,
+              seg_of: dict[Node, int], domain: dict[int, tuple], reduced: dict[int, Node],
+              size: dict[int, int], anc: Callable[[Node], set[int]], max_nodes: int,
+              terminal: bool) -> int:
+    """Put ``node`` in a segment (merging its producers' segments where allowed); its id."""
+    candidates: list[int] = []
+    for p in producers:
+        sid = seg_of.get(p)
+        if sid is None:
+            continue
+        sid = sets.find(sid)
+        if sid in candidates or sid in reduced or domain[sid] != dom:
+            continue
+        if p.aval.shape != dom:
+            continue
+        candidates.append(sid)
+    # Greedily keep the candidates whose merge stays convex and small enough.
+    chosen: list[int] = []
+    total = 1
+    for sid in candidates:
+        trial = chosen + [sid]
+        if total + size[sid] <= max_nodes and _convex(node, trial, seg_of, sets, anc):
+            chosen = trial
+            total += size[sid]
+    if chosen:
+        root = sets.union(chosen)
+    else:
+        root = sets.new()
+    seg_of[node] = root
+    domain[root] = dom
+    size[root] = total
+    if terminal:
+        reduced[root] = node
+    return root
+
+
+def _convex(node: Node, merging: list[int], seg_of: dict[Node, int], sets: _Sets,
+            anc: Callable[[Node], set[int]]) -> bool:
+    """Would ``node`` plus the segments ``merging`` form a convex set?
+
+    It would not if an outside node the merged set reads depends on one of the merged
+    segments (a path out and back in). The merged set's outside inputs are ``node``'s own
+    non-member args and the inputs of the merged segments' members.
+    """
+    ids = set(merging)
+    members = [n for n, s in seg_of.items() if sets.find(s) in ids]
+    member_set = set(members) | {node}
+    for m in members + [node]:
+        for a in m.inputs:
+            if a in member_set:
+                continue
+            if anc(a) & ids:
+                return False
+    return True
+
+
+def _collect(graph: Graph, sets: _Sets, seg_of: dict[Node, int], domain: dict[int, tuple],
+             reduced: dict[int, Node]) -> list[Segment]:
+    groups: dict[int, list[Node]] = {}
+    for node in graph.nodes:
+        sid = seg_of.get(node)
+        if sid is not None:
+            groups.setdefault(sets.find(sid), []).append(node)
+    users = graph.users()
+    graph_outputs = set(graph.outputs)
+    segments: list[Segment] = []
+    for sid, nodes in groups.items():
+        member = set(nodes)
+        inputs: list[Node] = []
+        for n in nodes:
+            for a in n.inputs:
+                if a not in member and a not in inputs:
+                    inputs.append(a)
+        outputs = [n for n in nodes
+                   if n in graph_outputs or any(u not in member for u in users[n])]
+        red = reduced.get(sid)
+        if red is not None and red not in outputs:
+            outputs.append(red)
+        segments.append(Segment(nodes, inputs, outputs, domain[sid], red))
+    segments.sort(key=lambda s: graph.nodes.index(s.nodes[-1]))
+    for i, s in enumerate(segments):
+        s.index = i
+    return segments
+
+
+@dataclass
+class Unit:
+    """One step of a schedule: a single node, or a whole segment."""
+
+    node: Node | None = None
+    segment: Segment | None = None
+    deps: set[int] = field(default_factory=set)
+
+
+def schedule(graph: Graph, segments: Sequence[Segment]) -> list[Node | Segment]:
+    """Program order with each segment collapsed into one step.
+
+    A topological order of the collapsed graph that stays as close to program order as
+    possible (ready steps are taken by position); effectful nodes keep their relative order
+    (each depends on the previous one), so variable reads and writes, prints and control flow
+    with effects run exactly as traced.
+    """
+    owner: dict[Node, int] = {}
+    units: list[Unit] = []
+    position: list[int] = []
+    index_of = {n: i for i, n in enumerate(graph.nodes)}
+    for s in segments:
+        for n in s.nodes:
+            owner[n] = len(units)
+        units.append(Unit(segment=s))
+        position.append(index_of[s.nodes[-1]])
+    last_effect: int | None = None
+    for n in graph.nodes:
+        if n in owner:
+            continue
+        owner[n] = len(units)
+        unit = Unit(node=n)
+        if has_effects(n):
+            if last_effect is not None:
+                unit.deps.add(last_effect)
+            last_effect = len(units)
+        units.append(unit)
+        position.append(index_of[n])
+    for n in graph.nodes:
+        u = owner[n]
+        for a in n.inputs:
+            d = owner[a]
+            if d != u:
+                units[u].deps.add(d)
+    users: list[list[int]] = [[] for _ in units]
+    missing = [len(u.deps) for u in units]
+    for i, u in enumerate(units):
+        for d in u.deps:
+            users[d].append(i)
+    ready = [(position[i], i) for i, m in enumerate(missing) if m == 0]
+    heapq.heapify(ready)
+    order: list[Node | Segment] = []
+    while ready:
+        _, i = heapq.heappop(ready)
+        u = units[i]
+        order.append(u.segment if u.segment is not None else u.node)  # type: ignore[arg-type]
+        for j in users[i]:
+            missing[j] -= 1
+            if missing[j] == 0:
+                heapq.heappush(ready, (position[j], j))
+    if len(order) != len(units):
+        raise AssertionError("fusion produced a cyclic schedule (a non-convex segment)")
+    return order
+
+
+__all__ = ["FUSIBLE_REDUCTIONS", "Segment", "default_can_fuse", "partition", "schedule"]

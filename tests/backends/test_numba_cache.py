@@ -1,0 +1,89 @@
+"""The on-disk kernel cache: entries are reused across processes, corrupt ones rebuilt."""
+
+from __future__ import annotations
+
+import glob
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+import kernel_ext as kx
+from kernel_ext.backends import codegen, kernel_cache, numba_cpu
+from kernel_ext.passes.fusion import partition
+
+
+def _kernel_source(salt: float) -> codegen.KernelSource:
+    x = np.ones(10, np.float32)
+    graph = kx.function(lambda x: x * salt + 1.0, backend="numpy").get_concrete_function(
+        x).graph
+    (seg,) = partition(graph)
+    return codegen.generate(seg)
+
+
+def _run(dispatcher) -> np.ndarray:
+    x = np.arange(10, dtype=np.float32)
+    out = np.empty(10, np.float32)
+    assert dispatcher(0, 10, x, out) is False
+    return out
+
+
+def test_a_kernel_is_compiled_once_then_loaded(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_EXT_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    ksrc = _kernel_source(3.0)
+    first, hit = numba_cpu.compile_variant(ksrc, "flat")
+    assert not hit
+    name = kernel_cache.entry_name(ksrc.source)
+    assert os.path.exists(tmp_path / "kernels" / f"{name}.py")
+    assert glob.glob(str(tmp_path / "kernels" / "__pycache__" / f"{name}*.nbi"))
+    kernel_cache.forget(name)  # as a new process would: import the file, load the code
+    second, hit = numba_cpu.compile_variant(ksrc, "flat")
+    assert hit and second is not first
+    np.testing.assert_array_equal(_run(second), np.arange(10, dtype=np.float32) * 3 + 1)
+
+
+def test_a_corrupt_source_entry_is_detected_and_rebuilt(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_EXT_CACHE_DIR", str(tmp_path))
+    ksrc = _kernel_source(5.0)
+    numba_cpu.compile_variant(ksrc, "flat")
+    name = kernel_cache.entry_name(ksrc.source)
+    path = tmp_path / "kernels" / f"{name}.py"
+    path.write_text(path.read_text().replace("K0 =", "K0 = 2 * "))  # tampered text
+    kernel_cache.forget(name)
+    dispatcher, hit = numba_cpu.compile_variant(ksrc, "flat")
+    assert not hit
+    assert path.read_text().endswith(ksrc.source)
+    np.testing.assert_array_equal(_run(dispatcher), np.arange(10, dtype=np.float32) * 5 + 1)
+
+
+def test_corrupt_compiled_code_is_deleted_and_recompiled(tmp_path, monkeypatch):
+    monkeypatch.setenv("KERNEL_EXT_CACHE_DIR", str(tmp_path))
+    ksrc = _kernel_source(7.0)
+    numba_cpu.compile_variant(ksrc, "flat")
+    name = kernel_cache.entry_name(ksrc.source)
+    files = glob.glob(str(tmp_path / "kernels" / "__pycache__" / f"{name}*"))
+    assert files
+    for f in files:
+        with open(f, "wb") as fh:
+            fh.write(b"\x80garbage")
+    kernel_cache.forget(name)
+    dispatcher, _ = numba_cpu.compile_variant(ksrc, "flat")
+    np.testing.assert_array_equal(_run(dispatcher), np.arange(10, dtype=np.float32) * 7 + 1)
+
+
+def test_a_new_process_loads_kernels_from_disk(tmp_path):
+    code = (
+        "import numpy as np, kernel_ext as kx\n"
+        "from kernel_ext.backends import fused\n"
+        "fused.set_synchronous(True)\n"
+        "f = kx.function(lambda x: np.tanh(x * 0.25 + 1.5) * x, backend='numba')\n"
+        "x = np.linspace(0, 1, 100)\n"
+        "f(x)\n"
+        "print(f.get_concrete_function(x).executable.segments[0]['cache'])\n")
+    env = dict(os.environ, KERNEL_EXT_CACHE_DIR=str(tmp_path))
+    env.pop("NUMBA_CACHE_DIR", None)
+    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                           text=True, check=True).stdout.strip() for _ in range(2)]
+    assert runs == ["flat:miss", "flat:hit"]

@@ -1,0 +1,202 @@
+"""The live monitor widget and the HTML/SVG renderings (escaping, snapshot fallback)."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+import kernel_ext.jupyter as kj
+from kernel_ext.jupyter import render
+from kernel_ext.jupyter.monitor import Monitor
+
+
+@pytest.fixture
+def dense():
+    @kx.function
+    def dense(x, n):
+        return np.tanh(x) * n
+
+    return dense
+
+
+def test_kx_jupyter_monitor_is_the_public_helper(dense):
+    m = kj.monitor(dense)
+    try:
+        assert isinstance(m, Monitor) and m.function is dense
+    finally:
+        m.close()
+    with pytest.raises(TypeError, match="needs a kx.function"):
+        kj.monitor(lambda x: x)
+
+
+def test_counters_signatures_graph_and_log_follow_calls(dense):
+    m = Monitor(dense, interval=60)  # no automatic poll within the test: refresh by hand
+    try:
+        assert "no concrete signature yet" in m.signatures.value
+        dense(np.ones(3), 2)
+        dense(np.ones(3), 2)
+        assert m.refresh()
+        assert ">2<" in m.counters.value and "(50%)" in m.counters.value
+        assert "x: float64[3], n: int 2" in m.signatures.value
+        assert m.selector.options == (("#1 (x: float64[3], n: int 2)", "1"),)
+        assert "<svg" in m.graph.value and "tanh" in m.graph.value
+        assert not m.refresh()  # nothing changed: nothing re-rendered
+        dense(np.ones(4), 2)
+        m.refresh()
+        assert m.selector.value == "2"  # the signature the latest call ran
+        assert "▶" in m.signatures.value
+        assert m.log.value.count("<li style") == 2 and "shape" in m.log.value
+        m.selector.value = "1"
+        assert "float64[3]" in m.graph.value and "float64[4]" not in m.graph.value
+    finally:
+        m.close()
+
+
+def test_the_poll_thread_updates_counters_while_code_runs(dense):
+    m = Monitor(dense, interval=0.02)
+    try:
+        before = m.refreshes
+        for _ in range(200):
+            dense(np.ones(3), 2)
+        deadline = time.monotonic() + 5
+        while ">200<" not in m.counters.value and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert ">200<" in m.counters.value and m.refreshes > before
+    finally:
+        m.close()
+
+
+def test_full_refresh_shows_stale_captures():
+    scale = {"v": 2.0}
+    k = 2.0
+
+    def body(x):
+        return x * k
+
+    f = kx.function(body)
+    f(np.ones(1))
+    m = Monitor(f, interval=60)
+    try:
+        k = 9.0  # noqa: F841 - read through the closure
+        m.refresh(full=True)
+        assert "captured values changed" in m.stale.value and "was 2.0" in m.stale.value
+    finally:
+        m.close()
+    assert scale
+
+
+def test_snapshot_is_self_contained_html_with_svg_and_escaped_text():
+    @kx.function
+    def tagged(x, label):
+        return x + 1
+
+    tagged(np.ones(2), "<img src=x onerror=alert(1)>")
+    m = Monitor(tagged, interval=60)
+    try:
+        bundle = m._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in bundle
+        html = bundle["text/html"]
+        assert "<svg" in html and "static snapshot" in html
+        assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+        assert "<script" not in html
+        assert bundle["text/plain"].startswith("<kx monitor of tagged: 1 calls")
+    finally:
+        m.close()
+
+
+def test_a_dead_function_is_reported_not_crashed():
+    f = kx.function(lambda x: x)
+    m = Monitor(f, interval=60)
+    try:
+        del f
+        import gc
+        gc.collect()
+        assert not m.refresh()
+        assert "no longer exists" in m.title.value
+        assert "no longer exists" in m.snapshot_html()
+    finally:
+        m.close()
+
+
+def test_update_snapshot_rewrites_the_displayed_output(monkeypatch, dense):
+    import IPython.display as display_module
+
+    shown, updated = [], []
+    monkeypatch.setattr(display_module, "display",
+                        lambda obj, **kw: shown.append((obj, kw)))
+    monkeypatch.setattr(display_module, "update_display",
+                        lambda obj, **kw: updated.append((obj, kw)))
+    m = Monitor(dense, interval=60)
+    try:
+        m._ipython_display_()
+        assert shown[0][1]["display_id"] == m.display_id and shown[0][1]["raw"]
+        assert not m.update_snapshot()  # unchanged
+        dense(np.ones(2), 3)
+        m.refresh(full=True)
+        assert m.update_snapshot()
+        assert updated[0][1]["display_id"] == m.display_id
+        assert "x: float64[2], n: int 3" in updated[0][0]["text/html"]
+    finally:
+        m.close()
+
+
+def test_cell_hooks_refresh_monitors_after_each_cell(cells):
+    cells.run("%%tffunction\ndef hooked(x):\n    return x + 1\n")
+    m = cells.magics._monitors["def:hooked"]
+    cells.run("for _ in range(5):\n    hooked(np.ones(2))")
+    assert ">5<" in m.counters.value
+
+
+# -- the graph picture ----------------------------------------------------------------------------
+
+
+def test_graph_svg_marks_inputs_captures_variables_outputs_and_segments():
+    v = kx.Variable(np.zeros(3), name="state")
+    table = np.arange(3.0)
+
+    @kx.function
+    def step(x):
+        v.assign_add(x)
+        return np.tanh(x * 2 + table)
+
+    step(np.ones(3))
+    cf = step.concrete_functions[0]
+
+    class Executable:
+        backend = "numba_cpu"
+        segments = [{"label": "elementwise <chain>", "nodes": ["multiply", "add", "tanh"]}]
+
+    cf_like = type("CF", (), {"graph": cf.graph, "executable": Executable()})()
+    svg = render.graph_svg(cf_like)
+    assert svg.startswith("<svg") and svg.endswith("</svg>")
+    assert 'stroke-dasharray="5 3"' in svg and "elementwise &lt;chain&gt; [numba_cpu]" in svg
+    assert "captured constant, frozen at trace time" in svg
+    assert "kx.Variable state" in svg and "(output)" in svg
+    assert svg.count("<path d=") >= 4
+
+
+def test_graph_svg_caps_huge_graphs():
+    @kx.function
+    def chain(x):
+        for _ in range(120):
+            x = x + 1.0
+        return x
+
+    chain(np.ones(2))
+    svg = render.graph_svg(chain.concrete_functions[0], max_nodes=50)
+    assert "first 50 nodes shown" in svg and svg.count("<rect") < 70
+
+
+def test_render_escapes_everything_it_is_given():
+    html = render.signatures_html([{"id": "1", "inputs": "n: str '<b>'", "outputs": "<i>",
+                                    "nodes": "1 → 1", "backend": "numpy", "last_used": True}])
+    assert "<b>" not in html and "<i>" not in html and "&lt;b&gt;" in html
+    log = render.retrace_log_html([{
+        "trace": 2, "cause": "python value", "call_site": "cell [1], line 1",
+        "signature": "n: '<x>'", "closest": 1, "closest_signature": "n: '<y>'",
+        "diffs": [{"sentence": "n: '<y>' → '<x>'"}], "cost_ms": 1.0, "advice": "<a>",
+        "fixes": ["<script>"]}])
+    assert "<x>" not in log and "<script>" not in log and "&lt;script&gt;" in log

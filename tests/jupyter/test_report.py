@@ -1,0 +1,354 @@
+"""Retrace explanations and ``%retrace_report``: the seeds' retracing examples, fixes,
+ranking, stale captured globals, text / HTML / JSON renderings."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+from IPython.core.error import UsageError
+
+import kernel_ext as kx
+from kernel_ext.engine import explain
+from kernel_ext.jupyter.report import RetraceReport, build_report
+
+# -- the seeds' retracing examples, on the engine ------------------------------------------------
+
+
+def test_seed_num_steps_10_then_20_is_a_python_value_retrace_with_array_fixes():
+    @kx.function
+    def train(num_steps):
+        total = np.int64(0)
+        for i in kx.range(num_steps):
+            total = total + i
+        return total
+
+    train(num_steps=10)
+    train(num_steps=20)
+    record = train.retraces[1]
+    assert record.cause == "python_value" and record.closest == 1
+    assert [d.argument for d in record.diffs] == ["num_steps"]
+    assert "Python int 10 → 20" in record.diffs[0].sentence()
+    assert record.closest_signature == "num_steps: int 10"
+    assert [f.kind for f in record.fixes] == ["input_signature", "array_argument"]
+    assert record.fix == "@kx.function(input_signature=[kx.TensorSpec([], np.int64)])"
+    assert record.fixes[0].magic == '%%tffunction --input-signature "num_steps: int64[]"'
+    assert record.fixes[1].code == "num_steps=np.int64(20)"
+    # The fix works: with the derived signature, Python numbers share one trace.
+    fixed = kx.function(train.python_function, input_signature=list(record.suggested_signature))
+    assert fixed(10) == 45 and fixed(20) == 190
+    assert fixed.experimental_get_tracing_count() == 1
+
+
+def test_seed_image_shape_change_derives_none_dimensions():
+    @kx.function
+    def dynamic_resize(x, new_height):
+        return np.sum(x) * new_height
+
+    img1 = np.zeros((1, 100, 100, 3), np.float32)
+    dynamic_resize(img1, 50)
+    dynamic_resize(np.zeros((1, 100, 100, 3), np.float32), 50)
+    dynamic_resize(np.zeros((1, 120, 120, 3), np.float32), 50)
+    record = dynamic_resize.retraces[1]
+    assert record.cause == "shape"
+    assert record.diffs[0].sentence() == ("x: shape float32[1, 100, 100, 3] → "
+                                          "float32[1, 120, 120, 3] (dimensions 1 and 2 changed)")
+    assert record.fixes[0].code == ("@kx.function(input_signature=[kx.TensorSpec([1, None, "
+                                    "None, 3], np.float32)])")
+    assert record.fixes[1].code == "@kx.function(reduce_retracing=True)"
+    assert record.trace_ms > 0 and record.compile_ms > 0
+
+
+def test_seed_int_then_array_is_a_python_to_array_retrace():
+    @kx.function
+    def dynamic_resize(x, new_height):
+        return np.sum(x) * new_height
+
+    img1 = np.zeros((1, 100, 100, 3), np.float32)
+    dynamic_resize(img1, 50)
+    dynamic_resize(img1, np.int32(60))
+    record = dynamic_resize.retraces[1]
+    assert record.cause == "python_to_array"
+    assert explain.cause_label(record.cause) == "python value → array"
+    assert "Python int 50 → array int32[]" in record.diffs[0].sentence()
+    assert record.fixes[0].magic == ('%%tffunction --input-signature '
+                                     '"x: float32[1, 100, 100, 3], new_height: int32[]"')
+    assert record.fixes[1].code == "new_height=np.int32(50)"
+
+
+def test_dtype_change_suggests_a_cast():
+    f = kx.function(lambda x: x * 2)
+    f(np.ones(2, np.float32))
+    f(np.ones(2, np.float64))
+    record = f.retraces[1]
+    assert record.cause == "dtype"
+    assert record.fix == "x.astype(np.float32)"
+    assert "dtype changed, float32[2] → float64[2]" in record.diffs[0].sentence()
+
+
+def test_a_new_lambda_each_call_is_a_new_function_object():
+    f = kx.function(lambda x, fn: fn(x))
+    keep = []
+    for _ in range(2):
+        keep.append(lambda v: v + 1)  # alive: a dead object's traces are dropped
+        f(np.ones(2), keep[-1])
+    record = f.retraces[-1]
+    assert record.cause == "function_object"
+    assert explain.cause_label(record.cause) == "new function object"
+    assert "define it once" in record.advice
+
+
+def test_another_object_is_an_object_identity_retrace():
+    class Model:
+        pass
+
+    f = kx.function(lambda x, m: x)
+    a, b = Model(), Model()
+    f(np.ones(2), a)
+    f(np.ones(2), b)
+    assert f.retraces[1].cause == "object"
+    assert "__tracing_type__" in f.retraces[1].advice
+
+
+def test_closest_signature_is_the_one_with_fewest_differences():
+    f = kx.function(lambda x, n: x * n)
+    f(np.ones(2), 1)
+    f(np.ones(3), 1)
+    f(np.ones(3), 2)
+    record = f.retraces[2]
+    assert record.closest == 2 and [d.argument for d in record.diffs] == ["n"]
+
+
+def test_derived_signature_keeps_unchanged_python_values_and_refuses_objects():
+    spec = explain.derive_input_signature(
+        [(kx.TensorSpec((2,)), explain.Literal("train")),
+         (kx.TensorSpec((3,)), explain.Literal("train"))], [0, 1])
+    assert spec == (kx.TensorSpec((None,)), "train")
+    ranks = explain.derive_input_signature([(kx.TensorSpec((2,)),), (kx.TensorSpec((2, 2)),)],
+                                           [0])
+    assert ranks == (kx.TensorSpec(None),)
+    assert explain.derive_input_signature(
+        [(explain.WeakRef(object),), (explain.WeakRef(int),)], [0]) is None
+
+
+def test_the_retracing_warning_carries_the_explanation_fix():
+    f = kx.function(lambda x, n: x * n)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for n in range(8):
+            f(np.ones(2), n)
+    messages = [str(w.message) for w in caught if issubclass(w.category,
+                                                             kx.errors.RetracingWarning)]
+    assert messages and "n: int" in messages[0] and "input_signature" in messages[0]
+
+
+def test_explain_text_uses_the_installed_call_site_formatter():
+    f = kx.function(lambda x: x)
+    f(np.ones(1))
+    f(np.ones(2))
+    explain.set_call_site_formatter(lambda raw: "cell [7], line 2")
+    try:
+        text = f.retraces[1].explain()
+    finally:
+        explain.set_call_site_formatter(None)
+    assert "at cell [7], line 2" in text and "closest earlier signature, trace #1" in text
+    assert "cost:" in text and "fix: @kx.function(input_signature=" in text
+
+
+# -- stale captured globals -------------------------------------------------------------------
+
+
+SCALE = 2.0
+TABLE = np.arange(3.0)
+
+
+def _scale_helper(x):
+    return x * SCALE
+
+
+def test_a_global_changed_after_tracing_is_reported_stale():
+    global SCALE
+    f = kx.function(lambda x: x * SCALE)
+    f(np.ones(2))
+    assert explain.stale_captures(f) == []
+    SCALE = 100.0
+    try:
+        stale = explain.stale_captures(f)
+        assert [s.sentence() for s in stale] == [
+            "`SCALE` was 2.0 at trace #1, is now 100.0; the graph still uses 2.0"]
+        np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])  # the graph froze it
+    finally:
+        SCALE = 2.0
+    assert explain.stale_captures(f) == []
+
+
+def test_an_array_changed_in_place_and_a_helpers_global_are_reported():
+    global SCALE
+    f = kx.function(lambda x: _scale_helper(x) + TABLE)
+    f(np.ones(3))
+    TABLE[0] = 50.0
+    SCALE = 3.0
+    try:
+        names = sorted(s.name for s in explain.stale_captures(f))
+    finally:
+        TABLE[0] = 0.0
+        SCALE = 2.0
+    assert names == ["TABLE", "_scale_helper.SCALE"]
+
+
+def test_a_closure_value_changed_after_tracing_is_reported():
+    factor = 2
+
+    def body(x):
+        return x * factor
+
+    f = kx.function(body)
+    f(np.ones(1))
+    factor = 5  # noqa: F841 - read through the closure cell
+    stale = explain.stale_captures(f)
+    assert [(s.name, s.kind, s.old, s.new) for s in stale] == [("factor", "closure", "2", "5")]
+
+
+def test_variables_and_modules_are_never_stale():
+    v = kx.Variable(np.zeros(2))
+    f = kx.function(lambda x: x + v.read_value() + np.pi)
+    f(np.ones(2))
+    v.assign(np.ones(2))
+    assert explain.stale_captures(f) == []
+
+
+# -- %retrace_report ------------------------------------------------------------------------------
+
+
+def _seed_cells(cells):
+    cells.run("SCALE_R = 2.0")
+    cells.run("%%tffunction --no-widget\n"
+              "def dynamic_resize(x, new_height):\n"
+              "    return np.sum(x) * new_height * SCALE_R\n")
+    cells.run("img1 = np.zeros((1, 100, 100, 3), np.float32)\ndynamic_resize(img1, 50)")
+    cells.run("dynamic_resize(np.zeros((1, 120, 120, 3), np.float32), 50)")
+    shape_cell = cells.number
+    cells.run("dynamic_resize(img1, np.int32(60))")
+    cells.run("%%tffunction --no-widget\n"
+              "def train(num_steps):\n"
+              "    total = np.int64(0)\n"
+              "    for i in kx.range(num_steps):\n"
+              "        total = total + i\n"
+              "    return total\n")
+    cells.run("train(num_steps=10)\ntrain(num_steps=20)")
+    cells.run("SCALE_R = 100.0")
+    return shape_cell
+
+
+def test_report_explains_the_seed_examples_with_cells_and_fixes(cells):
+    shape_cell = _seed_cells(cells)
+    report = cells.run("%retrace_report dynamic_resize train")
+    assert isinstance(report, RetraceReport)
+    text = report.text
+    assert f"trace #2 (shape) at cell [{shape_cell}], line 1" in text
+    assert "trace #3 (python value → array)" in text
+    assert "closest earlier signature, trace #1: (x: float32[1, 100, 100, 3], new_height: " \
+           "int 50)" in text
+    assert '%%tffunction --input-signature "x: float32[1, None, None, 3], new_height: ' \
+           'int32[]"' in text
+    assert "%%tffunction --reduce-retracing" in text
+    assert "num_steps: Python int 10 → 20" in text
+    assert '%%tffunction --input-signature "num_steps: int64[]"' in text
+    assert "`SCALE_R` was 2.0 at traces #1, #2, #3, is now 100.0; the graph still uses 2.0" \
+        in text
+    assert "/tmp/" not in text and "ipython-input" not in text
+
+
+def test_report_ranks_by_cost_and_counts_hits(cells):
+    _seed_cells(cells)
+    reports = build_report([cells.ns["train"], cells.ns["dynamic_resize"]],
+                           cells.magics.locator)
+    costs = [r.cost_ms for r in reports]
+    assert costs == sorted(costs, reverse=True)
+    resize = next(r for r in reports if r.name == "dynamic_resize")
+    assert (resize.calls, resize.traces, resize.cache_hits) == (3, 3, 0)
+    assert resize.hit_rate == 0.0 and resize.kind == "def"
+
+
+def test_report_json_is_plain_data_for_tools(cells):
+    _seed_cells(cells)
+    data = cells.run("%retrace_report train --json")
+    assert json.loads(json.dumps(data)) == data
+    (train,) = data["functions"]
+    assert train["name"] == "train" and train["traces"] == 2
+    (retrace,) = train["retraces"]
+    assert retrace["category"] == "python_value" and retrace["closest"] == 1
+    assert retrace["diffs"][0] == {
+        "argument": "num_steps", "kind": "python_value", "old": "int 10", "new": "int 20",
+        "sentence": retrace["diffs"][0]["sentence"]}
+    assert retrace["fixes"][0] == '%%tffunction --input-signature "num_steps: int64[]"'
+
+
+def test_report_all_lists_first_traces(cells):
+    _seed_cells(cells)
+    text = cells.run("%retrace_report train --all").text
+    assert "trace #1 (first trace)" in text
+
+
+def test_report_for_a_decorated_function_gives_python_fixes(cells):
+    cells.run("@kx.function\ndef plain(x):\n    return x\nplain(np.ones(1)); plain(np.ones(2))")
+    defined = cells.number
+    text = cells.run("%retrace_report plain").text
+    assert "fix: @kx.function(input_signature=[kx.TensorSpec([None], np.float64)])" in text
+    assert f"plain (cell [{defined}])" in text
+    assert f"at cell [{defined}], line 4" in text
+
+
+def test_report_of_an_unknown_name_is_a_usage_error(cells):
+    assert isinstance(cells.error("%retrace_report no_such_function"), UsageError)
+    assert isinstance(cells.error("%retrace_report --bogus"), UsageError)
+
+
+def test_report_html_escapes_user_text(cells):
+    cells.run("@kx.function\ndef tag(x, label):\n    return x\n"
+              "tag(np.ones(1), '<b>x</b>'); tag(np.ones(1), '<img src=x onerror=alert(1)>')")
+    report = cells.run("%retrace_report tag")
+    html = report._repr_html_()
+    assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
+    assert "<b>x</b>" not in html
+    assert "&lt;img" not in report.text and "<img src=x" in report.text
+
+
+def test_report_leaves_out_replaced_versions(cells):
+    cells.run("%%tffunction --no-widget\ndef vers(x):\n    return x\n")
+    old = cells.ns["vers"]
+    old(np.ones(1))
+    cells.run("%%tffunction --no-widget\ndef vers(x):\n    return x + 1\n")
+    cells.ns["vers"](np.ones(1))
+    reports = build_report([old, cells.ns["vers"]], cells.magics.locator)
+    assert len(reports) == 1 and "edited" in reports[0].history[-1]
+
+
+def test_empty_report_says_so():
+    assert "No traced functions yet" in RetraceReport([]).text
+
+
+@pytest.mark.parametrize("cause", sorted(explain.CAUSE_LABELS))
+def test_every_cause_has_words(cause):
+    assert explain.cause_label(cause) and "_" not in explain.cause_label(cause)
+
+
+BIG = np.zeros(1_000_000)
+
+
+def test_a_large_captured_array_is_sampled_and_still_checked():
+    global BIG
+    f = kx.function(lambda x: x + BIG[:2])
+    f(np.ones(2))
+    original = BIG
+    BIG[0] = 1.0  # sampled element (the sample starts at 0)
+    assert [s.name for s in explain.stale_captures(f)] == ["BIG"]
+    BIG[0] = 0.0
+    assert explain.stale_captures(f) == []
+    BIG = np.zeros(1_000_000)  # rebinding: same contents, another object
+    try:
+        assert [s.name for s in explain.stale_captures(f)] == ["BIG"]
+    finally:
+        BIG = original
