@@ -107,7 +107,7 @@ def function_info(function: Any, cell_of: CellLabeler | None = None) -> Function
     concrete = function.concrete_functions
     records = function.retraces
     name = _function_name(function)
-    last_used = _last_used_signature(stats, concrete, records)
+    last_used = _last_used_signature(function)
     parameters = _parameter_names(function)
     signatures: list[SignatureInfo] = []
     for cf in concrete:
@@ -131,7 +131,7 @@ def function_info(function: Any, cell_of: CellLabeler | None = None) -> Function
         "cache_hits": int(stats.get("cache_hits", 0)),
         "trace_ms": trace_ms,
         "compile_ms": compile_ms,
-        # The engine does not time calls on its fast path; a value appears once it does.
+        # Sampled by the engine (one cache hit in 64 is timed): None before the first.
         "last_run_us": None if last_run is None else _finite(last_run),
     }
     return {
@@ -224,23 +224,10 @@ def _inputs_text(parameters: list[str] | None, concrete_function: Any) -> str:
     return ", ".join(parts)
 
 
-def _last_used_signature(stats: dict, concrete: list, records: list) -> str | None:
-    """Which signature the latest call ran, as far as the engine's data tells.
-
-    The engine does not record the concrete function of each call (that would cost the fast
-    path a store per call), so: when the latest call is the one that traced, it ran the new
-    trace; when there is a single signature, every traced call ran it.  Otherwise unknown.
-    """
-    if not concrete or not stats.get("calls"):
-        return None
-    latest = records[-1] if records else None
-    if latest is not None and latest.via == "call" and latest.call_number == stats["calls"]:
-        for cf in concrete:
-            if cf.record is latest:
-                return _signature_id(cf)
-    if len(concrete) == 1 and not stats.get("eager_calls"):
-        return _signature_id(concrete[0])
-    return None
+def _last_used_signature(function: Any) -> str | None:
+    """The signature the latest graph call ran (the engine records it per call)."""
+    cf = getattr(function, "last_concrete_function", None)
+    return None if cf is None else _signature_id(cf)
 
 
 def _retrace_info(name: str, record: Any, cell_of: CellLabeler) -> RetraceInfo:

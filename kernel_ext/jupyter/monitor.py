@@ -37,22 +37,11 @@ DEFAULT_INTERVAL = 0.25
 
 def _signature_rows(function: Any) -> tuple[list[dict], str | None]:
     concrete = function.concrete_functions
-    stats = function.stats
-    records = function.retraces
-    last_used: str | None = None
-    last_cf = getattr(function, "last_concrete_function", None)
-    if last_cf is not None:
-        last_used = str(last_cf.record.index)
-    elif concrete and stats.get("calls"):
-        latest = records[-1] if records else None
-        if latest is not None and latest.via == "call" and latest.call_number == stats["calls"]:
-            last_used = str(latest.index)
-        elif len(concrete) == 1 and not stats.get("eager_calls"):
-            last_used = str(concrete[0].record.index)
+    last_cf = function.last_concrete_function
+    last_used = None if last_cf is None else str(last_cf.record.index)
     rows = []
     for cf in concrete:
         sid = str(cf.record.index)
-        # The record says "n: int 2" where signature_text() says "n: Literal(2)".
         rows.append({"id": sid, "inputs": cf.record.signature, "outputs": cf.output_text(),
                      "nodes": f"{cf.node_counts.get('traced', 0)} → "
                               f"{cf.node_counts.get('optimised', 0)}",
