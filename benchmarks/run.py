@@ -108,7 +108,7 @@ def bench_dynamic_loop(number: int, repeat: int) -> list[tuple[str, str, str, st
         ours = per_call_us(lambda: f(x), n, repeat)
         rows.append((f"B4 while sum(x) > 1: x = tanh(x), {size:,} elements: Python + NumPy",
                      _fmt_us(base), "", ""))
-        rows.append((f"B4 same as a graph while loop (NumPy executor)", _fmt_us(ours),
+        rows.append(("B4 same as a graph while loop (NumPy executor)", _fmt_us(ours),
                      f"{ours / base:.2f}x NumPy time", "≤ 1.20x"))
     return rows
 

@@ -15,7 +15,7 @@ import textwrap
 import threading
 import types
 import warnings
-from typing import Any, Callable
+from typing import Callable
 
 from .. import errors
 from . import operators

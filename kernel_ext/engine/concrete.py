@@ -7,7 +7,7 @@ A ConcreteFunction never retraces: a call whose arguments fall outside its signa
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .. import errors
 from ..backends import Executable

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ops import OpGroup, OpKind
+from .ops import OpKind
 
 Shape = tuple  # tuple[int | None, ...]
 

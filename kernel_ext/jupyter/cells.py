@@ -75,7 +75,7 @@ class CellLocator:
         number = self.cell_number(filename)
         if number is not None:
             return f"cell [{number}], line {line}"
-        if filename.startswith("<") or _is_temporary(filename):
+        if filename.startswith("<") or is_temporary_file(filename):
             return f"a cell, line {line}"
         return f"{os.path.basename(filename)}, line {line}"
 
@@ -118,7 +118,8 @@ def _ipython_increments_first() -> bool:
 _IPYTHON_INCREMENTS_FIRST = _ipython_increments_first()
 
 
-def _is_temporary(filename: str) -> bool:
+def is_temporary_file(filename: str) -> bool:
+    """True for IPython's per-cell temporary files (never shown to users as call sites)."""
     try:
         temp = os.path.realpath(tempfile.gettempdir())
         return os.path.realpath(filename).startswith(temp + os.sep)

@@ -35,7 +35,6 @@ import inspect
 import logging
 import math
 import os
-import tempfile
 import threading
 import time
 from typing import Any, Callable
@@ -47,6 +46,7 @@ from ..engine.explain import describe
 from ..ir.graph import subgraphs
 from ..trace.types import Literal
 from . import protocol
+from .cells import is_temporary_file
 from .protocol import (
     ArgumentDiff,
     Counters,
@@ -272,7 +272,7 @@ def _call_site_text(call_site: str, cell_of: CellLabeler) -> str | None:
     cell = cell_of(filename)
     if cell is not None:
         return f"cell {cell}, line {line}"
-    if filename.startswith("<") or _is_temporary(filename):
+    if filename.startswith("<") or is_temporary_file(filename):
         return None
     return f"{os.path.basename(filename)}, line {line}"
 
@@ -285,14 +285,6 @@ def _definition_cell(function: Any, cell_of: CellLabeler) -> str | None:
     python_function = getattr(function, "python_function", None)
     code = getattr(python_function, "__code__", None)
     return cell_of(code.co_filename) if code is not None else None
-
-
-def _is_temporary(filename: str) -> bool:
-    try:
-        temp = os.path.realpath(tempfile.gettempdir())
-        return os.path.realpath(filename).startswith(temp + os.sep)
-    except (OSError, ValueError):
-        return False
 
 
 def _node_label(node: Any) -> str:

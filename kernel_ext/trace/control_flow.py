@@ -338,7 +338,6 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
     """
     single = not isinstance(loop_vars, (tuple, list))
     vars_ = (loop_vars,) if single else tuple(loop_vars)
-    call = (lambda fn, v: fn(*v))
     ctx = current_context()
     tree, leaves, leaf_names, relax = flatten(vars_, "loop_vars")
     if names and len(names) == len(leaves):
