@@ -74,6 +74,10 @@ def validate_options(backend: str, jit_compile: bool | None) -> None:
                 "jit_compile=True"
             raise ValueError(f"kx.function({what}) needs Numba, which is not installed. "
                              "Fix: pip install numba, or use backend='numpy'.")
+    if backend == "cuda" and not _cuda_usable():
+        raise ValueError("kx.function(backend='cuda') needs a CUDA GPU that Numba can use "
+                         "(or Numba's simulator: NUMBA_ENABLE_CUDASIM=1). Fix: use "
+                         "backend='auto', which picks CUDA when a GPU is present.")
     if jit_compile and backend == "numpy":
         raise ValueError("kx.function(jit_compile=True, backend='numpy'): whole-graph "
                          "compilation needs Numba. Fix: use backend='auto' or 'numba'.")
@@ -108,8 +112,18 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
         return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
     label = "numpy" if not plans else ("numba-cuda" if target == "cuda" else "numba-cpu")
+    if target == "cuda" and plans:
+        from .numba_cuda_probe import real_gpu_available
+        if not real_gpu_available():
+            label = "numba-cuda-sim"
     return Executable(run, source, label, segment_reports(plans, label),
                       (time.perf_counter() - t0) * 1e3)
+
+
+def _cuda_usable() -> bool:
+    if os.environ.get("NUMBA_ENABLE_CUDASIM", "") not in ("", "0"):
+        return True
+    return _real_gpu()
 
 
 def _real_gpu() -> bool:

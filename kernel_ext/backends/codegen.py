@@ -44,7 +44,7 @@ import hashlib
 import math
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import Any, Callable
 
 import numpy as np
 
@@ -77,9 +77,20 @@ class Unsupported(Exception):
     """The node cannot be compiled by this backend (it runs through NumPy instead)."""
 
 
+_NAMES: dict[Any, str] = {}
+
+
+def dtname(dtype: Any) -> str:
+    """``np.dtype(dtype).name``, memoised (the property is slow, and codegen asks often)."""
+    name = _NAMES.get(dtype)
+    if name is None:
+        name = _NAMES[dtype] = np.dtype(dtype).name
+    return name
+
+
 def ctor(dtype: np.dtype) -> str:
     """The Numba-typed constructor of a dtype's scalars (``np.float32``)."""
-    return "np.bool_" if dtype == _BOOL else f"np.{np.dtype(dtype).name}"
+    return "np.bool_" if dtype == _BOOL else f"np.{dtname(dtype)}"
 
 
 def _kind(dtype: np.dtype) -> str:
@@ -287,8 +298,48 @@ _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
 }
 
 
+def _arg_key(arg: Any) -> Any:
+    if isinstance(arg, Node):
+        return (arg.aval.dtype, None if arg.aval.shape is None else len(arg.aval.shape))
+    return (type(arg), repr(arg))  # repr: 0.0 and -0.0 (equal as keys) are other constants
+
+
+def node_key(node: Node) -> tuple:
+    """What an elementwise node's lowering depends on: its op, attrs, the dtypes and ranks of
+    its operands and its literal operands (never sizes, never names)."""
+    attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
+    aval = node.aval
+    out = (aval.dtype, None if aval.shape is None else len(aval.shape)) \
+        if hasattr(aval, "dtype") else repr(aval)
+    return (node.op, attrs, out, tuple(_arg_key(a) for a in node.args))
+
+
+_LOWERINGS: dict[tuple, Lowering | Unsupported] = {}
+
+
 def lower(node: Node, target: str) -> Lowering:
-    """How ``node`` (an elementwise op) is computed on ``target`` ("cpu" or "cuda")."""
+    """How ``node`` (an elementwise op) is computed on ``target`` ("cpu" or "cuda").
+
+    Memoised by :func:`node_key` (retraces with new sizes lower the same nodes again)."""
+    try:
+        key = (target, node_key(node))
+    except TypeError:  # an unhashable attr: no memo
+        return _lower(node, target)
+    got = _LOWERINGS.get(key)
+    if got is None:
+        try:
+            got = _lower(node, target)
+        except Unsupported as e:
+            got = e
+        if len(_LOWERINGS) > 20_000:
+            _LOWERINGS.clear()
+        _LOWERINGS[key] = got
+    if isinstance(got, Unsupported):
+        raise got
+    return got
+
+
+def _lower(node: Node, target: str) -> Lowering:
     op = node.op
     if node.aval is None or np.dtype(node.aval.dtype) not in SUPPORTED_DTYPES:
         raise Unsupported(f"result dtype {getattr(node.aval, 'dtype', None)}")
@@ -396,8 +447,9 @@ def can_compile(node: Node, target: str = "cpu", bitwise: bool = False) -> bool:
         return False
     try:
         if node.op in FUSIBLE_REDUCTIONS:
-            reduction_plan(node, bitwise)
-            return True
+            plan = reduction_plan(node, bitwise)
+            # a CUDA kernel reduces the whole domain (one partial per thread)
+            return target == "cpu" or plan.axis is None
         lowering = lower(node, target)
         for arg, dt in zip(node.args, lowering.operand_dtypes):
             if not isinstance(arg, Node) and arg is not None:
@@ -613,7 +665,7 @@ def {name}(x):
 
 
 def _helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str]:
-    name = f"_{kind.strip('_')}_{np.dtype(dtype).name}"
+    name = f"_{kind.strip('_')}_{dtname(dtype)}"
     dtype = np.dtype(dtype)
     params: dict[str, Any] = {"name": name, "C": ctor(dtype)}
     if dtype.kind in "iu":
@@ -629,14 +681,6 @@ def _helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str
 # ---------------------------------------------------------------------------------------------
 # Kernel bodies
 # ---------------------------------------------------------------------------------------------
-
-@dataclass
-class _Value:
-    kind: str          # "array" | "scalar" | "inline" | "call"
-    name: str
-    dtype: np.dtype
-    stage: int = 0     # stage where it is computed (call results: available from stage)
-
 
 class _Body:
     """Emission context of one node's expression: operands, constants, helper calls."""
@@ -736,7 +780,7 @@ class _KernelWriter:
 
     def const(self, value: Any, dtype: np.dtype) -> str:
         src = const_source(value, dtype)
-        key = (src, np.dtype(dtype).name)
+        key = (src, dtname(dtype))
         name = self.consts.get(key)
         if name is None:
             name = self.consts[key] = f"{self.prefix}K{len(self.consts)}"
@@ -821,9 +865,9 @@ class _KernelWriter:
             f"# segment: {self.seg.describe()}",
             # The signature is part of the text (so of the cache key): two segments whose
             # code reads the same can still differ in their inputs' dtypes.
-            "# inputs: " + ", ".join(f"{np.dtype(n.aval.dtype).name}/{len(n.aval.shape)}"
+            "# inputs: " + ", ".join(f"{dtname(n.aval.dtype)}/{len(n.aval.shape)}"
                                      for n in self.seg.inputs),
-            "# outputs: " + ", ".join(f"{np.dtype(n.aval.dtype).name}/{len(n.aval.shape)}"
+            "# outputs: " + ", ".join(f"{dtname(n.aval.dtype)}/{len(n.aval.shape)}"
                                       for n in self.seg.outputs),
             "import math",
             "import numpy as np",
@@ -910,9 +954,10 @@ class _KernelWriter:
                 lines.append(f"    pp[{k}, {j}] = ci{k}_{j}.ctypes.data")
                 step = loop[j].itemsize if self._is_block_operand(a) else 0
                 lines.append(f"    st[{k}, {j}] = {step}")
-            lines.append(f"    co{k} = np.empty({BLOCK}, {ctor(loop[nin])})")
-            lines.append(f"    pp[{k}, {nin}] = co{k}.ctypes.data")
-            lines.append(f"    st[{k}, {nin}] = {loop[nin].itemsize}")
+            if self._direct_output(n) is None:
+                lines.append(f"    co{k} = np.empty({BLOCK}, {ctor(loop[nin])})")
+                lines.append(f"    pp[{k}, {nin}] = co{k}.ctypes.data")
+                lines.append(f"    st[{k}, {nin}] = {loop[nin].itemsize}")
         red = self.red
         flat_reduce = red is not None and not nd
         if red is not None:
@@ -985,6 +1030,16 @@ class _KernelWriter:
             lines.append("    return bad")
         return "\n".join(lines)
 
+    def _direct_output(self, node: Node) -> int | None:
+        """The map output a NumPy loop call can write in place (its own result, in the
+        output's dtype): its block view is the loop's output, saving a copy pass."""
+        if node not in self.seg.outputs or node is self.seg.reduction:
+            return None
+        low = self.lowerings[node]
+        if low.call is None or low.out_dtype != np.dtype(node.aval.dtype):
+            return None
+        return self.seg.outputs.index(node)
+
     def _passthrough(self, node: Node, j: int) -> int | None:
         """The array-input index whose block view a NumPy loop call can read directly (no
         copy) for operand ``j``: an input array already of the loop's dtype."""
@@ -1023,7 +1078,9 @@ class _KernelWriter:
                 if low.call is not None:
                     k = self.calls.index(arg)
                     name = f"r{self._id(arg)}_{s}"
-                    lines.append(f"{indent}{name} = co{k}[j]")
+                    out = self._direct_output(arg)
+                    src = f"bo{out}" if out is not None else f"co{k}"
+                    lines.append(f"{indent}{name} = {src}[j]")
                     if np.dtype(arg.aval.dtype) != low.out_dtype:
                         name = self._finish(name, low.out_dtype, arg, lines, indent, s)
                 elif self.stage[arg] < s:
@@ -1078,7 +1135,8 @@ class _KernelWriter:
         # outputs and the reduced value, once their values exist in this stage
         for k, i in enumerate(self.map_outputs):
             n = self.seg.outputs[i]
-            if self.avail[n] == s:
+            if self.avail[n] == s and (n not in self.lowerings
+                                       or self._direct_output(n) is None):
                 lines.append(f"{indent}bo{i}[j] = {value(n, None)}")
         red = self.red
         if red is not None:
@@ -1127,6 +1185,11 @@ class _KernelWriter:
             if i is not None:
                 lines.append(f"{indent}pp[{k}, {j}] = b{i}.ctypes.data")
                 lines.append(f"{indent}st[{k}, {j}] = b{i}.strides[0]")
+        out = self._direct_output(n)
+        if out is not None:
+            nin = len(n.args)
+            lines.append(f"{indent}pp[{k}, {nin}] = bo{out}.ctypes.data")
+            lines.append(f"{indent}st[{k}, {nin}] = bo{out}.strides[0]")
         lines.append(f"{indent}dims[0] = m")
         lines.append(f"{indent}_call_loop(f{k}, pp[{k}].ctypes.data, dims.ctypes.data, "
                      f"st[{k}].ctypes.data, d{k})")
@@ -1232,14 +1295,37 @@ def _weak_dtype(value: Any) -> np.dtype:
     return _F64
 
 
+def segment_key(seg: Segment) -> tuple:
+    """The structure a segment's kernel text depends on: each member's :func:`node_key` and
+    where its operands come from (an input, a member, a literal), the inputs' dtypes and
+    ranks, and which members are outputs. Two segments with one key get one kernel text."""
+    pos = {n: ("m", i) for i, n in enumerate(seg.nodes)}
+    pos.update({n: ("i", i) for i, n in enumerate(seg.inputs)})
+    members = tuple((node_key(n), tuple(pos.get(a, None) if isinstance(a, Node) else None
+                                        for a in n.args)) for n in seg.nodes)
+    ins = tuple((n.aval.dtype, len(n.aval.shape)) for n in seg.inputs)
+    outs = tuple(seg.nodes.index(o) for o in seg.outputs)
+    red = seg.nodes.index(seg.reduction) if seg.reduction is not None else None
+    return (members, ins, outs, red, len(seg.domain))
+
+
+_GENERATED: dict[tuple, KernelSource] = {}
+
+
 def generate(seg: Segment, target: str = "cpu") -> KernelSource:
-    """The kernel module of ``seg`` for ``target`` ("cpu" or "cuda")."""
-    return _KernelWriter(seg, target).write()
-
-
-def segment_fusible(nodes: Sequence[Node], target: str = "cpu") -> bool:
-    """True when every node can be compiled for ``target``."""
-    return all(can_compile(n, target) for n in nodes)
+    """The kernel module of ``seg`` for ``target`` ("cpu" or "cuda"), memoised by
+    :func:`segment_key` (a retrace with new sizes writes no kernel text)."""
+    try:
+        key = (target, segment_key(seg))
+    except TypeError:
+        return _KernelWriter(seg, target).write()
+    got = _GENERATED.get(key)
+    if got is None:
+        got = _KernelWriter(seg, target).write()
+        if len(_GENERATED) > 2_000:
+            _GENERATED.clear()
+        _GENERATED[key] = got
+    return got
 
 
 __all__ = ["BLOCK", "CODEGEN_VERSION", "KernelSource", "LANES", "Lowering", "ReductionPlan",

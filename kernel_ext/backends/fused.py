@@ -25,10 +25,10 @@ and Function with the same kernel text uses one compiled kernel.
 
 from __future__ import annotations
 
+import atexit
 import math
 import os
 import queue
-import atexit
 import threading
 import time
 import warnings
@@ -224,7 +224,12 @@ class _Compiler:
         self.deferred.append((handle, variant))
 
     def flush(self) -> None:
-        items, self.deferred[:] = list(self.deferred), []
+        items = []
+        while self.deferred:  # list.pop is atomic: a request appended meanwhile is not lost
+            try:
+                items.append(self.deferred.pop(0))
+            except IndexError:
+                break
         if not items:
             return
         with self._idle:
@@ -388,16 +393,86 @@ class _RunnerWriter:
         emitter = _Emitter(self.namer)
         scope = _Scope(f"f{self.idx}_", dict(zip(seg.inputs, params)))
         emitter.lines.append(f"def {name}({', '.join(params)}):")
-        for n in seg.nodes:
-            emitter.emit_node(n, scope, "    ")
+        # NumPy's own temporary elision, done explicitly: an op whose operand is a temporary
+        # of its shape and dtype that nothing reads later writes into it (out=), and dead
+        # temporaries are freed at once. Same loops, same values; far fewer page faults.
+        last_use = {a: i for i, n in enumerate(seg.nodes) for a in n.inputs}
+        keep = set(seg.outputs) | set(seg.inputs)
+        static = None not in seg.domain and len(seg.domain) > 0
+        for i, n in enumerate(seg.nodes):
+            dead = [a for a in dict.fromkeys(n.inputs)
+                    if a not in keep and last_use.get(a) == i]
+            ufunc = n.op.ufunc
+            reuse = next((a for a in dead if static and ufunc is not None and not n.attrs
+                          and a.aval.shape == n.aval.shape and a.aval.dtype == n.aval.dtype
+                          and ufunc.nout == 1), None)
+            if reuse is not None:
+                fn = self.bind(ufunc, "_uf")
+                args = [scope.var(a) if isinstance(a, Node) else emitter._literal(a)
+                        for a in n.args]
+                emitter.lines.append(f"    {scope.var(n)} = {fn}({', '.join(args)}, "
+                                     f"out={scope.var(reuse)})")
+            else:
+                emitter.emit_node(n, scope, "    ")
+            gone = [scope.var(a) for a in dead if a is not reuse]
+            if gone:
+                emitter.lines.append(f"    del {', '.join(gone)}")
         outs = "".join(scope.var(o) + ", " for o in seg.outputs)
         emitter.lines.append(f"    return ({outs})")
         self.lines += emitter.lines
         return name
 
+    def cuda_runner(self, name: str, fb: str, handle: str, params: list[str]) -> str:
+        """A CUDA segment: shapes on the host, one launch, partial sums combined here."""
+        seg, k, L = self.seg, self.k, self.lines
+        call_fb = f"return {fb}({', '.join(params)})"
+        arrays = [f"v{i}" for i in k.array_inputs]
+        L.append(f"def {name}({', '.join(params)}):")
+        L.append("    try:")
+        shapes = ", ".join(f"{a}.shape" for a in arrays)
+        L.append(f"        shp = _bshape({shapes})" if arrays else "        shp = ()")
+        L.append("    except ValueError:")
+        L.append(f"        {call_fb}")
+        L.append("    n = 1")
+        L.append("    for d in shp:")
+        L.append("        n *= d")
+        red = k.reduction
+        if red is not None:
+            L.append("    if n == 0:")
+            L.append(f"        {call_fb}")
+        L.append(f"    kc = {handle}.cuda")
+        L.append("    if kc is None:")
+        L.append(f"        kc = {handle}.need('cuda', n, {self.hot})")
+        L.append("        if kc is None:")
+        L.append(f"            {call_fb}")
+        kdt = self.bind([np.dtype(seg.outputs[i].aval.dtype) for i in k.map_outputs], "_dts")
+        ksrc = self.bind(k, "_ksrc")
+        scal = ", ".join(f"v{i}[()]" for i in k.scalar_inputs)
+        L.append(f"    bad, outs, parts = _cuda_run(kc, {ksrc}, shp, [{', '.join(arrays)}], "
+                 f"[{scal}], {kdt})")
+        L.append("    if bad:")
+        L.append(f"        {call_fb}")
+        results = []
+        j = 0
+        rank = len(seg.domain)
+        for o in seg.outputs:
+            if o is seg.reduction:
+                comb = self.bind(_partial_combiner(red), "_comb")
+                fin = self.bind(_flat_finisher(red, rank), "_fin")
+                results.append(f"{fin}({comb}([(False, p) for p in parts])[1], n)")
+            else:
+                results.append(f"outs[{j}][0]" if rank == 0 else f"outs[{j}]")
+                j += 1
+        L.append(f"    return ({''.join(r + ', ' for r in results)})")
+        return name
+
     def runner(self) -> str:
         seg, k = self.seg, self.k
         fb = self.fallback()
+        if k.target == "cuda":
+            handle = self.bind(self.plan.handle, "_K")
+            params = [f"v{i}" for i in range(len(seg.inputs))]
+            return self.cuda_runner(f"_seg{self.idx}", fb, handle, params)
         handle = self.bind(self.plan.handle, "_K")
         params = [f"v{i}" for i in range(len(seg.inputs))]
         call_fb = f"return {fb}({', '.join(params)})"
@@ -409,8 +484,10 @@ class _RunnerWriter:
         L.append(f"def {name}({', '.join(params)}):")
         # -- the iteration domain ---------------------------------------------------------
         if static:
-            L.append(f"    shp = {tuple(seg.domain)!r}")
-            L.append(f"    n = {math.prod(seg.domain)}")
+            # bound, not spelled out: a retrace with other sizes then generates the same
+            # source text, whose compiled code is reused (_CODE)
+            L.append(f"    shp = {self.bind(tuple(seg.domain), '_shp')}")
+            L.append(f"    n = {self.bind(math.prod(seg.domain), '_size')}")
         else:
             first = next(i for i in arrays if len(seg.inputs[i].aval.shape) == rank)
             others = [i for i in arrays if i != first]
@@ -614,6 +691,12 @@ def _nd_finisher(red: Any) -> Callable[[np.ndarray, tuple], Any]:
     return finish
 
 
+def _cuda_run(*args: Any) -> Any:
+    """Launch a CUDA segment kernel (imports the CUDA backend, hence Numba, on first use)."""
+    from .numba_cuda import run_segment
+    return run_segment(*args)
+
+
 def _bt(v: np.ndarray, shp: tuple) -> np.ndarray:
     return v if v.shape == shp else np.broadcast_to(v, shp)
 
@@ -655,12 +738,16 @@ class _FusedEmitter(_Emitter):
         return [scope.var(o) for o in graph.outputs]
 
 
+_CODE: dict[str, Any] = {}  # executor source -> compiled code (retraces repeat the text)
+
+
 def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto",
                   target: str = "cpu", filename: str = "<kx-fused>"
                   ) -> tuple[Callable[..., Any], str, list[SegmentPlan]]:
     """Generate and exec the fused executor; returns ``(run, source, plans)``."""
     namer = _Namer()
     namer.globals.update(_empty=np.empty, _full=np.full, _bshape=np.broadcast_shapes, _bt=_bt,
+                         _cuda_run=_cuda_run,
                          _run_parallel=run_parallel, _deferred=COMPILER.deferred,
                          _flush=COMPILER.flush)
     emitter = _FusedEmitter(namer, mode, target)
@@ -678,7 +765,12 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     else:
         emitter.lines.append(f"    return {result}")
     source = "\n\n".join(emitter.functions + ["\n".join(emitter.lines)]) + "\n"
-    code = compile(source, filename, "exec")
+    code = _CODE.get(source)
+    if code is None:
+        code = compile(source, filename, "exec")
+        if len(_CODE) > 1000:
+            _CODE.clear()
+        _CODE[source] = code
     exec(code, namer.globals)
     return namer.globals["run"], source, emitter.plans
 

@@ -8,7 +8,6 @@ cheap and must not load Numba: only when the driver library or device nodes exis
 
 from __future__ import annotations
 
-import ctypes.util
 import functools
 import glob
 import os
@@ -16,8 +15,13 @@ import os
 
 @functools.lru_cache(maxsize=1)
 def driver_present() -> bool:
-    return bool(glob.glob("/dev/nvidia[0-9]*") or os.path.exists("/proc/driver/nvidia")
-                or ctypes.util.find_library("cuda") or ctypes.util.find_library("nvcuda"))
+    """An NVIDIA driver: its device nodes or /proc entry (Linux), or its DLL (Windows).
+    (Not ``ctypes.util.find_library``: on Linux it runs ``ldconfig``, tens of ms.)"""
+    if os.name == "nt":
+        system = os.environ.get("SystemRoot", r"C:\Windows")
+        return os.path.exists(os.path.join(system, "System32", "nvcuda.dll"))
+    return bool(os.path.exists("/proc/driver/nvidia") or glob.glob("/dev/nvidia[0-9]*")
+                or os.path.exists("/dev/dxg"))
 
 
 @functools.lru_cache(maxsize=1)

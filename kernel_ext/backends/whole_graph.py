@@ -288,7 +288,8 @@ class _GraphWriter:
                          f"{const_source(red.identity, red.acc_dtype)}, "
                          f"{ctor(red.acc_dtype)})")
             acc_args.append(acc)
-        call = f"{kname}({', '.join(dims + arr_args + scalar_args + out_names + acc_args + loop_names + scratch)})"
+        every = dims + arr_args + scalar_args + out_names + acc_args + loop_names + scratch
+        call = f"{kname}({', '.join(every)})"
         self.signal(lines, indent, call)
         if red is not None:
             self._finish_reduction(seg, red, acc_args[0], dims, env, lines, indent)
@@ -313,9 +314,11 @@ class _GraphWriter:
         out_names = []
         for i in w.map_outputs:
             t = self.fresh()
-            lines.append(f"{indent}{t} = np.empty({n}, {ctor(np.dtype(seg.outputs[i].dtype))})")
+            dt = ctor(np.dtype(seg.outputs[i].dtype))
+            lines.append(f"{indent}{t} = np.empty({n}, {dt})")
             out_names.append(t)
-        call = f"{kname}(0, {n}, {', '.join(arr_args + scalar_args + out_names + loop_names + scratch)})"
+        every = arr_args + scalar_args + out_names + loop_names + scratch
+        call = f"{kname}(0, {n}, {', '.join(every)})"
         if red is not None:
             lines.append(f"{indent}{px}bad, {px}acc = {call}")
         else:
@@ -425,7 +428,6 @@ class _GraphWriter:
                       indent: str) -> None:
         x = args[0]
         parts = []
-        shape = node.args[0].aval.shape
         axis = 0
         for c in node.attrs["index"]:
             if isinstance(c, slice):
@@ -445,7 +447,6 @@ class _GraphWriter:
             self.signal(lines, indent, f"{v} < -{n} or {v} >= {n}")
             parts.append(v)
             axis += 1
-        del shape
         lines.append(f"{indent}{t} = {x.name}[{', '.join(parts) or ':'}]")
 
     def _emit_matmul(self, node: Node, args: list[_Val], t: str, lines: list[str],

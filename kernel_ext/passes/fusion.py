@@ -154,8 +154,8 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
         """Does segment ``a`` read anything computed from segment ``b``?"""
         for n in members(a):
             for x in n.inputs:
-                if sets.find(seg_of[x]) == a if x in seg_of else False:
-                    continue
+                if x in seg_of and sets.find(seg_of[x]) == a:
+                    continue  # a value inside the segment itself
                 if b in {sets.find(i) for i in ancestors.get(x, ())}:
                     return True
         return False

@@ -1,0 +1,356 @@
+"""Numba backend benchmarks: the issue's workloads W1..W7, each against NumPy and a hand-written
+Numba kernel (and JAX / TensorFlow when installed), ratios measured in the same run.
+
+    python benchmarks/bench_numba.py            # full sizes (10M elements)
+    python benchmarks/bench_numba.py --quick    # 1M elements, fewer repeats
+
+``rows(quick)`` returns ``(benchmark, time, ratio, target)`` rows for ``benchmarks/run.py``.
+Steady-state rows compile synchronously first (the knob tests use); W6/W7 measure first calls
+in fresh processes with the default background compilation. Timings are the minimum over
+repeats of a timed loop (the usual noise-free estimate on a shared machine).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import timeit
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+import kernel_ext as kx
+from kernel_ext.backends import fused
+
+Row = tuple[str, str, str, str]
+
+
+def _t(fn: Callable[[], Any], number: int, repeat: int) -> float:
+    """Seconds per call."""
+    fn()
+    return min(timeit.repeat(fn, number=number, repeat=repeat)) / number
+
+
+def _fmt(seconds: float) -> str:
+    if seconds >= 1e-3:
+        return f"{seconds * 1e3:.2f} ms"
+    return f"{seconds * 1e6:.2f} µs"
+
+
+def _peer_rows(name: str, base: float, peers: dict[str, float]) -> list[Row]:
+    return [(f"{name}: {peer}", _fmt(t), f"{base / t:.2f}x NumPy speed", "")
+            for peer, t in peers.items()]
+
+
+def _w3(x, a, b, c):
+    return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
+
+
+def _hand_numba() -> dict[str, Callable]:
+    """What a user would write by hand with Numba (libm math, no fastmath)."""
+    from numba import njit
+
+    @njit(nogil=True, error_model="numpy")
+    def add(a, b):
+        return a + b
+
+    @njit(nogil=True, error_model="numpy")
+    def power(x, y):
+        result = np.eye(10, dtype=np.int32)
+        for _ in range(y):
+            out = np.zeros((10, 10), np.int32)
+            for i in range(10):
+                for k in range(10):
+                    xik = x[i, k]
+                    for j in range(10):
+                        out[i, j] += xik * result[k, j]
+            result = out
+        return result
+
+    @njit(nogil=True, error_model="numpy")
+    def w3(x, a, b, c):
+        out = np.empty_like(x)
+        for i in range(x.shape[0]):
+            xi = x[i]
+            s = np.float32(1) / (np.float32(1) + np.exp(-xi))
+            out[i] = np.tanh(a[i] * xi + b[i]) * s + np.float32(0.5) * xi * xi - c[i]
+        return out
+
+    @njit(nogil=True, error_model="numpy")
+    def w4(yt, yp):
+        s = 0.0
+        for i in range(yt.shape[0]):
+            d = yt[i] - yp[i]
+            s += d * d
+        return np.float32(s / yt.shape[0])
+
+    @njit(nogil=True, error_model="numpy")
+    def loop(x, thr):
+        while np.sum(x) > thr:
+            x = np.tanh(x)
+        return x
+
+    return {"add": add, "power": power, "w3": w3, "w4": w4, "loop": loop}
+
+
+def _jax_tf() -> tuple[Any, Any]:
+    jax = tf = None
+    if importlib.util.find_spec("jax"):
+        import jax  # type: ignore[no-redef]
+    if importlib.util.find_spec("tensorflow"):
+        import tensorflow as tf  # type: ignore[no-redef]
+    return jax, tf
+
+
+def bench_w1(hand: dict, quick: bool) -> list[Row]:
+    a = np.ones(2, np.float32)
+    b = np.ones(2, np.float32)
+    number, repeat = (20_000, 3) if quick else (200_000, 7)
+    f = kx.function(lambda a, b: a + b)
+    base = _t(lambda: a + b, number, repeat)
+    ours = _t(lambda: f(a, b), number, repeat)
+    peers = {"hand Numba": _t(lambda: hand["add"](a, b), number, repeat)}
+    jax, tf = _jax_tf()
+    if jax is not None:
+        jf = jax.jit(lambda a, b: a + b)
+        ja, jb = jax.numpy.asarray(a), jax.numpy.asarray(b)
+        peers["jax.jit"] = _t(lambda: jf(ja, jb).block_until_ready(), number // 10, repeat)
+    if tf is not None:
+        tff = tf.function(lambda a, b: a + b)
+        ta, tb = tf.constant(a), tf.constant(b)
+        peers["tf.function"] = _t(lambda: tff(ta, tb), number // 100, repeat)
+    rows = [("W1 cache-hit a+b, 2 x f32: NumPy expression", _fmt(base), "", ""),
+            ("W1 kx.function (auto)", _fmt(ours), f"overhead {_fmt(ours - base)}", "≤ 1.5 µs")]
+    return rows + _peer_rows("W1", base, peers)
+
+
+def bench_w2(hand: dict, quick: bool) -> list[Row]:
+    def power(x, y):
+        result = np.eye(10, dtype=np.int32)
+        for _ in range(y):
+            result = np.matmul(x, result)
+        return result
+
+    x = np.random.default_rng(0).integers(0, 2, (10, 10)).astype(np.int32)
+    number, repeat = (100, 3) if quick else (1000, 7)
+    f = kx.function(power, jit_compile=True)
+    np.testing.assert_array_equal(f(x, 100), power(x, 100))
+    np.testing.assert_array_equal(hand["power"](x, 100), power(x, 100))
+    base = _t(lambda: power(x, 100), number, repeat)
+    ours = _t(lambda: f(x, 100), number, repeat)
+    peers = {"hand Numba": _t(lambda: hand["power"](x, 100), number, repeat)}
+    return [("W2 power(x, 100), 10x10 int32: NumPy", _fmt(base), "", ""),
+            ("W2 kx.function(jit_compile=True)", _fmt(ours), f"{base / ours:.2f}x NumPy speed",
+             "≤ 50 µs")] + _peer_rows("W2", base, peers)
+
+
+def bench_w3(hand: dict, quick: bool, n: int) -> list[Row]:
+    rng = np.random.default_rng(0)
+    x, a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(4))
+    number, repeat = (1, 3) if quick else (3, 5)
+    f = kx.function(_w3)
+    got = f(x, a, b, c)
+    np.testing.assert_array_equal(got, _w3(x, a, b, c))  # bitwise: NumPy's own tanh/exp
+    base = _t(lambda: _w3(x, a, b, c), number, repeat)
+    ours = _t(lambda: f(x, a, b, c), number, repeat)
+    peers = {"hand Numba (libm)": _t(lambda: hand["w3"](x, a, b, c), number, repeat)}
+    label = f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n}"
+    return [(f"W3 tanh(a*x+b)*sigmoid(x)+0.5*x*x-c, {label} f32: NumPy", _fmt(base), "", ""),
+            ("W3 kx.function (auto: one fused kernel, bitwise)", _fmt(ours),
+             f"{base / ours:.2f}x NumPy speed", "≥ 15x")] + _peer_rows("W3", base, peers)
+
+
+def bench_w4(hand: dict, quick: bool, n: int) -> list[Row]:
+    rng = np.random.default_rng(1)
+    yt, yp = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+
+    def w4(yt, yp):
+        return np.mean((yt - yp) ** 2)
+
+    number, repeat = (2, 3) if quick else (5, 7)
+    f = kx.function(w4, backend="numba")
+    auto = kx.function(w4)
+    np.testing.assert_allclose(f(yt, yp), w4(yt, yp), rtol=1e-5)
+    base = _t(lambda: w4(yt, yp), number, repeat)
+    ours = _t(lambda: f(yt, yp), number, repeat)
+    ours_auto = _t(lambda: auto(yt, yp), number, repeat)
+    peers = {"hand Numba": _t(lambda: hand["w4"](yt, yp), number, repeat)}
+    label = f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n}"
+    target = "≤ 1.8 ms" if n >= 10_000_000 else "≤ 0.18 ms (1.8 ms at 10M)"
+    return [(f"W4 mean((yt-yp)**2), {label} f32: NumPy", _fmt(base), "", ""),
+            ("W4 kx.function(backend='numba') (float64 lanes)", _fmt(ours),
+             f"{base / ours:.2f}x NumPy speed", target),
+            ("W4 kx.function (auto: float mean stays NumPy)", _fmt(ours_auto),
+             f"{base / ours_auto:.2f}x NumPy speed", "")] + _peer_rows("W4", base, peers)
+
+
+def bench_w5(hand: dict, quick: bool) -> list[Row]:
+    def loop(x, thr):
+        while np.sum(x) > thr:
+            x = np.tanh(x)
+        return x
+
+    rows: list[Row] = []
+    f = kx.function(loop, jit_compile=True)
+    for size, thr, target in ((5, 1.0, "≤ 3 µs"), (1_000_000, 200_000.0, "≤ 7 ms")):
+        x = np.ones(size, np.float32)
+        t = np.float32(thr)
+        np.testing.assert_array_equal(f(x, t), loop(x, t))
+        number = (2000 if size == 5 else 2) if quick else (20000 if size == 5 else 5)
+        repeat = 3 if quick else 5
+        base = _t(lambda: loop(x, t), max(1, number // 10), repeat)
+        ours = _t(lambda: f(x, t), number, repeat)
+        hand_t = _t(lambda: hand["loop"](x, t), number, repeat)
+        tag = "W5a" if size == 5 else "W5b"
+        rows += [(f"{tag} while sum(x) > {thr:g}: x = tanh(x), {size:,} f32: NumPy",
+                  _fmt(base), "", ""),
+                 (f"{tag} kx.function(jit_compile=True)", _fmt(ours),
+                  f"{base / ours:.2f}x NumPy speed", target),
+                 (f"{tag}: hand Numba (libm)", _fmt(hand_t), f"{base / hand_t:.2f}x NumPy speed",
+                  "")]
+    return rows
+
+
+_FIRST_CALL = """
+import json, os, sys, time
+import numpy as np
+n = int(sys.argv[1])
+rng = np.random.default_rng(0)
+x, a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(4))
+def w3(x, a, b, c):
+    return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
+w3(x, a, b, c)
+t0 = time.perf_counter(); w3(x, a, b, c); steady = time.perf_counter() - t0
+import kernel_ext as kx
+f = kx.function(w3)
+t0 = time.perf_counter(); f(x, a, b, c); first = time.perf_counter() - t0
+f.get_concrete_function(x, a, b, c).executable.wait(300)
+t0 = time.perf_counter(); f(x, a, b, c); fused = time.perf_counter() - t0
+print(json.dumps({"steady": steady, "first": first, "fused": fused,
+                  "cache": f.get_concrete_function(x, a, b, c).executable.segments[0]["cache"]}))
+"""
+
+_W7 = """
+import json, time
+import numpy as np
+import kernel_ext as kx
+def w3(x, a, b, c):
+    return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
+lengths = np.linspace(1000, 50000, 50).astype(int)
+rng = np.random.default_rng(0)
+data = [tuple(rng.standard_normal(n).astype(np.float32) for _ in range(4)) for n in lengths]
+for d in data:
+    w3(*d)
+def numpy_pass():
+    t0 = time.perf_counter()
+    for d in data:
+        w3(*d)
+    return time.perf_counter() - t0
+base = min(numpy_pass() for _ in range(3))
+out = {"numpy": base}
+for name, opts in (("default", {}), ("reduce_retracing", {"reduce_retracing": True})):
+    f = kx.function(w3, **opts)
+    t0 = time.perf_counter()
+    for d in data:
+        f(*d)
+    first = time.perf_counter() - t0
+    f.get_concrete_function(*data[0]).executable.wait(300)
+    steady = []
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for d in data:
+            f(*d)
+        steady.append(time.perf_counter() - t0)
+    out[name] = {"first": first, "steady": min(steady),
+                 "traces": f.experimental_get_tracing_count()}
+print(json.dumps(out))
+"""
+
+
+def _fresh(code: str, *args: str, cache_dir: str | None = None,
+           pycache: str | None = None) -> dict:
+    env = dict(os.environ)
+    env.pop("KERNEL_EXT_SYNC_COMPILE", None)
+    if cache_dir is not None:
+        env["KERNEL_EXT_CACHE_DIR"] = cache_dir
+    if pycache is not None:
+        # an installed package has its bytecode compiled; a checkout run with
+        # PYTHONDONTWRITEBYTECODE would recompile every module in every fresh process
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+        env["PYTHONPYCACHEPREFIX"] = pycache
+    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def bench_w6(quick: bool, n: int) -> list[Row]:
+    import tempfile
+    with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as pyc:
+        _fresh(_FIRST_CALL, "1000", cache_dir=pyc, pycache=pyc)  # bytecode only
+        cold = _fresh(_FIRST_CALL, str(n), cache_dir=tmp, pycache=pyc)
+        warm = _fresh(_FIRST_CALL, str(n), cache_dir=tmp, pycache=pyc)
+    rows = []
+    for tag, r, target in (("new kernel", cold, "≤ 40 ms"), ("cached kernel", warm, "≤ 30 ms")):
+        extra = r["first"] - r["steady"]
+        rows.append((f"W6 first call of W3 in a fresh process ({tag}): beyond a NumPy call",
+                     _fmt(max(extra, 0.0)), f"first {_fmt(r['first'])}, NumPy {_fmt(r['steady'])}",
+                     target))
+    rows.append(("W6 the next call, once compiled in the background (fused kernel)",
+                 _fmt(warm["fused"]), f"{warm['steady'] / warm['fused']:.2f}x NumPy speed", ""))
+    return rows
+
+
+def bench_w7(quick: bool) -> list[Row]:
+    import tempfile
+    with tempfile.TemporaryDirectory() as pyc:
+        _fresh(_FIRST_CALL, "1000", cache_dir=pyc, pycache=pyc)  # bytecode only
+        r = _fresh(_W7, pycache=pyc)
+    rows = []
+    for name in ("default", "reduce_retracing"):
+        d = r[name]
+        over = d["first"] - d["steady"]
+        rows.append((f"W7 W3 over 50 lengths 1000..50000, first pass overhead ({name}, "
+                     f"{d['traces']} traces)", _fmt(over),
+                     f"steady pass {_fmt(d['steady'])} vs NumPy {_fmt(r['numpy'])}",
+                     "≤ 0.1 s" if name == "default" else ""))
+    return rows
+
+
+def rows(quick: bool) -> list[Row]:
+    """The Numba workload table (W1..W7): ``(benchmark, time, ratio, target)`` rows."""
+    warnings.simplefilter("ignore", RuntimeWarning)
+    old = fused.set_synchronous(True)
+    try:
+        hand = _hand_numba()
+        n = 1_000_000 if quick else 10_000_000
+        out: list[Row] = []
+        out += bench_w1(hand, quick)
+        out += bench_w2(hand, quick)
+        out += bench_w3(hand, quick, n)
+        out += bench_w4(hand, quick, n)
+        out += bench_w5(hand, quick)
+    finally:
+        fused.set_synchronous(old)
+    out += bench_w6(quick, n)
+    out += bench_w7(quick)
+    return out
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    table = rows(quick)
+    header = ("benchmark", "time", "ratio", "target")
+    widths = [max(len(r[i]) for r in table + [header]) for i in range(4)]
+    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
+    print("-|-".join("-" * w for w in widths))
+    for r in table:
+        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
+if __name__ == "__main__":
+    main()

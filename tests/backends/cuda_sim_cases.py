@@ -1,0 +1,124 @@
+"""CUDA kernels under Numba's CUDA simulator (run in their own process by
+``test_cuda_simulator.py``: the simulator must be chosen before Numba is imported).
+
+Launches stay tiny (one or two blocks of 32 threads: every simulated CUDA thread is a Python
+thread). On a machine with a real GPU, the ``gpu`` tests run the same kernels for real.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+
+import numpy as np
+import pytest
+from programs import make_fusible_program
+
+import kernel_ext as kx
+from kernel_ext.backends import fused
+
+DEVICE_MATH = ("exp", "log", "tanh", "sqrt")
+
+
+@pytest.fixture(autouse=True)
+def _sync():
+    old = fused.set_synchronous(True)
+    yield
+    fused.set_synchronous(old)
+
+
+def _programs(limit: int, max_size: int = 600):
+    found, seed = [], 0
+    while len(found) < limit:
+        prog = make_fusible_program(seed)
+        seed += 1
+        if max(np.size(x) for x in prog.inputs) <= max_size:
+            found.append((seed - 1, prog))
+    return found
+
+
+def _compare(got, want, approx: bool, what: str) -> None:
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, what
+    if approx and w.dtype.kind == "f":
+        tol = 1e-5 if w.dtype == np.float32 else 1e-12
+        np.testing.assert_allclose(g, w, rtol=tol, atol=tol, equal_nan=True, err_msg=what)
+    else:
+        np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def test_the_simulator_is_on():
+    from numba import config
+    assert config.ENABLE_CUDASIM
+    assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+@pytest.mark.parametrize("chunk", range(2))
+def test_cuda_kernels_agree_with_numpy(chunk):
+    """NumPy eager == NumPy executor == CUDA kernels: exact, except where device math
+    (exp/log/tanh) or a float reduction's summation order enters (a few ulp)."""
+    fused_segments = 0
+    for seed, prog in _programs(30)[chunk::2]:
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            want = kx.function(prog, backend="numpy")(*prog.inputs)
+            f = kx.function(prog, backend="cuda")
+            got = f(*prog.inputs)
+        segments = f.get_concrete_function(*prog.inputs).executable.segments
+        assert all(s["state"] in ("ready", "pending") for s in segments), segments
+        fused_segments += sum(s["state"] == "ready" for s in segments)
+        text = prog.describe()
+        approx = any(m + "(" in text for m in DEVICE_MATH) or prog.reduced is not None
+        for k, (g, w) in enumerate(zip(got, want)):
+            _compare(g, w, approx, f"seed {seed}: {text} -> {k}")
+    assert fused_segments >= 5  # the kernels really ran
+
+
+def test_a_fused_chain_and_its_reduction_on_the_device():
+    x = np.linspace(-2, 2, 90).astype(np.float32)
+    i = np.arange(90, dtype=np.int32)
+
+    def f(x, i):
+        y = np.tanh(x * 0.5 + 1.0) * x - 0.25
+        return y, np.sum(i * i - 3), np.max(y), np.mean(y * y), np.any(i > 80)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = kx.function(f, backend="cuda")(x, i)
+    want = f(x, i)
+    cf = kx.function(f, backend="cuda").get_concrete_function(x, i)
+    assert cf.executable.backend in ("numba-cuda-sim", "numba-cuda")
+    _compare(got[0], want[0], True, "map")
+    _compare(got[1], want[1], False, "int sum")
+    _compare(got[2], want[2], True, "max")
+    _compare(got[3], want[3], True, "mean")
+    _compare(got[4], want[4], False, "any")
+
+
+def test_values_only_numpy_defines_fall_back_on_cuda_too():
+    x = np.array([1.5, np.nan, -2.0], np.float32)
+
+    def f(x):
+        return (x * 2.0).astype(np.int32) + 1
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        got = kx.function(f, backend="cuda")(x)
+        want = f(x)
+    _compare(got, want, False, "cast")
+
+
+gpu = pytest.mark.skipif("not __import__('kernel_ext.backends.numba_cuda', "
+                         "fromlist=['x']).real_gpu()", reason="no real CUDA GPU")
+
+
+@gpu
+def test_a_large_chain_on_a_real_gpu():  # pragma: no cover - needs a GPU
+    rng = np.random.default_rng(0)
+    x, a, b, c = (rng.standard_normal(1_000_000).astype(np.float32) for _ in range(4))
+
+    def w3(x, a, b, c):
+        return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
+
+    got = kx.function(w3, backend="cuda")(x, a, b, c)
+    np.testing.assert_allclose(got, w3(x, a, b, c), rtol=1e-5, atol=1e-6)
