@@ -151,10 +151,28 @@ class _Emitter:
         self._scopes += 1
         return _Scope(f"s{self._scopes}_", inputs)
 
-    def emit_graph(self, graph: Graph, scope: _Scope, indent: str) -> list[str]:
-        """Emit ``graph``'s ops; returns the expressions of its outputs."""
-        for node in graph.nodes:
+    def emit_graph(self, graph: Graph, scope: _Scope, indent: str,
+                   free_temporaries: bool = False) -> list[str]:
+        """Emit ``graph``'s ops; returns the expressions of its outputs.
+
+        With ``free_temporaries`` each value is deleted right after its last use, so large
+        intermediates are freed (and their memory reused) as eager NumPy would.
+        """
+        last_use: dict[Node, int] = {}
+        if free_temporaries:
+            for i, node in enumerate(graph.nodes):
+                for a in node.inputs:
+                    last_use[a] = i
+            for out in graph.outputs:
+                last_use.pop(out, None)
+        dead_after: dict[int, list[Node]] = {}
+        for node, i in last_use.items():
+            dead_after.setdefault(i, []).append(node)
+        for i, node in enumerate(graph.nodes):
             self.emit_node(node, scope, indent)
+            dead = dead_after.get(i)
+            if dead:
+                self.lines.append(f"{indent}del {', '.join(scope.var(n) for n in dead)}")
         return [scope.var(o) for o in graph.outputs]
 
     def emit_node(self, node: Node, scope: _Scope, indent: str) -> None:
@@ -232,7 +250,7 @@ def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, d
     scope = _Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")
-    emitter.emit_graph(graph, scope, "    ")
+    emitter.emit_graph(graph, scope, "    ", free_temporaries=True)
     emitter.lines.append(f"    return {_output_expr(tree, graph, namer, scope)}")
     return "\n".join(emitter.lines) + "\n", namer.globals
 
