@@ -23,7 +23,6 @@ realistic one (``tanh`` on 1,000 floats).
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import time
@@ -228,15 +227,8 @@ def rows(quick: bool) -> list[Row]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="in-process rows only")
-    table = rows(parser.parse_args().quick)
-    header = ("benchmark", "time", "ratio", "target")
-    widths = [max(len(r[i]) for r in table + [header]) for i in range(4)]
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("-|-".join("-" * w for w in widths))
-    for r in table:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    from table import main as run_suite
+    run_suite(rows, __doc__.splitlines()[0])
 
 
 if __name__ == "__main__":

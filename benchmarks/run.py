@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 import kernel_ext as kx
+from table import format_table
 
 
 def per_call_us(fn: Callable[[], object], number: int, repeat: int) -> float:
@@ -134,13 +135,7 @@ def main() -> None:
         except ImportError:
             continue
         rows += suite.rows(args.quick)
-    widths = [max(len(r[i]) for r in rows + [("benchmark", "time", "ratio", "target")])
-              for i in range(4)]
-    header = ("benchmark", "time", "ratio", "target")
-    print(" | ".join(h.ljust(w) for h, w in zip(header, widths)))
-    print("-|-".join("-" * w for w in widths))
-    for r in rows:
-        print(" | ".join(c.ljust(w) for c, w in zip(r, widths)))
+    print(format_table(rows))
 
 
 if __name__ == "__main__":
