@@ -23,7 +23,7 @@ from .ops import OpGroup, OpKind
 class Node:
     """One operation of a :class:`Graph` (TensorFlow calls this an ``Operation``)."""
 
-    __slots__ = ("name", "op", "args", "attrs", "aval", "__weakref__")
+    __slots__ = ("name", "op", "_args", "_inputs", "attrs", "aval", "__weakref__")
 
     def __init__(self, name: str, op: OpKind, args: tuple, attrs: dict,
                  aval: AbstractValue | None) -> None:
@@ -40,9 +40,20 @@ class Node:
         return self.op
 
     @property
+    def args(self) -> tuple:
+        """Input nodes and inline literals, in argument order."""
+        return self._args
+
+    @args.setter
+    def args(self, value: tuple) -> None:
+        self._args = tuple(value)
+        # Cached: passes and the fusion partitioner ask for inputs many times per node.
+        self._inputs = tuple(a for a in self._args if isinstance(a, Node))
+
+    @property
     def inputs(self) -> tuple["Node", ...]:
         """The nodes this one reads, in argument order (literals excluded)."""
-        return tuple(a for a in self.args if isinstance(a, Node))
+        return self._inputs
 
     @property
     def outputs(self) -> tuple[AbstractValue, ...]:

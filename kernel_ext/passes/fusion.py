@@ -116,6 +116,7 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
     reduced: dict[int, Node] = {}          # root id -> terminal reduction
     size: dict[int, int] = {}
     ancestors: dict[Node, frozenset[int]] = {}  # segment ids a node depends on (incl. its own)
+    members: dict[int, list[Node]] = {}    # root id -> its nodes (kept in step with unions)
 
     def anc(node: Node) -> set[int]:
         return {sets.find(i) for i in ancestors.get(node, ())}
@@ -126,10 +127,11 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
         if not has_effects(node) and can_fuse(node):
             if node.op.group is OpGroup.ELEMENTWISE:
                 joined = _try_join(node, args, node.aval.shape, sets, seg_of, domain, reduced,
-                                   size, anc, max_nodes, terminal=False)
+                                   size, anc, max_nodes, terminal=False, members=members)
             else:
                 joined = _try_join(node, args[:1], args[0].aval.shape, sets, seg_of, domain,
-                                   reduced, size, anc, max_nodes, terminal=True)
+                                   reduced, size, anc, max_nodes, terminal=True,
+                                   members=members)
         deps: set[int] = set()
         for a in args:
             deps |= ancestors.get(a, frozenset())
@@ -199,7 +201,7 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
 def _try_join(node: Node, producers: Sequence[Node], dom: tuple, sets: _Sets,
               seg_of: dict[Node, int], domain: dict[int, tuple], reduced: dict[int, Node],
               size: dict[int, int], anc: Callable[[Node], set[int]], max_nodes: int,
-              terminal: bool) -> int:
+              terminal: bool, members: dict[int, list[Node]]) -> int:
     """Put ``node`` in a segment (merging its producers' segments where allowed); its id."""
     candidates: list[int] = []
     for p in producers:
@@ -217,13 +219,16 @@ def _try_join(node: Node, producers: Sequence[Node], dom: tuple, sets: _Sets,
     total = 1
     for sid in candidates:
         trial = chosen + [sid]
-        if total + size[sid] <= max_nodes and _convex(node, trial, seg_of, sets, anc):
+        if total + size[sid] <= max_nodes and _convex(node, trial, members, anc):
             chosen = trial
             total += size[sid]
     if chosen:
         root = sets.union(chosen)
+        merged_members = [m for sid in chosen for m in members.pop(sid)]
     else:
         root = sets.new()
+        merged_members = []
+    members[root] = merged_members + [node]
     seg_of[node] = root
     domain[root] = dom
     size[root] = total
@@ -232,7 +237,7 @@ def _try_join(node: Node, producers: Sequence[Node], dom: tuple, sets: _Sets,
     return root
 
 
-def _convex(node: Node, merging: list[int], seg_of: dict[Node, int], sets: _Sets,
+def _convex(node: Node, merging: list[int], members_of: dict[int, list[Node]],
             anc: Callable[[Node], set[int]]) -> bool:
     """Would ``node`` plus the segments ``merging`` form a convex set?
 
@@ -241,7 +246,7 @@ def _convex(node: Node, merging: list[int], seg_of: dict[Node, int], sets: _Sets
     non-member args and the inputs of the merged segments' members.
     """
     ids = set(merging)
-    members = [n for n, s in seg_of.items() if sets.find(s) in ids]
+    members = [n for sid in merging for n in members_of[sid]]
     member_set = set(members) | {node}
     for m in members + [node]:
         for a in m.inputs:
