@@ -125,13 +125,13 @@ def in_process(quick: bool) -> list[Row]:
                 finally:
                     m.close()
             base, with_monitor = min(off), min(on)
-            rows.append((f"W1 {N_CALLS:,} calls of {label}: no monitor",
+            rows.append((f"M1 {N_CALLS:,} calls of {label}: no monitor",
                          f"{base * 1e3:.1f} ms", "", ""))
-            rows.append((f"W1 same with a live monitor (in-process, JSON comm; "
+            rows.append((f"M1 same with a live monitor (in-process, JSON comm; "
                          f"{refreshes / repeat:.1f} updates/run)",
                          f"{with_monitor * 1e3:.1f} ms",
                          f"{(with_monitor / base - 1) * 100:+.1f}%", TARGET))
-            rows.append(("W1 monitor work during that loop (refresh + render + JSON, GIL held)",
+            rows.append(("M1 monitor work during that loop (refresh + render + JSON, GIL held)",
                          f"{work * 1e3:.2f} ms", f"{work / base * 100:.2f}% of the loop",
                          TARGET))
     finally:
@@ -204,12 +204,12 @@ def real_kernel(repeat: int = 7) -> list[Row]:
                 run("m.close()")
             base, with_monitor = min(off), min(on)
             work = max(spent)
-            rows.append((f"W2 {N_CALLS:,} calls of {label} in a real kernel: no monitor",
+            rows.append((f"M2 {N_CALLS:,} calls of {label} in a real kernel: no monitor",
                          f"{base * 1e3:.1f} ms", "", ""))
-            rows.append(("W2 same with a displayed live monitor (IOPub messages)",
+            rows.append(("M2 same with a displayed live monitor (IOPub messages)",
                          f"{with_monitor * 1e3:.1f} ms",
                          f"{(with_monitor / base - 1) * 100:+.1f}%", TARGET))
-            rows.append(("W2 monitor work during that loop (refresh + render + send)",
+            rows.append(("M2 monitor work during that loop (refresh + render + send)",
                          f"{work * 1e3:.2f} ms", f"{work / base * 100:.2f}% of the loop",
                          TARGET))
         return rows
