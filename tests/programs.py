@@ -72,6 +72,18 @@ def _random_array(rng: np.random.Generator, shape: tuple[int, ...] | None = None
     return np.asarray(arr) if arr.ndim else arr[()] if flavour == 2 else arr
 
 
+def _binary_step(rng: np.random.Generator, ufuncs: list, literals: list, i: int,
+                 j: int) -> tuple[str, Callable]:
+    """A binary ufunc on two values, or (30 %) on a value and a weak literal, either side."""
+    uf = ufuncs[rng.integers(len(ufuncs))]
+    if rng.random() < 0.3:
+        lit = literals[rng.integers(len(literals))]
+        if rng.random() < 0.5:
+            return f"{uf.__name__}(v{i}, {lit!r})", lambda e, uf=uf, i=i, c=lit: uf(e[i], c)
+        return f"{uf.__name__}({lit!r}, v{i})", lambda e, uf=uf, i=i, c=lit: uf(c, e[i])
+    return f"{uf.__name__}(v{i}, v{j})", lambda e, uf=uf, i=i, j=j: uf(e[i], e[j])
+
+
 def _candidate(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]:
     i = int(rng.integers(len(env)))
     j = int(rng.integers(len(env)))
@@ -80,13 +92,7 @@ def _candidate(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]
         uf = UNARY[rng.integers(len(UNARY))]
         return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
     if choice <= 3:
-        uf = BINARY[rng.integers(len(BINARY))]
-        if rng.random() < 0.3:
-            lit = LITERALS[rng.integers(len(LITERALS))]
-            if rng.random() < 0.5:
-                return f"{uf.__name__}(v{i}, {lit!r})", lambda e, uf=uf, i=i, c=lit: uf(e[i], c)
-            return f"{uf.__name__}({lit!r}, v{i})", lambda e, uf=uf, i=i, c=lit: uf(c, e[i])
-        return f"{uf.__name__}(v{i}, v{j})", lambda e, uf=uf, i=i, j=j: uf(e[i], e[j])
+        return _binary_step(rng, BINARY, LITERALS, i, j)
     if choice == 4:
         red = REDUCTIONS[rng.integers(len(REDUCTIONS))]
         nd = np.ndim(env[i])
@@ -241,13 +247,7 @@ def make_fusible_program(seed: int, n_steps: int = 6, reduce: bool | None = None
             uf = FUSIBLE_UNARY[rng.integers(len(FUSIBLE_UNARY))]
             return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
         if choice <= 6:
-            uf = FUSIBLE_BINARY[rng.integers(len(FUSIBLE_BINARY))]
-            if rng.random() < 0.3:
-                lit = FUSIBLE_LITERALS[rng.integers(len(FUSIBLE_LITERALS))]
-                if rng.random() < 0.5:
-                    return f"{uf.__name__}(v{i}, {lit!r})", lambda e, uf=uf, i=i, c=lit: uf(e[i], c)
-                return f"{uf.__name__}({lit!r}, v{i})", lambda e, uf=uf, i=i, c=lit: uf(c, e[i])
-            return f"{uf.__name__}(v{i}, v{j})", lambda e, uf=uf, i=i, j=j: uf(e[i], e[j])
+            return _binary_step(rng, FUSIBLE_BINARY, FUSIBLE_LITERALS, i, j)
         if choice == 7:
             k = int(rng.integers(len(env)))
             return (f"where(v{i} > 0, v{j}, v{k})",

@@ -207,28 +207,21 @@ def _cmp(op: str) -> Callable[..., str]:
     return lambda o, b: f"({o[0]} {op} {o[1]})"
 
 
-def _max_f(o: list[str], b: "_Body") -> str:
-    return f"({o[0]} if ({o[0]} >= {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})"
+def _pick(cmp: str, nan_from: int | None) -> Callable[..., str]:
+    """``a if a <cmp> b else b``; with ``nan_from`` the NaN of that operand wins the pick
+    (maximum/minimum propagate a NaN of either side via ``a != a``; fmax/fmin prefer the
+    non-NaN operand, so only ``b``'s NaN makes them pick ``a``)."""
+    def template(o: list[str], b: "_Body") -> str:
+        if nan_from is None:
+            return f"({o[0]} if {o[0]} {cmp} {o[1]} else {o[1]})"
+        nan = o[nan_from]
+        return f"({o[0]} if ({o[0]} {cmp} {o[1]}) | ({nan} != {nan}) else {o[1]})"
+    return template
 
 
-def _min_f(o: list[str], b: "_Body") -> str:
-    return f"({o[0]} if ({o[0]} <= {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})"
-
-
-def _fmax_f(o: list[str], b: "_Body") -> str:
-    return f"({o[0]} if ({o[0]} >= {o[1]}) | ({o[1]} != {o[1]}) else {o[1]})"
-
-
-def _fmin_f(o: list[str], b: "_Body") -> str:
-    return f"({o[0]} if ({o[0]} <= {o[1]}) | ({o[1]} != {o[1]}) else {o[1]})"
-
-
-def _max_i(o: list[str], b: "_Body") -> str:
-    return f"({o[0]} if {o[0]} >= {o[1]} else {o[1]})"
-
-
-def _min_i(o: list[str], b: "_Body") -> str:
-    return f"({o[0]} if {o[0]} <= {o[1]} else {o[1]})"
+_max_f, _min_f = _pick(">=", 0), _pick("<=", 0)
+_fmax_f, _fmin_f = _pick(">=", 1), _pick("<=", 1)
+_max_i, _min_i = _pick(">=", None), _pick("<=", None)
 
 
 # (op, loop kind) -> inline template; loop kinds: b(ool) i(nt) u(nsigned) f(loat)

@@ -172,6 +172,13 @@ class _GraphWriter:
                 self.emit_node(item, env, lines, indent)
         return [env[o] for o in graph.outputs]
 
+    def _call_kernel(self, lines: list[str], indent: str, px: str, call: str,
+                     reduces: bool) -> None:
+        """Call a segment kernel; it returns its NumPy-only-case flag (and the accumulator)."""
+        target = f"{px}bad, {px}acc" if reduces else f"{px}bad"
+        lines.append(f"{indent}{target} = {call}")
+        self.signal(lines, indent, f"{px}bad")
+
     def signal(self, lines: list[str], indent: str, cond: str) -> None:
         lines.append(f"{indent}if {cond}:")
         lines.append(f"{indent}    raise FloatingPointError('{SIGNAL}')")
@@ -229,11 +236,7 @@ class _GraphWriter:
                 self.scratch_lines.append(f"    {buf} = np.empty(1, {dt})")
                 out_names.append(buf)
             call = f"{kname}(0, 1, {', '.join(scalar_args + out_names + loop_names + scratch)})"
-            if red is not None:
-                lines.append(f"{indent}{px}bad, {px}acc = {call}")
-            else:
-                lines.append(f"{indent}{px}bad = {call}")
-            self.signal(lines, indent, f"{px}bad")
+            self._call_kernel(lines, indent, px, call, red is not None)
             for i, buf in zip(w.map_outputs, out_names):
                 t = self.fresh()
                 lines.append(f"{indent}{t} = {buf}[0]")
@@ -319,11 +322,7 @@ class _GraphWriter:
             out_names.append(t)
         every = arr_args + scalar_args + out_names + loop_names + scratch
         call = f"{kname}(0, {n}, {', '.join(every)})"
-        if red is not None:
-            lines.append(f"{indent}{px}bad, {px}acc = {call}")
-        else:
-            lines.append(f"{indent}{px}bad = {call}")
-        self.signal(lines, indent, f"{px}bad")
+        self._call_kernel(lines, indent, px, call, red is not None)
         rank = len(seg.domain)
         for i, t in zip(w.map_outputs, out_names):
             if rank > 1:

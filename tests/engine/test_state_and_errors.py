@@ -39,20 +39,6 @@ def test_variables_take_part_in_numpy_expressions_inside_traces():
     assert f.experimental_get_tracing_count() == 1
 
 
-def test_stateful_ops_run_in_program_order():
-    # Seed 002: a.assign(y * b); b.assign_add(x * a); return a + b  ->  10.0
-    a = kx.Variable(1.0)
-    b = kx.Variable(2.0)
-
-    @kx.function
-    def f(x, y):
-        a.assign(y * b)
-        b.assign_add(x * a)
-        return a + b
-
-    assert f(np.float64(1.0), np.float64(2.0)) == 10.0
-
-
 def test_reads_inside_a_trace_see_the_writes_before_them():
     v = kx.Variable(0)
 
