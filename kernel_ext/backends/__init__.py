@@ -20,6 +20,7 @@ Backends:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import time
@@ -30,10 +31,13 @@ from typing import Any, Callable
 from ..ir import Graph
 from ..trace.pytree import TreeNode
 from .numpy_backend import compile_graph, generate_source
+from .sharing import SharedExecutables
 
 BACKENDS = ("auto", "numpy", "numba", "cuda")
 #: Re-raise errors of the fusing backend instead of falling back to NumPy (for tests).
 STRICT = os.environ.get("KERNEL_EXT_STRICT", "") not in ("", "0")
+#: Fused executors shared by traces that differ only in sizes (see :mod:`.sharing`).
+SHARED = SharedExecutables()
 
 
 @dataclass
@@ -59,6 +63,7 @@ class Executable:
         return wait_for_kernels(timeout)
 
 
+@functools.lru_cache(maxsize=1)
 def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
@@ -98,6 +103,16 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         target = "cuda"
     from .fused import compile_fused, segment_reports
     mode = "auto" if backend == "auto" else "numba"
+    key = _share_key(graph, tree, n_params, mode, target)
+    if key is not None:
+        seen, shared = SHARED.lookup(key)
+        if shared is not None:
+            return Executable(shared.run, shared.source, shared.backend, shared.segments,
+                              (time.perf_counter() - t0) * 1e3)
+        if seen:
+            # The second trace of this size pattern: compile it for unknown sizes, for all.
+            from .sharing import erase_sizes
+            graph = erase_sizes(graph)
     try:
         run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,
                                            filename=f"<kx-fused {name}>")
@@ -116,8 +131,22 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         from .numba_cuda_probe import real_gpu_available
         if not real_gpu_available():
             label = "numba-cuda-sim"
-    return Executable(run, source, label, segment_reports(plans, label),
-                      (time.perf_counter() - t0) * 1e3)
+    executable = Executable(run, source, label, segment_reports(plans, label),
+                            (time.perf_counter() - t0) * 1e3)
+    if key is not None and seen:
+        SHARED.store(key, executable)
+    return executable
+
+
+def _share_key(graph: Graph, tree: TreeNode, n_params: int, mode: str, target: str) -> Any:
+    """The key under which traces that differ only in sizes share a fused executor
+    (:mod:`.sharing`), or None."""
+    from .sharing import size_pattern_key, tree_key
+    pattern = size_pattern_key(graph)
+    if pattern is None:
+        return None
+    tkey = tree_key(tree)
+    return None if tkey is None else (mode, target, n_params, tkey, pattern)
 
 
 def _cuda_usable() -> bool:

@@ -35,6 +35,7 @@ class ConcreteFunction:
         self.executable = executable
         self._run = executable.run
         self.record = record
+        self._exact = False  # set by Function: input types accept only equal types
         self.node_counts = {"traced": traced_node_count, "optimised": graph.count_ops()}
         # Python values this trace was made for may be left out of calls (TensorFlow's
         # `square = pow.get_concrete_function(a=spec, b=2); square(10.0)`).

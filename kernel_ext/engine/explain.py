@@ -116,27 +116,63 @@ class CapturedValue:
         return False, None
 
 
-@dataclass
-class TraceRecord:
-    """One trace of a Function (``Function.retraces`` lists them in order)."""
+@dataclass(frozen=True)
+class Explanation:
+    """Why a trace happened: the closest earlier trace, the differences, the fixes."""
 
-    index: int                    # 1-based trace number
     cause: str                    # "first_trace", "shape", "dtype", "python_value", ...
-    signature: str                # the traced input signature, one line
     diffs: list[ArgumentDiff] = field(default_factory=list)
     closest: int | None = None    # index of the closest earlier trace
+    closest_signature: str = ""   # the signature of trace #closest
+    advice: str = ""              # why it retraced and what to do, for people
+    fixes: list[Fix] = field(default_factory=list)
+    suggested_signature: tuple | None = None   # derived input_signature (TensorSpecs, values)
+
+
+def _explained(name: str) -> property:
+    def get(self: "TraceRecord") -> Any:
+        return getattr(self.explanation, name)
+    get.__name__ = name
+    get.__doc__ = f"``Explanation.{name}`` (worked out on first read)."
+    return property(get)
+
+
+@dataclass
+class TraceRecord:
+    """One trace of a Function (``Function.retraces`` lists them in order).
+
+    The explanation (closest trace, differences, fixes) compares the new signature with every
+    earlier one, so it is worked out when first read — by the UI, a report, a warning or a
+    ``--strict`` check — not on every retrace: a function retraced for 50 shapes in a loop
+    would otherwise pay a quadratic diagnosis nobody looks at. ``explain_with`` holds what
+    it needs, frozen at trace time.
+    """
+
+    index: int                    # 1-based trace number
+    signature: str                # the traced input signature, one line
+    explain_with: Explanation | Callable[[], Explanation] = field(repr=False, compare=False)
     trace_ms: float = 0.0
     compile_ms: float = 0.0
     call_site: str = ""
     call_number: int = 0          # which call of the Function caused it
     via: str = "call"             # "call" or "get_concrete_function"
-    closest_signature: str = ""   # the signature of trace #closest
-    advice: str = ""              # why it retraced and what to do, for people
-    fixes: list[Fix] = field(default_factory=list)
-    suggested_signature: tuple | None = None   # derived input_signature (TensorSpecs, values)
     captured: tuple[CapturedValue, ...] = ()   # globals/closure values read at trace time
     function_name: str = ""
     magic_fixes: bool = False     # show fixes as %%tffunction options (made by the magic)
+
+    @property
+    def explanation(self) -> Explanation:
+        if not isinstance(self.explain_with, Explanation):
+            self.explain_with = self.explain_with()
+        return self.explain_with
+
+    cause = _explained("cause")
+    diffs = _explained("diffs")
+    closest = _explained("closest")
+    closest_signature = _explained("closest_signature")
+    advice = _explained("advice")
+    fixes = _explained("fixes")
+    suggested_signature = _explained("suggested_signature")
 
     @property
     def cost_ms(self) -> float:
@@ -280,18 +316,31 @@ def diff_call(names: Sequence[str], old: Sequence[TraceType],
     return out
 
 
+def _count_diffs(old: TraceType, new: TraceType) -> int:
+    """How many leaves :func:`diff_types` would report, without describing them."""
+    if new.is_subtype_of(old):
+        return 0
+    if isinstance(old, _Composite) and old._same_structure(new):
+        return sum(_count_diffs(a, b) for a, b in zip(old.components, new.components))
+    return 1
+
+
 def closest_trace(names: Sequence[str], candidates: Sequence[tuple[int, Sequence[TraceType]]],
                   new: Sequence[TraceType]) -> tuple[int | None, list[ArgumentDiff]]:
     """The earlier trace with the fewest differing leaves, and those differences.
 
     Ties go to the latest such trace: it is the one the user most likely meant to reuse.
+    Candidates are ranked by counting; only the winner's differences are described.
     """
-    best: tuple[int | None, list[ArgumentDiff]] = (None, [])
+    best: tuple[int, Sequence[TraceType]] | None = None
+    best_count = 0
     for index, types_ in candidates:
-        diffs = diff_call(names, types_, new)
-        if best[0] is None or len(diffs) <= len(best[1]):
-            best = (index, diffs)
-    return best
+        count = sum(_count_diffs(a, b) for a, b in zip(types_, new))
+        if best is None or count <= best_count:
+            best, best_count = (index, types_), count
+    if best is None:
+        return None, []
+    return best[0], diff_call(names, best[1], new)
 
 
 def cause_of(diffs: Sequence[ArgumentDiff]) -> str:

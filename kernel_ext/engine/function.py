@@ -31,12 +31,13 @@ from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace.pytree import flatten_outputs
 from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType, WeakRef,
-                           _Composite, make_trace_type, register_dead_object_listener)
+                           _Composite, make_trace_type, matches_only_itself,
+                           register_dead_object_listener)
 from . import events, registry
 from .concrete import ConcreteFunction
 from .config import STATE
-from .explain import (StrictRetraceError, TraceRecord, cause_of, closest_trace, describe,
-                      fix_for, snapshot_captures, suggest_fixes)
+from .explain import (Explanation, StrictRetraceError, TraceRecord, cause_of, closest_trace,
+                      describe, fix_for, snapshot_captures, suggest_fixes)
 
 _P = inspect.Parameter
 _ndarray = np.ndarray
@@ -233,8 +234,9 @@ class Function:
         """The most specific cached trace accepting ``types_`` (earliest among equals)."""
         if self._dead_pending:
             self._purge_dead()
-        candidates = [cf for cf in self._concrete
-                      if all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))]
+        # Traces keyed by exact types were looked up by equality already (``_lookup``).
+        candidates = [cf for cf in self._concrete if not cf._exact
+                      and all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))]
         if not candidates:
             return None
         best = candidates[0]
@@ -309,6 +311,7 @@ class Function:
                                        call_site)
             cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
                                   traced_count)
+            cf._exact = all(matches_only_itself(t) for t in trace_types)
             self._concrete.append(cf)
             self._records.append(record)
             self._lookup[types_] = cf
@@ -344,23 +347,27 @@ class Function:
         signature = ", ".join(f"{n}: {describe(t)}"
                               for n, t in zip(self._param_names, trace_types))
         captured = self._snapshot_captures()
+        common = dict(trace_ms=trace_ms, compile_ms=compile_ms, call_site=call_site,
+                      call_number=self._calls, via=via, captured=captured,
+                      function_name=self._name,
+                      magic_fixes=getattr(self, "_kx_magic_fixes", False))
         if not self._concrete:
-            return TraceRecord(index, "released" if self._records else "first_trace", signature, trace_ms=trace_ms,
-                               compile_ms=compile_ms, call_site=call_site,
-                               call_number=self._calls, via=via, captured=captured,
-                               function_name=self._name)
-        closest, diffs = closest_trace(
-            self._param_names, [(cf.record.index, cf.input_types) for cf in self._concrete],
-            call_types)
-        advice, fixes, suggested = suggest_fixes(
-            self._name, self._param_names, [cf.input_types for cf in self._concrete],
-            call_types, diffs)
-        closest_signature = next((cf.record.signature for cf in self._concrete
-                                  if cf.record.index == closest), "")
-        record = TraceRecord(index, cause_of(diffs), signature, diffs, closest, trace_ms,
-                             compile_ms, call_site, self._calls, via, closest_signature,
-                             advice, fixes, suggested, captured, self._name,
-                             getattr(self, "_kx_magic_fixes", False))
+            first = Explanation("released" if self._records else "first_trace")
+            return TraceRecord(index, signature, first, **common)
+        # What the explanation needs, frozen now; the comparison itself runs when read.
+        name, names = self._name, self._param_names
+        earlier = [(cf.record.index, cf.input_types, cf.record.signature)
+                   for cf in self._concrete]
+
+        def explanation() -> Explanation:
+            closest, diffs = closest_trace(names, [(i, t) for i, t, _ in earlier], call_types)
+            advice, fixes, suggested = suggest_fixes(name, names, [t for _, t, _ in earlier],
+                                                     call_types, diffs)
+            closest_signature = next((s for i, _, s in earlier if i == closest), "")
+            return Explanation(cause_of(diffs), diffs, closest, closest_signature, advice,
+                               fixes, suggested)
+
+        record = TraceRecord(index, signature, explanation, **common)
         if getattr(self, "_kx_strict", False):
             raise StrictRetraceError(
                 "strict function would retrace (the new trace was discarded):\n"

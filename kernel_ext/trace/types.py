@@ -174,6 +174,20 @@ def shape_fits(shape: tuple, spec_shape: tuple | None) -> bool:
         s is None or s == d for d, s in zip(shape, spec_shape))
 
 
+def matches_only_itself(t: TraceType) -> bool:
+    """True when ``t`` accepts nothing but an equal type (no ``None`` dimension, no name, no
+    user-defined rules): a call whose types are not *equal* to such a trace's types can never
+    dispatch to it, so the dispatcher skips the subtype scan over those traces."""
+    cls = type(t)
+    if cls is TensorSpec:
+        return t.name is None and t.shape is not None and None not in t.shape  # type: ignore
+    if cls in (Literal, VariableType, WeakRef):
+        return True
+    if cls in (Sequence_, Dict, Dataclass):
+        return all(matches_only_itself(c) for c in t.components)  # type: ignore[attr-defined]
+    return False
+
+
 # ---------------------------------------------------------------------------------------------
 # Python values
 # ---------------------------------------------------------------------------------------------

@@ -544,6 +544,35 @@ def test_retrace_records_name_the_argument_and_change():
     assert "test_function.py" in third.call_site
 
 
+def test_retrace_explanation_read_late_compares_only_with_earlier_traces():
+    # Explanations are worked out when first read; one read after later traces must still
+    # describe the trace against the traces that existed when it happened.
+    f = kx.function(lambda x: x + 1)
+    for n in (2, 3, 4, 3):
+        f(np.ones(n))
+    first, second, third = f.retraces  # the second call with 3 elements hit the cache
+    assert third.closest == 2 and [str(d) for d in third.diffs] == [
+        "x: float64[3] -> float64[4] (shape)"]
+    assert second.closest == 1 and second.cause == "shape"
+    assert "float64[2]" in second.closest_signature and second.fixes
+
+
+def test_dispatch_prefers_exact_traces_and_still_finds_relaxed_ones():
+    f = kx.function(lambda x: x * 2, reduce_retracing=True)
+    f(np.ones(2))
+    f(np.ones(3))                      # relaxed to float64[None]
+    assert f.experimental_get_tracing_count() == 2
+    f(np.ones(7))                      # served by the relaxed trace, no new trace
+    assert f.experimental_get_tracing_count() == 2
+    g = kx.function(lambda x: x * 2)
+    with pytest.warns(errors.RetracingWarning):
+        for n in range(1, 40):
+            np.testing.assert_array_equal(g(np.ones(n)), np.full(n, 2.0))
+    assert g.experimental_get_tracing_count() == 39
+    np.testing.assert_array_equal(g(np.ones(5)), np.full(5, 2.0))
+    assert g.experimental_get_tracing_count() == 39
+
+
 def test_retracing_warning_names_function_and_argument_at_most_twice():
     f = kx.function(lambda x, n: x * n)
     x = np.ones(2)

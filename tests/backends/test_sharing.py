@@ -1,0 +1,143 @@
+"""Fused executors shared by traces that differ only in sizes (backends/sharing.py)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from programs import make_fusible_program
+
+import kernel_ext as kx
+from kernel_ext.backends import fused
+from kernel_ext.backends.sharing import erase_sizes, size_pattern_key
+from kernel_ext.ir import lint
+
+pytest.importorskip("numba")
+
+
+@pytest.fixture(autouse=True)
+def _sync():
+    old = fused.set_synchronous(True)
+    yield
+    fused.set_synchronous(old)
+
+
+def _w3(x, a, b, c):
+    return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
+
+
+def _graph(fn, *args):
+    f = kx.function(fn, backend="numba")
+    f(*args)
+    return f.get_concrete_function(*args).graph
+
+
+def test_traces_differing_only_in_sizes_share_one_fused_executor():
+    f = kx.function(_w3, backend="numba")
+    rng = np.random.default_rng(0)
+    cfs = []
+    for n in (1000, 1500, 2000, 2500):
+        args = [rng.standard_normal(n).astype(np.float32) for _ in range(4)]
+        np.testing.assert_array_equal(f(*args), _w3(*args))
+        cfs.append(f.get_concrete_function(*args))
+    assert f.experimental_get_tracing_count() == 4
+    # every trace keeps its own static graph; the second compiled for all sizes, 3rd+ reuse
+    assert [cf.graph.inputs[0].aval.shape for cf in cfs] == [(1000,), (1500,), (2000,),
+                                                             (2500,)]
+    assert cfs[2].executable.run is cfs[1].executable.run is cfs[3].executable.run
+    assert cfs[0].executable.run is not cfs[1].executable.run
+
+
+def test_size_pattern_keeps_broadcasting_and_equal_sizes_apart():
+    def outer(x, y):
+        return np.tanh(x[:, None] * y[None, :]) + 1.0
+
+    def add(x, y):
+        return np.exp(x + y) * 2.0
+
+    f32 = np.float32
+    key = size_pattern_key
+    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) == \
+        key(_graph(add, np.ones(9, f32), np.ones(9, f32)))
+    # broadcasting a size-1 operand is another program
+    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) != \
+        key(_graph(add, np.ones(5, f32), np.ones(1, f32)))
+    # two equal sizes vs two different ones: another fusion domain pattern
+    assert key(_graph(outer, np.ones(5, f32), np.ones(5, f32))) != \
+        key(_graph(outer, np.ones(5, f32), np.ones(7, f32)))
+    assert key(_graph(outer, np.ones(5, f32), np.ones(7, f32))) == \
+        key(_graph(outer, np.ones(6, f32), np.ones(8, f32)))
+    # dtypes are part of the key
+    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) != \
+        key(_graph(add, np.ones(5), np.ones(5)))
+
+
+def test_sizes_inside_attributes_and_constants_are_never_erased():
+    def reshaped(x):
+        return np.tanh(x.reshape(2, x.shape[0] // 2)) * 3.0
+
+    def reshaped_any(x):
+        return np.tanh(x.reshape(2, -1)) * 3.0
+
+    def with_const(x, c):
+        return np.exp(x) * c
+
+    f32 = np.float32
+    key = size_pattern_key
+    # the reshape target (2, 3) vs (2, 4) is an attribute: different programs
+    assert key(_graph(reshaped, np.ones(6, f32))) != key(_graph(reshaped, np.ones(8, f32)))
+    # reshape(2, -1) is one program for every even length: shared, and right at each size
+    assert key(_graph(reshaped_any, np.ones(6, f32))) == \
+        key(_graph(reshaped_any, np.ones(8, f32)))
+    f = kx.function(reshaped_any, backend="numba")
+    for n in (6, 8, 10, 12):
+        x = np.arange(n, dtype=f32)
+        np.testing.assert_array_equal(f(x), reshaped_any(x))
+    def times(v):  # v is captured: a constant of the graph
+        return lambda x: np.exp(x) * v
+
+    small = [_graph(times(v), np.ones(5, f32))
+             for v in (np.arange(5, dtype=f32), np.arange(5, dtype=f32) + 1)]
+    assert key(small[0]) != key(small[1])
+    big = _graph(times(np.arange(500, dtype=f32)), np.ones(500, f32))
+    assert key(big) is None  # large constants: never shared
+    assert key(_graph(with_const, np.ones(5, f32), f32(2))) is not None
+
+
+def test_erased_graph_keeps_structure_and_passes_lint():
+    g = _graph(_w3, *(np.ones(7, np.float32) for _ in range(4)))
+    e = erase_sizes(g)
+    lint(e)
+    assert [n.op for n in e.nodes] == [n.op for n in g.nodes]
+    assert all(n.aval is None or n.aval.shape in ((None,), ()) for n in e.nodes)
+    assert g.inputs[0].aval.shape == (7,)  # the original is untouched
+
+
+def _rescale(value, grow):
+    """``value`` with every dimension d > 1 grown to ``grow(d)`` (values wrap around)."""
+    if not isinstance(value, np.ndarray) or value.ndim == 0:
+        return value
+    pad = [(0, grow(d) - d if d > 1 else 0) for d in value.shape]
+    out = np.pad(value, pad, mode="wrap")
+    if not value.flags.writeable:
+        out.setflags(write=False)
+    return out
+
+
+@pytest.mark.parametrize("chunk", range(4))
+def test_generated_programs_agree_with_numpy_at_every_size_of_a_shared_executor(chunk):
+    for seed in range(chunk, 60, 4):
+        prog = make_fusible_program(seed, reduce=False)
+        f = kx.function(prog, backend="numba")
+        for grow in (lambda d: d, lambda d: d + 3, lambda d: 2 * d + 5):
+            inputs = [_rescale(v, grow) for v in prog.inputs]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = prog(*inputs)
+                got = f(*inputs)
+            where = f"seed {seed}: {prog.describe()} at {[np.shape(v) for v in inputs]}"
+            for g, e in zip(got, expected):
+                g, e = np.asarray(g), np.asarray(e)
+                assert g.dtype == e.dtype and g.shape == e.shape, where
+                np.testing.assert_array_equal(g, e, err_msg=where)
