@@ -105,7 +105,12 @@ class Function:
         self._variables_allowed = True
         self._dead_pending = False
         self._calls = 0
-        self._last_run: Callable[..., Any] | None = None
+        # The last call's trace: its fast key (cache hit) or the trace itself (slow path).
+        # Traces that differ only in sizes may share one runner, so the runner cannot say.
+        self._last_key: tuple | None = None
+        # (weak: a trace keyed by an object that died must be released with it)
+        self._last_cf: "weakref.ref[ConcreteFunction] | None" = None
+        self._fast_cf: "dict[tuple, weakref.ref[ConcreteFunction]]" = {}
         self._last_run_ns: int | None = None
         self._traces = 0
         self._eager_calls = 0
@@ -134,9 +139,10 @@ class Function:
                 else:
                     break
             else:
-                run = self._fast.get(tuple(key))
+                k = tuple(key)
+                run = self._fast.get(k)
                 if run is not None:
-                    self._last_run = run
+                    self._last_key = k
                     if self._calls & _TIMING_MASK:
                         return run(*args)
                     return self._timed(run, args)
@@ -174,8 +180,10 @@ class Function:
             if key is not None:
                 if len(self._fast) >= _FAST_CACHE_LIMIT:
                     self._fast.clear()
+                    self._fast_cf.clear()
                 self._fast[key] = cf._run
-        self._last_run = cf._run
+                self._fast_cf[key] = weakref.ref(cf)
+        self._last_key, self._last_cf = None, weakref.ref(cf)
         return self._timed(cf._run, values)
 
     def _bind_values(self, args: tuple, kwargs: dict, defaults: dict | None = None) -> tuple:
@@ -317,6 +325,7 @@ class Function:
             self._lookup[types_] = cf
             self._lookup[trace_types] = cf
             self._fast.clear()
+            self._fast_cf.clear()
             self._traces += 1
             self._trace_ms += trace_ms
             self._compile_ms += compile_ms
@@ -486,8 +495,10 @@ class Function:
     @property
     def last_concrete_function(self) -> ConcreteFunction | None:
         """The trace the most recent graph call ran (``None`` before any)."""
-        last = self._last_run
-        return next((cf for cf in self._concrete if cf._run is last), None)
+        key = self._last_key
+        ref = self._fast_cf.get(key) if key is not None else self._last_cf
+        cf = ref() if ref is not None else None
+        return cf if cf is not None and any(c is cf for c in self._concrete) else None
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
         """A decorated method gets one Function (one cache) per instance."""
@@ -525,6 +536,7 @@ class Function:
                 self._lookup = {k: v for k, v in self._lookup.items()
                                 if v in keep and not any(map(_has_dead, k))}
                 self._fast.clear()
+                self._fast_cf.clear()
 
 
 def _has_dead(t: TraceType) -> bool:

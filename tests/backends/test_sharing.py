@@ -141,3 +141,15 @@ def test_generated_programs_agree_with_numpy_at_every_size_of_a_shared_executor(
                 g, e = np.asarray(g), np.asarray(e)
                 assert g.dtype == e.dtype and g.shape == e.shape, where
                 np.testing.assert_array_equal(g, e, err_msg=where)
+
+
+def test_last_concrete_function_tells_apart_traces_that_share_a_runner():
+    f = kx.function(_w3, backend="numba")
+    args = {n: [np.ones(n, np.float32)] * 4 for n in (1000, 1500, 2000)}
+    for n in (1000, 1500, 2000, 1500):
+        f(*args[n])
+    cf = f.last_concrete_function
+    assert cf is f.get_concrete_function(*args[1500])
+    assert cf.executable.run is f.get_concrete_function(*args[2000]).executable.run
+    f(*args[2000])
+    assert f.last_concrete_function is f.get_concrete_function(*args[2000])
