@@ -185,7 +185,7 @@ def bench_w4(hand: dict, quick: bool, n: int) -> list[Row]:
     return [(f"W4 mean((yt-yp)**2), {label} f32: NumPy", _fmt(base), "", ""),
             ("W4 kx.function(backend='numba') (float64 lanes)", _fmt(ours),
              f"{base / ours:.2f}x NumPy speed", target),
-            ("W4 kx.function (auto: float mean stays NumPy)", _fmt(ours_auto),
+            ("W4 kx.function (auto)", _fmt(ours_auto),
              f"{base / ours_auto:.2f}x NumPy speed", "")] + _peer_rows("W4", base, peers)
 
 

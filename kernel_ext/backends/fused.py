@@ -8,7 +8,8 @@ A graph compiled for ``backend="numba"`` (or ``"auto"``) is partitioned into seg
     v_out, v_total, = _seg0(v_x, v_a, v_b)
 
 A runner is generated Python too. It checks the call's shapes and memory layout, allocates the
-outputs with NumPy, calls the segment's Numba kernel — the contiguous ``k_flat`` (split over
+outputs with NumPy (or reuses its previous large output once the caller has dropped it:
+:func:`take_output`), calls the segment's Numba kernel — the contiguous ``k_flat`` (split over
 threads for large arrays) or the strided, broadcasting ``k_nd`` — and finishes reductions.
 Until a kernel is compiled, for sizes below the cost model's break-even, for empty reductions,
 or when a kernel flags a value only NumPy defines (a NaN cast to int), the runner calls the
@@ -29,6 +30,7 @@ import atexit
 import math
 import os
 import queue
+import sys
 import threading
 import time
 import warnings
@@ -319,6 +321,44 @@ def run_parallel(kernel: Callable[..., Any], n: int, args: tuple) -> list[Any]:
 
 
 # ---------------------------------------------------------------------------------------------
+# Output buffers
+# ---------------------------------------------------------------------------------------------
+
+#: A flat kernel's output of at least this many bytes is recycled (:func:`take_output`).
+#: Measured on the dev machine: a fresh 40 MB array costs 7-8 ms of CPU in page faults and
+#: zeroing when the kernel first writes it (``np.empty`` + fill 12-14 ms, filling a reused
+#: one 5-6 ms), a third of W3's kernel time. Smaller arrays come from malloc's free lists,
+#: already faulted in (glibc maps only allocations above its 32 MB ceiling afresh each time).
+RECYCLE_BYTES = 4 << 20
+
+
+def take_output(slot: list, n: int, dtype: np.dtype) -> np.ndarray:
+    """A 1-D output of ``n`` elements: the runner's previous output if nothing else refers
+    to it any more, else a new ``np.empty``.
+
+    ``slot`` holds the runner's last large output (:func:`keep_output`). Its array is reused
+    only when the reference count proves that nobody else can see it: the caller dropped the
+    result, and no view, memoryview or weak reference of it exists (a view holds its base).
+    ``list.pop`` hands the array to one thread only, so concurrent calls never share it.
+    """
+    try:
+        old = slot.pop()
+    except IndexError:
+        return np.empty(n, dtype)
+    # references: ``old`` and getrefcount's argument
+    if (sys.getrefcount(old) == 2 and not weakref.getweakrefcount(old)
+            and old.shape == (n,) and old.dtype == dtype):
+        return old
+    return np.empty(n, dtype)
+
+
+def keep_output(slot: list, out: np.ndarray) -> None:
+    """Remember ``out`` (being returned) for :func:`take_output` on the next call. The slot
+    keeps one array: what a runner retains between calls is its last large output."""
+    slot[:] = (out,)
+
+
+# ---------------------------------------------------------------------------------------------
 # Segment planning and runner generation
 # ---------------------------------------------------------------------------------------------
 
@@ -335,12 +375,13 @@ class SegmentPlan:
 
 def plan_segments(graph: Graph, mode: str, target: str = "cpu") -> list[SegmentPlan]:
     """Segments of ``graph`` worth fusing under ``mode`` ("auto" or "numba")."""
-    # "auto" never changes a result: float sums (fused in another summation order) stay in
-    # NumPy unless the user asked for backend="numba".
-    bitwise = mode == "auto"
+    # "auto" keeps every result bitwise NumPy's except float sums and means (another
+    # summation order, within the documented bound); float max/min stay in NumPy unless the
+    # user asked for backend="numba".
+    auto = mode == "auto"
 
     def eligible(node: Node) -> bool:
-        return can_compile(node, target, bitwise)
+        return can_compile(node, target, auto)
 
     plans = []
     for seg in partition(graph, eligible):
@@ -381,6 +422,7 @@ class _RunnerWriter:
         self.idx = idx
         self.namer = namer
         self.lines: list[str] = []
+        self.slots: dict[int, tuple[str, int]] = {}  # recycled output -> (slot, min size)
 
     def bind(self, value: Any, prefix: str) -> str:
         return self.namer.bind(value, prefix)
@@ -561,11 +603,21 @@ class _RunnerWriter:
     def _scalar_args(self) -> list[str]:
         return [f"v{i}[()]" for i in self.k.scalar_inputs]
 
-    def _outputs(self, ind: str, shape_expr: str) -> list[str]:
+    def _outputs(self, ind: str, shape_expr: str, recycle: bool = False) -> list[str]:
+        """Allocate the map outputs; ``recycle`` (the flat path): large ones reuse the
+        runner's previous output when the caller has dropped it (:func:`take_output`)."""
         names = []
         for i in self.k.map_outputs:
-            dt = self.bind(np.dtype(self.seg.outputs[i].aval.dtype), "_dt")
-            self.lines.append(f"{ind}o{i} = _empty({shape_expr}, {dt})")
+            dtype = np.dtype(self.seg.outputs[i].aval.dtype)
+            dt = self.bind(dtype, "_dt")
+            if recycle:
+                slot = self.bind([], "_slot")
+                big = -(-RECYCLE_BYTES // dtype.itemsize)
+                self.lines.append(f"{ind}o{i} = _take({slot}, n, {dt}) if n >= {big} else "
+                                  f"_empty(n, {dt})")
+                self.slots[i] = (slot, big)
+            else:
+                self.lines.append(f"{ind}o{i} = _empty({shape_expr}, {dt})")
             names.append(f"o{i}")
         return names
 
@@ -576,7 +628,7 @@ class _RunnerWriter:
         L.append(f"{ind}    kf = {handle}.need('flat', n, {self.hot})")
         L.append(f"{ind}    if kf is None:")
         L.append(f"{ind}        {call_fb}")
-        outs = self._outputs(ind, "n")
+        outs = self._outputs(ind, "n", recycle=True)
         args = [f"v{i}.ravel()" for i in k.array_inputs] + self._scalar_args() + outs \
             + self._loop_args()
         argtext = ", ".join(args)
@@ -594,6 +646,9 @@ class _RunnerWriter:
         L.append(f"{ind}    {lhs} = kf(0, n{', ' if args else ''}{argtext})")
         L.append(f"{ind}if bad:")
         L.append(f"{ind}    {call_fb}")
+        for i, (slot, big) in self.slots.items():
+            L.append(f"{ind}if n >= {big}:")
+            L.append(f"{ind}    _keep({slot}, o{i})")
         rank = len(seg.domain)
         results = []
         for i, o in enumerate(seg.outputs):
@@ -748,7 +803,8 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     namer = _Namer()
     namer.globals.update(_empty=np.empty, _full=np.full, _bshape=np.broadcast_shapes, _bt=_bt,
                          _cuda_run=_cuda_run,
-                         _run_parallel=run_parallel, _deferred=COMPILER.deferred,
+                         _run_parallel=run_parallel, _take=take_output,
+                         _keep=keep_output, _deferred=COMPILER.deferred,
                          _flush=COMPILER.flush)
     emitter = _FusedEmitter(namer, mode, target)
     scope = _Scope("v_")
@@ -794,6 +850,6 @@ def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str
     return reports
 
 
-__all__ = ["COMPILER", "KernelHandle", "SegmentPlan", "compile_fused", "handle_for",
-           "plan_segments", "run_parallel", "segment_reports", "set_synchronous",
-           "synchronous", "wait_for_kernels"]
+__all__ = ["COMPILER", "KernelHandle", "RECYCLE_BYTES", "SegmentPlan", "compile_fused",
+           "handle_for", "keep_output", "plan_segments", "run_parallel", "segment_reports",
+           "set_synchronous", "synchronous", "take_output", "wait_for_kernels"]

@@ -1,0 +1,198 @@
+"""Fused reductions and the flat runner's output buffers.
+
+Reductions fold element ``blk + j`` into lane ``j`` and fold the lanes pairwise every
+``CHUNK_BLOCKS`` blocks (docs/backends.md, Exactness): integer and bool results are bitwise
+NumPy's at every length and thread split, float sums and means are within
+``8·eps·Σ|xᵢ|`` of NumPy's even for long float64 sums, and ``backend="auto"`` fuses float
+sums and means (not float max/min or products). Flat runners reuse their previous large
+output only when nothing else can see it.
+"""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext.backends import codegen, fused
+
+
+@pytest.fixture(autouse=True)
+def _sync():
+    old = fused.set_synchronous(True)
+    yield
+    fused.set_synchronous(old)
+
+
+def _same(got, want, what: str) -> None:
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, what
+    np.testing.assert_array_equal(g, w, err_msg=what)
+
+
+def _within_bound(got, want, terms, what: str, count: int = 1) -> None:
+    """``|fused − NumPy| ≤ 8·eps·Σ|terms| / count`` (eps of the result dtype)."""
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, what
+    total = np.sum(np.abs(np.asarray(terms, dtype=np.float64)), axis=None) / count
+    bound = 8 * np.finfo(w.dtype).eps * total
+    err = np.max(np.abs(g.astype(np.float64) - w.astype(np.float64)))
+    assert err <= bound, f"{what}: |{g} - {w}| = {err} > {bound}"
+
+
+BLOCK, CHUNK = codegen.BLOCK, codegen.CHUNK_BLOCKS
+# around a block, a chunk of blocks and the cascade's carries; the large ones run threaded
+SIZES = [1, 5, BLOCK - 1, BLOCK, BLOCK + 1, CHUNK * BLOCK - 3, CHUNK * BLOCK,
+         CHUNK * BLOCK + 1, 3 * CHUNK * BLOCK + 1000, 700_001]
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_integer_and_bool_reductions_are_bitwise_at_every_length(n):
+    rng = np.random.default_rng(n)
+    i = rng.integers(-1000, 1000, n).astype(np.int32)
+    u = rng.integers(0, 200, n).astype(np.uint8)
+
+    def f(i, u):
+        return (np.sum(i * 3 - 7), np.max(i * 2), np.min(i - 5), np.any(i > 990),
+                np.all(u < 199), np.sum(u + u), np.prod(i % 3 + 1 - 1 + 1))
+
+    want = f(i, u)
+    got = kx.function(f, backend="numba")(i, u)
+    for k, (g, w) in enumerate(zip(got, want)):
+        _same(g, w, f"n={n} output {k}")
+
+
+@pytest.mark.parametrize("n", SIZES)
+def test_float_sums_are_within_the_bound_at_every_length(n):
+    rng = np.random.default_rng(n)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n)
+
+    def f(x, y):
+        return np.mean((x - 1.5) ** 2), np.sum(y * 3.0), np.max(x * 2.0)
+
+    got = kx.function(f, backend="numba")(x, y)
+    want = f(x, y)
+    _within_bound(got[0], want[0], (x - np.float32(1.5)) ** 2, f"n={n} mean", count=n)
+    _within_bound(got[1], want[1], y * 3.0, f"n={n} sum")
+    _same(got[2], want[2], f"n={n} max")
+
+
+@pytest.mark.parametrize("layout", ["flat", "transposed", "rows"])
+def test_long_float64_sums_stay_within_the_bound(layout):
+    """4M positive float64 terms: one running sum per lane would drift past the bound
+    (its error grows like the square root of its length); the pairwise fold does not."""
+    rng = np.random.default_rng(7)
+    x = rng.random(4_000_000) + 1.0
+    if layout == "flat":
+        def f(x):
+            return np.sum(x * 1.5)
+    elif layout == "transposed":
+        x = x.reshape(2000, 2000).T
+
+        def f(x):
+            return np.sum(x * 1.5)
+    else:
+        x = x.reshape(4, 1_000_000)
+
+        def f(x):
+            return np.sum(x * 1.5, axis=-1)
+    got = kx.function(f, backend="numba")(x)
+    want = f(x)
+    if layout == "rows":
+        for r in range(x.shape[0]):
+            _within_bound(got[r], want[r], x[r] * 1.5, f"row {r}")
+    else:
+        _within_bound(got, want, x * 1.5, layout)
+
+
+def test_auto_fuses_float_means_but_keeps_max_and_products_in_numpy():
+    """W4's shape: the mean joins the kernel once it is hot (one call here processes more
+    than ``HOT_ELEMENTS``); float max/min and products stay NumPy's."""
+    rng = np.random.default_rng(4)
+    n = fused.HOT_ELEMENTS + 4097
+    yt, yp = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
+
+    def w4(yt, yp):
+        return np.mean((yt - yp) ** 2)
+
+    f = kx.function(w4)
+    got = f(yt, yp)
+    seg, = f.get_concrete_function(yt, yp).executable.segments
+    assert seg["ops"] == ["subtract", "power", "mean"] and seg["state"] == "ready", seg
+    _within_bound(got, w4(yt, yp), (yt - yp) ** 2, "auto mean", count=n)
+    got = f(yt, yp)  # the kernel's result now (the first call compiled it)
+    _within_bound(got, w4(yt, yp), (yt - yp) ** 2, "auto mean (kernel)", count=n)
+
+    def others(x):
+        return np.max(x * 2.0 + 1.0), np.prod(x * 0.5 + 1.0), np.sum((x * 2).astype(np.int64))
+
+    g = kx.function(others)
+    _same(g(yt)[0], others(yt)[0], "auto max")
+    ops = [s["ops"] for s in g.get_concrete_function(yt).executable.segments]
+    assert all("max" not in o and "prod" not in o for o in ops), ops
+    for k, (a, b) in enumerate(zip(g(yt), others(yt))):
+        _same(a, b, f"auto output {k}")
+
+
+def test_a_dropped_output_is_reused_and_a_visible_one_never():
+    n = (fused.RECYCLE_BYTES // 4) + 10
+    x = np.arange(n, dtype=np.float32)
+
+    def f(x, k):
+        return np.tanh(x * k + 1.0) * x
+
+    g = kx.function(f, backend="numba")
+    ks = [np.float32(v) for v in (0.5, 1.5, 2.5, 3.5, 4.5, 5.5)]
+    held = g(x, ks[0])
+    nxt = g(x, ks[1])
+    assert nxt is not held
+    _same(held, f(x, ks[0]), "held result untouched")
+    ident = id(nxt)
+    del nxt
+    gc.collect()
+    again = g(x, ks[2])
+    assert id(again) == ident, "a dropped output is reused"
+    _same(again, f(x, ks[2]), "reused result")
+    view = again[::3]
+    del again
+    other = g(x, ks[3])
+    _same(view, f(x, ks[2])[::3], "a view keeps its base")
+    ref = weakref.ref(other)
+    del other
+    fresh = g(x, ks[4])
+    # not reused: once the runner lets it go it is gone, or else unchanged
+    assert ref() is not fresh, "a weakly referenced output is never reused"
+    if ref() is not None:
+        _same(ref(), f(x, ks[3]), "weakly referenced result untouched")
+    _same(fresh, f(x, ks[4]), "fresh")
+
+
+def test_threads_sharing_a_runner_never_share_an_output():
+    n = (fused.RECYCLE_BYTES // 4) + 10
+    x = np.linspace(-2, 2, n).astype(np.float32)
+
+    def f(x, k):
+        return np.exp(x * k) - k
+
+    g = kx.function(f, backend="numba")
+    g(x, np.float32(0.0))
+    errors: list[str] = []
+
+    def work(t: int) -> None:
+        for r in range(6):
+            k = np.float32(t + r / 8)
+            got = g(x, k)
+            if not np.array_equal(got, f(x, k)):
+                errors.append(f"thread {t} round {r}")
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
