@@ -131,23 +131,12 @@ def erase_sizes(graph: Graph) -> Graph:
         return None if shape is None else tuple(None if d is not None and d > 1 else d
                                                 for d in shape)
 
-    out = Graph(graph.name)
-    mapping: dict[Node, Node] = {}
-    for node in graph.nodes:
-        attrs = dict(node.attrs)
+    out = graph.rebuilt(graph.nodes)  # fresh nodes and attr dicts: safe to edit below
+    for node in out.nodes:
         if node.op is OpKind.PLACEHOLDER:
-            attrs["shape"] = erase(attrs.get("shape"))
-        aval = node.aval
-        if isinstance(aval, AbstractValue):
-            aval = AbstractValue(erase(aval.shape), aval.dtype)
-        args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-        new = Node(node.name, node.op, args, attrs, aval)
-        out._names.add(node.name)
-        out.nodes.append(new)
-        if node.op is OpKind.PLACEHOLDER:
-            out.inputs.append(new)
-        mapping[node] = new
-    out.outputs = [mapping[o] for o in graph.outputs]
+            node.attrs["shape"] = erase(node.attrs.get("shape"))
+        if isinstance(node.aval, AbstractValue):
+            node.aval = AbstractValue(erase(node.aval.shape), node.aval.dtype)
     return out
 
 
