@@ -366,13 +366,19 @@ def test_updates_are_throttled_while_a_cell_runs(manager, frontend, shell):
     inspector.start(shell, interval=interval)
     try:
         dense = make_dense()
-        shell.user_ns.update(np=np, dense=dense)
         channel = frontend.open()
+
+        def updated() -> bool:
+            return any(m["type"] == "update" for m in channel.sent())
+
+        shell.user_ns.update(np=np, dense=dense, updated=updated)
         started = time.monotonic()
+        # Busy for at least 0.5 s, and (on a loaded machine) until the poller got its turn.
         shell.run_cell(
             "import time\n"
-            "end = time.monotonic() + 0.5\n"
-            "while time.monotonic() < end:\n"
+            "start = time.monotonic()\n"
+            "while time.monotonic() < start + 0.5 or (not updated() and\n"
+            "                                        time.monotonic() < start + 10):\n"
             "    dense(np.ones(2, np.float32))\n")
         elapsed = time.monotonic() - started
         updates = [m for m in channel.sent() if m["type"] == "update"]
