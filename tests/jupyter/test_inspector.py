@@ -379,7 +379,8 @@ def test_updates_are_throttled_while_a_cell_runs(manager, frontend, shell):
             "start = time.monotonic()\n"
             "while time.monotonic() < start + 0.5 or (not updated() and\n"
             "                                        time.monotonic() < start + 10):\n"
-            "    dense(np.ones(2, np.float32))\n")
+            "    dense(np.ones(2, np.float32))\n"
+            "dense(np.ones(2, np.float32))\n")  # a change left for the end-of-cell flush
         elapsed = time.monotonic() - started
         updates = [m for m in channel.sent() if m["type"] == "update"]
         during = updates[:-1]  # the last one is the end-of-cell flush
