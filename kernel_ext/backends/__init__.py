@@ -31,7 +31,7 @@ from typing import Any, Callable
 from ..ir import Graph
 from ..trace.pytree import TreeNode
 from .numpy_backend import compile_graph, generate_source
-from .sharing import SharedExecutables
+from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 
 BACKENDS = ("auto", "numpy", "numba", "cuda")
 #: Re-raise errors of the fusing backend instead of falling back to NumPy (for tests).
@@ -111,7 +111,6 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
                               (time.perf_counter() - t0) * 1e3)
         if seen:
             # The second trace of this size pattern: compile it for unknown sizes, for all.
-            from .sharing import erase_sizes
             graph = erase_sizes(graph)
     try:
         run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,
@@ -141,7 +140,6 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
 def _share_key(graph: Graph, tree: TreeNode, n_params: int, mode: str, target: str) -> Any:
     """The key under which traces that differ only in sizes share a fused executor
     (:mod:`.sharing`), or None."""
-    from .sharing import size_pattern_key, tree_key
     pattern = size_pattern_key(graph)
     if pattern is None:
         return None
