@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import ast
 import inspect
+import linecache
+import re
 import textwrap
 import threading
 import types
@@ -28,10 +30,53 @@ _cache: dict[types.CodeType, tuple[types.CodeType, str] | None] = {}
 _lock = threading.Lock()
 
 
+# A line that can start a definition (inspect.findsource's test).
+_DEF_LINE = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
+
+
+def _source_lines(code: types.CodeType) -> tuple[list[str], int]:
+    """The source lines of ``code``'s definition and the number of the first one.
+
+    ``inspect.getsourcelines`` answers the same, but its first call in a process maps every
+    loaded module to its file (``realpath`` of each: tens of milliseconds, paid by the first
+    trace) and tokenizes to find the end of the block. Here the block ends at the first
+    statement indented no deeper than its first line; the text is accepted only if it
+    parses, and anything unusual (a continuation line at the margin, a string spanning the
+    margin, a file only a loader can read) takes inspect's way.
+    """
+    filename = code.co_filename
+    linecache.checkcache(filename)
+    lines = linecache.getlines(filename)
+    lnum = code.co_firstlineno - 1
+    if not lines or not 0 <= lnum < len(lines):
+        return inspect.getsourcelines(code)
+    while lnum > 0 and not _DEF_LINE.match(lines[lnum]):
+        lnum -= 1
+    head = lines[lnum]
+    indent = len(head) - len(head.lstrip())
+    start = lnum
+    while start + 1 < len(lines) and lines[start].lstrip().startswith("@"):
+        start += 1  # decorators: the block proper begins at the ``def``
+    end = start + 1
+    for i in range(start + 1, len(lines)):
+        text = lines[i].strip()
+        if not text or text.startswith("#"):
+            continue
+        if len(lines[i]) - len(lines[i].lstrip()) <= indent:
+            break
+        end = i + 1
+    block = lines[lnum:end]
+    try:
+        ast.parse(textwrap.dedent("".join(block)))
+    except SyntaxError:
+        return inspect.getsourcelines(code)
+    return block, lnum + 1
+
+
 def _parse(fn: types.FunctionType) -> ast.FunctionDef:
     """The ``def`` of ``fn`` (a lambda becomes an equivalent ``def``), with absolute lines."""
     try:
-        lines, first = inspect.getsourcelines(fn.__code__)  # not __wrapped__
+        lines, first = _source_lines(fn.__code__)  # not __wrapped__
     except (OSError, TypeError) as e:
         raise Unconvertible(f"its source is not available ({e})") from None
     code = fn.__code__

@@ -32,14 +32,18 @@ from typing import Any, Hashable
 import numpy as np
 
 from ..ir import Graph, Node, OpKind
+from ..ir.ops import OpGroup
 from ..ir.abstract import AbstractValue
-from ..ir.graph import subgraphs
 
 #: Most patterns kept (least recently used dropped first).
 LIMIT = 256
 #: Constants up to this many elements are keyed by value; larger ones disable sharing.
 _CONST_LIMIT = 64
 _SIMPLE = (bool, int, float, complex, str, type(None), np.dtype, np.generic)
+_EXACT = frozenset([bool, int, str, type(None)])
+
+
+_CONTROL_FLOW, _STATEFUL = OpGroup.CONTROL_FLOW, OpGroup.STATEFUL
 
 
 class _Unkeyable(Exception):
@@ -47,8 +51,13 @@ class _Unkeyable(Exception):
 
 
 def _attr_key(value: Any) -> Hashable:
-    if isinstance(value, _SIMPLE):
-        return (type(value).__name__, repr(value))
+    t = type(value)
+    if t in _EXACT:  # equal values, equal meaning (bool and int kept apart by the type)
+        return (t, value)
+    if isinstance(value, np.dtype):
+        return ("dtype", value.str)
+    if isinstance(value, _SIMPLE):  # floats by repr: -0.0 and NaN payloads stay apart
+        return (t.__name__, repr(value))
     if isinstance(value, (tuple, list)):
         return (type(value).__name__, tuple(_attr_key(v) for v in value))
     if isinstance(value, slice):
@@ -81,28 +90,37 @@ class _Pattern:
 def size_pattern_key(graph: Graph) -> Hashable | None:
     """A hashable description of ``graph`` up to its sizes (``None``: never share it)."""
     pattern = _Pattern()
+    shape = pattern.shape
     index: dict[Node, int] = {}
     parts: list[Hashable] = []
     try:
         for i, node in enumerate(graph.nodes):
-            if subgraphs(node) or node.op.is_stateful:
+            op = node.op
+            group = op.group
+            if group is _CONTROL_FLOW or group is _STATEFUL:  # cond/while bodies, state
                 return None
             index[node] = i
             args = tuple(("n", index[a]) if isinstance(a, Node) else _attr_key(a)
                          for a in node.args)
-            attrs = []
-            for name, value in sorted(node.attrs.items()):
-                if node.op is OpKind.CONSTANT and name == "value":
-                    attrs.append((name, _const_key(value)))
-                elif node.op is OpKind.PLACEHOLDER and name == "shape":
-                    attrs.append((name, pattern.shape(value)))
-                else:
-                    attrs.append((name, _attr_key(value)))
+            attrs: tuple = ()
+            if node.attrs:
+                items = []
+                for name, value in sorted(node.attrs.items()):
+                    if op is OpKind.CONSTANT and name == "value":
+                        items.append((name, _const_key(value)))
+                    elif op is OpKind.PLACEHOLDER and name == "shape":
+                        items.append((name, shape(value)))
+                    else:
+                        items.append((name, _attr_key(value)))
+                attrs = tuple(items)
             aval = node.aval
-            if aval is not None and not isinstance(aval, AbstractValue):
+            if aval is None:
+                akey = None
+            elif type(aval) is AbstractValue:
+                akey = (aval.dtype.str, shape(aval.shape))
+            else:
                 return None
-            akey = None if aval is None else (aval.dtype.str, pattern.shape(aval.shape))
-            parts.append((node.op.value, args, tuple(attrs), akey))
+            parts.append((op.value, args, attrs, akey))
     except (_Unkeyable, KeyError):
         return None
     outputs = tuple(index.get(o, -1) for o in graph.outputs)

@@ -98,6 +98,12 @@ class Function:
 
         self._lock = threading.RLock()
         self._concrete: list[ConcreteFunction] = []
+        # Traces whose types accept more than equal types: the only ones dispatch must scan
+        # (exact ones are found by the ``_lookup`` dict), so a retrace stays O(relaxed).
+        self._relaxed: list[ConcreteFunction] = []
+        # (index, input types, signature) of every trace in order, for explanations; only
+        # ever appended to, so a record can freeze "the traces before me" as a length.
+        self._history: list[tuple[int, tuple, str]] = []
         self._lookup: dict[tuple, ConcreteFunction] = {}
         self._fast: dict[tuple, Callable[..., Any]] = {}
         self._records: list[TraceRecord] = []
@@ -243,8 +249,8 @@ class Function:
         if self._dead_pending:
             self._purge_dead()
         # Traces keyed by exact types were looked up by equality already (``_lookup``).
-        candidates = [cf for cf in self._concrete if not cf._exact
-                      and all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))]
+        candidates = [cf for cf in self._relaxed
+                      if all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))]
         if not candidates:
             return None
         best = candidates[0]
@@ -321,6 +327,9 @@ class Function:
                                   traced_count)
             cf._exact = all(matches_only_itself(t) for t in trace_types)
             self._concrete.append(cf)
+            if not cf._exact:
+                self._relaxed.append(cf)
+            self._history.append((record.index, trace_types, record.signature))
             self._records.append(record)
             self._lookup[types_] = cf
             self._lookup[trace_types] = cf
@@ -365,10 +374,10 @@ class Function:
             return TraceRecord(index, signature, first, **common)
         # What the explanation needs, frozen now; the comparison itself runs when read.
         name, names = self._name, self._param_names
-        earlier = [(cf.record.index, cf.input_types, cf.record.signature)
-                   for cf in self._concrete]
+        history, n_earlier = self._history, len(self._history)
 
         def explanation() -> Explanation:
+            earlier = history[:n_earlier]
             closest, diffs = closest_trace(names, [(i, t) for i, t, _ in earlier], call_types)
             advice, fixes, suggested = suggest_fixes(name, names, [t for _, t, _ in earlier],
                                                      call_types, diffs)
@@ -533,6 +542,10 @@ class Function:
             keep = [cf for cf in self._concrete if not any(map(_has_dead, cf.input_types))]
             if len(keep) != len(self._concrete):
                 self._concrete = keep
+                self._relaxed = [cf for cf in keep if not cf._exact]
+                # a new list: records made so far keep the history they froze
+                self._history = [(cf.record.index, cf.input_types, cf.record.signature)
+                                 for cf in keep]
                 self._lookup = {k: v for k, v in self._lookup.items()
                                 if v in keep and not any(map(_has_dead, k))}
                 self._fast.clear()

@@ -72,8 +72,11 @@ def _shape(x: Any) -> Shape | None:
 
 def broadcast_shapes(*shapes: Shape | None) -> Shape | None:
     """NumPy broadcasting over shapes that may hold ``None`` dims (or be of unknown rank)."""
-    if any(s is None for s in shapes):
+    first = shapes[0] if shapes else ()
+    if first is None or any(s is None for s in shapes):
         return None
+    if all(s == first for s in shapes):  # the common case: operands of one shape
+        return tuple(first)
     ndim = max((len(s) for s in shapes), default=0)
     out: list[int | None] = []
     for i in range(-ndim, 0):
@@ -156,13 +159,20 @@ def _rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
 def _ufunc_rule(kind: OpKind) -> Rule:
     ufunc = kind.ufunc
 
+    resolved: dict[tuple, np.dtype] = {}  # NumPy's answer per operand dtypes (a pure function)
+
     def rule(attrs: dict, *args: Any) -> AbstractValue:
         dtypes = tuple(_weak(a) for a in args) + (None,) * ufunc.nout
-        if "dtype" in attrs:
-            sig = (None,) * ufunc.nin + (np.dtype(attrs["dtype"]),)
-            out = ufunc.resolve_dtypes(dtypes, signature=sig)[-1]
-        else:
-            out = ufunc.resolve_dtypes(dtypes)[-1]
+        key = (dtypes, attrs.get("dtype"))
+        out = resolved.get(key)
+        if out is None:
+            if "dtype" in attrs:
+                sig = (None,) * ufunc.nin + (np.dtype(attrs["dtype"]),)
+                out = ufunc.resolve_dtypes(dtypes, signature=sig)[-1]
+            else:
+                out = ufunc.resolve_dtypes(dtypes)[-1]
+            if len(resolved) < 4096:
+                resolved[key] = out
         return AbstractValue(broadcast_shapes(*[_shape(a) for a in args]), out)
 
     return rule

@@ -74,6 +74,8 @@ class Node:
 
 def subgraphs(node: Node) -> list["Graph"]:
     """Graphs a node carries in its attrs (cond branches, while cond/body), in attr order."""
+    if not node.attrs:  # most nodes (hot: every pass asks about every node)
+        return []
     out: list[Graph] = []
     for value in node.attrs.values():
         if isinstance(value, Graph):

@@ -30,6 +30,8 @@ class OpGroup(enum.Enum):
     STRUCTURAL = "structural"    # tuple projection of multi-output ops
     CREATION = "creation"        # arange: new arrays from scalars
 
+    __hash__ = object.__hash__  # identity: see OpKind
+
 
 _G = OpGroup
 
@@ -198,6 +200,11 @@ class OpKind(enum.Enum):
         return obj
 
     group: OpGroup
+
+    # Members are singletons compared by identity, so the identity hash (a C slot) is
+    # equivalent to Enum's Python-level ``hash(self._name_)``, and rule tables keyed by op
+    # (looked up for every traced op and in every pass) stay cheap.
+    __hash__ = object.__hash__
 
     @property
     def ufunc(self) -> np.ufunc | None:

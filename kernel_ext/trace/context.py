@@ -10,16 +10,12 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import errors
 from ..ir import Graph, Node, OpKind
-
-if TYPE_CHECKING:
-    from .tensor import Tensor
-    from .variables import Variable
 
 _LITERALS = (bool, int, float, complex)
 _state = threading.local()
@@ -119,7 +115,6 @@ class TraceContext:
 
     # -- inputs -------------------------------------------------------------------------------
     def placeholder(self, name: str, shape: tuple | None, dtype: Any, path: tuple) -> "Tensor":
-        from .tensor import Tensor
         node = self.graph.placeholder(name, shape, dtype, path=path)
         return Tensor(node, self)
 
@@ -131,8 +126,6 @@ class TraceContext:
     # -- lifting ------------------------------------------------------------------------------
     def lift(self, value: Any) -> Any:
         """The graph form of an op argument: a Node, or an inline weak literal."""
-        from .tensor import Tensor
-        from .variables import Variable
         if isinstance(value, Tensor):
             return self.lift_tensor(value)
         if isinstance(value, Variable):
@@ -181,7 +174,6 @@ class TraceContext:
         raise leaked_error(tensor)
 
     def read_variable(self, var: "Variable") -> "Tensor":
-        from .tensor import Tensor
         node = self.graph.create_node(OpKind.READ_VARIABLE, (), {"variable": var},
                                       name=f"{var.name}/read")
         return Tensor(node, self)
@@ -205,8 +197,6 @@ def leaked_error(tensor: "Tensor") -> errors.LeakedTensorError:
 
 
 def _contains_tensor(value: Any) -> bool:
-    from .tensor import Tensor
-    from .variables import Variable
     if isinstance(value, (Tensor, Variable)):
         return True
     if isinstance(value, (list, tuple)):
@@ -229,7 +219,6 @@ def _short_repr(value: Any) -> str:
 def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
          name: str | None = None) -> "Tensor | None":
     """Record ``op(*args)`` in the owning trace and return the traced result (JAX's ``bind``)."""
-    from .tensor import Tensor
     ctx = current_context()
     if ctx is None:
         for a in args:
@@ -252,3 +241,9 @@ def user_frame_description() -> str:
             return f"{fname}:{frame.f_lineno}" + (f": `{line}`" if line else "")
         frame = frame.f_back
     return "<unknown location>"
+
+
+# Tensor and Variable import this module, so they are bound here, after its definitions: the
+# hot functions above (``lift``, ``bind``) read module globals instead of importing per call.
+from .tensor import Tensor  # noqa: E402
+from .variables import Variable  # noqa: E402
