@@ -1,8 +1,9 @@
 """Executors for finished graphs, and the one entry point the engine compiles through.
 
-``compile_for(graph, tree, n_params, backend=..., jit_compile=...)`` returns an
-:class:`Executable`: the callable a ConcreteFunction runs on every call, plus what the UI
-reports about it (backend, fused segments with their compile state, compile time).
+``compile_traced(traced, tree, n_params, optimize=..., backend=..., jit_compile=...)``
+optimises a traced graph and returns it with an :class:`Executable`: the callable a
+ConcreteFunction runs on every call, plus what the UI reports about it (backend, fused segments
+with their compile state, compile time). ``compile_for`` compiles an optimised graph.
 
 Backends:
 
@@ -88,9 +89,54 @@ def validate_options(backend: str, jit_compile: bool | None) -> None:
                          "compilation needs Numba. Fix: use backend='auto' or 'numba'.")
 
 
+def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
+                   optimize: Callable[[Graph], Graph], backend: str = "auto",
+                   jit_compile: bool | None = None,
+                   name: str = "graph") -> tuple[Graph | None, Executable]:
+    """Optimise a freshly traced graph with ``optimize`` and compile it: ``(optimised graph,
+    executable)``.
+
+    Traces that differ only in sizes share one fused executor (:mod:`.sharing`), keyed by the
+    *traced* graph: the first trace of a size pattern is optimised and compiled for its own
+    static shapes; the second compiles ``optimize(erase_sizes(traced))`` — optimised with the
+    sizes unknown, so no pass decision rests on a size (``dim`` stays an op, broadcasting
+    rules that need a size stay unapplied) — and leaves it in the table; every later one
+    takes that executable as it is and returns ``None`` for the graph: the caller optimises
+    it only if someone asks (the UI, ``cf.graph``), so a retrace costs its trace and little
+    more.
+    """
+    t0 = time.perf_counter()
+    if not jit_compile and backend != "numpy" and numba_available():
+        target = _target(backend)
+        key = _share_key(traced, tree, n_params, _mode(backend), target)
+        if key is not None:
+            seen, shared = SHARED.lookup(key)
+            if shared is not None:
+                return None, Executable(shared.run, shared.source, shared.backend,
+                                        shared.segments, (time.perf_counter() - t0) * 1e3)
+            if seen:
+                erased = compile_for(optimize(erase_sizes(traced)), tree, n_params,
+                                     backend=backend, name=name)
+                SHARED.store(key, erased)
+                graph = optimize(traced)
+                return graph, Executable(erased.run, erased.source, erased.backend,
+                                         erased.segments, (time.perf_counter() - t0) * 1e3)
+    graph = optimize(traced)
+    return graph, compile_for(graph, tree, n_params, backend=backend, jit_compile=jit_compile,
+                              name=name)
+
+
+def _target(backend: str) -> str:
+    return "cuda" if backend == "cuda" or (backend == "auto" and _real_gpu()) else "cpu"
+
+
+def _mode(backend: str) -> str:
+    return "auto" if backend == "auto" else "numba"
+
+
 def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "auto",
                 jit_compile: bool | None = None, name: str = "graph") -> Executable:
-    """Compile ``graph`` for the requested backend."""
+    """Compile an optimised ``graph`` for the requested backend."""
     t0 = time.perf_counter()
     if jit_compile:
         from .whole_graph import compile_whole_graph
@@ -98,20 +144,9 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
     if backend == "numpy" or not numba_available():
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
         return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
-    target = "cpu"
-    if backend == "cuda" or (backend == "auto" and _real_gpu()):
-        target = "cuda"
+    target = _target(backend)
     from .fused import compile_fused, segment_reports
-    mode = "auto" if backend == "auto" else "numba"
-    key = _share_key(graph, tree, n_params, mode, target)
-    if key is not None:
-        seen, shared = SHARED.lookup(key)
-        if shared is not None:
-            return Executable(shared.run, shared.source, shared.backend, shared.segments,
-                              (time.perf_counter() - t0) * 1e3)
-        if seen:
-            # The second trace of this size pattern: compile it for unknown sizes, for all.
-            graph = erase_sizes(graph)
+    mode = _mode(backend)
     try:
         run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,
                                            filename=f"<kx-fused {name}>")
@@ -130,11 +165,8 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         from .numba_cuda_probe import real_gpu_available
         if not real_gpu_available():
             label = "numba-cuda-sim"
-    executable = Executable(run, source, label, segment_reports(plans, label),
-                            (time.perf_counter() - t0) * 1e3)
-    if key is not None and seen:
-        SHARED.store(key, executable)
-    return executable
+    return Executable(run, source, label, segment_reports(plans, label),
+                      (time.perf_counter() - t0) * 1e3)
 
 
 def _share_key(graph: Graph, tree: TreeNode, n_params: int, mode: str, target: str) -> Any:
@@ -160,5 +192,5 @@ def _real_gpu() -> bool:
     return real_gpu_available()
 
 
-__all__ = ["BACKENDS", "Executable", "compile_for", "compile_graph", "generate_source",
-           "numba_available", "validate_options"]
+__all__ = ["BACKENDS", "Executable", "compile_for", "compile_graph", "compile_traced",
+           "generate_source", "numba_available", "validate_options"]

@@ -18,8 +18,11 @@ generated once per *size pattern* and shared:
   model per call (the code path ``reduce_retracing`` graphs take), so it serves every graph
   of the pattern.
 
-The first trace of a pattern is compiled from its own static graph as before; the second
-compiles the erased copy and leaves it in the table; later ones reuse it.
+:func:`~kernel_ext.backends.compile_traced` keys the *traced* graph, before the optimiser:
+the first trace of a pattern is optimised and compiled for its own static shapes; the second
+optimises and compiles the erased copy (no pass decision can rest on a size there) and leaves
+it in the table; later ones take it without optimising or compiling anything, their own
+optimised graph made only when something reads it.
 """
 
 from __future__ import annotations

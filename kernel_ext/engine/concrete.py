@@ -7,11 +7,12 @@ A ConcreteFunction never retraces: a call whose arguments fall outside its signa
 from __future__ import annotations
 
 import inspect
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import errors
 from ..backends import Executable
 from ..ir import Graph
+from ..passes import run_pipeline
 from ..trace.pytree import TreeNode, unflatten
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef
 from .explain import TraceRecord, describe, diff_call
@@ -25,24 +26,48 @@ _P = inspect.Parameter
 class ConcreteFunction:
     """A graph plus its executor, specialised to ``input_types`` (one per parameter)."""
 
-    def __init__(self, function: "Function", graph: Graph, input_types: Sequence[TraceType],
-                 tree: TreeNode, executable: Executable, record: TraceRecord,
-                 traced_node_count: int) -> None:
+    def __init__(self, function: "Function", graph: Graph | None,
+                 input_types: Sequence[TraceType], tree: TreeNode, executable: Executable,
+                 record: TraceRecord, traced_node_count: int,
+                 traced: Graph | None = None,
+                 optimize: Callable[[Graph], Graph] | None = None) -> None:
         self._function = function
-        self.graph = graph
+        # The optimised graph; None when the executor was shared with an earlier trace of
+        # the same program at other sizes (backends.compile_traced): then ``optimize`` runs
+        # on ``traced`` at first access, which a retrace in a loop never pays for.
+        self._graph = graph
+        self._traced = traced if graph is None else None
+        self._optimize = optimize or run_pipeline
+        self._traced_node_count = traced_node_count
         self.input_types = tuple(input_types)
         self._tree = tree
         self.executable = executable
         self._run = executable.run
         self.record = record
         self._exact = False  # set by Function: input types accept only equal types
-        self.node_counts = {"traced": traced_node_count, "optimised": graph.count_ops()}
         # Python values this trace was made for may be left out of calls (TensorFlow's
         # `square = pow.get_concrete_function(a=spec, b=2); square(10.0)`).
         # (Types, not values: a WeakRef type must not keep its object alive.)
         self._static_types = {name: t for name, t in zip(function._param_names,
                                                          self.input_types)
                               if isinstance(t, (Literal, WeakRef))}
+
+    @property
+    def graph(self) -> Graph:
+        """The optimised graph this trace runs."""
+        graph = self._graph
+        if graph is None:
+            traced = self._traced
+            if traced is None:  # another thread just finished (it sets _graph first)
+                return self._graph
+            graph = self._graph = self._optimize(traced)  # pure: a race computes it twice
+            self._traced = None
+        return graph
+
+    @property
+    def node_counts(self) -> dict[str, int]:
+        """Ops as traced and after the optimiser (sub-graphs included)."""
+        return {"traced": self._traced_node_count, "optimised": self.graph.count_ops()}
 
     @property
     def source(self) -> str:

@@ -26,7 +26,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..backends import compile_for, validate_options
+from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace.pytree import flatten_outputs
@@ -316,15 +316,16 @@ class Function:
             trace_ms = (time.perf_counter() - t0) * 1e3
             traced_count = ctx.graph.count_ops()
             t1 = time.perf_counter()
-            graph = run_pipeline(ctx.graph)
-            executable = compile_for(graph, tree, self._n_params, backend=self._options["backend"],
-                                     jit_compile=self._options["jit_compile"], name=graph_name)
+            graph, executable = compile_traced(
+                ctx.graph, tree, self._n_params, optimize=run_pipeline,
+                backend=self._options["backend"], jit_compile=self._options["jit_compile"],
+                name=graph_name)
             compile_ms = (time.perf_counter() - t1) * 1e3
 
             record = self._make_record(trace_types, types_, via, trace_ms, compile_ms,
                                        call_site)
             cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
-                                  traced_count)
+                                  traced_count, traced=ctx.graph, optimize=run_pipeline)
             cf._exact = all(matches_only_itself(t) for t in trace_types)
             self._concrete.append(cf)
             if not cf._exact:

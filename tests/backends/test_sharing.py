@@ -9,7 +9,7 @@ import pytest
 from programs import make_fusible_program
 
 import kernel_ext as kx
-from kernel_ext.backends import fused
+from kernel_ext.backends import SHARED, fused
 from kernel_ext.backends.sharing import erase_sizes, size_pattern_key
 from kernel_ext.ir import lint
 
@@ -153,3 +153,41 @@ def test_last_concrete_function_tells_apart_traces_that_share_a_runner():
     assert cf.executable.run is f.get_concrete_function(*args[2000]).executable.run
     f(*args[2000])
     assert f.last_concrete_function is f.get_concrete_function(*args[2000])
+
+
+def test_a_retrace_that_shares_an_executor_optimises_its_graph_only_when_asked():
+    SHARED.clear()
+    f = kx.function(_w3, backend="numba")
+    reference = kx.function(_w3, backend="numpy")
+    sizes = (1000, 1500, 2000)
+    for n in sizes:
+        args = [np.ones(n, np.float32)] * 4
+        f(*args)
+        reference(*args)
+    cfs = [f.get_concrete_function(*[np.ones(n, np.float32)] * 4) for n in sizes]
+    # the first two compiled (own shapes, then the shared executor); the third took it as is
+    assert cfs[0]._graph is not None and cfs[1]._graph is not None
+    assert cfs[2]._graph is None and cfs[2]._traced is not None
+    counts = cfs[2].node_counts  # asking optimises it, once
+    assert cfs[2]._graph is not None and cfs[2]._traced is None
+    expected = reference.get_concrete_function(*[np.ones(2000, np.float32)] * 4)
+    assert counts == expected.node_counts
+    body = [line for line in str(cfs[2].graph).splitlines()[1:]]
+    assert body == [line for line in str(expected.graph).splitlines()[1:]]
+    lint(cfs[2].graph)
+
+
+def test_the_shared_executor_is_optimised_too():
+    """The executor shared by all sizes is compiled from the traced graph optimised with its
+    sizes erased: the optimiser still does its work there (``x * 1.0`` goes)."""
+    def scaled(x):
+        return np.exp(x * 1.0) * 2.0
+
+    SHARED.clear()
+    f = kx.function(scaled, backend="numba")
+    for n in (5, 6, 7):
+        x = np.linspace(-1, 1, n, dtype=np.float32)
+        np.testing.assert_array_equal(f(x), scaled(x))
+    cf = f.get_concrete_function(np.ones(7, np.float32))
+    assert cf._graph is None  # shared: not optimised for itself
+    assert [seg["ops"] for seg in cf.executable.segments] == [["exp", "multiply"]]
