@@ -72,10 +72,15 @@ def _shape(x: Any) -> Shape | None:
 
 def broadcast_shapes(*shapes: Shape | None) -> Shape | None:
     """NumPy broadcasting over shapes that may hold ``None`` dims (or be of unknown rank)."""
-    first = shapes[0] if shapes else ()
-    if first is None or any(s is None for s in shapes):
+    if None in shapes:
         return None
-    if all(s == first for s in shapes):  # the common case: operands of one shape
+    # The common cases first: 0-d operands (scalars) change nothing, and operands of one
+    # shape broadcast to it (tracing asks this for every elementwise op).
+    ranked = [s for s in shapes if s]
+    if not ranked:
+        return ()
+    first = ranked[0]
+    if len(ranked) == 1 or all(s == first for s in ranked):
         return tuple(first)
     ndim = max((len(s) for s in shapes), default=0)
     out: list[int | None] = []
@@ -161,8 +166,10 @@ def _ufunc_rule(kind: OpKind) -> Rule:
 
     resolved: dict[tuple, np.dtype] = {}  # NumPy's answer per operand dtypes (a pure function)
 
+    outs = (None,) * ufunc.nout
+
     def rule(attrs: dict, *args: Any) -> AbstractValue:
-        dtypes = tuple(_weak(a) for a in args) + (None,) * ufunc.nout
+        dtypes = tuple([_weak(a) for a in args]) + outs
         key = (dtypes, attrs.get("dtype"))
         out = resolved.get(key)
         if out is None:
