@@ -47,6 +47,16 @@ BUFFER_NS = 0.1
 #: gained from 1M on and lost or broke even at 50k–200k, so only ~0.5 ms of work is split.
 PARALLEL_MIN_NS = 500_000.0
 
+#: ``jit_compile=True`` hands a call to the fused executor (Python drives the control flow,
+#: large ops run on all cores) once an array input holds this many elements *and* the graph
+#: has work the executor splits over threads (:func:`whole_graph_handover`). The compiled
+#: function is single-threaded; the executor pays ~10 µs of Python per op and iteration.
+#: Measured on W5b (``while sum(x) > thr: x = tanh(x)``, 37 iterations): at 1M float32 the
+#: executor (both cores: split tanh kernel, split exact sum) took 0.55-0.65x the compiled
+#: function's time; at 5 elements it costs 10x (Python per iteration). 256k elements carry
+#: ~0.3 ms of tanh + sum per iteration, 30x the Python overhead.
+HANDOVER_MIN_ELEMENTS = 1 << 18
+
 _DIVISION = frozenset({OpKind.DIVIDE, OpKind.RECIPROCAL})
 _INT_HELPERS = frozenset({OpKind.FLOOR_DIVIDE, OpKind.REMAINDER, OpKind.FMOD, OpKind.POWER,
                           OpKind.LEFT_SHIFT, OpKind.RIGHT_SHIFT})
@@ -139,10 +149,21 @@ def decide(seg: Segment, mode: str = "auto") -> Decision:
     return Decision(True, min_size, par, numpy_ns, fused_ns, "saves memory traffic")
 
 
+def whole_graph_handover(parallel_sizes: list[int]) -> int | None:
+    """The input size from which a ``jit_compile=True`` call runs on the fused executor, or
+    None (never). ``parallel_sizes``: the sizes from which the executor's ops split over
+    threads (each fused segment's :attr:`Decision.parallel_size`, the parallel sum's
+    threshold); without any, or on one core, the compiled function always runs."""
+    if not parallel_sizes or (os.cpu_count() or 1) < 2:
+        return None
+    return max(HANDOVER_MIN_ELEMENTS, min(parallel_sizes))
+
+
 def _static_size(shape: tuple) -> int | None:
     if any(d is None for d in shape):
         return None
     return math.prod(shape)
 
 
-__all__ = ["Decision", "decide", "op_ns", "per_element"]
+__all__ = ["Decision", "HANDOVER_MIN_ELEMENTS", "decide", "op_ns", "per_element",
+           "whole_graph_handover"]
