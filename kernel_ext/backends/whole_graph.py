@@ -957,7 +957,13 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     report = SegmentReport(report)
     handle.reports[id(report)] = report
     handle._update_reports()
-    return Executable(run, run_source, "numba-cpu", [report], (time.perf_counter() - t0) * 1e3)
+    # The fused executor's own segments run too (first calls, large inputs): report them,
+    # marked as the fallback, so the UI shows every kernel a call may run and its state.
+    fallbacks = segment_reports(plans, "numba-cpu")
+    for i, fb in enumerate(fallbacks, start=1):
+        fb["id"], fb["role"] = i, "fallback"
+    return Executable(run, run_source, "numba-cpu", [report, *fallbacks],
+                      (time.perf_counter() - t0) * 1e3)
 
 
 def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
