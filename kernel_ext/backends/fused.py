@@ -492,9 +492,11 @@ def _deps(seg: Segment) -> dict[Node, set[int]]:
 class _RunnerWriter:
     """Generates the runner and the NumPy fallback of one fused segment."""
 
-    def __init__(self, plan: SegmentPlan, idx: int, namer: _Namer, hot: int = 0) -> None:
+    def __init__(self, plan: SegmentPlan, idx: int, namer: _Namer, hot: int = 0,
+                 device_outputs: frozenset[int] = frozenset()) -> None:
         self.plan = plan
         self.hot = hot
+        self.device_outputs = device_outputs  # CUDA: outputs (by index) left on the device
         self.seg = plan.segment
         self.k = plan.ksrc
         self.idx = idx
@@ -543,9 +545,13 @@ class _RunnerWriter:
         return name
 
     def cuda_runner(self, name: str, fb: str, handle: str, params: list[str]) -> str:
-        """A CUDA segment: shapes on the host, one launch, partial sums combined here."""
+        """A CUDA segment: shapes on the host, one launch, partial sums combined here.
+
+        Inputs may be device arrays (earlier segments' outputs kept there); the outputs in
+        ``self.device_outputs`` stay on the device. The NumPy fallback gets host arrays.
+        """
         seg, k, L = self.seg, self.k, self.lines
-        call_fb = f"return {fb}({', '.join(params)})"
+        call_fb = f"return {fb}({', '.join(f'_host({p})' for p in params)})"
         arrays = [f"v{i}" for i in k.array_inputs]
         L.append(f"def {name}({', '.join(params)}):")
         L.append("    try:")
@@ -568,13 +574,15 @@ class _RunnerWriter:
         kdt = self.bind([np.dtype(seg.outputs[i].aval.dtype) for i in k.map_outputs], "_dts")
         ksrc = self.bind(k, "_ksrc")
         scal = ", ".join(f"v{i}[()]" for i in k.scalar_inputs)
+        rank = len(seg.domain)
+        keep = tuple(rank > 0 and seg.outputs.index(o) in self.device_outputs
+                     for o in (seg.outputs[i] for i in k.map_outputs))
         L.append(f"    bad, outs, parts = _cuda_run(kc, {ksrc}, shp, [{', '.join(arrays)}], "
-                 f"[{scal}], {kdt})")
+                 f"[{scal}], {kdt}, {keep!r})")
         L.append("    if bad:")
         L.append(f"        {call_fb}")
         results = []
         j = 0
-        rank = len(seg.domain)
         for o in seg.outputs:
             if o is seg.reduction:
                 comb = self.bind(_partial_combiner(red), "_comb")
@@ -830,6 +838,11 @@ def _cuda_run(*args: Any) -> Any:
     return run_segment(*args)
 
 
+def _to_host(v: Any) -> Any:
+    """A CUDA device array copied to the host; anything else unchanged (no CUDA import)."""
+    return v.copy_to_host() if hasattr(v, "copy_to_host") else v
+
+
 def _bt(v: np.ndarray, shp: tuple) -> np.ndarray:
     return v if v.shape == shp else np.broadcast_to(v, shp)
 
@@ -864,13 +877,15 @@ class _FusedEmitter(_Emitter):
         if not plans:
             return super().emit_graph(graph, scope, indent)
         by_segment = {id(p.segment): p for p in plans}
+        resident = _device_resident(graph, plans)
         for item in schedule(graph, [p.segment for p in plans]):
             if isinstance(item, Segment):
                 plan = by_segment[id(item)]
                 idx = len(self.plans)
                 self.plans.append(plan)
                 hot = HOT_ELEMENTS if self.mode == "auto" else 0
-                writer = _RunnerWriter(plan, idx, self.namer, hot)
+                keep = frozenset(i for i, o in enumerate(item.outputs) if o in resident)
+                writer = _RunnerWriter(plan, idx, self.namer, hot, keep)
                 runner = writer.runner()
                 self.functions.append("\n".join(writer.lines))
                 ins = ", ".join(scope.var(n) for n in item.inputs)
@@ -879,6 +894,35 @@ class _FusedEmitter(_Emitter):
             else:
                 self.emit_node(item, scope, indent)
         return [scope.var(o) for o in graph.outputs]
+
+
+def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
+    """CUDA segment outputs that may stay on the device: every reader is another CUDA segment
+    taking it as an array over its whole domain, and the graph does not return it. (Readers
+    in a ``cond``/``while`` body read through the control-flow node, host code.)"""
+    cuda_plans = [p for p in plans if p.ksrc.target == "cuda"]
+    if not cuda_plans:
+        return set()
+    seg_of = {n: p for p in plans for n in p.segment.nodes}
+    outputs = set(graph.outputs)
+    users = graph.users()
+    resident: set[Node] = set()
+    for p in cuda_plans:
+        for o in p.segment.outputs:
+            if o is p.segment.reduction or o in outputs:
+                continue
+            readers = [u for u in users.get(o, ()) if seg_of.get(u) is not p]
+            ok = bool(readers)
+            for u in readers:
+                q = seg_of.get(u)
+                if q is None or q.ksrc.target != "cuda" or o.aval.shape is None or \
+                        q.segment.inputs.index(o) in q.ksrc.scalar_inputs or \
+                        tuple(o.aval.shape) != tuple(q.segment.domain):
+                    ok = False
+                    break
+            if ok:
+                resident.add(o)
+    return resident
 
 
 _CODE: dict[str, Any] = {}  # executor source -> compiled code (retraces repeat the text)
@@ -897,7 +941,7 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
                          _cuda_run=_cuda_run,
                          _run_parallel=run_parallel, _take=take_output,
                          _keep=keep_output, _deferred=COMPILER.deferred,
-                         _flush=COMPILER.flush, _psum=parallel_sum)
+                         _flush=COMPILER.flush, _psum=parallel_sum, _host=_to_host)
     emitter = _FusedEmitter(namer, mode, target, exact_sums)
     scope = _Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))

@@ -4,8 +4,10 @@
 (:mod:`.codegen`, target ``"cuda"``) into one kernel: every thread walks the flattened domain
 with a grid stride, computes the segment's whole op chain in registers and writes only the
 segment's outputs; a reduction leaves one partial accumulator per thread, combined on the host
-in float64 (or the integer/bool dtype). Inputs are copied to the device once per call and only
-outputs come back. Transcendental functions use the device's math library (``math.exp``,
+in float64 (or the integer/bool dtype). A segment's inputs go to the device when it launches;
+an output only other CUDA segments read stays there as a device array (the fused executor
+decides, ``keep``), so intermediates between segments never travel, and only what host code
+or the caller reads comes back. Transcendental functions use the device's math library (``math.exp``,
 ``math.tanh`` ... from libdevice), within a few ulp of NumPy rather than bitwise
 (docs/ARCHITECTURE.md); everything else is exact as on the CPU.
 
@@ -66,13 +68,40 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
     return module.k_cuda, on_disk
 
 
-def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[np.ndarray],
-                scalars: list[Any], out_dtypes: list[np.dtype]) -> tuple[bool, list, Any]:
-    """Launch a segment kernel over ``shape``: ``(bad, map outputs, reduction partials)``."""
+def on_device(value: Any) -> bool:
+    """Is ``value`` a device array (a real one, or the simulator's)?"""
+    return hasattr(value, "copy_to_host")
+
+
+def to_host(value: Any) -> Any:
+    """``value`` as a host array if it lives on the device; anything else as it is."""
+    return value.copy_to_host() if on_device(value) else value
+
+
+def _input(a: Any, shape: tuple) -> Any:
+    """A kernel input over the whole domain, on the device: a device array of the domain's
+    shape (an earlier segment's output) as it is, anything else copied there (broadcast on
+    the host first: the kernel reads every input over the full domain)."""
+    if on_device(a):
+        if tuple(a.shape) == tuple(shape):
+            return a
+        a = a.copy_to_host()
+    return cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, shape)))
+
+
+def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
+                scalars: list[Any], out_dtypes: list[np.dtype],
+                keep: tuple[bool, ...] = ()) -> tuple[bool, list, Any]:
+    """Launch a segment kernel over ``shape``: ``(bad, map outputs, reduction partials)``.
+
+    Inputs may be device arrays already (intermediates of earlier segments); map output
+    ``i`` stays on the device when ``keep[i]`` (only CUDA segments read it), and is copied
+    back otherwise.
+    """
     n = int(np.prod(shape)) if shape else 1
     blocks, threads = launch_config(n)
     total_threads = blocks * threads
-    d_in = [cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, shape))) for a in arrays]
+    d_in = [_input(a, shape) for a in arrays]
     d_out = [cuda.device_array(shape if shape else (1,), dtype=dt) for dt in out_dtypes]
     # (a 0-d domain's outputs are 1-element arrays, indexed [0] by the kernel)
     args: list[Any] = [n] + list(shape) + d_in + list(scalars) + d_out
@@ -88,10 +117,13 @@ def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[np.nda
         with np.errstate(all="ignore"):
             kern[blocks, threads](*args)
     bad = bool(flag.copy_to_host()[0])
-    results = [d.copy_to_host() for d in d_out]
+    if bad:  # the NumPy fallback reruns the segment: nothing else is needed
+        return True, [], None
+    results = [d if i < len(keep) and keep[i] else d.copy_to_host()
+               for i, d in enumerate(d_out)]
     partials = acc.copy_to_host() if acc is not None else None
     return bad, results, partials
 
 
 __all__ = ["SIMULATOR", "available", "compile_variant", "device", "kernel", "launch_config",
-           "real_gpu", "run_segment"]
+           "on_device", "real_gpu", "run_segment", "to_host"]

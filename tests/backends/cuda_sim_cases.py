@@ -108,6 +108,61 @@ def test_values_only_numpy_defines_fall_back_on_cuda_too():
     _compare(got, want, False, "cast")
 
 
+def _count_inputs(monkeypatch) -> list[bool]:
+    """Record, for every kernel input, whether it was on the device already."""
+    from kernel_ext.backends import numba_cuda
+    seen: list[bool] = []
+    real = numba_cuda._input
+
+    def spy(a, shape):
+        seen.append(numba_cuda.on_device(a))
+        return real(a, shape)
+
+    monkeypatch.setattr(numba_cuda, "_input", spy)
+    return seen
+
+
+def test_intermediates_between_segments_stay_on_the_device(monkeypatch):
+    """``y / sum(y)``: ``y`` leaves the first kernel (with the sum) as a device array and the
+    second kernel reads it there; only the inputs go over and the result comes back."""
+    x = np.linspace(-1, 1, 50).astype(np.float32)
+
+    def normalise(x):
+        y = np.exp(x) * 2.0 + 1.0
+        return y / np.sum(y)
+
+    f = kx.function(normalise, backend="cuda")
+    f(x)  # compiles the kernels (synchronously here)
+    seen = _count_inputs(monkeypatch)
+    got = f(x)
+    _compare(got, normalise(x), True, "normalise")
+    cf = f.get_concrete_function(x)
+    assert [seg["ops"] for seg in cf.executable.segments] == [
+        ["exp", "multiply", "add", "sum"], ["divide"]]
+    assert seen == [False, True]  # x copied over; y read where the first kernel left it
+    assert isinstance(got, np.ndarray)
+
+
+def test_values_read_by_host_code_come_back(monkeypatch):
+    """An intermediate that host code (a matmul) also reads is copied back; the graph's
+    results are host arrays."""
+    x = np.linspace(-1, 1, 16).astype(np.float32).reshape(4, 4)
+
+    def mixed(x):
+        y = np.tanh(x) * 3.0 + 1.0
+        return (y - np.max(y)) * 2.0, y @ y
+
+    f = kx.function(mixed, backend="cuda")
+    f(x)
+    seen = _count_inputs(monkeypatch)
+    got = f(x)
+    want = mixed(x)
+    for g, w, what in zip(got, want, ("map", "matmul")):
+        assert isinstance(g, np.ndarray)
+        _compare(g, w, True, what)
+    assert not any(seen)  # y also feeds the matmul: it came back, so it goes over again
+
+
 gpu = pytest.mark.skipif("not __import__('kernel_ext.backends.numba_cuda', "
                          "fromlist=['x']).real_gpu()", reason="no real CUDA GPU")
 
