@@ -966,7 +966,25 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     exec(code, namer.globals)
     if stats is not None:
         stats["parallel_sums"] = emitter.parallel_sums
-    return namer.globals["run"], source, emitter.plans
+    run = namer.globals["run"]
+    if any(p.ksrc.target == "cuda" for p in emitter.plans):
+        run = _with_call_scope(run)
+    return run, source, emitter.plans
+
+
+def _with_call_scope(run: Callable[..., Any]) -> Callable[..., Any]:
+    """``run`` inside a CUDA :class:`~.numba_cuda.call_scope` (each graph input goes to the
+    device once per call); the CUDA backend, and Numba with it, imported at the first call."""
+    scope: Any = None
+
+    def run_cuda(*params: Any) -> Any:
+        nonlocal scope
+        if scope is None:
+            from .numba_cuda import call_scope as scope
+        with scope(params):
+            return run(*params)
+
+    return run_cuda
 
 
 def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str, Any]]:

@@ -6,8 +6,8 @@ with a grid stride, computes the segment's whole op chain in registers and write
 segment's outputs; a reduction leaves one partial accumulator per thread, combined on the host
 in float64 (or the integer/bool dtype). A segment's inputs go to the device when it launches;
 an output only other CUDA segments read stays there as a device array (the fused executor
-decides, ``keep``), so intermediates between segments never travel, and only what host code
-or the caller reads comes back. Transcendental functions use the device's math library (``math.exp``,
+decides, ``keep``), so intermediates between segments never travel; a graph input goes over
+once per call (:class:`call_scope`), and only what host code or the caller reads comes back. Transcendental functions use the device's math library (``math.exp``,
 ``math.tanh`` ... from libdevice), within a few ulp of NumPy rather than bitwise
 (docs/ARCHITECTURE.md); everything else is exact as on the CPU.
 
@@ -20,6 +20,7 @@ without a GPU, checks them: with tiny launches (:func:`launch_config`).
 
 from __future__ import annotations
 
+import threading
 import warnings
 from typing import Any, Callable
 
@@ -78,14 +79,50 @@ def to_host(value: Any) -> Any:
     return value.copy_to_host() if on_device(value) else value
 
 
+class call_scope:
+    """The duration of one executor call: each of the graph's input arrays goes to the device
+    once, however many kernels read it.
+
+    The copies are remembered by the input's ``id`` for this call only, with the input itself
+    held, so the id cannot be reused meanwhile; inputs are never written during a call (graphs
+    are functional). Other values are not remembered: a NumPy fallback may reuse a dead
+    temporary's buffer for a new value. Per thread, and nestable.
+    """
+
+    def __init__(self, params: tuple) -> None:
+        self.inputs = {id(p): p for p in params if isinstance(p, np.ndarray)}
+        self.copies: dict[tuple[int, tuple], Any] = {}
+
+    def __enter__(self) -> "call_scope":
+        self.outer = getattr(_SCOPE, "current", None)
+        _SCOPE.current = self
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _SCOPE.current = self.outer
+        self.copies.clear()
+
+
+_SCOPE = threading.local()
+
+
 def _input(a: Any, shape: tuple) -> Any:
     """A kernel input over the whole domain, on the device: a device array of the domain's
     shape (an earlier segment's output) as it is, anything else copied there (broadcast on
-    the host first: the kernel reads every input over the full domain)."""
+    the host first: the kernel reads every input over the full domain) — a graph input only
+    once per call (:class:`call_scope`)."""
     if on_device(a):
         if tuple(a.shape) == tuple(shape):
             return a
         a = a.copy_to_host()
+    scope = getattr(_SCOPE, "current", None)
+    if scope is not None and scope.inputs.get(id(a)) is a:
+        key = (id(a), tuple(shape))
+        copy = scope.copies.get(key)
+        if copy is None:
+            copy = scope.copies[key] = cuda.to_device(
+                np.ascontiguousarray(np.broadcast_to(a, shape)))
+        return copy
     return cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, shape)))
 
 
@@ -125,5 +162,5 @@ def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
     return bad, results, partials
 
 
-__all__ = ["SIMULATOR", "available", "compile_variant", "device", "kernel", "launch_config",
+__all__ = ["SIMULATOR", "available", "call_scope", "compile_variant", "device", "kernel", "launch_config",
            "on_device", "real_gpu", "run_segment", "to_host"]

@@ -143,6 +143,26 @@ def test_intermediates_between_segments_stay_on_the_device(monkeypatch):
     assert isinstance(got, np.ndarray)
 
 
+def test_a_graph_input_goes_to_the_device_once_per_call(monkeypatch):
+    from kernel_ext.backends import numba_cuda
+    x = np.linspace(-1, 1, 40).astype(np.float32)
+
+    def shifted(x):
+        y = np.exp(x) * 2.0
+        return y / np.sum(y) + x  # the second kernel reads y (device) and x again
+
+    f = kx.function(shifted, backend="cuda")
+    f(x)
+    sent: list[np.ndarray] = []
+    real = numba_cuda.cuda.to_device
+    monkeypatch.setattr(numba_cuda.cuda, "to_device",
+                        lambda a, *args, **kw: sent.append(np.asarray(a)) or real(a, *args, **kw))
+    for _ in range(2):  # a second call copies x again: the memory is per call
+        _compare(f(x), shifted(x), True, "shifted")
+    data = [a for a in sent if a.dtype == np.float32]  # (the kernels' flags are int32)
+    assert len(data) == 2 and all(np.array_equal(a, x) for a in data)
+
+
 def test_values_read_by_host_code_come_back(monkeypatch):
     """An intermediate that host code (a matmul) also reads is copied back; the graph's
     results are host arrays."""
