@@ -1249,7 +1249,8 @@ class _KernelWriter:
     # -- CUDA ------------------------------------------------------------------------------
     def _cuda_kernel(self) -> list[str]:
         """One grid-stride kernel over the flattened domain (N-d index unravelled), writing
-        map outputs and, for a reduction, one partial accumulator per thread."""
+        map outputs and, for a reduction, one partial accumulator per thread. Inputs keep their
+        own sizes (broadcast dims read at index 0): only their data goes to the device."""
         arrays, scalars, outs, _ = self._arg_names()
         dims = [f"n{d}" for d in range(self.rank)]
         args = ["total"] + dims + arrays + scalars + outs + (["acc"] if self.red else []) \
@@ -1279,8 +1280,11 @@ class _KernelWriter:
             if arg.aval.shape == ():
                 name = f"s{i}"
             else:
+                # Inputs arrive with the domain's rank but their own sizes (1 where they
+                # broadcast): min() pins a broadcast dim to 0 without a branch.
                 name = f"x{i}"
-                body.append(f"{indent}{name} = in{i}[{idx}]")
+                at = ", ".join(f"min(i{d}, in{i}.shape[{d}] - 1)" for d in range(self.rank))
+                body.append(f"{indent}{name} = in{i}[{at or '0'}]")
             names[arg] = name
             return name
 

@@ -896,10 +896,19 @@ class _FusedEmitter(_Emitter):
         return [scope.var(o) for o in graph.outputs]
 
 
+def _reads_in_place(shape: tuple | None, domain: tuple) -> bool:
+    """Can a CUDA kernel over ``domain`` read a device array of ``shape`` as it is: the same
+    rank, every size equal to the domain's or 1 (a broadcast dim, read at index 0)?"""
+    if shape is None or len(shape) != len(domain) or not shape:
+        return False
+    return all(s == 1 or (s is not None and s == d) for s, d in zip(shape, domain))
+
+
 def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
     """CUDA segment outputs that may stay on the device: every reader is another CUDA segment
-    taking it as an array over its whole domain, and the graph does not return it. (Readers
-    in a ``cond``/``while`` body read through the control-flow node, host code.)"""
+    taking it as an array it can read in place (:func:`_reads_in_place`), and the graph does
+    not return it. (Readers in a ``cond``/``while`` body read through the control-flow node,
+    host code.)"""
     cuda_plans = [p for p in plans if p.ksrc.target == "cuda"]
     if not cuda_plans:
         return set()
@@ -915,9 +924,9 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
             ok = bool(readers)
             for u in readers:
                 q = seg_of.get(u)
-                if q is None or q.ksrc.target != "cuda" or o.aval.shape is None or \
+                if q is None or q.ksrc.target != "cuda" or \
                         q.segment.inputs.index(o) in q.ksrc.scalar_inputs or \
-                        tuple(o.aval.shape) != tuple(q.segment.domain):
+                        not _reads_in_place(o.aval.shape, q.segment.domain):
                     ok = False
                     break
             if ok:

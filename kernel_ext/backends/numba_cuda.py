@@ -91,7 +91,7 @@ class call_scope:
 
     def __init__(self, params: tuple) -> None:
         self.inputs = {id(p): p for p in params if isinstance(p, np.ndarray)}
-        self.copies: dict[tuple[int, tuple], Any] = {}
+        self.copies: dict[tuple[int, int], Any] = {}
 
     def __enter__(self) -> "call_scope":
         self.outer = getattr(_SCOPE, "current", None)
@@ -106,24 +106,31 @@ class call_scope:
 _SCOPE = threading.local()
 
 
+def _send(a: Any, rank: int) -> Any:
+    """``a`` on the device with ``rank`` dims: its own sizes, leading 1s added (the kernel
+    reads a size-1 dim at index 0, so broadcasting costs no copies of the data)."""
+    a = np.asarray(a)
+    return cuda.to_device(np.ascontiguousarray(a.reshape((1,) * (rank - a.ndim) + a.shape)))
+
+
 def _input(a: Any, shape: tuple) -> Any:
-    """A kernel input over the whole domain, on the device: a device array of the domain's
-    shape (an earlier segment's output) as it is, anything else copied there (broadcast on
-    the host first: the kernel reads every input over the full domain) — a graph input only
-    once per call (:class:`call_scope`)."""
+    """A kernel input on the device, with the domain's rank: a device array the kernel can
+    read in place (an earlier segment's output) as it is, anything else copied there (a graph
+    input only once per call: :class:`call_scope`)."""
     if on_device(a):
-        if tuple(a.shape) == tuple(shape):
-            return a
+        if len(a.shape) == len(shape) and \
+                all(s in (1, d) for s, d in zip(a.shape, shape)):
+            return a  # read in place, broadcast dims at index 0
         a = a.copy_to_host()
+    rank = len(shape)
     scope = getattr(_SCOPE, "current", None)
     if scope is not None and scope.inputs.get(id(a)) is a:
-        key = (id(a), tuple(shape))
+        key = (id(a), rank)
         copy = scope.copies.get(key)
         if copy is None:
-            copy = scope.copies[key] = cuda.to_device(
-                np.ascontiguousarray(np.broadcast_to(a, shape)))
+            copy = scope.copies[key] = _send(a, rank)
         return copy
-    return cuda.to_device(np.ascontiguousarray(np.broadcast_to(a, shape)))
+    return _send(a, rank)
 
 
 def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],

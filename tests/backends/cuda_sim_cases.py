@@ -163,6 +163,28 @@ def test_a_graph_input_goes_to_the_device_once_per_call(monkeypatch):
     assert len(data) == 2 and all(np.array_equal(a, x) for a in data)
 
 
+def test_broadcast_inputs_go_over_at_their_own_size(monkeypatch):
+    from kernel_ext.backends import numba_cuda
+    x = np.linspace(-1, 1, 6 * 8).astype(np.float32).reshape(6, 8)
+    bias = np.linspace(0, 1, 8).astype(np.float32)
+    col = np.arange(6, dtype=np.float32).reshape(6, 1)
+
+    def affine(x, bias, col):
+        return np.tanh(x * 2.0 + bias) - col * 0.5
+
+    f = kx.function(affine, backend="cuda")
+    f(x, bias, col)
+    sent: list[tuple] = []
+    real = numba_cuda.cuda.to_device
+    monkeypatch.setattr(numba_cuda.cuda, "to_device",
+                        lambda a, *args, **kw: sent.append(np.shape(a)) or real(a, *args, **kw))
+    _compare(f(x, bias, col), affine(x, bias, col), True, "affine")
+    # x, bias as (1, 8), col as (6, 1); col * 0.5 (its own (6, 1) kernel) stays on the device
+    assert sorted(s for s in sent if s != (1,)) == [(1, 8), (6, 1), (6, 8)]
+    assert [seg["ops"] for seg in f.get_concrete_function(x, bias, col).executable.segments] \
+        == [["multiply"], ["multiply", "add", "tanh", "subtract"]]
+
+
 def test_values_read_by_host_code_come_back(monkeypatch):
     """An intermediate that host code (a matmul) also reads is copied back; the graph's
     results are host arrays."""
