@@ -8,6 +8,12 @@ Numba kernel (and JAX / TensorFlow when installed), ratios measured in the same 
 Steady-state rows compile synchronously first (the knob tests use); W6/W7 measure first calls
 in fresh processes with the default background compilation. Timings are the minimum over
 repeats of a timed loop (the usual noise-free estimate on a shared machine).
+
+JAX and TensorFlow (optional comparison targets, never dependencies) are timed in a process of
+their own (``--peers-json``), after ours: imported next to our kernels, their thread pools
+compete for the cores our parallel kernels use. Each framework runs the same source with its
+NumPy-like module (``jax.numpy``, ``tf.experimental.numpy``), the loop as that framework writes
+it (``lax.while_loop``; AutoGraph), and TF XLA is ``tf.function(jit_compile=True)``.
 """
 
 from __future__ import annotations
@@ -45,6 +51,11 @@ def _fmt(seconds: float) -> str:
 def _peer_rows(name: str, base: float, peers: dict[str, float]) -> list[Row]:
     return [(f"{name}: {peer}", _fmt(t), f"{base / t:.2f}x NumPy speed", "")
             for peer, t in peers.items()]
+
+
+def _ours(fn: Callable[[], Any], number: int, repeat: int) -> float:
+    """A kx / hand-Numba timing (NaN in the peers' process, whose rows are dropped)."""
+    return _t(fn, number, repeat) if _MODE == "ours" else float("nan")
 
 
 def _w3(x, a, b, c):
@@ -98,8 +109,16 @@ def _hand_numba() -> dict[str, Callable]:
     return {"add": add, "power": power, "w3": w3, "w4": w4, "loop": loop}
 
 
+#: "ours": kx, NumPy and hand Numba rows, JAX/TensorFlow never imported (their thread pools
+#: would compete with ours for the two cores); "peers": only the JAX/TensorFlow rows, in a
+#: process of their own (``--peers``), merged into the table by :func:`rows`.
+_MODE = "ours"
+
+
 def _jax_tf() -> tuple[Any, Any]:
     jax = tf = None
+    if _MODE != "peers":
+        return None, None
     if importlib.util.find_spec("jax"):
         import jax  # type: ignore[no-redef]
     if importlib.util.find_spec("tensorflow"):
@@ -113,8 +132,8 @@ def bench_w1(hand: dict, quick: bool) -> list[Row]:
     number, repeat = (20_000, 3) if quick else (200_000, 7)
     f = kx.function(lambda a, b: a + b)
     base = _t(lambda: a + b, number, repeat)
-    ours = _t(lambda: f(a, b), number, repeat)
-    peers = {"hand Numba": _t(lambda: hand["add"](a, b), number, repeat)}
+    ours = _ours(lambda: f(a, b), number, repeat)
+    peers = {"hand Numba": _ours(lambda: hand["add"](a, b), number, repeat)}
     jax, tf = _jax_tf()
     if jax is not None:
         jf = jax.jit(lambda a, b: a + b)
@@ -142,8 +161,31 @@ def bench_w2(hand: dict, quick: bool) -> list[Row]:
     np.testing.assert_array_equal(f(x, 100), power(x, 100))
     np.testing.assert_array_equal(hand["power"](x, 100), power(x, 100))
     base = _t(lambda: power(x, 100), number, repeat)
-    ours = _t(lambda: f(x, 100), number, repeat)
-    peers = {"hand Numba": _t(lambda: hand["power"](x, 100), number, repeat)}
+    ours = _ours(lambda: f(x, 100), number, repeat)
+    peers = {"hand Numba": _ours(lambda: hand["power"](x, 100), number, repeat)}
+    jax, tf = _jax_tf()
+    if jax is not None:
+        jnp = jax.numpy
+
+        def jpower(x, y):
+            result = jnp.eye(10, dtype=jnp.int32)
+            for _ in range(y):
+                result = jnp.matmul(x, result)
+            return result
+
+        jf, jx = jax.jit(jpower, static_argnums=1), jnp.asarray(x)
+        peers["jax.jit"] = _t(lambda: jf(jx, 100).block_until_ready(), number, repeat)
+    if tf is not None:
+        def tpower(x, y):
+            result = tf.eye(10, dtype=tf.int32)
+            for _ in range(y):
+                result = tf.matmul(x, result)
+            return result
+
+        tx = tf.constant(x)
+        for label, opts in (("tf.function", {}), ("TF XLA", {"jit_compile": True})):
+            tff = tf.function(tpower, **opts)
+            peers[label] = _t(lambda: tff(tx, 100), max(1, number // 10), repeat)
     return [("W2 power(x, 100), 10x10 int32: NumPy", _fmt(base), "", ""),
             ("W2 kx.function(jit_compile=True)", _fmt(ours), f"{base / ours:.2f}x NumPy speed",
              "≤ 50 µs")] + _peer_rows("W2", base, peers)
@@ -157,8 +199,10 @@ def bench_w3(hand: dict, quick: bool, n: int) -> list[Row]:
     got = f(x, a, b, c)
     np.testing.assert_array_equal(got, _w3(x, a, b, c))  # bitwise: NumPy's own tanh/exp
     base = _t(lambda: _w3(x, a, b, c), number, repeat)
-    ours = _t(lambda: f(x, a, b, c), number, repeat)
-    peers = {"hand Numba (libm)": _t(lambda: hand["w3"](x, a, b, c), number, repeat)}
+    ours = _ours(lambda: f(x, a, b, c), number, repeat)
+    peers = {"hand Numba (libm)": _ours(lambda: hand["w3"](x, a, b, c), number,
+                                        repeat)}
+    peers.update(_array_peers(_w3, (x, a, b, c), number, repeat))
     label = f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n}"
     return [(f"W3 tanh(a*x+b)*sigmoid(x)+0.5*x*x-c, {label} f32: NumPy", _fmt(base), "", ""),
             ("W3 kx.function (auto: one fused kernel, bitwise)", _fmt(ours),
@@ -177,9 +221,10 @@ def bench_w4(hand: dict, quick: bool, n: int) -> list[Row]:
     auto = kx.function(w4)
     np.testing.assert_allclose(f(yt, yp), w4(yt, yp), rtol=1e-5)
     base = _t(lambda: w4(yt, yp), number, repeat)
-    ours = _t(lambda: f(yt, yp), number, repeat)
-    ours_auto = _t(lambda: auto(yt, yp), number, repeat)
-    peers = {"hand Numba": _t(lambda: hand["w4"](yt, yp), number, repeat)}
+    ours = _ours(lambda: f(yt, yp), number, repeat)
+    ours_auto = _ours(lambda: auto(yt, yp), number, repeat)
+    peers = {"hand Numba": _ours(lambda: hand["w4"](yt, yp), number, repeat)}
+    peers.update(_array_peers(w4, (yt, yp), number, repeat))
     label = f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n}"
     target = "≤ 1.8 ms" if n >= 10_000_000 else "≤ 0.18 ms (1.8 ms at 10M)"
     return [(f"W4 mean((yt-yp)**2), {label} f32: NumPy", _fmt(base), "", ""),
@@ -204,16 +249,69 @@ def bench_w5(hand: dict, quick: bool) -> list[Row]:
         number = (2000 if size == 5 else 2) if quick else (20000 if size == 5 else 5)
         repeat = 3 if quick else 5
         base = _t(lambda: loop(x, t), max(1, number // 10), repeat)
-        ours = _t(lambda: f(x, t), number, repeat)
-        hand_t = _t(lambda: hand["loop"](x, t), number, repeat)
+        ours = _ours(lambda: f(x, t), number, repeat)
+        hand_t = _ours(lambda: hand["loop"](x, t), number, repeat)
+        peers = _loop_peers(x, t, number, repeat)
         tag = "W5a" if size == 5 else "W5b"
         rows += [(f"{tag} while sum(x) > {thr:g}: x = tanh(x), {size:,} f32: NumPy",
                   _fmt(base), "", ""),
                  (f"{tag} kx.function(jit_compile=True)", _fmt(ours),
                   f"{base / ours:.2f}x NumPy speed", target),
                  (f"{tag}: hand Numba (libm)", _fmt(hand_t), f"{base / hand_t:.2f}x NumPy speed",
-                  "")]
+                  "")] + _peer_rows(tag, base, peers)
     return rows
+
+
+def _array_peers(fn: Callable, args: tuple, number: int, repeat: int) -> dict[str, float]:
+    """``fn`` (written with ``np.``) under jax.jit, tf.function and TF XLA, where installed:
+    the same source run with the framework's NumPy-like module in place of NumPy."""
+    peers: dict[str, float] = {}
+    jax, tf = _jax_tf()
+    if jax is not None:
+        jf = jax.jit(_with_module(fn, jax.numpy))
+        jargs = [jax.numpy.asarray(a) for a in args]
+        peers["jax.jit"] = _t(lambda: jf(*jargs).block_until_ready(), number, repeat)
+    if tf is not None:
+        tnp = tf.experimental.numpy
+        targs = [tf.constant(a) for a in args]
+        for label, opts in (("tf.function", {}), ("TF XLA", {"jit_compile": True})):
+            tff = tf.function(_with_module(fn, tnp), **opts)
+            peers[label] = _t(lambda: tff(*targs), number, repeat)
+    return peers
+
+
+def _with_module(fn: Callable, module: Any) -> Callable:
+    """``fn`` with its global ``np`` replaced by ``module`` (jax.numpy, tf.experimental.numpy)."""
+    import types
+    g = dict(fn.__globals__, np=module)
+    return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
+
+
+def _loop_peers(x: np.ndarray, thr: np.float32, number: int, repeat: int) -> dict[str, float]:
+    """The seed's loop as each framework writes it: ``lax.while_loop`` under jax.jit, AutoGraph
+    under tf.function."""
+    peers: dict[str, float] = {}
+    jax, tf = _jax_tf()
+    if jax is not None:
+        jnp = jax.numpy
+
+        @jax.jit
+        def jloop(x, thr):
+            return jax.lax.while_loop(lambda v: jnp.sum(v) > thr, jnp.tanh, x)
+
+        jx, jt = jnp.asarray(x), jnp.asarray(thr)
+        peers["jax.jit"] = _t(lambda: jloop(jx, jt).block_until_ready(), number, repeat)
+    if tf is not None:
+        def tloop(x, thr):
+            while tf.reduce_sum(x) > thr:
+                x = tf.tanh(x)
+            return x
+
+        tx, tt = tf.constant(x), tf.constant(thr)
+        for label, opts in (("tf.function", {}), ("TF XLA", {"jit_compile": True})):
+            tff = tf.function(tloop, **opts)
+            peers[label] = _t(lambda: tff(tx, tt), max(1, number // 10), repeat)
+    return peers
 
 
 _FIRST_CALL = """
@@ -272,6 +370,60 @@ print(json.dumps(out))
 """
 
 
+# The same two measurements for a peer framework (argv: framework, n): W6's first call in a
+# fresh process and W7's first pass over 50 lengths, each beyond the steady state.
+_PEER = """
+import json, sys, time
+import numpy as np
+fw, n = sys.argv[1], int(sys.argv[2])
+rng = np.random.default_rng(0)
+x, a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(4))
+def w3(x, a, b, c):
+    return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
+w3(x, a, b, c)
+t0 = time.perf_counter(); w3(x, a, b, c); steady = time.perf_counter() - t0
+if fw == "jax":
+    import jax
+    import jax.numpy as xnp
+    compile_ = jax.jit
+    conv, ready = xnp.asarray, lambda r: r.block_until_ready()
+else:
+    import tensorflow as tf
+    xnp = tf.experimental.numpy
+    compile_ = tf.function
+    conv, ready = tf.constant, lambda r: r.numpy()
+def fw3(x, a, b, c):
+    return xnp.tanh(a * x + b) * (1 / (1 + xnp.exp(-x))) + 0.5 * x * x - c
+args = [conv(v) for v in (x, a, b, c)]
+f = compile_(fw3)
+t0 = time.perf_counter(); ready(f(*args)); first = time.perf_counter() - t0
+lengths = np.linspace(1000, 50000, 50).astype(int)
+data = [[conv(rng.standard_normal(m).astype(np.float32)) for _ in range(4)] for m in lengths]
+g = compile_(fw3)
+t0 = time.perf_counter()
+for d in data:
+    ready(g(*d))
+first_pass = time.perf_counter() - t0
+passes = []
+for _ in range(3):
+    t0 = time.perf_counter()
+    for d in data:
+        ready(g(*d))
+    passes.append(time.perf_counter() - t0)
+print(json.dumps({"steady": steady, "first": first, "first_pass": first_pass,
+                  "steady_pass": min(passes)}))
+"""
+
+
+def _peer_first_calls(n: int) -> dict[str, dict]:
+    """W6/W7 of jax.jit and tf.function (where installed), each in a fresh process."""
+    out = {}
+    for fw, module in (("jax.jit", "jax"), ("tf.function", "tensorflow")):
+        if importlib.util.find_spec(module):
+            out[fw] = _fresh(_PEER, "jax" if module == "jax" else "tf", str(n))
+    return out
+
+
 def _fresh(code: str, *args: str, cache_dir: str | None = None,
            pycache: str | None = None) -> dict:
     env = dict(os.environ)
@@ -290,6 +442,11 @@ def _fresh(code: str, *args: str, cache_dir: str | None = None,
 
 def bench_w6(quick: bool, n: int) -> list[Row]:
     import tempfile
+    if _MODE == "peers":
+        return [(f"W6: {peer} first call in a fresh process, beyond a NumPy call",
+                 _fmt(max(r["first"] - r["steady"], 0.0)),
+                 f"first {_fmt(r['first'])}, NumPy {_fmt(r['steady'])}", "")
+                for peer, r in _peer_first_calls(n).items()]
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as pyc:
         _fresh(_FIRST_CALL, "1000", cache_dir=pyc, pycache=pyc)  # bytecode only
         cold = _fresh(_FIRST_CALL, str(n), cache_dir=tmp, pycache=pyc)
@@ -307,6 +464,10 @@ def bench_w6(quick: bool, n: int) -> list[Row]:
 
 def bench_w7(quick: bool) -> list[Row]:
     import tempfile
+    if _MODE == "peers":
+        return [(f"W7: {peer}, first pass overhead", _fmt(r["first_pass"] - r["steady_pass"]),
+                 f"steady pass {_fmt(r['steady_pass'])}", "")
+                for peer, r in _peer_first_calls(1000).items()]
     with tempfile.TemporaryDirectory() as pyc:
         _fresh(_FIRST_CALL, "1000", cache_dir=pyc, pycache=pyc)  # bytecode only
         r = _fresh(_W7, pycache=pyc)
@@ -321,8 +482,27 @@ def bench_w7(quick: bool) -> list[Row]:
     return rows
 
 
+_PEER_NAMES = (": jax", ": tf.", ": TF ")
+
+
 def rows(quick: bool) -> list[Row]:
-    """The Numba workload table (W1..W7): ``(benchmark, time, ratio, target)`` rows."""
+    """The Numba workload table (W1..W7): ``(benchmark, time, ratio, target)`` rows; JAX and
+    TensorFlow rows (where installed) measured in a process of their own, placed after the
+    rows of their workload."""
+    out = _rows(quick)
+    if _MODE == "peers" or not any(importlib.util.find_spec(m) for m in ("jax", "tensorflow")):
+        return out
+    args = [sys.executable, __file__, "--peers-json"] + (["--quick"] if quick else [])
+    proc = subprocess.run(args, capture_output=True, text=True, check=True)
+    for row in json.loads(proc.stdout.strip().splitlines()[-1]):
+        tag = row[0].split(":")[0]
+        at = max((i for i, r in enumerate(out) if r[0].split(" ")[0].rstrip(":") == tag),
+                 default=len(out) - 1)
+        out.insert(at + 1, tuple(row))
+    return out
+
+
+def _rows(quick: bool) -> list[Row]:
     warnings.simplefilter("ignore", RuntimeWarning)
     old = fused.set_synchronous(True)
     try:
@@ -342,6 +522,13 @@ def rows(quick: bool) -> list[Row]:
 
 
 def main() -> None:
+    global _MODE
+    if "--peers-json" in sys.argv:  # the peers' own process (see rows)
+        _MODE = "peers"
+        peer_rows = [r for r in _rows("--quick" in sys.argv)
+                     if any(name in r[0] for name in _PEER_NAMES)]
+        print(json.dumps(peer_rows))
+        return
     from table import main as run_suite
     run_suite(rows, __doc__.splitlines()[0])
 
