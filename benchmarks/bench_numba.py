@@ -314,7 +314,8 @@ def _loop_peers(x: np.ndarray, thr: np.float32, number: int, repeat: int) -> dic
     return peers
 
 
-_FIRST_CALL = """
+# A fresh process's start (argv[1]: n): W3's data and one steady NumPy call, timed.
+_W3_SETUP = """
 import json, os, sys, time
 import numpy as np
 n = int(sys.argv[1])
@@ -324,6 +325,9 @@ def w3(x, a, b, c):
     return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
 w3(x, a, b, c)
 t0 = time.perf_counter(); w3(x, a, b, c); steady = time.perf_counter() - t0
+"""
+
+_FIRST_CALL = _W3_SETUP + """
 import kernel_ext as kx
 f = kx.function(w3)
 t0 = time.perf_counter(); f(x, a, b, c); first = time.perf_counter() - t0
@@ -370,18 +374,10 @@ print(json.dumps(out))
 """
 
 
-# The same two measurements for a peer framework (argv: framework, n): W6's first call in a
+# The same two measurements for a peer framework (argv: n, framework): W6's first call in a
 # fresh process and W7's first pass over 50 lengths, each beyond the steady state.
-_PEER = """
-import json, sys, time
-import numpy as np
-fw, n = sys.argv[1], int(sys.argv[2])
-rng = np.random.default_rng(0)
-x, a, b, c = (rng.standard_normal(n).astype(np.float32) for _ in range(4))
-def w3(x, a, b, c):
-    return np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c
-w3(x, a, b, c)
-t0 = time.perf_counter(); w3(x, a, b, c); steady = time.perf_counter() - t0
+_PEER = _W3_SETUP + """
+fw = sys.argv[2]
 if fw == "jax":
     import jax
     import jax.numpy as xnp
@@ -420,7 +416,7 @@ def _peer_first_calls(n: int) -> dict[str, dict]:
     out = {}
     for fw, module in (("jax.jit", "jax"), ("tf.function", "tensorflow")):
         if importlib.util.find_spec(module):
-            out[fw] = _fresh(_PEER, "jax" if module == "jax" else "tf", str(n))
+            out[fw] = _fresh(_PEER, str(n), "jax" if module == "jax" else "tf")
     return out
 
 
