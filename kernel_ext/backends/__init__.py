@@ -96,8 +96,8 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     """Optimise a freshly traced graph with ``optimize`` and compile it: ``(optimised graph,
     executable)``.
 
-    Traces that differ only in sizes share one fused executor (:mod:`.sharing`), keyed by the
-    *traced* graph: the first trace of a size pattern is optimised and compiled for its own
+    Traces that differ only in sizes share one executor (fused, or whole-graph with
+    ``jit_compile``; :mod:`.sharing`), keyed by the *traced* graph: the first trace of a size pattern is optimised and compiled for its own
     static shapes; the second compiles ``optimize(erase_sizes(traced))`` — optimised with the
     sizes unknown, so no pass decision rests on a size (``dim`` stays an op, broadcasting
     rules that need a size stay unapplied) — and leaves it in the table; every later one
@@ -106,9 +106,11 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     more.
     """
     t0 = time.perf_counter()
-    if not jit_compile and backend != "numpy" and numba_available():
-        target = _target(backend)
-        key = _share_key(traced, tree, n_params, _mode(backend), target)
+    if backend != "numpy" and numba_available():
+        # (a whole-graph function is CPU code, whatever the backend)
+        target = "cpu" if jit_compile else _target(backend)
+        mode = "jit_compile" if jit_compile else _mode(backend)
+        key = _share_key(traced, tree, n_params, mode, target)
         if key is not None:
             seen, shared = SHARED.lookup(key)
             if shared is not None:
@@ -116,7 +118,7 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
                                         shared.segments, (time.perf_counter() - t0) * 1e3)
             if seen:
                 erased = compile_for(optimize(erase_sizes(traced)), tree, n_params,
-                                     backend=backend, name=name)
+                                     backend=backend, jit_compile=jit_compile, name=name)
                 SHARED.store(key, erased)
                 graph = optimize(traced)
                 return graph, Executable(erased.run, erased.source, erased.backend,

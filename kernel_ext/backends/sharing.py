@@ -3,8 +3,9 @@
 A function called with 50 lengths traces 50 times (TensorFlow's rule: a new shape is a new
 signature, and the Python body runs again). The 50 graphs are the same program with other
 numbers in their shapes, and the fused executor's code and kernels never depend on sizes
-(kernels are specialised on dtype, rank and broadcast pattern only). So the fused executor is
-generated once per *size pattern* and shared:
+(kernels are specialised on dtype, rank and broadcast pattern only). So the fused executor (or
+the whole-graph function, with ``jit_compile=True``) is generated once per *size pattern* and
+shared:
 
 * :func:`size_pattern_key` describes a graph with every dimension larger than 1 replaced by a
   symbol numbered by first appearance. Sizes 0 and 1 stay literal (they decide broadcasting

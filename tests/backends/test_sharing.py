@@ -191,3 +191,42 @@ def test_the_shared_executor_is_optimised_too():
     cf = f.get_concrete_function(np.ones(7, np.float32))
     assert cf._graph is None  # shared: not optimised for itself
     assert [seg["ops"] for seg in cf.executable.segments] == [["exp", "multiply"]]
+
+
+def test_jit_compile_functions_share_their_whole_graph_executor_too():
+    SHARED.clear()
+    f = kx.function(_w3, jit_compile=True)
+    rng = np.random.default_rng(1)
+    cfs = []
+    for n in (300, 400, 500, 600):
+        args = [rng.standard_normal(n).astype(np.float32) for _ in range(4)]
+        for _ in range(2):  # the second call runs the compiled function
+            np.testing.assert_array_equal(f(*args), _w3(*args))
+        cfs.append(f.get_concrete_function(*args))
+    assert cfs[2].executable.run is cfs[1].executable.run is cfs[3].executable.run
+    assert cfs[2]._graph is None
+    assert cfs[3].executable.segments[0]["kind"] == "whole-graph"
+    assert cfs[3].executable.segments[0]["state"] == "ready"
+
+
+def test_generated_programs_agree_with_numpy_through_a_shared_whole_graph_executor():
+    """The erased whole-graph compile (what every later size of a pattern runs) on generated
+    programs: bitwise NumPy at three sizes, the third on the shared executor."""
+    shared = 0
+    for seed in range(8):
+        prog = make_fusible_program(seed, reduce=False)
+        f = kx.function(prog, jit_compile=True)
+        for grow in (lambda d: d, lambda d: d + 3, lambda d: 2 * d + 5):
+            inputs = [_rescale(v, grow) for v in prog.inputs]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                expected = prog(*inputs)
+                f(*inputs)
+                got = f(*inputs)  # compiled by now (synchronous)
+            where = f"seed {seed}: {prog.describe()} at {[np.shape(v) for v in inputs]}"
+            for g, e in zip(got, expected):
+                g, e = np.asarray(g), np.asarray(e)
+                assert g.dtype == e.dtype and g.shape == e.shape, where
+                np.testing.assert_array_equal(g, e, err_msg=where)
+        shared += f.get_concrete_function(*inputs)._graph is None
+    assert shared >= 4  # most of them: large constants keep the others apart
