@@ -230,3 +230,30 @@ def test_generated_programs_agree_with_numpy_through_a_shared_whole_graph_execut
                 np.testing.assert_array_equal(g, e, err_msg=where)
         shared += f.get_concrete_function(*inputs)._graph is None
     assert shared >= 4  # most of them: large constants keep the others apart
+
+
+def test_a_lazily_optimised_graph_is_made_once_for_concurrent_readers():
+    """The UI's poller and the user's thread may read a shared trace's graph at once: both
+    get a finished graph (the optimiser is pure, a race only computes it twice)."""
+    import threading
+
+    SHARED.clear()
+    f = kx.function(_w3, backend="numba")
+    for n in (700, 800, 900):
+        f(*[np.ones(n, np.float32)] * 4)
+    cf = f.get_concrete_function(*[np.ones(900, np.float32)] * 4)
+    assert cf._graph is None
+    barrier = threading.Barrier(4)
+    texts: list[str] = []
+
+    def read():
+        barrier.wait()
+        texts.append(str(cf.graph))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(texts) == 4 and len(set(texts)) == 1 and "tanh" in texts[0]
+    assert cf._traced is None and str(cf.graph) == texts[0]
