@@ -39,6 +39,7 @@ class ConcreteFunction:
         self._traced = traced if graph is None else None
         self._optimize = optimize or run_pipeline
         self._traced_node_count = traced_node_count
+        self._optimised_count: int | None = None
         self.input_types = tuple(input_types)
         self._tree = tree
         self.executable = executable
@@ -67,7 +68,10 @@ class ConcreteFunction:
     @property
     def node_counts(self) -> dict[str, int]:
         """Ops as traced and after the optimiser (sub-graphs included)."""
-        return {"traced": self._traced_node_count, "optimised": self.graph.count_ops()}
+        optimised = self._optimised_count
+        if optimised is None:  # (the UI asks for every trace on every update)
+            optimised = self._optimised_count = self.graph.count_ops()
+        return {"traced": self._traced_node_count, "optimised": optimised}
 
     @property
     def source(self) -> str:

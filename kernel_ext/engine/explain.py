@@ -16,6 +16,7 @@ Everything here runs on the slow path only (a trace), never on a cache hit.
 
 from __future__ import annotations
 
+import bisect
 import dis
 import functools
 import types
@@ -343,6 +344,124 @@ def closest_trace(names: Sequence[str], candidates: Sequence[tuple[int, Sequence
     return best[0], diff_call(names, best[1], new)
 
 
+def _running(state: tuple | None, t: TraceType) -> tuple:
+    """One argument's merge so far, extended by ``t``: ``("tensor", spec or None)`` while every
+    type was a TensorSpec (TensorFlow's supertype, folded left as :func:`_merge_column` folds
+    it), ``("literal", Literal)`` while every type was that one Python value, else
+    ``("other",)``."""
+    if state is None:
+        if type(t) is TensorSpec:
+            return ("tensor", t)
+        return ("literal", t) if type(t) is Literal else ("other",)
+    if state[0] == "tensor" and type(t) is TensorSpec:
+        merged = None if state[1] is None else state[1].most_specific_common_supertype([t])
+        return ("tensor", merged if isinstance(merged, TensorSpec) else None)
+    if state[0] == "literal" and type(t) is Literal and t == state[1]:
+        return state
+    return ("other",)
+
+
+def _leaf_key(t: TraceType) -> Hashable | None:
+    """A hashable stand-in for ``t`` such that, for an *exact* earlier type ``old``,
+    ``new.is_subtype_of(old)`` holds exactly when the two keys are equal; None for anything
+    else (composites, ``None`` dims, named specs, user types: compared one by one)."""
+    cls = type(t)
+    if cls is TensorSpec:
+        if t.shape is None or None in t.shape:  # type: ignore[attr-defined]
+            return None
+        return ("tensor", t.shape, t.dtype)  # type: ignore[attr-defined]
+    if cls in (Literal, VariableType, WeakRef):
+        try:
+            hash(t)
+        except TypeError:
+            return None
+        return t
+    return None
+
+
+class TraceIndex:
+    """Earlier traces' types, indexed so that ranking the closest one (:meth:`closest`) does
+    not compare the new signature with every earlier one.
+
+    Append-only, like the history it mirrors (an explanation freezes "the first ``n``").
+    Traces whose every argument is an exact leaf (:func:`_leaf_key`; an array's shape and
+    dtype, a Python value, an object) are found through one dict per argument: such a trace
+    differs from the new signature in exactly the arguments whose keys differ, so its
+    count is ``arguments - matches``; the others are compared type by type. A function
+    retraced 500 times then explains its retraces in linear, not quadratic, time.
+    """
+
+    def __init__(self) -> None:
+        self.entries: list[tuple[int, tuple]] = []   # (record index, input types)
+        self.by_argument: list[dict[Hashable, list[int]]] = []
+        self.exact: list[int] = []                   # positions found through the dicts
+        self.slow: list[int] = []                    # positions compared type by type
+        # Per prefix, per argument: the merge of its types so far (see merged_column).
+        self.prefix: list[tuple[Any, ...]] = []
+
+    def add(self, index: int, types_: Sequence[TraceType]) -> None:
+        position = len(self.entries)
+        self.entries.append((index, tuple(types_)))
+        before = self.prefix[-1] if self.prefix else None
+        self.prefix.append(tuple(_running(None if before is None else before[i], t)
+                                 for i, t in enumerate(types_)))
+        keys = [_leaf_key(t) for t in types_]
+        if any(k is None for k in keys):
+            self.slow.append(position)
+            return
+        while len(self.by_argument) < len(keys):
+            self.by_argument.append({})
+        for j, k in enumerate(keys):
+            self.by_argument[j].setdefault(k, []).append(position)
+        self.exact.append(position)
+
+    def merged_column(self, n: int, new: Sequence[TraceType], i: int) -> Any:
+        """What :func:`_merge_column` answers for argument ``i`` over the first ``n`` entries
+        and ``new``: in constant time while the argument has only been arrays, or one
+        unchanged Python value (the cases a retrace loop produces), else by reading them."""
+        state = _running(self.prefix[n - 1][i] if n else None, new[i])
+        if state[0] == "tensor":
+            return state[1]
+        if state[0] == "literal":
+            return state[1].value
+        return _merge_column([t[i] for _, t in self.entries[:n]] + [new[i]])
+
+    def closest(self, names: Sequence[str], n: int,
+                new: Sequence[TraceType]) -> tuple[int | None, list[ArgumentDiff]]:
+        """:func:`closest_trace` over the first ``n`` entries (same answer, ties included)."""
+        keys = [_leaf_key(t) for t in new]
+        if any(k is None for k in keys):
+            return closest_trace(names, self.entries[:n], new)
+        matches: dict[int, int] = {}
+        for j, k in enumerate(keys):
+            if j < len(self.by_argument):
+                for p in self.by_argument[j].get(k, ()):
+                    if p < n:
+                        matches[p] = matches.get(p, 0) + 1
+        # Exact traces without a single match all differ in every argument: of those only
+        # the latest can win (ties go to the latest), so it is the one considered.
+        candidates = set(matches)
+        latest = bisect.bisect_left(self.exact, n) - 1
+        if latest >= 0:
+            candidates.add(self.exact[latest])
+        slow = [p for p in self.slow if p < n]
+        candidates.update(slow)
+        slow_set = set(slow)
+        best: tuple[int, tuple] | None = None
+        best_count = 0
+        for p in sorted(candidates):
+            index, types_ = self.entries[p]
+            if p in slow_set:
+                count = sum(_count_diffs(a, b) for a, b in zip(types_, new))
+            else:
+                count = len(types_) - matches.get(p, 0)
+            if best is None or count <= best_count:
+                best, best_count = (index, types_), count
+        if best is None:
+            return None, []
+        return best[0], diff_call(names, best[1], new)
+
+
 def cause_of(diffs: Sequence[ArgumentDiff]) -> str:
     kinds = {d.kind for d in diffs}
     for kind in ("type", "python_to_array", "array_to_python", "structure", "dtype", "rank",
@@ -398,7 +517,8 @@ _NUMERIC_LITERALS = (bool, int, float, complex)
 
 
 def derive_input_signature(observed: Sequence[Sequence[TraceType]],
-                           varying: Iterable[int]) -> tuple | None:
+                           varying: Iterable[int],
+                           merge: Callable[[int], Any] | None = None) -> tuple | None:
     """An ``input_signature`` that accepts every observed call without retracing.
 
     ``observed`` holds one tuple of trace types per trace (and the new call); ``varying`` the
@@ -406,14 +526,18 @@ def derive_input_signature(observed: Sequence[Sequence[TraceType]],
     ``None``; Python numbers that changed become 0-d arrays (``input_signature`` converts
     later Python numbers for you). The signature covers parameters up to the last varying one;
     ``None`` when one of them cannot be expressed (objects, structures, mixed dtypes).
+    ``merge(i)``, where given, answers for column ``i`` without reading ``observed``
+    (:meth:`TraceIndex.merged_column`).
     """
     varying = sorted(set(varying))
     if not varying or not observed:
         return None
     out: list[Any] = []
     for i in range(varying[-1] + 1):
-        column = [types_[i] for types_ in observed if i < len(types_)]
-        spec = _merge_column(column)
+        if merge is not None:
+            spec = merge(i)
+        else:
+            spec = _merge_column([types_[i] for types_ in observed if i < len(types_)])
         if spec is None:
             return None
         out.append(spec)
@@ -461,7 +585,8 @@ def signature_code(signature: Sequence[Any]) -> str:
 
 def suggest_fixes(function_name: str, names: Sequence[str],
                   history: Sequence[Sequence[TraceType]], new: Sequence[TraceType],
-                  diffs: Sequence[ArgumentDiff]) -> tuple[str, list[Fix], tuple | None]:
+                  diffs: Sequence[ArgumentDiff], merge: Callable[[int], Any] | None = None
+                  ) -> tuple[str, list[Fix], tuple | None]:
     """``(advice, fixes, derived input_signature)`` for a retrace with these differences.
 
     ``history`` is every earlier trace's types, ``new`` the call's. Fixes are ordered best
@@ -470,7 +595,7 @@ def suggest_fixes(function_name: str, names: Sequence[str],
     kinds = {d.kind for d in diffs}
     top = [d.argument.split("[")[0].split(".")[0] for d in diffs]
     positions = [names.index(a) for a in dict.fromkeys(top) if a in names]
-    signature = derive_input_signature([*history, new], positions)
+    signature = derive_input_signature([*history, new], positions, merge)
     fixes: list[Fix] = []
 
     def signature_fix(note: str = "") -> None:

@@ -36,7 +36,7 @@ from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType,
 from . import events, registry
 from .concrete import ConcreteFunction
 from .config import STATE
-from .explain import (Explanation, StrictRetraceError, TraceRecord, cause_of, closest_trace,
+from .explain import (Explanation, StrictRetraceError, TraceIndex, TraceRecord, cause_of,
                       describe, fix_for, snapshot_captures, suggest_fixes)
 
 _P = inspect.Parameter
@@ -104,6 +104,7 @@ class Function:
         # (index, input types, signature) of every trace in order, for explanations; only
         # ever appended to, so a record can freeze "the traces before me" as a length.
         self._history: list[tuple[int, tuple, str]] = []
+        self._history_index = TraceIndex()  # the same traces, indexed by argument types
         self._lookup: dict[tuple, ConcreteFunction] = {}
         self._fast: dict[tuple, Callable[..., Any]] = {}
         self._records: list[TraceRecord] = []
@@ -331,6 +332,7 @@ class Function:
             if not cf._exact:
                 self._relaxed.append(cf)
             self._history.append((record.index, trace_types, record.signature))
+            self._history_index.add(record.index, trace_types)
             self._records.append(record)
             self._lookup[types_] = cf
             self._lookup[trace_types] = cf
@@ -375,13 +377,14 @@ class Function:
             return TraceRecord(index, signature, first, **common)
         # What the explanation needs, frozen now; the comparison itself runs when read.
         name, names = self._name, self._param_names
-        history, n_earlier = self._history, len(self._history)
+        history, by_types, n_earlier = self._history, self._history_index, len(self._history)
 
         def explanation() -> Explanation:
             earlier = history[:n_earlier]
-            closest, diffs = closest_trace(names, [(i, t) for i, t, _ in earlier], call_types)
-            advice, fixes, suggested = suggest_fixes(name, names, [t for _, t, _ in earlier],
-                                                     call_types, diffs)
+            closest, diffs = by_types.closest(names, n_earlier, call_types)
+            advice, fixes, suggested = suggest_fixes(
+                name, names, [t for _, t, _ in earlier], call_types, diffs,
+                functools.partial(by_types.merged_column, n_earlier, call_types))
             closest_signature = next((s for i, _, s in earlier if i == closest), "")
             return Explanation(cause_of(diffs), diffs, closest, closest_signature, advice,
                                fixes, suggested)
@@ -547,6 +550,9 @@ class Function:
                 # a new list: records made so far keep the history they froze
                 self._history = [(cf.record.index, cf.input_types, cf.record.signature)
                                  for cf in keep]
+                self._history_index = TraceIndex()
+                for cf in keep:
+                    self._history_index.add(cf.record.index, cf.input_types)
                 self._lookup = {k: v for k, v in self._lookup.items()
                                 if v in keep and not any(map(_has_dead, k))}
                 self._fast.clear()

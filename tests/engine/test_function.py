@@ -631,3 +631,41 @@ def test_trace_after_released_traces_says_so():
     gc.collect()
     f(np.ones(1), Key())
     assert [r.cause for r in f.retraces] == ["first_trace", "released"]
+
+
+def test_explanations_of_many_retraces_match_a_direct_comparison():
+    """Retrace explanations come from an index of earlier signatures (linear time for a
+    function retraced hundreds of times); they must name the same closest trace and the same
+    differences as comparing with every earlier signature, ties going to the latest."""
+    import warnings
+
+    from kernel_ext.engine.explain import closest_trace, derive_input_signature
+
+    def f(x, n, flag):
+        return x * n if flag else x
+
+    fn = kx.function(f, backend="numpy")
+    rng = np.random.default_rng(3)
+    calls = []
+    for i in range(60):
+        shape = tuple(int(d) for d in rng.integers(1, 4, size=rng.integers(1, 3)))
+        dtype = np.float64 if i >= 50 and rng.random() < 0.5 else np.float32
+        n = 2 if rng.random() < 0.8 else [3, np.float32(1.5)][rng.integers(2)]
+        calls.append((np.ones(shape, dtype), n, rng.random() < 0.9))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for args in calls:
+            fn(*args)
+    records = fn.retraces
+    types_ = [cf.input_types for cf in fn.concrete_functions]
+    assert len(records) == len(types_) > 20
+    names = ["x", "n", "flag"]
+    for k, record in enumerate(records[1:], start=1):
+        earlier = [(records[i].index, types_[i]) for i in range(k)]
+        closest, diffs = closest_trace(names, earlier, types_[k])
+        assert record.closest == closest, k
+        assert [str(d) for d in record.diffs] == [str(d) for d in diffs], k
+        positions = sorted({names.index(d.argument.split("[")[0]) for d in diffs})
+        assert record.suggested_signature == derive_input_signature(
+            [*types_[:k], types_[k]], positions), k
+    assert sum(r.suggested_signature is not None for r in records) > 10
