@@ -463,7 +463,7 @@ def plan_segments(graph: Graph, mode: str, target: str = "cpu",
         if exact_sums and not seg.elementwise and seg.reduction is not None and \
                 plain_float_sum(seg.reduction):
             continue
-        decision = cost.decide(seg, mode)
+        decision = cost.decide(seg, mode, target)
         if not decision.fuse:
             continue
         try:

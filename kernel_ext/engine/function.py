@@ -40,6 +40,7 @@ from .explain import (Explanation, StrictRetraceError, TraceIndex, TraceRecord, 
                       describe, fix_for, snapshot_captures, suggest_fixes)
 
 _P = inspect.Parameter
+_NO_DEFAULT = object()
 _ndarray = np.ndarray
 _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
@@ -91,6 +92,8 @@ class Function:
         self._signature = signature
         self._param_specs = [(p.name, p.kind) for p in params]
         self._param_names = [p.name for p in params]
+        self._kw_defaults = {p.name: p.default for p in params
+                             if p.kind is _P.KEYWORD_ONLY and p.default is not _P.empty}
         self._n_params = len(params)
         self._fast_ok = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
                             for p in params)
@@ -224,7 +227,10 @@ class Function:
             elif kind is _P.VAR_POSITIONAL:
                 args.extend(v)
             elif kind is _P.KEYWORD_ONLY:
-                kwargs[name] = v
+                # A keyword left at its default is left out: builtins such as ufuncs treat an
+                # explicit default differently (np.tanh(x, dtype=None, signature=None) raises).
+                if v is not self._kw_defaults.get(name, _NO_DEFAULT):
+                    kwargs[name] = v
             else:
                 kwargs.update(v)
         fn = self._traced_callable()
