@@ -97,13 +97,13 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     executable)``.
 
     Traces that differ only in sizes share one executor (fused, or whole-graph with
-    ``jit_compile``; :mod:`.sharing`), keyed by the *traced* graph: the first trace of a size pattern is optimised and compiled for its own
-    static shapes; the second compiles ``optimize(erase_sizes(traced))`` — optimised with the
-    sizes unknown, so no pass decision rests on a size (``dim`` stays an op, broadcasting
-    rules that need a size stay unapplied) — and leaves it in the table; every later one
-    takes that executable as it is and returns ``None`` for the graph: the caller optimises
-    it only if someone asks (the UI, ``cf.graph``), so a retrace costs its trace and little
-    more.
+    ``jit_compile``; :mod:`.sharing`), keyed by the *traced* graph: the first trace of a size
+    pattern is optimised and compiled for its own static shapes; the second compiles
+    ``optimize(erase_sizes(traced))`` — optimised with the sizes unknown, so no pass decision
+    rests on a size (``dim`` stays an op, broadcasting rules that need a size stay
+    unapplied) — and leaves it in the table; every later one takes that executable as it is
+    and returns ``None`` for the graph: the caller optimises it only if someone asks (the UI,
+    ``cf.graph``), so a retrace costs its trace and little more.
     """
     t0 = time.perf_counter()
     if backend != "numpy" and numba_available():

@@ -7,9 +7,10 @@ segment's outputs; a reduction leaves one partial accumulator per thread, combin
 in float64 (or the integer/bool dtype). A segment's inputs go to the device when it launches;
 an output only other CUDA segments read stays there as a device array (the fused executor
 decides, ``keep``), so intermediates between segments never travel; a graph input goes over
-once per call (:class:`call_scope`), and only what host code or the caller reads comes back. Transcendental functions use the device's math library (``math.exp``,
-``math.tanh`` ... from libdevice), within a few ulp of NumPy rather than bitwise
-(docs/ARCHITECTURE.md); everything else is exact as on the CPU.
+once per call (:class:`call_scope`), and only what host code or the caller reads comes back.
+Transcendental functions use the device's math library (``math.exp``, ``math.tanh`` ... from
+libdevice), within a few ulp of NumPy rather than bitwise (docs/ARCHITECTURE.md); everything
+else is exact as on the CPU.
 
 CUDA comes from ``from numba import cuda`` (the built-in target of Numba 0.68, or the
 ``numba-cuda`` package, which takes the same import over when installed). A real GPU is
@@ -169,5 +170,5 @@ def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
     return bad, results, partials
 
 
-__all__ = ["SIMULATOR", "available", "call_scope", "compile_variant", "device", "kernel", "launch_config",
-           "on_device", "real_gpu", "run_segment", "to_host"]
+__all__ = ["SIMULATOR", "available", "call_scope", "compile_variant", "device", "kernel",
+           "launch_config", "on_device", "real_gpu", "run_segment", "to_host"]
