@@ -26,7 +26,7 @@ Shape = tuple  # tuple[int | None, ...]
 
 @dataclass(frozen=True, slots=True)
 class AbstractValue:
-    """The static type of a graph value: ``shape`` (``None`` dims allowed, or ``None``) and dtype."""
+    """The static type of a graph value: ``shape`` (``None`` dims allowed, or ``None``), dtype."""
 
     shape: Shape | None
     dtype: np.dtype

@@ -228,8 +228,9 @@ class OpKind(enum.Enum):
         return f"OpKind.{self.name}"
 
 
-_TYPE_NAMES = {"matmul": "MatMul", "cond": "If", "while": "While", "read_variable": "ReadVariableOp",
-               "assign_variable": "AssignVariableOp", "constant": "Const"}
+_TYPE_NAMES = {"matmul": "MatMul", "cond": "If", "while": "While",
+               "read_variable": "ReadVariableOp", "assign_variable": "AssignVariableOp",
+               "constant": "Const"}
 
 # Elementwise members whose name is a NumPy ufunc map onto it; aliases (np.abs, np.mod,
 # np.true_divide, np.conj) are the same objects, so one dict serves both directions.
