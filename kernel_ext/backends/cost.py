@@ -9,8 +9,8 @@ traffic alone. The figures are medians measured on the 2-core AVX-512 dev machin
 Numba 0.68); they only need to be right within a factor of about two to place the break-even
 size correctly. ``auto`` fuses a segment when it has at least two ops (one op alone moves
 the same memory either way) and the saving per element pays the extra call overhead at the
-segment's size, or when it is one compute-bound op (``tanh``, ``exp``, ...) large enough to
-be split over the cores; with sizes unknown at trace time the kernel decides per call
+segment's size (one compute-bound op alone, ``tanh`` of a large array, is split over the
+cores as NumPy calls instead: :func:`parallel_unary_size`); with sizes unknown at trace time the kernel decides per call
 (:attr:`Decision.min_size`).
 """
 
@@ -44,9 +44,14 @@ CALL_NS = {OpKind.POWER: 20.0, OpKind.FLOAT_POWER: 20.0, OpKind.TANH: 1.0, OpKin
 CALL_DEFAULT_NS = 4.0
 BUFFER_NS = 0.1
 #: A single op this costly per element (NumPy's tanh/exp/log loops and up) is compute-bound:
-#: run alone in a kernel it gains nothing in memory, but the kernel splits it over the cores
-#: (measured: ``np.tanh`` of 1M float32 0.56 ms in NumPy, 0.33 ms on two cores).
+#: alone it gains nothing in a kernel, but NumPy's own call on each core's share of the array
+#: runs at once (ufuncs release the GIL). Measured here (float32, one hand-off ~50 µs):
+#: tanh / exp at 200k elements 1.0x / 1.2x, 400k 1.4x / 1.6x, 1M 1.8x / 1.9x; and NumPy's own
+#: call beats a kernel calling the same loop through block buffers (1M tanh on two cores:
+#: 0.33 ms against 0.48 ms).
 HEAVY_OP_NS = 1.0
+#: Work (ns, at :data:`HEAVY_OP_NS`-style per-element cost) from which such an op is split.
+PARALLEL_UFUNC_MIN_NS = 250_000.0
 #: Work (ns) above which a flat kernel is split over the CPU's cores. Handing half a kernel to
 #: the pool costs ~55 µs here (thread wake-up, GIL hand-offs); W3 measured at 20k–4M elements
 #: gained from 1M on and lost or broke even at 50k–200k, so only ~0.5 ms of work is split.
@@ -130,9 +135,29 @@ def per_element(seg: Segment) -> tuple[float, float]:
     return numpy_ns, fused_ns
 
 
-def decide(seg: Segment, mode: str = "auto", target: str = "cpu") -> Decision:
-    """Fuse ``seg``? ``mode`` "auto" asks the model; "numba" fuses every compilable segment.
-    (``target`` "cuda": a single op is never worth a trip to the device.)"""
+def parallel_unary_size(node: Node) -> int | None:
+    """From how many elements a unary compute-bound ufunc (``tanh``, ``exp``, ``log``, ...)
+    is split over the cores as plain NumPy calls (:func:`~.fused.parallel_ufunc`), or None:
+    not such an op, or one core. One op alone moves the same memory fused or not, so it is
+    not worth a kernel; its compute is worth the cores."""
+    ufunc = node.op.ufunc
+    if ufunc is None or ufunc.nin != 1 or ufunc.nout != 1 or node.attrs or \
+            (os.cpu_count() or 1) < 2 or not isinstance(node.args[0], Node):
+        return None
+    key = (node.op, node.args[0].aval.dtype, node.aval.dtype)
+    size = _UNARY_SIZES.get(key, 0)
+    if size == 0:  # (asked for every emitted node: answered once per op and dtypes)
+        numpy_ns = op_ns(node)[0] if _is_call(node) else 0.0
+        size = _UNARY_SIZES[key] = max(1, int(PARALLEL_UFUNC_MIN_NS / numpy_ns)) \
+            if numpy_ns >= HEAVY_OP_NS else None
+    return size
+
+
+_UNARY_SIZES: dict[tuple, int | None] = {}
+
+
+def decide(seg: Segment, mode: str = "auto") -> Decision:
+    """Fuse ``seg``? ``mode`` "auto" asks the model; "numba" fuses every compilable segment."""
     numpy_ns, fused_ns = per_element(seg)
     par = max(1, int(PARALLEL_MIN_NS / max(fused_ns, 1e-3)))
     if os.cpu_count() in (None, 1):
@@ -141,17 +166,6 @@ def decide(seg: Segment, mode: str = "auto", target: str = "cpu") -> Decision:
     if mode != "auto":
         return Decision(True, 0, par, numpy_ns, fused_ns, "backend='numba' fuses everything")
     if n_ops < 2:
-        node = seg.nodes[0]
-        if target == "cpu" and par < (1 << 62) and node is not seg.reduction and \
-                _is_call(node) and op_ns(node)[0] >= HEAVY_OP_NS:
-            # One compute-bound op (tanh, exp, log, ...): the kernel calls NumPy's own loop
-            # (same bits) on every core, from the size where splitting pays.
-            size = _static_size(seg.domain)
-            if size is not None and size < par:
-                return Decision(False, par, par, numpy_ns, fused_ns,
-                                f"a single op: {size} elements < parallel size {par}")
-            return Decision(True, par, par, numpy_ns, fused_ns,
-                            "a single compute-bound op, on every core")
         return Decision(False, 0, par, numpy_ns, fused_ns,
                         "a single op moves the same memory fused or not")
     saving = numpy_ns - fused_ns

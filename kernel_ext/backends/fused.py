@@ -362,6 +362,25 @@ def parallel_sum(x: np.ndarray) -> Any:
     return combine(tree)
 
 
+def parallel_ufunc(ufunc: np.ufunc, x: Any, dtype: np.dtype, min_size: int) -> Any:
+    """``ufunc(x)`` for a unary ufunc, computed by NumPy's own call on each core's share of a
+    large C-contiguous array (ufuncs release the GIL; elementwise, so the bits are NumPy's);
+    anything else in one call."""
+    if not isinstance(x, np.ndarray) or x.size < min_size or _THREADS == 1 or \
+            not x.flags.c_contiguous:
+        return ufunc(x)
+    out = np.empty(x.shape, dtype)
+    src, dst = x.reshape(-1), out.reshape(-1)
+    n = src.size
+    chunk = -(-n // _THREADS)
+    bounds = [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
+    futures = [_pool().submit(ufunc, src[s:e], dst[s:e]) for s, e in bounds[1:]]
+    ufunc(src[bounds[0][0]:bounds[0][1]], dst[bounds[0][0]:bounds[0][1]])
+    for f in futures:
+        f.result()
+    return out
+
+
 #: ``parallel_sum`` splits from this many elements on. Measured here (float32): a 1M sum
 #: takes ~0.3 ms in NumPy; handing half to the pool costs ~50 µs, so from ~256k elements on
 #: the split gains.
@@ -463,7 +482,10 @@ def plan_segments(graph: Graph, mode: str, target: str = "cpu",
         if exact_sums and not seg.elementwise and seg.reduction is not None and \
                 plain_float_sum(seg.reduction):
             continue
-        decision = cost.decide(seg, mode, target)
+        if (mode == "auto" or exact_sums) and target == "cpu" and len(seg.nodes) == 1 and \
+                seg.reduction is None and cost.parallel_unary_size(seg.nodes[0]) is not None:
+            continue  # NumPy's own call, split over the cores (_FusedEmitter.emit_node)
+        decision = cost.decide(seg, mode)
         if not decision.fuse:
             continue
         try:
@@ -861,6 +883,8 @@ class _FusedEmitter(_Emitter):
         self.target = target
         self.exact_sums = exact_sums
         self.parallel_sums = 0   # plain float sums emitted as parallel_sum calls
+        self.parallel_ufuncs = 0  # heavy unary ufuncs emitted as parallel_ufunc calls
+        self.parallel_ufunc_size: int | None = None  # the smallest size they split from
         self.functions: list[str] = []
         self.plans: list[SegmentPlan] = []
 
@@ -869,6 +893,17 @@ class _FusedEmitter(_Emitter):
             self.parallel_sums += 1
             self.lines.append(f"{indent}{scope.var(node)} = "
                               f"_psum({scope.var(node.args[0])})")
+            return
+        size = cost.parallel_unary_size(node) \
+            if self.target == "cpu" and (self.mode == "auto" or self.exact_sums) else None
+        if size is not None and isinstance(node.args[0], Node) and \
+                (node.aval.size is None or node.aval.size >= size):
+            uf = self.namer.bind(node.op.ufunc, "_uf")
+            dt = self.namer.bind(np.dtype(node.aval.dtype), "_dt")
+            self.parallel_ufuncs += 1
+            self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
+            self.lines.append(f"{indent}{scope.var(node)} = _pu({uf}, "
+                              f"{scope.var(node.args[0])}, {dt}, {size})")
             return
         super().emit_node(node, scope, indent)
 
@@ -950,7 +985,8 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
                          _cuda_run=_cuda_run,
                          _run_parallel=run_parallel, _take=take_output,
                          _keep=keep_output, _deferred=COMPILER.deferred,
-                         _flush=COMPILER.flush, _psum=parallel_sum, _host=_to_host)
+                         _flush=COMPILER.flush, _psum=parallel_sum, _pu=parallel_ufunc,
+                         _host=_to_host)
     emitter = _FusedEmitter(namer, mode, target, exact_sums)
     scope = _Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
@@ -975,6 +1011,9 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     exec(code, namer.globals)
     if stats is not None:
         stats["parallel_sums"] = emitter.parallel_sums
+        stats["parallel_ufuncs"] = emitter.parallel_ufuncs
+        if emitter.parallel_ufunc_size is not None:
+            stats["parallel_ufunc_size"] = emitter.parallel_ufunc_size
     run = namer.globals["run"]
     if any(p.ksrc.target == "cuda" for p in emitter.plans):
         run = _with_call_scope(run)
@@ -1016,6 +1055,6 @@ def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str
 
 
 __all__ = ["COMPILER", "KernelHandle", "RECYCLE_BYTES", "SegmentPlan", "compile_fused",
-           "handle_for", "keep_output", "parallel_sum", "plain_float_sum", "plan_segments",
-           "run_parallel", "segment_reports",
-           "set_synchronous", "synchronous", "take_output", "wait_for_kernels"]
+           "handle_for", "keep_output", "parallel_sum", "parallel_ufunc", "plain_float_sum",
+           "plan_segments", "run_parallel", "segment_reports", "set_synchronous", "synchronous",
+           "take_output", "wait_for_kernels"]

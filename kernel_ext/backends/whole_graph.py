@@ -930,6 +930,8 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     sizes = [p.decision.parallel_size for p in plans if p.ksrc.target == "cpu"]
     if stats.get("parallel_sums"):
         sizes.append(SUM_PARALLEL_MIN)
+    if stats.get("parallel_ufunc_size"):
+        sizes.append(stats["parallel_ufunc_size"])
     handover = whole_graph_handover(sizes)
     writer = _GraphWriter(graph)
     try:

@@ -278,38 +278,47 @@ def test_auto_keeps_single_ops_on_numpy_and_fuses_chains():
     assert seg["ops"] == ["multiply", "add", "tanh", "multiply"]
 
 
-def test_auto_runs_one_large_transcendental_on_every_core(monkeypatch):
+def test_one_large_transcendental_runs_on_every_core(monkeypatch):
     """A single ``tanh`` moves the same memory fused or not, but its compute splits over the
-    cores: from the parallel size on, ``auto`` runs it as a kernel (NumPy's own loop, same
-    bits); below, and for cheap single ops, NumPy keeps it."""
+    cores: from its parallel size on, NumPy's own call runs on each core's share (same bits,
+    no kernel to compile); below, and for cheap single ops, one NumPy call."""
     from kernel_ext.backends import cost, fused
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(fused, "_THREADS", 2)
-    g = kx.function(np.tanh)
+    cost._UNARY_SIZES.clear()
     big = np.linspace(-3, 3, 400_000).astype(np.float32)
-    _same(g(big), np.tanh(big), "tanh")
-    seg, = g.get_concrete_function(big).executable.segments
-    assert seg["ops"] == ["tanh"] and seg["reason"] == "a single compute-bound op, on every core"
-    assert seg["min_size"] <= big.size
-    for _ in range(3):  # auto compiles a kernel once its calls processed 2**20 elements
+    for fn, backend in ((np.tanh, "auto"), (lambda x: np.exp(x) * 1.0, "auto")):
+        g = kx.function(fn, backend=backend)
         g(big)
-    assert g.get_concrete_function(big).executable.wait(120)
-    calls = []
-    real = fused.run_parallel
-    monkeypatch.setattr(fused, "run_parallel",
-                        lambda *a: calls.append(a[1]) or real(*a))
-    run_globals = g.get_concrete_function(big).executable.run.__globals__
-    monkeypatch.setitem(run_globals, "_run_parallel", fused.run_parallel)
-    _same(g(big), np.tanh(big), "tanh, split")
-    assert calls == [big.size]  # the kernel ran split over the cores
+        cf = g.get_concrete_function(big)
+        assert cf.executable.segments == []  # no kernel
+        assert "_pu(" in cf.executable.source
+        submitted = []
+        real = fused._pool
+
+        class Spy:
+            def submit(self, *args):
+                submitted.append(args[0])
+                return real().submit(*args)
+
+        monkeypatch.setattr(fused, "_pool", lambda: Spy())
+        _same(g(big), fn(big), "split")
+        monkeypatch.setattr(fused, "_pool", real)
+        assert len(submitted) == 1 and submitted[0] in (np.tanh, np.exp)
     small = big[:1000].copy()
-    _same(g(small), np.tanh(small), "tanh, small")
-    # (a second size shares an executor compiled for any size: its kernel waits for size)
-    assert all(s["min_size"] > small.size
-               for s in g.get_concrete_function(small).executable.segments)
+    g = kx.function(np.tanh)
+    submitted.clear()
+    monkeypatch.setattr(fused, "_pool", lambda: Spy())
+    _same(g(small), np.tanh(small), "small")  # (an executor for any size: checked per call)
+    monkeypatch.setattr(fused, "_pool", real)
+    assert submitted == []
     h = kx.function(lambda x: x + 1.0)
     h(big)
-    assert h.get_concrete_function(big).executable.segments == []
+    assert "_pu(" not in h.get_concrete_function(big).executable.source
+    ints = np.arange(400_000, dtype=np.int32)
+    _same(kx.function(np.tanh)(ints), np.tanh(ints), "int input, float64 loop")
+    strided = np.linspace(-1, 1, 800_000).astype(np.float32)[::2]
+    _same(kx.function(np.exp)(strided), np.exp(strided), "strided: one call")
 
 
 def test_unknown_sizes_decide_per_call():

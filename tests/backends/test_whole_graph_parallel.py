@@ -106,10 +106,10 @@ def test_large_inputs_run_on_the_executor_with_exact_parallel_sums(monkeypatch, 
     want = _loop(x, thr)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
     report, *fallbacks = f.get_concrete_function(x, thr).executable.segments
-    # the executor's kernels are reported too (they are what a large call runs), ready now
+    # the executor's kernels are reported too (what a large call runs); its tanh is NumPy's
+    # own call on each core's share, no kernel
     assert all(fb["role"] == "fallback" for fb in fallbacks)
-    tanh, = [fb for fb in fallbacks if fb["ops"] == ["tanh"]]
-    assert tanh["state"] == "ready" and tanh["kind"] == "map"
+    assert not [fb for fb in fallbacks if fb["ops"] == ["tanh"]]
     assert report["kind"] == "whole-graph"
     assert report["handover_size"] is not None and report["handover_size"] <= n
     assert report["parallel_sums"] == 1
