@@ -40,6 +40,7 @@ from .explain import (Explanation, StrictRetraceError, TraceIndex, TraceRecord, 
                       describe, fix_for, snapshot_captures, suggest_fixes)
 
 _P = inspect.Parameter
+_ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
 _NO_DEFAULT = object()
 _ndarray = np.ndarray
 _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
@@ -97,6 +98,15 @@ class Function:
         self._n_params = len(params)
         self._fast_ok = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
                             for p in params)
+        # Calls that leave trailing parameters at their defaults may take the fast path too,
+        # when those defaults are immutable atoms (a default list could be mutated between
+        # calls, and its trace type with it): positional count -> the values to append.
+        self._fast_tails: dict[int, tuple] = {len(params): ()}
+        for k in range(len(params) - 1, -1, -1):
+            default = params[k].default
+            if default is _P.empty or type(default) not in _ATOMIC_DEFAULTS:
+                break
+            self._fast_tails[k] = (default,) + self._fast_tails[k + 1]
         self._input_signature = self._check_input_signature(input_signature)
 
         self._lock = threading.RLock()
@@ -156,6 +166,19 @@ class Function:
                     if self._calls & _TIMING_MASK:
                         return run(*args)
                     return self._timed(run, args)
+        elif kwargs and not STATE.eager and not ACTIVITY.depth:
+            # Keyword calls (``model(x, training=True)``): the names are part of the key.
+            k = _fast_key(args, kwargs)
+            if k is not None:
+                run = self._fast.get(k)
+                if run is not None:
+                    self._last_key = k
+                    if self._calls & _TIMING_MASK:
+                        return run(*args, **kwargs)
+                    t0 = time.perf_counter_ns()
+                    result = run(*args, **kwargs)
+                    self._last_run_ns = time.perf_counter_ns() - t0
+                    return result
         return self._call_slow(args, kwargs)
 
     def _timed(self, run: Callable[..., Any], args: tuple) -> Any:
@@ -185,16 +208,48 @@ class Function:
         cf = self._lookup.get(types_) or self._dispatch(types_)
         if cf is None:
             cf = self._trace(types_, values, via="call")
-        if not kwargs and not converted and self._fast_ok and len(args) == self._n_params:
-            key = _fast_key(args)
+        run = None
+        if not converted and self._fast_ok:
+            if not kwargs:
+                tail = self._fast_tails.get(len(args))
+                if tail is not None:
+                    run = _with_tail(cf._run, tail) if tail else cf._run
+            else:
+                run = self._keyword_runner(cf._run, len(args), kwargs)
+        if run is not None:
+            key = _fast_key(args, kwargs)
             if key is not None:
                 if len(self._fast) >= _FAST_CACHE_LIMIT:
                     self._fast.clear()
                     self._fast_cf.clear()
-                self._fast[key] = cf._run
+                self._fast[key] = run
                 self._fast_cf[key] = weakref.ref(cf)
         self._last_key, self._last_cf = None, weakref.ref(cf)
         return self._timed(cf._run, values)
+
+    def _keyword_runner(self, run: Callable[..., Any], n_args: int,
+                        kwargs: dict) -> Callable[..., Any] | None:
+        """``run`` for calls of this shape (``n_args`` positional, these keyword names), or
+        None when a parameter left out has no atomic default (see ``_fast_tails``)."""
+        positions = {name: i for i, name in enumerate(self._param_names)}
+        given = set(range(n_args)) | {positions.get(name, -1) for name in kwargs}
+        if -1 in given:
+            return None
+        defaults: list[Any] = []
+        for i, (name, _) in enumerate(self._param_specs):
+            default = self._signature.parameters[name].default
+            if i not in given and (default is _P.empty or
+                                   type(default) not in _ATOMIC_DEFAULTS):
+                return None
+            defaults.append(default)
+        where = {name: positions[name] for name in kwargs}
+
+        def run_with_keywords(*args: Any, **kw: Any) -> Any:
+            values = [*args, *defaults[len(args):]]
+            for name, value in kw.items():
+                values[where[name]] = value
+            return run(*values)
+        return run_with_keywords
 
     def _bind_values(self, args: tuple, kwargs: dict, defaults: dict | None = None) -> tuple:
         """Arguments bound to parameters, defaults filled, in parameter order.
@@ -573,8 +628,17 @@ def _has_dead(t: TraceType) -> bool:
     return False
 
 
-def _fast_key(args: tuple) -> tuple | None:
-    key = []
+def _with_tail(run: Callable[..., Any], tail: tuple) -> Callable[..., Any]:
+    """``run`` for calls that leave the last parameters at their (atomic) defaults."""
+    def run_with_defaults(*args: Any) -> Any:
+        return run(*args, *tail)
+    return run_with_defaults
+
+
+def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
+    """The cache-hit key of a call: ``(dtype, shape)`` per array or NumPy scalar, ``(type,
+    value)`` per Python scalar, then each keyword's name and key; None for anything else."""
+    key: list[Any] = []
     for a in args:
         t = a.__class__
         if t is _ndarray or t in _NP_SCALARS:
@@ -583,6 +647,15 @@ def _fast_key(args: tuple) -> tuple | None:
             key.append((t, a))
         else:
             return None
+    if kwargs:
+        for name, a in kwargs.items():
+            t = a.__class__
+            if t is _ndarray or t in _NP_SCALARS:
+                key += (name, (a.dtype, a.shape))
+            elif t in _PY_SCALARS:
+                key += (name, (t, a))
+            else:
+                return None
     return tuple(key)
 
 

@@ -669,3 +669,79 @@ def test_explanations_of_many_retraces_match_a_direct_comparison():
         assert record.suggested_signature == derive_input_signature(
             [*types_[:k], types_[k]], positions), k
     assert sum(r.suggested_signature is not None for r in records) > 10
+
+
+def test_calls_leaving_atomic_defaults_take_the_fast_path(monkeypatch):
+    def f(x, scale=2.0, shift=None, name="a"):
+        return x * scale if shift is None else x * scale + shift
+
+    fn = kx.function(f)
+    x = np.arange(3, dtype=np.float32)
+    slow = []
+    real = fn._call_slow
+    monkeypatch.setattr(fn, "_call_slow", lambda *a: slow.append(1) or real(*a))
+    for rounds in range(4):
+        if rounds == 2:  # (a new trace clears the fast cache: round 2 has re-filled it)
+            slow.clear()
+        np.testing.assert_array_equal(fn(x), f(x))
+        np.testing.assert_array_equal(fn(x, 3.0), f(x, 3.0))
+        np.testing.assert_array_equal(fn(x, 3.0, 1.0), f(x, 3.0, 1.0))
+    assert slow == []  # every call shape, defaults left out or not, is a cache hit
+    assert fn.experimental_get_tracing_count() == 3
+    assert fn.last_concrete_function is fn.get_concrete_function(x, 3.0, 1.0)
+
+
+def test_a_mutable_default_is_read_at_every_call():
+    """A default list may change between calls, and with it the trace type: such calls never
+    take the fast path, so the new value is always seen."""
+    scales = [2.0]
+
+    def f(x, scale=scales):
+        return x * scale[0]
+
+    fn = kx.function(f)
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(fn(x), x * 2.0)
+    scales[0] = 5.0
+    np.testing.assert_array_equal(fn(x), x * 5.0)
+    assert fn.experimental_get_tracing_count() == 2
+
+
+def test_keyword_calls_take_the_fast_path(monkeypatch):
+    """``model(x, training=True)``: a call with keywords is a cache hit too, keyed by the
+    names and values given; the values reach their parameters whatever the order."""
+    def f(x, scale=2.0, shift=0.0, training=False):
+        y = x * scale + shift
+        return y * 0.5 if training else y
+
+    fn = kx.function(f)
+    x = np.arange(4, dtype=np.float32)
+    calls = [((x,), {"training": True}), ((x,), {"shift": 1.0, "scale": 3.0}),
+             ((x,), {"scale": 3.0, "shift": 1.0}), ((x, 4.0), {"training": True}),
+             ((), {"x": x, "training": False})]
+    slow = []
+    real = fn._call_slow
+    monkeypatch.setattr(fn, "_call_slow", lambda *a: slow.append(1) or real(*a))
+    for rounds in range(4):
+        if rounds == 2:  # (new traces clear the fast cache; round 2 re-filled it)
+            slow.clear()
+        for args, kwargs in calls:
+            np.testing.assert_array_equal(fn(*args, **kwargs), f(*args, **kwargs))
+    assert slow == []
+    y = np.arange(3, dtype=np.float64)  # another signature through the same call shape
+    np.testing.assert_array_equal(fn(y, training=True), f(y, training=True))
+    with pytest.raises(TypeError, match="unexpected keyword argument 'bias'"):
+        fn(x, bias=1.0)
+
+
+def test_keyword_calls_leaving_a_mutable_default_stay_on_the_slow_path():
+    offsets = [1.0]
+
+    def f(x, scale=2.0, offset=offsets):
+        return x * scale + offset[0]
+
+    fn = kx.function(f)
+    x = np.arange(3, dtype=np.float32)
+    np.testing.assert_array_equal(fn(x, scale=3.0), x * 3.0 + 1.0)
+    offsets[0] = 7.0
+    np.testing.assert_array_equal(fn(x, scale=3.0), x * 3.0 + 7.0)
