@@ -40,7 +40,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..ir import Graph, Node, OpKind
+from ..ir import Graph, Node, OpGroup, OpKind
 from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
 from . import cost
@@ -337,29 +337,35 @@ def parallel_sum(x: np.ndarray) -> Any:
             x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):
         return x.sum()
     flat = x.reshape(-1)
+    bounds, tree = _pairwise_split(flat.size)
+    pool = _pool()
+    futures = [pool.submit(np.add.reduce, flat[lo:hi]) for lo, hi in bounds[1:]]
+    sums = [np.add.reduce(flat[bounds[0][0]:bounds[0][1]])] + [f.result() for f in futures]
+    return _combine(tree, sums)
+
+
+def _pairwise_split(n: int) -> tuple[list[tuple[int, int]], Any]:
+    """NumPy's pairwise summation tree over ``n`` elements, cut one level per doubling of
+    the pool: ``(leaf bounds, tree of leaf indices)`` (see :func:`parallel_sum`)."""
     bounds: list[tuple[int, int]] = []
     depth = max(1, (_THREADS - 1).bit_length())
 
     def split(lo: int, hi: int, d: int) -> Any:
-        n = hi - lo
-        if d == 0 or n <= 128:
+        size = hi - lo
+        if d == 0 or size <= 128:
             bounds.append((lo, hi))
             return len(bounds) - 1
-        n2 = n // 2
+        n2 = size // 2
         n2 -= n2 % 8
         return (split(lo, lo + n2, d - 1), split(lo + n2, hi, d - 1))
 
-    tree = split(0, flat.size, depth)
-    pool = _pool()
-    futures = [pool.submit(np.add.reduce, flat[lo:hi]) for lo, hi in bounds[1:]]
-    sums = [np.add.reduce(flat[bounds[0][0]:bounds[0][1]])] + [f.result() for f in futures]
+    return bounds, split(0, n, depth)
 
-    def combine(node: Any) -> Any:
-        if isinstance(node, int):
-            return sums[node]
-        return combine(node[0]) + combine(node[1])  # in the dtype: NumPy scalars
 
-    return combine(tree)
+def _combine(tree: Any, sums: list[Any]) -> Any:
+    if isinstance(tree, int):
+        return sums[tree]
+    return _combine(tree[0], sums) + _combine(tree[1], sums)  # in the dtype: NumPy scalars
 
 
 def parallel_ufunc(ufunc: np.ufunc, x: Any, dtype: np.dtype, min_size: int) -> Any:
@@ -379,6 +385,30 @@ def parallel_ufunc(ufunc: np.ufunc, x: Any, dtype: np.dtype, min_size: int) -> A
     for f in futures:
         f.result()
     return out
+
+
+def parallel_ufunc_sum(ufunc: np.ufunc, x: Any, dtype: np.dtype,
+                       min_size: int) -> tuple[Any, Any]:
+    """``(ufunc(x), its sum or None)``: :func:`parallel_ufunc`, where each core also sums
+    the share it just wrote (still in its cache), cut where NumPy's pairwise summation cuts,
+    so the sum is **bitwise** :func:`parallel_sum`'s (and ``np.sum``'s). The loop
+    ``while sum(x) > t: x = tanh(x)`` then hands its work to the pool once per iteration,
+    not twice, and never reads ``x`` again for the test (``_FusedEmitter._emit_while``).
+    None when the call is not split (small, strided, not float32/float64)."""
+    if not isinstance(x, np.ndarray) or x.size < min_size or _THREADS == 1 or \
+            not x.flags.c_contiguous or dtype.kind != "f" or dtype.itemsize not in (4, 8):
+        return parallel_ufunc(ufunc, x, dtype, min_size), None
+    out = np.empty(x.shape, dtype)
+    src, dst = x.reshape(-1), out.reshape(-1)
+    bounds, tree = _pairwise_split(src.size)
+
+    def share(lo: int, hi: int) -> Any:
+        ufunc(src[lo:hi], dst[lo:hi])
+        return np.add.reduce(dst[lo:hi])
+
+    futures = [_pool().submit(share, lo, hi) for lo, hi in bounds[1:]]
+    sums = [share(*bounds[0])] + [f.result() for f in futures]
+    return out, _combine(tree, sums)
 
 
 #: ``parallel_sum`` splits from this many elements on. Measured here (float32): a 1M sum
@@ -885,27 +915,56 @@ class _FusedEmitter(_Emitter):
         self.parallel_sums = 0   # plain float sums emitted as parallel_sum calls
         self.parallel_ufuncs = 0  # heavy unary ufuncs emitted as parallel_ufunc calls
         self.parallel_ufunc_size: int | None = None  # the smallest size they split from
+        # Loops whose test sums a loop variable that the body makes with one split ufunc:
+        # the test's placeholder / the body's node -> the variable carrying that sum.
+        self._sum_of_input: dict[Node, str] = {}
+        self._sum_into: dict[Node, str] = {}
         self.functions: list[str] = []
         self.plans: list[SegmentPlan] = []
 
     def emit_node(self, node: Node, scope: _Scope, indent: str) -> None:
         if self.exact_sums and plain_float_sum(node):
             self.parallel_sums += 1
-            self.lines.append(f"{indent}{scope.var(node)} = "
-                              f"_psum({scope.var(node.args[0])})")
+            x = scope.var(node.args[0])
+            known = self._sum_of_input.get(node.args[0])
+            expr = f"{known} if {known} is not None else _psum({x})" if known else f"_psum({x})"
+            self.lines.append(f"{indent}{scope.var(node)} = {expr}")
             return
-        size = cost.parallel_unary_size(node) \
-            if self.target == "cpu" and (self.mode == "auto" or self.exact_sums) else None
-        if size is not None and isinstance(node.args[0], Node) and \
-                (node.aval.size is None or node.aval.size >= size):
+        size = self._parallel_size(node)
+        if size is not None and (node.aval.size is None or node.aval.size >= size):
             uf = self.namer.bind(node.op.ufunc, "_uf")
             dt = self.namer.bind(np.dtype(node.aval.dtype), "_dt")
             self.parallel_ufuncs += 1
             self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
-            self.lines.append(f"{indent}{scope.var(node)} = _pu({uf}, "
-                              f"{scope.var(node.args[0])}, {dt}, {size})")
+            x, v, total = scope.var(node.args[0]), scope.var(node), self._sum_into.get(node)
+            if total:
+                self.lines.append(f"{indent}{v}, {total} = _pus({uf}, {x}, {dt}, {size})")
+            else:
+                self.lines.append(f"{indent}{v} = _pu({uf}, {x}, {dt}, {size})")
             return
+        if node in self._sum_into:  # (not split here: the test sums it itself)
+            self.lines.append(f"{indent}{self._sum_into[node]} = None")
         super().emit_node(node, scope, indent)
+
+    def _parallel_size(self, node: Node) -> int | None:
+        """The size from which ``node`` runs as :func:`parallel_ufunc`, or None."""
+        if self.target != "cpu" or not (self.mode == "auto" or self.exact_sums) or \
+                not node.args or not isinstance(node.args[0], Node):
+            return None
+        return cost.parallel_unary_size(node)
+
+    def _emit_while(self, node: Node, v: str, args: list[str], indent: str) -> None:
+        if self.exact_sums:
+            cond, body = node.attrs["cond"], node.attrs["body"]
+            for i in range(node.attrs["n_vars"]):
+                ph, made = cond.inputs[i], body.outputs[i]
+                if made.op.group is OpGroup.ELEMENTWISE and \
+                        self._parallel_size(made) is not None and \
+                        any(plain_float_sum(c) and c.args[0] is ph for c in cond.nodes):
+                    total = f"known_sum{len(self._sum_into)}"
+                    self.lines.append(f"{indent}{total} = None")
+                    self._sum_of_input[ph] = self._sum_into[made] = total
+        super()._emit_while(node, v, args, indent)
 
     def emit_graph(self, graph: Graph, scope: _Scope, indent: str) -> list[str]:
         plans = plan_segments(graph, self.mode, self.target, self.exact_sums)
@@ -986,6 +1045,7 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
                          _run_parallel=run_parallel, _take=take_output,
                          _keep=keep_output, _deferred=COMPILER.deferred,
                          _flush=COMPILER.flush, _psum=parallel_sum, _pu=parallel_ufunc,
+                         _pus=parallel_ufunc_sum,
                          _host=_to_host)
     emitter = _FusedEmitter(namer, mode, target, exact_sums)
     scope = _Scope("v_")
@@ -1055,6 +1115,7 @@ def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str
 
 
 __all__ = ["COMPILER", "KernelHandle", "RECYCLE_BYTES", "SegmentPlan", "compile_fused",
-           "handle_for", "keep_output", "parallel_sum", "parallel_ufunc", "plain_float_sum",
+           "handle_for", "keep_output", "parallel_sum", "parallel_ufunc",
+           "parallel_ufunc_sum", "plain_float_sum",
            "plan_segments", "run_parallel", "segment_reports", "set_synchronous", "synchronous",
            "take_output", "wait_for_kernels"]

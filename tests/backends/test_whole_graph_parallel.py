@@ -89,10 +89,62 @@ def test_small_sums_stay_in_one_call(monkeypatch, pool):
 
 # -- large jit_compile=True calls --------------------------------------------------------------
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("threads", [2, 4])
+def test_a_split_ufunc_sums_its_result_bit_for_bit(monkeypatch, pool, dtype, threads):
+    """``parallel_ufunc_sum``: each core sums the share it wrote, cut where NumPy's pairwise
+    summation cuts, so the sum is ``np.sum``'s of the result (and the result ``np.tanh``'s)."""
+    monkeypatch.setattr(fused, "_THREADS", threads)
+    rng = np.random.default_rng(threads)
+    for n in (1000, 4097, 65537, 262147, 1_000_003):
+        x = (rng.standard_normal(n) * 3).astype(dtype)
+        before = pool.submitted
+        out, total = fused.parallel_ufunc_sum(np.tanh, x, np.dtype(dtype), 1000)
+        assert _bits(out, np.tanh(x)) and _bits(total, np.tanh(x).sum()), n
+        assert pool.submitted > before
+    out, total = fused.parallel_ufunc_sum(np.tanh, x[::2], np.dtype(dtype), 1000)
+    assert total is None and _bits(out, np.tanh(x[::2]))  # strided: not split, not summed
+    ints = np.arange(5000, dtype=np.int32)
+    out, total = fused.parallel_ufunc_sum(np.negative, ints, np.dtype(np.int32), 1000)
+    assert total is None and _bits(out, -ints)
+
+
 def _loop(x, thr):
     while np.sum(x) > thr:
         x = np.tanh(x)
     return x
+
+
+def test_the_loop_test_reads_the_sum_its_body_made(monkeypatch, pool):
+    """``while sum(x) > t: x = tanh(x)`` on the executor: the body's split tanh also sums
+    its result, and the next test takes that sum (NumPy's bits) instead of reading x again;
+    a body output the test does not sum gets no sum."""
+    monkeypatch.setattr(fused, "_THREADS", 2)
+    monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
+    n = cost.HANDOVER_MIN_ELEMENTS + 1000
+    x = np.ones(n, np.float32)
+    thr = np.float32(0.2 * n)
+    f = kx.function(_loop, jit_compile=True)
+    want = _loop(x, thr)
+    assert f(x, thr).tobytes() == want.tobytes()
+    source = f.get_concrete_function(x, thr).executable.run.__globals__["_fallback"]
+    calls = {"pus": 0, "psum": 0}
+    for name, key in (("_pus", "pus"), ("_psum", "psum")):
+        real = source.__globals__[name]
+        monkeypatch.setitem(source.__globals__, name,
+                            lambda *a, real=real, key=key: calls.__setitem__(
+                                key, calls[key] + 1) or real(*a))
+    assert f(x, thr).tobytes() == want.tobytes()
+    assert calls["pus"] > 10 and calls["psum"] == 1  # only the first test sums x itself
+
+    def other(x, thr):
+        while np.max(x) > thr:
+            x = np.tanh(x)
+        return x
+
+    g = kx.function(other, jit_compile=True)
+    y = np.full(n, 3.0, np.float32)
+    assert g(y, np.float32(0.5)).tobytes() == other(y, np.float32(0.5)).tobytes()
 
 
 def test_large_inputs_run_on_the_executor_with_exact_parallel_sums(monkeypatch, pool):
