@@ -115,16 +115,23 @@ def _loop(x, thr):
     return x
 
 
-def test_the_loop_test_reads_the_sum_its_body_made(monkeypatch, pool):
-    """``while sum(x) > t: x = tanh(x)`` on the executor: the body's split tanh also sums
-    its result, and the next test takes that sum (NumPy's bits) instead of reading x again;
-    a body output the test does not sum gets no sum."""
+def _large_loop(monkeypatch):
+    """The seed's loop as a ``jit_compile=True`` function, and an input large enough to be
+    handed to the executor on two cores."""
     monkeypatch.setattr(fused, "_THREADS", 2)
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
     n = cost.HANDOVER_MIN_ELEMENTS + 1000
     x = np.ones(n, np.float32)
     thr = np.float32(0.2 * n)
     f = kx.function(_loop, jit_compile=True)
+    return f, x, thr
+
+
+def test_the_loop_test_reads_the_sum_its_body_made(monkeypatch, pool):
+    """``while sum(x) > t: x = tanh(x)`` on the executor: the body's split tanh also sums
+    its result, and the next test takes that sum (NumPy's bits) instead of reading x again;
+    a body output the test does not sum gets no sum."""
+    f, x, thr = _large_loop(monkeypatch)
     want = _loop(x, thr)
     assert f(x, thr).tobytes() == want.tobytes()
     source = f.get_concrete_function(x, thr).executable.run.__globals__["_fallback"]
@@ -143,17 +150,12 @@ def test_the_loop_test_reads_the_sum_its_body_made(monkeypatch, pool):
         return x
 
     g = kx.function(other, jit_compile=True)
-    y = np.full(n, 3.0, np.float32)
+    y = np.full(x.size, 3.0, np.float32)
     assert g(y, np.float32(0.5)).tobytes() == other(y, np.float32(0.5)).tobytes()
 
 
 def test_large_inputs_run_on_the_executor_with_exact_parallel_sums(monkeypatch, pool):
-    monkeypatch.setattr(fused, "_THREADS", 2)
-    monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
-    n = cost.HANDOVER_MIN_ELEMENTS + 1000
-    x = np.ones(n, np.float32)
-    thr = np.float32(0.2 * n)
-    f = kx.function(_loop, jit_compile=True)
+    f, x, thr = _large_loop(monkeypatch)
     got = f(x, thr)
     want = _loop(x, thr)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
