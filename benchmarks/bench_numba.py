@@ -148,13 +148,16 @@ def bench_w1(hand: dict, quick: bool) -> list[Row]:
     return rows + _peer_rows("W1", base, peers)
 
 
-def bench_w2(hand: dict, quick: bool) -> list[Row]:
-    def power(x, y):
-        result = np.eye(10, dtype=np.int32)
-        for _ in range(y):
-            result = np.matmul(x, result)
-        return result
+def seed_power(x, y):
+    """The seeds' ``power(x, y)``: ``y`` matrix products, unrolled at trace time."""
+    result = np.eye(10, dtype=np.int32)
+    for _ in range(y):
+        result = np.matmul(x, result)
+    return result
 
+
+def bench_w2(hand: dict, quick: bool) -> list[Row]:
+    power = seed_power
     x = np.random.default_rng(0).integers(0, 2, (10, 10)).astype(np.int32)
     number, repeat = (100, 3) if quick else (1000, 7)
     f = kx.function(power, jit_compile=True)
@@ -165,26 +168,13 @@ def bench_w2(hand: dict, quick: bool) -> list[Row]:
     peers = {"hand Numba": _ours(lambda: hand["power"](x, 100), number, repeat)}
     jax, tf = _jax_tf()
     if jax is not None:
-        jnp = jax.numpy
-
-        def jpower(x, y):
-            result = jnp.eye(10, dtype=jnp.int32)
-            for _ in range(y):
-                result = jnp.matmul(x, result)
-            return result
-
-        jf, jx = jax.jit(jpower, static_argnums=1), jnp.asarray(x)
+        jf = jax.jit(_with_module(power, jax.numpy), static_argnums=1)
+        jx = jax.numpy.asarray(x)
         peers["jax.jit"] = _t(lambda: jf(jx, 100).block_until_ready(), number, repeat)
     if tf is not None:
-        def tpower(x, y):
-            result = tf.eye(10, dtype=tf.int32)
-            for _ in range(y):
-                result = tf.matmul(x, result)
-            return result
-
         tx = tf.constant(x)
         for label, opts in (("tf.function", {}), ("TF XLA", {"jit_compile": True})):
-            tff = tf.function(tpower, **opts)
+            tff = tf.function(_with_module(power, tf.experimental.numpy), **opts)
             peers[label] = _t(lambda: tff(tx, 100), max(1, number // 10), repeat)
     return [("W2 power(x, 100), 10x10 int32: NumPy", _fmt(base), "", ""),
             ("W2 kx.function(jit_compile=True)", _fmt(ours), f"{base / ours:.2f}x NumPy speed",

@@ -21,6 +21,7 @@ from typing import Callable
 import numpy as np
 
 import kernel_ext as kx
+from bench_numba import seed_power
 from table import format_table
 
 
@@ -75,12 +76,7 @@ def bench_trace_200(repeat: int) -> list[tuple[str, str, str, str]]:
 
 
 def bench_power(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
-    def power(x, y):
-        result = np.eye(10, dtype=np.int32)
-        for _ in range(y):
-            result = np.matmul(x, result)
-        return result
-
+    power = seed_power
     x = np.random.default_rng(0).integers(0, 2, (10, 10)).astype(np.int32)
     f = kx.function(power)
     np.testing.assert_array_equal(f(x, 100), power(x, 100))

@@ -75,11 +75,6 @@ def on_device(value: Any) -> bool:
     return hasattr(value, "copy_to_host")
 
 
-def to_host(value: Any) -> Any:
-    """``value`` as a host array if it lives on the device; anything else as it is."""
-    return value.copy_to_host() if on_device(value) else value
-
-
 class call_scope:
     """The duration of one executor call: each of the graph's input arrays goes to the device
     once, however many kernels read it.
@@ -171,4 +166,4 @@ def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
 
 
 __all__ = ["SIMULATOR", "available", "call_scope", "compile_variant", "device", "kernel",
-           "launch_config", "on_device", "real_gpu", "run_segment", "to_host"]
+           "launch_config", "on_device", "real_gpu", "run_segment"]

@@ -98,15 +98,6 @@ class Function:
         self._n_params = len(params)
         self._fast_ok = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
                             for p in params)
-        # Calls that leave trailing parameters at their defaults may take the fast path too,
-        # when those defaults are immutable atoms (a default list could be mutated between
-        # calls, and its trace type with it): positional count -> the values to append.
-        self._fast_tails: dict[int, tuple] = {len(params): ()}
-        for k in range(len(params) - 1, -1, -1):
-            default = params[k].default
-            if default is _P.empty or type(default) not in _ATOMIC_DEFAULTS:
-                break
-            self._fast_tails[k] = (default,) + self._fast_tails[k + 1]
         self._input_signature = self._check_input_signature(input_signature)
 
         self._lock = threading.RLock()
@@ -210,12 +201,7 @@ class Function:
             cf = self._trace(types_, values, via="call")
         run = None
         if not converted and self._fast_ok:
-            if not kwargs:
-                tail = self._fast_tails.get(len(args))
-                if tail is not None:
-                    run = _with_tail(cf._run, tail) if tail else cf._run
-            else:
-                run = self._keyword_runner(cf._run, len(args), kwargs)
+            run = self._fast_runner(cf._run, len(args), kwargs)
         if run is not None:
             key = _fast_key(args, kwargs)
             if key is not None:
@@ -227,10 +213,12 @@ class Function:
         self._last_key, self._last_cf = None, weakref.ref(cf)
         return self._timed(cf._run, values)
 
-    def _keyword_runner(self, run: Callable[..., Any], n_args: int,
-                        kwargs: dict) -> Callable[..., Any] | None:
-        """``run`` for calls of this shape (``n_args`` positional, these keyword names), or
-        None when a parameter left out has no atomic default (see ``_fast_tails``)."""
+    def _fast_runner(self, run: Callable[..., Any], n_args: int,
+                     kwargs: dict) -> Callable[..., Any] | None:
+        """What a cache hit of this call shape (``n_args`` positional, these keyword names)
+        calls: ``run`` with the parameters left out filled in, or None when one of them has
+        no immutable atomic default (a default list could be mutated between calls, and its
+        trace type with it: such calls stay on the slow path)."""
         positions = {name: i for i, name in enumerate(self._param_names)}
         given = set(range(n_args)) | {positions.get(name, -1) for name in kwargs}
         if -1 in given:
@@ -242,6 +230,14 @@ class Function:
                                    type(default) not in _ATOMIC_DEFAULTS):
                 return None
             defaults.append(default)
+        if not kwargs:
+            tail = tuple(defaults[n_args:])
+            if not tail:
+                return run
+
+            def run_with_defaults(*args: Any) -> Any:
+                return run(*args, *tail)
+            return run_with_defaults
         where = {name: positions[name] for name in kwargs}
 
         def run_with_keywords(*args: Any, **kw: Any) -> Any:
@@ -626,13 +622,6 @@ def _has_dead(t: TraceType) -> bool:
     if isinstance(t, _Composite):
         return any(_has_dead(c) for c in t.components)
     return False
-
-
-def _with_tail(run: Callable[..., Any], tail: tuple) -> Callable[..., Any]:
-    """``run`` for calls that leave the last parameters at their (atomic) defaults."""
-    def run_with_defaults(*args: Any) -> Any:
-        return run(*args, *tail)
-    return run_with_defaults
 
 
 def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
