@@ -49,8 +49,8 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Node, OpKind
-from ..passes.fusion import FUSIBLE_REDUCTIONS, Segment
+from ..ir import FUSIBLE_REDUCTIONS, Node, OpKind
+from ..passes.fusion import Segment
 from .ufunc_loops import find_loop
 
 #: Format version of generated kernels; part of every cache key.
@@ -191,17 +191,8 @@ def _truth(expr: str, dtype: np.dtype) -> str:
     return expr if dtype == _BOOL else f"({expr} != 0)"
 
 
-# Float ops computed by NumPy's loop on the CPU (bitwise equal) and by device math on CUDA.
-_CALL_FLOAT = frozenset({
-    OpKind.EXP, OpKind.EXP2, OpKind.EXPM1, OpKind.LOG, OpKind.LOG2, OpKind.LOG10,
-    OpKind.LOG1P, OpKind.SIN, OpKind.COS, OpKind.TAN, OpKind.ARCSIN, OpKind.ARCCOS,
-    OpKind.ARCTAN, OpKind.SINH, OpKind.COSH, OpKind.TANH, OpKind.ARCSINH, OpKind.ARCCOSH,
-    OpKind.ARCTANH, OpKind.CBRT, OpKind.POWER, OpKind.FLOAT_POWER, OpKind.ARCTAN2,
-    OpKind.HYPOT, OpKind.LOGADDEXP, OpKind.LOGADDEXP2, OpKind.FLOOR_DIVIDE,
-    OpKind.REMAINDER, OpKind.FMOD, OpKind.COPYSIGN, OpKind.DEG2RAD, OpKind.RAD2DEG,
-    OpKind.FLOOR, OpKind.CEIL, OpKind.TRUNC, OpKind.RINT, OpKind.SQRT, OpKind.SIGNBIT,
-})
-# CUDA device math for a few of those (math.* exists on the device and in the simulator).
+# Float ops with ``op.kernel_loop`` call NumPy's loop on the CPU (bitwise equal); CUDA has
+# device math for a few of them (math.* exists on the device and in the simulator).
 _CUDA_MATH = {OpKind.EXP: "_dexp", OpKind.LOG: "_dlog", OpKind.TANH: "_dtanh",
               OpKind.SQRT: "_dsqrt"}
 
@@ -366,7 +357,7 @@ def _lower(node: Node, target: str) -> Lowering:
     for kinds, fn in _INLINE.get(op, ()):
         if kind in kinds:
             return Lowering(list(ins), loop_out, inline=fn)
-    if kind == "f" and op in _CALL_FLOAT:
+    if kind == "f" and op.kernel_loop:
         if target == "cpu":
             loop = tuple(ins) + (loop_out,)
             if find_loop(op.ufunc, loop) is None:

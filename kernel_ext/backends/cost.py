@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..ir import Node, OpKind
+from ..ir import Compute, Node
 from ..passes.fusion import Segment
 
 #: Fixed cost of one NumPy op call on a small array, allocation included (µs).
@@ -37,10 +37,8 @@ NUMPY_CHEAP_NS, FUSED_CHEAP_NS = 0.12, 0.05
 NUMPY_DIV_NS, FUSED_DIV_NS = 0.3, 0.3
 #: Integer division, remainder, power and shifts are branchy scalar code inline.
 NUMPY_INT_HELPER_NS, FUSED_INT_HELPER_NS = 1.0, 1.5
-#: NumPy-loop calls: NumPy's own loop in both; the fused kernel adds two block-buffer copies.
-CALL_NS = {OpKind.POWER: 20.0, OpKind.FLOAT_POWER: 20.0, OpKind.TANH: 1.0, OpKind.EXP: 1.0,
-           OpKind.LOG: 1.0, OpKind.SQRT: 0.3, OpKind.FLOOR: 0.15, OpKind.CEIL: 0.15,
-           OpKind.TRUNC: 0.15, OpKind.RINT: 0.15}
+#: NumPy-loop calls: NumPy's own loop in both (``op.loop_ns``, measured per op; this default
+#: for the others); the fused kernel adds two block-buffer copies.
 CALL_DEFAULT_NS = 4.0
 BUFFER_NS = 0.1
 #: A single op this costly per element (NumPy's tanh/exp/log loops and up) is compute-bound:
@@ -67,9 +65,6 @@ PARALLEL_MIN_NS = 500_000.0
 #: ~0.3 ms of tanh + sum per iteration, 30x the Python overhead.
 HANDOVER_MIN_ELEMENTS = 1 << 18
 
-_DIVISION = frozenset({OpKind.DIVIDE, OpKind.RECIPROCAL})
-_INT_HELPERS = frozenset({OpKind.FLOOR_DIVIDE, OpKind.REMAINDER, OpKind.FMOD, OpKind.POWER,
-                          OpKind.LEFT_SHIFT, OpKind.RIGHT_SHIFT})
 
 
 @dataclass(frozen=True)
@@ -99,12 +94,13 @@ def _is_call(node: Node) -> bool:
 def op_ns(node: Node) -> tuple[float, float]:
     """Per-element compute of one member node: ``(NumPy, fused)`` in ns."""
     if _is_call(node):
-        c = CALL_NS.get(node.op, CALL_DEFAULT_NS)
+        c = node.op.loop_ns or CALL_DEFAULT_NS
         return c, c + BUFFER_NS
     dtype = np.dtype(node.aval.dtype)
-    if node.op in _DIVISION:
+    compute = node.op.compute
+    if compute is Compute.DIVISION:
         return NUMPY_DIV_NS, FUSED_DIV_NS
-    if node.op in _INT_HELPERS and dtype.kind in "iu":
+    if compute is Compute.INT_HELPER and dtype.kind in "iu":
         return NUMPY_INT_HELPER_NS, FUSED_INT_HELPER_NS
     return NUMPY_CHEAP_NS, FUSED_CHEAP_NS
 

@@ -840,13 +840,12 @@ class _RunnerWriter:
 def _partial_combiner(red: Any) -> Callable[[list], tuple]:
     """Combine per-thread ``(bad, acc)`` results of a flat reduction."""
     acc_dt = np.dtype(red.acc_dtype)
-    method = {OpKind.SUM: "sum", OpKind.MEAN: "sum", OpKind.PROD: "prod", OpKind.MAX: "max",
-              OpKind.MIN: "min", OpKind.ANY: "any", OpKind.ALL: "all"}[red.op]
+    fold = red.op.accumulator.reduce
 
     def combine(parts: list) -> tuple:
         bad = any(p[0] for p in parts)
         accs = np.array([p[1] for p in parts], dtype=acc_dt)
-        return bad, getattr(accs, method)()
+        return bad, fold(accs)
     return combine
 
 

@@ -18,10 +18,6 @@ from ..ir import Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
 
-# Ops whose result may be a read-only view of a variable's or a constant's storage.
-_MAY_ALIAS = {OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.SOURCE, OpGroup.STATEFUL,
-              OpGroup.STRUCTURAL}  # (branch/loop results may be any of those)
-
 
 def _own(value: Any) -> Any:
     """A returned array the caller may write to (copies read-only views only)."""
@@ -35,25 +31,6 @@ def _result(value: Any) -> Any:
     return _own(value)
 
 
-# Python operators that dispatch to exactly the same NumPy ufunc (ndarray and NumPy scalar
-# operands alike, NEP 50 included) but skip the ufunc call's argument parsing: a large share
-# of a small op's cost, and all of it in scalar-heavy loops. (Not ``**``: ndarray.__pow__
-# special-cases exponents such as 2 and changes bool results' dtype.)
-_BINARY_OPERATORS = {
-    OpKind.ADD: "+", OpKind.SUBTRACT: "-", OpKind.MULTIPLY: "*", OpKind.DIVIDE: "/",
-    OpKind.FLOOR_DIVIDE: "//", OpKind.REMAINDER: "%",
-    OpKind.LESS: "<", OpKind.LESS_EQUAL: "<=", OpKind.GREATER: ">", OpKind.GREATER_EQUAL: ">=",
-    OpKind.EQUAL: "==", OpKind.NOT_EQUAL: "!=", OpKind.BITWISE_AND: "&",
-    OpKind.BITWISE_OR: "|", OpKind.BITWISE_XOR: "^", OpKind.LEFT_SHIFT: "<<",
-    OpKind.RIGHT_SHIFT: ">>", OpKind.MATMUL: "@",
-}
-_UNARY_OPERATORS = {OpKind.NEGATIVE: "-", OpKind.INVERT: "~"}
-# Reductions run as ndarray/NumPy-scalar methods: the same implementation as np.sum & co.
-# without their Python-level wrapper.
-_REDUCTION_METHODS = {OpKind.SUM: "sum", OpKind.PROD: "prod", OpKind.MEAN: "mean",
-                      OpKind.MAX: "max", OpKind.MIN: "min", OpKind.ANY: "any", OpKind.ALL: "all",
-                      OpKind.STD: "std", OpKind.VAR: "var", OpKind.ARGMAX: "argmax",
-                      OpKind.ARGMIN: "argmin"}
 
 
 class _Namer:
@@ -108,7 +85,7 @@ def _output_expr(tree: TreeNode, graph: Graph, namer: _Namer, scope: _Scope) -> 
             return f"_result({v})"
         if node.aval.shape == ():
             return f"{v}[()]"
-        return f"_own({v})" if node.op.group in _MAY_ALIAS else v
+        return f"_own({v})" if node.op.may_alias else v
     if kind == "const":
         value = tree.value
         if value is None or isinstance(value, (bool, int, str)):
@@ -192,16 +169,20 @@ class _Emitter:
             self._emit_while(node, v, args, indent)
         elif node.op is OpKind.GET_OUTPUT:
             self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
-        elif not node.attrs and node.op in _BINARY_OPERATORS and isinstance(
+        # The op's exact Python operator (same ufunc, NEP 50 included) skips the ufunc call's
+        # argument parsing: a large share of a small op's cost, all of it in scalar loops.
+        elif node.op.operator and not node.attrs and len(args) == 2 and isinstance(
                 node.args[0], Node) | isinstance(node.args[1], Node):
-            self.lines.append(f"{indent}{v} = {args[0]} {_BINARY_OPERATORS[node.op]} {args[1]}")
-        elif node.op in _REDUCTION_METHODS:
+            self.lines.append(f"{indent}{v} = {args[0]} {node.op.operator} {args[1]}")
+        elif node.op.group is OpGroup.REDUCTION:
+            # ndarray/NumPy-scalar methods (the op's name): np.sum & co. without their
+            # Python-level wrapper
             kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
                                for k, val in node.attrs.items()
                                if not (k == "axis" and val is None or k == "keepdims" and not val))
-            self.lines.append(f"{indent}{v} = {args[0]}.{_REDUCTION_METHODS[node.op]}({kwargs})")
-        elif not node.attrs and node.op in _UNARY_OPERATORS:
-            self.lines.append(f"{indent}{v} = {_UNARY_OPERATORS[node.op]}{args[0]}")
+            self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
+        elif node.op.operator and not node.attrs and len(args) == 1:
+            self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
         else:
             fn = self.namer.bind(LOWER[node.op](node), f"_{node.op.value}")
             call = f"{fn}({', '.join(args)})"

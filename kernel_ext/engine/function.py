@@ -536,6 +536,11 @@ class Function:
         return self._python_function
 
     @property
+    def name(self) -> str:
+        """The function's name (the ``name`` argument, else the Python function's)."""
+        return self._name
+
+    @property
     def input_signature(self) -> tuple | None:
         return self._input_signature
 

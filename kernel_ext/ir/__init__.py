@@ -8,11 +8,13 @@ from .graph import Graph, Node, has_effects, subgraphs
 from .graphdef import GraphDef, NodeDef, as_graph_def, to_dot
 from .interpreter import LOWER, interpret
 from .lint import GraphLintError, lint
-from .ops import OpGroup, OpKind
+from .ops import (COMPARISONS, FUSIBLE_REDUCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS, VIEW_OPS,
+                  Compute, OpGroup, OpKind)
 from .printer import format_graph
 
 __all__ = [
-    "AbstractValue", "DynamicIndex", "Graph", "GraphDef", "GraphLintError", "LOWER", "Node",
+    "COMPARISONS", "FUSIBLE_REDUCTIONS", "UFUNC_OPS", "UFUNC_REDUCTIONS", "VIEW_OPS",
+    "AbstractValue", "Compute", "DynamicIndex", "Graph", "GraphDef", "GraphLintError", "LOWER", "Node",
     "NodeDef", "OpGroup", "OpKind", "abstract_eval", "as_graph_def", "format_aval",
     "format_graph", "format_shape", "has_effects", "interpret", "lint", "subgraphs", "to_dot",
 ]

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .ops import OpKind
+from .ops import OpGroup, OpKind
 
 Shape = tuple  # tuple[int | None, ...]
 
@@ -216,12 +216,6 @@ def _clip(attrs: dict, x: Any, lo: Any, hi: Any) -> AbstractValue:
     return AbstractValue(shape, probe_dtype(np.clip, x, lo, hi))
 
 
-_REDUCE_FN = {
-    OpKind.SUM: np.sum, OpKind.PROD: np.prod, OpKind.MEAN: np.mean, OpKind.MAX: np.max,
-    OpKind.MIN: np.min, OpKind.ANY: np.any, OpKind.ALL: np.all, OpKind.STD: np.std,
-    OpKind.VAR: np.var, OpKind.ARGMAX: np.argmax, OpKind.ARGMIN: np.argmin,
-}
-REDUCE_FN = _REDUCE_FN
 
 
 def reduced_shape(shape: Shape | None, axis: Any, keepdims: bool) -> Shape | None:
@@ -234,7 +228,7 @@ def reduced_shape(shape: Shape | None, axis: Any, keepdims: bool) -> Shape | Non
 
 
 def _reduction_rule(kind: OpKind) -> Rule:
-    fn = _REDUCE_FN[kind]
+    fn = kind.numpy_function
 
     def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
         axis, keepdims = attrs.get("axis"), attrs.get("keepdims", False)
@@ -255,8 +249,9 @@ def _reduction_rule(kind: OpKind) -> Rule:
     return rule
 
 
-for _kind in _REDUCE_FN:
-    ABSTRACT_EVAL[_kind] = _reduction_rule(_kind)
+for _kind in OpKind:
+    if _kind.group is OpGroup.REDUCTION:
+        ABSTRACT_EVAL[_kind] = _reduction_rule(_kind)
 
 
 def _scan_rule(fn: Callable[..., Any]) -> Rule:

@@ -14,9 +14,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .abstract import REDUCE_FN, DynamicIndex
+from .abstract import DynamicIndex
 from .graph import Graph, Node
-from .ops import OpKind
+from .ops import OpGroup, OpKind
 
 Lowering = Callable[[Node], Callable[..., Any]]
 LOWER: dict[OpKind, Lowering] = {}
@@ -59,11 +59,12 @@ def _clip(node: Node) -> Callable[..., Any]:
 
 
 def _reduce_lowering(node: Node) -> Callable[..., Any]:
-    return functools.partial(REDUCE_FN[node.op], **node.attrs)
+    return functools.partial(node.op.numpy_function, **node.attrs)
 
 
-for _kind in REDUCE_FN:
-    LOWER[_kind] = _reduce_lowering
+for _kind in OpKind:
+    if _kind.group is OpGroup.REDUCTION:
+        LOWER[_kind] = _reduce_lowering
 
 
 @_lower(OpKind.CUMSUM, OpKind.CUMPROD)

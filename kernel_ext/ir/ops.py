@@ -1,9 +1,14 @@
-"""Op kinds of the graph IR: one Enum member per operation, each tagged with its group.
+"""Op kinds of the graph IR: one Enum member per operation, with every per-op fact.
 
-Groups drive generic behaviour without string matching: passes ask ``op.group`` (is it
-ELEMENTWISE? STATEFUL?), backends ask ``op.ufunc`` for the NumPy ufunc an elementwise op maps
-to. The per-op shape/dtype rules live in :mod:`kernel_ext.ir.abstract`, the runtime semantics in
-:mod:`kernel_ext.ir.interpreter`.
+This is the op table. Each member is declared once, with its group and the facts the other
+layers read (tinygrad's ``GroupOp`` sets and JAX's per-primitive rules are the models): which
+Python operator and ndarray dunder apply it, how a fused kernel computes its float loop, what
+it costs per element, how a reduction accumulates, whether its result is always a fresh array.
+Passes and backends ask ``op.group`` (is it ELEMENTWISE? STATEFUL?) and these attributes; they
+keep no op lists of their own. The shape/dtype rules (``ABSTRACT_EVAL``) live in
+:mod:`kernel_ext.ir.abstract` and the reference semantics (``LOWER``) in
+:mod:`kernel_ext.ir.interpreter`; both are generic for ufuncs and reductions, so an elementwise
+ufunc op is one line here. ``docs/ARCHITECTURE.md`` ("Adding an op") has the recipe.
 """
 
 from __future__ import annotations
@@ -33,173 +38,231 @@ class OpGroup(enum.Enum):
     __hash__ = object.__hash__  # identity: see OpKind
 
 
+class Compute(enum.Enum):
+    """What one element of an elementwise op costs, for the backends' cost model."""
+
+    CHEAP = "cheap"            # one or two instructions, vectorised (add, compare, where, ...)
+    DIVISION = "division"      # latency-bound division or reciprocal
+    INT_HELPER = "int_helper"  # on integers: branchy scalar code (floor division, shifts, ...)
+
+    __hash__ = object.__hash__
+
+
 _G = OpGroup
+CHEAP, DIVISION, INT_HELPER = Compute.CHEAP, Compute.DIVISION, Compute.INT_HELPER
+
+
+def _op(name: str, group: OpGroup, *, operator: str | None = None, dunder: str | None = None,
+        kernel_loop: bool = False, loop_ns: float | None = None, compute: Compute = CHEAP,
+        accumulator: np.ufunc | None = None, fresh: bool = False) -> tuple:
+    """One op's entry: its name and group, then its facts (each documented on ``OpKind``)."""
+    return (name, group, operator, dunder, kernel_loop, loop_ns, compute, accumulator, fresh)
 
 
 class OpKind(enum.Enum):
-    """Every operation a graph can hold.
+    """Every operation a graph can hold, with its facts.
 
-    The value is the op's stable lowercase name (used by the printer and GraphDef). ``group``
-    says which family it belongs to; elementwise ufunc ops also carry ``ufunc``.
+    The value is the op's stable lowercase name (used by the printer and GraphDef); for ufunc,
+    reduction and most other ops it is also the name of the NumPy function (``numpy_function``).
+    Facts, declared with ``_op``:
+
+    * ``group`` — the family (:class:`OpGroup`); ``ufunc`` — the NumPy ufunc of an elementwise
+      op named after one (derived).
+    * ``operator`` — the Python operator that applies exactly this op to ndarrays and NumPy
+      scalars (same ufunc, NEP 50 included), so generated code may write ``a + b``. Not ``**``:
+      ``ndarray.__pow__`` special-cases exponents such as 2 and changes bool results' dtype.
+    * ``dunder`` — the operator protocol name a traced tensor implements with this op
+      (``__add__``/``__radd__``/``__iadd__`` for ``"add"``; comparisons have no reflected or
+      in-place forms, see :data:`COMPARISONS`).
+    * ``kernel_loop`` — a fused kernel computes the float loop by calling NumPy's own inner loop
+      (CPU; device math on CUDA), so results stay bitwise NumPy's; otherwise it is written
+      inline where the kernel generator has a template. ``loop_ns`` — that loop's cost per
+      element (ns, measured; None: the backends' default). ``compute`` — the cost class of the
+      inline form.
+    * ``accumulator`` — for a fusible reduction, the ufunc that folds a value (or a partial
+      result) into the accumulator; ``None`` for reductions that do not fuse (std, var, argmax).
+    * ``fresh`` — a SHAPE/INDEXING op whose result is always a newly allocated array (never a
+      view of an input), such as ``copy`` and ``concatenate``.
     """
 
     # --- sources -------------------------------------------------------------------------
-    PLACEHOLDER = ("placeholder", _G.SOURCE)
-    CONSTANT = ("constant", _G.SOURCE)
+    PLACEHOLDER = _op("placeholder", _G.SOURCE)
+    CONSTANT = _op("constant", _G.SOURCE)
 
     # --- elementwise: unary ufuncs --------------------------------------------------------
-    NEGATIVE = ("negative", _G.ELEMENTWISE)
-    POSITIVE = ("positive", _G.ELEMENTWISE)
-    ABSOLUTE = ("absolute", _G.ELEMENTWISE)
-    FABS = ("fabs", _G.ELEMENTWISE)
-    SIGN = ("sign", _G.ELEMENTWISE)
-    SQRT = ("sqrt", _G.ELEMENTWISE)
-    CBRT = ("cbrt", _G.ELEMENTWISE)
-    SQUARE = ("square", _G.ELEMENTWISE)
-    RECIPROCAL = ("reciprocal", _G.ELEMENTWISE)
-    EXP = ("exp", _G.ELEMENTWISE)
-    EXP2 = ("exp2", _G.ELEMENTWISE)
-    EXPM1 = ("expm1", _G.ELEMENTWISE)
-    LOG = ("log", _G.ELEMENTWISE)
-    LOG2 = ("log2", _G.ELEMENTWISE)
-    LOG10 = ("log10", _G.ELEMENTWISE)
-    LOG1P = ("log1p", _G.ELEMENTWISE)
-    SIN = ("sin", _G.ELEMENTWISE)
-    COS = ("cos", _G.ELEMENTWISE)
-    TAN = ("tan", _G.ELEMENTWISE)
-    ARCSIN = ("arcsin", _G.ELEMENTWISE)
-    ARCCOS = ("arccos", _G.ELEMENTWISE)
-    ARCTAN = ("arctan", _G.ELEMENTWISE)
-    SINH = ("sinh", _G.ELEMENTWISE)
-    COSH = ("cosh", _G.ELEMENTWISE)
-    TANH = ("tanh", _G.ELEMENTWISE)
-    ARCSINH = ("arcsinh", _G.ELEMENTWISE)
-    ARCCOSH = ("arccosh", _G.ELEMENTWISE)
-    ARCTANH = ("arctanh", _G.ELEMENTWISE)
-    DEG2RAD = ("deg2rad", _G.ELEMENTWISE)
-    RAD2DEG = ("rad2deg", _G.ELEMENTWISE)
-    FLOOR = ("floor", _G.ELEMENTWISE)
-    CEIL = ("ceil", _G.ELEMENTWISE)
-    TRUNC = ("trunc", _G.ELEMENTWISE)
-    RINT = ("rint", _G.ELEMENTWISE)
-    ISNAN = ("isnan", _G.ELEMENTWISE)
-    ISINF = ("isinf", _G.ELEMENTWISE)
-    ISFINITE = ("isfinite", _G.ELEMENTWISE)
-    SIGNBIT = ("signbit", _G.ELEMENTWISE)
-    LOGICAL_NOT = ("logical_not", _G.ELEMENTWISE)
-    INVERT = ("invert", _G.ELEMENTWISE)
-    CONJUGATE = ("conjugate", _G.ELEMENTWISE)
+    NEGATIVE = _op("negative", _G.ELEMENTWISE, operator='-', dunder='neg')
+    POSITIVE = _op("positive", _G.ELEMENTWISE, dunder='pos')
+    ABSOLUTE = _op("absolute", _G.ELEMENTWISE, dunder='abs')
+    FABS = _op("fabs", _G.ELEMENTWISE)
+    SIGN = _op("sign", _G.ELEMENTWISE)
+    SQRT = _op("sqrt", _G.ELEMENTWISE, kernel_loop=True, loop_ns=0.3)
+    CBRT = _op("cbrt", _G.ELEMENTWISE, kernel_loop=True)
+    SQUARE = _op("square", _G.ELEMENTWISE)
+    RECIPROCAL = _op("reciprocal", _G.ELEMENTWISE, compute=DIVISION)
+    EXP = _op("exp", _G.ELEMENTWISE, kernel_loop=True, loop_ns=1.0)
+    EXP2 = _op("exp2", _G.ELEMENTWISE, kernel_loop=True)
+    EXPM1 = _op("expm1", _G.ELEMENTWISE, kernel_loop=True)
+    LOG = _op("log", _G.ELEMENTWISE, kernel_loop=True, loop_ns=1.0)
+    LOG2 = _op("log2", _G.ELEMENTWISE, kernel_loop=True)
+    LOG10 = _op("log10", _G.ELEMENTWISE, kernel_loop=True)
+    LOG1P = _op("log1p", _G.ELEMENTWISE, kernel_loop=True)
+    SIN = _op("sin", _G.ELEMENTWISE, kernel_loop=True)
+    COS = _op("cos", _G.ELEMENTWISE, kernel_loop=True)
+    TAN = _op("tan", _G.ELEMENTWISE, kernel_loop=True)
+    ARCSIN = _op("arcsin", _G.ELEMENTWISE, kernel_loop=True)
+    ARCCOS = _op("arccos", _G.ELEMENTWISE, kernel_loop=True)
+    ARCTAN = _op("arctan", _G.ELEMENTWISE, kernel_loop=True)
+    SINH = _op("sinh", _G.ELEMENTWISE, kernel_loop=True)
+    COSH = _op("cosh", _G.ELEMENTWISE, kernel_loop=True)
+    TANH = _op("tanh", _G.ELEMENTWISE, kernel_loop=True, loop_ns=1.0)
+    ARCSINH = _op("arcsinh", _G.ELEMENTWISE, kernel_loop=True)
+    ARCCOSH = _op("arccosh", _G.ELEMENTWISE, kernel_loop=True)
+    ARCTANH = _op("arctanh", _G.ELEMENTWISE, kernel_loop=True)
+    DEG2RAD = _op("deg2rad", _G.ELEMENTWISE, kernel_loop=True)
+    RAD2DEG = _op("rad2deg", _G.ELEMENTWISE, kernel_loop=True)
+    FLOOR = _op("floor", _G.ELEMENTWISE, kernel_loop=True, loop_ns=0.15)
+    CEIL = _op("ceil", _G.ELEMENTWISE, kernel_loop=True, loop_ns=0.15)
+    TRUNC = _op("trunc", _G.ELEMENTWISE, kernel_loop=True, loop_ns=0.15)
+    RINT = _op("rint", _G.ELEMENTWISE, kernel_loop=True, loop_ns=0.15)
+    ISNAN = _op("isnan", _G.ELEMENTWISE)
+    ISINF = _op("isinf", _G.ELEMENTWISE)
+    ISFINITE = _op("isfinite", _G.ELEMENTWISE)
+    SIGNBIT = _op("signbit", _G.ELEMENTWISE, kernel_loop=True)
+    LOGICAL_NOT = _op("logical_not", _G.ELEMENTWISE)
+    INVERT = _op("invert", _G.ELEMENTWISE, operator='~', dunder='invert')
+    CONJUGATE = _op("conjugate", _G.ELEMENTWISE)
 
     # --- elementwise: binary ufuncs -------------------------------------------------------
-    ADD = ("add", _G.ELEMENTWISE)
-    SUBTRACT = ("subtract", _G.ELEMENTWISE)
-    MULTIPLY = ("multiply", _G.ELEMENTWISE)
-    DIVIDE = ("divide", _G.ELEMENTWISE)
-    FLOOR_DIVIDE = ("floor_divide", _G.ELEMENTWISE)
-    REMAINDER = ("remainder", _G.ELEMENTWISE)
-    FMOD = ("fmod", _G.ELEMENTWISE)
-    POWER = ("power", _G.ELEMENTWISE)
-    FLOAT_POWER = ("float_power", _G.ELEMENTWISE)
-    MAXIMUM = ("maximum", _G.ELEMENTWISE)
-    MINIMUM = ("minimum", _G.ELEMENTWISE)
-    FMAX = ("fmax", _G.ELEMENTWISE)
-    FMIN = ("fmin", _G.ELEMENTWISE)
-    ARCTAN2 = ("arctan2", _G.ELEMENTWISE)
-    HYPOT = ("hypot", _G.ELEMENTWISE)
-    COPYSIGN = ("copysign", _G.ELEMENTWISE)
-    LOGADDEXP = ("logaddexp", _G.ELEMENTWISE)
-    LOGADDEXP2 = ("logaddexp2", _G.ELEMENTWISE)
-    HEAVISIDE = ("heaviside", _G.ELEMENTWISE)
-    EQUAL = ("equal", _G.ELEMENTWISE)
-    NOT_EQUAL = ("not_equal", _G.ELEMENTWISE)
-    LESS = ("less", _G.ELEMENTWISE)
-    LESS_EQUAL = ("less_equal", _G.ELEMENTWISE)
-    GREATER = ("greater", _G.ELEMENTWISE)
-    GREATER_EQUAL = ("greater_equal", _G.ELEMENTWISE)
-    LOGICAL_AND = ("logical_and", _G.ELEMENTWISE)
-    LOGICAL_OR = ("logical_or", _G.ELEMENTWISE)
-    LOGICAL_XOR = ("logical_xor", _G.ELEMENTWISE)
-    BITWISE_AND = ("bitwise_and", _G.ELEMENTWISE)
-    BITWISE_OR = ("bitwise_or", _G.ELEMENTWISE)
-    BITWISE_XOR = ("bitwise_xor", _G.ELEMENTWISE)
-    LEFT_SHIFT = ("left_shift", _G.ELEMENTWISE)
-    RIGHT_SHIFT = ("right_shift", _G.ELEMENTWISE)
-    GCD = ("gcd", _G.ELEMENTWISE)
-    LCM = ("lcm", _G.ELEMENTWISE)
+    ADD = _op("add", _G.ELEMENTWISE, operator='+', dunder='add')
+    SUBTRACT = _op("subtract", _G.ELEMENTWISE, operator='-', dunder='sub')
+    MULTIPLY = _op("multiply", _G.ELEMENTWISE, operator='*', dunder='mul')
+    DIVIDE = _op("divide", _G.ELEMENTWISE, operator='/', dunder='truediv', compute=DIVISION)
+    FLOOR_DIVIDE = _op("floor_divide", _G.ELEMENTWISE, operator='//', dunder='floordiv',
+                       kernel_loop=True, compute=INT_HELPER)
+    REMAINDER = _op("remainder", _G.ELEMENTWISE, operator='%', dunder='mod', kernel_loop=True,
+                    compute=INT_HELPER)
+    FMOD = _op("fmod", _G.ELEMENTWISE, kernel_loop=True, compute=INT_HELPER)
+    POWER = _op("power", _G.ELEMENTWISE, dunder='pow', kernel_loop=True, loop_ns=20.0,
+                compute=INT_HELPER)
+    FLOAT_POWER = _op("float_power", _G.ELEMENTWISE, kernel_loop=True, loop_ns=20.0)
+    MAXIMUM = _op("maximum", _G.ELEMENTWISE)
+    MINIMUM = _op("minimum", _G.ELEMENTWISE)
+    FMAX = _op("fmax", _G.ELEMENTWISE)
+    FMIN = _op("fmin", _G.ELEMENTWISE)
+    ARCTAN2 = _op("arctan2", _G.ELEMENTWISE, kernel_loop=True)
+    HYPOT = _op("hypot", _G.ELEMENTWISE, kernel_loop=True)
+    COPYSIGN = _op("copysign", _G.ELEMENTWISE, kernel_loop=True)
+    LOGADDEXP = _op("logaddexp", _G.ELEMENTWISE, kernel_loop=True)
+    LOGADDEXP2 = _op("logaddexp2", _G.ELEMENTWISE, kernel_loop=True)
+    HEAVISIDE = _op("heaviside", _G.ELEMENTWISE)
+    EQUAL = _op("equal", _G.ELEMENTWISE, operator='==', dunder='eq')
+    NOT_EQUAL = _op("not_equal", _G.ELEMENTWISE, operator='!=', dunder='ne')
+    LESS = _op("less", _G.ELEMENTWISE, operator='<', dunder='lt')
+    LESS_EQUAL = _op("less_equal", _G.ELEMENTWISE, operator='<=', dunder='le')
+    GREATER = _op("greater", _G.ELEMENTWISE, operator='>', dunder='gt')
+    GREATER_EQUAL = _op("greater_equal", _G.ELEMENTWISE, operator='>=', dunder='ge')
+    LOGICAL_AND = _op("logical_and", _G.ELEMENTWISE)
+    LOGICAL_OR = _op("logical_or", _G.ELEMENTWISE)
+    LOGICAL_XOR = _op("logical_xor", _G.ELEMENTWISE)
+    BITWISE_AND = _op("bitwise_and", _G.ELEMENTWISE, operator='&', dunder='and')
+    BITWISE_OR = _op("bitwise_or", _G.ELEMENTWISE, operator='|', dunder='or')
+    BITWISE_XOR = _op("bitwise_xor", _G.ELEMENTWISE, operator='^', dunder='xor')
+    LEFT_SHIFT = _op("left_shift", _G.ELEMENTWISE, operator='<<', dunder='lshift',
+                     compute=INT_HELPER)
+    RIGHT_SHIFT = _op("right_shift", _G.ELEMENTWISE, operator='>>', dunder='rshift',
+                      compute=INT_HELPER)
+    GCD = _op("gcd", _G.ELEMENTWISE)
+    LCM = _op("lcm", _G.ELEMENTWISE)
 
     # --- elementwise: non-ufunc -----------------------------------------------------------
-    WHERE = ("where", _G.ELEMENTWISE)
-    CAST = ("cast", _G.ELEMENTWISE)
-    CLIP = ("clip", _G.ELEMENTWISE)
+    WHERE = _op("where", _G.ELEMENTWISE)
+    CAST = _op("cast", _G.ELEMENTWISE)
+    CLIP = _op("clip", _G.ELEMENTWISE)
 
     # --- reductions -----------------------------------------------------------------------
-    SUM = ("sum", _G.REDUCTION)
-    PROD = ("prod", _G.REDUCTION)
-    MEAN = ("mean", _G.REDUCTION)
-    MAX = ("max", _G.REDUCTION)
-    MIN = ("min", _G.REDUCTION)
-    ANY = ("any", _G.REDUCTION)
-    ALL = ("all", _G.REDUCTION)
-    STD = ("std", _G.REDUCTION)
-    VAR = ("var", _G.REDUCTION)
-    ARGMAX = ("argmax", _G.REDUCTION)
-    ARGMIN = ("argmin", _G.REDUCTION)
+    SUM = _op("sum", _G.REDUCTION, accumulator=np.add)
+    PROD = _op("prod", _G.REDUCTION, accumulator=np.multiply)
+    MEAN = _op("mean", _G.REDUCTION, accumulator=np.add)
+    MAX = _op("max", _G.REDUCTION, accumulator=np.maximum)
+    MIN = _op("min", _G.REDUCTION, accumulator=np.minimum)
+    ANY = _op("any", _G.REDUCTION, accumulator=np.logical_or)
+    ALL = _op("all", _G.REDUCTION, accumulator=np.logical_and)
+    STD = _op("std", _G.REDUCTION)
+    VAR = _op("var", _G.REDUCTION)
+    ARGMAX = _op("argmax", _G.REDUCTION)
+    ARGMIN = _op("argmin", _G.REDUCTION)
 
     # --- scans ----------------------------------------------------------------------------
-    CUMSUM = ("cumsum", _G.SCAN)
-    CUMPROD = ("cumprod", _G.SCAN)
+    CUMSUM = _op("cumsum", _G.SCAN)
+    CUMPROD = _op("cumprod", _G.SCAN)
 
     # --- shape ----------------------------------------------------------------------------
-    RESHAPE = ("reshape", _G.SHAPE)
-    TRANSPOSE = ("transpose", _G.SHAPE)
-    EXPAND_DIMS = ("expand_dims", _G.SHAPE)
-    SQUEEZE = ("squeeze", _G.SHAPE)
-    BROADCAST_TO = ("broadcast_to", _G.SHAPE)
-    CONCATENATE = ("concatenate", _G.SHAPE)
-    STACK = ("stack", _G.SHAPE)
-    FLIP = ("flip", _G.SHAPE)
-    COPY = ("copy", _G.SHAPE)
-    DIM = ("dim", _G.SHAPE)  # the run-time size of one dimension, as an int64 scalar
+    RESHAPE = _op("reshape", _G.SHAPE)
+    TRANSPOSE = _op("transpose", _G.SHAPE)
+    EXPAND_DIMS = _op("expand_dims", _G.SHAPE)
+    SQUEEZE = _op("squeeze", _G.SHAPE)
+    BROADCAST_TO = _op("broadcast_to", _G.SHAPE)
+    CONCATENATE = _op("concatenate", _G.SHAPE, fresh=True)
+    STACK = _op("stack", _G.SHAPE, fresh=True)
+    FLIP = _op("flip", _G.SHAPE)
+    COPY = _op("copy", _G.SHAPE, fresh=True)
+    DIM = _op("dim", _G.SHAPE, fresh=True)  # the run-time size of one dimension, as an int64 scalar
 
     # --- creation -------------------------------------------------------------------------
-    ARANGE = ("arange", _G.CREATION)
+    ARANGE = _op("arange", _G.CREATION)
 
     # --- indexing -------------------------------------------------------------------------
-    GETITEM = ("getitem", _G.INDEXING)
-    SETITEM = ("setitem", _G.INDEXING)
-    TENSOR_ARRAY_WRITE = ("tensor_array_write", _G.INDEXING)
+    GETITEM = _op("getitem", _G.INDEXING)
+    SETITEM = _op("setitem", _G.INDEXING, fresh=True)
+    TENSOR_ARRAY_WRITE = _op("tensor_array_write", _G.INDEXING, fresh=True)
 
     # --- linear algebra -------------------------------------------------------------------
-    MATMUL = ("matmul", _G.LINALG)
-    DOT = ("dot", _G.LINALG)
-    OUTER = ("outer", _G.LINALG)
-    INV = ("inv", _G.LINALG)
-    DET = ("det", _G.LINALG)
-    SOLVE = ("solve", _G.LINALG)
+    MATMUL = _op("matmul", _G.LINALG, operator='@', dunder='matmul')
+    DOT = _op("dot", _G.LINALG)
+    OUTER = _op("outer", _G.LINALG)
+    INV = _op("inv", _G.LINALG)
+    DET = _op("det", _G.LINALG)
+    SOLVE = _op("solve", _G.LINALG)
 
     # --- sorting --------------------------------------------------------------------------
-    SORT = ("sort", _G.SORTING)
-    ARGSORT = ("argsort", _G.SORTING)
+    SORT = _op("sort", _G.SORTING)
+    ARGSORT = _op("argsort", _G.SORTING)
 
     # --- stateful -------------------------------------------------------------------------
-    READ_VARIABLE = ("read_variable", _G.STATEFUL)
-    ASSIGN_VARIABLE = ("assign_variable", _G.STATEFUL)
-    ASSIGN_ADD_VARIABLE = ("assign_add_variable", _G.STATEFUL)
-    ASSIGN_SUB_VARIABLE = ("assign_sub_variable", _G.STATEFUL)
-    PRINT = ("print", _G.STATEFUL)
+    READ_VARIABLE = _op("read_variable", _G.STATEFUL)
+    ASSIGN_VARIABLE = _op("assign_variable", _G.STATEFUL)
+    ASSIGN_ADD_VARIABLE = _op("assign_add_variable", _G.STATEFUL)
+    ASSIGN_SUB_VARIABLE = _op("assign_sub_variable", _G.STATEFUL)
+    PRINT = _op("print", _G.STATEFUL)
 
     # --- control flow (sub-graphs in attrs) ---------------------------------------------
-    COND = ("cond", _G.CONTROL_FLOW)
-    WHILE = ("while", _G.CONTROL_FLOW)
-    GET_OUTPUT = ("get_output", _G.STRUCTURAL)
+    COND = _op("cond", _G.CONTROL_FLOW)
+    WHILE = _op("while", _G.CONTROL_FLOW)
+    GET_OUTPUT = _op("get_output", _G.STRUCTURAL)
 
-    def __new__(cls, name: str, group: OpGroup) -> "OpKind":
+    def __new__(cls, name: str, group: OpGroup, operator: str | None, dunder: str | None,
+                kernel_loop: bool, loop_ns: float | None, compute: Compute,
+                accumulator: np.ufunc | None, fresh: bool) -> "OpKind":
         obj = object.__new__(cls)
         obj._value_ = name
         obj.group = group
+        obj.operator = operator
+        obj.dunder = dunder
+        obj.kernel_loop = kernel_loop
+        obj.loop_ns = loop_ns
+        obj.compute = compute
+        obj.accumulator = accumulator
+        obj.fresh = fresh
         return obj
 
     group: OpGroup
+    operator: str | None
+    dunder: str | None
+    kernel_loop: bool
+    loop_ns: float | None
+    compute: Compute
+    accumulator: np.ufunc | None
+    fresh: bool
 
     # Members are singletons compared by identity, so the identity hash (a C slot) is
     # equivalent to Enum's Python-level ``hash(self._name_)``, and rule tables keyed by op
@@ -212,8 +275,24 @@ class OpKind(enum.Enum):
         return _UFUNC_OF.get(self)
 
     @property
+    def numpy_function(self) -> Any:
+        """The NumPy function of the same name (``np.sum`` for SUM), or ``None``."""
+        return getattr(np, self.value, None)
+
+    @property
     def is_stateful(self) -> bool:
         return self.group is OpGroup.STATEFUL
+
+    @property
+    def may_alias(self) -> bool:
+        """May the result share memory with an input, or with storage the graph does not own
+        (an argument, a constant, a variable, a value passed through a branch or loop)?"""
+        return self in ALIASING_OPS
+
+    @property
+    def passes_through(self) -> bool:
+        """May the result be (a view of) one of the op's inputs?"""
+        return self in PASS_THROUGH_OPS
 
     @property
     def type_name(self) -> str:
@@ -243,12 +322,29 @@ for _kind in OpKind:
         UFUNC_OPS[_uf] = _kind
 del _kind, _uf
 
-# ufunc.reduce on these ufuncs is the matching reduction op.
+#: Reductions a fused kernel may end in (std/var need two passes, arg-reductions an index).
+FUSIBLE_REDUCTIONS = frozenset(k for k in OpKind if k.accumulator is not None)
+
+#: ``ufunc.reduce`` on these ufuncs is the matching reduction op (MEAN accumulates with add,
+#: but ``np.add.reduce`` is a SUM).
 UFUNC_REDUCTIONS: dict[np.ufunc, OpKind] = {
-    np.add: OpKind.SUM,
-    np.multiply: OpKind.PROD,
-    np.maximum: OpKind.MAX,
-    np.minimum: OpKind.MIN,
-    np.logical_and: OpKind.ALL,
-    np.logical_or: OpKind.ANY,
-}
+    k.accumulator: k for k in FUSIBLE_REDUCTIONS if k is not OpKind.MEAN}
+
+#: Elementwise comparisons: boolean results, no reflected or in-place operator forms.
+COMPARISONS = frozenset({OpKind.EQUAL, OpKind.NOT_EQUAL, OpKind.LESS, OpKind.LESS_EQUAL,
+                         OpKind.GREATER, OpKind.GREATER_EQUAL})
+
+# Groups whose members may return a view of an input (or pass one through): their results may
+# alias, unless the member is ``fresh``. Sources and variable reads alias storage the graph
+# does not own.
+_PASS_THROUGH_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STRUCTURAL,
+                        OpGroup.CONTROL_FLOW)
+#: Ops whose result may be (a view of) one of their inputs: exposure flows through them.
+PASS_THROUGH_OPS = frozenset(k for k in OpKind
+                             if k.group in _PASS_THROUGH_GROUPS and not k.fresh)
+#: Ops whose result may share memory with an input or with storage the graph does not own.
+ALIASING_OPS = PASS_THROUGH_OPS | frozenset(
+    k for k in OpKind if k.group in (OpGroup.SOURCE, OpGroup.STATEFUL))
+#: Ops that were views already (not pass-through structure): keeping one beats copying it.
+VIEW_OPS = frozenset(k for k in PASS_THROUGH_OPS
+                     if k.group in (OpGroup.SHAPE, OpGroup.INDEXING))

@@ -30,11 +30,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from ..ir import Graph, Node, OpGroup, OpKind, has_effects
-
-# Reductions a segment may end in (std/var need two passes, arg-reductions an index).
-FUSIBLE_REDUCTIONS = frozenset({OpKind.SUM, OpKind.PROD, OpKind.MEAN, OpKind.MAX, OpKind.MIN,
-                                OpKind.ANY, OpKind.ALL})
+from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind, has_effects
 
 
 @dataclass
@@ -351,4 +347,4 @@ def schedule(graph: Graph, segments: Sequence[Segment]) -> list[Node | Segment]:
     return order
 
 
-__all__ = ["FUSIBLE_REDUCTIONS", "Segment", "default_can_fuse", "partition", "schedule"]
+__all__ = ["Segment", "default_can_fuse", "partition", "schedule"]

@@ -19,23 +19,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, NamedTuple
 
-from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
+from ..ir import VIEW_OPS, AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
 
 Pass = Callable[[Graph], "tuple[Graph, bool]"]
 
-# Results of these groups may share memory with an input (views, placeholders, variable
-# storage, values passed through a loop): returning one where the original graph returned a
-# freshly computed array would let the caller's writes reach the input.
-ALIASING_GROUPS = frozenset({OpGroup.SOURCE, OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STATEFUL,
-                             OpGroup.STRUCTURAL, OpGroup.CONTROL_FLOW})
-# Ops that were views already: when one of them is exposed, keeping it beats copying.
-_VIEW_GROUPS = frozenset({OpGroup.SHAPE, OpGroup.INDEXING})
-# Ops whose result may be (a view of) one of their inputs: exposure flows through them...
-_PASS_THROUGH_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STRUCTURAL,
-                        OpGroup.CONTROL_FLOW)
-# ... except these members of those groups, which always allocate their result.
-_ALWAYS_FRESH = frozenset({OpKind.COPY, OpKind.CONCATENATE, OpKind.STACK, OpKind.SETITEM,
-                           OpKind.DIM, OpKind.TENSOR_ARRAY_WRITE})
+# Aliasing (``OpKind.may_alias``, ``passes_through``, ``VIEW_OPS``): a result that may share
+# memory with an input (views, placeholders, variable storage, values passed through a loop)
+# returned where the original graph returned a freshly computed array would let the caller's
+# writes reach the input.
 # A tuple, not a set: membership by identity is cheaper than hashing an Enum.
 _IMPURE_GROUPS = (OpGroup.SOURCE, OpGroup.STATEFUL, OpGroup.CONTROL_FLOW)
 
@@ -72,7 +63,7 @@ def exposed_nodes(graph: Graph) -> set[Node]:
         if node in seen:
             continue
         seen.add(node)
-        if node.op.group in _PASS_THROUGH_GROUPS and node.op not in _ALWAYS_FRESH:
+        if node.op.passes_through:
             stack.extend(node.inputs)
     return seen
 
@@ -146,7 +137,7 @@ class Rewriter:
         becomes ``copy(target)``.
         """
         if node in self._exposed and not self._may_expose(target):
-            if node.op.group in _VIEW_GROUPS:
+            if node.op in VIEW_OPS:
                 self.keep(node)
                 return
             target = self._new(node.name, OpKind.COPY, (target,), {}, node.aval)
@@ -163,7 +154,7 @@ class Rewriter:
         """
         op, args, attrs = rewrite
         exposed = node in self._exposed
-        if exposed and op is not OpKind.CONSTANT and op.group in ALIASING_GROUPS:
+        if exposed and op is not OpKind.CONSTANT and op.may_alias:
             return False
         try:
             aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
@@ -218,7 +209,7 @@ class Rewriter:
 
     def _may_expose(self, target: Node) -> bool:
         # Constants are out too: they are read-only and shared by every call.
-        return target not in self._exposed_images and target.op.group not in ALIASING_GROUPS
+        return target not in self._exposed_images and not target.op.may_alias
 
 
 # ---------------------------------------------------------------------------------------------

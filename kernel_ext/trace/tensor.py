@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import errors
 from ..ir import DynamicIndex, Node, OpKind
-from ..ir.ops import UFUNC_OPS, UFUNC_REDUCTIONS
+from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS
 from .context import TraceContext, bind, user_frame_description
 
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
