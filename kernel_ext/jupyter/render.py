@@ -184,8 +184,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
         if id(n) in outputs:
             title += " (output)"
         for sub in subgraphs(n):  # control flow: what its branches / bodies compute
-            ops = [records.op_name(m) for m in sub.get_operations()
-                   if records.op_name(m) != "placeholder"]
+            ops = [op for m in sub.get_operations()
+                   if (op := records.op_name(m)) != "placeholder"]
             title += f"\n{sub.name}: {_clip(', '.join(ops) or 'no ops', 120)}"
         a, b = labels[i]
         parts.append(f'<g><title>{esc(title)}</title>'
