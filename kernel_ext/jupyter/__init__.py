@@ -3,7 +3,8 @@
 ``%load_ext kernel_ext`` calls :func:`load_ipython_extension`, which registers
 ``%%tffunction`` and ``%retrace_report`` (:mod:`.magics`), makes explanations name notebook
 cells instead of the kernel's temporary files (:mod:`.cells`), follows cells for the live
-monitors (:mod:`.monitor`) and starts the sidebar's comm (:mod:`.inspector`).
+views (:mod:`.activity`: one poll thread for the monitors and the sidebar) and starts the
+sidebar's comm (:mod:`.inspector`).  What those views show comes from :mod:`.records`.
 
 ``kx.jupyter.monitor(fn)`` shows the live monitor of any ``kx.function``.
 """
@@ -24,13 +25,10 @@ __all__ = ["install", "load_ipython_extension", "monitor", "uninstall",
 
 def load_ipython_extension(ipython: Any) -> None:
     """Register the magics, the cell-aware call sites, the monitors' hooks and the sidebar."""
+    from .inspector import start
+
     install(ipython)
-    try:
-        from .inspector import start
-    except ImportError:  # the sidebar's comm needs the `comm` package; magics work without
-        pass
-    else:
-        start(ipython)
+    start(ipython)
 
 
 def install(ipython: Any) -> Any:
@@ -66,19 +64,16 @@ def uninstall(ipython: Any) -> None:
             ipython.events.unregister("pre_run_cell", magics.pre_run_cell)
         except ValueError:
             pass
-        for m in list(magics._monitors.values()):
-            m.close()
+        magics.close_monitors()
     explain.set_call_site_formatter(None)
     detach()
 
 
 def unload_ipython_extension(ipython: Any) -> None:
     """``%unload_ext kernel_ext``: stop following cells and the sidebar comm."""
+    from .inspector import stop
+
     uninstall(ipython)
-    try:
-        from .inspector import stop
-    except ImportError:
-        return
     stop()
 
 

@@ -65,18 +65,30 @@ class CellLocator:
         """``"/tmp/ipykernel_1/123.py:3"`` -> ``"cell [5], line 3"``; files -> ``"x.py, line 3"``.
 
         A temporary name that is not a known cell becomes ``"a cell, line 3"``: never show
-        the kernel's temporary file names.
+        the kernel's temporary file names. ``""`` (no call site) is ``"unknown"``.
         """
+        known = self.known_call_site(raw)
+        if known is not None:
+            return known
         if not raw:
             return "unknown"
         filename, _, line = raw.rpartition(":")
         if not filename or not line.isdigit():
             return raw
+        return f"a cell, line {line}"
+
+    def known_call_site(self, raw: str) -> str | None:
+        """Like :meth:`call_site`, but None for what cannot be named exactly: no call site,
+        not ``file:line``, or a temporary file that is no known cell (the sidebar leaves the
+        call site out rather than show a placeholder)."""
+        filename, _, line = raw.rpartition(":")
+        if not filename or not line.isdigit():
+            return None
         number = self.cell_number(filename)
         if number is not None:
             return f"cell [{number}], line {line}"
         if filename.startswith("<") or is_temporary_file(filename):
-            return f"a cell, line {line}"
+            return None
         return f"{os.path.basename(filename)}, line {line}"
 
     def defining_cell(self, function: Any) -> int | None:

@@ -12,14 +12,18 @@
 
 What is watched, and how cheaply
 --------------------------------
-Traces are engine events (:mod:`kernel_ext.engine.events`): the listener only sets a flag.
-Cache hits are plain counters on ``Function.stats``, never events, so that a hit stays a
-dict lookup.  A background thread polls those counters every ``interval`` seconds, but only
-while a cell runs (between IPython's ``pre_run_cell`` and ``post_run_cell``) or after an
-event; each poll compares a small fingerprint per function and builds the full record only
-for functions that changed.  ``post_run_cell`` flushes at once, so every cell ends with the
-sidebar up to date.  Updates therefore go out at most every ``interval`` seconds while a
-cell runs, and once after it.
+Traces are engine events (:mod:`kernel_ext.engine.events`); cache hits are plain counters on
+``Function.stats``, never events, so that a hit stays a dict lookup.  The notebook layer's
+one poll thread (:mod:`.activity`, shared with the monitor widgets) calls :meth:`Inspector.poll`
+every ``interval`` seconds, but only while a cell runs (between IPython's ``pre_run_cell``
+and ``post_run_cell``) or after a trace; each poll compares a small fingerprint per function
+and builds the full record only for functions that changed.  A cell's end flushes at once,
+so every cell ends with the sidebar up to date.  Updates therefore go out at most every
+``interval`` seconds while a cell runs, and once after it.
+
+The facts sent (signature rows, retrace entries, segments, value texts) come from
+:mod:`.records`, like those of every other view; this module shapes them into the protocol's
+messages (:mod:`.protocol`) and owns the comms.
 
 Trust
 -----
@@ -31,24 +35,19 @@ attribute name.  All strings sent are raw text: escaping is the renderer's job.
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
-import os
 import threading
-import time
 from typing import Any, Callable
 
 import comm as comm_package
 
-from ..engine import events, explain, registry
-from ..engine.explain import describe
+from ..engine import explain, registry
 from ..ir.graph import subgraphs
-from ..trace.types import Literal
-from . import protocol
-from .cells import is_temporary_file
+from . import protocol, records
+from .activity import activity
+from .cells import CellLocator
 from .protocol import (
-    ArgumentDiff,
     Counters,
     FunctionInfo,
     GraphEdge,
@@ -59,12 +58,8 @@ from .protocol import (
     SignatureInfo,
 )
 
-try:  # the notebook layer (issue 5); the sidebar works without it, with fewer cell names
-    from . import cells as _cells
-except ImportError:  # pragma: no cover - only while that layer is absent
-    _cells = None  # type: ignore[assignment]
-
-__all__ = ["Inspector", "current", "function_info", "graph_payload", "start", "stop"]
+__all__ = ["Inspector", "current", "function_id", "function_info", "graph_payload", "start",
+           "stop"]
 
 logger = logging.getLogger(__name__)
 
@@ -78,50 +73,27 @@ UPDATE_INTERVAL_S = 0.25
 #: than this on one kernel.
 MAX_FRONTEND_COMMS = 32
 
-#: Engine cause categories -> the protocol's words (docs/protocol.md, RetraceInfo.cause), for
-#: an engine without ``explain.CAUSE_LABELS``; that table wins where it exists.
-_CAUSES = {
-    "first_trace": "first trace",
-    "python_value": "python value",
-    "object": "object identity",
-    "function_object": "new function object",
-    "new_signature": "new signature",
-}
-
-CellLabeler = Callable[[str], "str | None"]
-
 
 # --------------------------------------------------------------------------------------------
-# Records: engine objects -> protocol dicts.  Pure functions, so tests can call them directly.
+# Messages: the protocol's dicts, assembled from :mod:`.records`.  Pure functions, so tests
+# can call them directly.
 # --------------------------------------------------------------------------------------------
 
 
-def function_info(function: Any, cell_of: CellLabeler | None = None) -> FunctionInfo:
+def function_info(function: Any, locator: CellLocator | None = None) -> FunctionInfo:
     """The sidebar's record of one ``kx.Function``.
 
-    ``cell_of(filename)`` names the notebook cell a code object comes from (``"[3]"``) or
-    returns None; it labels the defining cell and every retrace's call site.
+    ``locator`` names the notebook cell code comes from (``"[3]"``): the defining cell and
+    every retrace's call site; without one, neither is known.
     """
-    cell_of = cell_of or (lambda filename: None)
+    locator = locator or CellLocator()
     stats = function.stats
-    concrete = function.concrete_functions
-    records = function.retraces
-    name = _function_name(function)
-    last_used = _last_used_signature(function)
-    parameters = _parameter_names(function)
-    signatures: list[SignatureInfo] = []
-    for cf in concrete:
-        sid = _signature_id(cf)
-        signatures.append({
-            "id": sid,
-            "inputs": _safe_text(lambda: _inputs_text(parameters, cf)),
-            "outputs": _safe_text(cf.output_text),
-            "last_used": sid == last_used,
-            "nodes_traced": int(cf.node_counts.get("traced", 0)),
-            "nodes_optimised": int(cf.node_counts.get("optimised", 0)),
-            "backend": str(cf.executable.backend),
-        })
-    retraces: list[RetraceInfo] = [_retrace_info(name, record, cell_of) for record in records]
+    signatures: list[SignatureInfo] = [
+        {"id": row.id, "inputs": row.inputs, "outputs": row.outputs,
+         "last_used": row.last_used, "nodes_traced": row.nodes_traced,
+         "nodes_optimised": row.nodes_optimised, "backend": row.backend}
+        for row in records.signature_rows(function)]
+    retraces = [_retrace_info(function.name, record, locator) for record in function.retraces]
     trace_ms = _finite(stats.get("trace_ms", 0.0))
     compile_ms = _finite(stats.get("compile_ms", 0.0))
     last_run = stats.get("last_run_us")
@@ -134,10 +106,11 @@ def function_info(function: Any, cell_of: CellLabeler | None = None) -> Function
         # Sampled by the engine (one cache hit in 64 is timed): None before the first.
         "last_run_us": None if last_run is None else _finite(last_run),
     }
+    cell = locator.defining_cell(function)
     return {
         "id": function_id(function),
-        "name": name,
-        "cell": _definition_cell(function, cell_of),
+        "name": function.name,
+        "cell": None if cell is None else f"[{cell}]",
         "counters": counters,
         "signatures": signatures,
         "retraces": retraces,
@@ -161,14 +134,16 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
     """
     operations = concrete_function.graph.get_operations()
     ids = {id(node): f"n{index}" for index, node in enumerate(operations)}
-    segments, segment_of = _segments(concrete_function.executable)
+    fused = records.segments(concrete_function.executable)
+    segment_of = {name: fused[position].id
+                  for name, position in records.segment_index(fused).items()}
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     for index, node in enumerate(operations):
-        shape, dtype = _value_text(node.aval)
+        shape, dtype = records.shape_and_dtype(node.aval)
         entry: GraphNode = {
             "id": f"n{index}",
-            "op": str(getattr(node.op, "value", node.op)),
+            "op": records.op_name(node),
             "label": _node_label(node),
             "shape": shape,
             "dtype": dtype,
@@ -185,106 +160,39 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
                 seen.add(source_id)
                 edges.append({"source": source_id, "target": f"n{index}"})
     payload: GraphPayload = {"nodes": nodes, "edges": edges}
-    if segments:
-        payload["segments"] = segments
+    if fused:
+        payload["segments"] = [_segment_info(segment) for segment in fused]
     return payload
 
 
-def _function_name(function: Any) -> str:
-    # ``kx.function(f, name=...)`` overrides the Python name; the engine keeps it in _name.
-    name = getattr(function, "_name", None) or getattr(function, "__name__", None)
-    return str(name) if name else "function"
-
-
-def _signature_id(concrete_function: Any) -> str:
-    # The trace number: unlike the position in concrete_functions it survives the removal of
-    # traces whose weakly referenced arguments died.
-    return str(concrete_function.record.index)
-
-
-def _parameter_names(function: Any) -> list[str] | None:
-    try:
-        return list(inspect.signature(function.python_function).parameters)
-    except (TypeError, ValueError):
-        return None
-
-
-def _inputs_text(parameters: list[str] | None, concrete_function: Any) -> str:
-    """``"x: float32[2, None], n: 3"``: tensors as dtype[shape], Python values as literals."""
-    types = concrete_function.input_types
-    if parameters is None or len(parameters) != len(types):
-        return str(concrete_function.signature_text())
-    parts = []
-    for name, trace_type in zip(parameters, types):
-        if isinstance(trace_type, Literal):
-            text = repr(trace_type.value)
-        else:
-            text = describe(trace_type)
-        parts.append(f"{name}: {text}")
-    return ", ".join(parts)
-
-
-def _last_used_signature(function: Any) -> str | None:
-    """The signature the latest graph call ran (the engine records it per call)."""
-    cf = getattr(function, "last_concrete_function", None)
-    return None if cf is None else _signature_id(cf)
-
-
-def _retrace_info(name: str, record: Any, cell_of: CellLabeler) -> RetraceInfo:
-    diffs: list[ArgumentDiff] = [
-        {"argument": str(d.argument), "old": str(d.old), "new": str(d.new)}
-        for d in record.diffs
-    ]
-    labels = getattr(explain, "CAUSE_LABELS", _CAUSES)
-    cause = labels.get(record.cause) or str(record.cause).replace("_", " ")
+def _retrace_info(name: str, record: explain.TraceRecord, locator: CellLocator) -> RetraceInfo:
+    # The sidebar shows no call site rather than a temporary file name, and fixes as
+    # %%tffunction options for functions the magic made.
+    entry = records.retrace_entry(record, locator.known_call_site, record.magic_fixes)
+    fix = None
+    if entry["category"] != "first_trace":
+        if entry["fixes"]:
+            fix = entry["fixes"][0]
+        elif record.diffs:  # no fix in code: the engine's advice in words
+            fix = explain.fix_for(name, record.diffs)
     return {
-        "trace": int(record.index),
-        "cause": cause,
-        "diffs": diffs,
+        "trace": entry["trace"],
+        "cause": entry["cause"],
+        "diffs": [{"argument": d["argument"], "old": d["old"], "new": d["new"]}
+                  for d in entry["diffs"]],
         "cost_ms": _finite(record.trace_ms) + _finite(record.compile_ms),
-        "fix": _fix_text(name, record),
-        "call_site": _call_site_text(record.call_site, cell_of),
+        "fix": fix,
+        "call_site": entry["call_site"],
     }
 
 
-def _fix_text(name: str, record: Any) -> str | None:
-    """The record's best fix as copyable code: ``%%tffunction`` options for a function the
-    magic made, Python otherwise; None for a first trace."""
-    if record.cause == "first_trace":
-        return None
-    fixes = getattr(record, "fixes", None)
-    if fixes:
-        best = fixes[0]
-        magic = getattr(best, "magic", None)
-        return str(magic if getattr(record, "magic_fixes", False) and magic else best.code)
-    if not record.diffs or not hasattr(explain, "fix_for"):
-        return None
-    return str(explain.fix_for(name, record.diffs))
-
-
-def _call_site_text(call_site: str, cell_of: CellLabeler) -> str | None:
-    """``"/tmp/ipykernel_1/123.py:3"`` -> ``"cell [5], line 3"``; never a temporary file."""
-    if not call_site:
-        return None
-    filename, _, line = call_site.rpartition(":")
-    if not filename or not line.isdigit():
-        return None
-    cell = cell_of(filename)
-    if cell is not None:
-        return f"cell {cell}, line {line}"
-    if filename.startswith("<") or is_temporary_file(filename):
-        return None
-    return f"{os.path.basename(filename)}, line {line}"
-
-
-def _definition_cell(function: Any, cell_of: CellLabeler) -> str | None:
-    # A %%tffunction function knows the cell that made its current version.
-    info = _cells.cell_info(function) if _cells is not None else None
-    if info is not None and getattr(info, "cell", None) is not None:
-        return f"[{info.cell}]"
-    python_function = getattr(function, "python_function", None)
-    code = getattr(python_function, "__code__", None)
-    return cell_of(code.co_filename) if code is not None else None
+def _segment_info(segment: records.Segment) -> GraphSegment:
+    label = segment.label
+    if not label:
+        label = f"{segment.kind or 'fused'} segment, {len(segment.nodes)} ops"
+        if segment.state:
+            label += f", {segment.state}"
+    return {"id": segment.id, "backend": segment.backend, "label": label}
 
 
 def _node_label(node: Any) -> str:
@@ -293,58 +201,6 @@ def _node_label(node: Any) -> str:
         return str(node.name)
     count = sum(len(g.nodes) for g in inner)
     return f"{node.name} ({len(inner)} sub-graphs, {count} nodes)"
-
-
-def _value_text(aval: Any) -> tuple[str, str]:
-    """Protocol ``shape`` and ``dtype`` of an abstract value (``"?"``: unknown rank)."""
-    if aval is None:
-        return "", ""  # an op without a value (print, variable write)
-    if isinstance(aval, tuple):  # a multi-output op (cond/while): one "(...)" of values
-        parts = [dtype + shape for shape, dtype in map(_value_text, aval)]
-        return "(" + ", ".join(parts) + ")", ""
-    shape = getattr(aval, "shape", None)
-    if shape is None:
-        shape_text = "?"
-    else:
-        shape_text = "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
-    dtype = getattr(aval, "dtype", None)
-    return shape_text, getattr(dtype, "name", str(dtype))
-
-
-def _segments(executable: Any) -> tuple[list[GraphSegment], dict[str, str]]:
-    """Fused segments reported by an executable, and node name -> segment id.
-
-    Each entry of ``Executable.segments`` is a dict; read here: ``id`` (shown as ``s<id>``,
-    default the position), ``backend`` (default the executable's), ``nodes`` (node names, or
-    nodes), and for the label ``label``, else ``kind`` and ``state`` (e.g. "compiling").
-    """
-    segments: list[GraphSegment] = []
-    segment_of: dict[str, str] = {}
-    backend = str(getattr(executable, "backend", ""))
-    for index, raw in enumerate(getattr(executable, "segments", None) or ()):
-        if not isinstance(raw, dict):
-            continue
-        sid = f"s{raw.get('id', index)}"
-        members = [str(getattr(n, "name", n)) for n in raw.get("nodes", ()) or ()]
-        label = raw.get("label")
-        if not label:
-            label = f"{raw.get('kind') or 'fused'} segment, {len(members)} ops"
-            if raw.get("state"):
-                label += f", {raw['state']}"
-        segments.append({"id": sid, "backend": str(raw.get("backend") or backend),
-                         "label": str(label)})
-        for member in members:
-            segment_of.setdefault(member, sid)
-    return segments, segment_of
-
-
-def _safe_text(describe: Callable[[], str]) -> str:
-    # A description that fails must not take the whole snapshot down with it.
-    try:
-        return str(describe())
-    except Exception:  # noqa: BLE001
-        logger.debug("kernel_ext.inspector: cannot describe a signature", exc_info=True)
-        return "?"
 
 
 def _finite(value: Any) -> float:
@@ -360,33 +216,6 @@ def _fingerprint(function: Any) -> tuple:
 
 
 # --------------------------------------------------------------------------------------------
-# Cells
-# --------------------------------------------------------------------------------------------
-
-
-def _cell_labeler(shell: Any) -> CellLabeler:
-    """``filename -> "[n]"`` for code compiled from notebook cells, else None.
-
-    IPython's compiler remembers the execution count of every cell it compiled
-    (``compile._filename_map``); a cell run as ``In [5]`` gives ``"[5]"``.  The notebook
-    layer's :class:`~kernel_ext.jupyter.cells.CellLocator` knows the same and more (code the
-    ``%%tffunction`` magic compiled); it is used when present.
-    """
-    locator = _cells.CellLocator(shell) if _cells is not None else None
-    compiler = getattr(shell, "compile", None)
-
-    def cell_of(filename: str) -> str | None:
-        if locator is not None:
-            number = locator.cell_number(filename)
-        else:
-            mapping = getattr(compiler, "_filename_map", None)
-            number = mapping.get(filename) if isinstance(mapping, dict) else None
-        return f"[{number}]" if isinstance(number, int) else None
-
-    return cell_of
-
-
-# --------------------------------------------------------------------------------------------
 # The comm side
 # --------------------------------------------------------------------------------------------
 
@@ -395,39 +224,35 @@ class Inspector:
     """The comm endpoint of one kernel: announcement, frontend comms, updates.
 
     One instance per kernel (see :func:`start`).  ``interval`` is the throttle in seconds;
-    ``poll=False`` leaves out the background thread (tests drive :meth:`flush` themselves).
+    ``poll=False`` leaves it out of the poll thread (tests drive :meth:`flush` themselves;
+    each cell's end still flushes).
     """
 
     def __init__(self, shell: Any, *, interval: float = UPDATE_INTERVAL_S,
                  poll: bool = True) -> None:
         self.shell = shell
         self.interval = interval
-        self._cell_of = _cell_labeler(shell)
+        self._locator = CellLocator(shell)
         self._lock = threading.RLock()
         self._comms: list[Any] = []          # frontend comms: they get updates
         self._announcement: Any = None
         self._sent: dict[str, tuple] = {}    # function id -> fingerprint last broadcast
-        self._busy = False                   # a cell is running
-        self._dirty = False                  # an engine event since the last flush
-        self._last_poll = -math.inf
-        self._wake = threading.Event()
         self._stopped = False
-        self._unsubscribe: Callable[[], None] | None = None
-        self._thread: threading.Thread | None = None
         self._poll = poll
+        self._unfollow: Callable[[], None] | None = None  # undoes the follow of start()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def start(self) -> None:
-        """Register the target, hooks and event listener; open the announcement comm."""
+        """Register the target, follow the shell's cells, open the announcement comm."""
         comm_package.get_comm_manager().register_target(protocol.COMM_TARGET, self._on_open)
-        self.shell.events.register("pre_run_cell", self._pre_run_cell)
-        self.shell.events.register("post_run_cell", self._post_run_cell)
-        self._unsubscribe = events.subscribe(self._on_event)
-        if self._poll:
-            self._thread = threading.Thread(target=self._run, name="kernel_ext-inspector",
-                                            daemon=True)
-            self._thread.start()
+        self._unfollow = activity.follow(self.shell)
+        activity.add(self, poll=self._poll)
         self.announce()
+
+    @property
+    def stopped(self) -> bool:
+        """:meth:`stop` was called: this inspector sends nothing any more."""
+        return self._stopped
 
     def announce(self) -> None:
         """Open the announcement comm unless it is open (idempotent)."""
@@ -443,28 +268,21 @@ class Inspector:
             announcement.on_close(lambda msg: self._forget_announcement(announcement))
 
     def stop(self) -> None:
-        """Undo :meth:`start`: close every comm, remove hooks, end the thread."""
+        """Undo :meth:`start`: close every comm, stop polling and following cells."""
         with self._lock:
             self._stopped = True
             comms, self._comms = self._comms, []
             announcement, self._announcement = self._announcement, None
-        self._wake.set()
-        if self._unsubscribe is not None:
-            self._unsubscribe()
-        for name, callback in (("pre_run_cell", self._pre_run_cell),
-                               ("post_run_cell", self._post_run_cell)):
-            try:
-                self.shell.events.unregister(name, callback)
-            except ValueError:
-                pass
+        activity.discard(self)
+        if self._unfollow is not None:
+            self._unfollow()
+            self._unfollow = None
         manager = comm_package.get_comm_manager()
         if manager.targets.get(protocol.COMM_TARGET) == self._on_open:
             manager.unregister_target(protocol.COMM_TARGET, self._on_open)
         for comm in [*comms, announcement]:
             if comm is not None:
                 _close_quietly(comm)
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout=2)
 
     @property
     def frontend_comms(self) -> list[Any]:
@@ -522,7 +340,7 @@ class Inspector:
             return dict(protocol.error_message(f"no function {function_id_!r} in this kernel "
                                                "(it may have been deleted)"))
         for cf in function.concrete_functions:
-            if _signature_id(cf) == signature_id:
+            if records.signature_id(cf) == signature_id:
                 try:
                     graph = graph_payload(cf)
                 except Exception:  # noqa: BLE001 - say so instead of leaving the panel waiting
@@ -549,7 +367,7 @@ class Inspector:
 
     def _info(self, function: Any) -> FunctionInfo | None:
         try:
-            return function_info(function, self._cell_of)
+            return function_info(function, self._locator)
         except Exception:  # noqa: BLE001 - one odd function must not hide the others
             logger.warning("kernel_ext.inspector: cannot describe %s", function_id(function),
                            exc_info=True)
@@ -559,8 +377,6 @@ class Inspector:
     def flush(self) -> bool:
         """Send one ``update`` with every function changed since the last; True if sent."""
         with self._lock:
-            self._dirty = False
-            self._last_poll = time.monotonic()
             if not self._comms or self._stopped:
                 return False
             changed: list[FunctionInfo] = []
@@ -588,40 +404,20 @@ class Inspector:
                 self._send(comm, message)
             return True
 
-    def _on_event(self, event: Any) -> None:
-        # Runs inside the user's call (a trace just finished): only raise a flag.
-        self._dirty = True
-        self._wake.set()
+    # -- the poller's calls (:class:`.activity.Watcher`) ------------------------------------------
+    def poll(self) -> None:
+        """While a cell runs or after a trace: send what changed, if anything did."""
+        try:
+            self.flush()
+        except Exception:  # noqa: BLE001 - keep polling
+            logger.warning("kernel_ext.inspector: update failed", exc_info=True)
 
-    def _pre_run_cell(self, info: Any) -> None:
-        self._busy = True
-        self._wake.set()
-
-    def _post_run_cell(self, result: Any) -> None:
-        self._busy = False
+    def cell_finished(self) -> None:
+        """After each cell: send what changed at once."""
         try:
             self.flush()
         except Exception:  # noqa: BLE001 - never turn a cell's success into an error
             logger.warning("kernel_ext.inspector: update after cell failed", exc_info=True)
-
-    def _run(self) -> None:
-        """The poll thread: sleeps while idle, polls every ``interval`` while busy/dirty."""
-        while not self._stopped:
-            if self._busy or self._dirty:
-                delay = max(0.0, self._last_poll + self.interval - time.monotonic())
-                if delay > 0:
-                    self._wake.wait(delay)
-            else:
-                self._wake.wait()
-            self._wake.clear()
-            if self._stopped:
-                return
-            if (self._busy or self._dirty) and \
-                    time.monotonic() >= self._last_poll + self.interval:
-                try:
-                    self.flush()
-                except Exception:  # noqa: BLE001 - keep polling
-                    logger.warning("kernel_ext.inspector: update failed", exc_info=True)
 
 
 def _close_quietly(comm: Any) -> None:
@@ -647,7 +443,7 @@ def start(ipython: Any, **options: Any) -> None:
     """
     global _current
     with _start_lock:
-        if _current is not None and _current.shell is ipython and not _current._stopped:
+        if _current is not None and _current.shell is ipython and not _current.stopped:
             _current.announce()
             return
         if _current is not None:

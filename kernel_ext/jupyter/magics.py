@@ -17,17 +17,13 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .. import errors
 from ..engine import Function, explain, function as kx_function, registry
-from . import cells, report as report_module
+from . import cells, records, report as report_module
 from .monitor import Monitor
 from .cells import (CellFunctionInfo, CellFunctionRegistry, CellLocator, analyse_cell,
                     compile_cell_source, defaults_identity, is_static_global, node_identity)
 from .signature_spec import SignatureSpecError, parse_signature
 
 __all__ = ["TFFunctionMagics"]
-
-_BACKEND_ALIASES = {"numba": ("numba", "numba_cpu", "cpu"), "cuda": ("cuda", "numba_cuda"),
-                    "numpy": ("numpy",), "auto": ("auto",)}
-
 
 def _unquote(text: str) -> str:
     # IPython's argument splitter keeps the quotes around a quoted value.
@@ -129,13 +125,9 @@ class TFFunctionMagics(Magics):
 
     # -- options ------------------------------------------------------------------------------
     def _options(self, args: Any) -> dict:
-        from ..backends import BACKENDS
-        backend = next((b for b in _BACKEND_ALIASES.get(args.backend, (args.backend,))
-                        if b in BACKENDS), None)
-        if backend is None:
-            raise UsageError(f"%%tffunction --backend {args.backend}: this installation offers "
-                             f"{', '.join(BACKENDS)}")
-        return {"reduce_retracing": args.reduce_retracing, "backend": backend,
+        # argparse's ``choices`` let through only the backends kx.function knows; one it
+        # cannot use here (Numba missing) is its ValueError, a UsageError in _make.
+        return {"reduce_retracing": args.reduce_retracing, "backend": args.backend,
                 "jit_compile": True if args.jit_compile else None,
                 "autograph": not args.no_autograph}
 
@@ -209,7 +201,7 @@ class TFFunctionMagics(Magics):
             return value
         if not callable(value) or not hasattr(value, "__code__"):
             return value  # a decorator turned it into something else: leave it alone
-        params = report_module.param_names_of(value)
+        params = records.parameter_names_of(value)
         signature, _ = self._signature(args.input_signature, params, f"'{node.name}'")
         # The signature's value, not its text: "-s SPEC" changes when SPEC does.
         identity = (node_identity(node), repr(sorted(options.items())), repr(signature),
@@ -292,16 +284,19 @@ class TFFunctionMagics(Magics):
         return results[-1] if info.has_value and results else None
 
     # -- widgets --------------------------------------------------------------------------------
+    def close_monitors(self) -> None:
+        """Close the monitors the magic's cells show (``%unload_ext``)."""
+        monitors, self._monitors = list(self._monitors.values()), {}
+        for m in monitors:
+            m.close()
+
     def _show(self, key: str, fn: Function, args: Any) -> None:
         old = self._monitors.pop(key, None)
         if old is not None:
             old.close()
         if args.no_widget:
             return
-        try:
-            m = Monitor(fn, locator=self.locator)
-        except ImportError:
-            return  # no ipywidgets: the magic still works, without its monitor
+        m = Monitor(fn, locator=self.locator)
         self._monitors[key] = m
         from IPython.display import display
         display(m)
@@ -334,7 +329,7 @@ class TFFunctionMagics(Magics):
         if args.names:
             ns = self.shell.user_ns
             found = [n for n in args.names
-                     if any(report_module.function_name(f) == n or ns.get(n) is f
+                     if any(f.name == n or ns.get(n) is f
                             for f in functions)]
             missing = [n for n in args.names if n not in found]
             if missing:

@@ -6,9 +6,10 @@ of the graph of a selected signature, the retrace log with explanations, and cap
 that went stale. ``%%tffunction`` puts one under its cell; ``kx.jupyter.monitor(fn)`` makes
 one for any ``kx.function``.
 
-Why it costs (almost) nothing: a cache hit is never observed. One background thread polls the
-counters of every live monitor every ``interval`` seconds (0.25 s), and only while a cell runs
-(between IPython's ``pre_run_cell`` and ``post_run_cell``); a poll that finds the counters
+Why it costs (almost) nothing: a cache hit is never observed. The notebook layer's one poll
+thread (:mod:`.activity`, shared with the sidebar's comm) polls the counters of every live
+monitor every ``interval`` seconds (0.25 s), and only while a cell runs (between IPython's
+``pre_run_cell`` and ``post_run_cell``) or after a trace; a poll that finds the counters
 unchanged does nothing, one that finds them changed re-renders the small counters widget, and
 only a new trace rebuilds signatures, graph and log. At the end of each cell every monitor
 refreshes fully and, if it changed, rewrites its output's static HTML snapshot
@@ -22,32 +23,17 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any
+from typing import Any, Callable
 
-from ..engine import events, explain
-from . import render
+from ..engine import explain
+from . import records, render
+from .activity import activity
 from .cells import CellLocator, cell_info
-from .report import function_name, retrace_entry
 
 __all__ = ["Monitor", "monitor", "attach", "detach", "DEFAULT_INTERVAL"]
 
 #: Seconds between two polls of the counters while a cell runs.
 DEFAULT_INTERVAL = 0.25
-
-
-def _signature_rows(function: Any) -> tuple[list[dict], str | None]:
-    concrete = function.concrete_functions
-    last_cf = function.last_concrete_function
-    last_used = None if last_cf is None else str(last_cf.record.index)
-    rows = []
-    for cf in concrete:
-        sid = str(cf.record.index)
-        rows.append({"id": sid, "inputs": cf.record.signature, "outputs": cf.output_text(),
-                     "nodes": f"{cf.node_counts.get('traced', 0)} → "
-                              f"{cf.node_counts.get('optimised', 0)}",
-                     "backend": str(getattr(cf.executable, "backend", "")),
-                     "last_used": sid == last_used})
-    return rows, last_used
 
 
 class Monitor:
@@ -59,9 +45,9 @@ class Monitor:
         import ipywidgets as widgets
 
         self._ref = weakref.ref(function)
-        self.name = function_name(function)
+        self.name = function.name
         self.interval = interval
-        self.locator = locator or _state.locator or CellLocator()
+        self.locator = locator or _locator or CellLocator()
         self._show_graph = graph
         self._lock = threading.RLock()
         self._closed = False
@@ -91,7 +77,7 @@ class Monitor:
                                    layout=widgets.Layout(border="1px solid #ced4da",
                                                          padding="4px"))
         self.refresh(full=True)
-        _state.add(self)
+        activity.add(self)
 
     # -- state ---------------------------------------------------------------------------------
     @property
@@ -111,7 +97,7 @@ class Monitor:
                 self.title.value = (f"<b>{render.esc(self.name)}</b> <span style='color:#666'>"
                                     "(this function no longer exists: its cell was edited or "
                                     "it was deleted)</span>")
-                _state.discard(self)
+                activity.discard(self)
                 return False
             stats = fn.stats
             seen = (stats.get("calls"), stats.get("traces"), stats.get("eager_calls"))
@@ -125,10 +111,10 @@ class Monitor:
                 self._seen = seen
                 self.refreshes += 1
                 changed = True
-            records = fn.retraces
-            structure = (stats.get("traces"), len(records), len(fn.concrete_functions))
+            traces = fn.retraces
+            structure = (stats.get("traces"), len(traces), len(fn.concrete_functions))
             if structure != self._structure or full:
-                self._render_structure(fn, records)
+                self._render_structure(fn, traces)
                 self._structure = structure
                 changed = True
             if full:
@@ -136,32 +122,44 @@ class Monitor:
                 self.stale.value = render.stale_html(sentences)
             return changed
 
+    def poll(self) -> None:
+        """The poll thread's call (:class:`.activity.Watcher`): re-render what changed."""
+        self.refresh()
+
+    def cell_finished(self) -> None:
+        """After each cell: refresh fully and rewrite the saved-notebook snapshot."""
+        self.refresh(full=True)
+        self.update_snapshot()
+
     def _update_rate(self, calls: int) -> None:
         # µs per call over the latest interval in which calls happened: the fallback when the
         # engine reports no timed run (it times every 64th cache hit, never each one).
         now = time.perf_counter()
         if self._rate is not None:
             t0, c0 = self._rate
-            t0 = max(t0, _state.cell_started)  # idle time between cells is not call time
+            t0 = max(t0, activity.cell_started)  # idle time between cells is not call time
             if calls > c0 and now > t0:
                 self._per_call_us = (now - t0) / (calls - c0) * 1e6
         self._rate = (now, calls)
 
-    def _render_structure(self, fn: Any, records: list) -> None:
+    def _render_structure(self, fn: Any, traces: list) -> None:
         info = cell_info(fn)
-        where = ""
-        if info is not None and info.cell_text:
-            where = f" · cell {info.cell_text}"
-        elif self.locator.defining_cell(fn) is not None:
-            where = f" · cell [{self.locator.defining_cell(fn)}]"
+        cell = self.locator.defining_cell(fn)
+        where = "" if cell is None else f" · cell [{cell}]"
         history = f" · {info.history[-1]}" if info is not None and info.history else ""
         self.title.value = (f"<b>{render.esc(self.name)}</b><span style='color:#666'>"
                             f"{render.esc(where + history)}</span>")
-        rows, last_used = _signature_rows(fn)
-        self.signatures.value = render.signatures_html(rows)
-        options = [(f"#{r['id']} ({r['inputs']})", r["id"]) for r in rows]
+        rows = records.signature_rows(fn)
+        last_used = next((r.id for r in rows if r.last_used), None)
+        # The monitor lists the engine's signature text (``n: int 2``, the words its
+        # explanations use); the sidebar lists ``inputs`` (``n: 2``).
+        self.signatures.value = render.signatures_html([
+            {"id": r.id, "inputs": r.signature, "outputs": r.outputs,
+             "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend,
+             "last_used": r.last_used} for r in rows])
+        options = [(f"#{r.id} ({r.signature})", r.id) for r in rows]
         current = self.selector.value
-        ids = [r["id"] for r in rows]
+        ids = [r.id for r in rows]
         # A new trace shows the graph the latest call ran; otherwise keep the user's choice.
         target = last_used if last_used in ids else current if current in ids else \
             (ids[-1] if ids else None)
@@ -173,7 +171,7 @@ class Monitor:
             self._selecting = False
         self._render_graph()
         magic = info is not None
-        entries = [retrace_entry(r, self.locator.call_site, magic) for r in records]
+        entries = [records.retrace_entry(r, self.locator.call_site, magic) for r in traces]
         self.log.value = render.retrace_log_html(entries)
 
     def _on_select(self, change: dict) -> None:
@@ -186,7 +184,7 @@ class Monitor:
             return None
         wanted = self.selector.value
         return next((cf for cf in fn.concrete_functions
-                     if str(cf.record.index) == wanted), None)
+                     if records.signature_id(cf) == wanted), None)
 
     def _render_graph(self) -> None:
         cf = self._selected()
@@ -254,7 +252,7 @@ class Monitor:
         """Stop updating and close the widgets."""
         with self._lock:
             self._closed = True
-        _state.discard(self)
+        activity.discard(self)
         self.widget.close()
         for w in (self.title, self.counters, self.stale, self.signatures, self.selector,
                   self.graph, self.log, self.tabs):
@@ -262,113 +260,33 @@ class Monitor:
 
 
 # ---------------------------------------------------------------------------------------------
-# The poll thread and the IPython hooks (one of each per process)
+# Following a shell's cells (the poll thread and the hooks are :mod:`.activity`'s)
 # ---------------------------------------------------------------------------------------------
 
-class _State:
-    def __init__(self) -> None:
-        self.monitors: "weakref.WeakSet[Monitor]" = weakref.WeakSet()
-        self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self.thread: threading.Thread | None = None
-        self.shell: Any = None
-        self.locator: CellLocator | None = None
-        self.busy = False
-        self.cell_started = 0.0   # perf_counter() when the running cell began
-        self.unsubscribe: Any = None
-
-    def add(self, m: Monitor) -> None:
-        with self.lock:
-            self.monitors.add(m)
-            if self.thread is None or not self.thread.is_alive():
-                self.thread = threading.Thread(target=self._run, name="kernel_ext-monitor",
-                                               daemon=True)
-                self.thread.start()
-            if self.unsubscribe is None:
-                self.unsubscribe = events.subscribe(self._on_event)
-        self.wake.set()
-
-    def discard(self, m: Monitor) -> None:
-        with self.lock:
-            self.monitors.discard(m)
-
-    def active(self) -> bool:
-        # Without a shell (a script, a benchmark) there is no cell boundary: always poll.
-        return self.busy or self.shell is None
-
-    def _on_event(self, event: Any) -> None:
-        self.wake.set()  # inside the user's call: only a flag
-
-    def _run(self) -> None:
-        last = -float("inf")
-        while True:
-            with self.lock:
-                if not self.monitors:
-                    self.thread = None
-                    return
-                interval = min(m.interval for m in self.monitors)
-            # (No strong reference to a monitor while waiting: a dropped one can die.)
-            if not self.active():
-                self.wake.wait()
-                self.wake.clear()
-                continue
-            # Throttle: at most one poll per interval. An early wake-up (a new monitor with a
-            # shorter interval, a trace) only recomputes how long to wait.
-            remaining = last + interval - time.monotonic()
-            if remaining > 0:
-                self.wake.wait(remaining)
-                self.wake.clear()
-                continue
-            last = time.monotonic()
-            for m in list(self.monitors):
-                try:
-                    m.refresh()
-                except Exception:  # noqa: BLE001 - keep polling the others
-                    pass
-            m = None
-
-    # -- IPython hooks -----------------------------------------------------------------------
-    def pre_run_cell(self, info: Any = None) -> None:
-        self.cell_started = time.perf_counter()
-        self.busy = True
-        self.wake.set()
-
-    def post_run_cell(self, result: Any = None) -> None:
-        self.busy = False
-        for m in list(self.monitors):
-            try:
-                m.refresh(full=True)
-                m.update_snapshot()
-            except Exception:  # noqa: BLE001 - never turn a cell's success into an error
-                pass
-
-
-_state = _State()
+#: The cell locator of the followed shell: monitors made by ``kx.jupyter.monitor`` use it.
+_locator: CellLocator | None = None
+#: Undoes the follow of :func:`attach` (None while no shell is followed).
+_unfollow: Callable[[], None] | None = None
+_followed: Any = None
 
 
 def attach(shell: Any, locator: CellLocator | None = None) -> None:
-    """Follow ``shell``'s cells: poll only while one runs, refresh after each."""
-    if _state.shell is shell:
+    """Follow ``shell``'s cells: monitors poll only while one runs and refresh after each."""
+    global _locator, _unfollow, _followed
+    if _followed is shell:
         return
     detach()
-    _state.shell = shell
-    _state.locator = locator
-    shell.events.register("pre_run_cell", _state.pre_run_cell)
-    shell.events.register("post_run_cell", _state.post_run_cell)
+    _locator = locator
+    _followed = shell
+    _unfollow = activity.follow(shell)
 
 
 def detach() -> None:
-    shell = _state.shell
-    if shell is None:
-        return
-    for name, cb in (("pre_run_cell", _state.pre_run_cell),
-                     ("post_run_cell", _state.post_run_cell)):
-        try:
-            shell.events.unregister(name, cb)
-        except ValueError:
-            pass
-    _state.shell = None
-    _state.busy = False
+    """Stop following cells (monitors made without a shell poll all the time)."""
+    global _locator, _unfollow, _followed
+    if _unfollow is not None:
+        _unfollow()
+    _locator = _unfollow = _followed = None
 
 
 def monitor(function: Any, *, interval: float = DEFAULT_INTERVAL, graph: bool = True) -> Monitor:

@@ -16,6 +16,9 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
+from . import records
+from .records import RetraceEntry, Segment
+
 __all__ = ["esc", "graph_svg", "counters_html", "signatures_html", "retrace_log_html",
            "stale_html", "monitor_snapshot_html", "STYLE"]
 
@@ -50,7 +53,7 @@ _COL_GAP = 14
 
 
 def _category(node: Any) -> str:
-    op = getattr(node.op, "value", str(node.op))
+    op = records.op_name(node)
     group = getattr(getattr(node.op, "group", None), "value", "")
     if op == "placeholder":
         return "placeholder"
@@ -61,42 +64,24 @@ def _category(node: Any) -> str:
     return "default"
 
 
-def _value_text(aval: Any) -> str:
-    if aval is None:
-        return ""
-    if isinstance(aval, tuple):
-        return "(" + ", ".join(_value_text(a) for a in aval) + ")"
-    return str(aval)
-
-
 def _clip(text: str, limit: int = 30) -> str:
     return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
-def _segments(executable: Any) -> tuple[list[dict], dict[str, int]]:
-    """Fused segments of an executable (dicts with ``nodes``), and node name -> segment #."""
-    out: list[dict] = []
-    member: dict[str, int] = {}
-    for raw in getattr(executable, "segments", None) or ():
-        if not isinstance(raw, dict):
-            continue
-        names = [str(getattr(n, "name", n)) for n in raw.get("nodes", ()) or ()]
-        index = len(out)
-        ops = [str(o) for o in raw.get("ops", ()) or ()]
-        label = raw.get("label") or (f"{raw.get('kind', 'fused')} segment: "
-                                     f"{_clip(' → '.join(ops) or f'{len(names)} ops', 60)}")
-        state = raw.get("state")
-        if state:
-            label += f" ({state}"
-            if raw.get("compile_ms"):
-                label += f", compiled in {float(raw['compile_ms']):.0f} ms"
-            label += ")"
-        out.append({"label": str(label),
-                    "backend": str(raw.get("backend", getattr(executable, "backend", ""))),
-                    "nodes": names})
-        for name in names:
-            member.setdefault(name, index)
-    return out, member
+def _legend(segment: Segment) -> str:
+    """A segment's line in the picture's legend: its own label, else its kind and ops
+    (``elementwise segment: multiply → tanh (ready, compiled in 12 ms)``)."""
+    if segment.label:
+        label = segment.label
+    else:
+        ops = _clip(" → ".join(segment.ops) or f"{len(segment.nodes)} ops", 60)
+        label = f"{segment.kind or 'fused'} segment: {ops}"
+    if segment.state:
+        label += f" ({segment.state}"
+        if segment.compile_ms:
+            label += f", compiled in {segment.compile_ms:.0f} ms"
+        label += ")"
+    return label
 
 
 def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
@@ -109,7 +94,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
     nodes = nodes[:max_nodes]
     index = {id(n): i for i, n in enumerate(nodes)}
     outputs = {id(n) for n in graph.outputs}
-    segments, member = _segments(getattr(concrete_function, "executable", None))
+    segments = records.segments(getattr(concrete_function, "executable", None))
+    member = records.segment_index(segments)
 
     level: list[int] = []
     for n in nodes:
@@ -121,13 +107,12 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
 
     labels = []
     for n in nodes:
-        op = getattr(n.op, "value", str(n.op))
+        op = records.op_name(n)
         inner = subgraphs(n)
-        title = n.name if op != "placeholder" else n.name
-        detail = f"{op} · {_value_text(n.aval)}" if n.aval is not None else op
+        detail = f"{op} · {records.value_text(n.aval)}" if n.aval is not None else op
         if inner:
             detail = f"{op} · {len(inner)} sub-graphs"
-        labels.append((_clip(str(title)), _clip(detail, 34)))
+        labels.append((_clip(str(n.name)), _clip(detail, 34)))
     widths = [max(len(a), len(b)) * _CHAR_W + 16 for a, b in labels]
 
     pos: dict[int, tuple[float, float]] = {}
@@ -137,8 +122,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
               ("variable / print", _FILL["stateful"]), ("control flow", _FILL["control_flow"]),
               ("op", _FILL["default"]), ("output", "white")]
     legend_w = sum(28 + len(text) * _CHAR_W for text, _ in legend) + 10
-    seg_w = max((36 + len(f"{g['label']} [{g['backend']}]") * _CHAR_W for g in segments),
-                default=0)
+    legends = [f"{_legend(g)} [{g.backend}]" for g in segments]
+    seg_w = max((36 + len(text) * _CHAR_W for text in legends), default=0)
     total_w = max(max(row_widths.values(), default=100) + 20, legend_w, seg_w)
     for lv, idx in rows.items():
         x = (total_w - row_widths[lv]) / 2
@@ -190,7 +175,7 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
             dash, sw = ' stroke-dasharray="5 3"', 2.0
         if id(n) in outputs:
             stroke, sw = "#2b8a3e", 2.5
-        title = f"{n.name}: {getattr(n.op, 'value', n.op)} {_value_text(n.aval)}"
+        title = f"{n.name}: {records.op_name(n)} {records.value_text(n.aval)}"
         if n.attrs.get("captured"):
             title += " (captured constant, frozen at trace time)"
         variable = n.attrs.get("variable")
@@ -199,8 +184,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
         if id(n) in outputs:
             title += " (output)"
         for sub in subgraphs(n):  # control flow: what its branches / bodies compute
-            ops = [getattr(m.op, "value", str(m.op)) for m in sub.get_operations()
-                   if getattr(m.op, "value", "") != "placeholder"]
+            ops = [op for m in sub.get_operations()
+                   if (op := records.op_name(m)) != "placeholder"]
             title += f"\n{sub.name}: {_clip(', '.join(ops) or 'no ops', 120)}"
         a, b = labels[i]
         parts.append(f'<g><title>{esc(title)}</title>'
@@ -220,13 +205,12 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
     parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" fill="white" '
                  f'stroke="#2b8a3e" stroke-width="2.5"/><text x="{x + 16:.1f}" '
                  f'y="{ly:.1f}">output</text>')
-    for k, seg in enumerate(segments):
+    for k, text in enumerate(legends):
         colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
         y = ly + 18 * (k + 1)
         parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" fill="white" '
                      f'stroke="{colour}" stroke-width="2" stroke-dasharray="5 3"/>'
-                     f'<text x="26" y="{y:.1f}">{esc(seg["label"])} '
-                     f'[{esc(seg["backend"])}]</text>')
+                     f'<text x="26" y="{y:.1f}">{esc(text)}</text>')
     if clipped:
         parts.append(f'<text x="10" y="{total_h - 2:.0f}" fill="#c92a2a">first {max_nodes} '
                      'nodes shown</text>')
@@ -283,8 +267,8 @@ def signatures_html(rows: Sequence[dict]) -> str:
             f'text-align:left;">{head}{"".join(body)}</table>')
 
 
-def retrace_log_html(entries: Iterable[dict]) -> str:
-    """``entries``: dicts from :func:`kernel_ext.jupyter.report.retrace_entry`."""
+def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:
+    """``entries``: from :func:`kernel_ext.jupyter.records.retrace_entry`."""
     items = []
     for e in entries:
         diffs = "".join(f"<li>{esc(d['sentence'])}</li>" for d in e["diffs"])

@@ -13,77 +13,31 @@ renders it as HTML in the notebook with a plain-text fallback.
 
 from __future__ import annotations
 
-import inspect
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Iterable, Sequence
 
 from ..engine import explain
-from . import render
+from . import records, render
 from .cells import CellLocator, cell_info
+from .records import RetraceEntry
 
-__all__ = ["RetraceReport", "JSONReport", "build_report", "function_name", "retrace_entry"]
-
-
-def function_name(function: Any) -> str:
-    return str(getattr(function, "_name", None) or getattr(function, "__name__", "function"))
-
-
-def param_names(function: Any) -> list[str]:
-    """Parameter names of a ``kx.Function`` (``self`` excluded for methods)."""
-    return param_names_of(function.python_function)
-
-
-def param_names_of(python_function: Any) -> list[str]:
-    try:
-        return list(inspect.signature(python_function).parameters)
-    except (TypeError, ValueError):
-        return []
-
-
-def _fix_texts(fixes: Sequence[explain.Fix], magic: bool) -> list[str]:
-    out = []
-    for fix in fixes:
-        text = fix.magic if magic and fix.magic else fix.code
-        if text not in out:
-            out.append(text)
-    return out
-
-
-def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str],
-                  magic: bool) -> dict:
-    """One trace as plain data (what the report, the monitor and ``--json`` show)."""
-    return {
-        "trace": record.index,
-        "cause": explain.cause_label(record.cause),
-        "category": record.cause,
-        "call_site": call_site(record.call_site) if record.call_site else "unknown",
-        "signature": record.signature,
-        "closest": record.closest,
-        "closest_signature": record.closest_signature,
-        "diffs": [{"argument": d.argument, "kind": d.kind, "old": d.old, "new": d.new,
-                   "sentence": explain.describe_diff(d)} for d in record.diffs],
-        "trace_ms": round(record.trace_ms, 3),
-        "compile_ms": round(record.compile_ms, 3),
-        "cost_ms": round(record.cost_ms, 3),
-        "advice": record.advice,
-        "fixes": _fix_texts(record.fixes, magic),
-        "via": record.via,
-    }
+__all__ = ["FunctionReport", "JSONReport", "RetraceReport", "build_report", "combined_fixes",
+           "report_html", "report_json", "report_text"]
 
 
 def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str]]:
     """``(advice, fixes)`` that avoid *every* retrace seen so far (not only the latest)."""
-    records = [r for r in function.retraces if r.cause != "first_trace"]
+    retraced = [r for r in function.retraces if r.cause != "first_trace"]
     concrete = function.concrete_functions
-    if not records or len(concrete) < 2:
+    if not retraced or len(concrete) < 2:
         return "", []
-    diffs = [d for r in records for d in r.diffs]
-    names = param_names(function)
+    diffs = [d for r in retraced for d in r.diffs]
+    names = records.parameter_names(function)
     types_ = [cf.input_types for cf in concrete]
-    advice, fixes, _ = explain.suggest_fixes(function_name(function), names, types_[:-1],
-                                             types_[-1], diffs)
-    return advice, _fix_texts(fixes, magic)
+    advice, fixes, _ = explain.suggest_fixes(function.name, names, types_[:-1], types_[-1],
+                                             diffs)
+    return advice, records.fix_texts(fixes, magic)
 
 
 @dataclass
@@ -100,11 +54,11 @@ class FunctionReport:
     compile_ms: float
     cost_ms: float
     history: list[str]
-    retraces: list[dict]
+    retraces: list[RetraceEntry]
     stale: list[str]
     advice: str
     fixes: list[str]
-    first_traces: list[dict] = field(default_factory=list)
+    first_traces: list[RetraceEntry] = field(default_factory=list)
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
@@ -116,7 +70,7 @@ def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> boo
         if hasattr(bound, "retraces") and hasattr(bound, "stats"):
             if bound is function:
                 return True
-        elif function_name(function) == name:
+        elif function.name == name:
             return True
     return False
 
@@ -142,23 +96,18 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
                 not names:
             continue  # an edited cell's old version (still referenced somewhere)
         magic = info is not None
-        if info is not None:
-            cell = info.cell_text
-        else:
-            number = locator.defining_cell(fn)
-            cell = None if number is None else f"[{number}]"
-        records = fn.retraces
-        retraces = [retrace_entry(r, locator.call_site, magic) for r in records
-                    if r.cause != "first_trace"]
-        first = [retrace_entry(r, locator.call_site, magic) for r in records
-                 if r.cause == "first_trace"]
+        number = locator.defining_cell(fn)
+        cell = None if number is None else f"[{number}]"
+        entries = [records.retrace_entry(r, locator.call_site, magic) for r in fn.retraces]
+        retraces = [e for e in entries if e["category"] != "first_trace"]
+        first = [e for e in entries if e["category"] == "first_trace"]
         advice, fixes = combined_fixes(fn, magic)
         calls = int(stats.get("calls", 0))
         hits = int(stats.get("cache_hits", 0))
         trace_ms = float(stats.get("trace_ms", 0.0))
         compile_ms = float(stats.get("compile_ms", 0.0))
         out.append(FunctionReport(
-            name=function_name(fn), id=int(getattr(fn, "id", 0)), cell=cell,
+            name=fn.name, id=int(getattr(fn, "id", 0)), cell=cell,
             kind=("decorated" if info is None else info.mode), calls=calls,
             traces=int(stats.get("traces", 0)), cache_hits=hits,
             hit_rate=(hits / calls if calls else None), trace_ms=round(trace_ms, 3),
@@ -183,7 +132,7 @@ def _header(r: FunctionReport) -> str:
             f"= {r.cost_ms:.1f} ms")
 
 
-def _entry_text(e: dict, indent: str = "  ") -> list[str]:
+def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
     lines = [f"{indent}trace #{e['trace']} ({e['cause']}) at {e['call_site']}, cost "
              f"{e['cost_ms']:.1f} ms (trace {e['trace_ms']:.1f} + compile "
              f"{e['compile_ms']:.1f})"]

@@ -24,6 +24,7 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import kernel_ext as kx
 from kernel_ext.jupyter import inspector, protocol as p
+from kernel_ext.jupyter.activity import activity
 
 XSS = "<img src=x onerror=alert(1)>"
 
@@ -432,7 +433,10 @@ def test_stop_closes_comms_and_removes_hooks(manager, frontend, shell):
     assert p.COMM_TARGET not in manager.targets
     assert channel.published[-1][0] == "comm_close"
     assert announcement.published[-1][0] == "comm_close"
-    assert running._post_run_cell not in shell.events.callbacks["post_run_cell"]
+    # No longer kept up to date, and (the only follower of the shell) its cell hooks are gone.
+    assert running not in activity.views()
+    assert activity.post_run_cell not in shell.events.callbacks["post_run_cell"]
+    assert activity.pre_run_cell not in shell.events.callbacks["pre_run_cell"]
 
 
 # --------------------------------------------------------------------------------------------

@@ -1,0 +1,306 @@
+"""Engine objects as plain records: the facts every notebook view shows, computed once here.
+
+The four views of the notebook layer — the sidebar's comm (:mod:`.inspector`), the monitor
+widget (:mod:`.monitor`), ``%retrace_report`` (:mod:`.report`) and the HTML/SVG pictures
+(:mod:`.render`) — show the same facts about a ``kx.Function``: its parameter names, one row
+per concrete signature, one entry per trace with its explanation, the fused segments of an
+executor, the text of an abstract value.  Each fact has its home here, and each view only
+*presents* it (as a protocol message, a widget, a report, markup).
+
+Everything here is pure: plain functions from engine objects to dataclasses, TypedDicts,
+strings.  No IPython, ipywidgets or comm import, no state, nothing written; so this module is
+cheap to import and its tests need neither a shell nor a kernel.
+
+What the views read of the engine is its public surface: ``Function.name``, ``.stats``,
+``.concrete_functions``, ``.retraces``, ``.last_concrete_function``; ``ConcreteFunction``'s
+``input_types``, ``record``, ``node_counts``, ``executable``, ``output_text()``; the
+``TraceRecord`` fields; and :mod:`kernel_ext.engine.explain` for words (cause labels, diff
+sentences, fixes).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence, TypedDict
+
+from ..engine import explain
+from ..trace.types import Literal
+
+__all__ = ["DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "fix_texts", "inputs_text",
+           "last_used_id", "op_name", "parameter_names", "parameter_names_of",
+           "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
+           "signature_id", "signature_rows", "value_text"]
+
+logger = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------
+# Parameters
+# ---------------------------------------------------------------------------------------------
+
+def parameter_names(function: Any) -> list[str]:
+    """Parameter names of a ``kx.Function``, in order (``self`` excluded for a method: its
+    ``python_function`` is then the bound method)."""
+    return parameter_names_of(function.python_function)
+
+
+def parameter_names_of(python_function: Any) -> list[str]:
+    """Parameter names of any callable; ``[]`` when Python cannot say (some builtins)."""
+    try:
+        return list(inspect.signature(python_function).parameters)
+    except (TypeError, ValueError):
+        return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Values and graph nodes
+# ---------------------------------------------------------------------------------------------
+
+def op_name(node: Any) -> str:
+    """The op kind of a graph node as text (``"tanh"``, ``"placeholder"``, ``"cond"``)."""
+    return str(getattr(node.op, "value", node.op))
+
+
+def value_text(aval: Any) -> str:
+    """An abstract value as the IR prints it: ``"float32[2, None]"``, ``"float32[*]"`` for
+    unknown rank; a multi-output op (cond, while) as ``"(float32[2], int64[])"``; ``""`` for an
+    op without a value (print, a variable write)."""
+    if aval is None:
+        return ""
+    if isinstance(aval, tuple):
+        return "(" + ", ".join(value_text(a) for a in aval) + ")"
+    return str(aval)
+
+
+def shape_text(shape: Sequence[int | None] | None) -> str:
+    """A shape as the sidebar protocol writes it: ``"[2, None]"``, ``"[]"``, ``"?"`` for
+    unknown rank (docs/protocol.md, ``GraphNode.shape``)."""
+    if shape is None:
+        return "?"
+    return "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
+
+
+def shape_and_dtype(aval: Any) -> tuple[str, str]:
+    """The protocol's ``(shape, dtype)`` of an abstract value: ``("[2, 3]", "float64")``.
+
+    A multi-output op has no single dtype: its values go whole into ``shape`` as
+    ``"(float32[2], int64[])"`` and ``dtype`` is ``""``; so does an op without a value.
+    """
+    if aval is None:
+        return "", ""
+    if isinstance(aval, tuple):
+        parts = [dtype + shape for shape, dtype in map(shape_and_dtype, aval)]
+        return "(" + ", ".join(parts) + ")", ""
+    dtype = getattr(aval, "dtype", None)
+    return shape_text(getattr(aval, "shape", None)), getattr(dtype, "name", str(dtype))
+
+
+# ---------------------------------------------------------------------------------------------
+# Concrete signatures
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class SignatureRow:
+    """One concrete signature (trace) of a Function, as every view lists it."""
+
+    #: The trace number as text (``"2"``): unlike a position in ``concrete_functions`` it
+    #: survives the release of traces keyed by objects that died.
+    id: str
+    #: Parameters with their types, Python values as literals: ``"x: float32[2], n: 3"``.
+    inputs: str
+    #: The engine's one-line signature of the trace: ``"x: float32[2], n: int 3"``.
+    signature: str
+    #: The returned structure: ``"float32[2]"``, ``"(float32[], int64[3])"``.
+    outputs: str
+    #: The signature the latest graph call ran.
+    last_used: bool
+    nodes_traced: int
+    nodes_optimised: int
+    #: The executor: ``"numpy"``, ``"numba"``, ...
+    backend: str
+
+
+def signature_id(concrete_function: Any) -> str:
+    """The id of a concrete function in every view: its trace number, as text."""
+    return str(concrete_function.record.index)
+
+
+def last_used_id(function: Any) -> str | None:
+    """The :func:`signature_id` the latest graph call ran (None before any graph call)."""
+    cf = function.last_concrete_function
+    return None if cf is None else signature_id(cf)
+
+
+def inputs_text(parameters: Sequence[str], concrete_function: Any) -> str:
+    """``"x: float32[2, None], n: 3"``: tensors as dtype[shape], Python values as literals.
+
+    Falls back to the engine's ``signature_text()`` when the names do not pair up with the
+    input types one to one (``*args``, ``**kwargs``).
+    """
+    types = concrete_function.input_types
+    if len(parameters) != len(types):
+        return str(concrete_function.signature_text())
+    return ", ".join(
+        f"{name}: {repr(t.value) if isinstance(t, Literal) else explain.describe(t)}"
+        for name, t in zip(parameters, types))
+
+
+def signature_rows(function: Any) -> list[SignatureRow]:
+    """One :class:`SignatureRow` per live concrete function, in trace order."""
+    parameters = parameter_names(function)
+    last_used = last_used_id(function)
+    rows = []
+    for cf in function.concrete_functions:
+        sid = signature_id(cf)
+        counts = cf.node_counts
+        rows.append(SignatureRow(
+            id=sid,
+            inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),
+            signature=str(cf.record.signature),
+            outputs=_text_or_mark(cf.output_text),
+            last_used=sid == last_used,
+            nodes_traced=int(counts.get("traced", 0)),
+            nodes_optimised=int(counts.get("optimised", 0)),
+            backend=str(getattr(cf.executable, "backend", ""))))
+    return rows
+
+
+def _text_or_mark(describe: Callable[[], str]) -> str:
+    # A description that fails must not take a whole view down with it: "?" stands in.
+    try:
+        return str(describe())
+    except Exception:  # noqa: BLE001
+        logger.debug("kernel_ext.jupyter: cannot describe a signature", exc_info=True)
+        return "?"
+
+
+# ---------------------------------------------------------------------------------------------
+# Fused segments
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Segment:
+    """One fused segment an executor reports (``Executable.segments``: one dict each).
+
+    Only the keys read here are relied on; a missing key has the default shown.
+    """
+
+    #: ``"s<id>"``: the executor's ``id``, else the entry's position in the list.
+    id: str
+    #: The executor the segment compiles for (default: the executable's backend).
+    backend: str
+    #: The names of the graph nodes fused into it.
+    nodes: tuple[str, ...]
+    #: The executor's own label for it, if it gave one.
+    label: str | None = None
+    #: ``"elementwise"``, ``"reduce"``, ... (None when not given).
+    kind: str | None = None
+    #: The op kinds, in order (for a legend: ``tanh → sum``).
+    ops: tuple[str, ...] = ()
+    #: Where its compilation is: ``"pending"``, ``"ready"``, ... (None when not given).
+    state: str | None = None
+    #: Milliseconds its compilation took so far (0 when not given).
+    compile_ms: float = 0.0
+
+
+def segments(executable: Any) -> list[Segment]:
+    """The fused segments of an executable (none for the NumPy executor, or ``None``)."""
+    backend = str(getattr(executable, "backend", ""))
+    out = []
+    for position, raw in enumerate(getattr(executable, "segments", None) or ()):
+        if not isinstance(raw, dict):
+            continue
+        out.append(Segment(
+            id=f"s{raw.get('id', position)}",
+            backend=str(raw.get("backend") or backend),
+            nodes=tuple(str(getattr(n, "name", n)) for n in raw.get("nodes", ()) or ()),
+            label=str(raw["label"]) if raw.get("label") else None,
+            kind=str(raw["kind"]) if raw.get("kind") else None,
+            ops=tuple(str(o) for o in raw.get("ops", ()) or ()),
+            state=str(raw["state"]) if raw.get("state") else None,
+            compile_ms=float(raw.get("compile_ms") or 0.0)))
+    return out
+
+
+def segment_index(found: Iterable[Segment]) -> dict[str, int]:
+    """Node name -> position of the first segment that fuses it (a node is in at most one;
+    the first wins should an executor report it twice)."""
+    index: dict[str, int] = {}
+    for position, segment in enumerate(found):
+        for name in segment.nodes:
+            index.setdefault(name, position)
+    return index
+
+
+# ---------------------------------------------------------------------------------------------
+# Traces and their explanations
+# ---------------------------------------------------------------------------------------------
+
+class DiffEntry(TypedDict):
+    """One argument that differs from the closest earlier trace."""
+
+    argument: str   # "x", "config['lr']", "batch[0]"
+    kind: str       # the engine's kind: "shape", "dtype", "python_value", ...
+    old: str        # "float32[2]"
+    new: str        # "float32[3]"
+    sentence: str   # the difference said for people, with its consequence
+
+
+class RetraceEntry(TypedDict):
+    """One trace as plain data: what the report, the monitor's log and ``--json`` show."""
+
+    trace: int                 # 1-based trace number
+    cause: str                 # in words: "python value"
+    category: str              # the engine's category: "python_value"
+    call_site: str | None      # as the view's call-site formatter says it
+    signature: str             # the traced signature, one line
+    closest: int | None        # the closest earlier trace, if any
+    closest_signature: str
+    diffs: list[DiffEntry]
+    trace_ms: float            # rounded to the µs
+    compile_ms: float
+    cost_ms: float
+    advice: str                # why it retraced and what to do, for people
+    fixes: list[str]           # copyable code, best first, without repeats
+    via: str                   # "call" or "get_concrete_function"
+
+
+def fix_texts(fixes: Iterable[explain.Fix], magic: bool) -> list[str]:
+    """Fixes as copyable code, best first, without repeats: ``%%tffunction`` options when
+    ``magic`` (the function came from the magic) and the fix has that form, else Python."""
+    out: list[str] = []
+    for fix in fixes:
+        text = fix.magic if magic and fix.magic else fix.code
+        if text not in out:
+            out.append(text)
+    return out
+
+
+def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | None],
+                  magic: bool) -> RetraceEntry:
+    """One trace (a ``TraceRecord``) as a :class:`RetraceEntry`.
+
+    ``call_site`` turns the engine's raw ``"file:line"`` (``""`` when unknown) into what the
+    view shows: the report says ``"cell [5], line 3"`` or ``"unknown"``, the sidebar None for
+    what it cannot say without a temporary file name.  Reading the entry works out the
+    record's explanation (closest trace, differences, fixes) if nothing has yet.
+    """
+    return {
+        "trace": record.index,
+        "cause": explain.cause_label(record.cause),
+        "category": record.cause,
+        "call_site": call_site(record.call_site),
+        "signature": record.signature,
+        "closest": record.closest,
+        "closest_signature": record.closest_signature,
+        "diffs": [{"argument": d.argument, "kind": d.kind, "old": d.old, "new": d.new,
+                   "sentence": explain.describe_diff(d)} for d in record.diffs],
+        "trace_ms": round(record.trace_ms, 3),
+        "compile_ms": round(record.compile_ms, 3),
+        "cost_ms": round(record.cost_ms, 3),
+        "advice": record.advice,
+        "fixes": fix_texts(record.fixes, magic),
+        "via": record.via,
+    }
