@@ -4,8 +4,8 @@
     python benchmarks/realcode.py --paths numpy,auto --filter inplace
     python benchmarks/realcode.py --write-known            # re-record tests/realcode/expected.py
 
-A cell reads ``STATUS ratio``: ratio is the traced call's median time over eager NumPy's on the
-same inputs (after the two checking calls, so tracing is not in it). ``~`` marks a PASS that
+A cell reads ``STATUS ratio``: on a PASS, ratio is the traced call's median time over eager
+NumPy's on the same inputs (after the two checking calls, so the first trace is not in it). ``~`` marks a PASS that
 matched only within the auto path's float tolerance, ``*`` a second call that retraced though
 shapes and dtypes were the same. Importing this module runs nothing.
 """
@@ -93,10 +93,15 @@ def report(results: list[Any], cases: list[Any], paths: Sequence[str]) -> str:
         shown = ", ".join(sorted({w.rsplit('-', 1)[0] for w in where})[:4])
         out.append(f"  {len(where):3d}  {message[:110]}  [{shown}...]")
 
-    wrong = [r for r in results if r.status == "WRONG"]
+    wrong: dict[str, list[Any]] = defaultdict(list)
+    for r in results:
+        if r.status == "WRONG":
+            wrong[r.case].append(r)
     if wrong:
-        out += ["", "WRONG:"]
-        out += [f"  {r.case}-{r.path}: {r.detail[:140]}" for r in wrong]
+        out += ["", f"WRONG ({len(wrong)} cases; the first path's difference shown):"]
+        for name, rs in wrong.items():
+            paths_ = ",".join(r.path for r in rs)
+            out.append(f"  {name} [{paths_}]: {rs[0].detail[:130]}")
     return "\n".join(out)
 
 
