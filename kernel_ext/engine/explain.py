@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import errors
 from ..trace.types import (Dataclass, Dict, Literal, Sequence_, TensorSpec, TraceType,
-                           VariableType, WeakRef, _Composite)
+                           VariableType, WeakRef, Composite)
 
 # ---------------------------------------------------------------------------------------------
 # Records
@@ -273,25 +273,25 @@ def _leaf_kind(old: TraceType, new: TraceType) -> str:
     if isinstance(old, TensorSpec) and isinstance(new, Literal):
         return "array_to_python"
     if isinstance(old, WeakRef) and isinstance(new, WeakRef):
-        if old._type_name in _FUNCTION_TYPES and new._type_name in _FUNCTION_TYPES:
+        if old.type_name in _FUNCTION_TYPES and new.type_name in _FUNCTION_TYPES:
             return "function_object"
         return "object"
     if isinstance(old, VariableType) and isinstance(new, VariableType):
         return "object"
-    if isinstance(old, _Composite) and type(old) is type(new):
+    if isinstance(old, Composite) and type(old) is type(new):
         return "structure"
     return "type"
 
 
 def describe(t: TraceType) -> str:
-    return t.describe() if not isinstance(t, _Composite) else repr(t)
+    return t.describe() if not isinstance(t, Composite) else repr(t)
 
 
 def diff_types(old: TraceType, new: TraceType, path: str) -> list[ArgumentDiff]:
     """Leaf-level differences between two trace types (empty if ``new`` fits ``old``)."""
     if new.is_subtype_of(old):
         return []
-    if isinstance(old, _Composite) and old._same_structure(new):
+    if isinstance(old, Composite) and old.same_structure(new):
         out: list[ArgumentDiff] = []
         for i, (a, b) in enumerate(zip(old.components, new.components)):
             out.extend(diff_types(a, b, _child_path(old, path, i)))
@@ -299,7 +299,7 @@ def diff_types(old: TraceType, new: TraceType, path: str) -> list[ArgumentDiff]:
     return [ArgumentDiff(path, _leaf_kind(old, new), describe(old), describe(new), old, new)]
 
 
-def _child_path(t: _Composite, path: str, i: int) -> str:
+def _child_path(t: Composite, path: str, i: int) -> str:
     if isinstance(t, Dict):
         return f"{path}[{t.keys[i]!r}]"
     if isinstance(t, Dataclass):
@@ -321,7 +321,7 @@ def _count_diffs(old: TraceType, new: TraceType) -> int:
     """How many leaves :func:`diff_types` would report, without describing them."""
     if new.is_subtype_of(old):
         return 0
-    if isinstance(old, _Composite) and old._same_structure(new):
+    if isinstance(old, Composite) and old.same_structure(new):
         return sum(_count_diffs(a, b) for a, b in zip(old.components, new.components))
     return 1
 

@@ -31,7 +31,7 @@ from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace.pytree import flatten_outputs
 from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType, WeakRef,
-                           _Composite, make_trace_type, matches_only_itself,
+                           Composite, make_trace_type, matches_only_itself,
                            register_dead_object_listener)
 from . import events, registry
 from .concrete import ConcreteFunction
@@ -624,7 +624,7 @@ class Function:
 def _has_dead(t: TraceType) -> bool:
     if isinstance(t, WeakRef):
         return not t.alive()
-    if isinstance(t, _Composite):
+    if isinstance(t, Composite):
         return any(_has_dead(c) for c in t.components)
     return False
 
