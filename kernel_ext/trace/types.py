@@ -429,11 +429,11 @@ class _DeadCallbacks:
     @classmethod
     def fire(cls, _ref: Any) -> None:
         for listener in list(cls.listeners):
-            listener._on_object_died()
+            listener.on_object_died()
 
 
 def register_dead_object_listener(listener: Any) -> None:
-    """``listener._on_object_died()`` is called whenever an object keying a trace dies."""
+    """``listener.on_object_died()`` is called whenever an object keying a trace dies."""
     _DeadCallbacks.listeners.add(listener)
 
 
