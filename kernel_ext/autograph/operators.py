@@ -18,8 +18,8 @@ import numpy as np
 
 from .. import errors
 from ..trace.control_flow import Undefined, cond, is_traced, kx_range, while_loop
-from ..trace.tensor import Tensor
-from ..trace.variables import Variable
+from ..trace.tensor import Tensor, describe_tensor
+from ..trace.variables import resolve
 
 __all__ = ["Undefined", "and_", "cc", "converted", "for_stmt", "if_exp", "if_stmt", "ld",
            "not_", "or_", "python_iter", "python_test", "set_loop_options", "while_stmt"]
@@ -33,14 +33,10 @@ def ld(getter: Callable[[], Any], name: str) -> Any:
         return Undefined(name)
 
 
-def _read(value: Any) -> Any:
-    return value._read() if isinstance(value, Variable) else value
-
-
 def _fresh(values: Sequence[Any]) -> tuple:
     """New tensor objects for the same values: a branch or body that mutates one in place
     (``x[0] = ...``) must not change what the other branch or the next trace sees."""
-    return tuple(Tensor(v._node, v._ctx) if isinstance(v, Tensor) else v for v in values)
+    return tuple(v.context.tensor(v.node) if isinstance(v, Tensor) else v for v in values)
 
 
 # -- if ---------------------------------------------------------------------------------------
@@ -49,7 +45,7 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
             get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
             names: Sequence[str]) -> None:
     """``if test: body() else: orelse()``; a graph ``cond`` over the modified variables."""
-    test = _read(test)
+    test = resolve(test)
     if not is_traced(test):
         if test:
             body()
@@ -71,11 +67,11 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
 
 def if_exp(test: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
     """``true_fn() if test else false_fn()``, a graph cond on a traced ``test``."""
-    return cond(_read(test), true_fn, false_fn, names=["<conditional expression>"])
+    return cond(resolve(test), true_fn, false_fn, names=["<conditional expression>"])
 
 
 def not_(value: Any) -> Any:
-    value = _read(value)
+    value = resolve(value)
     return np.logical_not(value) if is_traced(value) else not value
 
 
@@ -83,7 +79,7 @@ def and_(*operands: Callable[[], Any]) -> Any:
     """``a and b and ...``: Python short-circuit on Python values, np.logical_and once traced."""
     value = operands[0]()
     for fn in operands[1:]:
-        value = _read(value)
+        value = resolve(value)
         if is_traced(value):
             value = np.logical_and(value, fn())
         elif not value:
@@ -97,7 +93,7 @@ def or_(*operands: Callable[[], Any]) -> Any:
     """``a or b or ...``: Python short-circuit on Python values, np.logical_or once traced."""
     value = operands[0]()
     for fn in operands[1:]:
-        value = _read(value)
+        value = resolve(value)
         if is_traced(value):
             value = np.logical_or(value, fn())
         elif value:
@@ -136,11 +132,11 @@ def while_stmt(test: Callable[[], Any], body: Callable[[], None],
                get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
                names: Sequence[str], opts: dict) -> None:
     """``while test(): body()``; a graph ``while`` when the first test is traced."""
-    first = _read(test())
+    first = resolve(test())
     if not is_traced(first):
         while first:
             body()
-            first = _read(test())
+            first = resolve(test())
             if is_traced(first):
                 raise errors.TracedBoolError(
                     "this while loop started as a Python loop (its condition was a Python "
@@ -155,15 +151,15 @@ def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
              set_state: Callable[[tuple], None], names: Sequence[str], opts: dict) -> None:
     """``for item in iterable: body(item)``; over a traced array, a graph loop over its
     first dimension (``kx.range(...)`` included)."""
-    iterable = _read(iterable)
+    iterable = resolve(iterable)
     if not is_traced(iterable):
         for item in iterable:
-            if extra_test is not None and not _read(extra_test()):
+            if extra_test is not None and not resolve(extra_test()):
                 break
             body(item)
         return
     if iterable.shape is None or len(iterable.shape) == 0:
-        raise TypeError(f"cannot iterate over {iterable._describe()}: a 0-d or unknown-rank "
+        raise TypeError(f"cannot iterate over {describe_tensor(iterable)}: a 0-d or unknown-rank "
                         "traced value has no first dimension to loop over")
     n = iterable.shape[0]
     if n is None:
@@ -232,7 +228,7 @@ def _graph_loop_stmt(test: Callable[[], Any] | None, extra_test: Callable[[], An
 
 def python_test(value: Any, keyword: str = "while") -> Any:
     """The test of a loop AutoGraph left as Python (its body has a ``return``)."""
-    if is_traced(_read(value)):
+    if is_traced(resolve(value)):
         raise errors.TracedBoolError(
             f"a `return` inside a `{keyword}` loop whose condition is a traced value is not "
             "supported: the graph loop cannot leave the function early. Fix: assign the result "
@@ -254,7 +250,7 @@ _NOT_CONVERTED = frozenset({
 
 
 def _range(*args: Any) -> Any:
-    if any(is_traced(_read(a)) for a in args):
+    if any(is_traced(resolve(a)) for a in args):
         return kx_range(*args)
     return builtins.range(*args)
 

@@ -6,7 +6,6 @@ A ConcreteFunction never retraces: a call whose arguments fall outside its signa
 
 from __future__ import annotations
 
-import inspect
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import errors
@@ -14,13 +13,12 @@ from ..backends import Executable
 from ..ir import Graph
 from ..passes import run_pipeline
 from ..trace.pytree import TreeNode, unflatten
-from ..trace.types import Literal, TensorSpec, TraceType, WeakRef
-from .explain import TraceRecord, describe, diff_call
+from ..trace.types import Literal, TensorSpec, TraceType, WeakRef, matches_only_itself
+from .records import TraceRecord, diff_call
 
 if TYPE_CHECKING:
+    from .binding import FunctionType
     from .function import Function
-
-_P = inspect.Parameter
 
 
 class ConcreteFunction:
@@ -32,6 +30,8 @@ class ConcreteFunction:
                  traced: Graph | None = None,
                  optimize: Callable[[Graph], Graph] | None = None) -> None:
         self._function = function
+        #: The parameters and how calls bind to them (the Function's own).
+        self.function_type: FunctionType = function.function_type
         # The optimised graph; None when the executor was shared with an earlier trace of
         # the same program at other sizes (backends.compile_traced): then ``optimize`` runs
         # on ``traced`` at first access, which a retrace in a loop never pays for.
@@ -43,13 +43,17 @@ class ConcreteFunction:
         self.input_types = tuple(input_types)
         self._tree = tree
         self.executable = executable
-        self._run = executable.run
+        #: The executor itself: one value per parameter, in order, no checks (the Function
+        #: calls it after binding; TensorFlow's ``_call_flat``).
+        self.call_flat = executable.run
         self.record = record
-        self._exact = False  # set by Function: input types accept only equal types
+        #: Every input type accepts only equal types: dispatch finds this trace by dict lookup
+        #: and never needs to compare it with a call's types.
+        self.exact = all(matches_only_itself(t) for t in self.input_types)
         # Python values this trace was made for may be left out of calls (TensorFlow's
         # `square = pow.get_concrete_function(a=spec, b=2); square(10.0)`).
         # (Types, not values: a WeakRef type must not keep its object alive.)
-        self._static_types = {name: t for name, t in zip(function._param_names,
+        self._static_types = {name: t for name, t in zip(self.function_type.names,
                                                          self.input_types)
                               if isinstance(t, (Literal, WeakRef))}
 
@@ -84,32 +88,21 @@ class ConcreteFunction:
 
     # -- calling --------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        fn = self._function
+        name = self._function.__name__
+        binder = self.function_type
         statics = {n: t.placeholder_value(None) for n, t in self._static_types.items()}
-        if statics and fn._fast_ok and len(args) < fn._n_params:
-            # Positional arguments fill the parameters this trace does not fix (TensorFlow's
-            # concrete-function call convention): evaluate_no_bias(x) for evaluate(model, x).
-            free = [n for n in fn._param_names
-                    if n not in statics and n not in kwargs]
-            if len(args) > len(free):
-                raise TypeError(f"{fn.__name__}(): this concrete function takes "
-                                f"{len(free)} positional argument(s) ({', '.join(free)}), "
-                                f"got {len(args)}")
-            kwargs = {**kwargs, **dict(zip(free, args))}
-            args = ()
-        values = fn._bind_values(args, kwargs, defaults=statics)
-        if fn._input_signature is not None:
-            values, _ = fn._conform(values)
-        types = fn._types_of(values)
-        diffs = diff_call(fn._param_names, self.input_types, types)
+        values = binder.bind_concrete(args, kwargs, statics, name)
+        if binder.input_signature is not None:
+            values, _ = binder.conform(values)
+        diffs = diff_call(binder.names, self.input_types, binder.trace_types(values))
         if diffs:
             raise errors.ConcreteFunctionArgumentError(
-                f"this ConcreteFunction of '{fn.__name__}' was traced for "
+                f"this ConcreteFunction of '{name}' was traced for "
                 f"({self.signature_text()}) and cannot run other arguments (a concrete function "
                 "never retraces): " + "; ".join(str(d) for d in diffs) +
-                f". Fix: call the kx.function '{fn.__name__}' itself (it traces new signatures), "
+                f". Fix: call the kx.function '{name}' itself (it traces new signatures), "
                 "or get_concrete_function(...) for these arguments.")
-        return self._run(*values)
+        return self.call_flat(*values)
 
     # -- descriptions ---------------------------------------------------------------------
     @property
@@ -119,20 +112,7 @@ class ConcreteFunction:
     @property
     def structured_input_signature(self) -> tuple[tuple, dict]:
         """``(args, kwargs)`` of trace types, TensorSpecs named after their parameters."""
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for (name, kind), t in zip(self._function._param_specs, self.input_types):
-            if isinstance(t, TensorSpec) and t.name is None:
-                t = TensorSpec(t.shape, t.dtype, name)
-            if kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
-                args.append(t)
-            elif kind is _P.VAR_POSITIONAL:
-                args.extend(getattr(t, "components", ()))
-            elif kind is _P.KEYWORD_ONLY:
-                kwargs[name] = t
-            else:
-                kwargs.update(dict(zip(getattr(t, "keys", ()), getattr(t, "components", ()))))
-        return tuple(args), kwargs
+        return self.function_type.structured_signature(self.input_types)
 
     @property
     def structured_outputs(self) -> Any:
@@ -141,22 +121,21 @@ class ConcreteFunction:
         return unflatten(self._tree, specs)
 
     def signature_text(self) -> str:
-        return ", ".join(f"{n}: {describe(t)}"
-                         for n, t in zip(self._function._param_names, self.input_types))
+        """``"x: float32[2], n: int 3"``: this trace's inputs on one line."""
+        return self.function_type.signature_text(self.input_types)
 
     def output_text(self) -> str:
-        return _structure_text(self.structured_outputs)
+        """``"(float32[2], {'loss': float32[]})"``: the returned structure on one line."""
+        return structure_text(self.structured_outputs)
 
     def pretty_printed_signature(self, verbose: bool = True) -> str:
         """TensorFlow's layout: input parameters, output type, captures."""
-        fn = self._function
-        lines = [f"{fn.__name__}({', '.join(fn._param_names)})", "  Input Parameters:"]
-        for (name, kind), t in zip(fn._param_specs, self.input_types):
-            if isinstance(t, TensorSpec) and t.name is None:
-                t = TensorSpec(t.shape, t.dtype, name)
+        binder = self.function_type
+        lines = [f"{self._function.__name__}({', '.join(binder.names)})", "  Input Parameters:"]
+        for name, kind, t in binder.named_types(self.input_types):
             lines.append(f"    {name} ({kind.name}): {t!r}")
         lines.append("  Output Type:")
-        lines.append(f"    {_structure_repr(self.structured_outputs)}")
+        lines.append(f"    {self.structured_outputs!r}")
         lines.append("  Captures:")
         captures = self.graph.captures
         variables = self.graph.variables
@@ -177,17 +156,14 @@ class ConcreteFunction:
                 f"{self.output_text()}>")
 
 
-def _structure_repr(value: Any) -> str:
-    return repr(value)
-
-
-def _structure_text(value: Any) -> str:
+def structure_text(value: Any) -> str:
+    """A returned structure on one line, TensorSpecs described as ``float32[2]``."""
     if isinstance(value, TensorSpec):
         return value.describe()
     if isinstance(value, tuple) and not hasattr(type(value), "_fields"):
-        return "(" + ", ".join(_structure_text(v) for v in value) + ")"
+        return "(" + ", ".join(structure_text(v) for v in value) + ")"
     if isinstance(value, list):
-        return "[" + ", ".join(_structure_text(v) for v in value) + "]"
+        return "[" + ", ".join(structure_text(v) for v in value) + "]"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k!r}: {_structure_text(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k!r}: {structure_text(v)}" for k, v in value.items()) + "}"
     return repr(value)

@@ -30,18 +30,18 @@ from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace.pytree import flatten_outputs
-from ..trace.types import (PlaceholderContext, Sequence_, TensorSpec, TraceType, WeakRef,
-                           _Composite, make_trace_type, matches_only_itself,
+from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef,
                            register_dead_object_listener)
 from . import events, registry
+from .binding import FunctionType
 from .concrete import ConcreteFunction
 from .config import STATE
-from .explain import (Explanation, StrictRetraceError, TraceIndex, TraceRecord, cause_of,
-                      describe, fix_for, snapshot_captures, suggest_fixes)
+from .fixes import fix_for, suggest_fixes
+from .records import Explanation, TraceIndex, TraceRecord, cause_of
+from .snapshots import snapshot_captures
 
 _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
-_NO_DEFAULT = object()
 _ndarray = np.ndarray
 _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
@@ -85,20 +85,15 @@ class Function:
         self._bound_self = _bound_self
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
-        signature = inspect.signature(python_function)
-        params = list(signature.parameters.values())
-        if _bound_self is not None:
-            params = params[1:]
-            signature = signature.replace(parameters=params)
-        self._signature = signature
-        self._param_specs = [(p.name, p.kind) for p in params]
-        self._param_names = [p.name for p in params]
-        self._kw_defaults = {p.name: p.default for p in params
-                             if p.kind is _P.KEYWORD_ONLY and p.default is not _P.empty}
-        self._n_params = len(params)
-        self._fast_ok = all(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
-                            for p in params)
-        self._input_signature = self._check_input_signature(input_signature)
+        #: The parameters and how calls bind to them (shared with every ConcreteFunction).
+        self.function_type = FunctionType(python_function, self._name,
+                                          bound_method=_bound_self is not None,
+                                          input_signature=input_signature)
+        self._input_signature = self.function_type.input_signature
+        #: ``--strict``: raise StrictRetraceError instead of retracing (see :meth:`configure`).
+        self.strict = False
+        #: Explanations show fixes as ``%%tffunction`` options (the magic made this Function).
+        self.magic_fixes = False
 
         self._lock = threading.RLock()
         self._concrete: list[ConcreteFunction] = []
@@ -184,24 +179,25 @@ class Function:
     # the slow path
     # ------------------------------------------------------------------------------------
     def _call_slow(self, args: tuple, kwargs: dict) -> Any:
+        binder = self.function_type
         if STATE.eager:
             self._eager_calls += 1
-            return self._call_python(self._bind_values(args, kwargs))
-        values = self._bind_values(args, kwargs)
+            return self._call_python(binder.bind(args, kwargs))
+        values = binder.bind(args, kwargs)
         if current_context() is not None:
             # Called while another function is being traced: inline the Python body into
             # that trace (its ops join the outer graph, stateful ones included).
             return self._call_python(values)
         converted = False
         if self._input_signature is not None:
-            values, converted = self._conform(values)
-        types_ = self._types_of(values)
+            values, converted = binder.conform(values)
+        types_ = binder.trace_types(values)
         cf = self._lookup.get(types_) or self._dispatch(types_)
         if cf is None:
             cf = self._trace(types_, values, via="call")
         run = None
-        if not converted and self._fast_ok:
-            run = self._fast_runner(cf._run, len(args), kwargs)
+        if not converted and binder.all_positional:
+            run = self._fast_runner(cf.call_flat, len(args), kwargs)
         if run is not None:
             key = _fast_key(args, kwargs)
             if key is not None:
@@ -211,7 +207,7 @@ class Function:
                 self._fast[key] = run
                 self._fast_cf[key] = weakref.ref(cf)
         self._last_key, self._last_cf = None, weakref.ref(cf)
-        return self._timed(cf._run, values)
+        return self._timed(cf.call_flat, values)
 
     def _fast_runner(self, run: Callable[..., Any], n_args: int,
                      kwargs: dict) -> Callable[..., Any] | None:
@@ -219,13 +215,14 @@ class Function:
         calls: ``run`` with the parameters left out filled in, or None when one of them has
         no immutable atomic default (a default list could be mutated between calls, and its
         trace type with it: such calls stay on the slow path)."""
-        positions = {name: i for i, name in enumerate(self._param_names)}
+        binder = self.function_type
+        positions = {name: i for i, name in enumerate(binder.names)}
         given = set(range(n_args)) | {positions.get(name, -1) for name in kwargs}
         if -1 in given:
             return None
         defaults: list[Any] = []
-        for i, (name, _) in enumerate(self._param_specs):
-            default = self._signature.parameters[name].default
+        for i, name in enumerate(binder.names):
+            default = binder.default(name)
             if i not in given and (default is _P.empty or
                                    type(default) not in _ATOMIC_DEFAULTS):
                 return None
@@ -247,43 +244,8 @@ class Function:
             return run(*values)
         return run_with_keywords
 
-    def _bind_values(self, args: tuple, kwargs: dict, defaults: dict | None = None) -> tuple:
-        """Arguments bound to parameters, defaults filled, in parameter order.
-
-        ``defaults`` (a ConcreteFunction's static arguments) fill parameters left out.
-        """
-        try:
-            if defaults:
-                bound = self._signature.bind_partial(*args, **kwargs)
-                for name, value in defaults.items():
-                    bound.arguments.setdefault(name, value)
-                bound = self._signature.bind(*bound.args, **bound.kwargs)
-            else:
-                bound = self._signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{self._name}(): {e}") from None
-        bound.apply_defaults()
-        return tuple(bound.arguments[n] for n in self._param_names)
-
-    def _types_of(self, values: Sequence[Any], allow_specs: bool = False) -> tuple:
-        return tuple(make_trace_type(v, name, allow_specs)
-                     for name, v in zip(self._param_names, values))
-
     def _call_python(self, values: Sequence[Any]) -> Any:
-        args: list[Any] = []
-        kwargs: dict[str, Any] = {}
-        for (name, kind), v in zip(self._param_specs, values):
-            if kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD):
-                args.append(v)
-            elif kind is _P.VAR_POSITIONAL:
-                args.extend(v)
-            elif kind is _P.KEYWORD_ONLY:
-                # A keyword left at its default is left out: builtins such as ufuncs treat an
-                # explicit default differently (np.tanh(x, dtype=None, signature=None) raises).
-                if v is not self._kw_defaults.get(name, _NO_DEFAULT):
-                    kwargs[name] = v
-            else:
-                kwargs.update(v)
+        args, kwargs = self.function_type.call_arguments(values)
         fn = self._traced_callable()
         if self._bound_self is not None:
             obj = self._bound_self()
@@ -353,7 +315,7 @@ class Function:
             try:
                 with ctx:
                     placeholders = [t.placeholder_value(PlaceholderContext(ctx, n, (("arg", i),)))
-                                    for i, (n, t) in enumerate(zip(self._param_names,
+                                    for i, (n, t) in enumerate(zip(self.function_type.names,
                                                                    trace_types))]
                     result = self._call_python(placeholders)
                     tree, outputs = flatten_outputs(result, ctx)
@@ -375,7 +337,7 @@ class Function:
             traced_count = ctx.graph.count_ops()
             t1 = time.perf_counter()
             graph, executable = compile_traced(
-                ctx.graph, tree, self._n_params, optimize=run_pipeline,
+                ctx.graph, tree, self.function_type.count, optimize=run_pipeline,
                 backend=self._options["backend"], jit_compile=self._options["jit_compile"],
                 name=graph_name)
             compile_ms = (time.perf_counter() - t1) * 1e3
@@ -384,9 +346,8 @@ class Function:
                                        call_site)
             cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
                                   traced_count, traced=ctx.graph, optimize=run_pipeline)
-            cf._exact = all(matches_only_itself(t) for t in trace_types)
             self._concrete.append(cf)
-            if not cf._exact:
+            if not cf.exact:
                 self._relaxed.append(cf)
             self._history.append((record.index, trace_types, record.signature))
             self._history_index.add(record.index, trace_types)
@@ -422,18 +383,16 @@ class Function:
         trace enters the cache, with the whole explanation as the message.
         """
         index = len(self._records) + 1
-        signature = ", ".join(f"{n}: {describe(t)}"
-                              for n, t in zip(self._param_names, trace_types))
+        signature = self.function_type.signature_text(trace_types)
         captured = self._snapshot_captures()
         common = dict(trace_ms=trace_ms, compile_ms=compile_ms, call_site=call_site,
                       call_number=self._calls, via=via, captured=captured,
-                      function_name=self._name,
-                      magic_fixes=getattr(self, "_kx_magic_fixes", False))
+                      function_name=self._name, magic_fixes=self.magic_fixes)
         if not self._concrete:
             first = Explanation("released" if self._records else "first_trace")
             return TraceRecord(index, signature, first, **common)
         # What the explanation needs, frozen now; the comparison itself runs when read.
-        name, names = self._name, self._param_names
+        name, names = self._name, self.function_type.names
         history, by_types, n_earlier = self._history, self._history_index, len(self._history)
 
         def explanation() -> Explanation:
@@ -447,8 +406,8 @@ class Function:
                                fixes, suggested)
 
         record = TraceRecord(index, signature, explanation, **common)
-        if getattr(self, "_kx_strict", False):
-            raise StrictRetraceError(
+        if self.strict:
+            raise errors.StrictRetraceError(
                 "strict function would retrace (the new trace was discarded):\n"
                 + record.explain())
         return record
@@ -472,49 +431,16 @@ class Function:
             f"{fix_for(self._name, record.diffs)}.\n{record.explain()}", errors.RetracingWarning,
             stacklevel=_user_stacklevel())
 
-    # -- input_signature ------------------------------------------------------------------
-    def _check_input_signature(self, signature: Sequence[Any] | None) -> tuple | None:
-        if signature is None:
-            return None
-        if not isinstance(signature, (list, tuple)):
-            raise TypeError(f"input_signature must be a list or tuple of kx.TensorSpec, got "
-                            f"{type(signature).__name__}")
-        types_ = tuple(make_trace_type(s, "input_signature", allow_specs=True)
-                       for s in signature)
-        if len(types_) > self._n_params or not self._fast_ok and len(types_) != self._n_params:
-            raise TypeError(f"input_signature of '{self._name}' has {len(types_)} entries but "
-                            f"the function takes {self._n_params} positional parameters "
-                            f"({', '.join(self._param_names)})")
-        return types_
-
-    def _conform(self, values: tuple) -> tuple[tuple, bool]:
-        """Values checked (and converted where allowed) against ``input_signature``."""
-        out = list(values)
-        converted = False
-        for i, spec in enumerate(self._input_signature or ()):
-            new, did = _conform_value(values[i], spec, self._param_names[i], self)
-            out[i] = new
-            converted = converted or did
-        return tuple(out), converted
-
     # -- public API -----------------------------------------------------------------------
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
         """The trace for these arguments (values or TensorSpecs), tracing it if needed."""
+        binder = self.function_type
         if self._input_signature is not None and not args and not kwargs:
-            values: tuple = tuple(self._input_signature) + tuple(
-                p.default for p in list(self._signature.parameters.values())[
-                    len(self._input_signature):])
-            types_ = self._types_of(values, allow_specs=True)
+            values: tuple = binder.signature_values()
+            types_ = binder.trace_types(values, allow_specs=True)
         else:
-            values = self._bind_values(args, kwargs)
-            types_ = self._types_of(values, allow_specs=True)
-            if self._input_signature is not None:
-                sig = self._input_signature
-                for i, spec in enumerate(sig):
-                    if not types_[i].is_subtype_of(spec):
-                        raise errors.InputSignatureError(_signature_mismatch(
-                            self, self._param_names[i], types_[i], spec))
-                types_ = tuple(sig) + types_[len(sig):]
+            values = binder.bind(args, kwargs)
+            types_ = binder.restrict_to_signature(binder.trace_types(values, allow_specs=True))
         cf = self._lookup.get(types_) or self._dispatch(types_)
         if cf is None:
             cf = self._trace(types_, values, via="get_concrete_function")
@@ -543,6 +469,19 @@ class Function:
     @property
     def input_signature(self) -> tuple | None:
         return self._input_signature
+
+    def configure(self, *, strict: bool | None = None, magic_fixes: bool | None = None) -> None:
+        """Notebook options, read when this Function traces (never on a cache hit); ``None``
+        leaves an option as it is.
+
+        ``strict``: raise :class:`~kernel_ext.errors.StrictRetraceError` instead of retracing
+        (the first trace is always allowed); ``%%tffunction --strict`` sets it.
+        ``magic_fixes``: explanations show fixes as ``%%tffunction`` options.
+        """
+        if strict is not None:
+            self.strict = bool(strict)
+        if magic_fixes is not None:
+            self.magic_fixes = bool(magic_fixes)
 
     @property
     def concrete_functions(self) -> list[ConcreteFunction]:
@@ -596,7 +535,8 @@ class Function:
         return f"<kx.Function {self._name}: {self._traces} trace(s), {self._calls} call(s)>"
 
     # -- weak-object bookkeeping ----------------------------------------------------------
-    def _on_object_died(self) -> None:
+    def on_object_died(self) -> None:
+        """An object keying some trace died (``register_dead_object_listener``)."""
         # Called from a weakref callback (any thread, any moment): only flag; the next slow
         # path call purges under the lock.
         if self._concrete:
@@ -608,7 +548,7 @@ class Function:
             keep = [cf for cf in self._concrete if not any(map(_has_dead, cf.input_types))]
             if len(keep) != len(self._concrete):
                 self._concrete = keep
-                self._relaxed = [cf for cf in keep if not cf._exact]
+                self._relaxed = [cf for cf in keep if not cf.exact]
                 # a new list: records made so far keep the history they froze
                 self._history = [(cf.record.index, cf.input_types, cf.record.signature)
                                  for cf in keep]
@@ -624,7 +564,7 @@ class Function:
 def _has_dead(t: TraceType) -> bool:
     if isinstance(t, WeakRef):
         return not t.alive()
-    if isinstance(t, _Composite):
+    if isinstance(t, Composite):
         return any(_has_dead(c) for c in t.components)
     return False
 
@@ -651,59 +591,6 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
             else:
                 return None
     return tuple(key)
-
-
-def _conform_value(value: Any, spec: TraceType, path: str, fn: Function) -> tuple[Any, bool]:
-    if isinstance(spec, TensorSpec):
-        if isinstance(value, (np.ndarray, np.generic)) and value.dtype == spec.dtype:
-            arr, converted = value, False
-        else:
-            try:
-                raw = np.asarray(value)
-            except Exception:
-                raw = None
-            ok = raw is not None and raw.dtype.kind not in "OUSV" and (
-                np.can_cast(raw.dtype, spec.dtype, "safe") if isinstance(
-                    value, (np.ndarray, np.generic)) else
-                np.can_cast(raw.dtype, spec.dtype, "same_kind"))
-            if not ok:
-                raise errors.InputSignatureError(_signature_mismatch(
-                    fn, path, _safe_type(value, path), spec))
-            arr, converted = raw.astype(spec.dtype), True
-        if not TensorSpec(arr.shape, arr.dtype).is_subtype_of(spec):
-            raise errors.InputSignatureError(_signature_mismatch(
-                fn, path, TensorSpec(arr.shape, arr.dtype), spec))
-        return arr, converted
-    if isinstance(spec, Sequence_) and isinstance(value, (list, tuple)) and \
-            len(value) == len(spec.components):
-        items, any_conv = [], False
-        for i, (v, s) in enumerate(zip(value, spec.components)):
-            new, did = _conform_value(v, s, f"{path}[{i}]", fn)
-            items.append(new)
-            any_conv = any_conv or did
-        if spec.container in (list, tuple):
-            return spec.container(items), any_conv
-        return spec.container(*items), any_conv
-    t = _safe_type(value, path)
-    if not t.is_subtype_of(spec):
-        raise errors.InputSignatureError(_signature_mismatch(fn, path, t, spec))
-    return value, False
-
-
-def _safe_type(value: Any, path: str) -> TraceType:
-    try:
-        return make_trace_type(value, path)
-    except TypeError:
-        return WeakRef.__new__(WeakRef)  # pragma: no cover - only for the message
-
-
-def _signature_mismatch(fn: Function, path: str, got: TraceType, spec: TraceType) -> str:
-    got_text = got.describe() if isinstance(got, TensorSpec) else repr(got)
-    return (f"{fn._name}(): argument '{path}' received {got_text} ({got!r}) but the "
-            f"input_signature expects {spec!r}. Signature: "
-            f"({', '.join(repr(s) for s in fn._input_signature or ())}). Fix: pass a value of "
-            "that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the "
-            "input_signature (None for dimensions that vary, shape=None for any rank).")
 
 
 def _user_frame() -> Any:

@@ -181,24 +181,24 @@ def _constant(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.READ_VARIABLE)
 def _read_variable(node: Node) -> Callable[..., Any]:
     var = node.attrs["variable"]
-    return lambda: var._value
+    return lambda: var.storage
 
 
 @_lower(OpKind.ASSIGN_VARIABLE)
 def _assign(node: Node) -> Callable[..., Any]:
-    return node.attrs["variable"]._assign
+    return node.attrs["variable"].store
 
 
 @_lower(OpKind.ASSIGN_ADD_VARIABLE)
 def _assign_add(node: Node) -> Callable[..., Any]:
     var = node.attrs["variable"]
-    return lambda v: var._assign(np.add(var._value, v))
+    return lambda v: var.store(np.add(var.storage, v))
 
 
 @_lower(OpKind.ASSIGN_SUB_VARIABLE)
 def _assign_sub(node: Node) -> Callable[..., Any]:
     var = node.attrs["variable"]
-    return lambda v: var._assign(np.subtract(var._value, v))
+    return lambda v: var.store(np.subtract(var.storage, v))
 
 
 def format_print(template: tuple, values: Sequence[Any], sep: str, end: str) -> str:

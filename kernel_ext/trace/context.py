@@ -1,53 +1,31 @@
 """The tracing context: the graph being recorded, ``bind``, captures, variables, leak checks.
 
-A :class:`TraceContext` is active (on a thread-local stack) while a Function's Python body runs
-on symbolic tensors. :func:`bind` is the one way ops enter a graph (JAX's vocabulary): it lifts
-every argument (a tensor of this trace, a captured array, a weak Python scalar, a variable read),
-asks the op's abstract-eval rule for the output type and appends the node.
+A :class:`TraceContext` is active (on a thread-local stack, :mod:`kernel_ext.trace.state`) while
+a Function's Python body runs on symbolic tensors. :meth:`TraceContext.bind` is the one way ops
+enter a graph (JAX's vocabulary): it lifts every argument (a tensor of this trace, a captured
+array, a weak Python scalar, a variable read), asks the op's abstract-eval rule for the output
+type and appends the node; the module-level :func:`bind` does that in the current trace.
+:meth:`TraceContext.tensor` is the one place traced values are made.
+
+Module order (no cycles): ``state`` < ``operators`` < ``tensor`` < ``variables`` < ``context``.
 """
 
 from __future__ import annotations
 
-import sys
-import threading
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import errors
 from ..ir import Graph, Node, OpKind
+from .state import ACTIVITY, context_stack, current_context
+from .tensor import Tensor, bind, leaked_error, user_frame_description
+from .variables import Variable
 
 _LITERALS = (bool, int, float, complex)
-_state = threading.local()
 
-
-class _Activity:
-    """How many traces are running in the whole process (any thread).
-
-    The cache-hit path of a Function reads ``ACTIVITY.depth`` (a plain attribute, no
-    thread-local lookup): only when some trace is running does it take the slow path, which
-    then checks this thread's own stack.
-    """
-
-    def __init__(self) -> None:
-        self.depth = 0
-        self.lock = threading.Lock()
-
-
-ACTIVITY = _Activity()
-
-
-def context_stack() -> list["TraceContext"]:
-    stack = getattr(_state, "stack", None)
-    if stack is None:
-        stack = _state.stack = []
-    return stack
-
-
-def current_context() -> "TraceContext | None":
-    """The innermost active trace of this thread, or ``None`` when running eagerly."""
-    stack = getattr(_state, "stack", None)
-    return stack[-1] if stack else None
+# Re-exported: the names callers have always imported from here.
+__all__ = ["ACTIVITY", "TraceContext", "bind", "context_stack", "current_context",
+           "leaked_error", "user_frame_description"]
 
 
 class TraceContext:
@@ -86,7 +64,7 @@ class TraceContext:
 
     def capture_outer(self, tensor: "Tensor") -> Node:
         """A placeholder of this sub-graph standing for ``tensor`` of an enclosing trace."""
-        outer_node = tensor._node if tensor._ctx is self.parent else \
+        outer_node = tensor.node if tensor.context is self.parent else \
             self.parent.capture_outer(tensor)  # type: ignore[union-attr]
         hit = self._outer.get(outer_node)
         if hit is not None:
@@ -115,8 +93,21 @@ class TraceContext:
 
     # -- inputs -------------------------------------------------------------------------------
     def placeholder(self, name: str, shape: tuple | None, dtype: Any, path: tuple) -> "Tensor":
-        node = self.graph.placeholder(name, shape, dtype, path=path)
+        return self.tensor(self.graph.placeholder(name, shape, dtype, path=path))
+
+    def tensor(self, node: Node) -> Tensor:
+        """The traced value of ``node``, a node of this trace's graph: the one place tensors
+        are made (placeholders, op results, variable reads, branch and loop outputs)."""
         return Tensor(node, self)
+
+    def bind(self, op: OpKind, args: Sequence[Any], attrs: dict | None = None,
+             name: str | None = None) -> Tensor | None:
+        """Record ``op(*args)`` here: lift every argument, append the node (its abstract-eval
+        rule gives the output type) and return its traced value (``None`` for ops with no
+        result, such as print)."""
+        lifted = [self.lift(a) for a in args]
+        node = self.graph.create_node(op, lifted, attrs or {}, name=name)
+        return None if node.aval is None else Tensor(node, self)
 
     def on_variable_created(self, var: "Variable") -> None:
         if self._variable_policy is not None:
@@ -129,7 +120,7 @@ class TraceContext:
         if isinstance(value, Tensor):
             return self.lift_tensor(value)
         if isinstance(value, Variable):
-            return self.read_variable(value)._node
+            return self.read_variable(value).node
         if isinstance(value, np.generic):  # before literals: np.float64 subclasses float
             return self.graph.constant(value)
         if isinstance(value, _LITERALS) or value is None:
@@ -158,7 +149,7 @@ class TraceContext:
         return node
 
     def check_owned(self, tensor: "Tensor") -> None:
-        ctx = tensor._ctx
+        ctx = tensor.context
         if ctx is self and self.active:
             return
         raise leaked_error(tensor)
@@ -166,9 +157,9 @@ class TraceContext:
     def lift_tensor(self, tensor: "Tensor") -> Node:
         """The node for ``tensor`` here: its own, or a capture if it belongs to an enclosing
         trace that is still running."""
-        ctx = tensor._ctx
+        ctx = tensor.context
         if ctx is self and self.active:
-            return tensor._node
+            return tensor.node
         if ctx.active and self.is_ancestor(ctx):
             return self.capture_outer(tensor)
         raise leaked_error(tensor)
@@ -176,24 +167,7 @@ class TraceContext:
     def read_variable(self, var: "Variable") -> "Tensor":
         node = self.graph.create_node(OpKind.READ_VARIABLE, (), {"variable": var},
                                       name=f"{var.name}/read")
-        return Tensor(node, self)
-
-
-def leaked_error(tensor: "Tensor") -> errors.LeakedTensorError:
-    ctx = tensor._ctx
-    if ctx.parent is not None:
-        return errors.LeakedTensorError(
-            f"The traced value {tensor._describe()} was created inside the loop body or branch "
-            f"'{ctx.graph.name}' of '{ctx.function_name}' and used outside it (for example "
-            "appended to a Python list in a loop over a traced value: the body is traced only "
-            "once). Fix: collect per-iteration values in a kx.TensorArray "
-            "(ta = ta.write(i, value); ta.stack()), or carry the value as a loop variable.")
-    return errors.LeakedTensorError(
-        f"The traced value {tensor._describe()} was created while tracing "
-        f"'{ctx.function_name}' and has leaked out of that trace (it was stored in a global, an "
-        "attribute or a list and used later). Outside its trace it has no value. Fix: return "
-        "it from the function (results come back as NumPy arrays), or keep state in a "
-        "kx.Variable and assign to it.")
+        return self.tensor(node)
 
 
 def _contains_tensor(value: Any) -> bool:
@@ -214,36 +188,3 @@ def _stack_nested(value: Any) -> Any:
 def _short_repr(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
-         name: str | None = None) -> "Tensor | None":
-    """Record ``op(*args)`` in the owning trace and return the traced result (JAX's ``bind``)."""
-    ctx = current_context()
-    if ctx is None:
-        for a in args:
-            if isinstance(a, Tensor):
-                raise leaked_error(a)
-        raise RuntimeError("internal: bind() outside any trace")
-    lifted = [ctx.lift(a) for a in args]
-    node = ctx.graph.create_node(op, lifted, attrs or {}, name=name)
-    return None if node.aval is None else Tensor(node, ctx)
-
-
-def user_frame_description() -> str:
-    """``file:line: source`` of the innermost frame outside kernel_ext and NumPy."""
-    import linecache
-    frame = sys._getframe(1)
-    while frame is not None:
-        fname = frame.f_code.co_filename.replace("\\", "/")
-        if "/kernel_ext/" not in fname and "/numpy/" not in fname:
-            line = linecache.getline(fname, frame.f_lineno).strip()
-            return f"{fname}:{frame.f_lineno}" + (f": `{line}`" if line else "")
-        frame = frame.f_back
-    return "<unknown location>"
-
-
-# Tensor and Variable import this module, so they are bound here, after its definitions: the
-# hot functions above (``lift``, ``bind``) read module globals instead of importing per call.
-from .tensor import Tensor  # noqa: E402
-from .variables import Variable  # noqa: E402

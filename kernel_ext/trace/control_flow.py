@@ -21,9 +21,9 @@ from .. import errors
 from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
-from .tensor import Tensor
+from .tensor import Tensor, describe_tensor
 from .types import TensorSpec
-from .variables import Variable
+from .variables import Variable, resolve
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
@@ -65,8 +65,8 @@ def flatten(value: Any, name: str) -> tuple[_Tree, list[Any], list[str], list[bo
 
     def walk(v: Any, path: str, loose: bool = False) -> _Tree:
         if isinstance(v, TensorArray):
-            return _Tree("tensor_array", [walk(v._buffer, f"{path}.buffer", True),
-                                          walk(v._length, f"{path}.size")], v._static())
+            return _Tree("tensor_array", [walk(v.buffer, f"{path}.buffer", True),
+                                          walk(v.length, f"{path}.size")], v.static_parts())
         if isinstance(v, tuple) and hasattr(type(v), "_fields"):
             return _Tree("namedtuple", [walk(x, f"{path}.{f}") for f, x in zip(v._fields, v)],
                          type(v))
@@ -99,7 +99,7 @@ def unflatten(tree: _Tree, leaves: Sequence[Any]) -> Any:
             return t.aux(*items)
         if t.kind == "dict":
             return dict(zip(t.aux, items))
-        return TensorArray._rebuild(t.aux, items[0], items[1])
+        return TensorArray.from_parts(t.aux, items[0], items[1])
 
     return build(tree)
 
@@ -134,7 +134,7 @@ def _check_predicate(pred: Tensor, what: str) -> None:
     size = pred.size if pred.shape is not None else None
     if size is not None and size != 1:
         raise ValueError(f"The truth value of an array with more than one element is "
-                         f"ambiguous ({what} got {pred._describe()}). Use a.any() or a.all()")
+                         f"ambiguous ({what} got {describe_tensor(pred)}). Use a.any() or a.all()")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -196,12 +196,12 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     to ``None`` dims. ``names`` label the returned values in error messages.
     """
     if isinstance(pred, Variable):
-        pred = pred._read()
+        pred = resolve(pred)
     if not is_traced(pred):
         return true_fn() if pred else false_fn()
     ctx = current_context()
     if ctx is None:
-        raise errors.LeakedTensorError(f"kx.cond got the traced value {pred._describe()} "
+        raise errors.LeakedTensorError(f"kx.cond got the traced value {describe_tensor(pred)} "
                                        "outside its trace")
     _check_predicate(pred, "kx.cond")
     pred_node = ctx.lift(pred)
@@ -287,7 +287,7 @@ def _static_equal(a: Any, b: Any) -> bool:
 
 def _short(value: Any) -> str:
     if isinstance(value, Tensor):
-        return f"an array {value._node.aval}"
+        return f"an array {value.node.aval}"
     text = repr(value)
     return f"{type(value).__name__} {text if len(text) < 40 else text[:37] + '...'}"
 
@@ -385,7 +385,7 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
                 for spec, i in zip(specs, value_idx)]
             current = list(leaves)
             for ph, i in zip(phs, value_idx):
-                current[i] = Tensor(ph, child)
+                current[i] = child.tensor(ph)
             structured = unflatten(tree, current)
             result = fn(*structured)
         return child, phs, result
@@ -493,13 +493,13 @@ def kx_range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
     """
     if limit is None:
         start, limit = 0, start
-    args = [a._read() if isinstance(a, Variable) else a for a in (start, limit, delta)]
+    args = [resolve(a) for a in (start, limit, delta)]
     out_dtype = np.dtype(dtype) if dtype is not None else _range_dtype(args)
     ctx = current_context()
     if ctx is None:
         return np.arange(*[np.asarray(a) for a in args], dtype=out_dtype)
     if not any(is_traced(a) for a in args):
-        return Tensor(ctx.graph.constant(np.arange(*args, dtype=out_dtype)), ctx)
+        return ctx.tensor(ctx.graph.constant(np.arange(*args, dtype=out_dtype)))
     return bind(OpKind.ARANGE, args, {"dtype": out_dtype}, name=name)
 
 
@@ -515,46 +515,49 @@ class TensorArray:
         self.dtype = np.dtype(dtype)
         self._size = int(size)
         self.dynamic_size = bool(dynamic_size)
-        self._buffer: Any = np.zeros((0,), self.dtype)
-        self._length: Any = np.int64(size)
+        self.buffer: Any = np.zeros((0,), self.dtype)
+        self.length: Any = np.int64(size)
 
-    def _static(self) -> tuple:
+    def static_parts(self) -> tuple:
+        """What does not change between writes: ``(dtype, size, dynamic_size)`` (the loop
+        machinery carries ``buffer`` and ``length`` as values, these as structure)."""
         return (self.dtype, self._size, self.dynamic_size)
 
     @classmethod
-    def _rebuild(cls, static: tuple, buffer: Any, length: Any) -> "TensorArray":
+    def from_parts(cls, static: tuple, buffer: Any, length: Any) -> "TensorArray":
+        """A TensorArray from :meth:`static_parts`, an element buffer and a length."""
         ta = cls.__new__(cls)
         ta.dtype, ta._size, ta.dynamic_size = static
-        ta._buffer, ta._length = buffer, length
+        ta.buffer, ta.length = buffer, length
         return ta
 
     def write(self, index: Any, value: Any) -> "TensorArray":
         """A TensorArray with ``value`` at ``index`` (assign the result: ``ta = ta.write(...)``)."""
         attrs = {"dtype": self.dtype, "size": self._size, "dynamic_size": self.dynamic_size}
         if current_context() is None:
-            buffer = tensor_array_write(np.asarray(self._buffer), index, np.asarray(value),
+            buffer = tensor_array_write(np.asarray(self.buffer), index, np.asarray(value),
                                         **attrs)
-            length = np.maximum(self._length, np.int64(index) + 1) if self.dynamic_size \
-                else self._length
-            return TensorArray._rebuild(self._static(), buffer, np.int64(length))
-        buffer = bind(OpKind.TENSOR_ARRAY_WRITE, (self._buffer, index, value), attrs)
-        length = self._length
+            length = np.maximum(self.length, np.int64(index) + 1) if self.dynamic_size \
+                else self.length
+            return TensorArray.from_parts(self.static_parts(), buffer, np.int64(length))
+        buffer = bind(OpKind.TENSOR_ARRAY_WRITE, (self.buffer, index, value), attrs)
+        length = self.length
         if self.dynamic_size:
             length = np.maximum(length, np.add(np.asarray(index, np.int64) if not is_traced(
                 index) else index.astype(np.int64), 1))
-        return TensorArray._rebuild(self._static(), buffer, length)
+        return TensorArray.from_parts(self.static_parts(), buffer, length)
 
     def read(self, index: Any) -> Any:
-        return self._buffer[index]
+        return self.buffer[index]
 
     def stack(self) -> Any:
         """All elements as one array of shape ``(size, *element_shape)``."""
         if current_context() is None:
-            return np.asarray(self._buffer)[:int(self._length)]
-        return self._buffer[:self._length]
+            return np.asarray(self.buffer)[:int(self.length)]
+        return self.buffer[:self.length]
 
     def size(self) -> Any:
-        return self._length
+        return self.length
 
     def __repr__(self) -> str:
         return f"<kx.TensorArray dtype={self.dtype.name} dynamic_size={self.dynamic_size}>"

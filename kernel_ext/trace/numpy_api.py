@@ -15,8 +15,7 @@ import numpy as np
 from .. import errors
 from ..ir import OpKind
 from .context import bind
-
-HANDLERS: dict[Callable, Callable[..., Any]] = {}
+from .tensor import HANDLERS, Tensor
 
 
 def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
@@ -150,7 +149,7 @@ def _transpose(a: Any, axes: Any = None) -> Any:
 
 
 def _ndim_of(a: Any) -> int:
-    return len(np.shape(a)) if not hasattr(a, "_node") else a.ndim
+    return a.ndim if isinstance(a, Tensor) else len(np.shape(a))
 
 
 @implements(np.swapaxes)

@@ -24,8 +24,8 @@ def kx_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
         shown = []
         for v in values:
             if isinstance(v, Tensor):
-                v._ctx.check_owned(v)
-            shown.append(v._value if isinstance(v, Variable) else v)
+                v.context.check_owned(v)
+            shown.append(v.storage if isinstance(v, Variable) else v)
         sys.stdout.write(format_print((None,) * len(shown), shown, sep, end))
         return
     template: list[str | None] = []

@@ -2,64 +2,78 @@
 
 A :class:`Tensor` has an abstract value (shape with possibly-``None`` dims, dtype) but no data.
 NumPy finds it through ``__array_ufunc__`` (ufuncs, operators) and ``__array_function__``
-(``np.sum``, ``np.reshape``, ...), and every such call is recorded with
-:func:`~kernel_ext.trace.context.bind`. Anything that needs the *data* (``bool(x)``,
+(``np.sum``, ``np.reshape``, ...), and every such call is recorded with :func:`bind` (here: it
+records into the current trace). Operators come from the op table
+(:class:`~kernel_ext.trace.operators.NumpyOperators`). Anything that needs the *data* (``bool(x)``,
 ``int(x)``, ``np.asarray(x)``, ``x.numpy()``) raises an error that says why and what to do.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import sys
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from .. import errors
-from ..ir import DynamicIndex, Node, OpKind
-from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS
-from .context import TraceContext, bind, user_frame_description
+from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpKind
+from .operators import NumpyOperators
+from .state import current_context
+
+if TYPE_CHECKING:
+    from .context import TraceContext
+
+#: ``np.func`` -> the handler that records it on traced values (``Tensor.__array_function__``);
+#: :mod:`kernel_ext.trace.numpy_api` fills it when the trace layer is imported.
+HANDLERS: dict[Callable, Callable[..., Any]] = {}
 
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
 
 
-class Tensor:
-    """A traced value: what a NumPy array is while a ``kx.function`` is being traced."""
+class Tensor(NumpyOperators, inplace=True):
+    """A traced value: what a NumPy array is while a ``kx.function`` is being traced.
 
-    __slots__ = ("_node", "_ctx", "__weakref__")
+    ``node`` is the graph node that computes it and ``context`` the trace that owns that node
+    (neither name exists on ``np.ndarray``, so NumPy code never meets them by accident). Make
+    tensors with :meth:`TraceContext.tensor <kernel_ext.trace.context.TraceContext.tensor>`.
+    """
+
+    __slots__ = ("node", "context", "__weakref__")
     __hash__ = None  # like np.ndarray: == is elementwise, so tensors are not dict keys
 
-    def __init__(self, node: Node, ctx: TraceContext) -> None:
-        self._node = node
-        self._ctx = ctx
+    def __init__(self, node: Node, context: "TraceContext") -> None:
+        self.node = node
+        self.context = context
 
     # -- static facts ---------------------------------------------------------------------
     @property
     def shape(self) -> tuple | None:
         """Static shape; ``None`` marks a dimension whose size is only known at run time."""
-        return self._node.aval.shape
+        return self.node.aval.shape
 
     @property
     def dtype(self) -> np.dtype:
-        return self._node.aval.dtype
+        return self.node.aval.dtype
 
     @property
     def ndim(self) -> int:
         if self.shape is None:
             raise errors.TracedBoolError(
-                f"{self._describe()} has unknown rank, so .ndim has no Python value while "
+                f"{describe_tensor(self)} has unknown rank, so .ndim has no Python value while "
                 "tracing. Fix: give the argument a known rank in input_signature.")
         return len(self.shape)
 
     @property
     def size(self) -> int | None:
-        return self._node.aval.size
+        return self.node.aval.size
 
     @property
     def name(self) -> str:
-        return self._node.name
+        return self.node.name
 
     @property
     def op(self) -> Node:
-        return self._node
+        return self.node
 
     @property
     def T(self) -> "Tensor":
@@ -72,21 +86,18 @@ class Tensor:
     def __len__(self) -> int:
         if self.shape is None or not self.shape:
             raise TypeError("len() of unsized traced value" if self.shape == () else
-                            f"len() of {self._describe()}: rank unknown while tracing")
+                            f"len() of {describe_tensor(self)}: rank unknown while tracing")
         if self.shape[0] is None:
             raise errors.TracedBoolError(
-                f"len() of {self._describe()}: its first dimension is only known at run time. "
+                f"len() of {describe_tensor(self)}: its first dimension is only known at run time. "
                 "Fix: use x.shape[0] checks outside the function, or give the dimension a size "
                 "in input_signature.")
         return self.shape[0]
 
-    def _describe(self) -> str:
-        return f"%{self._node.name} ({self._node.aval})"
-
     def __repr__(self) -> str:
         shape = "<unknown>" if self.shape is None else self.shape
-        state = "" if self._ctx.active else ", leaked"
-        return f"<kx.Tensor '{self._node.name}' shape={shape} dtype={self.dtype.name}{state}>"
+        state = "" if self.context.active else ", leaked"
+        return f"<kx.Tensor '{self.node.name}' shape={shape} dtype={self.dtype.name}{state}>"
 
     __str__ = __repr__
 
@@ -106,22 +117,21 @@ class Tensor:
         return targets[0]
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
-        from .numpy_api import HANDLERS
         handler = HANDLERS.get(func)
         if handler is None:
             name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
                 "." + getattr(func, "__name__", repr(func))
             raise errors.UnsupportedOpError(
-                f"{name} is not supported on traced values (called on {self._describe()} while "
-                f"tracing '{self._ctx.function_name}'). Fix: express it with supported NumPy "
-                "operations, or compute it outside the kx.function; kx.supported_numpy_functions() "
-                "lists what is traced.")
+                f"{name} is not supported on traced values (called on {describe_tensor(self)} "
+                f"while tracing '{self.context.function_name}'). Fix: express it with supported "
+                "NumPy operations, or compute it outside the kx.function; "
+                "kx.supported_numpy_functions() lists what is traced.")
         return handler(*args, **kwargs)
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise errors.TracingConversionError(
-            f"NumPy tried to convert the traced value {self._describe()} into a concrete array "
-            f"at {user_frame_description()} while tracing '{self._ctx.function_name}'. "
+            f"NumPy tried to convert the traced value {describe_tensor(self)} into a concrete "
+            f"array at {user_frame_description()} while tracing '{self.context.function_name}'. "
             "np.asarray/np.array, Python containers of traced values and C extensions need real "
             "data, which a traced value does not have until the graph runs. Fix: use NumPy "
             "functions directly on the traced value (they are recorded into the graph), or do "
@@ -130,8 +140,8 @@ class Tensor:
     # -- data accessors that cannot work while tracing --------------------------------------
     def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
         return errors.TracedBoolError(
-            f"{what} a traced value {self._describe()} in '{self._ctx.function_name}' needs its "
-            f"data, which only exists when the graph runs. {fix}")
+            f"{what} a traced value {describe_tensor(self)} in '{self.context.function_name}' "
+            f"needs its data, which only exists when the graph runs. {fix}")
 
     def __bool__(self) -> bool:
         raise self._needs_value(
@@ -162,18 +172,19 @@ class Tensor:
 
     def item(self, *args: Any) -> Any:
         raise errors.SymbolicValueError(
-            f"{self._describe()}.item() has no value while tracing; return the value from the "
+            f"{describe_tensor(self)}.item() has no value while tracing; return the value from the "
             "function instead (results come back as NumPy values).")
 
     def numpy(self) -> np.ndarray:
-        if not self._ctx.active:
+        if not self.context.active:
             raise errors.SymbolicValueError(
-                f"{self._describe()} leaked out of its trace of '{self._ctx.function_name}' and "
-                "has no value: .numpy() is not available. Fix: return it from the function; "
-                "kx.function results are already NumPy arrays.")
+                f"{describe_tensor(self)} leaked out of its trace of "
+                f"'{self.context.function_name}' and has no value: .numpy() is not available. "
+                "Fix: return it from the function; kx.function results are already NumPy "
+                "arrays.")
         raise errors.SymbolicValueError(
-            f"{self._describe()} is a traced value inside '{self._ctx.function_name}': it has "
-            "no value yet, so .numpy() is not available. Fix: return it (results are NumPy "
+            f"{describe_tensor(self)} is a traced value inside '{self.context.function_name}': it "
+            "has no value yet, so .numpy() is not available. Fix: return it (results are NumPy "
             "arrays) or print it at run time with kx.print(...).")
 
     def tolist(self) -> list:
@@ -194,12 +205,12 @@ class Tensor:
                              f"match the broadcast shape {value.shape}")
         # The object now names the new value, in the trace that computed it (a branch or loop
         # body may mutate an outer array: AutoGraph carries the new value out as state).
-        self._node, self._ctx = value._node, value._ctx
+        self.node, self.context = value.node, value.context
 
     def __setitem__(self, key: Any, value: Any) -> None:
         template, dyn = build_template(key)
         result = bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})
-        self._node, self._ctx = result._node, result._ctx
+        self.node, self.context = result.node, result.context
 
     def __getitem__(self, key: Any) -> "Tensor":
         template, dyn = build_template(key)
@@ -280,49 +291,6 @@ for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "std", "var", "
     setattr(Tensor, _name, _reduction_method(_name))
 
 
-# -- operators ----------------------------------------------------------------------------------
-
-_BINARY_OPERATORS = {
-    "add": np.add, "sub": np.subtract, "mul": np.multiply, "truediv": np.divide,
-    "floordiv": np.floor_divide, "mod": np.remainder, "pow": np.power, "matmul": np.matmul,
-    "and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor,
-    "lshift": np.left_shift, "rshift": np.right_shift,
-}
-_COMPARISONS = {"lt": np.less, "le": np.less_equal, "gt": np.greater, "ge": np.greater_equal,
-                "eq": np.equal, "ne": np.not_equal}
-_UNARY_OPERATORS = {"neg": np.negative, "pos": np.positive, "abs": np.absolute,
-                    "invert": np.invert}
-
-
-def _make_operators(cls: type) -> None:
-    """Install NumPy's operator protocol on ``cls`` (each operator calls the NumPy ufunc)."""
-    for name, uf in _BINARY_OPERATORS.items():
-        setattr(cls, f"__{name}__", lambda self, other, uf=uf: uf(self, other))
-        setattr(cls, f"__r{name}__", lambda self, other, uf=uf: uf(other, self))
-        setattr(cls, f"__i{name}__", _inplace(uf))
-    for name, uf in _COMPARISONS.items():
-        setattr(cls, f"__{name}__", lambda self, other, uf=uf: uf(self, other))
-    for name, uf in _UNARY_OPERATORS.items():
-        setattr(cls, f"__{name}__", lambda self, uf=uf: uf(self))
-    cls.__divmod__ = lambda self, other: (np.floor_divide(self, other), np.remainder(self, other))
-    cls.__rdivmod__ = lambda self, other: (np.floor_divide(other, self),
-                                           np.remainder(other, self))
-
-
-def _inplace(uf: np.ufunc) -> Callable[[Any, Any], Any]:
-    def op(self: Any, other: Any) -> Any:
-        if isinstance(self, Tensor):
-            # NumPy's in-place semantics on the Python object (aliases see the new value); the
-            # graph itself stays functional.
-            self._rebind(uf(self, other))
-            return self
-        return uf(self, other)
-    return op
-
-
-_make_operators(Tensor)
-
-
 # -- ufunc dispatch -------------------------------------------------------------------------
 
 def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
@@ -361,15 +329,16 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
 # -- indexing -------------------------------------------------------------------------------
 
 def build_template(key: Any) -> tuple[tuple, list[Any]]:
-    """Split an index into a static template and its traced parts (``DynamicIndex`` slots)."""
-    from .variables import Variable
+    """Split an index into a static template and its traced parts (``DynamicIndex`` slots).
+
+    A traced value or a ``kx.Variable`` (the two :class:`NumpyOperators`) in the index is a
+    slot read at run time; ``bind`` lifts a variable to a read of its current value.
+    """
     items = key if isinstance(key, tuple) else (key,)
     dyn: list[Any] = []
 
     def slot(value: Any) -> Any:
-        if isinstance(value, Variable):
-            value = value.read_value()
-        if isinstance(value, Tensor):
+        if isinstance(value, NumpyOperators):
             dyn.append(value)
             return DynamicIndex(len(dyn))
         return value
@@ -378,7 +347,7 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
     for item in items:
         if isinstance(item, slice):
             template.append(slice(slot(item.start), slot(item.stop), slot(item.step)))
-        elif isinstance(item, (Tensor, Variable)):
+        elif isinstance(item, NumpyOperators):
             template.append(slot(item))
         elif isinstance(item, list):
             arr = np.asarray(item)
@@ -397,3 +366,56 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
                 "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
                 f"integer or boolean arrays are valid indices; got {type(item).__name__}")
     return tuple(template), dyn
+
+
+# -- describing, recording ------------------------------------------------------------------
+
+def describe_tensor(tensor: Tensor) -> str:
+    """``%name (float32[2, None])``: how error messages name a traced value."""
+    node = tensor.node
+    return f"%{node.name} ({node.aval})"
+
+
+def leaked_error(tensor: Tensor) -> errors.LeakedTensorError:
+    """The error for ``tensor`` used outside the trace (or the branch/body) that made it."""
+    ctx = tensor.context
+    if ctx.parent is not None:
+        return errors.LeakedTensorError(
+            f"The traced value {describe_tensor(tensor)} was created inside the loop body or "
+            f"branch '{ctx.graph.name}' of '{ctx.function_name}' and used outside it (for "
+            "example appended to a Python list in a loop over a traced value: the body is "
+            "traced only once). Fix: collect per-iteration values in a kx.TensorArray "
+            "(ta = ta.write(i, value); ta.stack()), or carry the value as a loop variable.")
+    return errors.LeakedTensorError(
+        f"The traced value {describe_tensor(tensor)} was created while tracing "
+        f"'{ctx.function_name}' and has leaked out of that trace (it was stored in a global, an "
+        "attribute or a list and used later). Outside its trace it has no value. Fix: return "
+        "it from the function (results come back as NumPy arrays), or keep state in a "
+        "kx.Variable and assign to it.")
+
+
+def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
+         name: str | None = None) -> "Tensor | None":
+    """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
+    ``bind``): :meth:`TraceContext.bind <kernel_ext.trace.context.TraceContext.bind>` of the
+    innermost trace. Outside any trace a traced argument has leaked."""
+    ctx = current_context()
+    if ctx is None:
+        for a in args:
+            if isinstance(a, Tensor):
+                raise leaked_error(a)
+        raise RuntimeError("internal: bind() outside any trace")
+    return ctx.bind(op, args, attrs, name)
+
+
+def user_frame_description() -> str:
+    """``file:line: source`` of the innermost frame outside kernel_ext and NumPy."""
+    import linecache
+    frame = sys._getframe(1)
+    while frame is not None:
+        fname = frame.f_code.co_filename.replace("\\", "/")
+        if "/kernel_ext/" not in fname and "/numpy/" not in fname:
+            line = linecache.getline(fname, frame.f_lineno).strip()
+            return f"{fname}:{frame.f_lineno}" + (f": `{line}`" if line else "")
+        frame = frame.f_back
+    return "<unknown location>"

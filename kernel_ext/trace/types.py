@@ -37,6 +37,8 @@ import numpy as np
 
 from .. import errors
 from ..ir import format_aval
+from .tensor import Tensor, describe_tensor
+from .variables import Variable
 
 
 class PlaceholderContext:
@@ -230,28 +232,30 @@ class Literal(_ExactType):
         return f"{type(self.value).__name__} {self.value!r}"
 
 
-class _Composite(TraceType):
-    """Shared behaviour of structured types: elementwise subtype/supertype."""
+class Composite(TraceType):
+    """A structured type (:class:`Sequence_`, :class:`Dict`, :class:`Dataclass`): a header
+    (the container, keys or class) plus ``components``, compared elementwise."""
 
     kind: str
     components: tuple[TraceType, ...]
 
-    def _same_structure(self, other: Any) -> bool:
+    def same_structure(self, other: Any) -> bool:
+        """Same kind, same header, same number of components (the components may differ)."""
         return type(other) is type(self) and self._header() == other._header() and \
             len(self.components) == len(other.components)
 
     def _header(self) -> Any:
         return None
 
-    def _rebuild(self, components: tuple[TraceType, ...]) -> "_Composite":
+    def _rebuild(self, components: tuple[TraceType, ...]) -> "Composite":
         raise NotImplementedError
 
     def is_subtype_of(self, other: TraceType) -> bool:
-        return self._same_structure(other) and all(
+        return self.same_structure(other) and all(
             a.is_subtype_of(b) for a, b in zip(self.components, other.components))
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
-        if not all(self._same_structure(o) for o in others):
+        if not all(self.same_structure(o) for o in others):
             return None
         merged = []
         for i, c in enumerate(self.components):
@@ -262,13 +266,13 @@ class _Composite(TraceType):
         return self._rebuild(tuple(merged))
 
     def __eq__(self, other: Any) -> bool:
-        return self._same_structure(other) and self.components == other.components
+        return self.same_structure(other) and self.components == other.components
 
     def __hash__(self) -> int:
         return hash((type(self), self._header(), self.components))
 
 
-class Sequence_(_Composite):
+class Sequence_(Composite):
     """A ``tuple``, ``list`` or namedtuple: structure and element types, order-sensitive."""
 
     def __init__(self, container: type, components: Iterable[TraceType]) -> None:
@@ -297,7 +301,7 @@ class Sequence_(_Composite):
         return f"{self.container.__name__}({inner})"
 
 
-class Dict(_Composite):
+class Dict(Composite):
     """A ``dict``: key -> value type; insertion order does not matter."""
 
     def __init__(self, items: dict[Any, TraceType]) -> None:
@@ -322,7 +326,7 @@ def _sort_key(k: Any) -> tuple:
     return (type(k).__name__, repr(k))
 
 
-class Dataclass(_Composite):
+class Dataclass(Composite):
     """A dataclass instance: its class plus the types of its fields."""
 
     def __init__(self, cls: type, fields: dict[str, TraceType]) -> None:
@@ -380,7 +384,7 @@ class WeakRef(_ExactType):
 
     def __init__(self, obj: Any) -> None:
         self._hash = hash(obj)  # raises TypeError for unhashable objects (caller reports it)
-        self._type_name = type(obj).__qualname__
+        self.type_name = type(obj).__qualname__
         self._repr = _short(repr(obj))
         try:
             self._ref: Callable[[], Any] = weakref.ref(obj, _DeadCallbacks.fire)
@@ -414,7 +418,7 @@ class WeakRef(_ExactType):
 
     def describe(self) -> str:
         state = "" if self.alive() else " (dead)"
-        return f"{self._type_name} object {self._repr}{state}"
+        return f"{self.type_name} object {self._repr}{state}"
 
 
 class _DeadCallbacks:
@@ -425,11 +429,11 @@ class _DeadCallbacks:
     @classmethod
     def fire(cls, _ref: Any) -> None:
         for listener in list(cls.listeners):
-            listener._on_object_died()
+            listener.on_object_died()
 
 
 def register_dead_object_listener(listener: Any) -> None:
-    """``listener._on_object_died()`` is called whenever an object keying a trace dies."""
+    """``listener.on_object_died()`` is called whenever an object keying a trace dies."""
     _DeadCallbacks.listeners.add(listener)
 
 
@@ -460,8 +464,6 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
     With ``allow_specs`` (``get_concrete_function``), a TraceType such as a TensorSpec stands
     for itself.
     """
-    from .tensor import Tensor
-    from .variables import Variable
     if allow_specs and isinstance(value, TraceType):
         return value
     if isinstance(value, np.ndarray):
@@ -479,8 +481,9 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
         return VariableType(value)
     if isinstance(value, Tensor):
         raise errors.LeakedTensorError(
-            f"{path}: a traced value {value._describe()} was passed as an argument outside its "
-            "trace. Fix: pass NumPy arrays; inside another kx.function, call the Python function.")
+            f"{path}: a traced value {describe_tensor(value)} was passed as an argument outside "
+            "its trace. Fix: pass NumPy arrays; inside another kx.function, call the Python "
+            "function.")
     hook = getattr(type(value), "__tracing_type__", None)
     if hook is not None:
         result = value.__tracing_type__(TracingTypeContext(path))
@@ -496,7 +499,8 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
         return Sequence_(type(value), (make_trace_type(v, f"{path}[{i}]", allow_specs)
                                        for i, v in enumerate(value)))
     if isinstance(value, dict):
-        return Dict({k: make_trace_type(v, f"{path}[{k!r}]", allow_specs) for k, v in value.items()})
+        return Dict({k: make_trace_type(v, f"{path}[{k!r}]", allow_specs)
+                     for k, v in value.items()})
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return Dataclass(type(value), {f.name: make_trace_type(getattr(value, f.name),
                                                                f"{path}.{f.name}", allow_specs)

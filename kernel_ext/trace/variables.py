@@ -15,14 +15,19 @@ import numpy as np
 
 from .. import errors
 from ..ir import OpKind
-from .context import current_context
-from .tensor import Tensor, _make_operators
+from .operators import NumpyOperators
+from .state import current_context
+from .tensor import Tensor, describe_tensor
 
 _ids = itertools.count()
 
 
-class Variable:
-    """A named, typed, shaped array whose value graphs read and write at run time."""
+class Variable(NumpyOperators):
+    """A named, typed, shaped array whose value graphs read and write at run time.
+
+    ``storage`` is the current value, a read-only ndarray that :meth:`store` replaces; the
+    executors' variable reads and writes (``ir.interpreter``) use these two at run time.
+    """
 
     __array_priority__ = 20
 
@@ -31,11 +36,12 @@ class Variable:
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
-            initial_value = initial_value._value
+            initial_value = initial_value.storage
         if isinstance(initial_value, Tensor):
             raise errors.VariableCreationError(
                 f"kx.Variable(initial_value=...) got the traced value "
-                f"{initial_value._describe()}; a variable's initial value must be concrete. "
+                f"{describe_tensor(initial_value)}; a variable's initial value must be "
+                "concrete. "
                 "Fix: create the variable outside the function from a NumPy array, or with a "
                 "value computed from constants only.")
         value = np.array(initial_value, dtype=dtype, copy=True)
@@ -43,7 +49,7 @@ class Variable:
             raise TypeError(f"kx.Variable needs a numeric or bool initial value, got dtype "
                             f"{value.dtype} from {type(initial_value).__name__}")
         value.setflags(write=False)
-        self._value = value
+        self.storage = value
         self.name = name or f"Variable_{next(_ids)}"
         self.trainable = trainable
         ctx = current_context()
@@ -53,19 +59,19 @@ class Variable:
     # -- static facts -------------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:
-        return self._value.dtype
+        return self.storage.dtype
 
     @property
     def shape(self) -> tuple:
-        return self._value.shape
+        return self.storage.shape
 
     @property
     def ndim(self) -> int:
-        return self._value.ndim
+        return self.storage.ndim
 
     @property
     def size(self) -> int:
-        return self._value.size
+        return self.storage.size
 
     # -- reading ------------------------------------------------------------------------------
     def read_value(self) -> Any:
@@ -73,7 +79,7 @@ class Variable:
         ctx = current_context()
         if ctx is not None:
             return ctx.read_variable(self)
-        return self._value.copy()
+        return self.storage.copy()
 
     value = read_value
 
@@ -84,15 +90,16 @@ class Variable:
                 f"Variable '{self.name}'.numpy() inside a traced function would freeze today's "
                 "value into the graph. Fix: use the variable directly in NumPy expressions (it "
                 "is read at every call), or kx.print(v) to see it at run time.")
-        return self._value.copy()
+        return self.storage.copy()
 
     def _read(self) -> Any:
         ctx = current_context()
-        return self._value if ctx is None else ctx.read_variable(self)
+        return self.storage if ctx is None else ctx.read_variable(self)
 
     # -- writing ------------------------------------------------------------------------------
-    def _assign(self, value: Any) -> None:
-        """Store ``value`` (cast same_kind, broadcast to the variable's shape). Runtime path."""
+    def store(self, value: Any) -> None:
+        """Replace :attr:`storage` by ``value`` (cast same_kind, broadcast to the variable's
+        shape): the run-time write, which the graph's assign ops call."""
         arr = np.asarray(value)
         if arr.dtype != self.dtype:
             if not np.can_cast(arr.dtype, self.dtype, casting="same_kind"):
@@ -108,7 +115,7 @@ class Variable:
                                  f"'{self.name}' of shape {self.shape}") from None
         new = np.array(arr, copy=True)
         new.setflags(write=False)
-        self._value = new
+        self.storage = new
 
     def _write(self, kind: str, value: Any) -> "Variable":
         op = {"assign": OpKind.ASSIGN_VARIABLE, "add": OpKind.ASSIGN_ADD_VARIABLE,
@@ -116,12 +123,12 @@ class Variable:
         ctx = current_context()
         if ctx is None:
             if isinstance(value, Tensor):
-                value._ctx.check_owned(value)
+                value.context.check_owned(value)
             if kind == "add":
-                value = np.add(self._value, value)
+                value = np.add(self.storage, value)
             elif kind == "sub":
-                value = np.subtract(self._value, value)
-            self._assign(value)
+                value = np.subtract(self.storage, value)
+            self.store(value)
         else:
             ctx.graph.create_node(op, (ctx.lift(value),), {"variable": self},
                                   name=f"{self.name}/{op.value}")
@@ -144,12 +151,12 @@ class Variable:
                 f"NumPy tried to convert Variable '{self.name}' into a concrete array while "
                 "tracing; that would freeze its current value into the graph. Fix: use the "
                 "variable directly in NumPy functions and operators (they read it at run time).")
-        return self._value if dtype is None else self._value.astype(dtype)
+        return self.storage if dtype is None else self.storage.astype(dtype)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
-        inputs = tuple(_resolve(x) for x in inputs)
+        inputs = tuple(resolve(x) for x in inputs)
         if "out" in kwargs:
-            kwargs["out"] = tuple(_resolve(x) for x in kwargs["out"])
+            kwargs["out"] = tuple(resolve(x) for x in kwargs["out"])
         return getattr(ufunc, method)(*inputs, **kwargs)
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -159,7 +166,7 @@ class Variable:
         return self._read()[key]
 
     def __len__(self) -> int:
-        return len(self._value)
+        return len(self.storage)
 
     def __bool__(self) -> bool:
         return bool(self._read())
@@ -177,10 +184,10 @@ class Variable:
 
     def __repr__(self) -> str:
         return (f"<kx.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={np.array_repr(self._value)}>")
+                f"numpy={np.array_repr(self.storage)}>")
 
     def __str__(self) -> str:
-        return str(self._value)
+        return str(self.storage)
 
     # methods that read the value
     def astype(self, dtype: Any) -> Any:
@@ -194,7 +201,9 @@ class Variable:
         return self._read().T
 
 
-def _resolve(x: Any) -> Any:
+def resolve(x: Any) -> Any:
+    """``x``'s current value if it is a :class:`Variable` (a traced read inside a trace, the
+    read-only stored array eagerly, no copy), else ``x`` itself."""
     return x._read() if isinstance(x, Variable) else x
 
 
@@ -221,9 +230,6 @@ for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "std", "var", "
               "argmin", "cumsum", "cumprod"):
     setattr(Variable, _name, _reduction_method(_name))
 
-_make_operators(Variable)
-# In-place operators on a Variable rebind the Python name, as on any immutable value; use
-# assign_add() to change the variable itself (TensorFlow's rule too).
-for _op in ("iadd", "isub", "imul", "itruediv", "ifloordiv", "imod", "ipow", "imatmul",
-            "iand", "ior", "ixor", "ilshift", "irshift"):
-    delattr(Variable, f"__{_op}__")
+# Variable has no in-place operators (NumpyOperators without inplace=True): ``v += 1`` rebinds
+# the Python name, as on any immutable value; assign_add() changes the variable itself
+# (TensorFlow's rule too).

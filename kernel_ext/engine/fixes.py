@@ -1,0 +1,199 @@
+"""Suggested fixes for a retrace: copyable code, and the ``input_signature`` that avoids it.
+
+:func:`suggest_fixes` turns a retrace's differences (:mod:`kernel_ext.engine.records`) into
+advice for people and :class:`Fix` es in code: an ``input_signature`` derived from every shape
+the function has seen (:func:`derive_input_signature`, written out by :func:`signature_code`
+and :func:`spec_text`), ``reduce_retracing``, an array instead of a Python number, a cast, the
+same object. :func:`fix_for` is the one-line version the retracing warning shows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from ..trace.types import Literal, TensorSpec, TraceType
+from .records import NUMERIC_LITERALS, ArgumentDiff, join_and, merge_column
+
+
+@dataclass(frozen=True)
+class Fix:
+    """One way to avoid a retrace, as copyable code.
+
+    ``code`` is Python (``@kx.function(...)`` options or the call's argument); ``magic`` the
+    same fix for a ``%%tffunction`` cell (None when it has no magic form).
+    """
+
+    kind: str      # "input_signature", "reduce_retracing", "array_argument", "cast", ...
+    code: str
+    magic: str | None = None
+    note: str = ""
+
+
+
+def derive_input_signature(observed: Sequence[Sequence[TraceType]],
+                           varying: Iterable[int],
+                           merge: Callable[[int], Any] | None = None) -> tuple | None:
+    """An ``input_signature`` that accepts every observed call without retracing.
+
+    ``observed`` holds one tuple of trace types per trace (and the new call); ``varying`` the
+    positions of the parameters that changed. Dimensions that took several values become
+    ``None``; Python numbers that changed become 0-d arrays (``input_signature`` converts
+    later Python numbers for you). The signature covers parameters up to the last varying one;
+    ``None`` when one of them cannot be expressed (objects, structures, mixed dtypes).
+    ``merge(i)``, where given, answers for column ``i`` without reading ``observed``
+    (:meth:`TraceIndex.merged_column`).
+    """
+    varying = sorted(set(varying))
+    if not varying or not observed:
+        return None
+    out: list[Any] = []
+    for i in range(varying[-1] + 1):
+        if merge is not None:
+            spec = merge(i)
+        else:
+            spec = merge_column([types_[i] for types_ in observed if i < len(types_)])
+        if spec is None:
+            return None
+        out.append(spec)
+    return tuple(out)
+
+
+
+def spec_text(names: Sequence[str], signature: Sequence[Any]) -> str:
+    """``"x: float32[None, 3], n: int64[]"``: the ``--input-signature`` mini-language."""
+    parts = []
+    for name, spec in zip(names, signature):
+        text = spec.describe() if isinstance(spec, TensorSpec) else repr(spec)
+        parts.append(f"{name}: {text}")
+    return ", ".join(parts)
+
+
+def signature_code(signature: Sequence[Any]) -> str:
+    """``[kx.TensorSpec([None, 3], np.float32), 2]``: Python code for an input_signature."""
+    parts = []
+    for spec in signature:
+        if isinstance(spec, TensorSpec):
+            shape = "None" if spec.shape is None else \
+                "[" + ", ".join("None" if d is None else str(d) for d in spec.shape) + "]"
+            parts.append(f"kx.TensorSpec({shape}, np.{spec.dtype.name})")
+        else:
+            parts.append(repr(spec))
+    return "[" + ", ".join(parts) + "]"
+
+
+def suggest_fixes(function_name: str, names: Sequence[str],
+                  history: Sequence[Sequence[TraceType]], new: Sequence[TraceType],
+                  diffs: Sequence[ArgumentDiff], merge: Callable[[int], Any] | None = None
+                  ) -> tuple[str, list[Fix], tuple | None]:
+    """``(advice, fixes, derived input_signature)`` for a retrace with these differences.
+
+    ``history`` is every earlier trace's types, ``new`` the call's. Fixes are ordered best
+    first and are copyable: decorator options, a magic line, or the argument to pass.
+    """
+    kinds = {d.kind for d in diffs}
+    top = [d.argument.split("[")[0].split(".")[0] for d in diffs]
+    positions = [names.index(a) for a in dict.fromkeys(top) if a in names]
+    signature = derive_input_signature([*history, new], positions, merge)
+    fixes: list[Fix] = []
+
+    def signature_fix(note: str = "") -> None:
+        if signature is not None and not any(f.kind == "input_signature" for f in fixes):
+            fixes.append(Fix(
+                "input_signature",
+                f"@kx.function(input_signature={signature_code(signature)})",
+                f'%%tffunction --input-signature "{spec_text(names, signature)}"', note))
+
+    advice: list[str] = []
+    numeric_value = [d for d in diffs if d.kind in ("python_value", "python_to_array",
+                                                    "array_to_python")
+                     and _numeric_literal(d.old_type if d.kind != "array_to_python"
+                                          else d.new_type)]
+    shaped = [d.argument for d in diffs if d.kind in ("shape", "rank")]
+    if "dtype" in kinds:
+        d = next(d for d in diffs if d.kind == "dtype")
+        old = d.old_type.dtype.name if isinstance(d.old_type, TensorSpec) else "the old dtype"
+        advice.append(f"'{d.argument}' arrived with another dtype ({d.old} before, {d.new} "
+                      "now); dtypes are part of the signature, so convert before calling.")
+        fixes.append(Fix("cast", f"{d.argument}.astype(np.{old})",
+                         note=f"cast {d.argument} at the call site, every call"))
+    if numeric_value:
+        d = numeric_value[0]
+        value = next(t.value for t in (d.new_type, d.old_type) if isinstance(t, Literal))
+        advice.append(f"'{d.argument}' is passed as a Python number, and Python values are "
+                      "part of the signature (each new value is a new graph): pass an array "
+                      "so the value becomes a graph input, or fix the signature so Python "
+                      "numbers are converted to arrays.")
+        signature_fix("Python numbers are converted to arrays")
+        fixes.append(Fix("array_argument", f"{d.argument}=np.{_dtype_for(d)}({value!r})",
+                         note=f"pass {d.argument} as an array, at every call"))
+    if shaped:
+        advice.append(f"the shape of {join_and([repr(a) for a in dict.fromkeys(shaped)])} "
+                      "changed, and each shape is a new signature: declare the dimensions "
+                      "that vary as None (one graph for all sizes), or let the function "
+                      "generalise them itself.")
+        signature_fix("dimensions seen with several sizes are None")
+        fixes.append(Fix("reduce_retracing", "@kx.function(reduce_retracing=True)",
+                         "%%tffunction --reduce-retracing",
+                         "widens varying dimensions to None after they change"))
+    if "function_object" in kinds:
+        d = next(d for d in diffs if d.kind == "function_object")
+        advice.append(f"'{d.argument}' is a new function object at each call (a lambda or def "
+                      "evaluated again, e.g. inside a loop or a re-run cell); functions are "
+                      "keyed by identity: define it once and pass the same object.")
+        fixes.append(Fix("same_object", f"{d.argument} = ...  # define once, outside the loop,"
+                         " then pass the same object", note="reuse one function object"))
+    if "object" in kinds:
+        d = next(d for d in diffs if d.kind == "object")
+        advice.append(f"'{d.argument}' is another object than before; objects without "
+                      "__tracing_type__ are keyed by identity (or equality when hashable): "
+                      "pass the same object, or give the class a __tracing_type__ that says "
+                      "which of its attributes matter.")
+        fixes.append(Fix("same_object", f"def __tracing_type__(self, context): ...  "
+                         f"# on type({d.argument})", note="or pass the same object"))
+    other_values = [d for d in diffs if d.kind == "python_value" and d not in numeric_value]
+    if other_values and not numeric_value:
+        d = other_values[0]
+        advice.append(f"'{d.argument}' is a Python value that changed; each value traces once "
+                      "and is then cached. That is fine for a few values (a mode flag); if it "
+                      "takes many, pass it as an array or make it a kx.Variable.")
+    if not advice:
+        args = ", ".join(dict.fromkeys(top))
+        advice.append(f"the types of {args} changed; keep them stable between calls.")
+        signature_fix()
+    return " ".join(advice), fixes, signature
+
+
+def _numeric_literal(t: Any) -> bool:
+    return isinstance(t, Literal) and isinstance(t.value, NUMERIC_LITERALS)
+
+
+def _dtype_for(d: ArgumentDiff) -> str:
+    for t in (d.new_type, d.old_type):
+        if isinstance(t, TensorSpec):
+            return t.dtype.name
+    value = d.new_type.value if isinstance(d.new_type, Literal) else d.old_type.value
+    return np.asarray(value).dtype.name
+
+
+def fix_for(function_name: str, diffs: Sequence[ArgumentDiff]) -> str:
+    """A short suggestion in words (the retracing warning's "Fix:")."""
+    kinds = {d.kind for d in diffs}
+    args = sorted({d.argument.split("[")[0].split(".")[0] for d in diffs})
+    if kinds & {"python_value", "python_to_array", "array_to_python"}:
+        arg = next(d.argument for d in diffs
+                   if d.kind in ("python_value", "python_to_array", "array_to_python"))
+        return (f"pass {arg} as a NumPy value (e.g. np.int32({arg}) or np.asarray({arg})) so "
+                "that its value is a graph input instead of part of the signature, or give "
+                f"the function an input_signature with a 0-d kx.TensorSpec for {arg}")
+    if kinds & {"shape", "rank"}:
+        return (f"use kx.function({function_name}, reduce_retracing=True), or an "
+                f"input_signature with None for the dimensions of {', '.join(args)} that vary")
+    if "dtype" in kinds:
+        return f"convert {', '.join(args)} to one dtype before calling (x.astype(...))"
+    if kinds & {"object", "function_object"}:
+        return ("pass the same object each call (a new function/lambda or object per call "
+                "always retraces), or give its class a __tracing_type__")
+    return f"keep the types of {', '.join(args)} stable between calls"

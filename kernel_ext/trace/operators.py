@@ -1,0 +1,109 @@
+"""``NumpyOperators``: Python's operator protocol for array-likes, built from the op table.
+
+A traced :class:`~kernel_ext.trace.tensor.Tensor` and a ``kx.Variable`` both take part in
+expressions the way an ``np.ndarray`` does: ``a + b`` is ``np.add(a, b)``, ``2 - a`` is
+``np.subtract(2, a)``, ``-a`` is ``np.negative(a)``, ``a < b`` is ``np.less(a, b)``.
+Each operator calls the NumPy function, and NumPy dispatches back to the operand's
+``__array_ufunc__`` (which records the op while tracing, or reads the variable's value).
+
+The dunders are not written out by hand: every :class:`~kernel_ext.ir.OpKind` that has a
+``dunder`` gets its methods here, so the op table stays the one list of operators.
+
+* binary ops (``ADD`` → ``"add"``): ``__add__``, ``__radd__`` and, for classes made with
+  ``inplace=True``, ``__iadd__``;
+* comparisons (:data:`kernel_ext.ir.COMPARISONS`): ``__lt__`` ... only (Python reflects them
+  itself and has no in-place forms);
+* unary ops (``NEGATIVE`` → ``"neg"``): ``__neg__``;
+* ``divmod``: ``__divmod__`` / ``__rdivmod__`` as floor division and remainder, as NumPy does.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import COMPARISONS, OpKind
+
+
+def _numpy_callable(kind: OpKind) -> Callable[..., Any]:
+    """The NumPy function applying ``kind`` (its ufunc; ``np.matmul`` for MATMUL)."""
+    fn = kind.ufunc or kind.numpy_function
+    if fn is None:  # pragma: no cover - guarded by the op table's tests
+        raise LookupError(f"{kind!r} has a dunder but no NumPy function")
+    return fn
+
+
+def _named(fn: Callable[..., Any], name: str) -> Callable[..., Any]:
+    fn.__name__ = fn.__qualname__ = name
+    return fn
+
+
+def _forward(uf: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
+    return _named(lambda self, other: uf(self, other), name)
+
+
+def _reflected(uf: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
+    return _named(lambda self, other: uf(other, self), name)
+
+
+def _unary(uf: Callable[..., Any], name: str) -> Callable[[Any], Any]:
+    return _named(lambda self: uf(self), name)
+
+
+def _inplace(uf: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
+    def op(self: Any, other: Any) -> Any:
+        # NumPy's in-place semantics on the Python object (aliases see the new value); the
+        # graph itself stays functional: the object is rebound to the result's node.
+        self._rebind(uf(self, other))
+        return self
+    return _named(op, name)
+
+
+#: ``(dunder stem, NumPy callable)`` of the binary operators that have reflected and in-place
+#: forms, in op-table order.
+BINARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
+    (k.dunder, _numpy_callable(k)) for k in OpKind
+    if k.dunder is not None and k not in COMPARISONS and _numpy_callable(k).nin == 2)
+#: ``(dunder stem, ufunc)`` of the comparisons (no reflected or in-place forms).
+COMPARISON_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
+    (k.dunder, _numpy_callable(k)) for k in OpKind if k in COMPARISONS)
+#: ``(dunder stem, ufunc)`` of the unary operators.
+UNARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
+    (k.dunder, _numpy_callable(k)) for k in OpKind
+    if k.dunder is not None and _numpy_callable(k).nin == 1)
+
+
+class NumpyOperators:
+    """Mixin: Python operators that call the matching NumPy function on ``self``.
+
+    Subclass with ``inplace=True`` to get ``__iadd__`` & co., which rebind the object itself
+    to the result (such a subclass defines ``_rebind(value)``, its own hook): ``x += 1`` on
+    a traced value then changes what every alias of ``x`` names, as on an ndarray. Without it
+    (the default), ``x += 1`` falls back to ``x = x + 1``, which rebinds only the name: right
+    for a ``kx.Variable``, whose value changes only through ``assign_add``.
+    """
+
+    __slots__ = ()
+
+    def __init_subclass__(cls, *, inplace: bool = False, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if inplace:
+            for stem, uf in BINARY_OPERATORS:
+                setattr(cls, f"__i{stem}__", _inplace(uf, f"__i{stem}__"))
+
+    def __divmod__(self, other: Any) -> tuple[Any, Any]:
+        return np.floor_divide(self, other), np.remainder(self, other)
+
+    def __rdivmod__(self, other: Any) -> tuple[Any, Any]:
+        return np.floor_divide(other, self), np.remainder(other, self)
+
+
+for _stem, _uf in BINARY_OPERATORS:
+    setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
+    setattr(NumpyOperators, f"__r{_stem}__", _reflected(_uf, f"__r{_stem}__"))
+for _stem, _uf in COMPARISON_OPERATORS:
+    setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
+for _stem, _uf in UNARY_OPERATORS:
+    setattr(NumpyOperators, f"__{_stem}__", _unary(_uf, f"__{_stem}__"))
+del _stem, _uf

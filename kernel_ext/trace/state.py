@@ -1,0 +1,45 @@
+"""Which traces are running: this thread's stack of trace contexts, and a process-wide count.
+
+The lowest module of the trace layer: it knows nothing of tensors or variables, so every other
+trace module can ask "am I being traced?" (:func:`current_context`) without an import cycle.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .context import TraceContext
+
+_state = threading.local()
+
+
+class Activity:
+    """How many traces are running in the whole process (any thread).
+
+    The cache-hit path of a Function reads ``ACTIVITY.depth`` (a plain attribute, no
+    thread-local lookup): only when some trace is running does it take the slow path, which
+    then checks this thread's own stack.
+    """
+
+    def __init__(self) -> None:
+        self.depth = 0
+        self.lock = threading.Lock()
+
+
+ACTIVITY = Activity()
+
+
+def context_stack() -> "list[TraceContext]":
+    """This thread's active trace contexts, outermost first (created on first use)."""
+    stack = getattr(_state, "stack", None)
+    if stack is None:
+        stack = _state.stack = []
+    return stack
+
+
+def current_context() -> "TraceContext | None":
+    """The innermost active trace of this thread, or ``None`` when running eagerly."""
+    stack: Any = getattr(_state, "stack", None)
+    return stack[-1] if stack else None
