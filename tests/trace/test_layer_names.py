@@ -1,9 +1,8 @@
-"""The trace layer's public names for what other modules use, and no private imports."""
+"""The trace layer's public names for what other modules use (the rule against private
+imports across modules is checked for the whole package in tests/test_architecture.py)."""
 
 from __future__ import annotations
 
-import ast
-import pathlib
 
 import numpy as np
 import pytest
@@ -16,7 +15,6 @@ from kernel_ext.trace.control_flow import TensorArray
 from kernel_ext.trace.tensor import Tensor, describe_tensor
 from kernel_ext.trace.variables import resolve
 
-_PACKAGE = pathlib.Path(kx.__file__).parent
 
 
 def test_context_makes_tensors_and_binds_ops():
@@ -56,14 +54,3 @@ def test_leaked_tensor_error_names_it():
     f(np.ones(2, np.float32))
     with pytest.raises(errors.LeakedTensorError, match=r"%multiply \(float32\[2\]\)"):
         leaked[0] + 1
-
-
-@pytest.mark.parametrize("layer", ["trace", "autograph", "engine"])
-def test_no_module_imports_another_modules_private_names(layer):
-    offenders = []
-    for path in sorted((_PACKAGE / layer).glob("*.py")):
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.ImportFrom):
-                offenders += [f"{path.name}: {node.module}.{a.name}" for a in node.names
-                              if a.name.startswith("_") and not a.name.startswith("__")]
-    assert offenders == []
