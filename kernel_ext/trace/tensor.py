@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpKind
+from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
 from .operators import NumpyOperators
 from .state import current_context
 
@@ -286,9 +286,10 @@ def _reduction_method(name: str) -> Callable[..., Tensor]:
     return method
 
 
-for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "std", "var", "argmax",
-              "argmin"):
-    setattr(Tensor, _name, _reduction_method(_name))
+# Every reduction op is the ndarray method of its name (the op table's naming rule).
+for _kind in OpKind:
+    if _kind.group is OpGroup.REDUCTION:
+        setattr(Tensor, _kind.value, _reduction_method(_kind.value))
 
 
 # -- ufunc dispatch -------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import errors
-from ..ir import OpKind
+from ..ir import OpGroup, OpKind
 from .operators import NumpyOperators
 from .state import current_context
 from .tensor import Tensor, describe_tensor
@@ -226,9 +226,10 @@ def _reduction_method(name: str) -> Callable[..., Any]:
     return method
 
 
-for _name in ("sum", "prod", "mean", "max", "min", "any", "all", "std", "var", "argmax",
-              "argmin", "cumsum", "cumprod"):
-    setattr(Variable, _name, _reduction_method(_name))
+# The ndarray methods of every reduction and scan op (named after the op), on the value read.
+for _kind in OpKind:
+    if _kind.group in (OpGroup.REDUCTION, OpGroup.SCAN):
+        setattr(Variable, _kind.value, _reduction_method(_kind.value))
 
 # Variable has no in-place operators (NumpyOperators without inplace=True): ``v += 1`` rebinds
 # the Python name, as on any immutable value; assign_add() changes the variable itself
