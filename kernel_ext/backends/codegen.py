@@ -864,8 +864,8 @@ class _KernelWriter:
             "import numpy as np",
         ]
         if self.target == "cpu":
-            header.append("from kernel_ext.backends.numba_math import inline as _inline, "
-                          "kernel as _kernel, call_loop as _call_loop")
+            header.append("from kernel_ext.backends.numba_decorators import "
+                          "inline as _inline, kernel as _kernel, call_loop as _call_loop")
         else:
             header.append("from kernel_ext.backends.numba_cuda import device as _device, "
                           "kernel as _kernel")

@@ -42,18 +42,6 @@ device = _device_decorator
 kernel = cuda.jit
 
 
-def available() -> bool:
-    """Can CUDA kernels run here (a real GPU, or the simulator)?"""
-    try:
-        return bool(cuda.is_available())
-    except Exception:  # a broken driver
-        return False
-
-
-def real_gpu() -> bool:
-    return available() and not SIMULATOR
-
-
 def launch_config(n: int) -> tuple[int, int]:
     """``(blocks, threads per block)``: tiny in the simulator (each CUDA thread is a Python
     thread there), enough to fill a real GPU otherwise."""
@@ -165,5 +153,5 @@ def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
     return bad, results, partials
 
 
-__all__ = ["SIMULATOR", "available", "call_scope", "compile_variant", "device", "kernel",
-           "launch_config", "on_device", "real_gpu", "run_segment"]
+__all__ = ["SIMULATOR", "call_scope", "compile_variant", "device", "kernel", "launch_config",
+           "on_device", "run_segment"]

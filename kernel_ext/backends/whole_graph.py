@@ -39,13 +39,14 @@ from ..ir import Graph, Node, OpKind
 from ..ir.abstract import DynamicIndex
 from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
-from . import Executable
 from .codegen import (CODEGEN_VERSION, KernelSource, Unsupported, _KernelWriter, can_compile,
                       const_source, ctor)
+from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from .cost import whole_graph_handover
-from .fused import (COMPILER, SUM_PARALLEL_MIN, KernelHandle, compile_fused, handle_for,
-                    segment_reports)
-from .numpy_backend import _access, _Namer, _output_expr, _Scope
+from .executable import Executable
+from .fused import compile_fused
+from .numpy_backend import Namer, Scope, access_expr, output_expr
+from .parallel import SUM_PARALLEL_MIN
 from .ufunc_loops import find_loop
 
 SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a NumPy rerun
@@ -179,8 +180,8 @@ class _GraphWriter:
                                      for n in self.graph.inputs),
             "import math",
             "import numpy as np",
-            "from kernel_ext.backends.numba_math import inline as _inline, kernel as _kernel, "
-            "call_loop as _call_loop",
+            "from kernel_ext.backends.numba_decorators import inline as _inline, "
+            "kernel as _kernel, call_loop as _call_loop",
         ])
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
@@ -907,14 +908,6 @@ def _matmul_loop(a, b, out, f, d, ptrs, dims, steps):
 # The executable
 # ---------------------------------------------------------------------------------------------
 
-def _describe(value: Any) -> tuple:
-    """What the compiled signature needs to know about one argument."""
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        return ("array", value.dtype.str, value.ndim,
-                "C" if value.flags.c_contiguous else "A")
-    return ("scalar", np.asarray(value).dtype.str)
-
-
 def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
                         name: str = "graph") -> Executable:
     """The whole-graph executable of ``graph``, or the fused executor (with a warning naming
@@ -955,10 +948,9 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
               "variants": {}, "compile_ms": 0.0, "cache": None, "error": None,
               "reason": "jit_compile=True", "handover_size": handover,
               "parallel_sums": stats.get("parallel_sums", 0)}
-    from .fused import SegmentReport
     report = SegmentReport(report)
     handle.reports[id(report)] = report
-    handle._update_reports()
+    handle.update_reports()
     # The fused executor's own segments run too (first calls, large inputs): report them,
     # marked as the fallback, so the UI shows every kernel a call may run and its state.
     fallbacks = segment_reports(plans, "numba-cpu")
@@ -975,19 +967,19 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     fused executor until it is compiled, when it signals, or when an array input has at
     least ``handover`` elements: the executor then splits the large ops over the cores, which
     the single-threaded compiled function cannot), rebuild the outputs."""
-    namer = _Namer()
+    namer = Namer()
     consts = [namer.bind(c, "_c") for c in writer.constants]
     loops = []
     if writer.loop_args:
         table = np.array([a for pair in writer.loop_args for a in pair], np.uintp)
         loops.append(namer.bind(table, "_la"))
-    namer.globals.update(_H=handle, _fallback=fallback, _describe=_describe,
+    namer.globals.update(_H=handle, _fallback=fallback,
                          _deferred=COMPILER.deferred, _flush=COMPILER.flush, _SIGNAL=SIGNAL)
     params = ", ".join(f"p{i}" for i in range(n_params))
     lines = [f"def run({params}):"]
     ins = []
     for node in writer.param_nodes:
-        expr = _access(node.attrs["path"], namer)
+        expr = access_expr(node.attrs["path"], namer)
         v = f"a{len(ins)}"
         if node.aval.shape == ():
             lines.append(f"    {v} = {expr}[()]")
@@ -1014,14 +1006,14 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append("        if str(e) != _SIGNAL:")
     lines.append("            raise")
     lines.append(f"        return _fallback({params})")
-    scope = _Scope("v_")
+    scope = Scope("v_")
     for i, o in enumerate(graph.outputs):
         dt = namer.bind(np.dtype(o.dtype).type, "_t")
         if o.aval.shape == ():
             lines.append(f"    {scope.var(o)} = {dt}(outs[{i}])")
         else:
             lines.append(f"    {scope.var(o)} = outs[{i}]")
-    lines.append(f"    _r = {_output_expr(tree, graph, namer, scope)}")
+    lines.append(f"    _r = {output_expr(tree, graph, namer, scope)}")
     lines.append("    if _deferred:")
     lines.append("        _flush()")
     lines.append("    return _r")
