@@ -124,7 +124,8 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
         return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
     target = _target(backend)
-    from .fused import compile_fused, segment_reports
+    from .compiler import segment_reports
+    from .fused import compile_fused
     mode = _mode(backend)
     try:
         run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,

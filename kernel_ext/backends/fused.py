@@ -23,11 +23,11 @@ from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
 from . import cost
 from .codegen import KernelSource, Unsupported, can_compile, generate
-from .compiler import (COMPILER, HOT_ELEMENTS, KernelHandle, handle_for, segment_reports,
-                       set_synchronous, wait_for_kernels)
+from .compiler import (COMPILER, HOT_ELEMENTS, KernelHandle, handle_for, set_synchronous,
+                       wait_for_kernels)
 from .numpy_backend import Emitter, Namer, Scope, output_expr
 from .parallel import parallel_sum, parallel_ufunc, parallel_ufunc_sum
-from .runners import RUNTIME, RunnerWriter
+from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
 
 class SegmentPlan:
     """A segment chosen for fusion, its kernel and the cost model's decision."""
@@ -124,7 +124,9 @@ class _FusedEmitter(Emitter):
             self.parallel_sums += 1
             x = scope.var(node.args[0])
             known = self._sum_of_input.get(node.args[0])
-            expr = f"{known} if {known} is not None else _parallel_sum({x})" if known else f"_parallel_sum({x})"
+            expr = f"_parallel_sum({x})"
+            if known:
+                expr = f"{known} if {known} is not None else {expr}"
             self.lines.append(f"{indent}{scope.var(node)} = {expr}")
             return
         size = self._parallel_size(node)
@@ -135,7 +137,8 @@ class _FusedEmitter(Emitter):
             self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
             x, v, total = scope.var(node.args[0]), scope.var(node), self._sum_into.get(node)
             if total:
-                self.lines.append(f"{indent}{v}, {total} = _parallel_ufunc_sum({uf}, {x}, {dt}, {size})")
+                self.lines.append(f"{indent}{v}, {total} = "
+                                  f"_parallel_ufunc_sum({uf}, {x}, {dt}, {size})")
             else:
                 self.lines.append(f"{indent}{v} = _parallel_ufunc({uf}, {x}, {dt}, {size})")
             return
@@ -176,7 +179,11 @@ class _FusedEmitter(Emitter):
                 self.plans.append(plan)
                 hot = HOT_ELEMENTS if self.mode == "auto" else 0
                 keep = frozenset(i for i, o in enumerate(item.outputs) if o in resident)
-                writer = RunnerWriter(plan, idx, self.namer, hot, keep)
+                writer: CpuRunnerWriter | CudaRunnerWriter
+                if plan.ksrc.target == "cuda":
+                    writer = CudaRunnerWriter(plan, idx, self.namer, hot, keep)
+                else:
+                    writer = CpuRunnerWriter(plan, idx, self.namer, hot)
                 runner = writer.runner()
                 self.functions.append("\n".join(writer.lines))
                 ins = ", ".join(scope.var(n) for n in item.inputs)
@@ -216,7 +223,7 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
             for u in readers:
                 q = seg_of.get(u)
                 if q is None or q.ksrc.target != "cuda" or \
-                        q.segment.inputs.index(o) in q.ksrc.scalar_inputs or \
+                        q.segment.inputs.index(o) in q.ksrc.call.scalar_inputs or \
                         not _reads_in_place(o.aval.shape, q.segment.domain):
                     ok = False
                     break

@@ -25,9 +25,9 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from ..ir import Node, OpKind
-from ..passes.fusion import Segment
 from .numpy_backend import Emitter, Namer, Scope
 from .parallel import run_parallel
+from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
 
 if TYPE_CHECKING:
@@ -67,35 +67,19 @@ def keep_output(slot: list, out: np.ndarray) -> None:
     slot[:] = (out,)
 
 
-def _deps(seg: Segment) -> dict[Node, set[int]]:
-    """For each member, the indices of the segment's array inputs it depends on."""
-    deps: dict[Node, set[int]] = {}
-    index = {n: i for i, n in enumerate(seg.inputs)}
-    for n in seg.nodes:
-        d: set[int] = set()
-        for a in n.inputs:
-            if a in deps:
-                d |= deps[a]
-            elif a in index and a.aval.shape != ():
-                d.add(index[a])
-        deps[n] = d
-    return deps
+class _RunnerWriter(CallRenderer):
+    """What the CPU and CUDA runners share: the NumPy fallback of a segment and the names
+    of the runner's parameters; the subclasses render the kernel call itself."""
 
-
-class RunnerWriter:
-    """Generates the runner and the NumPy fallback of one fused segment."""
-
-    def __init__(self, plan: SegmentPlan, idx: int, namer: Namer, hot: int = 0,
-                 device_outputs: frozenset[int] = frozenset()) -> None:
+    def __init__(self, plan: SegmentPlan, idx: int, namer: Namer, hot: int = 0) -> None:
         self.plan = plan
         self.hot = hot
-        self.device_outputs = device_outputs  # CUDA: outputs (by index) left on the device
         self.seg = plan.segment
-        self.k = plan.ksrc
+        self.call: SegmentCall = plan.ksrc.call  # type: ignore[assignment]
         self.idx = idx
         self.namer = namer
         self.lines: list[str] = []
-        self.slots: dict[int, tuple[str, int]] = {}  # recycled output -> (slot, min size)
+        self.params = [f"v{i}" for i in range(len(self.seg.inputs))]
 
     def bind(self, value: Any, prefix: str) -> str:
         return self.namer.bind(value, prefix)
@@ -104,7 +88,7 @@ class RunnerWriter:
         """``_fbN(v0, ...)``: the segment's ops through NumPy (exact reference semantics)."""
         seg = self.seg
         name = f"_fb{self.idx}"
-        params = [f"v{i}" for i in range(len(seg.inputs))]
+        params = self.params
         emitter = Emitter(self.namer)
         scope = Scope(f"f{self.idx}_", dict(zip(seg.inputs, params)))
         emitter.lines.append(f"def {name}({', '.join(params)}):")
@@ -137,15 +121,59 @@ class RunnerWriter:
         self.lines += emitter.lines
         return name
 
-    def cuda_runner(self, name: str, fb: str, handle: str, params: list[str]) -> str:
-        """A CUDA segment: shapes on the host, one launch, partial sums combined here.
+    def runner(self) -> str:
+        """Write the fallback and the runner; returns the runner's name."""
+        raise NotImplementedError
 
-        Inputs may be device arrays (earlier segments' outputs kept there); the outputs in
-        ``self.device_outputs`` stay on the device. The NumPy fallback gets host arrays.
-        """
-        seg, k, L = self.seg, self.k, self.lines
+
+class CudaRunnerWriter(_RunnerWriter):
+    """A CUDA segment: shapes on the host, one launch, partial sums combined here.
+
+    Inputs may be device arrays (earlier segments' outputs kept there); the outputs in
+    ``device_outputs`` stay on the device. The NumPy fallback gets host arrays. The launch
+    (:func:`kernel_ext.backends.numba_cuda.run_segment`) makes the device buffers; the
+    runner's packing function ``_packN`` puts them in ``k_cuda``'s parameter order.
+    """
+
+    def __init__(self, plan: SegmentPlan, idx: int, namer: Namer, hot: int = 0,
+                 device_outputs: frozenset[int] = frozenset()) -> None:
+        super().__init__(plan, idx, namer, hot)
+        self.device_outputs = device_outputs  # outputs (by index) left on the device
+
+    def argument(self, arg: Arg, variant: str) -> str:
+        call = self.call
+        if arg.kind == "total":
+            return "total"
+        if arg.kind == "dim":
+            return f"dims[{arg.index}]"
+        if arg.kind == "array":
+            return f"ins[{call.array_inputs.index(arg.index)}]"
+        if arg.kind == "scalar":
+            return f"scalars[{call.scalar_inputs.index(arg.index)}]"
+        if arg.kind == "output":
+            return f"outs[{call.map_outputs.index(arg.index)}]"
+        if arg.kind in ("acc", "flag"):
+            return arg.kind
+        return super().argument(arg, variant)
+
+    def packer(self) -> str:
+        """``_packN(total, dims, ins, scalars, outs, acc, flag)``: the launch's arguments in
+        the kernel's order (:meth:`SegmentCall.args`)."""
+        name = f"_pack{self.idx}"
+        args = self.arguments(self.call, "cuda")
+        self.lines.append(f"def {name}(total, dims, ins, scalars, outs, acc, flag):")
+        self.lines.append(f"    return ({''.join(a + ', ' for a in args)})")
+        return name
+
+    def runner(self) -> str:
+        seg, call, L = self.seg, self.call, self.lines
+        fb = self.fallback()
+        pack = self.packer()
+        handle = self.bind(self.plan.handle, "_K")
+        name = f"_seg{self.idx}"
+        params = self.params
         call_fb = f"return {fb}({', '.join(f'_host({p})' for p in params)})"
-        arrays = [f"v{i}" for i in k.array_inputs]
+        arrays = [f"v{i}" for i in call.array_inputs]
         L.append(f"def {name}({', '.join(params)}):")
         L.append("    try:")
         shapes = ", ".join(f"{a}.shape" for a in arrays)
@@ -155,8 +183,8 @@ class RunnerWriter:
         L.append("    n = 1")
         L.append("    for d in shp:")
         L.append("        n *= d")
-        red = k.reduction
-        if red is not None:
+        red = call.reduction
+        if call.empty_falls_back:
             L.append("    if n == 0:")
             L.append(f"        {call_fb}")
         L.append(f"    kc = {handle}.cuda")
@@ -164,14 +192,13 @@ class RunnerWriter:
         L.append(f"        kc = {handle}.need('cuda', n, {self.hot})")
         L.append("        if kc is None:")
         L.append(f"            {call_fb}")
-        kdt = self.bind([np.dtype(seg.outputs[i].aval.dtype) for i in k.map_outputs], "_dts")
-        ksrc = self.bind(k, "_ksrc")
-        scal = ", ".join(f"v{i}[()]" for i in k.scalar_inputs)
-        rank = len(seg.domain)
-        keep = tuple(rank > 0 and seg.outputs.index(o) in self.device_outputs
-                     for o in (seg.outputs[i] for i in k.map_outputs))
-        L.append(f"    bad, outs, parts = _cuda_run(kc, {ksrc}, shp, [{', '.join(arrays)}], "
-                 f"[{scal}], {kdt}, {keep!r})")
+        kdt = self.bind([call.output_dtypes[i] for i in call.map_outputs], "_dts")
+        acc_dt = self.bind(None if red is None else np.dtype(red.acc_dtype), "_adt")
+        scal = ", ".join(f"v{i}[()]" for i in call.scalar_inputs)
+        rank = call.rank
+        keep = tuple(rank > 0 and i in self.device_outputs for i in call.map_outputs)
+        L.append(f"    bad, outs, parts = _cuda_run(kc, {pack}, shp, [{', '.join(arrays)}], "
+                 f"[{scal}], {kdt}, {acc_dt}, {keep!r})")
         L.append("    if bad:")
         L.append(f"        {call_fb}")
         results = []
@@ -187,18 +214,53 @@ class RunnerWriter:
         L.append(f"    return ({''.join(r + ', ' for r in results)})")
         return name
 
+
+class CpuRunnerWriter(_RunnerWriter):
+    """A CPU segment: the domain from the inputs' shapes, the contiguous ``k_flat`` (split
+    over the pool's threads for large arrays) when every input spans the domain
+    C-contiguously, the broadcasting ``k_nd`` otherwise, reductions finished here."""
+
+    def __init__(self, plan: SegmentPlan, idx: int, namer: Namer, hot: int = 0) -> None:
+        super().__init__(plan, idx, namer, hot)
+        self.slots: dict[int, tuple[str, int]] = {}  # recycled output -> (slot, min size)
+        self.loop_names: dict[tuple[str, int], str] = {}
+
+    def argument(self, arg: Arg, variant: str) -> str:
+        kind, i = arg.kind, arg.index
+        if kind == "start":
+            return "0"
+        if kind == "stop":
+            return "n"
+        if kind == "dim":
+            return f"shp[{i}]"
+        if kind == "array":
+            return f"v{i}.ravel()" if variant == "flat" else f"_broadcast_view(v{i}, shp)"
+        if kind == "scalar":
+            return f"v{i}[()]"
+        if kind == "output":
+            return f"o{i}"
+        if kind == "acc":
+            return "acc"
+        if kind in ("loop", "loop_data"):
+            # NumPy loop addresses, found in this process (the kernel text holds none)
+            name = self.loop_names.get((kind, i))
+            if name is None:
+                found = find_loop(*self.call.loops[i])
+                assert found is not None
+                value = np.uintp(found[0] if kind == "loop" else found[1])
+                name = self.bind(value, "_fp" if kind == "loop" else "_dp")
+                self.loop_names[(kind, i)] = name
+            return name
+        return super().argument(arg, variant)
+
     def runner(self) -> str:
-        seg, k = self.seg, self.k
+        seg, call = self.seg, self.call
         fb = self.fallback()
-        if k.target == "cuda":
-            handle = self.bind(self.plan.handle, "_K")
-            params = [f"v{i}" for i in range(len(seg.inputs))]
-            return self.cuda_runner(f"_seg{self.idx}", fb, handle, params)
         handle = self.bind(self.plan.handle, "_K")
-        params = [f"v{i}" for i in range(len(seg.inputs))]
+        params = self.params
         call_fb = f"return {fb}({', '.join(params)})"
-        rank = len(seg.domain)
-        arrays = k.array_inputs
+        rank = call.rank
+        arrays = call.array_inputs
         static = all(d is not None for d in seg.domain)
         L = self.lines
         name = f"_seg{self.idx}"
@@ -206,7 +268,7 @@ class RunnerWriter:
         # -- the iteration domain ---------------------------------------------------------
         if static:
             # bound, not spelled out: a retrace with other sizes then generates the same
-            # source text, whose compiled code is reused (_CODE)
+            # source text, whose compiled code is reused (fused._CODE)
             L.append(f"    shp = {self.bind(tuple(seg.domain), '_shp')}")
             L.append(f"    n = {self.bind(math.prod(seg.domain), '_size')}")
         else:
@@ -224,11 +286,8 @@ class RunnerWriter:
                 # A member computed from fewer inputs may be smaller than the domain when
                 # dims are unknown (a 1 broadcast against n): NumPy then gives it its own
                 # shape, so such calls run through NumPy.
-                deps = _deps(seg)
                 full = set(arrays)
-                for o in seg.outputs:
-                    src = o.args[0] if o is seg.reduction else o
-                    d = deps.get(src, {seg.inputs.index(src)} if src in seg.inputs else set())
+                for d in call.output_deps:
                     if d != full and d:
                         sh = ", ".join(f"v{i}.shape" for i in sorted(d))
                         L.append(f"        if _bshape({sh}) != shp:")
@@ -238,12 +297,11 @@ class RunnerWriter:
         if dec.min_size > 1 and not static:
             L.append(f"    if n < {dec.min_size}:")
             L.append(f"        {call_fb}")
-        if seg.reduction is not None:
+        if call.empty_falls_back:
             L.append("    if n == 0:")
             L.append(f"        {call_fb}")
-        red = k.reduction
         # -- the contiguous path -----------------------------------------------------------
-        flat_ok = red is None or red.axis is None
+        flat_ok = call.has_flat
         conds = []
         for i in arrays:
             a = seg.inputs[i]
@@ -260,33 +318,20 @@ class RunnerWriter:
                 ind = "        "
             else:
                 ind = "    "
-            self._flat_branch(ind, handle, call_fb, params)
+            self._flat_branch(ind, handle, call_fb)
             if not conds:
                 return name
         if rank == 0:
             L.append(f"    {call_fb}")
             return name
-        self._nd_branch("    ", handle, call_fb, params)
+        self._nd_branch("    ", handle, call_fb)
         return name
 
-    def _loop_args(self) -> list[str]:
-        out = []
-        for ufunc, loop in self.k.calls:
-            found = find_loop(ufunc, loop)
-            assert found is not None
-            out.append(self.bind(np.uintp(found[0]), "_fp"))
-            out.append(self.bind(np.uintp(found[1]), "_dp"))
-        return out
-
-    def _scalar_args(self) -> list[str]:
-        return [f"v{i}[()]" for i in self.k.scalar_inputs]
-
-    def _outputs(self, ind: str, shape_expr: str, recycle: bool = False) -> list[str]:
+    def _outputs(self, ind: str, shape_expr: str, recycle: bool = False) -> None:
         """Allocate the map outputs; ``recycle`` (the flat path): large ones reuse the
         runner's previous output when the caller has dropped it (:func:`take_output`)."""
-        names = []
-        for i in self.k.map_outputs:
-            dtype = np.dtype(self.seg.outputs[i].aval.dtype)
+        for i in self.call.map_outputs:
+            dtype = self.call.output_dtypes[i]
             dt = self.bind(dtype, "_dt")
             if recycle:
                 slot = self.bind([], "_slot")
@@ -296,24 +341,21 @@ class RunnerWriter:
                 self.slots[i] = (slot, big)
             else:
                 self.lines.append(f"{ind}o{i} = _empty({shape_expr}, {dt})")
-            names.append(f"o{i}")
-        return names
 
-    def _flat_branch(self, ind: str, handle: str, call_fb: str, params: list[str]) -> None:
-        L, seg, k = self.lines, self.seg, self.k
+    def _flat_branch(self, ind: str, handle: str, call_fb: str) -> None:
+        L, seg, call = self.lines, self.seg, self.call
         L.append(f"{ind}kf = {handle}.flat")
         L.append(f"{ind}if kf is None:")
         L.append(f"{ind}    kf = {handle}.need('flat', n, {self.hot})")
         L.append(f"{ind}    if kf is None:")
         L.append(f"{ind}        {call_fb}")
-        outs = self._outputs(ind, "n", recycle=True)
-        args = [f"v{i}.ravel()" for i in k.array_inputs] + self._scalar_args() + outs \
-            + self._loop_args()
+        self._outputs(ind, "n", recycle=True)
+        start, stop, *args = self.arguments(call, "flat")
         argtext = ", ".join(args)
         par = self.plan.decision.parallel_size
-        red = k.reduction
+        red = call.reduction
         L.append(f"{ind}if n >= {par}:")
-        L.append(f"{ind}    parts = _run_parallel(kf, n, ({argtext}{',' if args else ''}))")
+        L.append(f"{ind}    parts = _run_parallel(kf, {stop}, ({argtext}{',' if args else ''}))")
         if red is None:
             L.append(f"{ind}    bad = any(parts)")
         else:
@@ -321,13 +363,13 @@ class RunnerWriter:
             L.append(f"{ind}    bad, acc = {comb}(parts)")
         L.append(f"{ind}else:")
         lhs = "bad" if red is None else "bad, acc"
-        L.append(f"{ind}    {lhs} = kf(0, n{', ' if args else ''}{argtext})")
+        L.append(f"{ind}    {lhs} = kf({start}, {stop}{', ' if args else ''}{argtext})")
         L.append(f"{ind}if bad:")
         L.append(f"{ind}    {call_fb}")
         for i, (slot, big) in self.slots.items():
             L.append(f"{ind}if n >= {big}:")
             L.append(f"{ind}    _keep({slot}, o{i})")
-        rank = len(seg.domain)
+        rank = call.rank
         results = []
         for i, o in enumerate(seg.outputs):
             if o is seg.reduction:
@@ -341,30 +383,23 @@ class RunnerWriter:
                 results.append(f"o{i}.reshape(shp)")
         L.append(f"{ind}return ({''.join(r + ', ' for r in results)})")
 
-    def _nd_branch(self, ind: str, handle: str, call_fb: str, params: list[str]) -> None:
-        L, seg, k = self.lines, self.seg, self.k
-        rank = len(seg.domain)
+    def _nd_branch(self, ind: str, handle: str, call_fb: str) -> None:
+        L, seg, call = self.lines, self.seg, self.call
+        rank = call.rank
         L.append(f"{ind}kn = {handle}.nd")
         L.append(f"{ind}if kn is None:")
         L.append(f"{ind}    kn = {handle}.need('nd', n, {self.hot})")
         L.append(f"{ind}    if kn is None:")
         L.append(f"{ind}        {call_fb}")
-        outs = self._outputs(ind, "shp")
-        red = k.reduction
-        accs = []
+        self._outputs(ind, "shp")
+        red = call.reduction
         if red is not None:
             ident = self.bind(np.dtype(red.acc_dtype).type(red.identity), "_id")
             dt = self.bind(np.dtype(red.acc_dtype), "_dt")
-            if red.axis is None:
-                keep = f"{(1,) * rank!r}"
-            else:
-                keep = "(" + "".join(f"{'1' if d == red.axis else f'shp[{d}]'}, "
-                                     for d in range(rank)) + ")"
-            L.append(f"{ind}acc = _full({keep}, {ident}, {dt})")
-            accs = ["acc"]
-        dims = [f"shp[{d}]" for d in range(rank)]
-        arrs = [f"_broadcast_view(v{i}, shp)" for i in k.array_inputs]
-        args = dims + arrs + self._scalar_args() + outs + accs + self._loop_args()
+            keep = red.accumulator_shape([f"shp[{d}]" for d in range(rank)])
+            shape = ", ".join(keep) + ("," if len(keep) == 1 else "")
+            L.append(f"{ind}acc = _full(({shape}), {ident}, {dt})")
+        args = self.arguments(call, "nd")
         L.append(f"{ind}if kn({', '.join(args)}):")
         L.append(f"{ind}    {call_fb}")
         results = []
@@ -448,4 +483,5 @@ RUNTIME: dict[str, Any] = {
 
 
 
-__all__ = ["RECYCLE_BYTES", "RUNTIME", "keep_output", "take_output"]
+__all__ = ["CpuRunnerWriter", "CudaRunnerWriter", "RECYCLE_BYTES", "RUNTIME", "keep_output",
+           "take_output"]
