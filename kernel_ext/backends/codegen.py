@@ -28,6 +28,9 @@ error) is NumPy's own.
 Kernels are specialised on dtypes, rank and the block structure, never on sizes: one compiled
 kernel serves every shape of a signature family (a retrace with new sizes reuses it).
 
+Each kernel module comes with its :class:`~.segment_call.SegmentCall` (``KernelSource.call``):
+the parameters of every variant, in the order the renderers of the host side pass them.
+
 Kernel layout (CPU). ``k_flat(start, stop, *arrays, *scalars, *outputs, *loops)`` runs over
 contiguous 1-D views of same-shape inputs (a range, so the caller can split it over threads);
 ``k_nd(*dims, *arrays, *scalars, *outputs, [acc], *loops)`` runs over broadcast, strided N-d
