@@ -26,11 +26,11 @@ import importlib.util
 import os
 import time
 import warnings
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..ir import Graph
 from ..trace.pytree import TreeNode
+from .executable import Executable
 from .numpy_backend import compile_graph, generate_source
 from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 
@@ -39,29 +39,6 @@ BACKENDS = ("auto", "numpy", "numba", "cuda")
 STRICT = os.environ.get("KERNEL_EXT_STRICT", "") not in ("", "0")
 #: Fused executors shared by traces that differ only in sizes (see :mod:`.sharing`).
 SHARED = SharedExecutables()
-
-
-@dataclass
-class Executable:
-    """A compiled graph: ``run(*params)`` and the facts the UI shows about it.
-
-    ``segments`` holds one dict per fused segment (ops, kernel, ``state`` of its compilation,
-    ``compile_ms``, ``cache`` hit/miss); the dicts are updated in place as background
-    compilation progresses.
-    """
-
-    run: Callable[..., Any]
-    source: str
-    backend: str = "numpy"
-    segments: list[dict[str, Any]] = field(default_factory=list)
-    compile_ms: float = 0.0
-
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until the kernels requested so far are compiled (True) or ``timeout``."""
-        if not self.segments:
-            return True
-        from .fused import wait_for_kernels
-        return wait_for_kernels(timeout)
 
 
 @functools.lru_cache(maxsize=1)
@@ -147,7 +124,8 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
         return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
     target = _target(backend)
-    from .fused import compile_fused, segment_reports
+    from .compiler import segment_reports
+    from .fused import compile_fused
     mode = _mode(backend)
     try:
         run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,

@@ -28,6 +28,9 @@ error) is NumPy's own.
 Kernels are specialised on dtypes, rank and the block structure, never on sizes: one compiled
 kernel serves every shape of a signature family (a retrace with new sizes reuses it).
 
+Each kernel module comes with its :class:`~.segment_call.SegmentCall` (``KernelSource.call``):
+the parameters of every variant, in the order the renderers of the host side pass them.
+
 Kernel layout (CPU). ``k_flat(start, stop, *arrays, *scalars, *outputs, *loops)`` runs over
 contiguous 1-D views of same-shape inputs (a range, so the caller can split it over threads);
 ``k_nd(*dims, *arrays, *scalars, *outputs, [acc], *loops)`` runs over broadcast, strided N-d
@@ -43,14 +46,14 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import FUSIBLE_REDUCTIONS, Node, OpKind
+from ..ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, Node, OpKind
 from ..passes.fusion import Segment
+from .segment_call import Scratch, SegmentCall
 from .ufunc_loops import find_loop
 
 #: Format version of generated kernels; part of every cache key.
@@ -464,20 +467,68 @@ class ReductionPlan:
     identity: Any
 
     def combine(self, acc: str, v: str) -> str:
-        """Expression folding value ``v`` into accumulator ``acc``."""
-        op = self.op
-        if op in (OpKind.SUM, OpKind.MEAN):
-            return f"{acc} + {v}"
-        if op is OpKind.PROD:
-            return f"{acc} * {v}"
-        if op is OpKind.ANY:
-            return f"{acc} | {v}"
-        if op is OpKind.ALL:
-            return f"{acc} & {v}"
-        cmp = ">=" if op is OpKind.MAX else "<="
-        if self.acc_dtype.kind == "f":
-            return f"{acc} if ({acc} {cmp} {v}) | ({acc} != {acc}) else {v}"
-        return f"{acc} if {acc} {cmp} {v} else {v}"
+        """Expression folding value ``v`` into accumulator ``acc``: the op's accumulator
+        ufunc (``op.accumulator``, the op table's fact) written inline as for an elementwise
+        node in the accumulator's dtype (so a float max propagates NaN as ``maximum``)."""
+        ufunc = self.op.accumulator
+        assert ufunc is not None  # (a fusible reduction has one)
+        return _inline_ufunc(ufunc, [acc, v], self.acc_dtype)
+
+    @property
+    def mean(self) -> bool:
+        """Is the result the accumulator divided by the count of reduced elements?"""
+        return self.op is OpKind.MEAN
+
+    def count(self, dims: list[str]) -> str:
+        """Source text of the number of elements each result reduces (domain sizes
+        ``dims``)."""
+        return " * ".join(dims) if self.axis is None else dims[self.axis]
+
+    def accumulator_shape(self, dims: list[str]) -> list[str]:
+        """The N-d accumulator's shape: the domain's, 1 on every reduced axis."""
+        return ["1" if self.axis is None or d == self.axis else size
+                for d, size in enumerate(dims)]
+
+    def result_dims(self, dims: list[str]) -> list[str]:
+        """The result's shape without keepdims: the domain's less the reduced axes."""
+        return [] if self.axis is None else [size for d, size in enumerate(dims)
+                                             if d != self.axis]
+
+
+class _Operands:
+    """What an inline template sees when it folds two values already in one dtype."""
+
+    def __init__(self, operands: list[str], dtype: np.dtype) -> None:
+        self.ops, self.dtype = operands, dtype
+
+    def truth(self, k: int) -> str:
+        return _truth(self.ops[k], self.dtype)
+
+
+def _inline_ufunc(ufunc: np.ufunc, operands: list[str], dtype: np.dtype) -> str:
+    """``ufunc`` applied inline to ``operands`` of ``dtype`` (its elementwise template)."""
+    kind = _kind(dtype)
+    for kinds, fn in _INLINE[UFUNC_OPS[ufunc]]:
+        if kind in kinds:
+            return fn(operands, _Operands(operands, dtype))
+    raise Unsupported(f"no inline {ufunc.__name__} on {dtype}")
+
+
+def _identity(ufunc: np.ufunc, dtype: np.dtype) -> Any:
+    """The value an accumulation with ``ufunc`` starts from: the ufunc's identity, or — for
+    ``maximum``/``minimum``, which have none — the dtype's extreme that the ufunc never
+    picks over another value."""
+    if ufunc.identity is not None:
+        return ufunc.identity
+    if dtype.kind == "f":
+        lo, hi = -np.inf, np.inf
+    elif dtype == _BOOL:
+        lo, hi = False, True
+    else:
+        info = np.iinfo(dtype)
+        lo, hi = info.min, info.max
+    picked = ufunc(np.array(lo, dtype), np.array(hi, dtype))
+    return lo if picked == np.array(hi, dtype) else hi
 
 
 def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
@@ -520,21 +571,17 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
         # return the canonical NaN past a length, the NaN found below it): not bitwise and
         # not covered by a rounding bound, so only backend="numba" fuses them.
         raise Unsupported("float max/min (auto)")
+    accumulator = op.accumulator
     if op in (OpKind.ANY, OpKind.ALL):
         if out_dt != _BOOL:
             raise Unsupported("any/all to a non-bool dtype")
-        return ReductionPlan(op, axis, keepdims, _BOOL, _BOOL, out_dt, op is OpKind.ALL)
+        return ReductionPlan(op, axis, keepdims, _BOOL, _BOOL, out_dt,
+                             _identity(accumulator, _BOOL))  # type: ignore[arg-type]
     if op in (OpKind.MAX, OpKind.MIN):
         if out_dt != in_dt:
             raise Unsupported("max/min changing dtype")
-        if out_dt.kind == "f":
-            ident = -np.inf if op is OpKind.MAX else np.inf
-        elif out_dt == _BOOL:
-            ident = op is OpKind.MIN
-        else:
-            info = np.iinfo(out_dt)
-            ident = info.min if op is OpKind.MAX else info.max
-        return ReductionPlan(op, axis, keepdims, out_dt, out_dt, out_dt, ident)
+        return ReductionPlan(op, axis, keepdims, out_dt, out_dt, out_dt,
+                             _identity(accumulator, out_dt))  # type: ignore[arg-type]
     # sum / prod / mean: NumPy casts elements to the result dtype, then accumulates
     if out_dt == _BOOL:
         raise Unsupported("bool sum")
@@ -551,7 +598,8 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     value_dt = out_dt
     if op is OpKind.MEAN and "dtype" not in node.attrs and in_dt.kind in "iub":
         value_dt = _F64
-    return ReductionPlan(op, axis, keepdims, value_dt, acc, out_dt, 1 if op is OpKind.PROD else 0)
+    return ReductionPlan(op, axis, keepdims, value_dt, acc, out_dt,
+                         _identity(accumulator, acc))  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -721,25 +769,28 @@ class _Body:
         return f"{self.k.helper(name, self.loop_dtype)}({x})"
 
 
-@dataclass
+@dataclass(frozen=True)
 class KernelSource:
-    """A generated kernel module and what its callers need to know about it."""
+    """A generated kernel module: its text, its content hash (the kernel's identity across
+    processes), its target, and how its kernels are called (None for a whole-graph
+    function, which has a signature of its own)."""
 
     source: str
-    key: str                          # content hash (kernel identity across processes)
+    key: str
     target: str
-    array_inputs: list[int]           # indices into segment.inputs passed as arrays
-    scalar_inputs: list[int]          # ... passed as scalars (0-d values)
-    map_outputs: list[int]            # indices into segment.outputs that are elementwise
-    reduction: ReductionPlan | None
-    calls: list[tuple[np.ufunc, tuple[np.dtype, ...]]] = field(default_factory=list)
-    rank: int = 0
-    input_dtypes: list[np.dtype] = field(default_factory=list)
-    output_dtypes: list[np.dtype] = field(default_factory=list)
+    call: SegmentCall | None = None
 
-    @property
-    def n_calls(self) -> int:
-        return len(self.calls)
+
+@dataclass(frozen=True)
+class EmbeddedKernel:
+    """One kernel variant written for embedding in a whole-graph module: its function text,
+    the module-level constants and helper functions it reads, and its call description
+    (whose ``scratch`` lists the block buffers it takes as trailing parameters)."""
+
+    text: str
+    constants: str
+    helpers: dict[str, str]
+    call: SegmentCall
 
 
 class _KernelWriter:
@@ -749,7 +800,7 @@ class _KernelWriter:
         self.seg = seg
         self.target = target
         self.prefix = prefix
-        self.scratch: dict[str, list[tuple[str, str, str]]] = {}
+        self.scratch: dict[str, tuple[Scratch, ...]] = {}
         self.rank = len(seg.domain)
         self.members = set(seg.nodes)
         self.helpers: dict[str, str] = {}
@@ -763,6 +814,22 @@ class _KernelWriter:
         self.map_outputs = [i for i, n in enumerate(seg.outputs) if n is not seg.reduction]
         self.calls = [n for n in seg.elementwise if self.lowerings[n].call is not None]
         self._plan_stages()
+
+    def _call(self, variant: str | None = None) -> SegmentCall:
+        """This segment's call description (with the block buffers written so far)."""
+        seg = self.seg
+        deps = _input_deps(seg)
+        out_deps = []
+        for o in seg.outputs:
+            src = o.args[0] if o is seg.reduction else o
+            out_deps.append(frozenset(deps.get(src, {seg.inputs.index(src)}
+                                               if src in seg.inputs else set())))
+        return SegmentCall(
+            self.rank, tuple(self.array_inputs), tuple(self.scalar_inputs),
+            tuple(self.map_outputs), tuple(np.dtype(n.aval.dtype) for n in seg.inputs),
+            tuple(np.dtype(n.aval.dtype) for n in seg.outputs),
+            tuple(self.lowerings[n].call for n in self.calls),  # type: ignore[misc]
+            self.red, tuple(out_deps), tuple(self.scratch.items()))
 
     # -- small utilities ---------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -864,8 +931,8 @@ class _KernelWriter:
             "import numpy as np",
         ]
         if self.target == "cpu":
-            header.append("from kernel_ext.backends.numba_math import inline as _inline, "
-                          "kernel as _kernel, call_loop as _call_loop")
+            header.append("from kernel_ext.backends.numba_decorators import "
+                          "inline as _inline, kernel as _kernel, call_loop as _call_loop")
         else:
             header.append("from kernel_ext.backends.numba_cuda import device as _device, "
                           "kernel as _kernel")
@@ -874,66 +941,51 @@ class _KernelWriter:
         parts += body
         source = "\n\n".join(p for p in parts if p) + "\n"
         key = hashlib.sha256(source.encode()).hexdigest()[:24]
-        calls = [self.lowerings[n].call for n in self.calls]
-        return KernelSource(source, key, self.target, self.array_inputs, self.scalar_inputs,
-                            self.map_outputs, self.red, calls, self.rank,  # type: ignore[arg-type]
-                            [np.dtype(n.aval.dtype) for n in self.seg.inputs],
-                            [np.dtype(n.aval.dtype) for n in self.seg.outputs])
+        return KernelSource(source, key, self.target, self._call())
+
+    def embedded(self, variant: str, name: str, decorator: str) -> EmbeddedKernel:
+        """One CPU variant for a whole-graph module (block buffers passed in)."""
+        text = self.cpu_kernel(variant, name, decorator, embedded=True)
+        return EmbeddedKernel(text, "\n".join(self.const_lines), dict(self.helpers),
+                              self._call())
 
     # -- CPU -------------------------------------------------------------------------------
-    def _arg_names(self) -> tuple[list[str], list[str], list[str], list[str]]:
-        arrays = [f"in{i}" for i in self.array_inputs]
-        scalars = [f"s{i}" for i in self.scalar_inputs]
-        outs = [f"out{i}" for i in self.map_outputs]
-        loops = []
-        for k in range(len(self.calls)):
-            loops += [f"f{k}", f"d{k}"]
-        return arrays, scalars, outs, loops
-
     def _cpu_kernels(self) -> list[str]:
-        arrays, scalars, outs, loops = self._arg_names()
-        flat_args = ["start", "stop"] + arrays + scalars + outs + loops
-        dims = [f"n{d}" for d in range(self.rank)]
-        nd_args = dims + arrays + scalars + outs + (["acc"] if self.red else []) + loops
-        flat = self._cpu_kernel("k_flat", flat_args, nd=False)
-        kernels = [flat]
+        kernels = [self.cpu_kernel("flat", "k_flat")]
         if self.rank >= 1:
-            kernels.append(self._cpu_kernel("k_nd", nd_args, nd=True))
+            kernels.append(self.cpu_kernel("nd", "k_nd"))
         return kernels
 
-    def _cpu_kernel(self, name: str, args: list[str], nd: bool, scratch: bool = False,
-                    decorator: str = "@_kernel") -> str:
-        """One kernel. With ``scratch`` its block buffers are parameters instead of being
-        allocated per call (a whole-graph function allocates them once for all its loop
-        iterations); ``self.scratch[name]`` then lists ``(param, size, dtype)``."""
-        text = self._cpu_kernel_text(name, args, nd)
-        if not scratch:
-            return text.replace("@_kernel", decorator, 1)
-        kept, specs = [], []
-        pattern = re.compile(r"^    (\w+) = np\.empty\((.+), (np\.\w+)\)$")
-        for line in text.splitlines():
-            m = pattern.match(line)
-            if m:
-                specs.append((m.group(1), m.group(2), m.group(3)))
+    def cpu_kernel(self, variant: str, name: str, decorator: str = "@_kernel",
+                   embedded: bool = False) -> str:
+        """The text of one CPU kernel variant (``"flat"`` or ``"nd"``), its parameters in
+        :meth:`SegmentCall.args` order. ``embedded``: its block buffers become trailing
+        parameters instead of being allocated per call (a whole-graph function allocates
+        them once for all its loop iterations)."""
+        body = self._cpu_kernel_lines(variant == "nd")
+        scratch = tuple(x for x in body if isinstance(x, Scratch))
+        self.scratch[variant] = scratch
+        params = self._call(variant).params(variant, scratch=embedded)
+        lines = [decorator, f"def {name}({', '.join(params)}):", "    bad = False"]
+        for x in body:
+            if isinstance(x, Scratch):
+                if not embedded:
+                    lines.append(f"    {x.name} = {x.allocation()}")
             else:
-                kept.append(line)
-        self.scratch[name] = specs
-        head = f"def {name}({', '.join(args + [p for p, _, _ in specs])}):"
-        kept[1] = head
-        kept[0] = decorator
-        return "\n".join(kept)
+                lines.append(x)
+        return "\n".join(lines)
 
-    def _cpu_kernel_text(self, name: str, args: list[str], nd: bool) -> str:
-        lines = ["@_kernel", f"def {name}({', '.join(args)}):", "    bad = False"]
+    def _cpu_kernel_lines(self, nd: bool) -> list[str | Scratch]:
+        """The body of a CPU kernel; its block buffers appear as :class:`Scratch` entries."""
+        lines: list[str | Scratch] = []
         # block buffers and NumPy-loop argument vectors
         for n in sorted(self.buffered, key=self.seg.nodes.index):
-            lines.append(f"    buf_{self._id(n)} = np.empty({BLOCK}, "
-                         f"{ctor(np.dtype(n.aval.dtype))})")
+            lines.append(Scratch(f"buf_{self._id(n)}", str(BLOCK), ctor(np.dtype(n.aval.dtype))))
         if self.calls:
             # one row of loop-argument pointers and strides per NumPy loop call
-            lines.append(f"    pp = np.empty(({len(self.calls)}, 4), np.uintp)")
-            lines.append(f"    st = np.empty(({len(self.calls)}, 4), np.intp)")
-            lines.append("    dims = np.empty(1, np.intp)")
+            lines.append(Scratch("pp", f"({len(self.calls)}, 4)", "np.uintp"))
+            lines.append(Scratch("st", f"({len(self.calls)}, 4)", "np.intp"))
+            lines.append(Scratch("dims", "1", "np.intp"))
         for k, n in enumerate(self.calls):
             ufunc, loop = self.lowerings[n].call  # type: ignore[misc]
             nin = ufunc.nin
@@ -941,12 +993,12 @@ class _KernelWriter:
                 if self._passthrough(n, j) is not None:
                     continue  # the loop reads the input's block view in place (per block)
                 size = BLOCK if self._is_block_operand(a) else 1
-                lines.append(f"    ci{k}_{j} = np.empty({size}, {ctor(loop[j])})")
+                lines.append(Scratch(f"ci{k}_{j}", str(size), ctor(loop[j])))
                 lines.append(f"    pp[{k}, {j}] = ci{k}_{j}.ctypes.data")
                 step = loop[j].itemsize if self._is_block_operand(a) else 0
                 lines.append(f"    st[{k}, {j}] = {step}")
             if self._direct_output(n) is None:
-                lines.append(f"    co{k} = np.empty({BLOCK}, {ctor(loop[nin])})")
+                lines.append(Scratch(f"co{k}", str(BLOCK), ctor(loop[nin])))
                 lines.append(f"    pp[{k}, {nin}] = co{k}.ctypes.data")
                 lines.append(f"    st[{k}, {nin}] = {loop[nin].itemsize}")
         red = self.red
@@ -959,8 +1011,8 @@ class _KernelWriter:
         if red is not None and lanes:
             # lanes a call never reaches are never read: only the first ones start at the
             # identity (a call on 5 elements does not initialise 1024)
-            lines.append(f"    wl = np.empty({BLOCK}, {ctor(red.acc_dtype)})")
-            lines.append(f"    cs = np.empty(64, {ctor(red.acc_dtype)})")
+            lines.append(Scratch("wl", str(BLOCK), ctor(red.acc_dtype)))
+            lines.append(Scratch("cs", "64", ctor(red.acc_dtype)))
             lines.append(f"    for l in range(min({BLOCK}, {last})):")
             lines.append(f"        wl[l] = {self.const(red.identity, red.acc_dtype)}")
         if lanes and not per_row:
@@ -1012,7 +1064,7 @@ class _KernelWriter:
             lines.append(f"{end}v = r")
             lines.append(f"{end}acc[{idx}] = {red.combine('a', 'v')}")
         lines.append("    return bad, r" if lanes and not nd else "    return bad")
-        return "\n".join(lines)
+        return lines
 
     def _lane_fold(self, indent: str) -> list[str]:
         """Fold a reduction's lanes into one value and push it on a pairwise cascade (every
@@ -1242,10 +1294,7 @@ class _KernelWriter:
         """One grid-stride kernel over the flattened domain (N-d index unravelled), writing
         map outputs and, for a reduction, one partial accumulator per thread. Inputs keep their
         own sizes (broadcast dims read at index 0): only their data goes to the device."""
-        arrays, scalars, outs, _ = self._arg_names()
-        dims = [f"n{d}" for d in range(self.rank)]
-        args = ["total"] + dims + arrays + scalars + outs + (["acc"] if self.red else []) \
-            + ["flag"]
+        args = self._call().params("cuda")
         lines = ["@_kernel", f"def k_cuda({', '.join(args)}):",
                  "    bad = False", "    start = cuda.grid(1)",
                  "    step = cuda.gridsize(1)"]
@@ -1355,6 +1404,39 @@ def segment_key(seg: Segment) -> tuple:
     return (members, ins, outs, red, len(seg.domain))
 
 
+def _input_deps(seg: Segment) -> dict[Node, set[int]]:
+    """For each member, the indices of the segment's array inputs it depends on."""
+    deps: dict[Node, set[int]] = {}
+    index = {n: i for i, n in enumerate(seg.inputs)}
+    for n in seg.nodes:
+        d: set[int] = set()
+        for a in n.inputs:
+            if a in deps:
+                d |= deps[a]
+            elif a in index and a.aval.shape != ():
+                d.add(index[a])
+        deps[n] = d
+    return deps
+
+
+class KernelEmbedding:
+    """A segment's CPU kernels written for a whole-graph module: :attr:`call` describes them
+    before any text is written (so the renderer can pick a variant), :meth:`kernel` writes
+    one variant — its constants prefixed with ``prefix`` (several segments share the
+    module), its block buffers trailing parameters (:meth:`SegmentCall.args` with
+    ``scratch=True``)."""
+
+    def __init__(self, seg: Segment, prefix: str) -> None:
+        self._writer = _KernelWriter(seg, "cpu", prefix=prefix)
+
+    @property
+    def call(self) -> SegmentCall:
+        return self._writer._call()
+
+    def kernel(self, variant: str, name: str, decorator: str = "@_kernel") -> EmbeddedKernel:
+        return self._writer.embedded(variant, name, decorator)
+
+
 _GENERATED: dict[tuple, KernelSource] = {}
 
 
@@ -1374,6 +1456,7 @@ def generate(seg: Segment, target: str = "cpu") -> KernelSource:
     return got
 
 
-__all__ = ["BLOCK", "CHUNK_BLOCKS", "CODEGEN_VERSION", "KernelSource", "Lowering", "ReductionPlan",
-           "SUPPORTED_DTYPES", "Unsupported", "can_compile", "const_source", "ctor",
-           "generate", "literal_value", "loop_dtypes", "lower", "reduction_plan"]
+__all__ = ["BLOCK", "CHUNK_BLOCKS", "CODEGEN_VERSION", "EmbeddedKernel", "KernelEmbedding",
+           "KernelSource", "Lowering", "ReductionPlan", "SUPPORTED_DTYPES", "Unsupported",
+           "can_compile", "const_source", "ctor", "generate", "literal_value", "loop_dtypes",
+           "lower", "reduction_plan"]

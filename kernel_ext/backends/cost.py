@@ -10,8 +10,8 @@ Numba 0.68); they only need to be right within a factor of about two to place th
 size correctly. ``auto`` fuses a segment when it has at least two ops (one op alone moves
 the same memory either way) and the saving per element pays the extra call overhead at the
 segment's size (one compute-bound op alone, ``tanh`` of a large array, is split over the
-cores as NumPy calls instead: :func:`parallel_unary_size`); with sizes unknown at trace time the kernel decides per call
-(:attr:`Decision.min_size`).
+cores as NumPy calls instead: :func:`parallel_unary_size`); with sizes unknown at trace time
+the kernel decides per call (:attr:`Decision.min_size`).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def per_element(seg: Segment) -> tuple[float, float]:
 
 def parallel_unary_size(node: Node) -> int | None:
     """From how many elements a unary compute-bound ufunc (``tanh``, ``exp``, ``log``, ...)
-    is split over the cores as plain NumPy calls (:func:`~.fused.parallel_ufunc`), or None:
+    is split over the cores as plain NumPy calls (:func:`~.parallel.parallel_ufunc`), or None:
     not such an op, or one core. One op alone moves the same memory fused or not, so it is
     not worth a kernel; its compute is worth the cores."""
     ufunc = node.op.ufunc

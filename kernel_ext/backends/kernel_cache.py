@@ -3,7 +3,7 @@
 Numba can cache compiled code only for functions defined in a real source file, so each
 generated kernel module is written to the cache folder under a name derived from the hash of
 its source *and* of the versions that shape its meaning (Python, NumPy, Numba, llvmlite, the
-code generator and :mod:`.numba_math`), then imported. Numba's ``cache=True`` stores the
+code generator and :mod:`.numba_decorators`), then imported. Numba's ``cache=True`` stores the
 compiled code beside it (in ``__pycache__``, or under ``NUMBA_CACHE_DIR`` when that is set),
 so a later process with the same kernel loads machine code instead of compiling.
 
@@ -64,7 +64,7 @@ def versions_tag() -> str:
         except PackageNotFoundError:  # pragma: no cover
             parts.append(f"{dist}?")
     try:
-        from .numba_math import ABI
+        from .numba_decorators import ABI
         parts.append(f"abi{ABI}")
     except ImportError:  # pragma: no cover - numba missing
         pass

@@ -30,27 +30,32 @@ def _scalar(dtype: np.dtype) -> types.Type:
 
 
 def signature(ksrc: KernelSource, variant: str) -> tuple[types.Type, ...]:
-    """The one signature a kernel variant is compiled for."""
-    seg_inputs = ksrc.input_dtypes
-    arrays, scalars = [], []
+    """The one signature a kernel variant is compiled for, parameter by parameter in the
+    order of its call description (:meth:`~.segment_call.SegmentCall.args`)."""
+    call = ksrc.call
+    assert call is not None
     nd = variant == "nd"
-    for i in ksrc.array_inputs:
-        dt = _scalar(seg_inputs[i])
-        if nd:
-            arrays.append(types.Array(dt, ksrc.rank, "A", readonly=True))
+    rank = call.rank if nd else 1
+    sig = []
+    for arg in call.args(variant):
+        kind = arg.kind
+        if kind in ("start", "stop", "dim"):
+            sig.append(types.intp)
+        elif kind == "array":
+            sig.append(types.Array(_scalar(call.input_dtypes[arg.index]), rank,
+                                   "A" if nd else "C", readonly=True))
+        elif kind == "scalar":
+            sig.append(_scalar(call.input_dtypes[arg.index]))
+        elif kind == "output":
+            sig.append(types.Array(_scalar(call.output_dtypes[arg.index]), rank, "C"))
+        elif kind == "acc":
+            sig.append(types.Array(_scalar(call.reduction.acc_dtype),  # type: ignore[union-attr]
+                                   call.rank, "C"))
+        elif kind in ("loop", "loop_data"):
+            sig.append(types.uintp)
         else:
-            arrays.append(types.Array(dt, 1, "C", readonly=True))
-    for i in ksrc.scalar_inputs:
-        scalars.append(_scalar(seg_inputs[i]))
-    outs = [types.Array(_scalar(ksrc.output_dtypes[i]), ksrc.rank if nd else 1, "C")
-            for i in ksrc.map_outputs]
-    loops = [types.uintp] * (2 * ksrc.n_calls)
-    if nd:
-        acc = []
-        if ksrc.reduction is not None:
-            acc = [types.Array(_scalar(ksrc.reduction.acc_dtype), ksrc.rank, "C")]
-        return tuple([types.intp] * ksrc.rank + arrays + scalars + outs + acc + loops)
-    return tuple([types.intp, types.intp] + arrays + scalars + outs + loops)
+            raise ValueError(f"a CPU kernel has no {kind!r} parameter")
+    return tuple(sig)
 
 
 def graph_signature(descr: tuple) -> tuple[types.Type, ...]:

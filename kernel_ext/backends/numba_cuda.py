@@ -42,18 +42,6 @@ device = _device_decorator
 kernel = cuda.jit
 
 
-def available() -> bool:
-    """Can CUDA kernels run here (a real GPU, or the simulator)?"""
-    try:
-        return bool(cuda.is_available())
-    except Exception:  # a broken driver
-        return False
-
-
-def real_gpu() -> bool:
-    return available() and not SIMULATOR
-
-
 def launch_config(n: int) -> tuple[int, int]:
     """``(blocks, threads per block)``: tiny in the simulator (each CUDA thread is a Python
     thread there), enough to fill a real GPU otherwise."""
@@ -129,28 +117,27 @@ def _input(a: Any, shape: tuple) -> Any:
     return _send(a, rank)
 
 
-def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
-                scalars: list[Any], out_dtypes: list[np.dtype],
+def run_segment(kern: Any, pack: Callable[..., tuple], shape: tuple, arrays: list[Any],
+                scalars: list[Any], out_dtypes: list[np.dtype], acc_dtype: np.dtype | None,
                 keep: tuple[bool, ...] = ()) -> tuple[bool, list, Any]:
     """Launch a segment kernel over ``shape``: ``(bad, map outputs, reduction partials)``.
 
-    Inputs may be device arrays already (intermediates of earlier segments); map output
-    ``i`` stays on the device when ``keep[i]`` (only CUDA segments read it), and is copied
-    back otherwise.
+    ``pack(total, dims, ins, scalars, outs, acc, flag)`` orders the device buffers as the
+    kernel's parameters (the runner writes it from the segment's call description). Inputs
+    may be device arrays already (intermediates of earlier segments); map output ``i`` stays
+    on the device when ``keep[i]`` (only CUDA segments read it), and is copied back otherwise.
     """
     n = int(np.prod(shape)) if shape else 1
     blocks, threads = launch_config(n)
     total_threads = blocks * threads
     d_in = [_input(a, shape) for a in arrays]
-    d_out = [cuda.device_array(shape if shape else (1,), dtype=dt) for dt in out_dtypes]
     # (a 0-d domain's outputs are 1-element arrays, indexed [0] by the kernel)
-    args: list[Any] = [n] + list(shape) + d_in + list(scalars) + d_out
+    d_out = [cuda.device_array(shape if shape else (1,), dtype=dt) for dt in out_dtypes]
     acc = None
-    if ksrc.reduction is not None:
-        acc = cuda.device_array(total_threads, dtype=np.dtype(ksrc.reduction.acc_dtype))
-        args.append(acc)
+    if acc_dtype is not None:  # one partial accumulator per thread
+        acc = cuda.device_array(total_threads, dtype=acc_dtype)
     flag = cuda.to_device(np.zeros(1, np.int32))
-    args.append(flag)
+    args = pack(n, shape, d_in, scalars, d_out, acc, flag)
     with warnings.catch_warnings():
         # the simulator computes with NumPy scalars, which warn where the device wraps
         warnings.simplefilter("ignore", RuntimeWarning)
@@ -165,5 +152,5 @@ def run_segment(kern: Any, ksrc: KernelSource, shape: tuple, arrays: list[Any],
     return bad, results, partials
 
 
-__all__ = ["SIMULATOR", "available", "call_scope", "compile_variant", "device", "kernel",
-           "launch_config", "on_device", "real_gpu", "run_segment"]
+__all__ = ["SIMULATOR", "call_scope", "compile_variant", "device", "kernel", "launch_config",
+           "on_device", "run_segment"]

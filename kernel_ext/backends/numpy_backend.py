@@ -31,21 +31,22 @@ def _result(value: Any) -> Any:
     return _own(value)
 
 
+class Namer:
+    """The globals of one generated module: values the code refers to by a fresh name."""
 
-
-class _Namer:
     def __init__(self) -> None:
         self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np}
         self._count = 0
 
     def bind(self, value: Any, prefix: str = "_g") -> str:
+        """Bind ``value`` to a new global named ``<prefix><n>`` and return that name."""
         self._count += 1
         name = f"{prefix}{self._count}"
         self.globals[name] = value
         return name
 
 
-class _Scope:
+class Scope:
     """Names of one graph's values in the generated code (sub-graphs get their own prefix)."""
 
     def __init__(self, prefix: str, names: dict[Node, str] | None = None) -> None:
@@ -60,7 +61,7 @@ class _Scope:
         return name
 
 
-def _access(path: tuple, namer: _Namer) -> str:
+def access_expr(path: tuple, namer: Namer) -> str:
     """Source text reading one placeholder's value out of the call's parameters."""
     (_, index), *steps = path
     expr = f"p{index}"
@@ -76,7 +77,9 @@ def _access(path: tuple, namer: _Namer) -> str:
     return expr
 
 
-def _output_expr(tree: TreeNode, graph: Graph, namer: _Namer, scope: _Scope) -> str:
+def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str:
+    """Source text building the function's returned structure (``tree``) from the values of
+    ``graph``'s outputs; arrays the caller may not own are copied (``_own``)."""
     kind = tree.kind
     if kind == "output":
         node = graph.outputs[tree.index]
@@ -91,7 +94,7 @@ def _output_expr(tree: TreeNode, graph: Graph, namer: _Namer, scope: _Scope) -> 
         if value is None or isinstance(value, (bool, int, str)):
             return repr(value)
         return namer.bind(value, "_const")
-    items = [_output_expr(c, graph, namer, scope) for c in tree.children]
+    items = [output_expr(c, graph, namer, scope) for c in tree.children]
     if kind == "tuple":
         return "(" + "".join(i + ", " for i in items) + ")"
     if kind == "list":
@@ -115,20 +118,20 @@ def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
     return build
 
 
-class _Emitter:
+class Emitter:
     """Writes straight-line Python for a graph; control flow becomes inline ``if``/``while``
     blocks (no call per branch or iteration, so loops cost what a hand-written loop costs)."""
 
-    def __init__(self, namer: _Namer) -> None:
+    def __init__(self, namer: Namer) -> None:
         self.namer = namer
         self.lines: list[str] = []
         self._scopes = 0
 
-    def new_scope(self, inputs: dict[Node, str]) -> _Scope:
+    def new_scope(self, inputs: dict[Node, str]) -> Scope:
         self._scopes += 1
-        return _Scope(f"s{self._scopes}_", inputs)
+        return Scope(f"s{self._scopes}_", inputs)
 
-    def emit_graph(self, graph: Graph, scope: _Scope, indent: str,
+    def emit_graph(self, graph: Graph, scope: Scope, indent: str,
                    free_temporaries: bool = False) -> list[str]:
         """Emit ``graph``'s ops; returns the expressions of its outputs.
 
@@ -152,17 +155,17 @@ class _Emitter:
                 self.lines.append(f"{indent}del {', '.join(scope.var(n) for n in dead)}")
         return [scope.var(o) for o in graph.outputs]
 
-    def emit_node(self, node: Node, scope: _Scope, indent: str) -> None:
+    def emit_node(self, node: Node, scope: Scope, indent: str) -> None:
         if node.op is OpKind.PLACEHOLDER:
             if node not in scope.names:
                 self.lines.append(f"{indent}{scope.var(node)} = "
-                                  f"{_access(node.attrs['path'], self.namer)}")
+                                  f"{access_expr(node.attrs['path'], self.namer)}")
             return
         v = scope.var(node)
         if node.op is OpKind.CONSTANT:
             self.lines.append(f"{indent}{v} = {self.namer.bind(node.attrs['value'], '_const')}")
             return
-        args = [scope.var(a) if isinstance(a, Node) else self._literal(a) for a in node.args]
+        args = [scope.var(a) if isinstance(a, Node) else self.literal(a) for a in node.args]
         if node.op is OpKind.COND:
             self._emit_cond(node, v, args, indent)
         elif node.op is OpKind.WHILE:
@@ -189,7 +192,8 @@ class _Emitter:
             self.lines.append(f"{indent}{v} = {call}" if node.aval is not None
                               else f"{indent}{call}")
 
-    def _literal(self, value: Any) -> str:
+    def literal(self, value: Any) -> str:
+        """Source text of a literal operand: small ones spelled out, others bound."""
         if value is None or isinstance(value, (bool, int)):
             return f"({value!r})"  # parenthesised: -1 ** x is not (-1) ** x
         return self.namer.bind(value, "_lit")  # floats/complex: the exact object, no repr
@@ -226,13 +230,13 @@ class _Emitter:
 
 def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, dict[str, Any]]:
     """Python source of ``run(p0, ..., pN)`` for ``graph`` and the globals it needs."""
-    namer = _Namer()
-    emitter = _Emitter(namer)
-    scope = _Scope("v_")
+    namer = Namer()
+    emitter = Emitter(namer)
+    scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")
     emitter.emit_graph(graph, scope, "    ", free_temporaries=True)
-    emitter.lines.append(f"    return {_output_expr(tree, graph, namer, scope)}")
+    emitter.lines.append(f"    return {output_expr(tree, graph, namer, scope)}")
     return "\n".join(emitter.lines) + "\n", namer.globals
 
 
@@ -244,3 +248,7 @@ def compile_graph(graph: Graph, tree: TreeNode, n_params: int,
     code = compile(source, filename, "exec")
     exec(code, namespace)
     return namespace["run"], source
+
+
+__all__ = ["Emitter", "Namer", "Scope", "access_expr", "compile_graph", "generate_source",
+           "output_expr"]

@@ -23,7 +23,7 @@ Graphs with ops this compiler does not cover (prints, variable writes, sorting, 
 indexing, ...) run on the fused executor instead, with a warning that names the op, as
 TensorFlow's ``jit_compile=True`` names the op XLA cannot compile. The first call of a new
 graph runs on the fused executor while the whole-graph function compiles in the background
-(:func:`~kernel_ext.backends.fused.set_synchronous` makes it synchronous).
+(:func:`~kernel_ext.backends.compiler.set_synchronous` makes it synchronous).
 """
 
 from __future__ import annotations
@@ -39,13 +39,15 @@ from ..ir import Graph, Node, OpKind
 from ..ir.abstract import DynamicIndex
 from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
-from . import Executable
-from .codegen import (CODEGEN_VERSION, KernelSource, Unsupported, _KernelWriter, can_compile,
-                      const_source, ctor)
+from .codegen import (CODEGEN_VERSION, KernelEmbedding, KernelSource, ReductionPlan,
+                      Unsupported, can_compile, const_source, ctor)
+from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from .cost import whole_graph_handover
-from .fused import (COMPILER, SUM_PARALLEL_MIN, KernelHandle, compile_fused, handle_for,
-                    segment_reports)
-from .numpy_backend import _access, _Namer, _output_expr, _Scope
+from .executable import Executable
+from .fused import compile_fused
+from .numpy_backend import Namer, Scope, access_expr, output_expr
+from .parallel import SUM_PARALLEL_MIN
+from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
 
 SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a NumPy rerun
@@ -53,8 +55,10 @@ SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a 
 #: Shortest run of chained matrix products emitted as a loop (:meth:`_GraphWriter._matmul_chains`).
 REROLL_MIN = 3
 
-_SHAPE_OPS = {OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.COPY,
-              OpKind.BROADCAST_TO}
+#: The shape ops this compiler emits (a capability of this renderer, not an op fact: the
+#: others — squeeze, flip, concatenate, ... — make the graph run as fused segments).
+_SUPPORTED_SHAPE_OPS = frozenset({OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS,
+                                  OpKind.COPY, OpKind.BROADCAST_TO})
 
 
 class _Val:
@@ -78,6 +82,44 @@ class _Val:
         if roots is None:
             roots = frozenset() if scalar else frozenset([name])
         self.roots, self.parts = roots, parts
+
+
+class _SegmentArgs(CallRenderer):
+    """The whole-graph renderer of a segment call: every kernel argument is a variable of
+    the generated function — the domain's sizes, the inputs' values (or views of them), the
+    output buffers, the accumulator, the NumPy loops (``f<k>``/``d<k>``, unpacked from the
+    ``la`` argument) and the block buffers allocated once per call of the function."""
+
+    def __init__(self) -> None:
+        self.inputs: dict[int, str] = {}
+        self.outputs: dict[int, str] = {}
+        self.dims: list[str] = []
+        self.size = ""
+        self.acc = ""
+        self.loops: list[int] = []     # the function-wide index of each NumPy loop
+        self.scratch: list[str] = []
+
+    def argument(self, arg: Arg, variant: str) -> str:
+        kind, i = arg.kind, arg.index
+        if kind == "start":
+            return "0"
+        if kind == "stop":
+            return self.size
+        if kind == "dim":
+            return self.dims[i]
+        if kind in ("array", "scalar"):
+            return self.inputs[i]
+        if kind == "output":
+            return self.outputs[i]
+        if kind == "acc":
+            return self.acc
+        if kind == "loop":
+            return f"f{self.loops[i]}"
+        if kind == "loop_data":
+            return f"d{self.loops[i]}"
+        if kind == "scratch":
+            return self.scratch[i]
+        return super().argument(arg, variant)
 
 
 class _GraphWriter:
@@ -114,7 +156,7 @@ class _GraphWriter:
             elif op is OpKind.WHILE:
                 self.check(node.attrs["cond"])
                 self.check(node.attrs["body"])
-            elif op in _SHAPE_OPS:
+            elif op in _SUPPORTED_SHAPE_OPS:
                 self._check_shape(node)
             elif op is OpKind.MATMUL:
                 a, b = node.args
@@ -179,8 +221,8 @@ class _GraphWriter:
                                      for n in self.graph.inputs),
             "import math",
             "import numpy as np",
-            "from kernel_ext.backends.numba_math import inline as _inline, kernel as _kernel, "
-            "call_loop as _call_loop",
+            "from kernel_ext.backends.numba_decorators import inline as _inline, "
+            "kernel as _kernel, call_loop as _call_loop",
         ])
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
@@ -310,79 +352,67 @@ class _GraphWriter:
     # -- fused segments ---------------------------------------------------------------------
     def emit_segment(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
                      indent: str) -> None:
+        """A fused segment: its kernel embedded in the module (block buffers allocated once
+        per function call), called with the domain broadcast from the run-time shapes."""
         k = self._segments
         self._segments += 1
         px = f"s{k}_"
         if self._emit_numpy_sum(seg, env, lines, indent, px):
             return
-        w = _KernelWriter(seg, "cpu", prefix=px)
-        rank = len(seg.domain)
-        arrays, scalars, outs, loops = w._arg_names()
+        embedding = KernelEmbedding(seg, px)
+        call = embedding.call
+        rank = call.rank
         ins = [env[n] for n in seg.inputs]
         # The contiguous kernel serves segments whose array inputs all span the domain (no
         # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
-        flat = rank == 0 or (all(seg.inputs[i].aval.shape == seg.domain
-                                 for i in w.array_inputs)
-                             and (w.red is None or w.red.axis is None) and w.array_inputs)
-        if flat:
-            kname = f"{px}flat"
-            # A 0-d segment (the loop test ``sum > thr``) is inlined into the function: its
-            # one-element loops and buffers then fold into scalar code.
-            text = w._cpu_kernel(kname, ["start", "stop"] + arrays + scalars + outs + loops,
-                                 nd=False, scratch=True,
-                                 decorator="@_inline" if rank == 0 else "@_kernel")
-        else:
-            kname = f"{px}nd"
-            dims = [f"n{d}" for d in range(rank)]
-            text = w._cpu_kernel(kname, dims + arrays + scalars + outs +
-                                 (["acc"] if w.red else []) + loops, nd=True, scratch=True)
-        self.module_parts.append("\n".join(w.const_lines))
-        self.helpers.update(w.helpers)
-        self.module_parts.append(text)
-        scratch = []
-        for pname, size, dt in w.scratch[kname]:
-            var = f"{px}{pname}"
-            self.scratch_lines.append(f"    {var} = np.empty({size}, {dt})")
-            scratch.append(var)
-        loop_names = []
-        for ufunc, loop in (w.lowerings[n].call for n in w.calls):  # type: ignore[misc]
+        flat = rank == 0 or (call.has_flat and bool(call.array_inputs) and
+                             all(seg.inputs[i].aval.shape == seg.domain
+                                 for i in call.array_inputs))
+        variant = "flat" if flat else "nd"
+        kname = f"{px}{variant}"
+        # A 0-d segment (the loop test ``sum > thr``) is inlined into the function: its
+        # one-element loops and buffers then fold into scalar code.
+        kernel = embedding.kernel(variant, kname, "@_inline" if rank == 0 else "@_kernel")
+        call = kernel.call
+        self.module_parts.append(kernel.constants)
+        self.helpers.update(kernel.helpers)
+        self.module_parts.append(kernel.text)
+        args = _SegmentArgs()
+        args.inputs = {i: v.name for i, v in enumerate(ins)}
+        for buf in call.scratch_of(variant):
+            var = f"{px}{buf.name}"
+            self.scratch_lines.append(f"    {var} = {buf.allocation()}")
+            args.scratch.append(var)
+        for ufunc, loop in call.loops:
             found = find_loop(ufunc, loop)
             assert found is not None
-            idx = len(self.loop_args)
+            args.loops.append(len(self.loop_args))
             self.loop_args.append(found)
-            loop_names += [f"f{idx}", f"d{idx}"]
-        scalar_args = [ins[i].name for i in w.scalar_inputs]
-        red = w.red
+        red = call.reduction
         if flat and rank > 0:
-            self._emit_flat(seg, w, px, kname, ins, scalar_args, loop_names, scratch, env,
-                            lines, indent)
+            self._emit_flat(seg, call, px, kname, args, env, lines, indent)
             return
         if rank == 0:
-            out_names = []
-            for i in w.map_outputs:
+            for i in call.map_outputs:
                 buf = f"{px}o{i}"
-                dt = ctor(np.dtype(seg.outputs[i].dtype))
-                self.scratch_lines.append(f"    {buf} = np.empty(1, {dt})")
-                out_names.append(buf)
-            call = f"{kname}(0, 1, {', '.join(scalar_args + out_names + loop_names + scratch)})"
-            self._call_kernel(lines, indent, px, call, red is not None)
-            for i, buf in zip(w.map_outputs, out_names):
+                self.scratch_lines.append(f"    {buf} = np.empty(1, "
+                                          f"{ctor(call.output_dtypes[i])})")
+                args.outputs[i] = buf
+            args.size = "1"
+            text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
+            self._call_kernel(lines, indent, px, text, red is not None)
+            for i in call.map_outputs:
                 t = self.fresh()
-                lines.append(f"{indent}{t} = {buf}[0]")
+                lines.append(f"{indent}{t} = {args.outputs[i]}[0]")
                 env[seg.outputs[i]] = _Val(t, True, False)
             if red is not None:
-                t = self.fresh()
-                acc = f"{px}acc"
-                if red.op is OpKind.MEAN:
-                    acc = f"({acc} / 1.0)"
-                lines.append(f"{indent}{t} = {ctor(red.out_dtype)}({acc})")
-                env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
+                self._finish_total(seg, red, f"{px}acc", "1.0", 0, env, lines, indent)
             return
         # the domain: NumPy broadcasting of the array inputs' run-time shapes
         dims = [f"{px}n{d}" for d in range(rank)]
         for d in dims:
             lines.append(f"{indent}{d} = 1")
-        for i in w.array_inputs:
+        for i in call.array_inputs:
             a = ins[i]
             r = len(seg.inputs[i].aval.shape)
             for ax in range(r):
@@ -393,39 +423,32 @@ class _GraphWriter:
                 self.signal(lines, indent + "    ", f"{d} != 1 and {d} != {v}")
                 lines.append(f"{indent}    {d} = {v}")
         shape = "(" + "".join(f"{d}, " for d in dims) + ")"
-        if red is not None:  # NumPy's empty reductions: an error, a NaN, a warning
+        if call.empty_falls_back:  # NumPy's empty reductions: an error, a NaN, a warning
             self.signal(lines, indent, " * ".join(dims) + " == 0")
-        arr_args = []
+        args.dims = dims
         static = None not in seg.domain
-        for i in w.array_inputs:
+        for i in call.array_inputs:
             a = ins[i]
             if seg.inputs[i].aval.shape == seg.domain and static:
-                arr_args.append(a.name)  # already the domain's shape: no view needed
-                continue
+                continue  # already the domain's shape: no view needed
             v = self.fresh("b")
             lines.append(f"{indent}{v} = np.broadcast_to({a.name}, {shape})")
-            arr_args.append(v)
-        out_names = []
-        for i in w.map_outputs:
+            args.inputs[i] = v
+        for i in call.map_outputs:
             t = self.fresh()
             self._out_buffer(seg.outputs[i], shape, f"{{sp}}.shape == {shape}",
-                             ctor(np.dtype(seg.outputs[i].dtype)), lines, indent, t)
-            out_names.append(t)
+                             ctor(call.output_dtypes[i]), lines, indent, t)
+            args.outputs[i] = t
             env[seg.outputs[i]] = _Val(t, False, True)
-        acc_args = []
         if red is not None:
-            keep = "(" + "".join(("1" if red.axis is None or d == red.axis else dims[d]) + ", "
-                                 for d in range(rank)) + ")"
-            acc = self.fresh("acc")
-            lines.append(f"{indent}{acc} = np.full({keep}, "
+            keep = "(" + "".join(f"{d}, " for d in red.accumulator_shape(dims)) + ")"
+            args.acc = self.fresh("acc")
+            lines.append(f"{indent}{args.acc} = np.full({keep}, "
                          f"{const_source(red.identity, red.acc_dtype)}, "
                          f"{ctor(red.acc_dtype)})")
-            acc_args.append(acc)
-        every = dims + arr_args + scalar_args + out_names + acc_args + loop_names + scratch
-        call = f"{kname}({', '.join(every)})"
-        self.signal(lines, indent, call)
+        self.signal(lines, indent, f"{kname}({', '.join(args.arguments(call, 'nd', True))})")
         if red is not None:
-            self._finish_reduction(seg, red, acc_args[0], dims, env, lines, indent)
+            self._finish_reduction(seg, red, args.acc, dims, env, lines, indent)
 
     def _emit_numpy_sum(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
                         indent: str, px: str) -> bool:
@@ -439,7 +462,7 @@ class _GraphWriter:
         bound of NumPy's order. Returns False for every other segment.
         """
         red = seg.reduction
-        if red is None or seg.elementwise or red.op not in (OpKind.SUM, OpKind.MEAN):
+        if red is None or seg.elementwise or red.op.accumulator is not np.add:
             return False
         x = red.args[0]
         dt = np.dtype(red.dtype)
@@ -481,60 +504,61 @@ class _GraphWriter:
             env[red] = _Val(t, True, False)
         return True
 
-    def _emit_flat(self, seg: Segment, w: _KernelWriter, px: str, kname: str,
-                   ins: list[_Val], scalar_args: list[str], loop_names: list[str],
-                   scratch: list[str], env: dict[Node, _Val], lines: list[str],
+    def _emit_flat(self, seg: Segment, call: SegmentCall, px: str, kname: str,
+                   args: _SegmentArgs, env: dict[Node, _Val], lines: list[str],
                    indent: str) -> None:
-        red = w.red
-        first = ins[w.array_inputs[0]].name
-        for i in w.array_inputs[1:]:
-            self.signal(lines, indent, f"{ins[i].name}.shape != {first}.shape")
+        red = call.reduction
+        first = args.inputs[call.array_inputs[0]]
+        for i in call.array_inputs[1:]:
+            self.signal(lines, indent, f"{args.inputs[i]}.shape != {first}.shape")
         n = f"{px}size"
         lines.append(f"{indent}{n} = {first}.size")
-        if red is not None:
+        if call.empty_falls_back:
             self.signal(lines, indent, f"{n} == 0")
-        rank = len(seg.domain)
-        arr_args = []
-        for i in w.array_inputs:
-            if rank == 1:  # as it is: a 1-D view (a reshape) costs more than 5 elements do
-                arr_args.append(ins[i].name)
-                continue
-            v = self.fresh("r")
-            lines.append(f"{indent}{v} = {ins[i].name}.ravel()")
-            arr_args.append(v)
-        out_names = []
-        for i in w.map_outputs:
+        rank = call.rank
+        if rank > 1:  # 1-D as it is: a 1-D view (a reshape) costs more than 5 elements do
+            for i in call.array_inputs:
+                v = self.fresh("r")
+                lines.append(f"{indent}{v} = {args.inputs[i]}.ravel()")
+                args.inputs[i] = v
+        for i in call.map_outputs:
             t = self.fresh()
-            dt = ctor(np.dtype(seg.outputs[i].dtype))
+            dt = ctor(call.output_dtypes[i])
             self._out_buffer(seg.outputs[i], n, f"{{sp}}.size == {n}", dt, lines, indent, t,
                              "{sp}" if rank == 1 else f"{{sp}}.reshape({n})")
-            out_names.append(t)
-        every = arr_args + scalar_args + out_names + loop_names + scratch
-        call = f"{kname}(0, {n}, {', '.join(every)})"
-        self._call_kernel(lines, indent, px, call, red is not None)
-        for i, t in zip(w.map_outputs, out_names):
+            args.outputs[i] = t
+        args.size = n
+        text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
+        self._call_kernel(lines, indent, px, text, red is not None)
+        for i in call.map_outputs:
+            t = args.outputs[i]
             if rank > 1:
                 lines.append(f"{indent}{t} = {t}.reshape({first}.shape)")
             env[seg.outputs[i]] = _Val(t, False, True)
         if red is not None:
-            acc = f"{px}acc"
-            if red.op is OpKind.MEAN:
-                acc = f"({acc} / {n})"
-            t = self.fresh()
-            lines.append(f"{indent}{t} = {ctor(red.out_dtype)}({acc})")
-            if red.keepdims:
-                lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
-                env[seg.reduction] = _Val(t, False, True)  # type: ignore[index]
-            else:
-                env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
+            self._finish_total(seg, red, f"{px}acc", n, rank, env, lines, indent)
 
-    def _finish_reduction(self, seg: Segment, red: Any, acc: str, dims: list[str],
+    def _finish_total(self, seg: Segment, red: ReductionPlan, acc: str, count: str,
+                      rank: int, env: dict[Node, _Val], lines: list[str],
+                      indent: str) -> None:
+        """A reduction over every axis, returned by the kernel as one accumulator: NumPy's
+        result from it (a mean divided by ``count``; keepdims as a 1-filled shape)."""
+        if red.mean:
+            acc = f"({acc} / {count})"
+        t = self.fresh()
+        lines.append(f"{indent}{t} = {ctor(red.out_dtype)}({acc})")
+        if red.keepdims and rank > 0:
+            lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+            env[seg.reduction] = _Val(t, False, True)  # type: ignore[index]
+        else:
+            env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
+
+    def _finish_reduction(self, seg: Segment, red: ReductionPlan, acc: str, dims: list[str],
                           env: dict[Node, _Val], lines: list[str], indent: str) -> None:
+        """An N-d kernel's accumulator array (keepdims shape) as NumPy's result."""
         out_dt = ctor(red.out_dtype)
-        rank = len(dims)
-        if red.op is OpKind.MEAN:
-            count = " * ".join(dims) if red.axis is None else dims[red.axis]
-            lines.append(f"{indent}{acc} = {acc} / ({count})")
+        if red.mean:
+            lines.append(f"{indent}{acc} = {acc} / ({red.count(dims)})")
         t = self.fresh()
         if red.axis is None and not red.keepdims:
             lines.append(f"{indent}{t} = {out_dt}({acc}.ravel()[0])")
@@ -542,8 +566,7 @@ class _GraphWriter:
             return
         lines.append(f"{indent}{t} = {acc}.astype({out_dt})")
         if not red.keepdims:
-            rest = [dims[d] for d in range(rank) if d != red.axis]
-            shape = "(" + "".join(f"{d}, " for d in rest) + ")"
+            shape = "(" + "".join(f"{d}, " for d in red.result_dims(dims)) + ")"
             lines.append(f"{indent}{t} = {t}.reshape({shape})")
         env[seg.reduction] = _Val(t, False, True)  # type: ignore[index]
 
@@ -907,14 +930,6 @@ def _matmul_loop(a, b, out, f, d, ptrs, dims, steps):
 # The executable
 # ---------------------------------------------------------------------------------------------
 
-def _describe(value: Any) -> tuple:
-    """What the compiled signature needs to know about one argument."""
-    if isinstance(value, np.ndarray) and value.ndim > 0:
-        return ("array", value.dtype.str, value.ndim,
-                "C" if value.flags.c_contiguous else "A")
-    return ("scalar", np.asarray(value).dtype.str)
-
-
 def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
                         name: str = "graph") -> Executable:
     """The whole-graph executable of ``graph``, or the fused executor (with a warning naming
@@ -946,7 +961,7 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         return Executable(fallback, fb_source, "numba-cpu", reports,
                           (time.perf_counter() - t0) * 1e3)
     key = hashlib.sha256(source.encode()).hexdigest()[:24]
-    ksrc = KernelSource(source, key, "cpu", [], [], [], None)
+    ksrc = KernelSource(source, key, "cpu")
     handle = handle_for(ksrc)
     run, run_source = _runner(graph, tree, n_params, writer, handle, fallback, handover)
     report = {"id": 0, "kind": "whole-graph", "backend": "numba-cpu",
@@ -955,10 +970,9 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
               "variants": {}, "compile_ms": 0.0, "cache": None, "error": None,
               "reason": "jit_compile=True", "handover_size": handover,
               "parallel_sums": stats.get("parallel_sums", 0)}
-    from .fused import SegmentReport
     report = SegmentReport(report)
     handle.reports[id(report)] = report
-    handle._update_reports()
+    handle.update_reports()
     # The fused executor's own segments run too (first calls, large inputs): report them,
     # marked as the fallback, so the UI shows every kernel a call may run and its state.
     fallbacks = segment_reports(plans, "numba-cpu")
@@ -975,19 +989,19 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     fused executor until it is compiled, when it signals, or when an array input has at
     least ``handover`` elements: the executor then splits the large ops over the cores, which
     the single-threaded compiled function cannot), rebuild the outputs."""
-    namer = _Namer()
+    namer = Namer()
     consts = [namer.bind(c, "_c") for c in writer.constants]
     loops = []
     if writer.loop_args:
         table = np.array([a for pair in writer.loop_args for a in pair], np.uintp)
         loops.append(namer.bind(table, "_la"))
-    namer.globals.update(_H=handle, _fallback=fallback, _describe=_describe,
+    namer.globals.update(_H=handle, _fallback=fallback,
                          _deferred=COMPILER.deferred, _flush=COMPILER.flush, _SIGNAL=SIGNAL)
     params = ", ".join(f"p{i}" for i in range(n_params))
     lines = [f"def run({params}):"]
     ins = []
     for node in writer.param_nodes:
-        expr = _access(node.attrs["path"], namer)
+        expr = access_expr(node.attrs["path"], namer)
         v = f"a{len(ins)}"
         if node.aval.shape == ():
             lines.append(f"    {v} = {expr}[()]")
@@ -1014,14 +1028,14 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append("        if str(e) != _SIGNAL:")
     lines.append("            raise")
     lines.append(f"        return _fallback({params})")
-    scope = _Scope("v_")
+    scope = Scope("v_")
     for i, o in enumerate(graph.outputs):
         dt = namer.bind(np.dtype(o.dtype).type, "_t")
         if o.aval.shape == ():
             lines.append(f"    {scope.var(o)} = {dt}(outs[{i}])")
         else:
             lines.append(f"    {scope.var(o)} = outs[{i}]")
-    lines.append(f"    _r = {_output_expr(tree, graph, namer, scope)}")
+    lines.append(f"    _r = {output_expr(tree, graph, namer, scope)}")
     lines.append("    if _deferred:")
     lines.append("        _flush()")
     lines.append("    return _r")

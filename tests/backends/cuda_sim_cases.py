@@ -205,8 +205,8 @@ def test_values_read_by_host_code_come_back(monkeypatch):
     assert not any(seen)  # y also feeds the matmul: it came back, so it goes over again
 
 
-gpu = pytest.mark.skipif("not __import__('kernel_ext.backends.numba_cuda', "
-                         "fromlist=['x']).real_gpu()", reason="no real CUDA GPU")
+gpu = pytest.mark.skipif("not __import__('kernel_ext.backends.numba_cuda_probe', "
+                         "fromlist=['x']).real_gpu_available()", reason="no real CUDA GPU")
 
 
 @gpu

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.backends import codegen, fused
+from kernel_ext.backends import codegen, compiler, fused, runners
 
 
 @pytest.fixture(autouse=True)
@@ -114,7 +114,7 @@ def test_auto_fuses_float_means_but_keeps_max_and_products_in_numpy():
     """W4's shape: the mean joins the kernel once it is hot (one call here processes more
     than ``HOT_ELEMENTS``); float max/min and products stay NumPy's."""
     rng = np.random.default_rng(4)
-    n = fused.HOT_ELEMENTS + 4097
+    n = compiler.HOT_ELEMENTS + 4097
     yt, yp = (rng.standard_normal(n).astype(np.float32) for _ in range(2))
 
     def w4(yt, yp):
@@ -140,7 +140,7 @@ def test_auto_fuses_float_means_but_keeps_max_and_products_in_numpy():
 
 
 def test_a_dropped_output_is_reused_and_a_visible_one_never():
-    n = (fused.RECYCLE_BYTES // 4) + 10
+    n = (runners.RECYCLE_BYTES // 4) + 10
     x = np.arange(n, dtype=np.float32)
 
     def f(x, k):
@@ -173,7 +173,7 @@ def test_a_dropped_output_is_reused_and_a_visible_one_never():
 
 
 def test_threads_sharing_a_runner_never_share_an_output():
-    n = (fused.RECYCLE_BYTES // 4) + 10
+    n = (runners.RECYCLE_BYTES // 4) + 10
     x = np.linspace(-2, 2, n).astype(np.float32)
 
     def f(x, k):

@@ -16,7 +16,7 @@ import pytest
 from programs import FUSIBLE_BINARY, FUSIBLE_UNARY, make_fusible_program, make_program
 
 import kernel_ext as kx
-from kernel_ext.backends import codegen, fused
+from kernel_ext.backends import codegen, compiler, fused
 
 
 def _same(got, want, what: str) -> None:
@@ -282,9 +282,9 @@ def test_one_large_transcendental_runs_on_every_core(monkeypatch):
     """A single ``tanh`` moves the same memory fused or not, but its compute splits over the
     cores: from its parallel size on, NumPy's own call runs on each core's share (same bits,
     no kernel to compile); below, and for cheap single ops, one NumPy call."""
-    from kernel_ext.backends import cost, fused
+    from kernel_ext.backends import cost, parallel
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
-    monkeypatch.setattr(fused, "_THREADS", 2)
+    monkeypatch.setattr(parallel, "THREADS", 2)
     cost._UNARY_SIZES.clear()
     big = np.linspace(-3, 3, 400_000).astype(np.float32)
     for fn, backend in ((np.tanh, "auto"), (lambda x: np.exp(x) * 1.0, "auto")):
@@ -292,29 +292,29 @@ def test_one_large_transcendental_runs_on_every_core(monkeypatch):
         g(big)
         cf = g.get_concrete_function(big)
         assert cf.executable.segments == []  # no kernel
-        assert "_pu(" in cf.executable.source
+        assert "_parallel_ufunc(" in cf.executable.source
         submitted = []
-        real = fused._pool
+        real = parallel.worker_pool
 
         class Spy:
             def submit(self, *args):
                 submitted.append(args[0])
                 return real().submit(*args)
 
-        monkeypatch.setattr(fused, "_pool", lambda: Spy())
+        monkeypatch.setattr(parallel, "worker_pool", lambda: Spy())
         _same(g(big), fn(big), "split")
-        monkeypatch.setattr(fused, "_pool", real)
+        monkeypatch.setattr(parallel, "worker_pool", real)
         assert len(submitted) == 1 and submitted[0] in (np.tanh, np.exp)
     small = big[:1000].copy()
     g = kx.function(np.tanh)
     submitted.clear()
-    monkeypatch.setattr(fused, "_pool", lambda: Spy())
+    monkeypatch.setattr(parallel, "worker_pool", lambda: Spy())
     _same(g(small), np.tanh(small), "small")  # (an executor for any size: checked per call)
-    monkeypatch.setattr(fused, "_pool", real)
+    monkeypatch.setattr(parallel, "worker_pool", real)
     assert submitted == []
     h = kx.function(lambda x: x + 1.0)
     h(big)
-    assert "_pu(" not in h.get_concrete_function(big).executable.source
+    assert "_parallel_ufunc(" not in h.get_concrete_function(big).executable.source
     ints = np.arange(400_000, dtype=np.int32)
     _same(kx.function(np.tanh)(ints), np.tanh(ints), "int input, float64 loop")
     strided = np.linspace(-1, 1, 800_000).astype(np.float32)[::2]
@@ -397,7 +397,7 @@ def test_background_compilation_never_blocks_a_call():
     assert seg["state"] in ("queued", "compiling", "ready")
     assert cf.executable.wait(timeout=120)
     assert seg["state"] == "ready"
-    handle = fused._HANDLES[("cpu", seg["kernel"])]
+    handle = compiler.handle_of("cpu", seg["kernel"])
     assert handle.flat is not None
     _same(f(x), first, "after the switch")
     _same(first, np.sqrt(x * x + salt) - x, "first call (NumPy)")

@@ -1,6 +1,6 @@
 """``jit_compile=True`` on large inputs and on unrolled matrix-product chains.
 
-* :func:`~kernel_ext.backends.fused.parallel_sum` splits a float sum at NumPy's own pairwise
+* :func:`~kernel_ext.backends.parallel.parallel_sum` splits a float sum at NumPy's own pairwise
   split points, so the halves summed on two threads and added give ``np.sum``'s bits; every
   case here compares bytes, on sizes around the split thresholds, both float dtypes, N-d,
   strided and reversed arrays (the last two must take the unsplit path).
@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.backends import cost, fused
+from kernel_ext.backends import compiler, cost, fused, parallel
 
 
 def _bits(a, b) -> bool:
@@ -35,8 +35,8 @@ class _CountingPool:
 
 @pytest.fixture
 def pool(monkeypatch):
-    counting = _CountingPool(fused._pool())
-    monkeypatch.setattr(fused, "_pool", lambda: counting)
+    counting = _CountingPool(parallel.worker_pool())
+    monkeypatch.setattr(parallel, "worker_pool", lambda: counting)
     return counting
 
 
@@ -45,45 +45,45 @@ def pool(monkeypatch):
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [2, 3, 4, 8])
 def test_parallel_sum_is_numpys_sum_bit_for_bit(monkeypatch, pool, dtype, threads):
-    monkeypatch.setattr(fused, "_THREADS", threads)
-    monkeypatch.setattr(fused, "SUM_PARALLEL_MIN", 1)
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(parallel, "SUM_PARALLEL_MIN", 1)
     rng = np.random.default_rng(threads)
     sizes = [1, 7, 8, 9, 127, 128, 129, 130, 136, 255, 256, 257, 1000, 4097, 65537, 262147,
              1_000_003]
     for n in sizes:
         x = (rng.standard_normal(n) * rng.uniform(1, 1e4)).astype(dtype)
         before = pool.submitted
-        assert _bits(fused.parallel_sum(x), x.sum()), n
+        assert _bits(parallel.parallel_sum(x), x.sum()), n
         if n > 128:
             assert pool.submitted > before, n  # really split
         if n % 2 == 0:
             m = x.reshape(2, -1)  # C-contiguous N-d: one run of n elements for NumPy too
-            assert _bits(fused.parallel_sum(m), m.sum()), n
+            assert _bits(parallel.parallel_sum(m), m.sum()), n
 
 
 def test_parallel_sum_keeps_numpy_for_what_it_cannot_prove(monkeypatch, pool):
-    monkeypatch.setattr(fused, "_THREADS", 2)
-    monkeypatch.setattr(fused, "SUM_PARALLEL_MIN", 1)
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    monkeypatch.setattr(parallel, "SUM_PARALLEL_MIN", 1)
     x = np.random.default_rng(0).standard_normal(300_001).astype(np.float32)
     cases = [x[::2], x[::-1], x[:300_000].reshape(600, 500).T,
              x.astype(np.float16), (x * 100).astype(np.int32)]
     for v in cases:
-        assert _bits(fused.parallel_sum(v), v.sum())
+        assert _bits(parallel.parallel_sum(v), v.sum())
     assert pool.submitted == 0
     # specials propagate as in NumPy
     y = x.copy()
     y[12345] = np.nan
-    assert np.isnan(fused.parallel_sum(y))
+    assert np.isnan(parallel.parallel_sum(y))
     y[12345] = np.inf
-    assert _bits(fused.parallel_sum(y), y.sum())
+    assert _bits(parallel.parallel_sum(y), y.sum())
     z = -np.zeros(1000, np.float64)
-    assert _bits(fused.parallel_sum(z), z.sum())
+    assert _bits(parallel.parallel_sum(z), z.sum())
 
 
 def test_small_sums_stay_in_one_call(monkeypatch, pool):
-    monkeypatch.setattr(fused, "_THREADS", 2)
-    x = np.ones(fused.SUM_PARALLEL_MIN - 1, np.float32)
-    assert _bits(fused.parallel_sum(x), x.sum())
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    x = np.ones(parallel.SUM_PARALLEL_MIN - 1, np.float32)
+    assert _bits(parallel.parallel_sum(x), x.sum())
     assert pool.submitted == 0
 
 
@@ -94,18 +94,18 @@ def test_small_sums_stay_in_one_call(monkeypatch, pool):
 def test_a_split_ufunc_sums_its_result_bit_for_bit(monkeypatch, pool, dtype, threads):
     """``parallel_ufunc_sum``: each core sums the share it wrote, cut where NumPy's pairwise
     summation cuts, so the sum is ``np.sum``'s of the result (and the result ``np.tanh``'s)."""
-    monkeypatch.setattr(fused, "_THREADS", threads)
+    monkeypatch.setattr(parallel, "THREADS", threads)
     rng = np.random.default_rng(threads)
     for n in (1000, 4097, 65537, 262147, 1_000_003):
         x = (rng.standard_normal(n) * 3).astype(dtype)
         before = pool.submitted
-        out, total = fused.parallel_ufunc_sum(np.tanh, x, np.dtype(dtype), 1000)
+        out, total = parallel.parallel_ufunc_sum(np.tanh, x, np.dtype(dtype), 1000)
         assert _bits(out, np.tanh(x)) and _bits(total, np.tanh(x).sum()), n
         assert pool.submitted > before
-    out, total = fused.parallel_ufunc_sum(np.tanh, x[::2], np.dtype(dtype), 1000)
+    out, total = parallel.parallel_ufunc_sum(np.tanh, x[::2], np.dtype(dtype), 1000)
     assert total is None and _bits(out, np.tanh(x[::2]))  # strided: not split, not summed
     ints = np.arange(5000, dtype=np.int32)
-    out, total = fused.parallel_ufunc_sum(np.negative, ints, np.dtype(np.int32), 1000)
+    out, total = parallel.parallel_ufunc_sum(np.negative, ints, np.dtype(np.int32), 1000)
     assert total is None and _bits(out, -ints)
 
 
@@ -118,7 +118,7 @@ def _loop(x, thr):
 def _large_loop(monkeypatch):
     """The seed's loop as a ``jit_compile=True`` function, and an input large enough to be
     handed to the executor on two cores."""
-    monkeypatch.setattr(fused, "_THREADS", 2)
+    monkeypatch.setattr(parallel, "THREADS", 2)
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
     n = cost.HANDOVER_MIN_ELEMENTS + 1000
     x = np.ones(n, np.float32)
@@ -136,7 +136,7 @@ def test_the_loop_test_reads_the_sum_its_body_made(monkeypatch, pool):
     assert f(x, thr).tobytes() == want.tobytes()
     source = f.get_concrete_function(x, thr).executable.run.__globals__["_fallback"]
     calls = {"pus": 0, "psum": 0}
-    for name, key in (("_pus", "pus"), ("_psum", "psum")):
+    for name, key in (("_parallel_ufunc_sum", "pus"), ("_parallel_sum", "psum")):
         real = source.__globals__[name]
         monkeypatch.setitem(source.__globals__, name,
                             lambda *a, real=real, key=key: calls.__setitem__(
@@ -212,7 +212,7 @@ def test_the_fallback_sums_like_the_compiled_function():
         got = first(x)  # runs on the executor while the function compiles
     finally:
         fused.set_synchronous(old)
-        fused.wait_for_kernels(300)
+        compiler.wait_for_kernels(300)
     assert _bits(got[0], np.sum(x))
 
 

@@ -1,0 +1,39 @@
+"""``Executable``: what compiling a graph gives the engine — the callable and its report.
+
+Every backend returns one (:func:`kernel_ext.backends.compile_for`): the function a
+ConcreteFunction runs on every call, its generated source, the backend label the UI shows, one
+report dict per fused segment (kept current while kernels compile in the background) and the
+compile time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass
+class Executable:
+    """A compiled graph: ``run(*params)`` and the facts the UI shows about it.
+
+    ``segments`` holds one dict per fused segment (ops, kernel, ``state`` of its compilation,
+    ``compile_ms``, ``cache`` hit/miss); the dicts are updated in place as background
+    compilation progresses.
+    """
+
+    run: Callable[..., Any]
+    source: str
+    backend: str = "numpy"
+    segments: list[dict[str, Any]] = field(default_factory=list)
+    compile_ms: float = 0.0
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until the kernels requested so far are compiled (True) or ``timeout``."""
+        if not self.segments:
+            return True
+        # (imported here: the compiler module is only needed once something was fused)
+        from .compiler import wait_for_kernels
+        return wait_for_kernels(timeout)
+
+
+__all__ = ["Executable"]
