@@ -47,7 +47,7 @@ import functools
 import hashlib
 import math
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -769,8 +769,7 @@ class _Body:
         return f"{self.k.helper(name, self.loop_dtype)}({x})"
 
 
-@dataclass(frozen=True)
-class KernelSource:
+class KernelSource(NamedTuple):
     """A generated kernel module: its text, its content hash (the kernel's identity across
     processes), its target, and how its kernels are called (None for a whole-graph
     function, which has a signature of its own)."""
@@ -781,8 +780,7 @@ class KernelSource:
     call: SegmentCall | None = None
 
 
-@dataclass(frozen=True)
-class EmbeddedKernel:
+class EmbeddedKernel(NamedTuple):
     """One kernel variant written for embedding in a whole-graph module: its function text,
     the module-level constants and helper functions it reads, and its call description
     (whose ``scratch`` lists the block buffers it takes as trailing parameters)."""
