@@ -33,12 +33,6 @@ def ld(getter: Callable[[], Any], name: str) -> Any:
         return Undefined(name)
 
 
-def _fresh(values: Sequence[Any]) -> tuple:
-    """New tensor objects for the same values: a branch or body that mutates one in place
-    (``x[0] = ...``) must not change what the other branch or the next trace sees."""
-    return tuple(v.context.tensor(v.node) if isinstance(v, Tensor) else v for v in values)
-
-
 # -- if ---------------------------------------------------------------------------------------
 
 def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
@@ -56,7 +50,7 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
 
     def branch(fn: Callable[[], None]) -> Callable[[], tuple]:
         def run() -> tuple:
-            set_state(_fresh(init))
+            set_state(init)  # (arrays updated in place are rolled back by cond itself)
             fn()
             return tuple(get_state())
         return run
@@ -183,7 +177,7 @@ def _graph_loop_stmt(test: Callable[[], Any] | None, extra_test: Callable[[], An
         state = list(init)
         for i, v in zip(carried, values):
             state[i] = v
-        set_state(_fresh(state))
+        set_state(tuple(state))
 
     def take() -> tuple:
         state = get_state()

@@ -81,6 +81,10 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str
     """Source text building the function's returned structure (``tree``) from the values of
     ``graph``'s outputs; arrays the caller may not own are copied (``_own``)."""
     kind = tree.kind
+    if kind == "input":  # the caller's array itself (updated in place by the writeback)
+        value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
+        return f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, " \
+            f"{value})"
     if kind == "output":
         node = graph.outputs[tree.index]
         v = scope.var(node)
@@ -95,6 +99,10 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str
             return repr(value)
         return namer.bind(value, "_const")
     items = [output_expr(c, graph, namer, scope) for c in tree.children]
+    if kind == "writeback":
+        pairs = "".join(f", {access_expr(path, namer)}, {item}"
+                        for path, item in zip(tree.value, items[1:]))
+        return f"{namer.bind(write_back, '_write_back')}({items[0]}{pairs})"
     if kind == "tuple":
         return "(" + "".join(i + ", " for i in items) + ")"
     if kind == "list":
@@ -107,6 +115,25 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str
     # dataclass: rebuilt field by field (frozen ones too), without calling __init__
     build = namer.bind(_make_dataclass_builder(tree.container, tree.keys), "_build")
     return f"{build}(" + ", ".join(items) + ")"
+
+
+def updated_argument(argument: Any, value: Any) -> Any:
+    """What returning an argument the function updated in place gives: the caller's array
+    itself (its contents are written back), as NumPy returns it; a NumPy scalar argument was
+    only rebound (scalars are immutable), so its new value."""
+    return argument if isinstance(argument, np.ndarray) else value
+
+
+def write_back(result: Any, *pairs: Any) -> Any:
+    """Copy each new value into its argument (``dst, src, dst, src, ...``), then return
+    ``result``: an argument the function updated in place holds its new contents when the
+    call returns, as in NumPy. A NumPy scalar argument is immutable, as in NumPy: ``x += 1``
+    only rebound the name inside the function, so nothing is copied."""
+    for i in range(0, len(pairs), 2):
+        dst = pairs[i]
+        if isinstance(dst, np.ndarray):
+            np.copyto(dst, pairs[i + 1])
+    return result
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:

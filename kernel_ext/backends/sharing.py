@@ -142,7 +142,8 @@ def tree_key(tree: Any) -> Hashable | None:
 
 
 def _tree_key(tree: Any) -> Hashable:
-    value = _attr_key(tree.value) if tree.kind == "const" else None
+    value = _attr_key(tree.value) if tree.kind == "const" else \
+        tree.value if tree.kind in ("input", "writeback") else None  # (argument paths)
     return (tree.kind, tree.index, value, tree.container, tuple(tree.keys),
             tuple(_tree_key(c) for c in tree.children))
 

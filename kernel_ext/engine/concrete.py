@@ -19,6 +19,7 @@ from .records import TraceRecord, diff_call
 if TYPE_CHECKING:
     from .binding import FunctionType
     from .function import Function
+    from .guards import CallGuard
 
 
 class ConcreteFunction:
@@ -28,7 +29,8 @@ class ConcreteFunction:
                  input_types: Sequence[TraceType], tree: TreeNode, executable: Executable,
                  record: TraceRecord, traced_node_count: int,
                  traced: Graph | None = None,
-                 optimize: Callable[[Graph], Graph] | None = None) -> None:
+                 optimize: Callable[[Graph], Graph] | None = None,
+                 guard: "CallGuard | None" = None) -> None:
         self._function = function
         #: The parameters and how calls bind to them (the Function's own).
         self.function_type: FunctionType = function.function_type
@@ -44,8 +46,11 @@ class ConcreteFunction:
         self._tree = tree
         self.executable = executable
         #: The executor itself: one value per parameter, in order, no checks (the Function
-        #: calls it after binding; TensorFlow's ``_call_flat``).
-        self.call_flat = executable.run
+        #: calls it after binding; TensorFlow's ``_call_flat``). A trace that updates its
+        #: arguments first checks what it assumed about them (``guard``).
+        self.guard = guard
+        self.call_flat = executable.run if guard is None else \
+            guard.wrap(executable.run, function.run_eagerly_because)
         self.record = record
         #: Every input type accepts only equal types: dispatch finds this trace by dict lookup
         #: and never needs to compare it with a call's types.

@@ -29,7 +29,7 @@ from .. import errors
 from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
-from ..trace.pytree import flatten_outputs
+from ..trace.pytree import flatten_outputs, with_writeback
 from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef,
                            register_dead_object_listener)
 from . import events, registry
@@ -37,6 +37,7 @@ from .binding import FunctionType
 from .concrete import ConcreteFunction
 from .config import STATE
 from .fixes import fix_for, suggest_fixes
+from .guards import CallGuard
 from .records import Explanation, TraceIndex, TraceRecord, cause_of
 from .snapshots import snapshot_captures
 
@@ -120,6 +121,8 @@ class Function:
         self._last_run_ns: int | None = None
         self._traces = 0
         self._eager_calls = 0
+        #: Why the latest call ran as plain Python instead of its trace (a guard, .guards).
+        self.last_eager_reason: str | None = None
         self._failed_traces = 0
         self._trace_ms = 0.0
         self._compile_ms = 0.0
@@ -244,6 +247,13 @@ class Function:
             return run(*values)
         return run_with_keywords
 
+    def run_eagerly_because(self, reason: str, values: Sequence[Any]) -> Any:
+        """Run one call as plain Python on the real arrays (a trace's assumption about its
+        arguments does not hold for them, :mod:`.guards`): NumPy's answer by construction."""
+        self._eager_calls += 1
+        self.last_eager_reason = reason
+        return self._call_python(values)
+
     def _call_python(self, values: Sequence[Any]) -> Any:
         args, kwargs = self.function_type.call_arguments(values)
         fn = self._traced_callable()
@@ -318,8 +328,13 @@ class Function:
                                     for i, (n, t) in enumerate(zip(self.function_type.names,
                                                                    trace_types))]
                     result = self._call_python(placeholders)
-                    tree, outputs = flatten_outputs(result, ctx)
+                    updated = {id(t): (path, t) for path, t in ctx.inputs
+                               if id(t) in ctx.mutated}
+                    tree, outputs = flatten_outputs(result, ctx, updated)
+                    if updated:
+                        tree = with_writeback(tree, outputs, ctx, list(updated.values()))
                     ctx.graph.outputs = outputs
+                    guard = CallGuard.for_trace(ctx, updated)
             except errors.TracingRecursionError:
                 raise
             except RecursionError as e:
@@ -345,7 +360,8 @@ class Function:
             record = self._make_record(trace_types, types_, via, trace_ms, compile_ms,
                                        call_site)
             cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
-                                  traced_count, traced=ctx.graph, optimize=run_pipeline)
+                                  traced_count, traced=ctx.graph, optimize=run_pipeline,
+                                  guard=guard)
             self._concrete.append(cf)
             if not cf.exact:
                 self._relaxed.append(cf)

@@ -47,6 +47,14 @@ class TraceContext:
         # id(array) -> (array, node): one capture per array object; holding the array keeps its
         # id from being reused by another object during the trace.
         self._captured: dict[int, tuple[Any, Node]] = {}
+        #: The function's arguments as traced: ``(path, placeholder tensor)`` per array leaf.
+        self.inputs: list[tuple[tuple, Tensor]] = []
+        #: Roots updated in place while this trace (branch, body) was current, first update
+        #: first, each with its state before that update (``Tensor.state``): what a branch or
+        #: loop body carries out, and what the engine writes back.
+        self.mutated: dict[int, tuple[Tensor, tuple]] = {}
+        #: Roots whose reshape was taken as a view (the top-level trace's; see ViewStep).
+        self.layout_roots: dict[int, Tensor] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def child(self, name: str) -> "TraceContext":
@@ -64,7 +72,8 @@ class TraceContext:
 
     def capture_outer(self, tensor: "Tensor") -> Node:
         """A placeholder of this sub-graph standing for ``tensor`` of an enclosing trace."""
-        outer_node = tensor.node if tensor.context is self.parent else \
+        node = tensor.node  # (a view first catches up with its root: it may change context)
+        outer_node = node if tensor.context is self.parent else \
             self.parent.capture_outer(tensor)  # type: ignore[union-attr]
         hit = self._outer.get(outer_node)
         if hit is not None:
@@ -93,7 +102,27 @@ class TraceContext:
 
     # -- inputs -------------------------------------------------------------------------------
     def placeholder(self, name: str, shape: tuple | None, dtype: Any, path: tuple) -> "Tensor":
-        return self.tensor(self.graph.placeholder(name, shape, dtype, path=path))
+        tensor = self.tensor(self.graph.placeholder(name, shape, dtype, path=path))
+        self.inputs.append((path, tensor))
+        return tensor
+
+    # -- in-place updates (functionalization; see Tensor) ------------------------------------
+    def note_mutation(self, root: Tensor) -> None:
+        """``root`` is about to be updated in place while this trace is current."""
+        if id(root) not in self.mutated:
+            self.mutated[id(root)] = (root, root.state())
+
+    def outer_updates(self) -> list[tuple[Tensor, tuple]]:
+        """The roots of enclosing traces this one updated, with their state before."""
+        return [(root, pre) for root, pre in self.mutated.values()
+                if pre[1] is not self and not pre[1].is_ancestor(self)]
+
+    def note_layout_root(self, root: Tensor) -> None:
+        """The trace took a reshape of ``root`` as a view: valid for C-contiguous data only."""
+        top = self
+        while top.parent is not None:
+            top = top.parent
+        top.layout_roots.setdefault(id(root), root)
 
     def tensor(self, node: Node) -> Tensor:
         """The traced value of ``node``, a node of this trace's graph: the one place tensors
@@ -157,9 +186,10 @@ class TraceContext:
     def lift_tensor(self, tensor: "Tensor") -> Node:
         """The node for ``tensor`` here: its own, or a capture if it belongs to an enclosing
         trace that is still running."""
+        node = tensor.node  # (a view first catches up with its root: it may change context)
         ctx = tensor.context
         if ctx is self and self.active:
-            return tensor.node
+            return node
         if ctx.active and self.is_ancestor(ctx):
             return self.capture_outer(tensor)
         raise leaked_error(tensor)

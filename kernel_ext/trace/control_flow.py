@@ -21,7 +21,7 @@ from .. import errors
 from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
-from .tensor import Tensor, describe_tensor
+from .tensor import Tensor, describe_tensor, next_version
 from .types import TensorSpec
 from .variables import Variable, resolve
 
@@ -206,12 +206,21 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     _check_predicate(pred, "kx.cond")
     pred_node = ctx.lift(pred)
     branches = []
+    # Arrays of the enclosing trace a branch updates in place: their new value in each branch
+    # (the old one where a branch leaves them alone) becomes an output of the cond, and the
+    # array itself takes it afterwards; each branch starts from the state before the if.
+    touched: dict[int, Tensor] = {}
     for branch_name, fn in (("true_branch", true_fn), ("false_branch", false_fn)):
         child = ctx.child(f"{name}_{branch_name}")
         with child:
             result = fn()
-        branches.append((child, result))
-    (t_ctx, t_res), (f_ctx, f_res) = branches
+        updates = {}
+        for root, pre in child.outer_updates():
+            updates[id(root)] = Tensor(root.node, root.context)
+            touched.setdefault(id(root), root)
+            root.restore(pre)
+        branches.append((child, result, updates))
+    (t_ctx, t_res, t_upd), (f_ctx, f_res, f_upd) = branches
     label = list(names) if names else None
     t_tree, t_leaves, t_names, _ = flatten(t_res, "output")
     f_tree, f_leaves, _, _ = flatten(f_res, "output")
@@ -229,9 +238,18 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
                         f"traced value: the true branch gives {_describe_structure(a)}, the "
                         f"false branch {_describe_structure(b)}. Fix: make both branches "
                         "produce the same kind of value (e.g. both a tuple of two arrays).")
-    # decide per leaf: static (identical Python values) or graph value (with unified dtype)
+    # decide per leaf: static (identical Python values), the same array object in both
+    # branches (kept as the object: it follows its updates), or a graph value (unified dtype)
+    n_results = len(t_leaves)
+    t_leaves = t_leaves + [t_upd.get(k, r) for k, r in touched.items()]
+    f_leaves = f_leaves + [f_upd.get(k, r) for k, r in touched.items()]
+    t_names = t_names + [describe_tensor(r) for r in touched.values()]
     plan: list[tuple[str, Any]] = []
-    for leaf_name, a, b in zip(t_names, t_leaves, f_leaves):
+    for k, (leaf_name, a, b) in enumerate(zip(t_names, t_leaves, f_leaves)):
+        if k < n_results and a is b and isinstance(a, Tensor) and \
+                not _created_in(a, (t_ctx, f_ctx)):
+            plan.append(("same", a))
+            continue
         ua, ub = isinstance(a, Undefined), isinstance(b, Undefined)
         if ua or ub:
             if ua and ub:
@@ -270,7 +288,15 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
                                   "out_avals": tuple(out_avals)}, name=name)
     values = iter(_outputs(ctx, node, len(out_avals)))
     leaves = [next(values) if kind == "value" else static for kind, static in plan]
-    return unflatten(t_tree, leaves)
+    for root, value in zip(touched.values(), leaves[n_results:]):
+        root.assign(value)
+    return unflatten(t_tree, leaves[:n_results])
+
+
+def _created_in(tensor: Tensor, contexts: Sequence[TraceContext]) -> bool:
+    """Was ``tensor`` made inside one of ``contexts`` (a branch or body that has ended)?"""
+    ctx = tensor.storage_root.state()[1]
+    return any(ctx is c or ctx.is_ancestor(c) for c in contexts)
 
 
 def _outputs(ctx: TraceContext, node: Node, n: int) -> list[Tensor]:
@@ -363,32 +389,86 @@ def _invariant_spec(inv: Any, leaf_name: str, aval: AbstractValue) -> tuple | No
 def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
                 leaves: list[Any], leaf_names: list[str], relax: list[bool],
                 shape_invariants: Sequence[Any] | None, name: str) -> tuple:
+    # Arrays the body updates in place that are not loop variables (reached through a view,
+    # a list, an alias) are found by tracing once; they then join the loop state, hidden.
+    hidden: list[Tensor] = []
+    for _ in range(64):
+        found = _graph_loop_once(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
+                                 shape_invariants, name, hidden)
+        if isinstance(found, tuple):
+            return found
+        hidden.extend(found)
+    raise RuntimeError("internal: the loop's in-place updates did not settle")
+
+
+def _is_outer_root(leaf: Any, ctx: TraceContext) -> bool:
+    """Is ``leaf`` an array object of ``ctx`` or an enclosing trace that owns its storage?"""
+    if not isinstance(leaf, Tensor) or leaf.storage_root is not leaf:
+        return False
+    owner = leaf.state()[1]
+    return owner is ctx or ctx.is_ancestor(owner)
+
+
+def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
+                     leaves: list[Any], leaf_names: list[str], relax: list[bool],
+                     shape_invariants: Sequence[Any] | None, name: str,
+                     hidden: list[Tensor]) -> tuple | list[Tensor]:
+    """One attempt at the loop: its outputs, or the arrays updated in place that must join
+    the state (then nothing was recorded and every array is as before)."""
     # Arrays and numbers become loop-carried graph values; any other Python value rides
-    # along unchanged (and must not change in the body).
+    # along unchanged (and must not change in the body). An array object among the loop
+    # variables stays that object inside the body (its value swapped for the iteration's),
+    # so an in-place update of it is an update of the caller's array, as in NumPy; a view
+    # follows its root.
     value_idx = [i for i, leaf in enumerate(leaves) if _is_value(leaf)]
-    init_nodes = [_lift_leaf(ctx, leaves[i]) for i in value_idx]
+    slots = [leaves[i] for i in value_idx] + list(hidden)
+    slot_names = [leaf_names[i] for i in value_idx] + [describe_tensor(r) for r in hidden]
+    init_nodes = [_lift_leaf(ctx, leaf) for leaf in slots]
     specs: list[AbstractValue] = []
-    for k, i in enumerate(value_idx):
-        aval = init_nodes[k].aval
+    for k, node in enumerate(init_nodes):
+        aval = node.aval
         shape = aval.shape
-        if relax[i]:
+        if k < len(value_idx) and relax[value_idx[k]]:
             shape = None
-        if shape_invariants is not None and k < len(shape_invariants):
-            shape = _invariant_spec(shape_invariants[k], leaf_names[i], aval)
+        if shape_invariants is not None and k < min(len(shape_invariants), len(value_idx)):
+            shape = _invariant_spec(shape_invariants[k], slot_names[k], aval)
         specs.append(AbstractValue(shape, aval.dtype))
+    owners: dict[int, int] = {}  # id(root) -> the slot whose placeholder it takes
+    for k, leaf in enumerate(slots):
+        if _is_outer_root(leaf, ctx):
+            owners.setdefault(id(leaf), k)
+    carried = {id(slots[k]) for k in owners.values()}
+    saved = {id(slots[k]): (slots[k], slots[k].state()) for k in owners.values()}
 
     def trace_part(part: str, fn: Callable) -> tuple[TraceContext, list[Node], Any]:
         child = ctx.child(f"{name}_{part}")
         with child:
             phs = [child.graph.create_node(OpKind.PLACEHOLDER, (), {
-                "shape": spec.shape, "dtype": spec.dtype}, name=_ident(leaf_names[i]))
-                for spec, i in zip(specs, value_idx)]
+                "shape": spec.shape, "dtype": spec.dtype}, name=_ident(slot_names[k]))
+                for k, spec in enumerate(specs)]
             current = list(leaves)
-            for ph, i in zip(phs, value_idx):
-                current[i] = child.tensor(ph)
+            for k, leaf in enumerate(slots):
+                if owners.get(id(leaf)) == k:
+                    leaf.restore((phs[k], child, next_version()))
+            for k, i in enumerate(value_idx):
+                leaf = leaves[i]
+                if not (id(leaf) in owners or (isinstance(leaf, Tensor) and
+                                                leaf.storage_root is not leaf)):
+                    current[i] = child.tensor(phs[k])
             structured = unflatten(tree, current)
             result = fn(*structured)
         return child, phs, result
+
+    def undo(child: TraceContext) -> list[Tensor]:
+        """Put every array back as before the loop; return those updated but not carried."""
+        new = []
+        for root, pre in reversed(child.outer_updates()):
+            if id(root) not in carried:
+                new.append(root)
+                root.restore(pre)
+        for root, state in saved.values():
+            root.restore(state)
+        return new[::-1]
 
     c_ctx, c_phs, c_res = trace_part("cond", cond_fn)
     if isinstance(c_res, Variable):
@@ -398,54 +478,83 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
             _check_predicate(c_res, "the loop condition")
         c_out = [_lift_leaf(c_ctx, c_res if _is_value(c_res) else bool(c_res))]
     c_ctx.active = False
+    found = undo(c_ctx)
 
     b_ctx, b_phs, b_res = trace_part("body", body_fn)
     if not isinstance(b_res, (tuple, list)) or not _same_tree(
             tree, flatten(tuple(b_res), "loop_vars")[0]):
+        undo(b_ctx)
         raise TypeError(f"the loop body must return the loop variables in the same structure: "
                         f"expected {len(leaves)} value(s) as {_describe_structure(tuple(leaves))}"
                         f", got {_describe_structure(b_res)}")
     b_leaves = flatten(tuple(b_res), "loop_vars")[1]
-    with b_ctx:
-        b_out = []
-        for k, i in enumerate(value_idx):
-            new = b_leaves[i]
-            spec = specs[k]
-            if isinstance(new, Undefined) or not _is_value(new):
-                raise TypeError(f"'{leaf_names[i]}' is an array before the loop but "
-                                f"{_short(new)} after an iteration")
-            dt = _dtype_of(new)
-            if dt is not None and dt != spec.dtype:
-                raise TypeError(
-                    f"'{leaf_names[i]}' has dtype {spec.dtype} before the loop but {dt} after "
-                    "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
-                    f"inside the loop, e.g. .astype(np.{spec.dtype.name}).")
-            node = _lift_leaf(b_ctx, new, spec.dtype)
-            if not TensorSpec(node.aval.shape, spec.dtype).is_subtype_of(
-                    TensorSpec(spec.shape, spec.dtype)):
-                raise ValueError(
-                    f"'{leaf_names[i]}' has shape {_fmt(spec.shape)} before the loop but "
-                    f"{_fmt(node.aval.shape)} after one iteration; a traced loop keeps each "
-                    "variable's shape. Fix: declare the dimensions that change as None with "
-                    f"shape invariants, e.g. kx.autograph.set_loop_options(shape_invariants=[("
-                    f"{_ident(leaf_names[i])}, {_fmt_none(node.aval.shape, spec.shape)})]) "
-                    "inside the loop, or kx.while_loop(..., shape_invariants=[...]).")
-            b_out.append(node)
-        for i, leaf in enumerate(leaves):
-            if i not in value_idx and not _static_equal(leaf, b_leaves[i]):
-                raise TypeError(f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "
-                                f"{_short(b_leaves[i])} after one iteration; only arrays may "
-                                "change inside a traced loop")
-    b_ctx.active = False
+    # carried array objects the body updated in place (their value is no longer the slot's)
+    changed = {id(slots[k]) for k in owners.values() if slots[k].state()[0] is not b_phs[k]}
+    try:
+        with b_ctx:
+            b_out = []
+            for k, spec in enumerate(specs):
+                if k < len(value_idx):
+                    i = value_idx[k]
+                    new = b_leaves[i]
+                    if new is not leaves[i] and id(leaves[i]) in changed:
+                        raise errors.UnsupportedOpError(
+                            f"'{leaf_names[i]}' is updated in place and also assigned a new "
+                            "array in the same loop body; NumPy would update the original "
+                            "array only until the assignment. Fix: use a new name for the "
+                            "new array, or update the array in place only.")
+                else:
+                    new = slots[k]
+                b_out.append(_body_output(b_ctx, slot_names[k], new, spec))
+            for i, leaf in enumerate(leaves):
+                if i not in value_idx and not _static_equal(leaf, b_leaves[i]):
+                    raise TypeError(f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "
+                                    f"{_short(b_leaves[i])} after one iteration; only arrays "
+                                    "may change inside a traced loop")
+    finally:
+        b_ctx.active = False
+        found += [r for r in undo(b_ctx) if all(r is not f for f in found)]
+    if found:
+        return found
     union = _union(c_ctx.captures, b_ctx.captures)
     c_graph = _with_inputs(c_ctx.graph, c_phs, c_ctx.captures, union, c_out)
     b_graph = _with_inputs(b_ctx.graph, b_phs, b_ctx.captures, union, b_out)
     node = ctx.graph.create_node(OpKind.WHILE, (*init_nodes, *union),
                                  {"cond": c_graph, "body": b_graph, "n_vars": len(specs),
                                   "out_avals": tuple(specs)}, name=name)
-    outs = iter(_outputs(ctx, node, len(specs)))
-    final = [next(outs) if i in value_idx else leaves[i] for i in range(len(leaves))]
+    outs = _outputs(ctx, node, len(specs))
+    for k, leaf in enumerate(slots):
+        if owners.get(id(leaf)) == k and id(leaf) in changed:
+            leaf.assign(outs[k])  # the array object itself takes its final value
+    final = list(leaves)
+    for k, i in enumerate(value_idx):
+        kept = b_leaves[i] is leaves[i] and isinstance(leaves[i], Tensor)
+        final[i] = leaves[i] if kept else outs[k]
     return tuple(unflatten(tree, final))
+
+
+def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractValue) -> Node:
+    """The node the body gives for one loop variable, checked against the loop's spec."""
+    if isinstance(new, Undefined) or not _is_value(new):
+        raise TypeError(f"'{leaf_name}' is an array before the loop but "
+                        f"{_short(new)} after an iteration")
+    dt = _dtype_of(new)
+    if dt is not None and dt != spec.dtype:
+        raise TypeError(
+            f"'{leaf_name}' has dtype {spec.dtype} before the loop but {dt} after "
+            "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
+            f"inside the loop, e.g. .astype(np.{spec.dtype.name}).")
+    node = _lift_leaf(b_ctx, new, spec.dtype)
+    if not TensorSpec(node.aval.shape, spec.dtype).is_subtype_of(
+            TensorSpec(spec.shape, spec.dtype)):
+        raise ValueError(
+            f"'{leaf_name}' has shape {_fmt(spec.shape)} before the loop but "
+            f"{_fmt(node.aval.shape)} after one iteration; a traced loop keeps each "
+            "variable's shape. Fix: declare the dimensions that change as None with "
+            f"shape invariants, e.g. kx.autograph.set_loop_options(shape_invariants=[("
+            f"{_ident(leaf_name)}, {_fmt_none(node.aval.shape, spec.shape)})]) "
+            "inside the loop, or kx.while_loop(..., shape_invariants=[...]).")
+    return node
 
 
 def _ident(text: str) -> str:

@@ -23,7 +23,11 @@ from .variables import Variable
 @dataclass(frozen=True)
 class TreeNode:
     """``kind`` is one of: ``output`` (graph output #index), ``const`` (a Python value),
-    ``tuple``, ``list``, ``namedtuple``, ``dict``, ``dataclass``."""
+    ``tuple``, ``list``, ``namedtuple``, ``dict``, ``dataclass``; and two the engine adds for
+    in-place updates: ``input`` (the caller's own argument at path ``value``, returned as the
+    same object, as NumPy returns an array updated in place; graph output #index is its new
+    value) and ``writeback`` (children[0] is the result; after it is built, each further child's
+    value is copied into the argument at the matching path of ``value``)."""
 
     kind: str
     children: tuple["TreeNode", ...] = ()
@@ -33,10 +37,18 @@ class TreeNode:
     keys: tuple = ()
 
 
-def flatten_outputs(result: Any, ctx: TraceContext) -> tuple[TreeNode, list[Node]]:
+def flatten_outputs(result: Any, ctx: TraceContext,
+                    updated: dict[int, tuple[tuple, Tensor]] | None = None
+                    ) -> tuple[TreeNode, list[Node]]:
+    """The returned structure as a tree plus its graph outputs. ``updated`` maps the ids of
+    the argument tensors updated in place to their paths: returning one returns the caller's
+    array itself (an ``input`` leaf), as NumPy does."""
     outputs: list[Node] = []
 
     def walk(value: Any) -> TreeNode:
+        if updated and isinstance(value, Tensor) and id(value) in updated:
+            outputs.append(ctx.lift(value))
+            return TreeNode("input", index=len(outputs) - 1, value=updated[id(value)][0])
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
             node = ctx.lift(value)
             outputs.append(node)
@@ -58,13 +70,26 @@ def flatten_outputs(result: Any, ctx: TraceContext) -> tuple[TreeNode, list[Node
     return tree, outputs
 
 
+def with_writeback(tree: TreeNode, outputs: list[Node], ctx: TraceContext,
+                   updated: list[tuple[tuple, Tensor]]) -> TreeNode:
+    """``tree`` wrapped so that the executor, after building the result, copies the final
+    value of each updated argument (appended to ``outputs``) into the caller's array."""
+    children = [tree]
+    for _, tensor in updated:
+        outputs.append(ctx.lift(tensor))
+        children.append(TreeNode("output", index=len(outputs) - 1))
+    return TreeNode("writeback", tuple(children), value=tuple(path for path, _ in updated))
+
+
 def unflatten(tree: TreeNode, leaves: list[Any]) -> Any:
     """Rebuild the structure with ``leaves`` in place of the graph outputs (used for specs)."""
     kind = tree.kind
-    if kind == "output":
+    if kind == "output" or kind == "input":
         return leaves[tree.index]
     if kind == "const":
         return tree.value
+    if kind == "writeback":
+        return unflatten(tree.children[0], leaves)
     items = [unflatten(c, leaves) for c in tree.children]
     if kind == "tuple":
         return tuple(items)

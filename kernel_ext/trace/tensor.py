@@ -10,6 +10,7 @@ records into the current trace). Operators come from the op table
 
 from __future__ import annotations
 
+import itertools
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -33,17 +34,47 @@ _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", 
 class Tensor(NumpyOperators, inplace=True):
     """A traced value: what a NumPy array is while a ``kx.function`` is being traced.
 
-    ``node`` is the graph node that computes it and ``context`` the trace that owns that node
-    (neither name exists on ``np.ndarray``, so NumPy code never meets them by accident). Make
-    tensors with :meth:`TraceContext.tensor <kernel_ext.trace.context.TraceContext.tensor>`.
+    ``node`` is the graph node that computes its current value and ``context`` the trace that
+    owns that node (neither name exists on ``np.ndarray``, so NumPy code never meets them by
+    accident). Make tensors with :meth:`TraceContext.tensor
+    <kernel_ext.trace.context.TraceContext.tensor>`.
+
+    **Mutation is functionalized** (PyTorch's scheme): the graph stays pure, the Python object
+    follows NumPy. A tensor is either a *root* (it owns its storage: an argument, an op's
+    result) or a *view* of a root (basic indexing, transposes, ``expand_dims``/``squeeze``,
+    ``broadcast_to``, reshapes), made of the root by a chain of view steps. An in-place update
+    (``x[i] = v``, ``x += 1``, ``out=``, ``x.sort()``, ``np.copyto``) of a root records the
+    new value as a new node and moves the root to it, bumping its *version*; an update of a
+    view becomes the root's new value (each step inverted: a slice is written back with
+    ``setitem``, a transpose transposed back) and so reaches every alias. A view whose root's
+    version moved regenerates itself from the root when next read. The trace records every
+    root it updated (:meth:`TraceContext.note_mutation`): branches and loop bodies carry them
+    out as state, and the engine writes the final values of updated arguments back into the
+    caller's arrays.
     """
 
-    __slots__ = ("node", "context", "__weakref__")
+    __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "__weakref__")
     __hash__ = None  # like np.ndarray: == is elementwise, so tensors are not dict keys
 
     def __init__(self, node: Node, context: "TraceContext") -> None:
-        self.node = node
+        self._node = node
         self.context = context
+        self._root: Tensor | None = None   # the root this is a view of (None: a root)
+        self._steps: tuple = ()             # view steps from the root, see ViewStep
+        self._seen = 0                      # the root's version this view was computed from
+        self._version = 0                   # a root's version: unique per update, 0 = never
+
+    @property
+    def node(self) -> Node:
+        """The node of the current value (a view first catches up with its root)."""
+        root = self._root
+        if root is not None and (root._version != self._seen or not self.context.active):
+            self._regenerate()
+        return self._node
+
+    @node.setter
+    def node(self, node: Node) -> None:
+        self._node = node
 
     # -- static facts ---------------------------------------------------------------------
     @property
@@ -190,8 +221,10 @@ class Tensor(NumpyOperators, inplace=True):
     def tolist(self) -> list:
         return self.item()
 
-    # -- mutation is rebinding: the graph stays functional ---------------------------------
+    # -- mutation: functionalized (see the class docstring) --------------------------------
     def _rebind(self, value: Any) -> None:
+        """``self`` updated in place to ``value`` (an in-place ufunc's result, ``out=``,
+        ``sort``): NumPy's casting and broadcasting rules for an output operand."""
         if not isinstance(value, Tensor):
             raise TypeError("internal: rebind needs a traced value")
         if value.dtype != self.dtype:
@@ -199,18 +232,68 @@ class Tensor(NumpyOperators, inplace=True):
                 raise TypeError(f"Cannot cast ufunc output from dtype('{value.dtype}') to "
                                 f"dtype('{self.dtype}') with casting rule 'same_kind'")
             value = value.astype(self.dtype)
-        if self.shape is not None and value.shape is not None and \
-                len(value.shape) > len(self.shape):
-            raise ValueError(f"non-broadcastable output operand with shape {self.shape} doesn't "
-                             f"match the broadcast shape {value.shape}")
-        # The object now names the new value, in the trace that computed it (a branch or loop
-        # body may mutate an outer array: AutoGraph carries the new value out as state).
-        self.node, self.context = value.node, value.context
+        if self.shape is not None and value.shape is not None and value.shape != self.shape:
+            # the result of an in-place op broadcasts into the operand's shape, or fails
+            if len(value.shape) > len(self.shape) or any(
+                    v not in (1, s) for v, s in zip(value.shape[::-1], self.shape[::-1])
+                    if v is not None and s is not None):
+                raise ValueError(f"non-broadcastable output operand with shape {self.shape} "
+                                 f"doesn't match the broadcast shape {value.shape}")
+            value = bind(OpKind.SETITEM, (self, value), {"index": (Ellipsis,)})
+        self.assign(value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
         template, dyn = build_template(key)
-        result = bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})
-        self.node, self.context = result.node, result.context
+        self.assign(bind(OpKind.SETITEM, (self, value, *dyn), {"index": template}))
+
+    def assign(self, value: "Tensor") -> None:
+        """Make ``value`` (of this tensor's shape and dtype) the new contents of this array:
+        the in-place update every mutating NumPy call comes down to."""
+        root = self._root
+        if root is None:
+            node, context = value.node, value.context
+            (current_context() or context).note_mutation(self)
+            self._node, self.context, self._version = node, context, next_version()
+            return
+        if any(step.read_only for step in self._steps):
+            raise ValueError("assignment destination is read-only")
+        _check_layout(root, self._steps, "Writing through")
+        # Write the view's new value back through each step, innermost last: the root's new
+        # value contains it, and every other alias of the root sees it on its next read.
+        values = [root]
+        for step in self._steps[:-1]:
+            values.append(step.apply(values[-1]))
+        new = value
+        for step, source in zip(reversed(self._steps), reversed(values)):
+            new = step.write_back(source, new)
+        root.assign(new)
+        self._node, self.context, self._seen = value.node, value.context, root._version
+
+    @property
+    def storage_root(self) -> "Tensor":
+        """The root tensor whose storage this one is (itself for a root; see the class)."""
+        return self if self._root is None else self._root
+
+    def state(self) -> tuple:
+        """A root's current value and version (what a branch or loop body saves)."""
+        return (self._node, self.context, self._version)
+
+    def restore(self, state: tuple) -> None:
+        """Put a root back to a :meth:`state` (a branch that updated it has been recorded)."""
+        self._node, self.context, self._version = state
+
+    def _regenerate(self) -> None:
+        """Recompute this view from its root's current value (the root was updated, or the
+        branch or loop body that last computed it has ended)."""
+        if current_context() is None:
+            return  # outside any trace: a leaked view keeps its last node (and fails on use)
+        root = self._root
+        if root._version != self._seen:
+            _check_layout(root, self._steps, "Reading, after an in-place update,")
+        value = root
+        for step in self._steps:
+            value = step.apply(value)
+        self._node, self.context, self._seen = value.node, value.context, root._version
 
     def __getitem__(self, key: Any) -> "Tensor":
         template, dyn = build_template(key)
@@ -274,6 +357,95 @@ class Tensor(NumpyOperators, inplace=True):
 
     def cumprod(self, axis: Any = None, dtype: Any = None) -> "Tensor":
         return np.cumprod(self, axis=axis, dtype=dtype)
+
+
+class ViewStep:
+    """One step from an array to a view of it, as NumPy takes it: ``apply`` makes the view of
+    a value, ``write_back`` returns the source with the view replaced by a new value.
+
+    ``op`` is GETITEM (a basic index: ints, slices, None, Ellipsis, traced int scalars),
+    TRANSPOSE, EXPAND_DIMS, SQUEEZE, BROADCAST_TO (read-only, as in NumPy) or RESHAPE.
+
+    A reshape is a view only of a C-contiguous array (NumPy copies otherwise), which the
+    trace cannot see: a reshape of a root is taken as a view, and the function then runs
+    only on C-contiguous arguments (``TraceContext.layout_roots``, checked per call; others
+    run eagerly); a reshape of a view is ``layout_dependent``, and an update that would need
+    to know whether it shares memory raises an error instead of guessing.
+    """
+
+    __slots__ = ("op", "attrs", "dyn", "read_only", "layout_dependent")
+
+    def __init__(self, op: OpKind, attrs: dict, dyn: tuple,
+                 layout_dependent: bool = False) -> None:
+        self.op, self.attrs, self.dyn = op, attrs, dyn
+        self.read_only = op is OpKind.BROADCAST_TO
+        self.layout_dependent = layout_dependent
+
+    def apply(self, source: Tensor) -> Tensor:
+        return bind(self.op, (source, *self.dyn), self.attrs)  # type: ignore[return-value]
+
+    def write_back(self, source: Tensor, value: Tensor) -> Tensor:
+        op = self.op
+        if op is OpKind.GETITEM:
+            return bind(OpKind.SETITEM, (source, value, *self.dyn), self.attrs)  # type: ignore
+        if op is OpKind.TRANSPOSE:
+            axes = self.attrs.get("axes")
+            inverse = None if axes is None else tuple(int(i) for i in np.argsort(axes))
+            return bind(OpKind.TRANSPOSE, (value,), {"axes": inverse})  # type: ignore
+        shape = source.shape
+        if shape is None or any(d is None for d in shape):
+            raise errors.UnsupportedOpError(
+                f"writing through a {op.value} of an array whose shape is only known at run "
+                f"time ({describe_tensor(source)}) is not supported. Fix: write into the "
+                "array itself, or give its dimensions sizes in input_signature.")
+        return bind(OpKind.RESHAPE, (value,), {"shape": tuple(shape)})  # type: ignore
+
+
+def _view_step(op: OpKind, args: Sequence[Any], attrs: dict, result: Tensor) -> ViewStep | None:
+    """The view step ``op(args)`` took, when NumPy returns a view for it (else None)."""
+    if op is OpKind.GETITEM:
+        template = attrs["index"]
+        if any(isinstance(t, (np.ndarray, list)) for t in template):
+            return None  # advanced indexing copies
+        dyn = tuple(args[1:])
+        if any(not isinstance(d, Tensor) or d.shape != () or d.dtype.kind not in "iu"
+               for d in dyn):
+            return None
+        if result.shape == () and Ellipsis not in template:
+            return None  # a single element comes back as a NumPy scalar: a copy
+        return ViewStep(op, attrs, dyn)
+    if op is OpKind.RESHAPE:
+        return ViewStep(op, attrs, (), layout_dependent=args[0]._root is not None)
+    if op in _VIEW_OPS:
+        return ViewStep(op, attrs, ())
+    return None
+
+
+def _check_layout(root: Tensor, steps: tuple, what: str) -> None:
+    """An update that depends on a reshape sharing memory: guard or refuse (see ViewStep)."""
+    for step in steps:
+        if step.op is not OpKind.RESHAPE:
+            continue
+        if step.layout_dependent:
+            raise errors.UnsupportedOpError(
+                f"{what} a reshape of a view of {describe_tensor(root)}: NumPy makes such a "
+                "reshape a view or a copy depending on the memory layout, which a trace "
+                f"cannot see ({user_frame_description()}). Fix: take the reshape of a "
+                "contiguous array (x.copy().reshape(...)), or update the array itself.")
+        root.context.note_layout_root(root)
+
+
+_VIEW_OPS = frozenset({OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.SQUEEZE,
+                       OpKind.BROADCAST_TO, OpKind.RESHAPE})
+
+_VERSIONS = itertools.count(1)
+
+
+def next_version() -> int:
+    """A version number never used before: versions are compared for equality, and one a
+    branch rolled back must never come back (a view computed inside the branch would look
+    current)."""
+    return next(_VERSIONS)
 
 
 def _reduction_method(name: str) -> Callable[..., Tensor]:
@@ -399,14 +571,28 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
          name: str | None = None) -> "Tensor | None":
     """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
     ``bind``): :meth:`TraceContext.bind <kernel_ext.trace.context.TraceContext.bind>` of the
-    innermost trace. Outside any trace a traced argument has leaked."""
+    innermost trace. Outside any trace a traced argument has leaked. A view op of a traced
+    array returns a view of it (see :class:`Tensor`)."""
     ctx = current_context()
     if ctx is None:
         for a in args:
             if isinstance(a, Tensor):
                 raise leaked_error(a)
         raise RuntimeError("internal: bind() outside any trace")
-    return ctx.bind(op, args, attrs, name)
+    result = ctx.bind(op, args, attrs, name)
+    if op.group in _VIEW_GROUPS and result is not None and args and \
+            isinstance(args[0], Tensor):
+        step = _view_step(op, args, attrs or {}, result)
+        if step is not None:
+            source = args[0]
+            root = source._root
+            result._root = source if root is None else root
+            result._steps = (step,) if root is None else source._steps + (step,)
+            result._seen = result._root._version
+    return result
+
+
+_VIEW_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING)
 
 
 def user_frame_description() -> str:

@@ -1,0 +1,269 @@
+"""In-place updates reach the caller, exactly as in NumPy (functionalization + write-back).
+
+Each case runs eagerly on one copy of its arguments and through ``kx.function`` on another,
+twice (the second call runs the cached graph on new values), on every executor; the returned
+values and every argument after the call must match NumPy bit for bit.
+"""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext import errors
+
+PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "jit": {"jit_compile": True}}
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if a is None or b is None:
+        return a is b
+    a, b = np.asarray(a), np.asarray(b)
+    return a.dtype == b.dtype and a.shape == b.shape and np.array_equal(a, b, equal_nan=True)
+
+
+def check(fn, make, path: str, calls: int = 2):
+    """Run ``fn`` eagerly and traced on ``make(seed)`` for a few seeds; compare everything."""
+    traced = kx.function(fn, **PATHS[path])
+    for seed in range(calls):
+        args = make(np.random.default_rng(seed))
+        eager_args, traced_args = copy.deepcopy(args), copy.deepcopy(args)
+        want = fn(*eager_args)
+        got = traced(*traced_args)
+        assert _same(want, got), (seed, want, got)
+        assert _same(eager_args, traced_args), (seed, eager_args, traced_args)
+    return traced
+
+
+def gemm(alpha, beta, C, A, B):
+    C[:] = alpha * A @ B + beta * C
+
+
+def relu_inplace(x):
+    x[x < 0] = 0
+    return x
+
+
+def axpy(a, x, y):
+    y += a * x
+    return y
+
+
+def write_through_views(x):
+    v = x[1:3]
+    v[0] = 7.0
+    x.T[0] = -1.0
+    w = x[:, 1:]
+    x[2, 2] = 100.0
+    return w.sum(), v.copy()
+
+
+def sort_rows(x):
+    x.sort()
+
+
+def ufunc_out(a, b):
+    np.add(a, b, out=a)
+    np.multiply(a, 2, out=a)
+
+
+def lu_inplace(A):
+    n = A.shape[0]
+    for k in range(n - 1):
+        A[k + 1:, k] /= A[k, k]
+        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+
+
+def decay_all(ws):
+    for w in ws:
+        w *= 0.5
+
+
+def two_d(rng):
+    return (rng.standard_normal((4, 4)),)
+
+
+CASES = {
+    "gemm": (gemm, lambda r: (1.5, 0.5, *r.standard_normal((3, 4, 4)))),
+    "relu_inplace": (relu_inplace, lambda r: (r.standard_normal(7),)),
+    "axpy": (axpy, lambda r: (2.0, r.standard_normal(5), r.standard_normal(5))),
+    "write_through_views": (write_through_views, lambda r: (r.standard_normal((4, 3)),)),
+    "sort_rows": (sort_rows, lambda r: (r.standard_normal((3, 5)),)),
+    "ufunc_out": (ufunc_out, lambda r: (r.standard_normal(4), r.standard_normal(4))),
+    "lu_inplace": (lu_inplace, lambda r: (r.standard_normal((5, 5)) + 5 * np.eye(5),)),
+    "decay_all": (decay_all, lambda r: ([r.standard_normal(3), r.standard_normal((2, 2))],)),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", CASES)
+def test_inplace_update_reaches_the_caller(name, path):
+    fn, make = CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", kx.errors.RetracingWarning
+                              if hasattr(kx.errors, "RetracingWarning") else Warning)
+        check(fn, make, path)
+
+
+def test_returned_updated_argument_is_the_callers_array():
+    f = kx.function(relu_inplace, backend="numpy")
+    x = np.array([-1.0, 2.0])
+    assert f(x) is x
+    np.testing.assert_array_equal(x, [0.0, 2.0])
+
+
+def test_numpy_scalar_argument_is_rebound_not_updated():
+    @kx.function
+    def countdown(x):
+        while x > 0:
+            x -= 1
+        return x
+
+    n = np.int32(5)
+    assert countdown(n) == 0 and countdown(n).dtype == np.int32
+    assert n == 5
+
+
+def test_a_function_that_updates_nothing_has_no_guard():
+    f = kx.function(lambda x: x * 2)
+    f(np.ones(3))
+    assert f.get_concrete_function(np.ones(3)).guard is None
+
+
+def test_aliased_arguments_run_eagerly_with_numpys_answer():
+    f = kx.function(axpy)
+    x = np.arange(4.0)
+    want = x.copy()
+    axpy(2.0, want, want)
+    got = f(2.0, x, x)
+    np.testing.assert_array_equal(x, want)
+    assert got is x
+    assert "shares memory" in f.last_eager_reason
+    y = np.arange(6.0)
+    want = y.copy()
+    axpy(1.0, want[1:4], want[:3])
+    f(1.0, y[1:4], y[:3])  # overlapping views of one array
+    np.testing.assert_array_equal(y, want)
+
+
+def test_reshape_view_of_an_argument_needs_c_order():
+    @kx.function
+    def bump_flat(x):
+        flat = x.reshape(-1)
+        flat[0] = 9.0
+
+    c = np.zeros((2, 3))
+    bump_flat(c)
+    assert c[0, 0] == 9.0
+    f_order = np.zeros((3, 2)).T  # reshape copies: NumPy leaves the argument alone
+    bump_flat(f_order)
+    assert f_order[0, 0] == 0.0
+    assert "C-contiguous" in bump_flat.last_eager_reason
+
+
+def test_update_through_a_reshape_of_a_view_is_refused():
+    @kx.function
+    def ambiguous(x):
+        r = x[:, 1:].reshape(-1)
+        r[0] = 1.0
+
+    with pytest.raises(errors.UnsupportedOpError, match="reshape of a view"):
+        ambiguous(np.zeros((2, 3)))
+
+
+def test_view_sees_later_update_of_its_base():
+    def f(x):
+        v = x[::2]
+        x += 1.0
+        return v * 1
+
+    check(f, lambda r: (r.standard_normal(6),), "numpy")
+
+
+def test_update_in_a_branch_on_a_traced_condition():
+    def f(x, c):
+        if c > 0:
+            x[0] = 5.0
+        else:
+            x[1:] *= 2.0
+        return x.sum()
+
+    for path in PATHS:
+        check(f, lambda r: (r.standard_normal(3), r.standard_normal()), path, calls=4)
+
+
+def test_update_in_a_graph_loop_and_through_a_view_in_it():
+    def fill(x, n):
+        i = 0
+        while i < n:
+            x[i] = i * 2.0
+            i += 1
+
+    def bump_view(x):
+        v = x[1:]
+        for _ in kx.range(3):
+            v[0] += 1.0
+
+    for path in PATHS:
+        check(fill, lambda r: (r.standard_normal(5), np.int64(r.integers(1, 5))), path)
+        check(bump_view, lambda r: (r.standard_normal(4),), path)
+
+
+def test_rebinding_in_a_loop_leaves_the_argument_alone():
+    def f(x):
+        i = np.int64(0)
+        while i < 3:
+            x = x + 1
+            i += 1
+        return x
+
+    check(f, lambda r: (r.standard_normal(2),), "numpy")
+
+
+def test_update_and_rebind_in_one_python_loop_body_follows_numpy():
+    def f(x):
+        for _ in range(3):  # unrolled: each iteration updates the array the name holds then
+            x[0] += 1.0
+            x = x * 2
+        return x
+
+    check(f, lambda r: (r.standard_normal(2),), "numpy")
+
+
+def test_update_and_rebind_in_one_graph_loop_body_is_an_error():
+    @kx.function
+    def f(x, n):
+        i = 0
+        while i < n:
+            x[0] = 1.0
+            x = x * 2
+            i += 1
+        return x
+
+    with pytest.raises(errors.UnsupportedOpError, match="updated in place and also assigned"):
+        f(np.zeros(2), np.int64(3))
+
+
+def test_write_to_a_broadcast_view_is_read_only_as_in_numpy():
+    @kx.function
+    def f(x):
+        b = np.broadcast_to(x, (2, 3))
+        b[0, 0] = 1.0
+
+    with pytest.raises(ValueError, match="read-only"):
+        f(np.zeros(3))
+
+
+def test_read_only_argument_update_fails_like_numpy():
+    x = np.zeros(3)
+    x.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        kx.function(relu_inplace)(x)
