@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 
+from .abstract import AbstractValue
+from .calls import CallTemplate, call_name
 from .graph import Graph, Node
 from .ops import OpKind
 
@@ -49,6 +51,16 @@ def format_value(value: Any) -> str:
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if hasattr(value, "name") and hasattr(value, "dtype") and hasattr(value, "assign"):
         return f"Variable({value.name})"
+    if isinstance(value, CallTemplate):
+        parts = [format_value(a) for a in value.args]
+        parts += [f"{k}={format_value(v)}" for k, v in value.kwargs]
+        return "(" + ", ".join(parts) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, AbstractValue):
+        return str(value)
+    if callable(value) and not isinstance(value, type):
+        return call_name(value)  # an opaque call's function: its name, never its address
     return repr(value)
 
 
@@ -58,7 +70,7 @@ def format_attrs(node: Node) -> str:
         if key.startswith("_") or key in ("value", "shape", "dtype") and node.op in (
                 OpKind.PLACEHOLDER, OpKind.CONSTANT):
             continue
-        if key in ("captured", "out_avals") or isinstance(node.attrs[key], Graph) or (
+        if key in ("captured", "out_avals", "out_aval") or isinstance(node.attrs[key], Graph) or (
                 isinstance(node.attrs[key], tuple) and node.attrs[key]
                 and isinstance(node.attrs[key][0], Graph)):
             continue
