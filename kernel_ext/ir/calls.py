@@ -75,16 +75,24 @@ PYTHON_SCALARS: dict[type, np.dtype] = {bool: np.dtype(np.bool_), int: np.dtype(
                                         complex: np.dtype(np.complex128)}
 
 
+def is_leaf(structure: Any) -> bool:
+    """Is this result structure one value (an array, or a Python number's type)?"""
+    return structure == "leaf" or structure in PYTHON_SCALARS
+
+
 def flatten_result(value: Any) -> tuple[list[Any], Any] | None:
-    """The array leaves of a call's result and its structure (``"leaf"``, or a
-    ``(container type, [child structures])`` pair for tuples, lists and namedtuples), or
-    ``None`` if some leaf is neither an array, a NumPy scalar nor a Python number."""
+    """The array leaves of a call's result and its structure (``"leaf"`` for an array or a
+    NumPy scalar, the type for a Python number, or a ``(container type, [child structures])``
+    pair for tuples, lists and namedtuples), or ``None`` if some leaf is none of these."""
     leaves: list[Any] = []
 
     def walk(v: Any) -> Any:
-        if isinstance(v, (np.ndarray, np.generic)) or type(v) in PYTHON_SCALARS:
+        if isinstance(v, (np.ndarray, np.generic)):
             leaves.append(v)
             return "leaf"
+        if type(v) in PYTHON_SCALARS:
+            leaves.append(v)
+            return type(v)
         if isinstance(v, (tuple, list)):
             children = [walk(c) for c in v]
             return None if None in children else (type(v), children)
@@ -119,7 +127,7 @@ def check_result(value: Any, out_aval: Any, describe: str) -> Any:
     flat = flatten_result(value)
     expected = list(out_aval) if isinstance(out_aval, tuple) else [out_aval]
     if flat is None or len(flat[0]) != len(expected) or (
-            not isinstance(out_aval, tuple) and flat[1] != "leaf"):
+            not isinstance(out_aval, tuple) and not is_leaf(flat[1])):
         raise OpaqueResultError(
             f"{describe} returned {_short(value)} at run time, but its trace found "
             f"{_texts(expected)}; the number or kind of results depends on the input values. "

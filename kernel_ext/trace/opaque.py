@@ -23,13 +23,14 @@ hook for functionalising them once in-place updates are (``a = f(copy(a), ...)``
 
 from __future__ import annotations
 
+import operator as py_operator
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from .. import errors
 from ..ir import AbstractValue, CallTemplate, Operand, OpKind, call_name
-from ..ir.calls import flatten_result, leaf_aval
+from ..ir.calls import PYTHON_SCALARS, flatten_result, is_leaf, leaf_aval
 from .context import bind
 from .tensor import FALLBACK, Tensor, user_frame_description
 from .variables import Variable
@@ -95,7 +96,7 @@ def bind_call(op: OpKind, func: Callable, template: CallTemplate, operands: list
     if out_aval is None:
         return None
     if not isinstance(out_aval, tuple):
-        return result
+        return rebuild(structure, iter([result]))
     leaves = [bind(OpKind.GET_OUTPUT, (result,), {"index": i}, name=f"{node_name}/{i}")
               for i in range(len(out_aval))]
     return rebuild(structure, iter(leaves))
@@ -105,6 +106,9 @@ def rebuild(structure: Any, leaves: Any) -> Any:
     """The result container of ``structure`` (see ``flatten_result``) around traced leaves."""
     if structure == "leaf":
         return next(leaves)
+    if structure in PYTHON_SCALARS:  # eager NumPy returns a Python number here: weak
+        leaf = next(leaves)
+        return PythonNumber(leaf.node, leaf.context, structure)
     cls, children = structure
     items = [rebuild(c, leaves) for c in children]
     if cls is tuple or cls is list:
@@ -230,7 +234,7 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
             "the kx.function.")
     leaves = [_merge(name, [f[0][i] for f in found]) for i in range(len(found[0][0]))]
     structure = found[0][1]
-    out = leaves[0] if structure == "leaf" else tuple(leaves)
+    out = leaves[0] if is_leaf(structure) else tuple(leaves)
     return out, structure
 
 
@@ -253,6 +257,100 @@ def _kind_of(value: Any) -> str:
         return f"an array of dtype {value.dtype}"
     text = repr(value)
     return f"a {type(value).__name__} ({text[:40] + '...' if len(text) > 40 else text})"
+
+
+# -- Python numbers ---------------------------------------------------------------------------
+
+class PythonNumber(Tensor):
+    """A traced value that eager NumPy has as a Python number (``np.random.rand()``,
+    ``rng.random()``, ``np.random.randint(0, 5)``): *weak* under NEP 50.
+
+    The graph holds it as a 0-d value of the number's default dtype (float64, int64, bool,
+    complex128), but it combines as the Python number would: with an array, NumPy converts
+    a Python number to the array's dtype (``x_float32 * 0.5`` stays float32), so before a
+    ufunc this value is cast to the dtype NumPy resolves for a Python number in its place;
+    with another Python number (``np.random.rand() * 0.1``) Python's arithmetic makes
+    another Python number. Returned from the function it comes back as a NumPy scalar,
+    like every 0-d result.
+    """
+
+    __slots__ = ("py_type",)
+
+    def __init__(self, node: Any, context: Any, py_type: type) -> None:
+        super().__init__(node, context)
+        self.py_type = py_type
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        if method == "__call__" and kwargs.get("dtype") is None:
+            try:
+                loop = ufunc.resolve_dtypes(tuple(_weak_type(a) for a in inputs)
+                                            + (None,) * ufunc.nout)
+            except (TypeError, ValueError, np.exceptions.DTypePromotionError):
+                loop = None
+            if loop is not None:
+                inputs = tuple(a.astype(loop[i], copy=False) if isinstance(a, PythonNumber)
+                               else a for i, a in enumerate(inputs))
+        return Tensor.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
+
+
+def _weak_type(value: Any) -> Any:
+    """What ``resolve_dtypes`` takes for an operand: its dtype, or a Python number's type."""
+    if isinstance(value, PythonNumber):
+        return np.dtype(np.bool_) if value.py_type is bool else value.py_type
+    if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
+        return np.dtype(value.dtype)
+    if isinstance(value, bool):
+        return np.dtype(np.bool_)
+    return type(value)
+
+
+def _python_operator(stem: str, uf: Callable, reflected: bool) -> Callable:
+    """``PythonNumber.__<stem>__``: Python arithmetic with another Python number (the result
+    is one too), NumPy's (NEP 50) with anything else."""
+    strong = getattr(Tensor, f"__r{stem}__" if reflected else f"__{stem}__")
+    py_op = getattr(py_operator, f"{stem}_" if stem in ("and", "or") else stem, None)
+
+    def op(self: PythonNumber, other: Any) -> Any:
+        other_type = other.py_type if isinstance(other, PythonNumber) else type(other)
+        if other_type not in PYTHON_SCALARS or py_op is None:
+            return strong(self, other)
+        a, b = (other_type, self.py_type) if reflected else (self.py_type, other_type)
+        try:
+            result_type = type(py_op(a(1), b(1)))
+        except TypeError:  # no such Python operation (float & float): NumPy's error
+            return strong(self, other)
+        # Python computes in the wider operand type (bool -> int -> float -> complex); the
+        # comparisons' operands promote the same way.
+        wide = type(a(1) + b(1)) if result_type is bool and stem not in (
+            "and", "or", "xor") else result_type
+        dtype = PYTHON_SCALARS[wide]
+        x = self.astype(dtype, copy=False)
+        # A Python operand stays an inline weak literal: NEP 50 gives ``dtype`` with x.
+        y = other.astype(dtype, copy=False) if isinstance(other, PythonNumber) else other
+        res = Tensor.__array_ufunc__(x, uf, "__call__", *((y, x) if reflected else (x, y)))
+        return PythonNumber(res.node, res.context, result_type)
+    op.__name__ = f"__r{stem}__" if reflected else f"__{stem}__"
+    return op
+
+
+def _install_python_operators() -> None:
+    from .operators import BINARY_OPERATORS, COMPARISON_OPERATORS
+    for stem, uf in BINARY_OPERATORS:
+        if stem == "matmul":
+            continue
+        setattr(PythonNumber, f"__{stem}__", _python_operator(stem, uf, False))
+        setattr(PythonNumber, f"__r{stem}__", _python_operator(stem, uf, True))
+    for stem, uf in COMPARISON_OPERATORS:
+        setattr(PythonNumber, f"__{stem}__", _python_operator(stem, uf, False))
+
+    def neg(self: PythonNumber) -> Any:
+        wide = int if self.py_type is bool else self.py_type
+        res = np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False))
+        return PythonNumber(res.node, res.context, wide)
+    PythonNumber.__neg__ = neg  # type: ignore[method-assign]
+
+
+_install_python_operators()
 
 
 # -- ufunc methods ------------------------------------------------------------------------------
