@@ -20,8 +20,8 @@ import numpy as np
 
 from .abstract import AbstractValue
 from .calls import CallTemplate, call_name
-from .graph import Graph, Node
-from .ops import OpKind
+from .graph import Graph, Node, subgraphs
+from .ops import OPAQUE_CALLS, OpKind
 
 _INLINE_CONSTANT_SIZE = 8
 
@@ -62,6 +62,27 @@ def format_value(value: Any) -> str:
     if callable(value) and not isinstance(value, type):
         return call_name(value)  # an opaque call's function: its name, never its address
     return repr(value)
+
+
+def describe_call(node: Node) -> tuple[str, str] | None:
+    """``("opaque", "np.einsum")`` for a ``numpy_call``, ``("random", "np.random.rand")`` for
+    a ``random_call``, None for other nodes: how the views name a callable run as it is."""
+    if node.op not in OPAQUE_CALLS:
+        return None
+    kind = "random" if node.op is OpKind.RANDOM_CALL else "opaque"
+    return kind, call_name(node.attrs["fn"])
+
+
+def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
+    """:func:`describe_call` of every such node of ``graph`` and its sub-graphs, in order."""
+    out: list[tuple[str, str]] = []
+    for node in graph.nodes:
+        described = describe_call(node)
+        if described is not None:
+            out.append(described)
+        for sub in subgraphs(node):
+            out.extend(opaque_calls(sub))
+    return out
 
 
 def format_attrs(node: Node) -> str:
