@@ -22,13 +22,14 @@ fresh entropy without one), as re-running the constructor eagerly would.
 
 from __future__ import annotations
 
+import contextlib
 import copy
-from typing import Any, Callable
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
 from .. import errors
-from ..ir import CallTemplate, OpKind, call_name
+from ..ir import CallTemplate, Operand, OpKind, call_name
 from .opaque import bind_call, build_template, find_out_aval
 from .state import current_context
 from .tensor import Tensor, user_frame_description
@@ -119,8 +120,8 @@ def shuffled(shuffle: Callable, x: Any, *args: Any, **kwargs: Any) -> np.ndarray
 
 
 def _shuffle(fn: Callable, template: CallTemplate, operands: list, name: str) -> None:
-    if not template.args or not isinstance(operands[0] if operands else None, Tensor) or \
-            template.args[0] != template.args[0].__class__(0):
+    if not (template.args and template.args[0] == Operand(0) and
+            isinstance(operands[0], Tensor)):
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} shuffles a value that is not a traced "
             "array in place. Fix: shuffle an array argument of the function, or use "
@@ -170,9 +171,8 @@ class _Reset:
         self.gen, self.seeded = gen, seeded
         self.__name__ = "reset"
         self.__self__ = gen
-        bitgen = gen.bit_generator if isinstance(gen, np.random.Generator) else gen._bit_generator
-        self.bitgen = bitgen
-        self.state = copy.deepcopy(bitgen.state)
+        self.bitgen = _bit_generator(gen)
+        self.state = copy.deepcopy(self.bitgen.state)
 
     def __call__(self) -> None:
         if self.seeded:
@@ -181,4 +181,56 @@ class _Reset:
             self.bitgen.state = type(self.bitgen)().state
 
 
-__all__ = ["intercept", "is_random_callable", "make_generator", "record_draw", "shuffled"]
+# -- draws that escaped interception ----------------------------------------------------------
+
+def _generators(values: Sequence[Any]) -> list[Any]:
+    """The generators a trace may draw from: the global RandomState and those in ``values``
+    (a call's arguments, one level into lists, tuples and dicts)."""
+    found = [np.random.mtrand._rand]
+    for v in values:
+        items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else (v,)
+        found += [g for g in items if isinstance(g, _OWNERS)]
+    return found
+
+
+def _bit_generator(gen: Any) -> Any:
+    return gen.bit_generator if isinstance(gen, np.random.Generator) else gen._bit_generator
+
+
+def _state(gen: Any) -> Any:
+    return _bit_generator(gen).state
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, dict):
+        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, np.ndarray):
+        return isinstance(b, np.ndarray) and np.array_equal(a, b)
+    return bool(a == b)
+
+
+@contextlib.contextmanager
+def frozen_draw_guard(values: Sequence[Any], function_name: str) -> Iterator[None]:
+    """Around a trace: raise if a random state advanced while tracing. Intercepted draws
+    never touch the user's generators at trace time (they draw from copies), so a change
+    means a draw ran as plain Python — AutoGraph off, or in code it does not convert — and
+    its numbers would be frozen into the graph, the same at every call."""
+    gens = _generators(values)
+    before = [_state(g) for g in gens]
+    yield
+    for gen, state in zip(gens, before):
+        if not _same(state, _state(gen)):
+            # The trace fails: put the state back, as if the failed call had drawn nothing.
+            _bit_generator(gen).state = state
+            which = "np.random's global state" if gen is np.random.mtrand._rand else \
+                "a Generator argument"
+            raise errors.UnsupportedOpError(
+                f"{which} advanced while tracing '{function_name}': a random draw ran at "
+                "trace time (AutoGraph is off, or the draw is in code AutoGraph does not "
+                "convert), so its numbers would be frozen into the graph and repeat at every "
+                "call. Fix: keep AutoGraph on (kx.function(autograph=True), the default) and "
+                "call np.random / the Generator in the function's own code, or draw outside "
+                "the kx.function and pass the numbers in.")
+
+
+__all__ = ["frozen_draw_guard", "intercept", "is_random_callable", "make_generator", "record_draw", "shuffled"]
