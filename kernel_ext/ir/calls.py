@@ -77,12 +77,12 @@ PYTHON_SCALARS: dict[type, np.dtype] = {bool: np.dtype(np.bool_), int: np.dtype(
 
 def is_leaf(structure: Any) -> bool:
     """Is this result structure one value (an array, or a Python number's type)?"""
-    return structure == "leaf" or structure in PYTHON_SCALARS
+    return structure == "leaf" or isinstance(structure, type) and structure in PYTHON_SCALARS
 
 
 def flatten_result(value: Any) -> tuple[list[Any], Any] | None:
     """The array leaves of a call's result and its structure (``"leaf"`` for an array or a
-    NumPy scalar, the type for a Python number, or a ``(container type, [child structures])``
+    NumPy scalar, the type for a Python number, or a ``(container type, (child structures))``
     pair for tuples, lists and namedtuples), or ``None`` if some leaf is none of these."""
     leaves: list[Any] = []
 
@@ -94,7 +94,7 @@ def flatten_result(value: Any) -> tuple[list[Any], Any] | None:
             leaves.append(v)
             return type(v)
         if isinstance(v, (tuple, list)):
-            children = [walk(c) for c in v]
+            children = tuple(walk(c) for c in v)
             return None if None in children else (type(v), children)
         return None
 

@@ -106,7 +106,7 @@ def rebuild(structure: Any, leaves: Any) -> Any:
     """The result container of ``structure`` (see ``flatten_result``) around traced leaves."""
     if structure == "leaf":
         return next(leaves)
-    if structure in PYTHON_SCALARS:  # eager NumPy returns a Python number here: weak
+    if is_leaf(structure):  # a Python number's type: eager NumPy returns one here (weak)
         leaf = next(leaves)
         return PythonNumber(leaf.node, leaf.context, structure)
     cls, children = structure
