@@ -14,9 +14,9 @@ from .ops import (COMPARISONS, FUSIBLE_REDUCTIONS, OPAQUE_CALLS, UFUNC_OPS, UFUN
 from .printer import format_graph
 
 __all__ = [
-    "COMPARISONS", "FUSIBLE_REDUCTIONS", "OPAQUE_CALLS", "UFUNC_OPS", "UFUNC_REDUCTIONS", "VIEW_OPS",
-    "AbstractValue", "CallTemplate", "Compute", "DynamicIndex", "Graph", "GraphDef", "GraphLintError", "LOWER", "Node",
-    "NodeDef", "OpGroup", "OpKind", "OpaqueResultError", "Operand", "abstract_eval",
-    "as_graph_def", "call_name", "format_aval",
-    "format_graph", "format_shape", "has_effects", "interpret", "lint", "subgraphs", "to_dot",
+    "COMPARISONS", "FUSIBLE_REDUCTIONS", "OPAQUE_CALLS", "UFUNC_OPS", "UFUNC_REDUCTIONS",
+    "VIEW_OPS", "AbstractValue", "CallTemplate", "Compute", "DynamicIndex", "Graph", "GraphDef",
+    "GraphLintError", "LOWER", "Node", "NodeDef", "OpGroup", "OpKind", "OpaqueResultError",
+    "Operand", "abstract_eval", "as_graph_def", "call_name", "format_aval", "format_graph",
+    "format_shape", "has_effects", "interpret", "lint", "subgraphs", "to_dot",
 ]

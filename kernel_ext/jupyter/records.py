@@ -30,7 +30,8 @@ from ..ir.printer import describe_call, opaque_calls
 from ..trace.types import Literal
 
 __all__ = ["DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "fix_texts", "inputs_text",
-           "last_used_id", "op_name", "opaque_note", "opaque_notes", "parameter_names", "parameter_names_of",
+           "last_used_id", "op_name", "opaque_note", "opaque_notes", "parameter_names",
+           "parameter_names_of",
            "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
            "signature_id", "signature_rows", "value_text"]
 

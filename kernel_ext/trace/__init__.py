@@ -11,7 +11,8 @@ from .types import (Dataclass, Dict, Literal, PlaceholderContext, Sequence_, Ten
 from .variables import Variable
 
 __all__ = [
-    "Dataclass", "Dict", "HANDLERS", "Literal", "MUTATING_FUNCTIONS", "PlaceholderContext", "Sequence_", "Tensor",
+    "Dataclass", "Dict", "HANDLERS", "Literal", "MUTATING_FUNCTIONS", "PlaceholderContext",
+    "Sequence_", "Tensor",
     "TensorSpec", "TraceContext", "TraceType", "TreeNode", "Variable", "VariableType", "WeakRef",
     "bind", "current_context", "flatten_outputs", "kx_print", "make_trace_type", "numpy_call",
     "supported_numpy_functions", "unflatten",

@@ -9,8 +9,8 @@ arrays become its inputs, and every graph call runs the function on the run-time
 
 The result's abstract value is found without guessing: the function runs at trace time on
 *stand-ins* of the traced shapes and dtypes, several sets of values (random, alternating 0/1,
-identity matrices; unknown dimensions take another size in each set). A dimension that differs between
-the sets depends on the data (``np.unique``, ``np.nonzero``) or on an unknown input size and
+identity matrices; unknown dimensions take another size in each set). A dimension that differs
+between the sets depends on the data (``np.unique``, ``np.nonzero``) or on an unknown input size and
 becomes ``None``; the dtype and the structure (one array, a tuple, a namedtuple such as
 ``EigResult``) must agree. A stand-in is not the real input, so the run time checks each
 result against the traced abstract value and raises a clear error instead of a wrong result

@@ -233,4 +233,5 @@ def frozen_draw_guard(values: Sequence[Any], function_name: str) -> Iterator[Non
                 "the kx.function and pass the numbers in.")
 
 
-__all__ = ["frozen_draw_guard", "intercept", "is_random_callable", "make_generator", "record_draw", "shuffled"]
+__all__ = ["frozen_draw_guard", "intercept", "is_random_callable", "make_generator",
+           "record_draw", "shuffled"]
