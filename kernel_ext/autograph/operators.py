@@ -17,6 +17,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
+from ..trace import random_calls
 from ..trace.control_flow import Undefined, cond, is_traced, kx_range, while_loop
 from ..trace.tensor import Tensor, describe_tensor
 from ..trace.variables import resolve
@@ -273,6 +274,9 @@ def cc(fn: Any) -> Any:
         return fn
     if fn is builtins.range:
         return _range
+    if random_calls.is_random_callable(fn):
+        # Draws from np.random / a Generator: a stateful op, drawn at every call.
+        return random_calls.intercept(fn)
     from . import convert
     if isinstance(fn, types.MethodType) and _is_user_function(fn.__func__):
         return types.MethodType(convert(fn.__func__), fn.__self__)

@@ -29,6 +29,7 @@ from .. import errors
 from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
+from ..trace import random_calls
 from ..trace.pytree import flatten_outputs, with_writeback
 from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef,
                            register_dead_object_listener)
@@ -323,7 +324,7 @@ class Function:
             ctx = TraceContext(graph_name, function_name=self._name,
                                variable_policy=self._variable_policy)
             try:
-                with ctx:
+                with ctx, random_calls.frozen_draw_guard(values, self._name):
                     placeholders = [t.placeholder_value(PlaceholderContext(ctx, n, (("arg", i),)))
                                     for i, (n, t) in enumerate(zip(self.function_type.names,
                                                                    trace_types))]

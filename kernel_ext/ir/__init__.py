@@ -4,17 +4,19 @@ This layer imports nothing else of kernel_ext; every other layer builds on it.
 """
 
 from .abstract import AbstractValue, DynamicIndex, abstract_eval, format_aval, format_shape
+from .calls import CallTemplate, OpaqueResultError, Operand, call_name
 from .graph import Graph, Node, has_effects, subgraphs
 from .graphdef import GraphDef, NodeDef, as_graph_def, to_dot
 from .interpreter import LOWER, interpret
 from .lint import GraphLintError, lint
-from .ops import (COMPARISONS, FUSIBLE_REDUCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS, VIEW_OPS,
-                  Compute, OpGroup, OpKind)
+from .ops import (COMPARISONS, FUSIBLE_REDUCTIONS, OPAQUE_CALLS, UFUNC_OPS, UFUNC_REDUCTIONS,
+                  VIEW_OPS, Compute, OpGroup, OpKind)
 from .printer import format_graph
 
 __all__ = [
-    "COMPARISONS", "FUSIBLE_REDUCTIONS", "UFUNC_OPS", "UFUNC_REDUCTIONS", "VIEW_OPS",
-    "AbstractValue", "Compute", "DynamicIndex", "Graph", "GraphDef", "GraphLintError", "LOWER", "Node",
-    "NodeDef", "OpGroup", "OpKind", "abstract_eval", "as_graph_def", "format_aval",
-    "format_graph", "format_shape", "has_effects", "interpret", "lint", "subgraphs", "to_dot",
+    "COMPARISONS", "FUSIBLE_REDUCTIONS", "OPAQUE_CALLS", "UFUNC_OPS", "UFUNC_REDUCTIONS",
+    "VIEW_OPS", "AbstractValue", "CallTemplate", "Compute", "DynamicIndex", "Graph", "GraphDef",
+    "GraphLintError", "LOWER", "Node", "NodeDef", "OpGroup", "OpKind", "OpaqueResultError",
+    "Operand", "abstract_eval", "as_graph_def", "call_name", "format_aval", "format_graph",
+    "format_shape", "has_effects", "interpret", "lint", "subgraphs", "to_dot",
 ]

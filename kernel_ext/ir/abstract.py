@@ -643,6 +643,13 @@ def _control_flow(attrs: dict, *args: Any) -> tuple:
     return tuple(attrs["out_avals"])
 
 
+@_rule(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
+def _opaque_call(attrs: dict, *args: Any) -> "AbstractValue | tuple | None":
+    # Found when the call was traced, by running the callable on stand-ins (trace/opaque.py):
+    # no rule could know what an arbitrary NumPy function returns.
+    return attrs["out_aval"]
+
+
 @_rule(OpKind.GET_OUTPUT)
 def _get_output(attrs: dict, x: tuple) -> AbstractValue:
     return x[attrs["index"]]

@@ -8,7 +8,8 @@ from typing import Any
 import numpy as np
 
 from .graph import Graph, Node
-from .ops import OpKind
+from .calls import call_name
+from .ops import OPAQUE_CALLS, OpKind
 from .printer import format_value
 
 
@@ -72,7 +73,7 @@ def _node_attrs(node: Node) -> dict[str, Any]:
         attrs["T"] = node.aval.dtype
         attrs["_output_shape"] = node.aval.shape if node.aval.shape is not None else "unknown"
     for key, value in node.attrs.items():
-        if key.startswith("_") or key in ("captured", "out_avals"):
+        if key.startswith("_") or key in ("captured", "out_avals", "out_aval"):
             continue
         if isinstance(value, Graph):
             value = f"graph {value.name} ({len(value.nodes)} nodes)"
@@ -106,11 +107,15 @@ def to_dot(graph: Graph) -> str:
              '  node [shape=box, fontname="monospace"];']
     for node in graph.nodes:
         label = f"{node.name}\n{node.op.value}"
+        if node.op in OPAQUE_CALLS:
+            label += f" {call_name(node.attrs['fn'])}"
         if node.aval is not None:
             label += f"\n{node.aval}"
         style = ""
         if node.op is OpKind.PLACEHOLDER:
             style = ", shape=ellipse"
+        elif node.op in OPAQUE_CALLS:
+            style = ", style=\"filled,dashed\", fillcolor=lightgrey"
         elif node.op.is_stateful:
             style = ", style=filled, fillcolor=lightyellow"
         lines.append(f"  {_dot_quote(node.name)} [label={_dot_quote(label)}{style}];")

@@ -15,6 +15,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .abstract import DynamicIndex
+from .calls import call_name, check_result
 from .graph import Graph, Node
 from .ops import OpGroup, OpKind
 
@@ -267,6 +268,20 @@ def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.
 @_lower(OpKind.TENSOR_ARRAY_WRITE)
 def _tensor_array_write(node: Node) -> Callable[..., Any]:
     return functools.partial(tensor_array_write, **node.attrs)
+
+
+@_lower(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
+def _opaque_call(node: Node) -> Callable[..., Any]:
+    """The callable as it is, on the static arguments and the run-time inputs; its result is
+    checked against the traced abstract value (a stand-in found it: ``ir/calls.py``)."""
+    fn, template, out_aval = node.attrs["fn"], node.attrs["template"], node.attrs["out_aval"]
+    describe = node.attrs.get("_where") or call_name(fn)
+
+    def call(*values: Any) -> Any:
+        args, kwargs = template.fill(values)
+        result = fn(*args, **kwargs)
+        return None if out_aval is None else check_result(result, out_aval, describe)
+    return call
 
 
 @_lower(OpKind.GET_OUTPUT)

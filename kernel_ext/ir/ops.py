@@ -34,6 +34,7 @@ class OpGroup(enum.Enum):
     CONTROL_FLOW = "control_flow"  # cond/while (AutoGraph)
     STRUCTURAL = "structural"    # tuple projection of multi-output ops
     CREATION = "creation"        # arange: new arrays from scalars
+    OPAQUE = "opaque"            # numpy_call: a NumPy function run as it is, at each call
 
     __hash__ = object.__hash__  # identity: see OpKind
 
@@ -234,6 +235,11 @@ class OpKind(enum.Enum):
     ASSIGN_ADD_VARIABLE = _op("assign_add_variable", _G.STATEFUL)
     ASSIGN_SUB_VARIABLE = _op("assign_sub_variable", _G.STATEFUL)
     PRINT = _op("print", _G.STATEFUL)
+    # a draw from np.random or a Generator, made at run time in program order (ir/calls.py)
+    RANDOM_CALL = _op("random_call", _G.STATEFUL)
+
+    # --- opaque: a NumPy function without an op of its own (ir/calls.py) ------------------
+    NUMPY_CALL = _op("numpy_call", _G.OPAQUE)
 
     # --- control flow (sub-graphs in attrs) ---------------------------------------------
     COND = _op("cond", _G.CONTROL_FLOW)
@@ -309,7 +315,7 @@ class OpKind(enum.Enum):
 
 _TYPE_NAMES = {"matmul": "MatMul", "cond": "If", "while": "While",
                "read_variable": "ReadVariableOp", "assign_variable": "AssignVariableOp",
-               "constant": "Const"}
+               "constant": "Const", "numpy_call": "NumpyCall", "random_call": "RandomCall"}
 
 # Elementwise members whose name is a NumPy ufunc map onto it; aliases (np.abs, np.mod,
 # np.true_divide, np.conj) are the same objects, so one dict serves both directions.
@@ -330,15 +336,19 @@ FUSIBLE_REDUCTIONS = frozenset(k for k in OpKind if k.accumulator is not None)
 UFUNC_REDUCTIONS: dict[np.ufunc, OpKind] = {
     k.accumulator: k for k in FUSIBLE_REDUCTIONS if k is not OpKind.MEAN}
 
+#: Ops that run a Python callable as it is (``attrs["fn"]``) and may yield several values (a
+#: tuple aval read through ``get_output``): the views mark them "runs NumPy at each call".
+OPAQUE_CALLS = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
+
 #: Elementwise comparisons: boolean results, no reflected or in-place operator forms.
 COMPARISONS = frozenset({OpKind.EQUAL, OpKind.NOT_EQUAL, OpKind.LESS, OpKind.LESS_EQUAL,
                          OpKind.GREATER, OpKind.GREATER_EQUAL})
 
 # Groups whose members may return a view of an input (or pass one through): their results may
 # alias, unless the member is ``fresh``. Sources and variable reads alias storage the graph
-# does not own.
+# does not own. An opaque NumPy call may return a view of its input (np.split, np.diagonal).
 _PASS_THROUGH_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STRUCTURAL,
-                        OpGroup.CONTROL_FLOW)
+                        OpGroup.CONTROL_FLOW, OpGroup.OPAQUE)
 #: Ops whose result may be (a view of) one of their inputs: exposure flows through them.
 PASS_THROUGH_OPS = frozenset(k for k in OpKind
                              if k.group in _PASS_THROUGH_GROUPS and not k.fresh)

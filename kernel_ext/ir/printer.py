@@ -18,8 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Graph, Node
-from .ops import OpKind
+from .abstract import AbstractValue
+from .calls import CallTemplate, call_name
+from .graph import Graph, Node, subgraphs
+from .ops import OPAQUE_CALLS, OpKind
 
 _INLINE_CONSTANT_SIZE = 8
 
@@ -49,7 +51,38 @@ def format_value(value: Any) -> str:
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if hasattr(value, "name") and hasattr(value, "dtype") and hasattr(value, "assign"):
         return f"Variable({value.name})"
+    if isinstance(value, CallTemplate):
+        parts = [format_value(a) for a in value.args]
+        parts += [f"{k}={format_value(v)}" for k, v in value.kwargs]
+        return "(" + ", ".join(parts) + ")"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {format_value(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, AbstractValue):
+        return str(value)
+    if callable(value) and not isinstance(value, type):
+        return call_name(value)  # an opaque call's function: its name, never its address
     return repr(value)
+
+
+def describe_call(node: Node) -> tuple[str, str] | None:
+    """``("opaque", "np.einsum")`` for a ``numpy_call``, ``("random", "np.random.rand")`` for
+    a ``random_call``, None for other nodes: how the views name a callable run as it is."""
+    if node.op not in OPAQUE_CALLS:
+        return None
+    kind = "random" if node.op is OpKind.RANDOM_CALL else "opaque"
+    return kind, call_name(node.attrs["fn"])
+
+
+def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
+    """:func:`describe_call` of every such node of ``graph`` and its sub-graphs, in order."""
+    out: list[tuple[str, str]] = []
+    for node in graph.nodes:
+        described = describe_call(node)
+        if described is not None:
+            out.append(described)
+        for sub in subgraphs(node):
+            out.extend(opaque_calls(sub))
+    return out
 
 
 def format_attrs(node: Node) -> str:
@@ -58,7 +91,7 @@ def format_attrs(node: Node) -> str:
         if key.startswith("_") or key in ("value", "shape", "dtype") and node.op in (
                 OpKind.PLACEHOLDER, OpKind.CONSTANT):
             continue
-        if key in ("captured", "out_avals") or isinstance(node.attrs[key], Graph) or (
+        if key in ("captured", "out_avals", "out_aval") or isinstance(node.attrs[key], Graph) or (
                 isinstance(node.attrs[key], tuple) and node.attrs[key]
                 and isinstance(node.attrs[key][0], Graph)):
             continue

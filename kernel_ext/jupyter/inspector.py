@@ -197,6 +197,9 @@ def _segment_info(segment: records.Segment) -> GraphSegment:
 
 def _node_label(node: Any) -> str:
     inner = subgraphs(node)
+    note = records.opaque_note(node)
+    if note is not None:
+        return f"{node.name} ({note})"
     if not inner:
         return str(node.name)
     count = sum(len(g.nodes) for g in inner)

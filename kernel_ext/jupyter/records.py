@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ..engine import explain
+from ..ir.printer import describe_call, opaque_calls
 from ..trace.types import Literal
 
 __all__ = ["DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "fix_texts", "inputs_text",
-           "last_used_id", "op_name", "parameter_names", "parameter_names_of",
+           "last_used_id", "op_name", "opaque_note", "opaque_notes", "parameter_names",
+           "parameter_names_of",
            "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
            "signature_id", "signature_rows", "value_text"]
 
@@ -61,6 +63,26 @@ def parameter_names_of(python_function: Any) -> list[str]:
 def op_name(node: Any) -> str:
     """The op kind of a graph node as text (``"tanh"``, ``"placeholder"``, ``"cond"``)."""
     return str(getattr(node.op, "value", node.op))
+
+
+def opaque_note(node: Any) -> str | None:
+    """What every view says of a node that runs a Python callable as it is, or None:
+    ``"opaque: np.einsum — runs NumPy at each call"`` (a NumPy function without an op of its
+    own), ``"random: np.random.rand — draws at each call"`` (a random draw)."""
+    described = describe_call(node) if hasattr(node, "op") else None
+    return None if described is None else _note(*described)
+
+
+def _note(kind: str, name: str) -> str:
+    if kind == "random":
+        return f"random: {name} — draws at each call"
+    return f"opaque: {name} — runs NumPy at each call"
+
+
+def opaque_notes(graph: Any) -> tuple[str, ...]:
+    """The :func:`opaque_note` of every node of ``graph`` and its sub-graphs, each once, in
+    program order."""
+    return tuple(dict.fromkeys(_note(*d) for d in opaque_calls(graph)))
 
 
 def value_text(aval: Any) -> str:
@@ -120,6 +142,8 @@ class SignatureRow:
     nodes_optimised: int
     #: The executor: ``"numpy"``, ``"numba"``, ...
     backend: str
+    #: Opaque NumPy calls and random draws of the trace (:func:`opaque_notes`).
+    opaque: tuple[str, ...] = ()
 
 
 def signature_id(concrete_function: Any) -> str:
@@ -163,8 +187,18 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             last_used=sid == last_used,
             nodes_traced=int(counts.get("traced", 0)),
             nodes_optimised=int(counts.get("optimised", 0)),
-            backend=str(getattr(cf.executable, "backend", ""))))
+            backend=str(getattr(cf.executable, "backend", "")),
+            opaque=_notes_or_none(cf)))
     return rows
+
+
+def _notes_or_none(concrete_function: Any) -> tuple[str, ...]:
+    # The traced graph: the one the user's code made (the optimised one may have folded some).
+    try:
+        return opaque_notes(concrete_function.graph)
+    except Exception:  # noqa: BLE001 - a view must not fail on a graph it cannot read
+        logger.debug("kernel_ext.jupyter: cannot read a graph", exc_info=True)
+        return ()
 
 
 def _text_or_mark(describe: Callable[[], str]) -> str:

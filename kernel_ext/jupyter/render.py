@@ -43,6 +43,7 @@ _FILL = {
     "constant": "#fff3bf",
     "stateful": "#ffc9c9",
     "control_flow": "#d0bfff",
+    "opaque": "#ced4da",
     "default": "#a5d8ff",
 }
 _SEGMENT_COLOURS = ("#e8590c", "#2f9e44", "#1971c2", "#c2255c", "#6741d9", "#0c8599")
@@ -59,6 +60,8 @@ def _category(node: Any) -> str:
         return "placeholder"
     if op == "constant":
         return "captured" if node.attrs.get("captured") else "constant"
+    if records.opaque_note(node) is not None:
+        return "opaque"
     if group in ("stateful", "control_flow"):
         return group
     return "default"
@@ -120,7 +123,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                   for lv, idx in rows.items()}
     legend = [("input", _FILL["placeholder"]), ("captured constant", _FILL["captured"]),
               ("variable / print", _FILL["stateful"]), ("control flow", _FILL["control_flow"]),
-              ("op", _FILL["default"]), ("output", "white")]
+              ("NumPy call / random draw", _FILL["opaque"]), ("op", _FILL["default"]),
+              ("output", "white")]
     legend_w = sum(28 + len(text) * _CHAR_W for text, _ in legend) + 10
     legends = [f"{_legend(g)} [{g.backend}]" for g in segments]
     seg_w = max((36 + len(text) * _CHAR_W for text in legends), default=0)
@@ -181,6 +185,9 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
         variable = n.attrs.get("variable")
         if variable is not None:
             title += f" (kx.Variable {getattr(variable, 'name', '')})"
+        note = records.opaque_note(n)
+        if note is not None:
+            title += f" ({note})"
         if id(n) in outputs:
             title += " (output)"
         for sub in subgraphs(n):  # control flow: what its branches / bodies compute
@@ -248,7 +255,8 @@ def counters_html(stats: dict, last_run_us: float | None, measured: bool = True)
 
 
 def signatures_html(rows: Sequence[dict]) -> str:
-    """``rows``: dicts with id, inputs, outputs, nodes, backend, last_used."""
+    """``rows``: dicts with id, inputs, outputs, nodes, backend, last_used (and opaque: the
+    notes of :func:`kernel_ext.jupyter.records.opaque_notes`, one line each)."""
     if not rows:
         return f'<div style="{STYLE} {_MUTED}">no concrete signature yet (not called)</div>'
     body = []
@@ -260,6 +268,9 @@ def signatures_html(rows: Sequence[dict]) -> str:
         body.append(f'<tr style="{weight}">{td}{esc(mark)}</td>{td}#{esc(r["id"])}</td>'
                     f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
                     f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}</td></tr>')
+        for note in r.get("opaque") or ():  # NumPy calls and draws made at every call
+            body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
+                        f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'
     head = (f"<tr>{th}</th>{th}trace</th>{th}inputs</th>{th}</th>{th}outputs</th>"
             f"{th}nodes (traced → optimised)</th>{th}backend</th></tr>")

@@ -59,6 +59,8 @@ class FunctionReport:
     advice: str
     fixes: list[str]
     first_traces: list[RetraceEntry] = field(default_factory=list)
+    #: Opaque NumPy calls and random draws in the function's traces (records.opaque_notes).
+    opaque: list[str] = field(default_factory=list)
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
@@ -115,7 +117,8 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
             history=list(info.history) if info is not None else [],
             retraces=retraces,
             stale=[s.sentence() for s in explain.stale_captures(fn)],
-            advice=advice, fixes=fixes, first_traces=first if include_all else []))
+            advice=advice, fixes=fixes, first_traces=first if include_all else [],
+            opaque=_opaque_of(fn)))
     out.sort(key=lambda r: (-r.cost_ms, r.name))
     return out
 
@@ -123,6 +126,14 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
 # ---------------------------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------------------------
+
+def _opaque_of(function: Any) -> list[str]:
+    notes: dict[str, None] = {}
+    for row in records.signature_rows(function):
+        for note in row.opaque:
+            notes.setdefault(note)
+    return list(notes)
+
 
 def _header(r: FunctionReport) -> str:
     where = f" (cell {r.cell})" if r.cell else ""
@@ -157,6 +168,7 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
     for r in reports:
         lines += ["", _header(r)]
         lines += [f"  history: {h}" for h in r.history[-4:]]
+        lines += [f"  {note}" for note in r.opaque]
         for e in r.first_traces:
             lines += _entry_text(e)
         for e in r.retraces:
@@ -192,6 +204,7 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
             parts.append("<div style='color:#666'>" +
                          " · ".join(esc(h) for h in r.history[-4:]) + "</div>")
         parts.append(render.stale_html(r.stale))
+        parts += [f"<div style='color:#495057'>{esc(note)}</div>" for note in r.opaque]
         entries = r.first_traces + r.retraces
         if entries:
             parts.append(render.retrace_log_html(sorted(entries, key=lambda e: e["trace"])))

@@ -23,7 +23,7 @@ from typing import Any, Hashable
 
 import numpy as np
 
-from ..ir import AbstractValue, DynamicIndex, Graph, Node, OpKind
+from ..ir import AbstractValue, CallTemplate, DynamicIndex, Graph, Node, Operand, OpKind
 from .rewrite import Rewriter, is_pure, recursive
 
 MAX_MERGED_CONSTANT = 1_000_000  # elements; bigger constants are not hashed
@@ -68,6 +68,12 @@ def freeze(value: Any) -> Hashable:
         return ("aval", freeze(value.shape), value.dtype.str)
     if isinstance(value, DynamicIndex):
         return ("dynamic", value.position)
+    if isinstance(value, Operand):
+        return ("operand", value.index)
+    if isinstance(value, CallTemplate):  # an opaque call's arguments: equal when written alike
+        return ("template", freeze(value.args), freeze(value.kwargs))
+    if t is dict:
+        return ("dict",) + tuple((freeze(k), freeze(v)) for k, v in value.items())
     if isinstance(value, type):
         return ("type", value)
     return ("id", id(value))  # unknown objects: only the same object is equal to itself
@@ -84,8 +90,9 @@ def node_key(node: Node, args: tuple) -> Hashable | None:
     if not is_pure(node):
         return None
     try:
-        attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()])) \
-            if node.attrs else ()
+        # "_where" (an opaque call's source line, for its messages) does not change the value.
+        attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()
+                              if k != "_where"])) if node.attrs else ()
     except Unmergeable:
         return None
     frozen_args = tuple([("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args])

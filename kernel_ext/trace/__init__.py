@@ -2,6 +2,7 @@
 
 from .context import TraceContext, bind, current_context
 from .numpy_api import HANDLERS, supported_numpy_functions
+from .opaque import MUTATING_FUNCTIONS, numpy_call
 from .printing import kx_print
 from .pytree import TreeNode, flatten_outputs, unflatten
 from .tensor import Tensor
@@ -10,8 +11,9 @@ from .types import (Dataclass, Dict, Literal, PlaceholderContext, Sequence_, Ten
 from .variables import Variable
 
 __all__ = [
-    "Dataclass", "Dict", "HANDLERS", "Literal", "PlaceholderContext", "Sequence_", "Tensor",
+    "Dataclass", "Dict", "HANDLERS", "Literal", "MUTATING_FUNCTIONS", "PlaceholderContext",
+    "Sequence_", "Tensor",
     "TensorSpec", "TraceContext", "TraceType", "TreeNode", "Variable", "VariableType", "WeakRef",
-    "bind", "current_context", "flatten_outputs", "kx_print", "make_trace_type",
+    "bind", "current_context", "flatten_outputs", "kx_print", "make_trace_type", "numpy_call",
     "supported_numpy_functions", "unflatten",
 ]

@@ -15,6 +15,7 @@ import numpy as np
 from .. import errors
 from ..ir import OpKind
 from .context import bind
+from .opaque import numpy_call
 from .tensor import HANDLERS, Tensor
 
 
@@ -260,10 +261,8 @@ def _size(a: Any, axis: Any = None) -> Any:
 
 @implements(np.where)
 def _where(condition: Any, *xy: Any) -> Any:
-    if len(xy) != 2:
-        raise errors.UnsupportedOpError(
-            "np.where(condition) with one argument returns data-dependent indices and is not "
-            "supported on traced values. Fix: use np.where(condition, x, y) or a boolean mask.")
+    if len(xy) != 2:  # data-dependent indices: NumPy's own call, sizes found at run time
+        return numpy_call(np.where, (condition, *xy), {})
     return bind(OpKind.WHERE, (condition, *xy))
 
 
@@ -375,9 +374,9 @@ def _solve(a: Any, b: Any) -> Any:
 @implements(np.linalg.norm)
 def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
     if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and x.ndim != 1)):
-        raise errors.UnsupportedOpError(
-            f"np.linalg.norm(ord={ord!r}) is not supported on traced values; only the default "
-            "(Frobenius / Euclidean) norm. Fix: compose it, e.g. np.max(np.abs(x)) for inf.")
+        # Other norms (inf, 1, nuclear, spectral) are NumPy's own call, run at each call.
+        return numpy_call(np.linalg.norm, (x,), {"ord": ord, "axis": axis,
+                                                 "keepdims": keepdims})
     mag = np.abs(x)
     return np.sqrt(np.sum(np.multiply(mag, mag), axis=axis, keepdims=keepdims))
 

@@ -28,6 +28,12 @@ if TYPE_CHECKING:
 #: :mod:`kernel_ext.trace.numpy_api` fills it when the trace layer is imported.
 HANDLERS: dict[Callable, Callable[..., Any]] = {}
 
+#: What the NumPy protocols do with a call no op covers, set by :mod:`kernel_ext.trace.opaque`
+#: when the trace layer is imported: ``FALLBACK["function"](func, args, kwargs)`` for a NumPy
+#: function HANDLERS lacks, ``FALLBACK["ufunc"](ufunc, method, inputs, kwargs)`` for a ufunc
+#: (method) without an op. Both run it as an opaque NumPy call inside the graph.
+FALLBACK: dict[str, Callable[..., Any]] = {}
+
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
 
 
@@ -149,6 +155,8 @@ class Tensor(NumpyOperators, inplace=True):
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         handler = HANDLERS.get(func)
+        if handler is None and "function" in FALLBACK:
+            return FALLBACK["function"](func, args, kwargs)
         if handler is None:
             name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
                 "." + getattr(func, "__name__", repr(func))
@@ -479,6 +487,8 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
         if ufunc is np.divmod:
             return (np.floor_divide(*inputs), np.remainder(*inputs))
         kind = UFUNC_OPS.get(ufunc)
+        if kind is None and "ufunc" in FALLBACK:
+            return FALLBACK["ufunc"](ufunc, method, inputs, kwargs)
         if kind is None:
             raise errors.UnsupportedOpError(
                 f"the ufunc np.{ufunc.__name__} is not supported on traced values yet. Fix: "
@@ -494,6 +504,8 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
     if method == "accumulate" and ufunc in (np.add, np.multiply):
         kind = OpKind.CUMSUM if ufunc is np.add else OpKind.CUMPROD
         return bind(kind, inputs, {"axis": kwargs.get("axis", 0)})
+    if "ufunc" in FALLBACK:
+        return FALLBACK["ufunc"](ufunc, method, inputs, kwargs)
     raise errors.UnsupportedOpError(
         f"np.{ufunc.__name__}.{method} is not supported on traced values. Fix: use the matching "
         "NumPy function (np.sum, np.max, np.cumsum, ...) instead.")
