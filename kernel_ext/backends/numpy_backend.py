@@ -98,7 +98,13 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str
         if value is None or isinstance(value, (bool, int, str)):
             return repr(value)
         return namer.bind(value, "_const")
+    if kind == "argument":  # the caller's own object, as it is
+        return access_expr(tree.value, namer)
     items = [output_expr(c, graph, namer, scope) for c in tree.children]
+    if kind == "replay":
+        parts = "".join(f", {access_expr(path, namer)}, {kind_!r}, {item}"
+                        for (path, kind_), item in zip(tree.value, items[1:]))
+        return f"{namer.bind(replay, '_replay')}({items[0]}{parts})"
     if kind == "writeback":
         pairs = "".join(f", {access_expr(path, namer)}, {item}"
                         for path, item in zip(tree.value, items[1:]))
@@ -133,6 +139,27 @@ def write_back(result: Any, *pairs: Any) -> Any:
         dst = pairs[i]
         if isinstance(dst, np.ndarray):
             np.copyto(dst, pairs[i + 1])
+    return result
+
+
+def replay(result: Any, *triples: Any) -> Any:
+    """Give each container argument its new contents (``dst, kind, contents, ...``; contents
+    as a dict: list index or dict key or attribute name -> value), then return ``result``.
+    A dict keeps the positions of the keys it still has, as eager assignments keep them."""
+    for i in range(0, len(triples), 3):
+        dst, kind, contents = triples[i:i + 3]
+        if kind == "list":
+            dst[:] = list(contents.values())
+        elif kind == "dict":
+            for key in [k for k in dst if k not in contents]:
+                del dst[key]
+            for key, value in contents.items():
+                dst[key] = value
+        else:
+            for name in [n for n in vars(dst) if n not in contents]:
+                object.__delattr__(dst, name)
+            for name, value in contents.items():
+                object.__setattr__(dst, name, value)
     return result
 
 

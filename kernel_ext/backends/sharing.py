@@ -143,7 +143,7 @@ def tree_key(tree: Any) -> Hashable | None:
 
 def _tree_key(tree: Any) -> Hashable:
     value = _attr_key(tree.value) if tree.kind == "const" else \
-        tree.value if tree.kind in ("input", "writeback") else None  # (argument paths)
+        tree.value if tree.kind in ("input", "writeback", "argument", "replay") else None
     return (tree.kind, tree.index, value, tree.container, tuple(tree.keys),
             tuple(_tree_key(c) for c in tree.children))
 

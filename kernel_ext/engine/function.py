@@ -30,7 +30,7 @@ from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
-from ..trace.pytree import flatten_outputs, with_writeback
+from ..trace.pytree import ArgumentContainers, flatten_outputs, with_replays, with_writeback
 from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef,
                            register_dead_object_listener)
 from . import events, registry
@@ -328,12 +328,14 @@ class Function:
                     placeholders = [t.placeholder_value(PlaceholderContext(ctx, n, (("arg", i),)))
                                     for i, (n, t) in enumerate(zip(self.function_type.names,
                                                                    trace_types))]
+                    containers = ArgumentContainers(placeholders, ctx.inputs)
                     result = self._call_python(placeholders)
                     updated = {id(t): (path, t) for path, t in ctx.inputs
                                if id(t) in ctx.mutated}
-                    tree, outputs = flatten_outputs(result, ctx, updated)
+                    tree, outputs = flatten_outputs(result, ctx, updated, containers)
                     if updated:
                         tree = with_writeback(tree, outputs, ctx, list(updated.values()))
+                    tree = with_replays(tree, containers.replays(ctx, outputs, updated))
                     ctx.graph.outputs = outputs
                     guard = CallGuard.for_trace(ctx, updated)
             except errors.TracingRecursionError:

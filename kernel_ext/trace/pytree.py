@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
+from .. import errors
 from ..ir import Node
 from .context import TraceContext
 from .tensor import Tensor
@@ -26,8 +27,12 @@ class TreeNode:
     ``tuple``, ``list``, ``namedtuple``, ``dict``, ``dataclass``; and two the engine adds for
     in-place updates: ``input`` (the caller's own argument at path ``value``, returned as the
     same object, as NumPy returns an array updated in place; graph output #index is its new
-    value) and ``writeback`` (children[0] is the result; after it is built, each further child's
-    value is copied into the argument at the matching path of ``value``)."""
+    value), ``argument`` (the caller's object at path ``value``, as it is: a list or dict
+    argument returned or stored in another), ``writeback`` (children[0] is the result; after it
+    is built, each further child's value is copied into the argument at the matching path of
+    ``value``) and ``replay`` (children[0] is the result; then each container argument at the
+    paths of ``value`` — ``(path, kind)`` pairs, kind ``list``/``dict``/``attrs`` — takes the
+    contents the matching further child builds, see :class:`ArgumentContainers`)."""
 
     kind: str
     children: tuple["TreeNode", ...] = ()
@@ -38,14 +43,18 @@ class TreeNode:
 
 
 def flatten_outputs(result: Any, ctx: TraceContext,
-                    updated: dict[int, tuple[tuple, Tensor]] | None = None
-                    ) -> tuple[TreeNode, list[Node]]:
+                    updated: dict[int, tuple[tuple, Tensor]] | None = None,
+                    containers: "ArgumentContainers | None" = None,
+                    outputs: list[Node] | None = None) -> tuple[TreeNode, list[Node]]:
     """The returned structure as a tree plus its graph outputs. ``updated`` maps the ids of
     the argument tensors updated in place to their paths: returning one returns the caller's
-    array itself (an ``input`` leaf), as NumPy does."""
-    outputs: list[Node] = []
+    array itself (an ``input`` leaf), as NumPy does; likewise a list or dict argument
+    (``containers``) comes back as the caller's own object."""
+    outputs = [] if outputs is None else outputs
 
     def walk(value: Any) -> TreeNode:
+        if containers is not None and id(value) in containers.containers:
+            return TreeNode("argument", value=containers.paths[id(value)])
         if updated and isinstance(value, Tensor) and id(value) in updated:
             outputs.append(ctx.lift(value))
             return TreeNode("input", index=len(outputs) - 1, value=updated[id(value)][0])
@@ -70,6 +79,114 @@ def flatten_outputs(result: Any, ctx: TraceContext,
     return tree, outputs
 
 
+class ArgumentContainers:
+    """The mutable containers among a trace's arguments, to replay their changes per call.
+
+    A list, dict or dataclass argument is rebuilt for the trace (its arrays are placeholders),
+    so what the Python function does to it (``cache.append(x)``, ``params['w'] = w_new``,
+    ``state.step += 1``) happens to that stand-in, once. Snapshotted before the function runs
+    and compared after, each changed container becomes a replay: at every call the caller's
+    own container is given the final contents — arrays computed by the graph, the caller's
+    own objects where the function kept them, Python values as traced. A dict keeps the
+    caller's order for the keys it had (NumPy-style code never sees the difference: eager
+    code assigning ``d[k]`` keeps ``k`` in place too).
+    """
+
+    def __init__(self, placeholders: Sequence[Any], inputs: Sequence[tuple[tuple, Any]]):
+        self.entries: list[tuple[tuple, Any, str, Any]] = []  # path, object, kind, snapshot
+        #: id -> path of every argument object the function may keep: containers and arrays
+        self.paths: dict[int, tuple] = {id(t): path for path, t in inputs}
+        self.containers: set[int] = set()  # ids of the container arguments
+        self._updated: dict[int, tuple[tuple, Tensor]] = {}
+        for i, value in enumerate(placeholders):
+            self._walk(value, (("arg", i),))
+
+    def _walk(self, value: Any, path: tuple) -> None:
+        kind = _container_kind(value)
+        if kind is None:
+            if type(value) is tuple or (isinstance(value, tuple) and hasattr(value, "_fields")):
+                for i, v in enumerate(value):
+                    self._walk(v, path + (("item", i),))
+            return
+        self.paths[id(value)] = path
+        self.containers.add(id(value))
+        self.entries.append((path, value, kind, _contents(value, kind)))
+        for step, item in _children(value, kind):
+            self._walk(item, path + (step,))
+
+    def replays(self, ctx: TraceContext, outputs: list[Node],
+                updated: dict[int, tuple[tuple, Tensor]]) -> list[tuple[tuple, str, TreeNode]]:
+        """``(path, kind, contents tree)`` of each container the function changed; the
+        contents' arrays are appended to ``outputs``. An argument array updated in place
+        (``updated``) stays the caller's object (a NumPy scalar takes its new value)."""
+        self._updated = updated
+        out = []
+        for path, obj, kind, before in self.entries:
+            after = _contents(obj, kind)
+            if len(after) == len(before) and all(
+                    ka == kb and va is vb for (ka, va), (kb, vb) in zip(after, before)):
+                continue
+            tree = TreeNode("dict", tuple(self._encode(v, ctx, outputs) for _, v in after),
+                            keys=tuple(k for k, _ in after))
+            out.append((path, kind, tree))
+        return out
+
+    def _encode(self, value: Any, ctx: TraceContext, outputs: list[Node]) -> TreeNode:
+        if id(value) in self._updated:
+            outputs.append(ctx.lift(value))
+            return TreeNode("input", index=len(outputs) - 1, value=self.paths[id(value)])
+        if id(value) in self.paths:
+            return TreeNode("argument", value=self.paths[id(value)])
+        if value is None or isinstance(value, (bool, int, float, complex, str, bytes)) and \
+                not isinstance(value, np.generic):
+            return TreeNode("const", value=value)
+        if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
+            outputs.append(ctx.lift(value))
+            return TreeNode("output", index=len(outputs) - 1)
+        if type(value) in (list, tuple):
+            return TreeNode(type(value).__name__,
+                            tuple(self._encode(v, ctx, outputs) for v in value))
+        if type(value) is dict:
+            return TreeNode("dict", tuple(self._encode(v, ctx, outputs) for v in value.values()),
+                            keys=tuple(value))
+        raise errors.UnsupportedOpError(
+            f"the function stored a {type(value).__name__} ({value!r:.60}) in one of its list, "
+            "dict or dataclass arguments; a traced function replays such changes at every "
+            "call, which works for arrays, numbers, strings and lists/dicts/tuples of them. "
+            "Fix: store arrays or plain values, or return the object instead.")
+
+
+def _container_kind(value: Any) -> str | None:
+    if type(value) is list:
+        return "list"
+    if type(value) is dict:
+        return "dict"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return "attrs"
+    return None
+
+
+def _contents(value: Any, kind: str) -> list[tuple[Any, Any]]:
+    if kind == "list":
+        return list(enumerate(value))
+    if kind == "dict":
+        return list(value.items())
+    return list(vars(value).items())
+
+
+def _children(value: Any, kind: str) -> list[tuple[tuple, Any]]:
+    step = {"list": "item", "dict": "key", "attrs": "attr"}[kind]
+    return [((step, k), v) for k, v in _contents(value, kind)]
+
+
+def with_replays(tree: TreeNode, replays: list[tuple[tuple, str, TreeNode]]) -> TreeNode:
+    """``tree`` followed by the container replays (:class:`ArgumentContainers`)."""
+    if not replays:
+        return tree
+    return TreeNode("replay", (tree, *(t for _, _, t in replays)),
+                    value=tuple((path, kind) for path, kind, _ in replays))
+
+
 def with_writeback(tree: TreeNode, outputs: list[Node], ctx: TraceContext,
                    updated: list[tuple[tuple, Tensor]]) -> TreeNode:
     """``tree`` wrapped so that the executor, after building the result, copies the final
@@ -88,7 +205,9 @@ def unflatten(tree: TreeNode, leaves: list[Any]) -> Any:
         return leaves[tree.index]
     if kind == "const":
         return tree.value
-    if kind == "writeback":
+    if kind == "argument":
+        return None  # (the caller's own object: nothing the graph computes)
+    if kind in ("writeback", "replay"):
         return unflatten(tree.children[0], leaves)
     items = [unflatten(c, leaves) for c in tree.children]
     if kind == "tuple":
