@@ -19,6 +19,7 @@ import numpy as np
 from .. import errors
 from ..trace import random_calls
 from ..trace.control_flow import Undefined, cond, is_traced, kx_range, while_loop
+from ..trace.state import current_context
 from ..trace.tensor import Tensor, describe_tensor
 from ..trace.variables import resolve
 
@@ -283,3 +284,50 @@ def cc(fn: Any) -> Any:
     if _is_user_function(fn):
         return convert(fn)
     return fn
+
+
+# -- subscript assignments ----------------------------------------------------------------------
+# ``a[i] = v`` and ``a[i] += v`` become ``a = setitem(a, i, v)`` / ``a = setitem_aug(...)``
+# (``assignments.py``): the one place a traced value written into a plain NumPy array
+# (``out = np.zeros(n); out[i] = t``: the buffer pattern) can be seen, since ndarray's own
+# ``__setitem__`` never asks a traced value what to do.
+
+def _holds_traced(value: Any) -> bool:
+    if isinstance(value, (Tensor,)) or is_traced(value):
+        return True
+    if isinstance(value, (tuple, list)):
+        return any(_holds_traced(v) for v in value)
+    return False
+
+
+def _target(target: Any, key: Any, value: Any) -> Any:
+    """``target``, or the traced value standing for it when a traced value goes into a
+    plain array (:meth:`~kernel_ext.trace.context.TraceContext.promote`)."""
+    if isinstance(target, np.ndarray) and (_holds_traced(value) or _holds_traced(key)):
+        ctx = current_context()
+        if ctx is not None:
+            return ctx.promote(target)
+    return target
+
+
+def setitem(target: Any, key: Any, value: Any) -> Any:
+    """``target[key] = value``; returns what the name now holds (``target``, or the traced
+    value standing for a plain array once a traced value is written into it)."""
+    target = _target(target, key, value)
+    target[key] = value
+    return target
+
+
+_AUGMENTED = {"+": "iadd", "-": "isub", "*": "imul", "/": "itruediv", "//": "ifloordiv",
+              "%": "imod", "**": "ipow", "@": "imatmul", "&": "iand", "|": "ior", "^": "ixor",
+              "<<": "ilshift", ">>": "irshift"}
+
+
+def setitem_aug(target: Any, key: Any, op: str, value: Any) -> Any:
+    """``target[key] <op>= value`` as Python runs it (read the item, update it in place,
+    store it back), with :func:`setitem`'s rule for plain arrays."""
+    import operator
+    target = _target(target, key, value)
+    item = getattr(operator, _AUGMENTED[op])(target[key], value)
+    target[key] = item
+    return target

@@ -23,6 +23,8 @@ import ast
 import itertools
 from typing import Iterable
 
+from .assignments import rewrite_subscript_assignments
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
            ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LOOPS = (ast.For, ast.While, ast.AsyncFor)
@@ -493,5 +495,6 @@ class Converter(ast.NodeTransformer):
 def convert_tree(fn_node: ast.FunctionDef) -> ast.FunctionDef:
     """Rewrite a parsed ``def`` (decorators removed)."""
     fn_node.decorator_list = []
+    fn_node = rewrite_subscript_assignments(fn_node)
     converted = Converter().convert_function(fn_node, top=True)
     return ast.fix_missing_locations(converted)

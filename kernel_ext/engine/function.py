@@ -337,6 +337,8 @@ class Function:
                         tree = with_writeback(tree, outputs, ctx, list(updated.values()))
                     tree = with_replays(tree, containers.replays(ctx, outputs, updated))
                     ctx.graph.outputs = outputs
+                    if ctx.promoted:
+                        _refuse_shared_buffers(ctx, (result, placeholders), self._name)
                     guard = CallGuard.for_trace(ctx, updated)
             except errors.TracingRecursionError:
                 raise
@@ -578,6 +580,19 @@ class Function:
                                 if v in keep and not any(map(_has_dead, k))}
                 self._fast.clear()
                 self._fast_cf.clear()
+
+
+def _refuse_shared_buffers(ctx: TraceContext, owned: Any, name: str) -> None:
+    """A traced value written into an array the function does not own is an error."""
+    shared = ctx.shared_buffers(owned)
+    if shared:
+        a = shared[0]
+        raise errors.UnsupportedOpError(
+            f"kx.function '{name}' writes traced values into an array it did not create "
+            f"({a.dtype}{list(a.shape)}, held by a global, a closure or an object's "
+            "attribute). A graph cannot repeat that change at every call as NumPy would. "
+            "Fix: pass the array as an argument (updates of arguments reach the caller), or "
+            "create it inside the function, or keep the state in a kx.Variable.")
 
 
 def _has_dead(t: TraceType) -> bool:

@@ -16,6 +16,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import errors
 from ..ir import Graph, Node, OpKind
 from .state import ACTIVITY, context_stack, current_context
 from .tensor import Tensor, bind, leaked_error, user_frame_description
@@ -55,6 +56,9 @@ class TraceContext:
         self.mutated: dict[int, tuple[Tensor, tuple]] = {}
         #: Roots whose reshape was taken as a view (the top-level trace's; see ViewStep).
         self.layout_roots: dict[int, Tensor] = {}
+        #: Plain arrays a traced value was written into (the top-level trace's): id -> (the
+        #: array, the traced value that now stands for it). See :meth:`promote`.
+        self.promoted: dict[int, tuple[np.ndarray, Tensor]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def child(self, name: str) -> "TraceContext":
@@ -119,10 +123,35 @@ class TraceContext:
 
     def note_layout_root(self, root: Tensor) -> None:
         """The trace took a reshape of ``root`` as a view: valid for C-contiguous data only."""
+        self.top().layout_roots.setdefault(id(root), root)
+
+    def top(self) -> "TraceContext":
+        """The trace of the function itself (this one, or the one this branch/body is in)."""
         top = self
         while top.parent is not None:
             top = top.parent
-        top.layout_roots.setdefault(id(root), root)
+        return top
+
+    def promote(self, array: np.ndarray) -> Tensor:
+        """The traced value standing for the plain ``array`` from now on, made when a traced
+        value is first written into it (``out = np.zeros(n); out[i] = t``, ``buf += t``): a
+        root whose first value is the array's contents. Every later use of the array object
+        (any name, a container holding it, the returned value) reads that root's current
+        value, so the buffer behaves as NumPy's would; the array itself is never written."""
+        top = self.top()
+        hit = top.promoted.get(id(array))
+        if hit is not None:
+            return hit[1]
+        if array.base is not None and any(np.shares_memory(array, a)
+                                          for a, _ in top.promoted.values()):
+            raise errors.UnsupportedOpError(
+                "a traced value is written into a view of an array that already holds traced "
+                f"values ({user_frame_description()}); the two would not see each other's "
+                "updates. Fix: write through the array itself (buf[i, j] = ...), not a "
+                "view taken of it earlier.")
+        tensor = top.tensor(top.capture(array))
+        top.promoted[id(array)] = (array, tensor)
+        return tensor
 
     def tensor(self, node: Node) -> Tensor:
         """The traced value of ``node``, a node of this trace's graph: the one place tensors
@@ -155,6 +184,9 @@ class TraceContext:
         if isinstance(value, _LITERALS) or value is None:
             return value
         if isinstance(value, np.ndarray):
+            hit = self.top().promoted.get(id(value))
+            if hit is not None:  # a buffer a traced value was written into: its current value
+                return self.lift_tensor(hit[1])
             return self.capture(value)
         if isinstance(value, (list, tuple)):
             if _contains_tensor(value):
@@ -176,6 +208,34 @@ class TraceContext:
         node = self.graph.constant(array, captured=True)
         self._captured[id(array)] = (array, node)
         return node
+
+    def shared_buffers(self, owned: Any) -> list[np.ndarray]:
+        """Promoted arrays (:meth:`promote`) that something outside the trace refers to: a
+        module global, a closure cell, an object's attribute. Writing into such an array
+        is a side effect on state the function does not own, which a graph would make once
+        (at trace time, not at all) instead of at every call. ``owned`` is what the trace
+        itself built (its arguments' stand-ins, the returned structure): references from
+        inside those are fine."""
+        import gc
+        import types
+        allowed = {id(self.promoted), id(self._captured)}
+        stack, seen = [owned], set()
+        while stack:  # the containers of the returned value and the argument stand-ins
+            value = stack.pop()
+            if id(value) in seen or not isinstance(value, (list, tuple, dict)):
+                continue
+            seen.add(id(value))
+            allowed.add(id(value))
+            stack.extend(value.values() if isinstance(value, dict) else value)
+        shared = []
+        for array, tensor in self.promoted.values():
+            for ref in gc.get_referrers(array):
+                if id(ref) in allowed or isinstance(ref, types.FrameType) or (
+                        isinstance(ref, tuple) and len(ref) == 2 and ref[0] is array):
+                    continue
+                shared.append(array)
+                break
+        return shared
 
     def check_owned(self, tensor: "Tensor") -> None:
         ctx = tensor.context

@@ -397,6 +397,60 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
     return bind(OpKind.ARGSORT, (a,), {"axis": None if axis is None else int(axis)})
 
 
+# -- functions that write into an argument: functionalized (the target takes the new value) --
+
+def _writable_target(dst: Any, what: str) -> Tensor:
+    """The traced value ``dst`` stands for (a plain array is promoted, see TraceContext)."""
+    if isinstance(dst, Tensor):
+        return dst
+    if isinstance(dst, np.ndarray):
+        from .state import current_context
+        ctx = current_context()
+        if ctx is not None:
+            return ctx.promote(dst)
+    raise TypeError(f"{what} needs an array to write into, got {type(dst).__name__}")
+
+
+@implements(np.copyto)
+def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+    target = _writable_target(dst, "np.copyto")
+    src_dtype = np.result_type(src) if not isinstance(src, Tensor) else src.dtype
+    if not np.can_cast(src_dtype, target.dtype, casting=casting):
+        raise TypeError(f"Cannot cast array data from dtype('{np.dtype(src_dtype)}') to "
+                        f"dtype('{target.dtype}') according to the rule '{casting}'")
+    value = np.broadcast_to(np.asarray(src) if not isinstance(src, Tensor) else src,
+                            target.shape)
+    if where is not True:
+        value = np.where(where, value, target)
+    target[...] = value
+
+
+@implements(np.fill_diagonal)
+def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
+    target = _writable_target(a, "np.fill_diagonal")
+    shape = target.shape
+    if shape is None or len(shape) < 2 or any(d is None for d in shape):
+        raise errors.UnsupportedOpError(
+            "np.fill_diagonal on a traced value needs its shape known when tracing "
+            f"(got {shape}). Fix: give the dimensions sizes in input_signature.")
+    if len(shape) > 2 and len(set(shape)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    n = min(shape) if len(shape) > 2 or not wrap else shape[1]
+    if len(shape) == 2 and wrap and shape[0] > shape[1]:
+        # NumPy's wrap: the diagonal restarts every n + 1 rows of a tall matrix
+        rows = np.arange(0, shape[0])
+        rows = rows[(rows % (shape[1] + 1)) < shape[1]]
+        cols = rows % (shape[1] + 1)
+        index = (rows, cols)
+    else:
+        idx = np.arange(n)
+        index = (idx,) * len(shape)
+    count = len(index[0])
+    vals = np.resize(np.asarray(val), count) if not isinstance(val, Tensor) else \
+        np.broadcast_to(val, (count,)) if val.shape in ((), (1,)) else val
+    target[index] = vals
+
+
 def supported_numpy_functions() -> list[str]:
     """Names of the NumPy functions (beyond ufuncs and operators) traced into graphs."""
     return sorted({f"{getattr(f, '__module__', 'numpy')}.{f.__name__}" for f in HANDLERS})

@@ -38,9 +38,7 @@ from .variables import Variable
 #: NumPy functions that write into an argument (which one, in words), refused on traced
 #: values: the graph is functional. The hook for functionalisation: each is
 #: ``arg = f(copy(arg), ...)`` followed by writing ``arg`` back.
-MUTATING_FUNCTIONS: dict[Callable, str] = {
-    np.fill_diagonal: "its first argument",
-    np.copyto: "its first argument (dst)",
+MUTATING_FUNCTIONS: dict[Callable, str] = {  # (np.copyto, np.fill_diagonal: numpy_api)
     np.put: "its first argument",
     np.place: "its first argument",
     np.putmask: "its first argument",

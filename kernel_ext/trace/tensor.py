@@ -145,13 +145,18 @@ class Tensor(NumpyOperators, inplace=True):
         if out is None:
             return result
         targets = out if isinstance(out, tuple) else (out,)
-        if len(targets) != 1 or not isinstance(targets[0], Tensor):
+        target = targets[0] if len(targets) == 1 else None
+        if isinstance(target, np.ndarray) and isinstance(result, Tensor):
+            # a plain array updated with a traced value (``buf += t``): a traced value
+            # stands for it from now on (TraceContext.promote)
+            target = result.context.promote(target)
+        if not isinstance(target, Tensor):
             raise errors.UnsupportedOpError(
-                f"np.{ufunc.__name__}(..., out=...) inside a traced function needs out= to be a "
-                "traced value; graphs cannot write into outside arrays. Fix: assign the result "
-                "instead (y = np.op(...)).")
-        targets[0]._rebind(result)
-        return targets[0]
+                f"np.{ufunc.__name__}(..., out=...) with {len(targets)} outputs is not "
+                "supported on traced values. Fix: assign the results instead "
+                "(y = np.op(...)).")
+        target._rebind(result)
+        return target
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         handler = HANDLERS.get(func)
@@ -359,6 +364,10 @@ class Tensor(NumpyOperators, inplace=True):
 
     def sort(self, axis: int = -1) -> None:
         self._rebind(np.sort(self, axis=axis))
+
+    def fill(self, value: Any) -> None:
+        """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
+        self[...] = value
 
     def cumsum(self, axis: Any = None, dtype: Any = None) -> "Tensor":
         return np.cumsum(self, axis=axis, dtype=dtype)

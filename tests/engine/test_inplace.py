@@ -386,3 +386,91 @@ def test_storing_an_object_that_cannot_be_replayed_is_an_error():
 
     with pytest.raises(errors.UnsupportedOpError, match="replays such changes"):
         remember([])
+
+
+# -- buffers the function creates, filled by index ----------------------------------------------
+
+def pairwise_distances(x):
+    n = x.shape[0]
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            out[i, j] = np.sqrt(np.sum((x[i] - x[j]) ** 2))
+    return out
+
+
+def prefix_rows(x):
+    out = np.empty_like(x)
+    out[0] = x[0]
+    for i in range(1, x.shape[0]):
+        out[i] = out[i - 1] + x[i]
+    return out
+
+
+def accumulate_rows(x):
+    acc = np.zeros(x.shape[1])
+    alias = acc
+    for row in range(x.shape[0]):
+        acc += x[row]
+    return alias  # the same array, under another name
+
+
+def scatter_slices(x):
+    out = np.ones((3, 4))
+    out[1:, ::2] *= x[:2, :2]
+    out[0] -= x[2].sum()
+    return out
+
+
+def copy_positive(dst, src):
+    np.copyto(dst, src, where=src > 0)
+
+
+def zero_diagonal(a):
+    np.fill_diagonal(a, 0.0)
+    return a.sum()
+
+
+def reset(b):
+    b.fill(0)
+
+
+BUFFER_CASES = {
+    "pairwise_distances": (pairwise_distances, lambda r: (r.standard_normal((5, 2)),)),
+    "prefix_rows": (prefix_rows, lambda r: (r.standard_normal((4, 3)),)),
+    "accumulate_rows": (accumulate_rows, lambda r: (r.standard_normal((4, 3)),)),
+    "scatter_slices": (scatter_slices, lambda r: (r.standard_normal((3, 4)),)),
+    "copy_positive": (copy_positive, lambda r: (r.standard_normal(5), r.standard_normal(5))),
+    "zero_diagonal": (zero_diagonal, lambda r: (r.standard_normal((3, 3)),)),
+    "reset": (reset, lambda r: (r.standard_normal(3),)),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", BUFFER_CASES)
+def test_buffer_filled_by_index_matches_numpy(name, path):
+    fn, make = BUFFER_CASES[name]
+    check(fn, make, path)
+
+
+SCRATCH = np.zeros(3)
+
+
+def test_writing_traced_values_into_a_global_array_is_an_error():
+    @kx.function
+    def stash(x):
+        SCRATCH[0] = x.sum()
+        return x
+
+    with pytest.raises(errors.UnsupportedOpError, match="did not create"):
+        stash(np.ones(3))
+    assert not SCRATCH.any()
+
+
+def test_copyto_casting_follows_numpy():
+    @kx.function
+    def f(dst, src):
+        np.copyto(dst, src)
+
+    with pytest.raises(TypeError, match="same_kind"):
+        f(np.zeros(2, np.int64), np.ones(2))
