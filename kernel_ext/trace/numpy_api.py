@@ -377,6 +377,15 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
         # Other norms (inf, 1, nuclear, spectral) are NumPy's own call, run at each call.
         return numpy_call(np.linalg.norm, (x,), {"ord": ord, "axis": axis,
                                                  "keepdims": keepdims})
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)  # NumPy's norm computes integers in float64
+    if x.dtype.kind == "f" and axis is None and x.ndim is not None and (
+            ord is None or ord == "fro" and x.ndim == 2 or ord == 2 and x.ndim == 1):
+        # NumPy's own formula here: the square root of a dot product of the raveled array
+        # (a BLAS dot rounds differently from a pairwise sum of squares)
+        flat = np.reshape(x, (-1,))
+        norm = np.sqrt(np.dot(flat, flat))
+        return np.reshape(norm, (1,) * x.ndim) if keepdims else norm
     mag = np.abs(x)
     return np.sqrt(np.sum(np.multiply(mag, mag), axis=axis, keepdims=keepdims))
 

@@ -160,6 +160,21 @@ class Tensor(NumpyOperators, inplace=True):
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         handler = HANDLERS.get(func)
+        if handler is not None and kwargs.get("out") is not None:
+            # ``np.clip(x, 0, 1, out=x)``, ``np.sum(a, axis=0, out=buf)``: the result written
+            # into ``out`` as an in-place update (a plain array is promoted, TraceContext)
+            kwargs = dict(kwargs)
+            out = kwargs.pop("out")
+            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+            result = handler(*args, **kwargs)
+            if isinstance(target, np.ndarray) and isinstance(result, Tensor):
+                target = result.context.promote(target)
+            if not isinstance(target, Tensor) or not isinstance(result, Tensor):
+                raise errors.UnsupportedOpError(
+                    f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
+                    f"write into (got {type(out).__name__}). Fix: assign the result instead.")
+            target._rebind(result)
+            return target
         if handler is None and "function" in FALLBACK:
             return FALLBACK["function"](func, args, kwargs)
         if handler is None:
@@ -553,6 +568,10 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
             template.append(arr)
         elif isinstance(item, (int, np.integer)):
             template.append(int(item))
+        elif isinstance(item, range):  # NumPy indexes with a range as with its integers
+            arr = np.arange(item.start, item.stop, item.step)
+            arr.setflags(write=False)
+            template.append(arr)
         elif item is None or item is Ellipsis:
             template.append(item)
         else:

@@ -474,3 +474,13 @@ def test_copyto_casting_follows_numpy():
 
     with pytest.raises(TypeError, match="same_kind"):
         f(np.zeros(2, np.int64), np.ones(2))
+
+
+def clip_and_reduce_into(x, buf):
+    np.clip(x, -0.5, 0.5, out=x)
+    np.sum(x, axis=0, out=buf)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_out_argument_of_numpy_functions_is_an_update(path):
+    check(clip_and_reduce_into, lambda r: (r.standard_normal((3, 2)), np.zeros(2)), path)
