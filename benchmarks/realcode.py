@@ -6,7 +6,7 @@
 
 A cell reads ``STATUS ratio``: on a PASS, ratio is the traced call's median time over eager
 NumPy's on the same inputs (after the two checking calls, so the first trace is not in it). ``~`` marks a PASS that
-matched only within the auto path's float tolerance, ``*`` a second call that retraced though
+matched only within the fused paths' float tolerance, ``*`` a second call that retraced though
 shapes and dtypes were the same. Importing this module runs nothing.
 """
 

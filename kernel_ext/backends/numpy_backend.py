@@ -85,6 +85,9 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str
         value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
         return f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, " \
             f"{value})"
+    if kind == "output" and tree.value is not None:  # returned as a Python number
+        inner = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
+        return f"{tree.value.__name__}({inner})"
     if kind == "output":
         node = graph.outputs[tree.index]
         v = scope.var(node)

@@ -143,7 +143,8 @@ def tree_key(tree: Any) -> Hashable | None:
 
 def _tree_key(tree: Any) -> Hashable:
     value = _attr_key(tree.value) if tree.kind == "const" else \
-        tree.value if tree.kind in ("input", "writeback", "argument", "replay") else None
+        tree.value if tree.kind in ("input", "writeback", "argument", "replay", "output") \
+        else None  # (argument paths; the Python number type an output is returned as)
     return (tree.kind, tree.index, value, tree.container, tuple(tree.keys),
             tuple(_tree_key(c) for c in tree.children))
 

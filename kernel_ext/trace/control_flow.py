@@ -21,6 +21,7 @@ from .. import errors
 from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
+from .opaque import PythonNumber
 from .tensor import Tensor, describe_tensor, next_version
 from .types import TensorSpec
 from .variables import Variable, resolve
@@ -287,7 +288,8 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
                                  {"branches": (t_graph, f_graph),
                                   "out_avals": tuple(out_avals)}, name=name)
     values = iter(_outputs(ctx, node, len(out_avals)))
-    leaves = [next(values) if kind == "value" else static for kind, static in plan]
+    leaves = [_weak_if_python(next(values), t, f) if kind == "value" else static
+              for (kind, static), t, f in zip(plan, t_leaves, f_leaves)]
     for root, value in zip(touched.values(), leaves[n_results:]):
         root.assign(value)
     return unflatten(t_tree, leaves[:n_results])
@@ -454,7 +456,9 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                 leaf = leaves[i]
                 if not (id(leaf) in owners or (isinstance(leaf, Tensor) and
                                                 leaf.storage_root is not leaf)):
-                    current[i] = child.tensor(phs[k])
+                    py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
+                    current[i] = PythonNumber(phs[k], child, py_type) if py_type else \
+                        child.tensor(phs[k])
             structured = unflatten(tree, current)
             result = fn(*structured)
         return child, phs, result
@@ -529,8 +533,27 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
     final = list(leaves)
     for k, i in enumerate(value_idx):
         kept = b_leaves[i] is leaves[i] and isinstance(leaves[i], Tensor)
-        final[i] = leaves[i] if kept else outs[k]
+        final[i] = leaves[i] if kept else _weak_if_python(outs[k], leaves[i], b_leaves[i])
     return tuple(unflatten(tree, final))
+
+
+def python_number_type(value: Any) -> type | None:
+    """The Python number type eager code holds ``value`` as (None: an array or NumPy
+    scalar). Such values are *weak* under NEP 50: ``x_float32 * n`` stays float32."""
+    if isinstance(value, PythonNumber):
+        return value.py_type
+    if isinstance(value, (bool, int, float, complex)) and not isinstance(value, np.generic):
+        return type(value)
+    return None
+
+
+def _weak_if_python(out: Tensor, *sources: Any) -> Tensor:
+    """A branch or loop result that is a Python number of one type in every source: still a
+    Python number (weak), as in the eager program."""
+    types = {python_number_type(s) for s in sources}
+    if len(types) == 1 and None not in types:
+        return PythonNumber(out.node, out.context, types.pop())
+    return out
 
 
 def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractValue) -> Node:

@@ -17,6 +17,7 @@ import numpy as np
 from .. import errors
 from ..ir import Node
 from .context import TraceContext
+from .opaque import PythonNumber
 from .tensor import Tensor
 from .variables import Variable
 
@@ -34,7 +35,7 @@ class TreeNode:
     paths of ``value`` — ``(path, kind)`` pairs, kind ``list``/``dict``/``attrs`` — takes the
     contents the matching further child builds, see :class:`ArgumentContainers`)."""
 
-    kind: str
+    kind: str  # (an ``output`` leaf's ``value`` is the Python number type it is returned as)
     children: tuple["TreeNode", ...] = ()
     index: int = -1
     value: Any = None
@@ -61,7 +62,9 @@ def flatten_outputs(result: Any, ctx: TraceContext,
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
             node = ctx.lift(value)
             outputs.append(node)
-            return TreeNode("output", index=len(outputs) - 1)
+            # a value eager code holds as a Python number comes back as one (value=its type)
+            return TreeNode("output", index=len(outputs) - 1,
+                            value=value.py_type if isinstance(value, PythonNumber) else None)
         if isinstance(value, tuple) and hasattr(type(value), "_fields"):
             return TreeNode("namedtuple", tuple(walk(v) for v in value), container=type(value))
         if type(value) in (tuple, list):

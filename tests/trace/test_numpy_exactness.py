@@ -27,3 +27,34 @@ def test_a_range_indexes_like_its_integers():
     f = kx.function(lambda p, y: p[range(len(y)), y])
     p, y = np.arange(12.0).reshape(3, 4), np.array([3, 0, 2])
     np.testing.assert_array_equal(f(p, y), p[range(3), y])
+
+
+def test_python_number_carried_by_a_graph_loop_stays_weak():
+    def halve_until_small(x):
+        n = 0
+        while x.sum() > 1:
+            x = x / 2
+            n += 1
+        return x * n, n
+
+    x = np.ones(4, np.float32)
+    want = halve_until_small(x)
+    got = kx.function(halve_until_small)(x)
+    assert got[0].dtype == want[0].dtype == np.float32  # n is weak: float32 * n stays float32
+    np.testing.assert_array_equal(got[0], want[0])
+    assert type(got[1]) is int and got[1] == want[1]
+
+
+def test_python_number_from_a_branch_stays_weak():
+    def pick(x, c):
+        if c > 0:
+            k = 2
+        else:
+            k = 3
+        return x * k, k
+
+    x = np.ones(2, np.float32)
+    f = kx.function(pick)
+    for c in (np.float64(1.0), np.float64(-1.0)):
+        want, got = pick(x, c), f(x, c)
+        assert got[0].dtype == np.float32 and type(got[1]) is int and got[1] == want[1]
