@@ -345,7 +345,8 @@ class Tensor(NumpyOperators, inplace=True):
         return np.transpose(self, axes if axes else None)
 
     def flatten(self, order: str = "C") -> "Tensor":
-        return np.reshape(self, (-1,), order=order)
+        """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
+        return np.copy(np.reshape(self, (-1,), order=order))
 
     def ravel(self, order: str = "C") -> "Tensor":
         return np.reshape(self, (-1,), order=order)
@@ -379,6 +380,72 @@ class Tensor(NumpyOperators, inplace=True):
 
     def sort(self, axis: int = -1) -> None:
         self._rebind(np.sort(self, axis=axis))
+
+    # more ndarray methods and attributes, as NumPy defines them
+    @property
+    def real(self) -> "Tensor":
+        return np.real(self)
+
+    @property
+    def imag(self) -> "Tensor":
+        return np.imag(self)
+
+    @property
+    def itemsize(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int | None:
+        size = self.size
+        return None if size is None else size * self.dtype.itemsize
+
+    @property
+    def base(self) -> "Tensor | None":
+        """The array a view looks into (None for an array that owns its data), as NumPy's."""
+        return self._root
+
+    def conjugate(self) -> "Tensor":
+        return np.conjugate(self)
+
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tensor":
+        return np.diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+              out: Any = None) -> "Tensor":
+        return np.trace(self, offset, axis1, axis2, dtype, out)
+
+    def nonzero(self) -> tuple:
+        return np.nonzero(self)
+
+    def repeat(self, repeats: Any, axis: Any = None) -> "Tensor":
+        return np.repeat(self, repeats, axis)
+
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> "Tensor":
+        return np.searchsorted(self, v, side, sorter)
+
+    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> "Tensor":
+        return np.compress(condition, self, axis, out)
+
+    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> "Tensor":
+        return np.choose(self, choices, out, mode)
+
+    def argpartition(self, kth: Any, axis: int = -1, kind: str = "introselect",
+                     order: Any = None) -> "Tensor":
+        return np.argpartition(self, kth, axis, kind, order)
+
+    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
+                  order: Any = None) -> None:
+        """``x.partition(kth)``: NumPy's in-place partition (the array takes its result)."""
+        self.assign(np.partition(self, kth, axis, kind, order))
+
+    def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
+        """``x.put(ind, v)``: flat-index assignment, in place (``mode='raise'`` only)."""
+        if mode != "raise":
+            raise errors.UnsupportedOpError(
+                f"x.put(..., mode={mode!r}) is not supported on traced values; only "
+                "mode='raise'. Fix: clip or wrap the indices first (np.clip, %).")
+        flat = np.reshape(self, (-1,))
+        flat[np.asarray(indices) if not isinstance(indices, Tensor) else indices] = values
 
     def fill(self, value: Any) -> None:
         """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
@@ -489,6 +556,21 @@ def _reduction_method(name: str) -> Callable[..., Tensor]:
     method.__doc__ = f"Traced ``np.{name}``."
     return method
 
+
+def _memory_attribute(name: str) -> property:
+    def get(self: Tensor) -> Any:
+        raise errors.SymbolicValueError(
+            f"{describe_tensor(self)}.{name} describes memory that a traced value does not "
+            f"have while '{self.context.function_name}' is traced (the graph decides layouts "
+            "when it runs). Fix: compute with NumPy operations instead, or use it outside the "
+            "kx.function on the returned arrays.")
+    return property(get)
+
+
+for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "tofile",
+              "dump", "dumps", "byteswap", "resize", "setflags", "getfield", "setfield",
+              "device", "to_device"):
+    setattr(Tensor, _name, _memory_attribute(_name))
 
 # Every reduction op is the ndarray method of its name (the op table's naming rule).
 for _kind in OpKind:

@@ -58,3 +58,27 @@ def test_python_number_from_a_branch_stays_weak():
     for c in (np.float64(1.0), np.float64(-1.0)):
         want, got = pick(x, c), f(x, c)
         assert got[0].dtype == np.float32 and type(got[1]) is int and got[1] == want[1]
+
+
+def test_common_ndarray_attributes_exist_on_traced_values():
+    def uses_attributes(x):
+        flat = x.flatten()
+        flat[0] = 100.0  # a copy: x is untouched
+        y = x.copy()
+        y.put([0, 3], [7.0, 8.0])
+        z = x.copy()
+        z.partition(1)
+        return (flat, y, x.real + 0, x.imag + 0, x.diagonal() + 0, x.trace(), x.repeat(2),
+                z[:1] + 0, x.itemsize, x.nbytes, x.conjugate())
+
+    x = np.arange(9.0).reshape(3, 3) - 3
+    want, got = uses_attributes(x.copy()), kx.function(uses_attributes)(x.copy())
+    for w, g in zip(want, got):
+        np.testing.assert_array_equal(g, w)
+        assert type(g) is type(w)
+
+
+def test_memory_layout_attributes_say_why_they_are_missing():
+    from kernel_ext import errors
+    with pytest.raises(errors.SymbolicValueError, match="strides describes memory"):
+        kx.function(lambda x: x.strides)(np.ones(2))
