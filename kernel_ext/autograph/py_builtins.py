@@ -20,6 +20,10 @@ which keep those rules exactly and record graph operations when a traced value i
 
 ``abs`` and ``len`` need nothing here (``Tensor.__abs__``, ``Tensor.__len__``).
 
+``np.array(rows)`` / ``np.asarray(rows)`` of a list holding traced values (what a list
+comprehension over an array builds) stack the values, as NumPy's array coercion does; NumPy
+cannot reach a traced value inside a list through its protocols.
+
 A method of a plain ``np.ndarray`` that takes another array (``v.dot(t)``) converts a traced
 argument to an array, which it cannot; :func:`array_method` answers the NumPy function that
 records it instead (``np.dot(v, t)``).
@@ -188,10 +192,38 @@ def _round(number: Any, ndigits: Any = None) -> Any:
     return np.round(value, ndigits)
 
 
+def _has_traced(obj: Any) -> bool:
+    if isinstance(obj, (list, tuple)):
+        return any(_has_traced(x) for x in obj)
+    return _is_traced(obj)
+
+
+def _stacked(obj: Any) -> Any:
+    """A (nested) list of arrays as one array, as NumPy's array coercion builds it; Python
+    numbers count as NumPy's arrays of them (strong), as they do there."""
+    if isinstance(obj, (list, tuple)):
+        return np.stack([_stacked(x) for x in obj])
+    obj = resolve(obj)
+    return obj if is_traced(obj) else np.asarray(obj)
+
+
+def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
+    def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or not isinstance(obj, (list, tuple)) or not _has_traced(obj):
+            return make(obj, dtype, *args, **kwargs)
+        out = _stacked(obj)
+        return out if dtype is None else out.astype(dtype)
+    array.__name__ = make.__name__
+    array.__doc__ = (f"``np.{make.__name__}`` of a list holding traced values: the values "
+                     "stacked along new leading axes (``np.stack``), as NumPy builds it.")
+    return array
+
+
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).
 BUILTINS: dict[Any, Callable[..., Any]] = {
     builtins.max: _max, builtins.min: _min, builtins.sum: _sum, builtins.any: _any,
     builtins.all: _all, builtins.round: _round,
+    np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
 }
 
 
