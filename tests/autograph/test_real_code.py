@@ -349,7 +349,7 @@ def test_plain_ndarray_methods_with_a_traced_operand():
     like_numpy(f, rng.standard_normal(3))
 
 
-# -- errors say what AutoGraph did -------------------------------------------------------------------
+# -- errors say what AutoGraph did ---------------------------------------------------------------
 
 def test_bool_error_with_autograph_on_names_the_construct_and_line():
     def f(X):
@@ -372,7 +372,7 @@ def test_bool_error_with_autograph_off_says_so():
         kx.function(f, autograph=False)(np.float64(1.0))
 
 
-# -- the loop policy ---------------------------------------------------------------------------------
+# -- the loop policy -----------------------------------------------------------------------------
 
 def test_long_python_range_loop_becomes_a_graph_loop_with_a_bounded_graph():
     def f(x):
