@@ -17,6 +17,7 @@ __all__ = [
     "LeakedTensorError",
     "TracingConversionError",
     "TracingRecursionError",
+    "LoopUnrollError",
     "UnsupportedOpError",
     "VariableCreationError",
     "TraceTypeError",
@@ -59,6 +60,10 @@ class TracingConversionError(KxError, TypeError):
 
 class TracingRecursionError(KxError, RecursionError):
     """Python recursion did not terminate while tracing (usually recursion on a traced value)."""
+
+
+class LoopUnrollError(KxError, RuntimeError):
+    """A Python loop that cannot be a graph loop grew the graph past AutoGraph's unroll cap."""
 
 
 class UnsupportedOpError(KxError, TypeError):

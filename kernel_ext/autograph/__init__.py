@@ -26,6 +26,8 @@ from .transformer import Unconvertible, convert_tree
 
 __all__ = ["convert", "set_loop_options", "to_code"]
 
+_FACTORY_NAME_PREFIX = "__kx_converted_"
+
 _cache: dict[types.CodeType, tuple[types.CodeType, str] | None] = {}
 _lock = threading.Lock()
 
@@ -135,6 +137,11 @@ def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
         raise Unconvertible("it uses zero-argument super()")
     fn_node = convert_tree(_parse(fn))
     text = ast.unparse(fn_node)
+    # Inside the factory the converted ``def`` must not bind the function's own name: a
+    # recursive function reads its name as a global (live), and a factory local of that name
+    # would turn it into an empty closure cell. The code object gets its name back below.
+    own_name = fn_node.name
+    fn_node.name = _FACTORY_NAME_PREFIX + own_name
     freevars = list(code.co_freevars)
     factory = ast.FunctionDef(
         name="__kx_factory__",
@@ -148,6 +155,8 @@ def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
     factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
     inner = next(c for c in factory_code.co_consts
                  if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
+    inner = inner.replace(co_name=own_name,
+                          co_qualname=inner.co_qualname.replace(fn_node.name, own_name))
     return inner, text
 
 

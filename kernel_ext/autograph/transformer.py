@@ -28,6 +28,9 @@ from .assignments import rewrite_subscript_assignments
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
            ast.SetComp, ast.DictComp, ast.GeneratorExp)
 _LOOPS = (ast.For, ast.While, ast.AsyncFor)
+#: Methods that grow a Python container: a loop calling one keeps Python's per-iteration effects.
+_CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "appendleft", "extendleft",
+                                 "add", "update", "setdefault"})
 _NOT_WRAPPED_CALLS = frozenset({"super", "locals", "globals", "vars", "eval", "exec",
                                 "set_loop_options"})
 
@@ -110,9 +113,10 @@ def _has(nodes: Iterable[ast.AST], kinds: tuple, walker=_walk_scope) -> bool:
 
 
 def _jumps(stmts: list[ast.stmt]) -> set[str]:
-    """Which of break/continue this loop body uses for itself (nested loops excluded)."""
+    """Which of break/continue this loop body uses for itself (nested loops excluded: a
+    ``break`` inside a nested loop, or a statement that is itself a loop, is that loop's)."""
     found = set()
-    for n in _walk_no_loops(stmts):
+    for n in _walk_no_loops([st for st in stmts if not isinstance(st, _LOOPS)]):
         if isinstance(n, ast.Break):
             found.add("break")
         elif isinstance(n, ast.Continue):
@@ -334,16 +338,25 @@ class Converter(ast.NodeTransformer):
             _name(f"set_state_{k}"), names_tuple], keywords=[]))
         return self._located([body, orelse, *state, call], node)
 
-    def _loop_options(self, body: list[ast.stmt]) -> ast.expr:
-        """Keyword arguments of a ``set_loop_options(...)`` call at the top of the body."""
+    def _loop_options(self, body: list[ast.stmt]) -> ast.Dict:
+        """Keyword arguments of a ``set_loop_options(...)`` call at the top of the body, and
+        ``python_effects=True`` when the body grows a Python container (``out.append(v)``):
+        a graph loop traces its body once, so such a loop must unroll to do what NumPy
+        does (see :mod:`kernel_ext.autograph.loops`)."""
+        opts = ast.Dict(keys=[], values=[])
         for st in body:
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
                 f = st.value.func
                 fname = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
                 if fname == "set_loop_options":
-                    return ast.Dict(keys=[_const(kw.arg) for kw in st.value.keywords],
+                    opts = ast.Dict(keys=[_const(kw.arg) for kw in st.value.keywords],
                                     values=[kw.value for kw in st.value.keywords])
-        return ast.Dict(keys=[], values=[])
+                    break
+        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
+               n.func.attr in _CONTAINER_MUTATORS for n in _walk_scope(body)):
+            opts.keys.append(_const("python_effects"))
+            opts.values.append(_const(True))
+        return opts
 
     def _rewrite_jumps(self, stmts: list[ast.stmt], brk: str | None,
                        cont: str | None) -> list[ast.stmt]:
@@ -425,6 +438,11 @@ class Converter(ast.NodeTransformer):
         _target_names(node.target, target_names)
         names = assigned_names(before + node.body)
         names = [n for n in target_names if n not in names] + names
+        # The loop machinery needs the targets: the body assigns them first, so a graph loop
+        # starts them as an item rather than carrying whatever they held before.
+        assert isinstance(opts, ast.Dict)
+        opts.keys.append(_const("targets"))
+        opts.values.append(ast.Tuple(elts=[_const(n) for n in target_names], ctx=ast.Load()))
         iterable = self.visit(node.iter)
         item = f"itr_{k}"
         bind_target = ast.Assign(targets=[node.target], value=_name(item), lineno=0)

@@ -213,8 +213,13 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     touched: dict[int, Tensor] = {}
     for branch_name, fn in (("true_branch", true_fn), ("false_branch", false_fn)):
         child = ctx.child(f"{name}_{branch_name}")
-        with child:
-            result = fn()
+        try:
+            with child:
+                result = fn()
+        except BaseException:
+            for root, pre in reversed(child.outer_updates()):
+                root.restore(pre)  # the failed branch leaves no array half-updated
+            raise
         updates = {}
         for root, pre in child.outer_updates():
             updates[id(root)] = Tensor(root.node, root.context)
@@ -460,7 +465,12 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                     current[i] = PythonNumber(phs[k], child, py_type) if py_type else \
                         child.tensor(phs[k])
             structured = unflatten(tree, current)
-            result = fn(*structured)
+            try:
+                result = fn(*structured)
+            except BaseException:
+                child.active = False
+                undo(child)  # a body that fails leaves no array swapped or half-updated
+                raise
         return child, phs, result
 
     def undo(child: TraceContext) -> list[Tensor]:

@@ -121,14 +121,26 @@ class Tensor(NumpyOperators, inplace=True):
         return np.swapaxes(self, -1, -2)
 
     def __len__(self) -> int:
-        if self.shape is None or not self.shape:
-            raise TypeError("len() of unsized traced value" if self.shape == () else
-                            f"len() of {describe_tensor(self)}: rank unknown while tracing")
+        """The static size of the first dimension, as ``len(ndarray)`` gives it."""
+        return self._static_length("len() of")
+
+    def _static_length(self, what: str) -> int:
+        """``shape[0]`` as a Python int, or the error NumPy (or tracing) gives without one."""
+        if self.shape == ():
+            raise TypeError("len() of unsized object" if what.startswith("len") else
+                            "iteration over a 0-d array")
+        if self.shape is None:
+            raise errors.TracedBoolError(
+                f"{what} {describe_tensor(self)} at {user_frame_description()}: its rank is "
+                "unknown while tracing. Fix: give the argument a known rank in "
+                "input_signature.")
         if self.shape[0] is None:
             raise errors.TracedBoolError(
-                f"len() of {describe_tensor(self)}: its first dimension is only known at run time. "
-                "Fix: use x.shape[0] checks outside the function, or give the dimension a size "
-                "in input_signature.")
+                f"{what} {describe_tensor(self)} at {user_frame_description()}: its first "
+                "dimension is only known at run time, so Python cannot count it while "
+                "tracing. Fix: loop with a `for` statement over the array itself (`for row in "
+                "x:` becomes a graph loop) or over kx.range(x.shape[0]), or give the dimension "
+                "a size in input_signature.")
         return self.shape[0]
 
     def __repr__(self) -> str:
@@ -198,26 +210,44 @@ class Tensor(NumpyOperators, inplace=True):
 
     # -- data accessors that cannot work while tracing --------------------------------------
     def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
+        where, _ = _usage_site()
         return errors.TracedBoolError(
-            f"{what} a traced value {describe_tensor(self)} in '{self.context.function_name}' "
-            f"needs its data, which only exists when the graph runs. {fix}")
+            f"{what} a traced value {describe_tensor(self)} at {where} in "
+            f"'{self.context.function_name}' needs its data, which only exists when the graph "
+            f"runs. {fix}")
 
     def __bool__(self) -> bool:
-        raise self._needs_value(
-            "Using as a Python bool",
-            "This happens with `if`/`while`/`and`/`or`/`not` on a traced value while AutoGraph "
-            "is off (kx.function(autograph=False)). Fix: keep AutoGraph on, or use np.where(cond, "
-            "a, b) / kx.cond(pred, true_fn, false_fn).")
+        _, converted = _usage_site()
+        if converted:
+            how = ("AutoGraph is on, but this use is not one it converts: only `if`/`while`/"
+                   "`for` statements, conditional expressions (`a if c else b`), `and`/`or`/"
+                   "`not` and the builtins max/min/sum/any/all become graph operations; a "
+                   "comprehension's `if`, `assert`, `bool()`, and code in functions AutoGraph "
+                   "does not convert (the standard library, C extensions) need a Python bool. "
+                   "Fix: write the test as an `if` statement, or use np.where(cond, a, b) / "
+                   "kx.cond(pred, true_fn, false_fn); check data outside the kx.function.")
+        else:
+            how = ("This happens with `if`/`while`/`and`/`or`/`not` on a traced value while "
+                   "AutoGraph is off (kx.function(autograph=False)) or in a function it could "
+                   "not convert. Fix: keep AutoGraph on, or use np.where(cond, a, b) / "
+                   "kx.cond(pred, true_fn, false_fn).")
+        raise self._needs_value("Using as a Python bool", how)
 
     def __iter__(self) -> Any:
-        raise self._needs_value(
-            "Iterating over",
-            "Fix: keep AutoGraph on (for loops over traced values become graph loops), index "
-            "explicitly (x[i]), or loop over range(n) with a Python n.")
+        """``x[0], x[1], ...`` along the first dimension, as iterating an ndarray yields.
+
+        Each item is read when the iterator reaches it (so a write to ``x`` between items is
+        seen, as with NumPy's views). The first dimension must be static; a ``for`` statement
+        over the traced value itself is converted by AutoGraph and works without that.
+        """
+        n = self._static_length("Iterating in Python over")
+        return (self[i] for i in range(n))
 
     def __index__(self) -> int:
-        raise self._needs_value("Using as a Python int (range(), list index, shape) ",
-                                "Fix: use kx.range(n) for loops, or pass n as a Python int.")
+        raise self._needs_value(
+            "Using as a Python int (a list or plain-array index, a shape, a count)",
+            "Fix: pass the count as a Python int (or loop with kx.range(n)); index a plain "
+            "array with np.take(array, i), which the graph records.")
 
     def __int__(self) -> int:
         raise self._needs_value("int() of", "Fix: use x.astype(np.int64) to stay in the graph.")
@@ -715,6 +745,23 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
 
 
 _VIEW_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING)
+
+
+def _usage_site() -> tuple[str, bool]:
+    """Where the user's code used a traced value, and whether AutoGraph converted that code.
+
+    Code AutoGraph generated reads its runtime operators through the free variable ``ag__``;
+    any such frame on the stack means the trace runs with AutoGraph on (the trace layer asks
+    the frames rather than importing the autograph layer above it).
+    """
+    converted = False
+    frame = sys._getframe(1)
+    while frame is not None:
+        if "ag__" in frame.f_code.co_freevars:
+            converted = True
+            break
+        frame = frame.f_back
+    return user_frame_description(), converted
 
 
 def user_frame_description() -> str:

@@ -14,7 +14,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import errors
-from kernel_ext.ir import OpKind
+from kernel_ext.ir import OpKind, format_graph
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "jit": {"jit_compile": True}}
 
@@ -150,7 +150,8 @@ def test_draws_inside_a_graph_while_loop_body(path):
     for g, w in zip(got, want):
         _same(g, w)
     graph = traced.get_concrete_function(np.zeros(2)).graph
-    assert any(n.op is OpKind.WHILE for n in graph.get_operations())
+    # (AutoGraph may peel the first iteration into a branch: the loop can be nested)
+    assert "while(" in format_graph(graph)
 
 
 def _branchy(x):

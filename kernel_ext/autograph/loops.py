@@ -1,0 +1,526 @@
+"""AutoGraph's loops at run time: which ``for``/``while`` loops unroll and which become graph loops.
+
+Converted code calls :func:`for_stmt` and :func:`while_stmt` with the loop's body as a function
+and the variables it modifies as ``get_state``/``set_state`` closures. The choice is made at
+trace time, per loop, and always in favour of NumPy's result (docs/ARCHITECTURE.md, "AutoGraph:
+how a loop is chosen"):
+
+* A ``for`` over a Python iterable runs as Python: the trace records every iteration
+  (unrolling). A ``for`` over a Python ``range`` whose iterations have recorded more than
+  :data:`UNROLL_NODE_BUDGET` graph nodes turns its remaining iterations into one graph loop
+  whose index is a :class:`WeakInt` (a traced int with Python int promotion), if the body
+  traces as a loop body; otherwise it keeps unrolling, up to :data:`UNROLL_NODE_CAP` nodes.
+* A ``for`` over a traced array (or ``kx.range``) is a graph loop over its first dimension, as
+  in TensorFlow. If the first dimension is static and the body cannot be a graph loop body (it
+  needs a Python value, or changes a variable's dtype or shape), the loop unrolls instead.
+* A ``while`` is a graph loop from the first test that is a traced value; iterations before it
+  ran as Python.
+* An iteration that follows a data-dependent ``break`` of an unrolled loop runs inside a
+  ``cond`` on the break flag.
+* Before a graph loop carries a variable that is still a Python number (``acc = 0.0``), one
+  iteration runs outside the loop (inside a ``cond`` when the trip count is data-dependent),
+  so the variable has the dtype and shape NumPy gives it after one iteration.
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import errors
+from ..ir import OpKind
+from ..trace.context import bind, current_context
+from ..trace.control_flow import Undefined, is_traced, while_loop
+from ..trace.tensor import Tensor, describe_tensor, user_frame_description
+from ..trace.variables import resolve
+from .conditionals import if_stmt
+
+__all__ = ["UNROLL_NODE_BUDGET", "UNROLL_NODE_CAP", "NeedsPythonValue", "TracedRange",
+           "WeakInt", "for_stmt", "python_iter", "python_test", "set_loop_options",
+           "traced_range", "while_stmt"]
+
+#: Graph nodes a Python ``range`` loop may record by unrolling before its remaining
+#: iterations are tried as one graph loop (``power(x, 100)`` of the seeds stays unrolled).
+UNROLL_NODE_BUDGET = 1000
+#: Graph nodes one loop may record by unrolling when it cannot be a graph loop; past it the
+#: trace stops with a :class:`~kernel_ext.errors.LoopUnrollError` naming the loop.
+UNROLL_NODE_CAP = 200_000
+
+_PY_NUMBERS = (bool, int, float, complex)
+
+
+class NeedsPythonValue(errors.TracedBoolError):
+    """A graph loop's index (or another traced value) was used where Python needs a number.
+
+    Raised while a loop body is traced as a graph loop body; the loop then unrolls instead
+    when it can, so users see it only when no unrolling is possible.
+    """
+
+
+class _NotALoopBody(Exception):
+    """The body changed a Python value it carries: it cannot run as one graph loop body."""
+
+
+def _is_py_number(value: Any) -> bool:
+    return type(value) in _PY_NUMBERS
+
+
+# -- the index of a graph loop that stands for a Python range ---------------------------------
+
+_INT_CLOSED = frozenset({np.add, np.subtract, np.multiply, np.floor_divide, np.remainder,
+                         np.negative, np.positive, np.absolute, np.invert, np.bitwise_and,
+                         np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift,
+                         np.maximum, np.minimum})
+_COMPARE = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.equal,
+                      np.not_equal})
+
+
+def _is_weak_int(value: Any) -> bool:
+    return isinstance(value, WeakInt) or type(value) in (bool, int)
+
+
+def _weak_binary(uf: np.ufunc, name: str, reflected: bool) -> Callable[[Any, Any], Any]:
+    def op(self: "WeakInt", other: Any) -> Any:
+        a, b = (other, self) if reflected else (self, other)
+        if _is_weak_int(other):
+            return self._int_op(uf, a, b, f"`{name}`")
+        if type(other) in (float, complex):
+            raise self._needs_python(f"`{name}` with a Python {type(other).__name__}")
+        return uf(a, b)
+    op.__name__ = name
+    return op
+
+
+def _weak_unary(uf: np.ufunc, name: str) -> Callable[[Any], Any]:
+    def op(self: "WeakInt") -> Any:
+        return self._int_op(uf, self, None, f"`{name}`")
+    op.__name__ = name
+    return op
+
+
+class WeakInt(Tensor):
+    """The index of a Python ``range`` loop that runs as a graph loop.
+
+    Its value is an int64 graph value, but it promotes as the Python int it stands for
+    (NEP 50's weak scalars): ``x32 * i`` stays float32, ``i + 1`` is again a ``WeakInt``.
+    Where a Python int would become something a graph value cannot stand for (``i / 2`` is a
+    Python float, ``lst[i]`` needs a real int) it raises :class:`NeedsPythonValue`, and the
+    loop unrolls instead.
+    """
+
+    __slots__ = ()
+
+    def _needs_python(self, what: str) -> NeedsPythonValue:
+        return NeedsPythonValue(
+            f"{what} of the loop index {describe_tensor(self)} at {user_frame_description()}: "
+            "the loop runs as a graph loop, where its index is a graph value, but this use "
+            "needs the Python int itself. Fix: index arrays with it (x[i] is recorded), keep "
+            "its arithmetic to ints, or give the loop a Python trip count so it can unroll.")
+
+    def _int_op(self, uf: np.ufunc, a: Any, b: Any, what: str) -> Any:
+        """``a <op> b`` between Python ints: Python's result type, computed in the graph."""
+        operands = (a,) if b is None else (a, b)
+        if uf in _INT_CLOSED:
+            out = Tensor.__array_ufunc__(self, uf, "__call__", *operands)
+            return WeakInt(out.node, out.context)
+        if uf in _COMPARE:
+            return Tensor.__array_ufunc__(self, uf, "__call__", *operands)
+        raise self._needs_python(what)  # / and ** give Python floats
+
+    def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
+        strong = [x for x in inputs if not _is_weak_int(x) and not _is_py_number(x)]
+        if method == "__call__" and strong:
+            # NumPy converts a Python int to the other operands' dtype (NEP 50); comparisons
+            # compare its exact value, which int64 holds.
+            target = np.result_type(*[np.dtype(getattr(x, "dtype", np.float64)) for x in strong],
+                                    *[1 for x in inputs if isinstance(x, WeakInt)])
+            if not (ufunc in _COMPARE and target.kind in "iu"):
+                inputs = tuple(x.astype(target) if isinstance(x, WeakInt) and
+                               x.dtype != target else x for x in inputs)
+        return Tensor.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
+
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+        raise self._needs_python(f"np.{getattr(func, '__name__', 'function')}(...)")
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        raise self._needs_python("Converting to an array (a plain array indexed with it?)")
+
+    def __index__(self) -> int:
+        raise self._needs_python("Using as a Python int (a list index, a count)")
+
+    def __int__(self) -> int:
+        raise self._needs_python("int()")
+
+    def __float__(self) -> float:
+        raise self._needs_python("float()")
+
+    def __bool__(self) -> bool:
+        raise self._needs_python("bool()")
+
+
+for _stem, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
+                   ("floordiv", np.floor_divide), ("mod", np.remainder),
+                   ("truediv", np.true_divide), ("pow", np.power), ("and", np.bitwise_and),
+                   ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
+                   ("rshift", np.right_shift)):
+    setattr(WeakInt, f"__{_stem}__", _weak_binary(_uf, f"__{_stem}__", False))
+    setattr(WeakInt, f"__r{_stem}__", _weak_binary(_uf, f"__r{_stem}__", True))
+for _stem, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
+                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
+    setattr(WeakInt, f"__{_stem}__", _weak_binary(_uf, f"__{_stem}__", False))
+for _stem, _uf in (("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
+                   ("invert", np.invert)):
+    setattr(WeakInt, f"__{_stem}__", _weak_unary(_uf, f"__{_stem}__"))
+del _stem, _uf
+
+
+def _weak(value: Any) -> Any:
+    """``value`` as a :class:`WeakInt` when it is a traced int (else as it is)."""
+    if isinstance(value, Tensor) and not isinstance(value, WeakInt) and value.dtype.kind in "iu":
+        return WeakInt(value.node, value.context)
+    return value
+
+
+class TracedRange:
+    """``range(start, stop, step)`` with a traced bound, as converted code's ``range`` returns.
+
+    A ``for`` statement over it is a graph loop whose index is a :class:`WeakInt`, so the body
+    sees Python ints as it would eagerly. ``step`` must be a Python int (its sign decides the
+    test). Anything else that needs its items (``list(range(n))``) needs the count in Python.
+    """
+
+    def __init__(self, start: Any, stop: Any, step: Any) -> None:
+        if not isinstance(step, int) or step == 0:
+            raise NeedsPythonValue(
+                f"range(...) with a traced or zero step at {user_frame_description()}: the "
+                "step of a range over traced bounds must be a nonzero Python int. Fix: pass "
+                "the step as a Python int, or loop with kx.range(start, stop, step).")
+        self.start, self.stop, self.step = start, stop, step
+
+    def count(self) -> Any:
+        """The number of items, a traced int (``len(range(...))``)."""
+        span = self.stop - self.start if self.step > 0 else self.start - self.stop
+        k = abs(self.step)
+        return np.maximum((span + (k - 1)) // k, 0)
+
+    def item(self, k: Any) -> Any:
+        return _weak(self.start + k * self.step)
+
+    def _fail(self, *args: Any) -> Any:
+        raise NeedsPythonValue(
+            f"range() with a traced bound ({self.stop!r}) at {user_frame_description()} has no "
+            "Python length or items while tracing; only a `for` statement can loop over it "
+            "(as a graph loop). Fix: loop over it with `for`, use kx.range(...) for an array "
+            "of the values, or pass the bound as a Python int.")
+
+    __iter__ = __len__ = __array__ = _fail
+
+    def __repr__(self) -> str:
+        return f"range({self.start!r}, {self.stop!r}, {self.step!r})"
+
+
+def traced_range(*args: Any) -> Any:
+    """``range`` in converted code: Python's, or a :class:`TracedRange` for traced bounds."""
+    values = [resolve(a) for a in args]
+    if not any(is_traced(v) for v in values):
+        return builtins.range(*args)
+    start, stop, step = (0, values[0], 1) if len(values) == 1 else (
+        (values[0], values[1], 1) if len(values) == 2 else tuple(values))
+    return TracedRange(_weak(start), _weak(stop), step)
+
+
+# -- loop options -----------------------------------------------------------------------------
+
+def set_loop_options(shape_invariants: Sequence[tuple[Any, Any]] = (), **_: Any) -> None:
+    """Inside a loop body: declare ``[(variable, shape_with_None_dims), ...]`` so a traced loop
+    lets those dimensions change between iterations. AutoGraph reads it when converting; as a
+    call it does nothing."""
+
+
+def _invariants(opts: dict, state: Sequence[Any], indices: Sequence[int]) -> list[Any] | None:
+    pairs = opts.get("shape_invariants") or ()
+    if not pairs:
+        return None
+    out: list[Any] = [None] * len(indices)
+    for obj, shape in pairs:
+        for k, i in enumerate(indices):
+            if state[i] is obj:
+                out[k] = shape
+    return out
+
+
+class _Loop:
+    """One loop statement's pieces: its body, state closures, variable names and options."""
+
+    def __init__(self, body: Callable[..., None], extra_test: Callable[[], Any] | None,
+                 get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
+                 names: Sequence[str], opts: dict) -> None:
+        self.body, self.extra_test = body, extra_test
+        self.get_state, self.set_state = get_state, set_state
+        self.names, self.opts = list(names), opts
+        targets = opts.get("targets", ())
+        self.targets = [i for i, n in enumerate(self.names) if n in targets]
+
+    def graph_nodes(self) -> int:
+        ctx = current_context()
+        return len(ctx.graph.nodes) if ctx is not None else 0
+
+
+# -- while ------------------------------------------------------------------------------------
+
+def while_stmt(test: Callable[[], Any], body: Callable[[], None],
+               get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
+               names: Sequence[str], opts: dict) -> None:
+    """``while test(): body()``: Python iterations while the test is a Python value; from the
+    first traced test on, the remaining iterations are one graph loop."""
+    loop = _Loop(body, None, get_state, set_state, names, opts)
+    first = resolve(test())
+    start = loop.graph_nodes()
+    while not is_traced(first):
+        if not first:
+            return
+        body()
+        _check_cap(loop, start, "while")
+        first = resolve(test())
+    _graph_while(loop, test, first)
+
+
+def _graph_while(loop: _Loop, test: Callable[[], Any], first: Any) -> None:
+    if _peel_needed(loop.get_state(), loop):
+        # one iteration outside the loop, under the test already evaluated
+        def run_first() -> None:
+            loop.body()
+            _graph_loop(loop, test, None)
+        _under_cond(loop, first, run_first)
+        return
+    _graph_loop(loop, test, None)
+
+
+# -- for --------------------------------------------------------------------------------------
+
+def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
+             body: Callable[[Any], None], get_state: Callable[[], tuple],
+             set_state: Callable[[tuple], None], names: Sequence[str], opts: dict) -> None:
+    """``for item in iterable: body(item)``, unrolled or as a graph loop (module docstring)."""
+    loop = _Loop(body, extra_test, get_state, set_state, names, opts)
+    iterable = resolve(iterable)
+    if isinstance(iterable, TracedRange):
+        _graph_for(loop, iterable.item, iterable.count(), None, weak_index=True)
+        return
+    if not is_traced(iterable):
+        _python_for(loop, iterable)
+        return
+    if iterable.shape is None or len(iterable.shape) == 0:
+        raise TypeError(f"cannot iterate over {describe_tensor(iterable)}: a 0-d or unknown-rank "
+                        "traced value has no first dimension to loop over")
+    n = iterable.shape[0]
+
+    def row(k: Any) -> Any:
+        return iterable[k]
+
+    if n is None:
+        count = bind(OpKind.DIM, (iterable,), {"axis": 0}, name="loop_length")
+        _graph_for(loop, row, count, None)
+        return
+    if loop.opts.get("python_effects"):
+        # the body grows a Python container: one traced body cannot do that n times
+        _python_for(loop, iter(iterable))
+        return
+    _graph_for(loop, row, np.int64(n), n,
+               fallback=lambda k0: _python_for(loop, (iterable[k] for k in range(k0, n))))
+
+
+def _python_for(loop: _Loop, iterable: Any) -> None:
+    """The loop as Python: every iteration is traced (unrolled) into the graph."""
+    may_switch = isinstance(iterable, builtins.range) and not loop.opts.get("python_effects")
+    start = loop.graph_nodes()
+    for k, item in enumerate(iterable):
+        go = True if loop.extra_test is None else resolve(loop.extra_test())
+        if is_traced(go):
+            # A data-dependent break happened: this iteration runs only while it has not.
+            if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,
+                    loop.set_state, loop.names)
+        elif not go:
+            return
+        else:
+            loop.body(item)
+        if may_switch and loop.graph_nodes() - start > UNROLL_NODE_BUDGET:
+            may_switch = False  # one try per loop statement
+            rest = iterable[k + 1:]
+            if len(rest) and _range_as_graph_loop(loop, rest):
+                return
+        _check_cap(loop, start, "for")
+
+
+def _check_cap(loop: _Loop, start: int, keyword: str) -> None:
+    if loop.graph_nodes() - start > UNROLL_NODE_CAP:
+        raise errors.LoopUnrollError(
+            f"a Python `{keyword}` loop at {user_frame_description()} has recorded more than "
+            f"{UNROLL_NODE_CAP} graph nodes by unrolling, and its body cannot run as a graph "
+            "loop body (it needs Python values of the loop index or changes a Python "
+            "variable). Fix: loop over kx.range(n) (always a graph loop), vectorise the body "
+            "with whole-array NumPy operations, or run this loop outside the kx.function.")
+
+
+def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> bool:
+    """Try the remaining items of a Python range as one graph loop; False (state untouched)
+    when the body cannot be a graph loop body."""
+    init = loop.get_state()
+    try:
+        _graph_for(loop, lambda k: _weak(rest.start + k * rest.step), np.int64(len(rest)),
+                   len(rest), weak_index=True, python_fixed=True)
+    except (errors.TracedBoolError, errors.TracingConversionError, errors.LeakedTensorError,
+            _NotALoopBody, TypeError, ValueError):
+        loop.set_state(init)
+        return False
+    return True
+
+
+# -- graph loops --------------------------------------------------------------------------------
+
+def _peel_needed(state: Sequence[Any], loop: _Loop) -> bool:
+    """Whether a state variable is a Python number the loop would carry (its NumPy dtype and
+    shape are known only after one iteration)."""
+    return any(_is_py_number(v) for i, v in enumerate(state) if i not in loop.targets)
+
+
+def _under_cond(loop: _Loop, pred: Any, run: Callable[[], None]) -> None:
+    """``if pred: run()`` over the variables defined now; the others (temporaries the body
+    assigns) stay undefined after it, as after any graph loop."""
+    state = list(loop.get_state())
+    defined = [i for i, v in enumerate(state) if not isinstance(v, Undefined)]
+
+    def get() -> tuple:
+        now = loop.get_state()
+        return tuple(now[i] for i in defined)
+
+    def put(values: Sequence[Any]) -> None:
+        now = list(state)
+        for i, v in zip(defined, values):
+            now[i] = v
+        loop.set_state(tuple(now))
+
+    if_stmt(pred, run, lambda: None, get, put, [loop.names[i] for i in defined])
+
+
+def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: int | None,
+               weak_index: bool = False, python_fixed: bool = False,
+               fallback: Callable[[int], None] | None = None) -> None:
+    """Items ``item(0..count-1)`` as a graph loop, peeling the first iteration when a Python
+    number is carried; ``fallback(k0)`` unrolls from ``k0`` if the body is no loop body."""
+    k0 = 0
+    if _peel_needed(loop.get_state(), loop):
+        if static_n is None:
+            def run_first() -> None:
+                loop.body(item(np.int64(0)) if not weak_index else item(0))
+                _graph_loop(loop, None, (item, count, 1, weak_index))
+            _under_cond(loop, np.greater(count, 0), run_first)
+            return
+        if static_n == 0:
+            return
+        loop.body(item(0))
+        k0 = 1
+        if static_n == 1:
+            return
+    if fallback is None:
+        _graph_loop(loop, None, (item, count, k0, weak_index), python_fixed)
+        return
+    init = loop.get_state()
+    try:
+        _graph_loop(loop, None, (item, count, k0, weak_index), python_fixed)
+    except Exception:
+        loop.set_state(init)
+        fallback(k0)
+
+
+def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
+                over: tuple[Callable[[Any], Any], Any, int, bool] | None,
+                python_fixed: bool = False) -> None:
+    """One graph ``while`` node: over ``test()`` (a while statement) or over the items
+    ``item(k)`` for ``k0 <= k < count`` (a for statement). With ``python_fixed``, Python
+    values in the state are not carried: the body must leave them as they were."""
+    init = list(loop.get_state())
+    fixed = [i for i, v in enumerate(init) if python_fixed and _is_py_number(v)
+             and i not in loop.targets]
+    carried = [i for i, v in enumerate(init) if not isinstance(v, Undefined) and i not in fixed]
+    if over is not None:
+        item, count, k0, weak_index = over
+        for i in loop.targets:
+            if isinstance(init[i], Undefined) or _is_py_number(init[i]):
+                # the body assigns the target first: start it as an item, typed like one
+                init[i] = item(np.int64(k0)) if not weak_index else item(k0)
+                if i not in carried:
+                    carried.append(i)
+        carried.sort()
+    invariants = _invariants(loop.opts, init, carried)
+    carried_names = [loop.names[i] for i in carried]
+
+    def put(values: Sequence[Any]) -> None:
+        state = list(init)
+        for i, v in zip(carried, values):
+            state[i] = v
+        loop.set_state(tuple(state))
+
+    def take() -> tuple:
+        state = loop.get_state()
+        for i in fixed:
+            if type(state[i]) is not type(init[i]) or state[i] != init[i]:
+                raise _NotALoopBody(loop.names[i])
+        return tuple(state[i] for i in carried)
+
+    if over is None:
+        def cond_fn(*values: Any) -> Any:
+            put(values)
+            return test()  # type: ignore[misc]
+
+        def body_fn(*values: Any) -> tuple:
+            put(values)
+            loop.body()
+            return take()
+
+        result = while_loop(cond_fn, body_fn, tuple(init[i] for i in carried), invariants,
+                            carried_names, "while")
+    else:
+        def cond_fn(k: Any, *values: Any) -> Any:  # type: ignore[misc]
+            in_range = np.less(k, count)
+            if loop.extra_test is None:
+                return in_range
+            put(values)
+            return np.logical_and(in_range, loop.extra_test())
+
+        def body_fn(k: Any, *values: Any) -> tuple:  # type: ignore[misc]
+            put(values)
+            loop.body(item(k))
+            return (np.add(k, 1),) + take()
+
+        loop_vars = (np.int64(k0),) + tuple(init[i] for i in carried)
+        inv = None if invariants is None else [None] + invariants
+        result = while_loop(cond_fn, body_fn, loop_vars, inv,
+                            ["loop_index"] + carried_names, "for")[1:]
+        if weak_index:
+            result = tuple(_weak(v) if i in loop.targets else v
+                           for i, v in zip(carried, result))
+    final = list(init)
+    for i, v in zip(carried, result):
+        final[i] = v
+    loop.set_state(tuple(final))
+
+
+# -- loops AutoGraph leaves as Python ---------------------------------------------------------
+
+def python_test(value: Any, keyword: str = "while") -> Any:
+    """The test of a loop AutoGraph left as Python (its body has a ``return``)."""
+    if is_traced(resolve(value)):
+        raise errors.TracedBoolError(
+            f"a `return` inside a `{keyword}` loop whose condition is a traced value is not "
+            f"supported (at {user_frame_description()}): the graph loop cannot leave the "
+            "function early. Fix: assign the result to a variable, `break`, and return after "
+            "the loop.")
+    return value
+
+
+def python_iter(value: Any) -> Any:
+    """The iterable of a ``for`` AutoGraph left as Python (its body has a ``return``)."""
+    return iter(python_test(value, "for"))

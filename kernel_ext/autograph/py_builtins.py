@@ -1,0 +1,259 @@
+"""Python builtins and plain-ndarray methods as converted code calls them on traced values.
+
+``max``/``min``/``sum``/``any``/``all``/``round`` iterate and compare with Python's own rules,
+which need Python bools; converted code calls the versions here instead (through ``ag__.cc``),
+which keep those rules exactly and record graph operations when a traced value is involved:
+
+* ``max(a, b, ...)`` keeps the first item unless a later one compares greater (``b > a``),
+  as CPython does; that is ``np.where(b > a, b, a)``, not ``np.maximum`` (NaN and ``-0.0``
+  differ). ``min`` likewise with ``<``. Eagerly the result is one of the items, so its type
+  is that item's: the items must share one dtype (a Python number counts as the dtype NumPy
+  gives it: int64, float64, bool), otherwise a TypeError says so and how to fix it.
+* ``sum(iterable, start)`` adds the items one by one from ``start``, in order (bitwise the same
+  as eager, unlike ``np.sum``'s pairwise sum); over a traced array it loops over the first
+  dimension as a ``for`` statement does.
+* ``any``/``all`` take each item's truth value (``bool(item)``, which NumPy refuses for arrays
+  of more than one element: so do these); the result is a NumPy bool when traced.
+* ``round(x, ndigits)`` is ``np.round(x, ndigits)``, as ``np.float64.__round__`` is; without
+  ``ndigits`` eager Python returns a Python ``int``, which a traced value cannot be: a
+  TypeError names the fix.
+
+``abs`` and ``len`` need nothing here (``Tensor.__abs__``, ``Tensor.__len__``).
+
+``np.array(rows)`` / ``np.asarray(rows)`` of a list holding traced values (what a list
+comprehension over an array builds) stack the values, as NumPy's array coercion does; NumPy
+cannot reach a traced value inside a list through its protocols.
+
+A method of a plain ``np.ndarray`` that takes another array (``v.dot(t)``) converts a traced
+argument to an array, which it cannot; :func:`array_method` answers the NumPy function that
+records it instead (``np.dot(v, t)``).
+"""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any, Callable
+
+import numpy as np
+
+from ..trace.control_flow import is_traced
+from ..trace.tensor import Tensor, describe_tensor, user_frame_description
+from ..trace.variables import resolve
+
+__all__ = ["BUILTINS", "array_method"]
+
+_PY_NUMBERS = (bool, int, float, complex)
+#: Up to this static length ``sum`` over a traced array unrolls; longer ones are a graph loop.
+SUM_UNROLL = 32
+
+
+def _is_traced(value: Any) -> bool:
+    return is_traced(resolve(value))
+
+
+def _dtype(value: Any) -> np.dtype:
+    """The dtype an item has when it is the result (a Python number: NumPy's for it)."""
+    return np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
+
+
+def _size_one(pred: Any, what: str) -> None:
+    size = getattr(pred, "size", 1)
+    if size is None or size != 1:
+        raise ValueError(
+            "The truth value of an array with more than one element is ambiguous. Use "
+            f"a.any() or a.all() ({what} at {user_frame_description()} compares "
+            f"{describe_tensor(pred) if isinstance(pred, Tensor) else 'arrays'})")
+
+
+def _extreme(name: str, greater: bool, args: tuple, kwargs: dict) -> Any:
+    builtin = builtins.max if greater else builtins.min
+    key = kwargs.get("key")
+    if len(args) == 1:
+        items = list(resolve(args[0]))  # a traced array: its rows (static first dimension)
+        if not items:
+            return builtin(items, **kwargs)  # default=, or Python's ValueError
+    else:
+        items = list(args)
+    keys = [key(x) for x in items] if key is not None else items
+    if not any(_is_traced(k) for k in keys):
+        return builtin(items, key=key) if key is not None else builtin(items)
+    dtypes = {_dtype(resolve(x)) for x in items}
+    if len(dtypes) > 1:
+        kinds = ", ".join(sorted(str(d) for d in dtypes))
+        raise TypeError(
+            f"{name}() at {user_frame_description()} compares traced values of different "
+            f"dtypes ({kinds}): Python's {name}() returns one of its arguments unchanged, so "
+            "the result's dtype would depend on the data. Fix: give the arguments one dtype "
+            f"(e.g. write 0.0 rather than 0 beside a float64 value), or use "
+            f"np.{'maximum' if greater else 'minimum'}(a, b).")
+    best, best_key = resolve(items[0]), resolve(keys[0])
+    for item, k in zip(items[1:], keys[1:]):
+        item, k = resolve(item), resolve(k)
+        pred = (k > best_key) if greater else (k < best_key)
+        if not is_traced(pred):
+            if pred:
+                best, best_key = item, k
+            continue
+        _size_one(pred, f"{name}()")
+        if getattr(item, "shape", ()) != getattr(best, "shape", ()):
+            raise ValueError(
+                f"{name}() at {user_frame_description()} picks between values of different "
+                "shapes; the pick depends on traced data, so the result's shape would too. "
+                f"Fix: use np.{'maximum' if greater else 'minimum'} to broadcast them.")
+        best = np.where(pred, item, best)
+        best_key = best if key is None else np.where(pred, k, best_key)
+    return best
+
+
+def _max(*args: Any, **kwargs: Any) -> Any:
+    """Python's ``max`` with traced items (module docstring)."""
+    return _extreme("max", True, args, kwargs)
+
+
+def _min(*args: Any, **kwargs: Any) -> Any:
+    """Python's ``min`` with traced items (module docstring)."""
+    return _extreme("min", False, args, kwargs)
+
+
+def _sum(iterable: Any, /, start: Any = 0) -> Any:
+    """Python's ``sum``: ``start + item0 + item1 + ...`` in order."""
+    iterable = resolve(iterable)
+    if not is_traced(iterable) or (iterable.shape and iterable.shape[0] is not None
+                                   and iterable.shape[0] <= SUM_UNROLL):
+        return builtins.sum(iterable, start)
+    from .loops import for_stmt  # the loop machinery imports this module's users
+    state = [start]
+
+    def body(item: Any) -> None:
+        state[0] = state[0] + item
+
+    def put(values: tuple) -> None:
+        state[0] = values[0]
+
+    for_stmt(iterable, None, body, lambda: (state[0],), put, ("sum",), {})
+    return state[0]
+
+
+def _truth(item: Any, name: str) -> Any:
+    """``bool(item)`` as a traced bool (a traced item must have one element)."""
+    _size_one(item, f"{name}()")
+    return np.any(item)
+
+
+def _any_all(name: str, iterable: Any) -> Any:
+    is_any = name == "any"
+    iterable = resolve(iterable)
+    if is_traced(iterable):
+        shape = iterable.shape
+        if shape is None or len(shape) == 0:
+            raise TypeError("iteration over a 0-d array")
+        inner = 1
+        for d in shape[1:]:
+            inner = None if d is None or inner is None else inner * d
+        if inner == 1:
+            # every item is one element: its truth is element != 0 (NaN is true)
+            return np.any(iterable) if is_any else np.all(iterable)
+        if shape[0] == 0:
+            return not is_any
+        if shape[0] is not None:
+            _size_one(iterable[0], f"{name}()")
+    acc: Any = None
+    for item in iterable:
+        item = resolve(item)
+        if not is_traced(item):
+            if bool(item) == is_any:  # Python's short circuit on a Python item
+                return is_any
+            continue
+        t = _truth(item, name)
+        acc = t if acc is None else (np.logical_or(acc, t) if is_any else np.logical_and(acc, t))
+    return (not is_any) if acc is None else acc
+
+
+def _any(iterable: Any, /) -> Any:
+    """Python's ``any`` with traced items (module docstring)."""
+    return _any_all("any", iterable)
+
+
+def _all(iterable: Any, /) -> Any:
+    """Python's ``all`` with traced items (module docstring)."""
+    return _any_all("all", iterable)
+
+
+def _round(number: Any, ndigits: Any = None) -> Any:
+    """Python's ``round``: ``np.round`` for traced values given ``ndigits``."""
+    value = resolve(number)
+    if not is_traced(value):
+        return builtins.round(number) if ndigits is None else builtins.round(number, ndigits)
+    if ndigits is None:
+        raise TypeError(
+            f"round({describe_tensor(value)}) at {user_frame_description()} without ndigits "
+            "returns a Python int eagerly, which a traced value cannot be. Fix: np.round(x) "
+            "(the same value, keeping the dtype) or np.round(x).astype(np.int64).")
+    return np.round(value, ndigits)
+
+
+def _has_traced(obj: Any) -> bool:
+    if isinstance(obj, (list, tuple)):
+        return any(_has_traced(x) for x in obj)
+    return _is_traced(obj)
+
+
+def _stacked(obj: Any) -> Any:
+    """A (nested) list of arrays as one array, as NumPy's array coercion builds it; Python
+    numbers count as NumPy's arrays of them (strong), as they do there."""
+    if isinstance(obj, (list, tuple)):
+        return np.stack([_stacked(x) for x in obj])
+    obj = resolve(obj)
+    return obj if is_traced(obj) else np.asarray(obj)
+
+
+def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
+    def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        if args or kwargs or not isinstance(obj, (list, tuple)) or not _has_traced(obj):
+            return make(obj, dtype, *args, **kwargs)
+        out = _stacked(obj)
+        return out if dtype is None else out.astype(dtype)
+    array.__name__ = make.__name__
+    array.__doc__ = (f"``np.{make.__name__}`` of a list holding traced values: the values "
+                     "stacked along new leading axes (``np.stack``), as NumPy builds it.")
+    return array
+
+
+#: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).
+BUILTINS: dict[Any, Callable[..., Any]] = {
+    builtins.max: _max, builtins.min: _min, builtins.sum: _sum, builtins.any: _any,
+    builtins.all: _all, builtins.round: _round,
+    np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
+}
+
+
+# -- methods of plain arrays -------------------------------------------------------------------
+
+def _compress(a: Any, condition: Any, axis: Any = None) -> Any:
+    return np.compress(condition, a, axis=axis)
+
+
+#: ndarray method name -> NumPy function taking the array first, for methods whose argument
+#: may be traced.
+_ARRAY_METHODS: dict[str, Callable[..., Any]] = {
+    "dot": np.dot, "searchsorted": np.searchsorted, "take": np.take, "clip": np.clip,
+    "repeat": np.repeat, "compress": _compress, "choose": np.choose,
+}
+
+
+def array_method(fn: Any) -> Callable[..., Any] | None:
+    """For a bound method of a plain ndarray in :data:`_ARRAY_METHODS`: a callable that runs
+    it as the method when no argument is traced and as the NumPy function otherwise."""
+    owner = getattr(fn, "__self__", None)
+    name = getattr(fn, "__name__", None)
+    if not isinstance(owner, np.ndarray) or isinstance(owner, Tensor) or \
+            name not in _ARRAY_METHODS:
+        return None
+    func = _ARRAY_METHODS[name]
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if any(_is_traced(a) for a in (*args, *kwargs.values())):
+            return func(owner, *args, **kwargs)
+        return fn(*args, **kwargs)
+
+    return call
