@@ -37,13 +37,16 @@ from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
 from .conditionals import if_stmt
 
-__all__ = ["UNROLL_NODE_BUDGET", "UNROLL_NODE_CAP", "NeedsPythonValue", "TracedRange",
+__all__ = ["GUARDED_UNROLL", "UNROLL_NODE_BUDGET", "UNROLL_NODE_CAP", "NeedsPythonValue", "TracedRange",
            "WeakInt", "for_stmt", "python_iter", "python_test", "set_loop_options",
            "traced_range", "while_stmt"]
 
 #: Graph nodes a Python ``range`` loop may record by unrolling before its remaining
 #: iterations are tried as one graph loop (``power(x, 100)`` of the seeds stays unrolled).
 UNROLL_NODE_BUDGET = 1000
+#: Iterations a Python ``range`` loop unrolls inside a ``cond`` on a data-dependent break flag
+#: (each is a cond node with two sub-graphs) before the rest is tried as one graph loop.
+GUARDED_UNROLL = 16
 #: Graph nodes one loop may record by unrolling when it cannot be a graph loop; past it the
 #: trace stops with a :class:`~kernel_ext.errors.LoopUnrollError` naming the loop.
 UNROLL_NODE_CAP = 200_000
@@ -239,16 +242,11 @@ def set_loop_options(shape_invariants: Sequence[tuple[Any, Any]] = (), **_: Any)
     call it does nothing."""
 
 
-def _invariants(opts: dict, state: Sequence[Any], indices: Sequence[int]) -> list[Any] | None:
-    pairs = opts.get("shape_invariants") or ()
-    if not pairs:
+def _invariants(loop: "_Loop", indices: Sequence[int]) -> list[Any] | None:
+    """The declared shape invariant of each carried variable (``None``: as it is)."""
+    if not loop.invariants:
         return None
-    out: list[Any] = [None] * len(indices)
-    for obj, shape in pairs:
-        for k, i in enumerate(indices):
-            if state[i] is obj:
-                out[k] = shape
-    return out
+    return [loop.invariants.get(i) for i in indices]
 
 
 class _Loop:
@@ -262,6 +260,12 @@ class _Loop:
         self.names, self.opts = list(names), opts
         targets = opts.get("targets", ())
         self.targets = [i for i, n in enumerate(self.names) if n in targets]
+        # set_loop_options names variables by their values before the loop; remember which
+        # state slot each is, since a peeled iteration replaces the values
+        state = get_state() if opts.get("shape_invariants") else ()
+        self.invariants: dict[int, Any] = {
+            i: shape for obj, shape in opts.get("shape_invariants") or ()
+            for i, v in enumerate(state) if v is obj}
 
     def graph_nodes(self) -> int:
         ctx = current_context()
@@ -336,17 +340,20 @@ def _python_for(loop: _Loop, iterable: Any) -> None:
     """The loop as Python: every iteration is traced (unrolled) into the graph."""
     may_switch = isinstance(iterable, builtins.range) and not loop.opts.get("python_effects")
     start = loop.graph_nodes()
+    guarded = 0
     for k, item in enumerate(iterable):
         go = True if loop.extra_test is None else resolve(loop.extra_test())
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
             if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,
                     loop.set_state, loop.names)
+            guarded += 1
         elif not go:
             return
         else:
             loop.body(item)
-        if may_switch and loop.graph_nodes() - start > UNROLL_NODE_BUDGET:
+        if may_switch and (loop.graph_nodes() - start > UNROLL_NODE_BUDGET or
+                           guarded >= GUARDED_UNROLL):
             may_switch = False  # one try per loop statement
             rest = iterable[k + 1:]
             if len(rest) and _range_as_graph_loop(loop, rest):
@@ -454,7 +461,7 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
                 if i not in carried:
                     carried.append(i)
         carried.sort()
-    invariants = _invariants(loop.opts, init, carried)
+    invariants = _invariants(loop, carried)
     carried_names = [loop.names[i] for i in carried]
 
     def put(values: Sequence[Any]) -> None:

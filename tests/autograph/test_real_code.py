@@ -420,6 +420,7 @@ def test_long_range_loop_growing_a_python_list_unrolls():
 
 
 def test_long_range_loop_with_data_dependent_break():
+    # after GUARDED_UNROLL iterations inside a cond on the break flag the rest is a graph loop
     def f(x):
         acc = 0.0
         for i in range(3000):
