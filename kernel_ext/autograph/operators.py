@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 import sys
 import types
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -57,31 +57,41 @@ def not_(value: Any) -> Any:
 
 
 def and_(*operands: Callable[[], Any]) -> Any:
-    """``a and b and ...``: Python short-circuit on Python values, np.logical_and once traced."""
-    value = operands[0]()
-    for fn in operands[1:]:
-        value = resolve(value)
-        if is_traced(value):
-            value = np.logical_and(value, fn())
-        elif not value:
-            return value
-        else:
-            value = fn()
-    return value
+    """``a and b and ...``: Python's short circuit — on a traced ``a``, a graph ``cond`` that
+    evaluates ``b`` only when ``a`` is true, so its side effects (a random draw, an update)
+    happen exactly when NumPy's would."""
+    return _short_circuit(operands, stop_when=False)
 
 
 def or_(*operands: Callable[[], Any]) -> Any:
-    """``a or b or ...``: Python short-circuit on Python values, np.logical_or once traced."""
+    """``a or b or ...``: Python's short circuit (see :func:`and_`)."""
+    return _short_circuit(operands, stop_when=True)
+
+
+def _short_circuit(operands: Sequence[Callable[[], Any]], stop_when: bool) -> Any:
     value = operands[0]()
-    for fn in operands[1:]:
+    for k in range(1, len(operands)):
         value = resolve(value)
         if is_traced(value):
-            value = np.logical_or(value, fn())
-        elif value:
+            rest = operands[k:]
+
+            def decided(v: Any = value) -> Any:
+                return v
+
+            def more() -> Any:
+                return _short_circuit(rest, stop_when)
+            # the result is what Python's `and`/`or` returns: the operand that decided
+            return cond(_truth(value), decided if stop_when else more,
+                        more if stop_when else decided, names=["<and/or>"])
+        if bool(value) == stop_when:
             return value
-        else:
-            value = fn()
+        value = operands[k]()
     return value
+
+
+def _truth(value: Any) -> Any:
+    """A traced value's truth for ``and``/``or`` (NumPy's: nonzero; NaN is true)."""
+    return value if value.dtype == np.bool_ else np.not_equal(value, 0)
 
 
 # -- calls --------------------------------------------------------------------------------------

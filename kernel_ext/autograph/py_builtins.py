@@ -37,6 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..trace.control_flow import is_traced
+from ..trace.opaque import PythonNumber
 from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
 
@@ -170,13 +171,21 @@ def _any_all(name: str, iterable: Any) -> Any:
 
 
 def _any(iterable: Any, /) -> Any:
-    """Python's ``any`` with traced items (module docstring)."""
-    return _any_all("any", iterable)
+    """Python's ``any`` with traced items (module docstring): a Python bool, as eagerly."""
+    return _python_bool(_any_all("any", iterable))
 
 
 def _all(iterable: Any, /) -> Any:
-    """Python's ``all`` with traced items (module docstring)."""
-    return _any_all("all", iterable)
+    """Python's ``all`` with traced items (module docstring): a Python bool, as eagerly."""
+    return _python_bool(_any_all("all", iterable))
+
+
+def _python_bool(value: Any) -> Any:
+    """A traced truth value as the Python ``bool`` eager ``any``/``all`` return (weak, and
+    returned from the function as a ``bool``)."""
+    if isinstance(value, Tensor) and not isinstance(value, PythonNumber):
+        return PythonNumber(value.node, value.context, bool)
+    return value
 
 
 def _round(number: Any, ndigits: Any = None) -> Any:
@@ -219,10 +228,36 @@ def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
     return array
 
 
+def _number(py_type: type) -> Callable[..., Any]:
+    """``int(x)`` / ``float(x)`` / ``bool(x)`` of a traced one-element value: a traced Python
+    number (weak under NEP 50, returned as a Python number), where the conversion is exact
+    without the data: ``int`` of integers and bools, ``float`` of floats, integers and bools,
+    ``bool`` of anything. ``int()`` of a float would have to raise on NaN or infinity, which
+    a graph cannot: it stays the clear error it was."""
+    exact = {int: "biu", float: "fbiu", bool: "fbiuc"}[py_type]
+
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        value = resolve(args[0]) if len(args) == 1 and not kwargs else None
+        if not is_traced(value) or value.dtype.kind not in exact:
+            return py_type(*args, **kwargs)  # (Python's own conversion, or its error)
+        if value.shape is None or any(d != 1 for d in value.shape):
+            raise TypeError(f"only length-1 arrays can be converted to Python scalars "
+                            f"({describe_tensor(value)} at {user_frame_description()})")
+        scalar = np.reshape(value, ())
+        if py_type is bool:
+            scalar = scalar if scalar.dtype == np.bool_ else np.not_equal(scalar, 0)
+        else:
+            scalar = scalar.astype(np.int64 if py_type is int else np.float64)
+        return PythonNumber(scalar.node, scalar.context, py_type)
+    convert.__name__ = py_type.__name__
+    return convert
+
+
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).
 BUILTINS: dict[Any, Callable[..., Any]] = {
     builtins.max: _max, builtins.min: _min, builtins.sum: _sum, builtins.any: _any,
     builtins.all: _all, builtins.round: _round,
+    builtins.int: _number(int), builtins.float: _number(float), builtins.bool: _number(bool),
     np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
 }
 

@@ -338,7 +338,7 @@ class Function:
                     tree = with_replays(tree, containers.replays(ctx, outputs, updated))
                     ctx.graph.outputs = outputs
                     if ctx.promoted:
-                        _refuse_shared_buffers(ctx, (result, placeholders), self._name)
+                        _refuse_shared_buffers(ctx, self._name)
                     guard = CallGuard.for_trace(ctx, updated)
             except errors.TracingRecursionError:
                 raise
@@ -582,9 +582,9 @@ class Function:
                 self._fast_cf.clear()
 
 
-def _refuse_shared_buffers(ctx: TraceContext, owned: Any, name: str) -> None:
+def _refuse_shared_buffers(ctx: TraceContext, name: str) -> None:
     """A traced value written into an array the function does not own is an error."""
-    shared = ctx.shared_buffers(owned)
+    shared = ctx.shared_buffers()
     if shared:
         a = shared[0]
         raise errors.UnsupportedOpError(

@@ -209,32 +209,22 @@ class TraceContext:
         self._captured[id(array)] = (array, node)
         return node
 
-    def shared_buffers(self, owned: Any) -> list[np.ndarray]:
-        """Promoted arrays (:meth:`promote`) that something outside the trace refers to: a
-        module global, a closure cell, an object's attribute. Writing into such an array
-        is a side effect on state the function does not own, which a graph would make once
-        (at trace time, not at all) instead of at every call. ``owned`` is what the trace
-        itself built (its arguments' stand-ins, the returned structure): references from
-        inside those are fine."""
+    def shared_buffers(self) -> list[np.ndarray]:
+        """Promoted arrays (:meth:`promote`) that state outside the trace holds: a module
+        global, a closure cell, an object's attribute. Writing into such an array is a side
+        effect on state the function does not own, which a graph would make once (at trace
+        time: not at all) instead of at every call."""
         import gc
+        import sys
         import types
-        allowed = {id(self.promoted), id(self._captured)}
-        stack, seen = [owned], set()
-        while stack:  # the containers of the returned value and the argument stand-ins
-            value = stack.pop()
-            if id(value) in seen or not isinstance(value, (list, tuple, dict)):
-                continue
-            seen.add(id(value))
-            allowed.add(id(value))
-            stack.extend(value.values() if isinstance(value, dict) else value)
         shared = []
-        for array, tensor in self.promoted.values():
+        for array, _ in self.promoted.values():
             for ref in gc.get_referrers(array):
-                if id(ref) in allowed or isinstance(ref, types.FrameType) or (
-                        isinstance(ref, tuple) and len(ref) == 2 and ref[0] is array):
-                    continue
-                shared.append(array)
-                break
+                if isinstance(ref, types.CellType) or (isinstance(ref, dict) and (
+                        _is_module_dict(ref, sys.modules) or _is_attribute_dict(ref))) or (
+                        _holds_as_attribute(ref, array)):
+                    shared.append(array)
+                    break
         return shared
 
     def check_owned(self, tensor: "Tensor") -> None:
@@ -278,3 +268,28 @@ def _stack_nested(value: Any) -> Any:
 def _short_repr(value: Any) -> str:
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _is_module_dict(d: dict, modules: dict) -> bool:
+    """Is ``d`` a module's globals?"""
+    name = d.get("__name__")
+    module = modules.get(name) if isinstance(name, str) else None
+    return module is not None and getattr(module, "__dict__", None) is d
+
+
+def _is_attribute_dict(d: dict) -> bool:
+    """Is ``d`` some object's ``__dict__`` (its attributes)?"""
+    import gc
+    return any(getattr(owner, "__dict__", None) is d for owner in gc.get_referrers(d)
+               if not isinstance(owner, (dict, list, tuple)))
+
+
+def _holds_as_attribute(owner: object, array: np.ndarray) -> bool:
+    """Does ``owner`` (an object whose attributes live inline, not in a dict the garbage
+    collector reports) hold ``array`` as an attribute?"""
+    if isinstance(owner, (dict, list, tuple, set, frozenset)) or not hasattr(owner, "__dict__"):
+        return False
+    try:
+        return any(v is array for v in vars(owner).values())
+    except TypeError:
+        return False

@@ -356,10 +356,39 @@ _install_python_operators()
 def ufunc_method_call(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """``ufunc.method(*inputs, **kwargs)`` without a graph op: an opaque call, or the clear
     error for ``ufunc.at`` (it writes into its first argument)."""
+    if method == "at":
+        # ``np.add.at(a, idx, b)``: functionalized — NumPy's own ``at`` on a copy, run at each
+        # call as an opaque call, and ``a`` takes the result (a plain array is promoted)
+        target, *rest = inputs
+        if isinstance(target, np.ndarray) and not isinstance(target, Tensor):
+            from .state import current_context
+            ctx = current_context()
+            target = ctx.promote(target) if ctx is not None else target
+        if not isinstance(target, Tensor):
+            raise mutating_error(f"np.{ufunc.__name__}.at", "its first argument")
+        target.assign(numpy_call(_at_on_copy(ufunc), (target, *rest), kwargs))
+        return None
     if method in MUTATING_UFUNC_METHODS:
         raise mutating_error(f"np.{ufunc.__name__}.{method}", "its first argument")
     func = ufunc if method == "__call__" else getattr(ufunc, method)
     return numpy_call(func, inputs, kwargs)
+
+
+_AT_FUNCTIONS: dict[np.ufunc, Callable] = {}
+
+
+def _at_on_copy(ufunc: np.ufunc) -> Callable:
+    """``ufunc.at`` as a pure function: applied to a copy of the array, which it returns."""
+    fn = _AT_FUNCTIONS.get(ufunc)
+    if fn is None:
+        def at(a: np.ndarray, *rest: Any) -> np.ndarray:
+            out = np.array(a, copy=True)
+            ufunc.at(out, *rest)
+            return out
+        at.__name__ = at.__qualname__ = f"{ufunc.__name__}.at"
+        at.__module__ = "numpy"
+        fn = _AT_FUNCTIONS[ufunc] = at
+    return fn
 
 
 FALLBACK["function"] = numpy_call

@@ -484,3 +484,27 @@ def clip_and_reduce_into(x, buf):
 @pytest.mark.parametrize("path", PATHS)
 def test_out_argument_of_numpy_functions_is_an_update(path):
     check(clip_and_reduce_into, lambda r: (r.standard_normal((3, 2)), np.zeros(2)), path)
+
+
+def test_writing_into_a_closure_or_attribute_array_is_an_error():
+    buf = np.zeros(2)
+
+    @kx.function
+    def via_closure(x):
+        buf[0] = x.sum()
+
+    class Model:
+        def __init__(self):
+            self.state = np.zeros(2)
+
+    model = Model()
+
+    @kx.function
+    def via_attribute(m, x):
+        m.state[1] = x.sum()
+
+    with pytest.raises(errors.UnsupportedOpError, match="did not create"):
+        via_closure(np.ones(2))
+    with pytest.raises(errors.UnsupportedOpError, match="did not create"):
+        via_attribute(model, np.ones(2))
+    assert not buf.any() and not model.state.any()

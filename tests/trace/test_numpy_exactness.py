@@ -82,3 +82,43 @@ def test_memory_layout_attributes_say_why_they_are_missing():
     from kernel_ext import errors
     with pytest.raises(errors.SymbolicValueError, match="strides describes memory"):
         kx.function(lambda x: x.strides)(np.ones(2))
+
+
+def test_ufunc_at_is_an_update_of_its_first_argument():
+    def scatter(idx, vals, acc):
+        np.add.at(acc, idx, vals)
+        local = np.zeros(3)
+        np.maximum.at(local, idx % 3, vals)
+        return local
+
+    idx, vals = np.array([0, 1, 1, 3]), np.arange(4.0)
+    a1, a2 = np.ones(5), np.ones(5)
+    want, got = scatter(idx, vals, a1), kx.function(scatter)(idx, vals, a2)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(a2, a1)
+
+
+def test_int_float_bool_of_traced_values_are_python_numbers():
+    def stats(x):
+        return int((x > 0).sum()), float(x.max()), bool(x.min() < 0)
+
+    x = np.array([-1.5, 2.0, 3.0], np.float32)
+    want, got = stats(x), kx.function(stats)(x)
+    assert want == got and [type(v) for v in got] == [int, float, bool]
+
+
+def test_int_of_a_traced_float_stays_an_error():
+    from kernel_ext import errors
+    with pytest.raises(errors.TracedBoolError):
+        kx.function(lambda x: int(x.sum()))(np.ones(2))
+
+
+def test_or_evaluates_its_right_side_only_when_python_would():
+    def accept(d, rng):
+        return d <= 0 or rng.random() < 0.5
+
+    for d in (np.float64(-1.0), np.float64(1.0)):
+        r1, r2 = np.random.default_rng(3), np.random.default_rng(3)
+        want, got = accept(d, r1), kx.function(accept)(d, r2)
+        assert bool(want) == bool(got)
+        assert r1.bit_generator.state == r2.bit_generator.state  # the same number of draws

@@ -155,7 +155,6 @@ def test_runtime_check_passes_values_matching_the_trace():
 @pytest.mark.parametrize("call, name", [
     (lambda x: np.put(x, [0], [1.0]), "np.put"),
     (lambda x: np.place(x, x > 0, [1.0]), "np.place"),
-    (lambda x: np.add.at(x, [0, 0], 1.0), "np.add.at"),
 ])
 def test_functions_writing_into_an_argument_raise_naming_function_and_fix(call, name):
     f = kx.function(call)
