@@ -184,9 +184,17 @@ class TraceContext:
         if isinstance(value, _LITERALS) or value is None:
             return value
         if isinstance(value, np.ndarray):
-            hit = self.top().promoted.get(id(value))
+            promoted = self.top().promoted
+            hit = promoted.get(id(value))
             if hit is not None:  # a buffer a traced value was written into: its current value
                 return self.lift_tensor(hit[1])
+            if promoted and any(np.shares_memory(value, a) for a, _ in promoted.values()):
+                raise errors.UnsupportedOpError(
+                    "an array that shares memory with a buffer traced values were written "
+                    f"into is read at {user_frame_description()} (a view taken before the "
+                    "writes, or the buffer's base): it would show the buffer's old contents. "
+                    "Fix: take the view after the writes, from the buffer itself "
+                    "(v = out[1:3] after out[i] = ...).")
             return self.capture(value)
         if isinstance(value, (list, tuple)):
             if _contains_tensor(value):

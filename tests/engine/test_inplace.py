@@ -508,3 +508,25 @@ def test_writing_into_a_closure_or_attribute_array_is_an_error():
     with pytest.raises(errors.UnsupportedOpError, match="did not create"):
         via_attribute(model, np.ones(2))
     assert not buf.any() and not model.state.any()
+
+
+def test_reading_a_view_taken_before_a_buffer_was_promoted_is_an_error():
+    @kx.function
+    def stale(x):
+        out = np.zeros(4)
+        head = out[:2]  # a plain view, taken before any traced write
+        out[0] = x.sum()
+        return head + x[:2]  # (it meets a traced value: the tracer sees it)
+
+    with pytest.raises(errors.UnsupportedOpError, match="old contents"):
+        stale(np.ones(3))
+
+    @kx.function
+    def fresh(x):
+        out = np.zeros(4)
+        out[0] = x.sum()
+        head = out[:2]  # taken from the traced buffer: follows it
+        out[1] = 5.0
+        return head * 1
+
+    np.testing.assert_array_equal(fresh(np.ones(3)), [3.0, 5.0])
