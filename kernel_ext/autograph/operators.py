@@ -139,6 +139,8 @@ def cc(fn: Any) -> Any:
     if random_calls.is_random_callable(fn):
         # Draws from np.random / a Generator: a stateful op, drawn at every call.
         return random_calls.intercept(fn)
+    if fn in _CREATION and current_context() is not None:
+        return _traced_creation(fn)
     override = _builtin_override(fn)
     if override is not None:
         return override
@@ -148,6 +150,28 @@ def cc(fn: Any) -> Any:
     if _is_user_function(fn):
         return convert(fn)
     return fn
+
+
+# -- array creation --------------------------------------------------------------------------
+# Inside a traced function, a new array made by a creation function is a traced value from
+# the start (a constant root of the trace). Its views are then traced views, so a view taken
+# before the array is filled (``head = out[:2]; out[0] = t``) follows the writes, as in NumPy,
+# instead of being a plain array with the old contents.
+
+_CREATION = frozenset({np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
+                       np.empty_like, np.full_like, np.eye, np.identity})
+
+
+def _traced_creation(fn: Callable) -> Callable:
+    def create(*args: Any, **kwargs: Any) -> Any:
+        result = fn(*args, **kwargs)
+        ctx = current_context()
+        if ctx is None or not isinstance(result, np.ndarray) or isinstance(result, Tensor) \
+                or result.dtype.kind not in "biufc":
+            return result
+        return ctx.promote(result)
+    create.__name__ = getattr(fn, "__name__", "create")
+    return create
 
 
 # -- subscript assignments ----------------------------------------------------------------------
