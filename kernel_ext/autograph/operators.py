@@ -181,7 +181,7 @@ def _traced_creation(fn: Callable) -> Callable:
 # ``__setitem__`` never asks a traced value what to do.
 
 def _holds_traced(value: Any) -> bool:
-    if isinstance(value, (Tensor,)) or is_traced(value):
+    if is_traced(value):
         return True
     if isinstance(value, (tuple, list)):
         return any(_holds_traced(v) for v in value)

@@ -339,7 +339,7 @@ class Function:
                     ctx.graph.outputs = outputs
                     if ctx.promoted:
                         _refuse_shared_buffers(ctx, self._name)
-                    guard = CallGuard.for_trace(ctx, updated)
+                    guard = CallGuard.for_trace(ctx, updated, self.function_type.names)
             except errors.TracingRecursionError:
                 raise
             except RecursionError as e:

@@ -38,27 +38,30 @@ def value_at(values: Sequence[Any], path: tuple) -> Any:
 class CallGuard:
     """The per-call check of one trace's assumptions (see the module docstring)."""
 
-    def __init__(self, updated: list[tuple], arrays: list[tuple], contiguous: list[tuple]):
+    def __init__(self, updated: list[tuple], arrays: list[tuple], contiguous: list[tuple],
+                 names: Sequence[str] = ()):
         self.updated = updated        # paths of the arguments the trace writes into
         self.arrays = arrays          # paths of every array argument
         self.contiguous = contiguous  # paths of arguments that must be C-contiguous
+        self.names = tuple(names)     # parameter names, for the reason text
 
     @classmethod
-    def for_trace(cls, ctx: TraceContext,
-                  updated: dict[int, tuple[tuple, Tensor]]) -> "CallGuard | None":
+    def for_trace(cls, ctx: TraceContext, updated: dict[int, tuple[tuple, Tensor]],
+                  names: Sequence[str] = ()) -> "CallGuard | None":
         """The guard a finished trace needs, or None (it updates no argument)."""
         contiguous = [path for path, t in ctx.inputs if id(t) in ctx.layout_roots]
         if not updated and not contiguous:
             return None
         arrays = [path for path, _ in ctx.inputs]
-        return cls([path for path, _ in updated.values()], arrays, contiguous)
+        return cls([path for path, _ in updated.values()], arrays, contiguous, names)
 
     def violated(self, values: Sequence[Any]) -> str | None:
         """Why this call breaks an assumption (None: it does not)."""
         for path in self.contiguous:
             value = value_at(values, path)
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
-                return f"argument {path_text(path)} is not C-contiguous"
+                return (f"argument '{path_text(path, self.names)}' is not C-contiguous (the "
+                        "trace took a reshape of it as a view)")
         if not self.updated or len(self.arrays) < 2:
             return None
         leaves = [value_at(values, p) for p in self.arrays]
@@ -69,8 +72,9 @@ class CallGuard:
             for other_path, other in zip(self.arrays, leaves):
                 if other_path != path and isinstance(other, np.ndarray) and \
                         np.may_share_memory(target, other) and np.shares_memory(target, other):
-                    return (f"argument {path_text(path)}, updated in place, shares memory "
-                            f"with argument {path_text(other_path)}")
+                    return (f"argument '{path_text(path, self.names)}', updated in place, "
+                            "shares memory with argument "
+                            f"'{path_text(other_path, self.names)}'")
         return None
 
     def wrap(self, run: Callable[..., Any], eager: Callable[[str, Sequence[Any]], Any]
@@ -86,11 +90,11 @@ class CallGuard:
         return guarded
 
 
-def path_text(path: tuple) -> str:
-    """``x[0]['w']`` style text of an argument path (the parameter name is not known here:
-    ``arg 0`` stands for it)."""
+def path_text(path: tuple, names: Sequence[str] = ()) -> str:
+    """``x[0]['w']`` style text of an argument path (``#i`` where the parameter's name is
+    not given)."""
     (_, index), *steps = path
-    text = f"#{index}"
+    text = names[index] if index < len(names) else f"#{index}"
     for kind, key in steps:
         text += f".{key}" if kind == "attr" else f"[{key!r}]"
     return text

@@ -45,13 +45,13 @@ class TreeNode:
 
 def flatten_outputs(result: Any, ctx: TraceContext,
                     updated: dict[int, tuple[tuple, Tensor]] | None = None,
-                    containers: "ArgumentContainers | None" = None,
-                    outputs: list[Node] | None = None) -> tuple[TreeNode, list[Node]]:
+                    containers: "ArgumentContainers | None" = None
+                    ) -> tuple[TreeNode, list[Node]]:
     """The returned structure as a tree plus its graph outputs. ``updated`` maps the ids of
     the argument tensors updated in place to their paths: returning one returns the caller's
     array itself (an ``input`` leaf), as NumPy does; likewise a list or dict argument
     (``containers``) comes back as the caller's own object."""
-    outputs = [] if outputs is None else outputs
+    outputs: list[Node] = []
 
     def walk(value: Any) -> TreeNode:
         if containers is not None and id(value) in containers.containers:

@@ -146,7 +146,8 @@ def test_aliased_arguments_run_eagerly_with_numpys_answer():
     got = f(2.0, x, x)
     np.testing.assert_array_equal(x, want)
     assert got is x
-    assert "shares memory" in f.last_eager_reason
+    assert f.last_eager_reason == ("argument 'y', updated in place, shares memory with "
+                                   "argument 'x'")
     y = np.arange(6.0)
     want = y.copy()
     axpy(1.0, want[1:4], want[:3])
