@@ -139,9 +139,9 @@ def cc(fn: Any) -> Any:
     if random_calls.is_random_callable(fn):
         # Draws from np.random / a Generator: a stateful op, drawn at every call.
         return random_calls.intercept(fn)
-    if fn in _CREATION and current_context() is not None:
-        return _traced_creation(fn)
     override = _builtin_override(fn)
+    if current_context() is not None and (fn in _CREATION or _copies_an_array(fn)):
+        return _traced_creation(override or fn)
     if override is not None:
         return override
     from . import convert
@@ -159,15 +159,27 @@ def cc(fn: Any) -> Any:
 # instead of being a plain array with the old contents.
 
 _CREATION = frozenset({np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-                       np.empty_like, np.full_like, np.eye, np.identity})
+                       np.empty_like, np.full_like, np.eye, np.identity, np.arange,
+                       np.linspace, np.array, np.copy})
+# ndarray methods that return a new array (``table.copy()``, ``x.astype(float)``): the copy
+# of a plain array (a global table) is a new array of the trace as well.
+_COPYING_METHODS = frozenset({"copy", "astype"})
+
+
+def _copies_an_array(fn: Any) -> bool:
+    return getattr(fn, "__name__", None) in _COPYING_METHODS and \
+        type(getattr(fn, "__self__", None)) is np.ndarray
 
 
 def _traced_creation(fn: Callable) -> Callable:
     def create(*args: Any, **kwargs: Any) -> Any:
         result = fn(*args, **kwargs)
         ctx = current_context()
-        if ctx is None or not isinstance(result, np.ndarray) or isinstance(result, Tensor) \
-                or result.dtype.kind not in "biufc":
+        if ctx is None or type(result) is not np.ndarray or result.dtype.kind not in "biufc":
+            return result
+        # only a new array (np.array(x, copy=False) and astype(copy=False) may return x)
+        sources = [*args, *kwargs.values(), getattr(fn, "__self__", None)]
+        if any(isinstance(a, np.ndarray) and np.may_share_memory(a, result) for a in sources):
             return result
         return ctx.promote(result)
     create.__name__ = getattr(fn, "__name__", "create")

@@ -118,6 +118,22 @@ class _FusedEmitter(Emitter):
         self._sum_into: dict[Node, str] = {}
         self.functions: list[str] = []
         self.plans: list[SegmentPlan] = []
+        # graph -> its segment plans and schedule (planned once: reinplacing reads the
+        # schedule before emission follows it)
+        self._schedules: dict[int, tuple[Graph, list[SegmentPlan], list]] = {}
+
+    def schedule(self, graph: Graph) -> tuple[list[SegmentPlan], list]:
+        """``graph``'s planned segments and its steps in run order (nodes and segments)."""
+        known = self._schedules.get(id(graph))
+        if known is None or known[0] is not graph:
+            plans = plan_segments(graph, self.mode, self.target, self.exact_sums)
+            order = schedule(graph, [p.segment for p in plans]) if plans else list(graph.nodes)
+            known = self._schedules[id(graph)] = (graph, plans, order)
+        return known[1], known[2]
+
+    def steps(self, graph: Graph) -> list:
+        return [((item,), item.inputs) if isinstance(item, Node) else (item.nodes, item.inputs)
+                for item in self.schedule(graph)[1]]
 
     def emit_node(self, node: Node, scope: Scope, indent: str) -> None:
         if self.exact_sums and plain_float_sum(node):
@@ -167,12 +183,12 @@ class _FusedEmitter(Emitter):
         super()._emit_while(node, v, args, indent)
 
     def emit_graph(self, graph: Graph, scope: Scope, indent: str) -> list[str]:
-        plans = plan_segments(graph, self.mode, self.target, self.exact_sums)
+        plans, order = self.schedule(graph)
         if not plans:
             return super().emit_graph(graph, scope, indent)
         by_segment = {id(p.segment): p for p in plans}
         resident = _device_resident(graph, plans)
-        for item in schedule(graph, [p.segment for p in plans]):
+        for item in order:
             if isinstance(item, Segment):
                 plan = by_segment[id(item)]
                 idx = len(self.plans)
@@ -252,6 +268,7 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")
+    emitter.plan_writes(graph)
     emitter.emit_graph(graph, scope, "    ")
     result = output_expr(tree, graph, namer, scope)
     if emitter.plans:

@@ -17,6 +17,7 @@ import numpy as np
 from ..ir import Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
+from .inplace import InplacePlan, Step, plan_inplace, write_in_place
 
 
 def _own(value: Any) -> Any:
@@ -183,6 +184,17 @@ class Emitter:
         self.namer = namer
         self.lines: list[str] = []
         self._scopes = 0
+        #: The ``setitem`` ops run in place and the loop slots copied on entry
+        #: (:mod:`.inplace`); empty until :meth:`plan_writes` runs.
+        self.inplace = InplacePlan()
+
+    def steps(self, graph: Graph) -> list[Step]:
+        """The order this emitter runs ``graph`` in: one ``(produced, read)`` pair a step."""
+        return [((node,), node.inputs) for node in graph.nodes]
+
+    def plan_writes(self, graph: Graph) -> None:
+        """Decide which writes of ``graph`` (and its sub-graphs) run in place."""
+        self.inplace = plan_inplace(graph, self.steps)
 
     def new_scope(self, inputs: dict[Node, str]) -> Scope:
         self._scopes += 1
@@ -244,7 +256,8 @@ class Emitter:
         elif node.op.operator and not node.attrs and len(args) == 1:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
         else:
-            fn = self.namer.bind(LOWER[node.op](node), f"_{node.op.value}")
+            lower = write_in_place if node in self.inplace.writes else LOWER[node.op]
+            fn = self.namer.bind(lower(node), f"_{node.op.value}")
             call = f"{fn}({', '.join(args)})"
             self.lines.append(f"{indent}{v} = {call}" if node.aval is not None
                               else f"{indent}{call}")
@@ -270,8 +283,11 @@ class Emitter:
         self._scopes += 1
         loop_vars = [f"l{self._scopes}_{i}" for i in range(n)]
         captures = args[n:]
+        # a slot whose body writes its buffer in place starts from a private copy
+        copies = self.inplace.entry_copies.get(node, frozenset())
+        inits = [f"{a}.copy()" if i in copies else a for i, a in enumerate(args[:n])]
         if loop_vars:
-            self.lines.append(f"{indent}{', '.join(loop_vars)}, = {', '.join(args[:n])},")
+            self.lines.append(f"{indent}{', '.join(loop_vars)}, = {', '.join(inits)},")
         self.lines.append(f"{indent}while True:")
         inner = indent + "    "
         scope = self.new_scope(dict(zip(cond_graph.inputs, loop_vars + captures)))
@@ -292,6 +308,7 @@ def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, d
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")
+    emitter.plan_writes(graph)
     emitter.emit_graph(graph, scope, "    ", free_temporaries=True)
     emitter.lines.append(f"    return {output_expr(tree, graph, namer, scope)}")
     return "\n".join(emitter.lines) + "\n", namer.globals

@@ -145,22 +145,23 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
     input become one kernel (one pass over the shared inputs, one call instead of several).
     Independent means neither depends on the other, which keeps the merge convex; at most one
     of them may end in a reduction."""
-    def members(sid: int) -> list[Node]:
-        return [n for n, s in seg_of.items() if sets.find(s) == sid]
+    # Members and outside reads per segment, kept in step with the merges (recomputing them
+    # per pair made this quadratic in the graph's size: a long unrolled loop has hundreds of
+    # segments).
+    member_lists: dict[int, list[Node]] = {}
+    for n, sid in seg_of.items():
+        member_lists.setdefault(sets.find(sid), []).append(n)
+    outside: dict[int, set[Node]] = {}
+    for sid, ms in member_lists.items():
+        inside = set(ms)
+        outside[sid] = {x for n in ms for x in n.inputs if x not in inside}
 
     def depends(a: int, b: int) -> bool:
         """Does segment ``a`` read anything computed from segment ``b``?"""
-        for n in members(a):
-            for x in n.inputs:
-                if x in seg_of and sets.find(seg_of[x]) == a:
-                    continue  # a value inside the segment itself
-                if b in {sets.find(i) for i in ancestors.get(x, ())}:
-                    return True
+        for x in outside[a]:
+            if b in {sets.find(i) for i in ancestors.get(x, ())}:
+                return True
         return False
-
-    def reads(sid: int) -> set[Node]:
-        ms = set(members(sid))
-        return {x for n in ms for x in n.inputs if x not in ms}
 
     roots = []
     for node in graph.nodes:
@@ -176,7 +177,7 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
                 a, b = sets.find(a), sets.find(b)
                 if a == b or domain[a] != domain[b] or (a in reduced and b in reduced):
                     continue
-                if size[a] + size[b] > max_nodes or not (reads(a) & reads(b)):
+                if size[a] + size[b] > max_nodes or outside[a].isdisjoint(outside[b]):
                     continue
                 if depends(a, b) or depends(b, a):
                     continue
@@ -184,6 +185,11 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
                 root = sets.union([a, b])
                 domain[root] = domain[a]
                 size[root] = size[a] + size[b]
+                ms = member_lists.pop(a) + member_lists.pop(b)
+                member_lists[root] = ms
+                inside = set(ms)
+                outside.pop(a), outside.pop(b)
+                outside[root] = {x for n in ms for x in n.inputs if x not in inside}
                 reduced.pop(a, None)
                 reduced.pop(b, None)
                 if red is not None:

@@ -22,7 +22,7 @@ from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
 from .opaque import PythonNumber
-from .tensor import Tensor, describe_tensor, next_version
+from .tensor import Tensor, describe_tensor, next_version, user_frame_description
 from .types import TensorSpec
 from .variables import Variable, resolve
 
@@ -205,6 +205,7 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
         raise errors.LeakedTensorError(f"kx.cond got the traced value {describe_tensor(pred)} "
                                        "outside its trace")
     _check_predicate(pred, "kx.cond")
+    where = user_frame_description()
     pred_node = ctx.lift(pred)
     branches = []
     # Arrays of the enclosing trace a branch updates in place: their new value in each branch
@@ -297,6 +298,12 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
               for (kind, static), t, f in zip(plan, t_leaves, f_leaves)]
     for root, value in zip(touched.values(), leaves[n_results:]):
         root.assign(value)
+    for (kind, _), leaf, leaf_name, a, b in zip(plan, leaves, t_names, t_leaves, f_leaves):
+        outer = [x.storage_root for x in (a, b) if isinstance(x, Tensor) and
+                 not _created_in(x, (t_ctx, f_ctx))]
+        if kind == "value" and outer and isinstance(leaf, Tensor):
+            leaf.may_be(outer, where if leaf_name.startswith("<") else
+                        f"{where}, as '{leaf_name}'")
     return unflatten(t_tree, leaves[:n_results])
 
 

@@ -32,6 +32,7 @@ from .. import errors
 from ..ir import AbstractValue, CallTemplate, Operand, OpKind, call_name
 from ..ir.calls import PYTHON_SCALARS, flatten_result, is_leaf, leaf_aval
 from .context import bind
+from .state import outside_traces
 from .tensor import FALLBACK, Tensor, user_frame_description
 from .variables import Variable
 
@@ -203,7 +204,7 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
                   for a, v in zip(avals, operands)]
         args, kwargs = template.fill(values)
         try:
-            with np.errstate(all="ignore"):
+            with np.errstate(all="ignore"), outside_traces():
                 result = func(*args, **kwargs)
         except Exception as e:  # this set is not valid input (a singular matrix, ...)
             failures.append(e)

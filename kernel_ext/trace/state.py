@@ -6,8 +6,9 @@ trace module can ask "am I being traced?" (:func:`current_context`) without an i
 
 from __future__ import annotations
 
+import contextlib
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -43,3 +44,15 @@ def current_context() -> "TraceContext | None":
     """The innermost active trace of this thread, or ``None`` when running eagerly."""
     stack: Any = getattr(_state, "stack", None)
     return stack[-1] if stack else None
+
+
+@contextlib.contextmanager
+def outside_traces() -> Iterator[None]:
+    """Run a block as plain NumPy code: :func:`current_context` is ``None`` inside it (the
+    stand-in runs of an opaque call, which must not record anything into the trace)."""
+    stack = context_stack()
+    _state.stack = []
+    try:
+        yield
+    finally:
+        _state.stack = stack

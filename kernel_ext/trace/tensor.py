@@ -59,7 +59,8 @@ class Tensor(NumpyOperators, inplace=True):
     caller's arrays.
     """
 
-    __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "__weakref__")
+    __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "_aliases",
+                 "__weakref__")
     __hash__ = None  # like np.ndarray: == is elementwise, so tensors are not dict keys
 
     def __init__(self, node: Node, context: "TraceContext") -> None:
@@ -69,6 +70,9 @@ class Tensor(NumpyOperators, inplace=True):
         self._steps: tuple = ()             # view steps from the root, see ViewStep
         self._seen = 0                      # the root's version this view was computed from
         self._version = 0                   # a root's version: unique per update, 0 = never
+        # Roots this value may *be* at run time (an ``if`` on a traced value picked one of
+        # them), each with its version then and where the choice was made: see may_be.
+        self._aliases: tuple = ()
 
     @property
     def node(self) -> Node:
@@ -76,6 +80,8 @@ class Tensor(NumpyOperators, inplace=True):
         root = self._root
         if root is not None and (root._version != self._seen or not self.context.active):
             self._regenerate()
+        if self._aliases:
+            self._check_aliases()
         return self._node
 
     @node.setter
@@ -309,6 +315,14 @@ class Tensor(NumpyOperators, inplace=True):
         the in-place update every mutating NumPy call comes down to."""
         root = self._root
         if root is None:
+            if self._aliases:
+                root, _, where = self._aliases[0]
+                raise errors.UnsupportedOpError(
+                    f"Writing to {describe_tensor(self)} at {user_frame_description()}: it may "
+                    f"be the array {describe_tensor(root)} itself (an if on a traced value at "
+                    f"{where} chose it), so NumPy would change that array too, depending on "
+                    "the data. Fix: copy in the branch (`y = a.copy() if c else b`) to write "
+                    "to a new array, or write to the original array inside the branch.")
             node, context = value.node, value.context
             (current_context() or context).note_mutation(self)
             self._node, self.context, self._version = node, context, next_version()
@@ -326,6 +340,33 @@ class Tensor(NumpyOperators, inplace=True):
             new = step.write_back(source, new)
         root.assign(new)
         self._node, self.context, self._seen = value.node, value.context, root._version
+
+    def may_be(self, roots: Sequence["Tensor"], where: str) -> None:
+        """Note that at run time this (new) value may be one of ``roots`` itself, not a copy.
+
+        An ``if`` on a traced value that returns an existing array from a branch (``y = a if
+        c else b``) gives, in NumPy, that very array: a later write to ``a`` shows through
+        ``y``, and a write through ``y`` changes ``a`` — which one only the data decides. A
+        graph value cannot follow that, so using ``y`` after such a write, or writing through
+        it, is an error that says so instead of a silently different result.
+        """
+        self._aliases = tuple((r, r._version, where) for r in roots)
+
+    def _check_aliases(self) -> None:
+        aliases = self._aliases
+        for root, version, where in aliases:
+            if root._version != version:
+                self._aliases = ()  # (describing the values reads them)
+                error = errors.UnsupportedOpError(
+                    f"{describe_tensor(self)} may be the array {describe_tensor(root)} itself "
+                    f"(an if on a traced value at {where} chose it), and that array was "
+                    "written after the choice. "
+                    "NumPy would show the write through both names; a traced function cannot "
+                    "follow a choice made at run time. Fix: copy in the branch (`y = a.copy() "
+                    "if c else b`) to keep the contents from before the write, or make the "
+                    "choice after the write.")
+                self._aliases = aliases
+                raise error
 
     @property
     def storage_root(self) -> "Tensor":
@@ -666,6 +707,11 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
 
     template: list[Any] = []
     for item in items:
+        if isinstance(item, Tensor) and item.node.op is OpKind.CONSTANT and \
+                item.node.aval.shape and item.dtype.kind in "biu":
+            # an index array the function made and never wrote (np.array([True, False]))
+            # indexes as the array it is: static shapes stay static
+            item = item.node.attrs["value"]
         if isinstance(item, slice):
             template.append(slice(slot(item.start), slot(item.stop), slot(item.step)))
         elif isinstance(item, NumpyOperators):

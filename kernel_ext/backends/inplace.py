@@ -1,0 +1,276 @@
+"""Reinplacing: which functional ``setitem`` ops an executor may run as NumPy's in-place write.
+
+Tracing turns every write into an out-of-place op (functionalization, ``trace/tensor.py``):
+``out[i, j] = v`` becomes ``out2 = setitem(out1, v, i, j)``, a copy of the whole buffer with one
+element changed. That keeps the graph pure, but a loop filling an ``n x n`` buffer element by
+element would copy it ``n**2`` times. PyTorch's functionalization is followed by a
+*reinplacing* pass for the same reason; this module is ours. A ``setitem`` runs in place
+(``x[idx] = v; out2 = x``) when its base ``x``
+
+* is **owned**: its buffer was made during this call by an op that allocates (another
+  ``setitem``, ``copy``, ``concatenate``, ...; never an argument, a constant, a variable's
+  storage or anything an opaque call or a variable write may have kept a reference to), and
+* is **dead** afterwards: no later step of the executor reads ``x`` or anything sharing its
+  memory (a view of it, a value a loop or branch passed it through, a graph output).
+
+Loops keep their buffers: a ``while`` slot is owned in its body when every iteration hands the
+next one a private buffer (the body's output for the slot is owned and shares memory with no
+other output). Its buffer on entry is the operand itself when that is owned and dead after the
+loop, or else one copy made on entry: one copy per loop instead of one per iteration. Branches
+of a ``cond`` only write in place into buffers they made themselves.
+
+The decision needs the order in which the executor runs its steps (fusion may move a segment
+after a node that comes later in program order), so it is made on the emitter's own schedule:
+``steps_of(graph)`` gives, for each step, the nodes it produces and the nodes it reads.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from itertools import count
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ir import Graph, Node, OpGroup, OpKind
+from ..ir.interpreter import build_index
+
+#: One executor step: the nodes it produces and the nodes it reads.
+Step = tuple[Sequence[Node], Sequence[Node]]
+StepsOf = Callable[[Graph], Sequence[Step]]
+
+# Ops that may keep a reference to an operand after they ran (a variable's storage, a user's
+# callable, a random generator's output buffer): a buffer one of them read is never reused.
+_RETAINING_GROUPS = (OpGroup.STATEFUL, OpGroup.OPAQUE)
+
+
+@dataclass
+class InplacePlan:
+    """Which ``setitem`` nodes run in place, and which loop slots are copied on entry."""
+
+    writes: set[Node] = field(default_factory=set)
+    entry_copies: dict[Node, frozenset[int]] = field(default_factory=dict)
+
+    def merge(self, other: "InplacePlan") -> None:
+        self.writes |= other.writes
+        self.entry_copies.update(other.entry_copies)
+
+
+def write_in_place(node: Node) -> Callable[..., Any]:
+    """The in-place lowering of a ``setitem`` node: NumPy's own ``x[idx] = value``."""
+    template = node.attrs["index"]
+
+    def setitem(x: np.ndarray, value: Any, *dyn: Any) -> np.ndarray:
+        x[build_index(template, dyn)] = value
+        return x
+    return setitem
+
+
+def plan_inplace(graph: Graph, steps_of: StepsOf) -> InplacePlan:
+    """The reinplacing decisions for ``graph`` and its sub-graphs, on the executor's schedule."""
+    return _Analysis(graph, steps_of, frozenset()).run().plan
+
+
+def _is_buffer(node: Any) -> bool:
+    aval = getattr(node, "aval", None)
+    return isinstance(node, Node) and aval is not None and not isinstance(aval, tuple) and \
+        aval.shape is not None and len(aval.shape) >= 1
+
+
+def _retains(node: Node) -> bool:
+    """Does ``node`` (or anything inside its sub-graphs) possibly keep a reference to what it
+    reads?"""
+    if node.op.group in _RETAINING_GROUPS:
+        return True
+    for g in _subgraphs(node):
+        if any(_retains(n) for n in g.nodes):
+            return True
+    return False
+
+
+def _subgraphs(node: Node) -> list[Graph]:
+    if node.op is OpKind.COND:
+        return list(node.attrs["branches"])
+    if node.op is OpKind.WHILE:
+        return [node.attrs["cond"], node.attrs["body"]]
+    return []
+
+
+_ROOTS = count()
+
+
+class _Analysis:
+    """One pass over one graph's steps, with ``owned_params`` (loop slots) private on entry.
+
+    Each value gets the set of *roots* (buffer identities) it may share memory with; a root's
+    last read is tracked so that "dead after step k" is one comparison.
+    """
+
+    def __init__(self, graph: Graph, steps_of: StepsOf, owned_params: frozenset[Node]) -> None:
+        self.graph = graph
+        self.steps_of = steps_of
+        self.owned_params = owned_params
+        self.plan = InplacePlan()
+        self.roots: dict[Node, frozenset[int]] = {}
+        self.owned: set[Node] = set()
+        self.last_read: dict[int, int] = {}   # root -> last step reading a value with it
+        self.escaped: set[int] = set()        # roots a retaining op read
+        self.reads: dict[Node, int] = {}      # value -> last step reading it
+        self.relied: set[Node] = set()        # owned params an in-place write or loop used
+        # loop -> slot -> (the roots its output shares memory with, is it owned?)
+        self._slots: dict[Node, dict[int, tuple[frozenset[int], bool]]] = {}
+
+    # -- helpers ------------------------------------------------------------------------------
+    def _new_root(self, node: Node) -> frozenset[int]:
+        return frozenset((next(_ROOTS),))
+
+    def _set_roots(self, node: Node, roots: frozenset[int]) -> None:
+        self.roots[node] = roots
+        last = self.reads.get(node, -1)
+        for r in roots:
+            if self.last_read.get(r, -1) < last:
+                self.last_read[r] = last
+
+    def _dead_after(self, node: Node, step: int) -> bool:
+        """Is no value sharing memory with ``node`` read after ``step``, or retained?"""
+        roots = self.roots.get(node, frozenset())
+        return bool(roots) and all(self.last_read.get(r, -1) <= step and r not in self.escaped
+                                   for r in roots)
+
+    def _rely_on(self, node: Node) -> None:
+        """Note that a decision used the ownership of the params ``node`` shares memory with."""
+        roots = self.roots[node]
+        self.relied |= {p for p in self.owned_params if self.roots.get(p, frozenset()) & roots}
+
+    def _union(self, nodes: Sequence[Any]) -> frozenset[int]:
+        out: frozenset[int] = frozenset()
+        for a in nodes:
+            if isinstance(a, Node):
+                out |= self.roots.get(a, frozenset())
+        return out
+
+    # -- the pass -----------------------------------------------------------------------------
+    def run(self) -> "_Analysis":
+        steps = list(self.steps_of(self.graph))
+        end = len(steps)
+        for k, (_, reads) in enumerate(steps):
+            for r in reads:
+                self.reads[r] = k
+        for o in self.graph.outputs:
+            self.reads[o] = end
+        for inp in self.graph.inputs:
+            self._set_roots(inp, self._new_root(inp))
+            if inp in self.owned_params:
+                self.owned.add(inp)
+        for k, (produced, reads) in enumerate(steps):
+            if len(produced) == 1 and produced[0] in self.graph.inputs:
+                continue
+            if len(produced) != 1:  # a fused segment: elementwise work, fresh results
+                for n in produced:
+                    self._set_roots(n, self._new_root(n))
+                continue
+            self._node(produced[0], k)
+        return self
+
+    def _node(self, node: Node, k: int) -> None:
+        op = node.op
+        if _retains(node):
+            for a in node.inputs:
+                self.escaped |= self.roots.get(a, frozenset())
+        if op is OpKind.SETITEM:
+            base = node.args[0]
+            if isinstance(base, Node) and base in self.owned and self._dead_after(base, k):
+                self.plan.writes.add(node)
+                self._rely_on(base)
+                self._set_roots(node, self.roots[base])
+            else:
+                self._set_roots(node, self._new_root(node))
+            self.owned.add(node)
+        elif op is OpKind.WHILE:
+            self._while(node, k)
+        elif op is OpKind.COND:
+            for g in node.attrs["branches"]:
+                self.plan.merge(_Analysis(g, self.steps_of, frozenset()).run().plan)
+            self._set_roots(node, self._union(node.args) | self._new_root(node))
+        elif op is OpKind.GET_OUTPUT:
+            source = node.args[0]
+            per_slot = self._slots.get(source, {})
+            if node.attrs["index"] in per_slot:
+                roots, owned = per_slot[node.attrs["index"]]
+                self._set_roots(node, roots)
+                if owned:
+                    self.owned.add(node)
+            else:
+                self._set_roots(node, self.roots.get(source, frozenset()))
+        elif op.passes_through or op.may_alias:
+            self._set_roots(node, self._union(node.args) | self._new_root(node))
+        else:
+            self._set_roots(node, self._new_root(node))
+            if op.fresh and _is_buffer(node):
+                self.owned.add(node)
+
+    # -- loops --------------------------------------------------------------------------------
+    def _while(self, node: Node, k: int) -> None:
+        n = node.attrs["n_vars"]
+        cond, body = node.attrs["cond"], node.attrs["body"]
+        self.plan.merge(_Analysis(cond, self.steps_of, frozenset()).run().plan)
+        args = node.args
+        candidates = {i for i in range(n) if _is_buffer(args[i])}
+        while True:
+            inner = self._settle(body, candidates)
+            params = body.inputs
+            direct, copied = set(), set()
+            for i in sorted(candidates):
+                init = args[i]
+                others = [a for j, a in enumerate(args) if j != i]
+                if init in self.owned and self._dead_after(init, k) and \
+                        not any(a is init for a in others) and \
+                        not (self._union(others) & self.roots[init]):
+                    direct.add(i)
+                elif params[i] in inner.relied:
+                    copied.add(i)
+            dropped = candidates - direct - copied
+            if not dropped:
+                break
+            candidates -= dropped
+        self.plan.merge(inner.plan)
+        for i in direct:
+            self._rely_on(args[i])
+        if copied:
+            self.plan.entry_copies[node] = frozenset(copied)
+        # What the loop's outputs share memory with: an owned slot its own buffer (the
+        # operand's when passed directly), any other slot everything the loop read.
+        others = self._union([a for j, a in enumerate(args) if j not in direct]) | \
+            self._new_root(node)
+        slots: dict[int, tuple[frozenset[int], bool]] = {}
+        for i in range(n):
+            if i in direct:
+                slots[i] = (self.roots[args[i]], True)
+            elif i in copied:
+                slots[i] = (self._new_root(node), True)
+            else:
+                slots[i] = (others, False)
+        self._set_roots(node, others)
+        self._slots[node] = slots
+
+    def _settle(self, body: Graph, candidates: set[int]) -> "_Analysis":
+        """Analyse ``body`` with the candidate slots owned, dropping slots whose next buffer
+        would not be private, until the set is stable; ``candidates`` shrinks in place."""
+        while True:
+            params = frozenset(body.inputs[i] for i in candidates)
+            inner = _Analysis(body, self.steps_of, params).run()
+            bad = set()
+            outs = body.outputs
+            for i in candidates:
+                out = outs[i]
+                mine = inner.roots.get(out, frozenset())
+                if out not in inner.owned or not mine or mine & inner.escaped or any(
+                        inner.roots.get(o, frozenset()) & mine
+                        for j, o in enumerate(outs) if j != i):
+                    bad.add(i)
+            if not bad:
+                return inner
+            candidates -= bad
+
+
+__all__ = ["InplacePlan", "Step", "plan_inplace", "write_in_place"]
