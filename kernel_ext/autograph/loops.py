@@ -266,6 +266,14 @@ class _Loop:
         self.invariants: dict[int, Any] = {
             i: shape for obj, shape in opts.get("shape_invariants") or ()
             for i, v in enumerate(state) if v is obj}
+        # the loop statement (its line: the transformer's), for the loop notes
+        self.where = user_frame_description(opts.get("line"))
+
+    def note(self, unrolled: int = 0, graph_loops: int = 0) -> None:
+        """Tell the trace what this statement became (``TraceContext.note_loop``)."""
+        ctx = current_context()
+        if ctx is not None and (unrolled or graph_loops):
+            ctx.note_loop(self.where, unrolled, graph_loops)
 
     def graph_nodes(self) -> int:
         ctx = current_context()
@@ -282,12 +290,17 @@ def while_stmt(test: Callable[[], Any], body: Callable[[], None],
     loop = _Loop(body, None, get_state, set_state, names, opts)
     first = resolve(test())
     start = loop.graph_nodes()
-    while not is_traced(first):
-        if not first:
-            return
-        body()
-        _check_cap(loop, start, "while")
-        first = resolve(test())
+    unrolled = 0
+    try:
+        while not is_traced(first):
+            if not first:
+                return
+            body()
+            unrolled += 1
+            _check_cap(loop, start, "while")
+            first = resolve(test())
+    finally:
+        loop.note(unrolled=unrolled)
     _graph_while(loop, test, first)
 
 
@@ -296,6 +309,7 @@ def _graph_while(loop: _Loop, test: Callable[[], Any], first: Any) -> None:
         # one iteration outside the loop, under the test already evaluated
         def run_first() -> None:
             loop.body()
+            loop.note(unrolled=1)  # the first iteration, peeled
             _graph_loop(loop, test, None)
         _under_cond(loop, first, run_first)
         return
@@ -338,6 +352,15 @@ def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
 
 def _python_for(loop: _Loop, iterable: Any) -> None:
     """The loop as Python: every iteration is traced (unrolled) into the graph."""
+    unrolled = [0]
+    try:
+        _unroll(loop, iterable, unrolled)
+    finally:
+        loop.note(unrolled=unrolled[0])
+
+
+def _unroll(loop: _Loop, iterable: Any, unrolled: list[int]) -> None:
+    """:func:`_python_for`'s loop; ``unrolled[0]`` counts the iterations traced."""
     may_switch = isinstance(iterable, builtins.range) and not loop.opts.get("python_effects")
     start = loop.graph_nodes()
     guarded = 0
@@ -352,6 +375,7 @@ def _python_for(loop: _Loop, iterable: Any) -> None:
             return
         else:
             loop.body(item)
+        unrolled[0] += 1
         if may_switch and (loop.graph_nodes() - start > UNROLL_NODE_BUDGET or
                            guarded >= GUARDED_UNROLL):
             may_switch = False  # one try per loop statement
@@ -422,12 +446,14 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
         if static_n is None:
             def run_first() -> None:
                 loop.body(item(np.int64(0)) if not weak_index else item(0))
+                loop.note(unrolled=1)  # the first iteration, peeled
                 _graph_loop(loop, None, (item, count, 1, weak_index))
             _under_cond(loop, np.greater(count, 0), run_first)
             return
         if static_n == 0:
             return
         loop.body(item(0))
+        loop.note(unrolled=1)  # the first iteration, peeled
         k0 = 1
         if static_n == 1:
             return
@@ -513,6 +539,20 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
     for i, v in zip(carried, result):
         final[i] = v
     loop.set_state(tuple(final))
+    loop.note(graph_loops=1)
+    _mark_loop_node(loop.where)
+
+
+def _mark_loop_node(where: str) -> None:
+    """Label the ``while`` node just made with its loop statement (``_where``: the graph view
+    shows it; printers and CSE ignore underscore attrs)."""
+    ctx = current_context()
+    if ctx is None:
+        return
+    for node in reversed(ctx.graph.nodes):
+        if node.op is OpKind.WHILE:
+            node.attrs["_where"] = where
+            return
 
 
 # -- loops AutoGraph leaves as Python ---------------------------------------------------------

@@ -338,11 +338,12 @@ class Converter(ast.NodeTransformer):
             _name(f"set_state_{k}"), names_tuple], keywords=[]))
         return self._located([body, orelse, *state, call], node)
 
-    def _loop_options(self, body: list[ast.stmt]) -> ast.Dict:
-        """Keyword arguments of a ``set_loop_options(...)`` call at the top of the body, and
+    def _loop_options(self, body: list[ast.stmt], line: int) -> ast.Dict:
+        """Keyword arguments of a ``set_loop_options(...)`` call at the top of the body,
         ``python_effects=True`` when the body grows a Python container (``out.append(v)``):
         a graph loop traces its body once, so such a loop must unroll to do what NumPy
-        does (see :mod:`kernel_ext.autograph.loops`)."""
+        does (see :mod:`kernel_ext.autograph.loops`), and the statement's ``line`` (which
+        the loop notes name)."""
         opts = ast.Dict(keys=[], values=[])
         for st in body:
             if isinstance(st, ast.Expr) and isinstance(st.value, ast.Call):
@@ -356,6 +357,8 @@ class Converter(ast.NodeTransformer):
                n.func.attr in _CONTAINER_MUTATORS for n in _walk_scope(body)):
             opts.keys.append(_const("python_effects"))
             opts.values.append(_const(True))
+        opts.keys.append(_const("line"))
+        opts.values.append(_const(line))
         return opts
 
     def _rewrite_jumps(self, stmts: list[ast.stmt], brk: str | None,
@@ -409,7 +412,7 @@ class Converter(ast.NodeTransformer):
                 node.test = _call(_ag("python_test"), node.test, _const("while"))
             return node
         k = next(self._ids)
-        opts = self._loop_options(node.body)
+        opts = self._loop_options(node.body, node.lineno)
         before, brk = self._prepare_loop(node, k)
         names = assigned_names(before + node.body)
         test_expr: ast.expr = node.test
@@ -432,7 +435,7 @@ class Converter(ast.NodeTransformer):
                 node.iter = _call(_ag("python_iter"), node.iter)
             return node
         k = next(self._ids)
-        opts = self._loop_options(node.body)
+        opts = self._loop_options(node.body, node.lineno)
         before, brk = self._prepare_loop(node, k)
         target_names: dict[str, None] = {}
         _target_names(node.target, target_names)

@@ -52,6 +52,9 @@ class ConcreteFunction:
         self.call_flat = executable.run if guard is None else \
             guard.wrap(executable.run, function.run_eagerly_because)
         self.record = record
+        #: What AutoGraph made of each loop statement (``LoopNote.text`` lines), set by the
+        #: Function after tracing: the monitor, the report and the sidebar show them.
+        self.loops: tuple[str, ...] = ()
         #: Every input type accepts only equal types: dispatch finds this trace by dict lookup
         #: and never needs to compare it with a call's types.
         self.exact = all(matches_only_itself(t) for t in self.input_types)

@@ -367,6 +367,7 @@ class Function:
             cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
                                   traced_count, traced=ctx.graph, optimize=run_pipeline,
                                   guard=guard)
+            cf.loops = tuple(note.text() for note in ctx.loops.values())
             self._concrete.append(cf)
             if not cf.exact:
                 self._relaxed.append(cf)

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
 
 import numpy as np
 
+from ..trace.state import set_location_formatter
 from ..trace.types import (Composite, Dataclass, Dict, Literal, Sequence_, TensorSpec, TraceType,
                            VariableType, WeakRef)
 
@@ -167,9 +168,11 @@ _call_site_formatter: Callable[[str], str] | None = None
 
 
 def set_call_site_formatter(formatter: Callable[[str], str] | None) -> None:
-    """Install how raw call sites (``file:line``) are shown (the notebook maps cells)."""
+    """Install how raw call sites (``file:line``) are shown (the notebook maps cells); the
+    locations trace-time errors name are shown the same way."""
     global _call_site_formatter
     _call_site_formatter = formatter
+    set_location_formatter(formatter)
 
 
 def explain_text(record: TraceRecord, call_site: Callable[[str], str] | None = None) -> str:

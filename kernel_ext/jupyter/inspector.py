@@ -197,7 +197,7 @@ def _segment_info(segment: records.Segment) -> GraphSegment:
 
 def _node_label(node: Any) -> str:
     inner = subgraphs(node)
-    note = records.opaque_note(node)
+    note = records.opaque_note(node) or records.loop_note(node)
     if note is not None:
         return f"{node.name} ({note})"
     if not inner:

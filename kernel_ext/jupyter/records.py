@@ -30,7 +30,7 @@ from ..ir.printer import describe_call, opaque_calls
 from ..trace.types import Literal
 
 __all__ = ["DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "fix_texts", "inputs_text",
-           "last_used_id", "op_name", "opaque_note", "opaque_notes", "parameter_names",
+           "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes", "parameter_names",
            "parameter_names_of",
            "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
            "signature_id", "signature_rows", "value_text"]
@@ -77,6 +77,13 @@ def _note(kind: str, name: str) -> str:
     if kind == "random":
         return f"random: {name} — draws at each call"
     return f"opaque: {name} — runs NumPy at each call"
+
+
+def loop_note(node: Any) -> str | None:
+    """What every view says of a graph loop AutoGraph made from a loop statement, or None:
+    ``"loop at cell [3], line 4: `for j in range(n):`"``."""
+    where = getattr(node, "attrs", {}).get("_where") if op_name(node) == "while" else None
+    return None if not where else f"loop at {where}"
 
 
 def opaque_notes(graph: Any) -> tuple[str, ...]:
@@ -144,6 +151,9 @@ class SignatureRow:
     backend: str
     #: Opaque NumPy calls and random draws of the trace (:func:`opaque_notes`).
     opaque: tuple[str, ...] = ()
+    #: What AutoGraph made of each loop statement: iterations unrolled, graph loops
+    #: (``ConcreteFunction.loops``).
+    loops: tuple[str, ...] = ()
 
 
 def signature_id(concrete_function: Any) -> str:
@@ -188,7 +198,8 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             nodes_traced=int(counts.get("traced", 0)),
             nodes_optimised=int(counts.get("optimised", 0)),
             backend=str(getattr(cf.executable, "backend", "")),
-            opaque=_notes_or_none(cf)))
+            opaque=_notes_or_none(cf),
+            loops=tuple(getattr(cf, "loops", ()))))
     return rows
 
 

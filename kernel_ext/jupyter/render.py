@@ -185,7 +185,7 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
         variable = n.attrs.get("variable")
         if variable is not None:
             title += f" (kx.Variable {getattr(variable, 'name', '')})"
-        note = records.opaque_note(n)
+        note = records.opaque_note(n) or records.loop_note(n)
         if note is not None:
             title += f" ({note})"
         if id(n) in outputs:
@@ -256,7 +256,8 @@ def counters_html(stats: dict, last_run_us: float | None, measured: bool = True)
 
 def signatures_html(rows: Sequence[dict]) -> str:
     """``rows``: dicts with id, inputs, outputs, nodes, backend, last_used (and opaque: the
-    notes of :func:`kernel_ext.jupyter.records.opaque_notes`, one line each)."""
+    notes of :func:`kernel_ext.jupyter.records.opaque_notes`, loops: what AutoGraph made of
+    each loop statement; one line each)."""
     if not rows:
         return f'<div style="{STYLE} {_MUTED}">no concrete signature yet (not called)</div>'
     body = []
@@ -268,7 +269,8 @@ def signatures_html(rows: Sequence[dict]) -> str:
         body.append(f'<tr style="{weight}">{td}{esc(mark)}</td>{td}#{esc(r["id"])}</td>'
                     f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
                     f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}</td></tr>')
-        for note in r.get("opaque") or ():  # NumPy calls and draws made at every call
+        # NumPy calls and draws made at every call; loops unrolled or made graph loops
+        for note in (*(r.get("opaque") or ()), *(r.get("loops") or ())):
             body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
                         f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'

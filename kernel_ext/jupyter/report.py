@@ -61,6 +61,8 @@ class FunctionReport:
     first_traces: list[RetraceEntry] = field(default_factory=list)
     #: Opaque NumPy calls and random draws in the function's traces (records.opaque_notes).
     opaque: list[str] = field(default_factory=list)
+    #: What AutoGraph made of each loop statement in the function's traces.
+    loops: list[str] = field(default_factory=list)
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
@@ -118,7 +120,7 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
             retraces=retraces,
             stale=[s.sentence() for s in explain.stale_captures(fn)],
             advice=advice, fixes=fixes, first_traces=first if include_all else [],
-            opaque=_opaque_of(fn)))
+            opaque=_opaque_of(fn), loops=_loops_of(fn)))
     out.sort(key=lambda r: (-r.cost_ms, r.name))
     return out
 
@@ -126,6 +128,14 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
 # ---------------------------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------------------------
+
+def _loops_of(function: Any) -> list[str]:
+    notes: dict[str, None] = {}
+    for row in records.signature_rows(function):
+        for note in row.loops:
+            notes.setdefault(note)
+    return list(notes)
+
 
 def _opaque_of(function: Any) -> list[str]:
     notes: dict[str, None] = {}
@@ -168,7 +178,7 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
     for r in reports:
         lines += ["", _header(r)]
         lines += [f"  history: {h}" for h in r.history[-4:]]
-        lines += [f"  {note}" for note in r.opaque]
+        lines += [f"  {note}" for note in r.opaque + r.loops]
         for e in r.first_traces:
             lines += _entry_text(e)
         for e in r.retraces:
@@ -204,7 +214,8 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
             parts.append("<div style='color:#666'>" +
                          " · ".join(esc(h) for h in r.history[-4:]) + "</div>")
         parts.append(render.stale_html(r.stale))
-        parts += [f"<div style='color:#495057'>{esc(note)}</div>" for note in r.opaque]
+        parts += [f"<div style='color:#495057'>{esc(note)}</div>"
+                  for note in r.opaque + r.loops]
         entries = r.first_traces + r.retraces
         if entries:
             parts.append(render.retrace_log_html(sorted(entries, key=lambda e: e["trace"])))

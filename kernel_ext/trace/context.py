@@ -12,6 +12,7 @@ Module order (no cycles): ``state`` < ``operators`` < ``tensor`` < ``variables``
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -25,8 +26,32 @@ from .variables import Variable
 _LITERALS = (bool, int, float, complex)
 
 # Re-exported: the names callers have always imported from here.
-__all__ = ["ACTIVITY", "TraceContext", "bind", "context_stack", "current_context",
+__all__ = ["ACTIVITY", "LoopNote", "TraceContext", "bind", "context_stack", "current_context",
            "leaked_error", "user_frame_description"]
+
+
+@dataclass
+class LoopNote:
+    """What AutoGraph made of one loop statement in one trace (summed over its runs: a loop
+    nested in an unrolled loop runs once per outer iteration)."""
+
+    #: ``file:line: `source``` of the loop statement (cells as ``cell [5], line 3``).
+    where: str
+    #: Iterations traced one by one into the graph (Python iterations).
+    unrolled: int = 0
+    #: Graph ``while`` loops it became.
+    graph_loops: int = 0
+
+    def text(self) -> str:
+        """``"loop at cell [3], line 4: `for i in range(n):` — 143 iterations unrolled,
+        then a graph loop"``: the line the monitor, the sidebar and the report show."""
+        parts = []
+        if self.unrolled:
+            parts.append(f"{self.unrolled} iteration{'s' * (self.unrolled != 1)} unrolled")
+        if self.graph_loops:
+            loops = "a graph loop" if self.graph_loops == 1 else f"{self.graph_loops} graph loops"
+            parts.append(("then " if parts else "") + loops)
+        return f"loop at {self.where} — {', '.join(parts) or 'no iterations'}"
 
 
 class TraceContext:
@@ -59,6 +84,8 @@ class TraceContext:
         #: Plain arrays a traced value was written into (the top-level trace's): id -> (the
         #: array, the traced value that now stands for it). See :meth:`promote`.
         self.promoted: dict[int, tuple[np.ndarray, Tensor]] = {}
+        #: What AutoGraph made of each loop statement (the top-level trace's), by location.
+        self.loops: dict[str, LoopNote] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def child(self, name: str) -> "TraceContext":
@@ -124,6 +151,16 @@ class TraceContext:
     def note_layout_root(self, root: Tensor) -> None:
         """The trace took a reshape of ``root`` as a view: valid for C-contiguous data only."""
         self.top().layout_roots.setdefault(id(root), root)
+
+    def note_loop(self, where: str, unrolled: int = 0, graph_loops: int = 0) -> None:
+        """Count ``unrolled`` Python iterations and ``graph_loops`` graph loops for the loop
+        statement at ``where`` (kept by the function's own trace: :attr:`loops`)."""
+        loops = self.top().loops
+        note = loops.get(where)
+        if note is None:
+            note = loops[where] = LoopNote(where)
+        note.unrolled += unrolled
+        note.graph_loops += graph_loops
 
     def top(self) -> "TraceContext":
         """The trace of the function itself (this one, or the one this branch/body is in)."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -56,3 +56,26 @@ def outside_traces() -> Iterator[None]:
         yield
     finally:
         _state.stack = stack
+
+
+# How a ``file:line`` location reads in messages: the notebook extension installs one that
+# says ``cell [5], line 3`` instead of the kernel's temporary file name (set through
+# :func:`kernel_ext.engine.explain.set_call_site_formatter`, with the call sites').
+_location_formatter: Callable[[str], str] | None = None
+
+
+def set_location_formatter(formatter: Callable[[str], str] | None) -> None:
+    """Install how ``file:line`` locations in trace-time messages are shown (None: as is)."""
+    global _location_formatter
+    _location_formatter = formatter
+
+
+def format_location(raw: str) -> str:
+    """``raw`` (``file:line``) as the installed formatter shows it."""
+    formatter = _location_formatter
+    if formatter is None:
+        return raw
+    try:
+        return formatter(raw)
+    except Exception:  # noqa: BLE001 - naming a location must never hide the real error
+        return raw

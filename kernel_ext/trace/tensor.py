@@ -19,7 +19,7 @@ import numpy as np
 from .. import errors
 from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
 from .operators import NumpyOperators
-from .state import current_context
+from .state import current_context, format_location
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -810,14 +810,17 @@ def _usage_site() -> tuple[str, bool]:
     return user_frame_description(), converted
 
 
-def user_frame_description() -> str:
-    """``file:line: source`` of the innermost frame outside kernel_ext and NumPy."""
+def user_frame_description(line: int | None = None) -> str:
+    """``file:line: source`` of the innermost frame outside kernel_ext and NumPy (``line``:
+    that line of the frame's file instead of the one running, e.g. a loop statement's)."""
     import linecache
     frame = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename.replace("\\", "/")
         if "/kernel_ext/" not in fname and "/numpy/" not in fname:
-            line = linecache.getline(fname, frame.f_lineno).strip()
-            return f"{fname}:{frame.f_lineno}" + (f": `{line}`" if line else "")
+            lineno = frame.f_lineno if line is None else line
+            text = linecache.getline(fname, lineno).strip()
+            where = format_location(f"{fname}:{lineno}")
+            return where + (f": `{text}`" if text else "")
         frame = frame.f_back
     return "<unknown location>"
