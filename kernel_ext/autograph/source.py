@@ -18,7 +18,9 @@ the wrong text is a silent wrong result, so :func:`find_definition` decides in t
    innermost is the one (the enclosing body holds the nested body's positions too).
 3. **Verification**: the chosen node is compiled alone, inside a wrapper that makes the code's
    free variables closure cells again, and must give the same bytecode, constants and names
-   as ``fn.__code__``. Stale or foreign source fails here.
+   as ``fn.__code__``. Stale or foreign source fails here. (pytest rewrites the ``assert``
+   statements of test modules into code no source compiles to: when a code object holds
+   pytest's helpers, its ``assert`` lines are left out of the comparison.)
 
 Anything left ambiguous or unverified raises :class:`Unconvertible` (the function then runs as
 written, with a warning): a function run unconverted is slower or refuses traced control
@@ -38,6 +40,7 @@ import re
 import textwrap
 import tokenize
 import types
+from typing import Sequence
 
 from .transformer import Unconvertible
 
@@ -113,7 +116,9 @@ def find_definition(fn: types.FunctionType) -> ast.FunctionDef:
                             f"{code.co_filename!r} holds)")
     positions = _positions(code)
     placed = _innermost([c for c in candidates if _holds(_body_span(c), positions)])
-    verified = [c for c in placed if same_code(_compile_alone(c, code), code)]
+    rewritten = _rewritten_asserts(code)
+    verified = [c for c in placed
+                if same_code(_compile_alone(c, code), code, _assert_lines(c) if rewritten else ())]
     if not verified:
         raise Unconvertible(
             "its source is not available (the text at line "
@@ -324,12 +329,29 @@ def _compile_alone(node: ast.AST, code: types.CodeType) -> types.CodeType | None
     return made[-1] if made else None
 
 
-def same_code(a: types.CodeType | None, b: types.CodeType) -> bool:
+def _rewritten_asserts(code: types.CodeType) -> bool:
+    """Whether pytest rewrote the ``assert`` statements of ``code`` (in a test module): its
+    code then holds pytest's helpers (``@pytest_ar``, ``@py_assert1``), which no source
+    compiles to, and the ``assert`` lines are left out of the comparison."""
+    names = code.co_names + code.co_varnames
+    if any(n.startswith(("@pytest_ar", "@py_")) for n in names):
+        return True
+    return any(_rewritten_asserts(c) for c in code.co_consts if isinstance(c, types.CodeType))
+
+
+def _assert_lines(node: ast.AST) -> list[tuple[int, int]]:
+    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(node)
+            if isinstance(n, ast.Assert)]
+
+
+def same_code(a: types.CodeType | None, b: types.CodeType,
+              skip: Sequence[tuple[int, int]] = ()) -> bool:
     """Whether two code objects do the same: the same instructions on the same names,
     constants (nested code compared alike) and parameters. Line numbers, columns, file
     names and what the compiler chose from the *enclosing* module may differ: CPython 3.11
     calls ``np.eye(3)`` through ``LOAD_ATTR`` when ``np`` was imported in the module and
-    through ``LOAD_METHOD`` otherwise, with other cache sizes and so other jump offsets."""
+    through ``LOAD_METHOD`` otherwise, with other cache sizes and so other jump offsets.
+    Instructions on the line ranges ``skip`` (pytest's rewritten asserts) are left out."""
     if a is None:
         return False
     params = a.co_argcount + a.co_kwonlyargcount + bool(a.co_flags & inspect.CO_VARARGS) + \
@@ -340,9 +362,9 @@ def same_code(a: types.CodeType | None, b: types.CodeType) -> bool:
             or a.co_posonlyargcount != b.co_posonlyargcount
             or a.co_flags & _KIND_FLAGS != b.co_flags & _KIND_FLAGS):
         return False
-    ours, theirs = _instructions(a), _instructions(b)
+    ours, theirs = _instructions(a, skip), _instructions(b, skip)
     return len(ours) == len(theirs) and all(
-        x[0] == y[0] and _same_constant(x[1], y[1]) for x, y in zip(ours, theirs))
+        x[0] == y[0] and _same_constant(x[1], y[1], skip) for x, y in zip(ours, theirs))
 
 
 # Flags that change what a code object is (not where it was compiled: CO_NESTED).
@@ -352,13 +374,26 @@ _KIND_FLAGS = (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATO
 _SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
 
 
-def _instructions(code: types.CodeType) -> list[tuple[str, object]]:
-    """``(operation, argument)`` per instruction: names and constants by value, jumps by
-    the index of their target instruction (offsets depend on inline cache sizes)."""
-    found = list(dis.get_instructions(code))
-    index = {ins.offset: i for i, ins in enumerate(found)}
+def _instructions(code: types.CodeType,
+                  skip: Sequence[tuple[int, int]] = ()) -> list[tuple[str, object]]:
+    """``(operation, argument)`` per instruction not on a ``skip`` line range: names and
+    constants by value, jumps by the index of their target among those kept (offsets
+    depend on inline cache sizes; a target skipped counts as the next one kept)."""
+    def skipped(ins: dis.Instruction) -> bool:
+        line, end = ins.positions.lineno, ins.positions.end_lineno  # type: ignore[union-attr]
+        return line is not None and end is not None and any(
+            first <= line and end <= last for first, last in skip)
+
+    found = [(ins, skipped(ins)) for ins in dis.get_instructions(code)]
+    index: dict[int, int] = {}
+    kept = 0
+    for ins, left_out in found:
+        index[ins.offset] = kept
+        kept += not left_out
     out: list[tuple[str, object]] = []
-    for ins in found:
+    for ins, left_out in found:
+        if left_out:
+            continue
         if ins.opcode in _JUMPS:
             arg: object = ("jump", index.get(ins.argval))
         elif ins.opcode in dis.hasconst or ins.opname == "KW_NAMES":
@@ -372,9 +407,9 @@ def _instructions(code: types.CodeType) -> list[tuple[str, object]]:
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
 
 
-def _same_constant(x: object, y: object) -> bool:
+def _same_constant(x: object, y: object, skip: Sequence[tuple[int, int]] = ()) -> bool:
     if isinstance(x, types.CodeType):
-        return isinstance(y, types.CodeType) and same_code(x, y)
+        return isinstance(y, types.CodeType) and same_code(x, y, skip)
     if type(x) is not type(y):
         return False
     if isinstance(x, tuple):
