@@ -111,9 +111,8 @@ def find_definition(fn: types.FunctionType) -> ast.FunctionDef:
     is_lambda = code.co_name == "<lambda>"
     candidates = (_lambdas(text, first, code) if is_lambda else _defs(text, first, code))
     if not candidates:
-        raise Unconvertible("its source is not available (no definition of "
-                            f"{_what(code)} at line {code.co_firstlineno} of the source "
-                            f"{code.co_filename!r} holds)")
+        raise Unconvertible(f"its source is not available (line {code.co_firstlineno} of "
+                            f"{code.co_filename!r} holds no definition of {_what(code)})")
     positions = _positions(code)
     placed = _innermost([c for c in candidates if _holds(_body_span(c), positions)])
     rewritten = _rewritten_asserts(code)
@@ -123,8 +122,8 @@ def find_definition(fn: types.FunctionType) -> ast.FunctionDef:
         raise Unconvertible(
             "its source is not available (the text at line "
             f"{code.co_firstlineno} of {code.co_filename!r} does not compile to this "
-            f"function's code: the file changed since, or the name holds another "
-            f"definition)")
+            "function's code: the file changed since, or the name holds another "
+            "definition)")
     if len(verified) > 1:
         raise Unconvertible(f"its source is ambiguous ({len(verified)} definitions of "
                             f"{_what(code)} on line {code.co_firstlineno} compile alike and "
