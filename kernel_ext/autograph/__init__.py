@@ -11,9 +11,6 @@ from __future__ import annotations
 
 import ast
 import inspect
-import linecache
-import re
-import textwrap
 import threading
 import types
 import warnings
@@ -22,6 +19,7 @@ from typing import Callable
 from .. import errors
 from . import operators
 from .operators import set_loop_options
+from .source import find_definition
 from .transformer import Unconvertible, convert_tree
 
 __all__ = ["convert", "set_loop_options", "to_code"]
@@ -32,102 +30,6 @@ _cache: dict[types.CodeType, tuple[types.CodeType, str] | None] = {}
 _lock = threading.Lock()
 
 
-# A line that can start a definition (inspect.findsource's test).
-_DEF_LINE = re.compile(r"^(\s*def\s)|(\s*async\s+def\s)|(.*(?<!\w)lambda(:|\s))|^(\s*@)")
-
-
-def _source_lines(code: types.CodeType) -> tuple[list[str], int]:
-    """The source lines of ``code``'s definition and the number of the first one.
-
-    ``inspect.getsourcelines`` answers the same, but its first call in a process maps every
-    loaded module to its file (``realpath`` of each: tens of milliseconds, paid by the first
-    trace) and tokenizes to find the end of the block. Here the block ends at the first
-    statement indented no deeper than its first line; the text is accepted only if it
-    parses, and anything unusual (a continuation line at the margin, a string spanning the
-    margin, a file only a loader can read) takes inspect's way.
-    """
-    filename = code.co_filename
-    linecache.checkcache(filename)
-    lines = linecache.getlines(filename)
-    lnum = code.co_firstlineno - 1
-    if not lines or not 0 <= lnum < len(lines):
-        return inspect.getsourcelines(code)
-    while lnum > 0 and not _DEF_LINE.match(lines[lnum]):
-        lnum -= 1
-    head = lines[lnum]
-    indent = len(head) - len(head.lstrip())
-    start = lnum
-    while start + 1 < len(lines) and lines[start].lstrip().startswith("@"):
-        start += 1  # decorators: the block proper begins at the ``def``
-    end = start + 1
-    for i in range(start + 1, len(lines)):
-        text = lines[i].strip()
-        if not text or text.startswith("#"):
-            continue
-        if len(lines[i]) - len(lines[i].lstrip()) <= indent:
-            break
-        end = i + 1
-    block = lines[lnum:end]
-    try:
-        ast.parse(textwrap.dedent("".join(block)))
-    except SyntaxError:
-        return inspect.getsourcelines(code)
-    return block, lnum + 1
-
-
-def _parse(fn: types.FunctionType) -> ast.FunctionDef:
-    """The ``def`` of ``fn`` (a lambda becomes an equivalent ``def``), with absolute lines."""
-    try:
-        lines, first = _source_lines(fn.__code__)  # not __wrapped__
-    except (OSError, TypeError) as e:
-        raise Unconvertible(f"its source is not available ({e})") from None
-    code = fn.__code__
-    if code.co_name == "<lambda>":
-        return _parse_lambda("".join(lines), first, code)
-    tree = ast.parse(textwrap.dedent("".join(lines)))
-    ast.increment_lineno(tree, first - 1)
-    for node in ast.walk(tree):
-        if isinstance(node, ast.FunctionDef) and node.name == code.co_name:
-            return node
-    raise Unconvertible("its definition was not found in its source")
-
-
-def _parse_lambda(text: str, first: int, code: types.CodeType) -> ast.FunctionDef:
-    """Find the lambda expression of ``code`` in source lines that may hold more code.
-
-    Every ``lambda`` keyword starts a candidate; the longest parseable expression from it with
-    the right parameters, whose body contains where the code object's body starts, wins.
-    """
-    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
-    starts = sorted(p[:2] for p in code.co_positions() if p[0] is not None)
-    body_line = starts[0][0] - first if starts else None
-    line_offsets = [0]
-    for line in text.splitlines(keepends=True):
-        line_offsets.append(line_offsets[-1] + len(line))
-    pos = text.find("lambda")
-    while pos != -1:
-        for end in range(len(text), pos, -1):
-            try:
-                expr = ast.parse(text[pos:end].replace("\n", " "), mode="eval").body
-            except SyntaxError:
-                continue
-            if isinstance(expr, ast.Lambda):
-                a = expr.args
-                names = [x.arg for x in a.posonlyargs + a.args + a.kwonlyargs]
-                line_of_pos = next(i for i in range(len(line_offsets) - 1)
-                                   if line_offsets[i] <= pos < line_offsets[i + 1])
-                if names == params and (body_line is None or line_of_pos <= body_line):
-                    fn_node = ast.FunctionDef(name="__kx_lambda__", args=a,
-                                              body=[ast.Return(value=expr.body)],
-                                              decorator_list=[], returns=None, type_params=[])
-                    ast.fix_missing_locations(ast.copy_location(fn_node, expr))
-                    ast.increment_lineno(fn_node, first + line_of_pos - 1)
-                    return fn_node
-                break  # the longest lambda from here is another one
-        pos = text.find("lambda", pos + 6)
-    raise Unconvertible("its lambda could not be located in its source line")
-
-
 def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
     code = fn.__code__
     if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
@@ -135,7 +37,7 @@ def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
         raise Unconvertible("it is a generator or coroutine")
     if "__class__" in code.co_freevars:
         raise Unconvertible("it uses zero-argument super()")
-    fn_node = convert_tree(_parse(fn))
+    fn_node = convert_tree(find_definition(fn))
     text = ast.unparse(fn_node)
     # Inside the factory the converted ``def`` must not bind the function's own name: a
     # recursive function reads its name as a global (live), and a factory local of that name

@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..trace.types import Sequence_, TensorSpec, TraceType, WeakRef, make_trace_type
+from ..trace.types import Sequence_, TensorSpec, TraceType, make_trace_type
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -182,12 +182,25 @@ class FunctionType:
                 kwargs.update(dict(zip(getattr(t, "keys", ()), getattr(t, "components", ()))))
         return tuple(args), kwargs
 
-    def mismatch(self, path: str, got: TraceType, spec: TraceType) -> str:
-        """The ``input_signature`` error: the argument, what it got, what was expected."""
+    def mismatch(self, path: str, got: TraceType | None, spec: TraceType,
+                 value: Any = None) -> str:
+        """The ``input_signature`` error: the argument, what it got, what was expected.
+
+        ``got`` is None when the value has no trace type (an unhashable ``set`` compared with
+        a constant entry): the message then describes ``value`` itself."""
+        signature = f"Signature: ({', '.join(repr(s) for s in self.input_signature or ())})."
+        if got is None:
+            kind = type(value).__name__
+            fix = ("an array of that dtype and shape (e.g. np.asarray(x, dtype=...))"
+                   if isinstance(spec, TensorSpec) else
+                   f"a hashable value equal to the one the entry fixes (frozenset(...) or "
+                   f"tuple(...) rather than a {kind})")
+            return (f"{self.name}(): argument '{path}' received an unhashable {kind} "
+                    f"({_short(value)}) but the input_signature expects {spec!r}. "
+                    f"{signature} Fix: pass {fix}.")
         got_text = got.describe() if isinstance(got, TensorSpec) else repr(got)
         return (f"{self.name}(): argument '{path}' received {got_text} ({got!r}) but the "
-                f"input_signature expects {spec!r}. Signature: "
-                f"({', '.join(repr(s) for s in self.input_signature or ())}). Fix: pass a value "
+                f"input_signature expects {spec!r}. {signature} Fix: pass a value "
                 "of that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the "
                 "input_signature (None for dimensions that vary, shape=None for any rank).")
 
@@ -198,13 +211,33 @@ class FunctionType:
         if not isinstance(signature, (list, tuple)):
             raise TypeError(f"input_signature must be a list or tuple of kx.TensorSpec, got "
                             f"{type(signature).__name__}")
-        types_ = tuple(make_trace_type(s, "input_signature", allow_specs=True)
-                       for s in signature)
+        types_ = tuple(self._signature_entry(s, i) for i, s in enumerate(signature))
         if len(types_) > self.count or not self.all_positional and len(types_) != self.count:
             raise TypeError(f"input_signature of '{self.name}' has {len(types_)} entries but "
                             f"the function takes {self.count} positional parameters "
                             f"({', '.join(self.names)})")
         return types_
+
+    def _signature_entry(self, entry: Any, i: int) -> TraceType:
+        """The trace type of ``input_signature[i]``; an entry that has none (a ``set``: not
+        hashable) is an error naming the entry, its parameter, what it is and the fix."""
+        path = f"input_signature[{i}]"
+        try:
+            return make_trace_type(entry, path, allow_specs=True)
+        except errors.TraceTypeError:
+            where, bad = _unhashable_part(entry, path)
+            if bad is None:
+                raise
+            param = f" (parameter '{self.names[i]}')" if i < self.count else ""
+            kind = type(bad).__name__
+            constant = (_short(frozenset(bad)) if isinstance(bad, (set, frozenset))
+                        else "a tuple or frozenset")
+            raise errors.TraceTypeError(
+                f"{self.name}(): {where}{param} is a {kind} ({_short(bad)}), but an "
+                "input_signature entry is a kx.TensorSpec (an array argument: its dtype and "
+                "shape) or a hashable Python value (a constant argument must equal it), and a "
+                f"{kind} is not hashable. Fix: write kx.TensorSpec(shape, dtype) for an array, "
+                f"or {constant} for a constant.") from None
 
     def _conform_value(self, value: Any, spec: TraceType, path: str) -> tuple[Any, bool]:
         if isinstance(spec, TensorSpec):
@@ -223,7 +256,7 @@ class FunctionType:
                     np.can_cast(raw.dtype, spec.dtype, "same_kind"))
                 if not ok:
                     raise errors.InputSignatureError(
-                        self.mismatch(path, _type_for_message(value, path), spec))
+                        self.mismatch(path, _type_for_message(value, path), spec, value))
                 arr, converted = raw.astype(spec.dtype), True
             if not TensorSpec(arr.shape, arr.dtype).is_subtype_of(spec):
                 raise errors.InputSignatureError(
@@ -240,13 +273,42 @@ class FunctionType:
                 return spec.container(items), any_conv
             return spec.container(*items), any_conv
         t = _type_for_message(value, path)
-        if not t.is_subtype_of(spec):
-            raise errors.InputSignatureError(self.mismatch(path, t, spec))
+        if t is None or not t.is_subtype_of(spec):
+            raise errors.InputSignatureError(self.mismatch(path, t, spec, value))
         return value, False
 
 
-def _type_for_message(value: Any, path: str) -> TraceType:
+def _type_for_message(value: Any, path: str) -> TraceType | None:
+    """``value``'s trace type, or None when it has none (an unhashable ``set``)."""
     try:
         return make_trace_type(value, path)
     except TypeError:
-        return WeakRef.__new__(WeakRef)  # pragma: no cover - only for the message
+        return None
+
+
+def _unhashable_part(entry: Any, path: str) -> tuple[str, Any]:
+    """``(path, value)`` of the first part of a signature entry that no trace type can be
+    made of (walking lists, tuples and dicts as ``make_trace_type`` does), or ``("", None)``.
+    """
+    if isinstance(entry, (TraceType, np.ndarray, np.generic)):
+        return "", None
+    if type(entry) in (list, tuple):
+        parts: Any = ((f"{path}[{i}]", v) for i, v in enumerate(entry))
+    elif isinstance(entry, dict):
+        parts = ((f"{path}[{k!r}]", v) for k, v in entry.items())
+    else:
+        try:
+            hash(entry)
+        except TypeError:
+            return path, entry
+        return "", None
+    for where, v in parts:
+        found = _unhashable_part(v, where)
+        if found[1] is not None:
+            return found
+    return "", None
+
+
+def _short(value: Any, limit: int = 60) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."

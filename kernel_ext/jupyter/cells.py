@@ -35,8 +35,9 @@ from typing import Any, Callable, Iterable
 
 from ..engine.explain import fingerprint
 
-__all__ = ["CellFunctionInfo", "CellFunctionRegistry", "CellLocator", "CellProgram",
-           "analyse_cell", "build_cell_function", "cell_info", "compile_cell_source"]
+__all__ = ["CellError", "CellFunctionInfo", "CellFunctionRegistry", "CellLocator", "CellProgram",
+           "analyse_cell", "build_cell_function", "cell_info", "check_cell",
+           "compile_cell_source"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -186,6 +187,123 @@ def analyse_cell(body: str) -> CellProgram:
     outputs = [n for n in flow.stored if n not in flow.not_outputs and not n.startswith("_")]
     has_value = bool(tree.body) and isinstance(tree.body[-1], ast.Expr)
     return CellProgram(list(flow.reads), outputs, has_value, tree)
+
+
+class CellError(ValueError):
+    """A cell ``%%tffunction`` cannot run as written: ``line``/``column`` (cell lines, line 1
+    the magic line; 0-based column) locate the construct, the message says why and the fix."""
+
+    def __init__(self, message: str, line: int, column: int = 0) -> None:
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+_NESTED_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+
+
+def _cell_scope(tree: ast.Module) -> list[ast.AST]:
+    """The nodes of the cell's own scope in source order: nested ``def``/``class``/``lambda``
+    bodies excluded (their decorators, defaults and base classes are the cell's)."""
+    found: list[ast.AST] = []
+    stack: list[ast.AST] = list(tree.body)
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        if isinstance(node, _NESTED_SCOPES):
+            outer: list[ast.AST] = list(getattr(node, "decorator_list", []))
+            if isinstance(node, ast.ClassDef):
+                outer += [*node.bases, *(k.value for k in node.keywords)]
+            else:
+                a = node.args
+                outer += [*a.defaults, *(d for d in a.kw_defaults if d is not None)]
+            stack.extend(outer)
+        else:
+            stack.extend(ast.iter_child_nodes(node))
+    return sorted((n for n in found if hasattr(n, "lineno")),
+                  key=lambda n: (n.lineno, n.col_offset))
+
+
+def check_cell(tree: ast.Module, as_function: bool) -> None:
+    """Refuse, with :class:`CellError`, what would not do in a ``%%tffunction`` cell what
+    the same code does in a plain cell (the first such construct, in source order).
+
+    In both kinds of cell: ``async def`` (kx.function traces no coroutine), and in the cell's
+    own scope ``return``, ``yield``, ``await``/``async for``/``async with`` and
+    ``nonlocal``: a plain cell refuses or awaits them, a cell *function* would return, make
+    a generator or a coroutine. A cell run as a function (``as_function``) also refuses
+    ``global`` (its outputs are written back anyway; the name would be a parameter too),
+    ``del NAME`` (its inputs are parameters: the notebook's name would survive) and
+    ``from m import *`` (not allowed in a function). ``tree`` is :func:`analyse_cell`'s.
+    """
+    for node in _cell_scope(tree):
+        problem = _problem(node, as_function)
+        if problem is not None:
+            raise CellError(problem, node.lineno, node.col_offset)
+
+
+def _problem(node: ast.AST, as_function: bool) -> str | None:
+    where = f"at line {getattr(node, 'lineno', '?')}"
+    cell_kind = ("a cell function" if as_function else
+                 "the statements of a cell that defines functions")
+    if isinstance(node, ast.AsyncFunctionDef):
+        return (f"'async def {node.name}' {where}: kx.function cannot trace a coroutine "
+                f"function, so %%tffunction would lose or mistrace it. Fix: write "
+                f"'def {node.name}', or define it in a cell without %%tffunction")
+    if isinstance(node, ast.Return):
+        if as_function:
+            return (f"'return' {where}: a cell function returns the names the cell assigns "
+                    "and the value of its last line; a 'return' would skip the rest and "
+                    "set them to its value. Fix: end the cell with the expression to show "
+                    "(write 'x * 5', not 'return x * 5'), or write a def")
+        return (f"'return' {where} is outside any def: {cell_kind} run as a plain cell "
+                "does. Fix: move it into the def, or remove it")
+    if isinstance(node, (ast.Yield, ast.YieldFrom)):
+        word = "yield from" if isinstance(node, ast.YieldFrom) else "yield"
+        return (f"'{word}' {where} would make {cell_kind} a generator, which kx.function "
+                "cannot trace. Fix: collect the values in a list, or write the generator as "
+                "a def in a cell without %%tffunction")
+    if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)) or (
+            isinstance(node, _COMPREHENSIONS) and any(g.is_async for g in node.generators)):
+        word = {ast.Await: "await", ast.AsyncFor: "async for", ast.AsyncWith: "async with"
+                }.get(type(node), "async for")
+        return (f"'{word}' {where}: traced code runs synchronously, so {cell_kind} cannot "
+                f"await. Fix: run the awaiting code in a cell without %%tffunction, then "
+                "use its result here")
+    if isinstance(node, ast.Nonlocal):
+        return (f"'nonlocal {', '.join(node.names)}' {where}: a cell has no enclosing "
+                "function. Fix: remove it")
+    if not as_function:
+        return None
+    if isinstance(node, ast.Global):
+        names = ", ".join(node.names)
+        return (f"'global {names}' {where}: a cell function already writes the names it "
+                f"assigns back to the notebook, and reads the names it uses from it; "
+                f"'global' would make {names} a global of the traced function (assigned once, "
+                "while tracing). Fix: remove the 'global' statement")
+    if isinstance(node, ast.Delete):
+        names = _deleted_names(node.targets)  # del d[k] / del obj.attr mutate: allowed
+        if names:
+            listed = ", ".join(names)
+            return (f"'del {listed}' {where}: a cell function takes the notebook's values as "
+                    f"parameters and writes its outputs back, so 'del' cannot remove "
+                    f"{listed} from the notebook. Fix: run 'del {listed}' in a cell of its own")
+    if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
+        return (f"'from {node.module or '.'} import *' {where}: a function cannot import *. "
+                f"Fix: import the names the cell uses (from {node.module or '.'} import a, b), "
+                "or run the import in a cell of its own")
+    return None
+
+
+def _deleted_names(targets: list[ast.expr]) -> list[str]:
+    names: list[str] = []
+    for t in targets:
+        if isinstance(t, ast.Name):
+            names.append(t.id)
+        elif isinstance(t, (ast.Tuple, ast.List)):
+            names += _deleted_names(t.elts)
+    return names
 
 
 class _Flow(ast.NodeVisitor):

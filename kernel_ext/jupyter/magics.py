@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import keyword
 from typing import Any
+
+import numpy as np
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
@@ -17,10 +20,12 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from .. import errors
 from ..engine import Function, explain, function as kx_function, registry
+from ..trace.types import TensorSpec
 from . import cells, records, report as report_module
 from .monitor import Monitor
-from .cells import (CellFunctionInfo, CellFunctionRegistry, CellLocator, analyse_cell,
-                    compile_cell_source, defaults_identity, is_static_global, node_identity)
+from .cells import (CellError, CellFunctionInfo, CellFunctionRegistry, CellLocator,
+                    analyse_cell, check_cell, compile_cell_source, defaults_identity,
+                    is_static_global, node_identity)
 from .signature_spec import SignatureSpecError, parse_signature
 
 __all__ = ["TFFunctionMagics"]
@@ -31,6 +36,71 @@ def _unquote(text: str) -> str:
     if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
         return text[1:-1]
     return text
+
+
+def _parse_line(magic: Any, line: str) -> Any:
+    """The magic line's arguments; an unbalanced quote is a UsageError at its column (the
+    argument splitter raises ValueError from inside IPython)."""
+    try:
+        return parse_argstring(magic, line)
+    except ValueError as e:
+        column = _open_quote(line)
+        where = f" at column {column}\n  {line}\n  {' ' * column}^" if column is not None else ""
+        raise UsageError(f"%%tffunction: the magic line cannot be split into arguments "
+                         f"({e}). Fix: close the quote, or write a quote inside a value as "
+                         f"\\\" or within the other kind of quotes{where}") from None
+
+
+def _open_quote(line: str) -> int | None:
+    """The column of the quote left open at the end of ``line`` (shell rules), or None."""
+    quote, start, i = None, None, 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\" and quote != "'":
+            i += 2
+            continue
+        if quote is None and ch in "'\"":
+            quote, start = ch, i
+        elif ch == quote:
+            quote = None
+        i += 1
+    return start if quote is not None else None
+
+
+def _is_name(text: str) -> bool:
+    return text.isidentifier() and not keyword.iskeyword(text)
+
+
+def _suggest_name(text: str) -> str:
+    name = "".join(c if c.isalnum() or c == "_" else "_" for c in text) or "step"
+    name = name if not name[0].isdigit() else f"f_{name}"
+    return name if _is_name(name) else f"{name}_"
+
+
+def _at_cell_line(cell: str, line: int, column: int, message: str) -> str:
+    """``message`` and the cell line it is about with a caret (line 1 is the magic line)."""
+    lines = ("%%tffunction\n" + cell).split("\n")
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    column = min(max(column, 0), len(text))
+    return f"%%tffunction: {message}\n  {text}\n  {' ' * column}^"
+
+
+def _all_specs(value: Any) -> bool:
+    """Whether every leaf of an evaluated ``--input-signature`` is a ``kx.TensorSpec``."""
+    if isinstance(value, TensorSpec):
+        return True
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(_all_specs(v) for v in value)
+    if isinstance(value, dict):
+        return bool(value) and all(_all_specs(v) for v in value.values())
+    return False
+
+
+def _spec_text(value: Any) -> str:
+    """How the mini-language writes ``value``'s type (``float64[3]``), for a fix."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return TensorSpec(value.shape, value.dtype).describe()
+    return "float32[None]"
 
 
 @magics_class
@@ -97,12 +167,25 @@ class TFFunctionMagics(Magics):
             %%tffunction --input-signature "x: float32[None, 3], n: int64[]"
             %%tffunction -s "[kx.TensorSpec([None, 3], np.float32)]"
 
+        **What a cell cannot hold** (a ``UsageError`` names the construct and its line,
+        before anything runs): code that would not do what it does in a plain cell, such as
+        a top-level ``return``/``yield``/``await``, an ``async def``, or in a cell function
+        ``global``, ``del NAME`` and ``from m import *``. An ``--input-signature`` that is
+        neither the mini-language nor a Python list of ``kx.TensorSpec`` (``-s "x, y"``
+        would give the arrays themselves) is refused with the fix.
+
         **Re-running and editing**: re-running a cell whose function is unchanged keeps the
         same function (its traces and history); an edited function is a new one, and its
         history says ``cell [12] edited``. ``--strict`` makes any retrace an error that
         explains it; ``%retrace_report`` explains every retrace of the kernel.
         """
-        args = parse_argstring(self.tffunction, line)
+        args = _parse_line(self.tffunction, line)
+        if args.name is not None and not _is_name(args.name):
+            raise UsageError(
+                f"%%tffunction: NAME {args.name!r} is not a Python name, and the cell function "
+                "is bound under NAME in the notebook. Fix: use letters, digits and '_', not "
+                f"starting with a digit, and not a keyword such as 'class' (e.g. "
+                f"%%tffunction {_suggest_name(args.name)})")
         if not cell.strip():
             raise UsageError("%%tffunction: the cell is empty; write a def, or the code of "
                              "the function, below the magic line")
@@ -119,7 +202,12 @@ class TFFunctionMagics(Magics):
             raise UsageError(f"%%tffunction: syntax error in the cell, line "
                              f"{e.lineno}: {e.msg}\n  {line_text}{hint}") from None
         has_defs = any(isinstance(s, ast.FunctionDef) for s in program.tree.body)
-        if args.name is None and has_defs:
+        as_function = args.name is not None or not has_defs
+        try:
+            check_cell(program.tree, as_function)
+        except CellError as e:
+            raise UsageError(_at_cell_line(cell, e.line, e.column, str(e))) from None
+        if not as_function:
             return self._def_cell(args, options, cell, raw, program, number)
         return self._cell_function(args, options, cell, raw, program, number)
 
@@ -143,6 +231,8 @@ class TFFunctionMagics(Magics):
             value = self._evaluate_signature(text)
             if value is None:
                 raise UsageError(f"%%tffunction --input-signature: {spec_error}") from None
+            if not _all_specs(value):
+                raise UsageError(self._not_a_signature(text, value, params, spec_error))
             if len(value) > len(params):
                 raise UsageError(f"%%tffunction --input-signature: {len(value)} entries, but "
                                  f"{what} takes {len(params)} ({', '.join(params)})")
@@ -159,12 +249,25 @@ class TFFunctionMagics(Magics):
                              f"{what} takes ({', '.join(params)})")
         return [e.spec for e in entries], names + [p for p in params if p not in names]
 
-    def _evaluate_signature(self, text: str) -> list | None:
+    def _not_a_signature(self, text: str, value: list | tuple, params: list[str],
+                         spec_error: SignatureSpecError) -> str:
+        """Why an ``--input-signature`` that evaluates as Python is refused: as Python it
+        gives values, not ``kx.TensorSpec`` s (``"x, y"`` gives the arrays themselves,
+        ``"lst"`` a list of numbers), and as the mini-language it is malformed."""
+        kinds = ", ".join(dict.fromkeys(type(v).__name__ for v in value)) or "nothing"
+        example = ", ".join(f"{p}: {_spec_text(self.shell.user_ns.get(p))}" for p in params)
+        return (f"%%tffunction --input-signature {text!r} is not a signature: as Python it "
+                f"gives a {type(value).__name__} of {kinds}, not of kx.TensorSpec, and as the "
+                f"signature mini-language it is malformed: {spec_error}\nFix: give each input "
+                f"a type, e.g. -s \"{example or 'x: float32[None, 3]'}\" (None for a "
+                "dimension that varies), or a Python list of kx.TensorSpec")
+
+    def _evaluate_signature(self, text: str) -> list | tuple | None:
         try:
             value = eval(text, self.shell.user_ns)  # noqa: S307 - the user's own expression
         except Exception:  # noqa: BLE001 - then it was meant as the mini-language
             return None
-        return list(value) if isinstance(value, (list, tuple)) else None
+        return value if isinstance(value, (list, tuple)) else None
 
     def _make(self, python_function: Any, signature: list | None, options: dict,
               name: str) -> Function:
@@ -181,11 +284,19 @@ class TFFunctionMagics(Magics):
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         body = program.tree.body
         value = None
-        for i, stmt in enumerate(body):
+        try:  # compile everything first: a statement Python refuses runs nothing
+            compiled = [compile(ast.Expression(stmt.value), filename, "eval")
+                        if i == len(body) - 1 and isinstance(stmt, ast.Expr) else
+                        compile(ast.Module([stmt], type_ignores=[]), filename, "exec")
+                        for i, stmt in enumerate(body)]
+        except SyntaxError as e:
+            raise UsageError(_at_cell_line(cell, e.lineno or 1, (e.offset or 1) - 1,
+                                           f"{e.msg} at line {e.lineno}")) from None
+        for i, (stmt, code) in enumerate(zip(body, compiled)):
             if i == len(body) - 1 and isinstance(stmt, ast.Expr):
-                value = eval(compile(ast.Expression(stmt.value), filename, "eval"), ns)
+                value = eval(code, ns)
                 break
-            exec(compile(ast.Module([stmt], type_ignores=[]), filename, "exec"), ns)
+            exec(code, ns)
             if isinstance(stmt, ast.FunctionDef):
                 ns[stmt.name] = self._adopt(stmt, ns[stmt.name], args, options, number)
         return value
@@ -259,9 +370,15 @@ class TFFunctionMagics(Magics):
                 ns[args.name] = fn
         else:
             name = args.name or f"cell_{number}"
-            python_function, params, outputs, has_value = cells.build_cell_function(
-                name, cell, ns, number=number, first=params[:len(signature or ())],
-                shell=self.shell, locator=self.locator)
+            try:
+                python_function, params, outputs, has_value = cells.build_cell_function(
+                    name, cell, ns, number=number, first=params[:len(signature or ())],
+                    shell=self.shell, locator=self.locator)
+            except SyntaxError as e:  # what Python refuses in a function body (a 'break')
+                raise UsageError(_at_cell_line(
+                    cell, e.lineno or 1, max((e.offset or 1) - 5, 0),  # less the indent
+                    f"{e.msg} at line {e.lineno} (the cell runs as the body of a function)")
+                ) from None
             fn = self._make(python_function, signature, options, name)
             info = CellFunctionInfo(name, number, "cell",
                                     self._history(previous, number, identity, key),

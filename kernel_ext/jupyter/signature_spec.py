@@ -9,6 +9,10 @@ Grammar (spaces anywhere between tokens)::
                | LITERAL                            a Python value: 3, 0.5, True, None, 'train'
     dim       := INT | "None" | "?"                 "?" is a synonym of None
 
+A ``LITERAL`` follows Python's own rules (``0x1f``, ``0o17``, ``1e-3``, ``'a\\tb'``; no leading
+zeros, no invalid escapes, at most ``sys.get_int_max_str_digits()`` digits), and so does an
+``INT`` dimension (decimal digits): what Python refuses, or only warns about, is an error at its
+column rather than a traceback or a surprise.
 ``DTYPE`` is any NumPy numeric or bool dtype name (``float32``, ``int64``, ``bool``,
 ``complex64``, ...). This is exactly how signatures are printed (``TensorSpec.describe()``), so
 a signature copied from ``%retrace_report`` parses back.
@@ -24,6 +28,8 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
+import warnings
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,7 +42,8 @@ __all__ = ["Entry", "SignatureSpecError", "parse_signature"]
 _TOKEN = re.compile(r"""
     (?P<space>\s+)
   | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
-  | (?P<number>[-+]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?j?)
+  | (?P<number>[-+]?(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+
+                     |(?:\d+\.\d*|\.\d+|\d+)(?:[eE][-+]?\d+)?j?))
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
   | (?P<ellipsis>\.\.\.)
   | (?P<punct>[\[\]:,*?])
@@ -74,6 +81,9 @@ def _tokenize(text: str) -> list[_Tok]:
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if m is None:
+            if text[pos] in "'\"":
+                raise SignatureSpecError(f"a string starting with {text[pos]} has no closing "
+                                         f"{text[pos]}", text, pos)
             raise SignatureSpecError(f"unexpected character {text[pos]!r}", text, pos)
         if m.lastgroup != "space":
             out.append(_Tok(m.lastgroup or "", m.group(), pos))
@@ -170,7 +180,7 @@ class _Parser:
             return _LITERAL_NAMES[tok.text]
         if tok.kind in ("number", "string"):
             self.i += 1
-            return ast.literal_eval(tok.text)
+            return _literal(tok, self.text)
         if tok.kind != "name":
             raise self.fail("expected a dtype such as float32[3], or a Python value")
         dtype = _dtype(tok.text, self.text, tok.pos)
@@ -199,11 +209,51 @@ class _Parser:
             self.i += 1
             return None
         if tok.kind == "number" and re.fullmatch(r"\d+", tok.text):
+            value = _literal(tok, self.text)  # Python's rules: no leading zeros, a digit limit
+            if value > _MAX_DIMENSION:
+                raise SignatureSpecError(f"dimension {_short(tok.text)} is larger than an "
+                                         f"array can be (at most {_MAX_DIMENSION})",
+                                         self.text, tok.pos)
             self.i += 1
-            return int(tok.text)
+            return value
         if tok.kind == "number" and tok.text.startswith("-"):
             raise SignatureSpecError("a dimension cannot be negative", self.text, tok.pos)
         raise self.fail("expected a dimension (an integer, None or ?)")
+
+
+#: The largest dimension NumPy accepts (``np.intp``).
+_MAX_DIMENSION = int(np.iinfo(np.intp).max)
+
+
+def _short(text: str, limit: int = 24) -> str:
+    return text if len(text) <= limit else f"{text[:10]}...{text[-10:]} ({len(text)} chars)"
+
+
+def _literal(tok: _Tok, text: str) -> Any:
+    """A number or string token's Python value, read as Python reads it: a literal Python
+    refuses (``0777``, a 5,000-digit integer, ``'\\x'``, an invalid escape such as
+    ``'\\q'``, which Python only warns about) is a :class:`SignatureSpecError` at its column.
+    """
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # "invalid escape sequence" becomes an error
+            return ast.literal_eval(tok.text)
+    except (SyntaxError, ValueError, DeprecationWarning, SyntaxWarning) as e:
+        reason = (getattr(e, "msg", None) or str(e)).split(" (<unknown>")[0]
+        kind = "string" if tok.kind == "string" else "number"
+        if kind == "string":
+            fix = "write a backslash as \\\\"
+        elif "leading zeros" in reason:
+            reason = "leading zeros are not allowed in a decimal integer"
+            fix = f"write {tok.text.lstrip('0') or '0'}, or 0o{tok.text.lstrip('0')} for octal"
+        elif "Exceeds the limit" in reason:
+            reason = (f"Python reads integers of at most {sys.get_int_max_str_digits()} "
+                      "digits from text")
+            fix = "write it in hexadecimal (0x...) or compute it in the function"
+        else:
+            fix = "write it as Python would accept it"
+        raise SignatureSpecError(f"invalid {kind} {_short(tok.text)}: {reason}; {fix}",
+                                 text, tok.pos) from None
 
 
 def parse_signature(text: str) -> list[Entry]:

@@ -164,3 +164,34 @@ def test_configure_sets_strict_and_magic_fixes_fields():
     with pytest.raises(errors.StrictRetraceError, match="strict function would retrace"):
         fn(np.ones(3, np.float32))
     assert fn.experimental_get_tracing_count() == 1
+
+
+@pytest.mark.parametrize("entry, where, fix", [
+    ({1, 2}, "input_signature[0] (parameter 'x')", "frozenset({1, 2})"),
+    (set(), "input_signature[0] (parameter 'x')", "frozenset()"),
+    ([_SPEC, {3}], "input_signature[0][1] (parameter 'x')", "frozenset({3})"),
+    ({"k": {1}}, "input_signature[0]['k'] (parameter 'x')", "frozenset({1})"),
+])
+def test_a_set_in_the_input_signature_names_the_entry_its_parameter_and_the_fix(entry, where,
+                                                                                fix):
+    with pytest.raises(errors.TraceTypeError) as info:
+        FunctionType(affine, "affine", input_signature=[entry])
+    text = str(info.value)
+    assert text.startswith(f"affine(): {where} is a set (")
+    assert "kx.TensorSpec(shape, dtype) for an array" in text and f"or {fix} for a" in text
+
+
+@pytest.mark.parametrize("spec, fix", [
+    (3, "frozenset(...) or tuple(...) rather than a set"),
+    (frozenset({1}), "frozenset(...) or tuple(...) rather than a set"),
+    (_SPEC, "an array of that dtype and shape"),
+])
+def test_a_set_argument_against_the_signature_is_an_input_signature_error(spec, fix):
+    """It raised ``AttributeError: 'WeakRef' object has no attribute '_repr'`` (or ``_hash``):
+    the message was built from a WeakRef that was never initialised."""
+    ft = FunctionType(affine, "affine", input_signature=[spec])
+    with pytest.raises(errors.InputSignatureError) as info:
+        ft.conform(({1, 2}, np.ones(2)))
+    text = str(info.value)
+    assert "argument 'x' received an unhashable set ({1, 2}) but the input_signature " \
+           f"expects {ft.input_signature[0]!r}" in text and fix in text

@@ -5,10 +5,11 @@ from __future__ import annotations
 import inspect
 
 import numpy as np
+import pytest
 
 import kernel_ext as kx
-from kernel_ext.jupyter.cells import (CellLocator, analyse_cell, build_cell_function,
-                                      build_cell_source)
+from kernel_ext.jupyter.cells import (CellError, CellLocator, analyse_cell, build_cell_function,
+                                      build_cell_source, check_cell)
 
 
 def test_reads_are_names_used_before_assignment():
@@ -89,3 +90,45 @@ def test_locator_maps_ipython_files_to_cells():
 def test_decorated_function_defining_cell(cells):
     cells.run("@kx.function\ndef where(x):\n    return x")
     assert cells.magics.locator.defining_cell(cells.ns["where"]) == cells.number
+
+
+# -- what a %%tffunction cell refuses --------------------------------------------------------------
+
+@pytest.mark.parametrize("body, as_function, construct, line, column", [
+    ("z = x + 1\nreturn x * 5\n", True, "'return'", 3, 0),
+    ("if x:\n    return 1\n", True, "'return'", 3, 4),
+    ("z = [(yield)]\n", True, "'yield'", 2, 6),
+    ("z = yield from g()\n", True, "'yield from'", 2, 4),
+    ("z = await x\n", True, "'await'", 2, 4),
+    ("z = [a async for a in x]\n", True, "'async for'", 2, 4),
+    ("async with c:\n    pass\n", True, "'async with'", 2, 0),
+    ("async def g():\n    pass\n", True, "'async def g'", 2, 0),
+    ("def f():\n    pass\nasync def g():\n    pass\n", False, "'async def g'", 4, 0),
+    ("nonlocal x\n", False, "'nonlocal x'", 2, 0),
+    ("global x\nx = x + 1\n", True, "'global x'", 2, 0),
+    ("z = x\ndel z, (x, y)\n", True, "'del z, x, y'", 3, 0),
+    ("from m import *\n", True, "'from m import *'", 2, 0),
+    ("def f():\n    pass\nreturn 3\n", False, "'return'", 4, 0),
+    ("@deco(await x)\ndef f():\n    pass\n", False, "'await'", 2, 6),
+])
+def test_check_cell_names_the_construct_and_where_it_is(body, as_function, construct, line,
+                                                        column):
+    with pytest.raises(CellError) as caught:
+        check_cell(analyse_cell(body).tree, as_function)
+    assert str(caught.value).startswith(f"{construct} at line {line}")
+    assert (caught.value.line, caught.value.column) == (line, column)
+    assert "Fix:" in str(caught.value)
+
+
+@pytest.mark.parametrize("body, as_function", [
+    ("def gen():\n    yield 1\nz = sum(gen())\n", True),          # a def's own yield
+    ("def f(a):\n    return a\nz = f(x)\n", True),                # a def's own return
+    ("def f():\n    async def g():\n        await h()\n", False),  # nested coroutine
+    ("f = lambda: (yield)\n", True),                            # a lambda's own yield
+    ("d = {1: 2}\ndel d[1]\ndel obj.attr\n", True),            # del of an item: mutation
+    ("global x\ndef f(a):\n    return a\n", False),             # a no-op at module level
+    ("from m import *\ndef f(a):\n    return a\n", False),      # runs as a plain cell
+    ("class A:\n    def m(self):\n        return 1\n", True),
+])
+def test_check_cell_leaves_nested_scopes_and_plain_cell_statements_alone(body, as_function):
+    check_cell(analyse_cell(body).tree, as_function)

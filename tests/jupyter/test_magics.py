@@ -384,3 +384,122 @@ def test_a_signature_expression_whose_value_changed_makes_a_new_function(cells):
     cells.run("SIG = [kx.TensorSpec([None], np.float64)]")
     cells.run(src)
     assert cells.ns["by_expr"] is not first
+
+
+# -- cells that would not do what the same code does in a plain cell ---------------------------
+
+
+def _caret_line(error: BaseException) -> tuple[str, int]:
+    """The quoted cell line of a UsageError and the column its caret points at."""
+    *_, text, caret = str(error).splitlines()
+    return text[2:], caret.index("^") - 2
+
+
+def test_a_top_level_return_in_a_cell_function_is_a_usage_error_and_sets_nothing(cells):
+    """It set ``z`` to ``x * 5`` silently (the return value became the first output)."""
+    cells.run("x = np.ones(3)\nz = None")
+    error = cells.error("%%tffunction --no-widget\nz = x + 1\nreturn x * 5\n")
+    assert isinstance(error, UsageError)
+    assert "'return' at line 3" in str(error) and "write 'x * 5'" in str(error)
+    assert _caret_line(error) == ("return x * 5", 0)
+    assert cells.ns["z"] is None
+
+
+def test_a_top_level_yield_in_a_cell_function_is_a_usage_error(cells):
+    """It bound a generator to ``z``."""
+    cells.run("x = np.ones(3)\nz = None")
+    error = cells.error("%%tffunction --no-widget\nz = x + 1\nyield z\n")
+    assert isinstance(error, UsageError) and "'yield' at line 3" in str(error)
+    assert cells.ns["z"] is None
+
+
+def test_a_cell_holding_only_an_async_def_is_a_usage_error_not_a_lost_function(cells):
+    cells.shell.user_ns.pop("g", None)
+    error = cells.error("%%tffunction --no-widget\nasync def g(a):\n    return a\n")
+    assert isinstance(error, UsageError)
+    assert "'async def g' at line 2" in str(error) and "cannot trace a coroutine" in str(error)
+    assert _caret_line(error) == ("async def g(a):", 0)
+
+
+def test_a_yield_inside_a_def_of_a_cell_function_is_the_defs_own(cells):
+    cells.run("x = np.ones(3)")
+    with pytest.warns(kx.errors.AutographWarning, match="generator"):  # gen runs as written
+        cells.run("%%tffunction --no-widget\ndef gen():\n    yield 2.0\nz = x + sum(gen())\n")
+    np.testing.assert_array_equal(cells.ns["z"], [3.0, 3.0, 3.0])
+
+
+def test_a_signature_of_bare_names_is_a_usage_error_not_the_current_shapes(cells):
+    """``-s "x, y"`` evaluated as Python gave the arrays themselves, and their shapes became
+    the signature silently."""
+    cells.run("x = np.ones(3)\ny = np.ones(2)")
+    error = cells.error('%%tffunction --no-widget -s "x, y"\nz = x.sum() + y.sum()\n')
+    assert isinstance(error, UsageError)
+    text = str(error)
+    assert "'x, y' is not a signature" in text and "gives a tuple of ndarray" in text
+    assert "expected ':' and a type after 'x'" in text
+    assert 'Fix: give each input a type, e.g. -s "x: float64[3], y: float64[2]"' in text
+
+
+def test_a_signature_naming_a_list_of_numbers_is_a_usage_error_not_literals(cells):
+    cells.run("x = np.ones(3)\nlst = [1, 2]")
+    error = cells.error('%%tffunction --no-widget -s "lst"\nz = x + 1\n')
+    assert isinstance(error, UsageError) and "gives a list of int" in str(error)
+
+
+@pytest.mark.parametrize("cell, words, line", [
+    ('%%tffunction --no-widget -s "x: 0777"\nz = x + 1\n',
+     "leading zeros are not allowed", ("x: 0777", 3)),
+    ("%%tffunction --no-widget -s \"x: '\\x'\"\nz = x + 1\n",
+     "truncated \\xXX escape", ("x: '\\x'", 3)),
+    ("%%tffunction --no-widget -s \"x: '\\q'\"\nz = x + 1\n",
+     "invalid escape sequence", ("x: '\\q'", 3)),
+    ('%%tffunction --no-widget -s "x: ' + "9" * 5000 + '"\nz = x + 1\n',
+     "at most 4300 digits", ("x: " + "9" * 5000, 3)),
+    ('%%tffunction --no-widget -s "x: float64[3]\nz = x + 1\n',
+     "No closing quotation", ('--no-widget -s "x: float64[3]', 15)),
+    ("%%tffunction --no-widget -s \"x: 'abc\"\nz = x + 1\n",
+     "has no closing '", ("x: 'abc", 3)),
+    ("%%tffunction --no-widget\nglobal x\nx = x + 1\n",
+     "'global x' at line 2", ("global x", 0)),
+    ("%%tffunction --no-widget\nz = await x\n",
+     "'await' at line 2", ("z = await x", 4)),
+    ("%%tffunction --no-widget\nasync for a in x:\n    pass\n",
+     "'async for' at line 2", ("async for a in x:", 0)),
+    ("%%tffunction --no-widget\nnonlocal x\nx = x + 1\n",
+     "'nonlocal x' at line 2", ("nonlocal x", 0)),
+    ("%%tffunction --no-widget\nfrom math import *\nz = x + 1\n",
+     "'from math import *' at line 2", ("from math import *", 0)),
+    ("%%tffunction --no-widget\ndef f(a):\n    return a\nreturn 3\n",
+     "'return' at line 4 is outside any def", ("return 3", 0)),
+    ("%%tffunction --no-widget\nz = x + 1\ndel x\n",
+     "'del x' at line 3", ("del x", 0)),
+    ("%%tffunction --no-widget\nz = x + 1\nbreak\n",
+     "'break' outside loop at line 3", ("break", 0)),
+    ("%%tffunction --no-widget\ndef f(a):\n    return a\nbreak\n",
+     "'break' outside loop at line 4", ("break", 0)),
+], ids=["octal-looking", "truncated-escape", "invalid-escape", "5000-digits", "open-quote",
+        "open-string", "global", "await", "async-for", "nonlocal", "import-star",
+        "return-in-def-cell", "del", "break", "break-in-def-cell"])
+def test_malformed_cells_are_usage_errors_pointing_at_the_construct(cells, cell, words, line):
+    """Each raised from inside the project or from Python's compiler (SyntaxError,
+    ValueError), or ran differently from the same code in a plain cell (``del x``)."""
+    cells.run("x = np.ones(3)")
+    error = cells.error(cell)
+    assert isinstance(error, UsageError), repr(error)
+    assert words in str(error)
+    assert _caret_line(error) == line
+    np.testing.assert_array_equal(cells.ns["x"], np.ones(3))  # nothing ran
+
+
+@pytest.mark.parametrize("name", ["1abc", "class", "a-b"])
+def test_a_name_that_is_not_a_python_name_is_a_usage_error(cells, name):
+    error = cells.error(f"%%tffunction {name} --no-widget\nz = 1\n")
+    assert isinstance(error, UsageError)
+    assert f"NAME {name!r} is not a Python name" in str(error) and "Fix:" in str(error)
+
+
+def test_a_def_cell_runs_nothing_when_a_later_statement_cannot_compile(cells):
+    cells.shell.user_ns.pop("early", None)
+    error = cells.error("%%tffunction --no-widget\nearly = 1\ndef f(a):\n    return a\n"
+                        "continue\n")
+    assert isinstance(error, UsageError) and "early" not in cells.ns

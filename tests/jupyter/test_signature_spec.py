@@ -54,3 +54,26 @@ def test_errors_name_the_column(text, column, words):
     assert error.column == column and words in str(error)
     lines = str(error).splitlines()
     assert lines[-2] == "  " + text and lines[-1] == "  " + " " * column + "^"
+
+
+@pytest.mark.parametrize("text, column, words", [
+    ("x: 0777", 3, "leading zeros are not allowed"),
+    ("x: float32[0777]", 11, "write 777"),
+    ("x: '\\x'", 3, "truncated \\xXX escape"),
+    ("x: '\\q'", 3, "invalid escape sequence '\\q'"),
+    ("x: " + "9" * 5000, 3, "at most 4300 digits"),
+    ("x: float32[" + "9" * 30 + "]", 11, "larger than an array can be"),
+    ("x: 'abc", 3, "has no closing '"),
+    ('x: float32[3], y: "abc', 18, 'has no closing "'),
+])
+def test_literals_python_refuses_are_errors_at_their_column(text, column, words):
+    """Each of these escaped as a SyntaxError or ValueError from inside the parser (or, for
+    an invalid escape, was silently accepted with Python's warning)."""
+    with pytest.raises(SignatureSpecError) as caught:
+        parse_signature(text)
+    assert caught.value.column == column and words in str(caught.value)
+
+
+def test_literals_python_accepts_parse_as_python_reads_them():
+    entries = parse_signature("a: 0x1F, b: -0o17, c: 0b101, d: 1.5e3, e: 'a\\\\q', f: 0")
+    assert [e.spec for e in entries] == [31, -15, 5, 1500.0, "a\\q", 0]
