@@ -2,7 +2,9 @@
 
 Call path. A cache hit must stay tiny, so ``Function.__call__`` first tries a *fast key*: for
 positional calls whose arguments are all arrays, NumPy scalars or Python scalars, the key is
-``(dtype, shape)`` per array and ``(type, value)`` per Python scalar, and one dict lookup finds
+``(dtype, shape)`` per array and ``(type, value)`` per Python scalar (bits for a zero or NaN
+float and for complex numbers: :func:`~kernel_ext.trace.types.literal_key`, the key trace
+types use), and one dict lookup finds
 the compiled runner. Everything else (keywords, containers, objects, a miss) takes the slow
 path: bind the arguments to parameters (defaults filled), build trace types, dispatch to the
 most specific cached trace that accepts them (rules in :mod:`kernel_ext.trace.types`), or trace
@@ -31,7 +33,7 @@ from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
 from ..trace.pytree import ArgumentContainers, flatten_outputs, with_replays, with_writeback
-from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef,
+from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, literal_key,
                            register_dead_object_listener)
 from . import events, registry
 from .binding import FunctionType
@@ -47,6 +49,8 @@ _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes]
 _ndarray = np.ndarray
 _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
+# The hot loop tests float and complex first (their keys need literal_key's care).
+_PLAIN_PY_SCALARS = frozenset((bool, int, str, type(None)))
 _FAST_CACHE_LIMIT = 512
 _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 _TIMING_MASK = 63  # cache hits timed: one in 64
@@ -144,8 +148,13 @@ class Function:
                 t = a.__class__
                 if t is _ndarray or t in _NP_SCALARS:
                     key.append((a.dtype, a.shape))
-                elif t in _PY_SCALARS:
+                elif t is float:
+                    # 0.0 == -0.0 and nan != nan: those are keyed by their bits (literal_key)
+                    key.append((t, a) if a and a == a else literal_key(a))
+                elif t in _PLAIN_PY_SCALARS:
                     key.append((t, a))
+                elif t is complex:
+                    key.append(literal_key(a))
                 else:
                     break
             else:
@@ -612,7 +621,7 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
         if t is _ndarray or t in _NP_SCALARS:
             key.append((a.dtype, a.shape))
         elif t in _PY_SCALARS:
-            key.append((t, a))
+            key.append(literal_key(a))
         else:
             return None
     if kwargs:
@@ -621,7 +630,7 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
             if t is _ndarray or t in _NP_SCALARS:
                 key += (name, (a.dtype, a.shape))
             elif t in _PY_SCALARS:
-                key += (name, (t, a))
+                key += (name, literal_key(a))
             else:
                 return None
     return tuple(key)

@@ -7,7 +7,9 @@ argument                       trace type
 =============================  ==========================================================
 ``np.ndarray`` / NumPy scalar  :class:`TensorSpec` (shape + dtype; a scalar and a 0-d
                                array of the same dtype are the same type)
-``bool/int/float/str/None``    :class:`Literal` (the value itself: a new value retraces)
+``bool/int/float/str/None``    :class:`Literal` (the value itself: a new value retraces;
+                               values NumPy tells apart never share one: ``0.0`` and
+                               ``-0.0``, NaN payloads, :func:`literal_key`)
 ``list``/``tuple``/namedtuple  :class:`Sequence_` (structure + element types, ordered)
 dataclass instance             :class:`Dataclass` (class + field types)
 ``dict``                       :class:`Dict` (key -> type; insertion order ignored)
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import struct
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
@@ -211,10 +214,8 @@ class Literal(_ExactType):
 
     def __init__(self, value: Any) -> None:
         self.value = value
-        # type is part of the key: 1, 1.0 and True are equal in Python but trace differently;
-        # NaN is keyed by its text so that it matches itself.
-        text = repr(value) if isinstance(value, float) and value != value else value
-        self._key = (type(value), text)
+        # type is part of the key: 1, 1.0 and True are equal in Python but trace differently.
+        self._key = literal_key(value)
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
         return self.value
@@ -230,6 +231,27 @@ class Literal(_ExactType):
 
     def describe(self) -> str:
         return f"{type(self.value).__name__} {self.value!r}"
+
+
+_DOUBLE = struct.Struct("<d")
+_DOUBLE_PAIR = struct.Struct("<dd")
+
+
+def literal_key(value: Any) -> tuple:
+    """``(type, value)``, the key under which a Python scalar is traced as itself, except
+    where Python's ``==`` would merge values NumPy tells apart: a float that is zero or NaN
+    is keyed by its bits, so ``0.0`` and ``-0.0`` get a trace each (``x / s`` is ``+inf`` or
+    ``-inf``), and a NaN matches a NaN of the same bits (``nan != nan`` would otherwise make
+    every call a miss) while another payload traces anew (NumPy propagates the payload).
+    A complex number is always keyed by the bits of both parts. Bytes never equal a number,
+    so a bits key cannot collide with a value key. The engine's fast key uses the same rule.
+    """
+    t = type(value)
+    if t is float:
+        return (t, value) if value and value == value else (t, _DOUBLE.pack(value))
+    if t is complex:
+        return (t, _DOUBLE_PAIR.pack(value.real, value.imag))
+    return (t, value)
 
 
 class Composite(TraceType):
