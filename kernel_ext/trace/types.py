@@ -6,7 +6,9 @@ Every argument of a call maps to a :class:`TraceType` (:func:`make_trace_type`):
 argument                       trace type
 =============================  ==========================================================
 ``np.ndarray`` / NumPy scalar  :class:`TensorSpec` (shape + dtype; a scalar and a 0-d
-                               array of the same dtype are the same type)
+                               array of the same dtype are the same type; of the ndarray
+                               subclasses only ``np.memmap``, which computes as a plain
+                               array does; others raise, :func:`array_subclass_error`)
 ``bool/int/float/str/None``    :class:`Literal` (the value itself: a new value retraces;
                                values NumPy tells apart never share one: ``0.0`` and
                                ``-0.0``, NaN payloads, :func:`literal_key`)
@@ -479,6 +481,41 @@ class TracingTypeContext:
 
 _LITERAL_TYPES = (bool, int, float, complex, str, bytes, type(None))
 
+#: The array classes traced as plain arrays (:class:`TensorSpec`): ``np.memmap`` is a plain
+#: array backed by a file, and NumPy computes on it exactly as on an ndarray (its computed
+#: results are plain ndarrays). Any other ndarray subclass may change what an operation
+#: computes or returns (``np.ma.MaskedArray`` skips masked entries, ``np.matrix``'s ``*`` is
+#: a matrix product), which a trace of plain-array operations would silently drop, so it is
+#: refused unless its class defines ``__tracing_type__``.
+PLAIN_ARRAY_CLASSES = frozenset({np.ndarray, np.memmap})
+
+
+def array_subclass_error(value: np.ndarray, path: str) -> errors.TraceTypeError:
+    """The error for an ndarray subclass the engine does not trace (not in
+    :data:`PLAIN_ARRAY_CLASSES`): the argument, its class, why, and what to pass instead.
+    The same on every backend, raised before any trace or executor sees the value."""
+    cls = type(value)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    aval = format_aval(value.shape, value.dtype)
+    if isinstance(value, np.ma.MaskedArray):
+        masked = int(np.ma.count_masked(value))
+        return errors.TraceTypeError(
+            f"argument {path!r} is a masked array ({name}, {aval}, {masked} of {value.size} "
+            "entries masked); kx.function traces plain ndarrays, whose operations would "
+            "ignore the mask. Fix: pass x.filled(fill_value) to choose what masked entries "
+            "become, or np.asarray(x) for the data without the mask; for masked semantics, "
+            "call the Python function itself.")
+    if isinstance(value, np.matrix):
+        return errors.TraceTypeError(
+            f"argument {path!r} is a {name} ({aval}); kx.function traces plain ndarrays, and "
+            "np.matrix computes differently (* is a matrix product, results stay 2-d). Fix: "
+            "pass np.asarray(x) and write @ for matrix products.")
+    return errors.TraceTypeError(
+        f"argument {path!r} is a {name} ({aval}), an ndarray subclass; kx.function traces "
+        "plain ndarrays, and a subclass may change what operations compute or return "
+        "(__array_ufunc__, __array_finalize__, ...). Fix: pass np.asarray(x) (a plain "
+        "ndarray of the same data), or give the class a __tracing_type__ method.")
+
 
 def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = False) -> TraceType:
     """The trace type of ``value`` (rules in the module docstring); ``path`` names it in errors.
@@ -488,7 +525,12 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
     """
     if allow_specs and isinstance(value, TraceType):
         return value
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) and type(value) not in PLAIN_ARRAY_CLASSES:
+        # a subclass: traced only through its own __tracing_type__ (below), never as a plain
+        # array, so it can neither share a plain array's trace nor reach an executor
+        if getattr(type(value), "__tracing_type__", None) is None:
+            raise array_subclass_error(value, path)
+    elif isinstance(value, np.ndarray):
         if value.dtype.kind in "OUSV":
             raise errors.TraceTypeError(
                 f"{path}: arrays of dtype {value.dtype} cannot be traced (only numeric and bool "
