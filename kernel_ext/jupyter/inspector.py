@@ -97,10 +97,12 @@ def function_info(function: Any, locator: CellLocator | None = None) -> Function
     trace_ms = _finite(stats.get("trace_ms", 0.0))
     compile_ms = _finite(stats.get("compile_ms", 0.0))
     last_run = stats.get("last_run_us")
+    counts = records.call_counts(stats)
     counters: Counters = {
-        "calls": int(stats.get("calls", 0)),
-        "traces": int(stats.get("traces", 0)),
-        "cache_hits": int(stats.get("cache_hits", 0)),
+        "calls": counts.calls,
+        "traces": counts.traces,
+        "cache_hits": counts.cache_hits,
+        "failed_calls": counts.failed_calls,
         "trace_ms": trace_ms,
         "compile_ms": compile_ms,
         # Sampled by the engine (one cache hit in 64 is timed): None before the first.

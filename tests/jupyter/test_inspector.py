@@ -513,3 +513,14 @@ def test_a_real_kernel_announces_answers_and_updates():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_the_sidebar_counts_failed_calls_apart_from_cache_hits():
+    dense = make_dense()
+    dense(np.ones(2, np.float32))
+    dense(np.ones(2, np.float32))
+    with pytest.raises(TypeError):
+        dense()
+    counters = inspector.function_info(dense)["counters"]
+    assert (counters["calls"], counters["cache_hits"], counters["failed_calls"]) == (3, 1, 1)
+    assert p.check_kernel_message(p.snapshot_message([inspector.function_info(dense)])) == []
