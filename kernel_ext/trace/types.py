@@ -490,30 +490,33 @@ _LITERAL_TYPES = (bool, int, float, complex, str, bytes, type(None))
 PLAIN_ARRAY_CLASSES = frozenset({np.ndarray, np.memmap})
 
 
-def array_subclass_error(value: np.ndarray, path: str) -> errors.TraceTypeError:
+def array_subclass_error(value: np.ndarray, path: str,
+                         subject: str | None = None) -> errors.TraceTypeError:
     """The error for an ndarray subclass the engine does not trace (not in
-    :data:`PLAIN_ARRAY_CLASSES`): the argument, its class, why, and what to pass instead.
-    The same on every backend, raised before any trace or executor sees the value."""
+    :data:`PLAIN_ARRAY_CLASSES`): what it is, why, and what to use instead. The same on every
+    backend, raised before any trace or executor sees the value. ``subject`` says where it
+    was met (default: ``argument 'path'``)."""
     cls = type(value)
     name = f"{cls.__module__}.{cls.__qualname__}"
     aval = format_aval(value.shape, value.dtype)
+    subject = subject or f"argument {path!r}"
     if isinstance(value, np.ma.MaskedArray):
         masked = int(np.ma.count_masked(value))
         return errors.TraceTypeError(
-            f"argument {path!r} is a masked array ({name}, {aval}, {masked} of {value.size} "
-            "entries masked); kx.function traces plain ndarrays, whose operations would "
-            "ignore the mask. Fix: pass x.filled(fill_value) to choose what masked entries "
-            "become, or np.asarray(x) for the data without the mask; for masked semantics, "
-            "call the Python function itself.")
+            f"{subject} is a masked array ({name}, {aval}, {masked} of {value.size} entries "
+            "masked); kx.function traces plain ndarrays, whose operations would ignore the "
+            "mask. Fix: use x.filled(fill_value) to choose what masked entries become, or "
+            "np.asarray(x) for the data without the mask; for masked semantics, call the "
+            "Python function itself.")
     if isinstance(value, np.matrix):
         return errors.TraceTypeError(
-            f"argument {path!r} is a {name} ({aval}); kx.function traces plain ndarrays, and "
+            f"{subject} is a {name} ({aval}); kx.function traces plain ndarrays, and "
             "np.matrix computes differently (* is a matrix product, results stay 2-d). Fix: "
-            "pass np.asarray(x) and write @ for matrix products.")
+            "use np.asarray(x) and write @ for matrix products.")
     return errors.TraceTypeError(
-        f"argument {path!r} is a {name} ({aval}), an ndarray subclass; kx.function traces "
-        "plain ndarrays, and a subclass may change what operations compute or return "
-        "(__array_ufunc__, __array_finalize__, ...). Fix: pass np.asarray(x) (a plain "
+        f"{subject} is a {name} ({aval}), an ndarray subclass; kx.function traces plain "
+        "ndarrays, and a subclass may change what operations compute or return "
+        "(__array_ufunc__, __array_finalize__, ...). Fix: use np.asarray(x) (a plain "
         "ndarray of the same data), or give the class a __tracing_type__ method.")
 
 

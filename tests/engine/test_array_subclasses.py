@@ -82,3 +82,16 @@ def test_a_subclass_with_its_own_tracing_type_is_traced_by_it():
 
     f = kx.function(lambda x: x + 1)
     np.testing.assert_array_equal(f(np.zeros(2).view(Tagged)), np.ones(2))
+
+
+MASKED_GLOBAL = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_masked_array_read_from_outside_is_refused_not_unmasked(backend):
+    def f(x):
+        return (x + MASKED_GLOBAL).sum()   # eagerly 6.0: the masked entry is skipped
+
+    text = error_text(kx.function(f, backend=backend), np.ones(3))  # was 9.0
+    assert "an array read from outside 'f'" in text and "masked array" in text
+    assert "x.filled(fill_value)" in text
