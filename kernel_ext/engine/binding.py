@@ -19,7 +19,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..trace.types import Sequence_, TensorSpec, TraceType, make_trace_type
+from ..trace.types import (PLAIN_ARRAY_CLASSES, Sequence_, TensorSpec, TraceType,
+                           array_subclass_error, make_trace_type)
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -241,6 +242,10 @@ class FunctionType:
 
     def _conform_value(self, value: Any, spec: TraceType, path: str) -> tuple[Any, bool]:
         if isinstance(spec, TensorSpec):
+            if isinstance(value, np.ndarray) and type(value) not in PLAIN_ARRAY_CLASSES \
+                    and not hasattr(type(value), "__tracing_type__"):
+                # np.asarray below would silently drop what the subclass adds (a mask)
+                raise array_subclass_error(value, path)
             if isinstance(value, (np.ndarray, np.generic)) and value.dtype == spec.dtype:
                 arr, converted = value, False
             else:

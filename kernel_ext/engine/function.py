@@ -2,7 +2,9 @@
 
 Call path. A cache hit must stay tiny, so ``Function.__call__`` first tries a *fast key*: for
 positional calls whose arguments are all arrays, NumPy scalars or Python scalars, the key is
-``(dtype, shape)`` per array and ``(type, value)`` per Python scalar, and one dict lookup finds
+``(dtype, shape)`` per array and ``(type, value)`` per Python scalar (bits for a zero or NaN
+float and for complex numbers: :func:`~kernel_ext.trace.types.literal_key`, the key trace
+types use), and one dict lookup finds
 the compiled runner. Everything else (keywords, containers, objects, a miss) takes the slow
 path: bind the arguments to parameters (defaults filled), build trace types, dispatch to the
 most specific cached trace that accepts them (rules in :mod:`kernel_ext.trace.types`), or trace
@@ -13,6 +15,7 @@ whenever a trace is added or removed.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import inspect
 import sys
@@ -31,7 +34,7 @@ from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
 from ..trace.pytree import ArgumentContainers, flatten_outputs, with_replays, with_writeback
-from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef,
+from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, literal_key,
                            register_dead_object_listener)
 from . import events, registry
 from .binding import FunctionType
@@ -39,7 +42,8 @@ from .concrete import ConcreteFunction
 from .config import STATE
 from .fixes import fix_for, suggest_fixes
 from .guards import CallGuard
-from .records import Explanation, TraceIndex, TraceRecord, cause_of
+from .records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
+                      cause_of)
 from .snapshots import snapshot_captures
 
 _P = inspect.Parameter
@@ -47,6 +51,8 @@ _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes]
 _ndarray = np.ndarray
 _NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
+# The hot loop tests float and complex first (their keys need literal_key's care).
+_PLAIN_PY_SCALARS = frozenset((bool, int, str, type(None)))
 _FAST_CACHE_LIMIT = 512
 _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 _TIMING_MASK = 63  # cache hits timed: one in 64
@@ -108,7 +114,9 @@ class Function:
         self._history_index = TraceIndex()  # the same traces, indexed by argument types
         self._lookup: dict[tuple, ConcreteFunction] = {}
         self._fast: dict[tuple, Callable[..., Any]] = {}
-        self._records: list[TraceRecord] = []
+        self._records: list[TraceRecord] = []  # bounded: see _purge_dead
+        self._records_made = 0
+        self._released = ReleasedTraces()  # what is left of records folded away
         self._instances: "weakref.WeakKeyDictionary[Any, Function]" = weakref.WeakKeyDictionary()
         self._variables_allowed = True
         self._dead_pending = False
@@ -124,7 +132,8 @@ class Function:
         self._eager_calls = 0
         #: Why the latest call ran as plain Python instead of its trace (a guard, .guards).
         self.last_eager_reason: str | None = None
-        self._failed_traces = 0
+        self._call_traces = 0   # traces made by calls (get_concrete_function makes others)
+        self._failed_calls = 0  # calls that raised before running a graph (see _call_slow)
         self._trace_ms = 0.0
         self._compile_ms = 0.0
         self._trace_call_numbers: collections.deque[int] = collections.deque(maxlen=_WARN_WINDOW)
@@ -144,8 +153,13 @@ class Function:
                 t = a.__class__
                 if t is _ndarray or t in _NP_SCALARS:
                     key.append((a.dtype, a.shape))
-                elif t in _PY_SCALARS:
+                elif t is float:
+                    # 0.0 == -0.0 and nan != nan: those are keyed by their bits (literal_key)
+                    key.append((t, a) if a and a == a else literal_key(a))
+                elif t in _PLAIN_PY_SCALARS:
                     key.append((t, a))
+                elif t is complex:
+                    key.append(literal_key(a))
                 else:
                     break
             else:
@@ -187,18 +201,20 @@ class Function:
         if STATE.eager:
             self._eager_calls += 1
             return self._call_python(binder.bind(args, kwargs))
-        values = binder.bind(args, kwargs)
-        if current_context() is not None:
+        try:
+            values = binder.bind(args, kwargs)
+            inline = current_context() is not None
+            if not inline:
+                values, converted, cf = self._concrete_for_call(values)
+        except BaseException:
+            # A wrong argument count, an input_signature mismatch, an untraceable argument
+            # or a failed trace: the call ran no graph, so it is no cache hit.
+            self._failed_calls += 1
+            raise
+        if inline:
             # Called while another function is being traced: inline the Python body into
             # that trace (its ops join the outer graph, stateful ones included).
             return self._call_python(values)
-        converted = False
-        if self._input_signature is not None:
-            values, converted = binder.conform(values)
-        types_ = binder.trace_types(values)
-        cf = self._lookup.get(types_) or self._dispatch(types_)
-        if cf is None:
-            cf = self._trace(types_, values, via="call")
         run = None
         if not converted and binder.all_positional:
             run = self._fast_runner(cf.call_flat, len(args), kwargs)
@@ -212,6 +228,20 @@ class Function:
                 self._fast_cf[key] = weakref.ref(cf)
         self._last_key, self._last_cf = None, weakref.ref(cf)
         return self._timed(cf.call_flat, values)
+
+    def _concrete_for_call(self, values: tuple) -> tuple[tuple, bool, ConcreteFunction]:
+        """The bound ``values`` as the graph takes them (``input_signature`` conversions),
+        whether any was converted, and the trace that runs them, traced now if none fits."""
+        binder = self.function_type
+        converted = False
+        if self._input_signature is not None:
+            values, converted = binder.conform(values)
+        types_ = binder.trace_types(values)
+        cf = self._lookup.get(types_) or self._dispatch(types_)
+        if cf is None:
+            cf = self._trace(types_, values, via="call")
+            self._call_traces += 1
+        return values, converted, cf
 
     def _fast_runner(self, run: Callable[..., Any], n_args: int,
                      kwargs: dict) -> Callable[..., Any] | None:
@@ -350,7 +380,6 @@ class Function:
                     "rewrite the recursion as a loop (AutoGraph turns loops on traced values "
                     "into graph loops).") from e
             except BaseException as e:
-                self._failed_traces += 1
                 events.emit(events.Event("trace_error", self, error=e))
                 raise
             trace_ms = (time.perf_counter() - t0) * 1e3
@@ -374,6 +403,7 @@ class Function:
             self._history.append((record.index, trace_types, record.signature))
             self._history_index.add(record.index, trace_types)
             self._records.append(record)
+            self._records_made += 1
             self._lookup[types_] = cf
             self._lookup[trace_types] = cf
             self._fast.clear()
@@ -404,14 +434,14 @@ class Function:
         A strict Function (``%%tffunction --strict``) raises here instead, before the new
         trace enters the cache, with the whole explanation as the message.
         """
-        index = len(self._records) + 1
+        index = self._records_made + 1
         signature = self.function_type.signature_text(trace_types)
         captured = self._snapshot_captures()
         common = dict(trace_ms=trace_ms, compile_ms=compile_ms, call_site=call_site,
                       call_number=self._calls, via=via, captured=captured,
                       function_name=self._name, magic_fixes=self.magic_fixes)
         if not self._concrete:
-            first = Explanation("released" if self._records else "first_trace")
+            first = Explanation("released" if self._records_made else "first_trace")
             return TraceRecord(index, signature, first, **common)
         # What the explanation needs, frozen now; the comparison itself runs when read.
         name, names = self._name, self.function_type.names
@@ -513,18 +543,36 @@ class Function:
 
     @property
     def retraces(self) -> list[TraceRecord]:
-        """One :class:`TraceRecord` per trace, in order (the first has cause first_trace)."""
+        """One :class:`TraceRecord` per trace, in order (the first has cause first_trace):
+        every live trace's, and the latest released ones' (traces keyed by objects that
+        died); older released records are folded into :attr:`released_traces`."""
+        if self._dead_pending:
+            self._purge_dead()
         return list(self._records)
 
     @property
+    def released_traces(self) -> ReleasedTraces:
+        """Released traces whose records were folded away (a count, numbers, cost)."""
+        if self._dead_pending:
+            self._purge_dead()
+        return dataclasses.replace(self._released)
+
+    @property
     def stats(self) -> dict[str, float | None]:
-        """Counters: calls, traces, cache hits, eager calls, total trace and compile ms, and
-        the duration of the latest timed run in µs (``None`` before any)."""
+        """Counters: calls, traces, cache hits, eager calls, failed calls, total trace and
+        compile ms, and the duration of the latest timed run in µs (``None`` before any).
+
+        A cache hit is a call that ran an existing trace: every call but those that traced,
+        ran as plain Python (eager) or failed before running a graph (``failed_calls``: a
+        wrong argument count, an ``input_signature`` mismatch, an argument that cannot be
+        traced, a failed trace). Hits are not counted one by one (the hot path only counts
+        calls), so this is the difference."""
         last = self._last_run_ns
         return {"calls": self._calls, "traces": self._traces,
-                "cache_hits": max(0, self._calls - self._traces - self._eager_calls
-                                  - self._failed_traces),
-                "eager_calls": self._eager_calls, "trace_ms": self._trace_ms,
+                "cache_hits": max(0, self._calls - self._call_traces - self._eager_calls
+                                  - self._failed_calls),
+                "eager_calls": self._eager_calls, "failed_calls": self._failed_calls,
+                "trace_ms": self._trace_ms,
                 "compile_ms": self._compile_ms,
                 "last_run_us": None if last is None else last / 1e3}
 
@@ -581,6 +629,12 @@ class Function:
                                 if v in keep and not any(map(_has_dead, k))}
                 self._fast.clear()
                 self._fast_cf.clear()
+                # Bounded: the records of released traces beyond the latest few fold into
+                # counts, so a session calling with a new object each time stays flat.
+                self._records, folded = bound_records(
+                    self._records, {cf.record.index for cf in keep})
+                for record in folded:
+                    self._released.add(record)
 
 
 def _refuse_shared_buffers(ctx: TraceContext, name: str) -> None:
@@ -613,7 +667,7 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
         if t is _ndarray or t in _NP_SCALARS:
             key.append((a.dtype, a.shape))
         elif t in _PY_SCALARS:
-            key.append((t, a))
+            key.append(literal_key(a))
         else:
             return None
     if kwargs:
@@ -622,7 +676,7 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
             if t is _ndarray or t in _NP_SCALARS:
                 key += (name, (a.dtype, a.shape))
             elif t in _PY_SCALARS:
-                key += (name, (t, a))
+                key += (name, literal_key(a))
             else:
                 return None
     return tuple(key)

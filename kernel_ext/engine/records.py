@@ -150,6 +150,61 @@ class TraceRecord:
         return explain_text(self, call_site)
 
 
+# ---------------------------------------------------------------------------------------------
+# Bounded history
+# ---------------------------------------------------------------------------------------------
+
+#: Records of released traces (the object keying them died) kept whole, the latest ones; the
+#: older ones fold into :class:`ReleasedTraces`. A record of a live trace is always kept.
+MAX_RELEASED_RECORDS = 64
+
+
+@dataclass
+class ReleasedTraces:
+    """What is left of records folded away by :func:`bound_records`: how many traces, their
+    trace numbers and what they cost. A notebook that calls a function with a new object per
+    call releases a trace per object; their records would otherwise grow without end."""
+
+    count: int = 0
+    first: int | None = None      # the lowest and highest trace number folded
+    last: int | None = None
+    trace_ms: float = 0.0
+    compile_ms: float = 0.0
+
+    def add(self, record: TraceRecord) -> None:
+        self.count += 1
+        self.first = record.index if self.first is None else min(self.first, record.index)
+        self.last = record.index if self.last is None else max(self.last, record.index)
+        self.trace_ms += record.trace_ms
+        self.compile_ms += record.compile_ms
+
+    def summary(self) -> str:
+        """``"12 earlier traces released (#3–#40), 8.1 ms"``; ``""`` when none."""
+        if not self.count:
+            return ""
+        numbers = f"#{self.first}" if self.first == self.last else f"#{self.first}–#{self.last}"
+        return (f"{self.count} earlier trace{'s' if self.count > 1 else ''} released ({numbers}, "
+                f"keyed by objects that died), {self.trace_ms + self.compile_ms:.1f} ms; "
+                "their explanations are no longer kept")
+
+
+def bound_records(records: Sequence[TraceRecord], live: set[int],
+                  keep_released: int | None = None
+                  ) -> tuple[list[TraceRecord], list[TraceRecord]]:
+    """Split ``records`` (in trace order) into those kept and those to fold: every record
+    whose trace number is in ``live``, and the latest ``keep_released`` of the others
+    (default :data:`MAX_RELEASED_RECORDS`), are kept in order; the older released ones are
+    returned for :meth:`ReleasedTraces.add`."""
+    if keep_released is None:
+        keep_released = MAX_RELEASED_RECORDS
+    released = [r for r in records if r.index not in live]
+    if len(released) <= keep_released:
+        return list(records), []
+    folded = released[:len(released) - keep_released]
+    dropped = {id(r) for r in folded}
+    return [r for r in records if id(r) not in dropped], folded
+
+
 def format_call_site(raw: str) -> str:
     """``"file:line"`` as people should read it; the notebook extension installs a formatter
     that says ``"cell [5], line 3"`` instead of the kernel's temporary file name."""

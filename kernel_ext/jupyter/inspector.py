@@ -38,6 +38,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from typing import Any, Callable
 
 import comm as comm_package
@@ -67,11 +68,18 @@ logger = logging.getLogger(__name__)
 UPDATE_INTERVAL_S = 0.25
 
 #: Frontend comms kept at most.  A page reload leaves its comm open in the kernel (the
-#: browser never closes it), and every update costs one IOPub message per comm, so the
-#: oldest comms are closed beyond this.  A live sidebar whose comm is closed this way just
-#: reconnects (it had received messages), so the cap only matters with more live sidebars
-#: than this on one kernel.
+#: browser never closes it), and every update costs one IOPub message per comm, so beyond
+#: this a new comm makes room by closing another: the oldest *unanswered* one (it never made
+#: a valid request: nothing listens for our answers), else the one idle longest (its latest
+#: request is the oldest: a reloaded page's stays at its first snapshot).  A comm in use (a
+#: request within :data:`COMM_IN_USE_S`) is never closed: a frontend opening comms in a loop
+#: cannot evict the sidebar someone is using; when every comm is in use the new one is
+#: refused instead.  A live sidebar whose comm is closed reconnects (it had received
+#: messages).
 MAX_FRONTEND_COMMS = 32
+
+#: Seconds after its latest valid request during which a frontend comm counts as in use.
+COMM_IN_USE_S = 60.0
 
 
 # --------------------------------------------------------------------------------------------
@@ -97,10 +105,12 @@ def function_info(function: Any, locator: CellLocator | None = None) -> Function
     trace_ms = _finite(stats.get("trace_ms", 0.0))
     compile_ms = _finite(stats.get("compile_ms", 0.0))
     last_run = stats.get("last_run_us")
+    counts = records.call_counts(stats)
     counters: Counters = {
-        "calls": int(stats.get("calls", 0)),
-        "traces": int(stats.get("traces", 0)),
-        "cache_hits": int(stats.get("cache_hits", 0)),
+        "calls": counts.calls,
+        "traces": counts.traces,
+        "cache_hits": counts.cache_hits,
+        "failed_calls": counts.failed_calls,
         "trace_ms": trace_ms,
         "compile_ms": compile_ms,
         # Sampled by the engine (one cache hit in 64 is timed): None before the first.
@@ -232,12 +242,15 @@ class Inspector:
     """
 
     def __init__(self, shell: Any, *, interval: float = UPDATE_INTERVAL_S,
-                 poll: bool = True) -> None:
+                 poll: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
         self.shell = shell
         self.interval = interval
         self._locator = CellLocator(shell)
         self._lock = threading.RLock()
         self._comms: list[Any] = []          # frontend comms: they get updates
+        # comm -> clock time of its latest valid request; absent: unanswered so far
+        self._last_request: dict[Any, float] = {}
+        self._clock = clock
         self._announcement: Any = None
         self._sent: dict[str, tuple] = {}    # function id -> fingerprint last broadcast
         self._stopped = False
@@ -275,6 +288,7 @@ class Inspector:
         with self._lock:
             self._stopped = True
             comms, self._comms = self._comms, []
+            self._last_request.clear()
             announcement, self._announcement = self._announcement, None
         activity.discard(self)
         if self._unfollow is not None:
@@ -304,19 +318,43 @@ class Inspector:
             if self._stopped:
                 _close_quietly(comm)
                 return
-            self._comms.append(comm)
-            stale = self._comms[:-MAX_FRONTEND_COMMS]
-            del self._comms[:-MAX_FRONTEND_COMMS]
+            stale = []
+            while len(self._comms) >= MAX_FRONTEND_COMMS:
+                victim = self._comm_to_close()
+                if victim is None:
+                    break
+                self._comms.remove(victim)
+                self._last_request.pop(victim, None)
+                stale.append(victim)
+            refused = len(self._comms) >= MAX_FRONTEND_COMMS
+            if not refused:
+                self._comms.append(comm)
         for old in stale:
             _close_quietly(old)
+        if refused:
+            logger.warning("kernel_ext.inspector: refusing a new sidebar comm: all %d open "
+                           "comms are in use", MAX_FRONTEND_COMMS)
+            _close_quietly(comm)
+            return
         comm.on_msg(lambda msg: self._on_message(comm, msg))
         comm.on_close(lambda msg: self._forget(comm))
         self._on_message(comm, open_msg)
+
+    def _comm_to_close(self) -> Any:
+        """The frontend comm to close to make room (see :data:`MAX_FRONTEND_COMMS`): the
+        oldest unanswered one, else the one idle longest; None when all are in use."""
+        unanswered = [c for c in self._comms if c not in self._last_request]
+        if unanswered:
+            return unanswered[0]  # in opening order
+        idle_since = self._clock() - COMM_IN_USE_S
+        idle = [c for c in self._comms if self._last_request[c] < idle_since]
+        return min(idle, key=self._last_request.__getitem__, default=None)
 
     def _forget(self, comm: Any) -> None:
         with self._lock:
             if comm in self._comms:
                 self._comms.remove(comm)
+            self._last_request.pop(comm, None)
 
     def _forget_announcement(self, comm: Any) -> None:
         with self._lock:
@@ -330,6 +368,9 @@ class Inspector:
         request = protocol.validate_frontend_message(data)  # logs why when None
         if request is None:
             return
+        with self._lock:
+            if comm in self._comms:  # a valid request: this comm is in use
+                self._last_request[comm] = self._clock()
         if request["type"] == "request_snapshot":
             reply: dict = dict(protocol.snapshot_message(self._all_functions()))
         else:

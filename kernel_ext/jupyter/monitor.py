@@ -216,9 +216,10 @@ class Monitor:
         fn = self._ref()
         if fn is None:
             return f"<kx monitor of {self.name}: function no longer exists>"
-        s = fn.stats
-        return (f"<kx monitor of {self.name}: {s['calls']} calls, {s['traces']} traces, "
-                f"{s['cache_hits']} cache hits>")
+        c = records.call_counts(fn.stats)
+        failed = f", {c.failed_calls} failed calls" if c.failed_calls else ""
+        return (f"<kx monitor of {self.name}: {c.calls} calls, {c.traces} traces, "
+                f"{c.cache_hits} cache hits{failed}>")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle = dict(self.widget._repr_mimebundle_() or {})

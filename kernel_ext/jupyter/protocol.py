@@ -77,6 +77,9 @@ class Counters(TypedDict):
     calls: int
     traces: int
     cache_hits: int
+    #: Calls that raised before running a graph (wrong arguments, a signature mismatch, a
+    #: failed trace); neither cache hits nor traces.  Optional: older kernels omit it.
+    failed_calls: NotRequired[int]
     trace_ms: float
     compile_ms: float
     #: Duration of the most recent call in microseconds; None before any call.

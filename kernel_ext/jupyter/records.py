@@ -29,8 +29,9 @@ from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
 from ..trace.types import Literal
 
-__all__ = ["DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "fix_texts", "inputs_text",
-           "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes", "parameter_names",
+__all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
+           "fix_texts", "inputs_text", "last_used_id", "loop_note", "op_name", "opaque_note",
+           "opaque_notes", "parameter_names",
            "parameter_names_of",
            "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
            "signature_id", "signature_rows", "value_text"]
@@ -54,6 +55,43 @@ def parameter_names_of(python_function: Any) -> list[str]:
         return list(inspect.signature(python_function).parameters)
     except (TypeError, ValueError):
         return []
+
+
+# ---------------------------------------------------------------------------------------------
+# Counters
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class CallCounts:
+    """How a Function's calls went, as every view counts them (``Function.stats``)."""
+
+    calls: int
+    traces: int
+    #: Calls that ran an existing trace.
+    cache_hits: int
+    #: Calls that ran the Python body instead (eager mode, a call guard).
+    eager_calls: int
+    #: Calls that raised before running a graph (wrong arguments, an input_signature
+    #: mismatch, an argument that cannot be traced, a failed trace): no cache hits.
+    failed_calls: int
+
+    @property
+    def hit_rate(self) -> float | None:
+        """Cache hits per call (``None`` before any call); failed calls count as calls."""
+        return self.cache_hits / self.calls if self.calls else None
+
+    def hit_rate_text(self) -> str:
+        """``" (75%)"``, or ``""`` before any call."""
+        rate = self.hit_rate
+        return "" if rate is None else f" ({100 * rate:.0f}%)"
+
+
+def call_counts(stats: dict) -> CallCounts:
+    """The counters of ``Function.stats`` (a missing one is 0)."""
+    def count(key: str) -> int:
+        return int(stats.get(key) or 0)
+    return CallCounts(count("calls"), count("traces"), count("cache_hits"), count("eager_calls"),
+                      count("failed_calls"))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -230,23 +230,25 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def counters_html(stats: dict, last_run_us: float | None, measured: bool = True) -> str:
-    """Calls, traces, cache hits (rate), trace/compile ms and the latest run's µs.
+    """Calls, traces, cache hits (rate), failed calls (when any), trace/compile ms and the
+    latest run's µs.
 
     ``measured``: the engine timed that run (it times every 64th cache hit); otherwise the
     figure is an estimate from the call rate (an upper bound).
     """
-    calls = int(stats.get("calls", 0))
-    hits = int(stats.get("cache_hits", 0))
-    rate = f" ({100 * hits / calls:.0f}%)" if calls else ""
+    counts = records.call_counts(stats)
     last = "—" if last_run_us is None else f"{last_run_us:,.1f}"
     per_call = ("duration of a recent call, as the engine timed it (every 64th cache hit "
                 "is timed)" if measured else "estimate: wall time of the latest stretch of "
                 "calls divided by the calls in it (an upper bound)")
-    cells = [("calls", f"{calls:,}", ""), ("traces", f"{int(stats.get('traces', 0)):,}", ""),
-             ("cache hits", f"{hits:,}{rate}", ""),
-             ("trace ms", f"{stats.get('trace_ms', 0):.1f}", ""),
-             ("compile ms", f"{stats.get('compile_ms', 0):.1f}", ""),
-             ("last run µs" if measured else "µs per call (est.)", last, per_call)]
+    cells = [("calls", f"{counts.calls:,}", ""), ("traces", f"{counts.traces:,}", ""),
+             ("cache hits", f"{counts.cache_hits:,}{counts.hit_rate_text()}", "")]
+    if counts.failed_calls:
+        cells.append(("failed calls", f"{counts.failed_calls:,}", "calls that raised before "
+                      "running a graph: wrong arguments, a signature mismatch, a failed trace"))
+    cells += [("trace ms", f"{stats.get('trace_ms', 0):.1f}", ""),
+              ("compile ms", f"{stats.get('compile_ms', 0):.1f}", ""),
+              ("last run µs" if measured else "µs per call (est.)", last, per_call)]
     items = "".join(f'<div style="display:inline-block; margin-right:16px;" '
                     f'title="{esc(tip)}"><div style="{_MUTED} font-size:11px;">{esc(k)}</div>'
                     f'<div style="font-size:15px; font-weight:600;">{esc(v)}</div></div>'

@@ -63,6 +63,10 @@ class FunctionReport:
     opaque: list[str] = field(default_factory=list)
     #: What AutoGraph made of each loop statement in the function's traces.
     loops: list[str] = field(default_factory=list)
+    #: Calls that raised before running a graph (not cache hits).
+    failed_calls: int = 0
+    #: Released traces whose records were folded away (``ReleasedTraces.summary``), or "".
+    released: str = ""
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
@@ -106,21 +110,23 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
         retraces = [e for e in entries if e["category"] != "first_trace"]
         first = [e for e in entries if e["category"] == "first_trace"]
         advice, fixes = combined_fixes(fn, magic)
-        calls = int(stats.get("calls", 0))
-        hits = int(stats.get("cache_hits", 0))
+        counts = records.call_counts(stats)
+        calls, hits = counts.calls, counts.cache_hits
+        released = getattr(fn, "released_traces", None)
         trace_ms = float(stats.get("trace_ms", 0.0))
         compile_ms = float(stats.get("compile_ms", 0.0))
         out.append(FunctionReport(
             name=fn.name, id=int(getattr(fn, "id", 0)), cell=cell,
             kind=("decorated" if info is None else info.mode), calls=calls,
             traces=int(stats.get("traces", 0)), cache_hits=hits,
-            hit_rate=(hits / calls if calls else None), trace_ms=round(trace_ms, 3),
+            hit_rate=counts.hit_rate, trace_ms=round(trace_ms, 3),
             compile_ms=round(compile_ms, 3), cost_ms=round(trace_ms + compile_ms, 3),
             history=list(info.history) if info is not None else [],
             retraces=retraces,
             stale=[s.sentence() for s in explain.stale_captures(fn)],
             advice=advice, fixes=fixes, first_traces=first if include_all else [],
-            opaque=_opaque_of(fn), loops=_loops_of(fn)))
+            opaque=_opaque_of(fn), loops=_loops_of(fn), failed_calls=counts.failed_calls,
+            released=released.summary() if released is not None else ""))
     out.sort(key=lambda r: (-r.cost_ms, r.name))
     return out
 
@@ -148,9 +154,10 @@ def _opaque_of(function: Any) -> list[str]:
 def _header(r: FunctionReport) -> str:
     where = f" (cell {r.cell})" if r.cell else ""
     rate = "" if r.hit_rate is None else f" ({100 * r.hit_rate:.0f}%)"
+    failed = f" · failed calls {r.failed_calls}" if r.failed_calls else ""
     return (f"{r.name}{where}: calls {r.calls} · traces {r.traces} · cache hits "
-            f"{r.cache_hits}{rate} · trace {r.trace_ms:.1f} ms + compile {r.compile_ms:.1f} ms "
-            f"= {r.cost_ms:.1f} ms")
+            f"{r.cache_hits}{rate}{failed} · trace {r.trace_ms:.1f} ms + compile "
+            f"{r.compile_ms:.1f} ms = {r.cost_ms:.1f} ms")
 
 
 def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
@@ -181,9 +188,11 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
         lines += [f"  {note}" for note in r.opaque + r.loops]
         for e in r.first_traces:
             lines += _entry_text(e)
+        if r.released:
+            lines.append(f"  {r.released}")
         for e in r.retraces:
             lines += _entry_text(e)
-        if not r.retraces:
+        if not r.retraces and not r.released:
             lines.append("  no retraces")
         for s in r.stale:
             lines.append(f"  stale capture: {s}")
@@ -204,12 +213,15 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
     for r in reports:
         rate = "—" if r.hit_rate is None else f"{100 * r.hit_rate:.0f}%"
         where = f" <span style='color:#666'>cell {esc(r.cell)}</span>" if r.cell else ""
+        failed = f" · failed calls {r.failed_calls:,}" if r.failed_calls else ""
         parts.append(
             '<div style="border:1px solid #ced4da; border-radius:6px; padding:6px 8px; '
             f'margin:6px 0;"><div style="font-size:13px;"><b>{esc(r.name)}</b>{where}</div>'
             f"<div>calls {r.calls:,} · traces {r.traces} · cache hits {r.cache_hits:,} "
-            f"({esc(rate)}) · trace {r.trace_ms:.1f} ms + compile {r.compile_ms:.1f} ms = "
-            f"<b>{r.cost_ms:.1f} ms</b></div>")
+            f"({esc(rate)}){failed} · trace {r.trace_ms:.1f} ms + compile "
+            f"{r.compile_ms:.1f} ms = <b>{r.cost_ms:.1f} ms</b></div>")
+        if r.released:
+            parts.append(f"<div style='color:#666'>{esc(r.released)}</div>")
         if r.history:
             parts.append("<div style='color:#666'>" +
                          " · ".join(esc(h) for h in r.history[-4:]) + "</div>")

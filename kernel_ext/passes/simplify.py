@@ -18,6 +18,19 @@ included, and no run-time error or warning may appear or vanish. Hence the per-d
 - extended precision (``longdouble``) is left alone: its NaN sign handling differs;
 - shape rules (``reshape`` to the same shape, ``broadcast_to``) require fully static shapes,
   where the trace already proved the original op cannot fail at run time.
+
+Values also depend on memory layout, where a consumer reads it: BLAS (``matmul``, ``dot``,
+``linalg``) and pairwise sums group their floating-point work by the strides they are handed,
+and an opaque call may look at them. ``x * 1.0`` on a reversed view gives NumPy a fresh
+positive-stride array, and ``matmul`` of that differs by an ulp from ``matmul`` of the view
+itself. So a rule's answer ``x`` stands for the node as it is only where the layout cannot
+change (the node is a view op, whose layout ``x`` has too; or ``x`` is a fresh array the graph
+made and the node read one array, so NumPy would allocate the same layout again) or where no
+consumer sees it (every user is elementwise, and the node is not returned). Otherwise the node
+becomes ``copy(x)`` when that is NumPy's layout exactly (the node read one array: ``np.copy``
+and a ufunc both allocate in "K" order), and stays as it is when it read several arrays
+(``where(c, x, x)`` takes its layout from ``c`` too). The rule table itself knows nothing of
+this: the driver (:func:`propose`) decides, from :func:`layout_observers`.
 """
 
 from __future__ import annotations
@@ -27,7 +40,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import AbstractValue, Graph, Node, OpKind
+from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind
 from .rewrite import Rewrite, Rewriter, fully_known, is_pure, recursive, same_aval
 
 Proposal = "Node | Rewrite | None"
@@ -396,14 +409,53 @@ RULES: dict[OpKind, list[Rule]] = {
 }
 
 
-def propose(node: Node, args: tuple, rw: Rewriter, rules: list[Rule]) -> bool:
-    """Try ``rules`` on ``node`` in order; apply the first acceptable proposal to ``rw``."""
+def layout_observers(graph: Graph) -> set[Node]:
+    """The nodes whose memory layout a consumer may see: those returned, and those read by
+    any op that is not elementwise (linalg, reductions, scans, views, opaque calls, control
+    flow, ...). An elementwise op's values do not depend on its operands' strides, and it
+    allocates its result in "K" order, the same for a view and for NumPy's fresh copy of it."""
+    seen = {o for o in graph.outputs if isinstance(o, Node)}
+    elementwise = OpGroup.ELEMENTWISE
+    for node in graph.nodes:
+        if node.op.group is not elementwise:
+            seen.update(a for a in node.args if isinstance(a, Node))
+    return seen
+
+
+def _one_array_operand(node: Node) -> bool:
+    """``node`` reads at most one array of rank > 0 (literals and 0-d values have no layout):
+    NumPy then allocates its result in that array's "K" order, exactly as ``np.copy`` does."""
+    arrays = [a for a in node.args
+              if isinstance(a, Node) and getattr(a.aval, "shape", None) != ()]
+    return len(arrays) <= 1
+
+
+def _same_layout(node: Node, target: Node) -> bool:
+    """Does ``target`` have the layout NumPy gives ``node``'s result? A view op's result is a
+    view with the layout its input, the rules' answer, has. A fresh array the graph made is
+    dense with positive strides, which a one-array op would allocate again. The rules answer
+    with the operand or an elementwise chain of it, so one array read means layout K(target)."""
+    if node.op.may_alias:
+        return True
+    return not target.op.may_alias and _one_array_operand(node)
+
+
+def propose(node: Node, args: tuple, rw: Rewriter, rules: list[Rule],
+            layout_seen: bool = False) -> bool:
+    """Try ``rules`` on ``node`` in order; apply the first acceptable proposal to ``rw``.
+
+    ``layout_seen``: a consumer sees the node's layout (:func:`layout_observers`), so an
+    existing value stands for it only with NumPy's layout (module docstring)."""
     for rule in rules:
         proposal = rule(node, args)
         if isinstance(proposal, Node):
-            if same_aval(proposal.aval, node.aval):
+            if not same_aval(proposal.aval, node.aval):
+                continue
+            if not layout_seen or _same_layout(node, proposal):
                 rw.use(node, proposal)
                 return True
+            if _one_array_operand(node):
+                return rw.emit(node, Rewrite(OpKind.COPY, (proposal,)))
         elif isinstance(proposal, Rewrite) and rw.emit(node, proposal):
             return True
     return False
@@ -412,11 +464,12 @@ def propose(node: Node, args: tuple, rw: Rewriter, rules: list[Rule]) -> bool:
 def _simplify_level(graph: Graph) -> tuple[Graph, bool]:
     rw = Rewriter(graph)
     by_op = {id(op): rules for op, rules in RULES.items()}  # ids: Enum hashing is slow
+    observed = layout_observers(graph)
     for node in graph.nodes:
         rules = by_op.get(id(node.op))
         if rules and is_pure(node):
             args = rw.args(node)
-            if propose(node, args, rw, rules):
+            if propose(node, args, rw, rules, node in observed):
                 continue
             rw.keep(node, args=args)
         else:

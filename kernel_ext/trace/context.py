@@ -21,6 +21,7 @@ from .. import errors
 from ..ir import Graph, Node, OpKind
 from .state import ACTIVITY, context_stack, current_context
 from .tensor import Tensor, bind, leaked_error, user_frame_description
+from .types import PLAIN_ARRAY_CLASSES, array_subclass_error
 from .variables import Variable
 
 _LITERALS = (bool, int, float, complex)
@@ -247,6 +248,11 @@ class TraceContext:
         if array.dtype.kind in "OUSV":
             raise TypeError(f"arrays of dtype {array.dtype} cannot enter a graph (only numeric "
                             f"and bool arrays can) in '{self.function_name}'")
+        if type(array) not in PLAIN_ARRAY_CLASSES:
+            # a constant is a plain array: a masked global would silently lose its mask
+            raise array_subclass_error(
+                array, "", f"an array read from outside '{self.function_name}' at "
+                f"{user_frame_description()}")
         hit = self._captured.get(id(array))
         if hit is not None:
             return hit[1]

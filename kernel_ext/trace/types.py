@@ -6,8 +6,12 @@ Every argument of a call maps to a :class:`TraceType` (:func:`make_trace_type`):
 argument                       trace type
 =============================  ==========================================================
 ``np.ndarray`` / NumPy scalar  :class:`TensorSpec` (shape + dtype; a scalar and a 0-d
-                               array of the same dtype are the same type)
-``bool/int/float/str/None``    :class:`Literal` (the value itself: a new value retraces)
+                               array of the same dtype are the same type; of the ndarray
+                               subclasses only ``np.memmap``, which computes as a plain
+                               array does; others raise, :func:`array_subclass_error`)
+``bool/int/float/str/None``    :class:`Literal` (the value itself: a new value retraces;
+                               values NumPy tells apart never share one: ``0.0`` and
+                               ``-0.0``, NaN payloads, :func:`literal_key`)
 ``list``/``tuple``/namedtuple  :class:`Sequence_` (structure + element types, ordered)
 dataclass instance             :class:`Dataclass` (class + field types)
 ``dict``                       :class:`Dict` (key -> type; insertion order ignored)
@@ -30,6 +34,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import struct
 import weakref
 from typing import Any, Callable, Iterable, Sequence
 
@@ -211,10 +216,8 @@ class Literal(_ExactType):
 
     def __init__(self, value: Any) -> None:
         self.value = value
-        # type is part of the key: 1, 1.0 and True are equal in Python but trace differently;
-        # NaN is keyed by its text so that it matches itself.
-        text = repr(value) if isinstance(value, float) and value != value else value
-        self._key = (type(value), text)
+        # type is part of the key: 1, 1.0 and True are equal in Python but trace differently.
+        self._key = literal_key(value)
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
         return self.value
@@ -230,6 +233,27 @@ class Literal(_ExactType):
 
     def describe(self) -> str:
         return f"{type(self.value).__name__} {self.value!r}"
+
+
+_DOUBLE = struct.Struct("<d")
+_DOUBLE_PAIR = struct.Struct("<dd")
+
+
+def literal_key(value: Any) -> tuple:
+    """``(type, value)``, the key under which a Python scalar is traced as itself, except
+    where Python's ``==`` would merge values NumPy tells apart: a float that is zero or NaN
+    is keyed by its bits, so ``0.0`` and ``-0.0`` get a trace each (``x / s`` is ``+inf`` or
+    ``-inf``), and a NaN matches a NaN of the same bits (``nan != nan`` would otherwise make
+    every call a miss) while another payload traces anew (NumPy propagates the payload).
+    A complex number is always keyed by the bits of both parts. Bytes never equal a number,
+    so a bits key cannot collide with a value key. The engine's fast key uses the same rule.
+    """
+    t = type(value)
+    if t is float:
+        return (t, value) if value and value == value else (t, _DOUBLE.pack(value))
+    if t is complex:
+        return (t, _DOUBLE_PAIR.pack(value.real, value.imag))
+    return (t, value)
 
 
 class Composite(TraceType):
@@ -457,6 +481,44 @@ class TracingTypeContext:
 
 _LITERAL_TYPES = (bool, int, float, complex, str, bytes, type(None))
 
+#: The array classes traced as plain arrays (:class:`TensorSpec`): ``np.memmap`` is a plain
+#: array backed by a file, and NumPy computes on it exactly as on an ndarray (its computed
+#: results are plain ndarrays). Any other ndarray subclass may change what an operation
+#: computes or returns (``np.ma.MaskedArray`` skips masked entries, ``np.matrix``'s ``*`` is
+#: a matrix product), which a trace of plain-array operations would silently drop, so it is
+#: refused unless its class defines ``__tracing_type__``.
+PLAIN_ARRAY_CLASSES = frozenset({np.ndarray, np.memmap})
+
+
+def array_subclass_error(value: np.ndarray, path: str,
+                         subject: str | None = None) -> errors.TraceTypeError:
+    """The error for an ndarray subclass the engine does not trace (not in
+    :data:`PLAIN_ARRAY_CLASSES`): what it is, why, and what to use instead. The same on every
+    backend, raised before any trace or executor sees the value. ``subject`` says where it
+    was met (default: ``argument 'path'``)."""
+    cls = type(value)
+    name = f"{cls.__module__}.{cls.__qualname__}"
+    aval = format_aval(value.shape, value.dtype)
+    subject = subject or f"argument {path!r}"
+    if isinstance(value, np.ma.MaskedArray):
+        masked = int(np.ma.count_masked(value))
+        return errors.TraceTypeError(
+            f"{subject} is a masked array ({name}, {aval}, {masked} of {value.size} entries "
+            "masked); kx.function traces plain ndarrays, whose operations would ignore the "
+            "mask. Fix: use x.filled(fill_value) to choose what masked entries become, or "
+            "np.asarray(x) for the data without the mask; for masked semantics, call the "
+            "Python function itself.")
+    if isinstance(value, np.matrix):
+        return errors.TraceTypeError(
+            f"{subject} is a {name} ({aval}); kx.function traces plain ndarrays, and "
+            "np.matrix computes differently (* is a matrix product, results stay 2-d). Fix: "
+            "use np.asarray(x) and write @ for matrix products.")
+    return errors.TraceTypeError(
+        f"{subject} is a {name} ({aval}), an ndarray subclass; kx.function traces plain "
+        "ndarrays, and a subclass may change what operations compute or return "
+        "(__array_ufunc__, __array_finalize__, ...). Fix: use np.asarray(x) (a plain "
+        "ndarray of the same data), or give the class a __tracing_type__ method.")
+
 
 def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = False) -> TraceType:
     """The trace type of ``value`` (rules in the module docstring); ``path`` names it in errors.
@@ -466,7 +528,12 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
     """
     if allow_specs and isinstance(value, TraceType):
         return value
-    if isinstance(value, np.ndarray):
+    if isinstance(value, np.ndarray) and type(value) not in PLAIN_ARRAY_CLASSES:
+        # a subclass: traced only through its own __tracing_type__ (below), never as a plain
+        # array, so it can neither share a plain array's trace nor reach an executor
+        if getattr(type(value), "__tracing_type__", None) is None:
+            raise array_subclass_error(value, path)
+    elif isinstance(value, np.ndarray):
         if value.dtype.kind in "OUSV":
             raise errors.TraceTypeError(
                 f"{path}: arrays of dtype {value.dtype} cannot be traced (only numeric and bool "

@@ -60,6 +60,9 @@ function renderCounters(fn: IFunctionInfo): HTMLElement {
     ['calls', String(c.calls)],
     ['traces', String(c.traces)],
     ['cache hits', `${c.cache_hits}${hitRate}`],
+    ...(c.failed_calls
+      ? ([['failed calls', String(c.failed_calls)]] as [string, string][])
+      : []),
     ['trace', formatMs(c.trace_ms)],
     ['compile', formatMs(c.compile_ms)],
     ['last run', formatUs(c.last_run_us)]

@@ -25,6 +25,8 @@ export interface ICounters {
   calls: number;
   traces: number;
   cache_hits: number;
+  /** Calls that raised before running a graph; absent from older kernels. */
+  failed_calls?: number;
   trace_ms: number;
   compile_ms: number;
   /** Duration of the latest call in µs; null before any call. */
@@ -205,14 +207,18 @@ function object<T>(shape: Shape<T>, optional: (keyof T)[] = []): Check<T> {
     );
 }
 
-export const isCounters = object<ICounters>({
-  calls: isInteger,
-  traces: isInteger,
-  cache_hits: isInteger,
-  trace_ms: isNumber,
-  compile_ms: isNumber,
-  last_run_us: nullable(isNumber)
-});
+export const isCounters = object<ICounters>(
+  {
+    calls: isInteger,
+    traces: isInteger,
+    cache_hits: isInteger,
+    failed_calls: isInteger as Check<number | undefined>,
+    trace_ms: isNumber,
+    compile_ms: isNumber,
+    last_run_us: nullable(isNumber)
+  },
+  ['failed_calls']
+);
 
 export const isSignatureInfo = object<ISignatureInfo>({
   id: isString,

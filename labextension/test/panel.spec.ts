@@ -78,6 +78,22 @@ describe('InspectorPanel', () => {
     expect(sigs[1].textContent).toContain('last used');
   });
 
+  it('shows failed calls, which are not cache hits, only when there are some', () => {
+    const { model, panel } = setup();
+    const failing = fn('a', 'failing', 1);
+    failing.counters = { ...failing.counters, cache_hits: 6, failed_calls: 2 };
+    connect(model, failing, fn('b', 'fine', 2));
+    panel.render();
+    const [fine, bad] = [...panel.node.querySelectorAll('.jp-kx-function')];
+    expect(
+      bad.querySelector('[data-counter="failed calls"]')!.textContent
+    ).toBe('2');
+    expect(bad.querySelector('[data-counter="cache hits"]')!.textContent).toBe(
+      '6 (60%)'
+    );
+    expect(fine.querySelector('[data-counter="failed calls"]')).toBeNull();
+  });
+
   it('filters with the search box', () => {
     const { model, panel } = setup();
     connect(

@@ -138,6 +138,13 @@ describe('record guards', () => {
     expect(isFunctionInfo(info)).toBe(true);
   });
 
+  it('treats failed_calls as an optional integer', () => {
+    const counters = fn('f1', 'f', 1).counters;
+    expect(isCounters({ ...counters, failed_calls: 2 })).toBe(true);
+    expect(isCounters({ ...counters, failed_calls: 1.5 })).toBe(false);
+    expect(isCounters(counters)).toBe(true);
+  });
+
   it('rejects NaN and Infinity (not JSON numbers)', () => {
     const counters = fn('f1', 'f', 1).counters;
     expect(isCounters({ ...counters, trace_ms: NaN })).toBe(false);

@@ -52,12 +52,13 @@ class FakeFrontend:
         self.manager = manager
 
     def open(self, data: Any = None) -> RecordingComm:
+        """The comm opened (None when the kernel closed it at once: the manager forgot it)."""
         comm_id = uuid.uuid4().hex
         if data is None:
             data = {"type": "request_snapshot", "protocol_version": p.PROTOCOL_VERSION}
         self.manager.comm_open(None, None, {"content": {
             "comm_id": comm_id, "target_name": p.COMM_TARGET, "data": data}})
-        return self.manager.comms[comm_id]
+        return self.manager.comms.get(comm_id)
 
     def send(self, channel: RecordingComm, data: Any) -> None:
         self.manager.comm_msg(None, None, {"content": {"comm_id": channel.comm_id,
@@ -415,11 +416,69 @@ def test_comms_left_open_by_page_reloads_are_tolerated(running, frontend, caplog
     assert not running.flush()
 
 
-def test_the_oldest_frontend_comms_are_closed_beyond_the_cap(running, frontend, monkeypatch):
+class FakeClock:
+    """The inspector's clock, moved by hand (seconds)."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clocked(manager: CommManager, shell: InteractiveShell, monkeypatch: pytest.MonkeyPatch):
+    """The inspector on a fake clock, with room for two frontend comms."""
     monkeypatch.setattr(inspector, "MAX_FRONTEND_COMMS", 2)
-    first, second, third = frontend.open(), frontend.open(), frontend.open()
+    clock = FakeClock()
+    inspector.stop()
+    inspector.start(shell, poll=False, clock=clock)
+    yield inspector.current(), clock
+    inspector.stop()
+
+
+def closed(channel: RecordingComm) -> bool:
+    return bool(channel.published) and channel.published[-1][0] == "comm_close"
+
+
+def test_the_comm_idle_longest_is_closed_beyond_the_cap(clocked, frontend):
+    running, clock = clocked
+    first, second = frontend.open(), frontend.open()
+    clock.now += inspector.COMM_IN_USE_S + 1
+    frontend.send(second, {"type": "request_snapshot", "protocol_version": p.PROTOCOL_VERSION})
+    third = frontend.open()  # first is the one idle longest: a reloaded page's
     assert running.frontend_comms == [second, third]
-    assert first.published[-1][0] == "comm_close"
+    assert closed(first) and not closed(second)
+
+
+def test_a_frontend_opening_many_comms_never_evicts_the_sidebar_in_use(running, frontend,
+                                                                       monkeypatch):
+    monkeypatch.setattr(inspector, "MAX_FRONTEND_COMMS", 2)
+    sidebar = frontend.open()
+    # comms that never make a valid request go first, oldest first...
+    junk = [frontend.open({"type": "bogus"}) for _ in range(40)]
+    assert running.frontend_comms == [sidebar, junk[-1]]
+    assert all(closed(c) for c in junk[:-1])
+    # ...and comms in use (a request within COMM_IN_USE_S) are never closed: a new comm is
+    # refused rather than evict the sidebar
+    busy = frontend.open()
+    assert running.frontend_comms == [sidebar, busy]
+    assert [frontend.open() for _ in range(5)] == [None] * 5  # closed at once
+    assert running.frontend_comms == [sidebar, busy] and not closed(sidebar)
+    dense = make_dense()
+    dense(np.ones(2, np.float32))
+    assert running.flush() and sidebar.sent()[-1]["type"] == "update"
+
+
+def test_a_request_keeps_a_comm_in_use(clocked, frontend):
+    running, clock = clocked
+    old, recent = frontend.open(), frontend.open()
+    clock.now += inspector.COMM_IN_USE_S + 1
+    dense = make_dense()
+    dense(np.ones(2, np.float32))
+    frontend.send(old, request_graph(dense, "1"))   # the user clicked a signature
+    newcomer = frontend.open()
+    assert running.frontend_comms == [old, newcomer] and closed(recent)
 
 
 def test_stop_closes_comms_and_removes_hooks(manager, frontend, shell):
@@ -513,3 +572,14 @@ def test_a_real_kernel_announces_answers_and_updates():
     finally:
         kc.stop_channels()
         km.shutdown_kernel(now=True)
+
+
+def test_the_sidebar_counts_failed_calls_apart_from_cache_hits():
+    dense = make_dense()
+    dense(np.ones(2, np.float32))
+    dense(np.ones(2, np.float32))
+    with pytest.raises(TypeError):
+        dense()
+    counters = inspector.function_info(dense)["counters"]
+    assert (counters["calls"], counters["cache_hits"], counters["failed_calls"]) == (3, 1, 1)
+    assert p.check_kernel_message(p.snapshot_message([inspector.function_info(dense)])) == []

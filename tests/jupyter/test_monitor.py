@@ -200,3 +200,19 @@ def test_render_escapes_everything_it_is_given():
         "diffs": [{"sentence": "n: '<y>' → '<x>'"}], "cost_ms": 1.0, "advice": "<a>",
         "fixes": ["<script>"]}])
     assert "<x>" not in log and "<script>" not in log and "&lt;script&gt;" in log
+
+
+def test_counters_show_failed_calls_and_an_honest_hit_rate():
+    f = kx.function(lambda x: x + 1)
+    f(np.ones(2))
+    f(np.ones(2))
+    with pytest.raises(TypeError):
+        f()
+    html = render.counters_html(f.stats, None)
+    assert "failed calls" in html and "1 (33%)" in html  # one hit of three calls
+    assert "failed calls" not in render.counters_html(kx.function(lambda x: x).stats, None)
+    m = Monitor(f, interval=60)
+    try:
+        assert "1 failed calls" in m.text()
+    finally:
+        m.close()

@@ -197,3 +197,18 @@ def test_records_import_only_the_standard_library_and_the_layers_below():
     assert ours <= {"..engine", "..trace.types", "..ir.printer"}
     assert {name.split(".")[0] for name in imported - ours} <= \
         {"__future__", "inspect", "logging", "dataclasses", "typing"}
+
+
+# -- counters ----------------------------------------------------------------------------------
+
+def test_failed_calls_are_counted_apart_from_cache_hits():
+    f = kx.function(lambda x: x + 1)
+    f(np.ones(2))
+    f(np.ones(2))
+    for _ in range(2):
+        with pytest.raises(TypeError):
+            f(np.ones(2), np.ones(2))  # one argument too many
+    counts = records.call_counts(f.stats)
+    assert (counts.calls, counts.traces, counts.cache_hits, counts.failed_calls) == (4, 1, 1, 2)
+    assert counts.hit_rate == 0.25 and counts.hit_rate_text() == " (25%)"
+    assert records.call_counts({}).hit_rate is None

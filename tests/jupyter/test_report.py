@@ -352,3 +352,27 @@ def test_a_large_captured_array_is_sampled_and_still_checked():
         assert [s.name for s in explain.stale_captures(f)] == ["BIG"]
     finally:
         BIG = original
+
+
+def test_report_counts_failed_calls_and_folded_records(monkeypatch):
+    from kernel_ext.engine import records as engine_records
+    from kernel_ext.jupyter.report import report_html, report_text
+    monkeypatch.setattr(engine_records, "MAX_RELEASED_RECORDS", 2)
+
+    class Key:
+        pass
+
+    f = kx.function(lambda x, key: x + 1, name="keyed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for _ in range(6):
+            f(np.ones(2), Key())  # each key dies at once: its trace is released
+        with pytest.raises(TypeError):
+            f(np.ones(2))
+        f(np.ones(2), Key())
+    (report,) = build_report([f])
+    assert (report.calls, report.cache_hits, report.failed_calls) == (8, 0, 1)
+    text = report_text([report])
+    assert "failed calls 1" in text
+    assert "5 earlier traces released (#1–#5" in text  # 7 released, the latest 2 kept
+    assert "failed calls 1" in report_html([report])

@@ -297,3 +297,76 @@ def test_simplified_graph_matches_numpy_on_special_values(n):
     assert not np.shares_memory(got[1], xs)  # the view reads a copy, as NumPy's did
     cf = fn.get_concrete_function(xs)
     assert ops(cf.graph) == ["tanh", "add", "copy", "getitem"]
+
+
+# -- layout: what a BLAS call or an opaque function is handed ----------------------------------
+
+def _reversed_view_operands() -> tuple[np.ndarray, np.ndarray]:
+    """``a`` a reversed 5-element float32 view and ``b = logaddexp(a, a)``, for which
+    ``(a * 1.0) @ b`` (a contiguous copy handed to BLAS) and ``a @ b`` differ by an ulp."""
+    rng = np.random.default_rng(0)
+    for _ in range(1000):
+        a = (rng.standard_normal(5) * 3).astype(f32)[::-1]
+        b = np.logaddexp(a, a)
+        if ((a * 1.0) @ b).tobytes() != (a @ b).tobytes():
+            return a, b
+    raise AssertionError("no layout-sensitive operands found")
+
+
+@pytest.mark.parametrize("backend", ["numpy", "auto", "numba"])
+def test_dropping_a_copy_keeps_the_layout_matmul_sees(backend):
+    a, b = _reversed_view_operands()
+    f = kx.function(lambda a, b: (a * 1.0) @ b, backend=backend)
+    g = kx.function(lambda a, b, c: np.where(c, a, a) @ b, backend=backend)
+    assert_identical(f(a, b), (a * 1.0) @ b)
+    c = a > 0
+    assert_identical(g(a, b, c), np.where(c, a, a) @ b)
+
+
+@pytest.mark.parametrize("backend", ["numpy", "auto"])
+def test_an_opaque_call_sees_the_layout_numpy_gives_it(backend):
+    rng = np.random.default_rng(0)
+    a = (rng.standard_normal(37) * 3).astype(f32)[::-1]
+    b = np.logaddexp(a, a)
+    # np.einsum (an opaque call) vectorises its sum of products by the strides it is handed
+    assert np.einsum("i,i->", a * 1.0, b).tobytes() != np.einsum("i,i->", a, b).tobytes()
+    f = kx.function(lambda a, b: np.einsum("i,i->", a * 1.0, b), backend=backend)
+    assert_identical(f(a, b), np.einsum("i,i->", a * 1.0, b))
+
+
+def test_a_copy_read_by_a_layout_sensitive_op_becomes_an_explicit_copy():
+    g = Graph("f")
+    x = g.placeholder("x", (5,), f32)
+    y = g.placeholder("y", (5,), f32)
+    scaled = g.create_node(K.MULTIPLY, (x, 1.0))
+    g.outputs = [g.create_node(K.MATMUL, (scaled, y))]
+    out = run_pipeline(g, verify=True)
+    # np.copy allocates in NumPy's "K" order, as the ufunc did: BLAS gets the same strides
+    assert ops(out) == ["copy", "matmul"]
+    a, b = _reversed_view_operands()
+    assert_identical(interpret(out, [a, b])[0], interpret(g, [a, b])[0])
+
+
+def test_where_of_one_value_read_by_matmul_is_kept():
+    g = Graph("f")
+    x = g.placeholder("x", (5,), f32)
+    y = g.placeholder("y", (5,), f32)
+    c = g.placeholder("c", (5,), np.bool_)
+    picked = g.create_node(K.WHERE, (c, x, x))
+    g.outputs = [g.create_node(K.MATMUL, (picked, y))]
+    out = run_pipeline(g, verify=True)
+    # its layout comes from c as well, so no copy of x is NumPy's layout for sure
+    assert ops(out) == ["where", "matmul"]
+
+
+def test_copies_read_only_elementwise_are_still_dropped():
+    g = Graph("f")
+    x = g.placeholder("x", (5,), f32)
+    y = g.placeholder("y", (5,), f32)
+    c = g.placeholder("c", (5,), np.bool_)
+    t = g.create_node(K.TANH, (g.create_node(K.WHERE, (c, x, x)),))
+    fresh = g.create_node(K.EXP, (y,))
+    g.outputs = [t, g.create_node(K.MATMUL, (g.create_node(K.MULTIPLY, (fresh, 1.0)), y))]
+    out = run_pipeline(g, verify=True)
+    # tanh reads values only; exp(y) is already a fresh array with the layout x * 1.0 has
+    assert ops(out) == ["tanh", "exp", "matmul"]
