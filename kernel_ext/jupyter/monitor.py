@@ -254,10 +254,31 @@ class Monitor:
         with self._lock:
             self._closed = True
         activity.discard(self)
-        self.widget.close()
-        for w in (self.title, self.counters, self.stale, self.signatures, self.selector,
-                  self.graph, self.log, self.tabs):
-            w.close()
+        close_tree(self.widget)
+
+
+def close_tree(root: Any) -> None:
+    """Close ``root`` and every widget it holds: children, and the layout and style models
+    each widget owns. A widget left open that points at a closed one would make the
+    notebook's saved widget state refer to a model that no longer exists, and then no widget
+    of the notebook renders after a reload."""
+    import ipywidgets as widgets
+
+    seen: set[int] = set()
+    order: list[Any] = []
+    stack = [root]
+    while stack:
+        w = stack.pop()
+        if id(w) in seen:
+            continue
+        seen.add(id(w))
+        order.append(w)
+        for name in w.keys:  # the synced traits: children, layout, style, ...
+            value = getattr(w, name, None)
+            items = value if isinstance(value, (tuple, list)) else (value,)
+            stack.extend(v for v in items if isinstance(v, widgets.Widget))
+    for w in order:  # parents first: nothing open ever points at a closed child
+        w.close()
 
 
 # ---------------------------------------------------------------------------------------------

@@ -216,3 +216,34 @@ def test_counters_show_failed_calls_and_an_honest_hit_rate():
         assert "1 failed calls" in m.text()
     finally:
         m.close()
+
+
+def _dangling_models() -> tuple[set, set]:
+    import json
+    import re
+
+    import ipywidgets as widgets
+    state = widgets.Widget.get_manager_state(drop_defaults=False)["state"]
+    refs = set(re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(state)))
+    return set(state), refs - set(state)
+
+
+def test_closing_a_monitor_closes_every_widget_it_made(dense):
+    before, dangling = _dangling_models()
+    assert not dangling
+    dense(np.ones(3), 2)
+    m = Monitor(dense, interval=60)
+    m.close()
+    # the saved widget state (what a notebook stores and a reload renders) refers only to
+    # models that exist, and the monitor left none behind
+    after, dangling = _dangling_models()
+    assert not dangling and after <= before
+
+
+def test_a_re_run_cell_leaves_a_saveable_widget_state(cells):
+    code = "%%tffunction\ny = x * 2"
+    cells.run("x = np.ones(3)")
+    cells.run(code)
+    cells.run(code)  # the old monitor is replaced
+    _, dangling = _dangling_models()
+    assert not dangling
