@@ -30,6 +30,9 @@ class Fix:
     code: str
     magic: str | None = None
     note: str = ""
+    #: How many traces the recorded calls would have made with this fix (checked by
+    #: :func:`traces_with`); None where it could not be checked.
+    traces: int | None = None
 
 
 
@@ -163,7 +166,128 @@ def suggest_fixes(function_name: str, names: Sequence[str],
         args = ", ".join(dict.fromkeys(top))
         advice.append(f"the types of {args} changed; keep them stable between calls.")
         signature_fix()
-    return " ".join(advice), fixes, signature
+    return " ".join(advice), checked_fixes(fixes, names, [*history, new], signature), signature
+
+
+# -- checking a fix before offering it ------------------------------------------------------
+
+#: Replaying more calls than this is not worth the time a view waits for: fixes stay unchecked.
+MAX_REPLAY = 400
+
+
+def checked_fixes(fixes: Sequence[Fix], names: Sequence[str],
+                  calls: Sequence[Sequence[TraceType]], signature: tuple | None) -> list[Fix]:
+    """``fixes`` that would have removed at least one of the traces ``calls`` made, each
+    with the number of traces it leaves (``Fix.traces``), best first.
+
+    Each fix is *replayed*: the recorded calls' trace types go through the dispatch rules
+    (TensorFlow's: an earlier trace serves a call whose types are subtypes of its own) with
+    the fix applied — an ``input_signature`` conforming every call, ``reduce_retracing``
+    widening dims as the engine does, an argument passed as an array or cast — so advice
+    that would not help (``--reduce-retracing`` when a Python number changes) is never shown.
+    """
+    if len(calls) > MAX_REPLAY:
+        return list(fixes)
+    now = len(calls)
+    out = []
+    for fix in fixes:
+        left = traces_with(fix, names, calls, signature)
+        if left is None:
+            out.append(fix)
+        elif left < now or fix.kind == "reduce_retracing" and _widens_for_later(calls):
+            # reduce_retracing still pays the retrace that taught it a dim varies; what it
+            # buys is the next size (checked: one more call with other sizes reuses it)
+            out.append(Fix(fix.kind, fix.code, fix.magic, fix.note, left))
+    # the fix that leaves the fewest traces first (stable: the advice's order among equals)
+    return sorted(out, key=lambda f: now if f.traces is None else f.traces)
+
+
+def traces_with(fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceType]],
+                signature: tuple | None) -> int | None:
+    """How many traces ``calls`` make with ``fix`` applied; None: not checkable here."""
+    calls = [tuple(c) for c in calls]
+    if fix.kind == "input_signature":
+        if signature is None:
+            return None
+        conformed = []
+        for c in calls:
+            head = [_conform(t, spec) for t, spec in zip(c, signature)]
+            if any(h is None for h in head):
+                return None  # a recorded call the signature would refuse: not a fix
+            conformed.append(tuple(head) + c[len(signature):])
+        return replay(conformed)
+    if fix.kind == "reduce_retracing":
+        return replay(calls, reduce_retracing=True)
+    arg = fix.code.split("=")[0].split(".")[0].strip()
+    if fix.kind in ("array_argument", "cast") and arg in names:
+        i = names.index(arg)
+        specs = [c[i] for c in calls if isinstance(c[i], TensorSpec)]
+        target = next((t for t in specs), None) if fix.kind == "cast" else None
+        # ``n=np.int32(50)``: the array the fix passes
+        dtype = fix.code.split("=np.", 1)[-1].split("(", 1)[0] if "=np." in fix.code else "int64"
+
+        def changed(t: TraceType) -> TraceType:
+            if fix.kind == "cast" and isinstance(t, TensorSpec) and target is not None:
+                return TensorSpec(t.shape, target.dtype)
+            if fix.kind == "array_argument" and isinstance(t, Literal) and \
+                    isinstance(t.value, NUMERIC_LITERALS):
+                return TensorSpec((), np.dtype(dtype))
+            return t
+        return replay([c[:i] + (changed(c[i]),) + c[i + 1:] for c in calls])
+    return None
+
+
+def _widens_for_later(calls: Sequence[Sequence[TraceType]]) -> bool:
+    """Would ``reduce_retracing`` serve one more call like the last, with every dimension
+    that changed taking yet another size, without tracing again?"""
+    calls = [tuple(c) for c in calls]
+    if len(calls) < 2:
+        return False
+    last, before = calls[-1], calls[-2]
+    later = []
+    for new, old in zip(last, before):
+        if isinstance(new, TensorSpec) and isinstance(old, TensorSpec) and \
+                new.shape is not None and old.shape is not None and \
+                len(new.shape) == len(old.shape):
+            shape = tuple(d if d == o or d is None else d + 1 + max(d, o or 0)
+                          for d, o in zip(new.shape, old.shape))
+            later.append(TensorSpec(shape, new.dtype))
+        else:
+            later.append(new)
+    if tuple(later) == last:
+        return False  # no dimension changed: there is no "next size" to serve
+    grown = [*calls, tuple(later)]
+    return replay(grown, reduce_retracing=True) == replay(calls, reduce_retracing=True)
+
+
+def replay(calls: Sequence[tuple], reduce_retracing: bool = False) -> int:
+    """The number of traces the calls make in order, under the engine's dispatch rules."""
+    traces: list[tuple] = []
+    for c in calls:
+        if any(len(t) == len(c) and all(a.is_subtype_of(b) for a, b in zip(c, t))
+               for t in traces):
+            continue
+        new = c
+        if reduce_retracing:  # as Function._generalize: widen against the latest that merges
+            for old in reversed(traces):
+                merged = [a.most_specific_common_supertype([b]) for a, b in zip(c, old)]
+                if len(old) == len(c) and all(m is not None for m in merged):
+                    new = tuple(merged)
+                    break
+        traces.append(new)
+    return len(traces)
+
+
+def _conform(t: TraceType, spec: Any) -> TraceType | None:
+    """What ``input_signature`` makes of an argument of type ``t`` (None: refused)."""
+    if not isinstance(spec, TensorSpec):
+        return t if t == spec else None
+    if isinstance(t, Literal) and isinstance(t.value, NUMERIC_LITERALS):
+        converted = np.asarray(t.value)
+        ok = np.can_cast(converted.dtype, spec.dtype, casting="same_kind") and (
+            spec.shape is None or spec.shape == ())
+        return spec if ok else None
+    return spec if isinstance(t, TensorSpec) and t.is_subtype_of(spec) else None
 
 
 def _numeric_literal(t: Any) -> bool:

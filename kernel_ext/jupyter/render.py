@@ -302,7 +302,9 @@ def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:
             f'<ul style="margin:2px 0;">{diffs}</ul>{why}{fixes}</li>')
     if not items:
         return f'<div style="{STYLE} {_MUTED}">no traces yet</div>'
-    return f'<ol class="kx-retraces" style="{STYLE} padding-left:18px;">{"".join(items)}</ol>'
+    # numbered by trace ("trace #2"), not by position in the list: no list numbers
+    return (f'<ul class="kx-retraces" style="{STYLE} list-style:none; padding-left:0;">'
+            f'{"".join(items)}</ul>')
 
 
 def stale_html(sentences: Sequence[str]) -> str:

@@ -26,18 +26,27 @@ __all__ = ["FunctionReport", "JSONReport", "RetraceReport", "build_report", "com
            "report_html", "report_json", "report_text"]
 
 
-def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str]]:
-    """``(advice, fixes)`` that avoid *every* retrace seen so far (not only the latest)."""
+def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str], list[str]]:
+    """``(advice, fixes, partial)`` for every retrace seen so far (not only the latest).
+
+    Every fix was replayed against the traced signatures (``explain.suggest_fixes`` checks
+    them): ``fixes`` would have left one trace, ``partial`` fewer than now, each saying how
+    many ("… — 2 traces instead of 3").
+    """
     retraced = [r for r in function.retraces if r.cause != "first_trace"]
     concrete = function.concrete_functions
     if not retraced or len(concrete) < 2:
-        return "", []
+        return "", [], []
     diffs = [d for r in retraced for d in r.diffs]
     names = records.parameter_names(function)
     types_ = [cf.input_types for cf in concrete]
     advice, fixes, _ = explain.suggest_fixes(function.name, names, types_[:-1], types_[-1],
                                              diffs)
-    return advice, records.fix_texts(fixes, magic)
+    whole = records.fix_texts([f for f in fixes if f.traces == 1], magic)
+    partial = [f"{text} — {f.traces} traces instead of {len(concrete)}"
+               for f in fixes if f.traces is not None and f.traces > 1
+               for text in records.fix_texts([f], magic) if text not in whole]
+    return advice, whole, partial
 
 
 @dataclass
@@ -57,6 +66,7 @@ class FunctionReport:
     retraces: list[RetraceEntry]
     stale: list[str]
     advice: str
+    #: Fixes that would have left one trace (replayed against the traced signatures).
     fixes: list[str]
     first_traces: list[RetraceEntry] = field(default_factory=list)
     #: Opaque NumPy calls and random draws in the function's traces (records.opaque_notes).
@@ -67,6 +77,8 @@ class FunctionReport:
     failed_calls: int = 0
     #: Released traces whose records were folded away (``ReleasedTraces.summary``), or "".
     released: str = ""
+    #: Fixes that would have removed some of the retraces, each with the traces it leaves.
+    partial_fixes: list[str] = field(default_factory=list)
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
@@ -109,7 +121,7 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
         entries = [records.retrace_entry(r, locator.call_site, magic) for r in fn.retraces]
         retraces = [e for e in entries if e["category"] != "first_trace"]
         first = [e for e in entries if e["category"] == "first_trace"]
-        advice, fixes = combined_fixes(fn, magic)
+        advice, fixes, partial = combined_fixes(fn, magic)
         counts = records.call_counts(stats)
         calls, hits = counts.calls, counts.cache_hits
         released = getattr(fn, "released_traces", None)
@@ -126,7 +138,8 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
             stale=[s.sentence() for s in explain.stale_captures(fn)],
             advice=advice, fixes=fixes, first_traces=first if include_all else [],
             opaque=_opaque_of(fn), loops=_loops_of(fn), failed_calls=counts.failed_calls,
-            released=released.summary() if released is not None else ""))
+            released=released.summary() if released is not None else "",
+            partial_fixes=partial))
     out.sort(key=lambda r: (-r.cost_ms, r.name))
     return out
 
@@ -197,8 +210,11 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
         for s in r.stale:
             lines.append(f"  stale capture: {s}")
         if r.fixes and len(r.retraces) > 1:
-            lines.append("  to avoid all of these retraces:")
+            lines.append("  to avoid all of these retraces (one trace left):")
             lines += [f"    {'' if i == 0 else 'or '}{f}" for i, f in enumerate(r.fixes)]
+        if r.partial_fixes and len(r.retraces) > 1:
+            lines.append("  to avoid some of them:")
+            lines += [f"    {f}" for f in r.partial_fixes]
     return "\n".join(lines)
 
 
@@ -236,7 +252,11 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
         if r.fixes and len(r.retraces) > 1:
             fixes = "".join(f"<div>{'' if i == 0 else 'or '}<code>{esc(f)}</code></div>"
                             for i, f in enumerate(r.fixes))
-            parts.append(f"<div><b>to avoid all of these retraces:</b>{fixes}</div>")
+            parts.append(f"<div><b>to avoid all of these retraces (one trace left):</b>"
+                         f"{fixes}</div>")
+        if r.partial_fixes and len(r.retraces) > 1:
+            fixes = "".join(f"<div><code>{esc(f)}</code></div>" for f in r.partial_fixes)
+            parts.append(f"<div><b>to avoid some of them:</b>{fixes}</div>")
         parts.append("</div>")
     parts.append("</div>")
     return "".join(parts)

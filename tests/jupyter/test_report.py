@@ -376,3 +376,71 @@ def test_report_counts_failed_calls_and_folded_records(monkeypatch):
     assert "failed calls 1" in text
     assert "5 earlier traces released (#1–#5" in text  # 7 released, the latest 2 kept
     assert "failed calls 1" in report_html([report])
+
+
+# -- every offered fix is checked by replaying the traced signatures ----------------------------
+
+def _tanh_scaled(x, n):
+    return np.tanh(x) * n
+
+
+def _calls():
+    return [(np.ones(3), 10), (np.ones(4), 10), (np.ones(4), 20)]
+
+
+def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
+    f = kx.function(_tanh_scaled)
+    for x, n in _calls():
+        f(x, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (r,) = build_report([f])
+    # reduce_retracing cannot merge n: 10 -> 20 (a Python value): not offered against it
+    text = "\n".join(r.fixes + r.partial_fixes + r.retraces[-1]["fixes"])
+    assert "reduce_retracing" not in text and "--reduce-retracing" not in text
+    # against the shape retrace alone it is offered: the next size reuses the widened trace
+    assert "@kx.function(reduce_retracing=True)" in r.retraces[0]["fixes"]
+    assert r.fixes and all("input_signature" in fix for fix in r.fixes)
+    assert r.partial_fixes == ["n=np.int64(20) — 2 traces instead of 3"]
+
+
+def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
+    f = kx.function(_tanh_scaled)
+    for x, n in _calls():
+        f(x, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        (r,) = build_report([f])
+    for fix in r.fixes:  # run the fix: the same calls through the fixed function
+        options = eval(fix.removeprefix("@kx.function(")[:-1].replace("=", ":", 1).join("{}"),
+                       {"kx": kx, "np": np, "input_signature": "input_signature"})
+        fixed = kx.function(_tanh_scaled, **options)
+        for x, n in _calls():
+            np.testing.assert_array_equal(fixed(x, n), _tanh_scaled(x, n))
+        assert len(fixed.concrete_functions) == 1, fix
+
+
+def test_replayed_reduce_retracing_counts_what_the_engine_traces():
+    rng = np.random.default_rng(0)
+    for _ in range(20):
+        f = kx.function(_tanh_scaled, reduce_retracing=True)
+        plain = kx.function(_tanh_scaled)
+        for _ in range(6):
+            x = np.ones(tuple(int(d) for d in rng.integers(1, 3, size=rng.integers(1, 3))))
+            n = int(rng.integers(0, 2))
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                f(x, n)
+                plain(x, n)
+        calls = [cf.input_types for cf in plain.concrete_functions]
+        assert explain.replay(calls, reduce_retracing=True) == len(f.concrete_functions)
+
+
+def test_the_retrace_log_is_numbered_by_trace_only():
+    f = kx.function(_tanh_scaled)
+    for x, n in _calls():
+        f(x, n)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        html = RetraceReport(build_report([f]))._repr_html_()
+    assert "<ol" not in html and "trace #2" in html and "trace #3" in html
