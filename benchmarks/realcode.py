@@ -16,6 +16,7 @@ import argparse
 import importlib
 import importlib.util
 import re
+import statistics
 import sys
 from collections import Counter, defaultdict
 from pathlib import Path
@@ -82,6 +83,21 @@ def report(results: list[Any], cases: list[Any], paths: Sequence[str]) -> str:
                         str(close), str(count["WRONG"]), str(count["ERROR"]), str(len(rs))])
     out += [pipe_table(["path", "pass %", "pass", "of which close", "wrong", "error", "runs"],
                        summary), ""]
+
+    # How a traced call compares with eager NumPy, over the passing cases (after warm-up).
+    speed = []
+    for p in paths:
+        ratios = sorted(r.ratio for r in results
+                        if r.path == p and r.status == "PASS" and r.ratio is not None)
+        if not ratios:
+            continue
+        q = statistics.quantiles(ratios, n=10) if len(ratios) > 1 else ratios * 9
+        speed.append([p, f"{statistics.median(ratios):.2f}x", f"{q[0]:.2f}x", f"{q[-1]:.2f}x",
+                      f"{ratios[-1]:.2f}x", str(sum(r <= 0.8 for r in ratios)),
+                      str(sum(r > 1.1 for r in ratios)), str(len(ratios))])
+    out += ["Traced time / eager time (PASS cases):",
+            pipe_table(["path", "median", "p10", "p90", "max", "<= 0.8x", "> 1.1x", "cases"],
+                       speed), ""]
 
     groups: dict[str, list[str]] = defaultdict(list)
     for r in results:

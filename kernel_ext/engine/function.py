@@ -35,7 +35,7 @@ from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
 from ..trace.pytree import ArgumentContainers, flatten_outputs, with_replays, with_writeback
 from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, literal_key,
-                           register_dead_object_listener)
+                           make_trace_type, register_dead_object_listener)
 from . import events, registry
 from .binding import FunctionType
 from .concrete import ConcreteFunction
@@ -54,6 +54,12 @@ _PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
 # The hot loop tests float and complex first (their keys need literal_key's care).
 _PLAIN_PY_SCALARS = frozenset((bool, int, str, type(None)))
 _FAST_CACHE_LIMIT = 512
+#: Classes whose instances are keyed by identity (their trace type is a WeakRef and equality
+#: is ``object``'s: a random Generator, a model object): cache hits key them by ``id``. Found
+#: by :func:`_identity_keyed` on the slow path; an instance's death clears the fast keys
+#: (``Function.on_object_died``), so a reused id never finds an old trace.
+_BY_IDENTITY: set[type] = set()
+_NOT_BY_IDENTITY: set[type] = set()
 _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 _TIMING_MASK = 63  # cache hits timed: one in 64
 
@@ -160,6 +166,8 @@ class Function:
                     key.append((t, a))
                 elif t is complex:
                     key.append(literal_key(a))
+                elif t in _BY_IDENTITY:
+                    key.append((t, id(a)))
                 else:
                     break
             else:
@@ -608,9 +616,11 @@ class Function:
     def on_object_died(self) -> None:
         """An object keying some trace died (``register_dead_object_listener``)."""
         # Called from a weakref callback (any thread, any moment): only flag; the next slow
-        # path call purges under the lock.
+        # path call purges under the lock. The fast keys go now: an object keyed by its id
+        # (_BY_IDENTITY) just died, and a new object may get the same id.
         if self._concrete:
             self._dead_pending = True
+            self._fast.clear()
 
     def _purge_dead(self) -> None:
         with self._lock:
@@ -668,6 +678,8 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
             key.append((a.dtype, a.shape))
         elif t in _PY_SCALARS:
             key.append(literal_key(a))
+        elif _identity_keyed(a):
+            key.append((t, id(a)))
         else:
             return None
     if kwargs:
@@ -677,9 +689,35 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
                 key += (name, (a.dtype, a.shape))
             elif t in _PY_SCALARS:
                 key += (name, literal_key(a))
+            elif _identity_keyed(a):
+                key += (name, (t, id(a)))
             else:
                 return None
     return tuple(key)
+
+
+def _identity_keyed(obj: Any) -> bool:
+    """Is ``obj`` traced by identity alone, so that ``id(obj)`` can key its cache hits?
+
+    Only plain objects qualify: ``object``'s own ``==`` and hash (so equal means same), no
+    ``__tracing_type__``, no container, dataclass or named tuple (whose trace types follow
+    their contents, which can change between calls), and a ``WeakRef`` trace type.
+    """
+    t = obj.__class__
+    if t in _BY_IDENTITY:
+        return True
+    if t in _NOT_BY_IDENTITY:
+        return False
+    ok = (t.__eq__ is object.__eq__ and t.__hash__ is object.__hash__
+          and not hasattr(t, "__tracing_type__") and not dataclasses.is_dataclass(t)
+          and not issubclass(t, (tuple, list, dict, set, frozenset, np.ndarray, np.generic)))
+    if ok:
+        try:
+            ok = isinstance(make_trace_type(obj, "x"), WeakRef)
+        except Exception:  # noqa: BLE001 - anything unusual stays on the slow path
+            ok = False
+    (_BY_IDENTITY if ok else _NOT_BY_IDENTITY).add(t)
+    return ok
 
 
 def _user_frame() -> Any:

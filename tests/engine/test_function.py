@@ -745,3 +745,46 @@ def test_keyword_calls_leaving_a_mutable_default_stay_on_the_slow_path():
     np.testing.assert_array_equal(fn(x, scale=3.0), x * 3.0 + 1.0)
     offsets[0] = 7.0
     np.testing.assert_array_equal(fn(x, scale=3.0), x * 3.0 + 7.0)
+
+
+# -- objects keyed by identity on the cache-hit path ----------------------------------------
+
+class _Scaler:
+    def __init__(self, scale: float) -> None:
+        self.scale = scale
+
+
+def _scaled(x, obj):
+    return x * obj.scale  # read at trace time: a constant of the trace made for this object
+
+
+def test_calls_with_a_plain_object_argument_are_cache_hits():
+    f = kx.function(_scaled)
+    s = _Scaler(2.0)
+    for _ in range(5):
+        f(np.ones(2), s)
+    assert f.stats["traces"] == 1 and f.stats["cache_hits"] == 4
+    assert len(f._fast) == 1  # the hit path keys the object by its identity
+
+
+def test_a_new_object_at_a_dead_objects_address_never_runs_the_old_trace():
+    f = kx.function(_scaled)
+    for scale in range(1, 40):  # CPython reuses the address of the object just freed
+        s = _Scaler(float(scale))
+        np.testing.assert_array_equal(f(np.ones(2), s), [scale, scale])
+        np.testing.assert_array_equal(f(np.ones(2), s), [scale, scale])
+        del s
+
+
+def test_a_mutated_dataclass_argument_is_not_keyed_by_identity():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Config:
+        scale: float
+
+    f = kx.function(lambda x, c: x * c.scale)
+    c = Config(2.0)
+    np.testing.assert_array_equal(f(np.ones(2), c), [2.0, 2.0])
+    c.scale = 3.0  # its trace type follows its fields: a new trace, not the old graph
+    np.testing.assert_array_equal(f(np.ones(2), c), [3.0, 3.0])
