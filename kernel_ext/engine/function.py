@@ -168,6 +168,13 @@ class Function:
                     key.append(literal_key(a))
                 elif t in _BY_IDENTITY:
                     key.append((t, id(a)))
+                elif t is dict or t is list or t is tuple:
+                    # containers of arrays and numbers (a parameter dict, a list of
+                    # weights): keyed by their structure and their items' keys
+                    ck = _container_key(a, 0)
+                    if ck is None:
+                        break
+                    key.append(ck)
                 else:
                     break
             else:
@@ -680,6 +687,11 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
             key.append(literal_key(a))
         elif _identity_keyed(a):
             key.append((t, id(a)))
+        elif t is dict or t is list or t is tuple:
+            ck = _container_key(a, 0)
+            if ck is None:
+                return None
+            key.append(ck)
         else:
             return None
     if kwargs:
@@ -694,6 +706,36 @@ def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
             else:
                 return None
     return tuple(key)
+
+
+def _container_key(value: Any, depth: int) -> tuple | None:
+    """The cache-hit key of a list, tuple or dict of arrays, numbers and such containers (at
+    most 3 deep, string keys): its class, its keys in order, its items' keys — what its trace
+    type depends on. None for anything else (such calls stay on the slow path)."""
+    items: list[Any] = []
+    if value.__class__ is dict:
+        for k, v in value.items():
+            if k.__class__ is not str:
+                return None
+            items.append(k)
+            items.append(_item_key(v, depth))
+    else:
+        for v in value:
+            items.append(_item_key(v, depth))
+    if None in items:
+        return None
+    return (value.__class__, tuple(items))
+
+
+def _item_key(v: Any, depth: int) -> Any:
+    t = v.__class__
+    if t is _ndarray or t in _NP_SCALARS:
+        return (v.dtype, v.shape)
+    if t in _PY_SCALARS:
+        return literal_key(v)
+    if depth < 2 and (t is dict or t is list or t is tuple):
+        return _container_key(v, depth + 1)
+    return None
 
 
 def _identity_keyed(obj: Any) -> bool:

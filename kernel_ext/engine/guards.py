@@ -44,6 +44,18 @@ class CallGuard:
         self.arrays = arrays          # paths of every array argument
         self.contiguous = contiguous  # paths of arguments that must be C-contiguous
         self.names = tuple(names)     # parameter names, for the reason text
+        # Checked per call, so prepared once: the pairs to compare (an updated argument with
+        # every other array argument, each unordered pair once), by index into ``arrays``.
+        index = {p: i for i, p in enumerate(arrays)}
+        pairs: dict[tuple[int, int], None] = {}
+        for path in updated:
+            i = index.get(path)
+            if i is None:
+                continue
+            for j in range(len(arrays)):
+                if j != i:
+                    pairs[(min(i, j), max(i, j))] = None
+        self._pairs = [(i, j, i if arrays[i] in updated else j) for i, j in pairs]
 
     @classmethod
     def for_trace(cls, ctx: TraceContext, updated: dict[int, tuple[tuple, Tensor]],
@@ -62,19 +74,23 @@ class CallGuard:
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
                 return (f"argument '{path_text(path, self.names)}' is not C-contiguous (the "
                         "trace took a reshape of it as a view)")
-        if not self.updated or len(self.arrays) < 2:
+        if not self._pairs:
             return None
         leaves = [value_at(values, p) for p in self.arrays]
-        for path in self.updated:
-            target = value_at(values, path)
-            if not isinstance(target, np.ndarray):
+        for i, j, updated in self._pairs:
+            a, b = leaves[i], leaves[j]
+            if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray) or \
+                    b.__class__ is not np.ndarray and not isinstance(b, np.ndarray):
                 continue
-            for other_path, other in zip(self.arrays, leaves):
-                if other_path != path and isinstance(other, np.ndarray) and \
-                        np.may_share_memory(target, other) and np.shares_memory(target, other):
-                    return (f"argument '{path_text(path, self.names)}', updated in place, "
-                            "shares memory with argument "
-                            f"'{path_text(other_path, self.names)}'")
+            # Two distinct arrays that each own their memory cannot overlap: the common
+            # case, decided without asking NumPy to compare their extents.
+            if a is not b and a.base is None and b.base is None:
+                continue
+            if np.may_share_memory(a, b) and np.shares_memory(a, b):
+                other = j if updated == i else i
+                return (f"argument '{path_text(self.arrays[updated], self.names)}', updated "
+                        "in place, shares memory with argument "
+                        f"'{path_text(self.arrays[other], self.names)}'")
         return None
 
     def wrap(self, run: Callable[..., Any], eager: Callable[[str, Sequence[Any]], Any]

@@ -788,3 +788,21 @@ def test_a_mutated_dataclass_argument_is_not_keyed_by_identity():
     np.testing.assert_array_equal(f(np.ones(2), c), [2.0, 2.0])
     c.scale = 3.0  # its trace type follows its fields: a new trace, not the old graph
     np.testing.assert_array_equal(f(np.ones(2), c), [3.0, 3.0])
+
+
+def test_calls_with_lists_and_dicts_of_arrays_are_cache_hits_keyed_by_their_contents():
+    def step(params, lr):
+        params["w"] = params["w"] - lr * params["g"]
+        return params["w"].sum()
+
+    f = kx.function(step)
+    p = {"w": np.ones(3), "g": np.full(3, 0.5)}
+    for _ in range(4):
+        f(p, 0.1)
+    assert f.stats["traces"] == 1 and f.stats["cache_hits"] == 3
+    np.testing.assert_allclose(p["w"], 1 - 4 * 0.05)
+    p["g"] = np.ones(4)  # another shape inside the dict: another key, another trace
+    p["w"] = np.ones(4)
+    f(p, 0.1)
+    assert f.stats["traces"] == 2
+    np.testing.assert_allclose(p["w"], 0.9)
