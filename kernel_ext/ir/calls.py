@@ -124,6 +124,15 @@ def check_result(value: Any, out_aval: Any, describe: str) -> Any:
     value itself for one result (a Python number becomes the NumPy scalar of its dtype, as
     the trace typed it), or the tuple of leaves for several. Raises
     :class:`OpaqueResultError` naming ``describe`` (``"np.unique at cell [3], line 2"``)."""
+    if not isinstance(out_aval, tuple):
+        # the common case, checked at every call: one array (or NumPy scalar) of exactly
+        # the traced dtype and static shape
+        t = value.__class__
+        if t is np.ndarray:
+            if value.shape == out_aval.shape and value.dtype == out_aval.dtype:
+                return value
+        elif t is out_aval.dtype.type and out_aval.shape == ():
+            return value
     flat = flatten_result(value)
     expected = list(out_aval) if isinstance(out_aval, tuple) else [out_aval]
     if flat is None or len(flat[0]) != len(expected) or (
