@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from .. import errors
-from ..ir import Node, OpKind, interpret
+from ..ir import Node, OpKind, interpret, subgraphs
 from ..trace import Tensor, TraceContext, Variable, current_context
 from ..trace.state import ACTIVITY
 from .backward import backward, differentiable
@@ -164,11 +164,15 @@ class GradientTape:
         """The variables watched explicitly or read while recording (trainable ones)."""
         found = dict(self._watched_vars)
         if self.watch_accessed_variables and self._ctx is not None:
-            for node in self._recorded_nodes():
+            stack = list(self._recorded_nodes())
+            while stack:  # branch and loop bodies included
+                node = stack.pop()
                 if node.op is OpKind.READ_VARIABLE:
                     var = node.attrs["variable"]
                     if var.trainable:
                         found.setdefault(id(var), var)
+                for graph in subgraphs(node):
+                    stack.extend(graph.nodes)
         return tuple(found.values())
 
     # -- differentiating ---------------------------------------------------------------------
@@ -259,8 +263,11 @@ class GradientTape:
                 if id(s) not in accessed:
                     source_nodes.append([])
                     continue
-                source_nodes.append([n for n in recorded if n.op is OpKind.READ_VARIABLE
-                                     and n.attrs["variable"] is s])
+                reads = [n for n in recorded if n.op is OpKind.READ_VARIABLE
+                         and n.attrs["variable"] is s]
+                if not reads:
+                    _refuse_reads_in_subgraphs(s, recorded)
+                source_nodes.append(reads)
             elif isinstance(s, Tensor):
                 node = s.node if s.context is ctx else None
                 ok = node is not None and (node in self._watched_nodes or node in recorded)
@@ -345,6 +352,24 @@ class GradientTape:
 
 
 # -- helpers -----------------------------------------------------------------------------------
+
+def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
+    """A variable read only inside a branch or loop body: its reads are not operands of the
+    ``cond``/``while`` node, so the backward pass cannot reach them; say so rather than
+    answer ``None``."""
+    def reads(graph: Any) -> bool:
+        return any((n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is var) or
+                   any(reads(g) for g in subgraphs(n)) for n in graph.nodes)
+    for node in recorded:
+        if any(reads(g) for g in subgraphs(node)):
+            where = node.attrs.get("_where") or node.name
+            raise errors.NonDifferentiableError(
+                f"kx.Variable '{var.name}' is read only inside the {node.op.value} "
+                f"{where!r}; gradients with respect to variables read inside a branch or "
+                "loop body are not supported yet. Fix: read it once before the if or loop "
+                f"(`{var.name.split('/')[0].lower()}_value = v.read_value()`) and use that "
+                "value inside.")
+
 
 def _leaves(value: Any) -> list[Any]:
     """The leaves of a nest of lists, tuples and dicts (dict values in key order)."""
