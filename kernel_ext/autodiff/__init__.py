@@ -9,9 +9,9 @@ backward ops into the current trace), :mod:`.tape` ``kx.GradientTape`` and
 """
 
 from . import optimizers
-from .backward import backward, inline_graph, rule_kinds
+from .backward import backward, inline_graph, rule_kinds, rule_table
 from .rules import VJP, ZERO_GRADIENT
 from .tape import GradientTape, eager_tapes, record_call, stop_gradient
 
 __all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "backward", "eager_tapes", "inline_graph",
-           "optimizers", "record_call", "rule_kinds", "stop_gradient"]
+           "optimizers", "record_call", "rule_kinds", "rule_table", "stop_gradient"]

@@ -261,5 +261,22 @@ def rule_kinds() -> dict[str, list[OpKind]]:
     return out
 
 
+_HOW = {"rule": "VJP rule", "zero": "zero (piecewise constant, or an integer/bool result)",
+        "leaf": "leaf (a source: placeholder, constant, variable read)",
+        "error": "raises NonDifferentiableError"}
+
+
+def rule_table() -> str:
+    """The op -> rule table of ``docs/gradients.md`` (a test checks the file against it):
+    ``python -c "from kernel_ext.autodiff import rule_table; print(rule_table())"``."""
+    from .rules import NOTES
+    how = {kind: what for what, kinds in rule_kinds().items() for kind in kinds}
+    lines = ["| op | group | gradient | notes |", "|----|-------|----------|-------|"]
+    for kind in OpKind:
+        lines.append(f"| `{kind.value}` | {kind.group.value} | {_HOW[how[kind]]} | "
+                     f"{NOTES.get(kind, '')} |")
+    return "\n".join(lines)
+
+
 __all__ = ["LEAVES", "OpGroup", "Unavailable", "backward", "differentiable", "inline_graph",
-           "rule_kinds"]
+           "rule_kinds", "rule_table"]

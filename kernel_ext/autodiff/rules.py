@@ -79,6 +79,36 @@ ZERO_GRADIENT = frozenset({
 })
 
 
+#: What a rule does beyond the textbook derivative (docs/gradients.md shows these).
+NOTES: dict[OpKind, str] = {
+    K.MAXIMUM: "ties: the first operand", K.MINIMUM: "ties: the first operand",
+    K.FMAX: "ties: the first operand; a NaN operand gets none",
+    K.FMIN: "ties: the first operand; a NaN operand gets none",
+    K.MAX: "ties: the first occurrence (C order over the axes), as np.argmax documents",
+    K.MIN: "ties: the first occurrence (C order over the axes), as np.argmin documents",
+    K.ABSOLUTE: "0 at 0", K.FABS: "0 at 0",
+    K.POWER: "d/db uses log(a), a == 0 taken as 1", K.FLOAT_POWER: "as power",
+    K.CLIP: "as minimum(maximum(x, lo), hi): at a bound the gradient goes to x",
+    K.PROD: "divides by x: not finite where x has zeros",
+    K.CUMPROD: "divides by x: not finite where x has zeros",
+    K.CAST: "float to float: cast back; from integers: none",
+    K.COPY: "none when made by kx.stop_gradient",
+    K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
+    K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
+    K.DOT: "N-D by matrix not yet (use matmul)",
+    K.CONCATENATE: "static sizes along the axis", K.SORT: "static shapes",
+    K.COND: "a cond on the same predicate re-running each branch",
+    K.WHILE: "not yet: use a Python range loop (unrolled)",
+    K.GET_OUTPUT: "routes the cotangent to its cond output",
+    K.NUMPY_CALL: "names the function and the line", K.RANDOM_CALL: "names the function",
+    K.TENSOR_ARRAY_WRITE: "not yet",
+    K.ASSIGN_VARIABLE: "no result: never on a gradient path",
+    K.ASSIGN_ADD_VARIABLE: "no result: never on a gradient path",
+    K.ASSIGN_SUB_VARIABLE: "no result: never on a gradient path",
+    K.PRINT: "no result: never on a gradient path",
+}
+
+
 def rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
     """Register a VJP rule for ``kinds``."""
     def register(fn: Rule) -> Rule:
