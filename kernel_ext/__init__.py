@@ -10,7 +10,9 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from . import autograph, errors
+from .autodiff import GradientTape, optimizers, stop_gradient
 from .engine import ConcreteFunction, Function, function
+from .engine.transforms import grad, value_and_grad
 from .engine.config import functions_run_eagerly, run_functions_eagerly
 from .ir import Graph
 from .trace import TensorSpec, TraceType, Variable, kx_print as print  # noqa: A001
@@ -22,9 +24,10 @@ __version__ = "0.1.0"
 config = SimpleNamespace(run_functions_eagerly=run_functions_eagerly,
                          functions_run_eagerly=functions_run_eagerly)
 
-__all__ = ["ConcreteFunction", "Function", "Graph", "TensorArray", "TensorSpec", "TraceType",
-           "Variable", "autograph", "cond", "config", "errors", "function", "print", "range",
-           "supported_numpy_functions", "while_loop"]
+__all__ = ["ConcreteFunction", "Function", "GradientTape", "Graph", "TensorArray", "TensorSpec",
+           "TraceType", "Variable", "autograph", "cond", "config", "errors", "function", "grad",
+           "optimizers", "print", "range", "stop_gradient", "supported_numpy_functions",
+           "value_and_grad", "while_loop"]
 
 
 def __getattr__(name: str) -> object:

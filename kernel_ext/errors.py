@@ -85,3 +85,8 @@ class SymbolicValueError(KxError, AttributeError):
 class StrictRetraceError(KxError, RuntimeError):
     """A strict Function (``%%tffunction --strict``) was about to retrace; the message is the
     full explanation (which argument changed, the cost, the fix)."""
+
+
+class NonDifferentiableError(KxError, LookupError):
+    """A gradient was asked through an op with no gradient rule (an opaque NumPy call, a
+    random draw, a graph ``while`` loop); TensorFlow raises ``LookupError`` here too."""

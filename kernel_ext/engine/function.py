@@ -29,6 +29,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
+from ..autodiff import eager_tapes, record_call
 from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
@@ -242,7 +243,12 @@ class Function:
                 self._fast[key] = run
                 self._fast_cf[key] = weakref.ref(cf)
         self._last_key, self._last_cf = None, weakref.ref(cf)
-        return self._timed(cf.call_flat, values)
+        result = self._timed(cf.call_flat, values)
+        if eager_tapes():
+            # An eager GradientTape is recording (it keeps calls off the fast path): it
+            # replays this call's Python body as a trace when asked for a gradient.
+            record_call(self._call_python, values, result)
+        return result
 
     def _concrete_for_call(self, values: tuple) -> tuple[tuple, bool, ConcreteFunction]:
         """The bound ``values`` as the graph takes them (``input_signature`` conversions),

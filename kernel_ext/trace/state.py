@@ -21,7 +21,9 @@ class Activity:
 
     The cache-hit path of a Function reads ``ACTIVITY.depth`` (a plain attribute, no
     thread-local lookup): only when some trace is running does it take the slow path, which
-    then checks this thread's own stack.
+    then checks this thread's own stack. A recording eager ``kx.GradientTape`` counts too
+    (it must see every call, :mod:`kernel_ext.autodiff.tape`), so the hot path pays nothing
+    for tapes.
     """
 
     def __init__(self) -> None:

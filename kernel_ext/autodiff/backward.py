@@ -1,0 +1,282 @@
+"""The backward pass: cotangents of recorded graph nodes, built as new nodes of the trace.
+
+:func:`backward` walks the forward nodes a tape recorded in reverse program order from the
+target, applies each op's rule from :data:`~kernel_ext.autodiff.rules.VJP` and sums the
+cotangents of every node read more than once. What it records is an ordinary graph: it lands
+in the trace that is current when ``tape.gradient`` runs (so a tape recording *that* sees the
+backward ops and can differentiate them again: higher order), and the optimiser and fused
+backends treat it like the forward ops.
+
+Control flow: a ``cond``'s cotangent is a ``cond`` on the same predicate whose branches
+re-run their forward branch (:func:`inline_graph`) and differentiate it. Graph ``while``
+loops have no rule yet (:func:`_while` says what to do instead). Opaque NumPy calls and
+random draws on the path raise :class:`~kernel_ext.errors.NonDifferentiableError` naming
+the function and the line.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Iterable, Sequence
+
+import numpy as np
+
+from .. import errors
+from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name
+from ..trace import Tensor, TraceContext, current_context
+from ..trace.control_flow import cond as kx_cond
+from .rules import VJP, Primal
+
+#: Nodes with no inputs to differentiate: the leaves of every backward walk.
+LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
+
+
+def differentiable(aval: Any) -> bool:
+    """Do values of this abstract value carry gradients (real floating point)?"""
+    return aval is not None and not isinstance(aval, tuple) and aval.dtype.kind == "f"
+
+
+def backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
+             recorded: Callable[[Node], bool], sources: Iterable[Node]) -> dict[Node, Any]:
+    """Cotangents of ``sources`` (nodes of ``owner``'s graph) for ``targets`` (``(node,
+    cotangent)`` pairs), differentiating through the nodes ``recorded`` accepts; recorded into
+    the current trace. A source nothing connects to the targets is absent from the result."""
+    sources = set(sources)
+    # Which nodes lie between the sources and the targets: ancestors of a target (through
+    # recorded nodes) that depend on a source.
+    ancestors: set[Node] = set()
+    stack = [n for n, _ in targets]
+    while stack:
+        n = stack.pop()
+        if n in ancestors:
+            continue
+        ancestors.add(n)
+        if recorded(n) and n.op not in LEAVES:
+            stack.extend(n.inputs)
+    order = [n for n in owner.graph.nodes if n in ancestors]
+    depends: set[Node] = set()
+    for n in order:
+        if n in sources or (recorded(n) and n.op not in LEAVES and
+                            any(i in depends for i in n.inputs)):
+            depends.add(n)
+    cts: dict[Node, Any] = {}
+    multi: dict[Node, dict[int, Any]] = {}
+    for node, ct in targets:
+        if node in depends and differentiable(node.aval):
+            _accumulate(cts, node, ct)
+    found: dict[Node, Any] = {}
+    for node in reversed(order):
+        if node not in depends:
+            continue
+        if isinstance(node.aval, tuple):
+            g: Any = [multi.get(node, {}).get(i) for i in range(len(node.aval))]
+            if all(x is None for x in g):
+                continue
+        else:
+            g = cts.get(node)
+            if g is None:
+                continue
+        if node in sources:
+            found[node] = g
+        if not recorded(node) or node.op in LEAVES:
+            continue
+        if node.op is OpKind.GET_OUTPUT:
+            slot = multi.setdefault(node.inputs[0], {})
+            index = node.attrs["index"]
+            slot[index] = g if slot.get(index) is None else slot[index] + g
+            continue
+        rule = VJP.get(node.op)
+        if rule is None:
+            raise _no_rule(node)
+        primal = Primal(node, [owner.tensor(a) if isinstance(a, Node) else a
+                               for a in node.args],
+                        None if isinstance(node.aval, tuple) else owner.tensor(node))
+        for arg, ct in zip(node.args, rule(primal, g)):
+            if ct is None or not isinstance(arg, Node) or arg not in depends or \
+                    not differentiable(arg.aval):
+                continue
+            if callable(ct):
+                ct = ct()
+            _accumulate(cts, arg, ct)
+    return found
+
+
+def _accumulate(cts: dict[Node, Any], node: Node, ct: Any) -> None:
+    """Add ``ct`` to ``node``'s cotangent, cast to its dtype (a float32 input of a float64
+    op gets a float32 gradient, as TensorFlow does)."""
+    if isinstance(ct, Tensor) and ct.dtype != node.aval.dtype:
+        ct = ct.astype(node.aval.dtype)
+    elif not isinstance(ct, Tensor):
+        ct = np.asarray(ct, dtype=node.aval.dtype)
+    old = cts.get(node)
+    cts[node] = ct if old is None else old + ct
+
+
+def _no_rule(node: Node) -> errors.NonDifferentiableError:
+    where = node.attrs.get("_where")
+    at = f" at {where}" if where else ""
+    if node.op in OPAQUE_CALLS:
+        what = "random draw" if node.op is OpKind.RANDOM_CALL else "opaque NumPy call"
+        return errors.NonDifferentiableError(
+            f"cannot differentiate through the {what} {call_name(node.attrs['fn'])}{at} "
+            f"(node '{node.name}'): it runs NumPy as it is at each call, so it has no "
+            "gradient rule. Fix: express it with traced NumPy operations "
+            "(kx.supported_numpy_functions()), or wrap its result in kx.stop_gradient(...) "
+            "if no gradient should flow through it.")
+    return errors.NonDifferentiableError(
+        f"no gradient rule for op '{node.op.value}'{at} (node '{node.name}'). Fix: wrap the "
+        "value in kx.stop_gradient(...) if no gradient should flow through it; "
+        "docs/gradients.md lists the ops with rules.")
+
+
+# -- replaying a graph into the current trace --------------------------------------------------
+
+class Unavailable:
+    """The value of a node that cannot be replayed (a random draw): an error if used."""
+
+    def __init__(self, node: Node) -> None:
+        self.node = node
+
+
+def inline_graph(graph: Graph, inputs: Sequence[Any],
+                 variables: dict | None = None) -> tuple[dict[Node, Any], list[Node]]:
+    """Record ``graph``'s nodes again in the current trace, its placeholders fed ``inputs``.
+
+    Returns the new value of every old node and the new nodes, in order. Side effects are
+    not repeated: prints and variable writes are skipped (a later read in the graph sees the
+    written value through ``variables``, variable -> value), and a random draw becomes
+    :class:`Unavailable`, an error where anything reads it.
+    """
+    ctx = current_context()
+    assert ctx is not None
+    start = len(ctx.graph.nodes)
+    env: dict[Node, Any] = dict(zip(graph.inputs, inputs))
+    written = {} if variables is None else variables
+    for node in graph.nodes:
+        op = node.op
+        if op is OpKind.PLACEHOLDER:
+            continue
+        args = []
+        for a in node.args:
+            v = env[a] if isinstance(a, Node) else a
+            if isinstance(v, Unavailable):
+                raise errors.NonDifferentiableError(
+                    f"cannot differentiate through the random draw "
+                    f"{call_name(v.node.attrs['fn'])}"
+                    f"{' at ' + v.node.attrs['_where'] if v.node.attrs.get('_where') else ''}:"
+                    " a replay for the gradient would draw other numbers. Fix: compute the "
+                    "gradient inside the kx.function that draws them (a tape there sees the "
+                    "draw), or pass the draws in as an argument.")
+            args.append(v)
+        if op is OpKind.READ_VARIABLE:
+            var = node.attrs["variable"]
+            env[node] = written[var] if var in written else ctx.read_variable(var)
+        elif op in (OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,
+                    OpKind.ASSIGN_SUB_VARIABLE):
+            var = node.attrs["variable"]
+            old = written[var] if var in written else ctx.read_variable(var)
+            value = args[0] if op is OpKind.ASSIGN_VARIABLE else \
+                (old + args[0] if op is OpKind.ASSIGN_ADD_VARIABLE else old - args[0])
+            written[var] = np.broadcast_to(np.asarray(value, var.dtype) if not isinstance(
+                value, Tensor) else value.astype(var.dtype), var.shape)
+        elif op is OpKind.PRINT:
+            continue
+        elif op is OpKind.RANDOM_CALL:
+            env[node] = Unavailable(node)
+        else:
+            env[node] = ctx.bind(op, args, node.attrs, name=node.name)
+    return env, ctx.graph.nodes[start:]
+
+
+# -- control flow ------------------------------------------------------------------------------
+
+def _cond(p: Primal, gs: list[Any]) -> list[Any]:
+    """A ``cond``'s cotangents: a ``cond`` on the same predicate whose branches each re-run
+    their forward branch and differentiate it (the forward values are recomputed, not kept)."""
+    pred, *operands = p.args
+    t_graph, f_graph = p.attrs["branches"]
+    wanted = [i for i, x in enumerate(operands)
+              if isinstance(x, Tensor) and differentiable(x.node.aval)]
+    if not wanted:
+        return [None] * len(p.args)
+
+    def branch(graph: Graph) -> Callable[[], tuple]:
+        def run() -> tuple:
+            ctx = current_context()
+            env, new = inline_graph(graph, operands)
+            made = set(new)
+            targets = []
+            for out, g in zip(graph.outputs, gs):
+                value = env.get(out, None)
+                if g is not None and isinstance(value, Tensor):
+                    targets.append((ctx.lift(value), g))
+            # a placeholder (operand) used as an output is not new: lift gives its capture
+            sources = {i: ctx.lift(operands[i]) for i in wanted}
+            found = backward(ctx, targets, lambda n: n in made, sources.values())
+            return tuple(_or_zeros(found.get(sources[i]), operands[i]) for i in wanted)
+        return run
+
+    results = kx_cond(pred, branch(t_graph), branch(f_graph), name=f"{p.node.name}_grad")
+    out: list[Any] = [None] * len(p.args)
+    for i, ct in zip(wanted, results):
+        out[1 + i] = ct
+    return out
+
+
+def _or_zeros(ct: Any, like: Tensor) -> Any:
+    if ct is None:
+        return np.zeros_like(like)
+    return ct.astype(like.dtype) if ct.dtype != like.dtype else ct
+
+
+def _while(p: Primal, gs: list[Any]) -> list[Any]:
+    where = p.attrs.get("_where")
+    raise errors.NonDifferentiableError(
+        f"cannot differentiate through the graph loop {where or p.node.name!r} yet: a "
+        "gradient through a `while` on traced values would need every iteration's values. "
+        "Fix: loop over a Python range (`for i in range(n):` with a Python int n unrolls "
+        "into the graph and differentiates), or compute the loop's result in closed form.")
+
+
+VJP[OpKind.COND] = _cond
+VJP[OpKind.WHILE] = _while
+
+
+def rule_kinds() -> dict[str, list[OpKind]]:
+    """Every op by how the backward pass treats it: ``rule`` (a VJP rule), ``zero`` (zero
+    gradient: piecewise constant, or integer/boolean results), ``leaf`` (sources and variable
+    reads), ``error`` (raises, naming the op: opaque calls, random draws, writes, print)."""
+    from .rules import ZERO_GRADIENT
+    out: dict[str, list[OpKind]] = {"rule": [], "zero": [], "leaf": [], "error": []}
+    for kind in OpKind:
+        if kind in LEAVES:
+            out["leaf"].append(kind)
+        elif kind in ZERO_GRADIENT:
+            out["zero"].append(kind)
+        elif kind in VJP and kind is not OpKind.WHILE:
+            out["rule"].append(kind)
+        elif kind is OpKind.GET_OUTPUT:
+            out["rule"].append(kind)
+        else:
+            out["error"].append(kind)
+    return out
+
+
+_HOW = {"rule": "VJP rule", "zero": "zero (piecewise constant, or an integer/bool result)",
+        "leaf": "leaf (a source: placeholder, constant, variable read)",
+        "error": "raises NonDifferentiableError"}
+
+
+def rule_table() -> str:
+    """The op -> rule table of ``docs/gradients.md`` (a test checks the file against it):
+    ``python -c "from kernel_ext.autodiff import rule_table; print(rule_table())"``."""
+    from .rules import NOTES
+    how = {kind: what for what, kinds in rule_kinds().items() for kind in kinds}
+    lines = ["| op | group | gradient | notes |", "|----|-------|----------|-------|"]
+    for kind in OpKind:
+        lines.append(f"| `{kind.value}` | {kind.group.value} | {_HOW[how[kind]]} | "
+                     f"{NOTES.get(kind, '')} |")
+    return "\n".join(lines)
+
+
+__all__ = ["LEAVES", "OpGroup", "Unavailable", "backward", "differentiable", "inline_graph",
+           "rule_kinds", "rule_table"]
