@@ -222,6 +222,8 @@ def _clip(attrs: dict, x: Any, lo: Any, hi: Any) -> AbstractValue:
 def reduced_shape(shape: Shape | None, axis: Any, keepdims: bool) -> Shape | None:
     if shape is None:
         return () if axis is None and not keepdims else None
+    if not shape and isinstance(axis, int) and axis in (0, -1):
+        return ()  # NumPy reduces a 0-d array along "axis 0" (or -1) to itself
     axes = normalize_axes(axis, len(shape))
     if keepdims:
         return tuple(1 if i in axes else d for i, d in enumerate(shape))
@@ -682,7 +684,7 @@ for _kind in OpKind:
 
 def _no_identity_check(name: str, x: AbstractValue, axis: Any) -> None:
     """NumPy's error for reducing an empty axis with an operation that has no identity."""
-    if x.shape is None:
+    if not x.shape:  # unknown rank, or 0-d: one element, nothing empty
         return
     axes = normalize_axes(axis, len(x.shape))
     if any(x.shape[a] == 0 for a in axes):
@@ -717,6 +719,9 @@ def _quantile_rule(kind: OpKind) -> Rule:
     fn = kind.numpy_function
 
     def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+        empty = _empty_probe(fn, attrs, x)
+        if empty is not None:
+            return empty
         q, axis, keepdims = attrs["q"], attrs.get("axis"), attrs.get("keepdims", False)
         extra = {k: v for k, v in attrs.items() if k not in ("q", "axis", "keepdims")}
         dtype = probe_dtype(lambda a: fn(a, q, axis=axis if x.ndim is not None else None,
@@ -729,6 +734,31 @@ def _quantile_rule(kind: OpKind) -> Rule:
 
 for _kind in (OpKind.PERCENTILE, OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE):
     ABSTRACT_EVAL[_kind] = _quantile_rule(_kind)
+
+
+def _empty_probe(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValue | None:
+    """The exact result type of ``fn`` on a statically empty array, by running it on one
+    (no memory): NumPy answers empty input with special cases a 1-element probe cannot see
+    (``nanquantile`` of an empty array is ``nanmean``'s: ``q``'s dimensions are dropped)."""
+    if x.shape is None or None in x.shape or math.prod(x.shape) != 0:
+        return None
+    kwargs = dict(attrs)
+    args = (kwargs.pop("q"),) if "q" in kwargs else ()
+    with np.errstate(all="ignore"):
+        out = np.asarray(fn(np.zeros(x.shape, x.dtype), *args, **kwargs))
+    return AbstractValue(out.shape, out.dtype)
+
+
+def _median_rule(kind: OpKind) -> Rule:
+    generic, fn = ABSTRACT_EVAL[kind], kind.numpy_function
+
+    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+        return _empty_probe(fn, attrs, x) or generic(attrs, x)
+    return rule
+
+
+for _kind in (OpKind.MEDIAN, OpKind.NANMEDIAN):
+    ABSTRACT_EVAL[_kind] = _median_rule(_kind)
 
 def _quietly(rule: Rule) -> Rule:
     """``rule`` with NumPy's warnings silenced: probing the nan functions on 1-element stand-ins

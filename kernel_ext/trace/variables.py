@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import errors
-from ..ir import NDARRAY_METHODS, OpGroup, OpKind
+from ..ir import NDARRAY_METHODS, OpKind
 from .operators import NumpyOperators
 from .state import current_context
 from .tensor import Tensor, describe_tensor
