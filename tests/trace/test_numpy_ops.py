@@ -373,3 +373,19 @@ def test_options_no_op_covers_fall_back_to_an_opaque_call():
     np.testing.assert_array_equal(got[1], np.add.reduce(F64, where=F64 > 0))
     ops = {n.op.value for n in f.get_concrete_function(F64).graph.nodes}
     assert "numpy_call" in ops
+
+
+def test_asarray_of_a_traced_value_is_the_value_and_array_a_copy():
+    @kx.function
+    def f(x):
+        y = np.asarray(x)
+        z = np.array(x)
+        w = np.asarray(x, np.float32)
+        y[0] = 5.0          # y is x: the write reaches the caller's array, as in NumPy
+        return z, w
+
+    x = np.ones(3)
+    z, w = f(x)
+    np.testing.assert_array_equal(x, [5.0, 1.0, 1.0])
+    np.testing.assert_array_equal(z, np.ones(3))
+    assert w.dtype == np.float32
