@@ -24,6 +24,70 @@ BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum, n
 REDUCTIONS = [np.sum, np.mean, np.max, np.min, np.prod, np.any, np.all, np.argmax, np.std]
 LITERALS = [0, 1, 2, -1, 0.5, 2.5, True]
 
+# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+NAN_UNARY = [np.spacing, np.degrees, np.radians, np.bitwise_count]
+NAN_BINARY = [np.nextafter, np.ldexp]
+MULTI_OUTPUT = [np.frexp, np.modf, np.divmod]
+NAN_REDUCTIONS = [np.nansum, np.nanprod, np.nanmean, np.nanmax, np.nanmin, np.nanstd,
+                  np.nanvar, np.nanargmax, np.nanargmin, np.median, np.nanmedian]
+METHOD_UFUNCS = [np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fmax,
+                 np.logical_xor, np.bitwise_or, np.true_divide, np.hypot, np.less]
+
+
+def _issue14_step(rng: np.random.Generator, env: list[Any], i: int, j: int) -> tuple[str,
+                                                                                      Callable]:
+    """One of the ops issue 14 made native: elementwise additions, one output of a
+    multi-output ufunc, a nan reduction or quantile, or a ufunc method (reduce, accumulate,
+    reduceat, outer, at) of a binary ufunc, with random axes."""
+    nd = np.ndim(env[i])
+    axis = None if nd == 0 or rng.random() < 0.4 else int(rng.integers(-nd, nd))
+    kind = rng.integers(0, 9)
+    if kind == 0:
+        uf = NAN_UNARY[rng.integers(len(NAN_UNARY))]
+        return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
+    if kind == 1:
+        return _binary_step(rng, NAN_BINARY, [0, 1, 2, -1, 0.5], i, j)
+    if kind == 2:
+        uf = MULTI_OUTPUT[rng.integers(len(MULTI_OUTPUT))]
+        k = int(rng.integers(0, 2))
+        if uf.nin == 1:
+            return f"{uf.__name__}(v{i})[{k}]", lambda e, uf=uf, i=i, k=k: uf(e[i])[k]
+        return (f"{uf.__name__}(v{i}, v{j})[{k}]",
+                lambda e, uf=uf, i=i, j=j, k=k: uf(e[i], e[j])[k])
+    if kind == 3:
+        red = NAN_REDUCTIONS[rng.integers(len(NAN_REDUCTIONS))]
+        keep = bool(rng.random() < 0.3)
+        return (f"{red.__name__}(v{i}, axis={axis}, keepdims={keep})",
+                lambda e, r=red, i=i, a=axis, k=keep: r(e[i], axis=a, keepdims=k))
+    if kind == 4:
+        q = [0.25, 0.5] if rng.random() < 0.5 else 0.3
+        fn = np.nanquantile if rng.random() < 0.5 else np.quantile
+        return (f"{fn.__name__}(v{i}, {q}, axis={axis})",
+                lambda e, fn=fn, i=i, q=q, a=axis: fn(e[i], q, axis=a))
+    uf = METHOD_UFUNCS[rng.integers(len(METHOD_UFUNCS))]
+    ax = 0 if axis is None else axis
+    if kind == 5:
+        if rng.random() < 0.3:
+            return (f"{uf.__name__}.reduce(v{i}, axis=None)",
+                    lambda e, uf=uf, i=i: uf.reduce(e[i], axis=None))
+        return (f"{uf.__name__}.reduce(v{i}, axis={ax})",
+                lambda e, uf=uf, i=i, a=ax: uf.reduce(e[i], axis=a))
+    if kind == 6:
+        if rng.random() < 0.5:
+            return (f"{uf.__name__}.accumulate(v{i}, axis={ax})",
+                    lambda e, uf=uf, i=i, a=ax: uf.accumulate(e[i], axis=a))
+        return (f"{uf.__name__}.reduceat(v{i}, [0, 1, 0], axis={ax})",
+                lambda e, uf=uf, i=i, a=ax: uf.reduceat(e[i], [0, 1, 0], axis=a))
+    if kind == 7:
+        return (f"{uf.__name__}.outer(v{i}, v{j})",
+                lambda e, uf=uf, i=i, j=j: uf.outer(e[i], e[j]))
+
+    def at(e: list[Any], uf: np.ufunc = uf, i: int = i, j: int = j) -> Any:
+        out = np.copy(e[i])  # (0-d: no index to update, NumPy raises and the step is dropped)
+        uf.at(out, [0, 0, -1], e[j])
+        return out
+    return f"{uf.__name__}.at(copy(v{i}), [0, 0, -1], v{j})", at
+
 
 @dataclass
 class Program:
@@ -88,6 +152,8 @@ def _candidate(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]
     i = int(rng.integers(len(env)))
     j = int(rng.integers(len(env)))
     choice = rng.integers(0, 9)
+    if rng.random() < 0.25:
+        return _issue14_step(rng, env, i, j)
     if choice <= 1:
         uf = UNARY[rng.integers(len(UNARY))]
         return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
@@ -161,13 +227,14 @@ FUSIBLE_DTYPES = [np.float32, np.float64, np.int8, np.int16, np.int32, np.int64,
 FUSIBLE_UNARY = [np.negative, np.absolute, np.square, np.sqrt, np.exp, np.tanh, np.log1p,
                  np.sin, np.floor, np.ceil, np.rint, np.trunc, np.sign, np.isnan, np.isinf,
                  np.isfinite, np.logical_not, np.invert, np.reciprocal, np.signbit, np.expm1,
-                 np.cbrt, np.positive, np.fabs, np.arctan, np.cos, np.log]
+                 np.cbrt, np.positive, np.fabs, np.arctan, np.cos, np.log, np.spacing,
+                 np.degrees, np.radians]
 FUSIBLE_BINARY = [np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder,
                   np.fmod, np.power, np.maximum, np.minimum, np.fmax, np.fmin, np.less,
                   np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal,
                   np.logical_and, np.logical_or, np.logical_xor, np.bitwise_and, np.bitwise_or,
                   np.bitwise_xor, np.left_shift, np.right_shift, np.arctan2, np.hypot,
-                  np.copysign, np.heaviside, np.logaddexp]
+                  np.copysign, np.heaviside, np.logaddexp, np.nextafter]
 FUSIBLE_REDUCTIONS = [np.sum, np.mean, np.max, np.min, np.prod, np.any, np.all]
 FUSIBLE_SHAPES = [(), (0,), (7,), (3, 4), (2, 3, 5), (1500,), (3, 1100), (0, 4)]
 FUSIBLE_LITERALS = [0, 1, 2, -1, 3, 0.5, -2.5, 2.0, True, 1e10]

@@ -218,6 +218,14 @@ def _stacked(obj: Any) -> Any:
 
 def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
     def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
+        value = resolve(obj)
+        if not args and not kwargs and is_traced(value):
+            # np.asarray(t) is t itself (a view of the same storage: a write shows through),
+            # np.array(t) a copy; a dtype casts, as NumPy's coercion does
+            if make is np.asarray:
+                return value if dtype is None or np.dtype(dtype) == value.dtype else \
+                    value.astype(dtype)
+            return np.copy(value) if dtype is None else value.astype(dtype)
         if args or kwargs or not isinstance(obj, (list, tuple)) or not _has_traced(obj):
             return make(obj, dtype, *args, **kwargs)
         out = _stacked(obj)

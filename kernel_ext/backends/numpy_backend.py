@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Graph, Node, OpGroup, OpKind
+from ..ir import NDARRAY_METHODS, Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
 from .inplace import InplacePlan, Step, plan_inplace, write_in_place
@@ -246,7 +246,7 @@ class Emitter:
         elif node.op.operator and not node.attrs and len(args) == 2 and isinstance(
                 node.args[0], Node) | isinstance(node.args[1], Node):
             self.lines.append(f"{indent}{v} = {args[0]} {node.op.operator} {args[1]}")
-        elif node.op.group is OpGroup.REDUCTION:
+        elif node.op.group is OpGroup.REDUCTION and node.op in NDARRAY_METHODS:
             # ndarray/NumPy-scalar methods (the op's name): np.sum & co. without their
             # Python-level wrapper
             kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"

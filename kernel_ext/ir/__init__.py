@@ -9,12 +9,13 @@ from .graph import Graph, Node, has_effects, subgraphs
 from .graphdef import GraphDef, NodeDef, as_graph_def, to_dot
 from .interpreter import LOWER, interpret
 from .lint import GraphLintError, lint
-from .ops import (COMPARISONS, FUSIBLE_REDUCTIONS, OPAQUE_CALLS, UFUNC_OPS, UFUNC_REDUCTIONS,
-                  VIEW_OPS, Compute, OpGroup, OpKind)
+from .ops import (COMPARISONS, FUSIBLE_REDUCTIONS, MULTI_OUTPUT_OPS, NDARRAY_METHODS,
+                  OPAQUE_CALLS, UFUNC_OPS, UFUNC_REDUCTIONS, VIEW_OPS, Compute, OpGroup, OpKind)
 from .printer import format_graph
 
 __all__ = [
-    "COMPARISONS", "FUSIBLE_REDUCTIONS", "OPAQUE_CALLS", "UFUNC_OPS", "UFUNC_REDUCTIONS",
+    "COMPARISONS", "FUSIBLE_REDUCTIONS", "MULTI_OUTPUT_OPS", "NDARRAY_METHODS", "OPAQUE_CALLS",
+    "UFUNC_OPS", "UFUNC_REDUCTIONS",
     "VIEW_OPS", "AbstractValue", "CallTemplate", "Compute", "DynamicIndex", "Graph", "GraphDef",
     "GraphLintError", "LOWER", "Node", "NodeDef", "OpGroup", "OpKind", "OpaqueResultError",
     "Operand", "abstract_eval", "as_graph_def", "call_name", "format_aval", "format_graph",

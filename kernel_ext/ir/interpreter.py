@@ -312,6 +312,46 @@ def _while(node: Node) -> Callable[..., Any]:
     return loop
 
 
+# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+# Multi-output ufuncs (frexp, modf, divmod) return their tuple through the generic ufunc
+# lowering, and the nan reductions, median and the quantiles are NumPy's functions through the
+# generic reduction lowering (``q``/``method`` are keyword attrs).
+
+@_lower(OpKind.NANCUMSUM, OpKind.NANCUMPROD)
+def _nan_scan(node: Node) -> Callable[..., Any]:
+    fn = np.nancumsum if node.op is OpKind.NANCUMSUM else np.nancumprod
+    return functools.partial(fn, **node.attrs)
+
+
+def _ufunc_method(method: str) -> Lowering:
+    """``ufunc.<method>`` with the node's keyword attrs (``attrs["ufunc"]`` names the ufunc)."""
+    def lowering(node: Node) -> Callable[..., Any]:
+        kwargs = {k: v for k, v in node.attrs.items() if k != "ufunc"}
+        return functools.partial(getattr(node.attrs["ufunc"], method), **kwargs)
+    return lowering
+
+
+LOWER[OpKind.UFUNC_REDUCE] = _ufunc_method("reduce")
+LOWER[OpKind.UFUNC_ACCUMULATE] = _ufunc_method("accumulate")
+LOWER[OpKind.UFUNC_REDUCEAT] = _ufunc_method("reduceat")
+
+
+def ufunc_at(ufunc: np.ufunc, template: tuple, a: Any, b: Any, *dyn: Any) -> np.ndarray:
+    """``ufunc.at`` as a pure function: the updated copy of ``a`` (``b`` None: a unary ufunc)."""
+    out = np.array(a, copy=True)
+    index = build_index(template, dyn)
+    if b is None:
+        ufunc.at(out, index)
+    else:
+        ufunc.at(out, index, b)
+    return out
+
+
+@_lower(OpKind.UFUNC_AT)
+def _ufunc_at(node: Node) -> Callable[..., Any]:
+    return functools.partial(ufunc_at, node.attrs["ufunc"], node.attrs["index"])
+
+
 def interpret(graph: Graph, inputs: Sequence[Any]) -> list[Any]:
     """Run ``graph`` on concrete ``inputs`` (one per placeholder), node by node, with NumPy."""
     if len(inputs) != len(graph.inputs):

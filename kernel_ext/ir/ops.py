@@ -246,6 +246,50 @@ class OpKind(enum.Enum):
     WHILE = _op("while", _G.CONTROL_FLOW)
     GET_OUTPUT = _op("get_output", _G.STRUCTURAL)
 
+    # -- ufunc methods and the nan family (issue 14) ----------------------------------------
+    # Elementwise ufuncs: each is traced through ``__array_ufunc__`` (UFUNC_OPS) with the
+    # generic rules. Multi-output ufuncs (frexp, modf, divmod) yield a tuple read through
+    # ``get_output`` (MULTI_OUTPUT_OPS); they do not fuse. ldexp's loops mix float and int
+    # operands, which the kernel generator does not call, so it runs through NumPy.
+    NEXTAFTER = _op("nextafter", _G.ELEMENTWISE, kernel_loop=True)
+    SPACING = _op("spacing", _G.ELEMENTWISE, kernel_loop=True)
+    LDEXP = _op("ldexp", _G.ELEMENTWISE)
+    FREXP = _op("frexp", _G.ELEMENTWISE)
+    MODF = _op("modf", _G.ELEMENTWISE)
+    DIVMOD = _op("divmod", _G.ELEMENTWISE)
+    DEGREES = _op("degrees", _G.ELEMENTWISE, kernel_loop=True)
+    RADIANS = _op("radians", _G.ELEMENTWISE, kernel_loop=True)
+    BITWISE_COUNT = _op("bitwise_count", _G.ELEMENTWISE)
+    # NaN-ignoring reductions and order statistics: NumPy functions, not ndarray methods
+    # (NDARRAY_METHODS), run by NumPy itself in every executor (no accumulator: no fusion).
+    NANSUM = _op("nansum", _G.REDUCTION)
+    NANPROD = _op("nanprod", _G.REDUCTION)
+    NANMEAN = _op("nanmean", _G.REDUCTION)
+    NANMAX = _op("nanmax", _G.REDUCTION)
+    NANMIN = _op("nanmin", _G.REDUCTION)
+    NANSTD = _op("nanstd", _G.REDUCTION)
+    NANVAR = _op("nanvar", _G.REDUCTION)
+    NANARGMAX = _op("nanargmax", _G.REDUCTION)
+    NANARGMIN = _op("nanargmin", _G.REDUCTION)
+    MEDIAN = _op("median", _G.REDUCTION)
+    NANMEDIAN = _op("nanmedian", _G.REDUCTION)
+    # q (static) leads the result's shape: attrs ``q``, ``method``
+    PERCENTILE = _op("percentile", _G.REDUCTION)
+    NANPERCENTILE = _op("nanpercentile", _G.REDUCTION)
+    QUANTILE = _op("quantile", _G.REDUCTION)
+    NANQUANTILE = _op("nanquantile", _G.REDUCTION)
+    NANCUMSUM = _op("nancumsum", _G.SCAN)
+    NANCUMPROD = _op("nancumprod", _G.SCAN)
+    # Methods of any ufunc, named by ``attrs["ufunc"]`` (``np.subtract.reduce``): reduce and
+    # reduceat drop or regroup an axis, accumulate scans one; ``at`` is the scatter update
+    # (``np.add.at(a, idx, b)``) as a pure op returning the updated copy, which the tracer
+    # makes ``a``'s new value (functionalization). ``ufunc.outer`` needs no op: it is the
+    # ufunc itself on ``a`` reshaped to ``a.shape + (1,) * b.ndim`` (so it fuses).
+    UFUNC_REDUCE = _op("ufunc_reduce", _G.REDUCTION)
+    UFUNC_REDUCEAT = _op("ufunc_reduceat", _G.REDUCTION)
+    UFUNC_ACCUMULATE = _op("ufunc_accumulate", _G.SCAN)
+    UFUNC_AT = _op("ufunc_at", _G.INDEXING, fresh=True)
+
     def __new__(cls, name: str, group: OpGroup, operator: str | None, dunder: str | None,
                 kernel_loop: bool, loop_ns: float | None, compute: Compute,
                 accumulator: np.ufunc | None, fresh: bool) -> "OpKind":
@@ -339,6 +383,16 @@ UFUNC_REDUCTIONS: dict[np.ufunc, OpKind] = {
 #: Ops that run a Python callable as it is (``attrs["fn"]``) and may yield several values (a
 #: tuple aval read through ``get_output``): the views mark them "runs NumPy at each call".
 OPAQUE_CALLS = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
+
+# -- ufunc methods and the nan family (issue 14) -------------------------------------------
+#: Reductions and scans that are ndarray methods of their name (``x.sum()``): traced values
+#: and variables have them, and the NumPy executor calls them as methods. The others
+#: (``nansum``, ``median``, ``ufunc_reduce``) are NumPy functions only.
+NDARRAY_METHODS = frozenset(k for k in OpKind if k.group in (OpGroup.REDUCTION, OpGroup.SCAN)
+                            and hasattr(np.ndarray, k.value))
+
+#: Ops that yield a tuple of values read through ``get_output`` (besides control flow).
+MULTI_OUTPUT_OPS = OPAQUE_CALLS | frozenset(k for k, uf in _UFUNC_OF.items() if uf.nout > 1)
 
 #: Elementwise comparisons: boolean results, no reflected or in-place operator forms.
 COMPARISONS = frozenset({OpKind.EQUAL, OpKind.NOT_EQUAL, OpKind.LESS, OpKind.LESS_EQUAL,

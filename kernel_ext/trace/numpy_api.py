@@ -8,15 +8,17 @@ multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything n
 
 from __future__ import annotations
 
+import inspect
 from typing import Any, Callable
 
 import numpy as np
 
 from .. import errors
-from ..ir import OpKind
+from ..ir import UFUNC_REDUCTIONS, OpKind
 from .context import bind
-from .opaque import numpy_call
-from .tensor import HANDLERS, Tensor
+from .opaque import numpy_call, ufunc_method_call
+from .tensor import HANDLERS, UFUNC_METHODS, Tensor, build_template
+from .variables import Variable
 
 
 def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
@@ -458,6 +460,207 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     vals = np.resize(np.asarray(val), count) if not isinstance(val, Tensor) else \
         np.broadcast_to(val, (count,)) if val.shape in ((), (1,)) else val
     target[index] = vals
+
+
+# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+# Each handler binds the call with the NumPy function's own signature (positional and keyword
+# arguments exactly as NumPy takes them), keeps static arguments as attrs and falls back to an
+# opaque call (``numpy_call``) for the options no op covers (``where=``, ``initial=``, traced
+# ``q``, ``weights=``, ...): slower, never wrong.
+
+def _bound(func: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
+    """``func``'s parameters for this call, defaults applied (``np._NoValue`` where unset)."""
+    bound = inspect.signature(func).bind(*args, **kwargs)
+    bound.apply_defaults()
+    return dict(bound.arguments)
+
+
+def _given(value: Any) -> bool:
+    return value is not np._NoValue and value is not None  # type: ignore[attr-defined]
+
+
+def _static_value(value: Any) -> bool:
+    """A Python or NumPy number, or an array of numbers: something an attr may hold."""
+    if isinstance(value, (Tensor, Variable)):
+        return False
+    if isinstance(value, (list, tuple)):
+        return all(_static_value(v) for v in value)
+    return isinstance(value, (int, float, np.generic, np.ndarray)) and not isinstance(
+        value, (str, bytes))
+
+
+def _frozen(value: Any) -> Any:
+    """A static attr value: numbers as they are (their weak or strong type matters under NEP
+    50), containers and arrays as a read-only array copy."""
+    if isinstance(value, (list, tuple, np.ndarray)):
+        arr = np.array(value, copy=True)
+        arr.setflags(write=False)
+        return arr
+    return value
+
+
+def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
+                   q: bool = False, method: bool = False,
+                   initial: bool = False) -> Callable:
+    """The handler of ``np.<kind>``: one ``kind`` node with static axis/keepdims (and dtype,
+    ddof, q, method where the function has them), or an opaque call for the other options."""
+    func = kind.numpy_function
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        p = _bound(func, args, kwargs)
+        opaque = any(_given(p.get(name)) for name in ("where", "weights", "interpolation",
+                                                        "mean", "correction"))
+        opaque |= initial and _given(p.get("initial"))
+        opaque |= q and not _static_value(p["q"])
+        opaque |= ddof and not isinstance(p.get("ddof", 0), (int, float, np.number))
+        if opaque:
+            return numpy_call(func, args, kwargs)
+        attrs: dict[str, Any] = {}
+        if q:
+            attrs["q"] = _frozen(p["q"])
+        attrs["axis"] = _axis(p.get("axis"))
+        keepdims = p.get("keepdims", False)
+        attrs["keepdims"] = False if keepdims is np._NoValue else bool(  # type: ignore
+            keepdims)
+        if dtype and p.get("dtype") is not None:
+            attrs["dtype"] = np.dtype(p["dtype"])
+        if ddof and p.get("ddof", 0):
+            attrs["ddof"] = p["ddof"]
+        if method and p.get("method", "linear") != "linear":
+            attrs["method"] = p["method"]
+        return bind(kind, (p["a"],), attrs)
+    handler.__name__ = f"_{kind.value}"
+    return handler
+
+
+implements(np.nansum)(_nan_reduction(OpKind.NANSUM, dtype=True, initial=True))
+implements(np.nanprod)(_nan_reduction(OpKind.NANPROD, dtype=True, initial=True))
+implements(np.nanmean)(_nan_reduction(OpKind.NANMEAN, dtype=True))
+implements(np.nanmax)(_nan_reduction(OpKind.NANMAX, initial=True))
+implements(np.nanmin)(_nan_reduction(OpKind.NANMIN, initial=True))
+implements(np.nanstd)(_nan_reduction(OpKind.NANSTD, dtype=True, ddof=True))
+implements(np.nanvar)(_nan_reduction(OpKind.NANVAR, dtype=True, ddof=True))
+implements(np.nanargmax)(_nan_reduction(OpKind.NANARGMAX))
+implements(np.nanargmin)(_nan_reduction(OpKind.NANARGMIN))
+implements(np.median)(_nan_reduction(OpKind.MEDIAN))
+implements(np.nanmedian)(_nan_reduction(OpKind.NANMEDIAN))
+for _kind in (OpKind.PERCENTILE, OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE):
+    implements(_kind.numpy_function)(_nan_reduction(_kind, q=True, method=True))
+
+
+def _nan_scan(kind: OpKind) -> Callable:
+    func = kind.numpy_function
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        p = _bound(func, args, kwargs)
+        attrs: dict[str, Any] = {"axis": None if p["axis"] is None else int(p["axis"])}
+        if p.get("dtype") is not None:
+            attrs["dtype"] = np.dtype(p["dtype"])
+        return bind(kind, (p["a"],), attrs)
+    return handler
+
+
+implements(np.nancumsum)(_nan_scan(OpKind.NANCUMSUM))
+implements(np.nancumprod)(_nan_scan(OpKind.NANCUMPROD))
+
+
+def _opaque_method(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    return ufunc_method_call(ufunc, method, inputs, kwargs)
+
+
+def _method_attrs(ufunc: np.ufunc, kwargs: dict, allowed: tuple[str, ...]) -> dict | None:
+    """Static attrs of a ufunc method call, or None when an option needs the opaque call."""
+    attrs: dict[str, Any] = {"ufunc": ufunc}
+    for key, value in kwargs.items():
+        if key not in allowed:
+            return None
+        if key == "axis":
+            attrs["axis"] = _axis(value)
+        elif key == "dtype":
+            if value is not None:
+                attrs["dtype"] = np.dtype(value)
+        elif key == "keepdims":
+            attrs["keepdims"] = bool(value)
+        elif key == "initial":
+            if value is np._NoValue:  # type: ignore[attr-defined]
+                continue
+            if not _static_value(value) or np.ndim(value):
+                return None
+            attrs["initial"] = value
+    return attrs
+
+
+def _ufunc_reduce(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    """``ufunc.reduce``: a sum/prod/max/min/any/all where one is the same reduction (they
+    fuse), else a ``ufunc_reduce`` node."""
+    if kwargs.get("where", True) is not True:
+        return _opaque_method(ufunc, "reduce", inputs, kwargs)
+    attrs = _method_attrs(ufunc, kwargs, ("axis", "dtype", "keepdims", "initial"))
+    if attrs is None or len(inputs) != 1:
+        return _opaque_method(ufunc, "reduce", inputs, kwargs)
+    attrs.setdefault("axis", 0)
+    attrs.setdefault("keepdims", False)
+    kind = UFUNC_REDUCTIONS.get(ufunc)
+    if kind is not None and "initial" not in attrs:
+        del attrs["ufunc"]
+        return bind(kind, inputs, attrs)
+    return bind(OpKind.UFUNC_REDUCE, inputs, attrs)
+
+
+def _ufunc_accumulate(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    attrs = _method_attrs(ufunc, kwargs, ("axis", "dtype"))
+    if attrs is None or len(inputs) != 1 or isinstance(attrs.get("axis", 0), tuple):
+        return _opaque_method(ufunc, "accumulate", inputs, kwargs)
+    attrs.setdefault("axis", 0)
+    if attrs["axis"] is None:
+        raise TypeError("'NoneType' object cannot be interpreted as an integer")
+    return bind(OpKind.UFUNC_ACCUMULATE, inputs, attrs)
+
+
+def _ufunc_reduceat(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    attrs = _method_attrs(ufunc, kwargs, ("axis", "dtype"))
+    if attrs is None or len(inputs) != 2 or not isinstance(attrs.get("axis", 0), int):
+        return _opaque_method(ufunc, "reduceat", inputs, kwargs)
+    attrs.setdefault("axis", 0)
+    array, indices = inputs
+    if isinstance(indices, (list, tuple, range)):
+        indices = np.asarray(indices)
+    return bind(OpKind.UFUNC_REDUCEAT, (array, indices), attrs)
+
+
+def _ufunc_outer(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
+    """``ufunc.outer(a, b)`` is ``ufunc(a[..., None, ..., None], b)`` with one new axis per
+    dimension of ``b``: NumPy's definition, and the same loop, so it traces (and fuses) as the
+    ufunc. Operands are arrays first: a Python number is strong here, as in NumPy."""
+    if ufunc.nin != 2 or len(inputs) != 2:
+        raise ValueError("outer product only supported for binary functions")
+    a, b = (x if isinstance(x, (Tensor, Variable)) else np.asarray(x) for x in inputs)
+    nb = _ndim_of(b)
+    if nb:
+        na = _ndim_of(a)
+        a = np.expand_dims(a, tuple(range(na, na + nb)))
+    return ufunc(a, b, **kwargs)
+
+
+def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
+    """``ufunc.at(a, indices[, b])``: unbuffered in place, repeated indices applied once each
+    (the scatter-add). Functionalized: a ``ufunc_at`` node computes the updated copy and
+    ``a`` takes it as its new value (a plain array is promoted; an argument is written back).
+    """
+    if kwargs or len(inputs) not in (2, 3):
+        return _opaque_method(ufunc, "at", inputs, kwargs)
+    target = _writable_target(inputs[0], f"np.{ufunc.__name__}.at")
+    template, dyn = build_template(inputs[1])
+    b = inputs[2] if len(inputs) == 3 else None
+    if isinstance(b, (list, tuple)):
+        b = np.asarray(b)
+    target.assign(bind(OpKind.UFUNC_AT, (target, b, *dyn),
+                       {"ufunc": ufunc, "index": template}))
+    return None
+
+
+UFUNC_METHODS.update(reduce=_ufunc_reduce, accumulate=_ufunc_accumulate,
+                     reduceat=_ufunc_reduceat, outer=_ufunc_outer, at=_ufunc_at)
 
 
 def supported_numpy_functions() -> list[str]:

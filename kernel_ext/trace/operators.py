@@ -14,7 +14,7 @@ The dunders are not written out by hand: every :class:`~kernel_ext.ir.OpKind` th
 * comparisons (:data:`kernel_ext.ir.COMPARISONS`): ``__lt__`` ... only (Python reflects them
   itself and has no in-place forms);
 * unary ops (``NEGATIVE`` → ``"neg"``): ``__neg__``;
-* ``divmod``: ``__divmod__`` / ``__rdivmod__`` as floor division and remainder, as NumPy does.
+* ``divmod``: ``__divmod__`` / ``__rdivmod__`` are ``np.divmod``, as on ndarray.
 """
 
 from __future__ import annotations
@@ -93,10 +93,10 @@ class NumpyOperators:
                 setattr(cls, f"__i{stem}__", _inplace(uf, f"__i{stem}__"))
 
     def __divmod__(self, other: Any) -> tuple[Any, Any]:
-        return np.floor_divide(self, other), np.remainder(self, other)
+        return np.divmod(self, other)
 
     def __rdivmod__(self, other: Any) -> tuple[Any, Any]:
-        return np.floor_divide(other, self), np.remainder(other, self)
+        return np.divmod(other, self)
 
 
 for _stem, _uf in BINARY_OPERATORS:

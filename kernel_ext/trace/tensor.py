@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
+from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
+                  OpKind)
 from .operators import NumpyOperators
 from .state import current_context, format_location
 
@@ -33,6 +34,11 @@ HANDLERS: dict[Callable, Callable[..., Any]] = {}
 #: function HANDLERS lacks, ``FALLBACK["ufunc"](ufunc, method, inputs, kwargs)`` for a ufunc
 #: (method) without an op. Both run it as an opaque NumPy call inside the graph.
 FALLBACK: dict[str, Callable[..., Any]] = {}
+
+#: ``UFUNC_METHODS[method](ufunc, inputs, kwargs)`` records ``ufunc.<method>`` (reduce,
+#: accumulate, reduceat, outer, at) on traced values; :mod:`kernel_ext.trace.numpy_api` fills
+#: it, and falls back to an opaque call where no op covers a call.
+UFUNC_METHODS: dict[str, Callable[..., Any]] = {}
 
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
 
@@ -643,8 +649,9 @@ for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "
               "device", "to_device"):
     setattr(Tensor, _name, _memory_attribute(_name))
 
-# Every reduction op is the ndarray method of its name (the op table's naming rule).
-for _kind in OpKind:
+# Every reduction op that is an ndarray method is the method of its name (the op table's
+# naming rule; nansum & co. are NumPy functions only, as on ndarray).
+for _kind in NDARRAY_METHODS:
     if _kind.group is OpGroup.REDUCTION:
         setattr(Tensor, _kind.value, _reduction_method(_kind.value))
 
@@ -652,6 +659,8 @@ for _kind in OpKind:
 # -- ufunc dispatch -------------------------------------------------------------------------
 
 def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    if method in UFUNC_METHODS:
+        return UFUNC_METHODS[method](ufunc, inputs, kwargs)
     bad = [k for k in kwargs if k in _UNSUPPORTED_UFUNC_KWARGS or k not in (
         "dtype", "axis", "keepdims", "initial")]
     if bad and not (method != "__call__" and set(bad) <= {"axis"}):
@@ -661,8 +670,6 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
     if method == "__call__":
         if ufunc is np.matmul:
             return bind(OpKind.MATMUL, inputs)
-        if ufunc is np.divmod:
-            return (np.floor_divide(*inputs), np.remainder(*inputs))
         kind = UFUNC_OPS.get(ufunc)
         if kind is None and "ufunc" in FALLBACK:
             return FALLBACK["ufunc"](ufunc, method, inputs, kwargs)
@@ -671,7 +678,11 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
                 f"the ufunc np.{ufunc.__name__} is not supported on traced values yet. Fix: "
                 "express it with supported ufuncs, or compute it outside the kx.function.")
         attrs = {"dtype": np.dtype(kwargs["dtype"])} if kwargs.get("dtype") is not None else {}
-        return bind(kind, inputs, attrs)
+        result = bind(kind, inputs, attrs)
+        if ufunc.nout > 1:  # frexp, modf, divmod: a tuple of outputs, as NumPy returns
+            return tuple(bind(OpKind.GET_OUTPUT, (result,), {"index": i})
+                         for i in range(ufunc.nout))
+        return result
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS and "initial" not in kwargs:
         kind = UFUNC_REDUCTIONS[ufunc]
         attrs = {"axis": kwargs.get("axis", 0), "keepdims": bool(kwargs.get("keepdims", False))}

@@ -14,7 +14,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import errors
-from ..ir import OpGroup, OpKind
+from ..ir import NDARRAY_METHODS, OpKind
 from .operators import NumpyOperators
 from .state import current_context
 from .tensor import Tensor, describe_tensor
@@ -227,9 +227,8 @@ def _reduction_method(name: str) -> Callable[..., Any]:
 
 
 # The ndarray methods of every reduction and scan op (named after the op), on the value read.
-for _kind in OpKind:
-    if _kind.group in (OpGroup.REDUCTION, OpGroup.SCAN):
-        setattr(Variable, _kind.value, _reduction_method(_kind.value))
+for _kind in NDARRAY_METHODS:
+    setattr(Variable, _kind.value, _reduction_method(_kind.value))
 
 # Variable has no in-place operators (NumpyOperators without inplace=True): ``v += 1`` rebinds
 # the Python name, as on any immutable value; assign_add() changes the variable itself

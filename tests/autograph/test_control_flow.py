@@ -437,7 +437,7 @@ def test_python_errors_point_at_the_user_line():
     @kx.function
     def f(x):
         if x > 0:
-            y = np.asarray(x)  # the offending line
+            y = np.asarray(x, order="F")  # the offending line
         else:
             y = x
         return y

@@ -7,8 +7,9 @@ import operator
 import numpy as np
 import pytest
 
-from kernel_ext.ir import (COMPARISONS, FUSIBLE_REDUCTIONS, UFUNC_OPS, UFUNC_REDUCTIONS,
-                           VIEW_OPS, OpGroup, OpKind)
+from kernel_ext.ir import (COMPARISONS, FUSIBLE_REDUCTIONS, MULTI_OUTPUT_OPS, NDARRAY_METHODS,
+                           OPAQUE_CALLS, UFUNC_OPS, UFUNC_REDUCTIONS, VIEW_OPS, OpGroup,
+                           OpKind)
 
 _BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            "//": operator.floordiv, "%": operator.mod, "<": operator.lt, "<=": operator.le,
@@ -102,9 +103,56 @@ def test_accumulator_folds_to_the_reduction(op: OpKind) -> None:
 
 def test_reductions_are_ndarray_methods_named_after_the_op() -> None:
     x = np.arange(6.0).reshape(2, 3)
-    for op in OpKind:
+    for op in NDARRAY_METHODS:
         if op.group is OpGroup.REDUCTION:
             assert _same(getattr(x, op.value)(axis=1), op.numpy_function(x, axis=1))
+
+
+def test_reductions_that_are_not_methods_are_numpy_functions_or_ufunc_methods() -> None:
+    x = np.array([[0.0, np.nan, 2.0], [3.0, 4.0, 5.0]])
+    for op in OpKind:
+        if op.group not in (OpGroup.REDUCTION, OpGroup.SCAN) or op in NDARRAY_METHODS:
+            continue
+        assert not hasattr(np.ndarray, op.value), op
+        if op.value.startswith("ufunc_"):  # np.<ufunc>.<method>, the ufunc in attrs
+            assert hasattr(np.add, op.value.removeprefix("ufunc_")), op
+            continue
+        fn = op.numpy_function
+        assert fn is not None, op
+        if "quantile" in op.value or "percentile" in op.value:
+            assert np.shape(fn(x, [0.25, 0.5] if "quantile" in op.value else [25, 50],
+                               axis=1)) == (2, 2)
+        elif op.group is OpGroup.REDUCTION:
+            assert np.shape(fn(x, axis=1)) == (2,), op
+        # the nan functions ignore NaN: equal to the plain function where there is none
+        if op.value.startswith("nan") and "quantile" not in op.value and \
+                "percentile" not in op.value:
+            plain = getattr(np, op.value[3:])
+            assert _same(fn(x[1:], axis=1), plain(x[1:], axis=1)), op
+
+
+def test_multi_output_ops_are_the_ufuncs_with_several_outputs() -> None:
+    multi = {k for k in MULTI_OUTPUT_OPS if k.ufunc is not None}
+    assert multi == {OpKind.FREXP, OpKind.MODF, OpKind.DIVMOD}
+    for op in multi:
+        assert op.ufunc.nout == 2 and not op.kernel_loop  # a kernel writes one output
+    assert OPAQUE_CALLS <= MULTI_OUTPUT_OPS
+
+
+def test_new_elementwise_ufuncs_map_onto_numpy() -> None:
+    for name in ("nextafter", "spacing", "ldexp", "frexp", "modf", "divmod", "degrees",
+                 "radians", "bitwise_count"):
+        op = OpKind(name)
+        assert op.group is OpGroup.ELEMENTWISE and UFUNC_OPS[getattr(np, name)] is op
+    # ldexp's loops mix a float and an int operand: not a loop the kernels call
+    assert not OpKind.LDEXP.kernel_loop
+    assert all(t.split("->")[0] in ("fi", "fl", "ei", "el", "di", "dl", "gi", "gl", "fq",
+                                   "dq", "eq", "gq") for t in np.ldexp.types)
+
+
+def test_ufunc_at_is_a_fresh_indexing_op() -> None:
+    op = OpKind.UFUNC_AT
+    assert op.group is OpGroup.INDEXING and op.fresh and not op.may_alias
 
 
 def test_fresh_ops_never_return_a_view() -> None:

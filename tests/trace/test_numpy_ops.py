@@ -194,3 +194,198 @@ def test_traced_value_properties():
         return x
 
     f(F32)
+
+
+# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+
+F16 = F32.astype(np.float16)
+NANS = np.where(B, np.nan, F64)
+ALL_NAN_ROW = np.vstack([np.full(4, np.nan), F64[1:]])
+C128 = F64 + 1j * F64[::-1]
+I8 = I32.astype(np.int8)
+STRIDED = np.repeat(F64, 2, axis=1)[:, ::2]       # non-contiguous
+EMPTY = np.zeros((0, 4))
+
+ISSUE14_CASES = {
+    "nan_reductions": (lambda x: (np.nansum(x), np.nansum(x, 0), np.nanprod(x, axis=1),
+                                  np.nanmean(x, keepdims=True), np.nanstd(x, ddof=1),
+                                  np.nanvar(x, 1), np.nanmax(x), np.nanmin(x, axis=0),
+                                  np.nanargmax(x), np.nanargmin(x, axis=1)), NANS),
+    "nan_reductions_dtypes": (lambda x, i, b: (np.nansum(x, dtype=np.float64), np.nanmean(i),
+                                               np.nanmax(i, axis=1), np.nansum(b),
+                                               np.nanprod(x.astype(np.float16))),
+                              F32, I8, B),
+    "nan_all_nan_slice": (lambda x: (np.nanmax(x, axis=1), np.nanmean(x, axis=1),
+                                     np.nanmedian(x, axis=1)), ALL_NAN_ROW),
+    "median_quantiles": (lambda x: (np.median(x), np.median(x, axis=0), np.nanmedian(x, 1),
+                                    np.percentile(x, 30), np.nanpercentile(x, [10, 90], 1),
+                                    np.quantile(x, 0.5, keepdims=True),
+                                    np.nanquantile(x, (0.25, 0.75), axis=0,
+                                                   method="nearest")), NANS),
+    "quantile_q_dtype_follows_nep50": (lambda x: (np.percentile(x, 50.0),
+                                                  np.percentile(x, np.float64(50))), F32),
+    "nan_scans": (lambda x: (np.nancumsum(x), np.nancumprod(x, axis=1),
+                             np.nancumsum(x, 0, dtype=np.float32)), NANS),
+    "nan_empty": (lambda x: (np.nansum(x, 0), np.nanquantile(x, [0.5, 0.9], axis=0),
+                             np.nanmedian(x, axis=0)), EMPTY),
+    "elementwise_additions": (lambda x, i: (np.nextafter(x, 0), np.nextafter(x, np.inf),
+                                            np.spacing(x), np.ldexp(x, i), np.ldexp(x, 3),
+                                            np.degrees(x), np.radians(x)), F32, I32),
+    # (none of these has a complex loop in NumPy: complex inputs raise, as eagerly)
+    "elementwise_float16": (lambda h: (np.spacing(h), np.nextafter(h, 1), np.frexp(h),
+                                       np.modf(h), np.bitwise_count(np.abs(h).astype(np.int16)),
+                                       np.divmod(h, 3), np.radians(h), np.ldexp(h, 2)), F16),
+    "nan_reductions_complex": (lambda c: (np.nansum(c), np.nanmean(c, axis=0),
+                                          np.nanprod(c, 1), np.add.outer(c[0], c[1]),
+                                          np.subtract.accumulate(c)), C128),
+    "frexp_modf_two_outputs": (lambda x: (np.frexp(x), np.modf(x), np.frexp(x)[0] * 2), F64),
+    "divmod_ufunc_and_builtin": (lambda x, i: (np.divmod(x, 0.7), divmod(i, 3),
+                                               divmod(7, i + 10), np.divmod(i, i + 20)),
+                                 F64, I32),
+    "bitwise_count": (lambda i, u: (np.bitwise_count(i), np.bitwise_count(u)), I32, U8),
+    "ufunc_reduce": (lambda x, i, b: (np.subtract.reduce(x), np.add.reduce(i, 1),
+                                      np.bitwise_xor.reduce(i, axis=None),
+                                      np.maximum.reduce(x, initial=0.5),
+                                      np.multiply.reduce(i, axis=1, keepdims=True),
+                                      np.logical_xor.reduce(b, axis=0),
+                                      np.add.reduce(i.astype(np.int8), dtype=np.int8),
+                                      np.hypot.reduce(x, axis=(0, 1)),
+                                      np.add.reduce(x[0, 0], axis=0)), F64, I32, B),
+    "ufunc_accumulate": (lambda x, i: (np.add.accumulate(i.astype(np.int8)),
+                                       np.subtract.accumulate(x, axis=1),
+                                       np.maximum.accumulate(x, 1, np.float32),
+                                       np.multiply.accumulate(x[:, 0])), STRIDED, I32),
+    "ufunc_reduceat": (lambda x, i: (np.add.reduceat(i, [0, 2], axis=1),
+                                     np.maximum.reduceat(x.ravel(), np.array([0, 3, 1])),
+                                     np.minimum.reduceat(x, [2, 0], axis=0)), F64, I32),
+    "ufunc_outer": (lambda x, v, i: (np.add.outer(x, v), np.subtract.outer(v, 2.0),
+                                     np.multiply.outer(v, np.float32(2)),
+                                     np.less.outer(v, v), np.divmod.outer(i[0], 3),
+                                     np.add.outer(v[0], v[1])), F32, V4, I32),
+    "ufunc_at": (lambda x: _ufunc_at(x), I32),
+}
+
+
+def _ufunc_at(x):
+    y = x.copy()
+    np.add.at(y, [0, 0, 1], 5)
+    np.negative.at(y, (1, 2))
+    np.maximum.at(y[1], [0, 0], np.array([7, 2], np.int32))
+    np.add.at(y, (slice(None), [0, 0]), 1.5)   # unsafe cast into int32, as NumPy does
+    return y
+
+
+CASES.update(ISSUE14_CASES)
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE14_CASES))
+@pytest.mark.parametrize("mode", ["numpy", "auto", "numba", "jit"])
+def test_issue14_ops_match_numpy_on_every_path(name, mode):
+    fn, *args = ISSUE14_CASES[name]
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        expected = _flat_all(fn(*args))
+        f = kx.function(fn, jit_compile=True) if mode == "jit" else \
+            kx.function(fn, backend=mode)
+        got = _flat_all(f(*args))
+    assert len(got) == len(expected)
+    for i, (g, e) in enumerate(zip(got, expected)):
+        e = np.asarray(e)
+        assert np.asarray(g).dtype == e.dtype and np.shape(g) == e.shape, f"output {i}"
+        np.testing.assert_array_equal(g, e, err_msg=f"output {i}")
+
+
+def _flat_all(value):
+    if isinstance(value, tuple):
+        return [y for v in value for y in _flat_all(v)]
+    return [value]
+
+
+@pytest.mark.parametrize("name", sorted(ISSUE14_CASES))
+def test_issue14_ops_trace_natively(name):
+    fn, *args = ISSUE14_CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        graph = kx.function(fn).get_concrete_function(*args).graph
+    assert not [n for n in graph.nodes if n.op.value == "numpy_call"]
+
+
+def test_ufunc_at_writes_into_an_argument_like_numpy():
+    @kx.function
+    def scatter(a, idx, v):
+        np.add.at(a, idx, v)
+        return a.sum()
+
+    a, idx, v = np.zeros(5), np.array([0, 1, 1, 4, 1]), np.arange(5.0)
+    want = np.zeros(5)
+    np.add.at(want, idx, v)
+    assert scatter(a, idx, v) == want.sum()
+    np.testing.assert_array_equal(a, want)
+    assert scatter.get_concrete_function(a, idx, v).graph.count_ops() >= 1
+
+
+def test_nan_reductions_warn_as_numpy_does():
+    f = kx.function(lambda x: np.nanmax(x, axis=1))
+    with pytest.warns(RuntimeWarning, match="All-NaN slice"):
+        got = f(ALL_NAN_ROW)
+    assert np.isnan(got[0])
+
+
+def test_nanargmax_of_an_all_nan_slice_raises_as_numpy_does():
+    f = kx.function(lambda x: np.nanargmax(x, axis=1))
+    with pytest.raises(ValueError, match="All-NaN slice"):
+        np.nanargmax(ALL_NAN_ROW, axis=1)
+    with pytest.raises(ValueError, match="All-NaN slice"):
+        f(ALL_NAN_ROW)
+
+
+def test_reduce_of_an_empty_axis_without_identity_raises_when_tracing():
+    with pytest.raises(ValueError, match="no identity"):
+        np.nanmax(EMPTY, axis=0)
+    with pytest.raises(ValueError, match="no identity"):
+        kx.function(lambda x: np.nanmax(x, axis=0))(EMPTY)
+    with pytest.raises(ValueError, match="no identity"):
+        kx.function(lambda x: np.subtract.reduce(x, axis=0))(EMPTY)
+
+
+def test_ufunc_methods_keep_unknown_dims():
+    spec = kx.TensorSpec([None, 4], np.float64)
+    f = kx.function(lambda x: (np.subtract.reduce(x, axis=1), np.maximum.accumulate(x),
+                               np.add.reduceat(x, [0, 2], axis=1), np.add.outer(x[:, 0], x[0]),
+                               np.nanmax(x, axis=0), np.nanpercentile(x, [5, 50], axis=1)),
+                    input_signature=[spec])
+    shapes = [s.shape for s in f.get_concrete_function().structured_outputs]
+    assert shapes == [(None,), (None, 4), (None, 2), (None, 4), (4,), (2, None)]
+    for rows in (2, 5):
+        x = rng.standard_normal((rows, 4))
+        want = (np.subtract.reduce(x, axis=1), np.maximum.accumulate(x),
+                np.add.reduceat(x, [0, 2], axis=1), np.add.outer(x[:, 0], x[0]),
+                np.nanmax(x, axis=0), np.nanpercentile(x, [5, 50], axis=1))
+        for g, w in zip(f(x), want):
+            np.testing.assert_array_equal(g, w)
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_options_no_op_covers_fall_back_to_an_opaque_call():
+    f = kx.function(lambda x: (np.nansum(x, where=x > 0), np.add.reduce(x, where=x > 0)))
+    got = f(F64)
+    np.testing.assert_array_equal(got[0], np.nansum(F64, where=F64 > 0))
+    np.testing.assert_array_equal(got[1], np.add.reduce(F64, where=F64 > 0))
+    ops = {n.op.value for n in f.get_concrete_function(F64).graph.nodes}
+    assert "numpy_call" in ops
+
+
+def test_asarray_of_a_traced_value_is_the_value_and_array_a_copy():
+    @kx.function
+    def f(x):
+        y = np.asarray(x)
+        z = np.array(x)
+        w = np.asarray(x, np.float32)
+        y[0] = 5.0          # y is x: the write reaches the caller's array, as in NumPy
+        return z, w
+
+    x = np.ones(3)
+    z, w = f(x)
+    np.testing.assert_array_equal(x, [5.0, 1.0, 1.0])
+    np.testing.assert_array_equal(z, np.ones(3))
+    assert w.dtype == np.float32
