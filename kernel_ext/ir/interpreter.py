@@ -180,7 +180,8 @@ def _sort(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.PAD)
 def _pad(node: Node) -> Callable[..., Any]:
     kw = {k: v for k, v in node.attrs.items() if k != "pad_width"}
-    widths = node.attrs["pad_width"]
+    # one (before, after) pair per axis; an int array even for a 0-d input (no pairs)
+    widths = np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
     return lambda x: np.pad(x, widths, **kw)
 
 

@@ -511,6 +511,8 @@ def _pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> A
         raise ValueError("index can't contain negative values")
     # NumPy's own check of the mode and its keywords, on a 1-element array padded by 0
     np.pad(np.zeros((1,) * array.ndim, array.dtype), 0, mode, **kwargs)
+    if array.ndim == 0:
+        return _copy(array)  # no axis to pad: NumPy returns a copy
     attrs = {"pad_width": _static_attr(pairs), "mode": mode}
     attrs.update((k, _static_attr(v)) for k, v in kwargs.items())
     return bind(OpKind.PAD, (array,), attrs)
