@@ -453,6 +453,22 @@ def getitem_shape(shape: Shape | None, template: tuple, dyn: Sequence[Any]) -> S
     """Result shape of ``x[index]`` (NumPy's basic and advanced rules, asked of NumPy)."""
     if shape is None:
         return None
+    try:
+        return _getitem_probes(shape, template, dyn)
+    except IndexError:
+        if 0 not in shape or not any(isinstance(c, DynamicIndex) and dyn[c.position - 1].ndim
+                                     for c in template):
+            raise
+    # A traced index array into a size-0 axis (x[np.nonzero(m)[0]] with x empty): NumPy takes
+    # it when it is empty at run time, but no stand-in index fits a size-0 axis. Probe with
+    # those axes of size 1 and of size 2: a dim that differs between them is one of them (0).
+    ones = _getitem_probes(tuple(1 if d == 0 else d for d in shape), template, dyn)
+    twos = _getitem_probes(tuple(2 if d == 0 else d for d in shape), template, dyn)
+    return tuple(x if x == y else 0 for x, y in zip(ones, twos))
+
+
+def _getitem_probes(shape: Shape, template: tuple, dyn: Sequence[Any]) -> Shape:
+    """``getitem_shape`` on two probes whose unknown sizes differ (those dims are None)."""
     results = []
     for probe in (0, 1):
         index: list[Any] = []

@@ -417,3 +417,12 @@ def test_named_ops_raise_numpys_errors_when_tracing(call, error):
         call(F64)
     with pytest.raises(error):
         kx.function(call)(F64)
+
+
+def test_traced_index_array_into_an_empty_axis_is_empty_like_numpy():
+    # no stand-in index fits a size-0 axis; NumPy takes the (empty) run-time index
+    f = kx.function(lambda x: (np.extract(x > 0, x), x[np.nonzero(x)[1]][:, 1:]))
+    x = np.zeros((0, 3))
+    got = f(x)
+    _assert_same(got, (np.extract(x > 0, x), x[np.nonzero(x)[1]][:, 1:]),
+                 f.get_concrete_function(x).structured_outputs)
