@@ -354,7 +354,8 @@ def test_data_dependent_length_is_sized_at_run_time_without_retracing(name, path
 
 def test_data_dependent_dims_are_none_in_the_static_type():
     f = kx.function(lambda x: (np.nonzero(x), np.argwhere(x), np.unique(x, return_inverse=True),
-                               np.bincount(x.ravel(), minlength=4), np.compress(x[0] > 1, x, axis=1)))
+                               np.bincount(x.ravel(), minlength=4),
+                               np.compress(x[0] > 1, x, axis=1)))
     x = np.array([[0, 3, 1], [2, 0, 0]])
     (r, c), aw, (u, inv), bc, cp = f.get_concrete_function(x).structured_outputs
     assert r.shape == c.shape == (None,) and aw.shape == (None, 2)
