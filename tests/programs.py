@@ -358,3 +358,124 @@ def make_fusible_program(seed: int, n_steps: int = 6, reduce: bool | None = None
                 pass
     prog.n_outputs = 2 if len(prog.steps) >= 2 and rng.random() < 0.4 else 1
     return prog
+
+
+# ---------------------------------------------------------------------------------------------
+# Named NumPy functions and data-dependent shapes (issue 14): programs mixing graph ops such as
+# np.pad, np.einsum, np.diff, np.unique and np.nonzero with ufuncs, over the inputs above
+# ---------------------------------------------------------------------------------------------
+
+PAD_MODES = ["constant", "edge", "reflect", "symmetric", "wrap", "maximum", "mean"]
+EINSUM_FORMS = {1: ["i->i", "i->", "i"], 2: ["ij->ji", "ij->i", "ij->j", "ij", "ii->i", "ii"],
+                3: ["ijk->kji", "ijk->j", "...k->..."]}
+
+
+def _named_step(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]:
+    """One step applying a named NumPy function (or a ufunc, to mix them) to earlier values."""
+    i = int(rng.integers(len(env)))
+    j = int(rng.integers(len(env)))
+    nd = np.ndim(env[i])
+    axis = int(rng.integers(-nd, nd)) if nd else 0
+    k = int(rng.integers(-2, 3))
+    choice = int(rng.integers(0, 20))
+    if choice == 0:
+        mode = PAD_MODES[rng.integers(len(PAD_MODES))]
+        width = int(rng.integers(0, 3)) if rng.random() < 0.5 else \
+            tuple((int(rng.integers(0, 3)), int(rng.integers(0, 3))) for _ in range(nd))
+        return (f"pad(v{i}, {width}, {mode!r})",
+                lambda e, i=i, w=width, m=mode: np.pad(e[i], w, mode=m))
+    if choice == 1:
+        n = int(rng.integers(0, 3))
+        return f"diff(v{i}, {n}, axis={axis})", lambda e, i=i, n=n, a=axis: np.diff(e[i], n, a)
+    if choice == 2:
+        fn = np.triu if rng.random() < 0.5 else np.tril
+        return f"{fn.__name__}(v{i}, {k})", lambda e, i=i, fn=fn, k=k: fn(e[i], k)
+    if choice == 3 and nd in EINSUM_FORMS:
+        forms = EINSUM_FORMS[nd]
+        form = forms[rng.integers(len(forms))]
+        if np.size(env[i]) == 0 and "ii" in form:
+            # NumPy's diagonal of an empty zero-strided array reads memory it does not own
+            form = forms[0]
+        return f"einsum({form!r}, v{i})", lambda e, i=i, s=form: np.einsum(s, e[i])
+    if choice == 4:
+        return (f"einsum('...i,...i', v{i}, v{j})",
+                lambda e, i=i, j=j: np.einsum("...i,...i", e[i], e[j]))
+    if choice == 5:
+        return (f"insert(v{i}, {k}, v{j}, axis={axis if nd else None})",
+                lambda e, i=i, j=j, k=k, a=(axis if nd else None): np.insert(e[i], k, e[j], a))
+    if choice == 6:
+        return (f"argpartition(v{i}, 0, axis={axis if nd else None})",
+                lambda e, i=i, a=(axis if nd else None): np.argpartition(e[i], 0, axis=a))
+    if choice == 7:
+        mode = ["valid", "same", "full"][rng.integers(3)]
+        fn = np.correlate if rng.random() < 0.5 else np.convolve
+        return (f"{fn.__name__}(v{i}, v{j}, {mode!r})",
+                lambda e, i=i, j=j, fn=fn, m=mode: fn(e[i], e[j], m))
+    if choice == 8:
+        return f"vdot(v{i}, v{j})", lambda e, i=i, j=j: np.vdot(e[i], e[j])
+    if choice == 9:
+        return (f"interp(v{i}, [-2, 0, 3], [1, -1, 4])",
+                lambda e, i=i: np.interp(e[i], [-2.0, 0.0, 3.0], [1.0, -1.0, 4.0]))
+    if choice == 10:
+        return f"diagflat(v{i}, {k})", lambda e, i=i, k=k: np.diagflat(e[i], k)
+    if choice == 11:
+        return f"nonzero(v{i})[-1]", lambda e, i=i: np.nonzero(e[i])[-1]
+    if choice == 12:
+        return f"argwhere(v{i})", lambda e, i=i: np.argwhere(e[i])
+    if choice == 13:
+        return f"flatnonzero(v{i} > 0)", lambda e, i=i: np.flatnonzero(np.greater(e[i], 0))
+    if choice == 14:
+        flags = [bool(f) for f in rng.random(3) < 0.5]
+        return (f"unique(v{i}, *{flags})[-1]",
+                lambda e, i=i, f=flags: _last(np.unique(e[i], *f)))
+    if choice == 15:
+        return (f"compress(v{i} > 0 along {axis})",
+                lambda e, i=i, a=axis: np.compress(np.greater(np.take(e[i], 0, axis=a - 1 if a
+                                                                           else -1).ravel()[
+                    :np.shape(e[i])[a]], 0), e[i], axis=a) if np.ndim(e[i]) >= 2 else
+                np.compress(np.greater(e[i], 0), e[i]))
+    if choice == 16:
+        return f"extract(v{i} > 0, v{i})", lambda e, i=i: np.extract(np.greater(e[i], 0), e[i])
+    if choice == 17:
+        return (f"bincount(abs(v{i}).astype(int) % 7)",
+                lambda e, i=i: np.bincount(np.remainder(np.absolute(e[i]).astype(np.int64), 7)))
+    if choice == 18:
+        return (f"histogram(v{i}, 3, (-2, 2))[0]",
+                lambda e, i=i: np.histogram(e[i], bins=3, range=(-2, 2))[0])
+    if choice == 19 and nd == 1:
+        return f"trim_zeros(v{i})", lambda e, i=i: np.trim_zeros(e[i])
+    uf = UNARY[rng.integers(len(UNARY))] if rng.random() < 0.5 else None
+    if uf is not None:
+        return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
+    return _binary_step(rng, BINARY, LITERALS, i, j)
+
+
+def _last(value: Any) -> Any:
+    return value[-1] if isinstance(value, tuple) else value
+
+
+def make_named_program(seed: int, n_steps: int = 5) -> Program:
+    """A random program of named NumPy functions (pad, einsum, diff, unique, nonzero, ...) and
+    ufuncs over random inputs (dtypes, 0-d, size-0, non-contiguous, read-only); every step was
+    run eagerly while building, so the program is valid NumPy."""
+    rng = np.random.default_rng(50_000 + seed)
+    inputs = [_random_array(rng) for _ in range(int(rng.integers(1, 3)))]
+    prog = Program(inputs)
+    env = list(inputs)
+    attempts = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while len(prog.steps) < n_steps and attempts < 200:
+            attempts += 1
+            name, step = _named_step(rng, env)
+            try:
+                with np.errstate(all="ignore"):
+                    value = step(env)
+            except Exception:
+                continue
+            if np.size(value) > 10_000 or np.asarray(value).dtype == object:
+                continue
+            prog.steps.append((name, step))
+            env.append(value)
+    prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
+    return prog

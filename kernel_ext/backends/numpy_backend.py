@@ -53,12 +53,20 @@ class Scope:
     def __init__(self, prefix: str, names: dict[Node, str] | None = None) -> None:
         self.prefix = prefix
         self.names: dict[Node, str] = dict(names or {})
+        self._taken: set[str] = set(self.names.values())
 
     def var(self, node: Node) -> str:
         name = self.names.get(node)
         if name is None:
-            base = "".join(ch if ch.isalnum() else "_" for ch in node.name)
-            name = self.names[node] = f"{self.prefix}{base}"
+            base = f"{self.prefix}" + "".join(ch if ch.isalnum() else "_" for ch in node.name)
+            # Node names are unique, their identifier forms need not be: "svd/1" (an output
+            # of the first svd) and "svd_1" (the second svd) both read svd_1.
+            name, n = base, 0
+            while name in self._taken:
+                n += 1
+                name = f"{base}__{n}"
+            self._taken.add(name)
+            self.names[node] = name
         return name
 
 

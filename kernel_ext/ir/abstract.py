@@ -456,6 +456,22 @@ def getitem_shape(shape: Shape | None, template: tuple, dyn: Sequence[Any]) -> S
     """Result shape of ``x[index]`` (NumPy's basic and advanced rules, asked of NumPy)."""
     if shape is None:
         return None
+    try:
+        return _getitem_probes(shape, template, dyn)
+    except IndexError:
+        if 0 not in shape or not any(isinstance(c, DynamicIndex) and dyn[c.position - 1].ndim
+                                     for c in template):
+            raise
+    # A traced index array into a size-0 axis (x[np.nonzero(m)[0]] with x empty): NumPy takes
+    # it when it is empty at run time, but no stand-in index fits a size-0 axis. Probe with
+    # those axes of size 1 and of size 2: a dim that differs between them is one of them (0).
+    ones = _getitem_probes(tuple(1 if d == 0 else d for d in shape), template, dyn)
+    twos = _getitem_probes(tuple(2 if d == 0 else d for d in shape), template, dyn)
+    return tuple(x if x == y else 0 for x, y in zip(ones, twos))
+
+
+def _getitem_probes(shape: Shape, template: tuple, dyn: Sequence[Any]) -> Shape:
+    """``getitem_shape`` on two probes whose unknown sizes differ (those dims are None)."""
     results = []
     for probe in (0, 1):
         index: list[Any] = []
@@ -847,6 +863,301 @@ def _ufunc_at(attrs: dict, a: AbstractValue, b: Any, *dyn: AbstractValue) -> Abs
         else:
             ufunc.at(probe, [0], np.ones(1, b.dtype) if isinstance(b, AbstractValue) else b)
     return a
+
+
+# -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
+# Shapes follow NumPy's documented rules (with ``None`` dims flowing through); dtypes are
+# NumPy's answer on 1-element probes (``probe_dtype``), which also raises NumPy's own error for
+# an argument NumPy refuses (a float array to bincount, a 2-D array to correlate). A length
+# that depends on the values (nonzero, unique, bincount, compress, trim_zeros) is ``None``.
+
+_INTP = np.dtype(np.intp)
+
+
+def _add_dims(*dims: int | None) -> int | None:
+    return None if any(d is None for d in dims) else sum(dims)  # type: ignore[arg-type]
+
+
+def _known_rank(x: AbstractValue, fn: str) -> tuple:
+    if x.shape is None:
+        raise ValueError(f"np.{fn} needs the rank of its input when tracing; give the "
+                         "argument a known rank in input_signature")
+    return x.shape
+
+
+@_rule(OpKind.PAD)
+def _pad(attrs: dict, x: AbstractValue) -> AbstractValue:
+    shape = _known_rank(x, "pad")
+    widths, mode = attrs["pad_width"], attrs["mode"]
+    for axis, (d, (before, after)) in enumerate(zip(shape, widths)):
+        if d == 0 and (before or after) and mode not in ("constant", "empty"):
+            raise ValueError(f"can't extend empty axis {axis} using modes other than "
+                             "'constant' or 'empty'")
+    return AbstractValue(tuple(_add_dims(d, b, a) for d, (b, a) in zip(shape, widths)),
+                         x.dtype)
+
+
+@_rule(OpKind.DIAGFLAT)
+def _diagflat(attrs: dict, v: AbstractValue) -> AbstractValue:
+    n = _add_dims(v.size, abs(attrs.get("k", 0)))
+    return AbstractValue((n, n), v.dtype)
+
+
+@_rule(OpKind.INSERT)
+def _insert(attrs: dict, arr: AbstractValue, values: Any) -> AbstractValue:
+    """NumPy's ``insert``: one index (a scalar, or a one-element sequence or slice) inserts
+    ``values`` as a block (its first or ``axis`` dim after padding it to ``arr``'s rank); more
+    indices insert one slice each."""
+    shape, axis, obj = _known_rank(arr, "insert"), attrs.get("axis"), attrs["obj"]
+    if axis is None:
+        shape, axis = (arr.size,), 0
+    else:
+        axis = normalize_axis(axis, len(shape))
+    n = shape[axis]
+    if isinstance(obj, slice):
+        count = None if n is None else len(range(*obj.indices(n)))
+    else:
+        index = np.asarray(obj)
+        count = int(np.count_nonzero(index)) if index.dtype == np.bool_ else index.size
+    if count == 1 or count is None and isinstance(obj, slice):
+        vshape = _shape(values)
+        if vshape is None or count is None:
+            numnew = None
+        else:
+            vshape = (1,) * (len(shape) - len(vshape)) + tuple(vshape)
+            scalar = not isinstance(obj, (slice, tuple)) and np.ndim(obj) == 0
+            numnew = vshape[0] if scalar else vshape[axis]
+    else:
+        numnew = count
+    out = list(shape)
+    out[axis] = _add_dims(n, numnew)
+    return AbstractValue(tuple(out), arr.dtype)
+
+
+@_rule(OpKind.BINCOUNT)
+def _bincount(attrs: dict, x: AbstractValue, weights: Any) -> AbstractValue:
+    # max(x) + 1, at least minlength: a length only the values decide
+    dtype = probe_dtype(lambda a, w: np.bincount(a, w, attrs.get("minlength", 0)), x, weights)
+    return AbstractValue((None,), dtype)
+
+
+@_rule(OpKind.NONZERO)
+def _nonzero(attrs: dict, x: AbstractValue) -> tuple:
+    shape = _known_rank(x, "nonzero")
+    if not shape:
+        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
+                         "np.atleast_1d(scalar).nonzero() instead.")
+    return tuple(AbstractValue((None,), _INTP) for _ in shape)
+
+
+@_rule(OpKind.ARGWHERE)
+def _argwhere(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return AbstractValue((None, len(_known_rank(x, "argwhere"))), _INTP)
+
+
+@_rule(OpKind.COMPRESS)
+def _compress(attrs: dict, condition: AbstractValue, a: AbstractValue) -> AbstractValue:
+    if condition.ndim not in (None, 1):
+        raise ValueError("condition must be a 1-d array")
+    axis = attrs.get("axis")
+    if axis is None:
+        return AbstractValue((None,), a.dtype)
+    shape = _known_rank(a, "compress")
+    axis = normalize_axis(axis, len(shape))
+    return AbstractValue(shape[:axis] + (None,) + shape[axis + 1:], a.dtype)
+
+
+@_rule(OpKind.TRIM_ZEROS)
+def _trim_zeros(attrs: dict, x: AbstractValue) -> AbstractValue:
+    shape = _known_rank(x, "trim_zeros")
+    axes = normalize_axes(attrs.get("axis"), len(shape))
+    return AbstractValue(tuple(None if i in axes else d for i, d in enumerate(shape)), x.dtype)
+
+
+@_rule(OpKind.UNIQUE)
+def _unique(attrs: dict, x: AbstractValue) -> "AbstractValue | tuple":
+    shape = _known_rank(x, "unique")
+    values = AbstractValue((None,), x.dtype)
+    extra = []
+    if attrs.get("return_index"):
+        extra.append(AbstractValue((None,), _INTP))
+    if attrs.get("return_inverse"):
+        # NumPy 2 gives the inverse the input's shape (axis=None); ask it which rank
+        probe = np.unique(np.zeros((1,) * len(shape), x.dtype), return_inverse=True)[1]
+        inverse = shape if probe.ndim == len(shape) else (x.size,)
+        extra.append(AbstractValue(tuple(inverse), _INTP))
+    if attrs.get("return_counts"):
+        extra.append(AbstractValue((None,), _INTP))
+    return (values, *extra) if extra else values
+
+
+@_rule(OpKind.ARGPARTITION)
+def _argpartition(attrs: dict, x: AbstractValue) -> AbstractValue:
+    out = _sorted(attrs, x, _INTP)
+    axis = attrs.get("axis")
+    n = None if out.shape is None else out.shape[0 if axis is None else axis]
+    for k in np.atleast_1d(attrs["kth"]).tolist():
+        if n is not None and not -n <= k < n:
+            raise ValueError(f"kth(={k}) out of bounds ({n})")
+    return out
+
+
+@_rule(OpKind.HISTOGRAM)
+def _histogram(attrs: dict, a: AbstractValue, bins: Any, weights: Any) -> tuple:
+    static_bins = attrs.get("bins")
+    if isinstance(bins, AbstractValue):
+        if bins.ndim != 1:
+            raise ValueError("`bins` must be 1d, when an array")
+        edges = bins.shape[0]
+        probe_bins: Any = np.arange(2, dtype=bins.dtype)
+    elif isinstance(static_bins, str):
+        edges, probe_bins = None, static_bins  # the data choose the number of bins
+    else:
+        edges, probe_bins = static_bins + 1, static_bins
+    with np.errstate(all="ignore"):
+        hist, bin_edges = np.histogram(
+            np.ones(1, a.dtype), bins=probe_bins, range=attrs.get("range"),
+            density=attrs.get("density"),
+            weights=None if weights is None else np.ones(1, weights.dtype))
+    n = None if edges is None else edges - 1
+    return (AbstractValue((n,), hist.dtype), AbstractValue((edges,), bin_edges.dtype))
+
+
+@_rule(OpKind.INTERP)
+def _interp(attrs: dict, x: Any, xp: AbstractValue, fp: AbstractValue, left: Any, right: Any,
+            period: Any) -> AbstractValue:
+    for name, v in (("xp", xp), ("fp", fp)):
+        if isinstance(v, AbstractValue) and v.ndim not in (None, 1):
+            raise ValueError(f"object too deep for desired array ({name} must be 1-D)")
+    n_xp, n_fp = _shape(xp)[0] if _shape(xp) else None, _shape(fp)[0] if _shape(fp) else None
+    if n_xp is not None and n_fp is not None and n_xp != n_fp:
+        raise ValueError("fp and xp are not of the same length.")
+    dtype = probe_dtype(np.interp, x, xp, fp, left, right, period)
+    return AbstractValue(_shape(x), dtype)
+
+
+def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | None:
+    """The result shape of ``np.einsum(subscripts, *operands)`` (explicit ``->`` or implicit
+    output, ``...`` broadcasting, size-1 labels broadcasting as NumPy's einsum does)."""
+    subs = subscripts.replace(" ", "")
+    inputs, arrow, output = subs.partition("->")
+    specs = inputs.split(",")
+    if len(specs) != len(shapes):
+        raise ValueError("more operands provided to einstein sum function than specified in "
+                         "the subscripts string" if len(shapes) > len(specs) else
+                         "fewer operands provided to einstein sum function than specified in "
+                         "the subscripts string")
+    if any(s is None for s in shapes):
+        return None
+    dims: dict[str, list[int | None]] = {}
+    ellipses = []
+    for i, (spec, shape) in enumerate(zip(specs, shapes)):
+        head, dots, tail = spec.partition("...")
+        n_ell = len(shape) - len(head) - len(tail) if dots else 0
+        if n_ell < 0 or not dots and len(spec) != len(shape):
+            raise ValueError("operand has more dimensions than subscripts given in einstein "
+                             "sum, but no '...' ellipsis provided to broadcast the extra "
+                             "dimensions." if len(spec) < len(shape) else
+                             "einstein sum subscripts string contains too many subscripts "
+                             f"for operand {i}")
+        ellipses.append(tuple(shape[len(head):len(head) + n_ell]))
+        labelled = tuple(shape[:len(head)]) + tuple(shape[len(shape) - len(tail):])
+        for label, d in zip(head + tail, labelled):
+            dims.setdefault(label, []).append(d)
+    sizes: dict[str, int | None] = {}
+    for label, ds in dims.items():
+        known = {d for d in ds if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError("operands could not be broadcast together with remapped shapes; "
+                             f"label '{label}' has sizes {sorted(known)}")
+        sizes[label] = known.pop() if known else None if None in ds else 1
+    ell = broadcast_shapes(*ellipses) or ()
+    if not arrow:
+        counts: dict[str, int] = {}
+        for ch in inputs.replace(".", "").replace(",", ""):
+            counts[ch] = counts.get(ch, 0) + 1
+        return tuple(ell) + tuple(sizes[c] for c in sorted(counts) if counts[c] == 1)
+    head, dots, tail = output.partition("...")
+    if not dots and ell:
+        raise ValueError("output has more dimensions than subscripts given in einstein sum, "
+                         "but no '...' ellipsis provided to broadcast the extra dimensions.")
+    for c in head + tail:
+        if c not in sizes:
+            raise ValueError(f"einstein sum subscripts string included output subscript '{c}' "
+                             "which never appeared in an input")
+    return tuple(sizes[c] for c in head) + (tuple(ell) if dots else ()) + tuple(
+        sizes[c] for c in tail)
+
+
+@_rule(OpKind.EINSUM)
+def _einsum(attrs: dict, *operands: Any) -> AbstractValue:
+    subscripts = attrs["subscripts"]
+    kwargs = {k: v for k, v in attrs.items() if k not in ("subscripts", "optimize")}
+    dtype = probe_dtype(lambda *ops: np.einsum(subscripts, *ops, **kwargs), *operands)
+    return AbstractValue(einsum_shape(subscripts, [_shape(o) for o in operands]), dtype)
+
+
+@_rule(OpKind.VDOT)
+def _vdot(attrs: dict, a: Any, b: Any) -> AbstractValue:
+    na = a.size if isinstance(a, AbstractValue) else 1
+    nb = b.size if isinstance(b, AbstractValue) else 1
+    if na is not None and nb is not None and na != nb:
+        raise ValueError("vectors have different lengths")
+    return AbstractValue((), probe_dtype(np.vdot, a, b))
+
+
+def _correlate_rule(fn: Callable[..., Any]) -> Rule:
+    """``np.correlate``/``np.convolve`` of two non-empty 1-D arrays: ``valid`` keeps
+    ``max - min + 1`` values, ``same`` ``max``, ``full`` ``n + m - 1``."""
+    def rule(attrs: dict, a: Any, v: Any) -> AbstractValue:
+        mode = attrs.get("mode", "valid")
+        dtype = probe_dtype(lambda x, y: fn(x, y, mode), a, v)
+        n, m = (_shape(a) or (1,))[0], (_shape(v) or (1,))[0]
+        for what, d in (("a", n), ("v", m)):
+            if d == 0:
+                raise ValueError(f"{what} cannot be empty")
+        if n is None or m is None:
+            return AbstractValue((None,), dtype)
+        sizes = {"valid": max(n, m) - min(n, m) + 1, "same": max(n, m), "full": n + m - 1}
+        return AbstractValue((sizes[mode],), dtype)
+    return rule
+
+
+ABSTRACT_EVAL[OpKind.CORRELATE] = _correlate_rule(np.correlate)
+ABSTRACT_EVAL[OpKind.CONVOLVE] = _correlate_rule(np.convolve)
+
+
+def _linalg_probe(a: AbstractValue, fn: Callable[[np.ndarray], Any]) -> Any:
+    """``fn`` on a 1x1 identity of ``a``'s dtype: NumPy's result dtypes (and its refusal of
+    dtypes linalg does not take)."""
+    return fn(np.eye(1, dtype=a.dtype))
+
+
+@_rule(OpKind.SVD)
+def _svd(attrs: dict, a: AbstractValue) -> "AbstractValue | tuple":
+    shape = _known_rank(a, "linalg.svd")
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
+                                    "least two-dimensional")
+    full, uv = attrs.get("full_matrices", True), attrs.get("compute_uv", True)
+    probe = _linalg_probe(a, lambda e: np.linalg.svd(e, compute_uv=uv))
+    *batch, m, n = shape
+    k = None if m is None or n is None else min(m, n)
+    s = AbstractValue(tuple(batch) + (k,), (probe.S if uv else probe).dtype)
+    if not uv:
+        return s
+    u = AbstractValue(tuple(batch) + (m, m if full else k), probe.U.dtype)
+    vh = AbstractValue(tuple(batch) + (n if full else k, n), probe.Vh.dtype)
+    return (u, s, vh)
+
+
+@_rule(OpKind.SLOGDET)
+def _slogdet(attrs: dict, a: AbstractValue) -> tuple:
+    _square_check(a)
+    sign, logabsdet = _linalg_probe(a, np.linalg.slogdet)
+    batch = None if a.shape is None else a.shape[:-2]
+    return (AbstractValue(batch, np.asarray(sign).dtype),
+            AbstractValue(batch, np.asarray(logabsdet).dtype))
 
 
 def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue | None:

@@ -173,6 +173,124 @@ def _sort(node: Node) -> Callable[..., Any]:
     return functools.partial(fn, **node.attrs)
 
 
+# -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
+# Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
+# ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
+
+@_lower(OpKind.PAD)
+def _pad(node: Node) -> Callable[..., Any]:
+    kw = {k: v for k, v in node.attrs.items() if k != "pad_width"}
+    # one (before, after) pair per axis; an int array even for a 0-d input (no pairs)
+    widths = np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
+    return lambda x: np.pad(x, widths, **kw)
+
+
+@_lower(OpKind.DIAGFLAT)
+def _diagflat(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.diagflat, k=node.attrs.get("k", 0))
+
+
+@_lower(OpKind.INSERT)
+def _insert(node: Node) -> Callable[..., Any]:
+    obj, axis = node.attrs["obj"], node.attrs.get("axis")
+    if isinstance(obj, tuple):
+        obj = list(obj)  # a sequence of indices, as written (np.insert reads lists and arrays)
+    return lambda arr, values: np.insert(arr, obj, values, axis=axis)
+
+
+@_lower(OpKind.BINCOUNT)
+def _bincount(node: Node) -> Callable[..., Any]:
+    minlength = node.attrs.get("minlength", 0)
+    return lambda x, weights: np.bincount(x, weights, minlength)
+
+
+@_lower(OpKind.NONZERO)
+def _nonzero(node: Node) -> Callable[..., Any]:
+    return np.nonzero
+
+
+@_lower(OpKind.ARGWHERE)
+def _argwhere(node: Node) -> Callable[..., Any]:
+    return np.argwhere
+
+
+@_lower(OpKind.COMPRESS)
+def _compress(node: Node) -> Callable[..., Any]:
+    axis = node.attrs.get("axis")
+    return lambda condition, a: np.compress(condition, a, axis)
+
+
+@_lower(OpKind.TRIM_ZEROS)
+def _trim_zeros(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.trim_zeros, **node.attrs)
+
+
+@_lower(OpKind.UNIQUE)
+def _unique(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.unique, **node.attrs)
+
+
+@_lower(OpKind.ARGPARTITION)
+def _argpartition(node: Node) -> Callable[..., Any]:
+    kth = node.attrs["kth"]
+    kw = {k: v for k, v in node.attrs.items() if k != "kth"}
+    return lambda x: np.argpartition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
+
+
+@_lower(OpKind.HISTOGRAM)
+def _histogram(node: Node) -> Callable[..., Any]:
+    static_bins = node.attrs.get("bins")
+    kw = {k: v for k, v in node.attrs.items() if k != "bins"}
+
+    def histogram(a: Any, bins: Any, weights: Any) -> tuple:
+        return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights,
+                            **kw)
+    return histogram
+
+
+@_lower(OpKind.INTERP)
+def _interp(node: Node) -> Callable[..., Any]:
+    return np.interp
+
+
+@_lower(OpKind.EINSUM)
+def _einsum(node: Node) -> Callable[..., Any]:
+    subscripts = node.attrs["subscripts"]
+    kw = {k: v for k, v in node.attrs.items() if k != "subscripts"}
+
+    def einsum(*operands: Any) -> Any:
+        out = np.einsum(subscripts, *operands, **kw)
+        # NumPy returns a view for a pure relabelling ('ii->i', 'ij->ji'); the graph's einsum
+        # owns its result (LINALG ops never alias), so such a result is copied.
+        if isinstance(out, np.ndarray) and any(
+                isinstance(o, np.ndarray) and np.may_share_memory(out, o) for o in operands):
+            out = out.copy()
+        return out
+    return einsum
+
+
+@_lower(OpKind.VDOT)
+def _vdot(node: Node) -> Callable[..., Any]:
+    return np.vdot
+
+
+@_lower(OpKind.CORRELATE, OpKind.CONVOLVE)
+def _correlate(node: Node) -> Callable[..., Any]:
+    fn = np.correlate if node.op is OpKind.CORRELATE else np.convolve
+    mode = node.attrs.get("mode", "valid")
+    return lambda a, v: fn(a, v, mode)
+
+
+@_lower(OpKind.SVD)
+def _svd(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.linalg.svd, **node.attrs)
+
+
+@_lower(OpKind.SLOGDET)
+def _slogdet(node: Node) -> Callable[..., Any]:
+    return np.linalg.slogdet
+
+
 @_lower(OpKind.CONSTANT)
 def _constant(node: Node) -> Callable[..., Any]:
     value = node.attrs["value"]

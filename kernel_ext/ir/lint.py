@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from .abstract import AbstractValue
 from .graph import Graph, Node
-from .ops import MULTI_OUTPUT_OPS, OpGroup, OpKind
+from .ops import OpGroup, OpKind
 
 _LITERAL_TYPES = (bool, int, float, complex, type(None))
 
@@ -45,9 +45,10 @@ def lint(graph: Graph) -> None:
             raise GraphLintError(f"{where}: source ops take no inputs")
         if node.op.group is OpGroup.CONTROL_FLOW:
             _lint_control_flow(node, where)
-        elif node.op in MULTI_OUTPUT_OPS and isinstance(node.aval, tuple):
+        elif isinstance(node.aval, tuple):
+            # opaque calls and multi-result ops (svd, nonzero, unique, ...): one value each
             if not all(isinstance(a, AbstractValue) for a in node.aval):
-                raise GraphLintError(f"{where}: a multi-output call yields abstract values")
+                raise GraphLintError(f"{where}: a multi-output call or op yields abstract values")
         elif node.op.group is not OpGroup.STATEFUL and not isinstance(node.aval, AbstractValue):
             raise GraphLintError(f"{where}: missing abstract value")
         if node.op in (OpKind.READ_VARIABLE, OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,

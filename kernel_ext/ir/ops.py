@@ -241,6 +241,30 @@ class OpKind(enum.Enum):
     # --- opaque: a NumPy function without an op of its own (ir/calls.py) ------------------
     NUMPY_CALL = _op("numpy_call", _G.OPAQUE)
 
+    # -- named NumPy functions and data-dependent shapes (issue 14) ------------------------
+    # Each runs NumPy's own function (LOWER), so values, dtypes and shapes are NumPy's. Ops
+    # whose result length depends on the data give a ``None`` dimension (as a boolean mask
+    # does); several results (svd, slogdet, nonzero, unique's return_*, histogram) are one
+    # node with a tuple of abstract values, read through ``get_output``.
+    PAD = _op("pad", _G.SHAPE, fresh=True)
+    DIAGFLAT = _op("diagflat", _G.SHAPE, fresh=True)
+    INSERT = _op("insert", _G.SHAPE, fresh=True)
+    BINCOUNT = _op("bincount", _G.INDEXING, fresh=True)
+    NONZERO = _op("nonzero", _G.INDEXING, fresh=True)
+    ARGWHERE = _op("argwhere", _G.INDEXING, fresh=True)
+    COMPRESS = _op("compress", _G.INDEXING, fresh=True)
+    TRIM_ZEROS = _op("trim_zeros", _G.INDEXING)  # NumPy returns a slice: a view of its input
+    UNIQUE = _op("unique", _G.SORTING)
+    ARGPARTITION = _op("argpartition", _G.SORTING)
+    HISTOGRAM = _op("histogram", _G.SORTING)
+    INTERP = _op("interp", _G.SORTING)
+    EINSUM = _op("einsum", _G.LINALG)  # NumPy may return a view; LOWER hands out a copy then
+    VDOT = _op("vdot", _G.LINALG)
+    CORRELATE = _op("correlate", _G.LINALG)
+    CONVOLVE = _op("convolve", _G.LINALG)
+    SVD = _op("svd", _G.LINALG)
+    SLOGDET = _op("slogdet", _G.LINALG)
+
     # --- control flow (sub-graphs in attrs) ---------------------------------------------
     COND = _op("cond", _G.CONTROL_FLOW)
     WHILE = _op("while", _G.CONTROL_FLOW)

@@ -263,7 +263,9 @@ def _size(a: Any, axis: Any = None) -> Any:
 
 @implements(np.where)
 def _where(condition: Any, *xy: Any) -> Any:
-    if len(xy) != 2:  # data-dependent indices: NumPy's own call, sizes found at run time
+    if not xy:  # np.where(c) is np.nonzero(c): indices of a data-dependent length
+        return _nonzero(condition)
+    if len(xy) != 2:  # NumPy's own error
         return numpy_call(np.where, (condition, *xy), {})
     return bind(OpKind.WHERE, (condition, *xy))
 
@@ -661,6 +663,302 @@ def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
 
 UFUNC_METHODS.update(reduce=_ufunc_reduce, accumulate=_ufunc_accumulate,
                      reduceat=_ufunc_reduceat, outer=_ufunc_outer, at=_ufunc_at)
+
+
+# -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
+# Graph ops of their own (ir/ops.py, same section) or compositions of ops exactly as NumPy
+# composes them (np.diff, np.triu, np.flatnonzero, np.extract). What has to be static for an
+# op (pad widths, insert indices, kth, einsum subscripts, histogram's int bins and range) is
+# an attribute; when the caller passes a traced value there, the call runs as NumPy's own
+# opaque call instead (correct, only not seen inside).
+
+def _traced(value: Any) -> bool:
+    """Is ``value`` (or anything in a list/tuple/dict it holds) a traced value?"""
+    if isinstance(value, Tensor):
+        return True
+    if isinstance(value, (list, tuple)):
+        return any(_traced(v) for v in value)
+    if isinstance(value, dict):
+        return any(_traced(v) for v in value.values())
+    return False
+
+
+def _static_attr(value: Any) -> Any:
+    """A static argument as an attribute: arrays and lists become (nested) tuples, so the
+    graph's attributes stay comparable and hashable (CSE, executor sharing)."""
+    if isinstance(value, np.ndarray):
+        value = value.tolist()
+    if isinstance(value, list):
+        return tuple(_static_attr(v) for v in value)
+    if isinstance(value, tuple):
+        return tuple(_static_attr(v) for v in value)
+    return value
+
+
+def _outputs(kind: OpKind, args: tuple, attrs: dict, name: str) -> list[Tensor]:
+    """The results of a multi-result op, each read through its own ``get_output``."""
+    node = bind(kind, args, attrs, name=name)
+    return [bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}")
+            for i in range(len(node.node.aval))]
+
+
+@implements(np.pad)
+def _pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    if callable(mode) or _traced(pad_width) or _traced(kwargs) or array.shape is None:
+        return numpy_call(np.pad, (array, pad_width), {"mode": mode, **kwargs})
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    pairs = np.broadcast_to(widths, (array.ndim, 2))
+    if (pairs < 0).any():
+        raise ValueError("index can't contain negative values")
+    # NumPy's own check of the mode and its keywords, on a 1-element array padded by 0
+    np.pad(np.zeros((1,) * array.ndim, array.dtype), 0, mode, **kwargs)
+    if array.ndim == 0:
+        return _copy(array)  # no axis to pad: NumPy returns a copy
+    attrs = {"pad_width": _static_attr(pairs), "mode": mode}
+    attrs.update((k, _static_attr(v)) for k, v in kwargs.items())
+    return bind(OpKind.PAD, (array,), attrs)
+
+
+@implements(np.diagflat)
+def _diagflat(v: Any, k: int = 0) -> Any:
+    return bind(OpKind.DIAGFLAT, (v,), {"k": int(k)})
+
+
+@implements(np.insert)
+def _insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
+    if _traced(obj):
+        return numpy_call(np.insert, (arr, obj, values), {"axis": axis})
+    if not isinstance(obj, slice):
+        index = np.asarray(obj)
+        if index.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional "
+                             "or scalar")
+        obj = index.item() if index.ndim == 0 else _static_attr(index)
+    return bind(OpKind.INSERT, (arr, values),
+                {"obj": obj, "axis": None if axis is None else int(axis)})
+
+
+@implements(np.bincount)
+def _bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
+    if _traced(minlength):
+        return numpy_call(np.bincount, (x,), {"weights": weights, "minlength": minlength})
+    return bind(OpKind.BINCOUNT, (x, weights), {"minlength": int(minlength)})
+
+
+@implements(np.einsum)
+def _einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any) -> Any:
+    _no("out", out)
+    if not operands or not isinstance(operands[0], str) or _traced(kwargs):
+        # the interleaved form einsum(a, [0, 1], b, [1, 2]): NumPy's own call
+        return numpy_call(np.einsum, operands, {"optimize": optimize, **kwargs})
+    attrs: dict[str, Any] = {"subscripts": operands[0]}
+    if optimize is not False:
+        attrs["optimize"] = optimize
+    for key, value in kwargs.items():
+        attrs[key] = np.dtype(value) if key == "dtype" and value is not None else value
+    return bind(OpKind.EINSUM, tuple(operands[1:]), attrs)
+
+
+@implements(np.diff)
+def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
+          append: Any = np._NoValue) -> Any:
+    """NumPy's own composition: concatenate ``prepend``/``append`` (a scalar broadcast to one
+    slice), then ``n`` times ``a[1:] - a[:-1]`` along ``axis`` (``!=`` for booleans)."""
+    if n == 0:
+        return a
+    if n < 0:
+        raise ValueError("order must be non-negative but got " + repr(n))
+    nd = _ndim_of(a)
+    if nd == 0:
+        raise ValueError("diff requires input that is at least one dimensional")
+    axis = int(axis) % nd if -nd <= axis < nd else _axis_error(axis, nd)
+    parts = [] if prepend is np._NoValue else [_diff_edge(a, prepend, axis)]
+    parts.append(a)
+    if append is not np._NoValue:
+        parts.append(_diff_edge(a, append, axis))
+    if len(parts) > 1:
+        a = np.concatenate(parts, axis)
+    lower = (slice(None),) * axis + (slice(1, None),)
+    upper = (slice(None),) * axis + (slice(None, -1),)
+    op = np.not_equal if a.dtype == np.bool_ else np.subtract
+    for _ in range(n):
+        a = op(a[lower], a[upper])
+    return a
+
+
+def _axis_error(axis: int, ndim: int) -> int:
+    raise np.exceptions.AxisError(axis, ndim)
+
+
+def _diff_edge(a: Any, value: Any, axis: int) -> Any:
+    value = value if isinstance(value, Tensor) else np.asanyarray(value)
+    if _ndim_of(value) == 0:
+        shape = list(a.shape)
+        shape[axis] = 1
+        if None in shape:
+            raise errors.UnsupportedOpError(
+                "np.diff(..., prepend=/append=scalar) on a value with unknown dimensions "
+                f"{a.shape} needs the other sizes when tracing. Fix: pass an array of the "
+                "slice's shape, or give the dimensions sizes in input_signature.")
+        value = np.broadcast_to(value, tuple(shape))
+    return value
+
+
+def _tri_mask(m: Any, k: int) -> Any:
+    """``np.tri(*m.shape[-2:], k=k, dtype=bool)``: a constant where the sizes are known, else
+    the same comparison of index ranges made at run time."""
+    dims = tuple(m.shape[-2:])
+    if not dims:
+        raise TypeError("tri() missing 1 required positional argument: 'N'")
+    if None not in dims:
+        return np.tri(*dims, k=k, dtype=bool)
+    axes = (-2, -1) if len(dims) == 2 else (-1, -1)
+    sizes = [d if d is not None else bind(OpKind.DIM, (m,), {"axis": ax})
+             for d, ax in zip(dims if len(dims) == 2 else dims * 2, axes)]
+    rows = bind(OpKind.ARANGE, (0, sizes[0], 1), {"dtype": np.dtype(np.int64)})
+    cols = bind(OpKind.ARANGE, (-k, np.subtract(sizes[1], k), 1), {"dtype": np.dtype(np.int64)})
+    return np.greater_equal(rows[:, None], cols[None, :])
+
+
+@implements(np.triu)
+def _triu(m: Any, k: int = 0) -> Any:
+    # NumPy: where(tri(N, M, k - 1), zeros(1, m.dtype), m)
+    return np.where(_tri_mask(m, int(k) - 1), np.zeros(1, m.dtype), m)
+
+
+@implements(np.tril)
+def _tril(m: Any, k: int = 0) -> Any:
+    # NumPy: where(tri(N, M, k), m, zeros(1, m.dtype))
+    return np.where(_tri_mask(m, int(k)), m, np.zeros(1, m.dtype))
+
+
+@implements(np.histogram)
+def _histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
+               weights: Any = None) -> Any:
+    if _traced(range) or _traced(density):
+        return numpy_call(np.histogram, (a,), {"bins": bins, "range": range,
+                                               "density": density, "weights": weights})
+    attrs: dict[str, Any] = {"range": _static_attr(range), "density": density}
+    if isinstance(bins, (str, int, np.integer)) and not isinstance(bins, bool):
+        if not isinstance(bins, str) and bins < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        attrs["bins"] = bins if isinstance(bins, str) else int(bins)
+        bins = None
+    return tuple(_outputs(OpKind.HISTOGRAM, (a, bins, weights), attrs, "histogram"))
+
+
+@implements(np.argpartition)
+def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect",
+                  order: Any = None) -> Any:
+    _no("order", order)
+    if _traced(kth):
+        return numpy_call(np.argpartition, (a, kth), {"axis": axis, "kind": kind})
+    return bind(OpKind.ARGPARTITION, (a,), {"kth": _static_attr(kth), "kind": kind,
+                                            "axis": None if axis is None else int(axis)})
+
+
+@implements(np.correlate)
+def _correlate(a: Any, v: Any, mode: str = "valid") -> Any:
+    return bind(OpKind.CORRELATE, (a, v), {"mode": mode})
+
+
+@implements(np.convolve)
+def _convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    return bind(OpKind.CONVOLVE, (a, v), {"mode": mode})
+
+
+@implements(np.vdot)
+def _vdot(a: Any, b: Any) -> Any:
+    return bind(OpKind.VDOT, (a, b))
+
+
+@implements(np.interp)
+def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
+            period: Any = None) -> Any:
+    return bind(OpKind.INTERP, (x, xp, fp, left, right, period))
+
+
+@implements(np.linalg.svd)
+def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
+         hermitian: bool = False) -> Any:
+    attrs = {"full_matrices": bool(full_matrices), "compute_uv": bool(compute_uv),
+             "hermitian": bool(hermitian)}
+    if not compute_uv:
+        return bind(OpKind.SVD, (a,), attrs)
+    return _result_type(np.linalg.svd)._make(_outputs(OpKind.SVD, (a,), attrs, "svd"))
+
+
+@implements(np.linalg.slogdet)
+def _slogdet(a: Any) -> Any:
+    return _result_type(np.linalg.slogdet)._make(_outputs(OpKind.SLOGDET, (a,), {}, "slogdet"))
+
+
+_RESULT_TYPES: dict[Callable, type] = {}
+
+
+def _result_type(fn: Callable) -> type:
+    """The namedtuple ``fn`` returns (``SVDResult``, ``SlogdetResult``), asked of NumPy."""
+    cls = _RESULT_TYPES.get(fn)
+    if cls is None:
+        cls = _RESULT_TYPES[fn] = type(fn(np.eye(1)))
+    return cls
+
+
+# -- data-dependent lengths: a None dimension, sized at run time without retracing ------------
+
+@implements(np.nonzero)
+def _nonzero(a: Any) -> tuple:
+    return tuple(_outputs(OpKind.NONZERO, (a,), {}, "nonzero"))
+
+
+@implements(np.argwhere)
+def _argwhere(a: Any) -> Any:
+    return bind(OpKind.ARGWHERE, (a,))
+
+
+@implements(np.flatnonzero)
+def _flatnonzero(a: Any) -> Any:
+    return _nonzero(np.ravel(a))[0]  # NumPy's own composition
+
+
+@implements(np.compress)
+def _compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Any:
+    _no("out", out)
+    return bind(OpKind.COMPRESS, (condition, a), {"axis": None if axis is None else int(axis)})
+
+
+@implements(np.extract)
+def _extract(condition: Any, arr: Any) -> Any:
+    # NumPy's own composition: take(ravel(arr), nonzero(ravel(condition))[0])
+    return np.take(np.ravel(arr), np.nonzero(np.ravel(condition))[0])
+
+
+@implements(np.trim_zeros)
+def _trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
+    if filt.shape is None:
+        return numpy_call(np.trim_zeros, (filt,), {"trim": trim, "axis": axis})
+    np.trim_zeros(np.zeros((1,) * filt.ndim, filt.dtype), trim, axis)  # NumPy's checks
+    return bind(OpKind.TRIM_ZEROS, (filt,), {"trim": trim, "axis": _axis(axis)})
+
+
+@implements(np.unique)
+def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
+            return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True,
+            sorted: bool = True) -> Any:
+    if axis is not None:
+        return numpy_call(np.unique, (ar,), {
+            "return_index": return_index, "return_inverse": return_inverse,
+            "return_counts": return_counts, "axis": axis, "equal_nan": equal_nan,
+            "sorted": sorted})
+    attrs = {"return_index": bool(return_index), "return_inverse": bool(return_inverse),
+             "return_counts": bool(return_counts), "equal_nan": bool(equal_nan)}
+    if not sorted:
+        attrs["sorted"] = False
+    if not (return_index or return_inverse or return_counts):
+        return bind(OpKind.UNIQUE, (ar,), attrs)
+    return tuple(_outputs(OpKind.UNIQUE, (ar,), attrs, "unique"))
 
 
 def supported_numpy_functions() -> list[str]:

@@ -389,3 +389,236 @@ def test_asarray_of_a_traced_value_is_the_value_and_array_a_copy():
     np.testing.assert_array_equal(x, [5.0, 1.0, 1.0])
     np.testing.assert_array_equal(z, np.ones(3))
     assert w.dtype == np.float32
+
+
+# -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
+# Graph ops of their own (or NumPy's own compositions of ops), checked against eager NumPy on
+# every executor path: value, dtype, shape, the container NumPy returns (tuple, SVDResult, ...)
+# and the static type; none of them may leave a numpy_call in the graph.
+
+PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
+         "jit": {"jit_compile": True}}
+C128 = (F64 + 1j * F64[::-1]).astype(np.complex128)
+NC = rng.standard_normal((3, 8))[:, ::2]          # non-contiguous (3, 4)
+EMPTY = np.zeros((0, 4))
+I64 = rng.integers(0, 6, 15)
+
+NAMED_CASES = {
+    "pad_modes": (lambda x: (np.pad(x, 1), np.pad(x, ((0, 0), (2, 1)), mode="edge"),
+                             np.pad(x, 2, mode="reflect"), np.pad(x, (1, 2), mode="symmetric"),
+                             np.pad(x, 1, mode="wrap"), np.pad(x, 1, constant_values=7),
+                             np.pad(x, ((1, 0), (0, 2)), mode="linear_ramp", end_values=-1),
+                             np.pad(x, 1, mode="mean")), NC),
+    "pad_ints_and_empty": (lambda x, e: (np.pad(x, [(0, 1), (3, 0)]), np.pad(x, 1, "maximum"),
+                                         np.pad(e, 1), np.pad(x[0, 0], 2)), I32, EMPTY),
+    "pad_reflect_odd": (lambda x: np.pad(x, 2, mode="reflect", reflect_type="odd"), F32),
+    "einsum": (lambda x, y: (np.einsum("ij,kj->ik", x, y), np.einsum("ii", x[:, :3]),
+                             np.einsum("ij->ji", x), np.einsum("ij,j", x, y[0], optimize=True),
+                             np.einsum("...j,j->...", x, y[1]), np.einsum("ij->", x),
+                             np.einsum("i,j", x[0], y[0]), np.einsum("bA", x)), NC, F64),
+    "einsum_ints_dtype": (lambda x: (np.einsum("ij,ij->i", x, x),
+                                     np.einsum("ij->j", x, dtype=np.float64)), I32),
+    "einsum_complex": (lambda z: np.einsum("ij,ij->j", z, z.conj()), C128),
+    "diff": (lambda x: (np.diff(x), np.diff(x, n=2, axis=0), np.diff(x, prepend=0),
+                        np.diff(x, append=x[:, :1]), np.diff(x, n=0)), NC),
+    "diff_bool_uint8": (lambda b, u: (np.diff(b), np.diff(u, axis=0), np.diff(u, prepend=250)),
+                        B, U8),
+    "histogram": (lambda x: (np.histogram(x, bins=5, range=(-2, 2)), np.histogram(x),
+                             np.histogram(x, bins=np.array([-1.0, 0.0, 1.0, 3.0])),
+                             np.histogram(x, bins=4, density=True),
+                             np.histogram(x, bins=3, weights=np.abs(x))), NC),
+    "histogram_ints": (lambda x: np.histogram(x, bins=4, range=(0, 8)), I32),
+    "triu_tril": (lambda x: (np.triu(x), np.tril(x, -1), np.triu(x, 2), np.tril(x[0]),
+                             np.triu(np.stack([x, x])), np.tril(x > 0)), NC),
+    "triu_ints": (lambda x: (np.triu(x, 1), np.tril(x, k=-2)), I32),
+    "insert": (lambda x: (np.insert(x, 1, 5.0), np.insert(x, [0, 2], 9.0, axis=1),
+                          np.insert(x, 2, x[0], axis=0), np.insert(x, [1], x[:, :1], axis=1),
+                          np.insert(x, slice(0, 2), 0.0, axis=1), np.insert(x, -1, 3, axis=1),
+                          np.insert(x, [], 1.0)), NC),
+    "insert_int_casts": (lambda x: np.insert(x, 0, 2.7, axis=0), I32),
+    "argpartition": (lambda x: (np.argpartition(x, 2), np.argpartition(x, (1, 2), axis=0),
+                                np.argpartition(x, 3, axis=None), x.argpartition(-1)), NC),
+    "correlate_convolve": (lambda x, y: (np.correlate(x, y), np.correlate(x, y, "full"),
+                                         np.correlate(y, x, "same"), np.convolve(x, y),
+                                         np.convolve(x, y, mode="valid")), V4, F64[0, :3]),
+    "correlate_complex_ints": (lambda z, i: (np.correlate(z, z[:2], "full"),
+                                             np.convolve(i, i, "same")), C128[0], I32[1]),
+    "vdot": (lambda x, z: (np.vdot(x, x), np.vdot(z, z), np.vdot(x, z)), NC, C128),
+    "interp": (lambda x: (np.interp(x, [-1.0, 0.0, 1.0], [0.0, 5.0, 2.0]),
+                          np.interp(x, [-1.0, 0.0, 1.0], [0.0, 5.0, 2.0], left=-9, right=9),
+                          np.interp(x, [0.0, 1.0], [1j, 2.0]),
+                          np.interp(x[0, 0], [-1.0, 1.0], [0.0, 1.0]),
+                          np.interp(x, [0.0, 1.0, 2.0], [1.0, 0.0, 3.0], period=2.0)), F32),
+    "interp_traced_table": (lambda x, xp: np.interp(x, np.sort(xp), xp * 2), V4, F64[0]),
+    "diagflat": (lambda x: (np.diagflat(x[0]), np.diagflat(x[:2], k=-1), np.diagflat(x, 2)),
+                 I32),
+    "svd": (lambda a: (np.linalg.svd(a), np.linalg.svd(a[:, :2], full_matrices=False),
+                       np.linalg.svd(a, compute_uv=False), np.linalg.svd(a @ a.T, hermitian=True),
+                       np.linalg.svd(np.stack([a, a.T]))), SQ),
+    "svd_float32_complex": (lambda a, z: (np.linalg.svd(a), np.linalg.svd(z[:, :3])),
+                            F32, C128),
+    "slogdet": (lambda a: (np.linalg.slogdet(a), np.linalg.slogdet(np.stack([a, -a])),
+                           np.linalg.slogdet(a.astype(np.float32))), SQ),
+}
+
+DATA_DEPENDENT = {
+    "nonzero": (lambda x: (np.nonzero(x > 0.5), x.nonzero(), (x > 0.5).nonzero()[0] * 2 + 1,
+                           np.nonzero(x[0] > 0.2))),
+    "where_one_arg": (lambda x: np.where(x > 0.7)),
+    "argwhere": (lambda x: (np.argwhere(x > 0.5), np.argwhere(x[0] > 0.5))),
+    "flatnonzero": (lambda x: np.flatnonzero(x > 0.5) * 2),
+    "unique": (lambda x: (np.unique(np.round(x * 4)), np.unique(x > 0.5),
+                          np.unique(np.round(x * 3), return_index=True, return_inverse=True,
+                                    return_counts=True),
+                          np.unique(np.floor(x * 3).astype(np.int32), return_counts=True))),
+    "bincount": (lambda x: (np.bincount((x.ravel() * 5).astype(np.int64)),
+                            np.bincount((x[0] * 4).astype(np.intp), weights=x[1]),
+                            np.bincount((x[0] * 4).astype(np.uint8), minlength=3))),
+    "compress": (lambda x: (np.compress(x[0] > 0.5, x, axis=1), np.compress(x.ravel() > 0.2, x),
+                            x.compress(x[:, 0] > 0.3, axis=0))),
+    "extract": (lambda x: np.extract(x > 0.5, x)),
+    "trim_zeros": (lambda x: (np.trim_zeros(np.where(x[0] > 0.5, x[0], 0.0)),
+                              np.trim_zeros(np.where(x[1] > 0.5, x[1], 0.0), "b"),
+                              np.trim_zeros(np.where(x > 0.5, x, 0.0)))),
+    "histogram_string_bins": (lambda x: np.histogram(x, bins="auto", range=(0.0, 2.0))),
+}
+
+
+def _leaves(value):
+    if isinstance(value, tuple):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
+
+
+def _assert_same(got, expected, specs=None):
+    assert type(got) is type(expected)
+    if isinstance(expected, tuple):
+        assert len(got) == len(expected)
+    got, expected = _leaves(got), _leaves(expected)
+    specs = _leaves(specs) if specs is not None else [None] * len(got)
+    for i, (g, e, spec) in enumerate(zip(got, expected, specs)):
+        e = np.asarray(e)
+        assert np.asarray(g).dtype == e.dtype, f"output {i}: dtype"
+        assert np.shape(g) == e.shape, f"output {i}: shape"
+        np.testing.assert_array_equal(g, e, err_msg=f"output {i}")
+        assert isinstance(g, np.generic) if e.ndim == 0 else isinstance(g, np.ndarray)
+        if spec is not None:
+            assert spec.dtype == e.dtype and len(spec.shape) == e.ndim, f"output {i}: type"
+            assert all(s is None or s == d for s, d in zip(spec.shape, e.shape)), f"output {i}"
+
+
+def _graph_ops(cf):
+    return {n.op for n in cf.graph.get_operations()}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", sorted(NAMED_CASES))
+def test_named_numpy_function_is_a_graph_op_matching_eager_numpy(name, path):
+    fn, *args = NAMED_CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # jit: "runs as fused segments"
+        expected = fn(*args)
+        f = kx.function(fn, **PATHS[path])
+        got = f(*args)
+        cf = f.get_concrete_function(*args)
+    _assert_same(got, expected, cf.structured_outputs)
+    # every shape here is static: known when tracing, exactly NumPy's
+    for spec, e in zip(_leaves(cf.structured_outputs), _leaves(expected)):
+        assert spec.shape == np.shape(e)
+    assert kx.ir.OpKind.NUMPY_CALL not in _graph_ops(cf)
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", sorted(DATA_DEPENDENT))
+def test_data_dependent_length_is_sized_at_run_time_without_retracing(name, path):
+    fn = DATA_DEPENDENT[name]
+    data = np.random.default_rng(7)
+    f = kx.function(fn, **PATHS[path])
+    sizes = set()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for scale in (0.3, 1.0, 2.0, 0.6):  # more or fewer elements pass each threshold
+            x = data.random((4, 6)) * scale
+            got, expected = f(x), fn(x)
+            _assert_same(got, expected, f.get_concrete_function(x).structured_outputs)
+            sizes.add(tuple(np.shape(leaf) for leaf in _leaves(expected)))
+    assert len(sizes) > 1, "the data should give outputs of several sizes"
+    assert f.experimental_get_tracing_count() == 1
+    assert kx.ir.OpKind.NUMPY_CALL not in _graph_ops(f.get_concrete_function(x))
+
+
+def test_data_dependent_dims_are_none_in_the_static_type():
+    f = kx.function(lambda x: (np.nonzero(x), np.argwhere(x), np.unique(x, return_inverse=True),
+                               np.bincount(x.ravel(), minlength=4),
+                               np.compress(x[0] > 1, x, axis=1)))
+    x = np.array([[0, 3, 1], [2, 0, 0]])
+    (r, c), aw, (u, inv), bc, cp = f.get_concrete_function(x).structured_outputs
+    assert r.shape == c.shape == (None,) and aw.shape == (None, 2)
+    assert u.shape == (None,) and inv.shape == (2, 3) and bc.shape == (None,)
+    assert cp.shape == (2, None)
+
+
+def test_unknown_input_sizes_flow_through_named_ops():
+    spec = kx.TensorSpec([None, None], np.float64)
+    f = kx.function(lambda x: (np.triu(x, 1), np.pad(x, 1), np.einsum("ij->j", x),
+                               np.nonzero(x > 0.5)[1], np.diff(x, axis=0)),
+                    input_signature=[spec])
+    for shape in ((3, 4), (5, 2), (1, 6)):
+        x = np.random.default_rng(sum(shape)).random(shape)
+        _assert_same(f(x), (np.triu(x, 1), np.pad(x, 1), np.einsum("ij->j", x),
+                            np.nonzero(x > 0.5)[1], np.diff(x, axis=0)))
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_multi_result_ops_are_one_node_read_through_get_output():
+    f = kx.function(lambda a: np.linalg.svd(a))
+    graph = f.get_concrete_function(SQ).graph
+    (svd,) = [n for n in graph.get_operations() if n.op is kx.ir.OpKind.SVD]
+    assert isinstance(svd.aval, tuple) and len(svd.aval) == 3
+    reads = [n for n in graph.get_operations() if n.op is kx.ir.OpKind.GET_OUTPUT]
+    assert sorted(n.attrs["index"] for n in reads) == [0, 1, 2]
+    assert type(f(SQ)).__name__ == "SVDResult"
+
+
+def test_einsum_relabelling_hands_out_a_copy_not_a_view_of_the_input():
+    # np.einsum('ij->ji') returns a view of its operand; the graph's result must not be one
+    f = kx.function(lambda x: np.einsum("ij->ji", x), backend="numpy")
+    x = F64.copy()
+    out = f(x)
+    np.testing.assert_array_equal(out, x.T)
+    assert not np.shares_memory(out, x)
+
+
+def test_static_arguments_that_are_traced_fall_back_to_numpy_calls():
+    f = kx.function(lambda x, k: (np.pad(x, k), np.argpartition(x, k)))
+    got = f(V4, np.int64(1))
+    _assert_same(got, (np.pad(V4, 1), np.argpartition(V4, 1)))
+    ops = _graph_ops(f.get_concrete_function(V4, np.int64(1)))
+    assert kx.ir.OpKind.NUMPY_CALL in ops
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda x: np.nonzero(x.sum()), ValueError),                  # 0-d
+    (lambda x: np.bincount(x[0]), TypeError),                     # float input
+    (lambda x: np.pad(x, 1, mode="edge", constant_values=0), ValueError),
+    (lambda x: np.pad(x, -1), ValueError),
+    (lambda x: np.einsum("ij,jk->ik", x, x), ValueError),
+    (lambda x: np.correlate(x, x), ValueError),                   # 2-D
+    (lambda x: np.linalg.slogdet(x), np.linalg.LinAlgError),      # not square
+    (lambda x: np.argpartition(x, 9), ValueError),
+    (lambda x: np.triu(x.sum()), TypeError),
+])
+def test_named_ops_raise_numpys_errors_when_tracing(call, error):
+    with pytest.raises(error):
+        call(F64)
+    with pytest.raises(error):
+        kx.function(call)(F64)
+
+
+def test_traced_index_array_into_an_empty_axis_is_empty_like_numpy():
+    # no stand-in index fits a size-0 axis; NumPy takes the (empty) run-time index
+    f = kx.function(lambda x: (np.extract(x > 0, x), x[np.nonzero(x)[1]][:, 1:]))
+    x = np.zeros((0, 3))
+    got = f(x)
+    _assert_same(got, (np.extract(x > 0, x), x[np.nonzero(x)[1]][:, 1:]),
+                 f.get_concrete_function(x).structured_outputs)
