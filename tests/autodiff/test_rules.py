@@ -143,8 +143,9 @@ axes = st.sampled_from([None, 0, 1, -1, (0, 1)])
 @given(x=arrays((2, 3), 0.5, 2), axis=axes, keepdims=st.booleans())
 def test_reduction_rule_with_axes_and_keepdims(name: str, x: np.ndarray, axis: Any,
                                                keepdims: bool) -> None:
-    if name in ("max", "min") and len(np.unique(x)) < x.size:
-        return  # ties: checked below against the documented convention
+    if name in ("max", "min") and not distinct(x):
+        return  # ties (or near-ties a finite difference straddles): checked below against
+        # the documented convention
     if name == "std" and not distinct(x):
         return  # a zero-variance slice: sqrt at 0 has no derivative
     check(lambda a: REDUCTIONS[name](a, axis=axis, keepdims=keepdims) * 1.0, x)
