@@ -57,7 +57,11 @@ from .segment_call import Scratch, SegmentCall
 from .ufunc_loops import find_loop
 
 #: Format version of generated kernels; part of every cache key.
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
+#: The import line of the wrapping integer arithmetic every kernel module uses (``module``:
+#: ``numba_decorators`` on the CPU, ``numba_cuda`` for CUDA kernels).
+WRAPPING_IMPORT = ("from kernel_ext.backends.{module} import wrapping_add as _wadd, "
+                   "wrapping_sub as _wsub, wrapping_mul as _wmul")
 #: Elements per block of a staged kernel (buffers stay in L1/L2).
 BLOCK = 1024
 #: Blocks a flat reduction's lanes accumulate before they are folded (so each lane sums at
@@ -221,20 +225,28 @@ _fmax_f, _fmin_f = _pick(">=", 1), _pick("<=", 1)
 _max_i, _min_i = _pick(">=", None), _pick("<=", None)
 
 
-# (op, loop kind) -> inline template; loop kinds: b(ool) i(nt) u(nsigned) f(loat)
+# (op, loop kind) -> inline template; loop kinds: b(ool) i(nt) u(nsigned) f(loat).
+# Integer +, - and * are the wrapping intrinsics ``_wadd``/``_wsub``/``_wmul`` every kernel
+# module imports (numba_decorators; numba_cuda on the device): Numba's own operators tell
+# LLVM that signed arithmetic never overflows (``nsw``), and LLVM then folds ``x + 1 > x``
+# to True. The intrinsics also compute in the operands' width (Numba widens small integers).
 _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
     OpKind.ADD: [_t("b", lambda o, b: f"({o[0]} | {o[1]})"),
-                 _t("iuf", lambda o, b: f"({o[0]} + {o[1]})")],
-    OpKind.SUBTRACT: [_t("iuf", lambda o, b: f"({o[0]} - {o[1]})")],
+                 _t("iu", lambda o, b: f"_wadd({o[0]}, {o[1]})"),
+                 _t("f", lambda o, b: f"({o[0]} + {o[1]})")],
+    OpKind.SUBTRACT: [_t("iu", lambda o, b: f"_wsub({o[0]}, {o[1]})"),
+                      _t("f", lambda o, b: f"({o[0]} - {o[1]})")],
     OpKind.MULTIPLY: [_t("b", lambda o, b: f"({o[0]} & {o[1]})"),
-                      _t("iuf", lambda o, b: f"({o[0]} * {o[1]})")],
+                      _t("iu", lambda o, b: f"_wmul({o[0]}, {o[1]})"),
+                      _t("f", lambda o, b: f"({o[0]} * {o[1]})")],
     OpKind.DIVIDE: [_t("f", lambda o, b: f"({o[0]} / {o[1]})")],
     OpKind.NEGATIVE: [_t("iuf", lambda o, b: f"(-{o[0]})")],
     OpKind.POSITIVE: [_t("iuf", lambda o, b: o[0])],
     OpKind.CONJUGATE: [_t("biuf", lambda o, b: o[0])],
     OpKind.ABSOLUTE: [_t("if", lambda o, b: f"abs({o[0]})"), _t("bu", lambda o, b: o[0])],
     OpKind.FABS: [_t("f", lambda o, b: f"abs({o[0]})")],
-    OpKind.SQUARE: [_t("iuf", lambda o, b: f"({o[0]} * {o[0]})"),
+    OpKind.SQUARE: [_t("iu", lambda o, b: f"_wmul({o[0]}, {o[0]})"),
+                    _t("f", lambda o, b: f"({o[0]} * {o[0]})"),
                     _t("b", lambda o, b: o[0])],
     OpKind.RECIPROCAL: [_t("f", lambda o, b: f"({b.one} / {o[0]})")],
     OpKind.SIGN: [_t("f", lambda o, b: f"({b.one} if {o[0]} > 0 else (-{b.one} if {o[0]} < 0 "
@@ -646,9 +658,9 @@ def {name}(a, b):
     x = {W}(a)
     e = b >> 1
     while e > 0:
-        x = {W}(x * x)
+        x = _wmul(x, x)
         if e & 1:
-            r = {W}(r * x)
+            r = _wmul(r, x)
         e = e >> 1
     return {C}(r)
 """,
@@ -934,6 +946,8 @@ class _KernelWriter:
         else:
             header.append("from kernel_ext.backends.numba_cuda import device as _device, "
                           "kernel as _kernel")
+        header.append(WRAPPING_IMPORT.format(module="numba_decorators" if self.target == "cpu"
+                                             else "numba_cuda"))
         parts = ["\n".join(header), "\n".join(self.const_lines)]
         parts += list(self.helpers.values())
         parts += body
@@ -1456,5 +1470,5 @@ def generate(seg: Segment, target: str = "cpu") -> KernelSource:
 
 __all__ = ["BLOCK", "CHUNK_BLOCKS", "CODEGEN_VERSION", "EmbeddedKernel", "KernelEmbedding",
            "KernelSource", "Lowering", "ReductionPlan", "SUPPORTED_DTYPES", "Unsupported",
-           "can_compile", "const_source", "ctor", "generate", "literal_value", "loop_dtypes",
-           "lower", "reduction_plan"]
+           "WRAPPING_IMPORT", "can_compile", "const_source", "ctor", "generate",
+           "literal_value", "loop_dtypes", "lower", "reduction_plan"]
