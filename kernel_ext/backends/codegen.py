@@ -989,9 +989,18 @@ class _KernelWriter:
     def _negation_literal(node: Node, args: list[Any]) -> bool:
         """``x * -1.0``, ``x / -1.0`` and ``-0.0 - x`` are ``fneg x`` to LLVM (a NaN ``x``
         comes back with its sign flipped; the CPU's instruction returns it as it is)."""
-        return node.op in (OpKind.MULTIPLY, OpKind.DIVIDE, OpKind.SUBTRACT) and any(
-            not isinstance(a, Node) and isinstance(a, (int, float)) and abs(a) in (0, 1)
-            for a in args)
+        def lit(a: Any) -> float | None:
+            return float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) \
+                else None
+
+        if node.op is OpKind.MULTIPLY:
+            return -1.0 in (lit(args[0]), lit(args[1]))
+        if node.op is OpKind.DIVIDE:
+            return lit(args[1]) == -1.0
+        if node.op is OpKind.SUBTRACT:
+            first = lit(args[0])
+            return first == 0.0 and math.copysign(1.0, first) < 0  # type: ignore[arg-type]
+        return False
 
     def _negates(self, arg: Node) -> bool:
         if arg not in self.members:
