@@ -102,7 +102,8 @@ class Program:
         return tuple(env[-self.n_outputs:])
 
     def describe(self) -> str:
-        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" for a in self.inputs)
+        shapes = ", ".join(f"{a.dtype}{list(a.shape)}" if hasattr(a, "dtype") else
+                           f"{type(a).__name__} {a!r}" for a in self.inputs)
         return f"inputs({shapes}): " + "; ".join(name for name, _ in self.steps)
 
 
@@ -478,4 +479,230 @@ def make_named_program(seed: int, n_steps: int = 5) -> Program:
             prog.steps.append((name, step))
             env.append(value)
     prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
+    return prog
+
+
+# ---------------------------------------------------------------------------------------------
+# Numeric edge programs: what NumPy defines to the bit and compiled code gets wrong most easily
+# (integer overflow on every width, signed zeros, NaN payloads, NEP 50 weak Python scalars),
+# with every step kept only where NumPy itself is deterministic, so results compare bitwise
+# ---------------------------------------------------------------------------------------------
+
+NUMERIC_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
+                  np.uint64, np.float32, np.float64, np.bool_]
+NUMERIC_SHAPES = [(), (1,), (5,), (3, 4), (19,), (2, 3, 4), (2, 1)]
+#: Weak Python scalars at the edges of the widths they meet (NEP 50: a literal that does not
+#: fit the array's dtype is an error, so those steps are dropped by the eager check).
+NUMERIC_LITERALS: list[Any] = [0, 1, -1, 2, 3, 7, 8, 31, 63, 64, 127, 128, 255, 256, -128,
+                               -129, 32767, 65535, 2**31 - 1, 2**31, -2**31, 2**32 - 1,
+                               2**63 - 1, -2**63, 2**64 - 1, 0.0, -0.0, 0.5, -2.5, 1e300,
+                               -1e-310, float("inf"), float("-inf"), float("nan"), True, False]
+NUMERIC_UNARY = [np.negative, np.absolute, np.square, np.sign, np.positive, np.invert,
+                 np.logical_not, np.signbit, np.isnan, np.isinf, np.isfinite, np.floor,
+                 np.ceil, np.trunc, np.rint, np.sqrt, np.reciprocal, np.fabs, np.exp, np.tanh]
+NUMERIC_BINARY = [np.add, np.subtract, np.multiply, np.divide, np.floor_divide, np.remainder,
+                  np.fmod, np.power, np.maximum, np.minimum, np.fmax, np.fmin, np.less,
+                  np.greater_equal, np.equal, np.not_equal, np.logical_and, np.logical_xor,
+                  np.bitwise_and, np.bitwise_or, np.bitwise_xor, np.left_shift,
+                  np.right_shift, np.copysign, np.heaviside, np.arctan2]
+NUMERIC_REDUCTIONS = [np.sum, np.prod, np.max, np.min, np.any, np.all, np.mean]
+
+
+def nan_with_payload(dtype: Any, payload: int, negative: bool = False) -> Any:
+    """A quiet NaN of ``dtype`` whose mantissa carries ``payload`` (and the sign bit)."""
+    dtype = np.dtype(dtype)
+    if dtype == np.float64:
+        bits = 0x7FF8000000000000 | (payload & 0x7FFFFFFFFFFFF) | (negative << 63)
+        return np.array(bits, np.uint64).view(np.float64)[()]
+    bits = 0x7FC00000 | (payload & 0x3FFFFF) | (negative << 31)
+    return np.array(bits, np.uint32).view(np.float32)[()]
+
+
+def numeric_values(dtype: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` values of ``dtype``, about half of them edges: each integer width's MIN, MAX
+    and neighbours, shift counts at the width; for floats ±0.0, ±inf, NaNs with payloads and
+    either sign, subnormals and values that overflow when doubled."""
+    dtype = np.dtype(dtype)
+    if dtype == np.bool_:
+        return rng.random(size) > 0.5
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        bits = dtype.itemsize * 8
+        edges = [info.min, info.max, info.min + 1, info.max - 1, 0, 1, 2, bits - 1, bits,
+                 info.max // 2 + 1, 3]
+        if dtype.kind == "i":
+            edges += [-1, -2, info.min // 2]
+        vals = rng.integers(max(info.min, -9), min(info.max, 10), size, endpoint=True)
+        vals = vals.astype(object)
+    else:
+        f = np.finfo(dtype)
+        edges = [0.0, -0.0, np.inf, -np.inf, float(f.max), -float(f.max), float(f.tiny),
+                 float(f.smallest_subnormal), -float(f.smallest_subnormal), 1.0, -1.0, 0.5]
+        edges += [nan_with_payload(dtype, int(rng.integers(0, 1 << 20)), bool(rng.random() < .5))
+                  for _ in range(3)]
+        vals = (rng.standard_normal(size) * 4).astype(dtype).astype(object)
+    for k in range(size):
+        if rng.random() < 0.5:
+            vals[k] = edges[int(rng.integers(len(edges)))]
+    if dtype.kind == "f":  # NaN payloads survive only a bit-level copy, not float() -> astype
+        out = np.empty(size, dtype)
+        for k in range(size):
+            out[k] = vals[k] if isinstance(vals[k], np.floating) else dtype.type(vals[k])
+        return out
+    return np.array(list(vals), dtype=object).astype(dtype) if size else np.zeros(0, dtype)
+
+
+def _numeric_input(rng: np.random.Generator, shape: tuple[int, ...]) -> Any:
+    """An array (sometimes strided, read-only, or a NumPy scalar; rarely a Python scalar)."""
+    dtype = NUMERIC_DTYPES[rng.integers(len(NUMERIC_DTYPES))]
+    size = int(np.prod(shape)) if shape else 1
+    arr = numeric_values(dtype, size, rng).reshape(shape)
+    flavour = rng.integers(0, 6)
+    if flavour == 0 and arr.ndim >= 1 and arr.shape[-1] > 0:
+        arr = np.repeat(arr, 2, axis=-1)[..., ::2]  # non-contiguous
+    elif flavour == 1:
+        arr = arr.copy()
+        arr.setflags(write=False)
+    elif flavour == 2 and arr.ndim == 0:
+        return arr[()]  # a NumPy scalar
+    elif flavour == 3 and arr.ndim == 0 and arr.dtype.kind in "if" and \
+            not np.isnan(arr) and rng.random() < 0.3:
+        return arr.item()  # a Python scalar argument: traced as a weak literal
+    return arr
+
+
+def _layouts(value: Any) -> list[Any]:
+    """Other memory layouts of one operand: a contiguous copy, a reversed view of a reversed
+    copy, a strided view (NumPy's SIMD loops take some and scalar loops others)."""
+    if not isinstance(value, np.ndarray) or value.ndim == 0 or value.size == 0:
+        return [value]
+    c = np.ascontiguousarray(value)
+    rev = c[..., ::-1].copy()[..., ::-1]
+    strided = np.repeat(c, 2, axis=-1)[..., ::2]
+    return [c, rev, strided]
+
+
+def bit_pattern(value: Any) -> tuple:
+    """What "bitwise equal" compares: type, dtype, shape and the raw bytes (NaN payloads
+    and the sign of zero included)."""
+    a = np.asarray(value)
+    return (type(value).__name__ if np.ndim(value) == 0 else "ndarray", a.dtype.str, a.shape,
+            np.ascontiguousarray(a).tobytes())
+
+
+def deterministic(step: Callable[[list[Any]], Any], env: list[Any], value: Any,
+                  operands: list[int]) -> bool:
+    """Does NumPy give ``value``'s bits for this step whatever the operands' layouts? (Two
+    NaNs meeting in ``add``, ``fmax`` of ``-0.0`` and ``0.0`` ... come out of NumPy's SIMD
+    lanes and its scalar tail differently; no executor can promise those bits.)"""
+    want = bit_pattern(value)
+    for k in range(3):
+        trial = list(env)
+        for i in operands:
+            options = _layouts(env[i])
+            trial[i] = options[min(k, len(options) - 1)]
+        try:
+            with np.errstate(all="ignore"):
+                got = step(trial)
+        except Exception:
+            return False
+        if bit_pattern(got)[1:] != want[1:]:
+            return False
+    return True
+
+
+def make_numeric_program(seed: int, n_steps: int = 4) -> Program:
+    """A short fusible program over numeric edge values (see :func:`numeric_values`) with
+    weak Python literals at every width's edges (:data:`NUMERIC_LITERALS`), ``clip`` with
+    scalar and array bounds (NaN and ``-0.0`` among them), ``where``, casts and, half of the
+    time, a final reduction. Every step is run eagerly; a step NumPy rejects, or whose bits
+    depend on the operands' memory layout (:func:`deterministic`), is dropped, so every
+    executor must reproduce every result bitwise."""
+    rng = np.random.default_rng(50_000 + seed)
+    shape = NUMERIC_SHAPES[rng.integers(len(NUMERIC_SHAPES))]
+    n_inputs = int(rng.integers(1, 4))
+    inputs = [_numeric_input(rng, shape)]
+    for _ in range(n_inputs - 1):
+        inputs.append(_numeric_input(rng, _partner_shape(rng, shape)))
+    prog = Program(inputs)
+    env: list[Any] = list(inputs)
+
+    def literal() -> Any:
+        return NUMERIC_LITERALS[rng.integers(len(NUMERIC_LITERALS))]
+
+    def candidate() -> tuple[str, Callable, list[int]]:
+        i, j = int(rng.integers(len(env))), int(rng.integers(len(env)))
+        choice = rng.integers(0, 10)
+        if choice <= 1:
+            uf = NUMERIC_UNARY[rng.integers(len(NUMERIC_UNARY))]
+            return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i]), [i]
+        if choice <= 5:
+            uf = NUMERIC_BINARY[rng.integers(len(NUMERIC_BINARY))]
+            if rng.random() < 0.4:
+                c = literal()
+                if rng.random() < 0.5:
+                    return (f"{uf.__name__}(v{i}, {c!r})",
+                            lambda e, uf=uf, i=i, c=c: uf(e[i], c), [i])
+                return f"{uf.__name__}({c!r}, v{i})", lambda e, uf=uf, i=i, c=c: uf(c, e[i]), [i]
+            return (f"{uf.__name__}(v{i}, v{j})",
+                    lambda e, uf=uf, i=i, j=j: uf(e[i], e[j]), [i, j])
+        if choice == 6:
+            k = int(rng.integers(len(env)))
+            return (f"where(v{i} > 0, v{j}, v{k})",
+                    lambda e, i=i, j=j, k=k: np.where(e[i] > 0, e[j], e[k]), [i, j, k])
+        if choice == 7:
+            dt = NUMERIC_DTYPES[rng.integers(len(NUMERIC_DTYPES))]
+            return (f"v{i}.astype({np.dtype(dt).name})",
+                    lambda e, i=i, dt=dt: e[i].astype(dt), [i])
+        # clip: scalar bounds (NumPy's stride-0 loop), array bounds, or one bound missing
+        form = rng.integers(0, 4)
+        if form == 0:
+            lo, hi = literal(), literal()
+            return (f"clip(v{i}, {lo!r}, {hi!r})",
+                    lambda e, i=i, lo=lo, hi=hi: np.clip(e[i], lo, hi), [i])
+        if form == 1:
+            k = int(rng.integers(len(env)))
+            return (f"clip(v{i}, v{j}, v{k})",
+                    lambda e, i=i, j=j, k=k: np.clip(e[i], e[j], e[k]), [i, j, k])
+        if form == 2:
+            hi = literal()
+            return (f"clip(v{i}, v{j}, {hi!r})",
+                    lambda e, i=i, j=j, hi=hi: np.clip(e[i], e[j], hi), [i, j])
+        lo = literal()
+        return (f"clip(v{i}, {lo!r}, None)",
+                lambda e, i=i, lo=lo: np.clip(e[i], lo, None), [i])
+
+    attempts = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while len(prog.steps) < n_steps and attempts < 300:
+            attempts += 1
+            name, step, operands = candidate()
+            try:
+                with np.errstate(all="ignore"):
+                    value = step(env)
+            except Exception:
+                continue
+            if np.asarray(value).dtype.kind not in "biuf" or \
+                    not deterministic(step, env, value, operands):
+                continue
+            prog.steps.append((name, step))
+            env.append(value)
+        if prog.steps and rng.random() < 0.5:
+            last = len(env) - 1
+            red = NUMERIC_REDUCTIONS[rng.integers(len(NUMERIC_REDUCTIONS))]
+            nd = np.ndim(env[last])
+            axis = None if nd == 0 or rng.random() < 0.5 else int(rng.integers(-nd, nd))
+            keep = bool(rng.random() < 0.3)
+            step = (lambda e, r=red, i=last, a=axis, k=keep: r(e[i], axis=a, keepdims=k))
+            try:
+                with np.errstate(all="ignore"):
+                    value = step(env)
+                if deterministic(step, env, value, [last]):
+                    prog.steps.append(
+                        (f"{red.__name__}(v{last}, axis={axis}, keepdims={keep})", step))
+                    env.append(value)
+            except Exception:
+                pass
+    prog.n_outputs = 2 if len(prog.steps) >= 2 and rng.random() < 0.4 else 1
     return prog

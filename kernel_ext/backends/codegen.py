@@ -57,7 +57,11 @@ from .segment_call import Scratch, SegmentCall
 from .ufunc_loops import find_loop
 
 #: Format version of generated kernels; part of every cache key.
-CODEGEN_VERSION = "2"
+CODEGEN_VERSION = "3"
+#: The import line of the wrapping integer arithmetic every kernel module uses (``module``:
+#: ``numba_decorators`` on the CPU, ``numba_cuda`` for CUDA kernels).
+WRAPPING_IMPORT = ("from kernel_ext.backends.{module} import wrapping_add as _wadd, "
+                   "wrapping_sub as _wsub, wrapping_mul as _wmul")
 #: Elements per block of a staged kernel (buffers stay in L1/L2).
 BLOCK = 1024
 #: Blocks a flat reduction's lanes accumulate before they are folded (so each lane sums at
@@ -124,8 +128,19 @@ def literal_value(value: Any, dtype: np.dtype) -> Any:
     raise Unsupported(f"literal of type {type(value).__name__}")
 
 
+@functools.lru_cache(maxsize=None)
+def default_nan(dtype: np.dtype) -> Any:
+    """The NaN this CPU makes from an invalid operation (``inf - inf``) in ``dtype``, as
+    NumPy's own loop computes it (``-nan``, sign bit set, on x86; ``+nan`` elsewhere)."""
+    dtype = np.dtype(dtype)
+    inf = np.full(4, np.inf, dtype)
+    with np.errstate(invalid="ignore"):
+        return np.subtract(inf, inf)[0]
+
+
 def const_source(value: Any, dtype: np.dtype) -> str:
-    """Source text of a typed constant equal to ``value`` (exact: floats via their repr)."""
+    """Source text of a typed constant equal to ``value`` (exact: floats via their repr, a
+    NaN other than ``np.nan`` by its bits, so its sign and payload survive)."""
     dtype = np.dtype(dtype)
     value = dtype.type(value)
     if dtype == _BOOL:
@@ -133,7 +148,11 @@ def const_source(value: Any, dtype: np.dtype) -> str:
     if dtype.kind == "f":
         f = float(value)
         if math.isnan(f):
-            return f"{ctor(dtype)}(np.nan)"
+            uint = f"np.uint{dtype.itemsize * 8}"
+            bits = int(np.asarray(value, dtype).view(uint[3:]))
+            if bits == int(np.asarray(np.nan, dtype).view(uint[3:])):
+                return f"{ctor(dtype)}(np.nan)"
+            return f"np.array({bits}, {uint}).view({ctor(dtype)})[()]"
         if math.isinf(f):
             return f"{ctor(dtype)}({'-' if f < 0 else ''}np.inf)"
         return f"{ctor(dtype)}({f!r})"
@@ -184,6 +203,15 @@ class Lowering:
     out_dtype: np.dtype
     inline: Callable[[list[str], "_Body"], str] | None = None
     call: tuple[np.ufunc, tuple[np.dtype, ...]] | None = None
+    #: Positions of args NumPy ignores (``np.clip`` drops a Python int bound beyond an
+    #: integer array's range): the kernel treats them as missing.
+    ignored: tuple[int, ...] = ()
+
+    def operands(self, args: tuple | list) -> list[Any]:
+        """The node's args as the kernel sees them (ignored ones as None)."""
+        if not self.ignored:
+            return list(args)
+        return [None if k in self.ignored else a for k, a in enumerate(args)]
 
 
 def _t(kinds: str, fn: Callable[..., str]) -> tuple[str, Callable[..., str]]:
@@ -207,7 +235,13 @@ def _cmp(op: str) -> Callable[..., str]:
 def _pick(cmp: str, nan_from: int | None) -> Callable[..., str]:
     """``a if a <cmp> b else b``; with ``nan_from`` the NaN of that operand wins the pick
     (maximum/minimum propagate a NaN of either side via ``a != a``; fmax/fmin prefer the
-    non-NaN operand, so only ``b``'s NaN makes them pick ``a``)."""
+    non-NaN operand, so only ``b``'s NaN makes them pick ``a``).
+
+    The comparison decides which operand a tie returns, which matters for ``-0.0 == 0.0``:
+    NumPy's ``maximum``/``minimum`` return ``b`` on a tie (``maximum(-0.0, 0.0)`` is
+    ``+0.0``, ``maximum(0.0, -0.0)`` is ``-0.0``), so they compare strictly. NumPy's
+    ``fmax``/``fmin`` answer a tie of zeros differently in its SIMD lanes and its scalar
+    tail; they keep ``a``."""
     def template(o: list[str], b: "_Body") -> str:
         if nan_from is None:
             return f"({o[0]} if {o[0]} {cmp} {o[1]} else {o[1]})"
@@ -216,25 +250,33 @@ def _pick(cmp: str, nan_from: int | None) -> Callable[..., str]:
     return template
 
 
-_max_f, _min_f = _pick(">=", 0), _pick("<=", 0)
+_max_f, _min_f = _pick(">", 0), _pick("<", 0)
 _fmax_f, _fmin_f = _pick(">=", 1), _pick("<=", 1)
 _max_i, _min_i = _pick(">=", None), _pick("<=", None)
 
 
-# (op, loop kind) -> inline template; loop kinds: b(ool) i(nt) u(nsigned) f(loat)
+# (op, loop kind) -> inline template; loop kinds: b(ool) i(nt) u(nsigned) f(loat).
+# Integer +, - and * are the wrapping intrinsics ``_wadd``/``_wsub``/``_wmul`` every kernel
+# module imports (numba_decorators; numba_cuda on the device): Numba's own operators tell
+# LLVM that signed arithmetic never overflows (``nsw``), and LLVM then folds ``x + 1 > x``
+# to True. The intrinsics also compute in the operands' width (Numba widens small integers).
 _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
     OpKind.ADD: [_t("b", lambda o, b: f"({o[0]} | {o[1]})"),
-                 _t("iuf", lambda o, b: f"({o[0]} + {o[1]})")],
-    OpKind.SUBTRACT: [_t("iuf", lambda o, b: f"({o[0]} - {o[1]})")],
+                 _t("iu", lambda o, b: f"_wadd({o[0]}, {o[1]})"),
+                 _t("f", lambda o, b: b.float_op("+", o))],
+    OpKind.SUBTRACT: [_t("iu", lambda o, b: f"_wsub({o[0]}, {o[1]})"),
+                      _t("f", lambda o, b: b.float_op("-", o))],
     OpKind.MULTIPLY: [_t("b", lambda o, b: f"({o[0]} & {o[1]})"),
-                      _t("iuf", lambda o, b: f"({o[0]} * {o[1]})")],
-    OpKind.DIVIDE: [_t("f", lambda o, b: f"({o[0]} / {o[1]})")],
+                      _t("iu", lambda o, b: f"_wmul({o[0]}, {o[1]})"),
+                      _t("f", lambda o, b: b.float_op("*", o))],
+    OpKind.DIVIDE: [_t("f", lambda o, b: b.float_op("/", o))],
     OpKind.NEGATIVE: [_t("iuf", lambda o, b: f"(-{o[0]})")],
     OpKind.POSITIVE: [_t("iuf", lambda o, b: o[0])],
     OpKind.CONJUGATE: [_t("biuf", lambda o, b: o[0])],
     OpKind.ABSOLUTE: [_t("if", lambda o, b: f"abs({o[0]})"), _t("bu", lambda o, b: o[0])],
     OpKind.FABS: [_t("f", lambda o, b: f"abs({o[0]})")],
-    OpKind.SQUARE: [_t("iuf", lambda o, b: f"({o[0]} * {o[0]})"),
+    OpKind.SQUARE: [_t("iu", lambda o, b: f"_wmul({o[0]}, {o[0]})"),
+                    _t("f", lambda o, b: f"({o[0]} * {o[0]})"),
                     _t("b", lambda o, b: o[0])],
     OpKind.RECIPROCAL: [_t("f", lambda o, b: f"({b.one} / {o[0]})")],
     OpKind.SIGN: [_t("f", lambda o, b: f"({b.one} if {o[0]} > 0 else (-{b.one} if {o[0]} < 0 "
@@ -272,9 +314,10 @@ _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
     OpKind.ISFINITE: [_t("f", lambda o, b: f"(abs({o[0]}) < {b.const(np.inf)})"),
                       _t("biu", lambda o, b: "True")],
     OpKind.SIGNBIT: [_t("iu", lambda o, b: f"({o[0]} < 0)")],
+    # NumPy's heaviside answers a NaN ``x`` with its own NaN constant (not ``x``'s payload).
     OpKind.HEAVISIDE: [_t("f", lambda o, b: f"({b.zero} if {o[0]} < 0 else ({b.one} if "
                                             f"{o[0]} > 0 else ({o[1]} if {o[0]} == 0 "
-                                            f"else {o[0]})))")],
+                                            f"else {b.const(np.nan)})))")],
     OpKind.FLOOR: [_t("biu", lambda o, b: o[0])],
     OpKind.CEIL: [_t("biu", lambda o, b: o[0])],
     OpKind.TRUNC: [_t("biu", lambda o, b: o[0])],
@@ -343,8 +386,10 @@ def _lower(node: Node, target: str) -> Lowering:
         return Lowering([None, out, out], out,
                         inline=lambda o, b: f"({o[1]} if {b.truth(0)} else {o[2]})")
     if op is OpKind.CLIP:
-        dts = [out if a is not None else None for a in node.args]
-        return Lowering(dts, out, inline=_clip_inline(node, out))
+        ignored = _clip_ignored(node)
+        args = [None if k in ignored else a for k, a in enumerate(node.args)]
+        dts = [out if a is not None else None for a in args]
+        return Lowering(dts, out, inline=_clip_inline(args, out), ignored=ignored)
     if op.ufunc is None:
         raise Unsupported(f"op {op.value}")
     ins, loop_out = loop_dtypes(node)
@@ -413,17 +458,61 @@ def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], "_B
     return _POWER_FAST[e]
 
 
-def _clip_inline(node: Node, out: np.dtype) -> Callable[[list[str], "_Body"], str]:
+def _clip_ignored(node: Node) -> tuple[int, ...]:
+    """The bounds ``np.clip`` drops before it computes anything: on an integer array, a
+    Python int bound at or beyond the dtype's range (NumPy's ``_methods._clip``; it then calls
+    ``maximum``, ``minimum`` or ``positive`` instead, which matters when the other bound
+    makes the result a float: ``clip(int64, inf, 2**64 - 1)`` is ``inf``)."""
+    x = node.args[0]
+    dt = np.dtype(x.aval.dtype) if isinstance(x, Node) else np.asarray(x).dtype
+    if dt.kind not in "iu":
+        return ()
+    info = np.iinfo(dt)
+    lo, hi = node.args[1], node.args[2]
+    return tuple(k for k, drop in ((1, type(lo) is int and lo <= info.min),
+                                   (2, type(hi) is int and hi >= info.max)) if drop)
+
+
+def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], "_Body"], str]:
+    """NumPy's ``clip``, which is three different functions on floats (they differ on ties of
+    ``-0.0`` with ``0.0`` and on which of two NaNs comes back):
+
+    * one bound missing: ``np.clip`` calls ``maximum(x, lo)`` or ``minimum(x, hi)``;
+    * both bounds scalars (literals or 0-d values): the clip loop's stride-0 branch, where a
+      NaN bound wins, then ``lo if x < lo else x``, then ``hi if t > hi else t`` (so
+      ``clip(-0.0, 0, 3)`` is ``-0.0``);
+    * array bounds: ``minimum(maximum(x, lo), hi)`` with NumPy's NaN-propagating
+      ``maximum``/``minimum`` — unless NumPy's iterator hands the loop both bounds with
+      stride 0 after all (a ``(1,)`` bound), which no trace-time fact decides. So the kernel
+      computes the array form and raises ``bad`` (NumPy reruns the segment) where the two
+      forms could differ: a zero meeting a zero bound, a NaN ``x`` meeting a NaN bound.
+
+    Integers and bools have neither signed zeros nor NaNs: every form is the same there."""
     float_ = out.kind == "f"
+    lo_arg, hi_arg = args[1], args[2]
+    both = lo_arg is not None and hi_arg is not None
+
+    def scalar(a: Any) -> bool:
+        return not isinstance(a, Node) or a.aval.shape == ()
+
+    stride0 = both and scalar(lo_arg) and scalar(hi_arg)
 
     def inline(o: list[str], b: "_Body") -> str:
-        expr = o[0]
+        x, lo, hi = o
+        if float_ and stride0:
+            t = b.let(f"({lo} if {x} < {lo} else {x})", out)
+            return f"({lo} if {lo} != {lo} else ({hi} if ({hi} != {hi}) | ({t} > {hi}) else {t}))"
+        expr = x
         for k, cmp in ((1, ">"), (2, "<")):
-            if node.args[k] is None:
+            if args[k] is None:
                 continue
             t = b.let(expr, out)
             pick = f"({t} if {t} {cmp} {o[k]} else {o[k]})"
             expr = f"({t} if {t} != {t} else {pick})" if float_ else pick
+            if float_ and both and k == 2:
+                # where the stride-0 form could answer otherwise, NumPy decides
+                b.flag(f"((({x} == 0) & ({lo} == 0)) | (({t} == 0) & ({hi} == 0)) | "
+                       f"(({x} != {x}) & (({lo} != {lo}) | ({hi} != {hi}))))")
         return expr
     return inline
 
@@ -442,7 +531,7 @@ def can_compile(node: Node, target: str = "cpu", auto: bool = False) -> bool:
             # a CUDA kernel reduces the whole domain (one partial per thread)
             return target == "cpu" or plan.axis is None
         lowering = lower(node, target)
-        for arg, dt in zip(node.args, lowering.operand_dtypes):
+        for arg, dt in zip(lowering.operands(node.args), lowering.operand_dtypes):
             if not isinstance(arg, Node) and arg is not None:
                 literal_value(arg, dt if dt is not None else np.dtype(node.aval.dtype))
         return True
@@ -503,6 +592,9 @@ class _Operands:
 
     def truth(self, k: int) -> str:
         return _truth(self.ops[k], self.dtype)
+
+    def float_op(self, op: str, o: list[str]) -> str:
+        return f"({o[0]} {op} {o[1]})"  # an accumulator and a loaded value: never folded
 
 
 def _inline_ufunc(ufunc: np.ufunc, operands: list[str], dtype: np.dtype) -> str:
@@ -646,9 +738,9 @@ def {name}(a, b):
     x = {W}(a)
     e = b >> 1
     while e > 0:
-        x = {W}(x * x)
+        x = _wmul(x, x)
         if e & 1:
-            r = {W}(r * x)
+            r = _wmul(r, x)
         e = e >> 1
     return {C}(r)
 """,
@@ -760,6 +852,33 @@ class _Body:
         name = self.k.helper(kind, self.loop_dtype)
         return f"{name}({', '.join(o)})"
 
+    def float_op(self, op: str, o: list[str]) -> str:
+        """``a <op> b`` on floats, with the NaN the CPU's instruction gives where LLVM may
+        give another. LLVM treats a NaN result's sign and payload as unspecified, so:
+
+        * where both operands may be constants to it (literals, ``where`` of literals, bool
+          casts: ``select``s it folds arithmetic into, :meth:`_KernelWriter.foldable`), an
+          invalid operation (``0/0``, ``inf - inf``) may be folded into ``+nan`` where the
+          CPU makes ``-nan`` (x86);
+        * where an operand is a negation (``-x``, ``abs``, ``x * -1.0``; :meth:`_KernelWriter
+          .negated`), it rewrites ``(-a) + b`` into ``b - a``, and a NaN ``a`` comes back
+          with the other sign.
+
+        There the result is pinned to what the CPU computes: ``a``'s NaN if ``a`` is one,
+        else ``b``'s, else the CPU's own new NaN (:func:`default_nan`). Kernels over loaded
+        data (W3, W4) need neither and keep the plain operation."""
+        plain = f"({o[0]} {op} {o[1]})"
+        if not (self.k.foldable(self.node) or self.k.negated(self.node)):
+            return plain
+        r = self.let(plain, self.loop_dtype)
+        nan = self.k.const(default_nan(self.loop_dtype), self.loop_dtype)
+        return (f"({r} if {r} == {r} else ({o[0]} if {o[0]} != {o[0]} else "
+                f"({o[1]} if {o[1]} != {o[1]} else {nan})))")
+
+    def flag(self, cond: str) -> None:
+        """Raise the kernel's ``bad`` flag where ``cond`` holds (NumPy reruns the segment)."""
+        self.k.check(cond, self.lines, self.indent)
+
     def int_power(self, o: list[str]) -> str:
         if self.loop_dtype.kind == "i":
             self.k.check(f"({o[1]} < 0)", self.lines, self.indent)
@@ -811,6 +930,8 @@ class _KernelWriter:
         self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape == ()]
         self.map_outputs = [i for i, n in enumerate(seg.outputs) if n is not seg.reduction]
         self.calls = [n for n in seg.elementwise if self.lowerings[n].call is not None]
+        self._const_like: dict[Node, bool] = {}
+        self._negation: dict[Node, bool] = {}
         self._plan_stages()
 
     def _call(self, variant: str | None = None) -> SegmentCall:
@@ -848,6 +969,79 @@ class _KernelWriter:
         name, src = _helper_source(kind, dtype, decorator)
         self.helpers[name] = src
         return name
+
+    def foldable(self, node: Node) -> bool:
+        """May LLVM fold float arithmetic ``node`` at compile time? Only if every operand may
+        be a constant in some branch of the code (:meth:`_constant_arm`); an operand loaded
+        from an array or passed in never is, so kernels over data (W3, W4) are unaffected."""
+        return all(self._constant_arm(a) for a in self.lowerings[node].operands(node.args)
+                   if a is not None)
+
+    def negated(self, node: Node) -> bool:
+        """Does a negation reach float arithmetic ``node`` inside the kernel (through any
+        inline ops, not through a NumPy loop call's buffer)? LLVM moves ``fneg`` through
+        arithmetic (``(-a) + b`` becomes ``b - a``), which changes the sign of a NaN."""
+        args = self.lowerings[node].operands(node.args)
+        return self._negation_literal(node, args) or any(
+            self._negates(a) for a in args if isinstance(a, Node))
+
+    @staticmethod
+    def _negation_literal(node: Node, args: list[Any]) -> bool:
+        """``x * -1.0``, ``x / -1.0`` and ``-0.0 - x`` are ``fneg x`` to LLVM (a NaN ``x``
+        comes back with its sign flipped; the CPU's instruction returns it as it is)."""
+        def lit(a: Any) -> float | None:
+            return float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) \
+                else None
+
+        if node.op is OpKind.MULTIPLY:
+            return -1.0 in (lit(args[0]), lit(args[1]))
+        if node.op is OpKind.DIVIDE:
+            return lit(args[1]) == -1.0
+        if node.op is OpKind.SUBTRACT:
+            first = lit(args[0])
+            return first == 0.0 and math.copysign(1.0, first) < 0  # type: ignore[arg-type]
+        return False
+
+    def _negates(self, arg: Node) -> bool:
+        if arg not in self.members:
+            return False
+        got = self._negation.get(arg)
+        if got is None:
+            low = self.lowerings[arg]
+            args = [a for a in low.operands(arg.args) if a is not None]
+            if low.call is not None:
+                got = False
+            elif arg.op in (OpKind.NEGATIVE, OpKind.ABSOLUTE, OpKind.FABS, OpKind.SIGN) or \
+                    self._negation_literal(arg, args):
+                got = True
+            else:
+                got = any(self._negates(a) for a in args if isinstance(a, Node))
+            self._negation[arg] = got
+        return got
+
+    def _constant_arm(self, arg: Any) -> bool:
+        """Can ``arg``'s expression be a ``select`` with a constant arm (or a constant)?
+        Literals are; a bool cast to a number is ``select(b, 1, 0)``; ``where``, ``sign``,
+        ``heaviside``, ``clip``, ``maximum`` ... pick among their operands and constants."""
+        if not isinstance(arg, Node):
+            return True
+        if arg.aval.dtype == _BOOL:
+            return True
+        if arg not in self.members:
+            return False
+        got = self._const_like.get(arg)
+        if got is None:
+            low = self.lowerings[arg]
+            args = [a for a in low.operands(arg.args) if a is not None]
+            if low.call is not None:
+                got = False
+            elif arg.op in (OpKind.ADD, OpKind.SUBTRACT, OpKind.MULTIPLY, OpKind.DIVIDE):
+                got = all(self._constant_arm(a) for a in args)
+            else:
+                got = arg.op in (OpKind.SIGN, OpKind.HEAVISIDE) or any(
+                    self._constant_arm(a) for a in args)
+            self._const_like[arg] = got
+        return got
 
     def check(self, cond: str, lines: list[str], indent: str) -> None:
         lines.append(f"{indent}bad = bad | {cond}")
@@ -934,6 +1128,8 @@ class _KernelWriter:
         else:
             header.append("from kernel_ext.backends.numba_cuda import device as _device, "
                           "kernel as _kernel")
+        header.append(WRAPPING_IMPORT.format(module="numba_decorators" if self.target == "cpu"
+                                             else "numba_cuda"))
         parts = ["\n".join(header), "\n".join(self.const_lines)]
         parts += list(self.helpers.values())
         parts += body
@@ -1196,7 +1392,7 @@ class _KernelWriter:
                 continue
             low = self.lowerings[n]
             operands = []
-            for arg, dt in zip(n.args, low.operand_dtypes):
+            for arg, dt in zip(low.operands(n.args), low.operand_dtypes):
                 if arg is None:
                     operands.append("None")
                     continue
@@ -1329,7 +1525,7 @@ class _KernelWriter:
         for n in self.seg.elementwise:
             low = self.lowerings[n]
             operands = []
-            for arg, dt in zip(n.args, low.operand_dtypes):
+            for arg, dt in zip(low.operands(n.args), low.operand_dtypes):
                 if arg is None:
                     operands.append("None")
                 elif dt is None:
@@ -1456,5 +1652,5 @@ def generate(seg: Segment, target: str = "cpu") -> KernelSource:
 
 __all__ = ["BLOCK", "CHUNK_BLOCKS", "CODEGEN_VERSION", "EmbeddedKernel", "KernelEmbedding",
            "KernelSource", "Lowering", "ReductionPlan", "SUPPORTED_DTYPES", "Unsupported",
-           "can_compile", "const_source", "ctor", "generate", "literal_value", "loop_dtypes",
-           "lower", "reduction_plan"]
+           "WRAPPING_IMPORT", "can_compile", "const_source", "ctor", "default_nan", "generate",
+           "literal_value", "loop_dtypes", "lower", "reduction_plan"]

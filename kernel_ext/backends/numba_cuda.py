@@ -41,6 +41,26 @@ def _device_decorator(fn: Callable) -> Any:
 device = _device_decorator
 kernel = cuda.jit
 
+# Integer add/sub/mul that wrap as NumPy's (see numba_decorators: Numba's own operators carry
+# LLVM's ``nsw`` flag on signed integers, and NVVM optimises on it as LLVM does on the CPU).
+if SIMULATOR:
+    # The simulator runs kernels as Python on NumPy scalars, whose arithmetic wraps already.
+    def wrapping_add(a: Any, b: Any) -> Any:
+        return a + b
+
+    def wrapping_sub(a: Any, b: Any) -> Any:
+        return a - b
+
+    def wrapping_mul(a: Any, b: Any) -> Any:
+        return a * b
+else:  # pragma: no cover - needs a real GPU
+    from numba.cuda.extending import intrinsic as _cuda_intrinsic
+
+    from .numba_decorators import WRAPPING_DOCS, wrapping_intrinsic
+    wrapping_add = wrapping_intrinsic("add", WRAPPING_DOCS["add"], _cuda_intrinsic)
+    wrapping_sub = wrapping_intrinsic("sub", WRAPPING_DOCS["sub"], _cuda_intrinsic)
+    wrapping_mul = wrapping_intrinsic("mul", WRAPPING_DOCS["mul"], _cuda_intrinsic)
+
 
 def launch_config(n: int) -> tuple[int, int]:
     """``(blocks, threads per block)``: tiny in the simulator (each CUDA thread is a Python
@@ -153,4 +173,4 @@ def run_segment(kern: Any, pack: Callable[..., tuple], shape: tuple, arrays: lis
 
 
 __all__ = ["SIMULATOR", "call_scope", "compile_variant", "device", "kernel", "launch_config",
-           "on_device", "run_segment"]
+           "on_device", "run_segment", "wrapping_add", "wrapping_mul", "wrapping_sub"]

@@ -16,9 +16,20 @@ Compilation flags, and why:
   ``NUMBA_CACHE_DIR``), so a new process loads a kernel instead of compiling it;
 * no ``fastmath``: it would let LLVM reassociate and contract float arithmetic, changing
   results. Reductions get their SIMD parallelism from explicit independent lanes instead.
+
+Integer arithmetic wraps as NumPy's does. Numba lowers ``a + b``, ``a - b`` and ``a * b`` on
+signed integers with LLVM's ``nsw`` flag ("no signed wrap": overflow is undefined), which
+lets the optimiser fold ``(x + 1) > x`` to ``True``, assume ``abs(x - 5) >= 0`` or reorder a
+sum on the assumption that nothing overflows; NumPy's integers wrap modulo ``2**bits``. So
+generated kernels never use those operators on integers: they call :func:`wrapping_add`,
+:func:`wrapping_sub` and :func:`wrapping_mul`, which emit the same instruction without the
+flag, in the operands' own width (no widening to ``int64`` either). Vectorisation is
+unaffected: LLVM vectorises a plain ``add`` as it does an ``add nsw``.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 import numba
 from llvmlite import ir
@@ -26,7 +37,7 @@ from numba import types
 from numba.extending import intrinsic
 
 #: Bump when the code below changes meaning: it is part of every kernel's cache key.
-ABI = "1"
+ABI = "2"
 
 kernel = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 inline = numba.njit(inline="always", error_model="numpy", nogil=True)
@@ -53,4 +64,35 @@ def call_loop(typingctx, fptr, args, dims, steps, data):  # type: ignore[no-unty
     return sig, codegen
 
 
-__all__ = ["ABI", "call_loop", "inline", "kernel"]
+def wrapping_intrinsic(name: str, doc: str, decorator: Any = intrinsic) -> Any:
+    """An intrinsic ``f(a, b)`` of two integers of one type: LLVM's ``name`` instruction
+    (``add``, ``sub``, ``mul``) without ``nsw``/``nuw``, so it wraps modulo ``2**bits`` as
+    NumPy's integers do. ``decorator``: the target's ``intrinsic`` (the CUDA backend passes
+    ``numba.cuda.extending.intrinsic``)."""
+
+    def typer(typingctx, a, b):  # type: ignore[no-untyped-def]
+        a, b = types.unliteral(a), types.unliteral(b)
+        if not isinstance(a, types.Integer) or a != b:
+            return None  # codegen casts both operands to the loop dtype first
+        sig = a(a, b)
+
+        def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+            return getattr(builder, name)(values[0], values[1])
+
+        return sig, codegen
+
+    typer.__name__ = typer.__qualname__ = f"wrapping_{name}"
+    typer.__doc__ = doc
+    return decorator(typer)
+
+
+WRAPPING_DOCS = {"add": "``a + b`` modulo ``2**bits`` (two integers of one type).",
+                 "sub": "``a - b`` modulo ``2**bits`` (two integers of one type).",
+                 "mul": "``a * b`` modulo ``2**bits`` (two integers of one type)."}
+wrapping_add = wrapping_intrinsic("add", WRAPPING_DOCS["add"])
+wrapping_sub = wrapping_intrinsic("sub", WRAPPING_DOCS["sub"])
+wrapping_mul = wrapping_intrinsic("mul", WRAPPING_DOCS["mul"])
+
+
+__all__ = ["ABI", "WRAPPING_DOCS", "call_loop", "inline", "kernel", "wrapping_add",
+           "wrapping_intrinsic", "wrapping_mul", "wrapping_sub"]

@@ -39,8 +39,8 @@ from ..ir import Graph, Node, OpKind
 from ..ir.abstract import DynamicIndex
 from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
-from .codegen import (CODEGEN_VERSION, KernelEmbedding, KernelSource, ReductionPlan,
-                      Unsupported, can_compile, const_source, ctor)
+from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
+                      ReductionPlan, Unsupported, can_compile, const_source, ctor)
 from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from .cost import whole_graph_handover
 from .executable import Executable
@@ -223,6 +223,7 @@ class _GraphWriter:
             "import numpy as np",
             "from kernel_ext.backends.numba_decorators import inline as _inline, "
             "kernel as _kernel, call_loop as _call_loop",
+            WRAPPING_IMPORT.format(module="numba_decorators"),
         ])
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
@@ -853,8 +854,9 @@ def _sum_loop(x, f, d, pp, st, dims, acc):
 # LLVM needs no run-time alias checks between ``out`` and the operands. Measured on W2
 # (100 products of 10x10 int32): 46 µs, against 60-70 µs for the i-k-j loop over rows (its
 # vector loop, alias checks and 8 + 2 tail do not pay on 10-wide rows) and 57 µs for the
-# hand-written Numba kernel. The accumulators are int64 (Numba widens products); wrapping
-# arithmetic is exact modulo the width, so the stored value is NumPy's.
+# hand-written Numba kernel. Products and sums wrap in the operands' own dtype, as NumPy's
+# integer matmul loop does (``_wadd``/``_wmul``: Numba's ``+``/``*`` would widen to int64 and
+# tell LLVM that the sums never overflow, which they may).
 _MATMUL_INT = """\
 @_inline
 def _matmul_int(a, b, out):
@@ -866,10 +868,10 @@ def _matmul_int(a, b, out):
             for k in range(m):
                 aik = a[i, k]
                 r = b[k]
-                s0 += aik * r[j]
-                s1 += aik * r[j + 1]
-                s2 += aik * r[j + 2]
-                s3 += aik * r[j + 3]
+                s0 = _wadd(s0, _wmul(aik, r[j]))
+                s1 = _wadd(s1, _wmul(aik, r[j + 1]))
+                s2 = _wadd(s2, _wmul(aik, r[j + 2]))
+                s3 = _wadd(s3, _wmul(aik, r[j + 3]))
             out[i, j] = s0
             out[i, j + 1] = s1
             out[i, j + 2] = s2
@@ -878,7 +880,7 @@ def _matmul_int(a, b, out):
         while j < p:
             s0 = out.dtype.type(0)
             for k in range(m):
-                s0 += a[i, k] * b[k, j]
+                s0 = _wadd(s0, _wmul(a[i, k], b[k, j]))
             out[i, j] = s0
             j += 1
     return out

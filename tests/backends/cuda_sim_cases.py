@@ -219,3 +219,91 @@ def test_a_large_chain_on_a_real_gpu():  # pragma: no cover - needs a GPU
 
     got = kx.function(w3, backend="cuda")(x, a, b, c)
     np.testing.assert_allclose(got, w3(x, a, b, c), rtol=1e-5, atol=1e-6)
+
+
+# ---------------------------------------------------------------------------------------------
+# Exactly NumPy on the device: wrapping integers, signed zeros, NaN payloads (bitwise)
+# ---------------------------------------------------------------------------------------------
+
+def _same_bits(got, want, what: str) -> None:
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, what
+    assert g.tobytes() == w.tobytes(), f"{what}: {g.ravel()[:6]!r} != {w.ravel()[:6]!r}"
+
+
+def _on_device(fn, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        want = fn(*args)
+        f = kx.function(fn, backend="cuda")
+        f(*args)
+        got = f(*args)
+    segments = f.get_concrete_function(*args).executable.segments
+    assert any(s["state"] == "ready" for s in segments), segments
+    return (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple)
+                                                        else (want,))
+
+
+def _overflows(x, m):
+    return (x + 1) > x, np.abs(m - 5), np.maximum(x, m) - np.minimum(m, x), np.sum(x * 3 + 1)
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint64], ids=lambda d: np.dtype(d).name)
+def test_integer_overflow_wraps_on_the_device(dtype):
+    info = np.iinfo(dtype)
+    x = np.full(40, info.max, dtype)
+    m = np.full(40, info.min, dtype) + np.array(5, dtype)
+    got, want = _on_device(_overflows, x, m)
+    for k, (g, w) in enumerate(zip(got, want)):
+        _same_bits(g, w, f"output {k}")
+
+
+def _zeros_and_nans(z, w, x):
+    return (np.maximum(z, w) * 1.0, np.minimum(z, w) * 1.0, np.clip(z, 0, 3) * 1.0,
+            np.clip(x * 1.0, np.nan, 3), np.heaviside(x, 0.5) * 1.0,
+            np.where(z == 0, np.inf, 1.0) - np.inf)
+
+
+def test_signed_zeros_and_nan_payloads_on_the_device():
+    from programs import nan_with_payload
+    z = np.array([-0.0, 0.0, -0.0, 0.0] * 5)
+    w = np.array([0.0, -0.0, -0.0, 0.0] * 5)
+    x = np.array([1.0, -0.0, 2.0, 0.0] * 5)
+    x[::3] = nan_with_payload(np.float64, 0x4321, negative=True)
+    got, want = _on_device(_zeros_and_nans, z, w, x)
+    for k, (g, w_) in enumerate(zip(got, want)):
+        _same_bits(g, w_, f"output {k}")
+
+
+#: Numeric edge programs run on the device, as many as on each CPU backend (their sizes are
+#: tiny: one or two simulated blocks); ``KX_NUMERIC_PROGRAMS`` adds the slow run's.
+CUDA_NUMERIC_PROGRAMS = 240 + int(os.environ.get("KX_NUMERIC_PROGRAMS", "0"))
+
+
+def test_numeric_edge_programs_are_bitwise_numpy_on_the_device(monkeypatch):
+    """The CPU's numeric differential (``test_numeric_differential.py``) on CUDA kernels:
+    bitwise, programs with device math (exp/tanh: libdevice, within ulps) left out."""
+    from programs import bit_pattern, make_numeric_program
+
+    from kernel_ext.backends import codegen
+    monkeypatch.setattr(codegen, "BITWISE_ONLY", True)
+    ran = seed = kernels = 0
+    while ran < CUDA_NUMERIC_PROGRAMS:
+        prog = make_numeric_program(seed)
+        seed += 1
+        if any(m + "(" in prog.describe() for m in DEVICE_MATH):
+            continue
+        ran += 1
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            want = prog(*prog.inputs)
+            f = kx.function(prog, backend="cuda")
+            f(*prog.inputs)
+            got = f(*prog.inputs)
+        segments = f.get_concrete_function(*prog.inputs).executable.segments
+        kernels += sum(s["state"] == "ready" for s in segments)
+        for k, (g, w) in enumerate(zip(got, want)):
+            gb, wb = bit_pattern(g), bit_pattern(w)
+            assert gb[1:] == wb[1:], f"seed {seed - 1}: {prog.describe()} -> {k}: {g!r} != {w!r}"
+    assert kernels >= CUDA_NUMERIC_PROGRAMS // 2  # the kernels really ran
+    print(f"\nCUDA simulator: {ran} numeric programs, {kernels} kernels, bitwise NumPy")
