@@ -117,6 +117,7 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
     def anc(node: Node) -> set[int]:
         return {sets.find(i) for i in ancestors.get(node, ())}
 
+    last_effect: Node | None = None
     for node in graph.nodes:
         args = node.inputs
         joined: int | None = None
@@ -131,6 +132,13 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
         deps: set[int] = set()
         for a in args:
             deps |= ancestors.get(a, frozenset())
+        if has_effects(node):
+            # effects run in program order (schedule chains them): a variable read after a
+            # write depends on everything the write did, or a segment reading the new value
+            # and feeding the write would be a cycle
+            if last_effect is not None:
+                deps |= ancestors.get(last_effect, frozenset())
+            last_effect = node
         if joined is not None:
             deps.add(joined)
         ancestors[node] = frozenset(deps)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 import kernel_ext as kx
@@ -107,3 +109,30 @@ def test_a_segment_never_exceeds_max_nodes():
     g = _graph(f, X)
     segs = partition(g, max_nodes=16)
     assert all(len(s.nodes) <= 16 for s in segs) and len(segs) >= 4
+
+
+def test_a_segment_never_spans_a_variable_write_and_a_later_read():
+    # Adam writes its slots, then reads them again for the update: a fused segment holding
+    # both the write's input and the new value's use would have to run before and after the
+    # write (a cycle in the schedule; it used to fall back to NumPy with a warning)
+    def make():
+        w = kx.Variable(2.0)
+        opt = kx.optimizers.Adam(0.01)
+
+        def step(x, y):
+            g = np.sum(2.0 * (w * x - y) * x)
+            opt.apply_gradients([(g, w)])
+            return w * 1.0
+        return step, w
+
+    results = {}
+    for backend in ("numpy", "auto"):
+        step, w = make()
+        f = kx.function(step, backend=backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "fusing failed" fallback
+            for k in range(3):
+                out = f(np.array([-1.0 - k]), np.array([2.0]))
+        results[backend] = (out, w.numpy())
+    np.testing.assert_array_equal(results["auto"][0], results["numpy"][0])
+    np.testing.assert_array_equal(results["auto"][1], results["numpy"][1])
