@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from ..ir import Graph
 from ..trace.pytree import TreeNode
+from . import tiering
 from .executable import Executable
 from .numpy_backend import compile_graph, generate_source
 from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
@@ -37,6 +38,9 @@ from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 BACKENDS = ("auto", "numpy", "numba", "cuda")
 #: Re-raise errors of the fusing backend instead of falling back to NumPy (for tests).
 STRICT = os.environ.get("KERNEL_EXT_STRICT", "") not in ("", "0")
+#: Tiered ``auto`` (:mod:`.tiering`): hot pure traces may move to the whole-graph executor.
+#: ``KERNEL_EXT_TIERING=0`` turns it off (tests of the fused executor alone set it).
+TIERING = os.environ.get("KERNEL_EXT_TIERING", "1") not in ("", "0")
 #: Fused executors shared by traces that differ only in sizes (see :mod:`.sharing`).
 SHARED = SharedExecutables()
 
@@ -92,14 +96,16 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
             seen, shared = SHARED.lookup(key)
             if shared is not None:
                 return None, Executable(shared.run, shared.source, shared.backend,
-                                        shared.segments, (time.perf_counter() - t0) * 1e3)
+                                        shared.segments, (time.perf_counter() - t0) * 1e3,
+                                        shared.tier)
             if seen:
                 erased = compile_for(optimize(erase_sizes(traced)), tree, n_params,
                                      backend=backend, jit_compile=jit_compile, name=name)
                 SHARED.store(key, erased)
                 graph = optimize(traced)
                 return graph, Executable(erased.run, erased.source, erased.backend,
-                                         erased.segments, (time.perf_counter() - t0) * 1e3)
+                                         erased.segments, (time.perf_counter() - t0) * 1e3,
+                                         erased.tier)
     graph = optimize(traced)
     return graph, compile_for(graph, tree, n_params, backend=backend, jit_compile=jit_compile,
                               name=name)
@@ -145,8 +151,14 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         from .numba_cuda_probe import real_gpu_available
         if not real_gpu_available():
             label = "numba-cuda-sim"
-    return Executable(run, source, label, segment_reports(plans, label),
-                      (time.perf_counter() - t0) * 1e3)
+    executable = Executable(run, source, label, segment_reports(plans, label),
+                            (time.perf_counter() - t0) * 1e3)
+    if mode == "auto" and target == "cpu" and TIERING and tiering.pure(graph, tree):
+        from .whole_graph import compile_whole_graph, unsupported_reason
+        if unsupported_reason(graph) is None:
+            return tiering.tiered(executable, lambda: compile_whole_graph(
+                graph, tree, n_params, name=name))
+    return executable
 
 
 def _share_key(graph: Graph, tree: TreeNode, n_params: int, mode: str, target: str) -> Any:

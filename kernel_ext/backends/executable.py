@@ -26,6 +26,9 @@ class Executable:
     backend: str = "numpy"
     segments: list[dict[str, Any]] = field(default_factory=list)
     compile_ms: float = 0.0
+    #: Tiered ``auto`` (:mod:`.tiering`): the state that may move ``run`` to the whole-graph
+    #: executor, or None when this executable does not tier.
+    tier: Any = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the kernels requested so far are compiled (True) or ``timeout``."""

@@ -1046,4 +1046,14 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     return namer.globals["run"], source
 
 
-__all__ = ["SIGNAL", "compile_whole_graph"]
+def unsupported_reason(graph: Graph) -> str | None:
+    """Why ``graph`` cannot be compiled into one function (the first op this compiler does
+    not cover), or None when it can; checks without writing anything."""
+    try:
+        _GraphWriter(graph).check(graph)
+    except Unsupported as e:
+        return str(e)
+    return None
+
+
+__all__ = ["SIGNAL", "compile_whole_graph", "unsupported_reason"]

@@ -6,6 +6,7 @@ A ConcreteFunction never retraces: a call whose arguments fall outside its signa
 
 from __future__ import annotations
 
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from .. import errors
@@ -51,6 +52,10 @@ class ConcreteFunction:
         self.guard = guard
         self.call_flat = executable.run if guard is None else \
             guard.wrap(executable.run, function.run_eagerly_because)
+        tier = getattr(executable, "tier", None)
+        if tier is not None:  # tiered auto: cache hits call the winner once it is decided
+            ref = weakref.WeakMethod(self._retarget)
+            tier.listeners.append(lambda run: (lambda m: m and m(run))(ref()))
         self.record = record
         #: What AutoGraph made of each loop statement (``LoopNote.text`` lines), set by the
         #: Function after tracing: the monitor, the report and the sidebar show them.
@@ -64,6 +69,19 @@ class ConcreteFunction:
         self._static_types = {name: t for name, t in zip(self.function_type.names,
                                                          self.input_types)
                               if isinstance(t, (Literal, WeakRef))}
+
+    def _retarget(self, run: Callable[..., Any]) -> None:
+        """Serve calls with ``run`` from now on (tiered ``auto`` decided on an executor)."""
+        guard = self.guard
+        self.call_flat = run if guard is None else \
+            guard.wrap(run, self._function.run_eagerly_because)
+        self._function.clear_fast_paths()  # cache hits pick up the new runner
+
+    @property
+    def tier(self) -> str:
+        """Which executor serves this trace and why (tiered ``auto``), or ""."""
+        tier = getattr(self.executable, "tier", None)
+        return "" if tier is None else tier.note
 
     @property
     def graph(self) -> Graph:

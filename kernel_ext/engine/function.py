@@ -625,6 +625,12 @@ class Function:
     def __repr__(self) -> str:
         return f"<kx.Function {self._name}: {self._traces} trace(s), {self._calls} call(s)>"
 
+    def clear_fast_paths(self) -> None:
+        """Forget the cache-hit runners: the next call of each signature takes the slow path
+        once and stores the trace's current runner (a trace that tiered up)."""
+        self._fast.clear()
+        self._fast_cf.clear()
+
     # -- weak-object bookkeeping ----------------------------------------------------------
     def on_object_died(self) -> None:
         """An object keying some trace died (``register_dead_object_listener``)."""

@@ -156,7 +156,8 @@ class Monitor:
         self.signatures.value = render.signatures_html([
             {"id": r.id, "inputs": r.signature, "outputs": r.outputs,
              "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend,
-             "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops} for r in rows])
+             "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops,
+             "tier": r.tier} for r in rows])
         options = [(f"#{r.id} ({r.signature})", r.id) for r in rows]
         current = self.selector.value
         ids = [r.id for r in rows]

@@ -192,6 +192,8 @@ class SignatureRow:
     #: What AutoGraph made of each loop statement: iterations unrolled, graph loops
     #: (``ConcreteFunction.loops``).
     loops: tuple[str, ...] = ()
+    #: Which executor serves the trace and why, under tiered ``auto`` (``cf.tier``), or "".
+    tier: str = ""
 
 
 def signature_id(concrete_function: Any) -> str:
@@ -237,7 +239,8 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             nodes_optimised=int(counts.get("optimised", 0)),
             backend=str(getattr(cf.executable, "backend", "")),
             opaque=_notes_or_none(cf),
-            loops=tuple(getattr(cf, "loops", ()))))
+            loops=tuple(getattr(cf, "loops", ())),
+            tier=str(getattr(cf, "tier", "") or "")))
     return rows
 
 

@@ -272,7 +272,8 @@ def signatures_html(rows: Sequence[dict]) -> str:
                     f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
                     f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}</td></tr>')
         # NumPy calls and draws made at every call; loops unrolled or made graph loops
-        for note in (*(r.get("opaque") or ()), *(r.get("loops") or ())):
+        tier = (f"served by: {r['tier']}",) if r.get("tier") else ()
+        for note in (*tier, *(r.get("opaque") or ()), *(r.get("loops") or ())):
             body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
                         f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'

@@ -149,10 +149,13 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
 # ---------------------------------------------------------------------------------------------
 
 def _loops_of(function: Any) -> list[str]:
+    """Loop notes and, under tiered ``auto``, which executor serves each trace."""
     notes: dict[str, None] = {}
     for row in records.signature_rows(function):
         for note in row.loops:
             notes.setdefault(note)
+        if row.tier:
+            notes.setdefault(f"trace #{row.id} served by: {row.tier}")
     return list(notes)
 
 

@@ -1,0 +1,209 @@
+"""Tiered ``auto``: a hot trace moves to the whole-graph compiled executor when its own calls
+show that it is faster, as a JIT tiers up.
+
+``backend="auto"`` starts every trace on the fused executor (the NumPy executor with fused
+Numba segments: nothing to wait for). A trace that has been called :data:`HOT_CALLS` times
+asks for the whole graph compiled into one Numba function (the ``jit_compile=True`` path,
+:mod:`.whole_graph`) in the background. Once that is compiled, the next :data:`TRIAL_CALLS`
+calls run *both* executors on the same arguments, alternating which goes first, and keep the
+fused result:
+
+* if any result differs from the fused one in any bit, the whole-graph executor is dropped
+  (``auto`` never changes a result mid-session);
+* otherwise the faster one serves from then on: the whole graph when its median time is at
+  most :data:`MIN_GAIN` of the fused one, else the fused executor.
+
+The decision is remembered per compiled program (a retrace of the same code at the same
+sizes does not try again), and the ConcreteFunction is told so that cache hits call the
+winner directly (:attr:`Tier.listeners`). Only *pure* traces tier up (no variable, random or
+opaque op, no update of an argument): running them twice during the trial is unobservable.
+The monitor, the sidebar and ``%retrace_report`` show :attr:`Tier.note`.
+"""
+
+from __future__ import annotations
+
+import statistics
+import threading
+import time
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Graph, OpGroup
+from ..ir.graph import subgraphs
+from ..trace.pytree import TreeNode
+from .executable import Executable
+
+#: Calls of a trace before its whole-graph executor is asked for.
+HOT_CALLS = 32
+#: Calls that run both executors once the whole graph is compiled.
+TRIAL_CALLS = 12
+#: The whole graph must take at most this share of the fused executor's time to serve.
+MIN_GAIN = 0.85
+
+#: Decisions already made, by whole-graph program: ("whole" | "fused", note).
+_DECIDED: dict[str, tuple[str, str]] = {}
+_DECIDED_LOCK = threading.Lock()
+
+
+def pure(graph: Graph, tree: TreeNode) -> bool:
+    """No effect a second run could show: no stateful or opaque op (sub-graphs included) and
+    no argument written back or container replayed."""
+    def ok(g: Graph) -> bool:
+        for node in g.nodes:
+            if node.op.group in (OpGroup.STATEFUL, OpGroup.OPAQUE):
+                return False
+            if any(not ok(s) for s in subgraphs(node)):
+                return False
+        return True
+
+    def effects(t: TreeNode) -> bool:
+        return t.kind in ("writeback", "replay", "input") or any(
+            effects(c) for c in (t.children or ()))
+    return ok(graph) and not effects(tree)
+
+
+class Tier:
+    """The tiering state of one executable; :meth:`run` is what the trace calls."""
+
+    def __init__(self, base: Executable, make_whole: Callable[[], Executable]) -> None:
+        self.base = base
+        self._base_run = base.run
+        self._make_whole = make_whole
+        self.whole: Executable | None = None
+        self.calls = 0
+        self.state = "counting"   # counting, compiling, trial, whole, fused
+        self.note = f"fused; tiers up after {HOT_CALLS} calls if the whole graph is faster"
+        self.samples: tuple[list[int], list[int]] = ([], [])
+        #: Called with the winning run function once decided (the ConcreteFunction
+        #: retargets its cache hits).
+        self.listeners: list[Callable[[Callable[..., Any]], None]] = []
+        self._lock = threading.Lock()
+
+    # -- the call ---------------------------------------------------------------------------
+    def run(self, *params: Any) -> Any:
+        state = self.state
+        if state == "counting":
+            self.calls += 1
+            if self.calls >= HOT_CALLS:
+                self._start(params)
+            return self._base_run(*params)
+        if state == "trial":
+            return self._trial(params)
+        if state == "whole":
+            return self.whole.run(*params)  # type: ignore[union-attr]
+        return self._base_run(*params)
+
+    def _start(self, params: tuple) -> None:
+        with self._lock:
+            if self.state != "counting":
+                return
+            self.state = "compiling"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", RuntimeWarning)
+                whole = self._make_whole()
+        except Exception as e:  # noqa: BLE001 - the fused executor keeps serving
+            self._finish("fused", f"fused (whole graph failed: {type(e).__name__})")
+            return
+        report = whole.segments[0] if whole.segments else {}
+        if report.get("kind") != "whole-graph" or report.get("state") == "unsupported":
+            self._finish("fused", f"fused (whole graph unsupported: {report.get('reason')})")
+            return
+        key = str(report.get("kernel"))
+        with _DECIDED_LOCK:
+            known = _DECIDED.get(key)
+        self.whole = whole
+        if known is not None:  # this program was measured before
+            self._finish(*known, remember=False)
+            return
+        self._key = key
+        whole.run(*params)  # asks for the compiled function (in the background)
+        self.state = "trial"
+
+    def _trial(self, params: tuple) -> Any:
+        whole = self.whole
+        assert whole is not None
+        state = whole.segments[0].get("state")
+        if state != "ready":
+            if state == "failed":
+                self._finish("fused", "fused (whole graph failed to compile)")
+            else:
+                whole.run(*params)  # (until compiled: requests it, runs its fallback)
+            return self._base_run(*params)
+        fused_t, whole_t = self.samples
+        first_whole = len(fused_t) % 2 == 1
+        if first_whole:
+            t0 = time.perf_counter_ns()
+            b = whole.run(*params)
+            t1 = time.perf_counter_ns()
+            a = self._base_run(*params)
+            t2 = time.perf_counter_ns()
+            whole_t.append(t1 - t0)
+            fused_t.append(t2 - t1)
+        else:
+            t0 = time.perf_counter_ns()
+            a = self._base_run(*params)
+            t1 = time.perf_counter_ns()
+            b = whole.run(*params)
+            t2 = time.perf_counter_ns()
+            fused_t.append(t1 - t0)
+            whole_t.append(t2 - t1)
+        if not same(a, b):
+            self._finish("fused", "fused (the whole graph's results differ in the last bits)")
+            return a
+        if len(fused_t) >= TRIAL_CALLS:
+            f, w = statistics.median(fused_t), statistics.median(whole_t)
+            if w <= MIN_GAIN * f:
+                self._finish("whole", f"whole graph ({f / max(w, 1):.1f}× faster than fused: "
+                                      f"{w / 1e3:.1f} vs {f / 1e3:.1f} µs a call)")
+            else:
+                self._finish("fused", f"fused (whole graph not faster: {w / 1e3:.1f} vs "
+                                      f"{f / 1e3:.1f} µs a call)")
+        return a
+
+    def _finish(self, winner: str, note: str, remember: bool = True) -> None:
+        key = getattr(self, "_key", None)
+        if remember and key is not None and self.whole is not None:
+            with _DECIDED_LOCK:
+                _DECIDED[key] = (winner, note)
+        self.note = note
+        self.state = winner
+        run = self.whole.run if winner == "whole" and self.whole is not None \
+            else self._base_run
+        if winner == "whole" and self.whole is not None:
+            self.base.backend = f"{self.whole.backend} whole-graph (tiered)"
+        for listener in list(self.listeners):
+            try:
+                listener(run)
+            except Exception:  # noqa: BLE001 - a listener must never break a call
+                pass
+
+
+def same(a: Any, b: Any) -> bool:
+    """Equal to the bit: the same structure, dtypes, shapes and bytes (NaN payloads and
+    signed zeros included)."""
+    if isinstance(a, (tuple, list)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
+    if isinstance(a, dict):
+        return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if isinstance(a, (np.ndarray, np.generic)):
+        if type(a) is not type(b) or a.dtype != b.dtype or np.shape(a) != np.shape(b):
+            return False
+        return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+    try:
+        return a is b or bool(type(a) is type(b) and a == b)
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def tiered(base: Executable, make_whole: Callable[[], Executable]) -> Executable:
+    """``base`` with tier-up: its ``run`` counts calls and may move to ``make_whole()``."""
+    tier = Tier(base, make_whole)
+    base.run = tier.run
+    base.tier = tier
+    return base
+
+
+__all__ = ["HOT_CALLS", "MIN_GAIN", "TRIAL_CALLS", "Tier", "pure", "same", "tiered"]

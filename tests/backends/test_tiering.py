@@ -1,0 +1,121 @@
+"""Tiered ``auto``: a hot pure trace moves to the whole-graph executor only when its own calls
+show it is faster and every result it gives is the fused executor's, to the bit."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+import kernel_ext.backends as backends
+from kernel_ext.backends import tiering
+from kernel_ext.jupyter import records, render
+
+
+@pytest.fixture(autouse=True)
+def _tiering_on(monkeypatch):
+    monkeypatch.setattr(backends, "TIERING", True)
+    monkeypatch.setattr(tiering, "HOT_CALLS", 4)
+    monkeypatch.setattr(tiering, "TRIAL_CALLS", 4)
+    tiering._DECIDED.clear()
+    backends.SHARED.clear()  # each test makes its own executables (and tiers)
+
+
+def chain(x):
+    y = x
+    for _ in range(20):
+        y = np.tanh(y) * 0.5 + x * 0.25
+    return y
+
+
+def _call(f, x, n):
+    out = None
+    for _ in range(n):
+        out = f(x)
+    return out
+
+
+def test_a_hot_pure_trace_is_measured_and_served_by_the_faster_executor():
+    x = np.random.default_rng(0).random(64)
+    f = kx.function(chain)
+    out = _call(f, x, 20)
+    cf = f.get_concrete_function(x)
+    tier = cf.executable.tier
+    assert tier.state in ("whole", "fused") and len(tier.samples[0]) == 4
+    assert cf.tier.startswith(("whole graph (", "fused (whole graph not faster"))
+    np.testing.assert_array_equal(out, chain(x))  # bitwise: the trial compared every call
+    # cache hits call the winner directly, no tier wrapper in between
+    runner = next(iter(f._fast.values()))
+    assert runner is (tier.whole.run if tier.state == "whole" else tier._base_run)
+
+
+def test_the_decision_is_shown_in_the_monitor_and_the_report():
+    x = np.random.default_rng(1).random(64)
+    f = kx.function(chain)
+    _call(f, x, 20)
+    (row,) = records.signature_rows(f)
+    assert row.tier == f.get_concrete_function(x).tier and row.tier
+    html = render.signatures_html([{"id": row.id, "inputs": "", "outputs": "", "nodes": "",
+                                    "backend": row.backend, "last_used": False,
+                                    "tier": row.tier}])
+    assert "served by: " in html
+
+
+def test_a_trace_with_effects_never_runs_twice():
+    v = kx.Variable(np.zeros(3))
+
+    def accumulate(x):
+        v.assign_add(x)
+        return x * 2.0
+
+    f = kx.function(accumulate)
+    for _ in range(20):
+        f(np.ones(3))
+    assert f.get_concrete_function(np.ones(3)).executable.tier is None
+    np.testing.assert_array_equal(v.numpy(), np.full(3, 20.0))
+
+
+def test_a_graph_the_whole_graph_compiler_cannot_take_does_not_tier():
+    def with_buffer(x):
+        out = np.zeros(4)
+        out[1] = x.sum()
+        return out
+
+    f = kx.function(with_buffer)
+    _call(f, np.ones(3), 10)
+    assert f.get_concrete_function(np.ones(3)).executable.tier is None
+
+
+def test_different_bits_keep_the_fused_executor(monkeypatch):
+    x = np.random.default_rng(2).random(64)
+    f = kx.function(chain)
+    _call(f, x, 3)
+    tier = f.get_concrete_function(x).executable.tier
+    monkeypatch.setattr(tiering, "same", lambda a, b: False)
+    _call(f, x, 10)
+    assert tier.state == "fused" and "differ in the last bits" in tier.note
+    np.testing.assert_array_equal(f(x), chain(x))
+
+
+def test_a_measured_program_is_not_measured_again():
+    x = np.random.default_rng(3).random(64)
+    f = kx.function(chain)
+    _call(f, x, 20)
+    cf = f.get_concrete_function(x)
+    first = cf.executable.tier
+    # the same program compiled again (a retrace after its trace was released): its tier
+    # takes the remembered decision without a trial
+    again = backends.compile_for(cf.graph, cf._tree, 1, backend="auto", name="chain")
+    for _ in range(6):
+        again.run(x)
+    second = again.tier
+    assert second is not first and second.state == first.state and second.note == first.note
+    assert not second.samples[0]
+
+
+def test_same_compares_bits_not_values():
+    assert tiering.same(np.array([0.0]), np.array([0.0]))
+    assert not tiering.same(np.array([0.0]), np.array([-0.0]))
+    assert not tiering.same(np.float32(1), np.float64(1))
+    nan = np.array([np.nan])
+    assert tiering.same((nan, {"a": 1}), (nan.copy(), {"a": 1}))
