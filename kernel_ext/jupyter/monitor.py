@@ -76,6 +76,8 @@ class Monitor:
         self.widget = widgets.VBox([self.title, self.counters, self.stale, self.tabs],
                                    layout=widgets.Layout(border="1px solid #ced4da",
                                                          padding="4px"))
+        # The lab extension finds monitors by this class (a kernel restart marks them stale).
+        self.widget.add_class("kx-monitor")
         self.refresh(full=True)
         activity.add(self)
 
@@ -195,7 +197,7 @@ class Monitor:
             svg = render.graph_svg(cf)
         except Exception as e:  # noqa: BLE001 - a drawing problem must not break the monitor
             svg = f"<pre>{render.esc(f'cannot draw this graph: {e!r}')}</pre>"
-        self.graph.value = f'<div style="overflow:auto; max-height:480px;">{svg}</div>'
+        self.graph.value = render.graph_html(svg)
 
     # -- display -------------------------------------------------------------------------------
     def snapshot_html(self) -> str:
@@ -203,7 +205,8 @@ class Monitor:
         with self._lock:
             fn = self._ref()
             cf = self._selected()
-            graph = render.graph_svg(cf) if cf is not None and self._show_graph else ""
+            graph = (render.graph_html(render.graph_svg(cf))
+                     if cf is not None and self._show_graph else "")
             if fn is None:
                 return render.monitor_snapshot_html(self.name, "", "", "", "", "",
                                                     "this function no longer exists")

@@ -13,13 +13,16 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { MainAreaWidget } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
 
 import { AnnouncementWatcher, InspectorBridge } from './comm';
+import { GraphView } from './graphview';
 import { InspectorModel } from './model';
 import { InspectorPanel } from './panel';
-import { requestGraph } from './protocol';
+import { IGraphPayload, requestGraph } from './protocol';
 
 const PANEL_ID = 'jp-kx-inspector';
 
@@ -42,7 +45,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   requires: [INotebookTracker, ILabShell],
   optional: [ILayoutRestorer],
   activate: (
-    _app: JupyterFrontEnd,
+    app: JupyterFrontEnd,
     tracker: INotebookTracker,
     labShell: ILabShell,
     restorer: ILayoutRestorer | null
@@ -63,7 +66,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           model.failGraph(selection, 'not connected to the kernel');
         }
       },
-      retry: () => bridge.refresh()
+      retry: () => bridge.refresh(),
+      openGraph: (graph, title) => openGraphInMain(app, graph, title)
     });
     panel.id = PANEL_ID;
     panel.title.icon = tffunctionIcon;
@@ -95,5 +99,33 @@ const plugin: JupyterFrontEndPlugin<void> = {
     follow();
   }
 };
+
+/**
+ * The same graph view in a main-area tab, fitted both ways: big graphs get
+ * the room a sidebar cannot give.  The tab keeps its own copy of the payload,
+ * so it stays readable after the sidebar moves on (or the kernel restarts).
+ */
+function openGraphInMain(
+  app: JupyterFrontEnd,
+  graph: IGraphPayload,
+  title: string
+): MainAreaWidget<Widget> {
+  const view = new GraphView(graph, { fill: true });
+  const content = new Widget({ node: view.node });
+  content.addClass('jp-kx-graph-main-content');
+  const widget = new MainAreaWidget({ content });
+  widget.addClass('jp-kx-graph-main');
+  widget.id = `jp-kx-graph-${++graphTabs}`;
+  widget.title.label = `Graph: ${title}`;
+  widget.title.caption = `Traced graph of ${title}`;
+  widget.title.icon = tffunctionIcon;
+  widget.title.closable = true;
+  widget.disposed.connect(() => view.dispose());
+  app.shell.add(widget, 'main');
+  app.shell.activateById(widget.id);
+  return widget;
+}
+
+let graphTabs = 0;
 
 export default plugin;

@@ -10,7 +10,7 @@ import { Widget } from '@lumino/widgets';
 
 import { h } from './dom';
 import { renderFunction } from './functionview';
-import { renderGraph } from './graphview';
+import { GraphView } from './graphview';
 import { InspectorModel, ISelection } from './model';
 import { IGraphPayload, PROTOCOL_VERSION } from './protocol';
 
@@ -20,6 +20,7 @@ export class InspectorPanel extends Widget {
     this._model = options.model;
     this._requestGraph = options.requestGraph;
     this._retry = options.retry;
+    this._openGraph = options.openGraph;
     this.addClass('jp-kx-panel');
 
     this._search = h('input', {
@@ -165,12 +166,28 @@ export class InspectorPanel extends Widget {
       return null;
     }
     if (this._graphCache?.graph !== state.graph) {
+      this._graphCache?.view.dispose();
+      const selection = this._model.selection;
+      const open = this._openGraph;
+      const graph = state.graph;
       this._graphCache = {
-        graph: state.graph,
-        element: renderGraph(state.graph)
+        graph,
+        view: new GraphView(graph, {
+          onOpenInMain:
+            open && selection
+              ? () => open(graph, this._graphTitle(selection))
+              : undefined
+        })
       };
     }
-    return this._graphCache.element;
+    return this._graphCache.view.node;
+  }
+
+  /** "dense (x: float32[3])": the main-area tab's title for a selection. */
+  private _graphTitle(selection: ISelection): string {
+    const fn = this._model.getFunction(selection.functionId);
+    const sig = fn?.signatures.find(s => s.id === selection.signatureId);
+    return `${fn?.name ?? 'graph'} (${sig?.inputs ?? selection.signatureId})`;
   }
 
   private _onSelect(selection: ISelection): void {
@@ -199,8 +216,8 @@ export class InspectorPanel extends Widget {
     return button;
   }
 
-  private _graphCache: { graph: IGraphPayload; element: HTMLElement } | null =
-    null;
+  private _graphCache: { graph: IGraphPayload; view: GraphView } | null = null;
+  private _openGraph?: (graph: IGraphPayload, title: string) => void;
   private _list: HTMLUListElement;
   private _model: InspectorModel;
   private _openRetraces = new Set<string>();
@@ -218,5 +235,7 @@ export namespace InspectorPanel {
     requestGraph: (selection: ISelection) => void;
     /** Ask the bridge to look for the inspector again. */
     retry?: () => void;
+    /** Show a graph in the main area (JupyterLab's MainAreaWidget). */
+    openGraph?: (graph: IGraphPayload, title: string) => void;
   }
 }
