@@ -23,6 +23,7 @@ import { GraphView } from './graphview';
 import { InspectorModel } from './model';
 import { InspectorPanel } from './panel';
 import { IGraphPayload, requestGraph } from './protocol';
+import { RestartMarker } from './restart';
 
 const PANEL_ID = 'jp-kx-inspector';
 
@@ -87,6 +88,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       };
       context.kernelChanged.connect(watch);
       watch();
+      // Monitors under its cells say so when its kernel restarts.
+      const marker = new RestartMarker(notebook.content.node, context);
+      notebook.disposed.connect(() => marker.dispose());
     };
     tracker.forEach(watchNotebook);
     tracker.widgetAdded.connect((_, notebook) => watchNotebook(notebook));
