@@ -30,6 +30,9 @@ from . import records, render
 from .activity import activity
 from .cells import CellLocator, cell_info
 
+#: Secondary text: the theme's muted ink (4.5:1 or better in JupyterLab's light and dark).
+_MUTED = "color:var(--jp-ui-font-color2, #666)"
+
 __all__ = ["Monitor", "monitor", "attach", "detach", "DEFAULT_INTERVAL"]
 
 #: Seconds between two polls of the counters while a cell runs.
@@ -96,7 +99,7 @@ class Monitor:
                 return False
             fn = self._ref()
             if fn is None:
-                self.title.value = (f"<b>{render.esc(self.name)}</b> <span style='color:#666'>"
+                self.title.value = (f"<b>{render.esc(self.name)}</b> <span style='{_MUTED}'>"
                                     "(this function no longer exists: its cell was edited or "
                                     "it was deleted)</span>")
                 activity.discard(self)
@@ -149,7 +152,7 @@ class Monitor:
         cell = self.locator.defining_cell(fn)
         where = "" if cell is None else f" · cell [{cell}]"
         history = f" · {info.history[-1]}" if info is not None and info.history else ""
-        self.title.value = (f"<b>{render.esc(self.name)}</b><span style='color:#666'>"
+        self.title.value = (f"<b>{render.esc(self.name)}</b><span style='{_MUTED}'>"
                             f"{render.esc(where + history)}</span>")
         rows = records.signature_rows(fn)
         last_used = next((r.id for r in rows if r.last_used), None)

@@ -313,14 +313,11 @@ class LabUI:
         page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Settings$")).click()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$")).first.hover()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{name}$")).first.click()
+        # JupyterLab sets these once the theme's stylesheet has loaded.
         expect(page.locator("body")).to_have_attribute(
             "data-jp-theme-name", name, timeout=60_000)
-        # The theme's stylesheet loads after the attribute flips: wait for its colours.
-        page.wait_for_function(
-            "dark => { const c = getComputedStyle(document.body)"
-            ".getPropertyValue('--jp-layout-color0').trim();"
-            " const v = parseInt(c.replace('#','').slice(0,2), 16);"
-            " return dark ? v < 0x80 : v > 0x80; }", arg=dark)
+        expect(page.locator("body")).to_have_attribute(
+            "data-jp-theme-light", "false" if dark else "true", timeout=60_000)
 
 
 @pytest.fixture
