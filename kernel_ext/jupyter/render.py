@@ -342,7 +342,8 @@ def stale_html(sentences: Sequence[str]) -> str:
         return ""
     items = "".join(f"<li>{esc(s)}</li>" for s in sentences)
     return (f'<div class="kx-stale" style="{STYLE} color:var(--jp-error-color1, #c92a2a);">'
-            f'<b>captured values changed since tracing</b><ul style="margin:2px 0;">{items}</ul></div>')
+            f'<b>captured values changed since tracing</b>'
+            f'<ul style="margin:2px 0;">{items}</ul></div>')
 
 
 def monitor_snapshot_html(title: str, counters: str, signatures: str, graph: str,
