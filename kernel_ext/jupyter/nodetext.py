@@ -6,7 +6,7 @@ inline in ``Node.args`` (torch.fx style), where an edge-only drawing never shows
 as *what it computes*: the op applied to its operands, graph inputs written ``·`` (the edges
 show where they come from) and literals as the IR printer writes them::
 
-    multiply(·, 2)            sum(·, axis=0)            np.einsum('ij->j', ·)
+    multiply(·, 2)            sum(·, axis=0)            np.kron(·, ·)
     constant(0.5)             x                         while loop
 
 Each node also gets a *kind* (what the pictures colour or mark: inputs, constants, opaque
@@ -96,7 +96,7 @@ def node_kind(node: Any) -> str:
 
 def node_note(node: Any) -> str | None:
     """The one line a view shows with the node, or None: an opaque call's or a loop's note
-    (``opaque: np.einsum — runs NumPy at each call``, ``loop at cell [3], line 4: ...``), or
+    (``opaque: np.kron — runs NumPy at each call``, ``loop at cell [3], line 4: ...``), or
     what a control-flow node's sub-graphs hold."""
     note = records.opaque_note(node) or records.loop_note(node)
     if note is not None:

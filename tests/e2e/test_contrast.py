@@ -20,7 +20,7 @@ pytestmark = pytest.mark.slow
 MINIMUM = 4.5
 
 DEFINE = ("%%tffunction\ndef dense(x, n):\n    y = np.tanh(x * 2.0) * n\n"
-          "    return y.sum() + np.einsum('i->', x)")
+          "    return y.sum() + np.kron(x, x).sum()")
 CALLS = "dense(np.ones(2, np.float32), 3)\ndense(np.ones(3, np.float32), 3)"
 
 #: Collects ``{text, ratio, where}`` for every visible text under the given roots.
