@@ -45,7 +45,7 @@ import comm as comm_package
 
 from ..engine import explain, registry
 from ..ir.graph import subgraphs
-from . import protocol, records
+from . import nodetext, protocol, records
 from .activity import activity
 from .cells import CellLocator
 from .protocol import (
@@ -138,11 +138,13 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
 
     Every operation of the (optimised) graph becomes a node: ``op`` is the op kind, ``label``
     the node's name (parameter names for placeholders), ``shape``/``dtype`` its abstract
-    value.  Control-flow ops (cond, while) are drawn as one node each; their sub-graphs are
-    summarised in the label.  Segments come from the executable (fused kernels), when the
-    backend reports any.
+    value; ``text``, ``kind``, ``note`` and ``output`` say what it computes and how to mark it
+    (:mod:`.nodetext`).  Control-flow ops (cond, while) are drawn as one node each; their
+    sub-graphs are summarised in the label.  Segments come from the executable (fused
+    kernels), when the backend reports any.
     """
     operations = concrete_function.graph.get_operations()
+    outputs = {id(node) for node in concrete_function.graph.outputs}
     ids = {id(node): f"n{index}" for index, node in enumerate(operations)}
     fused = records.segments(concrete_function.executable)
     segment_of = {name: fused[position].id
@@ -161,6 +163,10 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
         segment = segment_of.get(node.name)
         if segment is not None:
             entry["segment"] = segment
+        entry["text"] = nodetext.clip(nodetext.node_text(node))
+        entry["kind"] = nodetext.node_kind(node)
+        entry["note"] = nodetext.node_note(node)
+        entry["output"] = id(node) in outputs
         nodes.append(entry)
         seen: set[str] = set()
         for source in node.inputs:

@@ -30,6 +30,9 @@ from . import records, render
 from .activity import activity
 from .cells import CellLocator, cell_info
 
+#: Secondary text: the theme's muted ink (4.5:1 or better in JupyterLab's light and dark).
+_MUTED = "color:var(--jp-ui-font-color2, #666)"
+
 __all__ = ["Monitor", "monitor", "attach", "detach", "DEFAULT_INTERVAL"]
 
 #: Seconds between two polls of the counters while a cell runs.
@@ -76,6 +79,8 @@ class Monitor:
         self.widget = widgets.VBox([self.title, self.counters, self.stale, self.tabs],
                                    layout=widgets.Layout(border="1px solid #ced4da",
                                                          padding="4px"))
+        # The lab extension finds monitors by this class (a kernel restart marks them stale).
+        self.widget.add_class("kx-monitor")
         self.refresh(full=True)
         activity.add(self)
 
@@ -94,7 +99,7 @@ class Monitor:
                 return False
             fn = self._ref()
             if fn is None:
-                self.title.value = (f"<b>{render.esc(self.name)}</b> <span style='color:#666'>"
+                self.title.value = (f"<b>{render.esc(self.name)}</b> <span style='{_MUTED}'>"
                                     "(this function no longer exists: its cell was edited or "
                                     "it was deleted)</span>")
                 activity.discard(self)
@@ -147,7 +152,7 @@ class Monitor:
         cell = self.locator.defining_cell(fn)
         where = "" if cell is None else f" · cell [{cell}]"
         history = f" · {info.history[-1]}" if info is not None and info.history else ""
-        self.title.value = (f"<b>{render.esc(self.name)}</b><span style='color:#666'>"
+        self.title.value = (f"<b>{render.esc(self.name)}</b><span style='{_MUTED}'>"
                             f"{render.esc(where + history)}</span>")
         rows = records.signature_rows(fn)
         last_used = next((r.id for r in rows if r.last_used), None)
@@ -196,7 +201,7 @@ class Monitor:
             svg = render.graph_svg(cf)
         except Exception as e:  # noqa: BLE001 - a drawing problem must not break the monitor
             svg = f"<pre>{render.esc(f'cannot draw this graph: {e!r}')}</pre>"
-        self.graph.value = f'<div style="overflow:auto; max-height:480px;">{svg}</div>'
+        self.graph.value = render.graph_html(svg)
 
     # -- display -------------------------------------------------------------------------------
     def snapshot_html(self) -> str:
@@ -204,7 +209,8 @@ class Monitor:
         with self._lock:
             fn = self._ref()
             cf = self._selected()
-            graph = render.graph_svg(cf) if cf is not None and self._show_graph else ""
+            graph = (render.graph_html(render.graph_svg(cf))
+                     if cf is not None and self._show_graph else "")
             if fn is None:
                 return render.monitor_snapshot_html(self.name, "", "", "", "", "",
                                                     "this function no longer exists")

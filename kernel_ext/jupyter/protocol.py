@@ -145,6 +145,17 @@ class GraphNode(TypedDict):
     dtype: str
     #: Id of the fused segment the node belongs to; absent/None when unfused.
     segment: NotRequired[str | None]
+    #: What the node computes, for people: the op with its literal operands and attributes,
+    #: graph inputs written ``·`` (``"multiply(·, 2)"``, ``"sum(·, axis=0)"``); a parameter's
+    #: name for an input. Views show it instead of ``label = op``.
+    text: NotRequired[str]
+    #: How views mark the node: ``"input"``, ``"constant"``, ``"captured"``, ``"opaque"``,
+    #: ``"random"``, ``"loop"``, ``"control_flow"``, ``"stateful"`` or ``"op"``.
+    kind: NotRequired[str]
+    #: One line said with the node (an opaque call's or a graph loop's note), or None.
+    note: NotRequired[str | None]
+    #: True for a node whose value the function returns.
+    output: NotRequired[bool]
 
 
 class GraphEdge(TypedDict):

@@ -16,11 +16,11 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
-from . import records
+from . import nodetext, records
 from .records import RetraceEntry, Segment
 
-__all__ = ["esc", "graph_svg", "counters_html", "signatures_html", "retrace_log_html",
-           "stale_html", "monitor_snapshot_html", "STYLE"]
+__all__ = ["esc", "graph_svg", "graph_html", "GRAPH_NOTE", "counters_html", "signatures_html",
+           "retrace_log_html", "stale_html", "monitor_snapshot_html", "STYLE"]
 
 
 def esc(text: Any) -> str:
@@ -46,6 +46,13 @@ _FILL = {
     "opaque": "#ced4da",
     "default": "#a5d8ff",
 }
+#: The word the picture adds to a node's second line, by :func:`nodetext.node_kind`.
+_KIND_MARK = {"input": "input", "opaque": "runs NumPy", "random": "random draw",
+              "loop": "graph loop", "captured": "captured"}
+#: Text on the node boxes: their fills are light in every theme, so the ink is fixed.
+_NODE_INK = "#212529"
+#: Text on the cell's own background (legend, notes): the theme's ink.
+_THEME_INK = "fill: var(--jp-ui-font-color1, #222);"
 _SEGMENT_COLOURS = ("#e8590c", "#2f9e44", "#1971c2", "#c2255c", "#6741d9", "#0c8599")
 _CHAR_W = 6.6
 _BOX_H = 34
@@ -108,14 +115,20 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
     for i, lv in enumerate(level):
         rows.setdefault(lv, []).append(i)
 
+    # First line: what the node computes, literal operands included (``multiply(·, 2)``), never
+    # the IR's unique names (``multiply_1``); second line: its value, with a word for what a
+    # reader must know (an opaque NumPy call, a random draw, a graph loop).
     labels = []
     for n in nodes:
-        op = records.op_name(n)
+        kind = nodetext.node_kind(n)
+        detail = records.value_text(n.aval)
         inner = subgraphs(n)
-        detail = f"{op} · {records.value_text(n.aval)}" if n.aval is not None else op
-        if inner:
-            detail = f"{op} · {len(inner)} sub-graphs"
-        labels.append((_clip(str(n.name)), _clip(detail, 34)))
+        if inner and not detail:
+            detail = f"{len(inner)} sub-graphs"
+        mark = _KIND_MARK.get(kind)
+        if mark:
+            detail = f"{mark} · {detail}" if detail else mark
+        labels.append((_clip(nodetext.node_text(n), 34), _clip(detail, 34)))
     widths = [max(len(a), len(b)) * _CHAR_W + 16 for a, b in labels]
 
     pos: dict[int, tuple[float, float]] = {}
@@ -137,10 +150,14 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
     legend_h = 18 * (len(segments) + 1) + 8
     total_h = 10 + (max(rows, default=0) + 1) * (_BOX_H + _ROW_GAP) + legend_h
 
-    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{total_w:.0f}" '
-             f'height="{total_h:.0f}" viewBox="0 0 {total_w:.0f} {total_h:.0f}" '
-             f'role="img" aria-label="{esc("graph " + graph.name)}" '
-             'style="font-family: sans-serif; font-size: 11px; max-width: 100%;">',
+    # Fit to the output's width, never enlarged: width 100% of the cell, at most the natural
+    # width, height from the viewBox's aspect ratio. Pure SVG/CSS, so a saved notebook (no
+    # widgets, no scripts) fits the same; zoom and pan are the sidebar's.
+    parts = [f'<svg xmlns="http://www.w3.org/2000/svg" width="100%" '
+             f'viewBox="0 0 {total_w:.0f} {total_h:.0f}" preserveAspectRatio="xMidYMin meet" '
+             f'role="img" aria-label="{esc("graph " + graph.name)}" class="kx-graph" '
+             f'style="font-family: sans-serif; font-size: 11px; width: 100%; '
+             f'max-width: {total_w:.0f}px; height: auto; display: block;">',
              '<defs><marker id="kx-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
              'markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
              '<path d="M 0 0 L 10 5 L 0 10 z" fill="#868e96"/></marker></defs>']
@@ -179,7 +196,7 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
             dash, sw = ' stroke-dasharray="5 3"', 2.0
         if id(n) in outputs:
             stroke, sw = "#2b8a3e", 2.5
-        title = f"{n.name}: {records.op_name(n)} {records.value_text(n.aval)}"
+        title = f"{nodetext.node_text(n)} → {records.value_text(n.aval)} (node {n.name})"
         if n.attrs.get("captured"):
             title += " (captured constant, frozen at trace time)"
         variable = n.attrs.get("variable")
@@ -199,30 +216,43 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                      f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{_BOX_H}" rx="5" '
                      f'fill="{fill}" stroke="{stroke}" stroke-width="{sw}"{dash}/>'
                      f'<text x="{x + w / 2:.1f}" y="{y + 14:.1f}" text-anchor="middle" '
-                     f'font-weight="bold">{esc(a)}</text>'
+                     f'font-weight="bold" fill="{_NODE_INK}">{esc(a)}</text>'
                      f'<text x="{x + w / 2:.1f}" y="{y + 27:.1f}" text-anchor="middle" '
-                     f'fill="#343a40">{esc(b)}</text></g>')
+                     f'fill="{_NODE_INK}">{esc(b)}</text></g>')
     ly = total_h - legend_h + 14
     x = 10.0
     for text, fill in legend[:-1]:
         parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" '
                      f'fill="{fill}" stroke="#495057"/><text x="{x + 16:.1f}" '
-                     f'y="{ly:.1f}">{esc(text)}</text>')
+                     f'y="{ly:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
         x += 16 + len(text) * _CHAR_W + 12
     parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" fill="white" '
                  f'stroke="#2b8a3e" stroke-width="2.5"/><text x="{x + 16:.1f}" '
-                 f'y="{ly:.1f}">output</text>')
+                 f'y="{ly:.1f}" style="{_THEME_INK}">output</text>')
     for k, text in enumerate(legends):
         colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
         y = ly + 18 * (k + 1)
         parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" fill="white" '
                      f'stroke="{colour}" stroke-width="2" stroke-dasharray="5 3"/>'
-                     f'<text x="26" y="{y:.1f}">{esc(text)}</text>')
+                     f'<text x="26" y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
     if clipped:
-        parts.append(f'<text x="10" y="{total_h - 2:.0f}" fill="#c92a2a">first {max_nodes} '
+        parts.append(f'<text x="10" y="{total_h - 2:.0f}" style="fill: var(--jp-error-color1, '
+                     f'#c92a2a);">first {max_nodes} '
                      'nodes shown</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+#: Said under the monitor's graph: it fits the cell; zooming is the sidebar's.
+GRAPH_NOTE = ("fitted to the cell's width · hover a box for details · to zoom and pan, select "
+              "this signature in the Traced functions sidebar (it can also open the graph in "
+              "the main area)")
+
+
+def graph_html(svg: str) -> str:
+    """The monitor's graph section: the fitted picture and the note on where to zoom."""
+    return (f'<div class="kx-graph-area">{svg}<div class="kx-graph-note" '
+            f'style="{STYLE} {_MUTED} font-size:11px;">{esc(GRAPH_NOTE)}</div></div>')
 
 
 # ---------------------------------------------------------------------------------------------
@@ -312,8 +342,9 @@ def stale_html(sentences: Sequence[str]) -> str:
     if not sentences:
         return ""
     items = "".join(f"<li>{esc(s)}</li>" for s in sentences)
-    return (f'<div class="kx-stale" style="{STYLE} color:#c92a2a;"><b>captured values changed '
-            f'since tracing</b><ul style="margin:2px 0;">{items}</ul></div>')
+    return (f'<div class="kx-stale" style="{STYLE} color:var(--jp-error-color1, #c92a2a);">'
+            f'<b>captured values changed since tracing</b>'
+            f'<ul style="margin:2px 0;">{items}</ul></div>')
 
 
 def monitor_snapshot_html(title: str, counters: str, signatures: str, graph: str,

@@ -83,3 +83,52 @@ export function formatUs(us: number | null): string {
   }
   return us >= 1000 ? formatMs(us / 1000) : `${Math.round(us)} µs`;
 }
+
+/**
+ * Set an element's text only when it differs.  Writing the same text would
+ * still replace the text node, and with it the user's text selection.
+ */
+export function setText(el: HTMLElement, text: string): void {
+  if (el.textContent !== text) {
+    el.textContent = text;
+  }
+}
+
+const OPENERS: Record<string, string> = { '[': ']', '(': ')', '{': '}' };
+
+/**
+ * Split a signature's text into its arguments at the top-level commas:
+ * `x: float32[2, 3], cfg: {'a': 1, 'b': 2}` gives `x: float32[2, 3]` and
+ * `cfg: {'a': 1, 'b': 2}`.  Commas inside brackets or quotes do not split, so
+ * each argument can be shown as one unbreakable token.
+ */
+export function splitArguments(text: string): string[] {
+  const out: string[] = [];
+  const closers: string[] = [];
+  let quote: string | null = null;
+  let start = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (quote) {
+      if (c === '\\') {
+        i++;
+      } else if (c === quote) {
+        quote = null;
+      }
+    } else if (c === "'" || c === '"') {
+      quote = c;
+    } else if (c in OPENERS) {
+      closers.push(OPENERS[c]);
+    } else if (c === closers[closers.length - 1]) {
+      closers.pop();
+    } else if (c === ',' && closers.length === 0) {
+      out.push(text.slice(start, i).trim());
+      start = i + 1;
+    }
+  }
+  const last = text.slice(start).trim();
+  if (last || out.length > 0) {
+    out.push(last);
+  }
+  return out.filter(arg => arg.length > 0);
+}

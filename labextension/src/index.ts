@@ -13,13 +13,17 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
+import { MainAreaWidget } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
 import { LabIcon } from '@jupyterlab/ui-components';
+import { Widget } from '@lumino/widgets';
 
 import { AnnouncementWatcher, InspectorBridge } from './comm';
+import { GraphView } from './graphview';
 import { InspectorModel } from './model';
 import { InspectorPanel } from './panel';
-import { requestGraph } from './protocol';
+import { IGraphPayload, requestGraph } from './protocol';
+import { RestartMarker } from './restart';
 
 const PANEL_ID = 'jp-kx-inspector';
 
@@ -42,7 +46,7 @@ const plugin: JupyterFrontEndPlugin<void> = {
   requires: [INotebookTracker, ILabShell],
   optional: [ILayoutRestorer],
   activate: (
-    _app: JupyterFrontEnd,
+    app: JupyterFrontEnd,
     tracker: INotebookTracker,
     labShell: ILabShell,
     restorer: ILayoutRestorer | null
@@ -63,7 +67,8 @@ const plugin: JupyterFrontEndPlugin<void> = {
           model.failGraph(selection, 'not connected to the kernel');
         }
       },
-      retry: () => bridge.refresh()
+      retry: () => bridge.refresh(),
+      openGraph: (graph, title) => openGraphInMain(app, graph, title)
     });
     panel.id = PANEL_ID;
     panel.title.icon = tffunctionIcon;
@@ -83,6 +88,9 @@ const plugin: JupyterFrontEndPlugin<void> = {
       };
       context.kernelChanged.connect(watch);
       watch();
+      // Monitors under its cells say so when its kernel restarts.
+      const marker = new RestartMarker(notebook.content.node, context);
+      notebook.disposed.connect(() => marker.dispose());
     };
     tracker.forEach(watchNotebook);
     tracker.widgetAdded.connect((_, notebook) => watchNotebook(notebook));
@@ -95,5 +103,33 @@ const plugin: JupyterFrontEndPlugin<void> = {
     follow();
   }
 };
+
+/**
+ * The same graph view in a main-area tab, fitted both ways: big graphs get
+ * the room a sidebar cannot give.  The tab keeps its own copy of the payload,
+ * so it stays readable after the sidebar moves on (or the kernel restarts).
+ */
+function openGraphInMain(
+  app: JupyterFrontEnd,
+  graph: IGraphPayload,
+  title: string
+): MainAreaWidget<Widget> {
+  const view = new GraphView(graph, { fill: true });
+  const content = new Widget({ node: view.node });
+  content.addClass('jp-kx-graph-main-content');
+  const widget = new MainAreaWidget({ content });
+  widget.addClass('jp-kx-graph-main');
+  widget.id = `jp-kx-graph-${++graphTabs}`;
+  widget.title.label = `Graph: ${title}`;
+  widget.title.caption = `Traced graph of ${title}`;
+  widget.title.icon = tffunctionIcon;
+  widget.title.closable = true;
+  widget.disposed.connect(() => view.dispose());
+  app.shell.add(widget, 'main');
+  app.shell.activateById(widget.id);
+  return widget;
+}
+
+let graphTabs = 0;
 
 export default plugin;

@@ -8,11 +8,25 @@
 import { Message } from '@lumino/messaging';
 import { Widget } from '@lumino/widgets';
 
-import { h } from './dom';
-import { renderFunction } from './functionview';
-import { renderGraph } from './graphview';
+import { h, setText } from './dom';
+import { FunctionCard } from './functionview';
+import { GraphView } from './graphview';
 import { InspectorModel, ISelection } from './model';
-import { IGraphPayload, PROTOCOL_VERSION } from './protocol';
+import { IFunctionInfo, IGraphPayload, PROTOCOL_VERSION } from './protocol';
+
+/** Cards shown before a "Show more" button (the costliest first). */
+export const PAGE_SIZE = 25;
+
+/** With more functions than this, cards start collapsed. */
+export const EXPANDED_UP_TO = 4;
+
+/**
+ * The key a card's expanded state is remembered by: the function's name and
+ * cell, so a re-run cell (a new function object, a new id) keeps it.
+ */
+function expandKey(fn: IFunctionInfo): string {
+  return JSON.stringify([fn.name, fn.cell]);
+}
 
 export class InspectorPanel extends Widget {
   constructor(options: InspectorPanel.IOptions) {
@@ -20,6 +34,7 @@ export class InspectorPanel extends Widget {
     this._model = options.model;
     this._requestGraph = options.requestGraph;
     this._retry = options.retry;
+    this._openGraph = options.openGraph;
     this.addClass('jp-kx-panel');
 
     this._search = h('input', {
@@ -38,6 +53,19 @@ export class InspectorPanel extends Widget {
       attrs: { role: 'status' }
     });
     this._list = h('ul', { className: 'jp-kx-functions' });
+    this._showMore = h('button', {
+      className: 'jp-kx-show-more jp-mod-styled',
+      attrs: { type: 'button' }
+    });
+    this._showMore.addEventListener('click', () => {
+      this._pageLimit += PAGE_SIZE;
+      this.render();
+    });
+    this._showMoreItem = h(
+      'li',
+      { className: 'jp-kx-show-more-item' },
+      this._showMore
+    );
     this.node.append(
       h(
         'div',
@@ -52,11 +80,15 @@ export class InspectorPanel extends Widget {
     this.render();
   }
 
-  /** Rebuild status and list from the model (synchronous; tests call it). */
+  /** Bring status and list up to the model (synchronous; tests call it). */
   render(): void {
+    const start = performance.now();
     this._stale = false;
     this._renderStatus();
     this._renderList();
+    // How long the latest update took, for people profiling and the
+    // browser tests (issue 17: update latency).
+    this.node.dataset.renderMs = (performance.now() - start).toFixed(2);
   }
 
   protected override onUpdateRequest(_msg: Message): void {
@@ -123,13 +155,27 @@ export class InspectorPanel extends Widget {
     this._search.disabled = state !== 'connected';
   }
 
+  /**
+   * Bring the list up to the model, in place: cards are keyed by function id
+   * and updated, not rebuilt (see functionview.ts), and moved only when the
+   * order changed, so focus, selection, scroll and open details survive.
+   */
   private _renderList(): void {
     const model = this._model;
     if (model.connection.state !== 'connected') {
+      this._cards.clear();
       this._list.replaceChildren();
       return;
     }
     const visible = model.visibleFunctions;
+    // Cards of functions that are gone are dropped; filtered-out ones are
+    // kept (detached) for when the filter changes back.
+    const live = new Set(model.functions.map(fn => fn.id));
+    for (const id of [...this._cards.keys()]) {
+      if (!live.has(id)) {
+        this._cards.delete(id);
+      }
+    }
     if (visible.length === 0) {
       const text = model.functions.length
         ? `No function matches “${model.filter}”.`
@@ -137,13 +183,13 @@ export class InspectorPanel extends Widget {
       this._list.replaceChildren(h('li', { className: 'jp-kx-muted' }, text));
       return;
     }
-    this._list.replaceChildren(
-      ...visible.map(fn =>
-        renderFunction(fn, {
-          selection: model.selection,
-          graphState: model.graphState,
-          graphElement: () => this._graphElement(),
-          retracesOpen: this._openRetraces.has(fn.id),
+    const shown = visible.slice(0, this._pageLimit);
+    const collapseByDefault = model.functions.length > EXPANDED_UP_TO;
+    const wanted: Element[] = [];
+    for (const fn of shown) {
+      let card = this._cards.get(fn.id);
+      if (!card) {
+        card = new FunctionCard(fn, {
           onSelect: signatureId =>
             this._onSelect({ functionId: fn.id, signatureId }),
           onToggleRetraces: open => {
@@ -152,10 +198,50 @@ export class InspectorPanel extends Widget {
             } else {
               this._openRetraces.delete(fn.id);
             }
+          },
+          onToggleExpanded: expanded => {
+            this._expanded.set(expandKey(fn), expanded);
+            this.render();
+          },
+          onToggleAllSignatures: all => {
+            if (all) {
+              this._allSignatures.add(fn.id);
+            } else {
+              this._allSignatures.delete(fn.id);
+            }
+            this.render();
           }
-        })
-      )
-    );
+        });
+        this._cards.set(fn.id, card);
+      }
+      card.update(fn, {
+        selection: model.selection,
+        graphState: model.graphState,
+        graphElement: () => this._graphElement(),
+        retracesOpen: this._openRetraces.has(fn.id),
+        expanded: this._expanded.get(expandKey(fn)) ?? !collapseByDefault,
+        allSignatures: this._allSignatures.has(fn.id)
+      });
+      wanted.push(card.node);
+    }
+    const rest = visible.length - shown.length;
+    if (rest > 0) {
+      setText(
+        this._showMore,
+        `Show ${Math.min(rest, PAGE_SIZE)} more of ${rest} functions`
+      );
+      wanted.push(this._showMoreItem);
+    }
+    // Move only what is out of place; remove what is no longer shown.
+    wanted.forEach((node, index) => {
+      const at = this._list.children[index];
+      if (at !== node) {
+        this._list.insertBefore(node, at ?? null);
+      }
+    });
+    while (this._list.children.length > wanted.length) {
+      this._list.lastElementChild!.remove();
+    }
   }
 
   /** The selection's graph, laid out once per graph payload. */
@@ -165,12 +251,28 @@ export class InspectorPanel extends Widget {
       return null;
     }
     if (this._graphCache?.graph !== state.graph) {
+      this._graphCache?.view.dispose();
+      const selection = this._model.selection;
+      const open = this._openGraph;
+      const graph = state.graph;
       this._graphCache = {
-        graph: state.graph,
-        element: renderGraph(state.graph)
+        graph,
+        view: new GraphView(graph, {
+          onOpenInMain:
+            open && selection
+              ? () => open(graph, this._graphTitle(selection))
+              : undefined
+        })
       };
     }
-    return this._graphCache.element;
+    return this._graphCache.view.node;
+  }
+
+  /** "dense (x: float32[3])": the main-area tab's title for a selection. */
+  private _graphTitle(selection: ISelection): string {
+    const fn = this._model.getFunction(selection.functionId);
+    const sig = fn?.signatures.find(s => s.id === selection.signatureId);
+    return `${fn?.name ?? 'graph'} (${sig?.inputs ?? selection.signatureId})`;
   }
 
   private _onSelect(selection: ISelection): void {
@@ -199,8 +301,15 @@ export class InspectorPanel extends Widget {
     return button;
   }
 
-  private _graphCache: { graph: IGraphPayload; element: HTMLElement } | null =
-    null;
+  private _allSignatures = new Set<string>();
+  private _cards = new Map<string, FunctionCard>();
+  /** Expanded or collapsed by the user, by function name and cell. */
+  private _expanded = new Map<string, boolean>();
+  private _pageLimit = PAGE_SIZE;
+  private _showMore: HTMLButtonElement;
+  private _showMoreItem: HTMLLIElement;
+  private _graphCache: { graph: IGraphPayload; view: GraphView } | null = null;
+  private _openGraph?: (graph: IGraphPayload, title: string) => void;
   private _list: HTMLUListElement;
   private _model: InspectorModel;
   private _openRetraces = new Set<string>();
@@ -218,5 +327,7 @@ export namespace InspectorPanel {
     requestGraph: (selection: ISelection) => void;
     /** Ask the bridge to look for the inspector again. */
     retry?: () => void;
+    /** Show a graph in the main area (JupyterLab's MainAreaWidget). */
+    openGraph?: (graph: IGraphPayload, title: string) => void;
   }
 }

@@ -81,6 +81,21 @@ export interface IGraphNode {
   dtype: string;
   /** Fused segment id; absent or null when the node is not fused. */
   segment?: string | null;
+  /**
+   * What the node computes, literal operands included, graph inputs as `·`:
+   * `multiply(·, 2)`, `sum(·, axis=0)`; a parameter's name for an input.
+   * Older kernels send none: the view falls back to `op`.
+   */
+  text?: string;
+  /**
+   * `input`, `constant`, `captured`, `opaque`, `random`, `loop`,
+   * `control_flow`, `stateful` or `op` (unknown kinds draw as `op`).
+   */
+  kind?: string;
+  /** One line said with the node (an opaque call's or a loop's note). */
+  note?: string | null;
+  /** True for a node whose value the function returns. */
+  output?: boolean;
 }
 
 export interface IGraphEdge {
@@ -262,9 +277,13 @@ const isGraphNode = object<IGraphNode>(
     label: isString,
     shape: isString,
     dtype: isString,
-    segment: nullable(isString) as Check<string | null | undefined>
+    segment: nullable(isString) as Check<string | null | undefined>,
+    text: isString as Check<string | undefined>,
+    kind: isString as Check<string | undefined>,
+    note: nullable(isString) as Check<string | null | undefined>,
+    output: isBoolean as Check<boolean | undefined>
   },
-  ['segment']
+  ['segment', 'text', 'kind', 'note', 'output']
 );
 
 const isGraphEdge = object<IGraphEdge>({ source: isString, target: isString });

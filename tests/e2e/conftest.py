@@ -53,18 +53,37 @@ def _require_browser() -> Any:
     return sync_api
 
 
+#: This checkout's own build of the sidebar (``jlpm build``; ``pip install -e .`` makes it).
+CHECKOUT_BUILD = Path(__file__).parents[2] / "kernel_ext" / "labextension"
+
+
 def _require_lab_extension() -> None:
-    """The sidebar must be installed in this environment (``pip install -e .`` builds it);
-    without it every test would time out looking for the panel, so say so at once.
-    (The server below gets a temporary user data dir: only environment-wide installs count.)
+    """The sidebar must be built in this checkout or installed in this environment
+    (``pip install -e .`` does both); without it every test would time out looking for the
+    panel, so say so at once. (The server below gets a temporary user data dir, into which
+    the checkout's build is linked: see :func:`_link_checkout_build`.)
     """
     from jupyter_core.paths import ENV_JUPYTER_PATH, SYSTEM_JUPYTER_PATH
 
     found = [Path(p) / "labextensions" / "jupyterlab-tffunction" / "package.json"
              for p in [*ENV_JUPYTER_PATH, *SYSTEM_JUPYTER_PATH]]
+    found.append(CHECKOUT_BUILD / "package.json")
     if not any(path.is_file() for path in found):
         pytest.fail("the lab extension jupyterlab-tffunction is not installed: "
                     "`pip install -e .` builds and installs it", pytrace=False)
+
+
+def _link_checkout_build(data_dir: Path) -> None:
+    """Serve the sidebar built in this checkout, not whichever copy the environment holds.
+
+    JupyterLab reads lab extensions from ``JUPYTER_PATH`` before the environment's (which, in
+    a virtual environment, come before the user's), and the first of a name wins; so a link
+    in a directory named by ``JUPYTER_PATH`` makes the browser tests test the code next to
+    them (another worktree sharing the virtual environment keeps its own build)."""
+    if (CHECKOUT_BUILD / "package.json").is_file():
+        target = data_dir / "labextensions" / "jupyterlab-tffunction"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(CHECKOUT_BUILD, target_is_directory=True)
 
 
 @dataclass
@@ -98,16 +117,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     _require_lab_extension()
     base = tmp_path_factory.mktemp("lab")
     dirs = {name: base / name for name in
-            ("root", "config", "data", "runtime", "settings", "workspaces", "ipython")}
+            ("root", "config", "data", "runtime", "settings", "workspaces", "ipython",
+             "path")}
     for path in dirs.values():
         path.mkdir()
+    _link_checkout_build(dirs["path"])
     # The news/announcements toast would cover part of the page; it is not ours to test.
     (dirs["config"] / "labconfig").mkdir()
     (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(
         {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
     env = dict(os.environ,
                JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-               JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+               JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), JUPYTER_PATH=str(dirs["path"]),
                JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
                JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
                IPYTHONDIR=str(dirs["ipython"]),
@@ -213,3 +234,92 @@ def pytest_runtest_makereport(item: pytest.Item, call: Any) -> Iterator[None]:
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+class LabUI:
+    """What a person does in JupyterLab, as steps the browser tests share: write a notebook,
+    open it, show the sidebar, run a cell and wait for its prompt, switch the theme."""
+
+    LOAD = "%load_ext kernel_ext"
+    IMPORTS = "import numpy as np\nimport kernel_ext as kx"
+    NOT_LOADED = "Run %load_ext kernel_ext in this notebook"
+
+    @staticmethod
+    def write_notebook(root: Path, name: str, cells: list[str]) -> None:
+        import nbformat
+
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
+        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                           "language": "python"}
+        nbformat.write(notebook, root / name)
+
+    @staticmethod
+    def open_notebook(page: Any, lab: Lab, name: str) -> None:
+        """Open ``name`` in a fresh workspace and wait until its cells show."""
+        page.goto(lab.notebook_url(name, name.replace(".ipynb", "")))
+        page.locator("#jupyterlab-splash").wait_for(state="detached", timeout=120_000)
+        page.locator(".jp-Notebook .jp-Cell").first.wait_for()
+
+    @staticmethod
+    def open_sidebar(page: Any) -> Any:
+        """Show the "Traced functions" panel (its tab toggles it: click only if hidden)."""
+        from playwright.sync_api import expect
+
+        panel = page.locator(".jp-kx-panel")
+        if not panel.is_visible():
+            page.locator('.lm-TabBar-tab[data-id="jp-kx-inspector"]').click()
+        expect(panel).to_be_visible()
+        return panel
+
+    @staticmethod
+    def run_cell(page: Any, index: int, count: int) -> Any:
+        """Run one cell; wait until its prompt reads ``[count]:`` (the kernel is done with
+        it) and check it raised nothing. Returns the cell."""
+        from playwright.sync_api import expect
+
+        cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
+        prompt = cell.locator(".jp-InputArea-prompt")
+        cell.locator(".jp-InputArea-editor").click()
+        page.keyboard.press("Shift+Enter")
+        expect(prompt).to_have_text(f"[{count}]:", timeout=120_000)
+        output = " ".join(cell.locator(".jp-OutputArea-output").all_inner_texts())
+        assert "Traceback" not in output and "Error" not in output, output
+        return cell
+
+    @staticmethod
+    def card(page: Any, name: str) -> Any:
+        import re
+
+        return page.locator(".jp-kx-function").filter(has=page.locator(
+            ".jp-kx-name", has_text=re.compile("^" + re.escape(name) + "$")))
+
+    @staticmethod
+    def menu(page: Any, top: str, item: str) -> None:
+        """Click ``top`` in the menu bar, then the item whose label starts with ``item``."""
+        import re
+
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(f"^{re.escape(top)}$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^" + re.escape(item))).first.click()
+
+    @staticmethod
+    def set_theme(page: Any, dark: bool) -> None:
+        """Switch JupyterLab's theme through its settings menu and wait until it applies."""
+        import re
+
+        from playwright.sync_api import expect
+
+        name = "JupyterLab Dark" if dark else "JupyterLab Light"
+        page.locator(".lm-MenuBar-itemLabel", has_text=re.compile("^Settings$")).click()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$")).first.hover()
+        page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{name}$")).first.click()
+        # JupyterLab sets these once the theme's stylesheet has loaded.
+        expect(page.locator("body")).to_have_attribute(
+            "data-jp-theme-name", name, timeout=60_000)
+        expect(page.locator("body")).to_have_attribute(
+            "data-jp-theme-light", "false" if dark else "true", timeout=60_000)
+
+
+@pytest.fixture
+def ui() -> type[LabUI]:
+    return LabUI

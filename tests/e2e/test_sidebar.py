@@ -130,8 +130,7 @@ def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_a
     # The graph of the second signature, drawn as SVG nodes with op, dtype and shape.
     signatures.nth(1).click()
     nodes = dense.locator("svg.jp-kx-graph-svg g.jp-kx-node")
-    expect(nodes.filter(has_text="x = placeholder")).to_have_count(1)
-    expect(nodes.filter(has_text="x = placeholder")).to_contain_text("float32[3]")
+    expect(nodes.filter(has_text="input · float32[3]")).to_have_count(1)
     expect(nodes.filter(has_text="tanh")).to_have_count(1)
     expect(nodes.filter(has_text=re.compile(r"^sum"))).to_contain_text("float32[]")
     expect(dense.locator("svg.jp-kx-graph-svg polyline.jp-kx-edge")).not_to_have_count(0)

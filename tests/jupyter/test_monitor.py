@@ -247,3 +247,15 @@ def test_a_re_run_cell_leaves_a_saveable_widget_state(cells):
     cells.run(code)  # the old monitor is replaced
     _, dangling = _dangling_models()
     assert not dangling
+
+
+def test_the_monitor_carries_the_class_the_lab_marks_after_a_restart(dense):
+    # The lab extension (labextension/src/restart.ts) finds monitors by this class, in the
+    # widget view and in the saved-notebook snapshot alike, and puts a "kernel restarted"
+    # banner above them when the kernel restarts.
+    m = Monitor(dense, interval=60)
+    try:
+        assert "kx-monitor" in m.widget._dom_classes
+        assert 'class="kx-monitor"' in m.snapshot_html()
+    finally:
+        m.close()
