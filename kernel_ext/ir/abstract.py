@@ -1160,6 +1160,277 @@ def _slogdet(attrs: dict, a: AbstractValue) -> tuple:
             AbstractValue(batch, np.asarray(logabsdet).dtype))
 
 
+# -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
+# Shapes by NumPy's documented rules (``None`` dims flow through); dtypes, and NumPy's refusal
+# of an argument it does not take, from NumPy itself on small stand-ins (``probe_dtype``, the
+# 1x1 identity of ``_linalg_probe``).
+
+@_rule(OpKind.REAL, OpKind.IMAG)
+def _real_imag(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return AbstractValue(x.shape, np.empty(0, x.dtype).real.dtype)
+
+
+@_rule(OpKind.SEARCHSORTED)
+def _searchsorted(attrs: dict, a: AbstractValue, v: Any, sorter: Any) -> AbstractValue:
+    side = attrs.get("side", "left")
+    dtype = probe_dtype(lambda x, y, s: np.searchsorted(x, y, side, None if s is None else
+                                                        np.zeros_like(s)), a, v, sorter)
+    return AbstractValue(_shape(v), dtype)
+
+
+@_rule(OpKind.DIGITIZE)
+def _digitize(attrs: dict, x: Any, bins: AbstractValue) -> AbstractValue:
+    right = attrs.get("right", False)
+    dtype = probe_dtype(lambda a, b: np.digitize(a, b, right), x, bins)
+    return AbstractValue(_shape(x), dtype)
+
+
+@_rule(OpKind.PARTITION)
+def _partition(attrs: dict, x: AbstractValue) -> AbstractValue:
+    return AbstractValue(ABSTRACT_EVAL[OpKind.ARGPARTITION](attrs, x).shape, x.dtype)
+
+
+@_rule(OpKind.LEXSORT)
+def _lexsort(attrs: dict, *keys: AbstractValue) -> AbstractValue:
+    """One 2-D (or more) array of keys, or several keys of one shape: indices of that shape
+    (a key's shape, without the leading key axis of a single array)."""
+    axis = attrs.get("axis", -1)
+    if attrs.get("array"):
+        shape = _known_rank(keys[0], "lexsort")
+        if not shape:
+            raise TypeError("need sequence of keys with len > 0 in lexsort")
+        shape = shape[1:] if len(shape) > 1 else shape  # a 1-D array is one key
+        probe = np.ones((1,) * len(keys[0].shape), keys[0].dtype)
+    else:
+        shape = broadcast_shapes(*[k.shape for k in keys])
+        if any(k.shape is not None and len(k.shape) != len(shape or ()) for k in keys):
+            raise ValueError("all keys need to be the same shape")
+        probe = [np.ones((1,) * len(shape or ()), k.dtype) for k in keys]
+    out = np.lexsort(probe, axis=axis)
+    return AbstractValue(None if shape is None else tuple(shape), out.dtype)
+
+
+@_rule(OpKind.ISIN)
+def _isin(attrs: dict, element: Any, test: Any) -> AbstractValue:
+    probe_dtype(lambda e, t: np.isin(e, t, **attrs), element, test)
+    return AbstractValue(_shape(element), np.dtype(np.bool_))
+
+
+@_rule(OpKind.RAVEL_MULTI_INDEX)
+def _ravel_multi_index(attrs: dict, *index: Any) -> AbstractValue:
+    dims = attrs["dims"]
+    if len(index) != len(dims):
+        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
+    probe = tuple(np.zeros((1,) * len(_shape(i) or ()), _weak_dtype(i)) for i in index)
+    kw = {k: v for k, v in attrs.items() if k != "dims"}
+    if all(d > 0 for d in dims):
+        np.ravel_multi_index(probe, dims, **kw)  # NumPy's checks of dtypes, mode and order
+    return AbstractValue(broadcast_shapes(*[_shape(i) for i in index]), _INTP)
+
+
+def _weak_dtype(x: Any) -> np.dtype:
+    return x.dtype if isinstance(x, AbstractValue) else np.asarray(x).dtype
+
+
+@_rule(OpKind.UNRAVEL_INDEX)
+def _unravel_index(attrs: dict, indices: AbstractValue) -> tuple:
+    shape = attrs["shape"]
+    if indices.dtype.kind not in "iub":
+        raise TypeError("only int indices permitted")
+    return tuple(AbstractValue(indices.shape, _INTP) for _ in shape)
+
+
+def _bits_axis(attrs: dict, a: AbstractValue, fn: str) -> tuple[Shape, int]:
+    axis = attrs.get("axis")
+    if axis is None:
+        return (a.size,), 0
+    shape = _known_rank(a, fn)
+    return shape, normalize_axis(axis, len(shape))
+
+
+@_rule(OpKind.PACKBITS)
+def _packbits(attrs: dict, a: AbstractValue) -> AbstractValue:
+    if a.dtype.kind not in "iub":
+        raise TypeError("Expected an input array of integer or boolean data type")
+    shape, axis = _bits_axis(attrs, a, "packbits")
+    n = shape[axis]
+    out = list(shape)
+    out[axis] = None if n is None else -(-n // 8)
+    return AbstractValue(tuple(out), np.dtype(np.uint8))
+
+
+@_rule(OpKind.UNPACKBITS)
+def _unpackbits(attrs: dict, a: AbstractValue) -> AbstractValue:
+    if a.dtype != np.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    shape, axis = _bits_axis(attrs, a, "unpackbits")
+    n, count = shape[axis], attrs.get("count")
+    bits = None if n is None else 8 * n
+    if count is not None and bits is not None:
+        bits = count if count >= 0 else max(bits + count, 0)
+    elif count is not None and count >= 0:
+        bits = count
+    out = list(shape)
+    out[axis] = bits
+    return AbstractValue(tuple(out), np.dtype(np.uint8))
+
+
+@_rule(OpKind.CHOLESKY)
+def _cholesky(attrs: dict, a: AbstractValue) -> AbstractValue:
+    _square_check(a)
+    return AbstractValue(a.shape, _linalg_probe(a, lambda e: np.linalg.cholesky(e)).dtype)
+
+
+def _at_least_2d(a: AbstractValue, fn: str) -> tuple:
+    shape = _known_rank(a, fn)
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
+                                    "least two-dimensional")
+    return shape
+
+
+def _min_dim(m: int | None, n: int | None) -> int | None:
+    return None if m is None or n is None else min(m, n)
+
+
+@_rule(OpKind.QR)
+def _qr(attrs: dict, a: AbstractValue) -> "AbstractValue | tuple":
+    *batch, m, n = _at_least_2d(a, "linalg.qr")
+    mode = attrs.get("mode", "reduced")
+    probe = _linalg_probe(a, lambda e: np.linalg.qr(e, mode=mode))
+    k, b = _min_dim(m, n), tuple(batch)
+    if mode == "r":
+        return AbstractValue(b + (k, n), probe.dtype)
+    if mode == "raw":
+        return (AbstractValue(b + (n, m), probe[0].dtype), AbstractValue(b + (k,), probe[1].dtype))
+    q_cols, r_rows = (m, m) if mode == "complete" else (k, k)
+    return (AbstractValue(b + (m, q_cols), probe.Q.dtype),
+            AbstractValue(b + (r_rows, n), probe.R.dtype))
+
+
+@_rule(OpKind.EIGH)
+def _eigh(attrs: dict, a: AbstractValue) -> tuple:
+    _square_check(a)
+    w, v = _linalg_probe(a, lambda e: np.linalg.eigh(e, **attrs))
+    return (AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype),
+            AbstractValue(a.shape, v.dtype))
+
+
+@_rule(OpKind.EIGVALSH)
+def _eigvalsh(attrs: dict, a: AbstractValue) -> AbstractValue:
+    _square_check(a)
+    w = _linalg_probe(a, lambda e: np.linalg.eigvalsh(e, **attrs))
+    return AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype)
+
+
+@_rule(OpKind.LSTSQ)
+def _lstsq(attrs: dict, a: AbstractValue, b: AbstractValue) -> tuple:
+    """``x`` (N,) or (N, K); the residuals are empty unless the rank is N < M, a length
+    the values decide; the rank; the singular values (min(M, N),)."""
+    ashape, bshape = _known_rank(a, "linalg.lstsq"), _known_rank(b, "linalg.lstsq")
+    if len(ashape) != 2:
+        raise np.linalg.LinAlgError(f"{len(ashape)}-dimensional array given. Array must be "
+                                    "two-dimensional")
+    if len(bshape) not in (1, 2):
+        raise np.linalg.LinAlgError(f"{len(bshape)}-dimensional array given. Array must be "
+                                    "one or two-dimensional")
+    m, n = ashape
+    if m is not None and bshape[0] is not None and m != bshape[0]:
+        raise np.linalg.LinAlgError("Incompatible dimensions")
+    x, res, rank, sv = np.linalg.lstsq(np.eye(1, dtype=a.dtype),
+                                       np.ones((1,) * len(bshape), b.dtype),
+                                       **attrs)
+    return (AbstractValue((n,) + tuple(bshape[1:]), x.dtype), AbstractValue((None,), res.dtype),
+            AbstractValue((), np.asarray(rank).dtype), AbstractValue((_min_dim(m, n),), sv.dtype))
+
+
+@_rule(OpKind.PINV)
+def _pinv(attrs: dict, a: AbstractValue) -> AbstractValue:
+    *batch, m, n = _at_least_2d(a, "linalg.pinv")
+    dtype = _linalg_probe(a, lambda e: np.linalg.pinv(e, **attrs)).dtype
+    return AbstractValue(tuple(batch) + (n, m), dtype)
+
+
+def _core_dims(x: Any, core: int, fn: str) -> tuple[Shape, Shape]:
+    shape = _known_rank(x, fn) if isinstance(x, AbstractValue) else np.shape(x)
+    if len(shape) < core:
+        raise ValueError(f"{fn}: Input operand does not have enough dimensions (has "
+                         f"{len(shape)}, gufunc core with signature requires {core})")
+    return tuple(shape[:len(shape) - core]), tuple(shape[len(shape) - core:])
+
+
+def _same_dim(a: int | None, b: int | None, fn: str) -> None:
+    if a is not None and b is not None and a != b:
+        raise ValueError(f"{fn}: Input operand 1 has a mismatch in its core dimension 0 "
+                         f"({b} is different from {a})")
+
+
+@_rule(OpKind.VECDOT)
+def _vecdot(attrs: dict, x1: Any, x2: Any) -> AbstractValue:
+    (b1, (n1,)), (b2, (n2,)) = _core_dims(x1, 1, "vecdot"), _core_dims(x2, 1, "vecdot")
+    _same_dim(n1, n2, "vecdot")
+    return AbstractValue(broadcast_shapes(b1, b2), probe_dtype(np.vecdot, x1, x2))
+
+
+@_rule(OpKind.MATVEC)
+def _matvec(attrs: dict, a: Any, v: Any) -> AbstractValue:
+    (b1, (m, n)), (b2, (k,)) = _core_dims(a, 2, "matvec"), _core_dims(v, 1, "matvec")
+    _same_dim(n, k, "matvec")
+    return AbstractValue(broadcast_shapes(b1, b2) + (m,), probe_dtype(np.matvec, a, v))
+
+
+@_rule(OpKind.VECMAT)
+def _vecmat(attrs: dict, v: Any, a: Any) -> AbstractValue:
+    (b1, (k,)), (b2, (m, n)) = _core_dims(v, 1, "vecmat"), _core_dims(a, 2, "vecmat")
+    _same_dim(k, m, "vecmat")
+    return AbstractValue(broadcast_shapes(b1, b2) + (n,), probe_dtype(np.vecmat, v, a))
+
+
+#: np.fft transforms that take one axis (``n``, ``axis``) and their result length along it
+#: given the length ``n`` asked for (or ``None``: from the input's length ``m``)
+_FFT_1D = {"fft": lambda n, m: n or m, "ifft": lambda n, m: n or m,
+           "rfft": lambda n, m: _half(n or m), "ihfft": lambda n, m: _half(n or m),
+           "irfft": lambda n, m: n or _twice(m), "hfft": lambda n, m: n or _twice(m)}
+
+
+def _half(n: int | None) -> int | None:
+    return None if n is None else n // 2 + 1
+
+
+def _twice(m: int | None) -> int | None:
+    return None if m is None else 2 * (m - 1)
+
+
+@_rule(OpKind.FFT)
+def _fft(attrs: dict, x: AbstractValue) -> AbstractValue:
+    """Shapes by ``np.fft``'s rules (``_cook_nd_args``): each transformed axis takes its
+    ``n``/``s`` entry or keeps its length; rfft halves the last axis (``n // 2 + 1``), irfft
+    and hfft double it back (``2 * (m - 1)``) unless ``n``/``s`` says. Dtype and NumPy's
+    errors (bad axes, ``n < 1``, a bad ``norm``) from the transform of a small stand-in."""
+    transform = attrs["transform"]
+    kw = {k: v for k, v in attrs.items() if k != "transform"}
+    shape = list(_known_rank(x, f"fft.{transform}"))
+    probe = getattr(np.fft, transform)(np.ones((2,) * len(shape), x.dtype), **kw)
+    if transform in _FFT_1D:
+        axis = normalize_axis(kw.get("axis", -1), len(shape))
+        shape[axis] = _FFT_1D[transform](kw.get("n"), shape[axis])
+        return AbstractValue(tuple(shape), probe.dtype)
+    s, axes = kw.get("s"), kw.get("axes")
+    if axes is None:
+        axes = (-2, -1) if transform.endswith("2") else \
+            range(-len(s), 0) if s is not None else range(len(shape))
+    axes = [normalize_axis(a, len(shape)) for a in axes]
+    sizes = list(s) if s is not None else [shape[a] for a in axes]
+    real = transform.startswith(("rfft", "irfft"))
+    if real and s is None and transform.startswith("irfft"):
+        sizes[-1] = _twice(shape[axes[-1]])
+    for a, n in zip(axes, sizes):
+        shape[a] = n
+    if real and transform.startswith("rfft"):
+        shape[axes[-1]] = _half(sizes[-1])
+    return AbstractValue(tuple(shape), probe.dtype)
+
+
 def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue | None:
     """Output abstract value of ``op`` applied to ``args`` (AbstractValues or literals)."""
     rule = ABSTRACT_EVAL.get(op)

@@ -291,6 +291,92 @@ def _slogdet(node: Node) -> Callable[..., Any]:
     return np.linalg.slogdet
 
 
+# -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
+# NumPy's own function with the node's static attrs, argument for argument.
+
+@_lower(OpKind.REAL)
+def _real(node: Node) -> Callable[..., Any]:
+    return np.real
+
+
+@_lower(OpKind.IMAG)
+def _imag(node: Node) -> Callable[..., Any]:
+    return np.imag
+
+
+@_lower(OpKind.SEARCHSORTED)
+def _searchsorted(node: Node) -> Callable[..., Any]:
+    side = node.attrs.get("side", "left")
+    return lambda a, v, sorter: np.searchsorted(a, v, side, sorter)
+
+
+@_lower(OpKind.DIGITIZE)
+def _digitize(node: Node) -> Callable[..., Any]:
+    right = node.attrs.get("right", False)
+    return lambda x, bins: np.digitize(x, bins, right)
+
+
+@_lower(OpKind.PARTITION)
+def _partition(node: Node) -> Callable[..., Any]:
+    kth = node.attrs["kth"]
+    kw = {k: v for k, v in node.attrs.items() if k != "kth"}
+    return lambda x: np.partition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
+
+
+@_lower(OpKind.LEXSORT)
+def _lexsort(node: Node) -> Callable[..., Any]:
+    axis = node.attrs.get("axis", -1)
+    if node.attrs.get("array"):  # one array whose rows are the keys
+        return lambda keys: np.lexsort(keys, axis=axis)
+    return lambda *keys: np.lexsort(keys, axis=axis)
+
+
+@_lower(OpKind.ISIN)
+def _isin(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.isin, **node.attrs)
+
+
+@_lower(OpKind.RAVEL_MULTI_INDEX)
+def _ravel_multi_index(node: Node) -> Callable[..., Any]:
+    kw = dict(node.attrs)
+    dims = kw.pop("dims")
+    return lambda *index: np.ravel_multi_index(index, dims, **kw)
+
+
+@_lower(OpKind.UNRAVEL_INDEX)
+def _unravel_index(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.unravel_index, **node.attrs)
+
+
+@_lower(OpKind.PACKBITS)
+def _packbits(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.packbits, **node.attrs)
+
+
+@_lower(OpKind.UNPACKBITS)
+def _unpackbits(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.unpackbits, **node.attrs)
+
+
+@_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
+def _linalg(node: Node) -> Callable[..., Any]:
+    fn = getattr(np.linalg, node.op.value)
+    if node.op is OpKind.QR and node.attrs.get("mode") == "raw":
+        return lambda a: tuple(fn(a, mode="raw"))
+    return functools.partial(fn, **node.attrs)
+
+
+@_lower(OpKind.VECDOT, OpKind.MATVEC, OpKind.VECMAT)
+def _gufunc(node: Node) -> Callable[..., Any]:
+    return getattr(np, node.op.value)
+
+
+@_lower(OpKind.FFT)
+def _fft(node: Node) -> Callable[..., Any]:
+    kw = dict(node.attrs)
+    return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
+
+
 @_lower(OpKind.CONSTANT)
 def _constant(node: Node) -> Callable[..., Any]:
     value = node.attrs["value"]

@@ -314,6 +314,36 @@ class OpKind(enum.Enum):
     UFUNC_ACCUMULATE = _op("ufunc_accumulate", _G.SCAN)
     UFUNC_AT = _op("ufunc_at", _G.INDEXING, fresh=True)
 
+    # -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------
+    # Each runs NumPy's own function on the static attrs (LOWER), so values are NumPy's bit
+    # for bit; the many helpers that NumPy itself composes of other functions (tile, kron,
+    # cov, norm, tensordot, ...) need no op: their trace handlers compose these and the ops
+    # above. ``real``/``imag`` of a complex array are views, as in NumPy.
+    REAL = _op("real", _G.SHAPE)
+    IMAG = _op("imag", _G.SHAPE)
+    SEARCHSORTED = _op("searchsorted", _G.SORTING)
+    DIGITIZE = _op("digitize", _G.SORTING)
+    PARTITION = _op("partition", _G.SORTING)
+    LEXSORT = _op("lexsort", _G.SORTING)
+    ISIN = _op("isin", _G.SORTING)
+    RAVEL_MULTI_INDEX = _op("ravel_multi_index", _G.INDEXING, fresh=True)
+    UNRAVEL_INDEX = _op("unravel_index", _G.INDEXING, fresh=True)
+    PACKBITS = _op("packbits", _G.SHAPE, fresh=True)
+    UNPACKBITS = _op("unpackbits", _G.SHAPE, fresh=True)
+    CHOLESKY = _op("cholesky", _G.LINALG)
+    QR = _op("qr", _G.LINALG)
+    EIGH = _op("eigh", _G.LINALG)
+    EIGVALSH = _op("eigvalsh", _G.LINALG)
+    LSTSQ = _op("lstsq", _G.LINALG)
+    PINV = _op("pinv", _G.LINALG)
+    # the gufuncs np.vecdot/np.matvec/np.vecmat (one loop over the core dimensions)
+    VECDOT = _op("vecdot", _G.LINALG)
+    MATVEC = _op("matvec", _G.LINALG)
+    VECMAT = _op("vecmat", _G.LINALG)
+    # every np.fft transform, named by ``attrs["transform"]`` (``"rfftn"``), as JAX's one
+    # ``fft`` primitive with its ``fft_type``; ``n``/``s``, ``axis``/``axes``, ``norm`` static
+    FFT = _op("fft", _G.LINALG)
+
     def __new__(cls, name: str, group: OpGroup, operator: str | None, dunder: str | None,
                 kernel_loop: bool, loop_ns: float | None, compute: Compute,
                 accumulator: np.ufunc | None, fresh: bool) -> "OpKind":

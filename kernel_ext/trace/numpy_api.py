@@ -9,6 +9,8 @@ multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything n
 from __future__ import annotations
 
 import inspect
+import math
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -17,7 +19,7 @@ from .. import errors
 from ..ir import UFUNC_REDUCTIONS, OpKind
 from .context import bind
 from .opaque import numpy_call, ufunc_method_call
-from .tensor import HANDLERS, UFUNC_METHODS, Tensor, build_template
+from .tensor import GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
 from .variables import Variable
 
 
@@ -959,6 +961,1812 @@ def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
     if not (return_index or return_inverse or return_counts):
         return bind(OpKind.UNIQUE, (ar,), attrs)
     return tuple(_outputs(OpKind.UNIQUE, (ar,), attrs, "unique"))
+
+
+# -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
+# Most of these are *compositions*: the handler does what NumPy's own Python source does, on
+# traced values, so the result is built of ops the optimiser, fusion and (next) gradients
+# already know, and NumPy's argument checks run at trace time on static facts (shapes, axes,
+# counts). A composition needs static sizes where NumPy's code computes with them (split
+# points, tile counts, an identity matrix); where it meets an unknown dimension or a traced
+# static argument it raises ``_Opaque`` and the call runs as NumPy's own opaque call
+# (``_composition``): slower, never wrong. The rest are one op each whose LOWER is NumPy's
+# function (linalg factorizations, the fft transforms, searchsorted, lexsort, ...).
+# Departures: a function NumPy answers with a Python ``bool``/``int`` from the data
+# (``allclose``, ``array_equal``) answers with a 0-d NumPy bool here; ``average`` with weights
+# does not raise ZeroDivisionError for weights that sum to zero (the check needs the data).
+
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple  # noqa: E402
+
+
+class _Opaque(Exception):
+    """Raised inside a composition for a call it does not cover (an unknown size, a traced
+    argument that must be static): the call runs as NumPy's own opaque call instead."""
+
+
+def _composition(*funcs: Callable) -> Callable[[Callable], Callable]:
+    """Register ``handler`` for ``funcs``; a handler raising ``_Opaque`` becomes an opaque call
+    of the NumPy function that was called (nodes it made before are unused and pruned)."""
+    def register(handler: Callable) -> Callable:
+        for func in funcs:
+            def run(*args: Any, _func: Callable = func, **kwargs: Any) -> Any:
+                try:
+                    return handler(*args, **kwargs)
+                except _Opaque:
+                    return numpy_call(_func, args, kwargs)
+            run.__name__ = run.__qualname__ = handler.__name__
+            run.__doc__ = handler.__doc__
+            HANDLERS[func] = run
+        return handler
+    return register
+
+
+def _arr(x: Any) -> Any:
+    """A traced value as it is; anything else as NumPy's ``asanyarray`` makes it."""
+    return x if isinstance(x, (Tensor, Variable)) else np.asanyarray(x)
+
+
+def _static_shape(x: Any) -> tuple[int, ...]:
+    """``x``'s shape, which the composition computes with: ``_Opaque`` if not all known."""
+    shape = x.shape
+    if shape is None or None in shape:
+        raise _Opaque
+    return tuple(shape)
+
+
+def _static(value: Any) -> Any:
+    """A static argument's value: constants the function made (``np.array([0, 2])`` is a
+    constant node) as their arrays; ``_Opaque`` for a value known only at run time."""
+    if isinstance(value, Tensor) and value.node.op is OpKind.CONSTANT:
+        return value.node.attrs["value"]
+    if isinstance(value, (list, tuple)) and _traced(value):
+        return type(value)(_static(v) for v in value)
+    if _traced(value):
+        raise _Opaque
+    return value
+
+
+# -- split, tile, repeat, roll, rot90 and the other shape helpers
+
+def _split_parts(ary: Any, indices_or_sections: Any, axis: int, equal: bool) -> list:
+    """NumPy's ``array_split``: the division points, then one basic slice (a view) each."""
+    ary = _arr(ary)
+    indices_or_sections = _static(indices_or_sections)
+    axis = normalize_axis_index(axis, _ndim_of(ary))
+    n = _static_shape(ary)[axis]
+    if isinstance(indices_or_sections, (int, np.integer)) or np.ndim(indices_or_sections) == 0:
+        sections = int(indices_or_sections)
+        if sections <= 0:
+            raise ValueError("number sections must be larger than 0.")
+        if equal and n % sections:
+            raise ValueError("array split does not result in an equal division")
+        each, extras = divmod(n, sections)
+        sizes = [0] + extras * [each + 1] + (sections - extras) * [each]
+        points = np.cumsum(sizes).tolist()
+    else:
+        points = [0] + [int(i) for i in indices_or_sections] + [n]
+    head = (slice(None),) * axis
+    return [ary[head + (slice(start, stop),)] for start, stop in zip(points[:-1], points[1:])]
+
+
+@_composition(np.array_split)
+def _array_split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    return _split_parts(ary, indices_or_sections, axis, equal=False)
+
+
+@_composition(np.split)
+def _split(ary: Any, indices_or_sections: Any, axis: int = 0) -> list:
+    return _split_parts(ary, indices_or_sections, axis, equal=True)
+
+
+@_composition(np.hsplit)
+def _hsplit(ary: Any, indices_or_sections: Any) -> list:
+    nd = _ndim_of(ary)
+    if nd == 0:
+        raise ValueError("hsplit only works on arrays of 1 or more dimensions")
+    return _split_parts(ary, indices_or_sections, 1 if nd > 1 else 0, equal=True)
+
+
+@_composition(np.vsplit)
+def _vsplit(ary: Any, indices_or_sections: Any) -> list:
+    if _ndim_of(ary) < 2:
+        raise ValueError("vsplit only works on arrays of 2 or more dimensions")
+    return _split_parts(ary, indices_or_sections, 0, equal=True)
+
+
+@_composition(np.dsplit)
+def _dsplit(ary: Any, indices_or_sections: Any) -> list:
+    if _ndim_of(ary) < 3:
+        raise ValueError("dsplit only works on arrays of 3 or more dimensions")
+    return _split_parts(ary, indices_or_sections, 2, equal=True)
+
+
+@_composition(np.unstack)
+def _unstack(x: Any, /, *, axis: int = 0) -> tuple:
+    if _ndim_of(x) == 0:
+        raise ValueError("Input array must be at least 1-d.")
+    moved = np.moveaxis(x, axis, 0)
+    return tuple(moved[i] for i in range(_static_shape(moved)[0]))
+
+
+@_composition(np.tile)
+def _tile(A: Any, reps: Any) -> Any:
+    """Each axis of size ``s`` repeated ``t`` times is a broadcast of a new length-``t`` axis
+    before it, then one reshape: ``(t, s) -> t * s`` (the values NumPy's tile copies)."""
+    reps = _static(reps)
+    tup = tuple(int(r) for r in reps) if np.ndim(reps) else (int(reps),)
+    A = _arr(A)
+    shape = _static_shape(A)
+    shape = (1,) * max(len(tup) - len(shape), 0) + shape
+    tup = (1,) * (len(shape) - len(tup)) + tup
+    if all(t == 1 for t in tup):
+        return np.copy(np.reshape(A, shape))
+    if any(t < 0 for t in tup):
+        raise ValueError("negative dimensions are not allowed")
+    interleaved = tuple(d for s in shape for d in (1, s))
+    big = np.broadcast_to(np.reshape(A, interleaved), tuple(d for ts in zip(tup, shape)
+                                                            for d in ts))
+    return np.reshape(big, tuple(s * t for s, t in zip(shape, tup)))
+
+
+@_composition(np.repeat)
+def _repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
+    """A scalar count broadcasts a new axis after ``axis`` and folds it in; counts per
+    element gather ``np.repeat(arange(n), repeats)`` (NumPy's own check of the counts)."""
+    repeats = _static(repeats)
+    a = _arr(a)
+    if axis is None:
+        a, axis = np.ravel(a), 0
+    shape = _static_shape(a)
+    axis = normalize_axis_index(axis, len(shape))
+    n = shape[axis]
+    index = np.repeat(np.arange(n), repeats)  # raises NumPy's error for bad counts
+    if np.ndim(repeats) == 0 or np.size(repeats) == 1 and n != 1:
+        r = int(np.asarray(repeats).reshape(-1)[0])
+        wide = np.broadcast_to(np.expand_dims(a, axis + 1),
+                               shape[:axis + 1] + (r,) + shape[axis + 1:])
+        return np.reshape(wide, shape[:axis] + (n * r,) + shape[axis + 1:])
+    return a[(slice(None),) * axis + (index,)]
+
+
+@_composition(np.roll)
+def _roll(a: Any, shift: Any, axis: Any = None) -> Any:
+    """NumPy's roll: per axis, the last ``shift`` items then the others (a concatenation of
+    two slices); with no axis, the flattened array rolled and reshaped back."""
+    shift = _static(shift)
+    a = _arr(a)
+    if axis is None:
+        return np.reshape(_roll(np.ravel(a), shift, 0), _static_shape(a))
+    shape = _static_shape(a)
+    axes = normalize_axis_tuple(axis, len(shape), allow_duplicate=True)
+    pairs = np.broadcast(shift, axes)
+    if pairs.ndim > 1:
+        raise ValueError("'shift' and 'axis' should be scalars or 1D sequences")
+    shifts = dict.fromkeys(range(len(shape)), 0)
+    for sh, ax in pairs:
+        shifts[ax] += int(sh)
+    out = a
+    for ax, sh in shifts.items():
+        n = shape[ax]
+        sh = sh % n if n else 0
+        if sh:
+            head = (slice(None),) * ax
+            out = np.concatenate([out[head + (slice(n - sh, None),)],
+                                  out[head + (slice(None, n - sh),)]], axis=ax)
+    return np.copy(out) if out is a else out
+
+
+@_composition(np.rot90)
+def _rot90(m: Any, k: int = 1, axes: Any = (0, 1)) -> Any:
+    axes = tuple(axes)
+    if len(axes) != 2:
+        raise ValueError("len(axes) must be 2.")
+    m = _arr(m)
+    nd = _ndim_of(m)
+    if axes[0] == axes[1] or abs(axes[0] - axes[1]) == nd:
+        raise ValueError("Axes must be different.")
+    if not all(-nd <= ax < nd for ax in axes):
+        raise ValueError(f"Axes={axes} out of range for array of ndim={nd}.")
+    k %= 4
+    if k == 0:
+        return m[:]
+    if k == 2:
+        return np.flip(np.flip(m, axes[0]), axes[1])
+    order = list(range(nd))
+    order[axes[0]], order[axes[1]] = order[axes[1]], order[axes[0]]
+    if k == 1:
+        return np.transpose(np.flip(m, axes[1]), order)
+    return np.flip(np.transpose(m, order), axes[1])
+
+
+@_composition(np.fliplr)
+def _fliplr(m: Any) -> Any:
+    if _ndim_of(m) < 2:
+        raise ValueError("Input must be >= 2-d.")
+    return m[:, ::-1]
+
+
+@_composition(np.flipud)
+def _flipud(m: Any) -> Any:
+    if _ndim_of(m) < 1:
+        raise ValueError("Input must be >= 1-d.")
+    return m[::-1, ...]
+
+
+@_composition(np.atleast_3d)
+def _atleast_3d(*arys: Any) -> Any:
+    out = []
+    for a in arys:
+        a = _arr(a)
+        n = _ndim_of(a)
+        out.append(np.reshape(a, (1, 1, 1)) if n == 0 else a[None, :, None] if n == 1 else
+                   a[:, :, None] if n == 2 else a)
+    return out[0] if len(out) == 1 else tuple(out)
+
+
+@_composition(np.column_stack)
+def _column_stack(tup: Any) -> Any:
+    arrays = []
+    for v in tup:
+        v = _arr(v)
+        n = _ndim_of(v)
+        arrays.append(np.reshape(v, (1, 1)) if n == 0 else v[:, None] if n == 1 else v)
+    return np.concatenate(arrays, 1)
+
+
+@_composition(np.dstack)
+def _dstack(tup: Any) -> Any:
+    arrs = _atleast_3d(*tup)
+    return np.concatenate([arrs] if not isinstance(arrs, tuple) else list(arrs), 2)
+
+
+if hasattr(np, "row_stack"):  # NumPy's deprecated alias of vstack
+    HANDLERS[np.row_stack] = HANDLERS[np.vstack]
+
+
+@_composition(np.block)
+def _block(arrays: Any) -> Any:
+    """NumPy's block: nested lists of depth ``d`` concatenate along axis ``-d`` ... ``-1``,
+    every leaf first given the result's rank by leading new axes."""
+    def depth(x: Any, where: str) -> int:
+        if isinstance(x, tuple):
+            raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, "
+                            "and np.block does not allow implicit conversion from tuple to "
+                            "ndarray.")
+        if not isinstance(x, list):
+            return 0
+        if not x:
+            raise ValueError(f"List at {where} cannot be empty")
+        depths = {depth(e, f"{where}[{i}]") for i, e in enumerate(x)}
+        if len(depths) != 1:
+            raise ValueError("List depths are mismatched.")
+        return 1 + depths.pop()
+
+    def leaves(x: Any) -> list:
+        return [y for e in x for y in leaves(e)] if isinstance(x, list) else [_arr(x)]
+
+    list_ndim = depth(arrays, "arrays")
+    result_ndim = max([list_ndim] + [_ndim_of(a) for a in leaves(arrays)])
+
+    def build(x: Any, level: int) -> Any:
+        if level == list_ndim:
+            x = _arr(x)
+            return np.reshape(x, (1,) * (result_ndim - _ndim_of(x)) + _static_shape(x))
+        return np.concatenate([build(e, level + 1) for e in x], axis=-(list_ndim - level))
+    out = build(arrays, 0)
+    return np.copy(out) if list_ndim == 0 else out
+
+
+@_composition(np.matrix_transpose, np.linalg.matrix_transpose)
+def _matrix_transpose(x: Any, /) -> Any:
+    if _ndim_of(x) < 2:
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is "
+                         f"{_ndim_of(x)}")
+    return np.swapaxes(x, -1, -2)
+
+
+@_composition(np.append)
+def _append(arr: Any, values: Any, axis: Any = None) -> Any:
+    arr = _arr(arr)
+    if axis is None:
+        if _ndim_of(arr) != 1:
+            arr = np.ravel(arr)
+        values, axis = np.ravel(values), _ndim_of(arr) - 1
+    return np.concatenate((arr, _arr(values)), axis=axis)
+
+
+@_composition(np.delete)
+def _delete(arr: Any, obj: Any, axis: Any = None) -> Any:
+    """The kept positions are NumPy's own ``delete`` of ``arange(n)`` (its checks included),
+    gathered with one constant index."""
+    obj = _static(obj)
+    arr = _arr(arr)
+    if axis is None:
+        if _ndim_of(arr) != 1:
+            arr = np.ravel(arr)
+        axis = 0
+    shape = _static_shape(arr)
+    axis = normalize_axis_index(axis, len(shape))
+    keep = np.delete(np.arange(shape[axis]), obj)
+    return arr[(slice(None),) * axis + (keep,)]
+
+
+@_composition(np.resize)
+def _resize(a: Any, new_shape: Any) -> Any:
+    new_shape = _static(new_shape)
+    new_shape = (int(new_shape),) if np.ndim(new_shape) == 0 else tuple(
+        int(d) for d in new_shape)
+    a = np.ravel(_arr(a))
+    if any(d < 0 for d in new_shape):
+        raise ValueError("all elements of `new_shape` must be non-negative")
+    size, new_size = _static_shape(a)[0], math.prod(new_shape)
+    if size == 0 or new_size == 0:
+        return np.zeros(new_shape, a.dtype)
+    repeats = -(-new_size // size)
+    return np.reshape(np.concatenate((a,) * repeats)[:new_size], new_shape)
+
+
+@_composition(np.broadcast_arrays)
+def _broadcast_arrays(*args: Any, subok: bool = False) -> tuple:
+    arrays = [_arr(a) for a in args]
+    shape = np.broadcast_shapes(*[_static_shape(a) for a in arrays])
+    if all(tuple(a.shape) == shape for a in arrays):
+        return tuple(arrays)
+    return tuple(np.broadcast_to(a, shape) for a in arrays)
+
+
+@_composition(np.meshgrid)
+def _meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
+              indexing: str = "xy") -> tuple:
+    ndim = len(xi)
+    if indexing not in ("xy", "ij"):
+        raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
+    ones = (1,) * ndim
+    output = [np.reshape(_arr(x), ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    if indexing == "xy" and ndim > 1:
+        output[0] = np.reshape(output[0], (1, -1) + ones[2:])
+        output[1] = np.reshape(output[1], (-1, 1) + ones[2:])
+    if not sparse:
+        output = list(_broadcast_arrays(*output))
+    if copy:
+        output = [np.copy(x) for x in output]
+    return tuple(output)
+
+
+@_composition(np.ix_)
+def _ix(*args: Any) -> tuple:
+    out = []
+    nd = len(args)
+    for k, new in enumerate(args):
+        new = _arr(new)
+        if _ndim_of(new) != 1:
+            raise ValueError("Cross index must be 1 dimensional")
+        if isinstance(new, np.ndarray) and new.size == 0:
+            new = new.astype(np.intp)
+        if new.dtype == np.bool_:
+            new = np.nonzero(new)[0]
+        out.append(np.reshape(new, (1,) * k + (-1,) + (1,) * (nd - k - 1)))
+    return tuple(out)
+
+
+@_composition(np.diag_indices_from)
+def _diag_indices_from(arr: Any) -> tuple:
+    shape = _static_shape(arr)
+    if len(shape) < 2:
+        raise ValueError("input array must be at least 2-d")
+    if len(set(shape)) != 1:
+        raise ValueError("All dimensions of input must be of equal length")
+    return np.diag_indices(shape[0], len(shape))
+
+
+@_composition(np.tril_indices_from)
+def _tril_indices_from(arr: Any, k: int = 0) -> tuple:
+    shape = _static_shape(arr)
+    if len(shape) != 2:
+        raise ValueError("input array must be 2-d")
+    return np.tril_indices(shape[-2], k=k, m=shape[-1])
+
+
+@_composition(np.triu_indices_from)
+def _triu_indices_from(arr: Any, k: int = 0) -> tuple:
+    shape = _static_shape(arr)
+    if len(shape) != 2:
+        raise ValueError("input array must be 2-d")
+    return np.triu_indices(shape[-2], k=k, m=shape[-1])
+
+
+def _along_axis_index(shape: tuple, indices: Any, axis: int) -> tuple:
+    """NumPy's ``_make_along_axis_idx``: ``indices`` on ``axis``, an arange on every other."""
+    if not np.issubdtype(indices.dtype, np.integer):
+        raise IndexError("`indices` must be an integer array")
+    nd = _ndim_of(indices)
+    index = []
+    for dim, n in enumerate(shape):
+        if dim == axis:
+            index.append(indices)
+        else:
+            index.append(np.arange(n).reshape((1,) * dim + (-1,) + (1,) * (nd - dim - 1)))
+    return tuple(index)
+
+
+def _along_axis_target(arr: Any, indices: Any, axis: Any) -> tuple[Any, Any, int]:
+    indices = _arr(indices)
+    if axis is None:
+        if _ndim_of(indices) != 1:
+            raise ValueError("when axis=None, `indices` must have a single dimension.")
+        return np.reshape(arr, (-1,)), indices, 0
+    if _ndim_of(indices) != _ndim_of(arr):
+        raise ValueError("`indices` and `arr` must have the same number of dimensions")
+    return arr, indices, normalize_axis_index(axis, _ndim_of(arr))
+
+
+@_composition(np.take_along_axis)
+def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
+    arr, indices, axis = _along_axis_target(_arr(arr), indices, axis)
+    return arr[_along_axis_index(_static_shape(arr), indices, axis)]
+
+
+@implements(np.put_along_axis)
+def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
+    """Functionalized: the fancy-index write of NumPy's own code, on the traced target."""
+    target = _writable_target(arr, "np.put_along_axis")
+    view, indices, axis = _along_axis_target(target, indices, axis)
+    if view.shape is None or None in view.shape:
+        raise errors.UnsupportedOpError(
+            "np.put_along_axis on a traced value needs its shape known when tracing "
+            f"(got {view.shape}). Fix: give the dimensions sizes in input_signature.")
+    view[_along_axis_index(tuple(view.shape), indices, axis)] = values
+
+
+@implements(np.put)
+def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
+    """Functionalized ``a.flat[ind] = v`` (values repeated as needed, as NumPy does)."""
+    target = _writable_target(a, "np.put")
+    ind = _arr(ind)
+    if mode in ("wrap", "clip"):
+        n = target.size
+        if n is None:
+            raise errors.UnsupportedOpError("np.put(mode=...) needs the size when tracing")
+        ind = np.remainder(ind, n) if mode == "wrap" else np.clip(ind, 0, n - 1)
+    elif mode != "raise":
+        raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got '{mode}')")
+    v = _arr(v)
+    if ind.shape is not None and None not in ind.shape and v.size not in (None, 1) and \
+            v.size != math.prod(ind.shape):
+        v = np.resize(v, ind.shape)
+    target.put(ind, v)
+
+
+@implements(np.place)
+def _place(arr: Any, mask: Any, vals: Any) -> None:
+    """Functionalized ``np.place``: the k-th selected element takes ``vals[k % len(vals)]``
+    (a cumulative count of the mask picks it), the others keep their value."""
+    target = _writable_target(arr, "np.place")
+    vals = np.ravel(_arr(vals))
+    n = vals.shape[0]
+    if n is None or n == 0 or target.shape is None or None in target.shape:
+        raise errors.UnsupportedOpError(
+            "np.place on a traced value needs a non-empty `vals` and sizes known when "
+            "tracing. Fix: use arr[mask] = value, or np.where.")
+    flat_mask = np.ravel(_arr(mask)).astype(bool)
+    if flat_mask.shape[0] != target.size:
+        raise ValueError("place: mask and data must be the same size")
+    picks = np.remainder(np.cumsum(flat_mask) - 1, n)
+    if not isinstance(vals, (Tensor, Variable)):
+        vals = bind(OpKind.COPY, (vals,))  # a graph constant, indexed by the traced picks
+    new = np.where(flat_mask, vals[picks].astype(target.dtype), np.ravel(target))
+    target[...] = np.reshape(new, tuple(target.shape))
+
+
+# -- diagonals, products and np.linalg
+
+def _diagonal_of(a: Any, offset: int, axis1: int, axis2: int) -> Any:
+    """NumPy's diagonal: both axes moved last, then one gather of ``(i, i + offset)`` (a
+    copy here; NumPy hands out a read-only view)."""
+    a = _arr(a)
+    nd = _ndim_of(a)
+    if nd < 2:
+        raise ValueError("diag requires an array of at least two dimensions")
+    axis1, axis2 = normalize_axis_index(axis1, nd), normalize_axis_index(axis2, nd)
+    if axis1 == axis2:
+        raise ValueError("axis1 and axis2 cannot be the same")
+    moved = np.moveaxis(a, (axis1, axis2), (-2, -1))
+    n1, n2 = _static_shape(moved)[-2:]
+    offset = int(offset)
+    rows = np.arange(max(0, -offset), max(0, min(n1, n2 - offset)))
+    return moved[..., rows, rows + offset]
+
+
+@_composition(np.diagonal)
+def _diagonal(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Any:
+    return _diagonal_of(a, offset, axis1, axis2)
+
+
+@_composition(np.linalg.diagonal)
+def _linalg_diagonal(x: Any, /, *, offset: int = 0) -> Any:
+    return _diagonal_of(x, offset, -2, -1)
+
+
+@_composition(np.diag)
+def _diag(v: Any, k: int = 0) -> Any:
+    v = _arr(v)
+    nd = _ndim_of(v)
+    if nd == 1:
+        return _diagflat(v, k)
+    if nd == 2:
+        return _diagonal_of(v, k, 0, 1)
+    raise ValueError("Input must be 1- or 2-d.")
+
+
+@_composition(np.trace)
+def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
+           out: Any = None) -> Any:
+    _no("out", out)
+    return np.sum(_diagonal_of(a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+@_composition(np.linalg.trace)
+def _linalg_trace(x: Any, /, *, offset: int = 0, dtype: Any = None) -> Any:
+    return np.sum(_diagonal_of(x, offset, -2, -1), axis=-1, dtype=dtype)
+
+
+@_composition(np.kron)
+def _kron(a: Any, b: Any) -> Any:
+    """NumPy's kron: ``a`` and ``b`` interleaved by new axes, multiplied, then reshaped."""
+    b = _arr(b)
+    a = _arr(a)
+    ndb, nda = _ndim_of(b), _ndim_of(a)
+    if nda < ndb:
+        a = np.reshape(a, (1,) * (ndb - nda) + _static_shape(a))
+        nda = ndb
+    nd = max(nda, ndb)
+    if nda == 0 or ndb == 0:
+        return np.multiply(a, b)
+    as_, bs = _static_shape(a), _static_shape(b)
+    as_ = (1,) * max(0, ndb - nda) + as_
+    bs = (1,) * max(0, nda - ndb) + bs
+    a_arr = np.expand_dims(a, tuple(range(ndb - nda))) if ndb > nda else a
+    b_arr = np.expand_dims(b, tuple(range(nda - ndb))) if nda > ndb else b
+    a_arr = np.expand_dims(a_arr, tuple(range(1, nd * 2, 2)))
+    b_arr = np.expand_dims(b_arr, tuple(range(0, nd * 2, 2)))
+    return np.reshape(np.multiply(a_arr, b_arr), tuple(x * y for x, y in zip(as_, bs)))
+
+
+@_composition(np.cross)
+def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
+           axis: Any = None) -> Any:
+    """NumPy's cross, component by component in the promoted dtype (``a1*b2 - a2*b1``)."""
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    a, b = _arr(a), _arr(b)
+    if _ndim_of(a) < 1 or _ndim_of(b) < 1:
+        raise ValueError("At least one array has zero dimension")
+    a = np.moveaxis(a, normalize_axis_index(axisa, _ndim_of(a), msg_prefix="axisa"), -1)
+    b = np.moveaxis(b, normalize_axis_index(axisb, _ndim_of(b), msg_prefix="axisb"), -1)
+    na, nb = _static_shape(a)[-1], _static_shape(b)[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError("incompatible dimensions for cross product\n"
+                         "(dimension must be 2 or 3)")
+    if na == 2 or nb == 2:
+        import warnings  # noqa: PLC0415 - only for the deprecated 2-vectors
+        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+                      DeprecationWarning, stacklevel=3)
+    dtype = np.promote_types(a.dtype, b.dtype)
+    a, b = a.astype(dtype), b.astype(dtype)
+    a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
+    if na == 2 and nb == 2:
+        return np.subtract(np.multiply(a0, b1), np.multiply(a1, b0))
+    shape = np.broadcast_shapes(_static_shape(a0), _static_shape(b0)) + (3,)
+    axisc = normalize_axis_index(axisc, len(shape), msg_prefix="axisc")
+    z = np.subtract(np.multiply(a0, b1), np.multiply(a1, b0))
+    if na == 2:
+        b2 = b[..., 2]
+        x, y = np.multiply(a1, b2), np.negative(np.multiply(a0, b2))
+    elif nb == 2:
+        a2 = a[..., 2]
+        x, y = np.negative(np.multiply(a2, b1)), np.multiply(a2, b0)
+    else:
+        a2, b2 = a[..., 2], b[..., 2]
+        x = np.subtract(np.multiply(a1, b2), np.multiply(a2, b1))
+        y = np.subtract(np.multiply(a2, b0), np.multiply(a0, b2))
+    parts = [np.broadcast_to(p, shape[:-1]) for p in (x, y, z)]
+    return np.moveaxis(np.stack(parts, axis=-1), -1, axisc)
+
+
+@_composition(np.linalg.cross)
+def _linalg_cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    x1, x2 = _arr(x1), _arr(x2)
+    d1, d2 = _static_shape(x1)[axis], _static_shape(x2)[axis]
+    if d1 != 3 or d2 != 3:
+        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
+                         f"they are {d1} and {d2} dimensional instead.")
+    return _cross(x1, x2, axis=axis)
+
+
+@_composition(np.inner)
+def _inner(a: Any, b: Any, /) -> Any:
+    """NumPy's inner is ``dot(a, b)`` with ``b``'s last axis moved before its last but one."""
+    a, b = _arr(a), _arr(b)
+    if _ndim_of(a) == 0 or _ndim_of(b) == 0:
+        return np.multiply(a, b)
+    return np.dot(a, np.moveaxis(b, -1, -2) if _ndim_of(b) >= 2 else b)
+
+
+@_composition(np.tensordot, np.linalg.tensordot)
+def _tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
+    """NumPy's tensordot: both transposed and reshaped to matrices, one ``dot``, reshaped."""
+    axes = _static(axes)
+    if isinstance(axes, (int, np.integer)):
+        axes_a, axes_b = list(range(-int(axes), 0)), list(range(int(axes)))
+    else:
+        axes_a, axes_b = axes
+    axes_a = list(axes_a) if np.ndim(axes_a) else [axes_a]
+    axes_b = list(axes_b) if np.ndim(axes_b) else [axes_b]
+    if len(set(axes_a)) != len(axes_a) or len(set(axes_b)) != len(axes_b):
+        raise ValueError("duplicate axes are not allowed in tensordot")
+    a, b = _arr(a), _arr(b)
+    as_, bs = _static_shape(a), _static_shape(b)
+    nda, ndb = len(as_), len(bs)
+    if len(axes_a) != len(axes_b) or any(as_[i] != bs[j] for i, j in zip(axes_a, axes_b)):
+        raise ValueError("shape-mismatch for sum")
+    axes_a = [i + nda if i < 0 else i for i in axes_a]
+    axes_b = [j + ndb if j < 0 else j for j in axes_b]
+    free_a = [k for k in range(nda) if k not in axes_a]
+    free_b = [k for k in range(ndb) if k not in axes_b]
+    n2 = math.prod(as_[i] for i in axes_a)
+    at = np.reshape(np.transpose(a, free_a + axes_a), (math.prod(as_[i] for i in free_a), n2))
+    bt = np.reshape(np.transpose(b, axes_b + free_b), (n2, math.prod(bs[i] for i in free_b)))
+    return np.reshape(np.dot(at, bt), tuple(as_[i] for i in free_a) + tuple(bs[i]
+                                                                          for i in free_b))
+
+
+@_composition(np.linalg.matmul)
+def _linalg_matmul(x1: Any, x2: Any, /) -> Any:
+    return bind(OpKind.MATMUL, (x1, x2))
+
+
+@_composition(np.linalg.outer)
+def _linalg_outer(x1: Any, x2: Any, /) -> Any:
+    x1, x2 = _arr(x1), _arr(x2)
+    if _ndim_of(x1) != 1 or _ndim_of(x2) != 1:
+        raise ValueError("Input arrays must be one-dimensional, but they are "
+                         f"x1.ndim={_ndim_of(x1)} and x2.ndim={_ndim_of(x2)}.")
+    return _outer(x1, x2)
+
+
+def _gufunc(kind: OpKind) -> Callable:
+    def handler(*inputs: Any, **kwargs: Any) -> Any:
+        if kwargs:  # axes=, axis=, out=, dtype=: NumPy's own gufunc call
+            return ufunc_method_call(getattr(np, kind.value), "__call__", inputs, kwargs)
+        return bind(kind, inputs)
+    return handler
+
+
+GUFUNCS.update({np.vecdot: _gufunc(OpKind.VECDOT), np.matvec: _gufunc(OpKind.MATVEC),
+                np.vecmat: _gufunc(OpKind.VECMAT)})
+
+
+@_composition(np.linalg.vecdot)
+def _linalg_vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    x1, x2 = _arr(x1), _arr(x2)
+    nd = max(_ndim_of(x1), _ndim_of(x2))
+    if axis not in (-1, nd - 1):
+        x1 = np.moveaxis(x1, axis, -1) if _ndim_of(x1) == nd else x1
+        x2 = np.moveaxis(x2, axis, -1) if _ndim_of(x2) == nd else x2
+    return bind(OpKind.VECDOT, (x1, x2))
+
+
+@_composition(np.linalg.matrix_power)
+def _matrix_power(a: Any, n: Any) -> Any:
+    """NumPy's matrix_power: repeated squaring with matmul (an inverse first for n < 0)."""
+    a = _arr(a)
+    _square_stack(a)
+    try:
+        n = operator.index(n)
+    except TypeError as e:
+        raise TypeError("exponent must be an integer") from e
+    if n == 0:
+        shape = _static_shape(a)
+        return np.broadcast_to(np.eye(shape[-2], dtype=a.dtype), shape).copy()
+    if n < 0:
+        a, n = _inv(a), -n
+    if n == 1:
+        return a
+    if n == 2:
+        return np.matmul(a, a)
+    if n == 3:
+        return np.matmul(np.matmul(a, a), a)
+    z = result = None
+    while n > 0:
+        z = a if z is None else np.matmul(z, z)
+        n, bit = divmod(n, 2)
+        if bit:
+            result = z if result is None else np.matmul(result, z)
+    return result
+
+
+def _square_stack(a: Any) -> None:
+    shape = a.shape
+    if shape is None:
+        return
+    if len(shape) < 2:
+        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
+                                    "least two-dimensional")
+    if None not in shape[-2:] and shape[-1] != shape[-2]:
+        raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
+
+
+@_composition(np.linalg.multi_dot)
+def _multi_dot(arrays: Any, *, out: Any = None) -> Any:
+    """NumPy's multi_dot: the cheapest order of the chain from the static shapes (its own
+    cost rules), then one ``dot`` per pair in that order."""
+    _no("out", out)
+    arrays = [_arr(a) for a in arrays]
+    n = len(arrays)
+    if n < 2:
+        raise ValueError("Expecting at least two arrays.")
+    if n == 2:
+        return np.dot(arrays[0], arrays[1])
+    first, last = _ndim_of(arrays[0]), _ndim_of(arrays[-1])
+    if first == 1:
+        arrays[0] = _atleast_2d(arrays[0])
+    if last == 1:
+        arrays[-1] = np.transpose(_atleast_2d(arrays[-1]))
+    for a in arrays:
+        if _ndim_of(a) != 2:
+            raise np.linalg.LinAlgError(f"{_ndim_of(a)}-dimensional array given. Array must "
+                                        "be two-dimensional")
+    shapes = [_static_shape(a) for a in arrays]
+    if n == 3:
+        (a0, a1b0), (b1c0, c1) = shapes[0], shapes[2]
+        A, B, C = arrays
+        if a0 * b1c0 * (a1b0 + c1) < a1b0 * c1 * (a0 + b1c0):
+            result = np.dot(np.dot(A, B), C)
+        else:
+            result = np.dot(A, np.dot(B, C))
+    else:
+        p = [s[0] for s in shapes] + [shapes[-1][1]]
+        cost = np.zeros((n, n))
+        split = np.empty((n, n), dtype=np.intp)
+        for length in range(1, n):
+            for i in range(n - length):
+                j = i + length
+                cost[i, j] = np.inf
+                for k in range(i, j):
+                    q = cost[i, k] + cost[k + 1, j] + p[i] * p[k + 1] * p[j + 1]
+                    if q < cost[i, j]:
+                        cost[i, j], split[i, j] = q, k
+
+        def chain(i: int, j: int) -> Any:
+            if i == j:
+                return arrays[i]
+            return np.dot(chain(i, int(split[i, j])), chain(int(split[i, j]) + 1, j))
+        result = chain(0, n - 1)
+    if first == 1 and last == 1:
+        return result[0, 0]
+    if first == 1 or last == 1:
+        return np.ravel(result)
+    return result
+
+
+@_composition(np.linalg.tensorinv)
+def _tensorinv(a: Any, ind: int = 2) -> Any:
+    a = _arr(a)
+    shape = _static_shape(a)
+    if ind <= 0:
+        raise ValueError("Invalid ind argument.")
+    inv_shape = shape[ind:] + shape[:ind]
+    prod = math.prod(shape[ind:])
+    return np.reshape(_inv(np.reshape(a, (prod, -1))), inv_shape)
+
+
+@_composition(np.linalg.tensorsolve)
+def _tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
+    a, b = _arr(a), _arr(b)
+    an = _ndim_of(a)
+    if axes is not None:
+        allaxes = list(range(an))
+        for k in axes:
+            allaxes.remove(k)
+            allaxes.insert(an, k)
+        a = np.transpose(a, allaxes)
+    shape = _static_shape(a)
+    old_shape = shape[-(an - _ndim_of(b)):]
+    prod = math.prod(old_shape)
+    if math.prod(shape) != prod ** 2:
+        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
+                                    "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    return np.reshape(_solve(np.reshape(a, (prod, prod)), np.ravel(b)), old_shape)
+
+
+def _linalg_op(kind: OpKind, names: tuple[str, ...], result: Callable | None = None) -> Callable:
+    """The handler of ``np.linalg.<kind>``: one op with the named arguments as attrs (their
+    defaults bound); several results come back in NumPy's namedtuple."""
+    func = getattr(np.linalg, kind.value)
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        p = _bound(func, args, kwargs)
+        statics = {k: p[k] for k in names if k in p and p[k] is not np._NoValue}
+        if _traced(statics):
+            return numpy_call(func, args, kwargs)
+        inputs = tuple(v for k, v in p.items() if k not in names and v is not np._NoValue)
+        attrs = {k: _static_attr(v) for k, v in statics.items()}
+        node = bind(kind, inputs, attrs)
+        if not isinstance(node.node.aval, tuple):
+            return node
+        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i})
+                for i in range(len(node.node.aval))]
+        return tuple(outs) if result is None else result(*outs)
+    handler.__name__ = f"_{kind.value}"
+    return handler
+
+
+def _result_class(fn: Callable, *args: Any, **kwargs: Any) -> Callable:
+    cls = type(fn(*args, **kwargs))
+    return (lambda *outs: cls(*outs)) if cls is not tuple else (lambda *outs: tuple(outs))
+
+
+_SPD = np.eye(2) * 2.0
+implements(np.linalg.cholesky)(_linalg_op(OpKind.CHOLESKY, ("upper",)))
+implements(np.linalg.eigh)(_linalg_op(OpKind.EIGH, ("UPLO",),
+                                      _result_class(np.linalg.eigh, _SPD)))
+implements(np.linalg.eigvalsh)(_linalg_op(OpKind.EIGVALSH, ("UPLO",)))
+implements(np.linalg.pinv)(_linalg_op(OpKind.PINV, ("rcond", "hermitian", "rtol")))
+implements(np.linalg.lstsq)(_linalg_op(OpKind.LSTSQ, ("rcond",),
+                                       _result_class(np.linalg.lstsq, _SPD, _SPD[0])))
+
+
+@implements(np.linalg.qr)
+def _qr(a: Any, mode: str = "reduced") -> Any:
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    node = bind(OpKind.QR, (a,), {"mode": mode})
+    if mode == "r":
+        return node
+    q, r = (bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(2))
+    return (q, r) if mode == "raw" else _result_class(np.linalg.qr, _SPD)(q, r)
+
+
+@_composition(np.linalg.svdvals)
+def _svdvals(x: Any, /) -> Any:
+    return _svd(x, compute_uv=False)
+
+
+@_composition(np.linalg.matrix_rank)
+def _matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any = None) -> Any:
+    if rtol is not None and tol is not None:
+        raise ValueError("`tol` and `rtol` can't be both set.")
+    A = _arr(A)
+    if _ndim_of(A) < 2:
+        raise _Opaque  # NumPy answers a Python int from the data
+    S = _svd(A, compute_uv=False, hermitian=hermitian)
+    if tol is None:
+        if rtol is None:
+            rtol = max(_static_shape(A)[-2:]) * np.finfo(S.dtype).eps
+        else:
+            rtol = np.expand_dims(_arr(rtol), -1)
+        tol = np.multiply(np.maximum.reduce(S, axis=-1, keepdims=True, initial=0), rtol)
+    else:
+        tol = np.expand_dims(_arr(tol), -1)
+    return np.count_nonzero(np.greater(S, tol), axis=-1)
+
+
+@_composition(np.linalg.cond)
+def _cond(x: Any, p: Any = None) -> Any:
+    """NumPy's cond: the ratio of extreme singular values, or ``norm(x) * norm(inv(x))``
+    (the inverse in double precision, as NumPy computes it); NaN where the inverse failed
+    but ``x`` had no NaN becomes infinity."""
+    x = _arr(x)
+    shape = _static_shape(x)
+    if math.prod(shape) == 0 and math.prod(shape[-2:]) == 0:
+        raise np.linalg.LinAlgError("cond is not defined on empty arrays")
+    if p is None or p in (2, -2):
+        s = _svd(x, compute_uv=False)
+        r = np.divide(s[..., -1], s[..., 0]) if p == -2 else np.divide(s[..., 0], s[..., -1])
+    else:
+        _square_stack(x)
+        complex_ = x.dtype.kind == "c"
+        wide = x.astype(np.complex128 if complex_ else np.float64)
+        real_t = np.empty(0, _inv_dtype(x.dtype)).real.dtype
+        r = np.multiply(_norm(x, p, axis=(-2, -1)), _norm(_inv(wide), p, axis=(-2, -1)))
+        r = r.astype(real_t)
+    nan_mask = np.logical_and(np.isnan(r), np.logical_not(np.any(np.isnan(x), axis=(-2, -1))))
+    return np.where(nan_mask, np.array(np.inf, r.dtype), r)
+
+
+def _inv_dtype(dtype: np.dtype) -> np.dtype:
+    return np.linalg.inv(np.eye(1, dtype=dtype)).dtype
+
+
+@implements(np.linalg.norm)
+def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
+    """NumPy's norm, order by order, on traced values (its own formulas, so its bits): the
+    raveled dot product for the default 2-norm of the whole array, reductions of ``|x|`` for
+    vector orders, singular values for the matrix 2-, -2- and nuclear norms."""
+    x = _arr(x)
+    if x.dtype.kind not in "fc":
+        x = x.astype(np.float64)  # NumPy's norm computes integers in float64
+    nd = _ndim_of(x)
+    if axis is None and (ord is None or ord in ("f", "fro") and nd == 2 or
+                         ord == 2 and nd == 1):
+        # NumPy ravels in memory order into a contiguous copy (a strided view such as
+        # x[:, ::2].reshape(-1) would take another BLAS path): a copy of the C-order ravel
+        flat = np.copy(np.reshape(x, (-1,)))
+        if x.dtype.kind == "c":
+            re, im = np.real(flat), np.imag(flat)
+            sqnorm = np.add(np.dot(re, re), np.dot(im, im))
+        else:
+            sqnorm = np.dot(flat, flat)
+        ret = np.sqrt(sqnorm)
+        return np.reshape(ret, (1,) * nd) if keepdims else ret
+    if axis is None:
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        try:
+            axis = (int(axis),)
+        except Exception as e:
+            raise TypeError("'axis' must be None, an integer or a tuple of integers") from e
+    if len(axis) == 1:
+        return _vector_norm_along(x, ord, axis, keepdims)
+    if len(axis) != 2:
+        raise ValueError("Improper number of dimensions to norm.")
+    row, col = (normalize_axis_index(a, nd) for a in axis)
+    if row == col:
+        raise ValueError("Duplicate axes given.")
+    ret = _matrix_norm_along(x, ord, row, col, axis)
+    if keepdims:
+        shape = list(_static_shape(x))
+        shape[axis[0]] = shape[axis[1]] = 1
+        ret = np.reshape(ret, tuple(shape))
+    return ret
+
+
+def _vector_norm_along(x: Any, ord: Any, axis: tuple, keepdims: bool) -> Any:
+    absx = np.abs(x)
+    if ord == np.inf:
+        return np.maximum.reduce(absx, axis=axis, keepdims=keepdims, initial=0)
+    if ord == -np.inf:
+        return np.min(absx, axis=axis, keepdims=keepdims)
+    if ord == 0:
+        real_t = np.empty(0, x.dtype).real.dtype
+        return np.sum(np.not_equal(x, 0).astype(real_t), axis=axis, keepdims=keepdims)
+    if ord == 1:
+        return np.add.reduce(absx, axis=axis, keepdims=keepdims)
+    if ord is None or ord == 2:
+        s = np.real(np.multiply(np.conj(x), x)) if x.dtype.kind == "c" else np.multiply(x, x)
+        return np.sqrt(np.add.reduce(s, axis=axis, keepdims=keepdims))
+    if isinstance(ord, str):
+        raise ValueError(f"Invalid norm order '{ord}' for vectors")
+    ret = np.add.reduce(np.power(absx, ord).astype(absx.dtype), axis=axis, keepdims=keepdims)
+    return np.power(ret, np.reciprocal(ord, dtype=ret.dtype)).astype(ret.dtype)
+
+
+def _matrix_norm_along(x: Any, ord: Any, row: int, col: int, axis: tuple) -> Any:
+    def svd_norm(reduce: Callable, **kw: Any) -> Any:
+        s = _svd(np.moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
+        return reduce(s, axis=-1, **kw)
+
+    absx = np.abs(x)
+    if ord == 2:
+        return svd_norm(np.maximum.reduce, initial=0)
+    if ord == -2:
+        return svd_norm(np.min)
+    if ord in (1, -1):
+        c = col - 1 if col > row else col
+        sums = np.add.reduce(absx, axis=row)
+        return np.maximum.reduce(sums, axis=c, initial=0) if ord == 1 else np.min(sums, axis=c)
+    if ord in (np.inf, -np.inf):
+        r = row - 1 if row > col else row
+        sums = np.add.reduce(absx, axis=col)
+        return np.maximum.reduce(sums, axis=r, initial=0) if ord == np.inf else \
+            np.min(sums, axis=r)
+    if ord in (None, "fro", "f"):
+        s = np.real(np.multiply(np.conj(x), x)) if x.dtype.kind == "c" else np.multiply(x, x)
+        return np.sqrt(np.add.reduce(s, axis=axis))
+    if ord == "nuc":
+        return svd_norm(np.add.reduce, initial=0)
+    raise ValueError("Invalid norm order for matrices.")
+
+
+@_composition(np.linalg.vector_norm)
+def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: Any = 2) -> Any:
+    x = _arr(x)
+    shape = list(_static_shape(x))
+    if axis is None:
+        x, along = np.ravel(x), 0
+    elif isinstance(axis, tuple):
+        axes = normalize_axis_tuple(axis, len(shape))
+        rest = tuple(i for i in range(len(shape)) if i not in axes)
+        x = np.reshape(np.transpose(x, axis + rest),
+                       (math.prod([shape[i] for i in axis]), *[shape[i] for i in rest]))
+        along = 0
+    else:
+        along = axis
+    res = _norm(x, axis=along, ord=ord)
+    if keepdims:
+        for i in normalize_axis_tuple(range(len(shape)) if axis is None else axis, len(shape)):
+            shape[i] = 1
+        res = np.reshape(res, tuple(shape))
+    return res
+
+
+@_composition(np.linalg.matrix_norm)
+def _matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
+    return _norm(x, axis=(-2, -1), keepdims=keepdims, ord=ord)
+
+
+# -- statistics, comparisons, selection
+
+@_composition(np.ptp)
+def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = np._NoValue) -> Any:
+    _no("out", out)
+    keep = False if keepdims is np._NoValue else bool(keepdims)
+    return np.subtract(np.max(a, axis=axis, keepdims=keep), np.min(a, axis=axis, keepdims=keep))
+
+
+@_composition(np.average)
+def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
+             keepdims: Any = np._NoValue) -> Any:
+    a = _arr(a)
+    shape = _static_shape(a)
+    if axis is not None:
+        axis = normalize_axis_tuple(axis, len(shape), argname="axis")
+    kw = {} if keepdims is np._NoValue else {"keepdims": bool(keepdims)}
+    if weights is None:
+        avg = np.mean(a, axis, **kw)
+        avg_shape = _static_shape(avg)
+        scl = avg.dtype.type(math.prod(shape) / math.prod(avg_shape))
+    else:
+        wgt = _arr(weights)
+        if tuple(shape) != _static_shape(wgt):
+            if axis is None:
+                raise TypeError("Axis must be specified when shapes of a and weights differ.")
+            if _static_shape(wgt) != tuple(shape[ax] for ax in axis):
+                raise ValueError("Shape of weights must be consistent with shape of a along "
+                                 "specified axis.")
+            wgt = np.transpose(wgt, np.argsort(axis).tolist())
+            wgt = np.reshape(wgt, tuple(s if ax in axis else 1 for ax, s in enumerate(shape)))
+        if a.dtype.kind in "iub":
+            result_dtype = np.result_type(a.dtype, wgt.dtype, "f8")
+        else:
+            result_dtype = np.result_type(a.dtype, wgt.dtype)
+        scl = np.sum(wgt, axis=axis, dtype=result_dtype, **kw)
+        avg = np.divide(np.sum(np.multiply(a, wgt, dtype=result_dtype), axis, **kw), scl)
+        avg_shape = _static_shape(avg)
+    if not returned:
+        return avg
+    if np.shape(scl) != avg_shape:
+        scl = np.copy(np.broadcast_to(scl, avg_shape))
+    return avg, scl
+
+
+@_composition(np.cov)
+def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None,
+         fweights: Any = None, aweights: Any = None, *, dtype: Any = None) -> Any:
+    """NumPy's cov without weights (those need the data for NumPy's checks): the rows
+    centred on their means, ``dot(X, X.T.conj()) * (1 / (n - ddof))``."""
+    if fweights is not None or aweights is not None:
+        raise _Opaque
+    if ddof is not None and ddof != int(ddof):
+        raise ValueError("ddof must be integer")
+    m = _arr(m)
+    if _ndim_of(m) > 2:
+        raise ValueError("m has more than 2 dimensions")
+    if y is not None:
+        y = _arr(y)
+        if _ndim_of(y) > 2:
+            raise ValueError("y has more than 2 dimensions")
+    if dtype is None:
+        dtype = np.result_type(m.dtype, np.float64) if y is None else \
+            np.result_type(m.dtype, y.dtype, np.float64)
+    X = _atleast_2d(m.astype(dtype))
+    if not rowvar and _ndim_of(m) != 1:
+        X = np.transpose(X)
+    if _static_shape(X)[0] == 0:
+        return np.array([]).reshape(0, 0)
+    if y is not None:
+        y = _atleast_2d(y.astype(dtype))
+        if not rowvar and _static_shape(y)[0] != 1:
+            y = np.transpose(y)
+        X = np.concatenate((X, y), axis=0)
+    if ddof is None:
+        ddof = 1 if bias == 0 else 0
+    fact = _static_shape(X)[1] - ddof
+    if fact <= 0:
+        import warnings  # noqa: PLC0415
+        warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
+        fact = 0.0
+    X = np.subtract(X, np.mean(X, axis=1)[:, None]).astype(X.dtype)
+    c = np.dot(X, np.conj(np.transpose(X)))
+    with np.errstate(divide="ignore"):
+        c = np.multiply(c, np.true_divide(1, fact)).astype(c.dtype)
+    return np.squeeze(c)
+
+
+@_composition(np.corrcoef)
+def _corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) -> Any:
+    c = _cov(x, y, rowvar, dtype=dtype)
+    if _ndim_of(c) != 2:
+        return np.divide(c, c)
+    if c.dtype.kind == "c":
+        raise _Opaque  # NumPy clips the real and imaginary parts in place
+    stddev = np.sqrt(_diagonal_of(c, 0, 0, 1))
+    c = np.divide(np.divide(c, stddev[:, None]), stddev[None, :])
+    return np.clip(c, -1, 1)
+
+
+@_composition(np.allclose)
+def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
+              equal_nan: bool = False) -> Any:
+    return np.all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+def _cannot_hold_nan(dtype: np.dtype) -> bool:
+    return dtype.kind not in "fcmMO"
+
+
+@_composition(np.array_equal)
+def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
+    a1, a2 = _arr(a1), _arr(a2)
+    if _static_shape(a1) != _static_shape(a2):
+        return False
+    same = np.equal(a1, a2)
+    if equal_nan and not (_cannot_hold_nan(a1.dtype) and _cannot_hold_nan(a2.dtype)):
+        same = np.logical_or(same, np.logical_and(np.isnan(a1), np.isnan(a2)))
+    return np.all(same)
+
+
+@_composition(np.array_equiv)
+def _array_equiv(a1: Any, a2: Any) -> Any:
+    a1, a2 = _arr(a1), _arr(a2)
+    try:
+        np.broadcast_shapes(_static_shape(a1), _static_shape(a2))
+    except ValueError:
+        return False
+    return np.all(np.equal(a1, a2))
+
+
+@_composition(np.select)
+def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
+    """NumPy's select: the default, overwritten by each choice where its condition holds,
+    last condition first (so the first true one wins) — a chain of ``where``."""
+    if len(condlist) != len(choicelist):
+        raise ValueError("list of cases must be same length as list of conditions")
+    if len(condlist) == 0:
+        raise ValueError("select with an empty condition list is not possible")
+    choices = [c if type(c) in (int, float, complex) else _arr(c) for c in choicelist]
+    choices.append(default if type(default) in (int, float, complex) else _arr(default))
+    try:
+        dtype = np.result_type(*[c.dtype if isinstance(c, (Tensor, Variable)) else c
+                                 for c in choices])
+    except TypeError as e:
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") \
+            from None
+    conds = [_arr(c) for c in condlist]
+    for i, cond in enumerate(conds):
+        if cond.dtype != np.bool_:
+            raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
+    shapes = [_static_shape(_arr(c)) for c in conds + choices]
+    shape = np.broadcast_shapes(*shapes)
+    result = np.broadcast_to(np.asarray(choices[-1]).astype(dtype) if not isinstance(
+        choices[-1], (Tensor, Variable)) else choices[-1].astype(dtype), shape)
+    for choice, cond in zip(choices[-2::-1], conds[::-1]):
+        choice = choice.astype(dtype) if isinstance(choice, (Tensor, Variable)) else \
+            np.asarray(choice).astype(dtype)
+        result = np.where(cond, choice, result)
+    return np.copy(np.broadcast_to(result, shape))
+
+
+@_composition(np.piecewise)
+def _piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
+    """Constant pieces only (``y[cond] = value`` as a ``where``); functions of the selected
+    elements run as NumPy's own call."""
+    x = _arr(x)
+    conds = [_arr(c) for c in (condlist if isinstance(condlist, list) else [condlist])]
+    n = len(conds)
+    if len(funclist) not in (n, n + 1):
+        raise ValueError(f"with {n} condition(s), either {n} or {n + 1} functions are expected")
+    if any(callable(f) or _traced(f) for f in funclist):
+        raise _Opaque
+    if len(funclist) == n + 1:
+        others = np.logical_not(np.any(np.stack([np.broadcast_to(c, _static_shape(x))
+                                                 for c in conds]), axis=0))
+        conds.append(others)
+    y = np.zeros_like(x)
+    for cond, value in zip(conds, funclist):
+        y = np.where(cond, np.asarray(value).astype(x.dtype), y)
+    return y
+
+
+@_composition(np.sort_complex)
+def _sort_complex(a: Any) -> Any:
+    b = np.sort(_arr(a))
+    if b.dtype.kind == "c":
+        return b
+    return b.astype("F" if b.dtype.char in "bhBH" else "G" if b.dtype.char == "g" else "D")
+
+
+def _cumulative(ufunc: np.ufunc) -> Callable:
+    def handler(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
+                include_initial: bool = False) -> Any:
+        _no("out", out)
+        x = _atleast_1d(_arr(x))
+        if axis is None:
+            if _ndim_of(x) >= 2:
+                raise ValueError("For arrays which have more than one dimension ``axis`` "
+                                 "argument is required.")
+            axis = 0
+        res = ufunc.accumulate(x, axis=axis, dtype=dtype)
+        if include_initial:
+            shape = list(_static_shape(res))
+            shape[normalize_axis_index(axis, len(shape))] = 1
+            res = np.concatenate([np.full(shape, ufunc.identity, res.dtype), res], axis=axis)
+        return res
+    return handler
+
+
+_composition(np.cumulative_sum)(_cumulative(np.add))
+_composition(np.cumulative_prod)(_cumulative(np.multiply))
+
+
+@_composition(np.trapezoid)
+def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
+    y = _arr(y)
+    nd = _ndim_of(y)
+    if x is None:
+        d = dx
+    else:
+        x = _arr(x)
+        if _ndim_of(x) == 1:
+            d = np.diff(x)
+            shape = [1] * nd
+            shape[axis] = _static_shape(d)[0]
+            d = np.reshape(d, tuple(shape))
+        else:
+            d = np.diff(x, axis=axis)
+    upper, lower = [slice(None)] * nd, [slice(None)] * nd
+    upper[axis], lower[axis] = slice(1, None), slice(None, -1)
+    return np.sum(np.divide(np.multiply(d, np.add(y[tuple(upper)], y[tuple(lower)])), 2.0),
+                  axis)
+
+
+@_composition(np.gradient)
+def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> Any:
+    """NumPy's gradient for uniform spacing (scalar ``varargs``): central differences inside,
+    one-sided ones of ``edge_order`` at the edges."""
+    f = _arr(f)
+    shape = _static_shape(f)
+    N = len(shape)
+    axes = tuple(range(N)) if axis is None else normalize_axis_tuple(axis, N)
+    n = len(varargs)
+    if n == 0:
+        dx = [1.0] * len(axes)
+    elif n == 1 and np.ndim(varargs[0]) == 0:
+        dx = list(varargs) * len(axes)
+    elif n == len(axes) and all(np.ndim(d) == 0 for d in varargs):
+        dx = list(varargs)
+    else:
+        raise _Opaque  # coordinate arrays
+    if _traced(dx):
+        raise _Opaque
+    if edge_order > 2:
+        raise ValueError("'edge_order' greater than 2 not supported")
+    otype = f.dtype
+    if otype.kind in "iub":  # NumPy: integers computed in float64 (booleans refuse `-`)
+        f = f.astype(np.float64) if otype.kind != "b" else f
+        otype = np.dtype(np.float64)
+    elif otype.kind in "mM":
+        raise _Opaque
+    out_vals = []
+    for ax, ax_dx in zip(axes, dx):
+        if shape[ax] < edge_order + 1:
+            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
+                             "least (edge_order + 1) elements are required.")
+
+        def sl(s: slice, ax: int = ax) -> tuple:
+            return (slice(None),) * ax + (s,)
+        inner = np.divide(np.subtract(f[sl(slice(2, None))], f[sl(slice(None, -2))]),
+                          np.multiply(2.0, ax_dx))
+        if edge_order == 1:
+            first = np.divide(np.subtract(f[sl(slice(1, 2))], f[sl(slice(0, 1))]), ax_dx)
+            last = np.divide(np.subtract(f[sl(slice(-1, None))], f[sl(slice(-2, -1))]), ax_dx)
+        else:
+            a, b, c = -1.5 / ax_dx, 2.0 / ax_dx, -0.5 / ax_dx
+            first = np.add(np.add(np.multiply(a, f[sl(slice(0, 1))]),
+                                  np.multiply(b, f[sl(slice(1, 2))])),
+                           np.multiply(c, f[sl(slice(2, 3))]))
+            a, b, c = 0.5 / ax_dx, -2.0 / ax_dx, 1.5 / ax_dx
+            last = np.add(np.add(np.multiply(a, f[sl(slice(-3, -2))]),
+                                 np.multiply(b, f[sl(slice(-2, -1))])),
+                          np.multiply(c, f[sl(slice(-1, None))]))
+        out = np.concatenate([first, inner, last], axis=ax).astype(otype)
+        out_vals.append(out)
+    return out_vals[0] if len(axes) == 1 else tuple(out_vals)
+
+
+# -- elementwise helpers NumPy writes in Python
+
+@implements(np.real)
+def _real(val: Any) -> Any:
+    val = _arr(val)
+    return bind(OpKind.REAL, (val,)) if val.dtype.kind == "c" else val
+
+
+@implements(np.imag)
+def _imag(val: Any) -> Any:
+    val = _arr(val)
+    return bind(OpKind.IMAG, (val,)) if val.dtype.kind == "c" else _filled(val, 0, val.dtype)
+
+
+@implements(np.iscomplexobj)
+def _iscomplexobj(x: Any) -> bool:
+    return _arr(x).dtype.kind == "c"
+
+
+@implements(np.isrealobj)
+def _isrealobj(x: Any) -> bool:
+    return _arr(x).dtype.kind != "c"
+
+
+@implements(np.iscomplex)
+def _iscomplex(x: Any) -> Any:
+    x = _arr(x)
+    return np.not_equal(_imag(x), 0) if x.dtype.kind == "c" else _filled(x, False,
+                                                                          np.dtype(bool))
+
+
+@implements(np.isreal)
+def _isreal(x: Any) -> Any:
+    return np.equal(_imag(_arr(x)), 0)
+
+
+@implements(np.angle)
+def _angle(z: Any, deg: bool = False) -> Any:
+    z = _arr(z)
+    a = np.arctan2(_imag(z), _real(z)) if z.dtype.kind == "c" else np.arctan2(0, z)
+    return np.multiply(a, 180 / np.pi) if deg else a
+
+
+@implements(np.sinc)
+def _sinc(x: Any) -> Any:
+    x = np.multiply(np.pi, _arr(x))
+    eps = np.finfo(x.dtype).eps if x.dtype.kind == "f" else 1e-20
+    y = np.where(np.not_equal(x, 0), x, eps)
+    return np.divide(np.sin(y), y)
+
+
+@implements(np.isneginf)
+def _isneginf(x: Any, out: Any = None) -> Any:
+    _no("out", out)
+    return np.logical_and(np.isinf(x), _signbit_checked(x))
+
+
+@implements(np.isposinf)
+def _isposinf(x: Any, out: Any = None) -> Any:
+    _no("out", out)
+    return np.logical_and(np.isinf(x), np.logical_not(_signbit_checked(x)))
+
+
+def _signbit_checked(x: Any) -> Any:
+    try:
+        return np.signbit(x)
+    except TypeError as e:
+        raise TypeError(f"This operation is not supported for {_arr(x).dtype} values because "
+                        "it would be ambiguous.") from e
+
+
+@implements(np.fix)
+def _fix(x: Any, out: Any = None) -> Any:
+    _no("out", out)
+    return np.trunc(x)
+
+
+@_composition(np.nan_to_num)
+def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
+                neginf: Any = None) -> Any:
+    x = _arr(x)
+    if x.dtype.kind not in "fc":
+        return np.copy(x) if copy else x
+    if x.dtype.kind == "c" or _traced((nan, posinf, neginf)):
+        raise _Opaque  # NumPy writes the real and imaginary parts in place
+    info = np.finfo(x.dtype)
+    hi = info.max if posinf is None else posinf
+    lo = info.min if neginf is None else neginf
+    out = np.where(np.isnan(x), np.asarray(nan).astype(x.dtype), x)
+    out = np.where(_isposinf(x), np.asarray(hi).astype(x.dtype), out)
+    return np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out)
+
+
+@_composition(np.ediff1d)
+def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
+    to_end, to_begin = _static((to_end, to_begin))
+    ary = np.ravel(_arr(ary))
+    dtype = ary.dtype
+    diff = np.subtract(ary[1:], ary[:-1])
+    if to_begin is None and to_end is None:
+        return diff
+    parts = []
+    for edge, name in ((to_begin, "to_begin"), (to_end, "to_end")):
+        if edge is None:
+            parts.append(None)
+            continue
+        edge = np.asanyarray(edge)
+        if not np.can_cast(edge, dtype, casting="same_kind"):
+            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the "
+                            "`same_kind` rule.")
+        parts.append(edge.ravel().astype(dtype))
+    return np.concatenate([p for p in (parts[0], diff.astype(dtype), parts[1])
+                           if p is not None])
+
+
+@_composition(np.unwrap)
+def _unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np.pi) -> Any:
+    """NumPy's unwrap: differences folded into ``[-period/2, period/2)``, the corrections
+    accumulated and added back (``copyto(..., where=)`` written as ``where``)."""
+    discont, period = _static((discont, period))
+    p = _arr(p)
+    nd = _ndim_of(p)
+    dd = np.diff(p, axis=axis)
+    if discont is None:
+        discont = period / 2
+    upper = [slice(None)] * nd
+    upper[axis] = slice(1, None)
+    dtype = np.result_type(dd.dtype, period)
+    if np.issubdtype(dtype, np.integer):
+        high, rem = divmod(period, 2)
+        ambiguous = rem == 0
+    else:
+        high, ambiguous = period / 2, True
+    low = -high
+    ddmod = np.add(np.mod(np.subtract(dd, low), period), low)
+    if ambiguous:
+        ddmod = np.where(np.logical_and(np.equal(ddmod, low), np.greater(dd, 0)),
+                         np.asarray(high).astype(ddmod.dtype), ddmod)
+    correct = np.subtract(ddmod, dd)
+    correct = np.where(np.less(np.abs(dd), discont), np.zeros((), correct.dtype), correct)
+    up = p.astype(dtype)
+    up[tuple(upper)] = np.add(p[tuple(upper)], np.cumsum(correct, axis))
+    return up
+
+
+# -- polynomials (coefficient arrays of static length)
+
+@_composition(np.polyval)
+def _polyval(p: Any, x: Any) -> Any:
+    p = _arr(p)
+    if isinstance(x, np.poly1d):
+        raise _Opaque
+    x = _arr(x)
+    y = np.zeros_like(x)
+    for i in range(_static_shape(p)[0] if _ndim_of(p) else 0):
+        y = np.add(np.multiply(y, x), p[i])
+    return y
+
+
+@_composition(np.polyder)
+def _polyder(p: Any, m: int = 1) -> Any:
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of derivative must be positive (see polyint)")
+    if isinstance(p, np.poly1d):
+        raise _Opaque
+    p = _arr(p)
+    if m == 0:
+        return p
+    n = _static_shape(p)[0] - 1
+    return _polyder(np.multiply(p[:-1], np.arange(n, 0, -1)), m - 1)
+
+
+@_composition(np.polyint)
+def _polyint(p: Any, m: int = 1, k: Any = None) -> Any:
+    m = int(m)
+    if m < 0:
+        raise ValueError("Order of integral must be positive (see polyder)")
+    k = _static(k)
+    if isinstance(p, np.poly1d):
+        raise _Opaque
+    k = np.zeros(m, float) if k is None else np.atleast_1d(k)
+    if len(k) == 1 and m > 1:
+        k = k[0] * np.ones(m, float)
+    if len(k) < m:
+        raise ValueError("k must be a scalar or a rank-1 array of length 1 or >m.")
+    p = _arr(p)
+    if m == 0:
+        return p
+    y = np.concatenate((np.true_divide(p, np.arange(_static_shape(p)[0], 0, -1)),
+                        np.asarray([k[0]])))
+    return _polyint(y, m - 1, k=k[1:])
+
+
+@_composition(np.vander)
+def _vander(x: Any, N: Any = None, increasing: bool = False) -> Any:
+    x = _arr(x)
+    if _ndim_of(x) != 1:
+        raise ValueError("x must be a one-dimensional array or sequence.")
+    n = _static_shape(x)[0]
+    N = n if N is None else int(N)
+    dtype = np.promote_types(x.dtype, int)
+    if N == 0:
+        return np.zeros((n, 0), dtype)
+    cols = [np.ones((n, 1), dtype)]
+    if N > 1:
+        powers = np.broadcast_to(x.astype(dtype)[:, None], (n, N - 1))
+        cols.append(np.multiply.accumulate(powers, axis=1))
+    v = np.concatenate(cols, axis=1) if len(cols) > 1 else np.broadcast_to(cols[0], (n, 1))
+    return np.copy(v) if increasing else v[:, ::-1]
+
+
+@_composition(np.polyfit)
+def _polyfit(x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None,
+             cov: Any = False) -> Any:
+    """NumPy's least-squares fit on scaled Vandermonde columns (no weights, no covariance;
+    NumPy's rank warning needs the data and is not given)."""
+    if w is not None or cov or full:
+        raise _Opaque
+    order = int(deg) + 1
+    x, y = _arr(x), _arr(y)
+    if deg < 0:
+        raise ValueError("expected deg >= 0")
+    if _ndim_of(x) != 1:
+        raise TypeError("expected 1D vector for x")
+    if _static_shape(x)[0] == 0:
+        raise TypeError("expected non-empty vector for x")
+    if _ndim_of(y) < 1 or _ndim_of(y) > 2:
+        raise TypeError("expected 1D or 2D array for y")
+    if _static_shape(x)[0] != _static_shape(y)[0]:
+        raise TypeError("expected x and y to have same length")
+    x, y = np.add(x, 0.0), np.add(y, 0.0)
+    if rcond is None:
+        rcond = _static_shape(x)[0] * np.finfo(x.dtype).eps
+    lhs = _vander(x, order)
+    rhs = y
+    scale = np.sqrt(np.sum(np.multiply(lhs, lhs), axis=0))
+    lhs = np.divide(lhs, scale)
+    c = np.linalg.lstsq(lhs, rhs, rcond)[0]
+    return np.transpose(np.divide(np.transpose(c), scale))
+
+
+_NUMPY_BODIES = (np.polyadd, np.polysub, np.union1d, np.unique_values, np.unique_counts,
+                 np.unique_inverse, np.unique_all, np.rollaxis)
+# NumPy's own Python bodies, unchanged: every call in them dispatches back here (np.unique,
+# np.concatenate, np.atleast_1d, np.moveaxis, ...), so they trace as those ops.
+for _func in _NUMPY_BODIES:
+    HANDLERS[_func] = _func._implementation  # type: ignore[attr-defined]
+
+
+# -- sets, search and bits: ops whose LOWER is NumPy's function
+
+@implements(np.isin)
+def _isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
+          *, kind: Any = None) -> Any:
+    attrs: dict[str, Any] = {"invert": bool(invert)}
+    if assume_unique:
+        attrs["assume_unique"] = True
+    if kind is not None:
+        attrs["kind"] = kind
+    return bind(OpKind.ISIN, (element, test_elements), attrs)
+
+
+@_composition(np.setdiff1d)
+def _setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
+    ar1 = np.ravel(_arr(ar1)) if assume_unique else _unique(_arr(ar1))
+    if not assume_unique:
+        ar2 = _unique(_arr(ar2))
+    return ar1[_isin(ar1, ar2, assume_unique=True, invert=True)]
+
+
+@_composition(np.intersect1d)
+def _intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False,
+                 return_indices: bool = False) -> Any:
+    if return_indices:
+        raise _Opaque
+    ar1, ar2 = _arr(ar1), _arr(ar2)
+    if assume_unique:
+        ar1, ar2 = np.ravel(ar1), np.ravel(ar2)
+    else:
+        ar1, ar2 = _unique(ar1), _unique(ar2)
+    aux = np.sort(np.concatenate((ar1, ar2)))
+    return aux[:-1][np.equal(aux[1:], aux[:-1])]
+
+
+@_composition(np.setxor1d)
+def _setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
+    """NumPy's setxor1d: the sorted values that differ from both neighbours (written so an
+    empty result needs no length check: the edge flags are ``aux[:1]``-sized)."""
+    if not assume_unique:
+        ar1, ar2 = _unique(_arr(ar1)), _unique(_arr(ar2))
+    aux = np.sort(np.concatenate((ar1, ar2), axis=None))
+    edge = np.ones_like(aux[:1], dtype=bool)
+    differs = np.not_equal(aux[1:], aux[:-1])
+    keep = np.logical_and(np.concatenate((edge, differs)), np.concatenate((differs, edge)))
+    return aux[keep]
+
+
+@implements(np.searchsorted)
+def _searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got '{side}')")
+    return bind(OpKind.SEARCHSORTED, (a, v, sorter), {"side": side})
+
+
+@implements(np.digitize)
+def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    return bind(OpKind.DIGITIZE, (x, bins), {"right": bool(right)})
+
+
+@implements(np.partition)
+def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect",
+               order: Any = None) -> Any:
+    _no("order", order)
+    if _traced(kth):
+        return numpy_call(np.partition, (a, kth), {"axis": axis, "kind": kind})
+    return bind(OpKind.PARTITION, (a,), {"kth": _static_attr(kth), "kind": kind,
+                                         "axis": None if axis is None else int(axis)})
+
+
+@implements(np.lexsort)
+def _lexsort(keys: Any, axis: int = -1) -> Any:
+    if isinstance(keys, (Tensor, Variable, np.ndarray)):  # one array: its rows are the keys
+        return bind(OpKind.LEXSORT, (keys,), {"axis": int(axis), "array": True})
+    return bind(OpKind.LEXSORT, tuple(_arr(k) for k in keys), {"axis": int(axis)})
+
+
+@_composition(np.choose)
+def _choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+    """``choices[a]`` element by element: the choices broadcast and stacked, one gather along
+    the new axis (``wrap``/``clip`` fold the index first; ``raise`` checks at run time, as
+    indexing does)."""
+    _no("out", out)
+    if mode != "wrap" and mode != "clip":
+        raise _Opaque  # NumPy's own check of every index, with its error
+    choices = [_arr(c) for c in choices]
+    a = _arr(a)
+    n = len(choices)
+    index = np.remainder(a, n) if mode == "wrap" else np.clip(a, 0, n - 1)
+    shape = np.broadcast_shapes(_static_shape(a), *[_static_shape(c) for c in choices])
+    dtype = np.result_type(*[c.dtype for c in choices])
+    stacked = np.stack([np.broadcast_to(c.astype(dtype), shape) for c in choices])
+    return _take_along_axis(stacked, np.broadcast_to(index, shape)[None], 0)[0]
+
+
+@implements(np.ravel_multi_index)
+def _ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> Any:
+    if _traced(dims):
+        return numpy_call(np.ravel_multi_index, (multi_index, dims),
+                          {"mode": mode, "order": order})
+    attrs = {"dims": _static_attr(np.atleast_1d(dims)), "mode": _static_attr(mode),
+             "order": order}
+    return bind(OpKind.RAVEL_MULTI_INDEX, tuple(_arr(i) for i in multi_index), attrs)
+
+
+@implements(np.unravel_index)
+def _unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple:
+    if _traced(shape):
+        return numpy_call(np.unravel_index, (indices, shape), {"order": order})
+    attrs = {"shape": _static_attr(np.atleast_1d(shape)), "order": order}
+    return tuple(_outputs(OpKind.UNRAVEL_INDEX, (_arr(indices),), attrs, "unravel_index"))
+
+
+@implements(np.packbits)
+def _packbits(a: Any, /, axis: Any = None, bitorder: str = "big") -> Any:
+    return bind(OpKind.PACKBITS, (a,), {"axis": axis, "bitorder": bitorder})
+
+
+@implements(np.unpackbits)
+def _unpackbits(a: Any, /, axis: Any = None, count: Any = None, bitorder: str = "big") -> Any:
+    return bind(OpKind.UNPACKBITS, (a,), {"axis": axis, "count": count, "bitorder": bitorder})
+
+
+@_composition(np.histogram_bin_edges)
+def _histogram_bin_edges(a: Any, bins: Any = 10, range: Any = None, weights: Any = None) -> Any:
+    return _histogram(a, bins, range, weights=weights)[1]
+
+
+@_composition(np.apply_over_axes)
+def _apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
+    val = _arr(a)
+    N = _ndim_of(val)
+    for axis in ((axes,) if np.ndim(axes) == 0 else axes):
+        axis = axis + N if axis < 0 else axis
+        res = func(val, axis)
+        if _ndim_of(res) == _ndim_of(val):
+            val = res
+        else:
+            res = np.expand_dims(res, axis)
+            if _ndim_of(res) != _ndim_of(val):
+                raise ValueError("function is not returning an array of the correct shape")
+            val = res
+    return val
+
+
+#: At most this many 1-D slices are traced one by one by ``np.apply_along_axis`` (NumPy
+#: loops over them in Python too); more run as NumPy's own call.
+APPLY_ALONG_AXIS_SLICES = 1024
+
+
+@_composition(np.apply_along_axis)
+def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs: Any) -> Any:
+    arr = _arr(arr)
+    shape = _static_shape(arr)
+    axis = normalize_axis_index(axis, len(shape))
+    view = np.moveaxis(arr, axis, -1)
+    batch = shape[:axis] + shape[axis + 1:]
+    if math.prod(batch) > APPLY_ALONG_AXIS_SLICES:
+        raise _Opaque
+    indices = list(np.ndindex(*batch))
+    if not indices:
+        raise ValueError("Cannot apply_along_axis when any iteration dimensions are 0")
+    results = [_arr(func1d(view[ind + (Ellipsis,)], *args, **kwargs)) for ind in indices]
+    first = results[0]
+    res_shape = _static_shape(first)
+    stacked = np.reshape(np.stack([r.astype(first.dtype) for r in results]),
+                         batch + res_shape)
+    nd = len(batch) + len(res_shape)
+    dims = list(range(nd))
+    return np.transpose(stacked, dims[:axis] + dims[len(batch):] + dims[axis:len(batch)])
+
+
+@_composition(np.einsum_path)
+def _einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = False) -> Any:
+    """Only shapes decide the path: NumPy's own on zero-strided stand-ins (no data)."""
+    stand_ins = [np.broadcast_to(np.zeros((), o.dtype), _static_shape(o))
+                 if isinstance(o, (Tensor, Variable)) else o for o in operands]
+    return np.einsum_path(*stand_ins, optimize=optimize, einsum_call=einsum_call)
+
+
+# -- np.fft: one ``fft`` op per call, the transform named in its attrs
+
+def _fft_handler(name: str) -> Callable:
+    func = getattr(np.fft, name)
+
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        p = _bound(func, args, kwargs)
+        if p.get("out") is not None:
+            return numpy_call(func, args, kwargs)
+        p.pop("out", None)
+        a = p.pop("a")
+        if _traced(p):
+            return numpy_call(func, args, kwargs)
+        attrs = {"transform": name}
+        attrs.update((k, _static_attr(v)) for k, v in p.items()
+                     if v is not None and v is not np._NoValue)
+        return bind(OpKind.FFT, (a,), attrs)
+    handler.__name__ = f"_fft_{name}"
+    return handler
+
+
+for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn",
+              "irfftn", "fft2", "ifft2", "rfft2", "irfft2"):
+    implements(getattr(np.fft, _name))(_fft_handler(_name))
+
+
+@_composition(np.fft.fftshift)
+def _fftshift(x: Any, axes: Any = None) -> Any:
+    x = _arr(x)
+    shape = _static_shape(x)
+    if axes is None:
+        axes = tuple(range(len(shape)))
+        shift: Any = [d // 2 for d in shape]
+    elif isinstance(axes, (int, np.integer)):
+        shift = shape[axes] // 2
+    else:
+        shift = [shape[ax] // 2 for ax in axes]
+    return _roll(x, shift, axes)
+
+
+@_composition(np.fft.ifftshift)
+def _ifftshift(x: Any, axes: Any = None) -> Any:
+    x = _arr(x)
+    shape = _static_shape(x)
+    if axes is None:
+        axes = tuple(range(len(shape)))
+        shift: Any = [-(d // 2) for d in shape]
+    elif isinstance(axes, (int, np.integer)):
+        shift = -(shape[axes] // 2)
+    else:
+        shift = [-(shape[ax] // 2) for ax in axes]
+    return _roll(x, shift, axes)
 
 
 def supported_numpy_functions() -> list[str]:

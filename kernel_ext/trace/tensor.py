@@ -40,6 +40,11 @@ FALLBACK: dict[str, Callable[..., Any]] = {}
 #: it, and falls back to an opaque call where no op covers a call.
 UFUNC_METHODS: dict[str, Callable[..., Any]] = {}
 
+#: ``GUFUNCS[ufunc](*inputs, **kwargs)`` records a call of a generalized ufunc with core
+#: dimensions (``np.vecdot``, ``np.matvec``, ``np.vecmat``); :mod:`kernel_ext.trace.numpy_api`
+#: fills it (issue 14). ``np.matmul`` is the MATMUL op itself.
+GUFUNCS: dict[np.ufunc, Callable[..., Any]] = {}
+
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
 
 
@@ -659,6 +664,8 @@ for _kind in NDARRAY_METHODS:
 # -- ufunc dispatch -------------------------------------------------------------------------
 
 def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
+    if method == "__call__" and ufunc in GUFUNCS:
+        return GUFUNCS[ufunc](*inputs, **kwargs)
     if method in UFUNC_METHODS:
         return UFUNC_METHODS[method](ufunc, inputs, kwargs)
     bad = [k for k in kwargs if k in _UNSUPPORTED_UFUNC_KWARGS or k not in (

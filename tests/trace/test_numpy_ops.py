@@ -622,3 +622,366 @@ def test_traced_index_array_into_an_empty_axis_is_empty_like_numpy():
     got = f(x)
     _assert_same(got, (np.extract(x > 0, x), x[np.nonzero(x)[1]][:, 1:]),
                  f.get_concrete_function(x).structured_outputs)
+
+
+# -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
+# Compositions (NumPy's own Python source, on traced values) and one-op-each functions, against
+# eager NumPy on every path: value, dtype, shape, container and static type, no numpy_call.
+
+F32NC = rng.standard_normal((4, 10)).astype(np.float32)[:, ::2]   # non-contiguous (4, 5)
+SPD = SQ @ SQ.T
+C3 = rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))
+Z0 = np.float64(1.5)                                             # 0-d
+U8B = rng.integers(0, 256, (3, 4)).astype(np.uint8)
+X6 = rng.standard_normal(6)
+X234 = rng.standard_normal((2, 3, 4))
+
+COVER_CASES = {
+    "split_family": (lambda x, y: (np.split(x, 2, axis=1), np.split(x, [1, 3], axis=1),
+                                   np.array_split(x, 3, axis=1), np.array_split(x[0], 3),
+                                   np.hsplit(x, 2), np.vsplit(x, [1]), np.dsplit(y, 2),
+                                   np.array_split(x, [5, 1], axis=1), np.unstack(x)), NC, X234),
+    "split_empty": (lambda e: (np.split(e, 2, axis=1), np.array_split(e, 3)), EMPTY),
+    "tile_repeat": (lambda x, z: (np.tile(x, 2), np.tile(x, (2, 1, 3)), np.tile(x[0], (2, 2)),
+                                  np.tile(z, 3), np.tile(x, (1, 1)), np.repeat(x, 2),
+                                  np.repeat(x, 3, axis=1), np.repeat(x, [1, 0, 2], axis=0),
+                                  np.repeat(z, 2), x.repeat(2, axis=0)), NC, Z0),
+    "tile_repeat_ints_empty": (lambda i, e: (np.tile(i, (0, 2)), np.repeat(i, 0, axis=1),
+                                             np.tile(e, 2), np.repeat(e, 2, axis=0)), I32, EMPTY),
+    "roll_rot90_flips": (lambda x, y: (np.roll(x, 1), np.roll(x, -2, axis=1),
+                                       np.roll(x, (1, 2), axis=(0, 1)), np.roll(x, 7, axis=0),
+                                       np.roll(y, 2, axis=(0, 0)), np.rot90(x), np.rot90(x, 2),
+                                       np.rot90(x, -1), np.rot90(y, 1, axes=(1, 2)),
+                                       np.rot90(x, 4), np.fliplr(x), np.flipud(x)), NC, X234),
+    "diag_diagonal_trace": (lambda x, y, i: (np.diag(x), np.diag(x, 1), np.diag(x, -2),
+                                             np.diag(x[0]), np.diag(x[0], -1), np.diagonal(x),
+                                             np.diagonal(y, 1, 2, 0), x.diagonal(-1),
+                                             np.trace(x), np.trace(y, axis1=1, axis2=2),
+                                             np.trace(i, dtype=np.float32), i.trace(2),
+                                             np.diagonal(x, 9)), NC, X234, I32),
+    "kron_cross_inner_tensordot": (lambda x, y, v: (np.kron(x, y[0]), np.kron(v, x),
+                                                    np.kron(x[0, 0], v),
+                                                    np.cross(y, y[::-1]), np.cross(v[:3], y),
+                                                    np.cross(y, y[0], axisc=0),
+                                                    np.inner(x, x), np.inner(v, v),
+                                                    np.inner(x[0, 0], v),
+                                                    np.tensordot(x, x, axes=([1], [1])),
+                                                    np.tensordot(x, x, axes=2),
+                                                    np.tensordot(v, v, 0)), NC, SQ, V4),
+    "cross_ints_complex": (lambda i, c: (np.cross(i[:, :3], i[:, 1:]), np.cross(c, c[::-1])),
+                           I32, C3),
+    "stacking": (lambda x, v, z: (np.atleast_3d(x), np.atleast_3d(v), np.atleast_3d(z),
+                                  np.atleast_3d(x, v), np.column_stack([v, v]),
+                                  np.column_stack([x.T, v]), np.dstack([x, x]),
+                                  np.dstack([v, v]), np.block([[x, x], [x, x]]),
+                                  np.block([v, v]), np.block([[x], [x[:1]]]),
+                                  np.block(x)), NC, V4, Z0),
+    "broadcast_meshgrid_ix": (lambda x, v: (np.broadcast_arrays(x, v[:4]),
+                                            np.broadcast_arrays(x, x),
+                                            np.meshgrid(v, x[0]),
+                                            np.meshgrid(v, x[0], indexing="ij"),
+                                            np.meshgrid(v, v[:2], sparse=True),
+                                            np.meshgrid(v), np.ix_(v, x[0]),
+                                            np.ix_(np.array([0, 2]), v)), NC, V4),
+    "append_delete_resize": (lambda x: (np.append(x, x[0]), np.append(x, x[:1], axis=0),
+                                        np.append(x, 2.5), np.delete(x, 1), np.delete(x, [0, 2],
+                                                                                      axis=1),
+                                        np.delete(x, slice(0, 2), axis=0),
+                                        np.delete(x, np.array([True, False, False]), axis=0),
+                                        np.resize(x, (2, 7)), np.resize(x, 3),
+                                        np.resize(x, (0,))), NC),
+    "indices_from": (lambda s: (np.diag_indices_from(s), np.tril_indices_from(s),
+                                np.triu_indices_from(s, 1)), SQ),
+    "along_axis": (lambda x, i: (np.take_along_axis(x, np.argsort(x, axis=0), axis=0),
+                                 np.take_along_axis(x, np.argsort(x, axis=1)[:, :2], axis=1),
+                                 np.take_along_axis(x.ravel(), np.array([3, 0]), axis=None),
+                                 np.take_along_axis(x, np.abs(i[:, :1]) % 5, axis=1)), NC, I32),
+    "matrix_transpose": (lambda y: (np.matrix_transpose(y), np.linalg.matrix_transpose(y[0])),
+                         X234),
+    "ptp_average_cov": (lambda x, w: (np.ptp(x), np.ptp(x, axis=0), np.ptp(x, 1, keepdims=True),
+                                      np.average(x), np.average(x, axis=1),
+                                      np.average(x, axis=0, weights=w[0]),
+                                      np.average(x, weights=np.abs(x), returned=True),
+                                      np.average(x, axis=1, returned=True),
+                                      np.cov(x), np.cov(x, rowvar=False), np.cov(x[0], x[1]),
+                                      np.cov(x, bias=True), np.cov(x, ddof=2),
+                                      np.corrcoef(x), np.corrcoef(x[0], x[1]),
+                                      np.corrcoef(x[0])), F32NC, F64),
+    "average_cov_ints": (lambda i: (np.average(i), np.average(i, axis=0, weights=[1, 2, 3]),
+                                    np.cov(i), np.ptp(i, axis=1)), I32),
+    "comparisons": (lambda x, y: (np.allclose(x, y), np.allclose(x, x + 1e-9),
+                                  np.array_equal(x, x), np.array_equal(x, y),
+                                  np.array_equal(x, x[:1]), np.array_equal(x, x, equal_nan=True),
+                                  np.array_equiv(x, x[:1]), np.array_equiv(x, x[:2])),
+                    NC, F64),
+    "select_piecewise": (lambda x, i: (np.select([x > 0.5, x < -0.5], [x, -x]),
+                                       np.select([x > 0], [i], default=7),
+                                       np.select([x > 0, x > 1], [1, 2], 0.5),
+                                       np.piecewise(x, [x < 0, x >= 0], [-1.0, 1.0]),
+                                       np.piecewise(x, [x < 0], [3.0, 9.0]),
+                                       np.piecewise(i, [i > 0], [2])), NC, I32[:, :4]),
+    "sort_complex_lexsort_partition": (lambda x, i, c: (np.sort_complex(x), np.sort_complex(i),
+                                                        np.sort_complex(c),
+                                                        np.lexsort(x), np.lexsort((x[0], x[1])),
+                                                        np.lexsort((i[0], x[0]), axis=0),
+                                                        np.partition(x, 2), np.partition(x, (0, 2),
+                                                                                         axis=0),
+                                                        np.partition(x, 3, axis=None)),
+                                       F64, I8, C3),
+    "search_digitize_isin": (lambda x, v, i: (np.searchsorted(np.sort(v), x),
+                                              np.searchsorted(np.sort(v), x, side="right"),
+                                              np.searchsorted(v, 0.5, sorter=np.argsort(v)),
+                                              np.digitize(x, np.sort(v)),
+                                              np.digitize(x, np.sort(v)[::-1], right=True),
+                                              np.isin(i, [1, 2, -3]), np.isin(i, i[0], invert=True),
+                                              np.isin(x, v)), NC, V4, I32),
+    "cumulative_gradient_trapezoid": (lambda x, i: (np.cumulative_sum(x, axis=0),
+                                                    np.cumulative_prod(x[0]),
+                                                    np.cumulative_sum(i, axis=1, dtype=np.int8),
+                                                    np.cumulative_sum(x[0], include_initial=True),
+                                                    np.gradient(x), np.gradient(x, 0.5, axis=1),
+                                                    np.gradient(x, 2.0, 3.0, edge_order=2),
+                                                    np.gradient(i[0]), np.trapezoid(x),
+                                                    np.trapezoid(x, dx=0.1, axis=0),
+                                                    np.trapezoid(x, x=np.arange(4.0) ** 2),
+                                                    np.trapezoid(i)), NC, I32),
+    "elementwise_helpers": (lambda x, c, i: (np.real(c), np.imag(c), c.real, c.imag, np.real(x),
+                                             np.imag(x), np.iscomplex(c), np.isreal(c),
+                                             np.iscomplexobj(c), np.isrealobj(x),
+                                             np.iscomplex(x), np.angle(c), np.angle(c, deg=True),
+                                             np.angle(x), np.angle(i), np.sinc(x), np.sinc(i),
+                                             np.isneginf(x / 0), np.isposinf(x / 0), np.fix(x),
+                                             np.nan_to_num(x / 0), np.nan_to_num(x / 0, nan=-1,
+                                                                                 posinf=9.0),
+                                             np.nan_to_num(i), np.ediff1d(x),
+                                             np.ediff1d(x, to_begin=[0.5], to_end=9),
+                                             np.unwrap(x * 4), np.unwrap(x * 4, axis=0),
+                                             np.unwrap(i * 3, period=7)),
+                            F32NC, C3, I32),
+    "polynomials": (lambda p, x, i: (np.polyval(p, x), np.polyval(i[0], i), np.polyder(p),
+                                     np.polyder(p, 2), np.polyder(i[0]), np.polyint(p),
+                                     np.polyint(p, 2, k=[1.0, 2.0]), np.polyadd(p, p[:2]),
+                                     np.polysub(p[:2], p), np.vander(p), np.vander(p, 2),
+                                     np.vander(i[0], increasing=True), np.vander(p, 0),
+                                     np.polyfit(X6, X6 ** 2 + p[0], 2)), V4, F64, I32),
+    "histogram_bin_edges": (lambda x: (np.histogram_bin_edges(x, 4),
+                                                   np.histogram_bin_edges(x, 3, range=(0, 1))),
+                                  NC),
+    "apply_over_along_axis": (lambda x: (np.apply_over_axes(np.sum, x, [0, 1]),
+                                         np.apply_along_axis(np.sort, 1, x),
+                                         np.apply_along_axis(lambda r: r[0] * 2, 0, x),
+                                         np.apply_along_axis(np.outer, 1, x[:, :2], [1, 2])), NC),
+    "ravel_unravel_bits": (lambda i, u, b: (np.ravel_multi_index((np.abs(i[0]) % 3,
+                                                                  np.abs(i[1]) % 4), (3, 4)),
+                                            np.ravel_multi_index((i[0], 2), (3, 4), mode="wrap"),
+                                            np.unravel_index(np.abs(i) % 12, (3, 4)),
+                                            np.unravel_index(np.abs(i) % 12, (4, 3), order="F"),
+                                            np.packbits(b), np.packbits(b, axis=1),
+                                            np.packbits(i % 2, bitorder="little"),
+                                            np.unpackbits(u), np.unpackbits(u, axis=0),
+                                            np.unpackbits(u, axis=1, count=-3)), I32, U8B, B),
+    "choose_place_put": (lambda x, i: (np.choose(np.abs(i) % 3, [x, -x, 2 * x], mode="wrap"),
+                                       np.choose(i, [x, x + 1], mode="clip"),
+                                       _place_put(x)), F64, I32),
+    "linalg_products": (lambda a, b, v: (np.linalg.matmul(a, b), np.linalg.outer(v, v[:3]),
+                                         np.linalg.tensordot(a, b, axes=1),
+                                         np.linalg.trace(np.stack([a, b])),
+                                         np.linalg.trace(a, offset=1),
+                                         np.linalg.diagonal(a, offset=-1),
+                                         np.linalg.cross(a, b), np.linalg.vecdot(a, b),
+                                         np.vecdot(a, b), np.vecdot(a, v[:3]),
+                                         np.matvec(a, v[:3]), np.vecmat(v[:3], a),
+                                         np.linalg.multi_dot([a, b, a]),
+                                         np.linalg.multi_dot([v[:3], a, b, a, v[:3]]),
+                                         np.linalg.multi_dot([a, v[:3]]),
+                                         np.linalg.matrix_power(a, 0),
+                                         np.linalg.matrix_power(a, 1),
+                                         np.linalg.matrix_power(a, 5),
+                                         np.linalg.matrix_power(a, -2)), SQ, SPD, V4),
+    "linalg_factorizations": (lambda a, s, x: (np.linalg.cholesky(s),
+                                               np.linalg.cholesky(s, upper=True),
+                                               np.linalg.qr(x), np.linalg.qr(x, mode="complete"),
+                                               np.linalg.qr(x, mode="r"), np.linalg.qr(x.T),
+                                               np.linalg.eigh(s), np.linalg.eigh(s, UPLO="U"),
+                                               np.linalg.eigvalsh(s), np.linalg.pinv(x),
+                                               np.linalg.pinv(s, hermitian=True),
+                                               np.linalg.lstsq(x.T, a[0, :1].repeat(4)),
+                                               np.linalg.lstsq(x, x[:, :2]),
+                                               np.linalg.svdvals(x), np.linalg.matrix_rank(x),
+                                               np.linalg.matrix_rank(s, hermitian=True),
+                                               np.linalg.matrix_rank(np.stack([s, s]), tol=0.5),
+                                               np.linalg.cond(a), np.linalg.cond(a, "fro"),
+                                               np.linalg.cond(a, 1), np.linalg.cond(a, -2),
+                                               np.linalg.tensorinv(a, 1),
+                                               np.linalg.tensorsolve(a, a[0])), SQ, SPD, NC),
+    "linalg_float32_complex": (lambda a, c: (np.linalg.cholesky(a @ a.T + 4 * np.eye(4)),
+                                             np.linalg.qr(c), np.linalg.eigh(c.T @ c.conj()),
+                                             np.linalg.pinv(c), np.linalg.cond(a[:, :4], 1),
+                                             np.linalg.matrix_rank(c)), F32NC[:, :4], C3),
+    "norms": (lambda x, v, c: (np.linalg.norm(x), np.linalg.norm(x, "fro"),
+                               np.linalg.norm(x, axis=1), np.linalg.norm(x, 1),
+                               np.linalg.norm(x, np.inf), np.linalg.norm(x, -np.inf),
+                               np.linalg.norm(x, -1), np.linalg.norm(x, 2),
+                               np.linalg.norm(x, -2), np.linalg.norm(x, "nuc"),
+                               np.linalg.norm(v, np.inf), np.linalg.norm(v, 0),
+                               np.linalg.norm(v, 3), np.linalg.norm(v, -np.inf),
+                               np.linalg.norm(x, 1, axis=0, keepdims=True),
+                               np.linalg.norm(x, axis=(1, 0)), np.linalg.norm(c),
+                               np.linalg.norm(c, axis=0), np.linalg.norm(c, 2),
+                               np.linalg.norm(x, keepdims=True),
+                               np.linalg.vector_norm(x), np.linalg.vector_norm(x, axis=0, ord=1),
+                               np.linalg.vector_norm(x, axis=(0, 1), keepdims=True),
+                               np.linalg.matrix_norm(x), np.linalg.matrix_norm(x, ord=np.inf)),
+              NC, V4, C3),
+    "norms_ints_float32": (lambda i, f: (np.linalg.norm(i), np.linalg.norm(i, 1, axis=0),
+                                         np.linalg.norm(f, 3, axis=1), np.linalg.norm(f, "nuc")),
+                           I32, F32NC),
+    "fft": (lambda x, c: (np.fft.fft(x), np.fft.fft(x, 8), np.fft.fft(x, 3, axis=0),
+                          np.fft.ifft(c), np.fft.rfft(x), np.fft.rfft(x, 7, norm="ortho"),
+                          np.fft.irfft(c), np.fft.irfft(c, 5, axis=0), np.fft.hfft(c),
+                          np.fft.ihfft(x), np.fft.fft2(x), np.fft.ifft2(c, s=(3, 4)),
+                          np.fft.fftn(x), np.fft.ifftn(c, axes=(0,)), np.fft.rfftn(x),
+                          np.fft.rfftn(x, s=(2, 6)), np.fft.irfftn(c), np.fft.rfft2(x),
+                          np.fft.irfft2(c, s=(4, 4)), np.fft.fftshift(x),
+                          np.fft.ifftshift(x, axes=1), np.fft.fftshift(x, axes=0)), NC, C3),
+    "fft_float32": (lambda x: (np.fft.fft(x), np.fft.rfft(x), np.fft.irfft(np.fft.rfft(x))),
+                    F32NC),
+}
+
+
+def _place_put(x):
+    y = x.copy()
+    np.place(y, y > 0, [10.0, 20.0])
+    np.put(y, [0, 5], [-1.0, -2.0])
+    np.put(y, [100], 7.0, mode="clip")
+    np.put_along_axis(y, np.array([[0], [1], [2]]), 3.0, axis=1)
+    return y
+
+
+COVER_DATA_DEPENDENT = {
+    "sets": (lambda x: (np.union1d(np.round(x[0] * 3), np.round(x[1] * 3)),
+                        np.intersect1d(np.round(x[0] * 3), np.round(x[1] * 3)),
+                        np.setdiff1d(np.round(x[0] * 3), np.round(x[1] * 3)),
+                        np.setxor1d(np.round(x[0] * 3), np.round(x[1] * 3)),
+                        np.unique_values(np.round(x * 2)), np.unique_counts(np.round(x * 2)),
+                        np.unique_inverse(np.round(x * 2)), np.unique_all(np.round(x * 2)))),
+    "ix_of_a_mask": (lambda x: np.ix_(x[0] > 0.5, x[:, 0] > 0.3)),
+}
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", sorted(COVER_CASES))
+def test_covered_numpy_function_traces_natively_and_matches_eager(name, path):
+    fn, *args = COVER_CASES[name]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)   # np.cross of 2-vectors
+        expected = fn(*args)
+        f = kx.function(fn, **PATHS[path])
+        got = f(*args)
+        cf = f.get_concrete_function(*args)
+    # the Numba paths fuse float sums, which add in another order (docs/backends.md)
+    _assert_same_loose(got, expected, cf.structured_outputs, exact=path in ("numpy", "auto"))
+    assert kx.ir.OpKind.NUMPY_CALL not in _graph_ops(cf)
+
+
+def _assert_same_loose(got, expected, specs, exact=True):
+    """``_assert_same``, with lists and NumPy's namedtuples as tuples and a Python bool or int
+    result (``allclose``, ``array_equal``) as the NumPy scalar the graph returns; not
+    ``exact``: floats within a few ulp."""
+    def norm(v):
+        if isinstance(v, (list, tuple)):
+            return tuple(norm(x) for x in v)
+        return np.bool_(v) if isinstance(v, bool) else v
+    got, expected = norm(got), norm(expected)
+    if exact:
+        _assert_same(got, expected, norm(specs))
+        return
+    for i, (g, e) in enumerate(zip(_leaves(got), _leaves(expected))):
+        e = np.asarray(e)
+        assert np.asarray(g).dtype == e.dtype and np.shape(g) == e.shape, f"output {i}"
+        if e.dtype.kind in "fc":
+            eps = np.finfo(e.dtype).eps
+            np.testing.assert_allclose(g, e, rtol=64 * eps, atol=64 * eps, err_msg=f"output {i}")
+        else:
+            np.testing.assert_array_equal(g, e, err_msg=f"output {i}")
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("name", sorted(COVER_DATA_DEPENDENT))
+def test_covered_set_functions_size_their_results_at_run_time(name, path):
+    fn = COVER_DATA_DEPENDENT[name]
+    data = np.random.default_rng(3)
+    f = kx.function(fn, **PATHS[path])
+    for scale in (0.3, 1.0, 2.0):
+        x = data.random((4, 6)) * scale
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)  # jit: "runs as fused segments"
+            _assert_same_loose(f(x), fn(x), f.get_concrete_function(x).structured_outputs)
+    assert f.experimental_get_tracing_count() == 1
+    assert kx.ir.OpKind.NUMPY_CALL not in _graph_ops(f.get_concrete_function(x))
+
+
+@pytest.mark.parametrize("call, error", [
+    (lambda x: np.split(x, 3, axis=1), ValueError),                 # unequal division
+    (lambda x: np.array_split(x, 0), ValueError),
+    (lambda x: np.vsplit(x[0], 2), ValueError),
+    (lambda x: np.rot90(x, axes=(0, 0)), ValueError),
+    (lambda x: np.diag(x[None]), ValueError),
+    (lambda x: np.diagonal(x[0]), ValueError),
+    (lambda x: np.cross(x, x), ValueError),                         # 4-vectors
+    (lambda x: np.tensordot(x, x, axes=([0], [1])), ValueError),
+    (lambda x: np.linalg.cholesky(x), np.linalg.LinAlgError),       # not square
+    (lambda x: np.linalg.matrix_power(x, 2), np.linalg.LinAlgError),
+    (lambda x: np.linalg.norm(x, "bad"), ValueError),
+    (lambda x: np.linalg.multi_dot([x]), ValueError),
+    (lambda x: np.select([x], [x]), TypeError),                     # float condition
+    (lambda x: np.fft.fft(x, 0), ValueError),
+    (lambda x: np.fft.rfft(x, norm="bad"), ValueError),
+    (lambda x: np.packbits(x), TypeError),
+    (lambda x: np.unpackbits(x.astype(np.int8)), TypeError),
+    (lambda x: np.delete(x, 7, axis=0), IndexError),
+])
+def test_covered_functions_raise_numpys_errors_when_tracing(call, error):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        with pytest.raises(error):
+            call(F64)
+        with pytest.raises(error):
+            kx.function(call)(F64)
+
+
+def test_compositions_with_unknown_sizes_fall_back_to_numpy_calls():
+    spec = kx.TensorSpec([None, 4], np.float64)
+    f = kx.function(lambda x: (np.tile(x, 2), np.roll(x, 1, axis=0), np.fft.fft(x)),
+                    input_signature=[spec])
+    for rows in (2, 5):
+        x = rng.standard_normal((rows, 4))
+        _assert_same(f(x), (np.tile(x, 2), np.roll(x, 1, axis=0), np.fft.fft(x)))
+    ops = _graph_ops(f.get_concrete_function())
+    assert kx.ir.OpKind.NUMPY_CALL in ops and kx.ir.OpKind.FFT in ops
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_put_and_place_write_into_an_argument_like_numpy():
+    @kx.function
+    def f(a, mask):
+        np.place(a, mask, [1.0, 2.0])
+        np.put(a, [0], -5.0)
+        return a.sum()
+
+    a, mask = F64.copy(), F64 > 0
+    want = F64.copy()
+    np.place(want, mask, [1.0, 2.0])
+    np.put(want, [0], -5.0)
+    assert f(a, mask) == want.sum()
+    np.testing.assert_array_equal(a, want)
+
+
+def test_einsum_path_is_worked_out_from_the_shapes_when_tracing():
+    f = kx.function(lambda x: (x, np.einsum_path("ij,jk,kl->il", x, x.T, x)))
+    got = f.get_concrete_function(NC)  # noqa: F841 - traces without a numpy_call
+    path, text = np.einsum_path("ij,jk,kl->il", NC, NC.T, NC)
+    _, (got_path, got_text) = kx.function(
+        lambda x: (x, np.einsum_path("ij,jk,kl->il", x, x.T, x)))(NC)
+    assert list(got_path) == path and got_text == text
