@@ -8,8 +8,8 @@ backward ops and can differentiate them again: higher order), and the optimiser 
 backends treat it like the forward ops.
 
 Control flow: a ``cond``'s cotangent is a ``cond`` on the same predicate whose branches
-re-run their forward branch (:func:`inline_graph`) and differentiate it. Graph ``while``
-loops have no rule yet (:func:`_while` says what to do instead). Opaque NumPy calls and
+re-run their forward branch (:func:`inline_graph`) and differentiate it; a graph ``while``
+loop stacks its iterations' state and runs a reverse loop (:mod:`.loops`). Opaque NumPy calls and
 random draws on the path raise :class:`~kernel_ext.errors.NonDifferentiableError` naming
 the function and the line.
 """
@@ -228,17 +228,7 @@ def _or_zeros(ct: Any, like: Tensor) -> Any:
     return ct.astype(like.dtype) if ct.dtype != like.dtype else ct
 
 
-def _while(p: Primal, gs: list[Any]) -> list[Any]:
-    where = p.attrs.get("_where")
-    raise errors.NonDifferentiableError(
-        f"cannot differentiate through the graph loop {where or p.node.name!r} yet: a "
-        "gradient through a `while` on traced values would need every iteration's values. "
-        "Fix: loop over a Python range (`for i in range(n):` with a Python int n unrolls "
-        "into the graph and differentiates), or compute the loop's result in closed form.")
-
-
 VJP[OpKind.COND] = _cond
-VJP[OpKind.WHILE] = _while
 
 
 def rule_kinds() -> dict[str, list[OpKind]]:
@@ -252,7 +242,7 @@ def rule_kinds() -> dict[str, list[OpKind]]:
             out["leaf"].append(kind)
         elif kind in ZERO_GRADIENT:
             out["zero"].append(kind)
-        elif kind in VJP and kind is not OpKind.WHILE:
+        elif kind in VJP:
             out["rule"].append(kind)
         elif kind is OpKind.GET_OUTPUT:
             out["rule"].append(kind)

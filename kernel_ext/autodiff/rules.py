@@ -98,8 +98,9 @@ NOTES: dict[OpKind, str] = {
     K.DOT: "N-D by matrix not yet (use matmul)",
     K.CONCATENATE: "static sizes along the axis", K.SORT: "static shapes",
     K.COND: "a cond on the same predicate re-running each branch",
-    K.WHILE: "not yet: use a Python range loop (unrolled)",
-    K.GET_OUTPUT: "routes the cotangent to its cond output",
+    K.WHILE: "stacks each iteration's state, then a reverse loop replays the body's VJP; "
+             "loop variables keep their shapes",
+    K.GET_OUTPUT: "routes the cotangent to its cond or while output",
     K.NUMPY_CALL: "names the function and the line", K.RANDOM_CALL: "names the function",
     K.TENSOR_ARRAY_WRITE: "not yet",
     K.ASSIGN_VARIABLE: "no result: never on a gradient path",

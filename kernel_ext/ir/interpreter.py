@@ -352,8 +352,11 @@ def _arange(node: Node) -> Callable[..., Any]:
 def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.dtype,
                        size: int, dynamic_size: bool) -> np.ndarray:
     """A new buffer with ``value`` at row ``index``; rows are allocated on the first write
-    (when the element shape becomes known) and grown geometrically when dynamic."""
+    (when the element shape becomes known) and grown geometrically when dynamic. ``buffer``
+    ``None`` is an empty one (the gradient's stacking loops start from it)."""
     value = np.asarray(value)
+    if buffer is None:
+        buffer = np.zeros((0,), dtype)
     if value.dtype != dtype:
         if not np.can_cast(value.dtype, dtype, casting="same_kind"):
             raise TypeError(f"TensorArray of dtype {dtype} cannot hold a {value.dtype} value "

@@ -407,7 +407,8 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
     # a list, an alias) are found by tracing once; they then join the loop state, hidden.
     # A loop variable that starts as an outer array object but is rebound (not updated in
     # place) by the body is that object only on entry (`y = x; for ...: y = f(y) * x`): it is
-    # detached from the object on a retrace, so reads of `x` in the body see `x`.
+    # detached from the object on a retrace, so reads of `x` in the body see `x`. So is a
+    # view (`y = x[:2]`), which would otherwise read its root in every iteration.
     hidden: list[Tensor] = []
     detached: set[int] = set()
     for _ in range(64):
@@ -547,6 +548,10 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
         return found
     rebound = {k for k in owners.values() if k < len(value_idx) and id(slots[k]) not in changed
                and b_leaves[value_idx[k]] is not leaves[value_idx[k]]}
+    # a view among the loop variables reads its root inside the body: rebound, it must not
+    rebound |= {k for k, i in enumerate(value_idx) if k not in detached and isinstance(
+        leaves[i], Tensor) and leaves[i].storage_root is not leaves[i] and
+        b_leaves[i] is not leaves[i]}
     if rebound:
         return rebound
     union = _union(c_ctx.captures, b_ctx.captures)
