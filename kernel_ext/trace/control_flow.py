@@ -411,11 +411,18 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
     # view (`y = x[:2]`), which would otherwise read its root in every iteration.
     hidden: list[Tensor] = []
     detached: set[int] = set()
+    notes = ctx.top().loops
     for _ in range(64):
+        counted = {where: (n.unrolled, n.graph_loops) for where, n in notes.items()}
         found = _graph_loop_once(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
                                  shape_invariants, name, hidden, detached)
         if isinstance(found, tuple):
             return found
+        # a discarded attempt's loops (nested in the body) were never made: uncount them
+        for where in [w for w in notes if w not in counted]:
+            del notes[where]
+        for where, (unrolled, graph_loops) in counted.items():
+            notes[where].unrolled, notes[where].graph_loops = unrolled, graph_loops
         if isinstance(found, set):
             detached |= found
         else:
