@@ -21,10 +21,13 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import errors
-from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name
+from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name, subgraphs
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import cond as kx_cond
 from .rules import VJP, Primal
+
+#: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
+BACKWARD = "_backward"
 
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
 LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
@@ -41,6 +44,27 @@ def backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
     cotangent)`` pairs), differentiating through the nodes ``recorded`` accepts; recorded into
     the current trace. A source nothing connects to the targets is absent from the result."""
     sources = set(sources)
+    here = current_context()
+    start = len(here.graph.nodes) if here is not None else 0
+    try:
+        return _backward(owner, targets, recorded, sources)
+    finally:
+        if here is not None:
+            mark_backward(here.graph.nodes[start:])
+
+
+def mark_backward(nodes: Iterable[Node]) -> None:
+    """Mark ``nodes`` (and the nodes of their branches and loop bodies) as made by a backward
+    pass: the ``_backward`` attr, which the graph views show and which printers and CSE
+    ignore (an underscore attr never changes a value)."""
+    for node in nodes:
+        node.attrs[BACKWARD] = True
+        for graph in subgraphs(node):
+            mark_backward(graph.nodes)
+
+
+def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
+              recorded: Callable[[Node], bool], sources: set[Node]) -> dict[Node, Any]:
     # Which nodes lie between the sources and the targets: ancestors of a target (through
     # recorded nodes) that depend on a source.
     ancestors: set[Node] = set()
@@ -268,5 +292,5 @@ def rule_table() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["LEAVES", "OpGroup", "Unavailable", "backward", "differentiable", "inline_graph",
+__all__ = ["BACKWARD", "LEAVES", "mark_backward", "OpGroup", "Unavailable", "backward", "differentiable", "inline_graph",
            "rule_kinds", "rule_table"]

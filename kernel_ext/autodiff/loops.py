@@ -37,7 +37,7 @@ from .. import errors
 from ..ir import AbstractValue, Graph, Node, OpKind
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import while_loop
-from .backward import backward, differentiable, inline_graph
+from .backward import backward, differentiable, inline_graph, mark_backward
 from .rules import VJP, Primal
 
 #: The attr of a ``while`` node rewritten to stack its state (underscore attrs are ignored by
@@ -110,6 +110,7 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     outs = [owner.graph.create_node(OpKind.GET_OUTPUT, (node,), {"index": n + j},
                                     name=f"{node.name}_{'count' if j == 0 else 'stack'}")
             for j in range(n + 1)]
+    mark_backward([*writes, following, *outs])  # the graph views show them as backward
     done = StackedLoop(n, original_body, outs[0], outs[1:])
     node.attrs[STACKED] = done
     return done
