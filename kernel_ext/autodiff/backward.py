@@ -292,5 +292,5 @@ def rule_table() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BACKWARD", "LEAVES", "mark_backward", "OpGroup", "Unavailable", "backward", "differentiable", "inline_graph",
-           "rule_kinds", "rule_table"]
+__all__ = ["BACKWARD", "LEAVES", "OpGroup", "Unavailable", "backward", "differentiable",
+           "inline_graph", "mark_backward", "rule_kinds", "rule_table"]
