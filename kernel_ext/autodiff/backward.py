@@ -8,8 +8,8 @@ backward ops and can differentiate them again: higher order), and the optimiser 
 backends treat it like the forward ops.
 
 Control flow: a ``cond``'s cotangent is a ``cond`` on the same predicate whose branches
-re-run their forward branch (:func:`inline_graph`) and differentiate it. Graph ``while``
-loops have no rule yet (:func:`_while` says what to do instead). Opaque NumPy calls and
+re-run their forward branch (:func:`inline_graph`) and differentiate it; a graph ``while``
+loop stacks its iterations' state and runs a reverse loop (:mod:`.loops`). Opaque NumPy calls and
 random draws on the path raise :class:`~kernel_ext.errors.NonDifferentiableError` naming
 the function and the line.
 """
@@ -21,10 +21,13 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from .. import errors
-from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name
+from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name, subgraphs
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import cond as kx_cond
 from .rules import VJP, Primal
+
+#: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
+BACKWARD = "_backward"
 
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
 LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
@@ -41,6 +44,27 @@ def backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
     cotangent)`` pairs), differentiating through the nodes ``recorded`` accepts; recorded into
     the current trace. A source nothing connects to the targets is absent from the result."""
     sources = set(sources)
+    here = current_context()
+    start = len(here.graph.nodes) if here is not None else 0
+    try:
+        return _backward(owner, targets, recorded, sources)
+    finally:
+        if here is not None:
+            mark_backward(here.graph.nodes[start:])
+
+
+def mark_backward(nodes: Iterable[Node]) -> None:
+    """Mark ``nodes`` (and the nodes of their branches and loop bodies) as made by a backward
+    pass: the ``_backward`` attr, which the graph views show and which printers and CSE
+    ignore (an underscore attr never changes a value)."""
+    for node in nodes:
+        node.attrs[BACKWARD] = True
+        for graph in subgraphs(node):
+            mark_backward(graph.nodes)
+
+
+def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
+              recorded: Callable[[Node], bool], sources: set[Node]) -> dict[Node, Any]:
     # Which nodes lie between the sources and the targets: ancestors of a target (through
     # recorded nodes) that depend on a source.
     ancestors: set[Node] = set()
@@ -228,17 +252,7 @@ def _or_zeros(ct: Any, like: Tensor) -> Any:
     return ct.astype(like.dtype) if ct.dtype != like.dtype else ct
 
 
-def _while(p: Primal, gs: list[Any]) -> list[Any]:
-    where = p.attrs.get("_where")
-    raise errors.NonDifferentiableError(
-        f"cannot differentiate through the graph loop {where or p.node.name!r} yet: a "
-        "gradient through a `while` on traced values would need every iteration's values. "
-        "Fix: loop over a Python range (`for i in range(n):` with a Python int n unrolls "
-        "into the graph and differentiates), or compute the loop's result in closed form.")
-
-
 VJP[OpKind.COND] = _cond
-VJP[OpKind.WHILE] = _while
 
 
 def rule_kinds() -> dict[str, list[OpKind]]:
@@ -252,7 +266,7 @@ def rule_kinds() -> dict[str, list[OpKind]]:
             out["leaf"].append(kind)
         elif kind in ZERO_GRADIENT:
             out["zero"].append(kind)
-        elif kind in VJP and kind is not OpKind.WHILE:
+        elif kind in VJP:
             out["rule"].append(kind)
         elif kind is OpKind.GET_OUTPUT:
             out["rule"].append(kind)
@@ -278,5 +292,5 @@ def rule_table() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["LEAVES", "OpGroup", "Unavailable", "backward", "differentiable", "inline_graph",
-           "rule_kinds", "rule_table"]
+__all__ = ["BACKWARD", "LEAVES", "OpGroup", "Unavailable", "backward", "differentiable",
+           "inline_graph", "mark_backward", "rule_kinds", "rule_table"]

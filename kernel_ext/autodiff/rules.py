@@ -98,14 +98,23 @@ NOTES: dict[OpKind, str] = {
     K.DOT: "N-D by matrix not yet (use matmul)",
     K.CONCATENATE: "static sizes along the axis", K.SORT: "static shapes",
     K.COND: "a cond on the same predicate re-running each branch",
-    K.WHILE: "not yet: use a Python range loop (unrolled)",
-    K.GET_OUTPUT: "routes the cotangent to its cond output",
+    K.WHILE: "stacks each iteration's state, then a reverse loop replays the body's VJP; "
+             "loop variables keep their shapes",
+    K.GET_OUTPUT: "routes the cotangent to its cond or while output",
     K.NUMPY_CALL: "names the function and the line", K.RANDOM_CALL: "names the function",
     K.TENSOR_ARRAY_WRITE: "not yet",
     K.ASSIGN_VARIABLE: "no result: never on a gradient path",
     K.ASSIGN_ADD_VARIABLE: "no result: never on a gradient path",
     K.ASSIGN_SUB_VARIABLE: "no result: never on a gradient path",
     K.PRINT: "no result: never on a gradient path",
+    K.NANMAX: "ties: the first occurrence; NaNs get none",
+    K.NANMIN: "ties: the first occurrence; NaNs get none",
+    K.NANPROD: "divides by x: not finite where x has zeros",
+    K.EINSUM: "static subscripts without '...' or a repeated letter in one operand",
+    K.PAD: "mode='constant'", K.SLOGDET: "through logabsdet (the sign has none)",
+    K.UFUNC_REDUCE: "add, multiply, maximum, minimum (ties: the first occurrence)",
+    K.UFUNC_ACCUMULATE: "add, multiply (divides by x)",
+    K.UFUNC_AT: "add, subtract (np.add.at: a scatter-add)",
 }
 
 
@@ -642,3 +651,182 @@ def _sort(p: Primal, g: Any) -> list[Cotangent]:
         picked = gs[index]
         return np.reshape(picked, x.shape) if flat else picked
     return [dx]
+
+
+# -- issue-14 ops: nan reductions, einsum, pad, slogdet, ufunc methods --------------------------
+
+def _nan_hole(x: Any, g: Any) -> Any:
+    """``g`` with zeros where ``x`` is NaN (the nan functions ignore those elements)."""
+    return np.where(np.isnan(x), 0.0, g)
+
+
+def _non_nan_count(x: Any, axis: Any) -> Any:
+    return np.sum(~np.isnan(x), axis=normalize_axes(axis, len(x.shape)), keepdims=True)
+
+
+@rule(K.NANSUM)
+def _nansum(p: Primal, g: Any) -> list[Cotangent]:
+    x, axis, keepdims = _reduction_parts(p)
+    return [lambda: _nan_hole(x, expand_to(g, x, axis, keepdims))]
+
+
+@rule(K.NANMEAN)
+def _nanmean(p: Primal, g: Any) -> list[Cotangent]:
+    x, axis, keepdims = _reduction_parts(p)
+    return [lambda: _nan_hole(x, expand_to(g, x, axis, keepdims) / _non_nan_count(x, axis))]
+
+
+@rule(K.NANPROD)
+def _nanprod(p: Primal, g: Any) -> list[Cotangent]:
+    x, axis, keepdims = _reduction_parts(p)
+    return [lambda: _nan_hole(x, expand_to(g, x, axis, keepdims) *
+                              expand_to(p.out, x, axis, keepdims) / x)]
+
+
+@rule(K.NANVAR, K.NANSTD)
+def _nanvar(p: Primal, g: Any) -> list[Cotangent]:
+    x, axis, keepdims = _reduction_parts(p)
+    ddof = p.attrs.get("ddof", 0)
+
+    def dx() -> Any:
+        centred = x - np.nanmean(x, axis=axis, keepdims=True)
+        gx = expand_to(g, x, axis, keepdims)
+        if p.node.op is K.NANSTD:
+            gx = gx / (2.0 * expand_to(p.out, x, axis, keepdims))
+        return _nan_hole(x, gx * (2.0 / (_non_nan_count(x, axis) - ddof)) * centred)
+    return [dx]
+
+
+@rule(K.NANMAX, K.NANMIN)
+def _nanmax(p: Primal, g: Any) -> list[Cotangent]:
+    x, axis, keepdims = _reduction_parts(p)
+
+    def dx() -> Any:
+        hit = x == expand_to(p.out, x, axis, keepdims)  # NaN never equals: skipped
+        return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
+    return [dx]
+
+
+@rule(K.NANCUMSUM)
+def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
+    x = p.args[0]
+    axis = p.attrs.get("axis")
+
+    def dx() -> Any:
+        if axis is None:
+            return _nan_hole(x, np.reshape(_reverse_cumsum(g, 0), x.shape))
+        return _nan_hole(x, _reverse_cumsum(g, axis))
+    return [dx]
+
+
+def _einsum_parts(subscripts: str, n: int) -> tuple[list[str], str]:
+    """The operands' subscripts and the output's, the implicit output (the letters used
+    once, sorted) made explicit."""
+    text = subscripts.replace(" ", "")
+    if "." in text:
+        raise NotImplementedError("the gradient of einsum with '...' is not implemented; "
+                                  "name every axis")
+    if "->" in text:
+        ins, out = text.split("->")
+    else:
+        ins = text
+        out = "".join(sorted(c for c in set(ins.replace(",", "")) if ins.count(c) == 1))
+    parts = ins.split(",")
+    assert len(parts) == n
+    return parts, out
+
+
+@rule(K.EINSUM)
+def _einsum(p: Primal, g: Any) -> list[Cotangent]:
+    """The cotangent of operand ``i`` is an einsum of ``g`` with the other operands, the
+    subscripts permuted so that operand ``i``'s come out; letters only operand ``i`` has (it
+    sums over them alone) are broadcast back."""
+    parts, out = _einsum_parts(p.attrs["subscripts"], len(p.args))
+
+    def operand(i: int) -> Any:
+        mine = parts[i]
+        if len(set(mine)) != len(mine):
+            raise NotImplementedError("the gradient of einsum with a repeated subscript in "
+                                      f"one operand ({mine!r}: a diagonal) is not implemented")
+        others = [j for j in range(len(parts)) if j != i]
+        known = set(out).union(*(parts[j] for j in others))
+        kept = "".join(c for c in mine if c in known)
+        spec = ",".join([out] + [parts[j] for j in others]) + "->" + kept
+        d = np.einsum(spec, g, *[p.args[j] for j in others])
+        missing = [k for k, c in enumerate(mine) if c not in known]
+        if missing:
+            d = np.broadcast_to(np.expand_dims(d, tuple(missing)), p.shape(i))
+        return d
+    return [(lambda i=i: operand(i)) if isinstance(a, Tensor) else None
+            for i, a in enumerate(p.args)]
+
+
+@rule(K.PAD)
+def _pad(p: Primal, g: Any) -> list[Cotangent]:
+    if p.attrs.get("mode", "constant") != "constant":
+        raise NotImplementedError(f"the gradient of np.pad with mode="
+                                  f"{p.attrs.get('mode')!r} is not implemented (only "
+                                  "'constant')")
+    widths = p.attrs["pad_width"]
+    return [lambda: g[tuple(slice(before, -after if after else None)
+                            for before, after in widths)]]
+
+
+@rule(K.SLOGDET)
+def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
+    g = gs[1]  # the sign is piecewise constant
+    if g is None:
+        return [None]
+    a = p.args[0]
+    return [lambda: np.expand_dims(np.expand_dims(g, -1), -1) * _swap(np.linalg.inv(a))]
+
+
+def _unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
+    return NotImplementedError(f"the gradient of np.{p.attrs['ufunc'].__name__}.{method} is "
+                               "not implemented (add, multiply, maximum, minimum have rules)")
+
+
+@rule(K.UFUNC_REDUCE)
+def _ufunc_reduce(p: Primal, g: Any) -> list[Cotangent]:
+    """``np.add.reduce`` is a sum, ``multiply`` a product, ``maximum``/``minimum`` a max/min
+    (ties: the first occurrence); the default axis is 0."""
+    x, ufunc = p.args[0], p.attrs["ufunc"]
+    axis, keepdims = p.attrs.get("axis", 0), bool(p.attrs.get("keepdims", False))
+    if ufunc is np.add:
+        return [lambda: expand_to(g, x, axis, keepdims)]
+    if ufunc is np.multiply:
+        return [lambda: expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims)
+                / x]
+    if ufunc in (np.maximum, np.minimum):
+        def dx() -> Any:
+            hit = x == expand_to(p.out, x, axis, keepdims)
+            return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
+        return [dx]
+    raise _unsupported_ufunc(p, "reduce")
+
+
+@rule(K.UFUNC_ACCUMULATE)
+def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
+    """``np.add.accumulate`` is a cumulative sum, ``multiply`` a cumulative product."""
+    x, ufunc = p.args[0], p.attrs["ufunc"]
+    axis = p.attrs.get("axis", 0)
+    if ufunc is np.add:
+        return [lambda: _reverse_cumsum(g, axis)]
+    if ufunc is np.multiply:
+        return [lambda: _reverse_cumsum(g * p.out, axis) / x]
+    raise _unsupported_ufunc(p, "accumulate")
+
+
+@rule(K.UFUNC_AT)
+def _ufunc_at(p: Primal, g: Any) -> list[Cotangent]:
+    """``np.add.at(a, index, b)`` (a scatter-add: repeated positions add up) and
+    ``np.subtract.at``: ``a`` gets ``g``, ``b`` gets ``±g[index]`` (a gather)."""
+    a, b, *dyn = p.args
+    ufunc = p.attrs["ufunc"]
+    if ufunc not in (np.add, np.subtract):
+        raise _unsupported_ufunc(p, "at")
+
+    def db() -> Any:
+        picked = bind(K.GETITEM, (g, *dyn), {"index": p.attrs["index"]})
+        return unbroadcast(picked if ufunc is np.add else -picked, p.shape(1))
+    return [g, db if isinstance(b, Tensor) else None] + [None] * len(dyn)

@@ -258,7 +258,7 @@ class Emitter:
             # ndarray/NumPy-scalar methods (the op's name): np.sum & co. without their
             # Python-level wrapper
             kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
-                               for k, val in node.attrs.items()
+                               for k, val in node.params.items()
                                if not (k == "axis" and val is None or k == "keepdims" and not val))
             self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
         elif node.op.operator and not node.attrs and len(args) == 1:

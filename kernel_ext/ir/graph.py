@@ -51,6 +51,16 @@ class Node:
         self._inputs = tuple(a for a in self._args if isinstance(a, Node))
 
     @property
+    def params(self) -> dict:
+        """The attrs that parameterise the op, for lowerings that pass them on as keywords:
+        underscore attrs are annotations (``_where``: a source line for messages,
+        ``_backward``: made by a gradient, for the graph views) and are left out."""
+        attrs = self.attrs
+        if not any(k.startswith("_") for k in attrs):
+            return attrs
+        return {k: v for k, v in attrs.items() if not k.startswith("_")}
+
+    @property
     def inputs(self) -> tuple["Node", ...]:
         """The nodes this one reads, in argument order (literals excluded)."""
         return self._inputs

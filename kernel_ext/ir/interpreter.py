@@ -60,7 +60,7 @@ def _clip(node: Node) -> Callable[..., Any]:
 
 
 def _reduce_lowering(node: Node) -> Callable[..., Any]:
-    return functools.partial(node.op.numpy_function, **node.attrs)
+    return functools.partial(node.op.numpy_function, **node.params)
 
 
 for _kind in OpKind:
@@ -71,7 +71,7 @@ for _kind in OpKind:
 @_lower(OpKind.CUMSUM, OpKind.CUMPROD)
 def _scan(node: Node) -> Callable[..., Any]:
     fn = np.cumsum if node.op is OpKind.CUMSUM else np.cumprod
-    return functools.partial(fn, **node.attrs)
+    return functools.partial(fn, **node.params)
 
 
 @_lower(OpKind.RESHAPE)
@@ -170,7 +170,7 @@ def _linalg(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.SORT, OpKind.ARGSORT)
 def _sort(node: Node) -> Callable[..., Any]:
     fn = np.sort if node.op is OpKind.SORT else np.argsort
-    return functools.partial(fn, **node.attrs)
+    return functools.partial(fn, **node.params)
 
 
 # -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
@@ -179,7 +179,7 @@ def _sort(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.PAD)
 def _pad(node: Node) -> Callable[..., Any]:
-    kw = {k: v for k, v in node.attrs.items() if k != "pad_width"}
+    kw = {k: v for k, v in node.params.items() if k != "pad_width"}
     # one (before, after) pair per axis; an int array even for a 0-d input (no pairs)
     widths = np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
     return lambda x: np.pad(x, widths, **kw)
@@ -222,25 +222,25 @@ def _compress(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.TRIM_ZEROS)
 def _trim_zeros(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.trim_zeros, **node.attrs)
+    return functools.partial(np.trim_zeros, **node.params)
 
 
 @_lower(OpKind.UNIQUE)
 def _unique(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unique, **node.attrs)
+    return functools.partial(np.unique, **node.params)
 
 
 @_lower(OpKind.ARGPARTITION)
 def _argpartition(node: Node) -> Callable[..., Any]:
     kth = node.attrs["kth"]
-    kw = {k: v for k, v in node.attrs.items() if k != "kth"}
+    kw = {k: v for k, v in node.params.items() if k != "kth"}
     return lambda x: np.argpartition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
 
 
 @_lower(OpKind.HISTOGRAM)
 def _histogram(node: Node) -> Callable[..., Any]:
     static_bins = node.attrs.get("bins")
-    kw = {k: v for k, v in node.attrs.items() if k != "bins"}
+    kw = {k: v for k, v in node.params.items() if k != "bins"}
 
     def histogram(a: Any, bins: Any, weights: Any) -> tuple:
         return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights,
@@ -256,7 +256,7 @@ def _interp(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.EINSUM)
 def _einsum(node: Node) -> Callable[..., Any]:
     subscripts = node.attrs["subscripts"]
-    kw = {k: v for k, v in node.attrs.items() if k != "subscripts"}
+    kw = {k: v for k, v in node.params.items() if k != "subscripts"}
 
     def einsum(*operands: Any) -> Any:
         out = np.einsum(subscripts, *operands, **kw)
@@ -283,7 +283,7 @@ def _correlate(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.SVD)
 def _svd(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.linalg.svd, **node.attrs)
+    return functools.partial(np.linalg.svd, **node.params)
 
 
 @_lower(OpKind.SLOGDET)
@@ -438,8 +438,11 @@ def _arange(node: Node) -> Callable[..., Any]:
 def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.dtype,
                        size: int, dynamic_size: bool) -> np.ndarray:
     """A new buffer with ``value`` at row ``index``; rows are allocated on the first write
-    (when the element shape becomes known) and grown geometrically when dynamic."""
+    (when the element shape becomes known) and grown geometrically when dynamic. ``buffer``
+    ``None`` is an empty one (the gradient's stacking loops start from it)."""
     value = np.asarray(value)
+    if buffer is None:
+        buffer = np.zeros((0,), dtype)
     if value.dtype != dtype:
         if not np.can_cast(value.dtype, dtype, casting="same_kind"):
             raise TypeError(f"TensorArray of dtype {dtype} cannot hold a {value.dtype} value "
@@ -471,7 +474,7 @@ def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.
 
 @_lower(OpKind.TENSOR_ARRAY_WRITE)
 def _tensor_array_write(node: Node) -> Callable[..., Any]:
-    return functools.partial(tensor_array_write, **node.attrs)
+    return functools.partial(tensor_array_write, **node.params)
 
 
 @_lower(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
@@ -524,13 +527,13 @@ def _while(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.NANCUMSUM, OpKind.NANCUMPROD)
 def _nan_scan(node: Node) -> Callable[..., Any]:
     fn = np.nancumsum if node.op is OpKind.NANCUMSUM else np.nancumprod
-    return functools.partial(fn, **node.attrs)
+    return functools.partial(fn, **node.params)
 
 
 def _ufunc_method(method: str) -> Lowering:
     """``ufunc.<method>`` with the node's keyword attrs (``attrs["ufunc"]`` names the ufunc)."""
     def lowering(node: Node) -> Callable[..., Any]:
-        kwargs = {k: v for k, v in node.attrs.items() if k != "ufunc"}
+        kwargs = {k: v for k, v in node.params.items() if k != "ufunc"}
         return functools.partial(getattr(node.attrs["ufunc"], method), **kwargs)
     return lowering
 

@@ -212,6 +212,12 @@ def _segment_info(segment: records.Segment) -> GraphSegment:
 
 
 def _node_label(node: Any) -> str:
+    """The sidebar's label: the name, a note (opaque call, loop, sub-graph sizes) and
+    ``· backward`` for a node a gradient's backward pass made."""
+    return _plain_label(node) + (" · backward" if records.is_backward(node) else "")
+
+
+def _plain_label(node: Any) -> str:
     inner = subgraphs(node)
     note = records.opaque_note(node) or records.loop_note(node)
     if note is not None:

@@ -30,7 +30,7 @@ from ..ir.printer import describe_call, opaque_calls
 from ..trace.types import Literal
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "fix_texts", "inputs_text", "last_used_id", "loop_note", "op_name", "opaque_note",
+           "fix_texts", "inputs_text", "is_backward", "last_used_id", "loop_note", "op_name", "opaque_note",
            "opaque_notes", "parameter_names",
            "parameter_names_of",
            "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
@@ -122,6 +122,12 @@ def loop_note(node: Any) -> str | None:
     ``"loop at cell [3], line 4: `for j in range(n):`"``."""
     where = getattr(node, "attrs", {}).get("_where") if op_name(node) == "while" else None
     return None if not where else f"loop at {where}"
+
+
+def is_backward(node: Any) -> bool:
+    """Did a gradient's backward pass make this node (``tape.gradient``, ``kx.grad``: the
+    ``_backward`` attr ``kernel_ext.autodiff`` sets)? The views colour and label it apart."""
+    return bool(getattr(node, "attrs", {}).get("_backward"))
 
 
 def opaque_notes(graph: Any) -> tuple[str, ...]:

@@ -8,7 +8,8 @@ point it is inserted into markup; nothing here trusts its input. The output is s
 The graph picture is a small layered layout done here (no Graphviz needed): each op sits one
 row below its deepest input, rows keep program order, edges are curves from an op to its users.
 Fused segments get a coloured, dashed outline and a legend; captured constants and variable
-ops have their own colours.
+ops have their own colours, and so do the nodes a gradient's backward pass made (the
+``_backward`` attr), to tell a training step's forward and backward halves apart.
 """
 
 from __future__ import annotations
@@ -44,6 +45,7 @@ _FILL = {
     "stateful": "#ffc9c9",
     "control_flow": "#d0bfff",
     "opaque": "#ced4da",
+    "backward": "#ffc078",
     "default": "#a5d8ff",
 }
 #: The word the picture adds to a node's second line, by :func:`nodetext.node_kind`.
@@ -67,6 +69,8 @@ def _category(node: Any) -> str:
         return "placeholder"
     if op == "constant":
         return "captured" if node.attrs.get("captured") else "constant"
+    if records.is_backward(node):
+        return "backward"
     if records.opaque_note(node) is not None:
         return "opaque"
     if group in ("stateful", "control_flow"):
@@ -138,6 +142,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
               ("variable / print", _FILL["stateful"]), ("control flow", _FILL["control_flow"]),
               ("NumPy call / random draw", _FILL["opaque"]), ("op", _FILL["default"]),
               ("output", "white")]
+    if any(records.is_backward(n) for n in nodes):  # a gradient: forward ops vs backward ones
+        legend.insert(-1, ("backward (gradient) op", _FILL["backward"]))
     legend_w = sum(28 + len(text) * _CHAR_W for text, _ in legend) + 10
     legends = [f"{_legend(g)} [{g.backend}]" for g in segments]
     seg_w = max((36 + len(text) * _CHAR_W for text in legends), default=0)
@@ -205,6 +211,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
         note = records.opaque_note(n) or records.loop_note(n)
         if note is not None:
             title += f" ({note})"
+        if records.is_backward(n):
+            title += " (backward pass)"
         if id(n) in outputs:
             title += " (output)"
         for sub in subgraphs(n):  # control flow: what its branches / bodies compute

@@ -84,15 +84,16 @@ def node_key(node: Node, args: tuple) -> Hashable | None:
     if node.op is OpKind.CONSTANT:
         value = node.attrs["value"]
         if node.attrs.get("captured") or value.size > MAX_MERGED_CONSTANT \
-                or set(node.attrs) != {"value"}:
+                or {k for k in node.attrs if not k.startswith("_")} != {"value"}:
             return None
         return ("constant", freeze(value))
     if not is_pure(node):
         return None
     try:
-        # "_where" (an opaque call's source line, for its messages) does not change the value.
+        # Underscore attrs annotate, never change the value: "_where" (an opaque call's
+        # source line, for its messages), "_backward" (made by a gradient, for the views).
         attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()
-                              if k != "_where"])) if node.attrs else ()
+                              if not k.startswith("_")])) if node.attrs else ()
     except Unmergeable:
         return None
     frozen_args = tuple([("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args])

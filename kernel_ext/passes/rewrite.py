@@ -162,7 +162,10 @@ class Rewriter:
             return False
         if not same_aval(aval, node.aval):
             return False
-        value = self._new(node.name, op, tuple(args), dict(attrs), aval)
+        attrs = dict(attrs)
+        if node.attrs.get("_backward"):  # the graph views tell gradient nodes apart
+            attrs["_backward"] = True
+        value = self._new(node.name, op, tuple(args), attrs, aval)
         self._order.append(value)
         if exposed and op is OpKind.CONSTANT:
             value = self._new(node.name, OpKind.COPY, (value,), {}, aval)

@@ -405,13 +405,28 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
                 shape_invariants: Sequence[Any] | None, name: str) -> tuple:
     # Arrays the body updates in place that are not loop variables (reached through a view,
     # a list, an alias) are found by tracing once; they then join the loop state, hidden.
+    # A loop variable that starts as an outer array object but is rebound (not updated in
+    # place) by the body is that object only on entry (`y = x; for ...: y = f(y) * x`): it is
+    # detached from the object on a retrace, so reads of `x` in the body see `x`. So is a
+    # view (`y = x[:2]`), which would otherwise read its root in every iteration.
     hidden: list[Tensor] = []
+    detached: set[int] = set()
+    notes = ctx.top().loops
     for _ in range(64):
+        counted = {where: (n.unrolled, n.graph_loops) for where, n in notes.items()}
         found = _graph_loop_once(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
-                                 shape_invariants, name, hidden)
+                                 shape_invariants, name, hidden, detached)
         if isinstance(found, tuple):
             return found
-        hidden.extend(found)
+        # a discarded attempt's loops (nested in the body) were never made: uncount them
+        for where in [w for w in notes if w not in counted]:
+            del notes[where]
+        for where, (unrolled, graph_loops) in counted.items():
+            notes[where].unrolled, notes[where].graph_loops = unrolled, graph_loops
+        if isinstance(found, set):
+            detached |= found
+        else:
+            hidden.extend(found)
     raise RuntimeError("internal: the loop's in-place updates did not settle")
 
 
@@ -426,9 +441,10 @@ def _is_outer_root(leaf: Any, ctx: TraceContext) -> bool:
 def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
                      leaves: list[Any], leaf_names: list[str], relax: list[bool],
                      shape_invariants: Sequence[Any] | None, name: str,
-                     hidden: list[Tensor]) -> tuple | list[Tensor]:
+                     hidden: list[Tensor], detached: set[int]) -> tuple | list[Tensor] | set[int]:
     """One attempt at the loop: its outputs, or the arrays updated in place that must join
-    the state (then nothing was recorded and every array is as before)."""
+    the state, or the slots to detach from their array objects (see :func:`_graph_loop`);
+    in the last two cases nothing was recorded and every array is as before."""
     # Arrays and numbers become loop-carried graph values; any other Python value rides
     # along unchanged (and must not change in the body). An array object among the loop
     # variables stays that object inside the body (its value swapped for the iteration's),
@@ -449,7 +465,7 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
         specs.append(AbstractValue(shape, aval.dtype))
     owners: dict[int, int] = {}  # id(root) -> the slot whose placeholder it takes
     for k, leaf in enumerate(slots):
-        if _is_outer_root(leaf, ctx):
+        if k not in detached and _is_outer_root(leaf, ctx):
             owners.setdefault(id(leaf), k)
     carried = {id(slots[k]) for k in owners.values()}
     saved = {id(slots[k]): (slots[k], slots[k].state()) for k in owners.values()}
@@ -466,8 +482,8 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                     leaf.restore((phs[k], child, next_version()))
             for k, i in enumerate(value_idx):
                 leaf = leaves[i]
-                if not (id(leaf) in owners or (isinstance(leaf, Tensor) and
-                                                leaf.storage_root is not leaf)):
+                if k in detached or not (id(leaf) in owners or (
+                        isinstance(leaf, Tensor) and leaf.storage_root is not leaf)):
                     py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
                     current[i] = PythonNumber(phs[k], child, py_type) if py_type else \
                         child.tensor(phs[k])
@@ -537,6 +553,14 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
         found += [r for r in undo(b_ctx) if all(r is not f for f in found)]
     if found:
         return found
+    rebound = {k for k in owners.values() if k < len(value_idx) and id(slots[k]) not in changed
+               and b_leaves[value_idx[k]] is not leaves[value_idx[k]]}
+    # a view among the loop variables reads its root inside the body: rebound, it must not
+    rebound |= {k for k, i in enumerate(value_idx) if k not in detached and isinstance(
+        leaves[i], Tensor) and leaves[i].storage_root is not leaves[i] and
+        b_leaves[i] is not leaves[i]}
+    if rebound:
+        return rebound
     union = _union(c_ctx.captures, b_ctx.captures)
     c_graph = _with_inputs(c_ctx.graph, c_phs, c_ctx.captures, union, c_out)
     b_graph = _with_inputs(b_ctx.graph, b_phs, b_ctx.captures, union, b_out)

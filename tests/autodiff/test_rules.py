@@ -260,3 +260,102 @@ def test_linalg_rules(m: np.ndarray, b: np.ndarray, bb: np.ndarray) -> None:
 def test_norm_composes_from_rules() -> None:
     check(lambda a: np.linalg.norm(a), np.array([[1.0, -2.0], [3.0, 0.5]]))
     check(lambda a: np.linalg.norm(a, axis=1), np.array([[1.0, -2.0], [3.0, 0.5]]))
+
+
+# -- issue-14 ops --------------------------------------------------------------------------------
+
+def with_nans(x: np.ndarray) -> np.ndarray:
+    """``x`` with a NaN in its first row (the nan functions skip it; its gradient is 0)."""
+    x = x.copy()
+    x[0, 1] = np.nan
+    return x
+
+
+NAN_REDUCTIONS = {"nansum": np.nansum, "nanmean": np.nanmean, "nanprod": np.nanprod,
+                  "nanmax": np.nanmax, "nanmin": np.nanmin, "nanvar": np.nanvar,
+                  "nanstd": np.nanstd}
+
+
+@pytest.mark.parametrize("name", sorted(NAN_REDUCTIONS))
+@SETTINGS
+@given(x=arrays((3, 4), 0.5, 2.0), axis=st.sampled_from([None, 0, 1]), keepdims=st.booleans())
+def test_nan_reduction_rule_skips_nans_and_matches_finite_differences(
+        name: str, x: np.ndarray, axis: Any, keepdims: bool) -> None:
+    if name in ("nanmax", "nanmin") and not distinct(x):
+        return
+    fn = NAN_REDUCTIONS[name]
+    x = with_nans(x)
+    if name == "nanstd" and np.min(np.nanstd(x, axis=axis)) < 1e-2:
+        return  # the square root's kink at 0
+    f = lambda a: fn(a, axis=axis, keepdims=keepdims)  # noqa: E731
+    w = np.random.default_rng(0).uniform(0.5, 1.5, np.shape(f(x)))
+    g = kx.grad(lambda a: np.sum(f(a) * w))(x)
+    expected = numeric_grad(lambda a: float(np.sum(f(a) * w)), [x], 0)
+    assert g[0, 1] == 0.0
+    keep = ~np.isnan(x)
+    np.testing.assert_allclose(g[keep], expected[keep], rtol=1e-5, atol=1e-6)
+
+
+def test_nancumsum_rule_matches_finite_differences() -> None:
+    x = with_nans(np.random.default_rng(2).normal(size=(3, 4)))
+    w = np.random.default_rng(3).uniform(0.5, 1.5, (3, 4))
+    for axis in (0, 1):
+        g = kx.grad(lambda a: np.sum(np.nancumsum(a, axis=axis) * w))(x)
+        expected = numeric_grad(lambda a: float(np.sum(np.nancumsum(a, axis=axis) * w)),
+                                [x], 0)
+        keep = ~np.isnan(x)
+        np.testing.assert_allclose(g[keep], expected[keep], rtol=1e-5, atol=1e-6)
+        assert g[0, 1] == 0.0
+
+
+EINSUMS = {"ij,jk->ik": [(3, 4), (4, 2)], "ij,ij->": [(3, 4), (3, 4)],
+           "bij,bjk->bik": [(2, 3, 4), (2, 4, 2)], "ij->ji": [(3, 4)], "ij->i": [(3, 4)],
+           "i,j->ij": [(3,), (4,)], "ij,jk": [(3, 4), (4, 2)], "ijk,k->ij": [(2, 3, 4), (4,)],
+           "ij,jk,kl->il": [(2, 3), (3, 4), (4, 2)]}
+
+
+@pytest.mark.parametrize("subscripts", sorted(EINSUMS))
+def test_einsum_rule_permutes_subscripts_and_matches_finite_differences(
+        subscripts: str) -> None:
+    rng = np.random.default_rng(4)
+    args = [rng.normal(size=s) for s in EINSUMS[subscripts]]
+    check(lambda *a: np.einsum(subscripts, *a), *args)
+
+
+@pytest.mark.parametrize("case", ["pad", "diff", "triu", "tril", "slogdet"])
+def test_pad_diff_triangles_and_slogdet_match_finite_differences(case: str) -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(3, 3)) + 3 * np.eye(3)
+    fn = {"pad": lambda a: np.pad(a, ((1, 2), (0, 1))),
+          "diff": lambda a: np.concatenate([np.ravel(np.diff(a, n=2, axis=0)),
+                                            np.ravel(np.diff(a, axis=1))]),
+          "triu": lambda a: np.triu(a, 1), "tril": lambda a: np.tril(a),
+          "slogdet": lambda a: np.linalg.slogdet(a)[1]}[case]
+    check(fn, x)
+
+
+@pytest.mark.parametrize("ufunc", ["add", "multiply", "maximum", "minimum"])
+@pytest.mark.parametrize("axis", [0, 1, None])
+def test_ufunc_reduce_rule_matches_finite_differences(ufunc: str, axis: Any) -> None:
+    x = np.random.default_rng(6).permutation(12).reshape(3, 4) * 0.1 + 0.5
+    check(lambda a: getattr(np, ufunc).reduce(a, axis=axis), x)
+
+
+@pytest.mark.parametrize("ufunc", ["add", "multiply"])
+def test_ufunc_accumulate_rule_matches_finite_differences(ufunc: str) -> None:
+    x = np.random.default_rng(7).uniform(0.5, 1.5, (3, 4))
+    for axis in (0, 1):
+        check(lambda a: getattr(np, ufunc).accumulate(a, axis=axis), x)
+
+
+def test_add_at_scatters_and_its_rule_gathers_with_repeated_positions() -> None:
+    idx = np.array([0, 2, 2, 1, 2])
+
+    def f(a: Any, b: Any) -> Any:
+        out = a.copy()
+        np.add.at(out, idx, b)
+        np.subtract.at(out, [3], b[0])
+        return out * out
+
+    rng = np.random.default_rng(8)
+    check(f, rng.normal(size=4), rng.normal(size=5))

@@ -229,21 +229,6 @@ def test_gradient_through_an_unrolled_python_loop() -> None:
     np.testing.assert_allclose(f(x), np.cos(s2) * np.cos(s1) * np.cos(x))
 
 
-def test_gradient_through_a_graph_while_loop_raises_naming_the_loop() -> None:
-    @kx.function
-    def f(x: Any) -> Any:
-        with kx.GradientTape() as tape:
-            tape.watch(x)
-            y = x
-            while np.sum(y) < 10.0:
-                y = y * 2.0
-            total = np.sum(y)
-        return tape.gradient(total, x)
-
-    with pytest.raises(errors.NonDifferentiableError, match=r"graph loop .*range"):
-        f(np.array([1.0, 2.0]))
-
-
 def test_opaque_call_on_the_path_raises_naming_the_function() -> None:
     @kx.function
     def f(x: Any) -> Any:

@@ -459,3 +459,26 @@ def test_converted_code_keeps_globals_live_and_closures_shared():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert f(np.float64(-1.0)) == -1.0
+
+
+def test_loop_variable_starting_as_an_argument_and_rebound_leaves_the_argument_as_it_is():
+    # `y = x` then `y = f(y) * x`: NumPy's x keeps its value in every iteration
+    def f(x, n):
+        y = x
+        for i in range(n):
+            y = np.sin(y) * x
+        return y
+
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(kx.function(f)(x, np.int64(3)), f(x, 3))
+
+
+def test_loop_variable_aliasing_an_argument_and_updated_in_place_updates_the_argument():
+    def f(x, n):
+        y = x
+        for i in range(n):
+            y[0] = y[0] * x[1]
+        return x
+
+    expected = f(np.array([2.0, 3.0]), 2)
+    np.testing.assert_allclose(kx.function(f)(np.array([2.0, 3.0]), np.int64(2)), expected)

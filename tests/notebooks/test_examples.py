@@ -64,9 +64,19 @@ def _check_cell_functions(nb, text: str) -> None:
     assert "edited (replaces the version from cell [" in text
 
 
+def _check_gradients(nb, text: str) -> None:
+    assert "loss decreased: True" in text and "traces: 1" in text
+    assert "of them made by the backward pass" in text and "backward: " in text
+    assert "300 more steps in one call" in text
+    # the training step's monitor tells the backward pass's ops apart
+    html = [o["data"]["text/html"] for o in _outputs(nb) if "kx-monitor" in
+            o.get("data", {}).get("text/html", "")]
+    assert any("backward (gradient) op" in h for h in html)
+
+
 CHECKS: dict[str, Callable] = {"01_": _check_graphs, "02_": _check_retracing,
                                "03_": _check_autograph, "04_": _check_fused,
-                               "05_": _check_cell_functions}
+                               "05_": _check_cell_functions, "06_": _check_gradients}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)

@@ -1,0 +1,204 @@
+"""Gradients through graph ``while`` loops (``for i in range(n)`` with a traced ``n``, ``for row
+in x``, ``while`` on data, buffers written in the body), checked against central finite
+differences in float64 of the same function run as plain NumPy."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext import errors
+from kernel_ext.ir import OpKind
+
+EPS = 1e-6
+
+
+def numeric_grad(f: Callable[[np.ndarray], float], x: np.ndarray) -> np.ndarray:
+    out = np.zeros_like(x)
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += EPS
+        minus[idx] -= EPS
+        out[idx] = (f(plus) - f(minus)) / (2 * EPS)
+    return out
+
+
+def ops_of(graph: Any) -> list[OpKind]:
+    """Every op of a graph, sub-graphs included."""
+    out = []
+    for node in graph.nodes:
+        out.append(node.op)
+        for key in ("cond", "body"):
+            if key in node.attrs:
+                out.extend(ops_of(node.attrs[key]))
+    return out
+
+
+def test_gradient_of_a_range_loop_with_a_traced_count_matches_finite_differences() -> None:
+    def f(x: Any, n: Any) -> Any:
+        y = x
+        for i in range(n):
+            y = np.sin(y) * x + 0.1
+        return np.sum(y * y)
+
+    x = np.array([0.3, -0.5, 1.2])
+    grad = kx.function(kx.grad(f))
+    for n in (0, 1, 4):
+        np.testing.assert_allclose(grad(x, np.int64(n)),
+                                   numeric_grad(lambda v: f(v, n), x), rtol=1e-6, atol=1e-8)
+    assert grad.experimental_get_tracing_count() == 1  # one graph loop for every n
+
+
+def test_gradient_of_a_loop_over_the_rows_of_an_array() -> None:
+    def f(x: Any) -> Any:
+        total = 0.0
+        for row in x:
+            total = total + np.sum(np.tanh(row) * row[0])
+        return total
+
+    x = np.random.default_rng(0).normal(size=(5, 3))
+    np.testing.assert_allclose(kx.grad(f)(x), numeric_grad(f, x), rtol=1e-6, atol=1e-8)
+
+
+def test_gradient_of_a_while_loop_with_a_data_dependent_condition() -> None:
+    def f(x: Any) -> Any:
+        y = x
+        while np.sum(y) < 10.0:
+            y = y * 1.5 + x
+        return np.sum(y * y)
+
+    for x in (np.array([0.3, 0.5, 1.2]), np.array([2.0, 3.0, 4.0])):  # 3 and 1 iterations
+        np.testing.assert_allclose(kx.grad(f)(x), numeric_grad(f, x), rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_through_buffers_written_in_place_in_a_loop_body() -> None:
+    def f(x: Any, n: Any) -> Any:
+        out = np.zeros((4, 3))
+        acc = x
+        for i in range(n):
+            acc = acc * x + 1.0
+            out[i] = acc
+            out[i, 0] = out[i, 0] * 2.0
+            out[i] += x
+        return np.sum(out ** 2)
+
+    x = np.array([0.3, -0.5, 0.8])
+    np.testing.assert_allclose(kx.grad(f)(x, np.int64(3)),
+                               numeric_grad(lambda v: f(v, 3), x), rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_of_a_recurrent_loop_with_respect_to_its_weights_on_a_tape() -> None:
+    rng = np.random.default_rng(1)
+    w0 = rng.normal(size=(3, 3)) * 0.5
+    xs = rng.normal(size=(6, 3))
+
+    def loss(w: Any, xs: Any) -> Any:
+        h = np.zeros(3)
+        for t in range(xs.shape[0]):
+            h = np.tanh(h @ w + xs[t])
+        return np.sum(h)
+
+    w = kx.Variable(w0)
+
+    @kx.function
+    def step(xs: Any, n: Any) -> Any:
+        with kx.GradientTape() as tape:
+            wv = w.read_value()
+            h = np.zeros(3)
+            for t in range(n):
+                h = np.tanh(h @ wv + xs[t])
+            total = np.sum(h)
+        return tape.gradient(total, w)
+
+    np.testing.assert_allclose(step(xs, np.int64(6)), numeric_grad(lambda v: loss(v, xs), w0),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_of_nested_graph_loops() -> None:
+    def f(x: Any, n: Any, m: Any) -> Any:
+        y = x
+        for i in range(n):
+            for j in range(m):
+                y = np.cos(y) * x
+        return np.sum(y)
+
+    x = np.array([0.4, 0.9])
+    np.testing.assert_allclose(kx.grad(f)(x, np.int64(2), np.int64(3)),
+                               numeric_grad(lambda v: f(v, 2, 3), x), rtol=1e-6, atol=1e-7)
+
+
+def test_gradient_of_kx_while_loop_with_several_float_and_integer_variables() -> None:
+    def f(x: Any) -> Any:
+        def cond(k: Any, a: Any, b: Any) -> Any:
+            return k < 4
+
+        def body(k: Any, a: Any, b: Any) -> Any:
+            return k + 1, a * np.sum(b), b + a * 0.5
+        _, a, b = kx.while_loop(cond, body, (np.int64(0), x[0], x[1:]))
+        return np.sum(a) + np.sum(b * b)
+
+    x = np.array([0.7, 0.3, -0.4])
+    np.testing.assert_allclose(kx.grad(f)(x), numeric_grad(f, x), rtol=1e-6, atol=1e-7)
+
+
+def test_a_forward_loop_stacks_its_state_only_when_a_gradient_reaches_it() -> None:
+    @kx.function
+    def value_only(x: Any, n: Any) -> Any:
+        y = x
+        for i in range(n):
+            y = np.sin(y)
+        return np.sum(y)
+
+    graph = value_only.get_concrete_function(np.ones(2), np.int64(2)).graph
+    assert OpKind.TENSOR_ARRAY_WRITE not in ops_of(graph)
+
+    @kx.function
+    def with_gradient(x: Any, n: Any) -> Any:
+        with kx.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            y = x
+            for i in range(n):
+                y = np.sin(y)
+            total = np.sum(y)
+        return tape.gradient(total, x), tape.gradient(total, x)
+
+    graph = with_gradient.get_concrete_function(np.ones(2), np.int64(2)).graph
+    whiles = [n for n in graph.nodes if n.op is OpKind.WHILE]
+    assert len(whiles) == 3  # the forward loop, stacking once, and one reverse loop each
+    g1, g2 = with_gradient(np.array([0.2, 0.4]), np.int64(2))
+    expected = np.cos(np.sin(np.array([0.2, 0.4]))) * np.cos(np.array([0.2, 0.4]))
+    np.testing.assert_allclose(g1, expected)
+    np.testing.assert_allclose(g2, expected)
+
+
+# Whole-graph compilation has no tensor_array_write yet: the graph runs as fused segments.
+@pytest.mark.filterwarnings("ignore:kx.function\\(jit_compile=True\\).*tensor_array_write")
+@pytest.mark.parametrize("options", [{"backend": "numpy"}, {}, {"jit_compile": True}])
+def test_loop_gradients_run_on_every_executor(options: dict) -> None:
+    def f(x: Any, n: Any) -> Any:
+        y = x
+        for i in range(n):
+            y = y * x + 1.0
+        return np.sum(y)
+
+    x = np.array([0.5, -0.25, 1.5], np.float64)
+    grad = kx.function(kx.grad(f), **options)
+    np.testing.assert_allclose(grad(x, np.int64(3)), numeric_grad(lambda v: f(v, 3), x),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_second_order_through_a_graph_loop_raises() -> None:
+    def f(x: Any, n: Any) -> Any:
+        y = x
+        for i in range(n):
+            y = np.sin(y) * x
+        return np.sum(y)
+
+    def g(x: Any, n: Any) -> Any:
+        return np.sum(kx.grad(f)(x, n))
+
+    with pytest.raises(errors.NonDifferentiableError, match="second order through a graph"):
+        kx.grad(g)(np.array([0.3, 0.5]), np.int64(2))
