@@ -26,6 +26,7 @@ the doc's; ``--jax-list`` rewrites the jax list from an installed jax.
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 import warnings
 from dataclasses import dataclass
@@ -257,6 +258,8 @@ def classify_call(fn: Callable[..., Any], inputs: tuple) -> tuple[str, str, str]
 
 def _first_line(e: BaseException) -> str:
     text = f"{type(e).__name__}: {e}".splitlines()[0]
+    # the error names a location in this file: say which line, not where the checkout is
+    text = re.sub(r"\S*[/\\]([\w.-]+\.py):(\d+)", r"\1:\2", text)
     return text[:90] + ("..." if len(text) > 90 else "")
 
 
