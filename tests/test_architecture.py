@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import contextlib
 import io
+import logging
 from pathlib import Path
 
 import pytest
@@ -84,9 +85,18 @@ def private_name_uses(path: Path, source: str | None = None) -> list[str]:
 def test_layer_contracts_hold() -> None:
     cli = pytest.importorskip("importlinter.cli")
     out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        code = cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"), no_cache=True,
-                                no_logo=True)
+    # import-linter configures logging with disable_existing_loggers: every logger made so far
+    # (ours among them) would stay disabled for the tests that run after this one
+    loggers = [lg for lg in logging.root.manager.loggerDict.values()
+               if isinstance(lg, logging.Logger)]
+    disabled = {id(lg): lg.disabled for lg in loggers}
+    try:
+        with contextlib.redirect_stdout(out):
+            code = cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"),
+                                    no_cache=True, no_logo=True)
+    finally:
+        for lg in loggers:
+            lg.disabled = disabled[id(lg)]
     report = out.getvalue()
     assert "Contracts: 4 kept, 0 broken" in report, report
     assert code == 0, report
