@@ -340,7 +340,7 @@ def _arg_key(arg: Any) -> Any:
 def node_key(node: Node) -> tuple:
     """What an elementwise node's lowering depends on: its op, attrs, the dtypes and ranks of
     its operands and its literal operands (never sizes, never names)."""
-    attrs = tuple(sorted((k, repr(v)) for k, v in node.attrs.items()))
+    attrs = tuple(sorted((k, repr(v)) for k, v in node.params.items()))
     aval = node.aval
     out = (aval.dtype, None if aval.shape is None else len(aval.shape)) \
         if hasattr(aval, "dtype") else repr(aval)
@@ -634,7 +634,7 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     out_dt = np.dtype(node.aval.dtype)
     if in_dt not in SUPPORTED_DTYPES or out_dt not in SUPPORTED_DTYPES:
         raise Unsupported("reduction dtype")
-    extra = set(node.attrs) - {"axis", "keepdims", "dtype"}
+    extra = set(node.params) - {"axis", "keepdims", "dtype"}
     if extra:
         raise Unsupported(f"reduction attrs {extra}")
     ndim = len(x.aval.shape)

@@ -137,7 +137,7 @@ def parallel_unary_size(node: Node) -> int | None:
     not such an op, or one core. One op alone moves the same memory fused or not, so it is
     not worth a kernel; its compute is worth the cores."""
     ufunc = node.op.ufunc
-    if ufunc is None or ufunc.nin != 1 or ufunc.nout != 1 or node.attrs or \
+    if ufunc is None or ufunc.nin != 1 or ufunc.nout != 1 or node.params or \
             (os.cpu_count() or 1) < 2 or not isinstance(node.args[0], Node):
         return None
     key = (node.op, node.args[0].aval.dtype, node.aval.dtype)

@@ -57,7 +57,7 @@ def plain_float_sum(node: Node) -> bool:
         axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
         if axes != set(range(rank)):
             return False
-    extra = set(node.attrs) - {"axis", "keepdims", "dtype"}
+    extra = set(node.params) - {"axis", "keepdims", "dtype"}
     return not extra and not node.attrs.get("keepdims") and \
         node.attrs.get("dtype") in (None, dt)
 

@@ -251,7 +251,7 @@ class Emitter:
             self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
         # The op's exact Python operator (same ufunc, NEP 50 included) skips the ufunc call's
         # argument parsing: a large share of a small op's cost, all of it in scalar loops.
-        elif node.op.operator and not node.attrs and len(args) == 2 and isinstance(
+        elif node.op.operator and not node.params and len(args) == 2 and isinstance(
                 node.args[0], Node) | isinstance(node.args[1], Node):
             self.lines.append(f"{indent}{v} = {args[0]} {node.op.operator} {args[1]}")
         elif node.op.group is OpGroup.REDUCTION and node.op in NDARRAY_METHODS:

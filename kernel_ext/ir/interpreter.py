@@ -103,7 +103,7 @@ def _broadcast_to(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.CONCATENATE)
 def _concatenate(node: Node) -> Callable[..., Any]:
-    kw = dict(node.attrs)
+    kw = dict(node.params)
     return lambda *xs: np.concatenate(xs, **kw)
 
 
@@ -319,7 +319,7 @@ def _digitize(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.PARTITION)
 def _partition(node: Node) -> Callable[..., Any]:
     kth = node.attrs["kth"]
-    kw = {k: v for k, v in node.attrs.items() if k != "kth"}
+    kw = {k: v for k, v in node.params.items() if k != "kth"}
     return lambda x: np.partition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
 
 
@@ -333,29 +333,29 @@ def _lexsort(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.ISIN)
 def _isin(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.isin, **node.attrs)
+    return functools.partial(np.isin, **node.params)
 
 
 @_lower(OpKind.RAVEL_MULTI_INDEX)
 def _ravel_multi_index(node: Node) -> Callable[..., Any]:
-    kw = dict(node.attrs)
+    kw = dict(node.params)
     dims = kw.pop("dims")
     return lambda *index: np.ravel_multi_index(index, dims, **kw)
 
 
 @_lower(OpKind.UNRAVEL_INDEX)
 def _unravel_index(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unravel_index, **node.attrs)
+    return functools.partial(np.unravel_index, **node.params)
 
 
 @_lower(OpKind.PACKBITS)
 def _packbits(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.packbits, **node.attrs)
+    return functools.partial(np.packbits, **node.params)
 
 
 @_lower(OpKind.UNPACKBITS)
 def _unpackbits(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unpackbits, **node.attrs)
+    return functools.partial(np.unpackbits, **node.params)
 
 
 @_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
@@ -363,7 +363,7 @@ def _linalg(node: Node) -> Callable[..., Any]:
     fn = getattr(np.linalg, node.op.value)
     if node.op is OpKind.QR and node.attrs.get("mode") == "raw":
         return lambda a: tuple(fn(a, mode="raw"))
-    return functools.partial(fn, **node.attrs)
+    return functools.partial(fn, **node.params)
 
 
 @_lower(OpKind.VECDOT, OpKind.MATVEC, OpKind.VECMAT)
@@ -373,7 +373,7 @@ def _gufunc(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.FFT)
 def _fft(node: Node) -> Callable[..., Any]:
-    kw = dict(node.attrs)
+    kw = dict(node.params)
     return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
 
 

@@ -81,6 +81,11 @@ def _fits(small: tuple, big: tuple | None) -> bool:
 def _every(c: Any, test: Test, like: Node) -> bool:
     """``c`` is a literal or a constant node whose every element passes ``test``, and
     broadcasting it against ``like`` cannot change ``like``'s shape."""
+    if isinstance(c, Node) and c.op is OpKind.BROADCAST_TO and isinstance(c.args[0], Node) \
+            and c.args[0].op is OpKind.CONSTANT and _fits(c.aval.shape, like.aval.shape):
+        # a constant broadcast too large to fold (a gradient's seed of ones over 10M
+        # elements): its elements are the small constant's
+        c = c.args[0]
     if isinstance(c, Node):
         if c.op is not OpKind.CONSTANT:
             return False
@@ -135,7 +140,7 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
     ("both"), where ``c`` passes ``tests[kind of x's dtype]`` element-wise."""
     def make(x_at: int) -> Rule:
         def rule(node: Node, args: tuple) -> Proposal:
-            if len(args) != 2 or node.attrs:
+            if len(args) != 2 or node.params:
                 return None
             x, c = args[x_at], args[1 - x_at]
             test = tests.get(_kind(x) or "")
@@ -153,7 +158,7 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
 def same_operands(kinds: str) -> Rule:
     """``op(x, x) -> x`` (``maximum``, ``logical_and``, ...) for dtype kinds in ``kinds``."""
     def rule(node: Node, args: tuple) -> Proposal:
-        if len(args) == 2 and args[0] is args[1] and not node.attrs and _kind(args[0]) \
+        if len(args) == 2 and args[0] is args[1] and not node.params and _kind(args[0]) \
                 and _kind(args[0]) in kinds:
             return args[0]
         return None
@@ -165,8 +170,8 @@ def involution(kinds: str) -> Rule:
     ``kinds``."""
     def rule(node: Node, args: tuple) -> Proposal:
         inner = args[0]
-        if isinstance(inner, Node) and inner.op is node.op and not inner.attrs \
-                and not node.attrs and (_kind(inner.args[0]) or "-") in kinds:
+        if isinstance(inner, Node) and inner.op is node.op and not inner.params \
+                and not node.params and (_kind(inner.args[0]) or "-") in kinds:
             return inner.args[0]
         return None
     return rule
@@ -177,8 +182,8 @@ def idempotent(kinds: str) -> Rule:
     inner result's kind is in ``kinds``."""
     def rule(node: Node, args: tuple) -> Proposal:
         inner = args[0]
-        if isinstance(inner, Node) and inner.op is node.op and not inner.attrs \
-                and not node.attrs and (_kind(inner) or "-") in kinds:
+        if isinstance(inner, Node) and inner.op is node.op and not inner.params \
+                and not node.params and (_kind(inner) or "-") in kinds:
             return inner
         return None
     return rule
@@ -188,7 +193,7 @@ def identity_on(kinds: str) -> Rule:
     """``f(x) -> x`` where ``f`` leaves values of these kinds unchanged (``floor`` of ints,
     ``positive``, ``conjugate`` of reals) — the aval check ensures NumPy keeps the dtype."""
     def rule(node: Node, args: tuple) -> Proposal:
-        if not node.attrs and (_kind(args[0]) or "-") in kinds:
+        if not node.params and (_kind(args[0]) or "-") in kinds:
             return args[0]
         return None
     return rule

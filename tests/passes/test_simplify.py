@@ -370,3 +370,35 @@ def test_copies_read_only_elementwise_are_still_dropped():
     out = run_pipeline(g, verify=True)
     # tanh reads values only; exp(y) is already a fresh array with the layout x * 1.0 has
     assert ops(out) == ["tanh", "exp", "matmul"]
+
+
+def test_a_gradient_seed_of_ones_drops_out_at_every_size():
+    # the backward pass multiplies by the cotangent of sum(), a broadcast of ones: folded to a
+    # constant for small sizes, kept as broadcast_to for large ones; both are x * 1 -> x
+    def grad_of_sum(x):
+        return kx.grad(lambda v: np.sum(np.tanh(v) * 0.5))(x)
+
+    for n in (100, 2_000_000):
+        x = np.linspace(-1, 1, n, dtype=np.float32)
+        graph = kx.function(grad_of_sum, backend="numpy").get_concrete_function(x).graph
+
+        def ones(a):
+            if isinstance(a, Node) and a.op is OpKind.BROADCAST_TO:
+                a = a.args[0]
+            return isinstance(a, Node) and a.op is OpKind.CONSTANT and \
+                bool(np.all(a.attrs["value"] == 1))
+        # (ones * 0.5 stays: a broadcast, not an identity)
+        assert not any(node.op is OpKind.MULTIPLY and any(
+            ones(c) and isinstance(x, Node) and x.aval == node.aval
+            for c, x in (node.args, node.args[::-1])) for node in graph.nodes)
+
+
+def test_annotations_do_not_block_rules():
+    g = Graph("annotated")
+    x = g.placeholder("x", (3,), np.float64)
+    one = g.create_node(OpKind.MULTIPLY, (x, 1.0), {"_backward": True})
+    g.outputs = [one]
+    out, changed = simplify(g)
+    # (a graph output becomes an explicit copy, never the caller's own array)
+    assert changed and out.outputs[0].op in (OpKind.PLACEHOLDER, OpKind.COPY)
+    assert all(n.op is not OpKind.MULTIPLY for n in out.nodes)
