@@ -514,7 +514,7 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
             return take()
 
         result = while_loop(cond_fn, body_fn, tuple(init[i] for i in carried), invariants,
-                            carried_names, "while")
+                            carried_names, "while", rebound=_rebound(loop))
     else:
         def cond_fn(k: Any, *values: Any) -> Any:  # type: ignore[misc]
             in_range = np.less(k, count)
@@ -531,7 +531,8 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
         loop_vars = (np.int64(k0),) + tuple(init[i] for i in carried)
         inv = None if invariants is None else [None] + invariants
         result = while_loop(cond_fn, body_fn, loop_vars, inv,
-                            ["loop_index"] + carried_names, "for")[1:]
+                            ["loop_index"] + carried_names, "for",
+                            rebound=_rebound(loop))[1:]
         if weak_index:
             result = tuple(_weak(v) if i in loop.targets else v
                            for i, v in zip(carried, result))
@@ -541,6 +542,13 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
     loop.set_state(tuple(final))
     loop.note(graph_loops=1)
     _mark_loop_node(loop.where)
+
+
+def _rebound(loop: _Loop) -> tuple[str, ...]:
+    """Loop variables the body binds to new objects: its targets and what the transformer
+    found assigned (``rebound`` in the loop options)."""
+    targets = tuple(loop.names[i] for i in loop.targets)
+    return targets + tuple(loop.opts.get("rebound", ()))
 
 
 def _mark_loop_node(where: str) -> None:

@@ -43,6 +43,49 @@ class Unconvertible(Exception):
 # analysis helpers
 # ---------------------------------------------------------------------------------------------
 
+def _is_item_update(value: ast.AST) -> bool:
+    """``ag__.setitem(...)``/``setitem_aug``: the rewrite of ``x[i] = v`` (an update)."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
+        isinstance(value.func.value, ast.Name) and value.func.value.id == "ag__" and \
+        value.func.attr in ("setitem", "setitem_aug")
+
+
+def _rebound_names(body: list[ast.stmt]) -> set[str]:
+    """Names a loop body binds to a new object: plain (and annotated) assignments and nested
+    ``for`` targets, in its own scope."""
+    names: set[str] = set()
+
+    def add(target: ast.AST) -> None:
+        if isinstance(target, ast.Name):
+            names.add(target.id)
+        elif isinstance(target, (ast.Tuple, ast.List)):
+            for t in target.elts:
+                add(t)
+        elif isinstance(target, ast.Starred):
+            add(target.value)
+
+    updated: set[str] = set()
+    for n in _walk_scope(body):
+        if isinstance(n, ast.Assign) and _is_item_update(n.value):
+            updated.update(t.id for t in n.targets if isinstance(t, ast.Name))
+        elif isinstance(n, ast.Assign):
+            for t in n.targets:
+                add(t)
+        elif isinstance(n, (ast.AnnAssign, ast.For)) and n.target is not None:
+            add(n.target)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
+            updated.add(n.target.id)
+        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) and \
+                isinstance(n.target.value, ast.Name):
+            updated.add(n.target.value.id)
+        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and \
+                isinstance(n.value, ast.Name):
+            updated.add(n.value.id)
+    # a name both updated in place and rebound is left to the loop's own check (an error:
+    # NumPy would update the original only until the rebinding)
+    return names - updated
+
+
 def _walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
     """Every node under ``nodes`` without entering nested scopes."""
     stack = list(nodes)
@@ -359,6 +402,12 @@ class Converter(ast.NodeTransformer):
             opts.values.append(_const(True))
         opts.keys.append(_const("line"))
         opts.values.append(_const(line))
+        # names the body rebinds with a plain assignment (never through `x[...] = ` or
+        # `x += `, which update the object): the loop carries them as values, not objects
+        rebound = sorted(_rebound_names(body))
+        if rebound:
+            opts.keys.append(_const("rebound"))
+            opts.values.append(ast.Tuple(elts=[_const(n) for n in rebound], ctx=ast.Load()))
         return opts
 
     def _rewrite_jumps(self, stmts: list[ast.stmt], brk: str | None,

@@ -366,7 +366,8 @@ def _unify_dtype(name: str, a: Any, b: Any, where_a: str, where_b: str) -> np.dt
 
 def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
                loop_vars: Sequence[Any], shape_invariants: Sequence[Any] | None = None,
-               names: Sequence[str] | None = None, name: str = "while") -> Any:
+               names: Sequence[str] | None = None, name: str = "while",
+               rebound: Sequence[str] = ()) -> Any:
     """``while cond_fn(*vars): vars = body_fn(*vars)``; a graph loop inside a trace.
 
     Inside a trace this is always one graph loop (Python numbers among the loop variables
@@ -375,6 +376,8 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
     TensorArrays). In a graph loop each variable keeps its dtype; its shape must stay within
     ``shape_invariants`` (one per flattened variable: a shape tuple with ``None`` dims, a
     TensorSpec, or ``None`` for "as it is"), otherwise a ValueError says which variable changed.
+    ``rebound`` names (of ``names``) the body binds to new objects (AutoGraph knows them from
+    the source): they are carried as values from the start rather than as their objects.
     """
     single = not isinstance(loop_vars, (tuple, list))
     vars_ = (loop_vars,) if single else tuple(loop_vars)
@@ -388,7 +391,7 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
             vars_ = tuple(body_fn(*vars_)) if not single else (body_fn(*vars_),)
         return vars_[0] if single else type(loop_vars)(vars_)
     result = _graph_loop(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
-                         shape_invariants, name)
+                         shape_invariants, name, frozenset(rebound))
     return result[0] if single else type(loop_vars)(result)
 
 
@@ -402,7 +405,8 @@ def _invariant_spec(inv: Any, leaf_name: str, aval: AbstractValue) -> tuple | No
 
 def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
                 leaves: list[Any], leaf_names: list[str], relax: list[bool],
-                shape_invariants: Sequence[Any] | None, name: str) -> tuple:
+                shape_invariants: Sequence[Any] | None, name: str,
+                rebound: frozenset[str] = frozenset()) -> tuple:
     # Arrays the body updates in place that are not loop variables (reached through a view,
     # a list, an alias) are found by tracing once; they then join the loop state, hidden.
     # A loop variable that starts as an outer array object but is rebound (not updated in
@@ -410,7 +414,10 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
     # detached from the object on a retrace, so reads of `x` in the body see `x`. So is a
     # view (`y = x[:2]`), which would otherwise read its root in every iteration.
     hidden: list[Tensor] = []
-    detached: set[int] = set()
+    # slots known from the source to be rebound start detached: no second trace of the body
+    # (whose Python side effects, a print, would then happen twice)
+    value_idx = [i for i, leaf in enumerate(leaves) if _is_value(leaf)]
+    detached: set[int] = {k for k, i in enumerate(value_idx) if leaf_names[i] in rebound}
     notes = ctx.top().loops
     for _ in range(64):
         counted = {where: (n.unrolled, n.graph_loops) for where, n in notes.items()}

@@ -234,10 +234,10 @@ def test_opaque_call_on_the_path_raises_naming_the_function() -> None:
     def f(x: Any) -> Any:
         with kx.GradientTape() as tape:
             tape.watch(x)
-            y = np.sum(np.trapezoid(x) * x)
+            y = np.sum(np.i0(x) * x)
         return tape.gradient(y, x)
 
-    with pytest.raises(errors.NonDifferentiableError, match="trapezoid"):
+    with pytest.raises(errors.NonDifferentiableError, match="i0"):
         f(np.array([1.0, 2.0, 3.0]))
 
 
