@@ -50,7 +50,7 @@ def numba_available() -> bool:
     return importlib.util.find_spec("numba") is not None
 
 
-def validate_options(backend: str, jit_compile: bool | None) -> None:
+def validate_options(backend: str, jit_compile: bool | None, fast_math: bool = False) -> None:
     """Reject backend options this installation cannot honour, naming the choices."""
     if backend not in BACKENDS:
         raise ValueError(f"kx.function(backend={backend!r}): available backends are "
@@ -68,11 +68,16 @@ def validate_options(backend: str, jit_compile: bool | None) -> None:
     if jit_compile and backend == "numpy":
         raise ValueError("kx.function(jit_compile=True, backend='numpy'): whole-graph "
                          "compilation needs Numba. Fix: use backend='auto' or 'numba'.")
+    if fast_math and (backend == "numpy" or not numba_available()):
+        raise ValueError("kx.function(fast_math=True) approximates functions inside fused "
+                         "Numba kernels; the NumPy executor has none. Fix: use "
+                         "backend='auto' or 'numba' (with Numba installed), or drop "
+                         "fast_math.")
 
 
 def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
                    optimize: Callable[[Graph], Graph], backend: str = "auto",
-                   jit_compile: bool | None = None,
+                   jit_compile: bool | None = None, fast_math: bool = False,
                    name: str = "graph") -> tuple[Graph | None, Executable]:
     """Optimise a freshly traced graph with ``optimize`` and compile it: ``(optimised graph,
     executable)``.
@@ -91,6 +96,8 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
         # (a whole-graph function is CPU code, whatever the backend)
         target = "cpu" if jit_compile else _target(backend)
         mode = "jit_compile" if jit_compile else _mode(backend)
+        if fast_math:  # a fast-math executor must never serve an exact function
+            mode += "+fast_math"
         key = _share_key(traced, tree, n_params, mode, target)
         if key is not None:
             seen, shared = SHARED.lookup(key)
@@ -100,7 +107,8 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
                                         shared.tier)
             if seen:
                 erased = compile_for(optimize(erase_sizes(traced)), tree, n_params,
-                                     backend=backend, jit_compile=jit_compile, name=name)
+                                     backend=backend, jit_compile=jit_compile,
+                                     fast_math=fast_math, name=name)
                 SHARED.store(key, erased)
                 graph = optimize(traced)
                 return graph, Executable(erased.run, erased.source, erased.backend,
@@ -108,7 +116,7 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
                                          erased.tier)
     graph = optimize(traced)
     return graph, compile_for(graph, tree, n_params, backend=backend, jit_compile=jit_compile,
-                              name=name)
+                              fast_math=fast_math, name=name)
 
 
 def _target(backend: str) -> str:
@@ -120,12 +128,15 @@ def _mode(backend: str) -> str:
 
 
 def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "auto",
-                jit_compile: bool | None = None, name: str = "graph") -> Executable:
-    """Compile an optimised ``graph`` for the requested backend."""
+                jit_compile: bool | None = None, fast_math: bool = False,
+                name: str = "graph") -> Executable:
+    """Compile an optimised ``graph`` for the requested backend; ``fast_math``: fused CPU
+    kernels use the approximations of :mod:`.fast_math` (within their documented ulp
+    bounds) instead of NumPy's loops."""
     t0 = time.perf_counter()
     if jit_compile:
         from .whole_graph import compile_whole_graph
-        return compile_whole_graph(graph, tree, n_params, name=name)
+        return compile_whole_graph(graph, tree, n_params, name=name, fast_math=fast_math)
     if backend == "numpy" or not numba_available():
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
         return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
@@ -135,7 +146,8 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
     mode = _mode(backend)
     try:
         run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,
-                                           filename=f"<kx-fused {name}>")
+                                           filename=f"<kx-fused {name}>",
+                                           fast_math=fast_math and target == "cpu")
     except Exception as e:
         # A bug in the fusing backend must never cost the user their function: the NumPy
         # executor computes the same results (STRICT, set by the tests, surfaces it).

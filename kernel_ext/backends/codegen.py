@@ -18,7 +18,13 @@ turns ``float32 + 0.5`` into float64) never changes a result. Ops are lowered th
   ``power``, ``arctan2``, float ``floor_divide`` ...) call NumPy's own inner loop
   (:mod:`.ufunc_loops`) on cache-sized blocks: bitwise equal to NumPy at NumPy's SIMD speed;
 * **device math** (CUDA) — ``math.exp``/``math.tanh``/... of the CUDA target (libdevice),
-  within a few ulp of NumPy (documented in docs/ARCHITECTURE.md).
+  within a few ulp of NumPy (documented in docs/ARCHITECTURE.md);
+* **fast math** (CPU, opt-in: ``kx.function(..., fast_math=True)``) — ``exp``, ``log``,
+  ``tanh``, ``sin``, ``cos`` and float32 ``power`` as inline approximations
+  (:mod:`.fast_math`), within a tested ulp bound of NumPy instead of bitwise, so a chain of
+  them vectorises as one loop. The flag is part of every memo key here (:func:`lower`,
+  :func:`generate`) and changes the kernel text, hence its cache key: a fast-math kernel
+  never serves an exact function.
 
 Values that only NumPy defines oddly (a float -> int cast of NaN or an out-of-range value, an
 integer power with a negative exponent, which NumPy answers with an error) set the kernel's
@@ -53,6 +59,7 @@ import numpy as np
 
 from ..ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, Node, OpKind
 from ..passes.fusion import Segment
+from . import fast_math as fm
 from .segment_call import Scratch, SegmentCall
 from .ufunc_loops import find_loop
 
@@ -206,6 +213,8 @@ class Lowering:
     #: Positions of args NumPy ignores (``np.clip`` drops a Python int bound beyond an
     #: integer array's range): the kernel treats them as missing.
     ignored: tuple[int, ...] = ()
+    #: The :mod:`.fast_math` function computing the node (fast-math mode), or None.
+    approx: str | None = None
 
     def operands(self, args: tuple | list) -> list[Any]:
         """The node's args as the kernel sees them (ignored ones as None)."""
@@ -350,18 +359,19 @@ def node_key(node: Node) -> tuple:
 _LOWERINGS: dict[tuple, Lowering | Unsupported] = {}
 
 
-def lower(node: Node, target: str) -> Lowering:
-    """How ``node`` (an elementwise op) is computed on ``target`` ("cpu" or "cuda").
+def lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
+    """How ``node`` (an elementwise op) is computed on ``target`` ("cpu" or "cuda");
+    ``fast_math``: with the approximations of :mod:`.fast_math` where there is one (CPU).
 
     Memoised by :func:`node_key` (retraces with new sizes lower the same nodes again)."""
     try:
-        key = (target, node_key(node))
+        key = (target, fast_math, node_key(node))
     except TypeError:  # an unhashable attr: no memo
-        return _lower(node, target)
+        return _lower(node, target, fast_math)
     got = _LOWERINGS.get(key)
     if got is None:
         try:
-            got = _lower(node, target)
+            got = _lower(node, target, fast_math)
         except Unsupported as e:
             got = e
         if len(_LOWERINGS) > 20_000:
@@ -372,7 +382,7 @@ def lower(node: Node, target: str) -> Lowering:
     return got
 
 
-def _lower(node: Node, target: str) -> Lowering:
+def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
     op = node.op
     if node.aval is None or np.dtype(node.aval.dtype) not in SUPPORTED_DTYPES:
         raise Unsupported(f"result dtype {getattr(node.aval, 'dtype', None)}")
@@ -402,6 +412,11 @@ def _lower(node: Node, target: str) -> Lowering:
         fast = _power_fast_path(node.args[1], ins[0])
         if fast is not None:
             return Lowering(list(ins), loop_out, inline=fast)
+    approx = fm.FAST_OPS.get(op) if fast_math and target == "cpu" and kind == "f" else None
+    if approx is not None and fm.supports(approx, ins[0]) and loop_out == ins[0]:
+        return Lowering(list(ins), loop_out,
+                        inline=lambda o, b, approx=approx: b.fast_math(approx, o),
+                        approx=approx)
     for kinds, fn in _INLINE.get(op, ()):
         if kind in kinds:
             return Lowering(list(ins), loop_out, inline=fn)
@@ -517,11 +532,13 @@ def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], "_Body"
     return inline
 
 
-def can_compile(node: Node, target: str = "cpu", auto: bool = False) -> bool:
+def can_compile(node: Node, target: str = "cpu", auto: bool = False,
+                fast_math: bool = False) -> bool:
     """Can ``node`` be a member of a kernel for ``target``? (elementwise or reduction)
 
     ``auto`` admits only what ``backend="auto"`` promises: results bitwise NumPy's, except
-    float sums and means, which are within the documented summation bound."""
+    float sums and means, which are within the documented summation bound (and, with
+    ``fast_math``, the approximations' ulp bounds)."""
     from ..passes.fusion import default_can_fuse
     if not default_can_fuse(node):
         return False
@@ -530,7 +547,7 @@ def can_compile(node: Node, target: str = "cpu", auto: bool = False) -> bool:
             plan = reduction_plan(node, auto)
             # a CUDA kernel reduces the whole domain (one partial per thread)
             return target == "cpu" or plan.axis is None
-        lowering = lower(node, target)
+        lowering = lower(node, target, fast_math)
         for arg, dt in zip(lowering.operands(node.args), lowering.operand_dtypes):
             if not isinstance(arg, Node) and arg is not None:
                 literal_value(arg, dt if dt is not None else np.dtype(node.aval.dtype))
@@ -887,6 +904,15 @@ class _Body:
     def device_math(self, name: str, x: str) -> str:
         return f"{self.k.helper(name, self.loop_dtype)}({x})"
 
+    def fast_math(self, fn: str, o: list[str]) -> str:
+        """A call of ``fn``'s fast-math helper; where the approximation does not hold
+        (:func:`.fast_math.guard`: a huge ``sin`` argument, a ``pow`` special case) the
+        kernel raises ``bad`` and NumPy reruns the segment."""
+        cond = fm.guard(fn, self.loop_dtype, o, self.const)
+        if cond is not None:
+            self.flag(cond)
+        return f"{self.k.fast_helper(fn, self.loop_dtype)}({', '.join(o)})"
+
 
 class KernelSource(NamedTuple):
     """A generated kernel module: its text, its content hash (the kernel's identity across
@@ -913,9 +939,11 @@ class EmbeddedKernel(NamedTuple):
 class _KernelWriter:
     """Writes the kernels of one segment for one target."""
 
-    def __init__(self, seg: Segment, target: str, prefix: str = "") -> None:
+    def __init__(self, seg: Segment, target: str, prefix: str = "",
+                 fast_math: bool = False) -> None:
         self.seg = seg
         self.target = target
+        self.fast_math = fast_math
         self.prefix = prefix
         self.scratch: dict[str, tuple[Scratch, ...]] = {}
         self.rank = len(seg.domain)
@@ -924,7 +952,8 @@ class _KernelWriter:
         self.consts: dict[tuple[str, str], str] = {}
         self.const_lines: list[str] = []
         self._fresh = 0
-        self.lowerings: dict[Node, Lowering] = {n: lower(n, target) for n in seg.elementwise}
+        self.lowerings: dict[Node, Lowering] = {n: lower(n, target, fast_math)
+                                                for n in seg.elementwise}
         self.red = reduction_plan(seg.reduction) if seg.reduction is not None else None
         self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape != ()]
         self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape == ()]
@@ -970,6 +999,11 @@ class _KernelWriter:
         self.helpers[name] = src
         return name
 
+    def fast_helper(self, fn: str, dtype: np.dtype) -> str:
+        """Emit ``fn``'s fast-math helper for ``dtype`` (and what it calls); its name."""
+        self.helpers.update(fm.helpers(fn, dtype, "@_inline"))
+        return fm.helper_name(fn, dtype)
+
     def foldable(self, node: Node) -> bool:
         """May LLVM fold float arithmetic ``node`` at compile time? Only if every operand may
         be a constant in some branch of the code (:meth:`_constant_arm`); an operand loaded
@@ -1009,7 +1043,9 @@ class _KernelWriter:
         if got is None:
             low = self.lowerings[arg]
             args = [a for a in low.operands(arg.args) if a is not None]
-            if low.call is not None:
+            if low.call is not None or low.approx is not None:
+                # a fast-math helper returns a NaN operand as it is, through a select LLVM
+                # cannot turn into a subtraction: a barrier, as a loop call's buffer is
                 got = False
             elif arg.op in (OpKind.NEGATIVE, OpKind.ABSOLUTE, OpKind.FABS, OpKind.SIGN) or \
                     self._negation_literal(arg, args):
@@ -1620,8 +1656,8 @@ class KernelEmbedding:
     module), its block buffers trailing parameters (:meth:`SegmentCall.args` with
     ``scratch=True``)."""
 
-    def __init__(self, seg: Segment, prefix: str) -> None:
-        self._writer = _KernelWriter(seg, "cpu", prefix=prefix)
+    def __init__(self, seg: Segment, prefix: str, fast_math: bool = False) -> None:
+        self._writer = _KernelWriter(seg, "cpu", prefix=prefix, fast_math=fast_math)
 
     @property
     def call(self) -> SegmentCall:
@@ -1634,16 +1670,17 @@ class KernelEmbedding:
 _GENERATED: dict[tuple, KernelSource] = {}
 
 
-def generate(seg: Segment, target: str = "cpu") -> KernelSource:
+def generate(seg: Segment, target: str = "cpu", fast_math: bool = False) -> KernelSource:
     """The kernel module of ``seg`` for ``target`` ("cpu" or "cuda"), memoised by
-    :func:`segment_key` (a retrace with new sizes writes no kernel text)."""
+    :func:`segment_key` (a retrace with new sizes writes no kernel text); ``fast_math``:
+    with :mod:`.fast_math`'s approximations (another text, so another cache key)."""
     try:
-        key = (target, segment_key(seg))
+        key = (target, fast_math, segment_key(seg))
     except TypeError:
-        return _KernelWriter(seg, target).write()
+        return _KernelWriter(seg, target, fast_math=fast_math).write()
     got = _GENERATED.get(key)
     if got is None:
-        got = _KernelWriter(seg, target).write()
+        got = _KernelWriter(seg, target, fast_math=fast_math).write()
         if len(_GENERATED) > 2_000:
             _GENERATED.clear()
         _GENERATED[key] = got

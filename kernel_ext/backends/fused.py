@@ -63,8 +63,9 @@ def plain_float_sum(node: Node) -> bool:
 
 
 def plan_segments(graph: Graph, mode: str, target: str = "cpu",
-                  exact_sums: bool = False) -> list[SegmentPlan]:
-    """Segments of ``graph`` worth fusing under ``mode`` ("auto" or "numba").
+                  exact_sums: bool = False, fast_math: bool = False) -> list[SegmentPlan]:
+    """Segments of ``graph`` worth fusing under ``mode`` ("auto" or "numba"); ``fast_math``:
+    kernels with :mod:`.fast_math`'s approximations.
 
     ``exact_sums``: a segment that is only a plain float sum (:func:`plain_float_sum`) is not
     fused; the executor sums with :func:`parallel_sum` (NumPy's bits) instead of the float64
@@ -75,7 +76,7 @@ def plan_segments(graph: Graph, mode: str, target: str = "cpu",
     auto = mode == "auto"
 
     def eligible(node: Node) -> bool:
-        return can_compile(node, target, auto)
+        return can_compile(node, target, auto, fast_math)
 
     plans = []
     for seg in partition(graph, eligible):
@@ -89,7 +90,7 @@ def plan_segments(graph: Graph, mode: str, target: str = "cpu",
         if not decision.fuse:
             continue
         try:
-            ksrc = generate(seg, target)
+            ksrc = generate(seg, target, fast_math)
         except Unsupported:
             continue
         plans.append(SegmentPlan(seg, ksrc, decision, handle_for(ksrc)))
@@ -104,9 +105,11 @@ class _FusedEmitter(Emitter):
     """The NumPy executor's emitter, with each planned segment emitted as one runner call
     (in every graph: the top level and control-flow bodies alike)."""
 
-    def __init__(self, namer: Namer, mode: str, target: str, exact_sums: bool = False) -> None:
+    def __init__(self, namer: Namer, mode: str, target: str, exact_sums: bool = False,
+                 fast_math: bool = False) -> None:
         super().__init__(namer)
         self.mode = mode
+        self.fast_math = fast_math
         self.target = target
         self.exact_sums = exact_sums
         self.parallel_sums = 0   # plain float sums emitted as parallel_sum calls
@@ -126,7 +129,8 @@ class _FusedEmitter(Emitter):
         """``graph``'s planned segments and its steps in run order (nodes and segments)."""
         known = self._schedules.get(id(graph))
         if known is None or known[0] is not graph:
-            plans = plan_segments(graph, self.mode, self.target, self.exact_sums)
+            plans = plan_segments(graph, self.mode, self.target, self.exact_sums,
+                                  self.fast_math)
             order = schedule(graph, [p.segment for p in plans]) if plans else list(graph.nodes)
             known = self._schedules[id(graph)] = (graph, plans, order)
         return known[1], known[2]
@@ -253,9 +257,10 @@ _CODE: dict[str, Any] = {}  # executor source -> compiled code (retraces repeat 
 
 def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto",
                   target: str = "cpu", filename: str = "<kx-fused>", exact_sums: bool = False,
-                  stats: dict[str, int] | None = None
+                  stats: dict[str, int] | None = None, fast_math: bool = False
                   ) -> tuple[Callable[..., Any], str, list[SegmentPlan]]:
-    """Generate and exec the fused executor; returns ``(run, source, plans)``.
+    """Generate and exec the fused executor; returns ``(run, source, plans)``; ``fast_math``:
+    its kernels use :mod:`.fast_math`'s approximations.
 
     ``exact_sums``: plain float sums run as :func:`parallel_sum` (NumPy's bits) instead of
     fused lanes; ``stats`` (if given) receives ``parallel_sums``, how many were emitted."""
@@ -264,7 +269,7 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     namer.globals.update(_deferred=COMPILER.deferred, _flush=COMPILER.flush,
                          _parallel_sum=parallel_sum, _parallel_ufunc=parallel_ufunc,
                          _parallel_ufunc_sum=parallel_ufunc_sum)
-    emitter = _FusedEmitter(namer, mode, target, exact_sums)
+    emitter = _FusedEmitter(namer, mode, target, exact_sums, fast_math)
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")

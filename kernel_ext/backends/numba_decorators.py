@@ -37,7 +37,7 @@ from numba import types
 from numba.extending import intrinsic
 
 #: Bump when the code below changes meaning: it is part of every kernel's cache key.
-ABI = "2"
+ABI = "3"
 
 kernel = numba.njit(cache=True, nogil=True, error_model="numpy", boundscheck=False)
 inline = numba.njit(inline="always", error_model="numpy", nogil=True)
@@ -94,5 +94,91 @@ wrapping_sub = wrapping_intrinsic("sub", WRAPPING_DOCS["sub"])
 wrapping_mul = wrapping_intrinsic("mul", WRAPPING_DOCS["mul"])
 
 
-__all__ = ["ABI", "WRAPPING_DOCS", "call_loop", "inline", "kernel", "wrapping_add",
+def _float_layout(t: Any) -> tuple[Any, Any, int, int] | None:
+    """``(float LLVM type, integer LLVM type, mantissa bits, exponent bias)`` of a Numba
+    float type, or None."""
+    if t == types.float32:
+        return ir.FloatType(), ir.IntType(32), 23, 127
+    if t == types.float64:
+        return ir.DoubleType(), ir.IntType(64), 52, 1023
+    return None
+
+
+@intrinsic
+def fma(typingctx, a, b, c):  # type: ignore[no-untyped-def]
+    """``a * b + c`` rounded once (LLVM's ``fma``: one ``vfmadd`` per vector), for three
+    floats of one type. Kernels are compiled without ``fastmath``, so LLVM never contracts
+    ``a * b + c`` by itself; the fast-math polynomials ask for it explicitly."""
+    a, b, c = (types.unliteral(v) for v in (a, b, c))
+    if _float_layout(a) is None or not a == b == c:
+        return None
+
+    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+        return builder.fma(*values)
+
+    return a(a, b, c), codegen
+
+
+@intrinsic
+def pow2(typingctx, n):  # type: ignore[no-untyped-def]
+    """``2.0 ** n`` for a float ``n`` holding an integer in the normal exponent range (the
+    fast-math helpers keep it there), built from its bits: ``(n + bias) << mantissa``. One
+    convert, add, shift and bitcast per element, which LLVM vectorises in the float's own
+    width (Numba's integer arithmetic would widen a float32 lane's integer to int64)."""
+    n = types.unliteral(n)
+    layout = _float_layout(n)
+    if layout is None:
+        return None
+    fty, ity, mbits, bias = layout
+
+    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+        k = builder.fptosi(values[0], ity)
+        k = builder.add(k, ir.Constant(ity, bias))
+        return builder.bitcast(builder.shl(k, ir.Constant(ity, mbits)), fty)
+
+    return n(n), codegen
+
+
+@intrinsic
+def frexp_mantissa(typingctx, x):  # type: ignore[no-untyped-def]
+    """The mantissa of a positive normal float ``x`` scaled into ``[0.5, 1)`` (its exponent
+    bits replaced by those of 0.5); see :func:`frexp_exponent`."""
+    x = types.unliteral(x)
+    layout = _float_layout(x)
+    if layout is None:
+        return None
+    fty, ity, mbits, bias = layout
+    keep = ((1 << mbits) - 1) | (1 << (ity.width - 1))
+    half = (bias - 1) << mbits
+
+    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+        bits = builder.bitcast(values[0], ity)
+        bits = builder.or_(builder.and_(bits, ir.Constant(ity, keep)), ir.Constant(ity, half))
+        return builder.bitcast(bits, fty)
+
+    return x(x), codegen
+
+
+@intrinsic
+def frexp_exponent(typingctx, x):  # type: ignore[no-untyped-def]
+    """The exponent ``e`` of a positive normal float ``x = m * 2**e``, ``m`` in ``[0.5, 1)``,
+    as a float of ``x``'s type (so the arithmetic on it stays in that width)."""
+    x = types.unliteral(x)
+    layout = _float_layout(x)
+    if layout is None:
+        return None
+    fty, ity, mbits, bias = layout
+    emask = (1 << (ity.width - 1 - mbits)) - 1
+
+    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+        bits = builder.bitcast(values[0], ity)
+        e = builder.and_(builder.lshr(bits, ir.Constant(ity, mbits)), ir.Constant(ity, emask))
+        e = builder.sub(e, ir.Constant(ity, bias - 1))
+        return builder.sitofp(e, fty)
+
+    return x(x), codegen
+
+
+__all__ = ["ABI", "WRAPPING_DOCS", "call_loop", "fma", "frexp_exponent", "frexp_mantissa", "inline",
+           "kernel", "pow2", "wrapping_add",
            "wrapping_intrinsic", "wrapping_mul", "wrapping_sub"]

@@ -123,8 +123,9 @@ class _SegmentArgs(CallRenderer):
 
 
 class _GraphWriter:
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
         self.graph = graph
+        self.fast_math = fast_math  # segment kernels with fast_math's approximations
         self.lines: list[str] = []
         self.module_parts: list[str] = []
         self.helpers: dict[str, str] = {}
@@ -169,7 +170,7 @@ class _GraphWriter:
                     raise Unsupported(f"matmul of {node.dtype}")
             elif op is OpKind.GETITEM:
                 self._check_getitem(node)
-            elif not can_compile(node, "cpu"):
+            elif not can_compile(node, "cpu", fast_math=self.fast_math):
                 raise Unsupported(f"op '{op.value}' ({node.name})")
             if node.aval is not None and not isinstance(node.aval, tuple) and \
                     node.aval.shape is None:
@@ -230,7 +231,7 @@ class _GraphWriter:
 
     def emit_graph(self, graph: Graph, env: dict[Node, _Val], lines: list[str],
                    indent: str) -> list[_Val]:
-        segs = partition(graph, lambda n: can_compile(n, "cpu"))
+        segs = partition(graph, lambda n: can_compile(n, "cpu", fast_math=self.fast_math))
         items = schedule(graph, segs)
         chains = self._matmul_chains(graph, items)
         i = 0
@@ -360,7 +361,7 @@ class _GraphWriter:
         px = f"s{k}_"
         if self._emit_numpy_sum(seg, env, lines, indent, px):
             return
-        embedding = KernelEmbedding(seg, px)
+        embedding = KernelEmbedding(seg, px, self.fast_math)
         call = embedding.call
         rank = call.rank
         ins = [env[n] for n in seg.inputs]
@@ -751,7 +752,7 @@ class _GraphWriter:
             if v.scalar or out.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT) or \
                     body.outputs.count(out) != 1 or out.aval.shape == ():
                 continue
-            if out.op is OpKind.MATMUL or can_compile(out, "cpu"):
+            if out.op is OpKind.MATMUL or can_compile(out, "cpu", fast_math=self.fast_math):
                 targets[i] = out
         return targets
 
@@ -933,9 +934,10 @@ def _matmul_loop(a, b, out, f, d, ptrs, dims, steps):
 # ---------------------------------------------------------------------------------------------
 
 def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
-                        name: str = "graph") -> Executable:
+                        name: str = "graph", fast_math: bool = False) -> Executable:
     """The whole-graph executable of ``graph``, or the fused executor (with a warning naming
-    the op) when the graph holds ops this compiler does not cover."""
+    the op) when the graph holds ops this compiler does not cover; ``fast_math``: both with
+    :mod:`.fast_math`'s approximations in their kernels."""
     t0 = time.perf_counter()
     # The executor for calls the compiled function cannot take (before it is compiled, a
     # NumPy-only value, large inputs: see _runner). Its plain float sums are NumPy's own
@@ -943,14 +945,15 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     stats: dict[str, int] = {}
     fallback, fb_source, plans = compile_fused(graph, tree, n_params, mode="numba",
                                                filename=f"<kx-fused {name}>",
-                                               exact_sums=True, stats=stats)
+                                               exact_sums=True, stats=stats,
+                                               fast_math=fast_math)
     sizes = [p.decision.parallel_size for p in plans if p.ksrc.target == "cpu"]
     if stats.get("parallel_sums"):
         sizes.append(SUM_PARALLEL_MIN)
     if stats.get("parallel_ufunc_size"):
         sizes.append(stats["parallel_ufunc_size"])
     handover = whole_graph_handover(sizes)
-    writer = _GraphWriter(graph)
+    writer = _GraphWriter(graph, fast_math)
     try:
         source = writer.write()
     except Unsupported as e:

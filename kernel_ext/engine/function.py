@@ -68,14 +68,17 @@ _TIMING_MASK = 63  # cache hits timed: one in 64
 def function(func: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
              autograph: bool = True, reduce_retracing: bool = False,
              jit_compile: bool | None = None, backend: str = "auto",
-             name: str | None = None) -> Any:
+             name: str | None = None, fast_math: bool = False) -> Any:
     """Turn a Python function on NumPy values into a traced, graph-executing :class:`Function`.
 
     Use as ``@kx.function``, ``@kx.function(reduce_retracing=True)`` or ``kx.function(f)``.
+    ``fast_math=True`` lets fused kernels compute ``exp``, ``log``, ``tanh``, ``sin``,
+    ``cos`` and float32 ``power`` by inline approximations within documented ulp bounds
+    (``kernel_ext.backends.fast_math.ULP_BOUNDS``) instead of NumPy's bitwise results.
     """
     options = dict(input_signature=input_signature, autograph=autograph,
                    reduce_retracing=reduce_retracing, jit_compile=jit_compile, backend=backend,
-                   name=name)
+                   name=name, fast_math=fast_math)
     if func is None:
         return lambda f: Function(f, **options)
     return Function(func, **options)
@@ -87,15 +90,16 @@ class Function:
     def __init__(self, python_function: Callable, input_signature: Sequence[Any] | None = None,
                  autograph: bool = True, reduce_retracing: bool = False,
                  jit_compile: bool | None = None, backend: str = "auto",
-                 name: str | None = None, _bound_self: Any = None) -> None:
+                 name: str | None = None, _bound_self: Any = None,
+                 fast_math: bool = False) -> None:
         if not callable(python_function):
             raise TypeError(f"kx.function needs a callable, got {type(python_function).__name__}")
-        validate_options(backend, jit_compile)
+        validate_options(backend, jit_compile, fast_math)
         functools.update_wrapper(self, python_function)
         self._python_function = python_function
         self._options = dict(input_signature=input_signature, autograph=autograph,
                              reduce_retracing=reduce_retracing, jit_compile=jit_compile,
-                             backend=backend, name=name)
+                             backend=backend, name=name, fast_math=fast_math)
         self._name = name or getattr(python_function, "__name__", "function")
         self._bound_self = _bound_self
         self._autograph = autograph
@@ -409,7 +413,7 @@ class Function:
             graph, executable = compile_traced(
                 ctx.graph, tree, self.function_type.count, optimize=run_pipeline,
                 backend=self._options["backend"], jit_compile=self._options["jit_compile"],
-                name=graph_name)
+                fast_math=self._options["fast_math"], name=graph_name)
             compile_ms = (time.perf_counter() - t1) * 1e3
 
             record = self._make_record(trace_types, types_, via, trace_ms, compile_ms,

@@ -131,6 +131,9 @@ class TFFunctionMagics(Magics):
               help="executor for the graphs (default: auto)")
     @argument("--jit-compile", action="store_true",
               help="compile whole graphs, loops included (Numba)")
+    @argument("--fast-math", action="store_true",
+              help="inline approximations of exp/log/tanh/sin/cos/pow in fused kernels "
+                   "(within documented ulp bounds of NumPy, not bitwise)")
     @argument("--no-autograph", action="store_true",
               help="trace Python control flow as written (no if/while/for conversion)")
     @argument("--strict", action="store_true",
@@ -217,7 +220,7 @@ class TFFunctionMagics(Magics):
         # cannot use here (Numba missing) is its ValueError, a UsageError in _make.
         return {"reduce_retracing": args.reduce_retracing, "backend": args.backend,
                 "jit_compile": True if args.jit_compile else None,
-                "autograph": not args.no_autograph}
+                "fast_math": args.fast_math, "autograph": not args.no_autograph}
 
     def _signature(self, text: str | None, params: list[str],
                    what: str) -> tuple[list[Any] | None, list[str]]:

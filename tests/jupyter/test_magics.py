@@ -92,6 +92,21 @@ def test_changing_options_also_makes_a_new_function(cells):
     assert cells.ns["opt"] is not old
 
 
+def test_fast_math_option_makes_a_fast_math_function(cells):
+    x = np.linspace(-5, 5, 1000).astype(np.float32)
+    results = {}
+    for name, flag in (("fm", " --fast-math"), ("exact", "")):
+        cells.run(f"%%tffunction --no-widget --backend numba{flag}\n"
+                  f"def {name}(x):\n    return np.exp(x) * 1.5\n")
+        f = cells.ns[name]
+        f(x)
+        f.get_concrete_function(x).executable.wait(300)  # the kernel, not the first call's NumPy
+        results[name] = f(x)
+    np.testing.assert_array_equal(results["exact"], np.exp(x) * 1.5)
+    assert not np.array_equal(results["fm"], np.exp(x) * 1.5)
+    np.testing.assert_allclose(results["fm"], np.exp(x) * 1.5, rtol=1e-6)
+
+
 def test_moving_a_def_within_its_cell_is_not_an_edit(cells):
     cells.run("%%tffunction --no-widget\ndef moved(x):\n    return x\n")
     old = cells.ns["moved"]
