@@ -315,7 +315,13 @@ def _node_step(node: Node) -> Step:
 
     def step(env: dict) -> None:
         args = [_as_dask(env[a]) if isinstance(a, Node) else a for a in node.args]
-        env[node] = fn(*args)
+        result = fn(*args)
+        # Dask may pick another dtype than NumPy (a blocked integer matmul sums its partial
+        # products in int64): the trace's dtype is NumPy's
+        dtype = getattr(node.aval, "dtype", None)
+        if isinstance(result, da.Array) and dtype is not None and result.dtype != dtype:
+            result = result.astype(dtype)
+        env[node] = result
     return step
 
 
