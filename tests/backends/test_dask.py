@@ -221,3 +221,13 @@ def test_dask_results_equal_numpy_on_a_distributed_local_cluster():
     want = _mixed(x, y)
     for k in want:
         np.testing.assert_allclose(computed[k], want[k], rtol=1e-12, atol=1e-12)
+
+
+def test_dask_signature_row_shows_the_backend_and_the_task_count():
+    from kernel_ext.jupyter import records
+    f = kx.function(lambda x: np.exp(x) + 1.0)
+    out = f(da.ones((4, 4), chunks=(2, 2)))
+    (row,) = records.signature_rows(f)
+    assert row.backend == "dask"
+    assert row.tasks == len(dict(out.__dask_graph__()))
+    assert row.backend_text == f"dask · {row.tasks} tasks"
