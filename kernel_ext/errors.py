@@ -19,6 +19,7 @@ __all__ = [
     "TracingRecursionError",
     "LoopUnrollError",
     "UnsupportedOpError",
+    "DaskUnsupportedError",
     "VariableCreationError",
     "TraceTypeError",
     "SymbolicValueError",
@@ -68,6 +69,11 @@ class LoopUnrollError(KxError, RuntimeError):
 
 class UnsupportedOpError(KxError, TypeError):
     """A NumPy function or ufunc method has no graph op yet."""
+
+
+class DaskUnsupportedError(KxError, TypeError):
+    """A traced function cannot run on Dask arrays (a graph loop, a variable, an opaque NumPy
+    call, ...); the message names the op, its line and the fix."""
 
 
 class VariableCreationError(KxError, ValueError):

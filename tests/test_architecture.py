@@ -98,7 +98,7 @@ def test_layer_contracts_hold() -> None:
         for lg in loggers:
             lg.disabled = disabled[id(lg)]
     report = out.getvalue()
-    assert "Contracts: 4 kept, 0 broken" in report, report
+    assert "Contracts: 5 kept, 0 broken" in report, report
     assert code == 0, report
 
 

@@ -6,7 +6,8 @@ import sys
 
 def test_import_kernel_ext_does_not_import_heavy_modules():
     code = ("import sys, kernel_ext as kx; "
-            "heavy = [m for m in ('numba', 'IPython', 'ipywidgets', 'comm', 'llvmlite') "
+            "heavy = [m for m in ('numba', 'IPython', 'ipywidgets', 'comm', 'llvmlite', "
+            "'dask', 'distributed') "
             "if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()

@@ -14,6 +14,10 @@ Backends:
 * ``"cuda"`` — fused segments as CUDA kernels (:mod:`.numba_cuda`; the CUDA simulator counts
   when ``NUMBA_ENABLE_CUDASIM=1``).
 
+* ``"dask"`` — Dask arrays in, Dask arrays out (:mod:`.dask_backend`): fused segments become
+  one blockwise task per block; chosen by itself when a call passes Dask arrays. Dask is
+  imported by that module only, when such a trace is compiled.
+
 ``jit_compile=True`` compiles the whole graph, control flow included, into one Numba function
 (:mod:`.whole_graph`). Numba itself is imported lazily, by the compile step only:
 ``import kernel_ext`` never loads it.
@@ -35,7 +39,7 @@ from .executable import Executable
 from .numpy_backend import compile_graph, generate_source
 from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 
-BACKENDS = ("auto", "numpy", "numba", "cuda")
+BACKENDS = ("auto", "numpy", "numba", "cuda", "dask")
 #: Re-raise errors of the fusing backend instead of falling back to NumPy (for tests).
 STRICT = os.environ.get("KERNEL_EXT_STRICT", "") not in ("", "0")
 #: Tiered ``auto`` (:mod:`.tiering`): hot pure traces may move to the whole-graph executor.
@@ -43,6 +47,11 @@ STRICT = os.environ.get("KERNEL_EXT_STRICT", "") not in ("", "0")
 TIERING = os.environ.get("KERNEL_EXT_TIERING", "1") not in ("", "0")
 #: Fused executors shared by traces that differ only in sizes (see :mod:`.sharing`).
 SHARED = SharedExecutables()
+
+
+@functools.lru_cache(maxsize=1)
+def dask_available() -> bool:
+    return importlib.util.find_spec("dask") is not None
 
 
 @functools.lru_cache(maxsize=1)
@@ -55,6 +64,14 @@ def validate_options(backend: str, jit_compile: bool | None, fast_math: bool = F
     if backend not in BACKENDS:
         raise ValueError(f"kx.function(backend={backend!r}): available backends are "
                          f"{', '.join(map(repr, BACKENDS))}")
+    if backend == "dask":
+        if not dask_available():
+            raise ValueError("kx.function(backend='dask') needs Dask, which is not installed. "
+                             "Fix: pip install \"jupyterlab-tffunction[dask]\".")
+        if jit_compile:
+            raise ValueError("kx.function(jit_compile=True, backend='dask'): Dask runs the "
+                             "graph block by block, not as one compiled function. Fix: leave "
+                             "jit_compile unset.")
     if backend in ("numba", "cuda") or jit_compile:
         if not numba_available():
             what = f"backend={backend!r}" if backend in ("numba", "cuda") else \
@@ -92,6 +109,9 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     ``cf.graph``), so a retrace costs its trace and little more.
     """
     t0 = time.perf_counter()
+    if backend == "dask":  # (no executor sharing: a Dask trace's graph is built per call)
+        graph = optimize(traced)
+        return graph, compile_for(graph, tree, n_params, backend=backend, name=name)
     if backend != "numpy" and numba_available():
         # (a whole-graph function is CPU code, whatever the backend)
         target = "cpu" if jit_compile else _target(backend)
@@ -134,6 +154,9 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
     kernels use the approximations of :mod:`.fast_math` (within their documented ulp
     bounds) instead of NumPy's loops."""
     t0 = time.perf_counter()
+    if backend == "dask":
+        from .dask_backend import compile_dask
+        return compile_dask(graph, tree, n_params, name=name)
     if jit_compile:
         from .whole_graph import compile_whole_graph
         return compile_whole_graph(graph, tree, n_params, name=name, fast_math=fast_math)
@@ -197,4 +220,4 @@ def _real_gpu() -> bool:
 
 
 __all__ = ["BACKENDS", "Executable", "compile_for", "compile_graph", "compile_traced",
-           "generate_source", "numba_available", "validate_options"]
+           "dask_available", "generate_source", "numba_available", "validate_options"]

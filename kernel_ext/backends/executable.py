@@ -29,6 +29,9 @@ class Executable:
     #: Tiered ``auto`` (:mod:`.tiering`): the state that may move ``run`` to the whole-graph
     #: executor, or None when this executable does not tier.
     tier: Any = None
+    #: Dask backend: how many tasks the Dask graph of the latest call had (its results'
+    #: graphs merged, the input arrays' own tasks included); None for other backends.
+    tasks: int | None = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the kernels requested so far are compiled (True) or ``timeout``."""

@@ -35,8 +35,8 @@ from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
 from ..trace.pytree import ArgumentContainers, flatten_outputs, with_replays, with_writeback
-from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, literal_key,
-                           make_trace_type, register_dead_object_listener)
+from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, contains_dask,
+                           literal_key, make_trace_type, register_dead_object_listener)
 from . import events, registry
 from .binding import FunctionType
 from .concrete import ConcreteFunction
@@ -410,9 +410,12 @@ class Function:
             trace_ms = (time.perf_counter() - t0) * 1e3
             traced_count = ctx.graph.count_ops()
             t1 = time.perf_counter()
+            backend = self._options["backend"]
+            if contains_dask(trace_types):  # Dask arrays in, Dask arrays out
+                backend = "dask"
             graph, executable = compile_traced(
                 ctx.graph, tree, self.function_type.count, optimize=run_pipeline,
-                backend=self._options["backend"], jit_compile=self._options["jit_compile"],
+                backend=backend, jit_compile=self._options["jit_compile"],
                 fast_math=self._options["fast_math"], name=graph_name)
             compile_ms = (time.perf_counter() - t1) * 1e3
 

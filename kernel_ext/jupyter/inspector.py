@@ -99,7 +99,7 @@ def function_info(function: Any, locator: CellLocator | None = None) -> Function
     signatures: list[SignatureInfo] = [
         {"id": row.id, "inputs": row.inputs, "outputs": row.outputs,
          "last_used": row.last_used, "nodes_traced": row.nodes_traced,
-         "nodes_optimised": row.nodes_optimised, "backend": row.backend}
+         "nodes_optimised": row.nodes_optimised, "backend": row.backend_text}
         for row in records.signature_rows(function)]
     retraces = [_retrace_info(function.name, record, locator) for record in function.retraces]
     trace_ms = _finite(stats.get("trace_ms", 0.0))

@@ -160,7 +160,7 @@ class Monitor:
         # explanations use); the sidebar lists ``inputs`` (``n: 2``).
         self.signatures.value = render.signatures_html([
             {"id": r.id, "inputs": r.signature, "outputs": r.outputs,
-             "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend,
+             "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend_text,
              "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops,
              "tier": r.tier} for r in rows])
         options = [(f"#{r.id} ({r.signature})", r.id) for r in rows]

@@ -200,6 +200,14 @@ class SignatureRow:
     loops: tuple[str, ...] = ()
     #: Which executor serves the trace and why, under tiered ``auto`` (``cf.tier``), or "".
     tier: str = ""
+    #: Dask backend: tasks in the Dask graph of the latest call (None: not Dask, or not
+    #: called yet).
+    tasks: int | None = None
+
+    @property
+    def backend_text(self) -> str:
+        """The backend as the views show it: ``"numba-cpu"``, ``"dask · 36 tasks"``."""
+        return self.backend if self.tasks is None else f"{self.backend} · {self.tasks} tasks"
 
 
 def signature_id(concrete_function: Any) -> str:
@@ -246,7 +254,8 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             backend=str(getattr(cf.executable, "backend", "")),
             opaque=_notes_or_none(cf),
             loops=tuple(getattr(cf, "loops", ())),
-            tier=str(getattr(cf, "tier", "") or "")))
+            tier=str(getattr(cf, "tier", "") or ""),
+            tasks=getattr(cf.executable, "tasks", None)))
     return rows
 
 

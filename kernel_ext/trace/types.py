@@ -16,6 +16,8 @@ argument                       trace type
 dataclass instance             :class:`Dataclass` (class + field types)
 ``dict``                       :class:`Dict` (key -> type; insertion order ignored)
 ``kx.Variable``                :class:`VariableType` (identity + dtype + shape)
+``dask.array.Array``           :class:`DaskArraySpec` (shape + dtype + chunks; the
+                               ``"dask"`` backend runs such traces, docs/backends.md)
 ``obj.__tracing_type__(ctx)``  whatever it returns
 any other hashable object      :class:`WeakRef` (equal objects share; a dead one never matches)
 =============================  ==========================================================
@@ -190,8 +192,117 @@ def matches_only_itself(t: TraceType) -> bool:
         return t.name is None and t.shape is not None and None not in t.shape  # type: ignore
     if cls in (Literal, VariableType, WeakRef):
         return True
+    if cls is DaskArraySpec:
+        return t.shape is not None and None not in t.shape  # type: ignore[attr-defined]
     if cls in (Sequence_, Dict, Dataclass):
         return all(matches_only_itself(c) for c in t.components)  # type: ignore[attr-defined]
+    return False
+
+
+# ---------------------------------------------------------------------------------------------
+# Dask arrays
+# ---------------------------------------------------------------------------------------------
+
+def is_dask_array(value: Any) -> bool:
+    """Is ``value`` a ``dask.array.Array``? Asked by class name, so that tracing never imports
+    Dask (only ``backends/dask_backend`` does, when a trace runs on it)."""
+    cls = type(value)
+    return cls.__name__ == "Array" and cls.__module__.startswith("dask.array")
+
+
+class DaskArraySpec(TraceType):
+    """Describes Dask arrays: ``DaskArraySpec(shape, dtype, chunks)``.
+
+    ``chunks`` is Dask's block structure, one tuple of block sizes per dimension; it is part
+    of the type because the graph Dask runs (one task per block) depends on it. Sizes relax as
+    a :class:`TensorSpec`'s do: ``None`` for a dimension accepts any size *and* any blocks
+    along it, ``shape=None`` any rank. A Dask array never matches a TensorSpec (nor the
+    reverse): its trace returns Dask arrays, a NumPy trace returns NumPy arrays.
+    """
+
+    __slots__ = ("shape", "dtype", "chunks", "_hash")
+
+    def __init__(self, shape: Any, dtype: Any, chunks: Any = None) -> None:
+        self.shape = _normalize_shape(shape)
+        self.dtype = np.dtype(dtype)
+        if self.shape is None:
+            chunks = None
+        elif chunks is None:
+            chunks = (None,) * len(self.shape)
+        else:
+            chunks = tuple(None if s is None or c is None else tuple(int(b) for b in c)
+                           for s, c in zip(self.shape, chunks))
+        self.chunks = chunks
+        self._hash = hash((self.shape, self.dtype, self.chunks))
+
+    @classmethod
+    def from_value(cls, value: Any, path: str = "argument") -> "DaskArraySpec":
+        if any(d != d for d in value.shape):  # NaN: a size Dask learns only by computing
+            raise errors.TraceTypeError(
+                f"{path}: a Dask array with unknown chunk sizes (shape {value.shape}) cannot be "
+                "traced: the graph needs every block's size. Fix: x.compute_chunk_sizes() "
+                "before the call.")
+        if value.dtype.kind in "OUSV":
+            raise errors.TraceTypeError(
+                f"{path}: Dask arrays of dtype {value.dtype} cannot be traced (only numeric "
+                "and bool).")
+        return cls(value.shape, value.dtype, value.chunks)
+
+    def is_subtype_of(self, other: TraceType) -> bool:
+        if not isinstance(other, DaskArraySpec) or other.dtype != self.dtype:
+            return False
+        if other.shape is None:
+            return True
+        if self.shape is None or len(self.shape) != len(other.shape):
+            return False
+        return all(o is None or (s == o and oc == sc) for s, o, sc, oc
+                   in zip(self.shape, other.shape, self.chunks, other.chunks))  # type: ignore
+
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
+        if not all(isinstance(o, DaskArraySpec) and o.dtype == self.dtype for o in others):
+            return None
+        specs = [self, *others]
+        shapes = [s.shape for s in specs]  # type: ignore[union-attr]
+        if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
+            return DaskArraySpec(None, self.dtype)
+        dims, chunks = [], []
+        for i, d in enumerate(zip(*shapes)):
+            c = {s.chunks[i] for s in specs}  # type: ignore[union-attr, index]
+            same = len(set(d)) == 1 and len(c) == 1
+            dims.append(d[0] if same else None)
+            chunks.append(next(iter(c)) if same else None)
+        return DaskArraySpec(tuple(dims), self.dtype, tuple(chunks))
+
+    def placeholder_value(self, placeholder_context: Any) -> Any:
+        ctx = placeholder_context
+        return ctx.trace_context.placeholder(ctx.name, self.shape, self.dtype, ctx.path)
+
+    def __eq__(self, other: Any) -> bool:
+        return (isinstance(other, DaskArraySpec) and self.shape == other.shape
+                and self.dtype == other.dtype and self.chunks == other.chunks)
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __repr__(self) -> str:
+        return (f"DaskArraySpec(shape={self.shape!r}, dtype={dtype_code(self.dtype)}, "
+                f"chunks={self.chunks!r})")
+
+    def describe(self) -> str:
+        if self.chunks is None:
+            return f"dask {format_aval(self.shape, self.dtype)}"
+        blocks = ", ".join("?" if c is None else "+".join(map(str, c)) if len(set(c)) > 1
+                           else f"{len(c)}x{c[0]}" if c else "0" for c in self.chunks)
+        return f"dask {format_aval(self.shape, self.dtype)} chunks ({blocks})"
+
+
+def contains_dask(types_: Iterable[TraceType]) -> bool:
+    """Does any of these trace types (containers searched) describe a Dask array?"""
+    for t in types_:
+        if isinstance(t, DaskArraySpec):
+            return True
+        if isinstance(t, Composite) and contains_dask(t.components):
+            return True
     return False
 
 
@@ -542,6 +653,8 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
         return TensorSpec(value.shape, value.dtype)
     if isinstance(value, np.generic):
         return TensorSpec((), value.dtype)
+    if is_dask_array(value):
+        return DaskArraySpec.from_value(value, path)
     if isinstance(value, _LITERAL_TYPES):
         return Literal(value)
     if isinstance(value, Variable):
