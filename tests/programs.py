@@ -107,6 +107,26 @@ class Program:
         return f"inputs({shapes}): " + "; ".join(name for name, _ in self.steps)
 
 
+class Batch:
+    """Several programs as one function (inputs and outputs concatenated): one trace, and
+    under ``jit_compile=True`` one compiled function, for all of them."""
+
+    def __init__(self, programs: list[Program]) -> None:
+        self.programs = programs
+        self.inputs = [x for p in programs for x in p.inputs]
+
+    def __call__(self, *xs: Any) -> tuple:
+        out: list[Any] = []
+        k = 0
+        for p in self.programs:
+            out.extend(p(*xs[k:k + len(p.inputs)]))
+            k += len(p.inputs)
+        return tuple(out)
+
+    def describe(self) -> str:
+        return " || ".join(p.describe() for p in self.programs)
+
+
 def _random_shape(rng: np.random.Generator) -> tuple[int, ...]:
     kind = rng.integers(0, 10)
     if kind == 0:
@@ -705,4 +725,382 @@ def make_numeric_program(seed: int, n_steps: int = 4) -> Program:
             except Exception:
                 pass
     prog.n_outputs = 2 if len(prog.steps) >= 2 and rng.random() < 0.4 else 1
+    return prog
+
+
+# ---------------------------------------------------------------------------------------------
+# Coverage programs (issue 14): the linalg, fft and array-helper functions traced natively
+# (``numpy_api``'s "coverage" section) mixed with ufuncs, with random axes, counts and orders
+# ---------------------------------------------------------------------------------------------
+
+COVERAGE_UNARY = [np.negative, np.absolute, np.sqrt, np.exp, np.square, np.sign, np.conjugate,
+                  np.isfinite]
+COVERAGE_BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.less]
+
+
+def _coverage_input(rng: np.random.Generator) -> Any:
+    """A :func:`_random_array` (dtypes, 0-d, size-0, strided, read-only, NumPy scalars), or
+    (15 %) a complex64/complex128 array, strided half of the time; a third are square stacks
+    (``(n, n)``, ``(2, n, n)``, n in 0..3), what np.linalg takes."""
+    n = int(rng.integers(0, 4))
+    shape = _random_shape(rng) if rng.random() < 0.67 else ((n, n), (2, n, n))[rng.integers(2)]
+    if rng.random() >= 0.15:
+        return _random_array(rng, shape)
+    dtype = np.complex64 if rng.random() < 0.5 else np.complex128
+    arr = (rng.standard_normal(shape) + 1j * rng.standard_normal(shape)).astype(dtype)
+    if arr.ndim and arr.shape[-1] and rng.random() < 0.5:
+        arr = np.repeat(arr, 2, axis=-1)[..., ::2]
+    return arr
+
+
+def _hermitian(x: Any) -> Any:
+    """A Hermitian positive definite stack from a square stack ``x``: ``x @ x^H + n I``."""
+    n = np.shape(x)[-1]
+    s = np.matmul(x, np.conj(np.swapaxes(x, -1, -2)))
+    return np.add(s, np.multiply(np.eye(n, dtype=np.float32), n))
+
+
+def _linalg_step(rng: np.random.Generator, i: int, j: int, nd: int,
+                 axis: int) -> tuple[str, Callable]:
+    """np.linalg (and matrix products) on earlier values; invalid shapes fail eagerly."""
+    k = int(rng.integers(0, 2))
+    c = int(rng.integers(0, 16))
+    if c == 0:
+        up = bool(rng.random() < 0.5)
+        return (f"cholesky(herm(v{i}), upper={up})",
+                lambda e, i=i, u=up: np.linalg.cholesky(_hermitian(e[i]), upper=u))
+    if c == 1:
+        mode = ["reduced", "complete", "r"][rng.integers(3)]
+        return (f"qr(v{i}, {mode!r})[{k}]",
+                lambda e, i=i, m=mode, k=k: _pick(np.linalg.qr(e[i], m), k))
+    if c == 2:
+        uplo = "L" if rng.random() < 0.5 else "U"
+        return (f"eigh(herm(v{i}), {uplo!r})[{k}]",
+                lambda e, i=i, u=uplo, k=k: np.linalg.eigh(_hermitian(e[i]), u)[k])
+    if c == 3:
+        return (f"eigvalsh(herm(v{i}))",
+                lambda e, i=i: np.linalg.eigvalsh(_hermitian(e[i])))
+    if c == 4:
+        return (f"lstsq(v{i}, v{j})[{k}]",
+                lambda e, i=i, j=j, k=k: np.linalg.lstsq(e[i], e[j])[k])
+    if c == 5:
+        herm = bool(rng.random() < 0.3)
+        return (f"pinv(v{i}, hermitian={herm})",
+                lambda e, i=i, h=herm: np.linalg.pinv(_hermitian(e[i]) if h else e[i],
+                                                      hermitian=h))
+    if c == 6:
+        ords = [None, 1, 2, -1, np.inf, -np.inf, 0, 3, "fro", "nuc", -2]
+        o = ords[rng.integers(len(ords))]
+        ax = [None, axis, (0, 1), (-1, 0)][rng.integers(4)]
+        keep = bool(rng.random() < 0.3)
+        return (f"norm(v{i}, {o!r}, axis={ax}, keepdims={keep})",
+                lambda e, i=i, o=o, a=ax, kd=keep: np.linalg.norm(e[i], o, a, kd))
+    if c == 7:
+        n = int(rng.integers(-1, 4))
+        return (f"matrix_power(v{i}, {n})",
+                lambda e, i=i, n=n: np.linalg.matrix_power(e[i], n))
+    if c == 8:
+        return (f"multi_dot([v{i}, v{j}, v{i}.T])",
+                lambda e, i=i, j=j: np.linalg.multi_dot([e[i], e[j], np.transpose(e[i])]))
+    if c == 9:
+        fn = [np.linalg.svdvals, np.linalg.matrix_rank, np.linalg.cond,
+              np.linalg.matrix_transpose][rng.integers(4)]
+        return f"{fn.__name__}(v{i})", lambda e, i=i, fn=fn: fn(e[i])
+    if c == 10:
+        o = [2, 1, np.inf, 0, -1][rng.integers(5)]
+        return (f"vector_norm(v{i}, axis={axis}, ord={o})",
+                lambda e, i=i, a=axis, o=o: np.linalg.vector_norm(e[i], axis=a, ord=o))
+    if c == 11:
+        o = ["fro", "nuc", 1, -1, np.inf, 2][rng.integers(6)]
+        return (f"matrix_norm(v{i}, ord={o!r})",
+                lambda e, i=i, o=o: np.linalg.matrix_norm(e[i], ord=o))
+    if c == 12:
+        ax = int(rng.integers(0, 3))
+        return (f"tensordot(v{i}, v{j}, {ax})",
+                lambda e, i=i, j=j, a=ax: np.tensordot(e[i], e[j], a))
+    if c == 13:
+        fn = [np.inner, np.kron, np.outer, np.linalg.vecdot, np.cross][rng.integers(5)]
+        return f"{fn.__name__}(v{i}, v{j})", lambda e, i=i, j=j, fn=fn: fn(e[i], e[j])
+    if c == 14:
+        off = int(rng.integers(-1, 2))
+        return (f"trace(v{i}, {off})", lambda e, i=i, o=off: np.trace(e[i], o))
+    off = int(rng.integers(-1, 2))
+    return (f"diagonal(v{i}, {off}, 0, -1)",
+            lambda e, i=i, o=off: np.diagonal(e[i], o, 0, -1))
+
+
+def _pick(value: Any, k: int) -> Any:
+    return value[k] if isinstance(value, tuple) else value
+
+
+FFTS = [np.fft.fft, np.fft.ifft, np.fft.rfft, np.fft.irfft, np.fft.hfft, np.fft.ihfft]
+FFTNS = [np.fft.fftn, np.fft.ifftn, np.fft.rfftn, np.fft.irfftn, np.fft.fft2, np.fft.ifft2]
+
+
+def _fft_step(rng: np.random.Generator, i: int, nd: int, axis: int) -> tuple[str, Callable]:
+    """np.fft transforms with random ``n``/``s``, axes and norms, and the shifts."""
+    norm = [None, "ortho", "forward", "backward"][rng.integers(4)]
+    c = int(rng.integers(0, 4))
+    if c == 0:
+        fn = FFTS[rng.integers(len(FFTS))]
+        n = [None, 1, 4, 5][rng.integers(4)]
+        return (f"{fn.__name__}(v{i}, {n}, {axis}, {norm!r})",
+                lambda e, i=i, fn=fn, n=n, a=axis, m=norm: fn(e[i], n, a, m))
+    if c == 1:
+        fn = FFTNS[rng.integers(len(FFTNS))]
+        axes = None if rng.random() < 0.5 else (axis,) if nd < 2 else (0, -1)
+        s = None if axes is None or rng.random() < 0.5 else tuple(3 for _ in axes)
+        return (f"{fn.__name__}(v{i}, s={s}, axes={axes}, norm={norm!r})",
+                lambda e, i=i, fn=fn, s=s, a=axes, m=norm: fn(e[i], s=s, axes=a, norm=m))
+    fn = np.fft.fftshift if c == 2 else np.fft.ifftshift
+    axes = None if rng.random() < 0.5 else axis
+    return f"{fn.__name__}(v{i}, {axes})", lambda e, i=i, fn=fn, a=axes: fn(e[i], a)
+
+
+def _search_step(rng: np.random.Generator, i: int, j: int, nd: int,
+                 axis: int) -> tuple[str, Callable]:
+    """Sorting, searching, set and index functions."""
+    c = int(rng.integers(0, 12))
+    if c == 0:
+        side = "left" if rng.random() < 0.5 else "right"
+        return (f"searchsorted(sort(ravel(v{j})), v{i}, {side!r})",
+                lambda e, i=i, j=j, s=side: np.searchsorted(np.sort(np.ravel(e[j])), e[i], s))
+    if c == 1:
+        right = bool(rng.random() < 0.5)
+        bins = [-2.0, 0.0, 0.5, 3.0] if rng.random() < 0.5 else [3, 1, 0, -1]
+        return (f"digitize(v{i}, {bins}, right={right})",
+                lambda e, i=i, b=bins, r=right: np.digitize(e[i], b, r))
+    if c == 2:
+        kth = int(rng.integers(-2, 3))
+        ax = None if rng.random() < 0.3 else axis
+        return (f"partition(v{i}, {kth}, axis={ax})",
+                lambda e, i=i, k=kth, a=ax: np.partition(e[i], k, axis=a))
+    if c == 3:
+        return (f"lexsort((v{i}, v{j}))", lambda e, i=i, j=j: np.lexsort((e[i], e[j])))
+    if c == 4:
+        inv = bool(rng.random() < 0.3)
+        return (f"isin(v{i}, v{j}, invert={inv})",
+                lambda e, i=i, j=j, v=inv: np.isin(e[i], e[j], invert=v))
+    if c == 5:
+        fn = [np.setdiff1d, np.intersect1d, np.setxor1d, np.union1d][rng.integers(4)]
+        return f"{fn.__name__}(v{i}, v{j})", lambda e, i=i, j=j, fn=fn: fn(e[i], e[j])
+    if c == 6:
+        mode = ["raise", "wrap", "clip"][rng.integers(3)]
+        dims = (3, 4)
+        return (f"ravel_multi_index((v{i}, v{j}), {dims}, {mode!r})",
+                lambda e, i=i, j=j, d=dims, m=mode: np.ravel_multi_index((e[i], e[j]), d,
+                                                                          mode=m))
+    if c == 7:
+        order = "C" if rng.random() < 0.5 else "F"
+        k = int(rng.integers(0, 2))
+        return (f"unravel_index(abs(v{i}) % 12, (3, 4), {order!r})[{k}]",
+                lambda e, i=i, o=order, k=k: np.unravel_index(
+                    np.remainder(np.absolute(e[i]), 12), (3, 4), order=o)[k])
+    if c == 8:
+        ax = None if rng.random() < 0.4 else axis
+        bo = "big" if rng.random() < 0.5 else "little"
+        return (f"packbits(v{i}, {ax}, {bo!r})",
+                lambda e, i=i, a=ax, b=bo: np.packbits(e[i], a, b))
+    if c == 9:
+        ax = None if rng.random() < 0.4 else axis
+        cnt = [None, 3, -2][rng.integers(3)]
+        return (f"unpackbits(v{i}, {ax}, {cnt})",
+                lambda e, i=i, a=ax, n=cnt: np.unpackbits(e[i], a, n))
+    if c == 10:
+        return (f"take_along_axis(v{i}, argsort(v{i}, {axis}), {axis})",
+                lambda e, i=i, a=axis: np.take_along_axis(e[i], np.argsort(e[i], a), a))
+    return (f"choose(abs(v{i}) % 2, (v{i}, v{j}))",
+            lambda e, i=i, j=j: np.choose(np.remainder(np.absolute(e[i]), 2), (e[i], e[j])))
+
+
+def _shape_step(rng: np.random.Generator, i: int, j: int, nd: int,
+                axis: int) -> tuple[str, Callable]:
+    """Splits, stacks, tiling, rotation and the other shape helpers."""
+    k = int(rng.integers(0, 2))
+    c = int(rng.integers(0, 16))
+    if c == 0:
+        fn = [np.split, np.array_split][rng.integers(2)]
+        sec = [1, 2, 3, [1, 2], [0, -1]][rng.integers(5)]
+        return (f"{fn.__name__}(v{i}, {sec}, {axis})[{k}]",
+                lambda e, i=i, fn=fn, s=sec, a=axis, k=k: fn(e[i], s, a)[k])
+    if c == 1:
+        fn = [np.hsplit, np.vsplit, np.dsplit, np.unstack][rng.integers(4)]
+        if fn is np.unstack:
+            return (f"unstack(v{i}, axis={axis})[{k}]",
+                    lambda e, i=i, a=axis, k=k: np.unstack(e[i], axis=a)[k])
+        return f"{fn.__name__}(v{i}, 1)[0]", lambda e, i=i, fn=fn: fn(e[i], 1)[0]
+    if c == 2:
+        reps = [2, (2, 1), (1, 0, 2), 0][rng.integers(4)]
+        return f"tile(v{i}, {reps})", lambda e, i=i, r=reps: np.tile(e[i], r)
+    if c == 3:
+        reps = [2, 0, [1, 0, 2]][rng.integers(3)]
+        ax = None if rng.random() < 0.4 else axis
+        return f"repeat(v{i}, {reps}, {ax})", lambda e, i=i, r=reps, a=ax: np.repeat(e[i], r, a)
+    if c == 4:
+        shift = [1, -2, 5, (1, -1)][rng.integers(4)]
+        ax = None if rng.random() < 0.4 else axis if np.ndim(shift) == 0 else (0, -1)
+        return f"roll(v{i}, {shift}, {ax})", lambda e, i=i, s=shift, a=ax: np.roll(e[i], s, a)
+    if c == 5:
+        n = int(rng.integers(-1, 4))
+        axes = (0, 1) if rng.random() < 0.5 else (-1, 0)
+        return f"rot90(v{i}, {n}, {axes})", lambda e, i=i, n=n, a=axes: np.rot90(e[i], n, a)
+    if c == 6:
+        fn = [np.fliplr, np.flipud, np.atleast_1d, np.atleast_2d, np.atleast_3d][
+            rng.integers(5)]
+        return f"{fn.__name__}(v{i})", lambda e, i=i, fn=fn: fn(e[i])
+    if c == 7:
+        fn = [np.column_stack, np.dstack, np.vstack, np.hstack, np.stack][rng.integers(5)]
+        return f"{fn.__name__}((v{i}, v{j}))", lambda e, i=i, j=j, fn=fn: fn((e[i], e[j]))
+    if c == 8:
+        return (f"block([[v{i}, v{j}]])", lambda e, i=i, j=j: np.block([[e[i], e[j]]]))
+    if c == 9:
+        src, dst = int(rng.integers(-nd, nd)) if nd else 0, axis
+        fn = np.moveaxis if rng.random() < 0.5 else np.swapaxes
+        return (f"{fn.__name__}(v{i}, {src}, {dst})",
+                lambda e, i=i, fn=fn, s=src, d=dst: fn(e[i], s, d))
+    if c == 10:
+        ax = None if rng.random() < 0.5 else axis
+        if rng.random() < 0.5:
+            return (f"append(v{i}, v{j}, {ax})",
+                    lambda e, i=i, j=j, a=ax: np.append(e[i], e[j], a))
+        obj = [0, -1, [0, 1], slice(None, None, 2)][rng.integers(4)]
+        return f"delete(v{i}, {obj}, {ax})", lambda e, i=i, o=obj, a=ax: np.delete(e[i], o, a)
+    if c == 11:
+        shape = [(5,), (2, 3), (0,), ()][rng.integers(4)]
+        return f"resize(v{i}, {shape})", lambda e, i=i, s=shape: np.resize(e[i], s)
+    if c == 12:
+        return (f"broadcast_arrays(v{i}, v{j})[{k}]",
+                lambda e, i=i, j=j, k=k: np.broadcast_arrays(e[i], e[j])[k])
+    if c == 13:
+        ix = "xy" if rng.random() < 0.5 else "ij"
+        sparse = bool(rng.random() < 0.3)
+        return (f"meshgrid(v{i}, v{j}, indexing={ix!r}, sparse={sparse})[{k}]",
+                lambda e, i=i, j=j, x=ix, s=sparse, k=k: np.meshgrid(
+                    e[i], e[j], indexing=x, sparse=s)[k])
+    if c == 14:
+        off = int(rng.integers(-1, 2))
+        return f"diag(v{i}, {off})", lambda e, i=i, o=off: np.diag(e[i], o)
+    fn = [np.tril_indices_from, np.triu_indices_from, np.diag_indices_from][rng.integers(3)]
+    return (f"v{i}[{fn.__name__}(v{i})]", lambda e, i=i, fn=fn: e[i][fn(e[i])])
+
+
+def _stats_step(rng: np.random.Generator, i: int, j: int, nd: int,
+                axis: int) -> tuple[str, Callable]:
+    """Statistics, comparisons, polynomials and the complex/real helpers."""
+    ax = None if rng.random() < 0.4 else axis
+    c = int(rng.integers(0, 16))
+    if c == 0:
+        rowvar = bool(rng.random() < 0.7)
+        if rng.random() < 0.5:
+            ddof = [None, 0, 1][rng.integers(3)]
+            return (f"cov(v{i}, rowvar={rowvar}, ddof={ddof})",
+                    lambda e, i=i, r=rowvar, d=ddof: np.cov(e[i], rowvar=r, ddof=d))
+        return (f"corrcoef(v{i}, rowvar={rowvar})",
+                lambda e, i=i, r=rowvar: np.corrcoef(e[i], rowvar=r))
+    if c == 1:
+        if rng.random() < 0.5:
+            return (f"average(v{i}, {ax}, weights=v{j})",
+                    lambda e, i=i, j=j, a=ax: np.average(e[i], a, weights=e[j]))
+        keep = bool(rng.random() < 0.3)
+        return (f"average(v{i}, {ax}, keepdims={keep})",
+                lambda e, i=i, a=ax, k=keep: np.average(e[i], a, keepdims=k))
+    if c == 2:
+        return f"ptp(v{i}, {ax})", lambda e, i=i, a=ax: np.ptp(e[i], a)
+    if c == 3:
+        fn = [np.allclose, np.isclose, np.array_equal, np.array_equiv][rng.integers(4)]
+        return f"{fn.__name__}(v{i}, v{j})", lambda e, i=i, j=j, fn=fn: fn(e[i], e[j])
+    if c == 4:
+        return (f"select([v{i} > 0, v{j} < 0], [v{i}, v{j}], -1)",
+                lambda e, i=i, j=j: np.select([np.greater(e[i], 0), np.less(e[j], 0)],
+                                              [e[i], e[j]], -1))
+    if c == 5:
+        return (f"piecewise(v{i}, [v{i} > 0], [-1, 1])",
+                lambda e, i=i: np.piecewise(e[i], [np.greater(e[i], 0)], [-1, 1]))
+    if c == 6:
+        dec = int(rng.integers(-1, 3))
+        return f"round(v{i}, {dec})", lambda e, i=i, d=dec: np.round(e[i], d)
+    if c == 7:
+        if rng.random() < 0.5:
+            edge = int(rng.integers(1, 3))
+            return (f"gradient(v{i}, axis={ax}, edge_order={edge})",
+                    lambda e, i=i, a=ax, g=edge: _pick(np.gradient(e[i], axis=a,
+                                                                   edge_order=g), 0))
+        return (f"gradient(v{i}, 0.5, axis={axis})",
+                lambda e, i=i, a=axis: np.gradient(e[i], 0.5, axis=a))
+    if c == 8:
+        fn = [np.real, np.imag, np.angle, np.iscomplex, np.isreal, np.sinc, np.fix,
+              np.isneginf, np.isposinf, np.nan_to_num, np.sort_complex][rng.integers(11)]
+        return f"{fn.__name__}(v{i})", lambda e, i=i, fn=fn: fn(e[i])
+    if c == 9:
+        return (f"trapezoid(v{i}, axis={axis})",
+                lambda e, i=i, a=axis: np.trapezoid(e[i], axis=a))
+    if c == 10:
+        return (f"ediff1d(v{i}, [1], [-1, 2])",
+                lambda e, i=i: np.ediff1d(e[i], to_end=[1], to_begin=[-1, 2]))
+    if c == 11:
+        return (f"unwrap(v{i}, axis={axis})", lambda e, i=i, a=axis: np.unwrap(e[i], axis=a))
+    if c == 12:
+        return f"polyval(v{j}, v{i})", lambda e, i=i, j=j: np.polyval(e[j], e[i])
+    if c == 13:
+        fn = [np.polyder, np.polyint][rng.integers(2)]
+        m = int(rng.integers(0, 3))
+        return f"{fn.__name__}(v{i}, {m})", lambda e, i=i, fn=fn, m=m: fn(e[i], m)
+    if c == 14:
+        n = [None, 0, 3][rng.integers(3)]
+        inc = bool(rng.random() < 0.5)
+        return (f"vander(v{i}, {n}, {inc})",
+                lambda e, i=i, n=n, c=inc: np.vander(e[i], n, c))
+    return (f"histogram_bin_edges(v{i}, 4, (-2, 2))",
+            lambda e, i=i: np.histogram_bin_edges(e[i], 4, (-2, 2)))
+
+
+def _coverage_step(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]:
+    """One step applying a coverage function (or a ufunc, to mix them) to earlier values."""
+    i = int(rng.integers(len(env)))
+    j = int(rng.integers(len(env)))
+    nd = np.ndim(env[i])
+    axis = int(rng.integers(-nd, nd)) if nd else 0
+    group = int(rng.integers(0, 6))
+    if group == 0:
+        return _linalg_step(rng, i, j, nd, axis)
+    if group == 1:
+        return _fft_step(rng, i, nd, axis)
+    if group == 2:
+        return _search_step(rng, i, j, nd, axis)
+    if group == 3:
+        return _shape_step(rng, i, j, nd, axis)
+    if group == 4:
+        return _stats_step(rng, i, j, nd, axis)
+    if rng.random() < 0.5:
+        uf = COVERAGE_UNARY[rng.integers(len(COVERAGE_UNARY))]
+        return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
+    return _binary_step(rng, COVERAGE_BINARY, [0, 2, -1, 0.5, 1j], i, j)
+
+
+def make_coverage_program(seed: int, n_steps: int = 5) -> Program:
+    """A random program of the functions issue 14's coverage made native (linalg, fft,
+    searching, sets, shape helpers, statistics, polynomials) and ufuncs over random inputs
+    (dtypes incl. complex, 0-d, size-0, non-contiguous, read-only); every step was run eagerly
+    while building, so the program is valid NumPy."""
+    rng = np.random.default_rng(70_000 + seed)
+    inputs = [_coverage_input(rng) for _ in range(int(rng.integers(1, 3)))]
+    prog = Program(inputs)
+    env = list(inputs)
+    attempts = 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        while len(prog.steps) < n_steps and attempts < 200:
+            attempts += 1
+            name, step = _coverage_step(rng, env)
+            try:
+                with np.errstate(all="ignore"):
+                    value = step(env)
+            except Exception:
+                continue
+            if not isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)) or \
+                    np.size(value) > 10_000 or np.asarray(value).dtype == object:
+                continue
+            prog.steps.append((name, step))
+            env.append(value)
+    prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
     return prog

@@ -997,7 +997,7 @@ def _argpartition(attrs: dict, x: AbstractValue) -> AbstractValue:
     axis = attrs.get("axis")
     n = None if out.shape is None else out.shape[0 if axis is None else axis]
     for k in np.atleast_1d(attrs["kth"]).tolist():
-        if n is not None and not -n <= k < n:
+        if n and not -n <= k < n:  # NumPy checks no kth along an empty axis
             raise ValueError(f"kth(={k}) out of bounds ({n})")
     return out
 

@@ -291,6 +291,10 @@ def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
     _no("out", out)
     if decimals == 0:
         return np.rint(a)
+    if (a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype).kind == "c":
+        # NumPy rounds the real and imaginary parts apart (a complex division by the scale
+        # rounds differently), and no op builds a complex array from its parts
+        return numpy_call(np.round, (a, decimals), {})
     scale = 10.0 ** decimals
     return np.divide(np.rint(np.multiply(a, scale)), scale)
 
@@ -2728,7 +2732,10 @@ def _fft_handler(name: str) -> Callable:
         a = p.pop("a")
         if _traced(p):
             return numpy_call(func, args, kwargs)
-        attrs = {"transform": name}
+        # fft2 and friends with an explicit ``axes=None`` transform every axis (NumPy's
+        # ``_raw_fftnd``), not their default (-2, -1): they are then the n-d transform
+        attrs = {"transform": name[:-1] + "n" if name.endswith("2") and "axes" in p
+                 and p["axes"] is None else name}
         attrs.update((k, _static_attr(v)) for k, v in p.items()
                      if v is not None and v is not np._NoValue)
         return bind(OpKind.FFT, (a,), attrs)

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from programs import Program, bit_pattern, make_numeric_program
+from programs import Batch, bit_pattern, make_numeric_program
 
 import kernel_ext as kx
 from kernel_ext.backends import codegen
@@ -39,26 +39,6 @@ BACKENDS = {"numpy": {"backend": "numpy"}, "numba": {"backend": "numba"},
 
 def _outputs(value: Any) -> tuple:
     return value if isinstance(value, tuple) else (value,)
-
-
-class Batch:
-    """Several programs as one function (inputs and outputs concatenated): one trace, and
-    under ``jit_compile=True`` one compiled function, for all of them."""
-
-    def __init__(self, programs: list[Program]) -> None:
-        self.programs = programs
-        self.inputs = [x for p in programs for x in p.inputs]
-
-    def __call__(self, *xs: Any) -> tuple:
-        out: list[Any] = []
-        k = 0
-        for p in self.programs:
-            out.extend(p(*xs[k:k + len(p.inputs)]))
-            k += len(p.inputs)
-        return tuple(out)
-
-    def describe(self) -> str:
-        return " || ".join(p.describe() for p in self.programs)
 
 
 def run_batch(seeds: list[int], backend: str) -> int:
