@@ -133,23 +133,14 @@ class Tier:
                 whole.run(*params)  # (until compiled: requests it, runs its fallback)
             return self._base_run(*params)
         fused_t, whole_t = self.samples
-        first_whole = len(fused_t) % 2 == 1
-        if first_whole:
-            t0 = time.perf_counter_ns()
-            b = whole.run(*params)
-            t1 = time.perf_counter_ns()
-            a = self._base_run(*params)
-            t2 = time.perf_counter_ns()
-            whole_t.append(t1 - t0)
-            fused_t.append(t2 - t1)
+        if len(fused_t) % 2:  # alternate which runs first (caches, clocks)
+            b, tb = _timed(whole.run, params)
+            a, ta = _timed(self._base_run, params)
         else:
-            t0 = time.perf_counter_ns()
-            a = self._base_run(*params)
-            t1 = time.perf_counter_ns()
-            b = whole.run(*params)
-            t2 = time.perf_counter_ns()
-            fused_t.append(t1 - t0)
-            whole_t.append(t2 - t1)
+            a, ta = _timed(self._base_run, params)
+            b, tb = _timed(whole.run, params)
+        fused_t.append(ta)
+        whole_t.append(tb)
         if not same(a, b):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
@@ -179,6 +170,12 @@ class Tier:
                 listener(run)
             except Exception:  # noqa: BLE001 - a listener must never break a call
                 pass
+
+
+def _timed(run: Callable[..., Any], params: tuple) -> tuple[Any, int]:
+    t0 = time.perf_counter_ns()
+    result = run(*params)
+    return result, time.perf_counter_ns() - t0
 
 
 def same(a: Any, b: Any) -> bool:

@@ -17,6 +17,7 @@ import pytest
 import kernel_ext as kx
 from kernel_ext.backends.inplace import plan_inplace
 from kernel_ext.ir import OpKind
+from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}
@@ -44,15 +45,6 @@ def check(fn, *args, path: str, float_sums: bool = False):
         for a, b in zip(eager_args, traced_args):
             assert np.array_equal(np.asarray(a), np.asarray(b)), (seed, a, b)
     return traced
-
-
-def pairwise(x):
-    n = x.shape[0]
-    out = np.zeros((n, n))
-    for i in range(n):
-        for j in range(n):
-            out[i, j] = np.sqrt(np.sum((x[i] - x[j]) ** 2))
-    return out
 
 
 def setitems(graph):
