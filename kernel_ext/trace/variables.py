@@ -97,9 +97,16 @@ class Variable(NumpyOperators):
         return self.storage if ctx is None else ctx.read_variable(self)
 
     # -- writing ------------------------------------------------------------------------------
-    def store(self, value: Any) -> None:
+    def store(self, value: Any, owned: bool = False) -> None:
         """Replace :attr:`storage` by ``value`` (cast same_kind, broadcast to the variable's
-        shape): the run-time write, which the graph's assign ops call."""
+        shape): the run-time write, which the graph's assign ops call. ``owned``: ``value`` is
+        a new array nobody else holds (``assign_add``'s own sum), kept without a copy when it
+        already has the variable's dtype and shape."""
+        if owned and type(value) is np.ndarray and value.dtype == self.dtype and \
+                value.shape == self.shape and value.flags.owndata:
+            value.setflags(write=False)
+            self.storage = value
+            return
         arr = np.asarray(value)
         if arr.dtype != self.dtype:
             if not np.can_cast(arr.dtype, self.dtype, casting="same_kind"):
