@@ -27,7 +27,6 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
-from ..trace.types import Literal
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
            "fix_texts", "inputs_text", "is_backward", "last_used_id", "loop_note", "op_name", "opaque_note",
@@ -183,7 +182,8 @@ class SignatureRow:
     id: str
     #: Parameters with their types, Python values as literals: ``"x: float32[2], n: 3"``.
     inputs: str
-    #: The engine's one-line signature of the trace: ``"x: float32[2], n: int 3"``.
+    #: The engine's one-line signature of the trace: ``"x: float32[2], n: 3"`` (the same
+    #: text as ``inputs`` where the parameter names pair up with the types).
     signature: str
     #: The returned structure: ``"float32[2]"``, ``"(float32[], int64[3])"``.
     outputs: str
@@ -214,7 +214,9 @@ def last_used_id(function: Any) -> str | None:
 
 
 def inputs_text(parameters: Sequence[str], concrete_function: Any) -> str:
-    """``"x: float32[2, None], n: 3"``: tensors as dtype[shape], Python values as literals.
+    """``"x: float32[2, None], n: 3"``: tensors as dtype[shape], Python values as literals,
+    structures with their parts so (``cfg: {'lr': 0.1, 'w': float32[2]}``): the engine's
+    ``describe``, the same text as the signature its explanations print.
 
     Falls back to the engine's ``signature_text()`` when the names do not pair up with the
     input types one to one (``*args``, ``**kwargs``).
@@ -223,8 +225,7 @@ def inputs_text(parameters: Sequence[str], concrete_function: Any) -> str:
     if len(parameters) != len(types):
         return str(concrete_function.signature_text())
     return ", ".join(
-        f"{name}: {repr(t.value) if isinstance(t, Literal) else explain.describe(t)}"
-        for name, t in zip(parameters, types))
+        f"{name}: {explain.describe(t)}" for name, t in zip(parameters, types))
 
 
 def signature_rows(function: Any) -> list[SignatureRow]:

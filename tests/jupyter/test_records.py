@@ -87,7 +87,7 @@ def test_signature_rows_list_each_trace_and_mark_the_latest_call(scaled):
     rows = records.signature_rows(scaled)
     assert [r.id for r in rows] == ["1", "2"]
     assert [r.inputs for r in rows] == ["x: float64[3], n: 2", "x: float64[4], n: 2"]
-    assert [r.signature for r in rows] == ["x: float64[3], n: int 2", "x: float64[4], n: int 2"]
+    assert [r.signature for r in rows] == ["x: float64[3], n: 2", "x: float64[4], n: 2"]
     assert [r.outputs for r in rows] == ["float64[3]", "float64[4]"]
     assert [r.last_used for r in rows] == [False, True]
     assert {r.backend for r in rows} == {"numpy"}
@@ -158,8 +158,8 @@ def test_retrace_entry_explains_a_trace_in_plain_data(scaled):
     assert seen == [second.call_site]
     assert (entry["trace"], entry["cause"], entry["category"]) == (2, "shape", "shape")
     assert entry["call_site"] == "cell [7], line 2"
-    assert (entry["signature"], entry["closest"]) == ("x: float64[4], n: int 2", 1)
-    assert entry["closest_signature"] == "x: float64[3], n: int 2"
+    assert (entry["signature"], entry["closest"]) == ("x: float64[4], n: 2", 1)
+    assert entry["closest_signature"] == "x: float64[3], n: 2"
     (diff,) = entry["diffs"]
     assert (diff["argument"], diff["kind"], diff["old"], diff["new"]) == \
         ("x", "shape", "float64[3]", "float64[4]")
