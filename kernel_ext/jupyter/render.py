@@ -315,7 +315,8 @@ def signatures_html(rows: Sequence[dict]) -> str:
             body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
                         f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'
-    head = (f"<tr>{th}</th>{th}trace</th>{th}inputs</th>{th}</th>{th}outputs</th>"
+    # Cells without a heading are td (an empty th says nothing to a screen reader).
+    head = (f"<tr><td></td>{th}trace</th>{th}inputs</th><td></td>{th}outputs</th>"
             f"{th}nodes (traced → optimised)</th>{th}backend</th></tr>")
     return (f'<table class="kx-signatures" style="{STYLE} border-collapse:collapse; '
             f'text-align:left;">{head}{"".join(body)}</table>')

@@ -28,6 +28,48 @@ function expandKey(fn: IFunctionInfo): string {
   return JSON.stringify([fn.name, fn.cell]);
 }
 
+/** What the arrow keys move between: function headers and signatures. */
+const NAV_SELECTOR = '.jp-kx-function-header, .jp-kx-signature';
+
+/**
+ * Where a key moves the focus in the list (null: the key is not ours).
+ * ArrowDown/ArrowUp: the next/previous function header or signature shown;
+ * Home/End: the first/last; ArrowLeft on a signature: its function's header.
+ * ArrowRight/ArrowLeft on a header expand/collapse it (done by the caller,
+ * since the card's state lives in the panel). Enter and Space are the
+ * buttons' own: a header toggles its card, a signature opens its graph.
+ */
+export function navigationTarget(
+  list: Element,
+  current: Element,
+  key: string
+): HTMLElement | null {
+  const items = [...list.querySelectorAll<HTMLElement>(NAV_SELECTOR)].filter(
+    item => !item.closest('[hidden]')
+  );
+  const index = items.indexOf(current as HTMLElement);
+  switch (key) {
+    case 'ArrowDown':
+      return index < 0 ? (items[0] ?? null) : (items[index + 1] ?? null);
+    case 'ArrowUp':
+      return index < 0 ? (items[0] ?? null) : (items[index - 1] ?? null);
+    case 'Home':
+      return items[0] ?? null;
+    case 'End':
+      return items[items.length - 1] ?? null;
+    case 'ArrowLeft':
+      return current.classList.contains('jp-kx-signature')
+        ? (current
+            .closest('.jp-kx-function')
+            ?.querySelector<HTMLElement>('.jp-kx-function-header') ?? null)
+        : null;
+    default:
+      return null;
+  }
+}
+
+let panelCount = 0;
+
 export class InspectorPanel extends Widget {
   constructor(options: InspectorPanel.IOptions) {
     super();
@@ -36,6 +78,8 @@ export class InspectorPanel extends Widget {
     this._retry = options.retry;
     this._openGraph = options.openGraph;
     this.addClass('jp-kx-panel');
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-labelledby', this._headingId);
 
     this._search = h('input', {
       className: 'jp-kx-search jp-mod-styled',
@@ -52,7 +96,15 @@ export class InspectorPanel extends Widget {
       className: 'jp-kx-status',
       attrs: { role: 'status' }
     });
-    this._list = h('ul', { className: 'jp-kx-functions' });
+    this._list = h('ul', {
+      className: 'jp-kx-functions',
+      attrs: {
+        'aria-label':
+          'Traced functions: arrow keys move between functions ' +
+          "and signatures, Enter opens a signature's graph"
+      }
+    });
+    this._list.addEventListener('keydown', event => this._onKeyDown(event));
     this._showMore = h('button', {
       className: 'jp-kx-show-more jp-mod-styled',
       attrs: { type: 'button' }
@@ -70,7 +122,7 @@ export class InspectorPanel extends Widget {
       h(
         'div',
         { className: 'jp-kx-header' },
-        h('h2', {}, 'Traced functions'),
+        h('h2', { attrs: { id: this._headingId } }, 'Traced functions'),
         this._search
       ),
       this._status,
@@ -291,6 +343,38 @@ export class InspectorPanel extends Widget {
     }
   }
 
+  private _onKeyDown(event: KeyboardEvent): void {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) {
+      return;
+    }
+    const current = event.target as HTMLElement;
+    if (!current.matches?.(NAV_SELECTOR)) {
+      return;
+    }
+    const header = current.classList.contains('jp-kx-function-header');
+    if (header && (event.key === 'ArrowRight' || event.key === 'ArrowLeft')) {
+      const expanded = current.getAttribute('aria-expanded') === 'true';
+      if (expanded !== (event.key === 'ArrowRight')) {
+        event.preventDefault();
+        current.click();
+        return;
+      }
+      if (event.key === 'ArrowRight') {
+        // Already open: into its first signature.
+        event.preventDefault();
+        current.parentElement
+          ?.querySelector<HTMLElement>('.jp-kx-signature')
+          ?.focus();
+        return;
+      }
+    }
+    const target = navigationTarget(this._list, current, event.key);
+    if (target) {
+      event.preventDefault();
+      target.focus();
+    }
+  }
+
   private _retryButton(): HTMLButtonElement {
     const button = h(
       'button',
@@ -302,6 +386,7 @@ export class InspectorPanel extends Widget {
   }
 
   private _allSignatures = new Set<string>();
+  private _headingId = `jp-kx-heading-${++panelCount}`;
   private _cards = new Map<string, FunctionCard>();
   /** Expanded or collapsed by the user, by function name and cell. */
   private _expanded = new Map<string, boolean>();
