@@ -117,7 +117,9 @@ class Monitor:
                 self.refreshes += 1
                 changed = True
             traces = fn.retraces
-            structure = (stats.get("traces"), len(traces), len(fn.concrete_functions))
+            # Kernels compiled in the background change "served by" with no call or trace.
+            structure = (stats.get("traces"), len(traces), len(fn.concrete_functions),
+                         records.compile_states(fn))
             if structure != self._structure or full:
                 self._render_structure(fn, traces)
                 self._structure = structure
@@ -163,7 +165,7 @@ class Monitor:
             {"id": r.id, "inputs": r.inputs, "outputs": r.outputs,
              "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend,
              "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops,
-             "tier": r.tier} for r in rows])
+             "served_by": r.served_by, "compile": r.compile} for r in rows])
         options = [(f"#{r.id} ({r.inputs})", r.id) for r in rows]
         current = self.selector.value
         ids = [r.id for r in rows]

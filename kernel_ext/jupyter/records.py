@@ -29,11 +29,11 @@ from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "fix_texts", "inputs_text", "is_backward", "last_used_id", "loop_note", "op_name", "opaque_note",
-           "opaque_notes", "parameter_names",
-           "parameter_names_of",
-           "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
-           "signature_id", "signature_rows", "value_text"]
+           "compile_progress", "compile_states", "fix_texts", "inputs_text", "is_backward",
+           "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
+           "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
+           "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
+           "value_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -200,6 +200,15 @@ class SignatureRow:
     loops: tuple[str, ...] = ()
     #: Which executor serves the trace and why, under tiered ``auto`` (``cf.tier``), or "".
     tier: str = ""
+    #: Which path serves the trace, for people (:func:`served_by`): ``"NumPy executor"``,
+    #: ``"fused kernels (numba-cpu)"``, ``"whole graph (numba-cpu)"``, ``"CUDA kernels
+    #: (numba-cuda)"``, or under tiered ``auto`` ``"tiered auto: <the tier note>"``.
+    served_by: str = ""
+    #: Background compilation of its kernels, for people (:func:`compile_progress`), or "".
+    compile: str = ""
+    #: The kernels' summary state: ``"pending"``, ``"queued"``, ``"compiling"``,
+    #: ``"ready"``, ``"failed"``; "" without kernels.
+    compile_state: str = ""
 
 
 def signature_id(concrete_function: Any) -> str:
@@ -236,6 +245,10 @@ def signature_rows(function: Any) -> list[SignatureRow]:
     for cf in function.concrete_functions:
         sid = signature_id(cf)
         counts = cf.node_counts
+        backend = str(getattr(cf.executable, "backend", ""))
+        found = _segments_or_none(cf.executable)
+        compile_text, compile_state = compile_progress(found)
+        tier = str(getattr(cf, "tier", "") or "")
         rows.append(SignatureRow(
             id=sid,
             inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),
@@ -244,11 +257,68 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             last_used=sid == last_used,
             nodes_traced=int(counts.get("traced", 0)),
             nodes_optimised=int(counts.get("optimised", 0)),
-            backend=str(getattr(cf.executable, "backend", "")),
+            backend=backend,
             opaque=_notes_or_none(cf),
             loops=tuple(getattr(cf, "loops", ())),
-            tier=str(getattr(cf, "tier", "") or "")))
+            tier=tier,
+            served_by=served_by(backend, found, tier),
+            compile=compile_text,
+            compile_state=compile_state))
     return rows
+
+
+def served_by(backend: str, found: Sequence["Segment"], tier: str = "") -> str:
+    """Which path serves a trace, in words every view shows (see :attr:`SignatureRow.served_by`).
+    """
+    if tier:
+        return f"tiered auto: {tier}"
+    kinds = {s.kind for s in found}
+    if backend == "numpy" or not found:
+        return "NumPy executor"
+    if "whole-graph" in kinds:
+        return f"whole graph ({backend})"
+    if backend.startswith("numba-cuda"):
+        return f"CUDA kernels ({backend})"
+    return f"fused kernels ({backend})"
+
+
+#: Kernel states that count as compiled or not to be compiled at all.
+_SETTLED = ("ready", "failed")
+
+
+def compile_progress(found: Sequence["Segment"]) -> tuple[str, str]:
+    """``(text, state)`` of an executable's kernels: ``("compiling in the background: 1 of 3
+    kernels ready; NumPy runs the rest meanwhile", "compiling")``; ``("", "ready")`` once every
+    kernel is ready; ``("", "")`` without kernels. A failed kernel is said (its ops run
+    through NumPy) whatever the others do."""
+    states = [s.state for s in found if s.state and s.state != "unsupported"]
+    if not states:
+        return "", ""
+    total, ready, failed = len(states), states.count("ready"), states.count("failed")
+    kernels = "kernel" if total == 1 else "kernels"
+    if failed:
+        return (f"{failed} of {total} {kernels} failed to compile: their ops run through "
+                "NumPy", "failed")
+    if ready == total:
+        return "", "ready"
+    state = "compiling" if "compiling" in states else "queued" if "queued" in states \
+        else "pending"
+    return (f"compiling in the background: {ready} of {total} {kernels} ready; NumPy runs "
+            "the rest meanwhile", state)
+
+
+def compile_states(function: Any) -> tuple:
+    """Every kernel state of a function's traces: cheap, for the views' change checks (a
+    kernel that finishes compiling changes what they show, with no call or trace)."""
+    out = []
+    for cf in function.concrete_functions:
+        for raw in getattr(cf.executable, "segments", None) or ():
+            if isinstance(raw, dict):
+                out.append(raw.get("state"))
+        tier = getattr(cf.executable, "tier", None)
+        if tier is not None:
+            out.append(tier.note)
+    return tuple(out)
 
 
 def _notes_or_none(concrete_function: Any) -> tuple[str, ...]:
@@ -258,6 +328,14 @@ def _notes_or_none(concrete_function: Any) -> tuple[str, ...]:
     except Exception:  # noqa: BLE001 - a view must not fail on a graph it cannot read
         logger.debug("kernel_ext.jupyter: cannot read a graph", exc_info=True)
         return ()
+
+
+def _segments_or_none(executable: Any) -> list["Segment"]:
+    try:
+        return segments(executable)
+    except Exception:  # noqa: BLE001 - a view must not fail on a report it cannot read
+        logger.debug("kernel_ext.jupyter: cannot read segment reports", exc_info=True)
+        return []
 
 
 def _text_or_mark(describe: Callable[[], str]) -> str:

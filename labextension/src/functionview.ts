@@ -380,11 +380,13 @@ class SignatureRow {
       h('span', { className: 'jp-kx-sig-meta' }, this._badge, this._meta)
     );
     this._button.addEventListener('click', onClick);
+    this._served = h('div', { className: 'jp-kx-served-by' });
+    this._compile = h('div', { className: 'jp-kx-compile' });
     this._area = h('div', {
       className: 'jp-kx-graph-area',
       attrs: { role: 'region', 'aria-label': 'graph of the selected signature' }
     });
-    this.node = h('li', {}, this._button);
+    this.node = h('li', {}, this._button, this._served, this._compile);
   }
 
   update(sig: ISignatureInfo, selected: boolean, state: ICardState): void {
@@ -406,6 +408,17 @@ class SignatureRow {
       this._meta,
       `${sig.backend} · ${sig.nodes_traced} → ${sig.nodes_optimised} nodes`
     );
+    // Which path serves it and, while kernels compile, how far they are.
+    setText(this._served, sig.served_by ? `served by: ${sig.served_by}` : '');
+    this._served.hidden = !sig.served_by;
+    this._served.title = sig.tier ?? '';
+    setText(this._compile, sig.compile ?? '');
+    this._compile.hidden = !sig.compile;
+    if (sig.compile_state) {
+      this._compile.dataset.state = sig.compile_state;
+    } else {
+      delete this._compile.dataset.state;
+    }
     if (selected) {
       updateGraphArea(this._area, state);
       if (this._area.parentNode !== this.node) {
@@ -417,6 +430,8 @@ class SignatureRow {
   }
 
   private _area: HTMLDivElement;
+  private _compile: HTMLDivElement;
+  private _served: HTMLDivElement;
   private _badge: HTMLSpanElement;
   private _button: HTMLButtonElement;
   private _full = '';

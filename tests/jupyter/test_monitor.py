@@ -287,3 +287,22 @@ def test_monitor_report_and_sidebar_write_values_the_same_way(cells):
     assert "n: Python int 10 → 20" in report
     payload = inspector.function_info(m.function)
     assert payload["signatures"][0]["inputs"] == text
+
+
+def test_the_monitor_says_which_path_serves_each_signature_and_the_compile_progress():
+    html_text = render.signatures_html([
+        {"id": "1", "inputs": "x: float64[2]", "outputs": "float64[]", "nodes": "3 → 2",
+         "backend": "numba-cpu", "last_used": True, "served_by": "fused kernels (numba-cpu)",
+         "compile": "compiling in the background: 0 of 1 kernel ready; NumPy runs the rest "
+                    "meanwhile"}])
+    assert "served by: fused kernels (numba-cpu)" in html_text
+    assert "0 of 1 kernel ready" in html_text
+
+
+def test_a_live_monitor_lists_the_path(dense):
+    dense(np.ones(2), 3)
+    m = Monitor(dense, interval=3600)
+    try:
+        assert "served by: " in m.signatures.value
+    finally:
+        m.close()
