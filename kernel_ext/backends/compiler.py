@@ -17,13 +17,14 @@ thread instead, for tests and benchmarks. Each handle keeps the UI's segment rep
 from __future__ import annotations
 
 import atexit
+import logging
 import os
 import queue
 import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -154,6 +155,34 @@ class KernelHandle:
             report["cache"] = ",".join(f"{k}:{v}" for k, v in sorted(self.cache.items())) \
                 or None
             report["error"] = self.error
+        _state_changed()
+
+
+logger = logging.getLogger(__name__)
+
+#: Called (no arguments, on the compiling thread) whenever a kernel's state changes: the
+#: engine turns it into a ``"compile"`` event, so views idle between cells still see a kernel
+#: that finished compiling in the background.
+_STATE_LISTENERS: list[Callable[[], None]] = []
+
+
+def on_state_change(listener: Callable[[], None]) -> Callable[[], None]:
+    """Call ``listener()`` after every change of a kernel's compile state; returns a function
+    that stops it."""
+    _STATE_LISTENERS.append(listener)
+
+    def stop() -> None:
+        if listener in _STATE_LISTENERS:
+            _STATE_LISTENERS.remove(listener)
+    return stop
+
+
+def _state_changed() -> None:
+    for listener in list(_STATE_LISTENERS):
+        try:
+            listener()
+        except Exception:  # noqa: BLE001 - an observer must never break a compile
+            logger.debug("kernel_ext: a compile-state listener failed", exc_info=True)
 
 
 def _summary_state(states: dict[str, str]) -> str:

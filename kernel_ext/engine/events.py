@@ -16,7 +16,8 @@ _log = logging.getLogger(__name__)
 
 @dataclass(frozen=True)
 class Event:
-    """``kind`` is ``"trace"`` or ``"trace_error"``; ``function`` the kx Function."""
+    """``kind`` is ``"trace"`` or ``"trace_error"``, ``function`` the kx Function; or
+    ``"compile"`` (``function`` None): a fused kernel's background compilation changed state."""
 
     kind: str
     function: Any
@@ -27,12 +28,19 @@ class Event:
 
 _listeners: list[Callable[[Event], None]] = []
 _lock = threading.Lock()
+_compile_bridge: Callable[[], None] | None = None
 
 
 def subscribe(listener: Callable[[Event], None]) -> Callable[[], None]:
     """Call ``listener(event)`` for every event; returns a function that unsubscribes."""
+    global _compile_bridge
     with _lock:
         _listeners.append(listener)
+        if _compile_bridge is None:
+            # The background compiler knows nothing of the engine: it calls back on every
+            # kernel state change, which becomes a "compile" event (once, for all listeners).
+            from ..backends import compiler
+            _compile_bridge = compiler.on_state_change(lambda: emit(Event("compile", None)))
 
     def unsubscribe() -> None:
         with _lock:

@@ -96,11 +96,7 @@ def function_info(function: Any, locator: CellLocator | None = None) -> Function
     """
     locator = locator or CellLocator()
     stats = function.stats
-    signatures: list[SignatureInfo] = [
-        {"id": row.id, "inputs": row.inputs, "outputs": row.outputs,
-         "last_used": row.last_used, "nodes_traced": row.nodes_traced,
-         "nodes_optimised": row.nodes_optimised, "backend": row.backend_text}
-        for row in records.signature_rows(function)]
+    signatures = [_signature_info(row) for row in records.signature_rows(function)]
     retraces = [_retrace_info(function.name, record, locator) for record in function.retraces]
     trace_ms = _finite(stats.get("trace_ms", 0.0))
     compile_ms = _finite(stats.get("compile_ms", 0.0))
@@ -126,6 +122,22 @@ def function_info(function: Any, locator: CellLocator | None = None) -> Function
         "retraces": retraces,
         "cost_ms": trace_ms + compile_ms,
     }
+
+
+def _signature_info(row: records.SignatureRow) -> SignatureInfo:
+    info: SignatureInfo = {
+        "id": row.id, "inputs": row.inputs, "outputs": row.outputs,
+        "last_used": row.last_used, "nodes_traced": row.nodes_traced,
+        "nodes_optimised": row.nodes_optimised, "backend": row.backend_text,
+        "served_by": row.served_by}
+    # Optional fields are left out when there is nothing to say (older sidebars ignore them).
+    if row.tier:
+        info["tier"] = row.tier
+    if row.compile:
+        info["compile"] = row.compile
+    if row.compile_state:
+        info["compile_state"] = row.compile_state
+    return info
 
 
 def function_id(function: Any) -> str:
@@ -237,7 +249,8 @@ def _fingerprint(function: Any) -> tuple:
     """Cheap summary that changes whenever the function's record would."""
     stats = function.stats
     return (stats.get("calls"), stats.get("traces"), stats.get("eager_calls"),
-            stats.get("last_run_us"), len(function.concrete_functions), len(function.retraces))
+            stats.get("last_run_us"), len(function.concrete_functions), len(function.retraces),
+            records.compile_states(function))
 
 
 # --------------------------------------------------------------------------------------------

@@ -117,7 +117,9 @@ class Monitor:
                 self.refreshes += 1
                 changed = True
             traces = fn.retraces
-            structure = (stats.get("traces"), len(traces), len(fn.concrete_functions))
+            # Kernels compiled in the background change "served by" with no call or trace.
+            structure = (stats.get("traces"), len(traces), len(fn.concrete_functions),
+                         records.compile_states(fn))
             if structure != self._structure or full:
                 self._render_structure(fn, traces)
                 self._structure = structure
@@ -152,18 +154,19 @@ class Monitor:
         cell = self.locator.defining_cell(fn)
         where = "" if cell is None else f" · cell [{cell}]"
         history = f" · {info.history[-1]}" if info is not None and info.history else ""
+        if cell is not None and f"cell [{cell}]" in history:
+            where = ""  # "cell [2] defined" names the cell already
         self.title.value = (f"<b>{render.esc(self.name)}</b><span style='{_MUTED}'>"
                             f"{render.esc(where + history)}</span>")
         rows = records.signature_rows(fn)
         last_used = next((r.id for r in rows if r.last_used), None)
-        # The monitor lists the engine's signature text (``n: int 2``, the words its
-        # explanations use); the sidebar lists ``inputs`` (``n: 2``).
+        # The same ``inputs`` text as the sidebar and the report (``x: float64[3], n: 2``).
         self.signatures.value = render.signatures_html([
-            {"id": r.id, "inputs": r.signature, "outputs": r.outputs,
+            {"id": r.id, "inputs": r.inputs, "outputs": r.outputs,
              "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend_text,
              "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops,
-             "tier": r.tier} for r in rows])
-        options = [(f"#{r.id} ({r.signature})", r.id) for r in rows]
+             "served_by": r.served_by, "compile": r.compile} for r in rows])
+        options = [(f"#{r.id} ({r.inputs})", r.id) for r in rows]
         current = self.selector.value
         ids = [r.id for r in rows]
         # A new trace shows the graph the latest call ran; otherwise keep the user's choice.

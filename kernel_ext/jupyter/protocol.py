@@ -100,6 +100,17 @@ class SignatureInfo(TypedDict):
     nodes_optimised: int
     #: Executor name: ``"numpy"``, ``"numba_cpu"``, ``"numba_cuda"``.
     backend: str
+    #: Which path serves it, for people: ``"NumPy executor"``, ``"fused kernels
+    #: (numba-cpu)"``, ``"whole graph (numba-cpu)"``, ``"CUDA kernels (numba-cuda)"``,
+    #: ``"tiered auto: <tier>"``. Optional (added without a version bump).
+    served_by: NotRequired[str]
+    #: Under tiered ``auto``: which executor serves it and why (``ConcreteFunction.tier``).
+    tier: NotRequired[str]
+    #: Background compilation of its kernels, for people; absent or "" when nothing to say.
+    compile: NotRequired[str]
+    #: The kernels' state: ``"pending"``, ``"queued"``, ``"compiling"``, ``"ready"``,
+    #: ``"failed"``; absent without kernels.
+    compile_state: NotRequired[str]
 
 
 class ArgumentDiff(TypedDict):

@@ -27,14 +27,13 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
-from ..trace.types import Literal
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "fix_texts", "inputs_text", "is_backward", "last_used_id", "loop_note", "op_name", "opaque_note",
-           "opaque_notes", "parameter_names",
-           "parameter_names_of",
-           "retrace_entry", "segment_index", "segments", "shape_and_dtype", "shape_text",
-           "signature_id", "signature_rows", "value_text"]
+           "compile_progress", "compile_states", "fix_texts", "inputs_text", "is_backward",
+           "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
+           "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
+           "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
+           "value_text"]
 
 logger = logging.getLogger(__name__)
 
@@ -183,7 +182,8 @@ class SignatureRow:
     id: str
     #: Parameters with their types, Python values as literals: ``"x: float32[2], n: 3"``.
     inputs: str
-    #: The engine's one-line signature of the trace: ``"x: float32[2], n: int 3"``.
+    #: The engine's one-line signature of the trace: ``"x: float32[2], n: 3"`` (the same
+    #: text as ``inputs`` where the parameter names pair up with the types).
     signature: str
     #: The returned structure: ``"float32[2]"``, ``"(float32[], int64[3])"``.
     outputs: str
@@ -208,6 +208,15 @@ class SignatureRow:
     def backend_text(self) -> str:
         """The backend as the views show it: ``"numba-cpu"``, ``"dask · 36 tasks"``."""
         return self.backend if self.tasks is None else f"{self.backend} · {self.tasks} tasks"
+    #: Which path serves the trace, for people (:func:`served_by`): ``"NumPy executor"``,
+    #: ``"fused kernels (numba-cpu)"``, ``"whole graph (numba-cpu)"``, ``"CUDA kernels
+    #: (numba-cuda)"``, or under tiered ``auto`` ``"tiered auto: <the tier note>"``.
+    served_by: str = ""
+    #: Background compilation of its kernels, for people (:func:`compile_progress`), or "".
+    compile: str = ""
+    #: The kernels' summary state: ``"pending"``, ``"queued"``, ``"compiling"``,
+    #: ``"ready"``, ``"failed"``; "" without kernels.
+    compile_state: str = ""
 
 
 def signature_id(concrete_function: Any) -> str:
@@ -222,7 +231,9 @@ def last_used_id(function: Any) -> str | None:
 
 
 def inputs_text(parameters: Sequence[str], concrete_function: Any) -> str:
-    """``"x: float32[2, None], n: 3"``: tensors as dtype[shape], Python values as literals.
+    """``"x: float32[2, None], n: 3"``: tensors as dtype[shape], Python values as literals,
+    structures with their parts so (``cfg: {'lr': 0.1, 'w': float32[2]}``): the engine's
+    ``describe``, the same text as the signature its explanations print.
 
     Falls back to the engine's ``signature_text()`` when the names do not pair up with the
     input types one to one (``*args``, ``**kwargs``).
@@ -231,8 +242,7 @@ def inputs_text(parameters: Sequence[str], concrete_function: Any) -> str:
     if len(parameters) != len(types):
         return str(concrete_function.signature_text())
     return ", ".join(
-        f"{name}: {repr(t.value) if isinstance(t, Literal) else explain.describe(t)}"
-        for name, t in zip(parameters, types))
+        f"{name}: {explain.describe(t)}" for name, t in zip(parameters, types))
 
 
 def signature_rows(function: Any) -> list[SignatureRow]:
@@ -243,6 +253,10 @@ def signature_rows(function: Any) -> list[SignatureRow]:
     for cf in function.concrete_functions:
         sid = signature_id(cf)
         counts = cf.node_counts
+        backend = str(getattr(cf.executable, "backend", ""))
+        found = _segments_or_none(cf.executable)
+        compile_text, compile_state = compile_progress(found)
+        tier = str(getattr(cf, "tier", "") or "")
         rows.append(SignatureRow(
             id=sid,
             inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),
@@ -251,12 +265,69 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             last_used=sid == last_used,
             nodes_traced=int(counts.get("traced", 0)),
             nodes_optimised=int(counts.get("optimised", 0)),
-            backend=str(getattr(cf.executable, "backend", "")),
+            backend=backend,
             opaque=_notes_or_none(cf),
             loops=tuple(getattr(cf, "loops", ())),
-            tier=str(getattr(cf, "tier", "") or ""),
+            tier=tier,
+            served_by=served_by(backend, found, tier),
+            compile=compile_text,
+            compile_state=compile_state,
             tasks=getattr(cf.executable, "tasks", None)))
     return rows
+
+
+def served_by(backend: str, found: Sequence["Segment"], tier: str = "") -> str:
+    """Which path serves a trace, in words every view shows (see :attr:`SignatureRow.served_by`).
+    """
+    if tier:
+        return f"tiered auto: {tier}"
+    kinds = {s.kind for s in found}
+    if backend == "numpy" or not found:
+        return "NumPy executor"
+    if "whole-graph" in kinds:
+        return f"whole graph ({backend})"
+    if backend.startswith("numba-cuda"):
+        return f"CUDA kernels ({backend})"
+    return f"fused kernels ({backend})"
+
+
+#: Kernel states that count as compiled or not to be compiled at all.
+_SETTLED = ("ready", "failed")
+
+
+def compile_progress(found: Sequence["Segment"]) -> tuple[str, str]:
+    """``(text, state)`` of an executable's kernels: ``("compiling in the background: 1 of 3
+    kernels ready; NumPy runs the rest meanwhile", "compiling")``; ``("", "ready")`` once every
+    kernel is ready; ``("", "")`` without kernels. A failed kernel is said (its ops run
+    through NumPy) whatever the others do."""
+    states = [s.state for s in found if s.state and s.state != "unsupported"]
+    if not states:
+        return "", ""
+    total, ready, failed = len(states), states.count("ready"), states.count("failed")
+    kernels = "kernel" if total == 1 else "kernels"
+    if failed:
+        return (f"{failed} of {total} {kernels} failed to compile: their ops run through "
+                "NumPy", "failed")
+    if ready == total:
+        return "", "ready"
+    state = "compiling" if "compiling" in states else "queued" if "queued" in states \
+        else "pending"
+    return (f"compiling in the background: {ready} of {total} {kernels} ready; NumPy runs "
+            "the rest meanwhile", state)
+
+
+def compile_states(function: Any) -> tuple:
+    """Every kernel state of a function's traces: cheap, for the views' change checks (a
+    kernel that finishes compiling changes what they show, with no call or trace)."""
+    out = []
+    for cf in function.concrete_functions:
+        for raw in getattr(cf.executable, "segments", None) or ():
+            if isinstance(raw, dict):
+                out.append(raw.get("state"))
+        tier = getattr(cf.executable, "tier", None)
+        if tier is not None:
+            out.append(tier.note)
+    return tuple(out)
 
 
 def _notes_or_none(concrete_function: Any) -> tuple[str, ...]:
@@ -266,6 +337,14 @@ def _notes_or_none(concrete_function: Any) -> tuple[str, ...]:
     except Exception:  # noqa: BLE001 - a view must not fail on a graph it cannot read
         logger.debug("kernel_ext.jupyter: cannot read a graph", exc_info=True)
         return ()
+
+
+def _segments_or_none(executable: Any) -> list["Segment"]:
+    try:
+        return segments(executable)
+    except Exception:  # noqa: BLE001 - a view must not fail on a report it cannot read
+        logger.debug("kernel_ext.jupyter: cannot read segment reports", exc_info=True)
+        return []
 
 
 def _text_or_mark(describe: Callable[[], str]) -> str:

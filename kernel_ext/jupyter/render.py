@@ -310,12 +310,16 @@ def signatures_html(rows: Sequence[dict]) -> str:
                     f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
                     f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}</td></tr>')
         # NumPy calls and draws made at every call; loops unrolled or made graph loops
-        tier = (f"served by: {r['tier']}",) if r.get("tier") else ()
-        for note in (*tier, *(r.get("opaque") or ()), *(r.get("loops") or ())):
+        # Which path serves it (the sidebar's words) and its kernels' compile progress.
+        served = (f"served by: {r['served_by']}",) if r.get("served_by") else \
+            (f"served by: {r['tier']}",) if r.get("tier") else ()
+        progress = (r["compile"],) if r.get("compile") else ()
+        for note in (*served, *progress, *(r.get("opaque") or ()), *(r.get("loops") or ())):
             body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
                         f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'
-    head = (f"<tr>{th}</th>{th}trace</th>{th}inputs</th>{th}</th>{th}outputs</th>"
+    # Cells without a heading are td (an empty th says nothing to a screen reader).
+    head = (f"<tr><td></td>{th}trace</th>{th}inputs</th><td></td>{th}outputs</th>"
             f"{th}nodes (traced → optimised)</th>{th}backend</th></tr>")
     return (f'<table class="kx-signatures" style="{STYLE} border-collapse:collapse; '
             f'text-align:left;">{head}{"".join(body)}</table>')

@@ -343,7 +343,9 @@ class Literal(_ExactType):
         return f"Literal({self.value!r})"
 
     def describe(self) -> str:
-        return f"{type(self.value).__name__} {self.value!r}"
+        # The value as Python writes it (``3``, ``2.0``, ``'train'``, ``True``): the type
+        # shows already (``3`` and ``3.0`` and ``True`` differ), and every view reads the same.
+        return repr(self.value)
 
 
 _DOUBLE = struct.Struct("<d")
@@ -428,7 +430,13 @@ class Sequence_(Composite):
         return self.container(*items)  # namedtuple
 
     def __repr__(self) -> str:
-        inner = ", ".join(repr(c) for c in self.components)
+        return self._text(repr)
+
+    def describe(self) -> str:
+        return self._text(lambda c: c.describe())
+
+    def _text(self, text: Callable[[TraceType], str]) -> str:
+        inner = ", ".join(text(c) for c in self.components)
         if self.container is list:
             return f"[{inner}]"
         if self.container is tuple:
@@ -454,7 +462,14 @@ class Dict(Composite):
                 for k, c in zip(self.keys, self.components)}
 
     def __repr__(self) -> str:
-        return "{" + ", ".join(f"{k!r}: {c!r}" for k, c in zip(self.keys, self.components)) + "}"
+        return self._text(repr)
+
+    def describe(self) -> str:
+        return self._text(lambda c: c.describe())
+
+    def _text(self, text: Callable[[TraceType], str]) -> str:
+        return "{" + ", ".join(f"{k!r}: {text(c)}" for k, c in zip(self.keys, self.components)) \
+            + "}"
 
 
 def _sort_key(k: Any) -> tuple:
@@ -484,7 +499,13 @@ class Dataclass(Composite):
         return obj
 
     def __repr__(self) -> str:
-        inner = ", ".join(f"{n}={c!r}" for n, c in zip(self.names, self.components))
+        return self._text(repr)
+
+    def describe(self) -> str:
+        return self._text(lambda c: c.describe())
+
+    def _text(self, text: Callable[[TraceType], str]) -> str:
+        inner = ", ".join(f"{n}={text(c)}" for n, c in zip(self.names, self.components))
         return f"{self.cls.__name__}({inner})"
 
 

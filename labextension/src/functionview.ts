@@ -61,6 +61,9 @@ const COUNTERS = [
 
 type CounterName = (typeof COUNTERS)[number];
 
+/** Element ids of the cards' bodies (from our own counter, never from the kernel). */
+let cardCount = 0;
+
 /** A function's card; `node` goes into the list, `update` keeps it current. */
 export class FunctionCard {
   readonly node: HTMLLIElement;
@@ -106,6 +109,8 @@ export class FunctionCard {
       this._counters.appendChild(item);
     }
     this._signatures = h('ul', { className: 'jp-kx-signatures' });
+    const bodyId = `jp-kx-card-body-${++cardCount}`;
+    this._toggle.setAttribute('aria-controls', bodyId);
     this._more = h('button', {
       className: 'jp-kx-more-signatures jp-kx-link',
       attrs: { type: 'button' }
@@ -126,7 +131,7 @@ export class FunctionCard {
     );
     this._body = h(
       'div',
-      { className: 'jp-kx-function-body' },
+      { className: 'jp-kx-function-body', attrs: { id: bodyId } },
       this._counters,
       this._signatures,
       this._more,
@@ -152,6 +157,11 @@ export class FunctionCard {
     }`;
     this._body.hidden = !state.expanded;
     setText(this._name, fn.name);
+    if (this._label !== fn.name) {
+      this._label = fn.name;
+      this.node.setAttribute('aria-label', `function ${fn.name}`);
+      this._signatures.setAttribute('aria-label', `signatures of ${fn.name}`);
+    }
     setText(this._cell, fn.cell ?? '');
     this._cell.hidden = !fn.cell;
     setText(this._cost, formatMs(fn.cost_ms));
@@ -289,6 +299,7 @@ export class FunctionCard {
   }
 
   private _allSignatures = false;
+  private _label = '';
   private _body: HTMLDivElement;
   private _callbacks: ICardCallbacks;
   private _cell: HTMLSpanElement;
@@ -369,8 +380,13 @@ class SignatureRow {
       h('span', { className: 'jp-kx-sig-meta' }, this._badge, this._meta)
     );
     this._button.addEventListener('click', onClick);
-    this._area = h('div', { className: 'jp-kx-graph-area' });
-    this.node = h('li', {}, this._button);
+    this._served = h('div', { className: 'jp-kx-served-by' });
+    this._compile = h('div', { className: 'jp-kx-compile' });
+    this._area = h('div', {
+      className: 'jp-kx-graph-area',
+      attrs: { role: 'region', 'aria-label': 'graph of the selected signature' }
+    });
+    this.node = h('li', {}, this._button, this._served, this._compile);
   }
 
   update(sig: ISignatureInfo, selected: boolean, state: ICardState): void {
@@ -392,6 +408,17 @@ class SignatureRow {
       this._meta,
       `${sig.backend} · ${sig.nodes_traced} → ${sig.nodes_optimised} nodes`
     );
+    // Which path serves it and, while kernels compile, how far they are.
+    setText(this._served, sig.served_by ? `served by: ${sig.served_by}` : '');
+    this._served.hidden = !sig.served_by;
+    this._served.title = sig.tier ?? '';
+    setText(this._compile, sig.compile ?? '');
+    this._compile.hidden = !sig.compile;
+    if (sig.compile_state) {
+      this._compile.dataset.state = sig.compile_state;
+    } else {
+      delete this._compile.dataset.state;
+    }
     if (selected) {
       updateGraphArea(this._area, state);
       if (this._area.parentNode !== this.node) {
@@ -403,6 +430,8 @@ class SignatureRow {
   }
 
   private _area: HTMLDivElement;
+  private _compile: HTMLDivElement;
+  private _served: HTMLDivElement;
   private _badge: HTMLSpanElement;
   private _button: HTMLButtonElement;
   private _full = '';
@@ -494,7 +523,14 @@ function renderRetrace(r: IRetraceInfo): HTMLLIElement {
     item.appendChild(
       h(
         'table',
-        { className: 'jp-kx-diffs' },
+        {
+          className: 'jp-kx-diffs',
+          // It scrolls sideways when wide: focusable, so the keyboard can.
+          attrs: {
+            tabindex: '0',
+            'aria-label': `trace ${r.trace}: arguments that changed`
+          }
+        },
         h(
           'thead',
           {},
@@ -559,6 +595,10 @@ function renderFix(fix: string): HTMLElement {
     { className: 'jp-kx-fix' },
     h('span', { className: 'jp-kx-fix-label' }, 'Fix'),
     copy,
-    h('pre', {}, h('code', {}, fix))
+    h(
+      'pre',
+      { attrs: { tabindex: '0', 'aria-label': 'the fix, as code' } },
+      h('code', {}, fix)
+    )
   );
 }

@@ -13,19 +13,29 @@ import {
   JupyterFrontEnd,
   JupyterFrontEndPlugin
 } from '@jupyterlab/application';
-import { MainAreaWidget } from '@jupyterlab/apputils';
+import { ICommandPalette, MainAreaWidget } from '@jupyterlab/apputils';
 import { INotebookTracker, NotebookPanel } from '@jupyterlab/notebook';
+import { ISettingRegistry } from '@jupyterlab/settingregistry';
 import { LabIcon } from '@jupyterlab/ui-components';
 import { Widget } from '@lumino/widgets';
 
 import { AnnouncementWatcher, InspectorBridge } from './comm';
 import { GraphView } from './graphview';
 import { InspectorModel } from './model';
-import { InspectorPanel } from './panel';
-import { IGraphPayload, requestGraph } from './protocol';
+import { InspectorPanel, IPanelSettings, readSettings } from './panel';
+import { IGraphPayload, requestGraph, requestSnapshot } from './protocol';
 import { RestartMarker } from './restart';
 
+const PLUGIN_ID = 'jupyterlab-tffunction:sidebar';
 const PANEL_ID = 'jp-kx-inspector';
+
+/** The commands the plugin adds (the command palette lists them). */
+export const CommandIDs = {
+  open: 'tffunction:open-sidebar',
+  refresh: 'tffunction:refresh'
+} as const;
+
+const PALETTE_CATEGORY = 'Traced Functions';
 
 /** A small dataflow-graph glyph; a constant, so LabIcon's SVG parsing is safe. */
 const tffunctionIcon = new LabIcon({
@@ -40,16 +50,18 @@ const tffunctionIcon = new LabIcon({
 });
 
 const plugin: JupyterFrontEndPlugin<void> = {
-  id: 'jupyterlab-tffunction:sidebar',
+  id: PLUGIN_ID,
   description: "Lists the traced functions of the active notebook's kernel.",
   autoStart: true,
   requires: [INotebookTracker, ILabShell],
-  optional: [ILayoutRestorer],
+  optional: [ILayoutRestorer, ICommandPalette, ISettingRegistry],
   activate: (
     app: JupyterFrontEnd,
     tracker: INotebookTracker,
     labShell: ILabShell,
-    restorer: ILayoutRestorer | null
+    restorer: ILayoutRestorer | null,
+    palette: ICommandPalette | null,
+    settingRegistry: ISettingRegistry | null
   ): void => {
     const watcher = new AnnouncementWatcher();
     const bridge = new InspectorBridge({ watcher });
@@ -75,6 +87,47 @@ const plugin: JupyterFrontEndPlugin<void> = {
     panel.title.caption = 'Traced functions';
     labShell.add(panel, 'left', { rank: 650 });
     restorer?.add(panel, PANEL_ID);
+
+    app.commands.addCommand(CommandIDs.open, {
+      label: 'Show Traced Functions',
+      caption: "Open the sidebar of the notebook kernel's traced functions",
+      execute: () => {
+        labShell.activateById(PANEL_ID);
+        panel.node.querySelector<HTMLElement>('.jp-kx-search')?.focus();
+      }
+    });
+    app.commands.addCommand(CommandIDs.refresh, {
+      label: 'Refresh Traced Functions',
+      caption: 'Ask the kernel for every traced function again',
+      execute: () => {
+        // Connected: a fresh snapshot; otherwise look for the inspector again.
+        if (!bridge.send(requestSnapshot())) {
+          bridge.refresh();
+        }
+      }
+    });
+    for (const command of [CommandIDs.open, CommandIDs.refresh]) {
+      palette?.addItem({ command, category: PALETTE_CATEGORY });
+    }
+
+    if (settingRegistry) {
+      void settingRegistry
+        .load(PLUGIN_ID)
+        .then(settings => {
+          const apply = (): void => {
+            panel.settings = readSettings(
+              settings.composite as Partial<
+                Record<keyof IPanelSettings, unknown>
+              >
+            );
+          };
+          settings.changed.connect(apply);
+          apply();
+        })
+        .catch(reason =>
+          console.warn('jupyterlab-tffunction: cannot load settings', reason)
+        );
+    }
 
     // Every notebook's kernel accepts announcements, not just the active
     // one's (see AnnouncementWatcher for why).

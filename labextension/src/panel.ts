@@ -20,6 +20,42 @@ export const PAGE_SIZE = 25;
 /** With more functions than this, cards start collapsed. */
 export const EXPANDED_UP_TO = 4;
 
+/** The sidebar's settings (schema/sidebar.json; JupyterLab's settings editor). */
+export interface IPanelSettings {
+  /** Redraw at most once per this many ms (0: on every update). */
+  updateIntervalMs: number;
+  /** How cards start: collapsed above `expandedUpTo` functions, or always so. */
+  defaultCollapse: 'auto' | 'expanded' | 'collapsed';
+  expandedUpTo: number;
+}
+
+export const DEFAULT_SETTINGS: IPanelSettings = {
+  updateIntervalMs: 0,
+  defaultCollapse: 'auto',
+  expandedUpTo: EXPANDED_UP_TO
+};
+
+/** The settings the registry holds, each checked and else its default. */
+export function readSettings(
+  composite: Partial<Record<keyof IPanelSettings, unknown>>
+): IPanelSettings {
+  const interval = composite.updateIntervalMs;
+  const collapse = composite.defaultCollapse;
+  const upTo = composite.expandedUpTo;
+  const count = (value: unknown, fallback: number): number =>
+    typeof value === 'number' && Number.isInteger(value) && value >= 0
+      ? value
+      : fallback;
+  return {
+    updateIntervalMs: count(interval, DEFAULT_SETTINGS.updateIntervalMs),
+    defaultCollapse:
+      collapse === 'auto' || collapse === 'expanded' || collapse === 'collapsed'
+        ? collapse
+        : DEFAULT_SETTINGS.defaultCollapse,
+    expandedUpTo: count(upTo, DEFAULT_SETTINGS.expandedUpTo)
+  };
+}
+
 /**
  * The key a card's expanded state is remembered by: the function's name and
  * cell, so a re-run cell (a new function object, a new id) keeps it.
@@ -28,14 +64,61 @@ function expandKey(fn: IFunctionInfo): string {
   return JSON.stringify([fn.name, fn.cell]);
 }
 
+/** What the arrow keys move between: function headers and signatures. */
+const NAV_SELECTOR = '.jp-kx-function-header, .jp-kx-signature';
+
+/**
+ * Where a key moves the focus in the list (null: the key is not ours).
+ * ArrowDown/ArrowUp: the next/previous function header or signature shown;
+ * Home/End: the first/last; ArrowLeft on a signature: its function's header.
+ * ArrowRight/ArrowLeft on a header expand/collapse it (done by the caller,
+ * since the card's state lives in the panel). Enter and Space are the
+ * buttons' own: a header toggles its card, a signature opens its graph.
+ */
+export function navigationTarget(
+  list: Element,
+  current: Element,
+  key: string
+): HTMLElement | null {
+  const items = [...list.querySelectorAll<HTMLElement>(NAV_SELECTOR)].filter(
+    item => !item.closest('[hidden]')
+  );
+  const index = items.indexOf(current as HTMLElement);
+  switch (key) {
+    case 'ArrowDown':
+      return index < 0 ? (items[0] ?? null) : (items[index + 1] ?? null);
+    case 'ArrowUp':
+      return index < 0 ? (items[0] ?? null) : (items[index - 1] ?? null);
+    case 'Home':
+      return items[0] ?? null;
+    case 'End':
+      return items[items.length - 1] ?? null;
+    case 'ArrowLeft':
+      return current.classList.contains('jp-kx-signature')
+        ? (current
+            .closest('.jp-kx-function')
+            ?.querySelector<HTMLElement>('.jp-kx-function-header') ?? null)
+        : null;
+    default:
+      return null;
+  }
+}
+
+let panelCount = 0;
+
 export class InspectorPanel extends Widget {
   constructor(options: InspectorPanel.IOptions) {
     super();
     this._model = options.model;
+    if (options.settings) {
+      this._settings = { ...options.settings };
+    }
     this._requestGraph = options.requestGraph;
     this._retry = options.retry;
     this._openGraph = options.openGraph;
     this.addClass('jp-kx-panel');
+    this.node.setAttribute('role', 'region');
+    this.node.setAttribute('aria-labelledby', this._headingId);
 
     this._search = h('input', {
       className: 'jp-kx-search jp-mod-styled',
@@ -52,7 +135,15 @@ export class InspectorPanel extends Widget {
       className: 'jp-kx-status',
       attrs: { role: 'status' }
     });
-    this._list = h('ul', { className: 'jp-kx-functions' });
+    this._list = h('ul', {
+      className: 'jp-kx-functions',
+      attrs: {
+        'aria-label':
+          'Traced functions: arrow keys move between functions ' +
+          "and signatures, Enter opens a signature's graph"
+      }
+    });
+    this._list.addEventListener('keydown', event => this._onKeyDown(event));
     this._showMore = h('button', {
       className: 'jp-kx-show-more jp-mod-styled',
       attrs: { type: 'button' }
@@ -70,7 +161,7 @@ export class InspectorPanel extends Widget {
       h(
         'div',
         { className: 'jp-kx-header' },
-        h('h2', {}, 'Traced functions'),
+        h('h2', { attrs: { id: this._headingId } }, 'Traced functions'),
         this._search
       ),
       this._status,
@@ -83,6 +174,7 @@ export class InspectorPanel extends Widget {
   /** Bring status and list up to the model (synchronous; tests call it). */
   render(): void {
     const start = performance.now();
+    this._lastRender = start;
     this._stale = false;
     this._renderStatus();
     this._renderList();
@@ -91,13 +183,43 @@ export class InspectorPanel extends Widget {
     this.node.dataset.renderMs = (performance.now() - start).toFixed(2);
   }
 
+  /** The settings in force (JupyterLab's settings registry sets them). */
+  get settings(): IPanelSettings {
+    return this._settings;
+  }
+
+  set settings(value: IPanelSettings) {
+    this._settings = { ...value };
+    this.render();
+  }
+
   protected override onUpdateRequest(_msg: Message): void {
     // A collapsed sidebar is not worth redrawing; catch up when shown.
-    if (this.isVisible) {
-      this.render();
-    } else {
+    if (!this.isVisible) {
       this._stale = true;
+      return;
     }
+    // At most one redraw per updateIntervalMs: the rest wait for the next.
+    const wait =
+      this._lastRender + this._settings.updateIntervalMs - performance.now();
+    if (wait > 0) {
+      if (this._timer === null) {
+        this._timer = window.setTimeout(() => {
+          this._timer = null;
+          this.update();
+        }, wait);
+      }
+      return;
+    }
+    this.render();
+  }
+
+  override dispose(): void {
+    if (this._timer !== null) {
+      window.clearTimeout(this._timer);
+      this._timer = null;
+    }
+    super.dispose();
   }
 
   protected override onAfterShow(_msg: Message): void {
@@ -184,7 +306,10 @@ export class InspectorPanel extends Widget {
       return;
     }
     const shown = visible.slice(0, this._pageLimit);
-    const collapseByDefault = model.functions.length > EXPANDED_UP_TO;
+    const { defaultCollapse, expandedUpTo } = this._settings;
+    const collapseByDefault =
+      defaultCollapse === 'collapsed' ||
+      (defaultCollapse === 'auto' && model.functions.length > expandedUpTo);
     const wanted: Element[] = [];
     for (const fn of shown) {
       let card = this._cards.get(fn.id);
@@ -291,6 +416,38 @@ export class InspectorPanel extends Widget {
     }
   }
 
+  private _onKeyDown(event: KeyboardEvent): void {
+    if (event.altKey || event.ctrlKey || event.metaKey || event.shiftKey) {
+      return;
+    }
+    const current = event.target as HTMLElement;
+    if (!current.matches?.(NAV_SELECTOR)) {
+      return;
+    }
+    const header = current.classList.contains('jp-kx-function-header');
+    if (header && (event.key === 'ArrowRight' || event.key === 'ArrowLeft')) {
+      const expanded = current.getAttribute('aria-expanded') === 'true';
+      if (expanded !== (event.key === 'ArrowRight')) {
+        event.preventDefault();
+        current.click();
+        return;
+      }
+      if (event.key === 'ArrowRight') {
+        // Already open: into its first signature.
+        event.preventDefault();
+        current.parentElement
+          ?.querySelector<HTMLElement>('.jp-kx-signature')
+          ?.focus();
+        return;
+      }
+    }
+    const target = navigationTarget(this._list, current, event.key);
+    if (target) {
+      event.preventDefault();
+      target.focus();
+    }
+  }
+
   private _retryButton(): HTMLButtonElement {
     const button = h(
       'button',
@@ -302,6 +459,10 @@ export class InspectorPanel extends Widget {
   }
 
   private _allSignatures = new Set<string>();
+  private _lastRender = -Infinity;
+  private _settings: IPanelSettings = { ...DEFAULT_SETTINGS };
+  private _timer: number | null = null;
+  private _headingId = `jp-kx-heading-${++panelCount}`;
   private _cards = new Map<string, FunctionCard>();
   /** Expanded or collapsed by the user, by function name and cell. */
   private _expanded = new Map<string, boolean>();
@@ -329,5 +490,7 @@ export namespace InspectorPanel {
     retry?: () => void;
     /** Show a graph in the main area (JupyterLab's MainAreaWidget). */
     openGraph?: (graph: IGraphPayload, title: string) => void;
+    /** Initial settings (default: {@link DEFAULT_SETTINGS}). */
+    settings?: IPanelSettings;
   }
 }

@@ -43,6 +43,14 @@ export interface ISignatureInfo {
   nodes_traced: number;
   nodes_optimised: number;
   backend: string;
+  /** Which path serves it, for people: `NumPy executor`, `fused kernels (numba-cpu)`, … */
+  served_by?: string;
+  /** Under tiered `auto`: which executor serves it and why. */
+  tier?: string;
+  /** Background compilation of its kernels, for people ("" or absent: nothing to say). */
+  compile?: string;
+  /** `pending`, `queued`, `compiling`, `ready` or `failed`; absent without kernels. */
+  compile_state?: string;
 }
 
 export interface IArgumentDiff {
@@ -235,15 +243,22 @@ export const isCounters = object<ICounters>(
   ['failed_calls']
 );
 
-export const isSignatureInfo = object<ISignatureInfo>({
-  id: isString,
-  inputs: isString,
-  outputs: isString,
-  last_used: isBoolean,
-  nodes_traced: isInteger,
-  nodes_optimised: isInteger,
-  backend: isString
-});
+export const isSignatureInfo = object<ISignatureInfo>(
+  {
+    id: isString,
+    inputs: isString,
+    outputs: isString,
+    last_used: isBoolean,
+    nodes_traced: isInteger,
+    nodes_optimised: isInteger,
+    backend: isString,
+    served_by: isString as Check<string | undefined>,
+    tier: isString as Check<string | undefined>,
+    compile: isString as Check<string | undefined>,
+    compile_state: isString as Check<string | undefined>
+  },
+  ['served_by', 'tier', 'compile', 'compile_state']
+);
 
 const isArgumentDiff = object<IArgumentDiff>({
   argument: isString,

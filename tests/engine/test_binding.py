@@ -89,7 +89,7 @@ def test_trace_types_and_signature_text():
     ft = FunctionType(affine, "affine")
     types_ = ft.trace_types((np.zeros(2, np.float32), 3))
     assert types_ == (kx.TensorSpec([2], np.float32), explain.Literal(3))
-    assert ft.signature_text(types_) == "x: float32[2], scale: int 3"
+    assert ft.signature_text(types_) == "x: float32[2], scale: 3"
 
 
 def test_structured_signature_names_specs_after_parameters():
@@ -147,7 +147,7 @@ def test_function_and_its_concrete_functions_share_one_function_type():
     fn = kx.function(affine)
     cf = fn.get_concrete_function(np.zeros(2, np.float32))
     assert cf.function_type is fn.function_type
-    assert cf.signature_text() == "x: float32[2], scale: float 2.0"
+    assert cf.signature_text() == "x: float32[2], scale: 2.0"
     np.testing.assert_array_equal(fn(np.ones(2, np.float32), scale=3), [3.0, 3.0])
 
 

@@ -139,7 +139,7 @@ def test_a_cell_without_def_is_a_function_of_the_names_it_reads(cells):
     np.testing.assert_allclose(cells.ns["y"], np.tanh(1.0) * 2)
     np.testing.assert_allclose(value, 10 * cells.ns["total"])
     assert [c.record.signature for c in step.concrete_functions] == \
-        ["x: float64[3], w: float 2.0"]
+        ["x: float64[3], w: 2.0"]
 
 
 def test_rerunning_a_cell_function_reuses_its_trace_until_the_inputs_change(cells):

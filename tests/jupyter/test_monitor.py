@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import html
+import re
 import time
 
 import numpy as np
@@ -40,8 +42,8 @@ def test_counters_signatures_graph_and_log_follow_calls(dense):
         dense(np.ones(3), 2)
         assert m.refresh()
         assert ">2<" in m.counters.value and "(50%)" in m.counters.value
-        assert "x: float64[3], n: int 2" in m.signatures.value
-        assert m.selector.options == (("#1 (x: float64[3], n: int 2)", "1"),)
+        assert "x: float64[3], n: 2" in m.signatures.value
+        assert m.selector.options == (("#1 (x: float64[3], n: 2)", "1"),)
         assert "<svg" in m.graph.value and "tanh" in m.graph.value
         assert not m.refresh()  # nothing changed: nothing re-rendered
         dense(np.ones(4), 2)
@@ -138,7 +140,7 @@ def test_update_snapshot_rewrites_the_displayed_output(monkeypatch, dense):
         m.refresh(full=True)
         assert m.update_snapshot()
         assert updated[0][1]["display_id"] == m.display_id
-        assert "x: float64[2], n: int 3" in updated[0][0]["text/html"]
+        assert "x: float64[2], n: 3" in updated[0][0]["text/html"]
     finally:
         m.close()
 
@@ -257,5 +259,50 @@ def test_the_monitor_carries_the_class_the_lab_marks_after_a_restart(dense):
     try:
         assert "kx-monitor" in m.widget._dom_classes
         assert 'class="kx-monitor"' in m.snapshot_html()
+    finally:
+        m.close()
+
+
+def test_the_header_names_the_defining_cell_once(cells):
+    cells.run("%%tffunction\ndef once(x):\n    return x + 1\n")
+    m = cells.magics._monitors["def:once"]
+    cells.run("once(np.ones(2))")
+    text = re.sub("<[^>]+>", "", m.title.value)
+    assert text.count("cell [") == 1 and "defined" in text, text
+
+
+def test_monitor_report_and_sidebar_write_values_the_same_way(cells):
+    from kernel_ext.jupyter import inspector
+
+    cells.run("%%tffunction\ndef same(x, n, cfg):\n    return x * n * cfg['lr']\n")
+    cells.run("same(np.ones(2), 10, {'lr': 1, 'name': 'a'})")
+    cells.run("same(np.ones(2), 20, {'lr': 1, 'name': 'a'})")
+    m = cells.magics._monitors["def:same"]
+    text = "x: float64[2], n: 10, cfg: {'lr': 1, 'name': 'a'}"
+    assert html.escape(text) in m.signatures.value
+    assert "Literal(" not in m.signatures.value and "int 10" not in m.signatures.value
+    report = cells.run("%retrace_report same").text
+    # The signatures as the monitor lists them; the sentence says the type in words.
+    assert f"({text})" in report and "Literal(" not in report
+    assert "n: Python int 10 → 20" in report
+    payload = inspector.function_info(m.function)
+    assert payload["signatures"][0]["inputs"] == text
+
+
+def test_the_monitor_says_which_path_serves_each_signature_and_the_compile_progress():
+    html_text = render.signatures_html([
+        {"id": "1", "inputs": "x: float64[2]", "outputs": "float64[]", "nodes": "3 → 2",
+         "backend": "numba-cpu", "last_used": True, "served_by": "fused kernels (numba-cpu)",
+         "compile": "compiling in the background: 0 of 1 kernel ready; NumPy runs the rest "
+                    "meanwhile"}])
+    assert "served by: fused kernels (numba-cpu)" in html_text
+    assert "0 of 1 kernel ready" in html_text
+
+
+def test_a_live_monitor_lists_the_path(dense):
+    dense(np.ones(2), 3)
+    m = Monitor(dense, interval=3600)
+    try:
+        assert "served by: " in m.signatures.value
     finally:
         m.close()

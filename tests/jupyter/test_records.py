@@ -87,7 +87,7 @@ def test_signature_rows_list_each_trace_and_mark_the_latest_call(scaled):
     rows = records.signature_rows(scaled)
     assert [r.id for r in rows] == ["1", "2"]
     assert [r.inputs for r in rows] == ["x: float64[3], n: 2", "x: float64[4], n: 2"]
-    assert [r.signature for r in rows] == ["x: float64[3], n: int 2", "x: float64[4], n: int 2"]
+    assert [r.signature for r in rows] == ["x: float64[3], n: 2", "x: float64[4], n: 2"]
     assert [r.outputs for r in rows] == ["float64[3]", "float64[4]"]
     assert [r.last_used for r in rows] == [False, True]
     assert {r.backend for r in rows} == {"numpy"}
@@ -158,8 +158,8 @@ def test_retrace_entry_explains_a_trace_in_plain_data(scaled):
     assert seen == [second.call_site]
     assert (entry["trace"], entry["cause"], entry["category"]) == (2, "shape", "shape")
     assert entry["call_site"] == "cell [7], line 2"
-    assert (entry["signature"], entry["closest"]) == ("x: float64[4], n: int 2", 1)
-    assert entry["closest_signature"] == "x: float64[3], n: int 2"
+    assert (entry["signature"], entry["closest"]) == ("x: float64[4], n: 2", 1)
+    assert entry["closest_signature"] == "x: float64[3], n: 2"
     (diff,) = entry["diffs"]
     assert (diff["argument"], diff["kind"], diff["old"], diff["new"]) == \
         ("x", "shape", "float64[3]", "float64[4]")
@@ -212,3 +212,81 @@ def test_failed_calls_are_counted_apart_from_cache_hits():
     assert (counts.calls, counts.traces, counts.cache_hits, counts.failed_calls) == (4, 1, 1, 2)
     assert counts.hit_rate == 0.25 and counts.hit_rate_text() == " (25%)"
     assert records.call_counts({}).hit_rate is None
+
+
+# -- which path serves a trace, and compile progress (issue 17, "Beyond") ---------------------
+
+
+def _segs(*states: str, kind: str = "elementwise") -> list[records.Segment]:
+    return [records.Segment(f"s{i}", "numba-cpu", ("a",), kind=kind, state=state)
+            for i, state in enumerate(states)]
+
+
+def test_served_by_names_the_path_in_words():
+    assert records.served_by("numpy", []) == "NumPy executor"
+    assert records.served_by("numba-cpu", _segs("ready")) == "fused kernels (numba-cpu)"
+    assert records.served_by("numba-cpu", _segs("ready", kind="whole-graph")) == \
+        "whole graph (numba-cpu)"
+    assert records.served_by("numba-cuda", _segs("ready")) == "CUDA kernels (numba-cuda)"
+    assert records.served_by("numba-cpu", _segs("ready"), "fused; tiers up after 64 calls") \
+        == "tiered auto: fused; tiers up after 64 calls"
+
+
+def test_compile_progress_counts_kernels_and_says_failures():
+    assert records.compile_progress([]) == ("", "")
+    assert records.compile_progress(_segs("ready", "ready")) == ("", "ready")
+    text, state = records.compile_progress(_segs("ready", "compiling", "queued"))
+    assert state == "compiling" and "1 of 3 kernels ready" in text and "NumPy" in text
+    assert records.compile_progress(_segs("queued"))[1] == "queued"
+    assert records.compile_progress(_segs("pending"))[1] == "pending"
+    text, state = records.compile_progress(_segs("ready", "failed"))
+    assert state == "failed" and text.startswith("1 of 2 kernels failed to compile")
+    assert records.compile_progress(_segs("unsupported")) == ("", "")
+
+
+def test_signature_rows_say_what_serves_each_trace(scaled):
+    rows = records.signature_rows(scaled)
+    assert {r.served_by for r in rows} == {"NumPy executor"}
+    assert {(r.compile, r.compile_state) for r in rows} == {("", "")}
+
+
+def test_a_fused_trace_reports_its_kernels_and_views_see_their_state_change():
+    pytest.importorskip("numba")
+    from kernel_ext.backends import compiler
+    from kernel_ext.jupyter import inspector
+
+    fn = kx.function(lambda x: np.tanh(x * 2.0).sum(), autograph=False, backend="numba")
+    fn(np.ones(8))
+    assert compiler.wait_for_kernels(120)
+    fn(np.ones(8))
+    row, = records.signature_rows(fn)
+    assert row.served_by == "fused kernels (numba-cpu)", row
+    assert (row.compile, row.compile_state) == ("", "ready")
+    info = inspector.function_info(fn)["signatures"][0]
+    assert info["served_by"] == row.served_by and info["compile_state"] == "ready"
+    assert "compile" not in info and "tier" not in info
+    # A kernel's state changing (the background compiler's doing, with no call) is a change
+    # the sidebar and the monitor see.
+    before = inspector._fingerprint(fn)
+    report = fn.concrete_functions[0].executable.segments[0]
+    saved = report["state"]
+    report["state"] = "compiling"
+    try:
+        assert inspector._fingerprint(fn) != before
+        row, = records.signature_rows(fn)
+        assert row.compile_state == "compiling" and "0 of 1 kernel ready" in row.compile
+    finally:
+        report["state"] = saved
+
+
+def test_a_kernel_state_change_is_an_engine_event_so_idle_views_wake():
+    from kernel_ext.backends import compiler
+    from kernel_ext.engine import events
+
+    got: list = []
+    stop = events.subscribe(got.append)
+    try:
+        compiler._state_changed()
+    finally:
+        stop()
+    assert [(e.kind, e.function) for e in got] == [("compile", None)]

@@ -31,7 +31,7 @@ def test_seed_num_steps_10_then_20_is_a_python_value_retrace_with_array_fixes():
     assert record.cause == "python_value" and record.closest == 1
     assert [d.argument for d in record.diffs] == ["num_steps"]
     assert "Python int 10 → 20" in record.diffs[0].sentence()
-    assert record.closest_signature == "num_steps: int 10"
+    assert record.closest_signature == "num_steps: 10"
     assert [f.kind for f in record.fixes] == ["input_signature", "array_argument"]
     assert record.fix == "@kx.function(input_signature=[kx.TensorSpec([], np.int64)])"
     assert record.fixes[0].magic == '%%tffunction --input-signature "num_steps: int64[]"'
@@ -141,7 +141,7 @@ def test_the_retracing_warning_carries_the_explanation_fix():
             f(np.ones(2), n)
     messages = [str(w.message) for w in caught if issubclass(w.category,
                                                              kx.errors.RetracingWarning)]
-    assert messages and "n: int" in messages[0] and "input_signature" in messages[0]
+    assert messages and "n: 3 -> 4" in messages[0] and "input_signature" in messages[0]
 
 
 def test_explain_text_uses_the_installed_call_site_formatter():
@@ -250,7 +250,7 @@ def test_report_explains_the_seed_examples_with_cells_and_fixes(cells):
     assert f"trace #2 (shape) at cell [{shape_cell}], line 1" in text
     assert "trace #3 (python value → array)" in text
     assert "closest earlier signature, trace #1: (x: float32[1, 100, 100, 3], new_height: " \
-           "int 50)" in text
+           "50)" in text
     assert '%%tffunction --input-signature "x: float32[1, None, None, 3], new_height: ' \
            'int32[]"' in text
     assert "%%tffunction --reduce-retracing" in text
@@ -281,7 +281,7 @@ def test_report_json_is_plain_data_for_tools(cells):
     (retrace,) = train["retraces"]
     assert retrace["category"] == "python_value" and retrace["closest"] == 1
     assert retrace["diffs"][0] == {
-        "argument": "num_steps", "kind": "python_value", "old": "int 10", "new": "int 20",
+        "argument": "num_steps", "kind": "python_value", "old": "10", "new": "20",
         "sentence": retrace["diffs"][0]["sentence"]}
     assert retrace["fixes"][0] == '%%tffunction --input-signature "num_steps: int64[]"'
 

@@ -1,0 +1,89 @@
+/**
+ * Which path serves each signature, and its kernels' compile progress
+ * (issue 17, "Beyond"): optional protocol fields, shown under the signature
+ * and updated in place as the background compiler gets on.
+ */
+import { InspectorModel } from '../src/model';
+import { InspectorPanel } from '../src/panel';
+import { isSignatureInfo } from '../src/protocol';
+import { CapturingLogger, fn, signature, snapshot, update } from './fixtures';
+
+const COMPILING =
+  'compiling in the background: 1 of 3 kernels ready; NumPy runs the rest meanwhile';
+
+function setup(): { model: InspectorModel; panel: InspectorPanel } {
+  const model = new InspectorModel({ logger: new CapturingLogger() });
+  const panel = new InspectorPanel({ model, requestGraph: () => undefined });
+  document.body.appendChild(panel.node);
+  model.setConnection({ state: 'connected' });
+  return { model, panel };
+}
+
+afterEach(() => {
+  document.body.replaceChildren();
+});
+
+describe('served by and compile progress', () => {
+  it('are optional strings in the protocol', () => {
+    const sig = signature('1', 'x: float32[2]');
+    expect(isSignatureInfo(sig)).toBe(true);
+    const full = {
+      ...sig,
+      served_by: 'tiered auto: fused; tiers up after 64 calls',
+      tier: 'fused; tiers up after 64 calls',
+      compile: COMPILING,
+      compile_state: 'compiling'
+    };
+    expect(isSignatureInfo(full)).toBe(true);
+    expect(isSignatureInfo({ ...sig, served_by: 3 })).toBe(false);
+    expect(isSignatureInfo({ ...sig, compile_state: null })).toBe(false);
+  });
+
+  it('shows the path under each signature and the progress while compiling, in place', () => {
+    const { model, panel } = setup();
+    const compiling = signature('1', 'x: float32[2]', {
+      backend: 'numba-cpu',
+      served_by: 'fused kernels (numba-cpu)',
+      compile: COMPILING,
+      compile_state: 'compiling'
+    });
+    model.handleMessage(
+      snapshot(fn('a', 'dense', 5, { signatures: [compiling] }))
+    );
+    panel.render();
+    const served = panel.node.querySelector<HTMLElement>('.jp-kx-served-by')!;
+    const progress = panel.node.querySelector<HTMLElement>('.jp-kx-compile')!;
+    expect(served.textContent).toBe('served by: fused kernels (numba-cpu)');
+    expect(served.hidden).toBe(false);
+    expect(progress.textContent).toBe(COMPILING);
+    expect(progress.dataset.state).toBe('compiling');
+    expect(progress.hidden).toBe(false);
+
+    const ready = { ...compiling, compile: '', compile_state: 'ready' };
+    model.handleMessage(update([fn('a', 'dense', 5, { signatures: [ready] })]));
+    panel.render();
+    // The same elements, updated.
+    expect(panel.node.querySelector('.jp-kx-compile')).toBe(progress);
+    expect(progress.hidden).toBe(true);
+    expect(progress.dataset.state).toBe('ready');
+    expect(served.textContent).toBe('served by: fused kernels (numba-cpu)');
+  });
+
+  it('shows the tier note on hover and nothing for an older kernel', () => {
+    const { model, panel } = setup();
+    const tiered = signature('1', 'x: float32[2]', {
+      served_by: 'tiered auto: whole graph (2.0× faster than fused)',
+      tier: 'whole graph (2.0× faster than fused)'
+    });
+    const old = signature('2', 'x: float32[3]');
+    model.handleMessage(
+      snapshot(fn('a', 'dense', 5, { signatures: [tiered, old] }))
+    );
+    panel.render();
+    const [first, second] =
+      panel.node.querySelectorAll<HTMLElement>('.jp-kx-served-by');
+    expect(first.title).toBe('whole graph (2.0× faster than fused)');
+    expect(second.hidden).toBe(true);
+    expect(second.textContent).toBe('');
+  });
+});
