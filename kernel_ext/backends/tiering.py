@@ -41,10 +41,18 @@ HOT_CALLS = 32
 TRIAL_CALLS = 12
 #: The whole graph must take at most this share of the fused executor's time to serve.
 MIN_GAIN = 0.85
+#: Graphs with fewer ops than this never tier: one compiled call costs more than the
+#: executor's few NumPy calls (``a + b``), and the compile would only take the cores.
+MIN_OPS = 4
 
 #: Decisions already made, by whole-graph program: ("whole" | "fused", note).
 _DECIDED: dict[str, tuple[str, str]] = {}
 _DECIDED_LOCK = threading.Lock()
+
+
+def worth_it(graph: Graph) -> bool:
+    """Enough ops (sub-graphs counted) that one compiled call could beat the executor."""
+    return graph.count_ops() >= MIN_OPS
 
 
 def pure(graph: Graph, tree: TreeNode) -> bool:
@@ -203,4 +211,5 @@ def tiered(base: Executable, make_whole: Callable[[], Executable]) -> Executable
     return base
 
 
-__all__ = ["HOT_CALLS", "MIN_GAIN", "TRIAL_CALLS", "Tier", "pure", "same", "tiered"]
+__all__ = ["HOT_CALLS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "pure", "same", "tiered",
+           "worth_it"]

@@ -119,3 +119,10 @@ def test_same_compares_bits_not_values():
     assert not tiering.same(np.float32(1), np.float64(1))
     nan = np.array([np.nan])
     assert tiering.same((nan, {"a": 1}), (nan.copy(), {"a": 1}))
+
+
+def test_a_graph_of_a_few_ops_never_tiers():
+    f = kx.function(lambda a, b: a + b)
+    for _ in range(10):
+        f(np.ones(3), np.ones(3))
+    assert f.get_concrete_function(np.ones(3), np.ones(3)).executable.tier is None
