@@ -121,7 +121,7 @@ class _Analysis:
         self._slots: dict[Node, dict[int, tuple[frozenset[int], bool]]] = {}
 
     # -- helpers ------------------------------------------------------------------------------
-    def _new_root(self, node: Node) -> frozenset[int]:
+    def _new_root(self) -> frozenset[int]:
         return frozenset((next(_ROOTS),))
 
     def _set_roots(self, node: Node, roots: frozenset[int]) -> None:
@@ -159,7 +159,7 @@ class _Analysis:
         for o in self.graph.outputs:
             self.reads[o] = end
         for inp in self.graph.inputs:
-            self._set_roots(inp, self._new_root(inp))
+            self._set_roots(inp, self._new_root())
             if inp in self.owned_params:
                 self.owned.add(inp)
         for k, (produced, reads) in enumerate(steps):
@@ -167,7 +167,7 @@ class _Analysis:
                 continue
             if len(produced) != 1:  # a fused segment: elementwise work, fresh results
                 for n in produced:
-                    self._set_roots(n, self._new_root(n))
+                    self._set_roots(n, self._new_root())
                 continue
             self._node(produced[0], k)
         return self
@@ -184,14 +184,14 @@ class _Analysis:
                 self._rely_on(base)
                 self._set_roots(node, self.roots[base])
             else:
-                self._set_roots(node, self._new_root(node))
+                self._set_roots(node, self._new_root())
             self.owned.add(node)
         elif op is OpKind.WHILE:
             self._while(node, k)
         elif op is OpKind.COND:
             for g in node.attrs["branches"]:
                 self.plan.merge(_Analysis(g, self.steps_of, frozenset()).run().plan)
-            self._set_roots(node, self._union(node.args) | self._new_root(node))
+            self._set_roots(node, self._union(node.args) | self._new_root())
         elif op is OpKind.GET_OUTPUT:
             source = node.args[0]
             per_slot = self._slots.get(source, {})
@@ -203,9 +203,9 @@ class _Analysis:
             else:
                 self._set_roots(node, self.roots.get(source, frozenset()))
         elif op.passes_through or op.may_alias:
-            self._set_roots(node, self._union(node.args) | self._new_root(node))
+            self._set_roots(node, self._union(node.args) | self._new_root())
         else:
-            self._set_roots(node, self._new_root(node))
+            self._set_roots(node, self._new_root())
             if op.fresh and _is_buffer(node):
                 self.owned.add(node)
 
@@ -241,13 +241,13 @@ class _Analysis:
         # What the loop's outputs share memory with: an owned slot its own buffer (the
         # operand's when passed directly), any other slot everything the loop read.
         others = self._union([a for j, a in enumerate(args) if j not in direct]) | \
-            self._new_root(node)
+            self._new_root()
         slots: dict[int, tuple[frozenset[int], bool]] = {}
         for i in range(n):
             if i in direct:
                 slots[i] = (self.roots[args[i]], True)
             elif i in copied:
-                slots[i] = (self._new_root(node), True)
+                slots[i] = (self._new_root(), True)
             else:
                 slots[i] = (others, False)
         self._set_roots(node, others)

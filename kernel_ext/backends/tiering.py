@@ -134,11 +134,9 @@ class Tier:
         whole = self.whole
         assert whole is not None
         state = whole.segments[0].get("state")
-        if state != "ready":
+        if state != "ready":  # (_start asked for it; the fused executor serves meanwhile)
             if state == "failed":
                 self._finish("fused", "fused (whole graph failed to compile)")
-            else:
-                whole.run(*params)  # (until compiled: requests it, runs its fallback)
             return self._base_run(*params)
         fused_t, whole_t = self.samples
         if len(fused_t) % 2:  # alternate which runs first (caches, clocks)
@@ -193,8 +191,10 @@ def same(a: Any, b: Any) -> bool:
         return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
     if isinstance(a, dict):
         return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
-    if isinstance(a, (np.ndarray, np.generic)):
-        if type(a) is not type(b) or a.dtype != b.dtype or np.shape(a) != np.shape(b):
+    if isinstance(a, (np.ndarray, np.generic, float, complex)):
+        # (Python floats too: 0.0 == -0.0 and nan != nan, but their bits differ / agree)
+        if type(a) is not type(b) or np.shape(a) != np.shape(b) or \
+                np.asarray(a).dtype != np.asarray(b).dtype:
             return False
         return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
     try:

@@ -54,8 +54,13 @@ class ConcreteFunction:
             guard.wrap(executable.run, function.run_eagerly_because)
         tier = getattr(executable, "tier", None)
         if tier is not None:  # tiered auto: cache hits call the winner once it is decided
-            ref = weakref.WeakMethod(self._retarget)
-            tier.listeners.append(lambda run: (lambda m: m and m(run))(ref()))
+            ref = weakref.WeakMethod(self._retarget)  # (the tier must not keep us alive)
+
+            def retarget(run: Callable[..., Any]) -> None:
+                method = ref()
+                if method is not None:
+                    method(run)
+            tier.listeners.append(retarget)
         self.record = record
         #: What AutoGraph made of each loop statement (``LoopNote.text`` lines), set by the
         #: Function after tracing: the monitor, the report and the sidebar show them.

@@ -79,8 +79,7 @@ class CallGuard:
         leaves = [value_at(values, p) for p in self.arrays]
         for i, j, updated in self._pairs:
             a, b = leaves[i], leaves[j]
-            if a.__class__ is not np.ndarray and not isinstance(a, np.ndarray) or \
-                    b.__class__ is not np.ndarray and not isinstance(b, np.ndarray):
+            if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)):
                 continue
             # Two distinct arrays that each own their memory cannot overlap: the common
             # case, decided without asking NumPy to compare their extents.

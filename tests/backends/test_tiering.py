@@ -126,3 +126,9 @@ def test_a_graph_of_a_few_ops_never_tiers():
     for _ in range(10):
         f(np.ones(3), np.ones(3))
     assert f.get_concrete_function(np.ones(3), np.ones(3)).executable.tier is None
+
+
+def test_same_tells_python_signed_zeros_and_nans_by_their_bits():
+    assert not tiering.same(0.0, -0.0)
+    assert tiering.same(float("nan"), float("nan"))
+    assert not tiering.same(1.0, np.float64(1.0))

@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 
 import kernel_ext as kx
 from kernel_ext.engine import explain
-from kernel_ext.jupyter.report import RetraceReport, build_report
+from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report
 
 # -- the seeds' retracing examples, on the engine ------------------------------------------------
 
@@ -384,17 +384,23 @@ def _tanh_scaled(x, n):
     return np.tanh(x) * n
 
 
-def _calls():
-    return [(np.ones(3), 10), (np.ones(4), 10), (np.ones(4), 20)]
-
-
-def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
+def _report_of_the_calls() -> FunctionReport:
+    """The report of ``_tanh_scaled`` after the three calls (retracing warnings silenced)."""
     f = kx.function(_tanh_scaled)
     for x, n in _calls():
         f(x, n)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         (r,) = build_report([f])
+    return r
+
+
+def _calls():
+    return [(np.ones(3), 10), (np.ones(4), 10), (np.ones(4), 20)]
+
+
+def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
+    r = _report_of_the_calls()
     # reduce_retracing cannot merge n: 10 -> 20 (a Python value): not offered against it
     text = "\n".join(r.fixes + r.partial_fixes + r.retraces[-1]["fixes"])
     assert "reduce_retracing" not in text and "--reduce-retracing" not in text
@@ -405,12 +411,7 @@ def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
 
 
 def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
-    f = kx.function(_tanh_scaled)
-    for x, n in _calls():
-        f(x, n)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        (r,) = build_report([f])
+    r = _report_of_the_calls()
     for fix in r.fixes:  # run the fix: the same calls through the fixed function
         options = eval(fix.removeprefix("@kx.function(")[:-1].replace("=", ":", 1).join("{}"),
                        {"kx": kx, "np": np, "input_signature": "input_signature"})
