@@ -188,12 +188,13 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
             label = "numba-cuda-sim"
     executable = Executable(run, source, label, segment_reports(plans, label),
                             (time.perf_counter() - t0) * 1e3)
-    if mode == "auto" and target == "cpu" and TIERING and tiering.worth_it(graph) and \
-            tiering.pure(graph, tree):
+    effects = tiering.effects(graph, tree) if mode == "auto" and target == "cpu" and \
+        TIERING and tiering.worth_it(graph) else None
+    if effects is not None:
         from .whole_graph import compile_whole_graph, unsupported_reason
         if unsupported_reason(graph) is None:
             return tiering.tiered(executable, lambda: compile_whole_graph(
-                graph, tree, n_params, name=name))
+                graph, tree, n_params, name=name), updates_arguments=effects == "arguments")
     return executable
 
 

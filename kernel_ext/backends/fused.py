@@ -273,7 +273,7 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")
-    emitter.plan_writes(graph)
+    emitter.plan_writes(graph, tree)
     emitter.emit_graph(graph, scope, "    ")
     result = output_expr(tree, graph, namer, scope)
     if emitter.plans:

@@ -66,9 +66,15 @@ def write_in_place(node: Node) -> Callable[..., Any]:
     return setitem
 
 
-def plan_inplace(graph: Graph, steps_of: StepsOf) -> InplacePlan:
-    """The reinplacing decisions for ``graph`` and its sub-graphs, on the executor's schedule."""
-    return _Analysis(graph, steps_of, frozenset()).run().plan
+def plan_inplace(graph: Graph, steps_of: StepsOf,
+                 owned_inputs: frozenset[Node] = frozenset()) -> InplacePlan:
+    """The reinplacing decisions for ``graph`` and its sub-graphs, on the executor's schedule.
+
+    ``owned_inputs``: inputs whose buffer the call may overwrite — arguments the function
+    updates in place, whose new contents are written back to them at the end anyway. A write
+    into one runs in the caller's array when nothing reads its old contents afterwards,
+    which is what eager NumPy does (and saves the copy and the write-back)."""
+    return _Analysis(graph, steps_of, frozenset(owned_inputs)).run().plan
 
 
 def _is_buffer(node: Any) -> bool:

@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import NDARRAY_METHODS, Graph, Node, OpGroup, OpKind
+from ..ir import NDARRAY_METHODS, DynamicIndex, Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
 from .inplace import InplacePlan, Step, plan_inplace, write_in_place
@@ -148,9 +148,10 @@ def write_back(result: Any, *pairs: Any) -> Any:
     call returns, as in NumPy. A NumPy scalar argument is immutable, as in NumPy: ``x += 1``
     only rebound the name inside the function, so nothing is copied."""
     for i in range(0, len(pairs), 2):
-        dst = pairs[i]
-        if isinstance(dst, np.ndarray):
-            np.copyto(dst, pairs[i + 1])
+        dst, src = pairs[i], pairs[i + 1]
+        # (``src is dst``: the function's writes ran in place, in the caller's array itself)
+        if isinstance(dst, np.ndarray) and src is not dst:
+            np.copyto(dst, src)
     return result
 
 
@@ -173,6 +174,20 @@ def replay(result: Any, *triples: Any) -> Any:
             for name, value in contents.items():
                 object.__setattr__(dst, name, value)
     return result
+
+
+def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
+    """The inputs of ``graph`` whose argument the call writes its new contents back to: the
+    executor may write into such an argument in place, as the eager function does."""
+    paths: set[tuple] = set()
+
+    def walk(t: TreeNode) -> None:
+        if t.kind == "writeback":
+            paths.update(t.value)
+        for child in t.children or ():
+            walk(child)
+    walk(tree)
+    return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths)
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
@@ -200,9 +215,11 @@ class Emitter:
         """The order this emitter runs ``graph`` in: one ``(produced, read)`` pair a step."""
         return [((node,), node.inputs) for node in graph.nodes]
 
-    def plan_writes(self, graph: Graph) -> None:
-        """Decide which writes of ``graph`` (and its sub-graphs) run in place."""
-        self.inplace = plan_inplace(graph, self.steps)
+    def plan_writes(self, graph: Graph, tree: TreeNode | None = None) -> None:
+        """Decide which writes of ``graph`` (and its sub-graphs) run in place; with the
+        output ``tree``, also into the arguments the call writes back to (as NumPy does)."""
+        owned = written_back_inputs(graph, tree) if tree is not None else frozenset()
+        self.inplace = plan_inplace(graph, self.steps, owned)
 
     def new_scope(self, inputs: dict[Node, str]) -> Scope:
         self._scopes += 1
@@ -263,12 +280,34 @@ class Emitter:
             self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
         elif node.op.operator and not node.attrs and len(args) == 1:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
+        elif node.op is OpKind.GETITEM and not node.params.keys() - {"index"}:
+            # NumPy's own indexing, spelled out: no lowering call, no index tuple to build
+            index = self.index_source(node.attrs["index"], args[1:])
+            self.lines.append(f"{indent}{v} = {args[0]}[{index}]")
+        elif node.op is OpKind.SETITEM and node in self.inplace.writes and \
+                not node.params.keys() - {"index"}:
+            index = self.index_source(node.attrs["index"], args[2:])
+            self.lines.append(f"{indent}{args[0]}[{index}] = {args[1]}")
+            self.lines.append(f"{indent}{v} = {args[0]}")
         else:
             lower = write_in_place if node in self.inplace.writes else LOWER[node.op]
             fn = self.namer.bind(lower(node), f"_{node.op.value}")
             call = f"{fn}({', '.join(args)})"
             self.lines.append(f"{indent}{v} = {call}" if node.aval is not None
                               else f"{indent}{call}")
+
+    def index_source(self, template: tuple, dyn: list[str]) -> str:
+        """Source of the index tuple ``build_index(template, dyn)`` builds at run time."""
+        def part(c: Any) -> str:
+            if isinstance(c, DynamicIndex):
+                return dyn[c.position - 1]
+            if isinstance(c, slice) and any(isinstance(p, DynamicIndex)
+                                            for p in (c.start, c.stop, c.step)):
+                return f"slice({part(c.start)}, {part(c.stop)}, {part(c.step)})"
+            if c is None or isinstance(c, (bool, int)):
+                return repr(c)
+            return self.namer.bind(c, "_ix")
+        return "(" + "".join(part(c) + ", " for c in template) + ")"
 
     def literal(self, value: Any) -> str:
         """Source text of a literal operand: small ones spelled out, others bound."""
@@ -316,7 +355,7 @@ def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, d
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
     emitter.lines.append(f"def run({params}):")
-    emitter.plan_writes(graph)
+    emitter.plan_writes(graph, tree)
     emitter.emit_graph(graph, scope, "    ", free_temporaries=True)
     emitter.lines.append(f"    return {output_expr(tree, graph, namer, scope)}")
     return "\n".join(emitter.lines) + "\n", namer.globals
@@ -333,4 +372,4 @@ def compile_graph(graph: Graph, tree: TreeNode, n_params: int,
 
 
 __all__ = ["Emitter", "Namer", "Scope", "access_expr", "compile_graph", "generate_source",
-           "output_expr"]
+           "output_expr", "written_back_inputs"]

@@ -15,13 +15,17 @@ fused result:
 
 The decision is remembered per compiled program (a retrace of the same code at the same
 sizes does not try again), and the ConcreteFunction is told so that cache hits call the
-winner directly (:attr:`Tier.listeners`). Only *pure* traces tier up (no variable, random or
-opaque op, no update of an argument): running them twice during the trial is unobservable.
+winner directly (:attr:`Tier.listeners`). Only traces without effects tier up (no variable,
+random or opaque op, no container argument changed): running them twice during the trial is
+unobservable. A trace that updates array arguments in place (written back, as NumPy's
+``x[i] = v`` is) tiers up too: during the trial the whole graph runs on copies of the
+arguments, and the updated copies must equal the caller's arrays to the bit as well.
 The monitor, the sidebar and ``%retrace_report`` show :attr:`Tier.note`.
 """
 
 from __future__ import annotations
 
+import copy
 import statistics
 import threading
 import time
@@ -55,9 +59,11 @@ def worth_it(graph: Graph) -> bool:
     return graph.count_ops() >= MIN_OPS
 
 
-def pure(graph: Graph, tree: TreeNode) -> bool:
-    """No effect a second run could show: no stateful or opaque op (sub-graphs included) and
-    no argument written back or container replayed."""
+def effects(graph: Graph, tree: TreeNode) -> str | None:
+    """What a second run of the trace could change: ``"none"``; ``"arguments"`` when it only
+    writes new contents into array arguments (a trial can run on copies of them); None when
+    it has other effects (a stateful or opaque op, sub-graphs included, or a container
+    argument replayed), which rule tiering out."""
     def ok(g: Graph) -> bool:
         for node in g.nodes:
             if node.op.group in (OpGroup.STATEFUL, OpGroup.OPAQUE):
@@ -66,17 +72,28 @@ def pure(graph: Graph, tree: TreeNode) -> bool:
                 return False
         return True
 
-    def effects(t: TreeNode) -> bool:
-        return t.kind in ("writeback", "replay", "input") or any(
-            effects(c) for c in (t.children or ()))
-    return ok(graph) and not effects(tree)
+    def kinds(t: TreeNode) -> set[str]:
+        found = {t.kind}
+        for c in t.children or ():
+            found |= kinds(c)
+        return found
+    if not ok(graph):
+        return None
+    found = kinds(tree)
+    if "replay" in found:
+        return None
+    return "arguments" if found & {"writeback", "input"} else "none"
+
 
 
 class Tier:
     """The tiering state of one executable; :meth:`run` is what the trace calls."""
 
-    def __init__(self, base: Executable, make_whole: Callable[[], Executable]) -> None:
+    def __init__(self, base: Executable, make_whole: Callable[[], Executable],
+                 updates_arguments: bool = False) -> None:
         self.base = base
+        #: The trace writes into its array arguments: the trial's second run gets copies.
+        self.updates_arguments = updates_arguments
         self._base_run = base.run
         self._make_whole = make_whole
         self.whole: Executable | None = None
@@ -127,8 +144,16 @@ class Tier:
             self._finish(*known, remember=False)
             return
         self._key = key
-        whole.run(*params)  # asks for the compiled function (in the background)
+        try:  # asks for the compiled function (in the background)
+            whole.run(*self._private(params))
+        except Exception as e:  # noqa: BLE001 - the fused executor keeps serving
+            self._finish("fused", f"fused (whole graph failed: {type(e).__name__})")
+            return
         self.state = "trial"
+
+    def _private(self, params: tuple) -> tuple:
+        """``params`` itself, or copies of it when the trace writes into its arguments."""
+        return copy.deepcopy(params) if self.updates_arguments else params
 
     def _trial(self, params: tuple) -> Any:
         whole = self.whole
@@ -139,15 +164,20 @@ class Tier:
                 self._finish("fused", "fused (whole graph failed to compile)")
             return self._base_run(*params)
         fused_t, whole_t = self.samples
+        try:
+            mine = self._private(params)
+        except Exception:  # noqa: BLE001 - an argument that cannot be copied: no trial
+            self._finish("fused", "fused (its arguments cannot be copied for a trial)")
+            return self._base_run(*params)
         if len(fused_t) % 2:  # alternate which runs first (caches, clocks)
-            b, tb = _timed(whole.run, params)
+            b, tb = _timed(whole.run, mine)
             a, ta = _timed(self._base_run, params)
         else:
             a, ta = _timed(self._base_run, params)
-            b, tb = _timed(whole.run, params)
+            b, tb = _timed(whole.run, mine)
         fused_t.append(ta)
         whole_t.append(tb)
-        if not same(a, b):
+        if not same(a, b) or self.updates_arguments and not same(params, mine):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
         if len(fused_t) >= TRIAL_CALLS:
@@ -203,13 +233,15 @@ def same(a: Any, b: Any) -> bool:
         return False
 
 
-def tiered(base: Executable, make_whole: Callable[[], Executable]) -> Executable:
-    """``base`` with tier-up: its ``run`` counts calls and may move to ``make_whole()``."""
-    tier = Tier(base, make_whole)
+def tiered(base: Executable, make_whole: Callable[[], Executable],
+           updates_arguments: bool = False) -> Executable:
+    """``base`` with tier-up: its ``run`` counts calls and may move to ``make_whole()``;
+    ``updates_arguments``: the trace writes into its array arguments (see :class:`Tier`)."""
+    tier = Tier(base, make_whole, updates_arguments)
     base.run = tier.run
     base.tier = tier
     return base
 
 
-__all__ = ["HOT_CALLS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "pure", "same", "tiered",
-           "worth_it"]
+__all__ = ["HOT_CALLS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "effects", "same",
+           "tiered", "worth_it"]

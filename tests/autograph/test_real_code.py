@@ -16,25 +16,34 @@ from kernel_ext.ir import OpKind
 PATHS = ({"backend": "numpy"}, {"jit_compile": True})
 
 
-def _same(got, exp, where="result"):
+def _same(got, exp, where="result", rtol=0.0):
     if isinstance(exp, (tuple, list)):
         assert type(got) is type(exp) and len(got) == len(exp), where
         for i, (g, e) in enumerate(zip(got, exp)):
-            _same(g, e, f"{where}[{i}]")
+            _same(g, e, f"{where}[{i}]", rtol)
         return
     g, e = np.asarray(got), np.asarray(exp)
     assert g.dtype == e.dtype, f"{where}: dtype {g.dtype} != {e.dtype}"
     assert g.shape == e.shape, f"{where}: shape {g.shape} != {e.shape}"
-    assert np.array_equal(g, e, equal_nan=True), f"{where}: {g!r} != {e!r}"
+    if rtol:
+        np.testing.assert_allclose(g, e, rtol=rtol, err_msg=where)
+    else:
+        assert np.array_equal(g, e, equal_nan=True), f"{where}: {g!r} != {e!r}"
 
 
-def like_numpy(fn, *args, **fn_kwargs):
-    """Run ``fn`` eagerly and traced on every path; return the last traced Function."""
+def like_numpy(fn, *args, fused_sums=False, **fn_kwargs):
+    """Run ``fn`` eagerly and traced on every path; return the last traced Function.
+
+    ``fused_sums``: ``fn`` has a float sum of an elementwise product that the jit path's
+    fused fallback may reorder (within the bound docs/backends.md states) once its kernel is
+    compiled — which depends on whether an earlier test compiled the same kernel — so that
+    path is compared within that bound, the NumPy executor still bitwise."""
     expected = fn(*args)
     f = None
     for options in PATHS:
         f = kx.function(fn, **options, **fn_kwargs)
-        _same(f(*args), expected)
+        rtol = 1e-12 if fused_sums and options.get("jit_compile") else 0.0
+        _same(f(*args), expected, rtol=rtol)
     return f
 
 
@@ -72,7 +81,7 @@ def test_list_comprehension_over_traced_array_and_np_array_of_it():
         norms = [np.sqrt(np.sum(r * r)) for r in X]
         return np.array(norms), np.asarray([r[0] for r in X], dtype=np.float32)
 
-    like_numpy(f, rng.standard_normal((6, 5)))
+    like_numpy(f, rng.standard_normal((6, 5)), fused_sums=True)
 
 
 def test_tuple_unpacking_of_first_axis():

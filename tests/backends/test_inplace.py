@@ -176,3 +176,88 @@ def test_a_variable_keeps_the_value_it_was_assigned_when_the_buffer_is_written_a
     x = np.array([5.0, 6.0, 7.0])
     np.testing.assert_array_equal(f(x), [1.0, 2.0, 7.0])
     np.testing.assert_array_equal(v.numpy(), [1.0, 6.0, 7.0])
+
+
+# -- writes into the caller's arguments --------------------------------------------------------
+# An argument the function updates gets its new contents written back at the end anyway, so
+# its writes may run in the caller's array itself (as eager NumPy's do) when nothing reads the
+# old contents afterwards: no copy of the argument, no copy back.
+
+def endpoints(x, v):
+    x[0] = v
+    x[-1] = x[0] * 2
+    x[4] = x[3] + x[5]
+    return x[4]
+
+
+def old_contents_read_after_a_write(x):
+    before = x * 2.0     # computed from the old contents ...
+    x[0] = 9.0
+    view = x[2:5]        # a view: NumPy's sees later writes
+    x[3] = -1.0
+    return before + x[0], view.copy(), before
+
+
+def written_in_a_loop_and_read_by_a_view(x, n):
+    head = x[:3]
+    for i in range(n):
+        x[i % 8] = x[(i + 1) % 8] * 0.5
+    return head * 2.0
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("fn, extra", [(endpoints, (3.25,)),
+                                       (old_contents_read_after_a_write, ()),
+                                       (written_in_a_loop_and_read_by_a_view, (np.int64(11),))])
+def test_writes_into_an_argument_match_numpy(path, fn, extra):
+    check(fn, np.linspace(-1.0, 2.0, 10), *extra, path=path)
+
+
+def test_writes_into_an_argument_run_in_place_and_skip_the_copy_back():
+    from kernel_ext.backends.numpy_backend import written_back_inputs
+
+    x = np.arange(10.0)
+    cf = kx.function(endpoints, backend="numpy").get_concrete_function(x, 3.25)
+    graph = cf.graph
+    owned = written_back_inputs(graph, cf._tree)
+    assert [n.name for n in owned] == ["x"]
+    plan = plan_inplace(graph, lambda g: [((n,), n.inputs) for n in g.nodes], owned)
+    assert set(plan.writes) == set(setitems(graph))        # all three, in the caller's array
+    # without the ownership every write but the first (the copy of x) could still be in place
+    plain = plan_inplace(graph, lambda g: [((n,), n.inputs) for n in g.nodes])
+    assert len(plain.writes) == 2
+
+
+def test_an_argument_read_after_the_write_is_copied_not_overwritten():
+    from kernel_ext.backends.numpy_backend import written_back_inputs
+
+    x = np.linspace(0.0, 1.0, 10)
+    cf = kx.function(old_contents_read_after_a_write, backend="numpy").get_concrete_function(x)
+    owned = written_back_inputs(cf.graph, cf._tree)
+    first = setitems(cf.graph)[0]
+    reader = next(n for n in cf.graph.nodes if n.op is OpKind.MULTIPLY)
+
+    def reader_last(g):  # a schedule (as fusion may make) that reads the old x after the write
+        order = [n for n in g.nodes if n is not reader] + ([reader] if g is cf.graph else [])
+        return [((n,), n.inputs) for n in order]
+    in_order = plan_inplace(cf.graph, lambda g: [((n,), n.inputs) for n in g.nodes], owned)
+    reordered = plan_inplace(cf.graph, reader_last, owned)
+    assert first in in_order.writes and first not in reordered.writes
+
+
+def fails_half_way(x, i):
+    x[0] = 7.0
+    x[i] = 1.0          # an IndexError for i out of range, after the first write
+    return x
+
+
+@pytest.mark.parametrize("path", ["numpy", "auto"])
+def test_an_error_half_way_leaves_the_argument_as_numpy_leaves_it(path):
+    f = kx.function(fails_half_way, **PATHS[path])
+    f(np.zeros(4), np.int64(1))                          # trace with an index in range
+    eager, traced = np.zeros(4), np.zeros(4)
+    with pytest.raises(IndexError):
+        fails_half_way(eager, np.int64(9))
+    with pytest.raises(IndexError):
+        f(traced, np.int64(9))
+    np.testing.assert_array_equal(traced, eager)          # x[0] == 7 in both

@@ -132,3 +132,41 @@ def test_same_tells_python_signed_zeros_and_nans_by_their_bits():
     assert not tiering.same(0.0, -0.0)
     assert tiering.same(float("nan"), float("nan"))
     assert not tiering.same(1.0, np.float64(1.0))
+
+
+def update_in_place(x, y):
+    x *= 0.5
+    x += np.tanh(y) * 0.25
+    y -= x * 0.125
+    return np.tanh(x)
+
+
+def test_a_trace_updating_its_arguments_is_tried_on_copies_and_matches_numpy():
+    rng = np.random.default_rng(4)
+    x0, y0 = rng.random(64), rng.random(64)
+    f = kx.function(update_in_place)
+    xs, ys = x0.copy(), y0.copy()       # the traced calls' arguments ...
+    xe, ye = x0.copy(), y0.copy()       # ... and eager NumPy's, updated call after call
+    for _ in range(20):
+        got, want = f(xs, ys), update_in_place(xe, ye)
+        assert tiering.same(got, want)
+    tier = f.get_concrete_function(xs, ys).executable.tier
+    assert tier is not None and tier.updates_arguments
+    assert tier.state in ("whole", "fused") and len(tier.samples[0]) == 4
+    # every call updated the caller's arrays exactly once, trial calls included
+    np.testing.assert_array_equal(xs, xe)
+    np.testing.assert_array_equal(ys, ye)
+
+
+def test_a_trace_changing_a_container_argument_never_tiers():
+    def remember(state, x):
+        state["last"] = np.tanh(x) * 0.5 + 1.0 - x
+        state["calls"] = state["calls"] + 1.0
+        return x * 2.0
+
+    f = kx.function(remember)
+    state = {"last": np.zeros(3), "calls": np.zeros(())}
+    for _ in range(12):
+        f(state, np.ones(3))
+    assert state["calls"] == 12.0
+    assert f.get_concrete_function(state, np.ones(3)).executable.tier is None
