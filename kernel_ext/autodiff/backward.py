@@ -115,8 +115,11 @@ def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
                                for a in node.args],
                         None if isinstance(node.aval, tuple) else owner.tensor(node))
         for arg, ct in zip(node.args, rule(primal, g)):
-            if ct is None or not isinstance(arg, Node) or arg not in depends or \
-                    not differentiable(arg.aval):
+            if ct is None or not isinstance(arg, Node) or arg not in depends:
+                continue
+            if not differentiable(arg.aval):
+                if _complex(arg.aval):
+                    raise _complex_path(node, arg)
                 continue
             if callable(ct):
                 ct = ct()
@@ -133,6 +136,22 @@ def _accumulate(cts: dict[Node, Any], node: Node, ct: Any) -> None:
         ct = np.asarray(ct, dtype=node.aval.dtype)
     old = cts.get(node)
     cts[node] = ct if old is None else old + ct
+
+
+def _complex(aval: Any) -> bool:
+    return aval is not None and not isinstance(aval, tuple) and aval.dtype.kind == "c"
+
+
+def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
+    where = node.attrs.get("_where")
+    return errors.NonDifferentiableError(
+        f"cannot differentiate through complex values: op '{node.op.value}'"
+        f"{' at ' + where if where else ''} (node '{node.name}') reads the complex value "
+        f"'{arg.name}' ({arg.aval.dtype}), which depends on a differentiated source. "
+        "Gradients are real only (NumPy has no complex derivative convention to follow). "
+        "Fix: compute with real arrays (real and imaginary parts as separate float arrays), "
+        "or wrap the complex part in kx.stop_gradient(...) if no gradient should flow "
+        "through it.")
 
 
 def _no_rule(node: Node) -> errors.NonDifferentiableError:

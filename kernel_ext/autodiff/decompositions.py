@@ -456,6 +456,19 @@ def _running_source(x: Any, out: Any, axis: int) -> Any:
     return np.maximum.accumulate(starts, axis=axis)
 
 
+def route_along_axis(source: Any, g: Any, shape: tuple, axis: int) -> Any:
+    """``zeros(shape)`` plus each element of ``g`` at its own position with its index along
+    ``axis`` replaced by ``source``'s (a traced integer array of ``shape``): a scatter-add
+    (np.bincount of flat positions: repeated sources add up)."""
+    size = math.prod(shape)
+    stride = math.prod(shape[axis + 1:])
+    own = np.arange(size).reshape(shape)
+    along = np.arange(shape[axis]).reshape((shape[axis],) + (1,) * (len(shape) - axis - 1))
+    flat = (own - along * stride) + source * stride
+    sums = np.bincount(np.reshape(flat, (-1,)), weights=np.reshape(g, (-1,)), minlength=size)
+    return np.reshape(sums, shape).astype(g.dtype)
+
+
 @rule(K.UFUNC_ACCUMULATE)
 def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
     """``add`` is a cumulative sum, ``multiply`` a cumulative product (divides by ``x``);
@@ -474,16 +487,7 @@ def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
                 raise NotImplementedError(f"the gradient of np.{ufunc.__name__}.accumulate "
                                           "needs static shapes")
             ax = axis % len(shape)
-            size = math.prod(shape)
-            # the flat position of every output's source: its own position, moved along
-            # the axis to the source (a constant plus the traced offset times the stride)
-            stride = math.prod(shape[ax + 1:])
-            own = np.arange(size).reshape(shape)
-            own_along = np.arange(shape[ax]).reshape((shape[ax],) + (1,) * (len(shape) - ax - 1))
-            flat = (own - own_along * stride) + _running_source(x, p.out, ax) * stride
-            sums = np.bincount(np.reshape(flat, (-1,)), weights=np.reshape(g, (-1,)),
-                               minlength=size)
-            return np.reshape(sums, shape).astype(g.dtype)
+            return route_along_axis(_running_source(x, p.out, ax), g, shape, ax)
         return [dx]
     raise NotImplementedError(f"the gradient of np.{ufunc.__name__}.accumulate is not "
                               "implemented (add, multiply, maximum, minimum have rules)")
@@ -507,5 +511,5 @@ NOTES.update({
 
 
 __all__ = ["composed", "eigh_cotangent", "outputs", "pinv_cotangent", "qr_cotangent",
-           "read_lower", "read_upper", "svd_cotangent"]
+           "read_lower", "read_upper", "route_along_axis", "svd_cotangent"]
 
