@@ -29,6 +29,9 @@ from .rules import VJP, Primal
 #: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
 BACKWARD = "_backward"
 
+#: The attr of a ``while`` node rewritten to stack its state (:mod:`.loops`).
+STACKED = "_stacked"
+
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
 LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
 
@@ -225,6 +228,13 @@ def inline_graph(graph: Graph, inputs: Sequence[Any],
             continue
         elif op is OpKind.RANDOM_CALL:
             env[node] = Unavailable(node)
+        elif op is OpKind.WHILE and STACKED in node.attrs:
+            # a loop a gradient already made stack its state: the copy stacks too, and gets
+            # its own record of where (the old one names nodes of the replayed graph)
+            from .loops import restack
+            attrs = {k: v for k, v in node.attrs.items() if k != STACKED}
+            env[node] = ctx.bind(op, args, attrs, name=node.name)
+            restack(ctx, env[node].node, node.attrs[STACKED])
         else:
             env[node] = ctx.bind(op, args, node.attrs, name=node.name)
     return env, ctx.graph.nodes[start:]
@@ -311,5 +321,5 @@ def rule_table() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BACKWARD", "LEAVES", "OpGroup", "Unavailable", "backward", "differentiable",
-           "inline_graph", "mark_backward", "rule_kinds", "rule_table"]
+__all__ = ["BACKWARD", "LEAVES", "STACKED", "OpGroup", "Unavailable", "backward",
+           "differentiable", "inline_graph", "mark_backward", "rule_kinds", "rule_table"]

@@ -105,7 +105,7 @@ NOTES: dict[OpKind, str] = {
     K.CONCATENATE: "static sizes along the axis", K.SORT: "static shapes",
     K.COND: "a cond on the same predicate re-running each branch",
     K.WHILE: "stacks each iteration's state, then a reverse loop replays the body's VJP; "
-             "loop variables keep their shapes",
+             "loop variables keep their shapes; any order (the reverse loop is a loop)",
     K.GET_OUTPUT: "routes the cotangent to its cond or while output",
     K.NUMPY_CALL: "names the function and the line", K.RANDOM_CALL: "names the function",
     K.TENSOR_ARRAY_WRITE: "not yet",
