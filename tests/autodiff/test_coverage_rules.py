@@ -47,7 +47,7 @@ UNARY_CASES = {
 def test_coverage_rule_matches_finite_differences(name: str, data: Any) -> None:
     fn, lo, hi = UNARY_CASES[name]
     x = data.draw(arrays((3, 4), lo, hi))
-    if name == "compress_flat" and np.any(np.abs(x) < 1e-3):
+    if name in ("compress_flat", "trim_zeros") and np.any(np.abs(x) < 1e-3):
         return
     check(fn, x)
 
