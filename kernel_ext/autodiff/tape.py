@@ -10,7 +10,7 @@ Eagerly (no trace running), ``x = tape.watch(x)`` returns a recording array: pla
 code on it is recorded into a trace the tape owns (:mod:`kernel_ext.autodiff.eager`), and
 ``gradient`` differentiates that trace and evaluates it with NumPy's reference interpreter;
 trainable variables read under the tape are recorded the same way. For the seed's form,
-``tape.watch(v)`` with plain arrays passed to ``kx.function``\ s, the tape records each call
+``tape.watch(v)`` with plain arrays passed to ``kx.function`` calls, the tape records each one
 made under it (the engine reports them: :func:`record_call`) with its arguments and results;
 ``gradient`` replays them as one trace, in order, with the watched arrays and variables as
 its inputs (their Python bodies run again; variables are read at the time of the
@@ -423,7 +423,6 @@ class GradientTape:
         feeds: list[Any] = []
         with ctx:
             tensors: dict[int, Tensor] = {}
-            wanted: list[Any] = []
             for s in leaves:
                 if isinstance(s, Variable) or id(s) not in self._watched_arrays or \
                         id(s) in tensors:
