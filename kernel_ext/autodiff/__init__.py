@@ -8,10 +8,11 @@ backward ops into the current trace), :mod:`.tape` ``kx.GradientTape`` and
 (:mod:`kernel_ext.engine.transforms`). ``docs/gradients.md`` lists the op -> rule coverage.
 """
 
-from . import loops, optimizers
+from . import coverage, decompositions, eager, loops, optimizers
 from .backward import backward, inline_graph, rule_kinds, rule_table
 from .rules import VJP, ZERO_GRADIENT
 from .tape import GradientTape, eager_tapes, record_call, stop_gradient
 
-__all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "backward", "eager_tapes", "inline_graph",
-           "loops", "optimizers", "record_call", "rule_kinds", "rule_table", "stop_gradient"]
+__all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "backward", "coverage", "decompositions",
+           "eager", "eager_tapes", "inline_graph", "loops", "optimizers", "record_call",
+           "rule_kinds", "rule_table", "stop_gradient"]

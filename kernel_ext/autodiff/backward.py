@@ -29,6 +29,9 @@ from .rules import VJP, Primal
 #: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
 BACKWARD = "_backward"
 
+#: The attr of a ``while`` node rewritten to stack its state (:mod:`.loops`).
+STACKED = "_stacked"
+
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
 LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
 
@@ -115,8 +118,11 @@ def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
                                for a in node.args],
                         None if isinstance(node.aval, tuple) else owner.tensor(node))
         for arg, ct in zip(node.args, rule(primal, g)):
-            if ct is None or not isinstance(arg, Node) or arg not in depends or \
-                    not differentiable(arg.aval):
+            if ct is None or not isinstance(arg, Node) or arg not in depends:
+                continue
+            if not differentiable(arg.aval):
+                if _complex(arg.aval):
+                    raise _complex_path(node, arg)
                 continue
             if callable(ct):
                 ct = ct()
@@ -133,6 +139,22 @@ def _accumulate(cts: dict[Node, Any], node: Node, ct: Any) -> None:
         ct = np.asarray(ct, dtype=node.aval.dtype)
     old = cts.get(node)
     cts[node] = ct if old is None else old + ct
+
+
+def _complex(aval: Any) -> bool:
+    return aval is not None and not isinstance(aval, tuple) and aval.dtype.kind == "c"
+
+
+def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
+    where = node.attrs.get("_where")
+    return errors.NonDifferentiableError(
+        f"cannot differentiate through complex values: op '{node.op.value}'"
+        f"{' at ' + where if where else ''} (node '{node.name}') reads the complex value "
+        f"'{arg.name}' ({arg.aval.dtype}), which depends on a differentiated source. "
+        "Gradients are real only (NumPy has no complex derivative convention to follow). "
+        "Fix: compute with real arrays (real and imaginary parts as separate float arrays), "
+        "or wrap the complex part in kx.stop_gradient(...) if no gradient should flow "
+        "through it.")
 
 
 def _no_rule(node: Node) -> errors.NonDifferentiableError:
@@ -206,6 +228,13 @@ def inline_graph(graph: Graph, inputs: Sequence[Any],
             continue
         elif op is OpKind.RANDOM_CALL:
             env[node] = Unavailable(node)
+        elif op is OpKind.WHILE and STACKED in node.attrs:
+            # a loop a gradient already made stack its state: the copy stacks too, and gets
+            # its own record of where (the old one names nodes of the replayed graph)
+            from .loops import restack
+            attrs = {k: v for k, v in node.attrs.items() if k != STACKED}
+            env[node] = ctx.bind(op, args, attrs, name=node.name)
+            restack(ctx, env[node].node, node.attrs[STACKED])
         else:
             env[node] = ctx.bind(op, args, node.attrs, name=node.name)
     return env, ctx.graph.nodes[start:]
@@ -292,5 +321,5 @@ def rule_table() -> str:
     return "\n".join(lines)
 
 
-__all__ = ["BACKWARD", "LEAVES", "OpGroup", "Unavailable", "backward", "differentiable",
-           "inline_graph", "mark_backward", "rule_kinds", "rule_table"]
+__all__ = ["BACKWARD", "LEAVES", "STACKED", "OpGroup", "Unavailable", "backward",
+           "differentiable", "inline_graph", "mark_backward", "rule_kinds", "rule_table"]

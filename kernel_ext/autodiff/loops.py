@@ -21,10 +21,15 @@ The cotangent of the loop's initial values is the state's cotangent after the re
 Loops inside the body (nested loops) are differentiated the same way inside the replay.
 The reverse loop is an ordinary graph loop, optimised and executed like the forward one.
 
+**Higher order.** The reverse loop is an ordinary ``while`` node, so differentiating it again
+(``kx.grad(kx.grad(f))``, a Hessian-vector product) runs this same machinery on it: it
+stacks its own state and gets a reverse loop of its own. That second reverse pass sends
+cotangents to the forward loop's stacks (the reverse loop read them); the forward loop's VJP
+adds row ``k`` of a stack's cotangent to the cotangent of the state iteration ``k`` started
+from.
+
 Limits: every loop variable must keep its shape over the iterations (a stack holds
-same-shaped rows: a variable whose shape changes raises when the stack is written), and
-differentiating the backward pass of a loop again (second order through a graph loop)
-raises :class:`~kernel_ext.errors.NonDifferentiableError`.
+same-shaped rows: a variable whose shape changes raises when the stack is written).
 """
 
 from __future__ import annotations
@@ -33,16 +38,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import errors
 from ..ir import AbstractValue, Graph, Node, OpKind
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import while_loop
-from .backward import backward, differentiable, inline_graph, mark_backward
+from .backward import STACKED, backward, differentiable, inline_graph, mark_backward
 from .rules import VJP, Primal
 
-#: The attr of a ``while`` node rewritten to stack its state (underscore attrs are ignored by
-#: the printers and CSE): ``StackedLoop``.
-STACKED = "_stacked"
+# ``STACKED`` (from .backward) is the attr of a ``while`` node rewritten to stack its state
+# (underscore attrs are ignored by the printers and CSE): a ``StackedLoop``.
 
 
 class StackedLoop:
@@ -116,6 +119,19 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     return done
 
 
+def restack(ctx: TraceContext, node: Node, old: StackedLoop) -> StackedLoop:
+    """Record on ``node`` (a replay, in ``ctx``, of a loop :func:`stacking_loop` rewrote) the
+    outputs that hold its iteration count and stacks."""
+    n = old.n_vars
+    outs = [ctx.graph.create_node(OpKind.GET_OUTPUT, (node,), {"index": n + j},
+                                  name=f"{node.name}_{'count' if j == 0 else 'stack'}")
+            for j in range(n + 1)]
+    mark_backward(outs)
+    done = StackedLoop(n, old.body, outs[0], outs[1:])
+    node.attrs[STACKED] = done
+    return done
+
+
 def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     """The cotangents of a ``while`` node's operands (the loop variables' initial values,
     then the captured operands): a reverse graph loop over the stacked iterations."""
@@ -124,17 +140,15 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     caps = p.args[n_total:]
     stacked = node.attrs.get(STACKED)
     n = stacked.n_vars if stacked is not None else n_total
-    if any(g is not None for g in gs[n:]):
-        raise errors.NonDifferentiableError(
-            f"cannot differentiate the gradient of the graph loop "
-            f"{node.attrs.get('_where') or node.name!r} again (second order through a graph "
-            "loop is not supported). Fix: loop over a Python range (it unrolls), or take the "
-            "higher-order derivative of the loop body in closed form.")
+    # A second-order pass reaches the stacks (the reverse loop read them): row k of a stack's
+    # cotangent joins the cotangent of the state iteration k started from.
+    g_stacks = list(gs[n + 1: 2 * n + 1]) if stacked is not None else [None] * n
     specs = node.attrs["out_avals"][:n]
     slots = [k for k in range(n) if differentiable(specs[k])]
     wanted_caps = [j for j, c in enumerate(caps)
                    if isinstance(c, Tensor) and differentiable(c.node.aval)]
-    if not any(gs[k] is not None for k in slots) or not (slots or wanted_caps):
+    reached = [k for k in slots if gs[k] is not None or g_stacks[k] is not None]
+    if not reached or not (slots or wanted_caps):
         return [None] * len(p.args)
     owner = _owner_of(p)
     info = stacking_loop(owner, node)
@@ -168,6 +182,8 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
         found = backward(ctx, targets, made.__contains__, sources)
         new_cts = [_cast(found.get(state[k_slot].node), state[k_slot])
                    for k_slot in slots]
+        new_cts = [ct if g_stacks[k_slot] is None else ct + _cast(g_stacks[k_slot][k], ct)
+                   for ct, k_slot in zip(new_cts, slots)]
         new_accs = [acc if captured[j].node not in found else
                     acc + _cast(found[captured[j].node], captured[j])
                     for acc, j in zip(accs, wanted_caps)]

@@ -24,7 +24,9 @@ function has no derivative:
 
 Ops whose result is integer or boolean (comparisons, ``argmax``, ``isnan``, bit operations)
 and piecewise-constant float ops (``floor``, ``sign``, ...) are in :data:`ZERO_GRADIENT`.
-Control flow (``cond``) is registered by :mod:`kernel_ext.autodiff.backward`, which it needs.
+Control flow (``cond``) is registered by :mod:`kernel_ext.autodiff.backward`, which it needs;
+the matrix decompositions and the rules built by composition by
+:mod:`kernel_ext.autodiff.decompositions`.
 """
 
 from __future__ import annotations
@@ -76,6 +78,10 @@ ZERO_GRADIENT = frozenset({
     K.LESS_EQUAL, K.GREATER, K.GREATER_EQUAL, K.LOGICAL_AND, K.LOGICAL_OR, K.LOGICAL_XOR,
     K.BITWISE_AND, K.BITWISE_OR, K.BITWISE_XOR, K.LEFT_SHIFT, K.RIGHT_SHIFT, K.GCD, K.LCM,
     K.ANY, K.ALL, K.ARGMAX, K.ARGMIN, K.ARGSORT, K.DIM, K.ARANGE,
+    # issue-14 ops with integer or boolean results, or piecewise constant (spacing)
+    K.NONZERO, K.ARGWHERE, K.ARGPARTITION, K.NANARGMAX, K.NANARGMIN, K.SEARCHSORTED,
+    K.DIGITIZE, K.LEXSORT, K.ISIN, K.RAVEL_MULTI_INDEX, K.UNRAVEL_INDEX, K.PACKBITS,
+    K.UNPACKBITS, K.BITWISE_COUNT, K.SPACING,
 })
 
 
@@ -99,7 +105,7 @@ NOTES: dict[OpKind, str] = {
     K.CONCATENATE: "static sizes along the axis", K.SORT: "static shapes",
     K.COND: "a cond on the same predicate re-running each branch",
     K.WHILE: "stacks each iteration's state, then a reverse loop replays the body's VJP; "
-             "loop variables keep their shapes",
+             "loop variables keep their shapes; any order (the reverse loop is a loop)",
     K.GET_OUTPUT: "routes the cotangent to its cond or while output",
     K.NUMPY_CALL: "names the function and the line", K.RANDOM_CALL: "names the function",
     K.TENSOR_ARRAY_WRITE: "not yet",
@@ -111,9 +117,8 @@ NOTES: dict[OpKind, str] = {
     K.NANMIN: "ties: the first occurrence; NaNs get none",
     K.NANPROD: "divides by x: not finite where x has zeros",
     K.EINSUM: "static subscripts without '...' or a repeated letter in one operand",
-    K.PAD: "mode='constant'", K.SLOGDET: "through logabsdet (the sign has none)",
+    K.SLOGDET: "through logabsdet (the sign has none)",
     K.UFUNC_REDUCE: "add, multiply, maximum, minimum (ties: the first occurrence)",
-    K.UFUNC_ACCUMULATE: "add, multiply (divides by x)",
     K.UFUNC_AT: "add, subtract (np.add.at: a scatter-add)",
 }
 
@@ -413,7 +418,7 @@ def first_occurrence(mask: Any, axis: Any) -> Any:
 
 # -- scans ------------------------------------------------------------------------------------
 
-def _reverse_cumsum(g: Any, axis: int) -> Any:
+def reverse_cumsum(g: Any, axis: int) -> Any:
     return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
 
 
@@ -425,10 +430,10 @@ def _scan(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         weights = g if p.node.op is K.CUMSUM else g * p.out
         if axis is None:
-            flat = _reverse_cumsum(weights, 0)
+            flat = reverse_cumsum(weights, 0)
             dflat = flat if p.node.op is K.CUMSUM else flat / np.reshape(x, (-1,))
             return np.reshape(dflat, x.shape)
-        back = _reverse_cumsum(weights, axis)
+        back = reverse_cumsum(weights, axis)
         return back if p.node.op is K.CUMSUM else back / x
     return [dx]
 
@@ -714,8 +719,8 @@ def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
 
     def dx() -> Any:
         if axis is None:
-            return _nan_hole(x, np.reshape(_reverse_cumsum(g, 0), x.shape))
-        return _nan_hole(x, _reverse_cumsum(g, axis))
+            return _nan_hole(x, np.reshape(reverse_cumsum(g, 0), x.shape))
+        return _nan_hole(x, reverse_cumsum(g, axis))
     return [dx]
 
 
@@ -761,17 +766,6 @@ def _einsum(p: Primal, g: Any) -> list[Cotangent]:
             for i, a in enumerate(p.args)]
 
 
-@rule(K.PAD)
-def _pad(p: Primal, g: Any) -> list[Cotangent]:
-    if p.attrs.get("mode", "constant") != "constant":
-        raise NotImplementedError(f"the gradient of np.pad with mode="
-                                  f"{p.attrs.get('mode')!r} is not implemented (only "
-                                  "'constant')")
-    widths = p.attrs["pad_width"]
-    return [lambda: g[tuple(slice(before, -after if after else None)
-                            for before, after in widths)]]
-
-
 @rule(K.SLOGDET)
 def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
     g = gs[1]  # the sign is piecewise constant
@@ -803,18 +797,6 @@ def _ufunc_reduce(p: Primal, g: Any) -> list[Cotangent]:
             return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
         return [dx]
     raise _unsupported_ufunc(p, "reduce")
-
-
-@rule(K.UFUNC_ACCUMULATE)
-def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
-    """``np.add.accumulate`` is a cumulative sum, ``multiply`` a cumulative product."""
-    x, ufunc = p.args[0], p.attrs["ufunc"]
-    axis = p.attrs.get("axis", 0)
-    if ufunc is np.add:
-        return [lambda: _reverse_cumsum(g, axis)]
-    if ufunc is np.multiply:
-        return [lambda: _reverse_cumsum(g * p.out, axis) / x]
-    raise _unsupported_ufunc(p, "accumulate")
 
 
 @rule(K.UFUNC_AT)

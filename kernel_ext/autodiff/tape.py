@@ -6,14 +6,15 @@ made while it recorded (``with tape:`` minus ``stop_recording()``), which tensor
 to ``watch`` and which variables were read meanwhile; ``gradient`` runs the backward pass
 (:mod:`~kernel_ext.autodiff.backward`) over exactly those nodes, into the current trace.
 
-Eagerly (no trace running) a tape records each ``kx.function`` call made under it (the
-engine reports them: :func:`record_call`) with its arguments and results. ``gradient``
-replays them as one trace, in order, with the watched arrays and variables as its inputs,
-differentiates that and runs it with NumPy's reference interpreter. The replay runs the
-functions' Python bodies again (a Python ``print`` in them prints again) and reads the
-variables' values at the time of the ``gradient`` call. Plain NumPy code between calls is
-not seen: an array it makes is a constant to the tape (TensorFlow's eager tape sees only
-its own ops too).
+Eagerly (no trace running), ``x = tape.watch(x)`` returns a recording array: plain NumPy
+code on it is recorded into a trace the tape owns (:mod:`kernel_ext.autodiff.eager`), and
+``gradient`` differentiates that trace and evaluates it with NumPy's reference interpreter;
+trainable variables read under the tape are recorded the same way. For the seed's form,
+``tape.watch(v)`` with plain arrays passed to ``kx.function`` calls, the tape records each one
+made under it (the engine reports them: :func:`record_call`) with its arguments and results;
+``gradient`` replays them as one trace, in order, with the watched arrays and variables as
+its inputs (their Python bodies run again; variables are read at the time of the
+``gradient`` call).
 """
 
 from __future__ import annotations
@@ -28,7 +29,9 @@ from .. import errors
 from ..ir import Node, OpKind, interpret, subgraphs
 from ..trace import Tensor, TraceContext, Variable, current_context
 from ..trace.state import ACTIVITY
+from ..trace.variables import EAGER_READ_HOOK
 from .backward import backward, differentiable
+from .eager import RecordingArray, watch_array, wrap
 
 _local = threading.local()
 _UNCONNECTED = ("none", "zero")
@@ -49,6 +52,15 @@ def record_call(replay: Callable[[Sequence[Any]], Any], values: Sequence[Any],
     for tape in eager_tapes():
         if tape.recording:
             tape.calls.append((replay, tuple(values), result))
+
+
+def _read_under_tape(var: Variable) -> Any:
+    """The eager read hook of ``kx.Variable`` (``trace.variables.EAGER_READ_HOOK``): under a
+    recording eager tape that watches ``var``, a read yields a recording array."""
+    for tape in reversed(eager_tapes()):
+        if tape.recording and tape.watches_on_read(var):
+            return tape.eager_read(var)
+    return None
 
 
 def stop_gradient(x: Any) -> Any:
@@ -88,6 +100,11 @@ class GradientTape:
         self.recording = False
         self._entered = False
         self._used = False
+        # eager recording of plain NumPy code: the trace, its inputs' values, variable reads
+        self._eager_ctx: TraceContext | None = None
+        self._feeds: dict[Node, Any] = {}
+        self._var_reads: dict[int, list[tuple[Node, Any]]] = {}
+        self._read_vars: dict[int, Variable] = {}
 
     # -- recording ---------------------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
@@ -105,6 +122,7 @@ class GradientTape:
         self.recording = True
         if self._ctx is None:
             eager_tapes().append(self)
+            EAGER_READ_HOOK[0] = _read_under_tape  # variable reads yield recording arrays
             with ACTIVITY.lock:  # keeps kx.function calls off the cache-hit path meanwhile
                 ACTIVITY.depth += 1
         else:
@@ -116,6 +134,8 @@ class GradientTape:
         self.recording = False
         if self._ctx is None:
             eager_tapes().remove(self)
+            if not eager_tapes():
+                EAGER_READ_HOOK[0] = None
             with ACTIVITY.lock:
                 ACTIVITY.depth -= 1
         else:
@@ -142,13 +162,25 @@ class GradientTape:
         self._watched_vars.clear()
         self._watched_arrays.clear()
         self.calls.clear()
+        self._eager_ctx = None
+        self._feeds.clear()
+        self._var_reads.clear()
+        self._read_vars.clear()
         self._used = False
         if recording:
             self._start()
 
-    def watch(self, value: Any) -> None:
+    def watch(self, value: Any) -> Any:
         """Differentiate with respect to ``value`` (a traced value, an array, a variable, or
-        a nested structure of them)."""
+        a nested structure of them), and return it.
+
+        Eagerly, the arrays come back as *recording arrays* (``x = tape.watch(x)``): NumPy
+        code on them is recorded, so the tape can differentiate plain NumPy (see
+        :mod:`kernel_ext.autodiff.eager`). TensorFlow's ``watch`` returns ``None`` because a
+        ``tf.Tensor`` is already an object TensorFlow controls; a NumPy array is not, so the
+        recording stand-in must be handed back, and only code that uses the returned array
+        is recorded. Inside a ``kx.function`` (and for variables) the value comes back as
+        it is."""
         for leaf in _leaves(value):
             if isinstance(leaf, Variable):
                 self._watched_vars[id(leaf)] = leaf
@@ -159,6 +191,54 @@ class GradientTape:
             else:
                 raise TypeError(f"GradientTape.watch takes arrays, traced values and "
                                 f"kx.Variables, not {type(leaf).__name__}")
+        if self._ctx is not None or current_context() is not None:
+            return value
+        return _rebuild(value, iter(self._recording(leaf) for leaf in _leaves(value)))
+
+    def _recording(self, leaf: Any) -> Any:
+        if not isinstance(leaf, (np.ndarray, np.generic)) or \
+                np.asarray(leaf).dtype.kind not in "fc":
+            return leaf
+        if isinstance(leaf, RecordingArray) and leaf._kx_tape is self:
+            return leaf
+        rec = watch_array(self, leaf, f"watched_{len(self._feeds)}")
+        self._feeds[rec._kx_tensor.node] = np.asarray(rec.view(np.ndarray))
+        self._watched_arrays[id(rec)] = rec
+        return rec
+
+    # -- the eager recording of plain NumPy code (kernel_ext.autodiff.eager) ---------------
+    def eager_context(self) -> TraceContext:
+        """The trace this eager tape records NumPy code on recording arrays into."""
+        if self._eager_ctx is None:
+            self._eager_ctx = TraceContext("gradient_tape")
+        return self._eager_ctx
+
+    def recording_eagerly(self) -> bool:
+        return self.recording and self._ctx is None
+
+    def eager_read(self, var: Variable, tensor: bool = False) -> Any:
+        """A read of ``var`` on this eager tape: a recording array of its current value (or
+        its traced stand-in), one source per stored value of the variable."""
+        storage = var.storage
+        reads = self._var_reads.setdefault(id(var), [])
+        for node, seen in reads:
+            if seen is storage:
+                break
+        else:
+            ctx = self.eager_context()
+            # (re-entering a trace that is current would end it on the inner exit)
+            with contextlib.nullcontext() if current_context() is ctx else ctx:
+                node = ctx.placeholder(f"{var.name.split(':')[0]}_read", storage.shape,
+                                       storage.dtype, ("variable", var.name)).node
+            reads.append((node, storage))
+            self._feeds[node] = storage
+            self._read_vars[id(var)] = var
+        t = self.eager_context().tensor(node)
+        return t if tensor else wrap(storage, t, self)
+
+    def watches_on_read(self, var: Variable) -> bool:
+        return id(var) in self._watched_vars or (self.watch_accessed_variables and
+                                                 var.trainable)
 
     def watched_variables(self) -> tuple[Variable, ...]:
         """The variables watched explicitly or read while recording (trainable ones)."""
@@ -193,7 +273,10 @@ class GradientTape:
                                "use it as `with kx.GradientTape() as tape:`")
         self._used = True
         leaves = _leaves(sources)
-        if self._ctx is None:
+        if self._ctx is None and any(isinstance(t, RecordingArray) and t._kx_tape is self
+                                     for t in _leaves(target)):
+            grads = self._recorded_gradient(target, leaves, output_gradients)
+        elif self._ctx is None:
             grads = self._eager_gradient(target, leaves, output_gradients)
         else:
             grads = self._graph_gradient(target, leaves, output_gradients)
@@ -285,7 +368,52 @@ class GradientTape:
             grads.append(total)
         return grads
 
-    # -- eagerly -----------------------------------------------------------------------------
+    # -- eagerly, over recorded NumPy code --------------------------------------------------
+    def _recorded_gradient(self, target: Any, leaves: list[Any],
+                           output_gradients: Any) -> list[Any]:
+        ctx = self.eager_context()
+        target_leaves = _leaves(target)
+        ogs = _leaves(output_gradients) if output_gradients is not None else \
+            [None] * len(target_leaves)
+        with ctx:
+            targets = []
+            for t, og in zip(target_leaves, ogs):
+                if isinstance(t, RecordingArray) and t._kx_tape is self and \
+                        t._kx_tensor is not None:
+                    tt = t._kx_tensor
+                    targets.append((ctx.lift(tt), np.ones_like(tt) if og is None else
+                                    np.asarray(og, dtype=tt.dtype)))
+            source_nodes: list[list[Node]] = []
+            for s in leaves:
+                if isinstance(s, Variable):
+                    ok = self.watches_on_read(s)
+                    source_nodes.append([n for n, _ in self._var_reads.get(id(s), [])]
+                                        if ok else [])
+                elif isinstance(s, RecordingArray) and s._kx_tape is self and \
+                        s._kx_tensor is not None:
+                    node = ctx.lift(s._kx_tensor)
+                    source_nodes.append([node] if differentiable(node.aval) else [])
+                else:
+                    source_nodes.append([])
+            found = backward(ctx, targets, lambda n: True,
+                             [n for ns in source_nodes for n in ns])
+            outputs: list[Node] = []
+            slots: list[int | None] = []
+            for ns in source_nodes:
+                parts = [found[n] for n in ns if n in found]
+                if not parts:
+                    slots.append(None)
+                    continue
+                total = parts[0]
+                for p in parts[1:]:
+                    total = total + p
+                slots.append(len(outputs))
+                outputs.append(ctx.lift(total))
+        ctx.graph.outputs = outputs
+        values = interpret(ctx.graph, [self._feeds[n] for n in ctx.graph.inputs])
+        return [None if i is None else _as_result(values[i]) for i in slots]
+
+    # -- eagerly, replaying kx.function calls ------------------------------------------------
     def _eager_gradient(self, target: Any, leaves: list[Any],
                         output_gradients: Any) -> list[Any]:
         if current_context() is not None:
@@ -295,7 +423,6 @@ class GradientTape:
         feeds: list[Any] = []
         with ctx:
             tensors: dict[int, Tensor] = {}
-            wanted: list[Any] = []
             for s in leaves:
                 if isinstance(s, Variable) or id(s) not in self._watched_arrays or \
                         id(s) in tensors:

@@ -30,6 +30,7 @@ import numpy as np
 
 from .. import errors
 from ..autodiff import eager_tapes, record_call
+from ..autodiff.eager import record_function_call, records
 from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
@@ -218,6 +219,10 @@ class Function:
     # ------------------------------------------------------------------------------------
     def _call_slow(self, args: tuple, kwargs: dict) -> Any:
         binder = self.function_type
+        if eager_tapes() and records((args, kwargs)):
+            # recording arrays of an eager GradientTape: the call runs on their values and
+            # its traced body joins the tape's recording
+            return record_function_call(self, args, kwargs)
         if STATE.eager:
             self._eager_calls += 1
             return self._call_python(binder.bind(args, kwargs))

@@ -75,10 +75,15 @@ class Variable(NumpyOperators):
 
     # -- reading ------------------------------------------------------------------------------
     def read_value(self) -> Any:
-        """The current value: a traced read inside a trace, a copy eagerly."""
+        """The current value: a traced read inside a trace, a copy eagerly (under an eager
+        ``GradientTape`` that watches the variable: a recording array)."""
         ctx = current_context()
         if ctx is not None:
             return ctx.read_variable(self)
+        if EAGER_READ_HOOK[0] is not None:
+            recording = EAGER_READ_HOOK[0](self)
+            if recording is not None:
+                return recording
         return self.storage.copy()
 
     value = read_value
@@ -94,7 +99,13 @@ class Variable(NumpyOperators):
 
     def _read(self) -> Any:
         ctx = current_context()
-        return self.storage if ctx is None else ctx.read_variable(self)
+        if ctx is not None:
+            return ctx.read_variable(self)
+        if EAGER_READ_HOOK[0] is not None:
+            recording = EAGER_READ_HOOK[0](self)
+            if recording is not None:
+                return recording
+        return self.storage
 
     # -- writing ------------------------------------------------------------------------------
     def store(self, value: Any, owned: bool = False) -> None:
@@ -206,6 +217,11 @@ class Variable(NumpyOperators):
     @property
     def T(self) -> Any:
         return self._read().T
+
+
+#: Set by ``kernel_ext.autodiff`` (a layer above): called on an eager read while an eager
+#: ``GradientTape`` records; returns the tape's recording array of the value, or ``None``.
+EAGER_READ_HOOK: list[Callable[["Variable"], Any] | None] = [None]
 
 
 def resolve(x: Any) -> Any:

@@ -10,7 +10,6 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext import errors
 from kernel_ext.ir import OpKind
 
 EPS = 1e-6
@@ -190,15 +189,108 @@ def test_loop_gradients_run_on_every_executor(options: dict) -> None:
                                rtol=1e-6, atol=1e-7)
 
 
-def test_second_order_through_a_graph_loop_raises() -> None:
-    def f(x: Any, n: Any) -> Any:
+# -- higher order: the reverse loop is differentiated like any other graph loop -------------------
+
+def sin_chain(x: Any, n: Any) -> Any:
+    y = x
+    for i in range(n):
+        y = np.sin(y) * x
+    return np.sum(y)
+
+
+def numeric_jacobian_of(fn: Callable[[np.ndarray], np.ndarray], x: np.ndarray) -> np.ndarray:
+    """Central differences of a vector-valued ``fn`` (rows: outputs)."""
+    cols = []
+    for idx in np.ndindex(x.shape):
+        plus, minus = x.copy(), x.copy()
+        plus[idx] += EPS
+        minus[idx] -= EPS
+        cols.append((np.asarray(fn(plus)) - np.asarray(fn(minus))).ravel() / (2 * EPS))
+    return np.stack(cols, axis=-1)
+
+
+def test_second_order_through_a_graph_loop_matches_finite_differences_of_the_gradient() -> None:
+    first = kx.function(kx.grad(sin_chain))
+    v = np.array([1.0, -2.0])
+
+    def along_v(x: Any, n: Any) -> Any:
+        return np.sum(kx.grad(sin_chain)(x, n) * v)
+    hvp = kx.function(kx.grad(along_v))
+    x = np.array([0.3, 0.5])
+    for n in (0, 1, 3):
+        hessian = numeric_jacobian_of(lambda a: first(a, np.int64(n)), x)
+        np.testing.assert_allclose(hvp(x, np.int64(n)), hessian.T @ v, rtol=1e-6, atol=1e-7)
+    assert hvp.experimental_get_tracing_count() == 1  # one graph for every n
+
+
+def test_hessian_of_a_graph_loop_with_nested_tapes() -> None:
+    @kx.function
+    def hessian(x: Any, n: Any) -> Any:
+        with kx.GradientTape() as outer:
+            outer.watch(x)
+            with kx.GradientTape() as inner:
+                inner.watch(x)
+                total = sin_chain(x, n)
+            g = inner.gradient(total, x)
+        return outer.jacobian(g, x)
+
+    first = kx.function(kx.grad(sin_chain))
+    x = np.array([0.3, 0.5, -0.8])
+    np.testing.assert_allclose(hessian(x, np.int64(3)),
+                               numeric_jacobian_of(lambda a: first(a, np.int64(3)), x),
+                               rtol=1e-6, atol=1e-7)
+
+
+def test_third_order_through_a_graph_loop() -> None:
+    def second(x: Any, n: Any) -> Any:
+        return np.sum(kx.grad(sin_chain)(x, n))
+
+    def summed_second(x: Any, n: Any) -> Any:
+        return np.sum(kx.grad(second)(x, n))
+    third = kx.grad(summed_second)
+    reference = kx.function(kx.grad(second))
+    x = np.array([0.3, 0.5])
+    np.testing.assert_allclose(
+        third(x, np.int64(2)),
+        numeric_jacobian_of(lambda a: reference(a, np.int64(2)), x).sum(axis=0),
+        rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("case", ["nested", "data_dependent_while", "rnn_weights"])
+def test_hessian_vector_products_through_nested_and_data_dependent_loops(case: str) -> None:
+    rng = np.random.default_rng(3)
+
+    def nested(x: Any, n: Any) -> Any:
         y = x
-        for i in range(n):
-            y = np.sin(y) * x
-        return np.sum(y)
+        for i in range(n):  # n is traced: two graph loops, one inside the other
+            for j in range(n + 1):
+                y = np.cos(y) * x
+        return np.sum(y * y)
 
-    def g(x: Any, n: Any) -> Any:
-        return np.sum(kx.grad(f)(x, n))
+    def data_dependent_while(x: Any, n: Any) -> Any:
+        y = x
+        while np.sum(y) < 10.0:
+            y = y * 1.5 + x * x
+        return np.sum(y * y)
 
-    with pytest.raises(errors.NonDifferentiableError, match="second order through a graph"):
-        kx.grad(g)(np.array([0.3, 0.5]), np.int64(2))
+    def rnn_weights(w: Any, n: Any) -> Any:
+        h = np.zeros(3)
+        for t in range(n):
+            h = np.tanh(h @ np.reshape(w, (3, 3)) + w[:3] * t + 0.5)
+        return np.sum(h)
+
+    f = {"nested": nested, "data_dependent_while": data_dependent_while,
+         "rnn_weights": rnn_weights}[case]
+    x = {"nested": np.array([0.3, 0.5]), "data_dependent_while": np.array([0.3, 0.5]),
+         "rnn_weights": rng.normal(size=9) * 0.5}[case]
+    n = np.int64({"nested": 2, "data_dependent_while": 0, "rnn_weights": 4}[case])
+    v = rng.normal(size=x.shape)
+    first = kx.function(kx.grad(f))
+
+    def along_v(a: Any, k: Any) -> Any:
+        return np.sum(kx.grad(f)(a, k) * v)
+    hvp = kx.function(kx.grad(along_v))
+    np.testing.assert_allclose(hvp(x, n), numeric_jacobian_of(lambda a: first(a, n), x).T @ v,
+                               rtol=1e-5, atol=1e-6)
+    graph = hvp.get_concrete_function(x, n).graph
+    assert ops_of(graph).count(OpKind.WHILE) >= 3  # forward, reverse, reverse of reverse

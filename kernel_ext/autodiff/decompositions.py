@@ -1,0 +1,515 @@
+"""VJP rules of the matrix decompositions and the rules built by composition.
+
+**Decompositions** (``svd``, ``eigh``/``eigvalsh``, ``cholesky``, ``qr``, ``pinv``,
+``lstsq``): the standard reverse-mode formulas (Giles 2008, Townsend 2016, Walter & Lehmann
+2018; the ones JAX and PyTorch use), written in NumPy on traced values and batched over
+leading axes, so the backward pass stays an ordinary graph. Three facts of NumPy's functions
+shape them:
+
+* ``cholesky``, ``eigh``, ``eigvalsh`` and ``pinv(hermitian=True)`` read one triangle of
+  their input (the lower one; the upper one for ``cholesky(upper=True)`` and ``UPLO='U'``):
+  an element of the other triangle does not change the result, so its gradient is 0, and an
+  off-diagonal element of the triangle read stands for both mirror elements, so it gets both
+  halves of the symmetric gradient (:func:`read_lower`). This is the derivative of NumPy's
+  function, which finite differences see; JAX and TensorFlow give the symmetrised gradient.
+* Eigenvectors and singular vectors are defined up to sign, and up to a rotation where
+  eigenvalues or singular values repeat. Away from repeats the gradient is that of the vectors
+  NumPy (LAPACK) returns. **Repeated values convention:** the terms coupling two equal
+  values (``1 / (s_j^2 - s_i^2)``) are dropped (taken as 0). The result is exact for a loss
+  that does not depend on the choice of basis inside the repeated subspace (anything built
+  from the values alone, or from ``U S Vh``, ``V diag(w) V^T``); for other losses no
+  derivative exists.
+* ``svd(full_matrices=True)`` of a non-square matrix returns basis vectors of the orthogonal
+  complement that no formula determines: only the singular values and the first ``min(m, n)``
+  columns of ``U`` (rows of ``Vh``) may carry a gradient; a gradient reaching the others
+  raises ``NotImplementedError`` naming the fix (``full_matrices=False``). ``qr(mode=
+  'complete')`` of a tall matrix likewise; ``mode='raw'`` (Householder reflectors) raises.
+
+**Composition rules** (:func:`composed`): an op whose derivative is that of a composition of
+ops with rules (``lstsq`` is ``pinv(a) @ b``, ``median`` a sort and a mean of the middle
+elements, ``np.pad``'s statistic modes a concatenation of reductions of edge slices) gets
+its cotangents by recording that composition in the current trace and running the backward
+pass over it: the recomputed values need not be NumPy's bits, only its derivative.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Callable
+
+import numpy as np
+
+from ..ir import Node, OpKind
+from ..ir.abstract import normalize_axes
+from ..trace import Tensor, bind, current_context
+from .backward import backward
+from .rules import NOTES, Cotangent, Primal, reverse_cumsum, rule
+
+K = OpKind
+
+
+# -- helpers ------------------------------------------------------------------------------------
+
+def _t(a: Any) -> Any:
+    """Transpose of the last two axes (a batch of matrices)."""
+    return np.swapaxes(a, -1, -2)
+
+
+def _diag(v: Any) -> Any:
+    """A batch of diagonal matrices with ``v`` (``(..., k)``) on the diagonal."""
+    return np.expand_dims(v, -2) * np.eye(v.shape[-1], dtype=v.dtype)
+
+
+def _inverse_gaps(d: Any) -> Any:
+    """``1 / d`` elementwise, 0 where ``d`` is 0 (the diagonal, and repeated values: the
+    convention in the module docstring)."""
+    zero = d == 0
+    return np.where(zero, 0.0, 1.0 / np.where(zero, 1.0, d))
+
+
+def read_lower(g: Any) -> Any:
+    """The gradient with respect to an input of which NumPy reads the lower triangle, given a
+    gradient ``g`` valid for symmetric perturbations: each strictly lower element stands for
+    itself and its mirror."""
+    return np.tril(g) + np.tril(_t(g), -1)
+
+
+def read_upper(g: Any) -> Any:
+    """As :func:`read_lower`, for an input of which NumPy reads the upper triangle."""
+    return np.triu(g) + np.triu(_t(g), 1)
+
+
+def _symmetric(g: Any) -> Any:
+    return 0.5 * (g + _t(g))
+
+
+def outputs(p: Primal) -> list[Any]:
+    """The traced results of a multi-result node (``get_output`` each: CSE merges them with
+    the forward pass's own)."""
+    owner = next((a.context for a in p.args if isinstance(a, Tensor)), current_context())
+    node = owner.tensor(p.node)
+    return [bind(K.GET_OUTPUT, (node,), {"index": i}) for i in range(len(p.node.aval))]
+
+
+def _matrix_dims(x: Any, fn: str) -> tuple[int, int]:
+    """The static sizes of the matrix axes of ``x`` (a decomposition's gradient needs them)."""
+    m, n = x.shape[-2:]
+    if m is None or n is None:
+        raise NotImplementedError(f"the gradient of np.linalg.{fn} needs the static sizes of "
+                                  "the matrix axes; give the argument a static shape in "
+                                  "input_signature")
+    return m, n
+
+
+# -- singular values ----------------------------------------------------------------------------
+
+def svd_cotangent(a: Any, u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
+    """The cotangent of ``a`` for the thin SVD ``a = u @ diag(s) @ vh`` (``u`` ``(..., m, k)``,
+    ``vh`` ``(..., k, n)``) given the cotangents of its results (``None``: none)."""
+    m, n = _matrix_dims(a, "svd")
+    if gu is None and gvh is None:
+        return np.matmul(u * np.expand_dims(gs, -2), vh)
+    v = _t(vh)
+    s2 = s * s
+    f = _inverse_gaps(np.expand_dims(s2, -2) - np.expand_dims(s2, -1))  # 1/(s_j^2 - s_i^2)
+    s_mat = _diag(s)
+    s_inv = _diag(1.0 / s)
+    core = 0.0 if gs is None else _diag(gs)
+    extra = 0.0
+    if gu is not None:
+        ut_gu = np.matmul(_t(u), gu)
+        core = core + np.matmul(f * (ut_gu - _t(ut_gu)), s_mat)
+        if m > min(m, n):  # the part of gu outside the column space of u
+            extra = extra + np.matmul(np.matmul(gu - np.matmul(u, ut_gu), s_inv), vh)
+    if gvh is not None:
+        gv = _t(gvh)
+        vt_gv = np.matmul(_t(v), gv)
+        core = core + np.matmul(s_mat, f * (vt_gv - _t(vt_gv)))
+        if n > min(m, n):
+            extra = extra + np.matmul(np.matmul(u, s_inv), _t(gv - np.matmul(v, vt_gv)))
+    return np.matmul(np.matmul(u, core), vh) + extra
+
+
+@rule(K.SVD)
+def _svd(p: Primal, g: Any) -> list[Cotangent]:
+    a = p.args[0]
+    attrs = p.attrs
+    if attrs.get("hermitian"):
+        raise NotImplementedError("the gradient of np.linalg.svd(hermitian=True) is not "
+                                  "implemented; use np.linalg.eigh (or hermitian=False)")
+    m, n = _matrix_dims(a, "svd")
+    k = min(m, n)
+    if not attrs.get("compute_uv", True):
+        thin = bind(K.SVD, (a,), {"full_matrices": False, "compute_uv": True,
+                                  "hermitian": False})
+        u, s, vh = (bind(K.GET_OUTPUT, (thin,), {"index": i}) for i in range(3))
+        return [lambda: svd_cotangent(a, u, s, vh, None, g, None)]
+    gu, gs, gvh = g
+    u, s, vh = outputs(p)
+    if attrs.get("full_matrices", True) and m != n:
+        if (gu is not None and m > k) or (gvh is not None and n > k):
+            raise NotImplementedError(
+                "the gradient of np.linalg.svd(full_matrices=True) of a non-square matrix is "
+                "not defined for the extra basis vectors of U or Vh (any orthonormal basis of "
+                "the complement would do). Fix: np.linalg.svd(a, full_matrices=False), which "
+                "returns the same singular values and leading vectors")
+        u, vh = u[..., :, :k], vh[..., :k, :]
+        gu = None if gu is None else gu[..., :, :k]
+        gvh = None if gvh is None else gvh[..., :k, :]
+    if gs is None:
+        gs = np.zeros_like(s)
+    return [lambda: svd_cotangent(a, u, s, vh, gu, gs, gvh)]
+
+
+# -- symmetric eigenproblems and Cholesky -------------------------------------------------------
+
+def _read_triangle(g: Any, lower: bool) -> Any:
+    return read_lower(g) if lower else read_upper(g)
+
+
+def eigh_cotangent(w: Any, v: Any, gw: Any, gv: Any, lower: bool) -> Any:
+    """The cotangent of ``a`` for ``w, v = eigh(a)`` (``a = v diag(w) v^T``)."""
+    inner = 0.0 if gw is None else _diag(gw)
+    if gv is not None:
+        f = _inverse_gaps(np.expand_dims(w, -2) - np.expand_dims(w, -1))  # 1/(w_j - w_i)
+        inner = inner + f * np.matmul(_t(v), gv)
+    full = np.matmul(np.matmul(v, inner), _t(v))
+    return _read_triangle(_symmetric(full), lower)
+
+
+@rule(K.EIGH)
+def _eigh(p: Primal, g: Any) -> list[Cotangent]:
+    gw, gv = g
+    w, v = outputs(p)
+    lower = p.attrs.get("UPLO", "L").upper() == "L"
+    return [lambda: eigh_cotangent(w, v, gw, gv, lower)]
+
+
+@rule(K.EIGVALSH)
+def _eigvalsh(p: Primal, g: Any) -> list[Cotangent]:
+    a = p.args[0]
+    uplo = p.attrs.get("UPLO", "L")
+    both = bind(K.EIGH, (a,), {"UPLO": uplo})
+    w, v = (bind(K.GET_OUTPUT, (both,), {"index": i}) for i in range(2))
+    return [lambda: eigh_cotangent(w, v, g, None, uplo.upper() == "L")]
+
+
+@rule(K.CHOLESKY)
+def _cholesky(p: Primal, g: Any) -> list[Cotangent]:
+    """``a = l @ l.T``: ``P = l^-T phi(l^T gl) l^-1`` (``phi``: the lower triangle, half
+    the diagonal), symmetrised, read through the triangle NumPy reads."""
+    upper = bool(p.attrs.get("upper", False))
+    factor = p.out
+
+    def da() -> Any:
+        low, gl = (_t(factor), _t(g)) if upper else (factor, g)
+        x = np.matmul(_t(low), gl)
+        phi = np.tril(x) - 0.5 * x * np.eye(x.shape[-1], dtype=x.dtype)
+        inv = np.linalg.inv(low)
+        return _read_triangle(_symmetric(np.matmul(np.matmul(_t(inv), phi), inv)), not upper)
+    return [da]
+
+
+# -- QR -----------------------------------------------------------------------------------------
+
+def _copy_lower_to_upper(m: Any) -> Any:
+    return np.tril(m) + _t(np.tril(m, -1))
+
+
+def _qr_square_or_tall(q: Any, r: Any, gq: Any, gr: Any) -> Any:
+    """``a = q r`` with ``m >= n``: ``(gq + q copyltu(M)) r^-T``, ``M = r gr^T - gq^T q``."""
+    m = np.matmul(r, _t(gr)) - np.matmul(_t(gq), q)
+    b = gq + np.matmul(q, _copy_lower_to_upper(m))
+    return _t(np.linalg.solve(r, _t(b)))
+
+
+def qr_cotangent(a: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
+    """The cotangent of ``a`` for the reduced QR ``a = q @ r``; a wide ``a = [x | y]`` is
+    ``x = q r1`` and ``y = q r2``."""
+    m, n = _matrix_dims(a, "qr")
+    gq = np.zeros_like(q) if gq is None else gq
+    gr = np.zeros_like(r) if gr is None else gr
+    if m >= n:
+        return _qr_square_or_tall(q, r, gq, gr)
+    y = a[..., :, m:]
+    gr1, gr2 = gr[..., :, :m], gr[..., :, m:]
+    gx = _qr_square_or_tall(q, r[..., :, :m], gq + np.matmul(y, _t(gr2)), gr1)
+    return np.concatenate([gx, np.matmul(q, gr2)], axis=-1)
+
+
+@rule(K.QR)
+def _qr(p: Primal, g: Any) -> list[Cotangent]:
+    a = p.args[0]
+    mode = p.attrs.get("mode", "reduced")
+    m, n = _matrix_dims(a, "qr")
+    k = min(m, n)
+    if mode == "raw":
+        raise NotImplementedError("the gradient of np.linalg.qr(mode='raw') (Householder "
+                                  "reflectors) is not implemented; use mode='reduced'")
+    if mode == "r":
+        both = bind(K.QR, (a,), {"mode": "reduced"})
+        q, r = (bind(K.GET_OUTPUT, (both,), {"index": i}) for i in range(2))
+        return [lambda: qr_cotangent(a, q, r, None, g)]
+    gq, gr = g
+    q, r = outputs(p)
+    if mode == "complete" and m > n:
+        if gq is not None:
+            raise NotImplementedError(
+                "the gradient of np.linalg.qr(mode='complete') of a tall matrix is not defined "
+                "for the extra columns of Q (any orthonormal basis of the complement would "
+                "do). Fix: mode='reduced'")
+        q, r = q[..., :, :k], r[..., :k, :]
+        gr = None if gr is None else gr[..., :k, :]
+    return [lambda: qr_cotangent(a, q, r, gq, gr)]
+
+
+# -- pseudo-inverse and least squares -----------------------------------------------------------
+
+def pinv_cotangent(a: Any, x: Any, gx: Any, hermitian: bool = False) -> Any:
+    """The cotangent of ``a`` for ``x = pinv(a)`` (Golub & Pereyra; exact while the rank
+    stays the same)."""
+    m, n = _matrix_dims(a, "pinv")
+    xt = _t(x)
+    out = -np.matmul(np.matmul(xt, gx), xt)
+    out = out + np.matmul(np.matmul(np.eye(m) - np.matmul(a, x), _t(gx)), np.matmul(x, xt))
+    out = out + np.matmul(np.matmul(xt, x), np.matmul(_t(gx), np.eye(n) - np.matmul(x, a)))
+    return read_lower(_symmetric(out)) if hermitian else out
+
+
+@rule(K.PINV)
+def _pinv(p: Primal, g: Any) -> list[Cotangent]:
+    a = p.args[0]
+    return [lambda: pinv_cotangent(a, p.out, g, bool(p.attrs.get("hermitian", False)))]
+
+
+def composed(p: Primal, g: Any, fn: Callable[..., Any]) -> list[Cotangent]:
+    """The cotangents of ``p``'s arguments through ``fn``, a composition of ops with rules
+    that computes the same function (or the same results, for a multi-result node: ``g`` a
+    list). ``fn`` is recorded in the current trace and differentiated there."""
+    ctx = current_context()
+    start = len(ctx.graph.nodes)
+    lifted = [ctx.tensor(ctx.lift(a)) if isinstance(a, Tensor) else a for a in p.args]
+    result = fn(*lifted)
+    made = set(ctx.graph.nodes[start:])
+    pairs = zip(result, g) if isinstance(g, (list, tuple)) else [(result, g)]
+    targets = [(ctx.lift(r), ct) for r, ct in pairs
+               if ct is not None and isinstance(r, Tensor)]
+    sources: list[Node | None] = []
+    for t in lifted:
+        node = t.node if isinstance(t, Tensor) else None
+        sources.append(None if node in sources else node)  # an operand given twice: once
+    found = backward(ctx, targets, made.__contains__, [s for s in sources if s is not None])
+    return [None if s is None else found.get(s) for s in sources]
+
+
+@rule(K.LSTSQ)
+def _lstsq(p: Primal, g: Any) -> list[Cotangent]:
+    """``x`` is ``pinv(a) @ b`` (the minimum-norm solution; the cutoff ``rcond`` applied as
+    lstsq does); the singular values are ``svd(a, compute_uv=False)``'s; the rank has none."""
+    gx, gres, _, gsv = g
+    if gres is not None:
+        raise NotImplementedError(
+            "the gradient of np.linalg.lstsq's residuals is not implemented (their length "
+            "depends on the rank). Fix: compute them from the solution, "
+            "np.sum((a @ x - b) ** 2, axis=0)")
+    a = p.args[0]
+    m, n = _matrix_dims(a, "lstsq")
+    rcond = p.attrs.get("rcond")
+    rtol = float(np.finfo(a.dtype).eps * max(m, n)) if rcond is None or rcond < 0 else rcond
+
+    def fn(a: Any, b: Any) -> tuple:
+        x = np.matmul(np.linalg.pinv(a, rtol=rtol), b)
+        return x, None, None, np.linalg.svd(a, compute_uv=False)
+    return composed(p, [gx, None, None, gsv], fn)
+
+
+# -- pad, order statistics, scans ---------------------------------------------------------------
+
+_COPY_MODES = ("edge", "wrap", "reflect", "symmetric")
+
+
+def _axis_pairs(value: Any, ndim: int) -> np.ndarray:
+    """A pad option (``stat_length``, ``end_values``, ...) as one (before, after) pair per axis,
+    as ``np.pad`` reads it."""
+    return np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2))
+
+
+@rule(K.PAD)
+def _pad(p: Primal, g: Any) -> list[Cotangent]:
+    """Every mode. ``constant``: the middle of ``g``. The copying modes (``edge``, ``wrap``,
+    ``reflect``/``symmetric`` even): each element gets the sum of the output positions that
+    copy it (the pad of an iota array names them; a bincount sums). The other linear modes
+    (``linear_ramp``, ``mean``, odd reflections): NumPy pads one axis after the other with a
+    fixed linear map along that axis, so the cotangent applies each map's transpose (found by
+    padding an identity matrix). ``maximum``/``minimum``/``median``: by composition (ties: the
+    first occurrence; median: the middle element(s) of a stable sort)."""
+    x = p.args[0]
+    widths = [tuple(w) for w in p.attrs["pad_width"]]
+    mode = p.attrs.get("mode", "constant")
+    options = {k: v for k, v in p.node.params.items() if k not in ("pad_width", "mode")}
+    if mode in ("constant", "empty"):
+        return [lambda: g[tuple(slice(before, -after if after else None)
+                                for before, after in widths)]]
+    shape = x.shape
+    if None in shape:
+        raise NotImplementedError(f"the gradient of np.pad(mode={mode!r}) needs static shapes")
+    odd = options.get("reflect_type", "even") == "odd"
+    if mode in _COPY_MODES and not odd:
+        def gather() -> Any:
+            size = math.prod(shape)
+            iota = np.pad(np.arange(size).reshape(shape), widths, mode)
+            sums = np.bincount(np.reshape(iota, (-1,)), weights=np.reshape(g, (-1,)),
+                               minlength=size)
+            return np.reshape(sums, shape).astype(g.dtype)
+        return [gather]
+    if mode in ("maximum", "minimum", "median"):
+        return composed(p, g, lambda a: _pad_by_statistic(a, widths, mode,
+                                                          options.get("stat_length")))
+
+    def linear() -> Any:
+        ct = g
+        ndim = len(shape)
+        for axis in range(ndim):
+            n = shape[axis]
+            step = (widths[axis], (0, 0))
+            kw: dict[str, Any] = {}
+            for key, value in options.items():
+                if key == "reflect_type" or value is None:
+                    kw[key] = value
+                else:  # this axis's pair; any valid pair for the unpadded second axis
+                    kw[key] = (tuple(_axis_pairs(value, ndim)[axis]),
+                               (1, 1) if key == "stat_length" else (0, 0))
+            w = np.pad(np.eye(n), step, mode, **kw) - np.pad(np.zeros((n, n)), step, mode,
+                                                               **kw)
+            moved = np.moveaxis(ct, axis, -1)
+            ct = np.moveaxis(np.matmul(moved, w.astype(g.dtype)), -1, axis)
+        return ct
+    return [linear]
+
+
+def _pad_by_statistic(a: Any, widths: list, mode: str, stat_length: Any) -> Any:
+    """``np.pad(a, widths, mode)`` for ``maximum``/``minimum``/``median`` as NumPy computes it:
+    axis after axis, each side filled with the statistic of the ``stat_length`` elements
+    nearest to it (all of them by default), the axes padded before included."""
+    stat = {"maximum": np.max, "minimum": np.min, "median": np.median}[mode]
+    lengths = _axis_pairs(stat_length, a.ndim) if stat_length is not None else None
+    for axis, (before, after) in enumerate(widths):
+        n = a.shape[axis]
+        parts = []
+        for side, width in ((0, before), (1, after)):
+            if not width:
+                parts.append(None)
+                continue
+            length = n if lengths is None or lengths[axis][side] is None else \
+                min(int(lengths[axis][side]), n)
+            window = (slice(0, length) if side == 0 else slice(n - length, n))
+            chunk = a[(slice(None),) * axis + (window,)]
+            value = stat(chunk, axis=axis, keepdims=True)
+            target = list(a.shape)
+            target[axis] = width
+            parts.append(np.broadcast_to(value, tuple(target)))
+        pieces = [q for q in (parts[0], a, parts[1]) if q is not None]
+        a = np.concatenate(pieces, axis=axis) if len(pieces) > 1 else a
+    return a
+
+
+def _median_by_sorting(a: Any, axis: Any, keepdims: bool) -> Any:
+    """``np.median``: the mean of the middle element(s) of the sorted values over ``axis``."""
+    ndim = len(a.shape)
+    axes = normalize_axes(axis, ndim)
+    kept = [d for d in range(ndim) if d not in axes]
+    moved = np.transpose(a, kept + list(axes))
+    lead = tuple(a.shape[d] for d in kept)
+    flat = np.reshape(moved, lead + (-1,))
+    count = math.prod(a.shape[d] for d in axes)
+    ordered = np.sort(flat, axis=-1)
+    half = count // 2
+    middle = ordered[..., half] if count % 2 else \
+        0.5 * (ordered[..., half - 1] + ordered[..., half])
+    if keepdims:
+        middle = np.reshape(middle, tuple(1 if d in axes else a.shape[d] for d in range(ndim)))
+    return middle
+
+
+@rule(K.MEDIAN)
+def _median(p: Primal, g: Any) -> list[Cotangent]:
+    x = p.args[0]
+    if x.shape is None or None in x.shape:
+        raise NotImplementedError("the gradient of np.median needs static shapes")
+    axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
+    return composed(p, g, lambda a: _median_by_sorting(a, axis, keepdims))
+
+
+def _running_source(x: Any, out: Any, axis: int) -> Any:
+    """For ``out = np.maximum.accumulate(x, axis)`` (or minimum): the position along ``axis``
+    of the element each output copies: the latest position up to it that set a new extreme
+    (a tie keeps the earlier element, as ``maximum``'s ties go to its first operand)."""
+    shape = x.shape
+    n = shape[axis]
+    lead = (slice(None),) * axis
+    before = np.concatenate([out[lead + (slice(0, 1),)], out[lead + (slice(0, n - 1),)]],
+                            axis=axis)
+    first = np.zeros(shape, bool)
+    first[lead + (0,)] = True  # the first element always starts a run
+    positions = np.arange(n).reshape((n,) + (1,) * (len(shape) - axis - 1))
+    starts = np.where((out != before) | first, positions, 0)
+    return np.maximum.accumulate(starts, axis=axis)
+
+
+def route_along_axis(source: Any, g: Any, shape: tuple, axis: int) -> Any:
+    """``zeros(shape)`` plus each element of ``g`` at its own position with its index along
+    ``axis`` replaced by ``source``'s (a traced integer array of ``shape``): a scatter-add
+    (np.bincount of flat positions: repeated sources add up)."""
+    size = math.prod(shape)
+    stride = math.prod(shape[axis + 1:])
+    own = np.arange(size).reshape(shape)
+    along = np.arange(shape[axis]).reshape((shape[axis],) + (1,) * (len(shape) - axis - 1))
+    flat = (own - along * stride) + source * stride
+    sums = np.bincount(np.reshape(flat, (-1,)), weights=np.reshape(g, (-1,)), minlength=size)
+    return np.reshape(sums, shape).astype(g.dtype)
+
+
+@rule(K.UFUNC_ACCUMULATE)
+def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
+    """``add`` is a cumulative sum, ``multiply`` a cumulative product (divides by ``x``);
+    ``maximum``/``minimum`` (``fmax``/``fmin``) route each output's cotangent to the element it
+    copies: the running extreme, ties to the first occurrence."""
+    x, ufunc = p.args[0], p.attrs["ufunc"]
+    axis = p.attrs.get("axis", 0)
+    if ufunc is np.add:
+        return [lambda: reverse_cumsum(g, axis)]
+    if ufunc is np.multiply:
+        return [lambda: reverse_cumsum(g * p.out, axis) / x]
+    if ufunc in (np.maximum, np.minimum, np.fmax, np.fmin):
+        def dx() -> Any:
+            shape = x.shape
+            if shape is None or None in shape:
+                raise NotImplementedError(f"the gradient of np.{ufunc.__name__}.accumulate "
+                                          "needs static shapes")
+            ax = axis % len(shape)
+            return route_along_axis(_running_source(x, p.out, ax), g, shape, ax)
+        return [dx]
+    raise NotImplementedError(f"the gradient of np.{ufunc.__name__}.accumulate is not "
+                              "implemented (add, multiply, maximum, minimum have rules)")
+
+
+NOTES.update({
+    K.SVD: "full_matrices=False, compute_uv=False, svdvals; full_matrices=True only for the "
+           "singular values and leading vectors; repeated values: coupling terms dropped",
+    K.EIGH: "reads one triangle, as NumPy; repeated eigenvalues: coupling terms dropped",
+    K.EIGVALSH: "reads one triangle, as NumPy",
+    K.CHOLESKY: "reads one triangle (upper=True: the upper), as NumPy",
+    K.QR: "reduced, r, complete (square or wide); raw raises",
+    K.PINV: "exact while the rank stays; hermitian reads the lower triangle",
+    K.LSTSQ: "x as pinv(a) @ b, singular values; residuals raise (their length is data)",
+    K.PAD: "every mode: copies summed back, linear modes by their transposes, "
+           "maximum/minimum/median by composition",
+    K.MEDIAN: "the middle element(s) of a stable sort",
+    K.UFUNC_ACCUMULATE: "add, multiply (divides by x), maximum, minimum, fmax, fmin "
+                        "(to the running extreme; ties: the first occurrence)",
+})
+
+
+__all__ = ["composed", "eigh_cotangent", "outputs", "pinv_cotangent", "qr_cotangent",
+           "read_lower", "read_upper", "route_along_axis", "svd_cotangent"]
+
