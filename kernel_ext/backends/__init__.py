@@ -111,7 +111,8 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     t0 = time.perf_counter()
     if backend == "dask":  # (no executor sharing: a Dask trace's graph is built per call)
         graph = optimize(traced)
-        return graph, compile_for(graph, tree, n_params, backend=backend, name=name)
+        return graph, compile_for(graph, tree, n_params, backend=backend,
+                                  fast_math=fast_math, name=name)
     if backend != "numpy" and numba_available():
         # (a whole-graph function is CPU code, whatever the backend)
         target = "cpu" if jit_compile else _target(backend)
@@ -156,7 +157,7 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
     t0 = time.perf_counter()
     if backend == "dask":
         from .dask_backend import compile_dask
-        return compile_dask(graph, tree, n_params, name=name)
+        return compile_dask(graph, tree, n_params, name=name, fast_math=fast_math)
     if jit_compile:
         from .whole_graph import compile_whole_graph
         return compile_whole_graph(graph, tree, n_params, name=name, fast_math=fast_math)

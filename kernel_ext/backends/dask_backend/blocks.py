@@ -176,12 +176,12 @@ class BlockProgram:
             values = self._kernel(blocks)
             if values is not None:
                 if self.partial is None:
-                    return values[0] if len(values) == 1 else tuple(values)
+                    return _pack(values)
                 return values[0] if self.kernel_reduces else self.partial(values[0])
         values = self._numpy(blocks)
         if self.partial is not None:
             return self.partial(values[0])
-        return values[0] if len(values) == 1 else tuple(values)
+        return _pack(values)
 
     def _numpy(self, blocks: Sequence[Any]) -> list[Any]:
         """The segment's ops through NumPy, in program order (the reference semantics)."""
@@ -259,6 +259,14 @@ class BlockProgram:
             return None
         n_outputs = len(self.outputs)
         return [outs[j].reshape(shp) if j in outs else acc for j in range(n_outputs)]
+
+
+def _pack(values: list[Any]) -> Any:
+    """A task's result: one value or a tuple; a 0-d value as a NumPy scalar, so that
+    ``.compute()`` gives what the NumPy executor returns (``np.float32(…)``, never a 0-d
+    array)."""
+    values = [v[()] if isinstance(v, np.ndarray) and v.ndim == 0 else v for v in values]
+    return values[0] if len(values) == 1 else tuple(values)
 
 
 def _numpy_chain(nodes: Sequence[Node], inputs: Sequence[Node]) -> Callable[..., dict]:

@@ -226,8 +226,10 @@ def _message(node: Node, why: str) -> str:
 # -- compiling ------------------------------------------------------------------------------
 
 def compile_dask(graph: Graph, tree: TreeNode, n_params: int, *,
-                 name: str = "graph") -> Executable:
-    """The :class:`Executable` of ``graph`` on the Dask backend (module docstring).
+                 name: str = "graph", fast_math: bool = False) -> Executable:
+    """The :class:`Executable` of ``graph`` on the Dask backend (module docstring);
+    ``fast_math``: the blocks' kernels use :mod:`kernel_ext.backends.fast_math`'s
+    approximations (within their documented ulp bounds), as on NumPy arrays.
 
     Raises :class:`~kernel_ext.errors.DaskUnsupportedError` at trace time when an op cannot
     run on Dask arrays, a condition needs the data, or the function updates its arguments
@@ -241,7 +243,7 @@ def compile_dask(graph: Graph, tree: TreeNode, n_params: int, *,
     if problems:
         raise errors.DaskUnsupportedError(
             f"'{name}' cannot run on the Dask backend: " + " ".join(problems))
-    program = _GraphProgram(graph)
+    program = _GraphProgram(graph, fast_math)
     paths = [node.attrs["path"] for node in graph.inputs]
 
     def run(*params: Any) -> Any:
@@ -292,7 +294,7 @@ class _GraphProgram:
     the graph's inputs, it returns the values of its outputs (Dask arrays where they depend
     on the data, NumPy values where they do not)."""
 
-    def __init__(self, graph: Graph) -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
         self.graph = graph
         segments = partition(graph, can_fuse)
         self.order = schedule(graph, segments)
@@ -300,11 +302,11 @@ class _GraphProgram:
         self.steps: list[Step] = []
         for item in self.order:
             if isinstance(item, Segment):
-                step = _SegmentStep(item)
+                step = _SegmentStep(item, fast_math)
                 self.segment_steps.append(step)
                 self.steps.append(step)
             else:
-                self.steps.append(_node_step(item))
+                self.steps.append(_node_step(item, fast_math))
 
     def __call__(self, values: Sequence[Any]) -> list[Any]:
         env: dict[Node, Any] = dict(zip(self.graph.inputs, values))
@@ -318,18 +320,20 @@ def _lazy(values: Sequence[Any]) -> bool:
 
 
 def _kernel(nodes: Sequence[Node], inputs: Sequence[Node], outputs: Sequence[Node],
-            domain: tuple, reduction: Node | None = None) -> KernelSource | None:
+            domain: tuple, reduction: Node | None = None,
+            fast_math: bool = False) -> KernelSource | None:
     """The fused executor's kernel for these nodes (``auto``'s rules: bitwise NumPy except
-    float sums and means), or None where one cannot be written or Numba is missing."""
+    float sums and means, and ``fast_math``'s approximations when asked for), or None where
+    one cannot be written or Numba is missing."""
     from .. import numba_available  # (the package is loaded: it imported this module)
     if not KERNELS or not numba_available() or not domain:
         return None
     members = list(nodes) + ([reduction] if reduction is not None else [])
-    if not all(can_compile(n, "cpu", auto=True) for n in members):
+    if not all(can_compile(n, "cpu", True, fast_math) for n in members):
         return None
     try:
         ksrc = generate(Segment(members, list(inputs), list(outputs), tuple(domain),
-                                reduction), "cpu")
+                                reduction), "cpu", fast_math)
     except Unsupported:
         return None
     return ksrc if ksrc.call is not None else None
@@ -339,8 +343,9 @@ class _SegmentStep:
     """One fused segment: one blockwise task per block; with a reduction, the block's
     partial reduction in that same task, combined by Dask's tree reduction."""
 
-    def __init__(self, seg: Segment) -> None:
+    def __init__(self, seg: Segment, fast_math: bool = False) -> None:
         self.segment = seg
+        self.fast_math = fast_math
         self.kernel: KernelSource | None = None
         self.ndim = ndim = len(seg.domain)
         red = seg.reduction
@@ -349,7 +354,8 @@ class _SegmentStep:
         self.reduction: Node | None = None
         self.then: Step | None = None  # (Dask's own reduction after the blockwise part)
         if red is None:
-            self.kernel = _kernel(elementwise, seg.inputs, seg.outputs, seg.domain)
+            self.kernel = _kernel(elementwise, seg.inputs, seg.outputs, seg.domain,
+                                  fast_math=fast_math)
             self.program: BlockProgram | None = BlockProgram(
                 elementwise, seg.inputs, seg.outputs, self.kernel)
             self.outputs = list(seg.outputs)
@@ -363,9 +369,10 @@ class _SegmentStep:
             self.outputs = wanted
             self.program = None
             if wanted:
-                self.kernel = _kernel(elementwise, seg.inputs, wanted, seg.domain)
+                self.kernel = _kernel(elementwise, seg.inputs, wanted, seg.domain,
+                                      fast_math=fast_math)
                 self.program = BlockProgram(elementwise, seg.inputs, wanted, self.kernel)
-            self.then = _node_step(red)
+            self.then = _node_step(red, fast_math)
         else:
             self.reduction = red
             self._plan_reduction(elementwise, red, ndim)
@@ -377,7 +384,7 @@ class _SegmentStep:
         axes = _axes(red, ndim)
         self.axes = axes
         self.keepdims = bool(red.attrs.get("keepdims", False))
-        kernel = _kernel(elementwise, seg.inputs, [red], seg.domain, red)
+        kernel = _kernel(elementwise, seg.inputs, [red], seg.domain, red, self.fast_math)
         if kernel is not None:
             plan = reduction_plan(red, auto=True)
             function = "sum" if red.op in (OpKind.SUM, OpKind.MEAN) else red.op.value
@@ -399,7 +406,8 @@ class _SegmentStep:
             params = {k: v for k, v in red.params.items() if k not in ("axis", "keepdims")}
             partial = Partial(red.op.numpy_function.__name__, axes, params, None,
                               np.dtype(red.aval.dtype))
-        self.kernel = _kernel(elementwise, seg.inputs, [source], seg.domain)
+        self.kernel = _kernel(elementwise, seg.inputs, [source], seg.domain,
+                              fast_math=self.fast_math)
         self.program = BlockProgram(elementwise, seg.inputs, [source], self.kernel, partial)
 
     def __call__(self, env: dict) -> None:
@@ -412,7 +420,10 @@ class _SegmentStep:
             return
         operands: list[Any] = []
         for v in values:
-            operands += [v, _indices(v, self.ndim)]
+            # a 0-d value known while building (a loop index) rides in each task as it is,
+            # not as a one-block array of its own
+            lazy = isinstance(v, da.Array)
+            operands += [v, _indices(v, self.ndim) if lazy or np.ndim(v) else None]
         out_ind = tuple(range(self.ndim))
         red = self.reduction
         if red is not None:
@@ -441,6 +452,7 @@ def _name(program: BlockProgram, operands: Sequence[Any]) -> str:
     parts = [program.key]
     for v in operands[::2]:
         parts.append(v.name if isinstance(v, da.Array) else dask.base.tokenize(v))
+    parts += [str(i) for i in operands[1::2]]
     return f"{program.name}-{hashlib.sha256('|'.join(parts).encode()).hexdigest()[:24]}"
 
 
@@ -476,7 +488,7 @@ def _axes(red: Node, ndim: int) -> tuple[int, ...]:
     return tuple(sorted(int(a) % ndim for a in axis))
 
 
-def _node_step(node: Node) -> Step:
+def _node_step(node: Node, fast_math: bool = False) -> Step:
     """A node outside any segment: a constant, control flow, an elementwise op on its own
     (blockwise), an op along one axis (rechunked), or Dask's function of the op's name,
     reached through the op's NumPy lowering."""
@@ -487,12 +499,12 @@ def _node_step(node: Node) -> Step:
         value = node.attrs["value"]
         return lambda env: env.__setitem__(node, value)
     if op is OpKind.WHILE:
-        return _while_step(node)
+        return _while_step(node, fast_math)
     if op is OpKind.COND:
-        return _cond_step(node)
+        return _cond_step(node, fast_math)
     if can_fuse(node) and op not in FUSIBLE_REDUCTIONS:
         return _SegmentStep(Segment([node], list(node.inputs), [node],
-                                    tuple(node.aval.shape)))
+                                    tuple(node.aval.shape)), fast_math)
     fn = LOWER[op](node)
     along = _along_axis(node) if op in ALONG_AXIS else None
 
@@ -542,12 +554,12 @@ def _along_axis(node: Node) -> Callable[[Any], Any] | None:
     return run
 
 
-def _while_step(node: Node) -> Step:
+def _while_step(node: Node, fast_math: bool) -> Step:
     """A graph ``while`` whose condition does not read the data (checked at compile time):
     the condition is computed with NumPy and the body adds its lazy arrays per iteration."""
     n = node.attrs["n_vars"]
-    cond = _GraphProgram(node.attrs["cond"])
-    body = _GraphProgram(node.attrs["body"])
+    cond = _GraphProgram(node.attrs["cond"], fast_math)
+    body = _GraphProgram(node.attrs["body"], fast_math)
 
     def step(env: dict) -> None:
         values = [env[a] if isinstance(a, Node) else a for a in node.args]
@@ -568,9 +580,9 @@ def _while_step(node: Node) -> Step:
     return step
 
 
-def _cond_step(node: Node) -> Step:
+def _cond_step(node: Node, fast_math: bool) -> Step:
     """A graph ``cond`` on a data-independent predicate: the branch it picks, built."""
-    branches = [_GraphProgram(g) for g in node.attrs["branches"]]
+    branches = [_GraphProgram(g, fast_math) for g in node.attrs["branches"]]
 
     def step(env: dict) -> None:
         pred, *operands = [env[a] if isinstance(a, Node) else a for a in node.args]
@@ -626,11 +638,19 @@ def _building() -> Iterator[None]:
 
 
 def _as_dask(value: Any) -> Any:
-    """Dask arrays stay; NumPy arrays and scalars become one-block Dask arrays."""
+    """Dask arrays stay; NumPy arrays and scalars become one-block Dask arrays (a 0-d one
+    computes to a NumPy scalar, as the NumPy executor returns)."""
     if isinstance(value, da.Array):
         return value
     arr = np.asarray(value)
-    return da.from_array(arr, chunks=arr.shape or ())
+    if arr.ndim == 0:
+        return da.from_array(arr, chunks=()).map_blocks(_item, dtype=arr.dtype,
+                                                        meta=np.empty((), arr.dtype))
+    return da.from_array(arr, chunks=arr.shape)
+
+
+def _item(block: np.ndarray) -> Any:
+    return block[()]
 
 
 def _read(params: tuple, path: tuple) -> Any:
