@@ -38,6 +38,7 @@ import operator
 import sys
 import time
 import warnings
+import weakref
 from typing import Any, Callable, Iterator, Sequence
 
 import dask
@@ -50,7 +51,7 @@ from ...ir.interpreter import LOWER
 from ...passes.fusion import Segment, partition, schedule
 from ...trace.pytree import TreeNode, unflatten
 from ..codegen import KernelSource, Unsupported, can_compile, generate, reduction_plan
-from ..compiler import SegmentReport, handle_for
+from ..compiler import SegmentReport
 from ..executable import Executable
 from .blocks import BlockProgram, Partial
 
@@ -278,10 +279,26 @@ def dashboard_link() -> str | None:
         return None
     try:
         from distributed import default_client
-        link = default_client().dashboard_link
-    except (ValueError, AttributeError, KeyError, OSError):  # no client, or no dashboard
+        client = default_client()
+    except ValueError:  # no client
         return None
-    return str(link) if link else None
+    known = _DASHBOARDS.get(id(client))
+    if known is not None and known[0]() is client:
+        return known[1]
+    try:
+        link = client.dashboard_link or None
+    except (AttributeError, KeyError, OSError):  # no dashboard running
+        link = None
+    try:
+        _DASHBOARDS[id(client)] = (weakref.ref(client), link)
+    except TypeError:  # pragma: no cover - a client without weak references: not cached
+        pass
+    return link
+
+
+#: id(client) -> (weak reference to it, its dashboard link): asked once per client, since a
+#: client of a remote scheduler answers ``dashboard_link`` with a round trip.
+_DASHBOARDS: dict[int, tuple[Any, str | None]] = {}
 
 
 # -- steps ----------------------------------------------------------------------------------
@@ -595,21 +612,20 @@ def _cond_step(node: Node, fast_math: bool) -> Step:
 # -- reports --------------------------------------------------------------------------------
 
 def _report(index: int, step: _SegmentStep) -> dict[str, Any]:
-    """What the views show of a segment (kept current as its kernel compiles here)."""
+    """What the views show of a segment. Its kernel compiles where its blocks run (once per
+    worker process, or loaded from the disk cache), not here in the background, so the
+    report has no compile ``state`` (the views then show no compile progress for it)."""
     seg = step.segment
     ksrc = step.kernel
-    report = SegmentReport({
+    return SegmentReport({
         "id": index, "kind": seg.kind, "backend": "dask",
         "ops": [n.op.value for n in seg.nodes], "nodes": [n.name for n in seg.nodes],
         "inputs": [n.name for n in seg.inputs], "outputs": [n.name for n in seg.outputs],
         "kernel": ksrc.key if ksrc is not None else "numpy-blockwise", "min_size": 0,
-        "reason": "one Dask task per block", "state": "ready", "variants": {},
-        "compile_ms": 0.0, "cache": None, "error": None})
-    if ksrc is not None:
-        handle = handle_for(ksrc)
-        handle.reports[id(report)] = report
-        handle.update_reports()
-    return report
+        "reason": "one Dask task per block: " + (
+            "the Numba kernel, compiled once per worker process" if ksrc is not None
+            else "its ops through NumPy"),
+        "state": None, "variants": {}, "compile_ms": 0.0, "cache": None, "error": None})
 
 
 # -- helpers --------------------------------------------------------------------------------
