@@ -14,9 +14,10 @@ Backends:
 * ``"cuda"`` — fused segments as CUDA kernels (:mod:`.numba_cuda`; the CUDA simulator counts
   when ``NUMBA_ENABLE_CUDASIM=1``).
 
-* ``"dask"`` — Dask arrays in, Dask arrays out (:mod:`.dask_backend`): fused segments become
-  one blockwise task per block; chosen by itself when a call passes Dask arrays. Dask is
-  imported by that module only, when such a trace is compiled.
+* ``"dask"`` — Dask arrays in, Dask arrays out (the :mod:`.dask_backend` package): fused
+  segments become one blockwise task per block running their Numba kernel; chosen by itself
+  when a call passes Dask arrays. Dask is imported by that package only, when such a trace is
+  compiled.
 
 ``jit_compile=True`` compiles the whole graph, control flow included, into one Numba function
 (:mod:`.whole_graph`). Numba itself is imported lazily, by the compile step only:

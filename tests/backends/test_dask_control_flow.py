@@ -46,11 +46,20 @@ def _branch_in_loop(x):
     return x, x.sum(axis=0)
 
 
+def _loop_carried_constants(x):
+    acc = np.zeros(x.shape[1], np.float32)
+    for i in kx.range(3):  # acc never reads the data: NumPy while the graph is built
+        acc = acc + i
+        x = x * acc.sum() + acc.max()
+    return x, acc
+
+
 def _sorting(x):
     return np.sort(x, axis=0), np.argsort(x, axis=1), np.sort(x * 2.0, axis=None)
 
 
-PROGRAMS = [_range_loop, _rows_loop, _while_loop, _branch_in_loop, _sorting]
+PROGRAMS = [_range_loop, _rows_loop, _while_loop, _branch_in_loop, _loop_carried_constants,
+            _sorting]
 
 
 def _compare(got, want):
