@@ -125,7 +125,10 @@ def main() -> None:
     rows += bench_power(200 if args.quick else 2_000, repeat)
     rows += bench_dynamic_loop(2_000 if args.quick else 20_000, repeat)
     # Each layer's own suite lives beside this file and contributes rows to the one table.
-    for module in ("bench_passes", "bench_numba", "bench_widgets", "bench_gradients"):
+    # (bench_dask prints a skip row when dask/distributed are not installed; its 200M-element
+    # run is opt-in: python benchmarks/bench_dask.py --full)
+    for module in ("bench_passes", "bench_numba", "bench_widgets", "bench_gradients",
+                   "bench_dask"):
         try:
             suite = importlib.import_module(module)
         except ImportError:

@@ -14,9 +14,10 @@ Backends:
 * ``"cuda"`` — fused segments as CUDA kernels (:mod:`.numba_cuda`; the CUDA simulator counts
   when ``NUMBA_ENABLE_CUDASIM=1``).
 
-* ``"dask"`` — Dask arrays in, Dask arrays out (:mod:`.dask_backend`): fused segments become
-  one blockwise task per block; chosen by itself when a call passes Dask arrays. Dask is
-  imported by that module only, when such a trace is compiled.
+* ``"dask"`` — Dask arrays in, Dask arrays out (the :mod:`.dask_backend` package): fused
+  segments become one blockwise task per block running their Numba kernel; chosen by itself
+  when a call passes Dask arrays. Dask is imported by that package only, when such a trace is
+  compiled.
 
 ``jit_compile=True`` compiles the whole graph, control flow included, into one Numba function
 (:mod:`.whole_graph`). Numba itself is imported lazily, by the compile step only:
@@ -111,7 +112,8 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     t0 = time.perf_counter()
     if backend == "dask":  # (no executor sharing: a Dask trace's graph is built per call)
         graph = optimize(traced)
-        return graph, compile_for(graph, tree, n_params, backend=backend, name=name)
+        return graph, compile_for(graph, tree, n_params, backend=backend,
+                                  fast_math=fast_math, name=name)
     if backend != "numpy" and numba_available():
         # (a whole-graph function is CPU code, whatever the backend)
         target = "cpu" if jit_compile else _target(backend)
@@ -156,7 +158,7 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
     t0 = time.perf_counter()
     if backend == "dask":
         from .dask_backend import compile_dask
-        return compile_dask(graph, tree, n_params, name=name)
+        return compile_dask(graph, tree, n_params, name=name, fast_math=fast_math)
     if jit_compile:
         from .whole_graph import compile_whole_graph
         return compile_whole_graph(graph, tree, n_params, name=name, fast_math=fast_math)

@@ -32,6 +32,9 @@ class Executable:
     #: Dask backend: how many tasks the Dask graph of the latest call had (its results'
     #: graphs merged, the input arrays' own tasks included); None for other backends.
     tasks: int | None = None
+    #: Dask backend: the dashboard address of the ``distributed.Client`` that existed when
+    #: the latest call built its graph (None: no client, or not Dask).
+    dashboard: str | None = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the kernels requested so far are compiled (True) or ``timeout``."""

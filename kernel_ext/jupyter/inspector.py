@@ -137,6 +137,8 @@ def _signature_info(row: records.SignatureRow) -> SignatureInfo:
         info["compile"] = row.compile
     if row.compile_state:
         info["compile_state"] = row.compile_state
+    if row.dashboard:
+        info["dashboard"] = row.dashboard
     return info
 
 

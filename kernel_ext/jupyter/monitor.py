@@ -165,7 +165,8 @@ class Monitor:
             {"id": r.id, "inputs": r.inputs, "outputs": r.outputs,
              "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend_text,
              "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops,
-             "served_by": r.served_by, "compile": r.compile} for r in rows])
+             "served_by": r.served_by, "compile": r.compile, "dashboard": r.dashboard}
+            for r in rows])
         options = [(f"#{r.id} ({r.inputs})", r.id) for r in rows]
         current = self.selector.value
         ids = [r.id for r in rows]

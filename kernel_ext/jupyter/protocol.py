@@ -111,6 +111,10 @@ class SignatureInfo(TypedDict):
     #: The kernels' state: ``"pending"``, ``"queued"``, ``"compiling"``, ``"ready"``,
     #: ``"failed"``; absent without kernels.
     compile_state: NotRequired[str]
+    #: Dask backend: the dashboard URL (``http(s)://``) of the ``distributed.Client`` that
+    #: existed at the latest call; absent without one. Shown as a link beside the backend
+    #: (``"dask · 36 tasks"``).
+    dashboard: NotRequired[str]
 
 
 class ArgumentDiff(TypedDict):

@@ -203,6 +203,9 @@ class SignatureRow:
     #: Dask backend: tasks in the Dask graph of the latest call (None: not Dask, or not
     #: called yet).
     tasks: int | None = None
+    #: Dask backend: the dashboard address of the ``distributed.Client`` that existed at the
+    #: latest call (None: no client, or not Dask); the views link it beside the task count.
+    dashboard: str | None = None
 
     @property
     def backend_text(self) -> str:
@@ -272,8 +275,17 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             served_by=served_by(backend, found, tier),
             compile=compile_text,
             compile_state=compile_state,
-            tasks=getattr(cf.executable, "tasks", None)))
+            tasks=getattr(cf.executable, "tasks", None),
+            dashboard=dashboard_url(getattr(cf.executable, "dashboard", None))))
     return rows
+
+
+def dashboard_url(link: Any) -> str | None:
+    """A dashboard address the views may link: an ``http(s)://`` URL, else None (a link
+    built from anything else, ``javascript:`` say, is never rendered)."""
+    if not isinstance(link, str) or not link.startswith(("http://", "https://")):
+        return None
+    return link
 
 
 def served_by(backend: str, found: Sequence["Segment"], tier: str = "") -> str:

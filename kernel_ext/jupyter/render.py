@@ -308,7 +308,8 @@ def signatures_html(rows: Sequence[dict]) -> str:
         code = f'<td style="padding:1px 8px 1px 0; {_MONO}">'
         body.append(f'<tr style="{weight}">{td}{esc(mark)}</td>{td}#{esc(r["id"])}</td>'
                     f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
-                    f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}</td></tr>')
+                    f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}'
+                    f'{_dashboard_link(r.get("dashboard"))}</td></tr>')
         # NumPy calls and draws made at every call; loops unrolled or made graph loops
         # Which path serves it (the sidebar's words) and its kernels' compile progress.
         served = (f"served by: {r['served_by']}",) if r.get("served_by") else \
@@ -323,6 +324,14 @@ def signatures_html(rows: Sequence[dict]) -> str:
             f"{th}nodes (traced → optimised)</th>{th}backend</th></tr>")
     return (f'<table class="kx-signatures" style="{STYLE} border-collapse:collapse; '
             f'text-align:left;">{head}{"".join(body)}</table>')
+
+
+def _dashboard_link(url: Any) -> str:
+    """`` · dashboard`` linking a Dask dashboard (an http(s) URL only), or ""."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return ""
+    return (f' · <a class="kx-dashboard" href="{esc(url)}" target="_blank" '
+            f'rel="noopener noreferrer" title="{esc(url)}">dashboard</a>')
 
 
 def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:

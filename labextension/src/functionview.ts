@@ -370,6 +370,16 @@ class SignatureRow {
     );
     this._badge = h('span', { className: 'jp-kx-badge' }, 'last used');
     this._meta = h('span', {});
+    // Beside the button, not in it: a link inside a button is not focusable on its own.
+    this._dashboard = h(
+      'a',
+      {
+        className: 'jp-kx-dashboard',
+        attrs: { target: '_blank', rel: 'noopener noreferrer' }
+      },
+      'Dask dashboard'
+    );
+    this._dashboard.hidden = true;
     this._button = h(
       'button',
       {
@@ -386,7 +396,14 @@ class SignatureRow {
       className: 'jp-kx-graph-area',
       attrs: { role: 'region', 'aria-label': 'graph of the selected signature' }
     });
-    this.node = h('li', {}, this._button, this._served, this._compile);
+    this.node = h(
+      'li',
+      {},
+      this._button,
+      this._dashboard,
+      this._served,
+      this._compile
+    );
   }
 
   update(sig: ISignatureInfo, selected: boolean, state: ICardState): void {
@@ -408,6 +425,18 @@ class SignatureRow {
       this._meta,
       `${sig.backend} · ${sig.nodes_traced} → ${sig.nodes_optimised} nodes`
     );
+    // Dask: the cluster's dashboard, when the kernel has a distributed client (http(s) only).
+    const url = sig.dashboard ?? '';
+    const linkable = /^https?:\/\//.test(url);
+    if (linkable) {
+      if (this._dashboard.getAttribute('href') !== url) {
+        this._dashboard.setAttribute('href', url);
+        this._dashboard.title = url;
+      }
+    } else {
+      this._dashboard.removeAttribute('href');
+    }
+    this._dashboard.hidden = !linkable;
     // Which path serves it and, while kernels compile, how far they are.
     setText(this._served, sig.served_by ? `served by: ${sig.served_by}` : '');
     this._served.hidden = !sig.served_by;
@@ -437,6 +466,7 @@ class SignatureRow {
   private _full = '';
   private _inputs: HTMLSpanElement;
   private _meta: HTMLSpanElement;
+  private _dashboard: HTMLAnchorElement;
   private _outputs: HTMLSpanElement;
   private _spec: HTMLSpanElement;
 }

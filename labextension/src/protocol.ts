@@ -51,6 +51,9 @@ export interface ISignatureInfo {
   compile?: string;
   /** `pending`, `queued`, `compiling`, `ready` or `failed`; absent without kernels. */
   compile_state?: string;
+  /** Dask backend: the `http(s)://` dashboard URL of the `distributed.Client` that existed
+   * at the latest call; absent without one. Linked beside the backend. */
+  dashboard?: string;
 }
 
 export interface IArgumentDiff {
@@ -255,9 +258,10 @@ export const isSignatureInfo = object<ISignatureInfo>(
     served_by: isString as Check<string | undefined>,
     tier: isString as Check<string | undefined>,
     compile: isString as Check<string | undefined>,
-    compile_state: isString as Check<string | undefined>
+    compile_state: isString as Check<string | undefined>,
+    dashboard: isString as Check<string | undefined>
   },
-  ['served_by', 'tier', 'compile', 'compile_state']
+  ['served_by', 'tier', 'compile', 'compile_state', 'dashboard']
 );
 
 const isArgumentDiff = object<IArgumentDiff>({

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Callable
 
@@ -74,9 +75,25 @@ def _check_gradients(nb, text: str) -> None:
     assert any("backward (gradient) op" in h for h in html)
 
 
+def _check_dask(nb, text: str) -> None:
+    assert "dashboard: http://127.0.0.1:" in text
+    assert "GB for the four inputs" in text
+    ours, theirs = (int(n) for n in
+                    re.search(r"kx.function (\d+), dask.array (\d+)", text).groups())
+    # one fused task per chunk, not one per op (+ Dask's tree reduction of the partials)
+    assert 4 * ours <= theirs
+    assert "float32 " in text and "equal to NumPy within the documented summation bound" in text
+    # the monitor names the backend with the graph's task count, and links the dashboard
+    html = [o["data"]["text/html"] for o in _outputs(nb) if "kx-monitor" in
+            o.get("data", {}).get("text/html", "")]
+    assert any("dask · " in h and " tasks" in h and 'class="kx-dashboard"' in h
+               for h in html)
+
+
 CHECKS: dict[str, Callable] = {"01_": _check_graphs, "02_": _check_retracing,
                                "03_": _check_autograph, "04_": _check_fused,
-                               "05_": _check_cell_functions, "06_": _check_gradients}
+                               "05_": _check_cell_functions, "06_": _check_gradients,
+                               "07_": _check_dask}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
