@@ -5,9 +5,11 @@
     python benchmarks/realcode.py --write-known            # re-record tests/realcode/expected.py
 
 A cell reads ``STATUS ratio``: on a PASS, ratio is the traced call's median time over eager
-NumPy's on the same inputs (after the two checking calls, so the first trace is not in it). ``~`` marks a PASS that
-matched only within the fused paths' float tolerance, ``*`` a second call that retraced though
-shapes and dtypes were the same. Importing this module runs nothing.
+NumPy's on the same inputs, after warm-up: the traced function is called as a hot notebook
+loop calls it until its kernels are compiled and tiered ``auto`` has chosen its executor
+(``harness.warm_up``). ``~`` marks a PASS that matched only within the fused paths' float
+tolerance, ``*`` a second call that retraced though shapes and dtypes were the same.
+Importing this module runs nothing.
 """
 
 from __future__ import annotations

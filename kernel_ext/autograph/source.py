@@ -383,7 +383,11 @@ def _instructions(code: types.CodeType,
         return line is not None and end is not None and any(
             first <= line and end <= last for first, last in skip)
 
-    found = [(ins, skipped(ins)) for ins in dis.get_instructions(code)]
+    # PUSH_NULL before a call of a non-method is the same as LOAD_GLOBAL's "push NULL" bit,
+    # which the compiler uses instead in some contexts (``kx.grad(f)(x)`` in a module
+    # function versus the same text compiled alone): neither is an operation of its own.
+    found = [(ins, skipped(ins) or ins.opname == "PUSH_NULL")
+             for ins in dis.get_instructions(code)]
     index: dict[int, int] = {}
     kept = 0
     for ins, left_out in found:

@@ -8,8 +8,11 @@ element would copy it ``n**2`` times. PyTorch's functionalization is followed by
 (``x[idx] = v; out2 = x``) when its base ``x``
 
 * is **owned**: its buffer was made during this call by an op that allocates (another
-  ``setitem``, ``copy``, ``concatenate``, ...; never an argument, a constant, a variable's
-  storage or anything an opaque call or a variable write may have kept a reference to), and
+  ``setitem``, ``copy``, ``concatenate``, ...), or it is an array argument whose new contents
+  the call writes back to it anyway (``owned_inputs``: the write then lands in the caller's
+  array, as eager NumPy's does, and the copy back is skipped); never another argument, a
+  constant, a variable's storage or anything an opaque call or a variable write may have
+  kept a reference to; and
 * is **dead** afterwards: no later step of the executor reads ``x`` or anything sharing its
   memory (a view of it, a value a loop or branch passed it through, a graph output).
 

@@ -47,7 +47,7 @@ TRIAL_CALLS = 12
 MIN_GAIN = 0.85
 #: Graphs with fewer ops than this never tier: one compiled call costs more than the
 #: executor's few NumPy calls (``a + b``), and the compile would only take the cores.
-MIN_OPS = 4
+MIN_OPS = 2
 
 #: Decisions already made, by whole-graph program: ("whole" | "fused", note).
 _DECIDED: dict[str, tuple[str, str]] = {}

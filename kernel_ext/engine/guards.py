@@ -18,6 +18,7 @@ that update nothing have no guard, so the common cache hit pays nothing.
 
 from __future__ import annotations
 
+import keyword
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -94,15 +95,58 @@ class CallGuard:
 
     def wrap(self, run: Callable[..., Any], eager: Callable[[str, Sequence[Any]], Any]
              ) -> Callable[..., Any]:
-        """``run`` preceded by the check; a violating call goes to ``eager(reason, values)``."""
+        """``run`` preceded by the check; a violating call goes to ``eager(reason, values)``.
+
+        The common call is decided by generated straight-line code: every array argument the
+        check compares owns its memory (``base is None``), they are distinct objects, and
+        those that must be C-contiguous are. Any other call takes :meth:`violated`'s full
+        check (views, NumPy's extent comparison), so the answer is the same either way."""
         violated = self.violated
 
-        def guarded(*values: Any) -> Any:
+        def checked(*values: Any) -> Any:
             reason = violated(values)
             if reason is not None:
                 return eager(reason, values)
             return run(*values)
-        return guarded
+
+        compared = sorted({k for i, j, _ in self._pairs for k in (i, j)})
+        paths = [self.arrays[k] for k in compared]
+        paths += [p for p in self.contiguous if p not in paths]
+        if not paths or any(not _simple_path(p) for p in paths):
+            return checked
+        names = {p: f"a{n}" for n, p in enumerate(paths)}
+        lines = ["def guarded(*values):"]
+        lines += [f"    {names[p]} = {_path_source(p)}" for p in paths]
+        tests = [f"({names[self.arrays[k]]}.__class__ is not _nd or "
+                 f"{names[self.arrays[k]]}.base is None)" for k in compared]
+        tests += [f"({names[p]}.__class__ is not _nd or {names[p]}.flags.c_contiguous)"
+                  for p in self.contiguous]
+        if len(compared) > 1:
+            ids = ", ".join(f"id({names[self.arrays[k]]})" for k in compared)
+            tests.append(f"len({{{ids}}}) == {len(compared)}")
+        lines += ["    if " + " and ".join(tests) + ":", "        return _run(*values)",
+                  "    return _checked(*values)"]
+        namespace = {"_nd": np.ndarray, "_run": run, "_checked": checked}
+        exec(compile("\n".join(lines) + "\n", "<kx-guard>", "exec"), namespace)
+        return namespace["guarded"]
+
+
+def _simple_path(path: tuple) -> bool:
+    """Can :func:`_path_source` spell ``path`` (int and str keys, identifier attributes)?"""
+    (_, index), *steps = path
+    return isinstance(index, int) and all(
+        (kind == "attr" and isinstance(key, str) and key.isidentifier()
+         and not keyword.iskeyword(key)) or
+        (kind != "attr" and key.__class__ in (int, str)) for kind, key in steps)
+
+
+def _path_source(path: tuple) -> str:
+    """Source text reading the argument leaf at ``path`` out of ``values``."""
+    (_, index), *steps = path
+    text = f"values[{index}]"
+    for kind, key in steps:
+        text += f".{key}" if kind == "attr" else f"[{key!r}]"
+    return text
 
 
 def path_text(path: tuple, names: Sequence[str] = ()) -> str:

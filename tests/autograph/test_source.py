@@ -338,3 +338,24 @@ def test_without_column_spans_the_compiled_code_decides_and_twins_run_as_written
     assert lines[0] == "[100.0, 100.0] [2.0, 2.0]"
     assert lines[1] == "[2.0, 2.0]"
     assert "its source is ambiguous" in lines[2]
+
+
+def _tanh_loss(w):
+    return np.sum(np.tanh(w) ** 2)
+
+
+def _step_calling_a_transform(w):
+    g = kx.grad(_tanh_loss)(w)        # a call of a call's result: PUSH_NULL in 3.11's code
+    if np.sum(g) > 0:                 # a traced condition: needs the conversion
+        w = w - 0.1 * g
+    return w
+
+
+def test_a_function_calling_the_result_of_a_call_is_converted():
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", errors.AutographWarning)
+        f = kx.function(_step_calling_a_transform)
+        for w in (np.ones(3), -np.ones(3)):
+            g = 2 * np.tanh(w) * (1 - np.tanh(w) ** 2)
+            want = w - 0.1 * g if g.sum() > 0 else w
+            np.testing.assert_allclose(f(w), want, rtol=1e-12)

@@ -627,3 +627,29 @@ def _astype_of_a_global(x):
 @pytest.mark.parametrize("fn", [_copy_of_a_global, _array_from_a_list, _astype_of_a_global])
 def test_views_of_copies_made_in_the_function_follow_later_writes(fn, path):
     check(fn, lambda rng: (rng.standard_normal(2),), path)
+
+
+def test_the_guard_tells_aliases_inside_containers_and_lets_disjoint_views_through():
+    @kx.function
+    def step(params, grads):
+        params["w"] -= 0.5 * grads["w"]
+        params["b"] -= 0.5 * grads["b"]
+
+    w, g = np.arange(4.0), np.ones(4)
+    def eager_calls():
+        return step.stats["eager_calls"]
+
+    step({"w": w, "b": np.zeros(2)}, {"w": g, "b": np.ones(2)})        # owned arrays
+    assert eager_calls() == 0 and w.tolist() == [-0.5, 0.5, 1.5, 2.5]
+    shared = np.arange(4.0)                 # one array under two names: NumPy's answer
+    want = shared.copy()
+    want -= 0.5 * want
+    step({"w": shared, "b": np.zeros(2)}, {"w": shared, "b": np.ones(2)})
+    np.testing.assert_array_equal(shared, want)
+    assert "shares memory" in step.last_eager_reason and eager_calls() == 1
+    base = np.arange(12.0)                  # views of one array that do not overlap
+    eager = base.copy()
+    step.python_function({"w": eager[:4], "b": eager[4:6]}, {"w": eager[6:10], "b": eager[10:]})
+    step({"w": base[:4], "b": base[4:6]}, {"w": base[6:10], "b": base[10:]})
+    np.testing.assert_array_equal(base, eager)
+    assert eager_calls() == 1
