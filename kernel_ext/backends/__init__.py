@@ -194,9 +194,12 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         TIERING and tiering.worth_it(graph) else None
     if effects is not None:
         from .whole_graph import compile_whole_graph, unsupported_reason
-        if unsupported_reason(graph) is None:
-            return tiering.tiered(executable, lambda: compile_whole_graph(
-                graph, tree, n_params, name=name), updates_arguments=effects == "arguments")
+        whole, draws, rngs = tiering.hoist_draws(graph, n_params) if "random" in effects \
+            else (graph, [], [])
+        if unsupported_reason(whole) is None:
+            return tiering.tiered(executable, lambda: tiering.with_draws(compile_whole_graph(
+                whole, tree, n_params + len(draws), name=name), draws),
+                updates_arguments="arguments" in effects, rngs=rngs)
     return executable
 
 

@@ -26,16 +26,19 @@ The monitor, the sidebar and ``%retrace_report`` show :attr:`Tier.note`.
 from __future__ import annotations
 
 import copy
+import dataclasses
+import functools
 import statistics
 import threading
 import time
 import warnings
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..ir import Graph, OpGroup
+from ..ir import Graph, Node, OpGroup, OpKind
 from ..ir.graph import subgraphs
+from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
 from .executable import Executable
 
@@ -59,30 +62,110 @@ def worth_it(graph: Graph) -> bool:
     return graph.count_ops() >= MIN_OPS
 
 
-def effects(graph: Graph, tree: TreeNode) -> str | None:
-    """What a second run of the trace could change: ``"none"``; ``"arguments"`` when it only
-    writes new contents into array arguments (a trial can run on copies of them); None when
-    it has other effects (a stateful or opaque op, sub-graphs included, or a container
-    argument replayed), which rule tiering out."""
-    def ok(g: Graph) -> bool:
+def effects(graph: Graph, tree: TreeNode) -> frozenset[str] | None:
+    """What a second run of the trace could change, as far as a trial can undo it: the empty
+    set for nothing; ``"arguments"`` when it writes new contents into array arguments (the
+    trial runs on copies of them); ``"random"`` when it draws random numbers that
+    :func:`hoist_draws` can make before the compiled function runs (the trial restores the
+    generators' states). None for any other effect (a variable, an opaque call, a draw inside
+    a loop or branch or from a traced argument, a container argument replayed): no tiering."""
+    found: set[str] = set()
+
+    def ok(g: Graph, top: bool) -> bool:
         for node in g.nodes:
-            if node.op.group in (OpGroup.STATEFUL, OpGroup.OPAQUE):
+            if node.op is OpKind.RANDOM_CALL and top and _hoistable(node):
+                found.add("random")
+            elif node.op.group in (OpGroup.STATEFUL, OpGroup.OPAQUE):
                 return False
-            if any(not ok(s) for s in subgraphs(node)):
+            if any(not ok(s, False) for s in subgraphs(node)):
                 return False
         return True
 
     def kinds(t: TreeNode) -> set[str]:
-        found = {t.kind}
+        out = {t.kind}
         for c in t.children or ():
-            found |= kinds(c)
-        return found
-    if not ok(graph):
+            out |= kinds(c)
+        return out
+    if not ok(graph, True):
         return None
-    found = kinds(tree)
-    if "replay" in found:
+    tree_kinds = kinds(tree)
+    if "replay" in tree_kinds:
         return None
-    return "arguments" if found & {"writeback", "input"} else "none"
+    if tree_kinds & {"writeback", "input"}:
+        found.add("arguments")
+    return frozenset(found)
+
+
+_RNG_TYPES = (np.random.Generator, np.random.RandomState)
+
+
+def _hoistable(node: Node) -> bool:
+    """A draw whose arguments are all known before the call (constants), from a generator
+    the function did not make, giving one array: it can be made before the compiled function
+    runs, in program order, with the same numbers."""
+    aval = node.aval
+    return isinstance(getattr(node.attrs.get("fn"), "__self__", None), _RNG_TYPES) and \
+        all(a.op is OpKind.CONSTANT for a in node.inputs) and \
+        aval is not None and not isinstance(aval, tuple) and aval.shape is not None
+
+
+def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], Any]],
+                                                      list[Any]]:
+    """``graph`` with each top-level random draw replaced by a new input (parameter number
+    ``n_params``, ``n_params + 1``, ...), the callables making those draws in program order,
+    and the generators they draw from. Calling the draws and then the new graph with them is
+    what the original graph does: the draws depend on no computed value, and nothing else in
+    the graph touches a generator (:func:`effects`)."""
+    new = Graph(graph.name)
+    mapping: dict[Node, Node] = {}
+    draws: list[Callable[[], Any]] = []
+    owners: list[Any] = []
+    for node in graph.nodes:
+        if node.op is OpKind.RANDOM_CALL:
+            aval = node.aval
+            made = new.placeholder(node.name, aval.shape, aval.dtype,
+                                   path=(("arg", n_params + len(draws)),))
+            values = [a.attrs["value"] for a in node.inputs]
+            draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))
+            owner = node.attrs["fn"].__self__
+            if not any(o is owner for o in owners):
+                owners.append(owner)
+            mapping[node] = made
+            continue
+        args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
+        made = Node(new.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
+        new.nodes.append(made)
+        if node.op is OpKind.PLACEHOLDER:
+            new.inputs.append(made)
+        mapping[node] = made
+    new.outputs = [mapping[o] for o in graph.outputs]
+    return new, draws, owners
+
+
+def with_draws(whole: Executable, draws: list[Callable[[], Any]]) -> Executable:
+    """``whole`` (compiled from :func:`hoist_draws`'s graph) called with the draws made
+    first, in program order, after the call's own parameters."""
+    if not draws:
+        return whole
+    inner = whole.run
+    names = ", ".join(f"_d{i}()" for i in range(len(draws)))
+    namespace: dict[str, Any] = {"_inner": inner, **{f"_d{i}": d for i, d in enumerate(draws)}}
+    exec(compile(f"def run(*params):\n    return _inner(*params, {names})\n",
+                 "<kx-draws>", "exec"), namespace)
+    return dataclasses.replace(whole, run=namespace["run"])
+
+
+def _rng_state(owner: Any) -> Any:
+    if isinstance(owner, np.random.Generator):
+        return owner.bit_generator.state
+    return owner.get_state(legacy=False)
+
+
+def _set_rng_state(owner: Any, state: Any) -> None:
+    if isinstance(owner, np.random.Generator):
+        owner.bit_generator.state = state
+    else:
+        owner.set_state(state)
 
 
 
@@ -90,10 +173,13 @@ class Tier:
     """The tiering state of one executable; :meth:`run` is what the trace calls."""
 
     def __init__(self, base: Executable, make_whole: Callable[[], Executable],
-                 updates_arguments: bool = False) -> None:
+                 updates_arguments: bool = False, rngs: Sequence[Any] = ()) -> None:
         self.base = base
         #: The trace writes into its array arguments: the trial's second run gets copies.
         self.updates_arguments = updates_arguments
+        #: The generators the trace draws from: the trial's second run starts from the
+        #: states the first one started from, and must leave the same states.
+        self.rngs = tuple(rngs)
         self._base_run = base.run
         self._make_whole = make_whole
         self.whole: Executable | None = None
@@ -144,11 +230,15 @@ class Tier:
             self._finish(*known, remember=False)
             return
         self._key = key
+        states = [_rng_state(g) for g in self.rngs]
         try:  # asks for the compiled function (in the background)
             whole.run(*self._private(params))
         except Exception as e:  # noqa: BLE001 - the fused executor keeps serving
             self._finish("fused", f"fused (whole graph failed: {type(e).__name__})")
             return
+        finally:  # (this run's draws are not the call's: the call's own run makes them)
+            for g, st in zip(self.rngs, states):
+                _set_rng_state(g, st)
         self.state = "trial"
 
     def _private(self, params: tuple) -> tuple:
@@ -169,15 +259,23 @@ class Tier:
         except Exception:  # noqa: BLE001 - an argument that cannot be copied: no trial
             self._finish("fused", "fused (its arguments cannot be copied for a trial)")
             return self._base_run(*params)
-        if len(fused_t) % 2:  # alternate which runs first (caches, clocks)
-            b, tb = _timed(whole.run, mine)
+        fused_first = not len(fused_t) % 2  # alternate which runs first (caches, clocks)
+        start = [_rng_state(g) for g in self.rngs]
+        if fused_first:
             a, ta = _timed(self._base_run, params)
         else:
-            a, ta = _timed(self._base_run, params)
             b, tb = _timed(whole.run, mine)
+        end = [_rng_state(g) for g in self.rngs]
+        for g, st in zip(self.rngs, start):  # the second run draws the same numbers
+            _set_rng_state(g, st)
+        if fused_first:
+            b, tb = _timed(whole.run, mine)
+        else:
+            a, ta = _timed(self._base_run, params)
         fused_t.append(ta)
         whole_t.append(tb)
-        if not same(a, b) or self.updates_arguments and not same(params, mine):
+        if not same(a, b) or self.updates_arguments and not same(params, mine) or \
+                not same(end, [_rng_state(g) for g in self.rngs]):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
         if len(fused_t) >= TRIAL_CALLS:
@@ -234,14 +332,15 @@ def same(a: Any, b: Any) -> bool:
 
 
 def tiered(base: Executable, make_whole: Callable[[], Executable],
-           updates_arguments: bool = False) -> Executable:
+           updates_arguments: bool = False, rngs: Sequence[Any] = ()) -> Executable:
     """``base`` with tier-up: its ``run`` counts calls and may move to ``make_whole()``;
-    ``updates_arguments``: the trace writes into its array arguments (see :class:`Tier`)."""
-    tier = Tier(base, make_whole, updates_arguments)
+    ``updates_arguments``: the trace writes into its array arguments; ``rngs``: the
+    generators it draws from (see :class:`Tier`)."""
+    tier = Tier(base, make_whole, updates_arguments, rngs)
     base.run = tier.run
     base.tier = tier
     return base
 
 
-__all__ = ["HOT_CALLS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "effects", "same",
-           "tiered", "worth_it"]
+__all__ = ["HOT_CALLS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "effects", "hoist_draws",
+           "same", "tiered", "with_draws", "worth_it"]
