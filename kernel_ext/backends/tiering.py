@@ -14,7 +14,7 @@ fused result:
   most :data:`MIN_GAIN` of the fused one, else the fused executor.
 
 The decision is remembered per compiled program (a retrace of the same code at the same
-sizes does not try again), and the ConcreteFunction is told so that cache hits call the
+sizes does not try again), also in the disk cache (a restarted kernel does not either), and the ConcreteFunction is told so that cache hits call the
 winner directly (:attr:`Tier.listeners`). Only traces without effects tier up (no variable,
 random or opaque op, no container argument changed): running them twice during the trial is
 unobservable. A trace that updates array arguments in place (written back, as NumPy's
@@ -28,10 +28,14 @@ from __future__ import annotations
 import copy
 import dataclasses
 import functools
+import hashlib
+import os
 import statistics
+import tempfile
 import threading
 import time
 import warnings
+from pathlib import Path
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -55,6 +59,52 @@ MIN_OPS = 2
 #: Decisions already made, by whole-graph program: ("whole" | "fused", note).
 _DECIDED: dict[str, tuple[str, str]] = {}
 _DECIDED_LOCK = threading.Lock()
+#: Decisions are also kept in the disk cache (``<cache>/tiers``), so a later session (a
+#: restarted kernel) serves a program measured before without a new trial.
+ON_DISK = True
+
+
+def _decision_file(key: str) -> Path:
+    from .kernel_cache import cache_root, versions_tag
+    tag = hashlib.sha256(f"{versions_tag()}:{key}".encode()).hexdigest()[:32]
+    return cache_root() / "tiers" / f"{tag}.txt"
+
+
+def recall_decision(key: str) -> tuple[str, str] | None:
+    """The decision made for the whole-graph program ``key`` in this process or, with
+    :data:`ON_DISK`, in an earlier one (None: never measured)."""
+    with _DECIDED_LOCK:
+        known = _DECIDED.get(key)
+    if known is not None or not ON_DISK:
+        return known
+    try:
+        winner, note = _decision_file(key).read_text(encoding="utf-8").split("\n", 1)
+    except (OSError, ValueError):
+        return None
+    if winner not in ("whole", "fused"):
+        return None
+    known = (winner, f"{note} (measured in an earlier session)")
+    with _DECIDED_LOCK:
+        _DECIDED[key] = known
+    return known
+
+
+def remember_decision(key: str, winner: str, note: str) -> None:
+    """Keep the decision for ``key`` (in memory; on disk too with :data:`ON_DISK`, written
+    to a temporary name and renamed, so a concurrent reader never sees half of it)."""
+    with _DECIDED_LOCK:
+        _DECIDED[key] = (winner, note)
+    if not ON_DISK:
+        return
+    try:
+        path = _decision_file(key)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(f"{winner}\n{note}")
+        os.replace(tmp, path)
+    except OSError:  # a read-only or full disk costs a trial next session, nothing more
+        pass
 
 
 def worth_it(graph: Graph) -> bool:
@@ -223,8 +273,7 @@ class Tier:
             self._finish("fused", f"fused (whole graph unsupported: {report.get('reason')})")
             return
         key = str(report.get("kernel"))
-        with _DECIDED_LOCK:
-            known = _DECIDED.get(key)
+        known = recall_decision(key)
         self.whole = whole
         if known is not None:  # this program was measured before
             self._finish(*known, remember=False)
@@ -291,8 +340,7 @@ class Tier:
     def _finish(self, winner: str, note: str, remember: bool = True) -> None:
         key = getattr(self, "_key", None)
         if remember and key is not None and self.whole is not None:
-            with _DECIDED_LOCK:
-                _DECIDED[key] = (winner, note)
+            remember_decision(key, winner, note)
         self.note = note
         self.state = winner
         run = self.whole.run if winner == "whole" and self.whole is not None \

@@ -18,6 +18,7 @@ def _tiering_on(monkeypatch):
     monkeypatch.setattr(tiering, "HOT_CALLS", 4)
     monkeypatch.setattr(tiering, "TRIAL_CALLS", 4)
     tiering._DECIDED.clear()
+    monkeypatch.setattr(tiering, "ON_DISK", False)  # no decision from another run
     backends.SHARED.clear()  # each test makes its own executables (and tiers)
 
 
@@ -211,3 +212,21 @@ def test_a_draw_depending_on_a_computed_value_rules_tiering_out():
 
     cf = kx.function(f).get_concrete_function(np.ones(3), np.random.default_rng(0))
     assert tiering.effects(cf.graph, cf._tree) is None
+
+
+def test_a_decision_is_kept_in_the_disk_cache_for_the_next_session(monkeypatch, tmp_path):
+    monkeypatch.setenv("KERNEL_EXT_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(tiering, "ON_DISK", True)
+    x = np.random.default_rng(8).random(64)
+    f = kx.function(chain)
+    _call(f, x, 20)
+    cf = f.get_concrete_function(x)
+    first = cf.executable.tier
+    assert first.state in ("whole", "fused")
+    assert list((tmp_path / "tiers").glob("*.txt"))
+    tiering._DECIDED.clear()                      # a new session: only the disk knows
+    again = backends.compile_for(cf.graph, cf._tree, 1, backend="auto", name="chain")
+    for _ in range(6):
+        again.run(x)
+    assert again.tier.state == first.state and not again.tier.samples[0]
+    assert again.tier.note == first.note + " (measured in an earlier session)"
