@@ -29,6 +29,7 @@ after a node that comes later in program order), so it is made on the emitter's 
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from itertools import count
 from typing import Any, Callable, Sequence
@@ -36,7 +37,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from ..ir.interpreter import build_index
+from ..ir.interpreter import build_index, tensor_array_write
 
 #: One executor step: the nodes it produces and the nodes it reads.
 Step = tuple[Sequence[Node], Sequence[Node]]
@@ -60,7 +61,10 @@ class InplacePlan:
 
 
 def write_in_place(node: Node) -> Callable[..., Any]:
-    """The in-place lowering of a ``setitem`` node: NumPy's own ``x[idx] = value``."""
+    """The in-place lowering of a ``setitem`` node (NumPy's own ``x[idx] = value``) or of a
+    ``tensor_array_write`` (the row written into the stack itself)."""
+    if node.op is OpKind.TENSOR_ARRAY_WRITE:
+        return functools.partial(tensor_array_write, in_place=True, **node.params)
     template = node.attrs["index"]
 
     def setitem(x: np.ndarray, value: Any, *dyn: Any) -> np.ndarray:
@@ -106,6 +110,8 @@ def _subgraphs(node: Node) -> list[Graph]:
 
 
 _ROOTS = count()
+#: Ops that return their first operand with part of it overwritten (functionally: a copy).
+_WRITES = (OpKind.SETITEM, OpKind.TENSOR_ARRAY_WRITE)
 
 
 class _Analysis:
@@ -186,7 +192,7 @@ class _Analysis:
         if _retains(node):
             for a in node.inputs:
                 self.escaped |= self.roots.get(a, frozenset())
-        if op is OpKind.SETITEM:
+        if op in _WRITES:
             base = node.args[0]
             if isinstance(base, Node) and base in self.owned and self._dead_after(base, k):
                 self.plan.writes.add(node)
@@ -224,13 +230,18 @@ class _Analysis:
         cond, body = node.attrs["cond"], node.attrs["body"]
         self.plan.merge(_Analysis(cond, self.steps_of, frozenset()).run().plan)
         args = node.args
-        candidates = {i for i in range(n) if _is_buffer(args[i])}
+        # (a slot starting as None is an empty TensorArray stack: its first write
+        # allocates, so the loop owns it from the start)
+        candidates = {i for i in range(n) if _is_buffer(args[i]) or args[i] is None}
         while True:
             inner = self._settle(body, candidates)
             params = body.inputs
             direct, copied = set(), set()
             for i in sorted(candidates):
                 init = args[i]
+                if init is None:
+                    direct.add(i)
+                    continue
                 others = [a for j, a in enumerate(args) if j != i]
                 if init in self.owned and self._dead_after(init, k) and \
                         not any(a is init for a in others) and \
@@ -244,7 +255,8 @@ class _Analysis:
             candidates -= dropped
         self.plan.merge(inner.plan)
         for i in direct:
-            self._rely_on(args[i])
+            if args[i] is not None:
+                self._rely_on(args[i])
         if copied:
             self.plan.entry_copies[node] = frozenset(copied)
         # What the loop's outputs share memory with: an owned slot its own buffer (the
@@ -254,7 +266,7 @@ class _Analysis:
         slots: dict[int, tuple[frozenset[int], bool]] = {}
         for i in range(n):
             if i in direct:
-                slots[i] = (self.roots[args[i]], True)
+                slots[i] = (self._new_root() if args[i] is None else self.roots[args[i]], True)
             elif i in copied:
                 slots[i] = (self._new_root(), True)
             else:

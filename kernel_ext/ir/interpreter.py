@@ -436,10 +436,12 @@ def _arange(node: Node) -> Callable[..., Any]:
 
 
 def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.dtype,
-                       size: int, dynamic_size: bool) -> np.ndarray:
+                       size: int, dynamic_size: bool, in_place: bool = False) -> np.ndarray:
     """A new buffer with ``value`` at row ``index``; rows are allocated on the first write
     (when the element shape becomes known) and grown geometrically when dynamic. ``buffer``
-    ``None`` is an empty one (the gradient's stacking loops start from it)."""
+    ``None`` is an empty one (the gradient's stacking loops start from it). ``in_place``
+    (the executors' reinplacing, when nothing reads ``buffer`` afterwards): a write within
+    its rows goes into ``buffer`` itself instead of a copy."""
     value = np.asarray(value)
     if buffer is None:
         buffer = np.zeros((0,), dtype)
@@ -467,7 +469,7 @@ def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.
         out = np.zeros((max(i + 1, 2 * rows),) + value.shape, dtype)
         out[:rows] = buffer
     else:
-        out = buffer.copy()
+        out = buffer if in_place else buffer.copy()
     out[i] = value
     return out
 
