@@ -395,20 +395,7 @@ class GradientTape:
                     source_nodes.append([node] if differentiable(node.aval) else [])
                 else:
                     source_nodes.append([])
-            found = backward(ctx, targets, lambda n: True,
-                             [n for ns in source_nodes for n in ns])
-            outputs: list[Node] = []
-            slots: list[int | None] = []
-            for ns in source_nodes:
-                parts = [found[n] for n in ns if n in found]
-                if not parts:
-                    slots.append(None)
-                    continue
-                total = parts[0]
-                for p in parts[1:]:
-                    total = total + p
-                slots.append(len(outputs))
-                outputs.append(ctx.lift(total))
+            outputs, slots = _gradient_outputs(ctx, targets, source_nodes)
         ctx.graph.outputs = outputs
         values = interpret(ctx.graph, [self._feeds[n] for n in ctx.graph.inputs])
         return [None if i is None else _as_result(values[i]) for i in slots]
@@ -459,20 +446,7 @@ class GradientTape:
                     source_nodes.append([node] if differentiable(node.aval) else [])
                 else:
                     source_nodes.append([])
-            found = backward(ctx, targets, lambda n: True,
-                             [n for ns in source_nodes for n in ns])
-            outputs: list[Node] = []
-            slots: list[int | None] = []
-            for ns in source_nodes:
-                parts = [found[n] for n in ns if n in found]
-                if not parts:
-                    slots.append(None)
-                    continue
-                total = parts[0]
-                for p in parts[1:]:
-                    total = total + p
-                slots.append(len(outputs))
-                outputs.append(ctx.lift(total))
+            outputs, slots = _gradient_outputs(ctx, targets, source_nodes)
             ctx.graph.outputs = outputs
         values = interpret(ctx.graph, feeds)
         return [None if i is None else _as_result(values[i]) for i in slots]
@@ -496,6 +470,27 @@ def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
                 "loop body are not supported yet. Fix: read it once before the if or loop "
                 f"(`{var.name.split('/')[0].lower()}_value = v.read_value()`) and use that "
                 "value inside.")
+
+
+def _gradient_outputs(ctx: TraceContext, targets: Any, source_nodes: list[list[Node]]
+                      ) -> tuple[list[Node], list[int | None]]:
+    """Run the backward pass from ``targets`` to every node of ``source_nodes`` and sum the
+    gradients of each source's nodes: the graph outputs to compute and, per source, the index
+    of its output (None: not connected)."""
+    found = backward(ctx, targets, lambda n: True, [n for ns in source_nodes for n in ns])
+    outputs: list[Node] = []
+    slots: list[int | None] = []
+    for ns in source_nodes:
+        parts = [found[n] for n in ns if n in found]
+        if not parts:
+            slots.append(None)
+            continue
+        total = parts[0]
+        for p in parts[1:]:
+            total = total + p
+        slots.append(len(outputs))
+        outputs.append(ctx.lift(total))
+    return outputs, slots
 
 
 def _leaves(value: Any) -> list[Any]:

@@ -77,14 +77,8 @@ class Variable(NumpyOperators):
     def read_value(self) -> Any:
         """The current value: a traced read inside a trace, a copy eagerly (under an eager
         ``GradientTape`` that watches the variable: a recording array)."""
-        ctx = current_context()
-        if ctx is not None:
-            return ctx.read_variable(self)
-        if EAGER_READ_HOOK[0] is not None:
-            recording = EAGER_READ_HOOK[0](self)
-            if recording is not None:
-                return recording
-        return self.storage.copy()
+        value = self._read()
+        return value.copy() if value is self.storage else value
 
     value = read_value
 
