@@ -618,7 +618,9 @@ class Function:
         return cf if cf is not None and any(c is cf for c in self._concrete) else None
 
     def __get__(self, instance: Any, owner: type | None = None) -> Any:
-        """A decorated method gets one Function (one cache) per instance."""
+        """A decorated method gets one Function (one cache) per instance, returned as a
+        :class:`BoundFunction` that keeps the instance alive while it lives, as a Python bound
+        method does (``A().m(x)`` works; the cache itself holds the instance weakly)."""
         if instance is None:
             return self
         try:
@@ -632,7 +634,7 @@ class Function:
                 self._instances[instance] = bound
             except TypeError:
                 pass  # unhashable instance: a fresh Function per attribute access
-        return bound
+        return BoundFunction(bound, instance)
 
     def __repr__(self) -> str:
         return f"<kx.Function {self._name}: {self._traces} trace(s), {self._calls} call(s)>"
@@ -689,6 +691,34 @@ def _refuse_shared_buffers(ctx: TraceContext, name: str) -> None:
             "attribute). A graph cannot repeat that change at every call as NumPy would. "
             "Fix: pass the array as an argument (updates of arguments reach the caller), or "
             "create it inside the function, or keep the state in a kx.Variable.")
+
+
+class BoundFunction:
+    """``instance.method`` of a ``@kx.function`` method: the instance's own :class:`Function`
+    (``__func__``) with a strong reference to the instance (``__self__``) for as long as this
+    object lives, as a Python bound method keeps its ``__self__``. Everything else — calls,
+    ``get_concrete_function``, the tracing count — is the Function's."""
+
+    __slots__ = ("__func__", "__self__")
+
+    def __init__(self, function: Function, instance: Any) -> None:
+        self.__func__ = function
+        self.__self__ = instance
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.__func__(*args, **kwargs)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.__func__, name)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, BoundFunction) and other.__func__ is self.__func__
+
+    def __hash__(self) -> int:
+        return hash(self.__func__)
+
+    def __repr__(self) -> str:
+        return f"<bound {self.__func__!r} of {type(self.__self__).__name__}>"
 
 
 def _has_dead(t: TraceType) -> bool:

@@ -337,6 +337,8 @@ def monitor(function: Any, *, interval: float = DEFAULT_INTERVAL, graph: bool = 
     after each cell; a saved notebook keeps a static HTML/SVG snapshot of its last state.
     """
     from ..engine import Function
+    if not isinstance(function, Function):  # a bound method (``model.step``): its Function
+        function = getattr(function, "__func__", function)
     if not isinstance(function, Function):
         raise TypeError(f"kx.jupyter.monitor needs a kx.function, got "
                         f"{type(function).__name__}; decorate it with @kx.function first")

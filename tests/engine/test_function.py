@@ -320,7 +320,7 @@ def test_decorated_method_has_one_cache_per_instance():
     np.testing.assert_array_equal(a(x), [2, 2])
     np.testing.assert_array_equal(b(x), [3, 3])
     np.testing.assert_array_equal(a(x), [2, 2])
-    assert a.__call__ is a.__call__
+    assert a.__call__.__func__ is a.__call__.__func__ and a.__call__ == a.__call__
     assert a.__call__.experimental_get_tracing_count() == 1
     assert b.__call__.experimental_get_tracing_count() == 1
 
@@ -806,3 +806,27 @@ def test_calls_with_lists_and_dicts_of_arrays_are_cache_hits_keyed_by_their_cont
     f(p, 0.1)
     assert f.stats["traces"] == 2
     np.testing.assert_allclose(p["w"], 0.9)
+
+
+class _Gain:
+    def __init__(self, s):
+        self.s = s
+
+    @kx.function
+    def apply(self, x):
+        return x * self.s
+
+
+def test_a_method_of_a_temporary_instance_runs_and_its_cache_holds_it_weakly():
+    import gc
+    import weakref
+
+    np.testing.assert_array_equal(_Gain(3.0).apply(np.ones(2)), [3.0, 3.0])
+    method = _Gain(4.0).apply           # the bound method keeps its instance, as Python's
+    np.testing.assert_array_equal(method(np.ones(2)), [4.0, 4.0])
+    assert method.experimental_get_tracing_count() == 1 and method == method.__self__.apply
+    instance = method.__self__
+    ref = weakref.ref(instance)
+    del method, instance
+    gc.collect()
+    assert ref() is None                  # nothing else keeps it (the cache is weak)
