@@ -49,6 +49,7 @@ from .numpy_backend import Namer, Scope, access_expr, output_expr
 from .parallel import SUM_PARALLEL_MIN
 from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
+from .whole_graph_ops import RULES as _OP_RULES
 
 SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a NumPy rerun
 
@@ -157,6 +158,8 @@ class _GraphWriter:
             elif op is OpKind.WHILE:
                 self.check(node.attrs["cond"])
                 self.check(node.attrs["body"])
+            elif op in _OP_RULES and _OP_RULES[op].claims(node):
+                _OP_RULES[op].check(node)  # whole_graph_ops: more of NumPy's ops
             elif op in _SUPPORTED_SHAPE_OPS:
                 self._check_shape(node)
             elif op is OpKind.MATMUL:
@@ -272,7 +275,7 @@ class _GraphWriter:
         while i < len(items):
             head = items[i]
             if not isinstance(head, Node) or head.op is not OpKind.MATMUL or \
-                    head in self.out_bufs:
+                    head in self.out_bufs or _OP_RULES[OpKind.MATMUL].claims(head):
                 i += 1
                 continue
             best: list[Node] = [head]
@@ -603,6 +606,11 @@ class _GraphWriter:
             return
         if op is OpKind.WHILE:
             self._emit_while(node, args, t, env, lines, indent)
+            return
+        if op in _OP_RULES and _OP_RULES[op].claims(node):
+            kind = _OP_RULES[op].emit(self, node, args, t, lines, indent)
+            roots = args[0].roots if kind == "view" else None
+            env[node] = _Val(t, kind == "scalar", kind == "fresh", roots)
             return
         if op is OpKind.MATMUL:
             self._emit_matmul(node, args, t, lines, indent)

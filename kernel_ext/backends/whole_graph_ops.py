@@ -1,0 +1,366 @@
+"""More of NumPy in the whole-graph compiler (``jit_compile=True``): one rule per op.
+
+:mod:`.whole_graph` compiles a graph into one Numba function; this module adds the ops it
+did not cover before, as a rule table keyed by :class:`~kernel_ext.ir.OpKind`. Each
+:class:`Rule` says
+
+* ``claims(node)`` — whether this rule (rather than :mod:`.whole_graph`'s own code) handles
+  the node: a 1-D ``matmul`` is ours, a 2-D @ 2-D one of one dtype stays there;
+* ``check(node)`` — raises :class:`~.codegen.Unsupported` naming what cannot be compiled
+  *exactly* (the writer then refuses the whole graph, which runs as fused segments);
+* ``emit(writer, node, args, t, lines, indent)`` — appends the Numba source computing the
+  node into variable ``t`` and returns what ``t`` is: ``"fresh"`` (a new C-contiguous array
+  the function owns), ``"view"`` (a view of the first argument) or ``"scalar"``.
+
+The contract is :mod:`.whole_graph`'s: the result is NumPy's to the bit. Where bits depend
+on an order NumPy picks (float sums, BLAS calls, sorting ties), the generated code makes the
+very call NumPy makes — its own inner loops, located with :func:`~.ufunc_loops.find_loop`
+and called through ``_call_loop`` — or checks at run time that the case is one whose result
+is unique, and otherwise *signals* (``raise FloatingPointError(SIGNAL)``): the call is then
+rerun by the fused executor, which is NumPy's own result (or error, or warning).
+
+How each op keeps NumPy's bits:
+
+* ``dot``/``matmul`` (1-D, 2-D, batched 3-D; mixed dtypes cast first, as NumPy casts):
+  float products call NumPy's ``matmul`` gufunc loop with NumPy's dims and strides (a
+  missing dimension has stride 0, as in NumPy), so the same BLAS call runs (``np.dot`` of
+  ≤ 2-D float operands is bitwise ``np.matmul`` where ``np.dot`` copies nothing — C- or
+  F-contiguous matrices, vectors of positive stride — and the other layouts signal);
+  integers wrap in a loop (exact: wrapping arithmetic is associative), bools are
+  an OR of ANDs.
+* ``stack``/``concatenate``/``pad`` (constant)/``expand_dims``/``flip``: data movement
+  (safe casts only), views where NumPy returns views.
+* ``cumsum``/``cumprod``: NumPy's ``add``/``multiply`` loop in accumulate form, per lane.
+* ``var``/``std``/``nanmean``: NumPy's own algorithm (``numpy/_core/_methods.py``), with
+  its sums made by NumPy's ``add`` loop called as a reduction calls it (pairwise along the
+  last axis, row by row along another); C-contiguous (or 1-D) inputs only, others signal.
+* ``getitem`` with integer arrays (a gather): indices checked (out of range signals).
+* ``sort``/``argsort``: a stable merge sort with NumPy's order (NaNs last); where NumPy's
+  result is not unique (``sort`` ties of different bits, ``-0.0``/``0.0`` or two NaNs;
+  default-kind ``argsort`` ties) the call signals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, Protocol, Sequence
+
+import numpy as np
+
+from ..ir import Node, OpKind
+from ..ir.abstract import DynamicIndex
+from .codegen import Unsupported, ctor
+from .ufunc_loops import find_loop
+
+#: dtypes this module computes (NumPy's and Numba's scalar types agree on these).
+_DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
+
+
+class Writer(Protocol):
+    """What an emit function may use of :class:`.whole_graph._GraphWriter`."""
+
+    helpers: dict[str, str]
+    scratch_lines: list[str]
+    scratch_names: set[str]
+    loop_args: list[tuple[int, int]]
+    constants: list[Any]
+
+    def fresh(self, prefix: str = "t") -> str: ...
+    def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
+    def loop_ref(self, idx: int) -> str: ...
+    def _out_buffer(self, node: Node, shape: str, size_test: str, dt: str,
+                    lines: list[str], indent: str, t: str, take: str = "{sp}") -> None: ...
+
+
+Emit = Callable[[Writer, Node, list, str, list, str], str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """How the whole-graph compiler handles one op (see the module docstring)."""
+
+    check: Callable[[Node], None]
+    emit: Emit
+    claims: Callable[[Node], bool] = lambda node: True
+
+
+RULES: dict[OpKind, Rule] = {}
+
+
+def claims(node: Node) -> bool:
+    """Does a rule of this module handle ``node``?"""
+    rule = RULES.get(node.op)
+    return rule is not None and rule.claims(node)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers shared by the rules
+# ---------------------------------------------------------------------------------------------
+
+def _array_arg(node: Node, i: int, what: str) -> Node:
+    """``node.args[i]``, a traced array of known rank and a dtype this module computes."""
+    a = node.args[i] if i < len(node.args) else None
+    if not isinstance(a, Node) or a.aval is None or isinstance(a.aval, tuple) or \
+            a.aval.shape is None:
+        raise Unsupported(f"{node.op.value} of {what} that is not a traced array")
+    if np.dtype(a.dtype) not in _DTYPES:
+        raise Unsupported(f"{node.op.value} of {a.dtype}")
+    return a
+
+
+def _out_dtype(node: Node) -> np.dtype:
+    dt = np.dtype(node.dtype)
+    if dt not in _DTYPES:
+        raise Unsupported(f"{node.op.value} to {dt}")
+    return dt
+
+
+def _only_params(node: Node, allowed: set[str]) -> None:
+    extra = {k for k, v in node.params.items() if k not in allowed and v is not None}
+    if extra:
+        raise Unsupported(f"{node.op.value} with {', '.join(sorted(extra))}")
+
+
+def _loop(w: Writer, ufunc: np.ufunc, dtypes: Sequence[np.dtype]) -> str:
+    """``f<k>, d<k>``: NumPy's inner loop of ``ufunc`` for exactly ``dtypes``, passed to the
+    generated function in its loop table (one entry per distinct loop)."""
+    found = find_loop(ufunc, tuple(np.dtype(d) for d in dtypes))
+    if found is None:  # pragma: no cover - check() asked for it first
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for {dtypes}")
+    if found in w.loop_args:
+        return w.loop_ref(w.loop_args.index(found))
+    w.loop_args.append(found)
+    return w.loop_ref(len(w.loop_args) - 1)
+
+
+def _need_loop(ufunc: np.ufunc, dt: np.dtype) -> None:
+    if find_loop(ufunc, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for {dt}")
+
+
+def _scratch(w: Writer) -> str:
+    """The pointer, size and stride arrays of a NumPy loop call: allocated once per call of
+    the generated function, shared by every call made here (they run one after another)."""
+    if "xo_pp" not in w.scratch_names:
+        w.scratch_names.add("xo_pp")
+        w.scratch_lines += ["    xo_pp = np.empty(3, np.uintp)",
+                            "    xo_dims = np.empty(4, np.intp)",
+                            "    xo_st = np.empty(9, np.intp)"]
+    return "xo_pp, xo_dims, xo_st"
+
+
+def _axis(axis: Any, rank: int, what: str) -> int:
+    if not isinstance(axis, (int, np.integer)) or not -rank <= int(axis) < rank:
+        raise Unsupported(f"{what} axis {axis!r} for rank {rank}")
+    return int(axis) % rank
+
+
+def _shape_tuple(parts: Sequence[str]) -> str:
+    return "(" + "".join(f"{p}, " for p in parts) + ")"
+
+
+def _index(rank: int, axis: int, comp: str) -> str:
+    """``:, :, comp, :`` — ``comp`` at ``axis`` of a rank-``rank`` array."""
+    return ", ".join(comp if a == axis else ":" for a in range(rank))
+
+
+# A ufunc loop called with three operands and one count (the binary form, or a reduction's
+# or accumulation's form when the output aliases an input with stride 0 or a shift).
+_LOOP3 = """\
+@_inline
+def _loop3(f, d, pp, dims, st, a, b, c, n, sa, sb, sc):
+    pp[0] = a
+    pp[1] = b
+    pp[2] = c
+    dims[0] = n
+    st[0] = sa
+    st[1] = sb
+    st[2] = sc
+    _call_loop(f, pp.ctypes.data, dims.ctypes.data, st.ctypes.data, d)
+"""
+
+# ---------------------------------------------------------------------------------------------
+# dot / matmul
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's matmul gufunc loop on 3-D views (batch, rows, columns) with explicit strides: a
+# dimension NumPy adds for a 1-D operand (or a broadcast batch) has stride 0, as in NumPy,
+# so the loop takes the very branch (dot, gemv, gemm, syrk) np.matmul takes.
+_MM_FLOAT = """\
+@_inline
+def _mm_float(a, b, o, f, d, pp, dims, st, sa0, sa1, sb0, sb2, so1, so2):
+    nb = o.shape[0]
+    n = a.shape[1]
+    m = a.shape[2]
+    p = b.shape[2]
+    if nb == 0 or n == 0 or p == 0:
+        return
+    if m == 0:
+        o[:, :, :] = 0
+        return
+    pp[0] = a.ctypes.data
+    pp[1] = b.ctypes.data
+    pp[2] = o.ctypes.data
+    dims[0] = nb
+    dims[1] = n
+    dims[2] = m
+    dims[3] = p
+    st[0] = sa0
+    st[1] = sb0
+    st[2] = o.strides[0]
+    st[3] = sa1
+    st[4] = a.strides[2]
+    st[5] = b.strides[1]
+    st[6] = sb2
+    st[7] = so1
+    st[8] = so2
+    _call_loop(f, pp.ctypes.data, dims.ctypes.data, st.ctypes.data, d)
+"""
+
+# Integer products wrap in the operands' dtype (``_wadd``/``_wmul``), as NumPy's integer
+# matmul loop does; the order of the terms does not change a wrapped sum.
+_MM_INT = """\
+@_inline
+def _mm_int(a, b, o):
+    nb = o.shape[0]
+    for q in range(nb):
+        x = a[q if a.shape[0] != 1 else 0]
+        y = b[q if b.shape[0] != 1 else 0]
+        for i in range(x.shape[0]):
+            for j in range(y.shape[1]):
+                s = o.dtype.type(0)
+                for k in range(x.shape[1]):
+                    s = _wadd(s, _wmul(x[i, k], y[k, j]))
+                o[q, i, j] = s
+"""
+
+_MM_BOOL = """\
+@_inline
+def _mm_bool(a, b, o):
+    nb = o.shape[0]
+    for q in range(nb):
+        x = a[q if a.shape[0] != 1 else 0]
+        y = b[q if b.shape[0] != 1 else 0]
+        for i in range(x.shape[0]):
+            for j in range(y.shape[1]):
+                s = False
+                for k in range(x.shape[1]):
+                    if x[i, k] and y[k, j]:
+                        s = True
+                        break
+                o[q, i, j] = s
+"""
+
+
+def _matmul_ranks(node: Node) -> tuple[Node, Node, np.dtype]:
+    a, b = _array_arg(node, 0, "an operand"), _array_arg(node, 1, "an operand")
+    ra, rb = len(a.aval.shape), len(b.aval.shape)
+    dt = _out_dtype(node)
+    if node.op is OpKind.DOT:
+        if not (1 <= ra <= 2 and 1 <= rb <= 2):
+            raise Unsupported(f"dot of ranks {ra} and {rb} (1-D and 2-D operands only)")
+    elif not (1 <= ra <= 3 and 1 <= rb <= 3):
+        raise Unsupported(f"matmul of ranks {ra} and {rb} (up to one batch axis)")
+    for x in (a, b):
+        if not np.can_cast(x.dtype, dt, "safe"):
+            raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
+    if dt.kind == "f":
+        if find_loop(np.matmul, (dt,) * 3) is None:
+            raise Unsupported(f"no NumPy matmul loop for {dt}")
+    elif dt.kind not in "biu":
+        raise Unsupported(f"{node.op.value} of {dt}")
+    return a, b, dt
+
+
+def _claims_matmul(node: Node) -> bool:
+    """Not the 2-D @ 2-D product of one dtype :mod:`.whole_graph` compiles itself."""
+    a, b = node.args[0], node.args[1]
+    return not (isinstance(a, Node) and isinstance(b, Node) and a.aval.shape is not None
+                and b.aval.shape is not None and len(a.aval.shape) == 2
+                and len(b.aval.shape) == 2 and a.aval.dtype == b.aval.dtype == node.dtype)
+
+
+def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    a_node, b_node, dt = _matmul_ranks(node)
+    ra, rb = len(a_node.aval.shape), len(b_node.aval.shape)
+    a, b = args[0].name, args[1].name
+    dts = ctor(dt)
+    if np.dtype(a_node.dtype) != dt:
+        v = w.fresh("m")
+        lines.append(f"{indent}{v} = {a}.astype({dts})")
+        a = v
+    if np.dtype(b_node.dtype) != dt:
+        v = w.fresh("m")
+        lines.append(f"{indent}{v} = {b}.astype({dts})")
+        b = v
+    # 3-D views (batch, rows, cols); a 1-D a is one row, a 1-D b one column
+    a3 = {1: f"{a}[None, None, :]", 2: f"{a}[None, :, :]", 3: a}[ra]
+    b3 = {1: f"{b}[None, :, None]", 2: f"{b}[None, :, :]", 3: b}[rb]
+    if node.op is OpKind.DOT and dt.kind == "f":
+        # np.dot copies an operand that BLAS cannot read as it is, then calls BLAS as
+        # np.matmul would; the bits agree with matmul's loop (tested) when no copy is made,
+        # so the other layouts (a matrix neither C- nor F-contiguous, a vector with a
+        # stride <= 0) are rerun in NumPy.
+        for x, r in ((a, ra), (b, rb)):
+            if r == 2:
+                w.signal(lines, indent, f"not ({x}.flags.c_contiguous or "
+                                        f"{x}.flags.f_contiguous)")
+            else:
+                w.signal(lines, indent, f"{x}.strides[0] <= 0 and {x}.shape[0] > 1")
+    va, vb = w.fresh("ma"), w.fresh("mb")
+    lines.append(f"{indent}{va} = {a3}")
+    lines.append(f"{indent}{vb} = {b3}")
+    w.signal(lines, indent, f"{va}.shape[2] != {vb}.shape[1]")
+    batched = ra == 3 or rb == 3
+    nb = "1"
+    if batched:
+        nb = w.fresh("nb")
+        w.signal(lines, indent, f"{va}.shape[0] != {vb}.shape[0] and {va}.shape[0] != 1 "
+                                f"and {vb}.shape[0] != 1")
+        lines.append(f"{indent}{nb} = max({va}.shape[0], {vb}.shape[0])")
+    out_dims = ([nb] if batched else []) + ([f"{va}.shape[1]"] if ra > 1 else []) + \
+        ([f"{vb}.shape[2]"] if rb > 1 else [])
+    scalar = not out_dims
+    o = w.fresh("mo")
+    if scalar:
+        lines.append(f"{indent}{o} = np.empty((1, 1, 1), {dts})")
+        o3 = o
+    else:
+        shape = _shape_tuple(out_dims)
+        test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(out_dims))
+        w._out_buffer(node, shape, test, dts, lines, indent, o)
+        if batched:
+            o3 = {1: f"{o}[:, None, :]", 2: f"{o}[:, :, None]"}.get(
+                1 if ra == 1 else 2 if rb == 1 else 0, o)
+        else:
+            o3 = {(2, 1): f"{o}[None, :, None]", (1, 2): f"{o}[None, None, :]"}.get(
+                (ra, rb), f"{o}[None, :, :]")
+    if dt.kind == "f":
+        w.helpers["_mm_float"] = _MM_FLOAT
+        # NumPy's strides: 0 for a dimension it added (a 1-D operand, a broadcast batch)
+        sa0 = f"{va}.strides[0] if {va}.shape[0] != 1 else 0" if ra == 3 else "0"
+        sb0 = f"{vb}.strides[0] if {vb}.shape[0] != 1 else 0" if rb == 3 else "0"
+        sa1 = f"{va}.strides[1]" if ra > 1 else "0"
+        sb2 = f"{vb}.strides[2]" if rb > 1 else "0"
+        so1 = "0" if ra == 1 or scalar else f"{o}.strides[{1 if batched else 0}]"
+        so2 = "0" if rb == 1 or scalar else f"{o}.strides[{len(out_dims) - 1}]"
+        lines.append(f"{indent}_mm_float({va}, {vb}, {o3}, {_loop(w, np.matmul, (dt,) * 3)}, "
+                     f"{_scratch(w)}, {sa0}, {sa1}, {sb0}, {sb2}, {so1}, {so2})")
+    else:
+        name = "_mm_bool" if dt.kind == "b" else "_mm_int"
+        w.helpers[name] = _MM_BOOL if dt.kind == "b" else _MM_INT
+        lines.append(f"{indent}{name}({va}, {vb}, {o3})")
+    if scalar:
+        lines.append(f"{indent}{t} = {o}[0, 0, 0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}")
+    return "fresh"
+
+
+RULES[OpKind.MATMUL] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul,
+                            _claims_matmul)
+RULES[OpKind.DOT] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul)
+
+
+__all__ = ["RULES", "Rule", "Writer", "claims"]

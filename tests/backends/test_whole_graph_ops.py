@@ -1,0 +1,198 @@
+"""``jit_compile=True`` ops of :mod:`kernel_ext.backends.whole_graph_ops`, bit for bit NumPy's.
+
+Every test runs a function through the compiled whole-graph function *without its fallback*
+(:func:`_compiled` makes a rerun in the fused executor an error), compares every bit with
+eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and checks that
+``unsupported_reason`` accepts the graph. Values come from fixed cases and from hypothesis
+(NaN, ±0, ±inf, integer extremes), on one compiled function per shape and dtype.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import kernel_ext as kx
+from kernel_ext.backends.whole_graph import unsupported_reason
+
+RNG = np.random.default_rng(16)
+FLOATS = (np.float64, np.float32)
+SPECIALS = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.0, -1.0, 1e-300, 3.5, -2.25]
+_CACHE: dict[Any, Any] = {}
+
+
+def _bits(x: Any) -> tuple:
+    a = np.asarray(x)
+    return a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()
+
+
+def _same(got: Any, want: Any) -> None:
+    """Equal dtype, shape and bits (a tuple of results element by element)."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
+    g, w = np.asarray(got), np.asarray(want)
+    assert (g.dtype, g.shape) == (w.dtype, w.shape), (g.dtype, w.dtype, g.shape, w.shape)
+    assert _bits(g) == _bits(w), f"\ngot  {g!r}\nwant {w!r}"
+
+
+def _function(fn: Callable) -> Any:
+    """One ``kx.function(fn, jit_compile=True)`` per Python function (hypothesis reruns)."""
+    if fn not in _CACHE:
+        _CACHE[fn] = kx.function(fn, jit_compile=True)
+    return _CACHE[fn]
+
+
+def _compiled(fn: Callable, *args: Any) -> Any:
+    """``fn(*args)`` computed by the compiled whole-graph function: the graph is accepted,
+    and a signal (a rerun in the fused executor) fails the test."""
+    f = _function(fn)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*cannot be compiled into one function")
+        f(*args)  # the first call compiles (synchronously in the backend tests)
+        cf = f.get_concrete_function(*args)
+        assert unsupported_reason(cf.graph) is None, unsupported_reason(cf.graph)
+        scope = cf.executable.run.__globals__
+
+        def no_fallback(*_: Any) -> Any:
+            raise AssertionError("the compiled function signalled a rerun in NumPy")
+
+        saved = scope["_fallback"]
+        scope["_fallback"] = no_fallback
+        try:
+            return f(*args)
+        finally:
+            scope["_fallback"] = saved
+
+
+def _check(fn: Callable, *args: Any) -> None:
+    with np.errstate(all="ignore"):
+        want = fn(*args)
+    _same(_compiled(fn, *args), want)
+
+
+def _falls_back(fn: Callable, *args: Any) -> None:
+    """The compiled function hands this call to NumPy, whose result comes back."""
+    f = _function(fn)
+    f(*args)
+    scope = f.get_concrete_function(*args).executable.run.__globals__
+    calls = []
+    saved = scope["_fallback"]
+
+    def counting(*a: Any) -> Any:
+        calls.append(1)
+        return saved(*a)
+
+    scope["_fallback"] = counting
+    try:
+        with np.errstate(all="ignore"):
+            _same(f(*args), fn(*args))
+    finally:
+        scope["_fallback"] = saved
+    assert calls, "expected a rerun in NumPy"
+
+
+def _values(dtype: Any, n: int) -> st.SearchStrategy:
+    """``n`` values of ``dtype``: specials (NaN, ±0, ±inf) and extremes among ordinary ones."""
+    dt = np.dtype(dtype)
+    if dt.kind == "f":
+        elem = st.one_of(st.sampled_from(SPECIALS),
+                         st.floats(-1e6, 1e6, width=8 * dt.itemsize))
+    elif dt.kind == "b":
+        elem = st.booleans()
+    else:
+        info = np.iinfo(dt)
+        elem = st.one_of(st.sampled_from([info.min, info.max, 0, -1 if info.min else 1]),
+                         st.integers(int(info.min), int(info.max)))
+    return st.lists(elem, min_size=n, max_size=n).map(lambda v: np.array(v, dtype=dt))
+
+
+def _rand(shape: tuple, dtype: Any = np.float64) -> np.ndarray:
+    dt = np.dtype(dtype)
+    if dt.kind == "b":
+        return RNG.random(shape) < 0.5
+    if dt.kind in "iu":
+        return RNG.integers(-5 if dt.kind == "i" else 0, 6, shape).astype(dt)
+    return RNG.standard_normal(shape).astype(dt)
+
+
+# -- dot / matmul --------------------------------------------------------------------------------
+
+def _dot(a, b):
+    return np.dot(a, b)
+
+
+def _matmul(a, b):
+    return a @ b
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.int8, np.bool_])
+@pytest.mark.parametrize("fn", [_dot, _matmul])
+def test_dot_and_matmul_of_vectors_and_matrices_are_numpys_bits(fn, dtype):
+    a, v, w = _rand((5, 7), dtype), _rand(7, dtype), _rand(5, dtype)
+    for x, y in [(v, v), (a, v), (w, a), (a, a.T), (a.T, w), (v[::2], a[:4].T.T)]:
+        _check(fn, x, y)
+    for x, y in [(a.T[::2], w), (v[::-1], a.T)]:  # layouts np.dot copies first
+        (_check if fn is _matmul or dtype not in FLOATS else _falls_back)(fn, x, y)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64])
+def test_batched_matmul_broadcasts_a_matrix_or_vector_operand(dtype):
+    a3, b3 = _rand((4, 5, 7), dtype), _rand((4, 7, 3), dtype)
+    for x, y in [(a3, b3), (a3[:1], b3), (_rand((5, 7), dtype), b3), (a3, _rand(7, dtype)),
+                 (_rand(5, dtype), a3), (a3.transpose(0, 2, 1), a3)]:
+        _check(_matmul, x, y)
+
+
+def test_mixed_dtype_products_cast_as_numpy_does():
+    for x, y in [(_rand(7, np.int16), _rand(7, np.float32)),
+                 (_rand((3, 7), np.float32), _rand(7, np.float64)),
+                 (_rand((3, 7), np.bool_), _rand((7, 2), np.int32)),
+                 (_rand((3, 7), np.int64), _rand(7, np.float64))]:
+        _check(_dot, x, y)
+        _check(_matmul, x, y)
+
+
+def test_products_with_an_empty_inner_dimension_are_zeros():
+    _check(_dot, np.zeros(0), np.zeros(0))
+    _check(_matmul, np.zeros((3, 0), np.float32), np.zeros(0, np.float32))
+
+
+def test_a_vector_loop_of_products_reuses_its_buffer_and_matches_numpy():
+    def power_iteration(a, v):
+        for _ in range(5):
+            v = a @ v
+            v = v / np.sqrt(np.dot(v, v))
+        return v
+
+    _check(power_iteration, _rand((6, 6)), _rand(6))
+
+
+def test_mismatched_product_shapes_raise_numpys_error():
+    spec = [kx.TensorSpec((None, None), np.float64), kx.TensorSpec((None,), np.float64)]
+    f = kx.function(_dot, jit_compile=True, input_signature=spec)
+    _same(f(np.ones((2, 3)), np.ones(3)), np.dot(np.ones((2, 3)), np.ones(3)))
+    with pytest.raises(ValueError, match="not aligned"):
+        f(np.ones((2, 3)), np.ones(4))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_values(np.float64, 12), _values(np.float64, 4))
+def test_float_products_with_specials_match_numpy(x, y):
+    _check(_dot, x.reshape(3, 4), y)
+    _check(_dot, y, x.reshape(4, 3))
+    _check(_matmul, x[:4], y)
+
+
+@settings(max_examples=60, deadline=None)
+@given(_values(np.int32, 12), _values(np.int32, 4))
+def test_integer_products_wrap_as_numpy_does(x, y):
+    _check(_dot, x.reshape(3, 4), y)
+    _check(_matmul, x[:4], y)
