@@ -362,5 +362,147 @@ RULES[OpKind.MATMUL] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul,
                             _claims_matmul)
 RULES[OpKind.DOT] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul)
 
+# ---------------------------------------------------------------------------------------------
+# stack / concatenate / expand_dims / flip
+# ---------------------------------------------------------------------------------------------
+
+def _alloc(w: Writer, node: Node, dims: Sequence[str], dts: str, lines: list[str],
+           indent: str, t: str) -> None:
+    """``t = np.empty(dims, dts)``, or the dead buffer a loop left for ``node``."""
+    test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(dims)) or "True"
+    w._out_buffer(node, _shape_tuple(dims), test, dts, lines, indent, t)
+
+
+def _joined(node: Node) -> tuple[list[Node], np.dtype]:
+    """The arrays ``stack``/``concatenate`` join, each cast safely to the result dtype."""
+    dt = _out_dtype(node)
+    xs = [_array_arg(node, i, "an operand") for i in range(len(node.args))]
+    if not xs:
+        raise Unsupported(f"{node.op.value} of nothing")
+    for x in xs:
+        if not np.can_cast(x.dtype, dt, "safe"):
+            raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
+    ranks = {len(x.aval.shape) for x in xs}
+    if len(ranks) != 1:
+        raise Unsupported(f"{node.op.value} of different ranks")
+    return xs, dt
+
+
+def _check_concatenate(node: Node) -> None:
+    _only_params(node, {"axis"})
+    xs, _ = _joined(node)
+    rank = len(xs[0].aval.shape)
+    axis = node.attrs.get("axis", 0)
+    if axis is not None:
+        if rank == 0:
+            raise Unsupported("concatenate of 0-d values")
+        _axis(axis, rank, "concatenate")
+
+
+def _emit_concatenate(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                      indent: str) -> str:
+    xs, dt = _joined(node)
+    names = [a.name for a in args]
+    axis = node.attrs.get("axis", 0)
+    if axis is None:  # the arrays flattened in C order, one after the other
+        names = [f"{n}.ravel()" for n in names]
+        rank, k = 1, 0
+    else:
+        rank = len(xs[0].aval.shape)
+        k = int(axis) % rank
+        first = names[0]
+        for n in names[1:]:  # NumPy's ValueError: the other dimensions must agree
+            for d in range(rank):
+                if d != k:
+                    w.signal(lines, indent, f"{n}.shape[{d}] != {first}.shape[{d}]")
+    parts = []
+    for n in names:
+        v = w.fresh("c")
+        lines.append(f"{indent}{v} = {n}")
+        parts.append(v)
+    total = " + ".join(f"{v}.shape[{k}]" for v in parts)
+    dims = [f"{parts[0]}.shape[{d}]" if d != k else f"({total})" for d in range(rank)]
+    _alloc(w, node, dims, ctor(dt), lines, indent, t)
+    off = "0"
+    for v in parts:
+        end = w.fresh("e")
+        lines.append(f"{indent}{end} = {off} + {v}.shape[{k}]")
+        lines.append(f"{indent}{t}[{_index(rank, k, f'{off}:{end}')}] = {v}")
+        off = end
+    return "fresh"
+
+
+def _check_stack(node: Node) -> None:
+    _only_params(node, {"axis"})
+    xs, _ = _joined(node)
+    _axis(node.attrs.get("axis", 0), len(xs[0].aval.shape) + 1, "stack")
+
+
+def _emit_stack(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                indent: str) -> str:
+    xs, dt = _joined(node)
+    rank = len(xs[0].aval.shape)
+    k = int(node.attrs.get("axis", 0)) % (rank + 1)
+    first = args[0].name
+    for a in args[1:]:  # NumPy's ValueError: all input arrays must have the same shape
+        for d in range(rank):
+            w.signal(lines, indent, f"{a.name}.shape[{d}] != {first}.shape[{d}]")
+    dims = [f"{first}.shape[{d}]" for d in range(rank)]
+    dims.insert(k, str(len(args)))
+    _alloc(w, node, dims, ctor(dt), lines, indent, t)
+    for i, a in enumerate(args):
+        lines.append(f"{indent}{t}[{_index(rank + 1, k, str(i))}] = {a.name}")
+    return "fresh"
+
+
+def _expand_axes(node: Node) -> list[int]:
+    x = _array_arg(node, 0, "a value")
+    axis = node.attrs["axis"]
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    out_rank = len(x.aval.shape) + len(axes)
+    if len(x.aval.shape) == 0:
+        raise Unsupported("expand_dims of a 0-d value")
+    norm = sorted(_axis(a, out_rank, "expand_dims") for a in axes)
+    if len(set(norm)) != len(norm):
+        raise Unsupported("expand_dims with a repeated axis")
+    return norm
+
+
+def _emit_expand_dims(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                      indent: str) -> str:
+    axes = _expand_axes(node)
+    rank = len(node.args[0].aval.shape) + len(axes)
+    index = ", ".join("None" if a in axes else ":" for a in range(rank))
+    lines.append(f"{indent}{t} = {args[0].name}[{index}]")
+    return "view"
+
+
+def _flip_axes(node: Node) -> set[int]:
+    x = _array_arg(node, 0, "a value")
+    rank = len(x.aval.shape)
+    if rank == 0:
+        raise Unsupported("flip of a 0-d value")
+    axis = node.attrs.get("axis")
+    if axis is None:
+        return set(range(rank))
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    return {_axis(a, rank, "flip") for a in axes}
+
+
+def _emit_flip(w: Writer, node: Node, args: list, t: str, lines: list[str],
+               indent: str) -> str:
+    axes = _flip_axes(node)
+    rank = len(node.args[0].aval.shape)
+    index = ", ".join("::-1" if a in axes else ":" for a in range(rank))
+    lines.append(f"{indent}{t} = {args[0].name}[{index}]")
+    return "view"
+
+
+RULES[OpKind.CONCATENATE] = Rule(_check_concatenate, _emit_concatenate)
+RULES[OpKind.STACK] = Rule(_check_stack, _emit_stack)
+RULES[OpKind.EXPAND_DIMS] = Rule(lambda n: _expand_axes(n) and None, _emit_expand_dims,
+                                 lambda n: not isinstance(n.attrs["axis"], int))
+RULES[OpKind.FLIP] = Rule(lambda n: _flip_axes(n) and None, _emit_flip)
+
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

@@ -196,3 +196,72 @@ def test_float_products_with_specials_match_numpy(x, y):
 def test_integer_products_wrap_as_numpy_does(x, y):
     _check(_dot, x.reshape(3, 4), y)
     _check(_matmul, x[:4], y)
+
+
+# -- stack / concatenate / expand_dims / flip ----------------------------------------------------
+
+def _stack_rows(a, b):
+    return np.stack([a, b * 2, a + b])
+
+
+def _stack_last(a, b):
+    return np.stack([a, b], axis=-1)
+
+
+def _stack_scalars(a, b):
+    return np.stack([np.sum(a * a), np.max(b), a[0]])
+
+
+def _concat0(a, b):
+    return np.concatenate([a, b * 2, a])
+
+
+def _concat1(a, b):
+    return np.concatenate([a, b, a[:, :1]], axis=1)
+
+
+def _concat_flat(a, b):
+    return np.concatenate([a, b.T], axis=None)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16, np.bool_])
+def test_stack_and_concatenate_copy_numpys_values(dtype):
+    a, b = _rand((3, 4), dtype), _rand((3, 4), dtype)
+    for fn in (_stack_rows, _stack_last, _concat0, _concat1, _concat_flat):
+        _check(fn, a, b)
+    _check(_stack_scalars, _rand(5, dtype), _rand(5, dtype))
+    _check(_stack_rows, a.T, b.T)  # transposed inputs
+
+
+def test_stack_and_concatenate_cast_mixed_dtypes_safely():
+    _check(_stack_last, _rand((3, 4), np.int32), _rand((3, 4), np.float64))
+    _check(_concat0, _rand((2, 4), np.float32), _rand((3, 4), np.float64))
+    _check(_concat1, _rand((3, 4), np.bool_), _rand((3, 2), np.int8))
+
+
+def test_stack_of_different_shapes_raises_numpys_error():
+    spec = [kx.TensorSpec((None,), np.float64), kx.TensorSpec((None,), np.float64)]
+    f = kx.function(_stack_last, jit_compile=True, input_signature=spec)
+    _same(f(np.ones(3), np.zeros(3)), _stack_last(np.ones(3), np.zeros(3)))
+    with pytest.raises(ValueError, match="same shape"):
+        f(np.ones(3), np.ones(4))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_values(np.float32, 12), _values(np.float32, 12))
+def test_stack_and_concatenate_keep_every_bit(x, y):
+    a, b = x.reshape(3, 4), y.reshape(3, 4)
+    _check(_stack_last, a, b)
+    _check(_concat1, a, b)
+
+
+def _expand_flip(a):
+    return (np.expand_dims(a, (0, 2)) * 2, np.expand_dims(a, (-1, 1)) + 1, np.flip(a) - 1,
+            np.flip(a, axis=1) * 3, np.flip(a, (0,)) * 1.5, a[::-1, ::2] @ np.flip(a.T, 0)[::2])
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_expand_dims_with_several_axes_and_flip_are_views_as_in_numpy(dtype):
+    a = _rand((4, 4), dtype)
+    _check(_expand_flip, a)
+    _check(_expand_flip, a.T)
