@@ -504,5 +504,86 @@ RULES[OpKind.EXPAND_DIMS] = Rule(lambda n: _expand_axes(n) and None, _emit_expan
                                  lambda n: not isinstance(n.attrs["axis"], int))
 RULES[OpKind.FLIP] = Rule(lambda n: _flip_axes(n) and None, _emit_flip)
 
+# ---------------------------------------------------------------------------------------------
+# cumsum / cumprod
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's accumulate: per lane (the axis, with the other axes fixed) the first element is
+# copied and the binary loop runs once over the rest with its output one step behind its
+# first input, ``out[i] = out[i - 1] op x[i]``: this very call, so the same bits.
+_ACCUMULATE = """\
+@_inline
+def _accumulate(x3, o3, f, d, pp, dims, st):
+    outer, n, inner = x3.shape
+    if n == 0:
+        return
+    sx = x3.strides[1]
+    so = o3.strides[1]
+    for a in range(outer):
+        for c in range(inner):
+            o3[a, 0, c] = x3[a, 0, c]
+            if n > 1:
+                base_o = o3[a, :, c].ctypes.data
+                base_x = x3[a, :, c].ctypes.data
+                _loop3(f, d, pp, dims, st, base_o, base_x + sx, base_o + so, n - 1,
+                       so, sx, so)
+"""
+
+
+def _check_scan(node: Node) -> tuple[Node, np.dtype, int | None]:
+    _only_params(node, {"axis", "dtype"})
+    x = _array_arg(node, 0, "a value")
+    dt = _out_dtype(node)
+    if not np.can_cast(x.dtype, dt, "safe"):
+        raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
+    _need_loop(np.add if node.op is OpKind.CUMSUM else np.multiply, dt)
+    axis = node.attrs.get("axis")
+    rank = len(x.aval.shape)
+    if axis is not None:
+        if rank == 0:
+            raise Unsupported(f"{node.op.value} of a 0-d value along an axis")
+        axis = _axis(axis, rank, node.op.value)
+    elif rank == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    return x, dt, axis
+
+
+def _lanes(x: str, rank: int, axis: int | None) -> tuple[str, str, str]:
+    """``(outer, n, inner)`` expressions of a C-contiguous ``x`` seen along ``axis``."""
+    if axis is None:
+        return "1", f"{x}.size", "1"
+    outer = " * ".join(f"{x}.shape[{d}]" for d in range(axis)) or "1"
+    inner = " * ".join(f"{x}.shape[{d}]" for d in range(axis + 1, rank)) or "1"
+    return outer, f"{x}.shape[{axis}]", inner
+
+
+def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str],
+               indent: str) -> str:
+    x_node, dt, axis = _check_scan(node)
+    rank = len(x_node.aval.shape)
+    dts = ctor(dt)
+    x = w.fresh("x")
+    # The lanes are independent: a C-ordered copy (or a cast) changes no result bit.
+    cast = "" if np.dtype(x_node.dtype) == dt else f".astype({dts})"
+    lines.append(f"{indent}{x} = np.ascontiguousarray({args[0].name}{cast})")
+    if axis is None:
+        lines.append(f"{indent}{x} = {x}.ravel()")
+        rank, dims = 1, [f"{x}.size"]
+    else:
+        dims = [f"{x}.shape[{d}]" for d in range(rank)]
+    _alloc(w, node, dims, dts, lines, indent, t)
+    outer, n, inner = _lanes(x, rank, axis if axis is not None else 0)
+    shape3 = f"({outer}, {n}, {inner})"
+    w.helpers["_loop3"] = _LOOP3
+    w.helpers["_accumulate"] = _ACCUMULATE
+    ufunc = np.add if node.op is OpKind.CUMSUM else np.multiply
+    lines.append(f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+                 f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})")
+    return "fresh"
+
+
+RULES[OpKind.CUMSUM] = Rule(lambda n: _check_scan(n) and None, _emit_scan)
+RULES[OpKind.CUMPROD] = Rule(lambda n: _check_scan(n) and None, _emit_scan)
+
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

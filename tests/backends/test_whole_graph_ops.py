@@ -265,3 +265,37 @@ def test_expand_dims_with_several_axes_and_flip_are_views_as_in_numpy(dtype):
     a = _rand((4, 4), dtype)
     _check(_expand_flip, a)
     _check(_expand_flip, a.T)
+
+
+# -- cumsum / cumprod ----------------------------------------------------------------------------
+
+def _scans(a):
+    return (np.cumsum(a, axis=0), np.cumsum(a, axis=-1), np.cumprod(a, axis=1),
+            np.cumsum(a), np.cumprod(a.T, axis=0))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.bool_])
+def test_cumsum_and_cumprod_are_numpys_accumulations(dtype):
+    a = _rand((4, 6), dtype)
+    _check(_scans, a)
+    _check(_scans, a[::-1, ::2])
+
+
+def _scan_dtype(a):
+    return np.cumsum(a, dtype=np.float64), np.cumprod(a, axis=0, dtype=np.int64)
+
+
+def test_cumsum_with_a_dtype_casts_first():
+    _check(_scan_dtype, _rand((3, 5), np.int16))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_values(np.float64, 24))
+def test_scans_with_nan_inf_and_signed_zeros_keep_numpys_bits(x):
+    _check(_scans, x.reshape(4, 6))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_values(np.int64, 24))
+def test_integer_scans_wrap_as_numpy_does(x):
+    _check(_scans, x.reshape(4, 6))
