@@ -585,5 +585,134 @@ def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str],
 RULES[OpKind.CUMSUM] = Rule(lambda n: _check_scan(n) and None, _emit_scan)
 RULES[OpKind.CUMPROD] = Rule(lambda n: _check_scan(n) and None, _emit_scan)
 
+# ---------------------------------------------------------------------------------------------
+# var / std / nanmean: NumPy's algorithm, its sums made by NumPy's add loop
+# ---------------------------------------------------------------------------------------------
+
+# ``acc += sum of x3 along axis 1`` as NumPy's reduction calls its add loop on a C-contiguous
+# array: with nothing after the axis (``inner == 1``) the loop's reduce form (output stride
+# 0: a pairwise sum per lane), else the binary form once per step along the axis (each
+# output element summed in order). ``acc`` starts at +0.0, as NumPy's does.
+_SUM_AXIS = """\
+@_inline
+def _sum_axis(x3, acc, f, d, pp, dims, st):
+    outer, n, inner = x3.shape
+    if inner == 1:
+        for a in range(outer):
+            p = acc[a].ctypes.data
+            _loop3(f, d, pp, dims, st, p, x3[a].ctypes.data, p, n, 0, x3.strides[1], 0)
+    else:
+        for a in range(outer):
+            p = acc[a].ctypes.data
+            for i in range(n):
+                _loop3(f, d, pp, dims, st, p, x3[a, i].ctypes.data, p, inner,
+                       acc.strides[1], x3.strides[2], acc.strides[1])
+"""
+
+
+def _reduce_axis(node: Node, rank: int) -> int | None:
+    """The one axis of a var/std/nanmean (None: all of them), or Unsupported."""
+    axis = node.attrs.get("axis")
+    if isinstance(axis, (tuple, list)):
+        if len(axis) != 1:
+            if sorted(_axis(a, rank, node.op.value) for a in axis) == list(range(rank)):
+                return None
+            raise Unsupported(f"{node.op.value} over several axes")
+        axis = axis[0]
+    if axis is None or rank <= 1:
+        if axis is not None:
+            _axis(axis, max(rank, 1), node.op.value)
+        return None
+    return _axis(axis, rank, node.op.value)
+
+
+def _check_moments(node: Node) -> tuple[Node, np.dtype, int | None]:
+    allowed = {"axis", "keepdims", "ddof"} if node.op is not OpKind.NANMEAN else \
+        {"axis", "keepdims"}
+    _only_params(node, allowed)
+    x = _array_arg(node, 0, "a value")
+    dt = _out_dtype(node)
+    if np.dtype(x.dtype) != dt or dt.kind != "f":
+        # integer inputs are summed through NumPy's cast buffers, in chunks: not modelled
+        raise Unsupported(f"{node.op.value} of {x.dtype} (float32/float64 only)")
+    ddof = node.attrs.get("ddof", 0)
+    if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool):
+        raise Unsupported(f"{node.op.value} with ddof={ddof!r} (an int only)")
+    if len(x.aval.shape) == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    _need_loop(np.add, dt)
+    return x, dt, _reduce_axis(node, len(x.aval.shape))
+
+
+def _moment_input(w: Writer, x: str, rank: int, axis: int | None, lines: list[str],
+                  indent: str) -> tuple[str, str, str, str]:
+    """``x`` as a C-contiguous ``(outer, n, inner)`` view, its lane expressions. An input
+    that is not C-contiguous signals: NumPy would sum it in another order."""
+    if rank == 1:  # a 1-D array of any positive stride is summed as it is
+        w.signal(lines, indent, f"{x}.strides[0] < 0")
+        v = w.fresh("x")
+        lines.append(f"{indent}{v} = {x}[None, :, None]")
+        return v, "1", f"{x}.shape[0]", "1"
+    w.signal(lines, indent, f"not {x}.flags.c_contiguous")
+    c = w.fresh("x")
+    lines.append(f"{indent}{c} = np.ascontiguousarray({x})")  # a C view, typed as one
+    outer, n, inner = _lanes(c, rank, axis)
+    v = w.fresh("x")
+    lines.append(f"{indent}{v} = {c}.reshape(({outer}, {n}, {inner}))")
+    return v, outer, n, inner
+
+
+def _finish(w: Writer, node: Node, value: str, rank: int, axis: int | None, x: str,
+            t: str, lines: list[str], indent: str) -> str:
+    """The ``(outer, inner)`` result ``value`` in NumPy's shape (keepdims or not)."""
+    keep = bool(node.attrs.get("keepdims"))
+    if axis is None and not keep:
+        lines.append(f"{indent}{t} = {value}[0, 0]")
+        return "scalar"
+    if axis is None:
+        dims = ["1"] * rank
+    else:
+        dims = [f"{x}.shape[{d}]" if d != axis else "1" for d in range(rank)]
+        if not keep:
+            del dims[axis]
+    lines.append(f"{indent}{t} = {value}.reshape({_shape_tuple(dims)})")
+    return "fresh"
+
+
+def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """``numpy/_core/_methods.py``'s ``_var`` (and ``_std``) step by step: the mean (a sum,
+    divided as ``true_divide(sum, intp count)`` divides: in float64, then cast), the squared
+    deviations, their sum divided by ``max(count - ddof, 0)``; a count at most ``ddof``
+    (NumPy's warning, an inf or NaN) or an empty input signals."""
+    x_node, dt, axis = _check_moments(node)
+    rank = len(x_node.aval.shape)
+    dts = ctor(dt)
+    x = args[0].name
+    x3, outer, n, inner = _moment_input(w, x, rank, axis, lines, indent)
+    ddof = int(node.attrs.get("ddof", 0))
+    w.signal(lines, indent, f"{n} - {ddof} <= 0")
+    w.helpers["_loop3"] = _LOOP3
+    w.helpers["_sum_axis"] = _SUM_AXIS
+    loop = f"{_loop(w, np.add, (dt,) * 3)}, {_scratch(w)}"
+    mean, dev, acc = w.fresh("mean"), w.fresh("dev"), w.fresh("acc")
+    lines.append(f"{indent}{mean} = np.zeros(({outer}, {inner}), {dts})")
+    lines.append(f"{indent}_sum_axis({x3}, {mean}, {loop})")
+    lines.append(f"{indent}{mean} = (({mean}.astype(np.float64)) / np.float64({n}))"
+                 f".astype({dts})")
+    lines.append(f"{indent}{dev} = {x3} - {mean}.reshape(({outer}, 1, {inner}))")
+    lines.append(f"{indent}{dev} = {dev} * {dev}")
+    lines.append(f"{indent}{acc} = np.zeros(({outer}, {inner}), {dts})")
+    lines.append(f"{indent}_sum_axis({dev}, {acc}, {loop})")
+    lines.append(f"{indent}{acc} = ({acc}.astype(np.float64) / np.float64({n} - {ddof}))"
+                 f".astype({dts})")
+    if node.op is OpKind.STD:
+        lines.append(f"{indent}{acc} = np.sqrt({acc})")
+    return _finish(w, node, acc, rank, axis, x, t, lines, indent)
+
+
+RULES[OpKind.VAR] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
+RULES[OpKind.STD] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
+
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

@@ -43,17 +43,21 @@ def _same(got: Any, want: Any) -> None:
     assert _bits(g) == _bits(w), f"\ngot  {g!r}\nwant {w!r}"
 
 
-def _function(fn: Callable) -> Any:
-    """One ``kx.function(fn, jit_compile=True)`` per Python function (hypothesis reruns)."""
-    if fn not in _CACHE:
-        _CACHE[fn] = kx.function(fn, jit_compile=True)
-    return _CACHE[fn]
+def _function(fn: Callable, *args: Any) -> Any:
+    """One ``kx.function(fn, jit_compile=True)`` per Python function and argument dtypes and
+    ranks, every dimension None: one compiled function serves every shape (and hypothesis'
+    reruns), as the compiled code reads the shapes at run time."""
+    key = (fn,) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
+    if key not in _CACHE:
+        spec = [kx.TensorSpec((None,) * np.ndim(a), np.asarray(a).dtype) for a in args]
+        _CACHE[key] = kx.function(fn, jit_compile=True, input_signature=spec)
+    return _CACHE[key]
 
 
 def _compiled(fn: Callable, *args: Any) -> Any:
     """``fn(*args)`` computed by the compiled whole-graph function: the graph is accepted,
     and a signal (a rerun in the fused executor) fails the test."""
-    f = _function(fn)
+    f = _function(fn, *args)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*cannot be compiled into one function")
         f(*args)  # the first call compiles (synchronously in the backend tests)
@@ -80,7 +84,7 @@ def _check(fn: Callable, *args: Any) -> None:
 
 def _falls_back(fn: Callable, *args: Any) -> None:
     """The compiled function hands this call to NumPy, whose result comes back."""
-    f = _function(fn)
+    f = _function(fn, *args)
     f(*args)
     scope = f.get_concrete_function(*args).executable.run.__globals__
     calls = []
@@ -209,7 +213,7 @@ def _stack_last(a, b):
 
 
 def _stack_scalars(a, b):
-    return np.stack([np.sum(a * a), np.max(b), a[0]])
+    return np.stack([np.sum(a), np.max(b), a[0]])
 
 
 def _concat0(a, b):
@@ -299,3 +303,50 @@ def test_scans_with_nan_inf_and_signed_zeros_keep_numpys_bits(x):
 @given(_values(np.int64, 24))
 def test_integer_scans_wrap_as_numpy_does(x):
     _check(_scans, x.reshape(4, 6))
+
+
+# -- var / std -----------------------------------------------------------------------------------
+
+def _moments(a):
+    return (np.var(a), np.std(a, axis=0), np.var(a, axis=1, ddof=1), np.std(a, axis=-1,
+            keepdims=True), np.var(a, axis=0, keepdims=True, ddof=2), np.std(a, ddof=1))
+
+
+def _moments_1d(v):
+    return np.var(v), np.std(v, ddof=1), np.std(v, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_var_and_std_follow_numpys_algorithm_bit_for_bit(dtype):
+    for shape in ((20, 3), (5, 40), (3, 300)):  # pairwise sums past 8 and 128 elements
+        a = (RNG.standard_normal(shape) * 10.0 ** RNG.integers(-3, 4, shape)).astype(dtype)
+        _check(_moments, a)
+    v = RNG.standard_normal(200).astype(dtype)
+    _check(_moments_1d, v)
+    _check(_moments_1d, v[::3])
+
+
+def _var3(a):
+    return np.var(a, axis=1), np.std(a, axis=(0, 1, 2)), np.var(a, axis=2, keepdims=True)
+
+
+def test_var_of_a_3d_array_along_each_axis():
+    _check(_var3, RNG.standard_normal((3, 17, 5)))
+
+
+def test_var_of_a_transposed_input_or_too_few_values_reruns_in_numpy():
+    a = RNG.standard_normal((20, 3))
+    _falls_back(_moments, a.T)
+
+    def var_ddof(v):
+        return np.var(v, ddof=3)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        _falls_back(var_ddof, np.ones(3))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_values(np.float64, 24))
+def test_var_with_nan_inf_and_zeros_matches_numpy(x):
+    _check(_moments, x.reshape(6, 4))
