@@ -714,5 +714,124 @@ def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str],
 RULES[OpKind.VAR] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
 RULES[OpKind.STD] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
 
+# ---------------------------------------------------------------------------------------------
+# getitem with integer arrays (a gather)
+# ---------------------------------------------------------------------------------------------
+
+def _is_array_component(node: Node, c: Any) -> bool:
+    if isinstance(c, np.ndarray):
+        return True
+    if isinstance(c, DynamicIndex):
+        arg = node.args[c.position]
+        return isinstance(arg, Node) and arg.aval is not None and arg.aval.shape != ()
+    return False
+
+
+def _claims_gather(node: Node) -> bool:
+    """A getitem with an integer-array component (basic ones stay with whole_graph)."""
+    return any(_is_array_component(node, c) for c in node.attrs["index"])
+
+
+def _gather_plan(node: Node) -> list[Any]:
+    """The index with ``...`` expanded to full slices; Unsupported for what a gather here
+    does not cover (bool masks, N-d or uint64 index arrays, ``None``, traced slices)."""
+    x = _array_arg(node, 0, "an array")
+    rank = len(x.aval.shape)
+    comps = list(node.attrs["index"])
+    if any(c is None for c in comps):
+        raise Unsupported("integer-array indexing with a None (np.newaxis) component")
+    if sum(c is Ellipsis for c in comps) > 1:
+        raise Unsupported("an index with several Ellipsis")
+    used = sum(1 for c in comps if c is not Ellipsis)
+    if used > rank:
+        raise Unsupported("too many indices")
+    if Ellipsis in [c for c in comps if c is Ellipsis]:
+        at = next(i for i, c in enumerate(comps) if c is Ellipsis)
+        comps[at:at + 1] = [slice(None)] * (rank - used)
+    comps += [slice(None)] * (rank - len(comps))
+    for c in comps:
+        if isinstance(c, slice):
+            if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
+                raise Unsupported("slice with traced bounds")
+        elif isinstance(c, np.ndarray):
+            if c.dtype.kind not in "iu" or c.ndim != 1 or c.dtype == np.uint64:
+                raise Unsupported(f"index array of {c.dtype} and rank {c.ndim} "
+                                  "(1-D integer arrays only)")
+        elif isinstance(c, DynamicIndex):
+            arg = node.args[c.position]
+            if not isinstance(arg, Node) or arg.aval.shape is None or \
+                    np.dtype(arg.dtype).kind not in "iu" or np.dtype(arg.dtype) == np.uint64 \
+                    or len(arg.aval.shape) > 1:
+                raise Unsupported("indexing with an array other than a 1-D integer one")
+        elif not isinstance(c, (int, np.integer)):
+            raise Unsupported(f"index component {c!r}")
+    return comps
+
+
+def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """``x[..., idx, ...]``: the basic part as a view, then one copy per index position.
+
+    As in NumPy, integers count as advanced indices beside arrays; the broadcast index
+    dimension replaces the advanced ones where they are adjacent, else it comes first. An
+    index out of range, or index arrays of lengths that do not broadcast, signal (NumPy's
+    IndexError)."""
+    comps = _gather_plan(node)
+    rank = len(comps)
+    x = args[0].name
+    basic = ", ".join(f"{'' if c.start is None else c.start}:"
+                      f"{'' if c.stop is None else c.stop}"
+                      f"{'' if c.step is None else ':' + str(c.step)}"
+                      if isinstance(c, slice) else ":" for c in comps)
+    v = w.fresh("g")
+    lines.append(f"{indent}{v} = {x}[{basic}]")
+    adv = [i for i, c in enumerate(comps) if not isinstance(c, slice)]
+    arrays: dict[int, str] = {}
+    for i in adv:
+        c = comps[i]
+        if isinstance(c, np.ndarray):
+            name = f"c{len(w.constants)}"
+            w.constants.append(np.ascontiguousarray(c, dtype=np.int64))
+            arrays[i] = name
+        elif isinstance(c, DynamicIndex):
+            arrays[i] = args[c.position].name
+    n = w.fresh("n")
+    lines.append(f"{indent}{n} = 1")
+    for a in arrays.values():
+        lines.append(f"{indent}if {a}.shape[0] != 1:")
+        w.signal(lines, indent + "    ", f"{n} != 1 and {n} != {a}.shape[0]")
+        lines.append(f"{indent}    {n} = {a}.shape[0]")
+    adjacent = adv == list(range(adv[0], adv[-1] + 1))
+    rest = [d for d in range(rank) if d not in adv]
+    dims = [f"{v}.shape[{d}]" for d in rest]
+    pos = adv[0] if adjacent else 0
+    dims.insert(pos, n)
+    dts = ctor(np.dtype(node.dtype))
+    _alloc(w, node, dims, dts, lines, indent, t)
+    j = w.fresh("j")
+    lines.append(f"{indent}for {j} in range({n}):")
+    inner = indent + "    "
+    picks = []
+    for i in adv:
+        k = w.fresh("k")
+        size = f"{v}.shape[{i}]"
+        if i in arrays:
+            a = arrays[i]
+            lines.append(f"{inner}{k} = np.int64({a}[{j} if {a}.shape[0] != 1 else 0])")
+        else:
+            lines.append(f"{inner}{k} = np.int64({int(comps[i])})")
+        lines.append(f"{inner}if {k} < 0:")
+        lines.append(f"{inner}    {k} += {size}")
+        w.signal(lines, inner, f"{k} < 0 or {k} >= {size}")
+        picks.append(k)
+    src = ", ".join(picks[adv.index(d)] if d in adv else ":" for d in range(rank))
+    dst = ", ".join(j if d == pos else ":" for d in range(len(dims)))
+    lines.append(f"{inner}{t}[{dst}] = {v}[{src}]")
+    return "fresh"
+
+
+RULES[OpKind.GETITEM] = Rule(lambda n: _gather_plan(n) and None, _emit_gather,
+                             _claims_gather)
+
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

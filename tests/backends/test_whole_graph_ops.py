@@ -43,21 +43,23 @@ def _same(got: Any, want: Any) -> None:
     assert _bits(g) == _bits(w), f"\ngot  {g!r}\nwant {w!r}"
 
 
-def _function(fn: Callable, *args: Any) -> Any:
+def _function(fn: Callable, *args: Any, static: bool = False) -> Any:
     """One ``kx.function(fn, jit_compile=True)`` per Python function and argument dtypes and
     ranks, every dimension None: one compiled function serves every shape (and hypothesis'
-    reruns), as the compiled code reads the shapes at run time."""
-    key = (fn,) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
+    reruns), as the compiled code reads the shapes at run time. ``static``: traced per
+    shape instead (the tracer needs a length, as ``x[np.arange(6), y]`` does)."""
+    key = (fn, static) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
     if key not in _CACHE:
         spec = [kx.TensorSpec((None,) * np.ndim(a), np.asarray(a).dtype) for a in args]
-        _CACHE[key] = kx.function(fn, jit_compile=True, input_signature=spec)
+        _CACHE[key] = kx.function(fn, jit_compile=True,
+                                  input_signature=None if static else spec)
     return _CACHE[key]
 
 
-def _compiled(fn: Callable, *args: Any) -> Any:
+def _compiled(fn: Callable, *args: Any, static: bool = False) -> Any:
     """``fn(*args)`` computed by the compiled whole-graph function: the graph is accepted,
     and a signal (a rerun in the fused executor) fails the test."""
-    f = _function(fn, *args)
+    f = _function(fn, *args, static=static)
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*cannot be compiled into one function")
         f(*args)  # the first call compiles (synchronously in the backend tests)
@@ -76,10 +78,10 @@ def _compiled(fn: Callable, *args: Any) -> Any:
             scope["_fallback"] = saved
 
 
-def _check(fn: Callable, *args: Any) -> None:
+def _check(fn: Callable, *args: Any, static: bool = False) -> None:
     with np.errstate(all="ignore"):
         want = fn(*args)
-    _same(_compiled(fn, *args), want)
+    _same(_compiled(fn, *args, static=static), want)
 
 
 def _falls_back(fn: Callable, *args: Any) -> None:
@@ -350,3 +352,46 @@ def test_var_of_a_transposed_input_or_too_few_values_reruns_in_numpy():
 @given(_values(np.float64, 24))
 def test_var_with_nan_inf_and_zeros_matches_numpy(x):
     _check(_moments, x.reshape(6, 4))
+
+
+# -- getitem with integer arrays -----------------------------------------------------------------
+
+ROWS = np.array([2, 0, -1, 2])
+COLS = np.array([0, 3, 1, -4])
+
+
+def _gathers(a, idx):
+    return (a[ROWS], a[ROWS, COLS], a[:, COLS] * 1, a[idx], a[idx, idx], a[..., COLS, 1:],
+            a[0, :, idx], a[1:, [1], 2], a[::-1, ROWS[:1], ::2])
+
+
+def test_integer_array_indexing_gathers_as_numpy_does():
+    a = _rand((3, 4, 5))
+    idx = np.array([1, -1, 0, 2])
+    _check(_gathers, a, idx)
+    _check(_gathers, _rand((4, 5, 6)).transpose(1, 0, 2)[:3, :, ::-1], idx[::-1])
+
+
+def _label_pick(x, y):
+    return x[np.arange(6), y]  # np.arange(len(x)) folds to this constant
+
+
+def test_the_softmax_label_pick_is_a_gather():
+    x, y = _rand((6, 4)), np.array([3, 0, 1, 2, 2, 0])
+    _check(_label_pick, x, y, static=True)
+
+
+def test_an_index_out_of_range_raises_numpys_index_error():
+    f = _function(_label_pick, _rand((6, 4)), np.zeros(6, np.int64), static=True)
+    with pytest.raises(IndexError):
+        f(_rand((6, 4)), np.array([0, 1, 2, 3, 4, 5]))
+    def pair(a, i, j):
+        return a[i, j]
+
+    a, i = _rand((3, 4)), np.array([0, 2, -3])
+    _check(pair, a, i, i[::-1])
+    g = _function(pair, a, i, i)
+    with pytest.raises(IndexError):  # lengths that do not broadcast
+        g(a, i, i[:2])
+    with pytest.raises(IndexError):
+        g(a, i, i + 2)
