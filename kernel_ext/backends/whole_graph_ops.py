@@ -833,5 +833,274 @@ def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
 RULES[OpKind.GETITEM] = Rule(lambda n: _gather_plan(n) and None, _emit_gather,
                              _claims_gather)
 
+# ---------------------------------------------------------------------------------------------
+# sort / argsort
+# ---------------------------------------------------------------------------------------------
+
+# A stable bottom-up merge sort of indices by NumPy's order (NaNs last, ``-0.0 == 0.0``):
+# NumPy's own stable sort. Where NumPy's default (unstable) kind may order ties its own way,
+# the caller checks that there are none that matter.
+_ARGSORT = """\
+@_inline
+def _lt(a, b):
+    return a < b or (b != b and a == a)
+
+
+@_inline
+def _argsort_lane(v, idx, tmp):
+    n = v.shape[0]
+    for i in range(n):
+        idx[i] = i
+    width = 1
+    while width < n:
+        lo = 0
+        while lo < n:
+            mid = min(lo + width, n)
+            hi = min(lo + 2 * width, n)
+            i = lo
+            j = mid
+            k = lo
+            while i < mid and j < hi:
+                if _lt(v[idx[j]], v[idx[i]]):
+                    tmp[k] = idx[j]
+                    j += 1
+                else:
+                    tmp[k] = idx[i]
+                    i += 1
+                k += 1
+            while i < mid:
+                tmp[k] = idx[i]
+                i += 1
+                k += 1
+            while j < hi:
+                tmp[k] = idx[j]
+                j += 1
+                k += 1
+            lo = hi
+        for q in range(n):
+            idx[q] = tmp[q]
+        width *= 2
+
+
+@_inline
+def _sort_rows(x2, o2, want_index, bits):
+    # o2: the sorted values (want_index False) or their indices; returns True where NumPy's
+    # result could differ: equal values of different bits (sort: -0.0 and 0.0, two NaNs of
+    # different payloads), or any tie (argsort of an unstable kind: ``bits`` None)
+    n = x2.shape[1]
+    idx = np.empty(n, np.int64)
+    tmp = np.empty(n, np.int64)
+    for r in range(x2.shape[0]):
+        v = x2[r]
+        _argsort_lane(v, idx, tmp)
+        for i in range(n):
+            if i > 0:
+                a = v[idx[i - 1]]
+                b = v[idx[i]]
+                if a == b or (a != a and b != b):
+                    if want_index:
+                        return True
+                    if bits[r, idx[i - 1]] != bits[r, idx[i]]:
+                        return True
+            if want_index:
+                o2[r, i] = idx[i]
+            else:
+                o2[r, i] = v[idx[i]]
+    return False
+"""
+
+
+def _check_sort(node: Node) -> tuple[Node, int | None]:
+    _only_params(node, {"axis", "kind"})
+    x = _array_arg(node, 0, "a value")
+    kind = node.attrs.get("kind")
+    if kind not in (None, "quicksort", "stable", "mergesort", "heapsort"):
+        raise Unsupported(f"{node.op.value} kind {kind!r}")
+    rank = len(x.aval.shape)
+    axis = node.attrs.get("axis", -1)
+    if axis is None:
+        return x, None
+    if rank == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    return x, _axis(axis, rank, node.op.value)
+
+
+def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str],
+               indent: str) -> str:
+    """Each lane (the axis moved last, C-ordered) sorted by a stable merge sort. A stable
+    ``argsort`` is NumPy's; for ``sort`` and an unstable ``argsort`` the sorted result is
+    unique where no tie could come out in another order, which is checked: else it signals.
+    """
+    x_node, axis = _check_sort(node)
+    rank = len(x_node.aval.shape)
+    x = args[0].name
+    dt = np.dtype(x_node.dtype)
+    out_dt = ctor(np.dtype(node.dtype))
+    if axis is None:
+        perm = inv = None
+        src = f"{x}.ravel()"
+        rank = 1
+    else:
+        perm = [d for d in range(rank) if d != axis] + [axis]
+        inv = [perm.index(d) for d in range(rank)]
+        src = f"np.transpose({x}, {tuple(perm)!r})" if perm != list(range(rank)) else x
+    c = w.fresh("s")
+    lines.append(f"{indent}{c} = np.ascontiguousarray({src})")
+    lanes = " * ".join(f"{c}.shape[{d}]" for d in range(rank - 1)) or "1"
+    n = f"{c}.shape[{rank - 1}]"
+    x2, o2 = w.fresh("s"), w.fresh("s")
+    lines.append(f"{indent}{x2} = {c}.reshape(({lanes}, {n}))")
+    lines.append(f"{indent}{o2} = np.empty(({lanes}, {n}), {out_dt})")
+    stable = node.attrs.get("kind") in ("stable", "mergesort")
+    want_index = node.op is OpKind.ARGSORT
+    w.helpers["_argsort"] = _ARGSORT
+    bad = w.fresh("bad")
+    if want_index and stable:  # ties in index order: NumPy's stable sort, nothing to check
+        w.helpers["_argsort_stable"] = _ARGSORT_STABLE
+        lines.append(f"{indent}{bad} = _sort_rows_stable({x2}, {o2})")
+    else:
+        # the bits of equal values (a float's bits; an integer's are its value)
+        bits = f"{x2}.view(np.uint{8 * dt.itemsize})" if dt.kind == "f" else x2
+        lines.append(f"{indent}{bad} = _sort_rows({x2}, {o2}, {want_index}, {bits})")
+    w.signal(lines, indent, bad)
+    shaped = f"{o2}.reshape({c}.shape)"
+    if inv is not None and inv != list(range(rank)):
+        shaped = f"np.ascontiguousarray(np.transpose({shaped}, {tuple(inv)!r}))"
+    lines.append(f"{indent}{t} = {shaped}")
+    return "fresh"
+
+
+_ARGSORT_STABLE = """\
+@_inline
+def _sort_rows_stable(x2, o2):
+    n = x2.shape[1]
+    idx = np.empty(n, np.int64)
+    tmp = np.empty(n, np.int64)
+    for r in range(x2.shape[0]):
+        _argsort_lane(x2[r], idx, tmp)
+        for i in range(n):
+            o2[r, i] = idx[i]
+    return False
+"""
+
+RULES[OpKind.SORT] = Rule(lambda n: _check_sort(n) and None, _emit_sort)
+RULES[OpKind.ARGSORT] = Rule(lambda n: _check_sort(n) and None, _emit_sort)
+
+
+# ---------------------------------------------------------------------------------------------
+# pad (constant and edge) / outer
+# ---------------------------------------------------------------------------------------------
+
+def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
+    """The padded array, its (before, after) widths per axis and the constant's source
+    (None for ``mode='edge'``)."""
+    _only_params(node, {"pad_width", "mode", "constant_values"})
+    x = _array_arg(node, 0, "an array")
+    dt = np.dtype(x.dtype)
+    if np.dtype(node.dtype) != dt:
+        raise Unsupported("pad changing the dtype")
+    rank = len(x.aval.shape)
+    if rank == 0:
+        raise Unsupported("pad of a 0-d value")
+    try:
+        widths = np.broadcast_to(np.asarray(node.attrs["pad_width"], dtype=np.intp)
+                                 .reshape(-1, 2) if np.ndim(node.attrs["pad_width"]) else
+                                 np.asarray(node.attrs["pad_width"]), (rank, 2))
+    except (TypeError, ValueError):
+        raise Unsupported(f"pad_width {node.attrs['pad_width']!r}") from None
+    pairs = [(int(a), int(b)) for a, b in widths]
+    if any(a < 0 or b < 0 for a, b in pairs):
+        raise Unsupported("negative pad widths")
+    mode = node.attrs.get("mode", "constant")
+    if mode == "edge":
+        if node.attrs.get("constant_values") is not None:
+            raise Unsupported("pad mode 'edge' with constant_values")
+        return x, pairs, None
+    if mode != "constant":
+        raise Unsupported(f"pad mode {mode!r} (constant and edge only)")
+    cv = node.attrs.get("constant_values", 0)
+    if np.ndim(cv) != 0:
+        raise Unsupported("pad with per-axis constant_values")
+    from .codegen import const_source
+    try:
+        with np.errstate(all="raise"):
+            value = np.pad(np.zeros(1, dt), 1, constant_values=cv)[0]  # NumPy's own cast
+    except Exception:  # an int constant beyond the dtype, a NaN into an int...
+        raise Unsupported(f"pad constant {cv!r} into {dt}") from None
+    return x, pairs, const_source(value, dt)
+
+
+def _emit_pad(w: Writer, node: Node, args: list, t: str, lines: list[str],
+              indent: str) -> str:
+    """The array copied into the middle of the result; ``constant``: the rest filled with
+    NumPy's cast of the constant; ``edge``: axis by axis, each pad copies the hyperplane at
+    the edge (corners then hold the nearest edge value, as in NumPy)."""
+    x_node, pairs, const = _check_pad(node)
+    rank = len(pairs)
+    x = args[0].name
+    dts = ctor(np.dtype(x_node.dtype))
+    dims = [f"{x}.shape[{d}] + {a + b}" for d, (a, b) in enumerate(pairs)]
+    _alloc(w, node, dims, dts, lines, indent, t)
+    if const is not None:
+        lines.append(f"{indent}{t}[...] = {const}")
+    else:  # NumPy: "can't extend empty axis" where an empty axis is padded
+        for d, (a, b) in enumerate(pairs):
+            if a or b:
+                w.signal(lines, indent, f"{x}.shape[{d}] == 0")
+    middle = ", ".join(f"{a}:{a} + {x}.shape[{d}]" for d, (a, b) in enumerate(pairs))
+    lines.append(f"{indent}{t}[{middle}] = {x}")
+    if const is None:
+        for d, (a, b) in enumerate(pairs):
+            size = f"{x}.shape[{d}]"
+            if a:
+                q = w.fresh("q")
+                lines.append(f"{indent}for {q} in range({a}):")
+                lines.append(f"{indent}    {t}[{_index(rank, d, q)}] = "
+                             f"{t}[{_index(rank, d, str(a))}]")
+            if b:
+                q = w.fresh("q")
+                lines.append(f"{indent}for {q} in range({b}):")
+                lines.append(f"{indent}    {t}[{_index(rank, d, f'{a} + {size} + {q}')}] = "
+                             f"{t}[{_index(rank, d, f'{a} + {size} - 1')}]")
+    return "fresh"
+
+
+RULES[OpKind.PAD] = Rule(lambda n: _check_pad(n) and None, _emit_pad)
+
+
+def _check_outer(node: Node) -> np.dtype:
+    _only_params(node, set())
+    a, b = _array_arg(node, 0, "an operand"), _array_arg(node, 1, "an operand")
+    dt = _out_dtype(node)
+    for x in (a, b):
+        if np.dtype(x.dtype) != dt:
+            raise Unsupported(f"outer of {x.dtype} into {dt} (one dtype only)")
+    if dt.kind == "b":
+        raise Unsupported("outer of bools")
+    _need_loop(np.multiply, dt)
+    return dt
+
+
+def _emit_outer(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                indent: str) -> str:
+    """``multiply(a.ravel()[:, None], b.ravel()[None, :])`` as NumPy runs it: its multiply
+    loop once per row, ``a[i]`` with stride 0."""
+    dt = _check_outer(node)
+    a, b = w.fresh("u"), w.fresh("u")
+    lines.append(f"{indent}{a} = {args[0].name}.ravel()")
+    lines.append(f"{indent}{b} = {args[1].name}.ravel()")
+    _alloc(w, node, [f"{a}.size", f"{b}.size"], ctor(dt), lines, indent, t)
+    w.helpers["_loop3"] = _LOOP3
+    i = w.fresh("i")
+    lines.append(f"{indent}if {b}.size > 0:")
+    lines.append(f"{indent}    for {i} in range({a}.size):")
+    lines.append(f"{indent}        _loop3({_loop(w, np.multiply, (dt,) * 3)}, {_scratch(w)}, "
+                 f"{a}[{i}:].ctypes.data, {b}.ctypes.data, {t}[{i}].ctypes.data, {b}.size, "
+                 f"0, {b}.strides[0], {t}.strides[1])")
+    return "fresh"
+
+
+RULES[OpKind.OUTER] = Rule(lambda n: _check_outer(n) and None, _emit_outer)
+
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

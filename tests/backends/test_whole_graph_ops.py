@@ -395,3 +395,75 @@ def test_an_index_out_of_range_raises_numpys_index_error():
         g(a, i, i[:2])
     with pytest.raises(IndexError):
         g(a, i, i + 2)
+
+
+# -- sort / argsort ------------------------------------------------------------------------------
+
+def _sort(a):
+    return np.sort(a)
+
+
+def _argsort(a):
+    return np.argsort(a)
+
+
+def _sorts(a):
+    return np.sort(a), np.sort(a, axis=0), np.sort(a, axis=None), np.argsort(a, axis=0)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32])
+def test_sort_and_argsort_of_distinct_values_are_numpys(dtype):
+    a = RNG.permutation(30).reshape(5, 6).astype(dtype) - 7
+    if np.dtype(dtype).kind == "f":
+        a[1, 2], a[3, 0], a[0, 5] = np.nan, np.inf, -np.inf
+    _check(_sorts, a)
+    _check(_sorts, a.T[::-1])
+
+
+def test_sort_with_equal_values_of_equal_bits_is_numpys():
+    a = np.array([[3.0, 1.0, 3.0, np.nan, 0.0, np.nan], [-0.0, 2.0, -0.0, 2.0, 5.0, 1.0]])
+    _check(_sort, a)
+
+
+def test_sort_ties_numpy_may_order_its_own_way_rerun_in_numpy():
+    _falls_back(_sort, np.array([0.0, 1.0, -0.0, 2.0]))  # -0.0 and 0.0 tie
+    nan2 = np.array([1.0, np.nan, 0.5, -np.nan])  # NaNs of two sign bits
+    _falls_back(_sort, nan2)
+    _falls_back(_argsort, np.array([2, 1, 2, 0]))  # an unstable kind's tie
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(-10**6, 10**6), min_size=1, max_size=40, unique=True))
+def test_argsort_of_distinct_integers_matches_numpy(values):
+    x = np.array(values, np.int64)
+    _check(_argsort, x)
+    _check(_sort, x.astype(np.float32))
+
+
+# -- pad / outer ---------------------------------------------------------------------------------
+
+def _pads(a):
+    return (np.pad(a, 1), np.pad(a, ((2, 0), (1, 3)), constant_values=-1.5),
+            np.pad(a, ((1, 2), (0, 2)), mode="edge"), np.pad(a, 2, mode="edge"))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int16])
+def test_pad_constant_and_edge_are_numpys(dtype):
+    a = _rand((3, 4), dtype)
+    _check(_pads, a)
+    _check(_pads, a.T)
+
+
+def _outers(a, b):
+    return np.outer(a, b), np.outer(b, a.T)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32])
+def test_outer_is_numpys_products(dtype):
+    _check(_outers, _rand((2, 3), dtype), _rand(4, dtype))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_values(np.float64, 6), _values(np.float64, 4))
+def test_outer_with_nan_inf_and_zeros_keeps_numpys_bits(x, y):
+    _check(_outers, x.reshape(2, 3), y)
