@@ -711,8 +711,33 @@ def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str],
     return _finish(w, node, acc, rank, axis, x, t, lines, indent)
 
 
+def _emit_nanmean(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                  indent: str) -> str:
+    """``np.nanmean`` as NumPy computes it: a copy with NaNs replaced by +0.0, its sum
+    divided (in float64, then cast) by the count of the others; a lane of NaNs only
+    (NumPy's "Mean of empty slice" warning) or an empty input signals."""
+    x_node, dt, axis = _check_moments(node)
+    rank = len(x_node.aval.shape)
+    dts = ctor(dt)
+    x3, outer, n, inner = _moment_input(w, args[0].name, rank, axis, lines, indent)
+    w.signal(lines, indent, f"{n} == 0")
+    w.helpers["_loop3"] = _LOOP3
+    w.helpers["_sum_axis"] = _SUM_AXIS
+    arr, cnt, acc = w.fresh("arr"), w.fresh("cnt"), w.fresh("acc")
+    lines.append(f"{indent}{arr} = np.where(np.isnan({x3}), {dts}(0), {x3})")
+    lines.append(f"{indent}{cnt} = np.sum(~np.isnan({x3}), axis=1)")
+    w.signal(lines, indent, f"np.any({cnt} == 0)")
+    lines.append(f"{indent}{acc} = np.zeros(({outer}, {inner}), {dts})")
+    lines.append(f"{indent}_sum_axis({arr}, {acc}, {_loop(w, np.add, (dt,) * 3)}, "
+                 f"{_scratch(w)})")
+    lines.append(f"{indent}{acc} = ({acc}.astype(np.float64) / {cnt}.astype(np.float64))"
+                 f".astype({dts})")
+    return _finish(w, node, acc, rank, axis, args[0].name, t, lines, indent)
+
+
 RULES[OpKind.VAR] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
 RULES[OpKind.STD] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
+RULES[OpKind.NANMEAN] = Rule(lambda n: _check_moments(n) and None, _emit_nanmean)
 
 # ---------------------------------------------------------------------------------------------
 # getitem with integer arrays (a gather)
@@ -1101,6 +1126,93 @@ def _emit_outer(w: Writer, node: Node, args: list, t: str, lines: list[str],
 
 
 RULES[OpKind.OUTER] = Rule(lambda n: _check_outer(n) and None, _emit_outer)
+
+# ---------------------------------------------------------------------------------------------
+# max / min over several axes
+# ---------------------------------------------------------------------------------------------
+
+# The extreme of each row, in any order: it is unique (so NumPy's) unless a NaN is among
+# the values (which NaN NumPy returns depends on its order and SIMD width) or the extreme is
+# a zero with both signs present (NumPy keeps one by its order): those rows signal.
+_EXTREME_ROWS = """\
+@_inline
+def _extreme_rows(y2, out, is_max):
+    for r in range(y2.shape[0]):
+        row = y2[r]
+        m = row[0]
+        for v in row:
+            if v != v:
+                return True
+            if (v > m) if is_max else (v < m):
+                m = v
+        if m == 0:
+            neg = False
+            pos = False
+            for v in row:
+                if v == 0:
+                    if np.signbit(v):
+                        neg = True
+                    else:
+                        pos = True
+            if neg and pos:
+                return True
+        out[r] = m
+    return False
+"""
+
+
+def _several_axes(node: Node) -> bool:
+    """A max/min over an axis tuple of two or more axes, not all of them (the fused
+    reductions cover the others)."""
+    x, axis = node.args[0], node.attrs.get("axis")
+    if not isinstance(x, Node) or x.aval.shape is None or not isinstance(axis, tuple) or \
+            len(axis) < 2:
+        return False
+    rank = len(x.aval.shape)
+    try:
+        return sorted({int(a) % rank for a in axis}) != list(range(rank))
+    except (TypeError, ZeroDivisionError):
+        return True
+
+
+def _check_extreme(node: Node) -> tuple[Node, list[int]]:
+    _only_params(node, {"axis", "keepdims"})
+    x = _array_arg(node, 0, "a value")
+    if np.dtype(node.dtype) != np.dtype(x.dtype):
+        raise Unsupported(f"{node.op.value} changing the dtype")
+    rank = len(x.aval.shape)
+    axes = sorted({_axis(a, rank, node.op.value) for a in node.attrs["axis"]})
+    if len(axes) != len(node.attrs["axis"]):
+        raise Unsupported(f"{node.op.value} with a repeated axis")
+    return x, axes
+
+
+def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                  indent: str) -> str:
+    x_node, axes = _check_extreme(node)
+    rank = len(x_node.aval.shape)
+    x = args[0].name
+    kept = [d for d in range(rank) if d not in axes]
+    perm = kept + axes
+    y = w.fresh("y")
+    lines.append(f"{indent}{y} = np.ascontiguousarray(np.transpose({x}, {tuple(perm)!r}))")
+    rows = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
+    size = " * ".join(f"{x}.shape[{d}]" for d in axes)
+    w.signal(lines, indent, f"{size} == 0")  # NumPy: a zero-size reduction has no identity
+    y2, o = w.fresh("y"), w.fresh("o")
+    lines.append(f"{indent}{y2} = {y}.reshape(({rows}, {size}))")
+    lines.append(f"{indent}{o} = np.empty({rows}, {ctor(np.dtype(node.dtype))})")
+    w.helpers["_extreme_rows"] = _EXTREME_ROWS
+    w.signal(lines, indent, f"_extreme_rows({y2}, {o}, {node.op is OpKind.MAX})")
+    keep = bool(node.attrs.get("keepdims"))
+    dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank)
+            if keep or d not in axes]
+    lines.append(f"{indent}{t} = {o}.reshape({_shape_tuple(dims)})")
+    return "fresh"
+
+
+RULES[OpKind.MAX] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
+RULES[OpKind.MIN] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
 
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

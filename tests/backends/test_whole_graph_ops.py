@@ -467,3 +467,43 @@ def test_outer_is_numpys_products(dtype):
 @given(_values(np.float64, 6), _values(np.float64, 4))
 def test_outer_with_nan_inf_and_zeros_keeps_numpys_bits(x, y):
     _check(_outers, x.reshape(2, 3), y)
+
+
+# -- nanmean / max and min over several axes -----------------------------------------------------
+
+def _nanmeans(a):
+    return np.nanmean(a), np.nanmean(a, axis=0), np.nanmean(a, axis=1, keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_nanmean_skips_nans_as_numpy_does(dtype):
+    a = _rand((6, 40), dtype)
+    a[RNG.random(a.shape) < 0.2] = np.nan
+    a[:, 0] = 1.0  # no lane of NaNs only
+    a[0, :] = 2.0
+    _check(_nanmeans, a)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        a[1:, 1] = np.nan
+        a[0, 1] = np.nan  # a column of NaNs only: NumPy's warning and NaN
+        _falls_back(_nanmeans, a)
+
+
+def _pool(x):
+    return np.max(x, axis=(2, 3)), np.min(x, axis=(0, 2), keepdims=True)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int8])
+def test_max_and_min_over_several_axes(dtype):
+    x = _rand((2, 3, 4, 5), dtype)
+    _check(_pool, x)
+    _check(_pool, x[:, :, ::2, 1:4])
+
+
+def test_max_over_several_axes_where_numpys_order_decides_reruns_in_numpy():
+    x = np.ones((2, 2, 2, 2))
+    x[0, 0, 1, 1] = np.nan
+    _falls_back(_pool, x)
+    z = np.zeros((2, 2, 2, 2))
+    z[1, 1, 0, 1] = -0.0  # the largest value of a window is a zero of either sign
+    _falls_back(_pool, z)
