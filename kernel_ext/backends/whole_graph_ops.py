@@ -1136,18 +1136,20 @@ RULES[OpKind.OUTER] = Rule(lambda n: _check_outer(n) and None, _emit_outer)
 # a zero with both signs present (NumPy keeps one by its order): those rows signal.
 _EXTREME_ROWS = """\
 @_inline
-def _extreme_rows(y2, out, is_max):
+def _extreme_rows(y2, out, is_max, has_init, init):
     for r in range(y2.shape[0]):
         row = y2[r]
-        m = row[0]
+        m = init if has_init else row[0]
+        if m != m:
+            return True
         for v in row:
             if v != v:
                 return True
             if (v > m) if is_max else (v < m):
                 m = v
         if m == 0:
-            neg = False
-            pos = False
+            neg = has_init and init == 0 and np.signbit(init)
+            pos = has_init and init == 0 and not np.signbit(init)
             for v in row:
                 if v == 0:
                     if np.signbit(v):
@@ -1175,44 +1177,68 @@ def _several_axes(node: Node) -> bool:
         return True
 
 
-def _check_extreme(node: Node) -> tuple[Node, list[int]]:
-    _only_params(node, {"axis", "keepdims"})
+def _check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
+    """The reduced array, its reduced axes (sorted) and the ``initial`` value's source."""
+    ufunc = node.op is OpKind.UFUNC_REDUCE
+    _only_params(node, {"axis", "keepdims"} | ({"ufunc", "initial"} if ufunc else set()))
     x = _array_arg(node, 0, "a value")
-    if np.dtype(node.dtype) != np.dtype(x.dtype):
+    dt = np.dtype(x.dtype)
+    if np.dtype(node.dtype) != dt:
         raise Unsupported(f"{node.op.value} changing the dtype")
     rank = len(x.aval.shape)
-    axes = sorted({_axis(a, rank, node.op.value) for a in node.attrs["axis"]})
-    if len(axes) != len(node.attrs["axis"]):
+    axis = node.attrs.get("axis", 0 if ufunc else None)
+    axis = tuple(range(rank)) if axis is None else \
+        tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axes = sorted({_axis(a, rank, node.op.value) for a in axis})
+    if len(axes) != len(axis):
         raise Unsupported(f"{node.op.value} with a repeated axis")
-    return x, axes
+    init = node.attrs.get("initial") if ufunc else None
+    if init is None:
+        return x, axes, None
+    from .codegen import const_source, literal_value
+    return x, axes, const_source(literal_value(init, dt), dt)
+
+
+def _claims_ufunc_reduce(node: Node) -> bool:
+    return node.attrs.get("ufunc") in (np.maximum, np.minimum)
 
 
 def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str],
                   indent: str) -> str:
-    x_node, axes = _check_extreme(node)
+    x_node, axes, init = _check_extreme(node)
     rank = len(x_node.aval.shape)
     x = args[0].name
+    dts = ctor(np.dtype(node.dtype))
     kept = [d for d in range(rank) if d not in axes]
     perm = kept + axes
     y = w.fresh("y")
-    lines.append(f"{indent}{y} = np.ascontiguousarray(np.transpose({x}, {tuple(perm)!r}))")
+    src = x if perm == list(range(rank)) else f"np.transpose({x}, {tuple(perm)!r})"
+    lines.append(f"{indent}{y} = np.ascontiguousarray({src})")
     rows = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
-    size = " * ".join(f"{x}.shape[{d}]" for d in axes)
-    w.signal(lines, indent, f"{size} == 0")  # NumPy: a zero-size reduction has no identity
+    size = " * ".join(f"{x}.shape[{d}]" for d in axes) or "1"
+    if init is None:  # NumPy: a zero-size reduction without an initial value is an error
+        w.signal(lines, indent, f"{size} == 0")
     y2, o = w.fresh("y"), w.fresh("o")
     lines.append(f"{indent}{y2} = {y}.reshape(({rows}, {size}))")
-    lines.append(f"{indent}{o} = np.empty({rows}, {ctor(np.dtype(node.dtype))})")
+    lines.append(f"{indent}{o} = np.empty({rows}, {dts})")
     w.helpers["_extreme_rows"] = _EXTREME_ROWS
-    w.signal(lines, indent, f"_extreme_rows({y2}, {o}, {node.op is OpKind.MAX})")
+    is_max = node.op is OpKind.MAX or node.attrs.get("ufunc") is np.maximum
+    w.signal(lines, indent, f"_extreme_rows({y2}, {o}, {is_max}, {init is not None}, "
+                            f"{init if init is not None else f'{dts}(0)'})")
     keep = bool(node.attrs.get("keepdims"))
     dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank)
             if keep or d not in axes]
+    if not dims:
+        lines.append(f"{indent}{t} = {o}[0]")
+        return "scalar"
     lines.append(f"{indent}{t} = {o}.reshape({_shape_tuple(dims)})")
     return "fresh"
 
 
 RULES[OpKind.MAX] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
 RULES[OpKind.MIN] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
+RULES[OpKind.UFUNC_REDUCE] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme,
+                                  _claims_ufunc_reduce)
 
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

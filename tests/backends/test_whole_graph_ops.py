@@ -507,3 +507,15 @@ def test_max_over_several_axes_where_numpys_order_decides_reruns_in_numpy():
     z = np.zeros((2, 2, 2, 2))
     z[1, 1, 0, 1] = -0.0  # the largest value of a window is a zero of either sign
     _falls_back(_pool, z)
+
+
+def _ufunc_reduces(x):
+    return (np.maximum.reduce(np.abs(x), axis=0, initial=0.0), np.minimum.reduce(x, axis=None),
+            np.maximum.reduce(x, axis=(0, 1), keepdims=True))
+
+
+def test_maximum_and_minimum_reduce_with_an_initial_value():
+    x = _rand((4, 5, 3))
+    _check(_ufunc_reduces, x)
+    _check(_ufunc_reduces, -np.abs(x))  # the initial 0.0 is the largest
+    _check(_ufunc_reduces, x[:, :, ::-1])
