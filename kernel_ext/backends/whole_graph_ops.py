@@ -770,7 +770,7 @@ def _gather_plan(node: Node) -> list[Any]:
     used = sum(1 for c in comps if c is not Ellipsis)
     if used > rank:
         raise Unsupported("too many indices")
-    if Ellipsis in [c for c in comps if c is Ellipsis]:
+    if any(c is Ellipsis for c in comps):
         at = next(i for i, c in enumerate(comps) if c is Ellipsis)
         comps[at:at + 1] = [slice(None)] * (rank - used)
     comps += [slice(None)] * (rank - len(comps))
@@ -812,6 +812,8 @@ def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
     lines.append(f"{indent}{v} = {x}[{basic}]")
     adv = [i for i, c in enumerate(comps) if not isinstance(c, slice)]
     arrays: dict[int, str] = {}
+    scalars: dict[int, str] = {i: str(int(comps[i])) for i in adv
+                               if isinstance(comps[i], (int, np.integer))}
     for i in adv:
         c = comps[i]
         if isinstance(c, np.ndarray):
@@ -819,7 +821,10 @@ def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
             w.constants.append(np.ascontiguousarray(c, dtype=np.int64))
             arrays[i] = name
         elif isinstance(c, DynamicIndex):
-            arrays[i] = args[c.position].name
+            if node.args[c.position].aval.shape == ():
+                scalars[i] = args[c.position].name  # a traced integer
+            else:
+                arrays[i] = args[c.position].name
     n = w.fresh("n")
     lines.append(f"{indent}{n} = 1")
     for a in arrays.values():
@@ -844,7 +849,7 @@ def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
             a = arrays[i]
             lines.append(f"{inner}{k} = np.int64({a}[{j} if {a}.shape[0] != 1 else 0])")
         else:
-            lines.append(f"{inner}{k} = np.int64({int(comps[i])})")
+            lines.append(f"{inner}{k} = np.int64({scalars[i]})")
         lines.append(f"{inner}if {k} < 0:")
         lines.append(f"{inner}    {k} += {size}")
         w.signal(lines, inner, f"{k} < 0 or {k} >= {size}")

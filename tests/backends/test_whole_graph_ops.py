@@ -68,7 +68,8 @@ def _compiled(fn: Callable, *args: Any, static: bool = False) -> Any:
         scope = cf.executable.run.__globals__
 
         def no_fallback(*_: Any) -> Any:
-            raise AssertionError("the compiled function signalled a rerun in NumPy")
+            raise AssertionError("the fused executor ran: the whole-graph function failed to "
+                                 "compile or signalled a rerun in NumPy")
 
         saved = scope["_fallback"]
         scope["_fallback"] = no_fallback
@@ -372,6 +373,15 @@ def test_integer_array_indexing_gathers_as_numpy_does():
     _check(_gathers, _rand((4, 5, 6)).transpose(1, 0, 2)[:3, :, ::-1], idx[::-1])
 
 
+def _pick_in_row(a, i, rows):
+    return a[i, rows], a[rows, i, 1:]
+
+
+def test_a_traced_integer_beside_an_index_array():
+    a = _rand((4, 5, 3))
+    _check(_pick_in_row, a, np.int64(-2), np.array([0, 3, 1]))
+
+
 def _label_pick(x, y):
     return x[np.arange(6), y]  # np.arange(len(x)) folds to this constant
 
@@ -519,3 +529,22 @@ def test_maximum_and_minimum_reduce_with_an_initial_value():
     _check(_ufunc_reduces, x)
     _check(_ufunc_reduces, -np.abs(x))  # the initial 0.0 is the largest
     _check(_ufunc_reduces, x[:, :, ::-1])
+
+
+def _sir(y0, beta, gamma):
+    s, i, r = y0[0], y0[1], y0[2]
+    history = []
+    for _ in range(12):
+        new_inf = beta * s * i
+        new_rec = gamma * i
+        s, i, r = s - new_inf, i + new_inf - new_rec, r + new_rec
+        history.append((s, i, r))
+    return np.array(history)
+
+
+def test_a_scalar_segment_with_many_outputs_compiles_as_a_called_kernel():
+    # 36 scalar outputs: more than the arguments CPython passes one by one (an inlined
+    # kernel would need a *args call, which Numba refuses)
+    y0 = np.array([0.99, 0.01, 0.0])
+    assert _compiled(_sir, y0, 0.3, 0.1, static=True).shape == (12, 3)
+    _check(_sir, y0, 0.3, 0.1, static=True)
