@@ -28,8 +28,9 @@ How each op keeps NumPy's bits:
   F-contiguous matrices, vectors of positive stride — and the other layouts signal);
   integers wrap in a loop (exact: wrapping arithmetic is associative), bools are
   an OR of ANDs.
-* ``stack``/``concatenate``/``pad`` (constant)/``expand_dims``/``flip``: data movement
-  (safe casts only), views where NumPy returns views.
+* ``stack``/``concatenate``/``pad`` (constant, edge)/``expand_dims``/``flip``: data
+  movement (safe casts only), views where NumPy returns views; ``outer``: NumPy's
+  ``multiply`` loop once per row.
 * ``cumsum``/``cumprod``: NumPy's ``add``/``multiply`` loop in accumulate form, per lane.
 * ``var``/``std``/``nanmean``: NumPy's own algorithm (``numpy/_core/_methods.py``), with
   its sums made by NumPy's ``add`` loop called as a reduction calls it (pairwise along the
@@ -38,6 +39,10 @@ How each op keeps NumPy's bits:
 * ``sort``/``argsort``: a stable merge sort with NumPy's order (NaNs last); where NumPy's
   result is not unique (``sort`` ties of different bits, ``-0.0``/``0.0`` or two NaNs;
   default-kind ``argsort`` ties) the call signals.
+* ``max``/``min`` over several axes, ``maximum``/``minimum.reduce``: the extreme in any
+  order; a NaN, or zeros of both signs at the top, signal (NumPy's order decides those).
+* Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
+  no exact form to call).
 """
 
 from __future__ import annotations
@@ -49,7 +54,7 @@ import numpy as np
 
 from ..ir import Node, OpKind
 from ..ir.abstract import DynamicIndex
-from .codegen import Unsupported, ctor
+from .codegen import Unsupported, const_source, ctor, literal_value
 from .ufunc_loops import find_loop
 
 #: dtypes this module computes (NumPy's and Numba's scalar types agree on these).
@@ -102,7 +107,7 @@ def _array_arg(node: Node, i: int, what: str) -> Node:
     a = node.args[i] if i < len(node.args) else None
     if not isinstance(a, Node) or a.aval is None or isinstance(a.aval, tuple) or \
             a.aval.shape is None:
-        raise Unsupported(f"{node.op.value} of {what} that is not a traced array")
+        raise Unsupported(f"{node.op.value} of {what} that is not a traced array of known rank")
     if np.dtype(a.dtype) not in _DTYPES:
         raise Unsupported(f"{node.op.value} of {a.dtype}")
     return a
@@ -1051,7 +1056,6 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     cv = node.attrs.get("constant_values", 0)
     if np.ndim(cv) != 0:
         raise Unsupported("pad with per-axis constant_values")
-    from .codegen import const_source
     try:
         with np.errstate(all="raise"):
             value = np.pad(np.zeros(1, dt), 1, constant_values=cv)[0]  # NumPy's own cast
@@ -1200,7 +1204,6 @@ def _check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
     init = node.attrs.get("initial") if ufunc else None
     if init is None:
         return x, axes, None
-    from .codegen import const_source, literal_value
     return x, axes, const_source(literal_value(init, dt), dt)
 
 
