@@ -182,6 +182,26 @@ def test_a_vector_loop_of_products_reuses_its_buffer_and_matches_numpy():
     _check(power_iteration, _rand((6, 6)), _rand(6))
 
 
+def _grow(a, v):
+    while np.max(np.abs(v)) < 1e6:  # a graph while loop: v's buffers ping-pong
+        v = a @ v
+        v = np.cumsum(v[::-1]) - np.dot(v, v) * 1e-9
+    return v
+
+
+def _power(a, v):
+    while np.max(np.abs(v)) < 1e6:  # the product writes into v's dead buffer
+        v = a @ v
+    return v
+
+
+def test_products_and_scans_carried_through_a_graph_loop():
+    a = np.eye(6) * 1.5 + _rand((6, 6)) * 0.1
+    for fn in (_grow, _power):
+        _check(fn, a, _rand(6))
+        _check(fn, a.astype(np.float32), _rand(6, np.float32))
+
+
 def test_mismatched_product_shapes_raise_numpys_error():
     spec = [kx.TensorSpec((None, None), np.float64), kx.TensorSpec((None,), np.float64)]
     f = kx.function(_dot, jit_compile=True, input_signature=spec)
