@@ -19,10 +19,11 @@ once for all iterations), then ``graph(inputs..., constants..., loop addresses..
 * float matrix products call NumPy's own ``matmul`` inner loop (same BLAS path, same bits);
   integer and bool products are plain loops (exact: wrapping arithmetic is associative).
 
-Graphs with ops this compiler does not cover (prints, variable writes, sorting, fancy
-indexing, ...) run on the fused executor instead, with a warning that names the op, as
-TensorFlow's ``jit_compile=True`` names the op XLA cannot compile. The first call of a new
-graph runs on the fused executor while the whole-graph function compiles in the background
+Graphs with ops this compiler does not cover (prints, variable writes, ``unique``, boolean
+masks, ...; :mod:`.whole_graph_ops` holds the rules of many more) run on the fused executor
+instead, with a warning that names the op, as TensorFlow's ``jit_compile=True`` names the
+op XLA cannot compile. The first call of a new graph runs on the fused executor while the
+whole-graph function compiles in the background
 (:func:`~kernel_ext.backends.compiler.set_synchronous` makes it synchronous).
 """
 
@@ -49,8 +50,13 @@ from .numpy_backend import Namer, Scope, access_expr, output_expr
 from .parallel import SUM_PARALLEL_MIN
 from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
+from .whole_graph_ops import RULES as _OP_RULES
 
 SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a NumPy rerun
+
+#: Most arguments of an inlined 0-d segment kernel: CPython 3.11 compiles a call with more
+#: than 30 into a ``*args`` call, which Numba's inliner refuses (a 30-output 0-d segment).
+_INLINE_MAX_ARGS = 28
 
 #: Shortest run of chained matrix products emitted as a loop (:meth:`_GraphWriter._matmul_chains`).
 REROLL_MIN = 3
@@ -157,6 +163,8 @@ class _GraphWriter:
             elif op is OpKind.WHILE:
                 self.check(node.attrs["cond"])
                 self.check(node.attrs["body"])
+            elif op in _OP_RULES and _OP_RULES[op].claims(node):
+                _OP_RULES[op].check(node)  # whole_graph_ops: more of NumPy's ops
             elif op in _SUPPORTED_SHAPE_OPS:
                 self._check_shape(node)
             elif op is OpKind.MATMUL:
@@ -272,7 +280,7 @@ class _GraphWriter:
         while i < len(items):
             head = items[i]
             if not isinstance(head, Node) or head.op is not OpKind.MATMUL or \
-                    head in self.out_bufs:
+                    head in self.out_bufs or _OP_RULES[OpKind.MATMUL].claims(head):
                 i += 1
                 continue
             best: list[Node] = [head]
@@ -375,6 +383,9 @@ class _GraphWriter:
         # A 0-d segment (the loop test ``sum > thr``) is inlined into the function: its
         # one-element loops and buffers then fold into scalar code.
         kernel = embedding.kernel(variant, kname, "@_inline" if rank == 0 else "@_kernel")
+        if rank == 0 and kernel.text.split("):", 1)[0].count(",") >= _INLINE_MAX_ARGS:
+            # CPython passes more arguments as one tuple (*args), which Numba cannot inline
+            kernel = embedding.kernel(variant, kname, "@_kernel")
         call = kernel.call
         self.module_parts.append(kernel.constants)
         self.helpers.update(kernel.helpers)
@@ -603,6 +614,11 @@ class _GraphWriter:
             return
         if op is OpKind.WHILE:
             self._emit_while(node, args, t, env, lines, indent)
+            return
+        if op in _OP_RULES and _OP_RULES[op].claims(node):
+            kind = _OP_RULES[op].emit(self, node, args, t, lines, indent)
+            roots = args[0].roots if kind == "view" else None
+            env[node] = _Val(t, kind == "scalar", kind == "fresh", roots)
             return
         if op is OpKind.MATMUL:
             self._emit_matmul(node, args, t, lines, indent)
