@@ -402,18 +402,29 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
 
 # -- sorting ----------------------------------------------------------------------------------
 
+def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict:
+    """The static attrs of a sort: the axis, and ``kind``/``stable`` when given (they decide
+    the order of ties, so the graph runs NumPy's sort with the same ones)."""
+    attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
+    if kind is not None:
+        attrs["kind"] = str(kind)
+    if stable is not None:
+        attrs["stable"] = bool(stable)
+    return attrs
+
+
 @implements(np.sort)
 def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
           stable: Any = None) -> Any:
     _no("order", order)
-    return bind(OpKind.SORT, (a,), {"axis": None if axis is None else int(axis)})
+    return bind(OpKind.SORT, (a,), _sort_attrs(axis, kind, stable))
 
 
 @implements(np.argsort)
 def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
              stable: Any = None) -> Any:
     _no("order", order)
-    return bind(OpKind.ARGSORT, (a,), {"axis": None if axis is None else int(axis)})
+    return bind(OpKind.ARGSORT, (a,), _sort_attrs(axis, kind, stable))
 
 
 # -- functions that write into an argument: functionalized (the target takes the new value) --

@@ -457,11 +457,13 @@ class Tensor(NumpyOperators, inplace=True):
     def take(self, indices: Any, axis: int | None = None) -> "Tensor":
         return np.take(self, indices, axis=axis)
 
-    def argsort(self, axis: int = -1) -> "Tensor":
-        return np.argsort(self, axis=axis)
+    def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
+                stable: bool | None = None) -> "Tensor":
+        return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
 
-    def sort(self, axis: int = -1) -> None:
-        self._rebind(np.sort(self, axis=axis))
+    def sort(self, axis: int = -1, kind: str | None = None, order: Any = None, *,
+             stable: bool | None = None) -> None:
+        self._rebind(np.sort(self, axis=axis, kind=kind, order=order, stable=stable))
 
     # more ndarray methods and attributes, as NumPy defines them
     @property

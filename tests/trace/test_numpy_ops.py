@@ -985,3 +985,21 @@ def test_einsum_path_is_worked_out_from_the_shapes_when_tracing():
     _, (got_path, got_text) = kx.function(
         lambda x: (x, np.einsum_path("ij,jk,kl->il", x, x.T, x)))(NC)
     assert list(got_path) == path and got_text == text
+
+
+def _stable_sorts(x):
+    return (np.argsort(x, kind="stable"), x.argsort(stable=True),
+            np.sort(x, kind="mergesort"), np.argsort(x, axis=0, kind="stable"))
+
+
+@pytest.mark.parametrize("path", ["numpy", "auto", "jit"])
+def test_sort_kind_and_stable_decide_the_order_of_ties_as_in_numpy(path):
+    options = {"jit": {"jit_compile": True}}.get(path, PATHS.get(path))
+    x = np.random.default_rng(3).integers(0, 3, (40, 3)).astype(np.float64)  # many ties
+    f = kx.function(_stable_sorts, **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        for _ in range(3):
+            got = f(x)
+    for g, w in zip(got, _stable_sorts(x)):
+        np.testing.assert_array_equal(g, w)
