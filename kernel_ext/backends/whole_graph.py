@@ -35,9 +35,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Graph, Node, OpKind
+from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
 from ..ir.abstract import DynamicIndex, getitem_shape
+from ..passes import prune_dead_code
 from ..passes.fusion import Segment, partition, schedule
+from ..passes.short_sums import unroll_short_sums
 from ..trace.pytree import TreeNode
 from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
                       ReductionPlan, Unsupported, can_compile, const_source, ctor)
@@ -181,6 +183,12 @@ class _GraphWriter:
                 self._check_getitem(node)
             elif op is OpKind.SETITEM:
                 self._check_setitem(node)
+            elif op in (OpKind.ARGMIN, OpKind.ARGMAX):
+                _check_arg_reduce(node)
+            elif op is OpKind.UFUNC_AT:
+                _check_ufunc_at(node)
+            elif op is OpKind.BINCOUNT:
+                _check_bincount(node)
             elif not can_compile(node, "cpu", fast_math=self.fast_math):
                 raise Unsupported(f"op '{op.value}' ({node.name})")
             if node.aval is not None and not isinstance(node.aval, tuple) and \
@@ -246,7 +254,11 @@ class _GraphWriter:
             self.param_nodes.append(node)
             env[node] = _Val(name, node.aval.shape == (), False)
         body: list[str] = []
-        outs = self.emit_graph(self.graph, env, body, "    ")
+        tiling = row_tiling(self.graph)
+        if tiling is None:
+            outs = self.emit_graph(self.graph, env, body, "    ")
+        else:
+            outs = self._emit_tiled(tiling, env, body)
         consts = [f"c{i}" for i in range(len(self.constants))]
         # NumPy loop addresses arrive in one uintp array: one argument for Numba's dispatcher
         # to type instead of two per loop (each costs it ~50 ns per call).
@@ -268,6 +280,35 @@ class _GraphWriter:
         ])
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
+
+    def _emit_tiled(self, rows: set[Node], env: dict[Node, _Val],
+                    lines: list[str]) -> list[_Val]:
+        """The graph run on tiles of :func:`row_tile` rows at a time (:func:`row_tiling`):
+        every intermediate of a tile stays in cache, where computing each on the whole array
+        streams it through memory once per op or reduction. Each tile's results are copied
+        into the outputs, allocated once."""
+        first = next(n for n in self.graph.inputs if n in rows)
+        n = self.fresh("nrows")
+        lines.append(f"    {n} = {env[first].name}.shape[0]")
+        width = int(np.prod(first.aval.shape[1:]))
+        tile = row_tile(width)
+        outs = []
+        for o in self.graph.outputs:
+            t = self.fresh("o")
+            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            outs.append(_Val(t, False, True))
+        lines.append(f"    for r0 in range(0, {n}, {tile}):")
+        lines.append(f"        r1 = min(r0 + {tile}, {n})")
+        sub = dict(env)
+        for node in rows:
+            v = self.fresh("tile")
+            lines.append(f"        {v} = {env[node].name}[r0:r1]")
+            sub[node] = _Val(v, False, False, env[node].roots, unit=env[node].unit)
+        vals = self.emit_graph(self.graph, sub, lines, "        ")
+        for o, v in zip(outs, vals):
+            lines.append(f"        {o.name}[r0:r1] = {v.name}")
+        return outs
 
     def _items(self, graph: Graph) -> list[Node | Segment]:
         """The order ``graph``'s steps run in: nodes, and fused segments as one step each."""
@@ -687,6 +728,19 @@ class _GraphWriter:
         if op is OpKind.SETITEM:
             self._emit_setitem(node, env, lines, indent)
             return
+        if op in (OpKind.ARGMIN, OpKind.ARGMAX):
+            self._emit_arg_reduce(node, args[0], t, env, lines, indent)
+            return
+        if op is OpKind.UFUNC_AT:
+            self._emit_ufunc_at(node, args, t, env, lines, indent)
+            return
+        if op is OpKind.BINCOUNT:
+            self.helpers["_bincount"] = _BINCOUNT
+            lines.append(f"{indent}{t}_ok, {t} = _bincount({args[0].name}, "
+                         f"{int(node.attrs.get('minlength', 0))})")
+            self.signal(lines, indent, f"not {t}_ok")  # a negative value: NumPy's error
+            env[node] = _Val(t, False, True)
+            return
         if op is OpKind.GETITEM:  # a view of x (or one element of it)
             self._emit_getitem(node, args, t, lines, indent)
             env[node] = _Val(t, scalar, False, None if scalar else args[0].roots,
@@ -938,6 +992,67 @@ class _GraphWriter:
             lines.append(f"{indent}{view}[:] = {src}")
         env[node] = dest
 
+    # -- argmin/argmax, ufunc.at, bincount -------------------------------------------------
+    def _emit_arg_reduce(self, node: Node, x: _Val, t: str, env: dict[Node, _Val],
+                         lines: list[str], indent: str) -> None:
+        """``np.argmin``/``np.argmax``: the first extreme, or the first NaN (NumPy's rule),
+        along one axis (moved last) or over the flattened array."""
+        name = f"_{node.op.value}"
+        self.helpers[name + "1"] = _ARG_REDUCE.format(name=name, cmp="<" if
+                                                      node.op is OpKind.ARGMIN else ">")
+        axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims", False)
+        rank = len(node.args[0].aval.shape)
+        if x.scalar:  # a 0-d value: NumPy's answer is 0
+            lines.append(f"{indent}{t} = np.int64(0)")
+            env[node] = _Val(t, True, False)
+            return
+        if axis is None or rank == 1:
+            flat = self.fresh("r")
+            lines.append(f"{indent}{flat} = np.ascontiguousarray({x.name}).ravel()")
+            self.signal(lines, indent, f"{flat}.size == 0")  # NumPy's empty-sequence error
+            lines.append(f"{indent}{t} = np.int64({name}1({flat}))")
+            if keepdims:
+                lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+                env[node] = _Val(t, False, True)
+            else:
+                env[node] = _Val(t, True, False)
+            return
+        ax = int(axis) % rank
+        perm = tuple(a for a in range(rank) if a != ax) + (ax,)
+        v = self.fresh("v")
+        lines.append(f"{indent}{v} = np.transpose({x.name}, {perm!r})")
+        self.signal(lines, indent, f"{v}.shape[{rank - 1}] == 0")
+        shape = "(" + "".join(f"{v}.shape[{a}], " for a in range(rank - 1)) + ")"
+        lines.append(f"{indent}{t} = np.empty({shape}, np.int64)")
+        lines.append(f"{indent}for _ix in np.ndindex({t}.shape):")
+        lines.append(f"{indent}    {t}[_ix] = {name}1({v}[_ix])")
+        if keepdims:
+            lines.append(f"{indent}{t} = np.expand_dims({t}, {ax})")
+        env[node] = _Val(t, False, True)
+
+    def _emit_ufunc_at(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
+                       lines: list[str], indent: str) -> None:
+        """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
+        copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
+        range, or values of another shape, signal NumPy's error."""
+        base, values, idx = args[0], args[1], args[2]
+        ufunc = node.attrs["ufunc"]
+        dt = np.dtype(node.dtype)
+        wrap = dt.kind in "iu"
+        op = {np.add: ("_wadd({a}, {b})", "({a} + {b})"),
+              np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
+              np.multiply: ("_wmul({a}, {b})", "({a} * {b})")}[ufunc][0 if wrap else 1]
+        rank = len(node.aval.shape)
+        scalar = values.scalar
+        name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
+        self.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
+        lines.append(f"{indent}{t} = {base.name}.copy()")
+        if not scalar:
+            self.signal(lines, indent, f"{values.name}.shape[0] != {idx.name}.shape[0]" + "".join(
+                f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)))
+        self.signal(lines, indent, f"not {name}({t}, {idx.name}, {values.name})")
+        env[node] = _Val(t, False, True)
+
     def _out_buffer(self, node: Node, shape: str, size_test: str, dt: str,
                     lines: list[str], indent: str, t: str, take: str = "{sp}") -> None:
         """``t = np.empty(shape, dt)``, or the dead buffer a loop left for ``node``.
@@ -1117,15 +1232,182 @@ def _clamp(bound: int, n: str) -> str:
     return f"max({n} + ({bound}), 0)" if bound < 0 else f"min({bound}, {n})"
 
 
-def _writes(graph: Graph) -> bool:
-    """Does ``graph`` (or a branch or loop body in it) hold a ``setitem``?"""
+def _check_arg_reduce(node: Node) -> None:
+    x = node.args[0]
+    if not isinstance(x, Node) or x.aval.shape is None or np.dtype(x.dtype).kind not in "biuf":
+        raise Unsupported(f"{node.op.value} of {getattr(x, 'aval', x)}")
+    if set(node.attrs) - {"axis", "keepdims"}:
+        raise Unsupported(f"{node.op.value} with {sorted(node.attrs)}")
+    axis = node.attrs.get("axis")
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise Unsupported(f"{node.op.value} over axes {axis!r}")
+
+
+#: ufunc.at's ufuncs this compiler writes (their loops are one wrapping or float operation)
+_AT_UFUNCS = (np.add, np.subtract, np.multiply)
+
+
+def _check_ufunc_at(node: Node) -> None:
+    """``ufunc.at(a, idx, b)``: one 1-D integer index array into the first axis of a 1-D or
+    2-D array, and values of ``a``'s dtype, one per index (or one for all)."""
+    ufunc, index = node.attrs["ufunc"], node.attrs["index"]
+    a, b = node.args[0], node.args[1]
+    if ufunc not in _AT_UFUNCS:
+        raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
+    if not isinstance(a, Node) or a.aval.shape is None or len(a.aval.shape) not in (1, 2) \
+            or np.dtype(a.dtype).kind not in "iuf":
+        raise Unsupported(f"{ufunc.__name__}.at into {getattr(a, 'aval', a)}")
+    if len(index) != 1 or not isinstance(index[0], DynamicIndex) or len(node.args) != 3:
+        raise Unsupported(f"{ufunc.__name__}.at with index {index!r}")
+    idx = node.args[2]
+    if not isinstance(idx, Node) or idx.aval.shape is None or len(idx.aval.shape) != 1 or \
+            np.dtype(idx.dtype).kind not in "iu" or np.dtype(idx.dtype) == np.uint64:
+        raise Unsupported(f"{ufunc.__name__}.at with index {getattr(idx, 'aval', idx)}")
+    if not isinstance(b, Node) or np.dtype(b.dtype) != np.dtype(a.dtype) or \
+            b.aval.shape is None or (b.aval.shape != () and
+                                     len(b.aval.shape) != len(a.aval.shape)):
+        raise Unsupported(f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
+                          f"{a.aval} (values of another dtype or shape)")
+
+
+def _check_bincount(node: Node) -> None:
+    x, weights = node.args[0], node.args[1]
+    minlength = node.attrs.get("minlength", 0)
+    if weights is not None or set(node.attrs) - {"minlength"}:
+        raise Unsupported("bincount with weights")
+    if not isinstance(minlength, (int, np.integer)) or minlength < 0:
+        raise Unsupported(f"bincount with minlength={minlength!r}")
+    if not isinstance(x, Node) or x.aval.shape is None or len(x.aval.shape) != 1 or \
+            np.dtype(x.dtype).kind not in "biu" or np.dtype(x.dtype) == np.uint64:
+        raise Unsupported(f"bincount of {getattr(x, 'aval', x)}")
+
+
+def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
+    """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
+    returns False (nothing more written) at an index out of range."""
+    v = "vals" if scalar else "vals[k]"
+    lines = ["@_inline", f"def {name}(out, idx, vals):", "    n = out.shape[0]",
+             "    for k in range(idx.shape[0]):", "        i = np.int64(idx[k])",
+             "        if i < 0:", "            i += n", "        if i < 0 or i >= n:",
+             "            return False"]
+    if rank == 1:
+        lines.append(f"        out[i] = {op.format(a='out[i]', b=v)}")
+    else:
+        lines.append("        for j in range(out.shape[1]):")
+        vj = "vals" if scalar else "vals[k, j]"
+        lines.append(f"            out[i, j] = {op.format(a='out[i, j]', b=vj)}")
+    lines.append("    return True")
+    return "\n".join(lines) + "\n"
+
+
+#: Elements of one row tile's intermediates (32k: 128 KB of float32 each, a few of them
+#: in L2 at once)
+TILE_ELEMENTS = 1 << 15
+#: Fewest rows a graph needs to run in tiles
+TILE_MIN_ROWS = 64
+
+
+def row_tile(width: int) -> int:
+    """Rows per tile for rows of ``width`` elements."""
+    return max(1, TILE_ELEMENTS // max(width, 1))
+
+
+def row_tiling(graph: Graph) -> set[Node] | None:
+    """The inputs to slice by rows when ``graph`` computes each row of its outputs from the
+    same row of those inputs alone (elementwise work, reductions along other axes and their
+    results spread back over the row, indexing that keeps the first axis whole), has at
+    least one such reduction, and at least :data:`TILE_MIN_ROWS` rows; else None.
+
+    Everything else is *row-free*: it holds no row axis (lower rank, or a leading 1), so it
+    broadcasts over the rows and is the same for every tile (``g`` and ``b`` of a layer
+    norm). Only static shapes qualify."""
+    if graph.outputs == [] or any(n.aval is None or isinstance(n.aval, tuple) or
+                                  n.aval.shape is None or None in n.aval.shape
+                                  for n in graph.nodes):
+        return None
+    out0 = graph.outputs[0].aval.shape
+    if len(out0) < 2 or out0[0] < TILE_MIN_ROWS:
+        return None
+    nrows = out0[0]
+    row: dict[Node, bool] = {}
+    reduces = False
+
+    def has_rows(v: Any) -> bool:
+        return isinstance(v, Node) and row[v]
+
+    def free_fits(v: Any, rank: int) -> bool:
+        """A row-free operand of a rank-``rank`` row value: broadcast over its rows."""
+        if not isinstance(v, Node):
+            return True
+        shape = v.aval.shape
+        return len(shape) < rank or shape[0] == 1
+
     for node in graph.nodes:
-        if node.op is OpKind.SETITEM:
+        op = node.op
+        shape = node.aval.shape
+        if op is OpKind.PLACEHOLDER:
+            row[node] = len(shape) >= 2 and shape[0] == nrows
+            continue
+        if op is OpKind.CONSTANT:
+            if len(shape) >= 1 and shape[0] == nrows and nrows != 1:
+                return None
+            row[node] = False
+            continue
+        args = node.args
+        if not any(has_rows(a) for a in args):
+            if op.group is not OpGroup.ELEMENTWISE:
+                return None  # row-free work other than elementwise: not worth a per-tile rerun
+            row[node] = False
+            continue
+        if op.group is OpGroup.ELEMENTWISE:
+            rank = len(shape)
+            for a in args:
+                if has_rows(a):
+                    if len(a.aval.shape) != rank or a.aval.shape[0] != nrows:
+                        return None
+                elif not free_fits(a, rank):
+                    return None
+        elif op in FUSIBLE_REDUCTIONS or op in (OpKind.ARGMIN, OpKind.ARGMAX):
+            axis = node.attrs.get("axis")
+            rank = len(args[0].aval.shape)
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            if axis is None or any(not isinstance(a, (int, np.integer)) or int(a) % rank == 0
+                                   for a in axes) or len(args) != 1:
+                return None
+            reduces = True
+        elif op is OpKind.GETITEM:
+            index = node.attrs["index"]
+            if len(args) != 1 or not index or index[0] != slice(None):
+                return None  # (a traced index is an argument: len(args) > 1)
+        elif op is OpKind.EXPAND_DIMS:
+            if int(node.attrs["axis"]) % (len(args[0].aval.shape) + 1) == 0:
+                return None
+        else:
+            return None
+        if not shape or shape[0] != nrows:
+            return None
+        row[node] = True
+    if not reduces or not all(row.get(o, False) and o.aval.shape[0] == nrows
+                              for o in graph.outputs):
+        return None
+    return {n for n in graph.inputs if row[n]}
+
+
+#: Ops the compiled function runs better than the fused executor at any size
+#: (:func:`compile_whole_graph`'s handover)
+_COMPILED_BETTER = frozenset({OpKind.SETITEM, OpKind.ARGMIN, OpKind.ARGMAX, OpKind.UFUNC_AT,
+                              OpKind.BINCOUNT})
+
+
+def _holds(graph: Graph, ops: frozenset[OpKind]) -> bool:
+    """Does ``graph`` (or a branch or loop body in it) hold one of ``ops``?"""
+    for node in graph.nodes:
+        if node.op in ops:
             return True
-        if node.op is OpKind.COND and any(_writes(g) for g in node.attrs["branches"]):
+        if node.op is OpKind.COND and any(_holds(g, ops) for g in node.attrs["branches"]):
             return True
-        if node.op is OpKind.WHILE and (_writes(node.attrs["cond"]) or
-                                        _writes(node.attrs["body"])):
+        if node.op is OpKind.WHILE and (_holds(node.attrs["cond"], ops) or
+                                        _holds(node.attrs["body"], ops)):
             return True
     return False
 
@@ -1172,6 +1454,42 @@ def _literal_into(value: Any, dtype: np.dtype) -> Any:
         raise Unsupported(f"setitem of {value!r} into {dtype} ({e})") from None
     return box[()]
 
+
+# argmin/argmax of one non-empty row: NumPy's answer is the first NaN if there is one, else
+# the first extreme (ties keep the earliest: strict comparison).
+_ARG_REDUCE = """\
+@_inline
+def {name}1(row):
+    best = row[0]
+    k = 0
+    if best == best:
+        for j in range(1, row.shape[0]):
+            v = row[j]
+            if v != v:
+                k = j
+                break
+            if v {cmp} best:
+                best = v
+                k = j
+    return k
+"""
+
+# np.bincount(x, minlength=m) of non-negative integers (a negative one: NumPy's ValueError)
+_BINCOUNT = """\
+@_inline
+def _bincount(x, minlength):
+    top = -1
+    for i in range(x.shape[0]):
+        v = np.int64(x[i])
+        if v < 0:
+            return False, np.zeros(0, np.int64)
+        if v > top:
+            top = v
+    out = np.zeros(max(top + 1, minlength), np.int64)
+    for i in range(x.shape[0]):
+        out[np.int64(x[i])] += 1
+    return True, out
+"""
 
 # NumPy's float add loop called the way a reduction calls it (output = first input, both
 # with stride 0): it adds the pairwise sum of the n elements, in index order (a reversed
@@ -1292,12 +1610,19 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         sizes.append(SUM_PARALLEL_MIN)
     if stats.get("parallel_ufunc_size"):
         sizes.append(stats["parallel_ufunc_size"])
-    # A graph that writes into arrays keeps the compiled function at every size: there a
-    # write costs its region (in place, or the segment computing it writes it straight into
-    # the result), while the executor computes it into a temporary and copies it, one
-    # thread. W11 (Jacobi, 1000x1000, 100 sweeps): the executor took 2.7-5.9x the hand loop's
-    # time, the compiled function 1.2-1.3x.
-    handover = None if _writes(graph) else whole_graph_handover(sizes)
+    # The compiled function's own graph: short float sums written out in NumPy's order
+    # (passes/short_sums.py), so they fuse with the work around them.
+    compiled = _for_compiling(graph)
+    # Work the compiled function does better than the executor keeps it at every size:
+    # writes (a write costs its region there; the executor computes the value into a
+    # temporary and copies it, on one thread), short sums written out, and the ops the
+    # executor leaves to NumPy (argmin, ufunc.at, bincount). W11 (Jacobi, 1000x1000, 100
+    # sweeps): the executor took 2.7-5.9x the hand loop's time, the compiled function
+    # 1.0-1.4x; W13 (k-means step): the executor 0.7x NumPy's time, the compiled one 0.12x.
+    keep = compiled is not graph or _holds(graph, _COMPILED_BETTER) or \
+        row_tiling(compiled) is not None
+    handover = None if keep else whole_graph_handover(sizes)
+    graph = compiled
     writer = _GraphWriter(graph, fast_math)
     try:
         source = writer.write()
@@ -1330,6 +1655,14 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         fb["id"], fb["role"] = i, "fallback"
     return Executable(run, run_source, "numba-cpu", [report, *fallbacks],
                       (time.perf_counter() - t0) * 1e3)
+
+
+def _for_compiling(graph: Graph) -> Graph:
+    """``graph`` as the compiled function runs it (the fused fallback runs ``graph``)."""
+    rewritten, changed = unroll_short_sums(graph)
+    if changed:
+        rewritten, _ = prune_dead_code(rewritten)
+    return rewritten
 
 
 def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
