@@ -150,6 +150,8 @@ class _GraphWriter:
         self._schedules: dict[int, list[Node | Segment]] = {}
         #: setitem nodes whose value a segment already wrote into the result (its value)
         self.directed: dict[Node, _Val] = {}
+        #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
+        self.tile_outputs: dict[Node, _Val] = {}
 
     def fresh(self, prefix: str = "t") -> str:
         self._n += 1
@@ -305,9 +307,14 @@ class _GraphWriter:
             v = self.fresh("tile")
             lines.append(f"        {v} = {env[node].name}[r0:r1]")
             sub[node] = _Val(v, False, False, env[node].roots, unit=env[node].unit)
+        # a segment computing an output writes its tile of the output directly
+        for o, out in zip(self.graph.outputs, outs):
+            if o not in self.tile_outputs and self.graph.outputs.count(o) == 1:
+                self.tile_outputs[o] = out
         vals = self.emit_graph(self.graph, sub, lines, "        ")
         for o, v in zip(outs, vals):
-            lines.append(f"        {o.name}[r0:r1] = {v.name}")
+            if v.name != f"{o.name}_tile":
+                lines.append(f"        {o.name}[r0:r1] = {v.name}")
         return outs
 
     def _items(self, graph: Graph) -> list[Node | Segment]:
@@ -467,7 +474,10 @@ class _GraphWriter:
         ins = [env[n] for n in seg.inputs]
         # The contiguous kernel serves segments whose array inputs all span the domain (no
         # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
+        tiled = {i: self.tile_outputs[o] for i, o in enumerate(seg.outputs)
+                 if o in self.tile_outputs and i in call.map_outputs}
         flat = rank == 0 or (call.has_flat and bool(call.array_inputs) and direct is None and
+                             not tiled and
                              all(seg.inputs[i].aval.shape == seg.domain
                                  for i in call.array_inputs))
         variant = "flat" if flat else "nd"
@@ -481,6 +491,7 @@ class _GraphWriter:
             if direct is not None and _unit_rows(direct):
                 unit |= {f"out{i}" for i in call.map_outputs
                          if seg.outputs[i] is direct.args[1]}
+            unit |= {f"out{i}" for i in tiled}  # rows of a C-contiguous output
         kernel = embedding.kernel(variant, kname, "@_inline" if rank == 0 else "@_kernel",
                                   frozenset(unit))
         call = kernel.call
@@ -553,6 +564,14 @@ class _GraphWriter:
             if direct is not None and seg.outputs[i] is direct.args[1]:
                 args.outputs[i] = view
                 env[seg.outputs[i]] = _Val(view, False, False, dest.roots)
+                continue
+            if i in tiled:
+                out = tiled[i]
+                view = f"{out.name}_tile"
+                lines.append(f"{indent}{view} = {out.name}[r0:r1]")
+                self.signal(lines, indent, f"{view}.shape != {shape}")
+                args.outputs[i] = view
+                env[seg.outputs[i]] = _Val(view, False, False, out.roots, unit=True)
                 continue
             t = self.fresh()
             self._out_buffer(seg.outputs[i], shape, f"{{sp}}.shape == {shape}",
