@@ -943,6 +943,9 @@ class _KernelWriter:
                  fast_math: bool = False) -> None:
         self.seg = seg
         self.target = target
+        #: Kernel parameters (``in<i>``/``out<i>``) whose rows the caller guarantees to be
+        #: unit-stride views (:meth:`KernelEmbedding.kernel`)
+        self.unit_rows: frozenset[str] = frozenset()
         self.fast_math = fast_math
         self.prefix = prefix
         self.scratch: dict[str, tuple[Scratch, ...]] = {}
@@ -1264,10 +1267,14 @@ class _KernelWriter:
         # Block views, indexed by the non-negative loop variable j: indexing the whole array
         # with ``blk + j`` makes Numba handle negative indices and defeats vectorisation.
         lead = "".join(f"i{d}, " for d in range(self.rank - 1)) if nd else ""
+        # A row of a strided N-d view (``u[1:-1, 1:-1]``) is typed as a strided array, whose
+        # loads LLVM does not vectorise; where the caller guarantees unit-stride rows,
+        # ``np.ascontiguousarray`` retypes the row as contiguous without a copy (W11's stencil
+        # ran 2.2x faster).
         for i in self.array_inputs:
-            lines.append(f"{indent}b{i} = in{i}[{lead}blk:blk + m]")
+            lines.append(f"{indent}b{i} = {self._row(f'in{i}', f'{lead}blk:blk + m', nd)}")
         for i in self.map_outputs:
-            lines.append(f"{indent}bo{i} = out{i}[{lead}blk:blk + m]")
+            lines.append(f"{indent}bo{i} = {self._row(f'out{i}', f'{lead}blk:blk + m', nd)}")
         if red is not None and not lanes:
             idx = [f"i{d}" for d in range(self.rank - 1)] + ["blk:blk + m"]
             idx[red.axis] = "0"  # type: ignore[index]
@@ -1295,6 +1302,14 @@ class _KernelWriter:
             lines.append(f"{end}acc[{idx}] = {red.combine('a', 'v')}")
         lines.append("    return bad, r" if lanes and not nd else "    return bad")
         return lines
+
+    def _row(self, param: str, index: str, nd: bool) -> str:
+        """``param[index]`` (a block of one row), retyped as a contiguous array where the
+        caller guarantees unit-stride rows (``np.ascontiguousarray`` of such a block is a
+        view in Numba, typed C-contiguous)."""
+        if nd and param in self.unit_rows:
+            return f"np.ascontiguousarray({param}[{index}])"
+        return f"{param}[{index}]"
 
     def _lane_fold(self, indent: str) -> list[str]:
         """Fold a reduction's lanes into one value and push it on a pairwise cascade (every
@@ -1663,7 +1678,11 @@ class KernelEmbedding:
     def call(self) -> SegmentCall:
         return self._writer._call()
 
-    def kernel(self, variant: str, name: str, decorator: str = "@_kernel") -> EmbeddedKernel:
+    def kernel(self, variant: str, name: str, decorator: str = "@_kernel",
+               unit_rows: frozenset[str] = frozenset()) -> EmbeddedKernel:
+        """``unit_rows``: the parameters (``in<i>``, ``out<i>``) the caller passes as views
+        whose last axis has unit stride (their row blocks are retyped as contiguous)."""
+        self._writer.unit_rows = unit_rows
         return self._writer.embedded(variant, name, decorator)
 
 

@@ -19,6 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
+from ..passes import short_sums
 from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
 from . import cost
@@ -255,6 +256,21 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
 _CODE: dict[str, Any] = {}  # executor source -> compiled code (retraces repeat the text)
 
 
+def _short_sums_fused(graph: Graph, mode: str, exact_sums: bool, fast_math: bool) -> Graph:
+    """``graph`` with its top-level short float sums written out as additions in NumPy's
+    order (:mod:`~kernel_ext.passes.short_sums`) when every addition then runs in a fused
+    kernel; else ``graph`` itself (op by op, the written-out sum would cost ~4 NumPy calls
+    per element of the axis instead of one)."""
+    rewritten, changed = short_sums.unroll_top_level(graph)
+    if not changed:
+        return graph
+    fused_nodes = {n for p in plan_segments(rewritten, mode, "cpu", exact_sums, fast_math)
+                   for n in p.segment.nodes}
+    if any(short_sums.is_term(n) and n not in fused_nodes for n in rewritten.nodes):
+        return graph
+    return rewritten
+
+
 def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto",
                   target: str = "cpu", filename: str = "<kx-fused>", exact_sums: bool = False,
                   stats: dict[str, int] | None = None, fast_math: bool = False
@@ -264,6 +280,8 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
 
     ``exact_sums``: plain float sums run as :func:`parallel_sum` (NumPy's bits) instead of
     fused lanes; ``stats`` (if given) receives ``parallel_sums``, how many were emitted."""
+    if target == "cpu":
+        graph = _short_sums_fused(graph, mode, exact_sums, fast_math)
     namer = Namer()
     namer.globals.update(RUNTIME)
     namer.globals.update(_deferred=COMPILER.deferred, _flush=COMPILER.flush,

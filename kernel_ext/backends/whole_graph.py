@@ -36,9 +36,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..ir import Graph, Node, OpKind
-from ..ir.abstract import DynamicIndex
+from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
+from ..ir.abstract import DynamicIndex, getitem_shape
+from ..passes import prune_dead_code
 from ..passes.fusion import Segment, partition, schedule
+from ..passes.short_sums import unroll_short_sums
 from ..trace.pytree import TreeNode
 from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
                       ReductionPlan, Unsupported, can_compile, const_source, ctor)
@@ -46,6 +48,7 @@ from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment
 from .cost import whole_graph_handover
 from .executable import Executable
 from .fused import compile_fused
+from .inplace import InplacePlan, Step, plan_inplace
 from .numpy_backend import Namer, Scope, access_expr, output_expr
 from .parallel import SUM_PARALLEL_MIN
 from .segment_call import Arg, CallRenderer, SegmentCall
@@ -69,8 +72,8 @@ _SUPPORTED_SHAPE_OPS = frozenset({OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAN
 
 class _Val:
     """A graph value in the generated function: its name, whether it is a Numba scalar,
-    whether it is a fresh C-contiguous array this function owns, and which buffers it may
-    share memory with.
+    whether it is a fresh C-contiguous array this function owns, whether its rows are
+    unit-stride, and which buffers it may share memory with.
 
     ``roots`` names those buffers (an allocation is named after the variable it was first
     bound to; a view inherits its source's roots), so "is this loop-carried buffer still
@@ -79,15 +82,17 @@ class _Val:
     memory only with buffers in its roots, never with others.
     """
 
-    __slots__ = ("name", "scalar", "fresh", "roots", "parts")
+    __slots__ = ("name", "scalar", "fresh", "roots", "parts", "unit")
 
     def __init__(self, name: str, scalar: bool, fresh: bool,
                  roots: frozenset[str] | None = None,
-                 parts: list[frozenset[str]] | None = None) -> None:
+                 parts: list[frozenset[str]] | None = None, unit: bool | None = None) -> None:
         self.name, self.scalar, self.fresh = name, scalar, fresh
         if roots is None:
             roots = frozenset() if scalar else frozenset([name])
         self.roots, self.parts = roots, parts
+        #: an array whose last axis is certainly unit-stride (a fresh array, a slice of one)
+        self.unit = fresh and not scalar if unit is None else unit
 
 
 class _SegmentArgs(CallRenderer):
@@ -145,6 +150,14 @@ class _GraphWriter:
         self.produced: set[Node] = set()       # nodes written into a spare or a new buffer
         self._n = 0
         self._segments = 0
+        #: Which setitem ops write in place and which loop slots enter as a copy
+        #: (:mod:`.inplace`, decided on this writer's own schedule by :meth:`write`).
+        self.plan = InplacePlan()
+        self._schedules: dict[int, list[Node | Segment]] = {}
+        #: setitem nodes whose value a segment already wrote into the result (its value)
+        self.directed: dict[Node, _Val] = {}
+        #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
+        self.tile_outputs: dict[Node, _Val] = {}
 
     def fresh(self, prefix: str = "t") -> str:
         self._n += 1
@@ -178,6 +191,14 @@ class _GraphWriter:
                     raise Unsupported(f"matmul of {node.dtype}")
             elif op is OpKind.GETITEM:
                 self._check_getitem(node)
+            elif op is OpKind.SETITEM:
+                self._check_setitem(node)
+            elif op in (OpKind.ARGMIN, OpKind.ARGMAX):
+                _check_arg_reduce(node)
+            elif op is OpKind.UFUNC_AT:
+                _check_ufunc_at(node)
+            elif op is OpKind.BINCOUNT:
+                _check_bincount(node)
             elif not can_compile(node, "cpu", fast_math=self.fast_math):
                 raise Unsupported(f"op '{op.value}' ({node.name})")
             if node.aval is not None and not isinstance(node.aval, tuple) and \
@@ -191,22 +212,51 @@ class _GraphWriter:
         if node.op is OpKind.EXPAND_DIMS and not isinstance(node.attrs["axis"], int):
             raise Unsupported("expand_dims with several axes")
 
-    def _check_getitem(self, node: Node) -> None:
+    def _check_getitem(self, node: Node, first_dyn: int = 1) -> None:
+        """Basic indexing only: static slices, integers, traced integer scalars, ``None``
+        and ``...``; ``first_dyn`` is the argument position of the first traced index."""
         for c in node.attrs["index"]:
             if isinstance(c, slice):
                 if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
                     raise Unsupported("slice with traced bounds")
             elif isinstance(c, DynamicIndex):
-                arg = node.args[c.position]
+                arg = node.args[c.position - 1 + first_dyn]
                 if not isinstance(arg, Node) or arg.aval.shape != () or \
                         arg.dtype.kind not in "iu":
                     raise Unsupported("indexing with an array")
+            elif c is None or c is Ellipsis:
+                pass
             elif not isinstance(c, (int, np.integer)):
                 raise Unsupported(f"index component {c!r}")
+
+    def _check_setitem(self, node: Node) -> None:
+        """``x[index] = value`` with a basic index (no ``None``) into an array, the value cast
+        as NumPy casts it only where Numba's cast is the same (``same_kind`` among bool,
+        integer and float dtypes; a Python number NumPy converts without complaint)."""
+        self._check_getitem(node, first_dyn=2)
+        x, value = node.args[0], node.args[1]
+        if any(c is None for c in node.attrs["index"]):
+            raise Unsupported("setitem with a None (np.newaxis) index component")
+        if not isinstance(x, Node) or x.aval.shape in (None, ()):
+            raise Unsupported("setitem into a 0-d value")
+        dt = np.dtype(x.dtype)
+        if dt.kind not in "biuf":
+            raise Unsupported(f"setitem into {dt}")
+        if isinstance(value, Node):
+            vdt = np.dtype(value.dtype)
+            if vdt.kind not in "biuf" or not np.can_cast(vdt, dt, "same_kind"):
+                raise Unsupported(f"setitem of {vdt} into {dt} (an unsafe cast)")
+            if value.aval.shape is None:
+                raise Unsupported("setitem of a value of unknown rank")
+            if value.aval.shape != () and _is_element(node, len(x.aval.shape)):
+                raise Unsupported("setitem of an array into one element")
+        else:
+            _literal_into(value, dt)
 
     # -- emission -----------------------------------------------------------------------------
     def write(self) -> str:
         self.check(self.graph)
+        self.plan = plan_inplace(self.graph, self._steps)
         env: dict[Node, _Val] = {}
         for node in self.graph.inputs:
             name = f"p{len(self.params)}"
@@ -214,7 +264,11 @@ class _GraphWriter:
             self.param_nodes.append(node)
             env[node] = _Val(name, node.aval.shape == (), False)
         body: list[str] = []
-        outs = self.emit_graph(self.graph, env, body, "    ")
+        tiling = row_tiling(self.graph)
+        if tiling is None:
+            outs = self.emit_graph(self.graph, env, body, "    ")
+        else:
+            outs = self._emit_tiled(tiling, env, body)
         consts = [f"c{i}" for i in range(len(self.constants))]
         # NumPy loop addresses arrive in one uintp array: one argument for Numba's dispatcher
         # to type instead of two per loop (each costs it ~50 ns per call).
@@ -237,16 +291,65 @@ class _GraphWriter:
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
 
+    def _emit_tiled(self, rows: set[Node], env: dict[Node, _Val],
+                    lines: list[str]) -> list[_Val]:
+        """The graph run on tiles of :func:`row_tile` rows at a time (:func:`row_tiling`):
+        every intermediate of a tile stays in cache, where computing each on the whole array
+        streams it through memory once per op or reduction. Each tile's results are copied
+        into the outputs, allocated once."""
+        first = next(n for n in self.graph.inputs if n in rows)
+        n = self.fresh("nrows")
+        lines.append(f"    {n} = {env[first].name}.shape[0]")
+        width = int(np.prod(first.aval.shape[1:]))
+        tile = row_tile(width)
+        outs = []
+        for o in self.graph.outputs:
+            t = self.fresh("o")
+            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            outs.append(_Val(t, False, True))
+        lines.append(f"    for r0 in range(0, {n}, {tile}):")
+        lines.append(f"        r1 = min(r0 + {tile}, {n})")
+        sub = dict(env)
+        for node in rows:
+            v = self.fresh("tile")
+            lines.append(f"        {v} = {env[node].name}[r0:r1]")
+            sub[node] = _Val(v, False, False, env[node].roots, unit=env[node].unit)
+        # a segment computing an output writes its tile of the output directly
+        for o, out in zip(self.graph.outputs, outs):
+            if o not in self.tile_outputs and self.graph.outputs.count(o) == 1:
+                self.tile_outputs[o] = out
+        vals = self.emit_graph(self.graph, sub, lines, "        ")
+        for o, v in zip(outs, vals):
+            if v.name != f"{o.name}_tile":
+                lines.append(f"        {o.name}[r0:r1] = {v.name}")
+        return outs
+
+    def _items(self, graph: Graph) -> list[Node | Segment]:
+        """The order ``graph``'s steps run in: nodes, and fused segments as one step each."""
+        items = self._schedules.get(id(graph))
+        if items is None:
+            segs = partition(graph, lambda n: can_compile(n, "cpu", fast_math=self.fast_math))
+            items = self._schedules[id(graph)] = schedule(graph, segs)
+        return items
+
+    def _steps(self, graph: Graph) -> list[Step]:
+        """:func:`~.inplace.plan_inplace`'s view of :meth:`_items`: what each step produces
+        and reads (a segment reads its inputs and produces its outputs, fresh arrays)."""
+        return [(item.outputs, item.inputs) if isinstance(item, Segment) else
+                ((item,), item.inputs) for item in self._items(graph)]
+
     def emit_graph(self, graph: Graph, env: dict[Node, _Val], lines: list[str],
                    indent: str) -> list[_Val]:
-        segs = partition(graph, lambda n: can_compile(n, "cpu", fast_math=self.fast_math))
-        items = schedule(graph, segs)
+        items = self._items(graph)
         chains = self._matmul_chains(graph, items)
         i = 0
         while i < len(items):
             item = items[i]
             if isinstance(item, Segment):
-                self.emit_segment(item, env, lines, indent)
+                nxt = items[i + 1] if i + 1 < len(items) else None
+                self.emit_segment(item, env, lines, indent, self._direct_target(
+                    graph, item, nxt, env))
             elif i in chains:
                 chain = chains[i]
                 self._emit_matmul_chain(chain, env, lines, indent)
@@ -361,9 +464,13 @@ class _GraphWriter:
 
     # -- fused segments ---------------------------------------------------------------------
     def emit_segment(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
-                     indent: str) -> None:
+                     indent: str, direct: Node | None = None) -> None:
         """A fused segment: its kernel embedded in the module (block buffers allocated once
-        per function call), called with the domain broadcast from the run-time shapes."""
+        per function call), called with the domain broadcast from the run-time shapes.
+
+        ``direct``: a ``setitem`` whose value the segment writes straight into the region
+        of the setitem's result (:meth:`_direct_target`), which :meth:`_emit_setitem` then
+        only names."""
         k = self._segments
         self._segments += 1
         px = f"s{k}_"
@@ -375,17 +482,29 @@ class _GraphWriter:
         ins = [env[n] for n in seg.inputs]
         # The contiguous kernel serves segments whose array inputs all span the domain (no
         # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
-        flat = rank == 0 or (call.has_flat and bool(call.array_inputs) and
+        tiled = {i: self.tile_outputs[o] for i, o in enumerate(seg.outputs)
+                 if o in self.tile_outputs and i in call.map_outputs}
+        flat = rank == 0 or (call.has_flat and bool(call.array_inputs) and direct is None and
+                             not tiled and
                              all(seg.inputs[i].aval.shape == seg.domain
                                  for i in call.array_inputs))
         variant = "flat" if flat else "nd"
         kname = f"{px}{variant}"
         # A 0-d segment (the loop test ``sum > thr``) is inlined into the function: its
         # one-element loops and buffers then fold into scalar code.
-        kernel = embedding.kernel(variant, kname, "@_inline" if rank == 0 else "@_kernel")
+        unit: set[str] = set()
+        if not flat:
+            unit = {f"in{i}" for i in call.array_inputs if ins[i].unit and
+                    seg.inputs[i].aval.shape == seg.domain and None not in seg.domain}
+            if direct is not None and _unit_rows(direct):
+                unit |= {f"out{i}" for i in call.map_outputs
+                         if seg.outputs[i] is direct.args[1]}
+            unit |= {f"out{i}" for i in tiled}  # rows of a C-contiguous output
+        kernel = embedding.kernel(variant, kname, "@_inline" if rank == 0 else "@_kernel",
+                                  frozenset(unit))
         if rank == 0 and kernel.text.split("):", 1)[0].count(",") >= _INLINE_MAX_ARGS:
             # CPython passes more arguments as one tuple (*args), which Numba cannot inline
-            kernel = embedding.kernel(variant, kname, "@_kernel")
+            kernel = embedding.kernel(variant, kname, "@_kernel", frozenset(unit))
         call = kernel.call
         self.module_parts.append(kernel.constants)
         self.helpers.update(kernel.helpers)
@@ -447,7 +566,24 @@ class _GraphWriter:
             v = self.fresh("b")
             lines.append(f"{indent}{v} = np.broadcast_to({a.name}, {shape})")
             args.inputs[i] = v
+        if direct is not None:
+            mode = self._setitem_mode(direct, env, seg)
+            assert mode is not None
+            dest, view, _ = self._setitem_target(direct, mode, env, lines, indent)
+            self.directed[direct] = dest
         for i in call.map_outputs:
+            if direct is not None and seg.outputs[i] is direct.args[1]:
+                args.outputs[i] = view
+                env[seg.outputs[i]] = _Val(view, False, False, dest.roots)
+                continue
+            if i in tiled:
+                out = tiled[i]
+                view = f"{out.name}_tile"
+                lines.append(f"{indent}{view} = {out.name}[r0:r1]")
+                self.signal(lines, indent, f"{view}.shape != {shape}")
+                args.outputs[i] = view
+                env[seg.outputs[i]] = _Val(view, False, False, out.roots, unit=True)
+                continue
             t = self.fresh()
             self._out_buffer(seg.outputs[i], shape, f"{{sp}}.shape == {shape}",
                              ctor(call.output_dtypes[i]), lines, indent, t)
@@ -624,9 +760,26 @@ class _GraphWriter:
             self._emit_matmul(node, args, t, lines, indent)
             env[node] = _Val(t, False, True)
             return
+        if op is OpKind.SETITEM:
+            self._emit_setitem(node, env, lines, indent)
+            return
+        if op in (OpKind.ARGMIN, OpKind.ARGMAX):
+            self._emit_arg_reduce(node, args[0], t, env, lines, indent)
+            return
+        if op is OpKind.UFUNC_AT:
+            self._emit_ufunc_at(node, args, t, env, lines, indent)
+            return
+        if op is OpKind.BINCOUNT:
+            self.helpers["_bincount"] = _BINCOUNT
+            lines.append(f"{indent}{t}_ok, {t} = _bincount({args[0].name}, "
+                         f"{int(node.attrs.get('minlength', 0))})")
+            self.signal(lines, indent, f"not {t}_ok")  # a negative value: NumPy's error
+            env[node] = _Val(t, False, True)
+            return
         if op is OpKind.GETITEM:  # a view of x (or one element of it)
             self._emit_getitem(node, args, t, lines, indent)
-            env[node] = _Val(t, scalar, False, None if scalar else args[0].roots)
+            env[node] = _Val(t, scalar, False, None if scalar else args[0].roots,
+                             unit=not scalar and args[0].unit and _unit_rows(node))
             return
         x = args[0].name
         if op is OpKind.RESHAPE:
@@ -651,33 +804,289 @@ class _GraphWriter:
             return
         else:  # pragma: no cover - check() rejects everything else
             raise Unsupported(op.value)
-        # reshape/transpose/expand_dims/broadcast_to: views of x
-        env[node] = _Val(t, scalar, False, None if scalar else args[0].roots)
+        # reshape/transpose/expand_dims/broadcast_to: views of x (a reshape's of a contiguous
+        # array: its rows are unit-stride)
+        env[node] = _Val(t, scalar, False, None if scalar else args[0].roots,
+                         unit=op is OpKind.RESHAPE and not scalar)
 
     def _emit_getitem(self, node: Node, args: list[Any], t: str, lines: list[str],
                       indent: str) -> None:
-        x = args[0]
-        parts = []
+        parts, _ = self._index(node, args[0], args, 1, lines, indent)
+        lines.append(f"{indent}{t} = {args[0].name}[{', '.join(parts) or ':'}]")
+
+    def _index(self, node: Node, x: _Val, args: list[Any], first_dyn: int, lines: list[str],
+               indent: str) -> tuple[list[str], list[tuple[str, str] | None]]:
+        """A basic index as Numba source: its components, and per axis of ``x`` the run-time
+        bounds ``(lo, hi)`` of what it selects (an integer, or a slice of step 1; None for a
+        strided slice). An integer out of range is NumPy's IndexError: it signals a rerun
+        there. ``first_dyn``: the argument position of the first traced index."""
+        comps = node.attrs["index"]
+        rank = len(node.args[0].aval.shape)
+        used = sum(1 for c in comps if c is not None and c is not Ellipsis)
+        parts: list[str] = []
+        bounds: list[tuple[str, str] | None] = []
         axis = 0
-        for c in node.attrs["index"]:
+        for c in comps:
+            if c is None:
+                parts.append("None")
+                continue
+            if c is Ellipsis:
+                parts.append("...")
+                for a in range(axis, axis + rank - used):
+                    bounds.append(("0", f"{x.name}.shape[{a}]"))
+                axis += rank - used
+                continue
+            n = f"{x.name}.shape[{axis}]"
+            axis += 1
             if isinstance(c, slice):
                 parts.append(f"{'' if c.start is None else c.start}:"
                              f"{'' if c.stop is None else c.stop}"
                              f"{'' if c.step is None else ':' + str(c.step)}")
-                axis += 1
+                if c.step not in (None, 1):
+                    bounds.append(None)
+                    continue
+                lo = "0" if c.start is None else _clamp(int(c.start), n)
+                hi = n if c.stop is None else _clamp(int(c.stop), n)
+                bounds.append((lo, f"max({hi}, {lo})"))
                 continue
             if isinstance(c, DynamicIndex):
-                i = args[c.position].name
+                i = args[c.position - 1 + first_dyn].name
             else:
                 i = str(int(c))
             # an index out of range is an IndexError in NumPy: rerun there to raise it
             v = self.fresh("i")
             lines.append(f"{indent}{v} = {i}")
-            n = f"{x.name}.shape[{axis}]"
             self.signal(lines, indent, f"{v} < -{n} or {v} >= {n}")
             parts.append(v)
-            axis += 1
-        lines.append(f"{indent}{t} = {x.name}[{', '.join(parts) or ':'}]")
+            bounds.append((f"({v} + {n} if {v} < 0 else {v})",
+                           f"({v} + {n} + 1 if {v} < 0 else {v} + 1)"))
+        for a in range(axis, rank):
+            bounds.append(("0", f"{x.name}.shape[{a}]"))
+        if parts == ["..."]:
+            parts = [":"]  # Numba has no x[...] on its own; x[:] is the same view
+        return parts, bounds
+
+    # -- setitem --------------------------------------------------------------------------------
+    def _direct_target(self, graph: Graph, seg: Segment, nxt: Any,
+                       env: dict[Node, _Val]) -> Node | None:
+        """The ``setitem`` right after ``seg`` whose value ``seg`` may write straight into
+        the written region (no temporary), or None.
+
+        The value must be one of ``seg``'s map outputs read by nothing else, exactly the
+        region's static shape and the base's dtype (no broadcast, no cast), and the base and
+        traced indices already computed. Where the write would be in place, ``seg`` must not
+        read the base's memory (a stencil reading ``u`` while ``u[1:-1, 1:-1]`` is written
+        would read new values): it then writes into a fresh buffer instead when copying the
+        rest of the base costs less than the region (:meth:`_setitem_mode`).
+        """
+        if not isinstance(nxt, Node) or nxt.op is not OpKind.SETITEM:
+            return None
+        x, value = nxt.args[0], nxt.args[1]
+        if not isinstance(value, Node) or value not in seg.outputs or \
+                value is seg.reduction or len(seg.domain) == 0 or None in seg.domain:
+            return None
+        if sum(a is value for n in graph.nodes for a in n.args) != 1 or \
+                value in graph.outputs or x not in env:
+            return None
+        if any(isinstance(a, Node) and a not in env for a in nxt.args[2:]):
+            return None
+        shape = x.aval.shape
+        if None in shape or np.dtype(value.dtype) != np.dtype(x.dtype):
+            return None
+        dyn = [a.aval for a in nxt.args[2:]]
+        if getitem_shape(shape, nxt.attrs["index"], dyn) != tuple(seg.domain):
+            return None
+        if self._setitem_mode(nxt, env, seg) is None:
+            return None
+        return nxt
+
+    def _setitem_mode(self, node: Node, env: dict[Node, _Val],
+                      seg: Segment | None = None) -> str | None:
+        """How ``node`` writes: ``"inplace"`` (into its base, which the plan found owned and
+        dead), ``"rest"`` (into a fresh buffer — a dead buffer a loop left, see
+        :meth:`_emit_while` — with everything outside the region copied from the base), or
+        ``"copy"`` (into a fresh copy of the whole base). With ``seg`` (its value's segment,
+        writing into the region directly) None where no mode allows that."""
+        base = env[node.args[0]]
+        rest = self._rest_cost(node)
+        if node in self.plan.writes:
+            if seg is None or not any(env[i].roots & base.roots for i in seg.inputs
+                                      if not env[i].scalar):
+                return "inplace"
+            # the segment reads the base: write into a fresh buffer when the rest of the
+            # base is smaller than the region (a stencil's border), else via a temporary
+            return "rest" if rest is not None and rest[0] <= rest[1] else None
+        return "copy" if rest is None else "rest"
+
+    def _rest_cost(self, node: Node) -> tuple[int, int] | None:
+        """(elements outside the region, elements in it) by the static shapes, or None when
+        the rest cannot be copied as boxes (a strided slice) or the sizes are unknown."""
+        comps = node.attrs["index"]
+        x = node.args[0]
+        shape = x.aval.shape
+        if None in shape or any(isinstance(c, slice) and c.step not in (None, 1)
+                                for c in comps):
+            return None
+        dyn = [a.aval for a in node.args[2:]]
+        region = getitem_shape(shape, comps, dyn)
+        if region is None or None in region:
+            return None
+        total = int(np.prod(shape))
+        inside = int(np.prod(region))
+        return total - inside, inside
+
+    def _setitem_target(self, node: Node, mode: str, env: dict[Node, _Val],
+                        lines: list[str], indent: str) -> tuple[_Val, str, list[str]]:
+        """The buffer ``node`` writes into (``mode`` of :meth:`_setitem_mode`), ready but
+        for the region: returns it, the region's view variable and the index parts."""
+        x = env[node.args[0]]
+        args = [env.get(a) if isinstance(a, Node) else a for a in node.args]
+        parts, bounds = self._index(node, x, args, 2, lines, indent)
+        idx = ", ".join(parts) or ":"
+        if mode == "inplace":
+            dest = _Val(x.name, False, x.fresh, x.roots)
+        else:
+            t = self.fresh()
+            dt = ctor(np.dtype(node.dtype))
+            rank = len(node.aval.shape)
+            shape = "(" + "".join(f"{x.name}.shape[{a}], " for a in range(rank)) + ")"
+            test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]"
+                                for a in range(rank))
+            self._out_buffer(node, shape, test, dt, lines, indent, t)
+            dest = _Val(t, False, True)
+            if mode == "copy" or any(b is None for b in bounds):
+                lines.append(f"{indent}{t}[...] = {x.name}")
+            else:
+                self._copy_rest(t, x.name, bounds, lines, indent)  # type: ignore[arg-type]
+        view = ""
+        if not _is_element(node, len(node.aval.shape)):
+            view = self.fresh("w")
+            lines.append(f"{indent}{view} = {dest.name}[{idx}]")
+        return dest, view, parts
+
+    def _copy_rest(self, dest: str, src: str, bounds: list[tuple[str, str]],
+                   lines: list[str], indent: str) -> None:
+        """Copy ``src`` into ``dest`` outside the box ``bounds``: per axis ``d``, the slabs
+        before and after the box along ``d`` within the box along the axes before it."""
+        names = []
+        for lo, hi in bounds:
+            a, b = self.fresh("lo"), self.fresh("hi")
+            lines.append(f"{indent}{a} = {lo}")
+            lines.append(f"{indent}{b} = {hi}")
+            names.append((a, b))
+        rank = len(bounds)
+        for d in range(rank):
+            inside = [f"{a}:{b}" for a, b in names[:d]]
+            rest = [":"] * (rank - d - 1)
+            for part in (f":{names[d][0]}", f"{names[d][1]}:"):
+                idx = ", ".join(inside + [part] + rest)
+                lines.append(f"{indent}{dest}[{idx}] = {src}[{idx}]")
+
+    def _emit_setitem(self, node: Node, env: dict[Node, _Val], lines: list[str],
+                      indent: str) -> None:
+        """``x[index] = value`` as NumPy does it: the value cast to ``x``'s dtype and
+        broadcast to the region (a shape that does not broadcast signals NumPy's error)."""
+        done = self.directed.pop(node, None)
+        if done is not None:  # the value's segment wrote it (emit_segment)
+            env[node] = done
+            return
+        mode = self._setitem_mode(node, env)
+        assert mode is not None
+        dest, view, parts = self._setitem_target(node, mode, env, lines, indent)
+        x = node.args[0]
+        dt = np.dtype(x.dtype)
+        value = node.args[1]
+        element = _is_element(node, len(x.aval.shape))
+        if not isinstance(value, Node):
+            src = const_source(_literal_into(value, dt), dt)
+        elif env[value].scalar:
+            src = env[value].name
+            if np.dtype(value.dtype) != dt:
+                src = f"{ctor(dt)}({src})"
+        else:
+            v = env[value]
+            src = v.name
+            if v.roots & dest.roots:  # NumPy reads the value before it writes (overlap)
+                c = self.fresh("k")
+                lines.append(f"{indent}{c} = {src}.copy()")
+                src = c
+            vr = len(value.aval.shape)
+            rr = len(getitem_shape(x.aval.shape, node.attrs["index"],  # type: ignore[arg-type]
+                                   [a.aval for a in node.args[2:]]))
+            for k in range(1, vr + 1):
+                self.signal(lines, indent, f"{src}.shape[{vr - k}] != 1 and "
+                            f"{src}.shape[{vr - k}] != {view}.shape[{rr - k}]")
+            if np.dtype(value.dtype) != dt:
+                c = self.fresh("k")
+                lines.append(f"{indent}{c} = {src}.astype({ctor(dt)})")
+                src = c
+        if element:  # (an ``...`` there spans no axis)
+            lines.append(f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}]"
+                         f" = {src}")
+        else:
+            lines.append(f"{indent}{view}[:] = {src}")
+        env[node] = dest
+
+    # -- argmin/argmax, ufunc.at, bincount -------------------------------------------------
+    def _emit_arg_reduce(self, node: Node, x: _Val, t: str, env: dict[Node, _Val],
+                         lines: list[str], indent: str) -> None:
+        """``np.argmin``/``np.argmax``: the first extreme, or the first NaN (NumPy's rule),
+        along one axis (moved last) or over the flattened array."""
+        name = f"_{node.op.value}"
+        self.helpers[name + "1"] = _ARG_REDUCE.format(name=name, cmp="<" if
+                                                      node.op is OpKind.ARGMIN else ">")
+        axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims", False)
+        rank = len(node.args[0].aval.shape)
+        if x.scalar:  # a 0-d value: NumPy's answer is 0
+            lines.append(f"{indent}{t} = np.int64(0)")
+            env[node] = _Val(t, True, False)
+            return
+        if axis is None or rank == 1:
+            flat = self.fresh("r")
+            lines.append(f"{indent}{flat} = np.ascontiguousarray({x.name}).ravel()")
+            self.signal(lines, indent, f"{flat}.size == 0")  # NumPy's empty-sequence error
+            lines.append(f"{indent}{t} = np.int64({name}1({flat}))")
+            if keepdims:
+                lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+                env[node] = _Val(t, False, True)
+            else:
+                env[node] = _Val(t, True, False)
+            return
+        ax = int(axis) % rank
+        perm = tuple(a for a in range(rank) if a != ax) + (ax,)
+        v = self.fresh("v")
+        lines.append(f"{indent}{v} = np.transpose({x.name}, {perm!r})")
+        self.signal(lines, indent, f"{v}.shape[{rank - 1}] == 0")
+        shape = "(" + "".join(f"{v}.shape[{a}], " for a in range(rank - 1)) + ")"
+        lines.append(f"{indent}{t} = np.empty({shape}, np.int64)")
+        lines.append(f"{indent}for _ix in np.ndindex({t}.shape):")
+        lines.append(f"{indent}    {t}[_ix] = {name}1({v}[_ix])")
+        if keepdims:
+            lines.append(f"{indent}{t} = np.expand_dims({t}, {ax})")
+        env[node] = _Val(t, False, True)
+
+    def _emit_ufunc_at(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
+                       lines: list[str], indent: str) -> None:
+        """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
+        copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
+        range, or values of another shape, signal NumPy's error."""
+        base, values, idx = args[0], args[1], args[2]
+        ufunc = node.attrs["ufunc"]
+        dt = np.dtype(node.dtype)
+        wrap = dt.kind in "iu"
+        op = {np.add: ("_wadd({a}, {b})", "({a} + {b})"),
+              np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
+              np.multiply: ("_wmul({a}, {b})", "({a} * {b})")}[ufunc][0 if wrap else 1]
+        rank = len(node.aval.shape)
+        scalar = values.scalar
+        name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
+        self.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
+        lines.append(f"{indent}{t} = {base.name}.copy()")
+        if not scalar:
+            self.signal(lines, indent, f"{values.name}.shape[0] != {idx.name}.shape[0]" + "".join(
+                f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)))
+        self.signal(lines, indent, f"not {name}({t}, {idx.name}, {values.name})")
+        env[node] = _Val(t, False, True)
 
     def _out_buffer(self, node: Node, shape: str, size_test: str, dt: str,
                     lines: list[str], indent: str, t: str, take: str = "{sp}") -> None:
@@ -728,10 +1137,11 @@ class _GraphWriter:
         self.helpers[name] = _MATMUL_BOOL if dt.kind == "b" else _MATMUL_INT
         return f"{name}({a}, {b}, {out})"
 
-    def _carry(self, v: _Val, lines: list[str], indent: str) -> _Val:
+    def _carry(self, v: _Val, lines: list[str], indent: str, copy: bool = False) -> _Val:
         """A value that may be carried through a loop or out of a branch: one Numba type on
-        every path (fresh C-contiguous arrays; scalars as they are)."""
-        if v.scalar or v.fresh:
+        every path (fresh C-contiguous arrays; scalars as they are). ``copy``: a private
+        copy even of a fresh array (a loop slot its body writes in place)."""
+        if v.scalar or v.fresh and not copy:
             return v
         t = self.fresh("k")
         lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")
@@ -768,7 +1178,8 @@ class _GraphWriter:
             if v.scalar or out.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT) or \
                     body.outputs.count(out) != 1 or out.aval.shape == ():
                 continue
-            if out.op is OpKind.MATMUL or can_compile(out, "cpu", fast_math=self.fast_math):
+            if out.op in (OpKind.MATMUL, OpKind.SETITEM) or \
+                    can_compile(out, "cpu", fast_math=self.fast_math):
                 targets[i] = out
         return targets
 
@@ -796,8 +1207,10 @@ class _GraphWriter:
         init, captures = args[:n], args[n:]
         lvars = [_Val(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
         targets = self._reuse_targets(body_g, init)
+        # a slot whose body writes its buffer in place starts from a private copy (.inplace)
+        copies = self.plan.entry_copies.get(node, frozenset())
         for i, (lv, v) in enumerate(zip(lvars, init)):
-            c = self._carry(v, lines, indent)
+            c = self._carry(v, lines, indent, i in copies)
             lines.append(f"{indent}{lv.name} = {c.name}")
             if i in targets:
                 out = targets[i]
@@ -848,6 +1261,270 @@ class _GraphWriter:
         parts = [frozenset() if lv.scalar else outer | {t} for lv in lvars]
         env[node] = _Val(t, False, True, frozenset().union(*parts), parts)
 
+
+def _clamp(bound: int, n: str) -> str:
+    """Source of a static slice bound clamped into ``[0, n]`` as Python's slicing does."""
+    return f"max({n} + ({bound}), 0)" if bound < 0 else f"min({bound}, {n})"
+
+
+def _check_arg_reduce(node: Node) -> None:
+    x = node.args[0]
+    if not isinstance(x, Node) or x.aval.shape is None or np.dtype(x.dtype).kind not in "biuf":
+        raise Unsupported(f"{node.op.value} of {getattr(x, 'aval', x)}")
+    if set(node.attrs) - {"axis", "keepdims"}:
+        raise Unsupported(f"{node.op.value} with {sorted(node.attrs)}")
+    axis = node.attrs.get("axis")
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise Unsupported(f"{node.op.value} over axes {axis!r}")
+
+
+#: ufunc.at's ufuncs this compiler writes (their loops are one wrapping or float operation)
+_AT_UFUNCS = (np.add, np.subtract, np.multiply)
+
+
+def _check_ufunc_at(node: Node) -> None:
+    """``ufunc.at(a, idx, b)``: one 1-D integer index array into the first axis of a 1-D or
+    2-D array, and values of ``a``'s dtype, one per index (or one for all)."""
+    ufunc, index = node.attrs["ufunc"], node.attrs["index"]
+    a, b = node.args[0], node.args[1]
+    if ufunc not in _AT_UFUNCS:
+        raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
+    if not isinstance(a, Node) or a.aval.shape is None or len(a.aval.shape) not in (1, 2) \
+            or np.dtype(a.dtype).kind not in "iuf":
+        raise Unsupported(f"{ufunc.__name__}.at into {getattr(a, 'aval', a)}")
+    if len(index) != 1 or not isinstance(index[0], DynamicIndex) or len(node.args) != 3:
+        raise Unsupported(f"{ufunc.__name__}.at with index {index!r}")
+    idx = node.args[2]
+    if not isinstance(idx, Node) or idx.aval.shape is None or len(idx.aval.shape) != 1 or \
+            np.dtype(idx.dtype).kind not in "iu" or np.dtype(idx.dtype) == np.uint64:
+        raise Unsupported(f"{ufunc.__name__}.at with index {getattr(idx, 'aval', idx)}")
+    if not isinstance(b, Node) or np.dtype(b.dtype) != np.dtype(a.dtype) or \
+            b.aval.shape is None or (b.aval.shape != () and
+                                     len(b.aval.shape) != len(a.aval.shape)):
+        raise Unsupported(f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
+                          f"{a.aval} (values of another dtype or shape)")
+
+
+def _check_bincount(node: Node) -> None:
+    x, weights = node.args[0], node.args[1]
+    minlength = node.attrs.get("minlength", 0)
+    if weights is not None or set(node.attrs) - {"minlength"}:
+        raise Unsupported("bincount with weights")
+    if not isinstance(minlength, (int, np.integer)) or minlength < 0:
+        raise Unsupported(f"bincount with minlength={minlength!r}")
+    if not isinstance(x, Node) or x.aval.shape is None or len(x.aval.shape) != 1 or \
+            np.dtype(x.dtype).kind not in "biu" or np.dtype(x.dtype) == np.uint64:
+        raise Unsupported(f"bincount of {getattr(x, 'aval', x)}")
+
+
+def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
+    """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
+    returns False (nothing more written) at an index out of range."""
+    v = "vals" if scalar else "vals[k]"
+    lines = ["@_inline", f"def {name}(out, idx, vals):", "    n = out.shape[0]",
+             "    for k in range(idx.shape[0]):", "        i = np.int64(idx[k])",
+             "        if i < 0:", "            i += n", "        if i < 0 or i >= n:",
+             "            return False"]
+    if rank == 1:
+        lines.append(f"        out[i] = {op.format(a='out[i]', b=v)}")
+    else:
+        lines.append("        for j in range(out.shape[1]):")
+        vj = "vals" if scalar else "vals[k, j]"
+        lines.append(f"            out[i, j] = {op.format(a='out[i, j]', b=vj)}")
+    lines.append("    return True")
+    return "\n".join(lines) + "\n"
+
+
+#: Elements of one row tile's intermediates (32k: 128 KB of float32 each, a few of them
+#: in L2 at once)
+TILE_ELEMENTS = 1 << 15
+#: Fewest rows a graph needs to run in tiles
+TILE_MIN_ROWS = 64
+
+
+def row_tile(width: int) -> int:
+    """Rows per tile for rows of ``width`` elements."""
+    return max(1, TILE_ELEMENTS // max(width, 1))
+
+
+def row_tiling(graph: Graph) -> set[Node] | None:
+    """The inputs to slice by rows when ``graph`` computes each row of its outputs from the
+    same row of those inputs alone (elementwise work, reductions along other axes and their
+    results spread back over the row, indexing that keeps the first axis whole), has at
+    least one such reduction, and at least :data:`TILE_MIN_ROWS` rows; else None.
+
+    Everything else is *row-free*: it holds no row axis (lower rank, or a leading 1), so it
+    broadcasts over the rows and is the same for every tile (``g`` and ``b`` of a layer
+    norm). Only static shapes qualify."""
+    if graph.outputs == [] or any(n.aval is None or isinstance(n.aval, tuple) or
+                                  n.aval.shape is None or None in n.aval.shape
+                                  for n in graph.nodes):
+        return None
+    out0 = graph.outputs[0].aval.shape
+    if len(out0) < 2 or out0[0] < TILE_MIN_ROWS:
+        return None
+    nrows = out0[0]
+    row: dict[Node, bool] = {}
+    reduces = False
+
+    def has_rows(v: Any) -> bool:
+        return isinstance(v, Node) and row[v]
+
+    def free_fits(v: Any, rank: int) -> bool:
+        """A row-free operand of a rank-``rank`` row value: broadcast over its rows."""
+        if not isinstance(v, Node):
+            return True
+        shape = v.aval.shape
+        return len(shape) < rank or shape[0] == 1
+
+    for node in graph.nodes:
+        op = node.op
+        shape = node.aval.shape
+        if op is OpKind.PLACEHOLDER:
+            row[node] = len(shape) >= 2 and shape[0] == nrows
+            continue
+        if op is OpKind.CONSTANT:
+            if len(shape) >= 1 and shape[0] == nrows and nrows != 1:
+                return None
+            row[node] = False
+            continue
+        args = node.args
+        if not any(has_rows(a) for a in args):
+            if op.group is not OpGroup.ELEMENTWISE:
+                return None  # row-free work other than elementwise: not worth a per-tile rerun
+            row[node] = False
+            continue
+        if op.group is OpGroup.ELEMENTWISE:
+            rank = len(shape)
+            for a in args:
+                if has_rows(a):
+                    if len(a.aval.shape) != rank or a.aval.shape[0] != nrows:
+                        return None
+                elif not free_fits(a, rank):
+                    return None
+        elif op in FUSIBLE_REDUCTIONS or op in (OpKind.ARGMIN, OpKind.ARGMAX):
+            axis = node.attrs.get("axis")
+            rank = len(args[0].aval.shape)
+            axes = axis if isinstance(axis, tuple) else (axis,)
+            if axis is None or any(not isinstance(a, (int, np.integer)) or int(a) % rank == 0
+                                   for a in axes) or len(args) != 1:
+                return None
+            reduces = True
+        elif op is OpKind.GETITEM:
+            index = node.attrs["index"]
+            if len(args) != 1 or not index or index[0] != slice(None):
+                return None  # (a traced index is an argument: len(args) > 1)
+        elif op is OpKind.EXPAND_DIMS:
+            if int(node.attrs["axis"]) % (len(args[0].aval.shape) + 1) == 0:
+                return None
+        else:
+            return None
+        if not shape or shape[0] != nrows:
+            return None
+        row[node] = True
+    if not reduces or not all(row.get(o, False) and o.aval.shape[0] == nrows
+                              for o in graph.outputs):
+        return None
+    return {n for n in graph.inputs if row[n]}
+
+
+#: Ops the compiled function runs better than the fused executor at any size
+#: (:func:`compile_whole_graph`'s handover)
+_COMPILED_BETTER = frozenset({OpKind.SETITEM, OpKind.ARGMIN, OpKind.ARGMAX, OpKind.UFUNC_AT,
+                              OpKind.BINCOUNT})
+
+
+def _holds(graph: Graph, ops: frozenset[OpKind]) -> bool:
+    """Does ``graph`` (or a branch or loop body in it) hold one of ``ops``?"""
+    for node in graph.nodes:
+        if node.op in ops:
+            return True
+        if node.op is OpKind.COND and any(_holds(g, ops) for g in node.attrs["branches"]):
+            return True
+        if node.op is OpKind.WHILE and (_holds(node.attrs["cond"], ops) or
+                                        _holds(node.attrs["body"], ops)):
+            return True
+    return False
+
+
+def _unit_rows(node: Node) -> bool:
+    """Does ``x[index]`` (``node``, a getitem or setitem) keep the last axis of ``x`` as its
+    own last axis, sliced with step 1 (so a unit-stride row of ``x`` stays one)?"""
+    comps = node.attrs["index"]
+    rank = len(node.args[0].aval.shape)
+    axes = sum(1 for c in comps if c is not None and c is not Ellipsis)
+    if rank == 0:
+        return False
+    if Ellipsis not in comps and axes < rank:
+        return True  # the last axis is an implicit ``:`` after every component
+    for c in reversed(comps):
+        if c is None:
+            return False  # a new axis (stride 0) comes last
+        if c is Ellipsis:
+            return axes < rank  # ``...`` spans the last axis, whole
+        return isinstance(c, slice) and c.step in (None, 1)
+    return False
+
+
+def _is_element(node: Node, rank: int) -> bool:
+    """Does ``node``'s index pick one element (an integer for every axis)?"""
+    comps = [c for c in node.attrs["index"] if c is not Ellipsis]
+    return len(comps) == rank and \
+        all(isinstance(c, (int, np.integer, DynamicIndex)) for c in comps)
+
+
+def _literal_into(value: Any, dtype: np.dtype) -> Any:
+    """``value`` (a Python or NumPy number) as NumPy stores it into an array of ``dtype``,
+    or Unsupported where NumPy would warn or raise (an int out of range, a float into an
+    int array, a complex)."""
+    if isinstance(value, (complex, np.complexfloating)) or \
+            not isinstance(value, (bool, int, float, np.number, np.bool_)):
+        raise Unsupported(f"setitem of {type(value).__name__} {value!r}")
+    box = np.empty((), dtype)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            box[()] = value
+    except (OverflowError, ValueError, TypeError, RuntimeWarning, DeprecationWarning) as e:
+        raise Unsupported(f"setitem of {value!r} into {dtype} ({e})") from None
+    return box[()]
+
+
+# argmin/argmax of one non-empty row: NumPy's answer is the first NaN if there is one, else
+# the first extreme (ties keep the earliest: strict comparison).
+_ARG_REDUCE = """\
+@_inline
+def {name}1(row):
+    best = row[0]
+    k = 0
+    if best == best:
+        for j in range(1, row.shape[0]):
+            v = row[j]
+            if v != v:
+                k = j
+                break
+            if v {cmp} best:
+                best = v
+                k = j
+    return k
+"""
+
+# np.bincount(x, minlength=m) of non-negative integers (a negative one: NumPy's ValueError)
+_BINCOUNT = """\
+@_inline
+def _bincount(x, minlength):
+    top = -1
+    for i in range(x.shape[0]):
+        v = np.int64(x[i])
+        if v < 0:
+            return False, np.zeros(0, np.int64)
+        if v > top:
+            top = v
+    out = np.zeros(max(top + 1, minlength), np.int64)
+    for i in range(x.shape[0]):
+        out[np.int64(x[i])] += 1
+    return True, out
+"""
 
 # NumPy's float add loop called the way a reduction calls it (output = first input, both
 # with stride 0): it adds the pairwise sum of the n elements, in index order (a reversed
@@ -968,7 +1645,19 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         sizes.append(SUM_PARALLEL_MIN)
     if stats.get("parallel_ufunc_size"):
         sizes.append(stats["parallel_ufunc_size"])
-    handover = whole_graph_handover(sizes)
+    # The compiled function's own graph: short float sums written out in NumPy's order
+    # (passes/short_sums.py), so they fuse with the work around them.
+    compiled = _for_compiling(graph)
+    # Work the compiled function does better than the executor keeps it at every size:
+    # writes (a write costs its region there; the executor computes the value into a
+    # temporary and copies it, on one thread), short sums written out, and the ops the
+    # executor leaves to NumPy (argmin, ufunc.at, bincount). W11 (Jacobi, 1000x1000, 100
+    # sweeps): the executor took 2.7-5.9x the hand loop's time, the compiled function
+    # 1.0-1.4x; W13 (k-means step): the executor 0.7x NumPy's time, the compiled one 0.12x.
+    keep = compiled is not graph or _holds(graph, _COMPILED_BETTER) or \
+        row_tiling(compiled) is not None
+    handover = None if keep else whole_graph_handover(sizes)
+    graph = compiled
     writer = _GraphWriter(graph, fast_math)
     try:
         source = writer.write()
@@ -1001,6 +1690,14 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         fb["id"], fb["role"] = i, "fallback"
     return Executable(run, run_source, "numba-cpu", [report, *fallbacks],
                       (time.perf_counter() - t0) * 1e3)
+
+
+def _for_compiling(graph: Graph) -> Graph:
+    """``graph`` as the compiled function runs it (the fused fallback runs ``graph``)."""
+    rewritten, changed = unroll_short_sums(graph)
+    if changed:
+        rewritten, _ = prune_dead_code(rewritten)
+    return rewritten
 
 
 def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,

@@ -174,6 +174,16 @@ class Rewriter:
         self.changed = True
         return True
 
+    def add(self, name: str, op: OpKind, args: tuple, attrs: dict | None = None) -> Node:
+        """A new node ``op(*args)`` (args are values), for a rewrite that builds several
+        nodes in place of one (then :meth:`use` the last); its aval is abstract-evaluated,
+        so an invalid combination raises here, before anything is replaced."""
+        attrs = dict(attrs or {})
+        aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
+        value = self._new(name, op, tuple(args), attrs, aval)
+        self._order.append(value)
+        return value
+
     def is_exposed(self, node: Node) -> bool:
         """May the caller end up holding ``node``'s memory (see :func:`exposed_nodes`)?"""
         return node in self._exposed
