@@ -71,6 +71,11 @@ class KernelHandle:
             weakref.WeakValueDictionary()
         self.work: dict[str, int] = {}
         self._lock = threading.Lock()
+        self._had_reports = False
+
+    def orphaned(self) -> bool:
+        """Did executables ask for this kernel (its segment reports) and are all gone?"""
+        return self._had_reports and not self.reports
 
     def need(self, variant: str, n: int = 0, hot: int = 0) -> Any:
         """The compiled variant, compiling it now (synchronous mode) or scheduling it
@@ -96,6 +101,7 @@ class KernelHandle:
             return getattr(self, variant)
         if state is None:
             self.state[variant] = "queued"
+            self._had_reports = bool(self.reports)
             self.update_reports()
             COMPILER.defer(self, variant)
         return None
@@ -265,6 +271,14 @@ class _Compiler:
                 return
             handle, variant = item
             try:
+                if handle.orphaned():
+                    # every executable that asked for it is gone (a redefined function, a
+                    # finished test): compiling it would only hold Numba's lock, which a
+                    # caller compiling in its own thread (a Dask block) waits for
+                    with handle._lock:
+                        if handle.state.get(variant) == "queued":
+                            del handle.state[variant]
+                    continue
                 handle.compile(variant)
             finally:
                 with self._idle:

@@ -87,3 +87,28 @@ def test_a_new_process_loads_kernels_from_disk(tmp_path):
     runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
                            text=True, check=True).stdout.strip() for _ in range(2)]
     assert runs == ["flat:miss", "flat:hit"]
+
+
+def test_a_kernel_whose_executables_are_gone_is_not_compiled():
+    import threading
+
+    from kernel_ext.backends import compiler
+
+    class Handle:  # the compiler's side of a KernelHandle
+        def __init__(self, orphaned):
+            self.state, self.compiled, self._lock = {"nd": "queued"}, [], threading.Lock()
+            self._orphaned = orphaned
+
+        def orphaned(self):
+            return self._orphaned
+
+        def compile(self, variant):
+            self.compiled.append(variant)
+
+    gone, live = Handle(True), Handle(False)
+    for h in (gone, live):
+        compiler.COMPILER.defer(h, "nd")
+    compiler.COMPILER.flush()
+    assert compiler.COMPILER.wait(60)
+    assert gone.compiled == [] and "nd" not in gone.state   # asked for again on demand
+    assert live.compiled == ["nd"]
