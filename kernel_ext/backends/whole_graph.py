@@ -55,6 +55,8 @@ from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
 from .whole_graph_ops import RULES as _OP_RULES
 
+#: Graphs with more ops than this (sub-graphs counted) are not compiled as one function.
+MAX_OPS = 800
 SIGNAL = "kx-fallback"  # the message of the FloatingPointError that asks for a NumPy rerun
 
 #: Most arguments of an inlined 0-d segment kernel: CPython 3.11 compiles a call with more
@@ -166,6 +168,11 @@ class _GraphWriter:
     # -- support check ----------------------------------------------------------------------
     def check(self, graph: Graph) -> None:
         """Raise Unsupported naming the first op this compiler cannot handle exactly."""
+        if graph is self.graph and graph.count_ops() > MAX_OPS:
+            # One Numba function of thousands of ops (a loop AutoGraph unrolled, each
+            # iteration a write) takes LLVM minutes and gigabytes; the fused executor runs
+            # such a graph without a compile of that size.
+            raise Unsupported(f"a graph of {graph.count_ops()} ops (more than {MAX_OPS})")
         for node in graph.nodes:
             op = node.op
             if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.GET_OUTPUT, OpKind.DIM):

@@ -163,3 +163,20 @@ def test_the_first_call_runs_while_the_function_compiles():
     assert report["state"] == "ready"
     _same(g(x), first)
     _same(first, f(x))
+
+
+def test_a_graph_too_large_for_one_function_runs_as_fused_segments():
+    from kernel_ext.backends.whole_graph import MAX_OPS, unsupported_reason
+
+    def unrolled(x):
+        y = x
+        for _ in range(MAX_OPS // 2 + 10):      # a Python loop: the trace unrolls it
+            y = np.tanh(y) * 0.5 + x
+        return y
+
+    x = np.arange(3.0)
+    cf = kx.function(unrolled, backend="numpy").get_concrete_function(x)
+    assert "more than" in unsupported_reason(cf.graph)
+    with pytest.warns(RuntimeWarning, match="more than"):
+        f = kx.function(unrolled, jit_compile=True)
+        np.testing.assert_array_equal(f(x), unrolled(x))
