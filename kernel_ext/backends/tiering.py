@@ -166,29 +166,22 @@ def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], A
     and the generators they draw from. Calling the draws and then the new graph with them is
     what the original graph does: the draws depend on no computed value, and nothing else in
     the graph touches a generator (:func:`effects`)."""
-    new = Graph(graph.name)
-    mapping: dict[Node, Node] = {}
     draws: list[Callable[[], Any]] = []
     owners: list[Any] = []
-    for node in graph.nodes:
-        if node.op is OpKind.RANDOM_CALL:
-            aval = node.aval
-            made = new.placeholder(node.name, aval.shape, aval.dtype,
-                                   path=(("arg", n_params + len(draws)),))
-            values = [a.attrs["value"] for a in node.inputs]
-            draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))
-            owner = node.attrs["fn"].__self__
-            if not any(o is owner for o in owners):
-                owners.append(owner)
-            mapping[node] = made
-            continue
-        args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-        made = Node(new.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
-        new.nodes.append(made)
-        if node.op is OpKind.PLACEHOLDER:
-            new.inputs.append(made)
-        mapping[node] = made
-    new.outputs = [mapping[o] for o in graph.outputs]
+
+    def hoist(new: Graph, node: Node) -> Node | None:
+        if node.op is not OpKind.RANDOM_CALL:
+            return None
+        aval = node.aval
+        made = new.placeholder(node.name, aval.shape, aval.dtype,
+                               path=(("arg", n_params + len(draws)),))
+        values = [a.attrs["value"] for a in node.inputs]
+        draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))
+        owner = node.attrs["fn"].__self__
+        if not any(o is owner for o in owners):
+            owners.append(owner)
+        return made
+    new = graph.rebuilt(substitute=hoist)
     return new, draws, owners
 
 

@@ -12,7 +12,7 @@ A node's outputs are described by its :class:`~kernel_ext.ir.abstract.AbstractVa
 from __future__ import annotations
 
 import itertools
-from typing import Any, Iterable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 
@@ -190,13 +190,20 @@ class Graph:
         return sum((n.op.group is not OpGroup.SOURCE and (group is None or n.op.group is group))
                    + sum(g.count_ops(group) for g in subgraphs(n)) for n in self.nodes)
 
-    def rebuilt(self, keep: Iterable[Node]) -> "Graph":
-        """A new graph holding only ``keep`` (program order preserved, inputs always kept)."""
-        keep_set = set(keep) | set(self.inputs)
+    def rebuilt(self, keep: Iterable[Node] | None = None,
+                substitute: Callable[["Graph", Node], Node | None] | None = None) -> "Graph":
+        """A new graph holding only ``keep`` (program order preserved, inputs always kept;
+        None: every node). ``substitute(new_graph, node)`` may make a node of its own in the
+        new graph to stand for ``node`` (returned), or return None to copy ``node``."""
+        keep_set = set(self.nodes) if keep is None else set(keep) | set(self.inputs)
         mapping: dict[Node, Node] = {}
         g = Graph(self.name)
         for node in self.nodes:
             if node not in keep_set:
+                continue
+            made = substitute(g, node) if substitute is not None else None
+            if made is not None:
+                mapping[node] = made
                 continue
             args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
             new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
