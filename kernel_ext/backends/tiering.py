@@ -2,11 +2,12 @@
 show that it is faster, as a JIT tiers up.
 
 ``backend="auto"`` starts every trace on the fused executor (the NumPy executor with fused
-Numba segments: nothing to wait for). A trace that has been called :data:`HOT_CALLS` times
-asks for the whole graph compiled into one Numba function (the ``jit_compile=True`` path,
-:mod:`.whole_graph`) in the background. Once that is compiled, the next :data:`TRIAL_CALLS`
-calls run *both* executors on the same arguments, alternating which goes first, and keep the
-fused result:
+Numba segments: nothing to wait for). A trace that has been called :data:`HOT_CALLS` times,
+or has spent :data:`HOT_NS` in its calls (a long loop is hot sooner), asks for the whole graph
+compiled into one Numba function (the ``jit_compile=True`` path, :mod:`.whole_graph`) in the
+background. Once that is compiled, the next :data:`TRIAL_CALLS` calls (fewer for slow calls:
+:data:`TRIAL_NS`) run *both* executors on the same arguments, alternating which goes first,
+and keep the fused result:
 
 * if any result differs from the fused one in any bit, the whole-graph executor is dropped
   (``auto`` never changes a result mid-session);
@@ -14,12 +15,13 @@ fused result:
   most :data:`MIN_GAIN` of the fused one, else the fused executor.
 
 The decision is remembered per compiled program (a retrace of the same code at the same
-sizes does not try again), also in the disk cache (a restarted kernel does not either), and the ConcreteFunction is told so that cache hits call the
-winner directly (:attr:`Tier.listeners`). Only traces without effects tier up (no variable,
-random or opaque op, no container argument changed): running them twice during the trial is
-unobservable. A trace that updates array arguments in place (written back, as NumPy's
-``x[i] = v`` is) tiers up too: during the trial the whole graph runs on copies of the
-arguments, and the updated copies must equal the caller's arrays to the bit as well.
+sizes does not try again), also in the disk cache (a restarted kernel does not either), and
+the ConcreteFunction is told so that cache hits call the winner directly
+(:attr:`Tier.listeners`). Only traces whose second run a trial can make unobservable tier
+up: no variable or opaque op, draws only as :func:`hoist_draws` can make them. A trace that updates array arguments in place (written back, as NumPy's
+``x[i] = v`` is) or gives a list, dict or dataclass argument new items tiers up too: during
+the trial the whole graph runs on copies of the arguments, and the updated copies must equal
+the caller's arguments to the bit as well.
 The monitor, the sidebar and ``%retrace_report`` show :attr:`Tier.note`.
 """
 
@@ -48,8 +50,15 @@ from .executable import Executable
 
 #: Calls of a trace before its whole-graph executor is asked for.
 HOT_CALLS = 32
-#: Calls that run both executors once the whole graph is compiled.
+#: ... or time spent in its calls (ns), whichever comes first: a call that runs a long
+#: loop is hot after a few calls, as a JIT's back-edge counter makes a loop hot.
+HOT_NS = 200_000_000
+#: Calls that run both executors once the whole graph is compiled ...
 TRIAL_CALLS = 12
+#: ... or fewer, down to TRIAL_MIN, once the trial has taken TRIAL_NS (slow calls need few
+#: samples, and each trial call runs both executors).
+TRIAL_MIN = 3
+TRIAL_NS = 1_000_000_000
 #: The whole graph must take at most this share of the fused executor's time to serve.
 MIN_GAIN = 0.85
 #: Graphs with fewer ops than this never tier: one compiled call costs more than the
@@ -118,7 +127,8 @@ def effects(graph: Graph, tree: TreeNode) -> frozenset[str] | None:
     trial runs on copies of them); ``"random"`` when it draws random numbers that
     :func:`hoist_draws` can make before the compiled function runs (the trial restores the
     generators' states). None for any other effect (a variable, an opaque call, a draw inside
-    a loop or branch or from a traced argument, a container argument replayed): no tiering."""
+    a loop or branch or from a traced argument): no tiering. A container argument the trace
+    changes (a list, dict or dataclass given new items) counts as ``"arguments"``."""
     found: set[str] = set()
 
     def ok(g: Graph, top: bool) -> bool:
@@ -138,10 +148,9 @@ def effects(graph: Graph, tree: TreeNode) -> frozenset[str] | None:
         return out
     if not ok(graph, True):
         return None
-    tree_kinds = kinds(tree)
-    if "replay" in tree_kinds:
-        return None
-    if tree_kinds & {"writeback", "input"}:
+    # Container arguments the trace changes (replayed: ``state["n"] = state["n"] + 1``)
+    # are arguments it updates too: the trial's second run gets copies of them.
+    if kinds(tree) & {"writeback", "input", "replay"}:
         found.add("arguments")
     return frozenset(found)
 
@@ -227,8 +236,11 @@ class Tier:
         self._make_whole = make_whole
         self.whole: Executable | None = None
         self.calls = 0
+        #: Time spent in the calls counted so far (ns).
+        self.spent = 0
         self.state = "counting"   # counting, compiling, trial, whole, fused
-        self.note = f"fused; tiers up after {HOT_CALLS} calls if the whole graph is faster"
+        self.note = (f"fused; tiers up after {HOT_CALLS} calls or {HOT_NS // 1_000_000} ms "
+                     "of calls if the whole graph is faster")
         self.samples: tuple[list[int], list[int]] = ([], [])
         #: Called with the winning run function once decided (the ConcreteFunction
         #: retargets its cache hits).
@@ -240,9 +252,14 @@ class Tier:
         state = self.state
         if state == "counting":
             self.calls += 1
-            if self.calls >= HOT_CALLS:
+            if self.calls >= HOT_CALLS or self.spent >= HOT_NS:
                 self._start(params)
-            return self._base_run(*params)
+                return self._base_run(*params)
+            t0 = time.perf_counter_ns()
+            try:
+                return self._base_run(*params)
+            finally:
+                self.spent += time.perf_counter_ns() - t0
         if state == "trial":
             return self._trial(params)
         if state == "whole":
@@ -320,7 +337,8 @@ class Tier:
                 not same(end, [_rng_state(g) for g in self.rngs]):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
-        if len(fused_t) >= TRIAL_CALLS:
+        if len(fused_t) >= TRIAL_CALLS or len(fused_t) >= TRIAL_MIN and \
+                sum(fused_t) + sum(whole_t) >= TRIAL_NS:
             f, w = statistics.median(fused_t), statistics.median(whole_t)
             if w <= MIN_GAIN * f:
                 self._finish("whole", f"whole graph ({f / max(w, 1):.1f}× faster than fused: "
@@ -360,6 +378,9 @@ def same(a: Any, b: Any) -> bool:
         return type(a) is type(b) and len(a) == len(b) and all(map(same, a, b))
     if isinstance(a, dict):
         return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
+    if dataclasses.is_dataclass(a) and not isinstance(a, type):
+        return type(a) is type(b) and all(same(getattr(a, f.name), getattr(b, f.name))
+                                          for f in dataclasses.fields(a))
     if isinstance(a, (np.ndarray, np.generic, float, complex)):
         # (Python floats too: 0.0 == -0.0 and nan != nan, but their bits differ / agree)
         if type(a) is not type(b) or np.shape(a) != np.shape(b) or \
@@ -383,5 +404,5 @@ def tiered(base: Executable, make_whole: Callable[[], Executable],
     return base
 
 
-__all__ = ["HOT_CALLS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "effects", "hoist_draws",
+__all__ = ["HOT_CALLS", "HOT_NS", "TRIAL_MIN", "TRIAL_NS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "effects", "hoist_draws",
            "same", "tiered", "with_draws", "worth_it"]

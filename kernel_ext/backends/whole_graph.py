@@ -30,6 +30,7 @@ whole-graph function compiles in the background
 from __future__ import annotations
 
 import hashlib
+import re
 import time
 import warnings
 from typing import Any, Callable
@@ -152,6 +153,7 @@ class _GraphWriter:
         self.produced: set[Node] = set()       # nodes written into a spare or a new buffer
         self._n = 0
         self._segments = 0
+        self._kernel_texts: dict[str, str] = {}  # kernel text (prefix aside) -> its prefix
         #: Which setitem ops write in place and which loop slots enter as a copy
         #: (:mod:`.inplace`, decided on this writer's own schedule by :meth:`write`).
         self.plan = InplacePlan()
@@ -513,9 +515,8 @@ class _GraphWriter:
             # CPython passes more arguments as one tuple (*args), which Numba cannot inline
             kernel = embedding.kernel(variant, kname, "@_kernel", frozenset(unit))
         call = kernel.call
-        self.module_parts.append(kernel.constants)
         self.helpers.update(kernel.helpers)
-        self.module_parts.append(kernel.text)
+        kname = self._module_kernel(kernel.constants, kernel.text, px, kname)
         args = _SegmentArgs()
         args.inputs = {i: v.name for i, v in enumerate(ins)}
         for buf in call.scratch_of(variant):
@@ -605,6 +606,22 @@ class _GraphWriter:
         self.signal(lines, indent, f"{kname}({', '.join(args.arguments(call, 'nd', True))})")
         if red is not None:
             self._finish_reduction(seg, red, args.acc, dims, env, lines, indent)
+
+    def _module_kernel(self, constants: str, text: str, px: str, kname: str) -> str:
+        """Add a segment's kernel to the module and return the name to call it by: the
+        name of an earlier kernel of the same text (its prefix aside), when there is one.
+
+        An unrolled Python loop repeats the same segments at every iteration; each kernel
+        is a function LLVM compiles, so 49 copies of one sum took minutes where one
+        takes a second."""
+        canon = re.sub(rf"\b{px}", "sX_", constants + "\n" + text)
+        first = self._kernel_texts.get(canon)
+        if first is not None:
+            return first + kname[len(px):]
+        self._kernel_texts[canon] = px
+        self.module_parts.append(constants)
+        self.module_parts.append(text)
+        return kname
 
     def _emit_numpy_sum(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
                         indent: str, px: str) -> bool:

@@ -3,6 +3,8 @@ show it is faster and every result it gives is the fused executor's, to the bit.
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -157,7 +159,7 @@ def test_a_trace_updating_its_arguments_is_tried_on_copies_and_matches_numpy():
     np.testing.assert_array_equal(ys, ye)
 
 
-def test_a_trace_changing_a_container_argument_never_tiers():
+def test_a_trace_changing_a_container_argument_tiers_on_copies_and_gives_numpys_items():
     def remember(state, x):
         state["last"] = np.tanh(x) * 0.5 + 1.0 - x
         state["calls"] = state["calls"] + 1.0
@@ -165,10 +167,32 @@ def test_a_trace_changing_a_container_argument_never_tiers():
 
     f = kx.function(remember)
     state = {"last": np.zeros(3), "calls": np.zeros(())}
-    for _ in range(12):
-        f(state, np.ones(3))
-    assert state["calls"] == 12.0
-    assert f.get_concrete_function(state, np.ones(3)).executable.tier is None
+    eager = {"last": np.zeros(3), "calls": np.zeros(())}
+    x = np.linspace(-1.0, 1.0, 3)
+    tier = f.get_concrete_function(state, x).executable.tier
+    state["calls"] = np.zeros(())  # (get_concrete_function does not run it)
+    for _ in range(40):
+        out = f(state, x)
+        np.testing.assert_array_equal(out, remember(eager, x))
+        if tier.whole is not None:
+            tier.whole.wait(120)
+    # the trial ran the whole graph on copies: each change happened once, as eagerly
+    assert tier.state in ("whole", "fused") and len(tier.samples[0]) == 4
+    assert state["calls"] == eager["calls"] == 40.0
+    assert tiering.same(state, eager)
+
+
+@dataclasses.dataclass
+class _Stats:
+    total: np.ndarray
+    count: float
+
+
+def test_same_compares_dataclasses_field_by_field():
+    a, b = _Stats(np.array([0.0, 1.0]), 2.0), _Stats(np.array([0.0, 1.0]), 2.0)
+    assert tiering.same(a, b)
+    assert not tiering.same(a, _Stats(np.array([-0.0, 1.0]), 2.0))
+    assert not tiering.same(a, _Stats(np.array([0.0, 1.0]), 3.0))
 
 
 def noisy_step(x, rng):
@@ -228,3 +252,26 @@ def test_a_decision_is_kept_in_the_disk_cache_for_the_next_session(monkeypatch, 
         again.run(x)
     assert again.tier.state == first.state and not again.tier.samples[0]
     assert again.tier.note == first.note + " (measured in an earlier session)"
+
+
+def test_a_trace_whose_calls_take_long_is_hot_after_a_few_calls(monkeypatch):
+    monkeypatch.setattr(tiering, "HOT_CALLS", 10_000)
+    monkeypatch.setattr(tiering, "HOT_NS", 1)  # every call is "long"
+    monkeypatch.setattr(tiering, "TRIAL_CALLS", 10_000)
+    monkeypatch.setattr(tiering, "TRIAL_NS", 1)  # and the trial stops at TRIAL_MIN
+    x = np.random.default_rng(7).random(64)
+    f = kx.function(chain)
+    cf = f.get_concrete_function(x)
+    tier = cf.executable.tier
+    out = f(x)
+    assert tier.state == "counting" and tier.calls == 1 and tier.spent > 0
+    out = f(x)  # the second call finds the time spent over HOT_NS
+    assert tier.state != "counting"
+    for _ in range(40):
+        if tier.state in ("whole", "fused"):
+            break
+        tier.whole.wait(120)
+        out = f(x)
+    assert tier.state in ("whole", "fused")
+    assert len(tier.samples[0]) == tiering.TRIAL_MIN
+    np.testing.assert_array_equal(out, chain(x))
