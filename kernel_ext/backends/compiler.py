@@ -106,17 +106,21 @@ class KernelHandle:
             COMPILER.defer(self, variant)
         return None
 
-    def need_graph(self, args: tuple) -> Any:
+    def need_graph(self, args: tuple, writable: frozenset[int] = frozenset()) -> Any:
         """Request the whole-graph function for arguments like ``args`` (its signature is
-        made from their dtypes, ranks and layout)."""
+        made from their dtypes, ranks and layout; array arguments are typed read-only, so
+        read-only arrays are taken too, except those at the positions in ``writable``: the
+        function writes into them)."""
         contiguous = all(d[0] != "array" or d[3] == "C" for d in map(describe_argument, args))
         variant = "graph_c" if contiguous else "graph_a"
         if variant not in self.graph_args:
             descr = []
-            for a in args:
+            for i, a in enumerate(args):
                 d = describe_argument(a)
                 if d[0] == "array" and variant == "graph_a":
                     d = d[:3] + ("A",)
+                if d[0] == "array" and i in writable:
+                    d = d + ("writable",)
                 descr.append(d)
             self.graph_args[variant] = tuple(descr)
         return self.need(variant)

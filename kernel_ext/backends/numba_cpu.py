@@ -63,7 +63,8 @@ def graph_signature(descr: tuple) -> tuple[types.Type, ...]:
     sig = []
     for d in descr:
         if d[0] == "array":
-            sig.append(types.Array(_scalar(np.dtype(d[1])), d[2], d[3], readonly=True))
+            sig.append(types.Array(_scalar(np.dtype(d[1])), d[2], d[3],
+                                   readonly=d[4:] != ("writable",)))
         else:
             sig.append(_scalar(np.dtype(d[1])))
     return tuple(sig)

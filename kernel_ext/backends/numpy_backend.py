@@ -86,10 +86,17 @@ def access_expr(path: tuple, namer: Namer) -> str:
     return expr
 
 
-def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str:
+def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
+                written: frozenset[int] = frozenset()) -> str:
     """Source text building the function's returned structure (``tree``) from the values of
-    ``graph``'s outputs; arrays the caller may not own are copied (``_own``)."""
+    ``graph``'s outputs; arrays the caller may not own are copied (``_own``).
+
+    ``written``: outputs the executor has already copied into the array argument they are
+    written back to (the whole-graph function does so before it returns): their write-back
+    is done, and returning that argument is returning the array itself."""
     kind = tree.kind
+    if kind == "input" and tree.index in written:
+        return access_expr(tree.value, namer)
     if kind == "input":  # the caller's array itself (updated in place by the writeback)
         value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
         return f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, " \
@@ -112,7 +119,14 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str
         return namer.bind(value, "_const")
     if kind == "argument":  # the caller's own object, as it is
         return access_expr(tree.value, namer)
-    items = [output_expr(c, graph, namer, scope) for c in tree.children]
+    if kind == "writeback" and written:
+        kept = [(path, c) for path, c in zip(tree.value, tree.children[1:])
+                if c.kind != "output" or c.index not in written]
+        if not kept:
+            return output_expr(tree.children[0], graph, namer, scope, written)
+        tree = TreeNode("writeback", (tree.children[0], *(c for _, c in kept)),
+                        value=tuple(path for path, _ in kept))
+    items = [output_expr(c, graph, namer, scope, written) for c in tree.children]
     if kind == "replay":
         parts = "".join(f", {access_expr(path, namer)}, {kind_!r}, {item}"
                         for (path, kind_), item in zip(tree.value, items[1:]))

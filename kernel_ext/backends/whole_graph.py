@@ -137,8 +137,15 @@ class _SegmentArgs(CallRenderer):
 
 
 class _GraphWriter:
-    def __init__(self, graph: Graph, fast_math: bool = False) -> None:
+    def __init__(self, graph: Graph, fast_math: bool = False,
+                 written_back: dict[int, int] | None = None) -> None:
         self.graph = graph
+        #: output index -> index of the array input whose argument that output is written
+        #: back to (:func:`_written_back`); the function copies those in before it returns
+        self.written_back = dict(written_back or {})
+        #: per graph output: ("ret", position in the returned tuple) or ("param", input
+        #: index) for an output the function copied into its argument (not returned)
+        self.out_slots: list[tuple[str, int]] = []
         self.fast_math = fast_math  # segment kernels with fast_math's approximations
         self.lines: list[str] = []
         self.module_parts: list[str] = []
@@ -285,7 +292,7 @@ class _GraphWriter:
         head = ["@_kernel", f"def graph({', '.join(self.params + consts + loops)}):"]
         for k in range(len(self.loop_args)):
             head += [f"    f{k} = la[{2 * k}]", f"    d{k} = la[{2 * k + 1}]"]
-        ret = "    return (" + "".join(o.name + ", " for o in outs) + ")"
+        ret = "    return (" + "".join(n + ", " for n in self._returned(outs, body)) + ")"
         func = "\n".join(head + self.scratch_lines + body + [ret])
         header = "\n".join([
             f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
@@ -299,6 +306,35 @@ class _GraphWriter:
         ])
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
+
+    def _returned(self, outs: list[_Val], body: list[str]) -> list[str]:
+        """The names the function returns, each once, and :attr:`out_slots`.
+
+        An output written back to an array argument is copied into it here, at the end of
+        the function, after every check that can still hand the call to the fallback (which
+        must find the arguments untouched): Numba's copy is cheaper than NumPy's ``copyto``
+        from Python, and the array is not boxed into a new Python object (~0.25 µs each).
+        A value that may share memory with the argument keeps the Python write-back
+        (``copyto`` buffers overlapping copies)."""
+        names: list[str] = []
+        copied: dict[str, str] = {}  # value name -> the argument it was copied into
+        for i, v in enumerate(outs):
+            k = self.written_back.get(i)
+            if k is not None and not v.scalar:
+                p = self.params[k]
+                node, target = self.graph.outputs[i], self.param_nodes[k]
+                same = node.aval.shape == target.aval.shape and node.dtype == target.dtype
+                if v.name == p or (same and p not in v.roots and
+                                   copied.get(v.name, p) == p):
+                    if v.name != p and v.name not in copied:  # (p is typed writable)
+                        body.append(f"    {p}[...] = {v.name}")
+                        copied[v.name] = p
+                    self.out_slots.append(("param", k))
+                    continue
+            if v.name not in names:
+                names.append(v.name)
+            self.out_slots.append(("ret", names.index(v.name)))
+        return names
 
     def _emit_tiled(self, rows: set[Node], env: dict[Node, _Val],
                     lines: list[str]) -> list[_Val]:
@@ -1682,7 +1718,7 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         row_tiling(compiled) is not None
     handover = None if keep else whole_graph_handover(sizes)
     graph = compiled
-    writer = _GraphWriter(graph, fast_math)
+    writer = _GraphWriter(graph, fast_math, _written_back(graph, tree))
     try:
         source = writer.write()
     except Unsupported as e:
@@ -1714,6 +1750,26 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
         fb["id"], fb["role"] = i, "fallback"
     return Executable(run, run_source, "numba-cpu", [report, *fallbacks],
                       (time.perf_counter() - t0) * 1e3)
+
+
+def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
+    """Graph output index -> index of the array input whose argument the call writes that
+    output back to (the ``writeback`` nodes of ``tree``)."""
+    by_path = {n.attrs.get("path"): k for k, n in enumerate(graph.inputs)
+               if n.aval.shape not in (None, ())}
+    found: dict[int, int] = {}
+
+    def walk(t: TreeNode) -> None:
+        if t.kind == "writeback":
+            for path, child in zip(t.value, t.children[1:]):
+                if child.kind == "output" and path in by_path:
+                    found.setdefault(child.index, by_path[path])
+        elif t.kind == "input" and t.value in by_path:  # the updated argument, returned
+            found.setdefault(t.index, by_path[t.value])
+        for child in t.children or ():
+            walk(child)
+    walk(tree)
+    return found
 
 
 def _for_compiling(graph: Graph) -> Graph:
@@ -1759,7 +1815,9 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
         lines.append(f"        return _fallback({params})")
     lines.append(f"    g = _H.graph_c if {contiguous} else _H.graph_a")
     lines.append("    if g is None:")
-    lines.append(f"        _H.need_graph(({args}{',' if args else ''}))")
+    writable = frozenset(j for where, j in writer.out_slots if where == "param")
+    lines.append(f"        _H.need_graph(({args}{',' if args else ''}), "
+                 f"{namer.bind(writable, '_w')})")
     lines.append(f"        _r = _fallback({params})")
     lines.append("        if _deferred:")
     lines.append("            _flush()")
@@ -1771,13 +1829,17 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append("            raise")
     lines.append(f"        return _fallback({params})")
     scope = Scope("v_")
-    for i, o in enumerate(graph.outputs):
+    written = []
+    for i, (o, (where, j)) in enumerate(zip(graph.outputs, writer.out_slots)):
         dt = namer.bind(np.dtype(o.dtype).type, "_t")
-        if o.aval.shape == ():
-            lines.append(f"    {scope.var(o)} = {dt}(outs[{i}])")
+        if where == "param":  # copied into its argument by the compiled function
+            lines.append(f"    {scope.var(o)} = {ins[j]}")
+            written.append(i)
+        elif o.aval.shape == ():
+            lines.append(f"    {scope.var(o)} = {dt}(outs[{j}])")
         else:
-            lines.append(f"    {scope.var(o)} = outs[{i}]")
-    lines.append(f"    _r = {output_expr(tree, graph, namer, scope)}")
+            lines.append(f"    {scope.var(o)} = outs[{j}]")
+    lines.append(f"    _r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
     lines.append("    if _deferred:")
     lines.append("        _flush()")
     lines.append("    return _r")

@@ -19,6 +19,9 @@ def _tiering_on(monkeypatch):
     monkeypatch.setattr(backends, "TIERING", True)
     monkeypatch.setattr(tiering, "HOT_CALLS", 4)
     monkeypatch.setattr(tiering, "TRIAL_CALLS", 4)
+    # (counted calls only: a call that compiles a kernel synchronously may take seconds)
+    monkeypatch.setattr(tiering, "HOT_NS", 10**15)
+    monkeypatch.setattr(tiering, "TRIAL_NS", 10**15)
     tiering._DECIDED.clear()
     monkeypatch.setattr(tiering, "ON_DISK", False)  # no decision from another run
     backends.SHARED.clear()  # each test makes its own executables (and tiers)
