@@ -570,9 +570,13 @@ class _GraphWriter:
             return
         if rank == 0:
             for i in call.map_outputs:
-                buf = f"{px}o{i}"
-                self.scratch_lines.append(f"    {buf} = np.empty(1, "
-                                          f"{ctor(call.output_dtypes[i])})")
+                # One-element output buffers shared by every 0-d segment (each result is
+                # read right after its call): an unrolled loop of 20 tests allocated 60.
+                dt = np.dtype(call.output_dtypes[i])
+                buf = f"z{i}_{dt.name}"
+                if buf not in self.scratch_names:
+                    self.scratch_names.add(buf)
+                    self.scratch_lines.append(f"    {buf} = np.empty(1, {ctor(dt)})")
                 args.outputs[i] = buf
             args.size = "1"
             text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
@@ -787,6 +791,13 @@ class _GraphWriter:
             return
         if op is OpKind.CONSTANT:
             value = np.asarray(node.attrs["value"])
+            if value.ndim == 0 and value.dtype.kind in "biuf":
+                # a literal in the source, not one more argument for the dispatcher to
+                # type at every call (~50 ns each)
+                t = self.fresh("k")
+                self.scratch_lines.append(f"    {t} = {const_source(value[()], value.dtype)}")
+                env[node] = _Val(t, True, False)
+                return
             name = f"c{len(self.constants)}"
             self.constants.append(value[()] if value.ndim == 0 else value)
             env[node] = _Val(name, value.ndim == 0, False)
@@ -881,7 +892,8 @@ class _GraphWriter:
         strided slice). An integer out of range is NumPy's IndexError: it signals a rerun
         there. ``first_dyn``: the argument position of the first traced index."""
         comps = node.attrs["index"]
-        rank = len(node.args[0].aval.shape)
+        shape = node.args[0].aval.shape
+        rank = len(shape)
         used = sum(1 for c in comps if c is not None and c is not Ellipsis)
         parts: list[str] = []
         bounds: list[tuple[str, str] | None] = []
@@ -913,6 +925,14 @@ class _GraphWriter:
                 i = args[c.position - 1 + first_dyn].name
             else:
                 i = str(int(c))
+                dim = shape[axis - 1] if shape is not None else None
+                if dim is not None and -dim <= int(c) < dim:
+                    # in range by the static shape: no check, a non-negative literal (an
+                    # unrolled Python loop's x[i] is most of its lines otherwise)
+                    k = int(c) % dim
+                    parts.append(str(k))
+                    bounds.append((str(k), str(k + 1)))
+                    continue
             # an index out of range is an IndexError in NumPy: rerun there to raise it
             v = self.fresh("i")
             lines.append(f"{indent}{v} = {i}")
