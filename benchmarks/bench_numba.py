@@ -351,10 +351,10 @@ def _warm_up(f: Callable, args: tuple, rounds: int = 60) -> None:
         executable = f.get_concrete_function(*args).executable
         executable.wait(300)
         tier = getattr(executable, "tier", None)
+        if tier is not None and tier.whole is not None:
+            tier.whole.wait(300)  # (a recalled decision serves it before it is compiled)
         if tier is None or tier.state in ("whole", "fused"):
             return
-        if tier.whole is not None:
-            tier.whole.wait(300)
 
 
 def _variants(fn: Callable, args: tuple, check: Callable[[Any, Any], None],

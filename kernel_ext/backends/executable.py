@@ -37,8 +37,10 @@ class Executable:
     dashboard: str | None = None
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until the kernels requested so far are compiled (True) or ``timeout``."""
-        if not self.segments:
+        """Block until the kernels requested so far are compiled (True) or ``timeout``
+        (those of the whole graph it tiers up to included)."""
+        whole = getattr(self.tier, "whole", None)
+        if not self.segments and (whole is None or not whole.segments):
             return True
         # (imported here: the compiler module is only needed once something was fused)
         from .compiler import wait_for_kernels

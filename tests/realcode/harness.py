@@ -311,10 +311,12 @@ def warm_up(traced: Callable[..., Any], case_: Case, seed: int, rounds: int = 20
                 continue
             executable.wait(max(0.0, deadline - time.monotonic()))
             tier = getattr(executable, "tier", None)
+            if tier is not None and tier.whole is not None:
+                # (also once decided: a decision recalled from the disk cache serves the
+                # whole graph before its function is compiled, through its fallback)
+                tier.whole.wait(max(0.0, deadline - time.monotonic()))
             if tier is not None and tier.state in ("counting", "compiling", "trial"):
                 busy = True
-                if tier.whole is not None:
-                    tier.whole.wait(max(0.0, deadline - time.monotonic()))
         if not busy or time.monotonic() > deadline:
             return
 
