@@ -61,6 +61,11 @@ TRIAL_MIN = 3
 TRIAL_NS = 1_000_000_000
 #: The whole graph must take at most this share of the fused executor's time to serve.
 MIN_GAIN = 0.85
+#: Whole-graph functions longer than this (lines of generated source) never tier: Numba
+#: takes ~50 ms a line (an unrolled 40-step stencil, 1083 lines: about a minute of a core),
+#: and the background compiler is one queue, so one such compile holds back every kernel
+#: after it. As HotSpot's ``DontCompileHugeMethods``; ``jit_compile=True`` still compiles.
+MAX_LINES = 600
 #: Graphs with fewer ops than this never tier: one compiled call costs more than the
 #: executor's few NumPy calls (``a + b``), and the compile would only take the cores.
 MIN_OPS = 2
@@ -282,6 +287,10 @@ class Tier:
         if report.get("kind") != "whole-graph" or report.get("state") == "unsupported":
             self._finish("fused", f"fused (whole graph unsupported: {report.get('reason')})")
             return
+        if report.get("lines", 0) > MAX_LINES:
+            self._finish("fused", f"fused (whole graph too large to compile in the "
+                                  f"background: {report['lines']} lines, limit {MAX_LINES})")
+            return
         key = str(report.get("kernel"))
         known = recall_decision(key)
         self.whole = whole
@@ -404,5 +413,6 @@ def tiered(base: Executable, make_whole: Callable[[], Executable],
     return base
 
 
-__all__ = ["HOT_CALLS", "HOT_NS", "TRIAL_MIN", "TRIAL_NS", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS", "Tier", "effects", "hoist_draws",
-           "same", "tiered", "with_draws", "worth_it"]
+__all__ = ["HOT_CALLS", "HOT_NS", "MAX_LINES", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS",
+           "TRIAL_MIN", "TRIAL_NS", "Tier", "effects", "hoist_draws", "same", "tiered",
+           "with_draws", "worth_it"]

@@ -1759,7 +1759,8 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
               "nodes": [n.name for n in graph.nodes], "kernel": key, "state": "pending",
               "variants": {}, "compile_ms": 0.0, "cache": None, "error": None,
               "reason": "jit_compile=True", "handover_size": handover,
-              "parallel_sums": stats.get("parallel_sums", 0)}
+              "parallel_sums": stats.get("parallel_sums", 0),
+              "lines": source.split("\ndef graph(", 1)[-1].count("\n")}
     report = SegmentReport(report)
     handle.reports[id(report)] = report
     handle.update_reports()

@@ -278,3 +278,14 @@ def test_a_trace_whose_calls_take_long_is_hot_after_a_few_calls(monkeypatch):
     assert tier.state in ("whole", "fused")
     assert len(tier.samples[0]) == tiering.TRIAL_MIN
     np.testing.assert_array_equal(out, chain(x))
+
+
+def test_a_whole_graph_too_long_to_compile_in_the_background_never_tiers(monkeypatch):
+    monkeypatch.setattr(tiering, "MAX_LINES", 1)
+    x = np.random.default_rng(8).random(64)
+    f = kx.function(chain)
+    out = _call(f, x, 10)
+    tier = f.get_concrete_function(x).executable.tier
+    assert tier.state == "fused" and "too large to compile" in tier.note
+    assert tier.whole is None  # never kept, never compiled
+    np.testing.assert_array_equal(out, chain(x))
