@@ -45,10 +45,23 @@ class CallTemplate:
     args: tuple
     kwargs: tuple
 
+    def constant(self) -> bool:
+        """Are the arguments the same at every call: no slot, and nothing a call could
+        change in place (no list, dict or array), so one filled copy serves every call?"""
+        return all(_immutable(a) for a in self.args) and \
+            all(_immutable(v) for _, v in self.kwargs)
+
     def fill(self, values: Sequence[Any]) -> tuple[tuple, dict]:
         """The concrete ``(args, kwargs)`` with every slot replaced by ``values[slot]``."""
         return (tuple(fill(a, values) for a in self.args),
                 {k: fill(v, values) for k, v in self.kwargs})
+
+
+def _immutable(item: Any) -> bool:
+    if type(item) is tuple:
+        return all(_immutable(v) for v in item)
+    return item is None or type(item) in (bool, int, float, complex, str, slice) or \
+        isinstance(item, np.generic)
 
 
 def fill(item: Any, values: Sequence[Any]) -> Any:

@@ -145,3 +145,14 @@ def test_printer_and_graph_def_name_the_function_not_its_address():
     gd = str(g.as_graph_def())
     assert 'op: "NumpyCall"' in gd and 's: "np.roll"' in gd and "0x" not in gd + text
     assert "np.roll" in g.to_dot()
+
+
+def test_a_template_of_only_immutable_arguments_is_constant_and_filled_once():
+    from kernel_ext.ir.calls import CallTemplate, Operand
+    assert CallTemplate((0.0, 0.05), (("size", (30,)),)).constant()
+    assert CallTemplate((np.float32(1.5), None, "x"), ()).constant()
+    # a slot, a list (the call could change it), an array: filled at every call
+    assert not CallTemplate((Operand(0),), ()).constant()
+    assert not CallTemplate(([-1, 1],), (("size", 3),)).constant()
+    assert not CallTemplate((np.zeros(2),), ()).constant()
+    assert not CallTemplate((), (("p", [0.5, 0.5]),)).constant()
