@@ -59,8 +59,12 @@ TRIAL_CALLS = 12
 #: samples, and each trial call runs both executors).
 TRIAL_MIN = 3
 TRIAL_NS = 1_000_000_000
-#: The whole graph must take at most this share of the fused executor's time to serve.
-MIN_GAIN = 0.85
+#: The whole graph must take at most this share of the fused executor's time to serve
+#: (both give the same bits: this only keeps a tie from being decided by noise).
+MIN_GAIN = 0.95
+#: Part of every remembered decision's key: raised when the executors' Python side changes
+#: (a decision measured with the old one must be measured again).
+DECISIONS_VERSION = "2"
 #: Whole-graph functions longer than this (lines of generated source) never tier: Numba
 #: takes ~50 ms a line (an unrolled 40-step stencil, 1083 lines: about a minute of a core),
 #: and the background compiler is one queue, so one such compile holds back every kernel
@@ -80,7 +84,8 @@ ON_DISK = True
 
 def _decision_file(key: str) -> Path:
     from .kernel_cache import cache_root, versions_tag
-    tag = hashlib.sha256(f"{versions_tag()}:{key}".encode()).hexdigest()[:32]
+    text = f"{versions_tag()}:{DECISIONS_VERSION}:{key}"
+    tag = hashlib.sha256(text.encode()).hexdigest()[:32]
     return cache_root() / "tiers" / f"{tag}.txt"
 
 
