@@ -54,7 +54,7 @@ import numpy as np
 
 from ..ir import Node, OpKind
 from ..ir.abstract import DynamicIndex
-from .codegen import Unsupported, const_source, ctor, literal_value
+from .codegen import Unsupported, const_source, ctor, literal_into, literal_value
 from .ufunc_loops import find_loop
 
 #: dtypes this module computes (NumPy's and Numba's scalar types agree on these).
@@ -745,128 +745,335 @@ RULES[OpKind.STD] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
 RULES[OpKind.NANMEAN] = Rule(lambda n: _check_moments(n) and None, _emit_nanmean)
 
 # ---------------------------------------------------------------------------------------------
-# getitem with integer arrays (a gather)
+# Advanced indexing: getitem (a gather) and setitem (a scatter) with integer or bool arrays
 # ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Part:
+    """One component of an advanced index: ``kind`` is ``"slice"``, ``"int"`` (a Python or
+    traced integer), ``"array"`` (an integer array, constant or traced) or ``"mask"`` (a bool
+    array); ``value`` the slice, int, constant array or :class:`DynamicIndex`; ``dims`` how
+    many axes of the indexed array it consumes (a mask: its rank)."""
+
+    kind: str
+    value: Any
+    dims: int
+
+
+def _dyn_arg(node: Node, c: DynamicIndex) -> Any:
+    """The argument a traced index component names (a setitem's come after its value)."""
+    return node.args[c.position + (1 if node.op is OpKind.SETITEM else 0)]
+
 
 def _is_array_component(node: Node, c: Any) -> bool:
     if isinstance(c, np.ndarray):
         return True
     if isinstance(c, DynamicIndex):
-        arg = node.args[c.position]
-        return isinstance(arg, Node) and arg.aval is not None and arg.aval.shape != ()
+        arg = _dyn_arg(node, c)
+        return isinstance(arg, Node) and arg.aval is not None and \
+            not isinstance(arg.aval, tuple) and arg.aval.shape != ()
     return False
 
 
-def _claims_gather(node: Node) -> bool:
-    """A getitem with an integer-array component (basic ones stay with whole_graph)."""
+def _claims_fancy(node: Node) -> bool:
+    """An index with an integer or bool array component (basic ones stay with whole_graph)."""
     return any(_is_array_component(node, c) for c in node.attrs["index"])
 
 
-def _gather_plan(node: Node) -> list[Any]:
-    """The index with ``...`` expanded to full slices; Unsupported for what a gather here
-    does not cover (bool masks, N-d or uint64 index arrays, ``None``, traced slices)."""
+def _fancy_plan(node: Node) -> list[_Part]:
+    """The index as one :class:`_Part` per component, ``...`` expanded to full slices and
+    full slices added for the axes it leaves out; Unsupported for what is not covered
+    (``None``, 0-d bool or array components, uint64 indices, traced slice bounds)."""
     x = _array_arg(node, 0, "an array")
     rank = len(x.aval.shape)
-    comps = list(node.attrs["index"])
-    if any(c is None for c in comps):
-        raise Unsupported("integer-array indexing with a None (np.newaxis) component")
-    if sum(c is Ellipsis for c in comps) > 1:
-        raise Unsupported("an index with several Ellipsis")
-    used = sum(1 for c in comps if c is not Ellipsis)
-    if used > rank:
-        raise Unsupported("too many indices")
-    if any(c is Ellipsis for c in comps):
-        at = next(i for i, c in enumerate(comps) if c is Ellipsis)
-        comps[at:at + 1] = [slice(None)] * (rank - used)
-    comps += [slice(None)] * (rank - len(comps))
-    for c in comps:
-        if isinstance(c, slice):
+    parts: list[_Part | None] = []
+    for c in node.attrs["index"]:
+        if c is None:
+            raise Unsupported("array indexing with a None (np.newaxis) component")
+        if c is Ellipsis:
+            if None in parts:
+                raise Unsupported("an index with several Ellipsis")
+            parts.append(None)
+        elif isinstance(c, slice):
             if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
                 raise Unsupported("slice with traced bounds")
+            parts.append(_Part("slice", c, 1))
         elif isinstance(c, np.ndarray):
-            if c.dtype.kind not in "iu" or c.ndim != 1 or c.dtype == np.uint64:
-                raise Unsupported(f"index array of {c.dtype} and rank {c.ndim} "
-                                  "(1-D integer arrays only)")
+            if c.ndim == 0 or c.dtype == np.uint64 or c.dtype.kind not in "biu":
+                raise Unsupported(f"index array of {c.dtype} and rank {c.ndim}")
+            parts.append(_Part("mask", c, c.ndim) if c.dtype.kind == "b" else
+                         _Part("array", c, 1))
         elif isinstance(c, DynamicIndex):
-            arg = node.args[c.position]
-            if not isinstance(arg, Node) or arg.aval.shape is None or \
-                    np.dtype(arg.dtype).kind not in "iu" or np.dtype(arg.dtype) == np.uint64 \
-                    or len(arg.aval.shape) > 1:
-                raise Unsupported("indexing with an array other than a 1-D integer one")
-        elif not isinstance(c, (int, np.integer)):
+            arg = _dyn_arg(node, c)
+            if not isinstance(arg, Node) or arg.aval.shape is None:
+                raise Unsupported("indexing with a value of unknown rank")
+            dt = np.dtype(arg.dtype)
+            shape = arg.aval.shape
+            if dt.kind == "b" and shape != ():
+                parts.append(_Part("mask", c, len(shape)))
+            elif dt.kind in "iu" and dt != np.uint64:
+                parts.append(_Part("int" if shape == () else "array", c, 1))
+            else:
+                raise Unsupported(f"indexing with an array of {dt} and rank {len(shape)}")
+        elif isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)):
+            parts.append(_Part("int", int(c), 1))
+        else:
             raise Unsupported(f"index component {c!r}")
-    return comps
+    used = sum(p.dims for p in parts if p is not None)
+    if used > rank:
+        raise Unsupported("too many indices")
+    full = _Part("slice", slice(None), 1)
+    if None in parts:
+        at = parts.index(None)
+        parts[at:at + 1] = [full] * (rank - used)
+        return parts  # type: ignore[return-value]
+    return parts + [full] * (rank - used)  # type: ignore[operator]
+
+
+def _check_fancy_value(node: Node) -> None:
+    """A setitem's value: cast into the array's dtype only where Numba's cast is NumPy's
+    (``same_kind`` among bool, integer and float dtypes; a literal NumPy stores silently)."""
+    dt = np.dtype(node.args[0].dtype)
+    value = node.args[1]
+    if isinstance(value, Node):
+        if value.aval is None or isinstance(value.aval, tuple) or value.aval.shape is None:
+            raise Unsupported("setitem of a value of unknown rank")
+        vdt = np.dtype(value.dtype)
+        if vdt not in _DTYPES or not np.can_cast(vdt, dt, "same_kind"):
+            raise Unsupported(f"setitem of {vdt} into {dt} (an unsafe cast)")
+    else:
+        literal_into(value, dt)
+
+
+def _check_fancy(node: Node) -> None:
+    parts = _fancy_plan(node)
+    if node.op is OpKind.SETITEM:
+        _check_fancy_value(node)
+        value = node.args[1]
+        if isinstance(value, Node) and value.aval.shape != ():
+            rank = sum(p.dims for p in parts if p.kind == "slice")
+            ranks = [p.value.ndim if isinstance(p.value, np.ndarray) else
+                     len(_dyn_arg(node, p.value).aval.shape) for p in parts
+                     if p.kind == "array"] + [1 for p in parts if p.kind == "mask"]
+            if len(value.aval.shape) > rank + max(ranks, default=0):
+                raise Unsupported("setitem of a value of more dimensions than the region")
+
+
+@dataclass
+class _FancyIndex:
+    """The generated names of an advanced index (:func:`_emit_fancy_index`)."""
+
+    basic: str                # the slices as source, ":" on every advanced axis
+    view: str                 # x[basic]
+    picks: list[str]          # per axis of ``view``: ":" or its index (``ks[s, j]``)
+    dims: list[str]           # the region's shape (NumPy's getitem result)
+    bdims: list[str]          # the broadcast shape of the index arrays
+    bpos: int                 # where those axes sit in ``dims``
+    j: str                    # the running count of index tuples (the column of ``ks``)
+
+
+def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str],
+                      indent: str) -> _FancyIndex:
+    """The index checked and normalised before anything is read or written: each advanced
+    axis gets an int64 row of ``ks`` holding its index for each element of the broadcast
+    index shape (C order), negative indices wrapped. NumPy's IndexErrors (an index out of
+    range, index shapes that do not broadcast, a mask of the wrong shape) signal here, so
+    an in-place write never starts. As in NumPy, an empty broadcast shape checks nothing."""
+    parts = _fancy_plan(node)
+    shift = 1 if node.op is OpKind.SETITEM else 0
+    basic = []
+    for p in parts:
+        if p.kind == "slice":
+            c = p.value
+            basic.append(f"{'' if c.start is None else c.start}:"
+                         f"{'' if c.stop is None else c.stop}"
+                         f"{'' if c.step is None else ':' + str(c.step)}")
+        else:
+            basic += [":"] * p.dims
+    v = w.fresh("v")
+    lines.append(f"{indent}{v} = {x}[{', '.join(basic)}]")
+    sources: list[tuple[str, int]] = []  # (index variable, its rank) per advanced axis
+    slots: list[int] = []                # the axis of ``v`` each one indexes
+    advanced: list[int] = []
+    d = 0
+    for i, p in enumerate(parts):
+        if p.kind == "slice":
+            d += 1
+            continue
+        advanced.append(i)
+        if p.kind == "int":
+            src = str(p.value) if isinstance(p.value, int) else \
+                args[p.value.position + shift].name
+            sources.append((src, 0))
+            slots.append(d)
+            d += 1
+            continue
+        if isinstance(p.value, np.ndarray):
+            name = f"c{len(w.constants)}"
+            w.constants.append(np.ascontiguousarray(
+                p.value, dtype=np.bool_ if p.kind == "mask" else np.int64))
+            rank = p.value.ndim
+        else:
+            name = args[p.value.position + shift].name
+            rank = len(_dyn_arg(node, p.value).aval.shape)
+        if p.kind == "array":
+            sources.append((name, rank))
+            slots.append(d)
+            d += 1
+            continue
+        # a bool mask is its nonzero(): one index array per axis it spans (NumPy's rule)
+        m = w.fresh("m")
+        lines.append(f"{indent}{m} = np.ascontiguousarray({name})")
+        for q in range(p.dims):  # NumPy: "boolean index did not match indexed array"
+            w.signal(lines, indent, f"{m}.shape[{q}] != {v}.shape[{d + q}]")
+        for q, a in enumerate(_emit_nonzero(w, m, p.dims, lines, indent)):
+            sources.append((a, 1))
+            slots.append(d + q)
+        d += p.dims
+    rb = max(r for _, r in sources)
+    bdims = []
+    for q in range(rb):  # the broadcast shape of the index arrays
+        b = w.fresh("b")
+        lines.append(f"{indent}{b} = 1")
+        for name, r in sources:
+            i = q - (rb - r)
+            if i >= 0:
+                lines.append(f"{indent}if {name}.shape[{i}] != 1:")
+                w.signal(lines, indent + "    ", f"{b} != 1 and {b} != {name}.shape[{i}]")
+                lines.append(f"{indent}    {b} = {name}.shape[{i}]")
+        bdims.append(b)
+    ks = w.fresh("ks")
+    lines.append(f"{indent}{ks} = np.empty(({len(sources)}, {' * '.join(bdims)}), np.int64)")
+    fx = _FancyIndex(", ".join(basic), v, [], [], bdims, 0, w.fresh("j"))
+    inner, bvars = _fancy_loop(w, fx, lines, indent)
+    for s, (name, r) in enumerate(sources):
+        size = f"{v}.shape[{slots[s]}]"
+        if r == 0:
+            elem = name
+        else:
+            at = ", ".join(f"{bvars[rb - r + i]} if {name}.shape[{i}] != 1 else 0"
+                           for i in range(r))
+            elem = f"{name}[{at}]"
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({elem})")
+        lines.append(f"{inner}if {k} < 0:")
+        lines.append(f"{inner}    {k} += {size}")
+        w.signal(lines, inner, f"{k} < 0 or {k} >= {size}")
+        lines.append(f"{inner}{ks}[{s}, {fx.j}] = {k}")
+    lines.append(f"{inner}{fx.j} += 1")
+    # the result: the sliced axes, with the broadcast index axes where the advanced
+    # components were if they are adjacent, else first (NumPy's rule)
+    naxes = d
+    rest = [a for a in range(naxes) if a not in slots]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    fx.bpos = sum(1 for p in parts[:advanced[0]] if p.kind == "slice") if adjacent else 0
+    fx.dims = [f"{v}.shape[{a}]" for a in rest]
+    fx.dims[fx.bpos:fx.bpos] = bdims
+    fx.picks = [":"] * naxes
+    for s, a in enumerate(slots):
+        fx.picks[a] = f"{ks}[{s}, {fx.j}]"
+    return fx
+
+
+def _fancy_loop(w: Writer, fx: _FancyIndex, lines: list[str],
+                indent: str) -> tuple[str, list[str]]:
+    """Nested ``for`` loops over the broadcast index shape (C order), ``fx.j`` counting
+    them from 0 (the caller increments it last in the body); the body's indent and the
+    loop variables."""
+    lines.append(f"{indent}{fx.j} = 0")
+    bvars = []
+    for b in fx.bdims:
+        q = w.fresh("q")
+        lines.append(f"{indent}for {q} in range({b}):")
+        indent += "    "
+        bvars.append(q)
+    return indent, bvars
+
+
+def _emit_nonzero(w: Writer, m: str, rank: int, lines: list[str], indent: str) -> list[str]:
+    """``np.nonzero(m)`` of a C-contiguous ``m``: one int64 array per axis, C order."""
+    f = w.fresh("nz")
+    lines.append(f"{indent}{f} = np.flatnonzero({m})")
+    if rank == 1:
+        return [f]
+    out = []
+    for q in range(rank):
+        a = w.fresh("nz")
+        after = " * ".join(f"{m}.shape[{e}]" for e in range(q + 1, rank))
+        expr = f"{f} // ({after})" if after else f
+        if q:
+            expr = f"({expr}) % {m}.shape[{q}]"
+        lines.append(f"{indent}{a} = {expr}")
+        out.append(a)
+    return out
 
 
 def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
                  indent: str) -> str:
-    """``x[..., idx, ...]``: the basic part as a view, then one copy per index position.
-
-    As in NumPy, integers count as advanced indices beside arrays; the broadcast index
-    dimension replaces the advanced ones where they are adjacent, else it comes first. An
-    index out of range, or index arrays of lengths that do not broadcast, signal (NumPy's
-    IndexError)."""
-    comps = _gather_plan(node)
-    rank = len(comps)
-    x = args[0].name
-    basic = ", ".join(f"{'' if c.start is None else c.start}:"
-                      f"{'' if c.stop is None else c.stop}"
-                      f"{'' if c.step is None else ':' + str(c.step)}"
-                      if isinstance(c, slice) else ":" for c in comps)
-    v = w.fresh("g")
-    lines.append(f"{indent}{v} = {x}[{basic}]")
-    adv = [i for i, c in enumerate(comps) if not isinstance(c, slice)]
-    arrays: dict[int, str] = {}
-    scalars: dict[int, str] = {i: str(int(comps[i])) for i in adv
-                               if isinstance(comps[i], (int, np.integer))}
-    for i in adv:
-        c = comps[i]
-        if isinstance(c, np.ndarray):
-            name = f"c{len(w.constants)}"
-            w.constants.append(np.ascontiguousarray(c, dtype=np.int64))
-            arrays[i] = name
-        elif isinstance(c, DynamicIndex):
-            if node.args[c.position].aval.shape == ():
-                scalars[i] = args[c.position].name  # a traced integer
-            else:
-                arrays[i] = args[c.position].name
-    n = w.fresh("n")
-    lines.append(f"{indent}{n} = 1")
-    for a in arrays.values():
-        lines.append(f"{indent}if {a}.shape[0] != 1:")
-        w.signal(lines, indent + "    ", f"{n} != 1 and {n} != {a}.shape[0]")
-        lines.append(f"{indent}    {n} = {a}.shape[0]")
-    adjacent = adv == list(range(adv[0], adv[-1] + 1))
-    rest = [d for d in range(rank) if d not in adv]
-    dims = [f"{v}.shape[{d}]" for d in rest]
-    pos = adv[0] if adjacent else 0
-    dims.insert(pos, n)
-    dts = ctor(np.dtype(node.dtype))
-    _alloc(w, node, dims, dts, lines, indent, t)
-    j = w.fresh("j")
-    lines.append(f"{indent}for {j} in range({n}):")
-    inner = indent + "    "
-    picks = []
-    for i in adv:
-        k = w.fresh("k")
-        size = f"{v}.shape[{i}]"
-        if i in arrays:
-            a = arrays[i]
-            lines.append(f"{inner}{k} = np.int64({a}[{j} if {a}.shape[0] != 1 else 0])")
-        else:
-            lines.append(f"{inner}{k} = np.int64({scalars[i]})")
-        lines.append(f"{inner}if {k} < 0:")
-        lines.append(f"{inner}    {k} += {size}")
-        w.signal(lines, inner, f"{k} < 0 or {k} >= {size}")
-        picks.append(k)
-    src = ", ".join(picks[adv.index(d)] if d in adv else ":" for d in range(rank))
-    dst = ", ".join(j if d == pos else ":" for d in range(len(dims)))
-    lines.append(f"{inner}{t}[{dst}] = {v}[{src}]")
+    """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
+    walked in C order, one copy of the rest of ``x`` per index tuple."""
+    fx = _emit_fancy_index(w, node, args, args[0].name, lines, indent)
+    _alloc(w, node, fx.dims, ctor(np.dtype(node.dtype)), lines, indent, t)
+    inner, bvars = _fancy_loop(w, fx, lines, indent)
+    dst = [":"] * len(fx.dims)
+    dst[fx.bpos:fx.bpos + len(bvars)] = bvars
+    lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(fx.picks)}]")
+    lines.append(f"{inner}{fx.j} += 1")
     return "fresh"
 
 
-RULES[OpKind.GETITEM] = Rule(lambda n: _gather_plan(n) and None, _emit_gather,
-                             _claims_gather)
+def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                  indent: str) -> str:
+    """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
+    and broadcast to the region, written index tuple after index tuple in C order (a
+    repeated index keeps the last write). In place where the in-place plan lets this write
+    reuse ``x``'s buffer, else into a copy. Every check (index, value shape) runs first."""
+    x = args[0]
+    dt = np.dtype(node.args[0].dtype)
+    dts = ctor(dt)
+    fx = _emit_fancy_index(w, node, args, x.name, lines, indent)
+    value = node.args[1]
+    inplace = node in w.plan.writes
+    rr = len(fx.dims)
+    at = [":"] * rr
+    if not isinstance(value, Node):
+        src = const_source(literal_into(value, dt), dt)
+    elif args[1].scalar:
+        src = args[1].name if np.dtype(value.dtype) == dt else f"{dts}({args[1].name})"
+    else:
+        val = args[1].name
+        vr = len(value.aval.shape)
+        for k in range(1, vr + 1):  # NumPy's ValueError: the value must broadcast
+            w.signal(lines, indent, f"{val}.shape[{vr - k}] != 1 and "
+                                    f"{val}.shape[{vr - k}] != {fx.dims[rr - k]}")
+        c = w.fresh("val")
+        if np.dtype(value.dtype) != dt:
+            lines.append(f"{indent}{c} = {val}.astype({dts})")
+        elif inplace and args[1].roots & x.roots:  # NumPy reads the value before it writes
+            lines.append(f"{indent}{c} = {val}.copy()")
+        else:
+            lines.append(f"{indent}{c} = {val}")
+        src = w.fresh("val")
+        lines.append(f"{indent}{src} = np.broadcast_to({c}, {_shape_tuple(fx.dims)})")
+    if inplace:
+        lines.append(f"{indent}{t} = {x.name}")
+    else:
+        dims = [f"{x.name}.shape[{d}]" for d in range(len(node.aval.shape))]
+        _alloc(w, node, dims, dts, lines, indent, t)
+        lines.append(f"{indent}{t}[...] = {x.name}")
+    dv = w.fresh("v")
+    lines.append(f"{indent}{dv} = {t}[{fx.basic}]")
+    inner, bvars = _fancy_loop(w, fx, lines, indent)
+    if isinstance(value, Node) and not args[1].scalar:
+        at[fx.bpos:fx.bpos + len(bvars)] = bvars
+        src = f"{src}[{', '.join(at)}]"
+    lines.append(f"{inner}{dv}[{', '.join(fx.picks)}] = {src}")
+    lines.append(f"{inner}{fx.j} += 1")
+    return "view" if inplace else "fresh"
+
+
+RULES[OpKind.GETITEM] = Rule(_check_fancy, _emit_gather, _claims_fancy)
+RULES[OpKind.SETITEM] = Rule(_check_fancy, _emit_scatter, _claims_fancy)
 
 # ---------------------------------------------------------------------------------------------
 # sort / argsort

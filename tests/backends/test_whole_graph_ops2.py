@@ -1,0 +1,254 @@
+"""More NumPy ops in the whole-graph compiler (issue 16), bit for bit NumPy's.
+
+Advanced indexing (integer arrays, constant or traced, 1-D and n-D; bool masks) for reads
+and writes, ``nonzero`` and what lowers to it, and the other ops
+:mod:`kernel_ext.backends.whole_graph_ops` gained for the real-code corpus. Every test runs
+the compiled whole-graph function *without its fallback* (:func:`_compiled`: a rerun in the
+fused executor fails the test) and compares dtype, shape and every bit with eager NumPy;
+where NumPy raises (an index out of range, a mask of the wrong shape), the traced function
+must raise NumPy's own error, through the fallback. Inputs come from hypothesis.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import kernel_ext as kx
+from kernel_ext.backends.whole_graph import unsupported_reason
+
+_CACHE: dict[Any, Any] = {}
+
+
+def _same(got: Any, want: Any) -> None:
+    """Equal type of result, dtype, shape and bits (tuples element by element)."""
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want)
+        for g, w in zip(got, want):
+            _same(g, w)
+        return
+    g, w = np.asarray(got), np.asarray(want)
+    assert (g.dtype, g.shape) == (w.dtype, w.shape), (g.dtype, w.dtype, g.shape, w.shape)
+    assert np.ascontiguousarray(g).tobytes() == np.ascontiguousarray(w).tobytes(), \
+        f"\ngot  {g!r}\nwant {w!r}"
+
+
+def _function(fn: Callable, *args: Any, static: bool = False) -> Any:
+    """One ``kx.function(fn, jit_compile=True)`` per function and argument dtypes and ranks,
+    every dimension None (one compiled function serves every shape); ``static``: traced per
+    shape (the tracer needs a length)."""
+    key = (fn, static) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
+    if key not in _CACHE:
+        spec = [kx.TensorSpec((None,) * np.ndim(a), np.asarray(a).dtype) for a in args]
+        _CACHE[key] = kx.function(fn, jit_compile=True,
+                                  input_signature=None if static else spec)
+    return _CACHE[key]
+
+
+def _compiled(fn: Callable, *args: Any, static: bool = False) -> Any:
+    """``fn(*args)`` computed by the compiled whole-graph function: its graph is accepted,
+    and a signal (a rerun in the fused executor) fails the test. Arguments are copied, so
+    writes into them do not leak between calls."""
+    f = _function(fn, *args, static=static)
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*cannot be compiled into one function")
+        f(*[np.copy(a) for a in args])  # the first call compiles (synchronously here)
+        cf = f.get_concrete_function(*args)
+        assert unsupported_reason(cf.graph) is None, unsupported_reason(cf.graph)
+        scope = cf.executable.run.__globals__
+
+        def no_fallback(*_: Any) -> Any:
+            raise AssertionError("the fused executor ran: the whole-graph function failed to "
+                                 "compile or signalled a rerun in NumPy")
+
+        saved = scope["_fallback"]
+        scope["_fallback"] = no_fallback
+        try:
+            return f(*[np.copy(a) for a in args])
+        finally:
+            scope["_fallback"] = saved
+
+
+def _check(fn: Callable, *args: Any, static: bool = False) -> None:
+    _same(_compiled(fn, *args, static=static), fn(*[np.copy(a) for a in args]))
+
+
+def _raises_as_numpy(fn: Callable, *args: Any) -> None:
+    """NumPy raises for these arguments: the traced function raises the same error type."""
+    with pytest.raises(Exception) as want:
+        fn(*[np.copy(a) for a in args])
+    f = _function(fn, *args)
+    with pytest.raises(want.type):
+        f(*[np.copy(a) for a in args])
+
+
+def _floats(n: int) -> st.SearchStrategy:
+    return hnp.arrays(np.float64, n, elements=st.sampled_from(
+        [0.0, -0.0, np.nan, np.inf, -np.inf, 1.5, -2.25, 7.0, 1e300]) | st.floats())
+
+
+def _indices(size: int, n: int, dtype: Any = np.int64) -> st.SearchStrategy:
+    """``n`` valid indices into an axis of ``size`` (negative ones included)."""
+    return hnp.arrays(dtype, n, elements=st.integers(-size, size - 1))
+
+
+# -- getitem with integer arrays ----------------------------------------------------------------
+
+def _gathers(x, i, j):
+    return (x[i], x[i, j], x[:, j], x[i, :, j], x[1:, i, ::2], x[..., j], x[i[:, None], j],
+            x[0, j], x[i, 1], x[::-1, [2, -1, 0]], x[[[1], [0]], 2:, [0, 3]])
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats(60), _indices(3, 4, np.int8), _indices(4, 4))
+def test_integer_array_reads_are_numpys(data, i, j):
+    _check(_gathers, data.reshape(3, 4, 5), i, j)
+
+
+@given(st.data())
+@settings(max_examples=20, deadline=None)
+def test_integer_array_reads_of_any_length(data):
+    n = data.draw(st.integers(0, 6))
+    x = np.arange(60.0).reshape(5, 4, 3).transpose(2, 1, 0)[:, ::-1].copy()  # (3, 4, 5)
+    i = data.draw(_indices(3, n))
+    j = data.draw(_indices(4, n))
+    _check(_gathers, x, i, j)
+
+
+def _pair(x, i, j):
+    return x[i, j]
+
+
+@pytest.mark.parametrize("i, j", [
+    (np.array([0, 3]), np.array([0, 1])),      # 3 is out of range for 3 rows
+    (np.array([-4, 0]), np.array([0, 1])),     # so is -4
+    (np.array([0, 1, 2]), np.array([0, 1])),   # lengths that do not broadcast
+])
+def test_integer_array_reads_numpy_refuses_raise_its_error(i, j):
+    _raises_as_numpy(_pair, np.zeros((3, 4)), i, j)
+
+
+def test_an_empty_broadcast_checks_no_index_as_numpy():
+    x = np.arange(12.0).reshape(3, 4)
+    _check(_pair, x, np.array([7]), np.zeros(0, np.int64))
+
+
+def _labels(x, y):
+    return x[np.arange(6), y], x[np.arange(6)[::-1], y[::-1]]
+
+
+def test_a_constant_row_index_beside_traced_labels():
+    _check(_labels, np.random.default_rng(0).random((6, 4)), np.array([3, 0, 1, 2, 2, -1]),
+           static=True)
+
+
+# -- bool masks -----------------------------------------------------------------------------------
+
+def _masked(x, m, col):
+    return x[m], x[:, col], x[m[:, 0]], x[m[:, 0], 1:], x[1:][m[1:, 0]], x[x > 1.0]
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats(20), hnp.arrays(np.bool_, 20), hnp.arrays(np.bool_, 5))
+def test_bool_mask_reads_are_numpys(data, mask, col):
+    _check(_masked, data.reshape(4, 5), mask.reshape(4, 5), col)
+
+
+def test_an_all_false_mask_reads_an_empty_array():
+    _check(_masked, np.ones((4, 5)), np.zeros((4, 5), bool), np.zeros(5, bool))
+
+
+def test_a_mask_of_the_wrong_shape_raises_numpys_index_error():
+    _raises_as_numpy(_masked, np.ones((4, 5)), np.zeros((4, 5), bool), np.zeros(4, bool))
+
+
+# -- setitem with integer arrays and masks --------------------------------------------------
+
+def _writes(x, i, v):
+    a = x.copy()
+    a[i] = v[0]                      # a scalar, duplicates included
+    b = x.copy()
+    b[i, 1] = v                      # one value per index: the last write wins
+    c = x.copy()
+    c[:, [1, 0]] = 7.5
+    c[i, 2] += 1.0                   # buffered: a repeated index adds once
+    d = x.copy()
+    d[i[:, None], [0, 2]] = v[:2]    # an n-D broadcast index and a broadcast value
+    return a, b, c, d
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats(12), _indices(4, 6), _floats(6))
+def test_integer_array_writes_are_numpys(data, i, v):
+    _check(_writes, data.reshape(4, 3), i, v)
+
+
+def _write_in_place(x, i, v):
+    x[i] = v
+    x[i[:2], 0] = -v[:2, 0] * 0.5
+    return x
+
+
+@settings(max_examples=25, deadline=None)
+@given(_floats(8), _indices(4, 4), _floats(4))
+def test_writes_into_an_argument_in_place_are_numpys(data, i, v):
+    x = data.reshape(4, 2)
+    f = _function(_write_in_place, x, i, v[:, None])
+    want_x = x.copy()
+    want = _write_in_place(want_x, i, v[:, None])
+    got_x = x.copy()
+    got = f(got_x, i, v[:, None])
+    _same(got, want)
+    _same(got_x, want_x)
+    _check(_write_in_place, x, i, v[:, None])
+
+
+def _ints_write(counts, idx, vals):
+    c = counts.copy()
+    c[idx] += 1
+    c[idx[::2]] = vals[:5]
+    return c
+
+
+@settings(max_examples=30, deadline=None)
+@given(hnp.arrays(np.int32, 6, elements=st.integers(-2**31, 2**31 - 1)), _indices(6, 9),
+       hnp.arrays(np.int16, 5))
+def test_integer_writes_with_a_cast_are_numpys(counts, idx, vals):
+    _check(_ints_write, counts, idx, vals)
+
+
+def _mask_writes(x, m, y):
+    a = x.copy()
+    a[m] = 0.0
+    b = np.full_like(x, -1.0)
+    b[m] = x[m]
+    c = x.copy()
+    c[m[:, 0]] = y[0]                 # whole rows, a row value broadcast
+    c[c < 0] *= -1.0
+    return a, b, c
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats(15), hnp.arrays(np.bool_, 15), _floats(5))
+def test_bool_mask_writes_are_numpys(data, mask, y):
+    _check(_mask_writes, data.reshape(3, 5), mask.reshape(3, 5), y[None, :])
+
+
+def _bad_value(x, i, v):
+    x = x.copy()
+    x[i] = v
+    return x
+
+
+def test_a_value_that_does_not_broadcast_raises_numpys_error():
+    _raises_as_numpy(_bad_value, np.zeros(5), np.array([0, 1, 2]), np.ones(2))
+    _raises_as_numpy(_bad_value, np.zeros(5), np.array([0, 7]), np.ones(2))
+
+
+# -- the corpus -----------------------------------------------------------------------------------
