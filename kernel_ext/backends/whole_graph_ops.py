@@ -1456,4 +1456,117 @@ RULES[OpKind.UFUNC_REDUCE] = Rule(lambda n: _check_extreme(n) and None, _emit_ex
                                   _claims_ufunc_reduce)
 
 
+# ---------------------------------------------------------------------------------------------
+# nonzero / argwhere / squeeze / ufunc.accumulate
+# ---------------------------------------------------------------------------------------------
+
+def _check_nonzero(node: Node) -> int:
+    _only_params(node, set())
+    x = _array_arg(node, 0, "an array")
+    rank = len(x.aval.shape)
+    if rank == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    return rank
+
+
+def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                     indent: str) -> str:
+    """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
+    elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
+    rank = _check_nonzero(node)
+    m = w.fresh("m")
+    lines.append(f"{indent}{m} = np.ascontiguousarray({args[0].name})")
+    axes = _emit_nonzero(w, m, rank, lines, indent)
+    if node.op is OpKind.NONZERO:
+        lines.append(f"{indent}{t} = {_shape_tuple(axes)}")
+        return "fresh"
+    lines.append(f"{indent}{t} = np.empty(({axes[0]}.shape[0], {rank}), np.int64)")
+    for q, a in enumerate(axes):
+        lines.append(f"{indent}{t}[:, {q}] = {a}")
+    return "fresh"
+
+
+RULES[OpKind.NONZERO] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
+RULES[OpKind.ARGWHERE] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
+
+
+def _check_squeeze(node: Node) -> list[int]:
+    """The axes ``squeeze`` removes: the given ones, or (``axis=None``) those of static
+    size 1; an axis of unknown size the graph keeps must not be 1 at run time (checked)."""
+    _only_params(node, {"axis"})
+    x = _array_arg(node, 0, "an array")
+    shape = x.aval.shape
+    axis = node.attrs.get("axis")
+    if axis is None:
+        return [d for d, n in enumerate(shape) if n == 1]
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    norm = sorted({_axis(a, len(shape), "squeeze") for a in axes})
+    if len(norm) != len(axes):
+        raise Unsupported("squeeze with a repeated axis")
+    return norm
+
+
+def _emit_squeeze(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                  indent: str) -> str:
+    """A view with index 0 at each squeezed axis. NumPy's ValueError (a given axis not of
+    size 1), or an unknown size the graph keeps that is 1 (NumPy would drop it), signal."""
+    axes = _check_squeeze(node)
+    shape = node.args[0].aval.shape
+    x = args[0].name
+    for d, n in enumerate(shape):
+        if d in axes and n != 1:
+            w.signal(lines, indent, f"{x}.shape[{d}] != 1")
+        elif node.attrs.get("axis") is None and n is None:
+            w.signal(lines, indent, f"{x}.shape[{d}] == 1")
+    if len(axes) == len(shape):
+        lines.append(f"{indent}{t} = {x}[{', '.join('0' for _ in shape)}]")
+        return "scalar"
+    index = ", ".join("0" if d in axes else ":" for d in range(len(shape)))
+    lines.append(f"{indent}{t} = {x}[{index}]")
+    return "view"
+
+
+RULES[OpKind.SQUEEZE] = Rule(lambda n: _check_squeeze(n) and None, _emit_squeeze)
+
+
+def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
+    _only_params(node, {"axis", "ufunc"})
+    ufunc = node.attrs["ufunc"]
+    x = _array_arg(node, 0, "a value")
+    dt = _out_dtype(node)
+    if not isinstance(ufunc, np.ufunc) or ufunc.nin != 2 or ufunc.nout != 1:
+        raise Unsupported(f"accumulate of {ufunc!r}")
+    if np.dtype(x.dtype) != dt:
+        raise Unsupported(f"{ufunc.__name__}.accumulate of {x.dtype} into {dt}")
+    if find_loop(ufunc, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for {dt}")
+    rank = len(x.aval.shape)
+    if rank == 0:
+        raise Unsupported("accumulate of a 0-d value")
+    return x, dt, _axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
+
+
+def _emit_accumulate(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                     indent: str) -> str:
+    """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
+    the ufunc for the dtype, called with its output one step behind its first input."""
+    x_node, dt, axis, ufunc = _check_accumulate(node)
+    rank = len(x_node.aval.shape)
+    dts = ctor(dt)
+    x = w.fresh("x")
+    lines.append(f"{indent}{x} = np.ascontiguousarray({args[0].name})")
+    _alloc(w, node, [f"{x}.shape[{d}]" for d in range(rank)], dts, lines, indent, t)
+    outer, n, inner = _lanes(x, rank, axis)
+    shape3 = f"({outer}, {n}, {inner})"
+    w.helpers["_loop3"] = _LOOP3
+    w.helpers["_accumulate"] = _ACCUMULATE
+    lines.append(f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+                 f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})")
+    return "fresh"
+
+
+RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None,
+                                      _emit_accumulate)
+
+
 __all__ = ["RULES", "Rule", "Writer", "claims"]

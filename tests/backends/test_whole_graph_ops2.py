@@ -23,6 +23,9 @@ from hypothesis.extra import numpy as hnp
 import kernel_ext as kx
 from kernel_ext.backends.whole_graph import unsupported_reason
 
+# NumPy warns of the overflow and invalid operations hypothesis feeds it (the eager side)
+pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+
 _CACHE: dict[Any, Any] = {}
 
 
@@ -252,3 +255,54 @@ def test_a_value_that_does_not_broadcast_raises_numpys_error():
 
 
 # -- the corpus -----------------------------------------------------------------------------------
+# -- nonzero and what lowers to it ------------------------------------------------------------
+
+def _nonzeros(x, m):
+    return (np.nonzero(x), np.argwhere(x), np.flatnonzero(x), np.where(m), np.nonzero(x[0]),
+            x[np.nonzero(m)], np.nonzero(m)[1] + 1)
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats(12), hnp.arrays(np.bool_, 12))
+def test_nonzero_where_argwhere_flatnonzero_are_numpys(data, m):
+    _check(_nonzeros, data.reshape(3, 4), m.reshape(3, 4))
+
+
+def test_nonzero_of_nothing_and_of_integers():
+    _check(_nonzeros, np.zeros((2, 0)), np.zeros((2, 0), bool))
+    _check(_nonzeros, np.array([[0, -3, 0], [7, 0, 0]], np.int16),
+           np.ones((2, 3), bool))
+
+
+# -- squeeze, ufunc.accumulate ------------------------------------------------------------------
+
+def _squeezes(x):
+    return np.squeeze(x[:, None, :1]), np.squeeze(x[:1], axis=0), x[None, :1, :1].squeeze()
+
+
+def test_squeeze_is_a_view_as_numpy():
+    _check(_squeezes, np.arange(12.0).reshape(3, 4))
+    g = kx.function(lambda x: np.squeeze(x, axis=1), jit_compile=True)
+    _same(g(np.ones((3, 1))), np.ones(3))
+    f = _function(lambda x: np.squeeze(x, axis=1), np.ones((3, 1)))
+    with pytest.raises(ValueError):  # NumPy: "cannot select an axis to squeeze out..."
+        f(np.ones((3, 2)))
+
+
+def _accumulates(x):
+    return (np.add.accumulate(x), np.multiply.accumulate(x, axis=1),
+            np.maximum.accumulate(x, axis=1), np.minimum.accumulate(x[:, ::-1], axis=0),
+            np.subtract.accumulate(x[0]))
+
+
+@settings(max_examples=40, deadline=None)
+@given(_floats(12))
+def test_ufunc_accumulate_is_numpys(data):
+    _check(_accumulates, data.reshape(3, 4))
+    _check(_accumulates, data.reshape(3, 4).astype(np.float32))
+
+
+@settings(max_examples=20, deadline=None)
+@given(hnp.arrays(np.int64, 12, elements=st.integers(-2**63, 2**63 - 1)))
+def test_integer_accumulate_wraps_as_numpy(data):
+    _check(_accumulates, data.reshape(4, 3))
