@@ -1569,4 +1569,150 @@ RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None,
                                       _emit_accumulate)
 
 
+# ---------------------------------------------------------------------------------------------
+# searchsorted / digitize
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's binary search (``npysort/binsearch.cpp``) step for step, so that even an unsorted
+# ``a`` gives NumPy's answer: each key narrows from where the previous one ended (the bounds
+# reset when the keys go down), comparing with NumPy's order (NaNs last). ``right``: the
+# comparison is ``a <= key`` instead of ``a < key``.
+_SEARCHSORTED = """\
+@_inline
+def _ss_lt(a, b):
+    return a < b or (b != b and a == a)
+
+
+@_inline
+def _ss_cmp(a, b, right):
+    if right:
+        return not _ss_lt(b, a)
+    return _ss_lt(a, b)
+
+
+@_inline
+def _searchsorted(arr, keys, out, right):
+    n = arr.shape[0]
+    if keys.shape[0] == 0:
+        return
+    lo = 0
+    hi = n
+    last = keys[0]
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        if _ss_cmp(last, key, right):
+            hi = n
+        else:
+            lo = 0
+            hi = hi + 1 if hi < n else n
+        last = key
+        while lo < hi:
+            mid = lo + ((hi - lo) >> 1)
+            if _ss_cmp(arr[mid], key, right):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+"""
+
+# NumPy's ``_monotonicity`` of digitize's bins (as float64): 1 increasing, -1 decreasing,
+# 0 neither (NumPy's ValueError). Comparisons with a NaN are false, so a NaN second value
+# makes the bins "decreasing", as in NumPy.
+_MONOTONICITY = """\
+@_inline
+def _monotonicity(a):
+    n = a.shape[0]
+    if n == 0:
+        return 1
+    last = a[0]
+    i = 1
+    while i < n and a[i] == last:
+        i += 1
+    if i == n:
+        return 1
+    nxt = a[i]
+    if last < nxt:
+        for k in range(i + 1, n):
+            last = nxt
+            nxt = a[k]
+            if last > nxt:
+                return 0
+        return 1
+    for k in range(i + 1, n):  # anything else (a NaN after the first value too)
+        last = nxt
+        nxt = a[k]
+        if last < nxt:
+            return 0
+    return -1
+"""
+
+
+def _check_search(node: Node) -> tuple[Node, Node, np.dtype]:
+    """The sorted array, the keys and the dtype NumPy compares them in."""
+    if node.op is OpKind.SEARCHSORTED:
+        _only_params(node, {"side"})
+        if len(node.args) > 2 and node.args[2] is not None:
+            raise Unsupported("searchsorted with a sorter")
+        a, v = _array_arg(node, 0, "a sorted array"), _array_arg(node, 1, "keys")
+    else:
+        _only_params(node, {"right"})
+        v, a = _array_arg(node, 0, "values"), _array_arg(node, 1, "bins")
+    if len(a.aval.shape) != 1:
+        raise Unsupported(f"{node.op.value} into an array of rank {len(a.aval.shape)}")
+    common = np.result_type(a.dtype, v.dtype)
+    if common not in _DTYPES or common.kind == "b":
+        raise Unsupported(f"{node.op.value} of {a.dtype} and {v.dtype}")
+    if np.dtype(node.dtype) != np.dtype(np.intp):
+        raise Unsupported(f"{node.op.value} into {node.dtype}")
+    return a, v, common
+
+
+def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """NumPy's binary search of each key (C order) in the common dtype of the two arrays.
+    ``digitize``: NumPy's composition — the bins' monotonicity (non-monotonic bins signal
+    NumPy's ValueError), then searchsorted with the other side, reversed for decreasing
+    bins."""
+    a_node, v_node, common = _check_search(node)
+    ai, vi = (0, 1) if node.op is OpKind.SEARCHSORTED else (1, 0)
+    cts = ctor(common)
+    a, v = w.fresh("sa"), w.fresh("sv")
+    cast_a = "" if np.dtype(a_node.dtype) == common else f".astype({cts})"
+    cast_v = "" if np.dtype(v_node.dtype) == common else f".astype({cts})"
+    lines.append(f"{indent}{a} = {args[ai].name}{cast_a}")
+    rank = len(v_node.aval.shape)
+    src = args[vi].name
+    if rank == 0:
+        lines.append(f"{indent}{v} = np.full(1, {src}, {cts})")
+    else:
+        lines.append(f"{indent}{v} = np.ascontiguousarray({src}{cast_v}).ravel()")
+    w.helpers["_searchsorted"] = _SEARCHSORTED
+    o = w.fresh("so")
+    lines.append(f"{indent}{o} = np.empty({v}.shape[0], np.int64)")
+    if node.op is OpKind.SEARCHSORTED:
+        right = node.attrs.get("side", "left") == "right"
+        lines.append(f"{indent}_searchsorted({a}, {v}, {o}, {right})")
+    else:
+        w.helpers["_monotonicity"] = _MONOTONICITY
+        mono = w.fresh("mono")
+        lines.append(f"{indent}{mono} = _monotonicity({args[ai].name}.astype(np.float64))")
+        w.signal(lines, indent, f"{mono} == 0")
+        right = not node.attrs.get("right", False)  # NumPy swaps the side
+        lines.append(f"{indent}if {mono} == -1:")
+        lines.append(f"{indent}    _searchsorted({a}[::-1], {v}, {o}, {right})")
+        lines.append(f"{indent}    {o} = {a}.shape[0] - {o}")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    _searchsorted({a}, {v}, {o}, {right})")
+    if rank == 0:
+        lines.append(f"{indent}{t} = {o}[0]")
+        return "scalar"
+    shape = _shape_tuple([f"{args[vi].name}.shape[{d}]" for d in range(rank)])
+    lines.append(f"{indent}{t} = {o}.reshape({shape})")
+    return "fresh"
+
+
+RULES[OpKind.SEARCHSORTED] = Rule(lambda n: _check_search(n) and None, _emit_search)
+RULES[OpKind.DIGITIZE] = Rule(lambda n: _check_search(n) and None, _emit_search)
+
+
 __all__ = ["RULES", "Rule", "Writer", "claims"]

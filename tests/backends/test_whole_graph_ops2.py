@@ -306,3 +306,41 @@ def test_ufunc_accumulate_is_numpys(data):
 @given(hnp.arrays(np.int64, 12, elements=st.integers(-2**63, 2**63 - 1)))
 def test_integer_accumulate_wraps_as_numpy(data):
     _check(_accumulates, data.reshape(4, 3))
+
+
+# -- searchsorted / digitize ----------------------------------------------------------------------
+
+def _searches(a, v):
+    return (np.searchsorted(a, v), np.searchsorted(a, v, side="right"),
+            np.searchsorted(a, v[0, 0]), np.searchsorted(a, v.astype(np.float32)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_floats(7), _floats(6), st.booleans())
+def test_searchsorted_is_numpys_sorted_or_not(a, v, sort):
+    """Sorted (NaNs last), and unsorted too: NumPy's own search order, step for step."""
+    _check(_searches, np.sort(a) if sort else a, v.reshape(2, 3))
+
+
+@settings(max_examples=30, deadline=None)
+@given(hnp.arrays(np.int64, 6, elements=st.integers(-5, 5)), _floats(4))
+def test_searchsorted_of_mixed_dtypes_is_numpys(a, v):
+    _check(_searches, np.sort(a), v.reshape(2, 2))
+
+
+def _digitizes(x, bins):
+    return np.digitize(x, bins), np.digitize(x, bins, right=True), np.digitize(x, bins[::-1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(_floats(6), hnp.arrays(np.float64, 5, elements=st.sampled_from(
+    [-1.0, 0.0, -0.0, 2.5, np.inf, np.nan])), st.booleans())
+def test_digitize_is_numpys(x, bins, sort):
+    b = np.sort(bins) if sort else bins
+    try:
+        want = _digitizes(x, b)
+    except ValueError:  # bins neither increasing nor decreasing: NumPy's error, through NumPy
+        with pytest.raises(ValueError):
+            _function(_digitizes, x, b)(x, b)
+        return
+    _same(_compiled(_digitizes, x, b), want)
