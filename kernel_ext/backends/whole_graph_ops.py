@@ -1715,4 +1715,181 @@ RULES[OpKind.SEARCHSORTED] = Rule(lambda n: _check_search(n) and None, _emit_sea
 RULES[OpKind.DIGITIZE] = Rule(lambda n: _check_search(n) and None, _emit_search)
 
 
+# ---------------------------------------------------------------------------------------------
+# median / percentile / quantile (the default linear method)
+# ---------------------------------------------------------------------------------------------
+
+# Each lane sorted (NaNs last, as NumPy's partition orders them): the order statistics NumPy's
+# partition finds are then the same numbers. What only NumPy's partition decides signals: a
+# NaN in the lane (NumPy returns the NaN its partition put last) and, for the quantiles, a
+# selected zero in a lane holding zeros of both signs (which zero lands at the k-th place).
+_MIXED_ZEROS = """\
+@_inline
+def _mixed_zeros(s):
+    neg = False
+    pos = False
+    for v in s:
+        if v == 0:
+            if math.copysign(1.0, v) < 0:
+                neg = True
+            else:
+                pos = True
+    return neg and pos
+"""
+
+# ``np.median``: NumPy's ``mean`` of the one or two middle values — their sum in the sum's
+# dtype (the input's for floats, float64 for integers) as NumPy's add reduction makes it
+# (from +0.0: ``0.0 + (a + b)``, so a zero median is +0.0 whichever zeros were picked),
+# divided in float64 by the intp count, cast to the result's dtype.
+_MEDIAN_ROWS = """\
+@_inline
+def _median_rows_{c}(y2, out):
+    n = y2.shape[1]
+    for r in range(y2.shape[0]):
+        s = np.sort(y2[r])
+        if s[n - 1] != s[n - 1]:
+            return True
+        if n % 2 == 1:
+            total = {acc}(0) + {acc}(s[n // 2])
+            count = np.float64(1)
+        else:
+            total = {acc}(0) + ({acc}(s[n // 2 - 1]) + {acc}(s[n // 2]))
+            count = np.float64(2)
+        out[r] = {out}(np.float64(total) / count)
+    return False
+"""
+
+# ``np.quantile(..., method="linear")`` of float64 lanes: NumPy's ``_quantile`` — the
+# virtual index ``(n - 1) * q``, its neighbours (both the last value at or above ``n - 1``),
+# ``gamma = index - previous`` and ``_lerp``: ``a + (b - a) * gamma``, or
+# ``b - (b - a) * (1 - gamma)`` where ``gamma >= 0.5``.
+_QUANTILE_ROWS = """\
+@_inline
+def _quantile_rows(y2, q, out):
+    n = y2.shape[1]
+    for r in range(y2.shape[0]):
+        s = np.sort(y2[r])
+        if s[n - 1] != s[n - 1]:
+            return True
+        mixed = _mixed_zeros(s)
+        for i in range(q.shape[0]):
+            vi = np.float64(n - 1) * q[i]
+            if vi >= n - 1:
+                p = n - 1
+                g = vi - np.float64(-1)
+                nx = n - 1
+            elif vi < 0:
+                p = 0
+                g = vi
+                nx = 0
+            else:
+                p = int(np.floor(vi))
+                g = vi - np.float64(p)
+                nx = p + 1
+            a = s[p]
+            b = s[nx]
+            if mixed and (a == 0 or b == 0):
+                return True
+            d = b - a
+            v = a + d * g
+            if g >= 0.5:
+                v = b - d * (1.0 - g)
+            out[i, r] = v
+    return False
+"""
+
+
+def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
+    """The reduced array, its axis (None: all) and the quantiles as fractions (float64;
+    None for ``median``), or Unsupported."""
+    x = _array_arg(node, 0, "a value")
+    rank = len(x.aval.shape)
+    if node.op is OpKind.MEDIAN:
+        _only_params(node, {"axis", "keepdims"})
+        q = None
+        if np.dtype(x.dtype).kind not in "iuf":
+            raise Unsupported(f"median of {x.dtype}")
+    else:
+        _only_params(node, {"axis", "keepdims", "q"})
+        if np.dtype(x.dtype) != np.float64:
+            raise Unsupported(f"{node.op.value} of {x.dtype} (float64 only: NumPy's "
+                              "promotion of the weights differs for others)")
+        raw = np.asarray(node.attrs["q"])
+        if raw.dtype.kind not in "iuf" or raw.ndim > 1:
+            raise Unsupported(f"{node.op.value} with q of {raw.dtype} and rank {raw.ndim}")
+        if node.op is OpKind.PERCENTILE:
+            q = np.true_divide(raw, 100)   # NumPy's own conversion
+        elif raw.dtype.kind != "f":
+            raise Unsupported("quantile with integer q (NumPy takes, not interpolates)")
+        else:
+            q = raw
+        q = np.asarray(q, np.float64)
+        if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
+            raise Unsupported(f"{node.op.value} q out of range (NumPy's ValueError)")
+    if np.dtype(node.dtype) not in _DTYPES:
+        raise Unsupported(f"{node.op.value} to {node.dtype}")
+    if rank == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    axis = node.attrs.get("axis")
+    if isinstance(axis, (tuple, list)):
+        if len(axis) != 1:
+            raise Unsupported(f"{node.op.value} over several axes")
+        axis = axis[0]
+    return x, None if axis is None else _axis(axis, rank, node.op.value), q
+
+
+def _emit_order_stat(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                     indent: str) -> str:
+    """Lanes along the axis (moved last, C-ordered), each sorted, then NumPy's formula; an
+    empty lane (NumPy's warning and NaN) signals, as do the cases of :data:`_MIXED_ZEROS`."""
+    x_node, axis, q = _check_order_stat(node)
+    rank = len(x_node.aval.shape)
+    x = args[0].name
+    dt = np.dtype(x_node.dtype)
+    out_dt = np.dtype(node.dtype)
+    if axis is None:
+        src, kept = f"{x}.ravel()", []
+        y = w.fresh("y")
+        lines.append(f"{indent}{y} = np.ascontiguousarray({x}).ravel()")
+        lanes, n = "1", f"{y}.shape[0]"
+    else:
+        kept = [d for d in range(rank) if d != axis]
+        perm = kept + [axis]
+        src = x if perm == list(range(rank)) else f"np.transpose({x}, {tuple(perm)!r})"
+        y = w.fresh("y")
+        lines.append(f"{indent}{y} = np.ascontiguousarray({src})")
+        lanes = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
+        n = f"{x}.shape[{axis}]"
+    w.signal(lines, indent, f"{n} == 0")
+    y2, o = w.fresh("y"), w.fresh("o")
+    lines.append(f"{indent}{y2} = {y}.reshape(({lanes}, {n}))")
+    w.helpers["_mixed_zeros"] = _MIXED_ZEROS
+    if q is None:
+        acc = ctor(dt) if dt.kind == "f" else "np.float64"
+        name = f"_median_rows_{dt.char}"
+        w.helpers[name] = _MEDIAN_ROWS.format(c=dt.char, acc=acc, out=ctor(out_dt))
+        lines.append(f"{indent}{o} = np.empty({lanes}, {ctor(out_dt)})")
+        w.signal(lines, indent, f"{name}({y2}, {o})")
+        qdims: list[str] = []
+    else:
+        qc = f"c{len(w.constants)}"
+        w.constants.append(np.ascontiguousarray(q.ravel()))
+        w.helpers["_quantile_rows"] = _QUANTILE_ROWS
+        lines.append(f"{indent}{o} = np.empty(({q.size}, {lanes}), np.float64)")
+        w.signal(lines, indent, f"_quantile_rows({y2}, {qc}, {o})")
+        qdims = [str(s) for s in q.shape]
+    keep = bool(node.attrs.get("keepdims"))
+    dims = qdims + [("1" if d == axis or axis is None else f"{x}.shape[{d}]")
+                    for d in range(rank) if keep or (axis is not None and d != axis)]
+    if not dims:
+        lines.append(f"{indent}{t} = {o}.ravel()[0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}.reshape({_shape_tuple(dims)})")
+    return "fresh"
+
+
+for _kind in (OpKind.MEDIAN, OpKind.PERCENTILE, OpKind.QUANTILE):
+    RULES[_kind] = Rule(lambda n: _check_order_stat(n) and None, _emit_order_stat)
+
+
 __all__ = ["RULES", "Rule", "Writer", "claims"]

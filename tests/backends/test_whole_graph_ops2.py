@@ -344,3 +344,47 @@ def test_digitize_is_numpys(x, bins, sort):
             _function(_digitizes, x, b)(x, b)
         return
     _same(_compiled(_digitizes, x, b), want)
+
+
+# -- median / percentile / quantile ----------------------------------------------------------------
+
+def _medians(x):
+    return (np.median(x), np.median(x, axis=0), np.median(x, axis=1, keepdims=True),
+            np.median(x[:, :3], axis=-1))
+
+
+def _quantiles(x):
+    return (np.percentile(x, [10, 90], axis=0), np.percentile(x, 50.0),
+            np.quantile(x, [0.0, 0.25, 1.0], axis=1), np.quantile(x, 0.3, axis=0,
+                                                                    keepdims=True))
+
+
+_ORDERED = st.sampled_from([0.0, 1.5, -2.25, 7.0, 1e300, -1e300, np.inf, -np.inf, 3.0, 0.1]) \
+    | st.floats(allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(hnp.arrays(np.float64, 20, elements=_ORDERED))
+def test_median_and_quantiles_are_numpys(data):
+    x = data.reshape(4, 5)
+    _check(_medians, x)
+    _check(_medians, x.astype(np.float32))
+    # zeros of one sign (which zero NumPy's partition picks among both is its own: a rerun)
+    _check(_quantiles, np.where(x == 0, 0.0, x))
+
+
+@settings(max_examples=30, deadline=None)
+@given(hnp.arrays(np.int64, 12, elements=st.integers(-2**62, 2**62)))
+def test_median_of_integers_is_numpys(data):
+    _check(_medians, data.reshape(3, 4))
+
+
+@pytest.mark.parametrize("x", [
+    np.array([[np.nan, 1.0, 2.0], [3.0, 4.0, 5.0]]),   # a NaN: NumPy's own NaN, via NumPy
+    np.array([[0.0, -0.0, 2.0], [-0.0, 0.0, 5.0]]),    # which zero: NumPy's partition's
+])
+def test_nans_and_mixed_zeros_give_numpys_result_through_numpy(x):
+    f = _function(_quantiles, x)
+    _same(f(x.copy()), _quantiles(x.copy()))
+    g = _function(_medians, x)
+    _same(g(x.copy()), _medians(x.copy()))
