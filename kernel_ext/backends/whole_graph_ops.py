@@ -1892,4 +1892,238 @@ for _kind in (OpKind.MEDIAN, OpKind.PERCENTILE, OpKind.QUANTILE):
     RULES[_kind] = Rule(lambda n: _check_order_stat(n) and None, _emit_order_stat)
 
 
+# ---------------------------------------------------------------------------------------------
+# unique / interp / histogram
+# ---------------------------------------------------------------------------------------------
+
+# ``np.unique`` (``_unique1d``): the sorted values, a value kept where it differs from the one
+# before, its first index from a stable (merge) argsort, its count from the next kept place.
+# Equal floats of different bits (``-0.0``/``0.0``; NaNs, which ``equal_nan`` merges) keep the
+# one NumPy's sort put first: those signal.
+_UNIQUE = """\
+@_inline
+def _unique_runs(aux):
+    n = aux.shape[0]
+    mask = np.empty(n, np.bool_)
+    if n > 0:
+        mask[0] = True
+    for i in range(1, n):
+        mask[i] = aux[i] != aux[i - 1]
+    starts = np.flatnonzero(mask)
+    counts = np.empty(starts.shape[0], np.int64)
+    for i in range(starts.shape[0]):
+        end = starts[i + 1] if i + 1 < starts.shape[0] else n
+        counts[i] = end - starts[i]
+    return starts, counts
+"""
+
+
+def _check_unique(node: Node) -> np.dtype:
+    _only_params(node, {"return_index", "return_inverse", "return_counts", "equal_nan"})
+    x = _array_arg(node, 0, "an array")
+    if node.attrs.get("return_inverse"):
+        raise Unsupported("unique with return_inverse")
+    if not node.attrs.get("equal_nan", True):
+        raise Unsupported("unique with equal_nan=False")
+    return np.dtype(x.dtype)
+
+
+def _emit_unique(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    dt = _check_unique(node)
+    flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
+    lines.append(f"{indent}{flat} = np.ascontiguousarray({args[0].name}).ravel()")
+    with_index = bool(node.attrs.get("return_index"))
+    if with_index:  # NumPy: a mergesort argsort, so the first of equal values is kept
+        lines.append(f"{indent}{perm} = np.argsort({flat}, kind='mergesort')")
+        lines.append(f"{indent}{aux} = {flat}[{perm}]")
+    else:
+        lines.append(f"{indent}{aux} = np.sort({flat})")
+    if dt.kind == "f":
+        w.helpers["_mixed_zeros"] = _MIXED_ZEROS
+        w.signal(lines, indent, f"{aux}.shape[0] > 0 and {aux}[{aux}.shape[0] - 1] != "
+                                f"{aux}[{aux}.shape[0] - 1]")
+        w.signal(lines, indent, f"_mixed_zeros({aux})")
+    w.helpers["_unique_runs"] = _UNIQUE
+    starts, counts, vals = w.fresh("u"), w.fresh("u"), w.fresh("u")
+    lines.append(f"{indent}{starts}, {counts} = _unique_runs({aux})")
+    lines.append(f"{indent}{vals} = {aux}[{starts}]")
+    outs = [vals]
+    if with_index:
+        outs.append(f"{perm}[{starts}]")
+    if node.attrs.get("return_counts"):
+        outs.append(counts)
+    if len(outs) == 1:
+        lines.append(f"{indent}{t} = {vals}")
+    else:
+        lines.append(f"{indent}{t} = {_shape_tuple(outs)}")
+    return "fresh"
+
+
+RULES[OpKind.UNIQUE] = Rule(lambda n: _check_unique(n) and None, _emit_unique)
+
+# ``np.interp`` (``compiled_base.c``'s ``arr_interp``) on float64 values: for sorted ``xp``
+# the interval ``j`` with ``xp[j] <= x < xp[j + 1]`` is unique, so any search finds NumPy's;
+# then NumPy's formula: the slope ``(fp[j+1] - fp[j]) / (xp[j+1] - xp[j])`` times
+# ``x - xp[j]`` plus ``fp[j]``, retried from the right end on a NaN. An unsorted (or NaN)
+# ``xp`` is searched NumPy's own way with its guesses: those calls signal.
+_INTERP = """\
+@_inline
+def _interp(x, xp, fp, out):
+    m = xp.shape[0]
+    for i in range(m - 1):
+        if not xp[i] <= xp[i + 1]:
+            return True
+    lval = fp[0]
+    rval = fp[m - 1]
+    for i in range(x.shape[0]):
+        v = x[i]
+        if m == 1:  # (NumPy checks no NaN here)
+            out[i] = lval if v < xp[0] else (rval if v > xp[0] else fp[0])
+            continue
+        if v != v:
+            out[i] = v
+            continue
+        if v > xp[m - 1]:
+            out[i] = rval
+            continue
+        if v < xp[0]:
+            out[i] = lval
+            continue
+        lo = 0
+        hi = m
+        while lo < hi:
+            mid = lo + ((hi - lo) >> 1)
+            if v >= xp[mid]:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo - 1
+        if j == m - 1 or xp[j] == v:
+            out[i] = fp[j]
+            continue
+        slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
+        r = slope * (v - xp[j]) + fp[j]
+        if r != r:
+            r = slope * (v - xp[j + 1]) + fp[j + 1]
+            if r != r and fp[j] == fp[j + 1]:
+                r = fp[j]
+        out[i] = r
+    return False
+"""
+
+
+def _check_interp(node: Node) -> None:
+    _only_params(node, set())
+    if any(a is not None for a in node.args[3:]):
+        raise Unsupported("interp with left, right or period")
+    for i, what in enumerate(("x", "xp", "fp")):
+        a = _array_arg(node, i, what)
+        if i and len(a.aval.shape) != 1:
+            raise Unsupported(f"interp with a {len(a.aval.shape)}-D {what}")
+    if np.dtype(node.dtype) != np.float64:
+        raise Unsupported(f"interp into {node.dtype}")
+
+
+def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """The three arrays as float64 (NumPy's conversion); lengths of ``xp`` and ``fp`` that
+    differ, or an empty ``xp`` (NumPy's ValueError), signal."""
+    _check_interp(node)
+    x, xp, fp = (w.fresh("ip") for _ in range(3))
+    rank = len(node.args[0].aval.shape)
+    for v, a in zip((x, xp, fp), args):
+        if v == x and rank == 0:
+            lines.append(f"{indent}{v} = np.full(1, np.float64({a.name}), np.float64)")
+        else:
+            lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).ravel()"
+                         ".astype(np.float64)")
+    w.signal(lines, indent, f"{xp}.shape[0] != {fp}.shape[0] or {xp}.shape[0] == 0")
+    o = w.fresh("ip")
+    lines.append(f"{indent}{o} = np.empty({x}.shape[0], np.float64)")
+    w.helpers["_interp"] = _INTERP
+    w.signal(lines, indent, f"_interp({x}, {xp}, {fp}, {o})")
+    if rank == 0:
+        lines.append(f"{indent}{t} = {o}[0]")
+        return "scalar"
+    shape = _shape_tuple([f"{args[0].name}.shape[{d}]" for d in range(rank)])
+    lines.append(f"{indent}{t} = {o}.reshape({shape})")
+    return "fresh"
+
+
+RULES[OpKind.INTERP] = Rule(_check_interp, _emit_interp)
+
+# ``np.histogram`` with a number of bins and a static range, of float64 values: NumPy's fast
+# path for equal bins — values outside the range dropped, the index
+# ``int((x - first) / denom * bins)`` corrected by one against the edges (the last bin holds
+# its right edge), counted. The edges are NumPy's own, computed once when compiling.
+_HISTOGRAM = """\
+@_inline
+def _histogram(a, edges, first, last, denom, nbins, counts):
+    for x in a:
+        if not (x >= first and x <= last):
+            continue
+        k = int(((x - first) / denom) * nbins)
+        if k == nbins:
+            k -= 1
+        if x < edges[k]:
+            k -= 1
+        if x >= edges[k + 1] and k != nbins - 1:
+            k += 1
+        counts[k] += 1
+"""
+
+
+def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
+    """``(first, last, denom, edges)`` as NumPy's histogram computes them from the static
+    range (``denom``: NumPy's ``_unsigned_subtract(last, first)`` as a float64)."""
+    _only_params(node, {"bins", "range", "density"})
+    a = _array_arg(node, 0, "an array")
+    if np.dtype(a.dtype) != np.float64:
+        raise Unsupported(f"histogram of {a.dtype} (float64 only)")
+    if any(v is not None for v in node.args[1:]):
+        raise Unsupported("histogram with bin edges or weights")
+    bins, rng = node.attrs.get("bins"), node.attrs.get("range")
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise Unsupported(f"histogram with bins={bins!r} (a number of bins only)")
+    if node.attrs.get("density"):
+        raise Unsupported("histogram with density")
+    if rng is None or len(rng) != 2 or \
+            any(type(v) not in (int, float, np.float64) for v in rng):
+        raise Unsupported(f"histogram with range={rng!r} (a static range of Python numbers)")
+    first, last = rng
+    try:
+        edges = np.histogram_bin_edges(np.empty(0, np.float64), bins, (first, last))
+    except ValueError as e:
+        raise Unsupported(f"histogram range {rng!r} ({e})") from None
+    if first == last:  # NumPy widens an empty range by 0.5 on each side
+        first, last = first - 0.5, last + 0.5
+    dt = np.result_type(last, first)
+    if dt.kind == "i":
+        denom = float(np.subtract(np.asarray(last, dt), np.asarray(first, dt),
+                                  casting="unsafe", dtype=np.dtype(f"u{dt.itemsize}")))
+    else:
+        denom = float(np.subtract(last, first, dtype=dt))
+    return float(first), float(last), denom, edges
+
+
+def _emit_histogram(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                    indent: str) -> str:
+    first, last, denom, edges = _histogram_range(node)
+    nbins = int(node.attrs["bins"])
+    ec = f"c{len(w.constants)}"
+    w.constants.append(edges)
+    w.helpers["_histogram"] = _HISTOGRAM
+    counts = w.fresh("h")
+    lines.append(f"{indent}{counts} = np.zeros({nbins}, np.int64)")
+    lines.append(f"{indent}_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
+                 f"{const_source(first, np.float64)}, {const_source(last, np.float64)}, "
+                 f"{const_source(denom, np.float64)}, {nbins}, {counts})")
+    lines.append(f"{indent}{t} = ({counts}, {ec}.copy())")
+    return "fresh"
+
+
+RULES[OpKind.HISTOGRAM] = Rule(lambda n: _histogram_range(n) and None, _emit_histogram)
+
+
 __all__ = ["RULES", "Rule", "Writer", "claims"]

@@ -388,3 +388,62 @@ def test_nans_and_mixed_zeros_give_numpys_result_through_numpy(x):
     _same(f(x.copy()), _quantiles(x.copy()))
     g = _function(_medians, x)
     _same(g(x.copy()), _medians(x.copy()))
+
+
+# -- unique / interp / histogram ------------------------------------------------------------------
+
+def _uniques(x):
+    return (np.unique(x), np.unique(x, return_counts=True), np.unique(x, return_index=True),
+            np.unique(x[::-1], return_index=True, return_counts=True))
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.int64, st.integers(0, 12), elements=st.integers(-3, 3)))
+def test_unique_values_indices_and_counts_are_numpys(x):
+    _check(_uniques, x)
+
+
+@settings(max_examples=40, deadline=None)
+@given(hnp.arrays(np.float64, 10, elements=st.sampled_from([1.5, -2.0, np.inf, 0.0, 7.0])))
+def test_unique_of_floats_is_numpys(x):
+    _check(_uniques, x.reshape(2, 5))
+
+
+def test_unique_of_nans_or_mixed_zeros_gives_numpys_result_through_numpy():
+    for x in (np.array([np.nan, 1.0, np.nan]), np.array([0.0, -0.0, 1.0])):
+        _same(_function(_uniques, x)(x), _uniques(x))
+
+
+def _interps(x, xp, fp):
+    return np.interp(x, xp, fp), np.interp(x[0], xp, fp), np.interp(x, xp[:1], fp[:1])
+
+
+@settings(max_examples=60, deadline=None)
+@given(_floats(6), hnp.arrays(np.float64, 5, elements=st.floats(-1e6, 1e6)), _floats(5))
+def test_interp_is_numpys(x, xp, fp):
+    _check(_interps, x.reshape(2, 3), np.sort(xp), fp)
+
+
+def test_interp_with_an_unsorted_xp_gives_numpys_result_through_numpy():
+    x, xp, fp = np.linspace(-1, 5, 7).reshape(1, 7), np.array([0.0, 3, 1, 2, 4]), np.arange(5.0)
+    _same(_function(_interps, x, xp, fp)(x, xp, fp), _interps(x, xp, fp))
+
+
+def _histograms(x):
+    return (np.histogram(x, bins=8, range=(-3, 3)), np.histogram(x, bins=3, range=(0.1, 0.7)),
+            np.histogram(x, bins=1, range=(2, 2)))
+
+
+@settings(max_examples=60, deadline=None)
+@given(_floats(20))
+def test_histogram_counts_and_edges_are_numpys(x):
+    _check(_histograms, x)
+
+
+@given(st.floats(-3, 3))
+@settings(max_examples=40, deadline=None)
+def test_histogram_values_on_and_beside_the_edges(v):
+    """Values at, and one ulp either side of, each edge: NumPy's corrections by one."""
+    edges = np.histogram_bin_edges(np.empty(0), 8, (-3, 3))
+    x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf), [v]])
+    _check(_histograms, x)
