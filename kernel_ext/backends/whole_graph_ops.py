@@ -2126,4 +2126,121 @@ def _emit_histogram(w: Writer, node: Node, args: list, t: str, lines: list[str],
 RULES[OpKind.HISTOGRAM] = Rule(lambda n: _histogram_range(n) and None, _emit_histogram)
 
 
+# ---------------------------------------------------------------------------------------------
+# convolve / correlate
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's ``_pyarray_correlate`` (``multiarraymodule.c``) of C-contiguous ``d`` and ``k``
+# (``len(d) >= len(k)``) step for step. The partial overlaps at both ends are each one call
+# of the dtype's dot function, which NumPy's matmul loop makes for a (1, n) @ (n, 1) product
+# with the same strides (``_mm_float``: the same BLAS ``dot``, the same bits). The full
+# overlaps are NumPy's ``small_correlate`` for kernels of at most 11 values — a sum from 0
+# in kernel order, in the dtype — and dot calls for longer kernels. A function of its own,
+# not inlined: compiled once per dtype however many convolutions a graph makes.
+_CORRELATE = """\
+@_inline
+def _dot1(d, i1, k, i2, out, o, n, f, dd, pp, dims, st):
+    _mm_float(d[i1:i1 + n][None, None, :], k[i2:i2 + n][None, :, None],
+              out[o:o + 1][None, :, None], f, dd, pp, dims, st, 0, 0, 0, 0, 0, 0)
+
+
+@_kernel
+def _correlate(d, k, mode, f, dd, pp, dims, st):
+    n1 = d.shape[0]
+    n2 = k.shape[0]
+    if mode == 0:
+        length = n1 - n2 + 1
+        n_left = 0
+        n_right = 0
+    elif mode == 1:
+        length = n1
+        n_left = n2 // 2
+        n_right = n2 - n_left - 1
+    else:
+        length = n1 + n2 - 1
+        n_left = n2 - 1
+        n_right = n2 - 1
+    out = np.empty(length, d.dtype)
+    i1 = 0
+    i2 = n_left
+    n = n2 - n_left
+    o = 0
+    for i in range(n_left):
+        _dot1(d, i1, k, i2, out, o, n, f, dd, pp, dims, st)
+        n += 1
+        i2 -= 1
+        o += 1
+    nd = n1 - n2 + 1
+    if n <= 11:
+        for i in range(nd):
+            s = d.dtype.type(0)
+            for j in range(n):
+                s += d[i + j] * k[j]
+            out[o + i] = s
+    else:
+        for i in range(nd):
+            _dot1(d, i, k, 0, out, o + i, n, f, dd, pp, dims, st)
+    i1 = nd
+    o += nd
+    for i in range(n_right):
+        n -= 1
+        _dot1(d, i1, k, 0, out, o, n, f, dd, pp, dims, st)
+        i1 += 1
+        o += 1
+    return out
+"""
+
+_CORRELATE_MODES = {"valid": 0, "same": 1, "full": 2}
+
+
+def _check_correlate(node: Node) -> tuple[np.dtype, int]:
+    _only_params(node, {"mode"})
+    a, v = _array_arg(node, 0, "an array"), _array_arg(node, 1, "a kernel")
+    dt = _out_dtype(node)
+    if dt.kind != "f" or np.dtype(a.dtype) != dt or np.dtype(v.dtype) != dt:
+        raise Unsupported(f"{node.op.value} of {a.dtype} and {v.dtype} (one float dtype: "
+                          "NumPy's integer dot and small_correlate differ)")
+    if len(a.aval.shape) != 1 or len(v.aval.shape) != 1:
+        raise Unsupported(f"{node.op.value} of arrays other than 1-D")
+    mode = node.attrs.get("mode", "valid")
+    if mode not in _CORRELATE_MODES:
+        raise Unsupported(f"{node.op.value} mode {mode!r}")
+    if find_loop(np.matmul, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy matmul loop for {dt}")
+    return dt, _CORRELATE_MODES[mode]
+
+
+def _emit_correlate(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                    indent: str) -> str:
+    """``np.convolve``: the longer array correlated with the shorter one reversed (NumPy's
+    composition); ``np.correlate``: the arrays as given, swapped when the first is shorter
+    and the result then reversed (NumPy's ``correlate2``). An empty array signals NumPy's
+    ValueError."""
+    dt, mode = _check_correlate(node)
+    a, v = w.fresh("cv"), w.fresh("cv")
+    lines.append(f"{indent}{a} = np.ascontiguousarray({args[0].name})")
+    lines.append(f"{indent}{v} = np.ascontiguousarray({args[1].name})")
+    w.signal(lines, indent, f"{a}.shape[0] == 0 or {v}.shape[0] == 0")
+    w.helpers["_mm_float"] = _MM_FLOAT
+    w.helpers["_correlate"] = _CORRELATE
+    loop = f"{_loop(w, np.matmul, (dt,) * 3)}, {_scratch(w)}"
+    lines.append(f"{indent}if {a}.shape[0] >= {v}.shape[0]:")
+    if node.op is OpKind.CONVOLVE:
+        lines.append(f"{indent}    {t} = _correlate({a}, np.ascontiguousarray({v}[::-1]), "
+                     f"{mode}, {loop})")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    {t} = _correlate({v}, np.ascontiguousarray({a}[::-1]), "
+                     f"{mode}, {loop})")
+    else:
+        lines.append(f"{indent}    {t} = _correlate({a}, {v}, {mode}, {loop})")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    {t} = np.ascontiguousarray("
+                     f"_correlate({v}, {a}, {mode}, {loop})[::-1])")
+    return "fresh"
+
+
+RULES[OpKind.CONVOLVE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+RULES[OpKind.CORRELATE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+
+
 __all__ = ["RULES", "Rule", "Writer", "claims"]

@@ -447,3 +447,27 @@ def test_histogram_values_on_and_beside_the_edges(v):
     edges = np.histogram_bin_edges(np.empty(0), 8, (-3, 3))
     x = np.concatenate([edges, np.nextafter(edges, np.inf), np.nextafter(edges, -np.inf), [v]])
     _check(_histograms, x)
+
+
+# -- convolve / correlate -------------------------------------------------------------------------
+
+def _convolutions(x, k):
+    return (np.convolve(x, k, mode="same"), np.convolve(x, k, mode="valid"), np.convolve(x, k),
+            np.convolve(k, x, mode="same"), np.correlate(x, k), np.correlate(k, x, "full"),
+            np.correlate(x, k, "same"))
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.data(), st.sampled_from([np.float64, np.float32]))
+def test_convolve_and_correlate_are_numpys_short_and_long_kernels(data, dt):
+    """Kernels of up to 11 values take NumPy's small_correlate; longer ones its BLAS dot,
+    as do the partial overlaps at the ends: both bit for bit."""
+    n = data.draw(st.integers(1, 40))
+    m = data.draw(st.integers(1, 16))
+    x = data.draw(hnp.arrays(np.float64, n, elements=st.floats(-1e3, 1e3))).astype(dt)
+    k = data.draw(hnp.arrays(np.float64, m, elements=st.floats(-1e3, 1e3))).astype(dt)
+    _check(_convolutions, x, k)
+
+
+def test_convolve_of_an_empty_array_raises_numpys_error():
+    _raises_as_numpy(_convolutions, np.zeros(0), np.ones(3))
