@@ -19,8 +19,8 @@ once for all iterations), then ``graph(inputs..., constants..., loop addresses..
 * float matrix products call NumPy's own ``matmul`` inner loop (same BLAS path, same bits);
   integer and bool products are plain loops (exact: wrapping arithmetic is associative).
 
-Graphs with ops this compiler does not cover (prints, variable writes, ``unique``, boolean
-masks, ...; :mod:`.whole_graph_ops` holds the rules of many more) run on the fused executor
+Graphs with ops this compiler does not cover (prints, variable writes, random draws,
+``einsum``, ...; :mod:`.whole_graph_ops` holds the rules of many more) run on the fused executor
 instead, with a warning that names the op, as TensorFlow's ``jit_compile=True`` names the
 op XLA cannot compile. The first call of a new graph runs on the fused executor while the
 whole-graph function compiles in the background

@@ -35,14 +35,28 @@ How each op keeps NumPy's bits:
 * ``var``/``std``/``nanmean``: NumPy's own algorithm (``numpy/_core/_methods.py``), with
   its sums made by NumPy's ``add`` loop called as a reduction calls it (pairwise along the
   last axis, row by row along another); C-contiguous (or 1-D) inputs only, others signal.
-* ``getitem`` with integer arrays (a gather): indices checked (out of range signals).
+* advanced indexing, ``getitem`` (a gather) and ``setitem`` (a scatter) with integer
+  arrays (any rank, constant or traced, broadcast) or bool masks (their ``nonzero()``):
+  every index checked and wrapped before anything is read or written (out of range, shapes
+  that do not broadcast, a mask of the wrong shape: signal); writes in C order of the index
+  tuples, so a repeated index keeps the last write, as in NumPy.
+* ``nonzero``/``argwhere``, ``squeeze`` (a view), ``ufunc.accumulate`` (NumPy's own loop).
+* ``searchsorted``/``digitize``: NumPy's binary search step for step (unsorted input too).
+* ``median`` (NumPy's mean of the middle values), ``percentile``/``quantile`` (linear, of
+  float64: NumPy's virtual index and ``_lerp``) on sorted lanes; ``unique`` (values, first
+  indices, counts); ``interp`` (NumPy's formula, sorted ``xp``); ``histogram`` (equal bins,
+  a static range: NumPy's fast path); ``convolve``/``correlate`` (NumPy's
+  ``_pyarray_correlate``: ``small_correlate`` or its BLAS ``dot`` through the matmul loop).
+  Where NumPy's partition or sort picks among equal values of different bits, or NaNs, the
+  call signals.
 * ``sort``/``argsort``: a stable merge sort with NumPy's order (NaNs last); where NumPy's
   result is not unique (``sort`` ties of different bits, ``-0.0``/``0.0`` or two NaNs;
   default-kind ``argsort`` ties) the call signals.
 * ``max``/``min`` over several axes, ``maximum``/``minimum.reduce``: the extreme in any
   order; a NaN, or zeros of both signs at the top, signal (NumPy's order decides those).
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
-  no exact form to call).
+  no exact form to call), ``fft`` (pocketfft), and LAPACK calls (``solve``, ``inv``,
+  ``det``, ``lstsq``: NumPy's ``_umath_linalg`` gufuncs, their copies and error handling).
 """
 
 from __future__ import annotations
