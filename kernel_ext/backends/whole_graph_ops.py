@@ -54,9 +54,11 @@ How each op keeps NumPy's bits:
   default-kind ``argsort`` ties) the call signals.
 * ``max``/``min`` over several axes, ``maximum``/``minimum.reduce``: the extreme in any
   order; a NaN, or zeros of both signs at the top, signal (NumPy's order decides those).
+* ``linalg.solve``/``inv``/``det`` of a 2-D matrix: one call of the ``_umath_linalg``
+  gufunc loop ``np.linalg`` calls (its LAPACK call, its copies); singular or non-finite
+  input signals.
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
-  no exact form to call), ``fft`` (pocketfft), and LAPACK calls (``solve``, ``inv``,
-  ``det``, ``lstsq``: NumPy's ``_umath_linalg`` gufuncs, their copies and error handling).
+  no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 """
 
 from __future__ import annotations
@@ -2255,6 +2257,104 @@ def _emit_correlate(w: Writer, node: Node, args: list, t: str, lines: list[str],
 
 RULES[OpKind.CONVOLVE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
 RULES[OpKind.CORRELATE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+
+
+# ---------------------------------------------------------------------------------------------
+# linalg.solve / inv / det: NumPy's own LAPACK gufunc loops
+# ---------------------------------------------------------------------------------------------
+
+def _linalg_loop(op: OpKind, b_rank: int) -> np.ufunc:
+    """The ``numpy.linalg._umath_linalg`` gufunc ``np.linalg.<op>`` calls for 2-D ``a``."""
+    from numpy.linalg import _umath_linalg as umath_linalg
+    if op is OpKind.SOLVE:
+        return umath_linalg.solve1 if b_rank == 1 else umath_linalg.solve
+    return umath_linalg.inv if op is OpKind.INV else umath_linalg.det
+
+
+def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
+    """The gufunc and the rank of ``b`` (0 without one)."""
+    _only_params(node, set())
+    a = _array_arg(node, 0, "a matrix")
+    if len(a.aval.shape) != 2:
+        raise Unsupported(f"{node.op.value} of a stack of matrices (2-D only)")
+    rank_b = 0
+    for x in node.args[: 2 if node.op is OpKind.SOLVE else 1]:
+        if not isinstance(x, Node) or np.dtype(x.dtype).kind not in "iuf":
+            raise Unsupported(f"{node.op.value} of {getattr(x, 'dtype', type(x).__name__)}")
+    if node.op is OpKind.SOLVE:
+        rank_b = len(_array_arg(node, 1, "b").aval.shape)
+        if rank_b not in (1, 2):
+            raise Unsupported(f"solve with a {rank_b}-D b")
+    if np.dtype(node.dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise Unsupported(f"{node.op.value} into {node.dtype}")
+    ufunc = _linalg_loop(node.op, rank_b)
+    if find_loop(ufunc, (np.dtype(np.float64),) * ufunc.nargs) is None:
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for float64")
+    return ufunc, rank_b
+
+
+def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """One call of the gufunc loop ``np.linalg`` makes, on float64 copies (NumPy computes
+    every real dtype in double, then casts to the result's dtype), with the core strides
+    of those copies: the loop copies them into its Fortran buffer and calls LAPACK
+    (``dgesv``, ``dgetrf``...) exactly as under NumPy. NumPy's errors — a matrix that is
+    not square, shapes that do not match, a singular matrix (``solve``/``inv``: NaNs and
+    its invalid flag, which ``np.linalg`` turns into LinAlgError) — and non-finite inputs
+    (whose invalid operations NumPy would also report) signal."""
+    ufunc, rank_b = _check_linalg(node)
+    pp, dims, st = _scratch(w).split(", ")
+    f, d = _loop(w, ufunc, (np.dtype(np.float64),) * ufunc.nargs).split(", ")
+    ops = [w.fresh("la") for _ in range(1 + (node.op is OpKind.SOLVE))]
+    for v, a in zip(ops, args):
+        lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).astype(np.float64)")
+    a = ops[0]
+    w.signal(lines, indent, f"{a}.shape[0] != {a}.shape[1] or {a}.shape[0] == 0")
+    if node.op is not OpKind.DET:
+        for v in ops:
+            w.signal(lines, indent, f"not np.all(np.isfinite({v}))")
+    o = w.fresh("la")
+    if node.op is OpKind.SOLVE:
+        b = ops[1]
+        w.signal(lines, indent, f"{b}.shape[0] != {a}.shape[0]")
+        if rank_b == 2:
+            w.signal(lines, indent, f"{b}.shape[1] == 0")
+        lines.append(f"{indent}{o} = np.empty({b}.shape, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]"] + \
+            [f"{b}.strides[{k}]" for k in range(rank_b)] + \
+            [f"{o}.strides[{k}]" for k in range(rank_b)]
+        ptrs = [a, b, o]
+        sizes = [f"{a}.shape[0]"] + ([f"{b}.shape[1]"] if rank_b == 2 else [])
+    elif node.op is OpKind.INV:
+        lines.append(f"{indent}{o} = np.empty({a}.shape, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]", f"{o}.strides[0]", f"{o}.strides[1]"]
+        ptrs, sizes = [a, o], [f"{a}.shape[0]"]
+    else:
+        lines.append(f"{indent}{o} = np.empty(1, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]"]
+        ptrs, sizes = [a, o], [f"{a}.shape[0]"]
+    for k, p in enumerate(ptrs):
+        lines.append(f"{indent}{pp}[{k}] = {p}.ctypes.data")
+        lines.append(f"{indent}{st}[{k}] = 0")  # one matrix: the outer loop runs once
+    lines.append(f"{indent}{dims}[0] = 1")
+    for k, s in enumerate(sizes):
+        lines.append(f"{indent}{dims}[{k + 1}] = {s}")
+    for k, s in enumerate(cores):
+        lines.append(f"{indent}{st}[{len(ptrs) + k}] = {s}")
+    lines.append(f"{indent}_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, "
+                 f"{st}.ctypes.data, {d})")
+    if node.op is not OpKind.DET:
+        w.signal(lines, indent, f"np.any(np.isnan({o}))")
+    cast = "" if np.dtype(node.dtype) == np.float64 else f".astype({ctor(np.dtype(node.dtype))})"
+    if node.op is OpKind.DET:
+        lines.append(f"{indent}{t} = {o}{cast}[0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}{cast}")
+    return "fresh"
+
+
+for _kind in (OpKind.SOLVE, OpKind.INV, OpKind.DET):
+    RULES[_kind] = Rule(lambda n: _check_linalg(n) and None, _emit_linalg)
 
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]

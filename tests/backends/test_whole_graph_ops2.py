@@ -471,3 +471,24 @@ def test_convolve_and_correlate_are_numpys_short_and_long_kernels(data, dt):
 
 def test_convolve_of_an_empty_array_raises_numpys_error():
     _raises_as_numpy(_convolutions, np.zeros(0), np.ones(3))
+
+
+# -- linalg.solve / inv / det -------------------------------------------------------------------
+
+def _linalg(a, b):
+    return (np.linalg.solve(a, b), np.linalg.solve(a, b[:, None] * 2.0), np.linalg.inv(a),
+            np.linalg.det(a), np.linalg.inv(a) @ b)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 12), st.integers(0, 2**32 - 1), st.sampled_from([np.float64, np.float32]))
+def test_solve_inv_det_are_numpys_lapack_calls(n, seed, dt):
+    rng = np.random.default_rng(seed)
+    a = (rng.standard_normal((n, n)) + n * np.eye(n)).astype(dt)
+    _check(_linalg, a, rng.standard_normal(n).astype(dt))
+    _check(_linalg, np.asfortranarray(a), rng.standard_normal(n).astype(dt))
+
+
+def test_a_singular_matrix_raises_numpys_linalg_error():
+    _raises_as_numpy(_linalg, np.ones((3, 3)), np.ones(3))
+    _raises_as_numpy(_linalg, np.ones((3, 4)), np.ones(3))
