@@ -71,6 +71,7 @@ import numpy as np
 from ..ir import Node, OpKind
 from ..ir.abstract import DynamicIndex
 from .codegen import Unsupported, const_source, ctor, literal_into, literal_value
+from .inplace import InplacePlan
 from .ufunc_loops import find_loop
 
 #: dtypes this module computes (NumPy's and Numba's scalar types agree on these).
@@ -85,6 +86,7 @@ class Writer(Protocol):
     scratch_names: set[str]
     loop_args: list[tuple[int, int]]
     constants: list[Any]
+    plan: InplacePlan  # which setitem nodes write in place (:mod:`.inplace`)
 
     def fresh(self, prefix: str = "t") -> str: ...
     def signal(self, lines: list[str], indent: str, cond: str) -> None: ...

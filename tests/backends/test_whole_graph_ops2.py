@@ -154,7 +154,8 @@ def test_a_constant_row_index_beside_traced_labels():
 # -- bool masks -----------------------------------------------------------------------------------
 
 def _masked(x, m, col):
-    return x[m], x[:, col], x[m[:, 0]], x[m[:, 0], 1:], x[1:][m[1:, 0]], x[x > 1.0]
+    return (x[m], x[:, col], x[m[:, 0]], x[m[:, 0], 1:], x[1:][m[1:, 0]], x[x > 1.0],
+            x[m[:, 0], 1], x[-1, col], x[m[:, 0], np.array([[0], [2]])])
 
 
 @settings(max_examples=40, deadline=None)
