@@ -883,20 +883,31 @@ class _FancyIndex:
 
     basic: str                # the slices as source, ":" on every advanced axis
     view: str                 # x[basic]
-    picks: list[str]          # per axis of ``view``: ":" or its index (``ks[s, j]``)
+    sources: list[tuple[str, int]]  # per advanced axis: its index variable and its rank
+    slots: list[int]          # the axis of ``view`` each one indexes
+    naxes: int                # the rank of ``view``
     dims: list[str]           # the region's shape (NumPy's getitem result)
     bdims: list[str]          # the broadcast shape of the index arrays
     bpos: int                 # where those axes sit in ``dims``
-    j: str                    # the running count of index tuples (the column of ``ks``)
+
+    def element(self, s: int, bvars: list[str]) -> str:
+        """Source of index array ``s``'s element at the broadcast position ``bvars``."""
+        name, r = self.sources[s]
+        if r == 0:
+            return name
+        at = ", ".join(f"{bvars[len(bvars) - r + i]} if {name}.shape[{i}] != 1 else 0"
+                       for i in range(r))
+        return f"{name}[{at}]"
 
 
 def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str],
                       indent: str) -> _FancyIndex:
-    """The index checked and normalised before anything is read or written: each advanced
-    axis gets an int64 row of ``ks`` holding its index for each element of the broadcast
-    index shape (C order), negative indices wrapped. NumPy's IndexErrors (an index out of
-    range, index shapes that do not broadcast, a mask of the wrong shape) signal here, so
-    an in-place write never starts. As in NumPy, an empty broadcast shape checks nothing."""
+    """The index checked before anything is read or written: every index of the broadcast
+    index shape is wrapped and checked in a first pass, so NumPy's IndexErrors (an index out
+    of range, index shapes that do not broadcast, a mask of the wrong shape) signal before
+    an in-place write starts; as in NumPy, an empty broadcast shape checks nothing. The
+    read or write pass (:func:`_fancy_loop`) then computes each index again: cheaper than
+    storing them (a buffer of the index count costs its page faults)."""
     parts = _fancy_plan(node)
     shift = 1 if node.op is OpKind.SETITEM else 0
     basic = []
@@ -910,8 +921,8 @@ def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str
             basic += [":"] * p.dims
     v = w.fresh("v")
     lines.append(f"{indent}{v} = {x}[{', '.join(basic)}]")
-    sources: list[tuple[str, int]] = []  # (index variable, its rank) per advanced axis
-    slots: list[int] = []                # the axis of ``v`` each one indexes
+    sources: list[tuple[str, int]] = []
+    slots: list[int] = []
     advanced: list[int] = []
     d = 0
     for i, p in enumerate(parts):
@@ -960,52 +971,47 @@ def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str
                 w.signal(lines, indent + "    ", f"{b} != 1 and {b} != {name}.shape[{i}]")
                 lines.append(f"{indent}    {b} = {name}.shape[{i}]")
         bdims.append(b)
-    ks = w.fresh("ks")
-    lines.append(f"{indent}{ks} = np.empty(({len(sources)}, {' * '.join(bdims)}), np.int64)")
-    fx = _FancyIndex(", ".join(basic), v, [], [], bdims, 0, w.fresh("j"))
-    inner, bvars = _fancy_loop(w, fx, lines, indent)
-    for s, (name, r) in enumerate(sources):
-        size = f"{v}.shape[{slots[s]}]"
-        if r == 0:
-            elem = name
-        else:
-            at = ", ".join(f"{bvars[rb - r + i]} if {name}.shape[{i}] != 1 else 0"
-                           for i in range(r))
-            elem = f"{name}[{at}]"
-        k = w.fresh("k")
-        lines.append(f"{inner}{k} = np.int64({elem})")
-        lines.append(f"{inner}if {k} < 0:")
-        lines.append(f"{inner}    {k} += {size}")
-        w.signal(lines, inner, f"{k} < 0 or {k} >= {size}")
-        lines.append(f"{inner}{ks}[{s}, {fx.j}] = {k}")
-    lines.append(f"{inner}{fx.j} += 1")
-    # the result: the sliced axes, with the broadcast index axes where the advanced
-    # components were if they are adjacent, else first (NumPy's rule)
-    naxes = d
-    rest = [a for a in range(naxes) if a not in slots]
+    rest = [a for a in range(d) if a not in slots]
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
-    fx.bpos = sum(1 for p in parts[:advanced[0]] if p.kind == "slice") if adjacent else 0
-    fx.dims = [f"{v}.shape[{a}]" for a in rest]
-    fx.dims[fx.bpos:fx.bpos] = bdims
-    fx.picks = [":"] * naxes
-    for s, a in enumerate(slots):
-        fx.picks[a] = f"{ks}[{s}, {fx.j}]"
+    bpos = sum(1 for p in parts[:advanced[0]] if p.kind == "slice") if adjacent else 0
+    dims = [f"{v}.shape[{a}]" for a in rest]
+    dims[bpos:bpos] = bdims
+    fx = _FancyIndex(", ".join(basic), v, sources, slots, d, dims, bdims, bpos)
+    inner, bvars = _broadcast_loops(w, bdims, lines, indent)
+    for s in range(len(sources)):
+        size = f"{v}.shape[{slots[s]}]"
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
+        w.signal(lines, inner, f"{k} < -{size} or {k} >= {size}")
     return fx
 
 
-def _fancy_loop(w: Writer, fx: _FancyIndex, lines: list[str],
-                indent: str) -> tuple[str, list[str]]:
-    """Nested ``for`` loops over the broadcast index shape (C order), ``fx.j`` counting
-    them from 0 (the caller increments it last in the body); the body's indent and the
-    loop variables."""
-    lines.append(f"{indent}{fx.j} = 0")
+def _broadcast_loops(w: Writer, bdims: list[str], lines: list[str],
+                     indent: str) -> tuple[str, list[str]]:
+    """Nested ``for`` loops over the broadcast index shape (C order): the body's indent and
+    the loop variables."""
     bvars = []
-    for b in fx.bdims:
+    for b in bdims:
         q = w.fresh("q")
         lines.append(f"{indent}for {q} in range({b}):")
         indent += "    "
         bvars.append(q)
     return indent, bvars
+
+
+def _fancy_loop(w: Writer, fx: _FancyIndex, lines: list[str],
+                indent: str) -> tuple[str, list[str], list[str]]:
+    """The loops of the read or write pass: the body's indent, the loop variables and, per
+    axis of ``fx.view``, ":" or its (checked, wrapped) index variable."""
+    inner, bvars = _broadcast_loops(w, fx.bdims, lines, indent)
+    picks = [":"] * fx.naxes
+    for s, a in enumerate(fx.slots):
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
+        lines.append(f"{inner}if {k} < 0:")
+        lines.append(f"{inner}    {k} += {fx.view}.shape[{a}]")
+        picks[a] = k
+    return inner, bvars, picks
 
 
 def _emit_nonzero(w: Writer, m: str, rank: int, lines: list[str], indent: str) -> list[str]:
@@ -1032,12 +1038,18 @@ def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
     walked in C order, one copy of the rest of ``x`` per index tuple."""
     fx = _emit_fancy_index(w, node, args, args[0].name, lines, indent)
     _alloc(w, node, fx.dims, ctor(np.dtype(node.dtype)), lines, indent, t)
-    inner, bvars = _fancy_loop(w, fx, lines, indent)
+    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
     dst = [":"] * len(fx.dims)
     dst[fx.bpos:fx.bpos + len(bvars)] = bvars
-    lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(fx.picks)}]")
-    lines.append(f"{inner}{fx.j} += 1")
+    lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(picks)}]")
     return "fresh"
+
+
+class _Named:
+    """A stand-in for a writer value: only its name is read here."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
 
 
 def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
@@ -1045,15 +1057,24 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
     """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
     and broadcast to the region, written index tuple after index tuple in C order (a
     repeated index keeps the last write). In place where the in-place plan lets this write
-    reuse ``x``'s buffer, else into a copy. Every check (index, value shape) runs first."""
+    reuse ``x``'s buffer, else into a copy. Every check (index, value shape) runs first;
+    index arrays and a value that share the buffer written in place are copied first
+    (NumPy reads both before it writes)."""
     x = args[0]
     dt = np.dtype(node.args[0].dtype)
     dts = ctor(dt)
+    inplace = node in w.plan.writes
+    args = list(args)
+    if inplace:
+        for i in range(2, len(args)):
+            a = args[i]
+            if isinstance(node.args[i], Node) and not a.scalar and a.roots & x.roots:
+                c = w.fresh("ix")
+                lines.append(f"{indent}{c} = {a.name}.copy()")
+                args[i] = _Named(c)
     fx = _emit_fancy_index(w, node, args, x.name, lines, indent)
     value = node.args[1]
-    inplace = node in w.plan.writes
     rr = len(fx.dims)
-    at = [":"] * rr
     if not isinstance(value, Node):
         src = const_source(literal_into(value, dt), dt)
     elif args[1].scalar:
@@ -1067,7 +1088,7 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
         c = w.fresh("val")
         if np.dtype(value.dtype) != dt:
             lines.append(f"{indent}{c} = {val}.astype({dts})")
-        elif inplace and args[1].roots & x.roots:  # NumPy reads the value before it writes
+        elif inplace and args[1].roots & x.roots:
             lines.append(f"{indent}{c} = {val}.copy()")
         else:
             lines.append(f"{indent}{c} = {val}")
@@ -1081,12 +1102,12 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
         lines.append(f"{indent}{t}[...] = {x.name}")
     dv = w.fresh("v")
     lines.append(f"{indent}{dv} = {t}[{fx.basic}]")
-    inner, bvars = _fancy_loop(w, fx, lines, indent)
+    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
     if isinstance(value, Node) and not args[1].scalar:
+        at = [":"] * rr
         at[fx.bpos:fx.bpos + len(bvars)] = bvars
         src = f"{src}[{', '.join(at)}]"
-    lines.append(f"{inner}{dv}[{', '.join(fx.picks)}] = {src}")
-    lines.append(f"{inner}{fx.j} += 1")
+    lines.append(f"{inner}{dv}[{', '.join(picks)}] = {src}")
     return "view" if inplace else "fresh"
 
 

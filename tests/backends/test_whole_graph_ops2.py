@@ -493,3 +493,17 @@ def test_solve_inv_det_are_numpys_lapack_calls(n, seed, dt):
 def test_a_singular_matrix_raises_numpys_linalg_error():
     _raises_as_numpy(_linalg, np.ones((3, 3)), np.ones(3))
     _raises_as_numpy(_linalg, np.ones((3, 4)), np.ones(3))
+
+
+def _self_indexed(a):
+    b = a.copy()
+    b[b[:3]] = 7             # the index is a view of the array written (in place)
+    c = a * 2
+    c[a[::-1] % 5] = c[:5]   # the value too
+    return b, c
+
+
+@settings(max_examples=30, deadline=None)
+@given(hnp.arrays(np.int64, 5, elements=st.integers(-5, 4)))
+def test_an_index_or_value_sharing_the_written_array_is_read_first(a):
+    _check(_self_indexed, a)
