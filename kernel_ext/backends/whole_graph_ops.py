@@ -1964,6 +1964,8 @@ def _check_unique(node: Node) -> np.dtype:
         raise Unsupported("unique with return_inverse")
     if not node.attrs.get("equal_nan", True):
         raise Unsupported("unique with equal_nan=False")
+    if np.dtype(x.dtype).kind not in "iuf":
+        raise Unsupported(f"unique of {x.dtype}")
     return np.dtype(x.dtype)
 
 
