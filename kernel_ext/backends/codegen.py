@@ -52,6 +52,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -133,6 +134,23 @@ def literal_value(value: Any, dtype: np.dtype) -> Any:
             raise Unsupported(f"float literal in a {dtype} loop")
         return dtype.type(value)
     raise Unsupported(f"literal of type {type(value).__name__}")
+
+
+def literal_into(value: Any, dtype: np.dtype) -> Any:
+    """``value`` (a Python or NumPy number) as NumPy stores it into an array of ``dtype``,
+    or Unsupported where NumPy would warn or raise (an int out of range, a float into an
+    int array, a complex)."""
+    if isinstance(value, (complex, np.complexfloating)) or \
+            not isinstance(value, (bool, int, float, np.number, np.bool_)):
+        raise Unsupported(f"setitem of {type(value).__name__} {value!r}")
+    box = np.empty((), dtype)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            box[()] = value
+    except (OverflowError, ValueError, TypeError, RuntimeWarning, DeprecationWarning) as e:
+        raise Unsupported(f"setitem of {value!r} into {dtype} ({e})") from None
+    return box[()]
 
 
 @functools.lru_cache(maxsize=None)

@@ -19,8 +19,8 @@ once for all iterations), then ``graph(inputs..., constants..., loop addresses..
 * float matrix products call NumPy's own ``matmul`` inner loop (same BLAS path, same bits);
   integer and bool products are plain loops (exact: wrapping arithmetic is associative).
 
-Graphs with ops this compiler does not cover (prints, variable writes, ``unique``, boolean
-masks, ...; :mod:`.whole_graph_ops` holds the rules of many more) run on the fused executor
+Graphs with ops this compiler does not cover (prints, variable writes, random draws,
+``einsum``, ...; :mod:`.whole_graph_ops` holds the rules of many more) run on the fused executor
 instead, with a warning that names the op, as TensorFlow's ``jit_compile=True`` names the
 op XLA cannot compile. The first call of a new graph runs on the fused executor while the
 whole-graph function compiles in the background
@@ -44,7 +44,8 @@ from ..passes.fusion import Segment, partition, schedule
 from ..passes.short_sums import unroll_short_sums
 from ..trace.pytree import TreeNode
 from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
-                      ReductionPlan, Unsupported, can_compile, const_source, ctor)
+                      ReductionPlan, Unsupported, can_compile, const_source, ctor,
+                      literal_into)
 from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from .cost import whole_graph_handover
 from .executable import Executable
@@ -267,7 +268,7 @@ class _GraphWriter:
             if value.aval.shape != () and _is_element(node, len(x.aval.shape)):
                 raise Unsupported("setitem of an array into one element")
         else:
-            _literal_into(value, dt)
+            literal_into(value, dt)
 
     # -- emission -----------------------------------------------------------------------------
     def write(self) -> str:
@@ -959,7 +960,8 @@ class _GraphWriter:
         would read new values): it then writes into a fresh buffer instead when copying the
         rest of the base costs less than the region (:meth:`_setitem_mode`).
         """
-        if not isinstance(nxt, Node) or nxt.op is not OpKind.SETITEM:
+        if not isinstance(nxt, Node) or nxt.op is not OpKind.SETITEM or \
+                _OP_RULES[OpKind.SETITEM].claims(nxt):  # an advanced index: a scatter
             return None
         x, value = nxt.args[0], nxt.args[1]
         if not isinstance(value, Node) or value not in seg.outputs or \
@@ -1078,7 +1080,7 @@ class _GraphWriter:
         value = node.args[1]
         element = _is_element(node, len(x.aval.shape))
         if not isinstance(value, Node):
-            src = const_source(_literal_into(value, dt), dt)
+            src = const_source(literal_into(value, dt), dt)
         elif env[value].scalar:
             src = env[value].name
             if np.dtype(value.dtype) != dt:
@@ -1492,7 +1494,8 @@ def row_tiling(graph: Graph) -> set[Node] | None:
             reduces = True
         elif op is OpKind.GETITEM:
             index = node.attrs["index"]
-            if len(args) != 1 or not index or index[0] != slice(None):
+            if len(args) != 1 or not index or not isinstance(index[0], slice) or \
+                    index[0] != slice(None):
                 return None  # (a traced index is an argument: len(args) > 1)
         elif op is OpKind.EXPAND_DIMS:
             if int(node.attrs["axis"]) % (len(args[0].aval.shape) + 1) == 0:
@@ -1551,23 +1554,6 @@ def _is_element(node: Node, rank: int) -> bool:
     comps = [c for c in node.attrs["index"] if c is not Ellipsis]
     return len(comps) == rank and \
         all(isinstance(c, (int, np.integer, DynamicIndex)) for c in comps)
-
-
-def _literal_into(value: Any, dtype: np.dtype) -> Any:
-    """``value`` (a Python or NumPy number) as NumPy stores it into an array of ``dtype``,
-    or Unsupported where NumPy would warn or raise (an int out of range, a float into an
-    int array, a complex)."""
-    if isinstance(value, (complex, np.complexfloating)) or \
-            not isinstance(value, (bool, int, float, np.number, np.bool_)):
-        raise Unsupported(f"setitem of {type(value).__name__} {value!r}")
-    box = np.empty((), dtype)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
-            box[()] = value
-    except (OverflowError, ValueError, TypeError, RuntimeWarning, DeprecationWarning) as e:
-        raise Unsupported(f"setitem of {value!r} into {dtype} ({e})") from None
-    return box[()]
 
 
 # argmin/argmax of one non-empty row: NumPy's answer is the first NaN if there is one, else

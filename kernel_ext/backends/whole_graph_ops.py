@@ -35,14 +35,30 @@ How each op keeps NumPy's bits:
 * ``var``/``std``/``nanmean``: NumPy's own algorithm (``numpy/_core/_methods.py``), with
   its sums made by NumPy's ``add`` loop called as a reduction calls it (pairwise along the
   last axis, row by row along another); C-contiguous (or 1-D) inputs only, others signal.
-* ``getitem`` with integer arrays (a gather): indices checked (out of range signals).
+* advanced indexing, ``getitem`` (a gather) and ``setitem`` (a scatter) with integer
+  arrays (any rank, constant or traced, broadcast) or bool masks (their ``nonzero()``):
+  every index checked and wrapped before anything is read or written (out of range, shapes
+  that do not broadcast, a mask of the wrong shape: signal); writes in C order of the index
+  tuples, so a repeated index keeps the last write, as in NumPy.
+* ``nonzero``/``argwhere``, ``squeeze`` (a view), ``ufunc.accumulate`` (NumPy's own loop).
+* ``searchsorted``/``digitize``: NumPy's binary search step for step (unsorted input too).
+* ``median`` (NumPy's mean of the middle values), ``percentile``/``quantile`` (linear, of
+  float64: NumPy's virtual index and ``_lerp``) on sorted lanes; ``unique`` (values, first
+  indices, counts); ``interp`` (NumPy's formula, sorted ``xp``); ``histogram`` (equal bins,
+  a static range: NumPy's fast path); ``convolve``/``correlate`` (NumPy's
+  ``_pyarray_correlate``: ``small_correlate`` or its BLAS ``dot`` through the matmul loop).
+  Where NumPy's partition or sort picks among equal values of different bits, or NaNs, the
+  call signals.
 * ``sort``/``argsort``: a stable merge sort with NumPy's order (NaNs last); where NumPy's
   result is not unique (``sort`` ties of different bits, ``-0.0``/``0.0`` or two NaNs;
   default-kind ``argsort`` ties) the call signals.
 * ``max``/``min`` over several axes, ``maximum``/``minimum.reduce``: the extreme in any
   order; a NaN, or zeros of both signs at the top, signal (NumPy's order decides those).
+* ``linalg.solve``/``inv``/``det`` of a 2-D matrix: one call of the ``_umath_linalg``
+  gufunc loop ``np.linalg`` calls (its LAPACK call, its copies); singular or non-finite
+  input signals.
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
-  no exact form to call).
+  no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 """
 
 from __future__ import annotations
@@ -54,7 +70,8 @@ import numpy as np
 
 from ..ir import Node, OpKind
 from ..ir.abstract import DynamicIndex
-from .codegen import Unsupported, const_source, ctor, literal_value
+from .codegen import Unsupported, const_source, ctor, literal_into, literal_value
+from .inplace import InplacePlan
 from .ufunc_loops import find_loop
 
 #: dtypes this module computes (NumPy's and Numba's scalar types agree on these).
@@ -69,6 +86,7 @@ class Writer(Protocol):
     scratch_names: set[str]
     loop_args: list[tuple[int, int]]
     constants: list[Any]
+    plan: InplacePlan  # which setitem nodes write in place (:mod:`.inplace`)
 
     def fresh(self, prefix: str = "t") -> str: ...
     def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
@@ -745,128 +763,356 @@ RULES[OpKind.STD] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
 RULES[OpKind.NANMEAN] = Rule(lambda n: _check_moments(n) and None, _emit_nanmean)
 
 # ---------------------------------------------------------------------------------------------
-# getitem with integer arrays (a gather)
+# Advanced indexing: getitem (a gather) and setitem (a scatter) with integer or bool arrays
 # ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class _Part:
+    """One component of an advanced index: ``kind`` is ``"slice"``, ``"int"`` (a Python or
+    traced integer), ``"array"`` (an integer array, constant or traced) or ``"mask"`` (a bool
+    array); ``value`` the slice, int, constant array or :class:`DynamicIndex`; ``dims`` how
+    many axes of the indexed array it consumes (a mask: its rank)."""
+
+    kind: str
+    value: Any
+    dims: int
+
+
+def _dyn_arg(node: Node, c: DynamicIndex) -> Any:
+    """The argument a traced index component names (a setitem's come after its value)."""
+    return node.args[c.position + (1 if node.op is OpKind.SETITEM else 0)]
+
 
 def _is_array_component(node: Node, c: Any) -> bool:
     if isinstance(c, np.ndarray):
         return True
     if isinstance(c, DynamicIndex):
-        arg = node.args[c.position]
-        return isinstance(arg, Node) and arg.aval is not None and arg.aval.shape != ()
+        arg = _dyn_arg(node, c)
+        return isinstance(arg, Node) and arg.aval is not None and \
+            not isinstance(arg.aval, tuple) and arg.aval.shape != ()
     return False
 
 
-def _claims_gather(node: Node) -> bool:
-    """A getitem with an integer-array component (basic ones stay with whole_graph)."""
+def _claims_fancy(node: Node) -> bool:
+    """An index with an integer or bool array component (basic ones stay with whole_graph)."""
     return any(_is_array_component(node, c) for c in node.attrs["index"])
 
 
-def _gather_plan(node: Node) -> list[Any]:
-    """The index with ``...`` expanded to full slices; Unsupported for what a gather here
-    does not cover (bool masks, N-d or uint64 index arrays, ``None``, traced slices)."""
+def _fancy_plan(node: Node) -> list[_Part]:
+    """The index as one :class:`_Part` per component, ``...`` expanded to full slices and
+    full slices added for the axes it leaves out; Unsupported for what is not covered
+    (``None``, 0-d bool or array components, uint64 indices, traced slice bounds)."""
     x = _array_arg(node, 0, "an array")
     rank = len(x.aval.shape)
-    comps = list(node.attrs["index"])
-    if any(c is None for c in comps):
-        raise Unsupported("integer-array indexing with a None (np.newaxis) component")
-    if sum(c is Ellipsis for c in comps) > 1:
-        raise Unsupported("an index with several Ellipsis")
-    used = sum(1 for c in comps if c is not Ellipsis)
-    if used > rank:
-        raise Unsupported("too many indices")
-    if any(c is Ellipsis for c in comps):
-        at = next(i for i, c in enumerate(comps) if c is Ellipsis)
-        comps[at:at + 1] = [slice(None)] * (rank - used)
-    comps += [slice(None)] * (rank - len(comps))
-    for c in comps:
-        if isinstance(c, slice):
+    parts: list[_Part | None] = []
+    for c in node.attrs["index"]:
+        if c is None:
+            raise Unsupported("array indexing with a None (np.newaxis) component")
+        if c is Ellipsis:
+            if None in parts:
+                raise Unsupported("an index with several Ellipsis")
+            parts.append(None)
+        elif isinstance(c, slice):
             if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
                 raise Unsupported("slice with traced bounds")
+            parts.append(_Part("slice", c, 1))
         elif isinstance(c, np.ndarray):
-            if c.dtype.kind not in "iu" or c.ndim != 1 or c.dtype == np.uint64:
-                raise Unsupported(f"index array of {c.dtype} and rank {c.ndim} "
-                                  "(1-D integer arrays only)")
+            if c.ndim == 0 or c.dtype == np.uint64 or c.dtype.kind not in "biu":
+                raise Unsupported(f"index array of {c.dtype} and rank {c.ndim}")
+            parts.append(_Part("mask", c, c.ndim) if c.dtype.kind == "b" else
+                         _Part("array", c, 1))
         elif isinstance(c, DynamicIndex):
-            arg = node.args[c.position]
-            if not isinstance(arg, Node) or arg.aval.shape is None or \
-                    np.dtype(arg.dtype).kind not in "iu" or np.dtype(arg.dtype) == np.uint64 \
-                    or len(arg.aval.shape) > 1:
-                raise Unsupported("indexing with an array other than a 1-D integer one")
-        elif not isinstance(c, (int, np.integer)):
+            arg = _dyn_arg(node, c)
+            if not isinstance(arg, Node) or arg.aval.shape is None:
+                raise Unsupported("indexing with a value of unknown rank")
+            dt = np.dtype(arg.dtype)
+            shape = arg.aval.shape
+            if dt.kind == "b" and shape != ():
+                parts.append(_Part("mask", c, len(shape)))
+            elif dt.kind in "iu" and dt != np.uint64:
+                parts.append(_Part("int" if shape == () else "array", c, 1))
+            else:
+                raise Unsupported(f"indexing with an array of {dt} and rank {len(shape)}")
+        elif isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)):
+            parts.append(_Part("int", int(c), 1))
+        else:
             raise Unsupported(f"index component {c!r}")
-    return comps
+    used = sum(p.dims for p in parts if p is not None)
+    if used > rank:
+        raise Unsupported("too many indices")
+    full = _Part("slice", slice(None), 1)
+    if None in parts:
+        at = parts.index(None)
+        parts[at:at + 1] = [full] * (rank - used)
+        return parts  # type: ignore[return-value]
+    return parts + [full] * (rank - used)  # type: ignore[operator]
+
+
+def _check_fancy_value(node: Node) -> None:
+    """A setitem's value: cast into the array's dtype only where Numba's cast is NumPy's
+    (``same_kind`` among bool, integer and float dtypes; a literal NumPy stores silently)."""
+    dt = np.dtype(node.args[0].dtype)
+    value = node.args[1]
+    if isinstance(value, Node):
+        if value.aval is None or isinstance(value.aval, tuple) or value.aval.shape is None:
+            raise Unsupported("setitem of a value of unknown rank")
+        vdt = np.dtype(value.dtype)
+        if vdt not in _DTYPES or not np.can_cast(vdt, dt, "same_kind"):
+            raise Unsupported(f"setitem of {vdt} into {dt} (an unsafe cast)")
+    else:
+        literal_into(value, dt)
+
+
+def _check_fancy(node: Node) -> None:
+    parts = _fancy_plan(node)
+    if node.op is OpKind.SETITEM:
+        _check_fancy_value(node)
+        value = node.args[1]
+        if isinstance(value, Node) and value.aval.shape != ():
+            rank = sum(p.dims for p in parts if p.kind == "slice")
+            ranks = [p.value.ndim if isinstance(p.value, np.ndarray) else
+                     len(_dyn_arg(node, p.value).aval.shape) for p in parts
+                     if p.kind == "array"] + [1 for p in parts if p.kind == "mask"]
+            if len(value.aval.shape) > rank + max(ranks, default=0):
+                raise Unsupported("setitem of a value of more dimensions than the region")
+
+
+@dataclass
+class _FancyIndex:
+    """The generated names of an advanced index (:func:`_emit_fancy_index`)."""
+
+    basic: str                # the slices as source, ":" on every advanced axis
+    view: str                 # x[basic]
+    sources: list[tuple[str, int]]  # per advanced axis: its index variable and its rank
+    slots: list[int]          # the axis of ``view`` each one indexes
+    naxes: int                # the rank of ``view``
+    dims: list[str]           # the region's shape (NumPy's getitem result)
+    bdims: list[str]          # the broadcast shape of the index arrays
+    bpos: int                 # where those axes sit in ``dims``
+
+    def element(self, s: int, bvars: list[str]) -> str:
+        """Source of index array ``s``'s element at the broadcast position ``bvars``."""
+        name, r = self.sources[s]
+        if r == 0:
+            return name
+        at = ", ".join(f"{bvars[len(bvars) - r + i]} if {name}.shape[{i}] != 1 else 0"
+                       for i in range(r))
+        return f"{name}[{at}]"
+
+
+def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str],
+                      indent: str) -> _FancyIndex:
+    """The index checked before anything is read or written: every index of the broadcast
+    index shape is wrapped and checked in a first pass, so NumPy's IndexErrors (an index out
+    of range, index shapes that do not broadcast, a mask of the wrong shape) signal before
+    an in-place write starts; as in NumPy, an empty broadcast shape checks nothing. The
+    read or write pass (:func:`_fancy_loop`) then computes each index again: cheaper than
+    storing them (a buffer of the index count costs its page faults)."""
+    parts = _fancy_plan(node)
+    shift = 1 if node.op is OpKind.SETITEM else 0
+    basic = []
+    for p in parts:
+        if p.kind == "slice":
+            c = p.value
+            basic.append(f"{'' if c.start is None else c.start}:"
+                         f"{'' if c.stop is None else c.stop}"
+                         f"{'' if c.step is None else ':' + str(c.step)}")
+        else:
+            basic += [":"] * p.dims
+    v = w.fresh("v")
+    lines.append(f"{indent}{v} = {x}[{', '.join(basic)}]")
+    sources: list[tuple[str, int]] = []
+    slots: list[int] = []
+    advanced: list[int] = []
+    d = 0
+    for i, p in enumerate(parts):
+        if p.kind == "slice":
+            d += 1
+            continue
+        advanced.append(i)
+        if p.kind == "int":
+            src = str(p.value) if isinstance(p.value, int) else \
+                args[p.value.position + shift].name
+            sources.append((src, 0))
+            slots.append(d)
+            d += 1
+            continue
+        if isinstance(p.value, np.ndarray):
+            name = f"c{len(w.constants)}"
+            w.constants.append(np.ascontiguousarray(
+                p.value, dtype=np.bool_ if p.kind == "mask" else np.int64))
+            rank = p.value.ndim
+        else:
+            name = args[p.value.position + shift].name
+            rank = len(_dyn_arg(node, p.value).aval.shape)
+        if p.kind == "array":
+            sources.append((name, rank))
+            slots.append(d)
+            d += 1
+            continue
+        # a bool mask is its nonzero(): one index array per axis it spans (NumPy's rule)
+        m = w.fresh("m")
+        lines.append(f"{indent}{m} = np.ascontiguousarray({name})")
+        for q in range(p.dims):  # NumPy: "boolean index did not match indexed array"
+            w.signal(lines, indent, f"{m}.shape[{q}] != {v}.shape[{d + q}]")
+        for q, a in enumerate(_emit_nonzero(w, m, p.dims, lines, indent)):
+            sources.append((a, 1))
+            slots.append(d + q)
+        d += p.dims
+    rb = max(r for _, r in sources)
+    bdims = []
+    for q in range(rb):  # the broadcast shape of the index arrays
+        b = w.fresh("b")
+        lines.append(f"{indent}{b} = 1")
+        for name, r in sources:
+            i = q - (rb - r)
+            if i >= 0:
+                lines.append(f"{indent}if {name}.shape[{i}] != 1:")
+                w.signal(lines, indent + "    ", f"{b} != 1 and {b} != {name}.shape[{i}]")
+                lines.append(f"{indent}    {b} = {name}.shape[{i}]")
+        bdims.append(b)
+    rest = [a for a in range(d) if a not in slots]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    bpos = sum(1 for p in parts[:advanced[0]] if p.kind == "slice") if adjacent else 0
+    dims = [f"{v}.shape[{a}]" for a in rest]
+    dims[bpos:bpos] = bdims
+    fx = _FancyIndex(", ".join(basic), v, sources, slots, d, dims, bdims, bpos)
+    inner, bvars = _broadcast_loops(w, bdims, lines, indent)
+    for s in range(len(sources)):
+        size = f"{v}.shape[{slots[s]}]"
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
+        w.signal(lines, inner, f"{k} < -{size} or {k} >= {size}")
+    return fx
+
+
+def _broadcast_loops(w: Writer, bdims: list[str], lines: list[str],
+                     indent: str) -> tuple[str, list[str]]:
+    """Nested ``for`` loops over the broadcast index shape (C order): the body's indent and
+    the loop variables."""
+    bvars = []
+    for b in bdims:
+        q = w.fresh("q")
+        lines.append(f"{indent}for {q} in range({b}):")
+        indent += "    "
+        bvars.append(q)
+    return indent, bvars
+
+
+def _fancy_loop(w: Writer, fx: _FancyIndex, lines: list[str],
+                indent: str) -> tuple[str, list[str], list[str]]:
+    """The loops of the read or write pass: the body's indent, the loop variables and, per
+    axis of ``fx.view``, ":" or its (checked, wrapped) index variable."""
+    inner, bvars = _broadcast_loops(w, fx.bdims, lines, indent)
+    picks = [":"] * fx.naxes
+    for s, a in enumerate(fx.slots):
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
+        lines.append(f"{inner}if {k} < 0:")
+        lines.append(f"{inner}    {k} += {fx.view}.shape[{a}]")
+        picks[a] = k
+    return inner, bvars, picks
+
+
+def _emit_nonzero(w: Writer, m: str, rank: int, lines: list[str], indent: str) -> list[str]:
+    """``np.nonzero(m)`` of a C-contiguous ``m``: one int64 array per axis, C order."""
+    f = w.fresh("nz")
+    lines.append(f"{indent}{f} = np.flatnonzero({m})")
+    if rank == 1:
+        return [f]
+    out = []
+    for q in range(rank):
+        a = w.fresh("nz")
+        after = " * ".join(f"{m}.shape[{e}]" for e in range(q + 1, rank))
+        expr = f"{f} // ({after})" if after else f
+        if q:
+            expr = f"({expr}) % {m}.shape[{q}]"
+        lines.append(f"{indent}{a} = {expr}")
+        out.append(a)
+    return out
 
 
 def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
                  indent: str) -> str:
-    """``x[..., idx, ...]``: the basic part as a view, then one copy per index position.
-
-    As in NumPy, integers count as advanced indices beside arrays; the broadcast index
-    dimension replaces the advanced ones where they are adjacent, else it comes first. An
-    index out of range, or index arrays of lengths that do not broadcast, signal (NumPy's
-    IndexError)."""
-    comps = _gather_plan(node)
-    rank = len(comps)
-    x = args[0].name
-    basic = ", ".join(f"{'' if c.start is None else c.start}:"
-                      f"{'' if c.stop is None else c.stop}"
-                      f"{'' if c.step is None else ':' + str(c.step)}"
-                      if isinstance(c, slice) else ":" for c in comps)
-    v = w.fresh("g")
-    lines.append(f"{indent}{v} = {x}[{basic}]")
-    adv = [i for i, c in enumerate(comps) if not isinstance(c, slice)]
-    arrays: dict[int, str] = {}
-    scalars: dict[int, str] = {i: str(int(comps[i])) for i in adv
-                               if isinstance(comps[i], (int, np.integer))}
-    for i in adv:
-        c = comps[i]
-        if isinstance(c, np.ndarray):
-            name = f"c{len(w.constants)}"
-            w.constants.append(np.ascontiguousarray(c, dtype=np.int64))
-            arrays[i] = name
-        elif isinstance(c, DynamicIndex):
-            if node.args[c.position].aval.shape == ():
-                scalars[i] = args[c.position].name  # a traced integer
-            else:
-                arrays[i] = args[c.position].name
-    n = w.fresh("n")
-    lines.append(f"{indent}{n} = 1")
-    for a in arrays.values():
-        lines.append(f"{indent}if {a}.shape[0] != 1:")
-        w.signal(lines, indent + "    ", f"{n} != 1 and {n} != {a}.shape[0]")
-        lines.append(f"{indent}    {n} = {a}.shape[0]")
-    adjacent = adv == list(range(adv[0], adv[-1] + 1))
-    rest = [d for d in range(rank) if d not in adv]
-    dims = [f"{v}.shape[{d}]" for d in rest]
-    pos = adv[0] if adjacent else 0
-    dims.insert(pos, n)
-    dts = ctor(np.dtype(node.dtype))
-    _alloc(w, node, dims, dts, lines, indent, t)
-    j = w.fresh("j")
-    lines.append(f"{indent}for {j} in range({n}):")
-    inner = indent + "    "
-    picks = []
-    for i in adv:
-        k = w.fresh("k")
-        size = f"{v}.shape[{i}]"
-        if i in arrays:
-            a = arrays[i]
-            lines.append(f"{inner}{k} = np.int64({a}[{j} if {a}.shape[0] != 1 else 0])")
-        else:
-            lines.append(f"{inner}{k} = np.int64({scalars[i]})")
-        lines.append(f"{inner}if {k} < 0:")
-        lines.append(f"{inner}    {k} += {size}")
-        w.signal(lines, inner, f"{k} < 0 or {k} >= {size}")
-        picks.append(k)
-    src = ", ".join(picks[adv.index(d)] if d in adv else ":" for d in range(rank))
-    dst = ", ".join(j if d == pos else ":" for d in range(len(dims)))
-    lines.append(f"{inner}{t}[{dst}] = {v}[{src}]")
+    """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
+    walked in C order, one copy of the rest of ``x`` per index tuple."""
+    fx = _emit_fancy_index(w, node, args, args[0].name, lines, indent)
+    _alloc(w, node, fx.dims, ctor(np.dtype(node.dtype)), lines, indent, t)
+    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
+    dst = [":"] * len(fx.dims)
+    dst[fx.bpos:fx.bpos + len(bvars)] = bvars
+    lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(picks)}]")
     return "fresh"
 
 
-RULES[OpKind.GETITEM] = Rule(lambda n: _gather_plan(n) and None, _emit_gather,
-                             _claims_gather)
+class _Named:
+    """A stand-in for a writer value: only its name is read here."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                  indent: str) -> str:
+    """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
+    and broadcast to the region, written index tuple after index tuple in C order (a
+    repeated index keeps the last write). In place where the in-place plan lets this write
+    reuse ``x``'s buffer, else into a copy. Every check (index, value shape) runs first;
+    index arrays and a value that share the buffer written in place are copied first
+    (NumPy reads both before it writes)."""
+    x = args[0]
+    dt = np.dtype(node.args[0].dtype)
+    dts = ctor(dt)
+    inplace = node in w.plan.writes
+    args = list(args)
+    if inplace:
+        for i in range(2, len(args)):
+            a = args[i]
+            if isinstance(node.args[i], Node) and not a.scalar and a.roots & x.roots:
+                c = w.fresh("ix")
+                lines.append(f"{indent}{c} = {a.name}.copy()")
+                args[i] = _Named(c)
+    fx = _emit_fancy_index(w, node, args, x.name, lines, indent)
+    value = node.args[1]
+    rr = len(fx.dims)
+    if not isinstance(value, Node):
+        src = const_source(literal_into(value, dt), dt)
+    elif args[1].scalar:
+        src = args[1].name if np.dtype(value.dtype) == dt else f"{dts}({args[1].name})"
+    else:
+        val = args[1].name
+        vr = len(value.aval.shape)
+        for k in range(1, vr + 1):  # NumPy's ValueError: the value must broadcast
+            w.signal(lines, indent, f"{val}.shape[{vr - k}] != 1 and "
+                                    f"{val}.shape[{vr - k}] != {fx.dims[rr - k]}")
+        c = w.fresh("val")
+        if np.dtype(value.dtype) != dt:
+            lines.append(f"{indent}{c} = {val}.astype({dts})")
+        elif inplace and args[1].roots & x.roots:
+            lines.append(f"{indent}{c} = {val}.copy()")
+        else:
+            lines.append(f"{indent}{c} = {val}")
+        src = w.fresh("val")
+        lines.append(f"{indent}{src} = np.broadcast_to({c}, {_shape_tuple(fx.dims)})")
+    if inplace:
+        lines.append(f"{indent}{t} = {x.name}")
+    else:
+        dims = [f"{x.name}.shape[{d}]" for d in range(len(node.aval.shape))]
+        _alloc(w, node, dims, dts, lines, indent, t)
+        lines.append(f"{indent}{t}[...] = {x.name}")
+    dv = w.fresh("v")
+    lines.append(f"{indent}{dv} = {t}[{fx.basic}]")
+    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
+    if isinstance(value, Node) and not args[1].scalar:
+        at = [":"] * rr
+        at[fx.bpos:fx.bpos + len(bvars)] = bvars
+        src = f"{src}[{', '.join(at)}]"
+    lines.append(f"{inner}{dv}[{', '.join(picks)}] = {src}")
+    return "view" if inplace else "fresh"
+
+
+RULES[OpKind.GETITEM] = Rule(_check_fancy, _emit_gather, _claims_fancy)
+RULES[OpKind.SETITEM] = Rule(_check_fancy, _emit_scatter, _claims_fancy)
 
 # ---------------------------------------------------------------------------------------------
 # sort / argsort
@@ -1247,6 +1493,893 @@ RULES[OpKind.MAX] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _s
 RULES[OpKind.MIN] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
 RULES[OpKind.UFUNC_REDUCE] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme,
                                   _claims_ufunc_reduce)
+
+
+# ---------------------------------------------------------------------------------------------
+# nonzero / argwhere / squeeze / ufunc.accumulate
+# ---------------------------------------------------------------------------------------------
+
+def _check_nonzero(node: Node) -> int:
+    _only_params(node, set())
+    x = _array_arg(node, 0, "an array")
+    rank = len(x.aval.shape)
+    if rank == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    return rank
+
+
+def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                     indent: str) -> str:
+    """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
+    elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
+    rank = _check_nonzero(node)
+    m = w.fresh("m")
+    lines.append(f"{indent}{m} = np.ascontiguousarray({args[0].name})")
+    axes = _emit_nonzero(w, m, rank, lines, indent)
+    if node.op is OpKind.NONZERO:
+        lines.append(f"{indent}{t} = {_shape_tuple(axes)}")
+        return "fresh"
+    lines.append(f"{indent}{t} = np.empty(({axes[0]}.shape[0], {rank}), np.int64)")
+    for q, a in enumerate(axes):
+        lines.append(f"{indent}{t}[:, {q}] = {a}")
+    return "fresh"
+
+
+RULES[OpKind.NONZERO] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
+RULES[OpKind.ARGWHERE] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
+
+
+def _check_squeeze(node: Node) -> list[int]:
+    """The axes ``squeeze`` removes: the given ones, or (``axis=None``) those of static
+    size 1; an axis of unknown size the graph keeps must not be 1 at run time (checked)."""
+    _only_params(node, {"axis"})
+    x = _array_arg(node, 0, "an array")
+    shape = x.aval.shape
+    axis = node.attrs.get("axis")
+    if axis is None:
+        return [d for d, n in enumerate(shape) if n == 1]
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    norm = sorted({_axis(a, len(shape), "squeeze") for a in axes})
+    if len(norm) != len(axes):
+        raise Unsupported("squeeze with a repeated axis")
+    return norm
+
+
+def _emit_squeeze(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                  indent: str) -> str:
+    """A view with index 0 at each squeezed axis. NumPy's ValueError (a given axis not of
+    size 1), or an unknown size the graph keeps that is 1 (NumPy would drop it), signal."""
+    axes = _check_squeeze(node)
+    shape = node.args[0].aval.shape
+    x = args[0].name
+    for d, n in enumerate(shape):
+        if d in axes and n != 1:
+            w.signal(lines, indent, f"{x}.shape[{d}] != 1")
+        elif node.attrs.get("axis") is None and n is None:
+            w.signal(lines, indent, f"{x}.shape[{d}] == 1")
+    if len(axes) == len(shape):
+        lines.append(f"{indent}{t} = {x}[{', '.join('0' for _ in shape)}]")
+        return "scalar"
+    index = ", ".join("0" if d in axes else ":" for d in range(len(shape)))
+    lines.append(f"{indent}{t} = {x}[{index}]")
+    return "view"
+
+
+RULES[OpKind.SQUEEZE] = Rule(lambda n: _check_squeeze(n) and None, _emit_squeeze)
+
+
+def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
+    _only_params(node, {"axis", "ufunc"})
+    ufunc = node.attrs["ufunc"]
+    x = _array_arg(node, 0, "a value")
+    dt = _out_dtype(node)
+    if not isinstance(ufunc, np.ufunc) or ufunc.nin != 2 or ufunc.nout != 1:
+        raise Unsupported(f"accumulate of {ufunc!r}")
+    if np.dtype(x.dtype) != dt:
+        raise Unsupported(f"{ufunc.__name__}.accumulate of {x.dtype} into {dt}")
+    if find_loop(ufunc, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for {dt}")
+    rank = len(x.aval.shape)
+    if rank == 0:
+        raise Unsupported("accumulate of a 0-d value")
+    return x, dt, _axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
+
+
+def _emit_accumulate(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                     indent: str) -> str:
+    """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
+    the ufunc for the dtype, called with its output one step behind its first input."""
+    x_node, dt, axis, ufunc = _check_accumulate(node)
+    rank = len(x_node.aval.shape)
+    dts = ctor(dt)
+    x = w.fresh("x")
+    lines.append(f"{indent}{x} = np.ascontiguousarray({args[0].name})")
+    _alloc(w, node, [f"{x}.shape[{d}]" for d in range(rank)], dts, lines, indent, t)
+    outer, n, inner = _lanes(x, rank, axis)
+    shape3 = f"({outer}, {n}, {inner})"
+    w.helpers["_loop3"] = _LOOP3
+    w.helpers["_accumulate"] = _ACCUMULATE
+    lines.append(f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+                 f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})")
+    return "fresh"
+
+
+RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None,
+                                      _emit_accumulate)
+
+
+# ---------------------------------------------------------------------------------------------
+# searchsorted / digitize
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's binary search (``npysort/binsearch.cpp``) step for step, so that even an unsorted
+# ``a`` gives NumPy's answer: each key narrows from where the previous one ended (the bounds
+# reset when the keys go down), comparing with NumPy's order (NaNs last). ``right``: the
+# comparison is ``a <= key`` instead of ``a < key``.
+_SEARCHSORTED = """\
+@_inline
+def _ss_lt(a, b):
+    return a < b or (b != b and a == a)
+
+
+@_inline
+def _ss_cmp(a, b, right):
+    if right:
+        return not _ss_lt(b, a)
+    return _ss_lt(a, b)
+
+
+@_inline
+def _searchsorted(arr, keys, out, right):
+    n = arr.shape[0]
+    if keys.shape[0] == 0:
+        return
+    lo = 0
+    hi = n
+    last = keys[0]
+    for i in range(keys.shape[0]):
+        key = keys[i]
+        if _ss_cmp(last, key, right):
+            hi = n
+        else:
+            lo = 0
+            hi = hi + 1 if hi < n else n
+        last = key
+        while lo < hi:
+            mid = lo + ((hi - lo) >> 1)
+            if _ss_cmp(arr[mid], key, right):
+                lo = mid + 1
+            else:
+                hi = mid
+        out[i] = lo
+"""
+
+# NumPy's ``_monotonicity`` of digitize's bins (as float64): 1 increasing, -1 decreasing,
+# 0 neither (NumPy's ValueError). Comparisons with a NaN are false, so a NaN second value
+# makes the bins "decreasing", as in NumPy.
+_MONOTONICITY = """\
+@_inline
+def _monotonicity(a):
+    n = a.shape[0]
+    if n == 0:
+        return 1
+    last = a[0]
+    i = 1
+    while i < n and a[i] == last:
+        i += 1
+    if i == n:
+        return 1
+    nxt = a[i]
+    if last < nxt:
+        for k in range(i + 1, n):
+            last = nxt
+            nxt = a[k]
+            if last > nxt:
+                return 0
+        return 1
+    for k in range(i + 1, n):  # anything else (a NaN after the first value too)
+        last = nxt
+        nxt = a[k]
+        if last < nxt:
+            return 0
+    return -1
+"""
+
+
+def _check_search(node: Node) -> tuple[Node, Node, np.dtype]:
+    """The sorted array, the keys and the dtype NumPy compares them in."""
+    if node.op is OpKind.SEARCHSORTED:
+        _only_params(node, {"side"})
+        if len(node.args) > 2 and node.args[2] is not None:
+            raise Unsupported("searchsorted with a sorter")
+        a, v = _array_arg(node, 0, "a sorted array"), _array_arg(node, 1, "keys")
+    else:
+        _only_params(node, {"right"})
+        v, a = _array_arg(node, 0, "values"), _array_arg(node, 1, "bins")
+    if len(a.aval.shape) != 1:
+        raise Unsupported(f"{node.op.value} into an array of rank {len(a.aval.shape)}")
+    common = np.result_type(a.dtype, v.dtype)
+    if common not in _DTYPES or common.kind == "b":
+        raise Unsupported(f"{node.op.value} of {a.dtype} and {v.dtype}")
+    if np.dtype(node.dtype) != np.dtype(np.intp):
+        raise Unsupported(f"{node.op.value} into {node.dtype}")
+    return a, v, common
+
+
+def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """NumPy's binary search of each key (C order) in the common dtype of the two arrays.
+    ``digitize``: NumPy's composition — the bins' monotonicity (non-monotonic bins signal
+    NumPy's ValueError), then searchsorted with the other side, reversed for decreasing
+    bins."""
+    a_node, v_node, common = _check_search(node)
+    ai, vi = (0, 1) if node.op is OpKind.SEARCHSORTED else (1, 0)
+    cts = ctor(common)
+    a, v = w.fresh("sa"), w.fresh("sv")
+    cast_a = "" if np.dtype(a_node.dtype) == common else f".astype({cts})"
+    cast_v = "" if np.dtype(v_node.dtype) == common else f".astype({cts})"
+    lines.append(f"{indent}{a} = {args[ai].name}{cast_a}")
+    rank = len(v_node.aval.shape)
+    src = args[vi].name
+    if rank == 0:
+        lines.append(f"{indent}{v} = np.full(1, {src}, {cts})")
+    else:
+        lines.append(f"{indent}{v} = np.ascontiguousarray({src}{cast_v}).ravel()")
+    w.helpers["_searchsorted"] = _SEARCHSORTED
+    o = w.fresh("so")
+    lines.append(f"{indent}{o} = np.empty({v}.shape[0], np.int64)")
+    if node.op is OpKind.SEARCHSORTED:
+        right = node.attrs.get("side", "left") == "right"
+        lines.append(f"{indent}_searchsorted({a}, {v}, {o}, {right})")
+    else:
+        w.helpers["_monotonicity"] = _MONOTONICITY
+        mono = w.fresh("mono")
+        lines.append(f"{indent}{mono} = _monotonicity({args[ai].name}.astype(np.float64))")
+        w.signal(lines, indent, f"{mono} == 0")
+        right = not node.attrs.get("right", False)  # NumPy swaps the side
+        lines.append(f"{indent}if {mono} == -1:")
+        lines.append(f"{indent}    _searchsorted({a}[::-1], {v}, {o}, {right})")
+        lines.append(f"{indent}    {o} = {a}.shape[0] - {o}")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    _searchsorted({a}, {v}, {o}, {right})")
+    if rank == 0:
+        lines.append(f"{indent}{t} = {o}[0]")
+        return "scalar"
+    shape = _shape_tuple([f"{args[vi].name}.shape[{d}]" for d in range(rank)])
+    lines.append(f"{indent}{t} = {o}.reshape({shape})")
+    return "fresh"
+
+
+RULES[OpKind.SEARCHSORTED] = Rule(lambda n: _check_search(n) and None, _emit_search)
+RULES[OpKind.DIGITIZE] = Rule(lambda n: _check_search(n) and None, _emit_search)
+
+
+# ---------------------------------------------------------------------------------------------
+# median / percentile / quantile (the default linear method)
+# ---------------------------------------------------------------------------------------------
+
+# Each lane sorted (NaNs last, as NumPy's partition orders them): the order statistics NumPy's
+# partition finds are then the same numbers. What only NumPy's partition decides signals: a
+# NaN in the lane (NumPy returns the NaN its partition put last) and, for the quantiles, a
+# selected zero in a lane holding zeros of both signs (which zero lands at the k-th place).
+_MIXED_ZEROS = """\
+@_inline
+def _mixed_zeros(s):
+    neg = False
+    pos = False
+    for v in s:
+        if v == 0:
+            if math.copysign(1.0, v) < 0:
+                neg = True
+            else:
+                pos = True
+    return neg and pos
+"""
+
+# ``np.median``: NumPy's ``mean`` of the one or two middle values — their sum in the sum's
+# dtype (the input's for floats, float64 for integers) as NumPy's add reduction makes it
+# (from +0.0: ``0.0 + (a + b)``, so a zero median is +0.0 whichever zeros were picked),
+# divided in float64 by the intp count, cast to the result's dtype.
+_MEDIAN_ROWS = """\
+@_inline
+def _median_rows_{c}(y2, out):
+    n = y2.shape[1]
+    for r in range(y2.shape[0]):
+        s = np.sort(y2[r])
+        if s[n - 1] != s[n - 1]:
+            return True
+        if n % 2 == 1:
+            total = {acc}(0) + {acc}(s[n // 2])
+            count = np.float64(1)
+        else:
+            total = {acc}(0) + ({acc}(s[n // 2 - 1]) + {acc}(s[n // 2]))
+            count = np.float64(2)
+        out[r] = {out}(np.float64(total) / count)
+    return False
+"""
+
+# ``np.quantile(..., method="linear")`` of float64 lanes: NumPy's ``_quantile`` — the
+# virtual index ``(n - 1) * q``, its neighbours (both the last value at or above ``n - 1``),
+# ``gamma = index - previous`` and ``_lerp``: ``a + (b - a) * gamma``, or
+# ``b - (b - a) * (1 - gamma)`` where ``gamma >= 0.5``.
+_QUANTILE_ROWS = """\
+@_inline
+def _quantile_rows(y2, q, out):
+    n = y2.shape[1]
+    for r in range(y2.shape[0]):
+        s = np.sort(y2[r])
+        if s[n - 1] != s[n - 1]:
+            return True
+        mixed = _mixed_zeros(s)
+        for i in range(q.shape[0]):
+            vi = np.float64(n - 1) * q[i]
+            if vi >= n - 1:
+                p = n - 1
+                g = vi - np.float64(-1)
+                nx = n - 1
+            elif vi < 0:
+                p = 0
+                g = vi
+                nx = 0
+            else:
+                p = int(np.floor(vi))
+                g = vi - np.float64(p)
+                nx = p + 1
+            a = s[p]
+            b = s[nx]
+            if mixed and (a == 0 or b == 0):
+                return True
+            d = b - a
+            v = a + d * g
+            if g >= 0.5:
+                v = b - d * (1.0 - g)
+            out[i, r] = v
+    return False
+"""
+
+
+def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
+    """The reduced array, its axis (None: all) and the quantiles as fractions (float64;
+    None for ``median``), or Unsupported."""
+    x = _array_arg(node, 0, "a value")
+    rank = len(x.aval.shape)
+    if node.op is OpKind.MEDIAN:
+        _only_params(node, {"axis", "keepdims"})
+        q = None
+        if np.dtype(x.dtype).kind not in "iuf":
+            raise Unsupported(f"median of {x.dtype}")
+    else:
+        _only_params(node, {"axis", "keepdims", "q"})
+        if np.dtype(x.dtype) != np.float64:
+            raise Unsupported(f"{node.op.value} of {x.dtype} (float64 only: NumPy's "
+                              "promotion of the weights differs for others)")
+        raw = np.asarray(node.attrs["q"])
+        if raw.dtype.kind not in "iuf" or raw.ndim > 1:
+            raise Unsupported(f"{node.op.value} with q of {raw.dtype} and rank {raw.ndim}")
+        if node.op is OpKind.PERCENTILE:
+            q = np.true_divide(raw, 100)   # NumPy's own conversion
+        elif raw.dtype.kind != "f":
+            raise Unsupported("quantile with integer q (NumPy takes, not interpolates)")
+        else:
+            q = raw
+        q = np.asarray(q, np.float64)
+        if np.isnan(q).any() or (q < 0).any() or (q > 1).any():
+            raise Unsupported(f"{node.op.value} q out of range (NumPy's ValueError)")
+    if np.dtype(node.dtype) not in _DTYPES:
+        raise Unsupported(f"{node.op.value} to {node.dtype}")
+    if rank == 0:
+        raise Unsupported(f"{node.op.value} of a 0-d value")
+    axis = node.attrs.get("axis")
+    if isinstance(axis, (tuple, list)):
+        if len(axis) != 1:
+            raise Unsupported(f"{node.op.value} over several axes")
+        axis = axis[0]
+    return x, None if axis is None else _axis(axis, rank, node.op.value), q
+
+
+def _emit_order_stat(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                     indent: str) -> str:
+    """Lanes along the axis (moved last, C-ordered), each sorted, then NumPy's formula; an
+    empty lane (NumPy's warning and NaN) signals, as do the cases of :data:`_MIXED_ZEROS`."""
+    x_node, axis, q = _check_order_stat(node)
+    rank = len(x_node.aval.shape)
+    x = args[0].name
+    dt = np.dtype(x_node.dtype)
+    out_dt = np.dtype(node.dtype)
+    if axis is None:
+        src, kept = f"{x}.ravel()", []
+        y = w.fresh("y")
+        lines.append(f"{indent}{y} = np.ascontiguousarray({x}).ravel()")
+        lanes, n = "1", f"{y}.shape[0]"
+    else:
+        kept = [d for d in range(rank) if d != axis]
+        perm = kept + [axis]
+        src = x if perm == list(range(rank)) else f"np.transpose({x}, {tuple(perm)!r})"
+        y = w.fresh("y")
+        lines.append(f"{indent}{y} = np.ascontiguousarray({src})")
+        lanes = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
+        n = f"{x}.shape[{axis}]"
+    w.signal(lines, indent, f"{n} == 0")
+    y2, o = w.fresh("y"), w.fresh("o")
+    lines.append(f"{indent}{y2} = {y}.reshape(({lanes}, {n}))")
+    w.helpers["_mixed_zeros"] = _MIXED_ZEROS
+    if q is None:
+        acc = ctor(dt) if dt.kind == "f" else "np.float64"
+        name = f"_median_rows_{dt.char}"
+        w.helpers[name] = _MEDIAN_ROWS.format(c=dt.char, acc=acc, out=ctor(out_dt))
+        lines.append(f"{indent}{o} = np.empty({lanes}, {ctor(out_dt)})")
+        w.signal(lines, indent, f"{name}({y2}, {o})")
+        qdims: list[str] = []
+    else:
+        qc = f"c{len(w.constants)}"
+        w.constants.append(np.ascontiguousarray(q.ravel()))
+        w.helpers["_quantile_rows"] = _QUANTILE_ROWS
+        lines.append(f"{indent}{o} = np.empty(({q.size}, {lanes}), np.float64)")
+        w.signal(lines, indent, f"_quantile_rows({y2}, {qc}, {o})")
+        qdims = [str(s) for s in q.shape]
+    keep = bool(node.attrs.get("keepdims"))
+    dims = qdims + [("1" if d == axis or axis is None else f"{x}.shape[{d}]")
+                    for d in range(rank) if keep or (axis is not None and d != axis)]
+    if not dims:
+        lines.append(f"{indent}{t} = {o}.ravel()[0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}.reshape({_shape_tuple(dims)})")
+    return "fresh"
+
+
+for _kind in (OpKind.MEDIAN, OpKind.PERCENTILE, OpKind.QUANTILE):
+    RULES[_kind] = Rule(lambda n: _check_order_stat(n) and None, _emit_order_stat)
+
+
+# ---------------------------------------------------------------------------------------------
+# unique / interp / histogram
+# ---------------------------------------------------------------------------------------------
+
+# ``np.unique`` (``_unique1d``): the sorted values, a value kept where it differs from the one
+# before, its first index from a stable (merge) argsort, its count from the next kept place.
+# Equal floats of different bits (``-0.0``/``0.0``; NaNs, which ``equal_nan`` merges) keep the
+# one NumPy's sort put first: those signal.
+_UNIQUE = """\
+@_inline
+def _unique_runs(aux):
+    n = aux.shape[0]
+    mask = np.empty(n, np.bool_)
+    if n > 0:
+        mask[0] = True
+    for i in range(1, n):
+        mask[i] = aux[i] != aux[i - 1]
+    starts = np.flatnonzero(mask)
+    counts = np.empty(starts.shape[0], np.int64)
+    for i in range(starts.shape[0]):
+        end = starts[i + 1] if i + 1 < starts.shape[0] else n
+        counts[i] = end - starts[i]
+    return starts, counts
+"""
+
+
+def _check_unique(node: Node) -> np.dtype:
+    _only_params(node, {"return_index", "return_inverse", "return_counts", "equal_nan"})
+    x = _array_arg(node, 0, "an array")
+    if node.attrs.get("return_inverse"):
+        raise Unsupported("unique with return_inverse")
+    if not node.attrs.get("equal_nan", True):
+        raise Unsupported("unique with equal_nan=False")
+    if np.dtype(x.dtype).kind not in "iuf":
+        raise Unsupported(f"unique of {x.dtype}")
+    return np.dtype(x.dtype)
+
+
+def _emit_unique(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    dt = _check_unique(node)
+    flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
+    lines.append(f"{indent}{flat} = np.ascontiguousarray({args[0].name}).ravel()")
+    with_index = bool(node.attrs.get("return_index"))
+    if with_index:  # NumPy: a mergesort argsort, so the first of equal values is kept
+        lines.append(f"{indent}{perm} = np.argsort({flat}, kind='mergesort')")
+        lines.append(f"{indent}{aux} = {flat}[{perm}]")
+    else:
+        lines.append(f"{indent}{aux} = np.sort({flat})")
+    if dt.kind == "f":
+        w.helpers["_mixed_zeros"] = _MIXED_ZEROS
+        w.signal(lines, indent, f"{aux}.shape[0] > 0 and {aux}[{aux}.shape[0] - 1] != "
+                                f"{aux}[{aux}.shape[0] - 1]")
+        w.signal(lines, indent, f"_mixed_zeros({aux})")
+    w.helpers["_unique_runs"] = _UNIQUE
+    starts, counts, vals = w.fresh("u"), w.fresh("u"), w.fresh("u")
+    lines.append(f"{indent}{starts}, {counts} = _unique_runs({aux})")
+    lines.append(f"{indent}{vals} = {aux}[{starts}]")
+    outs = [vals]
+    if with_index:
+        outs.append(f"{perm}[{starts}]")
+    if node.attrs.get("return_counts"):
+        outs.append(counts)
+    if len(outs) == 1:
+        lines.append(f"{indent}{t} = {vals}")
+    else:
+        lines.append(f"{indent}{t} = {_shape_tuple(outs)}")
+    return "fresh"
+
+
+RULES[OpKind.UNIQUE] = Rule(lambda n: _check_unique(n) and None, _emit_unique)
+
+# ``np.interp`` (``compiled_base.c``'s ``arr_interp``) on float64 values: for sorted ``xp``
+# the interval ``j`` with ``xp[j] <= x < xp[j + 1]`` is unique, so any search finds NumPy's;
+# then NumPy's formula: the slope ``(fp[j+1] - fp[j]) / (xp[j+1] - xp[j])`` times
+# ``x - xp[j]`` plus ``fp[j]``, retried from the right end on a NaN. An unsorted (or NaN)
+# ``xp`` is searched NumPy's own way with its guesses: those calls signal.
+_INTERP = """\
+@_inline
+def _interp(x, xp, fp, out):
+    m = xp.shape[0]
+    for i in range(m - 1):
+        if not xp[i] <= xp[i + 1]:
+            return True
+    lval = fp[0]
+    rval = fp[m - 1]
+    for i in range(x.shape[0]):
+        v = x[i]
+        if m == 1:  # (NumPy checks no NaN here)
+            out[i] = lval if v < xp[0] else (rval if v > xp[0] else fp[0])
+            continue
+        if v != v:
+            out[i] = v
+            continue
+        if v > xp[m - 1]:
+            out[i] = rval
+            continue
+        if v < xp[0]:
+            out[i] = lval
+            continue
+        lo = 0
+        hi = m
+        while lo < hi:
+            mid = lo + ((hi - lo) >> 1)
+            if v >= xp[mid]:
+                lo = mid + 1
+            else:
+                hi = mid
+        j = lo - 1
+        if j == m - 1 or xp[j] == v:
+            out[i] = fp[j]
+            continue
+        slope = (fp[j + 1] - fp[j]) / (xp[j + 1] - xp[j])
+        r = slope * (v - xp[j]) + fp[j]
+        if r != r:
+            r = slope * (v - xp[j + 1]) + fp[j + 1]
+            if r != r and fp[j] == fp[j + 1]:
+                r = fp[j]
+        out[i] = r
+    return False
+"""
+
+
+def _check_interp(node: Node) -> None:
+    _only_params(node, set())
+    if any(a is not None for a in node.args[3:]):
+        raise Unsupported("interp with left, right or period")
+    for i, what in enumerate(("x", "xp", "fp")):
+        a = _array_arg(node, i, what)
+        if i and len(a.aval.shape) != 1:
+            raise Unsupported(f"interp with a {len(a.aval.shape)}-D {what}")
+    if np.dtype(node.dtype) != np.float64:
+        raise Unsupported(f"interp into {node.dtype}")
+
+
+def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """The three arrays as float64 (NumPy's conversion); lengths of ``xp`` and ``fp`` that
+    differ, or an empty ``xp`` (NumPy's ValueError), signal."""
+    _check_interp(node)
+    x, xp, fp = (w.fresh("ip") for _ in range(3))
+    rank = len(node.args[0].aval.shape)
+    for v, a in zip((x, xp, fp), args):
+        if v == x and rank == 0:
+            lines.append(f"{indent}{v} = np.full(1, np.float64({a.name}), np.float64)")
+        else:
+            lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).ravel()"
+                         ".astype(np.float64)")
+    w.signal(lines, indent, f"{xp}.shape[0] != {fp}.shape[0] or {xp}.shape[0] == 0")
+    o = w.fresh("ip")
+    lines.append(f"{indent}{o} = np.empty({x}.shape[0], np.float64)")
+    w.helpers["_interp"] = _INTERP
+    w.signal(lines, indent, f"_interp({x}, {xp}, {fp}, {o})")
+    if rank == 0:
+        lines.append(f"{indent}{t} = {o}[0]")
+        return "scalar"
+    shape = _shape_tuple([f"{args[0].name}.shape[{d}]" for d in range(rank)])
+    lines.append(f"{indent}{t} = {o}.reshape({shape})")
+    return "fresh"
+
+
+RULES[OpKind.INTERP] = Rule(_check_interp, _emit_interp)
+
+# ``np.histogram`` with a number of bins and a static range, of float64 values: NumPy's fast
+# path for equal bins — values outside the range dropped, the index
+# ``int((x - first) / denom * bins)`` corrected by one against the edges (the last bin holds
+# its right edge), counted. The edges are NumPy's own, computed once when compiling.
+_HISTOGRAM = """\
+@_inline
+def _histogram(a, edges, first, last, denom, nbins, counts):
+    for x in a:
+        if not (x >= first and x <= last):
+            continue
+        k = int(((x - first) / denom) * nbins)
+        if k == nbins:
+            k -= 1
+        if x < edges[k]:
+            k -= 1
+        if x >= edges[k + 1] and k != nbins - 1:
+            k += 1
+        counts[k] += 1
+"""
+
+
+def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
+    """``(first, last, denom, edges)`` as NumPy's histogram computes them from the static
+    range (``denom``: NumPy's ``_unsigned_subtract(last, first)`` as a float64)."""
+    _only_params(node, {"bins", "range", "density"})
+    a = _array_arg(node, 0, "an array")
+    if np.dtype(a.dtype) != np.float64:
+        raise Unsupported(f"histogram of {a.dtype} (float64 only)")
+    if any(v is not None for v in node.args[1:]):
+        raise Unsupported("histogram with bin edges or weights")
+    bins, rng = node.attrs.get("bins"), node.attrs.get("range")
+    if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
+        raise Unsupported(f"histogram with bins={bins!r} (a number of bins only)")
+    if node.attrs.get("density"):
+        raise Unsupported("histogram with density")
+    if rng is None or len(rng) != 2 or \
+            any(type(v) not in (int, float, np.float64) for v in rng):
+        raise Unsupported(f"histogram with range={rng!r} (a static range of Python numbers)")
+    first, last = rng
+    try:
+        edges = np.histogram_bin_edges(np.empty(0, np.float64), bins, (first, last))
+    except ValueError as e:
+        raise Unsupported(f"histogram range {rng!r} ({e})") from None
+    if first == last:  # NumPy widens an empty range by 0.5 on each side
+        first, last = first - 0.5, last + 0.5
+    dt = np.result_type(last, first)
+    if dt.kind == "i":
+        denom = float(np.subtract(np.asarray(last, dt), np.asarray(first, dt),
+                                  casting="unsafe", dtype=np.dtype(f"u{dt.itemsize}")))
+    else:
+        denom = float(np.subtract(last, first, dtype=dt))
+    return float(first), float(last), denom, edges
+
+
+def _emit_histogram(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                    indent: str) -> str:
+    first, last, denom, edges = _histogram_range(node)
+    nbins = int(node.attrs["bins"])
+    ec = f"c{len(w.constants)}"
+    w.constants.append(edges)
+    w.helpers["_histogram"] = _HISTOGRAM
+    counts = w.fresh("h")
+    lines.append(f"{indent}{counts} = np.zeros({nbins}, np.int64)")
+    lines.append(f"{indent}_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
+                 f"{const_source(first, np.float64)}, {const_source(last, np.float64)}, "
+                 f"{const_source(denom, np.float64)}, {nbins}, {counts})")
+    lines.append(f"{indent}{t} = ({counts}, {ec}.copy())")
+    return "fresh"
+
+
+RULES[OpKind.HISTOGRAM] = Rule(lambda n: _histogram_range(n) and None, _emit_histogram)
+
+
+# ---------------------------------------------------------------------------------------------
+# convolve / correlate
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's ``_pyarray_correlate`` (``multiarraymodule.c``) of C-contiguous ``d`` and ``k``
+# (``len(d) >= len(k)``) step for step. The partial overlaps at both ends are each one call
+# of the dtype's dot function, which NumPy's matmul loop makes for a (1, n) @ (n, 1) product
+# with the same strides (``_mm_float``: the same BLAS ``dot``, the same bits). The full
+# overlaps are NumPy's ``small_correlate`` for kernels of at most 11 values — a sum from 0
+# in kernel order, in the dtype — and dot calls for longer kernels. A function of its own,
+# not inlined: compiled once per dtype however many convolutions a graph makes.
+_CORRELATE = """\
+@_inline
+def _dot1(d, i1, k, i2, out, o, n, f, dd, pp, dims, st):
+    _mm_float(d[i1:i1 + n][None, None, :], k[i2:i2 + n][None, :, None],
+              out[o:o + 1][None, :, None], f, dd, pp, dims, st, 0, 0, 0, 0, 0, 0)
+
+
+@_kernel
+def _correlate(d, k, mode, f, dd, pp, dims, st):
+    n1 = d.shape[0]
+    n2 = k.shape[0]
+    if mode == 0:
+        length = n1 - n2 + 1
+        n_left = 0
+        n_right = 0
+    elif mode == 1:
+        length = n1
+        n_left = n2 // 2
+        n_right = n2 - n_left - 1
+    else:
+        length = n1 + n2 - 1
+        n_left = n2 - 1
+        n_right = n2 - 1
+    out = np.empty(length, d.dtype)
+    i1 = 0
+    i2 = n_left
+    n = n2 - n_left
+    o = 0
+    for i in range(n_left):
+        _dot1(d, i1, k, i2, out, o, n, f, dd, pp, dims, st)
+        n += 1
+        i2 -= 1
+        o += 1
+    nd = n1 - n2 + 1
+    if n <= 11:
+        for i in range(nd):
+            s = d.dtype.type(0)
+            for j in range(n):
+                s += d[i + j] * k[j]
+            out[o + i] = s
+    else:
+        for i in range(nd):
+            _dot1(d, i, k, 0, out, o + i, n, f, dd, pp, dims, st)
+    i1 = nd
+    o += nd
+    for i in range(n_right):
+        n -= 1
+        _dot1(d, i1, k, 0, out, o, n, f, dd, pp, dims, st)
+        i1 += 1
+        o += 1
+    return out
+"""
+
+_CORRELATE_MODES = {"valid": 0, "same": 1, "full": 2}
+
+
+def _check_correlate(node: Node) -> tuple[np.dtype, int]:
+    _only_params(node, {"mode"})
+    a, v = _array_arg(node, 0, "an array"), _array_arg(node, 1, "a kernel")
+    dt = _out_dtype(node)
+    if dt.kind != "f" or np.dtype(a.dtype) != dt or np.dtype(v.dtype) != dt:
+        raise Unsupported(f"{node.op.value} of {a.dtype} and {v.dtype} (one float dtype: "
+                          "NumPy's integer dot and small_correlate differ)")
+    if len(a.aval.shape) != 1 or len(v.aval.shape) != 1:
+        raise Unsupported(f"{node.op.value} of arrays other than 1-D")
+    mode = node.attrs.get("mode", "valid")
+    if mode not in _CORRELATE_MODES:
+        raise Unsupported(f"{node.op.value} mode {mode!r}")
+    if find_loop(np.matmul, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy matmul loop for {dt}")
+    return dt, _CORRELATE_MODES[mode]
+
+
+def _emit_correlate(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                    indent: str) -> str:
+    """``np.convolve``: the longer array correlated with the shorter one reversed (NumPy's
+    composition); ``np.correlate``: the arrays as given, swapped when the first is shorter
+    and the result then reversed (NumPy's ``correlate2``). An empty array signals NumPy's
+    ValueError."""
+    dt, mode = _check_correlate(node)
+    a, v = w.fresh("cv"), w.fresh("cv")
+    lines.append(f"{indent}{a} = np.ascontiguousarray({args[0].name})")
+    lines.append(f"{indent}{v} = np.ascontiguousarray({args[1].name})")
+    w.signal(lines, indent, f"{a}.shape[0] == 0 or {v}.shape[0] == 0")
+    w.helpers["_mm_float"] = _MM_FLOAT
+    w.helpers["_correlate"] = _CORRELATE
+    loop = f"{_loop(w, np.matmul, (dt,) * 3)}, {_scratch(w)}"
+    lines.append(f"{indent}if {a}.shape[0] >= {v}.shape[0]:")
+    if node.op is OpKind.CONVOLVE:
+        lines.append(f"{indent}    {t} = _correlate({a}, np.ascontiguousarray({v}[::-1]), "
+                     f"{mode}, {loop})")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    {t} = _correlate({v}, np.ascontiguousarray({a}[::-1]), "
+                     f"{mode}, {loop})")
+    else:
+        lines.append(f"{indent}    {t} = _correlate({a}, {v}, {mode}, {loop})")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    {t} = np.ascontiguousarray("
+                     f"_correlate({v}, {a}, {mode}, {loop})[::-1])")
+    return "fresh"
+
+
+RULES[OpKind.CONVOLVE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+RULES[OpKind.CORRELATE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+
+
+# ---------------------------------------------------------------------------------------------
+# linalg.solve / inv / det: NumPy's own LAPACK gufunc loops
+# ---------------------------------------------------------------------------------------------
+
+def _linalg_loop(op: OpKind, b_rank: int) -> np.ufunc:
+    """The ``numpy.linalg._umath_linalg`` gufunc ``np.linalg.<op>`` calls for 2-D ``a``."""
+    from numpy.linalg import _umath_linalg as umath_linalg
+    if op is OpKind.SOLVE:
+        return umath_linalg.solve1 if b_rank == 1 else umath_linalg.solve
+    return umath_linalg.inv if op is OpKind.INV else umath_linalg.det
+
+
+def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
+    """The gufunc and the rank of ``b`` (0 without one)."""
+    _only_params(node, set())
+    a = _array_arg(node, 0, "a matrix")
+    if len(a.aval.shape) != 2:
+        raise Unsupported(f"{node.op.value} of a stack of matrices (2-D only)")
+    rank_b = 0
+    for x in node.args[: 2 if node.op is OpKind.SOLVE else 1]:
+        if not isinstance(x, Node) or np.dtype(x.dtype).kind not in "iuf":
+            raise Unsupported(f"{node.op.value} of {getattr(x, 'dtype', type(x).__name__)}")
+    if node.op is OpKind.SOLVE:
+        rank_b = len(_array_arg(node, 1, "b").aval.shape)
+        if rank_b not in (1, 2):
+            raise Unsupported(f"solve with a {rank_b}-D b")
+    if np.dtype(node.dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise Unsupported(f"{node.op.value} into {node.dtype}")
+    ufunc = _linalg_loop(node.op, rank_b)
+    if find_loop(ufunc, (np.dtype(np.float64),) * ufunc.nargs) is None:
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for float64")
+    return ufunc, rank_b
+
+
+def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                 indent: str) -> str:
+    """One call of the gufunc loop ``np.linalg`` makes, on float64 copies (NumPy computes
+    every real dtype in double, then casts to the result's dtype), with the core strides
+    of those copies: the loop copies them into its Fortran buffer and calls LAPACK
+    (``dgesv``, ``dgetrf``...) exactly as under NumPy. NumPy's errors — a matrix that is
+    not square, shapes that do not match, a singular matrix (``solve``/``inv``: NaNs and
+    its invalid flag, which ``np.linalg`` turns into LinAlgError) — and non-finite inputs
+    (whose invalid operations NumPy would also report) signal."""
+    ufunc, rank_b = _check_linalg(node)
+    pp, dims, st = _scratch(w).split(", ")
+    f, d = _loop(w, ufunc, (np.dtype(np.float64),) * ufunc.nargs).split(", ")
+    ops = [w.fresh("la") for _ in range(1 + (node.op is OpKind.SOLVE))]
+    for v, a in zip(ops, args):
+        lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).astype(np.float64)")
+    a = ops[0]
+    w.signal(lines, indent, f"{a}.shape[0] != {a}.shape[1] or {a}.shape[0] == 0")
+    if node.op is not OpKind.DET:
+        for v in ops:
+            w.signal(lines, indent, f"not np.all(np.isfinite({v}))")
+    o = w.fresh("la")
+    if node.op is OpKind.SOLVE:
+        b = ops[1]
+        w.signal(lines, indent, f"{b}.shape[0] != {a}.shape[0]")
+        if rank_b == 2:
+            w.signal(lines, indent, f"{b}.shape[1] == 0")
+        lines.append(f"{indent}{o} = np.empty({b}.shape, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]"] + \
+            [f"{b}.strides[{k}]" for k in range(rank_b)] + \
+            [f"{o}.strides[{k}]" for k in range(rank_b)]
+        ptrs = [a, b, o]
+        sizes = [f"{a}.shape[0]"] + ([f"{b}.shape[1]"] if rank_b == 2 else [])
+    elif node.op is OpKind.INV:
+        lines.append(f"{indent}{o} = np.empty({a}.shape, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]", f"{o}.strides[0]", f"{o}.strides[1]"]
+        ptrs, sizes = [a, o], [f"{a}.shape[0]"]
+    else:
+        lines.append(f"{indent}{o} = np.empty(1, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]"]
+        ptrs, sizes = [a, o], [f"{a}.shape[0]"]
+    for k, p in enumerate(ptrs):
+        lines.append(f"{indent}{pp}[{k}] = {p}.ctypes.data")
+        lines.append(f"{indent}{st}[{k}] = 0")  # one matrix: the outer loop runs once
+    lines.append(f"{indent}{dims}[0] = 1")
+    for k, s in enumerate(sizes):
+        lines.append(f"{indent}{dims}[{k + 1}] = {s}")
+    for k, s in enumerate(cores):
+        lines.append(f"{indent}{st}[{len(ptrs) + k}] = {s}")
+    lines.append(f"{indent}_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, "
+                 f"{st}.ctypes.data, {d})")
+    if node.op is not OpKind.DET:
+        w.signal(lines, indent, f"np.any(np.isnan({o}))")
+    cast = "" if np.dtype(node.dtype) == np.float64 else f".astype({ctor(np.dtype(node.dtype))})"
+    if node.op is OpKind.DET:
+        lines.append(f"{indent}{t} = {o}{cast}[0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}{cast}")
+    return "fresh"
+
+
+for _kind in (OpKind.SOLVE, OpKind.INV, OpKind.DET):
+    RULES[_kind] = Rule(lambda n: _check_linalg(n) and None, _emit_linalg)
 
 
 __all__ = ["RULES", "Rule", "Writer", "claims"]
