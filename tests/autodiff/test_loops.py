@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
+from kernel_ext.backends import fused
 from kernel_ext.ir import OpKind
 
 EPS = 1e-6
@@ -175,7 +176,9 @@ def test_a_forward_loop_stacks_its_state_only_when_a_gradient_reaches_it() -> No
 
 # Whole-graph compilation has no tensor_array_write yet: the graph runs as fused segments.
 @pytest.mark.filterwarnings("ignore:kx.function\\(jit_compile=True\\).*tensor_array_write")
-@pytest.mark.parametrize("options", [{"backend": "numpy"}, {}, {"jit_compile": True}])
+@pytest.mark.parametrize("options", [{"backend": "numpy"}, {}, {"backend": "numba"},
+                                     {"jit_compile": True},
+                                     {"jit_compile": True, "backend": "numba"}])
 def test_loop_gradients_run_on_every_executor(options: dict) -> None:
     def f(x: Any, n: Any) -> Any:
         y = x
@@ -187,6 +190,29 @@ def test_loop_gradients_run_on_every_executor(options: dict) -> None:
     grad = kx.function(kx.grad(f), **options)
     np.testing.assert_allclose(grad(x, np.int64(3)), numeric_grad(lambda v: f(v, 3), x),
                                rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ["auto", "numba"])
+def test_the_iteration_count_of_a_stacking_loop_enters_fused_segments(backend: str) -> None:
+    """The counter a loop gains for its gradient starts as an int64, not Python's ``0``:
+    ``backend="numba"`` fuses ``count + 1`` into a kernel whose 0-d operands are NumPy
+    scalars (a Python int there raised TypeError)."""
+    def f(x: Any, n: Any) -> Any:
+        y = x
+        for i in kx.range(n):
+            y = np.sin(y) * x + 0.1 * y
+        return np.sum(y)
+
+    x = np.linspace(-1.0, 1.0, 5)
+    want = kx.function(kx.grad(f), backend="numpy")(x, 3)
+    old = fused.set_synchronous(True)  # (the kernels run at the first call)
+    try:
+        got = kx.function(kx.grad(f), backend=backend)(x, 3)
+    finally:
+        fused.set_synchronous(old)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, numeric_grad(lambda v: f(v, 3), x), rtol=1e-6,
+                               atol=1e-7)
 
 
 # -- higher order: the reverse loop is differentiated like any other graph loop -------------------
