@@ -188,11 +188,13 @@ class Variable(NumpyOperators):
         if ctx is None:
             if isinstance(value, Tensor):
                 value.context.check_owned(value)
+            if self.update_in_place(kind, value):  # (nobody holds the buffer)
+                return self
             if kind == "add":
                 value = np.add(self._storage, value)
             elif kind == "sub":
                 value = np.subtract(self._storage, value)
-            self.store(value)
+            self.store(value, owned=kind != "assign")  # (a sum or difference is ours)
         else:
             ctx.graph.create_node(op, (ctx.lift(value),), {"variable": self},
                                   name=f"{self.name}/{op.value}")

@@ -134,3 +134,23 @@ def test_updates_that_cast_or_broadcast_give_numpys_values():
         want = (want + d64).astype(np.float32)
     np.testing.assert_array_equal(v.numpy(), want)
     np.testing.assert_array_equal(w.numpy(), np.tile(row * 3, (2, 1)))
+
+
+def test_eager_updates_write_in_place_until_the_buffer_is_handed_out():
+    v = kx.Variable(np.linspace(0.0, 1.0, 5, dtype=np.float32))
+    d = np.full(5, 0.25, np.float32)
+    want = np.linspace(0.0, 1.0, 5, dtype=np.float32)
+    buf = v.peek()
+    for _ in range(3):
+        v.assign_sub(d)
+        want = want - d
+    assert v.peek() is buf                      # nobody saw it: written in place
+    np.testing.assert_array_equal(v.numpy(), want)
+    held = np.asarray(v)                        # handed out: the next update replaces it
+    v.assign_add(d * 2)
+    assert v.peek() is not held
+    np.testing.assert_array_equal(held, want)
+    np.testing.assert_array_equal(v.numpy(), want + d * 2)
+    v.assign(np.zeros(5))                       # float64 into float32: cast, as NumPy does
+    np.testing.assert_array_equal(v.numpy(), np.zeros(5, np.float32))
+    assert v.dtype == np.float32
