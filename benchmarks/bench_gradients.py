@@ -11,12 +11,16 @@
   respect to ``x`` over 10M float32 elements, against the forward chain; both traced with the
   default (fused) backend. Target: ≤ 2x the forward time.
 
-Timings are the best of several repeats (the machine is shared), as in ``run.py``.
+Timings are the best of several repeats (the machine is shared), as in ``run.py``. W8's two
+steps are timed in alternating rounds (each the best of a few repeats) and the row shows the
+medians and the median of the per-round ratios: on a loaded machine the load drifts within
+a run, and the ratio of two medians taken minutes apart drifted with it (1.1x to 3.3x).
 """
 
 from __future__ import annotations
 
 import importlib.util
+import statistics
 import timeit
 from typing import Any, Callable
 
@@ -33,6 +37,21 @@ LEARNING_RATE = 0.01
 def _best_ms(fn: Callable[[], object], number: int, repeat: int) -> float:
     fn()
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
+
+
+def _interleaved_ms(a: Callable[[], object], b: Callable[[], object], number: int,
+                    rounds: int) -> tuple[float, float, float]:
+    """Medians of ``a``'s and ``b``'s time per call (ms) and of their per-round ratio
+    ``b / a``, timing them alternately (each round: the best of 3 repeats of ``number``)."""
+    a(), b()
+    ta, tb, ratio = [], [], []
+    for _ in range(rounds):
+        x = min(timeit.repeat(a, number=number, repeat=3)) / number * 1e3
+        y = min(timeit.repeat(b, number=number, repeat=3)) / number * 1e3
+        ta.append(x)
+        tb.append(y)
+        ratio.append(y / x)
+    return statistics.median(ta), statistics.median(tb), statistics.median(ratio)
 
 
 def _fmt(ms: float) -> str:
@@ -122,11 +141,11 @@ def bench_w8(quick: bool) -> list[Row]:
             step(x, y)
         if executable is not None and hasattr(executable, "wait"):
             executable.wait(300)
-    base = _best_ms(lambda: numpy_step(hand, x, y), number, repeat)
-    ours = _best_ms(lambda: step(x, y), number, repeat)
+    base, ours, ratio = _interleaved_ms(lambda: numpy_step(hand, x, y), lambda: step(x, y),
+                                        5, 3 if quick else 15)
     rows: list[Row] = [
         ("W8 MLP 784-256-256-10 train step, batch 256 f32: NumPy by hand", _fmt(base), "", ""),
-        ("W8 kx.function (GradientTape + SGD)", _fmt(ours), f"{ours / base:.2f}x NumPy time",
+        ("W8 kx.function (GradientTape + SGD)", _fmt(ours), f"{ratio:.2f}x NumPy time",
          "≤ 0.8x")]
     for name, make in (("jax.jit(value_and_grad)", _jax_step), ("tf.function", _tf_step)):
         if importlib.util.find_spec(name.split(".")[0]) is None:

@@ -37,6 +37,13 @@ from ..trace.state import outside_traces
 if TYPE_CHECKING:
     from .tape import GradientTape
 
+
+def same_trace(a: "GradientTape | None", b: "GradientTape | None") -> bool:
+    """Do two eager tapes record into one trace (the same tape, or tapes recording at the
+    same time: a tape inside a tape)?"""
+    return a is b or (a is not None and b is not None and a._trace is not None and
+                      a._trace is b._trace)
+
 _local = threading.local()
 
 
@@ -182,7 +189,7 @@ def _traced(value: Any, tape: "GradientTape") -> Any:
     """``value`` with recording arrays as their traced stand-ins (in ``tape``'s trace)."""
     def leaf(x: Any) -> Any:
         if isinstance(x, RecordingArray):
-            if x._kx_tensor is not None and x._kx_tape is tape:
+            if x._kx_tensor is not None and same_trace(x._kx_tape, tape):
                 return x._kx_tensor
             if x._kx_lost:
                 raise errors.NonDifferentiableError(
@@ -192,7 +199,7 @@ def _traced(value: Any, tape: "GradientTape") -> Any:
                     "its gradient would be lost. Fix: use the NumPy function instead of the "
                     "method (np.diagonal(x), np.reshape(x, ...)), or compute it inside a "
                     "kx.function.")
-            return x.view(np.ndarray)  # another tape's array: a constant here
+            return x.view(np.ndarray)  # an unrelated tape's array: a constant here
         if isinstance(x, Variable):
             return tape.eager_read(x, tensor=True) if tape.watches_on_read(x) else x.storage
         return x
@@ -294,4 +301,5 @@ def watch_array(tape: "GradientTape", value: Any, name: str) -> RecordingArray:
     return rec
 
 
-__all__ = ["RecordingArray", "record_function_call", "records", "watch_array", "wrap"]
+__all__ = ["RecordingArray", "record_function_call", "records", "same_trace", "watch_array",
+           "wrap"]

@@ -81,8 +81,8 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     iterations and stacks each iteration's starting state (once per node; later calls return
     the same :class:`StackedLoop`).
 
-    The new loop variables come after the old ones, with inline initial values (``0`` and
-    ``None``, an empty stack) so that no node has to be inserted before the loop: a tape
+    The new loop variables come after the old ones, with inline initial values (``int64(0)``
+    and ``None``, an empty stack) so that no node has to be inserted before the loop: a tape
     remembers stretches of the node list by position.
     """
     done = node.attrs.get(STACKED)
@@ -106,7 +106,9 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     body.outputs = list(body.outputs) + [following, *writes]
     out_avals = tuple(specs) + (count_aval,) + tuple(w.aval for w in writes)
     original_body = node.attrs["body"]
-    node.args = (*node.args[:n], 0, *([None] * n), *node.args[n:])
+    # (the count starts as an int64, not Python's 0: a fused segment of the body takes its
+    # 0-d operands as NumPy scalars, and a Python int there failed under backend="numba")
+    node.args = (*node.args[:n], np.int64(0), *([None] * n), *node.args[n:])
     node.attrs.update({"cond": cond, "body": body, "n_vars": len(out_avals),
                        "out_avals": out_avals})
     node.aval = out_avals

@@ -9,7 +9,12 @@ to ``watch`` and which variables were read meanwhile; ``gradient`` runs the back
 Eagerly (no trace running), ``x = tape.watch(x)`` returns a recording array: plain NumPy
 code on it is recorded into a trace the tape owns (:mod:`kernel_ext.autodiff.eager`), and
 ``gradient`` differentiates that trace and evaluates it with NumPy's reference interpreter;
-trainable variables read under the tape are recorded the same way. For the seed's form,
+trainable variables read under the tape are recorded the same way. Eager tapes that record at
+the same time (a tape inside a tape) share one trace (:class:`_EagerTrace`), each
+differentiating only what was recorded while it recorded; the inner tape's ``gradient``
+builds its backward pass into that trace while the outer one records, so its result is a
+recording array of the outer tape and the outer tape differentiates it again: second order
+eagerly, as TensorFlow's nested tapes give it. For the seed's form,
 ``tape.watch(v)`` with plain arrays passed to ``kx.function`` calls, the tape records each one
 made under it (the engine reports them: :func:`record_call`) with its arguments and results;
 ``gradient`` replays them as one trace, in order, with the watched arrays and variables as
@@ -31,7 +36,7 @@ from ..trace import Tensor, TraceContext, Variable, current_context
 from ..trace.state import ACTIVITY
 from ..trace.variables import EAGER_READ_HOOK
 from .backward import backward, differentiable
-from .eager import RecordingArray, watch_array, wrap
+from .eager import RecordingArray, same_trace, watch_array, wrap
 
 _local = threading.local()
 _UNCONNECTED = ("none", "zero")
@@ -78,6 +83,21 @@ def stop_gradient(x: Any) -> Any:
     return x
 
 
+class _EagerTrace:
+    """The trace eager tapes record plain NumPy code into, with the values of its inputs
+    (watched arrays, variable reads). Tapes that record at the same time share one."""
+
+    def __init__(self) -> None:
+        self.ctx = TraceContext("gradient_tape")
+        self.feeds: dict[Node, Any] = {}
+        self.var_reads: dict[int, list[tuple[Node, Any]]] = {}
+        self.tapes: list["GradientTape"] = []  # the tapes recording into it
+
+    def recording(self) -> bool:
+        """Does a tape record into this trace now?"""
+        return any(t.recording for t in self.tapes)
+
+
 class GradientTape:
     """Records operations for automatic differentiation (``tf.GradientTape`` for NumPy).
 
@@ -100,11 +120,10 @@ class GradientTape:
         self.recording = False
         self._entered = False
         self._used = False
-        # eager recording of plain NumPy code: the trace, its inputs' values, variable reads
-        self._eager_ctx: TraceContext | None = None
-        self._feeds: dict[Node, Any] = {}
-        self._var_reads: dict[int, list[tuple[Node, Any]]] = {}
-        self._read_vars: dict[int, Variable] = {}
+        # eager recording of plain NumPy code: the (possibly shared) trace, and the
+        # stretches of its node list made while this tape recorded ([start, end))
+        self._trace: _EagerTrace | None = None
+        self._eager_intervals: list[list[int]] = []
 
     # -- recording ---------------------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
@@ -121,6 +140,13 @@ class GradientTape:
     def _start(self) -> None:
         self.recording = True
         if self._ctx is None:
+            if self._trace is None:
+                # a tape inside a tape joins the trace of the one recording around it
+                around = [t for t in eager_tapes() if t._trace is not None]
+                self._trace = around[-1]._trace if around else _EagerTrace()
+            if self not in self._trace.tapes:
+                self._trace.tapes.append(self)
+            self._eager_intervals.append([len(self._trace.ctx.graph.nodes), -1])
             eager_tapes().append(self)
             EAGER_READ_HOOK[0] = _read_under_tape  # variable reads yield recording arrays
             with ACTIVITY.lock:  # keeps kx.function calls off the cache-hit path meanwhile
@@ -133,6 +159,7 @@ class GradientTape:
             return
         self.recording = False
         if self._ctx is None:
+            self._eager_intervals[-1][1] = len(self._trace.ctx.graph.nodes)  # type: ignore
             eager_tapes().remove(self)
             if not eager_tapes():
                 EAGER_READ_HOOK[0] = None
@@ -162,10 +189,10 @@ class GradientTape:
         self._watched_vars.clear()
         self._watched_arrays.clear()
         self.calls.clear()
-        self._eager_ctx = None
-        self._feeds.clear()
-        self._var_reads.clear()
-        self._read_vars.clear()
+        if self._trace is not None and self in self._trace.tapes:
+            self._trace.tapes.remove(self)
+        self._trace = None
+        self._eager_intervals.clear()
         self._used = False
         if recording:
             self._start()
@@ -199,28 +226,43 @@ class GradientTape:
         if not isinstance(leaf, (np.ndarray, np.generic)) or \
                 np.asarray(leaf).dtype.kind not in "fc":
             return leaf
-        if isinstance(leaf, RecordingArray) and leaf._kx_tape is self:
-            return leaf
-        rec = watch_array(self, leaf, f"watched_{len(self._feeds)}")
-        self._feeds[rec._kx_tensor.node] = np.asarray(rec.view(np.ndarray))
+        if isinstance(leaf, RecordingArray) and leaf._kx_tensor is not None and \
+                same_trace(leaf._kx_tape, self):
+            return leaf  # already recorded (by this tape, or one this tape is inside)
+        trace = self._eager_trace()
+        rec = watch_array(self, leaf, f"watched_{len(trace.feeds)}")
+        trace.feeds[rec._kx_tensor.node] = np.asarray(rec.view(np.ndarray))
         self._watched_arrays[id(rec)] = rec
         return rec
 
     # -- the eager recording of plain NumPy code (kernel_ext.autodiff.eager) ---------------
+    def _eager_trace(self) -> _EagerTrace:
+        if self._trace is None:
+            self._trace = _EagerTrace()
+            self._trace.tapes.append(self)
+        return self._trace
+
     def eager_context(self) -> TraceContext:
         """The trace this eager tape records NumPy code on recording arrays into."""
-        if self._eager_ctx is None:
-            self._eager_ctx = TraceContext("gradient_tape")
-        return self._eager_ctx
+        return self._eager_trace().ctx
 
     def recording_eagerly(self) -> bool:
-        return self.recording and self._ctx is None
+        """Is NumPy code on this tape's recording arrays recorded now (by this tape, or by
+        a tape around it that shares its trace)?"""
+        return self._ctx is None and self._trace is not None and self._trace.recording()
+
+    def _eager_recorded(self) -> set[Node]:
+        """The nodes of the eager trace made while this tape recorded."""
+        nodes = self._eager_trace().ctx.graph.nodes
+        return {n for start, end in self._eager_intervals
+                for n in nodes[start: len(nodes) if end < 0 else end]}
 
     def eager_read(self, var: Variable, tensor: bool = False) -> Any:
         """A read of ``var`` on this eager tape: a recording array of its current value (or
         its traced stand-in), one source per stored value of the variable."""
         storage = var.storage
-        reads = self._var_reads.setdefault(id(var), [])
+        trace = self._eager_trace()
+        reads = trace.var_reads.setdefault(id(var), [])
         for node, seen in reads:
             if seen is storage:
                 break
@@ -231,8 +273,7 @@ class GradientTape:
                 node = ctx.placeholder(f"{var.name.split(':')[0]}_read", storage.shape,
                                        storage.dtype, ("variable", var.name)).node
             reads.append((node, storage))
-            self._feeds[node] = storage
-            self._read_vars[id(var)] = var
+            trace.feeds[node] = storage
         t = self.eager_context().tensor(node)
         return t if tensor else wrap(storage, t, self)
 
@@ -273,7 +314,8 @@ class GradientTape:
                                "use it as `with kx.GradientTape() as tape:`")
         self._used = True
         leaves = _leaves(sources)
-        if self._ctx is None and any(isinstance(t, RecordingArray) and t._kx_tape is self
+        if self._ctx is None and any(isinstance(t, RecordingArray) and
+                                     t._kx_tensor is not None and same_trace(t._kx_tape, self)
                                      for t in _leaves(target)):
             grads = self._recorded_gradient(target, leaves, output_gradients)
         elif self._ctx is None:
@@ -371,14 +413,16 @@ class GradientTape:
     # -- eagerly, over recorded NumPy code --------------------------------------------------
     def _recorded_gradient(self, target: Any, leaves: list[Any],
                            output_gradients: Any) -> list[Any]:
-        ctx = self.eager_context()
+        trace = self._eager_trace()
+        ctx = trace.ctx
         target_leaves = _leaves(target)
         ogs = _leaves(output_gradients) if output_gradients is not None else \
             [None] * len(target_leaves)
+        recorded = self._eager_recorded()
         with ctx:
             targets = []
             for t, og in zip(target_leaves, ogs):
-                if isinstance(t, RecordingArray) and t._kx_tape is self and \
+                if isinstance(t, RecordingArray) and same_trace(t._kx_tape, self) and \
                         t._kx_tensor is not None:
                     tt = t._kx_tensor
                     targets.append((ctx.lift(tt), np.ones_like(tt) if og is None else
@@ -387,18 +431,25 @@ class GradientTape:
             for s in leaves:
                 if isinstance(s, Variable):
                     ok = self.watches_on_read(s)
-                    source_nodes.append([n for n, _ in self._var_reads.get(id(s), [])]
+                    source_nodes.append([n for n, _ in trace.var_reads.get(id(s), [])]
                                         if ok else [])
-                elif isinstance(s, RecordingArray) and s._kx_tape is self and \
+                elif isinstance(s, RecordingArray) and same_trace(s._kx_tape, self) and \
                         s._kx_tensor is not None:
                     node = ctx.lift(s._kx_tensor)
                     source_nodes.append([node] if differentiable(node.aval) else [])
                 else:
                     source_nodes.append([])
-            outputs, slots = _gradient_outputs(ctx, targets, source_nodes)
+            outputs, slots = _gradient_outputs(ctx, targets, source_nodes,
+                                               recorded.__contains__)
         ctx.graph.outputs = outputs
-        values = interpret(ctx.graph, [self._feeds[n] for n in ctx.graph.inputs])
-        return [None if i is None else _as_result(values[i]) for i in slots]
+        values = interpret(ctx.graph, [trace.feeds[n] for n in ctx.graph.inputs])
+        results = [None if i is None else _as_result(values[i]) for i in slots]
+        if not trace.recording():
+            return results
+        # A tape around this one records: the backward pass just built is part of its
+        # recording, so the gradients are recorded values it can differentiate again.
+        return [None if i is None else wrap(r, ctx.tensor(outputs[i]), self)
+                for r, i in zip(results, slots)]
 
     # -- eagerly, replaying kx.function calls ------------------------------------------------
     def _eager_gradient(self, target: Any, leaves: list[Any],
@@ -472,12 +523,13 @@ def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
                 "value inside.")
 
 
-def _gradient_outputs(ctx: TraceContext, targets: Any, source_nodes: list[list[Node]]
+def _gradient_outputs(ctx: TraceContext, targets: Any, source_nodes: list[list[Node]],
+                      recorded: Callable[[Node], bool] = lambda n: True
                       ) -> tuple[list[Node], list[int | None]]:
-    """Run the backward pass from ``targets`` to every node of ``source_nodes`` and sum the
-    gradients of each source's nodes: the graph outputs to compute and, per source, the index
-    of its output (None: not connected)."""
-    found = backward(ctx, targets, lambda n: True, [n for ns in source_nodes for n in ns])
+    """Run the backward pass from ``targets`` to every node of ``source_nodes`` through the
+    ``recorded`` nodes and sum the gradients of each source's nodes: the graph outputs to
+    compute and, per source, the index of its output (None: not connected)."""
+    found = backward(ctx, targets, recorded, [n for ns in source_nodes for n in ns])
     outputs: list[Node] = []
     slots: list[int | None] = []
     for ns in source_nodes:

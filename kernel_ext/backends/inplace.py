@@ -25,6 +25,17 @@ of a ``cond`` only write in place into buffers they made themselves.
 The decision needs the order in which the executor runs its steps (fusion may move a segment
 after a node that comes later in program order), so it is made on the emitter's own schedule:
 ``steps_of(graph)`` gives, for each step, the nodes it produces and the nodes it reads.
+
+**Variables** get the same treatment (:func:`_plan_variables`). A variable write
+(``assign``/``assign_add``/``assign_sub``: an optimizer's update) replaces the variable's
+buffer by a new array, so a training step allocated one array per variable per step. It runs
+in place (``Variable.update_in_place``: ``np.subtract(buf, delta, out=buf)``) when every read of
+that variable before it is dead by then (no later step reads the value or a view of it, no
+retaining op took it, it is not returned), the delta has the variable's dtype and a shape that
+broadcasts to it, and — checked at run time — the buffer was never handed to anyone outside
+(``Variable.storage``, ``np.asarray(v)``, an eager read, a read the call returns mark it
+exposed). Reads whose value dies inside the call use ``Variable.peek``, which does not mark
+it. Reads and writes inside ``cond``/``while`` bodies are left alone.
 """
 
 from __future__ import annotations
@@ -37,7 +48,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from ..ir.interpreter import build_index, tensor_array_write
+from ..ir.interpreter import LOWER, build_index, tensor_array_write
 
 #: One executor step: the nodes it produces and the nodes it reads.
 Step = tuple[Sequence[Node], Sequence[Node]]
@@ -54,15 +65,31 @@ class InplacePlan:
 
     writes: set[Node] = field(default_factory=set)
     entry_copies: dict[Node, frozenset[int]] = field(default_factory=dict)
+    #: Variable reads that need not mark the buffer exposed, and variable writes that may
+    #: update it in place (both lowered by :func:`write_in_place`).
+    variables: set[Node] = field(default_factory=set)
 
     def merge(self, other: "InplacePlan") -> None:
         self.writes |= other.writes
         self.entry_copies.update(other.entry_copies)
+        self.variables |= other.variables
 
 
 def write_in_place(node: Node) -> Callable[..., Any]:
-    """The in-place lowering of a ``setitem`` node (NumPy's own ``x[idx] = value``) or of a
-    ``tensor_array_write`` (the row written into the stack itself)."""
+    """The in-place lowering of a ``setitem`` node (NumPy's own ``x[idx] = value``), of a
+    ``tensor_array_write`` (the row written into the stack itself), of a variable read whose
+    value dies in the call and of a variable write (into the variable's buffer when it is
+    still private, else as :data:`~kernel_ext.ir.interpreter.LOWER` does)."""
+    if node.op is OpKind.READ_VARIABLE:
+        return node.attrs["variable"].peek
+    if node.op in _VARIABLE_WRITES:
+        var, kind = node.attrs["variable"], _VARIABLE_WRITES[node.op]
+        replace = LOWER[node.op](node)
+
+        def write(value: Any) -> None:
+            if not var.update_in_place(kind, value):
+                replace(value)
+        return write
     if node.op is OpKind.TENSOR_ARRAY_WRITE:
         return functools.partial(tensor_array_write, in_place=True, **node.params)
     template = node.attrs["index"]
@@ -81,7 +108,56 @@ def plan_inplace(graph: Graph, steps_of: StepsOf,
     updates in place, whose new contents are written back to them at the end anyway. A write
     into one runs in the caller's array when nothing reads its old contents afterwards,
     which is what eager NumPy does (and saves the copy and the write-back)."""
-    return _Analysis(graph, steps_of, frozenset(owned_inputs)).run().plan
+    analysis = _Analysis(graph, steps_of, frozenset(owned_inputs)).run()
+    _plan_variables(analysis)
+    return analysis.plan
+
+
+_VARIABLE_WRITES = {OpKind.ASSIGN_VARIABLE: "assign", OpKind.ASSIGN_ADD_VARIABLE: "add",
+                    OpKind.ASSIGN_SUB_VARIABLE: "sub"}
+
+
+def _plan_variables(an: "_Analysis") -> None:
+    """Add the top-level variable reads and writes that may skip the copy (module doc)."""
+    nested: set[int] = set()  # variables read or written inside a branch or loop body
+    for node in an.graph.nodes:
+        for g in _subgraphs(node):
+            nested |= _variables_in(g)
+    end = len(an.steps)
+    reads: dict[int, list[tuple[int, Node]]] = {}
+    for k, (produced, _) in enumerate(an.steps):
+        if len(produced) != 1:
+            continue
+        node = produced[0]
+        if node.op is OpKind.READ_VARIABLE:
+            var = node.attrs["variable"]
+            reads.setdefault(id(var), []).append((k, node))
+            if an._dead_after(node, end - 1):
+                an.plan.variables.add(node)
+        elif node.op in _VARIABLE_WRITES:
+            var = node.attrs["variable"]
+            value = node.args[0]
+            if id(var) in nested or not isinstance(value, Node) or \
+                    value.aval is None or isinstance(value.aval, tuple) or \
+                    value.aval.shape is None:
+                continue
+            shape = tuple(value.aval.shape)
+            if np.dtype(value.aval.dtype) != var.dtype or len(shape) > var.ndim or \
+                    shape != tuple(var.shape[var.ndim - len(shape):]):
+                continue
+            if all(an._dead_after(r, k) for _, r in reads.get(id(var), ())):
+                an.plan.variables.add(node)
+
+
+def _variables_in(graph: Graph) -> set[int]:
+    """``id`` of every variable read or written in ``graph`` or its sub-graphs."""
+    found: set[int] = set()
+    for node in graph.nodes:
+        if node.op is OpKind.READ_VARIABLE or node.op in _VARIABLE_WRITES:
+            found.add(id(node.attrs["variable"]))
+        for g in _subgraphs(node):
+            found |= _variables_in(g)
+    return found
 
 
 def _is_buffer(node: Any) -> bool:
@@ -126,6 +202,7 @@ class _Analysis:
         self.steps_of = steps_of
         self.owned_params = owned_params
         self.plan = InplacePlan()
+        self.steps: list[Step] = []
         self.roots: dict[Node, frozenset[int]] = {}
         self.owned: set[Node] = set()
         self.last_read: dict[int, int] = {}   # root -> last step reading a value with it
@@ -166,7 +243,7 @@ class _Analysis:
 
     # -- the pass -----------------------------------------------------------------------------
     def run(self) -> "_Analysis":
-        steps = list(self.steps_of(self.graph))
+        steps = self.steps = list(self.steps_of(self.graph))
         end = len(steps)
         for k, (_, reads) in enumerate(steps):
             for r in reads:

@@ -58,6 +58,22 @@ def signature(ksrc: KernelSource, variant: str) -> tuple[types.Type, ...]:
     return tuple(sig)
 
 
+def signatures(ksrc: KernelSource, variant: str) -> list[tuple[types.Type, ...]]:
+    """Every signature a kernel variant is compiled for: :func:`signature`, and for an
+    ``nd`` float reduction over a non-last axis also the one whose accumulator has the
+    result's dtype (``ReductionPlan.seq_dtype``, which the runner passes when the call
+    reproduces NumPy's row-by-row order)."""
+    sig = signature(ksrc, variant)
+    sigs = [sig]
+    red = ksrc.call.reduction if ksrc.call is not None else None
+    if variant == "nd" and red is not None and red.seq_dtype is not None:
+        args = ksrc.call.args(variant)  # type: ignore[union-attr]
+        k = next(j for j, a in enumerate(args) if a.kind == "acc")
+        acc = types.Array(_scalar(red.seq_dtype), ksrc.call.rank, "C")  # type: ignore
+        sigs.append(sig[:k] + (acc,) + sig[k + 1:])
+    return sigs
+
+
 def graph_signature(descr: tuple) -> tuple[types.Type, ...]:
     """A whole-graph function's signature from its arguments' descriptions."""
     sig = []
@@ -78,14 +94,15 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
     cache entry) deletes the entry and compiles afresh once.
     """
     if variant.startswith("graph"):
-        name, sig = "graph", graph_signature(descr or ())
+        name, sigs = "graph", [graph_signature(descr or ())]
     else:
-        name, sig = {"flat": "k_flat", "nd": "k_nd"}[variant], signature(ksrc, variant)
+        name, sigs = {"flat": "k_flat", "nd": "k_nd"}[variant], signatures(ksrc, variant)
     for attempt in (0, 1):
         module, entry, _ = kernel_cache.load(ksrc.source)
         dispatcher = getattr(module, name)
         try:
-            dispatcher.compile(sig)
+            for sig in sigs:
+                dispatcher.compile(sig)
         except Exception:
             if attempt:
                 raise
@@ -99,4 +116,4 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-__all__ = ["compile_variant", "signature"]
+__all__ = ["compile_variant", "signature", "signatures"]

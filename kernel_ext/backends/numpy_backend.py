@@ -304,7 +304,8 @@ class Emitter:
             self.lines.append(f"{indent}{args[0]}[{index}] = {args[1]}")
             self.lines.append(f"{indent}{v} = {args[0]}")
         else:
-            lower = write_in_place if node in self.inplace.writes else LOWER[node.op]
+            planned = node in self.inplace.writes or node in self.inplace.variables
+            lower = write_in_place if planned else LOWER[node.op]
             fn = self.namer.bind(lower(node), f"_{node.op.value}")
             call = f"{fn}({', '.join(args)})"
             self.lines.append(f"{indent}{v} = {call}" if node.aval is not None

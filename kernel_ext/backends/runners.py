@@ -398,7 +398,25 @@ class CpuRunnerWriter(_RunnerWriter):
             dt = self.bind(np.dtype(red.acc_dtype), "_dt")
             keep = red.accumulator_shape([f"shp[{d}]" for d in range(rank)])
             shape = ", ".join(keep) + ("," if len(keep) == 1 else "")
-            L.append(f"{ind}acc = _full(({shape}), {ident}, {dt})")
+            if red.seq_dtype is not None:
+                # NumPy adds the rows one after another in the result's dtype when the array
+                # it reduces is C-ordered (it is when every input it depends on is
+                # C-contiguous: its
+                # temporaries follow their inputs' layout) and the reduced axis is not
+                # innermost once size-1 axes are dropped; it sums pairwise otherwise. The
+                # kernel then accumulates in that dtype, NumPy's bits; else in acc_dtype.
+                seq_ident = self.bind(np.dtype(red.seq_dtype).type(red.identity), "_id")
+                seq_dt = self.bind(np.dtype(red.seq_dtype), "_dt")
+                deps = call.output_deps[seg.outputs.index(seg.reduction)]
+                conds = [f"v{i}.flags.c_contiguous" for i in sorted(deps)]
+                inner = " * ".join(f"shp[{d}]" for d in range(red.axis + 1, rank))
+                conds.append(f"{inner} > 1")
+                L.append(f"{ind}if {' and '.join(conds)}:")
+                L.append(f"{ind}    acc = _full(({shape}), {seq_ident}, {seq_dt})")
+                L.append(f"{ind}else:")
+                L.append(f"{ind}    acc = _full(({shape}), {ident}, {dt})")
+            else:
+                L.append(f"{ind}acc = _full(({shape}), {ident}, {dt})")
         args = self.arguments(call, "nd")
         L.append(f"{ind}if kn({', '.join(args)}):")
         L.append(f"{ind}    {call_fb}")
@@ -446,8 +464,10 @@ def _nd_finisher(red: Any) -> Callable[[np.ndarray, tuple], Any]:
 
     def finish(acc: np.ndarray, shp: tuple) -> Any:
         if mean:
+            # NumPy divides by the count as an intp: a float32 sum is divided in float64
+            # and rounded once to float32, which this does too
             count = math.prod(shp) if axis is None else shp[axis]
-            acc = acc / count
+            acc = acc / np.intp(count)
         res = acc.astype(out_dt)
         if keepdims:
             return res

@@ -56,6 +56,7 @@ from .parallel import SUM_PARALLEL_MIN
 from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
 from .whole_graph_ops import RULES as _OP_RULES
+from .whole_graph_ops import loop_literal as _loop_literal
 
 #: Graphs with more ops than this (sub-graphs counted) are not compiled as one function.
 MAX_OPS = 800
@@ -1287,6 +1288,11 @@ class _GraphWriter:
         n = node.attrs["n_vars"]
         cond_g, body_g = node.attrs["cond"], node.attrs["body"]
         init, captures = args[:n], args[n:]
+        for i, v in enumerate(init):  # a literal operand (a gradient's count, empty stack)
+            if not isinstance(v, _Val):
+                src, scalar = _loop_literal(v, node.attrs["out_avals"][i])
+                init[i] = _Val(self.fresh("k"), scalar, not scalar)
+                lines.append(f"{indent}{init[i].name} = {src}")
         lvars = [_Val(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
         targets = self._reuse_targets(body_g, init)
         # a slot whose body writes its buffer in place starts from a private copy (.inplace)

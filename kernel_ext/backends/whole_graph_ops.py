@@ -2382,4 +2382,105 @@ for _kind in (OpKind.SOLVE, OpKind.INV, OpKind.DET):
     RULES[_kind] = Rule(lambda n: _check_linalg(n) and None, _emit_linalg)
 
 
-__all__ = ["RULES", "Rule", "Writer", "claims"]
+# ---------------------------------------------------------------------------------------------
+# TensorArray stacks (issue 15: loop gradients under jit_compile=True)
+# ---------------------------------------------------------------------------------------------
+# A loop's gradient stacks each iteration's state with ``tensor_array_write`` (the forward
+# loop gains a count, starting at ``int64(0)``, and one stack per variable, starting as
+# ``None``: ``autodiff/loops.py``); the reverse loop reads the rows back with ``getitem``.
+# ``loop_literal`` gives such literal loop operands their Numba form (the empty stack: a
+# 0-row array of the stack's rank, so every iteration carries one array type), and the rule
+# below writes a row exactly as ``ir.interpreter.tensor_array_write`` does: rows allocated
+# (zeros) at the first write, grown geometrically when dynamic, into the buffer itself where
+# the in-place plan (``backends/inplace.py``) found it private and dead, else into a copy.
+# A negative or out-of-range index and a row of another shape signal: the fused executor
+# reruns the call and raises NumPy's error.
+
+def loop_literal(value: Any, aval: Any) -> tuple[str, bool]:
+    """The Numba source of a literal loop operand of abstract value ``aval`` (``None``: an
+    empty stack) and whether it is a scalar; Unsupported for anything else."""
+    dt = np.dtype(aval.dtype)
+    if dt not in _DTYPES or aval.shape is None:
+        raise Unsupported(f"a loop operand {value!r} of {aval}")
+    if value is None:
+        if len(aval.shape) < 1:
+            raise Unsupported("an empty stack of rank 0")
+        return f"np.zeros({(0,) * len(aval.shape)!r}, {ctor(dt)})", False
+    if aval.shape != () or not isinstance(value, (bool, int, float, np.number, np.bool_)):
+        raise Unsupported(f"a loop operand {value!r}")
+    return f"{ctor(dt)}({literal_value(value, dt)!r})", True
+
+
+def _check_tensor_array_write(node: Node) -> None:
+    _only_params(node, {"dtype", "size", "dynamic_size"})
+    buffer, index, value = node.args
+    dt = np.dtype(node.attrs["dtype"])
+    if dt not in _DTYPES:
+        raise Unsupported(f"a TensorArray of {dt}")
+    if buffer is not None and (not isinstance(buffer, Node) or buffer.aval.shape is None or
+                               np.dtype(buffer.dtype) != dt):
+        raise Unsupported("tensor_array_write into a buffer that is not a stack")
+    if isinstance(index, Node):
+        if index.aval.shape != () or np.dtype(index.dtype).kind not in "iu":
+            raise Unsupported("tensor_array_write at a non-integer index")
+    elif not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        raise Unsupported(f"tensor_array_write at {index!r}")
+    if not isinstance(value, Node) or value.aval.shape is None or \
+            None in value.aval.shape or np.dtype(value.dtype) not in _DTYPES:
+        raise Unsupported("tensor_array_write of a value of unknown shape")
+    if not np.can_cast(value.dtype, dt, casting="same_kind"):
+        raise Unsupported(f"tensor_array_write of {value.dtype} into {dt}")  # NumPy's error
+    if node.aval.shape is None or len(node.aval.shape) != len(value.aval.shape) + 1:
+        raise Unsupported("tensor_array_write of a stack of another rank")
+
+
+def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                             indent: str) -> str:
+    buffer, index, value = args
+    dt = np.dtype(node.attrs["dtype"])
+    size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])
+    vshape = node.args[2].aval.shape
+    rank = len(vshape)
+    i = w.fresh("i")
+    lines.append(f"{indent}{i} = np.int64({index if not hasattr(index, 'name') else index.name})")
+    w.signal(lines, indent, f"{i} < 0")
+    row = "".join(f", {value.name}.shape[{d}]" for d in range(rank)) if not value.scalar \
+        else ""
+    zeros = f"np.zeros((max({size}, {i} + 1){row},), {ctor(dt)})"
+    grown = f"np.zeros((max({i} + 1, 2 * {{rows}}){row},), {ctor(dt)})"
+    in_place = node in getattr(w, "plan").writes
+    if buffer is None:
+        if not dynamic:
+            w.signal(lines, indent, f"{i} >= {size}")
+        lines.append(f"{indent}{t} = {zeros}")
+    else:
+        b, rows = buffer.name, w.fresh("rows")
+        lines.append(f"{indent}{rows} = {b}.shape[0]")
+        lines.append(f"{indent}if {rows} == 0:")
+        if not dynamic:
+            w.signal(lines, indent + "    ", f"{i} >= {size}")
+        lines.append(f"{indent}    {t} = {zeros}")
+        lines.append(f"{indent}else:")
+        inner = indent + "    "
+        for d in range(rank):  # every row has one shape (NumPy raises ValueError)
+            w.signal(lines, inner, f"{b}.shape[{d + 1}] != {value.name}.shape[{d}]")
+        lines.append(f"{inner}if {i} >= {rows}:")
+        if not dynamic:
+            w.signal(lines, inner + "    ", "True")
+        lines.append(f"{inner}    {t} = {grown.format(rows=rows)}")
+        lines.append(f"{inner}    {t}[:{rows}] = {b}")
+        lines.append(f"{inner}else:")
+        lines.append(f"{inner}    {t} = {b if in_place else b + '.copy()'}")
+    src = value.name
+    if np.dtype(node.args[2].dtype) != dt:
+        src = f"{ctor(dt)}({src})" if value.scalar else f"{src}.astype({ctor(dt)})"
+    lines.append(f"{indent}{t}[{i}] = {src}")
+    # (written in place, the stack is still the loop's own buffer: nothing else reads the
+    # old one, which the in-place plan checked, so it is carried without a copy)
+    return "fresh"
+
+
+RULES[OpKind.TENSOR_ARRAY_WRITE] = Rule(_check_tensor_array_write, _emit_tensor_array_write)
+
+
+__all__ = ["RULES", "Rule", "Writer", "claims", "loop_literal"]

@@ -397,13 +397,13 @@ def _assign(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.ASSIGN_ADD_VARIABLE)
 def _assign_add(node: Node) -> Callable[..., Any]:
     var = node.attrs["variable"]
-    return lambda v: var.store(np.add(var.storage, v), owned=True)
+    return lambda v: var.store(np.add(var.peek(), v), owned=True)
 
 
 @_lower(OpKind.ASSIGN_SUB_VARIABLE)
 def _assign_sub(node: Node) -> Callable[..., Any]:
     var = node.attrs["variable"]
-    return lambda v: var.store(np.subtract(var.storage, v), owned=True)
+    return lambda v: var.store(np.subtract(var.peek(), v), owned=True)
 
 
 def format_print(template: tuple, values: Sequence[Any], sep: str, end: str) -> str:

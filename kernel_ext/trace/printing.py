@@ -25,7 +25,7 @@ def kx_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
         for v in values:
             if isinstance(v, Tensor):
                 v.context.check_owned(v)
-            shown.append(v.storage if isinstance(v, Variable) else v)
+            shown.append(v.peek() if isinstance(v, Variable) else v)  # (only formatted)
         sys.stdout.write(format_print((None,) * len(shown), shown, sep, end))
         return
     template: list[str | None] = []

@@ -27,6 +27,13 @@ class Variable(NumpyOperators):
 
     ``storage`` is the current value, a read-only ndarray that :meth:`store` replaces; the
     executors' variable reads and writes (``ir.interpreter``) use these two at run time.
+
+    Updates in place: a training step's ``assign_sub`` would allocate a new array per
+    variable per step; :meth:`update_in_place` writes into the current buffer instead when
+    nobody else can see it. Every way the buffer leaves this object (the ``storage``
+    attribute, ``np.asarray(v)``, an eager read) marks it *exposed*; the executors read it
+    with :meth:`peek` where they proved the value dies inside the call
+    (``backends/inplace.py``). A buffer :meth:`store` made itself starts private again.
     """
 
     __array_priority__ = 20
@@ -36,7 +43,7 @@ class Variable(NumpyOperators):
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
-            initial_value = initial_value.storage
+            initial_value = initial_value.peek()  # (copied below)
         if isinstance(initial_value, Tensor):
             raise errors.VariableCreationError(
                 f"kx.Variable(initial_value=...) got the traced value "
@@ -49,36 +56,79 @@ class Variable(NumpyOperators):
             raise TypeError(f"kx.Variable needs a numeric or bool initial value, got dtype "
                             f"{value.dtype} from {type(initial_value).__name__}")
         value.setflags(write=False)
-        self.storage = value
+        self._storage = value
+        self._exposed = False  # has the buffer been handed to anyone (see the class doc)?
         self.name = name or f"Variable_{next(_ids)}"
         self.trainable = trainable
         ctx = current_context()
         if ctx is not None:
             ctx.on_variable_created(self)
 
+    # -- the buffer ---------------------------------------------------------------------------
+    @property
+    def storage(self) -> np.ndarray:
+        """The current value itself (read-only; no copy): whoever takes it may keep it, so
+        the variable's later updates replace the buffer rather than write into it."""
+        self._exposed = True
+        return self._storage
+
+    @storage.setter
+    def storage(self, value: np.ndarray) -> None:
+        self._storage = value
+        self._exposed = True  # (an array the caller made: the caller holds it)
+
+    def peek(self) -> np.ndarray:
+        """The current buffer, not marked exposed: for an executor's read whose value (and
+        every view of it) it has proved dead before the call returns."""
+        return self._storage
+
+    def update_in_place(self, kind: str, value: Any) -> bool:
+        """``assign``/``add``/``sub`` ``value`` into the current buffer itself; False (nothing
+        done) when the buffer may be seen by anyone else or the result would not have the
+        variable's dtype and shape without a cast — the caller then replaces it
+        (:meth:`store`), as it always may.
+
+        The bits are those of the out-of-place update: the same ufunc loop, writing into the
+        old buffer (NumPy copies an operand that overlaps the output first)."""
+        buf = self._storage
+        if self._exposed or not buf.flags.owndata or type(value) is not np.ndarray or                 value.dtype != buf.dtype or value.ndim > buf.ndim or                 value.shape != buf.shape[buf.ndim - value.ndim:]:
+            return False
+        # (a value of the variable's dtype and a trailing shape broadcasts to the buffer)
+        buf.flags.writeable = True
+        try:
+            if kind == "assign":
+                np.copyto(buf, value)
+            elif kind == "add":
+                np.add(buf, value, out=buf)
+            else:
+                np.subtract(buf, value, out=buf)
+        finally:
+            buf.flags.writeable = False
+        return True
+
     # -- static facts -------------------------------------------------------------------------
     @property
     def dtype(self) -> np.dtype:
-        return self.storage.dtype
+        return self._storage.dtype
 
     @property
     def shape(self) -> tuple:
-        return self.storage.shape
+        return self._storage.shape
 
     @property
     def ndim(self) -> int:
-        return self.storage.ndim
+        return self._storage.ndim
 
     @property
     def size(self) -> int:
-        return self.storage.size
+        return self._storage.size
 
     # -- reading ------------------------------------------------------------------------------
     def read_value(self) -> Any:
         """The current value: a traced read inside a trace, a copy eagerly (under an eager
         ``GradientTape`` that watches the variable: a recording array)."""
-        value = self._read()
-        return value.copy() if value is self.storage else value
+        value = self._read(expose=False)
+        return value.copy() if value is self._storage else value
 
     value = read_value
 
@@ -89,9 +139,11 @@ class Variable(NumpyOperators):
                 f"Variable '{self.name}'.numpy() inside a traced function would freeze today's "
                 "value into the graph. Fix: use the variable directly in NumPy expressions (it "
                 "is read at every call), or kx.print(v) to see it at run time.")
-        return self.storage.copy()
+        return self._storage.copy()
 
-    def _read(self) -> Any:
+    def _read(self, expose: bool = True) -> Any:
+        """The value a read sees: traced in a trace, a recording under an eager tape, else
+        the buffer (marked exposed unless the caller only looks: ``expose=False``)."""
         ctx = current_context()
         if ctx is not None:
             return ctx.read_variable(self)
@@ -99,7 +151,7 @@ class Variable(NumpyOperators):
             recording = EAGER_READ_HOOK[0](self)
             if recording is not None:
                 return recording
-        return self.storage
+        return self.storage if expose else self._storage
 
     # -- writing ------------------------------------------------------------------------------
     def store(self, value: Any, owned: bool = False) -> None:
@@ -110,7 +162,7 @@ class Variable(NumpyOperators):
         if owned and type(value) is np.ndarray and value.dtype == self.dtype and \
                 value.shape == self.shape and value.flags.owndata:
             value.setflags(write=False)
-            self.storage = value
+            self._storage, self._exposed = value, False
             return
         arr = np.asarray(value)
         if arr.dtype != self.dtype:
@@ -127,7 +179,7 @@ class Variable(NumpyOperators):
                                  f"'{self.name}' of shape {self.shape}") from None
         new = np.array(arr, copy=True)
         new.setflags(write=False)
-        self.storage = new
+        self._storage, self._exposed = new, False
 
     def _write(self, kind: str, value: Any) -> "Variable":
         op = {"assign": OpKind.ASSIGN_VARIABLE, "add": OpKind.ASSIGN_ADD_VARIABLE,
@@ -136,11 +188,13 @@ class Variable(NumpyOperators):
         if ctx is None:
             if isinstance(value, Tensor):
                 value.context.check_owned(value)
+            if self.update_in_place(kind, value):  # (nobody holds the buffer)
+                return self
             if kind == "add":
-                value = np.add(self.storage, value)
+                value = np.add(self._storage, value)
             elif kind == "sub":
-                value = np.subtract(self.storage, value)
-            self.store(value)
+                value = np.subtract(self._storage, value)
+            self.store(value, owned=kind != "assign")  # (a sum or difference is ours)
         else:
             ctx.graph.create_node(op, (ctx.lift(value),), {"variable": self},
                                   name=f"{self.name}/{op.value}")
@@ -163,7 +217,7 @@ class Variable(NumpyOperators):
                 f"NumPy tried to convert Variable '{self.name}' into a concrete array while "
                 "tracing; that would freeze its current value into the graph. Fix: use the "
                 "variable directly in NumPy functions and operators (they read it at run time).")
-        return self.storage if dtype is None else self.storage.astype(dtype)
+        return self.storage if dtype is None else self._storage.astype(dtype)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         inputs = tuple(resolve(x) for x in inputs)
@@ -178,28 +232,28 @@ class Variable(NumpyOperators):
         return self._read()[key]
 
     def __len__(self) -> int:
-        return len(self.storage)
+        return len(self._storage)
 
     def __bool__(self) -> bool:
-        return bool(self._read())
+        return bool(self._read(expose=False))
 
     def __int__(self) -> int:
-        return int(self._read())
+        return int(self._read(expose=False))
 
     def __float__(self) -> float:
-        return float(self._read())
+        return float(self._read(expose=False))
 
     def __index__(self) -> int:
-        return self._read().__index__()
+        return self._read(expose=False).__index__()
 
     __hash__ = object.__hash__  # identity: variables key traces by identity
 
     def __repr__(self) -> str:
         return (f"<kx.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={np.array_repr(self.storage)}>")
+                f"numpy={np.array_repr(self._storage)}>")
 
     def __str__(self) -> str:
-        return str(self.storage)
+        return str(self._storage)
 
     # methods that read the value
     def astype(self, dtype: Any) -> Any:

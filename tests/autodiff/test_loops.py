@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
+from kernel_ext.backends import fused
 from kernel_ext.ir import OpKind
 
 EPS = 1e-6
@@ -173,9 +174,11 @@ def test_a_forward_loop_stacks_its_state_only_when_a_gradient_reaches_it() -> No
     np.testing.assert_allclose(g2, expected)
 
 
-# Whole-graph compilation has no tensor_array_write yet: the graph runs as fused segments.
-@pytest.mark.filterwarnings("ignore:kx.function\\(jit_compile=True\\).*tensor_array_write")
-@pytest.mark.parametrize("options", [{"backend": "numpy"}, {}, {"jit_compile": True}])
+# (a traced count makes an ``arange``, which jit_compile=True leaves to fused segments)
+@pytest.mark.filterwarnings("ignore:kx.function\\(jit_compile=True\\).*arange")
+@pytest.mark.parametrize("options", [{"backend": "numpy"}, {}, {"backend": "numba"},
+                                     {"jit_compile": True},
+                                     {"jit_compile": True, "backend": "numba"}])
 def test_loop_gradients_run_on_every_executor(options: dict) -> None:
     def f(x: Any, n: Any) -> Any:
         y = x
@@ -187,6 +190,84 @@ def test_loop_gradients_run_on_every_executor(options: dict) -> None:
     grad = kx.function(kx.grad(f), **options)
     np.testing.assert_allclose(grad(x, np.int64(3)), numeric_grad(lambda v: f(v, 3), x),
                                rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("backend", ["auto", "numba"])
+def test_the_iteration_count_of_a_stacking_loop_enters_fused_segments(backend: str) -> None:
+    """The counter a loop gains for its gradient starts as an int64, not Python's ``0``:
+    ``backend="numba"`` fuses ``count + 1`` into a kernel whose 0-d operands are NumPy
+    scalars (a Python int there raised TypeError)."""
+    def f(x: Any, n: Any) -> Any:
+        y = x
+        for i in kx.range(n):
+            y = np.sin(y) * x + 0.1 * y
+        return np.sum(y)
+
+    x = np.linspace(-1.0, 1.0, 5)
+    want = kx.function(kx.grad(f), backend="numpy")(x, 3)
+    old = fused.set_synchronous(True)  # (the kernels run at the first call)
+    try:
+        got = kx.function(kx.grad(f), backend=backend)(x, 3)
+    finally:
+        fused.set_synchronous(old)
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got, numeric_grad(lambda v: f(v, 3), x), rtol=1e-6,
+                               atol=1e-7)
+
+
+def _range_loop(x: Any, n: Any) -> Any:
+    y = x
+    for i in kx.range(n):
+        y = np.sin(y) * x + 0.1 * y
+    return np.sum(y)
+
+
+def _while_loop(x: Any, limit: Any) -> Any:
+    y = x
+    while np.sum(y) < limit:       # a data-dependent number of iterations
+        y = y * 1.3 + 0.1
+    return np.sum(y * y)
+
+
+def _matrix_loop(x: Any, w: Any) -> Any:
+    y = x
+    for i in kx.range(3):          # a matrix state: its stack is 3-D
+        y = np.tanh(y @ w)
+    return np.sum(y[0] - 2.0 * y[1] + y[2])
+
+
+@pytest.mark.filterwarnings("error:kx.function\\(jit_compile=True\\)")
+@pytest.mark.parametrize("case", ["range", "while", "matrix", "float32"])
+def test_loop_gradients_compile_into_one_function(case: str) -> None:
+    """``jit_compile=True`` compiles the stacking loop (its ``int64`` count and ``None``
+    stacks, ``tensor_array_write``) and the reverse loop reading the stacks into one Numba
+    function: no fallback warning, and the whole-graph function's own result is the NumPy
+    executor's to the bit."""
+    rng = np.random.default_rng(3)
+    if case == "range":
+        fn, args = _range_loop, (np.linspace(-1.0, 1.0, 5), 4)
+    elif case == "while":
+        fn, args = _while_loop, (np.linspace(0.1, 1.0, 4), 50.0)
+    elif case == "matrix":
+        fn, args = _matrix_loop, (rng.standard_normal((3, 4)), rng.standard_normal((4, 4)) * 0.5)
+    else:
+        fn, args = _range_loop, (np.linspace(-1.0, 1.0, 7).astype(np.float32), 3)
+    want = kx.function(kx.grad(fn), backend="numpy")(*args)
+    old = fused.set_synchronous(True)
+    try:
+        grad = kx.function(kx.grad(fn), jit_compile=True)
+        grad(*args)  # (the first call compiles the function)
+        run = grad.get_concrete_function(*args).executable.run
+        handle = run.__globals__["_H"]
+        assert handle.state == {"graph_c": "ready"}, handle.state
+        got = grad(*args)
+    finally:
+        fused.set_synchronous(old)
+    np.testing.assert_array_equal(got, want)
+    assert got.dtype == want.dtype
+    x64 = np.asarray(args[0], np.float64)  # (finite differences in float64)
+    np.testing.assert_allclose(got, numeric_grad(lambda v: fn(v, *args[1:]), x64),
+                               rtol=1e-5 if case == "float32" else 1e-6, atol=1e-6)
 
 
 # -- higher order: the reverse loop is differentiated like any other graph loop -------------------

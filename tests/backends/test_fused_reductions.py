@@ -196,3 +196,76 @@ def test_threads_sharing_a_runner_never_share_an_output():
     for t in threads:
         t.join()
     assert not errors, errors
+
+
+# Shapes whose reduced axis is not the innermost: NumPy adds the rows one after another in
+# float32 there (no pairwise summation), and the fused kernel does the same, so its sums and
+# means are NumPy's to the bit (W8's bias gradients are such column sums).
+ROW_BY_ROW = [((256, 256), 0), ((1000, 2), 0), ((3, 1000), 0), ((7, 5, 300), 0),
+              ((7, 500, 30), 1), ((7, 500, 30), 0), ((4096, 16), 0), ((2, 3), 0),
+              ((5, 1, 40), 0)]
+
+
+@pytest.mark.parametrize("shape,axis", ROW_BY_ROW)
+def test_float32_sums_over_an_outer_axis_are_bitwise_numpy(shape, axis):
+    rng = np.random.default_rng(sum(shape) + axis)
+    # magnitudes over six decades: float32 row-by-row rounding shows in nearly every column
+    g = (rng.standard_normal(shape) * 10.0 ** rng.integers(-3, 3, shape)).astype(np.float32)
+    mask = rng.random(shape) > 0.4
+    bias = rng.standard_normal(shape[-1]).astype(np.float32)
+
+    def f(mask, g, bias):
+        w = np.where(mask, g, 0.0)
+        return (w, np.sum(w, axis=axis), np.mean(g * 2.0 + bias, axis=axis, keepdims=True),
+                np.sum(g, axis=axis))
+
+    got = kx.function(f, backend="numba")(mask, g, bias)
+    for k, (a, b) in enumerate(zip(got, f(mask, g, bias))):
+        _same(a, b, f"{shape} axis {axis} output {k}")
+    if shape[axis] == 2:
+        return  # one addition per column: every order rounds alike
+    float64_order = np.sum(g.astype(np.float64), axis=axis).astype(np.float32)
+    assert not np.array_equal(float64_order, f(mask, g, bias)[3]), \
+        "the data must tell float32 row-by-row sums from float64 ones"
+
+
+@pytest.mark.parametrize("case", ["fortran", "transposed", "innermost"])
+def test_outer_axis_sums_numpy_sums_pairwise_stay_within_the_bound(case):
+    """Where NumPy's order is not row by row — the array it reduces is F-ordered, or the
+    reduced axis is innermost once size-1 axes are dropped — the kernel accumulates in
+    float64, within the documented bound (float32 running sums would not be)."""
+    rng = np.random.default_rng(11)
+    shape = (20_000, 1) if case == "innermost" else (5000, 6)
+    g = (rng.random(shape) + 1.0).astype(np.float32)
+    if case == "fortran":
+        g = np.asfortranarray(g)
+    elif case == "transposed":
+        g = np.ascontiguousarray(g.T).T
+
+    def f(g):
+        return np.sum(g * 3.0, axis=0), np.mean(g - 0.5, axis=0)
+
+    got = kx.function(f, backend="numba")(g)
+    want = f(g)
+    for c in range(shape[1]):
+        _within_bound(got[0][c], want[0][c], g[:, c] * np.float32(3.0), f"{case} sum {c}")
+        _within_bound(got[1][c], want[1][c], g[:, c] - np.float32(0.5), f"{case} mean {c}",
+                      count=shape[0])
+
+
+def test_outer_axis_reductions_of_broadcast_and_strided_inputs_match_numpy():
+    """The ``nd`` kernel reads unit-stride rows in place and copies the others (a column
+    broadcast along the row, a strided view) into a block buffer: results stay NumPy's."""
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((300, 2500)).astype(np.float32)
+    col = rng.standard_normal((300, 1)).astype(np.float32)
+    strided = rng.standard_normal((300, 5000)).astype(np.float32)[:, ::2]
+
+    def f(x, col, s):
+        return np.maximum(x + col, 0.0) * s, np.sum(x * col, axis=0)
+
+    got = kx.function(f, backend="numba")(x, col, strided)
+    want = f(x, col, strided)
+    _same(got[0], want[0], "map over broadcast and strided rows")
+    # the sum reads only C-contiguous inputs (the strided one feeds the map alone)
+    _same(got[1], want[1], "outer-axis sum of a column broadcast")
