@@ -256,6 +256,7 @@ class Tier:
         #: retargets its cache hits).
         self.listeners: list[Callable[[Callable[..., Any]], None]] = []
         self._lock = threading.Lock()
+        self._known: tuple[str, str] | None = None  # a decision recalled, to take once ready
 
     # -- the call ---------------------------------------------------------------------------
     def run(self, *params: Any) -> Any:
@@ -299,9 +300,13 @@ class Tier:
         key = str(report.get("kernel"))
         known = recall_decision(key)
         self.whole = whole
-        if known is not None:  # this program was measured before
+        if known is not None and known[0] == "fused":  # this program was measured before
             self._finish(*known, remember=False)
             return
+        # A program measured faster whole before still waits for its function: until then
+        # the fused executor serves (the whole graph's own fallback would cost more), and
+        # _trial takes the decision as soon as it is compiled, without sampling.
+        self._known = known
         self._key = key
         states = [_rng_state(g) for g in self.rngs]
         try:  # asks for the compiled function (in the background)
@@ -325,6 +330,9 @@ class Tier:
         if state != "ready":  # (_start asked for it; the fused executor serves meanwhile)
             if state == "failed":
                 self._finish("fused", "fused (whole graph failed to compile)")
+            return self._base_run(*params)
+        if self._known is not None:
+            self._finish(*self._known, remember=False)
             return self._base_run(*params)
         fused_t, whole_t = self.samples
         try:
