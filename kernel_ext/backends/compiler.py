@@ -17,6 +17,7 @@ thread instead, for tests and benchmarks. Each handle keeps the UI's segment rep
 from __future__ import annotations
 
 import atexit
+import itertools
 import logging
 import os
 import queue
@@ -234,7 +235,9 @@ HOT_ELEMENTS = 1 << 20
 
 
 class _Compiler:
-    """A single background thread compiling queued kernel variants in order.
+    """A single background thread compiling queued kernel variants in order, fused segment
+    kernels before whole-graph functions (a tier-up's function may take a minute to
+    compile; a segment kernel a new function waits for, a second).
 
     Requests made during a call are *deferred* (:meth:`defer`) and handed to the thread by
     :meth:`flush`, which the executor calls when the call returns.
@@ -242,7 +245,9 @@ class _Compiler:
 
     def __init__(self) -> None:
         self.deferred: list[tuple[KernelHandle, str]] = []
-        self._queue: "queue.Queue[tuple[KernelHandle, str] | None]" = queue.Queue()
+        #: (priority, order, request): 0 segment kernels, 1 whole graphs; -1 the stop
+        self._queue: "queue.PriorityQueue[tuple[int, int, Any]]" = queue.PriorityQueue()
+        self._order = itertools.count()
         self._thread: threading.Thread | None = None
         self._busy = 0
         self._idle = threading.Condition()
@@ -262,7 +267,8 @@ class _Compiler:
         with self._idle:
             self._busy += len(items)
         for item in items:
-            self._queue.put(item)
+            priority = 1 if item[1].startswith("graph") else 0
+            self._queue.put((priority, next(self._order), item))
         if self._thread is None or not self._thread.is_alive():
             self._thread = threading.Thread(target=self._work, name="kernel_ext-compiler",
                                             daemon=True)
@@ -270,7 +276,7 @@ class _Compiler:
 
     def _work(self) -> None:
         while True:
-            item = self._queue.get()
+            item = self._queue.get()[2]
             if item is None:
                 return
             handle, variant = item
@@ -300,7 +306,7 @@ class _Compiler:
         except queue.Empty:
             pass
         if self._thread is not None and self._thread.is_alive():
-            self._queue.put(None)
+            self._queue.put((-1, next(self._order), None))
             self._thread.join(timeout)
 
     def wait(self, timeout: float | None = None) -> bool:

@@ -66,10 +66,11 @@ MIN_GAIN = 0.95
 #: (a decision measured with the old one must be measured again).
 DECISIONS_VERSION = "2"
 #: Whole-graph functions longer than this (lines of generated source) never tier: Numba
-#: takes ~50 ms a line (an unrolled 40-step stencil, 1083 lines: about a minute of a core),
-#: and the background compiler is one queue, so one such compile holds back every kernel
-#: after it. As HotSpot's ``DontCompileHugeMethods``; ``jit_compile=True`` still compiles.
-MAX_LINES = 600
+#: takes ~50 ms a line (an unrolled 40-step stencil, 1083 lines: about a minute of a core;
+#: it then ran 0.06x eager), and while it compiles no other kernel can (segment kernels are
+#: queued first, but one compile runs at a time). As HotSpot's ``DontCompileHugeMethods``;
+#: ``jit_compile=True`` still compiles.
+MAX_LINES = 1200
 #: Graphs with fewer ops than this never tier: one compiled call costs more than the
 #: executor's few NumPy calls (``a + b``), and the compile would only take the cores.
 MIN_OPS = 2

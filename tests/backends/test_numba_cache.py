@@ -112,3 +112,30 @@ def test_a_kernel_whose_executables_are_gone_is_not_compiled():
     assert compiler.COMPILER.wait(60)
     assert gone.compiled == [] and "nd" not in gone.state   # asked for again on demand
     assert live.compiled == ["nd"]
+
+
+def test_the_background_compiler_takes_segment_kernels_before_whole_graphs():
+    from kernel_ext.backends.compiler import _Compiler
+
+    order = []
+
+    class Handle:
+        def __init__(self, name):
+            self.name = name
+
+        def orphaned(self):
+            return False
+
+        def compile(self, variant):
+            order.append((self.name, variant))
+
+    compiler = _Compiler()
+    compiler.defer(Handle("tier-up"), "graph_c")
+    compiler.defer(Handle("new function"), "flat")
+    compiler.defer(Handle("other tier-up"), "graph_a")
+    compiler.defer(Handle("new function"), "nd")
+    compiler.flush()
+    assert compiler.wait(30)
+    assert order == [("new function", "flat"), ("new function", "nd"),
+                     ("tier-up", "graph_c"), ("other tier-up", "graph_a")]
+    compiler.shutdown()
