@@ -14,6 +14,15 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
+from kernel_ext.trace import variables as variables_module
+
+
+@pytest.fixture(autouse=True)
+def _every_size_in_place(monkeypatch, request):
+    """The rules below on small variables: every size is updated in place (by default only
+    buffers of ``IN_PLACE_MIN_BYTES`` and more are; see the last test)."""
+    if request.function is not test_only_large_variables_are_updated_in_place_by_default:
+        monkeypatch.setattr(variables_module, "IN_PLACE_MIN_BYTES", 0)
 
 
 def _model(seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
@@ -154,3 +163,25 @@ def test_eager_updates_write_in_place_until_the_buffer_is_handed_out():
     v.assign(np.zeros(5))                       # float64 into float32: cast, as NumPy does
     np.testing.assert_array_equal(v.numpy(), np.zeros(5, np.float32))
     assert v.dtype == np.float32
+
+
+def test_only_large_variables_are_updated_in_place_by_default():
+    """Small buffers are replaced (malloc's free lists make that cheap, and an in-place
+    update there only changed where the step's temporaries sat on the heap); buffers of
+    ``IN_PLACE_MIN_BYTES`` and more, which come from fresh pages, are written in place."""
+    small = kx.Variable(np.zeros(1000, np.float32))
+    large = kx.Variable(np.zeros(variables_module.IN_PLACE_MIN_BYTES // 4, np.float32))
+
+    @kx.function
+    def step(ds: Any, dl: Any) -> None:
+        small.assign_sub(ds)
+        large.assign_sub(dl)
+
+    ds, dl = np.ones(1000, np.float32), np.ones(large.shape, np.float32)
+    step(ds, dl)
+    before_small, before_large = small.peek(), large.peek()
+    step(ds, dl)
+    assert small.peek() is not before_small
+    assert large.peek() is before_large
+    np.testing.assert_array_equal(small.numpy(), np.full(1000, -2.0, np.float32))
+    np.testing.assert_array_equal(large.numpy(), np.full(large.shape, -2.0, np.float32))
