@@ -772,32 +772,24 @@ def _container_key(value: Any, depth: int) -> tuple | None:
     items: list[Any] = []
     append = items.append
     if value.__class__ is dict:
-        for k, v in value.items():
+        for k in value:
             if k.__class__ is not str:
                 return None
-            append(k)
-            t = v.__class__
-            if t is _ndarray:
-                append((v.dtype, v.shape))
-            elif t is int or t is bool or t is str:
-                append((t, v))
-            else:
-                ik = _item_key(v, depth)
-                if ik is None:
-                    return None
-                append(ik)
+        append(tuple(value))  # the keys, in order
+        value_items = value.values()
     else:
-        for v in value:
-            t = v.__class__
-            if t is _ndarray:
-                append((v.dtype, v.shape))
-            elif t is int or t is bool or t is str:
-                append((t, v))
-            else:
-                ik = _item_key(v, depth)
-                if ik is None:
-                    return None
-                append(ik)
+        value_items = value
+    for v in value_items:
+        t = v.__class__
+        if t is _ndarray:
+            append((v.dtype, v.shape))
+        elif t is int or t is bool or t is str:
+            append((t, v))
+        else:
+            ik = _item_key(v, depth)
+            if ik is None:
+                return None
+            append(ik)
     return (value.__class__, tuple(items))
 
 

@@ -1,9 +1,15 @@
 """Backend tests compile kernels synchronously (a call never races its own compilation), so
-a test sees exactly the executor it asks for; the background-compile tests opt out."""
+a test sees exactly the executor it asks for; the background-compile tests opt out. Makes
+``whole_graph_support`` (helpers shared by the whole-graph op tests) importable."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
 
 
 @pytest.fixture(autouse=True)

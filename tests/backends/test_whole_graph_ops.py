@@ -1,7 +1,7 @@
 """``jit_compile=True`` ops of :mod:`kernel_ext.backends.whole_graph_ops`, bit for bit NumPy's.
 
 Every test runs a function through the compiled whole-graph function *without its fallback*
-(:func:`_compiled` makes a rerun in the fused executor an error), compares every bit with
+(:func:`whole_graph_support.compiled` makes a rerun in the fused executor an error), compares every bit with
 eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and checks that
 ``unsupported_reason`` accepts the graph. Values come from fixed cases and from hypothesis
 (NaN, ±0, ±inf, integer extremes), on one compiled function per shape and dtype.
@@ -18,76 +18,22 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernel_ext as kx
-from kernel_ext.backends.whole_graph import unsupported_reason
+from whole_graph_support import compiled, function_for, same
 
 RNG = np.random.default_rng(16)
 FLOATS = (np.float64, np.float32)
 SPECIALS = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.0, -1.0, 1e-300, 3.5, -2.25]
-_CACHE: dict[Any, Any] = {}
-
-
-def _bits(x: Any) -> tuple:
-    a = np.asarray(x)
-    return a.dtype.str, a.shape, np.ascontiguousarray(a).tobytes()
-
-
-def _same(got: Any, want: Any) -> None:
-    """Equal dtype, shape and bits (a tuple of results element by element)."""
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-        return
-    g, w = np.asarray(got), np.asarray(want)
-    assert (g.dtype, g.shape) == (w.dtype, w.shape), (g.dtype, w.dtype, g.shape, w.shape)
-    assert _bits(g) == _bits(w), f"\ngot  {g!r}\nwant {w!r}"
-
-
-def _function(fn: Callable, *args: Any, static: bool = False) -> Any:
-    """One ``kx.function(fn, jit_compile=True)`` per Python function and argument dtypes and
-    ranks, every dimension None: one compiled function serves every shape (and hypothesis'
-    reruns), as the compiled code reads the shapes at run time. ``static``: traced per
-    shape instead (the tracer needs a length, as ``x[np.arange(6), y]`` does)."""
-    key = (fn, static) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
-    if key not in _CACHE:
-        spec = [kx.TensorSpec((None,) * np.ndim(a), np.asarray(a).dtype) for a in args]
-        _CACHE[key] = kx.function(fn, jit_compile=True,
-                                  input_signature=None if static else spec)
-    return _CACHE[key]
-
-
-def _compiled(fn: Callable, *args: Any, static: bool = False) -> Any:
-    """``fn(*args)`` computed by the compiled whole-graph function: the graph is accepted,
-    and a signal (a rerun in the fused executor) fails the test."""
-    f = _function(fn, *args, static=static)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*cannot be compiled into one function")
-        f(*args)  # the first call compiles (synchronously in the backend tests)
-        cf = f.get_concrete_function(*args)
-        assert unsupported_reason(cf.graph) is None, unsupported_reason(cf.graph)
-        scope = cf.executable.run.__globals__
-
-        def no_fallback(*_: Any) -> Any:
-            raise AssertionError("the fused executor ran: the whole-graph function failed to "
-                                 "compile or signalled a rerun in NumPy")
-
-        saved = scope["_fallback"]
-        scope["_fallback"] = no_fallback
-        try:
-            return f(*args)
-        finally:
-            scope["_fallback"] = saved
 
 
 def _check(fn: Callable, *args: Any, static: bool = False) -> None:
     with np.errstate(all="ignore"):
         want = fn(*args)
-    _same(_compiled(fn, *args, static=static), want)
+    same(compiled(fn, *args, static=static, copy_args=False), want)
 
 
 def _falls_back(fn: Callable, *args: Any) -> None:
     """The compiled function hands this call to NumPy, whose result comes back."""
-    f = _function(fn, *args)
+    f = function_for(fn, *args)
     f(*args)
     scope = f.get_concrete_function(*args).executable.run.__globals__
     calls = []
@@ -100,7 +46,7 @@ def _falls_back(fn: Callable, *args: Any) -> None:
     scope["_fallback"] = counting
     try:
         with np.errstate(all="ignore"):
-            _same(f(*args), fn(*args))
+            same(f(*args), fn(*args))
     finally:
         scope["_fallback"] = saved
     assert calls, "expected a rerun in NumPy"
@@ -205,7 +151,7 @@ def test_products_and_scans_carried_through_a_graph_loop():
 def test_mismatched_product_shapes_raise_numpys_error():
     spec = [kx.TensorSpec((None, None), np.float64), kx.TensorSpec((None,), np.float64)]
     f = kx.function(_dot, jit_compile=True, input_signature=spec)
-    _same(f(np.ones((2, 3)), np.ones(3)), np.dot(np.ones((2, 3)), np.ones(3)))
+    same(f(np.ones((2, 3)), np.ones(3)), np.dot(np.ones((2, 3)), np.ones(3)))
     with pytest.raises(ValueError, match="not aligned"):
         f(np.ones((2, 3)), np.ones(4))
 
@@ -269,7 +215,7 @@ def test_stack_and_concatenate_cast_mixed_dtypes_safely():
 def test_stack_of_different_shapes_raises_numpys_error():
     spec = [kx.TensorSpec((None,), np.float64), kx.TensorSpec((None,), np.float64)]
     f = kx.function(_stack_last, jit_compile=True, input_signature=spec)
-    _same(f(np.ones(3), np.zeros(3)), _stack_last(np.ones(3), np.zeros(3)))
+    same(f(np.ones(3), np.zeros(3)), _stack_last(np.ones(3), np.zeros(3)))
     with pytest.raises(ValueError, match="same shape"):
         f(np.ones(3), np.ones(4))
 
@@ -412,7 +358,7 @@ def test_the_softmax_label_pick_is_a_gather():
 
 
 def test_an_index_out_of_range_raises_numpys_index_error():
-    f = _function(_label_pick, _rand((6, 4)), np.zeros(6, np.int64), static=True)
+    f = function_for(_label_pick, _rand((6, 4)), np.zeros(6, np.int64), static=True)
     with pytest.raises(IndexError):
         f(_rand((6, 4)), np.array([0, 1, 2, 3, 4, 5]))
     def pair(a, i, j):
@@ -420,7 +366,7 @@ def test_an_index_out_of_range_raises_numpys_index_error():
 
     a, i = _rand((3, 4)), np.array([0, 2, -3])
     _check(pair, a, i, i[::-1])
-    g = _function(pair, a, i, i)
+    g = function_for(pair, a, i, i)
     with pytest.raises(IndexError):  # lengths that do not broadcast
         g(a, i, i[:2])
     with pytest.raises(IndexError):
@@ -566,5 +512,5 @@ def test_a_scalar_segment_with_many_outputs_compiles_as_a_called_kernel():
     # 36 scalar outputs: more than the arguments CPython passes one by one (an inlined
     # kernel would need a *args call, which Numba refuses)
     y0 = np.array([0.99, 0.01, 0.0])
-    assert _compiled(_sir, y0, 0.3, 0.1, static=True).shape == (12, 3)
+    assert compiled(_sir, y0, 0.3, 0.1, static=True, copy_args=False).shape == (12, 3)
     _check(_sir, y0, 0.3, 0.1, static=True)

@@ -3,7 +3,7 @@
 Advanced indexing (integer arrays, constant or traced, 1-D and n-D; bool masks) for reads
 and writes, ``nonzero`` and what lowers to it, and the other ops
 :mod:`kernel_ext.backends.whole_graph_ops` gained for the real-code corpus. Every test runs
-the compiled whole-graph function *without its fallback* (:func:`_compiled`: a rerun in the
+the compiled whole-graph function *without its fallback* (:func:`whole_graph_support.compiled`: a rerun in the
 fused executor fails the test) and compares dtype, shape and every bit with eager NumPy;
 where NumPy raises (an index out of range, a mask of the wrong shape), the traced function
 must raise NumPy's own error, through the fallback. Inputs come from hypothesis.
@@ -11,7 +11,6 @@ must raise NumPy's own error, through the fallback. Inputs come from hypothesis.
 
 from __future__ import annotations
 
-import warnings
 from typing import Any, Callable
 
 import numpy as np
@@ -21,72 +20,21 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import kernel_ext as kx
-from kernel_ext.backends.whole_graph import unsupported_reason
+from whole_graph_support import compiled, function_for, same
 
 # NumPy warns of the overflow and invalid operations hypothesis feeds it (the eager side)
 pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
 
-_CACHE: dict[Any, Any] = {}
-
-
-def _same(got: Any, want: Any) -> None:
-    """Equal type of result, dtype, shape and bits (tuples element by element)."""
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want)
-        for g, w in zip(got, want):
-            _same(g, w)
-        return
-    g, w = np.asarray(got), np.asarray(want)
-    assert (g.dtype, g.shape) == (w.dtype, w.shape), (g.dtype, w.dtype, g.shape, w.shape)
-    assert np.ascontiguousarray(g).tobytes() == np.ascontiguousarray(w).tobytes(), \
-        f"\ngot  {g!r}\nwant {w!r}"
-
-
-def _function(fn: Callable, *args: Any, static: bool = False) -> Any:
-    """One ``kx.function(fn, jit_compile=True)`` per function and argument dtypes and ranks,
-    every dimension None (one compiled function serves every shape); ``static``: traced per
-    shape (the tracer needs a length)."""
-    key = (fn, static) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
-    if key not in _CACHE:
-        spec = [kx.TensorSpec((None,) * np.ndim(a), np.asarray(a).dtype) for a in args]
-        _CACHE[key] = kx.function(fn, jit_compile=True,
-                                  input_signature=None if static else spec)
-    return _CACHE[key]
-
-
-def _compiled(fn: Callable, *args: Any, static: bool = False) -> Any:
-    """``fn(*args)`` computed by the compiled whole-graph function: its graph is accepted,
-    and a signal (a rerun in the fused executor) fails the test. Arguments are copied, so
-    writes into them do not leak between calls."""
-    f = _function(fn, *args, static=static)
-    with warnings.catch_warnings():
-        warnings.filterwarnings("error", message=".*cannot be compiled into one function")
-        f(*[np.copy(a) for a in args])  # the first call compiles (synchronously here)
-        cf = f.get_concrete_function(*args)
-        assert unsupported_reason(cf.graph) is None, unsupported_reason(cf.graph)
-        scope = cf.executable.run.__globals__
-
-        def no_fallback(*_: Any) -> Any:
-            raise AssertionError("the fused executor ran: the whole-graph function failed to "
-                                 "compile or signalled a rerun in NumPy")
-
-        saved = scope["_fallback"]
-        scope["_fallback"] = no_fallback
-        try:
-            return f(*[np.copy(a) for a in args])
-        finally:
-            scope["_fallback"] = saved
-
 
 def _check(fn: Callable, *args: Any, static: bool = False) -> None:
-    _same(_compiled(fn, *args, static=static), fn(*[np.copy(a) for a in args]))
+    same(compiled(fn, *args, static=static), fn(*[np.copy(a) for a in args]))
 
 
 def _raises_as_numpy(fn: Callable, *args: Any) -> None:
     """NumPy raises for these arguments: the traced function raises the same error type."""
     with pytest.raises(Exception) as want:
         fn(*[np.copy(a) for a in args])
-    f = _function(fn, *args)
+    f = function_for(fn, *args)
     with pytest.raises(want.type):
         f(*[np.copy(a) for a in args])
 
@@ -203,13 +151,13 @@ def _write_in_place(x, i, v):
 @given(_floats(8), _indices(4, 4), _floats(4))
 def test_writes_into_an_argument_in_place_are_numpys(data, i, v):
     x = data.reshape(4, 2)
-    f = _function(_write_in_place, x, i, v[:, None])
+    f = function_for(_write_in_place, x, i, v[:, None])
     want_x = x.copy()
     want = _write_in_place(want_x, i, v[:, None])
     got_x = x.copy()
     got = f(got_x, i, v[:, None])
-    _same(got, want)
-    _same(got_x, want_x)
+    same(got, want)
+    same(got_x, want_x)
     _check(_write_in_place, x, i, v[:, None])
 
 
@@ -284,8 +232,8 @@ def _squeezes(x):
 def test_squeeze_is_a_view_as_numpy():
     _check(_squeezes, np.arange(12.0).reshape(3, 4))
     g = kx.function(lambda x: np.squeeze(x, axis=1), jit_compile=True)
-    _same(g(np.ones((3, 1))), np.ones(3))
-    f = _function(lambda x: np.squeeze(x, axis=1), np.ones((3, 1)))
+    same(g(np.ones((3, 1))), np.ones(3))
+    f = function_for(lambda x: np.squeeze(x, axis=1), np.ones((3, 1)))
     with pytest.raises(ValueError):  # NumPy: "cannot select an axis to squeeze out..."
         f(np.ones((3, 2)))
 
@@ -342,9 +290,9 @@ def test_digitize_is_numpys(x, bins, sort):
         want = _digitizes(x, b)
     except ValueError:  # bins neither increasing nor decreasing: NumPy's error, through NumPy
         with pytest.raises(ValueError):
-            _function(_digitizes, x, b)(x, b)
+            function_for(_digitizes, x, b)(x, b)
         return
-    _same(_compiled(_digitizes, x, b), want)
+    same(compiled(_digitizes, x, b), want)
 
 
 # -- median / percentile / quantile ----------------------------------------------------------------
@@ -385,10 +333,10 @@ def test_median_of_integers_is_numpys(data):
     np.array([[0.0, -0.0, 2.0], [-0.0, 0.0, 5.0]]),    # which zero: NumPy's partition's
 ])
 def test_nans_and_mixed_zeros_give_numpys_result_through_numpy(x):
-    f = _function(_quantiles, x)
-    _same(f(x.copy()), _quantiles(x.copy()))
-    g = _function(_medians, x)
-    _same(g(x.copy()), _medians(x.copy()))
+    f = function_for(_quantiles, x)
+    same(f(x.copy()), _quantiles(x.copy()))
+    g = function_for(_medians, x)
+    same(g(x.copy()), _medians(x.copy()))
 
 
 # -- unique / interp / histogram ------------------------------------------------------------------
@@ -412,7 +360,7 @@ def test_unique_of_floats_is_numpys(x):
 
 def test_unique_of_nans_or_mixed_zeros_gives_numpys_result_through_numpy():
     for x in (np.array([np.nan, 1.0, np.nan]), np.array([0.0, -0.0, 1.0])):
-        _same(_function(_uniques, x)(x), _uniques(x))
+        same(function_for(_uniques, x)(x), _uniques(x))
 
 
 def _interps(x, xp, fp):
@@ -427,7 +375,7 @@ def test_interp_is_numpys(x, xp, fp):
 
 def test_interp_with_an_unsorted_xp_gives_numpys_result_through_numpy():
     x, xp, fp = np.linspace(-1, 5, 7).reshape(1, 7), np.array([0.0, 3, 1, 2, 4]), np.arange(5.0)
-    _same(_function(_interps, x, xp, fp)(x, xp, fp), _interps(x, xp, fp))
+    same(function_for(_interps, x, xp, fp)(x, xp, fp), _interps(x, xp, fp))
 
 
 def _histograms(x):
