@@ -1118,15 +1118,17 @@ RULES[OpKind.SETITEM] = Rule(_check_fancy, _emit_scatter, _claims_fancy)
 # sort / argsort
 # ---------------------------------------------------------------------------------------------
 
+# NumPy's sort order: NaNs last, ``-0.0 == 0.0`` (the sort and the binary search share it).
+_NAN_LAST_LT = """\
+@_inline
+def _lt(a, b):
+    return a < b or (b != b and a == a)
+"""
+
 # A stable bottom-up merge sort of indices by NumPy's order (NaNs last, ``-0.0 == 0.0``):
 # NumPy's own stable sort. Where NumPy's default (unstable) kind may order ties its own way,
 # the caller checks that there are none that matter.
 _ARGSORT = """\
-@_inline
-def _lt(a, b):
-    return a < b or (b != b and a == a)
-
-
 @_inline
 def _argsort_lane(v, idx, tmp):
     n = v.shape[0]
@@ -1234,6 +1236,7 @@ def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str],
     lines.append(f"{indent}{o2} = np.empty(({lanes}, {n}), {out_dt})")
     stable = node.attrs.get("kind") in ("stable", "mergesort")
     want_index = node.op is OpKind.ARGSORT
+    w.helpers["_lt"] = _NAN_LAST_LT
     w.helpers["_argsort"] = _ARGSORT
     bad = w.fresh("bad")
     if want_index and stable:  # ties in index order: NumPy's stable sort, nothing to check
@@ -1618,15 +1621,10 @@ RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None,
 # comparison is ``a <= key`` instead of ``a < key``.
 _SEARCHSORTED = """\
 @_inline
-def _ss_lt(a, b):
-    return a < b or (b != b and a == a)
-
-
-@_inline
 def _ss_cmp(a, b, right):
     if right:
-        return not _ss_lt(b, a)
-    return _ss_lt(a, b)
+        return not _lt(b, a)
+    return _lt(a, b)
 
 
 @_inline
@@ -1725,6 +1723,7 @@ def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str],
         lines.append(f"{indent}{v} = np.full(1, {src}, {cts})")
     else:
         lines.append(f"{indent}{v} = np.ascontiguousarray({src}{cast_v}).ravel()")
+    w.helpers["_lt"] = _NAN_LAST_LT
     w.helpers["_searchsorted"] = _SEARCHSORTED
     o = w.fresh("so")
     lines.append(f"{indent}{o} = np.empty({v}.shape[0], np.int64)")
