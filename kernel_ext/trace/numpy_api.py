@@ -21,6 +21,7 @@ from .context import bind
 from .opaque import numpy_call, ufunc_method_call
 from .tensor import GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
 from .variables import Variable
+from .zero_d import mark_array
 
 
 def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
@@ -243,7 +244,8 @@ def _flip(m: Any, axis: Any = None) -> Any:
 
 @implements(np.copy)
 def _copy(a: Any, order: str = "K", subok: bool = False) -> Any:
-    return bind(OpKind.COPY, (a,))
+    # np.copy builds an array (np.copy(np.float64(1)) is a 0-d array; .copy() keeps a scalar)
+    return mark_array(bind(OpKind.COPY, (a,)))
 
 
 @implements(np.shape)
