@@ -21,7 +21,7 @@ from .context import bind
 from .opaque import numpy_call, ufunc_method_call
 from .tensor import GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
 from .variables import Variable
-from .zero_d import mark_array
+from .zero_d import mark_array, mark_scalar
 
 
 def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
@@ -1889,7 +1889,8 @@ def _cond(x: Any, p: Any = None) -> Any:
         r = np.multiply(_norm(x, p, axis=(-2, -1)), _norm(_inv(wide), p, axis=(-2, -1)))
         r = r.astype(real_t)
     nan_mask = np.logical_and(np.isnan(r), np.logical_not(np.any(np.isnan(x), axis=(-2, -1))))
-    return np.where(nan_mask, np.array(np.inf, r.dtype), r)
+    # (NumPy ends with ``r[()]``: a 0-d condition number is a scalar, not where's 0-d array)
+    return mark_scalar(np.where(nan_mask, np.array(np.inf, r.dtype), r))
 
 
 def _inv_dtype(dtype: np.dtype) -> np.dtype:

@@ -15,7 +15,8 @@ through shape-only ops and casts, from the value those were applied to):
   per call (the caller may pass ``np.float64(1.5)`` or ``np.array(1.5)`` to one trace).
 
 Handlers whose NumPy function always builds an array (``np.copy``, ``np.array``,
-``np.asarray``) mark their result with :func:`mark_array`.
+``np.asarray``) mark their result with :func:`mark_array`; compositions whose NumPy original
+returns ``r[()]`` while the last op here would give an array mark it with :func:`mark_scalar`.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ ZeroDKind = Union[str, tuple]
 
 # nodes whose value NumPy returns as a 0-d array whatever made them (weak: traces end)
 _ARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+# nodes NumPy returns as a scalar whatever made them (a composition ending in ``r[()]``)
+_SCALAR_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
 
 # ops whose 0-d result is the same form as their (0-d) first operand: ndarray methods that a
 # NumPy scalar has too, returning a scalar there and an array on an array
@@ -49,7 +52,18 @@ def mark_array(value: Any) -> Any:
     array constructor made it); returns ``value``."""
     node = getattr(value, "node", None)
     if isinstance(node, Node):
+        _SCALAR_NODES.discard(node)
         _ARRAY_NODES.add(node)
+    return value
+
+
+def mark_scalar(value: Any) -> Any:
+    """Record that NumPy returns ``value`` as a NumPy scalar when it is 0-d (a composition
+    whose NumPy original ends in ``r[()]``, such as ``np.linalg.cond``); returns ``value``."""
+    node = getattr(value, "node", None)
+    if isinstance(node, Node):
+        _ARRAY_NODES.discard(node)
+        _SCALAR_NODES.add(node)
     return value
 
 
@@ -71,6 +85,8 @@ def zero_d_kind(node: Node, root: Graph | None,
     for _ in range(10_000):  # (a chain of shape-only ops; bounded for safety)
         if node in _ARRAY_NODES:
             return ARRAY
+        if node in _SCALAR_NODES:
+            return SCALAR
         op = node.op
         if op is OpKind.PLACEHOLDER and outer and node in outer:
             if not isinstance(outer[node], Node):
@@ -124,4 +140,4 @@ def _control_flow_kind(node: Node, root: Graph | None,
     return likes[0] if len(likes) == 1 and kinds == {ARRAY, likes[0]} else SCALAR
 
 
-__all__ = ["ARRAY", "SCALAR", "ZeroDKind", "as_array", "mark_array", "zero_d_kind"]
+__all__ = ["ARRAY", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar", "zero_d_kind"]
