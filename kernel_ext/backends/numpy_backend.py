@@ -44,12 +44,18 @@ def _like_argument(argument: Any, value: Any) -> Any:
     return np.array(value) if isinstance(argument, np.ndarray) else value[()]
 
 
+def _as_computed(value: Any) -> Any:
+    """An opaque call's 0-d result as NumPy's function returned it (a scalar or an array)."""
+    return _own(value) if isinstance(value, np.ndarray) else value
+
+
 class Namer:
     """The globals of one generated module: values the code refers to by a fresh name."""
 
     def __init__(self) -> None:
         self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np,
-                                        "_array0": _array0, "_like_argument": _like_argument}
+                                        "_array0": _array0, "_like_argument": _like_argument,
+                                        "_as_computed": _as_computed}
         self._count = 0
 
     def bind(self, value: Any, prefix: str = "_g") -> str:
@@ -116,6 +122,8 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
             f"{value})"
     if kind == "output" and tree.value is np.ndarray:  # a 0-d array, as NumPy returns it
         return f"_array0({scope.var(graph.outputs[tree.index])})"
+    if kind == "output" and isinstance(tree.value, str):  # an opaque call's own result
+        return f"_as_computed({scope.var(graph.outputs[tree.index])})"
     if kind == "output" and isinstance(tree.value, tuple):  # as the argument is: per call
         return f"_like_argument({access_expr(tree.value[1], namer)}, " \
             f"{scope.var(graph.outputs[tree.index])})"

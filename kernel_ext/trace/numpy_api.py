@@ -2385,7 +2385,8 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
                 neginf: Any = None) -> Any:
     x = _arr(x)
     if x.dtype.kind not in "fc":
-        return np.copy(x) if copy else x
+        # (NumPy returns ``x[()]`` of a 0-d input: a NumPy scalar)
+        return x[()] if x.shape == () else np.copy(x) if copy else x
     if x.dtype.kind == "c" or _traced((nan, posinf, neginf)):
         raise _Opaque  # NumPy writes the real and imaginary parts in place
     info = np.finfo(x.dtype)
@@ -2393,7 +2394,7 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
     lo = info.min if neginf is None else neginf
     out = np.where(np.isnan(x), np.asarray(nan).astype(x.dtype), x)
     out = np.where(_isposinf(x), np.asarray(hi).astype(x.dtype), out)
-    return np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out)
+    return mark_scalar(np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out))
 
 
 @_composition(np.ediff1d)

@@ -20,7 +20,7 @@ from .context import TraceContext
 from .opaque import PythonNumber
 from .tensor import Tensor
 from .variables import Variable
-from .zero_d import ARRAY, zero_d_kind
+from .zero_d import ARRAY, COMPUTED, zero_d_kind
 
 
 @dataclass(frozen=True)
@@ -38,8 +38,9 @@ class TreeNode:
 
     # (an ``output`` leaf's ``value``: the Python number type it is returned as, or for a 0-d
     # value ``np.ndarray`` (a fresh 0-d array, as NumPy's constructors, views and ``where``
-    # give) or ``("like", path)`` (the form of that argument, per call); None: as computed,
-    # a 0-d value as a NumPy scalar, as ufuncs and reductions give)
+    # give), ``("like", path)`` (the form of that argument, per call) or ``"computed"`` (an
+    # opaque call's own result); None: a 0-d value as a NumPy scalar, as ufuncs and
+    # reductions give)
     kind: str
     children: tuple["TreeNode", ...] = ()
     index: int = -1
@@ -94,13 +95,15 @@ def flatten_outputs(result: Any, ctx: TraceContext,
 def _zero_d_form(value: Any, ctx: TraceContext) -> Any:
     """An ``output`` leaf's ``value`` for a returned 0-d value (see :mod:`.zero_d`): None for
     a NumPy scalar, ``np.ndarray`` for a fresh 0-d array, ``("like", path)`` for the form of
-    the argument at ``path`` (decided per call); None for anything not 0-d."""
+    the argument at ``path`` (decided per call), ``"computed"`` for an opaque call's result as
+    NumPy's function returned it; None for anything not 0-d."""
     if isinstance(value, np.ndarray):
         return np.ndarray if value.ndim == 0 else None
     if not isinstance(value, Tensor) or isinstance(value, PythonNumber) or value.shape != ():
         return None
     form = zero_d_kind(value.node, ctx.graph)
-    return np.ndarray if form == ARRAY else form if isinstance(form, tuple) else None
+    return np.ndarray if form == ARRAY else form if isinstance(form, tuple) or \
+        form == COMPUTED else None
 
 
 class ArgumentContainers:

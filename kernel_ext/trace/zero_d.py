@@ -11,6 +11,8 @@ through shape-only ops and casts, from the value those were applied to):
 
 * :data:`SCALAR` — return a NumPy scalar (``v[()]``);
 * :data:`ARRAY` — return a fresh 0-d ``np.ndarray`` (never one a later call overwrites);
+* :data:`COMPUTED` — the result of an opaque call (NumPy's own function, run at each call):
+  as that function returned it;
 * ``("like", path)`` — shape-only ops applied to the argument at ``path``: its form, decided
   per call (the caller may pass ``np.float64(1.5)`` or ``np.array(1.5)`` to one trace).
 
@@ -30,7 +32,8 @@ from ..ir import Graph, Node, OpGroup, OpKind
 
 SCALAR = "scalar"
 ARRAY = "array"
-#: the form of one 0-d value: SCALAR, ARRAY or ("like", argument path)
+COMPUTED = "computed"
+#: the form of one 0-d value: SCALAR, ARRAY, COMPUTED or ("like", argument path)
 ZeroDKind = Union[str, tuple]
 
 # nodes whose value NumPy returns as a 0-d array whatever made them (weak: traces end)
@@ -45,6 +48,9 @@ _LIKE_OPERAND = frozenset({OpKind.CAST, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind
 # ops that always build an array (np.where, np.broadcast_to/full_like, np.pad, np.isin)
 _ALWAYS_ARRAY = frozenset({OpKind.WHERE, OpKind.BROADCAST_TO, OpKind.PAD, OpKind.ISIN,
                            OpKind.EXPAND_DIMS})
+
+# ops that run NumPy's own callable at each call: their result is in NumPy's own form
+_OPAQUE = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
 
 
 def mark_array(value: Any) -> Any:
@@ -103,12 +109,17 @@ def zero_d_kind(node: Node, root: Graph | None,
             return ARRAY
         if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
             return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
+        if op in _OPAQUE or op is OpKind.GET_OUTPUT and node.args and \
+                isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE:
+            return COMPUTED
         if op in _LIKE_OPERAND:
             source = node.args[0] if node.args else None
             if not isinstance(source, Node):
                 return SCALAR  # (a Python number: NumPy makes it a scalar)
             if source.aval is None or source.aval.shape != ():
                 return ARRAY  # a method of an n-d array (reshape to (), squeeze): an array
+            if source.op in _OPAQUE:
+                return SCALAR  # (its form is known only at run time: NumPy's default)
             node = source
             continue
         if op.group is OpGroup.CONTROL_FLOW or op is OpKind.GET_OUTPUT:
@@ -140,4 +151,4 @@ def _control_flow_kind(node: Node, root: Graph | None,
     return likes[0] if len(likes) == 1 and kinds == {ARRAY, likes[0]} else SCALAR
 
 
-__all__ = ["ARRAY", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar", "zero_d_kind"]
+__all__ = ["ARRAY", "COMPUTED", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar", "zero_d_kind"]
