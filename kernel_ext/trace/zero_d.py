@@ -73,14 +73,16 @@ def mark_scalar(value: Any) -> Any:
     return value
 
 
-def as_array(value: Any, root: Graph | None = None) -> Any:
-    """``np.asarray(value)`` of a traced value: ``value`` itself, unless NumPy holds it as a
-    NumPy scalar (a 0-d ufunc or reduction result), which ``np.asarray`` turns into a new 0-d
-    array: then a new traced value of the same data, marked as an array."""
-    if value.shape != () or zero_d_kind(value.node, root) != SCALAR:
+def as_array(value: Any) -> Any:
+    """``np.asarray(value)`` of a traced value: ``value`` itself (an argument stays the
+    caller's object), unless NumPy holds it as a NumPy scalar (a 0-d ufunc or reduction
+    result), which ``np.asarray`` turns into a new 0-d array: then a copy (a scalar is
+    immutable, so nothing could see the difference from a view), marked as an array."""
+    node = value.node
+    if value.shape != () or node.op is OpKind.PLACEHOLDER or \
+            zero_d_kind(node, None) != SCALAR:
         return value
-    return mark_array(value.reshape(()) if value.node.op is not OpKind.RESHAPE
-                      else value.copy())
+    return mark_array(value.copy())
 
 
 def zero_d_kind(node: Node, root: Graph | None,
@@ -151,4 +153,5 @@ def _control_flow_kind(node: Node, root: Graph | None,
     return likes[0] if len(likes) == 1 and kinds == {ARRAY, likes[0]} else SCALAR
 
 
-__all__ = ["ARRAY", "COMPUTED", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar", "zero_d_kind"]
+__all__ = ["ARRAY", "COMPUTED", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar",
+           "zero_d_kind"]

@@ -204,3 +204,30 @@ def test_op_chains_ending_in_0d_match_numpy(chain, path, scalar_arg):
     x = np.float64(1.25) if scalar_arg else np.array(1.25)
     y = np.array(0.5)
     _assert_same(_traced(fn, path, x, y), fn(x, y), " -> ".join(chain))
+
+
+def _asarray_of_argument(a):
+    return np.asarray(a)
+
+
+def _write_through_asarray(a):
+    view = np.asarray(a)
+    view[...] = 7.0
+    return a
+
+
+def _asarray_of_sum(a):
+    s = np.sum(a)
+    r = np.asarray(s)
+    r[...] = 5.0  # a new array: the scalar s keeps its value, as eagerly
+    return s, r
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_asarray_keeps_an_argument_and_makes_a_scalar_an_array(path):
+    a = np.array(1.5)
+    assert _traced(_asarray_of_argument, path, a) is a
+    eager, traced = np.array(1.5), np.array(1.5)
+    _assert_same(_traced(_write_through_asarray, path, traced), _write_through_asarray(eager))
+    assert traced == eager == 7.0
+    _assert_same(_traced(_asarray_of_sum, path, np.array(1.5)), _asarray_of_sum(np.array(1.5)))
