@@ -168,8 +168,9 @@ class ArgumentContainers:
                 not isinstance(value, np.generic):
             return TreeNode("const", value=value)
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
+            form = _zero_d_form(value, ctx)  # (a 0-d array stored stays one, as eagerly)
             outputs.append(ctx.lift(value))
-            return TreeNode("output", index=len(outputs) - 1)
+            return TreeNode("output", index=len(outputs) - 1, value=form)
         if type(value) in (list, tuple):
             return TreeNode(type(value).__name__,
                             tuple(self._encode(v, ctx, outputs) for v in value))

@@ -132,20 +132,31 @@ def zero_d_kind(node: Node, root: Graph | None,
 
 def _control_flow_kind(node: Node, root: Graph | None,
                        outer: dict[Node, Any] | None) -> ZeroDKind:
-    """A ``cond``'s output takes the form both branches return; where they differ (the
-    predicate picks at run time), a branch that follows an argument wins over an array,
-    else a scalar, NumPy's default for computed values. A ``while`` loop's: a scalar."""
+    """A ``cond``'s output takes the form both branches return, a ``while`` loop's the form
+    of its initial value and of the body's result; where they differ (the data picks at run
+    time), one that follows an argument wins over an array, else a scalar, NumPy's default
+    for computed values."""
     index = 0
     if node.op is OpKind.GET_OUTPUT:
         index = int(node.attrs.get("index", 0))
         node = node.args[0] if node.args and isinstance(node.args[0], Node) else node
-    if node.op is not OpKind.COND:
+    if node.op is OpKind.COND:
+        graphs, operands = node.attrs.get("branches", ()), node.args[1:]
+    elif node.op is OpKind.WHILE:
+        # the value after the loop: its initial value (no iteration) or the body's result,
+        # whose loop variables are taken as their initial values (one iteration's view)
+        graphs, operands = (node.attrs.get("body"),), node.args
+        if index < len(node.args) and isinstance(node.args[index], Node):
+            graphs = (*graphs, None)
+    else:
         return SCALAR
     kinds = set()
-    for graph in node.attrs.get("branches", ()):
-        if isinstance(graph, Graph) and index < len(graph.outputs):
+    for graph in graphs:
+        if graph is None:
+            kinds.add(zero_d_kind(node.args[index], root, outer))
+        elif isinstance(graph, Graph) and index < len(graph.outputs):
             inner = dict(outer or {})
-            inner.update(zip(graph.inputs, node.args[1:]))
+            inner.update(zip(graph.inputs, operands))
             kinds.add(zero_d_kind(graph.outputs[index], root, inner))
     if len(kinds) == 1:
         return kinds.pop()

@@ -231,3 +231,38 @@ def test_asarray_keeps_an_argument_and_makes_a_scalar_an_array(path):
     _assert_same(_traced(_write_through_asarray, path, traced), _write_through_asarray(eager))
     assert traced == eager == 7.0
     _assert_same(_traced(_asarray_of_sum, path, np.array(1.5)), _asarray_of_sum(np.array(1.5)))
+
+
+def _loop_of_arrays(a, b):
+    x = np.zeros(())
+    while np.sum(x) < 3:
+        x = np.where(x < 10, x + a, b)
+    return x
+
+
+def _loop_of_scalars(a, b):
+    x = np.sum(a)
+    while x < 3:
+        x = x + b
+    return x
+
+
+@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("fn", [_loop_of_arrays, _loop_of_scalars], ids=["arrays", "scalars"])
+def test_while_loop_results_keep_numpys_form(fn, path):
+    _assert_same(_traced(fn, path, A, B), fn(A, B))
+
+
+def _store_in_list(a, b, out):
+    out.append(np.where(a > 0, a, b))
+    out.append(a + b)
+    return len(out)
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_0d_values_stored_in_a_list_argument_keep_numpys_form(path):
+    eager, traced = [], []
+    _store_in_list(A, B, eager)
+    f = kx.function(_store_in_list, **PATHS[path])
+    f(A, B, traced)
+    _assert_same(traced, eager)
