@@ -26,7 +26,8 @@ def _own(value: Any) -> Any:
 
 
 def _result(value: Any) -> Any:
-    """0-d results come back as NumPy scalars, everything else as arrays (unknown rank)."""
+    """A result of unknown rank: 0-d as a NumPy scalar (a 0-d result whose form the trace
+    knows is built by ``output_expr``), everything else as an array the caller owns."""
     if getattr(value, "ndim", 1) == 0:
         return value[()]
     return _own(value)
@@ -124,6 +125,8 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
         return f"_array0({scope.var(graph.outputs[tree.index])})"
     if kind == "output" and isinstance(tree.value, str):  # an opaque call's own result
         return f"_as_computed({scope.var(graph.outputs[tree.index])})"
+    if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "argument":
+        return access_expr(tree.value[1], namer)  # a 0-d argument returned: the caller's own
     if kind == "output" and isinstance(tree.value, tuple):  # as the argument is: per call
         return f"_like_argument({access_expr(tree.value[1], namer)}, " \
             f"{scope.var(graph.outputs[tree.index])})"

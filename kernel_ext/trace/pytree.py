@@ -38,9 +38,9 @@ class TreeNode:
 
     # (an ``output`` leaf's ``value``: the Python number type it is returned as, or for a 0-d
     # value ``np.ndarray`` (a fresh 0-d array, as NumPy's constructors, views and ``where``
-    # give), ``("like", path)`` (the form of that argument, per call) or ``"computed"`` (an
-    # opaque call's own result); None: a 0-d value as a NumPy scalar, as ufuncs and
-    # reductions give)
+    # give), ``("like", path)`` (the form of that argument, per call), ``("argument", path)``
+    # (that argument itself, the caller's object) or ``"computed"`` (an opaque call's own
+    # result); None: a 0-d value as a NumPy scalar, as ufuncs and reductions give)
     kind: str
     children: tuple["TreeNode", ...] = ()
     index: int = -1
@@ -67,9 +67,6 @@ def flatten_outputs(result: Any, ctx: TraceContext,
             return TreeNode("input", index=len(outputs) - 1, value=updated[id(value)][0])
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
             form = _zero_d_form(value, ctx)
-            if isinstance(form, tuple) and isinstance(value, Tensor) and \
-                    value.node in ctx.graph.inputs:
-                return TreeNode("argument", value=form[1])  # the caller's object itself
             node = ctx.lift(value)
             outputs.append(node)
             # a value eager code holds as a Python number comes back as one (value=its type)
@@ -95,13 +92,16 @@ def flatten_outputs(result: Any, ctx: TraceContext,
 def _zero_d_form(value: Any, ctx: TraceContext) -> Any:
     """An ``output`` leaf's ``value`` for a returned 0-d value (see :mod:`.zero_d`): None for
     a NumPy scalar, ``np.ndarray`` for a fresh 0-d array, ``("like", path)`` for the form of
-    the argument at ``path`` (decided per call), ``"computed"`` for an opaque call's result as
+    the argument at ``path`` (decided per call), ``("argument", path)`` for that argument
+    itself (the caller's object, as eagerly), ``"computed"`` for an opaque call's result as
     NumPy's function returned it; None for anything not 0-d."""
     if isinstance(value, np.ndarray):
         return np.ndarray if value.ndim == 0 else None
     if not isinstance(value, Tensor) or isinstance(value, PythonNumber) or value.shape != ():
         return None
     form = zero_d_kind(value.node, ctx.graph)
+    if isinstance(form, tuple) and value.node in ctx.graph.inputs:
+        return ("argument", form[1])  # an argument returned as it is: the caller's object
     return np.ndarray if form == ARRAY else form if isinstance(form, tuple) or \
         form == COMPUTED else None
 

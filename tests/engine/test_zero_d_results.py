@@ -266,3 +266,11 @@ def test_0d_values_stored_in_a_list_argument_keep_numpys_form(path):
     f = kx.function(_store_in_list, **PATHS[path])
     f(A, B, traced)
     _assert_same(traced, eager)
+
+
+def test_dask_keeps_0d_results_lazy_including_a_returned_argument():
+    da = pytest.importorskip("dask.array")
+    f = kx.function(lambda a, b: (a, np.where(a > b, a, b), a + b))
+    got = f(da.from_array(A), da.from_array(B))
+    assert all(isinstance(g, da.Array) and g.shape == () for g in got)
+    assert [g.compute() for g in got] == [1.5, 2.5, 4.0]
