@@ -274,3 +274,16 @@ def test_dask_keeps_0d_results_lazy_including_a_returned_argument():
     got = f(da.from_array(A), da.from_array(B))
     assert all(isinstance(g, da.Array) and g.shape == () for g in got)
     assert [g.compute() for g in got] == [1.5, 2.5, 4.0]
+
+
+def _relu_loss(w):
+    return np.where(w > 0, w, 0.0) * 2  # the backward pass ends with a where
+
+
+@pytest.mark.parametrize("path", PATHS)
+def test_0d_gradients_are_numpy_scalars_whatever_the_backward_ends_with(path):
+    for fn in (_relu_loss, lambda w: np.tanh(w) * 3):
+        traced = _traced(kx.grad(fn), path, A)
+        eager_tape = kx.grad(fn)(A)
+        assert type(traced) is np.float64 and type(eager_tape) is np.float64
+        assert traced == eager_tape
