@@ -194,7 +194,7 @@ _STEPS = {
 
 @settings(max_examples=40, deadline=None)
 @given(chain=st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=4),
-       path=st.sampled_from(["auto", "numpy"]), scalar_arg=st.booleans())
+       path=st.sampled_from(sorted(PATHS)), scalar_arg=st.booleans())
 def test_op_chains_ending_in_0d_match_numpy(chain, path, scalar_arg):
     def fn(x, y):
         for step in chain:
@@ -287,3 +287,19 @@ def test_0d_gradients_are_numpy_scalars_whatever_the_backward_ends_with(path):
         eager_tape = kx.grad(fn)(A)
         assert type(traced) is np.float64 and type(eager_tape) is np.float64
         assert traced == eager_tape
+
+
+def _mixed(c, a, b):
+    return np.where(c, a, b), a.copy(), a + b, np.sum(a * b)
+
+
+def test_compiled_whole_graph_returns_numpys_0d_forms():
+    f = kx.function(_mixed, jit_compile=True)
+    f(C, A, B)
+    got = f(C, A, B)
+    kinds = [s["kind"] for s in f.get_concrete_function(C, A, B).executable.segments
+             if s.get("role") != "fallback"]
+    assert kinds == ["whole-graph"]  # (the compiled function ran, not its fallback)
+    _assert_same(got, _mixed(C, A, B))
+    got[0][()] = 9.0  # the caller's own array: the next call's result is not it
+    assert f(C, A, B)[0] == 1.5
