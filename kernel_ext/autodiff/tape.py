@@ -35,6 +35,7 @@ from ..ir import Node, OpKind, interpret, subgraphs
 from ..trace import Tensor, TraceContext, Variable, current_context
 from ..trace.state import ACTIVITY
 from ..trace.variables import EAGER_READ_HOOK
+from ..trace.zero_d import mark_scalar
 from .backward import backward, differentiable
 from .eager import RecordingArray, same_trace, watch_array, wrap
 
@@ -322,6 +323,10 @@ class GradientTape:
             grads = self._eager_gradient(target, leaves, output_gradients)
         else:
             grads = self._graph_gradient(target, leaves, output_gradients)
+            # a 0-d gradient is a NumPy scalar whichever op the backward pass ended with (as
+            # the eager tape's results are): gradients have no eager NumPy form to follow
+            grads = [mark_scalar(g) if isinstance(g, Tensor) and g.shape == () and
+                     g.node.op is not OpKind.PLACEHOLDER else g for g in grads]
         if unconnected_gradients == "zero":
             grads = [np.zeros_like(_value_of(s)) if g is None else g
                      for g, s in zip(grads, leaves)]

@@ -40,6 +40,7 @@ from ..trace.control_flow import is_traced
 from ..trace.opaque import PythonNumber
 from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
+from ..trace.zero_d import as_array, mark_array
 
 __all__ = ["BUILTINS", "array_method"]
 
@@ -222,10 +223,11 @@ def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
         if not args and not kwargs and is_traced(value):
             # np.asarray(t) is t itself (a view of the same storage: a write shows through),
             # np.array(t) a copy; a dtype casts, as NumPy's coercion does
+            # (a 0-d result is an array, as NumPy's constructors make it: ``zero_d``)
             if make is np.asarray:
-                return value if dtype is None or np.dtype(dtype) == value.dtype else \
-                    value.astype(dtype)
-            return np.copy(value) if dtype is None else value.astype(dtype)
+                return as_array(value) if dtype is None or np.dtype(dtype) == value.dtype \
+                    else mark_array(value.astype(dtype))
+            return np.copy(value) if dtype is None else mark_array(value.astype(dtype))
         if args or kwargs or not isinstance(obj, (list, tuple)) or not _has_traced(obj):
             return make(obj, dtype, *args, **kwargs)
         out = _stacked(obj)

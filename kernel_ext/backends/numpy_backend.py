@@ -26,17 +26,37 @@ def _own(value: Any) -> Any:
 
 
 def _result(value: Any) -> Any:
-    """0-d results come back as NumPy scalars, everything else as arrays (unknown rank)."""
+    """A result of unknown rank: 0-d as a NumPy scalar (a 0-d result whose form the trace
+    knows is built by ``output_expr``), everything else as an array the caller owns."""
     if getattr(value, "ndim", 1) == 0:
         return value[()]
     return _own(value)
+
+
+def _array0(value: Any) -> np.ndarray:
+    """A 0-d result NumPy returns as an array: a fresh one (a buffer a later call reuses, or
+    a NumPy scalar a backend computed, becomes the caller's own 0-d array)."""
+    return np.array(value)
+
+
+def _like_argument(argument: Any, value: Any) -> Any:
+    """A 0-d result of ndarray methods applied to an argument: a NumPy scalar when the
+    caller passed one (its methods return scalars), else a fresh 0-d array."""
+    return np.array(value) if isinstance(argument, np.ndarray) else value[()]
+
+
+def _as_computed(value: Any) -> Any:
+    """An opaque call's 0-d result as NumPy's function returned it (a scalar or an array)."""
+    return _own(value) if isinstance(value, np.ndarray) else value
 
 
 class Namer:
     """The globals of one generated module: values the code refers to by a fresh name."""
 
     def __init__(self) -> None:
-        self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np}
+        self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np,
+                                        "_array0": _array0, "_like_argument": _like_argument,
+                                        "_as_computed": _as_computed}
         self._count = 0
 
     def bind(self, value: Any, prefix: str = "_g") -> str:
@@ -101,6 +121,15 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
         value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
         return f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, " \
             f"{value})"
+    if kind == "output" and tree.value is np.ndarray:  # a 0-d array, as NumPy returns it
+        return f"_array0({scope.var(graph.outputs[tree.index])})"
+    if kind == "output" and isinstance(tree.value, str):  # an opaque call's own result
+        return f"_as_computed({scope.var(graph.outputs[tree.index])})"
+    if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "argument":
+        return access_expr(tree.value[1], namer)  # a 0-d argument returned: the caller's own
+    if kind == "output" and isinstance(tree.value, tuple):  # as the argument is: per call
+        return f"_like_argument({access_expr(tree.value[1], namer)}, " \
+            f"{scope.var(graph.outputs[tree.index])})"
     if kind == "output" and tree.value is not None:  # returned as a Python number
         inner = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
         return f"{tree.value.__name__}({inner})"

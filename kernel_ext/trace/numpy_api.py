@@ -21,6 +21,7 @@ from .context import bind
 from .opaque import numpy_call, ufunc_method_call
 from .tensor import GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
 from .variables import Variable
+from .zero_d import mark_array, mark_scalar
 
 
 def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
@@ -243,7 +244,8 @@ def _flip(m: Any, axis: Any = None) -> Any:
 
 @implements(np.copy)
 def _copy(a: Any, order: str = "K", subok: bool = False) -> Any:
-    return bind(OpKind.COPY, (a,))
+    # np.copy builds an array (np.copy(np.float64(1)) is a 0-d array; .copy() keeps a scalar)
+    return mark_array(bind(OpKind.COPY, (a,)))
 
 
 @implements(np.shape)
@@ -1887,7 +1889,8 @@ def _cond(x: Any, p: Any = None) -> Any:
         r = np.multiply(_norm(x, p, axis=(-2, -1)), _norm(_inv(wide), p, axis=(-2, -1)))
         r = r.astype(real_t)
     nan_mask = np.logical_and(np.isnan(r), np.logical_not(np.any(np.isnan(x), axis=(-2, -1))))
-    return np.where(nan_mask, np.array(np.inf, r.dtype), r)
+    # (NumPy ends with ``r[()]``: a 0-d condition number is a scalar, not where's 0-d array)
+    return mark_scalar(np.where(nan_mask, np.array(np.inf, r.dtype), r))
 
 
 def _inv_dtype(dtype: np.dtype) -> np.dtype:
@@ -2382,7 +2385,8 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
                 neginf: Any = None) -> Any:
     x = _arr(x)
     if x.dtype.kind not in "fc":
-        return np.copy(x) if copy else x
+        # (NumPy returns ``x[()]`` of a 0-d input: a NumPy scalar)
+        return x[()] if x.shape == () else np.copy(x) if copy else x
     if x.dtype.kind == "c" or _traced((nan, posinf, neginf)):
         raise _Opaque  # NumPy writes the real and imaginary parts in place
     info = np.finfo(x.dtype)
@@ -2390,7 +2394,7 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
     lo = info.min if neginf is None else neginf
     out = np.where(np.isnan(x), np.asarray(nan).astype(x.dtype), x)
     out = np.where(_isposinf(x), np.asarray(hi).astype(x.dtype), out)
-    return np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out)
+    return mark_scalar(np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out))
 
 
 @_composition(np.ediff1d)

@@ -269,8 +269,8 @@ class PythonNumber(Tensor):
     a Python number to the array's dtype (``x_float32 * 0.5`` stays float32), so before a
     ufunc this value is cast to the dtype NumPy resolves for a Python number in its place;
     with another Python number (``np.random.rand() * 0.1``) Python's arithmetic makes
-    another Python number. Returned from the function it comes back as a NumPy scalar,
-    like every 0-d result.
+    another Python number. Returned from the function it comes back as a Python number
+    (``TreeNode("output", value=py_type)``), as eagerly.
     """
 
     __slots__ = ("py_type",)

@@ -20,6 +20,7 @@ from .context import TraceContext
 from .opaque import PythonNumber
 from .tensor import Tensor
 from .variables import Variable
+from .zero_d import ARRAY, COMPUTED, zero_d_kind
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,12 @@ class TreeNode:
     paths of ``value`` — ``(path, kind)`` pairs, kind ``list``/``dict``/``attrs`` — takes the
     contents the matching further child builds, see :class:`ArgumentContainers`)."""
 
-    kind: str  # (an ``output`` leaf's ``value`` is the Python number type it is returned as)
+    # (an ``output`` leaf's ``value``: the Python number type it is returned as, or for a 0-d
+    # value ``np.ndarray`` (a fresh 0-d array, as NumPy's constructors, views and ``where``
+    # give), ``("like", path)`` (the form of that argument, per call), ``("argument", path)``
+    # (that argument itself, the caller's object) or ``"computed"`` (an opaque call's own
+    # result); None: a 0-d value as a NumPy scalar, as ufuncs and reductions give)
+    kind: str
     children: tuple["TreeNode", ...] = ()
     index: int = -1
     value: Any = None
@@ -60,11 +66,12 @@ def flatten_outputs(result: Any, ctx: TraceContext,
             outputs.append(ctx.lift(value))
             return TreeNode("input", index=len(outputs) - 1, value=updated[id(value)][0])
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
+            form = _zero_d_form(value, ctx)
             node = ctx.lift(value)
             outputs.append(node)
             # a value eager code holds as a Python number comes back as one (value=its type)
             return TreeNode("output", index=len(outputs) - 1,
-                            value=value.py_type if isinstance(value, PythonNumber) else None)
+                            value=value.py_type if isinstance(value, PythonNumber) else form)
         if isinstance(value, tuple) and hasattr(type(value), "_fields"):
             return TreeNode("namedtuple", tuple(walk(v) for v in value), container=type(value))
         if type(value) in (tuple, list):
@@ -80,6 +87,23 @@ def flatten_outputs(result: Any, ctx: TraceContext,
 
     tree = walk(result)
     return tree, outputs
+
+
+def _zero_d_form(value: Any, ctx: TraceContext) -> Any:
+    """An ``output`` leaf's ``value`` for a returned 0-d value (see :mod:`.zero_d`): None for
+    a NumPy scalar, ``np.ndarray`` for a fresh 0-d array, ``("like", path)`` for the form of
+    the argument at ``path`` (decided per call), ``("argument", path)`` for that argument
+    itself (the caller's object, as eagerly), ``"computed"`` for an opaque call's result as
+    NumPy's function returned it; None for anything not 0-d."""
+    if isinstance(value, np.ndarray):
+        return np.ndarray if value.ndim == 0 else None
+    if not isinstance(value, Tensor) or isinstance(value, PythonNumber) or value.shape != ():
+        return None
+    form = zero_d_kind(value.node, ctx.graph)
+    if isinstance(form, tuple) and value.node in ctx.graph.inputs:
+        return ("argument", form[1])  # an argument returned as it is: the caller's object
+    return np.ndarray if form == ARRAY else form if isinstance(form, tuple) or \
+        form == COMPUTED else None
 
 
 class ArgumentContainers:
@@ -144,8 +168,9 @@ class ArgumentContainers:
                 not isinstance(value, np.generic):
             return TreeNode("const", value=value)
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
+            form = _zero_d_form(value, ctx)  # (a 0-d array stored stays one, as eagerly)
             outputs.append(ctx.lift(value))
-            return TreeNode("output", index=len(outputs) - 1)
+            return TreeNode("output", index=len(outputs) - 1, value=form)
         if type(value) in (list, tuple):
             return TreeNode(type(value).__name__,
                             tuple(self._encode(v, ctx, outputs) for v in value))

@@ -440,7 +440,8 @@ class Tensor(NumpyOperators, inplace=True):
         return np.swapaxes(self, a, b)
 
     def copy(self, order: str = "C") -> "Tensor":
-        return np.copy(self)
+        # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
+        return bind(OpKind.COPY, (self,))  # type: ignore[return-value]
 
     def dot(self, other: Any) -> "Tensor":
         return np.dot(self, other)

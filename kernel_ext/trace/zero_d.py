@@ -1,0 +1,168 @@
+"""Which of NumPy's two 0-d results a traced value stands for: a NumPy scalar or a 0-d array.
+
+Eager NumPy returns 0-d results in two forms that users can tell apart: ufuncs, reductions,
+``dot`` and single-element reads (``x[0]``, ``x[()]``) give a NumPy *scalar* (immutable,
+``np.float64``); array constructors, ``where``, ``x[...]`` and the methods of a 0-d *array*
+(``copy``, ``reshape``, ``T``, ``astype``) give a 0-d ``np.ndarray`` (mutable, ``r[()] = 5``).
+The methods of a NumPy scalar give scalars again, so ``a.copy()`` is an array or a scalar as
+``a`` is one. A trace records only shapes and dtypes; this module decides, when a function
+returns a 0-d traced value, which form NumPy would have given, from the op that made it (and,
+through shape-only ops and casts, from the value those were applied to):
+
+* :data:`SCALAR` — return a NumPy scalar (``v[()]``);
+* :data:`ARRAY` — return a fresh 0-d ``np.ndarray`` (never one a later call overwrites);
+* :data:`COMPUTED` — the result of an opaque call (NumPy's own function, run at each call):
+  as that function returned it;
+* ``("like", path)`` — shape-only ops applied to the argument at ``path``: its form, decided
+  per call (the caller may pass ``np.float64(1.5)`` or ``np.array(1.5)`` to one trace).
+
+Handlers whose NumPy function always builds an array (``np.copy``, ``np.array``,
+``np.asarray``) mark their result with :func:`mark_array`; compositions whose NumPy original
+returns ``r[()]`` while the last op here would give an array mark it with :func:`mark_scalar`.
+"""
+
+from __future__ import annotations
+
+import weakref
+from typing import Any, Union
+
+import numpy as np
+
+from ..ir import Graph, Node, OpGroup, OpKind
+
+SCALAR = "scalar"
+ARRAY = "array"
+COMPUTED = "computed"
+#: the form of one 0-d value: SCALAR, ARRAY, COMPUTED or ("like", argument path)
+ZeroDKind = Union[str, tuple]
+
+# nodes whose value NumPy returns as a 0-d array whatever made them (weak: traces end)
+_ARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+# nodes NumPy returns as a scalar whatever made them (a composition ending in ``r[()]``)
+_SCALAR_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+
+# ops whose 0-d result is the same form as their (0-d) first operand: ndarray methods that a
+# NumPy scalar has too, returning a scalar there and an array on an array
+_LIKE_OPERAND = frozenset({OpKind.CAST, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SQUEEZE,
+                           OpKind.COPY, OpKind.REAL, OpKind.IMAG, OpKind.SETITEM})
+# ops that always build an array (np.where, np.broadcast_to/full_like, np.pad, np.isin)
+_ALWAYS_ARRAY = frozenset({OpKind.WHERE, OpKind.BROADCAST_TO, OpKind.PAD, OpKind.ISIN,
+                           OpKind.EXPAND_DIMS})
+
+# ops that run NumPy's own callable at each call: their result is in NumPy's own form
+_OPAQUE = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
+
+
+def mark_array(value: Any) -> Any:
+    """Record that NumPy returns ``value`` (a traced value) as an array when it is 0-d (an
+    array constructor made it); returns ``value``."""
+    node = getattr(value, "node", None)
+    if isinstance(node, Node):
+        _SCALAR_NODES.discard(node)
+        _ARRAY_NODES.add(node)
+    return value
+
+
+def mark_scalar(value: Any) -> Any:
+    """Record that NumPy returns ``value`` as a NumPy scalar when it is 0-d (a composition
+    whose NumPy original ends in ``r[()]``, such as ``np.linalg.cond``); returns ``value``."""
+    node = getattr(value, "node", None)
+    if isinstance(node, Node):
+        _ARRAY_NODES.discard(node)
+        _SCALAR_NODES.add(node)
+    return value
+
+
+def as_array(value: Any) -> Any:
+    """``np.asarray(value)`` of a traced value: ``value`` itself (an argument stays the
+    caller's object), unless NumPy holds it as a NumPy scalar (a 0-d ufunc or reduction
+    result), which ``np.asarray`` turns into a new 0-d array: then a copy (a scalar is
+    immutable, so nothing could see the difference from a view), marked as an array."""
+    node = value.node
+    if value.shape != () or node.op is OpKind.PLACEHOLDER or \
+            zero_d_kind(node, None) != SCALAR:
+        return value
+    return mark_array(value.copy())
+
+
+def zero_d_kind(node: Node, root: Graph | None,
+                outer: dict[Node, Any] | None = None) -> ZeroDKind:
+    """The form NumPy returns the 0-d value of ``node`` in (see the module docstring);
+    ``root`` is the traced function's graph, whose placeholders are the caller's arguments;
+    ``outer`` maps a branch graph's placeholders to the values the ``cond`` passed in."""
+    for _ in range(10_000):  # (a chain of shape-only ops; bounded for safety)
+        if node in _ARRAY_NODES:
+            return ARRAY
+        if node in _SCALAR_NODES:
+            return SCALAR
+        op = node.op
+        if op is OpKind.PLACEHOLDER and outer and node in outer:
+            if not isinstance(outer[node], Node):
+                return SCALAR
+            node = outer[node]
+            continue
+        if op is OpKind.PLACEHOLDER:
+            path = node.attrs.get("path")
+            return ("like", path) if path is not None and root is not None and node in root.inputs \
+                else SCALAR
+        if op is OpKind.CONSTANT:
+            return ARRAY if isinstance(node.attrs.get("value"), np.ndarray) else SCALAR
+        if op in _ALWAYS_ARRAY:
+            return ARRAY
+        if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
+            return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
+        if op in _OPAQUE or op is OpKind.GET_OUTPUT and node.args and \
+                isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE:
+            return COMPUTED
+        if op in _LIKE_OPERAND:
+            source = node.args[0] if node.args else None
+            if not isinstance(source, Node):
+                return SCALAR  # (a Python number: NumPy makes it a scalar)
+            if source.aval is None or source.aval.shape != ():
+                return ARRAY  # a method of an n-d array (reshape to (), squeeze): an array
+            if source.op in _OPAQUE:
+                return SCALAR  # (its form is known only at run time: NumPy's default)
+            node = source
+            continue
+        if op.group is OpGroup.CONTROL_FLOW or op is OpKind.GET_OUTPUT:
+            return _control_flow_kind(node, root, outer)
+        return SCALAR  # ufuncs, clip, reductions, linalg, searches: NumPy scalars
+    return SCALAR
+
+
+def _control_flow_kind(node: Node, root: Graph | None,
+                       outer: dict[Node, Any] | None) -> ZeroDKind:
+    """A ``cond``'s output takes the form both branches return, a ``while`` loop's the form
+    of its initial value and of the body's result; where they differ (the data picks at run
+    time), one that follows an argument wins over an array, else a scalar, NumPy's default
+    for computed values."""
+    index = 0
+    if node.op is OpKind.GET_OUTPUT:
+        index = int(node.attrs.get("index", 0))
+        node = node.args[0] if node.args and isinstance(node.args[0], Node) else node
+    if node.op is OpKind.COND:
+        graphs, operands = node.attrs.get("branches", ()), node.args[1:]
+    elif node.op is OpKind.WHILE:
+        # the value after the loop: its initial value (no iteration) or the body's result,
+        # whose loop variables are taken as their initial values (one iteration's view)
+        graphs, operands = (node.attrs.get("body"),), node.args
+        if index < len(node.args) and isinstance(node.args[index], Node):
+            graphs = (*graphs, None)
+    else:
+        return SCALAR
+    kinds = set()
+    for graph in graphs:
+        if graph is None:
+            kinds.add(zero_d_kind(node.args[index], root, outer))
+        elif isinstance(graph, Graph) and index < len(graph.outputs):
+            inner = dict(outer or {})
+            inner.update(zip(graph.inputs, operands))
+            kinds.add(zero_d_kind(graph.outputs[index], root, inner))
+    if len(kinds) == 1:
+        return kinds.pop()
+    likes = [k for k in kinds if isinstance(k, tuple)]
+    return likes[0] if len(likes) == 1 and kinds == {ARRAY, likes[0]} else SCALAR
+
+
+__all__ = ["ARRAY", "COMPUTED", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar",
+           "zero_d_kind"]
