@@ -18,10 +18,11 @@ The decision is remembered per compiled program (a retrace of the same code at t
 sizes does not try again), also in the disk cache (a restarted kernel does not either), and
 the ConcreteFunction is told so that cache hits call the winner directly
 (:attr:`Tier.listeners`). Only traces whose second run a trial can make unobservable tier
-up: no variable or opaque op, draws only as :func:`hoist_draws` can make them. A trace that updates array arguments in place (written back, as NumPy's
-``x[i] = v`` is) or gives a list, dict or dataclass argument new items tiers up too: during
-the trial the whole graph runs on copies of the arguments, and the updated copies must equal
-the caller's arguments to the bit as well.
+up: no variable or opaque op, draws only as :func:`hoist_draws` can make them. A trace that
+updates array arguments in place (written back, as NumPy's ``x[i] = v`` is) or gives a list,
+dict or dataclass argument new items tiers up too: during the trial the whole graph runs on
+copies of the arguments, and the updated copies must equal the caller's arguments to the bit
+as well.
 The monitor, the sidebar and ``%retrace_report`` show :attr:`Tier.note`.
 """
 
