@@ -24,7 +24,6 @@ import numpy as np
 from ..trace import random_calls
 from ..trace.control_flow import Undefined, cond, is_traced
 from ..trace.state import current_context
-from ..trace.tensor import Tensor
 from ..trace.variables import resolve
 from . import py_builtins
 from .conditionals import if_stmt

@@ -30,7 +30,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
-from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind, has_effects
+from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, has_effects
 
 
 @dataclass
