@@ -45,6 +45,12 @@ def _like_argument(argument: Any, value: Any) -> Any:
     return np.array(value) if isinstance(argument, np.ndarray) else value[()]
 
 
+def _asarray_argument(argument: Any, value: Any) -> Any:
+    """``np.asarray`` of a 0-d argument: the caller's array itself, or a new 0-d array of
+    the NumPy scalar the caller passed."""
+    return argument if isinstance(argument, np.ndarray) else np.array(value)
+
+
 def _as_computed(value: Any) -> Any:
     """An opaque call's 0-d result as NumPy's function returned it (a scalar or an array)."""
     return _own(value) if isinstance(value, np.ndarray) else value
@@ -56,7 +62,8 @@ class Namer:
     def __init__(self) -> None:
         self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np,
                                         "_array0": _array0, "_like_argument": _like_argument,
-                                        "_as_computed": _as_computed}
+                                        "_as_computed": _as_computed,
+                                        "_asarray_argument": _asarray_argument}
         self._count = 0
 
     def bind(self, value: Any, prefix: str = "_g") -> str:
@@ -127,6 +134,9 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
         return f"_as_computed({scope.var(graph.outputs[tree.index])})"
     if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "argument":
         return access_expr(tree.value[1], namer)  # a 0-d argument returned: the caller's own
+    if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "asarray":
+        return f"_asarray_argument({access_expr(tree.value[1], namer)}, " \
+            f"{scope.var(graph.outputs[tree.index])})"
     if kind == "output" and isinstance(tree.value, tuple):  # as the argument is: per call
         return f"_like_argument({access_expr(tree.value[1], namer)}, " \
             f"{scope.var(graph.outputs[tree.index])})"
@@ -230,7 +240,10 @@ def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
         for child in t.children or ():
             walk(child)
     walk(tree)
-    return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths)
+    # (not 0-d inputs: the caller may pass a NumPy scalar, which cannot be written into;
+    # eagerly such a write lands in a new array and the scalar stays as it was)
+    return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths and
+                     n.aval.shape != ())
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:

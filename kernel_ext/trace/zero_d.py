@@ -33,13 +33,17 @@ from ..ir import Graph, Node, OpGroup, OpKind
 SCALAR = "scalar"
 ARRAY = "array"
 COMPUTED = "computed"
-#: the form of one 0-d value: SCALAR, ARRAY, COMPUTED or ("like", argument path)
+#: the form of one 0-d value: SCALAR, ARRAY, COMPUTED, ("like", argument path) or
+#: ("asarray", argument path)
 ZeroDKind = Union[str, tuple]
 
 # nodes whose value NumPy returns as a 0-d array whatever made them (weak: traces end)
 _ARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
 # nodes NumPy returns as a scalar whatever made them (a composition ending in ``r[()]``)
 _SCALAR_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+# ``np.asarray`` of a 0-d argument: the caller's array itself, or a new 0-d array when the
+# caller passed a NumPy scalar (decided per call: ``("asarray", path)``)
+_ASARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
 
 # ops whose 0-d result is the same form as their (0-d) first operand: ndarray methods that a
 # NumPy scalar has too, returning a scalar there and an array on an array
@@ -79,8 +83,14 @@ def as_array(value: Any) -> Any:
     result), which ``np.asarray`` turns into a new 0-d array: then a copy (a scalar is
     immutable, so nothing could see the difference from a view), marked as an array."""
     node = value.node
-    if value.shape != () or node.op is OpKind.PLACEHOLDER or \
-            zero_d_kind(node, None) != SCALAR:
+    if value.shape == () and node.op is OpKind.PLACEHOLDER:
+        # the caller's array, or a new array of the NumPy scalar the caller passed: a view
+        # (a write through it reaches the argument, as through the caller's own array)
+        result = value.reshape(())
+        if result is not value:
+            _ASARRAY_NODES.add(result.node)
+        return result
+    if value.shape != () or zero_d_kind(node, None) != SCALAR:
         return value
     return mark_array(value.copy())
 
@@ -95,6 +105,9 @@ def zero_d_kind(node: Node, root: Graph | None,
             return ARRAY
         if node in _SCALAR_NODES:
             return SCALAR
+        if node in _ASARRAY_NODES:
+            form = zero_d_kind(node.args[0], root, outer)
+            return ("asarray", form[1]) if isinstance(form, tuple) else ARRAY
         op = node.op
         if op is OpKind.PLACEHOLDER and outer and node in outer:
             if not isinstance(outer[node], Node):

@@ -303,3 +303,22 @@ def test_compiled_whole_graph_returns_numpys_0d_forms():
     _assert_same(got, _mixed(C, A, B))
     got[0][()] = 9.0  # the caller's own array: the next call's result is not it
     assert f(C, A, B)[0] == 1.5
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("make", [np.float64, np.array], ids=["scalar", "array"])
+def test_asarray_of_a_0d_argument_is_the_callers_array_or_a_new_one(path, make):
+    def f(x):
+        return np.asarray(x)
+
+    def g(x):
+        a = np.asarray(x)
+        a[()] = 7.0   # reaches the caller's array; a NumPy scalar stays as it was
+        return a
+
+    for fn in (f, g):
+        x_eager, x_traced = make(1.25), make(1.25)
+        want, got = fn(x_eager), _traced(fn, path, x_traced)
+        _assert_same(got, want)
+        assert (got is x_traced) == (want is x_eager)
+        _assert_same(x_traced, x_eager)
