@@ -49,6 +49,8 @@ _ASARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
 # NumPy scalar has too, returning a scalar there and an array on an array
 _LIKE_OPERAND = frozenset({OpKind.CAST, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SQUEEZE,
                            OpKind.COPY, OpKind.REAL, OpKind.IMAG, OpKind.SETITEM})
+# of those, the ones that make a new buffer (the others are views or the array written)
+_NEW_BUFFER = frozenset({OpKind.CAST, OpKind.COPY, OpKind.REAL, OpKind.IMAG})
 # ops that always build an array (np.where, np.broadcast_to/full_like, np.pad, np.isin)
 _ALWAYS_ARRAY = frozenset({OpKind.WHERE, OpKind.BROADCAST_TO, OpKind.PAD, OpKind.ISIN,
                            OpKind.EXPAND_DIMS})
@@ -60,20 +62,20 @@ _OPAQUE = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
 def mark_array(value: Any) -> Any:
     """Record that NumPy returns ``value`` (a traced value) as an array when it is 0-d (an
     array constructor made it); returns ``value``."""
-    node = getattr(value, "node", None)
-    if isinstance(node, Node):
-        _SCALAR_NODES.discard(node)
-        _ARRAY_NODES.add(node)
-    return value
+    return _mark(value, _ARRAY_NODES, _SCALAR_NODES)
 
 
 def mark_scalar(value: Any) -> Any:
     """Record that NumPy returns ``value`` as a NumPy scalar when it is 0-d (a composition
     whose NumPy original ends in ``r[()]``, such as ``np.linalg.cond``); returns ``value``."""
+    return _mark(value, _SCALAR_NODES, _ARRAY_NODES)
+
+
+def _mark(value: Any, into: "weakref.WeakSet[Node]", out_of: "weakref.WeakSet[Node]") -> Any:
     node = getattr(value, "node", None)
     if isinstance(node, Node):
-        _ARRAY_NODES.discard(node)
-        _SCALAR_NODES.add(node)
+        out_of.discard(node)
+        into.add(node)
     return value
 
 
@@ -100,12 +102,15 @@ def zero_d_kind(node: Node, root: Graph | None,
     """The form NumPy returns the 0-d value of ``node`` in (see the module docstring);
     ``root`` is the traced function's graph, whose placeholders are the caller's arguments;
     ``outer`` maps a branch graph's placeholders to the values the ``cond`` passed in."""
+    applied = False  # (an ndarray method was applied to the value found so far)
     for _ in range(10_000):  # (a chain of shape-only ops; bounded for safety)
         if node in _ARRAY_NODES:
             return ARRAY
         if node in _SCALAR_NODES:
             return SCALAR
         if node in _ASARRAY_NODES:
+            if applied:  # an ndarray method of np.asarray(x)'s result: an array
+                return ARRAY
             form = zero_d_kind(node.args[0], root, outer)
             return ("asarray", form[1]) if isinstance(form, tuple) else ARRAY
         op = node.op
@@ -135,7 +140,9 @@ def zero_d_kind(node: Node, root: Graph | None,
                 return ARRAY  # a method of an n-d array (reshape to (), squeeze): an array
             if source.op in _OPAQUE:
                 return SCALAR  # (its form is known only at run time: NumPy's default)
-            node = source
+            # (a cast or a copy makes a new array; a view step or a write keeps the array
+            # np.asarray gave: the caller's own when it passed one)
+            node, applied = source, applied or op in _NEW_BUFFER
             continue
         if op.group is OpGroup.CONTROL_FLOW or op is OpKind.GET_OUTPUT:
             return _control_flow_kind(node, root, outer)

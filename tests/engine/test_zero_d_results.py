@@ -322,3 +322,13 @@ def test_asarray_of_a_0d_argument_is_the_callers_array_or_a_new_one(path, make):
         _assert_same(got, want)
         assert (got is x_traced) == (want is x_eager)
         _assert_same(x_traced, x_eager)
+
+
+@pytest.mark.parametrize("path", sorted(PATHS))
+@pytest.mark.parametrize("make", [np.float64, np.array], ids=["scalar", "array"])
+def test_methods_of_asarray_of_a_0d_argument_give_new_arrays(path, make):
+    def f(x):
+        return np.asarray(x).astype(np.float32), np.asarray(x).copy()
+
+    x = make(1.25)
+    _assert_same(_traced(f, path, x), f(x))
