@@ -295,8 +295,11 @@ class _Compiler:
                     self._busy -= 1
                     self._idle.notify_all()
 
-    def shutdown(self, timeout: float = 10.0) -> None:
-        """At interpreter exit: drop queued work and let a running compile finish."""
+    def shutdown(self, timeout: float = 300.0) -> None:
+        """At interpreter exit: drop queued work and let a running compile finish. The wait
+        is long on purpose: a compile still inside LLVM when the interpreter tears down
+        aborts the process (an LLVM assertion; seen once at the end of the test suite, with
+        a whole-graph compile running), so exit waits for it."""
         self.deferred[:] = []
         try:
             while True:
