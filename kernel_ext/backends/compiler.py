@@ -275,6 +275,11 @@ class _Compiler:
             self._thread.start()
 
     def _work(self) -> None:
+        # atexit runs its handlers last-registered first: registered again now that Numba
+        # is imported (its handlers and weakref's finalizers, which dispose of LLVM objects,
+        # were registered when it was), the wait for a running compile comes before them.
+        import numba  # noqa: F401
+        atexit.register(self.shutdown)
         while True:
             item = self._queue.get()[2]
             if item is None:
