@@ -11,18 +11,9 @@ import {
   SIGNATURES_SHOWN,
   visibleSignatures
 } from '../src/functionview';
-import { InspectorModel } from '../src/model';
-import { EXPANDED_UP_TO, InspectorPanel, PAGE_SIZE } from '../src/panel';
+import { EXPANDED_UP_TO, PAGE_SIZE } from '../src/panel';
 import { IFunctionInfo } from '../src/protocol';
-import { CapturingLogger, fn, signature, snapshot, update } from './fixtures';
-
-function setup(): { model: InspectorModel; panel: InspectorPanel } {
-  const model = new InspectorModel({ logger: new CapturingLogger() });
-  const panel = new InspectorPanel({ model, requestGraph: () => undefined });
-  document.body.appendChild(panel.node);
-  model.setConnection({ state: 'connected' });
-  return { model, panel };
-}
+import { connectedPanel, fn, signature, snapshot, update } from './fixtures';
 
 /** *count* functions with *sigs* signatures each, the costliest last. */
 function many(count: number, sigs: number): IFunctionInfo[] {
@@ -76,7 +67,7 @@ describe('tokens (item 6)', () => {
   });
 
   it('puts the whole signature on hover', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(fn('a', 'f', 1)));
     panel.render();
     const spec = panel.node.querySelector('.jp-kx-spec')!;
@@ -86,7 +77,7 @@ describe('tokens (item 6)', () => {
 
 describe('incremental updates (item 7)', () => {
   it('updates counters in place: the same elements, focus kept', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(fn('a', 'f', 1)));
     panel.render();
     const card = panel.node.querySelector('.jp-kx-function')!;
@@ -111,7 +102,7 @@ describe('incremental updates (item 7)', () => {
   });
 
   it('keeps a text selection in a fix and the open history across updates', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(fn('a', 'f', 1)));
     panel.render();
     const details = panel.node.querySelector<HTMLDetailsElement>('details')!;
@@ -135,7 +126,7 @@ describe('incremental updates (item 7)', () => {
   });
 
   it('moves cards only when the cost order changes, and drops removed ones', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(fn('a', 'a', 1), fn('b', 'b', 2)));
     panel.render();
     const names = (): string[] =>
@@ -152,7 +143,7 @@ describe('incremental updates (item 7)', () => {
   });
 
   it('explains "last run" on hover (item 9)', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(fn('a', 'f', 1)));
     panel.render();
     const item = panel.node.querySelector(
@@ -164,7 +155,7 @@ describe('incremental updates (item 7)', () => {
 
 describe('many functions (item 8)', () => {
   it('starts collapsed beyond a few functions, costliest first', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(...many(20, 10)));
     panel.render();
     const cards = [...panel.node.querySelectorAll('.jp-kx-function')];
@@ -187,7 +178,7 @@ describe('many functions (item 8)', () => {
   });
 
   it('remembers expanded cards by name and cell, across updates and re-runs', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(...many(6, 2)));
     panel.render();
     expect(6).toBeGreaterThan(EXPANDED_UP_TO);
@@ -216,7 +207,7 @@ describe('many functions (item 8)', () => {
     expect(shown).toEqual(['0', '1', '2', '3', '4', '7', '9']);
     expect(visibleSignatures(sigs, null, true)).toHaveLength(10);
 
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(...many(1, 10)));
     panel.render();
     const card = panel.node.querySelector('.jp-kx-function')!;
@@ -232,7 +223,7 @@ describe('many functions (item 8)', () => {
   });
 
   it('pages long lists', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     model.handleMessage(snapshot(...many(PAGE_SIZE + 7, 1)));
     panel.render();
     expect(panel.node.querySelectorAll('.jp-kx-function')).toHaveLength(
@@ -249,7 +240,7 @@ describe('many functions (item 8)', () => {
   });
 
   it('updates 20 × 10 signatures quickly', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     const functions = many(20, 10);
     model.handleMessage(snapshot(...functions));
     panel.render();

@@ -3,20 +3,10 @@
  * a signature that runs on Dask ("dask · N tasks") when the kernel has a
  * distributed client; only http(s) addresses become links.
  */
-import { InspectorModel } from '../src/model';
-import { InspectorPanel } from '../src/panel';
 import { isSignatureInfo } from '../src/protocol';
-import { CapturingLogger, fn, signature, snapshot, update } from './fixtures';
+import { connectedPanel, fn, signature, snapshot, update } from './fixtures';
 
 const URL = 'http://127.0.0.1:8787/status';
-
-function setup(): { model: InspectorModel; panel: InspectorPanel } {
-  const model = new InspectorModel({ logger: new CapturingLogger() });
-  const panel = new InspectorPanel({ model, requestGraph: () => undefined });
-  document.body.appendChild(panel.node);
-  model.setConnection({ state: 'connected' });
-  return { model, panel };
-}
 
 afterEach(() => {
   document.body.replaceChildren();
@@ -30,7 +20,7 @@ describe('the Dask dashboard link', () => {
   });
 
   it('links the dashboard beside the task count, and hides it without a client', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     const onDask = signature('1', 'x: dask float32[8]', {
       backend: 'dask · 12 tasks',
       dashboard: URL
@@ -56,7 +46,7 @@ describe('the Dask dashboard link', () => {
   });
 
   it('never links an address that is not http(s)', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     const bad = signature('1', 'x: dask float32[8]', {
       backend: 'dask · 3 tasks',
       dashboard: 'javascript:alert(1)'

@@ -7,6 +7,8 @@ import type { Kernel } from '@jupyterlab/services';
 import { Signal } from '@lumino/signaling';
 
 import type { InspectorKernel, ISessionSource, ILogger } from '../src/comm';
+import { InspectorModel } from '../src/model';
+import { InspectorPanel } from '../src/panel';
 import {
   COMM_TARGET,
   IFunctionInfo,
@@ -315,4 +317,16 @@ export async function flush(): Promise<void> {
   for (let i = 0; i < 5; i++) {
     await Promise.resolve();
   }
+}
+
+/** A panel on a connected model, attached to the document (tests remove it). */
+export function connectedPanel(): {
+  model: InspectorModel;
+  panel: InspectorPanel;
+} {
+  const model = new InspectorModel({ logger: new CapturingLogger() });
+  const panel = new InspectorPanel({ model, requestGraph: () => undefined });
+  document.body.appendChild(panel.node);
+  model.setConnection({ state: 'connected' });
+  return { model, panel };
 }

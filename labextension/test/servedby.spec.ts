@@ -3,21 +3,11 @@
  * (issue 17, "Beyond"): optional protocol fields, shown under the signature
  * and updated in place as the background compiler gets on.
  */
-import { InspectorModel } from '../src/model';
-import { InspectorPanel } from '../src/panel';
 import { isSignatureInfo } from '../src/protocol';
-import { CapturingLogger, fn, signature, snapshot, update } from './fixtures';
+import { connectedPanel, fn, signature, snapshot, update } from './fixtures';
 
 const COMPILING =
   'compiling in the background: 1 of 3 kernels ready; NumPy runs the rest meanwhile';
-
-function setup(): { model: InspectorModel; panel: InspectorPanel } {
-  const model = new InspectorModel({ logger: new CapturingLogger() });
-  const panel = new InspectorPanel({ model, requestGraph: () => undefined });
-  document.body.appendChild(panel.node);
-  model.setConnection({ state: 'connected' });
-  return { model, panel };
-}
 
 afterEach(() => {
   document.body.replaceChildren();
@@ -40,7 +30,7 @@ describe('served by and compile progress', () => {
   });
 
   it('shows the path under each signature and the progress while compiling, in place', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     const compiling = signature('1', 'x: float32[2]', {
       backend: 'numba-cpu',
       served_by: 'fused kernels (numba-cpu)',
@@ -70,7 +60,7 @@ describe('served by and compile progress', () => {
   });
 
   it('shows the tier note on hover and nothing for an older kernel', () => {
-    const { model, panel } = setup();
+    const { model, panel } = connectedPanel();
     const tiered = signature('1', 'x: float32[2]', {
       served_by: 'tiered auto: whole graph (2.0× faster than fused)',
       tier: 'whole graph (2.0× faster than fused)'
