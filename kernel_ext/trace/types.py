@@ -14,7 +14,7 @@ argument                       trace type
                                ``-0.0``, NaN payloads, :func:`literal_key`)
 ``list``/``tuple``/namedtuple  :class:`Sequence_` (structure + element types, ordered)
 dataclass instance             :class:`Dataclass` (class + field types)
-``dict``                       :class:`Dict` (key -> type; insertion order ignored)
+``dict``                       :class:`Dict` (key -> type, in insertion order)
 ``kx.Variable``                :class:`VariableType` (identity + dtype + shape)
 ``dask.array.Array``           :class:`DaskArraySpec` (shape + dtype + chunks; the
                                ``"dask"`` backend runs such traces, docs/backends.md)
@@ -445,11 +445,17 @@ class Sequence_(Composite):
 
 
 class Dict(Composite):
-    """A ``dict``: key -> value type; insertion order does not matter."""
+    """A ``dict``: key -> value type, keys in the caller's insertion order.
+
+    The order is part of the type (TensorFlow sorts keys instead): Python code that iterates
+    a dict argument (``{k: v * 2 for k, v in params.items()}``, ``list(d)``, ``zip(d, ...)``)
+    sees the caller's order, so a trace built for one order would give another order's call
+    a result in the wrong order. Calls with the same keys in a new order retrace.
+    """
 
     def __init__(self, items: dict[Any, TraceType]) -> None:
-        self.keys = tuple(sorted(items, key=_sort_key))
-        self.components = tuple(items[k] for k in self.keys)
+        self.keys = tuple(items)
+        self.components = tuple(items.values())
 
     def _header(self) -> Any:
         return self.keys
@@ -470,10 +476,6 @@ class Dict(Composite):
     def _text(self, text: Callable[[TraceType], str]) -> str:
         return "{" + ", ".join(f"{k!r}: {text(c)}" for k, c in zip(self.keys, self.components)) \
             + "}"
-
-
-def _sort_key(k: Any) -> tuple:
-    return (type(k).__name__, repr(k))
 
 
 class Dataclass(Composite):
