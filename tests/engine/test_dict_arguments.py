@@ -76,3 +76,15 @@ def test_a_retrace_for_a_new_key_order_says_so():
     diffs = f.retraces[1].explanation.diffs
     assert [d.argument for d in diffs] == ["d"]
     assert "the same keys in another order" in describe_diff(diffs[0])
+
+
+def test_an_input_signature_fixes_the_key_order_and_says_how_to_match_it():
+    spec = kx.TensorSpec([None], np.float64)
+
+    def keys_of(d):
+        return [k for k in d]
+    f = kx.function(keys_of, backend="numpy", input_signature=[{"w": spec, "b": spec}])
+    assert f({"w": np.zeros(2), "b": np.ones(3)}) == ["w", "b"]
+    with pytest.raises(kx.errors.InputSignatureError, match=r"fixes their order as \['w', 'b'\]"):
+        f({"b": np.ones(3), "w": np.zeros(2)})
+    assert f.experimental_get_tracing_count() == 1
