@@ -25,8 +25,8 @@ leaves it):
    payload, ``-0.0`` differs from ``0.0``). Float outputs of a trace holding a float ``sum``
    or ``mean`` run by a fused or compiled executor compare within the fused-reduction bound
    of docs/backends.md, ``8·eps·Σ|xᵢ|``, with ``Σ|xᵢ|`` estimated as ``N·M`` (``N``: the
-   largest argument's size, ``M``: the largest magnitude among float arguments and the two
-   outputs compared); NaN positions must agree.
+   largest argument's size, ``M``: the largest finite magnitude in the two values compared);
+   NaN and inf positions must agree.
 
 On agreement the traced result is returned. On a difference, the caller's arrays, lists,
 dicts and dataclasses are set to what eager NumPy left in the copies (variables and
