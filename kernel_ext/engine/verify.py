@@ -24,9 +24,10 @@ leaves it):
    (a NumPy scalar is not a 0-d array), dtype, shape and bytes (NaN equals NaN of the same
    payload, ``-0.0`` differs from ``0.0``). Float outputs of a trace holding a float ``sum``
    or ``mean`` run by a fused or compiled executor compare within the fused-reduction bound
-   of docs/backends.md, ``8·eps·Σ|xᵢ|``, with ``Σ|xᵢ|`` estimated as ``N·M`` (``N``: the
-   largest argument's size, ``M``: the largest finite magnitude in the two values compared);
-   NaN and inf positions must agree.
+   of docs/backends.md, ``8·eps·Σ|xᵢ|``, with ``Σ|xᵢ|`` estimated from above as ``N·M``
+   (``N``: the most terms a float sum or mean of the graph adds where shapes are known, or
+   the largest argument's size; ``M``: the largest finite magnitude among the float
+   arguments and the two values compared); NaN and inf positions must agree.
 
 On agreement the traced result is returned. On a difference, the caller's arrays, lists,
 dicts and dataclasses are set to what eager NumPy left in the copies (variables and
@@ -81,19 +82,26 @@ class GraphFacts:
     rngs: list[Any]
     float_reductions: bool
     unverifiable: str | None  # why calls of this trace cannot be verified, or None
+    #: The most terms any float sum or mean of the graph adds, where shapes are known.
+    reduction_terms: int = 1
 
 
 def graph_facts(graph: Graph) -> GraphFacts:
     """The variables, generators and float reductions of ``graph`` (sub-graphs included)."""
     rngs: dict[int, Any] = {}
+    variables: dict[int, Any] = {}
     reductions = False
+    terms = 1
     unverifiable: str | None = None
 
     own: dict[int, Any] = {}  # generators made inside the function (reset at each call)
 
     def walk(g: Graph) -> None:
-        nonlocal reductions, unverifiable
+        nonlocal reductions, unverifiable, terms
         for node in g.nodes:
+            var = node.attrs.get("variable") if node.attrs else None
+            if var is not None:  # (Graph.variables looks at the top level only)
+                variables.setdefault(id(var), var)
             if node.op is OpKind.RANDOM_CALL:
                 fn = node.attrs.get("fn")
                 owner = getattr(fn, "__self__", None)
@@ -112,13 +120,25 @@ def graph_facts(graph: Graph) -> GraphFacts:
                     not isinstance(node.aval, tuple) and \
                     np.dtype(node.aval.dtype).kind in "fc":
                 reductions = True
+                shape = getattr(node.inputs[0].aval, "shape", None) if node.inputs else None
+                if shape is not None and all(isinstance(d, int) for d in shape):
+                    terms = max(terms, int(np.prod(shape, dtype=np.int64)))
             for sub in subgraphs(node):
                 walk(sub)
     walk(graph)
     # A generator the function makes is its own: the trace resets it at every call and the
     # eager run makes a new one, so only the draws (in the outputs) are compared.
     shared = [g for k, g in rngs.items() if k not in own]
-    return GraphFacts(graph.variables, shared, reductions, unverifiable)
+    return GraphFacts(list(variables.values()), shared, reductions, unverifiable, terms)
+
+
+@dataclasses.dataclass(frozen=True)
+class ReductionBound:
+    """Float results compare within ``8·eps·terms·max(magnitude, |eager|, |traced|)``: the
+    fused-reduction bound ``8·eps·Σ|xᵢ|`` with ``Σ|xᵢ|`` estimated from above."""
+
+    terms: float
+    magnitude: float = 0.0
 
 
 class Verifier:
@@ -240,12 +260,20 @@ class Verifier:
                 return diff
         return None
 
-    def _tolerance_for(self, executor: str, values: tuple) -> float | None:
-        """``N`` of the reduction bound (``None``: compare bits), see the module doc."""
+    def _tolerance_for(self, executor: str, values: tuple) -> ReductionBound | None:
+        """The reduction bound for this call (``None``: compare bits), see the module doc."""
         if not self.facts.float_reductions or executor.startswith(("NumPy", "eager")):
             return None
-        sizes = [np.size(a) for a in _leaves(values) if isinstance(a, (np.ndarray, np.generic))]
-        return float(max(sizes, default=1))
+        sizes, magnitude = [self.facts.reduction_terms], 0.0
+        for a in _leaves(values):
+            if isinstance(a, (np.ndarray, np.generic)):
+                sizes.append(np.size(a))
+                if a.dtype.kind in "fc" and a.size:
+                    with np.errstate(all="ignore"):
+                        m = np.max(np.abs(a))
+                    if np.isfinite(m):
+                        magnitude = max(magnitude, float(m))
+        return ReductionBound(float(max(sizes)), magnitude)
 
     def _executor(self, ran_eagerly: bool) -> str:
         if ran_eagerly:
@@ -302,11 +330,10 @@ def executor_name(executable: Any) -> str:
 
 # -- comparing ------------------------------------------------------------------------------
 def first_difference(eager: Any, traced: Any, path: str,
-                     terms: float | None) -> tuple[str, Any, Any] | None:
+                     terms: ReductionBound | None) -> tuple[str, Any, Any] | None:
     """``(where, eager value, traced value)`` of the first difference, or None.
 
-    ``terms``: compare float arrays within the reduction bound for this many terms (None:
-    to the bit)."""
+    ``terms``: compare float arrays within this reduction bound (None: to the bit)."""
     if isinstance(eager, (tuple, list)):
         if type(traced) is not type(eager) or len(traced) != len(eager):
             return (path, _structure(eager), _structure(traced))
@@ -351,7 +378,7 @@ def first_difference(eager: Any, traced: Any, path: str,
 
 
 def _array_difference(eager: Any, traced: Any, path: str,
-                      terms: float | None) -> tuple[str, Any, Any] | None:
+                      terms: ReductionBound | None) -> tuple[str, Any, Any] | None:
     if type(traced) is not type(eager):
         return (f"{path} (type)", _kind(eager), _kind(traced))
     e, t = np.asarray(eager), np.asarray(traced)
@@ -378,7 +405,7 @@ def _array_difference(eager: Any, traced: Any, path: str,
     return (where, e[index], t[index])
 
 
-def _within_bound(e: np.ndarray, t: np.ndarray, terms: float) -> bool:
+def _within_bound(e: np.ndarray, t: np.ndarray, bound: ReductionBound) -> bool:
     """Float sums and means: ``|t − e| ≤ 8·eps·N·M`` (see the module doc); NaN where NaN."""
     with np.errstate(all="ignore"):
         en, tn = np.isnan(e), np.isnan(t)
@@ -392,10 +419,11 @@ def _within_bound(e: np.ndarray, t: np.ndarray, terms: float) -> bool:
         fin = np.isfinite(ev)
         if not fin.any():
             return True
-        scale = max(float(np.max(np.abs(ev[fin]))), float(np.max(np.abs(tv[fin]))))
+        scale = max(float(np.max(np.abs(ev[fin]))), float(np.max(np.abs(tv[fin]))),
+                    bound.magnitude)
         eps = float(np.finfo(e.dtype).eps)
         return bool(np.all(np.abs(ev[fin] - tv[fin]) <=
-                           REDUCTION_BOUND_EPS * eps * terms * scale))
+                           REDUCTION_BOUND_EPS * eps * bound.terms * scale))
 
 
 def restore(real: Any, eager: Any) -> Any:
@@ -491,5 +519,5 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-__all__ = ["VERIFIED_CALLS", "GraphFacts", "Verifier", "executor_name", "first_difference",
+__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "executor_name", "first_difference",
            "graph_facts", "restore"]

@@ -13,7 +13,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import tiering
-from kernel_ext.engine.verify import VERIFIED_CALLS, first_difference
+from kernel_ext.engine.verify import VERIFIED_CALLS, ReductionBound, first_difference
 from kernel_ext.ir import OpKind
 from kernel_ext.ir.interpreter import LOWER
 
@@ -198,8 +198,12 @@ def test_nan_equals_nan_and_sums_compare_within_the_reduction_bound():
     a = np.array([1.0, 2.0])
     b = np.nextafter(a, 3.0)
     assert first_difference(a, b, "out", None) is not None  # bits by default
-    assert first_difference(a, b, "out", 2.0) is None        # a fused sum's bound
-    assert first_difference(a, a + 1e-6, "out", 2.0) is not None
+    assert first_difference(a, b, "out", ReductionBound(2)) is None  # a fused sum's bound
+    assert first_difference(a, a + 1e-6, "out", ReductionBound(2)) is not None
+    # a sum that cancels (a tiny result of large terms): the terms' magnitude counts
+    tiny = np.array([1e-14])
+    assert first_difference(tiny, tiny * 3, "out", ReductionBound(1000)) is not None
+    assert first_difference(tiny, tiny * 3, "out", ReductionBound(1000, 10.0)) is None
 
 
 # -- switches ---------------------------------------------------------------------------------
@@ -357,3 +361,34 @@ def test_verify_is_an_option_of_methods_too():
     m = Model()
     _assert_same(m(np.ones(2)), np.full(2, 3.0))
     assert m.__call__.concrete_functions[0].verifier.eager_runs == 1
+
+
+def test_variable_written_in_a_branch_is_updated_once_per_call():
+    v = kx.Variable(0.0)
+
+    def count(x):
+        if np.sum(x) > 0:  # a graph cond: the writes live in its branches
+            v.assign_add(1.0)
+        else:
+            v.assign_sub(1.0)
+        return x * 2
+
+    f = kx.function(count, verify=True, backend="numpy")
+    for _ in range(VERIFIED_CALLS + 1):
+        f(np.ones(3))
+    assert float(v.numpy()) == VERIFIED_CALLS + 1
+    assert f.concrete_functions[0].verifier.eager_runs == VERIFIED_CALLS
+
+
+@pytest.mark.parametrize("path", ["auto", "numba", "jit"])
+def test_sums_that_cancel_on_fused_paths_are_no_false_alarm(path):
+    def centered(x):
+        return np.sum(x - x.mean()), x.mean(), np.sum(x * x)
+
+    f = kx.function(centered, verify=True, **PATHS[path])
+    rng = np.random.default_rng(5)
+    for _ in range(VERIFIED_CALLS):
+        x = rng.standard_normal(300_000) + 1e3
+        got, want = f(x), centered(x)
+        np.testing.assert_allclose(got[1:], want[1:], rtol=1e-12)
+    assert f.concrete_functions[0].verifier.eager_runs == VERIFIED_CALLS
