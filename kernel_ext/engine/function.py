@@ -47,6 +47,7 @@ from .guards import CallGuard
 from .records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
                       cause_of)
 from .snapshots import snapshot_captures
+from .verify import copy_arguments
 
 _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
@@ -274,8 +275,12 @@ class Function:
         types_ = binder.trace_types(values)
         cf = self._lookup.get(types_) or self._dispatch(types_)
         if cf is None:
+            # verify mode: the arguments as they were before tracing touched them
+            before = copy_arguments(values) if self.verifies else None
             cf = self._trace(types_, values, via="call")
             self._call_traces += 1
+            if before is not None and cf.verifier is not None and cf.verifier.remaining:
+                cf.verifier.before_trace = before
         return values, converted, cf
 
     def _fast_runner(self, run: Callable[..., Any], n_args: int,

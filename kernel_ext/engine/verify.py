@@ -11,8 +11,10 @@ to the whole-graph executor) arms one more verified call.
 One verified call, in this order (NumPy is the oracle, so the caller must end as eager NumPy
 leaves it):
 
-1. deep copies of the arguments are taken *before* the call (random generators and
-   ``kx.Variable`` s are shared, not copied: their states are handled in 2 and 4);
+1. deep copies of the arguments are taken *before* the call — for a trace's first call,
+   before it traced, so what tracing did to the caller's objects counts too (random
+   generators and ``kx.Variable`` s are shared, not copied: their states are handled in 2
+   and 4);
 2. the values of the variables the graph reads or writes, and the states of the generators
    it draws from, are kept;
 3. the trace runs on the caller's real arguments;
@@ -50,7 +52,7 @@ import contextlib
 import copy
 import dataclasses
 import io
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
@@ -158,6 +160,9 @@ class Verifier:
         self.skipped = facts.unverifiable or ""
         #: The VerificationError that sent this trace to eager execution, or None.
         self.failure: errors.VerificationError | None = None
+        #: Copies of the arguments of the call that made this trace, taken before it traced
+        #: (what tracing did to the caller's objects is then compared too); used once.
+        self.before_trace: tuple | None = None
 
     # -- arming --------------------------------------------------------------------------
     def arm(self, calls: int = VERIFIED_CALLS) -> None:
@@ -192,10 +197,10 @@ class Verifier:
         if eager_tapes():  # the eager run would join the tape's recording: not this call
             return self.real(*values)
         facts = self.facts
-        shared = {id(o): o for o in (*facts.rngs, *facts.variables)}
-        try:
-            copies = copy.deepcopy(values, dict(shared))
-        except Exception:  # noqa: BLE001 - an argument that cannot be copied: no check
+        copies, self.before_trace = self.before_trace, None
+        if copies is None or len(copies) != len(values):
+            copies = copy_arguments(values, (*facts.rngs, *facts.variables))
+        if copies is None:  # an argument that cannot be copied: no check
             self.skipped = "its arguments cannot be deep-copied"
             self.remaining = 0
             self._done()
@@ -311,6 +316,33 @@ class Verifier:
         raise error
 
 
+def copy_arguments(values: Sequence[Any], shared: Sequence[Any] = ()) -> tuple | None:
+    """Deep copies of a call's arguments for the eager run (None: they cannot be copied).
+
+    Random generators and ``kx.Variable`` s are not copied (``shared`` ones, and those found
+    in the arguments, their containers and their objects' attributes): the verifier restores
+    their states itself, so that the caller's generator ends as the eager draws leave it."""
+    memo: dict[int, Any] = {id(o): o for o in shared}
+    stack, seen = list(values), 0
+    while stack and seen < 10_000:  # (bounded: a huge nest is copied as it is)
+        v = stack.pop()
+        seen += 1
+        if isinstance(v, (*_RNG_TYPES, Variable)):
+            memo[id(v)] = v
+        elif isinstance(v, (list, tuple)):
+            stack.extend(v)
+        elif isinstance(v, dict):
+            stack.extend(v.values())
+        elif dataclasses.is_dataclass(v) and not isinstance(v, type):
+            stack.extend(getattr(v, f.name) for f in dataclasses.fields(v))
+        elif _plain_object(v):
+            stack.extend(vars(v).values())
+    try:
+        return tuple(copy.deepcopy(tuple(values), memo))
+    except Exception:  # noqa: BLE001 - a C object, a lock, a file: not copyable
+        return None
+
+
 def executor_name(executable: Any) -> str:
     """Which executor serves ``executable`` now, in words."""
     tier = getattr(executable, "tier", None)
@@ -370,11 +402,22 @@ def first_difference(eager: Any, traced: Any, path: str,
             return (f"{path} (generator state)", "advanced by eager NumPy",
                     "advanced otherwise")
         return None
+    if _plain_object(eager) and type(traced) is type(eager):
+        # (a config or model object, copied for the eager run: equal when its attributes are)
+        return first_difference(vars(eager), vars(traced), f"{path} attributes", terms)
     try:
         equal = eager is traced or bool(type(eager) is type(traced) and eager == traced)
     except Exception:  # noqa: BLE001 - objects that do not compare: identity only
         equal = False
     return None if equal else (path, eager, traced)
+
+
+def _plain_object(value: Any) -> bool:
+    """An instance with attributes and ``object``'s identity equality (compared, and
+    restored, attribute by attribute)."""
+    t = type(value)
+    return t.__eq__ is object.__eq__ and isinstance(getattr(value, "__dict__", None), dict) \
+        and not isinstance(value, type)
 
 
 def _array_difference(eager: Any, traced: Any, path: str,
@@ -453,6 +496,14 @@ def restore(real: Any, eager: Any) -> Any:
             except (AttributeError, TypeError):
                 pass
         return real
+    if _plain_object(real) and type(real) is type(eager):
+        attrs = vars(real)
+        for name, value in vars(eager).items():
+            try:
+                setattr(real, name, restore(attrs[name], value) if name in attrs else value)
+            except (AttributeError, TypeError):
+                pass
+        return real
     if type(real) is tuple and type(eager) is tuple:
         for r, e in zip(real, eager):
             restore(r, e)
@@ -503,7 +554,8 @@ def _kind(value: Any) -> str:
         return f"a {value.ndim}-d array ({value.dtype}{list(value.shape)})"
     if isinstance(value, np.generic):
         return f"a NumPy scalar ({type(value).__name__})"
-    return f"a Python {type(value).__name__}"
+    t = type(value)
+    return f"a Python {t.__name__}" if t.__module__ == "builtins" else f"a {t.__name__}"
 
 
 def _structure(value: Any) -> str:
@@ -519,5 +571,5 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "executor_name", "first_difference",
+__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "copy_arguments", "executor_name", "first_difference",
            "graph_facts", "restore"]

@@ -392,3 +392,37 @@ def test_sums_that_cancel_on_fused_paths_are_no_false_alarm(path):
         got, want = f(x), centered(x)
         np.testing.assert_allclose(got[1:], want[1:], rtol=1e-12)
     assert f.concrete_functions[0].verifier.eager_runs == VERIFIED_CALLS
+
+
+class _Config:
+    def __init__(self, scale):
+        self.scale = scale
+        self.history = []
+
+
+def test_plain_object_arguments_compare_by_attributes():
+    def scaled(cfg, x):
+        return x * cfg.scale
+
+    f = kx.function(scaled, verify=True, backend="numpy")
+    cfg = _Config(2.0)
+    for _ in range(VERIFIED_CALLS):  # read only: no false alarm on a copied object
+        _assert_same(f(cfg, np.arange(3.0)), np.arange(3.0) * 2.0)
+    assert f.concrete_functions[0].verifier.eager_runs == VERIFIED_CALLS
+
+
+def test_what_tracing_did_to_an_objects_list_is_caught_and_restored():
+    # Tracing appends the traced value itself to a list held by an object argument (it
+    # is not replayed at run time); eager NumPy appends an array at every call.
+    def remember(cfg, x):
+        cfg.history.append(np.flip(x))
+        return x * cfg.scale
+
+    f = kx.function(remember, verify=True, backend="numpy")
+    cfg = _Config(3.0)
+    with pytest.raises(kx.errors.VerificationError,
+                       match=r"argument 'cfg' attributes\['history'\]\[0\]"):
+        f(cfg, np.arange(3.0))
+    _assert_same(cfg.history, [np.arange(3.0)[::-1].copy()])  # as eager NumPy left it
+    f(cfg, np.arange(3.0))  # eager from now on
+    assert len(cfg.history) == 2
