@@ -31,6 +31,9 @@ leaves it):
    the largest argument's size; ``M``: the largest finite magnitude among the float
    arguments and the two values compared); NaN and inf positions must agree.
 
+Python side effects that ran only while tracing (an object's counter, an item appended to a
+list argument) differ from eager NumPy's effects at every call, and are reported as such.
+
 On agreement the traced result is returned. On a difference, the caller's arrays, lists,
 dicts and dataclasses are set to what eager NumPy left in the copies (variables and
 generators already hold eager's states), the trace runs eagerly from then on
@@ -220,7 +223,7 @@ class Verifier:
         try:
             eager = self._run_eagerly(copies)
         except Exception as e:  # noqa: BLE001 - the trace returned where NumPy raises
-            self._fail(values, copies, "the call", f"raises {type(e).__name__}: {e}",
+            self._fail(values, copies, "the call", f"an exception ({type(e).__name__}: {e})",
                        _short(traced), executor, None, e)
         tolerance = self._tolerance_for(executor, values)
         diff = first_difference(eager, traced, "output", tolerance)
@@ -257,7 +260,7 @@ class Verifier:
             STATE.eager = was
 
     def _argument_difference(self, copies: tuple, values: tuple,
-                             tolerance: float | None) -> tuple | None:
+                             tolerance: ReductionBound | None) -> tuple | None:
         names = self.function.function_type.names
         for name, e, t in zip(names, copies, values):
             diff = first_difference(e, t, f"argument '{name}'", tolerance)
@@ -287,7 +290,7 @@ class Verifier:
 
     def _fail(self, values: tuple, copies: tuple, where: str, eager_text: Any, traced_text: Any,
               executor: str, eager: Any, cause: BaseException | None) -> None:
-        for i, (real, mine) in enumerate(zip(values, copies)):
+        for real, mine in zip(values, copies):
             restore(real, mine)
         name = self.function.name
         signature = self.cf.signature_text()
