@@ -354,7 +354,11 @@ def executor_name(executable: Any) -> str:
         return "whole graph (tiered auto)"
     segments = executable.segments or []
     if segments and segments[0].get("kind") == "whole-graph":
-        return "whole graph (jit_compile)"
+        state = segments[0].get("state")
+        if state == "ready":
+            return "whole graph (jit_compile)"
+        # (until the whole graph is compiled, or where it cannot be, its fallback serves)
+        return f"whole graph's fallback executor (jit_compile; whole graph {state})"
     backend = executable.backend
     if backend == "numpy":
         return "NumPy executor"

@@ -13,7 +13,8 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import tiering
-from kernel_ext.engine.verify import VERIFIED_CALLS, ReductionBound, first_difference
+from kernel_ext.engine.verify import (VERIFIED_CALLS, ReductionBound, executor_name,
+                                     first_difference)
 from kernel_ext.ir import OpKind
 from kernel_ext.ir.interpreter import LOWER
 
@@ -426,3 +427,14 @@ def test_what_tracing_did_to_an_objects_list_is_caught_and_restored():
     _assert_same(cfg.history, [np.arange(3.0)[::-1].copy()])  # as eager NumPy left it
     f(cfg, np.arange(3.0))  # eager from now on
     assert len(cfg.history) == 2
+
+
+@pytest.mark.parametrize("path, name", [("numpy", "NumPy executor"),
+                                        ("numba", "fused executor (numba-cpu segments)"),
+                                        ("jit", "whole graph (jit_compile)")])
+def test_executor_names_say_which_executor_served(path, name):
+    f = kx.function(lambda x: np.sum(x * 2.0) + 1.0, **PATHS[path])
+    f(np.ones(100_000))
+    executable = f.concrete_functions[0].executable
+    assert executable.wait(120)
+    assert executor_name(executable) == name
