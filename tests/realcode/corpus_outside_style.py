@@ -314,3 +314,65 @@ def matrix_power_by_squaring(A, n):
         base = base @ base
         n >>= 1
     return result
+
+
+# -- a long solver, as textbooks write them (one function, many statements) ----------------------
+
+def _plate(rng):
+    return (rng.uniform(0.0, 100.0, 4), int(rng.integers(10, 13))), {}
+
+
+@case(make=_plate, category="outside_style", tags=("long_function", "while_residual", "jacobi"))
+def heated_plate(edges, n):
+    # Steady temperature of a square plate whose four edges are held at fixed temperatures,
+    # by Jacobi sweeps until the mean change of a sweep drops below a tolerance.
+    top, bottom, left, right = edges[0], edges[1], edges[2], edges[3]
+    w = np.zeros((n, n))
+    # boundary values
+    w[0, :] = top
+    w[n - 1, :] = bottom
+    w[1:n - 1, 0] = left
+    w[1:n - 1, n - 1] = right
+    # corners: the mean of their two edges
+    w[0, 0] = 0.5 * (top + left)
+    w[0, n - 1] = 0.5 * (top + right)
+    w[n - 1, 0] = 0.5 * (bottom + left)
+    w[n - 1, n - 1] = 0.5 * (bottom + right)
+    # interior: start from the mean of the boundary
+    boundary_sum = (np.sum(w[0, :]) + np.sum(w[n - 1, :]) + np.sum(w[1:n - 1, 0])
+                    + np.sum(w[1:n - 1, n - 1]))
+    boundary_count = 4 * n - 4
+    mean = boundary_sum / boundary_count
+    w[1:n - 1, 1:n - 1] = mean
+    # iterate
+    epsilon = 0.001
+    udiff = epsilon + 1.0
+    iterations = 0
+    iterations_print = 1
+    history = np.zeros(64)
+    while udiff > epsilon:
+        u = w.copy()
+        w[1:n - 1, 1:n - 1] = (u[0:n - 2, 1:n - 1] + u[2:n, 1:n - 1]
+                               + u[1:n - 1, 0:n - 2] + u[1:n - 1, 2:n]) / 4.0
+        udiff = np.max(np.abs(w - u))
+        iterations = iterations + 1
+        if iterations == iterations_print:
+            history[min(iterations, 63)] = udiff
+            iterations_print = 2 * iterations_print
+        if iterations >= 2000:
+            break
+    # a summary, as a script would print it
+    interior = w[1:n - 1, 1:n - 1]
+    hottest = np.max(interior)
+    coldest = np.min(interior)
+    spread = hottest - coldest
+    center = w[n // 2, n // 2]
+    row_means = np.mean(w, axis=1)
+    col_means = np.mean(w, axis=0)
+    gradient_y = np.diff(row_means)
+    gradient_x = np.diff(col_means)
+    steepest = max(np.max(np.abs(gradient_x)), np.max(np.abs(gradient_y)))
+    total_heat = np.sum(interior)
+    average = total_heat / interior.size
+    report = np.array([hottest, coldest, spread, center, steepest, average])
+    return w, iterations, history, report
