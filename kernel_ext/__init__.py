@@ -13,7 +13,7 @@ from . import autograph, errors
 from .autodiff import GradientTape, optimizers, stop_gradient
 from .engine import ConcreteFunction, Function, function
 from .engine.transforms import grad, value_and_grad
-from .engine.config import functions_run_eagerly, run_functions_eagerly
+from .engine.config import functions_run_eagerly, run_functions_eagerly, verify, verifying
 from .ir import Graph
 from .trace import TensorSpec, TraceType, Variable, kx_print as print  # noqa: A001
 from .trace import supported_numpy_functions
@@ -22,7 +22,8 @@ from .trace.control_flow import TensorArray, cond, kx_range as range, while_loop
 __version__ = "0.1.0"
 
 config = SimpleNamespace(run_functions_eagerly=run_functions_eagerly,
-                         functions_run_eagerly=functions_run_eagerly)
+                         functions_run_eagerly=functions_run_eagerly, verify=verify,
+                         verifying=verifying)
 
 __all__ = ["ConcreteFunction", "Function", "GradientTape", "Graph", "TensorArray", "TensorSpec",
            "TraceType", "Variable", "autograph", "cond", "config", "errors", "function", "grad",

@@ -24,6 +24,7 @@ __all__ = [
     "TraceTypeError",
     "SymbolicValueError",
     "StrictRetraceError",
+    "VerificationError",
 ]
 
 
@@ -96,3 +97,23 @@ class StrictRetraceError(KxError, RuntimeError):
 class NonDifferentiableError(KxError, LookupError):
     """A gradient was asked through an op with no gradient rule (an opaque NumPy call, a
     random draw, a graph ``while`` loop); TensorFlow raises ``LookupError`` here too."""
+
+
+class VerificationError(KxError, AssertionError):
+    """Verify mode (``kx.function(..., verify=True)``): a traced call's result or its effect
+    on the arguments differs from eager NumPy's. The message names the function, the
+    signature, the first difference (path, index, eager and traced values) and the executor;
+    the attributes hold the same facts, and ``eager_result`` is eager NumPy's return value
+    (the signature runs eagerly from then on)."""
+
+    def __init__(self, message: str, *, function: str = "", signature: str = "",
+                 where: str = "", eager: object = None, traced: object = None,
+                 executor: str = "", eager_result: object = None) -> None:
+        super().__init__(message)
+        self.function = function
+        self.signature = signature
+        self.where = where
+        self.eager = eager
+        self.traced = traced
+        self.executor = executor
+        self.eager_result = eager_result

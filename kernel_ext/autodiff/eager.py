@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import numpy as np
 
 from .. import errors
+from ..ir import OpKind
 from ..trace import Tensor, TraceContext, Variable
 from ..trace.state import outside_traces
 
@@ -289,6 +290,19 @@ def record_function_call(function: Callable[..., Any], args: tuple, kwargs: dict
     return wrap(real, traced, tape)
 
 
+def stop_recorded(x: RecordingArray) -> Any:
+    """``kx.stop_gradient`` of a recording array: the same values, recorded as a ``copy``
+    node marked ``stop_gradient`` (the node a ``kx.function`` traces), so the tape's gradient
+    does not flow through it. Outside a recording block, ``x`` itself."""
+    tape = x._kx_tape
+    if x._kx_tensor is None or tape is None or not tape.recording_eagerly():
+        return x
+    with _binding(tape, "stop_gradient"):
+        traced = tape.eager_context().bind(OpKind.COPY, (x._kx_tensor,),
+                                           {"stop_gradient": True}, name="StopGradient")
+    return wrap(x.view(np.ndarray), traced, tape)
+
+
 def watch_array(tape: "GradientTape", value: Any, name: str) -> RecordingArray:
     """A recording array of ``value``'s values, a new source (placeholder) of the tape."""
     arr = np.asarray(value.view(np.ndarray) if isinstance(value, RecordingArray) else value)
@@ -301,5 +315,5 @@ def watch_array(tape: "GradientTape", value: Any, name: str) -> RecordingArray:
     return rec
 
 
-__all__ = ["RecordingArray", "record_function_call", "records", "same_trace", "watch_array",
-           "wrap"]
+__all__ = ["RecordingArray", "record_function_call", "records", "same_trace", "stop_recorded",
+           "watch_array", "wrap"]

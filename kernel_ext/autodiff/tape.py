@@ -37,7 +37,7 @@ from ..trace.state import ACTIVITY
 from ..trace.variables import EAGER_READ_HOOK
 from ..trace.zero_d import mark_scalar
 from .backward import backward, differentiable
-from .eager import RecordingArray, same_trace, watch_array, wrap
+from .eager import RecordingArray, same_trace, stop_recorded, watch_array, wrap
 
 _local = threading.local()
 _UNCONNECTED = ("none", "zero")
@@ -71,9 +71,12 @@ def _read_under_tape(var: Variable) -> Any:
 
 def stop_gradient(x: Any) -> Any:
     """``x``, through which no gradient flows (``tf.stop_gradient``, ``jax.lax.stop_gradient``):
-    a ``copy`` node marked ``stop_gradient`` inside a trace, ``x`` itself eagerly."""
+    a ``copy`` node marked ``stop_gradient`` inside a trace or an eager tape's recording (a
+    watched array, a variable read under the tape), ``x`` itself for plain values."""
     if isinstance(x, Variable):
-        x = x.read_value()
+        x = x.read_value()  # (under a tape that watches it: a recording array)
+    if isinstance(x, RecordingArray):
+        return stop_recorded(x)
     if isinstance(x, Tensor):
         ctx = current_context()
         return ctx.bind(OpKind.COPY, (x,), {"stop_gradient": True}, name="StopGradient")

@@ -16,6 +16,7 @@ from ..passes import run_pipeline
 from ..trace.pytree import TreeNode, unflatten
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef, matches_only_itself
 from .records import TraceRecord, diff_call
+from .verify import VERIFIED_CALLS, Verifier, graph_facts
 
 if TYPE_CHECKING:
     from .binding import FunctionType
@@ -61,6 +62,8 @@ class ConcreteFunction:
                 if method is not None:
                     method(run)
             tier.listeners.append(retarget)
+        #: Verify mode's state for this trace (:mod:`.verify`), or None (never verified).
+        self.verifier: Verifier | None = None
         self.record = record
         #: What AutoGraph made of each loop statement (``LoopNote.text`` lines), set by the
         #: Function after tracing: the monitor, the report and the sidebar show them.
@@ -78,9 +81,20 @@ class ConcreteFunction:
     def _retarget(self, run: Callable[..., Any]) -> None:
         """Serve calls with ``run`` from now on (tiered ``auto`` decided on an executor)."""
         guard = self.guard
-        self.call_flat = run if guard is None else \
-            guard.wrap(run, self._function.run_eagerly_because)
+        run_flat = run if guard is None else guard.wrap(run, self._function.run_eagerly_because)
+        verifier = self.verifier
+        if verifier is not None:  # a tier change is verified again (a new executor serves)
+            tier = getattr(self.executable, "tier", None)
+            run_flat = verifier.retarget(run_flat, getattr(tier, "state", None) == "whole")
+        self.call_flat = run_flat
         self._function.clear_fast_paths()  # cache hits pick up the new runner
+
+    def arm_verification(self, calls: int = VERIFIED_CALLS) -> None:
+        """Verify this trace's next ``calls`` calls against eager NumPy (:mod:`.verify`)."""
+        if self.verifier is None:
+            self.verifier = Verifier(self._function, self, graph_facts(self.graph),
+                                     self.call_flat)
+        self.verifier.arm(calls)
 
     @property
     def tier(self) -> str:

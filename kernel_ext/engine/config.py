@@ -1,13 +1,15 @@
-"""Process-wide switches (``kx.config``): run traced functions eagerly for debugging."""
+"""Process-wide switches (``kx.config``): run traced functions eagerly for debugging, or
+verify traces against eager NumPy (:mod:`.verify`)."""
 
 from __future__ import annotations
 
 
 class _State:
-    __slots__ = ("eager",)
+    __slots__ = ("eager", "verify")
 
     def __init__(self) -> None:
         self.eager = False
+        self.verify = False
 
 
 STATE = _State()
@@ -24,3 +26,22 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
 def functions_run_eagerly() -> bool:
     """Whether ``run_functions_eagerly(True)`` is in effect."""
     return STATE.eager
+
+
+def verify(on: bool) -> None:
+    """Verify every trace against eager NumPy (``kx.function(..., verify=True)`` for all).
+
+    Switching on arms the traces that exist too: the next calls of each (see
+    :data:`kernel_ext.engine.verify.VERIFIED_CALLS`) also run the Python function eagerly
+    and compare. Switching off stops verifying functions made without ``verify=True``.
+    """
+    STATE.verify = bool(on)
+    if STATE.verify:
+        from . import registry
+        for function in registry.live_functions():
+            function.arm_verification()
+
+
+def verifying() -> bool:
+    """Whether ``verify(True)`` is in effect."""
+    return STATE.verify

@@ -47,6 +47,7 @@ from .guards import CallGuard
 from .records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
                       cause_of)
 from .snapshots import snapshot_captures
+from .verify import copy_arguments
 
 _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
@@ -69,17 +70,20 @@ _TIMING_MASK = 63  # cache hits timed: one in 64
 def function(func: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
              autograph: bool = True, reduce_retracing: bool = False,
              jit_compile: bool | None = None, backend: str = "auto",
-             name: str | None = None, fast_math: bool = False) -> Any:
+             name: str | None = None, fast_math: bool = False, verify: bool = False) -> Any:
     """Turn a Python function on NumPy values into a traced, graph-executing :class:`Function`.
 
     Use as ``@kx.function``, ``@kx.function(reduce_retracing=True)`` or ``kx.function(f)``.
     ``fast_math=True`` lets fused kernels compute ``exp``, ``log``, ``tanh``, ``sin``,
     ``cos`` and float32 ``power`` by inline approximations within documented ulp bounds
     (``kernel_ext.backends.fast_math.ULP_BOUNDS``) instead of NumPy's bitwise results.
+    ``verify=True`` checks each new trace's first calls against the Python function run
+    eagerly, raising :class:`~kernel_ext.errors.VerificationError` on any difference
+    (:mod:`kernel_ext.engine.verify`; ``kx.config.verify(True)`` does it for every function).
     """
     options = dict(input_signature=input_signature, autograph=autograph,
                    reduce_retracing=reduce_retracing, jit_compile=jit_compile, backend=backend,
-                   name=name, fast_math=fast_math)
+                   name=name, fast_math=fast_math, verify=verify)
     if func is None:
         return lambda f: Function(f, **options)
     return Function(func, **options)
@@ -92,7 +96,7 @@ class Function:
                  autograph: bool = True, reduce_retracing: bool = False,
                  jit_compile: bool | None = None, backend: str = "auto",
                  name: str | None = None, _bound_self: Any = None,
-                 fast_math: bool = False) -> None:
+                 fast_math: bool = False, verify: bool = False) -> None:
         if not callable(python_function):
             raise TypeError(f"kx.function needs a callable, got {type(python_function).__name__}")
         validate_options(backend, jit_compile, fast_math)
@@ -100,7 +104,9 @@ class Function:
         self._python_function = python_function
         self._options = dict(input_signature=input_signature, autograph=autograph,
                              reduce_retracing=reduce_retracing, jit_compile=jit_compile,
-                             backend=backend, name=name, fast_math=fast_math)
+                             backend=backend, name=name, fast_math=fast_math,
+                             verify=verify)
+        self._verify = bool(verify)
         self._name = name or getattr(python_function, "__name__", "function")
         self._bound_self = _bound_self
         self._autograph = autograph
@@ -269,8 +275,12 @@ class Function:
         types_ = binder.trace_types(values)
         cf = self._lookup.get(types_) or self._dispatch(types_)
         if cf is None:
+            # verify mode: the arguments as they were before tracing touched them
+            before = copy_arguments(values) if self.verifies else None
             cf = self._trace(types_, values, via="call")
             self._call_traces += 1
+            if before is not None and cf.verifier is not None and cf.verifier.remaining:
+                cf.verifier.before_trace = before
         return values, converted, cf
 
     def _fast_runner(self, run: Callable[..., Any], n_args: int,
@@ -314,6 +324,22 @@ class Function:
         self._eager_calls += 1
         self.last_eager_reason = reason
         return self._call_python(values)
+
+    @property
+    def verifies(self) -> bool:
+        """Whether new traces are verified against eager NumPy (``verify=True`` or
+        ``kx.config.verify(True)``)."""
+        return self._verify or STATE.verify
+
+    @property
+    def eager_call_count(self) -> int:
+        """Calls that ran the Python function instead of a trace (``stats["eager_calls"]``)."""
+        return self._eager_calls
+
+    def arm_verification(self) -> None:
+        """Verify the next calls of every existing trace (``kx.config.verify(True)``)."""
+        for cf in self.concrete_functions:
+            cf.arm_verification()
 
     def _call_python(self, values: Sequence[Any]) -> Any:
         args, kwargs = self.function_type.call_arguments(values)
@@ -446,6 +472,8 @@ class Function:
             self._compile_ms += compile_ms
             self._variables_allowed = False
             self._trace_call_numbers.append(self._calls)
+            if self.verifies:
+                cf.arm_verification()
         self._maybe_warn(record)
         events.emit(events.Event("trace", self, cf, record))
         return cf

@@ -138,6 +138,9 @@ class TFFunctionMagics(Magics):
               help="trace Python control flow as written (no if/while/for conversion)")
     @argument("--strict", action="store_true",
               help="raise instead of retracing, with the full explanation as the message")
+    @argument("--verify", action="store_true",
+              help="check each new trace's first calls against the cell run eagerly "
+                   "(raises VerificationError on any difference)")
     @argument("--no-widget", action="store_true", help="do not show the live monitor")
     @cell_magic
     def tffunction(self, line: str, cell: str) -> Any:
@@ -220,7 +223,8 @@ class TFFunctionMagics(Magics):
         # cannot use here (Numba missing) is its ValueError, a UsageError in _make.
         return {"reduce_retracing": args.reduce_retracing, "backend": args.backend,
                 "jit_compile": True if args.jit_compile else None,
-                "fast_math": args.fast_math, "autograph": not args.no_autograph}
+                "fast_math": args.fast_math, "autograph": not args.no_autograph,
+                "verify": args.verify}
 
     def _signature(self, text: str | None, params: list[str],
                    what: str) -> tuple[list[Any] | None, list[str]]:

@@ -27,7 +27,7 @@ Args = tuple[tuple[Any, ...], dict[str, Any]]
 Maker = Callable[[np.random.Generator], Args]
 
 CATEGORIES = ("inplace", "containers", "buffers", "random", "autograph", "opaque", "nn",
-              "numerics", "exercises")
+              "numerics", "exercises", "outside_style")
 CORPUS_MODULES = tuple(f"corpus_{c}" for c in CATEGORIES)
 PATHS = ("numpy", "auto", "jit")
 PATH_OPTIONS: dict[str, dict[str, Any]] = {
