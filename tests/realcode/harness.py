@@ -191,8 +191,9 @@ def compare(exp: Any, act: Any, where: str = "result", tolerant: bool = False,
     elif isinstance(exp, dict):
         if not isinstance(act, dict):
             diff.problem = f"{where}: type {type(act).__name__} != dict"
-        elif set(act) != set(exp):
-            diff.problem = f"{where}: keys {sorted(map(str, act))} != {sorted(map(str, exp))}"
+        elif list(act) != list(exp):
+            # in order: Python code iterating the dict sees its order
+            diff.problem = f"{where}: keys {list(act)!r} != {list(exp)!r} (in order)"
         else:
             for k in exp:
                 compare(exp[k], act[k], f"{where}[{k!r}]", tolerant, diff)

@@ -16,15 +16,7 @@ CASES = [c for c in harness.all_cases() if (c.name, "auto") not in KNOWN]
 
 #: Differences verify mode finds that the corpus harness does not look for (strict: a case
 #: that starts passing fails until it is removed here).
-VERIFY_KNOWN: dict[str, str] = {
-    # The harness compares dict keys as sets; verify mode compares them in order. The trace
-    # gives {'b', 'w'} (its trace type sorts a dict argument's keys, and the comprehension
-    # iterates the placeholders in that order); eager NumPy keeps the caller's {'w', 'b'}.
-    "scaled_params_and_penalty": "a dict built from a dict argument comes back with sorted "
-                                 "keys, not in the argument's order",
-}
-
-
+VERIFY_KNOWN: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("name", [
