@@ -19,7 +19,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import errors
-from ..trace.types import (PLAIN_ARRAY_CLASSES, Dict, Sequence_, TensorSpec, TraceType,
+from ..trace.types import (PLAIN_ARRAY_CLASSES, Sequence_, TensorSpec, TraceType,
                            array_subclass_error, make_trace_type)
 
 _P = inspect.Parameter
@@ -200,13 +200,6 @@ class FunctionType:
                     f"({_short(value)}) but the input_signature expects {spec!r}. "
                     f"{signature} Fix: pass {fix}.")
         got_text = got.describe() if isinstance(got, TensorSpec) else repr(got)
-        if (isinstance(got, Dict) and isinstance(spec, Dict) and got.keys != spec.keys
-                and set(got.keys) == set(spec.keys)):
-            return (f"{self.name}(): argument '{path}' has the keys {list(got.keys)} but the "
-                    f"input_signature fixes their order as {list(spec.keys)}: code that "
-                    "iterates a dict sees the caller's order, so the trace is only right "
-                    f"for that one. {signature} Fix: build the dict in the signature's order "
-                    f"({{k: d[k] for k in {list(spec.keys)!r}}}).")
         return (f"{self.name}(): argument '{path}' received {got_text} ({got!r}) but the "
                 f"input_signature expects {spec!r}. {signature} Fix: pass a value "
                 "of that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the "

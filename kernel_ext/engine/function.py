@@ -35,7 +35,8 @@ from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
-from ..trace.pytree import ArgumentContainers, flatten_outputs, with_replays, with_writeback
+from ..trace.pytree import (ArgumentContainers, ObjectArguments, flatten_outputs, with_replays,
+                            with_writeback)
 from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, contains_dask,
                            literal_key, make_trace_type, register_dead_object_listener)
 from . import events, registry
@@ -341,6 +342,25 @@ class Function:
         for cf in self.concrete_functions:
             cf.arm_verification()
 
+    def _state_holders(self, objects: ObjectArguments) -> list[Any]:
+        """Objects whose attributes hold state the function does not own: its object
+        arguments, the instance of a bound method, and plain objects its closure cells and
+        the globals it names refer to. (The garbage collector cannot report an object's
+        attribute dict once the dict holds only arrays and numbers, so
+        ``TraceContext.shared_buffers`` asks these directly.)"""
+        holders = list(objects.objects())
+        if self._bound_self is not None:
+            holders.append(self._bound_self())
+        fn = inspect.unwrap(self._python_function)
+        code = getattr(fn, "__code__", None)
+        if code is not None:
+            cells = [c.cell_contents for c in (fn.__closure__ or ())
+                     if _cell_is_set(c)]
+            named = [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
+            holders += [v for v in cells + named if hasattr(v, "__dict__")
+                        and not isinstance(v, (type, types.ModuleType, types.FunctionType))]
+        return holders
+
     def _call_python(self, values: Sequence[Any]) -> Any:
         args, kwargs = self.function_type.call_arguments(values)
         fn = self._traced_callable()
@@ -411,11 +431,20 @@ class Function:
                                variable_policy=self._variable_policy)
             try:
                 with ctx, random_calls.frozen_draw_guard(values, self._name):
-                    placeholders = [t.placeholder_value(PlaceholderContext(ctx, n, (("arg", i),)))
+                    watched_dicts: list[tuple[Any, tuple, tuple]] = []
+                    placeholders = [t.placeholder_value(PlaceholderContext(
+                                        ctx, n, (("arg", i),), watched_dicts))
                                     for i, (n, t) in enumerate(zip(self.function_type.names,
                                                                    trace_types))]
                     containers = ArgumentContainers(placeholders, ctx.inputs)
-                    result = self._call_python(placeholders)
+                    objects = ObjectArguments(placeholders, self.function_type.names)
+                    try:
+                        result = self._call_python(placeholders)
+                    except BaseException:
+                        if objects.leak() is not None:  # leave the caller's objects whole
+                            objects.restore()
+                        raise
+                    objects.check(self._name)
                     updated = {id(t): (path, t) for path, t in ctx.inputs
                                if id(t) in ctx.mutated}
                     tree, outputs = flatten_outputs(result, ctx, updated, containers)
@@ -424,8 +453,13 @@ class Function:
                     tree = with_replays(tree, containers.replays(ctx, outputs, updated))
                     ctx.graph.outputs = outputs
                     if ctx.promoted:
-                        _refuse_shared_buffers(ctx, self._name)
-                    guard = CallGuard.for_trace(ctx, updated, self.function_type.names)
+                        _refuse_shared_buffers(ctx, self._name, self._state_holders(objects))
+                    # dict arguments whose key order the function saw (it iterated them):
+                    # the trace is right for that order only (guards.CallGuard)
+                    dict_orders = [(path, order) for placeholder, path, order in watched_dicts
+                                   if placeholder.order_observed and len(order) > 1]
+                    guard = CallGuard.for_trace(ctx, updated, self.function_type.names,
+                                                dict_orders)
             except errors.TracingRecursionError:
                 raise
             except RecursionError as e:
@@ -708,9 +742,17 @@ class Function:
                     self._released.add(record)
 
 
-def _refuse_shared_buffers(ctx: TraceContext, name: str) -> None:
+def _cell_is_set(cell: Any) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:  # an empty cell (a name assigned later)
+        return False
+    return True
+
+
+def _refuse_shared_buffers(ctx: TraceContext, name: str, holders: list[Any]) -> None:
     """A traced value written into an array the function does not own is an error."""
-    shared = ctx.shared_buffers()
+    shared = ctx.shared_buffers(holders)
     if shared:
         a = shared[0]
         raise errors.UnsupportedOpError(

@@ -11,9 +11,15 @@ things NumPy decides only from the actual arrays:
 * **C-contiguous layout** of arguments whose reshape it took as a view (NumPy copies instead
   for other layouts; :class:`~kernel_ext.trace.tensor.ViewStep`).
 
+A trace that iterated a dict argument (its placeholder noted it,
+:class:`~kernel_ext.trace.types.KeyOrderWatch`) assumed a third: **the keys come in the
+traced order**. The dict's trace type ignores the order (TensorFlow's rule: ``{1: 2, 3: 4}``
+and ``{3: 4, 1: 2}`` share a trace), so this is checked per call too.
+
 When a call breaks an assumption, the function runs as plain Python on the real arrays for
 that call (exactly NumPy's answer, by construction) and the call is counted as eager. Traces
-that update nothing have no guard, so the common cache hit pays nothing.
+that update nothing and iterate no dict argument have no guard, so the common cache hit pays
+nothing.
 """
 
 from __future__ import annotations
@@ -40,10 +46,11 @@ class CallGuard:
     """The per-call check of one trace's assumptions (see the module docstring)."""
 
     def __init__(self, updated: list[tuple], arrays: list[tuple], contiguous: list[tuple],
-                 names: Sequence[str] = ()):
+                 names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = ()):
         self.updated = updated        # paths of the arguments the trace writes into
         self.arrays = arrays          # paths of every array argument
         self.contiguous = contiguous  # paths of arguments that must be C-contiguous
+        self.dict_orders = list(dict_orders)  # (path, keys in the traced order) of dicts
         self.names = tuple(names)     # parameter names, for the reason text
         # Checked per call, so prepared once: the pairs to compare (an updated argument with
         # every other array argument, each unordered pair once), by index into ``arrays``.
@@ -60,16 +67,24 @@ class CallGuard:
 
     @classmethod
     def for_trace(cls, ctx: TraceContext, updated: dict[int, tuple[tuple, Tensor]],
-                  names: Sequence[str] = ()) -> "CallGuard | None":
-        """The guard a finished trace needs, or None (it updates no argument)."""
+                  names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = ()
+                  ) -> "CallGuard | None":
+        """The guard a finished trace needs, or None (it assumed nothing of its arguments)."""
         contiguous = [path for path, t in ctx.inputs if id(t) in ctx.layout_roots]
-        if not updated and not contiguous:
+        if not updated and not contiguous and not dict_orders:
             return None
         arrays = [path for path, _ in ctx.inputs]
-        return cls([path for path, _ in updated.values()], arrays, contiguous, names)
+        return cls([path for path, _ in updated.values()], arrays, contiguous, names,
+                   dict_orders)
 
     def violated(self, values: Sequence[Any]) -> str | None:
         """Why this call breaks an assumption (None: it does not)."""
+        for path, order in self.dict_orders:
+            keys = tuple(value_at(values, path))
+            if keys != order:
+                return (f"argument '{path_text(path, self.names)}' has its keys in another "
+                        f"order ({list(keys)!r}) than the call that traced it "
+                        f"({list(order)!r}), and the function iterates it")
         for path in self.contiguous:
             value = value_at(values, path)
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
@@ -112,6 +127,7 @@ class CallGuard:
         compared = sorted({k for i, j, _ in self._pairs for k in (i, j)})
         paths = [self.arrays[k] for k in compared]
         paths += [p for p in self.contiguous if p not in paths]
+        paths += [p for p, _ in self.dict_orders if p not in paths]
         if not paths or any(not _simple_path(p) for p in paths):
             return checked
         names = {p: f"a{n}" for n, p in enumerate(paths)}
@@ -124,9 +140,12 @@ class CallGuard:
         if len(compared) > 1:
             ids = ", ".join(f"id({names[self.arrays[k]]})" for k in compared)
             tests.append(f"len({{{ids}}}) == {len(compared)}")
+        orders = {f"_order{n}": order for n, (_, order) in enumerate(self.dict_orders)}
+        tests += [f"tuple({names[p]}) == _order{n}"
+                  for n, (p, _) in enumerate(self.dict_orders)]
         lines += ["    if " + " and ".join(tests) + ":", "        return _run(*values)",
                   "    return _checked(*values)"]
-        namespace = {"_nd": np.ndarray, "_run": run, "_checked": checked}
+        namespace = {"_nd": np.ndarray, "_run": run, "_checked": checked, **orders}
         exec(compile("\n".join(lines) + "\n", "<kx-guard>", "exec"), namespace)
         return namespace["guarded"]
 

@@ -510,11 +510,6 @@ def describe_diff(d: ArgumentDiff) -> str:
         return (f"{d.argument}: another object ({d.new}, was {d.old}); objects are keyed by "
                 "identity/equality unless their class defines __tracing_type__")
     if d.kind == "structure":
-        if (isinstance(old, Dict) and isinstance(new, Dict) and old.keys != new.keys
-                and set(old.keys) == set(new.keys)):
-            return (f"{d.argument}: the same keys in another order, {arrow} (code that "
-                    "iterates a dict sees the caller's order, so each order traces; build "
-                    "the dict in one order to share a trace)")
         return f"{d.argument}: structure changed, {arrow}"
     return f"{d.argument}: type changed, {arrow}"
 

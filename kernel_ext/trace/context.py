@@ -260,16 +260,22 @@ class TraceContext:
         self._captured[id(array)] = (array, node)
         return node
 
-    def shared_buffers(self) -> list[np.ndarray]:
+    def shared_buffers(self, holders: Sequence[Any] = ()) -> list[np.ndarray]:
         """Promoted arrays (:meth:`promote`) that state outside the trace holds: a module
         global, a closure cell, an object's attribute. Writing into such an array is a side
         effect on state the function does not own, which a graph would make once (at trace
-        time: not at all) instead of at every call."""
+        time: not at all) instead of at every call. ``holders`` are objects to ask directly
+        (the garbage collector does not report an attribute dict holding only arrays and
+        numbers once something has read ``obj.__dict__``)."""
         import gc
         import sys
         import types
         shared = []
+        held = {id(v) for h in holders for v in _attribute_values(h)}
         for array, _ in self.promoted.values():
+            if id(array) in held:
+                shared.append(array)
+                continue
             for ref in gc.get_referrers(array):
                 if isinstance(ref, types.CellType) or (isinstance(ref, dict) and (
                         _is_module_dict(ref, sys.modules) or _is_attribute_dict(ref))) or (
@@ -333,6 +339,13 @@ def _is_attribute_dict(d: dict) -> bool:
     import gc
     return any(getattr(owner, "__dict__", None) is d for owner in gc.get_referrers(d)
                if not isinstance(owner, (dict, list, tuple)))
+
+
+def _attribute_values(owner: object) -> list[Any]:
+    try:
+        return list(vars(owner).values())
+    except TypeError:  # no __dict__ (slots, builtins)
+        return []
 
 
 def _holds_as_attribute(owner: object, array: np.ndarray) -> bool:

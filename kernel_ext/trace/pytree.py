@@ -9,6 +9,8 @@ leaves that are Python values stay in the tree as constants, exactly as returned
 from __future__ import annotations
 
 import dataclasses
+import functools
+import types
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -19,6 +21,7 @@ from ..ir import Node
 from .context import TraceContext
 from .opaque import PythonNumber
 from .tensor import Tensor
+from .types import KeyOrderWatch
 from .variables import Variable
 from .zero_d import ARRAY, COMPUTED, zero_d_kind
 
@@ -187,7 +190,7 @@ class ArgumentContainers:
 def _container_kind(value: Any) -> str | None:
     if type(value) is list:
         return "list"
-    if type(value) is dict:
+    if type(value) is dict or type(value) is KeyOrderWatch:
         return "dict"
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return "attrs"
@@ -198,7 +201,7 @@ def _contents(value: Any, kind: str) -> list[tuple[Any, Any]]:
     if kind == "list":
         return list(enumerate(value))
     if kind == "dict":
-        return list(value.items())
+        return list(dict.items(value))  # (not a KeyOrderWatch's own: the engine's look)
     return list(vars(value).items())
 
 
@@ -250,3 +253,112 @@ def unflatten(tree: TreeNode, leaves: list[Any]) -> Any:
     for name, item in zip(tree.keys, items):
         object.__setattr__(obj, name, item)
     return obj
+
+
+#: Arguments whose attributes are not the caller's state (functions, classes, modules).
+_NOT_HOLDERS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
+                types.ModuleType, type, functools.partial)
+_PLAIN_LEAVES = (type(None), bool, int, float, complex, str, bytes, np.ndarray, np.generic, Tensor,
+                 Variable)
+
+
+class ObjectArguments:
+    """The attributes of plain-object arguments, watched for traced values left in them.
+
+    A plain object (a config, a model holder) is traced as itself, keyed by identity: what
+    the Python function does to it happens once, at trace time, on the caller's real object.
+    Storing a traced value there (``cfg.history.append(h)``, ``self.last = y``) would leave a
+    dead traced value in the caller's object and, unlike eager NumPy, do nothing at later
+    calls. So the attributes (and the lists, dicts and sets they hold) are snapshotted before
+    the function runs; if a traced value turns up in them afterwards, they are put back as
+    they were and the trace stops with an error naming the attribute and the fixes.
+    """
+
+    def __init__(self, placeholders: Sequence[Any], names: Sequence[str]) -> None:
+        self._saved: list[tuple[str, Any, dict[str, Any], list[tuple[Any, Any]]]] = []
+        for name, value in zip(names, placeholders):
+            attrs = getattr(value, "__dict__", None)
+            if (isinstance(value, _PLAIN_LEAVES) or _container_kind(value) is not None
+                    or type(attrs) is not dict or isinstance(value, _NOT_HOLDERS)):
+                continue
+            held = [(v, _shallow(v)) for v in attrs.values() if _shallow(v) is not None]
+            self._saved.append((name, value, dict(attrs), held))
+
+    def check(self, function_name: str) -> None:
+        """Raise (after restoring the objects) if a traced value was left in one of them."""
+        where = self.leak()
+        if where is not None:
+            self.restore()
+            raise errors.UnsupportedOpError(
+                f"{function_name}() stored a traced value in {where}, inside an object "
+                "argument. Objects are traced as themselves: the store would "
+                "happen once, while tracing, and leave a value that has no data, where eager "
+                "NumPy stores a new array at every call. Fix: return the value and store it "
+                "outside the function, or pass the list or dict itself as an argument (a "
+                "traced function replays changes to list, dict and dataclass arguments at "
+                "every call).")
+
+    def objects(self) -> list[Any]:
+        """The watched object arguments."""
+        return [obj for _, obj, _, _ in self._saved]
+
+    def leak(self) -> str | None:
+        """Where a traced value was left (``cfg.history[0]``), or None."""
+        for name, obj, _, _ in self._saved:
+            where = _traced_attribute(name, vars(obj))
+            if where is not None:
+                return where
+        return None
+
+    def restore(self) -> None:
+        """Put every watched object's attributes and held containers back as they were."""
+        for _, obj, attrs, held in self._saved:
+            current = vars(obj)
+            current.clear()
+            current.update(attrs)
+            for container, contents in held:
+                if type(container) is list:
+                    container[:] = contents
+                else:
+                    container.clear()
+                    if type(container) is dict:
+                        container.update(contents)
+                    else:
+                        container.update(v for v, _ in contents)
+
+
+def _shallow(value: Any) -> list[tuple[Any, Any]] | None:
+    if type(value) is list:
+        return list(value)
+    if type(value) is dict:
+        return list(value.items())
+    if type(value) is set:
+        return [(v, None) for v in value]
+    return None
+
+
+def _traced_attribute(name: str, attrs: dict[str, Any]) -> str | None:
+    """``cfg.history`` (or ``cfg.cache['h']``): where a traced value sits, else None."""
+    def find(value: Any, path: str, depth: int) -> str | None:
+        if isinstance(value, Tensor) and not isinstance(value, Variable):
+            return path
+        if depth >= 3:
+            return None
+        if type(value) in (list, tuple):
+            items: Any = enumerate(value)
+        elif type(value) is dict:
+            items = value.items()
+        elif type(value) is set:
+            items = ((None, v) for v in value)
+        else:
+            return None
+        for k, v in items:
+            found = find(v, path if k is None else f"{path}[{k!r}]", depth + 1)
+            if found:
+                return found
+        return None
+    for attr, value in attrs.items():
+        found = find(value, f"{name}.{attr}", 0)
+        if found:
+            return found
+    return None

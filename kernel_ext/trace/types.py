@@ -14,7 +14,7 @@ argument                       trace type
                                ``-0.0``, NaN payloads, :func:`literal_key`)
 ``list``/``tuple``/namedtuple  :class:`Sequence_` (structure + element types, ordered)
 dataclass instance             :class:`Dataclass` (class + field types)
-``dict``                       :class:`Dict` (key -> type, in insertion order)
+``dict``                       :class:`Dict` (key -> type; insertion order ignored)
 ``kx.Variable``                :class:`VariableType` (identity + dtype + shape)
 ``dask.array.Array``           :class:`DaskArraySpec` (shape + dtype + chunks; the
                                ``"dask"`` backend runs such traces, docs/backends.md)
@@ -51,13 +51,18 @@ from .variables import Variable
 class PlaceholderContext:
     """What ``placeholder_value`` receives: the trace, and where in the arguments we are."""
 
-    def __init__(self, trace_context: Any, name: str, path: tuple = ()) -> None:
+    def __init__(self, trace_context: Any, name: str, path: tuple = (),
+                 watched_dicts: list | None = None) -> None:
         self.trace_context = trace_context
         self.name = name
         self.path = path
+        #: ``(placeholder, path, key order)`` of every dict placeholder made (KeyOrderWatch)
+        self.watched_dicts: list[tuple[Any, tuple, tuple]] = \
+            [] if watched_dicts is None else watched_dicts
 
     def child(self, step: Any, label: Any) -> "PlaceholderContext":
-        return PlaceholderContext(self.trace_context, f"{self.name}_{label}", self.path + (step,))
+        return PlaceholderContext(self.trace_context, f"{self.name}_{label}",
+                                  self.path + (step,), self.watched_dicts)
 
 
 class TraceType(abc.ABC):
@@ -445,27 +450,35 @@ class Sequence_(Composite):
 
 
 class Dict(Composite):
-    """A ``dict``: key -> value type, keys in the caller's insertion order.
+    """A ``dict``: key -> value type; insertion order does not matter to the type.
 
-    The order is part of the type (TensorFlow sorts keys instead): Python code that iterates
-    a dict argument (``{k: v * 2 for k, v in params.items()}``, ``list(d)``, ``zip(d, ...)``)
-    sees the caller's order, so a trace built for one order would give another order's call
-    a result in the wrong order. Calls with the same keys in a new order retrace.
+    ``{1: 2, 3: 4}`` and ``{3: 4, 1: 2}`` have one type (TensorFlow's rule), so a function
+    that only looks keys up traces once for both. The placeholder keeps the order of the call
+    that traced (``order``) and watches whether the function observed it
+    (:class:`KeyOrderWatch`): a trace that iterated the dict is only right for that order,
+    and the engine's call guard runs a call with another order as plain Python.
     """
 
     def __init__(self, items: dict[Any, TraceType]) -> None:
-        self.keys = tuple(items)
-        self.components = tuple(items.values())
+        self.order = tuple(items)
+        self.keys = tuple(sorted(items, key=_sort_key))
+        self.components = tuple(items[k] for k in self.keys)
 
     def _header(self) -> Any:
         return self.keys
 
     def _rebuild(self, components: tuple[TraceType, ...]) -> "Dict":
-        return Dict(dict(zip(self.keys, components)))
+        by_key = dict(zip(self.keys, components))
+        return Dict({k: by_key[k] for k in self.order})
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
-        return {k: c.placeholder_value(placeholder_context.child(("key", k), k))
-                for k, c in zip(self.keys, self.components)}
+        by_key = dict(zip(self.keys, self.components))
+        placeholder = KeyOrderWatch(
+            (k, by_key[k].placeholder_value(placeholder_context.child(("key", k), k)))
+            for k in self.order)
+        placeholder_context.watched_dicts.append((placeholder, placeholder_context.path,
+                                                  self.order))
+        return placeholder
 
     def __repr__(self) -> str:
         return self._text(repr)
@@ -476,6 +489,69 @@ class Dict(Composite):
     def _text(self, text: Callable[[TraceType], str]) -> str:
         return "{" + ", ".join(f"{k!r}: {text(c)}" for k, c in zip(self.keys, self.components)) \
             + "}"
+
+
+def _sort_key(k: Any) -> tuple:
+    return (type(k).__name__, repr(k))
+
+
+class KeyOrderWatch(dict):
+    """A dict placeholder that notes whether the traced function observed its key order.
+
+    Lookups, stores and ``len`` leave the order unseen; iterating (``for k in d``, ``items``,
+    ``values``, ``keys``, comprehensions, ``list(d)``, ``{**d}``, ``dict(d)``), ``popitem``,
+    ``reversed`` and ``repr`` see it. (CPython copies a dict subclass that overrides
+    ``__iter__`` through ``keys()``, so copies are seen too.)
+    """
+
+    order_observed = False
+
+    def _seen(self) -> None:
+        self.order_observed = True
+
+    def __iter__(self) -> Any:
+        self._seen()
+        return super().__iter__()
+
+    def __reversed__(self) -> Any:
+        self._seen()
+        return super().__reversed__()
+
+    def keys(self) -> Any:
+        self._seen()
+        return super().keys()
+
+    def values(self) -> Any:
+        self._seen()
+        return super().values()
+
+    def items(self) -> Any:
+        self._seen()
+        return super().items()
+
+    def popitem(self) -> Any:
+        self._seen()
+        return super().popitem()
+
+    def copy(self) -> dict:
+        self._seen()
+        return dict(super().items())
+
+    def __repr__(self) -> str:
+        self._seen()
+        return repr(dict(super().items()))
+
+    def __or__(self, other: Any) -> Any:
+        self._seen()
+        return dict(super().items()) | other
+
+    def __ror__(self, other: Any) -> Any:
+        self._seen()
+        return other | dict(super().items())
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        self._seen()
+        return (dict, (list(super().items()),))
 
 
 class Dataclass(Composite):
