@@ -179,6 +179,151 @@ def _always_returns(stmts: list[ast.stmt]) -> bool:
 
 
 # ---------------------------------------------------------------------------------------------
+# liveness: which names a later statement may still read
+# ---------------------------------------------------------------------------------------------
+# A name assigned in only one branch of an ``if`` on a traced value cannot be an output of the
+# graph ``cond`` (the other branch has no value for it), and a loop cannot carry a name it
+# assigns only sometimes. Where nothing reads the name afterwards (a loop-local temporary
+# after a ``continue``, a loop index after an early ``return``), it need be neither: as in
+# TensorFlow's AutoGraph, the statement's outputs are the names *live* after it. The analysis
+# is the textbook backward one, over-approximating: a name is live if some path may read it
+# before rebinding it. What it cannot see through (closures, ``locals()``, ``try``) counts as
+# read. A name left out keeps the value it had before the statement, which for the names
+# this is about (temporaries first assigned inside it) is none: ``Undefined``, whose use
+# raises a clear "used before it is assigned" error.
+
+#: Calls that read a scope's variables by name: liveness is not decidable with them.
+_DYNAMIC_SCOPE_CALLS = frozenset({"locals", "vars", "eval", "exec", "dir"})
+
+
+class _Unknown(Exception):
+    """The analysis met a construct it does not follow (a ``break`` outside a loop it saw)."""
+
+
+def _loads(node: ast.AST | None) -> set[str]:
+    """Names ``node`` reads in its own scope (``del x`` counts as a read)."""
+    if node is None:
+        return set()
+    return {n.id for n in _walk_scope([node])
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+
+
+def _killed(target: ast.AST) -> set[str]:
+    """Names an assignment to ``target`` surely rebinds."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*[_killed(t) for t in target.elts]) if target.elts else set()
+    if isinstance(target, ast.Starred):
+        return _killed(target.value)
+    return set()
+
+
+def _nested_scope_reads(body: list[ast.stmt]) -> set[str] | None:
+    """Names read by functions, lambdas and comprehensions nested in ``body`` (they may read
+    them whenever they run), or None when the body reads its scope dynamically."""
+    found: set[str] = set()
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in _DYNAMIC_SCOPE_CALLS:
+            return None
+        if isinstance(node, _SCOPES):
+            found |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return found
+
+
+class Liveness:
+    """Backward liveness over one function's (return-lowered) statements.
+
+    ``always``: names live everywhere (globals, nonlocals, names nested scopes read).
+    :meth:`annotate` records, for each statement of a block, the names live after it.
+    """
+
+    def __init__(self, always: set[str]) -> None:
+        self.always = frozenset(always)
+        self.live_out: dict[int, frozenset[str]] = {}
+
+    def annotate(self, stmts: list[ast.stmt], out: set[str]) -> None:
+        """Record the names live after each statement of ``stmts``, given ``out`` after it."""
+        try:
+            live = set(out) | self.always
+            after: list[frozenset[str]] = []
+            for st in reversed(stmts):
+                after.append(frozenset(live))
+                live = self.stmt(st, live, None)
+        except _Unknown:
+            return  # left unannotated: every name counts as live there
+        for st, names in zip(reversed(stmts), after):
+            self.live_out[id(st)] = names
+
+    def block(self, stmts: list[ast.stmt], out: set[str],
+              loop: tuple[set[str], set[str]] | None) -> set[str]:
+        live = set(out)
+        for st in reversed(stmts):
+            live = self.stmt(st, live, loop)
+        return live | self.always
+
+    def loop_head(self, node: ast.While | ast.For, out: set[str],
+                  extra: set[str] = frozenset()) -> set[str]:
+        """Names live at the top of each iteration of ``node`` (before its test), given
+        ``out`` after the loop; ``extra``: names its test reads besides its own."""
+        exit_live = self.block(node.orelse, out, None) | self.always
+        head: set[str] = set(exit_live) | set(extra)
+        if isinstance(node, ast.While):
+            head |= _loads(node.test)
+        while True:
+            body_in = self.block(node.body, head, (set(out), head))
+            if isinstance(node, ast.For):
+                body_in = (body_in - _killed(node.target)) | _loads(node.target)
+            new = head | body_in
+            if new == head:
+                return head
+            head = new
+
+    def stmt(self, st: ast.stmt, out: set[str],
+             loop: tuple[set[str], set[str]] | None) -> set[str]:
+        """Names live before ``st``, given ``out`` after it; ``loop``: (live after the loop,
+        live at its head) of the innermost loop ``st`` is in, for ``break``/``continue``."""
+        if isinstance(st, ast.Assign):
+            kills = set().union(*[_killed(t) for t in st.targets])
+            reads = _loads(st.value).union(*[_loads(t) - _killed(t) for t in st.targets])
+            return (out - kills) | reads
+        if isinstance(st, ast.AnnAssign):
+            if st.value is None:
+                return set(out)
+            return (out - _killed(st.target)) | _loads(st.value) | \
+                (_loads(st.target) - _killed(st.target))
+        if isinstance(st, ast.AugAssign):
+            return out | _loads(st.target) | _loads(st.value) | _killed(st.target)
+        if isinstance(st, ast.If):
+            return _loads(st.test) | self.block(st.body, out, loop) | \
+                self.block(st.orelse, out, loop)
+        if isinstance(st, (ast.For, ast.While)):
+            head = self.loop_head(st, out)
+            return head | (_loads(st.iter) if isinstance(st, ast.For) else set())
+        if isinstance(st, ast.Return):
+            return _loads(st.value) | self.always
+        if isinstance(st, ast.Raise):
+            return _loads(st.exc) | _loads(st.cause) | self.always
+        if isinstance(st, (ast.Break, ast.Continue)):
+            if loop is None:
+                raise _Unknown
+            return set(loop[0] if isinstance(st, ast.Break) else loop[1])
+        if isinstance(st, (ast.Expr, ast.Assert, ast.Delete, ast.Pass, ast.Global,
+                           ast.Nonlocal, ast.Import, ast.ImportFrom, ast.FunctionDef,
+                           ast.ClassDef, ast.AsyncFunctionDef)):
+            return out | _loads(st)
+        # try, with, match, async statements: every name read inside is live before, nothing
+        # counts as rebound, and a jump inside may leave for the loop's exit or head
+        live = out | _loads(st)
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_no_loops([st])):
+            if loop is None:
+                raise _Unknown
+            live |= loop[0] | loop[1]
+        return live
+
+
+# ---------------------------------------------------------------------------------------------
 # small AST builders
 # ---------------------------------------------------------------------------------------------
 
@@ -226,6 +371,8 @@ class _Scope:
         self.nonlocals: set[str] = set()
         self.params: set[str] = set()
         self.state: dict[str, None] = {}
+        #: What is live after each statement (None: unknown, every name counts as live).
+        self.liveness: Liveness | None = None
         if fn is not None:
             a = fn.args
             for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
@@ -251,6 +398,10 @@ class Converter(ast.NodeTransformer):
         self._scopes.append(scope)
         try:
             body = self._lower_returns(fn.body)
+            nested = _nested_scope_reads(body)
+            if nested is not None:
+                scope.liveness = Liveness(nested | scope.globals | scope.nonlocals)
+                scope.liveness.annotate(body, set())
             new_body: list[ast.stmt] = []
             for stmt in body:
                 result = self.visit(stmt)
@@ -358,9 +509,16 @@ class Converter(ast.NodeTransformer):
         names_tuple = ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load())
         return [getter, setter], names_tuple
 
+    def _live_after(self, node: ast.stmt) -> frozenset[str] | None:
+        """The names live after ``node`` (None: not known, all are)."""
+        liveness = self.scope.liveness
+        return None if liveness is None else liveness.live_out.get(id(node))
+
     def _body_def(self, name: str, body: list[ast.stmt], names: list[str],
-                  args: list[str] = ()) -> ast.FunctionDef:
+                  args: list[str] = (), live_out: set[str] | None = None) -> ast.FunctionDef:
         nonlocal_, global_ = self._state(names)
+        if live_out is not None and self.scope.liveness is not None:
+            self.scope.liveness.annotate(body, live_out)
         converted: list[ast.stmt] = []
         for stmt in body:
             result = self.visit(stmt)
@@ -372,13 +530,17 @@ class Converter(ast.NodeTransformer):
             return self.generic_visit(node)  # cannot move into helper functions
         k = next(self._ids)
         names = assigned_names(node.body + node.orelse)
+        live = self._live_after(node)
         test = self.visit(node.test)
-        body = self._body_def(f"if_body_{k}", node.body, names)
-        orelse = self._body_def(f"else_body_{k}", node.orelse, names)
+        body = self._body_def(f"if_body_{k}", node.body, names, live_out=live)
+        orelse = self._body_def(f"else_body_{k}", node.orelse, names, live_out=live)
         state, names_tuple = self._state_functions(k, names)
+        # the names a later statement may read: the outputs of a graph cond (None: all)
+        live_names = _const(None) if live is None else ast.Tuple(
+            elts=[_const(n) for n in names if n in live], ctx=ast.Load())
         call = ast.Expr(value=ast.Call(func=_ag("if_stmt"), args=[
             test, _name(body.name), _name(orelse.name), _name(f"get_state_{k}"),
-            _name(f"set_state_{k}"), names_tuple], keywords=[]))
+            _name(f"set_state_{k}"), names_tuple, live_names], keywords=[]))
         return self._located([body, orelse, *state, call], node)
 
     def _loop_options(self, body: list[ast.stmt], line: int) -> ast.Dict:
@@ -454,6 +616,24 @@ class Converter(ast.NodeTransformer):
         node.body = body
         return before, brk
 
+    def _loop_liveness(self, node: ast.While | ast.For, live: frozenset[str] | None,
+                       brk: str | None, names: list[str], opts: ast.Dict) -> set[str] | None:
+        """The names live at the head of ``node`` (break/continue already rewritten) given
+        ``live`` after it, and the loop option ``live``: the names of ``names`` a graph loop
+        must carry because the next iteration or the code after the loop may read them."""
+        liveness = self.scope.liveness
+        if live is None or liveness is None:
+            return None
+        try:
+            head = liveness.loop_head(node, set(live), {brk} if brk else set())
+        except _Unknown:
+            return None
+        carried = head | live
+        opts.keys.append(_const("live"))
+        opts.values.append(ast.Tuple(elts=[_const(n) for n in names if n in carried],
+                                     ctx=ast.Load()))
+        return head
+
     def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
         if node.orelse or _has(node.body, (ast.Return, ast.Yield, ast.YieldFrom)):
             node = self.generic_visit(node)  # type: ignore[assignment]
@@ -462,15 +642,17 @@ class Converter(ast.NodeTransformer):
             return node
         k = next(self._ids)
         opts = self._loop_options(node.body, node.lineno)
+        live = self._live_after(node)
         before, brk = self._prepare_loop(node, k)
         names = assigned_names(before + node.body)
+        head = self._loop_liveness(node, live, brk, names, opts)
         test_expr: ast.expr = node.test
         if brk:
             test_expr = ast.BoolOp(op=ast.And(), values=[
                 ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node.test])
         ast.copy_location(test_expr, node.test)
         test = _def(f"loop_test_{k}", [ast.Return(value=self.visit(test_expr))])
-        body = self._body_def(f"loop_body_{k}", node.body, names)
+        body = self._body_def(f"loop_body_{k}", node.body, names, live_out=head)
         state, names_tuple = self._state_functions(k, names)
         call = ast.Expr(value=ast.Call(func=_ag("while_stmt"), args=[
             _name(test.name), _name(body.name), _name(f"get_state_{k}"),
@@ -485,6 +667,7 @@ class Converter(ast.NodeTransformer):
             return node
         k = next(self._ids)
         opts = self._loop_options(node.body, node.lineno)
+        live = self._live_after(node)
         before, brk = self._prepare_loop(node, k)
         target_names: dict[str, None] = {}
         _target_names(node.target, target_names)
@@ -499,7 +682,9 @@ class Converter(ast.NodeTransformer):
         item = f"itr_{k}"
         bind_target = ast.Assign(targets=[node.target], value=_name(item), lineno=0)
         ast.copy_location(bind_target, node)
-        body = self._body_def(f"loop_body_{k}", [bind_target] + node.body, names, [item])
+        head = self._loop_liveness(node, live, brk, names, opts)
+        body = self._body_def(f"loop_body_{k}", [bind_target] + node.body, names, [item],
+                              live_out=head)
         extra: ast.expr = _const(None)
         defs: list[ast.stmt] = []
         if brk:
