@@ -167,6 +167,37 @@ def _jumps(stmts: list[ast.stmt]) -> set[str]:
     return found
 
 
+def _raises_only(stmts: list[ast.stmt]) -> bool:
+    """Whether a branch only raises: straight-line statements computing the exception (its
+    message), then ``raise E(...)``. Such a branch on a traced condition is a run-time check
+    (``conditionals.if_raise``). The statements become a function of their own, so each name
+    they bind must be new there (bound before it is read)."""
+    if not stmts or not isinstance(stmts[-1], ast.Raise):
+        return False
+    last = stmts[-1]
+    if last.exc is None or last.cause is not None:
+        return False
+    bound: set[str] = set()
+    for st in stmts[:-1]:
+        if isinstance(st, ast.Expr):
+            targets: list[ast.expr] = []
+        elif isinstance(st, ast.Assign):
+            targets = st.targets
+        elif isinstance(st, ast.AnnAssign) and st.value is not None:
+            targets = [st.target]
+        else:
+            return False
+        if not all(isinstance(t, ast.Name) for t in targets) or any(
+                isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
+                for n in _walk_scope([st])):
+            return False
+        value = st.value
+        if _loads(value) & {t.id for t in targets} - bound:  # type: ignore[attr-defined]
+            return False  # reads the enclosing value of a name it rebinds
+        bound |= {t.id for t in targets}  # type: ignore[attr-defined]
+    return True
+
+
 def _always_returns(stmts: list[ast.stmt]) -> bool:
     if not stmts:
         return False
@@ -391,6 +422,7 @@ class Converter(ast.NodeTransformer):
     def __init__(self) -> None:
         self._ids = itertools.count(1)
         self._scopes: list[_Scope] = []
+        self._in_check = False  # converting a raising branch (see visit_JoinedStr)
 
     # -- scopes -----------------------------------------------------------------------------
     def convert_function(self, fn: ast.FunctionDef, top: bool = False) -> ast.FunctionDef:
@@ -525,7 +557,70 @@ class Converter(ast.NodeTransformer):
             converted.extend(result if isinstance(result, list) else [result])
         return _def(name, self._decls(nonlocal_, global_) + converted, args)
 
+    def _visit_block(self, stmts: list[ast.stmt], live_out: frozenset[str] | None
+                     ) -> list[ast.stmt]:
+        """``stmts`` converted in place of a statement whose live-out was ``live_out``."""
+        if live_out is not None and self.scope.liveness is not None:
+            self.scope.liveness.annotate(stmts, set(live_out))
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            result = self.visit(stmt)
+            out.extend(result if isinstance(result, list) else [result])
+        return out
+
+    def _check(self, test: ast.expr, stmts: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
+        """``if test: <stmts ending in raise>`` as a run-time check: the statements become a
+        function returning the exception (f-strings in it formatted at run time when they
+        hold traced values), and ``ag__.if_raise(test, fn)`` raises it when ``test`` holds."""
+        k = next(self._ids)
+        raise_ = stmts[-1]
+        assert isinstance(raise_, ast.Raise) and raise_.exc is not None
+        body = stmts[:-1] + [ast.copy_location(ast.Return(value=raise_.exc), raise_)]
+        outer, self._in_check = self._in_check, True
+        try:
+            converted = self._visit_block(body, None)
+        finally:
+            self._in_check = outer
+        fn = _def(f"check_{k}", converted)
+        call = ast.Expr(value=_call(_ag("if_raise"), test, _name(fn.name)))
+        return self._located([fn, call], origin)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        """In a raising branch, ``f"..."`` is ``ag__.fstring(...)``: a traced value in it is
+        formatted when the check fails at run time, not while tracing."""
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if not self._in_check:
+            return node
+        parts: list[ast.expr] = []
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                conversion = None if v.conversion == -1 else chr(v.conversion)
+                spec = v.format_spec if v.format_spec is not None else _const("")
+                parts.append(ast.Tuple(elts=[v.value, _const(conversion), spec],
+                                       ctx=ast.Load()))
+            else:
+                parts.append(v)
+        return ast.copy_location(_call(_ag("fstring"), *parts), node)
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST | list[ast.stmt]:
+        """``assert test, msg``: a run-time check on a traced ``test`` (Python's assert
+        otherwise); left out under ``python -O``, as Python leaves asserts out."""
+        error = _call(_name("AssertionError"), *([node.msg] if node.msg is not None else []))
+        raise_ = ast.copy_location(ast.Raise(exc=error, cause=None), node)
+        test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=node.test), node.test)
+        checked = self._check(self.visit(test), [raise_], node)
+        guard = ast.If(test=_name("__debug__"), body=checked, orelse=[])
+        return self._located([guard], node)
+
     def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        live = self._live_after(node)
+        if _raises_only(node.body) and not _raises_only(node.orelse):
+            return self._check(self.visit(node.test), node.body, node) + \
+                self._visit_block(node.orelse, live)
+        if node.orelse and _raises_only(node.orelse) and not _raises_only(node.body):
+            test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=node.test), node.test)
+            return self._check(self.visit(test), node.orelse, node) + \
+                self._visit_block(node.body, live)
         if _has(node.body + node.orelse, (ast.Return, ast.Yield, ast.YieldFrom)):
             return self.generic_visit(node)  # cannot move into helper functions
         k = next(self._ids)
