@@ -239,8 +239,8 @@ class Tensor(NumpyOperators, inplace=True):
         if converted and refused is None:
             how = ("AutoGraph is on, but this use is not one it converts: only `if`/`while`/"
                    "`for` statements, conditional expressions (`a if c else b`), `and`/`or`/"
-                   "`not` and the builtins max/min/sum/any/all become graph operations; a "
-                   "comprehension's `if`, `assert`, `bool()`, and code in functions AutoGraph "
+                   "`not`, `assert` and the builtins max/min/sum/any/all become graph operations; "
+                   "a comprehension's `if`, `bool()`, and code in functions AutoGraph "
                    "does not convert (the standard library, C extensions) need a Python bool. "
                    "Fix: write the test as an `if` statement, or use np.where(cond, a, b) / "
                    "kx.cond(pred, true_fn, false_fn); check data outside the kx.function.")
