@@ -190,17 +190,37 @@ def if_raise(test: Any, make_error: Callable[[], Any]) -> None:
             f"the raising branch at {user_frame_description()} updates an argument in place "
             "before it raises; as a run-time check it would leave the argument as it was. "
             "Fix: raise before updating, or update a copy.")
-    error = found["error"]
-    if mutated:
-        names = ", ".join(sorted(mutated))
-        raise errors.UnsupportedOpError(
-            f"a check on a traced condition at {user_frame_description()} (`if ...: raise "
-            f"{type(error).__name__}(...)`) follows an in-place update of the argument(s) "
-            f"{names}: eagerly the update would stay when it raises, but the graph writes "
-            "arguments back only when the call completes. Fix: validate the input before "
-            "updating it, or update a copy and return it.")
-    ctx.graph.create_node(OpKind.CHECK, (ctx.lift(test), *[ctx.lift(v) for v in values]),
-                          {"error": error, "args": found["how"]}, name="check")
+    # Arguments updated in place before the check keep their updates when it raises, as
+    # eagerly: the node gets each one's placeholder (the caller's array at run time) and its
+    # value now, and copies the one into the other before raising (executors that update
+    # the caller's array directly pass the same array twice: nothing to copy).
+    pairs = [n for original, now in _argument_writes(ctx) for n in (original, now)]
+    ctx.graph.create_node(OpKind.CHECK, (ctx.lift(test), *[ctx.lift(v) for v in values],
+                                         *[ctx.lift(t) for t in pairs]),
+                          {"error": found["error"], "args": found["how"],
+                           "writes": len(pairs) // 2}, name="check")
+
+
+def _argument_writes(ctx: Any) -> list[tuple[Tensor, Tensor]]:
+    """(placeholder, value now) of each array argument updated in place on this path."""
+    top = ctx.top()
+    placeholders = {n.attrs.get("path"): n for n in top.graph.inputs}
+    keys: set[int] = set()
+    c = ctx
+    while c is not None:
+        keys |= set(c.mutated)
+        c = c.parent
+    out = []
+    for path, root in top.inputs:
+        if id(root) in keys:
+            node = placeholders.get(path)
+            if node is None or not node.aval.shape:
+                raise errors.UnsupportedOpError(
+                    f"a check on a traced condition at {user_frame_description()} follows an "
+                    f"in-place update of {_path_text(path)}, which is not an array the call "
+                    "can update. Fix: validate the input before updating it.")
+            out.append((Tensor(node, top), root))
+    return out
 
 
 def _mutated_arguments(ctx: Any) -> set[str]:

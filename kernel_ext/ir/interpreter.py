@@ -466,11 +466,18 @@ def check_error(error: BaseException, args: tuple, values: Sequence[Any]) -> Bas
 
 @_lower(OpKind.CHECK)
 def _check(node: Node) -> Callable[..., Any]:
-    error, args = node.attrs["error"], node.attrs["args"]
+    """Inputs: the condition, the message's values, then ``writes`` pairs (an argument, its
+    value now): arguments updated in place before the check keep the update when it raises,
+    as eagerly (the executor would write them back only when the call completes)."""
+    error, args, writes = node.attrs["error"], node.attrs["args"], node.attrs.get("writes", 0)
 
-    def check(pred: Any, *values: Any) -> None:
+    def check(pred: Any, *inputs: Any) -> None:
         if pred:
-            raise check_error(error, args, values)
+            split = len(inputs) - 2 * writes
+            for k in range(split, len(inputs), 2):
+                if inputs[k] is not inputs[k + 1]:
+                    np.copyto(inputs[k], inputs[k + 1])
+            raise check_error(error, args, inputs[:split])
     return check
 
 

@@ -207,12 +207,31 @@ def test_a_message_formatted_while_tracing_is_refused_clearly():
         kx.function(f, backend="numpy")(np.ones(2))
 
 
-def test_a_check_after_an_in_place_write_to_an_argument_is_refused_clearly():
-    def normalise(x):
-        x /= np.abs(x).max()
+def normalise_and_check(x, y):
+    x /= np.abs(x).max()
+    for i in range(y.shape[0]):
+        y[i] = y[i] * 2
+        if y[i] > 5:
+            raise ValueError(f"y[{i}] = {y[i]} is too large")
+    if np.isnan(x).any():
+        raise ValueError("x holds a NaN")
+    return x
+
+
+@pytest.mark.parametrize("options", EXECUTORS, ids=EXECUTOR_IDS)
+def test_updates_of_arguments_before_a_failing_check_stay_as_eagerly(options):
+    cases = [(np.array([1.0, -2.0]), np.array([1.0, 2.0])),
+             (np.array([np.nan, 2.0]), np.array([1.0, 2.0])),
+             (np.array([1.0, 4.0]), np.array([1.0, 3.0, 1.0]))]
+    like_numpy(normalise_and_check, cases, options)
+
+
+def test_a_raising_branch_that_updates_an_argument_is_refused_clearly():
+    def f(x):
         if np.isnan(x).any():
+            np.multiply(x, 0.0, out=x)
             raise ValueError("nan")
         return x
 
-    with pytest.raises(errors.UnsupportedOpError, match="in-place update of the argument"):
-        kx.function(normalise, backend="numpy")(np.ones(3))
+    with pytest.raises(errors.UnsupportedOpError, match="updates an argument in place"):
+        kx.function(f, backend="numpy")(np.ones(3))
