@@ -137,43 +137,57 @@ def _instance(error: Any) -> BaseException:
     raise TypeError("exceptions must derive from BaseException")
 
 
+def _run_time_parts(error: BaseException) -> tuple[tuple, list[Any]]:
+    """How each argument of ``error`` is rebuilt at run time (``interpreter.check_error``)
+    and the traced values that needs."""
+    values: list[Any] = []
+    how: list[Any] = []
+    for arg in error.args:
+        arg = resolve(arg)
+        if isinstance(arg, RuntimeMessage):
+            parts: list[Any] = []
+            for p in arg.parts:
+                if isinstance(p, str) or not is_traced(p[0]):
+                    parts.append(p if isinstance(p, str) else
+                                 format(_CONVERT[p[1]](p[0]), p[2]))
+                else:
+                    parts.append((len(values), _message_form(p[0]), p[1], p[2]))
+                    values.append(p[0])
+            how.append(("message", tuple(parts)))
+        elif is_traced(arg):
+            how.append(("value", len(values), _message_form(arg)))
+            values.append(arg)
+        elif isinstance(arg, str) and "<kx.Tensor '" in arg:
+            # formatted while tracing (``%``, ``str.format``, ``str()``): the text of a
+            # traced value would be its description, not its value
+            RuntimeMessage([])._needs_text()
+        else:
+            how.append(None)
+    return tuple(how), values
+
+
 def if_raise(test: Any, make_error: Callable[[], Any]) -> None:
     """``if test: raise make_error()``: Python's on a Python ``test``; on a traced one, a
     run-time check (module comment above)."""
     test = resolve(test)
     if not is_traced(test):
         if test:
-            raise _instance(make_error())
+            error = _instance(make_error())
+            how, values = _run_time_parts(error)
+            if not values:
+                raise error
+            # raised for every input of this trace, with a message only the run has: a
+            # check that always fails, so the message is formatted at run time
+            ctx = current_context()
+            _record_check(ctx, ctx.graph.constant(np.True_), error, how, values)
         return
     ctx = current_context()
     found: dict[str, Any] = {}
 
     def failing() -> tuple:
         error = _instance(make_error())
-        values: list[Any] = []
-        how: list[Any] = []
-        for arg in error.args:
-            arg = resolve(arg)
-            if isinstance(arg, RuntimeMessage):
-                parts: list[Any] = []
-                for p in arg.parts:
-                    if isinstance(p, str) or not is_traced(p[0]):
-                        parts.append(p if isinstance(p, str) else
-                                     format(_CONVERT[p[1]](p[0]), p[2]))
-                    else:
-                        parts.append((len(values), _message_form(p[0]), p[1], p[2]))
-                        values.append(p[0])
-                how.append(("message", tuple(parts)))
-            elif is_traced(arg):
-                how.append(("value", len(values), _message_form(arg)))
-                values.append(arg)
-            elif isinstance(arg, str) and "<kx.Tensor '" in arg:
-                # formatted while tracing (``%``, ``str.format``, ``str()``): the text of a
-                # traced value would be its description, not its value
-                RuntimeMessage([])._needs_text()
-            else:
-                how.append(None)
-        found.update(error=error, how=tuple(how), values=values)
+        how, values = _run_time_parts(error)
+        found.update(error=error, how=how, values=values)
         return tuple(values)
 
     def passing() -> tuple:
@@ -190,15 +204,20 @@ def if_raise(test: Any, make_error: Callable[[], Any]) -> None:
             f"the raising branch at {user_frame_description()} updates an argument in place "
             "before it raises; as a run-time check it would leave the argument as it was. "
             "Fix: raise before updating, or update a copy.")
-    # Arguments updated in place before the check keep their updates when it raises, as
-    # eagerly: the node gets each one's placeholder (the caller's array at run time) and its
-    # value now, and copies the one into the other before raising (executors that update
-    # the caller's array directly pass the same array twice: nothing to copy).
+    _record_check(ctx, ctx.lift(test), found["error"], found["how"], list(values))
+
+
+def _record_check(ctx: Any, pred: Any, error: BaseException, how: tuple,
+                  values: list[Any]) -> None:
+    """The ``check`` node. Arguments updated in place before it keep their updates when it
+    raises, as eagerly: the node gets each one's placeholder (the caller's array at run time)
+    and its value now, and copies the one into the other before raising (executors that
+    update the caller's array directly pass the same array twice: nothing to copy)."""
     pairs = [n for original, now in _argument_writes(ctx) for n in (original, now)]
-    ctx.graph.create_node(OpKind.CHECK, (ctx.lift(test), *[ctx.lift(v) for v in values],
+    ctx.graph.create_node(OpKind.CHECK, (pred, *[ctx.lift(v) for v in values],
                                          *[ctx.lift(t) for t in pairs]),
-                          {"error": found["error"], "args": found["how"],
-                           "writes": len(pairs) // 2}, name="check")
+                          {"error": error, "args": how, "writes": len(pairs) // 2},
+                          name="check")
 
 
 def _argument_writes(ctx: Any) -> list[tuple[Tensor, Tensor]]:

@@ -235,3 +235,19 @@ def test_a_raising_branch_that_updates_an_argument_is_refused_clearly():
 
     with pytest.raises(errors.UnsupportedOpError, match="updates an argument in place"):
         kx.function(f, backend="numpy")(np.ones(3))
+
+
+def test_a_python_condition_with_a_message_of_traced_values_fails_at_run_time():
+    def f(x, strict):
+        if strict:
+            raise ValueError(f"strict mode: total {x.sum()}")
+        return x
+
+    g = kx.function(f, backend="numpy")
+    x = np.array([1.5, 2.0])
+    with pytest.raises(ValueError) as eager:
+        f(x, True)
+    with pytest.raises(ValueError) as traced:
+        g(x, True)
+    assert str(traced.value) == str(eager.value)
+    np.testing.assert_array_equal(g(x, False), x)
