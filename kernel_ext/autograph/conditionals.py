@@ -8,6 +8,7 @@ an iteration that runs only while a data-dependent ``break`` has not happened is
 
 from __future__ import annotations
 
+import copy
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -99,7 +100,14 @@ class RuntimeMessage:
             "only if it is an f-string (or f-strings joined with +) passed to the exception. "
             "Fix: write the message as f\"... {value} ...\".")
 
-    __str__ = __repr__ = __format__ = __mod__ = __rmod__ = _needs_text  # type: ignore
+    __str__ = __format__ = __mod__ = __rmod__ = _needs_text  # type: ignore
+
+    def template(self) -> str:
+        """The text with ``{...}`` where a run-time value goes (graph views show it)."""
+        return "".join(p if isinstance(p, str) else "{...}" for p in self.parts)
+
+    def __repr__(self) -> str:
+        return f"RuntimeMessage({self.template()!r})"
 
 
 def fstring(*parts: Any) -> Any:
@@ -214,6 +222,15 @@ def _record_check(ctx: Any, pred: Any, error: BaseException, how: tuple,
     and its value now, and copies the one into the other before raising (executors that
     update the caller's array directly pass the same array twice: nothing to copy)."""
     pairs = [n for original, now in _argument_writes(ctx) for n in (original, now)]
+    # the node keeps the exception with printable arguments (graph views print attrs);
+    # check_error rebuilds the run-time ones from ``how``
+    shown = [a.template() if isinstance(a, RuntimeMessage) else
+             "{...}" if h is not None else a for a, h in zip(error.args, how)]
+    try:
+        error = copy.copy(error)
+        error.args = tuple(shown)
+    except Exception:  # an exception class copy cannot rebuild: keep it as it is
+        pass
     ctx.graph.create_node(OpKind.CHECK, (pred, *[ctx.lift(v) for v in values],
                                          *[ctx.lift(t) for t in pairs]),
                           {"error": error, "args": how, "writes": len(pairs) // 2},
