@@ -113,6 +113,7 @@ NOTES: dict[OpKind, str] = {
     K.ASSIGN_ADD_VARIABLE: "no result: never on a gradient path",
     K.ASSIGN_SUB_VARIABLE: "no result: never on a gradient path",
     K.PRINT: "no result: never on a gradient path",
+    K.CHECK: "no result: never on a gradient path (a replayed forward pass checks again)",
     K.NANMAX: "ties: the first occurrence; NaNs get none",
     K.NANMIN: "ties: the first occurrence; NaNs get none",
     K.NANPROD: "divides by x: not finite where x has zeros",

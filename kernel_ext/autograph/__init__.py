@@ -17,6 +17,7 @@ import warnings
 from typing import Callable
 
 from .. import errors
+from ..trace.state import UNCONVERTED
 from . import operators
 from .operators import set_loop_options
 from .source import find_definition
@@ -75,6 +76,7 @@ def _lookup(fn: types.FunctionType) -> tuple[types.CodeType, str] | None:
                       "raise; kx.cond / kx.while_loop work everywhere.", errors.AutographWarning,
                       stacklevel=4)
         result = None
+        UNCONVERTED[code] = str(e)
     with _lock:
         _cache[code] = result
     return result

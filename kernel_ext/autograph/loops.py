@@ -260,6 +260,11 @@ class _Loop:
         self.names, self.opts = list(names), opts
         targets = opts.get("targets", ())
         self.targets = [i for i, n in enumerate(self.names) if n in targets]
+        # the names the next iteration or the code after the loop may read (the
+        # transformer's liveness analysis; absent: all): only those are carried
+        live = opts.get("live")
+        self.dead = frozenset() if live is None else frozenset(
+            i for i, n in enumerate(self.names) if n not in live)
         # set_loop_options names variables by their values before the loop; remember which
         # state slot each is, since a peeled iteration replaces the values
         state = get_state() if opts.get("shape_invariants") else ()
@@ -414,7 +419,8 @@ def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> bool:
 def _peel_needed(state: Sequence[Any], loop: _Loop) -> bool:
     """Whether a state variable is a Python number the loop would carry (its NumPy dtype and
     shape are known only after one iteration)."""
-    return any(_is_py_number(v) for i, v in enumerate(state) if i not in loop.targets)
+    return any(_is_py_number(v) for i, v in enumerate(state)
+               if i not in loop.targets and i not in loop.dead)
 
 
 def _under_cond(loop: _Loop, pred: Any, run: Callable[[], None]) -> None:
@@ -476,8 +482,9 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
     values in the state are not carried: the body must leave them as they were."""
     init = list(loop.get_state())
     fixed = [i for i, v in enumerate(init) if python_fixed and _is_py_number(v)
-             and i not in loop.targets]
-    carried = [i for i, v in enumerate(init) if not isinstance(v, Undefined) and i not in fixed]
+             and i not in loop.targets and i not in loop.dead]
+    carried = [i for i, v in enumerate(init) if not isinstance(v, Undefined) and i not in fixed
+               and i not in loop.dead]
     if over is not None:
         item, count, k0, weak_index = over
         for i in loop.targets:

@@ -26,11 +26,12 @@ from ..trace.control_flow import Undefined, cond, is_traced
 from ..trace.state import current_context
 from ..trace.variables import resolve
 from . import py_builtins
-from .conditionals import if_stmt
+from .conditionals import fstring, if_raise, if_stmt
 from .loops import (for_stmt, python_iter, python_test, set_loop_options, traced_range,
                     while_stmt)
 
-__all__ = ["Undefined", "and_", "cc", "converted", "for_stmt", "if_exp", "if_stmt", "ld",
+__all__ = ["Undefined", "and_", "cc", "converted", "for_stmt", "fstring", "if_exp", "if_raise",
+           "if_stmt", "ld",
            "not_", "or_", "python_iter", "python_test", "set_loop_options", "setitem",
            "setitem_aug", "traced_range", "while_stmt"]
 

@@ -386,7 +386,10 @@ def _instructions(code: types.CodeType,
     # PUSH_NULL before a call of a non-method is the same as LOAD_GLOBAL's "push NULL" bit,
     # which the compiler uses instead in some contexts (``kx.grad(f)(x)`` in a module
     # function versus the same text compiled alone): neither is an operation of its own.
-    found = [(ins, skipped(ins) or ins.opname == "PUSH_NULL")
+    # EXTENDED_ARG only widens the next instruction's argument: a jump whose distance needs
+    # two bytes in the module (its inline caches or its surroundings are larger there) needs
+    # one alone, so it is no operation of its own either.
+    found = [(ins, skipped(ins) or ins.opname in _PREFIXES)
              for ins in dis.get_instructions(code)]
     index: dict[int, int] = {}
     kept = 0
@@ -408,6 +411,8 @@ def _instructions(code: types.CodeType,
 
 
 _JUMPS = frozenset(dis.hasjrel) | frozenset(dis.hasjabs)
+#: Instructions that are no operation of their own (see _instructions).
+_PREFIXES = frozenset({"PUSH_NULL", "EXTENDED_ARG", "CACHE"})
 
 
 def _same_constant(x: object, y: object, skip: Sequence[tuple[int, int]] = ()) -> bool:

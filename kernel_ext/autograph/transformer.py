@@ -167,6 +167,37 @@ def _jumps(stmts: list[ast.stmt]) -> set[str]:
     return found
 
 
+def _raises_only(stmts: list[ast.stmt]) -> bool:
+    """Whether a branch only raises: straight-line statements computing the exception (its
+    message), then ``raise E(...)``. Such a branch on a traced condition is a run-time check
+    (``conditionals.if_raise``). The statements become a function of their own, so each name
+    they bind must be new there (bound before it is read)."""
+    if not stmts or not isinstance(stmts[-1], ast.Raise):
+        return False
+    last = stmts[-1]
+    if last.exc is None or last.cause is not None:
+        return False
+    bound: set[str] = set()
+    for st in stmts[:-1]:
+        if isinstance(st, ast.Expr):
+            targets: list[ast.expr] = []
+        elif isinstance(st, ast.Assign):
+            targets = st.targets
+        elif isinstance(st, ast.AnnAssign) and st.value is not None:
+            targets = [st.target]
+        else:
+            return False
+        if not all(isinstance(t, ast.Name) for t in targets) or any(
+                isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
+                for n in _walk_scope([st])):
+            return False
+        value = st.value
+        if _loads(value) & {t.id for t in targets} - bound:  # type: ignore[attr-defined]
+            return False  # reads the enclosing value of a name it rebinds
+        bound |= {t.id for t in targets}  # type: ignore[attr-defined]
+    return True
+
+
 def _always_returns(stmts: list[ast.stmt]) -> bool:
     if not stmts:
         return False
@@ -176,6 +207,151 @@ def _always_returns(stmts: list[ast.stmt]) -> bool:
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
     return False
+
+
+# ---------------------------------------------------------------------------------------------
+# liveness: which names a later statement may still read
+# ---------------------------------------------------------------------------------------------
+# A name assigned in only one branch of an ``if`` on a traced value cannot be an output of the
+# graph ``cond`` (the other branch has no value for it), and a loop cannot carry a name it
+# assigns only sometimes. Where nothing reads the name afterwards (a loop-local temporary
+# after a ``continue``, a loop index after an early ``return``), it need be neither: as in
+# TensorFlow's AutoGraph, the statement's outputs are the names *live* after it. The analysis
+# is the textbook backward one, over-approximating: a name is live if some path may read it
+# before rebinding it. What it cannot see through (closures, ``locals()``, ``try``) counts as
+# read. A name left out keeps the value it had before the statement, which for the names
+# this is about (temporaries first assigned inside it) is none: ``Undefined``, whose use
+# raises a clear "used before it is assigned" error.
+
+#: Calls that read a scope's variables by name: liveness is not decidable with them.
+_DYNAMIC_SCOPE_CALLS = frozenset({"locals", "vars", "eval", "exec", "dir"})
+
+
+class _Unknown(Exception):
+    """The analysis met a construct it does not follow (a ``break`` outside a loop it saw)."""
+
+
+def _loads(node: ast.AST | None) -> set[str]:
+    """Names ``node`` reads in its own scope (``del x`` counts as a read)."""
+    if node is None:
+        return set()
+    return {n.id for n in _walk_scope([node])
+            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+
+
+def _killed(target: ast.AST) -> set[str]:
+    """Names an assignment to ``target`` surely rebinds."""
+    if isinstance(target, ast.Name):
+        return {target.id}
+    if isinstance(target, (ast.Tuple, ast.List)):
+        return set().union(*[_killed(t) for t in target.elts]) if target.elts else set()
+    if isinstance(target, ast.Starred):
+        return _killed(target.value)
+    return set()
+
+
+def _nested_scope_reads(body: list[ast.stmt]) -> set[str] | None:
+    """Names read by functions, lambdas and comprehensions nested in ``body`` (they may read
+    them whenever they run), or None when the body reads its scope dynamically."""
+    found: set[str] = set()
+    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
+                node.func.id in _DYNAMIC_SCOPE_CALLS:
+            return None
+        if isinstance(node, _SCOPES):
+            found |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+    return found
+
+
+class Liveness:
+    """Backward liveness over one function's (return-lowered) statements.
+
+    ``always``: names live everywhere (globals, nonlocals, names nested scopes read).
+    :meth:`annotate` records, for each statement of a block, the names live after it.
+    """
+
+    def __init__(self, always: set[str]) -> None:
+        self.always = frozenset(always)
+        self.live_out: dict[int, frozenset[str]] = {}
+
+    def annotate(self, stmts: list[ast.stmt], out: set[str]) -> None:
+        """Record the names live after each statement of ``stmts``, given ``out`` after it."""
+        try:
+            live = set(out) | self.always
+            after: list[frozenset[str]] = []
+            for st in reversed(stmts):
+                after.append(frozenset(live))
+                live = self.stmt(st, live, None)
+        except _Unknown:
+            return  # left unannotated: every name counts as live there
+        for st, names in zip(reversed(stmts), after):
+            self.live_out[id(st)] = names
+
+    def block(self, stmts: list[ast.stmt], out: set[str],
+              loop: tuple[set[str], set[str]] | None) -> set[str]:
+        live = set(out)
+        for st in reversed(stmts):
+            live = self.stmt(st, live, loop)
+        return live | self.always
+
+    def loop_head(self, node: ast.While | ast.For, out: set[str],
+                  extra: set[str] = frozenset()) -> set[str]:
+        """Names live at the top of each iteration of ``node`` (before its test), given
+        ``out`` after the loop; ``extra``: names its test reads besides its own."""
+        exit_live = self.block(node.orelse, out, None) | self.always
+        head: set[str] = set(exit_live) | set(extra)
+        if isinstance(node, ast.While):
+            head |= _loads(node.test)
+        while True:
+            body_in = self.block(node.body, head, (set(out), head))
+            if isinstance(node, ast.For):
+                body_in = (body_in - _killed(node.target)) | _loads(node.target)
+            new = head | body_in
+            if new == head:
+                return head
+            head = new
+
+    def stmt(self, st: ast.stmt, out: set[str],
+             loop: tuple[set[str], set[str]] | None) -> set[str]:
+        """Names live before ``st``, given ``out`` after it; ``loop``: (live after the loop,
+        live at its head) of the innermost loop ``st`` is in, for ``break``/``continue``."""
+        if isinstance(st, ast.Assign):
+            kills = set().union(*[_killed(t) for t in st.targets])
+            reads = _loads(st.value).union(*[_loads(t) - _killed(t) for t in st.targets])
+            return (out - kills) | reads
+        if isinstance(st, ast.AnnAssign):
+            if st.value is None:
+                return set(out)
+            return (out - _killed(st.target)) | _loads(st.value) | \
+                (_loads(st.target) - _killed(st.target))
+        if isinstance(st, ast.AugAssign):
+            return out | _loads(st.target) | _loads(st.value) | _killed(st.target)
+        if isinstance(st, ast.If):
+            return _loads(st.test) | self.block(st.body, out, loop) | \
+                self.block(st.orelse, out, loop)
+        if isinstance(st, (ast.For, ast.While)):
+            head = self.loop_head(st, out)
+            return head | (_loads(st.iter) if isinstance(st, ast.For) else set())
+        if isinstance(st, ast.Return):
+            return _loads(st.value) | self.always
+        if isinstance(st, ast.Raise):
+            return _loads(st.exc) | _loads(st.cause) | self.always
+        if isinstance(st, (ast.Break, ast.Continue)):
+            if loop is None:
+                raise _Unknown
+            return set(loop[0] if isinstance(st, ast.Break) else loop[1])
+        if isinstance(st, (ast.Expr, ast.Assert, ast.Delete, ast.Pass, ast.Global,
+                           ast.Nonlocal, ast.Import, ast.ImportFrom, ast.FunctionDef,
+                           ast.ClassDef, ast.AsyncFunctionDef)):
+            return out | _loads(st)
+        # try, with, match, async statements: every name read inside is live before, nothing
+        # counts as rebound, and a jump inside may leave for the loop's exit or head
+        live = out | _loads(st)
+        if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_no_loops([st])):
+            if loop is None:
+                raise _Unknown
+            live |= loop[0] | loop[1]
+        return live
 
 
 # ---------------------------------------------------------------------------------------------
@@ -226,6 +402,8 @@ class _Scope:
         self.nonlocals: set[str] = set()
         self.params: set[str] = set()
         self.state: dict[str, None] = {}
+        #: What is live after each statement (None: unknown, every name counts as live).
+        self.liveness: Liveness | None = None
         if fn is not None:
             a = fn.args
             for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
@@ -244,6 +422,7 @@ class Converter(ast.NodeTransformer):
     def __init__(self) -> None:
         self._ids = itertools.count(1)
         self._scopes: list[_Scope] = []
+        self._in_check = False  # converting a raising branch (see visit_JoinedStr)
 
     # -- scopes -----------------------------------------------------------------------------
     def convert_function(self, fn: ast.FunctionDef, top: bool = False) -> ast.FunctionDef:
@@ -251,6 +430,10 @@ class Converter(ast.NodeTransformer):
         self._scopes.append(scope)
         try:
             body = self._lower_returns(fn.body)
+            nested = _nested_scope_reads(body)
+            if nested is not None:
+                scope.liveness = Liveness(nested | scope.globals | scope.nonlocals)
+                scope.liveness.annotate(body, set())
             new_body: list[ast.stmt] = []
             for stmt in body:
                 result = self.visit(stmt)
@@ -358,27 +541,101 @@ class Converter(ast.NodeTransformer):
         names_tuple = ast.Tuple(elts=[_const(n) for n in names], ctx=ast.Load())
         return [getter, setter], names_tuple
 
+    def _live_after(self, node: ast.stmt) -> frozenset[str] | None:
+        """The names live after ``node`` (None: not known, all are)."""
+        liveness = self.scope.liveness
+        return None if liveness is None else liveness.live_out.get(id(node))
+
     def _body_def(self, name: str, body: list[ast.stmt], names: list[str],
-                  args: list[str] = ()) -> ast.FunctionDef:
+                  args: list[str] = (), live_out: set[str] | None = None) -> ast.FunctionDef:
         nonlocal_, global_ = self._state(names)
+        if live_out is not None and self.scope.liveness is not None:
+            self.scope.liveness.annotate(body, live_out)
         converted: list[ast.stmt] = []
         for stmt in body:
             result = self.visit(stmt)
             converted.extend(result if isinstance(result, list) else [result])
         return _def(name, self._decls(nonlocal_, global_) + converted, args)
 
+    def _visit_block(self, stmts: list[ast.stmt], live_out: frozenset[str] | None
+                     ) -> list[ast.stmt]:
+        """``stmts`` converted in place of a statement whose live-out was ``live_out``."""
+        if live_out is not None and self.scope.liveness is not None:
+            self.scope.liveness.annotate(stmts, set(live_out))
+        out: list[ast.stmt] = []
+        for stmt in stmts:
+            result = self.visit(stmt)
+            out.extend(result if isinstance(result, list) else [result])
+        return out
+
+    def _check(self, test: ast.expr, stmts: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
+        """``if test: <stmts ending in raise>`` as a run-time check: the statements become a
+        function returning the exception (f-strings in it formatted at run time when they
+        hold traced values), and ``ag__.if_raise(test, fn)`` raises it when ``test`` holds."""
+        k = next(self._ids)
+        raise_ = stmts[-1]
+        assert isinstance(raise_, ast.Raise) and raise_.exc is not None
+        body = stmts[:-1] + [ast.copy_location(ast.Return(value=raise_.exc), raise_)]
+        outer, self._in_check = self._in_check, True
+        try:
+            converted = self._visit_block(body, None)
+        finally:
+            self._in_check = outer
+        fn = _def(f"check_{k}", converted)
+        call = ast.Expr(value=_call(_ag("if_raise"), test, _name(fn.name)))
+        return self._located([fn, call], origin)
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        """In a raising branch, ``f"..."`` is ``ag__.fstring(...)``: a traced value in it is
+        formatted when the check fails at run time, not while tracing."""
+        node = self.generic_visit(node)  # type: ignore[assignment]
+        if not self._in_check:
+            return node
+        parts: list[ast.expr] = []
+        for v in node.values:
+            if isinstance(v, ast.FormattedValue):
+                conversion = None if v.conversion == -1 else chr(v.conversion)
+                spec = v.format_spec if v.format_spec is not None else _const("")
+                parts.append(ast.Tuple(elts=[v.value, _const(conversion), spec],
+                                       ctx=ast.Load()))
+            else:
+                parts.append(v)
+        return ast.copy_location(_call(_ag("fstring"), *parts), node)
+
+    def visit_Assert(self, node: ast.Assert) -> ast.AST | list[ast.stmt]:
+        """``assert test, msg``: a run-time check on a traced ``test`` (Python's assert
+        otherwise); left out under ``python -O``, as Python leaves asserts out."""
+        error = _call(_name("AssertionError"), *([node.msg] if node.msg is not None else []))
+        raise_ = ast.copy_location(ast.Raise(exc=error, cause=None), node)
+        test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=node.test), node.test)
+        checked = self._check(self.visit(test), [raise_], node)
+        guard = ast.If(test=_name("__debug__"), body=checked, orelse=[])
+        return self._located([guard], node)
+
     def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
+        live = self._live_after(node)
+        if _raises_only(node.body) and not _raises_only(node.orelse):
+            return self._check(self.visit(node.test), node.body, node) + \
+                self._visit_block(node.orelse, live)
+        if node.orelse and _raises_only(node.orelse) and not _raises_only(node.body):
+            test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=node.test), node.test)
+            return self._check(self.visit(test), node.orelse, node) + \
+                self._visit_block(node.body, live)
         if _has(node.body + node.orelse, (ast.Return, ast.Yield, ast.YieldFrom)):
             return self.generic_visit(node)  # cannot move into helper functions
         k = next(self._ids)
         names = assigned_names(node.body + node.orelse)
+        live = self._live_after(node)
         test = self.visit(node.test)
-        body = self._body_def(f"if_body_{k}", node.body, names)
-        orelse = self._body_def(f"else_body_{k}", node.orelse, names)
+        body = self._body_def(f"if_body_{k}", node.body, names, live_out=live)
+        orelse = self._body_def(f"else_body_{k}", node.orelse, names, live_out=live)
         state, names_tuple = self._state_functions(k, names)
+        # the names a later statement may read: the outputs of a graph cond (None: all)
+        live_names = _const(None) if live is None else ast.Tuple(
+            elts=[_const(n) for n in names if n in live], ctx=ast.Load())
         call = ast.Expr(value=ast.Call(func=_ag("if_stmt"), args=[
             test, _name(body.name), _name(orelse.name), _name(f"get_state_{k}"),
-            _name(f"set_state_{k}"), names_tuple], keywords=[]))
+            _name(f"set_state_{k}"), names_tuple, live_names], keywords=[]))
         return self._located([body, orelse, *state, call], node)
 
     def _loop_options(self, body: list[ast.stmt], line: int) -> ast.Dict:
@@ -454,6 +711,24 @@ class Converter(ast.NodeTransformer):
         node.body = body
         return before, brk
 
+    def _loop_liveness(self, node: ast.While | ast.For, live: frozenset[str] | None,
+                       brk: str | None, names: list[str], opts: ast.Dict) -> set[str] | None:
+        """The names live at the head of ``node`` (break/continue already rewritten) given
+        ``live`` after it, and the loop option ``live``: the names of ``names`` a graph loop
+        must carry because the next iteration or the code after the loop may read them."""
+        liveness = self.scope.liveness
+        if live is None or liveness is None:
+            return None
+        try:
+            head = liveness.loop_head(node, set(live), {brk} if brk else set())
+        except _Unknown:
+            return None
+        carried = head | live
+        opts.keys.append(_const("live"))
+        opts.values.append(ast.Tuple(elts=[_const(n) for n in names if n in carried],
+                                     ctx=ast.Load()))
+        return head
+
     def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
         if node.orelse or _has(node.body, (ast.Return, ast.Yield, ast.YieldFrom)):
             node = self.generic_visit(node)  # type: ignore[assignment]
@@ -462,15 +737,17 @@ class Converter(ast.NodeTransformer):
             return node
         k = next(self._ids)
         opts = self._loop_options(node.body, node.lineno)
+        live = self._live_after(node)
         before, brk = self._prepare_loop(node, k)
         names = assigned_names(before + node.body)
+        head = self._loop_liveness(node, live, brk, names, opts)
         test_expr: ast.expr = node.test
         if brk:
             test_expr = ast.BoolOp(op=ast.And(), values=[
                 ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node.test])
         ast.copy_location(test_expr, node.test)
         test = _def(f"loop_test_{k}", [ast.Return(value=self.visit(test_expr))])
-        body = self._body_def(f"loop_body_{k}", node.body, names)
+        body = self._body_def(f"loop_body_{k}", node.body, names, live_out=head)
         state, names_tuple = self._state_functions(k, names)
         call = ast.Expr(value=ast.Call(func=_ag("while_stmt"), args=[
             _name(test.name), _name(body.name), _name(f"get_state_{k}"),
@@ -485,6 +762,7 @@ class Converter(ast.NodeTransformer):
             return node
         k = next(self._ids)
         opts = self._loop_options(node.body, node.lineno)
+        live = self._live_after(node)
         before, brk = self._prepare_loop(node, k)
         target_names: dict[str, None] = {}
         _target_names(node.target, target_names)
@@ -499,7 +777,9 @@ class Converter(ast.NodeTransformer):
         item = f"itr_{k}"
         bind_target = ast.Assign(targets=[node.target], value=_name(item), lineno=0)
         ast.copy_location(bind_target, node)
-        body = self._body_def(f"loop_body_{k}", [bind_target] + node.body, names, [item])
+        head = self._loop_liveness(node, live, brk, names, opts)
+        body = self._body_def(f"loop_body_{k}", [bind_target] + node.body, names, [item],
+                              live_out=head)
         extra: ast.expr = _const(None)
         defs: list[ast.stmt] = []
         if brk:

@@ -2483,3 +2483,26 @@ RULES[OpKind.TENSOR_ARRAY_WRITE] = Rule(_check_tensor_array_write, _emit_tensor_
 
 
 __all__ = ["RULES", "Rule", "Writer", "claims", "loop_literal"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Run-time checks (``if bad: raise ...`` on a traced condition)
+# ---------------------------------------------------------------------------------------------
+
+def _check_check(node: Node) -> None:
+    pred = node.args[0]
+    if not isinstance(pred, Node) or pred.aval is None or pred.aval.shape != ():
+        raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
+
+
+def _emit_check(w: Writer, node: Node, args: list, t: str, lines: list[str],
+                indent: str) -> str:
+    """A failed check signals: the fused executor reruns the call from the arguments, which
+    the compiled function has not written yet, and raises the check's exception with its
+    message formatted there (NumPy's values, Python's formatting)."""
+    w.signal(lines, indent, args[0].name)
+    lines.append(f"{indent}{t} = 0")
+    return "scalar"
+
+
+RULES[OpKind.CHECK] = Rule(_check_check, _emit_check)

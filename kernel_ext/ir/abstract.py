@@ -634,6 +634,17 @@ def _print(attrs: dict, *args: Any) -> None:
     return None
 
 
+# -- run-time checks ----------------------------------------------------------------------------
+
+@_rule(OpKind.CHECK)
+def _check(attrs: dict, pred: Any, *message_values: Any) -> None:
+    shape = _shape(pred)
+    if shape is not None and tuple(shape) != ():
+        raise ValueError(f"the condition of a run-time check must be 0-d, got shape "
+                         f"{format_shape(tuple(shape))}")
+    return None
+
+
 @_rule(OpKind.DIM)
 def _dim(attrs: dict, x: AbstractValue) -> AbstractValue:
     if x.shape is not None:

@@ -8,6 +8,7 @@ code, so both executors share one definition of each op's meaning.
 
 from __future__ import annotations
 
+import copy
 import functools
 import sys
 from typing import Any, Callable, Sequence
@@ -421,6 +422,63 @@ def _print(node: Node) -> Callable[..., Any]:
         # Looked up at run time: Jupyter swaps sys.stdout per cell.
         sys.stdout.write(format_print(template, values, sep, end))
     return do_print
+
+
+# -- run-time checks ----------------------------------------------------------------------------
+
+#: How a traced value appears in a run-time check's message, as eager Python has it: a value
+#: NumPy gives as a Python number (``PythonNumber``, a range index) or as a NumPy scalar.
+_MESSAGE_FORMS: dict[str, Callable[[Any], Any]] = {
+    "int": lambda v: int(v), "float": lambda v: float(v), "bool": lambda v: bool(v),
+    "complex": lambda v: complex(v),
+    "scalar": lambda v: v[()] if isinstance(v, np.ndarray) else v,
+    "array": lambda v: v}
+_CONVERSIONS: dict[str | None, Callable[[Any], Any]] = {None: lambda v: v, "s": str, "r": repr,
+                                                       "a": ascii}
+
+
+def check_error(error: BaseException, args: tuple, values: Sequence[Any]) -> BaseException:
+    """The exception a failed run-time check raises: ``error`` (made while tracing) with each
+    of its arguments described by ``args`` rebuilt from the run-time ``values``: ``None``
+    (the traced argument as it is), ``("value", slot, form)`` (a traced value itself) or
+    ``("message", parts)`` (an f-string: literal text, or ``(slot, form, conversion,
+    spec)`` formatted as Python formats ``f"{value!conversion:spec}"``)."""
+    try:
+        out = copy.copy(error)  # a fresh one per failure: its traceback is this call's
+    except Exception:  # an exception class whose constructor copy cannot call
+        out = error
+    if all(a is None for a in args):
+        return out
+    rebuilt = []
+    for original, how in zip(error.args, args):
+        if how is None:
+            rebuilt.append(original)
+        elif how[0] == "value":
+            rebuilt.append(_MESSAGE_FORMS[how[2]](values[how[1]]))
+        else:
+            rebuilt.append("".join(
+                part if isinstance(part, str) else
+                format(_CONVERSIONS[part[2]](_MESSAGE_FORMS[part[1]](values[part[0]])), part[3])
+                for part in how[1]))
+    out.args = tuple(rebuilt)
+    return out
+
+
+@_lower(OpKind.CHECK)
+def _check(node: Node) -> Callable[..., Any]:
+    """Inputs: the condition, the message's values, then ``writes`` pairs (an argument, its
+    value now): arguments updated in place before the check keep the update when it raises,
+    as eagerly (the executor would write them back only when the call completes)."""
+    error, args, writes = node.attrs["error"], node.attrs["args"], node.attrs.get("writes", 0)
+
+    def check(pred: Any, *inputs: Any) -> None:
+        if pred:
+            split = len(inputs) - 2 * writes
+            for k in range(split, len(inputs), 2):
+                if inputs[k] is not inputs[k + 1]:
+                    np.copyto(inputs[k], inputs[k + 1])
+            raise check_error(error, args, inputs[:split])
+    return check
 
 
 @_lower(OpKind.DIM)

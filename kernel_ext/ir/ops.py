@@ -237,6 +237,10 @@ class OpKind(enum.Enum):
     PRINT = _op("print", _G.STATEFUL)
     # a draw from np.random or a Generator, made at run time in program order (ir/calls.py)
     RANDOM_CALL = _op("random_call", _G.STATEFUL)
+    # a run-time check: raises the exception in ``attrs["error"]`` when its first input is
+    # true (``if bad: raise ValueError(...)`` on a traced condition; ``assert``), its message
+    # formatted from the other inputs at run time (interpreter.check_error)
+    CHECK = _op("check", _G.STATEFUL)
 
     # --- opaque: a NumPy function without an op of its own (ir/calls.py) ------------------
     NUMPY_CALL = _op("numpy_call", _G.OPAQUE)
@@ -413,7 +417,8 @@ class OpKind(enum.Enum):
 
 _TYPE_NAMES = {"matmul": "MatMul", "cond": "If", "while": "While",
                "read_variable": "ReadVariableOp", "assign_variable": "AssignVariableOp",
-               "constant": "Const", "numpy_call": "NumpyCall", "random_call": "RandomCall"}
+               "constant": "Const", "numpy_call": "NumpyCall", "random_call": "RandomCall",
+               "check": "Assert"}
 
 # Elementwise members whose name is a NumPy ufunc map onto it; aliases (np.abs, np.mod,
 # np.true_divide, np.conj) are the same objects, so one dict serves both directions.

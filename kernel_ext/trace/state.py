@@ -34,6 +34,12 @@ class Activity:
 ACTIVITY = Activity()
 
 
+#: Code objects AutoGraph declined to convert, with the reason (written by the autograph
+#: layer above; read here so that an error raised inside such code says why AutoGraph did
+#: not handle it rather than suggesting that AutoGraph is off).
+UNCONVERTED: dict[Any, str] = {}
+
+
 def context_stack() -> "list[TraceContext]":
     """This thread's active trace contexts, outermost first (created on first use)."""
     stack = getattr(_state, "stack", None)

@@ -20,7 +20,7 @@ from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
 from .operators import NumpyOperators
-from .state import current_context, format_location
+from .state import UNCONVERTED, current_context, format_location
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -235,19 +235,25 @@ class Tensor(NumpyOperators, inplace=True):
 
     def __bool__(self) -> bool:
         _, converted = _usage_site()
-        if converted:
+        refused = _refused_conversion()
+        if converted and refused is None:
             how = ("AutoGraph is on, but this use is not one it converts: only `if`/`while`/"
                    "`for` statements, conditional expressions (`a if c else b`), `and`/`or`/"
-                   "`not` and the builtins max/min/sum/any/all become graph operations; a "
-                   "comprehension's `if`, `assert`, `bool()`, and code in functions AutoGraph "
+                   "`not`, `assert` and the builtins max/min/sum/any/all become graph operations; "
+                   "a comprehension's `if`, `bool()`, and code in functions AutoGraph "
                    "does not convert (the standard library, C extensions) need a Python bool. "
                    "Fix: write the test as an `if` statement, or use np.where(cond, a, b) / "
                    "kx.cond(pred, true_fn, false_fn); check data outside the kx.function.")
+        elif refused is not None:
+            how = (f"AutoGraph is on, but it left '{refused[0]}' unconverted ({refused[1]}), "
+                   "so its `if`/`while`/`and`/`or`/`not` on a traced value run as Python. "
+                   "Fix: make its source available as written (define it in a file or a "
+                   "notebook cell, not with exec), or use np.where(cond, a, b) / "
+                   "kx.cond(pred, true_fn, false_fn).")
         else:
             how = ("This happens with `if`/`while`/`and`/`or`/`not` on a traced value while "
-                   "AutoGraph is off (kx.function(autograph=False)) or in a function it could "
-                   "not convert. Fix: keep AutoGraph on, or use np.where(cond, a, b) / "
-                   "kx.cond(pred, true_fn, false_fn).")
+                   "AutoGraph is off (kx.function(autograph=False)). Fix: keep AutoGraph on, "
+                   "or use np.where(cond, a, b) / kx.cond(pred, true_fn, false_fn).")
         raise self._needs_value("Using as a Python bool", how)
 
     def __iter__(self) -> Any:
@@ -829,6 +835,21 @@ def _usage_site() -> tuple[str, bool]:
             break
         frame = frame.f_back
     return user_frame_description(), converted
+
+
+def _refused_conversion() -> tuple[str, str] | None:
+    """The innermost function on the stack that AutoGraph declined to convert (its name and
+    the reason), stopping at the first converted frame (code inside it was converted)."""
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        if "ag__" in code.co_freevars:
+            return None
+        reason = UNCONVERTED.get(code)
+        if reason is not None:
+            return code.co_qualname, reason
+        frame = frame.f_back
+    return None
 
 
 def user_frame_description(line: int | None = None) -> str:
