@@ -36,13 +36,15 @@ from typing import Any, Callable
 
 import numpy as np
 
+from .. import errors
+from ..ir import OpKind
 from ..trace.control_flow import is_traced
 from ..trace.opaque import PythonNumber
 from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
-from ..trace.zero_d import as_array, mark_array
+from ..trace.zero_d import SCALAR, as_array, mark_array, mark_scalar, zero_d_kind
 
-__all__ = ["BUILTINS", "array_method"]
+__all__ = ["BUILTINS", "array_method", "traced_array"]
 
 _PY_NUMBERS = (bool, int, float, complex)
 #: Up to this static length ``sum`` over a traced array unrolls; longer ones are a graph loop.
@@ -217,25 +219,119 @@ def _stacked(obj: Any) -> Any:
     return obj if is_traced(obj) else np.asarray(obj)
 
 
+_UNABLE_TO_AVOID_COPY = (
+    "Unable to avoid copy while creating an array as requested.\nIf using "
+    "`np.array(obj, copy=False)` replace it with `np.asarray(obj)` to allow a copy when needed "
+    "(no behavior change in NumPy 1.x).")
+
+
+def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any = None,
+                 ndmin: int = 0) -> Any:
+    """``np.asarray``/``np.array`` of a traced value, with NumPy's ``copy`` rule.
+
+    ``copy=True`` always makes a new array (later writes to it never reach ``value``);
+    ``copy=None`` copies only when it must (a dtype change; a NumPy scalar, which becomes a
+    new 0-d array), else returns ``value`` itself; ``copy=False`` never copies and raises
+    NumPy's ``ValueError`` where a copy is needed. ``ndmin`` prepends length-1 axes, a view
+    (of the copy, with ``copy=True``). ``order`` is a memory layout, which a trace cannot see:
+    with a copy it changes nothing a program can read; without one it is refused unless the
+    value is 0-d (whether NumPy copies would depend on the caller's strides).
+    """
+    target = value.dtype if dtype is None else np.dtype(dtype)
+    cast = target != value.dtype
+    if order not in (None, "K", "A", "C", "F"):
+        raise ValueError(f"order must be one of 'C', 'F', 'A', or 'K' (got {order!r})")
+    if order in ("C", "F") and not copy and value.shape != ():
+        raise errors.UnsupportedOpError(
+            f"np.asarray({describe_tensor(value)}, order={order!r}) at "
+            f"{user_frame_description()}: whether NumPy copies depends on the memory layout of "
+            "the array, which a traced function cannot see. Fix: np.array(x, order=..., "
+            "copy=True) for a new array, or np.asarray(x) to use the array itself.")
+    if copy is True or (copy is None and cast):
+        result = value.astype(target) if cast else np.copy(value)
+        result = mark_array(result)
+    elif cast:  # copy=False
+        raise ValueError(_UNABLE_TO_AVOID_COPY)
+    elif copy is None:
+        result = as_array(value)
+    else:  # copy=False: the array itself, which a NumPy scalar is not
+        if value.shape == () and not isinstance(value, PythonNumber) and \
+                value.node.op is not OpKind.PLACEHOLDER and \
+                zero_d_kind(value.node, None) == SCALAR or isinstance(value, PythonNumber):
+            raise ValueError(_UNABLE_TO_AVOID_COPY)
+        if value.shape == () and value.node.op is OpKind.PLACEHOLDER:
+            raise errors.UnsupportedOpError(
+                f"np.asarray({describe_tensor(value)}, copy=False) at "
+                f"{user_frame_description()}: NumPy raises for a NumPy scalar argument and "
+                "returns a 0-d array argument itself, and one trace serves both. Fix: "
+                "np.asarray(x) (copy=None), which does the right thing for both.")
+        result = value
+    ndim = len(result.shape) if result.shape is not None else None
+    if ndmin and (ndim is None or ndmin > ndim):
+        if ndim is None:
+            raise errors.TracedBoolError(
+                f"ndmin= of {describe_tensor(value)} at {user_frame_description()}: its rank "
+                "is unknown while tracing. Fix: give the argument a known rank in "
+                "input_signature.")
+        result = np.expand_dims(result, tuple(range(ndmin - ndim)))
+    return result
+
+
+#: keyword -> default of np.asarray / np.array beyond ``dtype`` (``like=`` and ``subok=``
+#: change nothing for a traced value, which stands for a plain ndarray)
+_ARRAY_KEYWORDS: dict[Any, dict[str, Any]] = {
+    np.asarray: {"order": None, "device": None, "copy": None, "like": None},
+    np.array: {"copy": True, "order": "K", "subok": False, "ndmin": 0, "like": None},
+}
+
+
 def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
+    keywords = _ARRAY_KEYWORDS[make]
+
     def array(obj: Any, dtype: Any = None, *args: Any, **kwargs: Any) -> Any:
         value = resolve(obj)
-        if not args and not kwargs and is_traced(value):
-            # np.asarray(t) is t itself (a view of the same storage: a write shows through),
-            # np.array(t) a copy; a dtype casts, as NumPy's coercion does
-            # (a 0-d result is an array, as NumPy's constructors make it: ``zero_d``)
-            if make is np.asarray:
-                return as_array(value) if dtype is None or np.dtype(dtype) == value.dtype \
-                    else mark_array(value.astype(dtype))
-            return np.copy(value) if dtype is None else mark_array(value.astype(dtype))
+        if is_traced(value):
+            options = dict(keywords)
+            if make is np.asarray and len(args) == 1 and "order" not in kwargs:
+                options["order"] = args[0]  # (np.asarray's order is positional too)
+                args = ()
+            if not args and set(kwargs) <= set(options) and \
+                    kwargs.get("like") is None and kwargs.get("device") in (None, "cpu"):
+                options.update(kwargs)
+                # (a 0-d result is an array, as NumPy's constructors make it: ``zero_d``)
+                return traced_array(value, dtype, options["copy"], options["order"],
+                                    options.get("ndmin", 0))
         if args or kwargs or not isinstance(obj, (list, tuple)) or not _has_traced(obj):
             return make(obj, dtype, *args, **kwargs)
         out = _stacked(obj)
         return out if dtype is None else out.astype(dtype)
     array.__name__ = make.__name__
-    array.__doc__ = (f"``np.{make.__name__}`` of a list holding traced values: the values "
-                     "stacked along new leading axes (``np.stack``), as NumPy builds it.")
+    array.__doc__ = (f"``np.{make.__name__}`` of a traced value (:func:`traced_array`) or of a "
+                     "list holding traced values: the values stacked along new leading axes "
+                     "(``np.stack``), as NumPy builds it.")
     return array
+
+
+def _scalar_type(sctype: type) -> Callable[..., Any]:
+    """``np.float64(x)`` & co. of a traced value, as NumPy's scalar types do it: a 0-d value
+    is cast to a NumPy scalar of that type; an array of one or more dimensions comes back as
+    ``np.asarray(x, dtype=sctype)`` (the array itself when its dtype already is that type)."""
+
+    def convert(*args: Any, **kwargs: Any) -> Any:
+        value = resolve(args[0]) if len(args) == 1 and not kwargs else None
+        if not is_traced(value):
+            return sctype(*args, **kwargs)
+        if value.shape is None:
+            raise errors.TracedBoolError(
+                f"{sctype.__name__}({describe_tensor(value)}) at {user_frame_description()}: "
+                "NumPy returns a scalar for a 0-d value and an array otherwise, and the rank "
+                "is unknown while tracing. Fix: give the argument a known rank in "
+                "input_signature.")
+        if value.shape == ():
+            return mark_scalar(value.astype(sctype))
+        return traced_array(value, sctype)
+    convert.__name__ = sctype.__name__
+    return convert
 
 
 def _number(py_type: type) -> Callable[..., Any]:
@@ -270,6 +366,10 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     builtins.int: _number(int), builtins.float: _number(float), builtins.bool: _number(bool),
     np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
 }
+# NumPy's numeric scalar types (np.float64, np.int32, np.bool_, ...; not longdouble, which
+# the executors do not compute in)
+BUILTINS.update((t, _scalar_type(t)) for t in set(np.sctypeDict.values())
+                if np.dtype(t).kind in "biufc" and np.dtype(t).char not in "gG")
 
 
 # -- methods of plain arrays -------------------------------------------------------------------

@@ -19,8 +19,9 @@ import numpy as np
 from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
-from .operators import NumpyOperators
+from .operators import BINARY_OPERATORS, NumpyOperators
 from .state import current_context, format_location
+from .zero_d import SCALAR, zero_d_kind
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -656,6 +657,37 @@ for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "
               "dump", "dumps", "byteswap", "resize", "setflags", "getfield", "setfield",
               "device", "to_device"):
     setattr(Tensor, _name, _memory_attribute(_name))
+
+def _immutable_scalar(value: Tensor) -> bool:
+    """Does NumPy hold ``value`` as a NumPy scalar that nothing else can be (immutable: an
+    augmented assignment makes a new scalar and rebinds only the name)?
+
+    A 0-d root made by an op whose NumPy result is a scalar (a ufunc, a reduction, ``x[i]``,
+    ``np.float64(t)``, an ``if`` both of whose branches give scalars). Not a placeholder (an
+    argument, a loop variable or a branch input: the caller may pass a 0-d array), not a view,
+    and not a 0-d array (``np.zeros(())``, ``x[...]``), which NumPy updates in place."""
+    if value.shape != () or value._root is not None:
+        return False
+    node = value._node
+    if node.op is OpKind.PLACEHOLDER:
+        return False
+    return zero_d_kind(node, value.context.top().graph) == SCALAR
+
+
+def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any], uf: Callable[..., Any]
+                          ) -> Callable[..., Any]:
+    def op(self: Tensor, other: Any) -> Any:
+        if _immutable_scalar(self):
+            return uf(self, other)  # ``s += 1`` on a NumPy scalar: ``s = s + 1``
+        return inplace(self, other)
+    op.__name__ = f"__i{stem}__"
+    op.__doc__ = inplace.__doc__
+    return op
+
+
+for _stem, _uf in BINARY_OPERATORS:
+    setattr(Tensor, f"__i{_stem}__",
+            _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__"), _uf))
 
 # Every reduction op that is an ndarray method is the method of its name (the op table's
 # naming rule; nansum & co. are NumPy functions only, as on ndarray).
