@@ -18,7 +18,14 @@ which keep those rules exactly and record graph operations when a traced value i
   ``ndigits`` eager Python returns a Python ``int``, which a traced value cannot be: a
   TypeError names the fix.
 
-``abs`` and ``len`` need nothing here (``Tensor.__abs__``, ``Tensor.__len__``).
+* ``len(x)`` of a traced array whose first dimension is only known at run time
+  (``len(X[labels == k])``) is that dimension as a traced Python int, as TensorFlow's
+  AutoGraph does; a static one stays a Python int (``Tensor.__len__``).
+
+A value computed from constants alone (``np.array(p)`` of a constant ``p``, which is a traced
+array inside a traced function, and what is computed from it) has its value while tracing:
+these builtins, and ``abs``, give the plain Python/NumPy value eager code gets
+(:func:`known_value`), so ``if any(np.array(p) < 0): raise ...`` stays a Python ``if``.
 
 ``np.array(rows)`` / ``np.asarray(rows)`` of a list holding traced values (what a list
 comprehension over an array builds) stack the values, as NumPy's array coercion does; NumPy
@@ -37,14 +44,16 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import errors
-from ..ir import OpKind
+from ..ir import Node, OpKind
+from ..passes.fold import evaluate
+from ..passes.rewrite import is_pure
 from ..trace.control_flow import is_traced
 from ..trace.opaque import PythonNumber
-from ..trace.tensor import Tensor, describe_tensor, user_frame_description
+from ..trace.tensor import Tensor, bind, describe_tensor, user_frame_description
 from ..trace.variables import resolve
 from ..trace.zero_d import SCALAR, as_array, mark_array, mark_scalar, zero_d_kind
 
-__all__ = ["BUILTINS", "array_method", "traced_array"]
+__all__ = ["BUILTINS", "array_method", "known_value", "traced_array"]
 
 _PY_NUMBERS = (bool, int, float, complex)
 #: Up to this static length ``sum`` over a traced array unrolls; longer ones are a graph loop.
@@ -60,6 +69,67 @@ def _dtype(value: Any) -> np.dtype:
     return np.dtype(value.dtype) if hasattr(value, "dtype") else np.asarray(value).dtype
 
 
+#: At most this many nodes are computed to find a traced value's trace-time value.
+KNOWN_VALUE_NODES = 256
+
+
+class _NotKnown(Exception):
+    """A node on the way depends on run-time data (or is too costly to compute now)."""
+
+
+def _node_value(node: Node, values: dict[Node, Any]) -> Any:
+    """``node``'s value from constants alone, computed as the executors would (fold's rule:
+    a pure op; none that raises or warns), else :class:`_NotKnown`."""
+    if node in values:
+        return values[node]
+    if node.op is OpKind.CONSTANT:
+        value = node.attrs["value"]
+    else:
+        if not is_pure(node) or len(values) >= KNOWN_VALUE_NODES:
+            raise _NotKnown
+        args = tuple(_node_value(a, values) if isinstance(a, Node) else a for a in node.args)
+        value = evaluate(node, args)
+        if value is None:
+            raise _NotKnown
+    values[node] = value
+    return value
+
+
+def known_value(value: Any) -> Any:
+    """The value a traced value already has while tracing, because it is computed from
+    constants alone (``np.array(p) < 0`` of a constant ``p``), in the form eager NumPy has it
+    (a Python number, a NumPy scalar, a new array); ``None`` when it depends on run-time data.
+
+    Builtins of such values (``any``, ``all``, ``sum``, ``max``, ``min``, ``abs``,
+    ``round``) answer plain Python/NumPy values, as eagerly: an ``if`` on them stays a
+    Python ``if`` (a ``raise`` in it runs only when eager NumPy's would)."""
+    value = resolve(value)
+    if not isinstance(value, Tensor) or not value.context.active:
+        return None
+    try:
+        array = np.asarray(_node_value(value.node, {}))
+    except _NotKnown:
+        return None
+    if isinstance(value, PythonNumber):
+        return value.py_type(array[()])
+    if array.shape == () and zero_d_kind(value.node, value.context.top().graph) == SCALAR:
+        return array[()]
+    return np.array(array, copy=True)
+
+
+def _plain(value: Any) -> Any:
+    """``value``, or its trace-time value when it has one and is immutable (a Python number
+    or a NumPy scalar: nothing can tell the two apart); an array stays the object it is."""
+    known = known_value(value)
+    return known if known is not None and not isinstance(known, np.ndarray) else value
+
+
+def _known_or(value: Any) -> Any:
+    """``value``'s trace-time value (:func:`known_value`) if it has one, else ``value``."""
+    known = known_value(value)
+    return value if known is None else known
+
+
 def _size_one(pred: Any, what: str) -> None:
     size = getattr(pred, "size", 1)
     if size is None or size != 1:
@@ -73,12 +143,15 @@ def _extreme(name: str, greater: bool, args: tuple, kwargs: dict) -> Any:
     builtin = builtins.max if greater else builtins.min
     key = kwargs.get("key")
     if len(args) == 1:
-        items = list(resolve(args[0]))  # a traced array: its rows (static first dimension)
+        iterable = _known_or(args[0])
+        if isinstance(iterable, np.ndarray):  # an array computed from constants only
+            return builtin(iterable, **kwargs)
+        items = list(resolve(iterable))  # a traced array: its rows (static first dimension)
         if not items:
             return builtin(items, **kwargs)  # default=, or Python's ValueError
     else:
-        items = list(args)
-    keys = [key(x) for x in items] if key is not None else items
+        items = [_plain(x) for x in args]
+    keys = [_plain(key(x)) for x in items] if key is not None else items
     if not any(_is_traced(k) for k in keys):
         return builtin(items, key=key) if key is not None else builtin(items)
     dtypes = {_dtype(resolve(x)) for x in items}
@@ -121,7 +194,7 @@ def _min(*args: Any, **kwargs: Any) -> Any:
 
 def _sum(iterable: Any, /, start: Any = 0) -> Any:
     """Python's ``sum``: ``start + item0 + item1 + ...`` in order."""
-    iterable = resolve(iterable)
+    iterable, start = _known_or(iterable), _plain(start)
     if not is_traced(iterable) or (iterable.shape and iterable.shape[0] is not None
                                    and iterable.shape[0] <= SUM_UNROLL):
         return builtins.sum(iterable, start)
@@ -146,7 +219,7 @@ def _truth(item: Any, name: str) -> Any:
 
 def _any_all(name: str, iterable: Any) -> Any:
     is_any = name == "any"
-    iterable = resolve(iterable)
+    iterable = _known_or(iterable)
     if is_traced(iterable):
         shape = iterable.shape
         if shape is None or len(shape) == 0:
@@ -163,7 +236,7 @@ def _any_all(name: str, iterable: Any) -> Any:
             _size_one(iterable[0], f"{name}()")
     acc: Any = None
     for item in iterable:
-        item = resolve(item)
+        item = _known_or(item)
         if not is_traced(item):
             if bool(item) == is_any:  # Python's short circuit on a Python item
                 return is_any
@@ -193,15 +266,32 @@ def _python_bool(value: Any) -> Any:
 
 def _round(number: Any, ndigits: Any = None) -> Any:
     """Python's ``round``: ``np.round`` for traced values given ``ndigits``."""
-    value = resolve(number)
+    value = _plain(number)
     if not is_traced(value):
-        return builtins.round(number) if ndigits is None else builtins.round(number, ndigits)
+        return builtins.round(value) if ndigits is None else builtins.round(value, ndigits)
     if ndigits is None:
         raise TypeError(
             f"round({describe_tensor(value)}) at {user_frame_description()} without ndigits "
             "returns a Python int eagerly, which a traced value cannot be. Fix: np.round(x) "
             "(the same value, keeping the dtype) or np.round(x).astype(np.int64).")
     return np.round(value, ndigits)
+
+
+def _abs(x: Any, /) -> Any:
+    """Python's ``abs``: of a value computed from constants, its plain value; else
+    ``np.absolute`` through ``__abs__`` as always."""
+    return builtins.abs(_known_or(x))
+
+
+def _len(obj: Any, /) -> Any:
+    """Python's ``len``: a static first dimension is a Python int, as always; one known only
+    at run time (``len(x[mask])``) is that dimension as a traced Python int (weak under NEP
+    50, as TensorFlow's AutoGraph makes it), which arithmetic (``total / len(sel)``) uses."""
+    value = resolve(obj)
+    if isinstance(value, Tensor) and value.shape and value.shape[0] is None:
+        dim = bind(OpKind.DIM, (value,), {"axis": 0}, name="len")
+        return PythonNumber(dim.node, dim.context, int)
+    return builtins.len(obj)
 
 
 def _has_traced(obj: Any) -> bool:
@@ -362,7 +452,7 @@ def _number(py_type: type) -> Callable[..., Any]:
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).
 BUILTINS: dict[Any, Callable[..., Any]] = {
     builtins.max: _max, builtins.min: _min, builtins.sum: _sum, builtins.any: _any,
-    builtins.all: _all, builtins.round: _round,
+    builtins.all: _all, builtins.round: _round, builtins.abs: _abs, builtins.len: _len,
     builtins.int: _number(int), builtins.float: _number(float), builtins.bool: _number(bool),
     np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
 }

@@ -72,8 +72,8 @@ class Tensor(NumpyOperators, inplace=True):
     """
 
     __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "_aliases",
+                 "_reshapes",
                  "__weakref__")
-    __hash__ = None  # like np.ndarray: == is elementwise, so tensors are not dict keys
 
     def __init__(self, node: Node, context: "TraceContext") -> None:
         self._node = node
@@ -85,6 +85,9 @@ class Tensor(NumpyOperators, inplace=True):
         # Roots this value may *be* at run time (an ``if`` on a traced value picked one of
         # them), each with its version then and where the choice was made: see may_be.
         self._aliases: tuple = ()
+        # A root's in-place shape changes (``x.shape = ...``): (version from then on, the
+        # shape before), oldest first; views taken before one see the root reshaped back.
+        self._reshapes: tuple = ()
 
     @property
     def node(self) -> Node:
@@ -105,6 +108,25 @@ class Tensor(NumpyOperators, inplace=True):
     def shape(self) -> tuple | None:
         """Static shape; ``None`` marks a dimension whose size is only known at run time."""
         return self.node.aval.shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        """``x.shape = (n, m)``: the same array, reshaped in place, as NumPy does it: a root
+        (which owns its storage) takes the new shape and its earlier views still see their
+        elements; a view takes it when NumPy can without a copy (else NumPy's
+        ``AttributeError``); a size that does not fit is NumPy's ``ValueError``."""
+        new_shape = _in_place_shape(self, value)
+        root = self._root
+        if root is None:
+            old = self.shape
+            self.assign(bind(OpKind.RESHAPE, (self,), {"shape": new_shape}))
+            self._reshapes += ((self._version, old),)
+            return
+        step = ViewStep(OpKind.RESHAPE, {"shape": new_shape}, ())
+        node = step.apply(self).node
+        root.context.note_layout_root(root)
+        self._steps += (step,)
+        self._node = node
 
     @property
     def dtype(self) -> np.dtype:
@@ -233,6 +255,19 @@ class Tensor(NumpyOperators, inplace=True):
             f"{what} a traced value {describe_tensor(self)} at {where} in "
             f"'{self.context.function_name}' needs its data, which only exists when the graph "
             f"runs. {fix}")
+
+    def __hash__(self) -> int:
+        """Unhashable, as ``np.ndarray`` (``==`` is elementwise). Eager NumPy's *elements* are
+        hashable scalars, so code that keys a ``dict``/``set``/``Counter`` by array elements
+        (a k-NN vote) works eagerly; traced, their values do not exist yet: say so."""
+        raise errors.TracedBoolError(
+            f"Hashing the traced value {describe_tensor(self)} (a dict key, a set member, "
+            f"collections.Counter) at {user_frame_description(skip_stdlib=True)} in "
+            f"'{self.context.function_name}': eager NumPy elements are hashable scalars, but "
+            "a traced value's data is not known while tracing, so Python cannot hash it. "
+            "Fix: count with NumPy instead (np.bincount(labels) for small non-negative ints, "
+            "or values, counts = np.unique(labels, return_counts=True); then np.argmax(counts) "
+            "for a vote), or do this outside the kx.function.")
 
     def __bool__(self) -> bool:
         _, converted = _usage_site()
@@ -400,6 +435,10 @@ class Tensor(NumpyOperators, inplace=True):
             return  # outside any trace: a leaked view keeps its last node (and fails on use)
         root = self._root
         if root._version != self._seen:
+            for version, before in root._reshapes:  # (oldest first: the newest ends outermost)
+                if version > self._seen:  # the root was reshaped in place since: undo it first
+                    self._steps = (ViewStep(OpKind.RESHAPE, {"shape": before}, ()),) + \
+                        self._steps
             _check_layout(root, self._steps, "Reading, after an in-place update,")
         value = root
         for step in self._steps:
@@ -618,6 +657,73 @@ def _check_layout(root: Tensor, steps: tuple, what: str) -> None:
                 f"cannot see ({user_frame_description()}). Fix: take the reshape of a "
                 "contiguous array (x.copy().reshape(...)), or update the array itself.")
         root.context.note_layout_root(root)
+
+
+def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
+    """The shape ``tensor.shape = value`` gives, decided as NumPy decides it: the view's
+    strides are those NumPy would have for a C-contiguous root (the trace assumes it, and the
+    function then runs only on C-contiguous arguments, ``TraceContext.layout_roots``), and a
+    stand-in array with those strides and no data of its own (never read) takes the shape."""
+    if tensor.shape == () and _immutable_scalar(tensor) or type(tensor) is not Tensor:
+        raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
+    root = tensor.storage_root
+    ctx = current_context()
+    fix = "Fix: y = x.reshape(...) makes a new name for the reshaped array."
+    if any(t is root for _, t in root.context.top().inputs):
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} would "
+            "change the shape of the caller's array, which a kx.function does not do (the "
+            f"caller's arrays keep their shapes). {fix}")
+    if ctx is not None and ctx.parent is not None:
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} inside "
+            "a branch or loop on a traced value: the array's shape would depend on the data. "
+            f"{fix}")
+    shape = root.shape
+    if shape is None or any(d is None for d in shape):
+        if tensor._root is None:  # a root is contiguous: any shape of its size is a view
+            return tuple(np.reshape(tensor, value).shape)  # type: ignore[union-attr]
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on a view of {describe_tensor(root)} at {user_frame_description()}"
+            ": whether NumPy can reshape it in place depends on its sizes, which are only "
+            f"known at run time. {fix}")
+    itemsize = root.dtype.itemsize
+    strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize
+                    for k in range(len(shape)))
+    stand_in = np.lib.stride_tricks.as_strided(np.empty(1, root.dtype), shape=shape,
+                                               strides=strides, writeable=False)
+    for step in tensor._steps:
+        stand_in = _stand_in_step(step, stand_in, root, fix)
+    stand_in.shape = value  # NumPy's own check (ValueError, or AttributeError: a copy needed)
+    return tuple(stand_in.shape)
+
+
+def _stand_in_step(step: "ViewStep", array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
+    """``array`` (a data-less stand-in, see :func:`_in_place_shape`) taken through ``step``."""
+    if step.layout_dependent:
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on a reshape of a view of {describe_tensor(root)} at "
+            f"{user_frame_description()}: NumPy makes such a reshape a view or a copy depending "
+            f"on the memory layout. {fix}")
+    attrs = step.attrs
+    if step.op is OpKind.GETITEM:
+        template = attrs["index"]
+        if any(isinstance(c, slice) and any(isinstance(p, DynamicIndex)
+                                           for p in (c.start, c.stop, c.step))
+               for c in template):
+            raise errors.UnsupportedOpError(
+                f"x.shape = ... on a slice with traced bounds of {describe_tensor(root)} at "
+                f"{user_frame_description()}: its strides depend on run-time data. {fix}")
+        return array[tuple(0 if isinstance(c, DynamicIndex) else c for c in template)]
+    if step.op is OpKind.RESHAPE:
+        return array.reshape(attrs["shape"])  # (of the C-contiguous root: a view)
+    if step.op is OpKind.TRANSPOSE:
+        return np.transpose(array, attrs.get("axes"))
+    if step.op is OpKind.EXPAND_DIMS:
+        return np.expand_dims(array, attrs["axis"])
+    if step.op is OpKind.SQUEEZE:
+        return np.squeeze(array, attrs.get("axis"))
+    return np.broadcast_to(array, attrs["shape"])
 
 
 _VIEW_OPS = frozenset({OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.SQUEEZE,
@@ -846,6 +952,11 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
 _VIEW_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING)
 
 
+def _stdlib_prefix() -> str:
+    import sysconfig
+    return sysconfig.get_paths()["stdlib"].replace("\\", "/") + "/"
+
+
 def _usage_site() -> tuple[str, bool]:
     """Where the user's code used a traced value, and whether AutoGraph converted that code.
 
@@ -863,14 +974,17 @@ def _usage_site() -> tuple[str, bool]:
     return user_frame_description(), converted
 
 
-def user_frame_description(line: int | None = None) -> str:
+def user_frame_description(line: int | None = None, skip_stdlib: bool = False) -> str:
     """``file:line: source`` of the innermost frame outside kernel_ext and NumPy (``line``:
-    that line of the frame's file instead of the one running, e.g. a loop statement's)."""
+    that line of the frame's file instead of the one running, e.g. a loop statement's;
+    ``skip_stdlib``: outside the standard library too, for a use inside ``collections``)."""
     import linecache
+    stdlib = _stdlib_prefix() if skip_stdlib else None
     frame = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename.replace("\\", "/")
-        if "/kernel_ext/" not in fname and "/numpy/" not in fname:
+        if "/kernel_ext/" not in fname and "/numpy/" not in fname and not (
+                stdlib and fname.startswith(stdlib) and "site-packages" not in fname):
             lineno = frame.f_lineno if line is None else line
             text = linecache.getline(fname, lineno).strip()
             where = format_location(f"{fname}:{lineno}")
