@@ -294,6 +294,17 @@ def _len(obj: Any, /) -> Any:
     return builtins.len(obj)
 
 
+def _from_dlpack(x: Any, /, *, device: Any = None, copy: Any = None) -> Any:
+    """``np.from_dlpack(x)`` of a traced value: as of an ndarray, a new array object sharing
+    ``x``'s memory (writes show through both), or a copy with ``copy=True``."""
+    value = resolve(x)
+    if not is_traced(value) or device not in (None, "cpu"):
+        return np.from_dlpack(x, device=device, copy=copy)
+    if copy:
+        return mark_array(np.copy(value))
+    return value[...]
+
+
 def _has_traced(obj: Any) -> bool:
     if isinstance(obj, (list, tuple)):
         return any(_has_traced(x) for x in obj)
@@ -455,6 +466,7 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     builtins.all: _all, builtins.round: _round, builtins.abs: _abs, builtins.len: _len,
     builtins.int: _number(int), builtins.float: _number(float), builtins.bool: _number(bool),
     np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
+    np.from_dlpack: _from_dlpack,
 }
 # NumPy's numeric scalar types (np.float64, np.int32, np.bool_, ...; not longdouble, which
 # the executors do not compute in)

@@ -49,6 +49,12 @@ GUFUNCS: dict[np.ufunc, Callable[..., Any]] = {}
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
 
 
+#: How to fill a buffer with traced values when AutoGraph cannot rewrite ``buf[i] = t``.
+_PLAIN_BUFFER_FIX = (
+    "fill a buffer made with np.empty/np.ndarray/np.zeros, keep AutoGraph on (it records "
+    "buf[i] = t) or build the array from traced values (np.stack, np.where, np.concatenate).")
+
+
 class Tensor(NumpyOperators, inplace=True):
     """A traced value: what a NumPy array is while a ``kx.function`` is being traced.
 
@@ -243,10 +249,27 @@ class Tensor(NumpyOperators, inplace=True):
         raise errors.TracingConversionError(
             f"NumPy tried to convert the traced value {describe_tensor(self)} into a concrete "
             f"array at {user_frame_description()} while tracing '{self.context.function_name}'. "
-            "np.asarray/np.array, Python containers of traced values and C extensions need real "
-            "data, which a traced value does not have until the graph runs. Fix: use NumPy "
-            "functions directly on the traced value (they are recorded into the graph), or do "
-            "this outside the kx.function on its returned arrays.")
+            "np.asarray/np.array, NumPy scalar types (np.float64(x)), writing into a plain "
+            "NumPy array (buf[i] = x), Python containers of traced values and C extensions need "
+            "real data, which a traced value does not have until the graph runs. Fix: keep "
+            "AutoGraph on (kx.function's default), which records these; or "
+            "use NumPy functions directly on the traced value (they are recorded into the "
+            "graph), or do this outside the kx.function on its returned arrays.")
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """DLPack export needs the data's memory, which a traced value does not have; with
+        AutoGraph on, ``np.from_dlpack(x)`` never gets here (it is a view of ``x``)."""
+        raise errors.TracingConversionError(
+            f"np.from_dlpack (or another DLPack consumer) asked for the memory of the traced "
+            f"value {describe_tensor(self)} at {user_frame_description()} while tracing "
+            f"'{self.context.function_name}'; it has none until the graph runs. Fix: keep "
+            "AutoGraph on (kx.function's default), which makes np.from_dlpack(x) a view of x "
+            "as NumPy does, or use x itself (np.asarray(x)).")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The CPU (``kDLCPU``, device 0): NumPy arrays live there, as this value will."""
+        return (1, 0)
 
     # -- data accessors that cannot work while tracing --------------------------------------
     def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
@@ -302,15 +325,22 @@ class Tensor(NumpyOperators, inplace=True):
             "Fix: pass the count as a Python int (or loop with kx.range(n)); index a plain "
             "array with np.take(array, i), which the graph records.")
 
+    # (NumPy calls these too when a traced value is written into one element of a plain
+    # array, ``buf[i] = t`` without AutoGraph, and reports "setting an array element with a
+    # sequence" with this error as its cause: the messages say so)
     def __int__(self) -> int:
-        raise self._needs_value("int() of", "Fix: use x.astype(np.int64) to stay in the graph.")
+        raise self._needs_value("int() of (or writing into a plain integer array)",
+                                "Fix: use x.astype(np.int64) to stay in the graph. To "
+                                + _PLAIN_BUFFER_FIX)
 
     def __float__(self) -> float:
-        raise self._needs_value("float() of",
-                                "Fix: use x.astype(np.float64) to stay in the graph.")
+        raise self._needs_value("float() of (or writing into a plain float array)",
+                                "Fix: use x.astype(np.float64) to stay in the graph. To "
+                                + _PLAIN_BUFFER_FIX)
 
     def __complex__(self) -> complex:
-        raise self._needs_value("complex() of", "Fix: use x.astype(np.complex128).")
+        raise self._needs_value("complex() of (or writing into a plain complex array)",
+                                "Fix: use x.astype(np.complex128). To " + _PLAIN_BUFFER_FIX)
 
     def item(self, *args: Any) -> Any:
         raise errors.SymbolicValueError(
