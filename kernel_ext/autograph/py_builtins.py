@@ -179,7 +179,19 @@ def _extreme(name: str, greater: bool, args: tuple, kwargs: dict) -> Any:
                 f"Fix: use np.{'maximum' if greater else 'minimum'} to broadcast them.")
         best = np.where(pred, item, best)
         best_key = best if key is None else np.where(pred, k, best_key)
+    if getattr(best, "shape", None) == () and all(_is_numpy_scalar(x) for x in items):
+        mark_scalar(best)  # one of the items, each a NumPy scalar: so is the pick
     return best
+
+
+def _is_numpy_scalar(value: Any) -> bool:
+    """Is ``value`` a NumPy scalar eagerly (not a 0-d array, not a Python number)?"""
+    value = resolve(value)
+    if isinstance(value, np.generic):
+        return True
+    return isinstance(value, Tensor) and not isinstance(value, PythonNumber) and \
+        value.shape == () and value.node.op is not OpKind.PLACEHOLDER and \
+        zero_d_kind(value.node, value.context.top().graph) == SCALAR
 
 
 def _max(*args: Any, **kwargs: Any) -> Any:
@@ -469,9 +481,11 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     np.from_dlpack: _from_dlpack,
 }
 # NumPy's numeric scalar types (np.float64, np.int32, np.bool_, ...; not longdouble, which
-# the executors do not compute in)
+# the executors do not compute in; not np.longlong, an alias type of int64's dtype whose
+# scalars a graph could not tell from np.int64's)
 BUILTINS.update((t, _scalar_type(t)) for t in set(np.sctypeDict.values())
-                if np.dtype(t).kind in "biufc" and np.dtype(t).char not in "gG")
+                if np.dtype(t).kind in "biufc" and np.dtype(t).char not in "gG"
+                and np.dtype(np.dtype(t).str).type is t)
 
 
 # -- methods of plain arrays -------------------------------------------------------------------
