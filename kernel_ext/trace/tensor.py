@@ -21,7 +21,7 @@ from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, No
                   OpKind)
 from .operators import BINARY_OPERATORS, NumpyOperators
 from .state import current_context, format_location
-from .zero_d import SCALAR, zero_d_kind
+from .zero_d import ARRAY, SCALAR, mark_array, zero_d_kind
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -381,6 +381,8 @@ class Tensor(NumpyOperators, inplace=True):
                 raise ValueError(f"non-broadcastable output operand with shape {self.shape} "
                                  f"doesn't match the broadcast shape {value.shape}")
             value = bind(OpKind.SETITEM, (self, value), {"index": (Ellipsis,)})
+        if self.shape == () and zero_d_kind(self.node, self.context.top().graph) == ARRAY:
+            mark_array(value)  # a 0-d array updated in place stays an array (``zero_d``)
         self.assign(value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -699,7 +701,7 @@ def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
     root = tensor.storage_root
     ctx = current_context()
     fix = "Fix: y = x.reshape(...) makes a new name for the reshaped array."
-    if any(t is root for _, t in root.context.top().inputs):
+    if tensor._root is None and any(t is root for _, t in root.context.top().inputs):
         raise errors.UnsupportedOpError(
             f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} would "
             "change the shape of the caller's array, which a kx.function does not do (the "
