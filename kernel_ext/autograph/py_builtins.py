@@ -27,6 +27,10 @@ array inside a traced function, and what is computed from it) has its value whil
 these builtins, and ``abs``, give the plain Python/NumPy value eager code gets
 (:func:`known_value`), so ``if any(np.array(p) < 0): raise ...`` stays a Python ``if``.
 
+NumPy's scalar types (``np.float64(t)``) cast a traced value as NumPy does (a 0-d value to a
+NumPy scalar, an array to ``np.asarray(t, dtype=...)``); ``np.asarray``/``np.array`` of one
+follow NumPy's ``copy=`` rule (:func:`traced_array`); ``np.from_dlpack`` of one is a view.
+
 ``np.array(rows)`` / ``np.asarray(rows)`` of a list holding traced values (what a list
 comprehension over an array builds) stack the values, as NumPy's array coercion does; NumPy
 cannot reach a traced value inside a list through its protocols.
