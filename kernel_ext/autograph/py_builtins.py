@@ -55,7 +55,7 @@ from ..trace.control_flow import is_traced
 from ..trace.opaque import PythonNumber
 from ..trace.tensor import Tensor, bind, describe_tensor, user_frame_description
 from ..trace.variables import resolve
-from ..trace.zero_d import SCALAR, as_array, mark_array, mark_scalar, zero_d_kind
+from ..trace.zero_d import ARRAY, SCALAR, as_array, mark_array, mark_scalar, zero_d_kind
 
 __all__ = ["BUILTINS", "array_method", "known_value", "traced_array"]
 
@@ -122,14 +122,18 @@ def known_value(value: Any) -> Any:
 
 
 def _plain(value: Any) -> Any:
-    """``value``, or its trace-time value when it has one and is immutable (a Python number
-    or a NumPy scalar: nothing can tell the two apart); an array stays the object it is."""
+    """``value`` (a variable's current value), or its trace-time value when it has one and
+    is immutable (a Python number or a NumPy scalar: nothing can tell the two apart); an
+    array stays the object it is."""
+    value = resolve(value)
     known = known_value(value)
     return known if known is not None and not isinstance(known, np.ndarray) else value
 
 
 def _known_or(value: Any) -> Any:
-    """``value``'s trace-time value (:func:`known_value`) if it has one, else ``value``."""
+    """``value``'s trace-time value (:func:`known_value`) if it has one, else ``value``
+    (a variable's current value)."""
+    value = resolve(value)
     known = known_value(value)
     return value if known is None else known
 
@@ -372,16 +376,17 @@ def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any 
     elif copy is None:
         result = as_array(value)
     else:  # copy=False: the array itself, which a NumPy scalar is not
-        if value.shape == () and not isinstance(value, PythonNumber) and \
-                value.node.op is not OpKind.PLACEHOLDER and \
-                zero_d_kind(value.node, None) == SCALAR or isinstance(value, PythonNumber):
-            raise ValueError(_UNABLE_TO_AVOID_COPY)
-        if value.shape == () and value.node.op is OpKind.PLACEHOLDER:
-            raise errors.UnsupportedOpError(
-                f"np.asarray({describe_tensor(value)}, copy=False) at "
-                f"{user_frame_description()}: NumPy raises for a NumPy scalar argument and "
-                "returns a 0-d array argument itself, and one trace serves both. Fix: "
-                "np.asarray(x) (copy=None), which does the right thing for both.")
+        if value.shape == ():
+            form = SCALAR if isinstance(value, PythonNumber) else \
+                zero_d_kind(value.node, value.context.top().graph)
+            if form == SCALAR and value.node.op is not OpKind.PLACEHOLDER:
+                raise ValueError(_UNABLE_TO_AVOID_COPY)
+            if form != ARRAY:
+                raise errors.UnsupportedOpError(
+                    f"np.asarray({describe_tensor(value)}, copy=False) at "
+                    f"{user_frame_description()}: NumPy raises for a NumPy scalar and returns "
+                    "a 0-d array itself, and this value may be either (the caller decides). "
+                    "Fix: np.asarray(x) (copy=None), which does the right thing for both.")
         result = value
     ndim = len(result.shape) if result.shape is not None else None
     if ndmin and (ndim is None or ndmin > ndim):

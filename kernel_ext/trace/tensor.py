@@ -812,20 +812,24 @@ def _immutable_scalar(value: Tensor) -> bool:
     return zero_d_kind(node, value.context.top().graph) == SCALAR
 
 
-def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any], uf: Callable[..., Any]
-                          ) -> Callable[..., Any]:
+def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any]) -> Callable[..., Any]:
+    import operator
+    binary = getattr(operator, stem, None) or getattr(operator, f"{stem}_")
+
     def op(self: Tensor, other: Any) -> Any:
         if _immutable_scalar(self):
-            return uf(self, other)  # ``s += 1`` on a NumPy scalar: ``s = s + 1``
+            # ``s += 1`` on a NumPy scalar (or a traced Python number) is ``s = s + 1``,
+            # with Python's operator rules (a PythonNumber's own arithmetic included)
+            return binary(self, other)
         return inplace(self, other)
     op.__name__ = f"__i{stem}__"
     op.__doc__ = inplace.__doc__
     return op
 
 
-for _stem, _uf in BINARY_OPERATORS:
+for _stem, _ in BINARY_OPERATORS:
     setattr(Tensor, f"__i{_stem}__",
-            _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__"), _uf))
+            _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__")))
 
 # Every reduction op that is an ndarray method is the method of its name (the op table's
 # naming rule; nansum & co. are NumPy functions only, as on ndarray).

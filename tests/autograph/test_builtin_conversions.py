@@ -102,7 +102,7 @@ def test_scalar_types_on_every_executor(path):
         y = np.float64(x)  # x itself: the write below reaches the caller's array
         y[0] = np.float64(loss)
         return np.float64(loss), np.float32(loss), np.int64(x[1]), np.bool_(x[2]), \
-            np.complex128(x[3]), np.uint8(x), np.float32(x)
+            np.complex128(x[3]), np.uint8(x), np.float32(x), np.float64(np.asarray(loss))
 
     like_numpy(f, rng.standard_normal(5) * 10, path=path)
 
@@ -277,3 +277,16 @@ def test_builtins_of_traced_values_stay_traced():
 
     like_numpy(f, rng.standard_normal(3))
     like_numpy(f, -np.abs(rng.standard_normal(3)))
+
+
+def test_augmented_assignment_on_a_traced_python_int_keeps_python_rules():
+    def f(x):
+        n = len(x[x > 0])    # a Python int eagerly, a traced one here
+        m = n
+        n += 1               # rebinds n only (ints are immutable), stays a Python int
+        k = int(np.sum(x > 0))
+        k *= 2
+        return n, m, k, n / 2, x[0] * n
+
+    like_numpy(f, np.array([1.0, -1.0, 2.0], np.float32))
+    like_numpy(f, np.array([-1.0, -1.0, -2.0], np.float32))
