@@ -11,6 +11,7 @@ records into the current trace). Operators come from the op table
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -696,7 +697,7 @@ def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
     strides are those NumPy would have for a C-contiguous root (the trace assumes it, and the
     function then runs only on C-contiguous arguments, ``TraceContext.layout_roots``), and a
     stand-in array with those strides and no data of its own (never read) takes the shape."""
-    if tensor.shape == () and _immutable_scalar(tensor) or type(tensor) is not Tensor:
+    if type(tensor) is not Tensor or (tensor.shape == () and _immutable_scalar(tensor)):
         raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
     root = tensor.storage_root
     ctx = current_context()
@@ -796,6 +797,7 @@ for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "
               "device", "to_device"):
     setattr(Tensor, _name, _memory_attribute(_name))
 
+
 def _immutable_scalar(value: Tensor) -> bool:
     """Does NumPy hold ``value`` as a NumPy scalar that nothing else can be (immutable: an
     augmented assignment makes a new scalar and rebinds only the name)?
@@ -813,7 +815,8 @@ def _immutable_scalar(value: Tensor) -> bool:
 
 
 def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any]) -> Callable[..., Any]:
-    import operator
+    """``Tensor.__i<stem>__``: in place (functionalized) on an array, a new value on an
+    immutable scalar (:func:`_immutable_scalar`)."""
     binary = getattr(operator, stem, None) or getattr(operator, f"{stem}_")
 
     def op(self: Tensor, other: Any) -> Any:
