@@ -324,7 +324,9 @@ class Tensor(NumpyOperators, inplace=True):
         raise self._needs_value(
             "Using as a Python int (a list or plain-array index, a shape, a count)",
             "Fix: pass the count as a Python int (or loop with kx.range(n)); index a plain "
-            "array with np.take(array, i), which the graph records.")
+            "array with np.take(array, i), which the graph records; for a size known only at "
+            "run time (len(x[mask])), make the array from the data itself "
+            "(np.zeros_like(x[mask]), np.full_like(x[mask], v)).")
 
     # (NumPy calls these too when a traced value is written into one element of a plain
     # array, ``buf[i] = t`` without AutoGraph, and reports "setting an array element with a

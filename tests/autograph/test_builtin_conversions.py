@@ -290,3 +290,15 @@ def test_augmented_assignment_on_a_traced_python_int_keeps_python_rules():
 
     like_numpy(f, np.array([1.0, -1.0, 2.0], np.float32))
     like_numpy(f, np.array([-1.0, -1.0, -2.0], np.float32))
+
+
+def test_python_sequence_with_a_traced_python_int_is_python_not_numpy():
+    def repeat(x):
+        return [0] * len(x[x > 0])  # eagerly a list of zeros; its length is not known here
+
+    def concatenate(x):
+        return [1] + len(x[x > 0])  # Python's TypeError, never NumPy's elementwise add
+
+    with pytest.raises(errors.TracedBoolError, match="Repeating a Python list"):
+        kx.function(repeat)(np.array([1.0, -1.0]))
+    like_numpy(concatenate, np.array([1.0, -1.0]))
