@@ -33,7 +33,7 @@ from ..ir import AbstractValue, CallTemplate, Operand, OpKind, call_name
 from ..ir.calls import PYTHON_SCALARS, flatten_result, is_leaf, leaf_aval
 from .context import bind
 from .state import outside_traces
-from .tensor import FALLBACK, Tensor, user_frame_description
+from .tensor import FALLBACK, Tensor, describe_tensor, user_frame_description
 from .variables import Variable
 
 #: NumPy functions that write into an argument (which one, in words), refused on traced
@@ -310,6 +310,8 @@ def _python_operator(stem: str, uf: Callable, reflected: bool) -> Callable:
     py_op = getattr(py_operator, f"{stem}_" if stem in ("and", "or") else stem, None)
 
     def op(self: PythonNumber, other: Any) -> Any:
+        if isinstance(other, _PYTHON_SEQUENCES) and py_op is not None:
+            _sequence_operand(self, other, py_op, reflected)
         other_type = other.py_type if isinstance(other, PythonNumber) else type(other)
         if other_type not in PYTHON_SCALARS or py_op is None:
             return strong(self, other)
@@ -330,6 +332,28 @@ def _python_operator(stem: str, uf: Callable, reflected: bool) -> Callable:
         return PythonNumber(res.node, res.context, result_type)
     op.__name__ = f"__r{stem}__" if reflected else f"__{stem}__"
     return op
+
+
+#: Python's own sequences: a Python number with one of them is Python's operation (``[0] * n``
+#: repeats, ``[1] + n`` raises), never NumPy's elementwise one (which a NumPy scalar does).
+_PYTHON_SEQUENCES = (list, tuple, str, bytes)
+
+
+def _sequence_operand(number: PythonNumber, sequence: Any, py_op: Callable,
+                      reflected: bool) -> None:
+    """Raise what Python raises for ``number <op> sequence`` (a TypeError), or, where Python
+    would repeat the sequence ``number`` times, say that the count is not known yet."""
+    sample = number.py_type(1)
+    try:
+        py_op(sequence, sample) if reflected else py_op(sample, sequence)
+    except TypeError as e:
+        raise TypeError(str(e)) from None
+    raise errors.TracedBoolError(
+        f"Repeating a Python {type(sequence).__name__} by the traced Python number "
+        f"{describe_tensor(number)} at {user_frame_description()}: the count is only known "
+        "when the graph runs, so Python cannot build the sequence while tracing. Fix: make "
+        "an array from the data the count comes from (np.full_like(sel, value) for "
+        "n = len(sel)), or give that dimension a size in input_signature.")
 
 
 def _install_python_operators() -> None:

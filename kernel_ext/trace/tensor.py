@@ -11,6 +11,7 @@ records into the current trace). Operators come from the op table
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -19,8 +20,9 @@ import numpy as np
 from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
-from .operators import NumpyOperators
+from .operators import BINARY_OPERATORS, NumpyOperators
 from .state import UNCONVERTED, current_context, format_location
+from .zero_d import ARRAY, SCALAR, mark_array, zero_d_kind
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -48,6 +50,12 @@ GUFUNCS: dict[np.ufunc, Callable[..., Any]] = {}
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
 
 
+#: How to fill a buffer with traced values when AutoGraph cannot rewrite ``buf[i] = t``.
+_PLAIN_BUFFER_FIX = (
+    "fill a buffer made with np.empty/np.ndarray/np.zeros, keep AutoGraph on (it records "
+    "buf[i] = t) or build the array from traced values (np.stack, np.where, np.concatenate).")
+
+
 class Tensor(NumpyOperators, inplace=True):
     """A traced value: what a NumPy array is while a ``kx.function`` is being traced.
 
@@ -71,8 +79,8 @@ class Tensor(NumpyOperators, inplace=True):
     """
 
     __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "_aliases",
+                 "_reshapes",
                  "__weakref__")
-    __hash__ = None  # like np.ndarray: == is elementwise, so tensors are not dict keys
 
     def __init__(self, node: Node, context: "TraceContext") -> None:
         self._node = node
@@ -84,6 +92,9 @@ class Tensor(NumpyOperators, inplace=True):
         # Roots this value may *be* at run time (an ``if`` on a traced value picked one of
         # them), each with its version then and where the choice was made: see may_be.
         self._aliases: tuple = ()
+        # A root's in-place shape changes (``x.shape = ...``): (version from then on, the
+        # shape before), oldest first; views taken before one see the root reshaped back.
+        self._reshapes: tuple = ()
 
     @property
     def node(self) -> Node:
@@ -104,6 +115,25 @@ class Tensor(NumpyOperators, inplace=True):
     def shape(self) -> tuple | None:
         """Static shape; ``None`` marks a dimension whose size is only known at run time."""
         return self.node.aval.shape
+
+    @shape.setter
+    def shape(self, value: Any) -> None:
+        """``x.shape = (n, m)``: the same array, reshaped in place, as NumPy does it: a root
+        (which owns its storage) takes the new shape and its earlier views still see their
+        elements; a view takes it when NumPy can without a copy (else NumPy's
+        ``AttributeError``); a size that does not fit is NumPy's ``ValueError``."""
+        new_shape = _in_place_shape(self, value)
+        root = self._root
+        if root is None:
+            old = self.shape
+            self.assign(bind(OpKind.RESHAPE, (self,), {"shape": new_shape}))
+            self._reshapes += ((self._version, old),)
+            return
+        step = ViewStep(OpKind.RESHAPE, {"shape": new_shape}, ())
+        node = step.apply(self).node
+        root.context.note_layout_root(root)
+        self._steps += (step,)
+        self._node = node
 
     @property
     def dtype(self) -> np.dtype:
@@ -220,10 +250,27 @@ class Tensor(NumpyOperators, inplace=True):
         raise errors.TracingConversionError(
             f"NumPy tried to convert the traced value {describe_tensor(self)} into a concrete "
             f"array at {user_frame_description()} while tracing '{self.context.function_name}'. "
-            "np.asarray/np.array, Python containers of traced values and C extensions need real "
-            "data, which a traced value does not have until the graph runs. Fix: use NumPy "
-            "functions directly on the traced value (they are recorded into the graph), or do "
-            "this outside the kx.function on its returned arrays.")
+            "np.asarray/np.array, NumPy scalar types (np.float64(x)), writing into a plain "
+            "NumPy array (buf[i] = x), Python containers of traced values and C extensions need "
+            "real data, which a traced value does not have until the graph runs. Fix: keep "
+            "AutoGraph on (kx.function's default), which records these; or "
+            "use NumPy functions directly on the traced value (they are recorded into the "
+            "graph), or do this outside the kx.function on its returned arrays.")
+
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """DLPack export needs the data's memory, which a traced value does not have; with
+        AutoGraph on, ``np.from_dlpack(x)`` never gets here (it is a view of ``x``)."""
+        raise errors.TracingConversionError(
+            f"np.from_dlpack (or another DLPack consumer) asked for the memory of the traced "
+            f"value {describe_tensor(self)} at {user_frame_description()} while tracing "
+            f"'{self.context.function_name}'; it has none until the graph runs. Fix: keep "
+            "AutoGraph on (kx.function's default), which makes np.from_dlpack(x) a view of x "
+            "as NumPy does, or use x itself (np.asarray(x)).")
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """The CPU (``kDLCPU``, device 0): NumPy arrays live there, as this value will."""
+        return (1, 0)
 
     # -- data accessors that cannot work while tracing --------------------------------------
     def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
@@ -232,6 +279,19 @@ class Tensor(NumpyOperators, inplace=True):
             f"{what} a traced value {describe_tensor(self)} at {where} in "
             f"'{self.context.function_name}' needs its data, which only exists when the graph "
             f"runs. {fix}")
+
+    def __hash__(self) -> int:
+        """Unhashable, as ``np.ndarray`` (``==`` is elementwise). Eager NumPy's *elements* are
+        hashable scalars, so code that keys a ``dict``/``set``/``Counter`` by array elements
+        (a k-NN vote) works eagerly; traced, their values do not exist yet: say so."""
+        raise errors.TracedBoolError(
+            f"Hashing the traced value {describe_tensor(self)} (a dict key, a set member, "
+            f"collections.Counter) at {user_frame_description(skip_stdlib=True)} in "
+            f"'{self.context.function_name}': eager NumPy elements are hashable scalars, but "
+            "a traced value's data is not known while tracing, so Python cannot hash it. "
+            "Fix: count with NumPy instead (np.bincount(labels) for small non-negative ints, "
+            "or values, counts = np.unique(labels, return_counts=True); then np.argmax(counts) "
+            "for a vote), or do this outside the kx.function.")
 
     def __bool__(self) -> bool:
         _, converted = _usage_site()
@@ -270,17 +330,26 @@ class Tensor(NumpyOperators, inplace=True):
         raise self._needs_value(
             "Using as a Python int (a list or plain-array index, a shape, a count)",
             "Fix: pass the count as a Python int (or loop with kx.range(n)); index a plain "
-            "array with np.take(array, i), which the graph records.")
+            "array with np.take(array, i), which the graph records; for a size known only at "
+            "run time (len(x[mask])), make the array from the data itself "
+            "(np.zeros_like(x[mask]), np.full_like(x[mask], v)).")
 
+    # (NumPy calls these too when a traced value is written into one element of a plain
+    # array, ``buf[i] = t`` without AutoGraph, and reports "setting an array element with a
+    # sequence" with this error as its cause: the messages say so)
     def __int__(self) -> int:
-        raise self._needs_value("int() of", "Fix: use x.astype(np.int64) to stay in the graph.")
+        raise self._needs_value("int() of (or writing into a plain integer array)",
+                                "Fix: use x.astype(np.int64) to stay in the graph. To "
+                                + _PLAIN_BUFFER_FIX)
 
     def __float__(self) -> float:
-        raise self._needs_value("float() of",
-                                "Fix: use x.astype(np.float64) to stay in the graph.")
+        raise self._needs_value("float() of (or writing into a plain float array)",
+                                "Fix: use x.astype(np.float64) to stay in the graph. To "
+                                + _PLAIN_BUFFER_FIX)
 
     def __complex__(self) -> complex:
-        raise self._needs_value("complex() of", "Fix: use x.astype(np.complex128).")
+        raise self._needs_value("complex() of (or writing into a plain complex array)",
+                                "Fix: use x.astype(np.complex128). To " + _PLAIN_BUFFER_FIX)
 
     def item(self, *args: Any) -> Any:
         raise errors.SymbolicValueError(
@@ -321,6 +390,8 @@ class Tensor(NumpyOperators, inplace=True):
                 raise ValueError(f"non-broadcastable output operand with shape {self.shape} "
                                  f"doesn't match the broadcast shape {value.shape}")
             value = bind(OpKind.SETITEM, (self, value), {"index": (Ellipsis,)})
+        if self.shape == () and zero_d_kind(self.node, self.context.top().graph) == ARRAY:
+            mark_array(value)  # a 0-d array updated in place stays an array (``zero_d``)
         self.assign(value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
@@ -405,6 +476,10 @@ class Tensor(NumpyOperators, inplace=True):
             return  # outside any trace: a leaked view keeps its last node (and fails on use)
         root = self._root
         if root._version != self._seen:
+            for version, before in root._reshapes:  # (oldest first: the newest ends outermost)
+                if version > self._seen:  # the root was reshaped in place since: undo it first
+                    self._steps = (ViewStep(OpKind.RESHAPE, {"shape": before}, ()),) + \
+                        self._steps
             _check_layout(root, self._steps, "Reading, after an in-place update,")
         value = root
         for step in self._steps:
@@ -625,6 +700,73 @@ def _check_layout(root: Tensor, steps: tuple, what: str) -> None:
         root.context.note_layout_root(root)
 
 
+def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
+    """The shape ``tensor.shape = value`` gives, decided as NumPy decides it: the view's
+    strides are those NumPy would have for a C-contiguous root (the trace assumes it, and the
+    function then runs only on C-contiguous arguments, ``TraceContext.layout_roots``), and a
+    stand-in array with those strides and no data of its own (never read) takes the shape."""
+    if type(tensor) is not Tensor or (tensor.shape == () and _immutable_scalar(tensor)):
+        raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
+    root = tensor.storage_root
+    ctx = current_context()
+    fix = "Fix: y = x.reshape(...) makes a new name for the reshaped array."
+    if tensor._root is None and any(t is root for _, t in root.context.top().inputs):
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} would "
+            "change the shape of the caller's array, which a kx.function does not do (the "
+            f"caller's arrays keep their shapes). {fix}")
+    if ctx is not None and ctx.parent is not None:
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} inside "
+            "a branch or loop on a traced value: the array's shape would depend on the data. "
+            f"{fix}")
+    shape = root.shape
+    if shape is None or any(d is None for d in shape):
+        if tensor._root is None:  # a root is contiguous: any shape of its size is a view
+            return tuple(np.reshape(tensor, value).shape)  # type: ignore[union-attr]
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on a view of {describe_tensor(root)} at {user_frame_description()}"
+            ": whether NumPy can reshape it in place depends on its sizes, which are only "
+            f"known at run time. {fix}")
+    itemsize = root.dtype.itemsize
+    strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize
+                    for k in range(len(shape)))
+    stand_in = np.lib.stride_tricks.as_strided(np.empty(1, root.dtype), shape=shape,
+                                               strides=strides, writeable=False)
+    for step in tensor._steps:
+        stand_in = _stand_in_step(step, stand_in, root, fix)
+    stand_in.shape = value  # NumPy's own check (ValueError, or AttributeError: a copy needed)
+    return tuple(stand_in.shape)
+
+
+def _stand_in_step(step: "ViewStep", array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
+    """``array`` (a data-less stand-in, see :func:`_in_place_shape`) taken through ``step``."""
+    if step.layout_dependent:
+        raise errors.UnsupportedOpError(
+            f"x.shape = ... on a reshape of a view of {describe_tensor(root)} at "
+            f"{user_frame_description()}: NumPy makes such a reshape a view or a copy depending "
+            f"on the memory layout. {fix}")
+    attrs = step.attrs
+    if step.op is OpKind.GETITEM:
+        template = attrs["index"]
+        if any(isinstance(c, slice) and any(isinstance(p, DynamicIndex)
+                                           for p in (c.start, c.stop, c.step))
+               for c in template):
+            raise errors.UnsupportedOpError(
+                f"x.shape = ... on a slice with traced bounds of {describe_tensor(root)} at "
+                f"{user_frame_description()}: its strides depend on run-time data. {fix}")
+        return array[tuple(0 if isinstance(c, DynamicIndex) else c for c in template)]
+    if step.op is OpKind.RESHAPE:
+        return array.reshape(attrs["shape"])  # (of the C-contiguous root: a view)
+    if step.op is OpKind.TRANSPOSE:
+        return np.transpose(array, attrs.get("axes"))
+    if step.op is OpKind.EXPAND_DIMS:
+        return np.expand_dims(array, attrs["axis"])
+    if step.op is OpKind.SQUEEZE:
+        return np.squeeze(array, attrs.get("axis"))
+    return np.broadcast_to(array, attrs["shape"])
+
+
 _VIEW_OPS = frozenset({OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.SQUEEZE,
                        OpKind.BROADCAST_TO, OpKind.RESHAPE})
 
@@ -662,6 +804,43 @@ for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "
               "dump", "dumps", "byteswap", "resize", "setflags", "getfield", "setfield",
               "device", "to_device"):
     setattr(Tensor, _name, _memory_attribute(_name))
+
+
+def _immutable_scalar(value: Tensor) -> bool:
+    """Does NumPy hold ``value`` as a NumPy scalar that nothing else can be (immutable: an
+    augmented assignment makes a new scalar and rebinds only the name)?
+
+    A 0-d root made by an op whose NumPy result is a scalar (a ufunc, a reduction, ``x[i]``,
+    ``np.float64(t)``, an ``if`` both of whose branches give scalars). Not a placeholder (an
+    argument, a loop variable or a branch input: the caller may pass a 0-d array), not a view,
+    and not a 0-d array (``np.zeros(())``, ``x[...]``), which NumPy updates in place."""
+    if value.shape != () or value._root is not None:
+        return False
+    node = value._node
+    if node.op is OpKind.PLACEHOLDER:
+        return False
+    return zero_d_kind(node, value.context.top().graph) == SCALAR
+
+
+def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any]) -> Callable[..., Any]:
+    """``Tensor.__i<stem>__``: in place (functionalized) on an array, a new value on an
+    immutable scalar (:func:`_immutable_scalar`)."""
+    binary = getattr(operator, stem, None) or getattr(operator, f"{stem}_")
+
+    def op(self: Tensor, other: Any) -> Any:
+        if _immutable_scalar(self):
+            # ``s += 1`` on a NumPy scalar (or a traced Python number) is ``s = s + 1``,
+            # with Python's operator rules (a PythonNumber's own arithmetic included)
+            return binary(self, other)
+        return inplace(self, other)
+    op.__name__ = f"__i{stem}__"
+    op.__doc__ = inplace.__doc__
+    return op
+
+
+for _stem, _ in BINARY_OPERATORS:
+    setattr(Tensor, f"__i{_stem}__",
+            _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__")))
 
 # Every reduction op that is an ndarray method is the method of its name (the op table's
 # naming rule; nansum & co. are NumPy functions only, as on ndarray).
@@ -820,6 +999,11 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
 _VIEW_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING)
 
 
+def _stdlib_prefix() -> str:
+    import sysconfig
+    return sysconfig.get_paths()["stdlib"].replace("\\", "/") + "/"
+
+
 def _usage_site() -> tuple[str, bool]:
     """Where the user's code used a traced value, and whether AutoGraph converted that code.
 
@@ -852,14 +1036,17 @@ def _refused_conversion() -> tuple[str, str] | None:
     return None
 
 
-def user_frame_description(line: int | None = None) -> str:
+def user_frame_description(line: int | None = None, skip_stdlib: bool = False) -> str:
     """``file:line: source`` of the innermost frame outside kernel_ext and NumPy (``line``:
-    that line of the frame's file instead of the one running, e.g. a loop statement's)."""
+    that line of the frame's file instead of the one running, e.g. a loop statement's;
+    ``skip_stdlib``: outside the standard library too, for a use inside ``collections``)."""
     import linecache
+    stdlib = _stdlib_prefix() if skip_stdlib else None
     frame = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename.replace("\\", "/")
-        if "/kernel_ext/" not in fname and "/numpy/" not in fname:
+        if "/kernel_ext/" not in fname and "/numpy/" not in fname and not (
+                stdlib and fname.startswith(stdlib) and "site-packages" not in fname):
             lineno = frame.f_lineno if line is None else line
             text = linecache.getline(fname, lineno).strip()
             where = format_location(f"{fname}:{lineno}")

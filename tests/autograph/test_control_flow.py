@@ -409,7 +409,7 @@ def test_calls_into_user_functions_lambdas_and_comprehensions_are_converted():
 def test_numpy_and_stdlib_calls_are_not_converted():
     import math
     from kernel_ext.autograph.operators import cc
-    assert cc(np.sum) is np.sum and cc(math.sqrt) is math.sqrt and cc(len) is len
+    assert cc(np.sum) is np.sum and cc(math.sqrt) is math.sqrt and cc(sorted) is sorted
     assert cc(helper_abs) is not helper_abs
 
 
@@ -437,7 +437,7 @@ def test_python_errors_point_at_the_user_line():
     @kx.function
     def f(x):
         if x > 0:
-            y = np.asarray(x, order="F")  # the offending line
+            y = int(x)  # the offending line (a float has no exact int in the graph)
         else:
             y = x
         return y
