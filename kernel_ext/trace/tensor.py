@@ -20,6 +20,7 @@ from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
 from .operators import NumpyOperators
+from .signatures import route
 from .state import current_context, format_location
 
 if TYPE_CHECKING:
@@ -189,32 +190,31 @@ class Tensor(NumpyOperators, inplace=True):
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         handler = HANDLERS.get(func)
-        if handler is not None and kwargs.get("out") is not None:
-            # ``np.clip(x, 0, 1, out=x)``, ``np.sum(a, axis=0, out=buf)``: the result written
-            # into ``out`` as an in-place update (a plain array is promoted, TraceContext)
-            kwargs = dict(kwargs)
-            out = kwargs.pop("out")
-            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-            result = handler(*args, **kwargs)
-            if isinstance(target, np.ndarray) and isinstance(result, Tensor):
-                target = result.context.promote(target)
-            if not isinstance(target, Tensor) or not isinstance(result, Tensor):
-                raise errors.UnsupportedOpError(
-                    f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
-                    f"write into (got {type(out).__name__}). Fix: assign the result instead.")
-            target._rebind(result)
-            return target
-        if handler is None and "function" in FALLBACK:
-            return FALLBACK["function"](func, args, kwargs)
         if handler is None:
-            name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
-                "." + getattr(func, "__name__", repr(func))
+            return _unhandled_function(self, func, args, kwargs)
+        # NumPy's signature binds the call; a parameter the handler does not implement,
+        # given a value other than its default, runs the call as NumPy's own (signatures.py)
+        out = kwargs.get("out")
+        call = route(func, handler, args, kwargs,
+                     _DISPATCHER_PARAMETERS if out is not None else frozenset())
+        if call.opaque is not None:
+            if out is not None or "function" not in FALLBACK:
+                return _unhandled_function(self, func, args, kwargs, call.opaque)
+            return FALLBACK["function"](func, args, kwargs)
+        if out is None:
+            return handler(*call.args, **call.kwargs)
+        # ``np.clip(x, 0, 1, out=x)``, ``np.sum(a, axis=0, out=buf)``: the result written
+        # into ``out`` as an in-place update (a plain array is promoted, TraceContext)
+        target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        result = handler(*call.args, **call.kwargs)
+        if isinstance(target, np.ndarray) and isinstance(result, Tensor):
+            target = result.context.promote(target)
+        if not isinstance(target, Tensor) or not isinstance(result, Tensor):
             raise errors.UnsupportedOpError(
-                f"{name} is not supported on traced values (called on {describe_tensor(self)} "
-                f"while tracing '{self.context.function_name}'). Fix: express it with supported "
-                "NumPy operations, or compute it outside the kx.function; "
-                "kx.supported_numpy_functions() lists what is traced.")
-        return handler(*args, **kwargs)
+                f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
+                f"write into (got {type(out).__name__}). Fix: assign the result instead.")
+        target._rebind(result)
+        return target
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise errors.TracingConversionError(
@@ -541,6 +541,25 @@ class Tensor(NumpyOperators, inplace=True):
 
     def cumprod(self, axis: Any = None, dtype: Any = None) -> "Tensor":
         return np.cumprod(self, axis=axis, dtype=dtype)
+
+
+_DISPATCHER_PARAMETERS = frozenset({"out"})
+
+
+def _unhandled_function(tensor: Tensor, func: Callable, args: tuple, kwargs: dict,
+                        parameter: str | None = None) -> Any:
+    """A NumPy function with no handler (or a parameter its handler lacks): NumPy's own
+    opaque call where the trace layer installed it, else an error naming the function."""
+    if parameter is None and "function" in FALLBACK:
+        return FALLBACK["function"](func, args, kwargs)
+    name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
+        "." + getattr(func, "__name__", repr(func))
+    what = f"{name}(..., {parameter}=...) with out=" if parameter else name
+    raise errors.UnsupportedOpError(
+        f"{what} is not supported on traced values (called on {describe_tensor(tensor)} "
+        f"while tracing '{tensor.context.function_name}'). Fix: express it with supported "
+        "NumPy operations, assign the result instead of out=, or compute it outside the "
+        "kx.function; kx.supported_numpy_functions() lists what is traced.")
 
 
 class ViewStep:
