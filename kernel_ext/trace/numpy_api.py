@@ -1717,12 +1717,19 @@ GUFUNCS.update({np.vecdot: _gufunc(OpKind.VECDOT), np.matvec: _gufunc(OpKind.MAT
 
 @_composition(np.linalg.vecdot)
 def _linalg_vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """NumPy's ``vecdot`` gufunc with ``axis=``: the core dimension is ``axis`` of *each*
+    operand, counted from that operand's own rank, moved last before the loop dimensions
+    broadcast (so operands of different rank pair their own axes, and NumPy's errors are
+    NumPy's: an AxisError per operand, a ValueError for unequal core sizes)."""
     x1, x2 = _arr(x1), _arr(x2)
-    nd = max(_ndim_of(x1), _ndim_of(x2))
-    if axis not in (-1, nd - 1):
-        x1 = np.moveaxis(x1, axis, -1) if _ndim_of(x1) == nd else x1
-        x2 = np.moveaxis(x2, axis, -1) if _ndim_of(x2) == nd else x2
-    return bind(OpKind.VECDOT, (x1, x2))
+    if x1.shape is None or x2.shape is None:
+        raise _Opaque
+    if None not in x1.shape + x2.shape:  # NumPy's own checks, on zero-stride stand-ins
+        np.linalg.vecdot(*(np.broadcast_to(np.zeros((), x.dtype), x.shape) for x in (x1, x2)),
+                         axis=axis)
+    moved = [np.moveaxis(x, normalize_axis_index(axis, _ndim_of(x)), -1) if _ndim_of(x) else x
+             for x in (x1, x2)]
+    return bind(OpKind.VECDOT, tuple(moved))
 
 
 @_composition(np.linalg.matrix_power)
