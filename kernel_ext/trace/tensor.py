@@ -21,6 +21,7 @@ from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, No
                   OpKind)
 from .operators import NumpyOperators
 from .signatures import route
+from .zero_d import ARRAY, zero_d_kind
 from .state import current_context, format_location
 
 if TYPE_CHECKING:
@@ -215,6 +216,13 @@ class Tensor(NumpyOperators, inplace=True):
                 f"write into (got {type(out).__name__}). Fix: assign the result instead.")
         target._rebind(result)
         return target
+
+    def pow_base_is_array(self) -> bool:
+        """An n-d value, or a 0-d one NumPy holds as a 0-d array (``x ** 2`` takes
+        ``np.square`` then, ``np.power`` on a NumPy scalar: see operators.py)."""
+        if self.shape != ():
+            return True
+        return zero_d_kind(self.node, None) == ARRAY
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise errors.TracingConversionError(
