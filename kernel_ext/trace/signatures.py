@@ -158,5 +158,18 @@ def route(func: Callable, handler: Callable, args: tuple, kwargs: dict,
     return Route(None, tuple(pos), kw)
 
 
-__all__ = ["ALL", "Route", "declare", "implemented_parameters", "is_default",
+#: Parameters of a NumPy function that its ndarray method lacks (``x.std(correction=1)`` is a
+#: TypeError in NumPy; ``np.std(x, correction=1)`` is not).
+METHOD_LACKS: dict[str, tuple[str, ...]] = {"std": ("correction",), "var": ("correction",)}
+
+
+def method_signature(func: Callable) -> inspect.Signature:
+    """The signature of the ndarray method that forwards to ``func`` (``x.sum`` for
+    ``np.sum``): ``func``'s without the array and without what the method lacks."""
+    params = list(numpy_signature(func).parameters.values())[1:]
+    lacks = METHOD_LACKS.get(func.__name__, ())
+    return inspect.Signature([p for p in params if p.name not in lacks])
+
+
+__all__ = ["ALL", "METHOD_LACKS", "Route", "method_signature", "declare", "implemented_parameters", "is_default",
            "numpy_signature", "route"]

@@ -20,7 +20,7 @@ from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
 from .operators import NumpyOperators
-from .signatures import route
+from .signatures import method_signature, route
 from .zero_d import ARRAY, zero_d_kind
 from .state import current_context, format_location
 
@@ -418,16 +418,25 @@ class Tensor(NumpyOperators, inplace=True):
         return bind(OpKind.GETITEM, (self, *dyn), {"index": template})
 
     # -- ndarray methods ------------------------------------------------------------------
-    def astype(self, dtype: Any, copy: bool = True) -> "Tensor":
+    # The methods take ndarray's documented parameters and hand every one on to the NumPy
+    # function (whose handler runs NumPy's own call for a parameter it does not implement,
+    # signatures.py): none is dropped.
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> "Tensor":
         dtype = np.dtype(dtype)
+        if not np.can_cast(self.dtype, dtype, casting=casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
+                            f"according to the rule '{casting}'")
+        if order not in ("K", "A", "C"):  # (a layout of its own: NumPy's own call)
+            return _method_call(self, "astype", (dtype,), {"order": order, "copy": copy})
         if dtype == self.dtype and not copy:
             return self
         return bind(OpKind.CAST, (self,), {"dtype": dtype})
 
-    def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
+    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return np.reshape(self, shape, order=order)
+        return np.reshape(self, shape, order=order, copy=copy)
 
     def transpose(self, *axes: Any) -> "Tensor":
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -436,9 +445,13 @@ class Tensor(NumpyOperators, inplace=True):
 
     def flatten(self, order: str = "C") -> "Tensor":
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
+        if order not in ("C", "F"):  # ('A', 'K' follow the memory layout: NumPy's call)
+            return _method_call(self, "flatten", (), {"order": order})
         return np.copy(np.reshape(self, (-1,), order=order))
 
     def ravel(self, order: str = "C") -> "Tensor":
+        if order not in ("C", "F"):
+            return _method_call(self, "ravel", (), {"order": order})
         return np.reshape(self, (-1,), order=order)
 
     def squeeze(self, axis: Any = None) -> "Tensor":
@@ -448,23 +461,27 @@ class Tensor(NumpyOperators, inplace=True):
         return np.swapaxes(self, a, b)
 
     def copy(self, order: str = "C") -> "Tensor":
+        if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
+            return _method_call(self, "copy", (), {"order": order})
         # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
         return bind(OpKind.COPY, (self,))  # type: ignore[return-value]
 
-    def dot(self, other: Any) -> "Tensor":
-        return np.dot(self, other)
+    def dot(self, b: Any, out: Any = None) -> "Tensor":
+        return np.dot(self, b, out=out)
 
-    def clip(self, min: Any = None, max: Any = None) -> "Tensor":
-        return np.clip(self, min, max)
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> "Tensor":
+        # (ndarray.clip: either bound may be left out; both None is NumPy's identity)
+        return np.clip(self, min, max, out=out, **kwargs)
 
-    def round(self, decimals: int = 0) -> "Tensor":
-        return np.round(self, decimals)
+    def round(self, decimals: int = 0, out: Any = None) -> "Tensor":
+        return np.round(self, decimals, out=out)
 
     def conj(self) -> "Tensor":
         return np.conjugate(self)
 
-    def take(self, indices: Any, axis: int | None = None) -> "Tensor":
-        return np.take(self, indices, axis=axis)
+    def take(self, indices: Any, axis: int | None = None, out: Any = None,
+             mode: str = "raise") -> "Tensor":
+        return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
                 stable: bool | None = None) -> "Tensor":
@@ -532,11 +549,10 @@ class Tensor(NumpyOperators, inplace=True):
         self.assign(np.partition(self, kth, axis, kind, order))
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
-        """``x.put(ind, v)``: flat-index assignment, in place (``mode='raise'`` only)."""
+        """``x.put(ind, v)``: flat-index assignment, in place (``np.put`` for ``mode=``)."""
         if mode != "raise":
-            raise errors.UnsupportedOpError(
-                f"x.put(..., mode={mode!r}) is not supported on traced values; only "
-                "mode='raise'. Fix: clip or wrap the indices first (np.clip, %).")
+            np.put(self, indices, values, mode=mode)
+            return
         flat = np.reshape(self, (-1,))
         flat[np.asarray(indices) if not isinstance(indices, Tensor) else indices] = values
 
@@ -544,14 +560,22 @@ class Tensor(NumpyOperators, inplace=True):
         """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
         self[...] = value
 
-    def cumsum(self, axis: Any = None, dtype: Any = None) -> "Tensor":
-        return np.cumsum(self, axis=axis, dtype=dtype)
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
 
-    def cumprod(self, axis: Any = None, dtype: Any = None) -> "Tensor":
-        return np.cumprod(self, axis=axis, dtype=dtype)
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
 
 
 _DISPATCHER_PARAMETERS = frozenset({"out"})
+
+
+def _method_call(tensor: Tensor, name: str, args: tuple, kwargs: dict) -> Any:
+    """``tensor.<name>(*args, **kwargs)`` as NumPy's own ndarray method call in the graph."""
+    if "function" not in FALLBACK:
+        raise errors.UnsupportedOpError(f"x.{name}(...) with these arguments needs NumPy's "
+                                         "own call, which is not available here")
+    return FALLBACK["function"](getattr(np.ndarray, name), (tensor, *args), kwargs)
 
 
 def _unhandled_function(tensor: Tensor, func: Callable, args: tuple, kwargs: dict,
@@ -661,8 +685,13 @@ def next_version() -> int:
 
 def _reduction_method(name: str) -> Callable[..., Tensor]:
     fn = getattr(np, name)
+    signature = method_signature(fn)
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:  # the method's own parameters (x.std has no correction=, np.std has)
+            signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{name}() {e}") from None
         return fn(self, *args, **kwargs)
     method.__name__ = name
     method.__doc__ = f"Traced ``np.{name}``."
