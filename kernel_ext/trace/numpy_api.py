@@ -18,8 +18,8 @@ import numpy as np
 from .. import errors
 from ..ir import UFUNC_REDUCTIONS, OpKind
 from .context import bind
-from .opaque import numpy_call, ufunc_method_call
-from .tensor import GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
+from .opaque import PythonNumber, numpy_call, ufunc_method_call
+from .tensor import FALLBACK, GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
 from .variables import Variable
 from .signatures import ALL, declare, numpy_signature
 from .zero_d import as_array, mark_array, mark_scalar
@@ -167,7 +167,9 @@ def _ravel(a: Any) -> Any:
 
 @implements(np.transpose)
 def _transpose(a: Any, axes: Any = None) -> Any:
-    return bind(OpKind.TRANSPOSE, (a,), {"axes": None if axes is None else tuple(axes)})
+    if axes is not None:
+        axes = tuple(int(i) for i in axes) if np.ndim(axes) else (operator.index(axes),)
+    return bind(OpKind.TRANSPOSE, (a,), {"axes": axes})
 
 
 def _ndim_of(a: Any) -> int:
@@ -477,20 +479,16 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
             f"(got {shape}). Fix: give the dimensions sizes in input_signature.")
     if len(shape) > 2 and len(set(shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
-    n = min(shape) if len(shape) > 2 or not wrap else shape[1]
-    if len(shape) == 2 and wrap and shape[0] > shape[1]:
-        # NumPy's wrap: the diagonal restarts every n + 1 rows of a tall matrix
-        rows = np.arange(0, shape[0])
-        rows = rows[(rows % (shape[1] + 1)) < shape[1]]
-        cols = rows % (shape[1] + 1)
-        index = (rows, cols)
+    # NumPy's own rule: ``a.flat[:end:step] = val`` (a tall matrix with wrap=True restarts
+    # the diagonal every n + 1 rows)
+    if len(shape) == 2:
+        step, end = shape[1] + 1, None if wrap else shape[1] * shape[1]
     else:
-        idx = np.arange(n)
-        index = (idx,) * len(shape)
+        step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
+    index = np.unravel_index(np.arange(math.prod(shape))[:end:step], shape)
     count = len(index[0])
-    vals = np.resize(np.asarray(val), count) if not isinstance(val, Tensor) else \
-        np.broadcast_to(val, (count,)) if val.shape in ((), (1,)) else val
-    target[index] = vals
+    # (``a.flat[...] = val`` takes val's elements in order, repeated as needed: np.resize)
+    target[index] = np.resize(val if isinstance(val, Tensor) else np.asarray(val), count)
 
 
 # -- ufunc methods and the nan family (issue 14) ----------------------------------------------
@@ -573,6 +571,8 @@ class OverwritingCall:
     (``overwrite_input=True``, ``copy=False``) as a pure call whose second result the
     argument then takes, so the caller's array ends as eager NumPy leaves it."""
 
+    writes_a_copy = True  # (numpy_call lets its out= through: the buffer is a copy)
+
     def __init__(self, func: Callable, name: str) -> None:
         self.func, self.name = func, name
         self.__name__ = getattr(func, "__name__", "call")
@@ -580,9 +580,13 @@ class OverwritingCall:
 
     def __call__(self, *args: Any, **kwargs: Any) -> tuple:
         bound = inspect.signature(self.func).bind(*args, **kwargs)
-        work = np.array(bound.arguments[self.name], copy=True)
-        bound.arguments[self.name] = work
-        return self.func(*bound.args, **bound.kwargs), work
+        given = bound.arguments[self.name]
+        one = isinstance(given, tuple) and len(given) == 1  # (out=(buffer,))
+        work = np.array(given[0] if one else given, copy=True)
+        bound.arguments[self.name] = (work,) if one else work
+        result = self.func(*bound.args, **bound.kwargs)
+        # (NumPy returns out itself from most calls: then the argument is the result)
+        return (work,) if result is work else (result, work)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OverwritingCall) and (other.func, other.name) == (
@@ -594,12 +598,23 @@ class OverwritingCall:
 
 def _overwriting_call(func: Callable, name: str, args: tuple, kwargs: dict) -> Any:
     """``func(*args, **kwargs)`` that writes into its argument ``name`` (see
-    :class:`OverwritingCall`): the result, and the argument updated in place."""
+    :class:`OverwritingCall`): the result, and the argument updated in place. For
+    ``name="out"`` the result is ``out`` itself, as NumPy returns it."""
     target = inspect.signature(func).bind(*args, **kwargs).arguments[name]
-    result, new = numpy_call(OverwritingCall(func, name), args, kwargs)
+    if name == "out" and isinstance(target, tuple) and len(target) == 1:
+        target = target[0]
+    outputs = numpy_call(OverwritingCall(func, name), args, kwargs)
+    new = outputs[-1]
     if isinstance(target, (Tensor, np.ndarray)):
-        _writable_target(target, f"np.{func.__name__}")[...] = new
-    return result
+        written = _writable_target(target, f"np.{func.__name__}")
+        written[...] = new
+        if len(outputs) == 1:
+            return written  # NumPy returned the argument itself
+    return outputs[0]
+
+
+# a parameter its handler lacks, with out=: NumPy's own call writing into a copy of out
+FALLBACK["overwriting"] = _overwriting_call
 
 
 implements(np.nansum)(_nan_reduction(OpKind.NANSUM, dtype=True, initial=True))
@@ -1039,8 +1054,7 @@ def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 # static argument it raises ``_Opaque`` and the call runs as NumPy's own opaque call
 # (``_composition``): slower, never wrong. The rest are one op each whose LOWER is NumPy's
 # function (linalg factorizations, the fft transforms, searchsorted, lexsort, ...).
-# Departures: a function NumPy answers with a Python ``bool``/``int`` from the data
-# (``allclose``, ``array_equal``) answers with a 0-d NumPy bool here; ``average`` with weights
+# Departures: ``average`` with weights
 # does not raise ZeroDivisionError for weights that sum to zero (the check needs the data).
 
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple  # noqa: E402
@@ -1773,6 +1787,7 @@ def _square_stack(a: Any) -> None:
 
 
 @_composition(np.linalg.multi_dot)
+@declare.numpy_writes_out  # (its result is not always out: NumPy's own call)
 def _multi_dot(arrays: Any) -> Any:
     """NumPy's multi_dot: the cheapest order of the chain from the static shapes (its own
     cost rules), then one ``dot`` per pair in that order."""
@@ -2152,6 +2167,8 @@ def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: A
         import warnings  # noqa: PLC0415
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
         fact = 0.0
+    if X.dtype.kind not in "fc":
+        raise _Opaque  # NumPy subtracts the float means in place: its casting error
     X = np.subtract(X, np.mean(X, axis=1)[:, None]).astype(X.dtype)
     c = np.dot(X, np.conj(np.transpose(X)))
     with np.errstate(divide="ignore"):
@@ -2174,7 +2191,12 @@ def _corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) 
 @_composition(np.allclose)
 def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
               equal_nan: bool = False) -> Any:
-    return np.all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return _python_bool(np.all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def _python_bool(value: Any) -> Any:
+    """A traced 0-d bool that NumPy returns as a Python ``bool`` (``bool(res)``)."""
+    return PythonNumber(value.node, value.context, bool)
 
 
 def _cannot_hold_nan(dtype: np.dtype) -> bool:
@@ -2189,7 +2211,7 @@ def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     same = np.equal(a1, a2)
     if equal_nan and not (_cannot_hold_nan(a1.dtype) and _cannot_hold_nan(a2.dtype)):
         same = np.logical_or(same, np.logical_and(np.isnan(a1), np.isnan(a2)))
-    return np.all(same)
+    return _python_bool(np.all(same))
 
 
 @_composition(np.array_equiv)
@@ -2199,7 +2221,7 @@ def _array_equiv(a1: Any, a2: Any) -> Any:
         np.broadcast_shapes(_static_shape(a1), _static_shape(a2))
     except ValueError:
         return False
-    return np.all(np.equal(a1, a2))
+    return _python_bool(np.all(np.equal(a1, a2)))
 
 
 @_composition(np.select)
@@ -2799,11 +2821,12 @@ def _einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = F
 def _fft_handler(name: str) -> Callable:
     func = getattr(np.fft, name)
 
-    @declare.parameters(*numpy_signature(func).parameters)
+    # (out= is NumPy's: it normalizes inside the buffer it writes, other bits than a new
+    # array; the call then runs as NumPy's own, writing into out)
+    @declare.numpy_writes_out
+    @declare.parameters(*numpy_signature(func).parameters.keys() - {"out"})
     def handler(*args: Any, **kwargs: Any) -> Any:
         p = _bound(func, args, kwargs)
-        if p.get("out") is not None:
-            return numpy_call(func, args, kwargs)
         p.pop("out", None)
         a = p.pop("a")
         if _traced(p):

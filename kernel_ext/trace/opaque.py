@@ -66,7 +66,7 @@ def numpy_call(func: Callable, args: Sequence[Any], kwargs: dict) -> Any:
     name = function_name(func)
     if func in MUTATING_FUNCTIONS:
         raise mutating_error(name, MUTATING_FUNCTIONS[func])
-    if kwargs.get("out") is not None:
+    if kwargs.get("out") is not None and not getattr(func, "writes_a_copy", False):
         raise errors.UnsupportedOpError(
             f"{name}(..., out=...) at {user_frame_description()} writes into an existing "
             "array, which a traced function cannot do with a NumPy function it runs as an "
@@ -253,8 +253,10 @@ def failing_call_error(numpy_error: type) -> type:
     cls = _FAILING_CALL_ERRORS.get(numpy_error)
     if cls is None:
         try:
+            # (the message is ours: NumPy's own __init__/__str__ may want other arguments)
             cls = type(f"UnsupportedOpError_{numpy_error.__name__}",
-                       (errors.UnsupportedOpError, numpy_error), {})
+                       (errors.UnsupportedOpError, numpy_error),
+                       {"__init__": Exception.__init__, "__str__": Exception.__str__})
         except TypeError:  # (an exception type that cannot be a base: ours alone)
             cls = errors.UnsupportedOpError
         _FAILING_CALL_ERRORS[numpy_error] = cls

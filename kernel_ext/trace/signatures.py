@@ -51,7 +51,22 @@ def _parameters(*names: str) -> Callable[[Callable], Callable]:
     return lambda handler: declare(handler, names)
 
 
+def _numpy_writes_out(handler: Callable) -> Callable:
+    """Mark ``handler`` as one whose ``out=`` NumPy's own call must write (NumPy computes in
+    the buffer, or returns something else than ``out``): see :func:`numpy_writes_out`."""
+    handler.numpy_writes_out = True  # type: ignore[attr-defined]
+    return handler
+
+
+def numpy_writes_out(handler: Callable) -> bool:
+    """Does ``out=`` of this handler's function run as NumPy's own call (else the handler's
+    result is written into ``out`` as an in-place update)?"""
+    return bool(getattr(inspect.unwrap(handler), "numpy_writes_out", False) or
+                getattr(handler, "numpy_writes_out", False))
+
+
 declare.parameters = _parameters  # type: ignore[attr-defined]
+declare.numpy_writes_out = _numpy_writes_out  # type: ignore[attr-defined]
 
 
 def numpy_signature(func: Callable) -> inspect.Signature:
@@ -171,5 +186,5 @@ def method_signature(func: Callable) -> inspect.Signature:
     return inspect.Signature([p for p in params if p.name not in lacks])
 
 
-__all__ = ["ALL", "METHOD_LACKS", "Route", "method_signature", "declare", "implemented_parameters", "is_default",
+__all__ = ["ALL", "METHOD_LACKS", "Route", "method_signature", "numpy_writes_out", "declare", "implemented_parameters", "is_default",
            "numpy_signature", "route"]

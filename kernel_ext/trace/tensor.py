@@ -20,7 +20,7 @@ from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
 from .operators import NumpyOperators
-from .signatures import method_signature, route
+from .signatures import method_signature, numpy_writes_out, route
 from .zero_d import ARRAY, zero_d_kind
 from .state import current_context, format_location
 
@@ -35,6 +35,9 @@ HANDLERS: dict[Callable, Callable[..., Any]] = {}
 #: when the trace layer is imported: ``FALLBACK["function"](func, args, kwargs)`` for a NumPy
 #: function HANDLERS lacks, ``FALLBACK["ufunc"](ufunc, method, inputs, kwargs)`` for a ufunc
 #: (method) without an op. Both run it as an opaque NumPy call inside the graph.
+#: ``FALLBACK["overwriting"](func, name, args, kwargs)`` (set by numpy_api) runs NumPy's own
+#: call on a copy of the argument ``name`` that it writes into (``out``), which then takes
+#: the copy's new contents.
 FALLBACK: dict[str, Callable[..., Any]] = {}
 
 #: ``UFUNC_METHODS[method](ufunc, inputs, kwargs)`` records ``ufunc.<method>`` (reduce,
@@ -198,7 +201,12 @@ class Tensor(NumpyOperators, inplace=True):
         out = kwargs.get("out")
         call = route(func, handler, args, kwargs,
                      _DISPATCHER_PARAMETERS if out is not None else frozenset())
+        if call.opaque is None and out is not None and numpy_writes_out(handler):
+            call.opaque = "out"
         if call.opaque is not None:
+            if out is not None and "overwriting" in FALLBACK:
+                # NumPy's own call writing into a copy of ``out``, which ``out`` then takes
+                return FALLBACK["overwriting"](func, "out", args, kwargs)
             if out is not None or "function" not in FALLBACK:
                 return _unhandled_function(self, func, args, kwargs, call.opaque)
             return FALLBACK["function"](func, args, kwargs)

@@ -1,0 +1,348 @@
+"""No argument is ever dropped: every natively traced NumPy function, every parameter.
+
+The walk (:func:`test_every_parameter_of_every_native_function_matches_eager`) takes each
+function of ``kx.trace.HANDLERS``, finds a base call NumPy accepts (required arguments drawn
+from :data:`BASE` by parameter name), then calls it once per parameter of NumPy's signature
+with a non-default value from :data:`SAMPLES` (also by name), through ``kx.function`` and
+eagerly, and compares everything a caller can see: the value (bitwise, NaN-equal, the sign of
+zeros), dtype, shape, 0-d form (NumPy scalar or 0-d array), the arguments after the call, and
+the exception type where NumPy raises. The array methods get the same walk. The numpy
+backend runs the whole walk; a smaller sample runs on ``auto``, ``numba`` and ``jit_compile``.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+import warnings
+from typing import Any, Callable
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext.trace.signatures import is_default, numpy_signature
+
+_rng = np.random.default_rng(7)
+F2 = np.round(_rng.standard_normal((3, 4)) * 4, 1)
+F2[0, 1] = 0.5
+F2[1, 2] = -2.5
+F1 = np.array([0.5, -1.5, 2.0, 3.25, -0.0, 7.0])
+SQ = np.array([[4.0, 1.0, 0.5], [1.0, 3.0, 0.25], [0.5, 0.25, 2.0]])
+I2 = _rng.integers(-9, 9, (3, 4))
+I1 = np.array([3, 0, 2, 2, 5, 1])
+C1 = F1 + 1j * F1[::-1]
+B2 = F2 > 0
+B1 = F1 > 0
+IDX = np.array([0, 1, 1, 0, 1, 0])
+F3 = np.round(_rng.standard_normal((2, 2, 4)) * 4, 1)
+T3 = np.eye(6).reshape(6, 2, 3) * 2.0 + 0.25
+U1 = np.array([3, 255, 0, 17], np.uint8)
+DATA = (F2, F1, SQ, I2, I1, C1, IDX, F3, T3, U1)
+
+#: Candidate values of a required parameter, by its name: the walk takes the first
+#: combination NumPy accepts as the base call.
+BASE: dict[str, tuple] = {
+    **{n: DATA for n in ("a", "x", "m", "ar", "arr", "array", "ary", "f", "p", "v", "filt",
+                         "val", "x1", "x2", "a1", "a2", "b", "A", "z", "element", "ar1",
+                         "ar2", "y", "prototype", "M", "c", "u")},
+    "test_elements": (F1, I1),
+    "condition": (B1, B2), "condlist": ([B1],), "mask": (B2, B1), "choicelist": ([F1],),
+    "funclist": ([1.0, 2.0],), "choices": ([F1, -F1],),
+    "indices": (np.array([0, 2, 1]), np.array([[0, 1, 2, 0]] * 3), 1),
+    "ind": (np.array([0, 2]),), "obj": (1, np.array([0, 2])), "values": (F1[:3], 9.0),
+    "vals": (F1[:2],), "kth": (1,), "q": (50.0, 0.5), "shape": ((4, 3), (12,), (2, 3, 4)),
+    "new_shape": ((4, 3),), "newshape": ((4, 3),), "reps": (2,), "repeats": (2,),
+    "shift": (1,), "source": (0,), "destination": (1,), "axis1": (0,), "axis2": (1,),
+    "indices_or_sections": (2, 3), "deg": (1,), "bins": (np.array([-1.0, 0.0, 2.0]),),
+    "xp": (np.linspace(-2.0, 8.0, 6),), "fp": (F1,), "pad_width": (1,), "fill_value": (7,),
+    "dst": (F2.copy(), F1.copy()), "src": (F2, F1), "dims": ((3, 4),), "multi_index": (
+        (np.array([0, 2]), np.array([1, 3])),), "keys": ((F1, I1),),
+    "k": (1,), "dtype": (np.float32,), "axis": (0,), "axes": (1,), "func1d": (np.sum,),
+    "func": (np.sum,), "tup": ((F1, F1), (F2, F2)), "arrays": ((F1, F1), (F2, F2), [SQ, SQ]),
+    "xi": ((F1, I1),), "arys": ((F2,), (F1,)), "args": ((F2, F1[:4]), (F1,)),
+    "operands": (("ij,jk->ik", SQ, SQ), ("i,i", F1, F1)), "subscripts": ("ij,jk->ik",),
+    "to_begin": (None,), "N": (3,), "n": (2,),
+}
+
+#: Non-default values of a parameter, by its name (``callable(base_kwargs)`` where the
+#: value depends on the data). At most two are tried per parameter.
+SAMPLES: dict[str, tuple] = {
+    "axis": (0, -1), "axes": ((1, 0), 0), "dtype": (np.float32, np.int32), "keepdims": (True,),
+    "ddof": (1,), "correction": (1, 2), "out": ("out",), "casting": ("unsafe", "no"),
+    "order": ("F", "A"), "decimals": (1, -1), "mode": ("wrap", "clip"),
+    "kind": ("stable", "mergesort"), "stable": (True,), "side": ("right",), "copy": (False,),
+    "subok": (True, False), "device": ("cpu",), "fill_value": (7,), "k": (1, -1),
+    "offset": (1,), "rtol": (0.5,), "atol": (0.5,), "equal_nan": (True, False),
+    "return_index": (True,), "return_inverse": (True,), "return_counts": (True,),
+    "invert": (True,), "assume_unique": (True,), "minlength": (10,), "prepend": (0.0,),
+    "append": (9.0,), "n": (2,), "bins": (3,), "range": ((-1.0, 1.0),), "density": (True,),
+    "left": (-1.0,), "right": (-2.0, True), "period": (3.0,), "full_matrices": (False,),
+    "compute_uv": (False,), "hermitian": (True,), "UPLO": ("U",), "rcond": (1e-3,),
+    "ord": (1, np.inf), "nan": (1.5,), "posinf": (9.0,), "neginf": (-9.0,),
+    "overwrite_input": (True,), "method": ("nearest", "lower"), "include_initial": (True,),
+    "edge_order": (2,), "bitorder": ("little",), "count": (3,), "to_end": (np.array([9.0]),),
+    "to_begin": (np.array([-9.0]),), "discont": (1.0,), "increasing": (True,),
+    "rowvar": (False,), "bias": (True,), "returned": (True,), "initial": (10.0, -3.0),
+    "where": (lambda b: _mask_like(b),), "weights": (lambda b: _weights_like(b),),
+    "mean": (lambda b: np.mean(b["_data"], keepdims=True),), "sorted": (False,),
+    "min": (0.0,), "max": (1.0,), "a_min": (0.0, None), "a_max": (1.0, None),
+    "optimize": (True, "greedy"), "shape": ((2, 2),), "repeats": (3,), "reps": (3,),
+    "shift": (2,), "trim": ("f",), "sparse": (True,), "indexing": ("ij",),
+    "dx": (0.5,), "x": (lambda b: np.linspace(0.0, 1.0, np.shape(b["_data"])[-1]),),
+    "upper": (True,), "rtol_": (), "tol": (0.5,), "p": (1, "fro"), "mode_qr": (),
+    "include": (), "m": (2,), "N": (4,), "deg": (2,), "full": (True,),
+    "wrap": (True,), "num": (), "s": ((4,),), "norm": ("ortho", "forward"),
+    "kth": (2,), "obj": (np.array([1]),), "values": (5.0,), "equal_nan_": (),
+    "ind": (1,), "y": (lambda b: np.asarray(b["_data"])[::-1].copy(),),
+    "axis1": (1,), "axis2": (0,), "axisa": (0,), "axisb": (0,), "axisc": (0,),
+    "fweights": (lambda b: np.arange(np.shape(b["_data"])[-1]) % 3 + 1,),
+    "aweights": (lambda b: np.linspace(0.5, 2.0, np.shape(b["_data"])[-1]),),
+    "return_indices": (True,), "w": (lambda b: np.linspace(0.5, 2.0, len(b["_data"])),),
+    "cov": (True,), "start": (1,), "sorter": (lambda b: np.argsort(b["_data"]),),
+    "default": (5.0,),
+}
+#: Parameters the walk never samples, with the reason.
+NOT_SAMPLED = {
+    "interpolation": "deprecated alias of method= (NumPy warns and maps it)",
+    "like": "the array-creation dispatch protocol (no traced functions take it)",
+}
+
+#: Natively traced functions the generic walk cannot call, each with its reason.
+SKIP = {
+    "apply_along_axis": "calls a Python function per slice: covered in test_numpy_ops",
+    "apply_over_axes": "calls a Python function per axis: covered in test_numpy_ops",
+    "piecewise": "its functions are Python callables: covered in test_numpy_ops",
+    "einsum_path": "returns a Python list describing a contraction, no array",
+    "histogram_bin_edges": "its data-dependent edges are covered with np.histogram",
+    "row_stack": "deprecated alias of vstack (NumPy warns on every call)",
+}
+
+
+#: Functions whose result values NumPy leaves unspecified: only dtype, shape, form compared.
+UNSPECIFIED_VALUES = {"empty_like": "NumPy leaves the contents uninitialized"}
+
+
+def _mask_like(base: dict) -> np.ndarray:
+    data = np.asarray(base["_data"])
+    return (np.arange(data.size).reshape(data.shape) % 3) != 1
+
+
+def _weights_like(base: dict) -> np.ndarray:
+    data = np.asarray(base["_data"])
+    return (np.arange(data.size).reshape(data.shape) % 4 + 1).astype(float)
+
+
+# -- comparing eager and traced ---------------------------------------------------------------
+
+def _same(eager: Any, traced: Any, where: str, values: bool = True) -> None:
+    if isinstance(eager, (tuple, list)):
+        assert type(traced) is type(eager), f"{where}: {type(traced)} != {type(eager)}"
+        assert len(traced) == len(eager), where
+        for i, (e, t) in enumerate(zip(eager, traced)):
+            _same(e, t, f"{where}[{i}]", values)
+        return
+    assert type(traced) is type(eager), \
+        f"{where}: type {type(traced).__name__} != eager {type(eager).__name__}"
+    if isinstance(eager, (np.ndarray, np.generic)):
+        assert traced.dtype == eager.dtype, f"{where}: dtype {traced.dtype} != {eager.dtype}"
+        assert traced.shape == eager.shape, f"{where}: shape {traced.shape} != {eager.shape}"
+        if not values:
+            return
+        if eager.dtype.kind in "fc":
+            assert np.array_equal(traced, eager, equal_nan=True), \
+                f"{where}: values\n{traced!r}\n!= eager\n{eager!r}"
+            for part in ((np.real, np.imag) if eager.dtype.kind == "c" else (np.asarray,)):
+                assert np.array_equal(np.signbit(part(traced)), np.signbit(part(eager))), \
+                    f"{where}: signs of zeros differ"
+        else:
+            assert np.array_equal(traced, eager), f"{where}: {traced!r} != eager {eager!r}"
+    else:
+        assert traced == eager, f"{where}: {traced!r} != eager {eager!r}"
+
+
+def _copy(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    if isinstance(value, (list, tuple)) and any(isinstance(v, np.ndarray) for v in value):
+        return type(value)(_copy(v) for v in value)
+    return value
+
+
+def _traced_slot(value: Any) -> bool:
+    return isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.dtype) or (
+        isinstance(value, (list, tuple)) and len(value) > 0 and
+        all(isinstance(v, np.ndarray) for v in value))
+
+
+def _call(func: Callable, args: tuple, kwargs: dict) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with np.errstate(all="ignore"):
+            return func(*args, **kwargs)
+
+
+def compare_call(func: Callable, args: tuple, kwargs: dict, options: dict,
+                 label: str, values: bool = True) -> None:
+    """``func(*args, **kwargs)`` through ``kx.function(**options)`` against eager NumPy: the
+    arrays among the arguments are traced inputs, everything else is static."""
+    flat = list(args) + list(kwargs.values())
+    slots = [i for i, v in enumerate(flat) if _traced_slot(v)]
+    names = list(kwargs)
+
+    def rebuild(filled: list) -> tuple[tuple, dict]:
+        full = list(flat)
+        for i, v in zip(slots, filled):
+            full[i] = v
+        return tuple(full[:len(args)]), dict(zip(names, full[len(args):]))
+
+    def program(*filled: Any) -> Any:
+        a, k = rebuild(list(filled))
+        return func(*a, **k)
+
+    eager_inputs = [_copy(flat[i]) for i in slots]
+    traced_inputs = [_copy(flat[i]) for i in slots]
+    try:
+        eager = _call(program, tuple(eager_inputs), {})
+    except Exception as e:  # NumPy raises: so must the traced call, with its type
+        with pytest.raises(type(e)):
+            _call(kx.function(program, **options), tuple(traced_inputs), {})
+        return
+    traced = _call(kx.function(program, **options), tuple(traced_inputs), {})
+    _same(eager, traced, f"{label}: result", values)
+    _same(eager_inputs, traced_inputs, f"{label}: arguments after the call")
+
+
+# -- the walk ----------------------------------------------------------------------------------
+
+def _name(func: Callable) -> str:
+    module = getattr(func, "__module__", "numpy")
+    prefix = "" if module in ("numpy", "numpy._core.numeric") or not module.startswith(
+        "numpy.") else module.replace("numpy.", "").split(".")[0] + "."
+    if prefix not in ("", "linalg.", "fft."):
+        prefix = ""
+    return prefix + func.__name__
+
+
+def _functions() -> list[Callable]:
+    seen = sorted(kx.trace.HANDLERS, key=_name)
+    return [f for f in seen if _name(f) not in SKIP]
+
+
+def _base_call(func: Callable) -> tuple[tuple, dict] | None:
+    """The first combination of :data:`BASE` candidates NumPy accepts for ``func``'s
+    required parameters (None if none does)."""
+    params = list(numpy_signature(func).parameters.values())
+    required = [p for p in params if p.default is inspect.Parameter.empty and
+                p.kind is not inspect.Parameter.VAR_KEYWORD and not (
+                    p.kind is inspect.Parameter.VAR_POSITIONAL and p.name not in BASE)]
+    choices = []
+    for p in required:
+        candidates = BASE.get(p.name)
+        if candidates is None:
+            return None
+        choices.append([(p, c) for c in candidates])
+    for combo in itertools.islice(itertools.product(*choices), 400):
+        args: list[Any] = []
+        kwargs: dict[str, Any] = {}
+        for p, value in combo:
+            if p.kind is inspect.Parameter.VAR_POSITIONAL:
+                args.extend(value)
+            elif p.kind is inspect.Parameter.KEYWORD_ONLY:
+                kwargs[p.name] = value
+            else:
+                args.append(value)
+        try:
+            result = _call(func, tuple(_copy(a) for a in args), dict(kwargs))
+        except Exception:
+            continue
+        if result is None and func.__name__ not in ("copyto", "place", "put", "put_along_axis",
+                                                    "fill_diagonal"):
+            continue
+        return tuple(args), kwargs
+    return None
+
+
+def _data_of(args: tuple) -> Any:
+    for a in args:
+        if isinstance(a, np.ndarray):
+            return a
+        if isinstance(a, (list, tuple)) and a and isinstance(a[0], np.ndarray):
+            return a[0]
+    return F2
+
+
+def _samples(func: Callable, base: tuple[tuple, dict]) -> list[tuple[str, tuple, dict]]:
+    """``(parameter, args, kwargs)`` of each call the walk makes for ``func``."""
+    args, kwargs = base
+    sig = numpy_signature(func)
+    bound = sig.bind_partial(*args, **kwargs).arguments
+    context = {"_data": _data_of(args)}
+    calls = []
+    for p in sig.parameters.values():
+        if p.kind in (inspect.Parameter.VAR_POSITIONAL, inspect.Parameter.VAR_KEYWORD):
+            continue
+        if p.name in bound and p.default is inspect.Parameter.empty:
+            continue
+        if p.name in NOT_SAMPLED or p.kind is inspect.Parameter.POSITIONAL_ONLY and \
+                p.default is inspect.Parameter.empty:
+            continue
+        for sample in SAMPLES.get(p.name, ())[:2]:
+            value = sample(context) if callable(sample) and not isinstance(sample, type) \
+                and not isinstance(sample, np.ufunc) else sample
+            if p.default is not inspect.Parameter.empty and is_default(value, p.default):
+                continue
+            call_args = list(args)
+            call_kwargs = dict(kwargs)
+            if value == "out" if isinstance(value, str) else False:
+                try:
+                    result = _call(func, tuple(_copy(a) for a in args), dict(kwargs))
+                except Exception:
+                    continue
+                if not isinstance(result, (np.ndarray, np.generic)):
+                    continue
+                value = np.zeros_like(np.asarray(result))
+            if p.kind is inspect.Parameter.POSITIONAL_ONLY:
+                continue
+            names = list(sig.parameters)
+            index = names.index(p.name)
+            if index < len(call_args) and p.kind is not inspect.Parameter.KEYWORD_ONLY:
+                call_args[index] = value
+            else:
+                call_kwargs[p.name] = value
+            calls.append((p.name, tuple(call_args), call_kwargs))
+    return calls
+
+
+def walk_plan() -> list[tuple[str, Callable, str, tuple, dict]]:
+    """Every call of the walk: ``(function name, function, parameter, args, kwargs)``."""
+    plan = []
+    for func in _functions():
+        base = _base_call(func)
+        if base is None:
+            continue
+        plan.append((_name(func), func, "(base)", base[0], base[1]))
+        plan.extend((_name(func), func, param, a, k) for param, a, k in _samples(func, base))
+    return plan
+
+
+_PLAN = walk_plan()
+NUMPY = {"backend": "numpy"}
+
+
+def test_the_walk_covers_every_native_function_and_its_parameters():
+    functions = {name for name, *_ in _PLAN}
+    missing = sorted(_name(f) for f in _functions() if _name(f) not in functions)
+    assert not missing, f"no base call found for {missing}: add candidates to BASE"
+    pairs = {(name, param) for name, _, param, _, _ in _PLAN if param != "(base)"}
+    print(f"signature walk: {len(functions)} functions, {len(pairs)} parameters, "
+          f"{len(_PLAN)} calls")
+    assert len(functions) >= 225 and len(pairs) >= 440
+
+
+@pytest.mark.parametrize("name", sorted({name for name, *_ in _PLAN}))
+def test_every_parameter_of_every_native_function_matches_eager(name):
+    for fname, func, param, args, kwargs in _PLAN:
+        if fname == name:
+            compare_call(func, args, kwargs, NUMPY, f"np.{name}({param}=...)",
+                         values=name not in UNSPECIFIED_VALUES)
