@@ -14,6 +14,7 @@ import operator
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .. import errors
 from ..ir import UFUNC_REDUCTIONS, OpKind
@@ -180,7 +181,8 @@ def _ndim_of(a: Any) -> int:
 def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     n = _ndim_of(a)
     axes = list(range(n))
-    i, j = axis1 % n, axis2 % n
+    i = normalize_axis_index(axis1, n, "axis1")
+    j = normalize_axis_index(axis2, n, "axis2")
     axes[i], axes[j] = axes[j], axes[i]
     return _transpose(a, axes)
 
@@ -188,8 +190,11 @@ def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
 @implements(np.moveaxis)
 def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
     n = _ndim_of(a)
-    src = [s % n for s in ([source] if isinstance(source, int) else source)]
-    dst = [d % n for d in ([destination] if isinstance(destination, int) else destination)]
+    src = list(normalize_axis_tuple(source, n, "source"))
+    dst = list(normalize_axis_tuple(destination, n, "destination"))
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of "
+                         "elements")
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -433,11 +438,15 @@ def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict:
 
 @implements(np.sort)
 def _sort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
+    if _ndim_of(a) == 0:  # (NumPy's own rules for a 0-d input: its call)
+        return numpy_call(np.sort, (a,), {"axis": axis, "kind": kind, "stable": stable})
     return bind(OpKind.SORT, (a,), _sort_attrs(axis, kind, stable))
 
 
 @implements(np.argsort)
 def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
+    if _ndim_of(a) == 0:  # (NumPy's argsort of a 0-d array is array([0]): its call)
+        return numpy_call(np.argsort, (a,), {"axis": axis, "kind": kind, "stable": stable})
     return bind(OpKind.ARGSORT, (a,), _sort_attrs(axis, kind, stable))
 
 
@@ -473,7 +482,9 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     target = _writable_target(a, "np.fill_diagonal")
     shape = target.shape
-    if shape is None or len(shape) < 2 or any(d is None for d in shape):
+    if shape is not None and len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if shape is None or any(d is None for d in shape):
         raise errors.UnsupportedOpError(
             "np.fill_diagonal on a traced value needs its shape known when tracing "
             f"(got {shape}). Fix: give the dimensions sizes in input_signature.")
@@ -1021,6 +1032,8 @@ def _trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     if filt.shape is None:
         return numpy_call(np.trim_zeros, (filt,), {"trim": trim, "axis": axis})
     np.trim_zeros(np.zeros((1,) * filt.ndim, filt.dtype), trim, axis)  # NumPy's checks
+    if filt.shape == ():
+        return filt  # (nothing to trim: NumPy hands the input back, in its own form)
     return bind(OpKind.TRIM_ZEROS, (filt,), {"trim": trim, "axis": _axis(axis)})
 
 
@@ -1057,7 +1070,6 @@ def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 # Departures: ``average`` with weights
 # does not raise ZeroDivisionError for weights that sum to zero (the check needs the data).
 
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple  # noqa: E402
 
 
 class _Opaque(Exception):
@@ -1479,9 +1491,10 @@ def _along_axis_target(arr: Any, indices: Any, axis: Any) -> tuple[Any, Any, int
         if _ndim_of(indices) != 1:
             raise ValueError("when axis=None, `indices` must have a single dimension.")
         return np.reshape(arr, (-1,)), indices, 0
+    axis = normalize_axis_index(axis, _ndim_of(arr))  # (NumPy's order of checks)
     if _ndim_of(indices) != _ndim_of(arr):
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    return arr, indices, normalize_axis_index(axis, _ndim_of(arr))
+    return arr, indices, axis
 
 
 @_composition(np.take_along_axis)
@@ -1671,7 +1684,9 @@ def _inner(a: Any, b: Any, /) -> Any:
     """NumPy's inner is ``dot(a, b)`` with ``b``'s last axis moved before its last but one."""
     a, b = _arr(a), _arr(b)
     if _ndim_of(a) == 0 or _ndim_of(b) == 0:
-        return np.multiply(a, b)
+        # (NumPy sums the products from zero, as a dot does: a -0.0 product becomes +0.0)
+        prod = np.multiply(a, b)
+        return np.add(prod, np.zeros((), prod.dtype))
     return np.dot(a, np.moveaxis(b, -1, -2) if _ndim_of(b) >= 2 else b)
 
 
@@ -1843,6 +1858,8 @@ def _multi_dot(arrays: Any) -> Any:
 def _tensorinv(a: Any, ind: int = 2) -> Any:
     a = _arr(a)
     shape = _static_shape(a)
+    if not shape:
+        raise _Opaque  # (NumPy's own error for a 0-d input)
     if ind <= 0:
         raise ValueError("Invalid ind argument.")
     inv_shape = shape[ind:] + shape[:ind]
@@ -2393,7 +2410,10 @@ def _real(val: Any) -> Any:
 @implements(np.imag)
 def _imag(val: Any) -> Any:
     val = _arr(val)
-    return bind(OpKind.IMAG, (val,)) if val.dtype.kind == "c" else _filled(val, 0, val.dtype)
+    if val.dtype.kind == "c" or val.shape == ():
+        # (a real 0-d value's .imag: a scalar's is a scalar, a 0-d array's an array)
+        return bind(OpKind.IMAG, (val,))
+    return _filled(val, 0, val.dtype)
 
 
 @implements(np.iscomplexobj)
@@ -2409,8 +2429,9 @@ def _isrealobj(x: Any) -> bool:
 @implements(np.iscomplex)
 def _iscomplex(x: Any) -> Any:
     x = _arr(x)
-    return np.not_equal(_imag(x), 0) if x.dtype.kind == "c" else _filled(x, False,
-                                                                          np.dtype(bool))
+    # (NumPy: ``zeros(shape, bool)[()]`` for a real input: a NumPy scalar when 0-d)
+    return np.not_equal(_imag(x), 0) if x.dtype.kind == "c" else mark_scalar(
+        _filled(x, False, np.dtype(bool)))
 
 
 @implements(np.isreal)
@@ -2538,8 +2559,8 @@ def _unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np
 @_composition(np.polyval)
 def _polyval(p: Any, x: Any) -> Any:
     p = _arr(p)
-    if isinstance(x, np.poly1d):
-        raise _Opaque
+    if isinstance(x, np.poly1d) or _ndim_of(p) == 0:
+        raise _Opaque  # (NumPy's own error for 0-d coefficients)
     x = _arr(x)
     y = np.zeros_like(x)
     for i in range(_static_shape(p)[0] if _ndim_of(p) else 0):
@@ -2552,8 +2573,8 @@ def _polyder(p: Any, m: int = 1) -> Any:
     m = int(m)
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
-    if isinstance(p, np.poly1d):
-        raise _Opaque
+    if isinstance(p, np.poly1d) or _ndim_of(_arr(p)) == 0:
+        raise _Opaque  # (NumPy's own error for 0-d coefficients)
     p = _arr(p)
     if m == 0:
         return p
@@ -2567,8 +2588,8 @@ def _polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
     k = _static(k)
-    if isinstance(p, np.poly1d):
-        raise _Opaque
+    if isinstance(p, np.poly1d) or _ndim_of(_arr(p)) == 0:
+        raise _Opaque  # (NumPy's own error for 0-d coefficients)
     k = np.zeros(m, float) if k is None else np.atleast_1d(k)
     if len(k) == 1 and m > 1:
         k = k[0] * np.ones(m, float)
@@ -2837,7 +2858,7 @@ def _fft_handler(name: str) -> Callable:
                  and p["axes"] is None else name}
         attrs.update((k, _static_attr(v)) for k, v in p.items()
                      if v is not None and v is not np._NoValue)
-        return bind(OpKind.FFT, (a,), attrs)
+        return mark_array(bind(OpKind.FFT, (a,), attrs))  # (a transform builds an array)
     handler.__name__ = f"_fft_{name}"
     return handler
 
@@ -2851,6 +2872,8 @@ for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", 
 def _fftshift(x: Any, axes: Any = None) -> Any:
     x = _arr(x)
     shape = _static_shape(x)
+    if not shape:
+        raise _Opaque  # (NumPy's own error for a 0-d input)
     if axes is None:
         axes = tuple(range(len(shape)))
         shift: Any = [d // 2 for d in shape]
@@ -2865,6 +2888,8 @@ def _fftshift(x: Any, axes: Any = None) -> Any:
 def _ifftshift(x: Any, axes: Any = None) -> Any:
     x = _arr(x)
     shape = _static_shape(x)
+    if not shape:
+        raise _Opaque  # (NumPy's own error for a 0-d input)
     if axes is None:
         axes = tuple(range(len(shape)))
         shift: Any = [-(d // 2) for d in shape]

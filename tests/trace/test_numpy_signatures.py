@@ -346,3 +346,42 @@ def test_every_parameter_of_every_native_function_matches_eager(name):
         if fname == name:
             compare_call(func, args, kwargs, NUMPY, f"np.{name}({param}=...)",
                          values=name not in UNSPECIFIED_VALUES)
+
+
+# -- 0-d inputs: NumPy scalars and 0-d arrays ------------------------------------------------
+
+def _zero_d_variants(args: tuple) -> list[tuple]:
+    """``args`` with each array argument made 0-d: a NumPy scalar, then a 0-d array, of its
+    first element (so the 0-d form of every result is compared too)."""
+    variants = []
+    for i, a in enumerate(args):
+        if isinstance(a, np.ndarray) and a.ndim:
+            first = a.reshape(-1)[0]
+            for zero_d in (first, np.array(first)):
+                variants.append(args[:i] + (zero_d,) + args[i + 1:])
+            break
+    return variants
+
+
+#: 0-d calls the walk leaves out, with the reason.
+ZERO_D_SKIP = {
+    "copyto": "NumPy refuses a NumPy scalar destination (TypeError); a trace cannot tell a "
+              "scalar argument from a 0-d array before the call (the same graph serves both)",
+    "place": "as copyto: NumPy refuses a NumPy scalar destination",
+}
+
+_ZERO_D_PLAN = [(name, func, args, kwargs) for name, func, param, base_args, kwargs in _PLAN
+                if param == "(base)" and name not in ZERO_D_SKIP
+                for args in _zero_d_variants(base_args)]
+
+
+def test_the_zero_d_walk_covers_every_native_function():
+    assert len({name for name, *_ in _ZERO_D_PLAN}) >= 200
+
+
+@pytest.mark.parametrize("name", sorted({name for name, *_ in _ZERO_D_PLAN}))
+def test_zero_d_inputs_of_every_native_function_match_eager(name):
+    for fname, func, args, kwargs in _ZERO_D_PLAN:
+        if fname == name:
+            compare_call(func, args, kwargs, NUMPY, f"np.{name}(0-d {type(args[0]).__name__})",
+                         values=name not in UNSPECIFIED_VALUES)
