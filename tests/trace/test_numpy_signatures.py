@@ -385,3 +385,108 @@ def test_zero_d_inputs_of_every_native_function_match_eager(name):
         if fname == name:
             compare_call(func, args, kwargs, NUMPY, f"np.{name}(0-d {type(args[0]).__name__})",
                          values=name not in UNSPECIFIED_VALUES)
+
+
+# -- the array methods ------------------------------------------------------------------------
+
+#: ndarray's documented method parameters (C methods have no inspect signature).
+METHOD_PARAMETERS = {
+    "sum": "axis=None, dtype=None, out=None, keepdims=False, initial=0, where=True",
+    "prod": "axis=None, dtype=None, out=None, keepdims=False, initial=1, where=True",
+    "mean": "axis=None, dtype=None, out=None, keepdims=False, *, where=True",
+    "std": "axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=0",
+    "var": "axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=True, mean=0",
+    "max": "axis=None, out=None, keepdims=False, initial=0, where=True",
+    "min": "axis=None, out=None, keepdims=False, initial=0, where=True",
+    "argmax": "axis=None, out=None, *, keepdims=False",
+    "argmin": "axis=None, out=None, *, keepdims=False",
+    "any": "axis=None, out=None, keepdims=False, *, where=True",
+    "all": "axis=None, out=None, keepdims=False, *, where=True",
+    "round": "decimals=0, out=None", "clip": "min=None, max=None, out=None, *, dtype=None",
+    "take": "indices, axis=None, out=None, mode='raise'",
+    "cumsum": "axis=None, dtype=None, out=None", "cumprod": "axis=None, dtype=None, out=None",
+    "argsort": "axis=-1, kind=None, order=None, *, stable=None",
+    "sort": "axis=-1, kind=None, order=None, *, stable=None",
+    "diagonal": "offset=0, axis1=0, axis2=1",
+    "trace": "offset=0, axis1=0, axis2=1, dtype=None, out=None",
+    "repeat": "repeats, axis=None", "searchsorted": "v, side='left', sorter=None",
+    "compress": "condition, axis=None, out=None", "choose": "choices, out=None, mode='raise'",
+    "argpartition": "kth, axis=-1, kind='introselect', order=None",
+    "partition": "kth, axis=-1, kind='introselect', order=None",
+    "squeeze": "axis=None", "swapaxes": "axis1, axis2", "copy": "order='C'",
+    "dot": "b, out=None", "flatten": "order='C'", "ravel": "order='C'",
+    "astype": "dtype, order='K', casting='unsafe', subok=True, copy=True",
+    "reshape": "shape, /, *, order='C', copy=None", "put": "indices, values, mode='raise'",
+    "fill": "value", "nonzero": "", "conj": "", "transpose": "",
+}
+#: The data each method is walked on (the first that NumPy accepts for the base call).
+METHOD_DATA = (F2, I2, IDX, F1, SQ)
+
+
+def _method_signature(name: str) -> inspect.Signature:
+    namespace: dict[str, Any] = {}
+    exec(f"def method(self, {METHOD_PARAMETERS[name]}): pass", {}, namespace)  # noqa: S102
+    return inspect.Signature(list(inspect.signature(namespace["method"]).parameters.values())[1:])
+
+
+def _method_plan() -> list[tuple[str, Callable, str, tuple, dict]]:
+    plan = []
+    extra = {"shape": ((4, 3),), "value": (2.5,), "condition": ([True, False, True],),
+             "b": (F2.T.copy(), F1)}
+    for name in sorted(METHOD_PARAMETERS):
+        sig = _method_signature(name)
+
+        def method(x: Any, *args: Any, _name: str = name, **kwargs: Any) -> Any:
+            return getattr(x, _name)(*args, **kwargs)
+        method.__name__ = name
+        required = [p for p in sig.parameters.values() if p.default is inspect.Parameter.empty]
+        base = None
+        for data in METHOD_DATA:
+            for combo in itertools.product(*[extra.get(p.name, BASE.get(p.name, ()))
+                                              for p in required]):
+                try:
+                    _call(method, (_copy(data), *combo), {})
+                except Exception:
+                    continue
+                base = (data, *combo)
+                break
+            if base is not None:
+                break
+        assert base is not None, f"no base call for x.{name}"
+        plan.append((name, method, "(base)", base, {}))
+        context = {"_data": base[0]}
+        for p in sig.parameters.values():
+            if p.default is inspect.Parameter.empty:
+                continue
+            for sample in SAMPLES.get(p.name, ())[:2]:
+                value = sample(context) if callable(sample) and not isinstance(sample, type) \
+                    else sample
+                if is_default(value, p.default):
+                    continue
+                if isinstance(value, str) and value == "out":
+                    try:
+                        result = _call(method, tuple(_copy(a) for a in base), {})
+                    except Exception:
+                        continue
+                    if not isinstance(result, (np.ndarray, np.generic)):
+                        continue
+                    value = np.zeros_like(np.asarray(result))
+                plan.append((name, method, p.name, base, {p.name: value}))
+    return plan
+
+
+_METHOD_PLAN = _method_plan()
+
+
+def test_the_method_walk_covers_every_array_method():
+    assert {name for name, *_ in _METHOD_PLAN} == set(METHOD_PARAMETERS)
+    pairs = {(name, param) for name, _, param, _, _ in _METHOD_PLAN if param != "(base)"}
+    print(f"method walk: {len(METHOD_PARAMETERS)} methods, {len(pairs)} parameters")
+    assert len(pairs) >= 100
+
+
+@pytest.mark.parametrize("name", sorted(METHOD_PARAMETERS))
+def test_every_parameter_of_every_array_method_matches_eager(name):
+    for mname, method, param, args, kwargs in _METHOD_PLAN:
+        if mname == name:
+            compare_call(method, args, kwargs, NUMPY, f"x.{name}({param}=...)")
