@@ -490,3 +490,157 @@ def test_every_parameter_of_every_array_method_matches_eager(name):
     for mname, method, param, args, kwargs in _METHOD_PLAN:
         if mname == name:
             compare_call(method, args, kwargs, NUMPY, f"x.{name}({param}=...)")
+
+
+# -- named behaviours, on every executor --------------------------------------------------------
+
+PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
+         "jit": {"jit_compile": True}}
+executors = pytest.mark.parametrize("path", sorted(PATHS))
+
+
+def _each(path: str, cases: list[tuple[Callable, tuple]]) -> None:
+    for i, (fn, args) in enumerate(cases):
+        compare_call(fn, args, {}, PATHS[path], f"case {i} on {path}")
+
+
+@executors
+def test_std_and_var_take_correction_as_ddof(path):
+    x = np.array([[1.0, 2.0, 4.0], [3.0, 5.0, 9.0]])
+    _each(path, [
+        (lambda a: np.std(a, axis=1, correction=1), (x,)),
+        (lambda a: np.var(a, correction=2), (x,)),
+        (lambda a: np.var(a, axis=0, correction=2), (x,)),  # n - correction = 0: inf/nan
+        (lambda a: np.std(a, axis=0, correction=3), (x,)),  # negative: nan
+        (lambda a: np.std(a, ddof=1, correction=1), (x,)),  # NumPy's ValueError
+        (lambda a: a.std(correction=1), (x,)),  # the method has no correction=: TypeError
+    ])
+
+
+@executors
+def test_round_of_integers_keeps_their_dtype_and_exact_values(path):
+    big = np.array([1, 25, -35, 9007199254740993, -9007199254740995])
+    cases = [(lambda a: np.round(a, -1), (big,)), (lambda a: np.around(a), (big,)),
+             (lambda a: a.round(-2), (big,)), (lambda a: np.round(a, 2), (big,))]
+    for dtype in (np.int8, np.int16, np.uint8, np.int32, np.uint64):
+        small = np.array([0, 5, 15, 25, 35, 104, 127], dtype)
+        cases += [(lambda a: np.round(a), (small,)), (lambda a: np.round(a, -1), (small,))]
+    _each(path, cases)
+
+
+@executors
+def test_round_with_negative_decimals_divides_then_multiplies(path):
+    x = np.array([1234.5678, -0.000123, 55.55, 1e300, -2.5e-5], np.float64)
+    _each(path, [(lambda a: np.round(a, -2), (x,)), (lambda a: np.round(a, 3), (x,)),
+                 (lambda a: np.round(a, -1), (x.astype(np.float32),))])
+
+
+@executors
+def test_linalg_vecdot_pairs_each_operands_own_axis(path):
+    a, b1, b2 = np.arange(6.0).reshape(2, 3), np.arange(3.0), np.arange(2.0)
+    c = np.arange(24.0).reshape(2, 3, 4) - 7
+    _each(path, [
+        (lambda p, q: np.linalg.vecdot(p, q, axis=0), (a, b2)),  # NumPy: fine, shape (3,)
+        (lambda p, q: np.linalg.vecdot(p, q, axis=0), (a, b1)),  # NumPy: ValueError
+        (lambda p, q: np.linalg.vecdot(p, q, axis=1), (a, b1)),  # NumPy: AxisError
+        (lambda p, q: np.linalg.vecdot(p, q, axis=-1), (a, b1)),
+        (lambda p, q: np.linalg.vecdot(p, q, axis=-2), (c, a)),
+        (lambda p, q: np.linalg.vecdot(p, q, axis=1), (c, a[:, :, None][0])),
+    ])
+
+
+@executors
+def test_vecdot_shape_errors_are_value_errors(path):
+    a = np.ones((2, 3))
+    _each(path, [(lambda p, q: np.vecdot(p, q), (a, np.ones(4))),
+                 (lambda p, q: np.vecdot(p, q, axis=0), (a, np.ones((2, 4)))),
+                 (lambda p, q: np.vecdot(p, q, axis=0), (a, np.ones((3, 2))))])
+
+
+@executors
+def test_zero_d_forms_of_unique_results_and_broadcast_arrays(path):
+    _each(path, [
+        (lambda a: np.unique_inverse(a).inverse_indices, (np.float64(3.0),)),
+        (lambda a: np.unique_all(a).inverse_indices, (np.array(3.0),)),
+        (lambda a: np.unique(a, return_inverse=True)[1], (np.float64(3.0),)),
+        (lambda a: np.broadcast_arrays(a), (np.int16(0),)),
+        (lambda a: np.broadcast_arrays(a, a), (np.array(2.5),)),
+    ])
+
+
+@executors
+def test_power_takes_numpys_fast_paths_for_float_and_complex_arrays(path):
+    rng = np.random.default_rng(3)
+    z = (rng.standard_normal(64) + 1j * rng.standard_normal(64)) * 1e3
+    f = rng.standard_normal(64).astype(np.float32) * 100
+
+    def inplace(a: Any) -> Any:
+        a **= 2
+        return a
+    _each(path, [(lambda a: a ** 2, (z,)), (lambda a: a ** -1, (z,)), (lambda a: a ** 0.5, (z,)),
+                 (lambda a: a ** 2.0, (z,)), (lambda a: a ** 3, (z,)),
+                 (lambda a: a[0] ** 2, (z,)),  # a NumPy scalar: np.power
+                 (lambda a: a[...] ** 2, (z[:1].reshape(()),)),  # a 0-d array: np.square
+                 (inplace, (z,)), (lambda a: a ** 0.5, (f,)), (lambda a: a ** -1, (f,))])
+
+
+@executors
+def test_clip_honours_dtype_where_and_numpys_argument_rules(path):
+    x = np.array([[-2.0, 0.5, 3.0], [1.5, 7.0, -0.25]])
+    _each(path, [
+        (lambda a: np.clip(a, 0, 1, dtype=np.float32), (x,)),
+        (lambda a, o: np.clip(a, 0, 1, where=a > 0, out=o), (x, np.full_like(x, 9.0))),
+        (lambda a: np.clip(a, 0), (x,)),  # NumPy: TypeError (a_max missing)
+        (lambda a: np.clip(a, 0, 1, min=0), (x,)),  # NumPy: ValueError
+        (lambda a: np.clip(a, None, None), (x,)),
+        (lambda a: a.clip(0.5), (x,)), (lambda a: a.clip(max=1, dtype=np.float32), (x,)),
+    ])
+
+
+@executors
+def test_nan_to_num_copy_false_writes_into_the_argument(path):
+    x = np.array([np.nan, np.inf, -np.inf, 1.0])
+    z = np.array([complex(np.nan, np.inf), 1 + 2j])
+    _each(path, [(lambda a: np.nan_to_num(a, copy=False), (x,)),
+                 (lambda a: (np.nan_to_num(a, copy=False, nan=-1.0), a), (x,)),
+                 (lambda a: np.nan_to_num(a, copy=False), (z,))])
+
+
+@executors
+def test_overwrite_input_leaves_the_argument_as_numpy_does(path):
+    x = np.array([[9.0, 1.0, 7.0, 3.0, 5.0], [2.0, 8.0, 4.0, 6.0, 0.0]])
+    _each(path, [(lambda a: np.median(a, overwrite_input=True), (x,)),
+                 (lambda a: np.median(a, axis=1, overwrite_input=True), (x,)),
+                 (lambda a: np.percentile(a, 30, overwrite_input=True), (x,)),
+                 (lambda a: np.quantile(a, [0.2, 0.9], axis=0, overwrite_input=True), (x,))])
+
+
+@executors
+def test_parameters_without_a_rule_run_numpys_own_call(path):
+    x = np.array([[1.0, -2.0, 3.0], [4.0, 5.0, -6.0]])
+    _each(path, [(lambda a: np.sum(a, where=a > 0), (x,)),
+                 (lambda a: np.max(a, initial=10.0), (x,)),
+                 (lambda a: np.reshape(a, (3, 2), order="F"), (x,)),
+                 (lambda a: np.take(a, [0, 7], mode="wrap"), (x,)),
+                 (lambda a: np.mean(a, axis=0, where=a > 0), (x,)),
+                 (lambda a: np.concatenate([a, a], casting="no"), (x,)),
+                 (lambda a: np.stack([a, a], dtype=np.float32), (x,))])
+
+
+def test_a_parameter_without_a_rule_is_an_opaque_call_in_the_graph():
+    f = kx.function(lambda a: np.sum(a, where=a > 0), backend="numpy")
+    graph = f.get_concrete_function(np.ones(3)).graph
+    assert any(node.op.value == "numpy_call" for node in graph.nodes)
+    g = kx.function(lambda a: np.sum(a, axis=0, keepdims=False), backend="numpy")
+    assert not any(node.op.value == "numpy_call"
+                   for node in g.get_concrete_function(np.ones(3)).graph.nodes)
+
+
+def test_a_keyword_numpy_does_not_know_raises_its_type_error():
+    x = np.ones(3)
+    for fn in (lambda a: np.sum(a, foo=1), lambda a: np.clip(a, 0, 1, foo=1),
+               lambda a: a.round(foo=1), lambda a: np.linalg.vecdot(a, a, foo=1)):
+        with pytest.raises(TypeError):
+            fn(x)
+        with pytest.raises(TypeError):
+            kx.function(fn, backend="numpy")(x)
