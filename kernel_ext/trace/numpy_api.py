@@ -334,7 +334,9 @@ def _round(a: Any, decimals: Any = 0) -> Any:
         return numpy_call(np.round, (a, decimals), {})
     integer = dtype.kind in "iu"
     if decimals >= 0 and integer:
-        return np.copy(a) if isinstance(a, (Tensor, Variable)) else a
+        # a copy (NumPy's round of a 0-d array is a NumPy scalar, as its rint would be)
+        return mark_scalar(bind(OpKind.COPY, (a,))) if isinstance(a, (Tensor, Variable)) \
+            else a
     if decimals == 0:
         return np.rint(a)
     scale = float(10.0 ** abs(decimals))
@@ -570,10 +572,17 @@ def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
             attrs["ddof"] = p["ddof"]
         if method and p.get("method", "linear") != "linear":
             attrs["method"] = p["method"]
-        return bind(kind, (p["a"],), attrs)
+        result = bind(kind, (p["a"],), attrs)
+        # (the median and quantile family reshape a keepdims result: a 0-d one is an array)
+        return mark_array(result) if attrs["keepdims"] and kind in _RESHAPED_KEEPDIMS \
+            else result
     handler.__name__ = f"_{kind.value}"
     # (it binds every parameter itself: the options no op covers run NumPy's own call)
     return declare(handler, numpy_signature(func).parameters.keys())
+
+
+_RESHAPED_KEEPDIMS = frozenset({OpKind.MEDIAN, OpKind.NANMEDIAN, OpKind.PERCENTILE,
+                                OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE})
 
 
 class OverwritingCall:

@@ -521,6 +521,7 @@ def test_std_and_var_take_correction_as_ddof(path):
 def test_round_of_integers_keeps_their_dtype_and_exact_values(path):
     big = np.array([1, 25, -35, 9007199254740993, -9007199254740995])
     cases = [(lambda a: np.round(a, -1), (big,)), (lambda a: np.around(a), (big,)),
+             (lambda a: np.round(a, 2), (np.int16(7),)), (lambda a: np.round(a), (np.array(9),)),
              (lambda a: a.round(-2), (big,)), (lambda a: np.round(a, 2), (big,))]
     for dtype in (np.int8, np.int16, np.uint8, np.int32, np.uint64):
         small = np.array([0, 5, 15, 25, 35, 104, 127], dtype)
@@ -644,3 +645,39 @@ def test_a_keyword_numpy_does_not_know_raises_its_type_error():
             fn(x)
         with pytest.raises(TypeError):
             kx.function(fn, backend="numpy")(x)
+
+
+# -- generated keyword programs (tests/programs.py), on every executor --------------------------
+
+#: Keyword programs per path (batches of 8 traced as one function; numba compiles every fused
+#: segment, so it runs fewer).
+KEYWORD_PROGRAMS = {"numpy": 160, "auto": 64, "numba": 32, "jit": 64}
+
+
+def _close(got: Any, expected: Any, where: str, path: str) -> None:
+    """Exact (value, dtype, shape, 0-d form) on the numpy executor and auto; on numba and
+    jit a float result may come from a fused sum in another order (the documented bound)."""
+    if path in ("numpy", "auto") or np.asarray(expected).dtype.kind not in "fc":
+        return _same(expected, got, where)
+    assert type(got) is type(expected), f"{where}: {type(got)} != {type(expected)}"
+    g, e = np.asarray(got), np.asarray(expected)
+    assert g.dtype == e.dtype and g.shape == e.shape, f"{where}: {g.dtype}{g.shape}"
+    tol = 2e-6 if e.dtype in (np.float32, np.complex64) else 1e-12
+    np.testing.assert_allclose(g, e, rtol=tol, atol=tol, equal_nan=True, err_msg=where)
+
+
+@executors
+def test_generated_keyword_programs_agree_on_every_path(path):
+    from programs import Batch, make_keyword_program
+    for start in range(0, KEYWORD_PROGRAMS[path], 8):
+        prog = Batch([make_keyword_program(seed) for seed in range(start, start + 8)])
+        inputs = [_copy(x) for x in prog.inputs]
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            expected = prog(*[_copy(x) for x in prog.inputs])
+            got = kx.function(prog, **PATHS[path])(*inputs)
+        where = f"programs {start}..{start + 7} on {path}: {prog.describe()}"
+        assert len(got) == len(expected), where
+        for k, (g, e) in enumerate(zip(got, expected)):
+            _close(g, e, f"{where} -> output {k}", path)
+        _same([_copy(x) for x in prog.inputs], inputs, f"{where}: arguments after the call")
