@@ -18,7 +18,9 @@ What a handler implements comes from its own signature (the names of its paramet
 are NumPy's names), or from an explicit list where the handler takes ``*args, **kwargs`` and
 binds them itself: :func:`declare` sets it. A ``**kwargs`` of NumPy's own (``np.clip``'s ufunc
 keywords, ``np.pad``'s mode options) counts each keyword as a parameter of its own. ``out=``
-is the dispatcher's: the result is written into ``out`` as an in-place update.
+is the dispatcher's: the handler's result is written into ``out`` as an in-place update, or,
+for a handler marked with ``declare.numpy_writes_out`` and for a call that goes opaque,
+NumPy's own call writes into a copy of ``out``, which ``out`` then takes.
 """
 
 from __future__ import annotations
@@ -85,7 +87,7 @@ def implemented_parameters(handler: Callable, func: Callable | None = None) -> f
     key = (handler, func)
     found = _IMPLEMENTED.get(key)
     if found is None:
-        declared = getattr(handler, "numpy_parameters", None)
+        declared = getattr(inspect.unwrap(handler), "numpy_parameters", None)
         if declared is not None:
             found = frozenset(declared)
         else:
@@ -186,5 +188,5 @@ def method_signature(func: Callable) -> inspect.Signature:
     return inspect.Signature([p for p in params if p.name not in lacks])
 
 
-__all__ = ["ALL", "METHOD_LACKS", "Route", "method_signature", "numpy_writes_out", "declare", "implemented_parameters", "is_default",
-           "numpy_signature", "route"]
+__all__ = ["ALL", "METHOD_LACKS", "Route", "declare", "implemented_parameters", "is_default",
+           "method_signature", "numpy_signature", "numpy_writes_out", "route"]
