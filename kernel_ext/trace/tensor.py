@@ -21,8 +21,8 @@ from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, No
                   OpKind)
 from .operators import NumpyOperators
 from .signatures import method_signature, numpy_writes_out, route
-from .zero_d import ARRAY, zero_d_kind
 from .state import current_context, format_location
+from .zero_d import ARRAY, zero_d_kind
 
 if TYPE_CHECKING:
     from .context import TraceContext

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
+from kernel_ext.ir import interpret
 from kernel_ext.trace.signatures import is_default, numpy_signature
 
 _rng = np.random.default_rng(7)
@@ -679,6 +680,14 @@ def test_generated_keyword_programs_agree_on_every_path(path):
         for k, (g, e) in enumerate(zip(got, expected)):
             _close(g, e, f"{where} -> output {k}", path)
         _same([_copy(x) for x in prog.inputs], inputs, f"{where}: arguments after the call")
+        if path == "numpy":  # and the reference interpreter runs the same graph to NumPy's bits
+            with warnings.catch_warnings(), np.errstate(all="ignore"):
+                warnings.simplefilter("ignore")
+                graph = kx.function(prog, backend="numpy").get_concrete_function(
+                    *prog.inputs).graph
+                interpreted = interpret(graph, [_copy(x) for x in prog.inputs])
+            for k, (g, e) in enumerate(zip(interpreted, expected)):
+                _same(np.asarray(e), np.asarray(g), f"{where} -> output {k} (interpreter)")
 
 
 #: Every WALK_SAMPLE-th call of the walk (and of the method walk) also runs on the other paths.
