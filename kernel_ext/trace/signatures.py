@@ -121,21 +121,24 @@ def is_default(value: Any, default: Any) -> bool:
 
 class Route:
     """How one call of a natively traced function proceeds: ``opaque`` (the parameter that
-    sends it to NumPy's own call, or None), else the handler's ``args`` and ``kwargs``."""
+    sends it to NumPy's own call, or None), else the handler's ``args`` and ``kwargs``;
+    ``out`` is the call's ``out=`` argument however it was passed (None if not given)."""
 
-    __slots__ = ("opaque", "args", "kwargs")
+    __slots__ = ("opaque", "args", "kwargs", "out")
 
-    def __init__(self, opaque: str | None, args: tuple = (), kwargs: dict | None = None) -> None:
-        self.opaque, self.args, self.kwargs = opaque, args, kwargs or {}
+    def __init__(self, opaque: str | None, args: tuple = (), kwargs: dict | None = None,
+                 out: Any = None) -> None:
+        self.opaque, self.args, self.kwargs, self.out = opaque, args, kwargs or {}, out
 
 
-def route(func: Callable, handler: Callable, args: tuple, kwargs: dict,
-          dispatcher_parameters: frozenset[str] = frozenset()) -> Route:
+#: Parameters the dispatcher handles itself, never passed to a handler: ``out=`` (written
+#: as an in-place update, see the module docstring).
+DISPATCHER_PARAMETERS = frozenset({"out"})
+
+
+def route(func: Callable, handler: Callable, args: tuple, kwargs: dict) -> Route:
     """Bind ``func(*args, **kwargs)`` with NumPy's signature and decide (module docstring).
-
-    ``dispatcher_parameters`` are handled by the caller (``out``) and never reach the
-    handler. Raises NumPy's ``TypeError`` for a call NumPy's signature rejects.
-    """
+    Raises NumPy's ``TypeError`` for a call NumPy's signature rejects."""
     sig = numpy_signature(func)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -144,6 +147,8 @@ def route(func: Callable, handler: Callable, args: tuple, kwargs: dict,
         raise TypeError(f"{name}() {e}") from None
     implemented = implemented_parameters(handler, func)
     given = bound.arguments
+    out = given.get("out") if "out" in sig.parameters else None
+    dispatcher_parameters = DISPATCHER_PARAMETERS if out is not None else frozenset()
     pos: list[Any] = []
     kw: dict[str, Any] = {}
     gap = False  # (a positional parameter was skipped: later ones go by name, or cannot go)
@@ -156,23 +161,23 @@ def route(func: Callable, handler: Callable, args: tuple, kwargs: dict,
         if param.kind is _P.VAR_KEYWORD:
             for key, item in value.items():
                 if key not in implemented and "*" not in implemented:
-                    return Route(key)
+                    return Route(key, out=out)
                 kw[key] = item
         elif param.kind is _P.VAR_POSITIONAL:
             if gap and value:
-                return Route(name)
+                return Route(name, out=out)
             pos.extend(value)
         elif name not in implemented:
             if not is_default(value, param.default):
-                return Route(name)
+                return Route(name, out=out)
             gap = gap or positional
         elif positional and not gap:
             pos.append(value)
         elif param.kind is _P.POSITIONAL_ONLY:
-            return Route(name)  # (cannot follow a parameter left out)
+            return Route(name, out=out)  # (cannot follow a parameter left out)
         else:
             kw[name] = value
-    return Route(None, tuple(pos), kw)
+    return Route(None, tuple(pos), kw, out)
 
 
 #: Parameters of a NumPy function that its ndarray method lacks (``x.std(correction=1)`` is a

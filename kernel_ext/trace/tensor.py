@@ -198,9 +198,8 @@ class Tensor(NumpyOperators, inplace=True):
             return _unhandled_function(self, func, args, kwargs)
         # NumPy's signature binds the call; a parameter the handler does not implement,
         # given a value other than its default, runs the call as NumPy's own (signatures.py)
-        out = kwargs.get("out")
-        call = route(func, handler, args, kwargs,
-                     _DISPATCHER_PARAMETERS if out is not None else frozenset())
+        call = route(func, handler, args, kwargs)
+        out = call.out
         if call.opaque is None and out is not None and numpy_writes_out(handler):
             call.opaque = "out"
         if call.opaque is not None:
@@ -573,9 +572,6 @@ class Tensor(NumpyOperators, inplace=True):
 
     def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
         return np.cumprod(self, axis=axis, dtype=dtype, out=out)
-
-
-_DISPATCHER_PARAMETERS = frozenset({"out"})
 
 
 def _method_call(tensor: Tensor, name: str, args: tuple, kwargs: dict) -> Any:

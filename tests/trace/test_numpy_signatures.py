@@ -718,3 +718,14 @@ def _compare_within_the_sum_bound(func: Callable, args: tuple, kwargs: dict,
     for e, g in zip(*(v if isinstance(v, (tuple, list)) else (v,) for v in (expected, got))):
         np.testing.assert_allclose(np.asarray(g), np.asarray(e), rtol=1e-12, atol=1e-12,
                                    equal_nan=True)
+
+
+@executors
+def test_out_given_by_position_is_written_as_numpy_writes_it(path):
+    a = np.arange(6.0).reshape(2, 3) - 2.5
+    _each(path, [
+        (lambda x, o: (np.sum(x, 0, None, o, True), o), (a, np.zeros((1, 3)))),
+        (lambda x, o: (np.fft.fft(x, None, -1, None, o), o), (a, np.zeros((2, 3), complex))),
+        (lambda x, o: (np.clip(x, 0, 1, o), o), (a, np.zeros((2, 3)))),
+        (lambda x, o: (np.cumsum(x, 1, None, o), o), (a, np.zeros((2, 3)))),
+    ])
