@@ -530,9 +530,13 @@ def test_round_of_integers_keeps_their_dtype_and_exact_values(path):
 
 @executors
 def test_round_with_negative_decimals_divides_then_multiplies(path):
-    x = np.array([1234.5678, -0.000123, 55.55, 1e300, -2.5e-5], np.float64)
-    _each(path, [(lambda a: np.round(a, -2), (x,)), (lambda a: np.round(a, 3), (x,)),
-                 (lambda a: np.round(a, -1), (x.astype(np.float32),))])
+    # (values where multiplying by 10.0**-d first rounds differently from NumPy's division)
+    x = np.array([1234.5678, -0.000123, 8241988343.87, 841331567918.0, 1e300, -2.5e-5])
+    x32 = np.array([-32073314205696.0, 194979248.0, 996312448.0, 11647.5439453125, 0.5],
+                   np.float32)
+    _each(path, [(lambda a: np.round(a, -5), (x,)), (lambda a: np.round(a, 3), (x,)),
+                 (lambda a: np.round(a, -1), (x32,)), (lambda a: np.round(a, -2), (x32,)),
+                 (lambda a: np.round(a, -3), (x32,))])
 
 
 @executors
