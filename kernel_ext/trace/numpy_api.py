@@ -637,6 +637,45 @@ def _overwriting_call(func: Callable, name: str, args: tuple, kwargs: dict) -> A
 FALLBACK["overwriting"] = _overwriting_call
 
 
+class UfuncIntoCopy:
+    """``ufunc(*inputs, out=copies of out, **kwargs)`` returning the copies: a ufunc call
+    with ``out=`` and keywords no op has (``where=`` keeps ``out``'s old values where it is
+    False) as a pure call whose results the ``out`` arrays then take."""
+
+    writes_a_copy = True  # (numpy_call lets its out= through: the buffers are copies)
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self.ufunc = ufunc
+        self.__name__ = ufunc.__name__
+        self.__module__ = "numpy"
+
+    def __call__(self, *inputs: Any, out: tuple, **kwargs: Any) -> tuple:
+        work = tuple(np.array(o, copy=True) for o in out)
+        self.ufunc(*inputs, out=work, **kwargs)
+        return work
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UfuncIntoCopy) and other.ufunc is self.ufunc
+
+    def __hash__(self) -> int:
+        return hash((UfuncIntoCopy, self.ufunc))
+
+
+def _ufunc_into(ufunc: np.ufunc, inputs: tuple, out: Any, kwargs: dict) -> Any:
+    """NumPy's ``ufunc(*inputs, out=out, **kwargs)``, each ``out`` array updated in place."""
+    targets = out if isinstance(out, tuple) else (out,)
+    new = numpy_call(UfuncIntoCopy(ufunc), inputs, {"out": targets, **kwargs})
+    written = []
+    for target, value in zip(targets, new):
+        target = _writable_target(target, f"np.{ufunc.__name__}(..., out=...)")
+        target[...] = value
+        written.append(target)
+    return written[0] if len(written) == 1 else tuple(written)
+
+
+FALLBACK["ufunc_into"] = _ufunc_into
+
+
 implements(np.nansum)(_nan_reduction(OpKind.NANSUM, dtype=True, initial=True))
 implements(np.nanprod)(_nan_reduction(OpKind.NANPROD, dtype=True, initial=True))
 implements(np.nanmean)(_nan_reduction(OpKind.NANMEAN, dtype=True))

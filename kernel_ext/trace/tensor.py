@@ -37,7 +37,8 @@ HANDLERS: dict[Callable, Callable[..., Any]] = {}
 #: (method) without an op. Both run it as an opaque NumPy call inside the graph.
 #: ``FALLBACK["overwriting"](func, name, args, kwargs)`` (set by numpy_api) runs NumPy's own
 #: call on a copy of the argument ``name`` that it writes into (``out``), which then takes
-#: the copy's new contents.
+#: the copy's new contents; ``FALLBACK["ufunc_into"](ufunc, inputs, out, kwargs)`` does the
+#: same for a ufunc call with ``out=`` and keywords no op has (``where=``, ``casting=``).
 FALLBACK: dict[str, Callable[..., Any]] = {}
 
 #: ``UFUNC_METHODS[method](ufunc, inputs, kwargs)`` records ``ufunc.<method>`` (reduce,
@@ -51,6 +52,17 @@ UFUNC_METHODS: dict[str, Callable[..., Any]] = {}
 GUFUNCS: dict[np.ufunc, Callable[..., Any]] = {}
 
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
+#: The keywords of a ufunc call its op implements (``dtype``); the others run NumPy's ufunc.
+_NATIVE_UFUNC_KWARGS = frozenset({"dtype"})
+#: ufunc keywords given their default (``where=True``, ``casting="same_kind"``): no effect.
+_UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
+                   "signature": None, "dtype": None}
+
+
+def _ufunc_default(key: str, value: Any) -> bool:
+    default = _UFUNC_DEFAULTS.get(key, _UFUNC_DEFAULTS)
+    return value is default or (type(value) is type(default) and isinstance(value, str) and
+                                value == default)
 
 
 class Tensor(NumpyOperators, inplace=True):
@@ -175,6 +187,15 @@ class Tensor(NumpyOperators, inplace=True):
     # -- NumPy protocols ------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.pop("out", None)
+        kwargs = {k: v for k, v in kwargs.items() if not _ufunc_default(k, v)}
+        if method == "__call__" and ufunc not in GUFUNCS and any(
+                k not in _NATIVE_UFUNC_KWARGS for k in kwargs):
+            # where=, casting=, order=, subok=, signature=: no op has them, so NumPy's own
+            # ufunc runs (into a copy of ``out``, which ``out`` then takes): never dropped
+            if out is not None and "ufunc_into" in FALLBACK:
+                return FALLBACK["ufunc_into"](ufunc, inputs, out, kwargs)
+            if out is None and "ufunc" in FALLBACK:
+                return FALLBACK["ufunc"](ufunc, method, inputs, kwargs)
         result = _apply_ufunc(ufunc, method, inputs, kwargs)
         if out is None:
             return result

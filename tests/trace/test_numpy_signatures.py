@@ -733,3 +733,47 @@ def test_out_given_by_position_is_written_as_numpy_writes_it(path):
         (lambda x, o: (np.clip(x, 0, 1, o), o), (a, np.zeros((2, 3)))),
         (lambda x, o: (np.cumsum(x, 1, None, o), o), (a, np.zeros((2, 3)))),
     ])
+
+
+# -- ufunc keywords ---------------------------------------------------------------------------
+
+def _ufunc_calls(ufuncs: list) -> list[tuple[Callable, tuple]]:
+    """Each ufunc with ``where=`` into ``out`` (out keeps its values where False), with
+    ``casting=``/``dtype=``, and with ``order=``, on float inputs (ints for integer ufuncs)."""
+    x = np.array([[0.5, -1.5, 2.0], [3.25, -0.0, 7.0]])
+    calls = []
+    for uf in ufuncs:
+        for data in (x, np.array([[1, 2, 3], [4, 5, 6]])):  # (the first NumPy takes)
+            inputs = (data,) * uf.nin
+            try:
+                results = _call(uf, inputs, {})
+            except TypeError:
+                continue
+            break
+        else:
+            continue
+        outs = tuple(np.full_like(np.asarray(r), 9) for r in (
+            [results] if uf.nout == 1 else results))
+        calls.append((lambda *a, uf=uf: uf(*a[:uf.nin], out=a[uf.nin:],
+                                           where=np.greater(a[0], 1)), inputs + outs))
+        calls.append((lambda *a, uf=uf: uf(*a, casting="unsafe", dtype=np.float32), inputs))
+        calls.append((lambda *a, uf=uf: uf(*a, order="F"), inputs))
+    return calls
+
+
+def _ufuncs() -> list:
+    from kernel_ext.ir import UFUNC_OPS
+    return sorted((uf for uf in UFUNC_OPS if uf.signature is None), key=lambda u: u.__name__)
+
+
+def test_ufunc_keywords_without_an_op_run_numpys_ufunc():
+    calls = _ufunc_calls(_ufuncs())
+    assert len(calls) >= 150
+    _each("numpy", calls)
+
+
+@executors
+def test_ufunc_where_into_out_keeps_out_where_false(path):
+    _each(path, _ufunc_calls([np.divide, np.add, np.sqrt, np.divmod]) + [
+        (lambda a, b: np.divide(a, b, out=np.zeros_like(a), where=b != 0),
+         (np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0, 0.0])))])
