@@ -1084,6 +1084,16 @@ def make_coverage_program(seed: int, n_steps: int = 5) -> Program:
     while building, so the program is valid NumPy."""
     rng = np.random.default_rng(70_000 + seed)
     inputs = [_coverage_input(rng) for _ in range(int(rng.integers(1, 3)))]
+    return grow_program(rng, inputs, _coverage_step, n_steps, lambda value: isinstance(
+        value, (np.ndarray, np.generic, bool, int, float, complex)) and
+        np.size(value) <= 10_000 and np.asarray(value).dtype != object)
+
+
+def grow_program(rng: np.random.Generator, inputs: list[Any],
+                 make_step: Callable[[np.random.Generator, list[Any]], tuple[str, Callable]],
+                 n_steps: int, keep: Callable[[Any], bool]) -> Program:
+    """A program of ``n_steps`` steps drawn by ``make_step``, each run eagerly while building
+    and kept when NumPy accepts it and ``keep`` its value (so the program is valid NumPy)."""
     prog = Program(inputs)
     env = list(inputs)
     attempts = 0
@@ -1091,14 +1101,13 @@ def make_coverage_program(seed: int, n_steps: int = 5) -> Program:
         warnings.simplefilter("ignore")
         while len(prog.steps) < n_steps and attempts < 200:
             attempts += 1
-            name, step = _coverage_step(rng, env)
+            name, step = make_step(rng, env)
             try:
                 with np.errstate(all="ignore"):
                     value = step(env)
             except Exception:
                 continue
-            if not isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)) or \
-                    np.size(value) > 10_000 or np.asarray(value).dtype == object:
+            if not keep(value):
                 continue
             prog.steps.append((name, step))
             env.append(value)
@@ -1214,22 +1223,5 @@ def make_keyword_program(seed: int, n_steps: int = 4) -> Program:
     while building, so the program is valid NumPy."""
     rng = np.random.default_rng(90_000 + seed)
     inputs = [_keyword_input(rng) for _ in range(int(rng.integers(1, 3)))]
-    prog = Program(inputs)
-    env = list(inputs)
-    attempts = 0
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        while len(prog.steps) < n_steps and attempts < 200:
-            attempts += 1
-            name, step = _keyword_step(rng, env)
-            try:
-                with np.errstate(all="ignore"):
-                    value = step(env)
-            except Exception:
-                continue
-            if not isinstance(value, (np.ndarray, np.generic)):
-                continue
-            prog.steps.append((name, step))
-            env.append(value)
-    prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
-    return prog
+    return grow_program(rng, inputs, _keyword_step, n_steps,
+                        lambda value: isinstance(value, (np.ndarray, np.generic)))
