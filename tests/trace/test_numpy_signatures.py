@@ -779,3 +779,32 @@ def test_ufunc_where_into_out_keeps_out_where_false(path):
     _each(path, _ufunc_calls([np.divide, np.add, np.sqrt, np.divmod]) + [
         (lambda a, b: np.divide(a, b, out=np.zeros_like(a), where=b != 0),
          (np.array([1.0, 2.0, 3.0]), np.array([0.0, 2.0, 0.0])))])
+
+
+# -- the handlers' own signatures -----------------------------------------------------------
+
+def test_every_handler_names_numpys_parameters_in_numpys_order():
+    """What the binding rule relies on: a handler implements only parameters NumPy's function
+    has, and its positional parameters are NumPy's, in NumPy's order, some left out (a
+    positional-only one of NumPy's may have any name: it goes by position)."""
+    from kernel_ext.trace.signatures import implemented_parameters
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    for func, handler in kx.trace.HANDLERS.items():
+        numpy_params = numpy_signature(func).parameters
+        ours = [p for p in inspect.signature(handler).parameters.values() if p.kind in positional]
+        by_position = {p.name for p, q in zip(ours, numpy_params.values())
+                       if q.kind is inspect.Parameter.POSITIONAL_ONLY}
+        extra = implemented_parameters(handler, func) - set(numpy_params) - {"*"} - by_position
+        assert not extra, f"{_name(func)}: the handler names {extra}, which NumPy lacks"
+        theirs = [p for p in numpy_params.values() if p.kind in positional]
+        at = -1
+        for i, mine in enumerate(ours):
+            if i < len(theirs) and theirs[i].kind is inspect.Parameter.POSITIONAL_ONLY:
+                at = i
+                continue
+            names = [p.name for p in theirs]
+            if mine.name in numpy_params and mine.name not in names:
+                continue  # keyword-only in NumPy: always passed by name
+            assert mine.name in names[at + 1:], \
+                f"{_name(func)}: positional {mine.name!r} is not NumPy's, or out of its order"
+            at = names.index(mine.name)
