@@ -69,13 +69,20 @@ POWER_FAST_PATHS: dict[tuple[type, Any], Callable[..., Any]] = {
 
 
 def power_function(base: Any, exponent: Any) -> Callable[..., Any] | None:
-    """The ufunc ``base ** exponent`` is computed with when it is a fast path, else None."""
+    """The ufunc ``base ** exponent`` is computed with when it is a fast path, else None
+    (``np.power``); for a 0-d base whose form only the call decides (an argument that may be
+    a NumPy scalar or a 0-d array), ``base.power_at_run_time``: NumPy's own ``**``."""
     if type(exponent) not in (int, float):
         return None
     fast = POWER_FAST_PATHS.get((type(exponent), exponent))
-    if fast is None or np.dtype(base.dtype).kind not in "fc" or not base.pow_base_is_array():
+    if fast is None or np.dtype(base.dtype).kind not in "fc":
         return None
-    return fast
+    holds_array = base.pow_base_is_array()
+    if holds_array is None:
+        # (float bits are the same either way; complex ones are not: NumPy decides per call)
+        return fast if np.dtype(base.dtype).kind == "f" else \
+            (lambda b: b.power_at_run_time(exponent))
+    return fast if holds_array else None
 
 
 def _power(self: Any, other: Any) -> Any:
@@ -122,9 +129,9 @@ class NumpyOperators:
                 setattr(cls, f"__i{stem}__", _inplace(uf, f"__i{stem}__"))
             cls.__ipow__ = _named(_inplace_power, "__ipow__")  # type: ignore[attr-defined]
 
-    def pow_base_is_array(self) -> bool:
+    def pow_base_is_array(self) -> bool | None:
         """Does ``self`` stand for an ndarray (NumPy's ``**`` fast paths apply), not a
-        NumPy scalar? An array-like's value is an array."""
+        NumPy scalar (None: only the call knows)? An array-like's value is an array."""
         return True
 
     def __divmod__(self, other: Any) -> tuple[Any, Any]:

@@ -11,6 +11,7 @@ records into the current trace). Operators come from the op table
 from __future__ import annotations
 
 import itertools
+import operator
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
@@ -245,12 +246,24 @@ class Tensor(NumpyOperators, inplace=True):
         target._rebind(result)
         return target
 
-    def pow_base_is_array(self) -> bool:
+    def pow_base_is_array(self) -> bool | None:
         """An n-d value, or a 0-d one NumPy holds as a 0-d array (``x ** 2`` takes
-        ``np.square`` then, ``np.power`` on a NumPy scalar: see operators.py)."""
+        ``np.square`` then, ``np.power`` on a NumPy scalar: see operators.py); None for a
+        0-d argument of the function itself, which one trace serves in both forms."""
         if self.shape != ():
             return True
-        return zero_d_kind(self.node, None) == ARRAY
+        node = self.node
+        if node.op is OpKind.PLACEHOLDER and node.attrs.get("path") is not None and \
+                self.context.parent is None:
+            return None
+        return zero_d_kind(node, None) == ARRAY
+
+    def power_at_run_time(self, exponent: Any) -> Any:
+        """``self ** exponent`` as NumPy's own operator on the value the caller passed (a
+        NumPy scalar takes ``np.power``, a 0-d array the fast path): an opaque call."""
+        if "function" not in FALLBACK:
+            return np.power(self, exponent)
+        return FALLBACK["function"](operator.pow, (self, exponent), {})
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise errors.TracingConversionError(

@@ -586,6 +586,15 @@ def test_power_takes_numpys_fast_paths_for_float_and_complex_arrays(path):
                  (lambda a: a[0] ** 2, (z,)),  # a NumPy scalar: np.power
                  (lambda a: a[...] ** 2, (z[:1].reshape(()),)),  # a 0-d array: np.square
                  (inplace, (z,)), (lambda a: a ** 0.5, (f,)), (lambda a: a ** -1, (f,))])
+    # a 0-d complex argument: one trace serves a NumPy scalar (np.power) and a 0-d array
+    # (the fast path), at a value where the two differ
+    v = z[np.nonzero(np.square(z) != np.power(z, 2))[0][0]]
+    for zero_d in (np.complex128(v), np.array(v)):
+        compare_call(lambda a: (a ** 2, a ** -1, a ** 0.5), (zero_d,), {}, PATHS[path],
+                     f"{type(zero_d).__name__} ** on {path}")
+    f0 = kx.function(lambda a: a ** 2, **PATHS[path])
+    for zero_d in (np.complex128(v), np.array(v), np.float64(-0.0), np.array(-0.0)):
+        _same(zero_d ** 2, f0(zero_d), f"{zero_d!r} ** 2 on {path}, one trace per dtype")
 
 
 @executors
