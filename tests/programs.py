@@ -1084,6 +1084,16 @@ def make_coverage_program(seed: int, n_steps: int = 5) -> Program:
     while building, so the program is valid NumPy."""
     rng = np.random.default_rng(70_000 + seed)
     inputs = [_coverage_input(rng) for _ in range(int(rng.integers(1, 3)))]
+    return grow_program(rng, inputs, _coverage_step, n_steps, lambda value: isinstance(
+        value, (np.ndarray, np.generic, bool, int, float, complex)) and
+        np.size(value) <= 10_000 and np.asarray(value).dtype != object)
+
+
+def grow_program(rng: np.random.Generator, inputs: list[Any],
+                 make_step: Callable[[np.random.Generator, list[Any]], tuple[str, Callable]],
+                 n_steps: int, keep: Callable[[Any], bool]) -> Program:
+    """A program of ``n_steps`` steps drawn by ``make_step``, each run eagerly while building
+    and kept when NumPy accepts it and ``keep`` its value (so the program is valid NumPy)."""
     prog = Program(inputs)
     env = list(inputs)
     attempts = 0
@@ -1091,16 +1101,127 @@ def make_coverage_program(seed: int, n_steps: int = 5) -> Program:
         warnings.simplefilter("ignore")
         while len(prog.steps) < n_steps and attempts < 200:
             attempts += 1
-            name, step = _coverage_step(rng, env)
+            name, step = make_step(rng, env)
             try:
                 with np.errstate(all="ignore"):
                     value = step(env)
             except Exception:
                 continue
-            if not isinstance(value, (np.ndarray, np.generic, bool, int, float, complex)) or \
-                    np.size(value) > 10_000 or np.asarray(value).dtype == object:
+            if not keep(value):
                 continue
             prog.steps.append((name, step))
             env.append(value)
     prog.n_outputs = int(min(len(prog.steps), rng.integers(1, 3))) or 1
     return prog
+
+
+# ---------------------------------------------------------------------------------------------
+# Keyword programs: native functions called with the keywords of their NumPy signature, on
+# integer inputs to float-looking functions (round, mean, std), mixed-rank operands with
+# ``axis=``, and 0-d inputs and outputs (NumPy scalars and 0-d arrays): what a traced call that
+# drops or approximates an argument gets wrong
+# ---------------------------------------------------------------------------------------------
+
+KEYWORD_DTYPES = [np.float64, np.float32, np.int8, np.int16, np.int32, np.int64, np.uint8]
+KEYWORD_SHAPES = [(), (5,), (3, 4), (2, 3, 4)]
+
+
+def _keyword_input(rng: np.random.Generator) -> Any:
+    dtype = KEYWORD_DTYPES[rng.integers(len(KEYWORD_DTYPES))]
+    shape = KEYWORD_SHAPES[rng.integers(len(KEYWORD_SHAPES))]
+    if np.dtype(dtype).kind == "f":
+        value = np.round(rng.standard_normal(shape) * 40, int(rng.integers(0, 3)))
+    else:
+        info = np.iinfo(dtype)
+        value = rng.integers(max(info.min, -120), min(info.max, 120), shape, endpoint=True)
+    value = np.asarray(value).astype(dtype)
+    if shape == () and rng.random() < 0.5:
+        return value[()]  # a NumPy scalar
+    return value
+
+
+def _axis_of(rng: np.random.Generator, nd: int) -> Any:
+    return None if nd == 0 or rng.random() < 0.3 else int(rng.integers(-nd, nd))
+
+
+def _keyword_step(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]:
+    """One native function with a random choice of its keywords (valid or not for this
+    input: a call NumPy rejects is dropped while building)."""
+    i = int(rng.integers(len(env)))
+    j = int(rng.integers(len(env)))
+    nd = np.ndim(env[i])
+    axis = _axis_of(rng, nd)
+    kind = int(rng.integers(0, 10))
+    kw: dict[str, Any] = {}
+    if kind == 0:
+        fn = [np.std, np.var][rng.integers(2)]
+        kw = {"axis": axis, ["ddof", "correction"][rng.integers(2)]: int(rng.integers(0, 3))}
+    elif kind == 1:
+        fn = [np.mean, np.sum, np.prod, np.max, np.min][rng.integers(5)]
+        kw = {"axis": axis, "keepdims": bool(rng.random() < 0.5)}
+        if rng.random() < 0.4:
+            kw["where"] = np.asarray(env[i]) > 0 if rng.random() < 0.5 else True
+        if fn in (np.sum, np.prod, np.max, np.min) and rng.random() < 0.4:
+            kw["initial"] = int(rng.integers(-3, 4))
+        if fn in (np.mean, np.sum, np.prod) and rng.random() < 0.3:
+            kw["dtype"] = [np.float32, np.int64, np.float64][rng.integers(3)]
+    elif kind == 2:
+        fn = [np.round, np.around][rng.integers(2)]
+        kw = {"decimals": int(rng.integers(-3, 3))}
+    elif kind == 3:
+        fn = np.clip
+        lo, hi = sorted(int(v) for v in rng.integers(-50, 50, 2))
+        kw = {"a_min": lo, "a_max": hi}
+        if rng.random() < 0.4:
+            kw["dtype"] = [np.float64, np.int64][rng.integers(2)]
+    elif kind == 4:
+        fn = np.linalg.vecdot
+        # mixed rank: the other operand is v_i reduced by one leading axis, or v_j
+        other = f"v{i}[0]" if nd >= 2 and rng.random() < 0.6 else f"v{j}"
+        ax = int(rng.integers(-max(nd, 1), max(nd, 1))) if nd else -1
+        return (f"linalg.vecdot(v{i}, {other}, axis={ax})",
+                lambda e, i=i, j=j, ax=ax, o=other: np.linalg.vecdot(
+                    e[i], e[i][0] if o.endswith("[0]") else e[j], axis=ax))
+    elif kind == 5:
+        fn = [np.cumsum, np.cumprod][rng.integers(2)]
+        kw = {"axis": axis if nd else None}
+        if rng.random() < 0.5:
+            kw["dtype"] = [np.float64, np.int64, np.float32][rng.integers(3)]
+    elif kind == 6:
+        fn = [np.median, np.percentile, np.quantile][rng.integers(3)]
+        if fn is not np.median:
+            kw["q"] = float(rng.integers(0, 100)) / (100 if fn is np.quantile else 1)
+            kw["method"] = ["linear", "lower", "nearest", "midpoint"][rng.integers(4)]
+        kw.update(axis=axis, keepdims=bool(rng.random() < 0.5))
+    elif kind == 7:
+        fn = [np.sort, np.argsort][rng.integers(2)]
+        kw = {"axis": axis if axis is not None else -1,
+              "kind": [None, "stable", "quicksort"][rng.integers(3)]}
+    elif kind == 8:
+        fn = np.nan_to_num
+        kw = {"nan": float(rng.integers(-5, 5)), "posinf": 9.0, "neginf": -9.0}
+    else:
+        fn = [np.argmax, np.argmin, np.any, np.all, np.count_nonzero][rng.integers(5)]
+        kw = {"axis": axis, "keepdims": bool(rng.random() < 0.5)}
+    text = ", ".join(f"{k}={_describe(v)}" for k, v in kw.items())
+    return (f"{fn.__name__}(v{i}, {text})",
+            lambda e, fn=fn, i=i, kw=kw: fn(e[i], **{
+                k: (np.greater(e[i], 0) if isinstance(v, np.ndarray) else v)
+                for k, v in kw.items()}))
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, np.ndarray):
+        return "<v > 0>"
+    return getattr(value, "__name__", None) or repr(value)
+
+
+def make_keyword_program(seed: int, n_steps: int = 4) -> Program:
+    """A random program of native functions called with keywords of their NumPy signature
+    (``correction=``, ``where=``, ``initial=``, ``decimals=`` on integers, ``axis=`` of
+    mixed-rank operands, ...) over integer, float and 0-d inputs; every step was run eagerly
+    while building, so the program is valid NumPy."""
+    rng = np.random.default_rng(90_000 + seed)
+    inputs = [_keyword_input(rng) for _ in range(int(rng.integers(1, 3)))]
+    return grow_program(rng, inputs, _keyword_step, n_steps,
+                        lambda value: isinstance(value, (np.ndarray, np.generic)))

@@ -14,29 +14,27 @@ import operator
 from typing import Any, Callable
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from .. import errors
 from ..ir import UFUNC_REDUCTIONS, OpKind
 from .context import bind
-from .opaque import numpy_call, ufunc_method_call
-from .tensor import GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
+from .opaque import PythonNumber, numpy_call, ufunc_method_call
+from .tensor import FALLBACK, GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
 from .variables import Variable
-from .zero_d import mark_array, mark_scalar
+from .signatures import ALL, declare, numpy_signature
+from .zero_d import as_array, mark_array, mark_scalar
 
 
 def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
+    """Register ``handler`` as the traced form of ``funcs``. The NumPy parameters it
+    implements are the names in its signature (or its :func:`~.signatures.declare`); any
+    other parameter given a non-default value runs NumPy's own call (signatures.py)."""
     def register(handler: Callable) -> Callable:
         for f in funcs:
             HANDLERS[f] = handler
         return handler
     return register
-
-
-def _no(name: str, value: Any, default: Any = None) -> None:
-    if value is not default and not (value is np._NoValue):  # type: ignore[attr-defined]
-        raise errors.UnsupportedOpError(
-            f"the argument {name}= is not supported on traced values (got {value!r}). Fix: "
-            "leave it at its default and combine with np.where/astype.")
 
 
 def _axis(axis: Any) -> Any:
@@ -45,18 +43,20 @@ def _axis(axis: Any) -> Any:
     return tuple(int(a) for a in axis)
 
 
-def _reduction(kind: OpKind, with_dtype: bool = True, with_ddof: bool = False) -> Callable:
-    def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None,
-                keepdims: Any = False, *rest: Any, ddof: Any = 0, where: Any = np._NoValue,
-                initial: Any = np._NoValue, **kw: Any) -> Any:
-        _no("out", out)
-        _no("where", where, np._NoValue)
-        _no("initial", initial, np._NoValue)
-        attrs: dict[str, Any] = {"axis": _axis(axis), "keepdims": bool(keepdims)}
-        if with_dtype and dtype is not None:
+def _flag(value: Any) -> bool:
+    """A boolean option whose NumPy default is ``np._NoValue`` (``keepdims``): unset is
+    False."""
+    return False if value is np._NoValue else bool(value)  # type: ignore[attr-defined]
+
+
+# Reductions: the parameters in each handler's signature are the ones it implements
+# (signatures.py); ``where=``, ``initial=``, ``mean=`` and the like run NumPy's own call.
+
+def _reduction(kind: OpKind) -> Callable:
+    def handler(a: Any, axis: Any = None, dtype: Any = None, keepdims: Any = False) -> Any:
+        attrs: dict[str, Any] = {"axis": _axis(axis), "keepdims": _flag(keepdims)}
+        if dtype is not None:
             attrs["dtype"] = np.dtype(dtype)
-        if with_ddof and ddof:
-            attrs["ddof"] = ddof
         return bind(kind, (a,), attrs)
     return handler
 
@@ -64,17 +64,43 @@ def _reduction(kind: OpKind, with_dtype: bool = True, with_ddof: bool = False) -
 implements(np.sum)(_reduction(OpKind.SUM))
 implements(np.prod)(_reduction(OpKind.PROD))
 implements(np.mean)(_reduction(OpKind.MEAN))
-implements(np.std)(_reduction(OpKind.STD, with_ddof=True))
-implements(np.var)(_reduction(OpKind.VAR, with_ddof=True))
+
+
+def _moment(kind: OpKind) -> Callable:
+    """``np.std`` / ``np.var``: ``correction=`` is the array API's name of ``ddof``, as NumPy
+    maps it (both given is NumPy's ValueError)."""
+    func = kind.numpy_function
+
+    def handler(a: Any, axis: Any = None, dtype: Any = None, ddof: Any = 0,
+                keepdims: Any = False, *, correction: Any = np._NoValue) -> Any:
+        if correction is not np._NoValue:  # type: ignore[attr-defined]
+            if not _is_zero(ddof):
+                raise ValueError("ddof and correction can't be provided simultaneously.")
+            ddof = correction
+        if not isinstance(ddof, (int, float, np.integer, np.floating)) or isinstance(
+                ddof, bool):
+            return numpy_call(func, (a,), {"axis": axis, "dtype": dtype, "ddof": ddof,
+                                           "keepdims": _flag(keepdims)})
+        attrs: dict[str, Any] = {"axis": _axis(axis), "keepdims": _flag(keepdims)}
+        if dtype is not None:
+            attrs["dtype"] = np.dtype(dtype)
+        if ddof:
+            attrs["ddof"] = ddof
+        return bind(kind, (a,), attrs)
+    return handler
+
+
+def _is_zero(value: Any) -> bool:
+    return not isinstance(value, Tensor) and np.ndim(value) == 0 and value == 0
+
+
+implements(np.std)(_moment(OpKind.STD))
+implements(np.var)(_moment(OpKind.VAR))
 
 
 def _minmax(kind: OpKind) -> Callable:
-    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False,
-                initial: Any = np._NoValue, where: Any = np._NoValue) -> Any:
-        _no("out", out)
-        _no("initial", initial, np._NoValue)
-        _no("where", where, np._NoValue)
-        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+    def handler(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
+        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": _flag(keepdims)})
     return handler
 
 
@@ -83,11 +109,8 @@ implements(np.min, np.amin)(_minmax(OpKind.MIN))
 
 
 def _logical(kind: OpKind) -> Callable:
-    def handler(a: Any, axis: Any = None, out: Any = None, keepdims: Any = False, *,
-                where: Any = np._NoValue) -> Any:
-        _no("out", out)
-        _no("where", where, np._NoValue)
-        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+    def handler(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
+        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": _flag(keepdims)})
     return handler
 
 
@@ -96,9 +119,8 @@ implements(np.all)(_logical(OpKind.ALL))
 
 
 def _arg(kind: OpKind) -> Callable:
-    def handler(a: Any, axis: Any = None, out: Any = None, *, keepdims: Any = False) -> Any:
-        _no("out", out)
-        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": bool(keepdims)})
+    def handler(a: Any, axis: Any = None, *, keepdims: Any = False) -> Any:
+        return bind(kind, (a,), {"axis": _axis(axis), "keepdims": _flag(keepdims)})
     return handler
 
 
@@ -107,8 +129,7 @@ implements(np.argmin)(_arg(OpKind.ARGMIN))
 
 
 def _scan(kind: OpKind) -> Callable:
-    def handler(a: Any, axis: Any = None, dtype: Any = None, out: Any = None) -> Any:
-        _no("out", out)
+    def handler(a: Any, axis: Any = None, dtype: Any = None) -> Any:
         attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
         if dtype is not None:
             attrs["dtype"] = np.dtype(dtype)
@@ -135,23 +156,21 @@ def _shape_arg(shape: Any) -> tuple[int, ...]:
 
 
 @implements(np.reshape)
-def _reshape(a: Any, shape: Any = None, order: str = "C", *, newshape: Any = None,
-             copy: Any = None) -> Any:
-    if order != "C":
-        raise errors.UnsupportedOpError(f"np.reshape(order={order!r}) is not supported on "
-                                        "traced values; only order='C'.")
-    return bind(OpKind.RESHAPE, (a,), {"shape": _shape_arg(shape if shape is not None
-                                                            else newshape)})
+def _reshape(a: Any, shape: Any) -> Any:
+    # (order= other than 'C' and copy= run NumPy's own call: signatures.py)
+    return bind(OpKind.RESHAPE, (a,), {"shape": _shape_arg(shape)})
 
 
 @implements(np.ravel)
-def _ravel(a: Any, order: str = "C") -> Any:
-    return _reshape(a, (-1,), order)
+def _ravel(a: Any) -> Any:
+    return _reshape(a, (-1,))
 
 
 @implements(np.transpose)
 def _transpose(a: Any, axes: Any = None) -> Any:
-    return bind(OpKind.TRANSPOSE, (a,), {"axes": None if axes is None else tuple(axes)})
+    if axes is not None:
+        axes = tuple(int(i) for i in axes) if np.ndim(axes) else (operator.index(axes),)
+    return bind(OpKind.TRANSPOSE, (a,), {"axes": axes})
 
 
 def _ndim_of(a: Any) -> int:
@@ -162,7 +181,8 @@ def _ndim_of(a: Any) -> int:
 def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
     n = _ndim_of(a)
     axes = list(range(n))
-    i, j = axis1 % n, axis2 % n
+    i = normalize_axis_index(axis1, n, "axis1")
+    j = normalize_axis_index(axis2, n, "axis2")
     axes[i], axes[j] = axes[j], axes[i]
     return _transpose(a, axes)
 
@@ -170,8 +190,11 @@ def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
 @implements(np.moveaxis)
 def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
     n = _ndim_of(a)
-    src = [s % n for s in ([source] if isinstance(source, int) else source)]
-    dst = [d % n for d in ([destination] if isinstance(destination, int) else destination)]
+    src = list(normalize_axis_tuple(source, n, "source"))
+    dst = list(normalize_axis_tuple(destination, n, "destination"))
+    if len(src) != len(dst):
+        raise ValueError("`source` and `destination` arguments must have the same number of "
+                         "elements")
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -189,7 +212,7 @@ def _squeeze(a: Any, axis: Any = None) -> Any:
 
 
 @implements(np.broadcast_to)
-def _broadcast_to(array: Any, shape: Any, subok: bool = False) -> Any:
+def _broadcast_to(array: Any, shape: Any) -> Any:
     return bind(OpKind.BROADCAST_TO, (array,), {"shape": _shape_arg(shape)})
 
 
@@ -209,9 +232,7 @@ def _atleast_2d(*arys: Any) -> Any:
 
 
 @implements(np.concatenate)
-def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = None,
-                 casting: str = "same_kind") -> Any:
-    _no("out", out)
+def _concatenate(arrays: Any, axis: Any = 0, *, dtype: Any = None) -> Any:
     attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
     if dtype is not None:
         attrs["dtype"] = np.dtype(dtype)
@@ -219,20 +240,17 @@ def _concatenate(arrays: Any, axis: Any = 0, out: Any = None, *, dtype: Any = No
 
 
 @implements(np.stack)
-def _stack(arrays: Any, axis: int = 0, out: Any = None, *, dtype: Any = None,
-           casting: str = "same_kind") -> Any:
-    _no("out", out)
-    _no("dtype", dtype)
+def _stack(arrays: Any, axis: int = 0) -> Any:
     return bind(OpKind.STACK, tuple(arrays), {"axis": int(axis)})
 
 
 @implements(np.vstack)
-def _vstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+def _vstack(tup: Any, *, dtype: Any = None) -> Any:
     return _concatenate([_atleast_2d(a) for a in tup], axis=0, dtype=dtype)
 
 
 @implements(np.hstack)
-def _hstack(tup: Any, *, dtype: Any = None, casting: str = "same_kind") -> Any:
+def _hstack(tup: Any, *, dtype: Any = None) -> Any:
     arrs = [_atleast_1d(a) for a in tup]
     return _concatenate(arrs, axis=0 if _ndim_of(arrs[0]) == 1 else 1, dtype=dtype)
 
@@ -243,7 +261,7 @@ def _flip(m: Any, axis: Any = None) -> Any:
 
 
 @implements(np.copy)
-def _copy(a: Any, order: str = "K", subok: bool = False) -> Any:
+def _copy(a: Any) -> Any:
     # np.copy builds an array (np.copy(np.float64(1)) is a 0-d array; .copy() keeps a scalar)
     return mark_array(bind(OpKind.COPY, (a,)))
 
@@ -266,45 +284,72 @@ def _size(a: Any, axis: Any = None) -> Any:
 # -- elementwise ------------------------------------------------------------------------------
 
 @implements(np.where)
-def _where(condition: Any, *xy: Any) -> Any:
-    if not xy:  # np.where(c) is np.nonzero(c): indices of a data-dependent length
+def _where(condition: Any, x: Any = np._NoValue, y: Any = np._NoValue, /) -> Any:
+    no = np._NoValue  # type: ignore[attr-defined]
+    if x is no and y is no:  # np.where(c) is np.nonzero(c): indices of a data-dependent length
         return _nonzero(condition)
-    if len(xy) != 2:  # NumPy's own error
-        return numpy_call(np.where, (condition, *xy), {})
-    return bind(OpKind.WHERE, (condition, *xy))
+    if x is no or y is no:
+        raise ValueError("either both or neither of x and y should be given")
+    return bind(OpKind.WHERE, (condition, x, y))
 
 
 @implements(np.clip)
-def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, out: Any = None,
-          *, min: Any = np._NoValue, max: Any = np._NoValue, **kwargs: Any) -> Any:
-    _no("out", out)
-    lo = min if min is not np._NoValue else (None if a_min is np._NoValue else a_min)
-    hi = max if max is not np._NoValue else (None if a_max is np._NoValue else a_max)
-    return bind(OpKind.CLIP, (a, lo, hi))
+def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, *,
+          min: Any = np._NoValue, max: Any = np._NoValue) -> Any:
+    """NumPy's argument rules of ``np.clip`` (its ufunc keywords ``dtype=``, ``where=``,
+    ... run NumPy's own call: signatures.py)."""
+    no = np._NoValue  # type: ignore[attr-defined]
+    if a_min is no and a_max is no:
+        a_min = None if min is no else min
+        a_max = None if max is no else max
+    elif a_min is no:
+        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    elif a_max is no:
+        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
+    elif min is not no or max is not no:
+        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+                         "are provided is forbidden.")
+    return bind(OpKind.CLIP, (a, a_min, a_max))
 
 
 @implements(np.astype)
-def _astype(x: Any, dtype: Any, /, *, copy: bool = True, device: Any = None) -> Any:
-    return bind(OpKind.CAST, (x,), {"dtype": np.dtype(dtype)})
+def _astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
+    dtype = np.dtype(dtype)
+    if not copy and isinstance(x, Tensor) and x.dtype == dtype:
+        return x  # NumPy's astype(copy=False) returns the array itself
+    return bind(OpKind.CAST, (x,), {"dtype": dtype})
 
 
 @implements(np.round, np.around)
-def _round(a: Any, decimals: int = 0, out: Any = None) -> Any:
-    _no("out", out)
+def _round(a: Any, decimals: Any = 0) -> Any:
+    """NumPy's ``PyArray_Round``: ``rint`` for ``decimals=0``; ``rint(a * 10**d) / 10**d``
+    for ``d > 0`` and ``rint(a / 10**-d) * 10**-d`` for ``d < 0`` in ``a``'s float dtype;
+    integers unchanged for ``d >= 0`` and, for ``d < 0``, computed in float64 and cast
+    back to their own dtype (so ``np.round`` of an integer array is an integer array)."""
+    dtype = a.dtype if isinstance(a, (Tensor, Variable)) else np.asarray(a).dtype
+    decimals = operator.index(decimals)
+    if dtype.kind == "c" or dtype.kind == "b" or dtype.kind not in "iuf":
+        # NumPy rounds the real and imaginary parts apart (a complex division by the scale
+        # rounds differently); no op builds a complex array from its parts
+        return numpy_call(np.round, (a, decimals), {})
+    integer = dtype.kind in "iu"
+    if decimals >= 0 and integer:
+        # a copy (NumPy's round of a 0-d array is a NumPy scalar, as its rint would be)
+        return mark_scalar(bind(OpKind.COPY, (a,))) if isinstance(a, (Tensor, Variable)) \
+            else a
     if decimals == 0:
         return np.rint(a)
-    if (a.dtype if hasattr(a, "dtype") else np.asarray(a).dtype).kind == "c":
-        # NumPy rounds the real and imaginary parts apart (a complex division by the scale
-        # rounds differently), and no op builds a complex array from its parts
-        return numpy_call(np.round, (a, decimals), {})
-    scale = 10.0 ** decimals
-    return np.divide(np.rint(np.multiply(a, scale)), scale)
+    scale = float(10.0 ** abs(decimals))
+    work = a.astype(np.float64) if integer else a
+    if decimals > 0:
+        r = np.true_divide(np.rint(np.multiply(work, scale)), scale)
+    else:
+        r = np.multiply(np.rint(np.true_divide(work, scale)), scale)
+    return r.astype(dtype) if integer else r
 
 
 def _like(fill: Any) -> Callable:
-    def handler(a: Any, dtype: Any = None, order: str = "K", subok: bool = True,
-                shape: Any = None, *, device: Any = None) -> Any:
-        _no("shape", shape)
+    def handler(a: Any, dtype: Any = None) -> Any:
         return _filled(a, fill, np.dtype(dtype) if dtype is not None else a.dtype)
     return handler
 
@@ -319,14 +364,17 @@ def _filled(a: Any, fill: Any, dtype: np.dtype) -> Any:
     return bind(OpKind.CAST, (bind(OpKind.WHERE, (True, value, a)),), {"dtype": dtype})
 
 
-implements(np.zeros_like, np.empty_like)(_like(0))
+implements(np.zeros_like)(_like(0))
+
+
+@implements(np.empty_like)
+def _empty_like(prototype: Any, dtype: Any = None) -> Any:
+    return _filled(prototype, 0, np.dtype(dtype) if dtype is not None else prototype.dtype)
 implements(np.ones_like)(_like(1))
 
 
 @implements(np.full_like)
-def _full_like(a: Any, fill_value: Any, dtype: Any = None, order: str = "K", subok: bool = True,
-               shape: Any = None, *, device: Any = None) -> Any:
-    _no("shape", shape)
+def _full_like(a: Any, fill_value: Any, dtype: Any = None) -> Any:
     return _filled(a, fill_value, np.dtype(dtype) if dtype is not None else a.dtype)
 
 
@@ -343,11 +391,7 @@ def _isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
 # -- indexing ---------------------------------------------------------------------------------
 
 @implements(np.take)
-def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "raise") -> Any:
-    _no("out", out)
-    if mode != "raise":
-        raise errors.UnsupportedOpError(f"np.take(mode={mode!r}) is not supported on traced "
-                                        "values; only mode='raise'.")
+def _take(a: Any, indices: Any, axis: Any = None) -> Any:
     if axis is None:
         return _ravel(a)[indices]
     n = _ndim_of(a)
@@ -357,14 +401,12 @@ def _take(a: Any, indices: Any, axis: Any = None, out: Any = None, mode: str = "
 # -- linear algebra ---------------------------------------------------------------------------
 
 @implements(np.dot)
-def _dot(a: Any, b: Any, out: Any = None) -> Any:
-    _no("out", out)
+def _dot(a: Any, b: Any) -> Any:
     return bind(OpKind.DOT, (a, b))
 
 
 @implements(np.outer)
-def _outer(a: Any, b: Any, out: Any = None) -> Any:
-    _no("out", out)
+def _outer(a: Any, b: Any) -> Any:
     return bind(OpKind.OUTER, (a, b))
 
 
@@ -383,25 +425,6 @@ def _solve(a: Any, b: Any) -> Any:
     return bind(OpKind.SOLVE, (a, b))
 
 
-@implements(np.linalg.norm)
-def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> Any:
-    if ord not in (None, 2, "fro") or (ord == 2 and (axis is None and x.ndim != 1)):
-        # Other norms (inf, 1, nuclear, spectral) are NumPy's own call, run at each call.
-        return numpy_call(np.linalg.norm, (x,), {"ord": ord, "axis": axis,
-                                                 "keepdims": keepdims})
-    if x.dtype.kind not in "fc":
-        x = x.astype(np.float64)  # NumPy's norm computes integers in float64
-    if x.dtype.kind == "f" and axis is None and x.ndim is not None and (
-            ord is None or ord == "fro" and x.ndim == 2 or ord == 2 and x.ndim == 1):
-        # NumPy's own formula here: the square root of a dot product of the raveled array
-        # (a BLAS dot rounds differently from a pairwise sum of squares)
-        flat = np.reshape(x, (-1,))
-        norm = np.sqrt(np.dot(flat, flat))
-        return np.reshape(norm, (1,) * x.ndim) if keepdims else norm
-    mag = np.abs(x)
-    return np.sqrt(np.sum(np.multiply(mag, mag), axis=axis, keepdims=keepdims))
-
-
 # -- sorting ----------------------------------------------------------------------------------
 
 def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict:
@@ -416,16 +439,16 @@ def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict:
 
 
 @implements(np.sort)
-def _sort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
-          stable: Any = None) -> Any:
-    _no("order", order)
+def _sort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
+    if _ndim_of(a) == 0:  # (NumPy's own rules for a 0-d input: its call)
+        return numpy_call(np.sort, (a,), {"axis": axis, "kind": kind, "stable": stable})
     return bind(OpKind.SORT, (a,), _sort_attrs(axis, kind, stable))
 
 
 @implements(np.argsort)
-def _argsort(a: Any, axis: Any = -1, kind: Any = None, order: Any = None, *,
-             stable: Any = None) -> Any:
-    _no("order", order)
+def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
+    if _ndim_of(a) == 0:  # (NumPy's argsort of a 0-d array is array([0]): its call)
+        return numpy_call(np.argsort, (a,), {"axis": axis, "kind": kind, "stable": stable})
     return bind(OpKind.ARGSORT, (a,), _sort_attrs(axis, kind, stable))
 
 
@@ -461,26 +484,24 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     target = _writable_target(a, "np.fill_diagonal")
     shape = target.shape
-    if shape is None or len(shape) < 2 or any(d is None for d in shape):
+    if shape is not None and len(shape) < 2:
+        raise ValueError("array must be at least 2-d")
+    if shape is None or any(d is None for d in shape):
         raise errors.UnsupportedOpError(
             "np.fill_diagonal on a traced value needs its shape known when tracing "
             f"(got {shape}). Fix: give the dimensions sizes in input_signature.")
     if len(shape) > 2 and len(set(shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
-    n = min(shape) if len(shape) > 2 or not wrap else shape[1]
-    if len(shape) == 2 and wrap and shape[0] > shape[1]:
-        # NumPy's wrap: the diagonal restarts every n + 1 rows of a tall matrix
-        rows = np.arange(0, shape[0])
-        rows = rows[(rows % (shape[1] + 1)) < shape[1]]
-        cols = rows % (shape[1] + 1)
-        index = (rows, cols)
+    # NumPy's own rule: ``a.flat[:end:step] = val`` (a tall matrix with wrap=True restarts
+    # the diagonal every n + 1 rows)
+    if len(shape) == 2:
+        step, end = shape[1] + 1, None if wrap else shape[1] * shape[1]
     else:
-        idx = np.arange(n)
-        index = (idx,) * len(shape)
+        step, end = 1 + int(np.cumprod(shape[:-1]).sum()), None
+    index = np.unravel_index(np.arange(math.prod(shape))[:end:step], shape)
     count = len(index[0])
-    vals = np.resize(np.asarray(val), count) if not isinstance(val, Tensor) else \
-        np.broadcast_to(val, (count,)) if val.shape in ((), (1,)) else val
-    target[index] = vals
+    # (``a.flat[...] = val`` takes val's elements in order, repeated as needed: np.resize)
+    target[index] = np.resize(val if isinstance(val, Tensor) else np.asarray(val), count)
 
 
 # -- ufunc methods and the nan family (issue 14) ----------------------------------------------
@@ -534,6 +555,8 @@ def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
         opaque |= initial and _given(p.get("initial"))
         opaque |= q and not _static_value(p["q"])
         opaque |= ddof and not isinstance(p.get("ddof", 0), (int, float, np.number))
+        if p.get("overwrite_input"):
+            return _overwriting_call(func, "a", args, kwargs)
         if opaque:
             return numpy_call(func, args, kwargs)
         attrs: dict[str, Any] = {}
@@ -549,9 +572,108 @@ def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
             attrs["ddof"] = p["ddof"]
         if method and p.get("method", "linear") != "linear":
             attrs["method"] = p["method"]
-        return bind(kind, (p["a"],), attrs)
+        result = bind(kind, (p["a"],), attrs)
+        # (the median and quantile family reshape a keepdims result: a 0-d one is an array)
+        return mark_array(result) if attrs["keepdims"] and kind in _RESHAPED_KEEPDIMS \
+            else result
     handler.__name__ = f"_{kind.value}"
-    return handler
+    # (it binds every parameter itself: the options no op covers run NumPy's own call)
+    return declare(handler, numpy_signature(func).parameters.keys())
+
+
+_RESHAPED_KEEPDIMS = frozenset({OpKind.MEDIAN, OpKind.NANMEDIAN, OpKind.PERCENTILE,
+                                OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE})
+
+
+class OverwritingCall:
+    """``func`` run on a copy of its argument ``name``, returning ``(result, the copy
+    after the call)``: a NumPy function that changes an argument in place
+    (``overwrite_input=True``, ``copy=False``) as a pure call whose second result the
+    argument then takes, so the caller's array ends as eager NumPy leaves it."""
+
+    writes_a_copy = True  # (numpy_call lets its out= through: the buffer is a copy)
+
+    def __init__(self, func: Callable, name: str) -> None:
+        self.func, self.name = func, name
+        self.__name__ = getattr(func, "__name__", "call")
+        self.__module__ = getattr(func, "__module__", "numpy")
+
+    def __call__(self, *args: Any, **kwargs: Any) -> tuple:
+        bound = inspect.signature(self.func).bind(*args, **kwargs)
+        given = bound.arguments[self.name]
+        one = isinstance(given, tuple) and len(given) == 1  # (out=(buffer,))
+        work = np.array(given[0] if one else given, copy=True)
+        bound.arguments[self.name] = (work,) if one else work
+        result = self.func(*bound.args, **bound.kwargs)
+        # (NumPy returns out itself from most calls: then the argument is the result)
+        return (work,) if result is work else (result, work)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, OverwritingCall) and (other.func, other.name) == (
+            self.func, self.name)
+
+    def __hash__(self) -> int:
+        return hash((OverwritingCall, self.func, self.name))
+
+
+def _overwriting_call(func: Callable, name: str, args: tuple, kwargs: dict) -> Any:
+    """``func(*args, **kwargs)`` that writes into its argument ``name`` (see
+    :class:`OverwritingCall`): the result, and the argument updated in place. For
+    ``name="out"`` the result is ``out`` itself, as NumPy returns it."""
+    target = inspect.signature(func).bind(*args, **kwargs).arguments[name]
+    if name == "out" and isinstance(target, tuple) and len(target) == 1:
+        target = target[0]
+    outputs = numpy_call(OverwritingCall(func, name), args, kwargs)
+    new = outputs[-1]
+    if isinstance(target, (Tensor, np.ndarray)):
+        written = _writable_target(target, f"np.{func.__name__}")
+        written[...] = new
+        if len(outputs) == 1:
+            return written  # NumPy returned the argument itself
+    return outputs[0]
+
+
+# a parameter its handler lacks, with out=: NumPy's own call writing into a copy of out
+FALLBACK["overwriting"] = _overwriting_call
+
+
+class UfuncIntoCopy:
+    """``ufunc(*inputs, out=copies of out, **kwargs)`` returning the copies: a ufunc call
+    with ``out=`` and keywords no op has (``where=`` keeps ``out``'s old values where it is
+    False) as a pure call whose results the ``out`` arrays then take."""
+
+    writes_a_copy = True  # (numpy_call lets its out= through: the buffers are copies)
+
+    def __init__(self, ufunc: np.ufunc) -> None:
+        self.ufunc = ufunc
+        self.__name__ = ufunc.__name__
+        self.__module__ = "numpy"
+
+    def __call__(self, *inputs: Any, out: tuple, **kwargs: Any) -> tuple:
+        work = tuple(np.array(o, copy=True) for o in out)
+        self.ufunc(*inputs, out=work, **kwargs)
+        return work
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, UfuncIntoCopy) and other.ufunc is self.ufunc
+
+    def __hash__(self) -> int:
+        return hash((UfuncIntoCopy, self.ufunc))
+
+
+def _ufunc_into(ufunc: np.ufunc, inputs: tuple, out: Any, kwargs: dict) -> Any:
+    """NumPy's ``ufunc(*inputs, out=out, **kwargs)``, each ``out`` array updated in place."""
+    targets = out if isinstance(out, tuple) else (out,)
+    new = numpy_call(UfuncIntoCopy(ufunc), inputs, {"out": targets, **kwargs})
+    written = []
+    for target, value in zip(targets, new):
+        target = _writable_target(target, f"np.{ufunc.__name__}(..., out=...)")
+        target[...] = value
+        written.append(target)
+    return written[0] if len(written) == 1 else tuple(written)
+
+
+FALLBACK["ufunc_into"] = _ufunc_into
 
 
 implements(np.nansum)(_nan_reduction(OpKind.NANSUM, dtype=True, initial=True))
@@ -572,6 +694,7 @@ for _kind in (OpKind.PERCENTILE, OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.N
 def _nan_scan(kind: OpKind) -> Callable:
     func = kind.numpy_function
 
+    @declare.parameters("a", "axis", "dtype")
     def handler(*args: Any, **kwargs: Any) -> Any:
         p = _bound(func, args, kwargs)
         attrs: dict[str, Any] = {"axis": None if p["axis"] is None else int(p["axis"])}
@@ -722,6 +845,7 @@ def _outputs(kind: OpKind, args: tuple, attrs: dict, name: str) -> list[Tensor]:
 
 
 @implements(np.pad)
+@declare.parameters("array", "pad_width", "mode", ALL)
 def _pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
     if callable(mode) or _traced(pad_width) or _traced(kwargs) or array.shape is None:
         return numpy_call(np.pad, (array, pad_width), {"mode": mode, **kwargs})
@@ -767,8 +891,8 @@ def _bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
 
 
 @implements(np.einsum)
-def _einsum(*operands: Any, out: Any = None, optimize: Any = False, **kwargs: Any) -> Any:
-    _no("out", out)
+@declare.parameters("operands", "optimize", ALL)
+def _einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
     if not operands or not isinstance(operands[0], str) or _traced(kwargs):
         # the interleaved form einsum(a, [0, 1], b, [1, 2]): NumPy's own call
         return numpy_call(np.einsum, operands, {"optimize": optimize, **kwargs})
@@ -869,9 +993,7 @@ def _histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
 
 
 @implements(np.argpartition)
-def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect",
-                  order: Any = None) -> Any:
-    _no("order", order)
+def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
     if _traced(kth):
         return numpy_call(np.argpartition, (a, kth), {"axis": axis, "kind": kind})
     return bind(OpKind.ARGPARTITION, (a,), {"kth": _static_attr(kth), "kind": kind,
@@ -943,8 +1065,7 @@ def _flatnonzero(a: Any) -> Any:
 
 
 @implements(np.compress)
-def _compress(condition: Any, a: Any, axis: Any = None, out: Any = None) -> Any:
-    _no("out", out)
+def _compress(condition: Any, a: Any, axis: Any = None) -> Any:
     return bind(OpKind.COMPRESS, (condition, a), {"axis": None if axis is None else int(axis)})
 
 
@@ -959,6 +1080,8 @@ def _trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
     if filt.shape is None:
         return numpy_call(np.trim_zeros, (filt,), {"trim": trim, "axis": axis})
     np.trim_zeros(np.zeros((1,) * filt.ndim, filt.dtype), trim, axis)  # NumPy's checks
+    if filt.shape == ():
+        return filt  # (nothing to trim: NumPy hands the input back, in its own form)
     return bind(OpKind.TRIM_ZEROS, (filt,), {"trim": trim, "axis": _axis(axis)})
 
 
@@ -977,7 +1100,10 @@ def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
         attrs["sorted"] = False
     if not (return_index or return_inverse or return_counts):
         return bind(OpKind.UNIQUE, (ar,), attrs)
-    return tuple(_outputs(OpKind.UNIQUE, (ar,), attrs, "unique"))
+    outputs = _outputs(OpKind.UNIQUE, (ar,), attrs, "unique")
+    if return_inverse:  # NumPy reshapes it to the input's shape: a 0-d input gives a 0-d array
+        mark_array(outputs[1 + bool(return_index)])
+    return tuple(outputs)
 
 
 # -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
@@ -989,11 +1115,9 @@ def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
 # static argument it raises ``_Opaque`` and the call runs as NumPy's own opaque call
 # (``_composition``): slower, never wrong. The rest are one op each whose LOWER is NumPy's
 # function (linalg factorizations, the fft transforms, searchsorted, lexsort, ...).
-# Departures: a function NumPy answers with a Python ``bool``/``int`` from the data
-# (``allclose``, ``array_equal``) answers with a 0-d NumPy bool here; ``average`` with weights
+# Departures: ``average`` with weights
 # does not raise ZeroDivisionError for weights that sum to zero (the check needs the data).
 
-from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple  # noqa: E402
 
 
 class _Opaque(Exception):
@@ -1013,6 +1137,7 @@ def _composition(*funcs: Callable) -> Callable[[Callable], Callable]:
                     return numpy_call(_func, args, kwargs)
             run.__name__ = run.__qualname__ = handler.__name__
             run.__doc__ = handler.__doc__
+            run.__wrapped__ = handler  # type: ignore[attr-defined]  (its parameters)
             HANDLERS[func] = run
         return handler
     return register
@@ -1324,11 +1449,13 @@ def _resize(a: Any, new_shape: Any) -> Any:
 
 
 @_composition(np.broadcast_arrays)
-def _broadcast_arrays(*args: Any, subok: bool = False) -> tuple:
+def _broadcast_arrays(*args: Any) -> tuple:
+    # (NumPy makes every argument an array first: a 0-d result is a 0-d array, never a
+    # scalar, and an argument already of the full shape comes back as it is)
     arrays = [_arr(a) for a in args]
     shape = np.broadcast_shapes(*[_static_shape(a) for a in arrays])
     if all(tuple(a.shape) == shape for a in arrays):
-        return tuple(arrays)
+        return tuple(as_array(a) if shape == () else a for a in arrays)
     return tuple(np.broadcast_to(a, shape) for a in arrays)
 
 
@@ -1412,9 +1539,10 @@ def _along_axis_target(arr: Any, indices: Any, axis: Any) -> tuple[Any, Any, int
         if _ndim_of(indices) != 1:
             raise ValueError("when axis=None, `indices` must have a single dimension.")
         return np.reshape(arr, (-1,)), indices, 0
+    axis = normalize_axis_index(axis, _ndim_of(arr))  # (NumPy's order of checks)
     if _ndim_of(indices) != _ndim_of(arr):
         raise ValueError("`indices` and `arr` must have the same number of dimensions")
-    return arr, indices, normalize_axis_index(axis, _ndim_of(arr))
+    return arr, indices, axis
 
 
 @_composition(np.take_along_axis)
@@ -1516,9 +1644,7 @@ def _diag(v: Any, k: int = 0) -> Any:
 
 
 @_composition(np.trace)
-def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-           out: Any = None) -> Any:
-    _no("out", out)
+def _trace(a: Any, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None) -> Any:
     return np.sum(_diagonal_of(a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
@@ -1606,12 +1732,14 @@ def _inner(a: Any, b: Any, /) -> Any:
     """NumPy's inner is ``dot(a, b)`` with ``b``'s last axis moved before its last but one."""
     a, b = _arr(a), _arr(b)
     if _ndim_of(a) == 0 or _ndim_of(b) == 0:
-        return np.multiply(a, b)
+        # (NumPy sums the products from zero, as a dot does: a -0.0 product becomes +0.0)
+        prod = np.multiply(a, b)
+        return np.add(prod, np.zeros((), prod.dtype))
     return np.dot(a, np.moveaxis(b, -1, -2) if _ndim_of(b) >= 2 else b)
 
 
 @_composition(np.tensordot, np.linalg.tensordot)
-def _tensordot(a: Any, b: Any, /, axes: Any = 2) -> Any:
+def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     """NumPy's tensordot: both transposed and reshaped to matrices, one ``dot``, reshaped."""
     axes = _static(axes)
     if isinstance(axes, (int, np.integer)):
@@ -1666,12 +1794,19 @@ GUFUNCS.update({np.vecdot: _gufunc(OpKind.VECDOT), np.matvec: _gufunc(OpKind.MAT
 
 @_composition(np.linalg.vecdot)
 def _linalg_vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
+    """NumPy's ``vecdot`` gufunc with ``axis=``: the core dimension is ``axis`` of *each*
+    operand, counted from that operand's own rank, moved last before the loop dimensions
+    broadcast (so operands of different rank pair their own axes, and NumPy's errors are
+    NumPy's: an AxisError per operand, a ValueError for unequal core sizes)."""
     x1, x2 = _arr(x1), _arr(x2)
-    nd = max(_ndim_of(x1), _ndim_of(x2))
-    if axis not in (-1, nd - 1):
-        x1 = np.moveaxis(x1, axis, -1) if _ndim_of(x1) == nd else x1
-        x2 = np.moveaxis(x2, axis, -1) if _ndim_of(x2) == nd else x2
-    return bind(OpKind.VECDOT, (x1, x2))
+    if x1.shape is None or x2.shape is None:
+        raise _Opaque
+    if None not in x1.shape + x2.shape:  # NumPy's own checks, on zero-stride stand-ins
+        np.linalg.vecdot(*(np.broadcast_to(np.zeros((), x.dtype), x.shape) for x in (x1, x2)),
+                         axis=axis)
+    moved = [np.moveaxis(x, normalize_axis_index(axis, _ndim_of(x)), -1) if _ndim_of(x) else x
+             for x in (x1, x2)]
+    return bind(OpKind.VECDOT, tuple(moved))
 
 
 @_composition(np.linalg.matrix_power)
@@ -1715,10 +1850,10 @@ def _square_stack(a: Any) -> None:
 
 
 @_composition(np.linalg.multi_dot)
-def _multi_dot(arrays: Any, *, out: Any = None) -> Any:
+@declare.numpy_writes_out  # (its result is not always out: NumPy's own call)
+def _multi_dot(arrays: Any) -> Any:
     """NumPy's multi_dot: the cheapest order of the chain from the static shapes (its own
     cost rules), then one ``dot`` per pair in that order."""
-    _no("out", out)
     arrays = [_arr(a) for a in arrays]
     n = len(arrays)
     if n < 2:
@@ -1771,6 +1906,8 @@ def _multi_dot(arrays: Any, *, out: Any = None) -> Any:
 def _tensorinv(a: Any, ind: int = 2) -> Any:
     a = _arr(a)
     shape = _static_shape(a)
+    if not shape:
+        raise _Opaque  # (NumPy's own error for a 0-d input)
     if ind <= 0:
         raise ValueError("Invalid ind argument.")
     inv_shape = shape[ind:] + shape[:ind]
@@ -1802,6 +1939,7 @@ def _linalg_op(kind: OpKind, names: tuple[str, ...], result: Callable | None = N
     defaults bound); several results come back in NumPy's namedtuple."""
     func = getattr(np.linalg, kind.value)
 
+    @declare.parameters(*numpy_signature(func).parameters)
     def handler(*args: Any, **kwargs: Any) -> Any:
         p = _bound(func, args, kwargs)
         statics = {k: p[k] for k in names if k in p and p[k] is not np._NoValue}
@@ -2017,8 +2155,7 @@ def _matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
 # -- statistics, comparisons, selection
 
 @_composition(np.ptp)
-def _ptp(a: Any, axis: Any = None, out: Any = None, keepdims: Any = np._NoValue) -> Any:
-    _no("out", out)
+def _ptp(a: Any, axis: Any = None, keepdims: Any = np._NoValue) -> Any:
     keep = False if keepdims is np._NoValue else bool(keepdims)
     return np.subtract(np.max(a, axis=axis, keepdims=keep), np.min(a, axis=axis, keepdims=keep))
 
@@ -2095,6 +2232,8 @@ def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: A
         import warnings  # noqa: PLC0415
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
         fact = 0.0
+    if X.dtype.kind not in "fc":
+        raise _Opaque  # NumPy subtracts the float means in place: its casting error
     X = np.subtract(X, np.mean(X, axis=1)[:, None]).astype(X.dtype)
     c = np.dot(X, np.conj(np.transpose(X)))
     with np.errstate(divide="ignore"):
@@ -2117,7 +2256,12 @@ def _corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) 
 @_composition(np.allclose)
 def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
               equal_nan: bool = False) -> Any:
-    return np.all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan))
+    return _python_bool(np.all(_isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
+
+
+def _python_bool(value: Any) -> Any:
+    """A traced 0-d bool that NumPy returns as a Python ``bool`` (``bool(res)``)."""
+    return PythonNumber(value.node, value.context, bool)
 
 
 def _cannot_hold_nan(dtype: np.dtype) -> bool:
@@ -2132,7 +2276,7 @@ def _array_equal(a1: Any, a2: Any, equal_nan: bool = False) -> Any:
     same = np.equal(a1, a2)
     if equal_nan and not (_cannot_hold_nan(a1.dtype) and _cannot_hold_nan(a2.dtype)):
         same = np.logical_or(same, np.logical_and(np.isnan(a1), np.isnan(a2)))
-    return np.all(same)
+    return _python_bool(np.all(same))
 
 
 @_composition(np.array_equiv)
@@ -2142,7 +2286,7 @@ def _array_equiv(a1: Any, a2: Any) -> Any:
         np.broadcast_shapes(_static_shape(a1), _static_shape(a2))
     except ValueError:
         return False
-    return np.all(np.equal(a1, a2))
+    return _python_bool(np.all(np.equal(a1, a2)))
 
 
 @_composition(np.select)
@@ -2177,6 +2321,7 @@ def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
 
 
 @_composition(np.piecewise)
+@declare.parameters("x", "condlist", "funclist", "args", ALL)
 def _piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> Any:
     """Constant pieces only (``y[cond] = value`` as a ``where``); functions of the selected
     elements run as NumPy's own call."""
@@ -2206,9 +2351,8 @@ def _sort_complex(a: Any) -> Any:
 
 
 def _cumulative(ufunc: np.ufunc) -> Callable:
-    def handler(x: Any, /, *, axis: Any = None, dtype: Any = None, out: Any = None,
+    def handler(x: Any, /, *, axis: Any = None, dtype: Any = None,
                 include_initial: bool = False) -> Any:
-        _no("out", out)
         x = _atleast_1d(_arr(x))
         if axis is None:
             if _ndim_of(x) >= 2:
@@ -2314,7 +2458,10 @@ def _real(val: Any) -> Any:
 @implements(np.imag)
 def _imag(val: Any) -> Any:
     val = _arr(val)
-    return bind(OpKind.IMAG, (val,)) if val.dtype.kind == "c" else _filled(val, 0, val.dtype)
+    if val.dtype.kind == "c" or val.shape == ():
+        # (a real 0-d value's .imag: a scalar's is a scalar, a 0-d array's an array)
+        return bind(OpKind.IMAG, (val,))
+    return _filled(val, 0, val.dtype)
 
 
 @implements(np.iscomplexobj)
@@ -2330,8 +2477,9 @@ def _isrealobj(x: Any) -> bool:
 @implements(np.iscomplex)
 def _iscomplex(x: Any) -> Any:
     x = _arr(x)
-    return np.not_equal(_imag(x), 0) if x.dtype.kind == "c" else _filled(x, False,
-                                                                          np.dtype(bool))
+    # (NumPy: ``zeros(shape, bool)[()]`` for a real input: a NumPy scalar when 0-d)
+    return np.not_equal(_imag(x), 0) if x.dtype.kind == "c" else mark_scalar(
+        _filled(x, False, np.dtype(bool)))
 
 
 @implements(np.isreal)
@@ -2355,14 +2503,12 @@ def _sinc(x: Any) -> Any:
 
 
 @implements(np.isneginf)
-def _isneginf(x: Any, out: Any = None) -> Any:
-    _no("out", out)
+def _isneginf(x: Any) -> Any:
     return np.logical_and(np.isinf(x), _signbit_checked(x))
 
 
 @implements(np.isposinf)
-def _isposinf(x: Any, out: Any = None) -> Any:
-    _no("out", out)
+def _isposinf(x: Any) -> Any:
     return np.logical_and(np.isinf(x), np.logical_not(_signbit_checked(x)))
 
 
@@ -2375,8 +2521,7 @@ def _signbit_checked(x: Any) -> Any:
 
 
 @implements(np.fix)
-def _fix(x: Any, out: Any = None) -> Any:
-    _no("out", out)
+def _fix(x: Any) -> Any:
     return np.trunc(x)
 
 
@@ -2388,13 +2533,21 @@ def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
         # (NumPy returns ``x[()]`` of a 0-d input: a NumPy scalar)
         return x[()] if x.shape == () else np.copy(x) if copy else x
     if x.dtype.kind == "c" or _traced((nan, posinf, neginf)):
+        if not copy:  # NumPy writes the real and imaginary parts into x itself
+            return _overwriting_call(np.nan_to_num, "x", (x,), {
+                "copy": copy, "nan": nan, "posinf": posinf, "neginf": neginf})
         raise _Opaque  # NumPy writes the real and imaginary parts in place
     info = np.finfo(x.dtype)
     hi = info.max if posinf is None else posinf
     lo = info.min if neginf is None else neginf
     out = np.where(np.isnan(x), np.asarray(nan).astype(x.dtype), x)
     out = np.where(_isposinf(x), np.asarray(hi).astype(x.dtype), out)
-    return mark_scalar(np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out))
+    out = np.where(_isneginf(x), np.asarray(lo).astype(x.dtype), out)
+    if not copy and isinstance(x, Tensor):
+        # copy=False: NumPy replaces the values in x itself and returns it (x[()] if 0-d)
+        x[...] = out
+        return x[()] if x.shape == () else x
+    return mark_scalar(out)
 
 
 @_composition(np.ediff1d)
@@ -2454,8 +2607,8 @@ def _unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np
 @_composition(np.polyval)
 def _polyval(p: Any, x: Any) -> Any:
     p = _arr(p)
-    if isinstance(x, np.poly1d):
-        raise _Opaque
+    if isinstance(x, np.poly1d) or _ndim_of(p) == 0:
+        raise _Opaque  # (NumPy's own error for 0-d coefficients)
     x = _arr(x)
     y = np.zeros_like(x)
     for i in range(_static_shape(p)[0] if _ndim_of(p) else 0):
@@ -2468,8 +2621,8 @@ def _polyder(p: Any, m: int = 1) -> Any:
     m = int(m)
     if m < 0:
         raise ValueError("Order of derivative must be positive (see polyint)")
-    if isinstance(p, np.poly1d):
-        raise _Opaque
+    if isinstance(p, np.poly1d) or _ndim_of(_arr(p)) == 0:
+        raise _Opaque  # (NumPy's own error for 0-d coefficients)
     p = _arr(p)
     if m == 0:
         return p
@@ -2483,8 +2636,8 @@ def _polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     if m < 0:
         raise ValueError("Order of integral must be positive (see polyder)")
     k = _static(k)
-    if isinstance(p, np.poly1d):
-        raise _Opaque
+    if isinstance(p, np.poly1d) or _ndim_of(_arr(p)) == 0:
+        raise _Opaque  # (NumPy's own error for 0-d coefficients)
     k = np.zeros(m, float) if k is None else np.atleast_1d(k)
     if len(k) == 1 and m > 1:
         k = k[0] * np.ones(m, float)
@@ -2615,9 +2768,7 @@ def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
 
 
 @implements(np.partition)
-def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect",
-               order: Any = None) -> Any:
-    _no("order", order)
+def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
     if _traced(kth):
         return numpy_call(np.partition, (a, kth), {"axis": axis, "kind": kind})
     return bind(OpKind.PARTITION, (a,), {"kth": _static_attr(kth), "kind": kind,
@@ -2632,11 +2783,10 @@ def _lexsort(keys: Any, axis: int = -1) -> Any:
 
 
 @_composition(np.choose)
-def _choose(a: Any, choices: Any, out: Any = None, mode: str = "raise") -> Any:
+def _choose(a: Any, choices: Any, mode: str = "raise") -> Any:
     """``choices[a]`` element by element: the choices broadcast and stacked, one gather along
     the new axis (``wrap``/``clip`` fold the index first; ``raise`` checks at run time, as
     indexing does)."""
-    _no("out", out)
     if mode != "wrap" and mode != "clip":
         raise _Opaque  # NumPy's own check of every index, with its error
     choices = [_arr(c) for c in choices]
@@ -2705,6 +2855,7 @@ APPLY_ALONG_AXIS_SLICES = 1024
 
 
 @_composition(np.apply_along_axis)
+@declare.parameters("func1d", "axis", "arr", "args", ALL)
 def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwargs: Any) -> Any:
     arr = _arr(arr)
     shape = _static_shape(arr)
@@ -2739,10 +2890,12 @@ def _einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = F
 def _fft_handler(name: str) -> Callable:
     func = getattr(np.fft, name)
 
+    # (out= is NumPy's: it normalizes inside the buffer it writes, other bits than a new
+    # array; the call then runs as NumPy's own, writing into out)
+    @declare.numpy_writes_out
+    @declare.parameters(*numpy_signature(func).parameters.keys() - {"out"})
     def handler(*args: Any, **kwargs: Any) -> Any:
         p = _bound(func, args, kwargs)
-        if p.get("out") is not None:
-            return numpy_call(func, args, kwargs)
         p.pop("out", None)
         a = p.pop("a")
         if _traced(p):
@@ -2753,7 +2906,7 @@ def _fft_handler(name: str) -> Callable:
                  and p["axes"] is None else name}
         attrs.update((k, _static_attr(v)) for k, v in p.items()
                      if v is not None and v is not np._NoValue)
-        return bind(OpKind.FFT, (a,), attrs)
+        return mark_array(bind(OpKind.FFT, (a,), attrs))  # (a transform builds an array)
     handler.__name__ = f"_fft_{name}"
     return handler
 
@@ -2767,6 +2920,8 @@ for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", 
 def _fftshift(x: Any, axes: Any = None) -> Any:
     x = _arr(x)
     shape = _static_shape(x)
+    if not shape:
+        raise _Opaque  # (NumPy's own error for a 0-d input)
     if axes is None:
         axes = tuple(range(len(shape)))
         shift: Any = [d // 2 for d in shape]
@@ -2781,6 +2936,8 @@ def _fftshift(x: Any, axes: Any = None) -> Any:
 def _ifftshift(x: Any, axes: Any = None) -> Any:
     x = _arr(x)
     shape = _static_shape(x)
+    if not shape:
+        raise _Opaque  # (NumPy's own error for a 0-d input)
     if axes is None:
         axes = tuple(range(len(shape)))
         shift: Any = [-(d // 2) for d in shape]

@@ -66,7 +66,7 @@ def numpy_call(func: Callable, args: Sequence[Any], kwargs: dict) -> Any:
     name = function_name(func)
     if func in MUTATING_FUNCTIONS:
         raise mutating_error(name, MUTATING_FUNCTIONS[func])
-    if kwargs.get("out") is not None:
+    if kwargs.get("out") is not None and not getattr(func, "writes_a_copy", False):
         raise errors.UnsupportedOpError(
             f"{name}(..., out=...) at {user_frame_description()} writes into an existing "
             "array, which a traced function cannot do with a NumPy function it runs as an "
@@ -219,7 +219,14 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
         found.append(([leaf_aval(v) for v in flat[0]], flat[1]))
     if not found:
         first = failures[0]
-        raise errors.UnsupportedOpError(
+        cls: type = errors.UnsupportedOpError
+        if len({type(e) for e in failures}) == 1 and all(
+                a.shape is not None and None not in a.shape for a in avals):
+            # the same error on every set of values of these exact shapes and dtypes: the
+            # call is wrong whatever the data (a bad keyword, mismatched shapes) and fails
+            # eagerly too, so the error is also of NumPy's type (`except ValueError:` catches it)
+            cls = failing_call_error(type(first))
+        raise cls(
             f"{name} at {user_frame_description()} failed on every stand-in input of the "
             f"traced shapes and dtypes ({type(first).__name__}: {first}), so the type of its "
             "result cannot be found while tracing. Fix: check the arguments (the same call "
@@ -235,6 +242,25 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
     structure = found[0][1]
     out = leaves[0] if is_leaf(structure) else tuple(leaves)
     return out, structure
+
+
+_FAILING_CALL_ERRORS: dict[type, type] = {}
+
+
+def failing_call_error(numpy_error: type) -> type:
+    """An :class:`~kernel_ext.errors.UnsupportedOpError` that is also ``numpy_error`` (a
+    call NumPy rejects raises NumPy's exception type here too)."""
+    cls = _FAILING_CALL_ERRORS.get(numpy_error)
+    if cls is None:
+        try:
+            # (the message is ours: NumPy's own __init__/__str__ may want other arguments)
+            cls = type(f"UnsupportedOpError_{numpy_error.__name__}",
+                       (errors.UnsupportedOpError, numpy_error),
+                       {"__init__": Exception.__init__, "__str__": Exception.__str__})
+        except TypeError:  # (an exception type that cannot be a base: ours alone)
+            cls = errors.UnsupportedOpError
+        _FAILING_CALL_ERRORS[numpy_error] = cls
+    return cls
 
 
 def _merge(name: str, avals: list[AbstractValue]) -> AbstractValue:

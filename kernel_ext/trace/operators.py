@@ -60,6 +60,42 @@ def _inplace(uf: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
     return _named(op, name)
 
 
+#: ``ndarray.__pow__``'s fast paths (NumPy's ``fast_scalar_power``): an array of floats or
+#: complex numbers raised to exactly the Python int 2 or -1, or the Python float 0.5, is
+#: ``np.square`` / ``np.reciprocal`` / ``np.sqrt`` of it (for complex values other bits than
+#: ``np.power``). NumPy scalars and integer arrays take ``np.power``.
+POWER_FAST_PATHS: dict[tuple[type, Any], Callable[..., Any]] = {
+    (int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}
+
+
+def power_function(base: Any, exponent: Any) -> Callable[..., Any] | None:
+    """The ufunc ``base ** exponent`` is computed with when it is a fast path, else None
+    (``np.power``); for a 0-d base whose form only the call decides (an argument that may be
+    a NumPy scalar or a 0-d array), ``base.power_at_run_time``: NumPy's own ``**``."""
+    if type(exponent) not in (int, float):
+        return None
+    fast = POWER_FAST_PATHS.get((type(exponent), exponent))
+    if fast is None or np.dtype(base.dtype).kind not in "fc":
+        return None
+    holds_array = base.pow_base_is_array()
+    if holds_array is None:
+        # (float bits are the same either way; complex ones are not: NumPy decides per call)
+        return fast if np.dtype(base.dtype).kind == "f" else \
+            (lambda b: b.power_at_run_time(exponent))
+    return fast if holds_array else None
+
+
+def _power(self: Any, other: Any) -> Any:
+    fast = power_function(self, other)
+    return fast(self) if fast is not None else np.power(self, other)
+
+
+def _inplace_power(self: Any, other: Any) -> Any:
+    fast = power_function(self, other)
+    self._rebind(fast(self) if fast is not None else np.power(self, other))
+    return self
+
+
 #: ``(dunder stem, NumPy callable)`` of the binary operators that have reflected and in-place
 #: forms, in op-table order.
 BINARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
@@ -91,6 +127,12 @@ class NumpyOperators:
         if inplace:
             for stem, uf in BINARY_OPERATORS:
                 setattr(cls, f"__i{stem}__", _inplace(uf, f"__i{stem}__"))
+            cls.__ipow__ = _named(_inplace_power, "__ipow__")  # type: ignore[attr-defined]
+
+    def pow_base_is_array(self) -> bool | None:
+        """Does ``self`` stand for an ndarray (NumPy's ``**`` fast paths apply), not a
+        NumPy scalar (None: only the call knows)? An array-like's value is an array."""
+        return True
 
     def __divmod__(self, other: Any) -> tuple[Any, Any]:
         return np.divmod(self, other)
@@ -102,6 +144,7 @@ class NumpyOperators:
 for _stem, _uf in BINARY_OPERATORS:
     setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
     setattr(NumpyOperators, f"__r{_stem}__", _reflected(_uf, f"__r{_stem}__"))
+NumpyOperators.__pow__ = _named(_power, "__pow__")  # type: ignore[method-assign]
 for _stem, _uf in COMPARISON_OPERATORS:
     setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
 for _stem, _uf in UNARY_OPERATORS:

@@ -21,6 +21,7 @@ from .. import errors
 from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
                   OpKind)
 from .operators import BINARY_OPERATORS, NumpyOperators
+from .signatures import method_signature, numpy_writes_out, route
 from .state import UNCONVERTED, current_context, format_location
 from .zero_d import ARRAY, SCALAR, mark_array, zero_d_kind
 
@@ -35,6 +36,10 @@ HANDLERS: dict[Callable, Callable[..., Any]] = {}
 #: when the trace layer is imported: ``FALLBACK["function"](func, args, kwargs)`` for a NumPy
 #: function HANDLERS lacks, ``FALLBACK["ufunc"](ufunc, method, inputs, kwargs)`` for a ufunc
 #: (method) without an op. Both run it as an opaque NumPy call inside the graph.
+#: ``FALLBACK["overwriting"](func, name, args, kwargs)`` (set by numpy_api) runs NumPy's own
+#: call on a copy of the argument ``name`` that it writes into (``out``), which then takes
+#: the copy's new contents; ``FALLBACK["ufunc_into"](ufunc, inputs, out, kwargs)`` does the
+#: same for a ufunc call with ``out=`` and keywords no op has (``where=``, ``casting=``).
 FALLBACK: dict[str, Callable[..., Any]] = {}
 
 #: ``UFUNC_METHODS[method](ufunc, inputs, kwargs)`` records ``ufunc.<method>`` (reduce,
@@ -48,6 +53,17 @@ UFUNC_METHODS: dict[str, Callable[..., Any]] = {}
 GUFUNCS: dict[np.ufunc, Callable[..., Any]] = {}
 
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
+#: The keywords of a ufunc call its op implements (``dtype``); the others run NumPy's ufunc.
+_NATIVE_UFUNC_KWARGS = frozenset({"dtype"})
+#: ufunc keywords given their default (``where=True``, ``casting="same_kind"``): no effect.
+_UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
+                   "signature": None, "dtype": None}
+
+
+def _ufunc_default(key: str, value: Any) -> bool:
+    default = _UFUNC_DEFAULTS.get(key, _UFUNC_DEFAULTS)
+    return value is default or (type(value) is type(default) and isinstance(value, str) and
+                                value == default)
 
 
 #: How to fill a buffer with traced values when AutoGraph cannot rewrite ``buf[i] = t``.
@@ -200,6 +216,15 @@ class Tensor(NumpyOperators, inplace=True):
     # -- NumPy protocols ------------------------------------------------------------------
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.pop("out", None)
+        kwargs = {k: v for k, v in kwargs.items() if not _ufunc_default(k, v)}
+        if method == "__call__" and ufunc not in GUFUNCS and any(
+                k not in _NATIVE_UFUNC_KWARGS for k in kwargs):
+            # where=, casting=, order=, subok=, signature=: no op has them, so NumPy's own
+            # ufunc runs (into a copy of ``out``, which ``out`` then takes): never dropped
+            if out is not None and "ufunc_into" in FALLBACK:
+                return FALLBACK["ufunc_into"](ufunc, inputs, out, kwargs)
+            if out is None and "ufunc" in FALLBACK:
+                return FALLBACK["ufunc"](ufunc, method, inputs, kwargs)
         result = _apply_ufunc(ufunc, method, inputs, kwargs)
         if out is None:
             return result
@@ -219,32 +244,54 @@ class Tensor(NumpyOperators, inplace=True):
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         handler = HANDLERS.get(func)
-        if handler is not None and kwargs.get("out") is not None:
-            # ``np.clip(x, 0, 1, out=x)``, ``np.sum(a, axis=0, out=buf)``: the result written
-            # into ``out`` as an in-place update (a plain array is promoted, TraceContext)
-            kwargs = dict(kwargs)
-            out = kwargs.pop("out")
-            target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
-            result = handler(*args, **kwargs)
-            if isinstance(target, np.ndarray) and isinstance(result, Tensor):
-                target = result.context.promote(target)
-            if not isinstance(target, Tensor) or not isinstance(result, Tensor):
-                raise errors.UnsupportedOpError(
-                    f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
-                    f"write into (got {type(out).__name__}). Fix: assign the result instead.")
-            target._rebind(result)
-            return target
-        if handler is None and "function" in FALLBACK:
-            return FALLBACK["function"](func, args, kwargs)
         if handler is None:
-            name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
-                "." + getattr(func, "__name__", repr(func))
+            return _unhandled_function(self, func, args, kwargs)
+        # NumPy's signature binds the call; a parameter the handler does not implement,
+        # given a value other than its default, runs the call as NumPy's own (signatures.py)
+        call = route(func, handler, args, kwargs)
+        out = call.out
+        if call.opaque is None and out is not None and numpy_writes_out(handler):
+            call.opaque = "out"
+        if call.opaque is not None:
+            if out is not None and "overwriting" in FALLBACK:
+                # NumPy's own call writing into a copy of ``out``, which ``out`` then takes
+                return FALLBACK["overwriting"](func, "out", args, kwargs)
+            if out is not None or "function" not in FALLBACK:
+                return _unhandled_function(self, func, args, kwargs, call.opaque)
+            return FALLBACK["function"](func, args, kwargs)
+        if out is None:
+            return handler(*call.args, **call.kwargs)
+        # ``np.clip(x, 0, 1, out=x)``, ``np.sum(a, axis=0, out=buf)``: the result written
+        # into ``out`` as an in-place update (a plain array is promoted, TraceContext)
+        target = out[0] if isinstance(out, tuple) and len(out) == 1 else out
+        result = handler(*call.args, **call.kwargs)
+        if isinstance(target, np.ndarray) and isinstance(result, Tensor):
+            target = result.context.promote(target)
+        if not isinstance(target, Tensor) or not isinstance(result, Tensor):
             raise errors.UnsupportedOpError(
-                f"{name} is not supported on traced values (called on {describe_tensor(self)} "
-                f"while tracing '{self.context.function_name}'). Fix: express it with supported "
-                "NumPy operations, or compute it outside the kx.function; "
-                "kx.supported_numpy_functions() lists what is traced.")
-        return handler(*args, **kwargs)
+                f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
+                f"write into (got {type(out).__name__}). Fix: assign the result instead.")
+        target._rebind(result)
+        return target
+
+    def pow_base_is_array(self) -> bool | None:
+        """An n-d value, or a 0-d one NumPy holds as a 0-d array (``x ** 2`` takes
+        ``np.square`` then, ``np.power`` on a NumPy scalar: see operators.py); None for a
+        0-d argument of the function itself, which one trace serves in both forms."""
+        if self.shape != ():
+            return True
+        node = self.node
+        if node.op is OpKind.PLACEHOLDER and node.attrs.get("path") is not None and \
+                self.context.parent is None:
+            return None
+        return zero_d_kind(node, None) == ARRAY
+
+    def power_at_run_time(self, exponent: Any) -> Any:
+        """``self ** exponent`` as NumPy's own operator on the value the caller passed (a
+        NumPy scalar takes ``np.power``, a 0-d array the fast path): an opaque call."""
+        if "function" not in FALLBACK:
+            return np.power(self, exponent)
+        return FALLBACK["function"](operator.pow, (self, exponent), {})
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         raise errors.TracingConversionError(
@@ -491,16 +538,25 @@ class Tensor(NumpyOperators, inplace=True):
         return bind(OpKind.GETITEM, (self, *dyn), {"index": template})
 
     # -- ndarray methods ------------------------------------------------------------------
-    def astype(self, dtype: Any, copy: bool = True) -> "Tensor":
+    # The methods take ndarray's documented parameters and hand every one on to the NumPy
+    # function (whose handler runs NumPy's own call for a parameter it does not implement,
+    # signatures.py): none is dropped.
+    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
+               copy: bool = True) -> "Tensor":
         dtype = np.dtype(dtype)
+        if not np.can_cast(self.dtype, dtype, casting=casting):
+            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
+                            f"according to the rule '{casting}'")
+        if order not in ("K", "A", "C"):  # (a layout of its own: NumPy's own call)
+            return _method_call(self, "astype", (dtype,), {"order": order, "copy": copy})
         if dtype == self.dtype and not copy:
             return self
         return bind(OpKind.CAST, (self,), {"dtype": dtype})
 
-    def reshape(self, *shape: Any, order: str = "C") -> "Tensor":
+    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> "Tensor":
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return np.reshape(self, shape, order=order)
+        return np.reshape(self, shape, order=order, copy=copy)
 
     def transpose(self, *axes: Any) -> "Tensor":
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
@@ -509,9 +565,13 @@ class Tensor(NumpyOperators, inplace=True):
 
     def flatten(self, order: str = "C") -> "Tensor":
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
+        if order not in ("C", "F"):  # ('A', 'K' follow the memory layout: NumPy's call)
+            return _method_call(self, "flatten", (), {"order": order})
         return np.copy(np.reshape(self, (-1,), order=order))
 
     def ravel(self, order: str = "C") -> "Tensor":
+        if order not in ("C", "F"):
+            return _method_call(self, "ravel", (), {"order": order})
         return np.reshape(self, (-1,), order=order)
 
     def squeeze(self, axis: Any = None) -> "Tensor":
@@ -521,23 +581,27 @@ class Tensor(NumpyOperators, inplace=True):
         return np.swapaxes(self, a, b)
 
     def copy(self, order: str = "C") -> "Tensor":
+        if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
+            return _method_call(self, "copy", (), {"order": order})
         # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
         return bind(OpKind.COPY, (self,))  # type: ignore[return-value]
 
-    def dot(self, other: Any) -> "Tensor":
-        return np.dot(self, other)
+    def dot(self, b: Any, out: Any = None) -> "Tensor":
+        return np.dot(self, b, out=out)
 
-    def clip(self, min: Any = None, max: Any = None) -> "Tensor":
-        return np.clip(self, min, max)
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> "Tensor":
+        # (ndarray.clip: either bound may be left out; both None is NumPy's identity)
+        return np.clip(self, min, max, out=out, **kwargs)
 
-    def round(self, decimals: int = 0) -> "Tensor":
-        return np.round(self, decimals)
+    def round(self, decimals: int = 0, out: Any = None) -> "Tensor":
+        return np.round(self, decimals, out=out)
 
     def conj(self) -> "Tensor":
         return np.conjugate(self)
 
-    def take(self, indices: Any, axis: int | None = None) -> "Tensor":
-        return np.take(self, indices, axis=axis)
+    def take(self, indices: Any, axis: int | None = None, out: Any = None,
+             mode: str = "raise") -> "Tensor":
+        return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
                 stable: bool | None = None) -> "Tensor":
@@ -605,11 +669,10 @@ class Tensor(NumpyOperators, inplace=True):
         self.assign(np.partition(self, kth, axis, kind, order))
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
-        """``x.put(ind, v)``: flat-index assignment, in place (``mode='raise'`` only)."""
+        """``x.put(ind, v)``: flat-index assignment, in place (``np.put`` for ``mode=``)."""
         if mode != "raise":
-            raise errors.UnsupportedOpError(
-                f"x.put(..., mode={mode!r}) is not supported on traced values; only "
-                "mode='raise'. Fix: clip or wrap the indices first (np.clip, %).")
+            np.put(self, indices, values, mode=mode)
+            return
         flat = np.reshape(self, (-1,))
         flat[np.asarray(indices) if not isinstance(indices, Tensor) else indices] = values
 
@@ -617,11 +680,35 @@ class Tensor(NumpyOperators, inplace=True):
         """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
         self[...] = value
 
-    def cumsum(self, axis: Any = None, dtype: Any = None) -> "Tensor":
-        return np.cumsum(self, axis=axis, dtype=dtype)
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
 
-    def cumprod(self, axis: Any = None, dtype: Any = None) -> "Tensor":
-        return np.cumprod(self, axis=axis, dtype=dtype)
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+
+
+def _method_call(tensor: Tensor, name: str, args: tuple, kwargs: dict) -> Any:
+    """``tensor.<name>(*args, **kwargs)`` as NumPy's own ndarray method call in the graph."""
+    if "function" not in FALLBACK:
+        raise errors.UnsupportedOpError(f"x.{name}(...) with these arguments needs NumPy's "
+                                         "own call, which is not available here")
+    return FALLBACK["function"](getattr(np.ndarray, name), (tensor, *args), kwargs)
+
+
+def _unhandled_function(tensor: Tensor, func: Callable, args: tuple, kwargs: dict,
+                        parameter: str | None = None) -> Any:
+    """A NumPy function with no handler (or a parameter its handler lacks): NumPy's own
+    opaque call where the trace layer installed it, else an error naming the function."""
+    if parameter is None and "function" in FALLBACK:
+        return FALLBACK["function"](func, args, kwargs)
+    name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
+        "." + getattr(func, "__name__", repr(func))
+    what = f"{name}(..., {parameter}=...) with out=" if parameter else name
+    raise errors.UnsupportedOpError(
+        f"{what} is not supported on traced values (called on {describe_tensor(tensor)} "
+        f"while tracing '{tensor.context.function_name}'). Fix: express it with supported "
+        "NumPy operations, assign the result instead of out=, or compute it outside the "
+        "kx.function; kx.supported_numpy_functions() lists what is traced.")
 
 
 class ViewStep:
@@ -782,8 +869,13 @@ def next_version() -> int:
 
 def _reduction_method(name: str) -> Callable[..., Tensor]:
     fn = getattr(np, name)
+    signature = method_signature(fn)
 
     def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
+        try:  # the method's own parameters (x.std has no correction=, np.std has)
+            signature.bind(*args, **kwargs)
+        except TypeError as e:
+            raise TypeError(f"{name}() {e}") from None
         return fn(self, *args, **kwargs)
     method.__name__ = name
     method.__doc__ = f"Traced ``np.{name}``."
