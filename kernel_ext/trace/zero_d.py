@@ -97,11 +97,19 @@ def as_array(value: Any) -> Any:
     return mark_array(value.copy())
 
 
+#: ``node -> (id(root), kind)`` of control-flow results asked about with no branch map (see
+#: :func:`zero_d_kind`); a node's branches never change while its trace runs.
+_TOP_LEVEL_KINDS: "weakref.WeakKeyDictionary[Node, tuple[int, ZeroDKind]]" = \
+    weakref.WeakKeyDictionary()
+
+
 def zero_d_kind(node: Node, root: Graph | None,
-                outer: dict[Node, Any] | None = None) -> ZeroDKind:
+                outer: dict[Node, tuple[Any, Any]] | None = None,
+                memo: dict[tuple[int, int], Any] | None = None) -> ZeroDKind:
     """The form NumPy returns the 0-d value of ``node`` in (see the module docstring);
     ``root`` is the traced function's graph, whose placeholders are the caller's arguments;
-    ``outer`` maps a branch graph's placeholders to the values the ``cond`` passed in."""
+    ``outer`` maps a branch graph's placeholders to the values the ``cond`` passed in (each
+    with the enclosing graph's own map)."""
     applied = False  # (an ndarray method was applied to the value found so far)
     for _ in range(10_000):  # (a chain of shape-only ops; bounded for safety)
         if node in _ARRAY_NODES:
@@ -111,13 +119,15 @@ def zero_d_kind(node: Node, root: Graph | None,
         if node in _ASARRAY_NODES:
             if applied:  # an ndarray method of np.asarray(x)'s result: an array
                 return ARRAY
-            form = zero_d_kind(node.args[0], root, outer)
+            form = zero_d_kind(node.args[0], root, outer, memo)
             return ("asarray", form[1]) if isinstance(form, tuple) else ARRAY
         op = node.op
         if op is OpKind.PLACEHOLDER and outer and node in outer:
-            if not isinstance(outer[node], Node):
+            # a branch's or body's input: the operand, in the enclosing graph's own context
+            operand, outer = outer[node]
+            if not isinstance(operand, Node):
                 return SCALAR
-            node = outer[node]
+            node = operand
             continue
         if op is OpKind.PLACEHOLDER:
             path = node.attrs.get("path")
@@ -145,13 +155,29 @@ def zero_d_kind(node: Node, root: Graph | None,
             node, applied = source, applied or op in _NEW_BUFFER
             continue
         if op.group is OpGroup.CONTROL_FLOW or op is OpKind.GET_OUTPUT:
-            return _control_flow_kind(node, root, outer)
+            # memoised: a chain of branches that each pass a value through (``s += x`` under
+            # an ``if`` in an unrolled loop) reaches every earlier branch along two paths
+            # (the entry keeps ``outer`` alive, so its id is not reused within the query).
+            # A node reached outside any branch map keeps its answer across queries, so the
+            # queries a trace makes as it grows such a chain stay shallow.
+            if outer is None:
+                known = _TOP_LEVEL_KINDS.get(node)
+                if known is not None and known[0] == id(root):
+                    return known[1]
+            memo = {} if memo is None else memo
+            key = (id(node), id(outer))
+            if key not in memo:
+                memo[key] = (outer, _control_flow_kind(node, root, outer, memo))
+                if outer is None:
+                    _TOP_LEVEL_KINDS[node] = (id(root), memo[key][1])
+            return memo[key][1]
         return SCALAR  # ufuncs, clip, reductions, linalg, searches: NumPy scalars
     return SCALAR
 
 
 def _control_flow_kind(node: Node, root: Graph | None,
-                       outer: dict[Node, Any] | None) -> ZeroDKind:
+                       outer: dict[Node, tuple[Any, Any]] | None,
+                       memo: dict[tuple[int, int], Any]) -> ZeroDKind:
     """A ``cond``'s output takes the form both branches return, a ``while`` loop's the form
     of its initial value and of the body's result; where they differ (the data picks at run
     time), one that follows an argument wins over an array, else a scalar, NumPy's default
@@ -173,11 +199,13 @@ def _control_flow_kind(node: Node, root: Graph | None,
     kinds = set()
     for graph in graphs:
         if graph is None:
-            kinds.add(zero_d_kind(node.args[index], root, outer))
+            kinds.add(zero_d_kind(node.args[index], root, outer, memo))
         elif isinstance(graph, Graph) and index < len(graph.outputs):
-            inner = dict(outer or {})
-            inner.update(zip(graph.inputs, operands))
-            kinds.add(zero_d_kind(graph.outputs[index], root, inner))
+            # each level maps only its own inputs, to (operand, the enclosing level's map):
+            # a value passed through resolves to the enclosing node under the enclosing map,
+            # so the memo of :func:`zero_d_kind` finds it again
+            inner = {p: (o, outer) for p, o in zip(graph.inputs, operands)}
+            kinds.add(zero_d_kind(graph.outputs[index], root, inner, memo))
     if len(kinds) == 1:
         return kinds.pop()
     likes = [k for k in kinds if isinstance(k, tuple)]
