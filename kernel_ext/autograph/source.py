@@ -386,7 +386,9 @@ def _instructions(code: types.CodeType,
     # PUSH_NULL before a call of a non-method is the same as LOAD_GLOBAL's "push NULL" bit,
     # which the compiler uses instead in some contexts (``kx.grad(f)(x)`` in a module
     # function versus the same text compiled alone): neither is an operation of its own.
-    found = [(ins, skipped(ins) or ins.opname == "PUSH_NULL")
+    # EXTENDED_ARG only widens the next instruction's argument: a long function has it where
+    # its jumps pass 255 cache-inclusive offsets, which differ between the two compilations.
+    found = [(ins, skipped(ins) or ins.opname in ("PUSH_NULL", "EXTENDED_ARG"))
              for ins in dis.get_instructions(code)]
     index: dict[int, int] = {}
     kept = 0
