@@ -473,16 +473,26 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
     number is carried; ``fallback(k0)`` unrolls from ``k0`` if the body is no loop body."""
     k0 = 0
     if _peel_needed(loop.get_state(), loop):
+        # the peeled iteration runs only where the loop would: a ``break`` taken before the
+        # switch from unrolling (the loop's extra test) ends the loop before it
+        go = True if loop.extra_test is None else resolve(loop.extra_test())
+        if not is_traced(go) and not go:
+            return
         if static_n is None:
             def run_first() -> None:
                 loop.body(item(np.int64(0)) if not weak_index else item(0))
                 loop.note(unrolled=1)  # the first iteration, peeled
                 _graph_loop(loop, None, (item, count, 1, weak_index))
-            _under_cond(loop, np.greater(count, 0), run_first)
+            more = np.greater(count, 0)
+            _under_cond(loop, more if not is_traced(go) else np.logical_and(more, go),
+                        run_first)
             return
         if static_n == 0:
             return
-        loop.body(item(0))
+        if is_traced(go):
+            _under_cond(loop, go, lambda: loop.body(item(0)))
+        else:
+            loop.body(item(0))
         loop.note(unrolled=1)  # the first iteration, peeled
         k0 = 1
         if static_n == 1:

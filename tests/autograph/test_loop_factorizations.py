@@ -168,3 +168,27 @@ def test_a_graph_loop_try_that_fails_leaves_the_loop_notes_of_what_ran(monkeypat
     notes = f.get_concrete_function(_inputs(triangular_update, 6)[0]).loops
     outer = [text for text in notes if "for i in range(1, A.shape[0])" in text]
     assert outer and outer[0].endswith("— 5 iterations unrolled"), notes
+
+
+def break_in_the_first_iteration(A):
+    n = A.shape[0]
+    for i in range(n - 1, -1, -1):
+        for j in range(n - 1, -1, -1):
+            for k in range(n):
+                A[j, i] -= A[i, i] * 0.1
+            if j % 3 == 2:
+                break
+    return A
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_a_break_taken_before_the_switch_to_a_graph_loop_ends_the_loop(path, monkeypatch):
+    # the j loop passes a 10-node budget in the iteration that breaks: the iteration the
+    # graph-loop try peels must not run (it did, updating row 1 as well)
+    monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 10)
+    A = np.random.default_rng(0).standard_normal((3, 3))
+    eager = A.copy()
+    expected = break_in_the_first_iteration(eager)
+    got = kx.function(break_in_the_first_iteration, **PATHS[path])(A)
+    _same(got, expected, "result")
+    _same(A, eager, "argument")
