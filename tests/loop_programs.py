@@ -4,7 +4,8 @@
 array ``A``, a vector ``v`` and an int64 array ``K``: nested ``for`` loops over constant,
 triangular (``range(i)``, ``range(i, n)``), reversed and strided ranges whose bodies read and
 write elements and slices of the arguments and of buffers the function makes (``np.zeros``,
-``np.empty`` filled by a loop), carry Python-number scalars, reduce rows and columns, ``break``
+``np.empty`` filled by a loop), loop over a traced array's rows, run ``while`` loops with data
+tests, carry Python-number scalars, reduce rows and columns, ``break``
 and ``continue`` (on Python and on traced tests) and branch on traced values. Every operation
 is one whose bits NumPy fixes (elementwise IEEE arithmetic, exact integer arithmetic, max/min,
 integer sums, Python's sequential ``sum``), so every executor must reproduce them exactly.
@@ -102,7 +103,8 @@ class _Writer:
             self.jump(depth + 1, inner)
 
     def statement(self, depth: int, idx: list[str]) -> None:
-        kinds = ["element", "element", "slice", "scalar", "reduce", "buffer", "if"]
+        kinds = ["element", "element", "slice", "scalar", "reduce", "buffer", "if", "rows",
+                 "while"]
         if len(idx) < self.max_depth:
             kinds += ["loop", "loop"]
         kind = self.pick(kinds)
@@ -180,6 +182,24 @@ class _Writer:
             f"{b}[:] = {b} * 0.5",
         ]))
 
+    def _rows(self, depth: int, idx: list[str]) -> None:
+        """A ``for`` over the rows of a traced array: a graph loop (TensorFlow's rule)."""
+        A, v, s, row = self.name("A"), self.name("v"), self.name("s"), self.name(f"row{depth}")
+        self.features.add("rows of a traced array")
+        self.emit(depth, f"for {row} in {A}:")
+        self.emit(depth + 1, self.pick([f"{s} = {s} * 0.5 + np.max({row})",
+                                        f"{v}[:] = {v} * 0.5 + {row} * 0.25",
+                                        f"{s} = {s} + {row}[0]"]))
+
+    def _while(self, depth: int, idx: list[str]) -> None:
+        """A ``while`` whose test reads data: a graph loop carrying a Python int."""
+        A, v, n, w = self.name("A"), self.name("v"), self.name("n"), self.name(f"w{depth}")
+        self.features.add("traced while")
+        self.emit(depth, f"{w} = 0")
+        self.emit(depth, f"while {w} < {n} and {A}[{w}, {w}] < 1.0:")
+        self.emit(depth + 1, f"{v}[{w}] += 0.5")
+        self.emit(depth + 1, f"{w} += 1")
+
     def _if(self, depth: int, idx: list[str]) -> None:
         A, K, s = self.name("A"), self.name("K"), self.name("s")
         r, c = self.index(idx), self.index(idx)
@@ -233,8 +253,11 @@ def make_loop_program(seed: int, n: int, prefix: str = "", max_depth: int = 3) -
         w.features.add("np.empty buffer")
     for _ in range(int(rng.integers(1, 3))):
         w.loop(0, [])
-    inputs = [rng.standard_normal((n, n)), rng.standard_normal(n),
+    floats = np.float32 if rng.random() < 0.3 else np.float64  # weak Python scalars
+    inputs = [rng.standard_normal((n, n)).astype(floats), rng.standard_normal(n).astype(floats),
               rng.integers(-50, 50, (n, n)).astype(np.int64)]
+    if floats is np.float32:
+        w.features.add("float32")
     outputs = [w.name("s"), w.name("t"), *w.buffers, A, v, K]
     return LoopProgram(seed, n, w.lines, [A, v, K], inputs, outputs, w.features)
 

@@ -2,7 +2,8 @@
 
 ``loop_programs`` writes nested ``for`` loops (constant, triangular, reversed, strided ranges;
 element and slice reads and writes of arguments and of buffers the function makes; carried
-scalars; reductions; ``break``/``continue``; traced ``if``) and runs them at sizes on both
+scalars; reductions; ``break``/``continue``; traced ``if``; loops over a traced array's rows and
+``while`` loops with data tests; float64 and float32 data) and runs them at sizes on both
 sides of the engine's thresholds, under three profiles:
 
 * ``shipped``: the constants as shipped, small sizes; the larger ones pass the unroll budget
@@ -35,6 +36,7 @@ import pytest
 from loop_programs import LoopBatch, LoopProgram, make_loop_program, make_wide_program
 
 import kernel_ext as kx
+from kernel_ext import errors
 from kernel_ext.autograph import loops, py_builtins
 from kernel_ext.backends import codegen, parallel, whole_graph
 from kernel_ext.passes import short_sums
@@ -85,8 +87,15 @@ def _kind(value: Any) -> str:
     return f"array {np.asarray(value).dtype}{np.shape(value)}"
 
 
+#: A Python number that a graph loop or a traced branch may change comes out as NumPy's
+#: default scalar of its kind (docs/ARCHITECTURE.md, the loops' *Departures*).
+_DEPARTURES = {("Python int", "NumPy scalar int64"), ("Python float", "NumPy scalar float64"),
+               ("Python bool", "NumPy scalar bool")}
+
+
 def _compare(got: Any, want: Any, where: str) -> None:
-    assert _kind(got) == _kind(want), f"{where}: {_kind(got)} != {_kind(want)}"
+    kinds = (_kind(want), _kind(got))
+    assert kinds[0] == kinds[1] or kinds in _DEPARTURES, f"{where}: {kinds[1]} != {kinds[0]}"
     g, w = np.asarray(got), np.asarray(want)
     if g.tobytes() != w.tobytes():
         raise AssertionError(f"{where}: bits differ\n got {g!r}\nwant {w!r}")
@@ -95,7 +104,11 @@ def _compare(got: Any, want: Any, where: str) -> None:
 #: Clear errors a program may raise instead of running (known limitations, counted in
 #: :data:`RAISED`): a name assigned only under a traced ``if`` (a loop index after a traced
 #: ``break``), which liveness analysis will leave uncarried.
-ALLOWED_ERRORS = ((ValueError, "must also be assigned in the"),)
+#: And ``s += x`` on a NumPy scalar that a traced ``if`` (a guarded unrolled iteration) may
+#: have passed through unchanged: refused as a write to an array it may alias, though eagerly
+#: ``+=`` on a scalar rebinds the name (a spurious error, not a wrong result).
+ALLOWED_ERRORS = ((ValueError, "must also be assigned in the"),
+                  (errors.UnsupportedOpError, "itself (an if on a traced value at"))
 
 #: Programs that raised an allowed error: (profile, executor) -> count.
 RAISED: Counter = Counter()
@@ -169,14 +182,18 @@ def _report(profile: str, path: str) -> None:
           f"{RAISED[profile, path]} raised an allowed error")
 
 
+#: Programs per test of the slow run (each test stays within pytest's 300 s timeout).
+SLOW_CHUNK = 48
+
 if SLOW_PROGRAMS:  # opt-in (KX_LOOP_PROGRAMS=3000): collected only when asked for
     @pytest.mark.slow
+    @pytest.mark.parametrize("chunk", range(max(1, SLOW_PROGRAMS // 2 // SLOW_CHUNK)))
     @pytest.mark.parametrize("path", list(PATHS))
     @pytest.mark.parametrize("profile", ["shipped", "low"])
-    def test_many_generated_loop_programs_are_bitwise_numpy(profile, path, monkeypatch):
+    def test_many_generated_loop_programs_are_bitwise_numpy(profile, path, chunk, monkeypatch):
         _profile(profile, monkeypatch)
-        first = 10_000
-        for start in range(first, first + SLOW_PROGRAMS // 2, BATCH):
+        first = 10_000 + chunk * SLOW_CHUNK
+        for start in range(first, first + SLOW_CHUNK, BATCH):
             run_batch(programs_for(profile, range(start, start + BATCH)), path, profile)
         _report(profile, path)
 
@@ -187,5 +204,6 @@ def test_generated_programs_cover_every_loop_feature():
         features |= make_loop_program(seed, 4).features
     assert features >= {"triangular", "negative step", "nested", "element", "slice",
                         "carried scalar", "reduction", "buffer", "traced if", "break",
-                        "continue", "np.empty buffer"}, features
+                        "continue", "np.empty buffer", "rows of a traced array", "traced while",
+                        "float32"}, features
 
