@@ -184,8 +184,40 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
         upstream[sid] = {sets.find(i) for x in outside[sid] for i in ancestors.get(x, ())}
 
     def depends(a: int, b: int) -> bool:
-        """Does segment ``a`` read anything computed from segment ``b``?"""
+        """Does segment ``a`` read anything computed from segment ``b``? (As the nodes were
+        partitioned: merges since can add paths, which :func:`reaches` follows.)"""
         return not upstream[a].isdisjoint(merged_ids[b])
+
+    users = graph.users()
+    effects = [n for n in graph.nodes if has_effects(n)]
+    next_effect = dict(zip(effects, effects[1:]))  # schedule runs effects in program order
+
+    def reaches(a: int, b: int) -> bool:
+        """Is segment ``b`` computed from segment ``a`` now, through any path of nodes and
+        of segments merged so far (a segment runs as one step: what reads one of its members
+        waits for all of them)? Two merges that are each independent can make a cycle: ``x``
+        feeds ``y`` in one merged segment, ``y`` another merged segment that feeds ``x``'s."""
+        target = set(member_lists[b])
+        seen: set[Node] = set(member_lists[a])
+        stack = list(seen)
+        while stack:
+            node = stack.pop()
+            nxt = list(users.get(node, ()))
+            follow = next_effect.get(node)
+            if follow is not None:
+                nxt.append(follow)
+            for user in nxt:
+                if user in seen:
+                    continue
+                if user in target:
+                    return True
+                sid = seg_of.get(user)
+                group = member_lists[sets.find(sid)] if sid is not None else [user]
+                for member in group:
+                    if member not in seen:
+                        seen.add(member)
+                        stack.append(member)
+        return False
 
     def sharing(a: int, after: int) -> set[int]:
         """Roots past position ``after`` that read an input ``a`` reads from outside."""
@@ -198,7 +230,10 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
             return False
         if size[a] + size[b] > max_nodes or depends(a, b) or depends(b, a):
             return False
-        return None if outside[a].isdisjoint(outside[b]) else True
+        if outside[a].isdisjoint(outside[b]):
+            return None
+        # the quotient graph's paths (rare, and they too only grow with merges)
+        return not (reaches(a, b) or reaches(b, a))
 
     def merge(a: int, b: int) -> int:
         red = reduced.get(a) or reduced.get(b)
