@@ -369,7 +369,10 @@ def _unroll(loop: _Loop, iterable: Any, unrolled: list[int]) -> None:
     may_switch = isinstance(iterable, builtins.range) and not loop.opts.get("python_effects")
     start = loop.graph_nodes()
     guarded = 0
-    for k, item in enumerate(iterable):
+    items = iter(iterable)
+    done = 0  # items of ``iterable`` consumed so far
+    for item in items:
+        done += 1
         go = True if loop.extra_test is None else resolve(loop.extra_test())
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
@@ -384,9 +387,15 @@ def _unroll(loop: _Loop, iterable: Any, unrolled: list[int]) -> None:
         if may_switch and (loop.graph_nodes() - start > UNROLL_NODE_BUDGET or
                            guarded >= GUARDED_UNROLL):
             may_switch = False  # one try per loop statement
-            rest = iterable[k + 1:]
-            if len(rest) and _range_as_graph_loop(loop, rest):
+            rest = iterable[done:]
+            consumed = _range_as_graph_loop(loop, rest) if len(rest) else 0
+            if consumed == len(rest):
                 return
+            # the try ran ``consumed`` iterations for real (a peeled first one) before its
+            # body proved no loop body: go on after them, never run them twice
+            for _ in range(consumed):
+                next(items)
+            done += consumed
         _check_cap(loop, start, "for")
 
 
@@ -400,18 +409,39 @@ def _check_cap(loop: _Loop, start: int, keyword: str) -> None:
             "with whole-array NumPy operations, or run this loop outside the kx.function.")
 
 
-def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> bool:
-    """Try the remaining items of a Python range as one graph loop; False (state untouched)
-    when the body cannot be a graph loop body."""
-    init = loop.get_state()
-    try:
-        _graph_for(loop, lambda k: _weak(rest.start + k * rest.step), np.int64(len(rest)),
-                   len(rest), weak_index=True, python_fixed=True)
-    except (errors.TracedBoolError, errors.TracingConversionError, errors.LeakedTensorError,
-            _NotALoopBody, TypeError, ValueError):
-        loop.set_state(init)
-        return False
-    return True
+def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> int:
+    """Try the remaining items of a Python range as one graph loop. Returns how many of
+    them have run: all on success; otherwise the iterations run for real before the body
+    proved no graph loop body (a peeled first iteration, see :func:`_graph_for`), with the
+    state as they left it and nothing else recorded for the try."""
+    consumed = [len(rest)]
+
+    def resume(k0: int) -> None:
+        consumed[0] = k0
+
+    _graph_for(loop, lambda k: _weak(rest.start + k * rest.step), np.int64(len(rest)),
+               len(rest), weak_index=True, python_fixed=True, fallback=resume)
+    return consumed[0]
+
+
+def _loop_notes() -> dict[str, tuple[int, int]] | None:
+    """The loop notes of the current trace, to restore after a graph loop that was not made
+    (loops nested in its body counted themselves while it was traced)."""
+    ctx = current_context()
+    if ctx is None:
+        return None
+    return {where: (n.unrolled, n.graph_loops) for where, n in ctx.top().loops.items()}
+
+
+def _restore_loop_notes(saved: dict[str, tuple[int, int]] | None) -> None:
+    ctx = current_context()
+    if ctx is None or saved is None:
+        return
+    notes = ctx.top().loops
+    for where in [w for w in notes if w not in saved]:
+        del notes[where]
+    for where, (unrolled, graph_loops) in saved.items():
+        notes[where].unrolled, notes[where].graph_loops = unrolled, graph_loops
 
 
 # -- graph loops --------------------------------------------------------------------------------
@@ -449,16 +479,26 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
     number is carried; ``fallback(k0)`` unrolls from ``k0`` if the body is no loop body."""
     k0 = 0
     if _peel_needed(loop.get_state(), loop):
+        # the peeled iteration runs only where the loop would: a ``break`` taken before the
+        # switch from unrolling (the loop's extra test) ends the loop before it
+        go = True if loop.extra_test is None else resolve(loop.extra_test())
+        if not is_traced(go) and not go:
+            return
         if static_n is None:
             def run_first() -> None:
                 loop.body(item(np.int64(0)) if not weak_index else item(0))
                 loop.note(unrolled=1)  # the first iteration, peeled
                 _graph_loop(loop, None, (item, count, 1, weak_index))
-            _under_cond(loop, np.greater(count, 0), run_first)
+            more = np.greater(count, 0)
+            _under_cond(loop, more if not is_traced(go) else np.logical_and(more, go),
+                        run_first)
             return
         if static_n == 0:
             return
-        loop.body(item(0))
+        if is_traced(go):
+            _under_cond(loop, go, lambda: loop.body(item(0)))
+        else:
+            loop.body(item(0))
         loop.note(unrolled=1)  # the first iteration, peeled
         k0 = 1
         if static_n == 1:
@@ -466,11 +506,13 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
     if fallback is None:
         _graph_loop(loop, None, (item, count, k0, weak_index), python_fixed)
         return
-    init = loop.get_state()
+    # the state after the peeled iteration: what the fallback goes on from
+    init, notes = loop.get_state(), _loop_notes()
     try:
         _graph_loop(loop, None, (item, count, k0, weak_index), python_fixed)
     except Exception:
         loop.set_state(init)
+        _restore_loop_notes(notes)
         fallback(k0)
 
 
