@@ -29,7 +29,7 @@ from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "compile_progress", "compile_states", "fix_texts", "inputs_text", "is_backward",
+           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site", "inputs_text", "is_backward",
            "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
            "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
            "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
@@ -456,18 +456,32 @@ class RetraceEntry(TypedDict):
     cost_ms: float
     advice: str                # why it retraced and what to do, for people
     fixes: list[str]           # copyable code, best first, without repeats
+    #: What each fix does, replayed against the recorded calls ("1 trace instead of 3"),
+    #: parallel to ``fixes`` ("" where it could not be replayed).
+    effects: list[str]
     via: str                   # "call" or "get_concrete_function"
 
 
 def fix_texts(fixes: Iterable[explain.Fix], magic: bool) -> list[str]:
     """Fixes as copyable code, best first, without repeats: ``%%tffunction`` options when
     ``magic`` (the function came from the magic) and the fix has that form, else Python."""
-    out: list[str] = []
+    return [text for text, _ in fix_pairs(fixes, magic)]
+
+
+def fix_pairs(fixes: Iterable[explain.Fix], magic: bool) -> list[tuple[str, str]]:
+    """``(code, effect)`` per fix, as :func:`fix_texts` lists them, with what each does to
+    the recorded calls (:attr:`kernel_ext.engine.fixes.Fix.effect`)."""
+    out: dict[str, str] = {}
     for fix in fixes:
-        text = fix.magic if magic and fix.magic else fix.code
-        if text not in out:
-            out.append(text)
-    return out
+        out.setdefault(fix.magic if magic and fix.magic else fix.code, fix.effect)
+    return list(out.items())
+
+
+def fixes_at_call_site(record: explain.TraceRecord) -> list[explain.Fix]:
+    """The record's fixes, an argument fix rewritten as the call the user wrote
+    (``decay(w, np.float64(lr))``) where the call site's line can be read."""
+    return [explain.fix_at_call_site(f, record.function_name, record.call_site)
+            for f in record.fixes]
 
 
 def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | None],
@@ -479,6 +493,7 @@ def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | 
     what it cannot say without a temporary file name.  Reading the entry works out the
     record's explanation (closest trace, differences, fixes) if nothing has yet.
     """
+    fixes = fix_pairs(fixes_at_call_site(record), magic)
     return {
         "trace": record.index,
         "cause": explain.cause_label(record.cause),
@@ -493,6 +508,7 @@ def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | 
         "compile_ms": round(record.compile_ms, 3),
         "cost_ms": round(record.cost_ms, 3),
         "advice": record.advice,
-        "fixes": fix_texts(record.fixes, magic),
+        "fixes": [code for code, _ in fixes],
+        "effects": [effect for _, effect in fixes],
         "via": record.via,
     }

@@ -339,9 +339,12 @@ def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:
     items = []
     for e in entries:
         diffs = "".join(f"<li>{esc(d['sentence'])}</li>" for d in e["diffs"])
+        effects = list(e.get("effects") or [""] * len(e["fixes"]))
         fixes = "".join(f'<div><span style="{_MUTED}">{"fix" if i == 0 else "or"}:</span> '
-                        f'<code style="{_MONO}">{esc(f)}</code></div>'
-                        for i, f in enumerate(e["fixes"]))
+                        f'<code style="{_MONO}">{esc(f)}</code>'
+                        + (f' <span style="{_MUTED}">— {esc(effect)}</span>' if effect else "")
+                        + "</div>"
+                        for i, (f, effect) in enumerate(zip(e["fixes"], effects)))
         closest = ""
         if e.get("closest"):
             closest = (f'<div style="{_MUTED}">closest earlier signature #{esc(e["closest"])}: '

@@ -42,8 +42,11 @@ def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str], list[str
     types_ = [cf.input_types for cf in concrete]
     advice, fixes, _ = explain.suggest_fixes(function.name, names, types_[:-1], types_[-1],
                                              diffs)
+    # an argument fix as the call the user wrote, at the latest retrace's call site
+    site = retraced[-1].call_site
+    fixes = [explain.fix_at_call_site(f, function.name, site) for f in fixes]
     whole = records.fix_texts([f for f in fixes if f.traces == 1], magic)
-    partial = [f"{text} — {f.traces} traces instead of {len(concrete)}"
+    partial = [f"{text} — {f.effect}"
                for f in fixes if f.traces is not None and f.traces > 1
                for text in records.fix_texts([f], magic) if text not in whole]
     return advice, whole, partial
@@ -188,8 +191,18 @@ def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
     lines += [f"{indent}  - {d['sentence']}" for d in e["diffs"]]
     if e["advice"]:
         lines.append(f"{indent}  why: {e['advice']}")
-    lines += [f"{indent}  {'fix' if i == 0 else 'or '}: {f}" for i, f in enumerate(e["fixes"])]
+    lines += [f"{indent}  {'fix' if i == 0 else 'or '}: {f}" + (f"  — {effect}" if effect else "")
+              for i, (f, effect) in enumerate(zip(e["fixes"], _effects(e)))]
     return lines
+
+
+def _effects(e: RetraceEntry) -> list[str]:
+    return list(e.get("effects") or [""] * len(e["fixes"]))
+
+
+def _whole_header(r: FunctionReport) -> str:
+    return (f"to avoid all of these retraces ({explain.plural(1, 'trace')} instead of "
+            f"{r.traces}):")
 
 
 def report_text(reports: Sequence[FunctionReport]) -> str:
@@ -213,7 +226,7 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
         for s in r.stale:
             lines.append(f"  stale capture: {s}")
         if r.fixes and len(r.retraces) > 1:
-            lines.append("  to avoid all of these retraces (one trace left):")
+            lines.append(f"  {_whole_header(r)}")
             lines += [f"    {'' if i == 0 else 'or '}{f}" for i, f in enumerate(r.fixes)]
         if r.partial_fixes and len(r.retraces) > 1:
             lines.append("  to avoid some of them:")
@@ -255,7 +268,7 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
         if r.fixes and len(r.retraces) > 1:
             fixes = "".join(f"<div>{'' if i == 0 else 'or '}<code>{esc(f)}</code></div>"
                             for i, f in enumerate(r.fixes))
-            parts.append(f"<div><b>to avoid all of these retraces (one trace left):</b>"
+            parts.append(f"<div><b>{esc(_whole_header(r))}</b>"
                          f"{fixes}</div>")
         if r.partial_fixes and len(r.retraces) > 1:
             fixes = "".join(f"<div><code>{esc(f)}</code></div>" for f in r.partial_fixes)

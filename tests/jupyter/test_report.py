@@ -12,7 +12,8 @@ from IPython.core.error import UsageError
 
 import kernel_ext as kx
 from kernel_ext.engine import explain
-from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report
+from kernel_ext.jupyter import records
+from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report, report_text
 
 # -- the seeds' retracing examples, on the engine ------------------------------------------------
 
@@ -35,7 +36,9 @@ def test_seed_num_steps_10_then_20_is_a_python_value_retrace_with_array_fixes():
     assert [f.kind for f in record.fixes] == ["input_signature", "array_argument"]
     assert record.fix == "@kx.function(input_signature=[kx.TensorSpec([], np.int64)])"
     assert record.fixes[0].magic == '%%tffunction --input-signature "num_steps: int64[]"'
-    assert record.fixes[1].code == "num_steps=np.int64(20)"
+    # the argument's own type, passing the caller's value (never a literal of the last call)
+    assert record.fixes[1].code == "num_steps=np.int64(num_steps)"
+    assert records.fixes_at_call_site(record)[1].code == "train(num_steps=np.int64(20))"
     # The fix works: with the derived signature, Python numbers share one trace.
     fixed = kx.function(train.python_function, input_signature=list(record.suggested_signature))
     assert fixed(10) == 45 and fixed(20) == 190
@@ -75,7 +78,7 @@ def test_seed_int_then_array_is_a_python_to_array_retrace():
     assert "Python int 50 → array int32[]" in record.diffs[0].sentence()
     assert record.fixes[0].magic == ('%%tffunction --input-signature '
                                      '"x: float32[1, 100, 100, 3], new_height: int32[]"')
-    assert record.fixes[1].code == "new_height=np.int32(50)"
+    assert record.fixes[1].code == "new_height=np.int32(new_height)"
 
 
 def test_dtype_change_suggests_a_cast():
@@ -407,7 +410,8 @@ def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
     # against the shape retrace alone it is offered: the next size reuses the widened trace
     assert "@kx.function(reduce_retracing=True)" in r.retraces[0]["fixes"]
     assert r.fixes and all("input_signature" in fix for fix in r.fixes)
-    assert r.partial_fixes == ["n=np.int64(20) — 2 traces instead of 3"]
+    # the call site's own call, rewritten; the effect is the replayed trace count
+    assert r.partial_fixes == ["f(x, np.int64(n)) — 2 traces instead of 3"]
 
 
 def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
@@ -419,6 +423,61 @@ def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
         for x, n in _calls():
             np.testing.assert_array_equal(fixed(x, n), _tanh_scaled(x, n))
         assert len(fixed.concrete_functions) == 1, fix
+
+
+def _decay(w, lr):
+    return w * (1 - lr)
+
+
+@pytest.mark.parametrize("options", [{"backend": "numpy"}, {"backend": "auto"},
+                                     {"backend": "numba"}, {"jit_compile": True}],
+                         ids=["numpy", "auto", "numba", "jit_compile"])
+def test_float_argument_advice_uses_its_own_type_and_replays_to_one_trace(options):
+    rates = [0.1, 0.01, 0.001]
+    w = np.linspace(0.0, 1.0, 4)
+    decay = kx.function(_decay, **options)
+    with pytest.warns(kx.errors.RetracingWarning) as caught:
+        for lr in rates + [0.5, 0.25]:
+            decay(w, lr)
+    # the warning names the argument's own type, from the recorded float values
+    warning = str(caught[0].message)
+    assert "np.float64(lr)" in warning and "np.int32" not in warning
+    (r,) = build_report([decay])
+    fix = next(f for f in decay.retraces[-1].fixes if f.kind == "array_argument")
+    assert fix.code == "lr=np.float64(lr)" and fix.traces == 1 and fix.before == 5
+    assert fix.effect == "1 trace instead of 5"
+    # the report shows the call as written at the call site, rewritten
+    assert "decay(w, np.float64(lr))" in r.fixes
+    assert r.retraces[-1]["fixes"][-1] == "decay(w, np.float64(lr))"
+    assert r.retraces[-1]["effects"][-1] == "1 trace instead of 5"
+    assert "decay(w, np.float64(lr))  — 1 trace instead of 5" in report_text([r])
+    # following the advice: one trace, and the values NumPy computes (0.1 stays 0.1)
+    fixed = kx.function(_decay, **options)
+    for lr in rates + [0.5, 0.25]:
+        got = fixed(w, np.float64(lr))
+        want = _decay(w, np.float64(lr))
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.shape == want.shape
+    assert fixed.experimental_get_tracing_count() == 1
+
+
+def test_call_rewrite_keeps_the_call_as_written_and_wraps_only_the_argument():
+    fix = explain.Fix("array_argument", "lr=np.float64(lr)", argument="lr", position=1,
+                      wrap="np.float64({})")
+    rewrite = explain.fix_at_call_site
+    cases = {
+        "loss = decay(w, lr * 0.5) + np.sum(w)": "decay(w, np.float64(lr * 0.5))",
+        "decay(w, lr=rates[i])": "decay(w, lr=np.float64(rates[i]))",
+        "self.decay(w, 0.1)": "self.decay(w, np.float64(0.1))",
+        "step(w, lr)": "step(w, np.float64(lr))",   # the only call: a renamed Function
+        "decay(*args)": "lr=np.float64(lr)",         # position unknown: left as it was
+        "for lr in rates:": "lr=np.float64(lr)",      # no call at all
+    }
+    import linecache
+    for line, want in cases.items():
+        linecache.cache["<kx-test-call>"] = (len(line), None, [line + "\n"], "<kx-test-call>")
+        assert rewrite(fix, "decay", "<kx-test-call>:1").code == want, line
+    del linecache.cache["<kx-test-call>"]
 
 
 def test_replayed_reduce_retracing_counts_what_the_engine_traces():
