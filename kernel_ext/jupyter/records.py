@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
+from .units import percent
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
            "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site", "inputs_text", "is_backward",
@@ -80,9 +81,9 @@ class CallCounts:
         return self.cache_hits / self.calls if self.calls else None
 
     def hit_rate_text(self) -> str:
-        """``" (75%)"``, or ``""`` before any call."""
-        rate = self.hit_rate
-        return "" if rate is None else f" ({100 * rate:.0f}%)"
+        """``" (75%)"``, ``" (99.7%)"`` (never 100% unless every call hit: the views' one
+        rule, :func:`.units.percent`), or ``""`` before any call."""
+        return "" if not self.calls else f" ({percent(self.cache_hits, self.calls)})"
 
 
 def call_counts(stats: dict) -> CallCounts:

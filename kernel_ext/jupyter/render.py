@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
-from . import nodetext, records
+from . import nodetext, records, units
 from .records import RetraceEntry, Segment
 
 __all__ = ["esc", "graph_svg", "graph_html", "GRAPH_NOTE", "counters_html", "signatures_html",
@@ -93,7 +93,7 @@ def _legend(segment: Segment) -> str:
     if segment.state:
         label += f" ({segment.state}"
         if segment.compile_ms:
-            label += f", compiled in {segment.compile_ms:.0f} ms"
+            label += f", this kernel compiled in {units.duration(segment.compile_ms)}"
         label += ")"
     return label
 
@@ -268,28 +268,38 @@ def graph_html(svg: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def counters_html(stats: dict, last_run_us: float | None, measured: bool = True) -> str:
-    """Calls, traces, cache hits (rate), failed calls (when any), trace/compile ms and the
-    latest run's µs.
+    """Calls, traces, cache hits (of calls, with the rate), failed calls (when any), the
+    time tracing and compiling took, and a recent run's duration: every figure labelled,
+    every duration in :func:`.units.duration` (the sidebar's rule).
 
     ``measured``: the engine timed that run (it times every 64th cache hit); otherwise the
-    figure is an estimate from the call rate (an upper bound).
+    figure is an estimate from the call rate (an upper bound), and it is left out while no
+    call has succeeded (a failed call's time says nothing of the graph).
     """
     counts = records.call_counts(stats)
-    last = "—" if last_run_us is None else f"{last_run_us:,.1f}"
+    succeeded = counts.calls - counts.failed_calls > 0
+    if not measured and not succeeded:
+        last_run_us = None
+    last = units.duration(None if last_run_us is None else last_run_us / 1000)
     per_call = ("duration of a recent call, as the engine timed it (every 64th cache hit "
                 "is timed)" if measured else "estimate: wall time of the latest stretch of "
                 "calls divided by the calls in it (an upper bound)")
     cells = [("calls", f"{counts.calls:,}", ""), ("traces", f"{counts.traces:,}", ""),
-             ("cache hits", f"{counts.cache_hits:,}{counts.hit_rate_text()}", "")]
+             ("cache hits", units.hit_rate(counts.cache_hits, counts.calls),
+              "calls that ran an existing trace, of all calls")]
     if counts.failed_calls:
         cells.append(("failed calls", f"{counts.failed_calls:,}", "calls that raised before "
                       "running a graph: wrong arguments, a signature mismatch, a failed trace"))
-    cells += [("trace ms", f"{stats.get('trace_ms', 0):.1f}", ""),
-              ("compile ms", f"{stats.get('compile_ms', 0):.1f}", ""),
-              ("last run µs" if measured else "µs per call (est.)", last, per_call)]
+    cells += [("tracing", units.duration(stats.get("trace_ms", 0)),
+               "time spent running the Python body to build this function's graphs"),
+              ("compiling at trace", units.duration(stats.get("compile_ms", 0)),
+               "time this function's traces spent optimising and preparing their executors; "
+               "kernels compiled in the background are timed in the graph's legend"),
+              ("last run" if measured else "per call (estimate)", last, per_call)]
     items = "".join(f'<div style="display:inline-block; margin-right:16px;" '
                     f'title="{esc(tip)}"><div style="{_MUTED} font-size:11px;">{esc(k)}</div>'
-                    f'<div style="font-size:15px; font-weight:600;">{esc(v)}</div></div>'
+                    f'<div style="font-size:15px; font-weight:600; white-space:nowrap;">'
+                    f'{esc(v)}</div></div>'
                     for k, v, tip in cells)
     return f'<div class="kx-counters" style="{STYLE}">{items}</div>'
 
@@ -352,7 +362,8 @@ def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:
         why = f'<div style="{_MUTED}">{esc(e["advice"])}</div>' if e.get("advice") else ""
         items.append(
             f'<li style="margin-bottom:6px;"><b>trace #{esc(e["trace"])}</b> · '
-            f'{esc(e["cause"])} · at {esc(e["call_site"])} · {e["cost_ms"]:.1f} ms'
+            f'{esc(e["cause"])} · at {esc(e["call_site"])} · cost '
+            f'{esc(units.duration(e["cost_ms"]))}'
             f'<div><code style="{_MONO}">({esc(e["signature"])})</code></div>{closest}'
             f'<ul style="margin:2px 0;">{diffs}</ul>{why}{fixes}</li>')
     if not items:

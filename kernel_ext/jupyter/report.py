@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..engine import explain
-from . import records, render
+from . import records, render, units
 from .cells import CellLocator, cell_info
 from .records import RetraceEntry
 
@@ -170,19 +170,24 @@ def _opaque_of(function: Any) -> list[str]:
     return list(notes)
 
 
+def _figures(r: FunctionReport) -> str:
+    """The counters of one function, each labelled, in the views' one unit rule."""
+    failed = f" · failed calls {r.failed_calls:,}" if r.failed_calls else ""
+    return (f"calls {r.calls:,} · traces {r.traces:,} · cache hits "
+            f"{units.hit_rate(r.cache_hits, r.calls)}{failed} · tracing "
+            f"{units.duration(r.trace_ms)} + compiling {units.duration(r.compile_ms)} = "
+            f"{units.duration(r.cost_ms)}")
+
+
 def _header(r: FunctionReport) -> str:
     where = f" (cell {r.cell})" if r.cell else ""
-    rate = "" if r.hit_rate is None else f" ({100 * r.hit_rate:.0f}%)"
-    failed = f" · failed calls {r.failed_calls}" if r.failed_calls else ""
-    return (f"{r.name}{where}: calls {r.calls} · traces {r.traces} · cache hits "
-            f"{r.cache_hits}{rate}{failed} · trace {r.trace_ms:.1f} ms + compile "
-            f"{r.compile_ms:.1f} ms = {r.cost_ms:.1f} ms")
+    return f"{r.name}{where}: {_figures(r)}"
 
 
 def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
     lines = [f"{indent}trace #{e['trace']} ({e['cause']}) at {e['call_site']}, cost "
-             f"{e['cost_ms']:.1f} ms (trace {e['trace_ms']:.1f} + compile "
-             f"{e['compile_ms']:.1f})"]
+             f"{units.duration(e['cost_ms'])} (tracing {units.duration(e['trace_ms'])} + "
+             f"compiling {units.duration(e['compile_ms'])})"]
     if e["closest"]:
         lines.append(f"{indent}  closest earlier signature, trace #{e['closest']}: "
                      f"({e['closest_signature']})")
@@ -209,8 +214,8 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
     if not reports:
         return "No traced functions yet: call a kx.function or run a %%tffunction cell."
     n = len(reports)
-    lines = [f"Retrace report: {n} traced function{'s' if n != 1 else ''}, ranked by trace + "
-             "compile time"]
+    lines = [f"Retrace report: {units.plural(n, 'traced function')}, ranked by tracing + "
+             "compiling time"]
     for r in reports:
         lines += ["", _header(r)]
         lines += [f"  history: {h}" for h in r.history[-4:]]
@@ -240,18 +245,14 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
         return (f'<div style="{render.STYLE}">No traced functions yet: call a kx.function '
                 'or run a %%tffunction cell.</div>')
     parts = [f'<div class="kx-report" style="{render.STYLE}">',
-             f"<div><b>Retrace report</b>: {len(reports)} traced function(s), ranked by trace "
-             "+ compile time</div>"]
+             f"<div><b>Retrace report</b>: {units.plural(len(reports), 'traced function')}, "
+             "ranked by tracing + compiling time</div>"]
     for r in reports:
-        rate = "—" if r.hit_rate is None else f"{100 * r.hit_rate:.0f}%"
         where = f" <span style='color:#666'>cell {esc(r.cell)}</span>" if r.cell else ""
-        failed = f" · failed calls {r.failed_calls:,}" if r.failed_calls else ""
         parts.append(
             '<div style="border:1px solid #ced4da; border-radius:6px; padding:6px 8px; '
             f'margin:6px 0;"><div style="font-size:13px;"><b>{esc(r.name)}</b>{where}</div>'
-            f"<div>calls {r.calls:,} · traces {r.traces} · cache hits {r.cache_hits:,} "
-            f"({esc(rate)}){failed} · trace {r.trace_ms:.1f} ms + compile "
-            f"{r.compile_ms:.1f} ms = <b>{r.cost_ms:.1f} ms</b></div>")
+            f"<div>{esc(_figures(r))}</div>")
         if r.released:
             parts.append(f"<div style='color:#666'>{esc(r.released)}</div>")
         if r.history:

@@ -211,7 +211,7 @@ def test_counters_show_failed_calls_and_an_honest_hit_rate():
     with pytest.raises(TypeError):
         f()
     html = render.counters_html(f.stats, None)
-    assert "failed calls" in html and "1 (33%)" in html  # one hit of three calls
+    assert "failed calls" in html and "1 of 3 (33.3%)" in html  # one hit of three calls
     assert "failed calls" not in render.counters_html(kx.function(lambda x: x).stats, None)
     m = Monitor(f, interval=60)
     try:
