@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
+from . import units
 from .units import percent
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
@@ -273,7 +274,9 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             opaque=_notes_or_none(cf),
             loops=tuple(getattr(cf, "loops", ())),
             tier=tier,
-            served_by=served_by(backend, found, tier),
+            served_by=served_by(backend, found, tier,
+                                str(getattr(getattr(cf.executable, "tier", None), "state", "")
+                                    or "")),
             compile=compile_text,
             compile_state=compile_state,
             tasks=getattr(cf.executable, "tasks", None),
@@ -289,44 +292,81 @@ def dashboard_url(link: Any) -> str | None:
     return link
 
 
-def served_by(backend: str, found: Sequence["Segment"], tier: str = "") -> str:
-    """Which path serves a trace, in words every view shows (see :attr:`SignatureRow.served_by`).
+def served_by(backend: str, found: Sequence["Segment"], tier: str = "",
+              tier_state: str = "") -> str:
+    """How a trace runs, in one plain sentence every view shows (the details, such as the
+    tier's note, go on hover): ``"runs as 13 compiled kernels (numba-cpu)"``, ``"runs as one
+    compiled function (numba-cpu)"``, ``"runs through NumPy, one call per operation"``.
+
+    Under tiered ``auto`` (``tier`` its note, ``tier_state`` where it is: counting,
+    compiling, trial, whole, fused) the sentence says what happens next: ``"…; will try one
+    compiled function after more calls"``.
     """
-    if tier:
-        return f"tiered auto: {tier}"
-    kinds = {s.kind for s in found}
+    kernels = [s for s in found if s.kind != "whole-graph"]
+    whole = len(kernels) < len(found)
     if backend == "numpy" or not found:
-        return "NumPy executor"
-    if "whole-graph" in kinds:
-        return f"whole graph ({backend})"
-    if backend.startswith("numba-cuda"):
-        return f"CUDA kernels ({backend})"
-    return f"fused kernels ({backend})"
+        base = "runs through NumPy, one call per operation"
+    elif tier_state == "whole" or whole and not tier:
+        base = f"runs as one compiled function ({backend})"
+    elif backend.startswith("numba-cuda"):
+        base = f"runs as {units.plural(len(kernels), 'CUDA kernel')} ({backend})"
+    else:
+        base = f"runs as {units.plural(len(kernels), 'compiled kernel')} ({backend})"
+    if not tier:
+        return base
+    return base + _TIER_NEXT.get(tier_state, "")
+
+
+#: What a tiered ``auto`` trace does next, by the tier's state (said after the sentence).
+_TIER_NEXT = {
+    "counting": "; will try one compiled function after more calls",
+    "compiling": "; compiling one compiled function to compare",
+    "trial": "; timing one compiled function against them",
+    "fused": "; one compiled function was not faster",
+}
 
 
 #: Kernel states that count as compiled or not to be compiled at all.
 _SETTLED = ("ready", "failed")
 
+#: Waiting kernels named in the progress sentence (the rest are counted).
+_WAITING_NAMED = 3
+
 
 def compile_progress(found: Sequence["Segment"]) -> tuple[str, str]:
-    """``(text, state)`` of an executable's kernels: ``("compiling in the background: 1 of 3
-    kernels ready; NumPy runs the rest meanwhile", "compiling")``; ``("", "ready")`` once every
-    kernel is ready; ``("", "")`` without kernels. A failed kernel is said (its ops run
-    through NumPy) whatever the others do."""
-    states = [s.state for s in found if s.state and s.state != "unsupported"]
+    """``(text, state)`` of an executable's kernels: ``("compiling in the background: 2 of 13
+    kernels ready, about 4.10 s left; waiting: s3 (multiply → tanh), s4 (sum) and 9 more;
+    NumPy runs them meanwhile", "compiling")``; ``("", "ready")`` once every kernel is ready;
+    ``("", "")`` without kernels. The estimate is the mean compile time of the kernels done
+    so far, times those left. A failed kernel is said (its ops run through NumPy) whatever
+    the others do."""
+    live = [s for s in found if s.state and s.state != "unsupported"]
+    states = [s.state for s in live]
     if not states:
         return "", ""
     total, ready, failed = len(states), states.count("ready"), states.count("failed")
-    kernels = "kernel" if total == 1 else "kernels"
     if failed:
-        return (f"{failed} of {total} {kernels} failed to compile: their ops run through "
-                "NumPy", "failed")
+        return (f"{failed} of {units.plural(total, 'kernel')} failed to compile: their ops "
+                "run through NumPy", "failed")
     if ready == total:
         return "", "ready"
     state = "compiling" if "compiling" in states else "queued" if "queued" in states \
         else "pending"
-    return (f"compiling in the background: {ready} of {total} {kernels} ready; NumPy runs "
-            "the rest meanwhile", state)
+    done = [s.compile_ms for s in live if s.state == "ready" and s.compile_ms]
+    left = total - ready
+    estimate = f", about {units.duration(sum(done) / len(done) * left)} left" if done else ""
+    waiting = [s for s in live if s.state not in _SETTLED]
+    named = [f"{s.id} ({_clip(' → '.join(s.ops) or s.kind or 'fused', 40)})"
+             + (" compiling now" if s.state == "compiling" else "")
+             for s in waiting[:_WAITING_NAMED]]
+    more = len(waiting) - len(named)
+    names = ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    return (f"compiling in the background: {ready} of {units.plural(total, 'kernel')} ready"
+            f"{estimate}; waiting: {names}; NumPy runs them meanwhile", state)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def compile_states(function: Any) -> tuple:

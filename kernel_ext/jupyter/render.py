@@ -304,6 +304,21 @@ def counters_html(stats: dict, last_run_us: float | None, measured: bool = True)
     return f'<div class="kx-counters" style="{STYLE}">{items}</div>'
 
 
+def tokens_html(text: str) -> str:
+    """``text`` escaped, each argument or type (``x: float32[16, 128]``) one unbreakable
+    token: lines break only between arguments, never inside a type (as in the sidebar)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth <= (1 if text.startswith("(") else 0):
+            parts.append(text[start:i + 1])
+            start = i + 1
+    parts.append(text[start:])
+    return " ".join(f'<span style="white-space:nowrap;">{esc(p.strip())}</span>'
+                    for p in parts if p.strip())
+
+
 def signatures_html(rows: Sequence[dict]) -> str:
     """``rows``: dicts with id, inputs, outputs, nodes, backend, last_used (and opaque: the
     notes of :func:`kernel_ext.jupyter.records.opaque_notes`, loops: what AutoGraph made of
@@ -317,16 +332,23 @@ def signatures_html(rows: Sequence[dict]) -> str:
         td = '<td style="padding:1px 8px 1px 0;">'
         code = f'<td style="padding:1px 8px 1px 0; {_MONO}">'
         body.append(f'<tr style="{weight}">{td}{esc(mark)}</td>{td}#{esc(r["id"])}</td>'
-                    f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
+                    f'{code}({tokens_html(r["inputs"])})</td>{td}→</td>'
+                    f'{code}{tokens_html(r["outputs"])}</td>'
                     f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}'
                     f'{_dashboard_link(r.get("dashboard"))}</td></tr>')
-        # NumPy calls and draws made at every call; loops unrolled or made graph loops
-        # Which path serves it (the sidebar's words) and its kernels' compile progress.
-        served = (f"served by: {r['served_by']}",) if r.get("served_by") else \
-            (f"served by: {r['tier']}",) if r.get("tier") else ()
-        progress = (r["compile"],) if r.get("compile") else ()
-        for note in (*served, *progress, *(r.get("opaque") or ()), *(r.get("loops") or ())):
-            body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
+        # NumPy calls and draws made at every call; loops unrolled or made graph loops.
+        # How it runs, in one plain sentence (the sidebar's words; the tier's note on
+        # hover), and its kernels' compile progress.
+        served = r.get("served_by") or r.get("tier") or ""
+        detail = f"{r['tier']} (executor: {r['backend']})" if r.get("tier") else \
+            f"executor: {r.get('backend', '')}"
+        notes = [(served, detail)] if served else []
+        if r.get("compile"):
+            notes.append((r["compile"], ""))
+        notes += [(note, "") for note in (*(r.get("opaque") or ()), *(r.get("loops") or ()))]
+        for note, tip in notes:
+            title = f' title="{esc(tip)}"' if tip else ""
+            body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}"{title}>'
                         f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'
     # Cells without a heading are td (an empty th says nothing to a screen reader).
