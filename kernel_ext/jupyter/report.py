@@ -85,17 +85,23 @@ class FunctionReport:
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
-    """A name picks the Function bound to that variable; else every Function of that name."""
+    """A name picks the Function bound to that variable, and the earlier versions an edited
+    cell replaced (their retraces stay in view); else every Function of that name."""
     if not names:
         return True
     for name in names:
         bound = namespace.get(name) if namespace is not None else None
         if hasattr(bound, "retraces") and hasattr(bound, "stats"):
-            if bound is function:
+            if bound is function or function.name == name and _replaced(function):
                 return True
         elif function.name == name:
             return True
     return False
+
+
+def _replaced(function: Any) -> bool:
+    info = cell_info(function)
+    return info is not None and info.replaced_by is not None
 
 
 def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
@@ -121,6 +127,8 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
         magic = info is not None
         number = locator.defining_cell(fn)
         cell = None if number is None else f"[{number}]"
+        if cell is not None and info is not None and info.replaced_by is not None:
+            cell += f", replaced by an edit in cell [{info.replaced_by}]"
         entries = [records.retrace_entry(r, locator.call_site, magic) for r in fn.retraces]
         retraces = [e for e in entries if e["category"] != "first_trace"]
         first = [e for e in entries if e["category"] == "first_trace"]

@@ -81,7 +81,7 @@ def test_an_edited_def_gets_a_new_function_whose_history_says_edited(cells):
     np.testing.assert_array_equal(new(np.ones(2)), [4.0, 4.0])
     info = cells_module.cell_info(new)
     assert info.history[-1].startswith(f"cell [{cells.number}] edited")
-    assert f"cell [{first_cell}]" in info.history[-1] and "1 trace(s)" in info.history[-1]
+    assert f"cell [{first_cell}]" in info.history[-1] and "1 trace)" in info.history[-1]
     assert cells_module.cell_info(old).replaced_by == cells.number
 
 

@@ -12,7 +12,7 @@ from IPython.core.error import UsageError
 
 import kernel_ext as kx
 from kernel_ext.engine import explain
-from kernel_ext.jupyter import records
+from kernel_ext.jupyter import cells as cells_module, records
 from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report, report_text
 
 # -- the seeds' retracing examples, on the engine ------------------------------------------------
@@ -327,6 +327,46 @@ def test_report_leaves_out_replaced_versions(cells):
     cells.ns["vers"](np.ones(1))
     reports = build_report([old, cells.ns["vers"]], cells.magics.locator)
     assert len(reports) == 1 and "edited" in reports[0].history[-1]
+
+
+def test_report_by_name_keeps_the_retraces_of_the_version_an_edit_replaced(cells):
+    cells.run("%%tffunction --no-widget\ndef step(x, n):\n    return x * n\n")
+    old = cells.ns["step"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (1, 2, 3):
+            old(np.ones(2), n)
+    defined = cells.number
+    cells.run("%%tffunction --no-widget\ndef step(x, n):\n    return x * n + 1\n")
+    edited = cells.number
+    cells.ns["step"](np.ones(2), 1)
+    text = cells.run("%retrace_report step").text
+    # both versions: the old one's retraces are still explained, and it says it was replaced
+    assert f"step (cell [{defined}], replaced by an edit in cell [{edited}])" in text
+    assert "trace #3 (python value)" in text and "trace #2 (python value)" in text
+    assert text.count("\nstep (cell") == 2
+
+
+def test_rerun_history_counts_the_traces_before_the_run(cells):
+    src = "%%tffunction --no-widget\ndef again(x, n):\n    return x * n\n"
+    cells.run(src)
+    cells.ns["again"](np.ones(2), 1)
+    cells.run(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cells.ns["again"](np.ones(2), 2)   # retraces after the re-run
+    history = cells_module.cell_info(cells.ns["again"]).history
+    assert history[-1] == f"cell [{cells.number}] re-run, unchanged: kept the function " \
+        "(1 trace before this run)"
+
+
+def test_magic_help_is_plain_text_with_the_magics_own_prefix(cells):
+    cell_help = cells.shell.find_cell_magic("tffunction").__doc__
+    line_help = cells.shell.find_line_magic("retrace_report").__doc__
+    assert cell_help.startswith("usage: %%tffunction [")
+    assert line_help.startswith("usage: %retrace_report [")
+    for text in (cell_help, line_help):
+        assert "``" not in text and "**" not in text and "::" not in text
 
 
 def test_empty_report_says_so():
