@@ -106,6 +106,18 @@ def _spec_text(value: Any) -> str:
     return "float32[None]"
 
 
+def _from_user_code(tb: Any, stub: Any) -> Any:
+    """``tb`` from its first frame in the user's code (not ours, not the call stub);
+    ``tb`` itself when no frame is theirs (the error is the engine's to explain)."""
+    entry = tb
+    while entry is not None:
+        code = entry.tb_frame.f_code
+        if code is not stub and "/kernel_ext/" not in code.co_filename.replace("\\", "/"):
+            return entry
+        entry = entry.tb_next
+    return tb
+
+
 def _rerun_entry(number: int, fn: Any) -> str:
     """The history line of a re-run that kept the function: its traces *before* this run
     (calls in the cell may retrace it; ``%retrace_report`` lists those)."""
@@ -421,7 +433,12 @@ class TFFunctionMagics(Magics):
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         stub = compile("__kx_fn__(*__kx_args__)", filename, "eval")
         values = [ns[p] for p in info.params]
-        result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves this frame out of tracebacks
+        try:
+            result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
+        except Exception as e:
+            # The traceback starts in the cell's own code, not in the magic and the engine.
+            raise e.with_traceback(_from_user_code(e.__traceback__, stub))
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         for name, value in zip(info.outputs, results):
             ns[name] = value
