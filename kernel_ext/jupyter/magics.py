@@ -454,7 +454,9 @@ class TFFunctionMagics(Magics):
     def _show(self, key: str, fn: Function, args: Any) -> None:
         old = self._monitors.pop(key, None)
         if old is not None:
-            old.close()
+            # the earlier cell keeps its monitor, frozen at its last state (Run All shows
+            # one per cell); only this cell's is live
+            old.freeze()
         if args.no_widget:
             return
         m = Monitor(fn, locator=self.locator)

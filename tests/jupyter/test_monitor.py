@@ -315,3 +315,24 @@ def test_a_live_monitor_lists_the_path(dense):
         assert row.served_by.startswith("runs ") and row.served_by in m.signatures.value
     finally:
         m.close()
+
+
+def test_a_frozen_monitor_keeps_its_last_state_as_its_output(dense, monkeypatch):
+    import IPython.display
+
+    sent = []
+    monkeypatch.setattr(IPython.display, "update_display",
+                        lambda bundle, raw, display_id: sent.append((bundle, display_id)))
+    dense(np.ones(2), 3)
+    m = Monitor(dense, interval=3600)
+    m.display_id = "kx-monitor-test"
+    m.freeze()
+    (bundle, display_id), = sent
+    # the output is replaced by the static snapshot (no widget view left to remove), which
+    # still shows the function's state
+    assert display_id == "kx-monitor-test"
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "1 call, 1 trace, 0 cache hits" in bundle["text/plain"] and "x: float64[2], n: 3" in \
+        shown_text(bundle["text/html"])
+    dense(np.ones(2), 4)  # a frozen monitor no longer follows the function
+    assert not m.refresh(full=True)
