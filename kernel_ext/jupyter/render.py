@@ -55,7 +55,10 @@ _KIND_MARK = {"input": "input", "opaque": "runs NumPy", "random": "random draw",
 _NODE_INK = "#212529"
 #: Text on the cell's own background (legend, notes): the theme's ink.
 _THEME_INK = "fill: var(--jp-ui-font-color1, #222);"
-_SEGMENT_COLOURS = ("#e8590c", "#2f9e44", "#1971c2", "#c2255c", "#6741d9", "#0c8599")
+#: Fused segments' outlines: the sidebar's palette (``labextension/style/base.css``,
+#: ``.jp-kx-seg-N``), so a segment has one colour in the cell, the sidebar and the main area.
+_SEGMENT_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
+                    "#b07aa1", "#9c755f")
 _CHAR_W = 6.6
 _BOX_H = 34
 _ROW_GAP = 26
