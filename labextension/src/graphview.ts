@@ -195,7 +195,9 @@ export class GraphView {
       class: 'jp-kx-graph-svg',
       width: '100%',
       height: this._fill ? '100%' : viewportHeight(this.natural, 1),
-      role: 'img',
+      // A group, not an img: its collapsed groups are buttons inside it.
+      role: 'group',
+      'aria-roledescription': 'graph',
       tabindex: '0',
       'aria-label':
         `data-flow graph, ${nodes.length} nodes; ` +
@@ -397,11 +399,22 @@ export class GraphView {
     if (!this._fill) {
       this._svg.setAttribute('height', String(viewportHeight(this.natural, k)));
     }
-    const x = (width - this.natural.width * k) / 2;
+    // The whole width centred when it fits; else the top row centred (where
+    // the inputs are), the rest panned to.
+    let x = (width - this.natural.width * k) / 2;
+    if (x < 0) {
+      const top = topRowCentre(this._placed);
+      if (top !== null) {
+        x = Math.min(
+          0,
+          Math.max(width - this.natural.width * k, width / 2 - top * k)
+        );
+      }
+    }
     this._userMoved = false;
     select(this._svg).call(
       this._zoom.transform,
-      zoomIdentity.translate(Math.max(0, x) || Math.min(0, x), 0).scale(k)
+      zoomIdentity.translate(x, 0).scale(k)
     );
   }
 
@@ -610,6 +623,21 @@ export class GraphView {
   private _transform: ZoomTransform = zoomIdentity;
   private _userMoved = false;
   private _zoom: ZoomBehavior<SVGSVGElement, unknown> | null = null;
+}
+
+/** The horizontal centre of the items in the drawing's top row, or null. */
+function topRowCentre(placed: Map<string, IPlaced>): number | null {
+  let top = Infinity;
+  for (const box of placed.values()) {
+    top = Math.min(top, box.y);
+  }
+  const row = [...placed.values()].filter(box => box.y <= top + 4);
+  if (row.length === 0) {
+    return null;
+  }
+  const left = Math.min(...row.map(box => box.x));
+  const right = Math.max(...row.map(box => box.x + box.width));
+  return (left + right) / 2;
 }
 
 /** Render *graph*: the container of a new {@link GraphView}. */
