@@ -336,3 +336,15 @@ def test_a_frozen_monitor_keeps_its_last_state_as_its_output(dense, monkeypatch)
         shown_text(bundle["text/html"])
     dense(np.ones(2), 4)  # a frozen monitor no longer follows the function
     assert not m.refresh(full=True)
+
+
+def test_no_per_call_estimate_for_a_function_whose_only_call_failed():
+    f = kx.function(lambda x: x + 1)
+    with pytest.raises(TypeError):
+        f()
+    text = shown_text(render.counters_html(f.stats, 265_360.8, measured=False))
+    # an estimate from a failed call says nothing of the graph: no figure at all
+    assert "per call (estimate)—" in text and "265" not in text
+    f(np.ones(2))
+    text = shown_text(render.counters_html(f.stats, 265_360.8, measured=False))
+    assert "per call (estimate)265 ms" in text  # one unit rule: 265,360.8 µs is 265 ms
