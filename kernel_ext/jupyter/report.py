@@ -160,13 +160,13 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
 # ---------------------------------------------------------------------------------------------
 
 def _loops_of(function: Any) -> list[str]:
-    """Loop notes and, under tiered ``auto``, which executor serves each trace."""
+    """Loop notes and, under tiered ``auto``, how each trace runs."""
     notes: dict[str, None] = {}
     for row in records.signature_rows(function):
         for note in row.loops:
             notes.setdefault(note)
-        if row.tier:
-            notes.setdefault(f"trace #{row.id} served by: {row.tier}")
+        if row.tier:  # tiered auto: how it runs now, in words (as the sidebar says it)
+            notes.setdefault(f"trace #{row.id} {row.served_by}")
     return list(notes)
 
 

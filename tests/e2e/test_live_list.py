@@ -140,7 +140,7 @@ def test_many_functions_collapse_and_signatures_break_between_tokens(
     first.locator(".jp-kx-function-header").click()
     expect(first).not_to_have_class("jp-mod-collapsed")
     expect(first.locator(".jp-kx-signature")).to_have_count(6)
-    expect(first.locator(".jp-kx-more-signatures")).to_contain_text("Show all")
+    expect(first.locator(".jp-kx-more-signatures")).to_contain_text("Show 6 more")
 
     wide = ui.card(page, "wide")
     wide.locator(".jp-kx-function-header").click()
