@@ -403,7 +403,11 @@ export class GraphView {
     // the inputs are), the rest panned to.
     let x = (width - this.natural.width * k) / 2;
     if (x < 0) {
-      const top = topRowCentre(this._placed);
+      // (boxes only: a group's frame spans all its members)
+      const boxes = new Map(
+        [...this._itemElements.keys()].map(id => [id, this._placed.get(id)!])
+      );
+      const top = topRowCentre(boxes);
       if (top !== null) {
         x = Math.min(
           0,
