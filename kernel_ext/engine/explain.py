@@ -19,8 +19,8 @@ from typing import Any
 
 from .. import errors
 from ..trace.types import Literal, TensorSpec, WeakRef
-from .fixes import (Fix, derive_input_signature, fix_for, replay, signature_code, spec_text,
-                    suggest_fixes, traces_with)
+from .fixes import (Fix, derive_input_signature, fix_at_call_site, fix_for, plural, replay,
+                    signature_code, spec_text, suggest_fixes, traces_with)
 from .records import (CAUSE_LABELS, ArgumentDiff, Explanation, TraceIndex, TraceRecord,
                       cause_label, cause_of, closest_trace, describe, describe_diff, diff_call,
                       diff_types, explain_text, format_call_site, merge_column,
@@ -35,7 +35,7 @@ __all__ = [
     "StaleCapture", "StrictRetraceError", "TensorSpec", "TraceIndex", "TraceRecord", "WeakRef",
     "cause_label", "cause_of", "closest_trace", "configure", "derive_input_signature",
     "describe", "describe_diff", "diff_call", "diff_types", "explain_text", "fingerprint",
-    "fix_for", "format_call_site", "merge_column", "replay", "set_call_site_formatter",
+    "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay", "set_call_site_formatter",
     "short_text", "signature_code", "snapshot_captures", "spec_text", "stale_captures",
     "suggest_fixes", "traces_with",
 ]

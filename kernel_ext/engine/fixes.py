@@ -5,11 +5,19 @@ advice for people and :class:`Fix` es in code: an ``input_signature`` derived fr
 the function has seen (:func:`derive_input_signature`, written out by :func:`signature_code`
 and :func:`spec_text`), ``reduce_retracing``, an array instead of a Python number, a cast, the
 same object. :func:`fix_for` is the one-line version the retracing warning shows.
+
+Advice is generated from the recorded values, never a fixed example: a Python ``float``
+argument is to be passed as ``np.float64(lr)`` (its own type), an ``int`` as ``np.int64(n)``.
+Every fix is replayed against the recorded signatures before it is offered
+(:func:`checked_fixes`) and says what it does (:attr:`Fix.effect`); :func:`fix_at_call_site`
+rewrites an argument fix as the call the user wrote (``decay(w, np.float64(lr))``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import ast
+import linecache
+from dataclasses import dataclass, replace
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -33,6 +41,27 @@ class Fix:
     #: How many traces the recorded calls would have made with this fix (checked by
     #: :func:`traces_with`); None where it could not be checked.
     traces: int | None = None
+    #: How many traces the recorded calls made without it (None: not replayed).
+    before: int | None = None
+    #: The parameter an argument fix changes at the call site, and its position; the
+    #: expression to pass is ``wrap`` with ``{}`` standing for the argument's own text
+    #: (``"np.float64({})"``, ``"{}.astype(np.float32)"``).
+    argument: str = ""
+    position: int | None = None
+    wrap: str = ""
+
+    @property
+    def effect(self) -> str:
+        """What the fix does to the recorded calls, replayed: ``"1 trace instead of 3"``;
+        ``""`` where it was not replayed."""
+        if self.traces is None or self.before is None:
+            return ""
+        return f"{plural(self.traces, 'trace')} instead of {self.before}"
+
+
+def plural(count: int, noun: str) -> str:
+    """``"1 trace"``, ``"3 traces"``: a count with its noun, in agreement."""
+    return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
 
@@ -121,17 +150,20 @@ def suggest_fixes(function_name: str, names: Sequence[str],
         advice.append(f"'{d.argument}' arrived with another dtype ({d.old} before, {d.new} "
                       "now); dtypes are part of the signature, so convert before calling.")
         fixes.append(Fix("cast", f"{d.argument}.astype(np.{old})",
-                         note=f"cast {d.argument} at the call site, every call"))
+                         note=f"cast {d.argument} at the call site, every call",
+                         **_argument_fields(d.argument, names, f"{{}}.astype(np.{old})")))
     if numeric_value:
         d = numeric_value[0]
-        value = next(t.value for t in (d.new_type, d.old_type) if isinstance(t, Literal))
-        advice.append(f"'{d.argument}' is passed as a Python number, and Python values are "
-                      "part of the signature (each new value is a new graph): pass an array "
-                      "so the value becomes a graph input, or fix the signature so Python "
-                      "numbers are converted to arrays.")
+        wrap = f"np.{_dtype_for(d)}({{}})"
+        advice.append(f"'{d.argument}' is passed as a Python {_python_type_name(d)}, and "
+                      "Python values are part of the signature (each new value is a new "
+                      f"graph): pass it as {wrap.format(d.argument)} so the value becomes a "
+                      "graph input, or fix the signature so Python numbers are converted to "
+                      "arrays.")
         signature_fix("Python numbers are converted to arrays")
-        fixes.append(Fix("array_argument", f"{d.argument}=np.{_dtype_for(d)}({value!r})",
-                         note=f"pass {d.argument} as an array, at every call"))
+        fixes.append(Fix("array_argument", f"{d.argument}={wrap.format(d.argument)}",
+                         note=f"pass {d.argument} as a NumPy {_dtype_for(d)}, at every call",
+                         **_argument_fields(d.argument, names, wrap)))
     if shaped:
         advice.append(f"the shape of {join_and([repr(a) for a in dict.fromkeys(shaped)])} "
                       "changed, and each shape is a new signature: declare the dimensions "
@@ -197,7 +229,7 @@ def checked_fixes(fixes: Sequence[Fix], names: Sequence[str],
         elif left < now or fix.kind == "reduce_retracing" and _widens_for_later(calls):
             # reduce_retracing still pays the retrace that taught it a dim varies; what it
             # buys is the next size (checked: one more call with other sizes reuses it)
-            out.append(Fix(fix.kind, fix.code, fix.magic, fix.note, left))
+            out.append(replace(fix, traces=left, before=now))
     # the fix that leaves the fewest traces first (stable: the advice's order among equals)
     return sorted(out, key=lambda f: now if f.traces is None else f.traces)
 
@@ -218,13 +250,14 @@ def traces_with(fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceTy
         return replay(conformed)
     if fix.kind == "reduce_retracing":
         return replay(calls, reduce_retracing=True)
-    arg = fix.code.split("=")[0].split(".")[0].strip()
+    arg = fix.argument or fix.code.split("=")[0].split(".")[0].strip()
     if fix.kind in ("array_argument", "cast") and arg in names:
         i = names.index(arg)
         specs = [c[i] for c in calls if isinstance(c[i], TensorSpec)]
         target = next((t for t in specs), None) if fix.kind == "cast" else None
-        # ``n=np.int32(50)``: the array the fix passes
-        dtype = fix.code.split("=np.", 1)[-1].split("(", 1)[0] if "=np." in fix.code else "int64"
+        # ``np.float64({})``: the array the fix passes, of the argument's own type
+        wrap = fix.wrap or fix.code.split("=", 1)[-1]
+        dtype = wrap.split("np.", 1)[-1].split("(", 1)[0] if "np." in wrap else "int64"
 
         def changed(t: TraceType) -> TraceType:
             if fix.kind == "cast" and isinstance(t, TensorSpec) and target is not None:
@@ -294,6 +327,22 @@ def _numeric_literal(t: Any) -> bool:
     return isinstance(t, Literal) and isinstance(t.value, NUMERIC_LITERALS)
 
 
+def _argument_fields(argument: str, names: Sequence[str], wrap: str) -> dict[str, Any]:
+    """The :class:`Fix` fields that let :func:`fix_at_call_site` rewrite the call."""
+    top = argument.split("[")[0].split(".")[0]
+    if top != argument or top not in names:
+        return {}  # a part of a structure: no single expression at the call site to wrap
+    return {"argument": top, "position": list(names).index(top), "wrap": wrap}
+
+
+def _python_type_name(d: ArgumentDiff) -> str:
+    """``"float"``, ``"int"``: the Python type of the number the diff recorded."""
+    for t in (d.new_type, d.old_type):
+        if isinstance(t, Literal):
+            return type(t.value).__name__
+    return "number"
+
+
 def _dtype_for(d: ArgumentDiff) -> str:
     for t in (d.new_type, d.old_type):
         if isinstance(t, TensorSpec):
@@ -307,11 +356,13 @@ def fix_for(function_name: str, diffs: Sequence[ArgumentDiff]) -> str:
     kinds = {d.kind for d in diffs}
     args = sorted({d.argument.split("[")[0].split(".")[0] for d in diffs})
     if kinds & {"python_value", "python_to_array", "array_to_python"}:
-        arg = next(d.argument for d in diffs
-                   if d.kind in ("python_value", "python_to_array", "array_to_python"))
-        return (f"pass {arg} as a NumPy value (e.g. np.int32({arg}) or np.asarray({arg})) so "
-                "that its value is a graph input instead of part of the signature, or give "
-                f"the function an input_signature with a 0-d kx.TensorSpec for {arg}")
+        d = next(d for d in diffs
+                 if d.kind in ("python_value", "python_to_array", "array_to_python"))
+        arg, dtype = d.argument, _dtype_for(d)
+        return (f"pass {arg} as a NumPy value of its own type, np.{dtype}({arg}), so that its "
+                "value is a graph input instead of part of the signature, or give the function "
+                f"an input_signature with a 0-d kx.TensorSpec(shape=[], dtype=np.{dtype}) for "
+                f"{arg}")
     if kinds & {"shape", "rank"}:
         return (f"use kx.function({function_name}, reduce_retracing=True), or an "
                 f"input_signature with None for the dimensions of {', '.join(args)} that vary")
@@ -321,3 +372,79 @@ def fix_for(function_name: str, diffs: Sequence[ArgumentDiff]) -> str:
         return ("pass the same object each call (a new function/lambda or object per call "
                 "always retraces), or give its class a __tracing_type__")
     return f"keep the types of {', '.join(args)} stable between calls"
+
+
+# -- a fix as the call the user wrote ----------------------------------------------------------
+
+def fix_at_call_site(fix: Fix, function_name: str, raw_call_site: str) -> Fix:
+    """``fix`` with its code rewritten as the call at ``raw_call_site`` (``"file:line"``) with
+    the fix applied: ``decay(w, np.float64(lr))`` for the call ``decay(w, lr)``.
+
+    The source line comes from ``linecache`` (which holds notebook cells too); the fix is
+    returned as it was where the line cannot be read, does not parse on its own, or holds no
+    call of ``function_name`` passing that argument.
+    """
+    if not fix.wrap or fix.position is None or not raw_call_site:
+        return fix
+    filename, _, line = raw_call_site.rpartition(":")
+    if not line.isdigit():
+        return fix
+    rewritten = rewrite_call(linecache.getline(filename, int(line)), function_name, fix)
+    return fix if rewritten is None else replace(fix, code=rewritten)
+
+
+def rewrite_call(source: str, function_name: str, fix: Fix) -> str | None:
+    """The call of ``function_name`` in the one-line ``source`` (else its only call that
+    could be it: ``f(x, n)`` where ``f = kx.function(step)``), with the argument ``fix``
+    changes (by keyword, else by position) wrapped as ``fix.wrap`` says; None where there
+    is no such call."""
+    text = source.strip()
+    try:
+        tree = ast.parse(text)
+    except SyntaxError:
+        return None
+    calls = [(node, _fixed_argument(node, fix)) for node in ast.walk(tree)
+             if isinstance(node, ast.Call)]
+    calls = [(node, target) for node, target in calls if target is not None]
+    named = [c for c in calls if _callee(c[0].func) == function_name]
+    others = [c for c in calls if not _is_library_call(c[0].func)]
+    chosen = named[:1] or (others if len(others) == 1 else [])
+    for node, target in chosen:
+        call = ast.get_source_segment(text, node)
+        argument = ast.get_source_segment(text, target)
+        if call is None or argument is None:
+            return None
+        # ast's offsets count UTF-8 bytes
+        raw = call.encode()
+        start = target.col_offset - node.col_offset
+        end = start + len(argument.encode())
+        return raw[:start].decode() + fix.wrap.format(argument) + raw[end:].decode()
+    return None
+
+
+def _fixed_argument(call: ast.Call, fix: Fix) -> ast.expr | None:
+    """The expression ``call`` passes for the parameter ``fix`` changes, or None."""
+    target = next((k.value for k in call.keywords if k.arg == fix.argument), None)
+    if target is not None or fix.position is None or len(call.args) <= fix.position:
+        return target
+    if any(isinstance(a, ast.Starred) for a in call.args[:fix.position + 1]):
+        return None  # f(*args, lr): the position is not known from the text
+    return call.args[fix.position]
+
+
+#: Module names whose calls are never the traced function (``np.sum(x)``).
+_LIBRARY_MODULES = frozenset({"np", "numpy", "math", "kx", "kernel_ext"})
+
+
+def _is_library_call(func: ast.expr) -> bool:
+    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
+        func.value.id in _LIBRARY_MODULES
+
+
+def _callee(func: ast.expr) -> str | None:
+    """``decay`` for ``decay(...)`` and ``self.decay(...)``."""
+    if isinstance(func, ast.Name):
+        return func.id
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return None

@@ -181,6 +181,8 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
         entry["kind"] = nodetext.node_kind(node)
         entry["note"] = nodetext.node_note(node)
         entry["output"] = id(node) in outputs
+        if records.is_backward(node):
+            entry["backward"] = True
         nodes.append(entry)
         seen: set[str] = set()
         for source in node.inputs:

@@ -7,6 +7,8 @@ Both are thin: they parse their line with IPython's ``magic_arguments`` (bad usa
 
 from __future__ import annotations
 
+import argparse
+
 import ast
 import hashlib
 import keyword
@@ -16,12 +18,13 @@ import numpy as np
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import (MagicHelpFormatter, argument, kwds, magic_arguments,
+                                          parse_argstring)
 
 from .. import errors
 from ..engine import Function, explain, function as kx_function, registry
 from ..trace.types import TensorSpec
-from . import cells, records, report as report_module
+from . import cells, records, report as report_module, units
 from .monitor import Monitor
 from .cells import (CellError, CellFunctionInfo, CellFunctionRegistry, CellLocator,
                     analyse_cell, check_cell, compile_cell_source, defaults_identity,
@@ -103,6 +106,40 @@ def _spec_text(value: Any) -> str:
     return "float32[None]"
 
 
+def _from_user_code(tb: Any, stub: Any) -> Any:
+    """``tb`` from its first frame in the user's code (not ours, not the call stub);
+    ``tb`` itself when no frame is theirs (the error is the engine's to explain)."""
+    entry = tb
+    while entry is not None:
+        code = entry.tb_frame.f_code
+        if code is not stub and "/kernel_ext/" not in code.co_filename.replace("\\", "/"):
+            return entry
+        entry = entry.tb_next
+    return tb
+
+
+def _rerun_entry(number: int, fn: Any) -> str:
+    """The history line of a re-run that kept the function: its traces *before* this run
+    (calls in the cell may retrace it; ``%retrace_report`` lists those)."""
+    before = units.plural(int(fn.stats.get("traces") or 0), "trace")
+    return f"cell [{number}] re-run, unchanged: kept the function ({before} before this run)"
+
+
+class _PlainHelp(MagicHelpFormatter):
+    """``%%tffunction?`` in plain text: the usage line with the magic's own prefix (``%%``
+    for a cell magic) instead of IPython's reStructuredText ``::`` block and one ``%``."""
+
+    escape = "%"
+
+    def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any = None) -> None:
+        argparse.RawDescriptionHelpFormatter.add_usage(
+            self, usage, actions, groups, f"usage: {self.escape}")
+
+
+class _PlainCellHelp(_PlainHelp):
+    escape = "%%"
+
+
 @magics_class
 class TFFunctionMagics(Magics):
     """``%%tffunction`` and ``%retrace_report`` (``%load_ext kernel_ext`` registers them)."""
@@ -142,13 +179,14 @@ class TFFunctionMagics(Magics):
               help="check each new trace's first calls against the cell run eagerly "
                    "(raises VerificationError on any difference)")
     @argument("--no-widget", action="store_true", help="do not show the live monitor")
+    @kwds(formatter_class=_PlainCellHelp)
     @cell_magic
     def tffunction(self, line: str, cell: str) -> Any:
         """Turn the functions a cell defines, or the cell itself, into traced functions.
 
-        **A cell that defines functions**: each top-level ``def`` becomes a ``kx.function``
-        bound under its name; the cell's other statements run as usual (after a ``def``, its
-        name is the traced function)::
+        A cell that defines functions: each top-level def becomes a kx.function
+        bound under its name; the cell's other statements run as usual (after a def, its
+        name is the traced function):
 
             %%tffunction
             def dense(x, w):
@@ -156,34 +194,34 @@ class TFFunctionMagics(Magics):
 
             dense(np.ones((2, 3)), w)        # traced once, then cached
 
-        **A cell as a function** (a cell without ``def``, or with a NAME): the cell body is
+        A cell as a function (a cell without def, or with a NAME): the cell body is
         the function. Its inputs are the names it reads from the notebook (arrays become
         graph inputs, Python values are part of the signature), its outputs the names it
         assigns, written back to the notebook after it runs. Running the cell calls it;
-        re-running it reuses the trace while the inputs keep their signature::
+        re-running it reuses the trace while the inputs keep their signature:
 
             %%tffunction step
             y = np.tanh(x @ w) * scale
             total = np.sum(y)
 
-        **Signatures**: ``--input-signature`` fixes the one signature accepted (None for
-        dimensions that vary, ``[*]`` for any rank, a Python value for a constant argument);
-        it also accepts a Python expression evaluated in the notebook::
+        Signatures: --input-signature fixes the one signature accepted (None for
+        dimensions that vary, [*] for any rank, a Python value for a constant argument);
+        it also accepts a Python expression evaluated in the notebook:
 
             %%tffunction --input-signature "x: float32[None, 3], n: int64[]"
             %%tffunction -s "[kx.TensorSpec([None, 3], np.float32)]"
 
-        **What a cell cannot hold** (a ``UsageError`` names the construct and its line,
+        What a cell cannot hold (a UsageError names the construct and its line,
         before anything runs): code that would not do what it does in a plain cell, such as
-        a top-level ``return``/``yield``/``await``, an ``async def``, or in a cell function
-        ``global``, ``del NAME`` and ``from m import *``. An ``--input-signature`` that is
-        neither the mini-language nor a Python list of ``kx.TensorSpec`` (``-s "x, y"``
+        a top-level return/yield/await, an async def, or in a cell function
+        global, del NAME and from m import *. An --input-signature that is
+        neither the mini-language nor a Python list of kx.TensorSpec (-s "x, y"
         would give the arrays themselves) is refused with the fix.
 
-        **Re-running and editing**: re-running a cell whose function is unchanged keeps the
+        Re-running and editing: re-running a cell whose function is unchanged keeps the
         same function (its traces and history); an edited function is a new one, and its
-        history says ``cell [12] edited``. ``--strict`` makes any retrace an error that
-        explains it; ``%retrace_report`` explains every retrace of the kernel.
+        history says cell [12] edited. --strict makes any retrace an error that
+        explains it; %retrace_report explains every retrace of the kernel.
         """
         args = _parse_line(self.tffunction, line)
         if args.name is not None and not _is_name(args.name):
@@ -329,8 +367,7 @@ class TFFunctionMagics(Magics):
         if fn is not None:
             info = cells.cell_info(fn)
             if info is not None:
-                info.history.append(f"cell [{number}] re-run, unchanged: kept its "
-                                    f"{fn.stats['traces']} trace(s)")
+                info.history.append(_rerun_entry(number, fn))
         else:
             fn = self._make(value, signature, options, node.name)
             info = CellFunctionInfo(node.name, number, "def",
@@ -346,7 +383,7 @@ class TFFunctionMagics(Magics):
         if previous is None:
             return [f"cell [{number}] defined"]
         old = self.registry.previous_function(key)
-        traces = f", {old.stats['traces']} trace(s)" if old is not None else ""
+        traces = f", {units.plural(old.stats['traces'], 'trace')}" if old is not None else ""
         previous.replaced_by = number
         previous.history.append(f"replaced by an edit in cell [{number}]")
         was = f"the version from cell {previous.cell_text}{traces}"
@@ -371,8 +408,7 @@ class TFFunctionMagics(Magics):
         if fn is not None:
             info = cells.cell_info(fn)
             assert info is not None
-            info.history.append(f"cell [{number}] re-run, unchanged: kept its "
-                                f"{fn.stats['traces']} trace(s)")
+            info.history.append(_rerun_entry(number, fn))
             if args.name is not None:
                 ns[args.name] = fn
         else:
@@ -401,7 +437,12 @@ class TFFunctionMagics(Magics):
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         stub = compile("__kx_fn__(*__kx_args__)", filename, "eval")
         values = [ns[p] for p in info.params]
-        result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves this frame out of tracebacks
+        try:
+            result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
+        except Exception as e:
+            # The traceback starts in the cell's own code, not in the magic and the engine.
+            raise e.with_traceback(_from_user_code(e.__traceback__, stub))
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         for name, value in zip(info.outputs, results):
             ns[name] = value
@@ -417,7 +458,9 @@ class TFFunctionMagics(Magics):
     def _show(self, key: str, fn: Function, args: Any) -> None:
         old = self._monitors.pop(key, None)
         if old is not None:
-            old.close()
+            # the earlier cell keeps its monitor, frozen at its last state (Run All shows
+            # one per cell); only this cell's is live
+            old.freeze()
         if args.no_widget:
             return
         m = Monitor(fn, locator=self.locator)
@@ -432,6 +475,7 @@ class TFFunctionMagics(Magics):
               help="also list first traces and functions never traced")
     @argument("--json", dest="as_json", action="store_true",
               help="return the report as JSON data (for tools)")
+    @kwds(formatter_class=_PlainHelp)
     @line_magic
     def retrace_report(self, line: str) -> Any:
         """Explain every retrace of every traced function in this kernel, costliest first.
@@ -439,9 +483,9 @@ class TFFunctionMagics(Magics):
         For each function: calls, traces, cache-hit rate, trace + compile time, and for each
         retrace: where it was called (cell and line), the closest earlier signature, each
         argument that differs (old → new), what it cost, and a copyable fix (an
-        ``--input-signature`` / ``input_signature`` derived from the shapes seen,
-        ``--reduce-retracing``, passing an array instead of a Python number). Also lists
-        captured globals whose value changed since a trace froze it::
+        --input-signature / input_signature derived from the shapes seen,
+        --reduce-retracing, passing an array instead of a Python number). Also lists
+        captured globals whose value changed since a trace froze it:
 
             %retrace_report                 # every function that traced
             %retrace_report dense step      # only these

@@ -26,7 +26,7 @@ import weakref
 from typing import Any, Callable
 
 from ..engine import explain
-from . import records, render
+from . import records, render, units
 from .activity import activity
 from .cells import CellLocator, cell_info
 
@@ -228,9 +228,10 @@ class Monitor:
         if fn is None:
             return f"<kx monitor of {self.name}: function no longer exists>"
         c = records.call_counts(fn.stats)
-        failed = f", {c.failed_calls} failed calls" if c.failed_calls else ""
-        return (f"<kx monitor of {self.name}: {c.calls} calls, {c.traces} traces, "
-                f"{c.cache_hits} cache hits{failed}>")
+        failed = f", {units.plural(c.failed_calls, 'failed call')}" if c.failed_calls else ""
+        return (f"<kx monitor of {self.name}: {units.plural(c.calls, 'call')}, "
+                f"{units.plural(c.traces, 'trace')}, "
+                f"{units.plural(c.cache_hits, 'cache hit')}{failed}>")
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle = dict(self.widget._repr_mimebundle_() or {})
@@ -259,6 +260,23 @@ class Monitor:
         self._snapshot_sent = bundle["text/html"]
         update_display(bundle, raw=True, display_id=self.display_id)
         return True
+
+    def freeze(self) -> None:
+        """Stop updating and leave the last state in place as the static snapshot: the
+        output under an earlier cell (another cell now shows this function's live monitor)
+        keeps a monitor, and the widgets close after the view is replaced (closing a widget
+        whose view the page still shows removed the view mid-update: "removeChild")."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        activity.discard(self)
+        if self.display_id is not None:
+            from IPython.display import update_display
+
+            snapshot = {"text/plain": self.text(), "text/html": self.snapshot_html()}
+            update_display(snapshot, raw=True, display_id=self.display_id)
+        close_tree(self.widget)
 
     def close(self) -> None:
         """Stop updating and close the widgets."""

@@ -171,6 +171,8 @@ class GraphNode(TypedDict):
     note: NotRequired[str | None]
     #: True for a node whose value the function returns.
     output: NotRequired[bool]
+    #: True for a node a gradient's backward pass made (views group and colour it apart).
+    backward: NotRequired[bool]
 
 
 class GraphEdge(TypedDict):

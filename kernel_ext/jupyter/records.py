@@ -27,9 +27,11 @@ from typing import Any, Callable, Iterable, Sequence, TypedDict
 
 from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
+from . import units
+from .units import percent
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "compile_progress", "compile_states", "fix_texts", "inputs_text", "is_backward",
+           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site", "inputs_text", "is_backward",
            "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
            "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
            "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
@@ -80,9 +82,9 @@ class CallCounts:
         return self.cache_hits / self.calls if self.calls else None
 
     def hit_rate_text(self) -> str:
-        """``" (75%)"``, or ``""`` before any call."""
-        rate = self.hit_rate
-        return "" if rate is None else f" ({100 * rate:.0f}%)"
+        """``" (75%)"``, ``" (99.7%)"`` (never 100% unless every call hit: the views' one
+        rule, :func:`.units.percent`), or ``""`` before any call."""
+        return "" if not self.calls else f" ({percent(self.cache_hits, self.calls)})"
 
 
 def call_counts(stats: dict) -> CallCounts:
@@ -272,7 +274,9 @@ def signature_rows(function: Any) -> list[SignatureRow]:
             opaque=_notes_or_none(cf),
             loops=tuple(getattr(cf, "loops", ())),
             tier=tier,
-            served_by=served_by(backend, found, tier),
+            served_by=served_by(backend, found, tier,
+                                str(getattr(getattr(cf.executable, "tier", None), "state", "")
+                                    or "")),
             compile=compile_text,
             compile_state=compile_state,
             tasks=getattr(cf.executable, "tasks", None),
@@ -288,44 +292,81 @@ def dashboard_url(link: Any) -> str | None:
     return link
 
 
-def served_by(backend: str, found: Sequence["Segment"], tier: str = "") -> str:
-    """Which path serves a trace, in words every view shows (see :attr:`SignatureRow.served_by`).
+def served_by(backend: str, found: Sequence["Segment"], tier: str = "",
+              tier_state: str = "") -> str:
+    """How a trace runs, in one plain sentence every view shows (the details, such as the
+    tier's note, go on hover): ``"runs as 13 compiled kernels (numba-cpu)"``, ``"runs as one
+    compiled function (numba-cpu)"``, ``"runs through NumPy, one call per operation"``.
+
+    Under tiered ``auto`` (``tier`` its note, ``tier_state`` where it is: counting,
+    compiling, trial, whole, fused) the sentence says what happens next: ``"…; will try one
+    compiled function after more calls"``.
     """
-    if tier:
-        return f"tiered auto: {tier}"
-    kinds = {s.kind for s in found}
+    kernels = [s for s in found if s.kind != "whole-graph"]
+    whole = len(kernels) < len(found)
     if backend == "numpy" or not found:
-        return "NumPy executor"
-    if "whole-graph" in kinds:
-        return f"whole graph ({backend})"
-    if backend.startswith("numba-cuda"):
-        return f"CUDA kernels ({backend})"
-    return f"fused kernels ({backend})"
+        base = "runs through NumPy, one call per operation"
+    elif tier_state == "whole" or whole and not tier:
+        base = f"runs as one compiled function ({backend})"
+    elif backend.startswith("numba-cuda"):
+        base = f"runs as {units.plural(len(kernels), 'CUDA kernel')} ({backend})"
+    else:
+        base = f"runs as {units.plural(len(kernels), 'compiled kernel')} ({backend})"
+    if not tier:
+        return base
+    return base + _TIER_NEXT.get(tier_state, "")
+
+
+#: What a tiered ``auto`` trace does next, by the tier's state (said after the sentence).
+_TIER_NEXT = {
+    "counting": "; will try one compiled function after more calls",
+    "compiling": "; compiling one compiled function to compare",
+    "trial": "; timing one compiled function against them",
+    "fused": "; one compiled function was not faster",
+}
 
 
 #: Kernel states that count as compiled or not to be compiled at all.
 _SETTLED = ("ready", "failed")
 
+#: Waiting kernels named in the progress sentence (the rest are counted).
+_WAITING_NAMED = 3
+
 
 def compile_progress(found: Sequence["Segment"]) -> tuple[str, str]:
-    """``(text, state)`` of an executable's kernels: ``("compiling in the background: 1 of 3
-    kernels ready; NumPy runs the rest meanwhile", "compiling")``; ``("", "ready")`` once every
-    kernel is ready; ``("", "")`` without kernels. A failed kernel is said (its ops run
-    through NumPy) whatever the others do."""
-    states = [s.state for s in found if s.state and s.state != "unsupported"]
+    """``(text, state)`` of an executable's kernels: ``("compiling in the background: 2 of 13
+    kernels ready, about 4.10 s left; waiting: s3 (multiply → tanh), s4 (sum) and 9 more;
+    NumPy runs them meanwhile", "compiling")``; ``("", "ready")`` once every kernel is ready;
+    ``("", "")`` without kernels. The estimate is the mean compile time of the kernels done
+    so far, times those left. A failed kernel is said (its ops run through NumPy) whatever
+    the others do."""
+    live = [s for s in found if s.state and s.state != "unsupported"]
+    states = [s.state for s in live]
     if not states:
         return "", ""
     total, ready, failed = len(states), states.count("ready"), states.count("failed")
-    kernels = "kernel" if total == 1 else "kernels"
     if failed:
-        return (f"{failed} of {total} {kernels} failed to compile: their ops run through "
-                "NumPy", "failed")
+        return (f"{failed} of {units.plural(total, 'kernel')} failed to compile: their ops "
+                "run through NumPy", "failed")
     if ready == total:
         return "", "ready"
     state = "compiling" if "compiling" in states else "queued" if "queued" in states \
         else "pending"
-    return (f"compiling in the background: {ready} of {total} {kernels} ready; NumPy runs "
-            "the rest meanwhile", state)
+    done = [s.compile_ms for s in live if s.state == "ready" and s.compile_ms]
+    left = total - ready
+    estimate = f", about {units.duration(sum(done) / len(done) * left)} left" if done else ""
+    waiting = [s for s in live if s.state not in _SETTLED]
+    named = [f"{s.id} ({_clip(' → '.join(s.ops) or s.kind or 'fused', 40)})"
+             + (" compiling now" if s.state == "compiling" else "")
+             for s in waiting[:_WAITING_NAMED]]
+    more = len(waiting) - len(named)
+    names = ", ".join(named) + (f" and {more} more" if more > 0 else "")
+    return (f"compiling in the background: {ready} of {units.plural(total, 'kernel')} ready"
+            f"{estimate}; waiting: {names}; NumPy runs them meanwhile", state)
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[:limit - 1] + "…"
 
 
 def compile_states(function: Any) -> tuple:
@@ -456,18 +497,32 @@ class RetraceEntry(TypedDict):
     cost_ms: float
     advice: str                # why it retraced and what to do, for people
     fixes: list[str]           # copyable code, best first, without repeats
+    #: What each fix does, replayed against the recorded calls ("1 trace instead of 3"),
+    #: parallel to ``fixes`` ("" where it could not be replayed).
+    effects: list[str]
     via: str                   # "call" or "get_concrete_function"
 
 
 def fix_texts(fixes: Iterable[explain.Fix], magic: bool) -> list[str]:
     """Fixes as copyable code, best first, without repeats: ``%%tffunction`` options when
     ``magic`` (the function came from the magic) and the fix has that form, else Python."""
-    out: list[str] = []
+    return [text for text, _ in fix_pairs(fixes, magic)]
+
+
+def fix_pairs(fixes: Iterable[explain.Fix], magic: bool) -> list[tuple[str, str]]:
+    """``(code, effect)`` per fix, as :func:`fix_texts` lists them, with what each does to
+    the recorded calls (:attr:`kernel_ext.engine.fixes.Fix.effect`)."""
+    out: dict[str, str] = {}
     for fix in fixes:
-        text = fix.magic if magic and fix.magic else fix.code
-        if text not in out:
-            out.append(text)
-    return out
+        out.setdefault(fix.magic if magic and fix.magic else fix.code, fix.effect)
+    return list(out.items())
+
+
+def fixes_at_call_site(record: explain.TraceRecord) -> list[explain.Fix]:
+    """The record's fixes, an argument fix rewritten as the call the user wrote
+    (``decay(w, np.float64(lr))``) where the call site's line can be read."""
+    return [explain.fix_at_call_site(f, record.function_name, record.call_site)
+            for f in record.fixes]
 
 
 def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | None],
@@ -479,6 +534,7 @@ def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | 
     what it cannot say without a temporary file name.  Reading the entry works out the
     record's explanation (closest trace, differences, fixes) if nothing has yet.
     """
+    fixes = fix_pairs(fixes_at_call_site(record), magic)
     return {
         "trace": record.index,
         "cause": explain.cause_label(record.cause),
@@ -493,6 +549,7 @@ def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | 
         "compile_ms": round(record.compile_ms, 3),
         "cost_ms": round(record.cost_ms, 3),
         "advice": record.advice,
-        "fixes": fix_texts(record.fixes, magic),
+        "fixes": [code for code, _ in fixes],
+        "effects": [effect for _, effect in fixes],
         "via": record.via,
     }

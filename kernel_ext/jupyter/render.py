@@ -17,7 +17,7 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
-from . import nodetext, records
+from . import nodetext, records, units
 from .records import RetraceEntry, Segment
 
 __all__ = ["esc", "graph_svg", "graph_html", "GRAPH_NOTE", "counters_html", "signatures_html",
@@ -55,7 +55,10 @@ _KIND_MARK = {"input": "input", "opaque": "runs NumPy", "random": "random draw",
 _NODE_INK = "#212529"
 #: Text on the cell's own background (legend, notes): the theme's ink.
 _THEME_INK = "fill: var(--jp-ui-font-color1, #222);"
-_SEGMENT_COLOURS = ("#e8590c", "#2f9e44", "#1971c2", "#c2255c", "#6741d9", "#0c8599")
+#: Fused segments' outlines: the sidebar's palette (``labextension/style/base.css``,
+#: ``.jp-kx-seg-N``), so a segment has one colour in the cell, the sidebar and the main area.
+_SEGMENT_COLOURS = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948",
+                    "#b07aa1", "#9c755f")
 _CHAR_W = 6.6
 _BOX_H = 34
 _ROW_GAP = 26
@@ -93,7 +96,7 @@ def _legend(segment: Segment) -> str:
     if segment.state:
         label += f" ({segment.state}"
         if segment.compile_ms:
-            label += f", compiled in {segment.compile_ms:.0f} ms"
+            label += f", this kernel compiled in {units.duration(segment.compile_ms)}"
         label += ")"
     return label
 
@@ -268,30 +271,55 @@ def graph_html(svg: str) -> str:
 # ---------------------------------------------------------------------------------------------
 
 def counters_html(stats: dict, last_run_us: float | None, measured: bool = True) -> str:
-    """Calls, traces, cache hits (rate), failed calls (when any), trace/compile ms and the
-    latest run's µs.
+    """Calls, traces, cache hits (of calls, with the rate), failed calls (when any), the
+    time tracing and compiling took, and a recent run's duration: every figure labelled,
+    every duration in :func:`.units.duration` (the sidebar's rule).
 
     ``measured``: the engine timed that run (it times every 64th cache hit); otherwise the
-    figure is an estimate from the call rate (an upper bound).
+    figure is an estimate from the call rate (an upper bound), and it is left out while no
+    call has succeeded (a failed call's time says nothing of the graph).
     """
     counts = records.call_counts(stats)
-    last = "—" if last_run_us is None else f"{last_run_us:,.1f}"
+    succeeded = counts.calls - counts.failed_calls > 0
+    if not measured and not succeeded:
+        last_run_us = None
+    last = units.duration(None if last_run_us is None else last_run_us / 1000)
     per_call = ("duration of a recent call, as the engine timed it (every 64th cache hit "
                 "is timed)" if measured else "estimate: wall time of the latest stretch of "
                 "calls divided by the calls in it (an upper bound)")
     cells = [("calls", f"{counts.calls:,}", ""), ("traces", f"{counts.traces:,}", ""),
-             ("cache hits", f"{counts.cache_hits:,}{counts.hit_rate_text()}", "")]
+             ("cache hits", units.hit_rate(counts.cache_hits, counts.calls),
+              "calls that ran an existing trace, of all calls")]
     if counts.failed_calls:
         cells.append(("failed calls", f"{counts.failed_calls:,}", "calls that raised before "
                       "running a graph: wrong arguments, a signature mismatch, a failed trace"))
-    cells += [("trace ms", f"{stats.get('trace_ms', 0):.1f}", ""),
-              ("compile ms", f"{stats.get('compile_ms', 0):.1f}", ""),
-              ("last run µs" if measured else "µs per call (est.)", last, per_call)]
+    cells += [("tracing", units.duration(stats.get("trace_ms", 0)),
+               "time spent running the Python body to build this function's graphs"),
+              ("compiling at trace", units.duration(stats.get("compile_ms", 0)),
+               "time this function's traces spent optimising and preparing their executors; "
+               "kernels compiled in the background are timed in the graph's legend"),
+              ("last run" if measured else "per call (estimate)", last, per_call)]
     items = "".join(f'<div style="display:inline-block; margin-right:16px;" '
                     f'title="{esc(tip)}"><div style="{_MUTED} font-size:11px;">{esc(k)}</div>'
-                    f'<div style="font-size:15px; font-weight:600;">{esc(v)}</div></div>'
+                    f'<div style="font-size:15px; font-weight:600; white-space:nowrap;">'
+                    f'{esc(v)}</div></div>'
                     for k, v, tip in cells)
     return f'<div class="kx-counters" style="{STYLE}">{items}</div>'
+
+
+def tokens_html(text: str) -> str:
+    """``text`` escaped, each argument or type (``x: float32[16, 128]``) one unbreakable
+    token: lines break only between arguments, never inside a type (as in the sidebar)."""
+    parts, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += ch in "([{"
+        depth -= ch in ")]}"
+        if ch == "," and depth <= (1 if text.startswith("(") else 0):
+            parts.append(text[start:i + 1])
+            start = i + 1
+    parts.append(text[start:])
+    return " ".join(f'<span style="white-space:nowrap;">{esc(p.strip())}</span>'
+                    for p in parts if p.strip())
 
 
 def signatures_html(rows: Sequence[dict]) -> str:
@@ -307,16 +335,23 @@ def signatures_html(rows: Sequence[dict]) -> str:
         td = '<td style="padding:1px 8px 1px 0;">'
         code = f'<td style="padding:1px 8px 1px 0; {_MONO}">'
         body.append(f'<tr style="{weight}">{td}{esc(mark)}</td>{td}#{esc(r["id"])}</td>'
-                    f'{code}({esc(r["inputs"])})</td>{td}→</td>{code}{esc(r["outputs"])}</td>'
+                    f'{code}({tokens_html(r["inputs"])})</td>{td}→</td>'
+                    f'{code}{tokens_html(r["outputs"])}</td>'
                     f'{td}{esc(r["nodes"])}</td>{td}{esc(r["backend"])}'
                     f'{_dashboard_link(r.get("dashboard"))}</td></tr>')
-        # NumPy calls and draws made at every call; loops unrolled or made graph loops
-        # Which path serves it (the sidebar's words) and its kernels' compile progress.
-        served = (f"served by: {r['served_by']}",) if r.get("served_by") else \
-            (f"served by: {r['tier']}",) if r.get("tier") else ()
-        progress = (r["compile"],) if r.get("compile") else ()
-        for note in (*served, *progress, *(r.get("opaque") or ()), *(r.get("loops") or ())):
-            body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}">'
+        # NumPy calls and draws made at every call; loops unrolled or made graph loops.
+        # How it runs, in one plain sentence (the sidebar's words; the tier's note on
+        # hover), and its kernels' compile progress.
+        served = r.get("served_by") or r.get("tier") or ""
+        detail = f"{r['tier']} (executor: {r['backend']})" if r.get("tier") else \
+            f"executor: {r.get('backend', '')}"
+        notes = [(served, detail)] if served else []
+        if r.get("compile"):
+            notes.append((r["compile"], ""))
+        notes += [(note, "") for note in (*(r.get("opaque") or ()), *(r.get("loops") or ()))]
+        for note, tip in notes:
+            title = f' title="{esc(tip)}"' if tip else ""
+            body.append(f'<tr><td></td><td></td><td colspan="5" style="{_MUTED}"{title}>'
                         f'{esc(note)}</td></tr>')
     th = '<th style="padding:1px 8px 1px 0;">'
     # Cells without a heading are td (an empty th says nothing to a screen reader).
@@ -339,9 +374,12 @@ def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:
     items = []
     for e in entries:
         diffs = "".join(f"<li>{esc(d['sentence'])}</li>" for d in e["diffs"])
+        effects = list(e.get("effects") or [""] * len(e["fixes"]))
         fixes = "".join(f'<div><span style="{_MUTED}">{"fix" if i == 0 else "or"}:</span> '
-                        f'<code style="{_MONO}">{esc(f)}</code></div>'
-                        for i, f in enumerate(e["fixes"]))
+                        f'<code style="{_MONO}">{esc(f)}</code>'
+                        + (f' <span style="{_MUTED}">— {esc(effect)}</span>' if effect else "")
+                        + "</div>"
+                        for i, (f, effect) in enumerate(zip(e["fixes"], effects)))
         closest = ""
         if e.get("closest"):
             closest = (f'<div style="{_MUTED}">closest earlier signature #{esc(e["closest"])}: '
@@ -349,7 +387,8 @@ def retrace_log_html(entries: Iterable[RetraceEntry]) -> str:
         why = f'<div style="{_MUTED}">{esc(e["advice"])}</div>' if e.get("advice") else ""
         items.append(
             f'<li style="margin-bottom:6px;"><b>trace #{esc(e["trace"])}</b> · '
-            f'{esc(e["cause"])} · at {esc(e["call_site"])} · {e["cost_ms"]:.1f} ms'
+            f'{esc(e["cause"])} · at {esc(e["call_site"])} · cost '
+            f'{esc(units.duration(e["cost_ms"]))}'
             f'<div><code style="{_MONO}">({esc(e["signature"])})</code></div>{closest}'
             f'<ul style="margin:2px 0;">{diffs}</ul>{why}{fixes}</li>')
     if not items:

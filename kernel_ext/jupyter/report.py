@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any, Iterable, Sequence
 
 from ..engine import explain
-from . import records, render
+from . import records, render, units
 from .cells import CellLocator, cell_info
 from .records import RetraceEntry
 
@@ -42,8 +42,11 @@ def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str], list[str
     types_ = [cf.input_types for cf in concrete]
     advice, fixes, _ = explain.suggest_fixes(function.name, names, types_[:-1], types_[-1],
                                              diffs)
+    # an argument fix as the call the user wrote, at the latest retrace's call site
+    site = retraced[-1].call_site
+    fixes = [explain.fix_at_call_site(f, function.name, site) for f in fixes]
     whole = records.fix_texts([f for f in fixes if f.traces == 1], magic)
-    partial = [f"{text} — {f.traces} traces instead of {len(concrete)}"
+    partial = [f"{text} — {f.effect}"
                for f in fixes if f.traces is not None and f.traces > 1
                for text in records.fix_texts([f], magic) if text not in whole]
     return advice, whole, partial
@@ -82,17 +85,23 @@ class FunctionReport:
 
 
 def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> bool:
-    """A name picks the Function bound to that variable; else every Function of that name."""
+    """A name picks the Function bound to that variable, and the earlier versions an edited
+    cell replaced (their retraces stay in view); else every Function of that name."""
     if not names:
         return True
     for name in names:
         bound = namespace.get(name) if namespace is not None else None
         if hasattr(bound, "retraces") and hasattr(bound, "stats"):
-            if bound is function:
+            if bound is function or function.name == name and _replaced(function):
                 return True
         elif function.name == name:
             return True
     return False
+
+
+def _replaced(function: Any) -> bool:
+    info = cell_info(function)
+    return info is not None and info.replaced_by is not None
 
 
 def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
@@ -118,6 +127,8 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
         magic = info is not None
         number = locator.defining_cell(fn)
         cell = None if number is None else f"[{number}]"
+        if cell is not None and info is not None and info.replaced_by is not None:
+            cell += f", replaced by an edit in cell [{info.replaced_by}]"
         entries = [records.retrace_entry(r, locator.call_site, magic) for r in fn.retraces]
         retraces = [e for e in entries if e["category"] != "first_trace"]
         first = [e for e in entries if e["category"] == "first_trace"]
@@ -149,13 +160,13 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
 # ---------------------------------------------------------------------------------------------
 
 def _loops_of(function: Any) -> list[str]:
-    """Loop notes and, under tiered ``auto``, which executor serves each trace."""
+    """Loop notes and, under tiered ``auto``, how each trace runs."""
     notes: dict[str, None] = {}
     for row in records.signature_rows(function):
         for note in row.loops:
             notes.setdefault(note)
-        if row.tier:
-            notes.setdefault(f"trace #{row.id} served by: {row.tier}")
+        if row.tier:  # tiered auto: how it runs now, in words (as the sidebar says it)
+            notes.setdefault(f"trace #{row.id} {row.served_by}")
     return list(notes)
 
 
@@ -167,19 +178,24 @@ def _opaque_of(function: Any) -> list[str]:
     return list(notes)
 
 
+def _figures(r: FunctionReport) -> str:
+    """The counters of one function, each labelled, in the views' one unit rule."""
+    failed = f" · failed calls {r.failed_calls:,}" if r.failed_calls else ""
+    return (f"calls {r.calls:,} · traces {r.traces:,} · cache hits "
+            f"{units.hit_rate(r.cache_hits, r.calls)}{failed} · tracing "
+            f"{units.duration(r.trace_ms)} + compiling {units.duration(r.compile_ms)} = "
+            f"{units.duration(r.cost_ms)}")
+
+
 def _header(r: FunctionReport) -> str:
     where = f" (cell {r.cell})" if r.cell else ""
-    rate = "" if r.hit_rate is None else f" ({100 * r.hit_rate:.0f}%)"
-    failed = f" · failed calls {r.failed_calls}" if r.failed_calls else ""
-    return (f"{r.name}{where}: calls {r.calls} · traces {r.traces} · cache hits "
-            f"{r.cache_hits}{rate}{failed} · trace {r.trace_ms:.1f} ms + compile "
-            f"{r.compile_ms:.1f} ms = {r.cost_ms:.1f} ms")
+    return f"{r.name}{where}: {_figures(r)}"
 
 
 def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
     lines = [f"{indent}trace #{e['trace']} ({e['cause']}) at {e['call_site']}, cost "
-             f"{e['cost_ms']:.1f} ms (trace {e['trace_ms']:.1f} + compile "
-             f"{e['compile_ms']:.1f})"]
+             f"{units.duration(e['cost_ms'])} (tracing {units.duration(e['trace_ms'])} + "
+             f"compiling {units.duration(e['compile_ms'])})"]
     if e["closest"]:
         lines.append(f"{indent}  closest earlier signature, trace #{e['closest']}: "
                      f"({e['closest_signature']})")
@@ -188,16 +204,26 @@ def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
     lines += [f"{indent}  - {d['sentence']}" for d in e["diffs"]]
     if e["advice"]:
         lines.append(f"{indent}  why: {e['advice']}")
-    lines += [f"{indent}  {'fix' if i == 0 else 'or '}: {f}" for i, f in enumerate(e["fixes"])]
+    lines += [f"{indent}  {'fix' if i == 0 else 'or '}: {f}" + (f"  — {effect}" if effect else "")
+              for i, (f, effect) in enumerate(zip(e["fixes"], _effects(e)))]
     return lines
+
+
+def _effects(e: RetraceEntry) -> list[str]:
+    return list(e.get("effects") or [""] * len(e["fixes"]))
+
+
+def _whole_header(r: FunctionReport) -> str:
+    return (f"to avoid all of these retraces ({explain.plural(1, 'trace')} instead of "
+            f"{r.traces}):")
 
 
 def report_text(reports: Sequence[FunctionReport]) -> str:
     if not reports:
         return "No traced functions yet: call a kx.function or run a %%tffunction cell."
     n = len(reports)
-    lines = [f"Retrace report: {n} traced function{'s' if n != 1 else ''}, ranked by trace + "
-             "compile time"]
+    lines = [f"Retrace report: {units.plural(n, 'traced function')}, ranked by tracing + "
+             "compiling time"]
     for r in reports:
         lines += ["", _header(r)]
         lines += [f"  history: {h}" for h in r.history[-4:]]
@@ -213,7 +239,7 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
         for s in r.stale:
             lines.append(f"  stale capture: {s}")
         if r.fixes and len(r.retraces) > 1:
-            lines.append("  to avoid all of these retraces (one trace left):")
+            lines.append(f"  {_whole_header(r)}")
             lines += [f"    {'' if i == 0 else 'or '}{f}" for i, f in enumerate(r.fixes)]
         if r.partial_fixes and len(r.retraces) > 1:
             lines.append("  to avoid some of them:")
@@ -227,18 +253,14 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
         return (f'<div style="{render.STYLE}">No traced functions yet: call a kx.function '
                 'or run a %%tffunction cell.</div>')
     parts = [f'<div class="kx-report" style="{render.STYLE}">',
-             f"<div><b>Retrace report</b>: {len(reports)} traced function(s), ranked by trace "
-             "+ compile time</div>"]
+             f"<div><b>Retrace report</b>: {units.plural(len(reports), 'traced function')}, "
+             "ranked by tracing + compiling time</div>"]
     for r in reports:
-        rate = "—" if r.hit_rate is None else f"{100 * r.hit_rate:.0f}%"
         where = f" <span style='color:#666'>cell {esc(r.cell)}</span>" if r.cell else ""
-        failed = f" · failed calls {r.failed_calls:,}" if r.failed_calls else ""
         parts.append(
             '<div style="border:1px solid #ced4da; border-radius:6px; padding:6px 8px; '
             f'margin:6px 0;"><div style="font-size:13px;"><b>{esc(r.name)}</b>{where}</div>'
-            f"<div>calls {r.calls:,} · traces {r.traces} · cache hits {r.cache_hits:,} "
-            f"({esc(rate)}){failed} · trace {r.trace_ms:.1f} ms + compile "
-            f"{r.compile_ms:.1f} ms = <b>{r.cost_ms:.1f} ms</b></div>")
+            f"<div>{esc(_figures(r))}</div>")
         if r.released:
             parts.append(f"<div style='color:#666'>{esc(r.released)}</div>")
         if r.history:
@@ -255,7 +277,7 @@ def report_html(reports: Sequence[FunctionReport]) -> str:
         if r.fixes and len(r.retraces) > 1:
             fixes = "".join(f"<div>{'' if i == 0 else 'or '}<code>{esc(f)}</code></div>"
                             for i, f in enumerate(r.fixes))
-            parts.append(f"<div><b>to avoid all of these retraces (one trace left):</b>"
+            parts.append(f"<div><b>{esc(_whole_header(r))}</b>"
                          f"{fixes}</div>")
         if r.partial_fixes and len(r.retraces) > 1:
             fixes = "".join(f"<div><code>{esc(f)}</code></div>" for f in r.partial_fixes)

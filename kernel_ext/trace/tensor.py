@@ -399,9 +399,7 @@ class Tensor(NumpyOperators, inplace=True):
                                 "Fix: use x.astype(np.complex128). To " + _PLAIN_BUFFER_FIX)
 
     def item(self, *args: Any) -> Any:
-        raise errors.SymbolicValueError(
-            f"{describe_tensor(self)}.item() has no value while tracing; return the value from the "
-            "function instead (results come back as NumPy values).")
+        raise self._no_python_value("item()")
 
     def numpy(self) -> np.ndarray:
         if not self.context.active:
@@ -416,7 +414,14 @@ class Tensor(NumpyOperators, inplace=True):
             "arrays) or print it at run time with kx.print(...).")
 
     def tolist(self) -> list:
-        return self.item()
+        raise self._no_python_value("tolist()")
+
+    def _no_python_value(self, method: str) -> errors.SymbolicValueError:
+        """The error of a method that would turn the traced value into Python values, naming
+        the method the user called."""
+        return errors.SymbolicValueError(
+            f"{describe_tensor(self)}.{method} has no value while tracing; return the value "
+            "from the function instead (results come back as NumPy values).")
 
     # -- mutation: functionalized (see the class docstring) --------------------------------
     def _rebind(self, value: Any) -> None:

@@ -65,25 +65,6 @@ function append(el: Element, children: Child[]): void {
   }
 }
 
-/** Format a duration in ms for people: 0.42 ms, 12.3 ms, 1.25 s. */
-export function formatMs(ms: number): string {
-  if (ms >= 1000) {
-    return `${(ms / 1000).toFixed(2)} s`;
-  }
-  if (ms >= 10) {
-    return `${ms.toFixed(1)} ms`;
-  }
-  return `${ms.toFixed(2)} ms`;
-}
-
-/** Format a duration in µs: 41 µs, 2.3 ms. */
-export function formatUs(us: number | null): string {
-  if (us === null) {
-    return '–';
-  }
-  return us >= 1000 ? formatMs(us / 1000) : `${Math.round(us)} µs`;
-}
-
 /**
  * Set an element's text only when it differs.  Writing the same text would
  * still replace the text node, and with it the user's text selection.

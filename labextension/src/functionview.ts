@@ -20,9 +20,10 @@
  * nodes; see dom.ts for why that matters.
  */
 
-import { formatMs, formatUs, h, setText, splitArguments } from './dom';
+import { h, setText, splitArguments } from './dom';
 import type { GraphState, ISelection } from './model';
 import { IFunctionInfo, IRetraceInfo, ISignatureInfo } from './protocol';
+import { count, duration, hitRate, plural } from './units';
 
 /** Signatures listed before "Show all N signatures" (more are one click away). */
 export const SIGNATURES_SHOWN = 5;
@@ -54,10 +55,19 @@ const COUNTERS = [
   'traces',
   'cache hits',
   'failed calls',
-  'trace',
-  'compile',
+  'tracing',
+  'compiling at trace',
   'last run'
 ] as const;
+
+/** What each counter is, said on hover (every figure is labelled on screen). */
+const COUNTER_TOOLTIPS: Partial<Record<(typeof COUNTERS)[number], string>> = {
+  'cache hits': 'Calls that ran an existing trace, of all calls',
+  tracing: "Time spent running the Python body to build this function's graphs",
+  'compiling at trace':
+    "Time this function's traces spent optimising and preparing their " +
+    'executors; kernels compiled in the background are timed in the graph legend'
+};
 
 type CounterName = (typeof COUNTERS)[number];
 
@@ -74,7 +84,7 @@ export class FunctionCard {
     this._cell = h('span', { className: 'jp-kx-cell' });
     this._cost = h('span', {
       className: 'jp-kx-cost',
-      title: 'trace + compile time'
+      title: 'time spent tracing + compiling this function'
     });
     this._summary = h('span', { className: 'jp-kx-summary' });
     this._toggle = h(
@@ -100,7 +110,7 @@ export class FunctionCard {
         'div',
         {
           className: 'jp-kx-counter',
-          title: name === 'last run' ? LAST_RUN_TOOLTIP : undefined
+          title: name === 'last run' ? LAST_RUN_TOOLTIP : COUNTER_TOOLTIPS[name]
         },
         h('dt', {}, name),
         value
@@ -164,12 +174,11 @@ export class FunctionCard {
     }
     setText(this._cell, fn.cell ?? '');
     this._cell.hidden = !fn.cell;
-    setText(this._cost, formatMs(fn.cost_ms));
-    const sigs = fn.signatures.length;
+    setText(this._cost, `cost ${duration(fn.cost_ms)}`);
     setText(
       this._summary,
-      `${sigs} signature${sigs === 1 ? '' : 's'} · ${fn.counters.calls} calls · ` +
-        `${fn.counters.traces} traces`
+      `${plural(fn.signatures.length, 'signature')} · ` +
+        `${plural(fn.counters.calls, 'call')} · ${plural(fn.counters.traces, 'trace')}`
     );
     if (!state.expanded) {
       // A collapsed card keeps its elements (and their state) but skips the
@@ -183,16 +192,14 @@ export class FunctionCard {
 
   private _updateCounters(fn: IFunctionInfo): void {
     const c = fn.counters;
-    const hitRate =
-      c.calls > 0 ? ` (${Math.round((100 * c.cache_hits) / c.calls)}%)` : '';
     const values: Record<CounterName, string | null> = {
-      calls: String(c.calls),
-      traces: String(c.traces),
-      'cache hits': `${c.cache_hits}${hitRate}`,
-      'failed calls': c.failed_calls ? String(c.failed_calls) : null,
-      trace: formatMs(c.trace_ms),
-      compile: formatMs(c.compile_ms),
-      'last run': formatUs(c.last_run_us)
+      calls: count(c.calls),
+      traces: count(c.traces),
+      'cache hits': hitRate(c.cache_hits, c.calls),
+      'failed calls': c.failed_calls ? count(c.failed_calls) : null,
+      tracing: duration(c.trace_ms),
+      'compiling at trace': duration(c.compile_ms),
+      'last run': duration(c.last_run_us === null ? null : c.last_run_us / 1000)
     };
     for (const name of COUNTERS) {
       const { item, value } = this._counterItems.get(name)!;
@@ -255,22 +262,28 @@ export class FunctionCard {
     } else {
       this._noSignatures.remove();
     }
+    // Offered only when it would show more (or fewer) than now: never "(0 more)".
     const hidden = fn.signatures.length - shown.length;
-    this._more.hidden = !state.allSignatures && hidden <= 0;
+    const fewer =
+      state.allSignatures &&
+      visibleSignatures(fn.signatures, selected, false).length < shown.length;
+    this._more.hidden = state.allSignatures ? !fewer : hidden <= 0;
     setText(
       this._more,
-      state.allSignatures
-        ? 'Show fewer signatures'
-        : `Show all ${fn.signatures.length} signatures (${hidden} more)`
+      this._more.hidden
+        ? ''
+        : state.allSignatures
+          ? 'Show fewer signatures'
+          : `Show ${hidden} more (${plural(fn.signatures.length, 'signature')} in all)`
     );
-    if (fn.signatures.length <= SIGNATURES_SHOWN) {
-      this._more.hidden = true;
-    }
   }
 
   private _updateRetraces(retraces: IRetraceInfo[], open: boolean): void {
     this._retraces.hidden = retraces.length === 0;
-    setText(this._retraceSummary, `Trace history (${retraces.length})`);
+    setText(
+      this._retraceSummary,
+      `Trace history (${plural(retraces.length, 'trace')})`
+    );
     if (this._retraces.open !== open) {
       this._retraces.open = open;
     }
@@ -438,9 +451,15 @@ class SignatureRow {
     }
     this._dashboard.hidden = !linkable;
     // Which path serves it and, while kernels compile, how far they are.
-    setText(this._served, sig.served_by ? `served by: ${sig.served_by}` : '');
+    // One plain sentence ("runs as 13 compiled kernels (numba-cpu)"); the
+    // details (the tier's own note, the executor) on hover.
+    setText(this._served, sig.served_by ?? '');
     this._served.hidden = !sig.served_by;
-    this._served.title = sig.tier ?? '';
+    this._served.title = sig.tier
+      ? `${sig.tier} (executor: ${sig.backend})`
+      : sig.served_by
+        ? `executor: ${sig.backend}`
+        : '';
     setText(this._compile, sig.compile ?? '');
     this._compile.hidden = !sig.compile;
     if (sig.compile_state) {
@@ -540,7 +559,7 @@ function updateGraphArea(area: HTMLElement, state: ICardState): void {
 }
 
 function renderRetrace(r: IRetraceInfo): HTMLLIElement {
-  const headline = [`#${r.trace}`, r.cause, formatMs(r.cost_ms)];
+  const headline = [`#${r.trace}`, r.cause, `cost ${duration(r.cost_ms)}`];
   if (r.call_site) {
     headline.push(r.call_site);
   }

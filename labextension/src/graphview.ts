@@ -13,10 +13,16 @@
  * know (an input, an opaque NumPy call, a random draw, a graph loop).  Fused
  * segments get a coloured outline and a legend.
  *
- * Fit: the picture starts at the largest scale (at most 1:1) at which its
- * whole width shows; its viewport is as tall as the fitted picture, up to a
- * limit, and the rest is reached by panning.  In the main area the picture
- * fits both ways.  A resize refits until the user zooms or pans.
+ * Real size: nodes are grouped (graphgroups.ts: fused kernels, forward and
+ * backward passes; dagre lays the groups out as compound nodes), and a big
+ * graph starts with its groups collapsed.  The first view is the readable
+ * one: labels are drawn at 11 px and never shown smaller than that until the
+ * user asks ("Fit", zoom out); the rest is reached by panning.  Expanding or
+ * collapsing a group lays out again without moving the group under the
+ * user's eye.  Zoom follows the cursor (wheel: plain in the main area,
+ * Ctrl/⌘ or a pinch in the scrolling sidebar), drag pans, the keyboard has
+ * +, −, 0 (readable view), F (fit) and the arrows, and a search box finds a
+ * node by op, name or text and centres it.
  */
 
 import { graphlib, layout } from '@dagrejs/dagre';
@@ -24,7 +30,26 @@ import { select } from 'd3-selection';
 import { zoom, zoomIdentity, ZoomBehavior, ZoomTransform } from 'd3-zoom';
 
 import { h, s } from './dom';
+import {
+  ancestors,
+  buildGroups,
+  defaultCollapsed,
+  findNodes,
+  IGroup,
+  IGrouping,
+  representative,
+  visibleItems
+} from './graphgroups';
 import { IGraphNode, IGraphPayload, IGraphSegment } from './protocol';
+
+/** The smallest a label may be drawn in the first view, in px (its font is 11 px at 1:1). */
+export const MIN_LABEL_PX = 11;
+
+/** The labels' font size at scale 1, in px (base.css: .jp-kx-node text). */
+export const LABEL_FONT_PX = 11;
+
+/** Pixels an arrow key pans by. */
+const PAN_STEP = 40;
 
 /** Beyond this many nodes the layout gets slow and the picture unreadable. */
 export const MAX_DRAWN_NODES = 300;
@@ -37,6 +62,9 @@ export const SCALE_EXTENT: [number, number] = [0.05, 4];
 
 /** Graphs at least this wide or with this many nodes offer the main area. */
 export const BIG_GRAPH_NODES = 12;
+
+/** The segment legend starts open up to this many segments (folded above). */
+const LEGEND_OPEN_UP_TO = 6;
 
 /** Segment colours cycle through this many CSS classes (jp-kx-seg-N). */
 const SEGMENT_COLOURS = 8;
@@ -81,6 +109,14 @@ interface IBox {
 interface IPoint {
   x: number;
   y: number;
+}
+
+/** Where an item (a node or a group) was drawn, in the content's coordinates. */
+export interface IPlaced {
+  x: number;
+  y: number;
+  width: number;
+  height: number;
 }
 
 export interface IGraphViewOptions {
@@ -128,7 +164,8 @@ export function viewportHeight(natural: ISize, k: number): number {
 
 /**
  * One drawn graph with its zoom behaviour.  `node` is what goes into the
- * page; the view fits itself when it first gets a width and on resizes.
+ * page; the view shows its readable first view when it first gets a width,
+ * and on resizes until the user zooms or pans.
  */
 export class GraphView {
   readonly node: HTMLElement;
@@ -139,25 +176,36 @@ export class GraphView {
       className: this._fill ? 'jp-kx-graph jp-mod-fill' : 'jp-kx-graph'
     });
     const nodes = uniqueNodes(graph.nodes).slice(0, MAX_DRAWN_NODES);
+    this._nodes = nodes;
+    this._graph = graph;
     if (nodes.length === 0) {
       this.node.appendChild(
         h('p', { className: 'jp-kx-muted' }, 'The graph has no nodes.')
       );
       this._svg = null;
       this._content = null;
+      this._grouping = { groups: new Map(), groupOf: new Map() };
+      this._segmentIndex = new Map();
       return;
     }
-    const drawing = draw(graph, nodes);
-    this.natural = drawing.size;
+    this._grouping = buildGroups(nodes, graph.segments ?? []);
+    this._collapsed = defaultCollapsed(nodes, this._grouping);
+    this._segmentIndex = indexSegments(nodes);
     this._svg = s('svg', {
       class: 'jp-kx-graph-svg',
       width: '100%',
       height: this._fill ? '100%' : viewportHeight(this.natural, 1),
-      role: 'img',
-      'aria-label': `data-flow graph, ${nodes.length} nodes`
+      // A group, not an img: its collapsed groups are buttons inside it.
+      role: 'group',
+      'aria-roledescription': 'graph',
+      tabindex: '0',
+      'aria-label':
+        `data-flow graph, ${nodes.length} nodes; ` +
+        '+ and − zoom, 0 readable size, F fits, arrows pan'
     });
-    this._content = drawing.content;
+    this._content = s('g', { class: 'jp-kx-graph-content' });
     this._svg.append(arrowMarker(), this._content);
+    this._layout();
 
     this.node.appendChild(
       this._toolbar(options, nodes.length, graph.nodes.length)
@@ -165,7 +213,7 @@ export class GraphView {
     this.node.appendChild(
       h('div', { className: 'jp-kx-graph-viewport' }, this._svg)
     );
-    const legend = renderLegend(drawing.segmentIndex, graph.segments ?? []);
+    const legend = renderLegend(this._segmentIndex, graph.segments ?? []);
     const kinds = renderKinds(nodes);
     if (legend || kinds) {
       this.node.appendChild(
@@ -181,11 +229,14 @@ export class GraphView {
         [0, 0],
         [Math.max(1, this._viewport().width), this._viewport().height]
       ])
-      // In a scrolling sidebar a plain wheel scrolls the panel; zooming takes
-      // Ctrl/⌘ (a trackpad pinch arrives as a wheel with ctrlKey).
+      // d3-zoom zooms about the pointer.  In the main area the plain wheel
+      // zooms; in the scrolling sidebar a plain wheel scrolls the panel and
+      // zooming takes Ctrl/⌘ (a trackpad pinch arrives as a wheel with ctrlKey).
       .filter((event: Event) =>
         event.type === 'wheel'
-          ? (event as WheelEvent).ctrlKey || (event as WheelEvent).metaKey
+          ? this._fill ||
+            (event as WheelEvent).ctrlKey ||
+            (event as WheelEvent).metaKey
           : !(event as MouseEvent).button
       )
       .on('zoom', event => {
@@ -195,13 +246,14 @@ export class GraphView {
         }
       });
     select(this._svg).call(this._zoom);
+    this._svg.addEventListener('keydown', event => this._onKey(event));
 
-    // Fit once the page gives us a width, and again on resizes until the
-    // user has zoomed or panned.  (No ResizeObserver in jsdom: call fit().)
+    // The readable view once the page gives us a width, and again on resizes
+    // until the user has zoomed or panned.  (No ResizeObserver in jsdom.)
     if (typeof ResizeObserver !== 'undefined') {
       this._observer = new ResizeObserver(() => {
         if (!this._userMoved && this._viewport().width > 0) {
-          this.fit();
+          this.showReadable();
         }
       });
       this._observer.observe(this.node);
@@ -209,12 +261,27 @@ export class GraphView {
     this._apply(zoomIdentity);
   }
 
-  /** Natural size of the drawing (1:1). */
-  readonly natural: ISize = { width: 0, height: 0 };
+  /** Natural size of the drawing (1:1), as laid out now. */
+  natural: ISize = { width: 0, height: 0 };
 
   /** The scale shown now (1 = natural size). */
   get scale(): number {
     return this._transform.k;
+  }
+
+  /** The ids of the groups collapsed now. */
+  get collapsed(): ReadonlySet<string> {
+    return this._collapsed;
+  }
+
+  /** The groups of this graph. */
+  get groups(): ReadonlyMap<string, IGroup> {
+    return this._grouping.groups;
+  }
+
+  /** Where item *id* (a node or a collapsed group) is drawn, or undefined. */
+  placed(id: string): IPlaced | undefined {
+    return this._placed.get(id);
   }
 
   /** Fit to the width (and height when filling); forgets the user's zoom. */
@@ -229,15 +296,26 @@ export class GraphView {
       { width, height: viewport.height },
       this._fill
     );
-    if (!this._fill) {
-      this._svg.setAttribute('height', String(viewportHeight(this.natural, k)));
+    this._show(k, width);
+  }
+
+  /**
+   * The first view: fitted as {@link fit} does when that keeps labels at
+   * {@link MIN_LABEL_PX} or more, else at 1:1 from the top, centred (the
+   * rest is panned to, or shown with "Fit").
+   */
+  showReadable(viewportWidth?: number): void {
+    if (!this._svg || !this._zoom) {
+      return;
     }
-    const x = Math.max(0, (width - this.natural.width * k) / 2);
-    this._userMoved = false;
-    select(this._svg).call(
-      this._zoom.transform,
-      zoomIdentity.translate(x, 0).scale(k)
+    const viewport = this._viewport();
+    const width = viewportWidth ?? viewport.width;
+    const fitted = fitScale(
+      this.natural,
+      { width, height: viewport.height },
+      this._fill
     );
+    this._show(Math.max(fitted, MIN_LABEL_PX / LABEL_FONT_PX), width);
   }
 
   /** Zoom by *factor* about the viewport's centre. */
@@ -248,10 +326,181 @@ export class GraphView {
     }
   }
 
+  /** Expand or collapse group *id*, keeping it where it is on screen. */
+  toggleGroup(id: string): void {
+    if (!this._grouping.groups.has(id)) {
+      return;
+    }
+    const anchor = this._screenCentre(id);
+    if (this._collapsed.has(id)) {
+      this._collapsed.delete(id);
+    } else {
+      this._collapsed.add(id);
+    }
+    this._layout();
+    this._keepAt(id, anchor);
+  }
+
+  /**
+   * Find the nodes matching *query*, expand the groups around the *index*-th
+   * and centre it (at a readable scale at least).  Returns the matches.
+   */
+  find(query: string, index = 0): IGraphNode[] {
+    const found = findNodes(this._nodes, query);
+    this._svg
+      ?.querySelectorAll('.jp-mod-found')
+      .forEach(el => el.classList.remove('jp-mod-found'));
+    if (found.length === 0 || !this._svg || !this._zoom) {
+      return found;
+    }
+    const target = found[index % found.length];
+    const closed = ancestors(target.id, this._grouping).filter(g =>
+      this._collapsed.has(g)
+    );
+    if (closed.length > 0) {
+      closed.forEach(g => this._collapsed.delete(g));
+      this._layout();
+    }
+    this.centreOn(target.id);
+    this._itemElements.get(target.id)?.classList.add('jp-mod-found');
+    return found;
+  }
+
+  /** Centre item *id* in the viewport, at a readable scale at least. */
+  centreOn(id: string): void {
+    const box = this._placed.get(id);
+    if (!box || !this._svg || !this._zoom) {
+      return;
+    }
+    const viewport = this._viewport();
+    const k = Math.max(this._transform.k, MIN_LABEL_PX / LABEL_FONT_PX);
+    const cx = box.x + box.width / 2;
+    const cy = box.y + box.height / 2;
+    this._userMoved = true;
+    select(this._svg).call(
+      this._zoom.transform,
+      zoomIdentity
+        .translate(viewport.width / 2 - cx * k, viewport.height / 2 - cy * k)
+        .scale(k)
+    );
+  }
+
   dispose(): void {
     this._observer?.disconnect();
     if (this._svg) {
       select(this._svg).on('.zoom', null);
+    }
+  }
+
+  private _show(k: number, width: number): void {
+    if (!this._svg || !this._zoom) {
+      return;
+    }
+    if (!this._fill) {
+      this._svg.setAttribute('height', String(viewportHeight(this.natural, k)));
+    }
+    // The whole width centred when it fits; else the top row centred (where
+    // the inputs are), the rest panned to.
+    let x = (width - this.natural.width * k) / 2;
+    if (x < 0) {
+      // (boxes only: a group's frame spans all its members)
+      const boxes = new Map(
+        [...this._itemElements.keys()].map(id => [id, this._placed.get(id)!])
+      );
+      const top = topRowCentre(boxes);
+      if (top !== null) {
+        x = Math.min(
+          0,
+          Math.max(width - this.natural.width * k, width / 2 - top * k)
+        );
+      }
+    }
+    this._userMoved = false;
+    select(this._svg).call(
+      this._zoom.transform,
+      zoomIdentity.translate(x, 0).scale(k)
+    );
+  }
+
+  private _layout(): void {
+    if (!this._content) {
+      return;
+    }
+    const drawing = draw(
+      this._graph,
+      this._nodes,
+      this._grouping,
+      this._collapsed,
+      this._segmentIndex,
+      id => this.toggleGroup(id)
+    );
+    this.natural = drawing.size;
+    this._placed = drawing.placed;
+    this._itemElements = drawing.elements;
+    this._content.replaceChildren(...drawing.content.childNodes);
+  }
+
+  /** Where group *id* (its box, or its cluster) is on screen now. */
+  private _screenCentre(id: string): IPoint | null {
+    const box = this._placed.get(id);
+    if (!box) {
+      return null;
+    }
+    const t = this._transform;
+    return {
+      x: t.applyX(box.x + box.width / 2),
+      y: t.applyY(box.y + box.height / 2)
+    };
+  }
+
+  /** Pan so that group *id*'s top-centre... its centre returns to *anchor*. */
+  private _keepAt(id: string, anchor: IPoint | null): void {
+    if (!anchor || !this._svg || !this._zoom) {
+      return;
+    }
+    const box = this._placed.get(id);
+    if (!box) {
+      return;
+    }
+    const k = this._transform.k;
+    const cx = box.x + box.width / 2;
+    const cy = box.y + box.height / 2;
+    this._userMoved = true;
+    select(this._svg).call(
+      this._zoom.transform,
+      zoomIdentity.translate(anchor.x - cx * k, anchor.y - cy * k).scale(k)
+    );
+  }
+
+  private _onKey(event: KeyboardEvent): void {
+    if (!this._svg || !this._zoom) {
+      return;
+    }
+    const pan = (dx: number, dy: number): void => {
+      this._userMoved = true;
+      select(this._svg!).call(
+        this._zoom!.translateBy,
+        dx / this.scale,
+        dy / this.scale
+      );
+    };
+    const actions: Record<string, () => void> = {
+      '+': () => this.zoomBy(1.25),
+      '=': () => this.zoomBy(1.25),
+      '-': () => this.zoomBy(1 / 1.25),
+      '−': () => this.zoomBy(1 / 1.25),
+      '0': () => this.showReadable(),
+      f: () => this.fit(),
+      F: () => this.fit(),
+      ArrowLeft: () => pan(PAN_STEP, 0),
+      ArrowRight: () => pan(-PAN_STEP, 0),
+      ArrowUp: () => pan(0, PAN_STEP),
+      ArrowDown: () => pan(0, -PAN_STEP)
+    };
+    const action = actions[event.key];
+    if (action && !event.ctrlKey && !event.metaKey && !event.altKey) {
+      event.preventDefault();
+      action();
     }
   }
 
@@ -293,14 +542,51 @@ export class GraphView {
       b.addEventListener('click', action);
       return b;
     };
+    const search = h('input', {
+      className: 'jp-kx-graph-search',
+      attrs: {
+        type: 'search',
+        placeholder: 'Find a node',
+        'aria-label': 'Find a node by op, name or what it computes'
+      },
+      title: 'Find a node by op, name or what it computes (Enter: next)'
+    });
+    const status = h('span', {
+      className: 'jp-kx-graph-found jp-kx-muted',
+      attrs: { 'aria-live': 'polite' }
+    });
+    let next = 0;
+    const run = (advance: boolean): void => {
+      next = advance ? next + 1 : 0;
+      const found = this.find(search.value, next);
+      status.textContent = search.value.trim()
+        ? found.length
+          ? `${(next % found.length) + 1} of ${found.length}`
+          : 'no match'
+        : '';
+    };
+    search.addEventListener('input', () => run(false));
+    search.addEventListener('keydown', event => {
+      if (event.key === 'Enter') {
+        event.preventDefault();
+        run(true);
+      }
+    });
     const bar = h(
       'div',
       { className: 'jp-kx-graph-toolbar', attrs: { role: 'toolbar' } },
-      button('Fit', 'Fit the graph to the width', () => this.fit()),
-      button('−', 'Zoom out', () => this.zoomBy(1 / 1.5)),
-      button('+', 'Zoom in (or Ctrl + wheel; drag to pan)', () =>
-        this.zoomBy(1.5)
-      )
+      button('Fit', 'Fit the whole graph (F)', () => this.fit()),
+      button('1:1', 'Readable size (0)', () => this.showReadable()),
+      button('−', 'Zoom out (−)', () => this.zoomBy(1 / 1.5)),
+      button(
+        '+',
+        this._fill
+          ? 'Zoom in (+; the wheel zooms about the cursor, drag pans)'
+          : 'Zoom in (+; Ctrl + wheel zooms about the cursor, drag pans)',
+        () => this.zoomBy(1.5)
+      ),
+      search,
+      status
     );
     if (options.onOpenInMain) {
       const open = options.onOpenInMain;
@@ -327,13 +613,35 @@ export class GraphView {
     return bar;
   }
 
+  private _collapsed = new Set<string>();
   private _content: SVGGElement | null;
   private _fill: boolean;
+  private _graph: IGraphPayload;
+  private _grouping: IGrouping;
+  private _itemElements = new Map<string, SVGGElement>();
+  private _nodes: IGraphNode[];
   private _observer: ResizeObserver | null = null;
+  private _placed = new Map<string, IPlaced>();
+  private _segmentIndex: Map<string, number>;
   private _svg: SVGSVGElement | null;
   private _transform: ZoomTransform = zoomIdentity;
   private _userMoved = false;
   private _zoom: ZoomBehavior<SVGSVGElement, unknown> | null = null;
+}
+
+/** The horizontal centre of the items in the drawing's top row, or null. */
+function topRowCentre(placed: Map<string, IPlaced>): number | null {
+  let top = Infinity;
+  for (const box of placed.values()) {
+    top = Math.min(top, box.y);
+  }
+  const row = [...placed.values()].filter(box => box.y <= top + 4);
+  if (row.length === 0) {
+    return null;
+  }
+  const left = Math.min(...row.map(box => box.x));
+  const right = Math.max(...row.map(box => box.x + box.width));
+  return (left + right) / 2;
 }
 
 /** Render *graph*: the container of a new {@link GraphView}. */
@@ -352,12 +660,30 @@ export function nodeLines(node: IGraphNode): [string, string] {
   return [clip(title), clip(word ? `${word} · ${value}` : value)];
 }
 
+/** The text lines of a collapsed group's box. */
+export function groupLines(group: IGroup): [string, string] {
+  return [clip(`▸ ${group.title}`), clip(group.detail)];
+}
+
+/** Room above a cluster's first row for its label. */
+const CLUSTER_LABEL = 16;
+
 function draw(
   graph: IGraphPayload,
-  nodes: IGraphNode[]
-): { content: SVGGElement; size: ISize; segmentIndex: Map<string, number> } {
-  const segmentIndex = indexSegments(nodes);
-  const g = new graphlib.Graph<object, IBox, { points?: IPoint[] }>();
+  nodes: IGraphNode[],
+  grouping: IGrouping,
+  collapsed: Set<string>,
+  segmentIndex: Map<string, number>,
+  onToggle: (group: string) => void
+): {
+  content: SVGGElement;
+  size: ISize;
+  placed: Map<string, IPlaced>;
+  elements: Map<string, SVGGElement>;
+} {
+  const g = new graphlib.Graph<object, IBox, { points?: IPoint[] }>({
+    compound: true
+  });
   g.setGraph({
     rankdir: 'TB',
     nodesep: 14,
@@ -366,13 +692,44 @@ function draw(
     marginy: 6
   });
   g.setDefaultEdgeLabel(() => ({}));
-  for (const node of nodes) {
-    g.setNode(node.id, boxFor(node));
+  const byId = new Map(nodes.map(n => [n.id, n]));
+  const items = visibleItems(nodes, grouping, collapsed);
+  const clusters = new Set<string>();
+  for (const id of items) {
+    const node = byId.get(id);
+    const group = grouping.groups.get(id);
+    g.setNode(id, node ? boxFor(node) : boxForGroup(group!));
+    // Expanded groups around it are clusters (compound nodes) holding it.
+    let child = id;
+    for (const outer of ancestors(id, grouping)) {
+      if (collapsed.has(outer)) {
+        break; // (only reached for a collapsed group's own ancestors)
+      }
+      if (!clusters.has(outer)) {
+        clusters.add(outer);
+        g.setNode(outer, {
+          width: 0,
+          height: 0,
+          paddingTop: CLUSTER_LABEL
+        } as IBox);
+      }
+      g.setParent(child, outer);
+      child = outer;
+    }
   }
+  const seenEdges = new Set<string>();
   for (const edge of graph.edges) {
-    // Edges to nodes we do not draw (unknown or beyond the cap) are skipped.
-    if (g.hasNode(edge.source) && g.hasNode(edge.target)) {
-      g.setEdge(edge.source, edge.target);
+    // Edges to nodes we do not draw (unknown or beyond the cap) are skipped;
+    // edges into a collapsed group go to its box, once.
+    if (!byId.has(edge.source) || !byId.has(edge.target)) {
+      continue;
+    }
+    const from = representative(edge.source, grouping, collapsed);
+    const to = representative(edge.target, grouping, collapsed);
+    const key = `${from}\u0000${to}`;
+    if (from !== to && !seenEdges.has(key)) {
+      seenEdges.add(key);
+      g.setEdge(from, to);
     }
   }
   layout(g);
@@ -386,22 +743,50 @@ function draw(
     bounds.x1 = Math.max(bounds.x1, x);
     bounds.y1 = Math.max(bounds.y1, y);
   };
-  for (const node of nodes) {
-    const box = g.node(node.id);
-    grow((box.x ?? 0) - box.width / 2, (box.y ?? 0) - box.height / 2);
-    grow((box.x ?? 0) + box.width / 2, (box.y ?? 0) + box.height / 2);
+  const boxOf = (id: string): IPlaced => {
+    const box = g.node(id);
+    const top = clusters.has(id) ? CLUSTER_LABEL : 0;
+    return {
+      x: (box.x ?? 0) - box.width / 2,
+      y: (box.y ?? 0) - box.height / 2 - top,
+      width: box.width,
+      height: box.height + top
+    };
+  };
+  for (const id of [...items, ...clusters]) {
+    const b = boxOf(id);
+    grow(b.x, b.y);
+    grow(b.x + b.width, b.y + b.height);
   }
   for (const e of g.edges()) {
     (g.edge(e)?.points ?? []).forEach(p => grow(p.x, p.y));
   }
   const margin = 6;
+  const dx = margin - bounds.x0;
+  const dy = margin - bounds.y0;
   const width = bounds.x1 - bounds.x0 + 2 * margin;
   const height = bounds.y1 - bounds.y0 + 2 * margin;
   const content = s('g', { class: 'jp-kx-graph-content' });
   const drawing = s('g', {
-    transform: `translate(${round(margin - bounds.x0)},${round(margin - bounds.y0)})`
+    transform: `translate(${round(dx)},${round(dy)})`
   });
   content.appendChild(drawing);
+  const placed = new Map<string, IPlaced>();
+  const elements = new Map<string, SVGGElement>();
+  const place = (id: string): IPlaced => {
+    const b = boxOf(id);
+    const at = { ...b, x: b.x + dx, y: b.y + dy };
+    placed.set(id, at);
+    return b;
+  };
+  // Outer clusters first, so inner ones and the nodes draw on top.
+  const depth = (id: string): number => ancestors(id, grouping).length;
+  for (const id of [...clusters].sort((a, b) => depth(a) - depth(b))) {
+    const group = grouping.groups.get(id)!;
+    drawing.appendChild(
+      drawCluster(group, place(id), segmentIndex, () => onToggle(id))
+    );
+  }
   for (const e of g.edges()) {
     const points = g.edge(e)?.points ?? [];
     if (points.length > 1) {
@@ -414,14 +799,139 @@ function draw(
       );
     }
   }
-  for (const node of nodes) {
-    drawing.appendChild(drawNode(node, g.node(node.id), segmentIndex));
+  for (const id of items) {
+    const node = byId.get(id);
+    const box = g.node(id);
+    place(id);
+    const element = node
+      ? drawNode(node, box, segmentIndex, graph.segments ?? [])
+      : drawGroupNode(grouping.groups.get(id)!, box, segmentIndex, () =>
+          onToggle(id)
+        );
+    elements.set(id, element);
+    drawing.appendChild(element);
   }
   return {
     content,
     size: { width: Math.ceil(width), height: Math.ceil(height) },
-    segmentIndex
+    placed,
+    elements
   };
+}
+
+function boxForGroup(group: IGroup): IBox {
+  const [first, second] = groupLines(group);
+  const chars = Math.max(first.length, second.length, 4);
+  return {
+    width: Math.ceil(chars * CHAR_WIDTH + 2 * PAD_X),
+    height: 2 * LINE_HEIGHT + 2 * PAD_Y
+  };
+}
+
+function groupClasses(
+  group: IGroup,
+  segmentIndex: Map<string, number>,
+  base: string
+): string {
+  const classes = [base, `jp-kx-group-${group.kind}`];
+  const segment = group.segment ? segmentIndex.get(group.segment) : undefined;
+  if (segment !== undefined) {
+    // (a cluster is no node: only a collapsed group's box is marked fused)
+    if (base !== 'jp-kx-cluster') {
+      classes.push('jp-kx-fused');
+    }
+    classes.push(`jp-kx-seg-${segment % SEGMENT_COLOURS}`);
+  }
+  return classes.join(' ');
+}
+
+/** A collapsed group: one box; a click (or Enter) expands it. */
+function drawGroupNode(
+  group: IGroup,
+  box: IBox,
+  segmentIndex: Map<string, number>,
+  onToggle: () => void
+): SVGGElement {
+  const x = (box.x ?? 0) - box.width / 2;
+  const y = (box.y ?? 0) - box.height / 2;
+  const [first, second] = groupLines(group);
+  const element = s(
+    'g',
+    {
+      class: groupClasses(group, segmentIndex, 'jp-kx-node jp-kx-group-node'),
+      transform: `translate(${round(x)},${round(y)})`,
+      role: 'button',
+      tabindex: '0',
+      'aria-label': `${group.title}: ${group.detail}. Expand`,
+      'data-group': group.id
+    },
+    s('title', {}, `${group.title}\n${group.detail}\nClick to expand`),
+    s('rect', { width: box.width, height: box.height, rx: 4, ry: 4 }),
+    s(
+      'text',
+      { x: PAD_X, y: PAD_Y + LINE_HEIGHT - 3, class: 'jp-kx-node-op' },
+      first
+    ),
+    s(
+      'text',
+      { x: PAD_X, y: PAD_Y + 2 * LINE_HEIGHT - 3, class: 'jp-kx-node-type' },
+      second
+    )
+  );
+  listenToggle(element, onToggle);
+  return element;
+}
+
+/** An expanded group: a frame behind its members, its label collapses it. */
+function drawCluster(
+  group: IGroup,
+  box: IPlaced,
+  segmentIndex: Map<string, number>,
+  onToggle: () => void
+): SVGGElement {
+  const label = s(
+    'text',
+    {
+      x: 6,
+      y: CLUSTER_LABEL - 4,
+      class: 'jp-kx-cluster-label',
+      role: 'button',
+      tabindex: '0',
+      'aria-label': `${group.title}. Collapse`
+    },
+    `▾ ${group.title}`
+  );
+  listenToggle(label, onToggle);
+  return s(
+    'g',
+    {
+      class: groupClasses(group, segmentIndex, 'jp-kx-cluster'),
+      transform: `translate(${round(box.x)},${round(box.y)})`,
+      'data-group': group.id
+    },
+    s(
+      'title',
+      {},
+      `${group.title}\n${group.detail}\nClick the label to collapse`
+    ),
+    s('rect', { width: box.width, height: box.height, rx: 6, ry: 6 }),
+    label
+  );
+}
+
+function listenToggle(element: SVGElement, onToggle: () => void): void {
+  element.addEventListener('click', event => {
+    event.stopPropagation();
+    onToggle();
+  });
+  element.addEventListener('keydown', event => {
+    const key = (event as KeyboardEvent).key;
+    if (key === 'Enter' || key === ' ') {
+      event.preventDefault();
+      event.stopPropagation();
+      onToggle();
+    }
+  });
 }
 
 function uniqueNodes(nodes: IGraphNode[]): IGraphNode[] {
@@ -458,7 +968,8 @@ function boxFor(node: IGraphNode): IBox {
 function drawNode(
   node: IGraphNode,
   box: IBox,
-  segmentIndex: Map<string, number>
+  segmentIndex: Map<string, number>,
+  segments: IGraphSegment[] = []
 ): SVGGElement {
   const x = (box.x ?? 0) - box.width / 2;
   const y = (box.y ?? 0) - box.height / 2;
@@ -475,12 +986,19 @@ function drawNode(
   if (node.output) {
     classes.push('jp-kx-output');
   }
+  if (node.backward) {
+    classes.push('jp-kx-backward');
+  }
+  const segmentLabel = segments.find(seg => seg.id === node.segment)?.label;
   const [first, second] = nodeLines(node);
   const tooltip = [
     node.text ? `${node.text}  (${node.op})` : `${node.label} (${node.op})`,
     `${node.dtype}${node.shape}`,
     node.note ?? null,
-    node.segment ? `fused segment ${node.segment}` : 'not fused',
+    node.segment
+      ? `kernel ${node.segment}${segmentLabel ? `: ${segmentLabel}` : ''}`
+      : 'not fused',
+    node.backward ? 'backward pass (the gradient)' : null,
     node.output ? 'returned by the function' : null,
     `node ${node.label}`
   ]
@@ -490,7 +1008,8 @@ function drawNode(
     'g',
     {
       class: classes.join(' '),
-      transform: `translate(${round(x)},${round(y)})`
+      transform: `translate(${round(x)},${round(y)})`,
+      'data-node': node.id
     },
     s('title', {}, tooltip),
     s('rect', { width: box.width, height: box.height, rx: 4, ry: 4 }),
@@ -575,12 +1094,21 @@ function renderLegend(
       text
     );
   });
-  return h(
-    'div',
-    {},
-    h('span', { className: 'jp-kx-muted' }, 'Fused segments'),
+  // A long list is folded (it took half the main area): the colours are on
+  // the boxes, the list one click away.
+  const count = segmentIndex.size;
+  const legend = h(
+    'details',
+    { className: 'jp-kx-segment-legend' },
+    h(
+      'summary',
+      { className: 'jp-kx-muted' },
+      `Fused segments: ${count} compiled ${count === 1 ? 'kernel' : 'kernels'}`
+    ),
     h('ul', {}, ...items)
   );
+  legend.open = count <= LEGEND_OPEN_UP_TO;
+  return legend;
 }
 
 function clip(text: string): string {

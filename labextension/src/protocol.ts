@@ -107,6 +107,8 @@ export interface IGraphNode {
   note?: string | null;
   /** True for a node whose value the function returns. */
   output?: boolean;
+  /** True for a node a gradient's backward pass made (views group it apart). */
+  backward?: boolean;
 }
 
 export interface IGraphEdge {
@@ -300,9 +302,10 @@ const isGraphNode = object<IGraphNode>(
     text: isString as Check<string | undefined>,
     kind: isString as Check<string | undefined>,
     note: nullable(isString) as Check<string | null | undefined>,
-    output: isBoolean as Check<boolean | undefined>
+    output: isBoolean as Check<boolean | undefined>,
+    backward: isBoolean as Check<boolean | undefined>
   },
-  ['segment', 'text', 'kind', 'note', 'output']
+  ['segment', 'text', 'kind', 'note', 'output', 'backward']
 );
 
 const isGraphEdge = object<IGraphEdge>({ source: isString, target: isString });

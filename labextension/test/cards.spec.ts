@@ -217,9 +217,23 @@ describe('many functions (item 8)', () => {
     const more = card.querySelector<HTMLButtonElement>(
       '.jp-kx-more-signatures'
     )!;
-    expect(more.textContent).toBe('Show all 10 signatures (4 more)');
+    expect(more.textContent).toBe('Show 4 more (10 signatures in all)');
     more.click();
     expect(card.querySelectorAll('.jp-kx-signature')).toHaveLength(10);
+  });
+
+  it('never offers to show "0 more" signatures', () => {
+    // six signatures, the sixth last used: the first five and it are all shown
+    const { model, panel } = connectedPanel();
+    model.handleMessage(snapshot(...many(1, 6)));
+    panel.render();
+    const card = panel.node.querySelector('.jp-kx-function')!;
+    expect(card.querySelectorAll('.jp-kx-signature')).toHaveLength(6);
+    const more = card.querySelector<HTMLButtonElement>(
+      '.jp-kx-more-signatures'
+    )!;
+    expect(more.hidden).toBe(true);
+    expect(card.textContent).not.toContain('0 more');
   });
 
   it('pages long lists', () => {

@@ -65,7 +65,7 @@ describe('InspectorPanel', () => {
       '10'
     );
     expect(card.querySelector('[data-counter="cache hits"]')!.textContent).toBe(
-      '8 (80%)'
+      '8 of 10 (80%)'
     );
     const sigs = [...card.querySelectorAll('.jp-kx-signature')];
     expect(sigs).toHaveLength(2);
@@ -89,7 +89,7 @@ describe('InspectorPanel', () => {
       bad.querySelector('[data-counter="failed calls"]')!.textContent
     ).toBe('2');
     expect(bad.querySelector('[data-counter="cache hits"]')!.textContent).toBe(
-      '6 (60%)'
+      '6 of 10 (60%)'
     );
     expect(fine.querySelector('[data-counter="failed calls"]')).toBeNull();
   });
@@ -156,10 +156,10 @@ describe('InspectorPanel', () => {
     panel.render();
     const details = panel.node.querySelector('details.jp-kx-retraces')!;
     expect(details.querySelector('summary')!.textContent).toBe(
-      'Trace history (1)'
+      'Trace history (1 trace)'
     );
     expect(details.querySelector('.jp-kx-retrace-head')!.textContent).toBe(
-      '#2 · shape · 3.00 ms · cell [4], line 1'
+      '#2 · shape · cost 3.00 ms · cell [4], line 1'
     );
     const cells = [...details.querySelectorAll('tbody td')].map(
       td => td.textContent

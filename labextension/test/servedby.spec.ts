@@ -33,7 +33,7 @@ describe('served by and compile progress', () => {
     const { model, panel } = connectedPanel();
     const compiling = signature('1', 'x: float32[2]', {
       backend: 'numba-cpu',
-      served_by: 'fused kernels (numba-cpu)',
+      served_by: 'runs as 3 compiled kernels (numba-cpu)',
       compile: COMPILING,
       compile_state: 'compiling'
     });
@@ -43,7 +43,7 @@ describe('served by and compile progress', () => {
     panel.render();
     const served = panel.node.querySelector<HTMLElement>('.jp-kx-served-by')!;
     const progress = panel.node.querySelector<HTMLElement>('.jp-kx-compile')!;
-    expect(served.textContent).toBe('served by: fused kernels (numba-cpu)');
+    expect(served.textContent).toBe('runs as 3 compiled kernels (numba-cpu)');
     expect(served.hidden).toBe(false);
     expect(progress.textContent).toBe(COMPILING);
     expect(progress.dataset.state).toBe('compiling');
@@ -56,13 +56,14 @@ describe('served by and compile progress', () => {
     expect(panel.node.querySelector('.jp-kx-compile')).toBe(progress);
     expect(progress.hidden).toBe(true);
     expect(progress.dataset.state).toBe('ready');
-    expect(served.textContent).toBe('served by: fused kernels (numba-cpu)');
+    expect(served.textContent).toBe('runs as 3 compiled kernels (numba-cpu)');
   });
 
   it('shows the tier note on hover and nothing for an older kernel', () => {
     const { model, panel } = connectedPanel();
     const tiered = signature('1', 'x: float32[2]', {
-      served_by: 'tiered auto: whole graph (2.0× faster than fused)',
+      backend: 'numba-cpu',
+      served_by: 'runs as one compiled function (numba-cpu)',
       tier: 'whole graph (2.0× faster than fused)'
     });
     const old = signature('2', 'x: float32[3]');
@@ -72,7 +73,10 @@ describe('served by and compile progress', () => {
     panel.render();
     const [first, second] =
       panel.node.querySelectorAll<HTMLElement>('.jp-kx-served-by');
-    expect(first.title).toBe('whole graph (2.0× faster than fused)');
+    expect(first.title).toBe(
+      'whole graph (2.0× faster than fused) (executor: numba-cpu)'
+    );
+    expect(first.textContent).toBe('runs as one compiled function (numba-cpu)');
     expect(second.hidden).toBe(true);
     expect(second.textContent).toBe('');
   });

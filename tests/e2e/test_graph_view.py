@@ -1,6 +1,6 @@
 """The graph is readable in a 250 px sidebar (issue 17, item 4), in a real JupyterLab.
 
-A 40-node graph fits the sidebar's width at once; zoom (buttons, Ctrl + wheel) and pan are
+A 40-node graph first shows at a readable size and "Fit" fits the sidebar's width; zoom (buttons, Ctrl + wheel) and pan are
 d3-zoom's; "Open in main area" shows the same view in a tab; every node says what it
 computes with its literal operands (``multiply(·, 2)``, ``multiply(·, 20)`` for
 ``np.tanh(x) * 2 * n`` with ``n=20``); and the monitor's own picture under the cell fits the
@@ -48,11 +48,16 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
     assert not any("multiply_1" in text for text in ops.all_text_contents())
     scaled.locator(".jp-kx-signature").first.click()  # hide it again
 
-    # The big graph fits the column at once: scaled down, nothing wider than the panel.
+    # The big graph first shows at a readable size (labels never under 11 px: scale 1 at
+    # least, the rest panned to); "Fit" fits the column: scaled down, nothing wider.
     big = ui.card(page, "big")
     big.locator(".jp-kx-signature").first.click()
     svg = big.locator("svg.jp-kx-graph-svg")
     expect(svg.locator("g.jp-kx-node")).not_to_have_count(0)
+    page.wait_for_function(
+        "el => el && Number(el.getAttribute('data-scale')) >= 1",
+        arg=svg.element_handle())
+    big.locator('button[aria-label^="Fit"]').click()
     page.wait_for_function(
         "el => el && Number(el.getAttribute('data-scale')) < 1",
         arg=svg.element_handle())
@@ -88,14 +93,18 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
     page.wait_for_function("([el, k]) => Math.abs(Number(el.getAttribute('data-scale')) - k)"
                            " < 0.01", arg=[svg.element_handle(), fitted])
 
-    # The same view in the main area, fitted to the tab.
+    # The same view in the main area.
     big.locator(".jp-kx-open-main").click()
     tab = page.locator(".jp-kx-graph-main")
     expect(tab).to_be_visible()
     expect(page.locator(".lm-TabBar-tab.lm-mod-current", has_text="Graph: big")).to_be_visible()
     main_svg = tab.locator("svg.jp-kx-graph-svg")
     expect(main_svg.locator("g.jp-kx-node")).to_have_count(svg.locator("g.jp-kx-node").count())
-    page.wait_for_function("el => el.getAttribute('data-scale') !== '1.000'",
+    # first readable (11 px labels at least), then "Fit" fits the tab both ways
+    page.wait_for_function("el => Number(el.getAttribute('data-scale')) >= 1",
+                           arg=main_svg.element_handle())
+    tab.locator('button[aria-label^="Fit"]').click()
+    page.wait_for_function("el => Number(el.getAttribute('data-scale')) < 1",
                            arg=main_svg.element_handle())
     main_box = main_svg.bounding_box()
     inner = main_svg.locator("g.jp-kx-graph-content").bounding_box()

@@ -124,7 +124,7 @@ def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_a
     # A cache hit: counters move, no new signature.
     run_cell(page, 3, count=4)
     expect(dense.locator('[data-counter="calls"]')).to_have_text("3")
-    expect(dense.locator('[data-counter="cache hits"]')).to_have_text("1 (33%)")
+    expect(dense.locator('[data-counter="cache hits"]')).to_have_text("1 of 3 (33.3%)")
     expect(signatures).to_have_count(2)
 
     # The graph of the second signature, drawn as SVG nodes with op, dtype and shape.

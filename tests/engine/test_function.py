@@ -581,7 +581,7 @@ def test_retracing_warning_names_function_and_argument_at_most_twice():
             f(x, n)
     assert len(caught) == 2
     msg = str(caught[0].message)
-    assert "'<lambda>'" in msg and "n: 3 -> 4" in msg and "np.int32(n)" in msg
+    assert "'<lambda>'" in msg and "n: 3 -> 4" in msg and "np.int64(n)" in msg
     assert caught[0].filename == __file__
 
 

@@ -25,3 +25,15 @@ def test_typescript_unit_tests_pass():
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
     summary = [line for line in result.stderr.splitlines() if line.startswith("Tests:")]
     assert summary and "failed" not in summary[0], summary
+
+
+def test_a_fused_segment_has_one_colour_in_the_cell_and_the_sidebar():
+    import re
+    from pathlib import Path
+
+    from kernel_ext.jupyter import render
+
+    css = (Path(__file__).parents[2] / "labextension" / "style" / "base.css").read_text()
+    sidebar = dict(re.findall(r"\.jp-kx-seg-(\d+) \{\s*--jp-kx-seg: (#[0-9a-f]{6});", css))
+    assert [sidebar[str(i)] for i in range(len(sidebar))] == \
+        list(render._SEGMENT_COLOURS)

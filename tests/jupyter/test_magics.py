@@ -81,7 +81,7 @@ def test_an_edited_def_gets_a_new_function_whose_history_says_edited(cells):
     np.testing.assert_array_equal(new(np.ones(2)), [4.0, 4.0])
     info = cells_module.cell_info(new)
     assert info.history[-1].startswith(f"cell [{cells.number}] edited")
-    assert f"cell [{first_cell}]" in info.history[-1] and "1 trace(s)" in info.history[-1]
+    assert f"cell [{first_cell}]" in info.history[-1] and "1 trace)" in info.history[-1]
     assert cells_module.cell_info(old).replaced_by == cells.number
 
 
@@ -518,3 +518,20 @@ def test_a_def_cell_runs_nothing_when_a_later_statement_cannot_compile(cells):
     error = cells.error("%%tffunction --no-widget\nearly = 1\ndef f(a):\n    return a\n"
                         "continue\n")
     assert isinstance(error, UsageError) and "early" not in cells.ns
+
+
+def test_a_failing_tolist_is_named_and_its_traceback_starts_in_the_cell(cells):
+    import traceback
+
+    cells.run("x_list = np.ones(3)")
+    error = cells.error("%%tffunction --no-widget to_list\ny = np.tanh(x_list)\n"
+                        "z = y.tolist()\n")
+    assert ".tolist() has no value while tracing" in str(error)
+    assert ".item()" not in str(error)
+    frames = traceback.extract_tb(error.__traceback__)
+    # what follows the magic's call is the cell's own code, then the method that refused
+    magic = max(i for i, f in enumerate(frames)
+                if "/kernel_ext/jupyter/" in f.filename.replace("\\", "/"))
+    after = frames[magic + 1:]
+    assert after[0].line == "z = y.tolist()" and after[0].lineno == 3
+    assert [f.name for f in after[1:]] == ["tolist"]

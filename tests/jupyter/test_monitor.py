@@ -11,8 +11,15 @@ import pytest
 
 import kernel_ext as kx
 import kernel_ext.jupyter as kj
-from kernel_ext.jupyter import render
+from kernel_ext.jupyter import records, render
 from kernel_ext.jupyter.monitor import Monitor
+
+
+def shown_text(markup: str) -> str:
+    """What a person reads in ``markup``: the text without tags, entities decoded."""
+    import html as html_module
+    import re
+    return html_module.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
 @pytest.fixture
@@ -42,7 +49,7 @@ def test_counters_signatures_graph_and_log_follow_calls(dense):
         dense(np.ones(3), 2)
         assert m.refresh()
         assert ">2<" in m.counters.value and "(50%)" in m.counters.value
-        assert "x: float64[3], n: 2" in m.signatures.value
+        assert "x: float64[3], n: 2" in shown_text(m.signatures.value)
         assert m.selector.options == (("#1 (x: float64[3], n: 2)", "1"),)
         assert "<svg" in m.graph.value and "tanh" in m.graph.value
         assert not m.refresh()  # nothing changed: nothing re-rendered
@@ -104,7 +111,7 @@ def test_snapshot_is_self_contained_html_with_svg_and_escaped_text():
         assert "<svg" in html and "static snapshot" in html
         assert "<img" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
         assert "<script" not in html
-        assert bundle["text/plain"].startswith("<kx monitor of tagged: 1 calls")
+        assert bundle["text/plain"].startswith("<kx monitor of tagged: 1 call,")
     finally:
         m.close()
 
@@ -211,11 +218,11 @@ def test_counters_show_failed_calls_and_an_honest_hit_rate():
     with pytest.raises(TypeError):
         f()
     html = render.counters_html(f.stats, None)
-    assert "failed calls" in html and "1 (33%)" in html  # one hit of three calls
+    assert "failed calls" in html and "1 of 3 (33.3%)" in html  # one hit of three calls
     assert "failed calls" not in render.counters_html(kx.function(lambda x: x).stats, None)
     m = Monitor(f, interval=60)
     try:
-        assert "1 failed calls" in m.text()
+        assert "1 failed call>" in m.text()
     finally:
         m.close()
 
@@ -279,7 +286,7 @@ def test_monitor_report_and_sidebar_write_values_the_same_way(cells):
     cells.run("same(np.ones(2), 20, {'lr': 1, 'name': 'a'})")
     m = cells.magics._monitors["def:same"]
     text = "x: float64[2], n: 10, cfg: {'lr': 1, 'name': 'a'}"
-    assert html.escape(text) in m.signatures.value
+    assert text in shown_text(m.signatures.value)
     assert "Literal(" not in m.signatures.value and "int 10" not in m.signatures.value
     report = cells.run("%retrace_report same").text
     # The signatures as the monitor lists them; the sentence says the type in words.
@@ -292,10 +299,11 @@ def test_monitor_report_and_sidebar_write_values_the_same_way(cells):
 def test_the_monitor_says_which_path_serves_each_signature_and_the_compile_progress():
     html_text = render.signatures_html([
         {"id": "1", "inputs": "x: float64[2]", "outputs": "float64[]", "nodes": "3 → 2",
-         "backend": "numba-cpu", "last_used": True, "served_by": "fused kernels (numba-cpu)",
+         "backend": "numba-cpu", "last_used": True,
+         "served_by": "runs as 1 compiled kernel (numba-cpu)", "tier": "",
          "compile": "compiling in the background: 0 of 1 kernel ready; NumPy runs the rest "
                     "meanwhile"}])
-    assert "served by: fused kernels (numba-cpu)" in html_text
+    assert "runs as 1 compiled kernel (numba-cpu)" in html_text
     assert "0 of 1 kernel ready" in html_text
 
 
@@ -303,6 +311,40 @@ def test_a_live_monitor_lists_the_path(dense):
     dense(np.ones(2), 3)
     m = Monitor(dense, interval=3600)
     try:
-        assert "served by: " in m.signatures.value
+        row, = records.signature_rows(dense)
+        assert row.served_by.startswith("runs ") and row.served_by in m.signatures.value
     finally:
         m.close()
+
+
+def test_a_frozen_monitor_keeps_its_last_state_as_its_output(dense, monkeypatch):
+    import IPython.display
+
+    sent = []
+    monkeypatch.setattr(IPython.display, "update_display",
+                        lambda bundle, raw, display_id: sent.append((bundle, display_id)))
+    dense(np.ones(2), 3)
+    m = Monitor(dense, interval=3600)
+    m.display_id = "kx-monitor-test"
+    m.freeze()
+    (bundle, display_id), = sent
+    # the output is replaced by the static snapshot (no widget view left to remove), which
+    # still shows the function's state
+    assert display_id == "kx-monitor-test"
+    assert set(bundle) == {"text/plain", "text/html"}
+    assert "1 call, 1 trace, 0 cache hits" in bundle["text/plain"] and "x: float64[2], n: 3" in \
+        shown_text(bundle["text/html"])
+    dense(np.ones(2), 4)  # a frozen monitor no longer follows the function
+    assert not m.refresh(full=True)
+
+
+def test_no_per_call_estimate_for_a_function_whose_only_call_failed():
+    f = kx.function(lambda x: x + 1)
+    with pytest.raises(TypeError):
+        f()
+    text = shown_text(render.counters_html(f.stats, 265_360.8, measured=False))
+    # an estimate from a failed call says nothing of the graph: no figure at all
+    assert "per call (estimate)—" in text and "265" not in text
+    f(np.ones(2))
+    text = shown_text(render.counters_html(f.stats, 265_360.8, measured=False))
+    assert "per call (estimate)265 ms" in text  # one unit rule: 265,360.8 µs is 265 ms

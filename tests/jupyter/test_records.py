@@ -194,7 +194,8 @@ def test_records_import_only_the_standard_library_and_the_layers_below():
                 for alias in node.names}
     ours = {name for name in imported if name.startswith(".")}
     # ..ir.printer: the IR printer's names for opaque calls (DESIGN: views may use the printer)
-    assert ours <= {"..engine", "..trace.types", "..ir.printer"}
+    # .units: the views' one rule for numbers (itself pure, importing nothing)
+    assert ours <= {"..engine", "..trace.types", "..ir.printer", ".units", "."}
     assert {name.split(".")[0] for name in imported - ours} <= \
         {"__future__", "inspect", "logging", "dataclasses", "typing"}
 
@@ -222,14 +223,26 @@ def _segs(*states: str, kind: str = "elementwise") -> list[records.Segment]:
             for i, state in enumerate(states)]
 
 
-def test_served_by_names_the_path_in_words():
-    assert records.served_by("numpy", []) == "NumPy executor"
-    assert records.served_by("numba-cpu", _segs("ready")) == "fused kernels (numba-cpu)"
+def test_served_by_names_the_path_in_one_plain_sentence():
+    assert records.served_by("numpy", []) == "runs through NumPy, one call per operation"
+    assert records.served_by("numba-cpu", _segs("ready")) == \
+        "runs as 1 compiled kernel (numba-cpu)"
+    assert records.served_by("numba-cpu", _segs("ready", "queued")) == \
+        "runs as 2 compiled kernels (numba-cpu)"
     assert records.served_by("numba-cpu", _segs("ready", kind="whole-graph")) == \
-        "whole graph (numba-cpu)"
-    assert records.served_by("numba-cuda", _segs("ready")) == "CUDA kernels (numba-cuda)"
-    assert records.served_by("numba-cpu", _segs("ready"), "fused; tiers up after 64 calls") \
-        == "tiered auto: fused; tiers up after 64 calls"
+        "runs as one compiled function (numba-cpu)"
+    assert records.served_by("numba-cuda", _segs("ready")) == \
+        "runs as 1 CUDA kernel (numba-cuda)"
+    note = "fused; tiers up after 64 calls"
+    kernels = _segs(*["ready"] * 13)
+    assert records.served_by("numba-cpu", kernels, note, "counting") == \
+        "runs as 13 compiled kernels (numba-cpu); will try one compiled function after " \
+        "more calls"
+    assert records.served_by("numba-cpu", kernels, note, "whole") == \
+        "runs as one compiled function (numba-cpu)"
+    # no jargon: the tier's note is the detail shown on hover, not the sentence
+    for state in ("counting", "compiling", "trial", "whole", "fused"):
+        assert "tier" not in records.served_by("numba-cpu", kernels, note, state)
 
 
 def test_compile_progress_counts_kernels_and_says_failures():
@@ -237,6 +250,14 @@ def test_compile_progress_counts_kernels_and_says_failures():
     assert records.compile_progress(_segs("ready", "ready")) == ("", "ready")
     text, state = records.compile_progress(_segs("ready", "compiling", "queued"))
     assert state == "compiling" and "1 of 3 kernels ready" in text and "NumPy" in text
+    # which kernels wait, and an estimate from those already compiled
+    timed = [records.Segment("s0", "numba-cpu", ("a",), state="ready", compile_ms=300.0),
+             *(records.Segment(f"s{i}", "numba-cpu", ("a",), ops=("multiply", "tanh"),
+                               state="queued") for i in range(1, 6))]
+    text, _ = records.compile_progress(timed)
+    assert "1 of 6 kernels ready, about 1.50 s left" in text
+    assert "waiting: s1 (multiply → tanh), s2 (multiply → tanh), s3 (multiply → tanh) " \
+        "and 2 more" in text
     assert records.compile_progress(_segs("queued"))[1] == "queued"
     assert records.compile_progress(_segs("pending"))[1] == "pending"
     text, state = records.compile_progress(_segs("ready", "failed"))
@@ -246,7 +267,7 @@ def test_compile_progress_counts_kernels_and_says_failures():
 
 def test_signature_rows_say_what_serves_each_trace(scaled):
     rows = records.signature_rows(scaled)
-    assert {r.served_by for r in rows} == {"NumPy executor"}
+    assert {r.served_by for r in rows} == {"runs through NumPy, one call per operation"}
     assert {(r.compile, r.compile_state) for r in rows} == {("", "")}
 
 
@@ -260,7 +281,7 @@ def test_a_fused_trace_reports_its_kernels_and_views_see_their_state_change():
     assert compiler.wait_for_kernels(120)
     fn(np.ones(8))
     row, = records.signature_rows(fn)
-    assert row.served_by == "fused kernels (numba-cpu)", row
+    assert row.served_by == "runs as 1 compiled kernel (numba-cpu)", row
     assert (row.compile, row.compile_state) == ("", "ready")
     info = inspector.function_info(fn)["signatures"][0]
     assert info["served_by"] == row.served_by and info["compile_state"] == "ready"

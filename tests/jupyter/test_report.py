@@ -12,7 +12,8 @@ from IPython.core.error import UsageError
 
 import kernel_ext as kx
 from kernel_ext.engine import explain
-from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report
+from kernel_ext.jupyter import cells as cells_module, records
+from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report, report_text
 
 # -- the seeds' retracing examples, on the engine ------------------------------------------------
 
@@ -35,7 +36,9 @@ def test_seed_num_steps_10_then_20_is_a_python_value_retrace_with_array_fixes():
     assert [f.kind for f in record.fixes] == ["input_signature", "array_argument"]
     assert record.fix == "@kx.function(input_signature=[kx.TensorSpec([], np.int64)])"
     assert record.fixes[0].magic == '%%tffunction --input-signature "num_steps: int64[]"'
-    assert record.fixes[1].code == "num_steps=np.int64(20)"
+    # the argument's own type, passing the caller's value (never a literal of the last call)
+    assert record.fixes[1].code == "num_steps=np.int64(num_steps)"
+    assert records.fixes_at_call_site(record)[1].code == "train(num_steps=np.int64(20))"
     # The fix works: with the derived signature, Python numbers share one trace.
     fixed = kx.function(train.python_function, input_signature=list(record.suggested_signature))
     assert fixed(10) == 45 and fixed(20) == 190
@@ -75,7 +78,7 @@ def test_seed_int_then_array_is_a_python_to_array_retrace():
     assert "Python int 50 → array int32[]" in record.diffs[0].sentence()
     assert record.fixes[0].magic == ('%%tffunction --input-signature '
                                      '"x: float32[1, 100, 100, 3], new_height: int32[]"')
-    assert record.fixes[1].code == "new_height=np.int32(50)"
+    assert record.fixes[1].code == "new_height=np.int32(new_height)"
 
 
 def test_dtype_change_suggests_a_cast():
@@ -326,6 +329,46 @@ def test_report_leaves_out_replaced_versions(cells):
     assert len(reports) == 1 and "edited" in reports[0].history[-1]
 
 
+def test_report_by_name_keeps_the_retraces_of_the_version_an_edit_replaced(cells):
+    cells.run("%%tffunction --no-widget\ndef step(x, n):\n    return x * n\n")
+    old = cells.ns["step"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for n in (1, 2, 3):
+            old(np.ones(2), n)
+    defined = cells.number
+    cells.run("%%tffunction --no-widget\ndef step(x, n):\n    return x * n + 1\n")
+    edited = cells.number
+    cells.ns["step"](np.ones(2), 1)
+    text = cells.run("%retrace_report step").text
+    # both versions: the old one's retraces are still explained, and it says it was replaced
+    assert f"step (cell [{defined}], replaced by an edit in cell [{edited}])" in text
+    assert "trace #3 (python value)" in text and "trace #2 (python value)" in text
+    assert text.count("\nstep (cell") == 2
+
+
+def test_rerun_history_counts_the_traces_before_the_run(cells):
+    src = "%%tffunction --no-widget\ndef again(x, n):\n    return x * n\n"
+    cells.run(src)
+    cells.ns["again"](np.ones(2), 1)
+    cells.run(src)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cells.ns["again"](np.ones(2), 2)   # retraces after the re-run
+    history = cells_module.cell_info(cells.ns["again"]).history
+    assert history[-1] == f"cell [{cells.number}] re-run, unchanged: kept the function " \
+        "(1 trace before this run)"
+
+
+def test_magic_help_is_plain_text_with_the_magics_own_prefix(cells):
+    cell_help = cells.shell.find_cell_magic("tffunction").__doc__
+    line_help = cells.shell.find_line_magic("retrace_report").__doc__
+    assert cell_help.startswith("usage: %%tffunction [")
+    assert line_help.startswith("usage: %retrace_report [")
+    for text in (cell_help, line_help):
+        assert "``" not in text and "**" not in text and "::" not in text
+
+
 def test_empty_report_says_so():
     assert "No traced functions yet" in RetraceReport([]).text
 
@@ -407,7 +450,8 @@ def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
     # against the shape retrace alone it is offered: the next size reuses the widened trace
     assert "@kx.function(reduce_retracing=True)" in r.retraces[0]["fixes"]
     assert r.fixes and all("input_signature" in fix for fix in r.fixes)
-    assert r.partial_fixes == ["n=np.int64(20) — 2 traces instead of 3"]
+    # the call site's own call, rewritten; the effect is the replayed trace count
+    assert r.partial_fixes == ["f(x, np.int64(n)) — 2 traces instead of 3"]
 
 
 def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
@@ -419,6 +463,61 @@ def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
         for x, n in _calls():
             np.testing.assert_array_equal(fixed(x, n), _tanh_scaled(x, n))
         assert len(fixed.concrete_functions) == 1, fix
+
+
+def _decay(w, lr):
+    return w * (1 - lr)
+
+
+@pytest.mark.parametrize("options", [{"backend": "numpy"}, {"backend": "auto"},
+                                     {"backend": "numba"}, {"jit_compile": True}],
+                         ids=["numpy", "auto", "numba", "jit_compile"])
+def test_float_argument_advice_uses_its_own_type_and_replays_to_one_trace(options):
+    rates = [0.1, 0.01, 0.001, 0.5, 0.25, 0.125, 0.3, 0.7]
+    w = np.linspace(0.0, 1.0, 4)
+    decay = kx.function(_decay, **options)
+    with pytest.warns(kx.errors.RetracingWarning) as caught:
+        for lr in rates:
+            decay(w, lr)
+    # the warning names the argument's own type, from the recorded float values
+    warning = str(caught[0].message)
+    assert "np.float64(lr)" in warning and "np.int32" not in warning
+    (r,) = build_report([decay])
+    fix = next(f for f in decay.retraces[-1].fixes if f.kind == "array_argument")
+    assert fix.code == "lr=np.float64(lr)" and fix.traces == 1 and fix.before == len(rates)
+    assert fix.effect == f"1 trace instead of {len(rates)}"
+    # the report shows the call as written at the call site, rewritten
+    assert "decay(w, np.float64(lr))" in r.fixes
+    assert r.retraces[-1]["fixes"][-1] == "decay(w, np.float64(lr))"
+    assert r.retraces[-1]["effects"][-1] == f"1 trace instead of {len(rates)}"
+    assert f"decay(w, np.float64(lr))  — 1 trace instead of {len(rates)}" in report_text([r])
+    # following the advice: one trace, and the values NumPy computes (0.1 stays 0.1)
+    fixed = kx.function(_decay, **options)
+    for lr in rates:
+        got = fixed(w, np.float64(lr))
+        want = _decay(w, np.float64(lr))
+        np.testing.assert_array_equal(got, want)
+        assert got.dtype == want.dtype and got.shape == want.shape
+    assert fixed.experimental_get_tracing_count() == 1
+
+
+def test_call_rewrite_keeps_the_call_as_written_and_wraps_only_the_argument():
+    fix = explain.Fix("array_argument", "lr=np.float64(lr)", argument="lr", position=1,
+                      wrap="np.float64({})")
+    rewrite = explain.fix_at_call_site
+    cases = {
+        "loss = decay(w, lr * 0.5) + np.sum(w)": "decay(w, np.float64(lr * 0.5))",
+        "decay(w, lr=rates[i])": "decay(w, lr=np.float64(rates[i]))",
+        "self.decay(w, 0.1)": "self.decay(w, np.float64(0.1))",
+        "step(w, lr)": "step(w, np.float64(lr))",   # the only call: a renamed Function
+        "decay(*args)": "lr=np.float64(lr)",         # position unknown: left as it was
+        "for lr in rates:": "lr=np.float64(lr)",      # no call at all
+    }
+    import linecache
+    for line, want in cases.items():
+        linecache.cache["<kx-test-call>"] = (len(line), None, [line + "\n"], "<kx-test-call>")
+        assert rewrite(fix, "decay", "<kx-test-call>:1").code == want, line
+    del linecache.cache["<kx-test-call>"]
 
 
 def test_replayed_reduce_retracing_counts_what_the_engine_traces():
