@@ -22,9 +22,11 @@ from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
 from .opaque import PythonNumber
-from .tensor import Tensor, describe_tensor, next_version, user_frame_description
+from .tensor import (Tensor, describe_tensor, is_immutable_scalar, next_version,
+                     user_frame_description)
 from .types import TensorSpec
 from .variables import Variable, resolve
+from .zero_d import SCALAR, zero_d_kind
 
 _NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
@@ -486,12 +488,20 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
             current = list(leaves)
             for k, leaf in enumerate(slots):
                 if owners.get(id(leaf)) == k:
+                    if k < len(value_idx) and is_immutable_scalar(leaf):
+                        # a NumPy scalar: ``s += x`` in the body rebinds, as eagerly
+                        phs[k].attrs["scalar_form"] = True
                     leaf.restore((phs[k], child, next_version()))
             for k, i in enumerate(value_idx):
                 leaf = leaves[i]
                 if k in detached or not (id(leaf) in owners or (
                         isinstance(leaf, Tensor) and leaf.storage_root is not leaf)):
                     py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
+                    if py_type is not None or isinstance(leaf, np.generic) or isinstance(
+                            leaf, Tensor) and is_immutable_scalar(leaf):
+                        # a Python number or NumPy scalar: ``s += x`` in the body rebinds,
+                        # as eagerly
+                        phs[k].attrs["scalar_form"] = True
                     current[i] = PythonNumber(phs[k], child, py_type) if py_type else \
                         child.tensor(phs[k])
             structured = unflatten(tree, current)
@@ -550,6 +560,14 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                 else:
                     new = slots[k]
                 b_out.append(_body_output(b_ctx, slot_names[k], new, spec))
+                if b_phs[k].attrs.get("scalar_form") and zero_d_kind(b_out[-1], None) != SCALAR:
+                    # the body treated it as an immutable scalar; a 0-d array coming back
+                    # would be written in place by the next iteration's ``s += x``
+                    raise errors.UnsupportedOpError(
+                        f"'{slot_names[k]}' is a NumPy scalar before the loop but a 0-d array "
+                        "after one iteration (NumPy writes into a 0-d array in place, and "
+                        "into a scalar never). Fix: keep it a scalar in the loop (e.g. "
+                        f"{_ident(slot_names[k])}[()] ) or make it an array before the loop.")
             for i, leaf in enumerate(leaves):
                 if i not in value_idx and not _static_equal(leaf, b_leaves[i]):
                     raise TypeError(f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "

@@ -915,8 +915,14 @@ def _immutable_scalar(value: Tensor) -> bool:
         return False
     node = value._node
     if node.op is OpKind.PLACEHOLDER:
-        return False
+        # a loop variable that entered the loop as a NumPy scalar (control_flow marks it,
+        # and checks that the body gives a scalar back)
+        return bool(node.attrs.get("scalar_form"))
     return zero_d_kind(node, value.context.top().graph) == SCALAR
+
+
+#: Public name for the layers that carry values into sub-graphs (``control_flow``).
+is_immutable_scalar = _immutable_scalar
 
 
 def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any]) -> Callable[..., Any]:
