@@ -160,14 +160,27 @@ def test_factorisation_matches_numpy_across_the_unroll_budget(kernel, path, monk
         _check(kernel, n, PATHS[path])
 
 
+def triangular_update_reading_j(A):
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= A[j, j] * 0.1
+        A[i, 0] += j  # the inner index read after its loop: a Python int the body changes
+
+
 def test_a_graph_loop_try_that_fails_leaves_the_loop_notes_of_what_ran(monkeypatch):
     # 6 rows with a budget of 10 nodes: the outer loop tries rows 3..5 as a graph loop,
-    # peels row 3, finds the body is none (j changes from a Python int) and unrolls the rest
+    # peels row 3, finds the body is none (j, read after its loop, changes from a Python
+    # int) and unrolls the rest
     monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 10)
-    f = kx.function(triangular_update, backend="numpy")
-    notes = f.get_concrete_function(_inputs(triangular_update, 6)[0]).loops
+    f = kx.function(triangular_update_reading_j, backend="numpy")
+    A = _inputs(triangular_update, 6)[0]
+    notes = f.get_concrete_function(A).loops
     outer = [text for text in notes if "for i in range(1, A.shape[0])" in text]
     assert outer and outer[0].endswith("— 5 iterations unrolled"), notes
+    want, got = A.copy(), A.copy()
+    triangular_update_reading_j(want)
+    f(got)
+    assert got.tobytes() == want.tobytes()
 
 
 def break_in_the_first_iteration(A):
