@@ -47,6 +47,7 @@ from ..ir import Graph, Node, OpGroup, OpKind
 from ..ir.graph import subgraphs
 from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
+from ..trace.random_calls import generator_state, set_generator_state
 from .executable import Executable
 
 #: Calls of a trace before its whole-graph executor is asked for.
@@ -219,17 +220,8 @@ def with_draws(whole: Executable, draws: list[Callable[[], Any]]) -> Executable:
     return dataclasses.replace(whole, run=namespace["run"])
 
 
-def _rng_state(owner: Any) -> Any:
-    if isinstance(owner, np.random.Generator):
-        return owner.bit_generator.state
-    return owner.get_state(legacy=False)
 
 
-def _set_rng_state(owner: Any, state: Any) -> None:
-    if isinstance(owner, np.random.Generator):
-        owner.bit_generator.state = state
-    else:
-        owner.set_state(state)
 
 
 
@@ -310,7 +302,7 @@ class Tier:
         # _trial takes the decision as soon as it is compiled, without sampling.
         self._known = known
         self._key = key
-        states = [_rng_state(g) for g in self.rngs]
+        states = [generator_state(g) for g in self.rngs]
         try:  # asks for the compiled function (in the background)
             whole.run(*self._private(params))
         except Exception as e:  # noqa: BLE001 - the fused executor keeps serving
@@ -318,7 +310,7 @@ class Tier:
             return
         finally:  # (this run's draws are not the call's: the call's own run makes them)
             for g, st in zip(self.rngs, states):
-                _set_rng_state(g, st)
+                set_generator_state(g, st)
         self.state = "trial"
 
     def _private(self, params: tuple) -> tuple:
@@ -343,14 +335,14 @@ class Tier:
             self._finish("fused", "fused (its arguments cannot be copied for a trial)")
             return self._base_run(*params)
         fused_first = not len(fused_t) % 2  # alternate which runs first (caches, clocks)
-        start = [_rng_state(g) for g in self.rngs]
+        start = [generator_state(g) for g in self.rngs]
         if fused_first:
             a, ta = _timed(self._base_run, params)
         else:
             b, tb = _timed(whole.run, mine)
-        end = [_rng_state(g) for g in self.rngs]
+        end = [generator_state(g) for g in self.rngs]
         for g, st in zip(self.rngs, start):  # the second run draws the same numbers
-            _set_rng_state(g, st)
+            set_generator_state(g, st)
         if fused_first:
             b, tb = _timed(whole.run, mine)
         else:
@@ -358,7 +350,7 @@ class Tier:
         fused_t.append(ta)
         whole_t.append(tb)
         if not same(a, b) or self.updates_arguments and not same(params, mine) or \
-                not same(end, [_rng_state(g) for g in self.rngs]):
+                not same(end, [generator_state(g) for g in self.rngs]):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
         if len(fused_t) >= TRIAL_CALLS or len(fused_t) >= TRIAL_MIN and \

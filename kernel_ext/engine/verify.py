@@ -63,6 +63,7 @@ from .. import errors
 from ..autodiff import eager_tapes
 from ..ir import Graph, OpKind
 from ..ir.graph import subgraphs
+from ..trace.random_calls import generator_state, same_generator_state, set_generator_state
 from ..trace.variables import Variable
 from .config import STATE
 
@@ -209,16 +210,16 @@ class Verifier:
             self._done()
             return self.real(*values)
         var_before = [v.storage for v in facts.variables]
-        rng_before = [_rng_state(g) for g in facts.rngs]
+        rng_before = [generator_state(g) for g in facts.rngs]
         eager_before = self.function.eager_call_count
         traced = self.real(*values)
         executor = self._executor(self.function.eager_call_count != eager_before)
         var_traced = [v.storage for v in facts.variables]
-        rng_traced = [_rng_state(g) for g in facts.rngs]
+        rng_traced = [generator_state(g) for g in facts.rngs]
         for v, s in zip(facts.variables, var_before):
             v.storage = s
         for g, s in zip(facts.rngs, rng_before):
-            _set_rng_state(g, s)
+            set_generator_state(g, s)
         self.eager_runs += 1
         try:
             eager = self._run_eagerly(copies)
@@ -236,7 +237,7 @@ class Verifier:
                     break
         if diff is None:
             for g, t in zip(facts.rngs, rng_traced):
-                if not _same_state(_rng_state(g), t):
+                if not same_generator_state(generator_state(g), t):
                     diff = (f"the state of random generator {type(g).__name__}",
                             "advanced by eager NumPy's draws", "advanced otherwise")
                     break
@@ -404,8 +405,8 @@ def first_difference(eager: Any, traced: Any, path: str,
     if isinstance(eager, (np.ndarray, np.generic, float, complex)):
         return _array_difference(eager, traced, path, terms)
     if isinstance(eager, _RNG_TYPES):
-        if type(traced) is not type(eager) or not _same_state(_rng_state(eager),
-                                                              _rng_state(traced)):
+        if type(traced) is not type(eager) or not same_generator_state(generator_state(eager),
+                                                              generator_state(traced)):
             return (f"{path} (generator state)", "advanced by eager NumPy",
                     "advanced otherwise")
         return None
@@ -534,26 +535,10 @@ def _leaves(value: Any) -> list[Any]:
     return out
 
 
-def _rng_state(owner: Any) -> Any:
-    if isinstance(owner, np.random.Generator):
-        return owner.bit_generator.state
-    return owner.get_state(legacy=False)
 
 
-def _set_rng_state(owner: Any, state: Any) -> None:
-    if isinstance(owner, np.random.Generator):
-        owner.bit_generator.state = state
-    else:
-        owner.set_state(state)
 
 
-def _same_state(a: Any, b: Any) -> bool:
-    if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and \
-            all(_same_state(a[k], b[k]) for k in a)
-    if isinstance(a, np.ndarray):
-        return isinstance(b, np.ndarray) and np.array_equal(a, b)
-    return bool(a == b)
 
 
 def _kind(value: Any) -> str:

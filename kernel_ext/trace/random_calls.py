@@ -197,13 +197,27 @@ def _bit_generator(gen: Any) -> Any:
     return gen.bit_generator if isinstance(gen, np.random.Generator) else gen._bit_generator
 
 
-def _state(gen: Any) -> Any:
-    return _bit_generator(gen).state
+def generator_state(gen: Any) -> Any:
+    """The whole state of a ``Generator`` or ``RandomState`` (a ``RandomState``'s includes
+    its cached Gaussian, which its next ``randn`` returns)."""
+    if isinstance(gen, np.random.Generator):
+        return gen.bit_generator.state
+    return gen.get_state(legacy=False)
 
 
-def _same(a: Any, b: Any) -> bool:
+def set_generator_state(gen: Any, state: Any) -> None:
+    """Put back a state :func:`generator_state` took."""
+    if isinstance(gen, np.random.Generator):
+        gen.bit_generator.state = state
+    else:
+        gen.set_state(state)
+
+
+def same_generator_state(a: Any, b: Any) -> bool:
+    """Are two states from :func:`generator_state` the same (arrays compared by value)?"""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+        return isinstance(b, dict) and a.keys() == b.keys() and \
+            all(same_generator_state(a[k], b[k]) for k in a)
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and np.array_equal(a, b)
     return bool(a == b)
@@ -216,12 +230,12 @@ def frozen_draw_guard(values: Sequence[Any], function_name: str) -> Iterator[Non
     means a draw ran as plain Python — AutoGraph off, or in code it does not convert — and
     its numbers would be frozen into the graph, the same at every call."""
     gens = _generators(values)
-    before = [_state(g) for g in gens]
+    before = [generator_state(g) for g in gens]
     yield
     for gen, state in zip(gens, before):
-        if not _same(state, _state(gen)):
+        if not same_generator_state(state, generator_state(gen)):
             # The trace fails: put the state back, as if the failed call had drawn nothing.
-            _bit_generator(gen).state = state
+            set_generator_state(gen, state)
             which = "np.random's global state" if gen is np.random.mtrand._rand else \
                 "a Generator argument"
             raise errors.UnsupportedOpError(
@@ -233,5 +247,6 @@ def frozen_draw_guard(values: Sequence[Any], function_name: str) -> Iterator[Non
                 "the kx.function and pass the numbers in.")
 
 
-__all__ = ["frozen_draw_guard", "intercept", "is_random_callable", "make_generator",
-           "record_draw", "shuffled"]
+__all__ = ["frozen_draw_guard", "generator_state", "intercept", "is_random_callable",
+           "make_generator", "record_draw", "same_generator_state", "set_generator_state",
+           "shuffled"]

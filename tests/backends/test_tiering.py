@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import dataclasses
 
+from html import escape as html_escape
+
 import numpy as np
 import pytest
 
@@ -64,7 +66,9 @@ def test_the_decision_is_shown_in_the_monitor_and_the_report():
     html = render.signatures_html([{"id": row.id, "inputs": "", "outputs": "", "nodes": "",
                                     "backend": row.backend, "last_used": False,
                                     "tier": row.tier}])
-    assert "served by: " in html
+    # the decision in words, with the executor on hover
+    assert html_escape(row.tier) in html
+    assert f'title="{html_escape(row.tier)} (executor: {html_escape(row.backend)})"' in html
 
 
 def test_a_trace_with_effects_never_runs_twice():
