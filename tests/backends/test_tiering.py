@@ -4,7 +4,6 @@ show it is faster and every result it gives is the fused executor's, to the bit.
 from __future__ import annotations
 
 import dataclasses
-
 from html import escape as html_escape
 
 import numpy as np
