@@ -52,7 +52,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
-import warnings
 from dataclasses import dataclass
 from typing import Any, Callable, NamedTuple
 
@@ -145,10 +144,12 @@ def literal_into(value: Any, dtype: np.dtype) -> Any:
         raise Unsupported(f"setitem of {type(value).__name__} {value!r}")
     box = np.empty((), dtype)
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")
+        # np.errstate, not warnings.catch_warnings: this runs on the compile thread too, and
+        # catch_warnings swaps the process-wide filters (a warning raised meanwhile by the
+        # main thread would be lost or turned into an error)
+        with np.errstate(all="raise"):
             box[()] = value
-    except (OverflowError, ValueError, TypeError, RuntimeWarning, DeprecationWarning) as e:
+    except (OverflowError, ValueError, TypeError, FloatingPointError) as e:
         raise Unsupported(f"setitem of {value!r} into {dtype} ({e})") from None
     return box[()]
 

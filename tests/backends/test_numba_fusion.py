@@ -37,7 +37,7 @@ def test_a_reduction_ends_its_producers_segment():
     g = _graph(lambda y, p: np.mean((y - p) ** 2), X, X)
     (seg,) = partition(g)
     assert seg.kind == "reduce" and seg.reduction.op is OpKind.MEAN
-    assert _ops(seg) == ["subtract", "power", "mean"]
+    assert _ops(seg) == ["subtract", "square", "mean"]
 
 
 def test_a_reduction_consumer_starts_a_new_segment():
