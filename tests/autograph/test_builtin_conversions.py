@@ -19,24 +19,11 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import errors
+from same_as_numpy import assert_same
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}
 rng = np.random.default_rng(24)
-
-
-def _same(actual, expected) -> None:
-    if isinstance(expected, (tuple, list)):
-        assert type(actual) is type(expected) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            _same(a, e)
-        return
-    assert type(actual) is type(expected), (type(actual), type(expected))
-    if isinstance(expected, (np.ndarray, np.generic)):
-        assert actual.dtype == expected.dtype and np.shape(actual) == np.shape(expected)
-        np.testing.assert_array_equal(actual, expected, strict=True)
-    else:
-        assert actual == expected
 
 
 def _outcome(fn, args):
@@ -59,8 +46,8 @@ def like_numpy(fn, *args, path="numpy", calls=2, **options):
             assert got[0] == "raises" and issubclass(got[1], expected[1]), (got, expected)
             continue
         assert got[0] == "ok", got
-        _same(got[1], expected[1])
-        _same(got[2], expected[2])  # the arguments after the call
+        assert_same(got[1], expected[1])
+        assert_same(got[2], expected[2])  # the arguments after the call
     return traced
 
 

@@ -22,24 +22,11 @@ from hypothesis import strategies as st
 
 import kernel_ext as kx
 from kernel_ext import errors
+from same_as_numpy import assert_same
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}
 rng = np.random.default_rng(2024)
-
-
-def _same(actual, expected) -> None:
-    if isinstance(expected, (tuple, list)):
-        assert type(actual) is type(expected) and len(actual) == len(expected)
-        for a, e in zip(actual, expected):
-            _same(a, e)
-        return
-    assert type(actual) is type(expected), (type(actual), type(expected))
-    if isinstance(expected, (np.ndarray, np.generic)):
-        assert actual.dtype == expected.dtype and np.shape(actual) == np.shape(expected)
-        np.testing.assert_array_equal(actual, expected, strict=True)
-    else:
-        assert actual == expected
 
 
 def _outcome(fn, args):
@@ -63,8 +50,8 @@ def like_numpy(fn, *args, path="numpy", traced=None):
                     assert got[2] == expected[2]
                 continue
             assert got[0] == "ok", got
-            _same(got[1], expected[1])
-            _same(got[2], expected[2])
+            assert_same(got[1], expected[1])
+            assert_same(got[2], expected[2])
     return traced
 
 
@@ -152,7 +139,7 @@ def test_crc32_of_a_byte_array_as_eager_and_zlib(path):
     for n in (0, 1, 5, 33):
         data = rng.integers(0, 256, n).astype(np.uint8)
         got, expected = f(data), crc32(data)
-        _same(got, expected)
+        assert_same(got, expected)
         assert int(got) == zlib.crc32(data.tobytes())
 
 
