@@ -13,6 +13,8 @@ results and arguments.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -205,3 +207,18 @@ def test_a_break_taken_before_the_switch_to_a_graph_loop_ends_the_loop(path, mon
     got = kx.function(break_in_the_first_iteration, **PATHS[path])(A)
     _same(got, expected, "result")
     _same(A, eager, "argument")
+
+
+def test_gram_schmidt_is_converted_though_its_jumps_need_extended_args():
+    # long enough that its jumps need EXTENDED_ARG in one of the two compilations the source
+    # check compares (the module's and the function's alone: other cache sizes); it was run
+    # unconverted, with an AutographWarning
+    A = np.random.default_rng(3).standard_normal((3, 3))
+    eager_A = A.copy()
+    expected = gram_schmidt(eager_A)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", kx.errors.AutographWarning)
+        got = kx.function(gram_schmidt, backend="numpy")(A)
+    for g, e in zip(got, expected):
+        assert g.dtype == e.dtype and g.tobytes() == e.tobytes()
+    assert A.tobytes() == eager_A.tobytes()

@@ -359,37 +359,3 @@ def test_a_function_calling_the_result_of_a_call_is_converted():
             g = 2 * np.tanh(w) * (1 - np.tanh(w) ** 2)
             want = w - 0.1 * g if g.sum() > 0 else w
             np.testing.assert_allclose(f(w), want, rtol=1e-12)
-
-
-def _long_loop_nest(A):
-    # long enough that its jumps need EXTENDED_ARG in one compilation (np.zeros through
-    # LOAD_ATTR here, LOAD_METHOD in the text compiled alone: other cache sizes) only
-    m, n = A.shape
-    Q = np.zeros((m, n))
-    R = np.zeros((n, n))
-    for k in range(n):
-        nrm = 0.0
-        for i in range(m):
-            nrm += A[i, k] * A[i, k]
-        R[k, k] = np.sqrt(nrm)
-        for i in range(m):
-            Q[i, k] = A[i, k] / R[k, k]
-        for j in range(k + 1, n):
-            R[k, j] = 0.0
-            for i in range(m):
-                R[k, j] += Q[i, k] * A[i, j]
-            for i in range(m):
-                A[i, j] = A[i, j] - Q[i, k] * R[k, j]
-    return Q, R
-
-
-def test_a_long_function_whose_jumps_need_extended_args_is_converted():
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", errors.AutographWarning)
-        A = np.random.default_rng(3).standard_normal((3, 3))
-        eager_A = A.copy()
-        expected = _long_loop_nest(eager_A)
-        got = kx.function(_long_loop_nest, backend="numpy")(A)
-    for g, e in zip(got, expected):
-        assert g.dtype == e.dtype and np.array_equal(g, e)
-    assert np.array_equal(A, eager_A)
