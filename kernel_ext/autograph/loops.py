@@ -37,12 +37,17 @@ from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
 from .conditionals import if_stmt
 
-__all__ = ["GUARDED_UNROLL", "UNROLL_NODE_BUDGET", "UNROLL_NODE_CAP", "NeedsPythonValue", "TracedRange",
-           "WeakInt", "for_stmt", "python_iter", "python_test", "set_loop_options",
-           "traced_range", "while_stmt"]
+__all__ = ["GUARDED_UNROLL", "SHORT_RANGE", "UNROLL_NODE_BUDGET", "UNROLL_NODE_CAP",
+           "NeedsPythonValue", "TracedRange", "WeakInt", "for_stmt", "python_iter", "python_test",
+           "set_loop_options", "traced_range", "while_stmt"]
 
-#: Graph nodes a Python ``range`` loop may record by unrolling before its remaining
-#: iterations are tried as one graph loop (``power(x, 100)`` of the seeds stays unrolled).
+#: A Python ``range`` of at most this many items unrolls (each iteration traced into the
+#: graph, as Python runs it: straight-line code the executors fuse, with no per-iteration
+#: loop overhead); a longer one is one graph loop from its first item, its body traced once,
+#: so trace time and graph size follow the body, not the trip count.
+SHORT_RANGE = 8
+#: Graph nodes a short ``range`` (or one nested in an unrolled loop) may record by unrolling
+#: before its remaining iterations are tried as one graph loop.
 UNROLL_NODE_BUDGET = 1000
 #: Iterations a Python ``range`` loop unrolls inside a ``cond`` on a data-dependent break flag
 #: (each is a cond node with two sub-graphs) before the rest is tried as one graph loop.
@@ -58,8 +63,13 @@ class NeedsPythonValue(errors.TracedBoolError):
     """A graph loop's index (or another traced value) was used where Python needs a number.
 
     Raised while a loop body is traced as a graph loop body; the loop then unrolls instead
-    when it can, so users see it only when no unrolling is possible.
+    when it can, so users see it only when no unrolling is possible. ``use`` says what
+    needed the number and ``where`` the user's line: the loop note names them.
     """
+
+    def __init__(self, message: str, use: str = "", where: str = "") -> None:
+        super().__init__(message)
+        self.use, self.where = use, where
 
 
 class _NotALoopBody(Exception):
@@ -116,11 +126,13 @@ class WeakInt(Tensor):
     __slots__ = ()
 
     def _needs_python(self, what: str) -> NeedsPythonValue:
+        where = user_frame_description()
         return NeedsPythonValue(
-            f"{what} of the loop index {describe_tensor(self)} at {user_frame_description()}: "
+            f"{what} of the loop index {describe_tensor(self)} at {where}: "
             "the loop runs as a graph loop, where its index is a graph value, but this use "
             "needs the Python int itself. Fix: index arrays with it (x[i] is recorded), keep "
-            "its arithmetic to ints, or give the loop a Python trip count so it can unroll.")
+            "its arithmetic to ints, or give the loop a Python trip count so it can unroll.",
+            use=what, where=where)
 
     def _int_op(self, uf: np.ufunc, a: Any, b: Any, what: str) -> Any:
         """``a <op> b`` between Python ints: Python's result type, computed in the graph."""
@@ -265,6 +277,9 @@ class _Loop:
         live = opts.get("live")
         self.dead = frozenset() if live is None else frozenset(
             i for i, n in enumerate(self.names) if n not in live)
+        # the break flag (the transformer's): carried as a value though a Python bool
+        flag = opts.get("flag")
+        self.flags = frozenset(i for i, n in enumerate(self.names) if n == flag)
         # set_loop_options names variables by their values before the loop; remember which
         # state slot each is, since a peeled iteration replaces the values
         state = get_state() if opts.get("shape_invariants") else ()
@@ -274,11 +289,12 @@ class _Loop:
         # the loop statement (its line: the transformer's), for the loop notes
         self.where = user_frame_description(opts.get("line"))
 
-    def note(self, unrolled: int = 0, graph_loops: int = 0) -> None:
-        """Tell the trace what this statement became (``TraceContext.note_loop``)."""
+    def note(self, unrolled: int = 0, graph_loops: int = 0, reason: str = "") -> None:
+        """Tell the trace what this statement became (``TraceContext.note_loop``), and why
+        iterations unrolled."""
         ctx = current_context()
         if ctx is not None and (unrolled or graph_loops):
-            ctx.note_loop(self.where, unrolled, graph_loops)
+            ctx.note_loop(self.where, unrolled, graph_loops, reason if unrolled else "")
 
     def graph_nodes(self) -> int:
         ctx = current_context()
@@ -310,12 +326,13 @@ def while_stmt(test: Callable[[], Any], body: Callable[[], None],
 
 
 def _graph_while(loop: _Loop, test: Callable[[], Any], first: Any) -> None:
-    if _peel_needed(loop.get_state(), loop):
+    peel = _peel_reason(loop.get_state(), loop)
+    if peel:
         # one iteration outside the loop, under the test already evaluated
         def run_first() -> None:
             loop.body()
-            loop.note(unrolled=1)  # the first iteration, peeled
             _graph_loop(loop, test, None)
+            loop.note(unrolled=1, reason=peel)  # the first iteration, peeled
         _under_cond(loop, first, run_first)
         return
     _graph_loop(loop, test, None)
@@ -333,7 +350,8 @@ def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
         _graph_for(loop, iterable.item, iterable.count(), None, weak_index=True)
         return
     if not is_traced(iterable):
-        _python_for(loop, iterable)
+        _python_for(loop, iterable, "" if isinstance(iterable, builtins.range) else
+                    f"a Python {type(iterable).__name__}, not a range")
         return
     if iterable.shape is None or len(iterable.shape) == 0:
         raise TypeError(f"cannot iterate over {describe_tensor(iterable)}: a 0-d or unknown-rank "
@@ -349,28 +367,64 @@ def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
         return
     if loop.opts.get("python_effects"):
         # the body grows a Python container: one traced body cannot do that n times
-        _python_for(loop, iter(iterable))
+        _python_for(loop, iter(iterable), _effects_reason(loop))
         return
-    _graph_for(loop, row, np.int64(n), n,
-               fallback=lambda k0: _python_for(loop, (iterable[k] for k in range(k0, n))))
+
+    def unroll_rest(k0: int, error: BaseException) -> None:
+        _python_for(loop, (iterable[k] for k in range(k0, n)), _reason_of(error), k0)
+
+    _graph_for(loop, row, np.int64(n), n, fallback=unroll_rest)
 
 
-def _python_for(loop: _Loop, iterable: Any) -> None:
-    """The loop as Python: every iteration is traced (unrolled) into the graph."""
-    unrolled = [0]
+class _Unrolled:
+    """What an unrolling loop has done so far: iterations traced and why it unrolls."""
+
+    def __init__(self, count: int, reason: str) -> None:
+        self.count, self.reason = count, reason
+
+
+def _python_for(loop: _Loop, iterable: Any, reason: str = "", already: int = 0) -> None:
+    """The loop as Python: every iteration is traced (unrolled) into the graph. ``reason``
+    says why (for the loop note); ``already`` iterations ran before (peeled)."""
+    done = _Unrolled(already, reason)
     try:
-        _unroll(loop, iterable, unrolled)
+        _unroll(loop, iterable, done)
     finally:
-        loop.note(unrolled=unrolled[0])
+        loop.note(unrolled=done.count, reason=done.reason)
 
 
-def _unroll(loop: _Loop, iterable: Any, unrolled: list[int]) -> None:
-    """:func:`_python_for`'s loop; ``unrolled[0]`` counts the iterations traced."""
-    may_switch = isinstance(iterable, builtins.range) and not loop.opts.get("python_effects")
+def _effects_reason(loop: _Loop) -> str:
+    effect = loop.opts.get("python_effect")
+    return "the body grows a Python container" + (f" ({effect})" if effect else "")
+
+
+def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
+    """:func:`_python_for`'s loop; ``done_so_far`` counts the iterations traced.
+
+    A Python ``range`` longer than :data:`SHORT_RANGE` is tried as one graph loop first;
+    where its body proves no loop body (it needs the index as a Python int, changes a
+    Python number it carries, ...) the loop unrolls, saying why."""
+    ranged = isinstance(iterable, builtins.range)
+    if ranged and loop.opts.get("python_effects"):
+        done_so_far.reason = done_so_far.reason or _effects_reason(loop)
+    may_switch = ranged and not loop.opts.get("python_effects")
     start = loop.graph_nodes()
     guarded = 0
     items = iter(iterable)
     done = 0  # items of ``iterable`` consumed so far
+    if may_switch and len(iterable) > SHORT_RANGE:
+        may_switch = False  # one try per loop statement
+        consumed, error = _range_as_graph_loop(loop, iterable)
+        if error is None:
+            return
+        done_so_far.count += consumed
+        done_so_far.reason = _reason_of(error)
+        for _ in range(consumed):
+            next(items)
+        done += consumed
+    elif ranged and may_switch:
+        done_so_far.reason = done_so_far.reason or f"a range of at most {SHORT_RANGE} items"
+    unrolled = done_so_far
     for item in items:
         done += 1
         go = True if loop.extra_test is None else resolve(loop.extra_test())
@@ -383,16 +437,20 @@ def _unroll(loop: _Loop, iterable: Any, unrolled: list[int]) -> None:
             return
         else:
             loop.body(item)
-        unrolled[0] += 1
+        unrolled.count += 1
         if may_switch and (loop.graph_nodes() - start > UNROLL_NODE_BUDGET or
                            guarded >= GUARDED_UNROLL):
             may_switch = False  # one try per loop statement
             rest = iterable[done:]
-            consumed = _range_as_graph_loop(loop, rest) if len(rest) else 0
-            if consumed == len(rest):
+            if not len(rest):
+                return
+            consumed, error = _range_as_graph_loop(loop, rest)
+            if error is None:
                 return
             # the try ran ``consumed`` iterations for real (a peeled first one) before its
             # body proved no loop body: go on after them, never run them twice
+            unrolled.count += consumed
+            unrolled.reason = _reason_of(error)
             for _ in range(consumed):
                 next(items)
             done += consumed
@@ -409,48 +467,73 @@ def _check_cap(loop: _Loop, start: int, keyword: str) -> None:
             "with whole-array NumPy operations, or run this loop outside the kx.function.")
 
 
-def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> int:
-    """Try the remaining items of a Python range as one graph loop. Returns how many of
-    them have run: all on success; otherwise the iterations run for real before the body
-    proved no graph loop body (a peeled first iteration, see :func:`_graph_for`), with the
-    state as they left it and nothing else recorded for the try."""
-    consumed = [len(rest)]
+def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> tuple[int, BaseException | None]:
+    """Try the remaining items of a Python range as one graph loop. Returns ``(len(rest),
+    None)`` on success; otherwise how many iterations ran for real before the body proved
+    no graph loop body (a peeled first iteration, see :func:`_graph_for`), with the state as
+    they left it and nothing else recorded for the try, and the error that proved it."""
+    outcome: tuple[int, BaseException | None] = (len(rest), None)
 
-    def resume(k0: int) -> None:
-        consumed[0] = k0
+    def resume(k0: int, error: BaseException) -> None:
+        nonlocal outcome
+        outcome = (k0, error)
 
     _graph_for(loop, lambda k: _weak(rest.start + k * rest.step), np.int64(len(rest)),
                len(rest), weak_index=True, python_fixed=True, fallback=resume)
-    return consumed[0]
+    return outcome
 
 
-def _loop_notes() -> dict[str, tuple[int, int]] | None:
+def _reason_of(error: BaseException) -> str:
+    """Why a loop body could not be a graph loop body, for the loop note."""
+    if isinstance(error, NeedsPythonValue) and error.use:
+        use = error.use[:1].lower() + error.use[1:]
+        return f"{_short_location(error.where)} needs the loop index as a Python int ({use})"
+    if isinstance(error, _NotALoopBody):
+        return f"the body changes `{error.args[0]}`, a Python number it carries"
+    text = str(error).split("\n")[0]
+    first = text.split(". ")[0].split("; ")[0]
+    return first if len(first) <= 160 else first[:157] + "..."
+
+
+def _short_location(where: str) -> str:
+    """``line 7: `t = lst[i]``` of a ``file:7: `t = lst[i]``` location (the loop note
+    names the file already)."""
+    place, sep, text = where.partition(": `")
+    digits = place[len(place.rstrip("0123456789")):]
+    return (f"line {digits}" if digits else place) + (f": `{text}" if sep else "")
+
+
+def _loop_notes() -> dict[str, tuple[int, int, str]] | None:
     """The loop notes of the current trace, to restore after a graph loop that was not made
     (loops nested in its body counted themselves while it was traced)."""
     ctx = current_context()
     if ctx is None:
         return None
-    return {where: (n.unrolled, n.graph_loops) for where, n in ctx.top().loops.items()}
+    return {where: n.snapshot() for where, n in ctx.top().loops.items()}
 
 
-def _restore_loop_notes(saved: dict[str, tuple[int, int]] | None) -> None:
+def _restore_loop_notes(saved: dict[str, tuple[int, int, str]] | None) -> None:
     ctx = current_context()
     if ctx is None or saved is None:
         return
     notes = ctx.top().loops
     for where in [w for w in notes if w not in saved]:
         del notes[where]
-    for where, (unrolled, graph_loops) in saved.items():
-        notes[where].unrolled, notes[where].graph_loops = unrolled, graph_loops
+    for where, snapshot in saved.items():
+        notes[where].restore(snapshot)
 
 
 # -- graph loops --------------------------------------------------------------------------------
 
-def _peel_needed(state: Sequence[Any], loop: _Loop) -> bool:
-    """Whether a state variable is a Python number the loop would carry (its NumPy dtype and
-    shape are known only after one iteration)."""
-    return any(_is_py_number(v) for i, v in enumerate(state)
-               if i not in loop.targets and i not in loop.dead)
+def _peel_reason(state: Sequence[Any], loop: _Loop) -> str:
+    """Why the first iteration must run outside the graph loop: a state variable is a Python
+    number the loop would carry (its NumPy dtype and shape are known only after one
+    iteration); empty when none is."""
+    for i, v in enumerate(state):
+        if i not in loop.targets and i not in loop.dead and i not in loop.flags and \
+                _is_py_number(v):
+            return f"peeled: `{loop.names[i]}` starts as a Python {type(v).__name__}"
+    return ""
 
 
 def _under_cond(loop: _Loop, pred: Any, run: Callable[[], None]) -> None:
@@ -474,11 +557,13 @@ def _under_cond(loop: _Loop, pred: Any, run: Callable[[], None]) -> None:
 
 def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: int | None,
                weak_index: bool = False, python_fixed: bool = False,
-               fallback: Callable[[int], None] | None = None) -> None:
+               fallback: Callable[[int, BaseException], None] | None = None) -> None:
     """Items ``item(0..count-1)`` as a graph loop, peeling the first iteration when a Python
-    number is carried; ``fallback(k0)`` unrolls from ``k0`` if the body is no loop body."""
+    number is carried; ``fallback(k0, error)`` unrolls from ``k0`` if the body is no loop
+    body (``error`` says why)."""
     k0 = 0
-    if _peel_needed(loop.get_state(), loop):
+    peel = _peel_reason(loop.get_state(), loop)
+    if peel:
         # the peeled iteration runs only where the loop would: a ``break`` taken before the
         # switch from unrolling (the loop's extra test) ends the loop before it
         go = True if loop.extra_test is None else resolve(loop.extra_test())
@@ -487,8 +572,8 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
         if static_n is None:
             def run_first() -> None:
                 loop.body(item(np.int64(0)) if not weak_index else item(0))
-                loop.note(unrolled=1)  # the first iteration, peeled
                 _graph_loop(loop, None, (item, count, 1, weak_index))
+                loop.note(unrolled=1, reason=peel)  # the first iteration, peeled
             more = np.greater(count, 0)
             _under_cond(loop, more if not is_traced(go) else np.logical_and(more, go),
                         run_first)
@@ -499,21 +584,24 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
             _under_cond(loop, go, lambda: loop.body(item(0)))
         else:
             loop.body(item(0))
-        loop.note(unrolled=1)  # the first iteration, peeled
         k0 = 1
         if static_n == 1:
+            loop.note(unrolled=1, reason=peel)
             return
     if fallback is None:
         _graph_loop(loop, None, (item, count, k0, weak_index), python_fixed)
+        loop.note(unrolled=k0, reason=peel)
         return
     # the state after the peeled iteration: what the fallback goes on from
     init, notes = loop.get_state(), _loop_notes()
     try:
         _graph_loop(loop, None, (item, count, k0, weak_index), python_fixed)
-    except Exception:
+    except Exception as error:
         loop.set_state(init)
         _restore_loop_notes(notes)
-        fallback(k0)
+        fallback(k0, error)
+        return
+    loop.note(unrolled=k0, reason=peel)
 
 
 def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
@@ -524,7 +612,7 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
     values in the state are not carried: the body must leave them as they were."""
     init = list(loop.get_state())
     fixed = [i for i, v in enumerate(init) if python_fixed and _is_py_number(v)
-             and i not in loop.targets and i not in loop.dead]
+             and i not in loop.targets and i not in loop.dead and i not in loop.flags]
     carried = [i for i, v in enumerate(init) if not isinstance(v, Undefined) and i not in fixed
                and i not in loop.dead]
     if over is not None:

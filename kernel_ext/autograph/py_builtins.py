@@ -458,11 +458,11 @@ def _scalar_type(sctype: type) -> Callable[..., Any]:
 
 def _number(py_type: type) -> Callable[..., Any]:
     """``int(x)`` / ``float(x)`` / ``bool(x)`` of a traced one-element value: a traced Python
-    number (weak under NEP 50, returned as a Python number), where the conversion is exact
-    without the data: ``int`` of integers and bools, ``float`` of floats, integers and bools,
-    ``bool`` of anything. ``int()`` of a float would have to raise on NaN or infinity, which
-    a graph cannot: it stays the clear error it was."""
-    exact = {int: "biu", float: "fbiu", bool: "fbiuc"}[py_type]
+    number (weak under NEP 50, returned as a Python number): ``int`` of integers and bools,
+    ``float`` of floats, integers and bools, ``bool`` of anything exactly; ``int`` of a float
+    truncates toward zero, as Python does, with run-time checks that raise Python's errors
+    (:func:`_float_to_int`)."""
+    exact = {int: "biuf", float: "fbiu", bool: "fbiuc"}[py_type]
 
     def convert(*args: Any, **kwargs: Any) -> Any:
         value = resolve(args[0]) if len(args) == 1 and not kwargs else None
@@ -471,14 +471,35 @@ def _number(py_type: type) -> Callable[..., Any]:
         if value.shape is None or any(d != 1 for d in value.shape):
             raise TypeError(f"only length-1 arrays can be converted to Python scalars "
                             f"({describe_tensor(value)} at {user_frame_description()})")
-        scalar = np.reshape(value, ())
+        scalar = value if value.shape == () else np.reshape(value, ())
         if py_type is bool:
             scalar = scalar if scalar.dtype == np.bool_ else np.not_equal(scalar, 0)
+        elif py_type is int and scalar.dtype.kind == "f":
+            scalar = _float_to_int(scalar)
         else:
             scalar = scalar.astype(np.int64 if py_type is int else np.float64)
         return PythonNumber(scalar.node, scalar.context, py_type)
     convert.__name__ = py_type.__name__
     return convert
+
+
+def _float_to_int(scalar: Tensor) -> Tensor:
+    """``int(v)`` of a traced 0-d float: truncation toward zero, as an int64 (what a traced
+    Python int is). Python raises ``ValueError`` for NaN and ``OverflowError`` for an
+    infinity: so do run-time checks (``if_raise``). A finite value outside int64's range
+    would be a larger Python int eagerly; a check raises ``OverflowError`` naming the fix
+    rather than wrap around."""
+    from .conditionals import if_raise  # (the conditionals import this module's users)
+    where = user_frame_description()
+    if_raise(np.isnan(scalar), lambda: ValueError("cannot convert float NaN to integer"))
+    if_raise(np.isinf(scalar),
+             lambda: OverflowError("cannot convert float infinity to integer"))
+    limit = float(2 ** 63)
+    if_raise(np.logical_or(scalar >= limit, scalar < -limit), lambda: OverflowError(
+        f"int() of a float outside the int64 range at {where}: a Python int computed in a "
+        "traced function is an int64 (eagerly it would be a larger Python int). Fix: keep "
+        "the value within +-2**63, or compute with floats (np.trunc(v))."))
+    return np.trunc(scalar).astype(np.int64)
 
 
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).

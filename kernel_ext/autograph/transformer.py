@@ -653,10 +653,15 @@ class Converter(ast.NodeTransformer):
                     opts = ast.Dict(keys=[_const(kw.arg) for kw in st.value.keywords],
                                     values=[kw.value for kw in st.value.keywords])
                     break
-        if any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and
-               n.func.attr in _CONTAINER_MUTATORS for n in _walk_scope(body)):
+        effects = [n for n in _walk_scope(body) if isinstance(n, ast.Call) and
+                   isinstance(n.func, ast.Attribute) and n.func.attr in _CONTAINER_MUTATORS]
+        if effects:
             opts.keys.append(_const("python_effects"))
             opts.values.append(_const(True))
+            # the first one, for the loop note (why the loop unrolled)
+            first = min(effects, key=lambda n: (n.lineno, n.col_offset))
+            opts.keys.append(_const("python_effect"))
+            opts.values.append(_const(f"line {first.lineno}: `{ast.unparse(first.func)}(...)`"))
         opts.keys.append(_const("line"))
         opts.values.append(_const(line))
         # names the body rebinds with a plain assignment (never through `x[...] = ` or
@@ -711,6 +716,15 @@ class Converter(ast.NodeTransformer):
         node.body = body
         return before, brk
 
+    @staticmethod
+    def _flag_option(opts: ast.expr, brk: str | None) -> None:
+        """Name the loop's break flag in its options (``'flag'``): a Python bool before the
+        loop that a graph loop carries as a value (the flag is the transformer's own, never
+        read by the user's code, so its type may change)."""
+        if brk and isinstance(opts, ast.Dict):
+            opts.keys.append(_const("flag"))
+            opts.values.append(_const(brk))
+
     def _loop_liveness(self, node: ast.While | ast.For, live: frozenset[str] | None,
                        brk: str | None, names: list[str], opts: ast.Dict) -> set[str] | None:
         """The names live at the head of ``node`` (break/continue already rewritten) given
@@ -739,6 +753,7 @@ class Converter(ast.NodeTransformer):
         opts = self._loop_options(node.body, node.lineno)
         live = self._live_after(node)
         before, brk = self._prepare_loop(node, k)
+        self._flag_option(opts, brk)
         names = assigned_names(before + node.body)
         head = self._loop_liveness(node, live, brk, names, opts)
         test_expr: ast.expr = node.test
@@ -764,6 +779,7 @@ class Converter(ast.NodeTransformer):
         opts = self._loop_options(node.body, node.lineno)
         live = self._live_after(node)
         before, brk = self._prepare_loop(node, k)
+        self._flag_option(opts, brk)
         target_names: dict[str, None] = {}
         _target_names(node.target, target_names)
         names = assigned_names(before + node.body)

@@ -42,17 +42,29 @@ class LoopNote:
     unrolled: int = 0
     #: Graph ``while`` loops it became.
     graph_loops: int = 0
+    #: Why iterations were unrolled (the first reason given: a short range, a use of the
+    #: index as a Python value, a peeled first iteration, ...); empty when none was given.
+    reason: str = ""
 
     def text(self) -> str:
-        """``"loop at cell [3], line 4: `for i in range(n):` — 143 iterations unrolled,
-        then a graph loop"``: the line the monitor, the sidebar and the report show."""
+        """``"loop at cell [3], line 4: `for i in range(n):` — 30 iterations unrolled (line
+        6: `t = lst[i]` needs a Python value of the loop index), then a graph loop"``: the
+        line the monitor, the sidebar and the report show."""
         parts = []
         if self.unrolled:
-            parts.append(f"{self.unrolled} iteration{'s' * (self.unrolled != 1)} unrolled")
+            why = f" ({self.reason})" if self.reason else ""
+            parts.append(f"{self.unrolled} iteration{'s' * (self.unrolled != 1)} unrolled{why}")
         if self.graph_loops:
             loops = "a graph loop" if self.graph_loops == 1 else f"{self.graph_loops} graph loops"
             parts.append(("then " if parts else "") + loops)
         return f"loop at {self.where} — {', '.join(parts) or 'no iterations'}"
+
+    def snapshot(self) -> tuple[int, int, str]:
+        """The counts and reason, to :meth:`restore` after a discarded graph-loop attempt."""
+        return (self.unrolled, self.graph_loops, self.reason)
+
+    def restore(self, saved: tuple[int, int, str]) -> None:
+        self.unrolled, self.graph_loops, self.reason = saved
 
 
 class TraceContext:
@@ -153,15 +165,19 @@ class TraceContext:
         """The trace took a reshape of ``root`` as a view: valid for C-contiguous data only."""
         self.top().layout_roots.setdefault(id(root), root)
 
-    def note_loop(self, where: str, unrolled: int = 0, graph_loops: int = 0) -> None:
+    def note_loop(self, where: str, unrolled: int = 0, graph_loops: int = 0,
+                  reason: str = "") -> None:
         """Count ``unrolled`` Python iterations and ``graph_loops`` graph loops for the loop
-        statement at ``where`` (kept by the function's own trace: :attr:`loops`)."""
+        statement at ``where`` (kept by the function's own trace: :attr:`loops`); ``reason``
+        says why iterations were unrolled (the first one given is kept)."""
         loops = self.top().loops
         note = loops.get(where)
         if note is None:
             note = loops[where] = LoopNote(where)
         note.unrolled += unrolled
         note.graph_loops += graph_loops
+        if reason and not note.reason:
+            note.reason = reason
 
     def top(self) -> "TraceContext":
         """The trace of the function itself (this one, or the one this branch/body is in)."""

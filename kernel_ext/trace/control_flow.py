@@ -422,7 +422,7 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
     detached: set[int] = {k for k, i in enumerate(value_idx) if leaf_names[i] in rebound}
     notes = ctx.top().loops
     for _ in range(64):
-        counted = {where: (n.unrolled, n.graph_loops) for where, n in notes.items()}
+        counted = {where: n.snapshot() for where, n in notes.items()}
         found = _graph_loop_once(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
                                  shape_invariants, name, hidden, detached)
         if isinstance(found, tuple):
@@ -430,8 +430,8 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
         # a discarded attempt's loops (nested in the body) were never made: uncount them
         for where in [w for w in notes if w not in counted]:
             del notes[where]
-        for where, (unrolled, graph_loops) in counted.items():
-            notes[where].unrolled, notes[where].graph_loops = unrolled, graph_loops
+        for where, saved in counted.items():
+            notes[where].restore(saved)
         if isinstance(found, set):
             detached |= found
         else:

@@ -9,6 +9,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import errors
+from kernel_ext.autograph import loops
 from kernel_ext.backends.compiler import wait_for_kernels
 from kernel_ext.ir import OpKind
 
@@ -19,7 +20,7 @@ def ops(fn, *args):
 
 # -- Python values: plain Python, unrolled --------------------------------------------------
 
-def test_python_loop_unrolls_and_graph_grows_with_iterations():
+def test_python_loop_unrolls_a_short_range_and_graph_loops_a_longer_one():
     def power(x, y):
         result = np.eye(3, dtype=np.int32)
         for _ in range(y):
@@ -28,11 +29,17 @@ def test_python_loop_unrolls_and_graph_grows_with_iterations():
 
     f = kx.function(power)
     x = np.arange(9, dtype=np.int32).reshape(3, 3) % 2
-    np.testing.assert_array_equal(f(x, 5), np.linalg.matrix_power(x, 5))
+    short = loops.SHORT_RANGE
+    for y in (3, short, short + 1, 5 * short):
+        np.testing.assert_array_equal(f(x, y), np.linalg.matrix_power(x, y))
     small = ops(f, x, 3).count(OpKind.MATMUL)
-    large = ops(f, x, 10).count(OpKind.MATMUL)
-    assert large - small == 7  # one op per Python iteration
-    assert OpKind.WHILE not in ops(f, x, 10)
+    at_threshold = ops(f, x, short).count(OpKind.MATMUL)
+    assert at_threshold - small == short - 3  # one op per Python iteration
+    assert OpKind.WHILE not in ops(f, x, short)
+    # past the threshold: one graph loop whatever the trip count, its body traced once
+    for y in (short + 1, 5 * short):
+        assert OpKind.MATMUL not in ops(f, x, y) and ops(f, x, y).count(OpKind.WHILE) == 1
+    assert len(ops(f, x, short + 1)) == len(ops(f, x, 5 * short))
 
 
 def test_python_condition_runs_as_python():

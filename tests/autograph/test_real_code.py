@@ -396,14 +396,21 @@ def test_long_python_range_loop_becomes_a_graph_loop_with_a_bounded_graph():
     assert OpKind.WHILE in op_kinds(g, x) and nodes < 3 * loops.UNROLL_NODE_BUDGET
 
 
-def test_short_python_range_loop_unrolls():
-    def f(x):
-        for _ in range(10):
+def test_short_python_range_loop_unrolls_and_a_longer_one_is_a_graph_loop():
+    short = loops.SHORT_RANGE
+
+    def f(x, n):
+        for _ in range(n):
             x = x * 2 - 1
         return x
 
     x = rng.standard_normal(3)
-    assert OpKind.WHILE not in op_kinds(like_numpy(f, x), x)
+    g = like_numpy(f, x, short)
+    assert OpKind.WHILE not in op_kinds(g, x, short)
+    assert op_kinds(g, x, short).count(OpKind.MULTIPLY) == short
+    g = like_numpy(f, x, short + 1)
+    assert op_kinds(g, x, short + 1).count(OpKind.WHILE) == 1
+    assert OpKind.MULTIPLY not in op_kinds(g, x, short + 1)  # (in the loop body)
 
 
 def test_long_range_loop_unrolls_when_the_index_must_be_a_python_number():
