@@ -495,11 +495,13 @@ def _float_to_int(scalar: Tensor) -> Tensor:
     if_raise(np.isinf(scalar),
              lambda: OverflowError("cannot convert float infinity to integer"))
     limit = float(2 ** 63)
-    if_raise(np.logical_or(scalar >= limit, scalar < -limit), lambda: OverflowError(
+    fits = np.logical_and(scalar < limit, scalar >= -limit)  # (False for NaN)
+    if_raise(np.logical_not(fits), lambda: OverflowError(
         f"int() of a float outside the int64 range at {where}: a Python int computed in a "
         "traced function is an int64 (eagerly it would be a larger Python int). Fix: keep "
         "the value within +-2**63, or compute with floats (np.trunc(v))."))
-    return np.trunc(scalar).astype(np.int64)
+    # (zero where the checks raise: an executor that casts before checking warns of nothing)
+    return np.where(fits, np.trunc(scalar), 0.0).astype(np.int64)
 
 
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).

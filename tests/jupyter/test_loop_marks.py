@@ -29,18 +29,20 @@ def fn():
     return f
 
 
-def test_each_loop_statement_says_how_many_iterations_unrolled_and_its_graph_loops(fn):
+def test_each_loop_statement_says_what_it_became(fn):
+    # a long range whose body indexes with its index: one graph loop from the first item,
+    # the inner loop nested in the outer one's body
     inner, outer = fn.concrete_functions[0].loops
     assert "`for j in range(n):`" in inner and "corpus_buffers.py:" in inner
-    assert "286 iterations unrolled, then 2 graph loops" in inner
-    assert "`for i in range(n):`" in outer and "1 iteration unrolled, then a graph loop" in outer
+    assert inner.endswith("— a graph loop")
+    assert "`for i in range(n):`" in outer and outer.endswith("— a graph loop")
 
 
 def test_a_short_loop_is_all_unrolled():
     f = kx.function(short_loop)
     f(np.ones(2))
     (note,) = f.concrete_functions[0].loops
-    assert note.endswith("— 3 iterations unrolled")
+    assert note.endswith("— 3 iterations unrolled (a range of at most 8 items)")
 
 
 def test_graph_loop_nodes_name_their_loop_statement(fn):
@@ -68,10 +70,10 @@ def test_monitor_and_report_list_the_loops(fn):
     html = render.signatures_html([{"id": row.id, "inputs": row.signature,
                                     "outputs": row.outputs, "nodes": "", "backend": "",
                                     "last_used": row.last_used, "loops": row.loops}])
-    assert "286 iterations unrolled" in html
+    assert "`for j in range(n):` — a graph loop" in html
     reports = report.build_report([fn])
     assert reports[0].loops == list(row.loops)
-    assert "286 iterations unrolled" in report.report_text(reports)
+    assert "`for j in range(n):` — a graph loop" in report.report_text(reports)
 
 
 def test_trace_time_errors_and_loop_notes_name_the_notebook_cell_and_line(cells):

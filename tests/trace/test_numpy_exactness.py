@@ -107,10 +107,19 @@ def test_int_float_bool_of_traced_values_are_python_numbers():
     assert want == got and [type(v) for v in got] == [int, float, bool]
 
 
-def test_int_of_a_traced_float_stays_an_error():
-    from kernel_ext import errors
-    with pytest.raises(errors.TracedBoolError):
-        kx.function(lambda x: int(x.sum()))(np.ones(2))
+def test_int_of_a_traced_float_truncates_toward_zero_as_python():
+    f = kx.function(lambda x: int(x.sum()))
+    for x in ([1.25, 1.5], [-0.25, -0.5], [-3.75, 0.0], [2.0 ** 62, 0.0], [-2.0 ** 63, 0.0]):
+        want, got = int(np.array(x).sum()), f(np.array(x))
+        assert type(got) is int and got == want
+    # Python's own errors, raised when the call runs
+    with pytest.raises(ValueError, match="cannot convert float NaN to integer"):
+        f(np.array([np.nan, 1.0]))
+    with pytest.raises(OverflowError, match="cannot convert float infinity to integer"):
+        f(np.array([-np.inf, 1.0]))
+    # eagerly a larger Python int: a clear error, never a wrapped-around int64
+    with pytest.raises(OverflowError, match="outside the int64 range"):
+        f(np.array([2.0 ** 63, 0.0]))
 
 
 def test_or_evaluates_its_right_side_only_when_python_would():
