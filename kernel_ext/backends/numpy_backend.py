@@ -10,6 +10,7 @@ call plus the op calls themselves.
 from __future__ import annotations
 
 import keyword
+import operator
 from typing import Any, Callable
 
 import numpy as np
@@ -17,6 +18,7 @@ import numpy as np
 from ..ir import NDARRAY_METHODS, DynamicIndex, Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER
 from ..trace.pytree import TreeNode
+from ..trace.zero_d import ARRAY, zero_d_kind
 from .inplace import InplacePlan, Step, plan_inplace, write_in_place
 
 
@@ -338,11 +340,11 @@ class Emitter:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
         elif node.op is OpKind.GETITEM and not node.params.keys() - {"index"}:
             # NumPy's own indexing, spelled out: no lowering call, no index tuple to build
-            index = self.index_source(node.attrs["index"], args[1:])
+            index = self.index_source(node.attrs["index"], args[1:], node.args[1:])
             self.lines.append(f"{indent}{v} = {args[0]}[{index}]")
         elif node.op is OpKind.SETITEM and node in self.inplace.writes and \
                 not node.params.keys() - {"index"}:
-            index = self.index_source(node.attrs["index"], args[2:])
+            index = self.index_source(node.attrs["index"], args[2:], node.args[2:])
             self.lines.append(f"{indent}{args[0]}[{index}] = {args[1]}")
             self.lines.append(f"{indent}{v} = {args[0]}")
         else:
@@ -353,10 +355,20 @@ class Emitter:
             self.lines.append(f"{indent}{v} = {call}" if node.aval is not None
                               else f"{indent}{call}")
 
-    def index_source(self, template: tuple, dyn: list[str]) -> str:
-        """Source of the index tuple ``build_index(template, dyn)`` builds at run time."""
+    def index_source(self, template: tuple, dyn: list[str], nodes: Any = ()) -> str:
+        """Source of the index tuple ``build_index(template, dyn)`` builds at run time.
+
+        A traced integer (``nodes``: the index's operands) that stands for a NumPy or Python
+        integer may be a 0-d array at run time (a loop index, a copy of one); NumPy would
+        take that as an advanced index and copy where the program reads a view (a column
+        ``A[:, j]`` that BLAS then sums in another order): it is passed as the integer."""
         def part(c: Any) -> str:
             if isinstance(c, DynamicIndex):
+                operand = nodes[c.position - 1] if c.position <= len(nodes) else None
+                if isinstance(operand, Node) and operand.aval is not None and \
+                        operand.aval.shape == () and operand.dtype.kind in "iu" and \
+                        zero_d_kind(operand, None) is not ARRAY:
+                    return f"{self.namer.bind(operator.index, '_index')}({dyn[c.position - 1]})"
                 return dyn[c.position - 1]
             if isinstance(c, slice) and any(isinstance(p, DynamicIndex)
                                             for p in (c.start, c.stop, c.step)):
