@@ -8,7 +8,9 @@ write elements and slices of the arguments and of buffers the function makes (``
 tests, carry Python-number scalars, reduce rows and columns, ``break``
 and ``continue`` (on Python and on traced tests) and branch on traced values. Every operation
 is one whose bits NumPy fixes (elementwise IEEE arithmetic, exact integer arithmetic, max/min,
-integer sums, Python's sequential ``sum``), so every executor must reproduce them exactly.
+integer sums and dot products, Python's sequential ``sum``), so every executor must
+reproduce them exactly. Slices whose bounds are loop indices (``A[i, :i]``, ``v[-(i):]``,
+``K[i, i::-1]``) have lengths known only at run time inside a graph loop.
 
 :func:`make_wide_program` writes row loops over a few long rows: whole-row updates, row
 reductions and carried scalars, for sizes around the element thresholds (2**15, 2**18).
@@ -131,15 +133,27 @@ class _Writer:
         A, v, K, n = self.name("A"), self.name("v"), self.name("K"), self.name("n")
         r = self.index(idx)
         self.features.add("slice")
-        self.emit(depth, self.pick([
+        static = [
             f"{A}[{r}, :] = {A}[{r}, :] * 0.5 + {v}",
             f"{A}[:, {r}] -= {v} * 0.125",
             f"{v}[:] = {v} * 0.75 + {A}[{r}, :] * 0.25",
             f"{K}[{r}, :] = {K}[{r}, :] // 2 + {K}[:, {r}] % 7",
+            f"{A}[{r}, 1:] = {A}[{r}, 1:] * 0.5 + {A}[{r}, :{n} - 1] * 0.25",
+        ]
+        # bounds that are the index: in a graph loop, lengths known only at run time
+        bounded = [
             f"{A}[{r}, :{r}] *= 0.5",
             f"{v}[{r}:] += 1.0",
-            f"{A}[{r}, 1:] = {A}[{r}, 1:] * 0.5 + {A}[{r}, :{n} - 1] * 0.25",
-        ]))
+            f"{A}[{r}, {r}:] -= {A}[{r}, {r}:] * 0.25",
+            f"{v}[{r}::2] *= 0.5",
+            f"{v}[-({r}):] += 0.5",
+            f"{A}[:{r}, {r}] = {A}[:{r}, {r}] * 0.5 + {v}[:{r}]",
+            f"{K}[{r}, {r}::-1] += {K}[{r}, :{r} + 1] // 3",
+        ]
+        line = self.pick(static + bounded)
+        if line in bounded and idx:
+            self.features.add("traced slice bounds")
+        self.emit(depth, line)
 
     def _scalar(self, depth: int, idx: list[str]) -> None:
         A, v, K, s, t = (self.name(x) for x in "AvKst")
@@ -166,6 +180,8 @@ class _Writer:
             f"{v}[{r}] = sum({A}[:, {r}]) * 0.5",
             f"{v}[:] = sum({A}) * 0.25",
             f"{t} = {t} + np.sum({K}[:{r}, {r}])",
+            f"{t} = {t} + np.dot({K}[{r}, :{r}], {K}[:{r}, {r}])",
+            f"{s} = {s} + np.max({A}[{r}, {r}:])",
         ]))
 
     def _buffer(self, depth: int, idx: list[str]) -> None:

@@ -3,13 +3,18 @@
 Converted code calls :func:`for_stmt` and :func:`while_stmt` with the loop's body as a function
 and the variables it modifies as ``get_state``/``set_state`` closures. The choice is made at
 trace time, per loop, and always in favour of NumPy's result (docs/ARCHITECTURE.md, "AutoGraph:
-how a loop is chosen"):
+how a statement is chosen"):
 
-* A ``for`` over a Python iterable runs as Python: the trace records every iteration
-  (unrolling). A ``for`` over a Python ``range`` whose iterations have recorded more than
-  :data:`UNROLL_NODE_BUDGET` graph nodes turns its remaining iterations into one graph loop
-  whose index is a :class:`WeakInt` (a traced int with Python int promotion), if the body
-  traces as a loop body; otherwise it keeps unrolling, up to :data:`UNROLL_NODE_CAP` nodes.
+* A ``for`` over a Python ``range`` of more than :data:`SHORT_RANGE` items is one graph loop
+  from its first item, whose index is a :class:`WeakInt` (a traced int with Python int
+  promotion): its body is traced once, so trace time and graph size follow the body, not
+  the trip count. Where the body cannot be a loop body (it needs the index as a Python int,
+  changes a Python number it carries, grows a Python container) the loop unrolls instead, up
+  to :data:`UNROLL_NODE_CAP` nodes, and its loop note says why.
+* A ``for`` over a shorter ``range``, or over any other Python iterable, runs as Python: the
+  trace records every iteration (unrolling). A short ``range`` whose iterations have recorded
+  more than :data:`UNROLL_NODE_BUDGET` graph nodes turns its remaining iterations into one
+  graph loop, if the body traces as a loop body.
 * A ``for`` over a traced array (or ``kx.range``) is a graph loop over its first dimension, as
   in TensorFlow. If the first dimension is static and the body cannot be a graph loop body (it
   needs a Python value, or changes a variable's dtype or shape), the loop unrolls instead.

@@ -1,9 +1,10 @@
 """Textbook in-place factorisations as index loops: every executor leaves NumPy's bits.
 
-Nested Python ``range`` loops unroll while tracing until a loop statement has recorded
-``loops.UNROLL_NODE_BUDGET`` graph nodes, then try their remaining iterations as one graph
-loop (``kernel_ext/autograph/loops.py``). A try whose body turns out to be no loop body falls
-back to unrolling; the iteration it peeled first (a Python number carried) has already run for
+A Python ``range`` of at most ``loops.SHORT_RANGE`` items unrolls while tracing until the
+loop statement has recorded ``loops.UNROLL_NODE_BUDGET`` graph nodes, then tries its
+remaining iterations as one graph loop (``kernel_ext/autograph/loops.py``); a longer range is
+one graph loop from its first item. A try whose body turns out to be no loop body falls back
+to unrolling; the iteration it peeled first (a Python number carried) has already run for
 real, and once ran again — an outer row updated twice (the 30-row triangular update, Cholesky
 with NaNs at 20 rows, wrong LU and Gram-Schmidt factors). These kernels run at sizes on both
 sides of the budget, with the budget as shipped (the NumPy executor: tracing is what changes)

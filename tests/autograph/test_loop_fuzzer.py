@@ -1,19 +1,23 @@
 """The loop fuzzer: generated index-loop programs on every executor, bitwise eager NumPy.
 
 ``loop_programs`` writes nested ``for`` loops (constant, triangular, reversed, strided ranges;
-element and slice reads and writes of arguments and of buffers the function makes; carried
-scalars; reductions; ``break``/``continue``; traced ``if``; loops over a traced array's rows and
-``while`` loops with data tests; float64 and float32 data) and runs them at sizes on both
-sides of the engine's thresholds, under three profiles:
+element and slice reads and writes of arguments and of buffers the function makes, slices
+bounded by loop indices; carried scalars; reductions; ``break``/``continue``; traced ``if``;
+loops over a traced array's rows and ``while`` loops with data tests; float64 and float32
+data) and runs them at sizes on both sides of the engine's thresholds, under four profiles:
 
-* ``shipped``: the constants as shipped, small sizes; the larger ones pass the unroll budget
-  (``loops.UNROLL_NODE_BUDGET`` nodes per loop statement) inside nested loops.
-* ``low``: the thresholds lowered so small programs cross each of them: the unroll budget,
-  ``loops.GUARDED_UNROLL`` (iterations after a traced ``break``), the builtin ``sum``'s
-  unrolled length (``py_builtins.SUM_UNROLL``), the whole-graph op cap
-  (``whole_graph.MAX_OPS``: ``jit_compile`` falls back to fused segments), short written-out
-  reductions (``short_sums.MAX_TERMS``/``MAX_NODES``) and the parallel-sum size
-  (``SUM_PARALLEL_MIN``).
+* ``shipped``: the constants as shipped; sizes on both sides of ``loops.SHORT_RANGE`` (a
+  Python range of at most that many items unrolls, a longer one is one graph loop from its
+  first item), the short ones unrolled inside each other up to the unroll budget.
+* ``low``: the thresholds lowered so small programs cross each of them: ``SHORT_RANGE`` (2:
+  ranges of 3 items and more are graph loops), ``loops.GUARDED_UNROLL`` (iterations after a
+  traced ``break``), the builtin ``sum``'s unrolled length (``py_builtins.SUM_UNROLL``), the
+  whole-graph op cap (``whole_graph.MAX_OPS``: ``jit_compile`` falls back to fused
+  segments), short written-out reductions (``short_sums.MAX_TERMS``/``MAX_NODES``) and the
+  parallel-sum size (``SUM_PARALLEL_MIN``).
+* ``unrolling``: every Python range unrolls first (``SHORT_RANGE`` past any size) and the
+  unroll budget (``loops.UNROLL_NODE_BUDGET``) and ``GUARDED_UNROLL`` are lowered, so loops
+  switch from unrolling to a graph loop part-way, inside nested loops.
 * ``wide``: row loops over long rows at element counts around 2**15 (whole-graph tiles) and
   2**18 (parallel sums, the handover size), constants as shipped.
 
@@ -46,12 +50,12 @@ PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"
 #: Programs per batch (one function, one compile).
 BATCH = 8
 #: Batches per executor and profile in the default run.
-CI_BATCHES = {"shipped": 5, "low": 5, "wide": 2}
+CI_BATCHES = {"shipped": 5, "low": 4, "unrolling": 3, "wide": 2}
 #: Programs per executor of the opt-in slow run (0: not run).
 SLOW_PROGRAMS = int(os.environ.get("KX_LOOP_PROGRAMS", "0"))
 
 #: Sizes per profile: each program's ``n`` cycles through them.
-SIZES = {"shipped": (1, 2, 3, 4, 6, 9), "low": (2, 3, 5, 7)}
+SIZES = {"shipped": (1, 3, 6, 8, 9, 12), "low": (2, 3, 5, 7), "unrolling": (2, 3, 5, 7)}
 #: (rows, columns) of the wide programs: element counts just under and over 2**15 and 2**18.
 WIDE_SHAPES = ((2, 2 ** 14 - 1), (2, 2 ** 14 + 1), (3, 2 ** 18 // 3), (3, 2 ** 18 // 3 + 1))
 
@@ -60,6 +64,7 @@ TOTALS: Counter = Counter()
 
 
 def _low_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(loops, "SHORT_RANGE", 2)
     monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 30)
     monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
     monkeypatch.setattr(py_builtins, "SUM_UNROLL", 2)
@@ -164,6 +169,10 @@ def _profile(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(codegen, "BITWISE_ONLY", True)  # no float sums in fused kernels
     if profile == "low":
         _low_thresholds(monkeypatch)
+    if profile == "unrolling":
+        monkeypatch.setattr(loops, "SHORT_RANGE", 10 ** 9)
+        monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 30)
+        monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
 
 
 @pytest.mark.parametrize("path", list(PATHS))
@@ -187,9 +196,9 @@ SLOW_CHUNK = 48
 
 if SLOW_PROGRAMS:  # opt-in (KX_LOOP_PROGRAMS=3000): collected only when asked for
     @pytest.mark.slow
-    @pytest.mark.parametrize("chunk", range(max(1, SLOW_PROGRAMS // 2 // SLOW_CHUNK)))
+    @pytest.mark.parametrize("chunk", range(max(1, SLOW_PROGRAMS // 3 // SLOW_CHUNK)))
     @pytest.mark.parametrize("path", list(PATHS))
-    @pytest.mark.parametrize("profile", ["shipped", "low"])
+    @pytest.mark.parametrize("profile", ["shipped", "low", "unrolling"])
     def test_many_generated_loop_programs_are_bitwise_numpy(profile, path, chunk, monkeypatch):
         _profile(profile, monkeypatch)
         first = 10_000 + chunk * SLOW_CHUNK
@@ -205,5 +214,5 @@ def test_generated_programs_cover_every_loop_feature():
     assert features >= {"triangular", "negative step", "nested", "element", "slice",
                         "carried scalar", "reduction", "buffer", "traced if", "break",
                         "continue", "np.empty buffer", "rows of a traced array", "traced while",
-                        "float32"}, features
+                        "float32", "traced slice bounds"}, features
 
