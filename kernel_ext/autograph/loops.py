@@ -228,6 +228,11 @@ class TracedRange:
     def item(self, k: Any) -> Any:
         return _weak(self.start + k * self.step)
 
+    def __reversed__(self) -> "TracedRange":
+        """The same items last first (``reversed(range(i))``), as a range again."""
+        return TracedRange(_weak(self.start + (self.count() - 1) * self.step),
+                           self.start - self.step, -self.step)
+
     def _fail(self, *args: Any) -> Any:
         raise NeedsPythonValue(
             f"range() with a traced bound ({self.stop!r}) at {user_frame_description()} has no "
@@ -354,6 +359,12 @@ def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
     if isinstance(iterable, TracedRange):
         _graph_for(loop, iterable.item, iterable.count(), None, weak_index=True)
         return
+    if type(iterable) in _RANGE_ITERATORS and loop.extra_test is None:
+        # ``reversed(range(n))``, ``iter(range(n))``: the range of the items left; without a
+        # ``break`` the loop leaves the iterator exhausted, as Python's would
+        iterable, rest = _items_left(iterable), iterable
+        for _ in rest:
+            pass
     if not is_traced(iterable):
         _python_for(loop, iterable, "" if isinstance(iterable, builtins.range) else
                     f"a Python {type(iterable).__name__}, not a range")
@@ -386,6 +397,18 @@ class _Unrolled:
 
     def __init__(self, count: int, reason: str) -> None:
         self.count, self.reason = count, reason
+
+
+#: The iterator types of a range (``iter(range(n))``, ``reversed(range(n))``; a range past
+#: the C long's limits has its own).
+_RANGE_ITERATORS = (type(iter(builtins.range(0))), type(iter(builtins.range(2 ** 64))))
+
+
+def _items_left(iterator: Any) -> builtins.range:
+    """The range of the items a range iterator has not yielded yet (its pickle form says
+    which range it walks and how far it got)."""
+    _, (walked,), done = iterator.__reduce__()
+    return walked[done:]
 
 
 def _python_for(loop: _Loop, iterable: Any, reason: str = "", already: int = 0) -> None:
@@ -429,7 +452,6 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
         done += consumed
     elif ranged and may_switch:
         done_so_far.reason = done_so_far.reason or f"a range of at most {SHORT_RANGE} items"
-    unrolled = done_so_far
     for item in items:
         done += 1
         go = True if loop.extra_test is None else resolve(loop.extra_test())
@@ -442,7 +464,7 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
             return
         else:
             loop.body(item)
-        unrolled.count += 1
+        done_so_far.count += 1
         if may_switch and (loop.graph_nodes() - start > UNROLL_NODE_BUDGET or
                            guarded >= GUARDED_UNROLL):
             may_switch = False  # one try per loop statement
@@ -454,8 +476,8 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
                 return
             # the try ran ``consumed`` iterations for real (a peeled first one) before its
             # body proved no loop body: go on after them, never run them twice
-            unrolled.count += consumed
-            unrolled.reason = _reason_of(error)
+            done_so_far.count += consumed
+            done_so_far.reason = _reason_of(error)
             for _ in range(consumed):
                 next(items)
             done += consumed
@@ -472,7 +494,8 @@ def _check_cap(loop: _Loop, start: int, keyword: str) -> None:
             "with whole-array NumPy operations, or run this loop outside the kx.function.")
 
 
-def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> tuple[int, BaseException | None]:
+def _range_as_graph_loop(loop: _Loop,
+                         rest: builtins.range) -> tuple[int, BaseException | None]:
     """Try the remaining items of a Python range as one graph loop. Returns ``(len(rest),
     None)`` on success; otherwise how many iterations ran for real before the body proved
     no graph loop body (a peeled first iteration, see :func:`_graph_for`), with the state as

@@ -391,3 +391,34 @@ def test_int_of_a_traced_float_is_an_index_a_python_list_cannot_take():
 
     with pytest.raises(kx.errors.TracedBoolError, match=r"TABLE\[int\(x\[0\] \* 10\)\]"):
         kx.function(pick)(np.array([0.3]))
+
+
+# -- reversed ranges --------------------------------------------------------------------------
+
+def reversed_ranges(U, b):
+    n = b.shape[0]
+    x = np.zeros_like(b)
+    for i in reversed(range(n)):
+        x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        for j in reversed(range(i)):  # a range with a traced bound, reversed
+            U[i, j] += U[i, j + 1] * 0.5
+    return x, U
+
+
+@pytest.mark.parametrize("path", list(PATHS))
+def test_a_reversed_range_is_a_graph_loop_too(path, compiled):
+    for n in (loops.SHORT_RANGE - 2, loops.SHORT_RANGE + 3):
+        f = _check(reversed_ranges, KERNELS[back_substitution][0](n, np.random.default_rng(n)),
+                   PATHS[path])
+    assert all(note.endswith("— a graph loop") for note in f.concrete_functions[-1].loops)
+
+
+def keeps_its_iterator(x):
+    it = reversed(range(x.shape[0]))
+    for i in it:
+        x[i] += i
+    return x, list(it)  # empty: the loop used every item, as in Python
+
+
+def test_a_range_iterator_the_loop_exhausts_is_left_exhausted():
+    _check(keeps_its_iterator, (np.zeros(loops.SHORT_RANGE + 3),), PATHS["numpy"])
