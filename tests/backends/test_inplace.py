@@ -69,11 +69,12 @@ def test_buffer_filled_in_a_double_loop_matches_numpy(path):
 def test_buffer_filled_in_a_loop_is_written_in_place_after_one_copy():
     x = np.random.default_rng(1).standard_normal((300, 2))
     graph = kx.function(pairwise, backend="numpy").get_concrete_function(x).graph
-    writes = setitems(graph)
+    writes = setitems(graph)  # the double loop is two nested graph loops: one write
     plan = plan_inplace(graph, lambda g: [((n,), n.inputs) for n in g.nodes])
-    # every write but the first (the buffer np.zeros made is a constant: copied once)
-    assert len(writes) > 100 and len(plan.writes) == len(writes) - 1
-    assert not plan.entry_copies  # each loop gets a buffer the graph owns and then drops
+    assert writes and all(w in plan.writes for w in writes)
+    # one copy per call: the buffer np.zeros made (a constant) as it enters the outer loop;
+    # the inner loop gets a buffer the graph owns and then drops
+    assert [len(slots) for slots in plan.entry_copies.values()] == [1]
 
 
 def constant_buffer_in_a_traced_loop(x):

@@ -171,7 +171,7 @@ def test_a_graph_too_large_for_one_function_runs_as_fused_segments():
 
     def unrolled(x):
         y = x
-        for _ in range(MAX_OPS // 2 + 10):      # a Python loop: the trace unrolls it
+        for _ in [0] * (MAX_OPS // 2 + 10):      # a Python list: the trace unrolls it
             y = np.tanh(y) * 0.5 + x
         return y
 
