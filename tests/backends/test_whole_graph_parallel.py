@@ -236,14 +236,14 @@ def test_plain_float_sum_classification():
 
 def _power(x, y):
     result = np.eye(x.shape[0], dtype=x.dtype)
-    for _ in range(y):
+    for _ in [0] * y:  # a Python list: unrolled into a chain of products
         result = np.matmul(x, result)
     return result
 
 
 def _right_power(x, y):
     result = np.ones((3, x.shape[0]), dtype=x.dtype)
-    for _ in range(y):
+    for _ in [0] * y:
         result = result @ x
     return result
 
