@@ -4,8 +4,4 @@ Regenerate with ``python benchmarks/realcode.py --write-known`` after a change t
 fixes cases; the test suite fails until a case that now passes is removed here.
 """
 
-KNOWN: dict[tuple[str, str], str] = {
-    ("histogram_by_hand", "auto"): "ERROR",
-    ("histogram_by_hand", "jit"): "ERROR",
-    ("histogram_by_hand", "numpy"): "ERROR",
-}
+KNOWN: dict[tuple[str, str], str] = {}
