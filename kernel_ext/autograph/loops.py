@@ -421,6 +421,14 @@ def _python_for(loop: _Loop, iterable: Any, reason: str = "", already: int = 0) 
         loop.note(unrolled=done.count, reason=done.reason)
 
 
+def _longer_than_short(items: builtins.range) -> bool:
+    """More than :data:`SHORT_RANGE` items (and few enough for an int64 trip count)."""
+    try:
+        return SHORT_RANGE < len(items) < 2 ** 63
+    except OverflowError:  # (more items than a C ssize_t counts: unrolled, up to the cap)
+        return False
+
+
 def _effects_reason(loop: _Loop) -> str:
     effect = loop.opts.get("python_effect")
     return "the body grows a Python container" + (f" ({effect})" if effect else "")
@@ -440,7 +448,7 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
     guarded = 0
     items = iter(iterable)
     done = 0  # items of ``iterable`` consumed so far
-    if may_switch and len(iterable) > SHORT_RANGE:
+    if may_switch and _longer_than_short(iterable):
         may_switch = False  # one try per loop statement
         consumed, error = _range_as_graph_loop(loop, iterable)
         if error is None:
