@@ -449,7 +449,7 @@ def test_python_errors_point_at_the_user_line():
     @kx.function
     def f(x):
         if x > 0:
-            y = int(x)  # the offending line (a float has no exact int in the graph)
+            y = [1.0, 2.0][int(x)]  # the offending line (a list needs a Python int)
         else:
             y = x
         return y
