@@ -306,6 +306,13 @@ class _Loop:
         if ctx is not None and (unrolled or graph_loops):
             ctx.note_loop(self.where, unrolled, graph_loops, reason if unrolled else "")
 
+    def live_names(self) -> list[str] | None:
+        """The names a later statement may read (None: all): what a ``cond`` guarding an
+        iteration must give back; a temporary of the body keeps its value from before."""
+        if not self.dead:
+            return None
+        return [n for i, n in enumerate(self.names) if i not in self.dead]
+
     def graph_nodes(self) -> int:
         ctx = current_context()
         return len(ctx.graph.nodes) if ctx is not None else 0
@@ -466,7 +473,7 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
             if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,
-                    loop.set_state, loop.names)
+                    loop.set_state, loop.names, loop.live_names())
             guarded += 1
         elif not go:
             return
@@ -588,7 +595,8 @@ def _under_cond(loop: _Loop, pred: Any, run: Callable[[], None]) -> None:
             now[i] = v
         loop.set_state(tuple(now))
 
-    if_stmt(pred, run, lambda: None, get, put, [loop.names[i] for i in defined])
+    if_stmt(pred, run, lambda: None, get, put, [loop.names[i] for i in defined],
+            loop.live_names())
 
 
 def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: int | None,
