@@ -38,7 +38,9 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from .codegen import Unsupported, const_source, ctor, literal_value, loop_dtypes, lower
+from . import codegen
+from .codegen import (BLOCK, CHUNK_BLOCKS, Unsupported, const_source, ctor, literal_value,
+                      loop_dtypes, lower)
 from .ufunc_loops import find_loop
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -62,6 +64,7 @@ _REDUCE_LOOPS: dict[OpKind, tuple[np.ufunc, int | None]] = {
     OpKind.SUM: (np.add, None), OpKind.MEAN: (np.add, None),
     OpKind.MAX: (np.maximum, 0), OpKind.MIN: (np.minimum, 0),
 }
+_SUMS = (OpKind.SUM, OpKind.MEAN)
 _ARG_REDUCTIONS = {OpKind.ARGMAX: ">", OpKind.ARGMIN: "<"}
 
 ROW, ROW_SCALAR, FREE = "row", "row scalar", "free"
@@ -238,6 +241,74 @@ def _row_reduce(f, d, x, first, acc, pp, st, dims):
     return acc[0]
 """
 
+# A row's float sum as the fused kernels reduce a row (codegen's ``nd`` kernel): element
+# ``blk + j`` of each block of BLOCK added to float64 lane ``j``, the lanes folded as a
+# halving tree every CHUNK_BLOCKS blocks and at the end, the folds combined through a binary
+# counter (a pairwise cascade), the total added to 0.0. The fused executor (``auto``) and the
+# row tiles sum this way, so every executor of a row-wise graph gives the same bits.
+_LANE_SUM = f"""\
+@_inline
+def _row_lanes(x, wl, cs):
+    n = x.shape[0]
+    if n <= {BLOCK}:
+        # one block: the lanes hold 0.0 + x[j]; the first fold reads them from x
+        w = 1
+        while w < n:
+            w *= 2
+        if w == 1:
+            return 0.0 + ((0.0 + np.float64(x[0])) + 0.0)
+        w //= 2
+        for l in range(n - w):
+            wl[l] = (0.0 + np.float64(x[l])) + (0.0 + np.float64(x[l + w]))
+        for l in range(n - w, w):
+            wl[l] = 0.0 + np.float64(x[l])
+        while w > 1:
+            w //= 2
+            for l in range(w):
+                wl[l] = wl[l] + wl[l + w]
+        return 0.0 + (wl[0] + 0.0)
+    for l in range({BLOCK}):
+        wl[l] = 0.0
+    nb = 0
+    nc = 0
+    used = 0
+    for blk in range(0, n, {BLOCK}):
+        m = min({BLOCK}, n - blk)
+        for j in range(m):
+            wl[j] = wl[j] + np.float64(x[blk + j])
+        nb += 1
+        used = max(used, m)
+        if nb == {CHUNK_BLOCKS} or blk + m >= n:
+            w = 1
+            while w < used:
+                w *= 2
+            while w > 1:
+                w //= 2
+                for l in range(min(w, used - w)):
+                    wl[l] = wl[l] + wl[l + w]
+            r = wl[0]
+            for l in range(used):
+                wl[l] = 0.0
+            c = nc
+            lvl = 0
+            while c & 1:
+                r = cs[lvl] + r
+                lvl += 1
+                c >>= 1
+            cs[lvl] = r
+            nc += 1
+            nb = 0
+            used = 0
+    r = 0.0
+    lvl = 0
+    while nc:
+        if nc & 1:
+            r = cs[lvl] + r
+        lvl += 1
+        nc >>= 1
+    return 0.0 + r
+"""
+
 # NumPy's unary inner loop ``f`` over a row: ``out[:] = f(x)``
 _MAP = """\
 @_inline
@@ -282,6 +353,7 @@ class _RowWriter:
         self.pending: list[Node] = []     # buffered inline row nodes not yet computed
         self.loops: dict[tuple, int] = {}
         self.done: set[Node] = set()      # buffered row nodes computed earlier in the row
+        self.lane_buffers: set[str] = set()
         w.helpers["_row_reduce"] = _REDUCE
         w.helpers["_row_map"] = _MAP
         for name in ("pp", "st", "dims"):
@@ -401,6 +473,10 @@ class _RowWriter:
             name = op.value[3:]
             self.w.helpers[f"_row_arg{name}"] = _ARG.format(name=name, cmp=_ARG_REDUCTIONS[op])
             self.lines.append(f"{ind}{t} = _row_arg{name}({x})")
+        elif op in _SUMS and not codegen.BITWISE_ONLY:
+            self.lanes(x, t, ind)
+            if op is OpKind.SUM:  # (a mean divides the float64 total, below)
+                self.lines.append(f"{ind}{t} = {self.ct}({t})")
         else:
             ufunc, start = _REDUCE_LOOPS[op]
             acc = f"{self.px}acc"
@@ -408,11 +484,24 @@ class _RowWriter:
             loop = self.loop(ufunc, (self.plan.dtype,) * 3)
             self.lines.append(f"{ind}{t} = _row_reduce({loop}, {x}, {0 if start is None else 1}"
                               f", {acc}, {self.scratch})")
-            if op is OpKind.MEAN:
-                # np.mean: true_divide(sum, intp(w)): a float64 quotient, rounded to the dtype
-                self.lines.append(f"{ind}{t} = {self.ct}(np.float64({t}) / "
-                                  f"np.float64({self.plan.width}))")
+        if op is OpKind.MEAN:
+            # a float64 quotient rounded to the dtype: the fused kernels' mean, and np.mean's
+            # (true_divide(sum, intp(w)))
+            self.lines.append(f"{ind}{t} = {self.ct}(np.float64({t}) / "
+                              f"np.float64({self.plan.width}))")
         self.names[node] = t
+
+    def lanes(self, x: str, t: str, ind: str) -> None:
+        """A float sum or mean of row ``x`` into ``t`` as the fused kernels compute it
+        (:data:`_LANE_SUM`): a float64 total, divided by the row length for a mean, rounded
+        to the dtype."""
+        self.w.helpers["_row_lanes"] = _LANE_SUM
+        wl, cs = f"{self.px}wl", f"{self.px}cs"
+        if wl not in self.lane_buffers:
+            self.lane_buffers.add(wl)
+            self.w.scratch_lines.append(f"    {wl} = np.empty({BLOCK}, np.float64)")
+            self.w.scratch_lines.append(f"    {cs} = np.empty(64, np.float64)")
+        self.lines.append(f"{ind}{t} = _row_lanes({x}, {wl}, {cs})")
 
     def scalar_operand(self, a: Any) -> str:
         if not isinstance(a, Node):
