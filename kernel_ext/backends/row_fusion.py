@@ -8,26 +8,28 @@ as one loop over the rows (XLA's row fusion): for each row, its reductions becom
 locals, and its elementwise stages inner loops over that row's few buffers of ``w`` elements,
 which stay in L1. Nothing of size ``n * w`` is made but the outputs.
 
-Exactness is NumPy's own, bit for bit (the row tiles of :func:`~.whole_graph.row_tiling` sum
-float32 in float64 lanes instead, within the documented float-sum bound):
+Every executor of such a graph gives the same bits (the fused executor that serves
+``auto`` until tiering moves it here, the compiled function's fallback, the row tiles of
+:func:`~.whole_graph.row_tiling`), and NumPy's within the documented float-sum bound:
 
-* a row's sum, mean, max or min is NumPy's own ``add``/``maximum``/``minimum`` inner loop,
-  called on the row as ``np.sum(..., axis=-1)`` calls it for each row of the C-ordered
-  temporary it makes (the reduce form, output stride 0): ``add`` sums pairwise in the dtype
-  (float32 in float32), from ``+0.0``; ``maximum``/``minimum`` start from the row's first
-  element, as NumPy's reductions without an identity do. A mean divides the sum by ``w`` in
-  float64 and rounds to the dtype, as ``np.mean``'s ``true_divide(sum, intp(w))`` does;
+* a row's float sum or mean adds the row as the fused kernels do (``_LANE_SUM``: float64
+  lanes folded as a halving tree, so float32 rows sum in float64), a mean dividing the
+  float64 total by ``w`` before it rounds to the dtype (``np.mean``'s ``true_divide(sum,
+  intp(w))``); with :data:`~.codegen.BITWISE_ONLY` it is NumPy's own ``add`` loop instead,
+  called on the row as ``np.sum(..., axis=-1)`` calls it (pairwise, in the dtype);
+* a row's max or min is NumPy's own ``maximum``/``minimum`` loop in its reduce form, from
+  the row's first element, as NumPy's reductions without an identity start;
 * ``exp``, ``log``, ``sqrt``, ``tanh``, ... (ops with ``kernel_loop``) call NumPy's own loop
   on the row's buffer (its SIMD code, same bits); ``+ - * /``, ``maximum``/``minimum`` and
   ``square`` are written inline, as the fused kernels write them;
 * ``argmax``/``argmin`` are the first NaN, else the first extreme, as NumPy answers.
 
-NumPy sums rows in that order when each row of the arguments is unit-stride and the rows do
-not overlap (so its temporaries are C-ordered); other layouts, sizes other than the traced
-ones, and graphs with anything else (other ops, dtypes other than one float dtype, a negated
-operand LLVM may fold into another NaN sign, fast math) are not row-fused: the call signals a
-rerun by the fused executor, or the graph keeps the row tiles. The rows run on one thread: at
-``w`` of about 1000 the loop is bound by NumPy's ``exp`` loop and memory, not by a core.
+Row arguments must have unit-stride rows that do not overlap (NumPy's temporaries are then
+C-ordered); other layouts and sizes other than the traced ones signal a rerun by the fused
+executor. Graphs with anything else (other ops, dtypes other than one float dtype, a negated
+operand LLVM may fold into another NaN sign, fast math) are not row-fused: they keep the row
+tiles or the whole-graph segments. The rows run on one thread (the loop is not split over
+the worker pool of :mod:`.parallel`).
 """
 
 from __future__ import annotations
