@@ -15,8 +15,8 @@ Every executor of such a graph gives the same bits (the fused executor that serv
 * a row's float sum or mean adds the row as the fused kernels do (``_LANE_SUM``: float64
   lanes folded as a halving tree, so float32 rows sum in float64), a mean dividing the
   float64 total by ``w`` before it rounds to the dtype (``np.mean``'s ``true_divide(sum,
-  intp(w))``); with :data:`~.codegen.BITWISE_ONLY` it is NumPy's own ``add`` loop instead,
-  called on the row as ``np.sum(..., axis=-1)`` calls it (pairwise, in the dtype);
+  intp(w))``). (With :data:`~.codegen.BITWISE_ONLY` no float reduction reaches the compiled
+  function at all.)
 * a row's max or min is NumPy's own ``maximum``/``minimum`` loop in its reduce form, from
   the row's first element, as NumPy's reductions without an identity start;
 * ``exp``, ``log``, ``sqrt``, ``tanh``, ... (ops with ``kernel_loop``) call NumPy's own loop
@@ -40,7 +40,6 @@ from typing import Any, Callable, Protocol
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from . import codegen
 from .codegen import (BLOCK, CHUNK_BLOCKS, Unsupported, const_source, ctor, literal_value,
                       loop_dtypes, lower)
 from .ufunc_loops import find_loop
@@ -59,13 +58,9 @@ _INLINE: dict[OpKind, Callable[[list[str]], str]] = {
     OpKind.MINIMUM: lambda o: f"({o[0]} if ({o[0]} < {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})",
 }
 
-#: Row reductions: the NumPy loop of the reduce form, and the element the result starts from
-#: (``None``: ``+0.0``, the identity NumPy's ``add`` reduction starts from; ``0``: the row's
-#: first element, reduced with the rest, as reductions without an identity do).
-_REDUCE_LOOPS: dict[OpKind, tuple[np.ufunc, int | None]] = {
-    OpKind.SUM: (np.add, None), OpKind.MEAN: (np.add, None),
-    OpKind.MAX: (np.maximum, 0), OpKind.MIN: (np.minimum, 0),
-}
+#: Row max/min: the NumPy loop called in its reduce form, from the row's first element (as
+#: NumPy's reductions without an identity start) over the rest. Sums and means: _LANE_SUM.
+_REDUCE_LOOPS: dict[OpKind, np.ufunc] = {OpKind.MAX: np.maximum, OpKind.MIN: np.minimum}
 _SUMS = (OpKind.SUM, OpKind.MEAN)
 _ARG_REDUCTIONS = {OpKind.ARGMAX: ">", OpKind.ARGMIN: "<"}
 
@@ -210,7 +205,7 @@ def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
         if op in _ARG_REDUCTIONS:
             if np.dtype(node.dtype) != np.dtype(np.intp):
                 raise Unsupported("argmax of another dtype")
-        elif op not in _REDUCE_LOOPS or np.dtype(node.dtype) != dt:
+        elif (op not in _REDUCE_LOOPS and op not in _SUMS) or np.dtype(node.dtype) != dt:
             raise Unsupported(f"reduction {op.value}")
         if shape not in ((nrows,), (nrows, 1)):
             raise Unsupported("a reduction of another shape")
@@ -397,8 +392,8 @@ class _RowWriter:
             w.signal(lines, "    ", f"{name}.shape != {p.aval.shape!r}")
             if plan.kinds[p] == ROW and width > 1:
                 # rows NumPy sums pairwise: unit-stride, one after another (C-ordered temps)
-                w.signal(lines, "    ", f"{name}.strides[1] != {item} or ({n} > 1 and "
-                                       f"{name}.strides[0] < {width * item})")
+                w.signal(lines, "    ", f"{n} > 0 and ({name}.strides[1] != {item} or "
+                                       f"({n} > 1 and {name}.strides[0] < {width * item}))")
         outs: list[tuple[str, bool]] = []
         out_names: dict[Node, str] = {}
         for o in graph.outputs:
@@ -475,17 +470,15 @@ class _RowWriter:
             name = op.value[3:]
             self.w.helpers[f"_row_arg{name}"] = _ARG.format(name=name, cmp=_ARG_REDUCTIONS[op])
             self.lines.append(f"{ind}{t} = _row_arg{name}({x})")
-        elif op in _SUMS and not codegen.BITWISE_ONLY:
+        elif op in _SUMS:
             self.lanes(x, t, ind)
             if op is OpKind.SUM:  # (a mean divides the float64 total, below)
                 self.lines.append(f"{ind}{t} = {self.ct}({t})")
         else:
-            ufunc, start = _REDUCE_LOOPS[op]
             acc = f"{self.px}acc"
-            self.lines.append(f"{ind}{acc}[0] = " + (f"{x}[0]" if start == 0 else "0"))
-            loop = self.loop(ufunc, (self.plan.dtype,) * 3)
-            self.lines.append(f"{ind}{t} = _row_reduce({loop}, {x}, {0 if start is None else 1}"
-                              f", {acc}, {self.scratch})")
+            self.lines.append(f"{ind}{acc}[0] = {x}[0]")
+            loop = self.loop(_REDUCE_LOOPS[op], (self.plan.dtype,) * 3)
+            self.lines.append(f"{ind}{t} = _row_reduce({loop}, {x}, 1, {acc}, {self.scratch})")
         if op is OpKind.MEAN:
             # a float64 quotient rounded to the dtype: the fused kernels' mean, and np.mean's
             # (true_divide(sum, intp(w)))

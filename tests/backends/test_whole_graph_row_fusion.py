@@ -21,7 +21,7 @@ import pytest
 import kernel_ext as kx
 from kernel_ext import backends
 from kernel_ext.ir import OpKind
-from kernel_ext.backends import codegen, row_fusion, tiering, whole_graph
+from kernel_ext.backends import row_fusion, tiering, whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
 
 F32, F64 = np.float32, np.float64
@@ -219,16 +219,6 @@ def test_row_max_min_argmax_and_elementwise_work_are_numpy_bitwise(rows, cols, d
     _bits(_no_fallback(fn, x, g), want)
     assert not np.shares_memory(x, fn(x, g)[0])  # the caller's arguments untouched
     _bits((x, g), _args(rows, cols, dtype)[:2], "arguments after the call")
-
-
-def test_with_bitwise_only_row_sums_are_numpys_own(monkeypatch):
-    monkeypatch.setattr(codegen, "BITWISE_ONLY", True)
-    for rows, cols, dtype in [(3, 7, F32), (65, 129, F32), (4, 1000, F64)]:
-        args = _args(rows, cols, dtype)
-        fn = _compiled(_w10, *args)
-        assert "_row_lanes" not in _row_loop(_source(fn, *args))
-        with np.errstate(all="ignore"):
-            _bits(_no_fallback(fn, *args), _w10(*args), f"{rows}x{cols} {dtype.__name__}")
 
 
 def test_a_strided_argument_reruns_on_the_fused_executor():
