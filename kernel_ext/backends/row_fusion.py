@@ -115,10 +115,12 @@ def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
         aval = n.aval
         if aval is None or isinstance(aval, tuple) or aval.shape is None or None in aval.shape:
             return None
-    mats = [n for n in graph.inputs if len(n.aval.shape) == 2]
-    if not mats:
+    out0 = graph.outputs[0].aval.shape
+    # the rows: those of every output, and of some 2-d argument
+    first = next((n for n in graph.inputs if len(n.aval.shape) == 2 and out0 and
+                  n.aval.shape[0] == out0[0]), None)
+    if first is None:
         return None
-    first = max(mats, key=lambda n: n.aval.shape[0])
     nrows, width = first.aval.shape
     dt = np.dtype(first.dtype)
     if width == 0 or dt not in _FLOATS:

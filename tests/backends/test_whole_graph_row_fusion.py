@@ -60,7 +60,7 @@ def _no_sums(x, g):
     """Row max, min and argmax with elementwise work around them: no float sum."""
     m = np.max(x, axis=1, keepdims=True)
     y = (x - m) * g
-    return y, np.min(y, axis=1), np.argmax(y, axis=1), np.exp(x - m)
+    return y, np.min(y, axis=1), np.argmax(y, axis=1), np.exp(x - m), m
 
 
 def _args(rows: int, cols: int, dtype) -> tuple:
@@ -208,17 +208,22 @@ def test_the_row_loop_equals_the_compiled_function_without_it_and_numpy(
                 _bits(a, w, "argmin")
 
 
-@pytest.mark.parametrize("rows, cols, dtype", [(65, 1, F64), (7, 8, F32), (66, 129, F64),
-                                               (0, 9, F32), (9, 1025, F32)])
-def test_row_max_min_argmax_and_elementwise_work_are_numpy_bitwise(rows, cols, dtype):
+# g as a row of columns, a (1, w) array or a 0-d array (a scalar broadcast everywhere)
+@pytest.mark.parametrize("rows, cols, dtype, g_shape", [
+    (65, 1, F64, (-1,)), (7, 8, F32, (1, -1)), (66, 129, F64, ()), (0, 9, F32, (1, -1)),
+    (9, 1025, F32, (-1,))])
+def test_row_max_min_argmax_and_elementwise_work_are_numpy_bitwise(rows, cols, dtype, g_shape):
     x, g, _ = _args(rows, cols, dtype)
+    g = g[:1].reshape(()) if g_shape == () else g.reshape(g_shape)
     fn = _compiled(_no_sums, x, g)
     _row_loop(_source(fn, x, g))
     with np.errstate(all="ignore"):
         want = _no_sums(x, g)
     _bits(_no_fallback(fn, x, g), want)
     assert not np.shares_memory(x, fn(x, g)[0])  # the caller's arguments untouched
-    _bits((x, g), _args(rows, cols, dtype)[:2], "arguments after the call")
+    x0, g0, _ = _args(rows, cols, dtype)
+    _bits((x, g), (x0, g0[:1].reshape(()) if g_shape == () else g0.reshape(g_shape)),
+          "arguments after the call")
 
 
 def test_a_strided_argument_reruns_on_the_fused_executor():
