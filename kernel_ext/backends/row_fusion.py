@@ -393,7 +393,8 @@ class _RowWriter:
                 continue
             w.signal(lines, "    ", f"{name}.shape != {p.aval.shape!r}")
             if plan.kinds[p] == ROW and width > 1:
-                # rows NumPy sums pairwise: unit-stride, one after another (C-ordered temps)
+                # rows as NumPy's temporaries hold them (unit-stride, one after another);
+                # other layouts rerun on the fused executor, which gives the same bits
                 w.signal(lines, "    ", f"{n} > 0 and ({name}.strides[1] != {item} or "
                                        f"({n} > 1 and {name}.strides[0] < {width * item}))")
         outs: list[tuple[str, bool]] = []
