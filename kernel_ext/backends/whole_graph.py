@@ -53,6 +53,7 @@ from .fused import compile_fused
 from .inplace import InplacePlan, Step, plan_inplace
 from .numpy_backend import Namer, Scope, access_expr, output_expr
 from .parallel import SUM_PARALLEL_MIN
+from .row_fusion import emit_row_fusion, plan_row_fusion
 from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop
 from .whole_graph_ops import RULES as _OP_RULES
@@ -282,8 +283,13 @@ class _GraphWriter:
             self.param_nodes.append(node)
             env[node] = _Val(name, node.aval.shape == (), False)
         body: list[str] = []
-        tiling = row_tiling(self.graph)
-        if tiling is None:
+        fused = plan_row_fusion(self.graph, self.fast_math)
+        tiling = None if fused is not None else row_tiling(self.graph)
+        if fused is not None:  # one loop over rows (row_fusion.py)
+            names = {n: (v.name, v.scalar) for n, v in env.items()}
+            outs = [_Val(t, scalar, True)
+                    for t, scalar in emit_row_fusion(fused, self.graph, self, names, body)]
+        elif tiling is None:
             outs = self.emit_graph(self.graph, env, body, "    ")
         else:
             outs = self._emit_tiled(tiling, env, body)
@@ -1727,7 +1733,7 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     # sweeps): the executor took 2.7-5.9x the hand loop's time, the compiled function
     # 1.0-1.4x; W13 (k-means step): the executor 0.7x NumPy's time, the compiled one 0.12x.
     keep = compiled is not graph or _holds(graph, _COMPILED_BETTER) or \
-        row_tiling(compiled) is not None
+        row_tiling(compiled) is not None or plan_row_fusion(compiled, fast_math) is not None
     handover = None if keep else whole_graph_handover(sizes)
     graph = compiled
     writer = _GraphWriter(graph, fast_math, _written_back(graph, tree))

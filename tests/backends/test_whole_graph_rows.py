@@ -23,8 +23,10 @@ from kernel_ext.backends.sharing import SharedExecutables
 @pytest.fixture(autouse=True)
 def unshared(monkeypatch):
     """No executor shared with a trace of another size (a shared one is compiled from a graph
-    with unknown sizes, which never runs in tiles)."""
+    with unknown sizes, which never runs in tiles), and no row fusion (graphs it takes run as
+    one loop over rows instead of tiles: tests/backends/test_whole_graph_row_fusion.py)."""
     monkeypatch.setattr(backends, "SHARED", SharedExecutables())
+    monkeypatch.setattr(whole_graph, "plan_row_fusion", lambda graph, fast_math=False: None)
 
 
 def _softmax_norm(x, g, b):

@@ -1,0 +1,565 @@
+"""Row fusion for ``jit_compile=True``: row-wise work as one loop over rows, one row at a time.
+
+Softmax, layer norm, log-softmax, row normalisation, a row's argmax: a graph whose every
+value is either a row array ``(n, w)`` computed elementwise, a reduction of one along its last
+axis (a *row scalar*, ``(n,)`` or ``(n, 1)``), or *row-free* (an argument of rank 0, ``(w,)``
+or ``(1, w)``: ``g`` and ``b`` of a layer norm, broadcast over every row). Such a graph runs
+as one loop over the rows (XLA's row fusion): for each row, its reductions become scalar
+locals, and its elementwise stages inner loops over that row's few buffers of ``w`` elements,
+which stay in L1. Nothing of size ``n * w`` is made but the outputs.
+
+Every executor of such a graph gives the same bits (the fused executor that serves
+``auto`` until tiering moves it here, the compiled function's fallback, the row tiles of
+:func:`~.whole_graph.row_tiling`), and NumPy's within the documented float-sum bound:
+
+* a row's float sum or mean adds the row as the fused kernels do (``_LANE_SUM``: float64
+  lanes folded as a halving tree, so float32 rows sum in float64), a mean dividing the
+  float64 total by ``w`` before it rounds to the dtype (``np.mean``'s ``true_divide(sum,
+  intp(w))``). (With :data:`~.codegen.BITWISE_ONLY` no float reduction reaches the compiled
+  function at all.)
+* a row's max or min is NumPy's own ``maximum``/``minimum`` loop in its reduce form, from
+  the row's first element, as NumPy's reductions without an identity start;
+* ``exp``, ``log``, ``sqrt``, ``tanh``, ... (ops with ``kernel_loop``) call NumPy's own loop
+  on the row's buffer (its SIMD code, same bits); ``+ - * /``, ``maximum``/``minimum`` and
+  ``square`` are written inline, as the fused kernels write them;
+* ``argmax``/``argmin`` are the first NaN, else the first extreme, as NumPy answers.
+
+Row arguments must have unit-stride rows that do not overlap (NumPy's temporaries are then
+C-ordered); other layouts and sizes other than the traced ones signal a rerun by the fused
+executor. Graphs with anything else (other ops, dtypes other than one float dtype, a negated
+operand LLVM may fold into another NaN sign, fast math) are not row-fused: they keep the row
+tiles or the whole-graph segments. The rows run on one thread (the loop is not split over
+the worker pool of :mod:`.parallel`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Protocol
+
+import numpy as np
+
+from ..ir import Graph, Node, OpGroup, OpKind
+from .codegen import (BLOCK, CHUNK_BLOCKS, Unsupported, const_source, ctor, literal_value,
+                      loop_dtypes, lower)
+from .ufunc_loops import find_loop
+
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+#: Elementwise ops written inline (float operands, one dtype): template over operand texts.
+_INLINE: dict[OpKind, Callable[[list[str]], str]] = {
+    OpKind.ADD: lambda o: f"({o[0]} + {o[1]})",
+    OpKind.SUBTRACT: lambda o: f"({o[0]} - {o[1]})",
+    OpKind.MULTIPLY: lambda o: f"({o[0]} * {o[1]})",
+    OpKind.DIVIDE: lambda o: f"({o[0]} / {o[1]})",
+    OpKind.SQUARE: lambda o: f"({o[0]} * {o[0]})",
+    # NaN of either side wins; a tie returns the second operand (NumPy's maximum/minimum)
+    OpKind.MAXIMUM: lambda o: f"({o[0]} if ({o[0]} > {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})",
+    OpKind.MINIMUM: lambda o: f"({o[0]} if ({o[0]} < {o[1]}) | ({o[0]} != {o[0]}) else {o[1]})",
+}
+
+#: Row max/min: the NumPy loop called in its reduce form, from the row's first element (as
+#: NumPy's reductions without an identity start) over the rest. Sums and means: _LANE_SUM.
+_REDUCE_LOOPS: dict[OpKind, np.ufunc] = {OpKind.MAX: np.maximum, OpKind.MIN: np.minimum}
+_SUMS = (OpKind.SUM, OpKind.MEAN)
+_ARG_REDUCTIONS = {OpKind.ARGMAX: ">", OpKind.ARGMIN: "<"}
+
+ROW, ROW_SCALAR, FREE = "row", "row scalar", "free"
+
+
+class Writer(Protocol):
+    """What row fusion needs of the whole-graph writer (:class:`~.whole_graph._GraphWriter`)."""
+
+    loop_args: list[tuple[int, int]]
+    scratch_lines: list[str]
+    helpers: dict[str, str]
+
+    def fresh(self, prefix: str = "t") -> str: ...
+
+    def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
+
+
+@dataclass
+class RowPlan:
+    """A row-fusable graph: its rows, row length, dtype and what each node is."""
+
+    nrows: int
+    width: int
+    dtype: np.dtype
+    kinds: dict[Node, str]
+    #: row nodes kept in a row buffer (read by a reduction, a NumPy loop, or more than once)
+    buffered: set[Node] = field(default_factory=set)
+
+
+def _axis_last(node: Node, rank: int) -> bool:
+    axis = node.attrs.get("axis")
+    if isinstance(axis, tuple) and len(axis) == 1:
+        axis = axis[0]
+    return isinstance(axis, (int, np.integer)) and int(axis) % rank == rank - 1
+
+
+def _negative(v: Any) -> bool:
+    """A literal LLVM may fold a product or quotient with into a negation (``x * -1.0``)."""
+    try:
+        return bool(np.signbit(v))
+    except TypeError:
+        return True
+
+
+def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
+    """The :class:`RowPlan` of ``graph`` when it is row-wise work this module compiles (at
+    least one reduction along the rows, static shapes, one float dtype), else None."""
+    if fast_math or not graph.outputs:
+        return None
+    for n in graph.nodes:
+        aval = n.aval
+        if aval is None or isinstance(aval, tuple) or aval.shape is None or None in aval.shape:
+            return None
+    out0 = graph.outputs[0].aval.shape
+    # the rows: those of every output, and of some 2-d argument
+    first = next((n for n in graph.inputs if len(n.aval.shape) == 2 and out0 and
+                  n.aval.shape[0] == out0[0]), None)
+    if first is None:
+        return None
+    nrows, width = first.aval.shape
+    dt = np.dtype(first.dtype)
+    if width == 0 or dt not in _FLOATS:
+        return None
+    kinds: dict[Node, str] = {}
+    uses: dict[Node, list[Node]] = {}
+    reduces = False
+    try:
+        for node in graph.nodes:
+            for a in node.inputs:
+                uses.setdefault(a, []).append(node)
+            kinds[node] = _kind_of(node, kinds, nrows, width, dt)
+            reduces |= node.op.group is OpGroup.REDUCTION
+    except (Unsupported, KeyError, TypeError, ValueError):
+        return None
+    outs = graph.outputs
+    if not reduces or len(set(outs)) != len(outs) or \
+            any(kinds[o] == FREE or o.op is OpKind.PLACEHOLDER for o in outs):
+        return None
+    plan = RowPlan(nrows, width, dt, kinds)
+    for node, users in uses.items():
+        if kinds.get(node) != ROW or node.op is OpKind.PLACEHOLDER:
+            continue
+        if _loop_op(node) or len(users) > 1 or \
+                any(u.op.group is OpGroup.REDUCTION or _loop_op(u) for u in users):
+            plan.buffered.add(node)
+    return plan
+
+
+def _loop_op(node: Node) -> bool:
+    return node.op.group is OpGroup.ELEMENTWISE and node.op not in _INLINE
+
+
+def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
+             dt: np.dtype) -> str:
+    """ROW, ROW_SCALAR or FREE for ``node``, or Unsupported when it is none of them."""
+    op, shape = node.op, node.aval.shape
+    size1 = int(np.prod(shape)) == 1
+    if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
+        if op is OpKind.CONSTANT and (shape != () or np.dtype(node.dtype).kind not in "biuf"):
+            raise Unsupported("a constant array")
+        if shape == (nrows, width) and op is OpKind.PLACEHOLDER:
+            if np.dtype(node.dtype) != dt:
+                raise Unsupported("another dtype")
+            return ROW
+        if shape in ((), (width,), (1, width)) or size1:
+            return FREE
+        raise Unsupported("an argument of another shape")
+    args = [a for a in node.args if isinstance(a, Node)]
+    arg_kinds = [kinds[a] for a in args]
+    if op.group is OpGroup.ELEMENTWISE:
+        ins, out = loop_dtypes(node)
+        if any(d != dt for d in ins) or out != dt or np.dtype(node.dtype) != dt:
+            raise Unsupported("mixed dtypes")
+        if op not in _INLINE:
+            low = lower(node, "cpu")
+            if low.call is None or len(node.args) != 1 or find_loop(*low.call) is None:
+                raise Unsupported(f"{op.value} is not a NumPy loop call")
+        elif op in (OpKind.MULTIPLY, OpKind.DIVIDE):
+            for a in node.args:
+                if not isinstance(a, Node) and _negative(a):
+                    raise Unsupported("a negative literal factor")
+                if isinstance(a, Node) and a.op is OpKind.CONSTANT and \
+                        _negative(a.attrs["value"]):
+                    raise Unsupported("a negative constant factor")
+        if ROW in arg_kinds:
+            if shape != (nrows, width):
+                raise Unsupported("a row op of another shape")
+            for a, k in zip(args, arg_kinds):
+                if k == ROW_SCALAR and a.aval.shape != (nrows, 1):
+                    raise Unsupported("a row scalar without its column axis")
+            return ROW
+        if ROW_SCALAR in arg_kinds:
+            for a, k in zip(args, arg_kinds):
+                if (k == ROW_SCALAR and a.aval.shape != shape) or \
+                        (k == FREE and int(np.prod(a.aval.shape)) != 1):
+                    raise Unsupported("a row scalar op of another shape")
+            return ROW_SCALAR
+        raise Unsupported("row-free work")
+    if op.group is OpGroup.REDUCTION:
+        if len(node.args) != 1 or arg_kinds != [ROW] or not _axis_last(node, 2) or \
+                set(node.params) - {"axis", "keepdims"}:
+            raise Unsupported("not a reduction along the rows")
+        if op in _ARG_REDUCTIONS:
+            if np.dtype(node.dtype) != np.dtype(np.intp):
+                raise Unsupported("argmax of another dtype")
+        elif (op not in _REDUCE_LOOPS and op not in _SUMS) or np.dtype(node.dtype) != dt:
+            raise Unsupported(f"reduction {op.value}")
+        if shape not in ((nrows,), (nrows, 1)):
+            raise Unsupported("a reduction of another shape")
+        return ROW_SCALAR
+    if op in (OpKind.GETITEM, OpKind.EXPAND_DIMS) and arg_kinds == [ROW_SCALAR] and \
+            len(node.args) == 1 and node.args[0].aval.shape == (nrows,) and \
+            shape == (nrows, 1):
+        if op is OpKind.EXPAND_DIMS and int(node.attrs["axis"]) not in (1, -1):
+            raise Unsupported("expand_dims before the rows")
+        if op is OpKind.GETITEM and tuple(node.attrs["index"]) not in (
+                (slice(None), None), (Ellipsis, None)):
+            raise Unsupported("an index other than [:, None]")
+        return ROW_SCALAR
+    raise Unsupported(f"op {op.value}")
+
+
+# NumPy's inner loop ``f`` called as a reduction calls it on one row: ``acc[0] op= x[first:]``
+# (output and first input the accumulator, stride 0).
+_REDUCE = """\
+@_inline
+def _row_reduce(f, d, x, first, acc, pp, st, dims):
+    pp[0] = acc.ctypes.data
+    pp[1] = x.ctypes.data + first * x.strides[0]
+    pp[2] = acc.ctypes.data
+    st[0] = 0
+    st[1] = x.strides[0]
+    st[2] = 0
+    dims[0] = x.shape[0] - first
+    _call_loop(f, pp.ctypes.data, dims.ctypes.data, st.ctypes.data, d)
+    return acc[0]
+"""
+
+# A row's float sum as the fused kernels reduce a row (codegen's ``nd`` kernel): element
+# ``blk + j`` of each block of BLOCK added to float64 lane ``j``, the lanes folded as a
+# halving tree every CHUNK_BLOCKS blocks and at the end, the folds combined through a binary
+# counter (a pairwise cascade), the total added to 0.0. The fused executor (``auto``) and the
+# row tiles sum this way, so every executor of a row-wise graph gives the same bits.
+_LANE_SUM = f"""\
+@_inline
+def _row_lanes(x, wl, cs):
+    n = x.shape[0]
+    if n <= {BLOCK}:
+        # one block: the lanes hold 0.0 + x[j]; the first fold reads them from x
+        w = 1
+        while w < n:
+            w *= 2
+        if w == 1:
+            return 0.0 + ((0.0 + np.float64(x[0])) + 0.0)
+        w //= 2
+        for l in range(n - w):
+            wl[l] = (0.0 + np.float64(x[l])) + (0.0 + np.float64(x[l + w]))
+        for l in range(n - w, w):
+            wl[l] = 0.0 + np.float64(x[l])
+        while w > 1:
+            w //= 2
+            for l in range(w):
+                wl[l] = wl[l] + wl[l + w]
+        return 0.0 + (wl[0] + 0.0)
+    for l in range({BLOCK}):
+        wl[l] = 0.0
+    nb = 0
+    nc = 0
+    used = 0
+    for blk in range(0, n, {BLOCK}):
+        m = min({BLOCK}, n - blk)
+        for j in range(m):
+            wl[j] = wl[j] + np.float64(x[blk + j])
+        nb += 1
+        used = max(used, m)
+        if nb == {CHUNK_BLOCKS} or blk + m >= n:
+            w = 1
+            while w < used:
+                w *= 2
+            while w > 1:
+                w //= 2
+                for l in range(min(w, used - w)):
+                    wl[l] = wl[l] + wl[l + w]
+            r = wl[0]
+            for l in range(used):
+                wl[l] = 0.0
+            c = nc
+            lvl = 0
+            while c & 1:
+                r = cs[lvl] + r
+                lvl += 1
+                c >>= 1
+            cs[lvl] = r
+            nc += 1
+            nb = 0
+            used = 0
+    r = 0.0
+    lvl = 0
+    while nc:
+        if nc & 1:
+            r = cs[lvl] + r
+        lvl += 1
+        nc >>= 1
+    return 0.0 + r
+"""
+
+# NumPy's unary inner loop ``f`` over a row: ``out[:] = f(x)``
+_MAP = """\
+@_inline
+def _row_map(f, d, x, out, pp, st, dims):
+    pp[0] = x.ctypes.data
+    pp[1] = out.ctypes.data
+    st[0] = x.strides[0]
+    st[1] = out.strides[0]
+    dims[0] = x.shape[0]
+    _call_loop(f, pp.ctypes.data, dims.ctypes.data, st.ctypes.data, d)
+"""
+
+# argmax/argmin of one non-empty row: the first NaN if there is one, else the first extreme
+_ARG = """\
+@_inline
+def _row_arg{name}(x):
+    best = x[0]
+    k = 0
+    if best != best:
+        return np.int64(0)
+    for j in range(1, x.shape[0]):
+        v = x[j]
+        if v != v:
+            return np.int64(j)
+        if v {cmp} best:
+            best = v
+            k = j
+    return np.int64(k)
+"""
+
+
+class _RowWriter:
+    """Emits the row loop of one :class:`RowPlan` into the whole-graph function."""
+
+    def __init__(self, plan: RowPlan, w: Writer, env: dict[Node, tuple[str, bool]],
+                 lines: list[str]) -> None:
+        self.plan, self.w, self.lines = plan, w, lines
+        self.env = env                    # placeholders: (name, is a Numba scalar)
+        self.px = w.fresh("rf")
+        self.ct = ctor(plan.dtype)
+        self.names: dict[Node, str] = {}  # row scalars and buffers, by node
+        self.pending: list[Node] = []     # buffered inline row nodes not yet computed
+        self.loops: dict[tuple, int] = {}
+        self.done: set[Node] = set()      # buffered row nodes computed earlier in the row
+        self.lane_buffers: set[str] = set()
+        w.helpers["_row_reduce"] = _REDUCE
+        w.helpers["_row_map"] = _MAP
+        for name in ("pp", "st", "dims"):
+            dt = "np.uintp" if name == "pp" else "np.intp"
+            w.scratch_lines.append(f"    {self.px}{name} = np.empty(3, {dt})")
+        w.scratch_lines.append(f"    {self.px}acc = np.empty(1, {self.ct})")
+        w.scratch_lines.append(f"    {self.px}one = np.empty(1, {self.ct})")
+        self.scratch = f"{self.px}pp, {self.px}st, {self.px}dims"
+
+    def loop(self, ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> str:
+        key = (ufunc, dtypes)
+        if key not in self.loops:
+            found = find_loop(ufunc, dtypes)
+            if found is None:
+                raise Unsupported(f"no NumPy loop for {ufunc.__name__}")
+            self.loops[key] = len(self.w.loop_args)
+            self.w.loop_args.append(found)
+        k = self.loops[key]
+        return f"f{k}, d{k}"
+
+    def const(self, value: Any) -> str:
+        t = self.w.fresh("k")
+        v = literal_value(value, self.plan.dtype)
+        self.w.scratch_lines.append(f"    {t} = {const_source(v, self.plan.dtype)}")
+        return t
+
+    # -- the function -----------------------------------------------------------------------
+    def write(self, graph: Graph) -> list[tuple[str, bool]]:
+        plan, lines, w = self.plan, self.lines, self.w
+        width = plan.width
+        n = f"{self.px}n"
+        first = next(p for p in graph.inputs if plan.kinds[p] == ROW)
+        lines.append(f"    {n} = {self.env[first][0]}.shape[0]")
+        item = plan.dtype.itemsize
+        for p in graph.inputs:
+            name, scalar = self.env[p]
+            if scalar:
+                continue
+            w.signal(lines, "    ", f"{name}.shape != {p.aval.shape!r}")
+            if plan.kinds[p] == ROW and width > 1:
+                # rows as NumPy's temporaries hold them (unit-stride, one after another);
+                # other layouts rerun on the fused executor, which gives the same bits
+                w.signal(lines, "    ", f"{n} > 0 and ({name}.strides[1] != {item} or "
+                                       f"({n} > 1 and {name}.strides[0] < {width * item}))")
+        outs: list[tuple[str, bool]] = []
+        out_names: dict[Node, str] = {}
+        for o in graph.outputs:
+            t = w.fresh("o")
+            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            out_names[o] = t
+            outs.append((t, False))
+        for node in graph.nodes:
+            if node in plan.buffered and node not in out_names:
+                b = w.fresh("rb")
+                w.scratch_lines.append(f"    {b} = np.empty({width}, {self.ct})")
+                self.names[node] = b
+        lines.append(f"    for i in range({n}):")
+        ind = "        "
+        for p in graph.inputs:
+            if plan.kinds[p] == ROW:
+                v = w.fresh("row")
+                lines.append(f"{ind}{v} = {self.env[p][0]}[i]")
+                self.names[p] = v
+        for o, t in out_names.items():
+            if plan.kinds[o] == ROW:
+                v = f"{t}_row"
+                lines.append(f"{ind}{v} = {t}[i]")
+                self.names[o] = v
+        for node in graph.nodes:
+            self.node(node, ind)
+        self.flush(ind)
+        for o, t in out_names.items():
+            if plan.kinds[o] == ROW_SCALAR:
+                at = "i" if len(o.aval.shape) == 1 else "i, 0"
+                lines.append(f"{ind}{t}[{at}] = {self.names[o]}")
+        return outs
+
+    def node(self, node: Node, ind: str) -> None:
+        kind, op = self.plan.kinds[node], node.op
+        if op is OpKind.PLACEHOLDER or kind == FREE:
+            return
+        if kind == ROW:
+            if _loop_op(node):
+                self.flush(ind)
+                ufunc, dts = lower(node, "cpu").call
+                x = self.names[node.args[0]]
+                self.lines.append(f"{ind}_row_map({self.loop(ufunc, dts)}, {x}, "
+                                  f"{self.names[node]}, {self.scratch})")
+            elif node in self.plan.buffered or node in self.names:
+                self.pending.append(node)
+            return
+        # a row scalar
+        if op.group is OpGroup.REDUCTION:
+            self.flush(ind)
+            self.reduction(node, ind)
+        elif op in (OpKind.GETITEM, OpKind.EXPAND_DIMS):
+            self.names[node] = self.names[node.args[0]]
+        else:
+            t = self.w.fresh("s")
+            ops = [self.scalar_operand(a) for a in node.args]
+            if op in _INLINE:
+                self.lines.append(f"{ind}{t} = {_INLINE[op](ops)}")
+            else:
+                ufunc, dts = lower(node, "cpu").call
+                one = f"{self.px}one"
+                self.lines.append(f"{ind}{one}[0] = {ops[0]}")
+                self.lines.append(f"{ind}_row_map({self.loop(ufunc, dts)}, {one}, {one}, "
+                                  f"{self.scratch})")
+                self.lines.append(f"{ind}{t} = {one}[0]")
+            self.names[node] = t
+
+    def reduction(self, node: Node, ind: str) -> None:
+        x = self.names[node.args[0]]
+        t = self.w.fresh("s")
+        op = node.op
+        if op in _ARG_REDUCTIONS:
+            name = op.value[3:]
+            self.w.helpers[f"_row_arg{name}"] = _ARG.format(name=name, cmp=_ARG_REDUCTIONS[op])
+            self.lines.append(f"{ind}{t} = _row_arg{name}({x})")
+        elif op in _SUMS:
+            self.lanes(x, t, ind)
+            if op is OpKind.SUM:  # (a mean divides the float64 total, below)
+                self.lines.append(f"{ind}{t} = {self.ct}({t})")
+        else:
+            acc = f"{self.px}acc"
+            self.lines.append(f"{ind}{acc}[0] = {x}[0]")
+            loop = self.loop(_REDUCE_LOOPS[op], (self.plan.dtype,) * 3)
+            self.lines.append(f"{ind}{t} = _row_reduce({loop}, {x}, 1, {acc}, {self.scratch})")
+        if op is OpKind.MEAN:
+            # a float64 quotient rounded to the dtype: the fused kernels' mean, and np.mean's
+            # (true_divide(sum, intp(w)))
+            self.lines.append(f"{ind}{t} = {self.ct}(np.float64({t}) / "
+                              f"np.float64({self.plan.width}))")
+        self.names[node] = t
+
+    def lanes(self, x: str, t: str, ind: str) -> None:
+        """A float sum or mean of row ``x`` into ``t`` as the fused kernels compute it
+        (:data:`_LANE_SUM`): a float64 total, divided by the row length for a mean, rounded
+        to the dtype."""
+        self.w.helpers["_row_lanes"] = _LANE_SUM
+        wl, cs = f"{self.px}wl", f"{self.px}cs"
+        if wl not in self.lane_buffers:
+            self.lane_buffers.add(wl)
+            self.w.scratch_lines.append(f"    {wl} = np.empty({BLOCK}, np.float64)")
+            self.w.scratch_lines.append(f"    {cs} = np.empty(64, np.float64)")
+        self.lines.append(f"{ind}{t} = _row_lanes({x}, {wl}, {cs})")
+
+    def scalar_operand(self, a: Any) -> str:
+        if not isinstance(a, Node):
+            return self.const(a)
+        if self.plan.kinds[a] == ROW_SCALAR:
+            return self.names[a]
+        return self.free(a, "0")
+
+    def free(self, a: Node, j: str) -> str:
+        """A row-free value at column ``j`` (a scalar, a size-1 or a ``(w,)``/``(1, w)``
+        array)."""
+        if a.op is OpKind.CONSTANT:
+            if a not in self.names:
+                self.names[a] = self.const(np.asarray(a.attrs["value"])[()])
+            return self.names[a]
+        name, scalar = self.env[a]
+        if scalar:
+            return name
+        shape = a.aval.shape
+        col = "0" if shape[-1] == 1 else j
+        return f"{name}[{', '.join(['0'] * (len(shape) - 1) + [col])}]"
+
+    # -- elementwise stages over the row ------------------------------------------------------
+    def flush(self, ind: str) -> None:
+        """One loop over the row computing every pending buffered node."""
+        if not self.pending:
+            return
+        body: list[str] = []
+        local: dict[Node, str] = {}
+        for node in self.pending:
+            t = self.w.fresh("v")
+            body.append(f"{ind}    {t} = {self.expr(node, local, top=True)}")
+            body.append(f"{ind}    {self.names[node]}[j] = {t}")
+            local[node] = t
+        self.lines.append(f"{ind}for j in range({self.plan.width}):")
+        self.lines.extend(body)
+        self.done.update(self.pending)
+        self.pending = []
+
+    def expr(self, node: Any, local: dict[Node, str], top: bool = False) -> str:
+        if not isinstance(node, Node):
+            return self.const(node)
+        if node in local:
+            return local[node]
+        kind = self.plan.kinds[node]
+        if kind == ROW_SCALAR:
+            return self.names[node]
+        if kind == FREE:
+            return self.free(node, "j")
+        if node.op is OpKind.PLACEHOLDER or (not top and (node in self.done or _loop_op(node))):
+            return f"{self.names[node]}[j]"
+        return _INLINE[node.op]([self.expr(a, local) for a in node.args])
+
+
+def emit_row_fusion(plan: RowPlan, graph: Graph, writer: Writer,
+                    env: dict[Node, tuple[str, bool]], lines: list[str]) -> list[tuple[str, bool]]:
+    """Write ``graph``'s row loop (``plan``) into the whole-graph function's ``lines``;
+    ``env`` names each input (and whether it is a Numba scalar). Returns each output's name
+    and whether it is a scalar (never: outputs are arrays)."""
+    return _RowWriter(plan, writer, env, lines).write(graph)
+
+
+__all__ = ["RowPlan", "Writer", "emit_row_fusion", "plan_row_fusion"]
