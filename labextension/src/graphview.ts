@@ -35,6 +35,7 @@ import {
   buildGroups,
   defaultCollapsed,
   findNodes,
+  GroupingMode,
   IGroup,
   IGrouping,
   representative,
@@ -188,7 +189,9 @@ export class GraphView {
       this._segmentIndex = new Map();
       return;
     }
-    this._grouping = buildGroups(nodes, graph.segments ?? []);
+    // By source line when the kernel says which line made each node.
+    this._mode = nodes.some(n => n.line) ? 'line' : 'kernel';
+    this._grouping = buildGroups(nodes, graph.segments ?? [], this._mode);
     this._collapsed = defaultCollapsed(nodes, this._grouping);
     this._segmentIndex = indexSegments(nodes);
     this._svg = s('svg', {
@@ -277,6 +280,23 @@ export class GraphView {
   /** The groups of this graph. */
   get groups(): ReadonlyMap<string, IGroup> {
     return this._grouping.groups;
+  }
+
+  /** How nodes are grouped now: by source line or by compiled kernel. */
+  get grouping(): GroupingMode {
+    return this._mode;
+  }
+
+  /** Group by *mode* (groups collapsed as for a new view), readable view. */
+  setGrouping(mode: GroupingMode): void {
+    if (mode === this._mode || !this._svg) {
+      return;
+    }
+    this._mode = mode;
+    this._grouping = buildGroups(this._nodes, this._graph.segments ?? [], mode);
+    this._collapsed = defaultCollapsed(this._nodes, this._grouping);
+    this._layout();
+    this.showReadable();
   }
 
   /** Where item *id* (a node or a collapsed group) is drawn, or undefined. */
@@ -572,6 +592,23 @@ export class GraphView {
         run(true);
       }
     });
+    const grouping = h(
+      'select',
+      {
+        className: 'jp-kx-graph-grouping',
+        attrs: { 'aria-label': 'Group nodes by' },
+        title:
+          'Group nodes by the source line that made them, or by the compiled ' +
+          'kernel they run in (loops, branches and gradient passes are boxes ' +
+          'in both)'
+      },
+      h('option', { attrs: { value: 'line' } }, 'by line'),
+      h('option', { attrs: { value: 'kernel' } }, 'by kernel')
+    ) as HTMLSelectElement;
+    grouping.value = this._mode;
+    grouping.addEventListener('change', () =>
+      this.setGrouping(grouping.value as GroupingMode)
+    );
     const bar = h(
       'div',
       { className: 'jp-kx-graph-toolbar', attrs: { role: 'toolbar' } },
@@ -585,6 +622,7 @@ export class GraphView {
           : 'Zoom in (+; Ctrl + wheel zooms about the cursor, drag pans)',
         () => this.zoomBy(1.5)
       ),
+      this._nodes.some(n => n.line) ? grouping : null,
       search,
       status
     );
@@ -619,6 +657,7 @@ export class GraphView {
   private _graph: IGraphPayload;
   private _grouping: IGrouping;
   private _itemElements = new Map<string, SVGGElement>();
+  private _mode: GroupingMode = 'kernel';
   private _nodes: IGraphNode[];
   private _observer: ResizeObserver | null = null;
   private _placed = new Map<string, IPlaced>();
@@ -834,6 +873,9 @@ function groupClasses(
   base: string
 ): string {
   const classes = [base, `jp-kx-group-${group.kind}`];
+  if (group.backward && group.kind !== 'backward') {
+    classes.push('jp-kx-backward');
+  }
   const segment = group.segment ? segmentIndex.get(group.segment) : undefined;
   if (segment !== undefined) {
     // (a cluster is no node: only a collapsed group's box is marked fused)
@@ -993,7 +1035,8 @@ function drawNode(
   const [first, second] = nodeLines(node);
   const tooltip = [
     node.text ? `${node.text}  (${node.op})` : `${node.label} (${node.op})`,
-    `${node.dtype}${node.shape}`,
+    node.dtype ? `${node.dtype}${node.shape}` : node.shape || null,
+    node.line ? `${node.line}${node.source ? `: ${node.source}` : ''}` : null,
     node.note ?? null,
     node.segment
       ? `kernel ${node.segment}${segmentLabel ? `: ${segmentLabel}` : ''}`
