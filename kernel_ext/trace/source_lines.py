@@ -64,7 +64,7 @@ def user_line() -> SourceLine | None:
     NumPy's or the standard library's), or the forward node's under :func:`attributed_to`;
     None when there is none (a graph built by hand)."""
     forced = getattr(_state, "forced", None)
-    if forced is not None:
+    if forced:
         return forced[-1]
     frame = sys._getframe(1)
     while frame is not None:

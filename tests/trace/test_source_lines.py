@@ -141,3 +141,15 @@ def test_a_gradients_ops_name_the_line_of_the_forward_op_they_differentiate():
                      _line_of(loss_and_grad, "loss = np.sum")}
     assert {n.source.line for n in backward} <= forward_lines
     assert _line_of(loss_and_grad, "tape.gradient") not in {n.source.line for n in backward}
+
+
+def test_a_trace_after_a_gradient_names_its_own_lines():
+    rng = np.random.default_rng(2)
+    w, x = rng.standard_normal((3, 2)), rng.standard_normal((4, 3))
+    kx.function(loss_and_grad, backend="numpy")(w, x)
+    f = kx.function(layer, backend="numpy")
+    args = (x, w, np.ones(2), np.ones((2, 5)))
+    np.testing.assert_array_equal(f(*args), layer(*args))
+    lines = {n.source.line for n in f.concrete_functions[0].graph.nodes if n.source}
+    assert lines and lines <= {_line_of(layer, t) for t in (
+        "h = np.maximum", "out = np.tanh", "return out.sum")}
