@@ -218,11 +218,15 @@ export class GraphView {
     );
     const legend = renderLegend(this._segmentIndex, graph.segments ?? []);
     const kinds = renderKinds(nodes);
-    if (legend || kinds) {
-      this.node.appendChild(
-        h('div', { className: 'jp-kx-legend' }, kinds, legend)
-      );
-    }
+    this.node.appendChild(
+      h(
+        'div',
+        { className: 'jp-kx-legend' },
+        kinds,
+        legend,
+        renderFillKey(nodes)
+      )
+    );
 
     this._zoom = zoom<SVGSVGElement, unknown>()
       .scaleExtent(SCALE_EXTENT)
@@ -1086,6 +1090,45 @@ function arrowMarker(): SVGDefsElement {
       },
       s('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'jp-kx-arrowhead' })
     )
+  );
+}
+
+/** What the boxes' colours mean, for those this graph uses: the cell
+ *  picture's colour key (render.py), word for word. */
+function renderFillKey(nodes: IGraphNode[]): HTMLElement {
+  const present = new Set(
+    nodes.map(n => n.kind).filter((k): k is string => !!k)
+  );
+  const fills: [string, string, boolean][] = [
+    ['jp-kx-fill-input', 'input', present.has('input')],
+    ['jp-kx-fill-captured', 'captured constant', present.has('captured')],
+    ['jp-kx-fill-constant', 'constant', present.has('constant')],
+    ['jp-kx-fill-stateful', 'variable / print', present.has('stateful')],
+    [
+      'jp-kx-fill-control',
+      'control flow',
+      present.has('control_flow') || present.has('loop')
+    ],
+    [
+      'jp-kx-fill-opaque',
+      'NumPy call / random draw',
+      present.has('opaque') || present.has('random')
+    ],
+    ['jp-kx-fill-op', 'op', true],
+    [
+      'jp-kx-fill-backward',
+      'backward (gradient) op',
+      nodes.some(n => n.backward)
+    ]
+  ];
+  return h(
+    'ul',
+    { className: 'jp-kx-kinds jp-kx-fill-key' },
+    ...fills
+      .filter(([, , on]) => on)
+      .map(([cls, text]) =>
+        h('li', {}, h('span', { className: `jp-kx-mark ${cls}` }), text)
+      )
   );
 }
 
