@@ -51,10 +51,11 @@ def _ready(page: Any, ui: Any) -> Any:
     return panel
 
 
-def _gradients(page: Any, lab: Any, ui: Any) -> Any:
-    """The gradients example, its first three code cells run; the sidebar open."""
-    shutil.copy(EXAMPLES / "06_gradients.ipynb", lab.root / "06_gradients.ipynb")
-    ui.open_notebook(page, lab, "06_gradients.ipynb")
+def _gradients(page: Any, lab: Any, ui: Any, name: str = "06_gradients.ipynb") -> Any:
+    """The gradients example (as *name*: a fresh kernel), its first three code cells run;
+    the sidebar open."""
+    shutil.copy(EXAMPLES / "06_gradients.ipynb", lab.root / name)
+    ui.open_notebook(page, lab, name)
     panel = _ready(page, ui)
     for index in range(3):
         ui.run_cell(page, index, count=index + 1)
@@ -242,7 +243,7 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
         page: Any, lab: Any, ui: Any) -> None:
     from playwright.sync_api import expect
 
-    _gradients(page, lab, ui)
+    _gradients(page, lab, ui, "06_gradients_lines.ipynb")
     card = ui.card(page, "train_step")
     card.locator(".jp-kx-signature").first.click()
     svg = card.locator("svg.jp-kx-graph-svg")
@@ -273,7 +274,7 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
     sidebar_fills = svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect")
 
     # the cell's picture: grouped the same way, labels at 11 px or more, same fills
-    page.locator(".lm-TabBar-tab", has_text="06_gradients.ipynb").first.click()
+    page.locator(".lm-TabBar-tab", has_text="06_gradients_lines.ipynb").first.click()
     monitor = page.locator(".jp-Notebook .jp-CodeCell").nth(1).locator(".kx-monitor").first
     monitor.get_by_role("tab", name="graph").click()
     picture = monitor.locator("svg.kx-graph")
