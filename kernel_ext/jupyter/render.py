@@ -124,6 +124,8 @@ class _Item:
         self.fill = _FILL["default"]
         self.stroke, self.dash, self.sw = "#495057", "", 1.0
         self.title = ""
+        #: The fused segment whose outline the box wears (its position), or None.
+        self.segment: int | None = None
 
 
 def _line_key(node: Any) -> tuple | None:
@@ -206,8 +208,18 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
 
     legend = _legend_entries(nodes, outputs)
     legend_rows = _wrap_legend(legend)
-    legends = [f"{_legend(g)} [{g.backend}]" for g in segments]
-    seg_w = max((36 + len(text) * _CHAR_W for text in legends), default=0)
+    # Grouped, a box wears a segment's outline only when the segment holds all its ops: the
+    # legend lists those, and counts the others (the sidebar's "by kernel" shows them).
+    outlined = {item.segment for item in items}
+    legends: list[tuple[int | None, str]] = [
+        (k, f"{_legend(g)} [{g.backend}]") for k, g in enumerate(segments)
+        if not grouped or k in outlined]
+    if len(legends) < len(segments):
+        more = len(segments) - len(legends)
+        legends.append((None, f"{'and ' if legends else ''}{more} compiled kernel"
+                              f"{'s' * (more != 1)} inside the lines above (the sidebar's "
+                              "graph, by kernel, shows them)"))
+    seg_w = max((36 + len(text) * _CHAR_W for _, text in legends), default=0)
     row_widths = [sum(items[i].width for i in row) + _COL_GAP * (len(row) - 1)
                   for row in placed_rows]
     legend_w = max((w for w, _ in legend_rows), default=0) + 20
@@ -218,7 +230,7 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
         for i in row:
             pos[i] = (x, 10 + r * (_BOX_H + _ROW_GAP))
             x += items[i].width + _COL_GAP
-    legend_h = 18 * (len(segments) + len(legend_rows)) + 8
+    legend_h = 18 * (len(legends) + len(legend_rows)) + 8
     total_h = 10 + len(placed_rows) * (_BOX_H + _ROW_GAP) + legend_h
 
     # Fit to the output's width, never enlarged: width 100% of the cell, at most the natural
@@ -275,12 +287,14 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                          f'fill="{fill}"{stroke}/><text x="{x + 16:.1f}" '
                          f'y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
             x += 16 + len(text) * _CHAR_W + 12
-    for k, text in enumerate(legends):
-        colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
-        y = ly + 18 * (k + len(legend_rows))
-        parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" fill="white" '
-                     f'stroke="{colour}" stroke-width="2" stroke-dasharray="5 3"/>'
-                     f'<text x="26" y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
+    for row, (k, text) in enumerate(legends):
+        y = ly + 18 * (row + len(legend_rows))
+        if k is not None:
+            colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
+            parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" '
+                         f'fill="white" stroke="{colour}" stroke-width="2" '
+                         'stroke-dasharray="5 3"/>')
+        parts.append(f'<text x="26" y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
     if clipped:
         parts.append(f'<text x="10" y="{total_h - 2:.0f}" style="fill: var(--jp-error-color1, '
                      f'#c92a2a);">first {max_nodes} '
@@ -307,6 +321,7 @@ def _describe_node(item: _Item, n: Any, outputs: set[int], member: dict) -> None
     if seg is not None:
         item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
         item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
+        item.segment = seg
     if id(n) in outputs:
         item.stroke, item.sw = "#2b8a3e", 2.5
     title = f"{nodetext.node_text(n)} → {records.value_text(n.aval)} (node {n.name})"
@@ -351,6 +366,7 @@ def _describe_line(item: _Item, outputs: set[int], member: dict) -> None:
         seg = next(iter(segs))
         item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]  # type: ignore[index]
         item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
+        item.segment = seg
     if any(id(n) in outputs for n in item.members):
         item.stroke, item.sw = "#2b8a3e", 2.5
     ops = ", ".join(nodetext.node_text(n) for n in item.members)

@@ -322,6 +322,8 @@ class LabUI:
             "data-jp-theme-name", name, timeout=60_000)
         expect(page.locator("body")).to_have_attribute(
             "data-jp-theme-light", "false" if dark else "true", timeout=60_000)
+        # ... and the splash it shows while switching is gone (screenshots must not dim)
+        expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=60_000)
 
 
 @pytest.fixture

@@ -75,3 +75,21 @@ def test_a_small_graph_keeps_one_box_per_node():
     np.testing.assert_array_equal(f(x), np.tanh(x * 2.0) + 1.0)
     svg = render.graph_svg(f.concrete_functions[0])
     assert "kx-graph-line" not in svg and "tanh(·)" in svg
+
+
+def test_kernels_split_across_lines_are_counted_not_listed_in_a_grouped_picture():
+    step = make_train_step()
+    step(X, Y)
+    cf = step.concrete_functions[0]
+    names = [n.name for n in cf.graph.get_operations() if n.op.value != "placeholder"]
+
+    class Executable:  # kernels of three ops each, spanning lines
+        backend = "numba_cpu"
+        segments = [{"label": f"kernel {k}", "nodes": names[k * 3:k * 3 + 3]}
+                    for k in range(len(names) // 3)]
+
+    svg = render.graph_svg(type("CF", (), {"graph": cf.graph, "executable": Executable()})())
+    listed = re.findall(r">kernel \d+ \[numba_cpu\]<", svg)
+    assert len(listed) < len(Executable.segments) / 4
+    assert f"{len(Executable.segments) - len(listed)} compiled kernels inside the lines" in svg
+    assert _natural_width(svg) <= render.PICTURE_WIDTH + 20
