@@ -327,7 +327,7 @@ def _describe_node(item: _Item, n: Any, outputs: set[int], member: dict) -> None
     title = f"{nodetext.node_text(n)} → {records.value_text(n.aval)} (node {n.name})"
     source = getattr(n, "source", None)
     if source is not None:
-        title += f"\n{_where(source)}: {source.text}"
+        title += f"\nmade at {_where(source)}"  # (the sidebar's words)
     if n.attrs.get("captured"):
         title += " (captured constant, frozen at trace time)"
     variable = n.attrs.get("variable")

@@ -1040,7 +1040,8 @@ function drawNode(
   const tooltip = [
     node.text ? `${node.text}  (${node.op})` : `${node.label} (${node.op})`,
     node.dtype ? `${node.dtype}${node.shape}` : node.shape || null,
-    node.line ? `${node.line}${node.source ? `: ${node.source}` : ''}` : null,
+    // where its line is (the line's text titles its group: `line 7: h = …`)
+    node.line ? `made at ${node.line}` : null,
     node.note ?? null,
     node.segment
       ? `kernel ${node.segment}${segmentLabel ? `: ${segmentLabel}` : ''}`

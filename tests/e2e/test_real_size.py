@@ -269,8 +269,7 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
     # its ops say their line in the tooltip
     tanh = svg.locator('g.jp-kx-node[data-node]', has_text="tanh(·)").first
     title = tanh.locator("title").text_content()
-    assert re.search(r"cell \[2\], line 5: logits = np\.tanh\(x @ w1 \+ b1\) @ w2 \+ b2",
-                     title), title
+    assert "made at cell [2], line 5" in title, title
     sidebar_fills = svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect")
 
     # the cell's picture: grouped the same way, labels at 11 px or more, same fills
