@@ -291,3 +291,45 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
     assert main_svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect") \
         == cell_fills
     assert page.problems == []  # type: ignore[attr-defined]
+
+
+LOOP = """@kx.function(backend="numpy")
+def decay(x, n):
+    i = 0
+    while i < n:
+        x = x - 0.1 * np.sin(x)
+        i += 1
+    return x
+
+decay(np.ones(3), np.int64(4))"""
+
+
+def test_a_graph_loop_is_one_box_holding_its_body(page: Any, lab: Any, ui: Any) -> None:
+    from playwright.sync_api import expect
+
+    ui.write_notebook(lab.root, "loop_box.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, LOOP])
+    ui.open_notebook(page, lab, "loop_box.ipynb")
+    _ready(page, ui)
+    for index in range(2):
+        ui.run_cell(page, index, count=index + 1)
+    card = ui.card(page, "decay")
+    card.locator(".jp-kx-signature").first.click()
+    svg = card.locator("svg.jp-kx-graph-svg")
+    # a small graph starts open: the loop is a frame around its body's ops
+    loop = svg.locator("g.jp-kx-cluster.jp-kx-group-loop")
+    expect(loop).to_have_count(1)
+    expect(loop.locator("title")).to_contain_text("loop at line 4: while i < n:")
+    holder = loop.get_attribute("data-group").removeprefix("g:cf:")  # the while node
+    body = svg.locator(f'g.jp-kx-node[data-node^="{holder}."]')  # the ops inside it
+    sin = body.filter(has_text="sin(·)")
+    expect(sin).to_have_count(1)
+    assert "made at cell [2], line 5" in sin.locator("title").text_content()
+    # closed, it is one box; the body's ops are inside it
+    label = loop.locator(".jp-kx-cluster-label")  # (by keyboard: it may be panned away)
+    label.focus()
+    label.press("Enter")
+    box = svg.locator("g.jp-kx-group-node.jp-kx-group-loop")
+    expect(box).to_have_count(1)
+    expect(box).to_contain_text("loop at line 4: while i < n:")
+    expect(body).to_have_count(0)
+    assert page.problems == []  # type: ignore[attr-defined]
