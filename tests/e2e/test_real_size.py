@@ -67,6 +67,7 @@ def test_gradients_graph_is_readable_searchable_and_zooms_about_the_cursor(
     from playwright.sync_api import expect
 
     _gradients(page, lab, ui)
+    ui.set_theme(page, dark=False)  # (an earlier test may have left the dark theme on)
     card = ui.card(page, "train_step")
     card.locator(".jp-kx-signature").first.click()
     svg = card.locator("svg.jp-kx-graph-svg")
