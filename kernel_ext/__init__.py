@@ -7,6 +7,7 @@ notebook extension needs them.
 
 from __future__ import annotations
 
+import sys as _sys
 from types import SimpleNamespace
 
 from . import autograph, errors
@@ -20,6 +21,11 @@ from .trace import supported_numpy_functions
 from .trace.control_flow import TensorArray, cond, kx_range as range, while_loop  # noqa: A004
 
 __version__ = "0.1.0"
+
+if "IPython" in _sys.modules:  # a notebook or console: messages name cells, not temp files
+    from .engine.explain import set_default_call_site_formatter as _set_default
+    from .jupyter.cells import cell_call_site as _cell_call_site
+    _set_default(_cell_call_site)
 
 config = SimpleNamespace(run_functions_eagerly=run_functions_eagerly,
                          functions_run_eagerly=functions_run_eagerly, verify=verify,

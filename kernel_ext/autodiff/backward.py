@@ -24,6 +24,7 @@ from .. import errors
 from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name, subgraphs
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import cond as kx_cond
+from ..trace.source_lines import attributed_to
 from .rules import VJP, Primal
 
 #: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
@@ -117,16 +118,17 @@ def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
         primal = Primal(node, [owner.tensor(a) if isinstance(a, Node) else a
                                for a in node.args],
                         None if isinstance(node.aval, tuple) else owner.tensor(node))
-        for arg, ct in zip(node.args, rule(primal, g)):
-            if ct is None or not isinstance(arg, Node) or arg not in depends:
-                continue
-            if not differentiable(arg.aval):
-                if _complex(arg.aval):
-                    raise _complex_path(node, arg)
-                continue
-            if callable(ct):
-                ct = ct()
-            _accumulate(cts, arg, ct)
+        with attributed_to(node):  # the gradient's nodes belong to the forward op's line
+            for arg, ct in zip(node.args, rule(primal, g)):
+                if ct is None or not isinstance(arg, Node) or arg not in depends:
+                    continue
+                if not differentiable(arg.aval):
+                    if _complex(arg.aval):
+                        raise _complex_path(node, arg)
+                    continue
+                if callable(ct):
+                    ct = ct()
+                _accumulate(cts, arg, ct)
     return found
 
 

@@ -816,6 +816,9 @@ class Converter(ast.NodeTransformer):
             for n in ast.walk(st):
                 if not hasattr(n, "lineno") or n.lineno == 0:
                     ast.copy_location(n, origin)
+                    # on the statement's first line: the line a frame shows while the
+                    # ``ag__.if_stmt(...)`` call runs (the graph nodes' source line)
+                    n.end_lineno, n.end_col_offset = origin.lineno, origin.col_offset
         return stmts
 
     # -- expressions ----------------------------------------------------------------------

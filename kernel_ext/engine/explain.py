@@ -24,7 +24,7 @@ from .fixes import (Fix, derive_input_signature, fix_at_call_site, fix_for, plur
 from .records import (CAUSE_LABELS, ArgumentDiff, Explanation, TraceIndex, TraceRecord,
                       cause_label, cause_of, closest_trace, describe, describe_diff, diff_call,
                       diff_types, explain_text, format_call_site, merge_column,
-                      set_call_site_formatter)
+                      set_call_site_formatter, set_default_call_site_formatter)
 from .snapshots import (CapturedValue, StaleCapture, fingerprint, short_text, snapshot_captures,
                         stale_captures)
 
@@ -36,6 +36,7 @@ __all__ = [
     "cause_label", "cause_of", "closest_trace", "configure", "derive_input_signature",
     "describe", "describe_diff", "diff_call", "diff_types", "explain_text", "fingerprint",
     "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay", "set_call_site_formatter",
+    "set_default_call_site_formatter",
     "short_text", "signature_code", "snapshot_captures", "spec_text", "stale_captures",
     "suggest_fixes", "traces_with",
 ]

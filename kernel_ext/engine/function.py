@@ -164,6 +164,7 @@ class Function:
     # the hot path
     # ------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         self._calls += 1
         if not kwargs and not STATE.eager and not ACTIVITY.depth:
             # _fast_key(), inlined: a function call here would cost a third of the overhead.
@@ -225,6 +226,7 @@ class Function:
     # the slow path
     # ------------------------------------------------------------------------------------
     def _call_slow(self, args: tuple, kwargs: dict) -> Any:
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         binder = self.function_type
         if eager_tapes() and records((args, kwargs)):
             # recording arrays of an eager GradientTape: the call runs on their values and
@@ -269,6 +271,7 @@ class Function:
     def _concrete_for_call(self, values: tuple) -> tuple[tuple, bool, ConcreteFunction]:
         """The bound ``values`` as the graph takes them (``input_signature`` conversions),
         whether any was converted, and the trace that runs them, traced now if none fits."""
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         binder = self.function_type
         converted = False
         if self._input_signature is not None:
@@ -362,6 +365,7 @@ class Function:
         return holders
 
     def _call_python(self, values: Sequence[Any]) -> Any:
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         args, kwargs = self.function_type.call_arguments(values)
         fn = self._traced_callable()
         if self._bound_self is not None:
@@ -419,6 +423,7 @@ class Function:
 
     # -- tracing --------------------------------------------------------------------------
     def _trace(self, types_: tuple, values: Sequence[Any], via: str) -> ConcreteFunction:
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         with self._lock:
             cf = self._lookup.get(types_) or self._dispatch(types_)
             if cf is not None:  # another thread traced it while we waited
@@ -776,6 +781,7 @@ class BoundFunction:
         self.__self__ = instance
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         return self.__func__(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -210,7 +210,7 @@ def format_call_site(raw: str) -> str:
     that says ``"cell [5], line 3"`` instead of the kernel's temporary file name."""
     if not raw:
         return "unknown"
-    formatter = _call_site_formatter
+    formatter = _call_site_formatter or _default_call_site_formatter
     if formatter is not None:
         try:
             return formatter(raw)
@@ -220,14 +220,25 @@ def format_call_site(raw: str) -> str:
 
 
 _call_site_formatter: Callable[[str], str] | None = None
+# What stands in while none is installed: under IPython, one naming cells (kernel_ext's
+# package import installs it, so a notebook says "cell [5], line 3" without %load_ext).
+_default_call_site_formatter: Callable[[str], str] | None = None
 
 
 def set_call_site_formatter(formatter: Callable[[str], str] | None) -> None:
     """Install how raw call sites (``file:line``) are shown (the notebook maps cells); the
-    locations trace-time errors name are shown the same way."""
+    locations trace-time errors name are shown the same way. None: the default again."""
     global _call_site_formatter
     _call_site_formatter = formatter
-    set_location_formatter(formatter)
+    set_location_formatter(formatter or _default_call_site_formatter)
+
+
+def set_default_call_site_formatter(formatter: Callable[[str], str] | None) -> None:
+    """Install the formatter used while :func:`set_call_site_formatter` has none."""
+    global _default_call_site_formatter
+    _default_call_site_formatter = formatter
+    if _call_site_formatter is None:
+        set_location_formatter(formatter)
 
 
 def explain_text(record: TraceRecord, call_site: Callable[[str], str] | None = None) -> str:

@@ -23,15 +23,19 @@ from .ops import OpGroup, OpKind
 class Node:
     """One operation of a :class:`Graph` (TensorFlow calls this an ``Operation``)."""
 
-    __slots__ = ("name", "op", "_args", "_inputs", "attrs", "aval", "__weakref__")
+    __slots__ = ("name", "op", "_args", "_inputs", "attrs", "aval", "source", "__weakref__")
 
     def __init__(self, name: str, op: OpKind, args: tuple, attrs: dict,
-                 aval: AbstractValue | None) -> None:
+                 aval: AbstractValue | None, source: Any = None) -> None:
         self.name = name
         self.op = op
         self.args = args
         self.attrs = attrs
         self.aval = aval
+        #: The line of the user's code that made the node (the tracer records a
+        #: ``SourceLine(file, line, text)``; None when unknown): for the graph views and
+        #: messages, never for what the node computes. Copies of a node keep it.
+        self.source = source
 
     # TensorFlow's Operation vocabulary ------------------------------------------------------
     @property
@@ -113,6 +117,9 @@ class Graph:
         self.outputs: list[Node] = []
         self._names: set[str] = set()
         self._counters: dict[str, Iterator[int]] = {}
+        #: Asked for the :attr:`Node.source` of each node made (the tracer installs one that
+        #: finds the user's line; None: nodes made here have none).
+        self.source_of: Callable[[], Any] | None = None
 
     # construction -----------------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -135,7 +142,10 @@ class Graph:
         args = tuple(args)
         if aval is False:
             aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
-        node = Node(self.unique_name(name or op.value), op, args, attrs, aval)
+        # (a placeholder is a parameter: the line calling the function did not make it)
+        source = self.source_of() if self.source_of is not None and \
+            op is not OpKind.PLACEHOLDER else None
+        node = Node(self.unique_name(name or op.value), op, args, attrs, aval, source)
         self.nodes.append(node)
         if op is OpKind.PLACEHOLDER:
             self.inputs.append(node)
@@ -203,10 +213,13 @@ class Graph:
                 continue
             made = substitute(g, node) if substitute is not None else None
             if made is not None:
+                if made.source is None:
+                    made.source = node.source
                 mapping[node] = made
                 continue
             args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-            new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
+            new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval,
+                       node.source)
             g.nodes.append(new)
             if node.op is OpKind.PLACEHOLDER:
                 g.inputs.append(new)

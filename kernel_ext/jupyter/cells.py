@@ -36,7 +36,7 @@ from typing import Any, Callable, Iterable
 from ..engine.explain import fingerprint
 
 __all__ = ["CellError", "CellFunctionInfo", "CellFunctionRegistry", "CellLocator", "CellProgram",
-           "analyse_cell", "build_cell_function", "cell_info", "check_cell",
+           "analyse_cell", "build_cell_function", "cell_call_site", "cell_info", "check_cell",
            "compile_cell_source"]
 
 
@@ -99,6 +99,21 @@ class CellLocator:
             return info.cell
         code = getattr(getattr(function, "python_function", None), "__code__", None)
         return self.cell_number(code.co_filename) if code is not None else None
+
+
+def cell_call_site(raw: str) -> str:
+    """``raw`` (``file:line``) with a notebook cell's file named ``"cell [5], line 3"`` when
+    running under IPython, whether or not the extension is loaded; anything else as is.
+    The package installs it as the default call-site formatter when imported under IPython
+    (:func:`kernel_ext.engine.explain.set_default_call_site_formatter`)."""
+    ipython = sys.modules.get("IPython")
+    get_shell = getattr(ipython, "get_ipython", None)
+    shell = get_shell() if get_shell is not None else None
+    filename, _, line = raw.rpartition(":")
+    if shell is None or not filename or not line.isdigit():
+        return raw
+    number = CellLocator(shell).cell_number(filename)
+    return raw if number is None else f"cell [{number}], line {line}"
 
 
 def current_cell_number(shell: Any) -> int:

@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 import threading
 import time
 from typing import Any, Callable
@@ -153,48 +154,73 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
     Every operation of the (optimised) graph becomes a node: ``op`` is the op kind, ``label``
     the node's name (parameter names for placeholders), ``shape``/``dtype`` its abstract
     value; ``text``, ``kind``, ``note`` and ``output`` say what it computes and how to mark it
-    (:mod:`.nodetext`).  Control-flow ops (cond, while) are drawn as one node each; their
-    sub-graphs are summarised in the label.  Segments come from the executable (fused
-    kernels), when the backend reports any.
+    (:mod:`.nodetext`); ``line``/``source`` the line of user code that made it.
+    Control-flow ops (cond, while) are one node each, their sub-graphs summarised in the
+    label; the ops of their branches and bodies follow as nodes ``inside`` them (their
+    parameters left out), so a view can draw a loop as one box holding its body. Segments
+    come from the executable (fused kernels), when the backend reports any.
     """
-    operations = concrete_function.graph.get_operations()
-    outputs = {id(node) for node in concrete_function.graph.outputs}
-    ids = {id(node): f"n{index}" for index, node in enumerate(operations)}
+    graph = concrete_function.graph
+    outputs = {id(node) for node in graph.outputs}
     fused = records.segments(concrete_function.executable)
     segment_of = {name: fused[position].id
                   for name, position in records.segment_index(fused).items()}
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
-    for index, node in enumerate(operations):
-        shape, dtype = records.shape_and_dtype(node.aval)
-        entry: GraphNode = {
-            "id": f"n{index}",
-            "op": records.op_name(node),
-            "label": _node_label(node),
-            "shape": shape,
-            "dtype": dtype,
-        }
-        segment = segment_of.get(node.name)
-        if segment is not None:
-            entry["segment"] = segment
-        entry["text"] = nodetext.clip(nodetext.node_text(node))
-        entry["kind"] = nodetext.node_kind(node)
-        entry["note"] = nodetext.node_note(node)
-        entry["output"] = id(node) in outputs
-        if records.is_backward(node):
-            entry["backward"] = True
-        nodes.append(entry)
-        seen: set[str] = set()
-        for source in node.inputs:
-            # Inputs are nodes of the same graph; a node read twice is one edge.
-            source_id = ids.get(id(source))
-            if source_id is not None and source_id not in seen:
-                seen.add(source_id)
-                edges.append({"source": source_id, "target": f"n{index}"})
+    where: dict[tuple[str, int], str] = {}  # file:line -> "cell [5], line 7", once each
+
+    def add(operations: list[Any], prefix: str, inside: str | None) -> None:
+        ids = {id(node): f"{prefix}{index}" for index, node in enumerate(operations)}
+        for index, node in enumerate(operations):
+            if inside is not None and records.op_name(node) == "placeholder":
+                continue  # a branch's or body's parameter: the control-flow node's operand
+            node_id = f"{prefix}{index}"
+            shape, dtype = records.shape_and_dtype(node.aval)
+            entry: GraphNode = {"id": node_id, "op": records.op_name(node),
+                                "label": _node_label(node), "shape": shape, "dtype": dtype}
+            segment = segment_of.get(node.name) if inside is None else None
+            if segment is not None:
+                entry["segment"] = segment
+            entry["text"] = nodetext.clip(nodetext.node_text(node))
+            entry["kind"] = nodetext.node_kind(node)
+            entry["note"] = nodetext.node_note(node)
+            entry["output"] = inside is None and id(node) in outputs
+            if records.is_backward(node):
+                entry["backward"] = True
+            source = getattr(node, "source", None)
+            if source is not None:
+                key = (source.file, source.line)
+                if key not in where:
+                    where[key] = _line_location(source.file, source.line)
+                entry["line"] = where[key]
+                entry["source"] = source.text
+            if inside is not None:
+                entry["inside"] = inside
+            nodes.append(entry)
+            seen: set[str] = set()
+            for source_node in node.inputs:
+                # Inputs are nodes of the same graph; a node read twice is one edge.
+                source_id = ids.get(id(source_node))
+                if source_id is not None and source_id not in seen and not (
+                        inside is not None and records.op_name(source_node) == "placeholder"):
+                    seen.add(source_id)
+                    edges.append({"source": source_id, "target": node_id})
+            for k, sub in enumerate(subgraphs(node)):
+                add(sub.get_operations(), f"{node_id}.{k}.", node_id)
+
+    add(graph.get_operations(), "n", None)
     payload: GraphPayload = {"nodes": nodes, "edges": edges}
     if fused:
         payload["segments"] = [_segment_info(segment) for segment in fused]
     return payload
+
+
+def _line_location(file: str, line: int) -> str:
+    """``"cell [5], line 7"`` (the installed call-site formatter names cells), else
+    ``"model.py, line 7"``: never a temporary file's full name."""
+    raw = f"{file}:{line}"
+    shown = explain.format_call_site(raw)
+    return f"{os.path.basename(file)}, line {line}" if shown == raw else shown
 
 
 def _retrace_info(name: str, record: explain.TraceRecord, locator: CellLocator) -> RetraceInfo:

@@ -233,6 +233,9 @@ class TFFunctionMagics(Magics):
         if not cell.strip():
             raise UsageError("%%tffunction: the cell is empty; write a def, or the code of "
                              "the function, below the magic line")
+        # IPython leaves the magic's frames out of tracebacks: an error in the cell's code
+        # shows the user's lines first, never this module's
+        __tracebackhide__ = True  # noqa: F841
         number = cells.current_cell_number(self.shell)
         options = self._options(args)
         raw = f"%%tffunction {line}".rstrip() + "\n" + cell
@@ -325,6 +328,7 @@ class TFFunctionMagics(Magics):
     # -- a cell that defines functions ------------------------------------------------------------
     def _def_cell(self, args: Any, options: dict, cell: str, raw: str, program: Any,
                   number: int) -> Any:
+        __tracebackhide__ = True  # noqa: F841 - the cell's code shows first in tracebacks
         ns = self.shell.user_ns
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         body = program.tree.body

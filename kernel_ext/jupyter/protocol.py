@@ -173,6 +173,14 @@ class GraphNode(TypedDict):
     output: NotRequired[bool]
     #: True for a node a gradient's backward pass made (views group and colour it apart).
     backward: NotRequired[bool]
+    #: Where the line of user code that made the node is: ``"cell [5], line 7"``,
+    #: ``"model.py, line 12"``; absent/None when unknown (parameters).
+    line: NotRequired[str | None]
+    #: That line's text: ``"h = np.maximum(x @ w1 + b1, 0)"`` (views group by line).
+    source: NotRequired[str | None]
+    #: The id of the control-flow node (cond, while) whose branch or body holds this node;
+    #: absent/None for a node of the function's own graph.
+    inside: NotRequired[str | None]
 
 
 class GraphEdge(TypedDict):

@@ -5,8 +5,11 @@ reprs, call sites, explanations) goes through :func:`esc` (``html.escape`` with 
 point it is inserted into markup; nothing here trusts its input. The output is self-contained
 (inline styles, no scripts), so it survives in a saved notebook where widgets do not render.
 
-The graph picture is a small layered layout done here (no Graphviz needed): each op sits one
-row below its deepest input, rows keep program order, edges are curves from an op to its users.
+The graph picture is a small layered layout done here (no Graphviz needed, no script: it
+survives in a saved notebook): each box sits one row below its deepest input, rows keep program
+order and wrap at :data:`PICTURE_WIDTH`, edges are curves from a box to its users. Above
+:data:`GROUP_ABOVE` nodes a box is one source line of one pass (``line 7: h = …``, ``5 ops``),
+as the sidebar's graph view starts grouped by line, so a 100-node training step reads at 1:1.
 Fused segments get a coloured, dashed outline and a legend; captured constants and variable
 ops have their own colours, and so do the nodes a gradient's backward pass made (the
 ``_backward`` attr), to tell a training step's forward and backward halves apart.
@@ -17,6 +20,8 @@ from __future__ import annotations
 import html
 from typing import Any, Iterable, Sequence
 
+from ..engine import explain
+from ..ir.graph import subgraphs
 from . import nodetext, records, units
 from .records import RetraceEntry, Segment
 
@@ -101,63 +106,132 @@ def _legend(segment: Segment) -> str:
     return label
 
 
-def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
-    """An SVG picture of a concrete function's (optimised) graph."""
-    from ..ir.graph import subgraphs
+#: Above this many nodes the picture groups them by source line, as the sidebar's graph
+#: view starts collapsed above the same size (labextension/src/graphgroups.ts).
+GROUP_ABOVE = 40
+#: Rows (and the legend) wrap at this width: the picture fits a notebook cell at 1:1, so its
+#: 11 px labels are drawn at 11 px.
+PICTURE_WIDTH = 640
 
+
+class _Item:
+    """One box of the picture: a node, or the ops one source line made (grouped)."""
+
+    def __init__(self, members: list[Any]) -> None:
+        self.members = members
+        self.lines: tuple[str, str] = ("", "")
+        self.width = 0.0
+        self.fill = _FILL["default"]
+        self.stroke, self.dash, self.sw = "#495057", "", 1.0
+        self.title = ""
+        #: The fused segment whose outline the box wears (its position), or None.
+        self.segment: int | None = None
+
+
+def _line_key(node: Any) -> tuple | None:
+    """What groups a node in a big picture: its pass and its source line (None: alone)."""
+    source = getattr(node, "source", None)
+    if source is None or subgraphs(node) or records.op_name(node) == "placeholder":
+        return None
+    return (records.is_backward(node), source.file, source.line)
+
+
+def _short_line(node: Any) -> str:
+    """``line 7`` of a node's source line."""
+    return f"line {node.source.line}"
+
+
+def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
+    """An SVG picture of a concrete function's (optimised) graph.
+
+    Up to :data:`GROUP_ABOVE` nodes, one box per node; above, one box per source line of each
+    pass (``line 7: h = np.maximum(x @ w1 + b1, 0)``, ``5 ops``), as the sidebar's graph view
+    starts: its tooltip lists the ops. Rows and the legend wrap at :data:`PICTURE_WIDTH` so the
+    picture fits a cell at its natural size and every label is drawn at 11 px.
+    """
     graph = concrete_function.graph
     nodes = list(graph.get_operations())
     clipped = len(nodes) > max_nodes
     nodes = nodes[:max_nodes]
-    index = {id(n): i for i, n in enumerate(nodes)}
     outputs = {id(n) for n in graph.outputs}
     segments = records.segments(getattr(concrete_function, "executable", None))
     member = records.segment_index(segments)
 
-    level: list[int] = []
+    grouped = len(nodes) > GROUP_ABOVE
+    items: list[_Item] = []
+    item_of: dict[int, int] = {}
+    by_key: dict[tuple, int] = {}
     for n in nodes:
-        ins = [level[index[id(i)]] for i in n.inputs if id(i) in index]
-        level.append(1 + max(ins) if ins else 0)
+        key = _line_key(n) if grouped else None
+        if key is not None and key in by_key:
+            items[by_key[key]].members.append(n)
+        else:
+            if key is not None:
+                by_key[key] = len(items)
+            items.append(_Item([n]))
+        item_of[id(n)] = by_key[key] if key is not None else len(items) - 1
+    for item in items:
+        if len(item.members) == 1:
+            _describe_node(item, item.members[0], outputs, member)
+        else:
+            _describe_line(item, outputs, member)
+        item.width = max(len(item.lines[0]), len(item.lines[1])) * _CHAR_W + 16
+
+    # Layers: an item sits one row below its deepest input (inputs from a later item, a
+    # helper's line used again, are left out: rows keep program order).
+    level: list[int] = []
+    inputs_of: list[list[int]] = []
+    for i, item in enumerate(items):
+        ins = sorted({item_of[id(src)] for n in item.members for src in n.inputs
+                      if id(src) in item_of and item_of[id(src)] < i})
+        inputs_of.append(ins)
+        level.append(1 + max((level[j] for j in ins), default=-1))
     rows: dict[int, list[int]] = {}
     for i, lv in enumerate(level):
         rows.setdefault(lv, []).append(i)
+    # A layer wider than the cell wraps into several rows.
+    placed_rows: list[list[int]] = []
+    row_of: list[int] = [0] * len(items)
+    for lv in sorted(rows):
+        current: list[int] = []
+        width = 0.0
+        for i in rows[lv]:
+            if current and width + _COL_GAP + items[i].width > PICTURE_WIDTH:
+                placed_rows.append(current)
+                current, width = [], 0.0
+            width += (_COL_GAP if current else 0) + items[i].width
+            current.append(i)
+        placed_rows.append(current)
+    for r, row in enumerate(placed_rows):
+        for i in row:
+            row_of[i] = r
 
-    # First line: what the node computes, literal operands included (``multiply(·, 2)``), never
-    # the IR's unique names (``multiply_1``); second line: its value, with a word for what a
-    # reader must know (an opaque NumPy call, a random draw, a graph loop).
-    labels = []
-    for n in nodes:
-        kind = nodetext.node_kind(n)
-        detail = records.value_text(n.aval)
-        inner = subgraphs(n)
-        if inner and not detail:
-            detail = f"{len(inner)} sub-graphs"
-        mark = _KIND_MARK.get(kind)
-        if mark:
-            detail = f"{mark} · {detail}" if detail else mark
-        labels.append((_clip(nodetext.node_text(n), 34), _clip(detail, 34)))
-    widths = [max(len(a), len(b)) * _CHAR_W + 16 for a, b in labels]
-
+    legend = _legend_entries(nodes, outputs)
+    legend_rows = _wrap_legend(legend)
+    # Grouped, a box wears a segment's outline only when the segment holds all its ops: the
+    # legend lists those, and counts the others (the sidebar's "by kernel" shows them).
+    outlined = {item.segment for item in items}
+    legends: list[tuple[int | None, str]] = [
+        (k, f"{_legend(g)} [{g.backend}]") for k, g in enumerate(segments)
+        if not grouped or k in outlined]
+    if len(legends) < len(segments):
+        more = len(segments) - len(legends)
+        legends.append((None, f"{'and ' if legends else ''}{more} compiled kernel"
+                              f"{'s' * (more != 1)} inside the lines above (the sidebar's "
+                              "graph, by kernel, shows them)"))
+    seg_w = max((36 + len(text) * _CHAR_W for _, text in legends), default=0)
+    row_widths = [sum(items[i].width for i in row) + _COL_GAP * (len(row) - 1)
+                  for row in placed_rows]
+    legend_w = max((w for w, _ in legend_rows), default=0) + 20
+    total_w = max(max(row_widths, default=100) + 20, legend_w, seg_w)
     pos: dict[int, tuple[float, float]] = {}
-    row_widths = {lv: sum(widths[i] for i in idx) + _COL_GAP * (len(idx) - 1)
-                  for lv, idx in rows.items()}
-    legend = [("input", _FILL["placeholder"]), ("captured constant", _FILL["captured"]),
-              ("variable / print", _FILL["stateful"]), ("control flow", _FILL["control_flow"]),
-              ("NumPy call / random draw", _FILL["opaque"]), ("op", _FILL["default"]),
-              ("output", "white")]
-    if any(records.is_backward(n) for n in nodes):  # a gradient: forward ops vs backward ones
-        legend.insert(-1, ("backward (gradient) op", _FILL["backward"]))
-    legend_w = sum(28 + len(text) * _CHAR_W for text, _ in legend) + 10
-    legends = [f"{_legend(g)} [{g.backend}]" for g in segments]
-    seg_w = max((36 + len(text) * _CHAR_W for text in legends), default=0)
-    total_w = max(max(row_widths.values(), default=100) + 20, legend_w, seg_w)
-    for lv, idx in rows.items():
-        x = (total_w - row_widths[lv]) / 2
-        for i in idx:
-            pos[i] = (x, 10 + lv * (_BOX_H + _ROW_GAP))
-            x += widths[i] + _COL_GAP
-    legend_h = 18 * (len(segments) + 1) + 8
-    total_h = 10 + (max(rows, default=0) + 1) * (_BOX_H + _ROW_GAP) + legend_h
+    for r, row in enumerate(placed_rows):
+        x = (total_w - row_widths[r]) / 2
+        for i in row:
+            pos[i] = (x, 10 + r * (_BOX_H + _ROW_GAP))
+            x += items[i].width + _COL_GAP
+    legend_h = 18 * (len(legends) + len(legend_rows)) + 8
+    total_h = 10 + len(placed_rows) * (_BOX_H + _ROW_GAP) + legend_h
 
     # Fit to the output's width, never enlarged: width 100% of the cell, at most the natural
     # width, height from the viewBox's aspect ratio. Pure SVG/CSS, so a saved notebook (no
@@ -170,22 +244,17 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
              '<defs><marker id="kx-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
              'markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
              '<path d="M 0 0 L 10 5 L 0 10 z" fill="#868e96"/></marker></defs>']
-    for i, n in enumerate(nodes):
+    for i, item in enumerate(items):
         x2, y2 = pos[i]
-        cx2 = x2 + widths[i] / 2
-        seen: set[int] = set()
-        for src in n.inputs:
-            j = index.get(id(src))
-            if j is None or j in seen:
-                continue
-            seen.add(j)
+        cx2 = x2 + item.width / 2
+        for j in inputs_of[i]:
             x1, y1 = pos[j]
-            cx1, by1 = x1 + widths[j] / 2, y1 + _BOX_H
-            span = level[i] - level[j]
-            if span > 1:
-                # Skipping rows: bow out sideways so the edge does not hide behind the boxes
-                # of the rows in between.
-                bow = (40 + 12 * span) * (1 if (i + j) % 2 else -1)
+            cx1, by1 = x1 + items[j].width / 2, y1 + _BOX_H
+            span = row_of[i] - row_of[j]
+            if span > 1 or span < 1:
+                # Skipping rows (or within a wrapped layer): bow out sideways so the edge
+                # does not hide behind the boxes of the rows in between.
+                bow = (40 + 12 * abs(span)) * (1 if (i + j) % 2 else -1)
                 d = (f"M {cx1:.1f} {by1:.1f} C {cx1 + bow:.1f} {by1 + 30:.1f}, "
                      f"{cx2 + bow:.1f} {y2 - 30:.1f}, {cx2:.1f} {y2 - 1:.1f}")
             else:
@@ -194,64 +263,154 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                      f"{cx2:.1f} {y2 - 1:.1f}")
             parts.append(f'<path d="{d}" fill="none" stroke="#868e96" stroke-width="1.2" '
                          'marker-end="url(#kx-arrow)"/>')
-    for i, n in enumerate(nodes):
+    for i, item in enumerate(items):
         x, y = pos[i]
-        w = widths[i]
-        fill = _FILL[_category(n)]
-        stroke, dash, sw = "#495057", "", 1.0
-        seg = member.get(n.name)
-        if seg is not None:
-            stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
-            dash, sw = ' stroke-dasharray="5 3"', 2.0
-        if id(n) in outputs:
-            stroke, sw = "#2b8a3e", 2.5
-        title = f"{nodetext.node_text(n)} → {records.value_text(n.aval)} (node {n.name})"
-        if n.attrs.get("captured"):
-            title += " (captured constant, frozen at trace time)"
-        variable = n.attrs.get("variable")
-        if variable is not None:
-            title += f" (kx.Variable {getattr(variable, 'name', '')})"
-        note = records.opaque_note(n) or records.loop_note(n)
-        if note is not None:
-            title += f" ({note})"
-        if records.is_backward(n):
-            title += " (backward pass)"
-        if id(n) in outputs:
-            title += " (output)"
-        for sub in subgraphs(n):  # control flow: what its branches / bodies compute
-            ops = [op for m in sub.get_operations()
-                   if (op := records.op_name(m)) != "placeholder"]
-            title += f"\n{sub.name}: {_clip(', '.join(ops) or 'no ops', 120)}"
-        a, b = labels[i]
-        parts.append(f'<g><title>{esc(title)}</title>'
+        w = item.width
+        a, b = item.lines
+        group = ' class="kx-graph-line"' if len(item.members) > 1 else ""
+        parts.append(f'<g{group}><title>{esc(item.title)}</title>'
                      f'<rect x="{x:.1f}" y="{y:.1f}" width="{w:.1f}" height="{_BOX_H}" rx="5" '
-                     f'fill="{fill}" stroke="{stroke}" stroke-width="{sw}"{dash}/>'
+                     f'fill="{item.fill}" stroke="{item.stroke}" stroke-width="{item.sw}"'
+                     f'{item.dash}/>'
                      f'<text x="{x + w / 2:.1f}" y="{y + 14:.1f}" text-anchor="middle" '
                      f'font-weight="bold" fill="{_NODE_INK}">{esc(a)}</text>'
                      f'<text x="{x + w / 2:.1f}" y="{y + 27:.1f}" text-anchor="middle" '
                      f'fill="{_NODE_INK}">{esc(b)}</text></g>')
     ly = total_h - legend_h + 14
-    x = 10.0
-    for text, fill in legend[:-1]:
-        parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" '
-                     f'fill="{fill}" stroke="#495057"/><text x="{x + 16:.1f}" '
-                     f'y="{ly:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
-        x += 16 + len(text) * _CHAR_W + 12
-    parts.append(f'<rect x="{x:.1f}" y="{ly - 10:.1f}" width="12" height="12" fill="white" '
-                 f'stroke="#2b8a3e" stroke-width="2.5"/><text x="{x + 16:.1f}" '
-                 f'y="{ly:.1f}" style="{_THEME_INK}">output</text>')
-    for k, text in enumerate(legends):
-        colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
-        y = ly + 18 * (k + 1)
-        parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" fill="white" '
-                     f'stroke="{colour}" stroke-width="2" stroke-dasharray="5 3"/>'
-                     f'<text x="26" y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
+    for r, (_, entries) in enumerate(legend_rows):
+        x = 10.0
+        y = ly + 18 * r
+        for text, fill in entries:
+            stroke = ' stroke="#2b8a3e" stroke-width="2.5"' if text == "output" else \
+                ' stroke="#495057"'
+            parts.append(f'<rect x="{x:.1f}" y="{y - 10:.1f}" width="12" height="12" '
+                         f'fill="{fill}"{stroke}/><text x="{x + 16:.1f}" '
+                         f'y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
+            x += 16 + len(text) * _CHAR_W + 12
+    for row, (k, text) in enumerate(legends):
+        y = ly + 18 * (row + len(legend_rows))
+        if k is not None:
+            colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
+            parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" '
+                         f'fill="white" stroke="{colour}" stroke-width="2" '
+                         'stroke-dasharray="5 3"/>')
+        parts.append(f'<text x="26" y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
     if clipped:
         parts.append(f'<text x="10" y="{total_h - 2:.0f}" style="fill: var(--jp-error-color1, '
                      f'#c92a2a);">first {max_nodes} '
                      'nodes shown</text>')
     parts.append("</svg>")
     return "".join(parts)
+
+
+def _describe_node(item: _Item, n: Any, outputs: set[int], member: dict) -> None:
+    """A box of one node: what it computes (literal operands included, ``multiply(·, 2)``,
+    never the IR's unique names), then its value with a word for what a reader must know
+    (an opaque NumPy call, a random draw, a graph loop); its tooltip says the rest."""
+    kind = nodetext.node_kind(n)
+    detail = records.value_text(n.aval)
+    inner = subgraphs(n)
+    if inner and not detail:
+        detail = f"{len(inner)} sub-graphs"
+    mark = _KIND_MARK.get(kind)
+    if mark:
+        detail = f"{mark} · {detail}" if detail else mark
+    item.lines = (_clip(nodetext.node_text(n), 34), _clip(detail, 34))
+    item.fill = _FILL[_category(n)]
+    seg = member.get(n.name)
+    if seg is not None:
+        item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
+        item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
+        item.segment = seg
+    if id(n) in outputs:
+        item.stroke, item.sw = "#2b8a3e", 2.5
+    title = f"{nodetext.node_text(n)} → {records.value_text(n.aval)} (node {n.name})"
+    source = getattr(n, "source", None)
+    if source is not None:
+        title += f"\nmade at {_where(source)}"  # (the sidebar's words)
+    if n.attrs.get("captured"):
+        title += " (captured constant, frozen at trace time)"
+    variable = n.attrs.get("variable")
+    if variable is not None:
+        title += f" (kx.Variable {getattr(variable, 'name', '')})"
+    note = records.opaque_note(n) or records.loop_note(n)
+    if note is not None:
+        title += f" ({note})"
+    if records.is_backward(n):
+        title += " (backward pass)"
+    if id(n) in outputs:
+        title += " (output)"
+    for sub in inner:  # control flow: what its branches / bodies compute
+        ops = [op for m in sub.get_operations()
+               if (op := records.op_name(m)) != "placeholder"]
+        title += f"\n{sub.name}: {_clip(', '.join(ops) or 'no ops', 120)}"
+    item.title = title
+
+
+def _describe_line(item: _Item, outputs: set[int], member: dict) -> None:
+    """A box of the ops one source line made: ``line 7: h = np.maximum(…)``, then how many
+    ops (and ``gradient`` for a backward pass's); coloured as its ops are (one fused
+    segment: its outline; an output among them: the output's)."""
+    first = item.members[0]
+    backward = records.is_backward(first)
+    count = len(item.members)
+    value = records.value_text(item.members[-1].aval)
+    item.lines = (_clip(f"{_short_line(first)}: {first.source.text}", 46),
+                  _clip(f"{count} ops" + (" · gradient" if backward else "")
+                        + (f" · {value}" if value else ""), 46))
+    kinds = {_category(n) for n in item.members}
+    item.fill = _FILL["backward"] if backward else _FILL[
+        next(iter(kinds)) if len(kinds) == 1 else "default"]
+    segs = {member.get(n.name) for n in item.members}
+    if len(segs) == 1 and None not in segs:
+        seg = next(iter(segs))
+        item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]  # type: ignore[index]
+        item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
+        item.segment = seg
+    if any(id(n) in outputs for n in item.members):
+        item.stroke, item.sw = "#2b8a3e", 2.5
+    ops = ", ".join(nodetext.node_text(n) for n in item.members)
+    item.title = (f"{_where(first.source)}: {first.source.text}\n"
+                  f"{count} ops{' of the backward pass (the gradient)' if backward else ''}: "
+                  f"{_clip(ops, 400)}")
+
+
+def _where(source: Any) -> str:
+    """``cell [5], line 7`` of a node's source line in a cell; ``line 7`` in a file (the
+    picture is under the cell that called it: the sidebar's tooltip names the file)."""
+    raw = f"{source.file}:{source.line}"
+    shown = explain.format_call_site(raw)
+    return f"line {source.line}" if shown == raw or not shown.startswith("cell") else shown
+
+
+def _legend_entries(nodes: list[Any], outputs: set[int]) -> list[tuple[str, str]]:
+    """The picture's colour key: the kinds of box it draws, each once."""
+    present = {_category(n) for n in nodes}
+    entries = [("input", "placeholder"), ("captured constant", "captured"),
+               ("constant", "constant"), ("variable / print", "stateful"),
+               ("control flow", "control_flow"), ("NumPy call / random draw", "opaque"),
+               ("op", "default"), ("backward (gradient) op", "backward")]
+    out = [(text, _FILL[key]) for text, key in entries if key in present or key == "default"]
+    if outputs:
+        out.append(("output", "white"))
+    return out
+
+
+def _wrap_legend(entries: list[tuple[str, str]]) -> list[tuple[float, list[tuple[str, str]]]]:
+    """The legend's entries in rows no wider than :data:`PICTURE_WIDTH`, with each row's width."""
+    rows: list[tuple[float, list[tuple[str, str]]]] = []
+    current: list[tuple[str, str]] = []
+    width = 0.0
+    for text, fill in entries:
+        w = 28 + len(text) * _CHAR_W
+        if current and width + w > PICTURE_WIDTH:
+            rows.append((width, current))
+            current, width = [], 0.0
+        current.append((text, fill))
+        width += w
+    if current:
+        rows.append((width, current))
+    return rows
 
 
 #: Said under the monitor's graph: it fits the cell; zooming is the sidebar's.

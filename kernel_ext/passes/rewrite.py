@@ -122,7 +122,8 @@ class Rewriter:
             value = node
         else:
             value = self._new(node.name, node.op, args,
-                              dict(node.attrs if attrs is None else attrs), node.aval)
+                              dict(node.attrs if attrs is None else attrs), node.aval,
+                              node.source)
             self.changed = self.changed or attrs is not None
         self._order.append(value)
         self._map(node, value)
@@ -140,7 +141,7 @@ class Rewriter:
             if node.op in VIEW_OPS:
                 self.keep(node)
                 return
-            target = self._new(node.name, OpKind.COPY, (target,), {}, node.aval)
+            target = self._new(node.name, OpKind.COPY, (target,), {}, node.aval, node.source)
             self._order.append(target)
         self._map(node, target)
         self.changed = True
@@ -165,10 +166,10 @@ class Rewriter:
         attrs = dict(attrs)
         if node.attrs.get("_backward"):  # the graph views tell gradient nodes apart
             attrs["_backward"] = True
-        value = self._new(node.name, op, tuple(args), attrs, aval)
+        value = self._new(node.name, op, tuple(args), attrs, aval, node.source)
         self._order.append(value)
         if exposed and op is OpKind.CONSTANT:
-            value = self._new(node.name, OpKind.COPY, (value,), {}, aval)
+            value = self._new(node.name, OpKind.COPY, (value,), {}, aval, node.source)
             self._order.append(value)
         self._map(node, value)
         self.changed = True
@@ -201,7 +202,7 @@ class Rewriter:
                 new = value
             else:
                 new = Node(g.unique_name(value.name), value.op, args, dict(value.attrs),
-                           value.aval)
+                           value.aval, value.source)
             final[value] = new
             g.nodes.append(new)
             if new.op is OpKind.PLACEHOLDER:
@@ -210,8 +211,10 @@ class Rewriter:
         return g, True
 
     # -- internals --------------------------------------------------------------------------
-    def _new(self, name: str, op: OpKind, args: tuple, attrs: dict, aval: Any) -> Node:
-        node = Node(name, op, args, attrs, aval)
+    def _new(self, name: str, op: OpKind, args: tuple, attrs: dict, aval: Any,
+             source: Any = None) -> Node:
+        # ``source``: the line of user code that made the node it replaces (for the views)
+        node = Node(name, op, args, attrs, aval, source)
         self._fresh.add(node)
         return node
 

@@ -20,6 +20,7 @@ import numpy as np
 from .. import errors
 from ..ir import Graph, Node, OpKind
 from .state import ACTIVITY, context_stack, current_context
+from .source_lines import record_lines
 from .tensor import Tensor, bind, leaked_error, user_frame_description
 from .types import PLAIN_ARRAY_CLASSES, array_subclass_error
 from .variables import Variable
@@ -73,7 +74,7 @@ class TraceContext:
     def __init__(self, name: str, *, function_name: str | None = None,
                  variable_policy: Callable[["Variable"], None] | None = None,
                  parent: "TraceContext | None" = None) -> None:
-        self.graph = Graph(name)
+        self.graph = record_lines(Graph(name))  # every node knows the user line that made it
         self.function_name = function_name or name
         self.parent = parent
         self.active = True

@@ -165,7 +165,8 @@ def _with_inputs(graph: Graph, own: Sequence[Node], captures: Sequence[tuple[Nod
         if node.op is OpKind.PLACEHOLDER:
             continue
         args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-        new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval)
+        new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval,
+                   node.source)
         g.nodes.append(new)
         mapping[node] = new
     g.outputs = [mapping[o] for o in outputs]

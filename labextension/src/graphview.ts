@@ -35,6 +35,7 @@ import {
   buildGroups,
   defaultCollapsed,
   findNodes,
+  GroupingMode,
   IGroup,
   IGrouping,
   representative,
@@ -188,7 +189,9 @@ export class GraphView {
       this._segmentIndex = new Map();
       return;
     }
-    this._grouping = buildGroups(nodes, graph.segments ?? []);
+    // By source line when the kernel says which line made each node.
+    this._mode = nodes.some(n => n.line) ? 'line' : 'kernel';
+    this._grouping = buildGroups(nodes, graph.segments ?? [], this._mode);
     this._collapsed = defaultCollapsed(nodes, this._grouping);
     this._segmentIndex = indexSegments(nodes);
     this._svg = s('svg', {
@@ -215,11 +218,15 @@ export class GraphView {
     );
     const legend = renderLegend(this._segmentIndex, graph.segments ?? []);
     const kinds = renderKinds(nodes);
-    if (legend || kinds) {
-      this.node.appendChild(
-        h('div', { className: 'jp-kx-legend' }, kinds, legend)
-      );
-    }
+    this.node.appendChild(
+      h(
+        'div',
+        { className: 'jp-kx-legend' },
+        kinds,
+        legend,
+        renderFillKey(nodes)
+      )
+    );
 
     this._zoom = zoom<SVGSVGElement, unknown>()
       .scaleExtent(SCALE_EXTENT)
@@ -277,6 +284,23 @@ export class GraphView {
   /** The groups of this graph. */
   get groups(): ReadonlyMap<string, IGroup> {
     return this._grouping.groups;
+  }
+
+  /** How nodes are grouped now: by source line or by compiled kernel. */
+  get grouping(): GroupingMode {
+    return this._mode;
+  }
+
+  /** Group by *mode* (groups collapsed as for a new view), readable view. */
+  setGrouping(mode: GroupingMode): void {
+    if (mode === this._mode || !this._svg) {
+      return;
+    }
+    this._mode = mode;
+    this._grouping = buildGroups(this._nodes, this._graph.segments ?? [], mode);
+    this._collapsed = defaultCollapsed(this._nodes, this._grouping);
+    this._layout();
+    this.showReadable();
   }
 
   /** Where item *id* (a node or a collapsed group) is drawn, or undefined. */
@@ -572,6 +596,23 @@ export class GraphView {
         run(true);
       }
     });
+    const grouping = h(
+      'select',
+      {
+        className: 'jp-kx-graph-grouping',
+        attrs: { 'aria-label': 'Group nodes by' },
+        title:
+          'Group nodes by the source line that made them, or by the compiled ' +
+          'kernel they run in (loops, branches and gradient passes are boxes ' +
+          'in both)'
+      },
+      h('option', { attrs: { value: 'line' } }, 'by line'),
+      h('option', { attrs: { value: 'kernel' } }, 'by kernel')
+    ) as HTMLSelectElement;
+    grouping.value = this._mode;
+    grouping.addEventListener('change', () =>
+      this.setGrouping(grouping.value as GroupingMode)
+    );
     const bar = h(
       'div',
       { className: 'jp-kx-graph-toolbar', attrs: { role: 'toolbar' } },
@@ -585,6 +626,7 @@ export class GraphView {
           : 'Zoom in (+; Ctrl + wheel zooms about the cursor, drag pans)',
         () => this.zoomBy(1.5)
       ),
+      this._nodes.some(n => n.line) ? grouping : null,
       search,
       status
     );
@@ -619,6 +661,7 @@ export class GraphView {
   private _graph: IGraphPayload;
   private _grouping: IGrouping;
   private _itemElements = new Map<string, SVGGElement>();
+  private _mode: GroupingMode = 'kernel';
   private _nodes: IGraphNode[];
   private _observer: ResizeObserver | null = null;
   private _placed = new Map<string, IPlaced>();
@@ -834,6 +877,9 @@ function groupClasses(
   base: string
 ): string {
   const classes = [base, `jp-kx-group-${group.kind}`];
+  if (group.backward && group.kind !== 'backward') {
+    classes.push('jp-kx-backward');
+  }
   const segment = group.segment ? segmentIndex.get(group.segment) : undefined;
   if (segment !== undefined) {
     // (a cluster is no node: only a collapsed group's box is marked fused)
@@ -993,7 +1039,9 @@ function drawNode(
   const [first, second] = nodeLines(node);
   const tooltip = [
     node.text ? `${node.text}  (${node.op})` : `${node.label} (${node.op})`,
-    `${node.dtype}${node.shape}`,
+    node.dtype ? `${node.dtype}${node.shape}` : node.shape || null,
+    // where its line is (the line's text titles its group: `line 7: h = …`)
+    node.line ? `made at ${node.line}` : null,
     node.note ?? null,
     node.segment
       ? `kernel ${node.segment}${segmentLabel ? `: ${segmentLabel}` : ''}`
@@ -1043,6 +1091,45 @@ function arrowMarker(): SVGDefsElement {
       },
       s('path', { d: 'M 0 0 L 10 5 L 0 10 z', class: 'jp-kx-arrowhead' })
     )
+  );
+}
+
+/** What the boxes' colours mean, for those this graph uses: the cell
+ *  picture's colour key (render.py), word for word. */
+function renderFillKey(nodes: IGraphNode[]): HTMLElement {
+  const present = new Set(
+    nodes.map(n => n.kind).filter((k): k is string => !!k)
+  );
+  const fills: [string, string, boolean][] = [
+    ['jp-kx-fill-input', 'input', present.has('input')],
+    ['jp-kx-fill-captured', 'captured constant', present.has('captured')],
+    ['jp-kx-fill-constant', 'constant', present.has('constant')],
+    ['jp-kx-fill-stateful', 'variable / print', present.has('stateful')],
+    [
+      'jp-kx-fill-control',
+      'control flow',
+      present.has('control_flow') || present.has('loop')
+    ],
+    [
+      'jp-kx-fill-opaque',
+      'NumPy call / random draw',
+      present.has('opaque') || present.has('random')
+    ],
+    ['jp-kx-fill-op', 'op', true],
+    [
+      'jp-kx-fill-backward',
+      'backward (gradient) op',
+      nodes.some(n => n.backward)
+    ]
+  ];
+  return h(
+    'ul',
+    { className: 'jp-kx-kinds jp-kx-fill-key' },
+    ...fills
+      .filter(([, , on]) => on)
+      .map(([cls, text]) =>
+        h('li', {}, h('span', { className: `jp-kx-mark ${cls}` }), text)
+      )
   );
 }
 

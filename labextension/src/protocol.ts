@@ -109,6 +109,12 @@ export interface IGraphNode {
   output?: boolean;
   /** True for a node a gradient's backward pass made (views group it apart). */
   backward?: boolean;
+  /** Where the user line that made it is: `cell [5], line 7`; null: unknown. */
+  line?: string | null;
+  /** That line's text: `h = np.maximum(x @ w1 + b1, 0)`. */
+  source?: string | null;
+  /** The id of the cond/while node whose branch or body holds this node. */
+  inside?: string | null;
 }
 
 export interface IGraphEdge {
@@ -303,9 +309,22 @@ const isGraphNode = object<IGraphNode>(
     kind: isString as Check<string | undefined>,
     note: nullable(isString) as Check<string | null | undefined>,
     output: isBoolean as Check<boolean | undefined>,
-    backward: isBoolean as Check<boolean | undefined>
+    backward: isBoolean as Check<boolean | undefined>,
+    line: nullable(isString) as Check<string | null | undefined>,
+    source: nullable(isString) as Check<string | null | undefined>,
+    inside: nullable(isString) as Check<string | null | undefined>
   },
-  ['segment', 'text', 'kind', 'note', 'output', 'backward']
+  [
+    'segment',
+    'text',
+    'kind',
+    'note',
+    'output',
+    'backward',
+    'line',
+    'source',
+    'inside'
+  ]
 );
 
 const isGraphEdge = object<IGraphEdge>({ source: isString, target: isString });

@@ -162,3 +162,119 @@ describe('the graph view at real size', () => {
     expect(view.scale).toBeGreaterThanOrEqual(1);
   });
 });
+
+/** A training step whose nodes say their source line (four ops a line), with
+ * a graph loop holding a body of six ops. */
+function withLines(): IGraphPayload {
+  const graph = trainStep();
+  graph.nodes.forEach((node, i) => {
+    if (i > 0) {
+      const line = 3 + Math.floor((i % 52) / 4);
+      node.line = `cell [5], line ${line}`;
+      node.source = `h${line} = np.tanh(h${line - 1} * ${line})`;
+    }
+  });
+  graph.nodes[20] = {
+    ...graph.nodes[20],
+    op: 'while',
+    text: 'while loop',
+    kind: 'loop',
+    segment: null
+  };
+  for (let j = 0; j < 6; j++) {
+    graph.nodes.push({
+      id: `n20.0.${j}`,
+      op: 'sin',
+      label: `sin_${j}`,
+      text: 'sin(·)',
+      shape: '[16, 128]',
+      dtype: 'float32',
+      kind: 'op',
+      line: 'cell [5], line 40',
+      source: 'h = h + np.sin(h)',
+      inside: 'n20'
+    });
+    if (j > 0) {
+      graph.edges.push({ source: `n20.0.${j - 1}`, target: `n20.0.${j}` });
+    }
+  }
+  return graph;
+}
+
+describe('groups by source line, loops and branches', () => {
+  const graph = withLines();
+
+  it('make one group per line of each pass, titled by the line', () => {
+    const grouping = buildGroups(graph.nodes, graph.segments, 'line');
+    const line7 = [...grouping.groups.values()].filter(
+      g => g.kind === 'line' && g.title.startsWith('line 7:')
+    );
+    // line 7 made ops of the forward pass and (their gradient) of the backward
+    expect(line7.map(g => g.parent).sort()).toEqual([
+      'g:backward',
+      'g:forward'
+    ]);
+    expect(line7[0].title).toBe('line 7: h7 = np.tanh(h6 * 7)');
+    expect(line7[0].size).toBe(4);
+    expect(line7.find(g => g.parent === 'g:backward')!.backward).toBe(true);
+    expect(grouping.groupOf.get('n17')).toBe(line7[0].id);
+  });
+
+  it('make a loop one box holding its body, inside the line of its statement', () => {
+    const grouping = buildGroups(graph.nodes, graph.segments, 'line');
+    const loop = grouping.groups.get('g:cf:n20')!;
+    expect(loop.kind).toBe('loop');
+    expect(loop.size).toBe(7); // the loop and the six ops of its body
+    expect(grouping.groupOf.get('n20')).toBe('g:cf:n20');
+    expect(grouping.groupOf.get('n20.0.3')).toBe(
+      [...grouping.groups.values()].find(
+        g => g.kind === 'line' && g.parent === 'g:cf:n20'
+      )!.id
+    );
+    expect(grouping.groups.get(loop.parent!)!.title).toMatch(/^line 8:/);
+    // collapsed, the body is the loop's box; by kernel too
+    const collapsed = defaultCollapsed(graph.nodes, grouping);
+    expect(representative('n20.0.3', grouping, collapsed)).not.toBe('n20.0.3');
+    const kernels = buildGroups(graph.nodes, graph.segments, 'kernel');
+    expect(kernels.groups.get('g:cf:n20')!.size).toBe(7);
+  });
+
+  it('start collapsed: far fewer boxes, each label at 11 px', () => {
+    const view = new GraphView(graph, { fill: true });
+    document.body.appendChild(view.node);
+    const svg = view.node.querySelector('svg')!;
+    Object.defineProperty(svg, 'clientWidth', { value: 600 });
+    Object.defineProperty(svg, 'clientHeight', { value: 400 });
+    expect(view.grouping).toBe('line');
+    const grouping = buildGroups(graph.nodes, graph.segments, 'line');
+    const shown = visibleItems(
+      graph.nodes,
+      grouping,
+      view.collapsed as Set<string>
+    );
+    expect(shown.length).toBeLessThan(graph.nodes.length / 2);
+    view.showReadable();
+    expect(view.scale).toBeGreaterThanOrEqual(1);
+    // the tooltip of a node names its line
+    view.find('sin(·)');
+    const title = svg.querySelector(
+      '[data-node="n20.0.0"] title'
+    )!.textContent!;
+    expect(title).toContain('made at cell [5], line 40');
+    // the grouping can be switched to kernels, and back
+    const select = view.node.querySelector<HTMLSelectElement>(
+      '.jp-kx-graph-grouping'
+    )!;
+    select.value = 'kernel';
+    select.dispatchEvent(new Event('change'));
+    expect(view.grouping).toBe('kernel');
+    expect(view.groups.has('g:seg:s2')).toBe(true);
+    document.body.replaceChildren();
+  });
+
+  it('finds a node by its line', () => {
+    expect(findNodes(graph.nodes, 'line 40').map(n => n.id)).toEqual(
+      graph.nodes.filter(n => n.inside).map(n => n.id)
+    );
+  });
+});

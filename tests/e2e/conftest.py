@@ -132,7 +132,11 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
                JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
                JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
                IPYTHONDIR=str(dirs["ipython"]),
-               # The kernel must import this checkout's kernel_ext, as the server does.
+               # The kernel must import this checkout's kernel_ext, as the server does (first
+               # on the path: an editable install may point at another worktree).
+               PYTHONPATH=os.pathsep.join(
+                   p for p in (str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH"))
+                   if p),
                PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     port, token = _free_port(), secrets.token_hex(16)
     command = [sys.executable, "-m", "jupyterlab", "--ServerApp.open_browser=False",
@@ -318,6 +322,8 @@ class LabUI:
             "data-jp-theme-name", name, timeout=60_000)
         expect(page.locator("body")).to_have_attribute(
             "data-jp-theme-light", "false" if dark else "true", timeout=60_000)
+        # ... and the splash it shows while switching is gone (screenshots must not dim)
+        expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=60_000)
 
 
 @pytest.fixture

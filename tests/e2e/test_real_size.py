@@ -51,10 +51,11 @@ def _ready(page: Any, ui: Any) -> Any:
     return panel
 
 
-def _gradients(page: Any, lab: Any, ui: Any) -> Any:
-    """The gradients example, its first three code cells run; the sidebar open."""
-    shutil.copy(EXAMPLES / "06_gradients.ipynb", lab.root / "06_gradients.ipynb")
-    ui.open_notebook(page, lab, "06_gradients.ipynb")
+def _gradients(page: Any, lab: Any, ui: Any, name: str = "06_gradients.ipynb") -> Any:
+    """The gradients example (as *name*: a fresh kernel), its first three code cells run;
+    the sidebar open."""
+    shutil.copy(EXAMPLES / "06_gradients.ipynb", lab.root / name)
+    ui.open_notebook(page, lab, name)
     panel = _ready(page, ui)
     for index in range(3):
         ui.run_cell(page, index, count=index + 1)
@@ -66,6 +67,7 @@ def test_gradients_graph_is_readable_searchable_and_zooms_about_the_cursor(
     from playwright.sync_api import expect
 
     _gradients(page, lab, ui)
+    ui.set_theme(page, dark=False)  # (an earlier test may have left the dark theme on)
     card = ui.card(page, "train_step")
     card.locator(".jp-kx-signature").first.click()
     svg = card.locator("svg.jp-kx-graph-svg")
@@ -222,4 +224,113 @@ def test_one_unit_format_in_the_monitor_the_report_and_the_sidebar(
     expect(report).to_contain_text(f"tracing {tracing.inner_text()}")
     expect(report).to_contain_text("cache hits 297 of 300 (99%)")
     assert "µs 9" not in monitor.inner_text() and " 1 traces" not in card.inner_text()
+    assert page.problems == []  # type: ignore[attr-defined]
+
+
+#: Every label's drawn size in px in the cell's picture: its font size times the picture's
+#: scale (drawn width over the viewBox's width).
+PICTURE_LABEL_SIZES = """svg => {
+  const k = svg.getBoundingClientRect().width / svg.viewBox.baseVal.width;
+  return [...svg.querySelectorAll('text')]
+    .map(t => parseFloat(getComputedStyle(t).fontSize) * k);
+}"""
+
+#: The fills of the boxes of source-line groups, as rgb() strings.
+LINE_FILLS = """(root, selector) => [...new Set([...root.querySelectorAll(selector)]
+  .map(r => getComputedStyle(r).fill))].sort()"""
+
+
+def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_main_area(
+        page: Any, lab: Any, ui: Any) -> None:
+    from playwright.sync_api import expect
+
+    _gradients(page, lab, ui, "06_gradients_lines.ipynb")
+    card = ui.card(page, "train_step")
+    card.locator(".jp-kx-signature").first.click()
+    svg = card.locator("svg.jp-kx-graph-svg")
+    expect(svg.locator("g.jp-kx-node").first).to_be_visible()
+    expect(card.locator(".jp-kx-graph-grouping")).to_have_value("line")
+    page.wait_for_function("el => Number(el.getAttribute('data-scale')) >= 1",
+                           arg=svg.element_handle())
+    assert min(svg.evaluate(LABEL_SIZES)) >= 11
+    # `logits = ...` is one box (of the forward pass), collapsed
+    line = svg.locator('g.jp-kx-group-node.jp-kx-group-line:not(.jp-kx-backward)',
+                       has_text="logits = np.tanh(x @ w1")
+    expect(line).to_have_count(1)
+    group = line.get_attribute("data-group")
+    line.scroll_into_view_if_needed()
+    before = line.bounding_box()
+    line.click()
+    cluster = svg.locator(f'g.jp-kx-cluster[data-group="{group}"]')
+    expect(cluster).to_have_count(1)
+    after = cluster.bounding_box()
+    # expanding laid the graph out again around the point the user looked at
+    assert abs((after["x"] + after["width"] / 2) - (before["x"] + before["width"] / 2)) < 2
+    assert abs((after["y"] + after["height"] / 2) - (before["y"] + before["height"] / 2)) < 2
+    # its ops say their line in the tooltip
+    tanh = svg.locator('g.jp-kx-node[data-node]', has_text="tanh(·)").first
+    title = tanh.locator("title").text_content()
+    assert "made at cell [2], line 5" in title, title
+    sidebar_fills = svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect")
+
+    # the cell's picture: grouped the same way, labels at 11 px or more, same fills
+    page.locator(".lm-TabBar-tab", has_text="06_gradients_lines.ipynb").first.click()
+    monitor = page.locator(".jp-Notebook .jp-CodeCell").nth(1).locator(".kx-monitor").first
+    monitor.get_by_role("tab", name="graph").click()
+    picture = monitor.locator("svg.kx-graph")
+    expect(picture).to_be_visible()
+    expect(picture.locator("g.kx-graph-line", has_text="logits = np.tanh")).to_have_count(2)
+    sizes = picture.evaluate(PICTURE_LABEL_SIZES)
+    assert sizes and min(sizes) >= 11, sizes
+    cell_fills = picture.evaluate(LINE_FILLS, "g.kx-graph-line rect")
+    assert sidebar_fills == cell_fills and len(cell_fills) == 2, (sidebar_fills, cell_fills)
+
+    # the main area: the same groups and fills
+    card.locator(".jp-kx-open-main").click()
+    main_svg = page.locator(".jp-kx-graph-main svg.jp-kx-graph-svg")
+    expect(main_svg.locator("g.jp-kx-node").first).to_be_visible()
+    assert main_svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect") \
+        == cell_fills
+    assert page.problems == []  # type: ignore[attr-defined]
+
+
+LOOP = """@kx.function(backend="numpy")
+def decay(x, n):
+    i = 0
+    while i < n:
+        x = x - 0.1 * np.sin(x)
+        i += 1
+    return x
+
+decay(np.ones(3), np.int64(4))"""
+
+
+def test_a_graph_loop_is_one_box_holding_its_body(page: Any, lab: Any, ui: Any) -> None:
+    from playwright.sync_api import expect
+
+    ui.write_notebook(lab.root, "loop_box.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, LOOP])
+    ui.open_notebook(page, lab, "loop_box.ipynb")
+    _ready(page, ui)
+    for index in range(2):
+        ui.run_cell(page, index, count=index + 1)
+    card = ui.card(page, "decay")
+    card.locator(".jp-kx-signature").first.click()
+    svg = card.locator("svg.jp-kx-graph-svg")
+    # a small graph starts open: the loop is a frame around its body's ops
+    loop = svg.locator("g.jp-kx-cluster.jp-kx-group-loop")
+    expect(loop).to_have_count(1)
+    expect(loop.locator("title")).to_contain_text("loop at line 4: while i < n:")
+    holder = loop.get_attribute("data-group").removeprefix("g:cf:")  # the while node
+    body = svg.locator(f'g.jp-kx-node[data-node^="{holder}."]')  # the ops inside it
+    sin = body.filter(has_text="sin(·)")
+    expect(sin).to_have_count(1)
+    assert "made at cell [2], line 5" in sin.locator("title").text_content()
+    # closed, it is one box; the body's ops are inside it
+    label = loop.locator(".jp-kx-cluster-label")  # (by keyboard: it may be panned away)
+    label.focus()
+    label.press("Enter")
+    box = svg.locator("g.jp-kx-group-node.jp-kx-group-loop")
+    expect(box).to_have_count(1)
+    expect(box).to_contain_text("loop at line 4: while i < n:")
+    expect(body).to_have_count(0)
     assert page.problems == []  # type: ignore[attr-defined]

@@ -27,6 +27,20 @@ def test_typescript_unit_tests_pass():
     assert summary and "failed" not in summary[0], summary
 
 
+def test_the_typescript_css_and_protocol_doc_are_prettier_formatted():
+    # package.json's prettier:check: the project's formatting standard for the extension
+    jlpm = shutil.which("jlpm") or str(Path(os.sys.executable).parent / "jlpm")
+    if not (ROOT / "node_modules" / ".bin" / "prettier").exists() or not Path(jlpm).exists():
+        if os.environ.get("CI"):
+            pytest.fail("prettier missing: `pip install -e .` installs the extension's "
+                        "dependencies")
+        pytest.skip("the lab extension's dependencies are not installed (pip install -e .)")
+    env = dict(os.environ, PATH=f"{Path(jlpm).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    result = subprocess.run([jlpm, "prettier:check"], cwd=ROOT, capture_output=True, text=True,
+                            env=env, timeout=600)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-4000:]
+
+
 def test_a_fused_segment_has_one_colour_in_the_cell_and_the_sidebar():
     import re
     from pathlib import Path
