@@ -526,6 +526,8 @@ class _GraphWriter:
         embedding = KernelEmbedding(seg, px, self.fast_math)
         call = embedding.call
         rank = call.rank
+        if rank == 0 and self._emit_scalar_segment(seg, embedding, env, lines, indent, px):
+            return
         ins = [env[n] for n in seg.inputs]
         # The contiguous kernel serves segments whose array inputs all span the domain (no
         # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
@@ -648,6 +650,36 @@ class _GraphWriter:
         self.signal(lines, indent, f"{kname}({', '.join(args.arguments(call, 'nd', True))})")
         if red is not None:
             self._finish_reduction(seg, red, args.acc, dims, env, lines, indent)
+
+    def _emit_scalar_segment(self, seg: Segment, embedding: KernelEmbedding,
+                             env: dict[Node, _Val], lines: list[str], indent: str,
+                             px: str) -> bool:
+        """A 0-d segment (a loop's index arithmetic, its test, ``A[i, j] * 0.1``) as one call
+        of a function of scalars: ``bad, t1, t2 = s4_scalar(i, n)``. Numba inlines it and
+        the values stay in registers; the block kernel's one-element loop stored each
+        result into a heap buffer and read it back, which made an inner loop of a few
+        scalar ops 4-10x slower than a hand ``@njit`` loop. False where the segment needs
+        buffers (a NumPy loop call, a reduction)."""
+        ins = [env[n] for n in seg.inputs]
+        if not all(v.scalar for v in ins):
+            return False
+        deco = "@_inline" if len(ins) < _INLINE_MAX_ARGS else "@_kernel"
+        kernel = embedding.scalar_kernel(f"{px}scalar", deco)
+        if kernel is None:
+            return False
+        self.helpers.update(kernel.helpers)
+        kname = self._module_kernel(kernel.constants, kernel.text, px, f"{px}scalar")
+        outs = []
+        for i in kernel.call.map_outputs:
+            t = self.fresh()
+            outs.append(t)
+            env[seg.outputs[i]] = _Val(t, True, False)
+        bad = f"{px}bad"
+        lines.append(f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
+                     f"{kname}({', '.join(v.name for v in ins)})")
+        if "bad = bad |" in kernel.text:  # a check NumPy decides (a NaN cast to int, ...)
+            self.signal(lines, indent, bad)
+        return True
 
     def _module_kernel(self, constants: str, text: str, px: str, kname: str) -> str:
         """Add a segment's kernel to the module and return the name to call it by: the
