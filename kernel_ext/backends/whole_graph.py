@@ -171,6 +171,7 @@ class _GraphWriter:
         self.directed: dict[Node, _Val] = {}
         #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
         self.tile_outputs: dict[Node, _Val] = {}
+        self._loop_depth = 0  # graph loops around the code being written
 
     def fresh(self, prefix: str = "t") -> str:
         self._n += 1
@@ -233,14 +234,22 @@ class _GraphWriter:
     def _check_getitem(self, node: Node, first_dyn: int = 1) -> None:
         """Basic indexing only: static slices, integers, traced integer scalars, ``None``
         and ``...``; ``first_dyn`` is the argument position of the first traced index."""
+        def traced_int(c: DynamicIndex) -> bool:
+            arg = node.args[c.position - 1 + first_dyn]
+            return isinstance(arg, Node) and arg.aval.shape == () and arg.dtype.kind in "iu"
+
         for c in node.attrs["index"]:
             if isinstance(c, slice):
-                if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
-                    raise Unsupported("slice with traced bounds")
+                # traced start/stop (``A[i, :j]`` in a loop): Numba slices with Python's
+                # clamping, as NumPy does; a traced step stays out (its sign decides the
+                # clamping and the region's bounds)
+                if isinstance(c.step, DynamicIndex):
+                    raise Unsupported("slice with a traced step")
+                for p in (c.start, c.stop):
+                    if isinstance(p, DynamicIndex) and not traced_int(p):
+                        raise Unsupported("slice bound that is not an integer scalar")
             elif isinstance(c, DynamicIndex):
-                arg = node.args[c.position - 1 + first_dyn]
-                if not isinstance(arg, Node) or arg.aval.shape != () or \
-                        arg.dtype.kind not in "iu":
+                if not traced_int(c):
                     raise Unsupported("indexing with an array")
             elif c is None or c is Ellipsis:
                 pass
@@ -518,6 +527,10 @@ class _GraphWriter:
         ``direct``: a ``setitem`` whose value the segment writes straight into the region
         of the setitem's result (:meth:`_direct_target`), which :meth:`_emit_setitem` then
         only names."""
+        split = self._split_sum(seg) if self._loop_depth else None
+        if split is not None:
+            self.emit_segment(split[0], env, lines, indent, direct)
+            seg = split[1]
         k = self._segments
         self._segments += 1
         px = f"s{k}_"
@@ -696,6 +709,35 @@ class _GraphWriter:
         self.module_parts.append(constants)
         self.module_parts.append(text)
         return kname
+
+    def _split_sum(self, seg: Segment) -> tuple[Segment, Segment] | None:
+        """``np.sum(a * b)`` in a loop body as NumPy computes it: the elementwise part into
+        a temporary (a map segment), then NumPy's own pairwise ``add`` reduction of it
+        (:meth:`_emit_numpy_sum`), bitwise. Fused, the kernel would sum through its lanes,
+        in another order (the documented bound); a loop body's vectors are short, so the
+        temporary costs little. None where the sum is not such a float sum."""
+        red = seg.reduction
+        if red is None or not seg.elementwise or red.op.accumulator is not np.add:
+            return None
+        x = red.args[0]
+        dt = np.dtype(red.dtype)
+        if not isinstance(x, Node) or x not in seg.elementwise or \
+                x.aval.shape in (None, ()) or np.dtype(x.dtype) != dt or \
+                dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+            return None
+        rank = len(x.aval.shape)
+        axis = red.attrs.get("axis")
+        if axis is not None:
+            axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
+            if axes != set(range(rank)):
+                return None
+        members = seg.elementwise
+        outputs = [o for o in seg.outputs if o is not red]
+        if x not in outputs:
+            outputs.append(x)
+        inputs = [i for i in seg.inputs if any(i in n.inputs for n in members)]
+        return (Segment(members, inputs, outputs, seg.domain, None, seg.index),
+                Segment([red], [x], [red], seg.domain, red, seg.index))
 
     def _emit_numpy_sum(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
                         indent: str, px: str) -> bool:
@@ -945,14 +987,16 @@ class _GraphWriter:
             n = f"{x.name}.shape[{axis}]"
             axis += 1
             if isinstance(c, slice):
-                parts.append(f"{'' if c.start is None else c.start}:"
-                             f"{'' if c.stop is None else c.stop}"
+                ends = [None if p is None else args[p.position - 1 + first_dyn].name
+                        if isinstance(p, DynamicIndex) else int(p) for p in (c.start, c.stop)]
+                parts.append(f"{'' if ends[0] is None else ends[0]}:"
+                             f"{'' if ends[1] is None else ends[1]}"
                              f"{'' if c.step is None else ':' + str(c.step)}")
                 if c.step not in (None, 1):
                     bounds.append(None)
                     continue
-                lo = "0" if c.start is None else _clamp(int(c.start), n)
-                hi = n if c.stop is None else _clamp(int(c.stop), n)
+                lo = "0" if ends[0] is None else _clamp(ends[0], n)
+                hi = n if ends[1] is None else _clamp(ends[1], n)
                 bounds.append((lo, f"max({hi}, {lo})"))
                 continue
             if isinstance(c, DynamicIndex):
@@ -1345,6 +1389,7 @@ class _GraphWriter:
                 lines.append(f"{indent}{t}_sp{i} = {empty}")
                 lines.append(f"{indent}{t}_own{i} = {c is not v}")
         lines.append(f"{indent}while True:")
+        self._loop_depth += 1
         inner = indent + "    "
         sub = dict(env)
         for ph, v in zip(cond_g.inputs, lvars + captures):
@@ -1374,6 +1419,7 @@ class _GraphWriter:
                 new.roots == frozenset([new.name]) and \
                 not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
             lines.append(f"{inner}{t}_own{i} = {owned}")
+        self._loop_depth -= 1
         lines.append(f"{indent}{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
         # After the loop a variable holds its initial value, a capture or a buffer filled
         # inside the loop (one shared name for those: conservative).
@@ -1382,8 +1428,11 @@ class _GraphWriter:
         env[node] = _Val(t, False, True, frozenset().union(*parts), parts)
 
 
-def _clamp(bound: int, n: str) -> str:
-    """Source of a static slice bound clamped into ``[0, n]`` as Python's slicing does."""
+def _clamp(bound: int | str, n: str) -> str:
+    """Source of a slice bound (a literal, or the name of a traced integer) clamped into
+    ``[0, n]`` as Python's slicing does."""
+    if isinstance(bound, str):
+        return f"(max({n} + {bound}, 0) if {bound} < 0 else min({bound}, {n}))"
     return f"max({n} + ({bound}), 0)" if bound < 0 else f"min({bound}, {n})"
 
 
