@@ -1910,8 +1910,8 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append(f"    g = _H.graph_c if {contiguous} else _H.graph_a")
     lines.append("    if g is None:")
     writable = frozenset(j for where, j in writer.out_slots if where == "param")
-    lines.append(f"        _H.need_graph(({args}{',' if args else ''}), "
-                 f"{namer.bind(writable, '_w')})")
+    need = f"_H.need_graph(({args}{',' if args else ''}), {namer.bind(writable, '_w')})"
+    lines.append(f"        {need}")
     lines.append(f"        _r = _fallback({params})")
     lines.append("        if _deferred:")
     lines.append("            _flush()")
@@ -1937,6 +1937,11 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append("    if _deferred:")
     lines.append("        _flush()")
     lines.append("    return _r")
+    # request(p0, ...): ask for the compiled function for such arguments, run nothing
+    # (tiering starts a loop graph's compile on its first call without a second run)
+    head = lines[1:1 + len(ins)]
+    lines += ["", f"def request({params}):", *head, f"    {need}",
+              "    if _deferred:", "        _flush()"]
     source = "\n".join(lines) + "\n"
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
     return namer.globals["run"], source
