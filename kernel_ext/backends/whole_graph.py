@@ -1903,10 +1903,15 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     args = ", ".join(ins + consts + loops)
     array_ins = [v for v, n in zip(ins, writer.param_nodes) if n.aval.shape != ()]
     contiguous = " and ".join(f"{v}.flags.c_contiguous" for v in array_ins) or "True"
+    head = lines[1:]
     if handover is not None and array_ins:
+        # from handover_size elements on, the faster of the two executors by measurement
         big = " or ".join(f"{v}.size >= {handover}" for v in array_ins)
+        size = f"max({', '.join(v + '.size' for v in array_ins)}, 0)"
+        namer.globals["_ho"] = _Handover(namer.globals, handle)
         lines.append(f"    if {big}:")
-        lines.append(f"        return _fallback({params})")
+        lines.append(f"        return _ho({size}, {params})")
+    body_start = len(lines)
     lines.append(f"    g = _H.graph_c if {contiguous} else _H.graph_a")
     lines.append("    if g is None:")
     writable = frozenset(j for where, j in writer.out_slots if where == "param")
@@ -1939,12 +1944,62 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append("    return _r")
     # request(p0, ...): ask for the compiled function for such arguments, run nothing
     # (tiering starts a loop graph's compile on its first call without a second run)
-    head = lines[1:1 + len(ins)]
+    body = lines[body_start:]
     lines += ["", f"def request({params}):", *head, f"    {need}",
               "    if _deferred:", "        _flush()"]
+    if "_ho" in namer.globals:  # the compiled path at any size (the handover's trial)
+        lines += ["", f"def run_graph({params}):", *head, *body]
     source = "\n".join(lines) + "\n"
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
     return namer.globals["run"], source
+
+
+class _Handover:
+    """Which executor takes the calls from ``handover_size`` elements on, by measurement.
+
+    The fused executor splits large ops over the cores; the compiled function runs on one
+    but pays no Python per op or per loop iteration. Which wins depends on the program and
+    the size (a matrix-vector product in a loop of rows won compiled at 600x600; a large
+    elementwise loop body won split), so per power-of-two size class the first
+    :attr:`SAMPLES` calls run the executor, the next ones the compiled function, each
+    timed, and the faster serves that size class from then on. Both give the same bits
+    (the executor's sums are NumPy's, as the compiled function's are)."""
+
+    SAMPLES = 2
+
+    def __init__(self, scope: dict[str, Any], handle: KernelHandle) -> None:
+        self.scope = scope  # the runner's globals: its _fallback and run_graph
+        self.handle = handle
+        self.times: dict[int, tuple[list[int], list[int]]] = {}
+        #: size class (bit length of the largest input's size) -> True: compiled
+        self.choice: dict[int, bool] = {}
+
+    @property
+    def fallback(self) -> Callable[..., Any]:
+        return self.scope["_fallback"]
+
+    @property
+    def graph(self) -> Callable[..., Any]:
+        return self.scope["run_graph"]
+
+    def __call__(self, size: int, *params: Any) -> Any:
+        key = size.bit_length()
+        compiled = self.choice.get(key)
+        if compiled is not None:
+            return (self.graph if compiled else self.fallback)(*params)
+        fused_t, graph_t = self.times.setdefault(key, ([], []))
+        if len(fused_t) < self.SAMPLES:
+            run, into = self.fallback, fused_t
+        elif self.handle.graph_c is None and self.handle.graph_a is None:
+            return self.graph(*params)  # asks for the compiled function; not a sample
+        else:
+            run, into = self.graph, graph_t
+        t0 = time.perf_counter_ns()
+        result = run(*params)
+        into.append(time.perf_counter_ns() - t0)
+        if len(graph_t) >= self.SAMPLES:
+            self.choice[key] = min(graph_t) <= min(fused_t)
+        return result
 
 
 def unsupported_reason(graph: Graph) -> str | None:
