@@ -29,6 +29,7 @@ whole-graph function compiles in the background
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 import time
@@ -338,7 +339,8 @@ class _GraphWriter:
                 if v.name == p or (same and p not in v.roots and
                                    copied.get(v.name, p) == p):
                     if v.name != p and v.name not in copied:  # (p is typed writable)
-                        body.append(f"    {p}[...] = {v.name}")
+                        rank = len(target.aval.shape)
+                        body.append(f"    {self.assign(p, v.name, rank, rank)}")
                         copied[v.name] = p
                     self.out_slots.append(("param", k))
                     continue
@@ -681,16 +683,28 @@ class _GraphWriter:
         if kernel is None:
             return False
         self.helpers.update(kernel.helpers)
-        kname = self._module_kernel(kernel.constants, kernel.text, px, f"{px}scalar")
         outs = []
         for i in kernel.call.map_outputs:
             t = self.fresh()
             outs.append(t)
             env[seg.outputs[i]] = _Val(t, True, False)
         bad = f"{px}bad"
-        lines.append(f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
-                     f"{kname}({', '.join(v.name for v in ins)})")
-        if "bad = bad |" in kernel.text:  # a check NumPy decides (a NaN cast to int, ...)
+        checks = "bad = bad |" in kernel.text  # a check NumPy decides (a NaN cast to int)
+        body = _inline_scalar_body(kernel.text, [v.name for v in ins],
+                                   dict(zip(kernel.call.map_outputs, outs)), px)
+        if body is not None:
+            # the statements themselves, in the loop: nothing for Numba to inline (IR
+            # inlining of many small functions cost seconds of compilation)
+            if kernel.constants:
+                self.module_parts.append(kernel.constants)
+            if checks:
+                lines.append(f"{indent}{bad} = False")
+            lines.extend(indent + line for line in body)
+        else:
+            kname = self._module_kernel(kernel.constants, kernel.text, px, f"{px}scalar")
+            lines.append(f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
+                         f"{kname}({', '.join(v.name for v in ins)})")
+        if checks:
             self.signal(lines, indent, bad)
         return True
 
@@ -1114,7 +1128,7 @@ class _GraphWriter:
             self._out_buffer(node, shape, test, dt, lines, indent, t)
             dest = _Val(t, False, True)
             if mode == "copy" or any(b is None for b in bounds):
-                lines.append(f"{indent}{t}[...] = {x.name}")
+                lines.append(f"{indent}{self.assign(t, x.name, rank, rank)}")
             else:
                 self._copy_rest(t, x.name, bounds, lines, indent)  # type: ignore[arg-type]
         view = ""
@@ -1122,6 +1136,17 @@ class _GraphWriter:
             view = self.fresh("w")
             lines.append(f"{indent}{view} = {dest.name}[{idx}]")
         return dest, view, parts
+
+    def assign(self, dest: str, src: str, rank: int, src_rank: int) -> str:
+        """The statement ``dest[...] = src`` for arrays of ranks ``rank`` and ``src_rank`` (at
+        most ``rank``; its axes broadcast against ``dest``'s last ones, shapes already
+        checked), as a call of a loop helper: Numba's own array-to-array assignment
+        compiles its broadcasting machinery for every type pair, 2-4 s each, which made
+        most of a loop kernel's first call."""
+        name = f"_assign{rank}_{src_rank}"
+        if name not in self.helpers:
+            self.helpers[name] = _assign_source(name, rank, src_rank)
+        return f"{name}({dest}, {src})"
 
     def _copy_rest(self, dest: str, src: str, bounds: list[tuple[str, str]],
                    lines: list[str], indent: str) -> None:
@@ -1139,7 +1164,8 @@ class _GraphWriter:
             rest = [":"] * (rank - d - 1)
             for part in (f":{names[d][0]}", f"{names[d][1]}:"):
                 idx = ", ".join(inside + [part] + rest)
-                lines.append(f"{indent}{dest}[{idx}] = {src}[{idx}]")
+                copy = self.assign(f"{dest}[{idx}]", f"{src}[{idx}]", rank, rank)
+                lines.append(f"{indent}{copy}")
 
     def _emit_setitem(self, node: Node, env: dict[Node, _Val], lines: list[str],
                       indent: str) -> None:
@@ -1156,6 +1182,7 @@ class _GraphWriter:
         dt = np.dtype(x.dtype)
         value = node.args[1]
         element = _is_element(node, len(x.aval.shape))
+        vr = rr = 0
         if not isinstance(value, Node):
             src = const_source(literal_into(value, dt), dt)
         elif env[value].scalar:
@@ -1182,6 +1209,8 @@ class _GraphWriter:
         if element:  # (an ``...`` there spans no axis)
             lines.append(f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}]"
                          f" = {src}")
+        elif isinstance(value, Node) and not env[value].scalar and vr <= rr:
+            lines.append(f"{indent}{self.assign(view, src, rr, vr)}")
         else:
             lines.append(f"{indent}{view}[:] = {src}")
         env[node] = dest
@@ -1426,6 +1455,55 @@ class _GraphWriter:
         outer = frozenset().union(*(v.roots for v in args if isinstance(v, _Val)))
         parts = [frozenset() if lv.scalar else outer | {t} for lv in lvars]
         env[node] = _Val(t, False, True, frozenset().union(*parts), parts)
+
+
+#: The local names of a scalar kernel (codegen's ``s<i>`` inputs, ``o<i>`` outputs, ``t``/``c``
+#: /``v``/``u`` temporaries and the ``bad`` flag): renamed when its body is inlined.
+_SCALAR_LOCAL = re.compile(r"\b(bad|[stcvuo]\d+(?:_\d+)?)\b")
+
+
+def _inline_scalar_body(text: str, inputs: list[str], outputs: dict[int, str],
+                        px: str) -> list[str] | None:
+    """The statements of scalar kernel ``text`` (``def name(s0, ...): bad = False; ...;
+    return (bad, o0, ...)``) as lines of the calling function: inputs renamed to the
+    caller's values, outputs to ``outputs``, temporaries and ``bad`` prefixed with ``px``.
+    None when a local of the kernel is not a name this renaming knows (then it is called)."""
+    tree = ast.parse(text)
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    local = {a.arg for a in fn.args.args} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if any(_SCALAR_LOCAL.fullmatch(name) is None for name in local):
+        return None
+    lines = text.split("\n")
+    start = next(k for k, line in enumerate(lines) if line.startswith("def ")) + 2
+    body = lines[start:-1]  # after "bad = False", before the return
+
+    def rename(m: re.Match) -> str:
+        name = m.group(1)
+        if name in local and name[0] == "s" and name[1:].isdigit():
+            return inputs[int(name[1:])]
+        if name in local and name[0] == "o" and name[1:].isdigit():
+            return outputs[int(name[1:])]
+        return px + name if name in local else name
+    return [_SCALAR_LOCAL.sub(rename, line[4:]) for line in body]
+
+
+def _assign_source(name: str, rank: int, src_rank: int) -> str:
+    """A loop helper ``name(d, s)``: ``d[...] = s`` for ``s`` broadcast to ``d``'s shape
+    (:meth:`_GraphWriter.assign`); a 0-d ``d`` takes the element of ``s``."""
+    lines = ["@_kernel", f"def {name}(d, s):"]
+    lead = rank - src_rank
+    for k in range(src_rank):  # stride 0 along a broadcast axis of length 1
+        lines.append(f"    b{k} = 0 if s.shape[{k}] == 1 and d.shape[{lead + k}] != 1 else 1")
+    indent = "    "
+    for a in range(rank):
+        lines.append(f"{indent}for i{a} in range(d.shape[{a}]):")
+        indent += "    "
+    dst = ", ".join(f"i{a}" for a in range(rank)) or "()"
+    src = ", ".join(f"i{lead + k} * b{k}" for k in range(src_rank)) or "()"
+    lines.append(f"{indent}d[{dst}] = s[{src}]")
+    return "\n".join(lines)
 
 
 def _clamp(bound: int | str, n: str) -> str:
