@@ -173,6 +173,8 @@ class _GraphWriter:
         #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
         self.tile_outputs: dict[Node, _Val] = {}
         self._loop_depth = 0  # graph loops around the code being written
+        #: 1-D temporaries written into a prefix of a buffer kept for all iterations
+        self.grow_bufs: dict[Node, str] = {}
 
     def fresh(self, prefix: str = "t") -> str:
         self._n += 1
@@ -531,6 +533,13 @@ class _GraphWriter:
         only names."""
         split = self._split_sum(seg) if self._loop_depth else None
         if split is not None:
+            x = split[1].inputs[0]
+            if x not in seg.outputs and len(x.aval.shape) == 1:
+                # the temporary only feeds the sum: one buffer for all iterations, grown
+                # when a longer one is needed (a triangular loop's slices grow by one)
+                buf = self.fresh("sum_tmp")
+                self.scratch_lines.append(f"    {buf} = np.empty(0, {ctor(np.dtype(x.dtype))})")
+                self.grow_bufs[x] = buf
             self.emit_segment(split[0], env, lines, indent, direct)
             seg = split[1]
         k = self._segments
@@ -1284,6 +1293,13 @@ class _GraphWriter:
         into the buffer of that variable's value from two iterations ago (its *spare*, see
         :meth:`_emit_while`), when the run-time sizes agree (``size_test``; ``take`` views
         the spare as the buffer needed)."""
+        grow = self.grow_bufs.get(node)
+        if grow is not None:  # (1-D: ``shape`` is a size or a one-element tuple)
+            size = shape[1:].split(",")[0] if shape.startswith("(") else shape
+            lines.append(f"{indent}if {grow}.size < {size}:")
+            lines.append(f"{indent}    {grow} = np.empty({size}, {dt})")
+            lines.append(f"{indent}{t} = {grow}[:{size}]")
+            return
         spare = self.out_bufs.get(node)
         if spare is None:
             lines.append(f"{indent}{t} = np.empty({shape}, {dt})")

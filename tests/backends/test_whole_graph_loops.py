@@ -262,6 +262,11 @@ def test_sums_of_products_in_a_loop_are_numpys_pairwise_sums(dtype):
     same(compiled(dot_sums, x, y), want)
     body = _source(dot_sums, x, y)
     assert "_sum_loop(" in body  # NumPy's own add loop, not the kernel's lanes
+    # the products go into one buffer kept for all iterations (grown when too short),
+    # not into a new array per iteration
+    loop = body[body.index("while True:"):]
+    made = re.findall(r"(\w+) = np\.empty\(", loop)
+    assert made and all(name.startswith("sum_tmp") for name in made), made
 
 
 # -- tiered auto: loops ask for the whole graph on their first call -------------------------
