@@ -3,7 +3,8 @@ show that it is faster, as a JIT tiers up.
 
 ``backend="auto"`` starts every trace on the fused executor (the NumPy executor with fused
 Numba segments: nothing to wait for). A trace that has been called :data:`HOT_CALLS` times,
-or has spent :data:`HOT_NS` in its calls (a long loop is hot sooner), asks for the whole graph
+or has spent :data:`HOT_NS` in its calls (a long loop is hot sooner; a graph holding a loop
+is hot on its first call, :data:`LOOP_CLEAR_WIN`), asks for the whole graph
 compiled into one Numba function (the ``jit_compile=True`` path, :mod:`.whole_graph`) in the
 background. Once that is compiled, the next :data:`TRIAL_CALLS` calls (fewer for slow calls:
 :data:`TRIAL_NS`) run *both* executors on the same arguments, alternating which goes first,
