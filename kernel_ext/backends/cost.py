@@ -180,9 +180,10 @@ def decide(seg: Segment, mode: str = "auto") -> Decision:
 
 def whole_graph_handover(parallel_sizes: list[int]) -> int | None:
     """The input size from which a ``jit_compile=True`` call may run on the fused executor
-    (the two are timed from there on, per size class), or None (never). ``parallel_sizes``: the sizes from which the executor's ops split over
-    threads (each fused segment's :attr:`Decision.parallel_size`, the parallel sum's
-    threshold); without any, or on one core, the compiled function always runs."""
+    (the two are timed from there on, per size class), or None (never). ``parallel_sizes``:
+    the sizes from which the executor's ops split over threads (each fused segment's
+    :attr:`Decision.parallel_size`, the parallel sum's threshold); without any, or on one
+    core, the compiled function always runs."""
     if not parallel_sizes or (os.cpu_count() or 1) < 2:
         return None
     return max(HANDOVER_MIN_ELEMENTS, min(parallel_sizes))
