@@ -199,7 +199,8 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
         if unsupported_reason(whole) is None:
             return tiering.tiered(executable, lambda: tiering.with_draws(compile_whole_graph(
                 whole, tree, n_params + len(draws), name=name), draws),
-                updates_arguments="arguments" in effects, rngs=rngs)
+                updates_arguments="arguments" in effects, rngs=rngs,
+                loops=tiering.holds_loops(whole))
     return executable
 
 

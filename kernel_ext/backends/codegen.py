@@ -1342,6 +1342,21 @@ class _KernelWriter:
         lines.append("    return bad, r" if lanes and not nd else "    return bad")
         return lines
 
+    def scalar_kernel(self, name: str, decorator: str = "@_inline") -> str | None:
+        """A 0-d segment as a function of scalars returning ``(bad, out0, out1, ...)``: no
+        block loop, no one-element output buffers, so a graph loop's index arithmetic and
+        tests stay in registers (the block kernel stores every result into a heap buffer
+        and reads it back). None where the segment needs buffers: a NumPy loop call or a
+        reduction."""
+        if self.rank != 0 or self.calls or self.red is not None or self.scalar_inputs != \
+                list(range(len(self.seg.inputs))):
+            return None
+        body = self._stage_body(0, "    ", nd=False, scalar_outputs=True)
+        params = ", ".join(f"s{i}" for i in range(len(self.seg.inputs)))
+        outs = "".join(f", o{i}" for i in self.map_outputs)
+        return "\n".join([decorator, f"def {name}({params}):", "    bad = False", *body,
+                          f"    return (bad{outs})"])
+
     def _row(self, param: str, index: str, nd: bool) -> str:
         """``param[index]`` (a block of one row), retyped as a contiguous array where the
         caller guarantees unit-stride rows (``np.ascontiguousarray`` of such a block is a
@@ -1462,7 +1477,10 @@ class _KernelWriter:
         red = self.red
         return red is not None and (red.axis is None or red.axis == self.rank - 1)
 
-    def _stage_body(self, s: int, indent: str, nd: bool) -> list[str]:
+    def _stage_body(self, s: int, indent: str, nd: bool,
+                    scalar_outputs: bool = False) -> list[str]:
+        """Statements computing stage ``s`` for element ``j``; ``scalar_outputs``: outputs
+        assigned to locals ``o<i>`` instead of stored into their blocks (a 0-d kernel)."""
         lines: list[str] = []
         names: dict[Any, str] = {}
 
@@ -1536,7 +1554,10 @@ class _KernelWriter:
             n = self.seg.outputs[i]
             if self.avail[n] == s and (n not in self.lowerings
                                        or self._direct_output(n) is None):
-                lines.append(f"{indent}bo{i}[j] = {value(n, None)}")
+                if scalar_outputs:
+                    lines.append(f"{indent}o{i} = {value(n, None)}")
+                else:
+                    lines.append(f"{indent}bo{i}[j] = {value(n, None)}")
         red = self.red
         if red is not None:
             x = self.seg.reduction.args[0]  # type: ignore[union-attr]
@@ -1745,6 +1766,15 @@ class KernelEmbedding:
         whose last axis has unit stride (their row blocks are retyped as contiguous)."""
         self._writer.unit_rows = unit_rows
         return self._writer.embedded(variant, name, decorator)
+
+    def scalar_kernel(self, name: str, decorator: str = "@_inline") -> EmbeddedKernel | None:
+        """The 0-d segment as a function of scalars (:meth:`_KernelWriter.scalar_kernel`):
+        called as ``bad, out0, ... = name(in0, ...)``; None where it needs buffers."""
+        w = self._writer
+        text = w.scalar_kernel(name, decorator)
+        if text is None:
+            return None
+        return EmbeddedKernel(text, "\n".join(w.const_lines), dict(w.helpers), w._call())
 
 
 _GENERATED: dict[tuple, KernelSource] = {}

@@ -55,9 +55,11 @@ PARALLEL_UFUNC_MIN_NS = 250_000.0
 #: gained from 1M on and lost or broke even at 50k–200k, so only ~0.5 ms of work is split.
 PARALLEL_MIN_NS = 500_000.0
 
-#: ``jit_compile=True`` hands a call to the fused executor (Python drives the control flow,
+#: ``jit_compile=True`` may hand a call to the fused executor (Python drives the control flow,
 #: large ops run on all cores) once an array input holds this many elements *and* the graph
-#: has work the executor splits over threads (:func:`whole_graph_handover`). The compiled
+#: has work the executor splits over threads (:func:`whole_graph_handover`); which of the two
+#: serves is then decided by timing both on the calls themselves (the whole-graph runner's
+#: handover: a loop over a matrix's rows can win compiled well above this size). The compiled
 #: function is single-threaded; the executor pays ~10 µs of Python per op and iteration.
 #: Measured on W5b (``while sum(x) > thr: x = tanh(x)``, 37 iterations): at 1M float32 the
 #: executor (both cores: split tanh kernel, split exact sum) took 0.55-0.65x the compiled
@@ -177,10 +179,11 @@ def decide(seg: Segment, mode: str = "auto") -> Decision:
 
 
 def whole_graph_handover(parallel_sizes: list[int]) -> int | None:
-    """The input size from which a ``jit_compile=True`` call runs on the fused executor, or
-    None (never). ``parallel_sizes``: the sizes from which the executor's ops split over
-    threads (each fused segment's :attr:`Decision.parallel_size`, the parallel sum's
-    threshold); without any, or on one core, the compiled function always runs."""
+    """The input size from which a ``jit_compile=True`` call may run on the fused executor
+    (the two are timed from there on, per size class), or None (never). ``parallel_sizes``:
+    the sizes from which the executor's ops split over threads (each fused segment's
+    :attr:`Decision.parallel_size`, the parallel sum's threshold); without any, or on one
+    core, the compiled function always runs."""
     if not parallel_sizes or (os.cpu_count() or 1) < 2:
         return None
     return max(HANDOVER_MIN_ELEMENTS, min(parallel_sizes))

@@ -3,7 +3,8 @@ show that it is faster, as a JIT tiers up.
 
 ``backend="auto"`` starts every trace on the fused executor (the NumPy executor with fused
 Numba segments: nothing to wait for). A trace that has been called :data:`HOT_CALLS` times,
-or has spent :data:`HOT_NS` in its calls (a long loop is hot sooner), asks for the whole graph
+or has spent :data:`HOT_NS` in its calls (a long loop is hot sooner; a graph holding a loop
+is hot on its first call, :data:`LOOP_CLEAR_WIN`), asks for the whole graph
 compiled into one Numba function (the ``jit_compile=True`` path, :mod:`.whole_graph`) in the
 background. Once that is compiled, the next :data:`TRIAL_CALLS` calls (fewer for slow calls:
 :data:`TRIAL_NS`) run *both* executors on the same arguments, alternating which goes first,
@@ -73,6 +74,12 @@ DECISIONS_VERSION = "2"
 #: queued first, but one compile runs at a time). As HotSpot's ``DontCompileHugeMethods``;
 #: ``jit_compile=True`` still compiles.
 MAX_LINES = 1200
+#: A graph holding a loop asks for its whole graph on its first call: the fused executor
+#: runs a loop's iterations from Python (microseconds each), the compiled function as a
+#: native loop (nanoseconds), so there is nothing to wait for. Its trial ends after one call
+#: when the whole graph took at most this share of the fused executor's time (a gap that
+#: noise on a loaded machine does not make).
+LOOP_CLEAR_WIN = 0.5
 #: Graphs with fewer ops than this never tier: one compiled call costs more than the
 #: executor's few NumPy calls (``a + b``), and the compile would only take the cores.
 MIN_OPS = 2
@@ -127,6 +134,12 @@ def remember_decision(key: str, winner: str, note: str) -> None:
         os.replace(tmp, path)
     except OSError:  # a read-only or full disk costs a trial next session, nothing more
         pass
+
+
+def holds_loops(graph: Graph) -> bool:
+    """Does ``graph`` (its branches included) hold a graph loop?"""
+    return any(node.op is OpKind.WHILE or any(holds_loops(g) for g in subgraphs(node))
+               for node in graph.nodes)
 
 
 def worth_it(graph: Graph) -> bool:
@@ -229,8 +242,11 @@ class Tier:
     """The tiering state of one executable; :meth:`run` is what the trace calls."""
 
     def __init__(self, base: Executable, make_whole: Callable[[], Executable],
-                 updates_arguments: bool = False, rngs: Sequence[Any] = ()) -> None:
+                 updates_arguments: bool = False, rngs: Sequence[Any] = (),
+                 loops: bool = False) -> None:
         self.base = base
+        #: The graph holds a loop: hot from its first call (:data:`LOOP_CLEAR_WIN`).
+        self.loops = loops
         #: The trace writes into its array arguments: the trial's second run gets copies.
         self.updates_arguments = updates_arguments
         #: The generators the trace draws from: the trial's second run starts from the
@@ -245,6 +261,9 @@ class Tier:
         self.state = "counting"   # counting, compiling, trial, whole, fused
         self.note = (f"fused; tiers up after {HOT_CALLS} calls or {HOT_NS // 1_000_000} ms "
                      "of calls if the whole graph is faster")
+        if loops:
+            self.note = ("fused; its loops are compiled as one function from the first "
+                         "call, which serves once ready if it is faster")
         self.samples: tuple[list[int], list[int]] = ([], [])
         #: Called with the winning run function once decided (the ConcreteFunction
         #: retargets its cache hits).
@@ -257,7 +276,7 @@ class Tier:
         state = self.state
         if state == "counting":
             self.calls += 1
-            if self.calls >= HOT_CALLS or self.spent >= HOT_NS:
+            if self.loops or self.calls >= HOT_CALLS or self.spent >= HOT_NS:
                 self._start(params)
                 return self._base_run(*params)
             t0 = time.perf_counter_ns()
@@ -303,8 +322,14 @@ class Tier:
         self._known = known
         self._key = key
         states = [generator_state(g) for g in self.rngs]
-        try:  # asks for the compiled function (in the background)
-            whole.run(*self._private(params))
+        # asks for the compiled function (in the background): its runner's request()
+        # runs nothing; a wrapped runner (draws made first) is run once on private copies
+        request = getattr(whole.run, "__globals__", {}).get("request")
+        try:
+            if request is not None:
+                request(*params)
+            else:
+                whole.run(*self._private(params))
         except Exception as e:  # noqa: BLE001 - the fused executor keeps serving
             self._finish("fused", f"fused (whole graph failed: {type(e).__name__})")
             return
@@ -352,6 +377,10 @@ class Tier:
         if not same(a, b) or self.updates_arguments and not same(params, mine) or \
                 not same(end, [generator_state(g) for g in self.rngs]):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
+            return a
+        if self.loops and tb <= LOOP_CLEAR_WIN * ta:
+            self._finish("whole", f"whole graph ({ta / max(tb, 1):.1f}× faster than fused: "
+                                  f"{tb / 1e3:.1f} vs {ta / 1e3:.1f} µs a call)")
             return a
         if len(fused_t) >= TRIAL_CALLS or len(fused_t) >= TRIAL_MIN and \
                 sum(fused_t) + sum(whole_t) >= TRIAL_NS:
@@ -410,16 +439,17 @@ def same(a: Any, b: Any) -> bool:
 
 
 def tiered(base: Executable, make_whole: Callable[[], Executable],
-           updates_arguments: bool = False, rngs: Sequence[Any] = ()) -> Executable:
+           updates_arguments: bool = False, rngs: Sequence[Any] = (),
+           loops: bool = False) -> Executable:
     """``base`` with tier-up: its ``run`` counts calls and may move to ``make_whole()``;
     ``updates_arguments``: the trace writes into its array arguments; ``rngs``: the
-    generators it draws from (see :class:`Tier`)."""
-    tier = Tier(base, make_whole, updates_arguments, rngs)
+    generators it draws from; ``loops``: the graph holds a loop (see :class:`Tier`)."""
+    tier = Tier(base, make_whole, updates_arguments, rngs, loops)
     base.run = tier.run
     base.tier = tier
     return base
 
 
-__all__ = ["HOT_CALLS", "HOT_NS", "MAX_LINES", "MIN_GAIN", "MIN_OPS", "TRIAL_CALLS",
-           "TRIAL_MIN", "TRIAL_NS", "Tier", "effects", "hoist_draws", "same", "tiered",
-           "with_draws", "worth_it"]
+__all__ = ["HOT_CALLS", "HOT_NS", "LOOP_CLEAR_WIN", "MAX_LINES", "MIN_GAIN", "MIN_OPS",
+           "TRIAL_CALLS", "TRIAL_MIN", "TRIAL_NS", "Tier", "effects", "hoist_draws",
+           "holds_loops", "same", "tiered", "with_draws", "worth_it"]

@@ -29,6 +29,7 @@ whole-graph function compiles in the background
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import re
 import time
@@ -172,6 +173,9 @@ class _GraphWriter:
         self.directed: dict[Node, _Val] = {}
         #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
         self.tile_outputs: dict[Node, _Val] = {}
+        self._loop_depth = 0  # graph loops around the code being written
+        #: 1-D temporaries written into a prefix of a buffer kept for all iterations
+        self.grow_bufs: dict[Node, str] = {}
 
     def fresh(self, prefix: str = "t") -> str:
         self._n += 1
@@ -234,14 +238,22 @@ class _GraphWriter:
     def _check_getitem(self, node: Node, first_dyn: int = 1) -> None:
         """Basic indexing only: static slices, integers, traced integer scalars, ``None``
         and ``...``; ``first_dyn`` is the argument position of the first traced index."""
+        def traced_int(c: DynamicIndex) -> bool:
+            arg = node.args[c.position - 1 + first_dyn]
+            return isinstance(arg, Node) and arg.aval.shape == () and arg.dtype.kind in "iu"
+
         for c in node.attrs["index"]:
             if isinstance(c, slice):
-                if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
-                    raise Unsupported("slice with traced bounds")
+                # traced start/stop (``A[i, :j]`` in a loop): Numba slices with Python's
+                # clamping, as NumPy does; a traced step stays out (its sign decides the
+                # clamping and the region's bounds)
+                if isinstance(c.step, DynamicIndex):
+                    raise Unsupported("slice with a traced step")
+                for p in (c.start, c.stop):
+                    if isinstance(p, DynamicIndex) and not traced_int(p):
+                        raise Unsupported("slice bound that is not an integer scalar")
             elif isinstance(c, DynamicIndex):
-                arg = node.args[c.position - 1 + first_dyn]
-                if not isinstance(arg, Node) or arg.aval.shape != () or \
-                        arg.dtype.kind not in "iu":
+                if not traced_int(c):
                     raise Unsupported("indexing with an array")
             elif c is None or c is Ellipsis:
                 pass
@@ -335,7 +347,8 @@ class _GraphWriter:
                 if v.name == p or (same and p not in v.roots and
                                    copied.get(v.name, p) == p):
                     if v.name != p and v.name not in copied:  # (p is typed writable)
-                        body.append(f"    {p}[...] = {v.name}")
+                        rank = len(target.aval.shape)
+                        body.append(f"    {self.assign(p, v.name, rank, rank)}")
                         copied[v.name] = p
                     self.out_slots.append(("param", k))
                     continue
@@ -524,6 +537,17 @@ class _GraphWriter:
         ``direct``: a ``setitem`` whose value the segment writes straight into the region
         of the setitem's result (:meth:`_direct_target`), which :meth:`_emit_setitem` then
         only names."""
+        split = self._split_sum(seg) if self._loop_depth else None
+        if split is not None:
+            x = split[1].inputs[0]
+            if x not in seg.outputs and len(x.aval.shape) == 1:
+                # the temporary only feeds the sum: one buffer for all iterations, grown
+                # when a longer one is needed (a triangular loop's slices grow by one)
+                buf = self.fresh("sum_tmp")
+                self.scratch_lines.append(f"    {buf} = np.empty(0, {ctor(np.dtype(x.dtype))})")
+                self.grow_bufs[x] = buf
+            self.emit_segment(split[0], env, lines, indent, direct)
+            seg = split[1]
         k = self._segments
         self._segments += 1
         px = f"s{k}_"
@@ -532,6 +556,8 @@ class _GraphWriter:
         embedding = KernelEmbedding(seg, px, self.fast_math)
         call = embedding.call
         rank = call.rank
+        if rank == 0 and self._emit_scalar_segment(seg, embedding, env, lines, indent, px):
+            return
         ins = [env[n] for n in seg.inputs]
         # The contiguous kernel serves segments whose array inputs all span the domain (no
         # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
@@ -655,6 +681,48 @@ class _GraphWriter:
         if red is not None:
             self._finish_reduction(seg, red, args.acc, dims, env, lines, indent)
 
+    def _emit_scalar_segment(self, seg: Segment, embedding: KernelEmbedding,
+                             env: dict[Node, _Val], lines: list[str], indent: str,
+                             px: str) -> bool:
+        """A 0-d segment (a loop's index arithmetic, its test, ``A[i, j] * 0.1``) as one call
+        of a function of scalars: ``bad, t1, t2 = s4_scalar(i, n)``. Numba inlines it and
+        the values stay in registers; the block kernel's one-element loop stored each
+        result into a heap buffer and read it back, which made an inner loop of a few
+        scalar ops 4-10x slower than a hand ``@njit`` loop. False where the segment needs
+        buffers (a NumPy loop call, a reduction)."""
+        ins = [env[n] for n in seg.inputs]
+        if not all(v.scalar for v in ins):
+            return False
+        deco = "@_inline" if len(ins) < _INLINE_MAX_ARGS else "@_kernel"
+        kernel = embedding.scalar_kernel(f"{px}scalar", deco)
+        if kernel is None:
+            return False
+        self.helpers.update(kernel.helpers)
+        outs = []
+        for i in kernel.call.map_outputs:
+            t = self.fresh()
+            outs.append(t)
+            env[seg.outputs[i]] = _Val(t, True, False)
+        bad = f"{px}bad"
+        checks = "bad = bad |" in kernel.text  # a check NumPy decides (a NaN cast to int)
+        body = _inline_scalar_body(kernel.text, [v.name for v in ins],
+                                   dict(zip(kernel.call.map_outputs, outs)), px)
+        if body is not None:
+            # the statements themselves, in the loop: nothing for Numba to inline (IR
+            # inlining of many small functions cost seconds of compilation)
+            if kernel.constants:
+                self.module_parts.append(kernel.constants)
+            if checks:
+                lines.append(f"{indent}{bad} = False")
+            lines.extend(indent + line for line in body)
+        else:
+            kname = self._module_kernel(kernel.constants, kernel.text, px, f"{px}scalar")
+            lines.append(f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
+                         f"{kname}({', '.join(v.name for v in ins)})")
+        if checks:
+            self.signal(lines, indent, bad)
+        return True
+
     def _module_kernel(self, constants: str, text: str, px: str, kname: str) -> str:
         """Add a segment's kernel to the module and return the name to call it by: the
         name of an earlier kernel of the same text (its prefix aside), when there is one.
@@ -670,6 +738,35 @@ class _GraphWriter:
         self.module_parts.append(constants)
         self.module_parts.append(text)
         return kname
+
+    def _split_sum(self, seg: Segment) -> tuple[Segment, Segment] | None:
+        """``np.sum(a * b)`` in a loop body as NumPy computes it: the elementwise part into
+        a temporary (a map segment), then NumPy's own pairwise ``add`` reduction of it
+        (:meth:`_emit_numpy_sum`), bitwise. Fused, the kernel would sum through its lanes,
+        in another order (the documented bound); a loop body's vectors are short, so the
+        temporary costs little. None where the sum is not such a float sum."""
+        red = seg.reduction
+        if red is None or not seg.elementwise or red.op.accumulator is not np.add:
+            return None
+        x = red.args[0]
+        dt = np.dtype(red.dtype)
+        if not isinstance(x, Node) or x not in seg.elementwise or \
+                x.aval.shape in (None, ()) or np.dtype(x.dtype) != dt or \
+                dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+            return None
+        rank = len(x.aval.shape)
+        axis = red.attrs.get("axis")
+        if axis is not None:
+            axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
+            if axes != set(range(rank)):
+                return None
+        members = seg.elementwise
+        outputs = [o for o in seg.outputs if o is not red]
+        if x not in outputs:
+            outputs.append(x)
+        inputs = [i for i in seg.inputs if any(i in n.inputs for n in members)]
+        return (Segment(members, inputs, outputs, seg.domain, None, seg.index),
+                Segment([red], [x], [red], seg.domain, red, seg.index))
 
     def _emit_numpy_sum(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
                         indent: str, px: str) -> bool:
@@ -919,14 +1016,16 @@ class _GraphWriter:
             n = f"{x.name}.shape[{axis}]"
             axis += 1
             if isinstance(c, slice):
-                parts.append(f"{'' if c.start is None else c.start}:"
-                             f"{'' if c.stop is None else c.stop}"
+                ends = [None if p is None else args[p.position - 1 + first_dyn].name
+                        if isinstance(p, DynamicIndex) else int(p) for p in (c.start, c.stop)]
+                parts.append(f"{'' if ends[0] is None else ends[0]}:"
+                             f"{'' if ends[1] is None else ends[1]}"
                              f"{'' if c.step is None else ':' + str(c.step)}")
                 if c.step not in (None, 1):
                     bounds.append(None)
                     continue
-                lo = "0" if c.start is None else _clamp(int(c.start), n)
-                hi = n if c.stop is None else _clamp(int(c.stop), n)
+                lo = "0" if ends[0] is None else _clamp(ends[0], n)
+                hi = n if ends[1] is None else _clamp(ends[1], n)
                 bounds.append((lo, f"max({hi}, {lo})"))
                 continue
             if isinstance(c, DynamicIndex):
@@ -1044,7 +1143,7 @@ class _GraphWriter:
             self._out_buffer(node, shape, test, dt, lines, indent, t)
             dest = _Val(t, False, True)
             if mode == "copy" or any(b is None for b in bounds):
-                lines.append(f"{indent}{t}[...] = {x.name}")
+                lines.append(f"{indent}{self.assign(t, x.name, rank, rank)}")
             else:
                 self._copy_rest(t, x.name, bounds, lines, indent)  # type: ignore[arg-type]
         view = ""
@@ -1052,6 +1151,17 @@ class _GraphWriter:
             view = self.fresh("w")
             lines.append(f"{indent}{view} = {dest.name}[{idx}]")
         return dest, view, parts
+
+    def assign(self, dest: str, src: str, rank: int, src_rank: int) -> str:
+        """The statement ``dest[...] = src`` for arrays of ranks ``rank`` and ``src_rank`` (at
+        most ``rank``; its axes broadcast against ``dest``'s last ones, shapes already
+        checked), as a call of a loop helper: Numba's own array-to-array assignment
+        compiles its broadcasting machinery for every type pair, 2-4 s each, which made
+        most of a loop kernel's first call."""
+        name = f"_assign{rank}_{src_rank}"
+        if name not in self.helpers:
+            self.helpers[name] = _assign_source(name, rank, src_rank)
+        return f"{name}({dest}, {src})"
 
     def _copy_rest(self, dest: str, src: str, bounds: list[tuple[str, str]],
                    lines: list[str], indent: str) -> None:
@@ -1069,7 +1179,8 @@ class _GraphWriter:
             rest = [":"] * (rank - d - 1)
             for part in (f":{names[d][0]}", f"{names[d][1]}:"):
                 idx = ", ".join(inside + [part] + rest)
-                lines.append(f"{indent}{dest}[{idx}] = {src}[{idx}]")
+                copy = self.assign(f"{dest}[{idx}]", f"{src}[{idx}]", rank, rank)
+                lines.append(f"{indent}{copy}")
 
     def _emit_setitem(self, node: Node, env: dict[Node, _Val], lines: list[str],
                       indent: str) -> None:
@@ -1086,6 +1197,7 @@ class _GraphWriter:
         dt = np.dtype(x.dtype)
         value = node.args[1]
         element = _is_element(node, len(x.aval.shape))
+        vr = rr = 0
         if not isinstance(value, Node):
             src = const_source(literal_into(value, dt), dt)
         elif env[value].scalar:
@@ -1112,6 +1224,8 @@ class _GraphWriter:
         if element:  # (an ``...`` there spans no axis)
             lines.append(f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}]"
                          f" = {src}")
+        elif isinstance(value, Node) and not env[value].scalar and vr <= rr:
+            lines.append(f"{indent}{self.assign(view, src, rr, vr)}")
         else:
             lines.append(f"{indent}{view}[:] = {src}")
         env[node] = dest
@@ -1185,6 +1299,13 @@ class _GraphWriter:
         into the buffer of that variable's value from two iterations ago (its *spare*, see
         :meth:`_emit_while`), when the run-time sizes agree (``size_test``; ``take`` views
         the spare as the buffer needed)."""
+        grow = self.grow_bufs.get(node)
+        if grow is not None:  # (1-D: ``shape`` is a size or a one-element tuple)
+            size = shape[1:].split(",")[0] if shape.startswith("(") else shape
+            lines.append(f"{indent}if {grow}.size < {size}:")
+            lines.append(f"{indent}    {grow} = np.empty({size}, {dt})")
+            lines.append(f"{indent}{t} = {grow}[:{size}]")
+            return
         spare = self.out_bufs.get(node)
         if spare is None:
             lines.append(f"{indent}{t} = np.empty({shape}, {dt})")
@@ -1319,6 +1440,7 @@ class _GraphWriter:
                 lines.append(f"{indent}{t}_sp{i} = {empty}")
                 lines.append(f"{indent}{t}_own{i} = {c is not v}")
         lines.append(f"{indent}while True:")
+        self._loop_depth += 1
         inner = indent + "    "
         sub = dict(env)
         for ph, v in zip(cond_g.inputs, lvars + captures):
@@ -1348,6 +1470,7 @@ class _GraphWriter:
                 new.roots == frozenset([new.name]) and \
                 not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
             lines.append(f"{inner}{t}_own{i} = {owned}")
+        self._loop_depth -= 1
         lines.append(f"{indent}{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
         # After the loop a variable holds its initial value, a capture or a buffer filled
         # inside the loop (one shared name for those: conservative).
@@ -1356,8 +1479,60 @@ class _GraphWriter:
         env[node] = _Val(t, False, True, frozenset().union(*parts), parts)
 
 
-def _clamp(bound: int, n: str) -> str:
-    """Source of a static slice bound clamped into ``[0, n]`` as Python's slicing does."""
+#: The local names of a scalar kernel (codegen's ``s<i>`` inputs, ``o<i>`` outputs, ``t``/``c``
+#: /``v``/``u`` temporaries and the ``bad`` flag): renamed when its body is inlined.
+_SCALAR_LOCAL = re.compile(r"\b(bad|[stcvuo]\d+(?:_\d+)?)\b")
+
+
+def _inline_scalar_body(text: str, inputs: list[str], outputs: dict[int, str],
+                        px: str) -> list[str] | None:
+    """The statements of scalar kernel ``text`` (``def name(s0, ...): bad = False; ...;
+    return (bad, o0, ...)``) as lines of the calling function: inputs renamed to the
+    caller's values, outputs to ``outputs``, temporaries and ``bad`` prefixed with ``px``.
+    None when a local of the kernel is not a name this renaming knows (then it is called)."""
+    tree = ast.parse(text)
+    fn = tree.body[0]
+    assert isinstance(fn, ast.FunctionDef)
+    local = {a.arg for a in fn.args.args} | {
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+    if any(_SCALAR_LOCAL.fullmatch(name) is None for name in local):
+        return None
+    lines = text.split("\n")
+    start = next(k for k, line in enumerate(lines) if line.startswith("def ")) + 2
+    body = lines[start:-1]  # after "bad = False", before the return
+
+    def rename(m: re.Match) -> str:
+        name = m.group(1)
+        if name in local and name[0] == "s" and name[1:].isdigit():
+            return inputs[int(name[1:])]
+        if name in local and name[0] == "o" and name[1:].isdigit():
+            return outputs[int(name[1:])]
+        return px + name if name in local else name
+    return [_SCALAR_LOCAL.sub(rename, line[4:]) for line in body]
+
+
+def _assign_source(name: str, rank: int, src_rank: int) -> str:
+    """A loop helper ``name(d, s)``: ``d[...] = s`` for ``s`` broadcast to ``d``'s shape
+    (:meth:`_GraphWriter.assign`); a 0-d ``d`` takes the element of ``s``."""
+    lines = ["@_kernel", f"def {name}(d, s):"]
+    lead = rank - src_rank
+    for k in range(src_rank):  # stride 0 along a broadcast axis of length 1
+        lines.append(f"    b{k} = 0 if s.shape[{k}] == 1 and d.shape[{lead + k}] != 1 else 1")
+    indent = "    "
+    for a in range(rank):
+        lines.append(f"{indent}for i{a} in range(d.shape[{a}]):")
+        indent += "    "
+    dst = ", ".join(f"i{a}" for a in range(rank)) or "()"
+    src = ", ".join(f"i{lead + k} * b{k}" for k in range(src_rank)) or "()"
+    lines.append(f"{indent}d[{dst}] = s[{src}]")
+    return "\n".join(lines)
+
+
+def _clamp(bound: int | str, n: str) -> str:
+    """Source of a slice bound (a literal, or the name of a traced integer) clamped into
+    ``[0, n]`` as Python's slicing does."""
+    if isinstance(bound, str):
+        return f"(max({n} + {bound}, 0) if {bound} < 0 else min({bound}, {n}))"
     return f"max({n} + ({bound}), 0)" if bound < 0 else f"min({bound}, {n})"
 
 
@@ -1828,15 +2003,20 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     args = ", ".join(ins + consts + loops)
     array_ins = [v for v, n in zip(ins, writer.param_nodes) if n.aval.shape != ()]
     contiguous = " and ".join(f"{v}.flags.c_contiguous" for v in array_ins) or "True"
+    head = lines[1:]
     if handover is not None and array_ins:
+        # from handover_size elements on, the faster of the two executors by measurement
         big = " or ".join(f"{v}.size >= {handover}" for v in array_ins)
+        size = f"max({', '.join(v + '.size' for v in array_ins)}, 0)"
+        namer.globals["_ho"] = _Handover(namer.globals, handle)
         lines.append(f"    if {big}:")
-        lines.append(f"        return _fallback({params})")
+        lines.append(f"        return _ho({size}, {params})")
+    body_start = len(lines)
     lines.append(f"    g = _H.graph_c if {contiguous} else _H.graph_a")
     lines.append("    if g is None:")
     writable = frozenset(j for where, j in writer.out_slots if where == "param")
-    lines.append(f"        _H.need_graph(({args}{',' if args else ''}), "
-                 f"{namer.bind(writable, '_w')})")
+    need = f"_H.need_graph(({args}{',' if args else ''}), {namer.bind(writable, '_w')})"
+    lines.append(f"        {need}")
     lines.append(f"        _r = _fallback({params})")
     lines.append("        if _deferred:")
     lines.append("            _flush()")
@@ -1862,9 +2042,64 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     lines.append("    if _deferred:")
     lines.append("        _flush()")
     lines.append("    return _r")
+    # request(p0, ...): ask for the compiled function for such arguments, run nothing
+    # (tiering starts a loop graph's compile on its first call without a second run)
+    body = lines[body_start:]
+    lines += ["", f"def request({params}):", *head, f"    {need}",
+              "    if _deferred:", "        _flush()"]
+    if "_ho" in namer.globals:  # the compiled path at any size (the handover's trial)
+        lines += ["", f"def run_graph({params}):", *head, *body]
     source = "\n".join(lines) + "\n"
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
     return namer.globals["run"], source
+
+
+class _Handover:
+    """Which executor takes the calls from ``handover_size`` elements on, by measurement.
+
+    The fused executor splits large ops over the cores; the compiled function runs on one
+    but pays no Python per op or per loop iteration. Which wins depends on the program and
+    the size (a matrix-vector product in a loop of rows won compiled at 600x600; a large
+    elementwise loop body won split), so per power-of-two size class the first
+    :attr:`SAMPLES` calls run the executor, the next ones the compiled function, each
+    timed, and the faster serves that size class from then on. Both give the same bits
+    (the executor's sums are NumPy's, as the compiled function's are)."""
+
+    SAMPLES = 2
+
+    def __init__(self, scope: dict[str, Any], handle: KernelHandle) -> None:
+        self.scope = scope  # the runner's globals: its _fallback and run_graph
+        self.handle = handle
+        self.times: dict[int, tuple[list[int], list[int]]] = {}
+        #: size class (bit length of the largest input's size) -> True: compiled
+        self.choice: dict[int, bool] = {}
+
+    @property
+    def fallback(self) -> Callable[..., Any]:
+        return self.scope["_fallback"]
+
+    @property
+    def graph(self) -> Callable[..., Any]:
+        return self.scope["run_graph"]
+
+    def __call__(self, size: int, *params: Any) -> Any:
+        key = size.bit_length()
+        compiled = self.choice.get(key)
+        if compiled is not None:
+            return (self.graph if compiled else self.fallback)(*params)
+        fused_t, graph_t = self.times.setdefault(key, ([], []))
+        if len(fused_t) < self.SAMPLES:
+            run, into = self.fallback, fused_t
+        elif self.handle.graph_c is None and self.handle.graph_a is None:
+            return self.graph(*params)  # asks for the compiled function; not a sample
+        else:
+            run, into = self.graph, graph_t
+        t0 = time.perf_counter_ns()
+        result = run(*params)
+        into.append(time.perf_counter_ns() - t0)
+        if len(graph_t) >= self.SAMPLES:
+            self.choice[key] = min(graph_t) <= min(fused_t)
+        return result
 
 
 def unsupported_reason(graph: Graph) -> str | None:
