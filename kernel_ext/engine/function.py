@@ -44,7 +44,7 @@ from .binding import FunctionType
 from .concrete import ConcreteFunction
 from .config import STATE
 from .fixes import fix_for, suggest_fixes
-from .guards import CallGuard
+from .guards import CallGuard, NeedsEagerCall, scalar_at_array_write
 from .records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
                       cause_of)
 from .snapshots import snapshot_captures
@@ -240,6 +240,8 @@ class Function:
             inline = current_context() is not None
             if not inline:
                 values, converted, cf = self._concrete_for_call(values)
+        except NeedsEagerCall as need:
+            return self.run_eagerly_because(need.reason, values)
         except BaseException:
             # A wrong argument count, an input_signature mismatch, an untraceable argument
             # or a failed trace: the call ran no graph, so it is no cache hit.
@@ -475,6 +477,11 @@ class Function:
                     "rewrite the recursion as a loop (AutoGraph turns loops on traced values "
                     "into graph loops).") from e
             except BaseException as e:
+                reason = scalar_at_array_write(ctx, values, self.function_type.names)
+                if reason is not None and via == "call":
+                    # the trace took a 0-d argument as an array (it wrote into it) and failed;
+                    # this call passes a NumPy scalar there: NumPy decides (guards.py)
+                    raise NeedsEagerCall(reason) from e
                 events.emit(events.Event("trace_error", self, error=e))
                 raise
             trace_ms = (time.perf_counter() - t0) * 1e3

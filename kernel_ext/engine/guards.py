@@ -11,6 +11,11 @@ things NumPy decides only from the actual arrays:
 * **C-contiguous layout** of arguments whose reshape it took as a view (NumPy copies instead
   for other layouts; :class:`~kernel_ext.trace.tensor.ViewStep`).
 
+A trace that wrote into a 0-d argument the way only an ndarray can be written (``s[()] = v``,
+``np.copyto(s, v)``, ``out=s``, ``s.fill(v)``: ``TraceContext.array_writes``) assumed a fourth:
+**that argument is a 0-d array, not a NumPy scalar** (one trace serves both; NumPy raises
+``TypeError`` or writes into a temporary for a scalar).
+
 A trace that iterated a dict argument (its placeholder noted it,
 :class:`~kernel_ext.trace.types.KeyOrderWatch`) assumed a third: **the keys come in the
 traced order**. The dict's trace type ignores the order (TensorFlow's rule: ``{1: 2, 3: 4}``
@@ -46,11 +51,13 @@ class CallGuard:
     """The per-call check of one trace's assumptions (see the module docstring)."""
 
     def __init__(self, updated: list[tuple], arrays: list[tuple], contiguous: list[tuple],
-                 names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = ()):
+                 names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = (),
+                 arrays_only: Sequence[tuple] = ()):
         self.updated = updated        # paths of the arguments the trace writes into
         self.arrays = arrays          # paths of every array argument
         self.contiguous = contiguous  # paths of arguments that must be C-contiguous
         self.dict_orders = list(dict_orders)  # (path, keys in the traced order) of dicts
+        self.arrays_only = list(arrays_only)  # 0-d arguments written as arrays
         self.names = tuple(names)     # parameter names, for the reason text
         # Checked per call, so prepared once: the pairs to compare (an updated argument with
         # every other array argument, each unordered pair once), by index into ``arrays``.
@@ -71,14 +78,19 @@ class CallGuard:
                   ) -> "CallGuard | None":
         """The guard a finished trace needs, or None (it assumed nothing of its arguments)."""
         contiguous = [path for path, t in ctx.inputs if id(t) in ctx.layout_roots]
-        if not updated and not contiguous and not dict_orders:
+        arrays_only = [path for path, t in ctx.inputs if id(t) in ctx.array_writes]
+        if not updated and not contiguous and not dict_orders and not arrays_only:
             return None
         arrays = [path for path, _ in ctx.inputs]
         return cls([path for path, _ in updated.values()], arrays, contiguous, names,
-                   dict_orders)
+                   dict_orders, arrays_only)
 
     def violated(self, values: Sequence[Any]) -> str | None:
         """Why this call breaks an assumption (None: it does not)."""
+        for path in self.arrays_only:
+            value = value_at(values, path)
+            if isinstance(value, np.generic):
+                return scalar_argument_reason(path, value, self.names)
         for path, order in self.dict_orders:
             keys = tuple(value_at(values, path))
             if keys != order:
@@ -128,6 +140,7 @@ class CallGuard:
         paths = [self.arrays[k] for k in compared]
         paths += [p for p in self.contiguous if p not in paths]
         paths += [p for p, _ in self.dict_orders if p not in paths]
+        paths += [p for p in self.arrays_only if p not in paths]
         if not paths or any(not _simple_path(p) for p in paths):
             return checked
         names = {p: f"a{n}" for n, p in enumerate(paths)}
@@ -137,6 +150,7 @@ class CallGuard:
                  f"{names[self.arrays[k]]}.base is None)" for k in compared]
         tests += [f"({names[p]}.__class__ is not _nd or {names[p]}.flags.c_contiguous)"
                   for p in self.contiguous]
+        tests += [f"not isinstance({names[p]}, _generic)" for p in self.arrays_only]
         if len(compared) > 1:
             ids = ", ".join(f"id({names[self.arrays[k]]})" for k in compared)
             tests.append(f"len({{{ids}}}) == {len(compared)}")
@@ -145,9 +159,37 @@ class CallGuard:
                   for n, (p, _) in enumerate(self.dict_orders)]
         lines += ["    if " + " and ".join(tests) + ":", "        return _run(*values)",
                   "    return _checked(*values)"]
-        namespace = {"_nd": np.ndarray, "_run": run, "_checked": checked, **orders}
+        namespace = {"_nd": np.ndarray, "_generic": np.generic, "_run": run, "_checked": checked, **orders}
         exec(compile("\n".join(lines) + "\n", "<kx-guard>", "exec"), namespace)
         return namespace["guarded"]
+
+
+class NeedsEagerCall(Exception):
+    """A trace failed on an assumption this call breaks: run the call as NumPy itself."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def scalar_at_array_write(ctx: TraceContext, values: Sequence[Any],
+                          names: Sequence[str] = ()) -> str | None:
+    """Why the call ``values`` breaks the assumption of a trace (finished or not) that
+    wrote into a 0-d argument as an array: it passes a NumPy scalar there (None: it does
+    not). NumPy checks the destination first (``np.copyto(np.float64(1), big)`` is a
+    ``TypeError``, not a shape error), so a trace that failed on such a call must let NumPy
+    answer it."""
+    for path, tensor in ctx.inputs:
+        if id(tensor) in ctx.array_writes and isinstance(value_at(values, path), np.generic):
+            return scalar_argument_reason(path, value_at(values, path), names)
+    return None
+
+
+def scalar_argument_reason(path: tuple, value: Any, names: Sequence[str]) -> str:
+    """The eager-call reason for a NumPy scalar where the trace writes into an array."""
+    return (f"argument '{path_text(path, names)}' is a NumPy scalar ({type(value).__name__}), "
+            "which the function writes into as an array (NumPy raises or writes into a "
+            "temporary copy there)")
 
 
 def _simple_path(path: tuple) -> bool:
@@ -178,4 +220,5 @@ def path_text(path: tuple, names: Sequence[str] = ()) -> str:
     return text
 
 
-__all__ = ["CallGuard", "path_text", "value_at"]
+__all__ = ["CallGuard", "NeedsEagerCall", "path_text", "scalar_at_array_write",
+           "scalar_argument_reason", "value_at"]

@@ -100,6 +100,10 @@ class TraceContext:
         self.promoted: dict[int, tuple[np.ndarray, Tensor]] = {}
         #: What AutoGraph made of each loop statement (the top-level trace's), by location.
         self.loops: dict[str, LoopNote] = {}
+        #: 0-d argument roots written the way only an ndarray can be (``x[()] = v``,
+        #: ``out=x``): a call passing a NumPy scalar there runs as NumPy (the top-level
+        #: trace's; see ``Tensor.array_target``).
+        self.array_writes: dict[int, Tensor] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     def child(self, name: str) -> "TraceContext":
@@ -161,6 +165,10 @@ class TraceContext:
         """The roots of enclosing traces this one updated, with their state before."""
         return [(root, pre) for root, pre in self.mutated.values()
                 if pre[1] is not self and not pre[1].is_ancestor(self)]
+
+    def note_array_write(self, root: Tensor) -> None:
+        """``root``, a 0-d argument, was written as an ndarray (see :attr:`array_writes`)."""
+        self.top().array_writes.setdefault(id(root), root)
 
     def note_layout_root(self, root: Tensor) -> None:
         """The trace took a reshape of ``root`` as a view: valid for C-contiguous data only."""

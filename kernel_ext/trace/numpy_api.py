@@ -20,7 +20,8 @@ from .. import errors
 from ..ir import UFUNC_REDUCTIONS, OpKind
 from .context import bind
 from .opaque import PythonNumber, numpy_call, ufunc_method_call
-from .tensor import FALLBACK, GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template
+from .tensor import (FALLBACK, GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template,
+                     is_immutable_scalar)
 from .variables import Variable
 from .signatures import ALL, declare, numpy_signature
 from .zero_d import as_array, mark_array, mark_scalar
@@ -454,10 +455,12 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) ->
 
 # -- functions that write into an argument: functionalized (the target takes the new value) --
 
-def _writable_target(dst: Any, what: str) -> Tensor:
-    """The traced value ``dst`` stands for (a plain array is promoted, see TraceContext)."""
+def _writable_target(dst: Any, what: str, scalar_error: str | None) -> Tensor:
+    """The traced value ``dst`` stands for (a plain array is promoted, see TraceContext), as
+    the destination of a write: ``scalar_error`` is NumPy's ``TypeError`` text for a NumPy
+    scalar there, or None where NumPy writes into a temporary (``Tensor.array_target``)."""
     if isinstance(dst, Tensor):
-        return dst
+        return dst.array_target(what, scalar_error)
     if isinstance(dst, np.ndarray):
         from .state import current_context
         ctx = current_context()
@@ -466,9 +469,15 @@ def _writable_target(dst: Any, what: str) -> Tensor:
     raise TypeError(f"{what} needs an array to write into, got {type(dst).__name__}")
 
 
+def _dtype_name(value: Any) -> str:
+    """The NumPy scalar type's name of ``value``'s dtype (``float64``), for NumPy's words."""
+    return np.dtype(getattr(value, "dtype", np.float64)).type.__name__
+
+
 @implements(np.copyto)
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
-    target = _writable_target(dst, "np.copyto")
+    target = _writable_target(
+        dst, "np.copyto", f"copyto() argument 1 must be a numpy.ndarray, not numpy.{_dtype_name(dst)}")
     src_dtype = np.result_type(src) if not isinstance(src, Tensor) else src.dtype
     if not np.can_cast(src_dtype, target.dtype, casting=casting):
         raise TypeError(f"Cannot cast array data from dtype('{np.dtype(src_dtype)}') to "
@@ -482,7 +491,7 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
 
 @implements(np.fill_diagonal)
 def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
-    target = _writable_target(a, "np.fill_diagonal")
+    target = _writable_target(a, "np.fill_diagonal", None)
     shape = target.shape
     if shape is not None and len(shape) < 2:
         raise ValueError("array must be at least 2-d")
@@ -605,8 +614,9 @@ class OverwritingCall:
         work = np.array(given[0] if one else given, copy=True)
         bound.arguments[self.name] = (work,) if one else work
         result = self.func(*bound.args, **bound.kwargs)
-        # (NumPy returns out itself from most calls: then the argument is the result)
-        return (work,) if result is work else (result, work)
+        # (NumPy returns out itself from most calls: then the argument is the result; a
+        # function that returns nothing, np.putmask, gives the argument only)
+        return (work,) if result is work or result is None else (result, work)
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OverwritingCall) and (other.func, other.name) == (
@@ -626,7 +636,8 @@ def _overwriting_call(func: Callable, name: str, args: tuple, kwargs: dict) -> A
     outputs = numpy_call(OverwritingCall(func, name), args, kwargs)
     new = outputs[-1]
     if isinstance(target, (Tensor, np.ndarray)):
-        written = _writable_target(target, f"np.{func.__name__}")
+        written = _writable_target(target, f"np.{func.__name__}",
+                                   "output must be an array")
         written[...] = new
         if len(outputs) == 1:
             return written  # NumPy returned the argument itself
@@ -667,7 +678,8 @@ def _ufunc_into(ufunc: np.ufunc, inputs: tuple, out: Any, kwargs: dict) -> Any:
     new = numpy_call(UfuncIntoCopy(ufunc), inputs, {"out": targets, **kwargs})
     written = []
     for target, value in zip(targets, new):
-        target = _writable_target(target, f"np.{ufunc.__name__}(..., out=...)")
+        target = _writable_target(target, f"np.{ufunc.__name__}(..., out=...)",
+                                  "return arrays must be of ArrayType")
         target[...] = value
         written.append(target)
     return written[0] if len(written) == 1 else tuple(written)
@@ -793,7 +805,8 @@ def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
     """
     if kwargs or len(inputs) not in (2, 3):
         return _opaque_method(ufunc, "at", inputs, kwargs)
-    target = _writable_target(inputs[0], f"np.{ufunc.__name__}.at")
+    target = _writable_target(inputs[0], f"np.{ufunc.__name__}.at",
+                              "first operand must be array")
     template, dyn = build_template(inputs[1])
     b = inputs[2] if len(inputs) == 3 else None
     if isinstance(b, (list, tuple)):
@@ -1144,8 +1157,22 @@ def _composition(*funcs: Callable) -> Callable[[Callable], Callable]:
 
 
 def _arr(x: Any) -> Any:
-    """A traced value as it is; anything else as NumPy's ``asanyarray`` makes it."""
-    return x if isinstance(x, (Tensor, Variable)) else np.asanyarray(x)
+    """A traced value as it is; anything else as NumPy's ``asanyarray`` makes it (a list
+    holding traced values stacked, as NumPy's array coercion builds it)."""
+    if isinstance(x, (Tensor, Variable)):
+        return x
+    if isinstance(x, (list, tuple)) and _traced(x):
+        return _coerced(x)
+    return np.asanyarray(x)
+
+
+def _coerced(obj: Any) -> Any:
+    """A (nested) list of traced values and Python or NumPy values as one array: stacked
+    level by level, Python numbers as NumPy's arrays of them (strong, as coercion takes
+    them)."""
+    if isinstance(obj, (list, tuple)):
+        return np.stack([_coerced(item) for item in obj])
+    return obj if isinstance(obj, (Tensor, Variable)) else np.asarray(obj)
 
 
 def _static_shape(x: Any) -> tuple[int, ...]:
@@ -1554,7 +1581,7 @@ def _take_along_axis(arr: Any, indices: Any, axis: Any = -1) -> Any:
 @implements(np.put_along_axis)
 def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
     """Functionalized: the fancy-index write of NumPy's own code, on the traced target."""
-    target = _writable_target(arr, "np.put_along_axis")
+    target = _writable_target(arr, "np.put_along_axis", None)
     view, indices, axis = _along_axis_target(target, indices, axis)
     if view.shape is None or None in view.shape:
         raise errors.UnsupportedOpError(
@@ -1566,7 +1593,7 @@ def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
 @implements(np.put)
 def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     """Functionalized ``a.flat[ind] = v`` (values repeated as needed, as NumPy does)."""
-    target = _writable_target(a, "np.put")
+    target = _writable_target(a, "np.put", None)
     ind = _arr(ind)
     if mode in ("wrap", "clip"):
         n = target.size
@@ -1586,7 +1613,8 @@ def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
 def _place(arr: Any, mask: Any, vals: Any) -> None:
     """Functionalized ``np.place``: the k-th selected element takes ``vals[k % len(vals)]``
     (a cumulative count of the mask picks it), the others keep their value."""
-    target = _writable_target(arr, "np.place")
+    target = _writable_target(
+        arr, "np.place", f"place() argument 1 must be numpy.ndarray, not numpy.{_dtype_name(arr)}")
     vals = np.ravel(_arr(vals))
     n = vals.shape[0]
     if n is None or n == 0 or target.shape is None or None in target.shape:
@@ -1601,6 +1629,48 @@ def _place(arr: Any, mask: Any, vals: Any) -> None:
         vals = bind(OpKind.COPY, (vals,))  # a graph constant, indexed by the traced picks
     new = np.where(flat_mask, vals[picks].astype(target.dtype), np.ravel(target))
     target[...] = np.reshape(new, tuple(target.shape))
+
+
+@implements(np.putmask)
+def _putmask(a: Any, mask: Any, values: Any) -> None:
+    """Functionalized ``np.putmask``: ``a.flat[n] = values.flat[n % len(values)]`` where
+    ``mask.flat[n]`` (by position, unlike ``np.place``; cast unsafely, as NumPy does)."""
+    target = _writable_target(a, "np.putmask", "putmask: first argument must be an array")
+    shape = target.shape
+    if shape is None or None in shape or _arr(values).shape is None or \
+            None in _arr(values).shape:
+        # sizes known only at run time: NumPy's own call, into a copy the array then takes
+        _overwriting_call(np.putmask, "a", (target, mask, values), {})
+        return None
+    flat_mask = np.ravel(_arr(mask)).astype(bool)
+    if flat_mask.shape[0] != target.size:
+        raise ValueError("putmask: mask and data must be the same size")
+    # NumPy's conversion of ``values``: an array (a 0-d one too) must cast safely; other
+    # objects (Python numbers and lists, NumPy scalars) are converted to the array's dtype.
+    # A 0-d argument may come as either (one trace serves both): NumPy's own call decides.
+    if isinstance(values, Tensor) and values.shape == () and values.context.parent is None \
+            and values.node.op is OpKind.PLACEHOLDER and values.node.attrs.get("path"):
+        _overwriting_call(np.putmask, "a", (target, mask, values), {})
+        return None
+    if isinstance(values, np.ndarray) or (isinstance(values, Tensor) and not (
+            values.shape == () and is_immutable_scalar(values))):
+        if not np.can_cast(values.dtype, target.dtype, casting="safe"):
+            what = "scalar" if values.shape == () else "array data"
+            raise TypeError(f"Cannot cast {what} from dtype('{values.dtype}') to "
+                            f"dtype('{target.dtype}') according to the rule 'safe'")
+    elif not isinstance(values, Tensor):
+        values = np.asarray(values, dtype=target.dtype)
+    vals = np.ravel(_arr(values))
+    m = vals.shape[0]
+    if m == 0:
+        return None  # (NumPy leaves the array as it is)
+    if m != target.size:
+        if not isinstance(vals, (Tensor, Variable)):
+            vals = bind(OpKind.COPY, (vals,))  # a graph constant, indexed by the positions
+        vals = vals[np.arange(target.size) % m]
+    new = np.where(flat_mask, vals.astype(target.dtype, casting="unsafe"), np.ravel(target))
+    target[...] = np.reshape(new, tuple(shape))
+    return None
 
 
 # -- diagonals, products and np.linalg

@@ -11,6 +11,7 @@ records into the current trace). Operators come from the op table
 from __future__ import annotations
 
 import itertools
+import math
 import operator
 import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
@@ -239,7 +240,8 @@ class Tensor(NumpyOperators, inplace=True):
                 f"np.{ufunc.__name__}(..., out=...) with {len(targets)} outputs is not "
                 "supported on traced values. Fix: assign the results instead "
                 "(y = np.op(...)).")
-        target._rebind(result)
+        target.array_target(f"np.{ufunc.__name__}(..., out=...)",
+                            "return arrays must be of ArrayType")._rebind(result)
         return target
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -271,7 +273,8 @@ class Tensor(NumpyOperators, inplace=True):
             raise errors.UnsupportedOpError(
                 f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
                 f"write into (got {type(out).__name__}). Fix: assign the result instead.")
-        target._rebind(result)
+        target.array_target(f"np.{getattr(func, '__name__', func)}(..., out=...)",
+                            "output must be an array")._rebind(result)
         return target
 
     def pow_base_is_array(self) -> bool | None:
@@ -447,8 +450,40 @@ class Tensor(NumpyOperators, inplace=True):
         self.assign(value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
+        self.array_target("item assignment", scalar_error=(
+            f"'numpy.{self.dtype.name}' object does not support item assignment"))
         template, dyn = build_template(key)
         self.assign(bind(OpKind.SETITEM, (self, value, *dyn), {"index": template}))
+
+    def array_target(self, what: str, scalar_error: str | None) -> "Tensor":
+        """This value as the destination of a write only an ndarray takes (item assignment,
+        ``out=``, ``np.copyto``, ``np.put``, ``x.fill``): itself, or what NumPy does with a
+        NumPy scalar there.
+
+        A NumPy scalar is immutable: NumPy raises ``TypeError`` (``scalar_error``: NumPy's
+        words, for ``x[()] = v``, ``np.copyto``, ``out=``) or writes into a temporary array
+        that is then dropped (``scalar_error`` None: ``np.put``, ``x.fill``; a copy is
+        returned here, so the write changes nothing the function can see). A 0-d argument
+        may be either form, decided by the call: the trace notes the write
+        (``TraceContext.note_array_write``) and a call passing a NumPy scalar there runs as
+        NumPy itself (``engine.guards``)."""
+        if self.shape != ():
+            return self
+        if _immutable_scalar(self):
+            if scalar_error is None:
+                temporary = self.copy()
+                mark_array(temporary)
+                return temporary
+            raise TypeError(
+                f"{scalar_error}: {what} at {user_frame_description()} writes into "
+                f"{describe_tensor(self)}, which NumPy holds as an immutable NumPy scalar (the "
+                "result of a ufunc, a reduction or an element read). Fix: make it a 0-d array "
+                "first (`s = np.array(s)`), or assign the new value (`s = ...`).")
+        root = self.storage_root
+        top = root.context.top()
+        if any(t is root for _, t in top.inputs):
+            top.note_array_write(root)
+        return self
 
     def assign(self, value: "Tensor") -> None:
         """Make ``value`` (of this tensor's shape and dtype) the new contents of this array:
@@ -683,7 +718,7 @@ class Tensor(NumpyOperators, inplace=True):
 
     def fill(self, value: Any) -> None:
         """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
-        self[...] = value
+        Tensor.__setitem__(self.array_target("x.fill", None), Ellipsis, value)
 
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
@@ -772,7 +807,11 @@ def _view_step(op: OpKind, args: Sequence[Any], attrs: dict, result: Tensor) -> 
             return None  # a single element comes back as a NumPy scalar: a copy
         return ViewStep(op, attrs, dyn)
     if op is OpKind.RESHAPE:
-        return ViewStep(op, attrs, (), layout_dependent=args[0]._root is not None)
+        # (a reshape of a view depends on the view's strides, except where it holds at most
+        # one element: NumPy reshapes that as a view whatever its strides)
+        shape = args[0].shape
+        tiny = shape is not None and None not in shape and math.prod(shape) <= 1
+        return ViewStep(op, attrs, (), layout_dependent=args[0]._root is not None and not tiny)
     if op in _VIEW_OPS:
         return ViewStep(op, attrs, ())
     return None

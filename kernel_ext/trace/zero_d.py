@@ -48,7 +48,8 @@ _ASARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
 # ops whose 0-d result is the same form as their (0-d) first operand: ndarray methods that a
 # NumPy scalar has too, returning a scalar there and an array on an array
 _LIKE_OPERAND = frozenset({OpKind.CAST, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SQUEEZE,
-                           OpKind.COPY, OpKind.REAL, OpKind.IMAG, OpKind.SETITEM})
+                           OpKind.COPY, OpKind.REAL, OpKind.IMAG, OpKind.SETITEM,
+                           OpKind.UFUNC_AT})
 # of those, the ones that make a new buffer (the others are views or the array written)
 _NEW_BUFFER = frozenset({OpKind.CAST, OpKind.COPY, OpKind.REAL, OpKind.IMAG})
 # ops that always build an array (np.where, np.broadcast_to/full_like, np.pad, np.isin)

@@ -256,7 +256,7 @@ def _base_call(func: Callable) -> tuple[tuple, dict] | None:
         except Exception:
             continue
         if result is None and func.__name__ not in ("copyto", "place", "put", "put_along_axis",
-                                                    "fill_diagonal"):
+                                                    "putmask", "fill_diagonal"):
             continue
         return tuple(args), kwargs
     return None
@@ -362,12 +362,9 @@ def _zero_d_variants(args: tuple) -> list[tuple]:
     return variants
 
 
-#: 0-d calls the walk leaves out, with the reason.
-ZERO_D_SKIP = {
-    "copyto": "NumPy refuses a NumPy scalar destination (TypeError); a trace cannot tell a "
-              "scalar argument from a 0-d array before the call (the same graph serves both)",
-    "place": "as copyto: NumPy refuses a NumPy scalar destination",
-}
+#: 0-d calls the walk leaves out, with the reason (none: a NumPy scalar destination, which
+#: NumPy refuses, is told apart per call: tests/trace/test_array_targets.py).
+ZERO_D_SKIP: dict[str, str] = {}
 
 _ZERO_D_PLAN = [(name, func, args, kwargs) for name, func, param, base_args, kwargs in _PLAN
                 if param == "(base)" and name not in ZERO_D_SKIP
