@@ -30,7 +30,7 @@ def _tiering_on(monkeypatch):
 
 def chain(x):
     y = x
-    for _ in range(20):
+    for _ in [None] * 20:  # (a Python list: unrolled, a straight-line graph without loops)
         y = np.tanh(y) * 0.5 + x * 0.25
     return y
 
