@@ -26,6 +26,7 @@ import kernel_ext as kx
 from kernel_ext.autograph import loops
 from kernel_ext.backends import codegen, compiler, whole_graph
 from kernel_ext.ir import OpKind
+from tests.autograph.test_loop_factorizations import lu_doolittle as lu_scalar
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}
@@ -57,19 +58,6 @@ def lu_outer(A):
     for k in range(n - 1):
         A[k + 1:, k] /= A[k, k]
         A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
-    return A
-
-
-def lu_scalar(A):
-    n = A.shape[0]
-    for i in range(n):
-        for j in range(i):
-            for k in range(j):
-                A[i, j] -= A[i, k] * A[k, j]
-            A[i, j] /= A[j, j]
-        for j in range(i, n):
-            for k in range(i):
-                A[i, j] -= A[i, k] * A[k, j]
     return A
 
 
