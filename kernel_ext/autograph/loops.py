@@ -457,13 +457,9 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
     done = 0  # items of ``iterable`` consumed so far
     if may_switch and _longer_than_short(iterable):
         may_switch = False  # one try per loop statement
-        consumed, error = _range_as_graph_loop(loop, iterable)
-        if error is None:
+        consumed = _try_graph_loop(loop, iterable, items, done_so_far)
+        if consumed is None:
             return
-        done_so_far.count += consumed
-        done_so_far.reason = _reason_of(error)
-        for _ in range(consumed):
-            next(items)
         done += consumed
     elif ranged and may_switch:
         done_so_far.reason = done_so_far.reason or f"a range of at most {SHORT_RANGE} items"
@@ -486,15 +482,9 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
             rest = iterable[done:]
             if not len(rest):
                 return
-            consumed, error = _range_as_graph_loop(loop, rest)
-            if error is None:
+            consumed = _try_graph_loop(loop, rest, items, done_so_far)
+            if consumed is None:
                 return
-            # the try ran ``consumed`` iterations for real (a peeled first one) before its
-            # body proved no loop body: go on after them, never run them twice
-            done_so_far.count += consumed
-            done_so_far.reason = _reason_of(error)
-            for _ in range(consumed):
-                next(items)
             done += consumed
         _check_cap(loop, start, "for")
 
@@ -507,6 +497,20 @@ def _check_cap(loop: _Loop, start: int, keyword: str) -> None:
             "loop body (it needs Python values of the loop index or changes a Python "
             "variable). Fix: loop over kx.range(n) (always a graph loop), vectorise the body "
             "with whole-array NumPy operations, or run this loop outside the kx.function.")
+
+
+def _try_graph_loop(loop: Any, rng: builtins.range, items: Any, done_so_far: Any) -> int | None:
+    """Run ``rng`` as one graph loop: None when it became one; else how many of its items
+    the try ran for real (a peeled first one) before its body proved no loop body, which are
+    taken from ``items`` so that unrolling goes on after them, never running them twice."""
+    consumed, error = _range_as_graph_loop(loop, rng)
+    if error is None:
+        return None
+    done_so_far.count += consumed
+    done_so_far.reason = _reason_of(error)
+    for _ in range(consumed):
+        next(items)
+    return consumed
 
 
 def _range_as_graph_loop(loop: _Loop,
