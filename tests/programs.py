@@ -730,7 +730,7 @@ def make_numeric_program(seed: int, n_steps: int = 4) -> Program:
 
 # ---------------------------------------------------------------------------------------------
 # Coverage programs (issue 14): the linalg, fft and array-helper functions traced natively
-# (``numpy_api``'s "coverage" section) mixed with ufuncs, with random axes, counts and orders
+# (``numpy_api``'s compositions) mixed with ufuncs, with random axes, counts and orders
 # ---------------------------------------------------------------------------------------------
 
 COVERAGE_UNARY = [np.negative, np.absolute, np.sqrt, np.exp, np.square, np.sign, np.conjugate,
