@@ -1,0 +1,181 @@
+"""Abstract values (shape + dtype), the shape helpers every rule uses, and the rule table.
+
+An :class:`AbstractValue` is what the tracer knows about a value before it exists: its dtype
+(always concrete) and its shape, where a dimension may be ``None`` (unknown size) and the whole
+shape may be ``None`` (unknown rank). ``abstract_rule`` registers a rule in ``ABSTRACT_EVAL``;
+the family modules of this package hold the rules.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from ..ops import OpKind
+
+Shape = tuple  # tuple[int | None, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class AbstractValue:
+    """The static type of a graph value: ``shape`` (``None`` dims allowed, or ``None``), dtype."""
+
+    shape: Shape | None
+    dtype: np.dtype
+
+    @property
+    def ndim(self) -> int | None:
+        return None if self.shape is None else len(self.shape)
+
+    @property
+    def size(self) -> int | None:
+        if self.shape is None or any(d is None for d in self.shape):
+            return None
+        return math.prod(self.shape)
+
+    def __str__(self) -> str:
+        return format_aval(self.shape, self.dtype)
+
+
+def format_shape(shape: Shape | None) -> str:
+    """``[2, None]``-style text; ``[*]`` for unknown rank."""
+    if shape is None:
+        return "[*]"
+    return "[" + ", ".join("None" if d is None else str(d) for d in shape) + "]"
+
+
+def format_aval(shape: Shape | None, dtype: np.dtype) -> str:
+    return f"{np.dtype(dtype).name}{format_shape(shape)}"
+
+
+def aval_of(value: Any) -> AbstractValue:
+    """The abstract value of a concrete array or NumPy scalar."""
+    arr = np.asarray(value)
+    return AbstractValue(tuple(arr.shape), arr.dtype)
+
+
+# Shape helpers
+
+def shape_of(x: Any) -> Shape | None:
+    return x.shape if isinstance(x, AbstractValue) else ()
+
+
+def broadcast_shapes(*shapes: Shape | None) -> Shape | None:
+    """NumPy broadcasting over shapes that may hold ``None`` dims (or be of unknown rank)."""
+    if None in shapes:
+        return None
+    # The common cases first: 0-d operands (scalars) change nothing, and operands of one
+    # shape broadcast to it (tracing asks this for every elementwise op).
+    ranked = [s for s in shapes if s]
+    if not ranked:
+        return ()
+    first = ranked[0]
+    if len(ranked) == 1 or all(s == first for s in ranked):
+        return tuple(first)
+    ndim = max((len(s) for s in shapes), default=0)
+    out: list[int | None] = []
+    for i in range(-ndim, 0):
+        dims = [s[i] for s in shapes if len(s) >= -i]
+        known = {d for d in dims if d is not None and d != 1}
+        if len(known) > 1:
+            raise ValueError(
+                "operands could not be broadcast together with shapes "
+                + " ".join(format_shape(s).replace("[", "(").replace("]", ")") for s in shapes))
+        if known:
+            out.append(known.pop())
+        elif any(d is None for d in dims):
+            out.append(None)
+        else:
+            out.append(1)
+    return tuple(out)
+
+
+def normalize_axis(axis: int, ndim: int) -> int:
+    if not -ndim <= axis < ndim:
+        raise np.exceptions.AxisError(axis, ndim)
+    return axis % ndim
+
+
+def normalize_axes(axis: Any, ndim: int) -> tuple[int, ...]:
+    """``axis`` (``None``/int/tuple) as sorted non-negative axes; ``None`` means all."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(normalize_axis(int(a), ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError("duplicate value in 'axis'")
+    return out
+
+
+def _probe_array(x: Any) -> Any:
+    """A tiny concrete stand-in with ``x``'s dtype and rank (every dim 1)."""
+    if isinstance(x, AbstractValue):
+        ndim = x.ndim if x.ndim is not None else 1
+        return np.ones((1,) * ndim, dtype=x.dtype)
+    return x
+
+
+def probe_dtype(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> np.dtype:
+    """The dtype ``fn`` returns for 1-element stand-ins of ``args`` (literals passed as-is)."""
+    with np.errstate(all="ignore"):
+        return np.asarray(fn(*[_probe_array(a) for a in args], **kwargs)).dtype
+
+
+def operand_dtype(x: Any) -> Any:
+    """What ``resolve_dtypes`` takes for an operand: a dtype, or ``int/float/complex`` if weak."""
+    if isinstance(x, AbstractValue):
+        return x.dtype
+    if isinstance(x, bool):
+        return np.dtype(np.bool_)
+    return type(x)
+
+
+def result_type(*args: Any) -> np.dtype:
+    """``np.result_type`` with Python scalars weak (NEP 50)."""
+    return np.result_type(*[a.dtype if isinstance(a, AbstractValue) else a for a in args])
+
+
+# Rules
+
+Rule = Callable[..., "AbstractValue | None"]
+
+
+ABSTRACT_EVAL: dict[OpKind, Rule] = {}
+
+
+def abstract_rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
+    def register(fn: Rule) -> Rule:
+        for kind in kinds:
+            ABSTRACT_EVAL[kind] = fn
+        return fn
+    return register
+
+
+# Shapes follow NumPy's documented rules (with ``None`` dims flowing through); dtypes are
+# NumPy's answer on 1-element probes (``probe_dtype``), which also raises NumPy's own error for
+# an argument NumPy refuses (a float array to bincount, a 2-D array to correlate). A length
+# that depends on the values (nonzero, unique, bincount, compress, trim_zeros) is ``None``.
+
+INTP = np.dtype(np.intp)
+
+
+def known_rank(x: AbstractValue, fn: str) -> tuple:
+    if x.shape is None:
+        raise ValueError(f"np.{fn} needs the rank of its input when tracing; give the "
+                         "argument a known rank in input_signature")
+    return x.shape
+
+
+def dtype_of(x: Any) -> np.dtype:
+    return x.dtype if isinstance(x, AbstractValue) else np.asarray(x).dtype
+
+
+def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue | None:
+    """Output abstract value of ``op`` applied to ``args`` (AbstractValues or literals)."""
+    rule = ABSTRACT_EVAL.get(op)
+    if rule is None:
+        raise NotImplementedError(f"no abstract-evaluation rule for op {op!r}")
+    return rule(attrs, *args)

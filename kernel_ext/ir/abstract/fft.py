@@ -1,0 +1,52 @@
+"""Abstract-evaluation rules of ``np.fft``: one ``fft`` op, the transform named in its attrs."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..ops import OpKind
+from .core import AbstractValue, abstract_rule, known_rank, normalize_axis
+
+#: np.fft transforms that take one axis (``n``, ``axis``) and their result length along it
+#: given the length ``n`` asked for (or ``None``: from the input's length ``m``)
+_FFT_1D = {"fft": lambda n, m: n or m, "ifft": lambda n, m: n or m,
+           "rfft": lambda n, m: _half(n or m), "ihfft": lambda n, m: _half(n or m),
+           "irfft": lambda n, m: n or _twice(m), "hfft": lambda n, m: n or _twice(m)}
+
+
+def _half(n: int | None) -> int | None:
+    return None if n is None else n // 2 + 1
+
+
+def _twice(m: int | None) -> int | None:
+    return None if m is None else 2 * (m - 1)
+
+
+@abstract_rule(OpKind.FFT)
+def _fft(attrs: dict, x: AbstractValue) -> AbstractValue:
+    """Shapes by ``np.fft``'s rules (``_cook_nd_args``): each transformed axis takes its
+    ``n``/``s`` entry or keeps its length; rfft halves the last axis (``n // 2 + 1``), irfft
+    and hfft double it back (``2 * (m - 1)``) unless ``n``/``s`` says. Dtype and NumPy's
+    errors (bad axes, ``n < 1``, a bad ``norm``) from the transform of a small stand-in."""
+    transform = attrs["transform"]
+    kw = {k: v for k, v in attrs.items() if k != "transform"}
+    shape = list(known_rank(x, f"fft.{transform}"))
+    probe = getattr(np.fft, transform)(np.ones((2,) * len(shape), x.dtype), **kw)
+    if transform in _FFT_1D:
+        axis = normalize_axis(kw.get("axis", -1), len(shape))
+        shape[axis] = _FFT_1D[transform](kw.get("n"), shape[axis])
+        return AbstractValue(tuple(shape), probe.dtype)
+    s, axes = kw.get("s"), kw.get("axes")
+    if axes is None:
+        axes = (-2, -1) if transform.endswith("2") else \
+            range(-len(s), 0) if s is not None else range(len(shape))
+    axes = [normalize_axis(a, len(shape)) for a in axes]
+    sizes = list(s) if s is not None else [shape[a] for a in axes]
+    real = transform.startswith(("rfft", "irfft"))
+    if real and s is None and transform.startswith("irfft"):
+        sizes[-1] = _twice(shape[axes[-1]])
+    for a, n in zip(axes, sizes):
+        shape[a] = n
+    if real and transform.startswith("rfft"):
+        shape[axes[-1]] = _half(sizes[-1])
+    return AbstractValue(tuple(shape), probe.dtype)
