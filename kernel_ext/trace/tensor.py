@@ -13,17 +13,18 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-import sys
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 import numpy as np
 
 from .. import errors
-from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
-                  OpKind)
+from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
+from .describe import describe_tensor, leaked_error, user_frame_description
+from .ndarray_methods import NdarrayMethods
+from .needs_data import NeedsData
 from .operators import BINARY_OPERATORS, NumpyOperators
-from .signatures import method_signature, numpy_writes_out, route
-from .state import UNCONVERTED, current_context, format_location
+from .signatures import numpy_writes_out, route
+from .state import current_context
 from .zero_d import ARRAY, SCALAR, mark_array, zero_d_kind
 
 if TYPE_CHECKING:
@@ -50,7 +51,7 @@ UFUNC_METHODS: dict[str, Callable[..., Any]] = {}
 
 #: ``GUFUNCS[ufunc](*inputs, **kwargs)`` records a call of a generalized ufunc with core
 #: dimensions (``np.vecdot``, ``np.matvec``, ``np.vecmat``); :mod:`kernel_ext.trace.numpy_api`
-#: fills it (issue 14). ``np.matmul`` is the MATMUL op itself.
+#: fills it. ``np.matmul`` is the MATMUL op itself.
 GUFUNCS: dict[np.ufunc, Callable[..., Any]] = {}
 
 _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", "axes", "axis")
@@ -67,13 +68,7 @@ def _ufunc_default(key: str, value: Any) -> bool:
                                 value == default)
 
 
-#: How to fill a buffer with traced values when AutoGraph cannot rewrite ``buf[i] = t``.
-_PLAIN_BUFFER_FIX = (
-    "fill a buffer made with np.empty/np.ndarray/np.zeros, keep AutoGraph on (it records "
-    "buf[i] = t) or build the array from traced values (np.stack, np.where, np.concatenate).")
-
-
-class Tensor(NumpyOperators, inplace=True):
+class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     """A traced value: what a NumPy array is while a ``kx.function`` is being traced.
 
     ``node`` is the graph node that computes its current value and ``context`` the trace that
@@ -296,39 +291,8 @@ class Tensor(NumpyOperators, inplace=True):
             return np.power(self, exponent)
         return FALLBACK["function"](operator.pow, (self, exponent), {})
 
-    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
-        raise errors.TracingConversionError(
-            f"NumPy tried to convert the traced value {describe_tensor(self)} into a concrete "
-            f"array at {user_frame_description()} while tracing '{self.context.function_name}'. "
-            "np.asarray/np.array, NumPy scalar types (np.float64(x)), writing into a plain "
-            "NumPy array (buf[i] = x), Python containers of traced values and C extensions need "
-            "real data, which a traced value does not have until the graph runs. Fix: keep "
-            "AutoGraph on (kx.function's default), which records these; or "
-            "use NumPy functions directly on the traced value (they are recorded into the "
-            "graph), or do this outside the kx.function on its returned arrays.")
-
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: Any = None) -> Any:
-        """DLPack export needs the data's memory, which a traced value does not have; with
-        AutoGraph on, ``np.from_dlpack(x)`` never gets here (it is a view of ``x``)."""
-        raise errors.TracingConversionError(
-            f"np.from_dlpack (or another DLPack consumer) asked for the memory of the traced "
-            f"value {describe_tensor(self)} at {user_frame_description()} while tracing "
-            f"'{self.context.function_name}'; it has none until the graph runs. Fix: keep "
-            "AutoGraph on (kx.function's default), which makes np.from_dlpack(x) a view of x "
-            "as NumPy does, or use x itself (np.asarray(x)).")
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """The CPU (``kDLCPU``, device 0): NumPy arrays live there, as this value will."""
-        return (1, 0)
 
     # -- data accessors that cannot work while tracing --------------------------------------
-    def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
-        where, _ = _usage_site()
-        return errors.TracedBoolError(
-            f"{what} a traced value {describe_tensor(self)} at {where} in "
-            f"'{self.context.function_name}' needs its data, which only exists when the graph "
-            f"runs. {fix}")
 
     def __hash__(self) -> int:
         """Unhashable, as ``np.ndarray`` (``==`` is elementwise). Eager NumPy's *elements* are
@@ -343,88 +307,6 @@ class Tensor(NumpyOperators, inplace=True):
             "or values, counts = np.unique(labels, return_counts=True); then np.argmax(counts) "
             "for a vote), or do this outside the kx.function.")
 
-    def __bool__(self) -> bool:
-        _, converted = _usage_site()
-        refused = _refused_conversion()
-        if converted and refused is None:
-            how = ("AutoGraph is on, but this use is not one it converts: only `if`/`while`/"
-                   "`for` statements, conditional expressions (`a if c else b`), `and`/`or`/"
-                   "`not`, `assert` and the builtins max/min/sum/any/all become graph operations; "
-                   "a comprehension's `if`, `bool()`, and code in functions AutoGraph "
-                   "does not convert (the standard library, C extensions) need a Python bool. "
-                   "Fix: write the test as an `if` statement, or use np.where(cond, a, b) / "
-                   "kx.cond(pred, true_fn, false_fn); check data outside the kx.function.")
-        elif refused is not None:
-            how = (f"AutoGraph is on, but it left '{refused[0]}' unconverted ({refused[1]}), "
-                   "so its `if`/`while`/`and`/`or`/`not` on a traced value run as Python. "
-                   "Fix: make its source available as written (define it in a file or a "
-                   "notebook cell, not with exec), or use np.where(cond, a, b) / "
-                   "kx.cond(pred, true_fn, false_fn).")
-        else:
-            how = ("This happens with `if`/`while`/`and`/`or`/`not` on a traced value while "
-                   "AutoGraph is off (kx.function(autograph=False)). Fix: keep AutoGraph on, "
-                   "or use np.where(cond, a, b) / kx.cond(pred, true_fn, false_fn).")
-        raise self._needs_value("Using as a Python bool", how)
-
-    def __iter__(self) -> Any:
-        """``x[0], x[1], ...`` along the first dimension, as iterating an ndarray yields.
-
-        Each item is read when the iterator reaches it (so a write to ``x`` between items is
-        seen, as with NumPy's views). The first dimension must be static; a ``for`` statement
-        over the traced value itself is converted by AutoGraph and works without that.
-        """
-        n = self._static_length("Iterating in Python over")
-        return (self[i] for i in range(n))
-
-    def __index__(self) -> int:
-        raise self._needs_value(
-            "Using as a Python int (a list or plain-array index, a shape, a count)",
-            "Fix: pass the count as a Python int (or loop with kx.range(n)); index a plain "
-            "array with np.take(array, i), which the graph records; for a size known only at "
-            "run time (len(x[mask])), make the array from the data itself "
-            "(np.zeros_like(x[mask]), np.full_like(x[mask], v)).")
-
-    # (NumPy calls these too when a traced value is written into one element of a plain
-    # array, ``buf[i] = t`` without AutoGraph, and reports "setting an array element with a
-    # sequence" with this error as its cause: the messages say so)
-    def __int__(self) -> int:
-        raise self._needs_value("int() of (or writing into a plain integer array)",
-                                "Fix: use x.astype(np.int64) to stay in the graph. To "
-                                + _PLAIN_BUFFER_FIX)
-
-    def __float__(self) -> float:
-        raise self._needs_value("float() of (or writing into a plain float array)",
-                                "Fix: use x.astype(np.float64) to stay in the graph. To "
-                                + _PLAIN_BUFFER_FIX)
-
-    def __complex__(self) -> complex:
-        raise self._needs_value("complex() of (or writing into a plain complex array)",
-                                "Fix: use x.astype(np.complex128). To " + _PLAIN_BUFFER_FIX)
-
-    def item(self, *args: Any) -> Any:
-        raise self._no_python_value("item()")
-
-    def numpy(self) -> np.ndarray:
-        if not self.context.active:
-            raise errors.SymbolicValueError(
-                f"{describe_tensor(self)} leaked out of its trace of "
-                f"'{self.context.function_name}' and has no value: .numpy() is not available. "
-                "Fix: return it from the function; kx.function results are already NumPy "
-                "arrays.")
-        raise errors.SymbolicValueError(
-            f"{describe_tensor(self)} is a traced value inside '{self.context.function_name}': it "
-            "has no value yet, so .numpy() is not available. Fix: return it (results are NumPy "
-            "arrays) or print it at run time with kx.print(...).")
-
-    def tolist(self) -> list:
-        raise self._no_python_value("tolist()")
-
-    def _no_python_value(self, method: str) -> errors.SymbolicValueError:
-        """The error of a method that would turn the traced value into Python values, naming
-        the method the user called."""
-        return errors.SymbolicValueError(
-            f"{describe_tensor(self)}.{method} has no value while tracing; return the value "
-            "from the function instead (results come back as NumPy values).")
 
     # -- mutation: functionalized (see the class docstring) --------------------------------
     def _rebind(self, value: Any) -> None:
@@ -593,15 +475,6 @@ class Tensor(NumpyOperators, inplace=True):
             return self
         return bind(OpKind.CAST, (self,), {"dtype": dtype})
 
-    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> "Tensor":
-        if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
-            shape = tuple(shape[0])
-        return np.reshape(self, shape, order=order, copy=copy)
-
-    def transpose(self, *axes: Any) -> "Tensor":
-        if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return np.transpose(self, axes if axes else None)
 
     def flatten(self, order: str = "C") -> "Tensor":
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
@@ -614,11 +487,6 @@ class Tensor(NumpyOperators, inplace=True):
             return _method_call(self, "ravel", (), {"order": order})
         return np.reshape(self, (-1,), order=order)
 
-    def squeeze(self, axis: Any = None) -> "Tensor":
-        return np.squeeze(self, axis=axis)
-
-    def swapaxes(self, a: int, b: int) -> "Tensor":
-        return np.swapaxes(self, a, b)
 
     def copy(self, order: str = "C") -> "Tensor":
         if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
@@ -626,87 +494,6 @@ class Tensor(NumpyOperators, inplace=True):
         # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
         return bind(OpKind.COPY, (self,))  # type: ignore[return-value]
 
-    def dot(self, b: Any, out: Any = None) -> "Tensor":
-        return np.dot(self, b, out=out)
-
-    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> "Tensor":
-        # (ndarray.clip: either bound may be left out; both None is NumPy's identity)
-        return np.clip(self, min, max, out=out, **kwargs)
-
-    def round(self, decimals: int = 0, out: Any = None) -> "Tensor":
-        return np.round(self, decimals, out=out)
-
-    def conj(self) -> "Tensor":
-        return np.conjugate(self)
-
-    def take(self, indices: Any, axis: int | None = None, out: Any = None,
-             mode: str = "raise") -> "Tensor":
-        return np.take(self, indices, axis=axis, out=out, mode=mode)
-
-    def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
-                stable: bool | None = None) -> "Tensor":
-        return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
-
-    def sort(self, axis: int = -1, kind: str | None = None, order: Any = None, *,
-             stable: bool | None = None) -> None:
-        self._rebind(np.sort(self, axis=axis, kind=kind, order=order, stable=stable))
-
-    # more ndarray methods and attributes, as NumPy defines them
-    @property
-    def real(self) -> "Tensor":
-        return np.real(self)
-
-    @property
-    def imag(self) -> "Tensor":
-        return np.imag(self)
-
-    @property
-    def itemsize(self) -> int:
-        return self.dtype.itemsize
-
-    @property
-    def nbytes(self) -> int | None:
-        size = self.size
-        return None if size is None else size * self.dtype.itemsize
-
-    @property
-    def base(self) -> "Tensor | None":
-        """The array a view looks into (None for an array that owns its data), as NumPy's."""
-        return self._root
-
-    def conjugate(self) -> "Tensor":
-        return np.conjugate(self)
-
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tensor":
-        return np.diagonal(self, offset, axis1, axis2)
-
-    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-              out: Any = None) -> "Tensor":
-        return np.trace(self, offset, axis1, axis2, dtype, out)
-
-    def nonzero(self) -> tuple:
-        return np.nonzero(self)
-
-    def repeat(self, repeats: Any, axis: Any = None) -> "Tensor":
-        return np.repeat(self, repeats, axis)
-
-    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> "Tensor":
-        return np.searchsorted(self, v, side, sorter)
-
-    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> "Tensor":
-        return np.compress(condition, self, axis, out)
-
-    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> "Tensor":
-        return np.choose(self, choices, out, mode)
-
-    def argpartition(self, kth: Any, axis: int = -1, kind: str = "introselect",
-                     order: Any = None) -> "Tensor":
-        return np.argpartition(self, kth, axis, kind, order)
-
-    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
-                  order: Any = None) -> None:
-        """``x.partition(kth)``: NumPy's in-place partition (the array takes its result)."""
-        self.assign(np.partition(self, kth, axis, kind, order))
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
         """``x.put(ind, v)``: flat-index assignment, in place (``np.put`` for ``mode=``)."""
@@ -719,12 +506,6 @@ class Tensor(NumpyOperators, inplace=True):
     def fill(self, value: Any) -> None:
         """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
         Tensor.__setitem__(self.array_target("x.fill", None), Ellipsis, value)
-
-    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
-        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
-
-    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
-        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
 
 
 def _method_call(tensor: Tensor, name: str, args: tuple, kwargs: dict) -> Any:
@@ -911,37 +692,6 @@ def next_version() -> int:
     return next(_VERSIONS)
 
 
-def _reduction_method(name: str) -> Callable[..., Tensor]:
-    fn = getattr(np, name)
-    signature = method_signature(fn)
-
-    def method(self: Tensor, *args: Any, **kwargs: Any) -> Tensor:
-        try:  # the method's own parameters (x.std has no correction=, np.std has)
-            signature.bind(*args, **kwargs)
-        except TypeError as e:
-            raise TypeError(f"{name}() {e}") from None
-        return fn(self, *args, **kwargs)
-    method.__name__ = name
-    method.__doc__ = f"Traced ``np.{name}``."
-    return method
-
-
-def _memory_attribute(name: str) -> property:
-    def get(self: Tensor) -> Any:
-        raise errors.SymbolicValueError(
-            f"{describe_tensor(self)}.{name} describes memory that a traced value does not "
-            f"have while '{self.context.function_name}' is traced (the graph decides layouts "
-            "when it runs). Fix: compute with NumPy operations instead, or use it outside the "
-            "kx.function on the returned arrays.")
-    return property(get)
-
-
-for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "tofile",
-              "dump", "dumps", "byteswap", "resize", "setflags", "getfield", "setfield",
-              "device", "to_device"):
-    setattr(Tensor, _name, _memory_attribute(_name))
-
-
 def _immutable_scalar(value: Tensor) -> bool:
     """Does NumPy hold ``value`` as a NumPy scalar that nothing else can be (immutable: an
     augmented assignment makes a new scalar and rebinds only the name)?
@@ -983,13 +733,6 @@ def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any]) -> Callable[..
 for _stem, _ in BINARY_OPERATORS:
     setattr(Tensor, f"__i{_stem}__",
             _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__")))
-
-# Every reduction op that is an ndarray method is the method of its name (the op table's
-# naming rule; nansum & co. are NumPy functions only, as on ndarray).
-for _kind in NDARRAY_METHODS:
-    if _kind.group is OpGroup.REDUCTION:
-        setattr(Tensor, _kind.value, _reduction_method(_kind.value))
-
 
 # -- ufunc dispatch -------------------------------------------------------------------------
 
@@ -1089,30 +832,6 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
 
 # -- describing, recording ------------------------------------------------------------------
 
-def describe_tensor(tensor: Tensor) -> str:
-    """``%name (float32[2, None])``: how error messages name a traced value."""
-    node = tensor.node
-    return f"%{node.name} ({node.aval})"
-
-
-def leaked_error(tensor: Tensor) -> errors.LeakedTensorError:
-    """The error for ``tensor`` used outside the trace (or the branch/body) that made it."""
-    ctx = tensor.context
-    if ctx.parent is not None:
-        return errors.LeakedTensorError(
-            f"The traced value {describe_tensor(tensor)} was created inside the loop body or "
-            f"branch '{ctx.graph.name}' of '{ctx.function_name}' and used outside it (for "
-            "example appended to a Python list in a loop over a traced value: the body is "
-            "traced only once). Fix: collect per-iteration values in a kx.TensorArray "
-            "(ta = ta.write(i, value); ta.stack()), or carry the value as a loop variable.")
-    return errors.LeakedTensorError(
-        f"The traced value {describe_tensor(tensor)} was created while tracing "
-        f"'{ctx.function_name}' and has leaked out of that trace (it was stored in a global, an "
-        "attribute or a list and used later). Outside its trace it has no value. Fix: return "
-        "it from the function (results come back as NumPy arrays), or keep state in a "
-        "kx.Variable and assign to it.")
-
-
 def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
          name: str | None = None) -> "Tensor | None":
     """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
@@ -1141,57 +860,3 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
 _VIEW_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING)
 
 
-def _stdlib_prefix() -> str:
-    import sysconfig
-    return sysconfig.get_paths()["stdlib"].replace("\\", "/") + "/"
-
-
-def _usage_site() -> tuple[str, bool]:
-    """Where the user's code used a traced value, and whether AutoGraph converted that code.
-
-    Code AutoGraph generated reads its runtime operators through the free variable ``ag__``;
-    any such frame on the stack means the trace runs with AutoGraph on (the trace layer asks
-    the frames rather than importing the autograph layer above it).
-    """
-    converted = False
-    frame = sys._getframe(1)
-    while frame is not None:
-        if "ag__" in frame.f_code.co_freevars:
-            converted = True
-            break
-        frame = frame.f_back
-    return user_frame_description(), converted
-
-
-def _refused_conversion() -> tuple[str, str] | None:
-    """The innermost function on the stack that AutoGraph declined to convert (its name and
-    the reason), stopping at the first converted frame (code inside it was converted)."""
-    frame = sys._getframe(2)
-    while frame is not None:
-        code = frame.f_code
-        if "ag__" in code.co_freevars:
-            return None
-        reason = UNCONVERTED.get(code)
-        if reason is not None:
-            return code.co_qualname, reason
-        frame = frame.f_back
-    return None
-
-
-def user_frame_description(line: int | None = None, skip_stdlib: bool = False) -> str:
-    """``file:line: source`` of the innermost frame outside kernel_ext and NumPy (``line``:
-    that line of the frame's file instead of the one running, e.g. a loop statement's;
-    ``skip_stdlib``: outside the standard library too, for a use inside ``collections``)."""
-    import linecache
-    stdlib = _stdlib_prefix() if skip_stdlib else None
-    frame = sys._getframe(1)
-    while frame is not None:
-        fname = frame.f_code.co_filename.replace("\\", "/")
-        if "/kernel_ext/" not in fname and "/numpy/" not in fname and not (
-                stdlib and fname.startswith(stdlib) and "site-packages" not in fname):
-            lineno = frame.f_lineno if line is None else line
-            text = linecache.getline(fname, lineno).strip()
-            where = format_location(f"{fname}:{lineno}")
-            return where + (f": `{text}`" if text else "")
-        frame = frame.f_back
-    return "<unknown location>"
