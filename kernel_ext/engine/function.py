@@ -26,7 +26,6 @@ import warnings
 import weakref
 from typing import Any, Callable, Sequence
 
-import numpy as np
 
 from .. import errors
 from ..autodiff import eager_tapes, record_call
@@ -37,8 +36,8 @@ from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
 from ..trace.pytree import (ArgumentContainers, ObjectArguments, flatten_outputs, with_replays,
                             with_writeback)
-from ..trace.types import (Composite, PlaceholderContext, TraceType, WeakRef, contains_dask,
-                           literal_key, make_trace_type, register_dead_object_listener)
+from ..trace.types import (PlaceholderContext, contains_dask, literal_key,
+                           register_dead_object_listener)
 from . import events, registry
 from .binding import FunctionType
 from .concrete import ConcreteFunction
@@ -47,23 +46,14 @@ from .fixes import fix_for, suggest_fixes
 from .guards import CallGuard, NeedsEagerCall, scalar_at_array_write
 from .records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
                       cause_of)
+from .call_keys import (BY_IDENTITY, NDARRAY, NP_SCALARS, PLAIN_PY_SCALARS, container_key, fast_key,
+                        has_dead_reference)
 from .snapshots import snapshot_captures
 from .verify import copy_arguments
 
 _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
-_ndarray = np.ndarray
-_NP_SCALARS = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
-_PY_SCALARS = frozenset((bool, int, float, complex, str, type(None)))
-# The hot loop tests float and complex first (their keys need literal_key's care).
-_PLAIN_PY_SCALARS = frozenset((bool, int, str, type(None)))
 _FAST_CACHE_LIMIT = 512
-#: Classes whose instances are keyed by identity (their trace type is a WeakRef and equality
-#: is ``object``'s: a random Generator, a model object): cache hits key them by ``id``. Found
-#: by :func:`_identity_keyed` on the slow path; an instance's death clears the fast keys
-#: (``Function.on_object_died``), so a reused id never finds an old trace.
-_BY_IDENTITY: set[type] = set()
-_NOT_BY_IDENTITY: set[type] = set()
 _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 _TIMING_MASK = 63  # cache hits timed: one in 64
 
@@ -167,25 +157,25 @@ class Function:
         __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
         self._calls += 1
         if not kwargs and not STATE.eager and not ACTIVITY.depth:
-            # _fast_key(), inlined: a function call here would cost a third of the overhead.
+            # fast_key(), inlined: a function call here would cost a third of the overhead.
             key = []
             for a in args:
                 t = a.__class__
-                if t is _ndarray or t in _NP_SCALARS:
+                if t is NDARRAY or t in NP_SCALARS:
                     key.append((a.dtype, a.shape))
                 elif t is float:
                     # 0.0 == -0.0 and nan != nan: those are keyed by their bits (literal_key)
                     key.append((t, a) if a and a == a else literal_key(a))
-                elif t in _PLAIN_PY_SCALARS:
+                elif t in PLAIN_PY_SCALARS:
                     key.append((t, a))
                 elif t is complex:
                     key.append(literal_key(a))
-                elif t in _BY_IDENTITY:
+                elif t in BY_IDENTITY:
                     key.append((t, id(a)))
                 elif t is dict or t is list or t is tuple:
                     # containers of arrays and numbers (a parameter dict, a list of
                     # weights): keyed by their structure and their items' keys
-                    ck = _container_key(a, 0)
+                    ck = container_key(a, 0)
                     if ck is None:
                         break
                     key.append(ck)
@@ -201,7 +191,7 @@ class Function:
                     return self._timed(run, args)
         elif kwargs and not STATE.eager and not ACTIVITY.depth:
             # Keyword calls (``model(x, training=True)``): the names are part of the key.
-            k = _fast_key(args, kwargs)
+            k = fast_key(args, kwargs)
             if k is not None:
                 run = self._fast.get(k)
                 if run is not None:
@@ -255,7 +245,7 @@ class Function:
         if not converted and binder.all_positional:
             run = self._fast_runner(cf.call_flat, len(args), kwargs)
         if run is not None:
-            key = _fast_key(args, kwargs)
+            key = fast_key(args, kwargs)
             if key is not None:
                 if len(self._fast) >= _FAST_CACHE_LIMIT:
                     self._fast.clear()
@@ -724,7 +714,7 @@ class Function:
         """An object keying some trace died (``register_dead_object_listener``)."""
         # Called from a weakref callback (any thread, any moment): only flag; the next slow
         # path call purges under the lock. The fast keys go now: an object keyed by its id
-        # (_BY_IDENTITY) just died, and a new object may get the same id.
+        # (BY_IDENTITY) just died, and a new object may get the same id.
         if self._concrete:
             self._dead_pending = True
             self._fast.clear()
@@ -732,7 +722,7 @@ class Function:
     def _purge_dead(self) -> None:
         with self._lock:
             self._dead_pending = False
-            keep = [cf for cf in self._concrete if not any(map(_has_dead, cf.input_types))]
+            keep = [cf for cf in self._concrete if not any(map(has_dead_reference, cf.input_types))]
             if len(keep) != len(self._concrete):
                 self._concrete = keep
                 self._relaxed = [cf for cf in keep if not cf.exact]
@@ -743,7 +733,7 @@ class Function:
                 for cf in keep:
                     self._history_index.add(cf.record.index, cf.input_types)
                 self._lookup = {k: v for k, v in self._lookup.items()
-                                if v in keep and not any(map(_has_dead, k))}
+                                if v in keep and not any(map(has_dead_reference, k))}
                 self._fast.clear()
                 self._fast_cf.clear()
                 # Bounded: the records of released traces beyond the latest few fold into
@@ -802,113 +792,6 @@ class BoundFunction:
 
     def __repr__(self) -> str:
         return f"<bound {self.__func__!r} of {type(self.__self__).__name__}>"
-
-
-def _has_dead(t: TraceType) -> bool:
-    if isinstance(t, WeakRef):
-        return not t.alive()
-    if isinstance(t, Composite):
-        return any(_has_dead(c) for c in t.components)
-    return False
-
-
-def _fast_key(args: tuple, kwargs: dict | None = None) -> tuple | None:
-    """The cache-hit key of a call: ``(dtype, shape)`` per array or NumPy scalar, ``(type,
-    value)`` per Python scalar, then each keyword's name and key; None for anything else."""
-    key: list[Any] = []
-    for a in args:
-        t = a.__class__
-        if t is _ndarray or t in _NP_SCALARS:
-            key.append((a.dtype, a.shape))
-        elif t in _PY_SCALARS:
-            key.append(literal_key(a))
-        elif _identity_keyed(a):
-            key.append((t, id(a)))
-        elif t is dict or t is list or t is tuple:
-            ck = _container_key(a, 0)
-            if ck is None:
-                return None
-            key.append(ck)
-        else:
-            return None
-    if kwargs:
-        for name, a in kwargs.items():
-            t = a.__class__
-            if t is _ndarray or t in _NP_SCALARS:
-                key += (name, (a.dtype, a.shape))
-            elif t in _PY_SCALARS:
-                key += (name, literal_key(a))
-            elif _identity_keyed(a):
-                key += (name, (t, id(a)))
-            else:
-                return None
-    return tuple(key)
-
-
-def _container_key(value: Any, depth: int) -> tuple | None:
-    """The cache-hit key of a list, tuple or dict of arrays, numbers and such containers (at
-    most 3 deep, string keys): its class, its keys in order, its items' keys — what its trace
-    type depends on. None for anything else (such calls stay on the slow path).
-
-    Arrays and plain Python scalars, the usual items, are keyed inline (a function call per
-    item cost a parameter dict of three items a microsecond per call)."""
-    items: list[Any] = []
-    append = items.append
-    if value.__class__ is dict:
-        for k in value:
-            if k.__class__ is not str:
-                return None
-        append(tuple(value))  # the keys, in order
-        value_items = value.values()
-    else:
-        value_items = value
-    for v in value_items:
-        t = v.__class__
-        if t is _ndarray:
-            append((v.dtype, v.shape))
-        elif t is int or t is bool or t is str:
-            append((t, v))
-        else:
-            ik = _item_key(v, depth)
-            if ik is None:
-                return None
-            append(ik)
-    return (value.__class__, tuple(items))
-
-
-def _item_key(v: Any, depth: int) -> Any:
-    t = v.__class__
-    if t is _ndarray or t in _NP_SCALARS:
-        return (v.dtype, v.shape)
-    if t in _PY_SCALARS:
-        return literal_key(v)
-    if depth < 2 and (t is dict or t is list or t is tuple):
-        return _container_key(v, depth + 1)
-    return None
-
-
-def _identity_keyed(obj: Any) -> bool:
-    """Is ``obj`` traced by identity alone, so that ``id(obj)`` can key its cache hits?
-
-    Only plain objects qualify: ``object``'s own ``==`` and hash (so equal means same), no
-    ``__tracing_type__``, no container, dataclass or named tuple (whose trace types follow
-    their contents, which can change between calls), and a ``WeakRef`` trace type.
-    """
-    t = obj.__class__
-    if t in _BY_IDENTITY:
-        return True
-    if t in _NOT_BY_IDENTITY:
-        return False
-    ok = (t.__eq__ is object.__eq__ and t.__hash__ is object.__hash__
-          and not hasattr(t, "__tracing_type__") and not dataclasses.is_dataclass(t)
-          and not issubclass(t, (tuple, list, dict, set, frozenset, np.ndarray, np.generic)))
-    if ok:
-        try:
-            ok = isinstance(make_trace_type(obj, "x"), WeakRef)
-        except Exception:  # noqa: BLE001 - anything unusual stays on the slow path
-            ok = False
-    (_BY_IDENTITY if ok else _NOT_BY_IDENTITY).add(t)
-    return ok
 
 
 def _user_frame() -> Any:
