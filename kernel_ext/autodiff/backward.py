@@ -69,8 +69,37 @@ def mark_backward(nodes: Iterable[Node]) -> None:
 
 def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
               recorded: Callable[[Node], bool], sources: set[Node]) -> dict[Node, Any]:
-    # Which nodes lie between the sources and the targets: ancestors of a target (through
-    # recorded nodes) that depend on a source.
+    order, depends = _between(owner, targets, recorded, sources)
+    cts: dict[Node, Any] = {}
+    multi: dict[Node, dict[int, Any]] = {}
+    for node, ct in targets:
+        if node in depends and differentiable(node.aval):
+            _accumulate(cts, node, ct)
+    found: dict[Node, Any] = {}
+    for node in reversed(order):
+        if node not in depends:
+            continue
+        g = _cotangent_of(node, cts, multi)
+        if g is None:
+            continue
+        if node in sources:
+            found[node] = g
+        if not recorded(node) or node.op in LEAVES:
+            continue
+        if node.op is OpKind.GET_OUTPUT:
+            slot = multi.setdefault(node.inputs[0], {})
+            index = node.attrs["index"]
+            slot[index] = g if slot.get(index) is None else slot[index] + g
+            continue
+        _propagate(owner, node, g, cts, depends)
+    return found
+
+
+def _between(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
+             recorded: Callable[[Node], bool], sources: set[Node]
+             ) -> tuple[list[Node], set[Node]]:
+    """Which nodes lie between the sources and the targets: the ancestors of a target
+    (through recorded nodes), in graph order, and those of them that depend on a source."""
     ancestors: set[Node] = set()
     stack = [n for n, _ in targets]
     while stack:
@@ -86,50 +115,40 @@ def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
         if n in sources or (recorded(n) and n.op not in LEAVES and
                             any(i in depends for i in n.inputs)):
             depends.add(n)
-    cts: dict[Node, Any] = {}
-    multi: dict[Node, dict[int, Any]] = {}
-    for node, ct in targets:
-        if node in depends and differentiable(node.aval):
-            _accumulate(cts, node, ct)
-    found: dict[Node, Any] = {}
-    for node in reversed(order):
-        if node not in depends:
-            continue
-        if isinstance(node.aval, tuple):
-            g: Any = [multi.get(node, {}).get(i) for i in range(len(node.aval))]
-            if all(x is None for x in g):
+    return order, depends
+
+
+def _cotangent_of(node: Node, cts: dict[Node, Any],
+                  multi: dict[Node, dict[int, Any]]) -> Any:
+    """``node``'s cotangent so far (a list per output of a multi-output node), or None when
+    nothing flows into it."""
+    if isinstance(node.aval, tuple):
+        g: Any = [multi.get(node, {}).get(i) for i in range(len(node.aval))]
+        return None if all(x is None for x in g) else g
+    return cts.get(node)
+
+
+def _propagate(owner: TraceContext, node: Node, g: Any, cts: dict[Node, Any],
+               depends: set[Node]) -> None:
+    """Apply ``node``'s VJP rule to its cotangent ``g`` and add the results to the
+    cotangents of its inputs that depend on a source."""
+    rule = VJP.get(node.op)
+    if rule is None:
+        raise _no_rule(node)
+    primal = Primal(node, [owner.tensor(a) if isinstance(a, Node) else a
+                           for a in node.args],
+                    None if isinstance(node.aval, tuple) else owner.tensor(node))
+    with attributed_to(node):  # the gradient's nodes belong to the forward op's line
+        for arg, ct in zip(node.args, rule(primal, g)):
+            if ct is None or not isinstance(arg, Node) or arg not in depends:
                 continue
-        else:
-            g = cts.get(node)
-            if g is None:
+            if not differentiable(arg.aval):
+                if _complex(arg.aval):
+                    raise _complex_path(node, arg)
                 continue
-        if node in sources:
-            found[node] = g
-        if not recorded(node) or node.op in LEAVES:
-            continue
-        if node.op is OpKind.GET_OUTPUT:
-            slot = multi.setdefault(node.inputs[0], {})
-            index = node.attrs["index"]
-            slot[index] = g if slot.get(index) is None else slot[index] + g
-            continue
-        rule = VJP.get(node.op)
-        if rule is None:
-            raise _no_rule(node)
-        primal = Primal(node, [owner.tensor(a) if isinstance(a, Node) else a
-                               for a in node.args],
-                        None if isinstance(node.aval, tuple) else owner.tensor(node))
-        with attributed_to(node):  # the gradient's nodes belong to the forward op's line
-            for arg, ct in zip(node.args, rule(primal, g)):
-                if ct is None or not isinstance(arg, Node) or arg not in depends:
-                    continue
-                if not differentiable(arg.aval):
-                    if _complex(arg.aval):
-                        raise _complex_path(node, arg)
-                    continue
-                if callable(ct):
-                    ct = ct()
-                _accumulate(cts, arg, ct)
-    return found
+            if callable(ct):
+                ct = ct()
+            _accumulate(cts, arg, ct)
 
 
 def _accumulate(cts: dict[Node, Any], node: Node, ct: Any) -> None:

@@ -158,67 +158,12 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
     member = records.segment_index(segments)
 
     grouped = len(nodes) > GROUP_ABOVE
-    items: list[_Item] = []
-    item_of: dict[int, int] = {}
-    by_key: dict[tuple, int] = {}
-    for n in nodes:
-        key = _line_key(n) if grouped else None
-        if key is not None and key in by_key:
-            items[by_key[key]].members.append(n)
-        else:
-            if key is not None:
-                by_key[key] = len(items)
-            items.append(_Item([n]))
-        item_of[id(n)] = by_key[key] if key is not None else len(items) - 1
-    for item in items:
-        if len(item.members) == 1:
-            _describe_node(item, item.members[0], outputs, member)
-        else:
-            _describe_line(item, outputs, member)
-        item.width = max(len(item.lines[0]), len(item.lines[1])) * _CHAR_W + 16
-
-    # Layers: an item sits one row below its deepest input (inputs from a later item, a
-    # helper's line used again, are left out: rows keep program order).
-    level: list[int] = []
-    inputs_of: list[list[int]] = []
-    for i, item in enumerate(items):
-        ins = sorted({item_of[id(src)] for n in item.members for src in n.inputs
-                      if id(src) in item_of and item_of[id(src)] < i})
-        inputs_of.append(ins)
-        level.append(1 + max((level[j] for j in ins), default=-1))
-    rows: dict[int, list[int]] = {}
-    for i, lv in enumerate(level):
-        rows.setdefault(lv, []).append(i)
-    # A layer wider than the cell wraps into several rows.
-    placed_rows: list[list[int]] = []
-    row_of: list[int] = [0] * len(items)
-    for lv in sorted(rows):
-        current: list[int] = []
-        width = 0.0
-        for i in rows[lv]:
-            if current and width + _COL_GAP + items[i].width > PICTURE_WIDTH:
-                placed_rows.append(current)
-                current, width = [], 0.0
-            width += (_COL_GAP if current else 0) + items[i].width
-            current.append(i)
-        placed_rows.append(current)
-    for r, row in enumerate(placed_rows):
-        for i in row:
-            row_of[i] = r
+    items, item_of = _graph_items(nodes, grouped, outputs, member)
+    inputs_of, placed_rows, row_of = _graph_rows(items, item_of)
 
     legend = _legend_entries(nodes, outputs)
     legend_rows = _wrap_legend(legend)
-    # Grouped, a box wears a segment's outline only when the segment holds all its ops: the
-    # legend lists those, and counts the others (the sidebar's "by kernel" shows them).
-    outlined = {item.segment for item in items}
-    legends: list[tuple[int | None, str]] = [
-        (k, f"{_legend(g)} [{g.backend}]") for k, g in enumerate(segments)
-        if not grouped or k in outlined]
-    if len(legends) < len(segments):
-        more = len(segments) - len(legends)
-        legends.append((None, f"{'and ' if legends else ''}{more} compiled kernel"
-                              f"{'s' * (more != 1)} inside the lines above (the sidebar's "
-                              "graph, by kernel, shows them)"))
+    legends = _segment_legends(items, segments, grouped)
     seg_w = max((36 + len(text) * _CHAR_W for _, text in legends), default=0)
     row_widths = [sum(items[i].width for i in row) + _COL_GAP * (len(row) - 1)
                   for row in placed_rows]
@@ -244,6 +189,98 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
              '<defs><marker id="kx-arrow" viewBox="0 0 10 10" refX="9" refY="5" '
              'markerWidth="6" markerHeight="6" orient="auto-start-reverse">'
              '<path d="M 0 0 L 10 5 L 0 10 z" fill="#868e96"/></marker></defs>']
+    parts += _edge_paths(items, pos, inputs_of, row_of)
+    parts += _box_parts(items, pos)
+    parts += _legend_parts(legend_rows, legends, total_h - legend_h + 14)
+    if clipped:
+        parts.append(f'<text x="10" y="{total_h - 2:.0f}" style="fill: var(--jp-error-color1, '
+                     f'#c92a2a);">first {max_nodes} '
+                     'nodes shown</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def _graph_items(nodes: list, grouped: bool, outputs: set[int], member: dict
+                 ) -> tuple[list[_Item], dict[int, int]]:
+    """The picture's boxes (one per node, or grouped, one per source line of each pass) and
+    the box of each node (by id)."""
+    items: list[_Item] = []
+    item_of: dict[int, int] = {}
+    by_key: dict[tuple, int] = {}
+    for n in nodes:
+        key = _line_key(n) if grouped else None
+        if key is not None and key in by_key:
+            items[by_key[key]].members.append(n)
+        else:
+            if key is not None:
+                by_key[key] = len(items)
+            items.append(_Item([n]))
+        item_of[id(n)] = by_key[key] if key is not None else len(items) - 1
+    for item in items:
+        if len(item.members) == 1:
+            _describe_node(item, item.members[0], outputs, member)
+        else:
+            _describe_line(item, outputs, member)
+        item.width = max(len(item.lines[0]), len(item.lines[1])) * _CHAR_W + 16
+    return items, item_of
+
+
+def _graph_rows(items: list[_Item], item_of: dict[int, int]
+                ) -> tuple[list[list[int]], list[list[int]], list[int]]:
+    """Each box's input boxes, the rows of boxes, and each box's row.
+
+    Layers: an item sits one row below its deepest input (inputs from a later item, a
+    helper's line used again, are left out: rows keep program order). A layer wider than the
+    cell wraps into several rows."""
+    level: list[int] = []
+    inputs_of: list[list[int]] = []
+    for i, item in enumerate(items):
+        ins = sorted({item_of[id(src)] for n in item.members for src in n.inputs
+                      if id(src) in item_of and item_of[id(src)] < i})
+        inputs_of.append(ins)
+        level.append(1 + max((level[j] for j in ins), default=-1))
+    rows: dict[int, list[int]] = {}
+    for i, lv in enumerate(level):
+        rows.setdefault(lv, []).append(i)
+    placed_rows: list[list[int]] = []
+    row_of: list[int] = [0] * len(items)
+    for lv in sorted(rows):
+        current: list[int] = []
+        width = 0.0
+        for i in rows[lv]:
+            if current and width + _COL_GAP + items[i].width > PICTURE_WIDTH:
+                placed_rows.append(current)
+                current, width = [], 0.0
+            width += (_COL_GAP if current else 0) + items[i].width
+            current.append(i)
+        placed_rows.append(current)
+    for r, row in enumerate(placed_rows):
+        for i in row:
+            row_of[i] = r
+    return inputs_of, placed_rows, row_of
+
+
+def _segment_legends(items: list[_Item], segments: list, grouped: bool
+                     ) -> list[tuple[int | None, str]]:
+    """The legend's compiled kernels. Grouped, a box wears a segment's outline only when the
+    segment holds all its ops: the legend lists those, and counts the others (the sidebar's
+    "by kernel" shows them)."""
+    outlined = {item.segment for item in items}
+    legends: list[tuple[int | None, str]] = [
+        (k, f"{_legend(g)} [{g.backend}]") for k, g in enumerate(segments)
+        if not grouped or k in outlined]
+    if len(legends) < len(segments):
+        more = len(segments) - len(legends)
+        legends.append((None, f"{'and ' if legends else ''}{more} compiled kernel"
+                              f"{'s' * (more != 1)} inside the lines above (the sidebar's "
+                              "graph, by kernel, shows them)"))
+    return legends
+
+
+def _edge_paths(items: list[_Item], pos: dict[int, tuple[float, float]],
+                inputs_of: list[list[int]], row_of: list[int]) -> list[str]:
+    """The arrows from each box's inputs to it."""
+    parts = []
     for i, item in enumerate(items):
         x2, y2 = pos[i]
         cx2 = x2 + item.width / 2
@@ -263,6 +300,12 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                      f"{cx2:.1f} {y2 - 1:.1f}")
             parts.append(f'<path d="{d}" fill="none" stroke="#868e96" stroke-width="1.2" '
                          'marker-end="url(#kx-arrow)"/>')
+    return parts
+
+
+def _box_parts(items: list[_Item], pos: dict[int, tuple[float, float]]) -> list[str]:
+    """The boxes, each with its two lines and its tooltip."""
+    parts = []
     for i, item in enumerate(items):
         x, y = pos[i]
         w = item.width
@@ -276,7 +319,14 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                      f'font-weight="bold" fill="{_NODE_INK}">{esc(a)}</text>'
                      f'<text x="{x + w / 2:.1f}" y="{y + 27:.1f}" text-anchor="middle" '
                      f'fill="{_NODE_INK}">{esc(b)}</text></g>')
-    ly = total_h - legend_h + 14
+    return parts
+
+
+def _legend_parts(legend_rows: list, legends: list[tuple[int | None, str]],
+                  ly: float) -> list[str]:
+    """The legend under the picture, its first row at ``ly``: the node colours, then the
+    compiled kernels' outlines."""
+    parts = []
     for r, (_, entries) in enumerate(legend_rows):
         x = 10.0
         y = ly + 18 * r
@@ -295,12 +345,7 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                          f'fill="white" stroke="{colour}" stroke-width="2" '
                          'stroke-dasharray="5 3"/>')
         parts.append(f'<text x="26" y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
-    if clipped:
-        parts.append(f'<text x="10" y="{total_h - 2:.0f}" style="fill: var(--jp-error-color1, '
-                     f'#c92a2a);">first {max_nodes} '
-                     'nodes shown</text>')
-    parts.append("</svg>")
-    return "".join(parts)
+    return parts
 
 
 def _describe_node(item: _Item, n: Any, outputs: set[int], member: dict) -> None:

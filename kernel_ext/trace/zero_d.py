@@ -130,50 +130,74 @@ def zero_d_kind(node: Node, root: Graph | None,
                 return SCALAR
             node = operand
             continue
-        if op is OpKind.PLACEHOLDER:
-            path = node.attrs.get("path")
-            return ("like", path) if path is not None and root is not None and node in root.inputs \
-                else SCALAR
-        if op is OpKind.CONSTANT:
-            return ARRAY if isinstance(node.attrs.get("value"), np.ndarray) else SCALAR
-        if op in _ALWAYS_ARRAY:
-            return ARRAY
-        if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
-            return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
-        if op in _OPAQUE or op is OpKind.GET_OUTPUT and node.args and \
-                isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE:
-            return COMPUTED
+        kind = _own_kind(node, root)
+        if kind is not None:
+            return kind
         if op in _LIKE_OPERAND:
-            source = node.args[0] if node.args else None
-            if not isinstance(source, Node):
-                return SCALAR  # (a Python number: NumPy makes it a scalar)
-            if source.aval is None or source.aval.shape != ():
-                return ARRAY  # a method of an n-d array (reshape to (), squeeze): an array
-            if source.op in _OPAQUE:
-                return SCALAR  # (its form is known only at run time: NumPy's default)
-            # (a cast or a copy makes a new array; a view step or a write keeps the array
-            # np.asarray gave: the caller's own when it passed one)
+            kind, source = _operand_kind(node)
+            if source is None:
+                return kind
             node, applied = source, applied or op in _NEW_BUFFER
             continue
         if op.group is OpGroup.CONTROL_FLOW or op is OpKind.GET_OUTPUT:
-            # memoised: a chain of branches that each pass a value through (``s += x`` under
-            # an ``if`` in an unrolled loop) reaches every earlier branch along two paths
-            # (the entry keeps ``outer`` alive, so its id is not reused within the query).
-            # A node reached outside any branch map keeps its answer across queries, so the
-            # queries a trace makes as it grows such a chain stay shallow.
-            if outer is None:
-                known = _TOP_LEVEL_KINDS.get(node)
-                if known is not None and known[0] == id(root):
-                    return known[1]
-            memo = {} if memo is None else memo
-            key = (id(node), id(outer))
-            if key not in memo:
-                memo[key] = (outer, _control_flow_kind(node, root, outer, memo))
-                if outer is None:
-                    _TOP_LEVEL_KINDS[node] = (id(root), memo[key][1])
-            return memo[key][1]
+            return _memoised_control_flow_kind(node, root, outer, memo)
         return SCALAR  # ufuncs, clip, reductions, linalg, searches: NumPy scalars
     return SCALAR
+
+
+def _own_kind(node: Node, root: Graph | None) -> ZeroDKind | None:
+    """The form the node's op fixes by itself (None: it depends on an operand or branch)."""
+    op = node.op
+    if op is OpKind.PLACEHOLDER:
+        path = node.attrs.get("path")
+        return ("like", path) if path is not None and root is not None and node in root.inputs \
+            else SCALAR
+    if op is OpKind.CONSTANT:
+        return ARRAY if isinstance(node.attrs.get("value"), np.ndarray) else SCALAR
+    if op in _ALWAYS_ARRAY:
+        return ARRAY
+    if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
+        return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
+    if op in _OPAQUE or op is OpKind.GET_OUTPUT and node.args and \
+            isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE:
+        return COMPUTED
+    return None
+
+
+def _operand_kind(node: Node) -> tuple[ZeroDKind, Node | None]:
+    """An op whose result takes its operand's form: the form when the operand decides it
+    (None as the node), else the operand to follow."""
+    source = node.args[0] if node.args else None
+    if not isinstance(source, Node):
+        return SCALAR, None  # (a Python number: NumPy makes it a scalar)
+    if source.aval is None or source.aval.shape != ():
+        return ARRAY, None  # a method of an n-d array (reshape to (), squeeze): an array
+    if source.op in _OPAQUE:
+        return SCALAR, None  # (its form is known only at run time: NumPy's default)
+    # (a cast or a copy makes a new array; a view step or a write keeps the array
+    # np.asarray gave: the caller's own when it passed one)
+    return SCALAR, source
+
+
+def _memoised_control_flow_kind(node: Node, root: Graph | None,
+                                outer: dict[Node, tuple[Any, Any]] | None,
+                                memo: dict[tuple[int, int], Any] | None) -> ZeroDKind:
+    """:func:`_control_flow_kind`, memoised: a chain of branches that each pass a value
+    through (``s += x`` under an ``if`` in an unrolled loop) reaches every earlier branch along
+    two paths (the entry keeps ``outer`` alive, so its id is not reused within the query). A
+    node reached outside any branch map keeps its answer across queries, so the queries a
+    trace makes as it grows such a chain stay shallow."""
+    if outer is None:
+        known = _TOP_LEVEL_KINDS.get(node)
+        if known is not None and known[0] == id(root):
+            return known[1]
+    memo = {} if memo is None else memo
+    key = (id(node), id(outer))
+    if key not in memo:
+        memo[key] = (outer, _control_flow_kind(node, root, outer, memo))
+        if outer is None:
+            _TOP_LEVEL_KINDS[node] = (id(root), memo[key][1])
+    return memo[key][1]
 
 
 def _control_flow_kind(node: Node, root: Graph | None,

@@ -114,6 +114,21 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
                          "the subscripts string")
     if any(s is None for s in shapes):
         return None
+    dims, ellipses = _einsum_label_dims(specs, shapes)  # type: ignore[arg-type]
+    sizes = _einsum_label_sizes(dims)
+    ell = broadcast_shapes(*ellipses) or ()
+    if not arrow:
+        counts: dict[str, int] = {}
+        for ch in inputs.replace(".", "").replace(",", ""):
+            counts[ch] = counts.get(ch, 0) + 1
+        return tuple(ell) + tuple(sizes[c] for c in sorted(counts) if counts[c] == 1)
+    return _einsum_output_shape(output, sizes, tuple(ell))
+
+
+def _einsum_label_dims(specs: list[str], shapes: Sequence[Shape]
+                       ) -> tuple[dict[str, list[int | None]], list[Shape]]:
+    """Each label's dimensions across the operands, and each operand's ``...`` dimensions
+    (NumPy's errors for an operand whose rank the subscripts do not match)."""
     dims: dict[str, list[int | None]] = {}
     ellipses = []
     for i, (spec, shape) in enumerate(zip(specs, shapes)):
@@ -129,6 +144,11 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
         labelled = tuple(shape[:len(head)]) + tuple(shape[len(shape) - len(tail):])
         for label, d in zip(head + tail, labelled):
             dims.setdefault(label, []).append(d)
+    return dims, ellipses
+
+
+def _einsum_label_sizes(dims: dict[str, list[int | None]]) -> dict[str, int | None]:
+    """Each label's size: its one size other than 1 (None if unknown), 1 if all are 1."""
     sizes: dict[str, int | None] = {}
     for label, ds in dims.items():
         known = {d for d in ds if d is not None and d != 1}
@@ -136,12 +156,11 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
             raise ValueError("operands could not be broadcast together with remapped shapes; "
                              f"label '{label}' has sizes {sorted(known)}")
         sizes[label] = known.pop() if known else None if None in ds else 1
-    ell = broadcast_shapes(*ellipses) or ()
-    if not arrow:
-        counts: dict[str, int] = {}
-        for ch in inputs.replace(".", "").replace(",", ""):
-            counts[ch] = counts.get(ch, 0) + 1
-        return tuple(ell) + tuple(sizes[c] for c in sorted(counts) if counts[c] == 1)
+    return sizes
+
+
+def _einsum_output_shape(output: str, sizes: dict[str, int | None], ell: Shape) -> Shape:
+    """The shape of an explicit output (``->`` subscripts), with NumPy's errors."""
     head, dots, tail = output.partition("...")
     if not dots and ell:
         raise ValueError("output has more dimensions than subscripts given in einstein sum, "
@@ -150,7 +169,7 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
         if c not in sizes:
             raise ValueError(f"einstein sum subscripts string included output subscript '{c}' "
                              "which never appeared in an input")
-    return tuple(sizes[c] for c in head) + (tuple(ell) if dots else ()) + tuple(
+    return tuple(sizes[c] for c in head) + (ell if dots else ()) + tuple(
         sizes[c] for c in tail)
 
 
