@@ -24,7 +24,7 @@ BINARY = [np.add, np.subtract, np.multiply, np.divide, np.maximum, np.minimum, n
 REDUCTIONS = [np.sum, np.mean, np.max, np.min, np.prod, np.any, np.all, np.argmax, np.std]
 LITERALS = [0, 1, 2, -1, 0.5, 2.5, True]
 
-# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+# -- ufunc methods and the nan family ---------------------------------------------------------
 NAN_UNARY = [np.spacing, np.degrees, np.radians, np.bitwise_count]
 NAN_BINARY = [np.nextafter, np.ldexp]
 MULTI_OUTPUT = [np.frexp, np.modf, np.divmod]
@@ -34,9 +34,9 @@ METHOD_UFUNCS = [np.add, np.subtract, np.multiply, np.maximum, np.minimum, np.fm
                  np.logical_xor, np.bitwise_or, np.true_divide, np.hypot, np.less]
 
 
-def _issue14_step(rng: np.random.Generator, env: list[Any], i: int, j: int) -> tuple[str,
-                                                                                      Callable]:
-    """One of the ops issue 14 made native: elementwise additions, one output of a
+def _ufunc_method_or_nan_step(rng: np.random.Generator, env: list[Any], i: int,
+                              j: int) -> tuple[str, Callable]:
+    """One of the ufunc-method and nan-family ops: elementwise additions, one output of a
     multi-output ufunc, a nan reduction or quantile, or a ufunc method (reduce, accumulate,
     reduceat, outer, at) of a binary ufunc, with random axes."""
     nd = np.ndim(env[i])
@@ -174,7 +174,7 @@ def _candidate(rng: np.random.Generator, env: list[Any]) -> tuple[str, Callable]
     j = int(rng.integers(len(env)))
     choice = rng.integers(0, 9)
     if rng.random() < 0.25:
-        return _issue14_step(rng, env, i, j)
+        return _ufunc_method_or_nan_step(rng, env, i, j)
     if choice <= 1:
         uf = UNARY[rng.integers(len(UNARY))]
         return f"{uf.__name__}(v{i})", lambda e, uf=uf, i=i: uf(e[i])
@@ -382,7 +382,7 @@ def make_fusible_program(seed: int, n_steps: int = 6, reduce: bool | None = None
 
 
 # ---------------------------------------------------------------------------------------------
-# Named NumPy functions and data-dependent shapes (issue 14): programs mixing graph ops such as
+# Named NumPy functions and data-dependent shapes: programs mixing graph ops such as
 # np.pad, np.einsum, np.diff, np.unique and np.nonzero with ufuncs, over the inputs above
 # ---------------------------------------------------------------------------------------------
 
@@ -729,7 +729,7 @@ def make_numeric_program(seed: int, n_steps: int = 4) -> Program:
 
 
 # ---------------------------------------------------------------------------------------------
-# Coverage programs (issue 14): the linalg, fft and array-helper functions traced natively
+# Coverage programs: the linalg, fft and array-helper functions traced natively
 # (``numpy_api``'s compositions) mixed with ufuncs, with random axes, counts and orders
 # ---------------------------------------------------------------------------------------------
 
@@ -1078,7 +1078,7 @@ def _coverage_step(rng: np.random.Generator, env: list[Any]) -> tuple[str, Calla
 
 
 def make_coverage_program(seed: int, n_steps: int = 5) -> Program:
-    """A random program of the functions issue 14's coverage made native (linalg, fft,
+    """A random program of the functions traced natively as compositions (linalg, fft,
     searching, sets, shape helpers, statistics, polynomials) and ufuncs over random inputs
     (dtypes incl. complex, 0-d, size-0, non-contiguous, read-only); every step was run eagerly
     while building, so the program is valid NumPy."""

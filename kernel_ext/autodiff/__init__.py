@@ -8,11 +8,11 @@ backward ops into the current trace), :mod:`.tape` ``kx.GradientTape`` and
 (:mod:`kernel_ext.engine.transforms`). ``docs/gradients.md`` lists the op -> rule coverage.
 """
 
-from . import coverage, decompositions, eager, loops, optimizers
+from . import array_rules, decompositions, eager, optimizers, while_gradients
 from .backward import backward, inline_graph, rule_kinds, rule_table
 from .rules import VJP, ZERO_GRADIENT
 from .tape import GradientTape, eager_tapes, record_call, stop_gradient
 
-__all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "backward", "coverage", "decompositions",
-           "eager", "eager_tapes", "inline_graph", "loops", "optimizers", "record_call",
-           "rule_kinds", "rule_table", "stop_gradient"]
+__all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "array_rules", "backward", "decompositions",
+           "eager", "eager_tapes", "inline_graph", "optimizers", "record_call", "rule_kinds",
+           "rule_table", "stop_gradient", "while_gradients"]

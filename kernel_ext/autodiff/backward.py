@@ -9,7 +9,7 @@ backends treat it like the forward ops.
 
 Control flow: a ``cond``'s cotangent is a ``cond`` on the same predicate whose branches
 re-run their forward branch (:func:`inline_graph`) and differentiate it; a graph ``while``
-loop stacks its iterations' state and runs a reverse loop (:mod:`.loops`). Opaque NumPy calls and
+loop stacks its iterations' state and runs a reverse loop (:mod:`.while_gradients`). Opaque NumPy calls and
 random draws on the path raise :class:`~kernel_ext.errors.NonDifferentiableError` naming
 the function and the line.
 """
@@ -30,7 +30,7 @@ from .rules import VJP, Primal
 #: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
 BACKWARD = "_backward"
 
-#: The attr of a ``while`` node rewritten to stack its state (:mod:`.loops`).
+#: The attr of a ``while`` node rewritten to stack its state (:mod:`.while_gradients`).
 STACKED = "_stacked"
 
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
@@ -252,7 +252,7 @@ def inline_graph(graph: Graph, inputs: Sequence[Any],
         elif op is OpKind.WHILE and STACKED in node.attrs:
             # a loop a gradient already made stack its state: the copy stacks too, and gets
             # its own record of where (the old one names nodes of the replayed graph)
-            from .loops import restack
+            from .while_gradients import restack
             attrs = {k: v for k, v in node.attrs.items() if k != STACKED}
             env[node] = ctx.bind(op, args, attrs, name=node.name)
             restack(ctx, env[node].node, node.attrs[STACKED])

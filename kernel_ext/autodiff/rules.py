@@ -78,7 +78,7 @@ ZERO_GRADIENT = frozenset({
     K.LESS_EQUAL, K.GREATER, K.GREATER_EQUAL, K.LOGICAL_AND, K.LOGICAL_OR, K.LOGICAL_XOR,
     K.BITWISE_AND, K.BITWISE_OR, K.BITWISE_XOR, K.LEFT_SHIFT, K.RIGHT_SHIFT, K.GCD, K.LCM,
     K.ANY, K.ALL, K.ARGMAX, K.ARGMIN, K.ARGSORT, K.DIM, K.ARANGE,
-    # issue-14 ops with integer or boolean results, or piecewise constant (spacing)
+    # ops with integer or boolean results, or piecewise constant (spacing)
     K.NONZERO, K.ARGWHERE, K.ARGPARTITION, K.NANARGMAX, K.NANARGMIN, K.SEARCHSORTED,
     K.DIGITIZE, K.LEXSORT, K.ISIN, K.RAVEL_MULTI_INDEX, K.UNRAVEL_INDEX, K.PACKBITS,
     K.UNPACKBITS, K.BITWISE_COUNT, K.SPACING,
@@ -659,7 +659,7 @@ def _sort(p: Primal, g: Any) -> list[Cotangent]:
     return [dx]
 
 
-# -- issue-14 ops: nan reductions, einsum, pad, slogdet, ufunc methods --------------------------
+# -- nan reductions, einsum, pad, slogdet, ufunc methods ------------------------------------
 
 def _nan_hole(x: Any, g: Any) -> Any:
     """``g`` with zeros where ``x`` is NaN (the nan functions ignore those elements)."""

@@ -3,7 +3,7 @@ mode, retrace explanations and the event stream."""
 
 from . import config, events, registry
 from .concrete import ConcreteFunction
-from .records import ArgumentDiff, TraceRecord
+from .trace_records import ArgumentDiff, TraceRecord
 from .function import Function, function
 
 __all__ = ["ArgumentDiff", "ConcreteFunction", "Function", "TraceRecord", "config", "events",

@@ -15,7 +15,7 @@ from ..ir import Graph
 from ..passes import run_pipeline
 from ..trace.pytree import TreeNode, unflatten
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef, matches_only_itself
-from .records import TraceRecord, diff_call
+from .trace_records import TraceRecord, diff_call
 from .verify import VERIFIED_CALLS, Verifier, graph_facts
 
 if TYPE_CHECKING:

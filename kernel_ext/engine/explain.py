@@ -3,7 +3,7 @@
 Which argument changed, how, what it cost and how to avoid it lives in three modules, one per
 concept; this module gathers their public names (``from kernel_ext.engine import explain``):
 
-* :mod:`kernel_ext.engine.records` — :class:`TraceRecord` (one per trace), its
+* :mod:`kernel_ext.engine.trace_records` — :class:`TraceRecord` (one per trace), its
   :class:`Explanation` and :class:`ArgumentDiff` s, the indexed comparison with earlier traces
   (:class:`TraceIndex`), cause labels and the plain-text explanation;
 * :mod:`kernel_ext.engine.fixes` — :class:`Fix` es and the derived ``input_signature``;
@@ -21,7 +21,7 @@ from .. import errors
 from ..trace.types import Literal, TensorSpec, WeakRef
 from .fixes import (Fix, derive_input_signature, fix_at_call_site, fix_for, plural, replay,
                     signature_code, spec_text, suggest_fixes, traces_with)
-from .records import (CAUSE_LABELS, ArgumentDiff, Explanation, TraceIndex, TraceRecord,
+from .trace_records import (CAUSE_LABELS, ArgumentDiff, Explanation, TraceIndex, TraceRecord,
                       cause_label, cause_of, closest_trace, describe, describe_diff, diff_call,
                       diff_types, explain_text, format_call_site, merge_column,
                       set_call_site_formatter, set_default_call_site_formatter)

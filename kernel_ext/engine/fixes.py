@@ -1,6 +1,6 @@
 """Suggested fixes for a retrace: copyable code, and the ``input_signature`` that avoids it.
 
-:func:`suggest_fixes` turns a retrace's differences (:mod:`kernel_ext.engine.records`) into
+:func:`suggest_fixes` turns a retrace's differences (:mod:`kernel_ext.engine.trace_records`) into
 advice for people and :class:`Fix` es in code: an ``input_signature`` derived from every shape
 the function has seen (:func:`derive_input_signature`, written out by :func:`signature_code`
 and :func:`spec_text`), ``reduce_retracing``, an array instead of a Python number, a cast, the
@@ -23,7 +23,7 @@ from typing import Any, Callable, Iterable, Sequence
 import numpy as np
 
 from ..trace.types import Literal, TensorSpec, TraceType
-from .records import NUMERIC_LITERALS, ArgumentDiff, join_and, merge_column
+from .trace_records import NUMERIC_LITERALS, ArgumentDiff, join_and, merge_column
 
 
 @dataclass(frozen=True)

@@ -44,7 +44,7 @@ from .concrete import ConcreteFunction
 from .config import STATE
 from .fixes import fix_for, suggest_fixes
 from .guards import CallGuard, NeedsEagerCall, scalar_at_array_write
-from .records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
+from .trace_records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
                       cause_of)
 from .call_keys import (BY_IDENTITY, NDARRAY, NP_SCALARS, PLAIN_PY_SCALARS, container_key, fast_key,
                         has_dead_reference)

@@ -174,7 +174,7 @@ def _sort(node: Node) -> Callable[..., Any]:
     return functools.partial(fn, **node.params)
 
 
-# -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
+# -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
 # ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
 
@@ -292,7 +292,7 @@ def _slogdet(node: Node) -> Callable[..., Any]:
     return np.linalg.slogdet
 
 
-# -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
+# -- linalg, fft and array helpers -------------------------------------------------------------
 # NumPy's own function with the node's static attrs, argument for argument.
 
 @_lower(OpKind.REAL)
@@ -587,7 +587,7 @@ def _while(node: Node) -> Callable[..., Any]:
     return loop
 
 
-# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+# -- ufunc methods and the nan family ---------------------------------------------------------
 # Multi-output ufuncs (frexp, modf, divmod) return their tuple through the generic ufunc
 # lowering, and the nan reductions, median and the quantiles are NumPy's functions through the
 # generic reduction lowering (``q``/``method`` are keyword attrs).

@@ -245,7 +245,7 @@ class OpKind(enum.Enum):
     # --- opaque: a NumPy function without an op of its own (ir/calls.py) ------------------
     NUMPY_CALL = _op("numpy_call", _G.OPAQUE)
 
-    # -- named NumPy functions and data-dependent shapes (issue 14) ------------------------
+    # -- named NumPy functions and data-dependent shapes -----------------------------------
     # Each runs NumPy's own function (LOWER), so values, dtypes and shapes are NumPy's. Ops
     # whose result length depends on the data give a ``None`` dimension (as a boolean mask
     # does); several results (svd, slogdet, nonzero, unique's return_*, histogram) are one
@@ -274,7 +274,7 @@ class OpKind(enum.Enum):
     WHILE = _op("while", _G.CONTROL_FLOW)
     GET_OUTPUT = _op("get_output", _G.STRUCTURAL)
 
-    # -- ufunc methods and the nan family (issue 14) ----------------------------------------
+    # -- ufunc methods and the nan family ---------------------------------------------------
     # Elementwise ufuncs: each is traced through ``__array_ufunc__`` (UFUNC_OPS) with the
     # generic rules. Multi-output ufuncs (frexp, modf, divmod) yield a tuple read through
     # ``get_output`` (MULTI_OUTPUT_OPS); they do not fuse. ldexp's loops mix float and int
@@ -318,7 +318,7 @@ class OpKind(enum.Enum):
     UFUNC_ACCUMULATE = _op("ufunc_accumulate", _G.SCAN)
     UFUNC_AT = _op("ufunc_at", _G.INDEXING, fresh=True)
 
-    # -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------
+    # -- linalg, fft and array helpers -------------------------------------------------------
     # Each runs NumPy's own function on the static attrs (LOWER), so values are NumPy's bit
     # for bit; the many helpers that NumPy itself composes of other functions (tile, kron,
     # cov, norm, tensordot, ...) need no op: their trace handlers compose these and the ops
@@ -443,7 +443,7 @@ UFUNC_REDUCTIONS: dict[np.ufunc, OpKind] = {
 #: tuple aval read through ``get_output``): the views mark them "runs NumPy at each call".
 OPAQUE_CALLS = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
 
-# -- ufunc methods and the nan family (issue 14) -------------------------------------------
+# -- ufunc methods and the nan family ------------------------------------------------------
 #: Reductions and scans that are ndarray methods of their name (``x.sum()``): traced values
 #: and variables have them, and the NumPy executor calls them as methods. The others
 #: (``nansum``, ``median``, ``ufunc_reduce``) are NumPy functions only.

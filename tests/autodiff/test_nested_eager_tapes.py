@@ -1,4 +1,4 @@
-"""A tape inside a tape over plain NumPy (issue 15: "higher order (a tape inside a tape)").
+"""A tape inside a tape over plain NumPy (higher-order gradients).
 
 Eager tapes that record at the same time share one trace; the inner tape's ``gradient``
 is recorded by the outer one, which differentiates it again. Every second derivative is

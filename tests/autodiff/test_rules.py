@@ -221,7 +221,7 @@ def test_norm_composes_from_rules() -> None:
     check(lambda a: np.linalg.norm(a, axis=1), np.array([[1.0, -2.0], [3.0, 0.5]]))
 
 
-# -- issue-14 ops --------------------------------------------------------------------------------
+# -- nan reductions, einsum, pad, slogdet, ufunc methods, data-dependent shapes ----------------
 
 def with_nans(x: np.ndarray) -> np.ndarray:
     """``x`` with a NaN in its first row (the nan functions skip it; its gradient is 0)."""

@@ -1,4 +1,4 @@
-"""Variable updates in place (issue 15, W8): an optimizer's ``assign_sub`` writes into the
+"""Variable updates in place (benchmark W8): an optimizer's ``assign_sub`` writes into the
 variable's buffer when nothing else can see the old value, and replaces the buffer otherwise.
 
 Every check compares against the same updates with the buffer replaced each step (the

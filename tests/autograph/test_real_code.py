@@ -1,4 +1,4 @@
-"""AutoGraph on real code (issue 12, section 4): iteration, loops that change kind, builtins.
+"""AutoGraph on real code: iteration, loops that change kind, builtins.
 
 Every behaviour is checked against eager NumPy on the NumPy executor and under
 ``jit_compile=True``: same values (bitwise), same dtypes.

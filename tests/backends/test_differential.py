@@ -123,7 +123,7 @@ def _run_coverage(seeds, path):
 @pytest.mark.parametrize("path", NAMED_PATHS)
 @pytest.mark.parametrize("chunk", range(COVERAGE_CHUNKS))
 def test_generated_coverage_programs_agree_on_every_path(chunk, path):
-    """The linalg, fft, search, set, shape and statistics functions issue 14 made native,
+    """The linalg, fft, search, set, shape and statistics functions traced natively,
     mixed with ufuncs, in generated programs: NumPy's results on every path. A failing batch
     is rerun program by program so the message names the one that differs."""
     seeds = list(range(chunk, COVERAGE_PROGRAMS[path], COVERAGE_CHUNKS))

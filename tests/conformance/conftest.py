@@ -11,7 +11,7 @@ import pytest
 
 def pytest_configure(config):
     config.addinivalue_line(
-        "markers", "autograph: seed behaviours that need AutoGraph (issue 3)"
+        "markers", "autograph: seed behaviours that need AutoGraph"
     )
 
 

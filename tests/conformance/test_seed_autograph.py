@@ -1,10 +1,10 @@
-"""Seed conformance, AutoGraph (issue 3): Python control flow on traced values.
+"""Seed conformance, AutoGraph: Python control flow on traced values.
 
 Seeds: 000/001 simple_relu + tf.autograph.to_code, 002 "AutoGraph 转换" (while loop, fizzbuzz,
 loops, TensorArray, train(num_steps) with tf.range), 004 (to_code, dropout with tf.cond,
 test_dynamically_unrolled: for/while in range/tf.range/Python/tensor conditions).
 
-The whole module is expected to fail until AutoGraph lands (issue 3); the lead removes the xfail
+The whole module is expected to fail until AutoGraph lands; the lead removes the xfail
 marker then.
 """
 
@@ -123,7 +123,7 @@ def test_only_taken_branch_stateful_ops_run(capsys):
 
 
 def test_conditional_expression_and_boolean_operators():
-    # seed 002 "AutoGraph 转换": conditional expressions and and/or/not on traced values (issue 3)
+    # seed 002 "AutoGraph 转换": conditional expressions and and/or/not on traced values
     @kx.function
     def clip_band(x):
         y = x if x > 0 else -x
@@ -143,7 +143,7 @@ def test_conditional_expression_and_boolean_operators():
 
 
 def test_called_user_functions_are_converted():
-    # seed 002 "AutoGraph 转换" (recursive conversion of called functions, issue 3)
+    # seed 002 "AutoGraph 转换" (recursive conversion of called functions)
     def helper(x):
         if x > 0:
             return x * 2
@@ -322,7 +322,7 @@ def test_python_for_loop_power_is_one_graph_loop():
 
 
 def test_for_over_traced_array_rows():
-    # issue 3 / seed 002 "循环": `for x in y` with y a tensor becomes a loop
+    # seed 002 "循环": `for x in y` with y a tensor becomes a loop
     @kx.function
     def row_sum(x):
         acc = np.zeros(3, dtype=f32)
@@ -460,7 +460,7 @@ def test_explicit_cond_and_while_loop():
 
 
 def test_variable_defined_in_one_branch_only_raises():
-    # issue 3 / seed 002 "有关 AutoGraph 转换的 if 语句的其他限制": defined in only one branch
+    # seed 002 "有关 AutoGraph 转换的 if 语句的其他限制": defined in only one branch
     @kx.function
     def f(x):
         if x > 0:
@@ -472,7 +472,7 @@ def test_variable_defined_in_one_branch_only_raises():
 
 
 def test_branch_dtype_mismatch_raises():
-    # issue 3 / seed 002: the two branches of a tf.cond must agree on dtypes
+    # seed 002: the two branches of a tf.cond must agree on dtypes
     @kx.function
     def f(x):
         if x > 0:
@@ -490,7 +490,7 @@ def test_branch_dtype_mismatch_raises():
 
 
 def test_return_inside_traced_loop_raises():
-    # issue 3: `return` inside a loop over traced values raises a clear error
+    # `return` inside a loop over traced values raises a clear error
     @kx.function
     def f(n):
         for i in kx.range(n):
@@ -516,7 +516,7 @@ def test_recursion_on_traced_value_raises_recursion_error():
 
 
 def test_unconvertible_function_runs_as_is_with_warning():
-    # issue 3: code without source cannot be converted; it runs as-is with a warning
+    # code without source cannot be converted; it runs as-is with a warning
     namespace = {}
     exec("def plus_one(x):\n    return x + 1\n", {"np": np}, namespace)
     plus_one = kx.function(namespace["plus_one"])

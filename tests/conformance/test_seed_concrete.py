@@ -1,4 +1,4 @@
-"""Seed conformance, core engine (issue 2): concrete functions and the graphs inside them.
+"""Seed conformance, core engine: concrete functions and the graphs inside them.
 
 Seeds: 000/001 "Introduction to graphs and tf.function", 002 "Better performance with
 tf.function" ("获取具体函数", "获取计算图"), 003 the tracing article (graph.get_operations,

@@ -1,4 +1,4 @@
-"""Seed conformance, core engine (issue 2): using a Function, tracing vs execution, retracing.
+"""Seed conformance, core engine: using a Function, tracing vs execution, retracing.
 
 Seeds: 000 = "Introduction to graphs and tf.function" (Chinese), 001 = the same guide (Hebrew),
 002 = "Better performance with tf.function" (Chinese), 003 = article on tracing/retracing,
@@ -188,7 +188,7 @@ def test_traced_with_vs_executed_with(capsys):
 
 
 def test_kx_print_numpy_style(capsys):
-    # seed 002/004 tf.print: kx.print formats NumPy values like NumPy (issue 2: `x: 1`)
+    # seed 002/004 tf.print: kx.print formats NumPy values like NumPy (`x: 1`)
     @kx.function
     def f(x, n):
         kx.print("x:", n)
@@ -305,7 +305,7 @@ def test_python_argument_retraces_array_argument_does_not(capsys):
 
 
 def test_keyword_and_positional_calls_share_a_trace():
-    # seed 002 train(num_steps=10): arguments are bound to parameters before keying (issue 2)
+    # seed 002 train(num_steps=10): arguments are bound to parameters before keying
     @kx.function
     def scale(x, factor=2):
         return x * factor
@@ -456,7 +456,7 @@ def test_input_signature_rejects_wrong_dtype():
 
 
 def test_input_signature_converts_lists():
-    # seed 002 my_relu([1, -1]) / issue 2: lists of a convertible dtype are converted
+    # seed 002 my_relu([1, -1]): lists of a convertible dtype are converted
     @kx.function(input_signature=(kx.TensorSpec(shape=[None], dtype=np.int32),))
     def next_collatz(x):
         return np.where(x % 2 == 0, x // 2, 3 * x + 1)
@@ -507,7 +507,7 @@ def test_input_signature_many_none_dims(capsys):
 
 
 def test_reduce_retracing_generalises_shapes():
-    # seed 002 "控制回溯" (avoid retracing on varying shapes); option per issue 2
+    # seed 002 "控制回溯" (avoid retracing on varying shapes); an option
     @kx.function(reduce_retracing=True)
     def double(x):
         return x * 2

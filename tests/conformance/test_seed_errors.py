@@ -1,4 +1,4 @@
-"""Seed conformance, core engine (issue 2): non-strict execution and the errors the seeds show.
+"""Seed conformance, core engine: non-strict execution and the errors the seeds show.
 
 Seeds: 000/001 "非严格执行" (unused ops are pruned, their runtime errors do not fire), 002
 "tf.function 的所有输出都必须是返回值" (leaked tensors), "不支持递归 tf.functions", 000/001
@@ -134,7 +134,7 @@ def test_leaked_tensor_used_in_another_function_raises_type_error():
 
 
 def test_leaked_tensor_used_eagerly_raises_type_error():
-    # seed 002: a leaked tensor "cannot be used here" outside its trace (issue 2: TypeError)
+    # seed 002: a leaked tensor "cannot be used here" outside its trace (a TypeError)
     leaked = []
 
     @kx.function

@@ -1,4 +1,4 @@
-"""Seed conformance, core engine (issue 2): state — Variables, Python globals/closures, objects,
+"""Seed conformance, core engine: state — Variables, Python globals/closures, objects,
 iterators and NumPy calls frozen at trace time.
 
 Seeds: 002 "Better performance with tf.function" ("执行 Python 副作用", "更改 Python 全局变量和

@@ -1,4 +1,4 @@
-"""The sidebar by keyboard, and an automated accessibility check (issue 17, "Beyond").
+"""The sidebar by keyboard, and an automated accessibility check.
 
 - Keyboard: from the first function's header the arrow keys walk the function headers and
   signatures in order, Left/Right collapse and expand a card, Enter on a signature opens its

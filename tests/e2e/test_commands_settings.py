@@ -1,5 +1,5 @@
 """The sidebar's command palette entries and its settings, as JupyterLab extensions offer
-them (issue 17, "Beyond").
+them.
 
 - The palette lists "Show Traced Functions" and "Refresh Traced Functions" (category
   "Traced Functions"); the first opens the closed sidebar, the second asks the kernel for a

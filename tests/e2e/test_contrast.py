@@ -1,5 +1,5 @@
 """Every text of the sidebar and the monitor reads at 4.5:1 or better, in the light and the
-dark theme (issue 17, item 5; WCAG 2 AA for normal text).
+dark theme (WCAG 2 AA for normal text).
 
 The contrast is computed in the browser from the *computed* colours: each element that holds
 text, its colour (``fill`` for SVG text) against the background it is drawn on (the first

@@ -1,4 +1,4 @@
-"""The graph is readable in a 250 px sidebar (issue 17, item 4), in a real JupyterLab.
+"""The graph is readable in a 250 px sidebar, in a real JupyterLab.
 
 A 40-node graph first shows at a readable size and "Fit" fits the sidebar's width; zoom (buttons, Ctrl + wheel) and pan are
 d3-zoom's; "Open in main area" shows the same view in a tab; every node says what it

@@ -1,4 +1,4 @@
-"""The function list as a person uses it while cells run (issue 17, items 6–8).
+"""The function list as a person uses it while cells run.
 
 - Live updates (about every 250 ms while a cell runs) change counters in place: the focused
   signature button keeps focus, a selected fix stays selected, an open trace history stays

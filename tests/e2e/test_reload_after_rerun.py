@@ -1,5 +1,4 @@
-"""Every widget renders after a page reload once a ``%%tffunction`` cell has been re-run
-(issue 17, item 1).
+"""Every widget renders after a page reload once a ``%%tffunction`` cell has been re-run.
 
 Re-running a ``%%tffunction`` cell closes the cell's old monitor. Before ``close_tree`` the
 monitor's inner ``VBox([selector, graph])`` stayed open and pointed at closed widgets; with

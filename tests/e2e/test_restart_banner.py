@@ -1,4 +1,4 @@
-"""After a kernel restart, a monitor under a cell says its counters are old (issue 17, item 3).
+"""After a kernel restart, a monitor under a cell says its counters are old.
 
 The monitor's widget models die with the kernel; its view would keep the last counters next to
 broken-link icons as if they were live. The sidebar's extension watches the notebook's kernel

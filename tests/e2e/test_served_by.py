@@ -1,5 +1,5 @@
-"""Which path serves each signature, in the sidebar and in the monitor, in the same words
-(issue 17, "Beyond"): the NumPy executor for ``backend="numpy"``, fused kernels for
+"""Which path serves each signature, in the sidebar and in the monitor, in the same words:
+the NumPy executor for ``backend="numpy"``, fused kernels for
 ``backend="numba"`` (with the compile progress while its kernels compile in the
 background; "ready" says nothing more).
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.engine import records
+from kernel_ext.engine import trace_records as records
 
 
 class Key:

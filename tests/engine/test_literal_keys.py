@@ -51,7 +51,7 @@ def test_nan_literals_are_matched_by_their_bits(backend):
         got = f(x, s)
         if backend == "numpy":
             assert bits(got) == bits(x + s)
-        else:  # the NaN bits of fused kernels are issue 13's item 3, not this key's
+        else:  # the NaN bits of fused kernels are their own matter, not this key's
             assert np.isnan(got).all()
     assert f.experimental_get_tracing_count() == 3  # nan, -nan, nan with a payload
 

@@ -1,4 +1,4 @@
-"""A graph reads as what it computes (issue 17, item 4), the same in the sidebar and monitor.
+"""A graph reads as what it computes, the same in the sidebar and monitor.
 
 ``np.tanh(x) * 2 * n`` with ``n=20``: the ``2`` and the ``20`` are inline literals of the IR's
 ``multiply`` nodes (``Node.args``), invisible in a drawing of edges; and the IR's unique names

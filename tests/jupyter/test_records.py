@@ -215,7 +215,7 @@ def test_failed_calls_are_counted_apart_from_cache_hits():
     assert records.call_counts({}).hit_rate is None
 
 
-# -- which path serves a trace, and compile progress (issue 17, "Beyond") ---------------------
+# -- which path serves a trace, and compile progress ------------------------------------------
 
 
 def _segs(*states: str, kind: str = "elementwise") -> list[records.Segment]:

@@ -398,7 +398,7 @@ def test_a_large_captured_array_is_sampled_and_still_checked():
 
 
 def test_report_counts_failed_calls_and_folded_records(monkeypatch):
-    from kernel_ext.engine import records as engine_records
+    from kernel_ext.engine import trace_records as engine_records
     from kernel_ext.jupyter.report import report_html, report_text
     monkeypatch.setattr(engine_records, "MAX_RELEASED_RECORDS", 2)
 

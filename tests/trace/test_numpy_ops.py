@@ -196,7 +196,7 @@ def test_traced_value_properties():
     f(F32)
 
 
-# -- ufunc methods and the nan family (issue 14) ----------------------------------------------
+# -- ufunc methods and the nan family ---------------------------------------------------------
 
 F16 = F32.astype(np.float16)
 NANS = np.where(B, np.nan, F64)
@@ -206,7 +206,7 @@ I8 = I32.astype(np.int8)
 STRIDED = np.repeat(F64, 2, axis=1)[:, ::2]       # non-contiguous
 EMPTY = np.zeros((0, 4))
 
-ISSUE14_CASES = {
+UFUNC_METHOD_AND_NAN_CASES = {
     "nan_reductions": (lambda x: (np.nansum(x), np.nansum(x, 0), np.nanprod(x, axis=1),
                                   np.nanmean(x, keepdims=True), np.nanstd(x, ddof=1),
                                   np.nanvar(x, 1), np.nanmax(x), np.nanmin(x, axis=0),
@@ -275,13 +275,13 @@ def _ufunc_at(x):
     return y
 
 
-CASES.update(ISSUE14_CASES)
+CASES.update(UFUNC_METHOD_AND_NAN_CASES)
 
 
-@pytest.mark.parametrize("name", sorted(ISSUE14_CASES))
+@pytest.mark.parametrize("name", sorted(UFUNC_METHOD_AND_NAN_CASES))
 @pytest.mark.parametrize("mode", ["numpy", "auto", "numba", "jit"])
-def test_issue14_ops_match_numpy_on_every_path(name, mode):
-    fn, *args = ISSUE14_CASES[name]
+def test_ufunc_method_and_nan_ops_match_numpy_on_every_path(name, mode):
+    fn, *args = UFUNC_METHOD_AND_NAN_CASES[name]
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         expected = _flat_all(fn(*args))
@@ -301,9 +301,9 @@ def _flat_all(value):
     return [value]
 
 
-@pytest.mark.parametrize("name", sorted(ISSUE14_CASES))
-def test_issue14_ops_trace_natively(name):
-    fn, *args = ISSUE14_CASES[name]
+@pytest.mark.parametrize("name", sorted(UFUNC_METHOD_AND_NAN_CASES))
+def test_ufunc_method_and_nan_ops_trace_natively(name):
+    fn, *args = UFUNC_METHOD_AND_NAN_CASES[name]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         graph = kx.function(fn).get_concrete_function(*args).graph
@@ -391,7 +391,7 @@ def test_asarray_of_a_traced_value_is_the_value_and_array_a_copy():
     assert w.dtype == np.float32
 
 
-# -- named NumPy functions and data-dependent shapes (issue 14) --------------------------------
+# -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Graph ops of their own (or NumPy's own compositions of ops), checked against eager NumPy on
 # every executor path: value, dtype, shape, the container NumPy returns (tuple, SVDResult, ...)
 # and the static type; none of them may leave a numpy_call in the graph.
@@ -626,7 +626,7 @@ def test_traced_index_array_into_an_empty_axis_is_empty_like_numpy():
                  f.get_concrete_function(x).structured_outputs)
 
 
-# -- coverage: linalg, fft and array helpers (issue 14) ----------------------------------------
+# -- linalg, fft and array helpers -------------------------------------------------------------
 # Compositions (NumPy's own Python source, on traced values) and one-op-each functions, against
 # eager NumPy on every path: value, dtype, shape, container and static type, no numpy_call.
 

@@ -1,4 +1,5 @@
-"""More NumPy ops in the whole-graph compiler (issue 16), bit for bit NumPy's.
+"""Advanced indexing, selection and order statistics in the whole-graph compiler, bit for bit
+NumPy's.
 
 Advanced indexing (integer arrays, constant or traced, 1-D and n-D; bool masks) for reads
 and writes, ``nonzero`` and what lowers to it, and the other ops

@@ -1,4 +1,4 @@
-"""VJP rules of the issue-14 coverage ops: gufuncs, array helpers, order statistics.
+"""VJP rules of gufuncs, array helpers (copies of elements) and order statistics.
 
 Most are short: ``degrees``/``radians`` scale, ``vdot``/``vecdot``/``matvec``/``vecmat`` are
 products, ``modf``/``frexp``/``divmod``/``ldexp`` split or scale a float. Ops that copy

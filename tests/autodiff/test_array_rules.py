@@ -1,4 +1,4 @@
-"""The rules of the issue-14 coverage ops (gufuncs, copies, order statistics, the
+"""The rules of the array-helper ops (gufuncs, copies, order statistics, the
 multi-result ufuncs) against central finite differences in float64 on hypothesis-generated
 inputs; integer-valued ops give no gradient; a path through complex values raises."""
 
