@@ -34,7 +34,7 @@ import warnings
 from typing import Any, Callable
 
 from ..ir import Graph
-from ..trace.pytree import TreeNode
+from ..ir.structure import TreeNode
 from . import tiering
 from .executable import Executable
 from .numpy_backend import compile_graph, generate_source

@@ -21,7 +21,7 @@ import numpy as np
 from ..ir import Graph, Node, OpGroup, OpKind
 from ..passes import short_sums
 from ..passes.fusion import Segment, partition, schedule
-from ..trace.pytree import TreeNode
+from ..ir.structure import TreeNode
 from . import cost
 from .codegen import KernelSource, Unsupported, can_compile, generate
 from .compiler import (COMPILER, HOT_ELEMENTS, KernelHandle, handle_for, set_synchronous,

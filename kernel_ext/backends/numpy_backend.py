@@ -17,7 +17,7 @@ import numpy as np
 
 from ..ir import NDARRAY_METHODS, DynamicIndex, Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER
-from ..trace.pytree import TreeNode
+from ..ir.structure import TreeNode
 from ..trace.zero_d import ARRAY, zero_d_kind
 from .inplace import InplacePlan, Step, plan_inplace, write_in_place
 

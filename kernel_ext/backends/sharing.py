@@ -134,7 +134,7 @@ def size_pattern_key(graph: Graph) -> Hashable | None:
 
 
 def tree_key(tree: Any) -> Hashable | None:
-    """The output structure (:class:`~kernel_ext.trace.pytree.TreeNode`) as a key."""
+    """The output structure (:class:`~kernel_ext.ir.structure.TreeNode`) as a key."""
     try:
         return _tree_key(tree)
     except (_Unkeyable, TypeError):

@@ -47,7 +47,7 @@ import numpy as np
 from ..ir import Graph, Node, OpGroup, OpKind
 from ..ir.graph import subgraphs
 from ..ir.interpreter import LOWER
-from ..trace.pytree import TreeNode
+from ..ir.structure import TreeNode
 from ..trace.random_calls import generator_state, set_generator_state
 from .executable import Executable
 

@@ -43,7 +43,7 @@ from ..ir.abstract import DynamicIndex, getitem_shape
 from ..passes import prune_dead_code
 from ..passes.fusion import Segment, partition, schedule
 from ..passes.short_sums import unroll_short_sums
-from ..trace.pytree import TreeNode
+from ..ir.structure import TreeNode
 from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
                       ReductionPlan, Unsupported, can_compile, const_source, ctor,
                       literal_into)

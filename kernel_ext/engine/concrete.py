@@ -13,7 +13,7 @@ from .. import errors
 from ..backends import Executable
 from ..ir import Graph
 from ..passes import run_pipeline
-from ..trace.pytree import TreeNode, unflatten
+from ..ir.structure import TreeNode, unflatten
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef, matches_only_itself
 from .trace_records import TraceRecord, diff_call
 from .verify import VERIFIED_CALLS, Verifier, graph_facts

@@ -4,6 +4,8 @@ A function may return any nesting of tuples, lists, namedtuples, dicts and datac
 leaves are traced values, arrays, variables or plain Python values. :func:`flatten_outputs`
 turns that into a *tree* (nested :class:`TreeNode` records) plus the list of graph output nodes;
 leaves that are Python values stay in the tree as constants, exactly as returned at trace time.
+The tree type and :func:`unflatten` live in :mod:`kernel_ext.ir.structure` (the backends read
+trees too); they are re-exported here.
 """
 
 from __future__ import annotations
@@ -11,13 +13,13 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
-from dataclasses import dataclass
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import errors
 from ..ir import Node
+from ..ir.structure import TreeNode, unflatten
 from .context import TraceContext
 from .opaque import PythonNumber
 from .tensor import Tensor
@@ -25,31 +27,8 @@ from .types import KeyOrderWatch
 from .variables import Variable
 from .zero_d import ARRAY, COMPUTED, zero_d_kind
 
-
-@dataclass(frozen=True)
-class TreeNode:
-    """``kind`` is one of: ``output`` (graph output #index), ``const`` (a Python value),
-    ``tuple``, ``list``, ``namedtuple``, ``dict``, ``dataclass``; and two the engine adds for
-    in-place updates: ``input`` (the caller's own argument at path ``value``, returned as the
-    same object, as NumPy returns an array updated in place; graph output #index is its new
-    value), ``argument`` (the caller's object at path ``value``, as it is: a list or dict
-    argument returned or stored in another), ``writeback`` (children[0] is the result; after it
-    is built, each further child's value is copied into the argument at the matching path of
-    ``value``) and ``replay`` (children[0] is the result; then each container argument at the
-    paths of ``value`` — ``(path, kind)`` pairs, kind ``list``/``dict``/``attrs`` — takes the
-    contents the matching further child builds, see :class:`ArgumentContainers`)."""
-
-    # (an ``output`` leaf's ``value``: the Python number type it is returned as, or for a 0-d
-    # value ``np.ndarray`` (a fresh 0-d array, as NumPy's constructors, views and ``where``
-    # give), ``("like", path)`` (the form of that argument, per call), ``("argument", path)``
-    # (that argument itself, the caller's object) or ``"computed"`` (an opaque call's own
-    # result); None: a 0-d value as a NumPy scalar, as ufuncs and reductions give)
-    kind: str
-    children: tuple["TreeNode", ...] = ()
-    index: int = -1
-    value: Any = None
-    container: Any = None
-    keys: tuple = ()
+__all__ = ["ArgumentContainers", "ObjectArguments", "TreeNode", "flatten_outputs", "unflatten",
+           "with_replays", "with_writeback"]
 
 
 def flatten_outputs(result: Any, ctx: TraceContext,
@@ -227,32 +206,6 @@ def with_writeback(tree: TreeNode, outputs: list[Node], ctx: TraceContext,
         outputs.append(ctx.lift(tensor))
         children.append(TreeNode("output", index=len(outputs) - 1))
     return TreeNode("writeback", tuple(children), value=tuple(path for path, _ in updated))
-
-
-def unflatten(tree: TreeNode, leaves: list[Any]) -> Any:
-    """Rebuild the structure with ``leaves`` in place of the graph outputs (used for specs)."""
-    kind = tree.kind
-    if kind == "output" or kind == "input":
-        return leaves[tree.index]
-    if kind == "const":
-        return tree.value
-    if kind == "argument":
-        return None  # (the caller's own object: nothing the graph computes)
-    if kind in ("writeback", "replay"):
-        return unflatten(tree.children[0], leaves)
-    items = [unflatten(c, leaves) for c in tree.children]
-    if kind == "tuple":
-        return tuple(items)
-    if kind == "list":
-        return items
-    if kind == "namedtuple":
-        return tree.container(*items)
-    if kind == "dict":
-        return dict(zip(tree.keys, items))
-    obj = object.__new__(tree.container)
-    for name, item in zip(tree.keys, items):
-        object.__setattr__(obj, name, item)
-    return obj
 
 
 #: Arguments whose attributes are not the caller's state (functions, classes, modules).

@@ -49,7 +49,7 @@ from ... import errors
 from ...ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
 from ...ir.interpreter import LOWER
 from ...passes.fusion import Segment, partition, schedule
-from ...trace.pytree import TreeNode, unflatten
+from ...ir.structure import TreeNode, unflatten
 from ..codegen import KernelSource, Unsupported, can_compile, generate, reduction_plan
 from ..compiler import SegmentReport
 from ..executable import Executable
