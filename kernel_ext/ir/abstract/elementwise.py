@@ -10,21 +10,9 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
-from .core import (
-    ABSTRACT_EVAL,
-    AbstractValue,
-    Rule,
-    abstract_rule,
-    aval_of,
-    broadcast_shapes,
-    format_shape,
-    normalize_axes,
-    normalize_axis,
-    operand_dtype,
-    probe_dtype,
-    result_type,
-    shape_of,
-)
+from .core import (ABSTRACT_EVAL, AbstractValue, Rule, abstract_rule, aval_of, broadcast_shapes,
+                   format_shape, normalize_axes, normalize_axis, operand_dtype, probe_dtype,
+                   result_type, shape_of)
 
 
 def _ufunc_rule(kind: OpKind) -> Rule:

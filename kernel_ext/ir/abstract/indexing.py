@@ -11,19 +11,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from ..ops import OpKind
-from .core import (
-    INTP,
-    AbstractValue,
-    Shape,
-    abstract_rule,
-    broadcast_shapes,
-    dtype_of,
-    format_shape,
-    known_rank,
-    normalize_axes,
-    normalize_axis,
-    shape_of,
-)
+from .core import (INTP, AbstractValue, Shape, abstract_rule, broadcast_shapes, dtype_of,
+                   format_shape, known_rank, normalize_axes, normalize_axis, shape_of)
 
 
 @dataclass(frozen=True)

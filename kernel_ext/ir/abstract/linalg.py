@@ -9,19 +9,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..ops import OpKind
-from .core import (
-    ABSTRACT_EVAL,
-    AbstractValue,
-    Rule,
-    Shape,
-    abstract_rule,
-    broadcast_shapes,
-    format_shape,
-    known_rank,
-    probe_dtype,
-    result_type,
-    shape_of,
-)
+from .core import (ABSTRACT_EVAL, AbstractValue, Rule, Shape, abstract_rule, broadcast_shapes,
+                   format_shape, known_rank, probe_dtype, result_type, shape_of)
 
 
 def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:

@@ -11,19 +11,8 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ops import OpGroup, OpKind
-from .core import (
-    ABSTRACT_EVAL,
-    AbstractValue,
-    Rule,
-    Shape,
-    abstract_rule,
-    broadcast_shapes,
-    format_shape,
-    normalize_axes,
-    normalize_axis,
-    probe_dtype,
-    shape_of,
-)
+from .core import (ABSTRACT_EVAL, AbstractValue, Rule, Shape, abstract_rule, broadcast_shapes,
+                   format_shape, normalize_axes, normalize_axis, probe_dtype, shape_of)
 from .indexing import getitem_shape
 
 

@@ -10,18 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
-from .core import (
-    AbstractValue,
-    Shape,
-    abstract_rule,
-    broadcast_shapes,
-    format_shape,
-    known_rank,
-    normalize_axes,
-    normalize_axis,
-    result_type,
-    shape_of,
-)
+from .core import (AbstractValue, Shape, abstract_rule, broadcast_shapes, format_shape, known_rank,
+                   normalize_axes, normalize_axis, result_type, shape_of)
 
 
 def reshape_shape(shape: Shape | None, newshape: tuple[int, ...]) -> Shape | None:

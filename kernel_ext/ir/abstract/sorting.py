@@ -9,18 +9,8 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
-from .core import (
-    ABSTRACT_EVAL,
-    INTP,
-    AbstractValue,
-    Shape,
-    abstract_rule,
-    broadcast_shapes,
-    known_rank,
-    normalize_axis,
-    probe_dtype,
-    shape_of,
-)
+from .core import (ABSTRACT_EVAL, INTP, AbstractValue, Shape, abstract_rule, broadcast_shapes,
+                   known_rank, normalize_axis, probe_dtype, shape_of)
 
 
 @abstract_rule(OpKind.SORT)

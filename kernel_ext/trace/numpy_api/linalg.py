@@ -19,19 +19,8 @@ from ..signatures import ALL, declare, numpy_signature
 from ..tensor import GUFUNCS, Tensor
 from ..variables import Variable
 from ..zero_d import mark_scalar
-from .common import (
-    Opaque,
-    array_arg,
-    bind_outputs,
-    bound_arguments,
-    composition,
-    implements,
-    is_traced,
-    ndim_of,
-    static_attr,
-    static_shape,
-    static_value,
-)
+from .common import (Opaque, array_arg, bind_outputs, bound_arguments, composition, implements,
+                     is_traced, ndim_of, static_attr, static_shape, static_value)
 from .shape import atleast_2d, diagflat
 
 

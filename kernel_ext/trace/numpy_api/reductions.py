@@ -15,15 +15,8 @@ from ..opaque import numpy_call
 from ..signatures import declare, numpy_signature
 from ..tensor import Tensor
 from ..zero_d import mark_array
-from .common import (
-    axis_attr,
-    bool_option,
-    bound_arguments,
-    frozen,
-    given,
-    implements,
-    is_static_value,
-)
+from .common import (axis_attr, bool_option, bound_arguments, frozen, given, implements,
+                     is_static_value)
 from .writes import overwriting_call
 
 

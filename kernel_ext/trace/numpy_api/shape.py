@@ -18,18 +18,8 @@ from ..opaque import numpy_call
 from ..signatures import ALL, declare
 from ..tensor import HANDLERS
 from ..zero_d import mark_array
-from .common import (
-    Opaque,
-    array_arg,
-    axis_attr,
-    composition,
-    implements,
-    is_traced,
-    ndim_of,
-    static_attr,
-    static_shape,
-    static_value,
-)
+from .common import (Opaque, array_arg, axis_attr, composition, implements, is_traced, ndim_of,
+                     static_attr, static_shape, static_value)
 
 
 def _shape_arg(shape: Any) -> tuple[int, ...]:
