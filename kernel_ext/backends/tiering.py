@@ -373,7 +373,7 @@ class Tier:
         else:
             try:
                 b, tb = _timed(whole.run, mine)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the fused executor's run raises it
                 for g, st in zip(self.rngs, start):
                     set_generator_state(g, st)
                 a = self._base_run(*params)
@@ -386,7 +386,7 @@ class Tier:
         if fused_first:
             try:
                 b, tb = _timed(whole.run, mine)
-            except Exception:
+            except Exception:  # noqa: BLE001 - the fused executor's result stands
                 self._finish("fused", "fused (the whole graph raised where the fused "
                                       "executor did not)")
                 return a
