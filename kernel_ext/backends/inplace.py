@@ -20,7 +20,9 @@ Loops keep their buffers: a ``while`` slot is owned in its body when every itera
 next one a private buffer (the body's output for the slot is owned and shares memory with no
 other output). Its buffer on entry is the operand itself when that is owned and dead after the
 loop, or else one copy made on entry: one copy per loop instead of one per iteration. Branches
-of a ``cond`` only write in place into buffers they made themselves.
+of a ``cond`` write in place into buffers they made themselves and into the operands that
+are owned and dead after the ``cond`` except through its outputs (the table a loop fills
+inside an ``if``); an output every branch returns a private buffer for is owned.
 
 The decision needs the order in which the executor runs its steps (fusion may move a segment
 after a node that comes later in program order), so it is made on the emitter's own schedule:
@@ -281,9 +283,7 @@ class _Analysis:
         elif op is OpKind.WHILE:
             self._while(node, k)
         elif op is OpKind.COND:
-            for g in node.attrs["branches"]:
-                self.plan.merge(_Analysis(g, self.steps_of, frozenset()).run().plan)
-            self._set_roots(node, self._union(node.args) | self._new_root())
+            self._cond(node, k)
         elif op is OpKind.GET_OUTPUT:
             source = node.args[0]
             per_slot = self._slots.get(source, {})
@@ -300,6 +300,60 @@ class _Analysis:
             self._set_roots(node, self._new_root())
             if op.fresh and _is_buffer(node):
                 self.owned.add(node)
+
+    # -- branches -----------------------------------------------------------------------------
+    def _cond(self, node: Node, k: int) -> None:
+        """A ``cond``: its branches write in place into the operands that are owned, dead
+        after the ``cond`` (but for what its outputs pass on) and share memory with no other
+        operand — ``T[i, j] = ...`` in both branches of an ``if`` inside a loop writes the
+        loop's table, as a hand-written loop does, instead of copying it per iteration. An
+        output is owned when every branch returns a private buffer for it (made in the
+        branch, or such an operand), so a loop carrying it keeps its buffer."""
+        operands = node.args[1:]
+        private = set()
+        for j, a in enumerate(operands):
+            if not _is_buffer(a) or a not in self.owned or not self._dead_after(a, k):
+                continue
+            others = [b for i, b in enumerate(operands) if i != j]
+            if any(b is a for b in others) or self._union(others) & self.roots[a]:
+                continue
+            private.add(j)
+        n_out = len(node.aval) if isinstance(node.aval, tuple) else 0
+        out_roots: list[frozenset[int]] = [frozenset()] * n_out
+        out_owned = [True] * n_out
+        for g in node.attrs["branches"]:
+            inner = _Analysis(g, self.steps_of,
+                              frozenset(g.inputs[j] for j in private)).run()
+            self.plan.merge(inner.plan)
+            for j in private:
+                if g.inputs[j] in inner.relied:
+                    self._rely_on(operands[j])
+            # the branch's buffer identities in this graph's terms: a placeholder's are its
+            # operand's, any other is one new root per buffer the branch made
+            outer: dict[int, frozenset[int]] = {}
+            for ph, a in zip(g.inputs, operands):
+                mapped = self.roots.get(a, frozenset()) if isinstance(a, Node) else frozenset()
+                for r in inner.roots.get(ph, frozenset()):
+                    outer[r] = outer.get(r, frozenset()) | mapped
+            outs = g.outputs
+            for i, o in enumerate(outs[:n_out]):
+                mine = inner.roots.get(o, frozenset())
+                for r in mine:
+                    if r not in outer:
+                        outer[r] = self._new_root()
+                    out_roots[i] |= outer[r]
+                if mine & inner.escaped:
+                    for r in mine & inner.escaped:
+                        self.escaped |= outer[r]
+                if not (_is_buffer(o) and o in inner.owned and mine and
+                        not mine & inner.escaped and
+                        not any(inner.roots.get(p, frozenset()) & mine
+                                for q, p in enumerate(outs) if q != i)):
+                    out_owned[i] = False
+        self._set_roots(node, self._union(node.args) | self._new_root() |
+                        frozenset().union(*out_roots))
+        self._slots[node] = {i: (out_roots[i] or self._new_root(), out_owned[i])
+                             for i in range(n_out)}
 
     # -- loops --------------------------------------------------------------------------------
     def _while(self, node: Node, k: int) -> None:

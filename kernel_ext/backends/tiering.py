@@ -152,7 +152,9 @@ def effects(graph: Graph, tree: TreeNode) -> frozenset[str] | None:
     set for nothing; ``"arguments"`` when it writes new contents into array arguments (the
     trial runs on copies of them); ``"random"`` when it draws random numbers that
     :func:`hoist_draws` can make before the compiled function runs (the trial restores the
-    generators' states). None for any other effect (a variable, an opaque call, a draw inside
+    generators' states). A run-time check (``int(x)`` of a NaN, a traced ``assert``) only
+    raises: when a trial's run raises, the call is the fused executor's (:meth:`Tier._trial`).
+    None for any other effect (a variable, an opaque call, a draw inside
     a loop or branch or from a traced argument): no tiering. A container argument the trace
     changes (a list, dict or dataclass given new items) counts as ``"arguments"``."""
     found: set[str] = set()
@@ -161,6 +163,8 @@ def effects(graph: Graph, tree: TreeNode) -> frozenset[str] | None:
         for node in g.nodes:
             if node.op is OpKind.RANDOM_CALL and top and _hoistable(node):
                 found.add("random")
+            elif node.op is OpKind.CHECK:
+                pass  # raises or does nothing; the trial runs the executor that raises
             elif node.op.group in (OpGroup.STATEFUL, OpGroup.OPAQUE):
                 return False
             if any(not ok(s, False) for s in subgraphs(node)):
@@ -361,17 +365,38 @@ class Tier:
             return self._base_run(*params)
         fused_first = not len(fused_t) % 2  # alternate which runs first (caches, clocks)
         start = [generator_state(g) for g in self.rngs]
+        # A run that raises (a failed check, NumPy's error) leaves the call to the fused
+        # executor: its error, and the arguments as NumPy leaves them (the whole graph ran
+        # on copies). Only one executor raising is a difference: the fused one serves.
         if fused_first:
             a, ta = _timed(self._base_run, params)
         else:
-            b, tb = _timed(whole.run, mine)
+            try:
+                b, tb = _timed(whole.run, mine)
+            except Exception:  # noqa: BLE001 - the fused executor's run raises it
+                for g, st in zip(self.rngs, start):
+                    set_generator_state(g, st)
+                a = self._base_run(*params)
+                self._finish("fused", "fused (the whole graph raised where the fused "
+                                      "executor did not)")
+                return a
         end = [generator_state(g) for g in self.rngs]
         for g, st in zip(self.rngs, start):  # the second run draws the same numbers
             set_generator_state(g, st)
         if fused_first:
-            b, tb = _timed(whole.run, mine)
+            try:
+                b, tb = _timed(whole.run, mine)
+            except Exception:  # noqa: BLE001 - the fused executor's result stands
+                self._finish("fused", "fused (the whole graph raised where the fused "
+                                      "executor did not)")
+                return a
         else:
-            a, ta = _timed(self._base_run, params)
+            try:
+                a, ta = _timed(self._base_run, params)
+            except Exception:
+                self._finish("fused", "fused (the whole graph did not raise where the "
+                                      "fused executor did)")
+                raise
         fused_t.append(ta)
         whole_t.append(tb)
         if not same(a, b) or self.updates_arguments and not same(params, mine) or \

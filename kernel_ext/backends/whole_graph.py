@@ -287,14 +287,24 @@ class _GraphWriter:
     # -- emission -----------------------------------------------------------------------------
     def write(self) -> str:
         self.check(self.graph)
-        self.plan = plan_inplace(self.graph, self._steps)
+        # An argument the call writes back enters as a private copy, made once here: every
+        # write into it then runs in place (one outside any loop, or one in a branch that
+        # may pass the argument on, would copy the whole array each time), and the fallback
+        # still finds the caller's arrays untouched: they are written at the end
+        # (:meth:`_returned`).
+        updated = frozenset(self.graph.inputs[k] for k in set(self.written_back.values()))
+        self.plan = plan_inplace(self.graph, self._steps, updated)
         env: dict[Node, _Val] = {}
+        body: list[str] = []
         for node in self.graph.inputs:
             name = f"p{len(self.params)}"
             self.params.append(name)
             self.param_nodes.append(node)
             env[node] = _Val(name, node.aval.shape == (), False)
-        body: list[str] = []
+            if node in updated:
+                own = self.fresh("w")
+                body.append(f"    {own} = np.ascontiguousarray({name}).copy()")
+                env[node] = _Val(own, False, True)
         fused = plan_row_fusion(self.graph, self.fast_math)
         tiling = None if fused is not None else row_tiling(self.graph)
         if fused is not None:  # one loop over rows (row_fusion.py)

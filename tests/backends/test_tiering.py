@@ -296,3 +296,56 @@ def test_a_whole_graph_too_long_to_compile_in_the_background_never_tiers(monkeyp
     assert tier.state == "fused" and "too large to compile" in tier.note
     assert tier.whole is None  # never kept, never compiled
     np.testing.assert_array_equal(out, chain(x))
+
+
+def binned(x, edges):
+    counts = np.zeros(edges.shape[0], np.int64)
+    for i in range(x.shape[0]):
+        k = int(x[i] * edges.shape[0])     # a run-time check: int() of a NaN raises
+        counts[min(max(k, 0), edges.shape[0] - 1)] += 1
+        x[i] = x[i] * 0.5                  # the argument is updated as it goes
+    return counts
+
+
+def test_a_trace_with_run_time_checks_tiers_up_and_matches_numpy():
+    rng = np.random.default_rng(11)
+    x0, edges = rng.random(40), np.zeros(8)
+    f = kx.function(binned)
+    xs, xe = x0.copy(), x0.copy()
+    for _ in range(8):
+        assert tiering.same(f(xs, edges), binned(xe, edges))
+    tier = f.get_concrete_function(xs, edges).executable.tier
+    assert tier is not None and tier.state in ("whole", "fused")
+    assert "whole graph (" in tier.note or "not faster" in tier.note
+    np.testing.assert_array_equal(xs, xe)
+
+
+def binned_copy(x, edges):
+    counts = np.zeros(edges.shape[0], np.int64)
+    for i in range(x.shape[0]):
+        k = int(x[i] * edges.shape[0])     # a run-time check: int() of a NaN raises
+        counts[min(max(k, 0), edges.shape[0] - 1)] += 1
+    return counts, x * 0.5
+
+
+@pytest.mark.parametrize("whole_first", [True, False])
+def test_a_check_failing_in_a_trial_raises_numpys_error_and_the_trial_goes_on(whole_first):
+    rng = np.random.default_rng(12)
+    x0, edges = rng.random(40), np.zeros(8)
+    f = kx.function(binned_copy)
+    f(x0, edges)                          # compiles the whole graph, starts the trial
+    tier = f.get_concrete_function(x0, edges).executable.tier
+    assert tier.state == "trial"
+    if whole_first:                       # the trial alternates which executor runs first
+        tier.samples[0].append(0)
+        tier.samples[1].append(0)
+    bad = x0.copy()
+    bad[17] = np.nan
+    with pytest.raises(ValueError) as want:
+        binned_copy(bad, edges)
+    with pytest.raises(ValueError) as got:
+        f(bad, edges)
+    assert str(got.value) == str(want.value)
+    for _ in range(4):                    # the trial goes on with good data
+        assert tiering.same(f(x0, edges), binned_copy(x0, edges))
+    assert tier.state in ("whole", "fused") and "raised" not in tier.note
