@@ -23,6 +23,7 @@ from numba import from_dtype, types
 
 from . import kernel_cache
 from .codegen import KernelSource
+from .numba_decorators import kernel
 
 
 def _scalar(dtype: np.dtype) -> types.Type:
@@ -100,6 +101,10 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
     for attempt in (0, 1):
         module, entry, _ = kernel_cache.load(ksrc.source)
         dispatcher = getattr(module, name)
+        if name == "graph":
+            # each variant (C, any layout) a dispatcher of its own, so that compilation can
+            # be disabled after its one signature as for the other variants
+            dispatcher = kernel(dispatcher.py_func)
         try:
             for sig in sigs:
                 dispatcher.compile(sig)
@@ -109,8 +114,11 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
             # A corrupt or stale cache entry: remove every file of it and rebuild.
             kernel_cache.purge(entry)
             continue
-        if name != "graph":  # the C and A variants share the graph dispatcher
-            dispatcher.disable_compile()
+        # Disabled, a dispatcher converts a writable array to the read-only parameter (and
+        # a C array to an "A" one); still able to compile, Numba requires an exact match and
+        # compiles one on the calling thread instead: the first call after a whole-graph
+        # function's background compile blocked for seconds on a second compile of it.
+        dispatcher.disable_compile()
         hits = sum(dispatcher.stats.cache_hits.values())
         return dispatcher, hits > 0
     raise AssertionError("unreachable")  # pragma: no cover
