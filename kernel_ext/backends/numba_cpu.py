@@ -19,11 +19,13 @@ read-only (``setflags(write=False)``) and NumPy-owned inputs alike.
 from __future__ import annotations
 
 import numpy as np
-from numba import from_dtype, types
+from numba import config, from_dtype, types
 
 from . import kernel_cache
 from .codegen import KernelSource
 from .numba_decorators import kernel
+from .parallel import RowSplit, row_split_shares
+from .row_fusion import ROWS_FUNCTION, SPLIT_NAME
 
 
 def _scalar(dtype: np.dtype) -> types.Type:
@@ -106,6 +108,9 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
             # be disabled after its one signature as for the other variants
             dispatcher = kernel(dispatcher.py_func)
         try:
+            split = _row_split(module, sigs[0]) if name == "graph" else None
+            if split is not None:  # (its row function is what runs: no graph compiled)
+                return split, sum(split.rows.stats.cache_hits.values()) > 0
             for sig in sigs:
                 dispatcher.compile(sig)
         except Exception:
@@ -122,6 +127,24 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
         hits = sum(dispatcher.stats.cache_hits.values())
         return dispatcher, hits > 0
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _row_split(module: object, sig: tuple[types.Type, ...]) -> RowSplit | None:
+    """A row-fused function (:mod:`.row_fusion`) large enough to split its rows over
+    threads: its row function compiled for ``sig`` (the graph function's) and the outputs,
+    as a :class:`~.parallel.RowSplit`; else None."""
+    desc = getattr(module, SPLIT_NAME, None)
+    if desc is None:
+        return None
+    nrows, width, outputs = desc
+    shares = row_split_shares(nrows, width, config.NUMBA_NUM_THREADS)
+    if shares < 2:
+        return None
+    rows = kernel(getattr(module, ROWS_FUNCTION).py_func)
+    outs = tuple(types.Array(_scalar(np.dtype(dt)), len(shape), "C") for shape, dt in outputs)
+    rows.compile((types.intp, types.intp) + tuple(sig) + outs)
+    rows.disable_compile()
+    return RowSplit(rows, nrows, outputs, shares)
 
 
 __all__ = ["compile_variant", "signature", "signatures"]

@@ -117,9 +117,12 @@ def _bits(got, want, what=""):
 
 
 def _row_loop(source: str) -> str:
-    body = source.split("\ndef graph(", 1)[1]
-    assert body.count("    for i in range(") == 1, body  # one loop over the rows
-    assert "for r0 in range(" not in body  # no row tiles
+    """The module's row function (rows ``[lo, hi)``), which the graph function calls."""
+    graph = source.split("\ndef graph(", 1)[1]
+    assert "for r0 in range(" not in graph and "for i in range(" not in graph  # no tiles
+    assert re.search(r"\n    graph_rows\(0, rf\d+n, ", graph)  # every row, one call
+    body = source.split("\ndef graph_rows(", 1)[1].split("\nROW_SPLIT = ", 1)[0]
+    assert body.count("    for i in range(lo, hi):") == 1, body  # one loop over the rows
     return body
 
 
@@ -140,8 +143,11 @@ def test_row_wise_graphs_compile_to_one_row_loop_with_scalar_reductions():
     assert len(re.findall(r"s\d+ = _row_lanes\(", body)) == sums
     assert len(re.findall(r"s\d+ = _row_reduce\(", body)) == extremes
     assert "_row_argmax(" in body and "_row_argmin(" in body
-    # no array of the full size but the six outputs; row buffers of one row only
-    assert len(re.findall(r"np\.empty\(\(rf\d+n, ", body)) == 6
+    # no array of the full size but the six outputs (the graph function allocates them);
+    # row buffers of one row only
+    graph = _source(fn, *args).split("\ndef graph(", 1)[1]
+    assert len(re.findall(r"np\.empty\(\(rf\d+n, ", graph)) == 6
+    assert "np.empty((rf" not in body
     assert all(size == "300" for size in re.findall(r"rb\d+ = np\.empty\((\d+),", body))
     # nothing per row is allocated or checked inside the loop
     loop = body.split("    for i in range(", 1)[1]
