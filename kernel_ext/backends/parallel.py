@@ -161,8 +161,8 @@ class RowSplit:
         self.nrows = nrows
         self.outputs = tuple((shape, np.dtype(dt)) for shape, dt in outputs)
         self.shares = max(1, min(shares, nrows))
-        step = -(-nrows // self.shares)
-        self.bounds = [(lo, min(lo + step, nrows)) for lo in range(0, nrows, step)]
+        cuts = [k * nrows // self.shares for k in range(self.shares + 1)]
+        self.bounds = list(zip(cuts[:-1], cuts[1:]))
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         outs = tuple(np.empty(shape, dt) for shape, dt in self.outputs)
