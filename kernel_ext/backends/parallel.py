@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -163,14 +164,37 @@ class RowSplit:
         self.shares = max(1, min(shares, nrows))
         cuts = [k * nrows // self.shares for k in range(self.shares + 1)]
         self.bounds = list(zip(cuts[:-1], cuts[1:]))
+        self.calls = -1
+        self.best = {False: 0, True: 0}  # the best call's ns on one thread, split
+        self.split = True
+
+    #: calls timed on each path before the faster is chosen, and calls between two trials
+    SAMPLES, RETRY = 2, 1000
 
     def __call__(self, *args: Any) -> tuple[Any, ...]:
         outs = tuple(np.empty(shape, dt) for shape, dt in self.outputs)
-        rows = self.rows
-        if len(self.bounds) == 1 or threading.current_thread().name.startswith(_WORKER):
-            # a pool worker waiting on the pool could wait for itself: one share
-            rows(0, self.nrows, *args, *outs)
+        calls = self.calls = (self.calls + 1) % self.RETRY
+        if calls < 2 * self.SAMPLES:
+            # Which is faster is measured, not assumed: on a loaded machine the pool's
+            # threads may wait for a core while the caller could have done every row.
+            split = calls % 2 == 1
+            t0 = time.perf_counter_ns()
+            self._run(split, args, outs)
+            took = time.perf_counter_ns() - t0
+            self.best[split] = took if calls < 2 else min(self.best[split], took)
+            if calls == 2 * self.SAMPLES - 1:
+                self.split = self.best[True] < self.best[False]
             return outs
+        self._run(self.split, args, outs)
+        return outs
+
+    def _run(self, split: bool, args: tuple, outs: tuple) -> None:
+        rows = self.rows
+        if not split or len(self.bounds) == 1 or \
+                threading.current_thread().name.startswith(_WORKER):
+            # (a pool worker waiting on the pool could wait for itself: one share)
+            rows(0, self.nrows, *args, *outs)
+            return
         futures = [worker_pool().submit(rows, lo, hi, *args, *outs)
                    for lo, hi in self.bounds[1:]]
         try:
@@ -180,7 +204,6 @@ class RowSplit:
                 f.exception()
         for f in futures:
             f.result()
-        return outs
 
 
 def row_split_shares(nrows: int, width: int, configured: int) -> int:
@@ -200,8 +223,9 @@ def row_split_shares(nrows: int, width: int, configured: int) -> int:
 #: the split gains.
 SUM_PARALLEL_MIN = 1 << 18
 
-#: A row-fused function splits its rows over threads from this many elements on.
-ROW_SPLIT_MIN_ELEMENTS = 1 << 16
+#: A row-fused function splits its rows over threads from this many elements on (and
+#: then only when its timed calls show the split faster: :class:`RowSplit`).
+ROW_SPLIT_MIN_ELEMENTS = 1 << 17
 
 
 __all__ = ["ROW_SPLIT_MIN_ELEMENTS", "RowSplit", "SUM_PARALLEL_MIN", "THREADS", "parallel_sum",

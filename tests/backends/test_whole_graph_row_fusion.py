@@ -272,6 +272,11 @@ def _compiled_function(fn, *args):
     return fn.get_concrete_function(*args).executable.run.__globals__["_H"].graph_c
 
 
+def _force(split, on: bool):
+    """Past ``split``'s timed trial calls, with the split chosen (``on``) or not."""
+    split.calls, split.split = 2 * split.SAMPLES, on
+
+
 def _one_thread(split, *args):
     """``split``'s outputs with every row computed by the calling thread, in one call."""
     outs = tuple(np.empty(shape, dt) for shape, dt in split.outputs)
@@ -292,11 +297,19 @@ def test_rows_split_over_threads_give_the_one_thread_bits(rows, cols, dtype, thr
     split = _compiled_function(fn, *args)
     assert isinstance(split, parallel.RowSplit)
     assert len(split.bounds) == threads and split.bounds[-1][1] == rows
-    got = _no_fallback(fn, *args)
-    # the shares' rows against one thread's, the same function called once on every row
+    # the trial calls (one thread and split, in turn), then split, then one thread: the
+    # rows of every share against one thread's, the same function called once on every row
     scope = fn.get_concrete_function(*args).executable.run.__globals__
     loops = [v for k, v in scope.items() if k.startswith("_la")]
-    _bits(got, _one_thread(split, *args, *loops), "split rows vs one thread")
+    one = _one_thread(split, *args, *loops)
+    for call in range(2 * split.SAMPLES):
+        _bits(_no_fallback(fn, *args), one, f"trial call {call}")
+    assert set(split.best) == {False, True} and min(split.best.values()) > 0
+    _force(split, True)
+    got = _no_fallback(fn, *args)
+    _bits(got, one, "split rows vs one thread")
+    _force(split, False)
+    _bits(_no_fallback(fn, *args), one, "one thread")
     # against the compiled function that does not split, and NumPy within the sum bound
     monkeypatch.setattr(parallel, "ROW_SPLIT_MIN_ELEMENTS", 1 << 60)
     _without_split = _compiled(_rowwise, *[a.copy() for a in args])
@@ -346,11 +359,14 @@ def test_split_rows_rerun_a_strided_argument_and_run_inside_the_pool(monkeypatch
     monkeypatch.setattr(parallel, "THREADS", 2)
     x, g, b = _args(300, 512, F32)
     fn = _compiled(_w10, x, g, b)
-    assert isinstance(_compiled_function(fn, x, g, b), parallel.RowSplit)
+    split = _compiled_function(fn, x, g, b)
+    assert isinstance(split, parallel.RowSplit)
+    _force(split, True)
     mine = fn(x, g, b)
     wide = np.repeat(x, 2, axis=1)[:, ::2]  # the same values, rows of stride 2
     with pytest.raises(AssertionError, match="signalled a rerun"):
         _no_fallback(fn, wide, g, b)
     _bits(fn(wide, g, b), mine, "the rerun on the fused executor")
+    assert split.split and split.calls > 2 * split.SAMPLES  # (the split path signalled)
     # a call from one of the pool's own threads computes its rows there (no wait on itself)
     _bits(parallel.worker_pool().submit(fn, x, g, b).result(), mine, "from a pool thread")
