@@ -8,7 +8,9 @@ cut into one share per core and handed to a small :class:`~concurrent.futures.Th
 * :func:`run_parallel` — a fused ``k_flat`` kernel (``nogil``) over block-aligned ranges;
 * :func:`parallel_ufunc` — NumPy's own call of a heavy unary ufunc on each share (same bits);
 * :func:`parallel_sum` / :func:`parallel_ufunc_sum` — float sums cut exactly where NumPy's
-  pairwise summation cuts, so the result is bitwise ``np.sum``'s.
+  pairwise summation cuts, so the result is bitwise ``np.sum``'s;
+* :class:`RowSplit` — a row-fused ``jit_compile=True`` function's rows, one share per thread
+  (each row computed by one thread: the bits of one thread).
 
 A hand-off to the pool costs ~50 µs (a thread wake-up), so callers split only from sizes the
 cost model names (:mod:`.cost`, :data:`SUM_PARALLEL_MIN`).

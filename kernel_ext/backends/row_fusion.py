@@ -28,8 +28,16 @@ Row arguments must have unit-stride rows that do not overlap (NumPy's temporarie
 C-ordered); other layouts and sizes other than the traced ones signal a rerun by the fused
 executor. Graphs with anything else (other ops, dtypes other than one float dtype, a negated
 operand LLVM may fold into another NaN sign, fast math) are not row-fused: they keep the row
-tiles or the whole-graph segments. The rows run on one thread (the loop is not split over
-the worker pool of :mod:`.parallel`).
+tiles or the whole-graph segments.
+
+The row loop is a function of its own in the generated module, ``graph_rows(lo, hi, ...)``
+(rows ``[lo, hi)``, its checks and scratch buffers its own); the graph function allocates
+the outputs and calls it on every row. A graph of at least
+:data:`~.parallel.ROW_SPLIT_MIN_ELEMENTS` elements is served by
+:class:`~.parallel.RowSplit` instead, which cuts the rows into one share per thread of the
+worker pool (at most Numba's configured ``NUMBA_NUM_THREADS``) and runs the row function on
+each: every row is still computed by one thread with the same code, so the bits are those
+of one thread (Numba's ``parallel=True`` is not used: see :mod:`.parallel`).
 """
 
 from __future__ import annotations
