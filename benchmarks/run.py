@@ -144,8 +144,8 @@ def bench_w10(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
         for k, fn in paths.items():
             best[k] = min(best[k], min(timeit.repeat(fn, number=number, repeat=3)) / number)
     base = best["NumPy"]
-    rows = [(f"W10 row softmax + layer norm, 1000x1000 f32: NumPy ({parallel.THREADS} "
-             "pool threads)", _fmt_us(base * 1e6), "", "")]
+    title = f"W10 row softmax + layer norm, 1000x1000 f32: NumPy ({parallel.THREADS} threads)"
+    rows = [(title, _fmt_us(base * 1e6), "", "")]
     for k in ("auto", "jit_compile=True"):
         rows.append((f"W10 kx.function ({k})", _fmt_us(best[k] * 1e6),
                      f"{best[k] / base:.2f}x NumPy time", "≤ 0.30x"))

@@ -18,6 +18,7 @@ cost model names (:mod:`.cost`, :data:`SUM_PARALLEL_MIN`).
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 import time
@@ -165,7 +166,7 @@ class RowSplit:
         self.outputs = tuple((shape, np.dtype(dt)) for shape, dt in outputs)
         self.shares = max(1, min(shares, nrows))
         cuts = [k * nrows // self.shares for k in range(self.shares + 1)]
-        self.bounds = list(zip(cuts[:-1], cuts[1:]))
+        self.bounds = list(itertools.pairwise(cuts))
         self.calls = -1
         self.best = {False: 0, True: 0}  # the best call's ns on one thread, split
         self.split = True
@@ -230,6 +231,6 @@ SUM_PARALLEL_MIN = 1 << 18
 ROW_SPLIT_MIN_ELEMENTS = 1 << 17
 
 
-__all__ = ["ROW_SPLIT_MIN_ELEMENTS", "RowSplit", "SUM_PARALLEL_MIN", "THREADS", "parallel_sum",
+__all__ = ["ROW_SPLIT_MIN_ELEMENTS", "SUM_PARALLEL_MIN", "THREADS", "RowSplit", "parallel_sum",
            "parallel_ufunc", "parallel_ufunc_sum", "row_split_shares", "run_parallel",
            "worker_pool"]
