@@ -370,3 +370,29 @@ def test_split_rows_rerun_a_strided_argument_and_run_inside_the_pool(monkeypatch
     assert split.split and split.calls > 2 * split.SAMPLES  # (the split path signalled)
     # a call from one of the pool's own threads computes its rows there (no wait on itself)
     _bits(parallel.worker_pool().submit(fn, x, g, b).result(), mine, "from a pool thread")
+
+
+def test_python_threads_call_a_split_function_at_once(monkeypatch):
+    import threading
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    x, g, b = _args(300, 512, F32)
+    fn = _compiled(_w10, x, g, b)
+    split = _compiled_function(fn, x, g, b)
+    assert isinstance(split, parallel.RowSplit)
+    _force(split, True)
+    mine = fn(x, g, b)
+    results, errors = [], []
+
+    def calls():
+        try:
+            results.extend(fn(x, g, b) for _ in range(3))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=calls) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and len(results) == 12
+    for r in results:
+        _bits(r, mine, "a call from another Python thread")
