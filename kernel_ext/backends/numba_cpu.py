@@ -19,10 +19,13 @@ read-only (``setflags(write=False)``) and NumPy-owned inputs alike.
 from __future__ import annotations
 
 import numpy as np
-from numba import from_dtype, types
+from numba import config, from_dtype, types
 
 from . import kernel_cache
 from .codegen import KernelSource
+from .numba_decorators import kernel
+from .parallel import RowSplit, row_split_shares
+from .row_fusion import ROWS_FUNCTION, SPLIT_NAME
 
 
 def _scalar(dtype: np.dtype) -> types.Type:
@@ -100,7 +103,14 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
     for attempt in (0, 1):
         module, entry, _ = kernel_cache.load(ksrc.source)
         dispatcher = getattr(module, name)
+        if name == "graph":
+            # each variant (C, any layout) a dispatcher of its own, so that compilation can
+            # be disabled after its one signature as for the other variants
+            dispatcher = kernel(dispatcher.py_func)
         try:
+            split = _row_split(module, sigs[0]) if name == "graph" else None
+            if split is not None:  # (its row function is what runs: no graph compiled)
+                return split, sum(split.rows.stats.cache_hits.values()) > 0
             for sig in sigs:
                 dispatcher.compile(sig)
         except Exception:
@@ -109,11 +119,32 @@ def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
             # A corrupt or stale cache entry: remove every file of it and rebuild.
             kernel_cache.purge(entry)
             continue
-        if name != "graph":  # the C and A variants share the graph dispatcher
-            dispatcher.disable_compile()
+        # Disabled, a dispatcher converts a writable array to the read-only parameter (and
+        # a C array to an "A" one); still able to compile, Numba requires an exact match and
+        # compiles one on the calling thread instead: the first call after a whole-graph
+        # function's background compile blocked for seconds on a second compile of it.
+        dispatcher.disable_compile()
         hits = sum(dispatcher.stats.cache_hits.values())
         return dispatcher, hits > 0
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _row_split(module: object, sig: tuple[types.Type, ...]) -> RowSplit | None:
+    """A row-fused function (:mod:`.row_fusion`) large enough to split its rows over
+    threads: its row function compiled for ``sig`` (the graph function's) and the outputs,
+    as a :class:`~.parallel.RowSplit`; else None."""
+    desc = getattr(module, SPLIT_NAME, None)
+    if desc is None:
+        return None
+    nrows, width, outputs = desc
+    shares = row_split_shares(nrows, width, config.NUMBA_NUM_THREADS)
+    if shares < 2:
+        return None
+    rows = kernel(getattr(module, ROWS_FUNCTION).py_func)
+    outs = tuple(types.Array(_scalar(np.dtype(dt)), len(shape), "C") for shape, dt in outputs)
+    rows.compile((types.intp, types.intp) + tuple(sig) + outs)
+    rows.disable_compile()
+    return RowSplit(rows, nrows, outputs, shares)
 
 
 __all__ = ["compile_variant", "signature", "signatures"]

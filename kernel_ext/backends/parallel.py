@@ -8,7 +8,9 @@ cut into one share per core and handed to a small :class:`~concurrent.futures.Th
 * :func:`run_parallel` — a fused ``k_flat`` kernel (``nogil``) over block-aligned ranges;
 * :func:`parallel_ufunc` — NumPy's own call of a heavy unary ufunc on each share (same bits);
 * :func:`parallel_sum` / :func:`parallel_ufunc_sum` — float sums cut exactly where NumPy's
-  pairwise summation cuts, so the result is bitwise ``np.sum``'s.
+  pairwise summation cuts, so the result is bitwise ``np.sum``'s;
+* :class:`RowSplit` — a row-fused ``jit_compile=True`` function's rows, one share per thread
+  (each row computed by one thread: the bits of one thread).
 
 A hand-off to the pool costs ~50 µs (a thread wake-up), so callers split only from sizes the
 cost model names (:mod:`.cost`, :data:`SUM_PARALLEL_MIN`).
@@ -16,7 +18,10 @@ cost model names (:mod:`.cost`, :data:`SUM_PARALLEL_MIN`).
 
 from __future__ import annotations
 
+import itertools
 import os
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -25,6 +30,7 @@ import numpy as np
 from .codegen import BLOCK
 
 _POOL: ThreadPoolExecutor | None = None
+_WORKER = "kernel_ext-worker"
 #: Shares a split call is cut into: one per core, at most 8.
 THREADS = max(1, min(os.cpu_count() or 1, 8))
 
@@ -34,7 +40,7 @@ def worker_pool() -> ThreadPoolExecutor:
     global _POOL
     if _POOL is None:
         _POOL = ThreadPoolExecutor(max_workers=max(1, THREADS - 1),
-                                   thread_name_prefix="kernel_ext-worker")
+                                   thread_name_prefix=_WORKER)
     return _POOL
 
 
@@ -141,11 +147,90 @@ def parallel_ufunc_sum(ufunc: np.ufunc, x: Any, dtype: np.dtype,
     return out, _combine(tree, sums)
 
 
+class RowSplit:
+    """A row-fused whole-graph function (:mod:`.row_fusion`) whose rows are cut into one
+    share per thread: ``rows(lo, hi, *args, *outputs)`` (the generated module's row
+    function, ``nogil``) runs each share, the calling thread the first.
+
+    Called as the compiled function is, ``split(*args)`` returns its tuple of outputs. Each
+    row is computed by one thread with the same code in the same order as on one thread,
+    so the bits do not depend on the number of shares. A check that fails (a shape or
+    layout other than the traced one) raises the rerun signal from every share before any
+    row is written; the caller reruns the call on the fused executor.
+    """
+
+    def __init__(self, rows: Callable[..., Any], nrows: int,
+                 outputs: tuple[tuple[tuple[int, ...], str], ...], shares: int) -> None:
+        self.rows = rows
+        self.nrows = nrows
+        self.outputs = tuple((shape, np.dtype(dt)) for shape, dt in outputs)
+        self.shares = max(1, min(shares, nrows))
+        cuts = [k * nrows // self.shares for k in range(self.shares + 1)]
+        self.bounds = list(itertools.pairwise(cuts))
+        self.calls = -1
+        self.best = {False: 0, True: 0}  # the best call's ns on one thread, split
+        self.split = True
+
+    #: calls timed on each path before the faster is chosen, and calls between two trials
+    SAMPLES, RETRY = 2, 1000
+
+    def __call__(self, *args: Any) -> tuple[Any, ...]:
+        outs = tuple(np.empty(shape, dt) for shape, dt in self.outputs)
+        calls = self.calls = (self.calls + 1) % self.RETRY
+        if calls < 2 * self.SAMPLES:
+            # Which is faster is measured, not assumed: on a loaded machine the pool's
+            # threads may wait for a core while the caller could have done every row.
+            split = calls % 2 == 1
+            t0 = time.perf_counter_ns()
+            self._run(split, args, outs)
+            took = time.perf_counter_ns() - t0
+            self.best[split] = took if calls < 2 else min(self.best[split], took)
+            if calls == 2 * self.SAMPLES - 1:
+                self.split = self.best[True] < self.best[False]
+            return outs
+        self._run(self.split, args, outs)
+        return outs
+
+    def _run(self, split: bool, args: tuple, outs: tuple) -> None:
+        rows = self.rows
+        if not split or len(self.bounds) == 1 or \
+                threading.current_thread().name.startswith(_WORKER):
+            # (a pool worker waiting on the pool could wait for itself: one share)
+            rows(0, self.nrows, *args, *outs)
+            return
+        futures = [worker_pool().submit(rows, lo, hi, *args, *outs)
+                   for lo, hi in self.bounds[1:]]
+        try:
+            rows(self.bounds[0][0], self.bounds[0][1], *args, *outs)
+        finally:
+            for f in futures:  # every share finished (or failed) before the call returns
+                f.exception()
+        for f in futures:
+            f.result()
+
+
+def row_split_shares(nrows: int, width: int, configured: int) -> int:
+    """How many shares a row-fused function of ``nrows`` rows of ``width`` elements is cut
+    into: 1 (one thread) below :data:`ROW_SPLIT_MIN_ELEMENTS` or with one row, else one
+    per thread of the pool, at most ``configured`` (Numba's configured thread count,
+    ``NUMBA_NUM_THREADS``) and one per :data:`ROW_SPLIT_MIN_ELEMENTS` // 2 elements, so
+    each share is worth a hand-off."""
+    size = nrows * width
+    if size < ROW_SPLIT_MIN_ELEMENTS or nrows < 2:
+        return 1
+    return max(1, min(THREADS, configured, nrows, size // (ROW_SPLIT_MIN_ELEMENTS // 2)))
+
+
 #: ``parallel_sum`` splits from this many elements on. Measured here (float32): a 1M sum
 #: takes ~0.3 ms in NumPy; handing half to the pool costs ~50 µs, so from ~256k elements on
 #: the split gains.
 SUM_PARALLEL_MIN = 1 << 18
 
+#: A row-fused function splits its rows over threads from this many elements on (and
+#: then only when its timed calls show the split faster: :class:`RowSplit`).
+ROW_SPLIT_MIN_ELEMENTS = 1 << 17
 
-__all__ = ["SUM_PARALLEL_MIN", "THREADS", "parallel_sum", "parallel_ufunc", "parallel_ufunc_sum",
-           "run_parallel", "worker_pool"]
+
+__all__ = ["ROW_SPLIT_MIN_ELEMENTS", "SUM_PARALLEL_MIN", "THREADS", "RowSplit", "parallel_sum",
+           "parallel_ufunc", "parallel_ufunc_sum", "row_split_shares", "run_parallel",
+           "worker_pool"]

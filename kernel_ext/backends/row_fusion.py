@@ -28,8 +28,16 @@ Row arguments must have unit-stride rows that do not overlap (NumPy's temporarie
 C-ordered); other layouts and sizes other than the traced ones signal a rerun by the fused
 executor. Graphs with anything else (other ops, dtypes other than one float dtype, a negated
 operand LLVM may fold into another NaN sign, fast math) are not row-fused: they keep the row
-tiles or the whole-graph segments. The rows run on one thread (the loop is not split over
-the worker pool of :mod:`.parallel`).
+tiles or the whole-graph segments.
+
+The row loop is a function of its own in the generated module, ``graph_rows(lo, hi, ...)``
+(rows ``[lo, hi)``, its checks and scratch buffers its own); the graph function allocates
+the outputs and calls it on every row. A graph of at least
+:data:`~.parallel.ROW_SPLIT_MIN_ELEMENTS` elements is served by
+:class:`~.parallel.RowSplit` instead, which cuts the rows into one share per thread of the
+worker pool (at most Numba's configured ``NUMBA_NUM_THREADS``) and runs the row function on
+each: every row is still computed by one thread with the same code, so the bits are those
+of one thread (Numba's ``parallel=True`` is not used: see :mod:`.parallel`).
 """
 
 from __future__ import annotations
@@ -66,6 +74,14 @@ _ARG_REDUCTIONS = {OpKind.ARGMAX: ">", OpKind.ARGMIN: "<"}
 
 ROW, ROW_SCALAR, FREE = "row", "row scalar", "free"
 
+#: The generated module's row function: ``graph_rows(lo, hi, graph's parameters...,
+#: outputs...)`` computes rows ``[lo, hi)`` of the outputs (the graph function allocates
+#: them and calls it on every row).
+ROWS_FUNCTION = "graph_rows"
+#: The module's description of a graph whose rows may be split over threads:
+#: ``(rows, row length, ((output shape, dtype str), ...))``, or None.
+SPLIT_NAME = "ROW_SPLIT"
+
 
 class Writer(Protocol):
     """What row fusion needs of the whole-graph writer (:class:`~.whole_graph._GraphWriter`)."""
@@ -73,6 +89,9 @@ class Writer(Protocol):
     loop_args: list[tuple[int, int]]
     scratch_lines: list[str]
     helpers: dict[str, str]
+    module_parts: list[str]
+    params: list[str]
+    written_back: dict[int, int]
 
     def fresh(self, prefix: str = "t") -> str: ...
 
@@ -345,6 +364,7 @@ class _RowWriter:
     def __init__(self, plan: RowPlan, w: Writer, env: dict[Node, tuple[str, bool]],
                  lines: list[str]) -> None:
         self.plan, self.w, self.lines = plan, w, lines
+        self.outer = lines                # the graph function's lines
         self.env = env                    # placeholders: (name, is a Numba scalar)
         self.px = w.fresh("rf")
         self.ct = ctor(plan.dtype)
@@ -353,13 +373,15 @@ class _RowWriter:
         self.loops: dict[tuple, int] = {}
         self.done: set[Node] = set()      # buffered row nodes computed earlier in the row
         self.lane_buffers: set[str] = set()
+        #: the row function's scratch: allocated once per call of it (per share of rows)
+        self.scratch_lines: list[str] = []
         w.helpers["_row_reduce"] = _REDUCE
         w.helpers["_row_map"] = _MAP
         for name in ("pp", "st", "dims"):
             dt = "np.uintp" if name == "pp" else "np.intp"
-            w.scratch_lines.append(f"    {self.px}{name} = np.empty(3, {dt})")
-        w.scratch_lines.append(f"    {self.px}acc = np.empty(1, {self.ct})")
-        w.scratch_lines.append(f"    {self.px}one = np.empty(1, {self.ct})")
+            self.scratch_lines.append(f"    {self.px}{name} = np.empty(3, {dt})")
+        self.scratch_lines.append(f"    {self.px}acc = np.empty(1, {self.ct})")
+        self.scratch_lines.append(f"    {self.px}one = np.empty(1, {self.ct})")
         self.scratch = f"{self.px}pp, {self.px}st, {self.px}dims"
 
     def loop(self, ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> str:
@@ -376,51 +398,55 @@ class _RowWriter:
     def const(self, value: Any) -> str:
         t = self.w.fresh("k")
         v = literal_value(value, self.plan.dtype)
-        self.w.scratch_lines.append(f"    {t} = {const_source(v, self.plan.dtype)}")
+        self.scratch_lines.append(f"    {t} = {const_source(v, self.plan.dtype)}")
         return t
 
     # -- the function -----------------------------------------------------------------------
     def write(self, graph: Graph) -> list[tuple[str, bool]]:
-        plan, lines, w = self.plan, self.lines, self.w
+        """The graph function's part (the outputs allocated, the row function called on
+        every row) into ``self.lines``, the row function itself into the module."""
+        plan, w = self.plan, self.w
         width = plan.width
         n = f"{self.px}n"
         first = next(p for p in graph.inputs if plan.kinds[p] == ROW)
-        lines.append(f"    {n} = {self.env[first][0]}.shape[0]")
+        rows = [f"    {n} = {self.env[first][0]}.shape[0]"]
         item = plan.dtype.itemsize
         for p in graph.inputs:
             name, scalar = self.env[p]
             if scalar:
                 continue
-            w.signal(lines, "    ", f"{name}.shape != {p.aval.shape!r}")
+            w.signal(rows, "    ", f"{name}.shape != {p.aval.shape!r}")
             if plan.kinds[p] == ROW and width > 1:
                 # rows as NumPy's temporaries hold them (unit-stride, one after another);
                 # other layouts rerun on the fused executor, which gives the same bits
-                w.signal(lines, "    ", f"{n} > 0 and ({name}.strides[1] != {item} or "
-                                       f"({n} > 1 and {name}.strides[0] < {width * item}))")
+                w.signal(rows, "    ", f"{n} > 0 and ({name}.strides[1] != {item} or "
+                                      f"({n} > 1 and {name}.strides[0] < {width * item}))")
         outs: list[tuple[str, bool]] = []
         out_names: dict[Node, str] = {}
+        self.lines.append(f"    {n} = {self.env[first][0]}.shape[0]")
         for o in graph.outputs:
             t = w.fresh("o")
             rest = "".join(f"{d}, " for d in o.aval.shape[1:])
-            lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            self.lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
             out_names[o] = t
             outs.append((t, False))
         for node in graph.nodes:
             if node in plan.buffered and node not in out_names:
                 b = w.fresh("rb")
-                w.scratch_lines.append(f"    {b} = np.empty({width}, {self.ct})")
+                self.scratch_lines.append(f"    {b} = np.empty({width}, {self.ct})")
                 self.names[node] = b
-        lines.append(f"    for i in range({n}):")
+        body = self.lines = []
+        body.append("    for i in range(lo, hi):")
         ind = "        "
         for p in graph.inputs:
             if plan.kinds[p] == ROW:
                 v = w.fresh("row")
-                lines.append(f"{ind}{v} = {self.env[p][0]}[i]")
+                body.append(f"{ind}{v} = {self.env[p][0]}[i]")
                 self.names[p] = v
         for o, t in out_names.items():
             if plan.kinds[o] == ROW:
                 v = f"{t}_row"
-                lines.append(f"{ind}{v} = {t}[i]")
+                body.append(f"{ind}{v} = {t}[i]")
                 self.names[o] = v
         for node in graph.nodes:
             self.node(node, ind)
@@ -428,7 +454,21 @@ class _RowWriter:
         for o, t in out_names.items():
             if plan.kinds[o] == ROW_SCALAR:
                 at = "i" if len(o.aval.shape) == 1 else "i, 0"
-                lines.append(f"{ind}{t}[{at}] = {self.names[o]}")
+                body.append(f"{ind}{t}[{at}] = {self.names[o]}")
+        # the row function: rows [lo, hi) of the outputs, checks and scratch of its own,
+        # so shares of the rows can run on several threads at once (RowSplit)
+        params = list(w.params) + (["la"] if w.loop_args else []) + list(out_names.values())
+        head = ["@_kernel", f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):"]
+        head += [f"    f{k} = la[{2 * k}]\n    d{k} = la[{2 * k + 1}]"
+                 for k in range(len(w.loop_args))]
+        w.module_parts.append("\n".join(head + rows + self.scratch_lines + body +
+                                        ["    return 0"]))
+        split = None
+        if not w.written_back:  # (an output copied into its argument: the graph's own code)
+            split = (plan.nrows, plan.width,
+                     tuple((tuple(o.aval.shape), np.dtype(o.dtype).str) for o in graph.outputs))
+        w.module_parts.append(f"{SPLIT_NAME} = {split!r}")
+        self.outer.append(f"    {ROWS_FUNCTION}(0, {n}, {', '.join(params)})")
         return outs
 
     def node(self, node: Node, ind: str) -> None:
@@ -497,8 +537,8 @@ class _RowWriter:
         wl, cs = f"{self.px}wl", f"{self.px}cs"
         if wl not in self.lane_buffers:
             self.lane_buffers.add(wl)
-            self.w.scratch_lines.append(f"    {wl} = np.empty({BLOCK}, np.float64)")
-            self.w.scratch_lines.append(f"    {cs} = np.empty(64, np.float64)")
+            self.scratch_lines.append(f"    {wl} = np.empty({BLOCK}, np.float64)")
+            self.scratch_lines.append(f"    {cs} = np.empty(64, np.float64)")
         self.lines.append(f"{ind}{t} = _row_lanes({x}, {wl}, {cs})")
 
     def scalar_operand(self, a: Any) -> str:
@@ -562,4 +602,5 @@ def emit_row_fusion(plan: RowPlan, graph: Graph, writer: Writer,
     return _RowWriter(plan, writer, env, lines).write(graph)
 
 
-__all__ = ["RowPlan", "Writer", "emit_row_fusion", "plan_row_fusion"]
+__all__ = ["ROWS_FUNCTION", "SPLIT_NAME", "RowPlan", "Writer", "emit_row_fusion",
+           "plan_row_fusion"]

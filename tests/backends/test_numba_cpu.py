@@ -401,3 +401,36 @@ def test_background_compilation_never_blocks_a_call():
     assert handle.flat is not None
     _same(f(x), first, "after the switch")
     _same(first, np.sqrt(x * x + salt) - x, "first call (NumPy)")
+
+
+def test_whole_graph_function_is_not_compiled_again_by_a_call():
+    """A ``jit_compile=True`` function compiled in the background serves the next calls
+    without compiling on the calling thread: writable, read-only and strided arrays all
+    reach its two compiled signatures (C and any layout), one each."""
+    fused.set_synchronous(False)
+    salt = float(np.random.default_rng().integers(1, 10**6)) + 0.25
+
+    def f(x, y):
+        return np.tanh(x) * y + salt
+
+    g = kx.function(f, jit_compile=True)
+    x = np.linspace(-2, 2, 60).reshape(6, 10)
+    y = np.linspace(0, 1, 10)
+    _same(g(x, y), f(x, y), "first call (the fused executor)")
+    cf = g.get_concrete_function(x, y)
+    assert cf.executable.wait(timeout=300)
+    whole = cf.executable.segments[0]
+    assert whole["kind"] == "whole-graph" and whole["state"] == "ready"
+    handle = compiler.handle_of("cpu", whole["kernel"])
+    frozen = x.copy()
+    frozen.setflags(write=False)
+    for args in ((x, y), (frozen, y), (x.copy(), y.copy())):
+        _same(g(*args), f(*args), "the compiled function")
+    assert len(handle.graph_c.signatures) == 1
+    strided = np.linspace(-2, 2, 120).reshape(6, 20)[:, ::2]
+    _same(g(strided, y), f(strided, y), "the first strided call (the fused executor)")
+    assert cf.executable.wait(timeout=300)
+    _same(g(strided, y), f(strided, y), "strided, compiled")
+    _same(g(x, y), f(x, y), "C-contiguous again")
+    assert len(handle.graph_a.signatures) == 1 and len(handle.graph_c.signatures) == 1
+    assert handle.graph_a is not handle.graph_c

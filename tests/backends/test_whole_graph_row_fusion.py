@@ -21,7 +21,7 @@ import pytest
 import kernel_ext as kx
 from kernel_ext import backends
 from kernel_ext.ir import OpKind
-from kernel_ext.backends import row_fusion, tiering, whole_graph
+from kernel_ext.backends import parallel, row_fusion, tiering, whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
 
 F32, F64 = np.float32, np.float64
@@ -117,9 +117,12 @@ def _bits(got, want, what=""):
 
 
 def _row_loop(source: str) -> str:
-    body = source.split("\ndef graph(", 1)[1]
-    assert body.count("    for i in range(") == 1, body  # one loop over the rows
-    assert "for r0 in range(" not in body  # no row tiles
+    """The module's row function (rows ``[lo, hi)``), which the graph function calls."""
+    graph = source.split("\ndef graph(", 1)[1]
+    assert "for r0 in range(" not in graph and "for i in range(" not in graph  # no tiles
+    assert re.search(r"\n    graph_rows\(0, rf\d+n, ", graph)  # every row, one call
+    body = source.split("\ndef graph_rows(", 1)[1].split("\nROW_SPLIT = ", 1)[0]
+    assert body.count("    for i in range(lo, hi):") == 1, body  # one loop over the rows
     return body
 
 
@@ -140,8 +143,11 @@ def test_row_wise_graphs_compile_to_one_row_loop_with_scalar_reductions():
     assert len(re.findall(r"s\d+ = _row_lanes\(", body)) == sums
     assert len(re.findall(r"s\d+ = _row_reduce\(", body)) == extremes
     assert "_row_argmax(" in body and "_row_argmin(" in body
-    # no array of the full size but the six outputs; row buffers of one row only
-    assert len(re.findall(r"np\.empty\(\(rf\d+n, ", body)) == 6
+    # no array of the full size but the six outputs (the graph function allocates them);
+    # row buffers of one row only
+    graph = _source(fn, *args).split("\ndef graph(", 1)[1]
+    assert len(re.findall(r"np\.empty\(\(rf\d+n, ", graph)) == 6
+    assert "np.empty((rf" not in body
     assert all(size == "300" for size in re.findall(r"rb\d+ = np\.empty\((\d+),", body))
     # nothing per row is allocated or checked inside the loop
     loop = body.split("    for i in range(", 1)[1]
@@ -258,3 +264,135 @@ def test_auto_reaches_the_row_loop_after_tiering(monkeypatch):
     _row_loop(tier.whole.run.__globals__["_H"].ksrc.source)
     for out in outs[1:]:
         _bits(out, outs[0], "auto before and after tiering")
+
+
+def _compiled_function(fn, *args):
+    """What the runner calls for C-contiguous arguments: the graph function, or the
+    :class:`~kernel_ext.backends.parallel.RowSplit` of its rows."""
+    return fn.get_concrete_function(*args).executable.run.__globals__["_H"].graph_c
+
+
+def _force(split, on: bool):
+    """Past ``split``'s timed trial calls, with the split chosen (``on``) or not."""
+    split.calls, split.split = 2 * split.SAMPLES, on
+
+
+def _one_thread(split, *args):
+    """``split``'s outputs with every row computed by the calling thread, in one call."""
+    outs = tuple(np.empty(shape, dt) for shape, dt in split.outputs)
+    split.rows(0, split.nrows, *args, *outs)
+    return outs
+
+
+@pytest.mark.parametrize("rows, cols, dtype, threads", [
+    (300, 1000, F32, 2), (257, 300, F64, 3), (1000, 70, F32, 8), (9, 9000, F32, 4)])
+def test_rows_split_over_threads_give_the_one_thread_bits(rows, cols, dtype, threads,
+                                                          monkeypatch):
+    from numba import config
+    monkeypatch.setattr(parallel, "THREADS", threads)
+    monkeypatch.setattr(config, "NUMBA_NUM_THREADS", threads)
+    monkeypatch.setattr(parallel, "ROW_SPLIT_MIN_ELEMENTS", 1 << 12)
+    args = _args(rows, cols, dtype)
+    fn = _compiled(_rowwise, *args)
+    split = _compiled_function(fn, *args)
+    assert isinstance(split, parallel.RowSplit)
+    assert len(split.bounds) == threads and split.bounds[-1][1] == rows
+    # the trial calls (one thread and split, in turn), then split, then one thread: the
+    # rows of every share against one thread's, the same function called once on every row
+    scope = fn.get_concrete_function(*args).executable.run.__globals__
+    loops = [v for k, v in scope.items() if k.startswith("_la")]
+    one = _one_thread(split, *args, *loops)
+    for call in range(2 * split.SAMPLES):
+        _bits(_no_fallback(fn, *args), one, f"trial call {call}")
+    assert set(split.best) == {False, True} and min(split.best.values()) > 0
+    _force(split, True)
+    got = _no_fallback(fn, *args)
+    _bits(got, one, "split rows vs one thread")
+    _force(split, False)
+    _bits(_no_fallback(fn, *args), one, "one thread")
+    # against the compiled function that does not split, and NumPy within the sum bound
+    monkeypatch.setattr(parallel, "ROW_SPLIT_MIN_ELEMENTS", 1 << 60)
+    _without_split = _compiled(_rowwise, *[a.copy() for a in args])
+    assert not isinstance(_compiled_function(_without_split, *args), parallel.RowSplit)
+    _bits(got, _without_split(*args), "split vs the graph function")
+    with np.errstate(all="ignore"):
+        want = _rowwise(*args)
+    eps = np.finfo(dtype).eps
+    for k, (a, w) in enumerate(zip(got, want)):
+        if a.dtype.kind == "f":
+            assert np.array_equal(np.isnan(a), np.isnan(w)), k
+            np.testing.assert_allclose(a, w, rtol=200 * eps, atol=200 * eps * cols)
+    _bits(got[5], want[5], "argmin of x")
+
+
+def test_rows_split_only_from_the_threshold_and_within_the_configured_threads(monkeypatch):
+    from numba import config
+    monkeypatch.setattr(parallel, "THREADS", 4)
+    monkeypatch.setattr(config, "NUMBA_NUM_THREADS", 4)
+    least = parallel.ROW_SPLIT_MIN_ELEMENTS
+    cols = 512
+    below, above = (least - 1) // cols, -(-least // cols)  # rows on each side of it
+    for rows, split in ((below, False), (above, True)):
+        monkeypatch.setattr(backends, "SHARED", SharedExecutables())  # sizes traced anew
+        x, g, b = _args(rows, cols, F32)
+        fn = _compiled(_w10, x, g, b)
+        got = _compiled_function(fn, x, g, b)
+        assert isinstance(got, parallel.RowSplit) is split, (rows, got)
+        with np.errstate(all="ignore"):
+            want = _w10(x, g, b)
+        np.testing.assert_allclose(_no_fallback(fn, x, g, b), want,
+                                   rtol=200 * np.finfo(F32).eps,
+                                   atol=200 * np.finfo(F32).eps * cols)
+    # each share is worth a hand-off; never more shares than Numba's configured threads
+    assert parallel.row_split_shares(above, cols, 8) == 2
+    assert parallel.row_split_shares(8 * above, cols, 8) == 4
+    assert parallel.row_split_shares(8 * above, cols, 3) == 3
+    assert parallel.row_split_shares(1, 1 << 20, 8) == 1  # one row: one thread
+    monkeypatch.setattr(config, "NUMBA_NUM_THREADS", 1)
+    monkeypatch.setattr(backends, "SHARED", SharedExecutables())
+    x, g, b = _args(2 * above, cols, F32)
+    fn = _compiled(_w10, x, g, b)
+    assert not isinstance(_compiled_function(fn, x, g, b), parallel.RowSplit)
+
+
+def test_split_rows_rerun_a_strided_argument_and_run_inside_the_pool(monkeypatch):
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    x, g, b = _args(300, 512, F32)
+    fn = _compiled(_w10, x, g, b)
+    split = _compiled_function(fn, x, g, b)
+    assert isinstance(split, parallel.RowSplit)
+    _force(split, True)
+    mine = fn(x, g, b)
+    wide = np.repeat(x, 2, axis=1)[:, ::2]  # the same values, rows of stride 2
+    with pytest.raises(AssertionError, match="signalled a rerun"):
+        _no_fallback(fn, wide, g, b)
+    _bits(fn(wide, g, b), mine, "the rerun on the fused executor")
+    assert split.split and split.calls > 2 * split.SAMPLES  # (the split path signalled)
+    # a call from one of the pool's own threads computes its rows there (no wait on itself)
+    _bits(parallel.worker_pool().submit(fn, x, g, b).result(), mine, "from a pool thread")
+
+
+def test_python_threads_call_a_split_function_at_once(monkeypatch):
+    import threading
+    monkeypatch.setattr(parallel, "THREADS", 2)
+    x, g, b = _args(300, 512, F32)
+    fn = _compiled(_w10, x, g, b)
+    split = _compiled_function(fn, x, g, b)
+    assert isinstance(split, parallel.RowSplit)
+    _force(split, True)
+    mine = fn(x, g, b)
+    results, errors = [], []
+
+    def calls():
+        try:
+            results.extend(fn(x, g, b) for _ in range(3))
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=calls) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(120)
+    assert not errors and len(results) == 12
+    for r in results:
+        _bits(r, mine, "a call from another Python thread")
