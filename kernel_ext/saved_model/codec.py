@@ -30,6 +30,7 @@ from ..ir import (AbstractValue, CallTemplate, DynamicIndex, Graph, GraphLintErr
                   OpKind, Operand, lint)
 from ..trace import Variable
 from ..trace.source_lines import SourceLine
+from ..trace.zero_d import node_form, restore_node_form
 from .format import IDENTIFIER, MAX_DEPTH, SaveError, SavedModelFormatError
 
 #: dtypes a saved value may have: bool and the numeric kinds (never object, string, void).
@@ -150,7 +151,7 @@ class Encoder:
             source = {"file": str(src.file), "line": int(src.line), "text": str(src.text)} \
                 if isinstance(src, SourceLine) else None
             return {"name": node.name, "op": node.op.value, "args": args, "attrs": attrs,
-                    "aval": self.value(node.aval), "source": source}
+                    "aval": self.value(node.aval), "source": source, "form": node_form(node)}
         finally:
             self._node = outer
 
@@ -308,7 +309,9 @@ class Decoder:
         return g
 
     def node(self, raw: Any, by_name: dict[str, Node], depth: int, what: str) -> Node:
-        raw = self.fields(raw, what, ("name", "op", "args", "attrs", "aval", "source"))
+        raw = self.fields(raw, what, ("name", "op", "args", "attrs", "aval", "source", "form"))
+        if raw["form"] not in (None, "array", "scalar", "asarray"):
+            raise self.fail(f"{what}: form {raw['form']!r} is none of array, scalar, asarray")
         name = self.expect(raw["name"], str, f"{what}: name")
         if name in by_name:
             raise self.fail(f"{what}: a second node named {name!r}")
@@ -342,7 +345,9 @@ class Decoder:
             source = SourceLine(self.expect(src["file"], str, f"{what}: source file"),
                                 self.expect(src["line"], int, f"{what}: source line"),
                                 self.expect(src["text"], str, f"{what}: source text"))
-        return Node(name, op, tuple(args), attrs, aval, source)
+        node = Node(name, op, tuple(args), attrs, aval, source)
+        restore_node_form(node, raw["form"])
+        return node
 
     def _check_attrs(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
         """The attrs the executors write into generated code as text, or call, have the

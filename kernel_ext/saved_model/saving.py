@@ -18,7 +18,8 @@ from typing import Any
 import numpy as np
 
 from ..engine import ConcreteFunction
-from ..trace import Dict, Literal, Sequence_, TensorSpec, TraceType, TreeNode, Variable
+from ..trace import (Dict, Literal, Sequence_, TensorSpec, TraceType, TreeNode, Variable,
+                     WeakRef)
 from .codec import Encoder
 from .format import (ARRAY_DIR, FORMAT_NAME, FORMAT_VERSION, GRAPH_DIR, IDENTIFIER, MANIFEST,
                      SaveError)
@@ -76,11 +77,14 @@ def encode_type(t: TraceType, where: str) -> Any:
         by_key = dict(zip(t.keys, t.components))
         return {"kind": "dict", "items": [[_ENC.value(k), encode_type(by_key[k], f"{where}[{k!r}]")]
                                           for k in t.order]}
-    raise SaveError(
-        f"cannot save the signature: argument '{where}' was traced as {t!r}, which names a "
-        "Python object rather than data (a kx.Variable argument, an object traced by identity, "
-        "a namedtuple or dataclass, bytes). Fix: pass arrays, Python numbers, strings or "
-        "tuples/lists/dicts of them; keep variables as attributes of the saved object.")
+    what = f"a {t.type_name} object, traced by its identity" if type(t) is WeakRef else \
+        f"{t!r}, which names a Python object rather than data"
+    fix = "draw the random values outside the kx.function and pass them in as an array" \
+        if type(t) is WeakRef and t.type_name == "Generator" else \
+        "pass arrays, Python numbers, strings or tuples/lists/dicts of them; keep variables " \
+        "as attributes of the saved object"
+    raise SaveError(f"cannot save the signature: argument '{where}' is {what}; a saved model "
+                    f"holds data only. Fix: {fix}.")
 
 
 _ENC = Encoder(lambda a: "", lambda v: 0)  # for literals: no arrays, no variables
@@ -182,7 +186,7 @@ def _write(path: str, manifest: dict, graphs: dict[str, dict],
             with open(os.path.join(tmp, GRAPH_DIR, name), "w", encoding="utf-8") as f:
                 json.dump(graph, f, separators=(",", ":"), allow_nan=False)
         for name, value in arrays:
-            np.save(os.path.join(tmp, ARRAY_DIR, name), np.ascontiguousarray(value),
+            np.save(os.path.join(tmp, ARRAY_DIR, name), np.asarray(value),
                     allow_pickle=False)
         with open(os.path.join(tmp, MANIFEST), "w", encoding="utf-8") as f:
             json.dump(manifest, f, indent=1, allow_nan=False)
