@@ -237,6 +237,14 @@ class Encoder:
             name = random_function_name(v)
             if name is not None:
                 return {"$": "random_function", "name": name}
+            if not isinstance(v, (type, np.random.Generator)):
+                label = getattr(v, "__qualname__", None) or type(v).__qualname__
+                raise self._refuse(
+                    f"it runs the Python callable {label!r} (passed to a NumPy function, or "
+                    "called as it is); a saved model holds data only, never Python code",
+                    "Fix: use one of NumPy's own options (e.g. np.pad's mode='constant' with "
+                    "constant_values=...), or compute this outside the kx.function and pass "
+                    "the result in as an argument.")
         if isinstance(v, Variable):
             return {"$": "variable", "index": self.variable_index(v)}
         raise self._refuse(f"it holds a {t.__module__}.{t.__qualname__} ({_short(v)}), which "

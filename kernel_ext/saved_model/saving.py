@@ -13,14 +13,16 @@ import json
 import os
 import shutil
 import tempfile
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from ..engine import ConcreteFunction
+from ..ir import Graph
 from ..trace import (Dict, Literal, Sequence_, TensorSpec, TraceType, TreeNode, Variable,
                      WeakRef)
 from .codec import Encoder
+from .loading import LoadedFunction, LoadedModel, Signature
 from .format import (ARRAY_DIR, FORMAT_NAME, FORMAT_VERSION, GRAPH_DIR, IDENTIFIER, MANIFEST,
                      SaveError)
 from .targets import concrete_functions, variables_of
@@ -109,8 +111,7 @@ def encode_tree(tree: TreeNode, enc: Encoder) -> dict:
             "container": container, "keys": enc.value(tuple(tree.keys))}
 
 
-def encode_guard(cf: ConcreteFunction, enc: Encoder) -> Any:
-    guard = cf.guard
+def encode_guard(guard: Any, enc: Encoder) -> Any:
     if guard is None:
         return None
     return enc.value({"updated": tuple(guard.updated), "arrays": tuple(guard.arrays),
@@ -119,8 +120,45 @@ def encode_guard(cf: ConcreteFunction, enc: Encoder) -> Any:
                       "arrays_only": tuple(guard.arrays_only)})
 
 
-def _parameters(cf: ConcreteFunction) -> list[dict]:
-    return [{"name": name, "kind": KIND_NAMES[kind]} for name, kind in cf.function_type.kinds]
+@dataclass
+class Trace:
+    """What one saved signature needs, from a ConcreteFunction or a loaded signature."""
+
+    graph: Graph
+    tree: TreeNode
+    input_types: tuple
+    kinds: list[tuple[str, Any]]
+    text: str
+    outputs: str
+    guard: Any
+
+    @classmethod
+    def of(cls, source: Any) -> "Trace":
+        if isinstance(source, Signature):
+            return cls(source.graph, source.tree, source.input_types,
+                       [(p.name, p.kind) for p in source.signature.parameters.values()],
+                       source.text, source.outputs, source.guard)
+        return cls(source.graph, source._tree, source.input_types, source.function_type.kinds,
+                   source.signature_text(), source.output_text(), source.guard)
+
+
+def _functions_of(obj: Any, signatures: Any) -> dict[str, list[Trace]]:
+    if isinstance(obj, LoadedModel):
+        if signatures is not None:
+            raise TypeError("kx.saved_model.save(): a loaded model keeps its saved signatures; "
+                            "got signatures too. Fix: leave signatures out.")
+        return {name: [Trace.of(s) for s in fn.signatures] for name, fn in
+                obj.functions.items()}
+    if isinstance(obj, LoadedFunction):
+        return {obj.__name__: [Trace.of(s) for s in obj.signatures]}
+    return {name: [Trace.of(cf) for cf in cfs]
+            for name, cfs in concrete_functions(obj, signatures).items()}
+
+
+def _variables_of(obj: Any) -> dict[str, Variable]:
+    if isinstance(obj, LoadedModel):
+        return {name: v for name, v in vars(obj).items() if isinstance(v, Variable)}
+    return variables_of(obj)
 
 
 def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
@@ -132,10 +170,11 @@ def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
     line and the fix for anything that is code rather than data; nothing is written then.
     """
     from .. import __version__
-    functions = concrete_functions(obj, signatures)
+    functions = _functions_of(obj, signatures)
+    held = _variables_of(obj)
     writer = _Writer()
     enc = writer.encoder
-    for name, var in variables_of(obj).items():
+    for var in held.values():
         writer.variable_index(var)
     graphs: dict[str, dict] = {}
     manifest_functions: dict[str, list[dict]] = {}
@@ -143,18 +182,18 @@ def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
         if not IDENTIFIER.match(fname):
             raise SaveError(f"cannot save function {fname!r}: its name is not an identifier")
         entries = []
-        for i, cf in enumerate(cfs):
-            names = cf.function_type.names
-            types_ = [encode_type(t, n) for t, n in zip(cf.input_types, names)]
+        for i, trace in enumerate(cfs):
+            types_ = [encode_type(t, n) for t, (n, _) in zip(trace.input_types, trace.kinds)]
             graph_file = f"{fname}_{i}.json"
-            graphs[graph_file] = enc.graph(cf.graph)
-            entries.append({"graph": graph_file, "parameters": _parameters(cf),
-                            "input_types": types_,
-                            "signature": cf.signature_text(), "outputs": cf.output_text(),
-                            "tree": encode_tree(cf._tree, enc),
-                            "guard": encode_guard(cf, enc)})
+            graphs[graph_file] = enc.graph(trace.graph)
+            entries.append({"graph": graph_file,
+                            "parameters": [{"name": n, "kind": KIND_NAMES[k]}
+                                           for n, k in trace.kinds],
+                            "input_types": types_, "signature": trace.text,
+                            "outputs": trace.outputs, "tree": encode_tree(trace.tree, enc),
+                            "guard": encode_guard(trace.guard, enc)})
         manifest_functions[fname] = entries
-    attr_names = {id(v): n for n, v in variables_of(obj).items()}
+    attr_names = {id(v): n for n, v in held.items()}
     variables = []
     for i, var in enumerate(writer.variables):
         value = np.asarray(var.peek())
