@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..ir import (AbstractValue, CallTemplate, DynamicIndex, Graph, GraphLintError, Node,
-                  OpKind, Operand, lint)
+                  OpKind, Operand, abstract_eval, lint)
 from ..trace import Variable
 from ..trace.source_lines import SourceLine
 from ..trace.zero_d import node_form, restore_node_form
@@ -353,6 +353,19 @@ class Decoder:
             source = SourceLine(self.expect(src["file"], str, f"{what}: source file"),
                                 self.expect(src["line"], int, f"{what}: source line"),
                                 self.expect(src["text"], str, f"{what}: source text"))
+        if op is not OpKind.PLACEHOLDER:
+            # the op's own shape rule on the inputs and attrs must give the recorded value:
+            # an altered argument list, attr or aval is caught here, before any executor
+            # builds code from the node
+            try:
+                inferred = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a
+                                                     for a in args])
+            except Exception as e:  # noqa: BLE001 - any rule's complaint is a format error
+                raise self.fail(f"{what}: the {op.value} op rejects its inputs and attrs "
+                                f"({type(e).__name__}: {str(e)[:200]})") from None
+            if inferred != aval:
+                raise self.fail(f"{what}: records {aval} but its inputs and attrs give "
+                                f"{inferred}")
         node = Node(name, op, tuple(args), attrs, aval, source)
         restore_node_form(node, raw["form"])
         return node

@@ -94,7 +94,9 @@ class _Files:
             raise
         except FileNotFoundError:
             raise SavedModelFormatError(f"{path}: missing") from None
-        except (OSError, ValueError, EOFError, TypeError, OverflowError) as e:
+        except Exception as e:  # noqa: BLE001 - NumPy's header parser raises many kinds
+            # (SyntaxError, tokenize.TokenError, ...: it reads the header with
+            # ast.literal_eval, which evaluates literals only, never code)
             raise SavedModelFormatError(f"{path}: not a valid .npy file ({type(e).__name__}: "
                                         f"{str(e)[:200]})") from None
         value.setflags(write=False)
@@ -279,8 +281,8 @@ def load(path: str | os.PathLike, backend: str = "auto") -> LoadedModel:
     except SavedModelFormatError:
         raise
     except (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError,
-            OverflowError, MemoryError, AssertionError, ArithmeticError,
-            np.linalg.LinAlgError) as e:
+            OverflowError, MemoryError, AssertionError, ArithmeticError, SyntaxError,
+            NotImplementedError, np.linalg.LinAlgError) as e:
         # (every field is checked above; this is the backstop that keeps an altered file a
         # format error whatever part of the rebuilding it upsets)
         raise SavedModelFormatError(f"{root}: the saved model is inconsistent "
