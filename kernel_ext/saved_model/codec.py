@@ -22,16 +22,27 @@ from __future__ import annotations
 
 import functools
 import struct
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
-from ..ir import (AbstractValue, CallTemplate, DynamicIndex, Graph, GraphLintError, Node,
-                  OpKind, Operand, abstract_eval, lint)
+from ..ir import (
+    AbstractValue,
+    CallTemplate,
+    DynamicIndex,
+    Graph,
+    GraphLintError,
+    Node,
+    Operand,
+    OpKind,
+    abstract_eval,
+    lint,
+)
 from ..trace import Variable
 from ..trace.source_lines import SourceLine
 from ..trace.zero_d import node_form, restore_node_form
-from .format import IDENTIFIER, MAX_DEPTH, SaveError, SavedModelFormatError
+from .format import IDENTIFIER, MAX_DEPTH, SavedModelFormatError, SaveError
 
 #: dtypes a saved value may have: bool and the numeric kinds (never object, string, void).
 DTYPE_KINDS = frozenset("biufc")
@@ -582,5 +593,15 @@ class Decoder:
         return self.graph(self.fields(v, what, ("$", "graph"))["graph"], d)
 
 
-__all__ = ["DTYPE_KINDS", "Decoder", "ERROR_TYPES", "Encoder", "PY_TYPES", "numpy_callables",
-           "numpy_function_name", "random_callables", "random_function_name", "where_text"]
+__all__ = [
+    "DTYPE_KINDS",
+    "ERROR_TYPES",
+    "PY_TYPES",
+    "Decoder",
+    "Encoder",
+    "numpy_callables",
+    "numpy_function_name",
+    "random_callables",
+    "random_function_name",
+    "where_text",
+]

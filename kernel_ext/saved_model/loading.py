@@ -13,18 +13,37 @@ import collections
 import inspect
 import json
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..backends import BACKENDS, compile_for
 from ..engine.guards import CallGuard
 from ..ir import Graph
-from ..trace import (Dict, Literal, Sequence_, TensorSpec, TraceType, TreeNode, Variable,
-                     make_trace_type)
+from ..trace import (
+    Dict,
+    Literal,
+    Sequence_,
+    TensorSpec,
+    TraceType,
+    TreeNode,
+    Variable,
+    make_trace_type,
+)
 from .codec import Decoder
-from .format import (ARRAY_DIR, FILE_NAME, FORMAT_NAME, FORMAT_VERSION, GRAPH_DIR, IDENTIFIER,
-                     MANIFEST, MAX_ARRAY_BYTES, MAX_JSON_BYTES, SavedModelFormatError)
+from .format import (
+    ARRAY_DIR,
+    FILE_NAME,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    GRAPH_DIR,
+    IDENTIFIER,
+    MANIFEST,
+    MAX_ARRAY_BYTES,
+    MAX_JSON_BYTES,
+    SavedModelFormatError,
+)
 
 _KINDS = {"positional_only": inspect.Parameter.POSITIONAL_ONLY,
           "positional_or_keyword": inspect.Parameter.POSITIONAL_OR_KEYWORD,
@@ -179,7 +198,7 @@ class Signature:
         for name, value, want in zip(self.names, values, self.input_types):
             try:
                 got = make_trace_type(value, name)
-            except Exception as e:  # an unhashable or untraceable argument
+            except Exception as e:  # noqa: BLE001 - an unhashable or untraceable argument
                 return f"argument '{name}': {e}"
             if not got.is_subtype_of(want):
                 return f"argument '{name}' is {_describe(got)}, expected {_describe(want)}"

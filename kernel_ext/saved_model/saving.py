@@ -8,6 +8,7 @@ with the node (or parameter), its source line and the fix.
 
 from __future__ import annotations
 
+import importlib.metadata
 import inspect
 import json
 import os
@@ -19,12 +20,27 @@ from typing import Any
 import numpy as np
 
 from ..ir import Graph
-from ..trace import (Dict, Literal, Sequence_, TensorSpec, TraceType, TreeNode, Variable,
-                     WeakRef)
+from ..trace import (
+    Dict,
+    Literal,
+    Sequence_,
+    TensorSpec,
+    TraceType,
+    TreeNode,
+    Variable,
+    WeakRef,
+)
 from .codec import Encoder
+from .format import (
+    ARRAY_DIR,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    GRAPH_DIR,
+    IDENTIFIER,
+    MANIFEST,
+    SaveError,
+)
 from .loading import LoadedFunction, LoadedModel, Signature
-from .format import (ARRAY_DIR, FORMAT_NAME, FORMAT_VERSION, GRAPH_DIR, IDENTIFIER, MANIFEST,
-                     SaveError)
 from .targets import concrete_functions, variables_of
 
 #: Parameter kinds a loaded function binds its arguments by.
@@ -133,7 +149,7 @@ class Trace:
     guard: Any
 
     @classmethod
-    def of(cls, source: Any) -> "Trace":
+    def of(cls, source: Any) -> Trace:
         if isinstance(source, Signature):
             return cls(source.graph, source.tree, source.input_types,
                        [(p.name, p.kind) for p in source.signature.parameters.values()],
@@ -161,6 +177,15 @@ def _variables_of(obj: Any) -> dict[str, Variable]:
     return variables_of(obj)
 
 
+def package_version() -> str:
+    """The installed kernel_ext's version (written into each model; "unknown" when the
+    package runs from a source tree without its metadata)."""
+    try:
+        return importlib.metadata.version("jupyterlab-tffunction")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
     """Save ``obj`` — a ``kx.function`` (its concrete functions, or those ``signatures``
     lists), a ``ConcreteFunction``, or an object holding ``kx.function``\\ s and
@@ -169,7 +194,6 @@ def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
     Raises :class:`~kernel_ext.saved_model.SaveError` (a ``ValueError``) naming the node, its
     line and the fix for anything that is code rather than data; nothing is written then.
     """
-    from .. import __version__
     functions = _functions_of(obj, signatures)
     held = _variables_of(obj)
     writer = _Writer()
@@ -203,7 +227,7 @@ def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
                           "file": file, "dtype": value.dtype.str, "shape": list(value.shape),
                           "trainable": bool(var.trainable)})
     manifest = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION,
-                "package_version": __version__, "functions": manifest_functions,
+                "package_version": package_version(), "functions": manifest_functions,
                 "variables": variables, "arrays": [name for name, _ in writer.arrays]}
     _write(os.fspath(path), manifest, graphs, writer.arrays)
 

@@ -8,7 +8,9 @@ those ``signatures`` lists), a ``ConcreteFunction`` for itself, and any other ob
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import re
+from collections.abc import Sequence
+from typing import Any
 
 from ..engine import ConcreteFunction, Function
 from ..trace import Variable
@@ -39,7 +41,8 @@ def concrete_functions(obj: Any, signatures: Any = None) -> dict[str, list[Concr
         return {_cf_name(obj): [obj]}
     fn = _function_of(obj)
     if fn is not None:
-        return {fn.__name__: _of_function(fn, signatures, fn.__name__)}
+        name = identifier(fn.name)
+        return {name: _of_function(fn, signatures, name)}
     found: dict[str, list[ConcreteFunction]] = {}
     if signatures is not None and not isinstance(signatures, dict):
         raise TypeError(f"concrete_functions(): for a {type(obj).__name__} object, signatures "
@@ -78,14 +81,21 @@ def _attributes(obj: Any) -> list[tuple[str, Any]]:
             continue
         try:
             value = getattr(obj, name)
-        except Exception:  # a property that fails is simply not exported
+        except Exception:  # noqa: BLE001, S112 - a property that fails is not exported
             continue
         out.append((name, value))
     return out
 
 
+def identifier(name: str) -> str:
+    """``name`` as a Python identifier (``<lambda>`` -> ``lambda_``): how a saved model and
+    the loaded object name a function."""
+    text = re.sub(r"\W", "_", name).strip("_") or "function"
+    return text if text[0].isalpha() or text[0] == "_" else f"f_{text}"
+
+
 def _cf_name(cf: ConcreteFunction) -> str:
-    return cf.function_type.name
+    return identifier(cf.function_type.name)
 
 
 def _of_function(fn: Function, signatures: Sequence[Any] | None,
@@ -107,4 +117,4 @@ def _of_function(fn: Function, signatures: Sequence[Any] | None,
     return out
 
 
-__all__ = ["concrete_functions", "variables_of"]
+__all__ = ["concrete_functions", "identifier", "variables_of"]

@@ -135,7 +135,7 @@ def _load_or_format_error(path: Path, what: str) -> None:
         kx.saved_model.load(path, backend="numpy")
     except SavedModelFormatError:
         return
-    except Exception as e:  # the failure the test exists for
+    except Exception as e:  # noqa: BLE001 - the failure this test exists to find
         pytest.fail(f"{what}: load raised {type(e).__name__}: {e}")
 
 

@@ -62,7 +62,7 @@ MODEL_SOURCE = textwrap.dedent('''
 def _run(code: str, cwd: Path, extra_path: list[str] = ()) -> str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *extra_path]))
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     return done.stdout
 
