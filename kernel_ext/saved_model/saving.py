@@ -158,7 +158,8 @@ class Trace:
                    source.signature_text(), source.output_text(), source.guard)
 
 
-def _functions_of(obj: Any, signatures: Any) -> dict[str, list[Trace]]:
+def functions_of(obj: Any, signatures: Any) -> dict[str, list[Trace]]:
+    """The traces to save for ``obj``, by function name (a loaded model's own included)."""
     if isinstance(obj, LoadedModel):
         if signatures is not None:
             raise TypeError("kx.saved_model.save(): a loaded model keeps its saved signatures; "
@@ -171,7 +172,8 @@ def _functions_of(obj: Any, signatures: Any) -> dict[str, list[Trace]]:
             for name, cfs in concrete_functions(obj, signatures).items()}
 
 
-def _variables_of(obj: Any) -> dict[str, Variable]:
+def variables_held(obj: Any) -> dict[str, Variable]:
+    """The variables ``obj`` holds as attributes, by attribute name."""
     if isinstance(obj, LoadedModel):
         return {name: v for name, v in vars(obj).items() if isinstance(v, Variable)}
     return variables_of(obj)
@@ -194,8 +196,8 @@ def save(obj: Any, path: str | os.PathLike, signatures: Any = None) -> None:
     Raises :class:`~kernel_ext.saved_model.SaveError` (a ``ValueError``) naming the node, its
     line and the fix for anything that is code rather than data; nothing is written then.
     """
-    functions = _functions_of(obj, signatures)
-    held = _variables_of(obj)
+    functions = functions_of(obj, signatures)
+    held = variables_held(obj)
     writer = _Writer()
     enc = writer.encoder
     for var in held.values():
@@ -261,4 +263,5 @@ def _write(path: str, manifest: dict, graphs: dict[str, dict],
         raise
 
 
-__all__ = ["KIND_NAMES", "encode_tree", "encode_type", "save"]
+__all__ = ["KIND_NAMES", "Trace", "encode_tree", "encode_type", "functions_of", "package_version",
+           "save", "variables_held"]
