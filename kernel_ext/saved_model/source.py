@@ -99,8 +99,14 @@ def _fits(value, spec):
         _fits(value[k], s) for k, s in spec[1].items())
 
 
+def _instance(cls, state):
+    obj = object.__new__(cls)
+    obj.__dict__.update(state)
+    return obj
+
+
 def _dispatch(name, signatures, args, kwargs):
-    for signature, types_, run in signatures:
+    for signature, types_, run, violated in signatures:
         try:
             bound = signature.bind_partial(*args, **kwargs)
             for (param, spec) in zip(signature.parameters, types_):
@@ -113,6 +119,10 @@ def _dispatch(name, signatures, args, kwargs):
                                       inspect.Parameter.VAR_POSITIONAL else {})
                   for p in signature.parameters]
         if all(_fits(v, s) for v, s in zip(values, types_)):
+            reason = None if violated is None else violated(values)
+            if reason is not None:
+                raise ValueError(f"{name}: {reason}; the exported function assumed otherwise "
+                                 "when it was traced")
             return run(*values)
     raise TypeError(f"{name}() cannot run these arguments; its saved signatures are: "
                     + "; ".join(str(s[0]) for s in signatures))
@@ -199,10 +209,11 @@ class Exporter:
         if getattr(builtins, getattr(v, "__name__", ""), None) is v:
             return v.__name__
         module = getattr(v, "__module__", None) or ""
-        if module.split(".")[0] in STDLIB and getattr(
-                __import__(module), getattr(v, "__name__", ""), None) is v:
-            self.imports.add(module)
-            return f"{module}.{v.__name__}"
+        stdlib = module.lstrip("_")  # (operator.index lives in _operator)
+        if stdlib in STDLIB and getattr(__import__(stdlib), getattr(v, "__name__", ""),
+                                        None) is v:
+            self.imports.add(stdlib)
+            return f"{stdlib}.{v.__name__}"
         if module.startswith("numpy"):
             found = self._numpy_path(v)
             if found is not None:
@@ -222,8 +233,16 @@ class Exporter:
             return f"{self.expr(type(v))}({fields})"
         if isinstance(v, type) and getattr(builtins, v.__name__, None) is v:
             return v.__name__
+        if type(v).__module__.startswith("kernel_ext") and hasattr(v, "__dict__") and \
+                not hasattr(type(v), "__slots__"):
+            return f"_instance({self.expr(type(v))}, {self.expr(dict(vars(v)))})"
         if isinstance(v, BaseException) and type(v).__module__ == "builtins":
             return f"{type(v).__name__}(*{self.expr(tuple(v.args))})"
+        if isinstance(v, np.random.Generator) or type(v).__module__.startswith("kernel_ext."
+                                                                               "trace.random"):
+            raise SaveError("export_source: the graph draws from a np.random.Generator held by "
+                            "reference, whose state a file cannot hold. Fix: draw the random "
+                            "values outside the kx.function and pass them in.")
         raise SaveError(f"export_source: the generated code uses {type(v).__qualname__} "
                         f"{v!r:.60}, which has no source form. Fix: kx.saved_model.save keeps "
                         "this graph as data instead.")
@@ -269,6 +288,9 @@ class Exporter:
         except (OSError, TypeError, SyntaxError) as e:
             raise SaveError(f"export_source: no source for {cls.__qualname__} ({e})") from None
         assert isinstance(tree, ast.ClassDef)
+        name = self.fresh(cls.__name__)
+        self.exprs[id(cls)] = name  # (first: its methods may name it)
+        self.keep.append(cls)
         module_globals = vars(__import__("sys").modules[cls.__module__])
         refs: set[str] = set()
         for value in vars(cls).values():
@@ -283,7 +305,6 @@ class Exporter:
             if ref in module_globals:
                 renames[ref] = self.expr(module_globals[ref])
         _Renamer(renames).visit(tree)
-        name = self.fresh(cls.__name__)
         tree.name = name
         self.lines.append(ast.unparse(tree))
         self.lines.append(f"{name}.__name__ = {name}.__qualname__ = {cls.__name__!r}")
@@ -292,6 +313,8 @@ class Exporter:
     def _function(self, fn: types.FunctionType) -> str:
         tree = _function_ast(fn)
         name = self.fresh(fn.__name__)
+        self.exprs[id(fn)] = name  # (first: a function may call itself)
+        self.keep.append(fn)
         code = fn.__code__
         local_names = _local_names(code)
         # globals the function reads: bound at module level under a unique name each
@@ -379,18 +402,31 @@ def _function_ast(fn: types.FunctionType) -> ast.AST:
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise SaveError(f"export_source: cannot read the def of {fn.__qualname__}")
         return node
-    # a lambda: the one on its first line whose parameters match
-    try:
-        module = ast.parse(text)
-    except SyntaxError:
-        module = ast.parse("(\n" + text.strip().rstrip(",").removeprefix("return ") + "\n)")
-    params = fn.__code__.co_varnames[:fn.__code__.co_argcount]
-    found = [n for n in ast.walk(module) if isinstance(n, ast.Lambda) and n.lineno - 1 == 0
-             and tuple(a.arg for a in n.args.args) == params]
-    if len(found) != 1:
+    # a lambda: among those of its file starting on its first line, the one that compiles to
+    # its own bytecode (several may share a line: ``{"int": lambda v: int(v), ...}``)
+    module = _file_ast(fn.__code__.co_filename)
+    code = fn.__code__
+    found = []
+    for node in ast.walk(module):
+        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
+            compiled = compile(ast.fix_missing_locations(ast.Expression(node)), "<lambda>",
+                               "eval")
+            inner = [c for c in compiled.co_consts if isinstance(c, types.CodeType)]
+            # (compiled alone, its free variables read as globals)
+            if inner and inner[0].co_varnames == code.co_varnames and \
+                    set(inner[0].co_names) == set(code.co_names) | set(code.co_freevars) and \
+                    inner[0].co_consts == code.co_consts:
+                found.append(node)
+    if len({ast.unparse(n) for n in found}) != 1:
         raise SaveError(f"export_source: cannot pick out the lambda of {fn.__qualname__} "
-                        f"at {fn.__code__.co_filename}:{first}")
+                        f"at {code.co_filename}:{first}")
     return found[0]
+
+
+@functools.lru_cache(maxsize=64)
+def _file_ast(filename: str) -> ast.Module:
+    with open(filename, encoding="utf-8") as f:
+        return ast.parse(f.read())
 
 
 def _spec_source(t: Any) -> str:
@@ -467,7 +503,8 @@ def _trace_block(exporter: Exporter, fname: str, i: int, trace: Trace,
     params = ", ".join(f"inspect.Parameter({n!r}, inspect.Parameter.{k.name})"
                        for n, k in trace.kinds)
     specs = "(" + "".join(_spec_source(t) + ", " for t in trace.input_types) + ")"
-    return f"(inspect.Signature([{params}]), {specs}, {factory}())"
+    guard = "None" if trace.guard is None else exporter.expr(trace.guard.violated)
+    return f"(inspect.Signature([{params}]), {specs}, {factory}(), {guard})"
 
 
 __all__ = ["export_source"]
