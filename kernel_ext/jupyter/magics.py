@@ -517,8 +517,9 @@ class TFFunctionMagics(Magics):
 
     # ------------------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("name", help="the variable holding a kx.function, a ConcreteFunction, or an "
-                           "object whose attributes are kx.functions and kx.Variables")
+    @argument("name", help="the variable (or variable.attribute) holding a kx.function, a "
+                           "ConcreteFunction, or an object whose attributes are kx.functions "
+                           "and kx.Variables")
     @argument("path", help="where to write: a saved-model directory, or the .onnx / .py file")
     @argument("--onnx", action="store_true",
               help="write an ONNX model (kernel_ext.onnx; needs the [onnx] extra)")
@@ -541,10 +542,16 @@ class TFFunctionMagics(Magics):
             raise UsageError("%tffunction_save: choose one of --onnx and --source (or neither, "
                              "for a saved-model directory)")
         ns = self.shell.user_ns
-        if args.name not in ns:
-            raise UsageError(f"%tffunction_save: no variable named {args.name!r} in this "
-                             "kernel; pass the name of a kx.function or of a model object")
-        obj = ns[args.name]
+        head, *attrs = args.name.split(".")
+        if head not in ns or not all(_is_name(a) for a in attrs):
+            raise UsageError(f"%tffunction_save: no variable named {head!r} in this "
+                             "kernel; pass the name of a kx.function or of a model object "
+                             "(or model.attribute)")
+        obj = ns[head]
+        for attr in attrs:
+            if not hasattr(obj, attr):
+                raise UsageError(f"%tffunction_save: {head} has no attribute {attr!r}")
+            obj = getattr(obj, attr)
         from .. import saved_model
         try:
             if args.onnx:

@@ -49,6 +49,20 @@ def test_usage_errors_name_the_problem(shell, tmp_path):
     assert isinstance(error, UsageError) and "choose one" in str(error)
     error = _run(shell, "%tffunction_save")
     assert isinstance(error, UsageError)
+    error = _run(shell, f"%tffunction_save f.nope {tmp_path / 'm'}")
+    assert isinstance(error, UsageError) and "no attribute 'nope'" in str(error)
+
+
+def test_a_dotted_name_saves_one_method_of_a_model(shell, tmp_path):
+    assert _run(shell, "class M:\n"
+                       "    @kx.function(backend='numpy')\n"
+                       "    def f(self, x):\n"
+                       "        return x - 1\n"
+                       "m = M()\n"
+                       "m.f(np.arange(3))") is None
+    assert _run(shell, f"%tffunction_save m.f {tmp_path / 'mf'}") is None
+    loaded = kx.saved_model.load(tmp_path / "mf", backend="numpy")
+    assert loaded.f(np.arange(3)).tolist() == [-1, 0, 1]
 
 
 def test_onnx_without_the_exporter_is_a_usage_error_naming_the_fix(shell, tmp_path,
