@@ -66,7 +66,11 @@ class _Files:
         if not isinstance(name, str) or not FILE_NAME.match(name):
             raise SavedModelFormatError(f"{self.root}: file name {name!r} is not a plain "
                                         "file name of the model")
-        return os.path.join(self.root, folder, name) if folder else os.path.join(self.root, name)
+        path = os.path.join(self.root, folder, name) if folder else \
+            os.path.join(self.root, name)
+        if os.path.islink(path) or (folder and os.path.islink(os.path.join(self.root, folder))):
+            raise SavedModelFormatError(f"{path}: a link (a model's files are plain files)")
+        return path
 
     def json(self, folder: str | None, name: str) -> Any:
         path = self._path(folder, name)

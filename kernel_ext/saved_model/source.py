@@ -20,6 +20,7 @@ import builtins
 import dataclasses
 import functools
 import inspect
+import math
 import os
 import re
 import struct
@@ -152,7 +153,7 @@ class Exporter:
         if v is None or t in (bool, int, str, bytes):
             return repr(v)
         if t is float:
-            if v == v and v not in (float("inf"), float("-inf")):
+            if math.isfinite(v):
                 return repr(v)
             return f"struct.unpack('<d', bytes.fromhex('{struct.pack('<d', v).hex()}'))[0]"
         if t is complex:

@@ -196,6 +196,18 @@ def test_a_file_name_outside_the_model_is_refused(saved, tmp_path):
         kx.saved_model.load(case, backend="numpy")
 
 
+def test_a_file_that_links_elsewhere_is_refused(saved, tmp_path):
+    case = tmp_path / "m"
+    shutil.copytree(saved, case)
+    outside = tmp_path / "outside.npy"
+    np.save(outside, np.zeros(3))
+    target = case / "arrays" / "v0.npy"
+    target.unlink()
+    target.symlink_to(outside)
+    with pytest.raises(SavedModelFormatError, match="a link"):
+        kx.saved_model.load(case, backend="numpy")
+
+
 def test_a_missing_or_non_model_directory_is_a_format_error(tmp_path):
     with pytest.raises(SavedModelFormatError, match="not a directory"):
         kx.saved_model.load(tmp_path / "nothing")
