@@ -355,7 +355,8 @@ def _load(files: _Files, root: str, backend: str) -> LoadedModel:
     functions: dict[str, LoadedFunction] = {}
     raw_functions = _typed(manifest["functions"], dict, f"{where}: functions")
     for fname, entries in raw_functions.items():
-        if not IDENTIFIER.match(fname) or fname in ("functions", "variables", "manifest"):
+        if not IDENTIFIER.match(fname) or fname.startswith("__") or \
+                fname in ("functions", "variables", "manifest"):
             raise SavedModelFormatError(f"{where}: function name {fname!r} is not allowed")
         sigs = []
         for i, raw in enumerate(_typed(entries, list, f"{where}: functions.{fname}")):

@@ -130,6 +130,11 @@ def _dispatch(name, signatures, args, kwargs):
 '''
 
 
+#: Module-level names of the exported file that a saved function may not take.
+_RESERVED = frozenset({"np", "Variable", "variables", "inspect", "os", "struct", "functools",
+                       "annotations"} | STDLIB)
+
+
 class Exporter:
     """Python source for the values a generated graph function refers to."""
 
@@ -455,6 +460,10 @@ def export_source(obj: Any, path: str | os.PathLike) -> None:
     exporter = Exporter()
     blocks: list[str] = []
     for fname, traces in functions.items():
+        if fname in _RESERVED or fname.startswith("_"):
+            raise SaveError(f"export_source: a function named {fname!r} would hide a name the "
+                            "exported file needs. Fix: give it another name (kx.function(..., "
+                            "name=...), or another attribute name).")
         entries = []
         for i, trace in enumerate(traces):
             entries.append(_trace_block(exporter, fname, i, trace, blocks))

@@ -8,6 +8,7 @@ those ``signatures`` lists), a ``ConcreteFunction`` for itself, and any other ob
 
 from __future__ import annotations
 
+import keyword
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -91,7 +92,8 @@ def identifier(name: str) -> str:
     """``name`` as a Python identifier (``<lambda>`` -> ``lambda_``): how a saved model and
     the loaded object name a function."""
     text = re.sub(r"\W", "_", name).strip("_") or "function"
-    return text if text[0].isalpha() or text[0] == "_" else f"f_{text}"
+    text = text if text[0].isalpha() or text[0] == "_" else f"f_{text}"
+    return f"{text}_" if keyword.iskeyword(text) else text
 
 
 def _cf_name(cf: ConcreteFunction) -> str:

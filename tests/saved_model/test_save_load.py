@@ -284,3 +284,12 @@ def test_concrete_functions_resolves_functions_concrete_functions_and_holders():
         kx.saved_model.concrete_functions(object())
     with pytest.raises(ValueError, match="no traces"):
         kx.saved_model.concrete_functions(kx.function(lambda x: x))
+
+
+def test_a_lambda_is_saved_under_an_identifier_name(tmp_path):
+    f = kx.function(lambda x: x + 1, backend="numpy")
+    f(np.zeros(2))
+    kx.saved_model.save(f, tmp_path / "m")
+    loaded = kx.saved_model.load(tmp_path / "m", backend="numpy")
+    assert list(loaded.functions) == ["lambda_"]
+    _bitwise(loaded(np.zeros(2)), np.ones(2))
