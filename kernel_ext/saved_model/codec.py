@@ -39,7 +39,7 @@ from ..ir import (
     abstract_eval,
     lint,
 )
-from ..trace import Variable
+from ..trace import MUTATING_FUNCTIONS, Variable
 from ..trace.source_lines import SourceLine
 from ..trace.zero_d import node_form, restore_node_form
 from .format import IDENTIFIER, MAX_DEPTH, SavedModelFormatError, SaveError
@@ -58,22 +58,38 @@ ERROR_TYPES: dict[str, type[BaseException]] = {
 PY_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "complex": complex,
                              "ndarray": np.ndarray}
 
-_UFUNC_METHODS = ("reduce", "accumulate", "reduceat", "outer", "at")
+_UFUNC_METHODS = ("reduce", "accumulate", "reduceat", "outer")  # (at writes in place)
 _GLOBAL_RANDOM_STATE = np.random.mtrand._rand
+
+
+#: NumPy functions a saved model may never name, though NumPy dispatches them on arrays:
+#: files in and out, global settings, and functions that write into their arguments.
+DENIED = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "loadtxt",
+                    "genfromtxt", "fromfile", "fromregex", "frompyfunc", "copyto",
+                    "fill_diagonal", "put", "place", "putmask", "put_along_axis",
+                    "set_printoptions", "seterr", "seterrcall", "setbufsize", "test", "info",
+                    "show_config", "show_runtime", "get_include", "lookfor", "source", "who",
+                    "seed", "set_state"})
+#: The kinds of NumPy callable an opaque call can be: array-function dispatchers (what
+#: ``__array_function__`` sees), ufuncs and C functions. NumPy's plain Python functions are
+#: never dispatched to a traced value, so none is needed (np.load is one).
+_DISPATCHED = ("_ArrayFunctionDispatcher", "ufunc", "builtin_function_or_method")
 
 
 @functools.lru_cache(maxsize=1)
 def numpy_callables() -> dict[str, Callable[..., Any]]:
-    """The allow-list of NumPy callables a saved opaque call may name: every public function
-    and ufunc of ``numpy``, ``numpy.linalg`` and ``numpy.fft`` (``"numpy.linalg.norm"``),
-    and the methods of NumPy's ufuncs (``"numpy.add.reduce"``). Classes are left out."""
+    """The allow-list of NumPy callables a saved opaque call may name: the dispatched
+    functions and ufuncs of ``numpy``, ``numpy.linalg`` and ``numpy.fft``
+    (``"numpy.linalg.norm"``) and the pure methods of NumPy's ufuncs (``"numpy.add.reduce"``),
+    less :data:`DENIED`."""
     out: dict[str, Callable[..., Any]] = {}
+    mutating = set(MUTATING_FUNCTIONS)
     for prefix, module in (("numpy", np), ("numpy.linalg", np.linalg), ("numpy.fft", np.fft)):
         for name in dir(module):
-            if name.startswith("_"):
+            if name.startswith("_") or name in DENIED:
                 continue
             obj = getattr(module, name, None)
-            if isinstance(obj, type) or not callable(obj):
+            if type(obj).__name__ not in _DISPATCHED or obj in mutating:
                 continue
             out[f"{prefix}.{name}"] = obj
             if isinstance(obj, np.ufunc) and prefix == "numpy":
@@ -85,12 +101,31 @@ def numpy_callables() -> dict[str, Callable[..., Any]]:
 @functools.lru_cache(maxsize=1)
 def random_callables() -> dict[str, Callable[..., Any]]:
     """The allow-list of ``np.random`` draws a saved random call may name (the functions of
-    the global random state: ``"numpy.random.rand"``)."""
+    the global random state: ``"numpy.random.rand"``; not ``seed`` or ``set_state``)."""
     out = {}
     for name in dir(np.random):
         obj = getattr(np.random, name, None)
-        if getattr(obj, "__self__", None) is _GLOBAL_RANDOM_STATE and not name.startswith("_"):
+        if getattr(obj, "__self__", None) is _GLOBAL_RANDOM_STATE and \
+                not name.startswith("_") and name not in DENIED:
             out[f"numpy.random.{name}"] = obj
+    return out
+
+
+@functools.lru_cache(maxsize=1)
+def numpy_result_types() -> dict[str, type]:
+    """NumPy's own namedtuple result classes (``EighResult``, ``UniqueCountsResult``, ...),
+    by ``module.qualname``: a result of one comes back as that class, not a look-alike."""
+    import importlib
+    out: dict[str, type] = {}
+    for module_name in ("numpy.linalg._linalg", "numpy.lib._arraysetops_impl"):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:  # (another NumPy layout: such results come back as namedtuples)
+            continue
+        for name, obj in vars(module).items():
+            if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") \
+                    and name.endswith("Result"):
+                out[f"{obj.__module__}.{obj.__qualname__}"] = obj
     return out
 
 

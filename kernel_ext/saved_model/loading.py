@@ -31,7 +31,7 @@ from ..trace import (
     Variable,
     make_trace_type,
 )
-from .codec import Decoder
+from .codec import Decoder, numpy_result_types
 from .format import (
     ARRAY_DIR,
     FILE_NAME,
@@ -468,16 +468,22 @@ def _decode_tree(dec: Decoder, raw: Any, depth: int, n_outputs: int) -> TreeNode
         raise dec.fail("an output structure's keys must be a tuple")
     container = None
     if kind == "namedtuple":
-        c = dec.fields(raw["container"], "a namedtuple", ("name", "fields"))
+        c = dec.fields(raw["container"], "a namedtuple", ("name", "fields", "numpy"))
         fields = dec.expect(c["fields"], list, "a namedtuple's fields")
         if not isinstance(c["name"], str) or not IDENTIFIER.match(c["name"]) or not all(
                 isinstance(f, str) and IDENTIFIER.match(f) and not f.startswith("_")
                 for f in fields) or len(fields) != len(children):
             raise dec.fail("a namedtuple needs an identifier name and one field per item")
-        try:
-            container = collections.namedtuple(c["name"], fields)
-        except ValueError as e:
-            raise dec.fail(f"namedtuple {c['name']!r}: {e}") from None
+        if c["numpy"] is not None:
+            container = numpy_result_types().get(c["numpy"]) if isinstance(c["numpy"], str) \
+                else None
+            if container is None or list(container._fields) != fields:
+                raise dec.fail(f"{c['numpy']!r} is not a NumPy result type with these fields")
+        else:
+            try:
+                container = collections.namedtuple(c["name"], fields)
+            except ValueError as e:
+                raise dec.fail(f"namedtuple {c['name']!r}: {e}") from None
     elif raw["container"] is not None:
         raise dec.fail(f"a {kind} output structure has no container")
     _check_tree_value(dec, kind, value, keys, children)

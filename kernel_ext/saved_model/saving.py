@@ -30,7 +30,7 @@ from ..trace import (
     Variable,
     WeakRef,
 )
-from .codec import Encoder
+from .codec import Encoder, numpy_result_types
 from .format import (
     ARRAY_DIR,
     FORMAT_NAME,
@@ -117,7 +117,10 @@ def encode_tree(tree: TreeNode, enc: Encoder) -> dict:
         if not IDENTIFIER.match(name) or not all(IDENTIFIER.match(f) for f in fields):
             raise SaveError(f"cannot save the result structure: namedtuple {name!r} has "
                             "field names that are not identifiers")
-        container = {"name": name, "fields": fields}
+        container = {"name": name, "fields": fields, "numpy": None}
+        qualified = f"{tree.container.__module__}.{tree.container.__qualname__}"
+        if numpy_result_types().get(qualified) is tree.container:
+            container["numpy"] = qualified
     elif tree.kind == "dataclass":
         raise SaveError(f"cannot save the result structure: it returns a "
                         f"{tree.container.__qualname__} dataclass, whose class is Python code. "

@@ -32,14 +32,14 @@ import numpy as np
 
 from ..backends import generate_source
 from ..trace import Dict, Literal, Sequence_, TensorSpec, Variable
-from .codec import numpy_function_name, random_function_name
+from .codec import numpy_function_name, numpy_result_types, random_function_name
 from .format import SaveError
 from .saving import Trace, functions_of, variables_held
 
 #: Standard-library modules the exported file may import (besides NumPy).
 STDLIB = frozenset({"operator", "math", "functools", "itertools", "copy", "sys", "warnings",
                     "struct", "numbers", "collections", "keyword", "dataclasses", "enum",
-                    "abc"})
+                    "abc", "importlib"})
 
 _VARIABLE_CLASS = '''
 class Variable:
@@ -233,6 +233,14 @@ class Exporter:
             return self._function(v)
         if isinstance(v, type) and module.startswith("kernel_ext"):
             return self._class(v)
+        if isinstance(v, type) and issubclass(v, tuple) and hasattr(v, "_fields"):
+            qualified = f"{v.__module__}.{v.__qualname__}"
+            if numpy_result_types().get(qualified) is v:
+                self.imports.add("importlib")
+                return f"importlib.import_module({v.__module__!r}).{v.__qualname__}"
+            self.imports.add("collections")
+            return self._define(v.__name__, f"collections.namedtuple({v.__name__!r}, "
+                                            f"{list(v._fields)!r})")
         if dataclasses.is_dataclass(v) and type(v).__module__.startswith("kernel_ext"):
             fields = ", ".join(f"{f.name}={self.expr(getattr(v, f.name))}"
                                for f in dataclasses.fields(v) if f.init)

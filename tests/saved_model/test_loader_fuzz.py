@@ -213,3 +213,22 @@ def test_a_missing_or_non_model_directory_is_a_format_error(tmp_path):
         kx.saved_model.load(tmp_path / "nothing")
     with pytest.raises(SavedModelFormatError, match="missing"):
         kx.saved_model.load(tmp_path)
+
+
+def test_callables_outside_numpys_allow_list_are_refused_by_name(tmp_path):
+    @kx.function(backend="numpy")
+    def f(x, w):
+        return np.einsum(x, [0, 1], w, [1, 2])  # an opaque call, saved by name
+
+    f(np.ones((2, 3)), np.ones((3, 3)))
+    kx.saved_model.save(f, tmp_path / "m")
+    graph_file = tmp_path / "m" / "graphs" / "f_0.json"
+    text = graph_file.read_text()
+    assert '"name":"numpy.einsum"' in text
+    # (np.load and np.save: NumPy's, but files in and out are never allowed)
+    for hostile in ("os.system", "builtins.eval", "numpy.load", "numpy.save",
+                    "numpy.add.at", "subprocess.run"):
+        graph_file.write_text(text.replace('"name":"numpy.einsum"', f'"name":"{hostile}"'))
+        with pytest.raises(SavedModelFormatError, match=rf"'{hostile}' is not a NumPy "
+                                                        "function this loader allows"):
+            kx.saved_model.load(tmp_path / "m", backend="numpy")

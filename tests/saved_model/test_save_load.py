@@ -293,3 +293,16 @@ def test_a_lambda_is_saved_under_an_identifier_name(tmp_path):
     loaded = kx.saved_model.load(tmp_path / "m", backend="numpy")
     assert list(loaded.functions) == ["lambda_"]
     _bitwise(loaded(np.zeros(2)), np.ones(2))
+
+
+def test_numpys_own_result_types_come_back_as_themselves(tmp_path):
+    @kx.function(backend="numpy")
+    def spectrum(a):
+        return np.linalg.eigh(a @ a.T)
+
+    a = np.arange(9.0).reshape(3, 3) / 7
+    expected = spectrum(a)
+    kx.saved_model.save(spectrum, tmp_path / "m")
+    got = kx.saved_model.load(tmp_path / "m", backend="numpy").spectrum(a)
+    assert type(got) is type(expected)  # np.linalg's EighResult itself
+    _bitwise(tuple(got), tuple(expected))
