@@ -89,7 +89,7 @@ def numpy_callables() -> dict[str, Callable[..., Any]]:
             if name.startswith("_") or name in DENIED:
                 continue
             obj = getattr(module, name, None)
-            if type(obj).__name__ not in _DISPATCHED or obj in mutating:
+            if obj is None or type(obj).__name__ not in _DISPATCHED or obj in mutating:
                 continue
             out[f"{prefix}.{name}"] = obj
             if isinstance(obj, np.ufunc) and prefix == "numpy":
@@ -102,7 +102,7 @@ def numpy_callables() -> dict[str, Callable[..., Any]]:
 def random_callables() -> dict[str, Callable[..., Any]]:
     """The allow-list of ``np.random`` draws a saved random call may name (the functions of
     the global random state: ``"numpy.random.rand"``; not ``seed`` or ``set_state``)."""
-    out = {}
+    out: dict[str, Any] = {}
     for name in dir(np.random):
         obj = getattr(np.random, name, None)
         if getattr(obj, "__self__", None) is _GLOBAL_RANDOM_STATE and \
@@ -370,7 +370,7 @@ class Decoder:
         if name in by_name:
             raise self.fail(f"{what}: a second node named {name!r}")
         try:
-            op = OpKind(self.expect(raw["op"], str, f"{what}: op"))
+            op = OpKind(self.expect(raw["op"], str, f"{what}: op"))  # type: ignore[call-arg]
         except ValueError:
             raise self.fail(f"{what}: unknown op {raw['op']!r}") from None
         args = []

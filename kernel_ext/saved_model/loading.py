@@ -466,7 +466,7 @@ def _decode_tree(dec: Decoder, raw: Any, depth: int, n_outputs: int) -> TreeNode
     keys = dec.value(raw["keys"], 0, "an output structure's keys")
     if not isinstance(keys, tuple):
         raise dec.fail("an output structure's keys must be a tuple")
-    container = None
+    container: Any = None
     if kind == "namedtuple":
         c = dec.fields(raw["container"], "a namedtuple", ("name", "fields", "numpy"))
         fields = dec.expect(c["fields"], list, "a namedtuple's fields")
@@ -481,7 +481,8 @@ def _decode_tree(dec: Decoder, raw: Any, depth: int, n_outputs: int) -> TreeNode
                 raise dec.fail(f"{c['numpy']!r} is not a NumPy result type with these fields")
         else:
             try:
-                container = collections.namedtuple(c["name"], fields)
+                container = collections.namedtuple(  # type: ignore[misc, no-redef]
+                    c["name"], fields)
             except ValueError as e:
                 raise dec.fail(f"namedtuple {c['name']!r}: {e}") from None
     elif raw["container"] is not None:

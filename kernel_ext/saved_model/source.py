@@ -403,7 +403,8 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _function_ast(fn: types.FunctionType) -> ast.AST:
+def _function_ast(fn: types.FunctionType
+                  ) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda:
     """The ``def`` or ``lambda`` of ``fn`` as an AST, from its source."""
     try:
         lines, first = inspect.getsourcelines(fn)
@@ -412,17 +413,18 @@ def _function_ast(fn: types.FunctionType) -> ast.AST:
     text = textwrap.dedent("".join(lines))
     if fn.__name__ != "<lambda>":
         module = ast.parse(text)
-        node = module.body[0]
-        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+        definition = module.body[0]
+        if not isinstance(definition, (ast.FunctionDef, ast.AsyncFunctionDef)):
             raise SaveError(f"export_source: cannot read the def of {fn.__qualname__}")
-        return node
+        return definition
     # a lambda: among those of its file starting on its first line, the one that compiles to
     # its own bytecode (several may share a line: ``{"int": lambda v: int(v), ...}``)
     module = _file_ast(fn.__code__.co_filename)
     code = fn.__code__
-    found = []
-    for node in ast.walk(module):
-        if isinstance(node, ast.Lambda) and node.lineno == code.co_firstlineno:
+    found: list[ast.Lambda] = []
+    for candidate in ast.walk(module):
+        if isinstance(candidate, ast.Lambda) and candidate.lineno == code.co_firstlineno:
+            node = candidate
             compiled = compile(ast.fix_missing_locations(ast.Expression(node)), "<lambda>",
                                "eval")
             inner = [c for c in compiled.co_consts if isinstance(c, types.CodeType)]
