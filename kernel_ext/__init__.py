@@ -38,10 +38,10 @@ __all__ = ["ConcreteFunction", "Function", "GradientTape", "Graph", "TensorArray
 
 
 def __getattr__(name: str) -> object:
-    """``kx.jupyter`` on first use (it imports IPython and ipywidgets, so never eagerly)."""
-    if name == "jupyter":
+    """``kx.jupyter`` (it imports IPython and ipywidgets) and ``kx.saved_model`` on first use."""
+    if name in ("jupyter", "saved_model"):  # (saved_model: kx.saved_model.save/load)
         import importlib
-        return importlib.import_module(".jupyter", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'kernel_ext' has no attribute {name!r}")
 
 

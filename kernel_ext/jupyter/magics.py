@@ -1,8 +1,10 @@
-"""The ``%%tffunction`` cell magic and the ``%retrace_report`` line magic.
+"""The ``%%tffunction`` cell magic and the ``%retrace_report`` and ``%tffunction_save`` line
+magics.
 
-Both are thin: they parse their line with IPython's ``magic_arguments`` (bad usage raises
+All are thin: they parse their line with IPython's ``magic_arguments`` (bad usage raises
 ``UsageError``), then call the public API (``kx.function``), the cell helpers
-(:mod:`.cells`), the report (:mod:`.report`) and the monitor (:mod:`.monitor`).
+(:mod:`.cells`), the report (:mod:`.report`), the monitor (:mod:`.monitor`) and the exporters
+(``kx.saved_model``; ``kernel_ext.onnx`` where installed).
 """
 
 from __future__ import annotations
@@ -512,3 +514,70 @@ class TFFunctionMagics(Magics):
         if args.as_json:
             return report_module.JSONReport(report_module.report_json(reports))
         return report_module.RetraceReport(reports)
+
+    # ------------------------------------------------------------------------------------------
+    @magic_arguments()
+    @argument("name", help="the variable (or variable.attribute) holding a kx.function, a "
+                           "ConcreteFunction, or an object whose attributes are kx.functions "
+                           "and kx.Variables")
+    @argument("path", help="where to write: a saved-model directory, or the .onnx / .py file")
+    @argument("--onnx", action="store_true",
+              help="write an ONNX model (kernel_ext.onnx; needs the [onnx] extra)")
+    @argument("--source", action="store_true",
+              help="write one standalone .py file that needs only NumPy")
+    @kwds(formatter_class=_PlainHelp)
+    @line_magic
+    def tffunction_save(self, line: str) -> None:
+        """Save a traced function (every signature it has traced) or a model object.
+
+            %tffunction_save model saved/model          # a kx.saved_model directory
+            %tffunction_save predict predict.onnx --onnx
+            %tffunction_save predict predict.py --source
+
+        ``kx.saved_model.load(path)`` gives the saved model back in any kernel, without the
+        notebook that defined it.
+        """
+        args = parse_argstring(self.tffunction_save, line)
+        if args.onnx and args.source:
+            raise UsageError("%tffunction_save: choose one of --onnx and --source (or neither, "
+                             "for a saved-model directory)")
+        ns = self.shell.user_ns
+        head, *attrs = args.name.split(".")
+        if head not in ns or not all(_is_name(a) for a in attrs):
+            raise UsageError(f"%tffunction_save: no variable named {head!r} in this "
+                             "kernel; pass the name of a kx.function or of a model object "
+                             "(or model.attribute)")
+        obj = ns[head]
+        for attr in attrs:
+            if not hasattr(obj, attr):
+                raise UsageError(f"%tffunction_save: {head} has no attribute {attr!r}")
+            obj = getattr(obj, attr)
+        from .. import saved_model
+        try:
+            if args.onnx:
+                self._onnx_export(obj, args.path)
+                what = "an ONNX model"
+            elif args.source:
+                saved_model.export_source(obj, args.path)
+                what = "standalone NumPy source"
+            else:
+                saved_model.save(obj, args.path)
+                what = "a saved model"
+        except (TypeError, ValueError, FileExistsError) as e:
+            raise UsageError(f"%tffunction_save {args.name}: {e}") from None
+        print(f"{args.name}: wrote {what} to {args.path}")
+
+    @staticmethod
+    def _onnx_export(obj: Any, path: str) -> None:
+        """``kernel_ext.onnx.export`` (imported here: onnx is an optional extra)."""
+        import importlib
+        import importlib.util
+        if importlib.util.find_spec("kernel_ext.onnx") is None:
+            raise UsageError("%tffunction_save --onnx: this kernel_ext has no ONNX exporter "
+                             "(kernel_ext.onnx). Fix: update kernel_ext, or save without --onnx.")
+        try:
+            onnx_module = importlib.import_module("kernel_ext.onnx")
+        except ImportError as e:
+            raise UsageError(f"%tffunction_save --onnx needs the onnx package ({e}). Fix: pip "
+                             "install \"jupyterlab-tffunction[onnx]\".") from None
+        onnx_module.export(obj, path)

@@ -80,6 +80,27 @@ def _mark(value: Any, into: "weakref.WeakSet[Node]", out_of: "weakref.WeakSet[No
     return value
 
 
+def node_form(node: Node) -> str | None:
+    """The form recorded for ``node`` by :func:`mark_array`, :func:`mark_scalar` or
+    :func:`as_array` (``"array"``, ``"scalar"``, ``"asarray"``), or None: what a saved graph
+    must keep beside the node to run as the trace did (``kernel_ext.saved_model``)."""
+    if node in _ARRAY_NODES:
+        return ARRAY
+    if node in _SCALAR_NODES:
+        return SCALAR
+    return "asarray" if node in _ASARRAY_NODES else None
+
+
+def restore_node_form(node: Node, form: str | None) -> None:
+    """Record ``form`` (a :func:`node_form` result) for ``node`` of a loaded graph."""
+    for kind, into in ((ARRAY, _ARRAY_NODES), (SCALAR, _SCALAR_NODES),
+                       ("asarray", _ASARRAY_NODES)):
+        if form == kind:
+            into.add(node)
+        else:
+            into.discard(node)
+
+
 def as_array(value: Any) -> Any:
     """``np.asarray(value)`` of a traced value: ``value`` itself (an argument stays the
     caller's object), unless NumPy holds it as a NumPy scalar (a 0-d ufunc or reduction

@@ -90,10 +90,18 @@ def _check_dask(nb, text: str) -> None:
                for h in html)
 
 
+def _check_export(nb, text: str) -> None:
+    assert "model: wrote a saved model to saved/logreg" in text
+    assert "fresh process predictions equal: True" in text
+    assert "training continues with the same numbers: True" in text
+    assert "standalone NumPy file equals NumPy: True" in text
+    assert "ONNX close to NumPy: True" in text or "ONNX exporter not installed" in text
+
+
 CHECKS: dict[str, Callable] = {"01_": _check_graphs, "02_": _check_retracing,
                                "03_": _check_autograph, "04_": _check_fused,
                                "05_": _check_cell_functions, "06_": _check_gradients,
-                               "07_": _check_dask}
+                               "07_": _check_dask, "08_": _check_export}
 
 
 @pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
