@@ -38,10 +38,11 @@ __all__ = ["ConcreteFunction", "Function", "GradientTape", "Graph", "TensorArray
 
 
 def __getattr__(name: str) -> object:
-    """``kx.jupyter`` on first use (it imports IPython and ipywidgets, so never eagerly)."""
-    if name == "jupyter":
+    """``kx.jupyter`` and ``kx.onnx`` on first use (they import IPython and ipywidgets, or
+    the optional onnx extra, so never eagerly)."""
+    if name in ("jupyter", "onnx"):
         import importlib
-        return importlib.import_module(".jupyter", __name__)
+        return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'kernel_ext' has no attribute {name!r}")
 
 
