@@ -20,7 +20,8 @@ import numpy as np
 from kernel_ext.ir import Graph, Node, OpKind
 from kernel_ext.onnx.refusal import refuse
 
-#: ONNX element types onnxruntime computes with (complex, strings and objects are refused).
+#: Dtype kinds onnxruntime computes with (complex, strings and objects are refused, and
+#: float16, which most of its CPU kernels lack).
 SUPPORTED_KINDS = frozenset("biuf")
 
 
@@ -151,10 +152,11 @@ class GraphBuilder:
             if node.op is OpKind.PLACEHOLDER:
                 continue
             for aval in _avals(node):
-                if aval.dtype.kind not in SUPPORTED_KINDS:
-                    raise refuse(node, f"its value has dtype {aval.dtype}, which ONNX "
-                                 "runtimes do not compute with", "keep complex and other "
-                                 "non-numeric values out of the exported function")
+                if aval.dtype.kind not in SUPPORTED_KINDS or aval.dtype == np.float16:
+                    raise refuse(node, f"its value has dtype {aval.dtype}, which "
+                                 "onnxruntime's CPU kernels do not compute with",
+                                 "cast float16 values to float32 first, and keep complex "
+                                 "and non-numeric values out of the exported function")
             rule = self.rules.get(node.op)
             if rule is None:
                 raise refuse(node, "no rule translates this op", _generic_fix(node))

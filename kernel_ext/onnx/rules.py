@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from kernel_ext.ir import DynamicIndex, Node, OpKind
+from kernel_ext.ir import COMPARISONS, DynamicIndex, Node, OpKind
 from kernel_ext.onnx.builder import GraphBuilder, Rule, elem_type
 from kernel_ext.onnx.refusal import refuse
 
@@ -161,7 +161,9 @@ def _elementwise(emit: Emit, bool_as: Any = np.int8) -> Rule:
         if in_dt == np.bool_ and bool_as is not None:
             names = [b.cast(n, np.bool_, bool_as) for n in names]
             result = emit(b, names, np.dtype(bool_as), node)
-            result_dt = np.dtype(bool_as) if out_dt == np.bool_ else out_dt
+            # (a comparison's ONNX form gives bools itself; arithmetic gives bool_as)
+            result_dt = np.dtype(bool_as) if out_dt == np.bool_ and \
+                node.op not in COMPARISONS else out_dt
             result = b.cast(result, result_dt, out_dt)
         else:
             result = emit(b, names, in_dt, node)
@@ -173,13 +175,30 @@ def _onnx(op_type: str, **attrs: Any) -> Emit:
     return lambda b, names, dt, node: b.one(op_type, names, **attrs)
 
 
-def _float_only(op_type: str) -> Emit:
+def _float_only(op_type: str, float64: bool = True) -> Emit:
+    """An ONNX op on floats; ``float64=False``: onnxruntime's CPU provider has only a
+    float32 kernel for it, so a float64 loop is refused (never computed in float32)."""
     def emit(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
         if dt.kind != "f":
             raise refuse(node, f"ONNX's {op_type} computes floats only, this loop is {dt}",
                          "cast the operand to a float dtype first")
+        if dt == np.float64 and not float64:
+            raise refuse(node, f"onnxruntime has no float64 kernel for {op_type} (computing "
+                         "it in float32 would lose NumPy's precision)",
+                         "cast the operand to float32 if that precision is enough")
         return b.one(op_type, names)
     return emit
+
+
+def _float_test(op_type: str) -> Emit:
+    """isnan/isinf: always False on integers and bools (their NumPy loops)."""
+    def emit(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
+        if dt.kind == "f":
+            return b.one(op_type, names)
+        return b.one("Not", [b.one("Equal", [names[0], names[0]])])
+    return emit
+
+
 
 
 def _integers_identity(op_type: str) -> Emit:
@@ -372,15 +391,16 @@ _UNARY: dict[OpKind, Emit] = {
     K.RECIPROCAL: _reciprocal, K.EXP: _float_only("Exp"), K.EXP2: _exp2, K.EXPM1: _expm1,
     K.LOG: _float_only("Log"), K.LOG2: _log_base(2.0), K.LOG10: _log_base(10.0),
     K.LOG1P: _log1p, K.SIN: _float_only("Sin"), K.COS: _float_only("Cos"),
-    K.TAN: _float_only("Tan"), K.ARCSIN: _float_only("Asin"), K.ARCCOS: _float_only("Acos"),
-    K.ARCTAN: _float_only("Atan"), K.SINH: _float_only("Sinh"), K.COSH: _float_only("Cosh"),
-    K.TANH: _float_only("Tanh"), K.ARCSINH: _float_only("Asinh"),
-    K.ARCCOSH: _float_only("Acosh"), K.ARCTANH: _float_only("Atanh"),
+    K.TAN: _float_only("Tan", False), K.ARCSIN: _float_only("Asin", False), K.ARCCOS: _float_only("Acos", False),
+    K.ARCTAN: _float_only("Atan", False), K.SINH: _float_only("Sinh", False),
+    K.COSH: _float_only("Cosh", False), K.TANH: _float_only("Tanh"),
+    K.ARCSINH: _float_only("Asinh", False), K.ARCCOSH: _float_only("Acosh", False),
+    K.ARCTANH: _float_only("Atanh", False),
     K.DEG2RAD: _scale(math.pi / 180), K.RADIANS: _scale(math.pi / 180),
     K.RAD2DEG: _scale(180 / math.pi), K.DEGREES: _scale(180 / math.pi),
     K.FLOOR: _integers_identity("Floor"), K.CEIL: _integers_identity("Ceil"),
-    K.TRUNC: _trunc, K.RINT: _integers_identity("Round"), K.ISNAN: _onnx("IsNaN"),
-    K.ISINF: _onnx("IsInf"), K.ISFINITE: _isfinite, K.LOGICAL_NOT: _logical("Not"),
+    K.TRUNC: _trunc, K.RINT: _integers_identity("Round"), K.ISNAN: _float_test("IsNaN"),
+    K.ISINF: _float_test("IsInf"), K.ISFINITE: _isfinite, K.LOGICAL_NOT: _logical("Not"),
     K.INVERT: _invert, K.CONJUGATE: _onnx("Identity"),
 }
 _BINARY: dict[OpKind, Emit] = {
@@ -426,7 +446,9 @@ def where(b: GraphBuilder, node: Node) -> list[str]:
     pred = b.operand(cond, np.bool_) if not isinstance(cond, Node) else \
         b.to_bool(b.value(cond), cond.dtype)
     out = _out(node)
-    return [b.one("Where", [pred, b.operand(x, out), b.operand(y, out)])]
+    work = np.dtype(np.int8) if out == np.bool_ else out  # (onnxruntime: no bool Where)
+    chosen = b.one("Where", [pred, b.operand(x, work), b.operand(y, work)])
+    return [b.cast(chosen, work, out)]
 
 
 @_rule(K.CAST)
