@@ -507,8 +507,46 @@ def _reduction(op_type: str, nan_propagates: bool = False) -> Rule:
     return rule
 
 
-RULES[K.SUM] = _reduction("ReduceSum")
-RULES[K.PROD] = _reduction("ReduceProd")
+def integer_sum(b: GraphBuilder, name: str, ndim: int, axes: list[int], keepdims: bool) -> str:
+    """An exact (wrapping) integer sum over ``axes``: onnxruntime's integer ReduceSum goes
+    through floating point (wrong past 2**53, saturating on overflow), its CumSum does not.
+    The reduced axes are moved last and flattened, a zero is put in front (empty sums), and
+    the running sum's last element is the total."""
+    keep = [a for a in range(ndim) if a not in axes]
+    moved = b.one("Transpose", [name], perm=keep + axes) if ndim else name
+    lead = b.shape_of(moved, 0, len(keep)) if keep else b.ints([])
+    flat = b.one("Reshape", [moved, b.one("Concat", [lead, b.ints([-1])], axis=0)])
+    pads = [0] * (len(keep) + 1)
+    padded = b.one("Pad", [flat, b.ints(pads[:-1] + [1] + pads)])
+    running = b.one("CumSum", [padded, b.const(len(keep), np.int64)])
+    total = b.one("Gather", [running, b.const(-1, np.int64)], axis=len(keep))
+    if keepdims and axes:
+        total = b.one("Unsqueeze", [total, b.ints(axes)])
+    return total
+
+
+@_rule(K.SUM)
+def sum_(b: GraphBuilder, node: Node) -> list[str]:
+    out = _out(node)
+    if out.kind == "f":
+        return _reduction("ReduceSum")(b, node)
+    _params(node, axis=_ANY, keepdims=_ANY, dtype=_ANY)
+    x = node.args[0]
+    ndim = x.aval.ndim
+    total = integer_sum(b, b.operand(x, out), ndim, _axes(node.attrs.get("axis"), ndim),
+                        bool(node.attrs.get("keepdims", False)))
+    return [total]
+
+
+@_rule(K.PROD)
+def prod(b: GraphBuilder, node: Node) -> list[str]:
+    if _out(node).kind != "f":
+        raise refuse(node, "onnxruntime computes integer products in floating point (wrong "
+                     "past 2**53, saturating where NumPy wraps)",
+                     "take the product of floats (x.astype(np.float64).prod())")
+    return _reduction("ReduceProd")(b, node)
+
+
 RULES[K.MEAN] = _reduction("ReduceMean")
 RULES[K.MAX] = _reduction("ReduceMax", nan_propagates=True)
 RULES[K.MIN] = _reduction("ReduceMin", nan_propagates=True)
