@@ -1,0 +1,118 @@
+"""matmul/dot/outer/einsum, cond -> If, graph loops -> Loop, and variables as initializers,
+in onnxruntime against eager NumPy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+from onnx_support import Exported, assert_matches, check, spec, values
+
+import kernel_ext as kx
+
+
+def op_types(graph: Any) -> set[str]:
+    """The ONNX op types in ``graph`` and its sub-graphs."""
+    found = set()
+    for node in graph.node:
+        found.add(node.op_type)
+        for attr in node.attribute:
+            if attr.g.node:
+                found |= op_types(attr.g)
+    return found
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64])
+def test_matrix_products_match_numpy(dtype: Any) -> None:
+    family = "linalg" if np.dtype(dtype).kind == "f" else "exact"
+
+    def products(a: Any, b: Any, v: Any) -> Any:
+        return a @ b, np.dot(a, b), a @ v, v @ b, np.dot(v, v), np.outer(v, v), \
+            np.matmul(np.stack([a, a]), b), np.einsum("ij,jk->ik", a, b)
+    a, b = values((5, 3), dtype, 50, special=False), values((4, 3), dtype, 51, special=False)
+    v = values((3,), dtype, 52, special=False)
+
+    def fixed(a: Any, b: Any, v: Any) -> Any:
+        return products(a, b.T, v)
+    check(fixed, [spec([None, 3], dtype), spec([4, 3], dtype), spec([3], dtype)],
+          [(a, b, v), (a[:2], b, v)], family)
+
+
+def test_mixed_dtype_matmul_promotes_as_numpy() -> None:
+    def product(a: Any, b: Any) -> Any:
+        return a @ b
+    check(product, [spec([2, 3], np.int32), spec([3, 2], np.float32)],
+          [(values((2, 3), np.int32, 53), values((3, 2), np.float32, 54, special=False))],
+          "linalg")
+
+
+def test_cond_becomes_if_and_takes_either_branch() -> None:
+    def branchy(x: Any, t: Any) -> Any:
+        if x.sum() > t:
+            y = x * 2
+        else:
+            y = x - 1.0
+        return y, np.where(y > 0, y, 0.0).max()
+    f = check(branchy, [spec([None], np.float64), spec([], np.float64)],
+              [(values((6,), np.float64, 55, special=False), np.float64(-100.0)),
+               (values((3,), np.float64, 56, special=False), np.float64(100.0))], "exact")
+    assert "If" in op_types(f.model.graph)
+
+
+def test_while_loop_becomes_loop_with_a_run_time_trip_count() -> None:
+    def halve(x: Any, n: Any) -> Any:
+        i = 0
+        while i < n:
+            x = x * 0.5 + i
+            i += 1
+        return x, i
+    f = check(halve, [spec([None, 2], np.float32), spec([], np.int64)],
+              [(values((3, 2), np.float32, 57, special=False), np.int64(4)),
+               (values((1, 2), np.float32, 58, special=False), np.int64(0))], "exact")
+    assert "Loop" in op_types(f.model.graph)
+
+
+def test_for_range_loop_with_a_branch_inside_matches_numpy() -> None:
+    def accumulate(x: Any, n: Any) -> Any:
+        total = np.zeros_like(x)
+        for k in range(n):
+            if k % 2 == 0:
+                total = total + x * k
+            else:
+                total = total - x
+        return total
+    check(accumulate, [spec([None], np.float64), spec([], np.int64)],
+          [(values((4,), np.float64, 59, special=False), np.int64(5)),
+           (values((2,), np.float64, 60, special=False), np.int64(1))], "exact")
+
+
+def test_nested_loops_match_numpy() -> None:
+    def table(x: Any, n: Any) -> Any:
+        out = x
+        i = 0
+        while i < n:
+            j = 0
+            while j < i:
+                out = out + j
+                j += 1
+            i += 1
+        return out
+    check(table, [spec([None], np.int64), spec([], np.int64)],
+          [(values((3,), np.int64, 61), np.int64(4)), (values((1,), np.int64, 62),
+                                                       np.int64(2))], "exact")
+
+
+def test_variables_become_initializers_with_their_values_at_export() -> None:
+    w = kx.Variable(np.arange(6.0).reshape(3, 2), name="w")
+    b = kx.Variable(np.array([0.5, -1.0]), name="b")
+
+    def layer(x: Any) -> Any:
+        return np.tanh(x @ w + b)
+    f = Exported(layer, spec([None, 3], np.float64))
+    names = {t.name for t in f.model.graph.initializer}
+    assert len(names) == 2 and {i.name for i in f.model.graph.input}.isdisjoint(names)
+    x = values((4, 3), np.float64, 63, special=False)
+    with np.errstate(all="ignore"):
+        want = np.tanh(x @ np.arange(6.0).reshape(3, 2) + np.array([0.5, -1.0]))
+    assert_matches(f.run(x)[0], want, "transcendental")
