@@ -79,6 +79,10 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
                          f"(the rules use opset-{DEFAULT_OPSET} operators; this onnx knows up "
                          f"to {latest}). Fix: pass opset=None for {DEFAULT_OPSET}")
     graph = cf.graph
+    if not graph.outputs:
+        raise ValueError(f"kx.onnx.export: '{graph.name}' returns no array computed in its "
+                         "graph (Python numbers are constants of the trace), so its ONNX model "
+                         "would be empty. Fix: pass the values as NumPy arrays")
     model = ModelContext(opset)
     builder = GraphBuilder(model, RULES)
     inputs = []
