@@ -385,6 +385,49 @@ def _power(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
     return result
 
 
+def _unsigned(dt: np.dtype) -> np.dtype:
+    return np.dtype(f"u{dt.itemsize}")
+
+
+def _shift_count(b: GraphBuilder, k: str, dt: np.dtype) -> tuple[str, str]:
+    """(shift count as the unsigned type, is it at least the bit width): a negative count is
+    huge as unsigned, as in NumPy's ``npy_lshift``/``npy_rshift``, which give 0 (or the sign)
+    for counts past the width where C (and ONNX's BitShift) leave it undefined."""
+    udt = _unsigned(dt)
+    count = b.cast(k, dt, udt) if dt != udt else k
+    bits = b.const(8 * dt.itemsize, udt)
+    too_far = b.one("GreaterOrEqual", [count, bits])
+    return b.one("Min", [count, b.const(8 * dt.itemsize - 1, udt)]), too_far
+
+
+def _left_shift(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
+    if dt.kind not in "iu":
+        raise refuse(node, f"shifts of {dt}", "shift integers")
+    udt = _unsigned(dt)
+    count, too_far = _shift_count(b, n[1], dt)
+    shifted = b.one("BitShift", [b.cast(n[0], dt, udt), count], direction="LEFT")
+    # (zero past the width: a multiply, as onnxruntime has no Where for wide unsigned types)
+    shifted = b.one("Mul", [shifted, b.cast(b.one("Not", [too_far]), np.bool_, udt)])
+    return b.cast(shifted, udt, dt)
+
+
+def _right_shift(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
+    """Arithmetic for signed integers: ``~(~x >> k)`` for negative x (a logical shift of a
+    non-negative value), which also gives NumPy's -1 for counts past the width."""
+    if dt.kind not in "iu":
+        raise refuse(node, f"shifts of {dt}", "shift integers")
+    udt = _unsigned(dt)
+    count, too_far = _shift_count(b, n[1], dt)
+    if dt == udt:
+        shifted = b.one("BitShift", [n[0], count], direction="RIGHT")
+        return b.one("Mul", [shifted, b.cast(b.one("Not", [too_far]), np.bool_, dt)])
+    negative = b.one("Less", [n[0], b.const(0, dt)])
+    magnitude = b.one("Where", [negative, b.one("BitwiseNot", [n[0]]), n[0]])
+    shifted = b.cast(b.one("BitShift", [b.cast(magnitude, dt, udt), count],
+                           direction="RIGHT"), udt, dt)
+    return b.one("Where", [negative, b.one("BitwiseNot", [shifted]), shifted])
+
+
 _UNARY: dict[OpKind, Emit] = {
     K.NEGATIVE: _onnx("Neg"), K.POSITIVE: _onnx("Identity"), K.ABSOLUTE: _onnx("Abs"),
     K.FABS: _onnx("Abs"), K.SIGN: _sign, K.SQRT: _float_only("Sqrt"), K.SQUARE: _square,
@@ -414,6 +457,7 @@ _BINARY: dict[OpKind, Emit] = {
     K.LOGICAL_AND: _logical("And"), K.LOGICAL_OR: _logical("Or"),
     K.LOGICAL_XOR: _logical("Xor"), K.BITWISE_AND: _bitwise("BitwiseAnd", "And"),
     K.BITWISE_OR: _bitwise("BitwiseOr", "Or"), K.BITWISE_XOR: _bitwise("BitwiseXor", "Xor"),
+    K.LEFT_SHIFT: _left_shift, K.RIGHT_SHIFT: _right_shift,
 }
 #: Ops whose ONNX form takes bool operands as they are (no detour through int8).
 _BOOL_NATIVE = frozenset({K.EQUAL, K.NOT_EQUAL, K.LOGICAL_NOT, K.LOGICAL_AND, K.LOGICAL_OR,
@@ -430,8 +474,6 @@ for _kind, _why in {
         K.COPYSIGN: "no ONNX operator reads the sign bit",
         K.LOGADDEXP: "ONNX has no LogAddExp (a composition overflows where NumPy's does not)",
         K.LOGADDEXP2: "ONNX has no LogAddExp2", K.GCD: "ONNX has no Gcd", K.LCM: "ONNX has no Lcm",
-        K.LEFT_SHIFT: "ONNX's BitShift takes unsigned integers only",
-        K.RIGHT_SHIFT: "ONNX's BitShift takes unsigned integers only",
         K.NEXTAFTER: "ONNX has no NextAfter", K.SPACING: "ONNX has no Spacing",
         K.LDEXP: "ONNX has no Ldexp", K.FREXP: "ONNX has no Frexp", K.MODF: "ONNX has no Modf",
         K.DIVMOD: "no rule yet for two-output divmod (use // and % separately)",
@@ -743,6 +785,64 @@ def arange(b: GraphBuilder, node: Node) -> list[str]:
     return [b.one("Range", names)]
 
 
+@_rule(K.PAD)
+def pad(b: GraphBuilder, node: Node) -> list[str]:
+    """np.pad in the modes ONNX's Pad shares with NumPy: constant (one value), edge,
+    reflect (without repeating the edge, as NumPy's), wrap (opset 19)."""
+    _params(node, pad_width=_ANY, mode=_ANY, constant_values=_ANY)
+    x = node.args[0]
+    mode = node.attrs.get("mode", "constant")
+    widths = np.asarray(node.attrs["pad_width"], dtype=np.int64).reshape(-1, 2)
+    modes = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
+    if b.model.opset >= 19:
+        modes["wrap"] = "wrap"
+    if mode not in modes:
+        raise refuse(node, f"np.pad mode {mode!r} has no ONNX Pad mode" + (
+            " before opset 19" if mode == "wrap" else ""), "pad with mode 'constant', 'edge' "
+            "or 'reflect' (or 'wrap' with opset=19 or later)")
+    if mode in ("reflect", "wrap") and any(
+            d is None or w.max() >= d for d, w in zip(x.aval.shape, widths)):
+        raise refuse(node, f"a {mode} pad wider than its axis (or of a None dim) repeats in "
+                     "NumPy", "pad by less than the axis length")
+    inputs = [b.value(x), b.ints(list(widths[:, 0]) + list(widths[:, 1]))]
+    if mode == "constant":
+        value = np.asarray(node.attrs.get("constant_values", 0))
+        if value.size != 1 and np.unique(value).size != 1:
+            raise refuse(node, "different constant_values per side", "pad once per value")
+        inputs.append(b.const(value.reshape(-1)[0], x.dtype))
+    return [b.one("Pad", inputs, mode=modes[mode])]
+
+
+@_rule(K.SORT)
+def sort(b: GraphBuilder, node: Node) -> list[str]:
+    """Sorted values (ties are equal values, so any sort ``kind`` gives the same result) by
+    an ascending TopK over the whole axis; NaNs last, as NumPy orders them."""
+    _params(node, axis=_ANY, kind=_ANY, stable=_ANY)
+    x = node.args[0]
+    name, axis = b.value(x), node.attrs.get("axis", -1)
+    dt = np.dtype(np.int8) if x.dtype == np.bool_ else x.dtype
+    name = b.cast(name, x.dtype, dt)
+    if axis is None:
+        name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
+    axis = int(axis) % max(x.aval.ndim, 1)
+    count = b.shape_of(name, axis, axis + 1)
+    if dt.kind != "f":
+        values = b.add("TopK", [name, count], 2, axis=axis, largest=0, sorted=1)[0]
+        return [b.cast(values, dt, x.dtype)]
+    nan = b.one("IsNaN", [name])
+    finite = b.one("Where", [nan, b.const(np.inf, dt), name])
+    values = b.add("TopK", [finite, count], 2, axis=axis, largest=0, sorted=1)[0]
+    nans = b.one("ReduceSum", [b.one("Cast", [nan], to=elem_type(np.int64)), b.ints([axis])],
+                 keepdims=1)
+    size = b.one("Squeeze", [count, b.ints([0])])
+    position = b.one("Range", [b.const(0, np.int64), size, b.const(1, np.int64)])
+    shape = [1] * x.aval.ndim if node.attrs.get("axis") is not None else [1]
+    shape[axis] = -1
+    position = b.one("Reshape", [position, b.ints(shape)])
+    last = b.one("GreaterOrEqual", [position, b.one("Sub", [size, nans])])
+    return [b.one("Where", [last, b.const(np.nan, dt), values])]
+
+
 # -- linear algebra ---------------------------------------------------------------------------
 
 def _linalg_operands(b: GraphBuilder, node: Node) -> list[str]:
@@ -779,6 +879,19 @@ def outer(b: GraphBuilder, node: Node) -> list[str]:
     col = b.one("Reshape", [a, b.ints([-1, 1])])
     row = b.one("Reshape", [c, b.ints([1, -1])])
     return [b.one("Mul", [col, row])]
+
+
+@_rule(K.VECDOT)
+def vecdot(b: GraphBuilder, node: Node) -> list[str]:
+    """np.vecdot of real arrays: the products summed over the last axis (integers exactly)."""
+    _params(node)
+    a, c = _linalg_operands(b, node)
+    product = b.one("Mul", [a, c])
+    out = _out(node)
+    ndim = max(arg.aval.ndim for arg in node.args if isinstance(arg, Node))
+    if out.kind == "f":
+        return [b.one("ReduceSum", [product, b.ints([-1])], keepdims=0)]
+    return [integer_sum(b, product, ndim, [ndim - 1], False)]
 
 
 @_rule(K.EINSUM)

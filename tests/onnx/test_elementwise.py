@@ -189,3 +189,15 @@ def test_maximum_propagates_nan_and_fmax_ignores_it() -> None:
     x = np.array([np.nan, 1.0, np.nan, -0.0], np.float32)
     y = np.array([2.0, np.nan, np.nan, 0.0], np.float32)
     check(extremes, [spec([4], np.float32), spec([4], np.float32)], [(x, y)], "exact")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_shifts_match_numpy_past_the_bit_width(dtype: Any) -> None:
+    def shifts(x: Any, k: Any) -> Any:
+        return x >> k, x << k, x >> 1, np.left_shift(x, 3)
+    bits = 8 * np.dtype(dtype).itemsize
+    x = np.array([5, 1, 100, 7, 0, 3, 9, 2], dtype)
+    if np.dtype(dtype).kind == "i":
+        x[1::2] *= -1
+    k = np.array([0, 1, 3, bits - 1, bits, bits + 5, 2, 1], dtype)
+    check(shifts, [spec([None], dtype), spec([None], dtype)], [(x, k), (x[:3], k[:3])], "exact")

@@ -29,7 +29,7 @@ def test_matrix_products_match_numpy(dtype: Any) -> None:
 
     def products(a: Any, b: Any, v: Any) -> Any:
         return a @ b, np.dot(a, b), a @ v, v @ b, np.dot(v, v), np.outer(v, v), \
-            np.matmul(np.stack([a, a]), b), np.einsum("ij,jk->ik", a, b)
+            np.matmul(np.stack([a, a]), b), np.einsum("ij,jk->ik", a, b), np.vecdot(a, v)
     a, b = values((5, 3), dtype, 50, special=False), values((4, 3), dtype, 51, special=False)
     v = values((3,), dtype, 52, special=False)
 

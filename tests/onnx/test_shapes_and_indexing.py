@@ -124,3 +124,20 @@ def test_arange_matches_numpy() -> None:
             x.shape[0] + x
     check(counted, [spec([5], np.float32)],
           [(values((5,), np.float32, 44),), (values((5,), np.float32, 45),)], "exact")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+def test_sort_matches_numpy_with_nans_last(dtype: Any) -> None:
+    def ordered(x: Any) -> Any:
+        return np.sort(x), np.sort(x, axis=0), np.sort(x, axis=None)
+    x = values((6, 4), dtype, 48)
+    check(ordered, [spec([None, 4], dtype)], [(x,), (x[:1],)], "exact")
+
+
+@pytest.mark.parametrize("mode", ["constant", "edge", "reflect"])
+def test_pad_matches_numpy(mode: str) -> None:
+    def padded(x: Any) -> Any:
+        extra = {"constant_values": 7} if mode == "constant" else {}
+        return np.pad(x, ((1, 2), (0, 3)), mode=mode, **extra), np.pad(x, 1, mode=mode)
+    x = values((4, 5), np.int64, 49)
+    check(padded, [spec([4, 5], np.int64)], [(x,)], "exact")
