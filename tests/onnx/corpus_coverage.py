@@ -28,9 +28,10 @@ for _path in (HERE, HERE.parent, HERE.parents[1]):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-import kernel_ext as kx  # noqa: E402
-from onnx_support import TOLERANCE, session  # noqa: E402
-from realcode import harness  # noqa: E402
+from onnx_support import TOLERANCE, session
+from realcode import harness
+
+import kernel_ext as kx
 
 
 @dataclass
@@ -105,7 +106,7 @@ def check_case(case: harness.Case) -> Outcome:
         np.random.seed(seed)
         cf = kx.function(case.fn, backend="numpy").get_concrete_function(*args, **kwargs)
         _ = cf.graph
-    except Exception as exc:  # the case's own trace failure (test_corpus records those)
+    except Exception as exc:  # noqa: BLE001 - the case's own trace failure (test_corpus has it)
         out.status, out.detail = "NOT TRACED", f"{type(exc).__name__}"
         return out
     if not cf.graph.outputs:
@@ -123,7 +124,7 @@ def check_case(case: harness.Case) -> Outcome:
     feed_args, feed_kwargs = harness.inputs_for(case, seed)
     try:
         got = session(model).run(None, kx.onnx.input_feed(cf, *feed_args, **feed_kwargs))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - any onnxruntime failure is an outcome
         out.status, out.detail = "RUN ERROR", str(exc).splitlines()[0][:120]
         return out
     eager_args, eager_kwargs = harness.inputs_for(case, seed)
@@ -144,8 +145,8 @@ def check_case(case: harness.Case) -> Outcome:
     for i, g in enumerate(got[len(wanted):], start=len(wanted)):
         found = [_difference(g, u) for u in updated]
         if not any(problem is None for problem, _ in found):
-            out.status, out.detail = "WRONG", f"output {i} (an updated argument) matches no " \
-                "argument's eager contents"
+            out.status = "WRONG"
+            out.detail = f"output {i} (an updated argument) matches no argument's eager contents"
             return out
         exact &= any(problem is None and bitwise for problem, bitwise in found)
     out.exact = exact
@@ -163,11 +164,12 @@ def render(outcomes: list[Outcome]) -> str:
     statuses = ["PASS", "REFUSED", "NOT TRACED", "EMPTY", "ALIASED", "RUN ERROR", "WRONG"]
     counts = Counter(o.status for o in outcomes)
     exact = sum(o.exact for o in outcomes if o.status == "PASS")
-    lines = [f"{len(outcomes)} corpus programs: {counts['PASS']} export and run within "
-             f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
-             f"{counts['NOT TRACED']} not traced by kx.function, {counts['EMPTY']} with no "
-             f"array to compute, {counts['ALIASED']} with aliased arguments, "
-             f"{counts['RUN ERROR']} onnxruntime errors, {counts['WRONG']} wrong.", "",
+    summary = (f"{len(outcomes)} corpus programs: {counts['PASS']} export and run within "
+               f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
+               f"{counts['NOT TRACED']} not traced by kx.function, {counts['EMPTY']} with no "
+               f"array to compute, {counts['ALIASED']} with aliased arguments, "
+               f"{counts['RUN ERROR']} onnxruntime errors, {counts['WRONG']} wrong.")
+    lines = [summary, "",
              "| category | " + " | ".join(s.lower() for s in statuses) + " |",
              "|---|" + "---:|" * len(statuses)]
     for category in harness.CATEGORIES:

@@ -10,7 +10,8 @@ arithmetic + - * / sqrt) must match NumPy bit for bit.
 from __future__ import annotations
 
 import os
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import pytest
@@ -22,7 +23,7 @@ else:
     onnx = pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
 
-import kernel_ext as kx  # noqa: E402
+import kernel_ext as kx
 
 #: family -> {dtype: relative tolerance}; absent: exact. The bound is
 #: ``|got - want| <= rtol * max(1, max|want|)`` elementwise (NaN matches NaN).

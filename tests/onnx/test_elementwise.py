@@ -3,7 +3,8 @@ literals, mixed dtypes (NumPy's promotion made explicit), 0-d values, ``None`` d
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -153,5 +153,5 @@ def test_importing_kernel_ext_does_not_import_onnx() -> None:
             "assert 'onnx' not in sys.modules, 'onnx loads only when a model is built'")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(root), "PATH": ""})
+                          text=True, env={"PYTHONPATH": str(root), "PATH": ""}, check=False)
     assert done.returncode == 0, done.stderr

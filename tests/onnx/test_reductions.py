@@ -3,7 +3,8 @@ dtypes (int64 sums of int32 and bool, float64 means of ints), NaN propagation, a
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
