@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from onnx_support import Exported, assert_matches, check, spec, values
+from onnx_support import Exported, assert_matches, check, onnx, session, spec, values
 
 import kernel_ext as kx
 
@@ -116,3 +116,33 @@ def test_variables_become_initializers_with_their_values_at_export() -> None:
     with np.errstate(all="ignore"):
         want = np.tanh(x @ np.arange(6.0).reshape(3, 2) + np.array([0.5, -1.0]))
     assert_matches(f.run(x)[0], want, "transcendental")
+
+
+def test_loop_over_rows_of_a_none_dim_array_reads_its_run_time_length() -> None:
+    def running(x: Any) -> Any:
+        total = np.zeros(x.shape[1])
+        for row in x:
+            total = total + row * len(x)
+        return total
+    check(running, [spec([None, 3], np.float64)],
+          [(values((5, 3), np.float64, 64, special=False),),
+           (values((2, 3), np.float64, 65, special=False),)], "exact")
+
+
+def test_the_usage_example_of_the_docs_runs(tmp_path: Any) -> None:
+    W = kx.Variable(values((3, 4), np.float32, 66, special=False), name="W")
+    b = kx.Variable(values((4,), np.float32, 67, special=False), name="b")
+
+    @kx.function(input_signature=[kx.TensorSpec([None, 3], np.float32)])
+    def predict(x: Any) -> Any:
+        h = np.tanh(x @ W + b)
+        return h.argmax(axis=1), h.max(axis=1)
+
+    kx.onnx.export(predict, tmp_path / "predict.onnx")
+    cf = predict.get_concrete_function()
+    ses = session(onnx.load(str(tmp_path / "predict.onnx")))
+    batch = values((6, 3), np.float32, 68, special=False)
+    labels, scores = ses.run(None, kx.onnx.input_feed(cf, batch))
+    want_labels, want_scores = predict.python_function(batch)
+    assert_matches(labels, want_labels, "exact")
+    assert_matches(scores, want_scores, "transcendental")
