@@ -531,9 +531,12 @@ def _any_nan(b: GraphBuilder, name: str, axes: list[str], keepdims: int) -> str:
                  to=elem_type(np.bool_))
 
 
-def _reduction(op_type: str, nan_propagates: bool = False) -> Rule:
+def _reduction(op_type: str, nan_propagates: bool = False,
+               nan_fill: float | None = None) -> Rule:
     """sum/prod/mean/max/min: computed in the result dtype (NumPy's accumulator: int64 for
-    a sum of int32 or bool, float64 for a mean of ints); max/min propagate NaN as NumPy."""
+    a sum of int32 or bool, float64 for a mean of ints); max/min propagate NaN as NumPy.
+    ``nan_fill``: the nan-function (nansum: NaNs count as 0, nanmax as -inf; a slice of NaNs
+    only gives NaN, as NumPy's nanmax and nanmin)."""
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         _params(node, axis=_ANY, keepdims=_ANY, dtype=_ANY)
         x, out = node.args[0], _out(node)
@@ -541,12 +544,45 @@ def _reduction(op_type: str, nan_propagates: bool = False) -> Rule:
         name = b.operand(x, work)
         axes = _axes_input(b, node, x)
         keep = int(bool(node.attrs.get("keepdims", False)))
+        nan_only = None
+        if nan_fill is not None and work.kind == "f":
+            nan = b.one("IsNaN", [name])
+            name = b.one("Where", [nan, b.const(nan_fill, work), name])
+            if not np.isfinite(nan_fill):
+                numbers = b.one("Cast", [b.one("Not", [nan])], to=elem_type(np.int32))
+                nan_only = b.one("Equal", [b.one("ReduceMax", [numbers, *axes], keepdims=keep),
+                                           b.const(0, np.int32)])
         result = b.one(op_type, [name, *axes], keepdims=keep)
         if nan_propagates and out.kind == "f":
             result = b.one("Where", [_any_nan(b, name, axes, keep), b.const(np.nan, out),
                                      result])
+        if nan_only is not None:
+            result = b.one("Where", [nan_only, b.const(np.nan, out), result])
         return [b.cast(result, work, out)]
     return rule
+
+
+@_rule(K.NANSUM)
+def nansum(b: GraphBuilder, node: Node) -> list[str]:
+    if _out(node).kind != "f":
+        return sum_(b, node)  # (no NaN in integers: NumPy's nansum is the sum)
+    return _reduction("ReduceSum", nan_fill=0.0)(b, node)
+
+
+@_rule(K.NANMEAN)
+def nanmean(b: GraphBuilder, node: Node) -> list[str]:
+    """The sum of the numbers over their count (0/0: NaN for a slice of NaNs, as NumPy)."""
+    _params(node, axis=_ANY, keepdims=_ANY, dtype=_ANY)
+    x, out = node.args[0], _out(node)
+    name = b.operand(x, out)
+    axes = _axes_input(b, node, x)
+    keep = int(bool(node.attrs.get("keepdims", False)))
+    nan = b.one("IsNaN", [name])
+    total = b.one("ReduceSum", [b.one("Where", [nan, b.const(0.0, out), name]), *axes],
+                  keepdims=keep)
+    count = b.one("ReduceSum", [b.one("Cast", [b.one("Not", [nan])], to=elem_type(out)),
+                                *axes], keepdims=keep)
+    return [b.one("Div", [total, count])]
 
 
 def integer_sum(b: GraphBuilder, name: str, ndim: int, axes: list[int], keepdims: bool) -> str:
@@ -592,6 +628,8 @@ def prod(b: GraphBuilder, node: Node) -> list[str]:
 RULES[K.MEAN] = _reduction("ReduceMean")
 RULES[K.MAX] = _reduction("ReduceMax", nan_propagates=True)
 RULES[K.MIN] = _reduction("ReduceMin", nan_propagates=True)
+RULES[K.NANMAX] = _reduction("ReduceMax", nan_fill=-np.inf)
+RULES[K.NANMIN] = _reduction("ReduceMin", nan_fill=np.inf)
 
 
 def _truth_count(b: GraphBuilder, node: Node, negate: bool) -> str:

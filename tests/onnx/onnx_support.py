@@ -16,6 +16,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+# kernel_ext before onnx: onnx imports ml_dtypes, whose float8 scalar types, registered with
+# NumPy first, break kernel_ext's import (autograph/py_builtins.py reads every NumPy type)
+import kernel_ext as kx
+
 if os.environ.get("CI") == "true":  # CI installs the test extra: a missing package fails
     import onnx
     import onnxruntime as ort
@@ -23,7 +27,6 @@ else:
     onnx = pytest.importorskip("onnx")
     ort = pytest.importorskip("onnxruntime")
 
-import kernel_ext as kx
 
 #: family -> {dtype: relative tolerance}; absent: exact. The bound is
 #: ``|got - want| <= rtol * max(1, max|want|)`` elementwise (NaN matches NaN).

@@ -100,3 +100,15 @@ def test_max_propagates_nan_as_numpy() -> None:
     x = values((3, 4), np.float32, seed=25, special=False)
     x[1, 2] = np.nan
     check(extremes, [spec([None, 4], np.float32)], [(x,), (x[2:],)], "exact")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_nan_reductions_ignore_nans_as_numpy(dtype: Any) -> None:
+    def ignoring(x: Any) -> Any:
+        return (np.nansum(x, axis=0), np.nanmean(x, axis=1), np.nanmax(x, axis=0),
+                np.nanmin(x, axis=1, keepdims=True), np.nansum(x), np.nanmax(x))
+    x = values((4, 3), dtype, 26, special=False)
+    if np.dtype(dtype).kind == "f":
+        x[1, :] = np.nan  # a row of NaNs only: nanmean/nanmin give NaN there
+        x[2, 0] = np.nan
+    check(ignoring, [spec([None, 3], dtype)], [(x,), (x[1:3],)], "reduction")
