@@ -190,6 +190,14 @@ def _float_only(op_type: str, float64: bool = True) -> Emit:
     return emit
 
 
+def _float_only_emit(emit: Emit) -> Emit:
+    def checked(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
+        if dt.kind != "f":
+            raise refuse(node, f"this loop is {dt}, not a float", "cast to a float first")
+        return emit(b, names, dt, node)
+    return checked
+
+
 def _float_test(op_type: str) -> Emit:
     """isnan/isinf: always False on integers and bools (their NumPy loops)."""
     def emit(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
@@ -428,6 +436,19 @@ def _right_shift(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str
     return b.one("Where", [negative, b.one("BitwiseNot", [shifted]), shifted])
 
 
+def _hypot(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
+    """C's hypot without overflow: ``m * sqrt(1 + (s/m)**2)`` with m the larger magnitude;
+    0 for two zeros, inf when either is infinite (even against NaN, as C99's hypot)."""
+    a, c = b.one("Abs", [n[0]]), b.one("Abs", [n[1]])
+    big, small = b.one("Max", [a, c]), b.one("Min", [a, c])
+    zero, one = b.const(0.0, dt), b.const(1.0, dt)
+    ratio = b.one("Div", [small, b.one("Where", [b.one("Equal", [big, zero]), one, big])])
+    scaled = b.one("Mul", [big, b.one("Sqrt", [b.one("Add", [one, b.one("Mul", [ratio,
+                                                                              ratio])])])])
+    infinite = b.one("Or", [b.one("IsInf", [a]), b.one("IsInf", [c])])
+    return b.one("Where", [infinite, b.const(np.inf, dt), scaled])
+
+
 _UNARY: dict[OpKind, Emit] = {
     K.NEGATIVE: _onnx("Neg"), K.POSITIVE: _onnx("Identity"), K.ABSOLUTE: _onnx("Abs"),
     K.FABS: _onnx("Abs"), K.SIGN: _sign, K.SQRT: _float_only("Sqrt"), K.SQUARE: _square,
@@ -457,7 +478,7 @@ _BINARY: dict[OpKind, Emit] = {
     K.LOGICAL_AND: _logical("And"), K.LOGICAL_OR: _logical("Or"),
     K.LOGICAL_XOR: _logical("Xor"), K.BITWISE_AND: _bitwise("BitwiseAnd", "And"),
     K.BITWISE_OR: _bitwise("BitwiseOr", "Or"), K.BITWISE_XOR: _bitwise("BitwiseXor", "Xor"),
-    K.LEFT_SHIFT: _left_shift, K.RIGHT_SHIFT: _right_shift,
+    K.LEFT_SHIFT: _left_shift, K.RIGHT_SHIFT: _right_shift, K.HYPOT: _float_only_emit(_hypot),
 }
 #: Ops whose ONNX form takes bool operands as they are (no detour through int8).
 _BOOL_NATIVE = frozenset({K.EQUAL, K.NOT_EQUAL, K.LOGICAL_NOT, K.LOGICAL_AND, K.LOGICAL_OR,
@@ -470,7 +491,6 @@ for _kind, _why in {
         K.CBRT: "no ONNX operator computes a correctly signed cube root",
         K.SIGNBIT: "no ONNX operator reads the sign bit (of -0.0 and NaN)",
         K.ARCTAN2: "ONNX has no Atan2 (a composition differs on signed zeros and infinities)",
-        K.HYPOT: "ONNX has no Hypot (sqrt(a*a + b*b) overflows where NumPy's does not)",
         K.COPYSIGN: "no ONNX operator reads the sign bit",
         K.LOGADDEXP: "ONNX has no LogAddExp (a composition overflows where NumPy's does not)",
         K.LOGADDEXP2: "ONNX has no LogAddExp2", K.GCD: "ONNX has no Gcd", K.LCM: "ONNX has no Lcm",
@@ -1167,6 +1187,26 @@ def index_value(b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple,
             [rank + i for i in range(lead, len(others))]
         result = b.one("Transpose", [result], perm=perm)
     return result
+
+
+@_rule(K.NONZERO)
+def nonzero(b: GraphBuilder, node: Node) -> list[str]:
+    """np.nonzero: ONNX's NonZero lists the indices in NumPy's (row-major) order."""
+    x = node.args[0]
+    if x.aval.ndim == 0:
+        raise refuse(node, "np.nonzero of a 0-d value", "np.nonzero(np.atleast_1d(x))")
+    found = b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])
+    return [b.one("Gather", [found, b.const(i, np.int64)], axis=0)
+            for i in range(x.aval.ndim)]
+
+
+@_rule(K.ARGWHERE)
+def argwhere(b: GraphBuilder, node: Node) -> list[str]:
+    x = node.args[0]
+    if x.aval.ndim == 0:
+        raise refuse(node, "np.argwhere of a 0-d value", "np.argwhere(np.atleast_1d(x))")
+    return [b.one("Transpose", [b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])],
+                  perm=[1, 0])]
 
 
 @_rule(K.GETITEM)

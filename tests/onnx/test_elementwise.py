@@ -202,3 +202,16 @@ def test_shifts_match_numpy_past_the_bit_width(dtype: Any) -> None:
         x[1::2] *= -1
     k = np.array([0, 1, 3, bits - 1, bits, bits + 5, 2, 1], dtype)
     check(shifts, [spec([None], dtype), spec([None], dtype)], [(x, k), (x[:3], k[:3])], "exact")
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int64])
+def test_hypot_matches_numpy_without_overflow(dtype: Any) -> None:
+    def length(x: Any, y: Any) -> Any:
+        return np.hypot(x, y)
+    x, y = values((9,), dtype, 19), values((9,), dtype, 20)
+    if np.dtype(dtype).kind == "f":
+        big = np.finfo(dtype).max / 4
+        x[4:9] = [big, 0.0, np.inf, np.nan, 1e-30]
+        y[4:9] = [big, -0.0, np.nan, 2.0, 3e-30]
+    check(length, [spec([None], dtype), spec([None], dtype)], [(x, y), (x[2:5], y[2:5])],
+          "transcendental")

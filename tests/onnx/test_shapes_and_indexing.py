@@ -141,3 +141,13 @@ def test_pad_matches_numpy(mode: str) -> None:
         return np.pad(x, ((1, 2), (0, 3)), mode=mode, **extra), np.pad(x, 1, mode=mode)
     x = values((4, 5), np.int64, 49)
     check(padded, [spec([4, 5], np.int64)], [(x,)], "exact")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int32, np.bool_])
+def test_nonzero_and_argwhere_list_indices_in_numpy_order(dtype: Any) -> None:
+    def where_set(x: Any) -> Any:
+        rows, cols = np.nonzero(x)
+        return rows, cols, np.argwhere(x), x[np.nonzero(x)]
+    x = values((5, 4), dtype, 53, special=False)
+    x[1] = 0
+    check(where_set, [spec([None, 4], dtype)], [(x,), (x[1:2],)], "exact")
