@@ -901,6 +901,38 @@ def sort(b: GraphBuilder, node: Node) -> list[str]:
     return [b.one("Where", [last, b.const(np.nan, dt), values])]
 
 
+_STABLE_KINDS = ("stable", "mergesort")
+
+
+@_rule(K.ARGSORT)
+def argsort(b: GraphBuilder, node: Node) -> list[str]:
+    """A stable argsort: ONNX's TopK breaks ties by the lower index, which is NumPy's
+    ``kind="stable"``; NaNs go last in a second stable pass (as NumPy sorts them). NumPy's
+    default kind orders ties as its introsort happens to, so only a stable sort is exported."""
+    _params(node, axis=_ANY, kind=_ANY, stable=_ANY)
+    if not (node.attrs.get("kind") in _STABLE_KINDS or node.attrs.get("stable") is True):
+        raise refuse(node, "NumPy's default sort kind orders equal values as its introsort "
+                     "happens to, which no ONNX op reproduces",
+                     "np.argsort(x, kind='stable') (ties in index order), which ONNX's TopK is")
+    x = node.args[0]
+    dt = np.dtype(np.int8) if x.dtype == np.bool_ else x.dtype
+    name = b.cast(b.value(x), x.dtype, dt)
+    axis = node.attrs.get("axis", -1)
+    if axis is None:
+        name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
+    axis = int(axis) % max(x.aval.ndim, 1)
+    count = b.shape_of(name, axis, axis + 1)
+    if dt.kind != "f":
+        return [b.add("TopK", [name, count], 2, axis=axis, largest=0, sorted=1)[1]]
+    nan = b.one("IsNaN", [name])
+    keys = b.one("Where", [nan, b.const(np.inf, dt), name])
+    order = b.add("TopK", [keys, count], 2, axis=axis, largest=0, sorted=1)[1]
+    flags = b.one("GatherElements", [b.one("Cast", [nan], to=elem_type(np.int32)), order],
+                  axis=axis)
+    nan_last = b.add("TopK", [flags, count], 2, axis=axis, largest=0, sorted=1)[1]
+    return [b.one("GatherElements", [order, nan_last], axis=axis)]
+
+
 # -- linear algebra ---------------------------------------------------------------------------
 
 def _linalg_operands(b: GraphBuilder, node: Node) -> list[str]:

@@ -7,7 +7,9 @@ from typing import Any
 
 import numpy as np
 import pytest
-from onnx_support import check, spec, values
+from onnx_support import Exported, check, spec, values
+
+import kernel_ext as kx
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.int64, np.bool_])
@@ -151,3 +153,24 @@ def test_nonzero_and_argwhere_list_indices_in_numpy_order(dtype: Any) -> None:
     x = values((5, 4), dtype, 53, special=False)
     x[1] = 0
     check(where_set, [spec([None, 4], dtype)], [(x,), (x[1:2],)], "exact")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int64, np.bool_])
+def test_stable_argsort_matches_numpy_with_ties_and_nans(dtype: Any) -> None:
+    def ranks(x: Any) -> Any:
+        return np.argsort(x, kind="stable"), np.argsort(x, axis=0, stable=True), \
+            np.argsort(x, axis=None, kind="stable")
+    x = values((7, 5), dtype, 54)
+    if np.dtype(dtype).kind in "iuf":
+        x = np.round(x / 4).astype(dtype)  # many ties
+    if np.dtype(dtype).kind == "f":
+        x[0, :3] = np.nan
+        x[3, 1] = np.inf
+    check(ranks, [spec([None, 5], dtype)], [(x,), (x[2:4],)], "exact")
+
+
+def test_argsort_of_numpy_default_kind_is_refused_with_the_stable_fix() -> None:
+    def ranks(x: Any) -> Any:
+        return np.argsort(x)
+    with pytest.raises(kx.onnx.OnnxExportError, match="'argsort'.*kind='stable'"):
+        Exported(ranks, spec([4], np.float64))
