@@ -177,18 +177,11 @@ class GraphBuilder:
         if finish is not None:
             outs = finish(inner, outs)
         final = [inner.one("Identity", [o], hint=f"{name}_out") for o in outs]
-        infos = [helper.make_tensor_value_info(n, _elem_of(inner, n, dt), None)
-                 for n, dt in zip(final, [*_finish_dtypes(finish), *out_dtypes])]
+        # (a Loop body's condition output leads its outputs)
+        dtypes = [np.bool_, *out_dtypes] if finish is not None else list(out_dtypes)
+        infos = [helper.make_tensor_value_info(n, elem_type(dt), None)
+                 for n, dt in zip(final, dtypes)]
         return helper.make_graph(inner.nodes, self.fresh(name), list(inputs), infos)
-
-
-def _finish_dtypes(finish: Any) -> list[Any]:
-    # a Loop body's condition output leads its outputs
-    return [np.bool_] if finish is not None else []
-
-
-def _elem_of(builder: GraphBuilder, name: str, dtype: Any) -> int:
-    return elem_type(dtype)
 
 
 def _avals(node: Node) -> list[Any]:

@@ -25,7 +25,7 @@ from kernel_ext.onnx.rules import RULES
 DEFAULT_OPSET = 18
 
 
-def concrete_functions(obj: Any) -> list[ConcreteFunction]:
+def _concrete_functions(obj: Any) -> list[ConcreteFunction]:
     """The concrete functions ``obj`` stands for: itself, or a ``kx.function``'s traces
     (tracing its ``input_signature`` when it has one and no trace yet)."""
     if isinstance(obj, ConcreteFunction):
@@ -50,7 +50,7 @@ def _choose(obj: Any, signature: Any) -> ConcreteFunction:
                             f"{type(obj).__name__}")
         specs = signature if isinstance(signature, (tuple, list)) else (signature,)
         return obj.get_concrete_function(*specs)
-    found = concrete_functions(obj)
+    found = _concrete_functions(obj)
     if len(found) == 1:
         return found[0]
     name = getattr(obj, "name", "function")
