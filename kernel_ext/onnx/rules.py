@@ -69,6 +69,18 @@ def _out(node: Node) -> np.dtype:
     return np.dtype(node.dtype)
 
 
+#: Integer dtypes onnxruntime lacks most kernels for: computed in int64 and cast back, which
+#: wraps as NumPy's own loops do (exact for comparisons, extremes and sorting; modular for
+#: arithmetic, where the low bits do not depend on the width).
+NARROW = frozenset(np.dtype(d) for d in (np.int8, np.int16, np.uint8, np.uint16, np.uint32))
+
+
+def wide(dtype: Any) -> np.dtype:
+    """The dtype onnxruntime computes ``dtype`` in (int64 for the narrow integers)."""
+    dtype = np.dtype(dtype)
+    return np.dtype(np.int64) if dtype in NARROW else dtype
+
+
 # -- sources, structure, state ----------------------------------------------------------------
 
 @_rule(K.CONSTANT)
@@ -157,6 +169,11 @@ def _elementwise(emit: Emit, bool_as: Any = np.int8) -> Rule:
         if any(d != in_dt for d in loop[:nin]):
             raise refuse(node, f"its loop mixes operand dtypes {loop[:nin]}",
                          "cast the operands to one dtype first")
+        if in_dt in NARROW:
+            names = [b.operand(a, np.int64) for a in node.args[:nin]]
+            result = emit(b, names, np.dtype(np.int64), node)
+            result_dt = np.dtype(np.bool_) if out_dt == np.bool_ else np.dtype(np.int64)
+            return [b.cast(b.cast(result, result_dt, out_dt), out_dt, _out(node))]
         names = [b.operand(a, in_dt) for a in node.args[:nin]]
         if in_dt == np.bool_ and bool_as is not None:
             names = [b.cast(n, np.bool_, bool_as) for n in names]
@@ -449,8 +466,14 @@ def _hypot(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
     return b.one("Where", [infinite, b.const(np.inf, dt), scaled])
 
 
+def _negative(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
+    if dt.kind == "u":  # (ONNX's Neg is for signed types; 0 - x wraps as NumPy's)
+        return b.one("Sub", [b.const(0, dt), n[0]])
+    return b.one("Neg", n)
+
+
 _UNARY: dict[OpKind, Emit] = {
-    K.NEGATIVE: _onnx("Neg"), K.POSITIVE: _onnx("Identity"), K.ABSOLUTE: _onnx("Abs"),
+    K.NEGATIVE: _negative, K.POSITIVE: _onnx("Identity"), K.ABSOLUTE: _onnx("Abs"),
     K.FABS: _onnx("Abs"), K.SIGN: _sign, K.SQRT: _float_only("Sqrt"), K.SQUARE: _square,
     K.RECIPROCAL: _reciprocal, K.EXP: _float_only("Exp"), K.EXP2: _exp2, K.EXPM1: _expm1,
     K.LOG: _float_only("Log"), K.LOG2: _log_base(2.0), K.LOG10: _log_base(10.0),
@@ -508,7 +531,7 @@ def where(b: GraphBuilder, node: Node) -> list[str]:
     pred = b.operand(cond, np.bool_) if not isinstance(cond, Node) else \
         b.to_bool(b.value(cond), cond.dtype)
     out = _out(node)
-    work = np.dtype(np.int8) if out == np.bool_ else out  # (onnxruntime: no bool Where)
+    work = np.dtype(np.int8) if out == np.bool_ else wide(out)  # (no bool, int16 Where)
     chosen = b.one("Where", [pred, b.operand(x, work), b.operand(y, work)])
     return [b.cast(chosen, work, out)]
 
@@ -527,12 +550,13 @@ def clip(b: GraphBuilder, node: Node) -> list[str]:
     if out == np.bool_:
         raise refuse(node, "clip on booleans has no ONNX form", "clip an integer array")
     a, lo, hi = (list(node.args) + [None, None])[:3]
-    result = b.operand(a, out)
+    work = wide(out)
+    result = b.operand(a, work)
     if lo is not None:
-        result = b.one("Max", [result, b.operand(lo, out)])
+        result = b.one("Max", [result, b.operand(lo, work)])
     if hi is not None:
-        result = b.one("Min", [result, b.operand(hi, out)])
-    return [result]
+        result = b.one("Min", [result, b.operand(hi, work)])
+    return [b.cast(result, work, out)]
 
 
 # -- reductions and scans ---------------------------------------------------------------------
@@ -560,7 +584,7 @@ def _reduction(op_type: str, nan_propagates: bool = False,
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         _params(node, axis=_ANY, keepdims=_ANY, dtype=_ANY)
         x, out = node.args[0], _out(node)
-        work = np.dtype(np.int8) if out == np.bool_ else out
+        work = np.dtype(np.int32) if out == np.bool_ else wide(out)
         name = b.operand(x, work)
         axes = _axes_input(b, node, x)
         keep = int(bool(node.attrs.get("keepdims", False)))
@@ -613,7 +637,9 @@ def integer_sum(b: GraphBuilder, name: str, ndim: int, axes: list[int], keepdims
     keep = [a for a in range(ndim) if a not in axes]
     moved = b.one("Transpose", [name], perm=keep + axes) if ndim else name
     lead = b.shape_of(moved, 0, len(keep)) if keep else b.ints([])
-    flat = b.one("Reshape", [moved, b.one("Concat", [lead, b.ints([-1])], axis=0)])
+    # (the reduced length spelled out: -1 cannot be inferred next to an empty kept axis)
+    length = b.one("ReduceProd", [b.shape_of(moved, len(keep))], keepdims=1)
+    flat = b.one("Reshape", [moved, b.one("Concat", [lead, length], axis=0)], allowzero=1)
     pads = [0] * (len(keep) + 1)
     padded = b.one("Pad", [flat, b.ints(pads[:-1] + [1] + pads)])
     running = b.one("CumSum", [padded, b.const(len(keep), np.int64)])
@@ -631,9 +657,11 @@ def sum_(b: GraphBuilder, node: Node) -> list[str]:
     _params(node, axis=_ANY, keepdims=_ANY, dtype=_ANY)
     x = node.args[0]
     ndim = x.aval.ndim
-    total = integer_sum(b, b.operand(x, out), ndim, _axes(node.attrs.get("axis"), ndim),
+    # int64 for every integer sum: wrapping addition has the same low bits at any width
+    work = np.dtype(np.int64)
+    total = integer_sum(b, b.operand(x, work), ndim, _axes(node.attrs.get("axis"), ndim),
                         bool(node.attrs.get("keepdims", False)))
-    return [total]
+    return [b.cast(total, work, out)]
 
 
 @_rule(K.PROD)
@@ -707,7 +735,7 @@ def _arg_reduction(op_type: str) -> Rule:
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         _params(node, axis=_ANY, keepdims=_ANY)
         x = node.args[0]
-        dt = np.dtype(np.int8) if x.dtype == np.bool_ else x.dtype
+        dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
         name = b.operand(x, dt)
         axis, keep = node.attrs.get("axis"), bool(node.attrs.get("keepdims", False))
         ndim = x.aval.ndim
@@ -737,12 +765,13 @@ RULES[K.ARGMIN] = _arg_reduction("ArgMin")
 def cumsum(b: GraphBuilder, node: Node) -> list[str]:
     _params(node, axis=_ANY, dtype=_ANY)
     x, out = node.args[0], _out(node)
-    name = b.operand(x, out)
+    work = np.dtype(np.int64) if out.kind in "iub" else out  # (wrapping: same low bits)
+    name = b.operand(x, work)
     axis = node.attrs.get("axis")
     if axis is None:
         name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
     axis = int(axis) % max(x.aval.ndim, 1)
-    return [b.one("CumSum", [name, b.const(axis, np.int64)])]
+    return [b.cast(b.one("CumSum", [name, b.const(axis, np.int64)]), work, out)]
 
 
 # -- shapes -----------------------------------------------------------------------------------
@@ -878,7 +907,7 @@ def sort(b: GraphBuilder, node: Node) -> list[str]:
     _params(node, axis=_ANY, kind=_ANY, stable=_ANY)
     x = node.args[0]
     name, axis = b.value(x), node.attrs.get("axis", -1)
-    dt = np.dtype(np.int8) if x.dtype == np.bool_ else x.dtype
+    dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
     name = b.cast(name, x.dtype, dt)
     if axis is None:
         name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
@@ -915,7 +944,7 @@ def argsort(b: GraphBuilder, node: Node) -> list[str]:
                      "happens to, which no ONNX op reproduces",
                      "np.argsort(x, kind='stable') (ties in index order), which ONNX's TopK is")
     x = node.args[0]
-    dt = np.dtype(np.int8) if x.dtype == np.bool_ else x.dtype
+    dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
     name = b.cast(b.value(x), x.dtype, dt)
     axis = node.attrs.get("axis", -1)
     if axis is None:
@@ -936,17 +965,23 @@ def argsort(b: GraphBuilder, node: Node) -> list[str]:
 # -- linear algebra ---------------------------------------------------------------------------
 
 def _linalg_operands(b: GraphBuilder, node: Node) -> list[str]:
+    """The operands in the result dtype (narrow integers in int64: the products' low bits,
+    NumPy's wrapped result, do not depend on the width)."""
     out = _out(node)
-    if out.kind not in "iuf" or out.itemsize < 4:
-        raise refuse(node, f"ONNX's MatMul has no {out} kernel in onnxruntime",
-                     "cast the operands to float32/float64/int32/int64 first")
-    return [b.operand(a, out) for a in node.args]
+    if out.kind not in "iuf" or out == np.float16:
+        raise refuse(node, f"onnxruntime has no {out} MatMul kernel",
+                     "cast the operands to a float or integer dtype first")
+    return [b.operand(a, wide(out)) for a in node.args]
+
+
+def _linalg_result(b: GraphBuilder, node: Node, name: str) -> list[str]:
+    return [b.cast(name, wide(_out(node)), _out(node))]
 
 
 @_rule(K.MATMUL)
 def matmul(b: GraphBuilder, node: Node) -> list[str]:
     _params(node)
-    return [b.one("MatMul", _linalg_operands(b, node))]
+    return _linalg_result(b, node, b.one("MatMul", _linalg_operands(b, node)))
 
 
 @_rule(K.DOT)
@@ -955,11 +990,11 @@ def dot(b: GraphBuilder, node: Node) -> list[str]:
     ranks = [a.aval.ndim if isinstance(a, Node) else np.ndim(a) for a in node.args]
     names = _linalg_operands(b, node)
     if 0 in ranks:
-        return [b.one("Mul", names)]
+        return _linalg_result(b, node, b.one("Mul", names))
     if max(ranks) > 2:
         raise refuse(node, "np.dot of arrays above 2-D sums over a different axis than ONNX's "
                      "MatMul", "use np.matmul (or @) or np.tensordot")
-    return [b.one("MatMul", names)]
+    return _linalg_result(b, node, b.one("MatMul", names))
 
 
 @_rule(K.OUTER)
@@ -968,7 +1003,7 @@ def outer(b: GraphBuilder, node: Node) -> list[str]:
     a, c = _linalg_operands(b, node)
     col = b.one("Reshape", [a, b.ints([-1, 1])])
     row = b.one("Reshape", [c, b.ints([1, -1])])
-    return [b.one("Mul", [col, row])]
+    return _linalg_result(b, node, b.one("Mul", [col, row]))
 
 
 @_rule(K.VECDOT)
@@ -981,7 +1016,7 @@ def vecdot(b: GraphBuilder, node: Node) -> list[str]:
     ndim = max(arg.aval.ndim for arg in node.args if isinstance(arg, Node))
     if out.kind == "f":
         return [b.one("ReduceSum", [product, b.ints([-1])], keepdims=0)]
-    return [integer_sum(b, product, ndim, [ndim - 1], False)]
+    return _linalg_result(b, node, integer_sum(b, product, ndim, [ndim - 1], False))
 
 
 @_rule(K.EINSUM)
@@ -991,7 +1026,8 @@ def einsum(b: GraphBuilder, node: Node) -> list[str]:
     if "..." in subscripts:
         raise refuse(node, "ellipses in einsum subscripts are not translated",
                      "spell out the axes")
-    return [b.one("Einsum", _linalg_operands(b, node), equation=subscripts)]
+    return _linalg_result(b, node, b.one("Einsum", _linalg_operands(b, node),
+                                         equation=subscripts))
 
 
 @_rule(K.DET)
@@ -1192,9 +1228,10 @@ def index_value(b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple,
             raise refuse(node, "a boolean mask together with other array indices",
                          "index in two steps")
         (p, e), = positions
-        shape = b.one("Concat", [b.shape_of(x, 0, p) if p else b.ints([]), b.ints([-1]),
+        masked = b.one("ReduceProd", [b.shape_of(x, p, p + e.ndim)], keepdims=1)
+        shape = b.one("Concat", [b.shape_of(x, 0, p) if p else b.ints([]), masked,
                                  b.shape_of(x, p + e.ndim)], axis=0)
-        flat = b.one("Reshape", [x, shape])
+        flat = b.one("Reshape", [x, shape], allowzero=1)
         return b.one("Compress", [flat, b.one("Reshape", [e.value, b.ints([-1])])], axis=p)
     if len(positions) == 1:
         (p, e), = positions
@@ -1254,7 +1291,7 @@ def _positions(b: GraphBuilder, node: Node, x: Node, dyn: Sequence[Any]) -> tupl
     name = b.value(x)
     count = b.one("Size", [name])
     grid = b.one("Range", [b.const(0, np.int64), count, b.const(1, np.int64)])
-    grid = b.one("Reshape", [grid, b.shape_of(name)])
+    grid = b.one("Reshape", [grid, b.shape_of(name)], allowzero=1)
     picked = index_value(b, node, grid, x.aval.ndim, node.attrs["index"], dyn)
     return b.one("Reshape", [name, b.ints([-1])]), picked
 
@@ -1267,7 +1304,7 @@ def _scatter(b: GraphBuilder, node: Node, value: Any, reduction: str) -> str:
     updates = b.one("Reshape", [values, b.ints([-1])])
     attrs = {} if reduction == "none" else {"reduction": reduction}
     out = b.one("ScatterND", [flat, where_, updates], **attrs)
-    return b.one("Reshape", [out, b.shape_of(b.value(x))])
+    return b.one("Reshape", [out, b.shape_of(b.value(x))], allowzero=1)
 
 
 @_rule(K.SETITEM)

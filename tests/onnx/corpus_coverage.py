@@ -8,7 +8,9 @@ does not trace the case), EMPTY (the function computes no array: Python-number a
 constants of the trace), ALIASED (arguments share memory, which ONNX inputs, being values,
 cannot express), RUN ERROR (onnxruntime failed) and WRONG (exported, ran, and differs from
 NumPy: never allowed). Run ``python tests/onnx/corpus_coverage.py`` to print
-the table docs/onnx.md records; ``test_corpus_coverage.py`` holds the corpus to it.
+the table docs/onnx.md records; ``test_corpus_coverage.py`` holds the corpus to it. The
+generated programs of tests/programs.py (random NumPy steps over every dtype and layout) are
+checked the same way.
 """
 
 from __future__ import annotations
@@ -159,6 +161,70 @@ def run_corpus() -> list[Outcome]:
         return [check_case(c) for c in harness.all_cases()]
 
 
+#: The generated NumPy programs (tests/programs.py) checked too: (maker, seeds).
+GENERATED = (("make_program", range(300)), ("make_named_program", range(120)))
+
+
+def check_program(kind: str, seed: int) -> Outcome:
+    """One generated program (random steps over random dtypes, shapes and layouts),
+    exported for its inputs and compared with NumPy (outputs are arrays in a tuple)."""
+    import programs
+    prog = getattr(programs, kind)(seed)
+    out = Outcome(f"{kind}({seed})", kind, "PASS")
+    try:
+        cf = kx.function(prog, backend="numpy").get_concrete_function(*prog.inputs)
+        _ = cf.graph
+    except Exception as exc:  # noqa: BLE001 - the program's own trace failure
+        out.status, out.detail = "NOT TRACED", type(exc).__name__
+        return out
+    if not cf.graph.outputs:
+        out.status = "EMPTY"
+        return out
+    try:
+        model = kx.onnx.export(cf)
+    except kx.onnx.OnnxExportError as exc:
+        out.status, out.detail = "REFUSED", _refused_op(str(exc))
+        return out
+    try:
+        got = session(model).run(None, kx.onnx.input_feed(cf, *prog.inputs))
+    except Exception as exc:  # noqa: BLE001 - any onnxruntime failure is an outcome
+        out.status, out.detail = "RUN ERROR", str(exc).splitlines()[0][:120]
+        return out
+    with np.errstate(all="ignore"):
+        expected = prog(*prog.inputs)
+    wanted: list[Any] = []
+    _leaves(cf.structured_outputs, expected, wanted)
+    out.exact = True
+    for i, (g, w) in enumerate(zip(got, wanted)):
+        problem, bitwise = _difference(g, w)
+        if problem is not None:
+            out.status, out.detail = "WRONG", f"output {i}: {problem} ({prog.describe()})"
+            return out
+        out.exact &= bitwise
+    return out
+
+
+def run_generated() -> list[Outcome]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return [check_program(kind, seed) for kind, seeds in GENERATED for seed in seeds]
+
+
+def render_generated(outcomes: list[Outcome]) -> str:
+    counts = Counter(o.status for o in outcomes)
+    exact = sum(o.exact for o in outcomes if o.status == "PASS")
+    stops = Counter(o.detail for o in outcomes if o.status == "REFUSED")
+    lines = [f"{len(outcomes)} generated programs (tests/programs.py: make_program seeds 0-299, "
+             f"make_named_program seeds 0-119): {counts['PASS']} export and run within "
+             f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
+             f"{counts['NOT TRACED']} not traced, {counts['RUN ERROR']} onnxruntime errors, "
+             f"{counts['WRONG']} wrong. Most frequent stops: "
+             + ", ".join(f"`{op}` {n}" for op, n in stops.most_common(12)) + "."]
+    lines += [f"- {o.case} ({o.status}): {o.detail}" for o in outcomes
+              if o.status in ("RUN ERROR", "WRONG")]
+    return "\n".join(lines)
+
+
 def render(outcomes: list[Outcome]) -> str:
     """The coverage table (Markdown): counts by outcome and category, then the stopping ops."""
     statuses = ["PASS", "REFUSED", "NOT TRACED", "EMPTY", "ALIASED", "RUN ERROR", "WRONG"]
@@ -187,3 +253,5 @@ def render(outcomes: list[Outcome]) -> str:
 
 if __name__ == "__main__":
     print(render(run_corpus()))
+    print()
+    print(render_generated(run_generated()))

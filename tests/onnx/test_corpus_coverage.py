@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections import Counter
 
 import pytest
-from corpus_coverage import Outcome, render, run_corpus
+from corpus_coverage import Outcome, render, render_generated, run_corpus, run_generated
 
 #: Measured when the table in docs/onnx.md was written (153 of 190): a drop is a regression.
 MIN_PASSING = 150
+#: Likewise for the 420 generated programs (154 when measured).
+MIN_GENERATED_PASSING = 150
 
 
 @pytest.fixture(scope="module")
@@ -28,3 +30,12 @@ def test_most_of_the_corpus_exports_and_each_stop_is_named(outcomes: list[Outcom
     counts = Counter(o.status for o in outcomes)
     assert counts["PASS"] >= MIN_PASSING
     assert all(o.detail for o in outcomes if o.status == "REFUSED")
+
+
+def test_no_generated_program_exports_to_a_wrong_result() -> None:
+    outcomes = run_generated()
+    print("\n" + render_generated(outcomes))
+    bad = [f"{o.case}: {o.status} {o.detail}" for o in outcomes
+           if o.status in ("WRONG", "RUN ERROR")]
+    assert bad == []
+    assert sum(o.status == "PASS" for o in outcomes) >= MIN_GENERATED_PASSING

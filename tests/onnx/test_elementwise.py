@@ -215,3 +215,17 @@ def test_hypot_matches_numpy_without_overflow(dtype: Any) -> None:
         y[4:9] = [big, -0.0, np.nan, 2.0, 3e-30]
     check(length, [spec([None], dtype), spec([None], dtype)], [(x, y), (x[2:5], y[2:5])],
           "transcendental")
+
+
+@pytest.mark.parametrize("dtype", [np.int8, np.int16, np.uint8, np.uint16, np.uint32])
+def test_narrow_integers_wrap_as_numpy(dtype: Any) -> None:
+    def arithmetic(x: Any, y: Any) -> Any:
+        return (x + y, x * y, -x, x - y, np.maximum(x, y), x < y, x // np.maximum(y, 1),
+                x.max(axis=0), np.sort(x), x.cumsum(dtype=dtype), np.where(x > y, x, y),
+                np.clip(x, 2, 50), x @ y.T)
+    info = np.iinfo(dtype)
+    x = np.random.default_rng(3).integers(info.min, info.max, (4, 3), endpoint=True)
+    y = np.random.default_rng(4).integers(info.min, info.max, (4, 3), endpoint=True)
+    x, y = x.astype(dtype), y.astype(dtype)
+    check(arithmetic, [spec([None, 3], dtype), spec([None, 3], dtype)], [(x, y), (x[:1], y[:1])],
+          "exact")
