@@ -24,8 +24,9 @@ import kernel_ext as kx
 if os.environ.get("CI") == "true":  # CI installs the test extra: a missing package fails
     import onnx
     import onnxruntime as ort
-else:
-    onnx = pytest.importorskip("onnx")
+else:  # (onnx.checker: without onnx, "onnx" would name this test folder, a namespace)
+    pytest.importorskip("onnx.checker")
+    import onnx
     ort = pytest.importorskip("onnxruntime")
 
 
