@@ -30,6 +30,9 @@ else:  # (onnx.checker: without onnx, "onnx" would name this test folder, a name
     ort = pytest.importorskip("onnxruntime")
 
 
+__all__ = ["TOLERANCE", "Exported", "assert_matches", "check", "flat", "onnx", "ort",
+           "session", "spec", "values"]
+
 #: family -> {dtype: relative tolerance}; absent: exact. The bound is
 #: ``|got - want| <= rtol * max(1, max|want|)`` elementwise (NaN matches NaN).
 TOLERANCE: dict[str, dict[np.dtype, float]] = {
