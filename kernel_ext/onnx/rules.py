@@ -774,6 +774,20 @@ def cumsum(b: GraphBuilder, node: Node) -> list[str]:
     return [b.cast(b.one("CumSum", [name, b.const(axis, np.int64)]), work, out)]
 
 
+@_rule(K.UFUNC_ACCUMULATE)
+def ufunc_accumulate(b: GraphBuilder, node: Node) -> list[str]:
+    """``np.add.accumulate`` is a cumsum in the node's dtype; no other ufunc's running
+    reduction (cumulative product, maximum...) has an ONNX op."""
+    _params(node, ufunc=_ANY, axis=_ANY, dtype=_ANY)
+    if node.attrs["ufunc"] is not np.add:
+        raise refuse(node, f"ONNX has no running {node.attrs['ufunc'].__name__} (only CumSum)",
+                     "compute it outside the exported function and pass the result in")
+    attrs = {k: v for k, v in node.params.items() if k != "ufunc"}
+    attrs.setdefault("axis", 0)
+    as_cumsum = Node(node.name, K.CUMSUM, node.args, attrs, node.aval, node.source)
+    return cumsum(b, as_cumsum)
+
+
 # -- shapes -----------------------------------------------------------------------------------
 
 @_rule(K.RESHAPE)

@@ -10,7 +10,7 @@ from corpus_coverage import Outcome, render, render_generated, run_corpus, run_g
 
 #: Measured when the table in docs/onnx.md was written (153 of 190): a drop is a regression.
 MIN_PASSING = 150
-#: Likewise for the 420 generated programs (154 when measured).
+#: Likewise for the 420 generated programs (155 when measured).
 MIN_GENERATED_PASSING = 150
 
 

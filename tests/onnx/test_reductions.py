@@ -73,7 +73,8 @@ def test_argmax_and_argmin_pick_numpy_first_index_and_first_nan(dtype: Any, axis
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32, np.int64, np.bool_])
 def test_cumsum_matches_numpy(dtype: Any) -> None:
     def running(x: Any) -> Any:
-        return np.cumsum(x, axis=0), np.cumsum(x), x.cumsum(axis=-1)
+        return np.cumsum(x, axis=0), np.cumsum(x), x.cumsum(axis=-1), np.add.accumulate(x), \
+            np.add.accumulate(x, axis=1, dtype=np.float64)
     x = values((4, 3), dtype, seed=24, special=False)
     check(running, [spec([None, 3], dtype)], [(x,), (x[:1],)], "reduction")
 
