@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from kernel_ext.ir import COMPARISONS, DynamicIndex, Node, OpKind
-from kernel_ext.onnx.builder import GraphBuilder, Rule, elem_type
+from kernel_ext.onnx.builder import GraphBuilder, Rule, elem_type, onnx_modules
 from kernel_ext.onnx.refusal import refuse
 
 K = OpKind
@@ -1074,13 +1074,16 @@ def cond(b: GraphBuilder, node: Node) -> list[str]:
 def while_(b: GraphBuilder, node: Node) -> list[str]:
     """A graph loop as ONNX's ``Loop`` without a trip count: the condition graph runs once
     before the loop and again at the end of each body, on the new values."""
-    _, helper, _ = _onnx_helper()
+    _, helper, _ = onnx_modules()
     n = node.attrs["n_vars"]
     cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
     args = [b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype)
             for a in node.args]
-    inits, captures = args[:n], args[n:]
     dtypes = [aval.dtype for aval in node.aval]
+    # (a loop-carried value keeps one dtype in ONNX: the initial values take the loop's)
+    inits = [b.cast(v, a.dtype if isinstance(a, Node) else np.asarray(a).dtype, dt)
+             for v, a, dt in zip(args[:n], node.args[:n], dtypes)]
+    captures = args[n:]
     first = GraphBuilder(b.model, b.rules, b.env)
     first.env.update({p: [v] for p, v in zip(cond_graph.inputs, inits + captures)})
     first.emit(cond_graph)
@@ -1106,11 +1109,6 @@ def while_(b: GraphBuilder, node: Node) -> list[str]:
 
     body = b.subgraph(body_graph, bindings, inputs, dtypes, f"{node.name}_body", finish)
     return b.add("Loop", ["", keep_going, *inits], n, hint=node.name, body=body)
-
-
-def _onnx_helper() -> tuple[Any, Any, Any]:
-    from kernel_ext.onnx.builder import onnx_modules
-    return onnx_modules()
 
 
 # -- indexing ---------------------------------------------------------------------------------
