@@ -184,3 +184,13 @@ def test_wrap_padding_needs_opset_19() -> None:
     f = Exported(wrapped, spec([5], np.int64), opset=19)
     x = values((5,), np.int64, 55)
     assert np.array_equal(f.run(x)[0], wrapped(x))
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int8, np.bool_])
+def test_compress_and_diagflat_match_numpy(dtype: Any) -> None:
+    def selected(x: Any, c: Any) -> Any:
+        return (np.compress(c, x, axis=0), np.compress(c[:2], x, axis=1), np.compress(c, x),
+                np.diagflat(x[0]), np.diagflat(x, k=2), np.diagflat(x[:, 0], -1))
+    x = values((3, 3), dtype, 56)
+    c = np.array([True, False, True])
+    check(selected, [spec([3, 3], dtype), spec([3], np.bool_)], [(x, c), (x, ~c)], "exact")
