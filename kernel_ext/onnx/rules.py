@@ -978,18 +978,23 @@ def argsort(b: GraphBuilder, node: Node) -> list[str]:
 
 # -- linear algebra ---------------------------------------------------------------------------
 
+def _linalg_work(out: np.dtype) -> np.dtype:
+    """The dtype products are computed in: int64 for narrow integers (the low bits, NumPy's
+    wrapped result, do not depend on the width) and for bools (any product term nonzero is
+    NumPy's True)."""
+    return np.dtype(np.int64) if out == np.bool_ else wide(out)
+
+
 def _linalg_operands(b: GraphBuilder, node: Node) -> list[str]:
-    """The operands in the result dtype (narrow integers in int64: the products' low bits,
-    NumPy's wrapped result, do not depend on the width)."""
     out = _out(node)
-    if out.kind not in "iuf" or out == np.float16:
+    if out.kind not in "iufb" or out == np.float16:
         raise refuse(node, f"onnxruntime has no {out} MatMul kernel",
                      "cast the operands to a float or integer dtype first")
-    return [b.operand(a, wide(out)) for a in node.args]
+    return [b.operand(a, _linalg_work(out)) for a in node.args]
 
 
 def _linalg_result(b: GraphBuilder, node: Node, name: str) -> list[str]:
-    return [b.cast(name, wide(_out(node)), _out(node))]
+    return [b.cast(name, _linalg_work(_out(node)), _out(node))]
 
 
 @_rule(K.MATMUL)
@@ -1033,13 +1038,27 @@ def vecdot(b: GraphBuilder, node: Node) -> list[str]:
     return _linalg_result(b, node, integer_sum(b, product, ndim, [ndim - 1], False))
 
 
+@_rule(K.VDOT)
+def vdot(b: GraphBuilder, node: Node) -> list[str]:
+    """np.vdot of real arrays: the flattened products summed (integers exactly)."""
+    _params(node)
+    a, c = [b.one("Reshape", [n, b.ints([-1])]) for n in _linalg_operands(b, node)]
+    product = b.one("Mul", [a, c])
+    if _out(node).kind == "f":
+        return [b.one("ReduceSum", [product], keepdims=0)]
+    return _linalg_result(b, node, integer_sum(b, product, 1, [0], False))
+
+
 @_rule(K.EINSUM)
 def einsum(b: GraphBuilder, node: Node) -> list[str]:
     _params(node, subscripts=_ANY, optimize=_ANY)
     subscripts = node.attrs["subscripts"]
-    if "..." in subscripts:
-        raise refuse(node, "ellipses in einsum subscripts are not translated",
-                     "spell out the axes")
+    terms = subscripts.split("->")[0].split(",")
+    spans = {(a.aval.ndim if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))
+             for t, a in zip(terms, node.args) if "..." in t}
+    if len(spans) > 1:
+        raise refuse(node, "ONNX's Einsum needs every ellipsis to stand for as many axes "
+                     "(NumPy broadcasts them)", "give the operands the same number of axes")
     return _linalg_result(b, node, b.one("Einsum", _linalg_operands(b, node),
                                          equation=subscripts))
 

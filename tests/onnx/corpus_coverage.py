@@ -123,6 +123,9 @@ def check_case(case: harness.Case) -> Outcome:
     except kx.onnx.OnnxExportError as exc:
         out.status, out.detail = "REFUSED", _refused_op(str(exc))
         return out
+    except Exception as exc:  # noqa: BLE001 - a model the checker rejects is an outcome
+        out.status, out.detail = "RUN ERROR", f"export: {str(exc).splitlines()[0][:120]}"
+        return out
     feed_args, feed_kwargs = harness.inputs_for(case, seed)
     try:
         got = session(model).run(None, kx.onnx.input_feed(cf, *feed_args, **feed_kwargs))
@@ -184,6 +187,9 @@ def check_program(kind: str, seed: int) -> Outcome:
         model = kx.onnx.export(cf)
     except kx.onnx.OnnxExportError as exc:
         out.status, out.detail = "REFUSED", _refused_op(str(exc))
+        return out
+    except Exception as exc:  # noqa: BLE001 - a model the checker rejects is an outcome
+        out.status, out.detail = "RUN ERROR", f"export: {str(exc).splitlines()[0][:120]}"
         return out
     try:
         got = session(model).run(None, kx.onnx.input_feed(cf, *prog.inputs))

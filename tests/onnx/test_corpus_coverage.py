@@ -10,8 +10,8 @@ from corpus_coverage import Outcome, render, render_generated, run_corpus, run_g
 
 #: Measured when the table in docs/onnx.md was written (153 of 190): a drop is a regression.
 MIN_PASSING = 150
-#: Likewise for the 420 generated programs (169 when measured).
-MIN_GENERATED_PASSING = 165
+#: Likewise for the 420 generated programs (173 when measured).
+MIN_GENERATED_PASSING = 170
 
 
 @pytest.fixture(scope="module")

@@ -146,3 +146,14 @@ def test_the_usage_example_of_the_docs_runs(tmp_path: Any) -> None:
     want_labels, want_scores = predict.python_function(batch)
     assert_matches(labels, want_labels, "exact")
     assert_matches(scores, want_scores, "transcendental")
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.int64, np.bool_, np.uint8])
+def test_einsum_with_ellipsis_vdot_and_boolean_products_match_numpy(dtype: Any) -> None:
+    family = "linalg" if np.dtype(dtype).kind == "f" else "exact"
+
+    def products(a: Any, b: Any) -> Any:
+        return (np.einsum("...ij,...jk->...ik", a, b), np.einsum("ij->i", a), np.vdot(a, a),
+                a @ b, np.dot(a[0], b[:, 0]))
+    a, b = values((2, 3), dtype, 69, special=False), values((3, 2), dtype, 70, special=False)
+    check(products, [spec([2, 3], dtype), spec([3, 2], dtype)], [(a, b)], family)
