@@ -43,6 +43,7 @@ def test_an_op_without_onnx_form_is_refused_with_its_name_line_and_fix() -> None
     (lambda x: np.cumprod(x), "cumprod"),
     (lambda x: np.logaddexp(x, x), "logaddexp"),
     (lambda x: np.pad(x, 1, mode="symmetric"), "pad"),
+    (lambda x: np.einsum("...i,...i->...", x, x[0]), "einsum"),
 ])
 def test_ops_without_a_rule_are_refused_by_name(body: Any, op: str) -> None:
     def fn(x: Any) -> Any:
