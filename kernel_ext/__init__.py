@@ -38,8 +38,9 @@ __all__ = ["ConcreteFunction", "Function", "GradientTape", "Graph", "TensorArray
 
 
 def __getattr__(name: str) -> object:
-    """``kx.jupyter`` (it imports IPython and ipywidgets) and ``kx.saved_model`` on first use."""
-    if name in ("jupyter", "saved_model"):  # (saved_model: kx.saved_model.save/load)
+    """``kx.jupyter``, ``kx.saved_model`` and ``kx.onnx`` on first use (they import IPython
+    and ipywidgets, or the optional onnx extra, so never eagerly)."""
+    if name in ("jupyter", "saved_model", "onnx"):
         import importlib
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'kernel_ext' has no attribute {name!r}")
