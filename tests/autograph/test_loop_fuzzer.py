@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pytest
 from loop_programs import LoopBatch, LoopProgram, make_loop_program, make_wide_program
+from markers import quick_only
 
 import kernel_ext as kx
 from kernel_ext import errors
@@ -175,8 +176,14 @@ def _profile(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
 
 
-@pytest.mark.parametrize("path", list(PATHS))
-@pytest.mark.parametrize("profile", list(CI_BATCHES))
+#: The (profile, executor) pairs of the quick subset: every profile on NumPy, and the wide
+#: programs (no compile worth the name) everywhere; the rest compile for minutes from a cold
+#: kernel cache and run in the full suite.
+QUICK = [(profile, "numpy") for profile in CI_BATCHES] + [("wide", path) for path in PATHS]
+
+
+@pytest.mark.parametrize("profile, path", quick_only(
+    [(profile, path) for profile in CI_BATCHES for path in PATHS], QUICK))
 def test_generated_loop_programs_are_bitwise_numpy(profile, path, monkeypatch):
     _profile(profile, monkeypatch)
     size = BATCH if profile != "wide" else 2
