@@ -9,6 +9,8 @@ from typing import Any, Callable
 import numpy as np
 import pytest
 
+from markers import quick_only
+
 import kernel_ext as kx
 from kernel_ext.backends import fused
 from kernel_ext.ir import OpKind
@@ -237,7 +239,7 @@ def _matrix_loop(x: Any, w: Any) -> Any:
 
 
 @pytest.mark.filterwarnings("error:kx.function\\(jit_compile=True\\)")
-@pytest.mark.parametrize("case", ["range", "while", "matrix", "float32"])
+@pytest.mark.parametrize("case", quick_only(["range", "while", "matrix", "float32"], ["while"]))
 def test_loop_gradients_compile_into_one_function(case: str) -> None:
     """``jit_compile=True`` compiles the stacking loop (its ``int64`` count and ``None``
     stacks, ``tensor_array_write``) and the reverse loop reading the stacks into one Numba

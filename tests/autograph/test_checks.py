@@ -143,6 +143,7 @@ def test_a_check_inside_a_graph_loop_names_the_traced_index(options):
     like_numpy(checked_prefix_sum, cases, options)
 
 
+@pytest.mark.slow  # one whole-graph compile of a checked loop: seconds from a cold cache
 def test_the_compiled_whole_graph_checks_and_hands_a_failure_to_numpy():
     """The compiled function runs passing calls itself; a failing check signals, and the
     fused executor's rerun raises the exception with its run-time message."""

@@ -18,6 +18,7 @@ import warnings
 
 import numpy as np
 import pytest
+from markers import cheap_paths
 
 import kernel_ext as kx
 from kernel_ext.autograph import loops
@@ -154,7 +155,7 @@ def test_factorisation_matches_numpy_with_the_shipped_unroll_budget(kernel, n):
     _check(kernel, n, PATHS["numpy"])
 
 
-@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: k.__name__)
 def test_factorisation_matches_numpy_across_the_unroll_budget(kernel, path, monkeypatch):
     # a budget of 40 nodes: 3 rows stay unrolled, 5 and 7 switch inside nested loops
@@ -198,7 +199,7 @@ def break_in_the_first_iteration(A):
     return A
 
 
-@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_a_break_taken_before_the_switch_to_a_graph_loop_ends_the_loop(path, monkeypatch):
     # the j loop passes a 10-node budget in the iteration that breaks: the iteration the
     # graph-loop try peels must not run (it did, updating row 1 as well)

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 import pytest
 from loop_programs import LoopBatch, LoopProgram, make_loop_program, make_wide_program
+from markers import quick_only
 
 import kernel_ext as kx
 from kernel_ext import errors
@@ -175,13 +176,21 @@ def _profile(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
         monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
 
 
-@pytest.mark.parametrize("path", list(PATHS))
-@pytest.mark.parametrize("profile", list(CI_BATCHES))
-def test_generated_loop_programs_are_bitwise_numpy(profile, path, monkeypatch):
+#: The (profile, executor, batch) of the quick subset: each profile's first batch (every size
+#: of the profile: the sizes cycle with the seed) on NumPy, and the wide programs (no compile
+#: worth the name) everywhere; the other batches, and the compiled executors that take
+#: minutes from a cold kernel cache, run in the full suite.
+QUICK = ([(profile, "numpy", 0) for profile in CI_BATCHES]
+         + [("wide", path, b) for path in PATHS for b in range(CI_BATCHES["wide"])])
+
+
+@pytest.mark.parametrize("profile, path, batch", quick_only(
+    [(profile, path, b) for profile in CI_BATCHES for path in PATHS
+     for b in range(CI_BATCHES[profile])], QUICK))
+def test_generated_loop_programs_are_bitwise_numpy(profile, path, batch, monkeypatch):
     _profile(profile, monkeypatch)
     size = BATCH if profile != "wide" else 2
-    for b in range(CI_BATCHES[profile]):
-        run_batch(programs_for(profile, range(b * size, (b + 1) * size)), path, profile)
+    run_batch(programs_for(profile, range(batch * size, (batch + 1) * size)), path, profile)
     _report(profile, path)
 
 

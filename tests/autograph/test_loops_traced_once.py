@@ -20,6 +20,7 @@ import warnings
 
 import numpy as np
 import pytest
+from markers import cheap_paths
 from same_as_numpy import assert_same
 
 import kernel_ext as kx
@@ -176,7 +177,7 @@ def test_the_graph_of_an_index_loop_kernel_is_the_same_for_10_and_1000_rows(kern
         assert "graph loop" in note and ("unrolled" not in note or "peeled" in note), note
 
 
-@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("kernel", list(KERNELS), ids=lambda k: k.__name__)
 def test_an_index_loop_kernel_is_bitwise_numpy_on_both_sides_of_the_short_range(
         kernel, path, compiled):
@@ -228,7 +229,7 @@ def windows(x):
     return out
 
 
-@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("kernel", [slice_reads, slice_writes, windows],
                          ids=lambda k: k.__name__)
 def test_slices_with_traced_bounds_are_numpys_slices(kernel, path, compiled):
@@ -357,7 +358,7 @@ def test_the_short_range_threshold_decides_unrolling(n):
 
 # -- int() of a traced float in a loop body ---------------------------------------------------
 
-@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_a_histogram_through_int_of_a_traced_float_is_numpys(path, compiled):
     for n in (loops.SHORT_RANGE - 3, 40):
         x = np.random.default_rng(n).random(n)
@@ -398,7 +399,7 @@ def reversed_ranges(U, b):
     return x, U
 
 
-@pytest.mark.parametrize("path", list(PATHS))
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_a_reversed_range_is_a_graph_loop_too(path, compiled):
     for n in (loops.SHORT_RANGE - 2, loops.SHORT_RANGE + 3):
         f = _check(reversed_ranges, KERNELS[back_substitution][0](n, np.random.default_rng(n)),

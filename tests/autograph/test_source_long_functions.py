@@ -17,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from markers import quick_only
 
 import kernel_ext as kx
 from kernel_ext import errors
@@ -49,7 +50,12 @@ def _loop_template(n: int) -> str:
             f"    while udiff > .001:\n{body}\n        udiff = np.abs(x).max()\n    return x\n")
 
 
-@pytest.mark.parametrize("n", range(1, 201))
+#: Lengths of the quick subset: every one to 40 lines, then every tenth (a straight-line
+#: function has no jumps, so no length in between crosses an ``EXTENDED_ARG`` threshold).
+QUICK_LENGTHS = [*range(1, 41), *range(50, 201, 10), 199]
+
+
+@pytest.mark.parametrize("n", quick_only(range(1, 201), QUICK_LENGTHS))
 def test_straight_line_functions_of_any_length_verify(tmp_path, n):
     module = _import(tmp_path, _straight(n))
     assert find_definition(module.f).name == "f"

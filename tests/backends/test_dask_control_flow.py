@@ -12,6 +12,10 @@ import pytest
 import kernel_ext as kx
 from kernel_ext import errors
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 da = pytest.importorskip("dask.array")
 dask = pytest.importorskip("dask")
 

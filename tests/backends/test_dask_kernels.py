@@ -18,6 +18,10 @@ pytest.importorskip("numba")
 
 from kernel_ext.backends.dask_backend import blocks  # noqa: E402 (after the skips)
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 #: 1-d and 2-d chunkings, uneven ones and single-element blocks included.
 CHUNKS_2D = [((5, 5), (7,)), ((3, 4, 3), (2, 5)), ((1,) * 10, (4, 3))]
 

@@ -13,6 +13,10 @@ from programs import make_program
 import kernel_ext as kx
 from kernel_ext.ir import interpret, lint
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 SEEDS = range(300)
 
 

@@ -11,6 +11,10 @@ import kernel_ext as kx
 from kernel_ext.backends import codegen, fast_math, kernel_cache, numba_cpu
 from kernel_ext.passes.fusion import partition
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     """Distance in units in the last place: the floats' bits as ordered integers (so the

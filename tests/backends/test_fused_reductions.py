@@ -20,6 +20,10 @@ import pytest
 import kernel_ext as kx
 from kernel_ext.backends import codegen, compiler, fused, runners
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _sync():

@@ -19,6 +19,10 @@ from kernel_ext.backends.inplace import plan_inplace
 from kernel_ext.ir import OpKind
 from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}
 

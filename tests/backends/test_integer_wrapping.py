@@ -20,6 +20,10 @@ import pytest
 import kernel_ext as kx
 from kernel_ext.backends import fused
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
               np.uint64]
 MODES = ["numba", "jit", "auto-hot"]

@@ -8,10 +8,21 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import codegen, kernel_cache, numba_cpu
 from kernel_ext.passes.fusion import partition
+
+
+@pytest.fixture(autouse=True)
+def _numba_cache_beside_the_kernels(monkeypatch):
+    """Numba's compiled code in the kernel folder's ``__pycache__``, where these tests look,
+    even when the run set ``NUMBA_CACHE_DIR`` (as ``.ci/run`` does): Numba read it when it was
+    imported, so its config is what counts."""
+    from numba.core import config
+    monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
+    monkeypatch.setattr(config, "CACHE_DIR", "")
 
 
 def _kernel_source(salt: float) -> codegen.KernelSource:

@@ -18,6 +18,10 @@ from programs import FUSIBLE_BINARY, FUSIBLE_UNARY, make_fusible_program, make_p
 import kernel_ext as kx
 from kernel_ext.backends import codegen, compiler, fused
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 def _same(got, want, what: str) -> None:
     """Same dtype, shape and values (NaN == NaN; -0.0 == 0.0)."""

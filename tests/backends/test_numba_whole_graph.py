@@ -11,6 +11,10 @@ from programs import make_fusible_program, make_program
 import kernel_ext as kx
 from kernel_ext.backends import codegen, fused
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 def _same(got, want, what: str = "") -> None:
     g, w = np.asarray(got), np.asarray(want)

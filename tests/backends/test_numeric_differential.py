@@ -26,6 +26,10 @@ from programs import Batch, bit_pattern, make_numeric_program
 import kernel_ext as kx
 from kernel_ext.backends import codegen
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 #: Programs per backend in the default (CI) run.
 CI_PROGRAMS = 240
 #: Programs per backend of the opt-in slow run (0: not run).

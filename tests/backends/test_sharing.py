@@ -13,6 +13,10 @@ from kernel_ext.backends import SHARED, fused
 from kernel_ext.backends.sharing import erase_sizes, size_pattern_key
 from kernel_ext.ir import lint
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 pytest.importorskip("numba")
 
 

@@ -17,6 +17,10 @@ from programs import nan_with_payload
 
 import kernel_ext as kx
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 MODES = {"numba": {"backend": "numba"}, "jit": {"jit_compile": True}}
 FLOATS = [np.float32, np.float64]
 

@@ -14,6 +14,10 @@ import kernel_ext.backends as backends
 from kernel_ext.backends import tiering
 from kernel_ext.jupyter import records, render
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def _tiering_on(monkeypatch):

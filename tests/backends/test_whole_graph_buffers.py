@@ -13,6 +13,10 @@ import pytest
 
 import kernel_ext as kx
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 def _same(got, want, what: str = "") -> None:
     g, w = np.asarray(got), np.asarray(want)

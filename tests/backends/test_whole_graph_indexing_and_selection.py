@@ -23,8 +23,11 @@ from hypothesis.extra import numpy as hnp
 import kernel_ext as kx
 from whole_graph_support import compiled, function_for, same
 
-# NumPy warns of the overflow and invalid operations hypothesis feeds it (the eager side)
-pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py). NumPy warns of the overflow and invalid
+# operations hypothesis feeds it (the eager side).
+pytestmark = [pytest.mark.slow,
+              pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")]
 
 
 def _check(fn: Callable, *args: Any, static: bool = False) -> None:

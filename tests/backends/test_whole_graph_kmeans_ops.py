@@ -16,6 +16,10 @@ from kernel_ext import backends
 from kernel_ext.backends.sharing import SharedExecutables
 from kernel_ext.passes import short_sums
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 def _same(got, want, what: str = "") -> None:
     g, w = np.asarray(got), np.asarray(want)

@@ -16,6 +16,10 @@ import kernel_ext as kx
 import kernel_ext.backends as backends
 from kernel_ext.backends import tiering, whole_graph
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 # -- kernels: index loops as people write them (every dimension traced: graph loops) -----------
 
 

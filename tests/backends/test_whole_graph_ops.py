@@ -20,6 +20,10 @@ from hypothesis import strategies as st
 import kernel_ext as kx
 from whole_graph_support import compiled, function_for, same
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 RNG = np.random.default_rng(16)
 FLOATS = (np.float64, np.float32)
 SPECIALS = [0.0, -0.0, np.nan, -np.nan, np.inf, -np.inf, 1.0, -1.0, 1e-300, 3.5, -2.25]

@@ -17,6 +17,10 @@ import pytest
 import kernel_ext as kx
 from kernel_ext.backends import compiler, cost, fused, parallel
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 def _bits(a, b) -> bool:
     return type(a) is type(b) and np.asarray(a).tobytes() == np.asarray(b).tobytes()

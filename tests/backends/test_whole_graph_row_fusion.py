@@ -24,6 +24,10 @@ from kernel_ext.ir import OpKind
 from kernel_ext.backends import parallel, row_fusion, tiering, whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 F32, F64 = np.float32, np.float64
 
 

@@ -19,6 +19,10 @@ from kernel_ext import backends
 from kernel_ext.backends import whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
 
+# Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
+# quick subset leaves it out (tests/markers.py).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(autouse=True)
 def unshared(monkeypatch):

@@ -324,6 +324,7 @@ def test_unseeded_generator_made_inside_the_function_is_not_verified_and_says_wh
     assert verifier.eager_runs == 0 and "without a seed" in verifier.skipped
 
 
+@pytest.mark.slow  # a compile to change tier: seconds from a cold kernel cache
 def test_tier_change_verifies_one_more_call(monkeypatch):
     from kernel_ext import backends
     monkeypatch.setattr(backends, "TIERING", True)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from markers import cheap_paths
 
 import kernel_ext as kx
 
@@ -105,7 +106,7 @@ SCALAR_RESULTS = {
 }
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("name", ARRAY_RESULTS)
 def test_array_constructors_return_a_0d_array(name, path):
     fn = ARRAY_RESULTS[name]
@@ -114,7 +115,7 @@ def test_array_constructors_return_a_0d_array(name, path):
     _assert_same(_traced(fn, path, C, A, B), want, name)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("name", SCALAR_RESULTS)
 def test_ufuncs_and_reductions_return_a_numpy_scalar(name, path):
     fn = SCALAR_RESULTS[name]
@@ -124,7 +125,7 @@ def test_ufuncs_and_reductions_return_a_numpy_scalar(name, path):
     _assert_same(_traced(fn, path, C, A, B), want, name)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_returned_argument_is_the_callers_object(path):
     def identity(c, a, b):
         return a, [b], {"c": c}
@@ -134,7 +135,7 @@ def test_returned_argument_is_the_callers_object(path):
     assert got[0] is a and got[1][0] is b and got[2]["c"] is c
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_methods_of_a_numpy_scalar_argument_keep_it_a_scalar(path):
     def methods(a):
         return a.copy(), a.reshape(()), a.T, a.astype(np.float32), np.copy(a), a[...]
@@ -143,7 +144,7 @@ def test_methods_of_a_numpy_scalar_argument_keep_it_a_scalar(path):
         _assert_same(_traced(methods, path, arg), methods(arg), type(arg).__name__)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_0d_results_inside_containers_follow_numpy(path):
     def nested(c, a, b):
         s = a + b
@@ -153,7 +154,7 @@ def test_0d_results_inside_containers_follow_numpy(path):
     _assert_same(_traced(nested, path, C, A, B), nested(C, A, B))
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_returned_0d_array_is_the_callers_own(path):
     f = kx.function(lambda c, a, b: np.where(c, a * 2, b), **PATHS[path])
     first = f(C, A, B)
@@ -163,7 +164,7 @@ def test_returned_0d_array_is_the_callers_own(path):
     assert first == 5.0 and second == 3.0 and third == 2.5 and second is not first
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_branches_returning_arrays_give_a_0d_array(path):
     def pick(c, a, b):
         if np.sum(a) > 0:
@@ -223,7 +224,7 @@ def _asarray_of_sum(a):
     return s, r
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_asarray_keeps_an_argument_and_makes_a_scalar_an_array(path):
     a = np.array(1.5)
     assert _traced(_asarray_of_argument, path, a) is a
@@ -247,7 +248,7 @@ def _loop_of_scalars(a, b):
     return x
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("fn", [_loop_of_arrays, _loop_of_scalars], ids=["arrays", "scalars"])
 def test_while_loop_results_keep_numpys_form(fn, path):
     _assert_same(_traced(fn, path, A, B), fn(A, B))
@@ -259,7 +260,7 @@ def _store_in_list(a, b, out):
     return len(out)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_0d_values_stored_in_a_list_argument_keep_numpys_form(path):
     eager, traced = [], []
     _store_in_list(A, B, eager)
@@ -280,7 +281,7 @@ def _relu_loss(w):
     return np.where(w > 0, w, 0.0) * 2  # the backward pass ends with a where
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_0d_gradients_are_numpy_scalars_whatever_the_backward_ends_with(path):
     for fn in (_relu_loss, lambda w: np.tanh(w) * 3):
         traced = _traced(kx.grad(fn), path, A)

@@ -2,6 +2,8 @@
 
 Each test makes its own :class:`CellActivity` (not the process's one) and a stand-in shell
 whose ``events`` keep the registered callbacks, so hooks can be counted and cells played.
+Nothing waits for a time to pass: a test waits for an event (a view polled, the poll thread
+asleep with nothing due), so a loaded machine makes it slower, never wrong.
 """
 
 from __future__ import annotations
@@ -43,23 +45,63 @@ class Shell:
             hook(None)
 
 
+#: Seconds a test waits for an event before it fails (generous: a loaded machine is slow).
+TIMEOUT = 30.0
+
+
 class View:
-    """A live view that counts what the poller asks of it."""
+    """A live view that counts what the poller asks of it, and tells waiters of each poll."""
 
     def __init__(self, interval: float = 0.01) -> None:
         self.interval = interval
         self.polls = 0
         self.cell_ends = 0
+        self.changed = threading.Condition()
 
     def poll(self) -> None:
-        self.polls += 1
+        with self.changed:
+            self.polls += 1
+            self.changed.notify_all()
 
     def cell_finished(self) -> None:
         self.cell_ends += 1
 
+    def wait_polls(self, count: int) -> bool:
+        """Wait until this view has been polled ``count`` times; False on timeout."""
+        with self.changed:
+            return self.changed.wait_for(lambda: self.polls >= count, TIMEOUT)
 
-def eventually(condition: Callable[[], bool], timeout: float = 5.0) -> bool:
-    deadline = time.monotonic() + timeout
+
+class WakeEvent(threading.Event):
+    """The poll thread's wake-up event, telling waiters when the thread sleeps with nothing
+    due (a wait without a deadline): from then on it polls nothing until something wakes it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.state = threading.Condition()
+        self.idle = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if timeout is not None:
+            return super().wait(timeout)
+        with self.state:
+            self.idle = True
+            self.state.notify_all()
+        try:
+            return super().wait()
+        finally:
+            with self.state:
+                self.idle = False
+
+    def wait_idle(self, condition: Callable[[], bool] = lambda: True) -> bool:
+        """Wait until the thread sleeps with nothing due and ``condition()`` holds."""
+        with self.state:
+            return self.state.wait_for(lambda: self.idle and condition(), TIMEOUT)
+
+
+def eventually(condition: Callable[[], bool]) -> bool:
+    """For conditions no event announces (a thread ending): check until true or timeout."""
+    deadline = time.monotonic() + TIMEOUT
     while not condition() and time.monotonic() < deadline:
         time.sleep(0.005)
     return condition()
@@ -72,9 +114,15 @@ def poll_threads() -> int:
 @pytest.fixture
 def poller():
     poller = CellActivity()
+    poller._wake = WakeEvent()  # before its thread starts: the tests wait on its sleeps
+    threads = set(threading.enumerate())
     yield poller
     for view in poller.views():
         poller.discard(view)
+    poller._wake.set()  # views the test dropped died unannounced: the thread sees it and ends
+    for thread in set(threading.enumerate()) - threads:  # the next test counts threads
+        if thread.name == "kernel_ext-activity":
+            thread.join(TIMEOUT)
 
 
 def test_followers_of_a_shell_share_one_pair_of_hooks_until_the_last_leaves(poller):
@@ -95,24 +143,27 @@ def test_views_are_polled_while_a_cell_runs_and_not_between_cells(poller):
     poller.follow(shell)
     view = View()
     poller.add(view)
-    time.sleep(0.1)
+    assert poller._wake.wait_idle()  # the thread has seen the view and sleeps
     assert view.polls == 0, "idle between cells: no poll"
 
     def busy() -> None:
-        assert eventually(lambda: view.polls >= 3), "polled while the cell runs"
+        assert view.wait_polls(3), "polled while the cell runs"
 
     shell.run_cell(busy)
     assert view.cell_ends == 1, "every cell ends with an update"
     after = view.polls
-    time.sleep(0.1)
+    assert poller._wake.wait_idle()  # the thread has seen the cell end and sleeps
     assert view.polls <= after + 1  # (at most a poll that was already under way)
 
 
 def test_polls_are_throttled_to_the_views_interval(poller):
     view = View(interval=0.05)
+    start = time.monotonic()
     poller.add(view)  # no shell followed: no cell boundaries, always polled
-    time.sleep(0.5)
-    assert 3 <= view.polls <= 0.5 / 0.05 + 2
+    assert view.wait_polls(3)
+    polls, elapsed = view.polls, time.monotonic() - start
+    # Polls at least an interval apart: however slow the machine, no more than this many.
+    assert 3 <= polls <= elapsed / view.interval + 1, (polls, elapsed)
 
 
 def test_a_trace_between_cells_is_polled_once(poller):
@@ -121,8 +172,8 @@ def test_a_trace_between_cells_is_polled_once(poller):
     poller.add(view)
     fn = kx.function(lambda x: x * 2.0, backend="numpy")
     fn(np.ones(2))  # a trace: an engine event
-    assert eventually(lambda: view.polls >= 1)
-    time.sleep(0.1)
+    assert view.wait_polls(1)
+    assert poller._wake.wait_idle(lambda: view.polls >= 1)  # asleep after that poll
     assert view.polls == 1
 
 
@@ -131,7 +182,10 @@ def test_a_cell_only_view_hears_cell_ends_but_is_never_polled(poller):
     poller.follow(shell)
     view = View()
     poller.add(view, poll=False)
-    shell.run_cell(lambda: time.sleep(0.1))
+    witness = View()  # a polled view: the cell runs until the thread has polled it twice
+    poller.add(witness)
+    shell.run_cell(lambda: witness.wait_polls(2))
+    assert witness.polls >= 2
     assert (view.polls, view.cell_ends) == (0, 1)
 
 
@@ -160,5 +214,5 @@ def test_a_view_that_fails_does_not_stop_the_others(poller):
     broken, healthy = Broken(), View()
     poller.add(broken)
     poller.add(healthy)
-    shell.run_cell(lambda: eventually(lambda: healthy.polls >= 2))
+    shell.run_cell(lambda: healthy.wait_polls(2))
     assert healthy.polls >= 2 and healthy.cell_ends == 1

@@ -8,6 +8,7 @@ from typing import Callable
 
 import nbformat
 import pytest
+from markers import quick_only
 from nbclient import NotebookClient
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "examples").glob("*.ipynb"))
@@ -104,7 +105,8 @@ CHECKS: dict[str, Callable] = {"01_": _check_graphs, "02_": _check_retracing,
                                "07_": _check_dask, "08_": _check_export}
 
 
-@pytest.mark.parametrize("path", EXAMPLES, ids=lambda p: p.name)
+@pytest.mark.parametrize("path", quick_only(  # the Dask notebook's cluster: full suite only
+    EXAMPLES, [p for p in EXAMPLES if "dask" not in p.name]), ids=lambda p: p.name)
 def test_example_notebook_runs(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
     NotebookClient(nb, timeout=300, kernel_name="python3",

@@ -126,6 +126,7 @@ def test_sibling_merges_are_the_pairwise_scans_on_row_filters(rows, max_nodes, m
     _same_as_oracle(_filter_graph(rows), monkeypatch, max_nodes)
 
 
+@pytest.mark.slow  # traces 40 generated programs; the row filters above are the quick check
 def test_sibling_merges_are_the_pairwise_scans_on_generated_loop_programs(monkeypatch):
     graphs = 0
     for seed in range(40):

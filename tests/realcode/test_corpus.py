@@ -14,6 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from markers import quick_only
 
 from realcode import harness
 from realcode.expected import KNOWN
@@ -31,7 +32,16 @@ def result_of(name: str, path: str) -> harness.Result:
     return _RESULTS[key]
 
 
-@pytest.mark.parametrize("name,path", [(c.name, p) for c in CASES for p in harness.PATHS],
+#: The quick subset's cases: the first half of each category, on NumPy; every case on every
+#: path (the compiled ones take minutes from a cold kernel cache) runs in the full suite.
+_CATEGORIES = Counter(c.category for c in CASES)
+QUICK_CASES = [c.name for c in CASES
+               if [d.category for d in CASES[:CASES.index(c)]].count(c.category)
+               < (_CATEGORIES[c.category] + 1) // 2]
+
+
+@pytest.mark.parametrize("name,path", quick_only(
+    [(c.name, p) for c in CASES for p in harness.PATHS], [(n, "numpy") for n in QUICK_CASES]),
                          ids=[f"{c.name}-{p}" for c in CASES for p in harness.PATHS])
 def test_case_ends_as_recorded(name: str, path: str) -> None:
     result = result_of(name, path)
@@ -43,6 +53,7 @@ def test_case_ends_as_recorded(name: str, path: str) -> None:
     pytest.fail(f"{name} on {path}: recorded {recorded}, now {result.status}: {result.detail}")
 
 
+@pytest.mark.slow  # runs every case on every path, the compiled ones included
 def test_wrong_count_never_grows() -> None:
     wrong = sum(result_of(c.name, p).status == "WRONG" for c in CASES for p in harness.PATHS)
     assert wrong <= sum(status == "WRONG" for status in KNOWN.values())

@@ -6,6 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
+from markers import cheap_paths
 
 import kernel_ext as kx
 
@@ -513,7 +514,7 @@ def _graph_ops(cf):
     return {n.op for n in cf.graph.get_operations()}
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("name", sorted(NAMED_CASES))
 def test_named_numpy_function_is_a_graph_op_matching_eager_numpy(name, path):
     fn, *args = NAMED_CASES[name]
@@ -530,7 +531,7 @@ def test_named_numpy_function_is_a_graph_op_matching_eager_numpy(name, path):
     assert kx.ir.OpKind.NUMPY_CALL not in _graph_ops(cf)
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("name", sorted(DATA_DEPENDENT))
 def test_data_dependent_length_is_sized_at_run_time_without_retracing(name, path):
     fn = DATA_DEPENDENT[name]
@@ -871,7 +872,7 @@ COVER_DATA_DEPENDENT = {
 }
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("name", sorted(COVER_CASES))
 def test_covered_numpy_function_traces_natively_and_matches_eager(name, path):
     fn, *args = COVER_CASES[name]
@@ -909,7 +910,7 @@ def _assert_same_loose(got, expected, specs, exact=True):
             np.testing.assert_array_equal(g, e, err_msg=f"output {i}")
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("name", sorted(COVER_DATA_DEPENDENT))
 def test_covered_set_functions_size_their_results_at_run_time(name, path):
     fn = COVER_DATA_DEPENDENT[name]
@@ -994,7 +995,7 @@ def _stable_sorts(x):
             np.sort(x, kind="mergesort"), np.argsort(x, axis=0, kind="stable"))
 
 
-@pytest.mark.parametrize("path", ["numpy", "auto", "jit"])
+@pytest.mark.parametrize("path", cheap_paths(["numpy", "auto", "jit"]))
 def test_sort_kind_and_stable_decide_the_order_of_ties_as_in_numpy(path):
     options = {"jit": {"jit_compile": True}}.get(path, PATHS.get(path))
     x = np.random.default_rng(3).integers(0, 3, (40, 3)).astype(np.float64)  # many ties
