@@ -22,12 +22,13 @@ from __future__ import annotations
 import importlib.util
 import statistics
 import timeit
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from table import Row, main
 
 import kernel_ext as kx
-from table import Row, main
 
 SIZES = (784, 256, 256, 10)
 BATCH = 256

@@ -31,8 +31,9 @@ import math
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

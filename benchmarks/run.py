@@ -16,13 +16,13 @@ import importlib
 import importlib.util
 import time
 import timeit
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
-import kernel_ext as kx
 from bench_numba import seed_power
 from table import format_table
+
+import kernel_ext as kx
 
 
 def per_call_us(fn: Callable[[], object], number: int, repeat: int) -> float:

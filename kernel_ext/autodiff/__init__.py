@@ -13,6 +13,20 @@ from .backward import backward, inline_graph, rule_kinds, rule_table
 from .rules import VJP, ZERO_GRADIENT
 from .tape import GradientTape, eager_tapes, record_call, stop_gradient
 
-__all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "backward", "coverage", "decompositions",
-           "eager", "eager_tapes", "inline_graph", "loops", "optimizers", "record_call",
-           "rule_kinds", "rule_table", "stop_gradient"]
+__all__ = [
+           "VJP",
+           "ZERO_GRADIENT",
+           "GradientTape",
+           "backward",
+           "coverage",
+           "decompositions",
+           "eager",
+           "eager_tapes",
+           "inline_graph",
+           "loops",
+           "optimizers",
+           "record_call",
+           "rule_kinds",
+           "rule_table",
+           "stop_gradient",
+]

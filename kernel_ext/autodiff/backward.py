@@ -16,7 +16,8 @@ the function and the line.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -297,9 +298,7 @@ def rule_kinds() -> dict[str, list[OpKind]]:
             out["leaf"].append(kind)
         elif kind in ZERO_GRADIENT:
             out["zero"].append(kind)
-        elif kind in VJP:
-            out["rule"].append(kind)
-        elif kind is OpKind.GET_OUTPUT:
+        elif kind in VJP or kind is OpKind.GET_OUTPUT:
             out["rule"].append(kind)
         else:
             out["error"].append(kind)

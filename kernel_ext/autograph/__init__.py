@@ -14,7 +14,7 @@ import inspect
 import threading
 import types
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from .. import errors
 from ..trace.state import UNCONVERTED

@@ -9,7 +9,8 @@ an iteration that runs only while a data-dependent ``break`` has not happened is
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,14 +82,14 @@ class RuntimeMessage:
     def __init__(self, parts: list) -> None:
         self.parts = parts  # str, or (value, conversion, spec)
 
-    def __add__(self, other: Any) -> "RuntimeMessage":
+    def __add__(self, other: Any) -> RuntimeMessage:
         if isinstance(other, RuntimeMessage):
             return RuntimeMessage(self.parts + other.parts)
         if isinstance(other, str):
             return RuntimeMessage(self.parts + [other])
         return NotImplemented
 
-    def __radd__(self, other: Any) -> "RuntimeMessage":
+    def __radd__(self, other: Any) -> RuntimeMessage:
         if isinstance(other, str):
             return RuntimeMessage([other] + self.parts)
         return NotImplemented

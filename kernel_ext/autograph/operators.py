@@ -17,7 +17,8 @@ from __future__ import annotations
 import builtins
 import sys
 import types
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,7 @@ from ..trace.state import current_context
 from ..trace.variables import resolve
 from . import py_builtins
 from .conditionals import fstring, if_raise, if_stmt
-from .loops import (for_stmt, python_iter, python_test, set_loop_options, traced_range,
-                    while_stmt)
+from .loops import for_stmt, python_iter, python_test, set_loop_options, traced_range, while_stmt
 
 __all__ = ["Undefined", "and_", "cc", "converted", "for_stmt", "fstring", "if_exp", "if_raise",
            "if_stmt", "ld",

@@ -31,7 +31,8 @@ import importlib.util
 import os
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..ir import Graph
 from ..trace.pytree import TreeNode

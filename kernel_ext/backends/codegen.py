@@ -52,8 +52,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def literal_into(value: Any, dtype: np.dtype) -> Any:
     return box[()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_nan(dtype: np.dtype) -> Any:
     """The NaN this CPU makes from an invalid operation (``inf - inf``) in ``dtype``, as
     NumPy's own loop computes it (``-nan``, sign bit set, on x86; ``+nan`` elsewhere)."""
@@ -227,7 +228,7 @@ class Lowering:
 
     operand_dtypes: list[np.dtype | None]
     out_dtype: np.dtype
-    inline: Callable[[list[str], "_Body"], str] | None = None
+    inline: Callable[[list[str], _Body], str] | None = None
     call: tuple[np.ufunc, tuple[np.dtype, ...]] | None = None
     #: Positions of args NumPy ignores (``np.clip`` drops a Python int bound beyond an
     #: integer array's range): the kernel treats them as missing.
@@ -270,7 +271,7 @@ def _pick(cmp: str, nan_from: int | None) -> Callable[..., str]:
     ``+0.0``, ``maximum(0.0, -0.0)`` is ``-0.0``), so they compare strictly. NumPy's
     ``fmax``/``fmin`` answer a tie of zeros differently in its SIMD lanes and its scalar
     tail; they keep ``a``."""
-    def template(o: list[str], b: "_Body") -> str:
+    def template(o: list[str], b: _Body) -> str:
         if nan_from is None:
             return f"({o[0]} if {o[0]} {cmp} {o[1]} else {o[1]})"
         nan = o[nan_from]
@@ -455,7 +456,7 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
 # NumPy's float power loop answers a scalar exponent of -1, 0, 0.5, 1 or 2 with a division,
 # a constant, a square root, a copy or a product (instead of pow); inline, the same
 # expressions vectorise. Each is checked against this NumPy before it is used.
-_POWER_FAST: dict[float, Callable[[list[str], "_Body"], str]] = {
+_POWER_FAST: dict[float, Callable[[list[str], _Body], str]] = {
     -1.0: lambda o, b: f"({b.one} / {o[0]})",
     0.0: lambda o, b: b.one,
     0.5: lambda o, b: f"np.sqrt({o[0]})",
@@ -468,7 +469,7 @@ _POWER_REFERENCE: dict[float, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _power_matches(exponent: float, dtype: np.dtype) -> bool:
     """Does ``np.power(x, exponent)`` equal the fast-path expression bitwise here?"""
     rng = np.random.default_rng(7)
@@ -482,7 +483,7 @@ def _power_matches(exponent: float, dtype: np.dtype) -> bool:
                 or np.array_equal(got, want, equal_nan=True))
 
 
-def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], "_Body"], str] | None:
+def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], _Body], str] | None:
     try:
         e = float(exponent)
     except (TypeError, ValueError):
@@ -507,7 +508,7 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
                                    (2, type(hi) is int and hi >= info.max)) if drop)
 
 
-def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], "_Body"], str]:
+def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], _Body], str]:
     """NumPy's ``clip``, which is three different functions on floats (they differ on ties of
     ``-0.0`` with ``0.0`` and on which of two NaNs comes back):
 
@@ -531,7 +532,7 @@ def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], "_Body"
 
     stride0 = both and scalar(lo_arg) and scalar(hi_arg)
 
-    def inline(o: list[str], b: "_Body") -> str:
+    def inline(o: list[str], b: _Body) -> str:
         x, lo, hi = o
         if float_ and stride0:
             t = b.let(f"({lo} if {x} < {lo} else {x})", out)
@@ -868,7 +869,7 @@ def _helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str
 class _Body:
     """Emission context of one node's expression: operands, constants, helper calls."""
 
-    def __init__(self, kernel: "_KernelWriter", node: Node, operands: list[str],
+    def __init__(self, kernel: _KernelWriter, node: Node, operands: list[str],
                  dtypes: list[np.dtype | None], out: np.dtype, lines: list[str],
                  indent: str) -> None:
         self.k = kernel
@@ -1706,7 +1707,7 @@ def _keeps_type(low: Lowering) -> bool:
     ins = {d for d in low.operand_dtypes if d is not None}
     if out.kind == "b":
         return True
-    return out.kind == "f" and ins <= {out} or out == np.dtype(np.int64) and ins <= {out}
+    return (out.kind == "f" and ins <= {out}) or (out == np.dtype(np.int64) and ins <= {out})
 
 
 def _weak_dtype(value: Any) -> np.dtype:
@@ -1723,7 +1724,7 @@ def segment_key(seg: Segment) -> tuple:
     ranks, and which members are outputs. Two segments with one key get one kernel text."""
     pos = {n: ("m", i) for i, n in enumerate(seg.nodes)}
     pos.update({n: ("i", i) for i, n in enumerate(seg.inputs)})
-    members = tuple((node_key(n), tuple(pos.get(a, None) if isinstance(a, Node) else None
+    members = tuple((node_key(n), tuple(pos.get(a) if isinstance(a, Node) else None
                                         for a in n.args)) for n in seg.nodes)
     ins = tuple((n.aval.dtype, len(n.aval.shape)) for n in seg.inputs)
     outs = tuple(seg.nodes.index(o) for o in seg.outputs)
@@ -1797,7 +1798,25 @@ def generate(seg: Segment, target: str = "cpu", fast_math: bool = False) -> Kern
     return got
 
 
-__all__ = ["BLOCK", "CHUNK_BLOCKS", "CODEGEN_VERSION", "EmbeddedKernel", "KernelEmbedding",
-           "KernelSource", "Lowering", "ReductionPlan", "SUPPORTED_DTYPES", "Unsupported",
-           "WRAPPING_IMPORT", "can_compile", "const_source", "ctor", "default_nan", "generate",
-           "literal_value", "loop_dtypes", "lower", "reduction_plan"]
+__all__ = [
+    "BLOCK",
+    "CHUNK_BLOCKS",
+    "CODEGEN_VERSION",
+    "SUPPORTED_DTYPES",
+    "WRAPPING_IMPORT",
+    "EmbeddedKernel",
+    "KernelEmbedding",
+    "KernelSource",
+    "Lowering",
+    "ReductionPlan",
+    "Unsupported",
+    "can_compile",
+    "const_source",
+    "ctor",
+    "default_nan",
+    "generate",
+    "literal_value",
+    "loop_dtypes",
+    "lower",
+    "reduction_plan",
+]

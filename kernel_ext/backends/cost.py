@@ -195,5 +195,11 @@ def _static_size(shape: tuple) -> int | None:
     return math.prod(shape)
 
 
-__all__ = ["Decision", "HANDOVER_MIN_ELEMENTS", "decide", "op_ns", "per_element",
-           "whole_graph_handover"]
+__all__ = [
+    "HANDOVER_MIN_ELEMENTS",
+    "Decision",
+    "decide",
+    "op_ns",
+    "per_element",
+    "whole_graph_handover",
+]

@@ -14,7 +14,8 @@ Kernels are compiled in the background (:mod:`.compiler`); this module never imp
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -24,11 +25,18 @@ from ..passes.fusion import Segment, partition, schedule
 from ..trace.pytree import TreeNode
 from . import cost
 from .codegen import KernelSource, Unsupported, can_compile, generate
-from .compiler import (COMPILER, HOT_ELEMENTS, KernelHandle, handle_for, set_synchronous,
-                       wait_for_kernels)
+from .compiler import (
+    COMPILER,
+    HOT_ELEMENTS,
+    KernelHandle,
+    handle_for,
+    set_synchronous,
+    wait_for_kernels,
+)
 from .numpy_backend import Emitter, Namer, Scope, output_expr
 from .parallel import parallel_sum, parallel_ufunc, parallel_ufunc_sum
 from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
+
 
 class SegmentPlan:
     """A segment chosen for fusion, its kernel and the cost model's decision."""

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numba import config, cuda
@@ -97,7 +98,7 @@ class call_scope:
         self.inputs = {id(p): p for p in params if isinstance(p, np.ndarray)}
         self.copies: dict[tuple[int, int], Any] = {}
 
-    def __enter__(self) -> "call_scope":
+    def __enter__(self) -> call_scope:
         self.outer = getattr(_SCOPE, "current", None)
         _SCOPE.current = self
         return self

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import keyword
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -334,7 +335,7 @@ class Emitter:
             # Python-level wrapper
             kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
                                for k, val in node.params.items()
-                               if not (k == "axis" and val is None or k == "keepdims" and not val))
+                               if not ((k == "axis" and val is None) or (k == "keepdims" and not val)))
             self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
         elif node.op.operator and not node.attrs and len(args) == 1:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")

@@ -17,8 +17,9 @@ cost model names (:mod:`.cost`, :data:`SUM_PARALLEL_MIN`).
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

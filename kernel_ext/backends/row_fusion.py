@@ -34,14 +34,23 @@ the worker pool of :mod:`.parallel`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from .codegen import (BLOCK, CHUNK_BLOCKS, Unsupported, const_source, ctor, literal_value,
-                      loop_dtypes, lower)
+from .codegen import (
+    BLOCK,
+    CHUNK_BLOCKS,
+    Unsupported,
+    const_source,
+    ctor,
+    literal_value,
+    loop_dtypes,
+    lower,
+)
 from .ufunc_loops import find_loop
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -503,5 +504,11 @@ RUNTIME: dict[str, Any] = {
 
 
 
-__all__ = ["CpuRunnerWriter", "CudaRunnerWriter", "RECYCLE_BYTES", "RUNTIME", "keep_output",
-           "take_output"]
+__all__ = [
+    "RECYCLE_BYTES",
+    "RUNTIME",
+    "CpuRunnerWriter",
+    "CudaRunnerWriter",
+    "keep_output",
+    "take_output",
+]

@@ -169,4 +169,4 @@ def describe(call: SegmentCall, variant: str) -> list[tuple[str, int]]:
     return [(a.kind, a.index) for a in call.args(variant)]
 
 
-__all__ = ["Arg", "CallRenderer", "Scratch", "SegmentCall", "VARIANTS", "describe"]
+__all__ = ["VARIANTS", "Arg", "CallRenderer", "Scratch", "SegmentCall", "describe"]

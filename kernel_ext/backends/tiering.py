@@ -39,8 +39,9 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -374,7 +375,7 @@ class Tier:
             a, ta = _timed(self._base_run, params)
         fused_t.append(ta)
         whole_t.append(tb)
-        if not same(a, b) or self.updates_arguments and not same(params, mine) or \
+        if not same(a, b) or (self.updates_arguments and not same(params, mine)) or \
                 not same(end, [generator_state(g) for g in self.rngs]):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
@@ -382,8 +383,8 @@ class Tier:
             self._finish("whole", f"whole graph ({ta / max(tb, 1):.1f}× faster than fused: "
                                   f"{tb / 1e3:.1f} vs {ta / 1e3:.1f} µs a call)")
             return a
-        if len(fused_t) >= TRIAL_CALLS or len(fused_t) >= TRIAL_MIN and \
-                sum(fused_t) + sum(whole_t) >= TRIAL_NS:
+        if len(fused_t) >= TRIAL_CALLS or (len(fused_t) >= TRIAL_MIN and \
+                sum(fused_t) + sum(whole_t) >= TRIAL_NS):
             f, w = statistics.median(fused_t), statistics.median(whole_t)
             if w <= MIN_GAIN * f:
                 self._finish("whole", f"whole graph ({f / max(w, 1):.1f}× faster than fused: "

@@ -34,7 +34,8 @@ import hashlib
 import re
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -44,9 +45,18 @@ from ..passes import prune_dead_code
 from ..passes.fusion import Segment, partition, schedule
 from ..passes.short_sums import unroll_short_sums
 from ..trace.pytree import TreeNode
-from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
-                      ReductionPlan, Unsupported, can_compile, const_source, ctor,
-                      literal_into)
+from .codegen import (
+    CODEGEN_VERSION,
+    WRAPPING_IMPORT,
+    KernelEmbedding,
+    KernelSource,
+    ReductionPlan,
+    Unsupported,
+    can_compile,
+    const_source,
+    ctor,
+    literal_into,
+)
 from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from .cost import whole_graph_handover
 from .executable import Executable
@@ -89,7 +99,7 @@ class _Val:
     memory only with buffers in its roots, never with others.
     """
 
-    __slots__ = ("name", "scalar", "fresh", "roots", "parts", "unit")
+    __slots__ = ("fresh", "name", "parts", "roots", "scalar", "unit")
 
     def __init__(self, name: str, scalar: bool, fresh: bool,
                  roots: frozenset[str] | None = None,
@@ -1351,7 +1361,7 @@ class _GraphWriter:
         """A value that may be carried through a loop or out of a branch: one Numba type on
         every path (fresh C-contiguous arrays; scalars as they are). ``copy``: a private
         copy even of a fresh array (a loop slot its body writes in place)."""
-        if v.scalar or v.fresh and not copy:
+        if v.scalar or (v.fresh and not copy):
             return v
         t = self.fresh("k")
         lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")

@@ -7,7 +7,8 @@ A ConcreteFunction never retraces: a call whose arguments fall outside its signa
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..backends import Executable
@@ -27,12 +28,12 @@ if TYPE_CHECKING:
 class ConcreteFunction:
     """A graph plus its executor, specialised to ``input_types`` (one per parameter)."""
 
-    def __init__(self, function: "Function", graph: Graph | None,
+    def __init__(self, function: Function, graph: Graph | None,
                  input_types: Sequence[TraceType], tree: TreeNode, executable: Executable,
                  record: TraceRecord, traced_node_count: int,
                  traced: Graph | None = None,
                  optimize: Callable[[Graph], Graph] | None = None,
-                 guard: "CallGuard | None" = None) -> None:
+                 guard: CallGuard | None = None) -> None:
         self._function = function
         #: The parameters and how calls bind to them (the Function's own).
         self.function_type: FunctionType = function.function_type

@@ -19,14 +19,45 @@ from typing import Any
 
 from .. import errors
 from ..trace.types import Literal, TensorSpec, WeakRef
-from .fixes import (Fix, derive_input_signature, fix_at_call_site, fix_for, plural, replay,
-                    signature_code, spec_text, suggest_fixes, traces_with)
-from .records import (CAUSE_LABELS, ArgumentDiff, Explanation, TraceIndex, TraceRecord,
-                      cause_label, cause_of, closest_trace, describe, describe_diff, diff_call,
-                      diff_types, explain_text, format_call_site, merge_column,
-                      set_call_site_formatter, set_default_call_site_formatter)
-from .snapshots import (CapturedValue, StaleCapture, fingerprint, short_text, snapshot_captures,
-                        stale_captures)
+from .fixes import (
+    Fix,
+    derive_input_signature,
+    fix_at_call_site,
+    fix_for,
+    plural,
+    replay,
+    signature_code,
+    spec_text,
+    suggest_fixes,
+    traces_with,
+)
+from .records import (
+    CAUSE_LABELS,
+    ArgumentDiff,
+    Explanation,
+    TraceIndex,
+    TraceRecord,
+    cause_label,
+    cause_of,
+    closest_trace,
+    describe,
+    describe_diff,
+    diff_call,
+    diff_types,
+    explain_text,
+    format_call_site,
+    merge_column,
+    set_call_site_formatter,
+    set_default_call_site_formatter,
+)
+from .snapshots import (
+    CapturedValue,
+    StaleCapture,
+    fingerprint,
+    short_text,
+    snapshot_captures,
+    stale_captures,
+)
 
 StrictRetraceError = errors.StrictRetraceError  # the magics import it from here
 

@@ -12,8 +12,9 @@ import dis
 import functools
 import types
 import zlib
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any
 
 import numpy as np
 

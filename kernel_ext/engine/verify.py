@@ -55,7 +55,8 @@ import contextlib
 import copy
 import dataclasses
 import io
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -150,7 +151,7 @@ class ReductionBound:
 class Verifier:
     """The verification state of one trace; :meth:`run` is its ``call_flat`` while armed."""
 
-    def __init__(self, function: "Function", cf: "ConcreteFunction", facts: GraphFacts,
+    def __init__(self, function: Function, cf: ConcreteFunction, facts: GraphFacts,
                  real: Callable[..., Any]) -> None:
         self.function = function
         self.cf = cf

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import math
 import warnings
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -674,7 +675,7 @@ def _control_flow(attrs: dict, *args: Any) -> tuple:
 
 
 @_rule(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
-def _opaque_call(attrs: dict, *args: Any) -> "AbstractValue | tuple | None":
+def _opaque_call(attrs: dict, *args: Any) -> AbstractValue | tuple | None:
     # Found when the call was traced, by running the callable on stand-ins (trace/opaque.py):
     # no rule could know what an arbitrary NumPy function returns.
     return attrs["out_aval"]
@@ -930,7 +931,7 @@ def _insert(attrs: dict, arr: AbstractValue, values: Any) -> AbstractValue:
     else:
         index = np.asarray(obj)
         count = int(np.count_nonzero(index)) if index.dtype == np.bool_ else index.size
-    if count == 1 or count is None and isinstance(obj, slice):
+    if count == 1 or (count is None and isinstance(obj, slice)):
         vshape = _shape(values)
         if vshape is None or count is None:
             numnew = None
@@ -986,7 +987,7 @@ def _trim_zeros(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @_rule(OpKind.UNIQUE)
-def _unique(attrs: dict, x: AbstractValue) -> "AbstractValue | tuple":
+def _unique(attrs: dict, x: AbstractValue) -> AbstractValue | tuple:
     shape = _known_rank(x, "unique")
     values = AbstractValue((None,), x.dtype)
     extra = []
@@ -1065,7 +1066,7 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
     for i, (spec, shape) in enumerate(zip(specs, shapes)):
         head, dots, tail = spec.partition("...")
         n_ell = len(shape) - len(head) - len(tail) if dots else 0
-        if n_ell < 0 or not dots and len(spec) != len(shape):
+        if n_ell < 0 or (not dots and len(spec) != len(shape)):
             raise ValueError("operand has more dimensions than subscripts given in einstein "
                              "sum, but no '...' ellipsis provided to broadcast the extra "
                              "dimensions." if len(spec) < len(shape) else
@@ -1145,7 +1146,7 @@ def _linalg_probe(a: AbstractValue, fn: Callable[[np.ndarray], Any]) -> Any:
 
 
 @_rule(OpKind.SVD)
-def _svd(attrs: dict, a: AbstractValue) -> "AbstractValue | tuple":
+def _svd(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
     shape = _known_rank(a, "linalg.svd")
     if len(shape) < 2:
         raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
@@ -1305,7 +1306,7 @@ def _min_dim(m: int | None, n: int | None) -> int | None:
 
 
 @_rule(OpKind.QR)
-def _qr(attrs: dict, a: AbstractValue) -> "AbstractValue | tuple":
+def _qr(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
     *batch, m, n = _at_least_2d(a, "linalg.qr")
     mode = attrs.get("mode", "reduced")
     probe = _linalg_probe(a, lambda e: np.linalg.qr(e, mode=mode))

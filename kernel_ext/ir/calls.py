@@ -18,8 +18,9 @@ shape or dtype the rest of the graph was not built for.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -90,7 +91,7 @@ PYTHON_SCALARS: dict[type, np.dtype] = {bool: np.dtype(np.bool_), int: np.dtype(
 
 def is_leaf(structure: Any) -> bool:
     """Is this result structure one value (an array, or a Python number's type)?"""
-    return structure == "leaf" or isinstance(structure, type) and structure in PYTHON_SCALARS
+    return structure == "leaf" or (isinstance(structure, type) and structure in PYTHON_SCALARS)
 
 
 def flatten_result(value: Any) -> tuple[list[Any], Any] | None:

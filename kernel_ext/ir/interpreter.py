@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import functools
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -136,8 +137,8 @@ def build_index(template: tuple, dyn: Sequence[Any]) -> tuple:
 
 
 def _is_static(template: tuple) -> bool:
-    return not any(isinstance(c, DynamicIndex) or isinstance(c, slice) and any(
-        isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)) for c in template)
+    return not any(isinstance(c, DynamicIndex) or (isinstance(c, slice) and any(
+        isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))) for c in template)
 
 
 @_lower(OpKind.GETITEM)

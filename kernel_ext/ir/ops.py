@@ -350,7 +350,7 @@ class OpKind(enum.Enum):
 
     def __new__(cls, name: str, group: OpGroup, operator: str | None, dunder: str | None,
                 kernel_loop: bool, loop_ns: float | None, compute: Compute,
-                accumulator: np.ufunc | None, fresh: bool) -> "OpKind":
+                accumulator: np.ufunc | None, fresh: bool) -> OpKind:
         obj = object.__new__(cls)
         obj._value_ = name
         obj.group = group

@@ -88,8 +88,8 @@ def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
 def format_attrs(node: Node) -> str:
     items = []
     for key in sorted(node.attrs):
-        if key.startswith("_") or key in ("value", "shape", "dtype") and node.op in (
-                OpKind.PLACEHOLDER, OpKind.CONSTANT):
+        if key.startswith("_") or (key in ("value", "shape", "dtype") and node.op in (
+                OpKind.PLACEHOLDER, OpKind.CONSTANT)):
             continue
         if key in ("captured", "out_avals", "out_aval") or isinstance(node.attrs[key], Graph) or (
                 isinstance(node.attrs[key], tuple) and node.attrs[key]

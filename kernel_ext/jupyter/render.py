@@ -18,15 +18,26 @@ ops have their own colours, and so do the nodes a gradient's backward pass made 
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..engine import explain
 from ..ir.graph import subgraphs
 from . import nodetext, records, units
 from .records import RetraceEntry, Segment
 
-__all__ = ["esc", "graph_svg", "graph_html", "GRAPH_NOTE", "counters_html", "signatures_html",
-           "retrace_log_html", "stale_html", "monitor_snapshot_html", "STYLE"]
+__all__ = [
+    "GRAPH_NOTE",
+    "STYLE",
+    "counters_html",
+    "esc",
+    "graph_html",
+    "graph_svg",
+    "monitor_snapshot_html",
+    "retrace_log_html",
+    "signatures_html",
+    "stale_html",
+]
 
 
 def esc(text: Any) -> str:

@@ -19,7 +19,8 @@ object identity for anything it does not know (conservative: identical objects o
 from __future__ import annotations
 
 import struct
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 

@@ -22,7 +22,7 @@ reading static information (``dim`` of a statically known dimension is that numb
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -27,8 +27,8 @@ domain matches and the merge keeps every segment convex.
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
 
 from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, has_effects
 

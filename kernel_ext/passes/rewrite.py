@@ -17,7 +17,8 @@ replaces, or stays as it is when it is a view op itself (see :meth:`Rewriter.use
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from ..ir import VIEW_OPS, AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
 

@@ -36,7 +36,8 @@ this: the driver (:func:`propose`) decides, from :func:`layout_observers`.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -123,8 +124,8 @@ def _negative_zero(v: Any) -> Any:
 def _positive_zero(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return (v == 0) & ~np.signbit(v)
-    return type(v) in (bool, int) and v == 0 or type(v) is float and v == 0 \
-        and math.copysign(1.0, v) > 0
+    return (type(v) in (bool, int) and v == 0) or (type(v) is float and v == 0 \
+        and math.copysign(1.0, v) > 0)
 
 
 def _truthy(v: Any) -> Any:

@@ -13,7 +13,8 @@ like the Python they stand for (no graph).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +23,13 @@ from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
 from .opaque import PythonNumber
-from .tensor import (Tensor, describe_tensor, is_immutable_scalar, next_version,
-                     user_frame_description)
+from .tensor import (
+    Tensor,
+    describe_tensor,
+    is_immutable_scalar,
+    next_version,
+    user_frame_description,
+)
 from .types import TensorSpec
 from .variables import Variable, resolve
 from .zero_d import SCALAR, zero_d_kind
@@ -56,7 +62,7 @@ class Undefined:
 @dataclasses.dataclass
 class _Tree:
     kind: str                      # leaf, tuple, list, namedtuple, dict, tensor_array
-    children: list["_Tree"] = dataclasses.field(default_factory=list)
+    children: list[_Tree] = dataclasses.field(default_factory=list)
     aux: Any = None
 
 
@@ -498,8 +504,8 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                 if k in detached or not (id(leaf) in owners or (
                         isinstance(leaf, Tensor) and leaf.storage_root is not leaf)):
                     py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
-                    if py_type is not None or isinstance(leaf, np.generic) or isinstance(
-                            leaf, Tensor) and is_immutable_scalar(leaf):
+                    if py_type is not None or isinstance(leaf, np.generic) or (isinstance(
+                            leaf, Tensor) and is_immutable_scalar(leaf)):
                         # a Python number or NumPy scalar: ``s += x`` in the body rebinds,
                         # as eagerly
                         phs[k].attrs["scalar_form"] = True
@@ -672,9 +678,7 @@ def _range_dtype(values: Sequence[Any]) -> np.dtype:
     keep their dtype; mixed arguments promote."""
     dtypes = []
     for v in values:
-        if isinstance(v, bool):
-            dtypes.append(np.dtype(np.int32))
-        elif isinstance(v, int):
+        if isinstance(v, bool) or isinstance(v, int):
             dtypes.append(np.dtype(np.int32))
         elif isinstance(v, float):
             dtypes.append(np.dtype(np.float32))
@@ -723,14 +727,14 @@ class TensorArray:
         return (self.dtype, self._size, self.dynamic_size)
 
     @classmethod
-    def from_parts(cls, static: tuple, buffer: Any, length: Any) -> "TensorArray":
+    def from_parts(cls, static: tuple, buffer: Any, length: Any) -> TensorArray:
         """A TensorArray from :meth:`static_parts`, an element buffer and a length."""
         ta = cls.__new__(cls)
         ta.dtype, ta._size, ta.dynamic_size = static
         ta.buffer, ta.length = buffer, length
         return ta
 
-    def write(self, index: Any, value: Any) -> "TensorArray":
+    def write(self, index: Any, value: Any) -> TensorArray:
         """A TensorArray with ``value`` at ``index`` (assign the result: ``ta = ta.write(...)``)."""
         attrs = {"dtype": self.dtype, "size": self._size, "dynamic_size": self.dynamic_size}
         if current_context() is None:

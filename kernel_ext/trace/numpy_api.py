@@ -11,7 +11,8 @@ from __future__ import annotations
 import inspect
 import math
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -20,10 +21,17 @@ from .. import errors
 from ..ir import UFUNC_REDUCTIONS, OpKind
 from .context import bind
 from .opaque import PythonNumber, numpy_call, ufunc_method_call
-from .tensor import (FALLBACK, GUFUNCS, HANDLERS, UFUNC_METHODS, Tensor, build_template,
-                     is_immutable_scalar)
-from .variables import Variable
 from .signatures import ALL, declare, numpy_signature
+from .tensor import (
+    FALLBACK,
+    GUFUNCS,
+    HANDLERS,
+    UFUNC_METHODS,
+    Tensor,
+    build_template,
+    is_immutable_scalar,
+)
+from .variables import Variable
 from .zero_d import as_array, mark_array, mark_scalar
 
 
@@ -1290,7 +1298,7 @@ def _repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     axis = normalize_axis_index(axis, len(shape))
     n = shape[axis]
     index = np.repeat(np.arange(n), repeats)  # raises NumPy's error for bad counts
-    if np.ndim(repeats) == 0 or np.size(repeats) == 1 and n != 1:
+    if np.ndim(repeats) == 0 or (np.size(repeats) == 1 and n != 1):
         r = int(np.asarray(repeats).reshape(-1)[0])
         wide = np.broadcast_to(np.expand_dims(a, axis + 1),
                                shape[:axis + 1] + (r,) + shape[axis + 1:])
@@ -2114,8 +2122,8 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     if x.dtype.kind not in "fc":
         x = x.astype(np.float64)  # NumPy's norm computes integers in float64
     nd = _ndim_of(x)
-    if axis is None and (ord is None or ord in ("f", "fro") and nd == 2 or
-                         ord == 2 and nd == 1):
+    if axis is None and (ord is None or (ord in ("f", "fro") and nd == 2) or
+                         (ord == 2 and nd == 1)):
         # NumPy ravels in memory order into a contiguous copy (a strided view such as
         # x[:, ::2].reshape(-1) would take another BLAS path): a copy of the C-order ravel
         flat = np.copy(np.reshape(x, (-1,)))

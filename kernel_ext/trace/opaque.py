@@ -24,7 +24,8 @@ hook for functionalising them once in-place updates are (``a = f(copy(a), ...)``
 from __future__ import annotations
 
 import operator as py_operator
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

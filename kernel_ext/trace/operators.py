@@ -19,7 +19,8 @@ The dunders are not written out by hand: every :class:`~kernel_ext.ir.OpKind` th
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

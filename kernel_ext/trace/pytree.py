@@ -11,8 +11,9 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -45,7 +46,7 @@ class TreeNode:
     # (that argument itself, the caller's object) or ``"computed"`` (an opaque call's own
     # result); None: a 0-d value as a NumPy scalar, as ufuncs and reductions give)
     kind: str
-    children: tuple["TreeNode", ...] = ()
+    children: tuple[TreeNode, ...] = ()
     index: int = -1
     value: Any = None
     container: Any = None
@@ -54,7 +55,7 @@ class TreeNode:
 
 def flatten_outputs(result: Any, ctx: TraceContext,
                     updated: dict[int, tuple[tuple, Tensor]] | None = None,
-                    containers: "ArgumentContainers | None" = None
+                    containers: ArgumentContainers | None = None
                     ) -> tuple[TreeNode, list[Node]]:
     """The returned structure as a tree plus its graph outputs. ``updated`` maps the ids of
     the argument tensors updated in place to their paths: returning one returns the caller's
@@ -167,8 +168,8 @@ class ArgumentContainers:
             return TreeNode("input", index=len(outputs) - 1, value=self.paths[id(value)])
         if id(value) in self.paths:
             return TreeNode("argument", value=self.paths[id(value)])
-        if value is None or isinstance(value, (bool, int, float, complex, str, bytes)) and \
-                not isinstance(value, np.generic):
+        if value is None or (isinstance(value, (bool, int, float, complex, str, bytes)) and \
+                not isinstance(value, np.generic)):
             return TreeNode("const", value=value)
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
             form = _zero_d_form(value, ctx)  # (a 0-d array stored stays one, as eagerly)

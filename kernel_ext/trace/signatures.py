@@ -26,7 +26,8 @@ NumPy's own call writes into a copy of ``out``, which ``out`` then takes.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -124,7 +125,7 @@ class Route:
     sends it to NumPy's own call, or None), else the handler's ``args`` and ``kwargs``;
     ``out`` is the call's ``out=`` argument however it was passed (None if not given)."""
 
-    __slots__ = ("opaque", "args", "kwargs", "out")
+    __slots__ = ("args", "kwargs", "opaque", "out")
 
     def __init__(self, opaque: str | None, args: tuple = (), kwargs: dict | None = None,
                  out: Any = None) -> None:

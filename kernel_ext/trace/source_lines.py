@@ -23,7 +23,8 @@ import os
 import sys
 import sysconfig
 import threading
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from typing import Any, NamedTuple
 
 from ..ir import Graph, Node
 

@@ -14,13 +14,13 @@ import itertools
 import math
 import operator
 import sys
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from .. import errors
-from ..ir import (NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup,
-                  OpKind)
+from ..ir import NDARRAY_METHODS, UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
 from .operators import BINARY_OPERATORS, NumpyOperators
 from .signatures import method_signature, numpy_writes_out, route
 from .state import UNCONVERTED, current_context, format_location
@@ -95,11 +95,19 @@ class Tensor(NumpyOperators, inplace=True):
     caller's arrays.
     """
 
-    __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "_aliases",
-                 "_reshapes",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_aliases",
+        "_node",
+        "_reshapes",
+        "_root",
+        "_seen",
+        "_steps",
+        "_version",
+        "context",
+    )
 
-    def __init__(self, node: Node, context: "TraceContext") -> None:
+    def __init__(self, node: Node, context: TraceContext) -> None:
         self._node = node
         self.context = context
         self._root: Tensor | None = None   # the root this is a view of (None: a root)
@@ -177,11 +185,11 @@ class Tensor(NumpyOperators, inplace=True):
         return self.node
 
     @property
-    def T(self) -> "Tensor":
+    def T(self) -> Tensor:
         return self.transpose()
 
     @property
-    def mT(self) -> "Tensor":
+    def mT(self) -> Tensor:
         return np.swapaxes(self, -1, -2)
 
     def __len__(self) -> int:
@@ -455,7 +463,7 @@ class Tensor(NumpyOperators, inplace=True):
         template, dyn = build_template(key)
         self.assign(bind(OpKind.SETITEM, (self, value, *dyn), {"index": template}))
 
-    def array_target(self, what: str, scalar_error: str | None) -> "Tensor":
+    def array_target(self, what: str, scalar_error: str | None) -> Tensor:
         """This value as the destination of a write only an ndarray takes (item assignment,
         ``out=``, ``np.copyto``, ``np.put``, ``x.fill``): itself, or what NumPy does with a
         NumPy scalar there.
@@ -485,7 +493,7 @@ class Tensor(NumpyOperators, inplace=True):
             top.note_array_write(root)
         return self
 
-    def assign(self, value: "Tensor") -> None:
+    def assign(self, value: Tensor) -> None:
         """Make ``value`` (of this tensor's shape and dtype) the new contents of this array:
         the in-place update every mutating NumPy call comes down to."""
         root = self._root
@@ -516,7 +524,7 @@ class Tensor(NumpyOperators, inplace=True):
         root.assign(new)
         self._node, self.context, self._seen = value.node, value.context, root._version
 
-    def may_be(self, roots: Sequence["Tensor"], where: str) -> None:
+    def may_be(self, roots: Sequence[Tensor], where: str) -> None:
         """Note that at run time this (new) value may be one of ``roots`` itself, not a copy.
 
         An ``if`` on a traced value that returns an existing array from a branch (``y = a if
@@ -544,7 +552,7 @@ class Tensor(NumpyOperators, inplace=True):
                 raise error
 
     @property
-    def storage_root(self) -> "Tensor":
+    def storage_root(self) -> Tensor:
         """The root tensor whose storage this one is (itself for a root; see the class)."""
         return self if self._root is None else self._root
 
@@ -573,7 +581,7 @@ class Tensor(NumpyOperators, inplace=True):
             value = step.apply(value)
         self._node, self.context, self._seen = value.node, value.context, root._version
 
-    def __getitem__(self, key: Any) -> "Tensor":
+    def __getitem__(self, key: Any) -> Tensor:
         template, dyn = build_template(key)
         return bind(OpKind.GETITEM, (self, *dyn), {"index": template})
 
@@ -582,7 +590,7 @@ class Tensor(NumpyOperators, inplace=True):
     # function (whose handler runs NumPy's own call for a parameter it does not implement,
     # signatures.py): none is dropped.
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
-               copy: bool = True) -> "Tensor":
+               copy: bool = True) -> Tensor:
         dtype = np.dtype(dtype)
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
@@ -593,58 +601,58 @@ class Tensor(NumpyOperators, inplace=True):
             return self
         return bind(OpKind.CAST, (self,), {"dtype": dtype})
 
-    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> "Tensor":
+    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return np.reshape(self, shape, order=order, copy=copy)
 
-    def transpose(self, *axes: Any) -> "Tensor":
+    def transpose(self, *axes: Any) -> Tensor:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
         return np.transpose(self, axes if axes else None)
 
-    def flatten(self, order: str = "C") -> "Tensor":
+    def flatten(self, order: str = "C") -> Tensor:
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
         if order not in ("C", "F"):  # ('A', 'K' follow the memory layout: NumPy's call)
             return _method_call(self, "flatten", (), {"order": order})
         return np.copy(np.reshape(self, (-1,), order=order))
 
-    def ravel(self, order: str = "C") -> "Tensor":
+    def ravel(self, order: str = "C") -> Tensor:
         if order not in ("C", "F"):
             return _method_call(self, "ravel", (), {"order": order})
         return np.reshape(self, (-1,), order=order)
 
-    def squeeze(self, axis: Any = None) -> "Tensor":
+    def squeeze(self, axis: Any = None) -> Tensor:
         return np.squeeze(self, axis=axis)
 
-    def swapaxes(self, a: int, b: int) -> "Tensor":
+    def swapaxes(self, a: int, b: int) -> Tensor:
         return np.swapaxes(self, a, b)
 
-    def copy(self, order: str = "C") -> "Tensor":
+    def copy(self, order: str = "C") -> Tensor:
         if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
             return _method_call(self, "copy", (), {"order": order})
         # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
         return bind(OpKind.COPY, (self,))  # type: ignore[return-value]
 
-    def dot(self, b: Any, out: Any = None) -> "Tensor":
+    def dot(self, b: Any, out: Any = None) -> Tensor:
         return np.dot(self, b, out=out)
 
-    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> "Tensor":
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Tensor:
         # (ndarray.clip: either bound may be left out; both None is NumPy's identity)
         return np.clip(self, min, max, out=out, **kwargs)
 
-    def round(self, decimals: int = 0, out: Any = None) -> "Tensor":
+    def round(self, decimals: int = 0, out: Any = None) -> Tensor:
         return np.round(self, decimals, out=out)
 
-    def conj(self) -> "Tensor":
+    def conj(self) -> Tensor:
         return np.conjugate(self)
 
     def take(self, indices: Any, axis: int | None = None, out: Any = None,
-             mode: str = "raise") -> "Tensor":
+             mode: str = "raise") -> Tensor:
         return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
-                stable: bool | None = None) -> "Tensor":
+                stable: bool | None = None) -> Tensor:
         return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
 
     def sort(self, axis: int = -1, kind: str | None = None, order: Any = None, *,
@@ -653,11 +661,11 @@ class Tensor(NumpyOperators, inplace=True):
 
     # more ndarray methods and attributes, as NumPy defines them
     @property
-    def real(self) -> "Tensor":
+    def real(self) -> Tensor:
         return np.real(self)
 
     @property
-    def imag(self) -> "Tensor":
+    def imag(self) -> Tensor:
         return np.imag(self)
 
     @property
@@ -670,37 +678,37 @@ class Tensor(NumpyOperators, inplace=True):
         return None if size is None else size * self.dtype.itemsize
 
     @property
-    def base(self) -> "Tensor | None":
+    def base(self) -> Tensor | None:
         """The array a view looks into (None for an array that owns its data), as NumPy's."""
         return self._root
 
-    def conjugate(self) -> "Tensor":
+    def conjugate(self) -> Tensor:
         return np.conjugate(self)
 
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tensor":
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         return np.diagonal(self, offset, axis1, axis2)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-              out: Any = None) -> "Tensor":
+              out: Any = None) -> Tensor:
         return np.trace(self, offset, axis1, axis2, dtype, out)
 
     def nonzero(self) -> tuple:
         return np.nonzero(self)
 
-    def repeat(self, repeats: Any, axis: Any = None) -> "Tensor":
+    def repeat(self, repeats: Any, axis: Any = None) -> Tensor:
         return np.repeat(self, repeats, axis)
 
-    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> "Tensor":
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Tensor:
         return np.searchsorted(self, v, side, sorter)
 
-    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> "Tensor":
+    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Tensor:
         return np.compress(condition, self, axis, out)
 
-    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> "Tensor":
+    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Tensor:
         return np.choose(self, choices, out, mode)
 
     def argpartition(self, kth: Any, axis: int = -1, kind: str = "introselect",
-                     order: Any = None) -> "Tensor":
+                     order: Any = None) -> Tensor:
         return np.argpartition(self, kth, axis, kind, order)
 
     def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
@@ -720,10 +728,10 @@ class Tensor(NumpyOperators, inplace=True):
         """``x.fill(v)``: every element set to ``v`` (cast as NumPy casts it), in place."""
         Tensor.__setitem__(self.array_target("x.fill", None), Ellipsis, value)
 
-    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
 
-    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
         return np.cumprod(self, axis=axis, dtype=dtype, out=out)
 
 
@@ -765,7 +773,7 @@ class ViewStep:
     to know whether it shares memory raises an error instead of guessing.
     """
 
-    __slots__ = ("op", "attrs", "dyn", "read_only", "layout_dependent")
+    __slots__ = ("attrs", "dyn", "layout_dependent", "op", "read_only")
 
     def __init__(self, op: OpKind, attrs: dict, dyn: tuple,
                  layout_dependent: bool = False) -> None:
@@ -870,7 +878,7 @@ def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
     return tuple(stand_in.shape)
 
 
-def _stand_in_step(step: "ViewStep", array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
+def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
     """``array`` (a data-less stand-in, see :func:`_in_place_shape`) taken through ``step``."""
     if step.layout_dependent:
         raise errors.UnsupportedOpError(
@@ -1114,7 +1122,7 @@ def leaked_error(tensor: Tensor) -> errors.LeakedTensorError:
 
 
 def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
-         name: str | None = None) -> "Tensor | None":
+         name: str | None = None) -> Tensor | None:
     """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
     ``bind``): :meth:`TraceContext.bind <kernel_ext.trace.context.TraceContext.bind>` of the
     innermost trace. Outside any trace a traced argument has leaked. A view op of a traced

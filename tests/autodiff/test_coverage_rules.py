@@ -8,11 +8,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from autodiff.gradcheck import SETTINGS, arrays, check, distinct
 from hypothesis import given
 from hypothesis import strategies as st
 
 import kernel_ext as kx
-from autodiff.gradcheck import SETTINGS, arrays, check, distinct
 from kernel_ext import errors
 
 NAN_AT_1 = np.arange(4) == 1  # a NaN column for the nan functions (its gradient is 0)

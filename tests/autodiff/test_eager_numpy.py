@@ -8,10 +8,10 @@ from typing import Any
 
 import numpy as np
 import pytest
+from autodiff.gradcheck import SETTINGS, arrays
 from hypothesis import given
 
 import kernel_ext as kx
-from autodiff.gradcheck import SETTINGS, arrays
 from kernel_ext import errors
 from kernel_ext.autodiff.eager import RecordingArray
 

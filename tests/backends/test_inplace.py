@@ -13,11 +13,11 @@ import warnings
 
 import numpy as np
 import pytest
+from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 import kernel_ext as kx
 from kernel_ext.backends.inplace import plan_inplace
 from kernel_ext.ir import OpKind
-from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}

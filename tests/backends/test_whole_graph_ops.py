@@ -10,15 +10,16 @@ eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and check
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from whole_graph_support import compiled, function_for, same
 
 import kernel_ext as kx
-from whole_graph_support import compiled, function_for, same
 
 RNG = np.random.default_rng(16)
 FLOATS = (np.float64, np.float32)

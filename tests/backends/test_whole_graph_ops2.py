@@ -11,16 +11,17 @@ must raise NumPy's own error, through the fallback. Inputs come from hypothesis.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from whole_graph_support import compiled, function_for, same
 
 import kernel_ext as kx
-from whole_graph_support import compiled, function_for, same
 
 # NumPy warns of the overflow and invalid operations hypothesis feeds it (the eager side)
 pytestmark = pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")

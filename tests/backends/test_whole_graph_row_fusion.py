@@ -20,9 +20,9 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import backends
-from kernel_ext.ir import OpKind
 from kernel_ext.backends import row_fusion, tiering, whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
+from kernel_ext.ir import OpKind
 
 F32, F64 = np.float32, np.float64
 

@@ -10,7 +10,6 @@ marker then.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -465,7 +464,7 @@ def test_variable_defined_in_one_branch_only_raises():
     def f(x):
         if x > 0:
             only_in_true = x * 2
-        return only_in_true  # noqa: F821
+        return only_in_true
 
     with pytest.raises(ValueError, match="only_in_true"):
         f(np.float32(1.0))

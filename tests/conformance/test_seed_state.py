@@ -146,7 +146,7 @@ def test_variables_read_at_every_call_python_values_frozen(capsys):
         kx.print("TF Variable current value:", external_tf_var)
 
     state_example()
-    external_python_var = 100  # noqa: F841 - changed outside, after tracing
+    external_python_var = 100
     state_example()
     state_example()
     assert capsys.readouterr().out == (
@@ -216,7 +216,7 @@ def test_closure_frozen_at_trace_time():
 
     x = np.array([1.0, 2.0], dtype=f32)
     np.testing.assert_array_equal(scaled(x), [2.0, 4.0])
-    scale = 10.0  # noqa: F841
+    scale = 10.0
     np.testing.assert_array_equal(scaled(x), [2.0, 4.0])
 
 

@@ -13,8 +13,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import tiering
-from kernel_ext.engine.verify import (VERIFIED_CALLS, ReductionBound, executor_name,
-                                     first_difference)
+from kernel_ext.engine.verify import VERIFIED_CALLS, ReductionBound, executor_name, first_difference
 from kernel_ext.ir import OpKind
 from kernel_ext.ir.interpreter import LOWER
 

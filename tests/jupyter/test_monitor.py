@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 import time
 
@@ -89,7 +88,7 @@ def test_full_refresh_shows_stale_captures():
     f(np.ones(1))
     m = Monitor(f, interval=60)
     try:
-        k = 9.0  # noqa: F841 - read through the closure
+        k = 9.0
         m.refresh(full=True)
         assert "captured values changed" in m.stale.value and "was 2.0" in m.stale.value
     finally:

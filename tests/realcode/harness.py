@@ -16,8 +16,9 @@ import statistics
 import time
 import warnings
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 

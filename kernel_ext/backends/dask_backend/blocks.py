@@ -27,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -281,4 +282,4 @@ def _numpy_chain(nodes: Sequence[Node], inputs: Sequence[Node]) -> Callable[...,
     return chain
 
 
-__all__ = ["BlockProgram", "COMPILES", "Partial", "detach"]
+__all__ = ["COMPILES", "BlockProgram", "Partial", "detach"]

@@ -39,7 +39,8 @@ import sys
 import time
 import warnings
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import dask
 import dask.array as da
