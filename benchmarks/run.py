@@ -58,7 +58,7 @@ def bench_dispatch(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
 
 def bench_trace_200(repeat: int) -> list[tuple[str, str, str, str]]:
     def chain(x):  # 40 iterations x 5 ops = the 200-op function
-        for i in range(40):
+        for _i in range(40):
             x = np.tanh(x * 1.01 + 0.5) - x / 3.0
         return x
 

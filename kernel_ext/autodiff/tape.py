@@ -268,7 +268,7 @@ class GradientTape:
         storage = var.storage
         trace = self._eager_trace()
         reads = trace.var_reads.setdefault(id(var), [])
-        for node, seen in reads:
+        for node, seen in reads:  # noqa: B007 - the read found is used after the loop
             if seen is storage:
                 break
         else:

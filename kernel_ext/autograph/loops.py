@@ -469,7 +469,8 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
         go = True if loop.extra_test is None else resolve(loop.extra_test())
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
-            if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,
+            # (if_stmt traces the branch before returning, so the lambda sees this `item`.)
+            if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,  # noqa: B023
                     loop.set_state, loop.names, loop.live_names())
             guarded += 1
         elif not go:

@@ -79,7 +79,7 @@ def _short_circuit(operands: Sequence[Callable[[], Any]], stop_when: bool) -> An
                 return v
 
             def more() -> Any:
-                return _short_circuit(rest, stop_when)
+                return _short_circuit(rest, stop_when)  # noqa: B023 - cond calls it now
             # the result is what Python's `and`/`or` returns: the operand that decided
             return cond(_truth(value), decided if stop_when else more,
                         more if stop_when else decided, names=["<and/or>"])

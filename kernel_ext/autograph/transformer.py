@@ -133,7 +133,8 @@ def assigned_names(stmts: Iterable[ast.AST]) -> list[str]:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 _target_names(t, out)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) or isinstance(node, (ast.For, ast.AsyncFor)) or isinstance(node, ast.NamedExpr):
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor,
+                               ast.NamedExpr)):
             _target_names(node.target, out)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:

@@ -1551,7 +1551,7 @@ class _KernelWriter:
             if n in self.buffered:
                 lines.append(f"{indent}buf_{self._id(n)}[j] = {t}")
         # outputs and the reduced value, once their values exist in this stage
-        for k, i in enumerate(self.map_outputs):
+        for i in self.map_outputs:
             n = self.seg.outputs[i]
             if self.avail[n] == s and (n not in self.lowerings
                                        or self._direct_output(n) is None):

@@ -172,10 +172,7 @@ def _retains(node: Node) -> bool:
     reads?"""
     if node.op.group in _RETAINING_GROUPS:
         return True
-    for g in _subgraphs(node):
-        if any(_retains(n) for n in g.nodes):
-            return True
-    return False
+    return any(any(_retains(n) for n in g.nodes) for g in _subgraphs(node))
 
 
 def _subgraphs(node: Node) -> list[Graph]:
@@ -255,7 +252,7 @@ class _Analysis:
             self._set_roots(inp, self._new_root())
             if inp in self.owned_params:
                 self.owned.add(inp)
-        for k, (produced, reads) in enumerate(steps):
+        for k, (produced, _reads) in enumerate(steps):
             if len(produced) == 1 and produced[0] in self.graph.inputs:
                 continue
             if len(produced) != 1:  # a fused segment: elementwise work, fresh results

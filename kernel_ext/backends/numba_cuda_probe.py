@@ -18,7 +18,8 @@ def driver_present() -> bool:
     """An NVIDIA driver: its device nodes or /proc entry (Linux), or its DLL (Windows).
     (Not ``ctypes.util.find_library``: on Linux it runs ``ldconfig``, tens of ms.)"""
     if os.name == "nt":
-        system = os.environ.get("SystemRoot", r"C:\Windows")
+        # Windows spells it SystemRoot (its environment is case-insensitive; os.environ too)
+        system = os.environ.get("SystemRoot", r"C:\Windows")  # noqa: SIM112
         return os.path.exists(os.path.join(system, "System32", "nvcuda.dll"))
     return bool(os.path.exists("/proc/driver/nvidia") or glob.glob("/dev/nvidia[0-9]*")
                 or os.path.exists("/dev/dxg"))

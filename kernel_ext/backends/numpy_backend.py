@@ -335,7 +335,8 @@ class Emitter:
             # Python-level wrapper
             kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
                                for k, val in node.params.items()
-                               if not ((k == "axis" and val is None) or (k == "keepdims" and not val)))
+                               if not ((k == "axis" and val is None)
+                                       or (k == "keepdims" and not val)))
             self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
         elif node.op.operator and not node.attrs and len(args) == 1:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")

@@ -1467,7 +1467,7 @@ class _GraphWriter:
         vals = self.emit_graph(body_g, sub, lines, inner)
         self.out_bufs = saved
         carried = [self._carry(v, lines, inner) for v in vals]
-        for i, out in targets.items():
+        for i in targets:
             if any(lvars[i].name in c.roots for c in carried):
                 continue  # the old value lives on: the spare stays empty
             lines.append(f"{inner}{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")

@@ -66,9 +66,9 @@ __all__ = [
     "StaleCapture", "StrictRetraceError", "TensorSpec", "TraceIndex", "TraceRecord", "WeakRef",
     "cause_label", "cause_of", "closest_trace", "configure", "derive_input_signature",
     "describe", "describe_diff", "diff_call", "diff_types", "explain_text", "fingerprint",
-    "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay", "set_call_site_formatter",
-    "set_default_call_site_formatter",
-    "short_text", "signature_code", "snapshot_captures", "spec_text", "stale_captures",
+    "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay",
+    "set_call_site_formatter", "set_default_call_site_formatter", "short_text", "signature_code",
+    "snapshot_captures", "spec_text", "stale_captures",
     "suggest_fixes", "traces_with",
 ]
 

@@ -564,5 +564,5 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "copy_arguments", "executor_name", "first_difference",
-           "graph_facts", "restore"]
+__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "copy_arguments",
+           "executor_name", "first_difference", "graph_facts", "restore"]

@@ -46,7 +46,8 @@ def format_value(value: Any) -> str:
     if value is Ellipsis:
         return "..."
     if isinstance(value, tuple):
-        return "(" + ", ".join(format_value(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return ("(" + ", ".join(format_value(v) for v in value)
+                + ("," if len(value) == 1 else "") + ")")
     if isinstance(value, list):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if hasattr(value, "name") and hasattr(value, "dtype") and hasattr(value, "assign"):

@@ -294,10 +294,11 @@ class TFFunctionMagics(Magics):
             if value is None:
                 raise UsageError(f"%%tffunction --input-signature: {spec_error}") from None
             if not _all_specs(value):
-                raise UsageError(self._not_a_signature(text, value, params, spec_error))
+                raise UsageError(self._not_a_signature(text, value, params,
+                                                       spec_error)) from None
             if len(value) > len(params):
                 raise UsageError(f"%%tffunction --input-signature: {len(value)} entries, but "
-                                 f"{what} takes {len(params)} ({', '.join(params)})")
+                                 f"{what} takes {len(params)} ({', '.join(params)})") from None
             return list(value), params
         names = [e.name for e in entries]
         if names[0] is None:
@@ -460,7 +461,8 @@ class TFFunctionMagics(Magics):
             result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
         except Exception as e:
             # The traceback starts in the cell's own code, not in the magic and the engine.
-            raise e.with_traceback(_from_user_code(e.__traceback__, stub))
+            # (the same exception again, so no `from`: its own cause and context stay)
+            raise e.with_traceback(_from_user_code(e.__traceback__, stub))  # noqa: B904
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         for name, value in zip(info.outputs, results):
             ns[name] = value

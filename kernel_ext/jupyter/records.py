@@ -32,7 +32,8 @@ from . import units
 from .units import percent
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site", "inputs_text", "is_backward",
+           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site",
+           "inputs_text", "is_backward",
            "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
            "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
            "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
@@ -265,7 +266,7 @@ def signature_rows(function: Any) -> list[SignatureRow]:
         tier = str(getattr(cf, "tier", "") or "")
         rows.append(SignatureRow(
             id=sid,
-            inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),
+            inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),  # noqa: B023 - called now
             signature=str(cf.record.signature),
             outputs=_text_or_mark(cf.output_text),
             last_used=sid == last_used,

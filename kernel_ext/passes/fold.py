@@ -51,10 +51,7 @@ STATIC_FOLDS: dict[OpKind, StaticFold] = {OpKind.DIM: _fold_dim}
 
 def _all_known(args: tuple) -> bool:
     """Every argument is a literal or a constant node."""
-    for a in args:
-        if isinstance(a, Node) and a.op is not OpKind.CONSTANT:
-            return False
-    return True
+    return all(not isinstance(a, Node) or a.op is OpKind.CONSTANT for a in args)
 
 
 def evaluate(node: Node, args: tuple) -> np.ndarray | None:

@@ -27,6 +27,7 @@ domain matches and the merge keeps every segment convex.
 from __future__ import annotations
 
 import heapq
+import itertools
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -190,7 +191,7 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
 
     users = graph.users()
     effects = [n for n in graph.nodes if has_effects(n)]
-    next_effect = dict(zip(effects, effects[1:]))  # schedule runs effects in program order
+    next_effect = dict(itertools.pairwise(effects))  # schedule runs effects in program order
 
     def reaches(a: int, b: int) -> bool:
         """Is segment ``b`` computed from segment ``a`` now, through any path of nodes and

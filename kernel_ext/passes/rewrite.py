@@ -37,7 +37,7 @@ class Rewrite(NamedTuple):
 
     op: OpKind
     args: tuple = ()
-    attrs: dict = {}
+    attrs: dict = {}  # noqa: RUF012 - a NamedTuple field's default, never mutated
 
 
 def is_pure(node: Node) -> bool:

@@ -678,7 +678,7 @@ def _range_dtype(values: Sequence[Any]) -> np.dtype:
     keep their dtype; mixed arguments promote."""
     dtypes = []
     for v in values:
-        if isinstance(v, bool) or isinstance(v, int):
+        if isinstance(v, (bool, int)):
             dtypes.append(np.dtype(np.int32))
         elif isinstance(v, float):
             dtypes.append(np.dtype(np.float32))

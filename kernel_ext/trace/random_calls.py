@@ -151,7 +151,7 @@ class _Shuffled:
 def make_generator(ctor: Callable, args: tuple, kwargs: dict) -> Any:
     """A generator made inside a traced function: made now (later draws are bound to it) and
     reset at this point of every call, to its seed or, without one, to fresh entropy."""
-    template, operands = build_template(args, kwargs)
+    _template, operands = build_template(args, kwargs)
     name = call_name(ctor)
     if operands:
         raise errors.UnsupportedOpError(

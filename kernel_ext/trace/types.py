@@ -39,7 +39,7 @@ import dataclasses
 import struct
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -659,7 +659,7 @@ class WeakRef(_ExactType):
 class _DeadCallbacks:
     """Weakref callbacks fan out to listeners (Functions purge traces keyed by dead objects)."""
 
-    listeners: weakref.WeakSet[Any] = weakref.WeakSet()
+    listeners: ClassVar[weakref.WeakSet[Any]] = weakref.WeakSet()
 
     @classmethod
     def fire(cls, _ref: Any) -> None:

@@ -24,7 +24,7 @@ returns ``r[()]`` while the last op here would give an array mark it with :func:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -35,7 +35,7 @@ ARRAY = "array"
 COMPUTED = "computed"
 #: the form of one 0-d value: SCALAR, ARRAY, COMPUTED, ("like", argument path) or
 #: ("asarray", argument path)
-ZeroDKind = Union[str, tuple]
+ZeroDKind = str | tuple
 
 # nodes whose value NumPy returns as a 0-d array whatever made them (weak: traces end)
 _ARRAY_NODES: weakref.WeakSet[Node] = weakref.WeakSet()

@@ -236,7 +236,7 @@ def test_return_inside_a_traced_loop_raises_clear_error():
                 return i
         return n
 
-    with pytest.raises(TypeError, match="`return` inside a `for` loop.*Fix: assign"):
+    with pytest.raises(TypeError, match=r"`return` inside a `for` loop.*Fix: assign"):
         f(np.int32(5))
 
 
@@ -265,7 +265,7 @@ def test_appending_loop_value_to_python_list_raises_leaked_error():
             out.append(x * i)
         return np.stack(out)
 
-    with pytest.raises(TypeError, match="inside the loop body.*kx.TensorArray"):
+    with pytest.raises(TypeError, match=r"inside the loop body.*kx\.TensorArray"):
         f(np.ones(2), np.int32(3))
 
 

@@ -1,9 +1,9 @@
 """``jit_compile=True`` ops of :mod:`kernel_ext.backends.whole_graph_ops`, bit for bit NumPy's.
 
 Every test runs a function through the compiled whole-graph function *without its fallback*
-(:func:`whole_graph_support.compiled` makes a rerun in the fused executor an error), compares every bit with
-eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and checks that
-``unsupported_reason`` accepts the graph. Values come from fixed cases and from hypothesis
+(:func:`whole_graph_support.compiled` makes a rerun in the fused executor an error), compares
+every bit with eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and checks
+that ``unsupported_reason`` accepts the graph. Values come from fixed cases and from hypothesis
 (NaN, ±0, ±inf, integer extremes), on one compiled function per shape and dtype.
 """
 

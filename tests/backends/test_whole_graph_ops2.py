@@ -3,9 +3,9 @@
 Advanced indexing (integer arrays, constant or traced, 1-D and n-D; bool masks) for reads
 and writes, ``nonzero`` and what lowers to it, and the other ops
 :mod:`kernel_ext.backends.whole_graph_ops` gained for the real-code corpus. Every test runs
-the compiled whole-graph function *without its fallback* (:func:`whole_graph_support.compiled`: a rerun in the
-fused executor fails the test) and compares dtype, shape and every bit with eager NumPy;
-where NumPy raises (an index out of range, a mask of the wrong shape), the traced function
+the compiled whole-graph function *without its fallback* (:func:`whole_graph_support.compiled`: a
+rerun in the fused executor fails the test) and compares dtype, shape and every bit with eager
+NumPy; where NumPy raises (an index out of range, a mask of the wrong shape), the traced function
 must raise NumPy's own error, through the fallback. Inputs come from hypothesis.
 """
 

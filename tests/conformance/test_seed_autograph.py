@@ -84,7 +84,8 @@ def test_to_code_of_while_loop():
 
 
 def test_dropout_python_bool_vs_traced_bool():
-    # seed 004 test_tf_cond: dropout(x, True) executes normally; dropout(x, tf.constant(True)) uses cond
+    # seed 004 test_tf_cond: dropout(x, True) executes normally;
+    # dropout(x, tf.constant(True)) uses cond
     @kx.function
     def dropout(x, training=True):
         if training:
@@ -497,7 +498,7 @@ def test_return_inside_traced_loop_raises():
                 return i
         return n
 
-    with pytest.raises(Exception, match="(?i)return"):
+    with pytest.raises(Exception, match=r"(?i)return"):
         f(np.int32(5))
 
 

@@ -36,7 +36,7 @@ def test_kx_jupyter_monitor_is_the_public_helper(dense):
         assert isinstance(m, Monitor) and m.function is dense
     finally:
         m.close()
-    with pytest.raises(TypeError, match="needs a kx.function"):
+    with pytest.raises(TypeError, match=r"needs a kx\.function"):
         kj.monitor(lambda x: x)
 
 

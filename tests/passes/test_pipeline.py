@@ -135,7 +135,7 @@ def test_cond_branches_are_optimised_and_results_unchanged():
     g = _cond_graph()
     lint(g)
     out = run_pipeline(g, verify=True)
-    cond = [n for n in out.nodes if n.op is K.COND][0]
+    cond = next(n for n in out.nodes if n.op is K.COND)
     true_b, false_b = cond.attrs["branches"]
     assert ops(true_b) == ["constant", "tanh", "multiply", "add"]
     assert ops(false_b) == ["add"]
@@ -190,7 +190,7 @@ def _loop(x):
 
 def _branch(x):
     if np.sum(x) > 0:
-        y = -(-x) * 1 + np.ones_like(x) * 3
+        y = -(-x) * 1 + np.ones_like(x) * 3  # noqa: B002 - a double negation to simplify
     else:
         y = np.tanh(x) + np.tanh(x) - 0
     return y, x.astype(x.dtype)
