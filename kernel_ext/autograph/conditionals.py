@@ -101,7 +101,7 @@ class RuntimeMessage:
             "only if it is an f-string (or f-strings joined with +) passed to the exception. "
             "Fix: write the message as f\"... {value} ...\".")
 
-    __str__ = __format__ = __mod__ = __rmod__ = _needs_text  # type: ignore
+    __str__ = __format__ = __mod__ = __rmod__ = _needs_text
 
     def template(self) -> str:
         """The text with ``{...}`` where a run-time value goes (graph views show it)."""

@@ -1075,7 +1075,7 @@ class _KernelWriter:
             return lit(args[1]) == -1.0
         if node.op is OpKind.SUBTRACT:
             first = lit(args[0])
-            return first == 0.0 and math.copysign(1.0, first) < 0  # type: ignore[arg-type]
+            return first == 0.0 and math.copysign(1.0, first) < 0
         return False
 
     def _negates(self, arg: Node) -> bool:

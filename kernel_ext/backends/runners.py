@@ -374,7 +374,7 @@ class CpuRunnerWriter(_RunnerWriter):
         results = []
         for i, o in enumerate(seg.outputs):
             if o is seg.reduction:
-                fin = self.bind(_flat_finisher(red, rank), "_fin")  # type: ignore[arg-type]
+                fin = self.bind(_flat_finisher(red, rank), "_fin")
                 results.append(f"{fin}(acc, n)")
             elif rank == 0:
                 results.append(f"o{i}[0]")
@@ -424,7 +424,7 @@ class CpuRunnerWriter(_RunnerWriter):
         results = []
         for i, o in enumerate(seg.outputs):
             if o is seg.reduction:
-                fin = self.bind(_nd_finisher(red), "_fin")  # type: ignore[arg-type]
+                fin = self.bind(_nd_finisher(red), "_fin")
                 results.append(f"{fin}(acc, shp)")
             else:
                 results.append(f"o{i}")

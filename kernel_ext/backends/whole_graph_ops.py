@@ -846,7 +846,7 @@ def _fancy_plan(node: Node) -> list[_Part]:
         at = parts.index(None)
         parts[at:at + 1] = [full] * (rank - used)
         return parts  # type: ignore[return-value]
-    return parts + [full] * (rank - used)  # type: ignore[operator]
+    return parts + [full] * (rank - used)
 
 
 def _check_fancy_value(node: Node) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -26,7 +26,7 @@ class Node:
 
     __slots__ = ("__weakref__", "_args", "_inputs", "attrs", "aval", "name", "op", "source")
 
-    def __init__(self, name: str, op: OpKind, args: tuple, attrs: dict,
+    def __init__(self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any],
                  aval: AbstractValue | None, source: Any = None) -> None:
         self.name = name
         self.op = op
@@ -45,18 +45,18 @@ class Node:
         return self.op
 
     @property
-    def args(self) -> tuple:
+    def args(self) -> tuple[Any, ...]:
         """Input nodes and inline literals, in argument order."""
         return self._args
 
     @args.setter
-    def args(self, value: tuple) -> None:
+    def args(self, value: tuple[Any, ...]) -> None:
         self._args = tuple(value)
         # Cached: passes and the fusion partitioner ask for inputs many times per node.
         self._inputs = tuple(a for a in self._args if isinstance(a, Node))
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The attrs that parameterise the op, for lowerings that pass them on as keywords:
         underscore attrs are annotations (``_where``: a source line for messages,
         ``_backward``: made by a gradient, for the graph views) and are left out."""
@@ -76,7 +76,7 @@ class Node:
         return () if self.aval is None else (self.aval,)
 
     @property
-    def shape(self) -> tuple | None:
+    def shape(self) -> tuple[Any, ...] | None:
         return None if self.aval is None else self.aval.shape
 
     @property
@@ -136,8 +136,9 @@ class Graph:
                 self._names.add(name)
                 return name
 
-    def create_node(self, op: OpKind, args: Sequence[Any] = (), attrs: dict | None = None,
-                    name: str | None = None, aval: AbstractValue | bool | None = False) -> Node:
+    def create_node(self, op: OpKind, args: Sequence[Any] = (),
+                    attrs: dict[str, Any] | None = None, name: str | None = None,
+                    aval: AbstractValue | Literal[False] | None = False) -> Node:
         """Append a node; its aval is inferred by the op's abstract-eval rule unless given."""
         attrs = dict(attrs or {})
         args = tuple(args)
@@ -152,7 +153,8 @@ class Graph:
             self.inputs.append(node)
         return node
 
-    def placeholder(self, name: str, shape: tuple | None, dtype: Any, **attrs: Any) -> Node:
+    def placeholder(self, name: str, shape: tuple[Any, ...] | None, dtype: Any,
+                    **attrs: Any) -> Node:
         return self.create_node(OpKind.PLACEHOLDER, (), {"shape": shape,
                                                          "dtype": np.dtype(dtype), **attrs},
                                 name=name)

@@ -375,7 +375,7 @@ def _describe_line(item: _Item, outputs: set[int], member: dict) -> None:
     segs = {member.get(n.name) for n in item.members}
     if len(segs) == 1 and None not in segs:
         seg = next(iter(segs))
-        item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]  # type: ignore[index]
+        item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
         item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
         item.segment = seg
     if any(id(n) in outputs for n in item.members):

@@ -80,7 +80,7 @@ def freeze(value: Any) -> Hashable:
     return ("id", id(value))  # unknown objects: only the same object is equal to itself
 
 
-def node_key(node: Node, args: tuple) -> Hashable | None:
+def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
     """The merge key of ``node`` with (new-graph) ``args``, or ``None`` if it never merges."""
     if node.op is OpKind.CONSTANT:
         value = node.attrs["value"]

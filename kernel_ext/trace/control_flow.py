@@ -48,8 +48,8 @@ class Undefined:
                         "assigned in only some branches or only inside a loop body). Fix: give "
                         f"'{self.name}' a value before the if/loop.")
 
-    __getattr__ = _fail  # type: ignore[assignment]
-    __call__ = __bool__ = __add__ = __radd__ = __mul__ = __array__ = _fail  # type: ignore
+    __getattr__ = _fail
+    __call__ = __bool__ = __add__ = __radd__ = __mul__ = __array__ = _fail
 
     def __repr__(self) -> str:
         return f"<undefined {self.name}>"

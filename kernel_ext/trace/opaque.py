@@ -397,7 +397,7 @@ def _install_python_operators() -> None:
         wide = int if self.py_type is bool else self.py_type
         res = np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False))
         return PythonNumber(res.node, res.context, wide)
-    PythonNumber.__neg__ = neg  # type: ignore[method-assign]
+    PythonNumber.__neg__ = neg
 
 
 _install_python_operators()

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 _P = inspect.Parameter
-_NO_VALUE = np._NoValue  # type: ignore[attr-defined]
+_NO_VALUE = np._NoValue
 
 #: Every keyword a handler with ``**kwargs`` forwards unchanged (NumPy's own body, np.pad's
 #: options): ``@declare.parameters(..., ALL)``.

@@ -155,7 +155,7 @@ class TensorSpec(TraceType):
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, TensorSpec) and o.dtype == self.dtype for o in others):
             return None
-        shapes = [self.shape] + [o.shape for o in others]  # type: ignore[union-attr]
+        shapes = [self.shape] + [o.shape for o in others]
         if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
             return TensorSpec(None, self.dtype)
         dims = tuple(d[0] if len(set(d)) == 1 else None for d in zip(*shapes))
@@ -262,18 +262,18 @@ class DaskArraySpec(TraceType):
         if self.shape is None or len(self.shape) != len(other.shape):
             return False
         return all(o is None or (s == o and oc == sc) for s, o, sc, oc
-                   in zip(self.shape, other.shape, self.chunks, other.chunks))  # type: ignore
+                   in zip(self.shape, other.shape, self.chunks, other.chunks))
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, DaskArraySpec) and o.dtype == self.dtype for o in others):
             return None
         specs = [self, *others]
-        shapes = [s.shape for s in specs]  # type: ignore[union-attr]
+        shapes = [s.shape for s in specs]
         if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
             return DaskArraySpec(None, self.dtype)
         dims, chunks = [], []
         for i, d in enumerate(zip(*shapes)):
-            c = {s.chunks[i] for s in specs}  # type: ignore[union-attr, index]
+            c = {s.chunks[i] for s in specs}
             same = len(set(d)) == 1 and len(c) == 1
             dims.append(d[0] if same else None)
             chunks.append(next(iter(c)) if same else None)
