@@ -342,7 +342,7 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
 
 def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str, Any]]:
     """What the UI shows per fused segment (kept current as kernels compile)."""
-    reports = []
+    reports: list[dict[str, Any]] = []
     for i, p in enumerate(plans):
         seg = p.segment
         report = SegmentReport({

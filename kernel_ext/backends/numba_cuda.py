@@ -32,7 +32,8 @@ from numba import config, cuda
 from . import kernel_cache
 from .codegen import KernelSource
 
-SIMULATOR = bool(config.ENABLE_CUDASIM)
+# (numba.config sets its options from the environment at import: no stubs for them)
+SIMULATOR = bool(config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
 
 
 def _device_decorator(fn: Callable) -> Any:

@@ -32,7 +32,9 @@ def real_gpu_available() -> bool:
         return False
     try:
         from numba import config, cuda
-        return bool(cuda.is_available() and not config.ENABLE_CUDASIM)
+        # (numba.config sets its options from the environment at import: no stubs for them)
+        simulated = config.ENABLE_CUDASIM  # type: ignore[attr-defined]
+        return bool(cuda.is_available() and not simulated)
     except Exception:  # a broken driver or toolkit: no GPU for us
         return False
 

@@ -61,7 +61,8 @@ class Arg(NamedTuple):
     """
 
     kind: str
-    index: int
+    # (a field named like tuple.index, shadowing the method on purpose)
+    index: int  # type: ignore[assignment]
     param: str
 
 

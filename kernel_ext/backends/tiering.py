@@ -208,8 +208,7 @@ def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], A
     def hoist(new: Graph, node: Node) -> Node | None:
         if node.op is not OpKind.RANDOM_CALL:
             return None
-        aval = node.aval
-        made = new.placeholder(node.name, aval.shape, aval.dtype,
+        made = new.placeholder(node.name, node.shape, node.dtype,
                                path=(("arg", n_params + len(draws)),))
         values = [a.attrs["value"] for a in node.inputs]
         draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))

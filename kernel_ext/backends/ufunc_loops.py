@@ -76,7 +76,7 @@ def _table(ufunc: np.ufunc) -> tuple[tuple[tuple[int, ...], int, int], ...] | No
 
 
 # type number -> type char, for the builtin types ufunc.types spells ("?bBhHiIlLqQefdg...")
-_CHARS = {np.dtype(c).num: np.dtype(c).char for c in np.typecodes["All"] + "?O"
+_CHARS: dict[int, str] = {np.dtype(c).num: np.dtype(c).char for c in np.typecodes["All"] + "?O"
           if c not in "MmUSVa"}
 
 

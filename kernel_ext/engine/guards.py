@@ -160,8 +160,8 @@ class CallGuard:
                   for n, (p, _) in enumerate(self.dict_orders)]
         lines += ["    if " + " and ".join(tests) + ":", "        return _run(*values)",
                   "    return _checked(*values)"]
-        namespace = {"_nd": np.ndarray, "_generic": np.generic, "_run": run, "_checked": checked,
-                     **orders}
+        namespace: dict[str, Any] = {"_nd": np.ndarray, "_generic": np.generic, "_run": run,
+                                     "_checked": checked, **orders}
         exec(compile("\n".join(lines) + "\n", "<kx-guard>", "exec"), namespace)
         return namespace["guarded"]
 

@@ -110,7 +110,7 @@ def graph_facts(graph: Graph) -> GraphFacts:
             if var is not None:  # (Graph.variables looks at the top level only)
                 variables.setdefault(id(var), var)
             if node.op is OpKind.RANDOM_CALL:
-                fn = node.attrs.get("fn")
+                fn: Any = node.attrs.get("fn")
                 owner = getattr(fn, "__self__", None)
                 if hasattr(fn, "seeded"):  # the reset of a generator the function makes
                     own[id(owner)] = owner
@@ -243,7 +243,8 @@ class Verifier:
                             "advanced by eager NumPy's draws", "advanced otherwise")
                     break
         if diff is not None:
-            self._fail(values, copies, *diff, executor, eager, None)
+            where, eager_text, traced_text = diff
+            self._fail(values, copies, where, eager_text, traced_text, executor, eager, None)
         self.remaining -= 1
         if self.remaining <= 0:
             self._done()
@@ -262,7 +263,7 @@ class Verifier:
             STATE.eager = was
 
     def _argument_difference(self, copies: tuple, values: tuple,
-                             tolerance: ReductionBound | None) -> tuple | None:
+                             tolerance: ReductionBound | None) -> tuple[str, Any, Any] | None:
         names = self.function.function_type.names
         for name, e, t in zip(names, copies, values):
             diff = first_difference(e, t, f"argument '{name}'", tolerance)

@@ -129,7 +129,7 @@ class TraceContext:
         if hit is not None:
             return hit
         ph = self.graph.create_node(OpKind.PLACEHOLDER, (), {
-            "shape": outer_node.aval.shape, "dtype": outer_node.aval.dtype},
+            "shape": outer_node.shape, "dtype": outer_node.dtype},
             name=outer_node.name)
         self._outer[outer_node] = ph
         self.captures.append((outer_node, ph))

@@ -120,7 +120,7 @@ def shuffled(shuffle: Callable, x: Any, *args: Any, **kwargs: Any) -> np.ndarray
     return out
 
 
-def _shuffle(fn: Callable, template: CallTemplate, operands: list, name: str) -> None:
+def _shuffle(fn: Any, template: CallTemplate, operands: list, name: str) -> None:
     if not (template.args and template.args[0] == Operand(0) and
             isinstance(operands[0], Tensor)):
         raise errors.UnsupportedOpError(
@@ -187,7 +187,7 @@ class _Reset:
 def _generators(values: Sequence[Any]) -> list[Any]:
     """The generators a trace may draw from: the global RandomState and those in ``values``
     (a call's arguments, one level into lists, tuples and dicts)."""
-    found = [np.random.mtrand._rand]
+    found: list[np.random.RandomState | np.random.Generator] = [np.random.mtrand._rand]
     for v in values:
         items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else (v,)
         found += [g for g in items if isinstance(g, _OWNERS)]

@@ -190,7 +190,7 @@ class BlockProgram:
         if chain is None:
             chain = self._chain = _numpy_chain(self.nodes, self.inputs)
         env = chain(*blocks)
-        return [np.asarray(env[o], dtype=o.aval.dtype) for o in self.outputs]
+        return [np.asarray(env[o], dtype=o.dtype) for o in self.outputs]
 
     def _kernel(self, blocks: Sequence[Any]) -> list[Any] | None:
         """The kernel's results for these blocks (map outputs, or the partial reduction),
