@@ -136,10 +136,10 @@ def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
 def _accumulate(cts: dict[Node, Any], node: Node, ct: Any) -> None:
     """Add ``ct`` to ``node``'s cotangent, cast to its dtype (a float32 input of a float64
     op gets a float32 gradient, as TensorFlow does)."""
-    if isinstance(ct, Tensor) and ct.dtype != node.aval.dtype:
-        ct = ct.astype(node.aval.dtype)
+    if isinstance(ct, Tensor) and ct.dtype != node.dtype:
+        ct = ct.astype(node.dtype)
     elif not isinstance(ct, Tensor):
-        ct = np.asarray(ct, dtype=node.aval.dtype)
+        ct = np.asarray(ct, dtype=node.dtype)
     old = cts.get(node)
     cts[node] = ct if old is None else old + ct
 
@@ -153,7 +153,7 @@ def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
     return errors.NonDifferentiableError(
         f"cannot differentiate through complex values: op '{node.op.value}'"
         f"{' at ' + where if where else ''} (node '{node.name}') reads the complex value "
-        f"'{arg.name}' ({arg.aval.dtype}), which depends on a differentiated source. "
+        f"'{arg.name}' ({arg.dtype}), which depends on a differentiated source. "
         "Gradients are real only (NumPy has no complex derivative convention to follow). "
         "Fix: compute with real arrays (real and imaginary parts as separate float arrays), "
         "or wrap the complex part in kx.stop_gradient(...) if no gradient should flow "

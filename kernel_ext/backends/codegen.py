@@ -192,7 +192,7 @@ def const_source(value: Any, dtype: np.dtype) -> str:
 
 def _weak(arg: Any) -> Any:
     if isinstance(arg, Node):
-        return arg.aval.dtype
+        return arg.dtype
     if isinstance(arg, bool):
         return _BOOL
     return type(arg)
@@ -362,7 +362,7 @@ _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
 
 def _arg_key(arg: Any) -> Any:
     if isinstance(arg, Node):
-        return (arg.aval.dtype, None if arg.aval.shape is None else len(arg.aval.shape))
+        return (arg.dtype, None if arg.shape is None else len(arg.shape))
     return (type(arg), repr(arg))  # repr: 0.0 and -0.0 (equal as keys) are other constants
 
 
@@ -407,8 +407,8 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
     if node.aval is None or np.dtype(node.aval.dtype) not in SUPPORTED_DTYPES:
         raise Unsupported(f"result dtype {getattr(node.aval, 'dtype', None)}")
     for a in node.inputs:
-        if np.dtype(a.aval.dtype) not in SUPPORTED_DTYPES:
-            raise Unsupported(f"operand dtype {a.aval.dtype}")
+        if np.dtype(a.dtype) not in SUPPORTED_DTYPES:
+            raise Unsupported(f"operand dtype {a.dtype}")
     out = np.dtype(node.aval.dtype)
     if op is OpKind.CAST:
         return Lowering([None], out, inline=lambda o, b: b.cast_arg(0, out))
@@ -499,7 +499,7 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
     ``maximum``, ``minimum`` or ``positive`` instead, which matters when the other bound
     makes the result a float: ``clip(int64, inf, 2**64 - 1)`` is ``inf``)."""
     x = node.args[0]
-    dt = np.dtype(x.aval.dtype) if isinstance(x, Node) else np.asarray(x).dtype
+    dt = np.dtype(x.dtype) if isinstance(x, Node) else np.asarray(x).dtype
     if dt.kind not in "iu":
         return ()
     info = np.iinfo(dt)
@@ -528,7 +528,7 @@ def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], _Body],
     both = lo_arg is not None and hi_arg is not None
 
     def scalar(a: Any) -> bool:
-        return not isinstance(a, Node) or a.aval.shape == ()
+        return not isinstance(a, Node) or a.shape == ()
 
     stride0 = both and scalar(lo_arg) and scalar(hi_arg)
 
@@ -570,7 +570,7 @@ def can_compile(node: Node, target: str = "cpu", auto: bool = False,
         lowering = lower(node, target, fast_math)
         for arg, dt in zip(lowering.operands(node.args), lowering.operand_dtypes):
             if not isinstance(arg, Node) and arg is not None:
-                literal_value(arg, dt if dt is not None else np.dtype(node.aval.dtype))
+                literal_value(arg, dt if dt is not None else np.dtype(node.dtype))
         return True
     except Unsupported:
         return False
@@ -678,16 +678,16 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     if node.op not in FUSIBLE_REDUCTIONS:
         raise Unsupported(node.op.value)
     x = node.args[0]
-    if not isinstance(x, Node) or x.aval.shape is None:
+    if not isinstance(x, Node) or x.shape is None:
         raise Unsupported("reduction of an unknown rank")
-    in_dt = np.dtype(x.aval.dtype)
-    out_dt = np.dtype(node.aval.dtype)
+    in_dt = np.dtype(x.dtype)
+    out_dt = np.dtype(node.dtype)
     if in_dt not in SUPPORTED_DTYPES or out_dt not in SUPPORTED_DTYPES:
         raise Unsupported("reduction dtype")
     extra = set(node.params) - {"axis", "keepdims", "dtype"}
     if extra:
         raise Unsupported(f"reduction attrs {extra}")
-    ndim = len(x.aval.shape)
+    ndim = len(x.shape)
     axis = node.attrs.get("axis")
     if isinstance(axis, tuple):
         if len(axis) != 1:
@@ -997,8 +997,8 @@ class _KernelWriter:
         self.lowerings: dict[Node, Lowering] = {n: lower(n, target, fast_math)
                                                 for n in seg.elementwise}
         self.red = reduction_plan(seg.reduction) if seg.reduction is not None else None
-        self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape != ()]
-        self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape == ()]
+        self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.shape != ()]
+        self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.shape == ()]
         self.map_outputs = [i for i, n in enumerate(seg.outputs) if n is not seg.reduction]
         self.calls = [n for n in seg.elementwise if self.lowerings[n].call is not None]
         self._const_like: dict[Node, bool] = {}
@@ -1016,8 +1016,8 @@ class _KernelWriter:
                                                if src in seg.inputs else set())))
         return SegmentCall(
             self.rank, tuple(self.array_inputs), tuple(self.scalar_inputs),
-            tuple(self.map_outputs), tuple(np.dtype(n.aval.dtype) for n in seg.inputs),
-            tuple(np.dtype(n.aval.dtype) for n in seg.outputs),
+            tuple(self.map_outputs), tuple(np.dtype(n.dtype) for n in seg.inputs),
+            tuple(np.dtype(n.dtype) for n in seg.outputs),
             tuple(self.lowerings[n].call for n in self.calls),  # type: ignore[misc]
             self.red, tuple(out_deps), tuple(self.scratch.items()))
 
@@ -1103,7 +1103,7 @@ class _KernelWriter:
         ``heaviside``, ``clip``, ``maximum`` ... pick among their operands and constants."""
         if not isinstance(arg, Node):
             return True
-        if arg.aval.dtype == _BOOL:
+        if arg.dtype == _BOOL:
             return True
         if arg not in self.members:
             return False
@@ -1126,7 +1126,7 @@ class _KernelWriter:
 
     def operand_dtype(self, arg: Any) -> np.dtype:
         if isinstance(arg, Node):
-            return np.dtype(arg.aval.dtype)
+            return np.dtype(arg.dtype)
         return _weak_dtype(arg)
 
     def cast(self, expr: str, src: np.dtype, dst: np.dtype, lines: list[str],
@@ -1193,9 +1193,9 @@ class _KernelWriter:
             f"# segment: {self.seg.describe()}",
             # The signature is part of the text (so of the cache key): two segments whose
             # code reads the same can still differ in their inputs' dtypes.
-            "# inputs: " + ", ".join(f"{dtname(n.aval.dtype)}/{len(n.aval.shape)}"
+            "# inputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}"
                                      for n in self.seg.inputs),
-            "# outputs: " + ", ".join(f"{dtname(n.aval.dtype)}/{len(n.aval.shape)}"
+            "# outputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}"
                                       for n in self.seg.outputs),
             "import math",
             "import numpy as np",
@@ -1250,7 +1250,7 @@ class _KernelWriter:
         lines: list[str | Scratch] = []
         # block buffers and NumPy-loop argument vectors
         for n in sorted(self.buffered, key=self.seg.nodes.index):
-            lines.append(Scratch(f"buf_{self._id(n)}", str(BLOCK), ctor(np.dtype(n.aval.dtype))))
+            lines.append(Scratch(f"buf_{self._id(n)}", str(BLOCK), ctor(np.dtype(n.dtype))))
         if self.calls:
             # one row of loop-argument pointers and strides per NumPy loop call
             lines.append(Scratch("pp", f"({len(self.calls)}, 4)", "np.uintp"))
@@ -1375,7 +1375,7 @@ class _KernelWriter:
         The ``nd`` kernel's inputs are typed as any-layout arrays, whose loads LLVM does not
         vectorise: W8's ``where(mask, g, 0)`` + column sum took 63 µs at 256x256 float32
         with strided rows and 16 µs with contiguous ones (NumPy: 36 µs)."""
-        dtype = np.dtype(self.seg.inputs[i].aval.dtype)
+        dtype = np.dtype(self.seg.inputs[i].dtype)
         row, copy = f"rw{i}", f"rc{i}"
         return [Scratch(copy, str(BLOCK), ctor(dtype)),
                 f"{indent}{row} = in{i}[{lead}blk:blk + m]",
@@ -1451,7 +1451,7 @@ class _KernelWriter:
         if node not in self.seg.outputs or node is self.seg.reduction:
             return None
         low = self.lowerings[node]
-        if low.call is None or low.out_dtype != np.dtype(node.aval.dtype):
+        if low.call is None or low.out_dtype != np.dtype(node.dtype):
             return None
         return self.seg.outputs.index(node)
 
@@ -1460,15 +1460,15 @@ class _KernelWriter:
         copy) for operand ``j``: an input array already of the loop's dtype."""
         arg = node.args[j]
         low = self.lowerings[node]
-        if (isinstance(arg, Node) and arg not in self.members and arg.aval.shape != ()
-                and np.dtype(arg.aval.dtype) == low.operand_dtypes[j]):
+        if (isinstance(arg, Node) and arg not in self.members and arg.shape != ()
+                and np.dtype(arg.dtype) == low.operand_dtypes[j]):
             return self.seg.inputs.index(arg)
         return None
 
     def _is_block_operand(self, arg: Any) -> bool:
         """Is ``arg`` one value per element (a member, or an array input)? Literals and 0-d
         inputs are one value for the whole kernel (passed to a NumPy loop with stride 0)."""
-        return isinstance(arg, Node) and (arg in self.members or arg.aval.shape != ())
+        return isinstance(arg, Node) and (arg in self.members or arg.shape != ())
 
     def _id(self, node: Node) -> int:
         return self.seg.nodes.index(node)
@@ -1499,7 +1499,7 @@ class _KernelWriter:
                     out = self._direct_output(arg)
                     src = f"bo{out}" if out is not None else f"co{k}"
                     lines.append(f"{indent}{name} = {src}[j]")
-                    if np.dtype(arg.aval.dtype) != low.out_dtype:
+                    if np.dtype(arg.dtype) != low.out_dtype:
                         name = self._finish(name, low.out_dtype, arg, lines, indent, s)
                 elif self.stage[arg] < s:
                     name = f"r{self._id(arg)}_{s}"
@@ -1508,7 +1508,7 @@ class _KernelWriter:
                     raise AssertionError("operand computed later than its user")
             else:
                 i = self.seg.inputs.index(arg)
-                if arg.aval.shape == ():
+                if arg.shape == ():
                     name = f"s{i}"
                 else:
                     name = f"x{i}_{s}"
@@ -1530,7 +1530,7 @@ class _KernelWriter:
                     continue
                 expr = value(arg, dt)
                 if isinstance(arg, Node):
-                    expr = self.cast(expr, np.dtype(arg.aval.dtype), dt, lines, indent)
+                    expr = self.cast(expr, np.dtype(arg.dtype), dt, lines, indent)
                 operands.append(expr)
             if low.call is not None:
                 k = self.calls.index(n)
@@ -1545,7 +1545,7 @@ class _KernelWriter:
                 lines.append(f"{indent}{t} = {expr}")
             else:
                 lines.append(f"{indent}{t} = {ctor(low.out_dtype)}({expr})")
-            if np.dtype(n.aval.dtype) != low.out_dtype:
+            if np.dtype(n.dtype) != low.out_dtype:
                 t = self._finish(t, low.out_dtype, n, lines, indent, s)
             names[n] = t
             if n in self.buffered:
@@ -1584,7 +1584,7 @@ class _KernelWriter:
 
     def _finish(self, name: str, have: np.dtype, node: Node, lines: list[str], indent: str,
                 s: int) -> str:
-        out = self.cast(name, have, np.dtype(node.aval.dtype), lines, indent)
+        out = self.cast(name, have, np.dtype(node.dtype), lines, indent)
         t = f"u{self._id(node)}_{s}"
         lines.append(f"{indent}{t} = {out}")
         return t
@@ -1598,7 +1598,7 @@ class _KernelWriter:
                 dt = low.operand_dtypes[j]
                 if isinstance(arg, Node):
                     i = self.seg.inputs.index(arg)
-                    src = self.cast(f"s{i}", np.dtype(arg.aval.dtype), dt, lines, indent)
+                    src = self.cast(f"s{i}", np.dtype(arg.dtype), dt, lines, indent)
                 else:
                     src = self.const(literal_value(arg, dt), dt)  # type: ignore[arg-type]
                 lines.append(f"{indent}ci{k}_{j}[0] = {src}")
@@ -1645,7 +1645,7 @@ class _KernelWriter:
             if arg in names:
                 return names[arg]
             i = self.seg.inputs.index(arg)
-            if arg.aval.shape == ():
+            if arg.shape == ():
                 name = f"s{i}"
             else:
                 # Inputs arrive with the domain's rank but their own sizes (1 where they
@@ -1667,13 +1667,13 @@ class _KernelWriter:
                 else:
                     expr = value(arg, dt)
                     if isinstance(arg, Node):
-                        expr = self.cast(expr, np.dtype(arg.aval.dtype), dt, body, indent)
+                        expr = self.cast(expr, np.dtype(arg.dtype), dt, body, indent)
                     operands.append(expr)
             b = _Body(self, n, operands, low.operand_dtypes, low.out_dtype, body, indent)
             t = f"t{self._id(n)}"
             body.append(f"{indent}{t} = {ctor(low.out_dtype)}({low.inline(operands, b)})")
-            if np.dtype(n.aval.dtype) != low.out_dtype:
-                cast = self.cast(t, low.out_dtype, np.dtype(n.aval.dtype), body, indent)
+            if np.dtype(n.dtype) != low.out_dtype:
+                cast = self.cast(t, low.out_dtype, np.dtype(n.dtype), body, indent)
                 body.append(f"{indent}{t}c = {cast}")
                 t = f"{t}c"
             names[n] = t
@@ -1726,7 +1726,7 @@ def segment_key(seg: Segment) -> tuple:
     pos.update({n: ("i", i) for i, n in enumerate(seg.inputs)})
     members = tuple((node_key(n), tuple(pos.get(a) if isinstance(a, Node) else None
                                         for a in n.args)) for n in seg.nodes)
-    ins = tuple((n.aval.dtype, len(n.aval.shape)) for n in seg.inputs)
+    ins = tuple((n.dtype, len(n.shape)) for n in seg.inputs)
     outs = tuple(seg.nodes.index(o) for o in seg.outputs)
     red = seg.nodes.index(seg.reduction) if seg.reduction is not None else None
     return (members, ins, outs, red, len(seg.domain))
@@ -1741,7 +1741,7 @@ def _input_deps(seg: Segment) -> dict[Node, set[int]]:
         for a in n.inputs:
             if a in deps:
                 d |= deps[a]
-            elif a in index and a.aval.shape != ():
+            elif a in index and a.shape != ():
                 d.add(index[a])
         deps[n] = d
     return deps

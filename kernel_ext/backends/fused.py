@@ -161,7 +161,7 @@ class _FusedEmitter(Emitter):
         size = self._parallel_size(node)
         if size is not None and (node.aval.size is None or node.aval.size >= size):
             uf = self.namer.bind(node.op.ufunc, "_uf")
-            dt = self.namer.bind(np.dtype(node.aval.dtype), "_dt")
+            dt = self.namer.bind(np.dtype(node.dtype), "_dt")
             self.parallel_ufuncs += 1
             self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
             x, v, total = scope.var(node.args[0]), scope.var(node), self._sum_into.get(node)
@@ -253,7 +253,7 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
                 q = seg_of.get(u)
                 if q is None or q.ksrc.target != "cuda" or \
                         q.segment.inputs.index(o) in q.ksrc.call.scalar_inputs or \
-                        not _reads_in_place(o.aval.shape, q.segment.domain):
+                        not _reads_in_place(o.shape, q.segment.domain):
                     ok = False
                     break
             if ok:

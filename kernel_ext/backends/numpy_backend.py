@@ -149,9 +149,9 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
     if kind == "output":
         node = graph.outputs[tree.index]
         v = scope.var(node)
-        if node.aval.shape is None:
+        if node.shape is None:
             return f"_result({v})"
-        if node.aval.shape == ():
+        if node.shape == ():
             return f"{v}[()]"
         return f"_own({v})" if node.op.may_alias else v
     if kind == "const":
@@ -246,7 +246,7 @@ def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
     # (not 0-d inputs: the caller may pass a NumPy scalar, which cannot be written into;
     # eagerly such a write lands in a new array and the scalar stays as it was)
     return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths and
-                     n.aval.shape != ())
+                     n.shape != ())
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:

@@ -124,13 +124,13 @@ def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
         aval = n.aval
         if aval is None or isinstance(aval, tuple) or aval.shape is None or None in aval.shape:
             return None
-    out0 = graph.outputs[0].aval.shape
+    out0 = graph.outputs[0].shape
     # the rows: those of every output, and of some 2-d argument
-    first = next((n for n in graph.inputs if len(n.aval.shape) == 2 and out0 and
-                  n.aval.shape[0] == out0[0]), None)
+    first = next((n for n in graph.inputs if len(n.shape) == 2 and out0 and
+                  n.shape[0] == out0[0]), None)
     if first is None:
         return None
-    nrows, width = first.aval.shape
+    nrows, width = first.shape
     dt = np.dtype(first.dtype)
     if width == 0 or dt not in _FLOATS:
         return None
@@ -166,7 +166,7 @@ def _loop_op(node: Node) -> bool:
 def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
              dt: np.dtype) -> str:
     """ROW, ROW_SCALAR or FREE for ``node``, or Unsupported when it is none of them."""
-    op, shape = node.op, node.aval.shape
+    op, shape = node.op, node.shape
     size1 = int(np.prod(shape)) == 1
     if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
         if op is OpKind.CONSTANT and (shape != () or np.dtype(node.dtype).kind not in "biuf"):
@@ -199,13 +199,13 @@ def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
             if shape != (nrows, width):
                 raise Unsupported("a row op of another shape")
             for a, k in zip(args, arg_kinds):
-                if k == ROW_SCALAR and a.aval.shape != (nrows, 1):
+                if k == ROW_SCALAR and a.shape != (nrows, 1):
                     raise Unsupported("a row scalar without its column axis")
             return ROW
         if ROW_SCALAR in arg_kinds:
             for a, k in zip(args, arg_kinds):
-                if (k == ROW_SCALAR and a.aval.shape != shape) or \
-                        (k == FREE and int(np.prod(a.aval.shape)) != 1):
+                if (k == ROW_SCALAR and a.shape != shape) or \
+                        (k == FREE and int(np.prod(a.shape)) != 1):
                     raise Unsupported("a row scalar op of another shape")
             return ROW_SCALAR
         raise Unsupported("row-free work")
@@ -400,7 +400,7 @@ class _RowWriter:
             name, scalar = self.env[p]
             if scalar:
                 continue
-            w.signal(lines, "    ", f"{name}.shape != {p.aval.shape!r}")
+            w.signal(lines, "    ", f"{name}.shape != {p.shape!r}")
             if plan.kinds[p] == ROW and width > 1:
                 # rows as NumPy's temporaries hold them (unit-stride, one after another);
                 # other layouts rerun on the fused executor, which gives the same bits
@@ -410,7 +410,7 @@ class _RowWriter:
         out_names: dict[Node, str] = {}
         for o in graph.outputs:
             t = w.fresh("o")
-            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            rest = "".join(f"{d}, " for d in o.shape[1:])
             lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
             out_names[o] = t
             outs.append((t, False))
@@ -436,7 +436,7 @@ class _RowWriter:
         self.flush(ind)
         for o, t in out_names.items():
             if plan.kinds[o] == ROW_SCALAR:
-                at = "i" if len(o.aval.shape) == 1 else "i, 0"
+                at = "i" if len(o.shape) == 1 else "i, 0"
                 lines.append(f"{ind}{t}[{at}] = {self.names[o]}")
         return outs
 
@@ -527,7 +527,7 @@ class _RowWriter:
         name, scalar = self.env[a]
         if scalar:
             return name
-        shape = a.aval.shape
+        shape = a.shape
         col = "0" if shape[-1] == 1 else j
         return f"{name}[{', '.join(['0'] * (len(shape) - 1) + [col])}]"
 

@@ -163,7 +163,7 @@ class ConcreteFunction:
     @property
     def structured_outputs(self) -> Any:
         """The returned structure with a TensorSpec in place of every array."""
-        specs = [TensorSpec(o.aval.shape, o.aval.dtype) for o in self.graph.outputs]
+        specs = [TensorSpec(o.shape, o.dtype) for o in self.graph.outputs]
         return unflatten(self._tree, specs)
 
     def signature_text(self) -> str:

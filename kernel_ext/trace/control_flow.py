@@ -162,8 +162,8 @@ def _with_inputs(graph: Graph, own: Sequence[Node], captures: Sequence[tuple[Nod
                                     aval=ph.aval)
     for outer in union:
         ph = by_outer.get(outer)
-        new = g.create_node(OpKind.PLACEHOLDER, (), {"shape": outer.aval.shape,
-                                                     "dtype": outer.aval.dtype},
+        new = g.create_node(OpKind.PLACEHOLDER, (), {"shape": outer.shape,
+                                                     "dtype": outer.dtype},
                             name=outer.name, aval=outer.aval)
         if ph is not None:
             mapping[ph] = new
@@ -295,10 +295,10 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     f_graph = _with_inputs(f_ctx.graph, [], f_ctx.captures, union, outs["f"])
     out_avals = []
     for ta, fa in zip(t_graph.outputs, f_graph.outputs):
-        if ta.aval.dtype != fa.aval.dtype:  # pragma: no cover - unified above
+        if ta.dtype != fa.dtype:  # pragma: no cover - unified above
             raise TypeError("internal: branch dtypes differ after unification")
-        out_avals.append(AbstractValue(_merge_shapes(ta.aval.shape, fa.aval.shape),
-                                       ta.aval.dtype))
+        out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape),
+                                       ta.dtype))
     node = ctx.graph.create_node(OpKind.COND, (pred_node, *union),
                                  {"branches": (t_graph, f_graph),
                                   "out_avals": tuple(out_avals)}, name=name)
@@ -641,14 +641,14 @@ def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractVa
             "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
             f"inside the loop, e.g. .astype(np.{spec.dtype.name}).")
     node = _lift_leaf(b_ctx, new, spec.dtype)
-    if not TensorSpec(node.aval.shape, spec.dtype).is_subtype_of(
+    if not TensorSpec(node.shape, spec.dtype).is_subtype_of(
             TensorSpec(spec.shape, spec.dtype)):
         raise ValueError(
             f"'{leaf_name}' has shape {_fmt(spec.shape)} before the loop but "
-            f"{_fmt(node.aval.shape)} after one iteration; a traced loop keeps each "
+            f"{_fmt(node.shape)} after one iteration; a traced loop keeps each "
             "variable's shape. Fix: declare the dimensions that change as None with "
             f"shape invariants, e.g. kx.autograph.set_loop_options(shape_invariants=[("
-            f"{_ident(leaf_name)}, {_fmt_none(node.aval.shape, spec.shape)})]) "
+            f"{_ident(leaf_name)}, {_fmt_none(node.shape, spec.shape)})]) "
             "inside the loop, or kx.while_loop(..., shape_invariants=[...]).")
     return node
 

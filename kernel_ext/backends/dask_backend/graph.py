@@ -416,14 +416,14 @@ class _SegmentStep:
         if red.op is OpKind.MEAN:
             # NumPy's mean accumulates integers and bools in float64, float16 in float32
             dt = np.dtype(source.aval.dtype)
-            out = np.dtype(red.aval.dtype)
+            out = np.dtype(red.dtype)
             acc = np.dtype(np.float64) if dt.kind in "biu" else \
                 np.dtype(np.float32) if dt == np.float16 else out
             partial = Partial("sum", axes, {"dtype": acc}, None, acc)
         else:
             params = {k: v for k, v in red.params.items() if k not in ("axis", "keepdims")}
             partial = Partial(red.op.numpy_function.__name__, axes, params, None,
-                              np.dtype(red.aval.dtype))
+                              np.dtype(red.dtype))
         self.kernel = _kernel(elementwise, seg.inputs, [source], seg.domain,
                               fast_math=self.fast_math)
         self.program = BlockProgram(elementwise, seg.inputs, [source], self.kernel, partial)
@@ -452,7 +452,7 @@ class _SegmentStep:
                                    meta=np.empty((0,) * self.ndim, acc),
                                    name=_name(self.program, operands))
             result = getattr(partial, COMBINE[red.op])(axis=self.axes, keepdims=self.keepdims)
-            out_dtype = red.aval.dtype
+            out_dtype = red.dtype
             if red.op is OpKind.MEAN:
                 shape = red.args[0].aval.shape
                 count = int(np.prod([shape[a] for a in self.axes]))
@@ -480,15 +480,15 @@ def _blockwise(program: BlockProgram, outputs: Sequence[Node], operands: list[An
     name = _name(program, operands)
     if len(outputs) == 1:
         o = outputs[0]
-        env[o] = da.blockwise(program, out_ind, *operands, dtype=o.aval.dtype,
-                              meta=np.empty((0,) * ndim, o.aval.dtype), name=name)
+        env[o] = da.blockwise(program, out_ind, *operands, dtype=o.dtype,
+                              meta=np.empty((0,) * ndim, o.dtype), name=name)
         return
     # several outputs: one task per block computes all of them; each output picks its own
     # from the block's tuple (a getitem task, no recomputation)
     packed = da.blockwise(program, out_ind, *operands, meta=np.empty((0,) * ndim), name=name)
     for k, o in enumerate(outputs):
-        env[o] = packed.map_blocks(operator.getitem, k, dtype=o.aval.dtype,
-                                   meta=np.empty((0,) * ndim, o.aval.dtype))
+        env[o] = packed.map_blocks(operator.getitem, k, dtype=o.dtype,
+                                   meta=np.empty((0,) * ndim, o.dtype))
 
 
 def _indices(value: Any, ndim: int) -> tuple:
@@ -522,7 +522,7 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
         return _cond_step(node, fast_math)
     if can_fuse(node) and op not in FUSIBLE_REDUCTIONS:
         return _SegmentStep(Segment([node], list(node.inputs), [node],
-                                    tuple(node.aval.shape)), fast_math)
+                                    tuple(node.shape)), fast_math)
     fn = LOWER[op](node)
     along = _along_axis(node) if op in ALONG_AXIS else None
 
@@ -559,7 +559,7 @@ def _along_axis(node: Node) -> Callable[[Any], Any] | None:
     """``sort``/``argsort`` along one axis: that axis in one chunk, then NumPy per block."""
     fn = LOWER[node.op](node)
     axis = node.attrs.get("axis", -1)
-    dtype = node.aval.dtype
+    dtype = node.dtype
 
     def run(x: Any) -> Any:
         if axis is None:  # (NumPy sorts the flattened array: one chunk)
