@@ -258,6 +258,7 @@ def _cond(p: Primal, gs: list[Any]) -> list[Any]:
     def branch(graph: Graph) -> Callable[[], tuple]:
         def run() -> tuple:
             ctx = current_context()
+            assert ctx is not None  # (cond traces the branch)
             env, new = inline_graph(graph, operands)
             made = set(new)
             targets = []

@@ -188,9 +188,11 @@ def if_raise(test: Any, make_error: Callable[[], Any]) -> None:
             # raised for every input of this trace, with a message only the run has: a
             # check that always fails, so the message is formatted at run time
             ctx = current_context()
+            assert ctx is not None  # (a traced test: we are tracing)
             _record_check(ctx, ctx.graph.constant(np.True_), error, how, values)
         return
     ctx = current_context()
+    assert ctx is not None  # (a traced test: we are tracing)
     found: dict[str, Any] = {}
 
     def failing() -> tuple:

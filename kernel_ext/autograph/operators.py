@@ -158,9 +158,9 @@ def cc(fn: Any) -> Any:
 # before the array is filled (``head = out[:2]; out[0] = t``) follows the writes, as in NumPy,
 # instead of being a plain array with the old contents.
 
-_CREATION = frozenset({np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-                       np.empty_like, np.full_like, np.eye, np.identity, np.arange,
-                       np.linspace, np.array, np.copy})
+_CREATION: frozenset[Any] = frozenset({
+    np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
+    np.full_like, np.eye, np.identity, np.arange, np.linspace, np.array, np.copy})
 # ndarray methods that return a new array (``table.copy()``, ``x.astype(float)``): the copy
 # of a plain array (a global table) is a new array of the trace as well.
 _COPYING_METHODS = frozenset({"copy", "astype"})

@@ -251,7 +251,7 @@ def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
     def build(*values: Any) -> Any:
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for name, value in zip(names, values):
             object.__setattr__(obj, name, value)
         return obj
@@ -368,7 +368,7 @@ class Emitter:
             if isinstance(c, DynamicIndex):
                 operand = nodes[c.position - 1] if c.position <= len(nodes) else None
                 if isinstance(operand, Node) and operand.aval is not None and \
-                        operand.aval.shape == () and operand.dtype.kind in "iu" and \
+                        operand.aval.shape == () and operand.aval.dtype.kind in "iu" and \
                         zero_d_kind(operand, None) is not ARRAY:
                     return f"{self.namer.bind(operator.index, '_index')}({dyn[c.position - 1]})"
                 return dyn[c.position - 1]

@@ -269,6 +269,7 @@ class FunctionType:
                 if not ok:
                     raise errors.InputSignatureError(
                         self.mismatch(path, _type_for_message(value, path), spec, value))
+                assert raw is not None  # (ok implies it)
                 arr, converted = raw.astype(spec.dtype), True
             if not TensorSpec(arr.shape, arr.dtype).is_subtype_of(spec):
                 raise errors.InputSignatureError(

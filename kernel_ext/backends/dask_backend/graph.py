@@ -110,7 +110,8 @@ _WHY = {
 def can_fuse(node: Node) -> bool:
     """A segment member: an elementwise op or a fusible reduction, with known shapes."""
     aval = node.aval
-    if aval is None or getattr(aval, "shape", None) is None or None in aval.shape:
+    shape = getattr(aval, "shape", None)  # (a multi-output node's aval is a tuple)
+    if aval is None or shape is None or None in shape:
         return False
     if node.op is OpKind.WHERE or node.op.group is OpGroup.ELEMENTWISE:
         if node.op in (OpKind.FREXP, OpKind.MODF, OpKind.DIVMOD):
@@ -522,7 +523,7 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
         return _cond_step(node, fast_math)
     if can_fuse(node) and op not in FUSIBLE_REDUCTIONS:
         return _SegmentStep(Segment([node], list(node.inputs), [node],
-                                    tuple(node.shape)), fast_math)
+                                    tuple(node.shape or ())), fast_math)
     fn = LOWER[op](node)
     along = _along_axis(node) if op in ALONG_AXIS else None
 
