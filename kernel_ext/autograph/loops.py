@@ -30,6 +30,7 @@ how a statement is chosen"):
 from __future__ import annotations
 
 import builtins
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -469,8 +470,7 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
         go = True if loop.extra_test is None else resolve(loop.extra_test())
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
-            # (if_stmt traces the branch before returning, so the lambda sees this `item`.)
-            if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,  # noqa: B023
+            if_stmt(go, functools.partial(loop.body, item), lambda: None, loop.get_state,
                     loop.set_state, loop.names, loop.live_names())
             guarded += 1
         elif not go:
