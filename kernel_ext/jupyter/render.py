@@ -298,8 +298,8 @@ def graph_svg(concrete_function: Any, max_nodes: int = 160) -> str:
                          f'fill="{fill}"{stroke}/><text x="{x + 16:.1f}" '
                          f'y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
             x += 16 + len(text) * _CHAR_W + 12
-    for row, (k, text) in enumerate(legends):
-        y = ly + 18 * (row + len(legend_rows))
+    for line, (k, text) in enumerate(legends):
+        y = ly + 18 * (line + len(legend_rows))
         if k is not None:
             colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
             parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" '
@@ -375,6 +375,7 @@ def _describe_line(item: _Item, outputs: set[int], member: dict) -> None:
     segs = {member.get(n.name) for n in item.members}
     if len(segs) == 1 and None not in segs:
         seg = next(iter(segs))
+        assert seg is not None  # (None is not in segs)
         item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
         item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
         item.segment = seg
