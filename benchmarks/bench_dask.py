@@ -26,10 +26,10 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
-
 from table import Row, format_table
 
 CHUNKS = 100

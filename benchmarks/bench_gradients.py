@@ -20,14 +20,16 @@ a run, and the ratio of two medians taken minutes apart drifted with it (1.1x to
 from __future__ import annotations
 
 import importlib.util
+import itertools
 import statistics
 import timeit
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from table import Row, main
 
 import kernel_ext as kx
-from table import Row, main
 
 SIZES = (784, 256, 256, 10)
 BATCH = 256
@@ -61,7 +63,7 @@ def _fmt(ms: float) -> str:
 def _mlp_data(seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     params = []
-    for fan_in, fan_out in zip(SIZES[:-1], SIZES[1:]):
+    for fan_in, fan_out in itertools.pairwise(SIZES):
         params.append((rng.standard_normal((fan_in, fan_out)) *
                        np.sqrt(2.0 / fan_in)).astype(np.float32))
         params.append(np.zeros(fan_out, np.float32))

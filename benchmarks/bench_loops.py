@@ -31,8 +31,9 @@ import math
 import sys
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -245,7 +246,7 @@ def sparse_matvec(data, cols, ptr, x):
 
 def jacobi_1d(A, B):
     n = A.shape[0]
-    for t in range(20):
+    for _t in range(20):
         for i in range(1, n - 1):
             B[i] = 0.33333 * (A[i - 1] + A[i] + A[i + 1])
         for i in range(1, n - 1):
@@ -255,7 +256,7 @@ def jacobi_1d(A, B):
 
 def jacobi_2d(A, B):
     n = A.shape[0]
-    for t in range(4):
+    for _t in range(4):
         for i in range(1, n - 1):
             for j in range(1, n - 1):
                 B[i, j] = 0.2 * (A[i, j] + A[i, j - 1] + A[i, j + 1] + A[i + 1, j] + A[i - 1, j])
@@ -267,7 +268,7 @@ def jacobi_2d(A, B):
 
 def seidel_2d(A):
     n = A.shape[0]
-    for t in range(2):
+    for _t in range(2):
         for i in range(1, n - 1):
             for j in range(1, n - 1):
                 A[i, j] = (A[i - 1, j - 1] + A[i - 1, j] + A[i - 1, j + 1] + A[i, j - 1]
@@ -278,7 +279,7 @@ def seidel_2d(A):
 
 def gauss_seidel_1d(x, b):
     n = x.shape[0]
-    for sweep in range(10):
+    for _sweep in range(10):
         for i in range(1, n - 1):
             x[i] = 0.5 * (b[i] + x[i - 1] + x[i + 1]) * 0.5
     return x
@@ -369,7 +370,7 @@ def logistic_map(r):
     out = np.empty_like(r)
     for i in range(r.shape[0]):
         x = 0.5
-        for t in range(50):
+        for _t in range(50):
             x = r[i] * x * (1.0 - x)
         out[i] = x
     return out
@@ -392,7 +393,7 @@ def crc32(data):
     crc = np.uint32(0xFFFFFFFF)
     for i in range(data.shape[0]):
         crc = crc ^ np.uint32(data[i])
-        for b in range(8):
+        for _b in range(8):
             mask = np.uint32(0) - (crc & np.uint32(1))
             crc = (crc >> np.uint32(1)) ^ (np.uint32(0xEDB88320) & mask)
     return ~crc
@@ -413,7 +414,7 @@ def xorshift_stream(seeds):
     out = np.empty_like(seeds)
     for i in range(seeds.shape[0]):
         s = seeds[i]
-        for t in range(16):
+        for _t in range(16):
             s ^= (s << np.uint64(13))
             s ^= (s >> np.uint64(7))
             s ^= (s << np.uint64(17))
@@ -446,7 +447,7 @@ def nbody_step(pos, vel):
 
 def bounce(pos, vel):
     n = pos.shape[0]
-    for t in range(20):
+    for _t in range(20):
         for i in range(n):
             pos[i] += 0.1 * vel[i]
             if pos[i] < 0.0:

@@ -26,7 +26,8 @@ import sys
 import textwrap
 import timeit
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

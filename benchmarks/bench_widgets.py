@@ -26,7 +26,8 @@ from __future__ import annotations
 import gc
 import json
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -17,13 +17,13 @@ import importlib
 import importlib.util
 import time
 import timeit
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
-
-import kernel_ext as kx
 from bench_numba import seed_power
 from table import format_table
+
+import kernel_ext as kx
 
 
 def per_call_us(fn: Callable[[], object], number: int, repeat: int) -> float:
@@ -59,7 +59,7 @@ def bench_dispatch(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
 
 def bench_trace_200(repeat: int) -> list[tuple[str, str, str, str]]:
     def chain(x):  # 40 iterations x 5 ops = the 200-op function
-        for i in range(40):
+        for _i in range(40):
             x = np.tanh(x * 1.01 + 0.5) - x / 3.0
         return x
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 Row = tuple[str, str, str, str]
 HEADER: Row = ("benchmark", "time", "ratio", "target")

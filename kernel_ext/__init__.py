@@ -13,12 +13,13 @@ from types import SimpleNamespace
 from . import autograph, errors
 from .autodiff import GradientTape, optimizers, stop_gradient
 from .engine import ConcreteFunction, Function, function
-from .engine.transforms import grad, value_and_grad
 from .engine.config import functions_run_eagerly, run_functions_eagerly, verify, verifying
+from .engine.transforms import grad, value_and_grad
 from .ir import Graph
-from .trace import TensorSpec, TraceType, Variable, kx_print as print  # noqa: A001
-from .trace import supported_numpy_functions
-from .trace.control_flow import TensorArray, cond, kx_range as range, while_loop  # noqa: A004
+from .trace import TensorSpec, TraceType, Variable, supported_numpy_functions  # noqa: A001
+from .trace import kx_print as print
+from .trace.control_flow import TensorArray, cond, while_loop  # noqa: A004
+from .trace.control_flow import kx_range as range
 
 __version__ = "0.1.0"
 

@@ -8,22 +8,22 @@ Several types inherit from two built-ins on purpose: users coming from TensorFlo
 from __future__ import annotations
 
 __all__ = [
-    "KxError",
-    "RetracingWarning",
     "AutographWarning",
-    "InputSignatureError",
     "ConcreteFunctionArgumentError",
-    "TracedBoolError",
+    "DaskUnsupportedError",
+    "InputSignatureError",
+    "KxError",
     "LeakedTensorError",
+    "LoopUnrollError",
+    "RetracingWarning",
+    "StrictRetraceError",
+    "SymbolicValueError",
+    "TraceTypeError",
+    "TracedBoolError",
     "TracingConversionError",
     "TracingRecursionError",
-    "LoopUnrollError",
     "UnsupportedOpError",
-    "DaskUnsupportedError",
     "VariableCreationError",
-    "TraceTypeError",
-    "SymbolicValueError",
-    "StrictRetraceError",
     "VerificationError",
 ]
 

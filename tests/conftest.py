@@ -10,6 +10,6 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-import kernel_ext.backends as _backends  # noqa: E402
+import kernel_ext.backends as _backends
 
 _backends.TIERING = False

@@ -8,7 +8,8 @@ values run in the full suite and CI (``.ci/run``), where nothing is left out.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import pytest
 

@@ -10,8 +10,9 @@ so the program is valid NumPy; running it under ``kx.function`` must give identi
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 

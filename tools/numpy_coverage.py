@@ -29,9 +29,10 @@ import argparse
 import re
 import sys
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -41,8 +42,7 @@ if str(ROOT) not in sys.path:
 
 import kernel_ext as kx  # noqa: E402
 from kernel_ext.backends import codegen  # noqa: E402
-from kernel_ext.ir import (FUSIBLE_REDUCTIONS, OPAQUE_CALLS, OpGroup, OpKind,  # noqa: E402
-                           subgraphs)
+from kernel_ext.ir import FUSIBLE_REDUCTIONS, OPAQUE_CALLS, OpGroup, OpKind, subgraphs  # noqa: E402
 
 DOC = ROOT / "docs" / "numpy-coverage.md"
 JAX_LIST = Path(__file__).with_name("numpy_coverage_jax.txt")
@@ -224,7 +224,7 @@ _NEUTRAL = (OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.GET_OUTPUT)
 def _fusion(nodes: list[Any]) -> str:
     """Do the Numba backends fuse these ops? (views and structure are neutral)"""
     compute = [n for n in nodes if n.op not in _NEUTRAL and n.op.group not in (
-        OpGroup.SHAPE, OpGroup.STRUCTURAL) and not (n.op is OpKind.GETITEM)]
+        OpGroup.SHAPE, OpGroup.STRUCTURAL) and n.op is not OpKind.GETITEM]
     if not compute:
         return "no"
     fused = 0
@@ -330,7 +330,7 @@ def _method_sample(ufunc: np.ufunc, method: str) -> tuple[tuple, Callable[..., A
     x = (I % 3 + 1) if ufunc.types and not any(t[0] in "efdgFDG" for t in ufunc.types) \
         else X
     if method == "reduce":
-        return (x,), lambda a: getattr(ufunc, "reduce")(a, axis=0)
+        return (x,), lambda a: ufunc.reduce(a, axis=0)
     if method == "accumulate":
         return (x,), lambda a: ufunc.accumulate(a, axis=1)
     if method == "reduceat":

@@ -13,6 +13,20 @@ from .backward import backward, inline_graph, rule_kinds, rule_table
 from .rules import VJP, ZERO_GRADIENT
 from .tape import GradientTape, eager_tapes, record_call, stop_gradient
 
-__all__ = ["GradientTape", "VJP", "ZERO_GRADIENT", "array_rules", "backward", "decompositions",
-           "eager", "eager_tapes", "inline_graph", "optimizers", "record_call", "rule_kinds",
-           "rule_table", "stop_gradient", "while_gradients"]
+__all__ = [
+           "VJP",
+           "ZERO_GRADIENT",
+           "GradientTape",
+           "array_rules",
+           "backward",
+           "decompositions",
+           "eager",
+           "eager_tapes",
+           "inline_graph",
+           "optimizers",
+           "record_call",
+           "rule_kinds",
+           "rule_table",
+           "stop_gradient",
+           "while_gradients",
+]

@@ -61,7 +61,7 @@ def _nextafter(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.LDEXP)
 def _ldexp(p: Primal, g: Any) -> list[Cotangent]:
     """``x * 2**n`` (``n`` an integer)."""
-    x, n = p.args
+    _x, n = p.args
     return [lambda: unbroadcast(g * np.ldexp(1.0, n), p.shape(0)), None]
 
 

@@ -9,14 +9,15 @@ backends treat it like the forward ops.
 
 Control flow: a ``cond``'s cotangent is a ``cond`` on the same predicate whose branches
 re-run their forward branch (:func:`inline_graph`) and differentiate it; a graph ``while``
-loop stacks its iterations' state and runs a reverse loop (:mod:`.while_gradients`). Opaque NumPy calls and
-random draws on the path raise :class:`~kernel_ext.errors.NonDifferentiableError` naming
-the function and the line.
+loop stacks its iterations' state and runs a reverse loop (:mod:`.while_gradients`).
+Opaque NumPy calls and random draws on the path raise
+:class:`~kernel_ext.errors.NonDifferentiableError` naming the function and the line.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -154,10 +155,10 @@ def _propagate(owner: TraceContext, node: Node, g: Any, cts: dict[Node, Any],
 def _accumulate(cts: dict[Node, Any], node: Node, ct: Any) -> None:
     """Add ``ct`` to ``node``'s cotangent, cast to its dtype (a float32 input of a float64
     op gets a float32 gradient, as TensorFlow does)."""
-    if isinstance(ct, Tensor) and ct.dtype != node.aval.dtype:
-        ct = ct.astype(node.aval.dtype)
+    if isinstance(ct, Tensor) and ct.dtype != node.dtype:
+        ct = ct.astype(node.dtype)
     elif not isinstance(ct, Tensor):
-        ct = np.asarray(ct, dtype=node.aval.dtype)
+        ct = np.asarray(ct, dtype=node.dtype)
     old = cts.get(node)
     cts[node] = ct if old is None else old + ct
 
@@ -171,7 +172,7 @@ def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
     return errors.NonDifferentiableError(
         f"cannot differentiate through complex values: op '{node.op.value}'"
         f"{' at ' + where if where else ''} (node '{node.name}') reads the complex value "
-        f"'{arg.name}' ({arg.aval.dtype}), which depends on a differentiated source. "
+        f"'{arg.name}' ({arg.dtype}), which depends on a differentiated source. "
         "Gradients are real only (NumPy has no complex derivative convention to follow). "
         "Fix: compute with real arrays (real and imaginary parts as separate float arrays), "
         "or wrap the complex part in kx.stop_gradient(...) if no gradient should flow "
@@ -276,6 +277,7 @@ def _cond(p: Primal, gs: list[Any]) -> list[Any]:
     def branch(graph: Graph) -> Callable[[], tuple]:
         def run() -> tuple:
             ctx = current_context()
+            assert ctx is not None  # (cond traces the branch)
             env, new = inline_graph(graph, operands)
             made = set(new)
             targets = []
@@ -316,9 +318,7 @@ def rule_kinds() -> dict[str, list[OpKind]]:
             out["leaf"].append(kind)
         elif kind in ZERO_GRADIENT:
             out["zero"].append(kind)
-        elif kind in VJP:
-            out["rule"].append(kind)
-        elif kind is OpKind.GET_OUTPUT:
+        elif kind in VJP or kind is OpKind.GET_OUTPUT:
             out["rule"].append(kind)
         else:
             out["error"].append(kind)

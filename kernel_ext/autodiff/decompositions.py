@@ -35,7 +35,8 @@ pass over it: the recomputed values need not be NumPy's bits, only its derivativ
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

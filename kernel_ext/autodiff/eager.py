@@ -26,7 +26,8 @@ gradient.
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -39,7 +40,7 @@ if TYPE_CHECKING:
     from .tape import GradientTape
 
 
-def same_trace(a: "GradientTape | None", b: "GradientTape | None") -> bool:
+def same_trace(a: GradientTape | None, b: GradientTape | None) -> bool:
     """Do two eager tapes record into one trace (the same tape, or tapes recording at the
     same time: a tape inside a tape)?"""
     return a is b or (a is not None and b is not None and a._trace is not None and
@@ -53,7 +54,7 @@ class RecordingArray(np.ndarray):
     docstring). Computes exactly as ``np.ndarray``; ``np.asarray(r)`` is a plain array."""
 
     _kx_tensor: Tensor | None = None
-    _kx_tape: "GradientTape | None" = None
+    _kx_tape: GradientTape | None = None
     #: made from a recording array by an ndarray operation the tape did not record
     _kx_lost: bool = False
 
@@ -168,7 +169,7 @@ def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
     return leaf(value)
 
 
-def _tape_of(value: Any) -> "GradientTape | None":
+def _tape_of(value: Any) -> GradientTape | None:
     found: list[Any] = []
     _walk(value, lambda x: found.append(x._kx_tape) if isinstance(x, RecordingArray) and
           x._kx_tape is not None else None)
@@ -186,7 +187,7 @@ def _plain(value: Any) -> Any:
     return _walk(value, leaf)
 
 
-def _traced(value: Any, tape: "GradientTape") -> Any:
+def _traced(value: Any, tape: GradientTape) -> Any:
     """``value`` with recording arrays as their traced stand-ins (in ``tape``'s trace)."""
     def leaf(x: Any) -> Any:
         if isinstance(x, RecordingArray):
@@ -211,7 +212,7 @@ class _binding:
     """Enter the tape's trace to bind one call; errors of the trace layer become a
     :class:`NonDifferentiableError` naming the NumPy function."""
 
-    def __init__(self, tape: "GradientTape", name: str) -> None:
+    def __init__(self, tape: GradientTape, name: str) -> None:
         self.ctx: TraceContext = tape.eager_context()
         self.name = name
 
@@ -229,7 +230,7 @@ class _binding:
         return False
 
 
-def _record(tape: "GradientTape | None", name: str, call: Callable[[Any, dict], Any],
+def _record(tape: GradientTape | None, name: str, call: Callable[[Any, dict], Any],
             args: Any, kwargs: dict, out: Any = None) -> Any:
     """Run ``call`` on the plain values (NumPy's result), bind it on the traced stand-ins
     in the tape's trace, and pair them as recording arrays."""
@@ -256,7 +257,7 @@ def _unrecorded(real: Any, out: Any) -> Any:
     return real
 
 
-def wrap(real: Any, traced: Any, tape: "GradientTape") -> Any:
+def wrap(real: Any, traced: Any, tape: GradientTape) -> Any:
     """NumPy's result as recording arrays paired with the traced results (same structure)."""
     if isinstance(real, (list, tuple)) and isinstance(traced, (list, tuple)):
         items = [wrap(r, t, tape) for r, t in zip(real, traced)]
@@ -303,7 +304,7 @@ def stop_recorded(x: RecordingArray) -> Any:
     return wrap(x.view(np.ndarray), traced, tape)
 
 
-def watch_array(tape: "GradientTape", value: Any, name: str) -> RecordingArray:
+def watch_array(tape: GradientTape, value: Any, name: str) -> RecordingArray:
     """A recording array of ``value``'s values, a new source (placeholder) of the tape."""
     arr = np.asarray(value.view(np.ndarray) if isinstance(value, RecordingArray) else value)
     ctx = tape.eager_context()

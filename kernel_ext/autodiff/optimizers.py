@@ -13,7 +13,8 @@ A gradient of ``None`` leaves its variable alone.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 

@@ -32,8 +32,9 @@ the matrix decompositions and the rules built by composition by
 from __future__ import annotations
 
 import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -251,7 +252,7 @@ def _multiply(p: Primal, g: Any) -> list[Cotangent]:
 
 @rule(K.DIVIDE)
 def _divide(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
+    _a, b = p.args
     return _elementwise(p, g, lambda: g / b, lambda: -g * p.out / b)
 
 
@@ -542,7 +543,7 @@ def _getitem(p: Primal, g: Any) -> list[Cotangent]:
 
 @rule(K.SETITEM)
 def _setitem(p: Primal, g: Any) -> list[Cotangent]:
-    x, value, *dyn = p.args
+    _x, value, *dyn = p.args
     template = p.attrs["index"]
 
     def dx() -> Any:
@@ -624,7 +625,7 @@ def _det(p: Primal, g: Any) -> list[Cotangent]:
 
 @rule(K.SOLVE)
 def _solve(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
+    a, _b = p.args
     x = p.out
     vector = len(p.shape(1)) == 1
     gb = np.linalg.solve(_swap(a), g)
@@ -804,7 +805,7 @@ def _ufunc_reduce(p: Primal, g: Any) -> list[Cotangent]:
 def _ufunc_at(p: Primal, g: Any) -> list[Cotangent]:
     """``np.add.at(a, index, b)`` (a scatter-add: repeated positions add up) and
     ``np.subtract.at``: ``a`` gets ``g``, ``b`` gets ``±g[index]`` (a gather)."""
-    a, b, *dyn = p.args
+    _a, b, *dyn = p.args
     ufunc = p.attrs["ufunc"]
     if ufunc not in (np.add, np.subtract):
         raise _unsupported_ufunc(p, "at")

@@ -26,7 +26,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -43,7 +44,7 @@ _local = threading.local()
 _UNCONNECTED = ("none", "zero")
 
 
-def eager_tapes() -> "list[GradientTape]":
+def eager_tapes() -> list[GradientTape]:
     """This thread's eager tapes that are recording, outermost first."""
     tapes = getattr(_local, "tapes", None)
     if tapes is None:
@@ -95,7 +96,7 @@ class _EagerTrace:
         self.ctx = TraceContext("gradient_tape")
         self.feeds: dict[Node, Any] = {}
         self.var_reads: dict[int, list[tuple[Node, Any]]] = {}
-        self.tapes: list["GradientTape"] = []  # the tapes recording into it
+        self.tapes: list[GradientTape] = []  # the tapes recording into it
 
     def recording(self) -> bool:
         """Does a tape record into this trace now?"""
@@ -130,7 +131,7 @@ class GradientTape:
         self._eager_intervals: list[list[int]] = []
 
     # -- recording ---------------------------------------------------------------------------
-    def __enter__(self) -> "GradientTape":
+    def __enter__(self) -> GradientTape:
         if self.recording:
             raise ValueError("this GradientTape is already recording (entered twice)")
         self._ctx = current_context() if self._ctx is None else self._ctx
@@ -267,7 +268,7 @@ class GradientTape:
         storage = var.storage
         trace = self._eager_trace()
         reads = trace.var_reads.setdefault(id(var), [])
-        for node, seen in reads:
+        for node, seen in reads:  # noqa: B007 - the read found is used after the loop
             if seen is storage:
                 break
         else:

@@ -14,7 +14,7 @@ import inspect
 import threading
 import types
 import warnings
-from typing import Callable
+from collections.abc import Callable
 
 from .. import errors
 from ..trace.state import UNCONVERTED
@@ -51,7 +51,8 @@ def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
         args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ["ag__"] + freevars],
                            kwonlyargs=[], kw_defaults=[], defaults=[]),
         body=[fn_node, ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))],
-        decorator_list=[], returns=None, type_params=[])
+        # (type_params: Python 3.12's field, which 3.11's ast takes as a plain attribute)
+        decorator_list=[], returns=None, type_params=[])  # type: ignore[call-arg]
     ast.copy_location(factory, fn_node)
     module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
     compiled = compile(module, code.co_filename, "exec")

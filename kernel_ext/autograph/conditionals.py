@@ -9,7 +9,8 @@ an iteration that runs only while a data-dependent ``break`` has not happened is
 from __future__ import annotations
 
 import copy
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -81,14 +82,14 @@ class RuntimeMessage:
     def __init__(self, parts: list) -> None:
         self.parts = parts  # str, or (value, conversion, spec)
 
-    def __add__(self, other: Any) -> "RuntimeMessage":
+    def __add__(self, other: Any) -> RuntimeMessage:
         if isinstance(other, RuntimeMessage):
             return RuntimeMessage(self.parts + other.parts)
         if isinstance(other, str):
             return RuntimeMessage(self.parts + [other])
         return NotImplemented
 
-    def __radd__(self, other: Any) -> "RuntimeMessage":
+    def __radd__(self, other: Any) -> RuntimeMessage:
         if isinstance(other, str):
             return RuntimeMessage([other] + self.parts)
         return NotImplemented
@@ -100,7 +101,7 @@ class RuntimeMessage:
             "only if it is an f-string (or f-strings joined with +) passed to the exception. "
             "Fix: write the message as f\"... {value} ...\".")
 
-    __str__ = __format__ = __mod__ = __rmod__ = _needs_text  # type: ignore
+    __str__ = __format__ = __mod__ = __rmod__ = _needs_text
 
     def template(self) -> str:
         """The text with ``{...}`` where a run-time value goes (graph views show it)."""
@@ -187,9 +188,11 @@ def if_raise(test: Any, make_error: Callable[[], Any]) -> None:
             # raised for every input of this trace, with a message only the run has: a
             # check that always fails, so the message is formatted at run time
             ctx = current_context()
+            assert ctx is not None  # (a traced test: we are tracing)
             _record_check(ctx, ctx.graph.constant(np.True_), error, how, values)
         return
     ctx = current_context()
+    assert ctx is not None  # (a traced test: we are tracing)
     found: dict[str, Any] = {}
 
     def failing() -> tuple:

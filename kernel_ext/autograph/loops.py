@@ -30,7 +30,9 @@ how a statement is chosen"):
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable, Sequence
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -100,7 +102,7 @@ def _is_weak_int(value: Any) -> bool:
 
 
 def _weak_binary(uf: np.ufunc, name: str, reflected: bool) -> Callable[[Any, Any], Any]:
-    def op(self: "WeakInt", other: Any) -> Any:
+    def op(self: WeakInt, other: Any) -> Any:
         a, b = (other, self) if reflected else (self, other)
         if _is_weak_int(other):
             return self._int_op(uf, a, b, f"`{name}`")
@@ -112,7 +114,7 @@ def _weak_binary(uf: np.ufunc, name: str, reflected: bool) -> Callable[[Any, Any
 
 
 def _weak_unary(uf: np.ufunc, name: str) -> Callable[[Any], Any]:
-    def op(self: "WeakInt") -> Any:
+    def op(self: WeakInt) -> Any:
         return self._int_op(uf, self, None, f"`{name}`")
     op.__name__ = name
     return op
@@ -228,7 +230,7 @@ class TracedRange:
     def item(self, k: Any) -> Any:
         return _weak(self.start + k * self.step)
 
-    def __reversed__(self) -> "TracedRange":
+    def __reversed__(self) -> TracedRange:
         """The same items last first (``reversed(range(i))``), as a range again."""
         return TracedRange(_weak(self.start + (self.count() - 1) * self.step),
                            self.start - self.step, -self.step)
@@ -264,7 +266,7 @@ def set_loop_options(shape_invariants: Sequence[tuple[Any, Any]] = (), **_: Any)
     call it does nothing."""
 
 
-def _invariants(loop: "_Loop", indices: Sequence[int]) -> list[Any] | None:
+def _invariants(loop: _Loop, indices: Sequence[int]) -> list[Any] | None:
     """The declared shape invariant of each carried variable (``None``: as it is)."""
     if not loop.invariants:
         return None
@@ -468,7 +470,7 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
         go = True if loop.extra_test is None else resolve(loop.extra_test())
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
-            if_stmt(go, lambda: loop.body(item), lambda: None, loop.get_state,
+            if_stmt(go, functools.partial(loop.body, item), lambda: None, loop.get_state,
                     loop.set_state, loop.names, loop.live_names())
             guarded += 1
         elif not go:

@@ -17,7 +17,8 @@ from __future__ import annotations
 import builtins
 import sys
 import types
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -27,8 +28,7 @@ from ..trace.state import current_context
 from ..trace.variables import resolve
 from . import py_builtins
 from .conditionals import fstring, if_raise, if_stmt
-from .loops import (for_stmt, python_iter, python_test, set_loop_options, traced_range,
-                    while_stmt)
+from .loops import for_stmt, python_iter, python_test, set_loop_options, traced_range, while_stmt
 
 __all__ = ["Undefined", "and_", "cc", "converted", "for_stmt", "fstring", "if_exp", "if_raise",
            "if_stmt", "ld",
@@ -79,7 +79,7 @@ def _short_circuit(operands: Sequence[Callable[[], Any]], stop_when: bool) -> An
                 return v
 
             def more() -> Any:
-                return _short_circuit(rest, stop_when)
+                return _short_circuit(rest, stop_when)  # noqa: B023 - cond calls it now
             # the result is what Python's `and`/`or` returns: the operand that decided
             return cond(_truth(value), decided if stop_when else more,
                         more if stop_when else decided, names=["<and/or>"])
@@ -158,9 +158,9 @@ def cc(fn: Any) -> Any:
 # before the array is filled (``head = out[:2]; out[0] = t``) follows the writes, as in NumPy,
 # instead of being a plain array with the old contents.
 
-_CREATION = frozenset({np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like,
-                       np.empty_like, np.full_like, np.eye, np.identity, np.arange,
-                       np.linspace, np.array, np.copy})
+_CREATION: frozenset[Any] = frozenset({
+    np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
+    np.full_like, np.eye, np.identity, np.arange, np.linspace, np.array, np.copy})
 # ndarray methods that return a new array (``table.copy()``, ``x.astype(float)``): the copy
 # of a plain array (a global table) is a new array of the trace as well.
 _COPYING_METHODS = frozenset({"copy", "astype"})

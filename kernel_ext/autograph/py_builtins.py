@@ -43,7 +43,8 @@ records it instead (``np.dot(v, t)``).
 from __future__ import annotations
 
 import builtins
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -28,8 +28,8 @@ flow with a clear error; a function converted from another function's text is wr
 """
 
 from __future__ import annotations
-
 import __future__
+
 import ast
 import copy
 import dis
@@ -40,7 +40,7 @@ import re
 import textwrap
 import tokenize
 import types
-from typing import Sequence
+from collections.abc import Sequence
 
 from .transformer import Unconvertible
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import itertools
-from typing import Iterable
+from collections.abc import Iterable
 
 from .assignments import rewrite_subscript_assignments
 
@@ -133,11 +133,8 @@ def assigned_names(stmts: Iterable[ast.AST]) -> list[str]:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 _target_names(t, out)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
-            _target_names(node.target, out)
-        elif isinstance(node, (ast.For, ast.AsyncFor)):
-            _target_names(node.target, out)
-        elif isinstance(node, ast.NamedExpr):
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor,
+                               ast.NamedExpr)):
             _target_names(node.target, out)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:

@@ -31,7 +31,8 @@ import importlib.util
 import os
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..ir import Graph
 from ..ir.structure import TreeNode
@@ -73,12 +74,10 @@ def validate_options(backend: str, jit_compile: bool | None, fast_math: bool = F
             raise ValueError("kx.function(jit_compile=True, backend='dask'): Dask runs the "
                              "graph block by block, not as one compiled function. Fix: leave "
                              "jit_compile unset.")
-    if backend in ("numba", "cuda") or jit_compile:
-        if not numba_available():
-            what = f"backend={backend!r}" if backend in ("numba", "cuda") else \
-                "jit_compile=True"
-            raise ValueError(f"kx.function({what}) needs Numba, which is not installed. "
-                             "Fix: pip install numba, or use backend='numpy'.")
+    if (backend in ("numba", "cuda") or jit_compile) and not numba_available():
+        what = f"backend={backend!r}" if backend in ("numba", "cuda") else "jit_compile=True"
+        raise ValueError(f"kx.function({what}) needs Numba, which is not installed. "
+                         "Fix: pip install numba, or use backend='numpy'.")
     if backend == "cuda" and not _cuda_usable():
         raise ValueError("kx.function(backend='cuda') needs a CUDA GPU that Numba can use "
                          "(or Numba's simulator: NUMBA_ENABLE_CUDASIM=1). Fix: use "

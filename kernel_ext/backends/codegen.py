@@ -52,8 +52,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -154,7 +155,7 @@ def literal_into(value: Any, dtype: np.dtype) -> Any:
     return box[()]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def default_nan(dtype: np.dtype) -> Any:
     """The NaN this CPU makes from an invalid operation (``inf - inf``) in ``dtype``, as
     NumPy's own loop computes it (``-nan``, sign bit set, on x86; ``+nan`` elsewhere)."""
@@ -191,7 +192,7 @@ def const_source(value: Any, dtype: np.dtype) -> str:
 
 def _weak(arg: Any) -> Any:
     if isinstance(arg, Node):
-        return arg.aval.dtype
+        return arg.dtype
     if isinstance(arg, bool):
         return _BOOL
     return type(arg)
@@ -227,7 +228,7 @@ class Lowering:
 
     operand_dtypes: list[np.dtype | None]
     out_dtype: np.dtype
-    inline: Callable[[list[str], "_Body"], str] | None = None
+    inline: Callable[[list[str], _Body], str] | None = None
     call: tuple[np.ufunc, tuple[np.dtype, ...]] | None = None
     #: Positions of args NumPy ignores (``np.clip`` drops a Python int bound beyond an
     #: integer array's range): the kernel treats them as missing.
@@ -270,7 +271,7 @@ def _pick(cmp: str, nan_from: int | None) -> Callable[..., str]:
     ``+0.0``, ``maximum(0.0, -0.0)`` is ``-0.0``), so they compare strictly. NumPy's
     ``fmax``/``fmin`` answer a tie of zeros differently in its SIMD lanes and its scalar
     tail; they keep ``a``."""
-    def template(o: list[str], b: "_Body") -> str:
+    def template(o: list[str], b: _Body) -> str:
         if nan_from is None:
             return f"({o[0]} if {o[0]} {cmp} {o[1]} else {o[1]})"
         nan = o[nan_from]
@@ -361,7 +362,7 @@ _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
 
 def _arg_key(arg: Any) -> Any:
     if isinstance(arg, Node):
-        return (arg.aval.dtype, None if arg.aval.shape is None else len(arg.aval.shape))
+        return (arg.dtype, None if arg.shape is None else len(arg.shape))
     return (type(arg), repr(arg))  # repr: 0.0 and -0.0 (equal as keys) are other constants
 
 
@@ -406,8 +407,8 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
     if node.aval is None or np.dtype(node.aval.dtype) not in SUPPORTED_DTYPES:
         raise Unsupported(f"result dtype {getattr(node.aval, 'dtype', None)}")
     for a in node.inputs:
-        if np.dtype(a.aval.dtype) not in SUPPORTED_DTYPES:
-            raise Unsupported(f"operand dtype {a.aval.dtype}")
+        if np.dtype(a.dtype) not in SUPPORTED_DTYPES:
+            raise Unsupported(f"operand dtype {a.dtype}")
     out = np.dtype(node.aval.dtype)
     if op is OpKind.CAST:
         return Lowering([None], out, inline=lambda o, b: b.cast_arg(0, out))
@@ -455,7 +456,7 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
 # NumPy's float power loop answers a scalar exponent of -1, 0, 0.5, 1 or 2 with a division,
 # a constant, a square root, a copy or a product (instead of pow); inline, the same
 # expressions vectorise. Each is checked against this NumPy before it is used.
-_POWER_FAST: dict[float, Callable[[list[str], "_Body"], str]] = {
+_POWER_FAST: dict[float, Callable[[list[str], _Body], str]] = {
     -1.0: lambda o, b: f"({b.one} / {o[0]})",
     0.0: lambda o, b: b.one,
     0.5: lambda o, b: f"np.sqrt({o[0]})",
@@ -468,7 +469,7 @@ _POWER_REFERENCE: dict[float, Callable[[np.ndarray], np.ndarray]] = {
 }
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _power_matches(exponent: float, dtype: np.dtype) -> bool:
     """Does ``np.power(x, exponent)`` equal the fast-path expression bitwise here?"""
     rng = np.random.default_rng(7)
@@ -482,7 +483,7 @@ def _power_matches(exponent: float, dtype: np.dtype) -> bool:
                 or np.array_equal(got, want, equal_nan=True))
 
 
-def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], "_Body"], str] | None:
+def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], _Body], str] | None:
     try:
         e = float(exponent)
     except (TypeError, ValueError):
@@ -498,7 +499,7 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
     ``maximum``, ``minimum`` or ``positive`` instead, which matters when the other bound
     makes the result a float: ``clip(int64, inf, 2**64 - 1)`` is ``inf``)."""
     x = node.args[0]
-    dt = np.dtype(x.aval.dtype) if isinstance(x, Node) else np.asarray(x).dtype
+    dt = np.dtype(x.dtype) if isinstance(x, Node) else np.asarray(x).dtype
     if dt.kind not in "iu":
         return ()
     info = np.iinfo(dt)
@@ -507,7 +508,7 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
                                    (2, type(hi) is int and hi >= info.max)) if drop)
 
 
-def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], "_Body"], str]:
+def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], _Body], str]:
     """NumPy's ``clip``, which is three different functions on floats (they differ on ties of
     ``-0.0`` with ``0.0`` and on which of two NaNs comes back):
 
@@ -527,11 +528,11 @@ def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], "_Body"
     both = lo_arg is not None and hi_arg is not None
 
     def scalar(a: Any) -> bool:
-        return not isinstance(a, Node) or a.aval.shape == ()
+        return not isinstance(a, Node) or a.shape == ()
 
     stride0 = both and scalar(lo_arg) and scalar(hi_arg)
 
-    def inline(o: list[str], b: "_Body") -> str:
+    def inline(o: list[str], b: _Body) -> str:
         x, lo, hi = o
         if float_ and stride0:
             t = b.let(f"({lo} if {x} < {lo} else {x})", out)
@@ -569,7 +570,7 @@ def can_compile(node: Node, target: str = "cpu", auto: bool = False,
         lowering = lower(node, target, fast_math)
         for arg, dt in zip(lowering.operands(node.args), lowering.operand_dtypes):
             if not isinstance(arg, Node) and arg is not None:
-                literal_value(arg, dt if dt is not None else np.dtype(node.aval.dtype))
+                literal_value(arg, dt if dt is not None else np.dtype(node.dtype))
         return True
     except Unsupported:
         return False
@@ -677,16 +678,16 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     if node.op not in FUSIBLE_REDUCTIONS:
         raise Unsupported(node.op.value)
     x = node.args[0]
-    if not isinstance(x, Node) or x.aval.shape is None:
+    if not isinstance(x, Node) or x.shape is None:
         raise Unsupported("reduction of an unknown rank")
-    in_dt = np.dtype(x.aval.dtype)
-    out_dt = np.dtype(node.aval.dtype)
+    in_dt = np.dtype(x.dtype)
+    out_dt = np.dtype(node.dtype)
     if in_dt not in SUPPORTED_DTYPES or out_dt not in SUPPORTED_DTYPES:
         raise Unsupported("reduction dtype")
     extra = set(node.params) - {"axis", "keepdims", "dtype"}
     if extra:
         raise Unsupported(f"reduction attrs {extra}")
-    ndim = len(x.aval.shape)
+    ndim = len(x.shape)
     axis = node.attrs.get("axis")
     if isinstance(axis, tuple):
         if len(axis) != 1:
@@ -868,7 +869,7 @@ def _helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str
 class _Body:
     """Emission context of one node's expression: operands, constants, helper calls."""
 
-    def __init__(self, kernel: "_KernelWriter", node: Node, operands: list[str],
+    def __init__(self, kernel: _KernelWriter, node: Node, operands: list[str],
                  dtypes: list[np.dtype | None], out: np.dtype, lines: list[str],
                  indent: str) -> None:
         self.k = kernel
@@ -996,8 +997,8 @@ class _KernelWriter:
         self.lowerings: dict[Node, Lowering] = {n: lower(n, target, fast_math)
                                                 for n in seg.elementwise}
         self.red = reduction_plan(seg.reduction) if seg.reduction is not None else None
-        self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape != ()]
-        self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.aval.shape == ()]
+        self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.shape != ()]
+        self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.shape == ()]
         self.map_outputs = [i for i, n in enumerate(seg.outputs) if n is not seg.reduction]
         self.calls = [n for n in seg.elementwise if self.lowerings[n].call is not None]
         self._const_like: dict[Node, bool] = {}
@@ -1015,8 +1016,8 @@ class _KernelWriter:
                                                if src in seg.inputs else set())))
         return SegmentCall(
             self.rank, tuple(self.array_inputs), tuple(self.scalar_inputs),
-            tuple(self.map_outputs), tuple(np.dtype(n.aval.dtype) for n in seg.inputs),
-            tuple(np.dtype(n.aval.dtype) for n in seg.outputs),
+            tuple(self.map_outputs), tuple(np.dtype(n.dtype) for n in seg.inputs),
+            tuple(np.dtype(n.dtype) for n in seg.outputs),
             tuple(self.lowerings[n].call for n in self.calls),  # type: ignore[misc]
             self.red, tuple(out_deps), tuple(self.scratch.items()))
 
@@ -1074,7 +1075,7 @@ class _KernelWriter:
             return lit(args[1]) == -1.0
         if node.op is OpKind.SUBTRACT:
             first = lit(args[0])
-            return first == 0.0 and math.copysign(1.0, first) < 0  # type: ignore[arg-type]
+            return first == 0.0 and math.copysign(1.0, first) < 0
         return False
 
     def _negates(self, arg: Node) -> bool:
@@ -1102,7 +1103,7 @@ class _KernelWriter:
         ``heaviside``, ``clip``, ``maximum`` ... pick among their operands and constants."""
         if not isinstance(arg, Node):
             return True
-        if arg.aval.dtype == _BOOL:
+        if arg.dtype == _BOOL:
             return True
         if arg not in self.members:
             return False
@@ -1125,7 +1126,7 @@ class _KernelWriter:
 
     def operand_dtype(self, arg: Any) -> np.dtype:
         if isinstance(arg, Node):
-            return np.dtype(arg.aval.dtype)
+            return np.dtype(arg.dtype)
         return _weak_dtype(arg)
 
     def cast(self, expr: str, src: np.dtype, dst: np.dtype, lines: list[str],
@@ -1192,9 +1193,9 @@ class _KernelWriter:
             f"# segment: {self.seg.describe()}",
             # The signature is part of the text (so of the cache key): two segments whose
             # code reads the same can still differ in their inputs' dtypes.
-            "# inputs: " + ", ".join(f"{dtname(n.aval.dtype)}/{len(n.aval.shape)}"
+            "# inputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}"
                                      for n in self.seg.inputs),
-            "# outputs: " + ", ".join(f"{dtname(n.aval.dtype)}/{len(n.aval.shape)}"
+            "# outputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}"
                                       for n in self.seg.outputs),
             "import math",
             "import numpy as np",
@@ -1249,7 +1250,7 @@ class _KernelWriter:
         lines: list[str | Scratch] = []
         # block buffers and NumPy-loop argument vectors
         for n in sorted(self.buffered, key=self.seg.nodes.index):
-            lines.append(Scratch(f"buf_{self._id(n)}", str(BLOCK), ctor(np.dtype(n.aval.dtype))))
+            lines.append(Scratch(f"buf_{self._id(n)}", str(BLOCK), ctor(np.dtype(n.dtype))))
         if self.calls:
             # one row of loop-argument pointers and strides per NumPy loop call
             lines.append(Scratch("pp", f"({len(self.calls)}, 4)", "np.uintp"))
@@ -1374,7 +1375,7 @@ class _KernelWriter:
         The ``nd`` kernel's inputs are typed as any-layout arrays, whose loads LLVM does not
         vectorise: W8's ``where(mask, g, 0)`` + column sum took 63 µs at 256x256 float32
         with strided rows and 16 µs with contiguous ones (NumPy: 36 µs)."""
-        dtype = np.dtype(self.seg.inputs[i].aval.dtype)
+        dtype = np.dtype(self.seg.inputs[i].dtype)
         row, copy = f"rw{i}", f"rc{i}"
         return [Scratch(copy, str(BLOCK), ctor(dtype)),
                 f"{indent}{row} = in{i}[{lead}blk:blk + m]",
@@ -1450,7 +1451,7 @@ class _KernelWriter:
         if node not in self.seg.outputs or node is self.seg.reduction:
             return None
         low = self.lowerings[node]
-        if low.call is None or low.out_dtype != np.dtype(node.aval.dtype):
+        if low.call is None or low.out_dtype != np.dtype(node.dtype):
             return None
         return self.seg.outputs.index(node)
 
@@ -1459,15 +1460,15 @@ class _KernelWriter:
         copy) for operand ``j``: an input array already of the loop's dtype."""
         arg = node.args[j]
         low = self.lowerings[node]
-        if (isinstance(arg, Node) and arg not in self.members and arg.aval.shape != ()
-                and np.dtype(arg.aval.dtype) == low.operand_dtypes[j]):
+        if (isinstance(arg, Node) and arg not in self.members and arg.shape != ()
+                and np.dtype(arg.dtype) == low.operand_dtypes[j]):
             return self.seg.inputs.index(arg)
         return None
 
     def _is_block_operand(self, arg: Any) -> bool:
         """Is ``arg`` one value per element (a member, or an array input)? Literals and 0-d
         inputs are one value for the whole kernel (passed to a NumPy loop with stride 0)."""
-        return isinstance(arg, Node) and (arg in self.members or arg.aval.shape != ())
+        return isinstance(arg, Node) and (arg in self.members or arg.shape != ())
 
     def _id(self, node: Node) -> int:
         return self.seg.nodes.index(node)
@@ -1498,7 +1499,7 @@ class _KernelWriter:
                     out = self._direct_output(arg)
                     src = f"bo{out}" if out is not None else f"co{k}"
                     lines.append(f"{indent}{name} = {src}[j]")
-                    if np.dtype(arg.aval.dtype) != low.out_dtype:
+                    if np.dtype(arg.dtype) != low.out_dtype:
                         name = self._finish(name, low.out_dtype, arg, lines, indent, s)
                 elif self.stage[arg] < s:
                     name = f"r{self._id(arg)}_{s}"
@@ -1507,7 +1508,7 @@ class _KernelWriter:
                     raise AssertionError("operand computed later than its user")
             else:
                 i = self.seg.inputs.index(arg)
-                if arg.aval.shape == ():
+                if arg.shape == ():
                     name = f"s{i}"
                 else:
                     name = f"x{i}_{s}"
@@ -1529,7 +1530,7 @@ class _KernelWriter:
                     continue
                 expr = value(arg, dt)
                 if isinstance(arg, Node):
-                    expr = self.cast(expr, np.dtype(arg.aval.dtype), dt, lines, indent)
+                    expr = self.cast(expr, np.dtype(arg.dtype), dt, lines, indent)
                 operands.append(expr)
             if low.call is not None:
                 k = self.calls.index(n)
@@ -1544,13 +1545,13 @@ class _KernelWriter:
                 lines.append(f"{indent}{t} = {expr}")
             else:
                 lines.append(f"{indent}{t} = {ctor(low.out_dtype)}({expr})")
-            if np.dtype(n.aval.dtype) != low.out_dtype:
+            if np.dtype(n.dtype) != low.out_dtype:
                 t = self._finish(t, low.out_dtype, n, lines, indent, s)
             names[n] = t
             if n in self.buffered:
                 lines.append(f"{indent}buf_{self._id(n)}[j] = {t}")
         # outputs and the reduced value, once their values exist in this stage
-        for k, i in enumerate(self.map_outputs):
+        for i in self.map_outputs:
             n = self.seg.outputs[i]
             if self.avail[n] == s and (n not in self.lowerings
                                        or self._direct_output(n) is None):
@@ -1583,7 +1584,7 @@ class _KernelWriter:
 
     def _finish(self, name: str, have: np.dtype, node: Node, lines: list[str], indent: str,
                 s: int) -> str:
-        out = self.cast(name, have, np.dtype(node.aval.dtype), lines, indent)
+        out = self.cast(name, have, np.dtype(node.dtype), lines, indent)
         t = f"u{self._id(node)}_{s}"
         lines.append(f"{indent}{t} = {out}")
         return t
@@ -1597,7 +1598,7 @@ class _KernelWriter:
                 dt = low.operand_dtypes[j]
                 if isinstance(arg, Node):
                     i = self.seg.inputs.index(arg)
-                    src = self.cast(f"s{i}", np.dtype(arg.aval.dtype), dt, lines, indent)
+                    src = self.cast(f"s{i}", np.dtype(arg.dtype), dt, lines, indent)
                 else:
                     src = self.const(literal_value(arg, dt), dt)  # type: ignore[arg-type]
                 lines.append(f"{indent}ci{k}_{j}[0] = {src}")
@@ -1644,7 +1645,7 @@ class _KernelWriter:
             if arg in names:
                 return names[arg]
             i = self.seg.inputs.index(arg)
-            if arg.aval.shape == ():
+            if arg.shape == ():
                 name = f"s{i}"
             else:
                 # Inputs arrive with the domain's rank but their own sizes (1 where they
@@ -1666,13 +1667,13 @@ class _KernelWriter:
                 else:
                     expr = value(arg, dt)
                     if isinstance(arg, Node):
-                        expr = self.cast(expr, np.dtype(arg.aval.dtype), dt, body, indent)
+                        expr = self.cast(expr, np.dtype(arg.dtype), dt, body, indent)
                     operands.append(expr)
             b = _Body(self, n, operands, low.operand_dtypes, low.out_dtype, body, indent)
             t = f"t{self._id(n)}"
             body.append(f"{indent}{t} = {ctor(low.out_dtype)}({low.inline(operands, b)})")
-            if np.dtype(n.aval.dtype) != low.out_dtype:
-                cast = self.cast(t, low.out_dtype, np.dtype(n.aval.dtype), body, indent)
+            if np.dtype(n.dtype) != low.out_dtype:
+                cast = self.cast(t, low.out_dtype, np.dtype(n.dtype), body, indent)
                 body.append(f"{indent}{t}c = {cast}")
                 t = f"{t}c"
             names[n] = t
@@ -1706,7 +1707,7 @@ def _keeps_type(low: Lowering) -> bool:
     ins = {d for d in low.operand_dtypes if d is not None}
     if out.kind == "b":
         return True
-    return out.kind == "f" and ins <= {out} or out == np.dtype(np.int64) and ins <= {out}
+    return (out.kind == "f" and ins <= {out}) or (out == np.dtype(np.int64) and ins <= {out})
 
 
 def _weak_dtype(value: Any) -> np.dtype:
@@ -1723,9 +1724,9 @@ def segment_key(seg: Segment) -> tuple:
     ranks, and which members are outputs. Two segments with one key get one kernel text."""
     pos = {n: ("m", i) for i, n in enumerate(seg.nodes)}
     pos.update({n: ("i", i) for i, n in enumerate(seg.inputs)})
-    members = tuple((node_key(n), tuple(pos.get(a, None) if isinstance(a, Node) else None
+    members = tuple((node_key(n), tuple(pos.get(a) if isinstance(a, Node) else None
                                         for a in n.args)) for n in seg.nodes)
-    ins = tuple((n.aval.dtype, len(n.aval.shape)) for n in seg.inputs)
+    ins = tuple((n.dtype, len(n.shape)) for n in seg.inputs)
     outs = tuple(seg.nodes.index(o) for o in seg.outputs)
     red = seg.nodes.index(seg.reduction) if seg.reduction is not None else None
     return (members, ins, outs, red, len(seg.domain))
@@ -1740,7 +1741,7 @@ def _input_deps(seg: Segment) -> dict[Node, set[int]]:
         for a in n.inputs:
             if a in deps:
                 d |= deps[a]
-            elif a in index and a.aval.shape != ():
+            elif a in index and a.shape != ():
                 d.add(index[a])
         deps[n] = d
     return deps
@@ -1797,7 +1798,25 @@ def generate(seg: Segment, target: str = "cpu", fast_math: bool = False) -> Kern
     return got
 
 
-__all__ = ["BLOCK", "CHUNK_BLOCKS", "CODEGEN_VERSION", "EmbeddedKernel", "KernelEmbedding",
-           "KernelSource", "Lowering", "ReductionPlan", "SUPPORTED_DTYPES", "Unsupported",
-           "WRAPPING_IMPORT", "can_compile", "const_source", "ctor", "default_nan", "generate",
-           "literal_value", "loop_dtypes", "lower", "reduction_plan"]
+__all__ = [
+    "BLOCK",
+    "CHUNK_BLOCKS",
+    "CODEGEN_VERSION",
+    "SUPPORTED_DTYPES",
+    "WRAPPING_IMPORT",
+    "EmbeddedKernel",
+    "KernelEmbedding",
+    "KernelSource",
+    "Lowering",
+    "ReductionPlan",
+    "Unsupported",
+    "can_compile",
+    "const_source",
+    "ctor",
+    "default_nan",
+    "generate",
+    "literal_value",
+    "loop_dtypes",
+    "lower",
+    "reduction_plan",
+]

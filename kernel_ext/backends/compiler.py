@@ -25,7 +25,8 @@ import threading
 import time
 import warnings
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -68,7 +69,7 @@ class KernelHandle:
         self.compile_ms: dict[str, float] = {}
         self.cache: dict[str, str] = {}
         self.error: str | None = None
-        self.reports: "weakref.WeakValueDictionary[int, SegmentReport]" = \
+        self.reports: weakref.WeakValueDictionary[int, SegmentReport] = \
             weakref.WeakValueDictionary()
         self.work: dict[str, int] = {}
         self._lock = threading.Lock()
@@ -246,7 +247,7 @@ class _Compiler:
     def __init__(self) -> None:
         self.deferred: list[tuple[KernelHandle, str]] = []
         #: (priority, order, request): 0 segment kernels, 1 whole graphs; -1 the stop
-        self._queue: "queue.PriorityQueue[tuple[int, int, Any]]" = queue.PriorityQueue()
+        self._queue: queue.PriorityQueue[tuple[int, int, Any]] = queue.PriorityQueue()
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
         self._busy = 0
@@ -339,9 +340,9 @@ def wait_for_kernels(timeout: float | None = None) -> bool:
     return COMPILER.wait(timeout)
 
 
-def segment_reports(plans: Sequence["SegmentPlan"], backend: str) -> list[dict[str, Any]]:
+def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str, Any]]:
     """What the UI shows per fused segment (kept current as kernels compile)."""
-    reports = []
+    reports: list[dict[str, Any]] = []
     for i, p in enumerate(plans):
         seg = p.segment
         report = SegmentReport({

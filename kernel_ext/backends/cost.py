@@ -82,7 +82,7 @@ class Decision:
 
 
 def _itemsize(node: Node) -> int:
-    return np.dtype(node.aval.dtype).itemsize
+    return np.dtype(node.dtype).itemsize
 
 
 def _is_call(node: Node) -> bool:
@@ -98,7 +98,7 @@ def op_ns(node: Node) -> tuple[float, float]:
     if _is_call(node):
         c = node.op.loop_ns or CALL_DEFAULT_NS
         return c, c + BUFFER_NS
-    dtype = np.dtype(node.aval.dtype)
+    dtype = np.dtype(node.dtype)
     compute = node.op.compute
     if compute is Compute.DIVISION:
         return NUMPY_DIV_NS, FUSED_DIV_NS
@@ -109,8 +109,8 @@ def op_ns(node: Node) -> tuple[float, float]:
 
 def _domain_operand(arg: object, domain: tuple) -> bool:
     """Does NumPy stream a full domain-sized operand for ``arg``? (broadcast small ones: no)"""
-    return isinstance(arg, Node) and arg.aval.shape is not None and \
-        len(arg.aval.shape) == len(domain) and arg.aval.shape == domain
+    return isinstance(arg, Node) and arg.shape is not None and \
+        len(arg.shape) == len(domain) and arg.shape == domain
 
 
 def per_element(seg: Segment) -> tuple[float, float]:
@@ -142,7 +142,7 @@ def parallel_unary_size(node: Node) -> int | None:
     if ufunc is None or ufunc.nin != 1 or ufunc.nout != 1 or node.params or \
             (os.cpu_count() or 1) < 2 or not isinstance(node.args[0], Node):
         return None
-    key = (node.op, node.args[0].aval.dtype, node.aval.dtype)
+    key = (node.op, node.args[0].dtype, node.dtype)
     size = _UNARY_SIZES.get(key, 0)
     if size == 0:  # (asked for every emitted node: answered once per op and dtypes)
         numpy_ns = op_ns(node)[0] if _is_call(node) else 0.0
@@ -195,5 +195,11 @@ def _static_size(shape: tuple) -> int | None:
     return math.prod(shape)
 
 
-__all__ = ["Decision", "HANDOVER_MIN_ELEMENTS", "decide", "op_ns", "per_element",
-           "whole_graph_handover"]
+__all__ = [
+    "HANDOVER_MIN_ELEMENTS",
+    "Decision",
+    "decide",
+    "op_ns",
+    "per_element",
+    "whole_graph_handover",
+]

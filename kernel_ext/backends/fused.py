@@ -14,21 +14,29 @@ Kernels are compiled in the background (:mod:`.compiler`); this module never imp
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
+from ..ir.structure import TreeNode
 from ..passes import short_sums
 from ..passes.fusion import Segment, partition, schedule
-from ..ir.structure import TreeNode
 from . import cost
 from .codegen import KernelSource, Unsupported, can_compile, generate
-from .compiler import (COMPILER, HOT_ELEMENTS, KernelHandle, handle_for, set_synchronous,
-                       wait_for_kernels)
+from .compiler import (
+    COMPILER,
+    HOT_ELEMENTS,
+    KernelHandle,
+    handle_for,
+    set_synchronous,
+    wait_for_kernels,
+)
 from .numpy_backend import Emitter, Namer, Scope, output_expr
 from .parallel import parallel_sum, parallel_ufunc, parallel_ufunc_sum
 from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
+
 
 class SegmentPlan:
     """A segment chosen for fusion, its kernel and the cost model's decision."""
@@ -153,7 +161,7 @@ class _FusedEmitter(Emitter):
         size = self._parallel_size(node)
         if size is not None and (node.aval.size is None or node.aval.size >= size):
             uf = self.namer.bind(node.op.ufunc, "_uf")
-            dt = self.namer.bind(np.dtype(node.aval.dtype), "_dt")
+            dt = self.namer.bind(np.dtype(node.dtype), "_dt")
             self.parallel_ufuncs += 1
             self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
             x, v, total = scope.var(node.args[0]), scope.var(node), self._sum_into.get(node)
@@ -245,7 +253,7 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
                 q = seg_of.get(u)
                 if q is None or q.ksrc.target != "cuda" or \
                         q.segment.inputs.index(o) in q.ksrc.call.scalar_inputs or \
-                        not _reads_in_place(o.aval.shape, q.segment.domain):
+                        not _reads_in_place(o.shape, q.segment.domain):
                     ok = False
                     break
             if ok:

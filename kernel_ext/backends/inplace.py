@@ -43,9 +43,10 @@ it. Reads and writes inside ``cond``/``while`` bodies are left alone.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -71,7 +72,7 @@ class InplacePlan:
     #: update it in place (both lowered by :func:`write_in_place`).
     variables: set[Node] = field(default_factory=set)
 
-    def merge(self, other: "InplacePlan") -> None:
+    def merge(self, other: InplacePlan) -> None:
         self.writes |= other.writes
         self.entry_copies.update(other.entry_copies)
         self.variables |= other.variables
@@ -119,7 +120,7 @@ _VARIABLE_WRITES = {OpKind.ASSIGN_VARIABLE: "assign", OpKind.ASSIGN_ADD_VARIABLE
                     OpKind.ASSIGN_SUB_VARIABLE: "sub"}
 
 
-def _plan_variables(an: "_Analysis") -> None:
+def _plan_variables(an: _Analysis) -> None:
     """Add the top-level variable reads and writes that may skip the copy (module doc)."""
     nested: set[int] = set()  # variables read or written inside a branch or loop body
     for node in an.graph.nodes:
@@ -173,10 +174,7 @@ def _retains(node: Node) -> bool:
     reads?"""
     if node.op.group in _RETAINING_GROUPS:
         return True
-    for g in _subgraphs(node):
-        if any(_retains(n) for n in g.nodes):
-            return True
-    return False
+    return any(any(_retains(n) for n in g.nodes) for g in _subgraphs(node))
 
 
 def _subgraphs(node: Node) -> list[Graph]:
@@ -244,7 +242,7 @@ class _Analysis:
         return out
 
     # -- the pass -----------------------------------------------------------------------------
-    def run(self) -> "_Analysis":
+    def run(self) -> _Analysis:
         steps = self.steps = list(self.steps_of(self.graph))
         end = len(steps)
         for k, (_, reads) in enumerate(steps):
@@ -256,7 +254,7 @@ class _Analysis:
             self._set_roots(inp, self._new_root())
             if inp in self.owned_params:
                 self.owned.add(inp)
-        for k, (produced, reads) in enumerate(steps):
+        for k, (produced, _reads) in enumerate(steps):
             if len(produced) == 1 and produced[0] in self.graph.inputs:
                 continue
             if len(produced) != 1:  # a fused segment: elementwise work, fresh results
@@ -405,7 +403,7 @@ class _Analysis:
         self._set_roots(node, others)
         self._slots[node] = slots
 
-    def _settle(self, body: Graph, candidates: set[int]) -> "_Analysis":
+    def _settle(self, body: Graph, candidates: set[int]) -> _Analysis:
         """Analyse ``body`` with the candidate slots owned, dropping slots whose next buffer
         would not be private, until the set is stable; ``candidates`` shrinks in place."""
         while True:

@@ -39,7 +39,7 @@ def signature(ksrc: KernelSource, variant: str) -> tuple[types.Type, ...]:
     assert call is not None
     nd = variant == "nd"
     rank = call.rank if nd else 1
-    sig = []
+    sig: list[types.Type] = []
     for arg in call.args(variant):
         kind = arg.kind
         if kind in ("start", "stop", "dim"):
@@ -52,8 +52,8 @@ def signature(ksrc: KernelSource, variant: str) -> tuple[types.Type, ...]:
         elif kind == "output":
             sig.append(types.Array(_scalar(call.output_dtypes[arg.index]), rank, "C"))
         elif kind == "acc":
-            sig.append(types.Array(_scalar(call.reduction.acc_dtype),  # type: ignore[union-attr]
-                                   call.rank, "C"))
+            assert call.reduction is not None  # (only a reducing segment has an accumulator)
+            sig.append(types.Array(_scalar(call.reduction.acc_dtype), call.rank, "C"))
         elif kind in ("loop", "loop_data"):
             sig.append(types.uintp)
         else:
@@ -79,7 +79,7 @@ def signatures(ksrc: KernelSource, variant: str) -> list[tuple[types.Type, ...]]
 
 def graph_signature(descr: tuple) -> tuple[types.Type, ...]:
     """A whole-graph function's signature from its arguments' descriptions."""
-    sig = []
+    sig: list[types.Type] = []
     for d in descr:
         if d[0] == "array":
             sig.append(types.Array(_scalar(np.dtype(d[1])), d[2], d[3],

@@ -23,7 +23,8 @@ from __future__ import annotations
 
 import threading
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numba import config, cuda
@@ -31,7 +32,8 @@ from numba import config, cuda
 from . import kernel_cache
 from .codegen import KernelSource
 
-SIMULATOR = bool(config.ENABLE_CUDASIM)
+# (numba.config sets its options from the environment at import: no stubs for them)
+SIMULATOR = bool(config.ENABLE_CUDASIM)  # type: ignore[attr-defined]
 
 
 def _device_decorator(fn: Callable) -> Any:
@@ -97,7 +99,7 @@ class call_scope:
         self.inputs = {id(p): p for p in params if isinstance(p, np.ndarray)}
         self.copies: dict[tuple[int, int], Any] = {}
 
-    def __enter__(self) -> "call_scope":
+    def __enter__(self) -> call_scope:
         self.outer = getattr(_SCOPE, "current", None)
         _SCOPE.current = self
         return self

@@ -18,7 +18,8 @@ def driver_present() -> bool:
     """An NVIDIA driver: its device nodes or /proc entry (Linux), or its DLL (Windows).
     (Not ``ctypes.util.find_library``: on Linux it runs ``ldconfig``, tens of ms.)"""
     if os.name == "nt":
-        system = os.environ.get("SystemRoot", r"C:\Windows")
+        # Windows spells it SystemRoot (its environment is case-insensitive; os.environ too)
+        system = os.environ.get("SystemRoot", r"C:\Windows")  # noqa: SIM112
         return os.path.exists(os.path.join(system, "System32", "nvcuda.dll"))
     return bool(os.path.exists("/proc/driver/nvidia") or glob.glob("/dev/nvidia[0-9]*")
                 or os.path.exists("/dev/dxg"))
@@ -31,7 +32,9 @@ def real_gpu_available() -> bool:
         return False
     try:
         from numba import config, cuda
-        return bool(cuda.is_available() and not config.ENABLE_CUDASIM)
+        # (numba.config sets its options from the environment at import: no stubs for them)
+        simulated = config.ENABLE_CUDASIM  # type: ignore[attr-defined]
+        return bool(cuda.is_available() and not simulated)
     except Exception:  # a broken driver or toolkit: no GPU for us
         return False
 

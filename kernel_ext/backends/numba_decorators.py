@@ -44,7 +44,7 @@ inline = numba.njit(inline="always", error_model="numpy", nogil=True)
 
 
 @intrinsic
-def call_loop(typingctx, fptr, args, dims, steps, data):  # type: ignore[no-untyped-def]
+def call_loop(typingctx, fptr, args, dims, steps, data):
     """Call a NumPy ufunc inner loop ``void loop(char **args, npy_intp const *dimensions,
     npy_intp const *steps, void *data)`` given as an address (see :mod:`.ufunc_loops`).
 
@@ -54,7 +54,7 @@ def call_loop(typingctx, fptr, args, dims, steps, data):  # type: ignore[no-unty
     """
     sig = types.void(types.uintp, types.uintp, types.uintp, types.uintp, types.uintp)
 
-    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, values):
         ptr = ir.IntType(8).as_pointer()
         fnty = ir.FunctionType(ir.VoidType(), [ptr, ptr, ptr, ptr])
         fn = builder.inttoptr(values[0], fnty.as_pointer())
@@ -70,13 +70,13 @@ def wrapping_intrinsic(name: str, doc: str, decorator: Any = intrinsic) -> Any:
     NumPy's integers do. ``decorator``: the target's ``intrinsic`` (the CUDA backend passes
     ``numba.cuda.extending.intrinsic``)."""
 
-    def typer(typingctx, a, b):  # type: ignore[no-untyped-def]
+    def typer(typingctx, a, b):
         a, b = types.unliteral(a), types.unliteral(b)
         if not isinstance(a, types.Integer) or a != b:
             return None  # codegen casts both operands to the loop dtype first
         sig = a(a, b)
 
-        def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+        def codegen(context, builder, signature, values):
             return getattr(builder, name)(values[0], values[1])
 
         return sig, codegen
@@ -105,7 +105,7 @@ def _float_layout(t: Any) -> tuple[Any, Any, int, int] | None:
 
 
 @intrinsic
-def fma(typingctx, a, b, c):  # type: ignore[no-untyped-def]
+def fma(typingctx, a, b, c):
     """``a * b + c`` rounded once (LLVM's ``fma``: one ``vfmadd`` per vector), for three
     floats of one type. Kernels are compiled without ``fastmath``, so LLVM never contracts
     ``a * b + c`` by itself; the fast-math polynomials ask for it explicitly."""
@@ -113,14 +113,14 @@ def fma(typingctx, a, b, c):  # type: ignore[no-untyped-def]
     if _float_layout(a) is None or not a == b == c:
         return None
 
-    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, values):
         return builder.fma(*values)
 
     return a(a, b, c), codegen
 
 
 @intrinsic
-def pow2(typingctx, n):  # type: ignore[no-untyped-def]
+def pow2(typingctx, n):
     """``2.0 ** n`` for a float ``n`` holding an integer in the normal exponent range (the
     fast-math helpers keep it there), built from its bits: ``(n + bias) << mantissa``. One
     convert, add, shift and bitcast per element, which LLVM vectorises in the float's own
@@ -131,7 +131,7 @@ def pow2(typingctx, n):  # type: ignore[no-untyped-def]
         return None
     fty, ity, mbits, bias = layout
 
-    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, values):
         k = builder.fptosi(values[0], ity)
         k = builder.add(k, ir.Constant(ity, bias))
         return builder.bitcast(builder.shl(k, ir.Constant(ity, mbits)), fty)
@@ -140,7 +140,7 @@ def pow2(typingctx, n):  # type: ignore[no-untyped-def]
 
 
 @intrinsic
-def frexp_mantissa(typingctx, x):  # type: ignore[no-untyped-def]
+def frexp_mantissa(typingctx, x):
     """The mantissa of a positive normal float ``x`` scaled into ``[0.5, 1)`` (its exponent
     bits replaced by those of 0.5); see :func:`frexp_exponent`."""
     x = types.unliteral(x)
@@ -151,7 +151,7 @@ def frexp_mantissa(typingctx, x):  # type: ignore[no-untyped-def]
     keep = ((1 << mbits) - 1) | (1 << (ity.width - 1))
     half = (bias - 1) << mbits
 
-    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, values):
         bits = builder.bitcast(values[0], ity)
         bits = builder.or_(builder.and_(bits, ir.Constant(ity, keep)), ir.Constant(ity, half))
         return builder.bitcast(bits, fty)
@@ -160,7 +160,7 @@ def frexp_mantissa(typingctx, x):  # type: ignore[no-untyped-def]
 
 
 @intrinsic
-def frexp_exponent(typingctx, x):  # type: ignore[no-untyped-def]
+def frexp_exponent(typingctx, x):
     """The exponent ``e`` of a positive normal float ``x = m * 2**e``, ``m`` in ``[0.5, 1)``,
     as a float of ``x``'s type (so the arithmetic on it stays in that width)."""
     x = types.unliteral(x)
@@ -170,7 +170,7 @@ def frexp_exponent(typingctx, x):  # type: ignore[no-untyped-def]
     fty, ity, mbits, bias = layout
     emask = (1 << (ity.width - 1 - mbits)) - 1
 
-    def codegen(context, builder, signature, values):  # type: ignore[no-untyped-def]
+    def codegen(context, builder, signature, values):
         bits = builder.bitcast(values[0], ity)
         e = builder.and_(builder.lshr(bits, ir.Constant(ity, mbits)), ir.Constant(ity, emask))
         e = builder.sub(e, ir.Constant(ity, bias - 1))

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import keyword
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -148,9 +149,9 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
     if kind == "output":
         node = graph.outputs[tree.index]
         v = scope.var(node)
-        if node.aval.shape is None:
+        if node.shape is None:
             return f"_result({v})"
-        if node.aval.shape == ():
+        if node.shape == ():
             return f"{v}[()]"
         return f"_own({v})" if node.op.may_alias else v
     if kind == "const":
@@ -245,12 +246,12 @@ def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
     # (not 0-d inputs: the caller may pass a NumPy scalar, which cannot be written into;
     # eagerly such a write lands in a new array and the scalar stays as it was)
     return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths and
-                     n.aval.shape != ())
+                     n.shape != ())
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
     def build(*values: Any) -> Any:
-        obj = object.__new__(cls)
+        obj: Any = object.__new__(cls)
         for name, value in zip(names, values):
             object.__setattr__(obj, name, value)
         return obj
@@ -334,7 +335,8 @@ class Emitter:
             # Python-level wrapper
             kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
                                for k, val in node.params.items()
-                               if not (k == "axis" and val is None or k == "keepdims" and not val))
+                               if not ((k == "axis" and val is None)
+                                       or (k == "keepdims" and not val)))
             self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
         elif node.op.operator and not node.attrs and len(args) == 1:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
@@ -366,7 +368,7 @@ class Emitter:
             if isinstance(c, DynamicIndex):
                 operand = nodes[c.position - 1] if c.position <= len(nodes) else None
                 if isinstance(operand, Node) and operand.aval is not None and \
-                        operand.aval.shape == () and operand.dtype.kind in "iu" and \
+                        operand.aval.shape == () and operand.aval.dtype.kind in "iu" and \
                         zero_d_kind(operand, None) is not ARRAY:
                     return f"{self.namer.bind(operator.index, '_index')}({dyn[c.position - 1]})"
                 return dyn[c.position - 1]

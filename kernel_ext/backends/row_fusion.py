@@ -42,14 +42,23 @@ of one thread (Numba's ``parallel=True`` is not used: see :mod:`.parallel`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from .codegen import (BLOCK, CHUNK_BLOCKS, Unsupported, const_source, ctor, literal_value,
-                      loop_dtypes, lower)
+from .codegen import (
+    BLOCK,
+    CHUNK_BLOCKS,
+    Unsupported,
+    const_source,
+    ctor,
+    literal_value,
+    loop_dtypes,
+    lower,
+)
 from .ufunc_loops import find_loop
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -134,13 +143,13 @@ def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
         aval = n.aval
         if aval is None or isinstance(aval, tuple) or aval.shape is None or None in aval.shape:
             return None
-    out0 = graph.outputs[0].aval.shape
+    out0 = graph.outputs[0].shape
     # the rows: those of every output, and of some 2-d argument
-    first = next((n for n in graph.inputs if len(n.aval.shape) == 2 and out0 and
-                  n.aval.shape[0] == out0[0]), None)
+    first = next((n for n in graph.inputs if len(n.shape) == 2 and out0 and
+                  n.shape[0] == out0[0]), None)
     if first is None:
         return None
-    nrows, width = first.aval.shape
+    nrows, width = first.shape
     dt = np.dtype(first.dtype)
     if width == 0 or dt not in _FLOATS:
         return None
@@ -176,7 +185,7 @@ def _loop_op(node: Node) -> bool:
 def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
              dt: np.dtype) -> str:
     """ROW, ROW_SCALAR or FREE for ``node``, or Unsupported when it is none of them."""
-    op, shape = node.op, node.aval.shape
+    op, shape = node.op, node.shape
     size1 = int(np.prod(shape)) == 1
     if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
         if op is OpKind.CONSTANT and (shape != () or np.dtype(node.dtype).kind not in "biuf"):
@@ -209,13 +218,13 @@ def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
             if shape != (nrows, width):
                 raise Unsupported("a row op of another shape")
             for a, k in zip(args, arg_kinds):
-                if k == ROW_SCALAR and a.aval.shape != (nrows, 1):
+                if k == ROW_SCALAR and a.shape != (nrows, 1):
                     raise Unsupported("a row scalar without its column axis")
             return ROW
         if ROW_SCALAR in arg_kinds:
             for a, k in zip(args, arg_kinds):
-                if (k == ROW_SCALAR and a.aval.shape != shape) or \
-                        (k == FREE and int(np.prod(a.aval.shape)) != 1):
+                if (k == ROW_SCALAR and a.shape != shape) or \
+                        (k == FREE and int(np.prod(a.shape)) != 1):
                     raise Unsupported("a row scalar op of another shape")
             return ROW_SCALAR
         raise Unsupported("row-free work")
@@ -558,7 +567,7 @@ class _RowWriter:
         name, scalar = self.env[a]
         if scalar:
             return name
-        shape = a.aval.shape
+        shape = a.shape
         col = "0" if shape[-1] == 1 else j
         return f"{name}[{', '.join(['0'] * (len(shape) - 1) + [col])}]"
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import math
 import sys
 import weakref
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -103,7 +104,7 @@ class _RunnerWriter(CallRenderer):
                     if a not in keep and last_use.get(a) == i]
             ufunc = n.op.ufunc
             reuse = next((a for a in dead if static and ufunc is not None and not n.attrs
-                          and a.aval.shape == n.aval.shape and a.aval.dtype == n.aval.dtype
+                          and a.shape == n.shape and a.dtype == n.dtype
                           and ufunc.nout == 1), None)
             if reuse is not None:
                 fn = self.bind(ufunc, "_uf")
@@ -272,7 +273,7 @@ class CpuRunnerWriter(_RunnerWriter):
             L.append(f"    shp = {self.bind(tuple(seg.domain), '_shp')}")
             L.append(f"    n = {self.bind(math.prod(seg.domain), '_size')}")
         else:
-            first = next(i for i in arrays if len(seg.inputs[i].aval.shape) == rank)
+            first = next(i for i in arrays if len(seg.inputs[i].shape) == rank)
             others = [i for i in arrays if i != first]
             L.append(f"    shp = v{first}.shape")
             if others:
@@ -305,11 +306,11 @@ class CpuRunnerWriter(_RunnerWriter):
         conds = []
         for i in arrays:
             a = seg.inputs[i]
-            if static and a.aval.shape != seg.domain:
+            if static and a.shape != seg.domain:
                 flat_ok = False
-            if not static and len(a.aval.shape) != rank:
+            if not static and len(a.shape) != rank:
                 flat_ok = False
-            if not (static and a.aval.shape == seg.domain):
+            if not (static and a.shape == seg.domain):
                 conds.append(f"v{i}.shape == shp")
             conds.append(f"v{i}.flags.c_contiguous")
         if flat_ok:
@@ -373,7 +374,7 @@ class CpuRunnerWriter(_RunnerWriter):
         results = []
         for i, o in enumerate(seg.outputs):
             if o is seg.reduction:
-                fin = self.bind(_flat_finisher(red, rank), "_fin")  # type: ignore[arg-type]
+                fin = self.bind(_flat_finisher(red, rank), "_fin")
                 results.append(f"{fin}(acc, n)")
             elif rank == 0:
                 results.append(f"o{i}[0]")
@@ -423,7 +424,7 @@ class CpuRunnerWriter(_RunnerWriter):
         results = []
         for i, o in enumerate(seg.outputs):
             if o is seg.reduction:
-                fin = self.bind(_nd_finisher(red), "_fin")  # type: ignore[arg-type]
+                fin = self.bind(_nd_finisher(red), "_fin")
                 results.append(f"{fin}(acc, shp)")
             else:
                 results.append(f"o{i}")
@@ -503,5 +504,11 @@ RUNTIME: dict[str, Any] = {
 
 
 
-__all__ = ["CpuRunnerWriter", "CudaRunnerWriter", "RECYCLE_BYTES", "RUNTIME", "keep_output",
-           "take_output"]
+__all__ = [
+    "RECYCLE_BYTES",
+    "RUNTIME",
+    "CpuRunnerWriter",
+    "CudaRunnerWriter",
+    "keep_output",
+    "take_output",
+]

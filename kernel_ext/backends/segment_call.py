@@ -61,7 +61,8 @@ class Arg(NamedTuple):
     """
 
     kind: str
-    index: int
+    # (a field named like tuple.index, shadowing the method on purpose)
+    index: int  # type: ignore[assignment]
     param: str
 
 
@@ -169,4 +170,4 @@ def describe(call: SegmentCall, variant: str) -> list[tuple[str, int]]:
     return [(a.kind, a.index) for a in call.args(variant)]
 
 
-__all__ = ["Arg", "CallRenderer", "Scratch", "SegmentCall", "VARIANTS", "describe"]
+__all__ = ["VARIANTS", "Arg", "CallRenderer", "Scratch", "SegmentCall", "describe"]

@@ -31,13 +31,14 @@ from __future__ import annotations
 import hashlib
 import threading
 from collections import OrderedDict
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
 from ..ir import Graph, Node, OpKind
-from ..ir.ops import OpGroup
 from ..ir.abstract import AbstractValue
+from ..ir.ops import OpGroup
 
 #: Most patterns kept (least recently used dropped first).
 LIMIT = 256
@@ -168,7 +169,7 @@ class SharedExecutables:
     """The table: size pattern -> ``(times seen, shared executable or None)``."""
 
     def __init__(self, limit: int = LIMIT) -> None:
-        self._table: "OrderedDict[Hashable, list[Any]]" = OrderedDict()
+        self._table: OrderedDict[Hashable, list[Any]] = OrderedDict()
         self._limit = limit
         self._lock = threading.Lock()
 

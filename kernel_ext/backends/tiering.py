@@ -39,8 +39,9 @@ import tempfile
 import threading
 import time
 import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -211,8 +212,7 @@ def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], A
     def hoist(new: Graph, node: Node) -> Node | None:
         if node.op is not OpKind.RANDOM_CALL:
             return None
-        aval = node.aval
-        made = new.placeholder(node.name, aval.shape, aval.dtype,
+        made = new.placeholder(node.name, node.shape, node.dtype,
                                path=(("arg", n_params + len(draws)),))
         values = [a.attrs["value"] for a in node.inputs]
         draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))
@@ -399,7 +399,7 @@ class Tier:
                 raise
         fused_t.append(ta)
         whole_t.append(tb)
-        if not same(a, b) or self.updates_arguments and not same(params, mine) or \
+        if not same(a, b) or (self.updates_arguments and not same(params, mine)) or \
                 not same(end, [generator_state(g) for g in self.rngs]):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
@@ -407,8 +407,8 @@ class Tier:
             self._finish("whole", f"whole graph ({ta / max(tb, 1):.1f}× faster than fused: "
                                   f"{tb / 1e3:.1f} vs {ta / 1e3:.1f} µs a call)")
             return a
-        if len(fused_t) >= TRIAL_CALLS or len(fused_t) >= TRIAL_MIN and \
-                sum(fused_t) + sum(whole_t) >= TRIAL_NS:
+        if len(fused_t) >= TRIAL_CALLS or (len(fused_t) >= TRIAL_MIN and \
+                sum(fused_t) + sum(whole_t) >= TRIAL_NS):
             f, w = statistics.median(fused_t), statistics.median(whole_t)
             if w <= MIN_GAIN * f:
                 self._finish("whole", f"whole graph ({f / max(w, 1):.1f}× faster than fused: "

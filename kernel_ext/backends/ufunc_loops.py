@@ -38,7 +38,7 @@ def _read(address: int, ctype: type) -> int:
     return ctype.from_address(address).value or 0  # type: ignore[attr-defined]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _table(ufunc: np.ufunc) -> tuple[tuple[tuple[int, ...], int, int], ...] | None:
     """``((type numbers...), loop address, data address)`` for each legacy loop, or None
     when the struct cannot be read safely."""
@@ -76,7 +76,7 @@ def _table(ufunc: np.ufunc) -> tuple[tuple[tuple[int, ...], int, int], ...] | No
 
 
 # type number -> type char, for the builtin types ufunc.types spells ("?bBhHiIlLqQefdg...")
-_CHARS = {np.dtype(c).num: np.dtype(c).char for c in np.typecodes["All"] + "?O"
+_CHARS: dict[int, str] = {np.dtype(c).num: np.dtype(c).char for c in np.typecodes["All"] + "?O"
           if c not in "MmUSVa"}
 
 

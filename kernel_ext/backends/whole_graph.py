@@ -34,19 +34,29 @@ import hashlib
 import re
 import time
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
 from ..ir.abstract import DynamicIndex, getitem_shape
+from ..ir.structure import TreeNode
 from ..passes import prune_dead_code
 from ..passes.fusion import Segment, partition, schedule
 from ..passes.short_sums import unroll_short_sums
-from ..ir.structure import TreeNode
-from .codegen import (CODEGEN_VERSION, WRAPPING_IMPORT, KernelEmbedding, KernelSource,
-                      ReductionPlan, Unsupported, can_compile, const_source, ctor,
-                      literal_into)
+from .codegen import (
+    CODEGEN_VERSION,
+    WRAPPING_IMPORT,
+    KernelEmbedding,
+    KernelSource,
+    ReductionPlan,
+    Unsupported,
+    can_compile,
+    const_source,
+    ctor,
+    literal_into,
+)
 from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from .cost import whole_graph_handover
 from .executable import Executable
@@ -89,7 +99,7 @@ class _Val:
     memory only with buffers in its roots, never with others.
     """
 
-    __slots__ = ("name", "scalar", "fresh", "roots", "parts", "unit")
+    __slots__ = ("fresh", "name", "parts", "roots", "scalar", "unit")
 
     def __init__(self, name: str, scalar: bool, fresh: bool,
                  roots: frozenset[str] | None = None,
@@ -1361,7 +1371,7 @@ class _GraphWriter:
         """A value that may be carried through a loop or out of a branch: one Numba type on
         every path (fresh C-contiguous arrays; scalars as they are). ``copy``: a private
         copy even of a fresh array (a loop slot its body writes in place)."""
-        if v.scalar or v.fresh and not copy:
+        if v.scalar or (v.fresh and not copy):
             return v
         t = self.fresh("k")
         lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")
@@ -1467,7 +1477,7 @@ class _GraphWriter:
         vals = self.emit_graph(body_g, sub, lines, inner)
         self.out_bufs = saved
         carried = [self._carry(v, lines, inner) for v in vals]
-        for i, out in targets.items():
+        for i in targets:
             if any(lvars[i].name in c.roots for c in carried):
                 continue  # the old value lives on: the spare stays empty
             lines.append(f"{inner}{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")

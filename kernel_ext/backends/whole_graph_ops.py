@@ -63,8 +63,9 @@ How each op keeps NumPy's bits:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -845,7 +846,7 @@ def _fancy_plan(node: Node) -> list[_Part]:
         at = parts.index(None)
         parts[at:at + 1] = [full] * (rank - used)
         return parts  # type: ignore[return-value]
-    return parts + [full] * (rank - used)  # type: ignore[operator]
+    return parts + [full] * (rank - used)
 
 
 def _check_fancy_value(node: Node) -> None:
@@ -2447,7 +2448,7 @@ def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, lines: l
         else ""
     zeros = f"np.zeros((max({size}, {i} + 1){row},), {ctor(dt)})"
     grown = f"np.zeros((max({i} + 1, 2 * {{rows}}){row},), {ctor(dt)})"
-    in_place = node in getattr(w, "plan").writes
+    in_place = node in w.plan.writes
     if buffer is None:
         if not dynamic:
             w.signal(lines, indent, f"{i} >= {size}")

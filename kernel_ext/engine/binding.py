@@ -14,13 +14,20 @@ path of ``Function.__call__`` never binds (its fast key is built from the raw ar
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import errors
-from ..trace.types import (PLAIN_ARRAY_CLASSES, Sequence_, TensorSpec, TraceType,
-                           array_subclass_error, make_trace_type)
+from ..trace.types import (
+    PLAIN_ARRAY_CLASSES,
+    Sequence_,
+    TensorSpec,
+    TraceType,
+    array_subclass_error,
+    make_trace_type,
+)
 
 _P = inspect.Parameter
 _POSITIONAL = (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
@@ -213,7 +220,7 @@ class FunctionType:
             raise TypeError(f"input_signature must be a list or tuple of kx.TensorSpec, got "
                             f"{type(signature).__name__}")
         types_ = tuple(self._signature_entry(s, i) for i, s in enumerate(signature))
-        if len(types_) > self.count or not self.all_positional and len(types_) != self.count:
+        if len(types_) > self.count or (not self.all_positional and len(types_) != self.count):
             raise TypeError(f"input_signature of '{self.name}' has {len(types_)} entries but "
                             f"the function takes {self.count} positional parameters "
                             f"({', '.join(self.names)})")
@@ -262,6 +269,7 @@ class FunctionType:
                 if not ok:
                     raise errors.InputSignatureError(
                         self.mismatch(path, _type_for_message(value, path), spec, value))
+                assert raw is not None  # (ok implies it)
                 arr, converted = raw.astype(spec.dtype), True
             if not TensorSpec(arr.shape, arr.dtype).is_subtype_of(spec):
                 raise errors.InputSignatureError(

@@ -7,13 +7,14 @@ A ConcreteFunction never retraces: a call whose arguments fall outside its signa
 from __future__ import annotations
 
 import weakref
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..backends import Executable
 from ..ir import Graph
-from ..passes import run_pipeline
 from ..ir.structure import TreeNode, unflatten
+from ..passes import run_pipeline
 from ..trace.types import Literal, TensorSpec, TraceType, WeakRef, matches_only_itself
 from .trace_records import TraceRecord, diff_call
 from .verify import VERIFIED_CALLS, Verifier, graph_facts
@@ -27,12 +28,12 @@ if TYPE_CHECKING:
 class ConcreteFunction:
     """A graph plus its executor, specialised to ``input_types`` (one per parameter)."""
 
-    def __init__(self, function: "Function", graph: Graph | None,
+    def __init__(self, function: Function, graph: Graph | None,
                  input_types: Sequence[TraceType], tree: TreeNode, executable: Executable,
                  record: TraceRecord, traced_node_count: int,
                  traced: Graph | None = None,
                  optimize: Callable[[Graph], Graph] | None = None,
-                 guard: "CallGuard | None" = None) -> None:
+                 guard: CallGuard | None = None) -> None:
         self._function = function
         #: The parameters and how calls bind to them (the Function's own).
         self.function_type: FunctionType = function.function_type
@@ -162,7 +163,7 @@ class ConcreteFunction:
     @property
     def structured_outputs(self) -> Any:
         """The returned structure with a TensorSpec in place of every array."""
-        specs = [TensorSpec(o.aval.shape, o.aval.dtype) for o in self.graph.outputs]
+        specs = [TensorSpec(o.shape, o.dtype) for o in self.graph.outputs]
         return unflatten(self._tree, specs)
 
     def signature_text(self) -> str:

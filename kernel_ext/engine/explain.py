@@ -19,14 +19,45 @@ from typing import Any
 
 from .. import errors
 from ..trace.types import Literal, TensorSpec, WeakRef
-from .fixes import (Fix, derive_input_signature, fix_at_call_site, fix_for, plural, replay,
-                    signature_code, spec_text, suggest_fixes, traces_with)
-from .trace_records import (CAUSE_LABELS, ArgumentDiff, Explanation, TraceIndex, TraceRecord,
-                      cause_label, cause_of, closest_trace, describe, describe_diff, diff_call,
-                      diff_types, explain_text, format_call_site, merge_column,
-                      set_call_site_formatter, set_default_call_site_formatter)
-from .snapshots import (CapturedValue, StaleCapture, fingerprint, short_text, snapshot_captures,
-                        stale_captures)
+from .fixes import (
+    Fix,
+    derive_input_signature,
+    fix_at_call_site,
+    fix_for,
+    plural,
+    replay,
+    signature_code,
+    spec_text,
+    suggest_fixes,
+    traces_with,
+)
+from .snapshots import (
+    CapturedValue,
+    StaleCapture,
+    fingerprint,
+    short_text,
+    snapshot_captures,
+    stale_captures,
+)
+from .trace_records import (
+    CAUSE_LABELS,
+    ArgumentDiff,
+    Explanation,
+    TraceIndex,
+    TraceRecord,
+    cause_label,
+    cause_of,
+    closest_trace,
+    describe,
+    describe_diff,
+    diff_call,
+    diff_types,
+    explain_text,
+    format_call_site,
+    merge_column,
+    set_call_site_formatter,
+    set_default_call_site_formatter,
+)
 
 StrictRetraceError = errors.StrictRetraceError  # the magics import it from here
 
@@ -35,9 +66,9 @@ __all__ = [
     "StaleCapture", "StrictRetraceError", "TensorSpec", "TraceIndex", "TraceRecord", "WeakRef",
     "cause_label", "cause_of", "closest_trace", "configure", "derive_input_signature",
     "describe", "describe_diff", "diff_call", "diff_types", "explain_text", "fingerprint",
-    "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay", "set_call_site_formatter",
-    "set_default_call_site_formatter",
-    "short_text", "signature_code", "snapshot_captures", "spec_text", "stale_captures",
+    "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay",
+    "set_call_site_formatter", "set_default_call_site_formatter", "short_text", "signature_code",
+    "snapshot_captures", "spec_text", "stale_captures",
     "suggest_fixes", "traces_with",
 ]
 

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import ast
 import linecache
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -226,7 +227,7 @@ def checked_fixes(fixes: Sequence[Fix], names: Sequence[str],
         left = traces_with(fix, names, calls, signature)
         if left is None:
             out.append(fix)
-        elif left < now or fix.kind == "reduce_retracing" and _widens_for_later(calls):
+        elif left < now or (fix.kind == "reduce_retracing" and _widens_for_later(calls)):
             # reduce_retracing still pays the retrace that taught it a dim varies; what it
             # buys is the next size (checked: one more call with other sizes reuses it)
             out.append(replace(fix, traces=left, before=now))

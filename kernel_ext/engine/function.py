@@ -24,31 +24,53 @@ import time
 import types
 import warnings
 import weakref
-from typing import Any, Callable, Sequence
-
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from .. import errors
 from ..autodiff import eager_tapes, record_call
 from ..autodiff.eager import record_function_call, records
 from ..backends import compile_traced, validate_options
 from ..passes import run_pipeline
-from ..trace.context import ACTIVITY, TraceContext, current_context
 from ..trace import random_calls
-from ..trace.pytree import (ArgumentContainers, ObjectArguments, flatten_outputs, with_replays,
-                            with_writeback)
-from ..trace.types import (PlaceholderContext, contains_dask, literal_key,
-                           register_dead_object_listener)
+from ..trace.context import ACTIVITY, TraceContext, current_context
+from ..trace.pytree import (
+    ArgumentContainers,
+    ObjectArguments,
+    flatten_outputs,
+    with_replays,
+    with_writeback,
+)
+from ..trace.types import (
+    PlaceholderContext,
+    contains_dask,
+    literal_key,
+    register_dead_object_listener,
+)
 from . import events, registry
 from .binding import FunctionType
+from .call_keys import (
+    BY_IDENTITY,
+    NDARRAY,
+    NP_SCALARS,
+    PLAIN_PY_SCALARS,
+    container_key,
+    fast_key,
+    has_dead_reference,
+)
 from .concrete import ConcreteFunction
 from .config import STATE
 from .fixes import fix_for, suggest_fixes
 from .guards import CallGuard, NeedsEagerCall, scalar_at_array_write
-from .trace_records import (Explanation, ReleasedTraces, TraceIndex, TraceRecord, bound_records,
-                      cause_of)
-from .call_keys import (BY_IDENTITY, NDARRAY, NP_SCALARS, PLAIN_PY_SCALARS, container_key, fast_key,
-                        has_dead_reference)
 from .snapshots import snapshot_captures
+from .trace_records import (
+    Explanation,
+    ReleasedTraces,
+    TraceIndex,
+    TraceRecord,
+    bound_records,
+    cause_of,
+)
 from .verify import copy_arguments
 
 _P = inspect.Parameter
@@ -126,7 +148,7 @@ class Function:
         self._records: list[TraceRecord] = []  # bounded: see _purge_dead
         self._records_made = 0
         self._released = ReleasedTraces()  # what is left of records folded away
-        self._instances: "weakref.WeakKeyDictionary[Any, Function]" = weakref.WeakKeyDictionary()
+        self._instances: weakref.WeakKeyDictionary[Any, Function] = weakref.WeakKeyDictionary()
         self._variables_allowed = True
         self._dead_pending = False
         self._calls = 0
@@ -134,8 +156,8 @@ class Function:
         # Traces that differ only in sizes may share one runner, so the runner cannot say.
         self._last_key: tuple | None = None
         # (weak: a trace keyed by an object that died must be released with it)
-        self._last_cf: "weakref.ref[ConcreteFunction] | None" = None
-        self._fast_cf: "dict[tuple, weakref.ref[ConcreteFunction]]" = {}
+        self._last_cf: weakref.ref[ConcreteFunction] | None = None
+        self._fast_cf: dict[tuple, weakref.ref[ConcreteFunction]] = {}
         self._last_run_ns: int | None = None
         self._traces = 0
         self._eager_calls = 0
@@ -154,7 +176,7 @@ class Function:
     # the hot path
     # ------------------------------------------------------------------------------------
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
+        __tracebackhide__ = True
         self._calls += 1
         if not kwargs and not STATE.eager and not ACTIVITY.depth:
             # fast_key(), inlined: a function call here would cost a third of the overhead.
@@ -216,7 +238,7 @@ class Function:
     # the slow path
     # ------------------------------------------------------------------------------------
     def _call_slow(self, args: tuple, kwargs: dict) -> Any:
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
+        __tracebackhide__ = True
         binder = self.function_type
         if eager_tapes() and records((args, kwargs)):
             # recording arrays of an eager GradientTape: the call runs on their values and
@@ -263,7 +285,7 @@ class Function:
     def _concrete_for_call(self, values: tuple) -> tuple[tuple, bool, ConcreteFunction]:
         """The bound ``values`` as the graph takes them (``input_signature`` conversions),
         whether any was converted, and the trace that runs them, traced now if none fits."""
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
+        __tracebackhide__ = True
         binder = self.function_type
         converted = False
         if self._input_signature is not None:
@@ -357,7 +379,7 @@ class Function:
         return holders
 
     def _call_python(self, values: Sequence[Any]) -> Any:
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
+        __tracebackhide__ = True
         args, kwargs = self.function_type.call_arguments(values)
         fn = self._traced_callable()
         if self._bound_self is not None:
@@ -415,7 +437,7 @@ class Function:
 
     # -- tracing --------------------------------------------------------------------------
     def _trace(self, types_: tuple, values: Sequence[Any], via: str) -> ConcreteFunction:
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
+        __tracebackhide__ = True
         with self._lock:
             cf = self._lookup.get(types_) or self._dispatch(types_)
             if cf is not None:  # another thread traced it while we waited
@@ -778,7 +800,7 @@ class BoundFunction:
         self.__self__ = instance
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves it out of tracebacks
+        __tracebackhide__ = True
         return self.__func__(*args, **kwargs)
 
     def __getattr__(self, name: str) -> Any:

@@ -30,7 +30,8 @@ nothing.
 from __future__ import annotations
 
 import keyword
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -75,7 +76,7 @@ class CallGuard:
     @classmethod
     def for_trace(cls, ctx: TraceContext, updated: dict[int, tuple[tuple, Tensor]],
                   names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = ()
-                  ) -> "CallGuard | None":
+                  ) -> CallGuard | None:
         """The guard a finished trace needs, or None (it assumed nothing of its arguments)."""
         contiguous = [path for path, t in ctx.inputs if id(t) in ctx.layout_roots]
         arrays_only = [path for path, t in ctx.inputs if id(t) in ctx.array_writes]
@@ -159,7 +160,8 @@ class CallGuard:
                   for n, (p, _) in enumerate(self.dict_orders)]
         lines += ["    if " + " and ".join(tests) + ":", "        return _run(*values)",
                   "    return _checked(*values)"]
-        namespace = {"_nd": np.ndarray, "_generic": np.generic, "_run": run, "_checked": checked, **orders}
+        namespace: dict[str, Any] = {"_nd": np.ndarray, "_generic": np.generic, "_run": run,
+                                     "_checked": checked, **orders}
         exec(compile("\n".join(lines) + "\n", "<kx-guard>", "exec"), namespace)
         return namespace["guarded"]
 
@@ -220,5 +222,11 @@ def path_text(path: tuple, names: Sequence[str] = ()) -> str:
     return text
 
 
-__all__ = ["CallGuard", "NeedsEagerCall", "path_text", "scalar_at_array_write",
-           "scalar_argument_reason", "value_at"]
+__all__ = [
+    "CallGuard",
+    "NeedsEagerCall",
+    "path_text",
+    "scalar_argument_reason",
+    "scalar_at_array_write",
+    "value_at",
+]

@@ -6,7 +6,7 @@ import itertools
 import weakref
 from typing import Any
 
-_functions: "weakref.WeakValueDictionary[int, Any]" = weakref.WeakValueDictionary()
+_functions: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 _ids = itertools.count(1)
 
 

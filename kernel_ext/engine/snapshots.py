@@ -12,8 +12,9 @@ import dis
 import functools
 import types
 import zlib
+from collections.abc import Hashable
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any
 
 import numpy as np
 
@@ -170,11 +171,11 @@ def fingerprint(value: Any, depth: int = 0) -> Hashable | None:
         return None if None in items else (type(value).__name__, items)
     if depth < 2 and isinstance(value, dict) and len(value) <= _MAX_ITEMS:
         try:
-            items = tuple(sorted((repr(k), fingerprint(v, depth + 1)) for k, v in
-                                 value.items()))
+            pairs: tuple[tuple[str, Any], ...] = tuple(sorted(
+                (repr(k), fingerprint(v, depth + 1)) for k, v in value.items()))
         except TypeError:
             return None
-        return None if any(v is None for _, v in items) else ("dict", items)
+        return None if any(v is None for _, v in pairs) else ("dict", pairs)
     return None
 
 

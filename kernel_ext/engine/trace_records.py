@@ -14,14 +14,24 @@ trace, a report), never on a cache hit.
 from __future__ import annotations
 
 import bisect
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Hashable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..trace.state import set_location_formatter
-from ..trace.types import (Composite, Dataclass, Dict, Literal, Sequence_, TensorSpec, TraceType,
-                           VariableType, WeakRef)
+from ..trace.types import (
+    Composite,
+    Dataclass,
+    Dict,
+    Literal,
+    Sequence_,
+    TensorSpec,
+    TraceType,
+    VariableType,
+    WeakRef,
+)
 
 if TYPE_CHECKING:
     from .fixes import Fix
@@ -84,7 +94,7 @@ class Explanation:
 
 
 def _explained(name: str) -> property:
-    def get(self: "TraceRecord") -> Any:
+    def get(self: TraceRecord) -> Any:
         return getattr(self.explanation, name)
     get.__name__ = name
     get.__doc__ = f"``Explanation.{name}`` (worked out on first read)."

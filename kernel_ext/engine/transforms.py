@@ -12,7 +12,8 @@ Unconnected arguments get zeros, as in JAX.
 from __future__ import annotations
 
 import functools
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 

@@ -55,7 +55,8 @@ import contextlib
 import copy
 import dataclasses
 import io
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -109,7 +110,7 @@ def graph_facts(graph: Graph) -> GraphFacts:
             if var is not None:  # (Graph.variables looks at the top level only)
                 variables.setdefault(id(var), var)
             if node.op is OpKind.RANDOM_CALL:
-                fn = node.attrs.get("fn")
+                fn: Any = node.attrs.get("fn")
                 owner = getattr(fn, "__self__", None)
                 if hasattr(fn, "seeded"):  # the reset of a generator the function makes
                     own[id(owner)] = owner
@@ -150,7 +151,7 @@ class ReductionBound:
 class Verifier:
     """The verification state of one trace; :meth:`run` is its ``call_flat`` while armed."""
 
-    def __init__(self, function: "Function", cf: "ConcreteFunction", facts: GraphFacts,
+    def __init__(self, function: Function, cf: ConcreteFunction, facts: GraphFacts,
                  real: Callable[..., Any]) -> None:
         self.function = function
         self.cf = cf
@@ -242,7 +243,8 @@ class Verifier:
                             "advanced by eager NumPy's draws", "advanced otherwise")
                     break
         if diff is not None:
-            self._fail(values, copies, *diff, executor, eager, None)
+            where, eager_text, traced_text = diff
+            self._fail(values, copies, where, eager_text, traced_text, executor, eager, None)
         self.remaining -= 1
         if self.remaining <= 0:
             self._done()
@@ -261,7 +263,7 @@ class Verifier:
             STATE.eager = was
 
     def _argument_difference(self, copies: tuple, values: tuple,
-                             tolerance: ReductionBound | None) -> tuple | None:
+                             tolerance: ReductionBound | None) -> tuple[str, Any, Any] | None:
         names = self.function.function_type.names
         for name, e, t in zip(names, copies, values):
             diff = first_difference(e, t, f"argument '{name}'", tolerance)
@@ -563,5 +565,5 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "copy_arguments", "executor_name", "first_difference",
-           "graph_facts", "restore"]
+__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "copy_arguments",
+           "executor_name", "first_difference", "graph_facts", "restore"]

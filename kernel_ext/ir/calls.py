@@ -18,8 +18,9 @@ shape or dtype the rest of the graph was not built for.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -42,8 +43,8 @@ class CallTemplate:
     template is hashable and compares by value) with :class:`Operand` slots, nested inside
     lists, tuples and dicts as the call wrote them."""
 
-    args: tuple
-    kwargs: tuple
+    args: tuple[Any, ...]
+    kwargs: tuple[Any, ...]
 
     def constant(self) -> bool:
         """Are the arguments the same at every call: no slot, and nothing a call could
@@ -51,7 +52,7 @@ class CallTemplate:
         return all(_immutable(a) for a in self.args) and \
             all(_immutable(v) for _, v in self.kwargs)
 
-    def fill(self, values: Sequence[Any]) -> tuple[tuple, dict]:
+    def fill(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The concrete ``(args, kwargs)`` with every slot replaced by ``values[slot]``."""
         return (tuple(fill(a, values) for a in self.args),
                 {k: fill(v, values) for k, v in self.kwargs})
@@ -90,7 +91,7 @@ PYTHON_SCALARS: dict[type, np.dtype] = {bool: np.dtype(np.bool_), int: np.dtype(
 
 def is_leaf(structure: Any) -> bool:
     """Is this result structure one value (an array, or a Python number's type)?"""
-    return structure == "leaf" or isinstance(structure, type) and structure in PYTHON_SCALARS
+    return structure == "leaf" or (isinstance(structure, type) and structure in PYTHON_SCALARS)
 
 
 def flatten_result(value: Any) -> tuple[list[Any], Any] | None:
@@ -128,6 +129,7 @@ def matches(value: Any, aval: AbstractValue) -> bool:
     got = leaf_aval(value)
     if got.dtype != aval.dtype or aval.shape is None:
         return got.dtype == aval.dtype
+    assert got.shape is not None  # a concrete leaf's shape is fully known
     return len(got.shape) == len(aval.shape) and all(
         d is None or d == g for d, g in zip(aval.shape, got.shape))
 
@@ -171,8 +173,9 @@ def check_result(value: Any, out_aval: Any, describe: str) -> Any:
     return tuple(leaves) if isinstance(out_aval, tuple) else leaves[0]
 
 
-def _pair(leaf: Any) -> tuple[tuple, np.dtype]:
+def _pair(leaf: Any) -> tuple[tuple[Any, ...], np.dtype]:
     aval = leaf_aval(leaf)
+    assert aval.shape is not None  # a concrete leaf's shape is fully known
     return aval.shape, aval.dtype
 
 
@@ -189,7 +192,7 @@ def _short(value: Any) -> str:
     return _texts([leaf_aval(v) for v in flat[0]])
 
 
-def call_name(fn: Callable) -> str:
+def call_name(fn: Callable[..., Any]) -> str:
     """How messages and views name an opaque callable: ``np.einsum``, ``np.linalg.norm``,
     ``np.maximum.accumulate``, ``rng.normal`` (a Generator method), ``np.random.rand``."""
     owner = getattr(fn, "__self__", None)

@@ -12,7 +12,8 @@ A node's outputs are described by its :class:`~kernel_ext.ir.abstract.AbstractVa
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import Any, Literal
 
 import numpy as np
 
@@ -23,9 +24,9 @@ from .ops import OpGroup, OpKind
 class Node:
     """One operation of a :class:`Graph` (TensorFlow calls this an ``Operation``)."""
 
-    __slots__ = ("name", "op", "_args", "_inputs", "attrs", "aval", "source", "__weakref__")
+    __slots__ = ("__weakref__", "_args", "_inputs", "attrs", "aval", "name", "op", "source")
 
-    def __init__(self, name: str, op: OpKind, args: tuple, attrs: dict,
+    def __init__(self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any],
                  aval: AbstractValue | None, source: Any = None) -> None:
         self.name = name
         self.op = op
@@ -44,18 +45,18 @@ class Node:
         return self.op
 
     @property
-    def args(self) -> tuple:
+    def args(self) -> tuple[Any, ...]:
         """Input nodes and inline literals, in argument order."""
         return self._args
 
     @args.setter
-    def args(self, value: tuple) -> None:
+    def args(self, value: tuple[Any, ...]) -> None:
         self._args = tuple(value)
         # Cached: passes and the fusion partitioner ask for inputs many times per node.
         self._inputs = tuple(a for a in self._args if isinstance(a, Node))
 
     @property
-    def params(self) -> dict:
+    def params(self) -> dict[str, Any]:
         """The attrs that parameterise the op, for lowerings that pass them on as keywords:
         underscore attrs are annotations (``_where``: a source line for messages,
         ``_backward``: made by a gradient, for the graph views) and are left out."""
@@ -65,7 +66,7 @@ class Node:
         return {k: v for k, v in attrs.items() if not k.startswith("_")}
 
     @property
-    def inputs(self) -> tuple["Node", ...]:
+    def inputs(self) -> tuple[Node, ...]:
         """The nodes this one reads, in argument order (literals excluded)."""
         return self._inputs
 
@@ -75,7 +76,7 @@ class Node:
         return () if self.aval is None else (self.aval,)
 
     @property
-    def shape(self) -> tuple | None:
+    def shape(self) -> tuple[Any, ...] | None:
         return None if self.aval is None else self.aval.shape
 
     @property
@@ -86,7 +87,7 @@ class Node:
         return f"<Node {self.name}: {self.op.value} -> {self.aval}>"
 
 
-def subgraphs(node: Node) -> list["Graph"]:
+def subgraphs(node: Node) -> list[Graph]:
     """Graphs a node carries in its attrs (cond branches, while cond/body), in attr order."""
     if not node.attrs:  # most nodes (hot: every pass asks about every node)
         return []
@@ -135,8 +136,9 @@ class Graph:
                 self._names.add(name)
                 return name
 
-    def create_node(self, op: OpKind, args: Sequence[Any] = (), attrs: dict | None = None,
-                    name: str | None = None, aval: AbstractValue | None | bool = False) -> Node:
+    def create_node(self, op: OpKind, args: Sequence[Any] = (),
+                    attrs: dict[str, Any] | None = None, name: str | None = None,
+                    aval: AbstractValue | Literal[False] | None = False) -> Node:
         """Append a node; its aval is inferred by the op's abstract-eval rule unless given."""
         attrs = dict(attrs or {})
         args = tuple(args)
@@ -151,7 +153,8 @@ class Graph:
             self.inputs.append(node)
         return node
 
-    def placeholder(self, name: str, shape: tuple | None, dtype: Any, **attrs: Any) -> Node:
+    def placeholder(self, name: str, shape: tuple[Any, ...] | None, dtype: Any,
+                    **attrs: Any) -> Node:
         return self.create_node(OpKind.PLACEHOLDER, (), {"shape": shape,
                                                          "dtype": np.dtype(dtype), **attrs},
                                 name=name)
@@ -201,7 +204,7 @@ class Graph:
                    + sum(g.count_ops(group) for g in subgraphs(n)) for n in self.nodes)
 
     def rebuilt(self, keep: Iterable[Node] | None = None,
-                substitute: Callable[["Graph", Node], Node | None] | None = None) -> "Graph":
+                substitute: Callable[[Graph, Node], Node | None] | None = None) -> Graph:
         """A new graph holding only ``keep`` (program order preserved, inputs always kept;
         None: every node). ``substitute(new_graph, node)`` may make a node of its own in the
         new graph to stand for ``node`` (returned), or return None to copy ``node``."""
@@ -235,7 +238,7 @@ class Graph:
     def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self.nodes)} nodes>"
 
-    def as_graph_def(self) -> "Any":
+    def as_graph_def(self) -> Any:
         from .graphdef import as_graph_def
         return as_graph_def(self)
 

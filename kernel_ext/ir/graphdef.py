@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from .graph import Graph, Node
 from .calls import call_name
+from .graph import Graph, Node
 from .ops import OPAQUE_CALLS, OpKind
 from .printer import format_value
 

@@ -11,7 +11,8 @@ from __future__ import annotations
 import copy
 import functools
 import sys
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -34,6 +35,7 @@ def _lower(*kinds: OpKind) -> Callable[[Lowering], Lowering]:
 
 def _ufunc_lowering(node: Node) -> Callable[..., Any]:
     ufunc = node.op.ufunc
+    assert ufunc is not None  # registered for UFUNC_OPS only
     if "dtype" in node.attrs:
         return functools.partial(ufunc, dtype=node.attrs["dtype"])
     return ufunc
@@ -124,7 +126,7 @@ def _copy(node: Node) -> Callable[..., Any]:
     return np.copy
 
 
-def build_index(template: tuple, dyn: Sequence[Any]) -> tuple:
+def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...]:
     """The concrete index: template slots (also inside slices) filled from ``dyn``."""
     def fill(c: Any) -> Any:
         if isinstance(c, DynamicIndex):
@@ -135,9 +137,9 @@ def build_index(template: tuple, dyn: Sequence[Any]) -> tuple:
     return tuple(fill(c) for c in template)
 
 
-def _is_static(template: tuple) -> bool:
-    return not any(isinstance(c, DynamicIndex) or isinstance(c, slice) and any(
-        isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)) for c in template)
+def _is_static(template: tuple[Any, ...]) -> bool:
+    return not any(isinstance(c, DynamicIndex) or (isinstance(c, slice) and any(
+        isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))) for c in template)
 
 
 @_lower(OpKind.GETITEM)
@@ -159,12 +161,13 @@ def _setitem(node: Node) -> Callable[..., Any]:
     return setitem
 
 
-_LINALG = {OpKind.MATMUL: np.matmul, OpKind.DOT: np.dot, OpKind.OUTER: np.outer,
-           OpKind.INV: np.linalg.inv, OpKind.DET: np.linalg.det, OpKind.SOLVE: np.linalg.solve}
+_LINALG: dict[OpKind, Callable[..., Any]] = {
+    OpKind.MATMUL: np.matmul, OpKind.DOT: np.dot, OpKind.OUTER: np.outer,
+    OpKind.INV: np.linalg.inv, OpKind.DET: np.linalg.det, OpKind.SOLVE: np.linalg.solve}
 
 
 @_lower(*_LINALG)
-def _linalg(node: Node) -> Callable[..., Any]:
+def _basic_linalg(node: Node) -> Callable[..., Any]:
     return _LINALG[node.op]
 
 
@@ -240,10 +243,10 @@ def _argpartition(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.HISTOGRAM)
 def _histogram(node: Node) -> Callable[..., Any]:
-    static_bins = node.attrs.get("bins")
+    static_bins: Any = node.attrs.get("bins")
     kw = {k: v for k, v in node.params.items() if k != "bins"}
 
-    def histogram(a: Any, bins: Any, weights: Any) -> tuple:
+    def histogram(a: Any, bins: Any, weights: Any) -> tuple[Any, ...]:
         return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights,
                             **kw)
     return histogram
@@ -361,7 +364,7 @@ def _unpackbits(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
 def _linalg(node: Node) -> Callable[..., Any]:
-    fn = getattr(np.linalg, node.op.value)
+    fn: Callable[..., Any] = getattr(np.linalg, node.op.value)
     if node.op is OpKind.QR and node.attrs.get("mode") == "raw":
         return lambda a: tuple(fn(a, mode="raw"))
     return functools.partial(fn, **node.params)
@@ -369,7 +372,8 @@ def _linalg(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.VECDOT, OpKind.MATVEC, OpKind.VECMAT)
 def _gufunc(node: Node) -> Callable[..., Any]:
-    return getattr(np, node.op.value)
+    gufunc: Callable[..., Any] = getattr(np, node.op.value)
+    return gufunc
 
 
 @_lower(OpKind.FFT)
@@ -392,7 +396,8 @@ def _read_variable(node: Node) -> Callable[..., Any]:
 
 @_lower(OpKind.ASSIGN_VARIABLE)
 def _assign(node: Node) -> Callable[..., Any]:
-    return node.attrs["variable"].store
+    store: Callable[..., Any] = node.attrs["variable"].store
+    return store
 
 
 @_lower(OpKind.ASSIGN_ADD_VARIABLE)
@@ -407,7 +412,7 @@ def _assign_sub(node: Node) -> Callable[..., Any]:
     return lambda v: var.store(np.subtract(var.peek(), v), owned=True)
 
 
-def format_print(template: tuple, values: Sequence[Any], sep: str, end: str) -> str:
+def format_print(template: tuple[Any, ...], values: Sequence[Any], sep: str, end: str) -> str:
     """``kx.print`` text: literal parts as-is, values as NumPy prints them."""
     it = iter(values)
     parts = [str(next(it)) if part is None else part for part in template]
@@ -437,7 +442,8 @@ _CONVERSIONS: dict[str | None, Callable[[Any], Any]] = {None: lambda v: v, "s": 
                                                        "a": ascii}
 
 
-def check_error(error: BaseException, args: tuple, values: Sequence[Any]) -> BaseException:
+def check_error(error: BaseException, args: tuple[Any, ...],
+                values: Sequence[Any]) -> BaseException:
     """The exception a failed run-time check raises: ``error`` (made while tracing) with each
     of its arguments described by ``args`` rebuilt from the run-time ``values``: ``None``
     (the traced argument as it is), ``("value", slot, form)`` (a traced value itself) or
@@ -569,7 +575,7 @@ def _get_output(node: Node) -> Callable[..., Any]:
 def _cond(node: Node) -> Callable[..., Any]:
     true_graph, false_graph = node.attrs["branches"]
 
-    def cond(pred: Any, *operands: Any) -> tuple:
+    def cond(pred: Any, *operands: Any) -> tuple[Any, ...]:
         return tuple(interpret(true_graph if pred else false_graph, operands))
     return cond
 
@@ -579,7 +585,7 @@ def _while(node: Node) -> Callable[..., Any]:
     cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
     n_vars = node.attrs["n_vars"]
 
-    def loop(*args: Any) -> tuple:
+    def loop(*args: Any) -> tuple[Any, ...]:
         values, captures = list(args[:n_vars]), list(args[n_vars:])
         while interpret(cond_graph, values + captures)[0]:
             values = interpret(body_graph, values + captures)
@@ -611,7 +617,7 @@ LOWER[OpKind.UFUNC_ACCUMULATE] = _ufunc_method("accumulate")
 LOWER[OpKind.UFUNC_REDUCEAT] = _ufunc_method("reduceat")
 
 
-def ufunc_at(ufunc: np.ufunc, template: tuple, a: Any, b: Any, *dyn: Any) -> np.ndarray:
+def ufunc_at(ufunc: np.ufunc, template: tuple[Any, ...], a: Any, b: Any, *dyn: Any) -> np.ndarray:
     """``ufunc.at`` as a pure function: the updated copy of ``a`` (``b`` None: a unary ufunc)."""
     out = np.array(a, copy=True)
     index = build_index(template, dyn)

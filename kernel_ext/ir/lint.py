@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from .abstract import AbstractValue
 from .graph import Graph, Node
 from .ops import OpGroup, OpKind
@@ -82,7 +84,7 @@ def _lint_control_flow(node: Node, where: str) -> None:
         raise GraphLintError(f"{where}: the loop condition must return one value")
 
 
-def _lint_outputs(graph: Graph, seen: set) -> None:
+def _lint_outputs(graph: Graph, seen: set[Any]) -> None:
     placeholders = [n for n in graph.nodes if n.op is OpKind.PLACEHOLDER]
     if placeholders != graph.inputs:
         raise GraphLintError("graph.inputs must list exactly the placeholder nodes, in order")

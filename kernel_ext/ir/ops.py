@@ -55,7 +55,7 @@ CHEAP, DIVISION, INT_HELPER = Compute.CHEAP, Compute.DIVISION, Compute.INT_HELPE
 
 def _op(name: str, group: OpGroup, *, operator: str | None = None, dunder: str | None = None,
         kernel_loop: bool = False, loop_ns: float | None = None, compute: Compute = CHEAP,
-        accumulator: np.ufunc | None = None, fresh: bool = False) -> tuple:
+        accumulator: np.ufunc | None = None, fresh: bool = False) -> tuple[Any, ...]:
     """One op's entry: its name and group, then its facts (each documented on ``OpKind``)."""
     return (name, group, operator, dunder, kernel_loop, loop_ns, compute, accumulator, fresh)
 
@@ -350,7 +350,7 @@ class OpKind(enum.Enum):
 
     def __new__(cls, name: str, group: OpGroup, operator: str | None, dunder: str | None,
                 kernel_loop: bool, loop_ns: float | None, compute: Compute,
-                accumulator: np.ufunc | None, fresh: bool) -> "OpKind":
+                accumulator: np.ufunc | None, fresh: bool) -> OpKind:
         obj = object.__new__(cls)
         obj._value_ = name
         obj.group = group
@@ -405,17 +405,18 @@ class OpKind(enum.Enum):
     @property
     def type_name(self) -> str:
         """CamelCase name used in GraphDef text (``MatMul``-style, as TensorFlow users expect)."""
-        return _TYPE_NAMES.get(self.value) or "".join(
+        name: str = _TYPE_NAMES.get(self.value) or "".join(
             part.capitalize() for part in self.value.split("_"))
+        return name
 
     def __str__(self) -> str:
-        return self.value
+        return str(self.value)
 
     def __repr__(self) -> str:
         return f"OpKind.{self.name}"
 
 
-_TYPE_NAMES = {"matmul": "MatMul", "cond": "If", "while": "While",
+_TYPE_NAMES: dict[str, str] = {"matmul": "MatMul", "cond": "If", "while": "While",
                "read_variable": "ReadVariableOp", "assign_variable": "AssignVariableOp",
                "constant": "Const", "numpy_call": "NumpyCall", "random_call": "RandomCall",
                "check": "Assert"}
@@ -437,7 +438,8 @@ FUSIBLE_REDUCTIONS = frozenset(k for k in OpKind if k.accumulator is not None)
 #: ``ufunc.reduce`` on these ufuncs is the matching reduction op (MEAN accumulates with add,
 #: but ``np.add.reduce`` is a SUM).
 UFUNC_REDUCTIONS: dict[np.ufunc, OpKind] = {
-    k.accumulator: k for k in FUSIBLE_REDUCTIONS if k is not OpKind.MEAN}
+    k.accumulator: k for k in FUSIBLE_REDUCTIONS
+    if k is not OpKind.MEAN and k.accumulator is not None}  # (every fusible one has one)
 
 #: Ops that run a Python callable as it is (``attrs["fn"]``) and may yield several values (a
 #: tuple aval read through ``get_output``): the views mark them "runs NumPy at each call".

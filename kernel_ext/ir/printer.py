@@ -46,7 +46,8 @@ def format_value(value: Any) -> str:
     if value is Ellipsis:
         return "..."
     if isinstance(value, tuple):
-        return "(" + ", ".join(format_value(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        return ("(" + ", ".join(format_value(v) for v in value)
+                + ("," if len(value) == 1 else "") + ")")
     if isinstance(value, list):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if hasattr(value, "name") and hasattr(value, "dtype") and hasattr(value, "assign"):
@@ -88,8 +89,8 @@ def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
 def format_attrs(node: Node) -> str:
     items = []
     for key in sorted(node.attrs):
-        if key.startswith("_") or key in ("value", "shape", "dtype") and node.op in (
-                OpKind.PLACEHOLDER, OpKind.CONSTANT):
+        if key.startswith("_") or (key in ("value", "shape", "dtype") and node.op in (
+                OpKind.PLACEHOLDER, OpKind.CONSTANT)):
             continue
         if key in ("captured", "out_avals", "out_aval") or isinstance(node.attrs[key], Graph) or (
                 isinstance(node.attrs[key], tuple) and node.attrs[key]

@@ -32,11 +32,11 @@ class TreeNode:
     # (that argument itself, the caller's object) or ``"computed"`` (an opaque call's own
     # result); None: a 0-d value as a NumPy scalar, as ufuncs and reductions give)
     kind: str
-    children: tuple["TreeNode", ...] = ()
+    children: tuple[TreeNode, ...] = ()
     index: int = -1
     value: Any = None
     container: Any = None
-    keys: tuple = ()
+    keys: tuple[Any, ...] = ()
 
 
 def unflatten(tree: TreeNode, leaves: list[Any]) -> Any:

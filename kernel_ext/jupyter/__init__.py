@@ -17,7 +17,7 @@ from typing import Any
 # package attribute ``monitor`` to the module, and this import rebinds it to the function,
 # so ``kx.jupyter.monitor(fn)`` is the helper. (The module stays importable by its dotted
 # name. It loads ipywidgets only when a monitor is made.)
-from .monitor import monitor  # noqa: E402
+from .monitor import monitor
 
 __all__ = ["install", "load_ipython_extension", "monitor", "uninstall",
            "unload_ipython_extension"]

@@ -27,8 +27,9 @@ import logging
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, Protocol
+from typing import Any, Protocol
 
 from ..engine import events
 
@@ -65,7 +66,7 @@ class CellActivity:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._wake = threading.Event()
-        self._views: "weakref.WeakKeyDictionary[Watcher, _Slot]" = weakref.WeakKeyDictionary()
+        self._views: weakref.WeakKeyDictionary[Watcher, _Slot] = weakref.WeakKeyDictionary()
         self._thread: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._events = 0                   # engine events so far (only ever grows)

@@ -30,8 +30,9 @@ import tempfile
 import tokenize
 import types
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable
+from typing import Any
 
 from ..engine.explain import fingerprint
 
@@ -499,7 +500,7 @@ def is_static_global(value: Any) -> bool:
     from ..trace import Variable
     return isinstance(value, (types.ModuleType, type, types.FunctionType,
                               types.BuiltinFunctionType, types.MethodType, Function,
-                              Variable)) or callable(value) and not hasattr(value, "__array__")
+                              Variable)) or (callable(value) and not hasattr(value, "__array__"))
 
 
 def _continuation_rows(source: str) -> set[int]:
@@ -584,7 +585,7 @@ class CellFunctionInfo:
         return None if self.cell is None else f"[{self.cell}]"
 
 
-_infos: "weakref.WeakKeyDictionary[Any, CellFunctionInfo]" = weakref.WeakKeyDictionary()
+_infos: weakref.WeakKeyDictionary[Any, CellFunctionInfo] = weakref.WeakKeyDictionary()
 
 
 def cell_info(function: Any) -> CellFunctionInfo | None:

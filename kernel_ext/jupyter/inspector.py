@@ -40,7 +40,8 @@ import math
 import os
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import comm as comm_package
 

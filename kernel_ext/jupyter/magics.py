@@ -10,27 +10,41 @@ All are thin: they parse their line with IPython's ``magic_arguments`` (bad usag
 from __future__ import annotations
 
 import argparse
-
 import ast
 import hashlib
 import keyword
 from typing import Any
 
 import numpy as np
-
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, cell_magic, line_magic, magics_class
-from IPython.core.magic_arguments import (MagicHelpFormatter, argument, kwds, magic_arguments,
-                                          parse_argstring)
+from IPython.core.magic_arguments import (
+    MagicHelpFormatter,
+    argument,
+    kwds,
+    magic_arguments,
+    parse_argstring,
+)
 
 from .. import errors
-from ..engine import Function, explain, function as kx_function, registry
+from ..engine import Function, explain, registry
+from ..engine import function as kx_function
 from ..trace.types import TensorSpec
-from . import cells, records, report as report_module, units
+from . import cells, records, units
+from . import report as report_module
+from .cells import (
+    CellError,
+    CellFunctionInfo,
+    CellFunctionRegistry,
+    CellLocator,
+    analyse_cell,
+    check_cell,
+    compile_cell_source,
+    defaults_identity,
+    is_static_global,
+    node_identity,
+)
 from .monitor import Monitor
-from .cells import (CellError, CellFunctionInfo, CellFunctionRegistry, CellLocator,
-                    analyse_cell, check_cell, compile_cell_source, defaults_identity,
-                    is_static_global, node_identity)
 from .signature_spec import SignatureSpecError, parse_signature
 
 __all__ = ["TFFunctionMagics"]
@@ -237,7 +251,7 @@ class TFFunctionMagics(Magics):
                              "the function, below the magic line")
         # IPython leaves the magic's frames out of tracebacks: an error in the cell's code
         # shows the user's lines first, never this module's
-        __tracebackhide__ = True  # noqa: F841
+        __tracebackhide__ = True
         number = cells.current_cell_number(self.shell)
         options = self._options(args)
         raw = f"%%tffunction {line}".rstrip() + "\n" + cell
@@ -282,10 +296,11 @@ class TFFunctionMagics(Magics):
             if value is None:
                 raise UsageError(f"%%tffunction --input-signature: {spec_error}") from None
             if not _all_specs(value):
-                raise UsageError(self._not_a_signature(text, value, params, spec_error))
+                raise UsageError(self._not_a_signature(text, value, params,
+                                                       spec_error)) from None
             if len(value) > len(params):
                 raise UsageError(f"%%tffunction --input-signature: {len(value)} entries, but "
-                                 f"{what} takes {len(params)} ({', '.join(params)})")
+                                 f"{what} takes {len(params)} ({', '.join(params)})") from None
             return list(value), params
         names = [e.name for e in entries]
         if names[0] is None:
@@ -330,7 +345,7 @@ class TFFunctionMagics(Magics):
     # -- a cell that defines functions ------------------------------------------------------------
     def _def_cell(self, args: Any, options: dict, cell: str, raw: str, program: Any,
                   number: int) -> Any:
-        __tracebackhide__ = True  # noqa: F841 - the cell's code shows first in tracebacks
+        __tracebackhide__ = True
         ns = self.shell.user_ns
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         body = program.tree.body
@@ -443,12 +458,13 @@ class TFFunctionMagics(Magics):
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         stub = compile("__kx_fn__(*__kx_args__)", filename, "eval")
         values = [ns[p] for p in info.params]
-        __tracebackhide__ = True  # noqa: F841 - IPython leaves this frame out of tracebacks
+        __tracebackhide__ = True
         try:
             result = eval(stub, {"__kx_fn__": fn, "__kx_args__": values})
         except Exception as e:
             # The traceback starts in the cell's own code, not in the magic and the engine.
-            raise e.with_traceback(_from_user_code(e.__traceback__, stub))
+            # (the same exception again, so no `from`: its own cause and context stay)
+            raise e.with_traceback(_from_user_code(e.__traceback__, stub))  # noqa: B904
         results = list(result) if isinstance(result, (tuple, list)) else [result]
         for name, value in zip(info.outputs, results):
             ns[name] = value

@@ -23,7 +23,8 @@ from __future__ import annotations
 import threading
 import time
 import weakref
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from ..engine import explain
 from . import records, render, units
@@ -33,7 +34,7 @@ from .cells import CellLocator, cell_info
 #: Secondary text: the theme's muted ink (4.5:1 or better in JupyterLab's light and dark).
 _MUTED = "color:var(--jp-ui-font-color2, #666)"
 
-__all__ = ["Monitor", "monitor", "attach", "detach", "DEFAULT_INTERVAL"]
+__all__ = ["DEFAULT_INTERVAL", "Monitor", "attach", "detach", "monitor"]
 
 #: Seconds between two polls of the counters while a cell runs.
 DEFAULT_INTERVAL = 0.25
@@ -240,8 +241,9 @@ class Monitor:
         return bundle
 
     def _ipython_display_(self) -> None:
-        from IPython.display import display
         import uuid
+
+        from IPython.display import display
 
         if self.display_id is None:
             self.display_id = f"kx-monitor-{uuid.uuid4().hex}"

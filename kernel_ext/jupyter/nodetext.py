@@ -24,7 +24,7 @@ from ..ir.graph import Node, subgraphs
 from ..ir.printer import format_attrs, format_value
 from . import records
 
-__all__ = ["INPUT_MARK", "node_text", "node_kind", "node_note", "MAX_TEXT"]
+__all__ = ["INPUT_MARK", "MAX_TEXT", "node_kind", "node_note", "node_text"]
 
 #: How a graph-node operand is written in a node's text (the edge says which node).
 INPUT_MARK = "·"

@@ -249,8 +249,8 @@ class RequestGraphMessage(TypedDict):
     signature: str
 
 
-KernelMessage = Union[SnapshotMessage, UpdateMessage, GraphMessage, ErrorMessage]
-FrontendMessage = Union[RequestSnapshotMessage, RequestGraphMessage]
+KernelMessage = SnapshotMessage | UpdateMessage | GraphMessage | ErrorMessage
+FrontendMessage = RequestSnapshotMessage | RequestGraphMessage
 
 _KERNEL_TYPES: dict[str, type] = {
     "snapshot": SnapshotMessage,

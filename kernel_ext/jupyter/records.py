@@ -22,8 +22,9 @@ from __future__ import annotations
 
 import inspect
 import logging
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence, TypedDict
+from typing import Any, TypedDict
 
 from ..engine import explain
 from ..ir.printer import describe_call, opaque_calls
@@ -31,7 +32,8 @@ from . import units
 from .units import percent
 
 __all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site", "inputs_text", "is_backward",
+           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site",
+           "inputs_text", "is_backward",
            "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
            "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
            "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
@@ -264,7 +266,7 @@ def signature_rows(function: Any) -> list[SignatureRow]:
         tier = str(getattr(cf, "tier", "") or "")
         rows.append(SignatureRow(
             id=sid,
-            inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),
+            inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),  # noqa: B023 - called now
             signature=str(cf.record.signature),
             outputs=_text_or_mark(cf.output_text),
             last_used=sid == last_used,
@@ -292,7 +294,7 @@ def dashboard_url(link: Any) -> str | None:
     return link
 
 
-def served_by(backend: str, found: Sequence["Segment"], tier: str = "",
+def served_by(backend: str, found: Sequence[Segment], tier: str = "",
               tier_state: str = "") -> str:
     """How a trace runs, in one plain sentence every view shows (the details, such as the
     tier's note, go on hover): ``"runs as 13 compiled kernels (numba-cpu)"``, ``"runs as one
@@ -306,7 +308,7 @@ def served_by(backend: str, found: Sequence["Segment"], tier: str = "",
     whole = len(kernels) < len(found)
     if backend == "numpy" or not found:
         base = "runs through NumPy, one call per operation"
-    elif tier_state == "whole" or whole and not tier:
+    elif tier_state == "whole" or (whole and not tier):
         base = f"runs as one compiled function ({backend})"
     elif backend.startswith("numba-cuda"):
         base = f"runs as {units.plural(len(kernels), 'CUDA kernel')} ({backend})"
@@ -333,7 +335,7 @@ _SETTLED = ("ready", "failed")
 _WAITING_NAMED = 3
 
 
-def compile_progress(found: Sequence["Segment"]) -> tuple[str, str]:
+def compile_progress(found: Sequence[Segment]) -> tuple[str, str]:
     """``(text, state)`` of an executable's kernels: ``("compiling in the background: 2 of 13
     kernels ready, about 4.10 s left; waiting: s3 (multiply → tanh), s4 (sum) and 9 more;
     NumPy runs them meanwhile", "compiling")``; ``("", "ready")`` once every kernel is ready;
@@ -392,7 +394,7 @@ def _notes_or_none(concrete_function: Any) -> tuple[str, ...]:
         return ()
 
 
-def _segments_or_none(executable: Any) -> list["Segment"]:
+def _segments_or_none(executable: Any) -> list[Segment]:
     try:
         return segments(executable)
     except Exception:  # noqa: BLE001 - a view must not fail on a report it cannot read

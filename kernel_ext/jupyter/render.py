@@ -18,15 +18,26 @@ ops have their own colours, and so do the nodes a gradient's backward pass made 
 from __future__ import annotations
 
 import html
-from typing import Any, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import Any
 
 from ..engine import explain
 from ..ir.graph import subgraphs
 from . import nodetext, records, units
 from .records import RetraceEntry, Segment
 
-__all__ = ["esc", "graph_svg", "graph_html", "GRAPH_NOTE", "counters_html", "signatures_html",
-           "retrace_log_html", "stale_html", "monitor_snapshot_html", "STYLE"]
+__all__ = [
+    "GRAPH_NOTE",
+    "STYLE",
+    "counters_html",
+    "esc",
+    "graph_html",
+    "graph_svg",
+    "monitor_snapshot_html",
+    "retrace_log_html",
+    "signatures_html",
+    "stale_html",
+]
 
 
 def esc(text: Any) -> str:
@@ -337,8 +348,8 @@ def _legend_parts(legend_rows: list, legends: list[tuple[int | None, str]],
                          f'fill="{fill}"{stroke}/><text x="{x + 16:.1f}" '
                          f'y="{y:.1f}" style="{_THEME_INK}">{esc(text)}</text>')
             x += 16 + len(text) * _CHAR_W + 12
-    for row, (k, text) in enumerate(legends):
-        y = ly + 18 * (row + len(legend_rows))
+    for line, (k, text) in enumerate(legends):
+        y = ly + 18 * (line + len(legend_rows))
         if k is not None:
             colour = _SEGMENT_COLOURS[k % len(_SEGMENT_COLOURS)]
             parts.append(f'<rect x="10" y="{y - 10:.1f}" width="12" height="12" '
@@ -409,7 +420,8 @@ def _describe_line(item: _Item, outputs: set[int], member: dict) -> None:
     segs = {member.get(n.name) for n in item.members}
     if len(segs) == 1 and None not in segs:
         seg = next(iter(segs))
-        item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]  # type: ignore[index]
+        assert seg is not None  # (None is not in segs)
+        item.stroke = _SEGMENT_COLOURS[seg % len(_SEGMENT_COLOURS)]
         item.dash, item.sw = ' stroke-dasharray="5 3"', 2.0
         item.segment = seg
     if any(id(n) in outputs for n in item.members):

@@ -14,8 +14,9 @@ renders it as HTML in the notebook with a plain-text fallback.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 from ..engine import explain
 from . import records, render, units
@@ -92,7 +93,7 @@ def _matches(function: Any, names: Sequence[str], namespace: dict | None) -> boo
     for name in names:
         bound = namespace.get(name) if namespace is not None else None
         if hasattr(bound, "retraces") and hasattr(bound, "stats"):
-            if bound is function or function.name == name and _replaced(function):
+            if bound is function or (function.name == name and _replaced(function)):
                 return True
         elif function.name == name:
             return True

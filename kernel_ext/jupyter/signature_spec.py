@@ -100,7 +100,7 @@ def _dtype(name: str, text: str, pos: int) -> np.dtype:
         dtype = np.dtype(name)
     except TypeError:
         dtype = None
-    if dtype is None or dtype.name != name and name not in ("int", "float", "complex"):
+    if dtype is None or (dtype.name != name and name not in ("int", "float", "complex")):
         # np.dtype("f4") and friends exist but are unreadable in a signature.
         raise SignatureSpecError(f"unknown dtype {name!r} (e.g. float32, float64, int32, "
                                  "int64, bool)", text, pos)
@@ -205,7 +205,7 @@ class _Parser:
 
     def dim(self) -> int | None:
         tok = self.tok
-        if tok.kind == "name" and tok.text == "None" or tok.text == "?":
+        if (tok.kind == "name" and tok.text == "None") or tok.text == "?":
             self.i += 1
             return None
         if tok.kind == "number" and re.fullmatch(r"\d+", tok.text):

@@ -478,7 +478,8 @@ _UNARY: dict[OpKind, Emit] = {
     K.RECIPROCAL: _reciprocal, K.EXP: _float_only("Exp"), K.EXP2: _exp2, K.EXPM1: _expm1,
     K.LOG: _float_only("Log"), K.LOG2: _log_base(2.0), K.LOG10: _log_base(10.0),
     K.LOG1P: _log1p, K.SIN: _float_only("Sin"), K.COS: _float_only("Cos"),
-    K.TAN: _float_only("Tan", False), K.ARCSIN: _float_only("Asin", False), K.ARCCOS: _float_only("Acos", False),
+    K.TAN: _float_only("Tan", False), K.ARCSIN: _float_only("Asin", False),
+    K.ARCCOS: _float_only("Acos", False),
     K.ARCTAN: _float_only("Atan", False), K.SINH: _float_only("Sinh", False),
     K.COSH: _float_only("Cosh", False), K.TANH: _float_only("Tanh"),
     K.ARCSINH: _float_only("Asinh", False), K.ARCCOSH: _float_only("Acosh", False),
@@ -1219,7 +1220,8 @@ def _basic_slices(b: GraphBuilder, node: Node, x: str, entries: list[_Index],
         axis += e.ndim if e.kind == "mask" else 1
     if not axes:
         return x
-    cat = (lambda parts: parts[0] if len(parts) == 1 else b.one("Concat", parts, axis=0))
+    def cat(parts):
+        return (parts[0] if len(parts) == 1 else b.one("Concat", parts, axis=0))
     return b.one("Slice", [x, cat(starts), cat(ends), b.ints(axes), cat(steps)])
 
 

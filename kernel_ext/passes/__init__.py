@@ -11,7 +11,7 @@ Each reaches into control-flow sub-graphs (:func:`recursive`). No pass mutates i
 traced graph survives next to the optimised one (``ConcreteFunction.node_counts``).
 """
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..ir import Graph, GraphLintError
 from .cse import eliminate_common_subexpressions, freeze
@@ -51,7 +51,21 @@ def run_pipeline(graph: Graph, passes: Sequence[Pass] = DEFAULT_PIPELINE,
 
 
 __all__ = [
-    "DEFAULT_PIPELINE", "MAX_FOLD_ELEMENTS", "Pass", "RULES", "Rewrite", "Rewriter",
-    "STATIC_FOLDS", "eliminate_common_subexpressions", "fold_constants", "freeze", "is_pure",
-    "map_subgraphs", "prune", "prune_dead_code", "recursive", "run_pipeline", "simplify",
+    "DEFAULT_PIPELINE",
+    "MAX_FOLD_ELEMENTS",
+    "RULES",
+    "STATIC_FOLDS",
+    "Pass",
+    "Rewrite",
+    "Rewriter",
+    "eliminate_common_subexpressions",
+    "fold_constants",
+    "freeze",
+    "is_pure",
+    "map_subgraphs",
+    "prune",
+    "prune_dead_code",
+    "recursive",
+    "run_pipeline",
+    "simplify",
 ]

@@ -19,7 +19,8 @@ object identity for anything it does not know (conservative: identical objects o
 from __future__ import annotations
 
 import struct
-from typing import Any, Hashable
+from collections.abc import Hashable
+from typing import Any
 
 import numpy as np
 
@@ -79,7 +80,7 @@ def freeze(value: Any) -> Hashable:
     return ("id", id(value))  # unknown objects: only the same object is equal to itself
 
 
-def node_key(node: Node, args: tuple) -> Hashable | None:
+def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
     """The merge key of ``node`` with (new-graph) ``args``, or ``None`` if it never merges."""
     if node.op is OpKind.CONSTANT:
         value = node.attrs["value"]

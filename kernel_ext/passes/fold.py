@@ -22,7 +22,8 @@ reading static information (``dim`` of a statically known dimension is that numb
 from __future__ import annotations
 
 import warnings
-from typing import Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -31,10 +32,10 @@ from .rewrite import Rewrite, Rewriter, is_pure, recursive
 
 MAX_FOLD_ELEMENTS = 1_000_000
 
-StaticFold = Callable[[Node, tuple], "np.ndarray | None"]
+StaticFold = Callable[[Node, tuple[Any, ...]], "np.ndarray | None"]
 
 
-def _fold_dim(node: Node, args: tuple) -> np.ndarray | None:
+def _fold_dim(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
     """``dim(x, axis)`` where that dimension of ``x`` is static."""
     x = args[0]
     shape = x.aval.shape if isinstance(x, Node) and isinstance(x.aval, AbstractValue) else None
@@ -43,25 +44,23 @@ def _fold_dim(node: Node, args: tuple) -> np.ndarray | None:
     axis = node.attrs["axis"]
     if not -len(shape) <= axis < len(shape) or shape[axis] is None:
         return None
-    return np.asarray(shape[axis], dtype=node.aval.dtype)
+    return np.asarray(shape[axis], dtype=node.dtype)
 
 
 STATIC_FOLDS: dict[OpKind, StaticFold] = {OpKind.DIM: _fold_dim}
 
 
-def _all_known(args: tuple) -> bool:
+def _all_known(args: tuple[Any, ...]) -> bool:
     """Every argument is a literal or a constant node."""
-    for a in args:
-        if isinstance(a, Node) and a.op is not OpKind.CONSTANT:
-            return False
-    return True
+    return all(not isinstance(a, Node) or a.op is OpKind.CONSTANT for a in args)
 
 
-def evaluate(node: Node, args: tuple) -> np.ndarray | None:
+def evaluate(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
     """``node``'s value from known ``args`` (constant nodes or literals), or ``None`` when it
     must not be folded (too big, raises, warns, or disagrees with the node's aval)."""
     aval = node.aval
-    if aval.shape is None or None in aval.shape or aval.size > MAX_FOLD_ELEMENTS:
+    if aval is None or aval.shape is None or None in aval.shape \
+            or (aval.size or 0) > MAX_FOLD_ELEMENTS:
         return None
     values = [a.attrs["value"] if isinstance(a, Node) else a for a in args]
     try:

@@ -27,8 +27,10 @@ domain matches and the merge keeps every segment convex.
 from __future__ import annotations
 
 import heapq
+import itertools
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Any
 
 from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, has_effects
 
@@ -45,7 +47,7 @@ class Segment:
     nodes: list[Node]
     inputs: list[Node]
     outputs: list[Node]
-    domain: tuple
+    domain: tuple[Any, ...]
     reduction: Node | None = None
     index: int = 0
 
@@ -108,7 +110,7 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
     """
     sets = _Sets()
     seg_of: dict[Node, int] = {}          # member -> segment id (resolve with find)
-    domain: dict[int, tuple] = {}          # root id -> domain shape
+    domain: dict[int, tuple[Any, ...]] = {}          # root id -> domain shape
     reduced: dict[int, Node] = {}          # root id -> terminal reduction
     size: dict[int, int] = {}
     ancestors: dict[Node, frozenset[int]] = {}  # segment ids a node depends on (incl. its own)
@@ -123,10 +125,10 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
         joined: int | None = None
         if not has_effects(node) and can_fuse(node):
             if node.op.group is OpGroup.ELEMENTWISE:
-                joined = _try_join(node, args, node.aval.shape, sets, seg_of, domain, reduced,
+                joined = _try_join(node, args, _known_shape(node), sets, seg_of, domain, reduced,
                                    size, anc, max_nodes, terminal=False, members=members)
             else:
-                joined = _try_join(node, args[:1], args[0].aval.shape, sets, seg_of, domain,
+                joined = _try_join(node, args[:1], _known_shape(args[0]), sets, seg_of, domain,
                                    reduced, size, anc, max_nodes, terminal=True,
                                    members=members)
         deps: set[int] = set()
@@ -147,7 +149,8 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
 
 
 def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
-                    domain: dict[int, tuple], reduced: dict[int, Node], size: dict[int, int],
+                    domain: dict[int, tuple[Any, ...]], reduced: dict[int, Node],
+                    size: dict[int, int],
                     ancestors: dict[Node, frozenset[int]], max_nodes: int) -> None:
     """Horizontal fusion: independent segments over the same domain that read a common
     input become one kernel (one pass over the shared inputs, one call instead of several).
@@ -190,7 +193,7 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
 
     users = graph.users()
     effects = [n for n in graph.nodes if has_effects(n)]
-    next_effect = dict(zip(effects, effects[1:]))  # schedule runs effects in program order
+    next_effect = dict(itertools.pairwise(effects))  # schedule runs effects in program order
 
     def reaches(a: int, b: int) -> bool:
         """Is segment ``b`` computed from segment ``a`` now, through any path of nodes and
@@ -292,8 +295,15 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
                 break
 
 
-def _try_join(node: Node, producers: Sequence[Node], dom: tuple, sets: _Sets,
-              seg_of: dict[Node, int], domain: dict[int, tuple], reduced: dict[int, Node],
+def _known_shape(node: Node) -> tuple[Any, ...]:
+    """The shape of a node :func:`can_fuse` accepted (or of its reduction's input): known."""
+    shape = node.shape
+    assert shape is not None
+    return shape
+
+
+def _try_join(node: Node, producers: Sequence[Node], dom: tuple[Any, ...], sets: _Sets,
+              seg_of: dict[Node, int], domain: dict[int, tuple[Any, ...]], reduced: dict[int, Node],
               size: dict[int, int], anc: Callable[[Node], set[int]], max_nodes: int,
               terminal: bool, members: dict[int, list[Node]]) -> int:
     """Put ``node`` in a segment (merging its producers' segments where allowed); its id."""
@@ -305,7 +315,7 @@ def _try_join(node: Node, producers: Sequence[Node], dom: tuple, sets: _Sets,
         sid = sets.find(sid)
         if sid in candidates or sid in reduced or domain[sid] != dom:
             continue
-        if p.aval.shape != dom:
+        if p.shape != dom:
             continue
         candidates.append(sid)
     # Greedily keep the candidates whose merge stays convex and small enough.
@@ -351,7 +361,7 @@ def _convex(node: Node, merging: list[int], members_of: dict[int, list[Node]],
     return True
 
 
-def _collect(graph: Graph, sets: _Sets, seg_of: dict[Node, int], domain: dict[int, tuple],
+def _collect(graph: Graph, sets: _Sets, seg_of: dict[Node, int], domain: dict[int, tuple[Any, ...]],
              reduced: dict[int, Node]) -> list[Segment]:
     groups: dict[int, list[Node]] = {}
     for node in graph.nodes:
@@ -419,11 +429,11 @@ def schedule(graph: Graph, segments: Sequence[Segment]) -> list[Node | Segment]:
         units.append(unit)
         position.append(index_of[n])
     for n in graph.nodes:
-        u = owner[n]
+        n_unit = owner[n]
         for a in n.inputs:
             d = owner[a]
-            if d != u:
-                units[u].deps.add(d)
+            if d != n_unit:
+                units[n_unit].deps.add(d)
     users: list[list[int]] = [[] for _ in units]
     missing = [len(u.deps) for u in units]
     for i, u in enumerate(units):

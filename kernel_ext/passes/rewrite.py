@@ -17,7 +17,8 @@ replaces, or stays as it is when it is a view op itself (see :meth:`Rewriter.use
 
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 from ..ir import VIEW_OPS, AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
 
@@ -35,8 +36,8 @@ class Rewrite(NamedTuple):
     """A replacement node to build: ``op(*args, **attrs)``, its args already in the new graph."""
 
     op: OpKind
-    args: tuple = ()
-    attrs: dict = {}
+    args: tuple[Any, ...] = ()
+    attrs: dict[str, Any] = {}  # noqa: RUF012 - a NamedTuple field's default, never mutated
 
 
 def is_pure(node: Node) -> bool:
@@ -108,12 +109,13 @@ class Rewriter:
         """An old argument's value (literals unchanged)."""
         return self.env[a] if isinstance(a, Node) else a
 
-    def args(self, node: Node) -> tuple:
+    def args(self, node: Node) -> tuple[Any, ...]:
         env = self.env
         return tuple([env[a] if isinstance(a, Node) else a for a in node.args])
 
     # -- deciding ---------------------------------------------------------------------------
-    def keep(self, node: Node, attrs: dict | None = None, args: tuple | None = None) -> Node:
+    def keep(self, node: Node, attrs: dict[str, Any] | None = None,
+             args: tuple[Any, ...] | None = None) -> Node:
         """Keep ``node`` (with new ``attrs`` if given, e.g. optimised sub-graphs). ``args``
         saves recomputing :meth:`args` when the caller has it already."""
         if args is None:
@@ -175,7 +177,8 @@ class Rewriter:
         self.changed = True
         return True
 
-    def add(self, name: str, op: OpKind, args: tuple, attrs: dict | None = None) -> Node:
+    def add(self, name: str, op: OpKind, args: tuple[Any, ...],
+            attrs: dict[str, Any] | None = None) -> Node:
         """A new node ``op(*args)`` (args are values), for a rewrite that builds several
         nodes in place of one (then :meth:`use` the last); its aval is abstract-evaluated,
         so an invalid combination raises here, before anything is replaced."""
@@ -211,7 +214,7 @@ class Rewriter:
         return g, True
 
     # -- internals --------------------------------------------------------------------------
-    def _new(self, name: str, op: OpKind, args: tuple, attrs: dict, aval: Any,
+    def _new(self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any], aval: Any,
              source: Any = None) -> Node:
         # ``source``: the line of user code that made the node it replaces (for the views)
         node = Node(name, op, args, attrs, aval, source)
@@ -232,7 +235,7 @@ class Rewriter:
 # Sub-graphs
 # ---------------------------------------------------------------------------------------------
 
-def map_subgraphs(node: Node, fn: Pass) -> tuple[dict, bool]:
+def map_subgraphs(node: Node, fn: Pass) -> tuple[dict[str, Any], bool]:
     """``node``'s attrs with every sub-graph (``Graph`` values and tuples of them, as
     :func:`~kernel_ext.ir.subgraphs` finds them) replaced by ``fn(subgraph)``.
 
@@ -273,7 +276,7 @@ def recursive(flat: Pass, name: str | None = None, doc: str | None = None) -> Pa
         graph, outer = flat(graph)
         return graph, inner or outer
 
-    run.__name__ = run.__qualname__ = name or getattr(flat, "__name__", "pass")
+    run.__name__ = run.__qualname__ = name or str(getattr(flat, "__name__", "pass"))
     run.__doc__ = doc if doc is not None else flat.__doc__
     run.__wrapped__ = flat  # type: ignore[attr-defined]
     return run

@@ -67,14 +67,14 @@ class _Terms:
 
     def __init__(self, rw: Rewriter, root: Node, users: dict[Node, int]) -> None:
         self.rw, self.root, self.users = rw, root, users
-        self.shape = root.aval.shape
+        self.shape = root.shape
         self.memo: dict[tuple[Node, int], Any] = {}
         self.added = 0
 
     def inner(self, v: Node) -> bool:
         """Is ``v`` recomputed per position (an elementwise member read only here)?"""
         return v is self.root or (v.op.group is OpGroup.ELEMENTWISE and
-                                  v.aval.shape == self.shape and self.users.get(v, 0) == 1)
+                                  v.shape == self.shape and self.users.get(v, 0) == 1)
 
     def term(self, v: Any, k: int) -> Any:
         if not isinstance(v, Node):
@@ -85,10 +85,12 @@ class _Terms:
         if self.inner(v):
             args = tuple(self.term(a, k) for a in v.args)
             out = self.rw.add(v.name, v.op, args, v.attrs)
-        elif v.aval.shape == ():
+        elif v.shape == ():
             out = self.rw.arg(v)
         else:
-            last = v.aval.shape[-1]
+            shape = v.shape
+            assert shape is not None  # a sum's operands have a known rank here
+            last = shape[-1]
             out = self.rw.add(f"{v.name}_at", OpKind.GETITEM, (self.rw.arg(v),),
                               {"index": (Ellipsis, k if last != 1 else 0)})
         self.added += 1
@@ -151,7 +153,7 @@ def _flat(graph: Graph) -> tuple[Graph, bool]:
         except Exception:  # noqa: BLE001 - too big, or an op's abstract eval refused: keep it
             rw.keep(node)
             continue
-        if total.aval.shape != node.aval.shape or total.dtype != node.dtype:
+        if total.shape != node.shape or total.dtype != node.dtype:
             rw.keep(node)
             continue
         rw.use(node, total)

@@ -36,15 +36,16 @@ this: the driver (:func:`propose`) decides, from :func:`layout_observers`.
 from __future__ import annotations
 
 import math
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any, TypeAlias, cast
 
 import numpy as np
 
 from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind
 from .rewrite import Rewrite, Rewriter, fully_known, is_pure, recursive, same_aval
 
-Proposal = "Node | Rewrite | None"
-Rule = Callable[[Node, tuple], Proposal]
+Proposal: TypeAlias = Node | Rewrite | None
+Rule = Callable[[Node, tuple[Any, ...]], Proposal]
 Test = Callable[[Any], Any]  # element-wise: array in, bool array out; literal in, bool out
 
 _IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
@@ -70,10 +71,10 @@ def _kind(x: Any) -> str | None:
     return dtype.kind if dtype.kind in "biufc" else None
 
 
-def _fits(small: tuple, big: tuple | None) -> bool:
+def _fits(small: tuple[Any, ...] | None, big: tuple[Any, ...] | None) -> bool:
     """Broadcasting an array of shape ``small`` against one of shape ``big`` leaves ``big``
     unchanged, whatever the run-time sizes of ``big``'s unknown dims."""
-    if big is None or len(small) > len(big):
+    if small is None or big is None or len(small) > len(big):
         return False
     return all(s == 1 or (b is not None and s == b) for s, b in zip(small[::-1], big[::-1]))
 
@@ -82,7 +83,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
     """``c`` is a literal or a constant node whose every element passes ``test``, and
     broadcasting it against ``like`` cannot change ``like``'s shape."""
     if isinstance(c, Node) and c.op is OpKind.BROADCAST_TO and isinstance(c.args[0], Node) \
-            and c.args[0].op is OpKind.CONSTANT and _fits(c.aval.shape, like.aval.shape):
+            and c.args[0].op is OpKind.CONSTANT and _fits(c.shape, like.shape):
         # a constant broadcast too large to fold (a gradient's seed of ones over 10M
         # elements): its elements are the small constant's
         c = c.args[0]
@@ -90,7 +91,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
         if c.op is not OpKind.CONSTANT:
             return False
         value = c.attrs["value"]
-        if value.size > _MAX_SCAN or not _fits(value.shape, like.aval.shape):
+        if value.size > _MAX_SCAN or not _fits(value.shape, like.shape):
             return False
     elif isinstance(c, _LITERAL_TYPES):
         return bool(test(c))
@@ -123,8 +124,8 @@ def _negative_zero(v: Any) -> Any:
 def _positive_zero(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return (v == 0) & ~np.signbit(v)
-    return type(v) in (bool, int) and v == 0 or type(v) is float and v == 0 \
-        and math.copysign(1.0, v) > 0
+    return (type(v) in (bool, int) and v == 0) or (type(v) is float and v == 0 \
+        and math.copysign(1.0, v) > 0)
 
 
 def _truthy(v: Any) -> Any:
@@ -139,7 +140,7 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
     """Rules for ``op(x, c) -> x`` (``sides`` "right"), ``op(c, x) -> x`` ("left") or both
     ("both"), where ``c`` passes ``tests[kind of x's dtype]`` element-wise."""
     def make(x_at: int) -> Rule:
-        def rule(node: Node, args: tuple) -> Proposal:
+        def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
             if len(args) != 2 or node.params:
                 return None
             x, c = args[x_at], args[1 - x_at]
@@ -157,10 +158,13 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
 
 def same_operands(kinds: str) -> Rule:
     """``op(x, x) -> x`` (``maximum``, ``logical_and``, ...) for dtype kinds in ``kinds``."""
-    def rule(node: Node, args: tuple) -> Proposal:
-        if len(args) == 2 and args[0] is args[1] and not node.params and _kind(args[0]) \
-                and _kind(args[0]) in kinds:
-            return args[0]
+    def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
+        if len(args) != 2 or args[0] is not args[1] or node.params:
+            return None
+        kind = _kind(args[0])
+        if kind and kind in kinds:  # (so args[0] is a node)
+            first: Node = args[0]
+            return first
         return None
     return rule
 
@@ -168,11 +172,11 @@ def same_operands(kinds: str) -> Rule:
 def involution(kinds: str) -> Rule:
     """``f(f(x)) -> x`` for a self-inverse ``f`` (negative, invert, ...), ``x``'s kind in
     ``kinds``."""
-    def rule(node: Node, args: tuple) -> Proposal:
+    def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         inner = args[0]
         if isinstance(inner, Node) and inner.op is node.op and not inner.params \
                 and not node.params and (_kind(inner.args[0]) or "-") in kinds:
-            return inner.args[0]
+            return cast(Node, inner.args[0])
         return None
     return rule
 
@@ -180,7 +184,7 @@ def involution(kinds: str) -> Rule:
 def idempotent(kinds: str) -> Rule:
     """``f(f(x)) -> f(x)`` for an idempotent ``f`` (floor, absolute, sign, ...), where the
     inner result's kind is in ``kinds``."""
-    def rule(node: Node, args: tuple) -> Proposal:
+    def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         inner = args[0]
         if isinstance(inner, Node) and inner.op is node.op and not inner.params \
                 and not node.params and (_kind(inner) or "-") in kinds:
@@ -192,9 +196,9 @@ def idempotent(kinds: str) -> Rule:
 def identity_on(kinds: str) -> Rule:
     """``f(x) -> x`` where ``f`` leaves values of these kinds unchanged (``floor`` of ints,
     ``positive``, ``conjugate`` of reals) — the aval check ensures NumPy keeps the dtype."""
-    def rule(node: Node, args: tuple) -> Proposal:
+    def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         if not node.params and (_kind(args[0]) or "-") in kinds:
-            return args[0]
+            return cast(Node, args[0])
         return None
     return rule
 
@@ -225,7 +229,7 @@ def _exact_widening(src: np.dtype, dst: np.dtype) -> bool:
     return dst.itemsize * 8 - 1 >= bits  # into signed ints
 
 
-def _cast(node: Node, args: tuple) -> Proposal:
+def _cast(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``cast(x, x.dtype) -> x``; ``cast(cast(x, wider), x.dtype) -> x``."""
     x = args[0]
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
@@ -251,7 +255,7 @@ def _axes(axes: Any, ndim: int) -> tuple[int, ...] | None:
     return out if sorted(out) == list(range(ndim)) else None
 
 
-def _transpose(node: Node, args: tuple) -> Proposal:
+def _transpose(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``transpose`` by the identity permutation -> ``x``; two transposes -> one (or none)."""
     x = args[0]
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue) or x.aval.ndim is None:
@@ -269,27 +273,27 @@ def _transpose(node: Node, args: tuple) -> Proposal:
             return None
         composed = tuple(inner[a] for a in outer)
         if composed == tuple(range(ndim)):
-            return inner_x
+            return cast(Node, inner_x)
         return Rewrite(OpKind.TRANSPOSE, (inner_x,), {"axes": composed})
     return None
 
 
-def _reshape(node: Node, args: tuple) -> Proposal:
+def _reshape(node: Node, args: tuple[Any, ...]) -> Proposal:
     """Reshape to the same static shape -> ``x``; reshape of a reshape -> one reshape."""
     x = args[0]
     if not isinstance(x, Node) or not fully_known(x.aval):
         return None
-    if x.aval.shape == node.aval.shape:
+    if x.shape == node.shape:
         return x
     if x.op is OpKind.RESHAPE and isinstance(x.args[0], Node) and fully_known(x.args[0].aval):
         return Rewrite(OpKind.RESHAPE, (x.args[0],), dict(node.attrs))
     return None
 
 
-def _broadcast_to(node: Node, args: tuple) -> Proposal:
+def _broadcast_to(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``broadcast_to(x, x.shape) -> x`` for a static shape."""
     x = args[0]
-    if isinstance(x, Node) and fully_known(x.aval) and x.aval.shape == node.aval.shape:
+    if isinstance(x, Node) and fully_known(x.aval) and x.shape == node.shape:
         return x
     return None
 
@@ -301,20 +305,20 @@ def _is_full_slice(c: Any) -> bool:
             and c.step in (None, 1) and type(c.start) is not bool and type(c.step) is not bool)
 
 
-def _getitem(node: Node, args: tuple) -> Proposal:
+def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``x[:]``, ``x[...]``, ``x[:, :]`` -> ``x``."""
     template = node.attrs["index"]
     if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
-        return args[0]
+        return cast(Node, args[0])
     return None
 
 
-def _flip(node: Node, args: tuple) -> Proposal:
+def _flip(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``flip(flip(x, a), a) -> x``."""
     x = args[0]
     if isinstance(x, Node) and x.op is OpKind.FLIP and x.attrs == node.attrs \
             and _static_axis(node.attrs.get("axis")):
-        return x.args[0]
+        return cast(Node, x.args[0])
     return None
 
 
@@ -323,13 +327,13 @@ def _static_axis(axis: Any) -> bool:
         isinstance(axis, tuple) and all(type(a) is int for a in axis))
 
 
-def _copy(node: Node, args: tuple) -> Proposal:
+def _copy(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``copy(copy(x)) -> copy(x)``."""
     x = args[0]
     return x if isinstance(x, Node) and x.op is OpKind.COPY else None
 
 
-def _where(node: Node, args: tuple) -> Proposal:
+def _where(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``where(c, x, x) -> x``; ``where(True, x, y) -> x`` and ``where(False, x, y) -> y`` for
     a literal condition, all with static shapes (so broadcasting is known not to widen)."""
     if len(args) != 3:
@@ -354,14 +358,14 @@ def _is_identity_matrix(c: Any) -> bool:
             and bool(np.array_equal(value, np.eye(value.shape[0], dtype=value.dtype))))
 
 
-def _matmul(node: Node, args: tuple) -> Proposal:
+def _matmul(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``x @ I -> x`` and ``I @ x -> x`` for integer and bool ``x``: every product is exact and
     the added zeros cannot overflow (for floats ``nan * 0`` and signed zeros break it)."""
     a, b = args
     if _is_identity_matrix(b) and (_kind(a) or "-") in "biu":
-        return a
+        return cast(Node, a)
     if _is_identity_matrix(a) and (_kind(b) or "-") in "biu":
-        return b
+        return cast(Node, b)
     return None
 
 
@@ -445,7 +449,7 @@ def _same_layout(node: Node, target: Node) -> bool:
     return not target.op.may_alias and _one_array_operand(node)
 
 
-def propose(node: Node, args: tuple, rw: Rewriter, rules: list[Rule],
+def propose(node: Node, args: tuple[Any, ...], rw: Rewriter, rules: list[Rule],
             layout_seen: bool = False) -> bool:
     """Try ``rules`` on ``node`` in order; apply the first acceptable proposal to ``rw``.
 

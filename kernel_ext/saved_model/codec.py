@@ -218,8 +218,8 @@ class Encoder:
                     "model holds data only, never Python code",
                     "Fix: write the function with NumPy operations kx.function traces, or call "
                     "it outside the kx.function and pass its result in as an argument.")
-        elif node.op is OpKind.RANDOM_CALL:
-            if random_function_name(node.attrs.get("fn")) is None:
+        elif (node.op is OpKind.RANDOM_CALL
+                and random_function_name(node.attrs.get("fn")) is None):
                 raise self._refuse(
                     "it draws from a np.random.Generator (or shuffles) held by reference; a "
                     "saved model cannot hold the generator's state",
@@ -443,9 +443,9 @@ class Decoder:
         if op is OpKind.WHILE and not (isinstance(attrs.get("cond"), Graph) and
                                        isinstance(attrs.get("body"), Graph)):
             raise self.fail(f"{what}: a while needs cond and body graphs")
-        if op in (OpKind.NUMPY_CALL, OpKind.RANDOM_CALL):
-            if not callable(attrs.get("fn")) or not isinstance(attrs.get("template"),
-                                                               CallTemplate):
+        if op in (OpKind.NUMPY_CALL, OpKind.RANDOM_CALL) and (
+                not callable(attrs.get("fn"))
+                or not isinstance(attrs.get("template"), CallTemplate)):
                 raise self.fail(f"{what}: an opaque call needs a NumPy function and a template")
         if op in (OpKind.READ_VARIABLE, OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,
                   OpKind.ASSIGN_SUB_VARIABLE) and "variable" not in attrs:

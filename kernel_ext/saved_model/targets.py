@@ -82,7 +82,7 @@ def _attributes(obj: Any) -> list[tuple[str, Any]]:
             continue
         try:
             value = getattr(obj, name)
-        except Exception:  # noqa: BLE001, S112 - a property that fails is not exported
+        except Exception:  # noqa: BLE001 - a property that fails is not exported
             continue
         out.append((name, value))
     return out

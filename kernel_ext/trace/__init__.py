@@ -6,14 +6,42 @@ from .opaque import MUTATING_FUNCTIONS, numpy_call
 from .printing import kx_print
 from .pytree import TreeNode, flatten_outputs, unflatten
 from .tensor import Tensor
-from .types import (Dataclass, Dict, Literal, PlaceholderContext, Sequence_, TensorSpec,
-                    TraceType, VariableType, WeakRef, make_trace_type)
+from .types import (
+                    Dataclass,
+                    Dict,
+                    Literal,
+                    PlaceholderContext,
+                    Sequence_,
+                    TensorSpec,
+                    TraceType,
+                    VariableType,
+                    WeakRef,
+                    make_trace_type,
+)
 from .variables import Variable
 
 __all__ = [
-    "Dataclass", "Dict", "HANDLERS", "Literal", "MUTATING_FUNCTIONS", "PlaceholderContext",
-    "Sequence_", "Tensor",
-    "TensorSpec", "TraceContext", "TraceType", "TreeNode", "Variable", "VariableType", "WeakRef",
-    "bind", "current_context", "flatten_outputs", "kx_print", "make_trace_type", "numpy_call",
-    "supported_numpy_functions", "unflatten",
+                    "HANDLERS",
+                    "MUTATING_FUNCTIONS",
+                    "Dataclass",
+                    "Dict",
+                    "Literal",
+                    "PlaceholderContext",
+                    "Sequence_",
+                    "Tensor",
+                    "TensorSpec",
+                    "TraceContext",
+                    "TraceType",
+                    "TreeNode",
+                    "Variable",
+                    "VariableType",
+                    "WeakRef",
+                    "bind",
+                    "current_context",
+                    "flatten_outputs",
+                    "kx_print",
+                    "make_trace_type",
+                    "numpy_call",
+                    "supported_numpy_functions",
+                    "unflatten",
 ]

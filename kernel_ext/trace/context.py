@@ -12,15 +12,16 @@ Module order (no cycles): ``state`` < ``operators`` < ``tensor`` < ``variables``
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from .. import errors
 from ..ir import Graph, Node, OpKind
-from .state import ACTIVITY, context_stack, current_context
 from .source_lines import record_lines
+from .state import ACTIVITY, context_stack, current_context
 from .tensor import Tensor, bind, leaked_error, user_frame_description
 from .types import PLAIN_ARRAY_CLASSES, array_subclass_error
 from .variables import Variable
@@ -72,8 +73,8 @@ class TraceContext:
     """Everything recorded while one Function body is traced for one input signature."""
 
     def __init__(self, name: str, *, function_name: str | None = None,
-                 variable_policy: Callable[["Variable"], None] | None = None,
-                 parent: "TraceContext | None" = None) -> None:
+                 variable_policy: Callable[[Variable], None] | None = None,
+                 parent: TraceContext | None = None) -> None:
         self.graph = record_lines(Graph(name))  # every node knows the user line that made it
         self.function_name = function_name or name
         self.parent = parent
@@ -82,7 +83,7 @@ class TraceContext:
         # tensor): (outer node, local placeholder), in first-use order.
         self.captures: list[tuple[Node, Node]] = []
         self._outer: dict[Node, Node] = {}
-        self.created_variables: list["Variable"] = []
+        self.created_variables: list[Variable] = []
         self._variable_policy = variable_policy
         # id(array) -> (array, node): one capture per array object; holding the array keeps its
         # id from being reused by another object during the trace.
@@ -106,12 +107,12 @@ class TraceContext:
         self.array_writes: dict[int, Tensor] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
-    def child(self, name: str) -> "TraceContext":
+    def child(self, name: str) -> TraceContext:
         """A context for a sub-graph (branch, loop body) nested in this one."""
         return TraceContext(name, function_name=self.function_name,
                             variable_policy=self._variable_policy, parent=self)
 
-    def is_ancestor(self, other: "TraceContext") -> bool:
+    def is_ancestor(self, other: TraceContext) -> bool:
         ctx = self.parent
         while ctx is not None:
             if ctx is other:
@@ -119,7 +120,7 @@ class TraceContext:
             ctx = ctx.parent
         return False
 
-    def capture_outer(self, tensor: "Tensor") -> Node:
+    def capture_outer(self, tensor: Tensor) -> Node:
         """A placeholder of this sub-graph standing for ``tensor`` of an enclosing trace."""
         node = tensor.node  # (a view first catches up with its root: it may change context)
         outer_node = node if tensor.context is self.parent else \
@@ -128,13 +129,13 @@ class TraceContext:
         if hit is not None:
             return hit
         ph = self.graph.create_node(OpKind.PLACEHOLDER, (), {
-            "shape": outer_node.aval.shape, "dtype": outer_node.aval.dtype},
+            "shape": outer_node.shape, "dtype": outer_node.dtype},
             name=outer_node.name)
         self._outer[outer_node] = ph
         self.captures.append((outer_node, ph))
         return ph
 
-    def __enter__(self) -> "TraceContext":
+    def __enter__(self) -> TraceContext:
         self.active = True
         context_stack().append(self)
         with ACTIVITY.lock:
@@ -150,7 +151,7 @@ class TraceContext:
         self._captured.clear()
 
     # -- inputs -------------------------------------------------------------------------------
-    def placeholder(self, name: str, shape: tuple | None, dtype: Any, path: tuple) -> "Tensor":
+    def placeholder(self, name: str, shape: tuple | None, dtype: Any, path: tuple) -> Tensor:
         tensor = self.tensor(self.graph.placeholder(name, shape, dtype, path=path))
         self.inputs.append((path, tensor))
         return tensor
@@ -188,7 +189,7 @@ class TraceContext:
         if reason and not note.reason:
             note.reason = reason
 
-    def top(self) -> "TraceContext":
+    def top(self) -> TraceContext:
         """The trace of the function itself (this one, or the one this branch/body is in)."""
         top = self
         while top.parent is not None:
@@ -230,7 +231,7 @@ class TraceContext:
         node = self.graph.create_node(op, lifted, attrs or {}, name=name)
         return None if node.aval is None else Tensor(node, self)
 
-    def on_variable_created(self, var: "Variable") -> None:
+    def on_variable_created(self, var: Variable) -> None:
         if self._variable_policy is not None:
             self._variable_policy(var)
         self.created_variables.append(var)
@@ -309,13 +310,13 @@ class TraceContext:
                     break
         return shared
 
-    def check_owned(self, tensor: "Tensor") -> None:
+    def check_owned(self, tensor: Tensor) -> None:
         ctx = tensor.context
         if ctx is self and self.active:
             return
         raise leaked_error(tensor)
 
-    def lift_tensor(self, tensor: "Tensor") -> Node:
+    def lift_tensor(self, tensor: Tensor) -> Node:
         """The node for ``tensor`` here: its own, or a capture if it belongs to an enclosing
         trace that is still running."""
         node = tensor.node  # (a view first catches up with its root: it may change context)
@@ -326,7 +327,7 @@ class TraceContext:
             return self.capture_outer(tensor)
         raise leaked_error(tensor)
 
-    def read_variable(self, var: "Variable") -> "Tensor":
+    def read_variable(self, var: Variable) -> Tensor:
         node = self.graph.create_node(OpKind.READ_VARIABLE, (), {"variable": var},
                                       name=f"{var.name}/read")
         return self.tensor(node)

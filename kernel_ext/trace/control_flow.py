@@ -13,7 +13,8 @@ like the Python they stand for (no graph).
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +23,13 @@ from ..ir import AbstractValue, Graph, Node, OpKind
 from ..ir.interpreter import tensor_array_write
 from .context import TraceContext, bind, current_context
 from .opaque import PythonNumber
-from .tensor import (Tensor, describe_tensor, is_immutable_scalar, next_version,
-                     user_frame_description)
+from .tensor import (
+    Tensor,
+    describe_tensor,
+    is_immutable_scalar,
+    next_version,
+    user_frame_description,
+)
 from .types import TensorSpec
 from .variables import Variable, resolve
 from .zero_d import SCALAR, zero_d_kind
@@ -42,8 +48,8 @@ class Undefined:
                         "assigned in only some branches or only inside a loop body). Fix: give "
                         f"'{self.name}' a value before the if/loop.")
 
-    __getattr__ = _fail  # type: ignore[assignment]
-    __call__ = __bool__ = __add__ = __radd__ = __mul__ = __array__ = _fail  # type: ignore
+    __getattr__ = _fail
+    __call__ = __bool__ = __add__ = __radd__ = __mul__ = __array__ = _fail
 
     def __repr__(self) -> str:
         return f"<undefined {self.name}>"
@@ -56,7 +62,7 @@ class Undefined:
 @dataclasses.dataclass
 class _Tree:
     kind: str                      # leaf, tuple, list, namedtuple, dict, tensor_array
-    children: list["_Tree"] = dataclasses.field(default_factory=list)
+    children: list[_Tree] = dataclasses.field(default_factory=list)
     aux: Any = None
 
 
@@ -156,8 +162,8 @@ def _with_inputs(graph: Graph, own: Sequence[Node], captures: Sequence[tuple[Nod
                                     aval=ph.aval)
     for outer in union:
         ph = by_outer.get(outer)
-        new = g.create_node(OpKind.PLACEHOLDER, (), {"shape": outer.aval.shape,
-                                                     "dtype": outer.aval.dtype},
+        new = g.create_node(OpKind.PLACEHOLDER, (), {"shape": outer.shape,
+                                                     "dtype": outer.dtype},
                             name=outer.name, aval=outer.aval)
         if ph is not None:
             mapping[ph] = new
@@ -289,10 +295,10 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     f_graph = _with_inputs(f_ctx.graph, [], f_ctx.captures, union, outs["f"])
     out_avals = []
     for ta, fa in zip(t_graph.outputs, f_graph.outputs):
-        if ta.aval.dtype != fa.aval.dtype:  # pragma: no cover - unified above
+        if ta.dtype != fa.dtype:  # pragma: no cover - unified above
             raise TypeError("internal: branch dtypes differ after unification")
-        out_avals.append(AbstractValue(_merge_shapes(ta.aval.shape, fa.aval.shape),
-                                       ta.aval.dtype))
+        out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape),
+                                       ta.dtype))
     node = ctx.graph.create_node(OpKind.COND, (pred_node, *union),
                                  {"branches": (t_graph, f_graph),
                                   "out_avals": tuple(out_avals)}, name=name)
@@ -498,8 +504,8 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                 if k in detached or not (id(leaf) in owners or (
                         isinstance(leaf, Tensor) and leaf.storage_root is not leaf)):
                     py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
-                    if py_type is not None or isinstance(leaf, np.generic) or isinstance(
-                            leaf, Tensor) and is_immutable_scalar(leaf):
+                    if py_type is not None or isinstance(leaf, np.generic) or (isinstance(
+                            leaf, Tensor) and is_immutable_scalar(leaf)):
                         # a Python number or NumPy scalar: ``s += x`` in the body rebinds,
                         # as eagerly
                         phs[k].attrs["scalar_form"] = True
@@ -635,14 +641,14 @@ def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractVa
             "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
             f"inside the loop, e.g. .astype(np.{spec.dtype.name}).")
     node = _lift_leaf(b_ctx, new, spec.dtype)
-    if not TensorSpec(node.aval.shape, spec.dtype).is_subtype_of(
+    if not TensorSpec(node.shape, spec.dtype).is_subtype_of(
             TensorSpec(spec.shape, spec.dtype)):
         raise ValueError(
             f"'{leaf_name}' has shape {_fmt(spec.shape)} before the loop but "
-            f"{_fmt(node.aval.shape)} after one iteration; a traced loop keeps each "
+            f"{_fmt(node.shape)} after one iteration; a traced loop keeps each "
             "variable's shape. Fix: declare the dimensions that change as None with "
             f"shape invariants, e.g. kx.autograph.set_loop_options(shape_invariants=[("
-            f"{_ident(leaf_name)}, {_fmt_none(node.aval.shape, spec.shape)})]) "
+            f"{_ident(leaf_name)}, {_fmt_none(node.shape, spec.shape)})]) "
             "inside the loop, or kx.while_loop(..., shape_invariants=[...]).")
     return node
 
@@ -672,9 +678,7 @@ def _range_dtype(values: Sequence[Any]) -> np.dtype:
     keep their dtype; mixed arguments promote."""
     dtypes = []
     for v in values:
-        if isinstance(v, bool):
-            dtypes.append(np.dtype(np.int32))
-        elif isinstance(v, int):
+        if isinstance(v, (bool, int)):
             dtypes.append(np.dtype(np.int32))
         elif isinstance(v, float):
             dtypes.append(np.dtype(np.float32))
@@ -723,14 +727,14 @@ class TensorArray:
         return (self.dtype, self._size, self.dynamic_size)
 
     @classmethod
-    def from_parts(cls, static: tuple, buffer: Any, length: Any) -> "TensorArray":
+    def from_parts(cls, static: tuple, buffer: Any, length: Any) -> TensorArray:
         """A TensorArray from :meth:`static_parts`, an element buffer and a length."""
         ta = cls.__new__(cls)
         ta.dtype, ta._size, ta.dynamic_size = static
         ta.buffer, ta.length = buffer, length
         return ta
 
-    def write(self, index: Any, value: Any) -> "TensorArray":
+    def write(self, index: Any, value: Any) -> TensorArray:
         """A TensorArray with ``value`` at ``index`` (assign the result: ``ta = ta.write(...)``)."""
         attrs = {"dtype": self.dtype, "size": self._size, "dynamic_size": self.dynamic_size}
         if current_context() is None:

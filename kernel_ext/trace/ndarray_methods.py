@@ -9,7 +9,8 @@ that record an op themselves (``astype``, ``copy``, ``put``, ...) are on ``Tenso
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -25,41 +26,41 @@ class NdarrayMethods:
 
     __slots__ = ()
 
-    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> "Tensor":
+    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
         return np.reshape(self, shape, order=order, copy=copy)
 
-    def transpose(self, *axes: Any) -> "Tensor":
+    def transpose(self, *axes: Any) -> Tensor:
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
             axes = axes[0]
         return np.transpose(self, axes if axes else None)
 
-    def squeeze(self, axis: Any = None) -> "Tensor":
+    def squeeze(self, axis: Any = None) -> Tensor:
         return np.squeeze(self, axis=axis)
 
-    def swapaxes(self, a: int, b: int) -> "Tensor":
+    def swapaxes(self, a: int, b: int) -> Tensor:
         return np.swapaxes(self, a, b)
 
-    def dot(self, b: Any, out: Any = None) -> "Tensor":
+    def dot(self, b: Any, out: Any = None) -> Tensor:
         return np.dot(self, b, out=out)
 
-    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> "Tensor":
+    def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Tensor:
         # (ndarray.clip: either bound may be left out; both None is NumPy's identity)
         return np.clip(self, min, max, out=out, **kwargs)
 
-    def round(self, decimals: int = 0, out: Any = None) -> "Tensor":
+    def round(self, decimals: int = 0, out: Any = None) -> Tensor:
         return np.round(self, decimals, out=out)
 
-    def conj(self) -> "Tensor":
+    def conj(self) -> Tensor:
         return np.conjugate(self)
 
     def take(self, indices: Any, axis: int | None = None, out: Any = None,
-             mode: str = "raise") -> "Tensor":
+             mode: str = "raise") -> Tensor:
         return np.take(self, indices, axis=axis, out=out, mode=mode)
 
     def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
-                stable: bool | None = None) -> "Tensor":
+                stable: bool | None = None) -> Tensor:
         return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
 
     def sort(self, axis: int = -1, kind: str | None = None, order: Any = None, *,
@@ -68,11 +69,11 @@ class NdarrayMethods:
 
     # more ndarray methods and attributes, as NumPy defines them
     @property
-    def real(self) -> "Tensor":
+    def real(self) -> Tensor:
         return np.real(self)
 
     @property
-    def imag(self) -> "Tensor":
+    def imag(self) -> Tensor:
         return np.imag(self)
 
     @property
@@ -85,37 +86,37 @@ class NdarrayMethods:
         return None if size is None else size * self.dtype.itemsize
 
     @property
-    def base(self) -> "Tensor | None":
+    def base(self) -> Tensor | None:
         """The array a view looks into (None for an array that owns its data), as NumPy's."""
         return self._root
 
-    def conjugate(self) -> "Tensor":
+    def conjugate(self) -> Tensor:
         return np.conjugate(self)
 
-    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> "Tensor":
+    def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         return np.diagonal(self, offset, axis1, axis2)
 
     def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-              out: Any = None) -> "Tensor":
+              out: Any = None) -> Tensor:
         return np.trace(self, offset, axis1, axis2, dtype, out)
 
     def nonzero(self) -> tuple:
         return np.nonzero(self)
 
-    def repeat(self, repeats: Any, axis: Any = None) -> "Tensor":
+    def repeat(self, repeats: Any, axis: Any = None) -> Tensor:
         return np.repeat(self, repeats, axis)
 
-    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> "Tensor":
+    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Tensor:
         return np.searchsorted(self, v, side, sorter)
 
-    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> "Tensor":
+    def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Tensor:
         return np.compress(condition, self, axis, out)
 
-    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> "Tensor":
+    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Tensor:
         return np.choose(self, choices, out, mode)
 
     def argpartition(self, kth: Any, axis: int = -1, kind: str = "introselect",
-                     order: Any = None) -> "Tensor":
+                     order: Any = None) -> Tensor:
         return np.argpartition(self, kth, axis, kind, order)
 
     def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
@@ -123,10 +124,10 @@ class NdarrayMethods:
         """``x.partition(kth)``: NumPy's in-place partition (the array takes its result)."""
         self.assign(np.partition(self, kth, axis, kind, order))
 
-    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+    def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
         return np.cumsum(self, axis=axis, dtype=dtype, out=out)
 
-    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> "Tensor":
+    def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
         return np.cumprod(self, axis=axis, dtype=dtype, out=out)
 
 

@@ -24,7 +24,8 @@ hook for functionalising them once in-place updates are (``a = f(copy(a), ...)``
 from __future__ import annotations
 
 import operator as py_operator
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -396,7 +397,7 @@ def _install_python_operators() -> None:
         wide = int if self.py_type is bool else self.py_type
         res = np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False))
         return PythonNumber(res.node, res.context, wide)
-    PythonNumber.__neg__ = neg  # type: ignore[method-assign]
+    PythonNumber.__neg__ = neg
 
 
 _install_python_operators()

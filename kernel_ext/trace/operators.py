@@ -19,7 +19,8 @@ The dunders are not written out by hand: every :class:`~kernel_ext.ir.OpKind` th
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -144,7 +145,7 @@ class NumpyOperators:
 for _stem, _uf in BINARY_OPERATORS:
     setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
     setattr(NumpyOperators, f"__r{_stem}__", _reflected(_uf, f"__r{_stem}__"))
-NumpyOperators.__pow__ = _named(_power, "__pow__")  # type: ignore[method-assign]
+NumpyOperators.__pow__ = _named(_power, "__pow__")
 for _stem, _uf in COMPARISON_OPERATORS:
     setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
 for _stem, _uf in UNARY_OPERATORS:

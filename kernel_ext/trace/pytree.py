@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import functools
 import types
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -33,7 +34,7 @@ __all__ = ["ArgumentContainers", "ObjectArguments", "TreeNode", "flatten_outputs
 
 def flatten_outputs(result: Any, ctx: TraceContext,
                     updated: dict[int, tuple[tuple, Tensor]] | None = None,
-                    containers: "ArgumentContainers | None" = None
+                    containers: ArgumentContainers | None = None
                     ) -> tuple[TreeNode, list[Node]]:
     """The returned structure as a tree plus its graph outputs. ``updated`` maps the ids of
     the argument tensors updated in place to their paths: returning one returns the caller's
@@ -146,8 +147,8 @@ class ArgumentContainers:
             return TreeNode("input", index=len(outputs) - 1, value=self.paths[id(value)])
         if id(value) in self.paths:
             return TreeNode("argument", value=self.paths[id(value)])
-        if value is None or isinstance(value, (bool, int, float, complex, str, bytes)) and \
-                not isinstance(value, np.generic):
+        if value is None or (isinstance(value, (bool, int, float, complex, str, bytes)) and \
+                not isinstance(value, np.generic)):
             return TreeNode("const", value=value)
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
             form = _zero_d_form(value, ctx)  # (a 0-d array stored stays one, as eagerly)

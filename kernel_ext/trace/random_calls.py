@@ -24,7 +24,8 @@ from __future__ import annotations
 
 import contextlib
 import copy
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -119,7 +120,7 @@ def shuffled(shuffle: Callable, x: Any, *args: Any, **kwargs: Any) -> np.ndarray
     return out
 
 
-def _shuffle(fn: Callable, template: CallTemplate, operands: list, name: str) -> None:
+def _shuffle(fn: Any, template: CallTemplate, operands: list, name: str) -> None:
     if not (template.args and template.args[0] == Operand(0) and
             isinstance(operands[0], Tensor)):
         raise errors.UnsupportedOpError(
@@ -150,7 +151,7 @@ class _Shuffled:
 def make_generator(ctor: Callable, args: tuple, kwargs: dict) -> Any:
     """A generator made inside a traced function: made now (later draws are bound to it) and
     reset at this point of every call, to its seed or, without one, to fresh entropy."""
-    template, operands = build_template(args, kwargs)
+    _template, operands = build_template(args, kwargs)
     name = call_name(ctor)
     if operands:
         raise errors.UnsupportedOpError(
@@ -186,7 +187,7 @@ class _Reset:
 def _generators(values: Sequence[Any]) -> list[Any]:
     """The generators a trace may draw from: the global RandomState and those in ``values``
     (a call's arguments, one level into lists, tuples and dicts)."""
-    found = [np.random.mtrand._rand]
+    found: list[np.random.RandomState | np.random.Generator] = [np.random.mtrand._rand]
     for v in values:
         items = v.values() if isinstance(v, dict) else v if isinstance(v, (list, tuple)) else (v,)
         found += [g for g in items if isinstance(g, _OWNERS)]

@@ -26,12 +26,13 @@ NumPy's own call writes into a copy of ``out``, which ``out`` then takes.
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 _P = inspect.Parameter
-_NO_VALUE = np._NoValue  # type: ignore[attr-defined]
+_NO_VALUE = np._NoValue
 
 #: Every keyword a handler with ``**kwargs`` forwards unchanged (NumPy's own body, np.pad's
 #: options): ``@declare.parameters(..., ALL)``.
@@ -124,7 +125,7 @@ class Route:
     sends it to NumPy's own call, or None), else the handler's ``args`` and ``kwargs``;
     ``out`` is the call's ``out=`` argument however it was passed (None if not given)."""
 
-    __slots__ = ("opaque", "args", "kwargs", "out")
+    __slots__ = ("args", "kwargs", "opaque", "out")
 
     def __init__(self, opaque: str | None, args: tuple = (), kwargs: dict | None = None,
                  out: Any = None) -> None:

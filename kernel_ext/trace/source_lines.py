@@ -23,7 +23,9 @@ import os
 import sys
 import sysconfig
 import threading
-from typing import Any, Iterator, NamedTuple
+from collections.abc import Iterator
+from types import FrameType
+from typing import Any, NamedTuple
 
 from ..ir import Graph, Node
 
@@ -66,7 +68,7 @@ def user_line() -> SourceLine | None:
     forced = getattr(_state, "forced", None)
     if forced:
         return forced[-1]
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         code = frame.f_code
         if not _is_not_user(code.co_filename):

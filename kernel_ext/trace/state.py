@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .context import TraceContext
@@ -40,7 +41,7 @@ ACTIVITY = Activity()
 UNCONVERTED: dict[Any, str] = {}
 
 
-def context_stack() -> "list[TraceContext]":
+def context_stack() -> list[TraceContext]:
     """This thread's active trace contexts, outermost first (created on first use)."""
     stack = getattr(_state, "stack", None)
     if stack is None:
@@ -48,7 +49,7 @@ def context_stack() -> "list[TraceContext]":
     return stack
 
 
-def current_context() -> "TraceContext | None":
+def current_context() -> TraceContext | None:
     """The innermost active trace of this thread, or ``None`` when running eagerly."""
     stack: Any = getattr(_state, "stack", None)
     return stack[-1] if stack else None

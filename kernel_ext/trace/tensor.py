@@ -13,7 +13,8 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -90,11 +91,19 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     caller's arrays.
     """
 
-    __slots__ = ("_node", "context", "_root", "_steps", "_seen", "_version", "_aliases",
-                 "_reshapes",
-                 "__weakref__")
+    __slots__ = (
+        "__weakref__",
+        "_aliases",
+        "_node",
+        "_reshapes",
+        "_root",
+        "_seen",
+        "_steps",
+        "_version",
+        "context",
+    )
 
-    def __init__(self, node: Node, context: "TraceContext") -> None:
+    def __init__(self, node: Node, context: TraceContext) -> None:
         self._node = node
         self.context = context
         self._root: Tensor | None = None   # the root this is a view of (None: a root)
@@ -172,11 +181,11 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         return self.node
 
     @property
-    def T(self) -> "Tensor":
+    def T(self) -> Tensor:
         return self.transpose()
 
     @property
-    def mT(self) -> "Tensor":
+    def mT(self) -> Tensor:
         return np.swapaxes(self, -1, -2)
 
     def __len__(self) -> int:
@@ -337,7 +346,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         template, dyn = build_template(key)
         self.assign(bind(OpKind.SETITEM, (self, value, *dyn), {"index": template}))
 
-    def array_target(self, what: str, scalar_error: str | None) -> "Tensor":
+    def array_target(self, what: str, scalar_error: str | None) -> Tensor:
         """This value as the destination of a write only an ndarray takes (item assignment,
         ``out=``, ``np.copyto``, ``np.put``, ``x.fill``): itself, or what NumPy does with a
         NumPy scalar there.
@@ -367,7 +376,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             top.note_array_write(root)
         return self
 
-    def assign(self, value: "Tensor") -> None:
+    def assign(self, value: Tensor) -> None:
         """Make ``value`` (of this tensor's shape and dtype) the new contents of this array:
         the in-place update every mutating NumPy call comes down to."""
         root = self._root
@@ -398,7 +407,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         root.assign(new)
         self._node, self.context, self._seen = value.node, value.context, root._version
 
-    def may_be(self, roots: Sequence["Tensor"], where: str) -> None:
+    def may_be(self, roots: Sequence[Tensor], where: str) -> None:
         """Note that at run time this (new) value may be one of ``roots`` itself, not a copy.
 
         An ``if`` on a traced value that returns an existing array from a branch (``y = a if
@@ -426,7 +435,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
                 raise error
 
     @property
-    def storage_root(self) -> "Tensor":
+    def storage_root(self) -> Tensor:
         """The root tensor whose storage this one is (itself for a root; see the class)."""
         return self if self._root is None else self._root
 
@@ -455,7 +464,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             value = step.apply(value)
         self._node, self.context, self._seen = value.node, value.context, root._version
 
-    def __getitem__(self, key: Any) -> "Tensor":
+    def __getitem__(self, key: Any) -> Tensor:
         template, dyn = build_template(key)
         return bind(OpKind.GETITEM, (self, *dyn), {"index": template})
 
@@ -464,7 +473,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     # function (whose handler runs NumPy's own call for a parameter it does not implement,
     # signatures.py): none is dropped.
     def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
-               copy: bool = True) -> "Tensor":
+               copy: bool = True) -> Tensor:
         dtype = np.dtype(dtype)
         if not np.can_cast(self.dtype, dtype, casting=casting):
             raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
@@ -476,19 +485,19 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         return bind(OpKind.CAST, (self,), {"dtype": dtype})
 
 
-    def flatten(self, order: str = "C") -> "Tensor":
+    def flatten(self, order: str = "C") -> Tensor:
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
         if order not in ("C", "F"):  # ('A', 'K' follow the memory layout: NumPy's call)
             return _method_call(self, "flatten", (), {"order": order})
         return np.copy(np.reshape(self, (-1,), order=order))
 
-    def ravel(self, order: str = "C") -> "Tensor":
+    def ravel(self, order: str = "C") -> Tensor:
         if order not in ("C", "F"):
             return _method_call(self, "ravel", (), {"order": order})
         return np.reshape(self, (-1,), order=order)
 
 
-    def copy(self, order: str = "C") -> "Tensor":
+    def copy(self, order: str = "C") -> Tensor:
         if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
             return _method_call(self, "copy", (), {"order": order})
         # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
@@ -546,7 +555,7 @@ class ViewStep:
     to know whether it shares memory raises an error instead of guessing.
     """
 
-    __slots__ = ("op", "attrs", "dyn", "read_only", "layout_dependent")
+    __slots__ = ("attrs", "dyn", "layout_dependent", "op", "read_only")
 
     def __init__(self, op: OpKind, attrs: dict, dyn: tuple,
                  layout_dependent: bool = False) -> None:
@@ -651,7 +660,7 @@ def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
     return tuple(stand_in.shape)
 
 
-def _stand_in_step(step: "ViewStep", array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
+def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
     """``array`` (a data-less stand-in, see :func:`_in_place_shape`) taken through ``step``."""
     if step.layout_dependent:
         raise errors.UnsupportedOpError(
@@ -833,7 +842,7 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
 # -- describing, recording ------------------------------------------------------------------
 
 def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
-         name: str | None = None) -> "Tensor | None":
+         name: str | None = None) -> Tensor | None:
     """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
     ``bind``): :meth:`TraceContext.bind <kernel_ext.trace.context.TraceContext.bind>` of the
     innermost trace. Outside any trace a traced argument has leaked. A view op of a traced

@@ -38,7 +38,8 @@ import abc
 import dataclasses
 import struct
 import weakref
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -60,7 +61,7 @@ class PlaceholderContext:
         self.watched_dicts: list[tuple[Any, tuple, tuple]] = \
             [] if watched_dicts is None else watched_dicts
 
-    def child(self, step: Any, label: Any) -> "PlaceholderContext":
+    def child(self, step: Any, label: Any) -> PlaceholderContext:
         return PlaceholderContext(self.trace_context, f"{self.name}_{label}",
                                   self.path + (step,), self.watched_dicts)
 
@@ -69,11 +70,11 @@ class TraceType(abc.ABC):
     """The type of an argument as far as tracing is concerned (``tf.types.experimental``)."""
 
     @abc.abstractmethod
-    def is_subtype_of(self, other: "TraceType") -> bool:
+    def is_subtype_of(self, other: TraceType) -> bool:
         """True if every value of ``self`` is also a value of ``other``."""
 
     @abc.abstractmethod
-    def most_specific_common_supertype(self, others: Sequence["TraceType"]) -> "TraceType | None":
+    def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         """The narrowest type containing ``self`` and every one of ``others``, or ``None``."""
 
     @abc.abstractmethod
@@ -123,7 +124,7 @@ class TensorSpec(TraceType):
     ``None`` in ``shape`` accepts any size in that dimension; ``shape=None`` accepts any rank.
     """
 
-    __slots__ = ("shape", "dtype", "name", "_hash")
+    __slots__ = ("_hash", "dtype", "name", "shape")
 
     def __init__(self, shape: Any, dtype: Any = np.float32, name: str | None = None) -> None:
         self.shape = _normalize_shape(shape)
@@ -134,7 +135,7 @@ class TensorSpec(TraceType):
         self._hash = hash((self.shape, self.dtype, self.name))
 
     @classmethod
-    def from_value(cls, value: Any, name: str | None = None) -> "TensorSpec":
+    def from_value(cls, value: Any, name: str | None = None) -> TensorSpec:
         arr = value if isinstance(value, (np.ndarray, np.generic)) else np.asarray(value)
         return cls(arr.shape, arr.dtype, name)
 
@@ -154,7 +155,7 @@ class TensorSpec(TraceType):
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, TensorSpec) and o.dtype == self.dtype for o in others):
             return None
-        shapes = [self.shape] + [o.shape for o in others]  # type: ignore[union-attr]
+        shapes = [self.shape] + [o.shape for o in others]
         if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
             return TensorSpec(None, self.dtype)
         dims = tuple(d[0] if len(set(d)) == 1 else None for d in zip(*shapes))
@@ -225,7 +226,7 @@ class DaskArraySpec(TraceType):
     reverse): its trace returns Dask arrays, a NumPy trace returns NumPy arrays.
     """
 
-    __slots__ = ("shape", "dtype", "chunks", "_hash")
+    __slots__ = ("_hash", "chunks", "dtype", "shape")
 
     def __init__(self, shape: Any, dtype: Any, chunks: Any = None) -> None:
         self.shape = _normalize_shape(shape)
@@ -241,7 +242,7 @@ class DaskArraySpec(TraceType):
         self._hash = hash((self.shape, self.dtype, self.chunks))
 
     @classmethod
-    def from_value(cls, value: Any, path: str = "argument") -> "DaskArraySpec":
+    def from_value(cls, value: Any, path: str = "argument") -> DaskArraySpec:
         if any(d != d for d in value.shape):  # NaN: a size Dask learns only by computing
             raise errors.TraceTypeError(
                 f"{path}: a Dask array with unknown chunk sizes (shape {value.shape}) cannot be "
@@ -261,18 +262,18 @@ class DaskArraySpec(TraceType):
         if self.shape is None or len(self.shape) != len(other.shape):
             return False
         return all(o is None or (s == o and oc == sc) for s, o, sc, oc
-                   in zip(self.shape, other.shape, self.chunks, other.chunks))  # type: ignore
+                   in zip(self.shape, other.shape, self.chunks, other.chunks))
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, DaskArraySpec) and o.dtype == self.dtype for o in others):
             return None
         specs = [self, *others]
-        shapes = [s.shape for s in specs]  # type: ignore[union-attr]
+        shapes = [s.shape for s in specs]
         if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
             return DaskArraySpec(None, self.dtype)
         dims, chunks = [], []
         for i, d in enumerate(zip(*shapes)):
-            c = {s.chunks[i] for s in specs}  # type: ignore[union-attr, index]
+            c = {s.chunks[i] for s in specs}
             same = len(set(d)) == 1 and len(c) == 1
             dims.append(d[0] if same else None)
             chunks.append(next(iter(c)) if same else None)
@@ -328,7 +329,7 @@ class _ExactType(TraceType):
 class Literal(_ExactType):
     """A Python ``bool/int/float/complex/str/bytes/None``: traced as its value."""
 
-    __slots__ = ("value", "_key")
+    __slots__ = ("_key", "value")
 
     def __init__(self, value: Any) -> None:
         self.value = value
@@ -389,7 +390,7 @@ class Composite(TraceType):
     def _header(self) -> Any:
         return None
 
-    def _rebuild(self, components: tuple[TraceType, ...]) -> "Composite":
+    def _rebuild(self, components: tuple[TraceType, ...]) -> Composite:
         raise NotImplementedError
 
     def is_subtype_of(self, other: TraceType) -> bool:
@@ -424,7 +425,7 @@ class Sequence_(Composite):
     def _header(self) -> Any:
         return self.container
 
-    def _rebuild(self, components: tuple[TraceType, ...]) -> "Sequence_":
+    def _rebuild(self, components: tuple[TraceType, ...]) -> Sequence_:
         return Sequence_(self.container, components)
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
@@ -467,7 +468,7 @@ class Dict(Composite):
     def _header(self) -> Any:
         return self.keys
 
-    def _rebuild(self, components: tuple[TraceType, ...]) -> "Dict":
+    def _rebuild(self, components: tuple[TraceType, ...]) -> Dict:
         by_key = dict(zip(self.keys, components))
         return Dict({k: by_key[k] for k in self.order})
 
@@ -565,7 +566,7 @@ class Dataclass(Composite):
     def _header(self) -> Any:
         return (self.cls, self.names)
 
-    def _rebuild(self, components: tuple[TraceType, ...]) -> "Dataclass":
+    def _rebuild(self, components: tuple[TraceType, ...]) -> Dataclass:
         return Dataclass(self.cls, dict(zip(self.names, components)))
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
@@ -658,7 +659,7 @@ class WeakRef(_ExactType):
 class _DeadCallbacks:
     """Weakref callbacks fan out to listeners (Functions purge traces keyed by dead objects)."""
 
-    listeners: "weakref.WeakSet[Any]" = weakref.WeakSet()
+    listeners: ClassVar[weakref.WeakSet[Any]] = weakref.WeakSet()
 
     @classmethod
     def fire(cls, _ref: Any) -> None:

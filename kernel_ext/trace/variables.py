@@ -9,7 +9,8 @@ sees the writes before it and every call of the graph reads the current value.
 from __future__ import annotations
 
 import itertools
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -192,7 +193,7 @@ class Variable(NumpyOperators):
         new.setflags(write=False)
         self._storage, self._exposed = new, False
 
-    def _write(self, kind: str, value: Any) -> "Variable":
+    def _write(self, kind: str, value: Any) -> Variable:
         op = {"assign": OpKind.ASSIGN_VARIABLE, "add": OpKind.ASSIGN_ADD_VARIABLE,
               "sub": OpKind.ASSIGN_SUB_VARIABLE}[kind]
         ctx = current_context()
@@ -211,14 +212,14 @@ class Variable(NumpyOperators):
                                   name=f"{self.name}/{op.value}")
         return self
 
-    def assign(self, value: Any) -> "Variable":
+    def assign(self, value: Any) -> Variable:
         """Set the value (a stateful graph op inside a trace)."""
         return self._write("assign", value)
 
-    def assign_add(self, delta: Any) -> "Variable":
+    def assign_add(self, delta: Any) -> Variable:
         return self._write("add", delta)
 
-    def assign_sub(self, delta: Any) -> "Variable":
+    def assign_sub(self, delta: Any) -> Variable:
         return self._write("sub", delta)
 
     # -- NumPy protocols: a Variable behaves as its current value -------------------------------
@@ -280,7 +281,7 @@ class Variable(NumpyOperators):
 
 #: Set by ``kernel_ext.autodiff`` (a layer above): called on an eager read while an eager
 #: ``GradientTape`` records; returns the tape's recording array of the value, or ``None``.
-EAGER_READ_HOOK: list[Callable[["Variable"], Any] | None] = [None]
+EAGER_READ_HOOK: list[Callable[[Variable], Any] | None] = [None]
 
 
 def resolve(x: Any) -> Any:

@@ -24,7 +24,7 @@ returns ``r[()]`` while the last op here would give an array mark it with :func:
 from __future__ import annotations
 
 import weakref
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
@@ -35,15 +35,15 @@ ARRAY = "array"
 COMPUTED = "computed"
 #: the form of one 0-d value: SCALAR, ARRAY, COMPUTED, ("like", argument path) or
 #: ("asarray", argument path)
-ZeroDKind = Union[str, tuple]
+ZeroDKind = str | tuple
 
 # nodes whose value NumPy returns as a 0-d array whatever made them (weak: traces end)
-_ARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+_ARRAY_NODES: weakref.WeakSet[Node] = weakref.WeakSet()
 # nodes NumPy returns as a scalar whatever made them (a composition ending in ``r[()]``)
-_SCALAR_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+_SCALAR_NODES: weakref.WeakSet[Node] = weakref.WeakSet()
 # ``np.asarray`` of a 0-d argument: the caller's array itself, or a new 0-d array when the
 # caller passed a NumPy scalar (decided per call: ``("asarray", path)``)
-_ASARRAY_NODES: "weakref.WeakSet[Node]" = weakref.WeakSet()
+_ASARRAY_NODES: weakref.WeakSet[Node] = weakref.WeakSet()
 
 # ops whose 0-d result is the same form as their (0-d) first operand: ndarray methods that a
 # NumPy scalar has too, returning a scalar there and an array on an array
@@ -72,7 +72,7 @@ def mark_scalar(value: Any) -> Any:
     return _mark(value, _SCALAR_NODES, _ARRAY_NODES)
 
 
-def _mark(value: Any, into: "weakref.WeakSet[Node]", out_of: "weakref.WeakSet[Node]") -> Any:
+def _mark(value: Any, into: weakref.WeakSet[Node], out_of: weakref.WeakSet[Node]) -> Any:
     node = getattr(value, "node", None)
     if isinstance(node, Node):
         out_of.discard(node)
@@ -121,7 +121,7 @@ def as_array(value: Any) -> Any:
 
 #: ``node -> (id(root), kind)`` of control-flow results asked about with no branch map (see
 #: :func:`zero_d_kind`); a node's branches never change while its trace runs.
-_TOP_LEVEL_KINDS: "weakref.WeakKeyDictionary[Node, tuple[int, ZeroDKind]]" = \
+_TOP_LEVEL_KINDS: weakref.WeakKeyDictionary[Node, tuple[int, ZeroDKind]] = \
     weakref.WeakKeyDictionary()
 
 
@@ -179,8 +179,8 @@ def _own_kind(node: Node, root: Graph | None) -> ZeroDKind | None:
         return ARRAY
     if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
         return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
-    if op in _OPAQUE or op is OpKind.GET_OUTPUT and node.args and \
-            isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE:
+    if op in _OPAQUE or (op is OpKind.GET_OUTPUT and node.args and \
+            isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE):
         return COMPUTED
     return None
 

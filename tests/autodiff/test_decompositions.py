@@ -9,11 +9,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from autodiff.gradcheck import SETTINGS, arrays, check, distinct
 from hypothesis import given
 from hypothesis import strategies as st
 
 import kernel_ext as kx
-from autodiff.gradcheck import SETTINGS, arrays, check, distinct
 
 LINALG = {"rtol": 1e-4, "atol": 1e-6}
 

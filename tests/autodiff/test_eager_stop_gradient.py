@@ -5,7 +5,8 @@ analytic ones (``d/dx sum(x * sg(x)) = x``, not ``2x``)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

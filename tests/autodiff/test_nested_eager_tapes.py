@@ -8,15 +8,16 @@ the tape), in float64.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
+from autodiff.gradcheck import EPS
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import kernel_ext as kx
-from autodiff.gradcheck import EPS
 from kernel_ext.autodiff.eager import RecordingArray
 
 

@@ -11,11 +11,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from autodiff.gradcheck import SETTINGS, arrays, check, distinct, numeric_grad
 from hypothesis import given
 from hypothesis import strategies as st
 
 import kernel_ext as kx
-from autodiff.gradcheck import SETTINGS, arrays, check, distinct, numeric_grad
 
 shapes = st.sampled_from([(), (3,), (2, 3)])
 # pairs of shapes that broadcast: the gradient must be summed back to each

@@ -11,7 +11,6 @@ import pytest
 import kernel_ext as kx
 from kernel_ext import errors
 
-
 # -- the seeds --------------------------------------------------------------------------------
 
 def test_seed_gradient_of_a_function_called_under_an_eager_tape() -> None:

@@ -8,7 +8,8 @@ values must be the same bits, and whatever saw the old buffer must still see the
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -4,11 +4,11 @@ differences in float64 of the same function run as plain NumPy."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
-
 from markers import quick_only
 
 import kernel_ext as kx

@@ -16,10 +16,10 @@ import warnings
 
 import numpy as np
 import pytest
+from same_as_numpy import assert_same
 
 import kernel_ext as kx
 from kernel_ext import errors
-from same_as_numpy import assert_same
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}

@@ -123,7 +123,7 @@ def test_elif_chains_and_conditional_expressions():
 def test_and_or_not_on_traced_values():
     @kx.function
     def f(x):
-        if x > 0 and not x > 10 or x == -5:
+        if (x > 0 and not x > 10) or x == -5:
             return x
         return -x
 
@@ -236,7 +236,7 @@ def test_return_inside_a_traced_loop_raises_clear_error():
                 return i
         return n
 
-    with pytest.raises(TypeError, match="`return` inside a `for` loop.*Fix: assign"):
+    with pytest.raises(TypeError, match=r"`return` inside a `for` loop.*Fix: assign"):
         f(np.int32(5))
 
 
@@ -265,7 +265,7 @@ def test_appending_loop_value_to_python_list_raises_leaked_error():
             out.append(x * i)
         return np.stack(out)
 
-    with pytest.raises(TypeError, match="inside the loop body.*kx.TensorArray"):
+    with pytest.raises(TypeError, match=r"inside the loop body.*kx\.TensorArray"):
         f(np.ones(2), np.int32(3))
 
 
@@ -416,6 +416,7 @@ def test_calls_into_user_functions_lambdas_and_comprehensions_are_converted():
 
 def test_numpy_and_stdlib_calls_are_not_converted():
     import math
+
     from kernel_ext.autograph.operators import cc
     assert cc(np.sum) is np.sum and cc(math.sqrt) is math.sqrt and cc(sorted) is sorted
     assert cc(helper_abs) is not helper_abs

@@ -13,11 +13,11 @@ import warnings
 
 import numpy as np
 import pytest
+from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 import kernel_ext as kx
 from kernel_ext.backends.inplace import plan_inplace
 from kernel_ext.ir import OpKind
-from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 # Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
 # quick subset leaves it out (tests/markers.py).

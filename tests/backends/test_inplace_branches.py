@@ -5,10 +5,10 @@ clamping particles, relaxing distances) used to make each branch return a copy o
 table. The reinplacing pass (``backends/inplace.py``) now lets a branch write into an operand
 that is owned and dead after the ``if`` but for what the ``if`` passes on. Generated
 programs of that shape — a table made in the function, an argument, a copy of one; ``if``,
-``if/else``, ``if/elif/else``; a second table written in one branch; a carried count; a
-element read before the ``if`` and used after it, a second name for the table — run on every executor at
-sizes on both sides of ``loops.SHORT_RANGE`` (8 items: shorter ranges unroll), with data that
-takes both branches, and must equal eager NumPy bit for bit, arguments after the call
+``if/else``, ``if/elif/else``; a second table written in one branch; a carried count; an
+element read before the ``if`` and used after it, a second name for the table — run on every
+executor at sizes on both sides of ``loops.SHORT_RANGE`` (8 items: shorter ranges unroll),
+with data that takes both branches, and must equal eager NumPy bit for bit, arguments after the call
 included.
 """
 
@@ -41,7 +41,8 @@ def make_program(seed: int) -> tuple[str, dict[str, bool]]:
     """Source of ``f(a, b, T0)`` (``a``, ``b``: small-integer vectors, ``T0``: a table
     argument) and the features it has."""
     rng = np.random.default_rng(seed)
-    pick = lambda options: options[int(rng.integers(len(options)))]
+    def pick(options):
+        return options[int(rng.integers(len(options)))]
     init = pick(["np.zeros((a.shape[0] + 1, b.shape[0] + 1))", "T0", "T0.copy()",
                  "np.full((a.shape[0] + 1, b.shape[0] + 1), 0.5)"])
     shape = pick(["if/else", "if", "if/elif/else"])
@@ -244,7 +245,7 @@ def relax(D):
     for k in range(n):
         for i in range(n):
             for j in range(n):
-                if D[i, k] + D[k, j] < D[i, j]:  # noqa: PLR1730 - as people write it
+                if D[i, k] + D[k, j] < D[i, j]:
                     D[i, j] = D[i, k] + D[k, j]
     return D
 

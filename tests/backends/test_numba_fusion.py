@@ -8,7 +8,7 @@ import numpy as np
 
 import kernel_ext as kx
 from kernel_ext.ir import OpKind
-from kernel_ext.passes.fusion import partition, schedule, Segment
+from kernel_ext.passes.fusion import Segment, partition, schedule
 
 
 def _graph(fn, *args):

@@ -9,7 +9,8 @@ whole-graph compiler (``jit_compile=True``) are checked here, the CUDA simulator
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

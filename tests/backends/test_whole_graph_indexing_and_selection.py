@@ -4,24 +4,25 @@ NumPy's.
 Advanced indexing (integer arrays, constant or traced, 1-D and n-D; bool masks) for reads
 and writes, ``nonzero`` and what lowers to it, and the other ops
 :mod:`kernel_ext.backends.whole_graph_ops` gained for the real-code corpus. Every test runs
-the compiled whole-graph function *without its fallback* (:func:`whole_graph_support.compiled`: a rerun in the
-fused executor fails the test) and compares dtype, shape and every bit with eager NumPy;
-where NumPy raises (an index out of range, a mask of the wrong shape), the traced function
+the compiled whole-graph function *without its fallback* (:func:`whole_graph_support.compiled`: a
+rerun in the fused executor fails the test) and compares dtype, shape and every bit with eager
+NumPy; where NumPy raises (an index out of range, a mask of the wrong shape), the traced function
 must raise NumPy's own error, through the fallback. Inputs come from hypothesis.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
+from whole_graph_support import compiled, function_for, same
 
 import kernel_ext as kx
-from whole_graph_support import compiled, function_for, same
 
 # Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
 # quick subset leaves it out (tests/markers.py). NumPy warns of the overflow and invalid

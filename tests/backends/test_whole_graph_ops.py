@@ -1,24 +1,25 @@
 """``jit_compile=True`` ops of :mod:`kernel_ext.backends.whole_graph_ops`, bit for bit NumPy's.
 
 Every test runs a function through the compiled whole-graph function *without its fallback*
-(:func:`whole_graph_support.compiled` makes a rerun in the fused executor an error), compares every bit with
-eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and checks that
-``unsupported_reason`` accepts the graph. Values come from fixed cases and from hypothesis
+(:func:`whole_graph_support.compiled` makes a rerun in the fused executor an error), compares
+every bit with eager NumPy (``tobytes``: NaN payloads and the sign of zero included), and checks
+that ``unsupported_reason`` accepts the graph. Values come from fixed cases and from hypothesis
 (NaN, ±0, ±inf, integer extremes), on one compiled function per shape and dtype.
 """
 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from whole_graph_support import compiled, function_for, same
 
 import kernel_ext as kx
-from whole_graph_support import compiled, function_for, same
 
 # Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
 # quick subset leaves it out (tests/markers.py).

@@ -20,9 +20,9 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import backends
-from kernel_ext.ir import OpKind
 from kernel_ext.backends import parallel, row_fusion, tiering, whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
+from kernel_ext.ir import OpKind
 
 # Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
 # quick subset leaves it out (tests/markers.py).

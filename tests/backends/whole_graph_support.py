@@ -4,7 +4,8 @@ that fails when the compiled function hands over to the fused executor, bitwise 
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -10,7 +10,6 @@ marker then.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -85,7 +84,8 @@ def test_to_code_of_while_loop():
 
 
 def test_dropout_python_bool_vs_traced_bool():
-    # seed 004 test_tf_cond: dropout(x, True) executes normally; dropout(x, tf.constant(True)) uses cond
+    # seed 004 test_tf_cond: dropout(x, True) executes normally;
+    # dropout(x, tf.constant(True)) uses cond
     @kx.function
     def dropout(x, training=True):
         if training:
@@ -465,7 +465,7 @@ def test_variable_defined_in_one_branch_only_raises():
     def f(x):
         if x > 0:
             only_in_true = x * 2
-        return only_in_true  # noqa: F821
+        return only_in_true
 
     with pytest.raises(ValueError, match="only_in_true"):
         f(np.float32(1.0))
@@ -498,7 +498,7 @@ def test_return_inside_traced_loop_raises():
                 return i
         return n
 
-    with pytest.raises(Exception, match="(?i)return"):
+    with pytest.raises(Exception, match=r"(?i)return"):
         f(np.int32(5))
 
 

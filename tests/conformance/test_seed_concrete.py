@@ -124,7 +124,8 @@ def test_concrete_function_with_bound_python_argument():
 
 
 def test_graph_def_nodes_of_double():
-    # seed 002 "获取计算图": for node in graph.as_graph_def().node: print(f'{node.input} -> {node.name}')
+    # seed 002 "获取计算图":
+    #   for node in graph.as_graph_def().node: print(f'{node.input} -> {node.name}')
     double = _make_double()
     graph = double.get_concrete_function(np.float32(1.0)).graph
     nodes = list(graph.as_graph_def().node)
@@ -152,7 +153,8 @@ def test_graph_def_text():
 
 
 def test_graph_operations_inputs_outputs():
-    # seed 003 "图表示": simple_computation; get_operations / inputs / outputs / captures / variables
+    # seed 003 "图表示": simple_computation;
+    # get_operations / inputs / outputs / captures / variables
     @kx.function
     def simple_computation(a, b):
         c = np.matmul(a, b)

@@ -123,7 +123,8 @@ def test_power_graph_execution_matches_eager():
 
 
 def test_python_print_runs_only_while_tracing(capsys):
-    # seed 000/001 "计算图执行与 Eager Execution": get_MSE prints "Calculating MSE!" once for 3 calls
+    # seed 000/001 "计算图执行与 Eager Execution":
+    # get_MSE prints "Calculating MSE!" once for 3 calls
     @kx.function
     def get_MSE(y_true, y_pred):
         print("Calculating MSE!")

@@ -48,7 +48,8 @@ def test_automatic_control_dependencies():
 
 
 def test_variable_created_on_non_first_call_raises():
-    # seed 002 "创建 tf.Variables" / 004: f(x) creating tf.Variable(1.0) at every trace -> ValueError
+    # seed 002 "创建 tf.Variables" / 004:
+    # f(x) creating tf.Variable(1.0) at every trace -> ValueError
     @kx.function
     def f(x):
         v = kx.Variable(1.0)
@@ -146,7 +147,7 @@ def test_variables_read_at_every_call_python_values_frozen(capsys):
         kx.print("TF Variable current value:", external_tf_var)
 
     state_example()
-    external_python_var = 100  # noqa: F841 - changed outside, after tracing
+    external_python_var = 100
     state_example()
     state_example()
     assert capsys.readouterr().out == (
@@ -216,7 +217,7 @@ def test_closure_frozen_at_trace_time():
 
     x = np.array([1.0, 2.0], dtype=f32)
     np.testing.assert_array_equal(scaled(x), [2.0, 4.0])
-    scale = 10.0  # noqa: F841
+    scale = 10.0
     np.testing.assert_array_equal(scaled(x), [2.0, 4.0])
 
 
@@ -239,7 +240,8 @@ def test_object_attributes_frozen_for_same_object():
 
 
 def test_new_function_per_object_state():
-    # seed 002: evaluate_no_bias / evaluate_with_bias via tf.function(evaluate).get_concrete_function
+    # seed 002: evaluate_no_bias / evaluate_with_bias via
+    # tf.function(evaluate).get_concrete_function
     class SimpleModel:
         def __init__(self):
             self.bias = 0.0

@@ -1,11 +1,11 @@
 """The graph is readable in a 250 px sidebar, in a real JupyterLab.
 
-A 40-node graph first shows at a readable size and "Fit" fits the sidebar's width; zoom (buttons, Ctrl + wheel) and pan are
-d3-zoom's; "Open in main area" shows the same view in a tab; every node says what it
-computes with its literal operands (``multiply(·, 2)``, ``multiply(·, 20)`` for
-``np.tanh(x) * 2 * n`` with ``n=20``); and the monitor's own picture under the cell fits the
-cell. Screenshots: ``graph-1-sidebar-fit.png``, ``graph-2-zoomed.png``,
-``graph-3-main-area.png``, ``graph-4-monitor-fit.png``.
+A 40-node graph first shows at a readable size and "Fit" fits the sidebar's width; zoom (buttons,
+Ctrl + wheel) and pan are d3-zoom's; "Open in main area" shows the same view in a tab; every node
+says what it computes with its literal operands (``multiply(·, 2)``, ``multiply(·, 20)`` for
+``np.tanh(x) * 2 * n`` with ``n=20``); and the monitor's own picture under the cell fits the cell.
+Screenshots: ``graph-1-sidebar-fit.png``, ``graph-2-zoomed.png``, ``graph-3-main-area.png``,
+``graph-4-monitor-fit.png``.
 """
 
 from __future__ import annotations

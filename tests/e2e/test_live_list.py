@@ -15,6 +15,7 @@ Screenshots: ``live-1-during-updates.png``, ``many-1-collapsed.png``,
 
 from __future__ import annotations
 
+import itertools
 import re
 import statistics
 from pathlib import Path
@@ -102,7 +103,7 @@ def test_focus_selection_and_open_details_survive_live_updates(
     renders = page.evaluate("() => window.kxRenders")
     times = [t for t, _ in renders]
     costs = sorted(ms for _, ms in renders)
-    gaps = [b - a for a, b in zip(times, times[1:])]
+    gaps = [b - a for a, b in itertools.pairwise(times)]
     (artifacts / "update-latency.txt").write_text(
         f"{len(renders)} live renders while 500 calls ran\n"
         f"render cost ms: median {statistics.median(costs):.2f}, "

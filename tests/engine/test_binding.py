@@ -130,7 +130,7 @@ def test_input_signature_longer_than_the_parameters_is_rejected():
         FunctionType(affine, "affine", input_signature=[_SPEC] * 3)
     assert str(info.value) == ("input_signature of 'affine' has 3 entries but the function "
                                "takes 2 positional parameters (x, scale)")
-    with pytest.raises(TypeError, match="must be a list or tuple of kx.TensorSpec, got dict"):
+    with pytest.raises(TypeError, match=r"must be a list or tuple of kx\.TensorSpec, got dict"):
         FunctionType(affine, "affine", input_signature={"x": _SPEC})
 
 

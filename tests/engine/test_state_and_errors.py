@@ -74,7 +74,8 @@ def test_variables_may_be_created_only_on_the_first_trace():
         return x + v
 
     assert f(np.float64(1.0)) == 2.0
-    with pytest.raises(ValueError, match=r"only\s+during its first trace.*Fix: create the variable"):
+    with pytest.raises(ValueError,
+                       match=r"only\s+during its first trace.*Fix: create the variable"):
         f(np.ones(2))
     assert f.experimental_get_tracing_count() == 1  # the failed trace left nothing cached
 
@@ -282,5 +283,5 @@ def test_shape_errors_surface_at_trace_time_like_numpy():
 
 def test_int_of_traced_value_suggests_astype():
     f = kx.function(lambda x: range(x), autograph=False)
-    with pytest.raises(TypeError, match="kx.range"):
+    with pytest.raises(TypeError, match=r"kx\.range"):
         f(np.int64(3))

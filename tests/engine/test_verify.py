@@ -13,8 +13,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import tiering
-from kernel_ext.engine.verify import (VERIFIED_CALLS, ReductionBound, executor_name,
-                                     first_difference)
+from kernel_ext.engine.verify import VERIFIED_CALLS, ReductionBound, executor_name, first_difference
 from kernel_ext.ir import OpKind
 from kernel_ext.ir.interpreter import LOWER
 
@@ -157,7 +156,7 @@ def test_container_and_dataclass_contents_are_restored_to_eager_numpys(monkeypat
     f = kx.function(update, verify=True, backend="numpy")
     state, d = _State([np.arange(3.0)], 0), {"last": np.arange(4.0)}
     _, (want_state, want_d) = _eager(update, state, d)
-    with pytest.raises(kx.errors.VerificationError, match="argument 'state'.items"):
+    with pytest.raises(kx.errors.VerificationError, match=r"argument 'state'\.items"):
         f(state, d)
     _assert_same(state.items, want_state.items)
     _assert_same(d, want_d)

@@ -9,9 +9,21 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from kernel_ext.ir import (OPAQUE_CALLS, VIEW_OPS, AbstractValue,
-                           CallTemplate, Graph, GraphLintError, OpaqueResultError, Operand,
-                           OpGroup, OpKind, call_name, interpret, lint)
+from kernel_ext.ir import (
+    OPAQUE_CALLS,
+    VIEW_OPS,
+    AbstractValue,
+    CallTemplate,
+    Graph,
+    GraphLintError,
+    OpaqueResultError,
+    Operand,
+    OpGroup,
+    OpKind,
+    call_name,
+    interpret,
+    lint,
+)
 from kernel_ext.ir.calls import check_result, flatten_result
 from kernel_ext.passes import fold_constants, prune_dead_code
 from kernel_ext.passes.cse import eliminate_common_subexpressions
@@ -31,7 +43,7 @@ def test_numpy_call_is_the_opaque_group_and_may_alias():
     assert OpKind.NUMPY_CALL.group is OpGroup.OPAQUE
     assert OpKind.NUMPY_CALL.may_alias and OpKind.NUMPY_CALL.passes_through
     assert OpKind.NUMPY_CALL not in VIEW_OPS
-    assert OPAQUE_CALLS == {OpKind.NUMPY_CALL, OpKind.RANDOM_CALL}
+    assert {OpKind.NUMPY_CALL, OpKind.RANDOM_CALL} == OPAQUE_CALLS
 
 
 def test_random_call_is_stateful():

@@ -7,9 +7,18 @@ import operator
 import numpy as np
 import pytest
 
-from kernel_ext.ir import (COMPARISONS, FUSIBLE_REDUCTIONS, MULTI_OUTPUT_OPS, NDARRAY_METHODS,
-                           OPAQUE_CALLS, UFUNC_OPS, UFUNC_REDUCTIONS, VIEW_OPS, OpGroup,
-                           OpKind)
+from kernel_ext.ir import (
+    COMPARISONS,
+    FUSIBLE_REDUCTIONS,
+    MULTI_OUTPUT_OPS,
+    NDARRAY_METHODS,
+    OPAQUE_CALLS,
+    UFUNC_OPS,
+    UFUNC_REDUCTIONS,
+    VIEW_OPS,
+    OpGroup,
+    OpKind,
+)
 
 _BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
            "//": operator.floordiv, "%": operator.mod, "<": operator.lt, "<=": operator.le,

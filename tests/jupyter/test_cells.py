@@ -8,8 +8,14 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.jupyter.cells import (CellError, CellLocator, analyse_cell, build_cell_function,
-                                      build_cell_source, check_cell)
+from kernel_ext.jupyter.cells import (
+    CellError,
+    CellLocator,
+    analyse_cell,
+    build_cell_function,
+    build_cell_source,
+    check_cell,
+)
 
 
 def test_reads_are_names_used_before_assignment():

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.jupyter import inspector, nodetext, protocol as p, render
+from kernel_ext.jupyter import inspector, nodetext, render
+from kernel_ext.jupyter import protocol as p
 
 
 def scaled(x, n):

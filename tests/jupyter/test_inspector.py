@@ -24,7 +24,8 @@ from IPython.core.interactiveshell import InteractiveShell
 
 import kernel_ext as kx
 from kernel_ext.backends.compiler import wait_for_kernels
-from kernel_ext.jupyter import inspector, protocol as p
+from kernel_ext.jupyter import inspector
+from kernel_ext.jupyter import protocol as p
 from kernel_ext.jupyter.activity import activity
 
 XSS = "<img src=x onerror=alert(1)>"

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 import kernel_ext as kx
 from kernel_ext.jupyter import inspector, records, render, report
-from realcode.corpus_buffers import pairwise_dist_loop as pairwise
 
 
 def short_loop(x):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import re
 import time
 
@@ -37,7 +36,7 @@ def test_kx_jupyter_monitor_is_the_public_helper(dense):
         assert isinstance(m, Monitor) and m.function is dense
     finally:
         m.close()
-    with pytest.raises(TypeError, match="needs a kx.function"):
+    with pytest.raises(TypeError, match=r"needs a kx\.function"):
         kj.monitor(lambda x: x)
 
 
@@ -89,7 +88,7 @@ def test_full_refresh_shows_stale_captures():
     f(np.ones(1))
     m = Monitor(f, interval=60)
     try:
-        k = 9.0  # noqa: F841 - read through the closure
+        k = 9.0
         m.refresh(full=True)
         assert "captured values changed" in m.stale.value and "was 2.0" in m.stale.value
     finally:

@@ -12,7 +12,8 @@ from IPython.core.error import UsageError
 
 import kernel_ext as kx
 from kernel_ext.engine import explain
-from kernel_ext.jupyter import cells as cells_module, records
+from kernel_ext.jupyter import cells as cells_module
+from kernel_ext.jupyter import records
 from kernel_ext.jupyter.report import FunctionReport, RetraceReport, build_report, report_text
 
 # -- the seeds' retracing examples, on the engine ------------------------------------------------
@@ -209,7 +210,7 @@ def test_a_closure_value_changed_after_tracing_is_reported():
 
     f = kx.function(body)
     f(np.ones(1))
-    factor = 5  # noqa: F841 - read through the closure cell
+    factor = 5
     stale = explain.stale_captures(f)
     assert [(s.name, s.kind, s.old, s.new) for s in stale] == [("factor", "closure", "2", "5")]
 

@@ -22,8 +22,8 @@ def _shown_frames(cells, capsys) -> tuple[str, list[str]]:
 
 CASES = {
     "cell function": ("x = np.ones(3)", "%%tffunction\ny = x * 2\nz = y.tolist()\n", None),
-    "def cell": ("x = np.ones(3)", "%%tffunction\ndef f(a):\n    b = a + 1\n    return b.tolist()\n",
-                 "f(x)"),
+    "def cell": ("x = np.ones(3)", "%%tffunction\ndef f(a):\n    b = a + 1\n"
+                 "    return b.tolist()\n", "f(x)"),
     "decorated": ("x = np.ones(3)", "@kx.function\ndef f(a):\n    b = a + 1\n"
                   "    return b.tolist()\n", "f(x)"),
 }

@@ -30,10 +30,10 @@ for _path in (HERE, HERE.parent, HERE.parents[1]):
     if str(_path) not in sys.path:
         sys.path.insert(0, str(_path))
 
-from onnx_support import TOLERANCE, session
-from realcode import harness
+from onnx_support import TOLERANCE, session  # noqa: E402 (found through sys.path above)
+from realcode import harness  # noqa: E402
 
-import kernel_ext as kx
+import kernel_ext as kx  # noqa: E402
 
 
 @dataclass
@@ -84,7 +84,7 @@ def _difference(got: np.ndarray, want: Any) -> tuple[str | None, bool]:
 def _arrays(value: Any, scalars: bool = False) -> list[Any]:
     """Every ndarray (and NumPy scalar, with ``scalars``) inside the arguments (tuples,
     lists, dicts, object attributes)."""
-    if isinstance(value, np.ndarray) or scalars and isinstance(value, np.generic):
+    if isinstance(value, np.ndarray) or (scalars and isinstance(value, np.generic)):
         return [value]
     if isinstance(value, (tuple, list)):
         return [a for v in value for a in _arrays(v, scalars)]

@@ -58,20 +58,20 @@ def test_state_and_side_effects_are_refused() -> None:
     def bump(x: Any) -> Any:
         counter.assign_add(x)
         return x * 2
-    with pytest.raises(kx.onnx.OnnxExportError, match="assign_add_variable.*no state"):
+    with pytest.raises(kx.onnx.OnnxExportError, match=r"assign_add_variable.*no state"):
         Exported(bump, spec([2], np.float64))
 
     def chatty(x: Any) -> Any:
         kx.print("x is", x)
         return x + 1
-    with pytest.raises(kx.onnx.OnnxExportError, match="'print'.*side effects"):
+    with pytest.raises(kx.onnx.OnnxExportError, match=r"'print'.*side effects"):
         Exported(chatty, spec([2], np.float64))
 
     def checked(x: Any) -> Any:
         if x.sum() < 0:
             raise ValueError("negative total")
         return x
-    with pytest.raises(kx.onnx.OnnxExportError, match="'check'.*cannot raise"):
+    with pytest.raises(kx.onnx.OnnxExportError, match=r"'check'.*cannot raise"):
         Exported(checked, spec([2], np.float64))
 
 
@@ -91,7 +91,7 @@ def test_a_function_with_several_traces_needs_a_signature() -> None:
     chosen = double.concrete_functions[0]
     model = kx.onnx.export(double, signature=chosen)
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.DOUBLE
-    with pytest.raises(TypeError, match="kx.function or a ConcreteFunction"):
+    with pytest.raises(TypeError, match=r"kx\.function or a ConcreteFunction"):
         kx.onnx.export(lambda x: x)
 
 

@@ -91,7 +91,7 @@ def test_integer_sums_are_exact_and_wrap_as_numpy() -> None:
 def test_integer_products_are_refused() -> None:
     def total(x: Any) -> Any:
         return x.prod(axis=0)
-    with pytest.raises(kx.onnx.OnnxExportError, match="'prod'.*integer products"):
+    with pytest.raises(kx.onnx.OnnxExportError, match=r"'prod'.*integer products"):
         Exported(total, spec([None, 4], np.int64))
 
 

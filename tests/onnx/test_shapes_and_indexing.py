@@ -172,14 +172,14 @@ def test_stable_argsort_matches_numpy_with_ties_and_nans(dtype: Any) -> None:
 def test_argsort_of_numpy_default_kind_is_refused_with_the_stable_fix() -> None:
     def ranks(x: Any) -> Any:
         return np.argsort(x)
-    with pytest.raises(kx.onnx.OnnxExportError, match="'argsort'.*kind='stable'"):
+    with pytest.raises(kx.onnx.OnnxExportError, match=r"'argsort'.*kind='stable'"):
         Exported(ranks, spec([4], np.float64))
 
 
 def test_wrap_padding_needs_opset_19() -> None:
     def wrapped(x: Any) -> Any:
         return np.pad(x, (1, 2), mode="wrap")
-    with pytest.raises(kx.onnx.OnnxExportError, match="'wrap'.*opset 19"):
+    with pytest.raises(kx.onnx.OnnxExportError, match=r"'wrap'.*opset 19"):
         Exported(wrapped, spec([5], np.int64))
     f = Exported(wrapped, spec([5], np.int64), opset=19)
     x = values((5,), np.int64, 55)

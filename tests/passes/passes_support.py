@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import sys
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -11,6 +11,7 @@ cube).
 
 from __future__ import annotations
 
+import itertools
 import warnings
 
 import numpy as np
@@ -36,7 +37,7 @@ def _oracle_merge_siblings(graph, sets, seg_of, domain, reduced, size, ancestors
 
     users = graph.users()
     effects = [n for n in graph.nodes if has_effects(n)]
-    next_effect = {e: [f] for e, f in zip(effects, effects[1:])}
+    next_effect = {e: [f] for e, f in itertools.pairwise(effects)}
 
     def depends(a, b):
         """Is ``a`` computed from ``b`` through nodes and the segments as merged so far?"""

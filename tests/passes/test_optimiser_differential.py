@@ -10,7 +10,8 @@ fire and the node counts must drop.
 from __future__ import annotations
 
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -29,7 +30,7 @@ def _neutral(value: Any, kind: str) -> Any:
     """A literal that is a no-op for ``value``'s dtype: ``one`` for ``*``, ``zero`` for ``+``."""
     dtype = np.dtype(value.dtype)  # arrays, NumPy scalars and traced values all have one
     if dtype == np.bool_:
-        return True if kind == "one" else False
+        return kind == "one"
     if dtype.kind == "f":
         return 1.0 if kind == "one" else -0.0   # x + (-0.0) is exact, x + 0.0 is not
     return 1 if kind == "one" else 0

@@ -9,11 +9,16 @@ import pytest
 from passes_support import assert_identical, ops, snapshot, special_values, trace_raw
 
 import kernel_ext as kx
-from kernel_ext.ir import (AbstractValue, Graph, GraphLintError, OpKind, interpret, lint,
-                           subgraphs)
-from kernel_ext.passes import (DEFAULT_PIPELINE, eliminate_common_subexpressions,
-                               fold_constants, map_subgraphs, prune_dead_code, run_pipeline,
-                               simplify)
+from kernel_ext.ir import AbstractValue, Graph, GraphLintError, OpKind, interpret, lint, subgraphs
+from kernel_ext.passes import (
+    DEFAULT_PIPELINE,
+    eliminate_common_subexpressions,
+    fold_constants,
+    map_subgraphs,
+    prune_dead_code,
+    run_pipeline,
+    simplify,
+)
 
 f32 = np.float32
 K = OpKind
@@ -32,8 +37,8 @@ def _messy_body(name: str = "body") -> Graph:
 
 
 def test_default_pipeline_is_fold_simplify_cse_prune():
-    assert DEFAULT_PIPELINE == (fold_constants, simplify, eliminate_common_subexpressions,
-                                prune_dead_code)
+    assert (fold_constants, simplify, eliminate_common_subexpressions,
+                                prune_dead_code) == DEFAULT_PIPELINE
 
 
 def test_pipeline_reaches_a_fixed_point():
@@ -130,7 +135,7 @@ def test_cond_branches_are_optimised_and_results_unchanged():
     g = _cond_graph()
     lint(g)
     out = run_pipeline(g, verify=True)
-    cond = [n for n in out.nodes if n.op is K.COND][0]
+    cond = next(n for n in out.nodes if n.op is K.COND)
     true_b, false_b = cond.attrs["branches"]
     assert ops(true_b) == ["constant", "tanh", "multiply", "add"]
     assert ops(false_b) == ["add"]
@@ -185,7 +190,7 @@ def _loop(x):
 
 def _branch(x):
     if np.sum(x) > 0:
-        y = -(-x) * 1 + np.ones_like(x) * 3
+        y = -(-x) * 1 + np.ones_like(x) * 3  # noqa: B002 - a double negation to simplify
     else:
         y = np.tanh(x) + np.tanh(x) - 0
     return y, x.astype(x.dtype)

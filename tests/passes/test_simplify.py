@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import pytest
@@ -207,7 +207,7 @@ def test_simplify_prints_the_rewritten_graph():
 def test_outputs_never_become_the_callers_input_array():
     @kx.function
     def f(x):
-        return x * 1, -(-x), x.astype(x.dtype)
+        return x * 1, -(-x), x.astype(x.dtype)  # noqa: B002 - a double negation to simplify
 
     x = np.arange(3, dtype=f32)
     outs = f(x)
@@ -288,7 +288,7 @@ def test_simplified_graph_matches_numpy_on_special_values(n):
 
     def f(x):
         y = (x * 1.0 - 0.0) / 1.0
-        return np.tanh(-(-y)) + (x + -0.0), x.astype(np.float32)[...]
+        return np.tanh(-(-y)) + (x + -0.0), x.astype(np.float32)[...]  # noqa: B002
 
     fn = kx.function(f)
     got, want = fn(xs), f(xs)

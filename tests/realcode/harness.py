@@ -16,8 +16,9 @@ import statistics
 import time
 import warnings
 import zlib
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 import numpy as np
 
@@ -364,7 +365,8 @@ def _check(case_: Case, path: str, timing: int,
             if call:
                 result.detail += " (on the second call)"
             return
-        diff = compare_call(expected, eager_args, actual, traced_args, tolerant=path in TOLERANT_PATHS)
+        diff = compare_call(expected, eager_args, actual, traced_args,
+                            tolerant=path in TOLERANT_PATHS)
         if diff.problem is not None:
             result.status = "WRONG"
             result.detail = diff.problem + (" (on the second call, new values)" if call else "")

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import inspect
 from collections import Counter
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest

@@ -131,7 +131,7 @@ def test_export_source_refuses_what_has_no_source_form(tmp_path):
         return x + rng.normal(size=x.shape)
 
     noisy(np.zeros(2))
-    with pytest.raises(kx.saved_model.SaveError, match="Generator.*Fix"):
+    with pytest.raises(kx.saved_model.SaveError, match=r"Generator.*Fix"):
         kx.saved_model.export_source(noisy, tmp_path / "noisy.py")
     with pytest.raises(ValueError, match=r"\.py file"):
         kx.saved_model.export_source(noisy, tmp_path / "noisy.txt")

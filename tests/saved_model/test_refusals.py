@@ -85,7 +85,7 @@ def test_a_dataclass_result_is_refused_with_the_fix(tmp_path):
         return Stats(x.mean(), x.std())
 
     stats(np.arange(5.0))
-    with pytest.raises(kx.saved_model.SaveError, match="Stats dataclass.*Fix: return a dict"):
+    with pytest.raises(kx.saved_model.SaveError, match=r"Stats dataclass.*Fix: return a dict"):
         kx.saved_model.save(stats, tmp_path / "m")
 
 

@@ -3,7 +3,6 @@ imports across modules is checked for the whole package in tests/test_architectu
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -14,7 +13,6 @@ from kernel_ext.trace.context import TraceContext
 from kernel_ext.trace.control_flow import TensorArray
 from kernel_ext.trace.tensor import Tensor, describe_tensor
 from kernel_ext.trace.variables import resolve
-
 
 
 def test_context_makes_tensors_and_binds_ops():

@@ -15,7 +15,8 @@ from __future__ import annotations
 import inspect
 import itertools
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import pytest
@@ -169,7 +170,7 @@ def _copy(value: Any) -> Any:
 
 
 def _traced_slot(value: Any) -> bool:
-    return isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.dtype) or (
+    return (isinstance(value, (np.ndarray, np.generic)) and not isinstance(value, np.dtype)) or (
         isinstance(value, (list, tuple)) and len(value) > 0 and
         all(isinstance(v, np.ndarray) for v in value))
 
@@ -283,8 +284,8 @@ def _samples(func: Callable, base: tuple[tuple, dict]) -> list[tuple[str, tuple,
             continue
         if p.name in bound and p.default is inspect.Parameter.empty:
             continue
-        if p.name in NOT_SAMPLED or p.kind is inspect.Parameter.POSITIONAL_ONLY and \
-                p.default is inspect.Parameter.empty:
+        if p.name in NOT_SAMPLED or (p.kind is inspect.Parameter.POSITIONAL_ONLY and \
+                p.default is inspect.Parameter.empty):
             continue
         for sample in SAMPLES.get(p.name, ())[:2]:
             value = sample(context) if callable(sample) and not isinstance(sample, type) \

@@ -19,10 +19,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from same_as_numpy import assert_same
 
 import kernel_ext as kx
 from kernel_ext import errors
-from same_as_numpy import assert_same
 
 PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
          "jit": {"jit_compile": True}}

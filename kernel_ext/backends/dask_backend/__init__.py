@@ -14,9 +14,28 @@ import-linter contract in pyproject).
 """
 
 from .blocks import COMPILES, BlockProgram
-from .graph import (ALONG_AXIS, COMBINE, DASK_NATIVE, MAX_ITERATIONS, can_fuse, compile_dask,
-                    dashboard_link, task_count, unsupported)
+from .graph import (
+                    ALONG_AXIS,
+                    COMBINE,
+                    DASK_NATIVE,
+                    MAX_ITERATIONS,
+                    can_fuse,
+                    compile_dask,
+                    dashboard_link,
+                    task_count,
+                    unsupported,
+)
 
-__all__ = ["ALONG_AXIS", "BlockProgram", "COMBINE", "COMPILES", "DASK_NATIVE",
-           "MAX_ITERATIONS", "can_fuse", "compile_dask", "dashboard_link", "task_count",
-           "unsupported"]
+__all__ = [
+                    "ALONG_AXIS",
+                    "COMBINE",
+                    "COMPILES",
+                    "DASK_NATIVE",
+                    "MAX_ITERATIONS",
+                    "BlockProgram",
+                    "can_fuse",
+                    "compile_dask",
+                    "dashboard_link",
+                    "task_count",
+                    "unsupported",
+]

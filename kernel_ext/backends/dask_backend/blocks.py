@@ -27,7 +27,8 @@ from __future__ import annotations
 import hashlib
 import math
 import threading
-from typing import Any, Callable, NamedTuple, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -189,7 +190,7 @@ class BlockProgram:
         if chain is None:
             chain = self._chain = _numpy_chain(self.nodes, self.inputs)
         env = chain(*blocks)
-        return [np.asarray(env[o], dtype=o.aval.dtype) for o in self.outputs]
+        return [np.asarray(env[o], dtype=o.dtype) for o in self.outputs]
 
     def _kernel(self, blocks: Sequence[Any]) -> list[Any] | None:
         """The kernel's results for these blocks (map outputs, or the partial reduction),
@@ -281,4 +282,4 @@ def _numpy_chain(nodes: Sequence[Node], inputs: Sequence[Node]) -> Callable[...,
     return chain
 
 
-__all__ = ["BlockProgram", "COMPILES", "Partial", "detach"]
+__all__ = ["COMPILES", "BlockProgram", "Partial", "detach"]

@@ -39,7 +39,8 @@ import sys
 import time
 import warnings
 import weakref
-from typing import Any, Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any
 
 import dask
 import dask.array as da
@@ -48,8 +49,8 @@ import numpy as np
 from ... import errors
 from ...ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
 from ...ir.interpreter import LOWER
-from ...passes.fusion import Segment, partition, schedule
 from ...ir.structure import TreeNode, unflatten
+from ...passes.fusion import Segment, partition, schedule
 from ..codegen import KernelSource, Unsupported, can_compile, generate, reduction_plan
 from ..compiler import SegmentReport
 from ..executable import Executable
@@ -109,7 +110,8 @@ _WHY = {
 def can_fuse(node: Node) -> bool:
     """A segment member: an elementwise op or a fusible reduction, with known shapes."""
     aval = node.aval
-    if aval is None or getattr(aval, "shape", None) is None or None in aval.shape:
+    shape = getattr(aval, "shape", None)  # (a multi-output node's aval is a tuple)
+    if aval is None or shape is None or None in shape:
         return False
     if node.op is OpKind.WHERE or node.op.group is OpGroup.ELEMENTWISE:
         if node.op in (OpKind.FREXP, OpKind.MODF, OpKind.DIVMOD):
@@ -415,14 +417,14 @@ class _SegmentStep:
         if red.op is OpKind.MEAN:
             # NumPy's mean accumulates integers and bools in float64, float16 in float32
             dt = np.dtype(source.aval.dtype)
-            out = np.dtype(red.aval.dtype)
+            out = np.dtype(red.dtype)
             acc = np.dtype(np.float64) if dt.kind in "biu" else \
                 np.dtype(np.float32) if dt == np.float16 else out
             partial = Partial("sum", axes, {"dtype": acc}, None, acc)
         else:
             params = {k: v for k, v in red.params.items() if k not in ("axis", "keepdims")}
             partial = Partial(red.op.numpy_function.__name__, axes, params, None,
-                              np.dtype(red.aval.dtype))
+                              np.dtype(red.dtype))
         self.kernel = _kernel(elementwise, seg.inputs, [source], seg.domain,
                               fast_math=self.fast_math)
         self.program = BlockProgram(elementwise, seg.inputs, [source], self.kernel, partial)
@@ -451,7 +453,7 @@ class _SegmentStep:
                                    meta=np.empty((0,) * self.ndim, acc),
                                    name=_name(self.program, operands))
             result = getattr(partial, COMBINE[red.op])(axis=self.axes, keepdims=self.keepdims)
-            out_dtype = red.aval.dtype
+            out_dtype = red.dtype
             if red.op is OpKind.MEAN:
                 shape = red.args[0].aval.shape
                 count = int(np.prod([shape[a] for a in self.axes]))
@@ -479,15 +481,15 @@ def _blockwise(program: BlockProgram, outputs: Sequence[Node], operands: list[An
     name = _name(program, operands)
     if len(outputs) == 1:
         o = outputs[0]
-        env[o] = da.blockwise(program, out_ind, *operands, dtype=o.aval.dtype,
-                              meta=np.empty((0,) * ndim, o.aval.dtype), name=name)
+        env[o] = da.blockwise(program, out_ind, *operands, dtype=o.dtype,
+                              meta=np.empty((0,) * ndim, o.dtype), name=name)
         return
     # several outputs: one task per block computes all of them; each output picks its own
     # from the block's tuple (a getitem task, no recomputation)
     packed = da.blockwise(program, out_ind, *operands, meta=np.empty((0,) * ndim), name=name)
     for k, o in enumerate(outputs):
-        env[o] = packed.map_blocks(operator.getitem, k, dtype=o.aval.dtype,
-                                   meta=np.empty((0,) * ndim, o.aval.dtype))
+        env[o] = packed.map_blocks(operator.getitem, k, dtype=o.dtype,
+                                   meta=np.empty((0,) * ndim, o.dtype))
 
 
 def _indices(value: Any, ndim: int) -> tuple:
@@ -521,7 +523,7 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
         return _cond_step(node, fast_math)
     if can_fuse(node) and op not in FUSIBLE_REDUCTIONS:
         return _SegmentStep(Segment([node], list(node.inputs), [node],
-                                    tuple(node.aval.shape)), fast_math)
+                                    tuple(node.shape or ())), fast_math)
     fn = LOWER[op](node)
     along = _along_axis(node) if op in ALONG_AXIS else None
 
@@ -558,7 +560,7 @@ def _along_axis(node: Node) -> Callable[[Any], Any] | None:
     """``sort``/``argsort`` along one axis: that axis in one chunk, then NumPy per block."""
     fn = LOWER[node.op](node)
     axis = node.attrs.get("axis", -1)
-    dtype = node.aval.dtype
+    dtype = node.dtype
 
     def run(x: Any) -> Any:
         if axis is None:  # (NumPy sorts the flattened array: one chunk)

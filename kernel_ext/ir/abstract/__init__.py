@@ -18,9 +18,22 @@ from __future__ import annotations
 
 from ..ops import OpKind
 from . import elementwise, fft, indexing, linalg, reductions, shape, sorting
-from .core import (ABSTRACT_EVAL, AbstractValue, Rule, Shape, abstract_eval, abstract_rule, aval_of,
-                   broadcast_shapes, format_aval, format_shape, normalize_axes, normalize_axis,
-                   probe_dtype, result_type)
+from .core import (
+                   ABSTRACT_EVAL,
+                   AbstractValue,
+                   Rule,
+                   Shape,
+                   abstract_eval,
+                   abstract_rule,
+                   aval_of,
+                   broadcast_shapes,
+                   format_aval,
+                   format_shape,
+                   normalize_axes,
+                   normalize_axis,
+                   probe_dtype,
+                   result_type,
+)
 from .indexing import DynamicIndex, getitem_shape
 from .linalg import einsum_shape
 from .reductions import reduced_shape

@@ -10,9 +10,21 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
-from .core import (ABSTRACT_EVAL, AbstractValue, Rule, abstract_rule, aval_of, broadcast_shapes,
-                   format_shape, normalize_axes, normalize_axis, operand_dtype, probe_dtype,
-                   result_type, shape_of)
+from .core import (
+    ABSTRACT_EVAL,
+    AbstractValue,
+    Rule,
+    abstract_rule,
+    aval_of,
+    broadcast_shapes,
+    format_shape,
+    normalize_axes,
+    normalize_axis,
+    operand_dtype,
+    probe_dtype,
+    result_type,
+    shape_of,
+)
 
 
 def _ufunc_rule(kind: OpKind) -> Rule:
@@ -139,7 +151,7 @@ def _control_flow(attrs: dict, *args: Any) -> tuple:
 
 
 @abstract_rule(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
-def _opaque_call(attrs: dict, *args: Any) -> "AbstractValue | tuple | None":
+def _opaque_call(attrs: dict, *args: Any) -> AbstractValue | tuple | None:
     # Found when the call was traced, by running the callable on stand-ins (trace/opaque.py):
     # no rule could know what an arbitrary NumPy function returns.
     return attrs["out_aval"]

@@ -5,14 +5,26 @@ multi-index conversions.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..ops import OpKind
-from .core import (INTP, AbstractValue, Shape, abstract_rule, broadcast_shapes, dtype_of,
-                   format_shape, known_rank, normalize_axes, normalize_axis, shape_of)
+from .core import (
+    INTP,
+    AbstractValue,
+    Shape,
+    abstract_rule,
+    broadcast_shapes,
+    dtype_of,
+    format_shape,
+    known_rank,
+    normalize_axes,
+    normalize_axis,
+    shape_of,
+)
 
 
 @dataclass(frozen=True)

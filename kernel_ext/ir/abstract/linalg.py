@@ -4,13 +4,25 @@ correlate/convolve, the factorizations (dtypes from NumPy on a 1x1 identity) and
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
 from ..ops import OpKind
-from .core import (ABSTRACT_EVAL, AbstractValue, Rule, Shape, abstract_rule, broadcast_shapes,
-                   format_shape, known_rank, probe_dtype, result_type, shape_of)
+from .core import (
+    ABSTRACT_EVAL,
+    AbstractValue,
+    Rule,
+    Shape,
+    abstract_rule,
+    broadcast_shapes,
+    format_shape,
+    known_rank,
+    probe_dtype,
+    result_type,
+    shape_of,
+)
 
 
 def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:
@@ -123,7 +135,7 @@ def _einsum_label_dims(specs: list[str], shapes: Sequence[Shape]
     for i, (spec, shape) in enumerate(zip(specs, shapes)):
         head, dots, tail = spec.partition("...")
         n_ell = len(shape) - len(head) - len(tail) if dots else 0
-        if n_ell < 0 or not dots and len(spec) != len(shape):
+        if n_ell < 0 or (not dots and len(spec) != len(shape)):
             raise ValueError("operand has more dimensions than subscripts given in einstein "
                              "sum, but no '...' ellipsis provided to broadcast the extra "
                              "dimensions." if len(spec) < len(shape) else
@@ -209,7 +221,7 @@ def _linalg_probe(a: AbstractValue, fn: Callable[[np.ndarray], Any]) -> Any:
 
 
 @abstract_rule(OpKind.SVD)
-def _svd(attrs: dict, a: AbstractValue) -> "AbstractValue | tuple":
+def _svd(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
     shape = known_rank(a, "linalg.svd")
     if len(shape) < 2:
         raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
@@ -254,7 +266,7 @@ def _min_dim(m: int | None, n: int | None) -> int | None:
 
 
 @abstract_rule(OpKind.QR)
-def _qr(attrs: dict, a: AbstractValue) -> "AbstractValue | tuple":
+def _qr(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
     *batch, m, n = _at_least_2d(a, "linalg.qr")
     mode = attrs.get("mode", "reduced")
     probe = _linalg_probe(a, lambda e: np.linalg.qr(e, mode=mode))

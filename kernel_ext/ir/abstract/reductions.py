@@ -6,13 +6,25 @@ from __future__ import annotations
 
 import math
 import warnings
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
 from ..ops import OpGroup, OpKind
-from .core import (ABSTRACT_EVAL, AbstractValue, Rule, Shape, abstract_rule, broadcast_shapes,
-                   format_shape, normalize_axes, normalize_axis, probe_dtype, shape_of)
+from .core import (
+    ABSTRACT_EVAL,
+    AbstractValue,
+    Rule,
+    Shape,
+    abstract_rule,
+    broadcast_shapes,
+    format_shape,
+    normalize_axes,
+    normalize_axis,
+    probe_dtype,
+    shape_of,
+)
 from .indexing import getitem_shape
 
 

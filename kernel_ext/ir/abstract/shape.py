@@ -10,8 +10,18 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
-from .core import (AbstractValue, Shape, abstract_rule, broadcast_shapes, format_shape, known_rank,
-                   normalize_axes, normalize_axis, result_type, shape_of)
+from .core import (
+    AbstractValue,
+    Shape,
+    abstract_rule,
+    broadcast_shapes,
+    format_shape,
+    known_rank,
+    normalize_axes,
+    normalize_axis,
+    result_type,
+    shape_of,
+)
 
 
 def reshape_shape(shape: Shape | None, newshape: tuple[int, ...]) -> Shape | None:
@@ -178,7 +188,7 @@ def _insert(attrs: dict, arr: AbstractValue, values: Any) -> AbstractValue:
     else:
         index = np.asarray(obj)
         count = int(np.count_nonzero(index)) if index.dtype == np.bool_ else index.size
-    if count == 1 or count is None and isinstance(obj, slice):
+    if count == 1 or (count is None and isinstance(obj, slice)):
         vshape = shape_of(values)
         if vshape is None or count is None:
             numnew = None

@@ -9,8 +9,18 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
-from .core import (ABSTRACT_EVAL, INTP, AbstractValue, Shape, abstract_rule, broadcast_shapes,
-                   known_rank, normalize_axis, probe_dtype, shape_of)
+from .core import (
+    ABSTRACT_EVAL,
+    INTP,
+    AbstractValue,
+    Shape,
+    abstract_rule,
+    broadcast_shapes,
+    known_rank,
+    normalize_axis,
+    probe_dtype,
+    shape_of,
+)
 
 
 @abstract_rule(OpKind.SORT)
@@ -40,7 +50,7 @@ def _bincount(attrs: dict, x: AbstractValue, weights: Any) -> AbstractValue:
 
 
 @abstract_rule(OpKind.UNIQUE)
-def _unique(attrs: dict, x: AbstractValue) -> "AbstractValue | tuple":
+def _unique(attrs: dict, x: AbstractValue) -> AbstractValue | tuple:
     shape = known_rank(x, "unique")
     values = AbstractValue((None,), x.dtype)
     extra = []

@@ -13,8 +13,20 @@ NumPy's own Python code on traced values), so importing this package fills the t
 from __future__ import annotations
 
 from ..tensor import HANDLERS
-from . import (elementwise, fft, indexing, linalg, polynomials, reductions, scans, shape, sorting,
-               statistics, ufuncs, writes)
+from . import (
+    elementwise,
+    fft,
+    indexing,
+    linalg,
+    polynomials,
+    reductions,
+    scans,
+    shape,
+    sorting,
+    statistics,
+    ufuncs,
+    writes,
+)
 from .common import composition, implements
 from .shape import APPLY_ALONG_AXIS_SLICES
 from .writes import OverwritingCall, UfuncIntoCopy

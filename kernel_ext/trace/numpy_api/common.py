@@ -6,7 +6,8 @@ helpers that read a call's arguments (static or traced, bound to NumPy's signatu
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -11,8 +12,16 @@ from ..context import bind
 from ..opaque import numpy_call
 from ..signatures import declare, numpy_signature
 from ..zero_d import mark_array
-from .common import (Opaque, array_arg, bound_arguments, composition, implements, is_traced,
-                     static_attr, static_shape)
+from .common import (
+    Opaque,
+    array_arg,
+    bound_arguments,
+    composition,
+    implements,
+    is_traced,
+    static_attr,
+    static_shape,
+)
 from .shape import roll
 
 

@@ -19,8 +19,18 @@ from ..opaque import numpy_call
 from ..tensor import Tensor, is_immutable_scalar
 from ..variables import Variable
 from ..zero_d import as_array
-from .common import (Opaque, array_arg, axis_attr, bind_outputs, composition, implements, is_traced,
-                     ndim_of, static_attr, static_shape)
+from .common import (
+    Opaque,
+    array_arg,
+    axis_attr,
+    bind_outputs,
+    composition,
+    implements,
+    is_traced,
+    ndim_of,
+    static_attr,
+    static_shape,
+)
 from .shape import ravel
 from .writes import dtype_name, overwriting_call, writable_target
 

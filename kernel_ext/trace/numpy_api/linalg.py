@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import math
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -19,8 +20,19 @@ from ..signatures import ALL, declare, numpy_signature
 from ..tensor import GUFUNCS, Tensor
 from ..variables import Variable
 from ..zero_d import mark_scalar
-from .common import (Opaque, array_arg, bind_outputs, bound_arguments, composition, implements,
-                     is_traced, ndim_of, static_attr, static_shape, static_value)
+from .common import (
+    Opaque,
+    array_arg,
+    bind_outputs,
+    bound_arguments,
+    composition,
+    implements,
+    is_traced,
+    ndim_of,
+    static_attr,
+    static_shape,
+    static_value,
+)
 from .shape import atleast_2d, diagflat
 
 
@@ -553,8 +565,8 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     if x.dtype.kind not in "fc":
         x = x.astype(np.float64)  # NumPy's norm computes integers in float64
     nd = ndim_of(x)
-    if axis is None and (ord is None or ord in ("f", "fro") and nd == 2 or
-                         ord == 2 and nd == 1):
+    if axis is None and (ord is None or (ord in ("f", "fro") and nd == 2) or
+                         (ord == 2 and nd == 1)):
         # NumPy ravels in memory order into a contiguous copy (a strided view such as
         # x[:, ::2].reshape(-1) would take another BLAS path): a copy of the C-order ravel
         flat = np.copy(np.reshape(x, (-1,)))

@@ -5,7 +5,8 @@ quantiles): the parameters in each handler's signature are the ones it implement
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -15,8 +16,15 @@ from ..opaque import numpy_call
 from ..signatures import declare, numpy_signature
 from ..tensor import Tensor
 from ..zero_d import mark_array
-from .common import (axis_attr, bool_option, bound_arguments, frozen, given, implements,
-                     is_static_value)
+from .common import (
+    axis_attr,
+    bool_option,
+    bound_arguments,
+    frozen,
+    given,
+    implements,
+    is_static_value,
+)
 from .writes import overwriting_call
 
 

@@ -5,9 +5,11 @@ inserting and deleting, and the helpers NumPy writes in Python (``np.roll``, ``n
 
 from __future__ import annotations
 
+import itertools
 import math
 import operator
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -18,8 +20,18 @@ from ..opaque import numpy_call
 from ..signatures import ALL, declare
 from ..tensor import HANDLERS
 from ..zero_d import mark_array
-from .common import (Opaque, array_arg, axis_attr, composition, implements, is_traced, ndim_of,
-                     static_attr, static_shape, static_value)
+from .common import (
+    Opaque,
+    array_arg,
+    axis_attr,
+    composition,
+    implements,
+    is_traced,
+    ndim_of,
+    static_attr,
+    static_shape,
+    static_value,
+)
 
 
 def _shape_arg(shape: Any) -> tuple[int, ...]:
@@ -235,7 +247,7 @@ def _split_parts(ary: Any, indices_or_sections: Any, axis: int, equal: bool) -> 
     else:
         points = [0] + [int(i) for i in indices_or_sections] + [n]
     head = (slice(None),) * axis
-    return [ary[head + (slice(start, stop),)] for start, stop in zip(points[:-1], points[1:])]
+    return [ary[head + (slice(start, stop),)] for start, stop in itertools.pairwise(points)]
 
 
 @composition(np.array_split)
@@ -310,7 +322,7 @@ def _repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     axis = normalize_axis_index(axis, len(shape))
     n = shape[axis]
     index = np.repeat(np.arange(n), repeats)  # raises NumPy's error for bad counts
-    if np.ndim(repeats) == 0 or np.size(repeats) == 1 and n != 1:
+    if np.ndim(repeats) == 0 or (np.size(repeats) == 1 and n != 1):
         r = int(np.asarray(repeats).reshape(-1)[0])
         wide = np.broadcast_to(np.expand_dims(a, axis + 1),
                                shape[:axis + 1] + (r,) + shape[axis + 1:])

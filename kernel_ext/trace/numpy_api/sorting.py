@@ -14,8 +14,16 @@ from ..opaque import numpy_call
 from ..tensor import Tensor
 from ..variables import Variable
 from ..zero_d import mark_array
-from .common import (Opaque, array_arg, bind_outputs, composition, implements, is_traced, ndim_of,
-                     static_attr)
+from .common import (
+    Opaque,
+    array_arg,
+    bind_outputs,
+    composition,
+    implements,
+    is_traced,
+    ndim_of,
+    static_attr,
+)
 
 
 def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict:

@@ -18,8 +18,17 @@ from ..opaque import PythonNumber, numpy_call
 from ..signatures import ALL, declare
 from ..tensor import Tensor
 from ..variables import Variable
-from .common import (Opaque, array_arg, bind_outputs, composition, implements, is_traced, ndim_of,
-                     static_attr, static_shape)
+from .common import (
+    Opaque,
+    array_arg,
+    bind_outputs,
+    composition,
+    implements,
+    is_traced,
+    ndim_of,
+    static_attr,
+    static_shape,
+)
 from .elementwise import isclose
 from .linalg import diagonal_of
 from .shape import atleast_2d

@@ -6,7 +6,8 @@ new value) and NumPy's own call writing into a copy of ``out`` (``OverwritingCal
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
