@@ -41,6 +41,7 @@ def _w3(x: Any, a: Any, b: Any, c: Any) -> Any:
 
 def _w3_dask(x: Any, a: Any, b: Any, c: Any) -> Any:
     import dask.array as da
+
     return da.tanh(a * x + b) * (1 / (1 + da.exp(-x))) + 0.5 * x * x - c
 
 
@@ -55,6 +56,7 @@ def _own_tasks(result: Any, inputs: list) -> tuple[int, int]:
 
 def _optimised_tasks(result: Any) -> int:
     import dask
+
     (opt,) = dask.optimize(result)
     return len(dict(opt.__dask_graph__()))
 
@@ -70,6 +72,7 @@ def _best_s(client: Any, build: Callable[[], Any], repeat: int) -> float:
     keys are deterministic, and a result still held would be reused, not computed."""
     import dask.core
     import distributed
+
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
@@ -85,23 +88,37 @@ def _best_s(client: Any, build: Callable[[], Any], repeat: int) -> float:
 
 def bench_w14(n: int, repeat: int, chunks: int = CHUNKS) -> list[Row]:
     """W14's rows for ``n`` float32 elements in ``chunks`` chunks."""
-    if importlib.util.find_spec("dask") is None or \
-            importlib.util.find_spec("distributed") is None:
-        return [("W14 Dask: skipped (dask/distributed not installed: "
-                 "pip install \"jupyterlab-tffunction[dask]\")", "", "", "")]
+    if importlib.util.find_spec("dask") is None or importlib.util.find_spec("distributed") is None:
+        return [
+            (
+                "W14 Dask: skipped (dask/distributed not installed: "
+                'pip install "jupyterlab-tffunction[dask]")',
+                "",
+                "",
+                "",
+            )
+        ]
     import dask.array as da
     import distributed
 
     import kernel_ext as kx
 
     label = f"{n // 1_000_000}M" if n >= 1_000_000 else str(n)
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                  protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=1,
+            processes=True,
+            protocol="tcp",
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         rng = da.random.default_rng(0)
-        inputs = [rng.standard_normal(n, chunks=-(-n // chunks), dtype=np.float32)
-                  for _ in range(4)]
+        inputs = [
+            rng.standard_normal(n, chunks=-(-n // chunks), dtype=np.float32) for _ in range(4)
+        ]
         inputs = client.persist(inputs)
         distributed.wait(inputs)
         f = kx.function(_w3)
@@ -121,10 +138,12 @@ def bench_w14(n: int, repeat: int, chunks: int = CHUNKS) -> list[Row]:
             _best_s(client, build, 1)
         # same values (W3 is bitwise on the fused path): checked on a few chunks
         probe = slice(0, min(n, 1_000_000))
-        np.testing.assert_array_equal(f(*inputs)[probe].compute(),
-                                      _w3_dask(*inputs)[probe].compute())
-        np.testing.assert_allclose(fm(*inputs)[probe].compute(),
-                                   _w3_dask(*inputs)[probe].compute(), rtol=1e-5, atol=1e-5)
+        np.testing.assert_array_equal(
+            f(*inputs)[probe].compute(), _w3_dask(*inputs)[probe].compute()
+        )
+        np.testing.assert_allclose(
+            fm(*inputs)[probe].compute(), _w3_dask(*inputs)[probe].compute(), rtol=1e-5, atol=1e-5
+        )
         t_ours = _best_s(client, ours, repeat)
         t_fm = _best_s(client, ours_fm, repeat)
         t_theirs = _best_s(client, theirs, repeat)
@@ -133,16 +152,36 @@ def bench_w14(n: int, repeat: int, chunks: int = CHUNKS) -> list[Row]:
         opt_ours, opt_d = _optimised_tasks(f(*inputs)), _optimised_tasks(_w3_dask(*inputs))
     head = f"W14 W3 chain, {label} f32 in {chunks} chunks, 2-worker LocalCluster"
     return [
-        (f"{head}: dask.array expression ({own_d} tasks + {total_d - own_d} input tasks)",
-         f"{t_theirs * 1e3:.0f} ms", "", ""),
-        (f"W14 kx.function on the same Dask arrays ({own} tasks + {total - own} input tasks)",
-         f"{t_ours * 1e3:.0f} ms", f"{t_ours / t_theirs:.2f}x dask.array time", "≤ 0.50x"),
-        ("W14 kx.function(fast_math=True) (inline approximations, same tasks)",
-         f"{t_fm * 1e3:.0f} ms", f"{t_fm / t_theirs:.2f}x dask.array time", ""),
-        ("W14 tasks the expression adds: kx.function / dask.array",
-         f"{own} / {own_d}", f"{own / own_d:.3f} (1/{own_d / own:.1f})", "≤ 0.200 (1/5)"),
-        ("W14 tasks after dask.optimize (Dask fuses blockwise layers itself): kx / dask",
-         f"{opt_ours} / {opt_d}", f"{opt_ours / opt_d:.3f}", ""),
+        (
+            f"{head}: dask.array expression ({own_d} tasks + {total_d - own_d} input tasks)",
+            f"{t_theirs * 1e3:.0f} ms",
+            "",
+            "",
+        ),
+        (
+            f"W14 kx.function on the same Dask arrays ({own} tasks + {total - own} input tasks)",
+            f"{t_ours * 1e3:.0f} ms",
+            f"{t_ours / t_theirs:.2f}x dask.array time",
+            "≤ 0.50x",
+        ),
+        (
+            "W14 kx.function(fast_math=True) (inline approximations, same tasks)",
+            f"{t_fm * 1e3:.0f} ms",
+            f"{t_fm / t_theirs:.2f}x dask.array time",
+            "",
+        ),
+        (
+            "W14 tasks the expression adds: kx.function / dask.array",
+            f"{own} / {own_d}",
+            f"{own / own_d:.3f} (1/{own_d / own:.1f})",
+            "≤ 0.200 (1/5)",
+        ),
+        (
+            "W14 tasks after dask.optimize (Dask fuses blockwise layers itself): kx / dask",
+            f"{opt_ours} / {opt_d}",
+            f"{opt_ours / opt_d:.3f}",
+            "",
+        ),
     ]
 
 
@@ -154,8 +193,9 @@ def rows(quick: bool) -> list[Row]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="10M elements (smoke test)")
-    parser.add_argument("--full", action="store_true",
-                        help="the issue's size: 200M elements (3.2 GB of inputs)")
+    parser.add_argument(
+        "--full", action="store_true", help="the issue's size: 200M elements (3.2 GB of inputs)"
+    )
     parser.add_argument("--size", type=int, default=None, help="elements (overrides)")
     args = parser.parse_args()
     n = args.size or (200_000_000 if args.full else 10_000_000 if args.quick else 40_000_000)

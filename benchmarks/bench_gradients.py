@@ -41,8 +41,9 @@ def _best_ms(fn: Callable[[], object], number: int, repeat: int) -> float:
     return min(timeit.repeat(fn, number=number, repeat=repeat)) / number * 1e3
 
 
-def _interleaved_ms(a: Callable[[], object], b: Callable[[], object], number: int,
-                    rounds: int) -> tuple[float, float, float]:
+def _interleaved_ms(
+    a: Callable[[], object], b: Callable[[], object], number: int, rounds: int
+) -> tuple[float, float, float]:
     """Medians of ``a``'s and ``b``'s time per call (ms) and of their per-round ratio
     ``b / a``, timing them alternately (each round: the best of 3 repeats of ``number``)."""
     a(), b()
@@ -64,8 +65,9 @@ def _mlp_data(seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     params = []
     for fan_in, fan_out in itertools.pairwise(SIZES):
-        params.append((rng.standard_normal((fan_in, fan_out)) *
-                       np.sqrt(2.0 / fan_in)).astype(np.float32))
+        params.append(
+            (rng.standard_normal((fan_in, fan_out)) * np.sqrt(2.0 / fan_in)).astype(np.float32)
+        )
         params.append(np.zeros(fan_out, np.float32))
     x = rng.standard_normal((BATCH, SIZES[0])).astype(np.float32)
     labels = rng.integers(0, SIZES[-1], BATCH)
@@ -121,6 +123,7 @@ def make_traced_step(params: list[np.ndarray]) -> tuple[Callable, list[kx.Variab
         grads = tape.gradient(loss, variables)
         optimizer.apply_gradients(zip(grads, variables))
         return loss
+
     return train_step, variables
 
 
@@ -143,12 +146,13 @@ def bench_w8(quick: bool) -> list[Row]:
             step(x, y)
         if executable is not None and hasattr(executable, "wait"):
             executable.wait(300)
-    base, ours, ratio = _interleaved_ms(lambda: numpy_step(hand, x, y), lambda: step(x, y),
-                                        5, 3 if quick else 15)
+    base, ours, ratio = _interleaved_ms(
+        lambda: numpy_step(hand, x, y), lambda: step(x, y), 5, 3 if quick else 15
+    )
     rows: list[Row] = [
         ("W8 MLP 784-256-256-10 train step, batch 256 f32: NumPy by hand", _fmt(base), "", ""),
-        ("W8 kx.function (GradientTape + SGD)", _fmt(ours), f"{ratio:.2f}x NumPy time",
-         "≤ 0.8x")]
+        ("W8 kx.function (GradientTape + SGD)", _fmt(ours), f"{ratio:.2f}x NumPy time", "≤ 0.8x"),
+    ]
     for name, make in (("jax.jit(value_and_grad)", _jax_step), ("tf.function", _tf_step)):
         if importlib.util.find_spec(name.split(".")[0]) is None:
             continue
@@ -173,17 +177,20 @@ def _jax_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> Callabl
     def step(ps: list, x: Any, y: Any) -> Any:
         loss, grads = jax.value_and_grad(loss_fn)(ps, x, y)
         return loss, [p - LEARNING_RATE * g for p, g in zip(ps, grads)]
+
     state = {"ps": [jnp.asarray(p) for p in params]}
     xj, yj = jnp.asarray(x), jnp.asarray(y)
 
     def run() -> Any:
         loss, state["ps"] = step(state["ps"], xj, yj)
         return loss.block_until_ready()
+
     return run
 
 
 def _tf_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> Callable[[], Any]:
     import tensorflow as tf
+
     variables = [tf.Variable(p) for p in params]
     optimizer = tf.keras.optimizers.SGD(learning_rate=LEARNING_RATE)
 
@@ -196,6 +203,7 @@ def _tf_step(params: list[np.ndarray], x: np.ndarray, y: np.ndarray) -> Callable
             loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits(y, h2 @ w3 + b3))
         optimizer.apply_gradients(zip(tape.gradient(loss, variables), variables))
         return loss
+
     return lambda: step(x, y).numpy()
 
 
@@ -215,8 +223,12 @@ def bench_w9(quick: bool) -> list[Row]:
     number, repeat = (2, 3) if quick else (3, 7)
     forward = kx.function(w3)
     gradient = kx.function(kx.grad(_w3_total))
-    np.testing.assert_allclose(gradient(x[:1000], a[:1000], b[:1000], c[:1000]),
-                               _w3_dx(x[:1000], a[:1000], b[:1000]), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(
+        gradient(x[:1000], a[:1000], b[:1000], c[:1000]),
+        _w3_dx(x[:1000], a[:1000], b[:1000]),
+        rtol=1e-4,
+        atol=1e-5,
+    )
     for fn in (forward, gradient):
         fn(x, a, b, c)
         executable = getattr(fn.get_concrete_function(x, a, b, c), "executable", None)
@@ -226,11 +238,21 @@ def bench_w9(quick: bool) -> list[Row]:
     t_grad = _best_ms(lambda: gradient(x, a, b, c), number, repeat)
     t_numpy = _best_ms(lambda: _w3_dx(x, a, b), number, repeat)
     label = f"{n // 1_000_000}M"
-    return [(f"W9 W3 chain forward, {label} f32: kx.function (auto)", _fmt(t_forward), "", ""),
-            ("W9 d sum(W3)/dx: kx.function(kx.grad(...)) (auto)", _fmt(t_grad),
-             f"{t_grad / t_forward:.2f}x forward time", "≤ 2x"),
-            ("W9 d sum(W3)/dx by hand in NumPy", _fmt(t_numpy),
-             f"{t_numpy / t_forward:.2f}x forward time", "")]
+    return [
+        (f"W9 W3 chain forward, {label} f32: kx.function (auto)", _fmt(t_forward), "", ""),
+        (
+            "W9 d sum(W3)/dx: kx.function(kx.grad(...)) (auto)",
+            _fmt(t_grad),
+            f"{t_grad / t_forward:.2f}x forward time",
+            "≤ 2x",
+        ),
+        (
+            "W9 d sum(W3)/dx by hand in NumPy",
+            _fmt(t_numpy),
+            f"{t_numpy / t_forward:.2f}x forward time",
+            "",
+        ),
+    ]
 
 
 def _w3_dx(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:

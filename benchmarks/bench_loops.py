@@ -271,9 +271,17 @@ def seidel_2d(A):
     for _t in range(2):
         for i in range(1, n - 1):
             for j in range(1, n - 1):
-                A[i, j] = (A[i - 1, j - 1] + A[i - 1, j] + A[i - 1, j + 1] + A[i, j - 1]
-                           + A[i, j] + A[i, j + 1] + A[i + 1, j - 1] + A[i + 1, j]
-                           + A[i + 1, j + 1]) / 9.0
+                A[i, j] = (
+                    A[i - 1, j - 1]
+                    + A[i - 1, j]
+                    + A[i - 1, j + 1]
+                    + A[i, j - 1]
+                    + A[i, j]
+                    + A[i, j + 1]
+                    + A[i + 1, j - 1]
+                    + A[i + 1, j]
+                    + A[i + 1, j + 1]
+                ) / 9.0
     return A
 
 
@@ -415,9 +423,9 @@ def xorshift_stream(seeds):
     for i in range(seeds.shape[0]):
         s = seeds[i]
         for _t in range(16):
-            s ^= (s << np.uint64(13))
-            s ^= (s >> np.uint64(7))
-            s ^= (s << np.uint64(17))
+            s ^= s << np.uint64(13)
+            s ^= s >> np.uint64(7)
+            s ^= s << np.uint64(17)
         out[i] = s
     return out
 
@@ -513,16 +521,22 @@ def _cases(n: int) -> list[tuple[str, Callable, Callable[[], tuple]]]:
         ("floyd_warshall", floyd_warshall, lambda: (D.copy(),)),
         ("lcs_length", lcs_length, lambda: (a_seq, b_seq)),
         ("edit_distance", edit_distance, lambda: (a_seq, b_seq)),
-        ("knapsack", knapsack, lambda: (rng.integers(1, 8, n), rng.integers(1, 20, n),
-                                        np.zeros(4 * n, np.int64))),
+        (
+            "knapsack",
+            knapsack,
+            lambda: (rng.integers(1, 8, n), rng.integers(1, 20, n), np.zeros(4 * n, np.int64)),
+        ),
         ("iir_filter", iir_filter, lambda: (vec(long),)),
         ("prefix_sum", prefix_sum, lambda: (vec(long),)),
         ("logistic_map", logistic_map, lambda: (3.5 + 0.4 * rng.random(n),)),
         ("horner", horner, lambda: (vec(8), vec(long))),
         ("crc32", crc32, lambda: (rng.integers(0, 256, long).astype(np.uint8),)),
-        ("popcounts", popcounts, lambda: (rng.integers(0, 2 ** 31, n),)),
-        ("xorshift_stream", xorshift_stream,
-         lambda: (rng.integers(1, 2 ** 62, n).astype(np.uint64),)),
+        ("popcounts", popcounts, lambda: (rng.integers(0, 2**31, n),)),
+        (
+            "xorshift_stream",
+            xorshift_stream,
+            lambda: (rng.integers(1, 2**62, n).astype(np.uint64),),
+        ),
         ("nbody_step", nbody_step, lambda: (mat(n, 2), mat(n, 2))),
         ("bounce", bounce, lambda: (rng.random(long), vec(long))),
         ("histogram", histogram, lambda: (rng.random(long), np.zeros(16))),
@@ -540,12 +554,15 @@ def _agreement(got: tuple, want: tuple) -> str:
     """``ok`` (bitwise), ``~`` (within 1e-12 relative) or ``x``."""
     pairs = list(zip(got, want))
     if len(got) == len(want) and all(
-            np.asarray(g).dtype == np.asarray(w).dtype and
-            np.asarray(g).tobytes() == np.asarray(w).tobytes() for g, w in pairs):
+        np.asarray(g).dtype == np.asarray(w).dtype
+        and np.asarray(g).tobytes() == np.asarray(w).tobytes()
+        for g, w in pairs
+    ):
         return "ok"
     try:
-        if len(got) == len(want) and all(np.allclose(g, w, rtol=1e-12, atol=0, equal_nan=True)
-                                         for g, w in pairs):
+        if len(got) == len(want) and all(
+            np.allclose(g, w, rtol=1e-12, atol=0, equal_nan=True) for g, w in pairs
+        ):
             return "~"
     except TypeError:
         pass
@@ -565,6 +582,7 @@ def _warm_up(f: Callable, make: Callable[[], tuple], calls: int = 6) -> tuple:
     """Calls until the function's background compiles have finished and ``auto``'s tiering
     has had its trial calls (what runs after warm-up is what is timed); the last results."""
     from kernel_ext.backends.compiler import wait_for_kernels
+
     got: tuple = ()
     for _ in range(calls):
         wait_for_kernels(timeout=120)
@@ -582,13 +600,15 @@ def _best(fn: Callable, make: Callable[[], tuple], repeat: int) -> float:
 
 def _paths() -> dict[str, Callable[[Callable], Callable]]:
     import kernel_ext as kx
-    return {"auto": lambda f: kx.function(f),
-            "jit": lambda f: kx.function(f, jit_compile=True)}
+
+    return {"auto": lambda f: kx.function(f), "jit": lambda f: kx.function(f, jit_compile=True)}
 
 
-def measure(name: str, kernel: Callable, make: Callable[[], tuple], paths: list[str],
-            repeat: int) -> dict[str, Any]:
+def measure(
+    name: str, kernel: Callable, make: Callable[[], tuple], paths: list[str], repeat: int
+) -> dict[str, Any]:
     import numba
+
     row: dict[str, Any] = {"name": name}
     inputs = make()  # one set of inputs: every call gets fresh copies of these
     make = lambda: inputs  # noqa: E731
@@ -635,9 +655,11 @@ def report(rows: list[dict[str, Any]], paths: list[str]) -> str:
         line = f"{r['name']:<16} {r['numpy']:9.2e} {r.get('numba first', 0):11.2f}"
         for p in paths:
             first = r.get(f"{p} first")
-            line += (f" | {first if first is not None else float('nan'):11.2f} "
-                     f"{_ratio(r['numpy'], r.get(p))} {_ratio(r.get('numba'), r.get(p))}"
-                     f"  {r.get(f'{p} bits', '-'):>4}")
+            line += (
+                f" | {first if first is not None else float('nan'):11.2f} "
+                f"{_ratio(r['numpy'], r.get(p))} {_ratio(r.get('numba'), r.get(p))}"
+                f"  {r.get(f'{p} bits', '-'):>4}"
+            )
         lines.append(line)
         for p in paths:
             if f"{p} error" in r:
@@ -651,9 +673,11 @@ def report(rows: list[dict[str, Any]], paths: list[str]) -> str:
         slower = sum(r["numpy"] < r[p] for r in ran)
         firsts = [r.get(f"{p} first", 0.0) for r in ran]
         bits = sum(r.get(f"{p} bits") == "ok" for r in ran)
-        lines.append(f"{p:>6}: {len(ran)} ran, geomean speed vs NumPy {geo:.2f}x, "
-                     f"{slower} slower than NumPy, first call max {max(firsts):.1f} s, "
-                     f"{bits} bitwise")
+        lines.append(
+            f"{p:>6}: {len(ran)} ran, geomean speed vs NumPy {geo:.2f}x, "
+            f"{slower} slower than NumPy, first call max {max(firsts):.1f} s, "
+            f"{bits} bitwise"
+        )
     return "\n".join(lines)
 
 

@@ -50,8 +50,10 @@ def _fmt(seconds: float) -> str:
 
 
 def _peer_rows(name: str, base: float, peers: dict[str, float]) -> list[Row]:
-    return [(f"{name}: {peer}", _fmt(t), f"{base / t:.2f}x NumPy speed", "")
-            for peer, t in peers.items()]
+    return [
+        (f"{name}: {peer}", _fmt(t), f"{base / t:.2f}x NumPy speed", "")
+        for peer, t in peers.items()
+    ]
 
 
 def _ours(fn: Callable[[], Any], number: int, repeat: int) -> float:
@@ -151,8 +153,16 @@ def _hand_numba() -> dict[str, Callable]:
                 sums[arg, j] += pts[i, j]
         return sums / np.maximum(counts, 1).reshape(-1, 1)
 
-    return {"add": add, "power": power, "w3": w3, "w4": w4, "loop": loop, "w10": w10,
-            "w11": w11, "w13": w13}
+    return {
+        "add": add,
+        "power": power,
+        "w3": w3,
+        "w4": w4,
+        "loop": loop,
+        "w10": w10,
+        "w11": w11,
+        "w13": w13,
+    }
 
 
 #: "ours": kx, NumPy and hand Numba rows, JAX/TensorFlow never imported (their thread pools
@@ -189,8 +199,10 @@ def bench_w1(hand: dict, quick: bool) -> list[Row]:
         tff = tf.function(lambda a, b: a + b)
         ta, tb = tf.constant(a), tf.constant(b)
         peers["tf.function"] = _t(lambda: tff(ta, tb), number // 100, repeat)
-    rows = [("W1 cache-hit a+b, 2 x f32: NumPy expression", _fmt(base), "", ""),
-            ("W1 kx.function (auto)", _fmt(ours), f"overhead {_fmt(ours - base)}", "≤ 1.5 µs")]
+    rows = [
+        ("W1 cache-hit a+b, 2 x f32: NumPy expression", _fmt(base), "", ""),
+        ("W1 kx.function (auto)", _fmt(ours), f"overhead {_fmt(ours - base)}", "≤ 1.5 µs"),
+    ]
     return rows + _peer_rows("W1", base, peers)
 
 
@@ -222,9 +234,15 @@ def bench_w2(hand: dict, quick: bool) -> list[Row]:
         for label, opts in (("tf.function", {}), ("TF XLA", {"jit_compile": True})):
             tff = tf.function(_with_module(power, tf.experimental.numpy), **opts)
             peers[label] = _t(lambda: tff(tx, 100), max(1, number // 10), repeat)
-    return [("W2 power(x, 100), 10x10 int32: NumPy", _fmt(base), "", ""),
-            ("W2 kx.function(jit_compile=True)", _fmt(ours), f"{base / ours:.2f}x NumPy speed",
-             "≤ 50 µs")] + _peer_rows("W2", base, peers)
+    return [
+        ("W2 power(x, 100), 10x10 int32: NumPy", _fmt(base), "", ""),
+        (
+            "W2 kx.function(jit_compile=True)",
+            _fmt(ours),
+            f"{base / ours:.2f}x NumPy speed",
+            "≤ 50 µs",
+        ),
+    ] + _peer_rows("W2", base, peers)
 
 
 def bench_w3(hand: dict, quick: bool, n: int) -> list[Row]:
@@ -242,17 +260,30 @@ def bench_w3(hand: dict, quick: bool, n: int) -> list[Row]:
     # the floor: a fused kernel streaming the same 4 inputs into 1 output, nothing else
     floor = kx.function(lambda x, a, b, c: (x + a) * b - c)
     floor_t = _ours(lambda: floor(x, a, b, c), number, repeat)
-    peers = {"hand Numba (libm)": _ours(lambda: hand["w3"](x, a, b, c), number,
-                                        repeat)}
+    peers = {"hand Numba (libm)": _ours(lambda: hand["w3"](x, a, b, c), number, repeat)}
     peers.update(_array_peers(_w3, (x, a, b, c), number, repeat))
     label = f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n}"
-    return [(f"W3 tanh(a*x+b)*sigmoid(x)+0.5*x*x-c, {label} f32: NumPy", _fmt(base), "", ""),
-            ("W3 kx.function (auto: one fused kernel, bitwise)", _fmt(ours),
-             f"{ours / base:.3f}x NumPy time", ""),
-            ("W3 kx.function(fast_math=True) (inline approximations)", _fmt(ours_fm),
-             f"{ours_fm / base:.3f}x NumPy time", "≤ 0.067x (1/15)"),
-            ("W3 floor: fused (x+a)*b-c, same 4 inputs, 1 output", _fmt(floor_t),
-             f"{floor_t / base:.3f}x NumPy time", "")] + _peer_rows("W3", base, peers)
+    return [
+        (f"W3 tanh(a*x+b)*sigmoid(x)+0.5*x*x-c, {label} f32: NumPy", _fmt(base), "", ""),
+        (
+            "W3 kx.function (auto: one fused kernel, bitwise)",
+            _fmt(ours),
+            f"{ours / base:.3f}x NumPy time",
+            "",
+        ),
+        (
+            "W3 kx.function(fast_math=True) (inline approximations)",
+            _fmt(ours_fm),
+            f"{ours_fm / base:.3f}x NumPy time",
+            "≤ 0.067x (1/15)",
+        ),
+        (
+            "W3 floor: fused (x+a)*b-c, same 4 inputs, 1 output",
+            _fmt(floor_t),
+            f"{floor_t / base:.3f}x NumPy time",
+            "",
+        ),
+    ] + _peer_rows("W3", base, peers)
 
 
 def bench_w4(hand: dict, quick: bool, n: int) -> list[Row]:
@@ -273,11 +304,16 @@ def bench_w4(hand: dict, quick: bool, n: int) -> list[Row]:
     peers.update(_array_peers(w4, (yt, yp), number, repeat))
     label = f"{n // 1_000_000}M" if n >= 1_000_000 else f"{n}"
     target = "≤ 1.8 ms" if n >= 10_000_000 else "≤ 0.18 ms (1.8 ms at 10M)"
-    return [(f"W4 mean((yt-yp)**2), {label} f32: NumPy", _fmt(base), "", ""),
-            ("W4 kx.function(backend='numba') (float64 lanes)", _fmt(ours),
-             f"{base / ours:.2f}x NumPy speed", target),
-            ("W4 kx.function (auto)", _fmt(ours_auto),
-             f"{base / ours_auto:.2f}x NumPy speed", "")] + _peer_rows("W4", base, peers)
+    return [
+        (f"W4 mean((yt-yp)**2), {label} f32: NumPy", _fmt(base), "", ""),
+        (
+            "W4 kx.function(backend='numba') (float64 lanes)",
+            _fmt(ours),
+            f"{base / ours:.2f}x NumPy speed",
+            target,
+        ),
+        ("W4 kx.function (auto)", _fmt(ours_auto), f"{base / ours_auto:.2f}x NumPy speed", ""),
+    ] + _peer_rows("W4", base, peers)
 
 
 def bench_w5(hand: dict, quick: bool) -> list[Row]:
@@ -299,12 +335,16 @@ def bench_w5(hand: dict, quick: bool) -> list[Row]:
         hand_t = _ours(lambda: hand["loop"](x, t), number, repeat)
         peers = _loop_peers(x, t, number, repeat)
         tag = "W5a" if size == 5 else "W5b"
-        rows += [(f"{tag} while sum(x) > {thr:g}: x = tanh(x), {size:,} f32: NumPy",
-                  _fmt(base), "", ""),
-                 (f"{tag} kx.function(jit_compile=True)", _fmt(ours),
-                  f"{base / ours:.2f}x NumPy speed", target),
-                 (f"{tag}: hand Numba (libm)", _fmt(hand_t), f"{base / hand_t:.2f}x NumPy speed",
-                  "")] + _peer_rows(tag, base, peers)
+        rows += [
+            (f"{tag} while sum(x) > {thr:g}: x = tanh(x), {size:,} f32: NumPy", _fmt(base), "", ""),
+            (
+                f"{tag} kx.function(jit_compile=True)",
+                _fmt(ours),
+                f"{base / ours:.2f}x NumPy speed",
+                target,
+            ),
+            (f"{tag}: hand Numba (libm)", _fmt(hand_t), f"{base / hand_t:.2f}x NumPy speed", ""),
+        ] + _peer_rows(tag, base, peers)
     return rows
 
 
@@ -358,8 +398,9 @@ def _warm_up(f: Callable, args: tuple, rounds: int = 60) -> None:
             return
 
 
-def _variants(fn: Callable, args: tuple, check: Callable[[Any, Any], None],
-              number: int, repeat: int) -> dict[str, float]:
+def _variants(
+    fn: Callable, args: tuple, check: Callable[[Any, Any], None], number: int, repeat: int
+) -> dict[str, float]:
     """``fn`` as kx.function (auto) and with jit_compile=True, each checked against NumPy,
     warmed up (kernels compiled), timed."""
     out = {}
@@ -379,36 +420,80 @@ def bench_w10_w13(hand: dict, quick: bool) -> list[Row]:
     def close(rtol: float) -> Callable[[Any, Any], None]:
         return lambda got, want: np.testing.assert_allclose(got, want, rtol=rtol, atol=rtol)
 
-    def add(tag: str, title: str, fn: Callable, args: tuple, check, number: int,
-            target: str, hand_fn: Callable | None = None, base_name: str = "NumPy") -> None:
+    def add(
+        tag: str,
+        title: str,
+        fn: Callable,
+        args: tuple,
+        check,
+        number: int,
+        target: str,
+        hand_fn: Callable | None = None,
+        base_name: str = "NumPy",
+    ) -> None:
         base = _t(lambda: fn(*args), number, repeat)
         rows.append((f"{tag} {title}: {base_name}", _fmt(base), "", ""))
         for i, (label, t) in enumerate(_variants(fn, args, check, number, repeat).items()):
-            rows.append((f"{tag} kx.function ({label})", _fmt(t), f"{t / base:.2f}x "
-                         f"{base_name} time", target if i == 0 else ""))
+            rows.append(
+                (
+                    f"{tag} kx.function ({label})",
+                    _fmt(t),
+                    f"{t / base:.2f}x {base_name} time",
+                    target if i == 0 else "",
+                )
+            )
         if hand_fn is not None:
             check(hand_fn(*args), fn(*args))
             t = _ours(lambda: hand_fn(*args), number, repeat)
-            rows.append((f"{tag}: hand Numba", _fmt(t), f"{t / base:.2f}x {base_name} time",
-                         ""))
+            rows.append((f"{tag}: hand Numba", _fmt(t), f"{t / base:.2f}x {base_name} time", ""))
 
     x = rng.standard_normal((1000, 1000)).astype(np.float32)
     g, b = (rng.standard_normal(1000).astype(np.float32) for _ in range(2))
-    add("W10", "row softmax + layer norm, 1000x1000 f32", _w10, (x, g, b), close(1e-4),
-        10 if quick else 30, "≤ 0.30x", hand["w10"])
+    add(
+        "W10",
+        "row softmax + layer norm, 1000x1000 f32",
+        _w10,
+        (x, g, b),
+        close(1e-4),
+        10 if quick else 30,
+        "≤ 0.30x",
+        hand["w10"],
+    )
     u = rng.standard_normal((1000, 1000))
     sweeps = np.int64(20 if quick else 100)
-    add("W11", f"Jacobi stencil, 1000x1000 f64, {int(sweeps)} sweeps", _w11, (u, sweeps),
-        lambda got, want: np.testing.assert_array_equal(got, want), 1,
-        "≤ 1.5x hand Numba", hand["w11"])
+    add(
+        "W11",
+        f"Jacobi stencil, 1000x1000 f64, {int(sweeps)} sweeps",
+        _w11,
+        (u, sweeps),
+        lambda got, want: np.testing.assert_array_equal(got, want),
+        1,
+        "≤ 1.5x hand Numba",
+        hand["w11"],
+    )
     x12, y12 = rng.standard_normal(100), rng.standard_normal(100)
-    add("W12", "50 elementwise ops on 100 f64", _w12, (x12, y12),
-        lambda got, want: np.testing.assert_array_equal(got, want), 200 if quick else 2000,
-        "≤ 0.30x", base_name="eager")
+    add(
+        "W12",
+        "50 elementwise ops on 100 f64",
+        _w12,
+        (x12, y12),
+        lambda got, want: np.testing.assert_array_equal(got, want),
+        200 if quick else 2000,
+        "≤ 0.30x",
+        base_name="eager",
+    )
     pts = rng.standard_normal((100_000, 8)).astype(np.float32)
     centres = rng.standard_normal((16, 8)).astype(np.float32)
-    add("W13", "k-means step, 100k x 8 f32, 16 centres", _w13, (pts, centres),
-        close(1e-4), 3 if quick else 10, "≤ 0.50x", hand["w13"])
+    add(
+        "W13",
+        "k-means step, 100k x 8 f32, 16 centres",
+        _w13,
+        (pts, centres),
+        close(1e-4),
+        3 if quick else 10,
+        "≤ 0.50x",
+        hand["w13"],
+    )
     return rows
 
 
@@ -433,6 +518,7 @@ def _array_peers(fn: Callable, args: tuple, number: int, repeat: int) -> dict[st
 def _with_module(fn: Callable, module: Any) -> Callable:
     """``fn`` with its global ``np`` replaced by ``module`` (jax.numpy, tf.experimental.numpy)."""
     import types
+
     g = dict(fn.__globals__, np=module)
     return types.FunctionType(fn.__code__, g, fn.__name__, fn.__defaults__, fn.__closure__)
 
@@ -452,6 +538,7 @@ def _loop_peers(x: np.ndarray, thr: np.float32, number: int, repeat: int) -> dic
         jx, jt = jnp.asarray(x), jnp.asarray(thr)
         peers["jax.jit"] = _t(lambda: jloop(jx, jt).block_until_ready(), number, repeat)
     if tf is not None:
+
         def tloop(x, thr):
             while tf.reduce_sum(x) > thr:
                 x = tf.tanh(x)
@@ -477,7 +564,9 @@ w3(x, a, b, c)
 t0 = time.perf_counter(); w3(x, a, b, c); steady = time.perf_counter() - t0
 """
 
-_FIRST_CALL = _W3_SETUP + """
+_FIRST_CALL = (
+    _W3_SETUP
+    + """
 import kernel_ext as kx
 f = kx.function(w3)
 t0 = time.perf_counter(); f(x, a, b, c); first = time.perf_counter() - t0
@@ -486,6 +575,7 @@ t0 = time.perf_counter(); f(x, a, b, c); fused = time.perf_counter() - t0
 print(json.dumps({"steady": steady, "first": first, "fused": fused,
                   "cache": f.get_concrete_function(x, a, b, c).executable.segments[0]["cache"]}))
 """
+)
 
 _W7 = """
 import json, time
@@ -526,7 +616,9 @@ print(json.dumps(out))
 
 # The same two measurements for a peer framework (argv: n, framework): W6's first call in a
 # fresh process and W7's first pass over 50 lengths, each beyond the steady state.
-_PEER = _W3_SETUP + """
+_PEER = (
+    _W3_SETUP
+    + """
 fw = sys.argv[2]
 if fw == "jax":
     import jax
@@ -559,6 +651,7 @@ for _ in range(3):
 print(json.dumps({"steady": steady, "first": first, "first_pass": first_pass,
                   "steady_pass": min(passes)}))
 """
+)
 
 
 def _peer_first_calls(n: int) -> dict[str, dict]:
@@ -570,8 +663,7 @@ def _peer_first_calls(n: int) -> dict[str, dict]:
     return out
 
 
-def _fresh(code: str, *args: str, cache_dir: str | None = None,
-           pycache: str | None = None) -> dict:
+def _fresh(code: str, *args: str, cache_dir: str | None = None, pycache: str | None = None) -> dict:
     env = dict(os.environ)
     env.pop("KERNEL_EXT_SYNC_COMPILE", None)
     if cache_dir is not None:
@@ -581,18 +673,29 @@ def _fresh(code: str, *args: str, cache_dir: str | None = None,
         # PYTHONDONTWRITEBYTECODE would recompile every module in every fresh process
         env.pop("PYTHONDONTWRITEBYTECODE", None)
         env["PYTHONPYCACHEPREFIX"] = pycache
-    out = subprocess.run([sys.executable, "-c", textwrap.dedent(code), *args], env=env,
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code), *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
 def bench_w6(quick: bool, n: int) -> list[Row]:
     import tempfile
+
     if _MODE == "peers":
-        return [(f"W6: {peer} first call in a fresh process, beyond a NumPy call",
-                 _fmt(max(r["first"] - r["steady"], 0.0)),
-                 f"first {_fmt(r['first'])}, NumPy {_fmt(r['steady'])}", "")
-                for peer, r in _peer_first_calls(n).items()]
+        return [
+            (
+                f"W6: {peer} first call in a fresh process, beyond a NumPy call",
+                _fmt(max(r["first"] - r["steady"], 0.0)),
+                f"first {_fmt(r['first'])}, NumPy {_fmt(r['steady'])}",
+                "",
+            )
+            for peer, r in _peer_first_calls(n).items()
+        ]
     with tempfile.TemporaryDirectory() as tmp, tempfile.TemporaryDirectory() as pyc:
         _fresh(_FIRST_CALL, "1000", cache_dir=pyc, pycache=pyc)  # bytecode only
         cold = _fresh(_FIRST_CALL, str(n), cache_dir=tmp, pycache=pyc)
@@ -600,20 +703,38 @@ def bench_w6(quick: bool, n: int) -> list[Row]:
     rows = []
     for tag, r, target in (("new kernel", cold, "≤ 40 ms"), ("cached kernel", warm, "≤ 30 ms")):
         extra = r["first"] - r["steady"]
-        rows.append((f"W6 first call of W3 in a fresh process ({tag}): beyond a NumPy call",
-                     _fmt(max(extra, 0.0)), f"first {_fmt(r['first'])}, NumPy {_fmt(r['steady'])}",
-                     target))
-    rows.append(("W6 the next call, once compiled in the background (fused kernel)",
-                 _fmt(warm["fused"]), f"{warm['steady'] / warm['fused']:.2f}x NumPy speed", ""))
+        rows.append(
+            (
+                f"W6 first call of W3 in a fresh process ({tag}): beyond a NumPy call",
+                _fmt(max(extra, 0.0)),
+                f"first {_fmt(r['first'])}, NumPy {_fmt(r['steady'])}",
+                target,
+            )
+        )
+    rows.append(
+        (
+            "W6 the next call, once compiled in the background (fused kernel)",
+            _fmt(warm["fused"]),
+            f"{warm['steady'] / warm['fused']:.2f}x NumPy speed",
+            "",
+        )
+    )
     return rows
 
 
 def bench_w7(quick: bool) -> list[Row]:
     import tempfile
+
     if _MODE == "peers":
-        return [(f"W7: {peer}, first pass overhead", _fmt(r["first_pass"] - r["steady_pass"]),
-                 f"steady pass {_fmt(r['steady_pass'])}", "")
-                for peer, r in _peer_first_calls(1000).items()]
+        return [
+            (
+                f"W7: {peer}, first pass overhead",
+                _fmt(r["first_pass"] - r["steady_pass"]),
+                f"steady pass {_fmt(r['steady_pass'])}",
+                "",
+            )
+            for peer, r in _peer_first_calls(1000).items()
+        ]
     with tempfile.TemporaryDirectory() as pyc:
         _fresh(_FIRST_CALL, "1000", cache_dir=pyc, pycache=pyc)  # bytecode only
         r = _fresh(_W7, pycache=pyc)
@@ -621,10 +742,15 @@ def bench_w7(quick: bool) -> list[Row]:
     for name in ("default", "reduce_retracing"):
         d = r[name]
         over = d["first"] - d["steady"]
-        rows.append((f"W7 W3 over 50 lengths 1000..50000, first pass overhead ({name}, "
-                     f"{d['traces']} traces)", _fmt(over),
-                     f"steady pass {_fmt(d['steady'])} vs NumPy {_fmt(r['numpy'])}",
-                     "≤ 0.1 s" if name == "default" else ""))
+        rows.append(
+            (
+                f"W7 W3 over 50 lengths 1000..50000, first pass overhead ({name}, "
+                f"{d['traces']} traces)",
+                _fmt(over),
+                f"steady pass {_fmt(d['steady'])} vs NumPy {_fmt(r['numpy'])}",
+                "≤ 0.1 s" if name == "default" else "",
+            )
+        )
     return rows
 
 
@@ -642,8 +768,10 @@ def rows(quick: bool) -> list[Row]:
     proc = subprocess.run(args, capture_output=True, text=True, check=True)
     for row in json.loads(proc.stdout.strip().splitlines()[-1]):
         tag = row[0].split(":")[0]
-        at = max((i for i, r in enumerate(out) if r[0].split(" ")[0].rstrip(":") == tag),
-                 default=len(out) - 1)
+        at = max(
+            (i for i, r in enumerate(out) if r[0].split(" ")[0].rstrip(":") == tag),
+            default=len(out) - 1,
+        )
         out.insert(at + 1, tuple(row))
     return out
 
@@ -673,11 +801,13 @@ def main() -> None:
     global _MODE
     if "--peers-json" in sys.argv:  # the peers' own process (see rows)
         _MODE = "peers"
-        peer_rows = [r for r in _rows("--quick" in sys.argv)
-                     if any(name in r[0] for name in _PEER_NAMES)]
+        peer_rows = [
+            r for r in _rows("--quick" in sys.argv) if any(name in r[0] for name in _PEER_NAMES)
+        ]
         print(json.dumps(peer_rows))
         return
     from table import main as run_suite
+
     run_suite(rows, __doc__.splitlines()[0])
 
 

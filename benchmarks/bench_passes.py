@@ -53,8 +53,8 @@ def power_graph(n: int = 100) -> Graph:
 
 def features(x):
     """A program with work for every pass: constants to fold, no-ops, repeated terms."""
-    scale = np.ones_like(x) * 2.0 + np.zeros_like(x)     # a traced constant chain
-    centred = (x - 0.0) * 1.0                            # exact no-ops for floats
+    scale = np.ones_like(x) * 2.0 + np.zeros_like(x)  # a traced constant chain
+    centred = (x - 0.0) * 1.0  # exact no-ops for floats
     shifted = np.transpose(np.transpose(centred)) + -0.0
     return np.tanh(shifted) * scale + np.tanh(shifted) / scale + np.exp(scale) * 0.5
 
@@ -75,10 +75,18 @@ def bench_power(quick: bool) -> list[Row]:
     optimiser = _best_ms(lambda: run_pipeline(graph), 3, repeat)
     counts = cf.node_counts
     return [
-        ("P1 trace + optimise power(x, 100), 10x10 int32", f"{total:.2f} ms",
-         f"{counts['traced']} → {counts['optimised']} nodes", "≤ 50 ms"),
-        ("P1 optimiser alone on that 100-matmul graph", f"{optimiser:.2f} ms",
-         f"{optimiser / total:.0%} of the total", ""),
+        (
+            "P1 trace + optimise power(x, 100), 10x10 int32",
+            f"{total:.2f} ms",
+            f"{counts['traced']} → {counts['optimised']} nodes",
+            "≤ 50 ms",
+        ),
+        (
+            "P1 optimiser alone on that 100-matmul graph",
+            f"{optimiser:.2f} ms",
+            f"{optimiser / total:.0%} of the total",
+            "",
+        ),
     ]
 
 
@@ -94,10 +102,18 @@ def bench_foldable(quick: bool) -> list[Row]:
     base = _best_ms(lambda: features(x), number, repeat) * 1e3
     ours = _best_ms(lambda: f(x), number, repeat) * 1e3
     return [
-        ("P2 foldable program: nodes traced → optimised", f"{traced} → {optimised} nodes",
-         f"-{1 - optimised / traced:.0%} nodes", "fewer nodes"),
-        ("P2 same, per call (1,000 x f32): plain NumPy vs kx.function",
-         f"{base:.1f} µs vs {ours:.1f} µs", f"{base / ours:.2f}x NumPy speed", "> 1.00x"),
+        (
+            "P2 foldable program: nodes traced → optimised",
+            f"{traced} → {optimised} nodes",
+            f"-{1 - optimised / traced:.0%} nodes",
+            "fewer nodes",
+        ),
+        (
+            "P2 same, per call (1,000 x f32): plain NumPy vs kx.function",
+            f"{base:.1f} µs vs {ours:.1f} µs",
+            f"{base / ours:.2f}x NumPy speed",
+            "> 1.00x",
+        ),
     ]
 
 
@@ -108,6 +124,7 @@ def rows(quick: bool) -> list[Row]:
 
 def main() -> None:
     from table import main as run_suite
+
     run_suite(rows, __doc__.splitlines()[0])
 
 

@@ -41,8 +41,10 @@ TARGET = "≤ 5% slower"
 def _workloads() -> list[tuple[str, Any, tuple]]:
     tiny = kx.function(lambda a, b: a + b)
     medium = kx.function(lambda x: np.tanh(x) * 2.0)
-    return [("a+b, 2 floats", tiny, (np.ones(2), np.ones(2))),
-            ("tanh(x)*2, 1,000 floats", medium, (np.ones(1000),))]
+    return [
+        ("a+b, 2 floats", tiny, (np.ones(2), np.ones(2))),
+        ("tanh(x)*2, 1,000 floats", medium, (np.ones(1000),)),
+    ]
 
 
 def _loop(fn: Callable, args: tuple, n: int) -> float:
@@ -64,6 +66,7 @@ class _JSONComm:
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         import comm
+
         self._inner = comm.DummyComm(*args, **kwargs)
         self.messages = 0
         self.bytes = 0
@@ -126,15 +129,26 @@ def in_process(quick: bool) -> list[Row]:
                 finally:
                     m.close()
             base, with_monitor = min(off), min(on)
-            rows.append((f"M1 {N_CALLS:,} calls of {label}: no monitor",
-                         f"{base * 1e3:.1f} ms", "", ""))
-            rows.append((f"M1 same with a live monitor (in-process, JSON comm; "
-                         f"{refreshes / repeat:.1f} updates/run)",
-                         f"{with_monitor * 1e3:.1f} ms",
-                         f"{(with_monitor / base - 1) * 100:+.1f}%", TARGET))
-            rows.append(("M1 monitor work during that loop (refresh + render + JSON, GIL held)",
-                         f"{work * 1e3:.2f} ms", f"{work / base * 100:.2f}% of the loop",
-                         TARGET))
+            rows.append(
+                (f"M1 {N_CALLS:,} calls of {label}: no monitor", f"{base * 1e3:.1f} ms", "", "")
+            )
+            rows.append(
+                (
+                    f"M1 same with a live monitor (in-process, JSON comm; "
+                    f"{refreshes / repeat:.1f} updates/run)",
+                    f"{with_monitor * 1e3:.1f} ms",
+                    f"{(with_monitor / base - 1) * 100:+.1f}%",
+                    TARGET,
+                )
+            )
+            rows.append(
+                (
+                    "M1 monitor work during that loop (refresh + render + JSON, GIL held)",
+                    f"{work * 1e3:.2f} ms",
+                    f"{work / base * 100:.2f}% of the loop",
+                    TARGET,
+                )
+            )
     finally:
         comm.create_comm = original
     return rows
@@ -181,6 +195,7 @@ def real_kernel(repeat: int = 7) -> list[Row]:
         return []
     km, kc = start_new_kernel(kernel_name="python3")
     try:
+
         def run(code: str) -> str:
             out: list[str] = []
 
@@ -189,6 +204,7 @@ def real_kernel(repeat: int = 7) -> list[Row]:
                     out.append(msg["content"]["text"])
                 elif msg["msg_type"] == "error":
                     raise RuntimeError("\n".join(msg["content"]["traceback"]))
+
             kc.execute_interactive(code, output_hook=hook, timeout=300)
             return "".join(out)
 
@@ -205,14 +221,30 @@ def real_kernel(repeat: int = 7) -> list[Row]:
                 run("m.close()")
             base, with_monitor = min(off), min(on)
             work = max(spent)
-            rows.append((f"M2 {N_CALLS:,} calls of {label} in a real kernel: no monitor",
-                         f"{base * 1e3:.1f} ms", "", ""))
-            rows.append(("M2 same with a displayed live monitor (IOPub messages)",
-                         f"{with_monitor * 1e3:.1f} ms",
-                         f"{(with_monitor / base - 1) * 100:+.1f}%", TARGET))
-            rows.append(("M2 monitor work during that loop (refresh + render + send)",
-                         f"{work * 1e3:.2f} ms", f"{work / base * 100:.2f}% of the loop",
-                         TARGET))
+            rows.append(
+                (
+                    f"M2 {N_CALLS:,} calls of {label} in a real kernel: no monitor",
+                    f"{base * 1e3:.1f} ms",
+                    "",
+                    "",
+                )
+            )
+            rows.append(
+                (
+                    "M2 same with a displayed live monitor (IOPub messages)",
+                    f"{with_monitor * 1e3:.1f} ms",
+                    f"{(with_monitor / base - 1) * 100:+.1f}%",
+                    TARGET,
+                )
+            )
+            rows.append(
+                (
+                    "M2 monitor work during that loop (refresh + render + send)",
+                    f"{work * 1e3:.2f} ms",
+                    f"{work / base * 100:.2f}% of the loop",
+                    TARGET,
+                )
+            )
         return rows
     finally:
         kc.stop_channels()
@@ -229,6 +261,7 @@ def rows(quick: bool) -> list[Row]:
 
 def main() -> None:
     from table import main as run_suite
+
     run_suite(rows, __doc__.splitlines()[0])
 
 

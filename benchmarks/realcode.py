@@ -36,7 +36,8 @@ def load_package() -> ModuleType:
     """Import tests/realcode as PACKAGE (once) and return its harness module."""
     if PACKAGE not in sys.modules:
         spec = importlib.util.spec_from_file_location(
-            PACKAGE, CORPUS_DIR / "__init__.py", submodule_search_locations=[str(CORPUS_DIR)])
+            PACKAGE, CORPUS_DIR / "__init__.py", submodule_search_locations=[str(CORPUS_DIR)]
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[PACKAGE] = module
@@ -65,8 +66,10 @@ def normalise_error(detail: str) -> str:
 
 def pipe_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(header, widths)),
-             "-|-".join("-" * w for w in widths)]
+    lines = [
+        " | ".join(h.ljust(w) for h, w in zip(header, widths)),
+        "-|-".join("-" * w for w in widths),
+    ]
     lines += [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join(lines)
 
@@ -82,25 +85,48 @@ def report(results: list[Any], cases: list[Any], paths: Sequence[str]) -> str:
         n = max(1, len(rs))
         count = Counter(r.status for r in rs)
         close = sum(r.exact is False for r in rs)
-        summary.append([p, f"{100 * count['PASS'] / n:.1f}%", str(count["PASS"]),
-                        str(close), str(count["WRONG"]), str(count["ERROR"]), str(len(rs))])
-    out += [pipe_table(["path", "pass %", "pass", "of which close", "wrong", "error", "runs"],
-                       summary), ""]
+        summary.append(
+            [
+                p,
+                f"{100 * count['PASS'] / n:.1f}%",
+                str(count["PASS"]),
+                str(close),
+                str(count["WRONG"]),
+                str(count["ERROR"]),
+                str(len(rs)),
+            ]
+        )
+    out += [
+        pipe_table(["path", "pass %", "pass", "of which close", "wrong", "error", "runs"], summary),
+        "",
+    ]
 
     # How a traced call compares with eager NumPy, over the passing cases (after warm-up).
     speed = []
     for p in paths:
-        ratios = sorted(r.ratio for r in results
-                        if r.path == p and r.status == "PASS" and r.ratio is not None)
+        ratios = sorted(
+            r.ratio for r in results if r.path == p and r.status == "PASS" and r.ratio is not None
+        )
         if not ratios:
             continue
         q = statistics.quantiles(ratios, n=10) if len(ratios) > 1 else ratios * 9
-        speed.append([p, f"{statistics.median(ratios):.2f}x", f"{q[0]:.2f}x", f"{q[-1]:.2f}x",
-                      f"{ratios[-1]:.2f}x", str(sum(r <= 0.8 for r in ratios)),
-                      str(sum(r > 1.1 for r in ratios)), str(len(ratios))])
-    out += ["Traced time / eager time (PASS cases):",
-            pipe_table(["path", "median", "p10", "p90", "max", "<= 0.8x", "> 1.1x", "cases"],
-                       speed), ""]
+        speed.append(
+            [
+                p,
+                f"{statistics.median(ratios):.2f}x",
+                f"{q[0]:.2f}x",
+                f"{q[-1]:.2f}x",
+                f"{ratios[-1]:.2f}x",
+                str(sum(r <= 0.8 for r in ratios)),
+                str(sum(r > 1.1 for r in ratios)),
+                str(len(ratios)),
+            ]
+        )
+    out += [
+        "Traced time / eager time (PASS cases):",
+        pipe_table(["path", "median", "p10", "p90", "max", "<= 0.8x", "> 1.1x", "cases"], speed),
+        "",
+    ]
 
     groups: dict[str, list[str]] = defaultdict(list)
     for r in results:
@@ -109,7 +135,7 @@ def report(results: list[Any], cases: list[Any], paths: Sequence[str]) -> str:
     top = sorted(groups.items(), key=lambda kv: -len(kv[1]))[:15]
     out.append(f"Top errors ({len(groups)} distinct first lines):")
     for message, where in top:
-        shown = ", ".join(sorted({w.rsplit('-', 1)[0] for w in where})[:4])
+        shown = ", ".join(sorted({w.rsplit("-", 1)[0] for w in where})[:4])
         out.append(f"  {len(where):3d}  {message[:110]}  [{shown}...]")
 
     wrong: dict[str, list[Any]] = defaultdict(list)
@@ -126,13 +152,18 @@ def report(results: list[Any], cases: list[Any], paths: Sequence[str]) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--paths", default="numpy,auto,jit",
-                        help="comma-separated subset of numpy,auto,jit")
-    parser.add_argument("--filter", default="",
-                        help="only cases whose name, category or tag contains this")
+    parser.add_argument(
+        "--paths", default="numpy,auto,jit", help="comma-separated subset of numpy,auto,jit"
+    )
+    parser.add_argument(
+        "--filter", default="", help="only cases whose name, category or tag contains this"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed calls per side (median)")
-    parser.add_argument("--write-known", action="store_true",
-                        help="record every outcome other than PASS in tests/realcode/expected.py")
+    parser.add_argument(
+        "--write-known",
+        action="store_true",
+        help="record every outcome other than PASS in tests/realcode/expected.py",
+    )
     args = parser.parse_args(argv)
 
     harness = load_package()
@@ -140,8 +171,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     unknown = set(paths) - set(harness.PATHS)
     if unknown:
         parser.error(f"unknown paths: {sorted(unknown)}")
-    cases = [c for c in harness.all_cases()
-             if args.filter in c.name or args.filter in c.category or args.filter in c.tags]
+    cases = [
+        c
+        for c in harness.all_cases()
+        if args.filter in c.name or args.filter in c.category or args.filter in c.tags
+    ]
     if args.write_known and (args.filter or set(paths) != set(harness.PATHS)):
         parser.error("--write-known records the whole corpus: no --filter, all paths")
 

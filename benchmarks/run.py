@@ -37,23 +37,43 @@ def bench_dispatch(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
     f = kx.function(lambda a, b: a + b)
     base = per_call_us(lambda: a + b, number, repeat)
     ours = per_call_us(lambda: f(a, b), number, repeat)
-    rows = [("B1 cache-hit a+b (2 x f32): NumPy expression", f"{base:.2f} µs", "", ""),
-            ("B1 cache-hit a+b: kx.function", f"{ours:.2f} µs",
-             f"overhead {ours - base:.2f} µs", "overhead ≤ 3 µs")]
+    rows = [
+        ("B1 cache-hit a+b (2 x f32): NumPy expression", f"{base:.2f} µs", "", ""),
+        (
+            "B1 cache-hit a+b: kx.function",
+            f"{ours:.2f} µs",
+            f"overhead {ours - base:.2f} µs",
+            "overhead ≤ 3 µs",
+        ),
+    ]
     if importlib.util.find_spec("jax"):
         import jax
+
         jf = jax.jit(lambda a, b: a + b)
         ja, jb = jax.numpy.asarray(a), jax.numpy.asarray(b)
         t = per_call_us(lambda: jf(ja, jb).block_until_ready(), number // 10, repeat)
-        rows.append(("B1 cache-hit a+b: jax.jit (optional peer)", f"{t:.2f} µs",
-                     f"overhead {t - base:.2f} µs", ""))
+        rows.append(
+            (
+                "B1 cache-hit a+b: jax.jit (optional peer)",
+                f"{t:.2f} µs",
+                f"overhead {t - base:.2f} µs",
+                "",
+            )
+        )
     if importlib.util.find_spec("tensorflow"):
         import tensorflow as tf
+
         tff = tf.function(lambda a, b: a + b)
         ta, tb = tf.constant(a), tf.constant(b)
         t = per_call_us(lambda: tff(ta, tb), number // 100, repeat)
-        rows.append(("B1 cache-hit a+b: tf.function (optional peer)", f"{t:.2f} µs",
-                     f"overhead {t - base:.2f} µs", ""))
+        rows.append(
+            (
+                "B1 cache-hit a+b: tf.function (optional peer)",
+                f"{t:.2f} µs",
+                f"overhead {t - base:.2f} µs",
+                "",
+            )
+        )
     return rows
 
 
@@ -72,8 +92,14 @@ def bench_trace_200(repeat: int) -> list[tuple[str, str, str, str]]:
         f.get_concrete_function(x)
         best = min(best, time.perf_counter() - t0)
         n_ops = f.concrete_functions[0].node_counts["traced"]
-    return [(f"B2 trace + compile a {n_ops}-op elementwise function", f"{best * 1e3:.2f} ms",
-             "", "≤ 20 ms")]
+    return [
+        (
+            f"B2 trace + compile a {n_ops}-op elementwise function",
+            f"{best * 1e3:.2f} ms",
+            "",
+            "≤ 20 ms",
+        )
+    ]
 
 
 def bench_power(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
@@ -83,13 +109,20 @@ def bench_power(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
     np.testing.assert_array_equal(f(x, 100), power(x, 100))
     base = per_call_us(lambda: power(x, 100), number, repeat)
     ours = per_call_us(lambda: f(x, 100), number, repeat)
-    return [("B3 power(x, 100), 10x10 int32: plain NumPy", f"{base:.1f} µs", "", ""),
-            ("B3 power(x, 100): kx.function (NumPy executor)", f"{ours:.1f} µs",
-             f"{base / ours:.2f}x NumPy speed", "≥ 1.00x")]
+    return [
+        ("B3 power(x, 100), 10x10 int32: plain NumPy", f"{base:.1f} µs", "", ""),
+        (
+            "B3 power(x, 100): kx.function (NumPy executor)",
+            f"{ours:.1f} µs",
+            f"{base / ours:.2f}x NumPy speed",
+            "≥ 1.00x",
+        ),
+    ]
 
 
 def bench_dynamic_loop(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
     """Seed 004: `while np.sum(x) > 1: x = np.tanh(x)` as a graph loop vs the Python loop."""
+
     def python_loop(x):
         while np.sum(x) > 1:
             x = np.tanh(x)
@@ -104,10 +137,22 @@ def bench_dynamic_loop(number: int, repeat: int) -> list[tuple[str, str, str, st
         np.testing.assert_array_equal(f(x), python_loop(x))
         base = per_call_us(lambda: python_loop(x), n, repeat)
         ours = per_call_us(lambda: f(x), n, repeat)
-        rows.append((f"B4 while sum(x) > 1: x = tanh(x), {size:,} elements: Python + NumPy",
-                     _fmt_us(base), "", ""))
-        rows.append(("B4 same as a graph while loop (NumPy executor)", _fmt_us(ours),
-                     f"{ours / base:.2f}x NumPy time", "≤ 1.20x"))
+        rows.append(
+            (
+                f"B4 while sum(x) > 1: x = tanh(x), {size:,} elements: Python + NumPy",
+                _fmt_us(base),
+                "",
+                "",
+            )
+        )
+        rows.append(
+            (
+                "B4 same as a graph while loop (NumPy executor)",
+                _fmt_us(ours),
+                f"{ours / base:.2f}x NumPy time",
+                "≤ 1.20x",
+            )
+        )
     return rows
 
 
@@ -147,8 +192,14 @@ def bench_w10(number: int, repeat: int) -> list[tuple[str, str, str, str]]:
     title = f"W10 row softmax + layer norm, 1000x1000 f32: NumPy ({parallel.THREADS} threads)"
     rows = [(title, _fmt_us(base * 1e6), "", "")]
     for k in ("auto", "jit_compile=True"):
-        rows.append((f"W10 kx.function ({k})", _fmt_us(best[k] * 1e6),
-                     f"{best[k] / base:.2f}x NumPy time", "≤ 0.30x"))
+        rows.append(
+            (
+                f"W10 kx.function ({k})",
+                _fmt_us(best[k] * 1e6),
+                f"{best[k] / base:.2f}x NumPy time",
+                "≤ 0.30x",
+            )
+        )
     return rows
 
 
@@ -173,8 +224,7 @@ def main() -> None:
     # Each layer's own suite lives beside this file and contributes rows to the one table.
     # (bench_dask prints a skip row when dask/distributed are not installed; its 200M-element
     # run is opt-in: python benchmarks/bench_dask.py --full)
-    for module in ("bench_passes", "bench_numba", "bench_widgets", "bench_gradients",
-                   "bench_dask"):
+    for module in ("bench_passes", "bench_numba", "bench_widgets", "bench_gradients", "bench_dask"):
         try:
             suite = importlib.import_module(module)
         except ImportError:

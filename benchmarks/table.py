@@ -12,8 +12,10 @@ HEADER: Row = ("benchmark", "time", "ratio", "target")
 def format_table(rows: Sequence[Row]) -> str:
     """Rows as a Markdown-compatible pipe table (pasteable into a closing note)."""
     widths = [max(len(r[i]) for r in [HEADER, *rows]) for i in range(4)]
-    lines = [" | ".join(h.ljust(w) for h, w in zip(HEADER, widths)),
-             "-|-".join("-" * w for w in widths)]
+    lines = [
+        " | ".join(h.ljust(w) for h, w in zip(HEADER, widths)),
+        "-|-".join("-" * w for w in widths),
+    ]
     lines += [" | ".join(c.ljust(w) for c, w in zip(r, widths)) for r in rows]
     return "\n".join(lines)
 

@@ -26,16 +26,39 @@ __version__ = "0.1.0"
 if "IPython" in _sys.modules:  # a notebook or console: messages name cells, not temp files
     from .engine.explain import set_default_call_site_formatter as _set_default
     from .jupyter.cells import cell_call_site as _cell_call_site
+
     _set_default(_cell_call_site)
 
-config = SimpleNamespace(run_functions_eagerly=run_functions_eagerly,
-                         functions_run_eagerly=functions_run_eagerly, verify=verify,
-                         verifying=verifying)
+config = SimpleNamespace(
+    run_functions_eagerly=run_functions_eagerly,
+    functions_run_eagerly=functions_run_eagerly,
+    verify=verify,
+    verifying=verifying,
+)
 
-__all__ = ["ConcreteFunction", "Function", "GradientTape", "Graph", "TensorArray", "TensorSpec",
-           "TraceType", "Variable", "autograph", "cond", "config", "errors", "function", "grad",
-           "optimizers", "print", "range", "stop_gradient", "supported_numpy_functions",
-           "value_and_grad", "while_loop"]
+__all__ = [
+    "ConcreteFunction",
+    "Function",
+    "GradientTape",
+    "Graph",
+    "TensorArray",
+    "TensorSpec",
+    "TraceType",
+    "Variable",
+    "autograph",
+    "cond",
+    "config",
+    "errors",
+    "function",
+    "grad",
+    "optimizers",
+    "print",
+    "range",
+    "stop_gradient",
+    "supported_numpy_functions",
+    "value_and_grad",
+    "while_loop",
+]
 
 
 def __getattr__(name: str) -> object:
@@ -43,6 +66,7 @@ def __getattr__(name: str) -> object:
     and ipywidgets, or the optional onnx extra, so never eagerly)."""
     if name in ("jupyter", "saved_model", "onnx"):
         import importlib
+
         return importlib.import_module(f".{name}", __name__)
     raise AttributeError(f"module 'kernel_ext' has no attribute {name!r}")
 
@@ -50,4 +74,5 @@ def __getattr__(name: str) -> object:
 def load_ipython_extension(ipython: object) -> None:
     """``%load_ext kernel_ext``: register the magics and the sidebar comm."""
     from .jupyter import load_ipython_extension as load
+
     load(ipython)

@@ -106,9 +106,18 @@ class VerificationError(KxError, AssertionError):
     the attributes hold the same facts, and ``eager_result`` is eager NumPy's return value
     (the signature runs eagerly from then on)."""
 
-    def __init__(self, message: str, *, function: str = "", signature: str = "",
-                 where: str = "", eager: object = None, traced: object = None,
-                 executor: str = "", eager_result: object = None) -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        function: str = "",
+        signature: str = "",
+        where: str = "",
+        eager: object = None,
+        traced: object = None,
+        executor: str = "",
+        eager_result: object = None,
+    ) -> None:
         super().__init__(message)
         self.function = function
         self.signature = signature

@@ -48,8 +48,10 @@ class LoopProgram:
 
     def source(self, name: str = "program") -> str:
         body = "\n".join("    " + line for line in self.lines)
-        return (f"def {name}({', '.join(self.params)}):\n{body}\n"
-                f"    return ({', '.join(self.outputs)},)\n")
+        return (
+            f"def {name}({', '.join(self.params)}):\n{body}\n"
+            f"    return ({', '.join(self.outputs)},)\n"
+        )
 
 
 class _Writer:
@@ -81,12 +83,16 @@ class _Writer:
 
     def header(self, idx: list[str], var: str) -> str:
         n = self.name("n")
-        options = [f"range({n})", f"range(1, {n})", f"range({n} - 1, -1, -1)",
-                   f"range(0, {n}, 2)"]
+        options = [f"range({n})", f"range(1, {n})", f"range({n} - 1, -1, -1)", f"range(0, {n}, 2)"]
         if idx:
             i = self.pick(idx)
-            options += [f"range({i})", f"range({i}, {n})", f"range({i} + 1, {n})",
-                        f"range({i}, -1, -1)", f"range({i})"]
+            options += [
+                f"range({i})",
+                f"range({i}, {n})",
+                f"range({i} + 1, {n})",
+                f"range({i}, -1, -1)",
+                f"range({i})",
+            ]
             self.features.add("triangular")
         head = self.pick(options)
         if "-1, -1" in head:
@@ -105,8 +111,7 @@ class _Writer:
             self.jump(depth + 1, inner)
 
     def statement(self, depth: int, idx: list[str]) -> None:
-        kinds = ["element", "element", "slice", "scalar", "reduce", "buffer", "if", "rows",
-                 "while"]
+        kinds = ["element", "element", "slice", "scalar", "reduce", "buffer", "if", "rows", "while"]
         if len(idx) < self.max_depth:
             kinds += ["loop", "loop"]
         kind = self.pick(kinds)
@@ -120,14 +125,19 @@ class _Writer:
         A, v, K = self.name("A"), self.name("v"), self.name("K")
         r, c = self.index(idx), self.index(idx)
         self.features.add("element")
-        self.emit(depth, self.pick([
-            f"{A}[{r}, {c}] = {A}[{r}, {c}] * 0.5 + {A}[{c}, {r}] * 0.25",
-            f"{A}[{r}, {c}] -= {A}[{c}, {c}] * 0.1",
-            f"{v}[{r}] += {A}[{r}, {c}]",
-            f"{v}[{r}] = {v}[{c}] * 0.5 - {A}[{c}, {r}]",
-            f"{K}[{r}, {c}] = ({K}[{r}, {c}] * 3 + {K}[{c}, {r}]) % 1009",
-            f"{K}[{r}, {c}] ^= {K}[{c}, {c}] << 1",
-        ]))
+        self.emit(
+            depth,
+            self.pick(
+                [
+                    f"{A}[{r}, {c}] = {A}[{r}, {c}] * 0.5 + {A}[{c}, {r}] * 0.25",
+                    f"{A}[{r}, {c}] -= {A}[{c}, {c}] * 0.1",
+                    f"{v}[{r}] += {A}[{r}, {c}]",
+                    f"{v}[{r}] = {v}[{c}] * 0.5 - {A}[{c}, {r}]",
+                    f"{K}[{r}, {c}] = ({K}[{r}, {c}] * 3 + {K}[{c}, {r}]) % 1009",
+                    f"{K}[{r}, {c}] ^= {K}[{c}, {c}] << 1",
+                ]
+            ),
+        )
 
     def _slice(self, depth: int, idx: list[str]) -> None:
         A, v, K, n = self.name("A"), self.name("v"), self.name("K"), self.name("n")
@@ -159,30 +169,40 @@ class _Writer:
         A, v, K, s, t = (self.name(x) for x in "AvKst")
         r, c = self.index(idx), self.index(idx)
         self.features.add("carried scalar")
-        self.emit(depth, self.pick([
-            f"{s} = {s} * 0.5 + {A}[{r}, {c}]",
-            f"{s} += {v}[{r}]",
-            f"{t} = ({t} * 31 + {K}[{r}, {c}]) % 1000003",
-            f"{t} += {K}[{r}, {c}]",
-            f"{t} = {t} ^ ({K}[{r}, {c}] & 255)",
-        ]))
+        self.emit(
+            depth,
+            self.pick(
+                [
+                    f"{s} = {s} * 0.5 + {A}[{r}, {c}]",
+                    f"{s} += {v}[{r}]",
+                    f"{t} = ({t} * 31 + {K}[{r}, {c}]) % 1000003",
+                    f"{t} += {K}[{r}, {c}]",
+                    f"{t} = {t} ^ ({K}[{r}, {c}] & 255)",
+                ]
+            ),
+        )
 
     def _reduce(self, depth: int, idx: list[str]) -> None:
         A, v, K, s, t = (self.name(x) for x in "AvKst")
         r = self.index(idx)
         self.features.add("reduction")
-        self.emit(depth, self.pick([
-            f"{s} = {s} + np.max({A}[{r}, :])",
-            f"{v}[{r}] = np.min({A}[:, {r}])",
-            f"{t} = {t} + np.sum({K}[{r}, :])",
-            f"{t} = {t} + int(0) + np.max({K}[:, {r}])",
-            f"{s} = {s} + sum({A}[{r}, :])",
-            f"{v}[{r}] = sum({A}[:, {r}]) * 0.5",
-            f"{v}[:] = sum({A}) * 0.25",
-            f"{t} = {t} + np.sum({K}[:{r}, {r}])",
-            f"{t} = {t} + np.dot({K}[{r}, :{r}], {K}[:{r}, {r}])",
-            f"{s} = {s} + np.max({A}[{r}, {r}:])",
-        ]))
+        self.emit(
+            depth,
+            self.pick(
+                [
+                    f"{s} = {s} + np.max({A}[{r}, :])",
+                    f"{v}[{r}] = np.min({A}[:, {r}])",
+                    f"{t} = {t} + np.sum({K}[{r}, :])",
+                    f"{t} = {t} + int(0) + np.max({K}[:, {r}])",
+                    f"{s} = {s} + sum({A}[{r}, :])",
+                    f"{v}[{r}] = sum({A}[:, {r}]) * 0.5",
+                    f"{v}[:] = sum({A}) * 0.25",
+                    f"{t} = {t} + np.sum({K}[:{r}, {r}])",
+                    f"{t} = {t} + np.dot({K}[{r}, :{r}], {K}[:{r}, {r}])",
+                    f"{s} = {s} + np.max({A}[{r}, {r}:])",
+                ]
+            ),
+        )
 
     def _buffer(self, depth: int, idx: list[str]) -> None:
         if not self.buffers:
@@ -191,21 +211,33 @@ class _Writer:
         b, A, v = self.pick(self.buffers), self.name("A"), self.name("v")
         r, c = self.index(idx), self.index(idx)
         self.features.add("buffer")
-        self.emit(depth, self.pick([
-            f"{b}[{r}] = {b}[{c}] * 0.5 + {A}[{r}, {c}]",
-            f"{b}[{r}] += {v}[{c}]",
-            f"{v}[{r}] = {b}[{r}] - {b}[{c}] * 0.25",
-            f"{b}[:] = {b} * 0.5",
-        ]))
+        self.emit(
+            depth,
+            self.pick(
+                [
+                    f"{b}[{r}] = {b}[{c}] * 0.5 + {A}[{r}, {c}]",
+                    f"{b}[{r}] += {v}[{c}]",
+                    f"{v}[{r}] = {b}[{r}] - {b}[{c}] * 0.25",
+                    f"{b}[:] = {b} * 0.5",
+                ]
+            ),
+        )
 
     def _rows(self, depth: int, idx: list[str]) -> None:
         """A ``for`` over the rows of a traced array: a graph loop (TensorFlow's rule)."""
         A, v, s, row = self.name("A"), self.name("v"), self.name("s"), self.name(f"row{depth}")
         self.features.add("rows of a traced array")
         self.emit(depth, f"for {row} in {A}:")
-        self.emit(depth + 1, self.pick([f"{s} = {s} * 0.5 + np.max({row})",
-                                        f"{v}[:] = {v} * 0.5 + {row} * 0.25",
-                                        f"{s} = {s} + {row}[0]"]))
+        self.emit(
+            depth + 1,
+            self.pick(
+                [
+                    f"{s} = {s} * 0.5 + np.max({row})",
+                    f"{v}[:] = {v} * 0.5 + {row} * 0.25",
+                    f"{s} = {s} + {row}[0]",
+                ]
+            ),
+        )
 
     def _while(self, depth: int, idx: list[str]) -> None:
         """A ``while`` whose test reads data: a graph loop carrying a Python int."""
@@ -231,8 +263,14 @@ class _Writer:
         r, c = self.index(idx), self.index(idx)
         word = self.pick(["break", "continue"])
         self.features.add(word)
-        test = self.pick([f"{A}[{r}, {c}] > 1.5", f"{K}[{r}, {c}] % 5 == 0",
-                          f"{idx[-1]} % 3 == 2", f"{idx[-1]} == {self.name('n')} // 2"])
+        test = self.pick(
+            [
+                f"{A}[{r}, {c}] > 1.5",
+                f"{K}[{r}, {c}] % 5 == 0",
+                f"{idx[-1]} % 3 == 2",
+                f"{idx[-1]} == {self.name('n')} // 2",
+            ]
+        )
         if "%" in test and idx[-1] in test.split()[0]:
             self.features.add(f"python {word}")
         # the jump goes first in the body half the time: the statements after it are skipped
@@ -270,8 +308,11 @@ def make_loop_program(seed: int, n: int, prefix: str = "", max_depth: int = 3) -
     for _ in range(int(rng.integers(1, 3))):
         w.loop(0, [])
     floats = np.float32 if rng.random() < 0.3 else np.float64  # weak Python scalars
-    inputs = [rng.standard_normal((n, n)).astype(floats), rng.standard_normal(n).astype(floats),
-              rng.integers(-50, 50, (n, n)).astype(np.int64)]
+    inputs = [
+        rng.standard_normal((n, n)).astype(floats),
+        rng.standard_normal(n).astype(floats),
+        rng.integers(-50, 50, (n, n)).astype(np.int64),
+    ]
     if floats is np.float32:
         w.features.add("float32")
     outputs = [w.name("s"), w.name("t"), *w.buffers, A, v, K]
@@ -294,14 +335,16 @@ def make_wide_program(seed: int, rows: int, cols: int, prefix: str = "") -> Loop
         f"{K}[{i}, :] ^= {K}[{i} - 1, :] >> 1",
         f"{s} = {s} + np.min({v})",
     ]
-    for k in rng.permutation(len(stmts))[:int(rng.integers(2, 5))]:
+    for k in rng.permutation(len(stmts))[: int(rng.integers(2, 5))]:
         lines.append("    " + stmts[k])
     if rng.random() < 0.3:
         lines[-1:-1] = [f"    if {A}[{i}, 0] > 1.0:", "        break"]
-    inputs = [rng.standard_normal((rows, cols)), rng.standard_normal(cols),
-              rng.integers(-1000, 1000, (rows, cols)).astype(np.int64)]
-    return LoopProgram(seed, rows * cols, lines, [A, v, K], inputs, [s, t, A, v, K],
-                       {"wide rows"})
+    inputs = [
+        rng.standard_normal((rows, cols)),
+        rng.standard_normal(cols),
+        rng.integers(-1000, 1000, (rows, cols)).astype(np.int64),
+    ]
+    return LoopProgram(seed, rows * cols, lines, [A, v, K], inputs, [s, t, A, v, K], {"wide rows"})
 
 
 class LoopBatch:
@@ -314,8 +357,10 @@ class LoopBatch:
         outputs = [o for prog in programs for o in prog.outputs]
         body = "\n".join("    " + line for line in lines)
         name = f"loop_batch_{next(_COUNTER)}"
-        self.source = (f"import numpy as np\n\n\ndef {name}({', '.join(params)}):\n{body}\n"
-                       f"    return ({', '.join(outputs)},)\n")
+        self.source = (
+            f"import numpy as np\n\n\ndef {name}({', '.join(params)}):\n{body}\n"
+            f"    return ({', '.join(outputs)},)\n"
+        )
         path = _DIR / f"{name}.py"
         path.write_text(self.source)
         spec = importlib.util.spec_from_file_location(name, path)

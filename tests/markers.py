@@ -21,10 +21,14 @@ def quick_only(values: Iterable[Any], quick: Iterable[Any]) -> list[Any]:
     """``values`` as parameters, those not in ``quick`` marked ``slow`` (a tuple is the values
     of several argument names)."""
     keep = list(quick)
-    return [value if value in keep else
-            pytest.param(*(value if isinstance(value, tuple) else (value,)),
-                         marks=pytest.mark.slow)
-            for value in values]
+    return [
+        value
+        if value in keep
+        else pytest.param(
+            *(value if isinstance(value, tuple) else (value,)), marks=pytest.mark.slow
+        )
+        for value in values
+    ]
 
 
 def cheap_paths(paths: Iterable[str], also: Iterable[str] = ()) -> list[Any]:

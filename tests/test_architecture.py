@@ -61,8 +61,10 @@ def private_name_uses(path: Path, source: str | None = None) -> list[str]:
                 continue
             for alias in node.names:
                 if _private(alias.name):
-                    found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports "
-                                 f"{'.'.join(parts)}.{alias.name}")
+                    found.append(
+                        f"{path.relative_to(ROOT)}:{node.lineno} imports "
+                        f"{'.'.join(parts)}.{alias.name}"
+                    )
                 elif _module_path(parts + [alias.name]) is not None:
                     module_aliases.add(alias.asname or alias.name)
         elif isinstance(node, ast.Import):
@@ -70,15 +72,17 @@ def private_name_uses(path: Path, source: str | None = None) -> list[str]:
                 parts = alias.name.split(".")
                 if parts[0] == "kernel_ext":
                     if any(_private(p) for p in parts):
-                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports "
-                                     f"{alias.name}")
+                        found.append(f"{path.relative_to(ROOT)}:{node.lineno} imports {alias.name}")
                     if alias.asname:
                         module_aliases.add(alias.asname)
     for node in ast.walk(tree):
-        if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
-                node.value.id in module_aliases and _private(node.attr):
-            found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses "
-                         f"{node.value.id}.{node.attr}")
+        if (
+            isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id in module_aliases
+            and _private(node.attr)
+        ):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} uses {node.value.id}.{node.attr}")
     return found
 
 
@@ -87,13 +91,15 @@ def test_layer_contracts_hold() -> None:
     out = io.StringIO()
     # import-linter configures logging with disable_existing_loggers: every logger made so far
     # (ours among them) would stay disabled for the tests that run after this one
-    loggers = [lg for lg in logging.root.manager.loggerDict.values()
-               if isinstance(lg, logging.Logger)]
+    loggers = [
+        lg for lg in logging.root.manager.loggerDict.values() if isinstance(lg, logging.Logger)
+    ]
     disabled = {id(lg): lg.disabled for lg in loggers}
     try:
         with contextlib.redirect_stdout(out):
-            code = cli.lint_imports(config_filename=str(ROOT / "pyproject.toml"),
-                                    no_cache=True, no_logo=True)
+            code = cli.lint_imports(
+                config_filename=str(ROOT / "pyproject.toml"), no_cache=True, no_logo=True
+            )
     finally:
         for lg in loggers:
             lg.disabled = disabled[id(lg)]
@@ -109,12 +115,14 @@ def test_no_module_imports_another_modules_private_names() -> None:
 
 def test_private_name_check_finds_each_form() -> None:
     # The check above must be able to fail: each forbidden form, as if written in ir/graph.py.
-    found = private_name_uses(PACKAGE / "ir" / "graph.py",
-                              "from .ops import _G\n"
-                              "from kernel_ext.ir.ops import _UFUNC_OF\n"
-                              "from . import ops as o\n"
-                              "x = o._TYPE_NAMES\n"
-                              "from .ops import OpKind\n")
+    found = private_name_uses(
+        PACKAGE / "ir" / "graph.py",
+        "from .ops import _G\n"
+        "from kernel_ext.ir.ops import _UFUNC_OF\n"
+        "from . import ops as o\n"
+        "x = o._TYPE_NAMES\n"
+        "from .ops import OpKind\n",
+    )
     assert len(found) == 3, found
     assert any("kernel_ext.ir.ops._G" in f for f in found)
     assert any("_UFUNC_OF" in f for f in found)

@@ -51,13 +51,13 @@ MODULES = {"": np, "linalg.": np.linalg, "fft.": np.fft}
 SKIP = frozenset({"test", "show_config", "show_runtime", "info", "get_include"})
 
 _rng = np.random.default_rng(0)
-X = _rng.random((3, 4)) + 0.5                      # float64, positive
-S = _rng.random((3, 3)) + 3 * np.eye(3)            # square, well conditioned, positive
-SPD = S @ S.T                                      # symmetric positive definite
-V = _rng.random(4) + 0.5                           # 1-D
-I = _rng.integers(0, 4, (3, 4))                    # int64, small non-negative  # noqa: E741
-B = _rng.random((3, 4)) > 0.5                      # bool
-C = X + 1j * X[::-1]                               # complex128
+X = _rng.random((3, 4)) + 0.5  # float64, positive
+S = _rng.random((3, 3)) + 3 * np.eye(3)  # square, well conditioned, positive
+SPD = S @ S.T  # symmetric positive definite
+V = _rng.random(4) + 0.5  # 1-D
+I = _rng.integers(0, 4, (3, 4))  # int64, small non-negative  # noqa: E741
+B = _rng.random((3, 4)) > 0.5  # bool
+C = X + 1j * X[::-1]  # complex128
 
 #: Sample calls for functions the generic attempts do not fit: traced inputs, then the call.
 SAMPLES: dict[str, tuple[tuple, Callable[..., Any]]] = {
@@ -164,15 +164,26 @@ SAMPLES: dict[str, tuple[tuple, Callable[..., Any]]] = {
 #: Functions that take no array (shapes, dtypes, Python numbers) with a sample call: they run
 #: at trace time and their results are constants of the graph.
 TRACE_TIME: dict[str, Callable[[], Any]] = {
-    "arange": lambda: np.arange(3), "zeros": lambda: np.zeros(3), "ones": lambda: np.ones(3),
-    "empty": lambda: np.empty(3), "full": lambda: np.full(3, 1.0), "eye": lambda: np.eye(3),
-    "identity": lambda: np.identity(3), "linspace": lambda: np.linspace(0, 1, 5),
-    "logspace": lambda: np.logspace(0, 1, 5), "geomspace": lambda: np.geomspace(1, 2, 5),
-    "tri": lambda: np.tri(3), "indices": lambda: np.indices((2, 3)),
-    "bartlett": lambda: np.bartlett(5), "blackman": lambda: np.blackman(5),
-    "hamming": lambda: np.hamming(5), "hanning": lambda: np.hanning(5),
-    "kaiser": lambda: np.kaiser(5, 1.0), "diag_indices": lambda: np.diag_indices(3),
-    "tril_indices": lambda: np.tril_indices(3), "triu_indices": lambda: np.triu_indices(3),
+    "arange": lambda: np.arange(3),
+    "zeros": lambda: np.zeros(3),
+    "ones": lambda: np.ones(3),
+    "empty": lambda: np.empty(3),
+    "full": lambda: np.full(3, 1.0),
+    "eye": lambda: np.eye(3),
+    "identity": lambda: np.identity(3),
+    "linspace": lambda: np.linspace(0, 1, 5),
+    "logspace": lambda: np.logspace(0, 1, 5),
+    "geomspace": lambda: np.geomspace(1, 2, 5),
+    "tri": lambda: np.tri(3),
+    "indices": lambda: np.indices((2, 3)),
+    "bartlett": lambda: np.bartlett(5),
+    "blackman": lambda: np.blackman(5),
+    "hamming": lambda: np.hamming(5),
+    "hanning": lambda: np.hanning(5),
+    "kaiser": lambda: np.kaiser(5, 1.0),
+    "diag_indices": lambda: np.diag_indices(3),
+    "tril_indices": lambda: np.tril_indices(3),
+    "triu_indices": lambda: np.triu_indices(3),
     "mask_indices": lambda: np.mask_indices(3, np.triu),
     "fromfunction": lambda: np.fromfunction(lambda i, j: i + j, (2, 2)),
     "frombuffer": lambda: np.frombuffer(b"\x00\x01", np.uint8),
@@ -181,30 +192,48 @@ TRACE_TIME: dict[str, Callable[[], Any]] = {
     "can_cast": lambda: np.can_cast(np.int8, np.int16),
     "promote_types": lambda: np.promote_types(np.int8, np.float32),
     "result_type": lambda: np.result_type(np.int8, 1.0),
-    "min_scalar_type": lambda: np.min_scalar_type(10), "mintypecode": lambda: np.mintypecode("d"),
+    "min_scalar_type": lambda: np.min_scalar_type(10),
+    "mintypecode": lambda: np.mintypecode("d"),
     "isdtype": lambda: np.isdtype(np.float32, "real floating"),
     "issubdtype": lambda: np.issubdtype(np.float32, np.floating),
     "broadcast_shapes": lambda: np.broadcast_shapes((3, 1), (4,)),
-    "iterable": lambda: np.iterable([1]), "typename": lambda: np.typename("d"),
-    "base_repr": lambda: np.base_repr(5, 2), "binary_repr": lambda: np.binary_repr(5),
+    "iterable": lambda: np.iterable([1]),
+    "typename": lambda: np.typename("d"),
+    "base_repr": lambda: np.base_repr(5, 2),
+    "binary_repr": lambda: np.binary_repr(5),
     "format_float_positional": lambda: np.format_float_positional(1.5),
     "format_float_scientific": lambda: np.format_float_scientific(1.5),
-    "get_printoptions": lambda: np.get_printoptions(), "printoptions": lambda: np.printoptions(),
-    "getbufsize": lambda: np.getbufsize(), "geterr": lambda: np.geterr(),
+    "get_printoptions": lambda: np.get_printoptions(),
+    "printoptions": lambda: np.printoptions(),
+    "getbufsize": lambda: np.getbufsize(),
+    "geterr": lambda: np.geterr(),
     "geterrcall": lambda: np.geterrcall(),
-    "fft.fftfreq": lambda: np.fft.fftfreq(4), "fft.rfftfreq": lambda: np.fft.rfftfreq(4),
+    "fft.fftfreq": lambda: np.fft.fftfreq(4),
+    "fft.rfftfreq": lambda: np.fft.rfftfreq(4),
 }
 
 #: The generic attempts, in order: the first that traces decides (inputs of each).
 ATTEMPTS: tuple[tuple[np.ndarray, ...], ...] = (
-    (X,), (X, X), (S,), (V,), (V, V), (I,), (B,), (I, I), (B, B), (C,), (S, S), (X, V))
+    (X,),
+    (X, X),
+    (S,),
+    (V,),
+    (V, V),
+    (I,),
+    (B,),
+    (I, I),
+    (B, B),
+    (C,),
+    (S, S),
+    (X, V),
+)
 
 
 @dataclass
 class Row:
     name: str
-    status: str        # native | opaque | trace time | error | skipped
-    fuses: str = ""    # yes | partly | no | "" (not native)
+    status: str  # native | opaque | trace time | error | skipped
+    fuses: str = ""  # yes | partly | no | "" (not native)
     jax: bool = False
     note: str = ""
 
@@ -223,8 +252,13 @@ _NEUTRAL = (OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.GET_OUTPUT)
 
 def _fusion(nodes: list[Any]) -> str:
     """Do the Numba backends fuse these ops? (views and structure are neutral)"""
-    compute = [n for n in nodes if n.op not in _NEUTRAL and n.op.group not in (
-        OpGroup.SHAPE, OpGroup.STRUCTURAL) and n.op is not OpKind.GETITEM]
+    compute = [
+        n
+        for n in nodes
+        if n.op not in _NEUTRAL
+        and n.op.group not in (OpGroup.SHAPE, OpGroup.STRUCTURAL)
+        and n.op is not OpKind.GETITEM
+    ]
     if not compute:
         return "no"
     fused = 0
@@ -302,8 +336,7 @@ def public_functions() -> list[tuple[str, Callable[..., Any]]]:
     for prefix, mod in MODULES.items():
         for name in sorted(dir(mod)):
             obj = getattr(mod, name)
-            if name.startswith("_") or not callable(obj) or isinstance(obj, type) or \
-                    name in SKIP:
+            if name.startswith("_") or not callable(obj) or isinstance(obj, type) or name in SKIP:
                 continue
             out.append((prefix + name, obj))
     return out
@@ -314,8 +347,11 @@ def jax_names() -> tuple[set[str], str]:
     try:
         import jax.numpy as jnp  # noqa: PLC0415 - optional comparison tool
     except ImportError:
-        names = {line.strip() for line in JAX_LIST.read_text().splitlines()
-                 if line.strip() and not line.startswith("#")}
+        names = {
+            line.strip()
+            for line in JAX_LIST.read_text().splitlines()
+            if line.strip() and not line.startswith("#")
+        }
         return names, f"`{JAX_LIST.relative_to(ROOT)}` (jax not installed)"
     names = set()
     for prefix, mod in (("", jnp), ("linalg.", jnp.linalg), ("fft.", jnp.fft)):
@@ -327,8 +363,7 @@ UFUNC_METHODS = ("reduce", "accumulate", "reduceat", "outer", "at")
 
 
 def _method_sample(ufunc: np.ufunc, method: str) -> tuple[tuple, Callable[..., Any]]:
-    x = (I % 3 + 1) if ufunc.types and not any(t[0] in "efdgFDG" for t in ufunc.types) \
-        else X
+    x = (I % 3 + 1) if ufunc.types and not any(t[0] in "efdgFDG" for t in ufunc.types) else X
     if method == "reduce":
         return (x,), lambda a: ufunc.reduce(a, axis=0)
     if method == "accumulate":
@@ -345,12 +380,14 @@ def _method_sample(ufunc: np.ufunc, method: str) -> tuple[tuple, Callable[..., A
         else:
             ufunc.at(y, [0, 0], a[1])
         return y
+
     return (x,), at
 
 
 def ufunc_method_rows() -> list[Row]:
-    ufuncs = sorted({id(u): (n, u) for n in dir(np) if isinstance(u := getattr(np, n), np.ufunc)
-                     }.values())
+    ufuncs = sorted(
+        {id(u): (n, u) for n in dir(np) if isinstance(u := getattr(np, n), np.ufunc)}.values()
+    )
     rows = []
     for name, uf in ufuncs:
         if uf.signature is not None:  # gufuncs (matmul, vecdot): NumPy defines no methods
@@ -407,31 +444,53 @@ def render(rows: list[Row], method_rows: list[Row], jax_source: str) -> str:
         "| set | functions | native | trace time | opaque | error | native or trace time |",
         "|-----|----------:|-------:|-----------:|-------:|------:|---------------------:|",
     ]
-    for label, t in (("all public functions", all_t), ("jax.numpy's list", jax_t),
-                     ("ufunc methods", meth_t)):
-        lines.append(f"| {label} | {t['total']} | {t['native']} | {t['trace time']} | "
-                     f"{t['opaque']} | {t['error']} | "
-                     f"{_pct(t['native'] + t['trace time'], t['total'])} |")
-    lines += ["", f"Native coverage of jax.numpy's list: **{_pct(ok, jax_t['total'])}** "
-              f"({ok} of {jax_t['total']}).", ""]
-    for title, subset in (("Main namespace", [r for r in rows if "." not in r.name]),
-                          ("numpy.linalg", [r for r in rows if r.name.startswith("linalg.")]),
-                          ("numpy.fft", [r for r in rows if r.name.startswith("fft.")])):
-        lines += [f"## {title}", "", "| function | status | fuses | jax | note |",
-                  "|----------|--------|-------|-----|------|"]
+    for label, t in (
+        ("all public functions", all_t),
+        ("jax.numpy's list", jax_t),
+        ("ufunc methods", meth_t),
+    ):
+        lines.append(
+            f"| {label} | {t['total']} | {t['native']} | {t['trace time']} | "
+            f"{t['opaque']} | {t['error']} | "
+            f"{_pct(t['native'] + t['trace time'], t['total'])} |"
+        )
+    lines += [
+        "",
+        f"Native coverage of jax.numpy's list: **{_pct(ok, jax_t['total'])}** "
+        f"({ok} of {jax_t['total']}).",
+        "",
+    ]
+    for title, subset in (
+        ("Main namespace", [r for r in rows if "." not in r.name]),
+        ("numpy.linalg", [r for r in rows if r.name.startswith("linalg.")]),
+        ("numpy.fft", [r for r in rows if r.name.startswith("fft.")]),
+    ):
+        lines += [
+            f"## {title}",
+            "",
+            "| function | status | fuses | jax | note |",
+            "|----------|--------|-------|-----|------|",
+        ]
         for r in subset:
             note = r.note.replace("|", "\\|")
-            lines.append(f"| `{r.name}` | {r.status} | {r.fuses} | "
-                         f"{'yes' if r.jax else ''} | {note} |")
+            lines.append(
+                f"| `{r.name}` | {r.status} | {r.fuses} | {'yes' if r.jax else ''} | {note} |"
+            )
         lines.append("")
-    lines += ["## ufunc methods", "",
-              "Every ufunc and method where NumPy defines it (the sample runs eagerly).", "",
-              "| method | defined | native | opaque | error |", "|---|---:|---:|---:|---:|"]
+    lines += [
+        "## ufunc methods",
+        "",
+        "Every ufunc and method where NumPy defines it (the sample runs eagerly).",
+        "",
+        "| method | defined | native | opaque | error |",
+        "|---|---:|---:|---:|---:|",
+    ]
     for method in UFUNC_METHODS:
         sub = [r for r in method_rows if r.name.endswith("." + method)]
         t = totals(sub)
-        lines.append(f"| `{method}` | {t['total']} | {t['native']} | {t['opaque']} | "
-                     f"{t['error']} |")
+        lines.append(
+            f"| `{method}` | {t['total']} | {t['native']} | {t['opaque']} | {t['error']} |"
+        )
     others = [r for r in method_rows if r.status != "native"]
     if others:
         lines += ["", "Not native: " + ", ".join(f"`{r.name}` ({r.status})" for r in others)]
@@ -442,7 +501,7 @@ def render(rows: list[Row], method_rows: list[Row], jax_source: str) -> str:
 def build(names: list[tuple[str, Callable[..., Any]]] | None = None) -> tuple[list[Row], str]:
     jax_set, source = jax_names()
     rows = []
-    for qualified, fn in (names if names is not None else public_functions()):
+    for qualified, fn in names if names is not None else public_functions():
         row = classify(qualified, fn)
         row.jax = qualified in jax_set
         rows.append(row)
@@ -451,19 +510,29 @@ def build(names: list[tuple[str, Callable[..., Any]]] | None = None) -> tuple[li
 
 def doc_totals(text: str) -> list[str]:
     """The totals rows of a rendered doc (what ``--check`` compares)."""
-    return [line for line in text.splitlines() if line.startswith("| all public") or
-            line.startswith("| jax.numpy's") or line.startswith("| ufunc methods")]
+    return [
+        line
+        for line in text.splitlines()
+        if line.startswith("| all public")
+        or line.startswith("| jax.numpy's")
+        or line.startswith("| ufunc methods")
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--check", action="store_true",
-                        help="exit 1 if regenerating changes the doc's totals")
-    parser.add_argument("--jax-list", action="store_true",
-                        help="rewrite tools/numpy_coverage_jax.txt from an installed jax")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 if regenerating changes the doc's totals"
+    )
+    parser.add_argument(
+        "--jax-list",
+        action="store_true",
+        help="rewrite tools/numpy_coverage_jax.txt from an installed jax",
+    )
     args = parser.parse_args(argv)
     if args.jax_list:
         import jax.numpy  # noqa: F401, PLC0415 - fails clearly without jax
+
         names, source = jax_names()
         ours = {q for q, _ in public_functions()}
         header = [line for line in JAX_LIST.read_text().splitlines() if line.startswith("#")]

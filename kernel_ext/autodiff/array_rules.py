@@ -30,8 +30,10 @@ K = OpKind
 def _static_shape(x: Any, what: str) -> tuple:
     shape = x.shape if isinstance(x, Tensor) else np.shape(x)
     if shape is None or None in shape:
-        raise NotImplementedError(f"the gradient of {what} needs static shapes; give the "
-                                  "arguments static shapes in input_signature")
+        raise NotImplementedError(
+            f"the gradient of {what} needs static shapes; give the "
+            "arguments static shapes in input_signature"
+        )
     return tuple(shape)
 
 
@@ -41,8 +43,7 @@ def _sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
     keep = positions >= 0
     picked = g if keep.all() else g[keep]
     where = positions if keep.all() else positions[keep]
-    sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(picked, (-1,)),
-                       minlength=size)
+    sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(picked, (-1,)), minlength=size)
     return np.reshape(sums, shape).astype(g.dtype)
 
 
@@ -88,12 +89,14 @@ def _divmod(p: Primal, gs: Any) -> list[Cotangent]:
     if g is None:
         return [None, None]
     a, b = p.args
-    return [(lambda: unbroadcast(g, p.shape(0))) if isinstance(a, Tensor) else None,
-            (lambda: unbroadcast(-g * np.floor(a / b), p.shape(1)))
-            if isinstance(b, Tensor) else None]
+    return [
+        (lambda: unbroadcast(g, p.shape(0))) if isinstance(a, Tensor) else None,
+        (lambda: unbroadcast(-g * np.floor(a / b), p.shape(1))) if isinstance(b, Tensor) else None,
+    ]
 
 
 # -- products ------------------------------------------------------------------------------------
+
 
 @rule(K.VDOT)
 def _vdot(p: Primal, g: Any) -> list[Cotangent]:
@@ -101,10 +104,17 @@ def _vdot(p: Primal, g: Any) -> list[Cotangent]:
     a, b = p.args
 
     def part(mine: Any, other: Any) -> Any:
-        return np.reshape(g * np.ravel(other), np.shape(mine) if not isinstance(
-            mine, Tensor) else tuple(-1 if d is None else d for d in mine.shape))
-    return [(lambda: part(a, b)) if isinstance(a, Tensor) else None,
-            (lambda: part(b, a)) if isinstance(b, Tensor) else None]
+        return np.reshape(
+            g * np.ravel(other),
+            np.shape(mine)
+            if not isinstance(mine, Tensor)
+            else tuple(-1 if d is None else d for d in mine.shape),
+        )
+
+    return [
+        (lambda: part(a, b)) if isinstance(a, Tensor) else None,
+        (lambda: part(b, a)) if isinstance(b, Tensor) else None,
+    ]
 
 
 @rule(K.VECDOT)
@@ -112,28 +122,38 @@ def _vecdot(p: Primal, g: Any) -> list[Cotangent]:
     """``sum(x1 * x2, axis=-1)`` over broadcast batch axes."""
     x1, x2 = p.args
     ge = np.expand_dims(g, -1)
-    return [(lambda: unbroadcast(ge * x2, p.shape(0))) if isinstance(x1, Tensor) else None,
-            (lambda: unbroadcast(ge * x1, p.shape(1))) if isinstance(x2, Tensor) else None]
+    return [
+        (lambda: unbroadcast(ge * x2, p.shape(0))) if isinstance(x1, Tensor) else None,
+        (lambda: unbroadcast(ge * x1, p.shape(1))) if isinstance(x2, Tensor) else None,
+    ]
 
 
 @rule(K.MATVEC)
 def _matvec(p: Primal, g: Any) -> list[Cotangent]:
     """``out[..., i] = sum_j a[..., i, j] v[..., j]``."""
     a, v = p.args
-    return [(lambda: unbroadcast(np.expand_dims(g, -1) * np.expand_dims(v, -2), p.shape(0)))
-            if isinstance(a, Tensor) else None,
-            (lambda: unbroadcast(np.sum(np.expand_dims(g, -1) * a, axis=-2), p.shape(1)))
-            if isinstance(v, Tensor) else None]
+    return [
+        (lambda: unbroadcast(np.expand_dims(g, -1) * np.expand_dims(v, -2), p.shape(0)))
+        if isinstance(a, Tensor)
+        else None,
+        (lambda: unbroadcast(np.sum(np.expand_dims(g, -1) * a, axis=-2), p.shape(1)))
+        if isinstance(v, Tensor)
+        else None,
+    ]
 
 
 @rule(K.VECMAT)
 def _vecmat(p: Primal, g: Any) -> list[Cotangent]:
     """``out[..., j] = sum_i v[..., i] a[..., i, j]``."""
     v, a = p.args
-    return [(lambda: unbroadcast(np.sum(a * np.expand_dims(g, -2), axis=-1), p.shape(0)))
-            if isinstance(v, Tensor) else None,
-            (lambda: unbroadcast(np.expand_dims(v, -1) * np.expand_dims(g, -2), p.shape(1)))
-            if isinstance(a, Tensor) else None]
+    return [
+        (lambda: unbroadcast(np.sum(a * np.expand_dims(g, -2), axis=-1), p.shape(0)))
+        if isinstance(v, Tensor)
+        else None,
+        (lambda: unbroadcast(np.expand_dims(v, -1) * np.expand_dims(g, -2), p.shape(1)))
+        if isinstance(a, Tensor)
+        else None,
+    ]
 
 
 def _full_correlation(a: Any, v: Any) -> Any:
@@ -155,16 +175,19 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
     convolve = p.node.op is K.CONVOLVE
     k = min(n, m)
     length = {"valid": max(n, m) - k + 1, "same": max(n, m), "full": n + m - 1}[mode]
-    start = {"valid": k - 1, "full": 0,
-             "same": (k - 1) // 2 if convolve or n >= m else k // 2}[mode]
+    start = {"valid": k - 1, "full": 0, "same": (k - 1) // 2 if convolve or n >= m else k // 2}[
+        mode
+    ]
 
     def fn(a: Any, v: Any) -> Any:
         full = _full_correlation(a, np.flip(v) if convolve else v)
-        return full[start: start + length]
+        return full[start : start + length]
+
     return composed(p, g, fn)
 
 
 # -- copies ------------------------------------------------------------------------------------
+
 
 @rule(K.DIAGFLAT)
 def _diagflat(p: Primal, g: Any) -> list[Cotangent]:
@@ -193,16 +216,17 @@ def _insert(p: Primal, g: Any) -> list[Cotangent]:
     asize, vsize = math.prod(ashape), math.prod(vshape)
 
     def darr() -> Any:
-        where = _insert_positions(obj, axis, np.arange(asize).reshape(ashape),
-                                  np.full(vshape, -1))
+        where = _insert_positions(obj, axis, np.arange(asize).reshape(ashape), np.full(vshape, -1))
         return _sum_into(where, g, asize, ashape)
 
     def dvalues() -> Any:
-        where = _insert_positions(obj, axis, np.full(ashape, -1),
-                                  np.arange(vsize).reshape(vshape))
+        where = _insert_positions(obj, axis, np.full(ashape, -1), np.arange(vsize).reshape(vshape))
         return _sum_into(where, g, vsize, vshape)
-    return [darr if isinstance(arr, Tensor) else None,
-            dvalues if isinstance(values, Tensor) else None]
+
+    return [
+        darr if isinstance(arr, Tensor) else None,
+        dvalues if isinstance(values, Tensor) else None,
+    ]
 
 
 @rule(K.BINCOUNT)
@@ -224,6 +248,7 @@ def _compress(p: Primal, g: Any) -> list[Cotangent]:
         (c,) = _static_shape(condition, "np.compress")
         mask = condition if c == n else np.concatenate([condition, np.zeros(n - c, bool)])
         return flat[(slice(None),) * ax + (mask != 0,)]
+
     return composed(p, g, fn)
 
 
@@ -233,8 +258,7 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
     positions kept (after the first non-zero, before the last)."""
     trim = p.attrs.get("trim", "fb").lower()
     if len(_static_shape(p.args[0], "np.trim_zeros")) != 1:
-        raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D "
-                                  "arrays")
+        raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
 
     def fn(a: Any) -> Any:
         nonzero = (a != 0).astype(np.int64)
@@ -244,6 +268,7 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
         if "b" in trim:
             keep = keep & (np.flip(np.cumsum(np.flip(nonzero))) > 0)
         return a[keep]
+
     return composed(p, g, fn)
 
 
@@ -258,11 +283,15 @@ def _unique(p: Primal, g: Any) -> list[Cotangent]:
     options = {k: v for k, v in p.attrs.items() if k in ("equal_nan", "sorted")}
 
     def fn(a: Any) -> Any:
-        both = bind(K.UNIQUE, (a,), {"return_index": True, "return_inverse": False,
-                                     "return_counts": False, **options})
+        both = bind(
+            K.UNIQUE,
+            (a,),
+            {"return_index": True, "return_inverse": False, "return_counts": False, **options},
+        )
         first = bind(K.GET_OUTPUT, (both,), {"index": 1})
         values = np.ravel(a)[first]
         return [values] + [None] * (len(p.node.aval) - 1) if multi else values
+
     return composed(p, g, fn)
 
 
@@ -280,18 +309,20 @@ def _partition(p: Primal, g: Any) -> list[Cotangent]:
         shape = _static_shape(x, "np.partition")
         ax = 0 if flat else axis % len(shape)
         out = p.out if not flat else np.reshape(p.out, (-1,))
-        rank_of_out = np.argsort(np.argsort(out, axis=ax, kind="stable"), axis=ax,
-                                 kind="stable")
+        rank_of_out = np.argsort(np.argsort(out, axis=ax, kind="stable"), axis=ax, kind="stable")
         order = np.argsort(x, axis=ax, kind="stable")
-        grid = tuple(rank_of_out if d == ax else
-                     np.arange(n).reshape((n,) + (1,) * (len(shape) - d - 1))
-                     for d, n in enumerate(shape))
+        grid = tuple(
+            rank_of_out if d == ax else np.arange(n).reshape((n,) + (1,) * (len(shape) - d - 1))
+            for d, n in enumerate(shape)
+        )
         back = route_along_axis(order[grid], g, shape, ax)
         return np.reshape(back, a.shape) if flat else back
+
     return [dx]
 
 
 # -- order statistics and scans ----------------------------------------------------------------
+
 
 def _quantiles(a: Any, q: Any, axis: Any, keepdims: bool, nan: bool, scalar: bool) -> Any:
     """NumPy's ``method='linear'`` quantiles ``q`` (fractions in [0, 1]) of ``a`` over
@@ -307,7 +338,7 @@ def _quantiles(a: Any, q: Any, axis: Any, keepdims: bool, nan: bool, scalar: boo
     qs = np.reshape(np.asarray(q, np.float64), (-1,))
     if nan:
         count = np.sum(~np.isnan(flat), axis=-1, keepdims=True)
-        pos = qs * (count - 1).astype(np.float64)            # (rows, Q), traced
+        pos = qs * (count - 1).astype(np.float64)  # (rows, Q), traced
         low = np.floor(pos).astype(np.intp)
         high = np.minimum(low + 1, count - 1)
         frac = pos - low
@@ -326,9 +357,13 @@ def _quantiles(a: Any, q: Any, axis: Any, keepdims: bool, nan: bool, scalar: boo
     return np.reshape(value, tail if scalar else tuple(np.shape(q)) + tail)
 
 
-_QUANTILE_OPS = {K.PERCENTILE: (100.0, False), K.NANPERCENTILE: (100.0, True),
-                 K.QUANTILE: (1.0, False), K.NANQUANTILE: (1.0, True),
-                 K.NANMEDIAN: (None, True)}
+_QUANTILE_OPS = {
+    K.PERCENTILE: (100.0, False),
+    K.NANPERCENTILE: (100.0, True),
+    K.QUANTILE: (1.0, False),
+    K.NANQUANTILE: (1.0, True),
+    K.NANMEDIAN: (None, True),
+}
 
 
 @rule(*_QUANTILE_OPS)
@@ -336,8 +371,10 @@ def _quantile(p: Primal, g: Any) -> list[Cotangent]:
     scale, nan = _QUANTILE_OPS[p.node.op]
     method = p.attrs.get("method", "linear")
     if method != "linear":
-        raise NotImplementedError(f"the gradient of np.{p.node.op.value} with method="
-                                  f"{method!r} is not implemented (only 'linear', the default)")
+        raise NotImplementedError(
+            f"the gradient of np.{p.node.op.value} with method="
+            f"{method!r} is not implemented (only 'linear', the default)"
+        )
     _static_shape(p.args[0], f"np.{p.node.op.value}")
     q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
     axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
@@ -357,10 +394,15 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     indices (``np.add.reduceat`` of an identity matrix is its matrix)."""
     x, indices = p.args
     if p.attrs["ufunc"] is not np.add:
-        raise NotImplementedError(f"the gradient of np.{p.attrs['ufunc'].__name__}.reduceat "
-                                  "is not implemented (np.add.reduceat has a rule)")
-    index = indices.node.attrs.get("value") if isinstance(indices, Tensor) and \
-        indices.node.op is K.CONSTANT else (None if isinstance(indices, Tensor) else indices)
+        raise NotImplementedError(
+            f"the gradient of np.{p.attrs['ufunc'].__name__}.reduceat "
+            "is not implemented (np.add.reduceat has a rule)"
+        )
+    index = (
+        indices.node.attrs.get("value")
+        if isinstance(indices, Tensor) and indices.node.op is K.CONSTANT
+        else (None if isinstance(indices, Tensor) else indices)
+    )
     if index is None:
         raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
     shape = _static_shape(x, "np.add.reduceat")
@@ -370,31 +412,44 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         moved = np.moveaxis(g, axis, -1)
         return np.moveaxis(np.matmul(moved, w.astype(g.dtype)), -1, axis)
+
     return [dx, None]
 
 
-NOTES.update({
-    K.DEGREES: "as rad2deg", K.RADIANS: "as deg2rad", K.NEXTAFTER: "1 in x, none in y",
-    K.LDEXP: "x * 2**n; the integer n has none", K.MODF: "the fractional part; the "
-    "integral part is piecewise constant", K.FREXP: "mantissa: 2**-exponent",
-    K.DIVMOD: "remainder as remainder; the quotient is piecewise constant",
-    K.VDOT: "real arrays", K.VECDOT: "over the last axis", K.MATVEC: "", K.VECMAT: "",
-    K.CORRELATE: "composition: a Toeplitz product", K.CONVOLVE: "composition: a Toeplitz "
-    "product", K.DIAGFLAT: "a gather of the diagonal",
-    K.INSERT: "sources named by np.insert of iota arrays",
-    K.BINCOUNT: "weights: a gather; x has none", K.COMPRESS: "composition: a boolean mask",
-    K.TRIM_ZEROS: "1-D; composition: a boolean mask",
-    K.UNIQUE: "values: the first occurrence of each (not differentiable at repeats)",
-    K.PARTITION: "the element of the same rank (ties in stable sort order)",
-    K.PERCENTILE: "method='linear': a sort and a lerp", K.NANPERCENTILE: "as percentile; "
-    "NaNs get none", K.QUANTILE: "method='linear': a sort and a lerp",
-    K.NANQUANTILE: "as quantile; NaNs get none", K.NANMEDIAN: "as nanquantile(0.5)",
-    K.NANCUMPROD: "cumprod with NaNs as 1: divides by x", K.UFUNC_REDUCEAT: "np.add with "
-    "constant indices",
-    K.HISTOGRAM: "counts are piecewise constant in a; weights and bin edges not yet",
-    K.FFT: "complex results: gradients are real only (a path through complex values raises)",
-    K.REAL: "complex input: raises (real gradients only)",
-    K.IMAG: "complex input: raises (real gradients only)",
-})
+NOTES.update(
+    {
+        K.DEGREES: "as rad2deg",
+        K.RADIANS: "as deg2rad",
+        K.NEXTAFTER: "1 in x, none in y",
+        K.LDEXP: "x * 2**n; the integer n has none",
+        K.MODF: "the fractional part; the integral part is piecewise constant",
+        K.FREXP: "mantissa: 2**-exponent",
+        K.DIVMOD: "remainder as remainder; the quotient is piecewise constant",
+        K.VDOT: "real arrays",
+        K.VECDOT: "over the last axis",
+        K.MATVEC: "",
+        K.VECMAT: "",
+        K.CORRELATE: "composition: a Toeplitz product",
+        K.CONVOLVE: "composition: a Toeplitz product",
+        K.DIAGFLAT: "a gather of the diagonal",
+        K.INSERT: "sources named by np.insert of iota arrays",
+        K.BINCOUNT: "weights: a gather; x has none",
+        K.COMPRESS: "composition: a boolean mask",
+        K.TRIM_ZEROS: "1-D; composition: a boolean mask",
+        K.UNIQUE: "values: the first occurrence of each (not differentiable at repeats)",
+        K.PARTITION: "the element of the same rank (ties in stable sort order)",
+        K.PERCENTILE: "method='linear': a sort and a lerp",
+        K.NANPERCENTILE: "as percentile; NaNs get none",
+        K.QUANTILE: "method='linear': a sort and a lerp",
+        K.NANQUANTILE: "as quantile; NaNs get none",
+        K.NANMEDIAN: "as nanquantile(0.5)",
+        K.NANCUMPROD: "cumprod with NaNs as 1: divides by x",
+        K.UFUNC_REDUCEAT: "np.add with constant indices",
+        K.HISTOGRAM: "counts are piecewise constant in a; weights and bin edges not yet",
+        K.FFT: "complex results: gradients are real only (a path through complex values raises)",
+        K.REAL: "complex input: raises (real gradients only)",
+        K.IMAG: "complex input: raises (real gradients only)",
+    }
+)
 
 __all__: list[str] = []

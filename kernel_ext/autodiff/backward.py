@@ -43,8 +43,12 @@ def differentiable(aval: Any) -> bool:
     return aval is not None and not isinstance(aval, tuple) and aval.dtype.kind == "f"
 
 
-def backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
-             recorded: Callable[[Node], bool], sources: Iterable[Node]) -> dict[Node, Any]:
+def backward(
+    owner: TraceContext,
+    targets: Sequence[tuple[Node, Any]],
+    recorded: Callable[[Node], bool],
+    sources: Iterable[Node],
+) -> dict[Node, Any]:
     """Cotangents of ``sources`` (nodes of ``owner``'s graph) for ``targets`` (``(node,
     cotangent)`` pairs), differentiating through the nodes ``recorded`` accepts; recorded into
     the current trace. A source nothing connects to the targets is absent from the result."""
@@ -68,8 +72,12 @@ def mark_backward(nodes: Iterable[Node]) -> None:
             mark_backward(graph.nodes)
 
 
-def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
-              recorded: Callable[[Node], bool], sources: set[Node]) -> dict[Node, Any]:
+def _backward(
+    owner: TraceContext,
+    targets: Sequence[tuple[Node, Any]],
+    recorded: Callable[[Node], bool],
+    sources: set[Node],
+) -> dict[Node, Any]:
     order, depends = _between(owner, targets, recorded, sources)
     cts: dict[Node, Any] = {}
     multi: dict[Node, dict[int, Any]] = {}
@@ -96,9 +104,12 @@ def _backward(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
     return found
 
 
-def _between(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
-             recorded: Callable[[Node], bool], sources: set[Node]
-             ) -> tuple[list[Node], set[Node]]:
+def _between(
+    owner: TraceContext,
+    targets: Sequence[tuple[Node, Any]],
+    recorded: Callable[[Node], bool],
+    sources: set[Node],
+) -> tuple[list[Node], set[Node]]:
     """Which nodes lie between the sources and the targets: the ancestors of a target
     (through recorded nodes), in graph order, and those of them that depend on a source."""
     ancestors: set[Node] = set()
@@ -113,14 +124,14 @@ def _between(owner: TraceContext, targets: Sequence[tuple[Node, Any]],
     order = [n for n in owner.graph.nodes if n in ancestors]
     depends: set[Node] = set()
     for n in order:
-        if n in sources or (recorded(n) and n.op not in LEAVES and
-                            any(i in depends for i in n.inputs)):
+        if n in sources or (
+            recorded(n) and n.op not in LEAVES and any(i in depends for i in n.inputs)
+        ):
             depends.add(n)
     return order, depends
 
 
-def _cotangent_of(node: Node, cts: dict[Node, Any],
-                  multi: dict[Node, dict[int, Any]]) -> Any:
+def _cotangent_of(node: Node, cts: dict[Node, Any], multi: dict[Node, dict[int, Any]]) -> Any:
     """``node``'s cotangent so far (a list per output of a multi-output node), or None when
     nothing flows into it."""
     if isinstance(node.aval, tuple):
@@ -129,16 +140,19 @@ def _cotangent_of(node: Node, cts: dict[Node, Any],
     return cts.get(node)
 
 
-def _propagate(owner: TraceContext, node: Node, g: Any, cts: dict[Node, Any],
-               depends: set[Node]) -> None:
+def _propagate(
+    owner: TraceContext, node: Node, g: Any, cts: dict[Node, Any], depends: set[Node]
+) -> None:
     """Apply ``node``'s VJP rule to its cotangent ``g`` and add the results to the
     cotangents of its inputs that depend on a source."""
     rule = VJP.get(node.op)
     if rule is None:
         raise _no_rule(node)
-    primal = Primal(node, [owner.tensor(a) if isinstance(a, Node) else a
-                           for a in node.args],
-                    None if isinstance(node.aval, tuple) else owner.tensor(node))
+    primal = Primal(
+        node,
+        [owner.tensor(a) if isinstance(a, Node) else a for a in node.args],
+        None if isinstance(node.aval, tuple) else owner.tensor(node),
+    )
     with attributed_to(node):  # the gradient's nodes belong to the forward op's line
         for arg, ct in zip(node.args, rule(primal, g)):
             if ct is None or not isinstance(arg, Node) or arg not in depends:
@@ -176,7 +190,8 @@ def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
         "Gradients are real only (NumPy has no complex derivative convention to follow). "
         "Fix: compute with real arrays (real and imaginary parts as separate float arrays), "
         "or wrap the complex part in kx.stop_gradient(...) if no gradient should flow "
-        "through it.")
+        "through it."
+    )
 
 
 def _no_rule(node: Node) -> errors.NonDifferentiableError:
@@ -189,14 +204,17 @@ def _no_rule(node: Node) -> errors.NonDifferentiableError:
             f"(node '{node.name}'): it runs NumPy as it is at each call, so it has no "
             "gradient rule. Fix: express it with traced NumPy operations "
             "(kx.supported_numpy_functions()), or wrap its result in kx.stop_gradient(...) "
-            "if no gradient should flow through it.")
+            "if no gradient should flow through it."
+        )
     return errors.NonDifferentiableError(
         f"no gradient rule for op '{node.op.value}'{at} (node '{node.name}'). Fix: wrap the "
         "value in kx.stop_gradient(...) if no gradient should flow through it; "
-        "docs/gradients.md lists the ops with rules.")
+        "docs/gradients.md lists the ops with rules."
+    )
 
 
 # -- replaying a graph into the current trace --------------------------------------------------
+
 
 class Unavailable:
     """The value of a node that cannot be replayed (a random draw): an error if used."""
@@ -205,8 +223,9 @@ class Unavailable:
         self.node = node
 
 
-def inline_graph(graph: Graph, inputs: Sequence[Any],
-                 variables: dict | None = None) -> tuple[dict[Node, Any], list[Node]]:
+def inline_graph(
+    graph: Graph, inputs: Sequence[Any], variables: dict | None = None
+) -> tuple[dict[Node, Any], list[Node]]:
     """Record ``graph``'s nodes again in the current trace, its placeholders fed ``inputs``.
 
     Returns the new value of every old node and the new nodes, in order. Side effects are
@@ -233,19 +252,26 @@ def inline_graph(graph: Graph, inputs: Sequence[Any],
                     f"{' at ' + v.node.attrs['_where'] if v.node.attrs.get('_where') else ''}:"
                     " a replay for the gradient would draw other numbers. Fix: compute the "
                     "gradient inside the kx.function that draws them (a tape there sees the "
-                    "draw), or pass the draws in as an argument.")
+                    "draw), or pass the draws in as an argument."
+                )
             args.append(v)
         if op is OpKind.READ_VARIABLE:
             var = node.attrs["variable"]
             env[node] = written[var] if var in written else ctx.read_variable(var)
-        elif op in (OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,
-                    OpKind.ASSIGN_SUB_VARIABLE):
+        elif op in (OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE, OpKind.ASSIGN_SUB_VARIABLE):
             var = node.attrs["variable"]
             old = written[var] if var in written else ctx.read_variable(var)
-            value = args[0] if op is OpKind.ASSIGN_VARIABLE else \
-                (old + args[0] if op is OpKind.ASSIGN_ADD_VARIABLE else old - args[0])
-            written[var] = np.broadcast_to(np.asarray(value, var.dtype) if not isinstance(
-                value, Tensor) else value.astype(var.dtype), var.shape)
+            value = (
+                args[0]
+                if op is OpKind.ASSIGN_VARIABLE
+                else (old + args[0] if op is OpKind.ASSIGN_ADD_VARIABLE else old - args[0])
+            )
+            written[var] = np.broadcast_to(
+                np.asarray(value, var.dtype)
+                if not isinstance(value, Tensor)
+                else value.astype(var.dtype),
+                var.shape,
+            )
         elif op is OpKind.PRINT:
             continue
         elif op is OpKind.RANDOM_CALL:
@@ -254,6 +280,7 @@ def inline_graph(graph: Graph, inputs: Sequence[Any],
             # a loop a gradient already made stack its state: the copy stacks too, and gets
             # its own record of where (the old one names nodes of the replayed graph)
             from .while_gradients import restack
+
             attrs = {k: v for k, v in node.attrs.items() if k != STACKED}
             env[node] = ctx.bind(op, args, attrs, name=node.name)
             restack(ctx, env[node].node, node.attrs[STACKED])
@@ -264,13 +291,15 @@ def inline_graph(graph: Graph, inputs: Sequence[Any],
 
 # -- control flow ------------------------------------------------------------------------------
 
+
 def _cond(p: Primal, gs: list[Any]) -> list[Any]:
     """A ``cond``'s cotangents: a ``cond`` on the same predicate whose branches each re-run
     their forward branch and differentiate it (the forward values are recomputed, not kept)."""
     pred, *operands = p.args
     t_graph, f_graph = p.attrs["branches"]
-    wanted = [i for i, x in enumerate(operands)
-              if isinstance(x, Tensor) and differentiable(x.node.aval)]
+    wanted = [
+        i for i, x in enumerate(operands) if isinstance(x, Tensor) and differentiable(x.node.aval)
+    ]
     if not wanted:
         return [None] * len(p.args)
 
@@ -289,6 +318,7 @@ def _cond(p: Primal, gs: list[Any]) -> list[Any]:
             sources = {i: ctx.lift(operands[i]) for i in wanted}
             found = backward(ctx, targets, lambda n: n in made, sources.values())
             return tuple(_or_zeros(found.get(sources[i]), operands[i]) for i in wanted)
+
         return run
 
     results = kx_cond(pred, branch(t_graph), branch(f_graph), name=f"{p.node.name}_grad")
@@ -312,6 +342,7 @@ def rule_kinds() -> dict[str, list[OpKind]]:
     gradient: piecewise constant, or integer/boolean results), ``leaf`` (sources and variable
     reads), ``error`` (raises, naming the op: opaque calls, random draws, writes, print)."""
     from .rules import ZERO_GRADIENT
+
     out: dict[str, list[OpKind]] = {"rule": [], "zero": [], "leaf": [], "error": []}
     for kind in OpKind:
         if kind in LEAVES:
@@ -325,22 +356,38 @@ def rule_kinds() -> dict[str, list[OpKind]]:
     return out
 
 
-_HOW = {"rule": "VJP rule", "zero": "zero (piecewise constant, or an integer/bool result)",
-        "leaf": "leaf (a source: placeholder, constant, variable read)",
-        "error": "raises NonDifferentiableError"}
+_HOW = {
+    "rule": "VJP rule",
+    "zero": "zero (piecewise constant, or an integer/bool result)",
+    "leaf": "leaf (a source: placeholder, constant, variable read)",
+    "error": "raises NonDifferentiableError",
+}
 
 
 def rule_table() -> str:
     """The op -> rule table of ``docs/gradients.md`` (a test checks the file against it):
     ``python -c "from kernel_ext.autodiff import rule_table; print(rule_table())"``."""
     from .rules import NOTES
+
     how = {kind: what for what, kinds in rule_kinds().items() for kind in kinds}
     lines = ["| op | group | gradient | notes |", "|----|-------|----------|-------|"]
     for kind in OpKind:
-        lines.append(f"| `{kind.value}` | {kind.group.value} | {_HOW[how[kind]]} | "
-                     f"{NOTES.get(kind, '')} |")
+        lines.append(
+            f"| `{kind.value}` | {kind.group.value} | {_HOW[how[kind]]} | {NOTES.get(kind, '')} |"
+        )
     return "\n".join(lines)
 
 
-__all__ = ["BACKWARD", "LEAVES", "STACKED", "OpGroup", "Unavailable", "backward",
-           "differentiable", "inline_graph", "mark_backward", "rule_kinds", "rule_table"]
+__all__ = [
+    "BACKWARD",
+    "LEAVES",
+    "STACKED",
+    "OpGroup",
+    "Unavailable",
+    "backward",
+    "differentiable",
+    "inline_graph",
+    "mark_backward",
+    "rule_kinds",
+    "rule_table",
+]

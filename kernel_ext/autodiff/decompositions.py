@@ -51,6 +51,7 @@ K = OpKind
 
 # -- helpers ------------------------------------------------------------------------------------
 
+
 def _t(a: Any) -> Any:
     """Transpose of the last two axes (a batch of matrices)."""
     return np.swapaxes(a, -1, -2)
@@ -96,13 +97,16 @@ def _matrix_dims(x: Any, fn: str) -> tuple[int, int]:
     """The static sizes of the matrix axes of ``x`` (a decomposition's gradient needs them)."""
     m, n = x.shape[-2:]
     if m is None or n is None:
-        raise NotImplementedError(f"the gradient of np.linalg.{fn} needs the static sizes of "
-                                  "the matrix axes; give the argument a static shape in "
-                                  "input_signature")
+        raise NotImplementedError(
+            f"the gradient of np.linalg.{fn} needs the static sizes of "
+            "the matrix axes; give the argument a static shape in "
+            "input_signature"
+        )
     return m, n
 
 
 # -- singular values ----------------------------------------------------------------------------
+
 
 def svd_cotangent(a: Any, u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
     """The cotangent of ``a`` for the thin SVD ``a = u @ diag(s) @ vh`` (``u`` ``(..., m, k)``,
@@ -136,13 +140,14 @@ def _svd(p: Primal, g: Any) -> list[Cotangent]:
     a = p.args[0]
     attrs = p.attrs
     if attrs.get("hermitian"):
-        raise NotImplementedError("the gradient of np.linalg.svd(hermitian=True) is not "
-                                  "implemented; use np.linalg.eigh (or hermitian=False)")
+        raise NotImplementedError(
+            "the gradient of np.linalg.svd(hermitian=True) is not "
+            "implemented; use np.linalg.eigh (or hermitian=False)"
+        )
     m, n = _matrix_dims(a, "svd")
     k = min(m, n)
     if not attrs.get("compute_uv", True):
-        thin = bind(K.SVD, (a,), {"full_matrices": False, "compute_uv": True,
-                                  "hermitian": False})
+        thin = bind(K.SVD, (a,), {"full_matrices": False, "compute_uv": True, "hermitian": False})
         u, s, vh = (bind(K.GET_OUTPUT, (thin,), {"index": i}) for i in range(3))
         return [lambda: svd_cotangent(a, u, s, vh, None, g, None)]
     gu, gs, gvh = g
@@ -153,7 +158,8 @@ def _svd(p: Primal, g: Any) -> list[Cotangent]:
                 "the gradient of np.linalg.svd(full_matrices=True) of a non-square matrix is "
                 "not defined for the extra basis vectors of U or Vh (any orthonormal basis of "
                 "the complement would do). Fix: np.linalg.svd(a, full_matrices=False), which "
-                "returns the same singular values and leading vectors")
+                "returns the same singular values and leading vectors"
+            )
         u, vh = u[..., :, :k], vh[..., :k, :]
         gu = None if gu is None else gu[..., :, :k]
         gvh = None if gvh is None else gvh[..., :k, :]
@@ -163,6 +169,7 @@ def _svd(p: Primal, g: Any) -> list[Cotangent]:
 
 
 # -- symmetric eigenproblems and Cholesky -------------------------------------------------------
+
 
 def _read_triangle(g: Any, lower: bool) -> Any:
     return read_lower(g) if lower else read_upper(g)
@@ -208,10 +215,12 @@ def _cholesky(p: Primal, g: Any) -> list[Cotangent]:
         phi = np.tril(x) - 0.5 * x * np.eye(x.shape[-1], dtype=x.dtype)
         inv = np.linalg.inv(low)
         return _read_triangle(_symmetric(np.matmul(np.matmul(_t(inv), phi), inv)), not upper)
+
     return [da]
 
 
 # -- QR -----------------------------------------------------------------------------------------
+
 
 def _copy_lower_to_upper(m: Any) -> Any:
     return np.tril(m) + _t(np.tril(m, -1))
@@ -245,8 +254,10 @@ def _qr(p: Primal, g: Any) -> list[Cotangent]:
     m, n = _matrix_dims(a, "qr")
     k = min(m, n)
     if mode == "raw":
-        raise NotImplementedError("the gradient of np.linalg.qr(mode='raw') (Householder "
-                                  "reflectors) is not implemented; use mode='reduced'")
+        raise NotImplementedError(
+            "the gradient of np.linalg.qr(mode='raw') (Householder "
+            "reflectors) is not implemented; use mode='reduced'"
+        )
     if mode == "r":
         both = bind(K.QR, (a,), {"mode": "reduced"})
         q, r = (bind(K.GET_OUTPUT, (both,), {"index": i}) for i in range(2))
@@ -258,13 +269,15 @@ def _qr(p: Primal, g: Any) -> list[Cotangent]:
             raise NotImplementedError(
                 "the gradient of np.linalg.qr(mode='complete') of a tall matrix is not defined "
                 "for the extra columns of Q (any orthonormal basis of the complement would "
-                "do). Fix: mode='reduced'")
+                "do). Fix: mode='reduced'"
+            )
         q, r = q[..., :, :k], r[..., :k, :]
         gr = None if gr is None else gr[..., :k, :]
     return [lambda: qr_cotangent(a, q, r, gq, gr)]
 
 
 # -- pseudo-inverse and least squares -----------------------------------------------------------
+
 
 def pinv_cotangent(a: Any, x: Any, gx: Any, hermitian: bool = False) -> Any:
     """The cotangent of ``a`` for ``x = pinv(a)`` (Golub & Pereyra; exact while the rank
@@ -293,8 +306,7 @@ def composed(p: Primal, g: Any, fn: Callable[..., Any]) -> list[Cotangent]:
     result = fn(*lifted)
     made = set(ctx.graph.nodes[start:])
     pairs = zip(result, g) if isinstance(g, (list, tuple)) else [(result, g)]
-    targets = [(ctx.lift(r), ct) for r, ct in pairs
-               if ct is not None and isinstance(r, Tensor)]
+    targets = [(ctx.lift(r), ct) for r, ct in pairs if ct is not None and isinstance(r, Tensor)]
     sources: list[Node | None] = []
     for t in lifted:
         node = t.node if isinstance(t, Tensor) else None
@@ -312,7 +324,8 @@ def _lstsq(p: Primal, g: Any) -> list[Cotangent]:
         raise NotImplementedError(
             "the gradient of np.linalg.lstsq's residuals is not implemented (their length "
             "depends on the rank). Fix: compute them from the solution, "
-            "np.sum((a @ x - b) ** 2, axis=0)")
+            "np.sum((a @ x - b) ** 2, axis=0)"
+        )
     a = p.args[0]
     m, n = _matrix_dims(a, "lstsq")
     rcond = p.attrs.get("rcond")
@@ -321,6 +334,7 @@ def _lstsq(p: Primal, g: Any) -> list[Cotangent]:
     def fn(a: Any, b: Any) -> tuple:
         x = np.matmul(np.linalg.pinv(a, rtol=rtol), b)
         return x, None, None, np.linalg.svd(a, compute_uv=False)
+
     return composed(p, [gx, None, None, gsv], fn)
 
 
@@ -349,23 +363,28 @@ def _pad(p: Primal, g: Any) -> list[Cotangent]:
     mode = p.attrs.get("mode", "constant")
     options = {k: v for k, v in p.node.params.items() if k not in ("pad_width", "mode")}
     if mode in ("constant", "empty"):
-        return [lambda: g[tuple(slice(before, -after if after else None)
-                                for before, after in widths)]]
+        return [
+            lambda: g[tuple(slice(before, -after if after else None) for before, after in widths)]
+        ]
     shape = x.shape
     if None in shape:
         raise NotImplementedError(f"the gradient of np.pad(mode={mode!r}) needs static shapes")
     odd = options.get("reflect_type", "even") == "odd"
     if mode in _COPY_MODES and not odd:
+
         def gather() -> Any:
             size = math.prod(shape)
             iota = np.pad(np.arange(size).reshape(shape), widths, mode)
-            sums = np.bincount(np.reshape(iota, (-1,)), weights=np.reshape(g, (-1,)),
-                               minlength=size)
+            sums = np.bincount(
+                np.reshape(iota, (-1,)), weights=np.reshape(g, (-1,)), minlength=size
+            )
             return np.reshape(sums, shape).astype(g.dtype)
+
         return [gather]
     if mode in ("maximum", "minimum", "median"):
-        return composed(p, g, lambda a: _pad_by_statistic(a, widths, mode,
-                                                          options.get("stat_length")))
+        return composed(
+            p, g, lambda a: _pad_by_statistic(a, widths, mode, options.get("stat_length"))
+        )
 
     def linear() -> Any:
         ct = g
@@ -378,13 +397,15 @@ def _pad(p: Primal, g: Any) -> list[Cotangent]:
                 if key == "reflect_type" or value is None:
                     kw[key] = value
                 else:  # this axis's pair; any valid pair for the unpadded second axis
-                    kw[key] = (tuple(_axis_pairs(value, ndim)[axis]),
-                               (1, 1) if key == "stat_length" else (0, 0))
-            w = np.pad(np.eye(n), step, mode, **kw) - np.pad(np.zeros((n, n)), step, mode,
-                                                               **kw)
+                    kw[key] = (
+                        tuple(_axis_pairs(value, ndim)[axis]),
+                        (1, 1) if key == "stat_length" else (0, 0),
+                    )
+            w = np.pad(np.eye(n), step, mode, **kw) - np.pad(np.zeros((n, n)), step, mode, **kw)
             moved = np.moveaxis(ct, axis, -1)
             ct = np.moveaxis(np.matmul(moved, w.astype(g.dtype)), -1, axis)
         return ct
+
     return [linear]
 
 
@@ -401,9 +422,12 @@ def _pad_by_statistic(a: Any, widths: list, mode: str, stat_length: Any) -> Any:
             if not width:
                 parts.append(None)
                 continue
-            length = n if lengths is None or lengths[axis][side] is None else \
-                min(int(lengths[axis][side]), n)
-            window = (slice(0, length) if side == 0 else slice(n - length, n))
+            length = (
+                n
+                if lengths is None or lengths[axis][side] is None
+                else min(int(lengths[axis][side]), n)
+            )
+            window = slice(0, length) if side == 0 else slice(n - length, n)
             chunk = a[(slice(None),) * axis + (window,)]
             value = stat(chunk, axis=axis, keepdims=True)
             target = list(a.shape)
@@ -425,8 +449,9 @@ def _median_by_sorting(a: Any, axis: Any, keepdims: bool) -> Any:
     count = math.prod(a.shape[d] for d in axes)
     ordered = np.sort(flat, axis=-1)
     half = count // 2
-    middle = ordered[..., half] if count % 2 else \
-        0.5 * (ordered[..., half - 1] + ordered[..., half])
+    middle = (
+        ordered[..., half] if count % 2 else 0.5 * (ordered[..., half - 1] + ordered[..., half])
+    )
     if keepdims:
         middle = np.reshape(middle, tuple(1 if d in axes else a.shape[d] for d in range(ndim)))
     return middle
@@ -448,8 +473,7 @@ def _running_source(x: Any, out: Any, axis: int) -> Any:
     shape = x.shape
     n = shape[axis]
     lead = (slice(None),) * axis
-    before = np.concatenate([out[lead + (slice(0, 1),)], out[lead + (slice(0, n - 1),)]],
-                            axis=axis)
+    before = np.concatenate([out[lead + (slice(0, 1),)], out[lead + (slice(0, n - 1),)]], axis=axis)
     first = np.zeros(shape, bool)
     first[lead + (0,)] = True  # the first element always starts a run
     positions = np.arange(n).reshape((n,) + (1,) * (len(shape) - axis - 1))
@@ -462,7 +486,7 @@ def route_along_axis(source: Any, g: Any, shape: tuple, axis: int) -> Any:
     ``axis`` replaced by ``source``'s (a traced integer array of ``shape``): a scatter-add
     (np.bincount of flat positions: repeated sources add up)."""
     size = math.prod(shape)
-    stride = math.prod(shape[axis + 1:])
+    stride = math.prod(shape[axis + 1 :])
     own = np.arange(size).reshape(shape)
     along = np.arange(shape[axis]).reshape((shape[axis],) + (1,) * (len(shape) - axis - 1))
     flat = (own - along * stride) + source * stride
@@ -482,35 +506,50 @@ def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
     if ufunc is np.multiply:
         return [lambda: reverse_cumsum(g * p.out, axis) / x]
     if ufunc in (np.maximum, np.minimum, np.fmax, np.fmin):
+
         def dx() -> Any:
             shape = x.shape
             if shape is None or None in shape:
-                raise NotImplementedError(f"the gradient of np.{ufunc.__name__}.accumulate "
-                                          "needs static shapes")
+                raise NotImplementedError(
+                    f"the gradient of np.{ufunc.__name__}.accumulate needs static shapes"
+                )
             ax = axis % len(shape)
             return route_along_axis(_running_source(x, p.out, ax), g, shape, ax)
+
         return [dx]
-    raise NotImplementedError(f"the gradient of np.{ufunc.__name__}.accumulate is not "
-                              "implemented (add, multiply, maximum, minimum have rules)")
+    raise NotImplementedError(
+        f"the gradient of np.{ufunc.__name__}.accumulate is not "
+        "implemented (add, multiply, maximum, minimum have rules)"
+    )
 
 
-NOTES.update({
-    K.SVD: "full_matrices=False, compute_uv=False, svdvals; full_matrices=True only for the "
-           "singular values and leading vectors; repeated values: coupling terms dropped",
-    K.EIGH: "reads one triangle, as NumPy; repeated eigenvalues: coupling terms dropped",
-    K.EIGVALSH: "reads one triangle, as NumPy",
-    K.CHOLESKY: "reads one triangle (upper=True: the upper), as NumPy",
-    K.QR: "reduced, r, complete (square or wide); raw raises",
-    K.PINV: "exact while the rank stays; hermitian reads the lower triangle",
-    K.LSTSQ: "x as pinv(a) @ b, singular values; residuals raise (their length is data)",
-    K.PAD: "every mode: copies summed back, linear modes by their transposes, "
-           "maximum/minimum/median by composition",
-    K.MEDIAN: "the middle element(s) of a stable sort",
-    K.UFUNC_ACCUMULATE: "add, multiply (divides by x), maximum, minimum, fmax, fmin "
-                        "(to the running extreme; ties: the first occurrence)",
-})
+NOTES.update(
+    {
+        K.SVD: "full_matrices=False, compute_uv=False, svdvals; full_matrices=True only for the "
+        "singular values and leading vectors; repeated values: coupling terms dropped",
+        K.EIGH: "reads one triangle, as NumPy; repeated eigenvalues: coupling terms dropped",
+        K.EIGVALSH: "reads one triangle, as NumPy",
+        K.CHOLESKY: "reads one triangle (upper=True: the upper), as NumPy",
+        K.QR: "reduced, r, complete (square or wide); raw raises",
+        K.PINV: "exact while the rank stays; hermitian reads the lower triangle",
+        K.LSTSQ: "x as pinv(a) @ b, singular values; residuals raise (their length is data)",
+        K.PAD: "every mode: copies summed back, linear modes by their transposes, "
+        "maximum/minimum/median by composition",
+        K.MEDIAN: "the middle element(s) of a stable sort",
+        K.UFUNC_ACCUMULATE: "add, multiply (divides by x), maximum, minimum, fmax, fmin "
+        "(to the running extreme; ties: the first occurrence)",
+    }
+)
 
 
-__all__ = ["composed", "eigh_cotangent", "outputs", "pinv_cotangent", "qr_cotangent",
-           "read_lower", "read_upper", "route_along_axis", "svd_cotangent"]
-
+__all__ = [
+    "composed",
+    "eigh_cotangent",
+    "outputs",
+    "pinv_cotangent",
+    "qr_cotangent",
+    "read_lower",
+    "read_upper",
+    "route_along_axis",
+    "svd_cotangent",
+]

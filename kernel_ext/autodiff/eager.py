@@ -43,8 +43,10 @@ if TYPE_CHECKING:
 def same_trace(a: GradientTape | None, b: GradientTape | None) -> bool:
     """Do two eager tapes record into one trace (the same tape, or tapes recording at the
     same time: a tape inside a tape)?"""
-    return a is b or (a is not None and b is not None and a._trace is not None and
-                      a._trace is b._trace)
+    return a is b or (
+        a is not None and b is not None and a._trace is not None and a._trace is b._trace
+    )
+
 
 _local = threading.local()
 
@@ -68,20 +70,31 @@ class RecordingArray(np.ndarray):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         name = ufunc.__name__ if method == "__call__" else f"{ufunc.__name__}.{method}"
         out = kwargs.get("out")
-        return _record(_tape_of((inputs, out)), name,
-                       lambda ins, kw: getattr(ufunc, method)(*ins, **kw), inputs, kwargs,
-                       out=out)
+        return _record(
+            _tape_of((inputs, out)),
+            name,
+            lambda ins, kw: getattr(ufunc, method)(*ins, **kw),
+            inputs,
+            kwargs,
+            out=out,
+        )
 
-    def __array_function__(self, func: Callable, types: tuple, args: tuple,
-                           kwargs: dict) -> Any:
+    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
         name = getattr(func, "__name__", repr(func))
         out = kwargs.get("out")
-        return _record(_tape_of((args, kwargs)), name, lambda a, kw: func(*a, **kw), args,
-                       kwargs, out=(out,) if out is not None else None)
+        return _record(
+            _tape_of((args, kwargs)),
+            name,
+            lambda a, kw: func(*a, **kw),
+            args,
+            kwargs,
+            out=(out,) if out is not None else None,
+        )
 
     def __getitem__(self, key: Any) -> Any:
-        return _record(_tape_of((self, key)), "getitem (x[...])",
-                       lambda a, kw: a[0][a[1]], (self, key), {})
+        return _record(
+            _tape_of((self, key)), "getitem (x[...])", lambda a, kw: a[0][a[1]], (self, key), {}
+        )
 
     def __setitem__(self, key: Any, value: Any) -> None:
         tape = _tape_of((self, key, value))
@@ -95,7 +108,8 @@ class RecordingArray(np.ndarray):
                 "a recorded value was written into an array the GradientTape does not record "
                 "(x[...] = v with x a plain array or a view NumPy made). Fix: write into a "
                 "recording array (tape.watch(x), or the result of an operation on one), or "
-                "build the array with np.where / np.concatenate.")
+                "build the array with np.where / np.concatenate."
+            )
 
     # methods NumPy implements without the protocols above: recorded as the NumPy function
     def reshape(self, *shape: Any, **kwargs: Any) -> Any:
@@ -121,8 +135,9 @@ class RecordingArray(np.ndarray):
         return np.swapaxes(self, a, b)
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
-        return _record(_tape_of(self), "astype",
-                       lambda a, kw: a[0].astype(dtype, *args, **kw), (self,), kwargs)
+        return _record(
+            _tape_of(self), "astype", lambda a, kw: a[0].astype(dtype, *args, **kw), (self,), kwargs
+        )
 
     def copy(self, order: str = "C") -> Any:
         return np.copy(self, order)
@@ -142,16 +157,31 @@ def _reduction_method(name: str) -> Callable[..., Any]:
 
     def method(self: RecordingArray, *args: Any, **kwargs: Any) -> Any:
         return fn(self, *args, **kwargs)
+
     method.__name__ = name
     return method
 
 
-for _name in ("sum", "mean", "prod", "max", "min", "std", "var", "cumsum", "cumprod",
-              "argmax", "argmin", "any", "all"):
+for _name in (
+    "sum",
+    "mean",
+    "prod",
+    "max",
+    "min",
+    "std",
+    "var",
+    "cumsum",
+    "cumprod",
+    "argmax",
+    "argmin",
+    "any",
+    "all",
+):
     setattr(RecordingArray, _name, _reduction_method(_name))
 
 
 # -- recording ----------------------------------------------------------------------------------
+
 
 def _recorded(x: Any) -> bool:
     return isinstance(x, RecordingArray) and x._kx_tensor is not None
@@ -171,24 +201,33 @@ def _walk(value: Any, leaf: Callable[[Any], Any]) -> Any:
 
 def _tape_of(value: Any) -> GradientTape | None:
     found: list[Any] = []
-    _walk(value, lambda x: found.append(x._kx_tape) if isinstance(x, RecordingArray) and
-          x._kx_tape is not None else None)
+    _walk(
+        value,
+        lambda x: (
+            found.append(x._kx_tape)
+            if isinstance(x, RecordingArray) and x._kx_tape is not None
+            else None
+        ),
+    )
     return found[0] if found else None
 
 
 def _plain(value: Any) -> Any:
     """``value`` with recording arrays as plain views and variables as their values."""
+
     def leaf(x: Any) -> Any:
         if isinstance(x, RecordingArray):
             return x.view(np.ndarray)
         if isinstance(x, Variable):
             return x.storage
         return x
+
     return _walk(value, leaf)
 
 
 def _traced(value: Any, tape: GradientTape) -> Any:
     """``value`` with recording arrays as their traced stand-ins (in ``tape``'s trace)."""
+
     def leaf(x: Any) -> Any:
         if isinstance(x, RecordingArray):
             if x._kx_tensor is not None and same_trace(x._kx_tape, tape):
@@ -200,11 +239,13 @@ def _traced(value: Any, tape: GradientTape) -> Any:
                     "itself: x.diagonal(), np.vectorize, ...) is used with a recorded value: "
                     "its gradient would be lost. Fix: use the NumPy function instead of the "
                     "method (np.diagonal(x), np.reshape(x, ...)), or compute it inside a "
-                    "kx.function.")
+                    "kx.function."
+                )
             return x.view(np.ndarray)  # an unrelated tape's array: a constant here
         if isinstance(x, Variable):
             return tape.eager_read(x, tensor=True) if tape.watches_on_read(x) else x.storage
         return x
+
     return _walk(value, leaf)
 
 
@@ -226,12 +267,19 @@ class _binding:
                 f"GradientTape cannot record np.{self.name} on a watched array: the tracer "
                 f"could not bind it ({type(exc).__name__}: {exc}). Fix: compute it inside a "
                 "kx.function (the same error names the construct there), or wrap its inputs "
-                "in np.asarray(...) if no gradient should flow through it.") from exc
+                "in np.asarray(...) if no gradient should flow through it."
+            ) from exc
         return False
 
 
-def _record(tape: GradientTape | None, name: str, call: Callable[[Any, dict], Any],
-            args: Any, kwargs: dict, out: Any = None) -> Any:
+def _record(
+    tape: GradientTape | None,
+    name: str,
+    call: Callable[[Any, dict], Any],
+    args: Any,
+    kwargs: dict,
+    out: Any = None,
+) -> Any:
     """Run ``call`` on the plain values (NumPy's result), bind it on the traced stand-ins
     in the tape's trace, and pair them as recording arrays."""
     real = call(_plain(args), _plain(kwargs))
@@ -245,7 +293,8 @@ def _record(tape: GradientTape | None, name: str, call: Callable[[Any, dict], An
             if isinstance(o, RecordingArray) and o._kx_tensor is None:
                 raise errors.NonDifferentiableError(
                     f"np.{name}(..., out=...) writes into an array the GradientTape does not "
-                    "record. Fix: write into a recording array, or assign the result.")
+                    "record. Fix: write into a recording array, or assign the result."
+                )
         return out[0] if isinstance(out, tuple) and len(out) == 1 else out
     return wrap(real, traced, tape)
 
@@ -266,8 +315,11 @@ def wrap(real: Any, traced: Any, tape: GradientTape) -> Any:
         return type(real)(items)
     if isinstance(traced, Tensor) and isinstance(real, (np.ndarray, np.generic)):
         arr = np.asarray(real)
-        rec = arr.view(RecordingArray) if type(arr) is np.ndarray else \
-            np.asarray(arr).view(RecordingArray)
+        rec = (
+            arr.view(RecordingArray)
+            if type(arr) is np.ndarray
+            else np.asarray(arr).view(RecordingArray)
+        )
         rec._kx_tensor, rec._kx_tape, rec._kx_lost = traced, tape, False
         return rec
     return real
@@ -299,8 +351,9 @@ def stop_recorded(x: RecordingArray) -> Any:
     if x._kx_tensor is None or tape is None or not tape.recording_eagerly():
         return x
     with _binding(tape, "stop_gradient"):
-        traced = tape.eager_context().bind(OpKind.COPY, (x._kx_tensor,),
-                                           {"stop_gradient": True}, name="StopGradient")
+        traced = tape.eager_context().bind(
+            OpKind.COPY, (x._kx_tensor,), {"stop_gradient": True}, name="StopGradient"
+        )
     return wrap(x.view(np.ndarray), traced, tape)
 
 
@@ -316,5 +369,12 @@ def watch_array(tape: GradientTape, value: Any, name: str) -> RecordingArray:
     return rec
 
 
-__all__ = ["RecordingArray", "record_function_call", "records", "same_trace", "stop_recorded",
-           "watch_array", "wrap"]
+__all__ = [
+    "RecordingArray",
+    "record_function_call",
+    "records",
+    "same_trace",
+    "stop_recorded",
+    "watch_array",
+    "wrap",
+]

@@ -36,9 +36,11 @@ class Optimizer:
         key = (id(var), kind)
         found = self._slots.get(key)
         if found is None:
-            found = self._slots[key] = Variable(np.zeros(var.shape, var.dtype),
-                                                name=f"{self.name}/{var.name}/{kind}",
-                                                trainable=False)
+            found = self._slots[key] = Variable(
+                np.zeros(var.shape, var.dtype),
+                name=f"{self.name}/{var.name}/{kind}",
+                trainable=False,
+            )
             self._vars.append(var)
         return found
 
@@ -46,8 +48,7 @@ class Optimizer:
         """Apply one update per ``(gradient, variable)`` pair, then count the step."""
         pairs = [(g, v) for g, v in grads_and_vars if g is not None]
         if self.iterations is None:
-            self.iterations = Variable(np.int64(0), name=f"{self.name}/iterations",
-                                       trainable=False)
+            self.iterations = Variable(np.int64(0), name=f"{self.name}/iterations", trainable=False)
         for _, var in pairs:
             self.build(var)
         step = self.iterations + 1
@@ -66,8 +67,13 @@ class SGD(Optimizer):
     """Gradient descent, optionally with (Nesterov) momentum: ``v = m*v - lr*g``,
     ``w += v`` (``w += m*v - lr*g`` with ``nesterov``)."""
 
-    def __init__(self, learning_rate: float = 0.01, momentum: float = 0.0,
-                 nesterov: bool = False, name: str = "SGD") -> None:
+    def __init__(
+        self,
+        learning_rate: float = 0.01,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+        name: str = "SGD",
+    ) -> None:
         super().__init__(learning_rate, name)
         if not 0.0 <= momentum <= 1.0:
             raise ValueError(f"momentum must be in [0, 1], got {momentum}")
@@ -95,8 +101,14 @@ class Adam(Optimizer):
     """Adam (Kingma & Ba), Keras's form: ``w -= lr * sqrt(1-b2^t)/(1-b1^t) * m /
     (sqrt(v) + eps)``."""
 
-    def __init__(self, learning_rate: float = 0.001, beta_1: float = 0.9,
-                 beta_2: float = 0.999, epsilon: float = 1e-7, name: str = "Adam") -> None:
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-7,
+        name: str = "Adam",
+    ) -> None:
         super().__init__(learning_rate, name)
         self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
 
@@ -109,7 +121,7 @@ class Adam(Optimizer):
         b1, b2 = self.beta_1, self.beta_2
         m.assign_add((grad - m) * (1.0 - b1))
         v.assign_add((grad * grad - v) * (1.0 - b2))
-        alpha = self.learning_rate * np.sqrt(1.0 - b2 ** step) / (1.0 - b1 ** step)
+        alpha = self.learning_rate * np.sqrt(1.0 - b2**step) / (1.0 - b1**step)
         var.assign_sub((m * alpha / (np.sqrt(v) + self.epsilon)).astype(var.dtype))
 
 
@@ -117,8 +129,14 @@ class RMSprop(Optimizer):
     """RMSprop, Keras's form: ``a = rho*a + (1-rho)*g**2``, ``w -= lr*g/sqrt(a + eps)``
     (with ``momentum``: ``m = momentum*m + that step``, ``w -= m``)."""
 
-    def __init__(self, learning_rate: float = 0.001, rho: float = 0.9, momentum: float = 0.0,
-                 epsilon: float = 1e-7, name: str = "RMSprop") -> None:
+    def __init__(
+        self,
+        learning_rate: float = 0.001,
+        rho: float = 0.9,
+        momentum: float = 0.0,
+        epsilon: float = 1e-7,
+        name: str = "RMSprop",
+    ) -> None:
         super().__init__(learning_rate, name)
         self.rho, self.momentum, self.epsilon = rho, momentum, epsilon
 

@@ -73,28 +73,76 @@ VJP: dict[OpKind, Rule] = {}
 
 #: Ops whose derivative is zero wherever it exists: piecewise-constant float functions and
 #: ops whose results are integer or boolean (no cotangent ever reaches these).
-ZERO_GRADIENT = frozenset({
-    K.SIGN, K.FLOOR, K.CEIL, K.TRUNC, K.RINT, K.ISNAN, K.ISINF, K.ISFINITE, K.SIGNBIT,
-    K.LOGICAL_NOT, K.INVERT, K.FLOOR_DIVIDE, K.HEAVISIDE, K.EQUAL, K.NOT_EQUAL, K.LESS,
-    K.LESS_EQUAL, K.GREATER, K.GREATER_EQUAL, K.LOGICAL_AND, K.LOGICAL_OR, K.LOGICAL_XOR,
-    K.BITWISE_AND, K.BITWISE_OR, K.BITWISE_XOR, K.LEFT_SHIFT, K.RIGHT_SHIFT, K.GCD, K.LCM,
-    K.ANY, K.ALL, K.ARGMAX, K.ARGMIN, K.ARGSORT, K.DIM, K.ARANGE,
-    # ops with integer or boolean results, or piecewise constant (spacing)
-    K.NONZERO, K.ARGWHERE, K.ARGPARTITION, K.NANARGMAX, K.NANARGMIN, K.SEARCHSORTED,
-    K.DIGITIZE, K.LEXSORT, K.ISIN, K.RAVEL_MULTI_INDEX, K.UNRAVEL_INDEX, K.PACKBITS,
-    K.UNPACKBITS, K.BITWISE_COUNT, K.SPACING,
-})
+ZERO_GRADIENT = frozenset(
+    {
+        K.SIGN,
+        K.FLOOR,
+        K.CEIL,
+        K.TRUNC,
+        K.RINT,
+        K.ISNAN,
+        K.ISINF,
+        K.ISFINITE,
+        K.SIGNBIT,
+        K.LOGICAL_NOT,
+        K.INVERT,
+        K.FLOOR_DIVIDE,
+        K.HEAVISIDE,
+        K.EQUAL,
+        K.NOT_EQUAL,
+        K.LESS,
+        K.LESS_EQUAL,
+        K.GREATER,
+        K.GREATER_EQUAL,
+        K.LOGICAL_AND,
+        K.LOGICAL_OR,
+        K.LOGICAL_XOR,
+        K.BITWISE_AND,
+        K.BITWISE_OR,
+        K.BITWISE_XOR,
+        K.LEFT_SHIFT,
+        K.RIGHT_SHIFT,
+        K.GCD,
+        K.LCM,
+        K.ANY,
+        K.ALL,
+        K.ARGMAX,
+        K.ARGMIN,
+        K.ARGSORT,
+        K.DIM,
+        K.ARANGE,
+        # ops with integer or boolean results, or piecewise constant (spacing)
+        K.NONZERO,
+        K.ARGWHERE,
+        K.ARGPARTITION,
+        K.NANARGMAX,
+        K.NANARGMIN,
+        K.SEARCHSORTED,
+        K.DIGITIZE,
+        K.LEXSORT,
+        K.ISIN,
+        K.RAVEL_MULTI_INDEX,
+        K.UNRAVEL_INDEX,
+        K.PACKBITS,
+        K.UNPACKBITS,
+        K.BITWISE_COUNT,
+        K.SPACING,
+    }
+)
 
 
 #: What a rule does beyond the textbook derivative (docs/gradients.md shows these).
 NOTES: dict[OpKind, str] = {
-    K.MAXIMUM: "ties: the first operand", K.MINIMUM: "ties: the first operand",
+    K.MAXIMUM: "ties: the first operand",
+    K.MINIMUM: "ties: the first operand",
     K.FMAX: "ties: the first operand; a NaN operand gets none",
     K.FMIN: "ties: the first operand; a NaN operand gets none",
     K.MAX: "ties: the first occurrence (C order over the axes), as np.argmax documents",
     K.MIN: "ties: the first occurrence (C order over the axes), as np.argmin documents",
-    K.ABSOLUTE: "0 at 0", K.FABS: "0 at 0",
-    K.POWER: "d/db uses log(a), a == 0 taken as 1", K.FLOAT_POWER: "as power",
+    K.ABSOLUTE: "0 at 0",
+    K.FABS: "0 at 0",
+    K.POWER: "d/db uses log(a), a == 0 taken as 1",
+    K.FLOAT_POWER: "as power",
     K.CLIP: "as minimum(maximum(x, lo), hi): at a bound the gradient goes to x",
     K.PROD: "divides by x: not finite where x has zeros",
     K.CUMPROD: "divides by x: not finite where x has zeros",
@@ -103,12 +151,14 @@ NOTES: dict[OpKind, str] = {
     K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
     K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
     K.DOT: "N-D by matrix not yet (use matmul)",
-    K.CONCATENATE: "static sizes along the axis", K.SORT: "static shapes",
+    K.CONCATENATE: "static sizes along the axis",
+    K.SORT: "static shapes",
     K.COND: "a cond on the same predicate re-running each branch",
     K.WHILE: "stacks each iteration's state, then a reverse loop replays the body's VJP; "
-             "loop variables keep their shapes; any order (the reverse loop is a loop)",
+    "loop variables keep their shapes; any order (the reverse loop is a loop)",
     K.GET_OUTPUT: "routes the cotangent to its cond or while output",
-    K.NUMPY_CALL: "names the function and the line", K.RANDOM_CALL: "names the function",
+    K.NUMPY_CALL: "names the function and the line",
+    K.RANDOM_CALL: "names the function",
     K.TENSOR_ARRAY_WRITE: "not yet",
     K.ASSIGN_VARIABLE: "no result: never on a gradient path",
     K.ASSIGN_ADD_VARIABLE: "no result: never on a gradient path",
@@ -127,10 +177,12 @@ NOTES: dict[OpKind, str] = {
 
 def rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
     """Register a VJP rule for ``kinds``."""
+
     def register(fn: Rule) -> Rule:
         for kind in kinds:
             VJP[kind] = fn
         return fn
+
     return register
 
 
@@ -143,6 +195,7 @@ for _kind in ZERO_GRADIENT:
 
 
 # -- helpers ------------------------------------------------------------------------------------
+
 
 def unbroadcast(g: Any, shape: tuple | None) -> Any:
     """``g`` summed back to ``shape`` (the operand's) over the axes broadcasting added."""
@@ -172,8 +225,10 @@ def _elementwise(p: Primal, g: Any, *parts: Callable[[], Any] | None) -> list[Co
 
 def _unary(derivative: Callable[[Any, Any], Any]) -> Rule:
     """A unary op whose cotangent is ``g * derivative(x, out)``."""
+
     def vjp(p: Primal, g: Any) -> list[Cotangent]:
         return [lambda: g * derivative(p.args[0], p.out)]
+
     return vjp
 
 
@@ -234,6 +289,7 @@ rule(K.RAD2DEG)(_unary(lambda x, y: 180.0 / math.pi))
 
 # -- elementwise, binary ----------------------------------------------------------------------
 
+
 @rule(K.ADD)
 def _add(p: Primal, g: Any) -> list[Cotangent]:
     return _elementwise(p, g, lambda: g, lambda: g)
@@ -272,6 +328,7 @@ def _power(p: Primal, g: Any) -> list[Cotangent]:
         # log(a) with a == 0 replaced by 1: d/db 0**b is 0 where b > 0 (JAX's choice)
         safe = np.where(a == 0, 1.0, a) if isinstance(a, Tensor) else (a if a != 0 else 1.0)
         return g * (p.out * np.log(safe))
+
     return _elementwise(p, g, da, db if _float_operand(b) else None)
 
 
@@ -292,8 +349,7 @@ def _extremum(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.ARCTAN2)
 def _arctan2(p: Primal, g: Any) -> list[Cotangent]:
     y, x = p.args
-    return _elementwise(p, g, lambda: g * x / (x * x + y * y),
-                        lambda: -g * y / (x * x + y * y))
+    return _elementwise(p, g, lambda: g * x / (x * x + y * y), lambda: -g * y / (x * x + y * y))
 
 
 @rule(K.HYPOT)
@@ -324,6 +380,7 @@ def _remainder(p: Primal, g: Any) -> list[Cotangent]:
 
 # -- elementwise, non-ufunc -------------------------------------------------------------------
 
+
 @rule(K.WHERE)
 def _where(p: Primal, g: Any) -> list[Cotangent]:
     c, _, _ = p.args
@@ -336,9 +393,13 @@ def _clip(p: Primal, g: Any) -> list[Cotangent]:
     m = x if lo is None else np.maximum(x, lo)
     keep = True if hi is None else (m <= hi)
     to_x = keep if lo is None else (x >= lo) & keep
-    return _elementwise(p, g, lambda: np.where(to_x, g, 0.0),
-                        lambda: np.where((x < lo) & keep, g, 0.0),
-                        lambda: np.where(m > hi, g, 0.0))
+    return _elementwise(
+        p,
+        g,
+        lambda: np.where(to_x, g, 0.0),
+        lambda: np.where((x < lo) & keep, g, 0.0),
+        lambda: np.where(m > hi, g, 0.0),
+    )
 
 
 @rule(K.CAST)
@@ -352,6 +413,7 @@ def _copy(p: Primal, g: Any) -> list[Cotangent]:
 
 
 # -- reductions -------------------------------------------------------------------------------
+
 
 def _reduction_parts(p: Primal) -> tuple[Any, Any, bool]:
     return p.args[0], p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
@@ -387,6 +449,7 @@ def _var(p: Primal, g: Any) -> list[Cotangent]:
         if p.node.op is K.STD:
             gx = gx / (2.0 * expand_to(p.out, x, axis, keepdims))
         return gx * scale * centred
+
     return [dx]
 
 
@@ -397,6 +460,7 @@ def _max(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         hit = x == expand_to(p.out, x, axis, keepdims)
         return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
+
     return [dx]
 
 
@@ -411,14 +475,17 @@ def first_occurrence(mask: Any, axis: Any) -> Any:
     moved = np.transpose(mask, order)
     shape = moved.shape
     if None in shape:
-        raise NotImplementedError("the gradient of max/min over several axes needs static "
-                                  "shapes; reduce over one axis at a time")
+        raise NotImplementedError(
+            "the gradient of max/min over several axes needs static "
+            "shapes; reduce over one axis at a time"
+        )
     flat = np.reshape(moved, tuple(shape[: len(kept)]) + (-1,))
     first = flat & (np.cumsum(flat, axis=-1) == 1)
     return np.transpose(np.reshape(first, shape), np.argsort(order).tolist())
 
 
 # -- scans ------------------------------------------------------------------------------------
+
 
 def reverse_cumsum(g: Any, axis: int) -> Any:
     return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
@@ -437,10 +504,12 @@ def _scan(p: Primal, g: Any) -> list[Cotangent]:
             return np.reshape(dflat, x.shape)
         back = reverse_cumsum(weights, axis)
         return back if p.node.op is K.CUMSUM else back / x
+
     return [dx]
 
 
 # -- shape ------------------------------------------------------------------------------------
+
 
 def _reshape_like(g: Any, x: Any) -> Any:
     shape = tuple(-1 if d is None else d for d in x.shape)
@@ -486,12 +555,14 @@ def _concatenate(p: Primal, g: Any) -> list[Cotangent]:
     for x in p.args:
         n = (x.size if flat else x.shape[ax]) if isinstance(x, Tensor) else np.size(x)
         if n is None:
-            raise NotImplementedError("the gradient of concatenate needs the static sizes "
-                                      "of its operands along the axis")
+            raise NotImplementedError(
+                "the gradient of concatenate needs the static sizes of its operands along the axis"
+            )
 
         def part(x: Any = x, lo: int = start, hi: int = start + n) -> Any:
             piece = gg[(slice(None),) * ax + (slice(lo, hi),)]
             return np.reshape(piece, x.shape) if flat else piece
+
         cts.append(part if isinstance(x, Tensor) else None)
         start += n
     return cts
@@ -500,11 +571,14 @@ def _concatenate(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.STACK)
 def _stack(p: Primal, g: Any) -> list[Cotangent]:
     axis = p.attrs.get("axis", 0) % len(g.shape)
-    return [(lambda i=i: g[(slice(None),) * axis + (i,)]) if isinstance(x, Tensor) else None
-            for i, x in enumerate(p.args)]
+    return [
+        (lambda i=i: g[(slice(None),) * axis + (i,)]) if isinstance(x, Tensor) else None
+        for i, x in enumerate(p.args)
+    ]
 
 
 # -- indexing ---------------------------------------------------------------------------------
+
 
 def _has_integer_arrays(template: tuple, dyn: Sequence[Any]) -> bool:
     """Does the index hold an integer array (positions may repeat, so writes would lose
@@ -525,13 +599,13 @@ def scatter_add(x: Any, template: tuple, dyn: Sequence[Any], g: Any) -> Any:
         zeros = np.zeros_like(x, dtype=g.dtype)
         return bind(K.SETITEM, (zeros, g, *dyn), {"index": template})
     if x.shape is None or None in x.shape:
-        raise NotImplementedError("the gradient of indexing with integer arrays needs the "
-                                  "indexed array's static shape")
+        raise NotImplementedError(
+            "the gradient of indexing with integer arrays needs the indexed array's static shape"
+        )
     # The flat position of every picked element: the same index applied to an iota array.
     iota = np.arange(math.prod(x.shape)).reshape(x.shape)
     where = bind(K.GETITEM, (iota, *dyn), {"index": template})
-    sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(g, (-1,)),
-                       minlength=iota.size)
+    sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(g, (-1,)), minlength=iota.size)
     return np.reshape(sums, x.shape).astype(g.dtype)
 
 
@@ -552,10 +626,12 @@ def _setitem(p: Primal, g: Any) -> list[Cotangent]:
     def dvalue() -> Any:
         picked = bind(K.GETITEM, (g, *dyn), {"index": template})
         return unbroadcast(picked, p.shape(1))
+
     return [dx, dvalue if isinstance(value, Tensor) else None] + [None] * len(dyn)
 
 
 # -- linear algebra ---------------------------------------------------------------------------
+
 
 def _swap(a: Any) -> Any:
     return np.swapaxes(a, -1, -2)
@@ -584,6 +660,7 @@ def _matmul(p: Primal, g: Any) -> list[Cotangent]:
         d = np.matmul(_swap(a2), g2)
         d = np.squeeze(d, -1) if b_vec else d
         return unbroadcast(d, p.shape(1))
+
     return [da, db]
 
 
@@ -596,18 +673,21 @@ def _dot(p: Primal, g: Any) -> list[Cotangent]:
     if na <= 2 and nb <= 2:
         return _matmul(p, g)
     if nb == 1:  # (..., k) . (k,): sum over a's last axis
-        return [lambda: np.expand_dims(g, -1) * b,
-                lambda: np.tensordot(g, a, axes=(list(range(na - 1)), list(range(na - 1))))]
-    raise NotImplementedError("the gradient of np.dot of an array with more than two "
-                              "dimensions by a matrix is not implemented; use np.matmul")
+        return [
+            lambda: np.expand_dims(g, -1) * b,
+            lambda: np.tensordot(g, a, axes=(list(range(na - 1)), list(range(na - 1)))),
+        ]
+    raise NotImplementedError(
+        "the gradient of np.dot of an array with more than two "
+        "dimensions by a matrix is not implemented; use np.matmul"
+    )
 
 
 @rule(K.OUTER)
 def _outer(p: Primal, g: Any) -> list[Cotangent]:
     a, b = p.args
     fa, fb = np.reshape(a, (-1,)), np.reshape(b, (-1,))
-    return [lambda: _reshape_like(np.matmul(g, fb), a),
-            lambda: _reshape_like(np.matmul(fa, g), b)]
+    return [lambda: _reshape_like(np.matmul(g, fb), a), lambda: _reshape_like(np.matmul(fa, g), b)]
 
 
 @rule(K.INV)
@@ -619,8 +699,7 @@ def _inv(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.DET)
 def _det(p: Primal, g: Any) -> list[Cotangent]:
     a = p.args[0]
-    return [lambda: np.expand_dims(np.expand_dims(g * p.out, -1), -1) *
-            _swap(np.linalg.inv(a))]
+    return [lambda: np.expand_dims(np.expand_dims(g * p.out, -1), -1) * _swap(np.linalg.inv(a))]
 
 
 @rule(K.SOLVE)
@@ -631,13 +710,18 @@ def _solve(p: Primal, g: Any) -> list[Cotangent]:
     gb = np.linalg.solve(_swap(a), g)
 
     def da() -> Any:
-        d = -(np.expand_dims(gb, -1) * np.expand_dims(x, -2)) if vector else \
-            -np.matmul(gb, _swap(x))
+        d = (
+            -(np.expand_dims(gb, -1) * np.expand_dims(x, -2))
+            if vector
+            else -np.matmul(gb, _swap(x))
+        )
         return unbroadcast(d, p.shape(0))
+
     return [da, lambda: unbroadcast(gb, p.shape(1))]
 
 
 # -- sorting ----------------------------------------------------------------------------------
+
 
 @rule(K.SORT)
 def _sort(p: Primal, g: Any) -> list[Cotangent]:
@@ -652,15 +736,18 @@ def _sort(p: Primal, g: Any) -> list[Cotangent]:
         inverse = np.argsort(np.argsort(xs, axis=ax), axis=ax)
         if None in xs.shape:
             raise NotImplementedError("the gradient of sort needs static shapes")
-        index = tuple(inverse if d == ax else
-                      np.arange(n).reshape((n,) + (1,) * (len(xs.shape) - d - 1))
-                      for d, n in enumerate(xs.shape))
+        index = tuple(
+            inverse if d == ax else np.arange(n).reshape((n,) + (1,) * (len(xs.shape) - d - 1))
+            for d, n in enumerate(xs.shape)
+        )
         picked = gs[index]
         return np.reshape(picked, x.shape) if flat else picked
+
     return [dx]
 
 
 # -- nan reductions, einsum, pad, slogdet, ufunc methods ------------------------------------
+
 
 def _nan_hole(x: Any, g: Any) -> Any:
     """``g`` with zeros where ``x`` is NaN (the nan functions ignore those elements)."""
@@ -686,8 +773,11 @@ def _nanmean(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.NANPROD)
 def _nanprod(p: Primal, g: Any) -> list[Cotangent]:
     x, axis, keepdims = _reduction_parts(p)
-    return [lambda: _nan_hole(x, expand_to(g, x, axis, keepdims) *
-                              expand_to(p.out, x, axis, keepdims) / x)]
+    return [
+        lambda: _nan_hole(
+            x, expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims) / x
+        )
+    ]
 
 
 @rule(K.NANVAR, K.NANSTD)
@@ -701,6 +791,7 @@ def _nanvar(p: Primal, g: Any) -> list[Cotangent]:
         if p.node.op is K.NANSTD:
             gx = gx / (2.0 * expand_to(p.out, x, axis, keepdims))
         return _nan_hole(x, gx * (2.0 / (_non_nan_count(x, axis) - ddof)) * centred)
+
     return [dx]
 
 
@@ -711,6 +802,7 @@ def _nanmax(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         hit = x == expand_to(p.out, x, axis, keepdims)  # NaN never equals: skipped
         return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
+
     return [dx]
 
 
@@ -723,6 +815,7 @@ def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
         if axis is None:
             return _nan_hole(x, np.reshape(reverse_cumsum(g, 0), x.shape))
         return _nan_hole(x, reverse_cumsum(g, axis))
+
     return [dx]
 
 
@@ -731,8 +824,9 @@ def _einsum_parts(subscripts: str, n: int) -> tuple[list[str], str]:
     once, sorted) made explicit."""
     text = subscripts.replace(" ", "")
     if "." in text:
-        raise NotImplementedError("the gradient of einsum with '...' is not implemented; "
-                                  "name every axis")
+        raise NotImplementedError(
+            "the gradient of einsum with '...' is not implemented; name every axis"
+        )
     if "->" in text:
         ins, out = text.split("->")
     else:
@@ -753,8 +847,10 @@ def _einsum(p: Primal, g: Any) -> list[Cotangent]:
     def operand(i: int) -> Any:
         mine = parts[i]
         if len(set(mine)) != len(mine):
-            raise NotImplementedError("the gradient of einsum with a repeated subscript in "
-                                      f"one operand ({mine!r}: a diagonal) is not implemented")
+            raise NotImplementedError(
+                "the gradient of einsum with a repeated subscript in "
+                f"one operand ({mine!r}: a diagonal) is not implemented"
+            )
         others = [j for j in range(len(parts)) if j != i]
         known = set(out).union(*(parts[j] for j in others))
         kept = "".join(c for c in mine if c in known)
@@ -764,8 +860,10 @@ def _einsum(p: Primal, g: Any) -> list[Cotangent]:
         if missing:
             d = np.broadcast_to(np.expand_dims(d, tuple(missing)), p.shape(i))
         return d
-    return [(lambda i=i: operand(i)) if isinstance(a, Tensor) else None
-            for i, a in enumerate(p.args)]
+
+    return [
+        (lambda i=i: operand(i)) if isinstance(a, Tensor) else None for i, a in enumerate(p.args)
+    ]
 
 
 @rule(K.SLOGDET)
@@ -778,8 +876,10 @@ def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
 
 
 def _unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
-    return NotImplementedError(f"the gradient of np.{p.attrs['ufunc'].__name__}.{method} is "
-                               "not implemented (add, multiply, maximum, minimum have rules)")
+    return NotImplementedError(
+        f"the gradient of np.{p.attrs['ufunc'].__name__}.{method} is "
+        "not implemented (add, multiply, maximum, minimum have rules)"
+    )
 
 
 @rule(K.UFUNC_REDUCE)
@@ -791,12 +891,13 @@ def _ufunc_reduce(p: Primal, g: Any) -> list[Cotangent]:
     if ufunc is np.add:
         return [lambda: expand_to(g, x, axis, keepdims)]
     if ufunc is np.multiply:
-        return [lambda: expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims)
-                / x]
+        return [lambda: expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims) / x]
     if ufunc in (np.maximum, np.minimum):
+
         def dx() -> Any:
             hit = x == expand_to(p.out, x, axis, keepdims)
             return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
+
         return [dx]
     raise _unsupported_ufunc(p, "reduce")
 
@@ -813,4 +914,5 @@ def _ufunc_at(p: Primal, g: Any) -> list[Cotangent]:
     def db() -> Any:
         picked = bind(K.GETITEM, (g, *dyn), {"index": p.attrs["index"]})
         return unbroadcast(picked if ufunc is np.add else -picked, p.shape(1))
+
     return [g, db if isinstance(b, Tensor) else None] + [None] * len(dyn)

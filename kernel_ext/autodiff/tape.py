@@ -52,8 +52,7 @@ def eager_tapes() -> list[GradientTape]:
     return tapes
 
 
-def record_call(replay: Callable[[Sequence[Any]], Any], values: Sequence[Any],
-                result: Any) -> None:
+def record_call(replay: Callable[[Sequence[Any]], Any], values: Sequence[Any], result: Any) -> None:
     """The engine reports one eager ``kx.function`` call (its bound argument ``values`` and
     ``result``) to every recording eager tape; ``replay(values)`` runs its Python body."""
     for tape in eager_tapes():
@@ -116,7 +115,7 @@ class GradientTape:
         self.persistent = persistent
         self.watch_accessed_variables = watch_accessed_variables
         self._ctx: TraceContext | None = None
-        self._intervals: list[list[int]] = []   # [start, end) in the trace's node list
+        self._intervals: list[list[int]] = []  # [start, end) in the trace's node list
         self._watched_nodes: set[Node] = set()
         self._watched_vars: dict[int, Variable] = {}
         self._watched_arrays: dict[int, Any] = {}  # eager: id -> the array (kept alive)
@@ -177,8 +176,9 @@ class GradientTape:
     def stop_recording(self) -> Iterator[None]:
         """A block whose operations the tape does not record."""
         if not self.recording:
-            raise ValueError("GradientTape.stop_recording() needs a recording tape (inside "
-                             "its `with` block)")
+            raise ValueError(
+                "GradientTape.stop_recording() needs a recording tape (inside its `with` block)"
+            )
         self._stop()
         try:
             yield
@@ -221,18 +221,25 @@ class GradientTape:
             elif isinstance(leaf, (np.ndarray, np.generic)):
                 self._watched_arrays[id(leaf)] = leaf
             else:
-                raise TypeError(f"GradientTape.watch takes arrays, traced values and "
-                                f"kx.Variables, not {type(leaf).__name__}")
+                raise TypeError(
+                    f"GradientTape.watch takes arrays, traced values and "
+                    f"kx.Variables, not {type(leaf).__name__}"
+                )
         if self._ctx is not None or current_context() is not None:
             return value
         return _rebuild(value, iter(self._recording(leaf) for leaf in _leaves(value)))
 
     def _recording(self, leaf: Any) -> Any:
-        if not isinstance(leaf, (np.ndarray, np.generic)) or \
-                np.asarray(leaf).dtype.kind not in "fc":
+        if (
+            not isinstance(leaf, (np.ndarray, np.generic))
+            or np.asarray(leaf).dtype.kind not in "fc"
+        ):
             return leaf
-        if isinstance(leaf, RecordingArray) and leaf._kx_tensor is not None and \
-                same_trace(leaf._kx_tape, self):
+        if (
+            isinstance(leaf, RecordingArray)
+            and leaf._kx_tensor is not None
+            and same_trace(leaf._kx_tape, self)
+        ):
             return leaf  # already recorded (by this tape, or one this tape is inside)
         trace = self._eager_trace()
         rec = watch_array(self, leaf, f"watched_{len(trace.feeds)}")
@@ -259,8 +266,11 @@ class GradientTape:
     def _eager_recorded(self) -> set[Node]:
         """The nodes of the eager trace made while this tape recorded."""
         nodes = self._eager_trace().ctx.graph.nodes
-        return {n for start, end in self._eager_intervals
-                for n in nodes[start: len(nodes) if end < 0 else end]}
+        return {
+            n
+            for start, end in self._eager_intervals
+            for n in nodes[start : len(nodes) if end < 0 else end]
+        }
 
     def eager_read(self, var: Variable, tensor: bool = False) -> Any:
         """A read of ``var`` on this eager tape: a recording array of its current value (or
@@ -275,16 +285,19 @@ class GradientTape:
             ctx = self.eager_context()
             # (re-entering a trace that is current would end it on the inner exit)
             with contextlib.nullcontext() if current_context() is ctx else ctx:
-                node = ctx.placeholder(f"{var.name.split(':')[0]}_read", storage.shape,
-                                       storage.dtype, ("variable", var.name)).node
+                node = ctx.placeholder(
+                    f"{var.name.split(':')[0]}_read",
+                    storage.shape,
+                    storage.dtype,
+                    ("variable", var.name),
+                ).node
             reads.append((node, storage))
             trace.feeds[node] = storage
         t = self.eager_context().tensor(node)
         return t if tensor else wrap(storage, t, self)
 
     def watches_on_read(self, var: Variable) -> bool:
-        return id(var) in self._watched_vars or (self.watch_accessed_variables and
-                                                 var.trainable)
+        return id(var) in self._watched_vars or (self.watch_accessed_variables and var.trainable)
 
     def watched_variables(self) -> tuple[Variable, ...]:
         """The variables watched explicitly or read while recording (trainable ones)."""
@@ -302,26 +315,39 @@ class GradientTape:
         return tuple(found.values())
 
     # -- differentiating ---------------------------------------------------------------------
-    def gradient(self, target: Any, sources: Any, output_gradients: Any = None,
-                 unconnected_gradients: str = "none") -> Any:
+    def gradient(
+        self,
+        target: Any,
+        sources: Any,
+        output_gradients: Any = None,
+        unconnected_gradients: str = "none",
+    ) -> Any:
         """The gradient of ``target`` (summed over its elements, or weighted by
         ``output_gradients``) with respect to each leaf of ``sources``, in the structure of
         ``sources``. A source nothing connects to gets ``None`` (``unconnected_gradients=
         'none'``) or zeros (``'zero'``); integer and boolean sources get the same."""
         if unconnected_gradients not in _UNCONNECTED:
-            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', not "
-                             f"{unconnected_gradients!r}")
+            raise ValueError(
+                f"unconnected_gradients must be 'none' or 'zero', not {unconnected_gradients!r}"
+            )
         if self._used and not self.persistent:
-            raise RuntimeError("A non-persistent GradientTape can only be used to compute one "
-                               "set of gradients. Fix: GradientTape(persistent=True).")
+            raise RuntimeError(
+                "A non-persistent GradientTape can only be used to compute one "
+                "set of gradients. Fix: GradientTape(persistent=True)."
+            )
         if not self._entered:
-            raise RuntimeError("GradientTape.gradient needs a tape that recorded something: "
-                               "use it as `with kx.GradientTape() as tape:`")
+            raise RuntimeError(
+                "GradientTape.gradient needs a tape that recorded something: "
+                "use it as `with kx.GradientTape() as tape:`"
+            )
         self._used = True
         leaves = _leaves(sources)
-        if self._ctx is None and any(isinstance(t, RecordingArray) and
-                                     t._kx_tensor is not None and same_trace(t._kx_tape, self)
-                                     for t in _leaves(target)):
+        if self._ctx is None and any(
+            isinstance(t, RecordingArray)
+            and t._kx_tensor is not None
+            and same_trace(t._kx_tape, self)
+            for t in _leaves(target)
+        ):
             grads = self._recorded_gradient(target, leaves, output_gradients)
         elif self._ctx is None:
             grads = self._eager_gradient(target, leaves, output_gradients)
@@ -329,15 +355,17 @@ class GradientTape:
             grads = self._graph_gradient(target, leaves, output_gradients)
             # a 0-d gradient is a NumPy scalar whichever op the backward pass ended with (as
             # the eager tape's results are): gradients have no eager NumPy form to follow
-            grads = [mark_scalar(g) if isinstance(g, Tensor) and g.shape == () and
-                     g.node.op is not OpKind.PLACEHOLDER else g for g in grads]
+            grads = [
+                mark_scalar(g)
+                if isinstance(g, Tensor) and g.shape == () and g.node.op is not OpKind.PLACEHOLDER
+                else g
+                for g in grads
+            ]
         if unconnected_gradients == "zero":
-            grads = [np.zeros_like(_value_of(s)) if g is None else g
-                     for g, s in zip(grads, leaves)]
+            grads = [np.zeros_like(_value_of(s)) if g is None else g for g, s in zip(grads, leaves)]
         return _rebuild(sources, iter(grads))
 
-    def jacobian(self, target: Any, sources: Any,
-                 unconnected_gradients: str = "none") -> Any:
+    def jacobian(self, target: Any, sources: Any, unconnected_gradients: str = "none") -> Any:
         """``d target[i...] / d source[j...]`` of shape ``target.shape + source.shape`` per
         source: one backward pass per element of ``target`` (meant for small outputs)."""
         shape = np.shape(target) if not isinstance(target, Tensor) else target.shape
@@ -352,15 +380,28 @@ class GradientTape:
                 onehot = np.zeros(size, dtype=_dtype_of(target))
                 onehot[k] = 1
                 self._used = False
-                grads = self.gradient(target, leaves, output_gradients=onehot.reshape(shape),
-                                      unconnected_gradients="zero")
+                grads = self.gradient(
+                    target,
+                    leaves,
+                    output_gradients=onehot.reshape(shape),
+                    unconnected_gradients="zero",
+                )
                 for r, g in zip(rows, grads):
                     r.append(g)
         finally:
             self.persistent = persistent
-        stacked = [np.reshape(np.stack(r), tuple(shape) + tuple(np.shape(_value_of(s))
-                   if not isinstance(_value_of(s), Tensor) else _value_of(s).shape))
-                   for r, s in zip(rows, leaves)]
+        stacked = [
+            np.reshape(
+                np.stack(r),
+                tuple(shape)
+                + tuple(
+                    np.shape(_value_of(s))
+                    if not isinstance(_value_of(s), Tensor)
+                    else _value_of(s).shape
+                ),
+            )
+            for r, s in zip(rows, leaves)
+        ]
         if unconnected_gradients == "none":
             pass  # zeros are what an unconnected Jacobian is; TensorFlow gives None
         return _rebuild(sources, iter(stacked))
@@ -370,20 +411,24 @@ class GradientTape:
         nodes = self._ctx.graph.nodes
         out: list[Node] = []
         for start, end in self._intervals:
-            out.extend(nodes[start: len(nodes) if end < 0 else end])
+            out.extend(nodes[start : len(nodes) if end < 0 else end])
         return out
 
-    def _graph_gradient(self, target: Any, leaves: list[Any],
-                        output_gradients: Any) -> list[Any]:
+    def _graph_gradient(self, target: Any, leaves: list[Any], output_gradients: Any) -> list[Any]:
         ctx = self._ctx
         if not ctx.active:
             raise errors.LeakedTensorError(
                 "GradientTape.gradient was called after the trace the tape recorded in ended. "
-                "Fix: compute the gradient inside the same kx.function.")
+                "Fix: compute the gradient inside the same kx.function."
+            )
         recorded = set(self._recorded_nodes())
         targets = []
-        for t, og in zip(_leaves(target), _leaves(output_gradients) if output_gradients
-                         is not None else [None] * len(_leaves(target))):
+        for t, og in zip(
+            _leaves(target),
+            _leaves(output_gradients)
+            if output_gradients is not None
+            else [None] * len(_leaves(target)),
+        ):
             if isinstance(t, Variable):
                 t = t.read_value()
             if not isinstance(t, Tensor):
@@ -397,8 +442,9 @@ class GradientTape:
                 if id(s) not in accessed:
                     source_nodes.append([])
                     continue
-                reads = [n for n in recorded if n.op is OpKind.READ_VARIABLE
-                         and n.attrs["variable"] is s]
+                reads = [
+                    n for n in recorded if n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is s
+                ]
                 if not reads:
                     _refuse_reads_in_subgraphs(s, recorded)
                 source_nodes.append(reads)
@@ -408,8 +454,9 @@ class GradientTape:
                 source_nodes.append([node] if ok and differentiable(node.aval) else [])
             else:
                 source_nodes.append([])
-        found = backward(ctx, targets, recorded.__contains__,
-                         [n for ns in source_nodes for n in ns])
+        found = backward(
+            ctx, targets, recorded.__contains__, [n for ns in source_nodes for n in ns]
+        )
         grads: list[Any] = []
         for ns in source_nodes:
             parts = [found[n] for n in ns if n in found]
@@ -420,36 +467,50 @@ class GradientTape:
         return grads
 
     # -- eagerly, over recorded NumPy code --------------------------------------------------
-    def _recorded_gradient(self, target: Any, leaves: list[Any],
-                           output_gradients: Any) -> list[Any]:
+    def _recorded_gradient(
+        self, target: Any, leaves: list[Any], output_gradients: Any
+    ) -> list[Any]:
         trace = self._eager_trace()
         ctx = trace.ctx
         target_leaves = _leaves(target)
-        ogs = _leaves(output_gradients) if output_gradients is not None else \
-            [None] * len(target_leaves)
+        ogs = (
+            _leaves(output_gradients)
+            if output_gradients is not None
+            else [None] * len(target_leaves)
+        )
         recorded = self._eager_recorded()
         with ctx:
             targets = []
             for t, og in zip(target_leaves, ogs):
-                if isinstance(t, RecordingArray) and same_trace(t._kx_tape, self) and \
-                        t._kx_tensor is not None:
+                if (
+                    isinstance(t, RecordingArray)
+                    and same_trace(t._kx_tape, self)
+                    and t._kx_tensor is not None
+                ):
                     tt = t._kx_tensor
-                    targets.append((ctx.lift(tt), np.ones_like(tt) if og is None else
-                                    np.asarray(og, dtype=tt.dtype)))
+                    targets.append(
+                        (
+                            ctx.lift(tt),
+                            np.ones_like(tt) if og is None else np.asarray(og, dtype=tt.dtype),
+                        )
+                    )
             source_nodes: list[list[Node]] = []
             for s in leaves:
                 if isinstance(s, Variable):
                     ok = self.watches_on_read(s)
-                    source_nodes.append([n for n, _ in trace.var_reads.get(id(s), [])]
-                                        if ok else [])
-                elif isinstance(s, RecordingArray) and same_trace(s._kx_tape, self) and \
-                        s._kx_tensor is not None:
+                    source_nodes.append(
+                        [n for n, _ in trace.var_reads.get(id(s), [])] if ok else []
+                    )
+                elif (
+                    isinstance(s, RecordingArray)
+                    and same_trace(s._kx_tape, self)
+                    and s._kx_tensor is not None
+                ):
                     node = ctx.lift(s._kx_tensor)
                     source_nodes.append([node] if differentiable(node.aval) else [])
                 else:
                     source_nodes.append([])
-            outputs, slots = _gradient_outputs(ctx, targets, source_nodes,
-                                               recorded.__contains__)
+            outputs, slots = _gradient_outputs(ctx, targets, source_nodes, recorded.__contains__)
         ctx.graph.outputs = outputs
         values = interpret(ctx.graph, [trace.feeds[n] for n in ctx.graph.inputs])
         results = [None if i is None else _as_result(values[i]) for i in slots]
@@ -457,26 +518,29 @@ class GradientTape:
             return results
         # A tape around this one records: the backward pass just built is part of its
         # recording, so the gradients are recorded values it can differentiate again.
-        return [None if i is None else wrap(r, ctx.tensor(outputs[i]), self)
-                for r, i in zip(results, slots)]
+        return [
+            None if i is None else wrap(r, ctx.tensor(outputs[i]), self)
+            for r, i in zip(results, slots)
+        ]
 
     # -- eagerly, replaying kx.function calls ------------------------------------------------
-    def _eager_gradient(self, target: Any, leaves: list[Any],
-                        output_gradients: Any) -> list[Any]:
+    def _eager_gradient(self, target: Any, leaves: list[Any], output_gradients: Any) -> list[Any]:
         if current_context() is not None:
-            raise RuntimeError("an eager GradientTape's gradient() was called while tracing; "
-                               "call it outside the kx.function, or make the tape inside it")
+            raise RuntimeError(
+                "an eager GradientTape's gradient() was called while tracing; "
+                "call it outside the kx.function, or make the tape inside it"
+            )
         ctx = TraceContext("gradient_tape_replay")
         feeds: list[Any] = []
         with ctx:
             tensors: dict[int, Tensor] = {}
             for s in leaves:
-                if isinstance(s, Variable) or id(s) not in self._watched_arrays or \
-                        id(s) in tensors:
+                if isinstance(s, Variable) or id(s) not in self._watched_arrays or id(s) in tensors:
                     continue
                 arr = np.asarray(s)
-                tensors[id(s)] = ctx.placeholder(f"source_{len(feeds)}", arr.shape, arr.dtype,
-                                                 ("source", len(feeds)))
+                tensors[id(s)] = ctx.placeholder(
+                    f"source_{len(feeds)}", arr.shape, arr.dtype, ("source", len(feeds))
+                )
                 feeds.append(arr)
             for replay, values, result in self.calls:
                 replayed = replay(_substitute(values, tensors))
@@ -484,23 +548,33 @@ class GradientTape:
                     if isinstance(new, Tensor) and isinstance(old, (np.ndarray, np.generic)):
                         tensors[id(old)] = new
             target_leaves = _leaves(target)
-            ogs = _leaves(output_gradients) if output_gradients is not None else \
-                [None] * len(target_leaves)
+            ogs = (
+                _leaves(output_gradients)
+                if output_gradients is not None
+                else [None] * len(target_leaves)
+            )
             targets = []
             for t, og in zip(target_leaves, ogs):
                 tt = tensors.get(id(t))
                 if tt is not None:
-                    targets.append((tt.node, np.ones_like(tt) if og is None else
-                                    np.asarray(og, dtype=tt.dtype)))
+                    targets.append(
+                        (
+                            tt.node,
+                            np.ones_like(tt) if og is None else np.asarray(og, dtype=tt.dtype),
+                        )
+                    )
             watched_vars = {id(v) for v in self._watched_vars.values()}
             source_nodes: list[list[Node]] = []
             for s in leaves:
                 if isinstance(s, Variable):
-                    ok = id(s) in watched_vars or (self.watch_accessed_variables and
-                                                   s.trainable)
-                    source_nodes.append([n for n in ctx.graph.nodes
-                                         if ok and n.op is OpKind.READ_VARIABLE and
-                                         n.attrs["variable"] is s])
+                    ok = id(s) in watched_vars or (self.watch_accessed_variables and s.trainable)
+                    source_nodes.append(
+                        [
+                            n
+                            for n in ctx.graph.nodes
+                            if ok and n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is s
+                        ]
+                    )
                 elif id(s) in tensors and id(s) in self._watched_arrays:
                     node = tensors[id(s)].node
                     source_nodes.append([node] if differentiable(node.aval) else [])
@@ -514,13 +588,19 @@ class GradientTape:
 
 # -- helpers -----------------------------------------------------------------------------------
 
+
 def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
     """A variable read only inside a branch or loop body: its reads are not operands of the
     ``cond``/``while`` node, so the backward pass cannot reach them; say so rather than
     answer ``None``."""
+
     def reads(graph: Any) -> bool:
-        return any((n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is var) or
-                   any(reads(g) for g in subgraphs(n)) for n in graph.nodes)
+        return any(
+            (n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is var)
+            or any(reads(g) for g in subgraphs(n))
+            for n in graph.nodes
+        )
+
     for node in recorded:
         if any(reads(g) for g in subgraphs(node)):
             where = node.attrs.get("_where") or node.name
@@ -529,12 +609,16 @@ def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
                 f"{where!r}; gradients with respect to variables read inside a branch or "
                 "loop body are not supported yet. Fix: read it once before the if or loop "
                 f"(`{var.name.split('/')[0].lower()}_value = v.read_value()`) and use that "
-                "value inside.")
+                "value inside."
+            )
 
 
-def _gradient_outputs(ctx: TraceContext, targets: Any, source_nodes: list[list[Node]],
-                      recorded: Callable[[Node], bool] = lambda n: True
-                      ) -> tuple[list[Node], list[int | None]]:
+def _gradient_outputs(
+    ctx: TraceContext,
+    targets: Any,
+    source_nodes: list[list[Node]],
+    recorded: Callable[[Node], bool] = lambda n: True,
+) -> tuple[list[Node], list[int | None]]:
     """Run the backward pass from ``targets`` to every node of ``source_nodes`` through the
     ``recorded`` nodes and sum the gradients of each source's nodes: the graph outputs to
     compute and, per source, the index of its output (None: not connected)."""

@@ -62,14 +62,19 @@ class StackedLoop:
         self.stacks = stacks
 
 
-def _with_extra_inputs(graph: Graph, at: int, avals: list[AbstractValue],
-                       names: list[str]) -> tuple[Graph, list[Node]]:
+def _with_extra_inputs(
+    graph: Graph, at: int, avals: list[AbstractValue], names: list[str]
+) -> tuple[Graph, list[Node]]:
     """A copy of ``graph`` with new placeholders inserted at input position ``at`` (after
     the loop variables, before the captured operands: the ``while`` operand order)."""
     g = graph.rebuilt(graph.nodes)
     old_inputs = list(g.inputs)
-    extra = [g.create_node(OpKind.PLACEHOLDER, (), {"shape": a.shape, "dtype": a.dtype},
-                           name=name, aval=a) for a, name in zip(avals, names)]
+    extra = [
+        g.create_node(
+            OpKind.PLACEHOLDER, (), {"shape": a.shape, "dtype": a.dtype}, name=name, aval=a
+        )
+        for a, name in zip(avals, names)
+    ]
     g.inputs = old_inputs[:at] + extra + old_inputs[at:]
     body = [n for n in g.nodes if n.op is not OpKind.PLACEHOLDER]
     g.nodes = list(g.inputs) + body  # the verifier wants placeholders first, in input order
@@ -91,17 +96,23 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     n = node.attrs["n_vars"]
     specs: list[AbstractValue] = list(node.attrs["out_avals"])
     count_aval = AbstractValue((), np.dtype(np.int64))
-    stack_avals = [AbstractValue(None if s.shape is None else (None, *s.shape), s.dtype)
-                   for s in specs]
+    stack_avals = [
+        AbstractValue(None if s.shape is None else (None, *s.shape), s.dtype) for s in specs
+    ]
     extra_avals = [count_aval, *stack_avals]
     names = ["iteration"] + [f"stack_{k}" for k in range(n)]
     body, phs = _with_extra_inputs(node.attrs["body"], n, extra_avals, names)
     cond, _ = _with_extra_inputs(node.attrs["cond"], n, extra_avals, names)
     count, stacks = phs[0], phs[1:]
-    writes = [body.create_node(OpKind.TENSOR_ARRAY_WRITE, (stack, count, body.inputs[k]),
-                               {"dtype": specs[k].dtype, "size": 0, "dynamic_size": True},
-                               name=f"stack_{k}_write")
-              for k, stack in enumerate(stacks)]
+    writes = [
+        body.create_node(
+            OpKind.TENSOR_ARRAY_WRITE,
+            (stack, count, body.inputs[k]),
+            {"dtype": specs[k].dtype, "size": 0, "dynamic_size": True},
+            name=f"stack_{k}_write",
+        )
+        for k, stack in enumerate(stacks)
+    ]
     following = body.create_node(OpKind.ADD, (count, 1), name="next_iteration")
     body.outputs = list(body.outputs) + [following, *writes]
     out_avals = tuple(specs) + (count_aval,) + tuple(w.aval for w in writes)
@@ -109,12 +120,19 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     # (the count starts as an int64, not Python's 0: a fused segment of the body takes its
     # 0-d operands as NumPy scalars, and a Python int there failed under backend="numba")
     node.args = (*node.args[:n], np.int64(0), *([None] * n), *node.args[n:])
-    node.attrs.update({"cond": cond, "body": body, "n_vars": len(out_avals),
-                       "out_avals": out_avals})
+    node.attrs.update(
+        {"cond": cond, "body": body, "n_vars": len(out_avals), "out_avals": out_avals}
+    )
     node.aval = out_avals
-    outs = [owner.graph.create_node(OpKind.GET_OUTPUT, (node,), {"index": n + j},
-                                    name=f"{node.name}_{'count' if j == 0 else 'stack'}")
-            for j in range(n + 1)]
+    outs = [
+        owner.graph.create_node(
+            OpKind.GET_OUTPUT,
+            (node,),
+            {"index": n + j},
+            name=f"{node.name}_{'count' if j == 0 else 'stack'}",
+        )
+        for j in range(n + 1)
+    ]
     mark_backward([*writes, following, *outs])  # the graph views show them as backward
     done = StackedLoop(n, original_body, outs[0], outs[1:])
     node.attrs[STACKED] = done
@@ -125,9 +143,15 @@ def restack(ctx: TraceContext, node: Node, old: StackedLoop) -> StackedLoop:
     """Record on ``node`` (a replay, in ``ctx``, of a loop :func:`stacking_loop` rewrote) the
     outputs that hold its iteration count and stacks."""
     n = old.n_vars
-    outs = [ctx.graph.create_node(OpKind.GET_OUTPUT, (node,), {"index": n + j},
-                                  name=f"{node.name}_{'count' if j == 0 else 'stack'}")
-            for j in range(n + 1)]
+    outs = [
+        ctx.graph.create_node(
+            OpKind.GET_OUTPUT,
+            (node,),
+            {"index": n + j},
+            name=f"{node.name}_{'count' if j == 0 else 'stack'}",
+        )
+        for j in range(n + 1)
+    ]
     mark_backward(outs)
     done = StackedLoop(n, old.body, outs[0], outs[1:])
     node.attrs[STACKED] = done
@@ -144,11 +168,12 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     n = stacked.n_vars if stacked is not None else n_total
     # A second-order pass reaches the stacks (the reverse loop read them): row k of a stack's
     # cotangent joins the cotangent of the state iteration k started from.
-    g_stacks = list(gs[n + 1: 2 * n + 1]) if stacked is not None else [None] * n
+    g_stacks = list(gs[n + 1 : 2 * n + 1]) if stacked is not None else [None] * n
     specs = node.attrs["out_avals"][:n]
     slots = [k for k in range(n) if differentiable(specs[k])]
-    wanted_caps = [j for j, c in enumerate(caps)
-                   if isinstance(c, Tensor) and differentiable(c.node.aval)]
+    wanted_caps = [
+        j for j, c in enumerate(caps) if isinstance(c, Tensor) and differentiable(c.node.aval)
+    ]
     reached = [k for k in slots if gs[k] is not None or g_stacks[k] is not None]
     if not reached or not (slots or wanted_caps):
         return [None] * len(p.args)
@@ -157,8 +182,10 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     count = owner.tensor(info.count)
     stacks = [owner.tensor(s) for s in info.stacks]
     inits = p.args[:n]
-    ct0 = [gs[k] if gs[k] is not None else np.zeros_like(_tensor_like(inits[k], specs[k]))
-           for k in slots]
+    ct0 = [
+        gs[k] if gs[k] is not None else np.zeros_like(_tensor_like(inits[k], specs[k]))
+        for k in slots
+    ]
     acc0 = [np.zeros_like(caps[j]) for j in wanted_caps]
     body = info.body
 
@@ -168,7 +195,7 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     def body_fn(k: Any, *carry: Any) -> tuple:
         ctx = current_context()
         k = k - 1
-        cts, accs = carry[:len(slots)], carry[len(slots):]
+        cts, accs = carry[: len(slots)], carry[len(slots) :]
         # pre-lifted, so that each input is one node of this body: the backward pass's sources
         state = [ctx.tensor(ctx.lift(stack[k])) for stack in stacks]
         captured = [ctx.tensor(ctx.lift(c)) if isinstance(c, Tensor) else c for c in caps]
@@ -179,24 +206,26 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
             value = env[body.outputs[k_slot]]
             if isinstance(value, Tensor):
                 targets.append((ctx.lift(value), ct))
-        sources = [state[k_slot].node for k_slot in slots] + \
-            [captured[j].node for j in wanted_caps]
+        sources = [state[k_slot].node for k_slot in slots] + [captured[j].node for j in wanted_caps]
         found = backward(ctx, targets, made.__contains__, sources)
-        new_cts = [_cast(found.get(state[k_slot].node), state[k_slot])
-                   for k_slot in slots]
-        new_cts = [ct if g_stacks[k_slot] is None else ct + _cast(g_stacks[k_slot][k], ct)
-                   for ct, k_slot in zip(new_cts, slots)]
-        new_accs = [acc if captured[j].node not in found else
-                    acc + _cast(found[captured[j].node], captured[j])
-                    for acc, j in zip(accs, wanted_caps)]
+        new_cts = [_cast(found.get(state[k_slot].node), state[k_slot]) for k_slot in slots]
+        new_cts = [
+            ct if g_stacks[k_slot] is None else ct + _cast(g_stacks[k_slot][k], ct)
+            for ct, k_slot in zip(new_cts, slots)
+        ]
+        new_accs = [
+            acc
+            if captured[j].node not in found
+            else acc + _cast(found[captured[j].node], captured[j])
+            for acc, j in zip(accs, wanted_caps)
+        ]
         return (k, *new_cts, *new_accs)
 
-    _, *result = while_loop(cond_fn, body_fn, (count, *ct0, *acc0),
-                            name=f"{node.name}_grad")
+    _, *result = while_loop(cond_fn, body_fn, (count, *ct0, *acc0), name=f"{node.name}_grad")
     out: list[Any] = [None] * len(p.args)
-    for k_slot, ct in zip(slots, result[:len(slots)]):
+    for k_slot, ct in zip(slots, result[: len(slots)]):
         out[k_slot] = ct
-    for j, acc in zip(wanted_caps, result[len(slots):]):
+    for j, acc in zip(wanted_caps, result[len(slots) :]):
         out[len(p.args) - len(caps) + j] = acc
     return out
 

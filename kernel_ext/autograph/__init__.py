@@ -33,8 +33,7 @@ _lock = threading.Lock()
 
 def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
     code = fn.__code__
-    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE |
-                        inspect.CO_ASYNC_GENERATOR):
+    if code.co_flags & (inspect.CO_GENERATOR | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR):
         raise Unconvertible("it is a generator or coroutine")
     if "__class__" in code.co_freevars:
         raise Unconvertible("it uses zero-argument super()")
@@ -48,19 +47,31 @@ def _convert_code(fn: types.FunctionType) -> tuple[types.CodeType, str]:
     freevars = list(code.co_freevars)
     factory = ast.FunctionDef(
         name="__kx_factory__",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in ["ag__"] + freevars],
-                           kwonlyargs=[], kw_defaults=[], defaults=[]),
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a) for a in ["ag__"] + freevars],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
         body=[fn_node, ast.Return(value=ast.Name(id=fn_node.name, ctx=ast.Load()))],
         # (type_params: Python 3.12's field, which 3.11's ast takes as a plain attribute)
-        decorator_list=[], returns=None, type_params=[])  # type: ignore[call-arg]
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )  # type: ignore[call-arg]
     ast.copy_location(factory, fn_node)
     module = ast.fix_missing_locations(ast.Module(body=[factory], type_ignores=[]))
     compiled = compile(module, code.co_filename, "exec")
     factory_code = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
-    inner = next(c for c in factory_code.co_consts
-                 if isinstance(c, types.CodeType) and c.co_name == fn_node.name)
-    inner = inner.replace(co_name=own_name,
-                          co_qualname=inner.co_qualname.replace(fn_node.name, own_name))
+    inner = next(
+        c
+        for c in factory_code.co_consts
+        if isinstance(c, types.CodeType) and c.co_name == fn_node.name
+    )
+    inner = inner.replace(
+        co_name=own_name, co_qualname=inner.co_qualname.replace(fn_node.name, own_name)
+    )
     return inner, text
 
 
@@ -72,10 +83,13 @@ def _lookup(fn: types.FunctionType) -> tuple[types.CodeType, str] | None:
     try:
         result: tuple[types.CodeType, str] | None = _convert_code(fn)
     except Unconvertible as e:
-        warnings.warn(f"AutoGraph could not convert '{fn.__qualname__}' and will run it as "
-                      f"written: {e}. Python control flow on traced values inside it will "
-                      "raise; kx.cond / kx.while_loop work everywhere.", errors.AutographWarning,
-                      stacklevel=4)
+        warnings.warn(
+            f"AutoGraph could not convert '{fn.__qualname__}' and will run it as "
+            f"written: {e}. Python control flow on traced values inside it will "
+            "raise; kx.cond / kx.while_loop work everywhere.",
+            errors.AutographWarning,
+            stacklevel=4,
+        )
         result = None
         UNCONVERTED[code] = str(e)
     with _lock:
@@ -96,8 +110,10 @@ def convert(fn: Callable) -> Callable:
         return fn
     inner, _ = found
     cells = dict(zip(fn.__code__.co_freevars, fn.__closure__ or ()))
-    closure = tuple(types.CellType(operators) if name == "ag__" else
-                    cells.get(name) or types.CellType() for name in inner.co_freevars)
+    closure = tuple(
+        types.CellType(operators) if name == "ag__" else cells.get(name) or types.CellType()
+        for name in inner.co_freevars
+    )
     new = types.FunctionType(inner, fn.__globals__, fn.__name__, fn.__defaults__, closure)
     new.__kwdefaults__ = fn.__kwdefaults__
     new.__qualname__ = fn.__qualname__

@@ -15,9 +15,21 @@ from __future__ import annotations
 
 import ast
 
-_OPERATORS = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*", ast.Div: "/", ast.FloorDiv: "//",
-              ast.Mod: "%", ast.Pow: "**", ast.MatMult: "@", ast.BitAnd: "&", ast.BitOr: "|",
-              ast.BitXor: "^", ast.LShift: "<<", ast.RShift: ">>"}
+_OPERATORS = {
+    ast.Add: "+",
+    ast.Sub: "-",
+    ast.Mult: "*",
+    ast.Div: "/",
+    ast.FloorDiv: "//",
+    ast.Mod: "%",
+    ast.Pow: "**",
+    ast.MatMult: "@",
+    ast.BitAnd: "&",
+    ast.BitOr: "|",
+    ast.BitXor: "^",
+    ast.LShift: "<<",
+    ast.RShift: ">>",
+}
 
 
 def _ag(name: str) -> ast.Attribute:
@@ -28,20 +40,22 @@ def _load(node: ast.expr) -> ast.expr:
     """The same expression, read instead of stored; a slice (``1:3``, only valid inside
     brackets) becomes the ``slice(1, 3, None)`` the subscript would have passed."""
     if isinstance(node, ast.Slice):
-        parts = [_load(p) if p is not None else ast.Constant(None)
-                 for p in (node.lower, node.upper, node.step)]
+        parts = [
+            _load(p) if p is not None else ast.Constant(None)
+            for p in (node.lower, node.upper, node.step)
+        ]
         call = ast.Call(func=ast.Name(id="slice", ctx=ast.Load()), args=parts, keywords=[])
         return ast.copy_location(call, node)
     if isinstance(node, ast.Tuple):
-        return ast.copy_location(ast.Tuple(elts=[_load(e) for e in node.elts],
-                                           ctx=ast.Load()), node)
+        return ast.copy_location(
+            ast.Tuple(elts=[_load(e) for e in node.elts], ctx=ast.Load()), node
+        )
     copy = ast.parse(ast.unparse(node), mode="eval").body
     return ast.copy_location(copy, node)
 
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
-_NEW_SCOPES = _FUNCTIONS + (ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp,
-                            ast.GeneratorExp)
+_NEW_SCOPES = _FUNCTIONS + (ast.ClassDef, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
 
 
 def local_names(fn: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
@@ -87,8 +101,11 @@ class SubscriptAssignments(ast.NodeTransformer):
         if len(node.targets) != 1 or not isinstance(node.targets[0], ast.Subscript):
             return node
         target = node.targets[0]
-        call = ast.Call(func=_ag("setitem"),
-                        args=[_load(target.value), _load(target.slice), node.value], keywords=[])
+        call = ast.Call(
+            func=_ag("setitem"),
+            args=[_load(target.value), _load(target.slice), node.value],
+            keywords=[],
+        )
         return self._store(target, call, node)
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.stmt:
@@ -96,16 +113,24 @@ class SubscriptAssignments(ast.NodeTransformer):
         if not isinstance(node.target, ast.Subscript) or type(node.op) not in _OPERATORS:
             return node
         target = node.target
-        call = ast.Call(func=_ag("setitem_aug"),
-                        args=[_load(target.value), _load(target.slice),
-                              ast.Constant(_OPERATORS[type(node.op)]), node.value], keywords=[])
+        call = ast.Call(
+            func=_ag("setitem_aug"),
+            args=[
+                _load(target.value),
+                _load(target.slice),
+                ast.Constant(_OPERATORS[type(node.op)]),
+                node.value,
+            ],
+            keywords=[],
+        )
         return self._store(target, call, node)
 
     def _store(self, target: ast.Subscript, call: ast.Call, node: ast.stmt) -> ast.stmt:
         # Rebind only a local name: rebinding a global or closure name would make it local.
         if isinstance(target.value, ast.Name) and target.value.id in self._locals[-1]:
-            new: ast.stmt = ast.Assign(targets=[ast.Name(id=target.value.id, ctx=ast.Store())],
-                                       value=call)
+            new: ast.stmt = ast.Assign(
+                targets=[ast.Name(id=target.value.id, ctx=ast.Store())], value=call
+            )
         else:
             new = ast.Expr(value=call)
         return ast.copy_location(new, node)

@@ -24,9 +24,15 @@ from ..trace.variables import resolve
 __all__ = ["RuntimeMessage", "fstring", "if_raise", "if_stmt"]
 
 
-def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
-            get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
-            names: Sequence[str], live: Sequence[str] | None = None) -> None:
+def if_stmt(
+    test: Any,
+    body: Callable[[], None],
+    orelse: Callable[[], None],
+    get_state: Callable[[], tuple],
+    set_state: Callable[[tuple], None],
+    names: Sequence[str],
+    live: Sequence[str] | None = None,
+) -> None:
     """``if test: body() else: orelse()``; a graph ``cond`` over the modified variables.
 
     ``live``: the names of ``names`` that a later statement may read (the transformer's
@@ -41,8 +47,9 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
             orelse()
         return
     init = get_state()
-    kept = list(range(len(names))) if live is None else \
-        [i for i, n in enumerate(names) if n in live]
+    kept = (
+        list(range(len(names))) if live is None else [i for i, n in enumerate(names) if n in live]
+    )
 
     def branch(fn: Callable[[], None]) -> Callable[[], tuple]:
         def run() -> tuple:
@@ -50,10 +57,10 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
             fn()
             state = get_state()
             return tuple(state[i] for i in kept)
+
         return run
 
-    result = cond(test, branch(body), branch(orelse), names=[names[i] for i in kept],
-                  name="if")
+    result = cond(test, branch(body), branch(orelse), names=[names[i] for i in kept], name="if")
     # the names nothing reads afterwards keep what they held before the if (each branch
     # bound them to values of its own sub-graph, which must not leak out of it)
     final = list(init)
@@ -70,6 +77,7 @@ def if_stmt(test: Any, body: Callable[[], None], orelse: Callable[[], None],
 # Python would. The converted code calls :func:`if_raise` with the branch as a function that
 # *returns* the exception; the statements computing its message run in the true branch of a
 # ``cond``, so their values are computed only when the check fails, as eagerly.
+
 
 class RuntimeMessage:
     """An f-string with traced values: its text exists only when the graph runs.
@@ -99,7 +107,8 @@ class RuntimeMessage:
             f"the message of a run-time check at {user_frame_description()} holds traced "
             "values, whose text exists only when the graph runs; it can be formatted then "
             "only if it is an f-string (or f-strings joined with +) passed to the exception. "
-            "Fix: write the message as f\"... {value} ...\".")
+            'Fix: write the message as f"... {value} ...".'
+        )
 
     __str__ = __format__ = __mod__ = __rmod__ = _needs_text
 
@@ -115,17 +124,21 @@ def fstring(*parts: Any) -> Any:
     """``f"..."`` in a raising branch: the string, or a :class:`RuntimeMessage` when a
     formatted value is traced. Each part is literal text or ``(value, conversion, spec)``."""
     if not any(isinstance(p, tuple) and is_traced(resolve(p[0])) for p in parts):
-        return "".join(p if isinstance(p, str) else
-                       format(_CONVERT[p[1]](p[0]), p[2]) for p in parts)
+        return "".join(
+            p if isinstance(p, str) else format(_CONVERT[p[1]](p[0]), p[2]) for p in parts
+        )
     for p in parts:
         if isinstance(p, tuple) and isinstance(p[2], RuntimeMessage):
             RuntimeMessage([])._needs_text()
-    return RuntimeMessage([p if isinstance(p, str) else (resolve(p[0]), p[1], p[2])
-                           for p in parts])
+    return RuntimeMessage([p if isinstance(p, str) else (resolve(p[0]), p[1], p[2]) for p in parts])
 
 
-_CONVERT: dict[str | None, Callable[[Any], Any]] = {None: lambda v: v, "s": str, "r": repr,
-                                                   "a": ascii}
+_CONVERT: dict[str | None, Callable[[Any], Any]] = {
+    None: lambda v: v,
+    "s": str,
+    "r": repr,
+    "a": ascii,
+}
 
 
 def _message_form(value: Tensor) -> str:
@@ -157,8 +170,7 @@ def _run_time_parts(error: BaseException) -> tuple[tuple, list[Any]]:
             parts: list[Any] = []
             for p in arg.parts:
                 if isinstance(p, str) or not is_traced(p[0]):
-                    parts.append(p if isinstance(p, str) else
-                                 format(_CONVERT[p[1]](p[0]), p[2]))
+                    parts.append(p if isinstance(p, str) else format(_CONVERT[p[1]](p[0]), p[2]))
                 else:
                     parts.append((len(values), _message_form(p[0]), p[1], p[2]))
                     values.append(p[0])
@@ -203,23 +215,23 @@ def if_raise(test: Any, make_error: Callable[[], Any]) -> None:
 
     def passing() -> tuple:
         # the same dtypes (and ranks); never used: the check passes on this path
-        return tuple(np.zeros(tuple(d or 0 for d in v.shape), v.dtype)
-                     for v in found["values"])
+        return tuple(np.zeros(tuple(d or 0 for d in v.shape), v.dtype) for v in found["values"])
 
     mutated = _mutated_arguments(ctx)
-    values = cond(test, failing, passing, names=["<message of a run-time check>"],
-                  name="check_message")
+    values = cond(
+        test, failing, passing, names=["<message of a run-time check>"], name="check_message"
+    )
     written = _mutated_arguments(ctx)
     if written != mutated:
         raise errors.UnsupportedOpError(
             f"the raising branch at {user_frame_description()} updates an argument in place "
             "before it raises; as a run-time check it would leave the argument as it was. "
-            "Fix: raise before updating, or update a copy.")
+            "Fix: raise before updating, or update a copy."
+        )
     _record_check(ctx, ctx.lift(test), found["error"], found["how"], list(values))
 
 
-def _record_check(ctx: Any, pred: Any, error: BaseException, how: tuple,
-                  values: list[Any]) -> None:
+def _record_check(ctx: Any, pred: Any, error: BaseException, how: tuple, values: list[Any]) -> None:
     """The ``check`` node. Arguments updated in place before it keep their updates when it
     raises, as eagerly: the node gets each one's placeholder (the caller's array at run time)
     and its value now, and copies the one into the other before raising (executors that
@@ -227,17 +239,21 @@ def _record_check(ctx: Any, pred: Any, error: BaseException, how: tuple,
     pairs = [n for original, now in _argument_writes(ctx) for n in (original, now)]
     # the node keeps the exception with printable arguments (graph views print attrs);
     # check_error rebuilds the run-time ones from ``how``
-    shown = [a.template() if isinstance(a, RuntimeMessage) else
-             "{...}" if h is not None else a for a, h in zip(error.args, how)]
+    shown = [
+        a.template() if isinstance(a, RuntimeMessage) else "{...}" if h is not None else a
+        for a, h in zip(error.args, how)
+    ]
     try:
         error = copy.copy(error)
         error.args = tuple(shown)
     except Exception:  # an exception class copy cannot rebuild: keep it as it is
         pass
-    ctx.graph.create_node(OpKind.CHECK, (pred, *[ctx.lift(v) for v in values],
-                                         *[ctx.lift(t) for t in pairs]),
-                          {"error": error, "args": how, "writes": len(pairs) // 2},
-                          name="check")
+    ctx.graph.create_node(
+        OpKind.CHECK,
+        (pred, *[ctx.lift(v) for v in values], *[ctx.lift(t) for t in pairs]),
+        {"error": error, "args": how, "writes": len(pairs) // 2},
+        name="check",
+    )
 
 
 def _argument_writes(ctx: Any) -> list[tuple[Tensor, Tensor]]:
@@ -257,7 +273,8 @@ def _argument_writes(ctx: Any) -> list[tuple[Tensor, Tensor]]:
                 raise errors.UnsupportedOpError(
                     f"a check on a traced condition at {user_frame_description()} follows an "
                     f"in-place update of {_path_text(path)}, which is not an array the call "
-                    "can update. Fix: validate the input before updating it.")
+                    "can update. Fix: validate the input before updating it."
+                )
             out.append((Tensor(node, top), root))
     return out
 

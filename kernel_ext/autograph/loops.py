@@ -44,9 +44,21 @@ from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
 from .conditionals import if_stmt
 
-__all__ = ["GUARDED_UNROLL", "SHORT_RANGE", "UNROLL_NODE_BUDGET", "UNROLL_NODE_CAP",
-           "NeedsPythonValue", "TracedRange", "WeakInt", "for_stmt", "python_iter", "python_test",
-           "set_loop_options", "traced_range", "while_stmt"]
+__all__ = [
+    "GUARDED_UNROLL",
+    "SHORT_RANGE",
+    "UNROLL_NODE_BUDGET",
+    "UNROLL_NODE_CAP",
+    "NeedsPythonValue",
+    "TracedRange",
+    "WeakInt",
+    "for_stmt",
+    "python_iter",
+    "python_test",
+    "set_loop_options",
+    "traced_range",
+    "while_stmt",
+]
 
 #: A Python ``range`` of at most this many items unrolls (each iteration traced into the
 #: graph, as Python runs it: straight-line code the executors fuse, with no per-iteration
@@ -89,12 +101,27 @@ def _is_py_number(value: Any) -> bool:
 
 # -- the index of a graph loop that stands for a Python range ---------------------------------
 
-_INT_CLOSED = frozenset({np.add, np.subtract, np.multiply, np.floor_divide, np.remainder,
-                         np.negative, np.positive, np.absolute, np.invert, np.bitwise_and,
-                         np.bitwise_or, np.bitwise_xor, np.left_shift, np.right_shift,
-                         np.maximum, np.minimum})
-_COMPARE = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.equal,
-                      np.not_equal})
+_INT_CLOSED = frozenset(
+    {
+        np.add,
+        np.subtract,
+        np.multiply,
+        np.floor_divide,
+        np.remainder,
+        np.negative,
+        np.positive,
+        np.absolute,
+        np.invert,
+        np.bitwise_and,
+        np.bitwise_or,
+        np.bitwise_xor,
+        np.left_shift,
+        np.right_shift,
+        np.maximum,
+        np.minimum,
+    }
+)
+_COMPARE = frozenset({np.less, np.less_equal, np.greater, np.greater_equal, np.equal, np.not_equal})
 
 
 def _is_weak_int(value: Any) -> bool:
@@ -109,6 +136,7 @@ def _weak_binary(uf: np.ufunc, name: str, reflected: bool) -> Callable[[Any, Any
         if type(other) in (float, complex):
             raise self._needs_python(f"`{name}` with a Python {type(other).__name__}")
         return uf(a, b)
+
     op.__name__ = name
     return op
 
@@ -116,6 +144,7 @@ def _weak_binary(uf: np.ufunc, name: str, reflected: bool) -> Callable[[Any, Any
 def _weak_unary(uf: np.ufunc, name: str) -> Callable[[Any], Any]:
     def op(self: WeakInt) -> Any:
         return self._int_op(uf, self, None, f"`{name}`")
+
     op.__name__ = name
     return op
 
@@ -139,7 +168,9 @@ class WeakInt(Tensor):
             "the loop runs as a graph loop, where its index is a graph value, but this use "
             "needs the Python int itself. Fix: index arrays with it (x[i] is recorded), keep "
             "its arithmetic to ints, or give the loop a Python trip count so it can unroll.",
-            use=what, where=where)
+            use=what,
+            where=where,
+        )
 
     def _int_op(self, uf: np.ufunc, a: Any, b: Any, what: str) -> Any:
         """``a <op> b`` between Python ints: Python's result type, computed in the graph."""
@@ -156,11 +187,15 @@ class WeakInt(Tensor):
         if method == "__call__" and strong:
             # NumPy converts a Python int to the other operands' dtype (NEP 50); comparisons
             # compare its exact value, which int64 holds.
-            target = np.result_type(*[np.dtype(getattr(x, "dtype", np.float64)) for x in strong],
-                                    *[1 for x in inputs if isinstance(x, WeakInt)])
+            target = np.result_type(
+                *[np.dtype(getattr(x, "dtype", np.float64)) for x in strong],
+                *[1 for x in inputs if isinstance(x, WeakInt)],
+            )
             if not (ufunc in _COMPARE and target.kind in "iu"):
-                inputs = tuple(x.astype(target) if isinstance(x, WeakInt) and
-                               x.dtype != target else x for x in inputs)
+                inputs = tuple(
+                    x.astype(target) if isinstance(x, WeakInt) and x.dtype != target else x
+                    for x in inputs
+                )
         return Tensor.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -182,18 +217,37 @@ class WeakInt(Tensor):
         raise self._needs_python("bool()")
 
 
-for _stem, _uf in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply),
-                   ("floordiv", np.floor_divide), ("mod", np.remainder),
-                   ("truediv", np.true_divide), ("pow", np.power), ("and", np.bitwise_and),
-                   ("or", np.bitwise_or), ("xor", np.bitwise_xor), ("lshift", np.left_shift),
-                   ("rshift", np.right_shift)):
+for _stem, _uf in (
+    ("add", np.add),
+    ("sub", np.subtract),
+    ("mul", np.multiply),
+    ("floordiv", np.floor_divide),
+    ("mod", np.remainder),
+    ("truediv", np.true_divide),
+    ("pow", np.power),
+    ("and", np.bitwise_and),
+    ("or", np.bitwise_or),
+    ("xor", np.bitwise_xor),
+    ("lshift", np.left_shift),
+    ("rshift", np.right_shift),
+):
     setattr(WeakInt, f"__{_stem}__", _weak_binary(_uf, f"__{_stem}__", False))
     setattr(WeakInt, f"__r{_stem}__", _weak_binary(_uf, f"__r{_stem}__", True))
-for _stem, _uf in (("lt", np.less), ("le", np.less_equal), ("gt", np.greater),
-                   ("ge", np.greater_equal), ("eq", np.equal), ("ne", np.not_equal)):
+for _stem, _uf in (
+    ("lt", np.less),
+    ("le", np.less_equal),
+    ("gt", np.greater),
+    ("ge", np.greater_equal),
+    ("eq", np.equal),
+    ("ne", np.not_equal),
+):
     setattr(WeakInt, f"__{_stem}__", _weak_binary(_uf, f"__{_stem}__", False))
-for _stem, _uf in (("neg", np.negative), ("pos", np.positive), ("abs", np.absolute),
-                   ("invert", np.invert)):
+for _stem, _uf in (
+    ("neg", np.negative),
+    ("pos", np.positive),
+    ("abs", np.absolute),
+    ("invert", np.invert),
+):
     setattr(WeakInt, f"__{_stem}__", _weak_unary(_uf, f"__{_stem}__"))
 del _stem, _uf
 
@@ -218,7 +272,8 @@ class TracedRange:
             raise NeedsPythonValue(
                 f"range(...) with a traced or zero step at {user_frame_description()}: the "
                 "step of a range over traced bounds must be a nonzero Python int. Fix: pass "
-                "the step as a Python int, or loop with kx.range(start, stop, step).")
+                "the step as a Python int, or loop with kx.range(start, stop, step)."
+            )
         self.start, self.stop, self.step = start, stop, step
 
     def count(self) -> Any:
@@ -232,15 +287,17 @@ class TracedRange:
 
     def __reversed__(self) -> TracedRange:
         """The same items last first (``reversed(range(i))``), as a range again."""
-        return TracedRange(_weak(self.start + (self.count() - 1) * self.step),
-                           self.start - self.step, -self.step)
+        return TracedRange(
+            _weak(self.start + (self.count() - 1) * self.step), self.start - self.step, -self.step
+        )
 
     def _fail(self, *args: Any) -> Any:
         raise NeedsPythonValue(
             f"range() with a traced bound ({self.stop!r}) at {user_frame_description()} has no "
             "Python length or items while tracing; only a `for` statement can loop over it "
             "(as a graph loop). Fix: loop over it with `for`, use kx.range(...) for an array "
-            "of the values, or pass the bound as a Python int.")
+            "of the values, or pass the bound as a Python int."
+        )
 
     __iter__ = __len__ = __array__ = _fail
 
@@ -253,12 +310,16 @@ def traced_range(*args: Any) -> Any:
     values = [resolve(a) for a in args]
     if not any(is_traced(v) for v in values):
         return builtins.range(*args)
-    start, stop, step = (0, values[0], 1) if len(values) == 1 else (
-        (values[0], values[1], 1) if len(values) == 2 else tuple(values))
+    start, stop, step = (
+        (0, values[0], 1)
+        if len(values) == 1
+        else ((values[0], values[1], 1) if len(values) == 2 else tuple(values))
+    )
     return TracedRange(_weak(start), _weak(stop), step)
 
 
 # -- loop options -----------------------------------------------------------------------------
+
 
 def set_loop_options(shape_invariants: Sequence[tuple[Any, Any]] = (), **_: Any) -> None:
     """Inside a loop body: declare ``[(variable, shape_with_None_dims), ...]`` so a traced loop
@@ -276,9 +337,15 @@ def _invariants(loop: _Loop, indices: Sequence[int]) -> list[Any] | None:
 class _Loop:
     """One loop statement's pieces: its body, state closures, variable names and options."""
 
-    def __init__(self, body: Callable[..., None], extra_test: Callable[[], Any] | None,
-                 get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
-                 names: Sequence[str], opts: dict) -> None:
+    def __init__(
+        self,
+        body: Callable[..., None],
+        extra_test: Callable[[], Any] | None,
+        get_state: Callable[[], tuple],
+        set_state: Callable[[tuple], None],
+        names: Sequence[str],
+        opts: dict,
+    ) -> None:
         self.body, self.extra_test = body, extra_test
         self.get_state, self.set_state = get_state, set_state
         self.names, self.opts = list(names), opts
@@ -287,8 +354,11 @@ class _Loop:
         # the names the next iteration or the code after the loop may read (the
         # transformer's liveness analysis; absent: all): only those are carried
         live = opts.get("live")
-        self.dead = frozenset() if live is None else frozenset(
-            i for i, n in enumerate(self.names) if n not in live)
+        self.dead = (
+            frozenset()
+            if live is None
+            else frozenset(i for i, n in enumerate(self.names) if n not in live)
+        )
         # the break flag (the transformer's): carried as a value though a Python bool
         flag = opts.get("flag")
         self.flags = frozenset(i for i, n in enumerate(self.names) if n == flag)
@@ -296,8 +366,11 @@ class _Loop:
         # state slot each is, since a peeled iteration replaces the values
         state = get_state() if opts.get("shape_invariants") else ()
         self.invariants: dict[int, Any] = {
-            i: shape for obj, shape in opts.get("shape_invariants") or ()
-            for i, v in enumerate(state) if v is obj}
+            i: shape
+            for obj, shape in opts.get("shape_invariants") or ()
+            for i, v in enumerate(state)
+            if v is obj
+        }
         # the loop statement (its line: the transformer's), for the loop notes
         self.where = user_frame_description(opts.get("line"))
 
@@ -322,9 +395,15 @@ class _Loop:
 
 # -- while ------------------------------------------------------------------------------------
 
-def while_stmt(test: Callable[[], Any], body: Callable[[], None],
-               get_state: Callable[[], tuple], set_state: Callable[[tuple], None],
-               names: Sequence[str], opts: dict) -> None:
+
+def while_stmt(
+    test: Callable[[], Any],
+    body: Callable[[], None],
+    get_state: Callable[[], tuple],
+    set_state: Callable[[tuple], None],
+    names: Sequence[str],
+    opts: dict,
+) -> None:
     """``while test(): body()``: Python iterations while the test is a Python value; from the
     first traced test on, the remaining iterations are one graph loop."""
     loop = _Loop(body, None, get_state, set_state, names, opts)
@@ -352,6 +431,7 @@ def _graph_while(loop: _Loop, test: Callable[[], Any], first: Any) -> None:
             loop.body()
             _graph_loop(loop, test, None)
             loop.note(unrolled=1, reason=peel)  # the first iteration, peeled
+
         _under_cond(loop, first, run_first)
         return
     _graph_loop(loop, test, None)
@@ -359,9 +439,16 @@ def _graph_while(loop: _Loop, test: Callable[[], Any], first: Any) -> None:
 
 # -- for --------------------------------------------------------------------------------------
 
-def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
-             body: Callable[[Any], None], get_state: Callable[[], tuple],
-             set_state: Callable[[tuple], None], names: Sequence[str], opts: dict) -> None:
+
+def for_stmt(
+    iterable: Any,
+    extra_test: Callable[[], Any] | None,
+    body: Callable[[Any], None],
+    get_state: Callable[[], tuple],
+    set_state: Callable[[tuple], None],
+    names: Sequence[str],
+    opts: dict,
+) -> None:
     """``for item in iterable: body(item)``, unrolled or as a graph loop (module docstring)."""
     loop = _Loop(body, extra_test, get_state, set_state, names, opts)
     iterable = resolve(iterable)
@@ -375,12 +462,19 @@ def for_stmt(iterable: Any, extra_test: Callable[[], Any] | None,
         for _ in rest:
             pass
     if not is_traced(iterable):
-        _python_for(loop, iterable, "" if isinstance(iterable, builtins.range) else
-                    f"a Python {type(iterable).__name__}, not a range")
+        _python_for(
+            loop,
+            iterable,
+            ""
+            if isinstance(iterable, builtins.range)
+            else f"a Python {type(iterable).__name__}, not a range",
+        )
         return
     if iterable.shape is None or len(iterable.shape) == 0:
-        raise TypeError(f"cannot iterate over {describe_tensor(iterable)}: a 0-d or unknown-rank "
-                        "traced value has no first dimension to loop over")
+        raise TypeError(
+            f"cannot iterate over {describe_tensor(iterable)}: a 0-d or unknown-rank "
+            "traced value has no first dimension to loop over"
+        )
     n = iterable.shape[0]
 
     def row(k: Any) -> Any:
@@ -410,7 +504,7 @@ class _Unrolled:
 
 #: The iterator types of a range (``iter(range(n))``, ``reversed(range(n))``; a range past
 #: the C long's limits has its own).
-_RANGE_ITERATORS = (type(iter(builtins.range(0))), type(iter(builtins.range(2 ** 64))))
+_RANGE_ITERATORS = (type(iter(builtins.range(0))), type(iter(builtins.range(2**64))))
 
 
 def _items_left(iterator: Any) -> builtins.range:
@@ -433,7 +527,7 @@ def _python_for(loop: _Loop, iterable: Any, reason: str = "", already: int = 0) 
 def _longer_than_short(items: builtins.range) -> bool:
     """More than :data:`SHORT_RANGE` items (and few enough for an int64 trip count)."""
     try:
-        return SHORT_RANGE < len(items) < 2 ** 63
+        return SHORT_RANGE < len(items) < 2**63
     except OverflowError:  # (more items than a C ssize_t counts: unrolled, up to the cap)
         return False
 
@@ -470,16 +564,24 @@ def _unroll(loop: _Loop, iterable: Any, done_so_far: _Unrolled) -> None:
         go = True if loop.extra_test is None else resolve(loop.extra_test())
         if is_traced(go):
             # A data-dependent break happened: this iteration runs only while it has not.
-            if_stmt(go, functools.partial(loop.body, item), lambda: None, loop.get_state,
-                    loop.set_state, loop.names, loop.live_names())
+            if_stmt(
+                go,
+                functools.partial(loop.body, item),
+                lambda: None,
+                loop.get_state,
+                loop.set_state,
+                loop.names,
+                loop.live_names(),
+            )
             guarded += 1
         elif not go:
             return
         else:
             loop.body(item)
         done_so_far.count += 1
-        if may_switch and (loop.graph_nodes() - start > UNROLL_NODE_BUDGET or
-                           guarded >= GUARDED_UNROLL):
+        if may_switch and (
+            loop.graph_nodes() - start > UNROLL_NODE_BUDGET or guarded >= GUARDED_UNROLL
+        ):
             may_switch = False  # one try per loop statement
             rest = iterable[done:]
             if not len(rest):
@@ -498,7 +600,8 @@ def _check_cap(loop: _Loop, start: int, keyword: str) -> None:
             f"{UNROLL_NODE_CAP} graph nodes by unrolling, and its body cannot run as a graph "
             "loop body (it needs Python values of the loop index or changes a Python "
             "variable). Fix: loop over kx.range(n) (always a graph loop), vectorise the body "
-            "with whole-array NumPy operations, or run this loop outside the kx.function.")
+            "with whole-array NumPy operations, or run this loop outside the kx.function."
+        )
 
 
 def _try_graph_loop(loop: Any, rng: builtins.range, items: Any, done_so_far: Any) -> int | None:
@@ -515,8 +618,7 @@ def _try_graph_loop(loop: Any, rng: builtins.range, items: Any, done_so_far: Any
     return consumed
 
 
-def _range_as_graph_loop(loop: _Loop,
-                         rest: builtins.range) -> tuple[int, BaseException | None]:
+def _range_as_graph_loop(loop: _Loop, rest: builtins.range) -> tuple[int, BaseException | None]:
     """Try the remaining items of a Python range as one graph loop. Returns ``(len(rest),
     None)`` on success; otherwise how many iterations ran for real before the body proved
     no graph loop body (a peeled first iteration, see :func:`_graph_for`), with the state as
@@ -527,8 +629,15 @@ def _range_as_graph_loop(loop: _Loop,
         nonlocal outcome
         outcome = (k0, error)
 
-    _graph_for(loop, lambda k: _weak(rest.start + k * rest.step), np.int64(len(rest)),
-               len(rest), weak_index=True, python_fixed=True, fallback=resume)
+    _graph_for(
+        loop,
+        lambda k: _weak(rest.start + k * rest.step),
+        np.int64(len(rest)),
+        len(rest),
+        weak_index=True,
+        python_fixed=True,
+        fallback=resume,
+    )
     return outcome
 
 
@@ -548,7 +657,7 @@ def _short_location(where: str) -> str:
     """``line 7: `t = lst[i]``` of a ``file:7: `t = lst[i]``` location (the loop note
     names the file already)."""
     place, sep, text = where.partition(": `")
-    digits = place[len(place.rstrip("0123456789")):]
+    digits = place[len(place.rstrip("0123456789")) :]
     return (f"line {digits}" if digits else place) + (f": `{text}" if sep else "")
 
 
@@ -574,13 +683,18 @@ def _restore_loop_notes(saved: dict[str, tuple[int, int, str]] | None) -> None:
 
 # -- graph loops --------------------------------------------------------------------------------
 
+
 def _peel_reason(state: Sequence[Any], loop: _Loop) -> str:
     """Why the first iteration must run outside the graph loop: a state variable is a Python
     number the loop would carry (its NumPy dtype and shape are known only after one
     iteration); empty when none is."""
     for i, v in enumerate(state):
-        if i not in loop.targets and i not in loop.dead and i not in loop.flags and \
-                _is_py_number(v):
+        if (
+            i not in loop.targets
+            and i not in loop.dead
+            and i not in loop.flags
+            and _is_py_number(v)
+        ):
             return f"peeled: `{loop.names[i]}` starts as a Python {type(v).__name__}"
     return ""
 
@@ -601,13 +715,18 @@ def _under_cond(loop: _Loop, pred: Any, run: Callable[[], None]) -> None:
             now[i] = v
         loop.set_state(tuple(now))
 
-    if_stmt(pred, run, lambda: None, get, put, [loop.names[i] for i in defined],
-            loop.live_names())
+    if_stmt(pred, run, lambda: None, get, put, [loop.names[i] for i in defined], loop.live_names())
 
 
-def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: int | None,
-               weak_index: bool = False, python_fixed: bool = False,
-               fallback: Callable[[int, BaseException], None] | None = None) -> None:
+def _graph_for(
+    loop: _Loop,
+    item: Callable[[Any], Any],
+    count: Any,
+    static_n: int | None,
+    weak_index: bool = False,
+    python_fixed: bool = False,
+    fallback: Callable[[int, BaseException], None] | None = None,
+) -> None:
     """Items ``item(0..count-1)`` as a graph loop, peeling the first iteration when a Python
     number is carried; ``fallback(k0, error)`` unrolls from ``k0`` if the body is no loop
     body (``error`` says why)."""
@@ -620,13 +739,14 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
         if not is_traced(go) and not go:
             return
         if static_n is None:
+
             def run_first() -> None:
                 loop.body(item(np.int64(0)) if not weak_index else item(0))
                 _graph_loop(loop, None, (item, count, 1, weak_index))
                 loop.note(unrolled=1, reason=peel)  # the first iteration, peeled
+
             more = np.greater(count, 0)
-            _under_cond(loop, more if not is_traced(go) else np.logical_and(more, go),
-                        run_first)
+            _under_cond(loop, more if not is_traced(go) else np.logical_and(more, go), run_first)
             return
         if static_n == 0:
             return
@@ -654,17 +774,30 @@ def _graph_for(loop: _Loop, item: Callable[[Any], Any], count: Any, static_n: in
     loop.note(unrolled=k0, reason=peel)
 
 
-def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
-                over: tuple[Callable[[Any], Any], Any, int, bool] | None,
-                python_fixed: bool = False) -> None:
+def _graph_loop(
+    loop: _Loop,
+    test: Callable[[], Any] | None,
+    over: tuple[Callable[[Any], Any], Any, int, bool] | None,
+    python_fixed: bool = False,
+) -> None:
     """One graph ``while`` node: over ``test()`` (a while statement) or over the items
     ``item(k)`` for ``k0 <= k < count`` (a for statement). With ``python_fixed``, Python
     values in the state are not carried: the body must leave them as they were."""
     init = list(loop.get_state())
-    fixed = [i for i, v in enumerate(init) if python_fixed and _is_py_number(v)
-             and i not in loop.targets and i not in loop.dead and i not in loop.flags]
-    carried = [i for i, v in enumerate(init) if not isinstance(v, Undefined) and i not in fixed
-               and i not in loop.dead]
+    fixed = [
+        i
+        for i, v in enumerate(init)
+        if python_fixed
+        and _is_py_number(v)
+        and i not in loop.targets
+        and i not in loop.dead
+        and i not in loop.flags
+    ]
+    carried = [
+        i
+        for i, v in enumerate(init)
+        if not isinstance(v, Undefined) and i not in fixed and i not in loop.dead
+    ]
     if over is not None:
         item, count, k0, weak_index = over
         for i in loop.targets:
@@ -691,6 +824,7 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
         return tuple(state[i] for i in carried)
 
     if over is None:
+
         def cond_fn(*values: Any) -> Any:
             put(values)
             return test()  # type: ignore[misc]
@@ -700,9 +834,17 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
             loop.body()
             return take()
 
-        result = while_loop(cond_fn, body_fn, tuple(init[i] for i in carried), invariants,
-                            carried_names, "while", rebound=_rebound(loop))
+        result = while_loop(
+            cond_fn,
+            body_fn,
+            tuple(init[i] for i in carried),
+            invariants,
+            carried_names,
+            "while",
+            rebound=_rebound(loop),
+        )
     else:
+
         def cond_fn(k: Any, *values: Any) -> Any:  # type: ignore[misc]
             in_range = np.less(k, count)
             if loop.extra_test is None:
@@ -717,12 +859,17 @@ def _graph_loop(loop: _Loop, test: Callable[[], Any] | None,
 
         loop_vars = (np.int64(k0),) + tuple(init[i] for i in carried)
         inv = None if invariants is None else [None] + invariants
-        result = while_loop(cond_fn, body_fn, loop_vars, inv,
-                            ["loop_index"] + carried_names, "for",
-                            rebound=_rebound(loop))[1:]
+        result = while_loop(
+            cond_fn,
+            body_fn,
+            loop_vars,
+            inv,
+            ["loop_index"] + carried_names,
+            "for",
+            rebound=_rebound(loop),
+        )[1:]
         if weak_index:
-            result = tuple(_weak(v) if i in loop.targets else v
-                           for i, v in zip(carried, result))
+            result = tuple(_weak(v) if i in loop.targets else v for i, v in zip(carried, result))
     final = list(init)
     for i, v in zip(carried, result):
         final[i] = v
@@ -752,6 +899,7 @@ def _mark_loop_node(where: str) -> None:
 
 # -- loops AutoGraph leaves as Python ---------------------------------------------------------
 
+
 def python_test(value: Any, keyword: str = "while") -> Any:
     """The test of a loop AutoGraph left as Python (its body has a ``return``)."""
     if is_traced(resolve(value)):
@@ -759,7 +907,8 @@ def python_test(value: Any, keyword: str = "while") -> Any:
             f"a `return` inside a `{keyword}` loop whose condition is a traced value is not "
             f"supported (at {user_frame_description()}): the graph loop cannot leave the "
             "function early. Fix: assign the result to a variable, `break`, and return after "
-            "the loop.")
+            "the loop."
+        )
     return value
 
 

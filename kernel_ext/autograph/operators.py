@@ -30,10 +30,27 @@ from . import py_builtins
 from .conditionals import fstring, if_raise, if_stmt
 from .loops import for_stmt, python_iter, python_test, set_loop_options, traced_range, while_stmt
 
-__all__ = ["Undefined", "and_", "cc", "converted", "for_stmt", "fstring", "if_exp", "if_raise",
-           "if_stmt", "ld",
-           "not_", "or_", "python_iter", "python_test", "set_loop_options", "setitem",
-           "setitem_aug", "traced_range", "while_stmt"]
+__all__ = [
+    "Undefined",
+    "and_",
+    "cc",
+    "converted",
+    "for_stmt",
+    "fstring",
+    "if_exp",
+    "if_raise",
+    "if_stmt",
+    "ld",
+    "not_",
+    "or_",
+    "python_iter",
+    "python_test",
+    "set_loop_options",
+    "setitem",
+    "setitem_aug",
+    "traced_range",
+    "while_stmt",
+]
 
 
 def ld(getter: Callable[[], Any], name: str) -> Any:
@@ -45,6 +62,7 @@ def ld(getter: Callable[[], Any], name: str) -> Any:
 
 
 # -- if ---------------------------------------------------------------------------------------
+
 
 def if_exp(test: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
     """``true_fn() if test else false_fn()``, a graph cond on a traced ``test``."""
@@ -80,9 +98,14 @@ def _short_circuit(operands: Sequence[Callable[[], Any]], stop_when: bool) -> An
 
             def more() -> Any:
                 return _short_circuit(rest, stop_when)  # noqa: B023 - cond calls it now
+
             # the result is what Python's `and`/`or` returns: the operand that decided
-            return cond(_truth(value), decided if stop_when else more,
-                        more if stop_when else decided, names=["<and/or>"])
+            return cond(
+                _truth(value),
+                decided if stop_when else more,
+                more if stop_when else decided,
+                names=["<and/or>"],
+            )
         if bool(value) == stop_when:
             return value
         value = operands[k]()
@@ -96,10 +119,28 @@ def _truth(value: Any) -> Any:
 
 # -- calls --------------------------------------------------------------------------------------
 
-_NOT_CONVERTED = frozenset({
-    "numpy", "kernel_ext", "numba", "llvmlite", "scipy", "IPython", "ipykernel", "ipywidgets",
-    "pytest", "_pytest", "hypothesis", "pluggy", "traitlets", "jupyter_client", "comm",
-    "tensorflow", "jax", "torch"})
+_NOT_CONVERTED = frozenset(
+    {
+        "numpy",
+        "kernel_ext",
+        "numba",
+        "llvmlite",
+        "scipy",
+        "IPython",
+        "ipykernel",
+        "ipywidgets",
+        "pytest",
+        "_pytest",
+        "hypothesis",
+        "pluggy",
+        "traitlets",
+        "jupyter_client",
+        "comm",
+        "tensorflow",
+        "jax",
+        "torch",
+    }
+)
 
 
 def converted(fn: Callable) -> Callable:
@@ -115,8 +156,7 @@ def _is_user_function(fn: Any) -> bool:
     if not isinstance(fn, types.FunctionType):
         return False
     top = (getattr(fn, "__module__", None) or "").split(".")[0]
-    return top not in _NOT_CONVERTED and top not in sys.stdlib_module_names and \
-        top != "builtins"
+    return top not in _NOT_CONVERTED and top not in sys.stdlib_module_names and top != "builtins"
 
 
 def _builtin_override(fn: Any) -> Callable | None:
@@ -145,6 +185,7 @@ def cc(fn: Any) -> Any:
     if override is not None:
         return override
     from . import convert
+
     if isinstance(fn, types.MethodType) and _is_user_function(fn.__func__):
         return types.MethodType(convert(fn.__func__), fn.__self__)
     if _is_user_function(fn):
@@ -158,17 +199,34 @@ def cc(fn: Any) -> Any:
 # before the array is filled (``head = out[:2]; out[0] = t``) follows the writes, as in NumPy,
 # instead of being a plain array with the old contents.
 
-_CREATION: frozenset[Any] = frozenset({
-    np.zeros, np.ones, np.empty, np.full, np.zeros_like, np.ones_like, np.empty_like,
-    np.full_like, np.eye, np.identity, np.arange, np.linspace, np.array, np.copy})
+_CREATION: frozenset[Any] = frozenset(
+    {
+        np.zeros,
+        np.ones,
+        np.empty,
+        np.full,
+        np.zeros_like,
+        np.ones_like,
+        np.empty_like,
+        np.full_like,
+        np.eye,
+        np.identity,
+        np.arange,
+        np.linspace,
+        np.array,
+        np.copy,
+    }
+)
 # ndarray methods that return a new array (``table.copy()``, ``x.astype(float)``): the copy
 # of a plain array (a global table) is a new array of the trace as well.
 _COPYING_METHODS = frozenset({"copy", "astype"})
 
 
 def _copies_an_array(fn: Any) -> bool:
-    return getattr(fn, "__name__", None) in _COPYING_METHODS and \
-        type(getattr(fn, "__self__", None)) is np.ndarray
+    return (
+        getattr(fn, "__name__", None) in _COPYING_METHODS
+        and type(getattr(fn, "__self__", None)) is np.ndarray
+    )
 
 
 def _traced_creation(fn: Callable) -> Callable:
@@ -182,6 +240,7 @@ def _traced_creation(fn: Callable) -> Callable:
         if any(isinstance(a, np.ndarray) and np.may_share_memory(a, result) for a in sources):
             return result
         return ctx.promote(result)
+
     create.__name__ = getattr(fn, "__name__", "create")
     return create
 
@@ -191,6 +250,7 @@ def _traced_creation(fn: Callable) -> Callable:
 # (``assignments.py``): the one place a traced value written into a plain NumPy array
 # (``out = np.zeros(n); out[i] = t``: the buffer pattern) can be seen, since ndarray's own
 # ``__setitem__`` never asks a traced value what to do.
+
 
 def _holds_traced(value: Any) -> bool:
     if is_traced(value):
@@ -218,15 +278,28 @@ def setitem(target: Any, key: Any, value: Any) -> Any:
     return target
 
 
-_AUGMENTED = {"+": "iadd", "-": "isub", "*": "imul", "/": "itruediv", "//": "ifloordiv",
-              "%": "imod", "**": "ipow", "@": "imatmul", "&": "iand", "|": "ior", "^": "ixor",
-              "<<": "ilshift", ">>": "irshift"}
+_AUGMENTED = {
+    "+": "iadd",
+    "-": "isub",
+    "*": "imul",
+    "/": "itruediv",
+    "//": "ifloordiv",
+    "%": "imod",
+    "**": "ipow",
+    "@": "imatmul",
+    "&": "iand",
+    "|": "ior",
+    "^": "ixor",
+    "<<": "ilshift",
+    ">>": "irshift",
+}
 
 
 def setitem_aug(target: Any, key: Any, op: str, value: Any) -> Any:
     """``target[key] <op>= value`` as Python runs it (read the item, update it in place,
     store it back), with :func:`setitem`'s rule for plain arrays."""
     import operator
+
     target = _target(target, key, value)
     item = getattr(operator, _AUGMENTED[op])(target[key], value)
     target[key] = item

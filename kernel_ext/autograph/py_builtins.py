@@ -145,7 +145,8 @@ def _size_one(pred: Any, what: str) -> None:
         raise ValueError(
             "The truth value of an array with more than one element is ambiguous. Use "
             f"a.any() or a.all() ({what} at {user_frame_description()} compares "
-            f"{describe_tensor(pred) if isinstance(pred, Tensor) else 'arrays'})")
+            f"{describe_tensor(pred) if isinstance(pred, Tensor) else 'arrays'})"
+        )
 
 
 def _extreme(name: str, greater: bool, args: tuple, kwargs: dict) -> Any:
@@ -171,7 +172,8 @@ def _extreme(name: str, greater: bool, args: tuple, kwargs: dict) -> Any:
             f"dtypes ({kinds}): Python's {name}() returns one of its arguments unchanged, so "
             "the result's dtype would depend on the data. Fix: give the arguments one dtype "
             f"(e.g. write 0.0 rather than 0 beside a float64 value), or use "
-            f"np.{'maximum' if greater else 'minimum'}(a, b).")
+            f"np.{'maximum' if greater else 'minimum'}(a, b)."
+        )
     best, best_key = resolve(items[0]), resolve(keys[0])
     for item, k in zip(items[1:], keys[1:]):
         item, k = resolve(item), resolve(k)
@@ -185,7 +187,8 @@ def _extreme(name: str, greater: bool, args: tuple, kwargs: dict) -> Any:
             raise ValueError(
                 f"{name}() at {user_frame_description()} picks between values of different "
                 "shapes; the pick depends on traced data, so the result's shape would too. "
-                f"Fix: use np.{'maximum' if greater else 'minimum'} to broadcast them.")
+                f"Fix: use np.{'maximum' if greater else 'minimum'} to broadcast them."
+            )
         best = np.where(pred, item, best)
         best_key = best if key is None else np.where(pred, k, best_key)
     if getattr(best, "shape", None) == () and all(_is_numpy_scalar(x) for x in items):
@@ -198,9 +201,13 @@ def _is_numpy_scalar(value: Any) -> bool:
     value = resolve(value)
     if isinstance(value, np.generic):
         return True
-    return isinstance(value, Tensor) and not isinstance(value, PythonNumber) and \
-        value.shape == () and value.node.op is not OpKind.PLACEHOLDER and \
-        zero_d_kind(value.node, value.context.top().graph) == SCALAR
+    return (
+        isinstance(value, Tensor)
+        and not isinstance(value, PythonNumber)
+        and value.shape == ()
+        and value.node.op is not OpKind.PLACEHOLDER
+        and zero_d_kind(value.node, value.context.top().graph) == SCALAR
+    )
 
 
 def _max(*args: Any, **kwargs: Any) -> Any:
@@ -216,10 +223,12 @@ def _min(*args: Any, **kwargs: Any) -> Any:
 def _sum(iterable: Any, /, start: Any = 0) -> Any:
     """Python's ``sum``: ``start + item0 + item1 + ...`` in order."""
     iterable, start = _known_or(iterable), _plain(start)
-    if not is_traced(iterable) or (iterable.shape and iterable.shape[0] is not None
-                                   and iterable.shape[0] <= SUM_UNROLL):
+    if not is_traced(iterable) or (
+        iterable.shape and iterable.shape[0] is not None and iterable.shape[0] <= SUM_UNROLL
+    ):
         return builtins.sum(iterable, start)
     from .loops import for_stmt  # the loop machinery imports this module's users
+
     state = [start]
 
     def body(item: Any) -> None:
@@ -294,7 +303,8 @@ def _round(number: Any, ndigits: Any = None) -> Any:
         raise TypeError(
             f"round({describe_tensor(value)}) at {user_frame_description()} without ndigits "
             "returns a Python int eagerly, which a traced value cannot be. Fix: np.round(x) "
-            "(the same value, keeping the dtype) or np.round(x).astype(np.int64).")
+            "(the same value, keeping the dtype) or np.round(x).astype(np.int64)."
+        )
     return np.round(value, ndigits)
 
 
@@ -344,11 +354,13 @@ def _stacked(obj: Any) -> Any:
 _UNABLE_TO_AVOID_COPY = (
     "Unable to avoid copy while creating an array as requested.\nIf using "
     "`np.array(obj, copy=False)` replace it with `np.asarray(obj)` to allow a copy when needed "
-    "(no behavior change in NumPy 1.x).")
+    "(no behavior change in NumPy 1.x)."
+)
 
 
-def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any = None,
-                 ndmin: int = 0) -> Any:
+def traced_array(
+    value: Tensor, dtype: Any = None, copy: Any = None, order: Any = None, ndmin: int = 0
+) -> Any:
     """``np.asarray``/``np.array`` of a traced value, with NumPy's ``copy`` rule.
 
     ``copy=True`` always makes a new array (later writes to it never reach ``value``);
@@ -368,7 +380,8 @@ def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any 
             f"np.asarray({describe_tensor(value)}, order={order!r}) at "
             f"{user_frame_description()}: whether NumPy copies depends on the memory layout of "
             "the array, which a traced function cannot see. Fix: np.array(x, order=..., "
-            "copy=True) for a new array, or np.asarray(x) to use the array itself.")
+            "copy=True) for a new array, or np.asarray(x) to use the array itself."
+        )
     if copy is True or (copy is None and cast):
         result = value.astype(target) if cast else np.copy(value)
         result = mark_array(result)
@@ -378,8 +391,11 @@ def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any 
         result = as_array(value)
     else:  # copy=False: the array itself, which a NumPy scalar is not
         if value.shape == ():
-            form = SCALAR if isinstance(value, PythonNumber) else \
-                zero_d_kind(value.node, value.context.top().graph)
+            form = (
+                SCALAR
+                if isinstance(value, PythonNumber)
+                else zero_d_kind(value.node, value.context.top().graph)
+            )
             if form == SCALAR and value.node.op is not OpKind.PLACEHOLDER:
                 raise ValueError(_UNABLE_TO_AVOID_COPY)
             if form != ARRAY:
@@ -387,7 +403,8 @@ def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any 
                     f"np.asarray({describe_tensor(value)}, copy=False) at "
                     f"{user_frame_description()}: NumPy raises for a NumPy scalar and returns "
                     "a 0-d array itself, and this value may be either (the caller decides). "
-                    "Fix: np.asarray(x) (copy=None), which does the right thing for both.")
+                    "Fix: np.asarray(x) (copy=None), which does the right thing for both."
+                )
         result = value
     ndim = len(result.shape) if result.shape is not None else None
     if ndmin and (ndim is None or ndmin > ndim):
@@ -395,7 +412,8 @@ def traced_array(value: Tensor, dtype: Any = None, copy: Any = None, order: Any 
             raise errors.TracedBoolError(
                 f"ndmin= of {describe_tensor(value)} at {user_frame_description()}: its rank "
                 "is unknown while tracing. Fix: give the argument a known rank in "
-                "input_signature.")
+                "input_signature."
+            )
         result = np.expand_dims(result, tuple(range(ndmin - ndim)))
     return result
 
@@ -418,20 +436,28 @@ def _array_of(make: Callable[..., Any]) -> Callable[..., Any]:
             if make is np.asarray and len(args) == 1 and "order" not in kwargs:
                 options["order"] = args[0]  # (np.asarray's order is positional too)
                 args = ()
-            if not args and set(kwargs) <= set(options) and \
-                    kwargs.get("like") is None and kwargs.get("device") in (None, "cpu"):
+            if (
+                not args
+                and set(kwargs) <= set(options)
+                and kwargs.get("like") is None
+                and kwargs.get("device") in (None, "cpu")
+            ):
                 options.update(kwargs)
                 # (a 0-d result is an array, as NumPy's constructors make it: ``zero_d``)
-                return traced_array(value, dtype, options["copy"], options["order"],
-                                    options.get("ndmin", 0))
+                return traced_array(
+                    value, dtype, options["copy"], options["order"], options.get("ndmin", 0)
+                )
         if args or kwargs or not isinstance(obj, (list, tuple)) or not _has_traced(obj):
             return make(obj, dtype, *args, **kwargs)
         out = _stacked(obj)
         return out if dtype is None else out.astype(dtype)
+
     array.__name__ = make.__name__
-    array.__doc__ = (f"``np.{make.__name__}`` of a traced value (:func:`traced_array`) or of a "
-                     "list holding traced values: the values stacked along new leading axes "
-                     "(``np.stack``), as NumPy builds it.")
+    array.__doc__ = (
+        f"``np.{make.__name__}`` of a traced value (:func:`traced_array`) or of a "
+        "list holding traced values: the values stacked along new leading axes "
+        "(``np.stack``), as NumPy builds it."
+    )
     return array
 
 
@@ -449,10 +475,12 @@ def _scalar_type(sctype: type) -> Callable[..., Any]:
                 f"{sctype.__name__}({describe_tensor(value)}) at {user_frame_description()}: "
                 "NumPy returns a scalar for a 0-d value and an array otherwise, and the rank "
                 "is unknown while tracing. Fix: give the argument a known rank in "
-                "input_signature.")
+                "input_signature."
+            )
         if value.shape == ():
             return mark_scalar(value.astype(sctype))
         return traced_array(value, sctype)
+
     convert.__name__ = sctype.__name__
     return convert
 
@@ -470,8 +498,10 @@ def _number(py_type: type) -> Callable[..., Any]:
         if not is_traced(value) or value.dtype.kind not in exact:
             return py_type(*args, **kwargs)  # (Python's own conversion, or its error)
         if value.shape is None or any(d != 1 for d in value.shape):
-            raise TypeError(f"only length-1 arrays can be converted to Python scalars "
-                            f"({describe_tensor(value)} at {user_frame_description()})")
+            raise TypeError(
+                f"only length-1 arrays can be converted to Python scalars "
+                f"({describe_tensor(value)} at {user_frame_description()})"
+            )
         scalar = value if value.shape == () else np.reshape(value, ())
         if py_type is bool:
             scalar = scalar if scalar.dtype == np.bool_ else np.not_equal(scalar, 0)
@@ -480,6 +510,7 @@ def _number(py_type: type) -> Callable[..., Any]:
         else:
             scalar = scalar.astype(np.int64 if py_type is int else np.float64)
         return PythonNumber(scalar.node, scalar.context, py_type)
+
     convert.__name__ = py_type.__name__
     return convert
 
@@ -491,37 +522,55 @@ def _float_to_int(scalar: Tensor) -> Tensor:
     would be a larger Python int eagerly; a check raises ``OverflowError`` naming the fix
     rather than wrap around."""
     from .conditionals import if_raise  # (the conditionals import this module's users)
+
     where = user_frame_description()
     if_raise(np.isnan(scalar), lambda: ValueError("cannot convert float NaN to integer"))
-    if_raise(np.isinf(scalar),
-             lambda: OverflowError("cannot convert float infinity to integer"))
-    limit = float(2 ** 63)
+    if_raise(np.isinf(scalar), lambda: OverflowError("cannot convert float infinity to integer"))
+    limit = float(2**63)
     fits = np.logical_and(scalar < limit, scalar >= -limit)  # (False for NaN)
-    if_raise(np.logical_not(fits), lambda: OverflowError(
-        f"int() of a float outside the int64 range at {where}: a Python int computed in a "
-        "traced function is an int64 (eagerly it would be a larger Python int). Fix: keep "
-        "the value within +-2**63, or compute with floats (np.trunc(v))."))
+    if_raise(
+        np.logical_not(fits),
+        lambda: OverflowError(
+            f"int() of a float outside the int64 range at {where}: a Python int computed in a "
+            "traced function is an int64 (eagerly it would be a larger Python int). Fix: keep "
+            "the value within +-2**63, or compute with floats (np.trunc(v))."
+        ),
+    )
     # (zero where the checks raise: an executor that casts before checking warns of nothing)
     return np.where(fits, np.trunc(scalar), 0.0).astype(np.int64)
 
 
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).
 BUILTINS: dict[Any, Callable[..., Any]] = {
-    builtins.max: _max, builtins.min: _min, builtins.sum: _sum, builtins.any: _any,
-    builtins.all: _all, builtins.round: _round, builtins.abs: _abs, builtins.len: _len,
-    builtins.int: _number(int), builtins.float: _number(float), builtins.bool: _number(bool),
-    np.array: _array_of(np.array), np.asarray: _array_of(np.asarray),
+    builtins.max: _max,
+    builtins.min: _min,
+    builtins.sum: _sum,
+    builtins.any: _any,
+    builtins.all: _all,
+    builtins.round: _round,
+    builtins.abs: _abs,
+    builtins.len: _len,
+    builtins.int: _number(int),
+    builtins.float: _number(float),
+    builtins.bool: _number(bool),
+    np.array: _array_of(np.array),
+    np.asarray: _array_of(np.asarray),
     np.from_dlpack: _from_dlpack,
 }
 # NumPy's numeric scalar types (np.float64, np.int32, np.bool_, ...; not longdouble, which
 # the executors do not compute in; not np.longlong, an alias type of int64's dtype whose
 # scalars a graph could not tell from np.int64's)
-BUILTINS.update((t, _scalar_type(t)) for t in set(np.sctypeDict.values())
-                if np.dtype(t).kind in "biufc" and np.dtype(t).char not in "gG"
-                and np.dtype(np.dtype(t).str).type is t)
+BUILTINS.update(
+    (t, _scalar_type(t))
+    for t in set(np.sctypeDict.values())
+    if np.dtype(t).kind in "biufc"
+    and np.dtype(t).char not in "gG"
+    and np.dtype(np.dtype(t).str).type is t
+)
 
 
 # -- methods of plain arrays -------------------------------------------------------------------
+
 
 def _compress(a: Any, condition: Any, axis: Any = None) -> Any:
     return np.compress(condition, a, axis=axis)
@@ -530,8 +579,13 @@ def _compress(a: Any, condition: Any, axis: Any = None) -> Any:
 #: ndarray method name -> NumPy function taking the array first, for methods whose argument
 #: may be traced.
 _ARRAY_METHODS: dict[str, Callable[..., Any]] = {
-    "dot": np.dot, "searchsorted": np.searchsorted, "take": np.take, "clip": np.clip,
-    "repeat": np.repeat, "compress": _compress, "choose": np.choose,
+    "dot": np.dot,
+    "searchsorted": np.searchsorted,
+    "take": np.take,
+    "clip": np.clip,
+    "repeat": np.repeat,
+    "compress": _compress,
+    "choose": np.choose,
 }
 
 
@@ -540,8 +594,7 @@ def array_method(fn: Any) -> Callable[..., Any] | None:
     it as the method when no argument is traced and as the NumPy function otherwise."""
     owner = getattr(fn, "__self__", None)
     name = getattr(fn, "__name__", None)
-    if not isinstance(owner, np.ndarray) or isinstance(owner, Tensor) or \
-            name not in _ARRAY_METHODS:
+    if not isinstance(owner, np.ndarray) or isinstance(owner, Tensor) or name not in _ARRAY_METHODS:
         return None
     func = _ARRAY_METHODS[name]
 

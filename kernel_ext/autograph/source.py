@@ -109,25 +109,33 @@ def find_definition(fn: types.FunctionType) -> ast.FunctionDef:
         raise Unconvertible(f"its source is not available ({e})") from None
     text = "".join(lines)
     is_lambda = code.co_name == "<lambda>"
-    candidates = (_lambdas(text, first, code) if is_lambda else _defs(text, first, code))
+    candidates = _lambdas(text, first, code) if is_lambda else _defs(text, first, code)
     if not candidates:
-        raise Unconvertible(f"its source is not available (line {code.co_firstlineno} of "
-                            f"{code.co_filename!r} holds no definition of {_what(code)})")
+        raise Unconvertible(
+            f"its source is not available (line {code.co_firstlineno} of "
+            f"{code.co_filename!r} holds no definition of {_what(code)})"
+        )
     positions = _positions(code)
     placed = _innermost([c for c in candidates if _holds(_body_span(c), positions)])
     rewritten = _rewritten_asserts(code)
-    verified = [c for c in placed
-                if same_code(_compile_alone(c, code), code, _assert_lines(c) if rewritten else ())]
+    verified = [
+        c
+        for c in placed
+        if same_code(_compile_alone(c, code), code, _assert_lines(c) if rewritten else ())
+    ]
     if not verified:
         raise Unconvertible(
             "its source is not available (the text at line "
             f"{code.co_firstlineno} of {code.co_filename!r} does not compile to this "
             "function's code: the file changed since, or the name holds another "
-            "definition)")
+            "definition)"
+        )
     if len(verified) > 1:
-        raise Unconvertible(f"its source is ambiguous ({len(verified)} definitions of "
-                            f"{_what(code)} on line {code.co_firstlineno} compile alike and "
-                            "its code does not say which one it is)")
+        raise Unconvertible(
+            f"its source is ambiguous ({len(verified)} definitions of "
+            f"{_what(code)} on line {code.co_firstlineno} compile alike and "
+            "its code does not say which one it is)"
+        )
     node = verified[0]
     if isinstance(node, ast.Lambda):
         return _lambda_as_def(node)
@@ -148,6 +156,7 @@ def _start_line(node: ast.AST) -> int:
 
 # -- candidates ----------------------------------------------------------------------------------
 
+
 def _parse_block(text: str, first: int) -> ast.Module:
     """``text`` parsed with the absolute lines *and columns* it has in its file (an indented
     block is parsed inside ``if 1:`` rather than dedented, so columns stay the file's)."""
@@ -165,15 +174,20 @@ def _defs(text: str, first: int, code: types.CodeType) -> list[_Function]:
         tree = _parse_block(text, first)
     except SyntaxError:
         return []
-    return [n for n in ast.walk(tree) if isinstance(n, _Function) and n.name == code.co_name
-            and _start_line(n) == code.co_firstlineno]
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, _Function)
+        and n.name == code.co_name
+        and _start_line(n) == code.co_firstlineno
+    ]
 
 
 def _lambdas(text: str, first: int, code: types.CodeType) -> list[ast.Lambda]:
     """Every lambda with ``code``'s parameters starting on its first line: the longest
     expression that parses from each ``lambda`` keyword of the text (the text may begin or
     end inside a statement, so it cannot be parsed whole)."""
-    params = list(code.co_varnames[:code.co_argcount + code.co_kwonlyargcount])
+    params = list(code.co_varnames[: code.co_argcount + code.co_kwonlyargcount])
     if code.co_flags & inspect.CO_VARARGS:
         params.append(code.co_varnames[len(params)])
     if code.co_flags & inspect.CO_VARKEYWORDS:
@@ -187,7 +201,7 @@ def _lambdas(text: str, first: int, code: types.CodeType) -> list[ast.Lambda]:
         row = max(i for i in range(len(line_starts)) if line_starts[i] <= pos)
         if first + row != code.co_firstlineno:
             continue
-        column = len(text[line_starts[row]:pos].encode())  # ast columns count UTF-8 bytes
+        column = len(text[line_starts[row] : pos].encode())  # ast columns count UTF-8 bytes
         node = _longest_lambda(text[pos:], first + row, column)
         if node is not None and _lambda_params(node) == params:
             found.append(node)
@@ -244,6 +258,7 @@ def _lambda_params(node: ast.Lambda) -> list[str]:
 
 # -- positions -----------------------------------------------------------------------------------
 
+
 def _positions(code: types.CodeType) -> list[_Span]:
     """The spans of ``code``'s instructions that come from the source. Prologue instructions
     (``RESUME``, cell set-up) and some returns carry no span or an empty one at column 0;
@@ -263,8 +278,12 @@ def _body_span(node: ast.AST) -> _Span:
         b = node.body
         return b.lineno, b.col_offset, b.end_lineno or b.lineno, b.end_col_offset
     body = node.body  # type: ignore[attr-defined]
-    return (body[0].lineno, body[0].col_offset, body[-1].end_lineno or body[-1].lineno,
-            body[-1].end_col_offset)
+    return (
+        body[0].lineno,
+        body[0].col_offset,
+        body[-1].end_lineno or body[-1].lineno,
+        body[-1].end_col_offset,
+    )
 
 
 def _holds(span: _Span, positions: list[_Span]) -> bool:
@@ -273,8 +292,7 @@ def _holds(span: _Span, positions: list[_Span]) -> bool:
         if p_col is None or p_end_col is None or col is None or end_col is None:
             if not line <= p_line <= p_end_line <= end_line:
                 return False
-        elif not (line, col) <= (p_line, p_col) <= (p_end_line, p_end_col) <= (end_line,
-                                                                                 end_col):
+        elif not (line, col) <= (p_line, p_col) <= (p_end_line, p_end_col) <= (end_line, end_col):
             return False
     return True
 
@@ -282,14 +300,20 @@ def _holds(span: _Span, positions: list[_Span]) -> bool:
 def _innermost(nodes: list[ast.AST]) -> list[ast.AST]:
     """Drop every node whose body holds another node of the list: a function's positions
     lie in the body of each function enclosing it, so the innermost holder is the one."""
+
     def inside(a: ast.AST, b: ast.AST) -> bool:
         return a is not b and _holds(_body_span(b), [_whole_span(a)])
+
     return [n for n in nodes if not any(inside(m, n) for m in nodes)]
 
 
 def _whole_span(node: ast.AST) -> _Span:
-    return (_start_line(node), node.col_offset,  # type: ignore[attr-defined]
-            node.end_lineno or node.lineno, node.end_col_offset)  # type: ignore[attr-defined]
+    return (
+        _start_line(node),
+        node.col_offset,  # type: ignore[attr-defined]
+        node.end_lineno or node.lineno,
+        node.end_col_offset,
+    )  # type: ignore[attr-defined]
 
 
 # -- verification --------------------------------------------------------------------------------
@@ -312,14 +336,24 @@ def _compile_alone(node: ast.AST, code: types.CodeType) -> types.CodeType | None
         inner = node  # type: ignore[assignment]
     wrapper = ast.FunctionDef(
         name="__kx_source_check__",
-        args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in code.co_freevars],
-                           kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=[inner], decorator_list=[], returns=None, type_params=[])
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a) for a in code.co_freevars],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
+        body=[inner],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
     ast.copy_location(wrapper, node)
     module = ast.fix_missing_locations(ast.Module(body=[wrapper], type_ignores=[]))
     try:
-        compiled = compile(module, code.co_filename, "exec",
-                           flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True)
+        compiled = compile(
+            module, code.co_filename, "exec", flags=code.co_flags & _FUTURE_FLAGS, dont_inherit=True
+        )
     except (SyntaxError, ValueError):
         return None
     outer = next(c for c in compiled.co_consts if isinstance(c, types.CodeType))
@@ -339,12 +373,14 @@ def _rewritten_asserts(code: types.CodeType) -> bool:
 
 
 def _assert_lines(node: ast.AST) -> list[tuple[int, int]]:
-    return [(n.lineno, n.end_lineno or n.lineno) for n in ast.walk(node)
-            if isinstance(n, ast.Assert)]
+    return [
+        (n.lineno, n.end_lineno or n.lineno) for n in ast.walk(node) if isinstance(n, ast.Assert)
+    ]
 
 
-def same_code(a: types.CodeType | None, b: types.CodeType,
-              skip: Sequence[tuple[int, int]] = ()) -> bool:
+def same_code(
+    a: types.CodeType | None, b: types.CodeType, skip: Sequence[tuple[int, int]] = ()
+) -> bool:
     """Whether two code objects do the same: the same instructions on the same names,
     constants (nested code compared alike) and parameters. Line numbers, columns, file
     names and what the compiler chose from the *enclosing* module may differ: CPython 3.11
@@ -353,35 +389,54 @@ def same_code(a: types.CodeType | None, b: types.CodeType,
     Instructions on the line ranges ``skip`` (pytest's rewritten asserts) are left out."""
     if a is None:
         return False
-    params = a.co_argcount + a.co_kwonlyargcount + bool(a.co_flags & inspect.CO_VARARGS) + \
-        bool(a.co_flags & inspect.CO_VARKEYWORDS)
-    if (a.co_freevars != b.co_freevars or a.co_cellvars != b.co_cellvars
-            or a.co_varnames[:params] != b.co_varnames[:params]
-            or a.co_argcount != b.co_argcount or a.co_kwonlyargcount != b.co_kwonlyargcount
-            or a.co_posonlyargcount != b.co_posonlyargcount
-            or a.co_flags & _KIND_FLAGS != b.co_flags & _KIND_FLAGS):
+    params = (
+        a.co_argcount
+        + a.co_kwonlyargcount
+        + bool(a.co_flags & inspect.CO_VARARGS)
+        + bool(a.co_flags & inspect.CO_VARKEYWORDS)
+    )
+    if (
+        a.co_freevars != b.co_freevars
+        or a.co_cellvars != b.co_cellvars
+        or a.co_varnames[:params] != b.co_varnames[:params]
+        or a.co_argcount != b.co_argcount
+        or a.co_kwonlyargcount != b.co_kwonlyargcount
+        or a.co_posonlyargcount != b.co_posonlyargcount
+        or a.co_flags & _KIND_FLAGS != b.co_flags & _KIND_FLAGS
+    ):
         return False
     ours, theirs = _instructions(a, skip), _instructions(b, skip)
     return len(ours) == len(theirs) and all(
-        x[0] == y[0] and _same_constant(x[1], y[1], skip) for x, y in zip(ours, theirs))
+        x[0] == y[0] and _same_constant(x[1], y[1], skip) for x, y in zip(ours, theirs)
+    )
 
 
 # Flags that change what a code object is (not where it was compiled: CO_NESTED).
-_KIND_FLAGS = (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS | inspect.CO_GENERATOR
-               | inspect.CO_COROUTINE | inspect.CO_ASYNC_GENERATOR)
+_KIND_FLAGS = (
+    inspect.CO_VARARGS
+    | inspect.CO_VARKEYWORDS
+    | inspect.CO_GENERATOR
+    | inspect.CO_COROUTINE
+    | inspect.CO_ASYNC_GENERATOR
+)
 # Instructions that do the same, chosen by context outside the function (see same_code).
 _SAME_OP = {"LOAD_METHOD": "LOAD_ATTR"}
 
 
-def _instructions(code: types.CodeType,
-                  skip: Sequence[tuple[int, int]] = ()) -> list[tuple[str, object]]:
+def _instructions(
+    code: types.CodeType, skip: Sequence[tuple[int, int]] = ()
+) -> list[tuple[str, object]]:
     """``(operation, argument)`` per instruction not on a ``skip`` line range: names and
     constants by value, jumps by the index of their target among those kept (offsets
     depend on inline cache sizes; a target skipped counts as the next one kept)."""
+
     def skipped(ins: dis.Instruction) -> bool:
         line, end = ins.positions.lineno, ins.positions.end_lineno  # type: ignore[union-attr]
-        return line is not None and end is not None and any(
-            first <= line and end <= last for first, last in skip)
+        return (
+            line is not None
+            and end is not None
+            and any(first <= line and end <= last for first, last in skip)
+        )
 
     # PUSH_NULL before a call of a non-method is the same as LOAD_GLOBAL's "push NULL" bit,
     # which the compiler uses instead in some contexts (``kx.grad(f)(x)`` in a module
@@ -389,8 +444,7 @@ def _instructions(code: types.CodeType,
     # EXTENDED_ARG only widens the next instruction's argument: a jump whose distance needs
     # two bytes in the module (its inline caches or its surroundings are larger there) needs
     # one alone, so it is no operation of its own either.
-    found = [(ins, skipped(ins) or ins.opname in _PREFIXES)
-             for ins in dis.get_instructions(code)]
+    found = [(ins, skipped(ins) or ins.opname in _PREFIXES) for ins in dis.get_instructions(code)]
     index: dict[int, int] = {}
     kept = 0
     for ins, left_out in found:
@@ -422,15 +476,21 @@ def _same_constant(x: object, y: object, skip: Sequence[tuple[int, int]] = ()) -
         return False
     if isinstance(x, tuple):
         return len(x) == len(y) and all(  # type: ignore[arg-type]
-            _same_constant(p, q) for p, q in zip(x, y))  # type: ignore[call-overload]
+            _same_constant(p, q) for p, q in zip(x, y)
+        )  # type: ignore[call-overload]
     if isinstance(x, frozenset):
         return x == y
     return repr(x) == repr(y)  # -0.0 is not 0.0, and nan is nan
 
 
 def _lambda_as_def(node: ast.Lambda) -> ast.FunctionDef:
-    fn_node = ast.FunctionDef(name="__kx_lambda__", args=node.args,
-                              body=[ast.Return(value=node.body)], decorator_list=[],
-                              returns=None, type_params=[])
+    fn_node = ast.FunctionDef(
+        name="__kx_lambda__",
+        args=node.args,
+        body=[ast.Return(value=node.body)],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
     ast.copy_location(fn_node.body[0], node.body)
     return ast.fix_missing_locations(ast.copy_location(fn_node, node))

@@ -25,14 +25,24 @@ from collections.abc import Iterable
 
 from .assignments import rewrite_subscript_assignments
 
-_SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.ListComp,
-           ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = (
+    ast.FunctionDef,
+    ast.AsyncFunctionDef,
+    ast.Lambda,
+    ast.ClassDef,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 _LOOPS = (ast.For, ast.While, ast.AsyncFor)
 #: Methods that grow a Python container: a loop calling one keeps Python's per-iteration effects.
-_CONTAINER_MUTATORS = frozenset({"append", "extend", "insert", "appendleft", "extendleft",
-                                 "add", "update", "setdefault"})
-_NOT_WRAPPED_CALLS = frozenset({"super", "locals", "globals", "vars", "eval", "exec",
-                                "set_loop_options"})
+_CONTAINER_MUTATORS = frozenset(
+    {"append", "extend", "insert", "appendleft", "extendleft", "add", "update", "setdefault"}
+)
+_NOT_WRAPPED_CALLS = frozenset(
+    {"super", "locals", "globals", "vars", "eval", "exec", "set_loop_options"}
+)
 
 
 class Unconvertible(Exception):
@@ -43,11 +53,16 @@ class Unconvertible(Exception):
 # analysis helpers
 # ---------------------------------------------------------------------------------------------
 
+
 def _is_item_update(value: ast.AST) -> bool:
     """``ag__.setitem(...)``/``setitem_aug``: the rewrite of ``x[i] = v`` (an update)."""
-    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute) and \
-        isinstance(value.func.value, ast.Name) and value.func.value.id == "ag__" and \
-        value.func.attr in ("setitem", "setitem_aug")
+    return (
+        isinstance(value, ast.Call)
+        and isinstance(value.func, ast.Attribute)
+        and isinstance(value.func.value, ast.Name)
+        and value.func.value.id == "ag__"
+        and value.func.attr in ("setitem", "setitem_aug")
+    )
 
 
 def _rebound_names(body: list[ast.stmt]) -> set[str]:
@@ -75,11 +90,17 @@ def _rebound_names(body: list[ast.stmt]) -> set[str]:
             add(n.target)
         elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Name):
             updated.add(n.target.id)
-        elif isinstance(n, ast.AugAssign) and isinstance(n.target, ast.Subscript) and \
-                isinstance(n.target.value, ast.Name):
+        elif (
+            isinstance(n, ast.AugAssign)
+            and isinstance(n.target, ast.Subscript)
+            and isinstance(n.target.value, ast.Name)
+        ):
             updated.add(n.target.value.id)
-        elif isinstance(n, ast.Subscript) and isinstance(n.ctx, ast.Store) and \
-                isinstance(n.value, ast.Name):
+        elif (
+            isinstance(n, ast.Subscript)
+            and isinstance(n.ctx, ast.Store)
+            and isinstance(n.value, ast.Name)
+        ):
             updated.add(n.value.id)
     # a name both updated in place and rebound is left to the loop's own check (an error:
     # NumPy would update the original only until the rebinding)
@@ -127,14 +148,14 @@ def _target_names(target: ast.AST, out: dict[str, None]) -> None:
 def assigned_names(stmts: Iterable[ast.AST]) -> list[str]:
     """Names a block (re)binds, in first-appearance order, nested scopes excluded."""
     out: dict[str, None] = {}
-    nodes = sorted(_walk_scope(stmts), key=lambda n: (getattr(n, "lineno", 0),
-                                                      getattr(n, "col_offset", 0)))
+    nodes = sorted(
+        _walk_scope(stmts), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
+    )
     for node in nodes:
         if isinstance(node, ast.Assign):
             for t in node.targets:
                 _target_names(t, out)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor,
-                               ast.NamedExpr)):
+        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
             _target_names(node.target, out)
         elif isinstance(node, (ast.With, ast.AsyncWith)):
             for item in node.items:
@@ -185,8 +206,9 @@ def _raises_only(stmts: list[ast.stmt]) -> bool:
         else:
             return False
         if not all(isinstance(t, ast.Name) for t in targets) or any(
-                isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
-                for n in _walk_scope([st])):
+            isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
+            for n in _walk_scope([st])
+        ):
             return False
         value = st.value
         if _loads(value) & {t.id for t in targets} - bound:  # type: ignore[attr-defined]
@@ -232,8 +254,11 @@ def _loads(node: ast.AST | None) -> set[str]:
     """Names ``node`` reads in its own scope (``del x`` counts as a read)."""
     if node is None:
         return set()
-    return {n.id for n in _walk_scope([node])
-            if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)}
+    return {
+        n.id
+        for n in _walk_scope([node])
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)
+    }
 
 
 def _killed(target: ast.AST) -> set[str]:
@@ -252,8 +277,11 @@ def _nested_scope_reads(body: list[ast.stmt]) -> set[str] | None:
     them whenever they run), or None when the body reads its scope dynamically."""
     found: set[str] = set()
     for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and \
-                node.func.id in _DYNAMIC_SCOPE_CALLS:
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in _DYNAMIC_SCOPE_CALLS
+        ):
             return None
         if isinstance(node, _SCOPES):
             found |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
@@ -284,15 +312,17 @@ class Liveness:
         for st, names in zip(reversed(stmts), after):
             self.live_out[id(st)] = names
 
-    def block(self, stmts: list[ast.stmt], out: set[str],
-              loop: tuple[set[str], set[str]] | None) -> set[str]:
+    def block(
+        self, stmts: list[ast.stmt], out: set[str], loop: tuple[set[str], set[str]] | None
+    ) -> set[str]:
         live = set(out)
         for st in reversed(stmts):
             live = self.stmt(st, live, loop)
         return live | self.always
 
-    def loop_head(self, node: ast.While | ast.For, out: set[str],
-                  extra: set[str] = frozenset()) -> set[str]:
+    def loop_head(
+        self, node: ast.While | ast.For, out: set[str], extra: set[str] = frozenset()
+    ) -> set[str]:
         """Names live at the top of each iteration of ``node`` (before its test), given
         ``out`` after the loop; ``extra``: names its test reads besides its own."""
         exit_live = self.block(node.orelse, out, None) | self.always
@@ -308,8 +338,7 @@ class Liveness:
                 return head
             head = new
 
-    def stmt(self, st: ast.stmt, out: set[str],
-             loop: tuple[set[str], set[str]] | None) -> set[str]:
+    def stmt(self, st: ast.stmt, out: set[str], loop: tuple[set[str], set[str]] | None) -> set[str]:
         """Names live before ``st``, given ``out`` after it; ``loop``: (live after the loop,
         live at its head) of the innermost loop ``st`` is in, for ``break``/``continue``."""
         if isinstance(st, ast.Assign):
@@ -319,13 +348,17 @@ class Liveness:
         if isinstance(st, ast.AnnAssign):
             if st.value is None:
                 return set(out)
-            return (out - _killed(st.target)) | _loads(st.value) | \
-                (_loads(st.target) - _killed(st.target))
+            return (
+                (out - _killed(st.target))
+                | _loads(st.value)
+                | (_loads(st.target) - _killed(st.target))
+            )
         if isinstance(st, ast.AugAssign):
             return out | _loads(st.target) | _loads(st.value) | _killed(st.target)
         if isinstance(st, ast.If):
-            return _loads(st.test) | self.block(st.body, out, loop) | \
-                self.block(st.orelse, out, loop)
+            return (
+                _loads(st.test) | self.block(st.body, out, loop) | self.block(st.orelse, out, loop)
+            )
         if isinstance(st, (ast.For, ast.While)):
             head = self.loop_head(st, out)
             return head | (_loads(st.iter) if isinstance(st, ast.For) else set())
@@ -337,9 +370,22 @@ class Liveness:
             if loop is None:
                 raise _Unknown
             return set(loop[0] if isinstance(st, ast.Break) else loop[1])
-        if isinstance(st, (ast.Expr, ast.Assert, ast.Delete, ast.Pass, ast.Global,
-                           ast.Nonlocal, ast.Import, ast.ImportFrom, ast.FunctionDef,
-                           ast.ClassDef, ast.AsyncFunctionDef)):
+        if isinstance(
+            st,
+            (
+                ast.Expr,
+                ast.Assert,
+                ast.Delete,
+                ast.Pass,
+                ast.Global,
+                ast.Nonlocal,
+                ast.Import,
+                ast.ImportFrom,
+                ast.FunctionDef,
+                ast.ClassDef,
+                ast.AsyncFunctionDef,
+            ),
+        ):
             return out | _loads(st)
         # try, with, match, async statements: every name read inside is live before, nothing
         # counts as rebound, and a jump inside may leave for the loop's exit or head
@@ -354,6 +400,7 @@ class Liveness:
 # ---------------------------------------------------------------------------------------------
 # small AST builders
 # ---------------------------------------------------------------------------------------------
+
 
 def _name(id_: str, ctx: ast.expr_context | None = None) -> ast.Name:
     return ast.Name(id=id_, ctx=ctx or ast.Load())
@@ -376,20 +423,33 @@ def _const(value: object) -> ast.Constant:
 
 
 def _lambda(body: ast.expr) -> ast.Lambda:
-    return ast.Lambda(args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[],
-                                         defaults=[]), body=body)
+    return ast.Lambda(
+        args=ast.arguments(posonlyargs=[], args=[], kwonlyargs=[], kw_defaults=[], defaults=[]),
+        body=body,
+    )
 
 
 def _def(name: str, body: list[ast.stmt], args: list[str] = ()) -> ast.FunctionDef:
     return ast.FunctionDef(
-        name=name, args=ast.arguments(posonlyargs=[], args=[ast.arg(arg=a) for a in args],
-                                      kwonlyargs=[], kw_defaults=[], defaults=[]),
-        body=body or [ast.Pass()], decorator_list=[], returns=None, type_params=[])
+        name=name,
+        args=ast.arguments(
+            posonlyargs=[],
+            args=[ast.arg(arg=a) for a in args],
+            kwonlyargs=[],
+            kw_defaults=[],
+            defaults=[],
+        ),
+        body=body or [ast.Pass()],
+        decorator_list=[],
+        returns=None,
+        type_params=[],
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # the rewrite
 # ---------------------------------------------------------------------------------------------
+
 
 class _Scope:
     """Per-function facts: names the function declares global/nonlocal, state names used."""
@@ -438,12 +498,18 @@ class Converter(ast.NodeTransformer):
         finally:
             self._scopes.pop()
         # Every variable a generated helper declares nonlocal must be a local of this function.
-        inits = [ast.copy_location(_assign(n, _call(_ag("Undefined"), _const(n))), fn)
-                 for n in scope.state if n not in scope.params and n not in scope.globals
-                 and n not in scope.nonlocals]
+        inits = [
+            ast.copy_location(_assign(n, _call(_ag("Undefined"), _const(n))), fn)
+            for n in scope.state
+            if n not in scope.params and n not in scope.globals and n not in scope.nonlocals
+        ]
         docstring = []
-        if new_body and isinstance(new_body[0], ast.Expr) and isinstance(
-                new_body[0].value, ast.Constant) and isinstance(new_body[0].value.value, str):
+        if (
+            new_body
+            and isinstance(new_body[0], ast.Expr)
+            and isinstance(new_body[0].value, ast.Constant)
+            and isinstance(new_body[0].value.value, str)
+        ):
             docstring = [new_body.pop(0)]
         fn.body = docstring + inits + (new_body or [ast.Pass()])
         if not top:
@@ -465,27 +531,38 @@ class Converter(ast.NodeTransformer):
 
     # -- returns ------------------------------------------------------------------------------
     def _lower_returns(self, body: list[ast.stmt]) -> list[ast.stmt]:
-        needs = any(isinstance(n, ast.Return) for st in body if isinstance(st, ast.If)
-                    for n in _walk_no_loops([st]))
+        needs = any(
+            isinstance(n, ast.Return)
+            for st in body
+            if isinstance(st, ast.If)
+            for n in _walk_no_loops([st])
+        )
         if not needs:
             return body
         self.scope.state.setdefault("do_return", None)
         self.scope.state.setdefault("retval_", None)
         lowered = self._lower(body)
-        return [_assign("do_return", _const(False)), _assign("retval_", _const(None))] + \
-            lowered + [ast.Return(value=_name("retval_"))]
+        return (
+            [_assign("do_return", _const(False)), _assign("retval_", _const(None))]
+            + lowered
+            + [ast.Return(value=_name("retval_"))]
+        )
 
     def _lower(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for i, st in enumerate(stmts):
             if isinstance(st, ast.Return):
                 out.append(ast.copy_location(_assign("do_return", _const(True)), st))
-                out.append(ast.copy_location(
-                    _assign("retval_", st.value if st.value is not None else _const(None)), st))
+                out.append(
+                    ast.copy_location(
+                        _assign("retval_", st.value if st.value is not None else _const(None)), st
+                    )
+                )
                 return out
-            if isinstance(st, ast.If) and any(isinstance(n, ast.Return)
-                                              for n in _walk_no_loops([st])):
-                rest = stmts[i + 1:]
+            if isinstance(st, ast.If) and any(
+                isinstance(n, ast.Return) for n in _walk_no_loops([st])
+            ):
+                rest = stmts[i + 1 :]
                 if rest and _always_returns(st.body):
                     st.orelse = st.orelse + rest
                     rest = []
@@ -496,8 +573,11 @@ class Converter(ast.NodeTransformer):
                 st.orelse = self._lower(st.orelse)
                 out.append(st)
                 if rest:
-                    guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=_name("do_return")),
-                                   body=self._lower(rest), orelse=[])
+                    guard = ast.If(
+                        test=ast.UnaryOp(op=ast.Not(), operand=_name("do_return")),
+                        body=self._lower(rest),
+                        orelse=[],
+                    )
                     out.append(ast.copy_location(guard, rest[0]))
                 return out
             out.append(st)
@@ -526,12 +606,27 @@ class Converter(ast.NodeTransformer):
 
     def _state_functions(self, k: int, names: list[str]) -> tuple[list[ast.stmt], ast.expr]:
         nonlocal_, global_ = self._state(names)
-        getter = _def(f"get_state_{k}", [ast.Return(value=ast.Tuple(elts=[
-            _call(_ag("ld"), _lambda(_name(n)), _const(n)) for n in names], ctx=ast.Load()))])
+        getter = _def(
+            f"get_state_{k}",
+            [
+                ast.Return(
+                    value=ast.Tuple(
+                        elts=[_call(_ag("ld"), _lambda(_name(n)), _const(n)) for n in names],
+                        ctx=ast.Load(),
+                    )
+                )
+            ],
+        )
         if names:
-            setter_body: list[ast.stmt] = self._decls(nonlocal_, global_) + [ast.Assign(
-                targets=[ast.Tuple(elts=[_name(n, ast.Store()) for n in names],
-                                   ctx=ast.Store())], value=_name("vars_"), lineno=0)]
+            setter_body: list[ast.stmt] = self._decls(nonlocal_, global_) + [
+                ast.Assign(
+                    targets=[
+                        ast.Tuple(elts=[_name(n, ast.Store()) for n in names], ctx=ast.Store())
+                    ],
+                    value=_name("vars_"),
+                    lineno=0,
+                )
+            ]
         else:
             setter_body = [ast.Pass()]
         setter = _def(f"set_state_{k}", setter_body, ["vars_"])
@@ -543,8 +638,14 @@ class Converter(ast.NodeTransformer):
         liveness = self.scope.liveness
         return None if liveness is None else liveness.live_out.get(id(node))
 
-    def _body_def(self, name: str, body: list[ast.stmt], names: list[str],
-                  args: list[str] = (), live_out: set[str] | None = None) -> ast.FunctionDef:
+    def _body_def(
+        self,
+        name: str,
+        body: list[ast.stmt],
+        names: list[str],
+        args: list[str] = (),
+        live_out: set[str] | None = None,
+    ) -> ast.FunctionDef:
         nonlocal_, global_ = self._state(names)
         if live_out is not None and self.scope.liveness is not None:
             self.scope.liveness.annotate(body, live_out)
@@ -554,8 +655,9 @@ class Converter(ast.NodeTransformer):
             converted.extend(result if isinstance(result, list) else [result])
         return _def(name, self._decls(nonlocal_, global_) + converted, args)
 
-    def _visit_block(self, stmts: list[ast.stmt], live_out: frozenset[str] | None
-                     ) -> list[ast.stmt]:
+    def _visit_block(
+        self, stmts: list[ast.stmt], live_out: frozenset[str] | None
+    ) -> list[ast.stmt]:
         """``stmts`` converted in place of a statement whose live-out was ``live_out``."""
         if live_out is not None and self.scope.liveness is not None:
             self.scope.liveness.annotate(stmts, set(live_out))
@@ -593,8 +695,7 @@ class Converter(ast.NodeTransformer):
             if isinstance(v, ast.FormattedValue):
                 conversion = None if v.conversion == -1 else chr(v.conversion)
                 spec = v.format_spec if v.format_spec is not None else _const("")
-                parts.append(ast.Tuple(elts=[v.value, _const(conversion), spec],
-                                       ctx=ast.Load()))
+                parts.append(ast.Tuple(elts=[v.value, _const(conversion), spec], ctx=ast.Load()))
             else:
                 parts.append(v)
         return ast.copy_location(_call(_ag("fstring"), *parts), node)
@@ -612,12 +713,14 @@ class Converter(ast.NodeTransformer):
     def visit_If(self, node: ast.If) -> ast.AST | list[ast.stmt]:
         live = self._live_after(node)
         if _raises_only(node.body) and not _raises_only(node.orelse):
-            return self._check(self.visit(node.test), node.body, node) + \
-                self._visit_block(node.orelse, live)
+            return self._check(self.visit(node.test), node.body, node) + self._visit_block(
+                node.orelse, live
+            )
         if node.orelse and _raises_only(node.orelse) and not _raises_only(node.body):
             test = ast.copy_location(ast.UnaryOp(op=ast.Not(), operand=node.test), node.test)
-            return self._check(self.visit(test), node.orelse, node) + \
-                self._visit_block(node.body, live)
+            return self._check(self.visit(test), node.orelse, node) + self._visit_block(
+                node.body, live
+            )
         if _has(node.body + node.orelse, (ast.Return, ast.Yield, ast.YieldFrom)):
             return self.generic_visit(node)  # cannot move into helper functions
         k = next(self._ids)
@@ -628,11 +731,26 @@ class Converter(ast.NodeTransformer):
         orelse = self._body_def(f"else_body_{k}", node.orelse, names, live_out=live)
         state, names_tuple = self._state_functions(k, names)
         # the names a later statement may read: the outputs of a graph cond (None: all)
-        live_names = _const(None) if live is None else ast.Tuple(
-            elts=[_const(n) for n in names if n in live], ctx=ast.Load())
-        call = ast.Expr(value=ast.Call(func=_ag("if_stmt"), args=[
-            test, _name(body.name), _name(orelse.name), _name(f"get_state_{k}"),
-            _name(f"set_state_{k}"), names_tuple, live_names], keywords=[]))
+        live_names = (
+            _const(None)
+            if live is None
+            else ast.Tuple(elts=[_const(n) for n in names if n in live], ctx=ast.Load())
+        )
+        call = ast.Expr(
+            value=ast.Call(
+                func=_ag("if_stmt"),
+                args=[
+                    test,
+                    _name(body.name),
+                    _name(orelse.name),
+                    _name(f"get_state_{k}"),
+                    _name(f"set_state_{k}"),
+                    names_tuple,
+                    live_names,
+                ],
+                keywords=[],
+            )
+        )
         return self._located([body, orelse, *state, call], node)
 
     def _loop_options(self, body: list[ast.stmt], line: int) -> ast.Dict:
@@ -647,11 +765,18 @@ class Converter(ast.NodeTransformer):
                 f = st.value.func
                 fname = f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", None)
                 if fname == "set_loop_options":
-                    opts = ast.Dict(keys=[_const(kw.arg) for kw in st.value.keywords],
-                                    values=[kw.value for kw in st.value.keywords])
+                    opts = ast.Dict(
+                        keys=[_const(kw.arg) for kw in st.value.keywords],
+                        values=[kw.value for kw in st.value.keywords],
+                    )
                     break
-        effects = [n for n in _walk_scope(body) if isinstance(n, ast.Call) and
-                   isinstance(n.func, ast.Attribute) and n.func.attr in _CONTAINER_MUTATORS]
+        effects = [
+            n
+            for n in _walk_scope(body)
+            if isinstance(n, ast.Call)
+            and isinstance(n.func, ast.Attribute)
+            and n.func.attr in _CONTAINER_MUTATORS
+        ]
         if effects:
             opts.keys.append(_const("python_effects"))
             opts.values.append(_const(True))
@@ -669,8 +794,9 @@ class Converter(ast.NodeTransformer):
             opts.values.append(ast.Tuple(elts=[_const(n) for n in rebound], ctx=ast.Load()))
         return opts
 
-    def _rewrite_jumps(self, stmts: list[ast.stmt], brk: str | None,
-                       cont: str | None) -> list[ast.stmt]:
+    def _rewrite_jumps(
+        self, stmts: list[ast.stmt], brk: str | None, cont: str | None
+    ) -> list[ast.stmt]:
         out: list[ast.stmt] = []
         for i, st in enumerate(stmts):
             if isinstance(st, ast.Break) and brk:
@@ -685,20 +811,25 @@ class Converter(ast.NodeTransformer):
                 st.body = self._rewrite_jumps(st.body, brk, cont)
                 st.orelse = self._rewrite_jumps(st.orelse, brk, cont)
                 out.append(st)
-                rest = stmts[i + 1:]
+                rest = stmts[i + 1 :]
                 if rest:
                     flags = [f for f in (brk, cont) if f]
-                    test: ast.expr = _name(flags[0]) if len(flags) == 1 else ast.BoolOp(
-                        op=ast.Or(), values=[_name(f) for f in flags])
-                    guard = ast.If(test=ast.UnaryOp(op=ast.Not(), operand=test),
-                                   body=self._rewrite_jumps(rest, brk, cont), orelse=[])
+                    test: ast.expr = (
+                        _name(flags[0])
+                        if len(flags) == 1
+                        else ast.BoolOp(op=ast.Or(), values=[_name(f) for f in flags])
+                    )
+                    guard = ast.If(
+                        test=ast.UnaryOp(op=ast.Not(), operand=test),
+                        body=self._rewrite_jumps(rest, brk, cont),
+                        orelse=[],
+                    )
                     out.append(ast.copy_location(guard, rest[0]))
                 return out
             out.append(st)
         return out
 
-    def _prepare_loop(self, node: ast.While | ast.For, k: int) -> tuple[list[ast.stmt],
-                                                                         str | None]:
+    def _prepare_loop(self, node: ast.While | ast.For, k: int) -> tuple[list[ast.stmt], str | None]:
         """Rewrite break/continue; returns statements to run before the loop and the break
         flag (or None)."""
         jumps = _jumps(node.body)
@@ -722,8 +853,14 @@ class Converter(ast.NodeTransformer):
             opts.keys.append(_const("flag"))
             opts.values.append(_const(brk))
 
-    def _loop_liveness(self, node: ast.While | ast.For, live: frozenset[str] | None,
-                       brk: str | None, names: list[str], opts: ast.Dict) -> set[str] | None:
+    def _loop_liveness(
+        self,
+        node: ast.While | ast.For,
+        live: frozenset[str] | None,
+        brk: str | None,
+        names: list[str],
+        opts: ast.Dict,
+    ) -> set[str] | None:
         """The names live at the head of ``node`` (break/continue already rewritten) given
         ``live`` after it, and the loop option ``live``: the names of ``names`` a graph loop
         must carry because the next iteration or the code after the loop may read them."""
@@ -736,8 +873,9 @@ class Converter(ast.NodeTransformer):
             return None
         carried = head | live
         opts.keys.append(_const("live"))
-        opts.values.append(ast.Tuple(elts=[_const(n) for n in names if n in carried],
-                                     ctx=ast.Load()))
+        opts.values.append(
+            ast.Tuple(elts=[_const(n) for n in names if n in carried], ctx=ast.Load())
+        )
         return head
 
     def visit_While(self, node: ast.While) -> ast.AST | list[ast.stmt]:
@@ -755,15 +893,27 @@ class Converter(ast.NodeTransformer):
         head = self._loop_liveness(node, live, brk, names, opts)
         test_expr: ast.expr = node.test
         if brk:
-            test_expr = ast.BoolOp(op=ast.And(), values=[
-                ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node.test])
+            test_expr = ast.BoolOp(
+                op=ast.And(), values=[ast.UnaryOp(op=ast.Not(), operand=_name(brk)), node.test]
+            )
         ast.copy_location(test_expr, node.test)
         test = _def(f"loop_test_{k}", [ast.Return(value=self.visit(test_expr))])
         body = self._body_def(f"loop_body_{k}", node.body, names, live_out=head)
         state, names_tuple = self._state_functions(k, names)
-        call = ast.Expr(value=ast.Call(func=_ag("while_stmt"), args=[
-            _name(test.name), _name(body.name), _name(f"get_state_{k}"),
-            _name(f"set_state_{k}"), names_tuple, opts], keywords=[]))
+        call = ast.Expr(
+            value=ast.Call(
+                func=_ag("while_stmt"),
+                args=[
+                    _name(test.name),
+                    _name(body.name),
+                    _name(f"get_state_{k}"),
+                    _name(f"set_state_{k}"),
+                    names_tuple,
+                    opts,
+                ],
+                keywords=[],
+            )
+        )
         return self._located([*before, test, body, *state, call], node)
 
     def visit_For(self, node: ast.For) -> ast.AST | list[ast.stmt]:
@@ -791,19 +941,34 @@ class Converter(ast.NodeTransformer):
         bind_target = ast.Assign(targets=[node.target], value=_name(item), lineno=0)
         ast.copy_location(bind_target, node)
         head = self._loop_liveness(node, live, brk, names, opts)
-        body = self._body_def(f"loop_body_{k}", [bind_target] + node.body, names, [item],
-                              live_out=head)
+        body = self._body_def(
+            f"loop_body_{k}", [bind_target] + node.body, names, [item], live_out=head
+        )
         extra: ast.expr = _const(None)
         defs: list[ast.stmt] = []
         if brk:
-            test = _def(f"extra_test_{k}", [ast.Return(value=self.visit(
-                ast.UnaryOp(op=ast.Not(), operand=_name(brk))))])
+            test = _def(
+                f"extra_test_{k}",
+                [ast.Return(value=self.visit(ast.UnaryOp(op=ast.Not(), operand=_name(brk))))],
+            )
             defs.append(test)
             extra = _name(test.name)
         state, names_tuple = self._state_functions(k, names)
-        call = ast.Expr(value=ast.Call(func=_ag("for_stmt"), args=[
-            iterable, extra, _name(body.name), _name(f"get_state_{k}"),
-            _name(f"set_state_{k}"), names_tuple, opts], keywords=[]))
+        call = ast.Expr(
+            value=ast.Call(
+                func=_ag("for_stmt"),
+                args=[
+                    iterable,
+                    extra,
+                    _name(body.name),
+                    _name(f"get_state_{k}"),
+                    _name(f"set_state_{k}"),
+                    names_tuple,
+                    opts,
+                ],
+                keywords=[],
+            )
+        )
         return self._located([*before, *defs, body, *state, call], node)
 
     @staticmethod
@@ -821,8 +986,9 @@ class Converter(ast.NodeTransformer):
     # -- expressions ----------------------------------------------------------------------
     def visit_IfExp(self, node: ast.IfExp) -> ast.AST:
         node = self.generic_visit(node)  # type: ignore[assignment]
-        return ast.copy_location(_call(_ag("if_exp"), node.test, _lambda(node.body),
-                                       _lambda(node.orelse)), node)
+        return ast.copy_location(
+            _call(_ag("if_exp"), node.test, _lambda(node.body), _lambda(node.orelse)), node
+        )
 
     def visit_BoolOp(self, node: ast.BoolOp) -> ast.AST:
         node = self.generic_visit(node)  # type: ignore[assignment]
@@ -851,8 +1017,9 @@ class Converter(ast.NodeTransformer):
         f = node.func
         if isinstance(f, ast.Name) and f.id in _NOT_WRAPPED_CALLS:
             return node
-        if isinstance(f, ast.Attribute) and (f.attr in _NOT_WRAPPED_CALLS or (
-                isinstance(f.value, ast.Name) and f.value.id == "ag__")):
+        if isinstance(f, ast.Attribute) and (
+            f.attr in _NOT_WRAPPED_CALLS or (isinstance(f.value, ast.Name) and f.value.id == "ag__")
+        ):
             return node
         node.func = ast.copy_location(_call(_ag("cc"), f), f)
         return node

@@ -64,38 +64,59 @@ def numba_available() -> bool:
 def validate_options(backend: str, jit_compile: bool | None, fast_math: bool = False) -> None:
     """Reject backend options this installation cannot honour, naming the choices."""
     if backend not in BACKENDS:
-        raise ValueError(f"kx.function(backend={backend!r}): available backends are "
-                         f"{', '.join(map(repr, BACKENDS))}")
+        raise ValueError(
+            f"kx.function(backend={backend!r}): available backends are "
+            f"{', '.join(map(repr, BACKENDS))}"
+        )
     if backend == "dask":
         if not dask_available():
-            raise ValueError("kx.function(backend='dask') needs Dask, which is not installed. "
-                             "Fix: pip install \"jupyterlab-tffunction[dask]\".")
+            raise ValueError(
+                "kx.function(backend='dask') needs Dask, which is not installed. "
+                'Fix: pip install "jupyterlab-tffunction[dask]".'
+            )
         if jit_compile:
-            raise ValueError("kx.function(jit_compile=True, backend='dask'): Dask runs the "
-                             "graph block by block, not as one compiled function. Fix: leave "
-                             "jit_compile unset.")
+            raise ValueError(
+                "kx.function(jit_compile=True, backend='dask'): Dask runs the "
+                "graph block by block, not as one compiled function. Fix: leave "
+                "jit_compile unset."
+            )
     if (backend in ("numba", "cuda") or jit_compile) and not numba_available():
         what = f"backend={backend!r}" if backend in ("numba", "cuda") else "jit_compile=True"
-        raise ValueError(f"kx.function({what}) needs Numba, which is not installed. "
-                         "Fix: pip install numba, or use backend='numpy'.")
+        raise ValueError(
+            f"kx.function({what}) needs Numba, which is not installed. "
+            "Fix: pip install numba, or use backend='numpy'."
+        )
     if backend == "cuda" and not _cuda_usable():
-        raise ValueError("kx.function(backend='cuda') needs a CUDA GPU that Numba can use "
-                         "(or Numba's simulator: NUMBA_ENABLE_CUDASIM=1). Fix: use "
-                         "backend='auto', which picks CUDA when a GPU is present.")
+        raise ValueError(
+            "kx.function(backend='cuda') needs a CUDA GPU that Numba can use "
+            "(or Numba's simulator: NUMBA_ENABLE_CUDASIM=1). Fix: use "
+            "backend='auto', which picks CUDA when a GPU is present."
+        )
     if jit_compile and backend == "numpy":
-        raise ValueError("kx.function(jit_compile=True, backend='numpy'): whole-graph "
-                         "compilation needs Numba. Fix: use backend='auto' or 'numba'.")
+        raise ValueError(
+            "kx.function(jit_compile=True, backend='numpy'): whole-graph "
+            "compilation needs Numba. Fix: use backend='auto' or 'numba'."
+        )
     if fast_math and (backend == "numpy" or not numba_available()):
-        raise ValueError("kx.function(fast_math=True) approximates functions inside fused "
-                         "Numba kernels; the NumPy executor has none. Fix: use "
-                         "backend='auto' or 'numba' (with Numba installed), or drop "
-                         "fast_math.")
+        raise ValueError(
+            "kx.function(fast_math=True) approximates functions inside fused "
+            "Numba kernels; the NumPy executor has none. Fix: use "
+            "backend='auto' or 'numba' (with Numba installed), or drop "
+            "fast_math."
+        )
 
 
-def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
-                   optimize: Callable[[Graph], Graph], backend: str = "auto",
-                   jit_compile: bool | None = None, fast_math: bool = False,
-                   name: str = "graph") -> tuple[Graph | None, Executable]:
+def compile_traced(
+    traced: Graph,
+    tree: TreeNode,
+    n_params: int,
+    *,
+    optimize: Callable[[Graph], Graph],
+    backend: str = "auto",
+    jit_compile: bool | None = None,
+    fast_math: bool = False,
+    name: str = "graph",
+) -> tuple[Graph | None, Executable]:
     """Optimise a freshly traced graph with ``optimize`` and compile it: ``(optimised graph,
     executable)``.
 
@@ -111,8 +132,9 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
     t0 = time.perf_counter()
     if backend == "dask":  # (no executor sharing: a Dask trace's graph is built per call)
         graph = optimize(traced)
-        return graph, compile_for(graph, tree, n_params, backend=backend,
-                                  fast_math=fast_math, name=name)
+        return graph, compile_for(
+            graph, tree, n_params, backend=backend, fast_math=fast_math, name=name
+        )
     if backend != "numpy" and numba_available():
         # (a whole-graph function is CPU code, whatever the backend)
         target = "cpu" if jit_compile else _target(backend)
@@ -123,21 +145,44 @@ def compile_traced(traced: Graph, tree: TreeNode, n_params: int, *,
         if key is not None:
             seen, shared = SHARED.lookup(key)
             if shared is not None:
-                return None, Executable(shared.run, shared.source, shared.backend,
-                                        shared.segments, (time.perf_counter() - t0) * 1e3,
-                                        shared.tier)
+                return None, Executable(
+                    shared.run,
+                    shared.source,
+                    shared.backend,
+                    shared.segments,
+                    (time.perf_counter() - t0) * 1e3,
+                    shared.tier,
+                )
             if seen:
-                erased = compile_for(optimize(erase_sizes(traced)), tree, n_params,
-                                     backend=backend, jit_compile=jit_compile,
-                                     fast_math=fast_math, name=name)
+                erased = compile_for(
+                    optimize(erase_sizes(traced)),
+                    tree,
+                    n_params,
+                    backend=backend,
+                    jit_compile=jit_compile,
+                    fast_math=fast_math,
+                    name=name,
+                )
                 SHARED.store(key, erased)
                 graph = optimize(traced)
-                return graph, Executable(erased.run, erased.source, erased.backend,
-                                         erased.segments, (time.perf_counter() - t0) * 1e3,
-                                         erased.tier)
+                return graph, Executable(
+                    erased.run,
+                    erased.source,
+                    erased.backend,
+                    erased.segments,
+                    (time.perf_counter() - t0) * 1e3,
+                    erased.tier,
+                )
     graph = optimize(traced)
-    return graph, compile_for(graph, tree, n_params, backend=backend, jit_compile=jit_compile,
-                              fast_math=fast_math, name=name)
+    return graph, compile_for(
+        graph,
+        tree,
+        n_params,
+        backend=backend,
+        jit_compile=jit_compile,
+        fast_math=fast_math,
+        name=name,
+    )
 
 
 def _target(backend: str) -> str:
@@ -148,18 +193,27 @@ def _mode(backend: str) -> str:
     return "auto" if backend == "auto" else "numba"
 
 
-def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "auto",
-                jit_compile: bool | None = None, fast_math: bool = False,
-                name: str = "graph") -> Executable:
+def compile_for(
+    graph: Graph,
+    tree: TreeNode,
+    n_params: int,
+    *,
+    backend: str = "auto",
+    jit_compile: bool | None = None,
+    fast_math: bool = False,
+    name: str = "graph",
+) -> Executable:
     """Compile an optimised ``graph`` for the requested backend; ``fast_math``: fused CPU
     kernels use the approximations of :mod:`.fast_math` (within their documented ulp
     bounds) instead of NumPy's loops."""
     t0 = time.perf_counter()
     if backend == "dask":
         from .dask_backend import compile_dask
+
         return compile_dask(graph, tree, n_params, name=name, fast_math=fast_math)
     if jit_compile:
         from .whole_graph import compile_whole_graph
+
         return compile_whole_graph(graph, tree, n_params, name=name, fast_math=fast_math)
     if backend == "numpy" or not numba_available():
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
@@ -167,39 +221,61 @@ def compile_for(graph: Graph, tree: TreeNode, n_params: int, *, backend: str = "
     target = _target(backend)
     from .compiler import segment_reports
     from .fused import compile_fused
+
     mode = _mode(backend)
     try:
-        run, source, plans = compile_fused(graph, tree, n_params, mode=mode, target=target,
-                                           filename=f"<kx-fused {name}>",
-                                           fast_math=fast_math and target == "cpu")
+        run, source, plans = compile_fused(
+            graph,
+            tree,
+            n_params,
+            mode=mode,
+            target=target,
+            filename=f"<kx-fused {name}>",
+            fast_math=fast_math and target == "cpu",
+        )
     except Exception as e:
         # A bug in the fusing backend must never cost the user their function: the NumPy
         # executor computes the same results (STRICT, set by the tests, surfaces it).
         if STRICT or backend in ("numba", "cuda"):
             raise
-        warnings.warn(f"kernel_ext: fusing '{name}' failed ({type(e).__name__}: {e}); it runs "
-                      "on the NumPy executor. Please report this.", RuntimeWarning,
-                      stacklevel=3)
+        warnings.warn(
+            f"kernel_ext: fusing '{name}' failed ({type(e).__name__}: {e}); it runs "
+            "on the NumPy executor. Please report this.",
+            RuntimeWarning,
+            stacklevel=3,
+        )
         run, source = compile_graph(graph, tree, n_params, filename=f"<kx-graph {name}>")
         return Executable(run, source, "numpy", compile_ms=(time.perf_counter() - t0) * 1e3)
     label = "numpy" if not plans else ("numba-cuda" if target == "cuda" else "numba-cpu")
     if target == "cuda" and plans:
         from .numba_cuda_probe import real_gpu_available
+
         if not real_gpu_available():
             label = "numba-cuda-sim"
-    executable = Executable(run, source, label, segment_reports(plans, label),
-                            (time.perf_counter() - t0) * 1e3)
-    effects = tiering.effects(graph, tree) if mode == "auto" and target == "cpu" and \
-        TIERING and tiering.worth_it(graph) else None
+    executable = Executable(
+        run, source, label, segment_reports(plans, label), (time.perf_counter() - t0) * 1e3
+    )
+    effects = (
+        tiering.effects(graph, tree)
+        if mode == "auto" and target == "cpu" and TIERING and tiering.worth_it(graph)
+        else None
+    )
     if effects is not None:
         from .whole_graph import compile_whole_graph, unsupported_reason
-        whole, draws, rngs = tiering.hoist_draws(graph, n_params) if "random" in effects \
-            else (graph, [], [])
+
+        whole, draws, rngs = (
+            tiering.hoist_draws(graph, n_params) if "random" in effects else (graph, [], [])
+        )
         if unsupported_reason(whole) is None:
-            return tiering.tiered(executable, lambda: tiering.with_draws(compile_whole_graph(
-                whole, tree, n_params + len(draws), name=name), draws),
-                updates_arguments="arguments" in effects, rngs=rngs,
-                loops=tiering.holds_loops(whole))
+            return tiering.tiered(
+                executable,
+                lambda: tiering.with_draws(
+                    compile_whole_graph(whole, tree, n_params + len(draws), name=name), draws
+                ),
+                updates_arguments="arguments" in effects,
+                rngs=rngs,
+                loops=tiering.holds_loops(whole),
+            )
     return executable
 
 
@@ -223,8 +299,18 @@ def _real_gpu() -> bool:
     """A real CUDA GPU (not the simulator), checked without importing Numba when there is
     no CUDA driver at all."""
     from .numba_cuda_probe import real_gpu_available
+
     return real_gpu_available()
 
 
-__all__ = ["BACKENDS", "Executable", "compile_for", "compile_graph", "compile_traced",
-           "dask_available", "generate_source", "numba_available", "validate_options"]
+__all__ = [
+    "BACKENDS",
+    "Executable",
+    "compile_for",
+    "compile_graph",
+    "compile_traced",
+    "dask_available",
+    "generate_source",
+    "numba_available",
+    "validate_options",
+]

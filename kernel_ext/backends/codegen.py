@@ -68,8 +68,10 @@ from .ufunc_loops import find_loop
 CODEGEN_VERSION = "3"
 #: The import line of the wrapping integer arithmetic every kernel module uses (``module``:
 #: ``numba_decorators`` on the CPU, ``numba_cuda`` for CUDA kernels).
-WRAPPING_IMPORT = ("from kernel_ext.backends.{module} import wrapping_add as _wadd, "
-                   "wrapping_sub as _wsub, wrapping_mul as _wmul")
+WRAPPING_IMPORT = (
+    "from kernel_ext.backends.{module} import wrapping_add as _wadd, "
+    "wrapping_sub as _wsub, wrapping_mul as _wmul"
+)
 #: Elements per block of a staged kernel (buffers stay in L1/L2).
 BLOCK = 1024
 #: Blocks a flat reduction's lanes accumulate before they are folded (so each lane sums at
@@ -83,9 +85,22 @@ CHUNK_BLOCKS = 64
 #: sums and means but keeps float max/min in NumPy (see :func:`reduction_plan`).
 BITWISE_ONLY = False
 
-SUPPORTED_DTYPES = frozenset(np.dtype(t) for t in (
-    np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-    np.uint64, np.float32, np.float64))
+SUPPORTED_DTYPES = frozenset(
+    np.dtype(t)
+    for t in (
+        np.bool_,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float32,
+        np.float64,
+    )
+)
 
 _BOOL = np.dtype(np.bool_)
 _F64 = np.dtype(np.float64)
@@ -140,8 +155,9 @@ def literal_into(value: Any, dtype: np.dtype) -> Any:
     """``value`` (a Python or NumPy number) as NumPy stores it into an array of ``dtype``,
     or Unsupported where NumPy would warn or raise (an int out of range, a float into an
     int array, a complex)."""
-    if isinstance(value, (complex, np.complexfloating)) or \
-            not isinstance(value, (bool, int, float, np.number, np.bool_)):
+    if isinstance(value, (complex, np.complexfloating)) or not isinstance(
+        value, (bool, int, float, np.number, np.bool_)
+    ):
         raise Unsupported(f"setitem of {type(value).__name__} {value!r}")
     box = np.empty((), dtype)
     try:
@@ -190,6 +206,7 @@ def const_source(value: Any, dtype: np.dtype) -> str:
 # Op lowering: which NumPy loop dtypes an op runs in, and how it is computed
 # ---------------------------------------------------------------------------------------------
 
+
 def _weak(arg: Any) -> Any:
     if isinstance(arg, Node):
         return arg.dtype
@@ -212,7 +229,7 @@ def loop_dtypes(node: Node) -> tuple[list[np.dtype], np.dtype]:
             resolved = ufunc.resolve_dtypes(dtypes)
     except (TypeError, ValueError) as e:
         raise Unsupported(str(e)) from None
-    ins = [np.dtype(d) for d in resolved[:ufunc.nin]]
+    ins = [np.dtype(d) for d in resolved[: ufunc.nin]]
     out = np.dtype(resolved[-1])
     return ins, out
 
@@ -253,8 +270,12 @@ def _truth(expr: str, dtype: np.dtype) -> str:
 
 # Float ops with ``op.kernel_loop`` call NumPy's loop on the CPU (bitwise equal); CUDA has
 # device math for a few of them (math.* exists on the device and in the simulator).
-_CUDA_MATH = {OpKind.EXP: "_dexp", OpKind.LOG: "_dlog", OpKind.TANH: "_dtanh",
-              OpKind.SQRT: "_dsqrt"}
+_CUDA_MATH = {
+    OpKind.EXP: "_dexp",
+    OpKind.LOG: "_dlog",
+    OpKind.TANH: "_dtanh",
+    OpKind.SQRT: "_dsqrt",
+}
 
 
 def _cmp(op: str) -> Callable[..., str]:
@@ -271,11 +292,13 @@ def _pick(cmp: str, nan_from: int | None) -> Callable[..., str]:
     ``+0.0``, ``maximum(0.0, -0.0)`` is ``-0.0``), so they compare strictly. NumPy's
     ``fmax``/``fmin`` answer a tie of zeros differently in its SIMD lanes and its scalar
     tail; they keep ``a``."""
+
     def template(o: list[str], b: _Body) -> str:
         if nan_from is None:
             return f"({o[0]} if {o[0]} {cmp} {o[1]} else {o[1]})"
         nan = o[nan_from]
         return f"({o[0]} if ({o[0]} {cmp} {o[1]}) | ({nan} != {nan}) else {o[1]})"
+
     return template
 
 
@@ -290,37 +313,49 @@ _max_i, _min_i = _pick(">=", None), _pick("<=", None)
 # LLVM that signed arithmetic never overflows (``nsw``), and LLVM then folds ``x + 1 > x``
 # to True. The intrinsics also compute in the operands' width (Numba widens small integers).
 _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
-    OpKind.ADD: [_t("b", lambda o, b: f"({o[0]} | {o[1]})"),
-                 _t("iu", lambda o, b: f"_wadd({o[0]}, {o[1]})"),
-                 _t("f", lambda o, b: b.float_op("+", o))],
-    OpKind.SUBTRACT: [_t("iu", lambda o, b: f"_wsub({o[0]}, {o[1]})"),
-                      _t("f", lambda o, b: b.float_op("-", o))],
-    OpKind.MULTIPLY: [_t("b", lambda o, b: f"({o[0]} & {o[1]})"),
-                      _t("iu", lambda o, b: f"_wmul({o[0]}, {o[1]})"),
-                      _t("f", lambda o, b: b.float_op("*", o))],
+    OpKind.ADD: [
+        _t("b", lambda o, b: f"({o[0]} | {o[1]})"),
+        _t("iu", lambda o, b: f"_wadd({o[0]}, {o[1]})"),
+        _t("f", lambda o, b: b.float_op("+", o)),
+    ],
+    OpKind.SUBTRACT: [
+        _t("iu", lambda o, b: f"_wsub({o[0]}, {o[1]})"),
+        _t("f", lambda o, b: b.float_op("-", o)),
+    ],
+    OpKind.MULTIPLY: [
+        _t("b", lambda o, b: f"({o[0]} & {o[1]})"),
+        _t("iu", lambda o, b: f"_wmul({o[0]}, {o[1]})"),
+        _t("f", lambda o, b: b.float_op("*", o)),
+    ],
     OpKind.DIVIDE: [_t("f", lambda o, b: b.float_op("/", o))],
     OpKind.NEGATIVE: [_t("iuf", lambda o, b: f"(-{o[0]})")],
     OpKind.POSITIVE: [_t("iuf", lambda o, b: o[0])],
     OpKind.CONJUGATE: [_t("biuf", lambda o, b: o[0])],
     OpKind.ABSOLUTE: [_t("if", lambda o, b: f"abs({o[0]})"), _t("bu", lambda o, b: o[0])],
     OpKind.FABS: [_t("f", lambda o, b: f"abs({o[0]})")],
-    OpKind.SQUARE: [_t("iu", lambda o, b: f"_wmul({o[0]}, {o[0]})"),
-                    _t("f", lambda o, b: f"({o[0]} * {o[0]})"),
-                    _t("b", lambda o, b: o[0])],
+    OpKind.SQUARE: [
+        _t("iu", lambda o, b: f"_wmul({o[0]}, {o[0]})"),
+        _t("f", lambda o, b: f"({o[0]} * {o[0]})"),
+        _t("b", lambda o, b: o[0]),
+    ],
     OpKind.RECIPROCAL: [_t("f", lambda o, b: f"({b.one} / {o[0]})")],
-    OpKind.SIGN: [_t("f", lambda o, b: f"({b.one} if {o[0]} > 0 else (-{b.one} if {o[0]} < 0 "
-                                      f"else ({b.zero} if {o[0]} == 0 else {o[0]})))"),
-                  _t("i", lambda o, b: f"({b.one} if {o[0]} > 0 else "
-                                       f"(-{b.one} if {o[0]} < 0 else {b.zero}))"),
-                  _t("u", lambda o, b: f"({b.one} if {o[0]} > 0 else {b.zero})")],
-    OpKind.MAXIMUM: [_t("f", _max_f), _t("iu", _max_i),
-                     _t("b", lambda o, b: f"({o[0]} | {o[1]})")],
-    OpKind.MINIMUM: [_t("f", _min_f), _t("iu", _min_i),
-                     _t("b", lambda o, b: f"({o[0]} & {o[1]})")],
-    OpKind.FMAX: [_t("f", _fmax_f), _t("iu", _max_i),
-                  _t("b", lambda o, b: f"({o[0]} | {o[1]})")],
-    OpKind.FMIN: [_t("f", _fmin_f), _t("iu", _min_i),
-                  _t("b", lambda o, b: f"({o[0]} & {o[1]})")],
+    OpKind.SIGN: [
+        _t(
+            "f",
+            lambda o, b: (
+                f"({b.one} if {o[0]} > 0 else (-{b.one} if {o[0]} < 0 "
+                f"else ({b.zero} if {o[0]} == 0 else {o[0]})))"
+            ),
+        ),
+        _t(
+            "i", lambda o, b: f"({b.one} if {o[0]} > 0 else (-{b.one} if {o[0]} < 0 else {b.zero}))"
+        ),
+        _t("u", lambda o, b: f"({b.one} if {o[0]} > 0 else {b.zero})"),
+    ],
+    OpKind.MAXIMUM: [_t("f", _max_f), _t("iu", _max_i), _t("b", lambda o, b: f"({o[0]} | {o[1]})")],
+    OpKind.MINIMUM: [_t("f", _min_f), _t("iu", _min_i), _t("b", lambda o, b: f"({o[0]} & {o[1]})")],
+    OpKind.FMAX: [_t("f", _fmax_f), _t("iu", _max_i), _t("b", lambda o, b: f"({o[0]} | {o[1]})")],
+    OpKind.FMIN: [_t("f", _fmin_f), _t("iu", _min_i), _t("b", lambda o, b: f"({o[0]} & {o[1]})")],
     OpKind.EQUAL: [_t("biuf", _cmp("=="))],
     OpKind.NOT_EQUAL: [_t("biuf", _cmp("!="))],
     OpKind.LESS: [_t("iuf", _cmp("<"))],
@@ -330,23 +365,35 @@ _INLINE: dict[OpKind, list[tuple[str, Callable[..., str]]]] = {
     OpKind.LOGICAL_AND: [_t("biuf", lambda o, b: f"({b.truth(0)} & {b.truth(1)})")],
     OpKind.LOGICAL_OR: [_t("biuf", lambda o, b: f"({b.truth(0)} | {b.truth(1)})")],
     OpKind.LOGICAL_XOR: [_t("biuf", lambda o, b: f"({b.truth(0)} != {b.truth(1)})")],
-    OpKind.LOGICAL_NOT: [_t("b", lambda o, b: f"(not {o[0]})"),
-                         _t("iuf", lambda o, b: f"({o[0]} == 0)")],
+    OpKind.LOGICAL_NOT: [
+        _t("b", lambda o, b: f"(not {o[0]})"),
+        _t("iuf", lambda o, b: f"({o[0]} == 0)"),
+    ],
     OpKind.BITWISE_AND: [_t("biu", lambda o, b: f"({o[0]} & {o[1]})")],
     OpKind.BITWISE_OR: [_t("biu", lambda o, b: f"({o[0]} | {o[1]})")],
     OpKind.BITWISE_XOR: [_t("biu", lambda o, b: f"({o[0]} ^ {o[1]})")],
     OpKind.INVERT: [_t("iu", lambda o, b: f"(~{o[0]})"), _t("b", lambda o, b: f"(not {o[0]})")],
-    OpKind.ISNAN: [_t("f", lambda o, b: f"({o[0]} != {o[0]})"),
-                   _t("biu", lambda o, b: "False")],
-    OpKind.ISINF: [_t("f", lambda o, b: f"(abs({o[0]}) == {b.const(np.inf)})"),
-                   _t("biu", lambda o, b: "False")],
-    OpKind.ISFINITE: [_t("f", lambda o, b: f"(abs({o[0]}) < {b.const(np.inf)})"),
-                      _t("biu", lambda o, b: "True")],
+    OpKind.ISNAN: [_t("f", lambda o, b: f"({o[0]} != {o[0]})"), _t("biu", lambda o, b: "False")],
+    OpKind.ISINF: [
+        _t("f", lambda o, b: f"(abs({o[0]}) == {b.const(np.inf)})"),
+        _t("biu", lambda o, b: "False"),
+    ],
+    OpKind.ISFINITE: [
+        _t("f", lambda o, b: f"(abs({o[0]}) < {b.const(np.inf)})"),
+        _t("biu", lambda o, b: "True"),
+    ],
     OpKind.SIGNBIT: [_t("iu", lambda o, b: f"({o[0]} < 0)")],
     # NumPy's heaviside answers a NaN ``x`` with its own NaN constant (not ``x``'s payload).
-    OpKind.HEAVISIDE: [_t("f", lambda o, b: f"({b.zero} if {o[0]} < 0 else ({b.one} if "
-                                            f"{o[0]} > 0 else ({o[1]} if {o[0]} == 0 "
-                                            f"else {b.const(np.nan)})))")],
+    OpKind.HEAVISIDE: [
+        _t(
+            "f",
+            lambda o, b: (
+                f"({b.zero} if {o[0]} < 0 else ({b.one} if "
+                f"{o[0]} > 0 else ({o[1]} if {o[0]} == 0 "
+                f"else {b.const(np.nan)})))"
+            ),
+        )
+    ],
     OpKind.FLOOR: [_t("biu", lambda o, b: o[0])],
     OpKind.CEIL: [_t("biu", lambda o, b: o[0])],
     OpKind.TRUNC: [_t("biu", lambda o, b: o[0])],
@@ -371,8 +418,11 @@ def node_key(node: Node) -> tuple:
     its operands and its literal operands (never sizes, never names)."""
     attrs = tuple(sorted((k, repr(v)) for k, v in node.params.items()))
     aval = node.aval
-    out = (aval.dtype, None if aval.shape is None else len(aval.shape)) \
-        if hasattr(aval, "dtype") else repr(aval)
+    out = (
+        (aval.dtype, None if aval.shape is None else len(aval.shape))
+        if hasattr(aval, "dtype")
+        else repr(aval)
+    )
     return (node.op, attrs, out, tuple(_arg_key(a) for a in node.args))
 
 
@@ -413,8 +463,9 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
     if op is OpKind.CAST:
         return Lowering([None], out, inline=lambda o, b: b.cast_arg(0, out))
     if op is OpKind.WHERE:
-        return Lowering([None, out, out], out,
-                        inline=lambda o, b: f"({o[1]} if {b.truth(0)} else {o[2]})")
+        return Lowering(
+            [None, out, out], out, inline=lambda o, b: f"({o[1]} if {b.truth(0)} else {o[2]})"
+        )
     if op is OpKind.CLIP:
         ignored = _clip_ignored(node)
         args = [None if k in ignored else a for k, a in enumerate(node.args)]
@@ -434,9 +485,12 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
             return Lowering(list(ins), loop_out, inline=fast)
     approx = fm.FAST_OPS.get(op) if fast_math and target == "cpu" and kind == "f" else None
     if approx is not None and fm.supports(approx, ins[0]) and loop_out == ins[0]:
-        return Lowering(list(ins), loop_out,
-                        inline=lambda o, b, approx=approx: b.fast_math(approx, o),
-                        approx=approx)
+        return Lowering(
+            list(ins),
+            loop_out,
+            inline=lambda o, b, approx=approx: b.fast_math(approx, o),
+            approx=approx,
+        )
     for kinds, fn in _INLINE.get(op, ()):
         if kind in kinds:
             return Lowering(list(ins), loop_out, inline=fn)
@@ -448,8 +502,9 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
             return Lowering(list(ins), loop_out, call=(op.ufunc, loop))
         if op in _CUDA_MATH:
             name = _CUDA_MATH[op]
-            return Lowering(list(ins), loop_out,
-                            inline=lambda o, b, name=name: b.device_math(name, o[0]))
+            return Lowering(
+                list(ins), loop_out, inline=lambda o, b, name=name: b.device_math(name, o[0])
+            )
     raise Unsupported(f"{op.value} on {ins[0]} ({target})")
 
 
@@ -464,8 +519,11 @@ _POWER_FAST: dict[float, Callable[[list[str], _Body], str]] = {
     2.0: lambda o, b: f"({o[0]} * {o[0]})",
 }
 _POWER_REFERENCE: dict[float, Callable[[np.ndarray], np.ndarray]] = {
-    -1.0: lambda x: x.dtype.type(1) / x, 0.0: lambda x: np.ones_like(x),
-    0.5: np.sqrt, 1.0: lambda x: x.copy(), 2.0: lambda x: x * x,
+    -1.0: lambda x: x.dtype.type(1) / x,
+    0.0: lambda x: np.ones_like(x),
+    0.5: np.sqrt,
+    1.0: lambda x: x.copy(),
+    2.0: lambda x: x * x,
 }
 
 
@@ -473,14 +531,20 @@ _POWER_REFERENCE: dict[float, Callable[[np.ndarray], np.ndarray]] = {
 def _power_matches(exponent: float, dtype: np.dtype) -> bool:
     """Does ``np.power(x, exponent)`` equal the fast-path expression bitwise here?"""
     rng = np.random.default_rng(7)
-    x = np.concatenate([rng.standard_normal(997) * 10.0 ** rng.integers(-30, 30, 997),
-                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-310]])
+    x = np.concatenate(
+        [
+            rng.standard_normal(997) * 10.0 ** rng.integers(-30, 30, 997),
+            [0.0, -0.0, np.inf, -np.inf, np.nan, 1.0, -1.0, 1e-310],
+        ]
+    )
     with np.errstate(all="ignore"):
         x = x.astype(dtype)
         got = np.power(x, dtype.type(exponent))
         want = _POWER_REFERENCE[exponent](x)
-    return bool(np.array_equal(got.view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}"))
-                or np.array_equal(got, want, equal_nan=True))
+    return bool(
+        np.array_equal(got.view(f"u{dtype.itemsize}"), want.view(f"u{dtype.itemsize}"))
+        or np.array_equal(got, want, equal_nan=True)
+    )
 
 
 def _power_fast_path(exponent: Any, dtype: np.dtype) -> Callable[[list[str], _Body], str] | None:
@@ -504,8 +568,14 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
         return ()
     info = np.iinfo(dt)
     lo, hi = node.args[1], node.args[2]
-    return tuple(k for k, drop in ((1, type(lo) is int and lo <= info.min),
-                                   (2, type(hi) is int and hi >= info.max)) if drop)
+    return tuple(
+        k
+        for k, drop in (
+            (1, type(lo) is int and lo <= info.min),
+            (2, type(hi) is int and hi >= info.max),
+        )
+        if drop
+    )
 
 
 def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], _Body], str]:
@@ -546,20 +616,25 @@ def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], _Body],
             expr = f"({t} if {t} != {t} else {pick})" if float_ else pick
             if float_ and both and k == 2:
                 # where the stride-0 form could answer otherwise, NumPy decides
-                b.flag(f"((({x} == 0) & ({lo} == 0)) | (({t} == 0) & ({hi} == 0)) | "
-                       f"(({x} != {x}) & (({lo} != {lo}) | ({hi} != {hi}))))")
+                b.flag(
+                    f"((({x} == 0) & ({lo} == 0)) | (({t} == 0) & ({hi} == 0)) | "
+                    f"(({x} != {x}) & (({lo} != {lo}) | ({hi} != {hi}))))"
+                )
         return expr
+
     return inline
 
 
-def can_compile(node: Node, target: str = "cpu", auto: bool = False,
-                fast_math: bool = False) -> bool:
+def can_compile(
+    node: Node, target: str = "cpu", auto: bool = False, fast_math: bool = False
+) -> bool:
     """Can ``node`` be a member of a kernel for ``target``? (elementwise or reduction)
 
     ``auto`` admits only what ``backend="auto"`` promises: results bitwise NumPy's, except
     float sums and means, which are within the documented summation bound (and, with
     ``fast_math``, the approximations' ulp bounds)."""
     from ..passes.fusion import default_can_fuse
+
     if not default_can_fuse(node):
         return False
     try:
@@ -580,15 +655,16 @@ def can_compile(node: Node, target: str = "cpu", auto: bool = False,
 # Reductions
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class ReductionPlan:
     """A fused reduction: what is accumulated, in which dtype, from which identity."""
 
     op: OpKind
-    axis: int | None          # normalised, or None for all axes
+    axis: int | None  # normalised, or None for all axes
     keepdims: bool
-    value_dtype: np.dtype     # dtype each element is cast to first (NumPy's reduction dtype)
-    acc_dtype: np.dtype       # accumulator dtype (float64 for float sums and products)
+    value_dtype: np.dtype  # dtype each element is cast to first (NumPy's reduction dtype)
+    acc_dtype: np.dtype  # accumulator dtype (float64 for float sums and products)
     out_dtype: np.dtype
     identity: Any
     #: The dtype an N-d float sum or mean over an axis other than the last accumulates in
@@ -625,13 +701,11 @@ class ReductionPlan:
 
     def accumulator_shape(self, dims: list[str]) -> list[str]:
         """The N-d accumulator's shape: the domain's, 1 on every reduced axis."""
-        return ["1" if self.axis is None or d == self.axis else size
-                for d, size in enumerate(dims)]
+        return ["1" if self.axis is None or d == self.axis else size for d, size in enumerate(dims)]
 
     def result_dims(self, dims: list[str]) -> list[str]:
         """The result's shape without keepdims: the domain's less the reduced axes."""
-        return [] if self.axis is None else [size for d, size in enumerate(dims)
-                                             if d != self.axis]
+        return [] if self.axis is None else [size for d, size in enumerate(dims) if d != self.axis]
 
 
 class _Operands:
@@ -717,13 +791,15 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     if op in (OpKind.ANY, OpKind.ALL):
         if out_dt != _BOOL:
             raise Unsupported("any/all to a non-bool dtype")
-        return ReductionPlan(op, axis, keepdims, _BOOL, _BOOL, out_dt,
-                             _identity(accumulator, _BOOL))  # type: ignore[arg-type]
+        return ReductionPlan(
+            op, axis, keepdims, _BOOL, _BOOL, out_dt, _identity(accumulator, _BOOL)
+        )  # type: ignore[arg-type]
     if op in (OpKind.MAX, OpKind.MIN):
         if out_dt != in_dt:
             raise Unsupported("max/min changing dtype")
-        return ReductionPlan(op, axis, keepdims, out_dt, out_dt, out_dt,
-                             _identity(accumulator, out_dt))  # type: ignore[arg-type]
+        return ReductionPlan(
+            op, axis, keepdims, out_dt, out_dt, out_dt, _identity(accumulator, out_dt)
+        )  # type: ignore[arg-type]
     # sum / prod / mean: NumPy casts elements to the result dtype, then accumulates
     if out_dt == _BOOL:
         raise Unsupported("bool sum")
@@ -743,8 +819,9 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     seq = None
     if axis is not None and axis < ndim - 1 and value_dt.kind == "f" and value_dt != acc:
         seq = value_dt  # float32 row by row, as NumPy (float64 already is: acc == value_dt)
-    return ReductionPlan(op, axis, keepdims, value_dt, acc, out_dt,
-                         _identity(accumulator, acc), seq)  # type: ignore[arg-type]
+    return ReductionPlan(
+        op, axis, keepdims, value_dt, acc, out_dt, _identity(accumulator, acc), seq
+    )  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -866,12 +943,20 @@ def _helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str
 # Kernel bodies
 # ---------------------------------------------------------------------------------------------
 
+
 class _Body:
     """Emission context of one node's expression: operands, constants, helper calls."""
 
-    def __init__(self, kernel: _KernelWriter, node: Node, operands: list[str],
-                 dtypes: list[np.dtype | None], out: np.dtype, lines: list[str],
-                 indent: str) -> None:
+    def __init__(
+        self,
+        kernel: _KernelWriter,
+        node: Node,
+        operands: list[str],
+        dtypes: list[np.dtype | None],
+        out: np.dtype,
+        lines: list[str],
+        indent: str,
+    ) -> None:
         self.k = kernel
         self.node = node
         self.ops = operands
@@ -888,8 +973,11 @@ class _Body:
         return self.k.const(value, self.loop_dtype)
 
     def truth(self, k: int) -> str:
-        dt = self.dtypes[k] if self.dtypes[k] is not None else self.k.operand_dtype(
-            self.node.args[k])
+        dt = (
+            self.dtypes[k]
+            if self.dtypes[k] is not None
+            else self.k.operand_dtype(self.node.args[k])
+        )
         return _truth(self.ops[k], dt)
 
     def let(self, expr: str, dtype: np.dtype) -> str:
@@ -898,8 +986,9 @@ class _Body:
         return name
 
     def cast_arg(self, k: int, dst: np.dtype) -> str:
-        return self.k.cast(self.ops[k], self.k.operand_dtype(self.node.args[k]), dst,
-                           self.lines, self.indent)
+        return self.k.cast(
+            self.ops[k], self.k.operand_dtype(self.node.args[k]), dst, self.lines, self.indent
+        )
 
     def helper(self, kind: str, o: list[str]) -> str:
         name = self.k.helper(kind, self.loop_dtype)
@@ -925,8 +1014,10 @@ class _Body:
             return plain
         r = self.let(plain, self.loop_dtype)
         nan = self.k.const(default_nan(self.loop_dtype), self.loop_dtype)
-        return (f"({r} if {r} == {r} else ({o[0]} if {o[0]} != {o[0]} else "
-                f"({o[1]} if {o[1]} != {o[1]} else {nan})))")
+        return (
+            f"({r} if {r} == {r} else ({o[0]} if {o[0]} != {o[0]} else "
+            f"({o[1]} if {o[1]} != {o[1]} else {nan})))"
+        )
 
     def flag(self, cond: str) -> None:
         """Raise the kernel's ``bad`` flag where ``cond`` holds (NumPy reruns the segment)."""
@@ -975,8 +1066,9 @@ class EmbeddedKernel(NamedTuple):
 class _KernelWriter:
     """Writes the kernels of one segment for one target."""
 
-    def __init__(self, seg: Segment, target: str, prefix: str = "",
-                 fast_math: bool = False) -> None:
+    def __init__(
+        self, seg: Segment, target: str, prefix: str = "", fast_math: bool = False
+    ) -> None:
         self.seg = seg
         self.target = target
         #: Kernel parameters (``in<i>``/``out<i>``) whose rows the caller guarantees to be
@@ -994,8 +1086,9 @@ class _KernelWriter:
         self.consts: dict[tuple[str, str], str] = {}
         self.const_lines: list[str] = []
         self._fresh = 0
-        self.lowerings: dict[Node, Lowering] = {n: lower(n, target, fast_math)
-                                                for n in seg.elementwise}
+        self.lowerings: dict[Node, Lowering] = {
+            n: lower(n, target, fast_math) for n in seg.elementwise
+        }
         self.red = reduction_plan(seg.reduction) if seg.reduction is not None else None
         self.array_inputs = [i for i, n in enumerate(seg.inputs) if n.shape != ()]
         self.scalar_inputs = [i for i, n in enumerate(seg.inputs) if n.shape == ()]
@@ -1012,14 +1105,21 @@ class _KernelWriter:
         out_deps = []
         for o in seg.outputs:
             src = o.args[0] if o is seg.reduction else o
-            out_deps.append(frozenset(deps.get(src, {seg.inputs.index(src)}
-                                               if src in seg.inputs else set())))
+            out_deps.append(
+                frozenset(deps.get(src, {seg.inputs.index(src)} if src in seg.inputs else set()))
+            )
         return SegmentCall(
-            self.rank, tuple(self.array_inputs), tuple(self.scalar_inputs),
-            tuple(self.map_outputs), tuple(np.dtype(n.dtype) for n in seg.inputs),
+            self.rank,
+            tuple(self.array_inputs),
+            tuple(self.scalar_inputs),
+            tuple(self.map_outputs),
+            tuple(np.dtype(n.dtype) for n in seg.inputs),
             tuple(np.dtype(n.dtype) for n in seg.outputs),
             tuple(self.lowerings[n].call for n in self.calls),  # type: ignore[misc]
-            self.red, tuple(out_deps), tuple(self.scratch.items()))
+            self.red,
+            tuple(out_deps),
+            tuple(self.scratch.items()),
+        )
 
     # -- small utilities ---------------------------------------------------------------------
     def fresh(self, prefix: str) -> str:
@@ -1050,8 +1150,9 @@ class _KernelWriter:
         """May LLVM fold float arithmetic ``node`` at compile time? Only if every operand may
         be a constant in some branch of the code (:meth:`_constant_arm`); an operand loaded
         from an array or passed in never is, so kernels over data (W3, W4) are unaffected."""
-        return all(self._constant_arm(a) for a in self.lowerings[node].operands(node.args)
-                   if a is not None)
+        return all(
+            self._constant_arm(a) for a in self.lowerings[node].operands(node.args) if a is not None
+        )
 
     def negated(self, node: Node) -> bool:
         """Does a negation reach float arithmetic ``node`` inside the kernel (through any
@@ -1059,15 +1160,16 @@ class _KernelWriter:
         arithmetic (``(-a) + b`` becomes ``b - a``), which changes the sign of a NaN."""
         args = self.lowerings[node].operands(node.args)
         return self._negation_literal(node, args) or any(
-            self._negates(a) for a in args if isinstance(a, Node))
+            self._negates(a) for a in args if isinstance(a, Node)
+        )
 
     @staticmethod
     def _negation_literal(node: Node, args: list[Any]) -> bool:
         """``x * -1.0``, ``x / -1.0`` and ``-0.0 - x`` are ``fneg x`` to LLVM (a NaN ``x``
         comes back with its sign flipped; the CPU's instruction returns it as it is)."""
+
         def lit(a: Any) -> float | None:
-            return float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) \
-                else None
+            return float(a) if isinstance(a, (int, float)) and not isinstance(a, bool) else None
 
         if node.op is OpKind.MULTIPLY:
             return -1.0 in (lit(args[0]), lit(args[1]))
@@ -1089,8 +1191,12 @@ class _KernelWriter:
                 # a fast-math helper returns a NaN operand as it is, through a select LLVM
                 # cannot turn into a subtraction: a barrier, as a loop call's buffer is
                 got = False
-            elif arg.op in (OpKind.NEGATIVE, OpKind.ABSOLUTE, OpKind.FABS, OpKind.SIGN) or \
-                    self._negation_literal(arg, args):
+            elif arg.op in (
+                OpKind.NEGATIVE,
+                OpKind.ABSOLUTE,
+                OpKind.FABS,
+                OpKind.SIGN,
+            ) or self._negation_literal(arg, args):
                 got = True
             else:
                 got = any(self._negates(a) for a in args if isinstance(a, Node))
@@ -1117,7 +1223,8 @@ class _KernelWriter:
                 got = all(self._constant_arm(a) for a in args)
             else:
                 got = arg.op in (OpKind.SIGN, OpKind.HEAVISIDE) or any(
-                    self._constant_arm(a) for a in args)
+                    self._constant_arm(a) for a in args
+                )
             self._const_like[arg] = got
         return got
 
@@ -1129,8 +1236,7 @@ class _KernelWriter:
             return np.dtype(arg.dtype)
         return _weak_dtype(arg)
 
-    def cast(self, expr: str, src: np.dtype, dst: np.dtype, lines: list[str],
-             indent: str) -> str:
+    def cast(self, expr: str, src: np.dtype, dst: np.dtype, lines: list[str], indent: str) -> str:
         """``expr`` (of dtype ``src``) as ``dst``, exactly as NumPy's ``astype`` casts."""
         src, dst = np.dtype(src), np.dtype(dst)
         if src == dst:
@@ -1193,21 +1299,26 @@ class _KernelWriter:
             f"# segment: {self.seg.describe()}",
             # The signature is part of the text (so of the cache key): two segments whose
             # code reads the same can still differ in their inputs' dtypes.
-            "# inputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}"
-                                     for n in self.seg.inputs),
-            "# outputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}"
-                                      for n in self.seg.outputs),
+            "# inputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}" for n in self.seg.inputs),
+            "# outputs: "
+            + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}" for n in self.seg.outputs),
             "import math",
             "import numpy as np",
         ]
         if self.target == "cpu":
-            header.append("from kernel_ext.backends.numba_decorators import "
-                          "inline as _inline, kernel as _kernel, call_loop as _call_loop")
+            header.append(
+                "from kernel_ext.backends.numba_decorators import "
+                "inline as _inline, kernel as _kernel, call_loop as _call_loop"
+            )
         else:
-            header.append("from kernel_ext.backends.numba_cuda import device as _device, "
-                          "kernel as _kernel")
-        header.append(WRAPPING_IMPORT.format(module="numba_decorators" if self.target == "cpu"
-                                             else "numba_cuda"))
+            header.append(
+                "from kernel_ext.backends.numba_cuda import device as _device, kernel as _kernel"
+            )
+        header.append(
+            WRAPPING_IMPORT.format(
+                module="numba_decorators" if self.target == "cpu" else "numba_cuda"
+            )
+        )
         parts = ["\n".join(header), "\n".join(self.const_lines)]
         parts += list(self.helpers.values())
         parts += body
@@ -1218,8 +1329,7 @@ class _KernelWriter:
     def embedded(self, variant: str, name: str, decorator: str) -> EmbeddedKernel:
         """One CPU variant for a whole-graph module (block buffers passed in)."""
         text = self.cpu_kernel(variant, name, decorator, embedded=True)
-        return EmbeddedKernel(text, "\n".join(self.const_lines), dict(self.helpers),
-                              self._call())
+        return EmbeddedKernel(text, "\n".join(self.const_lines), dict(self.helpers), self._call())
 
     # -- CPU -------------------------------------------------------------------------------
     def _cpu_kernels(self) -> list[str]:
@@ -1228,8 +1338,9 @@ class _KernelWriter:
             kernels.append(self.cpu_kernel("nd", "k_nd"))
         return kernels
 
-    def cpu_kernel(self, variant: str, name: str, decorator: str = "@_kernel",
-                   embedded: bool = False) -> str:
+    def cpu_kernel(
+        self, variant: str, name: str, decorator: str = "@_kernel", embedded: bool = False
+    ) -> str:
         """The text of one CPU kernel variant (``"flat"`` or ``"nd"``), its parameters in
         :meth:`SegmentCall.args` order. ``embedded``: its block buffers become trailing
         parameters instead of being allocated per call (a whole-graph function allocates
@@ -1326,16 +1437,24 @@ class _KernelWriter:
                 if self.stage[n] == s:
                     lines.extend(self._call_lines(k, n, indent))
         if lanes:
-            lines += [f"{indent}nb += 1", f"{indent}used = max(used, m)",
-                      f"{indent}if nb == {CHUNK_BLOCKS}:"]
+            lines += [
+                f"{indent}nb += 1",
+                f"{indent}used = max(used, m)",
+                f"{indent}if nb == {CHUNK_BLOCKS}:",
+            ]
             lines += self._lane_fold(indent + "    ")
             end = row_indent if per_row else "    "
             lines.append(f"{end}if used > 0:")
             lines += self._lane_fold(end + "    ")
             lines += self._cascade_total(end)
         if red is not None and lanes and nd:
-            idx = ", ".join(["0" if d == red.axis or red.axis is None else f"i{d}"
-                             for d in range(self.rank - 1)] + ["0"])
+            idx = ", ".join(
+                [
+                    "0" if d == red.axis or red.axis is None else f"i{d}"
+                    for d in range(self.rank - 1)
+                ]
+                + ["0"]
+            )
             end = row_indent if per_row else "    "
             lines.append(f"{end}a = acc[{idx}]")
             lines.append(f"{end}v = r")
@@ -1349,14 +1468,25 @@ class _KernelWriter:
         tests stay in registers (the block kernel stores every result into a heap buffer
         and reads it back). None where the segment needs buffers: a NumPy loop call or a
         reduction."""
-        if self.rank != 0 or self.calls or self.red is not None or self.scalar_inputs != \
-                list(range(len(self.seg.inputs))):
+        if (
+            self.rank != 0
+            or self.calls
+            or self.red is not None
+            or self.scalar_inputs != list(range(len(self.seg.inputs)))
+        ):
             return None
         body = self._stage_body(0, "    ", nd=False, scalar_outputs=True)
         params = ", ".join(f"s{i}" for i in range(len(self.seg.inputs)))
         outs = "".join(f", o{i}" for i in self.map_outputs)
-        return "\n".join([decorator, f"def {name}({params}):", "    bad = False", *body,
-                          f"    return (bad{outs})"])
+        return "\n".join(
+            [
+                decorator,
+                f"def {name}({params}):",
+                "    bad = False",
+                *body,
+                f"    return (bad{outs})",
+            ]
+        )
 
     def _row(self, param: str, index: str, nd: bool) -> str:
         """``param[index]`` (a block of one row), retyped as a contiguous array where the
@@ -1377,14 +1507,16 @@ class _KernelWriter:
         with strided rows and 16 µs with contiguous ones (NumPy: 36 µs)."""
         dtype = np.dtype(self.seg.inputs[i].dtype)
         row, copy = f"rw{i}", f"rc{i}"
-        return [Scratch(copy, str(BLOCK), ctor(dtype)),
-                f"{indent}{row} = in{i}[{lead}blk:blk + m]",
-                f"{indent}if {row}.strides[0] == {dtype.itemsize}:",
-                f"{indent}    b{i} = np.ascontiguousarray({row})",
-                f"{indent}else:",
-                f"{indent}    for j in range(m):",
-                f"{indent}        {copy}[j] = {row}[j]",
-                f"{indent}    b{i} = {copy}[:m]"]
+        return [
+            Scratch(copy, str(BLOCK), ctor(dtype)),
+            f"{indent}{row} = in{i}[{lead}blk:blk + m]",
+            f"{indent}if {row}.strides[0] == {dtype.itemsize}:",
+            f"{indent}    b{i} = np.ascontiguousarray({row})",
+            f"{indent}else:",
+            f"{indent}    for j in range(m):",
+            f"{indent}        {copy}[j] = {row}[j]",
+            f"{indent}    b{i} = {copy}[:m]",
+        ]
 
     def _lane_fold(self, indent: str) -> list[str]:
         """Fold a reduction's lanes into one value and push it on a pairwise cascade (every
@@ -1435,15 +1567,17 @@ class _KernelWriter:
         """``r``: the cascade's chunk totals combined (the identity when there were none)."""
         red = self.red
         assert red is not None
-        return [f"{indent}r = {self.const(red.identity, red.acc_dtype)}",
-                f"{indent}lvl = 0",
-                f"{indent}while nc:",
-                f"{indent}    if nc & 1:",
-                f"{indent}        a = cs[lvl]",
-                f"{indent}        v = r",
-                f"{indent}        r = {red.combine('a', 'v')}",
-                f"{indent}    lvl += 1",
-                f"{indent}    nc >>= 1"]
+        return [
+            f"{indent}r = {self.const(red.identity, red.acc_dtype)}",
+            f"{indent}lvl = 0",
+            f"{indent}while nc:",
+            f"{indent}    if nc & 1:",
+            f"{indent}        a = cs[lvl]",
+            f"{indent}        v = r",
+            f"{indent}        r = {red.combine('a', 'v')}",
+            f"{indent}    lvl += 1",
+            f"{indent}    nc >>= 1",
+        ]
 
     def _direct_output(self, node: Node) -> int | None:
         """The map output a NumPy loop call can write in place (its own result, in the
@@ -1460,8 +1594,12 @@ class _KernelWriter:
         copy) for operand ``j``: an input array already of the loop's dtype."""
         arg = node.args[j]
         low = self.lowerings[node]
-        if (isinstance(arg, Node) and arg not in self.members and arg.shape != ()
-                and np.dtype(arg.dtype) == low.operand_dtypes[j]):
+        if (
+            isinstance(arg, Node)
+            and arg not in self.members
+            and arg.shape != ()
+            and np.dtype(arg.dtype) == low.operand_dtypes[j]
+        ):
             return self.seg.inputs.index(arg)
         return None
 
@@ -1478,8 +1616,7 @@ class _KernelWriter:
         red = self.red
         return red is not None and (red.axis is None or red.axis == self.rank - 1)
 
-    def _stage_body(self, s: int, indent: str, nd: bool,
-                    scalar_outputs: bool = False) -> list[str]:
+    def _stage_body(self, s: int, indent: str, nd: bool, scalar_outputs: bool = False) -> list[str]:
         """Statements computing stage ``s`` for element ``j``; ``scalar_outputs``: outputs
         assigned to locals ``o<i>`` instead of stored into their blocks (a 0-d kernel)."""
         lines: list[str] = []
@@ -1553,8 +1690,7 @@ class _KernelWriter:
         # outputs and the reduced value, once their values exist in this stage
         for i in self.map_outputs:
             n = self.seg.outputs[i]
-            if self.avail[n] == s and (n not in self.lowerings
-                                       or self._direct_output(n) is None):
+            if self.avail[n] == s and (n not in self.lowerings or self._direct_output(n) is None):
                 if scalar_outputs:
                     lines.append(f"{indent}o{i} = {value(n, None)}")
                 else:
@@ -1582,8 +1718,9 @@ class _KernelWriter:
                     lines.append(f"{indent}wl[j] = {red.combine('a', 'v')}")
         return lines
 
-    def _finish(self, name: str, have: np.dtype, node: Node, lines: list[str], indent: str,
-                s: int) -> str:
+    def _finish(
+        self, name: str, have: np.dtype, node: Node, lines: list[str], indent: str, s: int
+    ) -> str:
         out = self.cast(name, have, np.dtype(node.dtype), lines, indent)
         t = f"u{self._id(node)}_{s}"
         lines.append(f"{indent}{t} = {out}")
@@ -1613,8 +1750,10 @@ class _KernelWriter:
             lines.append(f"{indent}pp[{k}, {nin}] = bo{out}.ctypes.data")
             lines.append(f"{indent}st[{k}, {nin}] = bo{out}.strides[0]")
         lines.append(f"{indent}dims[0] = m")
-        lines.append(f"{indent}_call_loop(f{k}, pp[{k}].ctypes.data, dims.ctypes.data, "
-                     f"st[{k}].ctypes.data, d{k})")
+        lines.append(
+            f"{indent}_call_loop(f{k}, pp[{k}].ctypes.data, dims.ctypes.data, "
+            f"st[{k}].ctypes.data, d{k})"
+        )
         return lines
 
     # -- CUDA ------------------------------------------------------------------------------
@@ -1623,9 +1762,13 @@ class _KernelWriter:
         map outputs and, for a reduction, one partial accumulator per thread. Inputs keep their
         own sizes (broadcast dims read at index 0): only their data goes to the device."""
         args = self._call().params("cuda")
-        lines = ["@_kernel", f"def k_cuda({', '.join(args)}):",
-                 "    bad = False", "    start = cuda.grid(1)",
-                 "    step = cuda.gridsize(1)"]
+        lines = [
+            "@_kernel",
+            f"def k_cuda({', '.join(args)}):",
+            "    bad = False",
+            "    start = cuda.grid(1)",
+            "    step = cuda.gridsize(1)",
+        ]
         red = self.red
         if red is not None:
             lines.append(f"    r = {self.const(red.identity, red.acc_dtype)}")
@@ -1724,8 +1867,10 @@ def segment_key(seg: Segment) -> tuple:
     ranks, and which members are outputs. Two segments with one key get one kernel text."""
     pos = {n: ("m", i) for i, n in enumerate(seg.nodes)}
     pos.update({n: ("i", i) for i, n in enumerate(seg.inputs)})
-    members = tuple((node_key(n), tuple(pos.get(a) if isinstance(a, Node) else None
-                                        for a in n.args)) for n in seg.nodes)
+    members = tuple(
+        (node_key(n), tuple(pos.get(a) if isinstance(a, Node) else None for a in n.args))
+        for n in seg.nodes
+    )
     ins = tuple((n.dtype, len(n.shape)) for n in seg.inputs)
     outs = tuple(seg.nodes.index(o) for o in seg.outputs)
     red = seg.nodes.index(seg.reduction) if seg.reduction is not None else None
@@ -1761,8 +1906,13 @@ class KernelEmbedding:
     def call(self) -> SegmentCall:
         return self._writer._call()
 
-    def kernel(self, variant: str, name: str, decorator: str = "@_kernel",
-               unit_rows: frozenset[str] = frozenset()) -> EmbeddedKernel:
+    def kernel(
+        self,
+        variant: str,
+        name: str,
+        decorator: str = "@_kernel",
+        unit_rows: frozenset[str] = frozenset(),
+    ) -> EmbeddedKernel:
         """``unit_rows``: the parameters (``in<i>``, ``out<i>``) the caller passes as views
         whose last axis has unit stride (their row blocks are retyped as contiguous)."""
         self._writer.unit_rows = unit_rows

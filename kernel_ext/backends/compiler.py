@@ -62,15 +62,16 @@ class KernelHandle:
         self.flat: Any = None
         self.nd: Any = None
         self.cuda: Any = None
-        self.graph_c: Any = None   # whole-graph function, C-contiguous array arguments
-        self.graph_a: Any = None   # ... any-layout array arguments
+        self.graph_c: Any = None  # whole-graph function, C-contiguous array arguments
+        self.graph_a: Any = None  # ... any-layout array arguments
         self.graph_args: dict[str, tuple] = {}
         self.state: dict[str, str] = {}
         self.compile_ms: dict[str, float] = {}
         self.cache: dict[str, str] = {}
         self.error: str | None = None
-        self.reports: weakref.WeakValueDictionary[int, SegmentReport] = \
+        self.reports: weakref.WeakValueDictionary[int, SegmentReport] = (
             weakref.WeakValueDictionary()
+        )
         self.work: dict[str, int] = {}
         self._lock = threading.Lock()
         self._had_reports = False
@@ -138,18 +139,24 @@ class KernelHandle:
             try:
                 if self.ksrc.target == "cuda":
                     from . import numba_cuda
+
                     compiled, hit = numba_cuda.compile_variant(self.ksrc, variant)
                 else:
                     from . import numba_cpu
-                    compiled, hit = numba_cpu.compile_variant(self.ksrc, variant,
-                                                              self.graph_args.get(variant))
+
+                    compiled, hit = numba_cpu.compile_variant(
+                        self.ksrc, variant, self.graph_args.get(variant)
+                    )
             except Exception as e:  # a kernel that fails to compile runs through NumPy
                 self.state[variant] = "failed"
                 self.error = f"{type(e).__name__}: {e}"
                 self.update_reports()
-                warnings.warn(f"kernel_ext: a fused kernel failed to compile and its ops run "
-                              f"through NumPy ({self.error.splitlines()[0][:300]})",
-                              RuntimeWarning, stacklevel=2)
+                warnings.warn(
+                    f"kernel_ext: a fused kernel failed to compile and its ops run "
+                    f"through NumPy ({self.error.splitlines()[0][:300]})",
+                    RuntimeWarning,
+                    stacklevel=2,
+                )
                 return
             self.compile_ms[variant] = (time.perf_counter() - t0) * 1000.0
             self.cache[variant] = "hit" if hit else "miss"
@@ -164,8 +171,7 @@ class KernelHandle:
             report["state"] = _summary_state(states)
             report["variants"] = states
             report["compile_ms"] = round(sum(self.compile_ms.values()), 3)
-            report["cache"] = ",".join(f"{k}:{v}" for k, v in sorted(self.cache.items())) \
-                or None
+            report["cache"] = ",".join(f"{k}:{v}" for k, v in sorted(self.cache.items())) or None
             report["error"] = self.error
         _state_changed()
 
@@ -186,6 +192,7 @@ def on_state_change(listener: Callable[[], None]) -> Callable[[], None]:
     def stop() -> None:
         if listener in _STATE_LISTENERS:
             _STATE_LISTENERS.remove(listener)
+
     return stop
 
 
@@ -271,8 +278,9 @@ class _Compiler:
             priority = 1 if item[1].startswith("graph") else 0
             self._queue.put((priority, next(self._order), item))
         if self._thread is None or not self._thread.is_alive():
-            self._thread = threading.Thread(target=self._work, name="kernel_ext-compiler",
-                                            daemon=True)
+            self._thread = threading.Thread(
+                target=self._work, name="kernel_ext-compiler", daemon=True
+            )
             self._thread.start()
 
     def _work(self) -> None:
@@ -280,6 +288,7 @@ class _Compiler:
         # is imported (its handlers and weakref's finalizers, which dispose of LLVM objects,
         # were registered when it was), the wait for a running compile comes before them.
         import numba  # noqa: F401
+
         atexit.register(self.shutdown)
         while True:
             item = self._queue.get()[2]
@@ -345,14 +354,25 @@ def segment_reports(plans: Sequence[SegmentPlan], backend: str) -> list[dict[str
     reports: list[dict[str, Any]] = []
     for i, p in enumerate(plans):
         seg = p.segment
-        report = SegmentReport({
-            "id": i, "kind": seg.kind, "backend": backend,
-            "ops": [n.op.value for n in seg.nodes], "nodes": [n.name for n in seg.nodes],
-            "inputs": [n.name for n in seg.inputs], "outputs": [n.name for n in seg.outputs],
-            "kernel": p.ksrc.key, "min_size": p.decision.min_size,
-            "reason": p.decision.reason, "state": "pending", "variants": {},
-            "compile_ms": 0.0, "cache": None, "error": None,
-        })
+        report = SegmentReport(
+            {
+                "id": i,
+                "kind": seg.kind,
+                "backend": backend,
+                "ops": [n.op.value for n in seg.nodes],
+                "nodes": [n.name for n in seg.nodes],
+                "inputs": [n.name for n in seg.inputs],
+                "outputs": [n.name for n in seg.outputs],
+                "kernel": p.ksrc.key,
+                "min_size": p.decision.min_size,
+                "reason": p.decision.reason,
+                "state": "pending",
+                "variants": {},
+                "compile_ms": 0.0,
+                "cache": None,
+                "error": None,
+            }
+        )
         p.handle.reports[id(report)] = report
         p.handle.update_reports()
         reports.append(report)
@@ -363,11 +383,20 @@ def describe_argument(value: Any) -> tuple:
     """What a whole-graph function's compiled signature needs to know about one argument:
     ``("array", dtype, ndim, "C" or "A")`` or ``("scalar", dtype)``."""
     if isinstance(value, np.ndarray) and value.ndim > 0:
-        return ("array", value.dtype.str, value.ndim,
-                "C" if value.flags.c_contiguous else "A")
+        return ("array", value.dtype.str, value.ndim, "C" if value.flags.c_contiguous else "A")
     return ("scalar", np.asarray(value).dtype.str)
 
 
-__all__ = ["COMPILER", "HOT_ELEMENTS", "KernelHandle", "SegmentReport", "describe_argument",
-           "handle_for", "handle_of", "segment_reports", "set_synchronous", "synchronous",
-           "wait_for_kernels"]
+__all__ = [
+    "COMPILER",
+    "HOT_ELEMENTS",
+    "KernelHandle",
+    "SegmentReport",
+    "describe_argument",
+    "handle_for",
+    "handle_of",
+    "segment_reports",
+    "set_synchronous",
+    "synchronous",
+    "wait_for_kernels",
+]

@@ -68,14 +68,13 @@ PARALLEL_MIN_NS = 500_000.0
 HANDOVER_MIN_ELEMENTS = 1 << 18
 
 
-
 @dataclass(frozen=True)
 class Decision:
     """What the cost model says about one segment."""
 
     fuse: bool
-    min_size: int            # run the kernel only from this many domain elements on
-    parallel_size: int       # split over threads from this many elements on
+    min_size: int  # run the kernel only from this many domain elements on
+    parallel_size: int  # split over threads from this many elements on
     numpy_ns_per_element: float
     fused_ns_per_element: float
     reason: str = ""
@@ -87,6 +86,7 @@ def _itemsize(node: Node) -> int:
 
 def _is_call(node: Node) -> bool:
     from .codegen import Unsupported, lower
+
     try:
         return lower(node, "cpu").call is not None
     except Unsupported:
@@ -109,8 +109,12 @@ def op_ns(node: Node) -> tuple[float, float]:
 
 def _domain_operand(arg: object, domain: tuple) -> bool:
     """Does NumPy stream a full domain-sized operand for ``arg``? (broadcast small ones: no)"""
-    return isinstance(arg, Node) and arg.shape is not None and \
-        len(arg.shape) == len(domain) and arg.shape == domain
+    return (
+        isinstance(arg, Node)
+        and arg.shape is not None
+        and len(arg.shape) == len(domain)
+        and arg.shape == domain
+    )
 
 
 def per_element(seg: Segment) -> tuple[float, float]:
@@ -139,15 +143,22 @@ def parallel_unary_size(node: Node) -> int | None:
     not such an op, or one core. One op alone moves the same memory fused or not, so it is
     not worth a kernel; its compute is worth the cores."""
     ufunc = node.op.ufunc
-    if ufunc is None or ufunc.nin != 1 or ufunc.nout != 1 or node.params or \
-            (os.cpu_count() or 1) < 2 or not isinstance(node.args[0], Node):
+    if (
+        ufunc is None
+        or ufunc.nin != 1
+        or ufunc.nout != 1
+        or node.params
+        or (os.cpu_count() or 1) < 2
+        or not isinstance(node.args[0], Node)
+    ):
         return None
     key = (node.op, node.args[0].dtype, node.dtype)
     size = _UNARY_SIZES.get(key, 0)
     if size == 0:  # (asked for every emitted node: answered once per op and dtypes)
         numpy_ns = op_ns(node)[0] if _is_call(node) else 0.0
-        size = _UNARY_SIZES[key] = max(1, int(PARALLEL_UFUNC_MIN_NS / numpy_ns)) \
-            if numpy_ns >= HEAVY_OP_NS else None
+        size = _UNARY_SIZES[key] = (
+            max(1, int(PARALLEL_UFUNC_MIN_NS / numpy_ns)) if numpy_ns >= HEAVY_OP_NS else None
+        )
     return size
 
 
@@ -164,8 +175,9 @@ def decide(seg: Segment, mode: str = "auto") -> Decision:
     if mode != "auto":
         return Decision(True, 0, par, numpy_ns, fused_ns, "backend='numba' fuses everything")
     if n_ops < 2:
-        return Decision(False, 0, par, numpy_ns, fused_ns,
-                        "a single op moves the same memory fused or not")
+        return Decision(
+            False, 0, par, numpy_ns, fused_ns, "a single op moves the same memory fused or not"
+        )
     saving = numpy_ns - fused_ns
     if saving <= 0:
         return Decision(False, 0, par, numpy_ns, fused_ns, "no per-element saving")
@@ -173,8 +185,9 @@ def decide(seg: Segment, mode: str = "auto") -> Decision:
     min_size = max(1, math.ceil(overhead_ns / saving)) if overhead_ns > 0 else 1
     size = _static_size(seg.domain)
     if size is not None and size < min_size:
-        return Decision(False, min_size, par, numpy_ns, fused_ns,
-                        f"{size} elements < break-even {min_size}")
+        return Decision(
+            False, min_size, par, numpy_ns, fused_ns, f"{size} elements < break-even {min_size}"
+        )
     return Decision(True, min_size, par, numpy_ns, fused_ns, "saves memory traffic")
 
 

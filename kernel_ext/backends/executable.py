@@ -45,6 +45,7 @@ class Executable:
             return True
         # (imported here: the compiler module is only needed once something was fused)
         from .compiler import wait_for_kernels
+
         return wait_for_kernels(timeout)
 
 

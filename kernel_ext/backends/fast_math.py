@@ -52,8 +52,14 @@ import numpy as np
 from ..ir import OpKind
 
 #: The functions fast-math inlines, by op.
-FAST_OPS: dict[OpKind, str] = {OpKind.EXP: "exp", OpKind.LOG: "log", OpKind.TANH: "tanh",
-                               OpKind.SIN: "sin", OpKind.COS: "cos", OpKind.POWER: "pow"}
+FAST_OPS: dict[OpKind, str] = {
+    OpKind.EXP: "exp",
+    OpKind.LOG: "log",
+    OpKind.TANH: "tanh",
+    OpKind.SIN: "sin",
+    OpKind.COS: "cos",
+    OpKind.POWER: "pow",
+}
 
 #: The largest distance, in units in the last place, between a fast-math result and NumPy's
 #: for finite inputs (``(function, dtype)``); the differential tests
@@ -61,11 +67,16 @@ FAST_OPS: dict[OpKind, str] = {OpKind.EXP: "exp", OpKind.LOG: "log", OpKind.TANH
 #: result of 0 or a subnormal counts ulps as the spacing of subnormals (the float's bits are
 #: compared as ordered integers).
 ULP_BOUNDS: dict[tuple[str, str], int] = {
-    ("exp", "float32"): 3, ("exp", "float64"): 2,
-    ("log", "float32"): 4, ("log", "float64"): 2,
-    ("tanh", "float32"): 3, ("tanh", "float64"): 3,
-    ("sin", "float32"): 1, ("sin", "float64"): 2,
-    ("cos", "float32"): 1, ("cos", "float64"): 2,
+    ("exp", "float32"): 3,
+    ("exp", "float64"): 2,
+    ("log", "float32"): 4,
+    ("log", "float64"): 2,
+    ("tanh", "float32"): 3,
+    ("tanh", "float64"): 3,
+    ("sin", "float32"): 1,
+    ("sin", "float64"): 2,
+    ("cos", "float32"): 1,
+    ("cos", "float64"): 2,
     ("pow", "float32"): 1,
 }
 
@@ -73,8 +84,10 @@ ULP_BOUNDS: dict[tuple[str, str], int] = {
 #: reduction by π/2 is accurate to here).
 TRIG_LIMIT = 65536.0
 
-_HEADER = ("from kernel_ext.backends.numba_decorators import pow2 as _pow2, "
-           "frexp_mantissa as _fmant, frexp_exponent as _fexp, fma as _fma")
+_HEADER = (
+    "from kernel_ext.backends.numba_decorators import pow2 as _pow2, "
+    "frexp_mantissa as _fmant, frexp_exponent as _fexp, fma as _fma"
+)
 
 _EXP = {
     "float32": """\
@@ -290,17 +303,27 @@ def helpers(fn: str, dtype: Any, decorator: str) -> dict[str, str]:
         out[name] = decorator + "\n" + _TANH[dt].format(name=name, exp=exp)
     elif fn in ("sin", "cos"):
         trig = helper_name(fn, "float64")
-        out[trig] = decorator + "\n" + _TRIG64.format(name=trig, negative=_NEGATIVE[fn],
-                                                odd=_ODD_EVEN[fn][0], even=_ODD_EVEN[fn][1])
+        out[trig] = (
+            decorator
+            + "\n"
+            + _TRIG64.format(
+                name=trig, negative=_NEGATIVE[fn], odd=_ODD_EVEN[fn][0], even=_ODD_EVEN[fn][1]
+            )
+        )
         if dt == "float32":
-            out[name] = decorator + f"\ndef {name}(x):\n    return np.float32({trig}(" \
-                                    "np.float64(x)))\n"
+            out[name] = (
+                decorator + f"\ndef {name}(x):\n    return np.float32({trig}(np.float64(x)))\n"
+            )
     elif fn == "pow" and dt == "float32":
         out.update(helpers("exp", "float64", decorator))
         out.update(helpers("log", "float64", decorator))
-        out[name] = decorator + "\n" + _POW32.format(name=name,
-                                                     exp64=helper_name("exp", "float64"),
-                                                     log64=helper_name("log", "float64"))
+        out[name] = (
+            decorator
+            + "\n"
+            + _POW32.format(
+                name=name, exp64=helper_name("exp", "float64"), log64=helper_name("log", "float64")
+            )
+        )
     else:
         raise KeyError(f"no fast-math {fn} for {dt}")
     return out
@@ -318,12 +341,13 @@ def guard(fn: str, dtype: Any, operands: list[str], const: Any) -> str | None:
         # fine: a finite positive base with a finite exponent, or a finite negative base with
         # an integer exponent (the float64 exp/log stay exact enough for both)
         ok_y = f"(abs({y}) < {inf})"
-        neg_ok = (f"(({x} < 0) & ({x} > -{inf}) & (abs({y}) < {const(16777216.0)}) & "
-                  f"(np.float32(np.int64({y} if abs({y}) < {const(16777216.0)} else 0)) "
-                  f"== {y}))")
+        neg_ok = (
+            f"(({x} < 0) & ({x} > -{inf}) & (abs({y}) < {const(16777216.0)}) & "
+            f"(np.float32(np.int64({y} if abs({y}) < {const(16777216.0)} else 0)) "
+            f"== {y}))"
+        )
         return f"(not ((({x} > 0) & ({x} < {inf}) | {neg_ok}) & {ok_y}))"
     return None
 
 
-__all__ = ["FAST_OPS", "TRIG_LIMIT", "ULP_BOUNDS", "guard", "helper_name", "helpers",
-           "supports"]
+__all__ = ["FAST_OPS", "TRIG_LIMIT", "ULP_BOUNDS", "guard", "helper_name", "helpers", "supports"]

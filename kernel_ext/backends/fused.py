@@ -41,8 +41,9 @@ from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
 class SegmentPlan:
     """A segment chosen for fusion, its kernel and the cost model's decision."""
 
-    def __init__(self, seg: Segment, ksrc: KernelSource, decision: cost.Decision,
-                 handle: KernelHandle) -> None:
+    def __init__(
+        self, seg: Segment, ksrc: KernelSource, decision: cost.Decision, handle: KernelHandle
+    ) -> None:
         self.segment = seg
         self.ksrc = ksrc
         self.decision = decision
@@ -67,12 +68,12 @@ def plain_float_sum(node: Node) -> bool:
         if axes != set(range(rank)):
             return False
     extra = set(node.params) - {"axis", "keepdims", "dtype"}
-    return not extra and not node.attrs.get("keepdims") and \
-        node.attrs.get("dtype") in (None, dt)
+    return not extra and not node.attrs.get("keepdims") and node.attrs.get("dtype") in (None, dt)
 
 
-def plan_segments(graph: Graph, mode: str, target: str = "cpu",
-                  exact_sums: bool = False, fast_math: bool = False) -> list[SegmentPlan]:
+def plan_segments(
+    graph: Graph, mode: str, target: str = "cpu", exact_sums: bool = False, fast_math: bool = False
+) -> list[SegmentPlan]:
     """Segments of ``graph`` worth fusing under ``mode`` ("auto" or "numba"); ``fast_math``:
     kernels with :mod:`.fast_math`'s approximations.
 
@@ -89,11 +90,20 @@ def plan_segments(graph: Graph, mode: str, target: str = "cpu",
 
     plans = []
     for seg in partition(graph, eligible):
-        if exact_sums and not seg.elementwise and seg.reduction is not None and \
-                plain_float_sum(seg.reduction):
+        if (
+            exact_sums
+            and not seg.elementwise
+            and seg.reduction is not None
+            and plain_float_sum(seg.reduction)
+        ):
             continue
-        if (mode == "auto" or exact_sums) and target == "cpu" and len(seg.nodes) == 1 and \
-                seg.reduction is None and cost.parallel_unary_size(seg.nodes[0]) is not None:
+        if (
+            (mode == "auto" or exact_sums)
+            and target == "cpu"
+            and len(seg.nodes) == 1
+            and seg.reduction is None
+            and cost.parallel_unary_size(seg.nodes[0]) is not None
+        ):
             continue  # NumPy's own call, split over the cores (_FusedEmitter.emit_node)
         decision = cost.decide(seg, mode)
         if not decision.fuse:
@@ -110,18 +120,25 @@ def plan_segments(graph: Graph, mode: str, target: str = "cpu",
 # The executor
 # ---------------------------------------------------------------------------------------------
 
+
 class _FusedEmitter(Emitter):
     """The NumPy executor's emitter, with each planned segment emitted as one runner call
     (in every graph: the top level and control-flow bodies alike)."""
 
-    def __init__(self, namer: Namer, mode: str, target: str, exact_sums: bool = False,
-                 fast_math: bool = False) -> None:
+    def __init__(
+        self,
+        namer: Namer,
+        mode: str,
+        target: str,
+        exact_sums: bool = False,
+        fast_math: bool = False,
+    ) -> None:
         super().__init__(namer)
         self.mode = mode
         self.fast_math = fast_math
         self.target = target
         self.exact_sums = exact_sums
-        self.parallel_sums = 0   # plain float sums emitted as parallel_sum calls
+        self.parallel_sums = 0  # plain float sums emitted as parallel_sum calls
         self.parallel_ufuncs = 0  # heavy unary ufuncs emitted as parallel_ufunc calls
         self.parallel_ufunc_size: int | None = None  # the smallest size they split from
         # Loops whose test sums a loop variable that the body makes with one split ufunc:
@@ -138,15 +155,16 @@ class _FusedEmitter(Emitter):
         """``graph``'s planned segments and its steps in run order (nodes and segments)."""
         known = self._schedules.get(id(graph))
         if known is None or known[0] is not graph:
-            plans = plan_segments(graph, self.mode, self.target, self.exact_sums,
-                                  self.fast_math)
+            plans = plan_segments(graph, self.mode, self.target, self.exact_sums, self.fast_math)
             order = schedule(graph, [p.segment for p in plans]) if plans else list(graph.nodes)
             known = self._schedules[id(graph)] = (graph, plans, order)
         return known[1], known[2]
 
     def steps(self, graph: Graph) -> list:
-        return [((item,), item.inputs) if isinstance(item, Node) else (item.nodes, item.inputs)
-                for item in self.schedule(graph)[1]]
+        return [
+            ((item,), item.inputs) if isinstance(item, Node) else (item.nodes, item.inputs)
+            for item in self.schedule(graph)[1]
+        ]
 
     def emit_node(self, node: Node, scope: Scope, indent: str) -> None:
         if self.exact_sums and plain_float_sum(node):
@@ -166,8 +184,9 @@ class _FusedEmitter(Emitter):
             self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
             x, v, total = scope.var(node.args[0]), scope.var(node), self._sum_into.get(node)
             if total:
-                self.lines.append(f"{indent}{v}, {total} = "
-                                  f"_parallel_ufunc_sum({uf}, {x}, {dt}, {size})")
+                self.lines.append(
+                    f"{indent}{v}, {total} = _parallel_ufunc_sum({uf}, {x}, {dt}, {size})"
+                )
             else:
                 self.lines.append(f"{indent}{v} = _parallel_ufunc({uf}, {x}, {dt}, {size})")
             return
@@ -177,8 +196,12 @@ class _FusedEmitter(Emitter):
 
     def _parallel_size(self, node: Node) -> int | None:
         """The size from which ``node`` runs as :func:`parallel_ufunc`, or None."""
-        if self.target != "cpu" or not (self.mode == "auto" or self.exact_sums) or \
-                not node.args or not isinstance(node.args[0], Node):
+        if (
+            self.target != "cpu"
+            or not (self.mode == "auto" or self.exact_sums)
+            or not node.args
+            or not isinstance(node.args[0], Node)
+        ):
             return None
         return cost.parallel_unary_size(node)
 
@@ -187,9 +210,11 @@ class _FusedEmitter(Emitter):
             cond, body = node.attrs["cond"], node.attrs["body"]
             for i in range(node.attrs["n_vars"]):
                 ph, made = cond.inputs[i], body.outputs[i]
-                if made.op.group is OpGroup.ELEMENTWISE and \
-                        self._parallel_size(made) is not None and \
-                        any(plain_float_sum(c) and c.args[0] is ph for c in cond.nodes):
+                if (
+                    made.op.group is OpGroup.ELEMENTWISE
+                    and self._parallel_size(made) is not None
+                    and any(plain_float_sum(c) and c.args[0] is ph for c in cond.nodes)
+                ):
                     total = f"known_sum{len(self._sum_into)}"
                     self.lines.append(f"{indent}{total} = None")
                     self._sum_of_input[ph] = self._sum_into[made] = total
@@ -251,9 +276,12 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
             ok = bool(readers)
             for u in readers:
                 q = seg_of.get(u)
-                if q is None or q.ksrc.target != "cuda" or \
-                        q.segment.inputs.index(o) in q.ksrc.call.scalar_inputs or \
-                        not _reads_in_place(o.shape, q.segment.domain):
+                if (
+                    q is None
+                    or q.ksrc.target != "cuda"
+                    or q.segment.inputs.index(o) in q.ksrc.call.scalar_inputs
+                    or not _reads_in_place(o.shape, q.segment.domain)
+                ):
                     ok = False
                     break
             if ok:
@@ -272,17 +300,27 @@ def _short_sums_fused(graph: Graph, mode: str, exact_sums: bool, fast_math: bool
     rewritten, changed = short_sums.unroll_top_level(graph)
     if not changed:
         return graph
-    fused_nodes = {n for p in plan_segments(rewritten, mode, "cpu", exact_sums, fast_math)
-                   for n in p.segment.nodes}
+    fused_nodes = {
+        n
+        for p in plan_segments(rewritten, mode, "cpu", exact_sums, fast_math)
+        for n in p.segment.nodes
+    }
     if any(short_sums.is_term(n) and n not in fused_nodes for n in rewritten.nodes):
         return graph
     return rewritten
 
 
-def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto",
-                  target: str = "cpu", filename: str = "<kx-fused>", exact_sums: bool = False,
-                  stats: dict[str, int] | None = None, fast_math: bool = False
-                  ) -> tuple[Callable[..., Any], str, list[SegmentPlan]]:
+def compile_fused(
+    graph: Graph,
+    tree: TreeNode,
+    n_params: int,
+    mode: str = "auto",
+    target: str = "cpu",
+    filename: str = "<kx-fused>",
+    exact_sums: bool = False,
+    stats: dict[str, int] | None = None,
+    fast_math: bool = False,
+) -> tuple[Callable[..., Any], str, list[SegmentPlan]]:
     """Generate and exec the fused executor; returns ``(run, source, plans)``; ``fast_math``:
     its kernels use :mod:`.fast_math`'s approximations.
 
@@ -292,9 +330,13 @@ def compile_fused(graph: Graph, tree: TreeNode, n_params: int, mode: str = "auto
         graph = _short_sums_fused(graph, mode, exact_sums, fast_math)
     namer = Namer()
     namer.globals.update(RUNTIME)
-    namer.globals.update(_deferred=COMPILER.deferred, _flush=COMPILER.flush,
-                         _parallel_sum=parallel_sum, _parallel_ufunc=parallel_ufunc,
-                         _parallel_ufunc_sum=parallel_ufunc_sum)
+    namer.globals.update(
+        _deferred=COMPILER.deferred,
+        _flush=COMPILER.flush,
+        _parallel_sum=parallel_sum,
+        _parallel_ufunc=parallel_ufunc,
+        _parallel_ufunc_sum=parallel_ufunc_sum,
+    )
     emitter = _FusedEmitter(namer, mode, target, exact_sums, fast_math)
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
@@ -346,5 +388,11 @@ def _with_call_scope(run: Callable[..., Any]) -> Callable[..., Any]:
 
 # set_synchronous / wait_for_kernels: re-exported, the documented switches of tests and
 # benchmarks (``kernel_ext.backends.fused.set_synchronous(True)``).
-__all__ = ["SegmentPlan", "compile_fused", "plain_float_sum", "plan_segments",
-           "set_synchronous", "wait_for_kernels"]
+__all__ = [
+    "SegmentPlan",
+    "compile_fused",
+    "plain_float_sum",
+    "plan_segments",
+    "set_synchronous",
+    "wait_for_kernels",
+]

@@ -92,6 +92,7 @@ def write_in_place(node: Node) -> Callable[..., Any]:
         def write(value: Any) -> None:
             if not var.update_in_place(kind, value):
                 replace(value)
+
         return write
     if node.op is OpKind.TENSOR_ARRAY_WRITE:
         return functools.partial(tensor_array_write, in_place=True, **node.params)
@@ -100,11 +101,13 @@ def write_in_place(node: Node) -> Callable[..., Any]:
     def setitem(x: np.ndarray, value: Any, *dyn: Any) -> np.ndarray:
         x[build_index(template, dyn)] = value
         return x
+
     return setitem
 
 
-def plan_inplace(graph: Graph, steps_of: StepsOf,
-                 owned_inputs: frozenset[Node] = frozenset()) -> InplacePlan:
+def plan_inplace(
+    graph: Graph, steps_of: StepsOf, owned_inputs: frozenset[Node] = frozenset()
+) -> InplacePlan:
     """The reinplacing decisions for ``graph`` and its sub-graphs, on the executor's schedule.
 
     ``owned_inputs``: inputs whose buffer the call may overwrite — arguments the function
@@ -116,8 +119,11 @@ def plan_inplace(graph: Graph, steps_of: StepsOf,
     return analysis.plan
 
 
-_VARIABLE_WRITES = {OpKind.ASSIGN_VARIABLE: "assign", OpKind.ASSIGN_ADD_VARIABLE: "add",
-                    OpKind.ASSIGN_SUB_VARIABLE: "sub"}
+_VARIABLE_WRITES = {
+    OpKind.ASSIGN_VARIABLE: "assign",
+    OpKind.ASSIGN_ADD_VARIABLE: "add",
+    OpKind.ASSIGN_SUB_VARIABLE: "sub",
+}
 
 
 def _plan_variables(an: _Analysis) -> None:
@@ -140,13 +146,20 @@ def _plan_variables(an: _Analysis) -> None:
         elif node.op in _VARIABLE_WRITES:
             var = node.attrs["variable"]
             value = node.args[0]
-            if id(var) in nested or not isinstance(value, Node) or \
-                    value.aval is None or isinstance(value.aval, tuple) or \
-                    value.aval.shape is None:
+            if (
+                id(var) in nested
+                or not isinstance(value, Node)
+                or value.aval is None
+                or isinstance(value.aval, tuple)
+                or value.aval.shape is None
+            ):
                 continue
             shape = tuple(value.aval.shape)
-            if np.dtype(value.aval.dtype) != var.dtype or len(shape) > var.ndim or \
-                    shape != tuple(var.shape[var.ndim - len(shape):]):
+            if (
+                np.dtype(value.aval.dtype) != var.dtype
+                or len(shape) > var.ndim
+                or shape != tuple(var.shape[var.ndim - len(shape) :])
+            ):
                 continue
             if all(an._dead_after(r, k) for _, r in reads.get(id(var), ())):
                 an.plan.variables.add(node)
@@ -165,8 +178,13 @@ def _variables_in(graph: Graph) -> set[int]:
 
 def _is_buffer(node: Any) -> bool:
     aval = getattr(node, "aval", None)
-    return isinstance(node, Node) and aval is not None and not isinstance(aval, tuple) and \
-        aval.shape is not None and len(aval.shape) >= 1
+    return (
+        isinstance(node, Node)
+        and aval is not None
+        and not isinstance(aval, tuple)
+        and aval.shape is not None
+        and len(aval.shape) >= 1
+    )
 
 
 def _retains(node: Node) -> bool:
@@ -205,10 +223,10 @@ class _Analysis:
         self.steps: list[Step] = []
         self.roots: dict[Node, frozenset[int]] = {}
         self.owned: set[Node] = set()
-        self.last_read: dict[int, int] = {}   # root -> last step reading a value with it
-        self.escaped: set[int] = set()        # roots a retaining op read
-        self.reads: dict[Node, int] = {}      # value -> last step reading it
-        self.relied: set[Node] = set()        # owned params an in-place write or loop used
+        self.last_read: dict[int, int] = {}  # root -> last step reading a value with it
+        self.escaped: set[int] = set()  # roots a retaining op read
+        self.reads: dict[Node, int] = {}  # value -> last step reading it
+        self.relied: set[Node] = set()  # owned params an in-place write or loop used
         # loop -> slot -> (the roots its output shares memory with, is it owned?)
         self._slots: dict[Node, dict[int, tuple[frozenset[int], bool]]] = {}
 
@@ -226,8 +244,9 @@ class _Analysis:
     def _dead_after(self, node: Node, step: int) -> bool:
         """Is no value sharing memory with ``node`` read after ``step``, or retained?"""
         roots = self.roots.get(node, frozenset())
-        return bool(roots) and all(self.last_read.get(r, -1) <= step and r not in self.escaped
-                                   for r in roots)
+        return bool(roots) and all(
+            self.last_read.get(r, -1) <= step and r not in self.escaped for r in roots
+        )
 
     def _rely_on(self, node: Node) -> None:
         """Note that a decision used the ownership of the params ``node`` shares memory with."""
@@ -320,8 +339,7 @@ class _Analysis:
         out_roots: list[frozenset[int]] = [frozenset()] * n_out
         out_owned = [True] * n_out
         for g in node.attrs["branches"]:
-            inner = _Analysis(g, self.steps_of,
-                              frozenset(g.inputs[j] for j in private)).run()
+            inner = _Analysis(g, self.steps_of, frozenset(g.inputs[j] for j in private)).run()
             self.plan.merge(inner.plan)
             for j in private:
                 if g.inputs[j] in inner.relied:
@@ -343,15 +361,22 @@ class _Analysis:
                 if mine & inner.escaped:
                     for r in mine & inner.escaped:
                         self.escaped |= outer[r]
-                if not (_is_buffer(o) and o in inner.owned and mine and
-                        not mine & inner.escaped and
-                        not any(inner.roots.get(p, frozenset()) & mine
-                                for q, p in enumerate(outs) if q != i)):
+                if not (
+                    _is_buffer(o)
+                    and o in inner.owned
+                    and mine
+                    and not mine & inner.escaped
+                    and not any(
+                        inner.roots.get(p, frozenset()) & mine for q, p in enumerate(outs) if q != i
+                    )
+                ):
                     out_owned[i] = False
-        self._set_roots(node, self._union(node.args) | self._new_root() |
-                        frozenset().union(*out_roots))
-        self._slots[node] = {i: (out_roots[i] or self._new_root(), out_owned[i])
-                             for i in range(n_out)}
+        self._set_roots(
+            node, self._union(node.args) | self._new_root() | frozenset().union(*out_roots)
+        )
+        self._slots[node] = {
+            i: (out_roots[i] or self._new_root(), out_owned[i]) for i in range(n_out)
+        }
 
     # -- loops --------------------------------------------------------------------------------
     def _while(self, node: Node, k: int) -> None:
@@ -372,9 +397,12 @@ class _Analysis:
                     direct.add(i)
                     continue
                 others = [a for j, a in enumerate(args) if j != i]
-                if init in self.owned and self._dead_after(init, k) and \
-                        not any(a is init for a in others) and \
-                        not (self._union(others) & self.roots[init]):
+                if (
+                    init in self.owned
+                    and self._dead_after(init, k)
+                    and not any(a is init for a in others)
+                    and not (self._union(others) & self.roots[init])
+                ):
                     direct.add(i)
                 elif params[i] in inner.relied:
                     copied.add(i)
@@ -390,8 +418,7 @@ class _Analysis:
             self.plan.entry_copies[node] = frozenset(copied)
         # What the loop's outputs share memory with: an owned slot its own buffer (the
         # operand's when passed directly), any other slot everything the loop read.
-        others = self._union([a for j, a in enumerate(args) if j not in direct]) | \
-            self._new_root()
+        others = self._union([a for j, a in enumerate(args) if j not in direct]) | self._new_root()
         slots: dict[int, tuple[frozenset[int], bool]] = {}
         for i in range(n):
             if i in direct:
@@ -414,9 +441,14 @@ class _Analysis:
             for i in candidates:
                 out = outs[i]
                 mine = inner.roots.get(out, frozenset())
-                if out not in inner.owned or not mine or mine & inner.escaped or any(
-                        inner.roots.get(o, frozenset()) & mine
-                        for j, o in enumerate(outs) if j != i):
+                if (
+                    out not in inner.owned
+                    or not mine
+                    or mine & inner.escaped
+                    or any(
+                        inner.roots.get(o, frozenset()) & mine for j, o in enumerate(outs) if j != i
+                    )
+                ):
                     bad.add(i)
             if not bad:
                 return inner

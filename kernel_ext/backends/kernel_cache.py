@@ -57,6 +57,7 @@ def versions_tag() -> str:
     import numpy as np
 
     from .codegen import CODEGEN_VERSION
+
     parts = [sys.version.split()[0], np.__version__, f"codegen{CODEGEN_VERSION}"]
     for dist in ("numba", "llvmlite"):
         try:
@@ -65,6 +66,7 @@ def versions_tag() -> str:
             parts.append(f"{dist}?")
     try:
         from .numba_decorators import ABI
+
         parts.append(f"abi{ABI}")
     except ImportError:  # pragma: no cover - numba missing
         pass
@@ -160,5 +162,4 @@ def forget(name: str) -> None:
     sys.modules.pop(f"{_PACKAGE}.{name}", None)
 
 
-__all__ = ["cache_root", "entry_name", "forget", "kernel_dir", "load", "purge",
-           "versions_tag"]
+__all__ = ["cache_root", "entry_name", "forget", "kernel_dir", "load", "purge", "versions_tag"]

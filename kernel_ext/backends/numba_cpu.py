@@ -45,8 +45,11 @@ def signature(ksrc: KernelSource, variant: str) -> tuple[types.Type, ...]:
         if kind in ("start", "stop", "dim"):
             sig.append(types.intp)
         elif kind == "array":
-            sig.append(types.Array(_scalar(call.input_dtypes[arg.index]), rank,
-                                   "A" if nd else "C", readonly=True))
+            sig.append(
+                types.Array(
+                    _scalar(call.input_dtypes[arg.index]), rank, "A" if nd else "C", readonly=True
+                )
+            )
         elif kind == "scalar":
             sig.append(_scalar(call.input_dtypes[arg.index]))
         elif kind == "output":
@@ -73,7 +76,7 @@ def signatures(ksrc: KernelSource, variant: str) -> list[tuple[types.Type, ...]]
         args = ksrc.call.args(variant)  # type: ignore[union-attr]
         k = next(j for j, a in enumerate(args) if a.kind == "acc")
         acc = types.Array(_scalar(red.seq_dtype), ksrc.call.rank, "C")  # type: ignore
-        sigs.append(sig[:k] + (acc,) + sig[k + 1:])
+        sigs.append(sig[:k] + (acc,) + sig[k + 1 :])
     return sigs
 
 
@@ -82,15 +85,17 @@ def graph_signature(descr: tuple) -> tuple[types.Type, ...]:
     sig: list[types.Type] = []
     for d in descr:
         if d[0] == "array":
-            sig.append(types.Array(_scalar(np.dtype(d[1])), d[2], d[3],
-                                   readonly=d[4:] != ("writable",)))
+            sig.append(
+                types.Array(_scalar(np.dtype(d[1])), d[2], d[3], readonly=d[4:] != ("writable",))
+            )
         else:
             sig.append(_scalar(np.dtype(d[1])))
     return tuple(sig)
 
 
-def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
-                    ) -> tuple[object, bool]:
+def compile_variant(
+    ksrc: KernelSource, variant: str, descr: tuple | None = None
+) -> tuple[object, bool]:
     """Compile (or load from Numba's disk cache) one kernel variant.
 
     Returns ``(dispatcher, cache_hit)``. A failure while loading cached code (a corrupt

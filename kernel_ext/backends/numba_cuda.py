@@ -59,6 +59,7 @@ else:  # pragma: no cover - needs a real GPU
     from numba.cuda.extending import intrinsic as _cuda_intrinsic
 
     from .numba_decorators import WRAPPING_DOCS, wrapping_intrinsic
+
     wrapping_add = wrapping_intrinsic("add", WRAPPING_DOCS["add"], _cuda_intrinsic)
     wrapping_sub = wrapping_intrinsic("sub", WRAPPING_DOCS["sub"], _cuda_intrinsic)
     wrapping_mul = wrapping_intrinsic("mul", WRAPPING_DOCS["mul"], _cuda_intrinsic)
@@ -73,8 +74,9 @@ def launch_config(n: int) -> tuple[int, int]:
     return max(1, min(1024, -(-n // threads))), threads
 
 
-def compile_variant(ksrc: KernelSource, variant: str, descr: tuple | None = None
-                    ) -> tuple[object, bool]:
+def compile_variant(
+    ksrc: KernelSource, variant: str, descr: tuple | None = None
+) -> tuple[object, bool]:
     """Import the kernel module (kernels compile at their first launch)."""
     module, _, on_disk = kernel_cache.load(ksrc.source)
     return module.k_cuda, on_disk
@@ -124,8 +126,7 @@ def _input(a: Any, shape: tuple) -> Any:
     read in place (an earlier segment's output) as it is, anything else copied there (a graph
     input only once per call: :class:`call_scope`)."""
     if on_device(a):
-        if len(a.shape) == len(shape) and \
-                all(s in (1, d) for s, d in zip(a.shape, shape)):
+        if len(a.shape) == len(shape) and all(s in (1, d) for s, d in zip(a.shape, shape)):
             return a  # read in place, broadcast dims at index 0
         a = a.copy_to_host()
     rank = len(shape)
@@ -139,9 +140,16 @@ def _input(a: Any, shape: tuple) -> Any:
     return _send(a, rank)
 
 
-def run_segment(kern: Any, pack: Callable[..., tuple], shape: tuple, arrays: list[Any],
-                scalars: list[Any], out_dtypes: list[np.dtype], acc_dtype: np.dtype | None,
-                keep: tuple[bool, ...] = ()) -> tuple[bool, list, Any]:
+def run_segment(
+    kern: Any,
+    pack: Callable[..., tuple],
+    shape: tuple,
+    arrays: list[Any],
+    scalars: list[Any],
+    out_dtypes: list[np.dtype],
+    acc_dtype: np.dtype | None,
+    keep: tuple[bool, ...] = (),
+) -> tuple[bool, list, Any]:
     """Launch a segment kernel over ``shape``: ``(bad, map outputs, reduction partials)``.
 
     ``pack(total, dims, ins, scalars, outs, acc, flag)`` orders the device buffers as the
@@ -168,11 +176,21 @@ def run_segment(kern: Any, pack: Callable[..., tuple], shape: tuple, arrays: lis
     bad = bool(flag.copy_to_host()[0])
     if bad:  # the NumPy fallback reruns the segment: nothing else is needed
         return True, [], None
-    results = [d if i < len(keep) and keep[i] else d.copy_to_host()
-               for i, d in enumerate(d_out)]
+    results = [d if i < len(keep) and keep[i] else d.copy_to_host() for i, d in enumerate(d_out)]
     partials = acc.copy_to_host() if acc is not None else None
     return bad, results, partials
 
 
-__all__ = ["SIMULATOR", "call_scope", "compile_variant", "device", "kernel", "launch_config",
-           "on_device", "run_segment", "wrapping_add", "wrapping_mul", "wrapping_sub"]
+__all__ = [
+    "SIMULATOR",
+    "call_scope",
+    "compile_variant",
+    "device",
+    "kernel",
+    "launch_config",
+    "on_device",
+    "run_segment",
+    "wrapping_add",
+    "wrapping_mul",
+    "wrapping_sub",
+]

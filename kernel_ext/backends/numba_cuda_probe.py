@@ -21,8 +21,11 @@ def driver_present() -> bool:
         # Windows spells it SystemRoot (its environment is case-insensitive; os.environ too)
         system = os.environ.get("SystemRoot", r"C:\Windows")  # noqa: SIM112
         return os.path.exists(os.path.join(system, "System32", "nvcuda.dll"))
-    return bool(os.path.exists("/proc/driver/nvidia") or glob.glob("/dev/nvidia[0-9]*")
-                or os.path.exists("/dev/dxg"))
+    return bool(
+        os.path.exists("/proc/driver/nvidia")
+        or glob.glob("/dev/nvidia[0-9]*")
+        or os.path.exists("/dev/dxg")
+    )
 
 
 @functools.lru_cache(maxsize=1)
@@ -32,6 +35,7 @@ def real_gpu_available() -> bool:
         return False
     try:
         from numba import config, cuda
+
         # (numba.config sets its options from the environment at import: no stubs for them)
         simulated = config.ENABLE_CUDASIM  # type: ignore[attr-defined]
         return bool(cuda.is_available() and not simulated)

@@ -86,9 +86,11 @@ def wrapping_intrinsic(name: str, doc: str, decorator: Any = intrinsic) -> Any:
     return decorator(typer)
 
 
-WRAPPING_DOCS = {"add": "``a + b`` modulo ``2**bits`` (two integers of one type).",
-                 "sub": "``a - b`` modulo ``2**bits`` (two integers of one type).",
-                 "mul": "``a * b`` modulo ``2**bits`` (two integers of one type)."}
+WRAPPING_DOCS = {
+    "add": "``a + b`` modulo ``2**bits`` (two integers of one type).",
+    "sub": "``a - b`` modulo ``2**bits`` (two integers of one type).",
+    "mul": "``a * b`` modulo ``2**bits`` (two integers of one type).",
+}
 wrapping_add = wrapping_intrinsic("add", WRAPPING_DOCS["add"])
 wrapping_sub = wrapping_intrinsic("sub", WRAPPING_DOCS["sub"])
 wrapping_mul = wrapping_intrinsic("mul", WRAPPING_DOCS["mul"])
@@ -179,6 +181,18 @@ def frexp_exponent(typingctx, x):
     return x(x), codegen
 
 
-__all__ = ["ABI", "WRAPPING_DOCS", "call_loop", "fma", "frexp_exponent", "frexp_mantissa", "inline",
-           "kernel", "pow2", "wrapping_add",
-           "wrapping_intrinsic", "wrapping_mul", "wrapping_sub"]
+__all__ = [
+    "ABI",
+    "WRAPPING_DOCS",
+    "call_loop",
+    "fma",
+    "frexp_exponent",
+    "frexp_mantissa",
+    "inline",
+    "kernel",
+    "pow2",
+    "wrapping_add",
+    "wrapping_intrinsic",
+    "wrapping_mul",
+    "wrapping_sub",
+]

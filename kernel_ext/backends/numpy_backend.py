@@ -63,10 +63,15 @@ class Namer:
     """The globals of one generated module: values the code refers to by a fresh name."""
 
     def __init__(self) -> None:
-        self.globals: dict[str, Any] = {"_own": _own, "_result": _result, "np": np,
-                                        "_array0": _array0, "_like_argument": _like_argument,
-                                        "_as_computed": _as_computed,
-                                        "_asarray_argument": _asarray_argument}
+        self.globals: dict[str, Any] = {
+            "_own": _own,
+            "_result": _result,
+            "np": np,
+            "_array0": _array0,
+            "_like_argument": _like_argument,
+            "_as_computed": _as_computed,
+            "_asarray_argument": _asarray_argument,
+        }
         self._count = 0
 
     def bind(self, value: Any, prefix: str = "_g") -> str:
@@ -116,8 +121,9 @@ def access_expr(path: tuple, namer: Namer) -> str:
     return expr
 
 
-def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
-                written: frozenset[int] = frozenset()) -> str:
+def output_expr(
+    tree: TreeNode, graph: Graph, namer: Namer, scope: Scope, written: frozenset[int] = frozenset()
+) -> str:
     """Source text building the function's returned structure (``tree``) from the values of
     ``graph``'s outputs; arrays the caller may not own are copied (``_own``).
 
@@ -129,8 +135,9 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
         return access_expr(tree.value, namer)
     if kind == "input":  # the caller's array itself (updated in place by the writeback)
         value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
-        return f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, " \
-            f"{value})"
+        return (
+            f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, {value})"
+        )
     if kind == "output" and tree.value is np.ndarray:  # a 0-d array, as NumPy returns it
         return f"_array0({scope.var(graph.outputs[tree.index])})"
     if kind == "output" and isinstance(tree.value, str):  # an opaque call's own result
@@ -138,11 +145,15 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
     if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "argument":
         return access_expr(tree.value[1], namer)  # a 0-d argument returned: the caller's own
     if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "asarray":
-        return f"_asarray_argument({access_expr(tree.value[1], namer)}, " \
+        return (
+            f"_asarray_argument({access_expr(tree.value[1], namer)}, "
             f"{scope.var(graph.outputs[tree.index])})"
+        )
     if kind == "output" and isinstance(tree.value, tuple):  # as the argument is: per call
-        return f"_like_argument({access_expr(tree.value[1], namer)}, " \
+        return (
+            f"_like_argument({access_expr(tree.value[1], namer)}, "
             f"{scope.var(graph.outputs[tree.index])})"
+        )
     if kind == "output" and tree.value is not None:  # returned as a Python number
         inner = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
         return f"{tree.value.__name__}({inner})"
@@ -162,20 +173,29 @@ def output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope,
     if kind == "argument":  # the caller's own object, as it is
         return access_expr(tree.value, namer)
     if kind == "writeback" and written:
-        kept = [(path, c) for path, c in zip(tree.value, tree.children[1:])
-                if c.kind != "output" or c.index not in written]
+        kept = [
+            (path, c)
+            for path, c in zip(tree.value, tree.children[1:])
+            if c.kind != "output" or c.index not in written
+        ]
         if not kept:
             return output_expr(tree.children[0], graph, namer, scope, written)
-        tree = TreeNode("writeback", (tree.children[0], *(c for _, c in kept)),
-                        value=tuple(path for path, _ in kept))
+        tree = TreeNode(
+            "writeback",
+            (tree.children[0], *(c for _, c in kept)),
+            value=tuple(path for path, _ in kept),
+        )
     items = [output_expr(c, graph, namer, scope, written) for c in tree.children]
     if kind == "replay":
-        parts = "".join(f", {access_expr(path, namer)}, {kind_!r}, {item}"
-                        for (path, kind_), item in zip(tree.value, items[1:]))
+        parts = "".join(
+            f", {access_expr(path, namer)}, {kind_!r}, {item}"
+            for (path, kind_), item in zip(tree.value, items[1:])
+        )
         return f"{namer.bind(replay, '_replay')}({items[0]}{parts})"
     if kind == "writeback":
-        pairs = "".join(f", {access_expr(path, namer)}, {item}"
-                        for path, item in zip(tree.value, items[1:]))
+        pairs = "".join(
+            f", {access_expr(path, namer)}, {item}" for path, item in zip(tree.value, items[1:])
+        )
         return f"{namer.bind(write_back, '_write_back')}({items[0]}{pairs})"
     if kind == "tuple":
         return "(" + "".join(i + ", " for i in items) + ")"
@@ -216,7 +236,7 @@ def replay(result: Any, *triples: Any) -> Any:
     as a dict: list index or dict key or attribute name -> value), then return ``result``.
     A dict keeps the positions of the keys it still has, as eager assignments keep them."""
     for i in range(0, len(triples), 3):
-        dst, kind, contents = triples[i:i + 3]
+        dst, kind, contents = triples[i : i + 3]
         if kind == "list":
             dst[:] = list(contents.values())
         elif kind == "dict":
@@ -242,11 +262,11 @@ def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
             paths.update(t.value)
         for child in t.children or ():
             walk(child)
+
     walk(tree)
     # (not 0-d inputs: the caller may pass a NumPy scalar, which cannot be written into;
     # eagerly such a write lands in a new array and the scalar stays as it was)
-    return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths and
-                     n.shape != ())
+    return frozenset(n for n in graph.inputs if n.attrs.get("path") in paths and n.shape != ())
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
@@ -255,6 +275,7 @@ def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
         for name, value in zip(names, values):
             object.__setattr__(obj, name, value)
         return obj
+
     return build
 
 
@@ -284,8 +305,9 @@ class Emitter:
         self._scopes += 1
         return Scope(f"s{self._scopes}_", inputs)
 
-    def emit_graph(self, graph: Graph, scope: Scope, indent: str,
-                   free_temporaries: bool = False) -> list[str]:
+    def emit_graph(
+        self, graph: Graph, scope: Scope, indent: str, free_temporaries: bool = False
+    ) -> list[str]:
         """Emit ``graph``'s ops; returns the expressions of its outputs.
 
         With ``free_temporaries`` each value is deleted right after its last use, so large
@@ -311,8 +333,9 @@ class Emitter:
     def emit_node(self, node: Node, scope: Scope, indent: str) -> None:
         if node.op is OpKind.PLACEHOLDER:
             if node not in scope.names:
-                self.lines.append(f"{indent}{scope.var(node)} = "
-                                  f"{access_expr(node.attrs['path'], self.namer)}")
+                self.lines.append(
+                    f"{indent}{scope.var(node)} = {access_expr(node.attrs['path'], self.namer)}"
+                )
             return
         v = scope.var(node)
         if node.op is OpKind.CONSTANT:
@@ -327,16 +350,21 @@ class Emitter:
             self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
         # The op's exact Python operator (same ufunc, NEP 50 included) skips the ufunc call's
         # argument parsing: a large share of a small op's cost, all of it in scalar loops.
-        elif node.op.operator and not node.params and len(args) == 2 and isinstance(
-                node.args[0], Node) | isinstance(node.args[1], Node):
+        elif (
+            node.op.operator
+            and not node.params
+            and len(args) == 2
+            and isinstance(node.args[0], Node) | isinstance(node.args[1], Node)
+        ):
             self.lines.append(f"{indent}{v} = {args[0]} {node.op.operator} {args[1]}")
         elif node.op.group is OpGroup.REDUCTION and node.op in NDARRAY_METHODS:
             # ndarray/NumPy-scalar methods (the op's name): np.sum & co. without their
             # Python-level wrapper
-            kwargs = ", ".join(f"{k}={self.namer.bind(val, '_arg')}"
-                               for k, val in node.params.items()
-                               if not ((k == "axis" and val is None)
-                                       or (k == "keepdims" and not val)))
+            kwargs = ", ".join(
+                f"{k}={self.namer.bind(val, '_arg')}"
+                for k, val in node.params.items()
+                if not ((k == "axis" and val is None) or (k == "keepdims" and not val))
+            )
             self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
         elif node.op.operator and not node.attrs and len(args) == 1:
             self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
@@ -344,8 +372,11 @@ class Emitter:
             # NumPy's own indexing, spelled out: no lowering call, no index tuple to build
             index = self.index_source(node.attrs["index"], args[1:], node.args[1:])
             self.lines.append(f"{indent}{v} = {args[0]}[{index}]")
-        elif node.op is OpKind.SETITEM and node in self.inplace.writes and \
-                not node.params.keys() - {"index"}:
+        elif (
+            node.op is OpKind.SETITEM
+            and node in self.inplace.writes
+            and not node.params.keys() - {"index"}
+        ):
             index = self.index_source(node.attrs["index"], args[2:], node.args[2:])
             self.lines.append(f"{indent}{args[0]}[{index}] = {args[1]}")
             self.lines.append(f"{indent}{v} = {args[0]}")
@@ -354,8 +385,9 @@ class Emitter:
             lower = write_in_place if planned else LOWER[node.op]
             fn = self.namer.bind(lower(node), f"_{node.op.value}")
             call = f"{fn}({', '.join(args)})"
-            self.lines.append(f"{indent}{v} = {call}" if node.aval is not None
-                              else f"{indent}{call}")
+            self.lines.append(
+                f"{indent}{v} = {call}" if node.aval is not None else f"{indent}{call}"
+            )
 
     def index_source(self, template: tuple, dyn: list[str], nodes: Any = ()) -> str:
         """Source of the index tuple ``build_index(template, dyn)`` builds at run time.
@@ -364,20 +396,27 @@ class Emitter:
         integer may be a 0-d array at run time (a loop index, a copy of one); NumPy would
         take that as an advanced index and copy where the program reads a view (a column
         ``A[:, j]`` that BLAS then sums in another order): it is passed as the integer."""
+
         def part(c: Any) -> str:
             if isinstance(c, DynamicIndex):
                 operand = nodes[c.position - 1] if c.position <= len(nodes) else None
-                if isinstance(operand, Node) and operand.aval is not None and \
-                        operand.aval.shape == () and operand.aval.dtype.kind in "iu" and \
-                        zero_d_kind(operand, None) is not ARRAY:
+                if (
+                    isinstance(operand, Node)
+                    and operand.aval is not None
+                    and operand.aval.shape == ()
+                    and operand.aval.dtype.kind in "iu"
+                    and zero_d_kind(operand, None) is not ARRAY
+                ):
                     return f"{self.namer.bind(operator.index, '_index')}({dyn[c.position - 1]})"
                 return dyn[c.position - 1]
-            if isinstance(c, slice) and any(isinstance(p, DynamicIndex)
-                                            for p in (c.start, c.stop, c.step)):
+            if isinstance(c, slice) and any(
+                isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)
+            ):
                 return f"slice({part(c.start)}, {part(c.stop)}, {part(c.step)})"
             if c is None or isinstance(c, (bool, int)):
                 return repr(c)
             return self.namer.bind(c, "_ix")
+
         return "(" + "".join(part(c) + ", " for c in template) + ")"
 
     def literal(self, value: Any) -> str:
@@ -409,7 +448,7 @@ class Emitter:
         self.lines.append(f"{indent}while True:")
         inner = indent + "    "
         scope = self.new_scope(dict(zip(cond_graph.inputs, loop_vars + captures)))
-        test, = self.emit_graph(cond_graph, scope, inner)
+        (test,) = self.emit_graph(cond_graph, scope, inner)
         self.lines.append(f"{inner}if not {test}:")
         self.lines.append(f"{inner}    break")
         scope = self.new_scope(dict(zip(body_graph.inputs, loop_vars + captures)))
@@ -432,8 +471,9 @@ def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, d
     return "\n".join(emitter.lines) + "\n", namer.globals
 
 
-def compile_graph(graph: Graph, tree: TreeNode, n_params: int,
-                  filename: str = "<kx-graph>") -> tuple[Callable[..., Any], str]:
+def compile_graph(
+    graph: Graph, tree: TreeNode, n_params: int, filename: str = "<kx-graph>"
+) -> tuple[Callable[..., Any], str]:
     """Compile ``graph`` into a Python function of the call's parameters; returns it and its
     source (kept for ``ConcreteFunction.source`` and debugging)."""
     source, namespace = generate_source(graph, tree, n_params)
@@ -442,5 +482,13 @@ def compile_graph(graph: Graph, tree: TreeNode, n_params: int,
     return namespace["run"], source
 
 
-__all__ = ["Emitter", "Namer", "Scope", "access_expr", "compile_graph", "generate_source",
-           "output_expr", "written_back_inputs"]
+__all__ = [
+    "Emitter",
+    "Namer",
+    "Scope",
+    "access_expr",
+    "compile_graph",
+    "generate_source",
+    "output_expr",
+    "written_back_inputs",
+]

@@ -40,8 +40,7 @@ def worker_pool() -> ThreadPoolExecutor:
     """The shared pool (``THREADS - 1`` workers; the caller runs the first share itself)."""
     global _POOL
     if _POOL is None:
-        _POOL = ThreadPoolExecutor(max_workers=max(1, THREADS - 1),
-                                   thread_name_prefix=_WORKER)
+        _POOL = ThreadPoolExecutor(max_workers=max(1, THREADS - 1), thread_name_prefix=_WORKER)
     return _POOL
 
 
@@ -70,14 +69,19 @@ def parallel_sum(x: np.ndarray) -> Any:
     Anything else (small, strided, another dtype) is summed by NumPy in one call.
     ``np.add.reduce`` releases the GIL, so the halves really run at once.
     """
-    if x.size < SUM_PARALLEL_MIN or THREADS == 1 or not x.flags.c_contiguous or \
-            x.dtype.kind != "f" or x.dtype.itemsize not in (4, 8):
+    if (
+        x.size < SUM_PARALLEL_MIN
+        or THREADS == 1
+        or not x.flags.c_contiguous
+        or x.dtype.kind != "f"
+        or x.dtype.itemsize not in (4, 8)
+    ):
         return x.sum()
     flat = x.reshape(-1)
     bounds, tree = _pairwise_split(flat.size)
     pool = worker_pool()
     futures = [pool.submit(np.add.reduce, flat[lo:hi]) for lo, hi in bounds[1:]]
-    sums = [np.add.reduce(flat[bounds[0][0]:bounds[0][1]])] + [f.result() for f in futures]
+    sums = [np.add.reduce(flat[bounds[0][0] : bounds[0][1]])] + [f.result() for f in futures]
     return _combine(tree, sums)
 
 
@@ -109,8 +113,12 @@ def parallel_ufunc(ufunc: np.ufunc, x: Any, dtype: np.dtype, min_size: int) -> A
     """``ufunc(x)`` for a unary ufunc, computed by NumPy's own call on each core's share of a
     large C-contiguous array (ufuncs release the GIL; elementwise, so the bits are NumPy's);
     anything else in one call."""
-    if not isinstance(x, np.ndarray) or x.size < min_size or THREADS == 1 or \
-            not x.flags.c_contiguous:
+    if (
+        not isinstance(x, np.ndarray)
+        or x.size < min_size
+        or THREADS == 1
+        or not x.flags.c_contiguous
+    ):
         return ufunc(x)
     out = np.empty(x.shape, dtype)
     src, dst = x.reshape(-1), out.reshape(-1)
@@ -118,22 +126,27 @@ def parallel_ufunc(ufunc: np.ufunc, x: Any, dtype: np.dtype, min_size: int) -> A
     chunk = -(-n // THREADS)
     bounds = [(s, min(s + chunk, n)) for s in range(0, n, chunk)]
     futures = [worker_pool().submit(ufunc, src[s:e], dst[s:e]) for s, e in bounds[1:]]
-    ufunc(src[bounds[0][0]:bounds[0][1]], dst[bounds[0][0]:bounds[0][1]])
+    ufunc(src[bounds[0][0] : bounds[0][1]], dst[bounds[0][0] : bounds[0][1]])
     for f in futures:
         f.result()
     return out
 
 
-def parallel_ufunc_sum(ufunc: np.ufunc, x: Any, dtype: np.dtype,
-                       min_size: int) -> tuple[Any, Any]:
+def parallel_ufunc_sum(ufunc: np.ufunc, x: Any, dtype: np.dtype, min_size: int) -> tuple[Any, Any]:
     """``(ufunc(x), its sum or None)``: :func:`parallel_ufunc`, where each core also sums
     the share it just wrote (still in its cache), cut where NumPy's pairwise summation cuts,
     so the sum is **bitwise** :func:`parallel_sum`'s (and ``np.sum``'s). The loop
     ``while sum(x) > t: x = tanh(x)`` then hands its work to the pool once per iteration,
     not twice, and never reads ``x`` again for the test (the fused executor's ``while`` loops).
     None when the call is not split (small, strided, not float32/float64)."""
-    if not isinstance(x, np.ndarray) or x.size < min_size or THREADS == 1 or \
-            not x.flags.c_contiguous or dtype.kind != "f" or dtype.itemsize not in (4, 8):
+    if (
+        not isinstance(x, np.ndarray)
+        or x.size < min_size
+        or THREADS == 1
+        or not x.flags.c_contiguous
+        or dtype.kind != "f"
+        or dtype.itemsize not in (4, 8)
+    ):
         return parallel_ufunc(ufunc, x, dtype, min_size), None
     out = np.empty(x.shape, dtype)
     src, dst = x.reshape(-1), out.reshape(-1)
@@ -160,8 +173,13 @@ class RowSplit:
     row is written; the caller reruns the call on the fused executor.
     """
 
-    def __init__(self, rows: Callable[..., Any], nrows: int,
-                 outputs: tuple[tuple[tuple[int, ...], str], ...], shares: int) -> None:
+    def __init__(
+        self,
+        rows: Callable[..., Any],
+        nrows: int,
+        outputs: tuple[tuple[tuple[int, ...], str], ...],
+        shares: int,
+    ) -> None:
         self.rows = rows
         self.nrows = nrows
         self.outputs = tuple((shape, np.dtype(dt)) for shape, dt in outputs)
@@ -194,13 +212,15 @@ class RowSplit:
 
     def _run(self, split: bool, args: tuple, outs: tuple) -> None:
         rows = self.rows
-        if not split or len(self.bounds) == 1 or \
-                threading.current_thread().name.startswith(_WORKER):
+        if (
+            not split
+            or len(self.bounds) == 1
+            or threading.current_thread().name.startswith(_WORKER)
+        ):
             # (a pool worker waiting on the pool could wait for itself: one share)
             rows(0, self.nrows, *args, *outs)
             return
-        futures = [worker_pool().submit(rows, lo, hi, *args, *outs)
-                   for lo, hi in self.bounds[1:]]
+        futures = [worker_pool().submit(rows, lo, hi, *args, *outs) for lo, hi in self.bounds[1:]]
         try:
             rows(self.bounds[0][0], self.bounds[0][1], *args, *outs)
         finally:
@@ -232,6 +252,15 @@ SUM_PARALLEL_MIN = 1 << 18
 ROW_SPLIT_MIN_ELEMENTS = 1 << 17
 
 
-__all__ = ["ROW_SPLIT_MIN_ELEMENTS", "SUM_PARALLEL_MIN", "THREADS", "RowSplit", "parallel_sum",
-           "parallel_ufunc", "parallel_ufunc_sum", "row_split_shares", "run_parallel",
-           "worker_pool"]
+__all__ = [
+    "ROW_SPLIT_MIN_ELEMENTS",
+    "SUM_PARALLEL_MIN",
+    "THREADS",
+    "RowSplit",
+    "parallel_sum",
+    "parallel_ufunc",
+    "parallel_ufunc_sum",
+    "row_split_shares",
+    "run_parallel",
+    "worker_pool",
+]

@@ -145,8 +145,9 @@ def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
             return None
     out0 = graph.outputs[0].shape
     # the rows: those of every output, and of some 2-d argument
-    first = next((n for n in graph.inputs if len(n.shape) == 2 and out0 and
-                  n.shape[0] == out0[0]), None)
+    first = next(
+        (n for n in graph.inputs if len(n.shape) == 2 and out0 and n.shape[0] == out0[0]), None
+    )
     if first is None:
         return None
     nrows, width = first.shape
@@ -165,15 +166,21 @@ def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
     except (Unsupported, KeyError, TypeError, ValueError):
         return None
     outs = graph.outputs
-    if not reduces or len(set(outs)) != len(outs) or \
-            any(kinds[o] == FREE or o.op is OpKind.PLACEHOLDER for o in outs):
+    if (
+        not reduces
+        or len(set(outs)) != len(outs)
+        or any(kinds[o] == FREE or o.op is OpKind.PLACEHOLDER for o in outs)
+    ):
         return None
     plan = RowPlan(nrows, width, dt, kinds)
     for node, users in uses.items():
         if kinds.get(node) != ROW or node.op is OpKind.PLACEHOLDER:
             continue
-        if _loop_op(node) or len(users) > 1 or \
-                any(u.op.group is OpGroup.REDUCTION or _loop_op(u) for u in users):
+        if (
+            _loop_op(node)
+            or len(users) > 1
+            or any(u.op.group is OpGroup.REDUCTION or _loop_op(u) for u in users)
+        ):
             plan.buffered.add(node)
     return plan
 
@@ -182,8 +189,7 @@ def _loop_op(node: Node) -> bool:
     return node.op.group is OpGroup.ELEMENTWISE and node.op not in _INLINE
 
 
-def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
-             dt: np.dtype) -> str:
+def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int, dt: np.dtype) -> str:
     """ROW, ROW_SCALAR or FREE for ``node``, or Unsupported when it is none of them."""
     op, shape = node.op, node.shape
     size1 = int(np.prod(shape)) == 1
@@ -211,8 +217,7 @@ def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
             for a in node.args:
                 if not isinstance(a, Node) and _negative(a):
                     raise Unsupported("a negative literal factor")
-                if isinstance(a, Node) and a.op is OpKind.CONSTANT and \
-                        _negative(a.attrs["value"]):
+                if isinstance(a, Node) and a.op is OpKind.CONSTANT and _negative(a.attrs["value"]):
                     raise Unsupported("a negative constant factor")
         if ROW in arg_kinds:
             if shape != (nrows, width):
@@ -223,14 +228,19 @@ def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
             return ROW
         if ROW_SCALAR in arg_kinds:
             for a, k in zip(args, arg_kinds):
-                if (k == ROW_SCALAR and a.shape != shape) or \
-                        (k == FREE and int(np.prod(a.shape)) != 1):
+                if (k == ROW_SCALAR and a.shape != shape) or (
+                    k == FREE and int(np.prod(a.shape)) != 1
+                ):
                     raise Unsupported("a row scalar op of another shape")
             return ROW_SCALAR
         raise Unsupported("row-free work")
     if op.group is OpGroup.REDUCTION:
-        if len(node.args) != 1 or arg_kinds != [ROW] or not _axis_last(node, 2) or \
-                set(node.params) - {"axis", "keepdims"}:
+        if (
+            len(node.args) != 1
+            or arg_kinds != [ROW]
+            or not _axis_last(node, 2)
+            or set(node.params) - {"axis", "keepdims"}
+        ):
             raise Unsupported("not a reduction along the rows")
         if op in _ARG_REDUCTIONS:
             if np.dtype(node.dtype) != np.dtype(np.intp):
@@ -240,13 +250,19 @@ def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int,
         if shape not in ((nrows,), (nrows, 1)):
             raise Unsupported("a reduction of another shape")
         return ROW_SCALAR
-    if op in (OpKind.GETITEM, OpKind.EXPAND_DIMS) and arg_kinds == [ROW_SCALAR] and \
-            len(node.args) == 1 and node.args[0].aval.shape == (nrows,) and \
-            shape == (nrows, 1):
+    if (
+        op in (OpKind.GETITEM, OpKind.EXPAND_DIMS)
+        and arg_kinds == [ROW_SCALAR]
+        and len(node.args) == 1
+        and node.args[0].aval.shape == (nrows,)
+        and shape == (nrows, 1)
+    ):
         if op is OpKind.EXPAND_DIMS and int(node.attrs["axis"]) not in (1, -1):
             raise Unsupported("expand_dims before the rows")
         if op is OpKind.GETITEM and tuple(node.attrs["index"]) not in (
-                (slice(None), None), (Ellipsis, None)):
+            (slice(None), None),
+            (Ellipsis, None),
+        ):
             raise Unsupported("an index other than [:, None]")
         return ROW_SCALAR
     raise Unsupported(f"op {op.value}")
@@ -370,17 +386,18 @@ def _row_arg{name}(x):
 class _RowWriter:
     """Emits the row loop of one :class:`RowPlan` into the whole-graph function."""
 
-    def __init__(self, plan: RowPlan, w: Writer, env: dict[Node, tuple[str, bool]],
-                 lines: list[str]) -> None:
+    def __init__(
+        self, plan: RowPlan, w: Writer, env: dict[Node, tuple[str, bool]], lines: list[str]
+    ) -> None:
         self.plan, self.w, self.lines = plan, w, lines
-        self.outer = lines                # the graph function's lines
-        self.env = env                    # placeholders: (name, is a Numba scalar)
+        self.outer = lines  # the graph function's lines
+        self.env = env  # placeholders: (name, is a Numba scalar)
         self.px = w.fresh("rf")
         self.ct = ctor(plan.dtype)
         self.names: dict[Node, str] = {}  # row scalars and buffers, by node
-        self.pending: list[Node] = []     # buffered inline row nodes not yet computed
+        self.pending: list[Node] = []  # buffered inline row nodes not yet computed
         self.loops: dict[tuple, int] = {}
-        self.done: set[Node] = set()      # buffered row nodes computed earlier in the row
+        self.done: set[Node] = set()  # buffered row nodes computed earlier in the row
         self.lane_buffers: set[str] = set()
         #: the row function's scratch: allocated once per call of it (per share of rows)
         self.scratch_lines: list[str] = []
@@ -428,8 +445,12 @@ class _RowWriter:
             if plan.kinds[p] == ROW and width > 1:
                 # rows as NumPy's temporaries hold them (unit-stride, one after another);
                 # other layouts rerun on the fused executor, which gives the same bits
-                w.signal(rows, "    ", f"{n} > 0 and ({name}.strides[1] != {item} or "
-                                      f"({n} > 1 and {name}.strides[0] < {width * item}))")
+                w.signal(
+                    rows,
+                    "    ",
+                    f"{n} > 0 and ({name}.strides[1] != {item} or "
+                    f"({n} > 1 and {name}.strides[0] < {width * item}))",
+                )
         outs: list[tuple[str, bool]] = []
         out_names: dict[Node, str] = {}
         self.lines.append(f"    {n} = {self.env[first][0]}.shape[0]")
@@ -468,14 +489,17 @@ class _RowWriter:
         # so shares of the rows can run on several threads at once (RowSplit)
         params = list(w.params) + (["la"] if w.loop_args else []) + list(out_names.values())
         head = ["@_kernel", f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):"]
-        head += [f"    f{k} = la[{2 * k}]\n    d{k} = la[{2 * k + 1}]"
-                 for k in range(len(w.loop_args))]
-        w.module_parts.append("\n".join(head + rows + self.scratch_lines + body +
-                                        ["    return 0"]))
+        head += [
+            f"    f{k} = la[{2 * k}]\n    d{k} = la[{2 * k + 1}]" for k in range(len(w.loop_args))
+        ]
+        w.module_parts.append("\n".join(head + rows + self.scratch_lines + body + ["    return 0"]))
         split = None
         if not w.written_back:  # (an output copied into its argument: the graph's own code)
-            split = (plan.nrows, plan.width,
-                     tuple((tuple(o.aval.shape), np.dtype(o.dtype).str) for o in graph.outputs))
+            split = (
+                plan.nrows,
+                plan.width,
+                tuple((tuple(o.aval.shape), np.dtype(o.dtype).str) for o in graph.outputs),
+            )
         w.module_parts.append(f"{SPLIT_NAME} = {split!r}")
         self.outer.append(f"    {ROWS_FUNCTION}(0, {n}, {', '.join(params)})")
         return outs
@@ -489,8 +513,10 @@ class _RowWriter:
                 self.flush(ind)
                 ufunc, dts = lower(node, "cpu").call
                 x = self.names[node.args[0]]
-                self.lines.append(f"{ind}_row_map({self.loop(ufunc, dts)}, {x}, "
-                                  f"{self.names[node]}, {self.scratch})")
+                self.lines.append(
+                    f"{ind}_row_map({self.loop(ufunc, dts)}, {x}, "
+                    f"{self.names[node]}, {self.scratch})"
+                )
             elif node in self.plan.buffered or node in self.names:
                 self.pending.append(node)
             return
@@ -509,8 +535,9 @@ class _RowWriter:
                 ufunc, dts = lower(node, "cpu").call
                 one = f"{self.px}one"
                 self.lines.append(f"{ind}{one}[0] = {ops[0]}")
-                self.lines.append(f"{ind}_row_map({self.loop(ufunc, dts)}, {one}, {one}, "
-                                  f"{self.scratch})")
+                self.lines.append(
+                    f"{ind}_row_map({self.loop(ufunc, dts)}, {one}, {one}, {self.scratch})"
+                )
                 self.lines.append(f"{ind}{t} = {one}[0]")
             self.names[node] = t
 
@@ -534,8 +561,9 @@ class _RowWriter:
         if op is OpKind.MEAN:
             # a float64 quotient rounded to the dtype: the fused kernels' mean, and np.mean's
             # (true_divide(sum, intp(w)))
-            self.lines.append(f"{ind}{t} = {self.ct}(np.float64({t}) / "
-                              f"np.float64({self.plan.width}))")
+            self.lines.append(
+                f"{ind}{t} = {self.ct}(np.float64({t}) / np.float64({self.plan.width}))"
+            )
         self.names[node] = t
 
     def lanes(self, x: str, t: str, ind: str) -> None:
@@ -603,13 +631,13 @@ class _RowWriter:
         return _INLINE[node.op]([self.expr(a, local) for a in node.args])
 
 
-def emit_row_fusion(plan: RowPlan, graph: Graph, writer: Writer,
-                    env: dict[Node, tuple[str, bool]], lines: list[str]) -> list[tuple[str, bool]]:
+def emit_row_fusion(
+    plan: RowPlan, graph: Graph, writer: Writer, env: dict[Node, tuple[str, bool]], lines: list[str]
+) -> list[tuple[str, bool]]:
     """Write ``graph``'s row loop (``plan``) into the whole-graph function's ``lines``;
     ``env`` names each input (and whether it is a Numba scalar). Returns each output's name
     and whether it is a scalar (never: outputs are arrays)."""
     return _RowWriter(plan, writer, env, lines).write(graph)
 
 
-__all__ = ["ROWS_FUNCTION", "SPLIT_NAME", "RowPlan", "Writer", "emit_row_fusion",
-           "plan_row_fusion"]
+__all__ = ["ROWS_FUNCTION", "SPLIT_NAME", "RowPlan", "Writer", "emit_row_fusion", "plan_row_fusion"]

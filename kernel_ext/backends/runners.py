@@ -56,8 +56,12 @@ def take_output(slot: list, n: int, dtype: np.dtype) -> np.ndarray:
     except IndexError:
         return np.empty(n, dtype)
     # references: ``old`` and getrefcount's argument
-    if (sys.getrefcount(old) == 2 and not weakref.getweakrefcount(old)
-            and old.shape == (n,) and old.dtype == dtype):
+    if (
+        sys.getrefcount(old) == 2
+        and not weakref.getweakrefcount(old)
+        and old.shape == (n,)
+        and old.dtype == dtype
+    ):
         return old
     return np.empty(n, dtype)
 
@@ -100,18 +104,27 @@ class _RunnerWriter(CallRenderer):
         keep = set(seg.outputs) | set(seg.inputs)
         static = None not in seg.domain and len(seg.domain) > 0
         for i, n in enumerate(seg.nodes):
-            dead = [a for a in dict.fromkeys(n.inputs)
-                    if a not in keep and last_use.get(a) == i]
+            dead = [a for a in dict.fromkeys(n.inputs) if a not in keep and last_use.get(a) == i]
             ufunc = n.op.ufunc
-            reuse = next((a for a in dead if static and ufunc is not None and not n.attrs
-                          and a.shape == n.shape and a.dtype == n.dtype
-                          and ufunc.nout == 1), None)
+            reuse = next(
+                (
+                    a
+                    for a in dead
+                    if static
+                    and ufunc is not None
+                    and not n.attrs
+                    and a.shape == n.shape
+                    and a.dtype == n.dtype
+                    and ufunc.nout == 1
+                ),
+                None,
+            )
             if reuse is not None:
                 fn = self.bind(ufunc, "_uf")
-                args = [scope.var(a) if isinstance(a, Node) else emitter.literal(a)
-                        for a in n.args]
-                emitter.lines.append(f"    {scope.var(n)} = {fn}({', '.join(args)}, "
-                                     f"out={scope.var(reuse)})")
+                args = [scope.var(a) if isinstance(a, Node) else emitter.literal(a) for a in n.args]
+                emitter.lines.append(
+                    f"    {scope.var(n)} = {fn}({', '.join(args)}, out={scope.var(reuse)})"
+                )
             else:
                 emitter.emit_node(n, scope, "    ")
             gone = [scope.var(a) for a in dead if a is not reuse]
@@ -136,8 +149,14 @@ class CudaRunnerWriter(_RunnerWriter):
     runner's packing function ``_packN`` puts them in ``k_cuda``'s parameter order.
     """
 
-    def __init__(self, plan: SegmentPlan, idx: int, namer: Namer, hot: int = 0,
-                 device_outputs: frozenset[int] = frozenset()) -> None:
+    def __init__(
+        self,
+        plan: SegmentPlan,
+        idx: int,
+        namer: Namer,
+        hot: int = 0,
+        device_outputs: frozenset[int] = frozenset(),
+    ) -> None:
         super().__init__(plan, idx, namer, hot)
         self.device_outputs = device_outputs  # outputs (by index) left on the device
 
@@ -198,8 +217,10 @@ class CudaRunnerWriter(_RunnerWriter):
         scal = ", ".join(f"v{i}[()]" for i in call.scalar_inputs)
         rank = call.rank
         keep = tuple(rank > 0 and i in self.device_outputs for i in call.map_outputs)
-        L.append(f"    bad, outs, parts = _cuda_run(kc, {pack}, shp, [{', '.join(arrays)}], "
-                 f"[{scal}], {kdt}, {acc_dt}, {keep!r})")
+        L.append(
+            f"    bad, outs, parts = _cuda_run(kc, {pack}, shp, [{', '.join(arrays)}], "
+            f"[{scal}], {kdt}, {acc_dt}, {keep!r})"
+        )
         L.append("    if bad:")
         L.append(f"        {call_fb}")
         results = []
@@ -337,8 +358,9 @@ class CpuRunnerWriter(_RunnerWriter):
             if recycle:
                 slot = self.bind([], "_slot")
                 big = -(-RECYCLE_BYTES // dtype.itemsize)
-                self.lines.append(f"{ind}o{i} = _take({slot}, n, {dt}) if n >= {big} else "
-                                  f"_empty(n, {dt})")
+                self.lines.append(
+                    f"{ind}o{i} = _take({slot}, n, {dt}) if n >= {big} else _empty(n, {dt})"
+                )
                 self.slots[i] = (slot, big)
             else:
                 self.lines.append(f"{ind}o{i} = _empty({shape_expr}, {dt})")
@@ -440,6 +462,7 @@ def _partial_combiner(red: Any) -> Callable[[list], tuple]:
         bad = any(p[0] for p in parts)
         accs = np.array([p[1] for p in parts], dtype=acc_dt)
         return bad, fold(accs)
+
     return combine
 
 
@@ -455,6 +478,7 @@ def _flat_finisher(red: Any, rank: int) -> Callable[[Any, int], Any]:
         else:
             value = np.array(acc, dtype=acc_dt).astype(out_dt)
         return value.reshape(keep) if keep is not None else value[()]
+
     return finish
 
 
@@ -474,14 +498,16 @@ def _nd_finisher(red: Any) -> Callable[[np.ndarray, tuple], Any]:
             return res
         if axis is None:
             return res.reshape(())[()]
-        res = res.reshape(shp[:axis] + shp[axis + 1:])
+        res = res.reshape(shp[:axis] + shp[axis + 1 :])
         return res[()] if res.ndim == 0 else res
+
     return finish
 
 
 def _cuda_run(*args: Any) -> Any:
     """Launch a CUDA segment kernel (imports the CUDA backend, hence Numba, on first use)."""
     from .numba_cuda import run_segment
+
     return run_segment(*args)
 
 
@@ -497,11 +523,16 @@ def _broadcast_view(v: np.ndarray, shp: tuple) -> np.ndarray:
 
 #: The globals every runner's generated code refers to (the executor's namer starts with them).
 RUNTIME: dict[str, Any] = {
-    "_empty": np.empty, "_full": np.full, "_bshape": np.broadcast_shapes,
-    "_broadcast_view": _broadcast_view, "_cuda_run": _cuda_run, "_host": _to_host,
-    "_run_parallel": run_parallel, "_take": take_output, "_keep": keep_output,
+    "_empty": np.empty,
+    "_full": np.full,
+    "_bshape": np.broadcast_shapes,
+    "_broadcast_view": _broadcast_view,
+    "_cuda_run": _cuda_run,
+    "_host": _to_host,
+    "_run_parallel": run_parallel,
+    "_take": take_output,
+    "_keep": keep_output,
 }
-
 
 
 __all__ = [

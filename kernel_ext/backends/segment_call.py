@@ -71,8 +71,8 @@ class Scratch(NamedTuple):
     a whole-graph function — passed in, allocated once for all loop iterations."""
 
     name: str
-    size: str    # source text of the size (a constant or a shape tuple)
-    dtype: str   # source text of the dtype (``np.float32``)
+    size: str  # source text of the size (a constant or a shape tuple)
+    dtype: str  # source text of the dtype (``np.float32``)
 
     def allocation(self) -> str:
         return f"np.empty({self.size}, {self.dtype})"
@@ -82,9 +82,9 @@ class SegmentCall(NamedTuple):
     """How one fused segment's kernels are called (see the module docstring)."""
 
     rank: int
-    array_inputs: tuple[int, ...]      # indices into segment.inputs passed as arrays
-    scalar_inputs: tuple[int, ...]     # ... passed as scalars (0-d values)
-    map_outputs: tuple[int, ...]       # indices into segment.outputs written elementwise
+    array_inputs: tuple[int, ...]  # indices into segment.inputs passed as arrays
+    scalar_inputs: tuple[int, ...]  # ... passed as scalars (0-d values)
+    map_outputs: tuple[int, ...]  # indices into segment.outputs written elementwise
     input_dtypes: tuple[np.dtype, ...]
     output_dtypes: tuple[np.dtype, ...]
     #: The NumPy loops a CPU kernel calls: ``(ufunc, loop dtypes)``, each passed as an
@@ -112,11 +112,17 @@ class SegmentCall(NamedTuple):
     def args(self, variant: str, scratch: bool = False) -> tuple[Arg, ...]:
         """The parameters of ``variant`` in order; with ``scratch`` its block buffers last
         (the embedded form a whole-graph function calls)."""
-        args = _args(self.rank, self.array_inputs, self.scalar_inputs, self.map_outputs,
-                     len(self.loops), self.reduction is not None, variant)
+        args = _args(
+            self.rank,
+            self.array_inputs,
+            self.scalar_inputs,
+            self.map_outputs,
+            len(self.loops),
+            self.reduction is not None,
+            variant,
+        )
         if scratch:
-            args += tuple(Arg("scratch", j, s.name)
-                          for j, s in enumerate(self.scratch_of(variant)))
+            args += tuple(Arg("scratch", j, s.name) for j, s in enumerate(self.scratch_of(variant)))
         return args
 
     def params(self, variant: str, scratch: bool = False) -> list[str]:
@@ -125,9 +131,15 @@ class SegmentCall(NamedTuple):
 
 
 @functools.lru_cache(maxsize=4096)
-def _args(rank: int, arrays: tuple[int, ...], scalars: tuple[int, ...],
-          outputs: tuple[int, ...], n_loops: int, reduces: bool,
-          variant: str) -> tuple[Arg, ...]:
+def _args(
+    rank: int,
+    arrays: tuple[int, ...],
+    scalars: tuple[int, ...],
+    outputs: tuple[int, ...],
+    n_loops: int,
+    reduces: bool,
+    variant: str,
+) -> tuple[Arg, ...]:
     if variant not in VARIANTS:
         raise ValueError(f"unknown kernel variant {variant!r}")
     head: list[Arg] = []
@@ -137,9 +149,11 @@ def _args(rank: int, arrays: tuple[int, ...], scalars: tuple[int, ...],
         head = [Arg("total", 0, "total")]
     if variant != "flat":
         head += [Arg("dim", d, f"n{d}") for d in range(rank)]
-    body = [Arg("array", i, f"in{i}") for i in arrays] + \
-        [Arg("scalar", i, f"s{i}") for i in scalars] + \
-        [Arg("output", i, f"out{i}") for i in outputs]
+    body = (
+        [Arg("array", i, f"in{i}") for i in arrays]
+        + [Arg("scalar", i, f"s{i}") for i in scalars]
+        + [Arg("output", i, f"out{i}") for i in outputs]
+    )
     if reduces and variant != "flat":  # (a flat kernel returns its accumulator)
         body.append(Arg("acc", 0, "acc"))
     if variant == "cuda":

@@ -105,8 +105,9 @@ def size_pattern_key(graph: Graph) -> Hashable | None:
             if group is _CONTROL_FLOW or group is _STATEFUL:  # cond/while bodies, state
                 return None
             index[node] = i
-            args = tuple(("n", index[a]) if isinstance(a, Node) else _attr_key(a)
-                         for a in node.args)
+            args = tuple(
+                ("n", index[a]) if isinstance(a, Node) else _attr_key(a) for a in node.args
+            )
             attrs: tuple = ()
             if node.attrs:
                 items = []
@@ -143,18 +144,30 @@ def tree_key(tree: Any) -> Hashable | None:
 
 
 def _tree_key(tree: Any) -> Hashable:
-    value = _attr_key(tree.value) if tree.kind == "const" else \
-        tree.value if tree.kind in ("input", "writeback", "argument", "replay", "output") \
-        else None  # (argument paths; the Python number type an output is returned as)
-    return (tree.kind, tree.index, value, tree.container, tuple(tree.keys),
-            tuple(_tree_key(c) for c in tree.children))
+    value = (
+        _attr_key(tree.value)
+        if tree.kind == "const"
+        else tree.value
+        if tree.kind in ("input", "writeback", "argument", "replay", "output")
+        else None
+    )  # (argument paths; the Python number type an output is returned as)
+    return (
+        tree.kind,
+        tree.index,
+        value,
+        tree.container,
+        tuple(tree.keys),
+        tuple(_tree_key(c) for c in tree.children),
+    )
 
 
 def erase_sizes(graph: Graph) -> Graph:
     """A copy of ``graph`` whose dimensions larger than 1 are unknown (``None``)."""
+
     def erase(shape: tuple | None) -> tuple | None:
-        return None if shape is None else tuple(None if d is not None and d > 1 else d
-                                                for d in shape)
+        return (
+            None if shape is None else tuple(None if d is not None and d > 1 else d for d in shape)
+        )
 
     out = graph.rebuilt(graph.nodes)  # fresh nodes and attr dicts: safe to edit below
     for node in out.nodes:

@@ -95,6 +95,7 @@ ON_DISK = True
 
 def _decision_file(key: str) -> Path:
     from .kernel_cache import cache_root, versions_tag
+
     text = f"{versions_tag()}:{DECISIONS_VERSION}:{key}"
     tag = hashlib.sha256(text.encode()).hexdigest()[:32]
     return cache_root() / "tiers" / f"{tag}.txt"
@@ -139,8 +140,10 @@ def remember_decision(key: str, winner: str, note: str) -> None:
 
 def holds_loops(graph: Graph) -> bool:
     """Does ``graph`` (its branches included) hold a graph loop?"""
-    return any(node.op is OpKind.WHILE or any(holds_loops(g) for g in subgraphs(node))
-               for node in graph.nodes)
+    return any(
+        node.op is OpKind.WHILE or any(holds_loops(g) for g in subgraphs(node))
+        for node in graph.nodes
+    )
 
 
 def worth_it(graph: Graph) -> bool:
@@ -177,6 +180,7 @@ def effects(graph: Graph, tree: TreeNode) -> frozenset[str] | None:
         for c in t.children or ():
             out |= kinds(c)
         return out
+
     if not ok(graph, True):
         return None
     # Container arguments the trace changes (replayed: ``state["n"] = state["n"] + 1``)
@@ -194,13 +198,16 @@ def _hoistable(node: Node) -> bool:
     the function did not make, giving one array: it can be made before the compiled function
     runs, in program order, with the same numbers."""
     aval = node.aval
-    return isinstance(getattr(node.attrs.get("fn"), "__self__", None), _RNG_TYPES) and \
-        all(a.op is OpKind.CONSTANT for a in node.inputs) and \
-        aval is not None and not isinstance(aval, tuple) and aval.shape is not None
+    return (
+        isinstance(getattr(node.attrs.get("fn"), "__self__", None), _RNG_TYPES)
+        and all(a.op is OpKind.CONSTANT for a in node.inputs)
+        and aval is not None
+        and not isinstance(aval, tuple)
+        and aval.shape is not None
+    )
 
 
-def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], Any]],
-                                                      list[Any]]:
+def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], Any]], list[Any]]:
     """``graph`` with each top-level random draw replaced by a new input (parameter number
     ``n_params``, ``n_params + 1``, ...), the callables making those draws in program order,
     and the generators they draw from. Calling the draws and then the new graph with them is
@@ -212,14 +219,16 @@ def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], A
     def hoist(new: Graph, node: Node) -> Node | None:
         if node.op is not OpKind.RANDOM_CALL:
             return None
-        made = new.placeholder(node.name, node.shape, node.dtype,
-                               path=(("arg", n_params + len(draws)),))
+        made = new.placeholder(
+            node.name, node.shape, node.dtype, path=(("arg", n_params + len(draws)),)
+        )
         values = [a.attrs["value"] for a in node.inputs]
         draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))
         owner = node.attrs["fn"].__self__
         if not any(o is owner for o in owners):
             owners.append(owner)
         return made
+
     new = graph.rebuilt(substitute=hoist)
     return new, draws, owners
 
@@ -232,22 +241,24 @@ def with_draws(whole: Executable, draws: list[Callable[[], Any]]) -> Executable:
     inner = whole.run
     names = ", ".join(f"_d{i}()" for i in range(len(draws)))
     namespace: dict[str, Any] = {"_inner": inner, **{f"_d{i}": d for i, d in enumerate(draws)}}
-    exec(compile(f"def run(*params):\n    return _inner(*params, {names})\n",
-                 "<kx-draws>", "exec"), namespace)
+    exec(
+        compile(f"def run(*params):\n    return _inner(*params, {names})\n", "<kx-draws>", "exec"),
+        namespace,
+    )
     return dataclasses.replace(whole, run=namespace["run"])
-
-
-
-
-
 
 
 class Tier:
     """The tiering state of one executable; :meth:`run` is what the trace calls."""
 
-    def __init__(self, base: Executable, make_whole: Callable[[], Executable],
-                 updates_arguments: bool = False, rngs: Sequence[Any] = (),
-                 loops: bool = False) -> None:
+    def __init__(
+        self,
+        base: Executable,
+        make_whole: Callable[[], Executable],
+        updates_arguments: bool = False,
+        rngs: Sequence[Any] = (),
+        loops: bool = False,
+    ) -> None:
         self.base = base
         #: The graph holds a loop: hot from its first call (:data:`LOOP_CLEAR_WIN`).
         self.loops = loops
@@ -262,12 +273,16 @@ class Tier:
         self.calls = 0
         #: Time spent in the calls counted so far (ns).
         self.spent = 0
-        self.state = "counting"   # counting, compiling, trial, whole, fused
-        self.note = (f"fused; tiers up after {HOT_CALLS} calls or {HOT_NS // 1_000_000} ms "
-                     "of calls if the whole graph is faster")
+        self.state = "counting"  # counting, compiling, trial, whole, fused
+        self.note = (
+            f"fused; tiers up after {HOT_CALLS} calls or {HOT_NS // 1_000_000} ms "
+            "of calls if the whole graph is faster"
+        )
         if loops:
-            self.note = ("fused; its loops are compiled as one function from the first "
-                         "call, which serves once ready if it is faster")
+            self.note = (
+                "fused; its loops are compiled as one function from the first "
+                "call, which serves once ready if it is faster"
+            )
         self.samples: tuple[list[int], list[int]] = ([], [])
         #: Called with the winning run function once decided (the ConcreteFunction
         #: retargets its cache hits).
@@ -311,8 +326,11 @@ class Tier:
             self._finish("fused", f"fused (whole graph unsupported: {report.get('reason')})")
             return
         if report.get("lines", 0) > MAX_LINES:
-            self._finish("fused", f"fused (whole graph too large to compile in the "
-                                  f"background: {report['lines']} lines, limit {MAX_LINES})")
+            self._finish(
+                "fused",
+                f"fused (whole graph too large to compile in the "
+                f"background: {report['lines']} lines, limit {MAX_LINES})",
+            )
             return
         key = str(report.get("kernel"))
         known = recall_decision(key)
@@ -377,8 +395,9 @@ class Tier:
                 for g, st in zip(self.rngs, start):
                     set_generator_state(g, st)
                 a = self._base_run(*params)
-                self._finish("fused", "fused (the whole graph raised where the fused "
-                                      "executor did not)")
+                self._finish(
+                    "fused", "fused (the whole graph raised where the fused executor did not)"
+                )
                 return a
         end = [generator_state(g) for g in self.rngs]
         for g, st in zip(self.rngs, start):  # the second run draws the same numbers
@@ -387,35 +406,49 @@ class Tier:
             try:
                 b, tb = _timed(whole.run, mine)
             except Exception:  # noqa: BLE001 - the fused executor's result stands
-                self._finish("fused", "fused (the whole graph raised where the fused "
-                                      "executor did not)")
+                self._finish(
+                    "fused", "fused (the whole graph raised where the fused executor did not)"
+                )
                 return a
         else:
             try:
                 a, ta = _timed(self._base_run, params)
             except Exception:
-                self._finish("fused", "fused (the whole graph did not raise where the "
-                                      "fused executor did)")
+                self._finish(
+                    "fused", "fused (the whole graph did not raise where the fused executor did)"
+                )
                 raise
         fused_t.append(ta)
         whole_t.append(tb)
-        if not same(a, b) or (self.updates_arguments and not same(params, mine)) or \
-                not same(end, [generator_state(g) for g in self.rngs]):
+        if (
+            not same(a, b)
+            or (self.updates_arguments and not same(params, mine))
+            or not same(end, [generator_state(g) for g in self.rngs])
+        ):
             self._finish("fused", "fused (the whole graph's results differ in the last bits)")
             return a
         if self.loops and tb <= LOOP_CLEAR_WIN * ta:
-            self._finish("whole", f"whole graph ({ta / max(tb, 1):.1f}× faster than fused: "
-                                  f"{tb / 1e3:.1f} vs {ta / 1e3:.1f} µs a call)")
+            self._finish(
+                "whole",
+                f"whole graph ({ta / max(tb, 1):.1f}× faster than fused: "
+                f"{tb / 1e3:.1f} vs {ta / 1e3:.1f} µs a call)",
+            )
             return a
-        if len(fused_t) >= TRIAL_CALLS or (len(fused_t) >= TRIAL_MIN and \
-                sum(fused_t) + sum(whole_t) >= TRIAL_NS):
+        if len(fused_t) >= TRIAL_CALLS or (
+            len(fused_t) >= TRIAL_MIN and sum(fused_t) + sum(whole_t) >= TRIAL_NS
+        ):
             f, w = statistics.median(fused_t), statistics.median(whole_t)
             if w <= MIN_GAIN * f:
-                self._finish("whole", f"whole graph ({f / max(w, 1):.1f}× faster than fused: "
-                                      f"{w / 1e3:.1f} vs {f / 1e3:.1f} µs a call)")
+                self._finish(
+                    "whole",
+                    f"whole graph ({f / max(w, 1):.1f}× faster than fused: "
+                    f"{w / 1e3:.1f} vs {f / 1e3:.1f} µs a call)",
+                )
             else:
-                self._finish("fused", f"fused (whole graph not faster: {w / 1e3:.1f} vs "
-                                      f"{f / 1e3:.1f} µs a call)")
+                self._finish(
+                    "fused",
+                    f"fused (whole graph not faster: {w / 1e3:.1f} vs {f / 1e3:.1f} µs a call)",
+                )
         return a
 
     def _finish(self, winner: str, note: str, remember: bool = True) -> None:
@@ -424,8 +457,7 @@ class Tier:
             remember_decision(key, winner, note)
         self.note = note
         self.state = winner
-        run = self.whole.run if winner == "whole" and self.whole is not None \
-            else self._base_run
+        run = self.whole.run if winner == "whole" and self.whole is not None else self._base_run
         if winner == "whole" and self.whole is not None:
             self.base.backend = f"{self.whole.backend} whole-graph (tiered)"
         for listener in list(self.listeners):
@@ -449,12 +481,16 @@ def same(a: Any, b: Any) -> bool:
     if isinstance(a, dict):
         return type(b) is dict and a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if dataclasses.is_dataclass(a) and not isinstance(a, type):
-        return type(a) is type(b) and all(same(getattr(a, f.name), getattr(b, f.name))
-                                          for f in dataclasses.fields(a))
+        return type(a) is type(b) and all(
+            same(getattr(a, f.name), getattr(b, f.name)) for f in dataclasses.fields(a)
+        )
     if isinstance(a, (np.ndarray, np.generic, float, complex)):
         # (Python floats too: 0.0 == -0.0 and nan != nan, but their bits differ / agree)
-        if type(a) is not type(b) or np.shape(a) != np.shape(b) or \
-                np.asarray(a).dtype != np.asarray(b).dtype:
+        if (
+            type(a) is not type(b)
+            or np.shape(a) != np.shape(b)
+            or np.asarray(a).dtype != np.asarray(b).dtype
+        ):
             return False
         return np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
     try:
@@ -463,9 +499,13 @@ def same(a: Any, b: Any) -> bool:
         return False
 
 
-def tiered(base: Executable, make_whole: Callable[[], Executable],
-           updates_arguments: bool = False, rngs: Sequence[Any] = (),
-           loops: bool = False) -> Executable:
+def tiered(
+    base: Executable,
+    make_whole: Callable[[], Executable],
+    updates_arguments: bool = False,
+    rngs: Sequence[Any] = (),
+    loops: bool = False,
+) -> Executable:
     """``base`` with tier-up: its ``run`` counts calls and may move to ``make_whole()``;
     ``updates_arguments``: the trace writes into its array arguments; ``rngs``: the
     generators it draws from; ``loops``: the graph holds a loop (see :class:`Tier`)."""
@@ -475,6 +515,22 @@ def tiered(base: Executable, make_whole: Callable[[], Executable],
     return base
 
 
-__all__ = ["HOT_CALLS", "HOT_NS", "LOOP_CLEAR_WIN", "MAX_LINES", "MIN_GAIN", "MIN_OPS",
-           "TRIAL_CALLS", "TRIAL_MIN", "TRIAL_NS", "Tier", "effects", "hoist_draws",
-           "holds_loops", "same", "tiered", "with_draws", "worth_it"]
+__all__ = [
+    "HOT_CALLS",
+    "HOT_NS",
+    "LOOP_CLEAR_WIN",
+    "MAX_LINES",
+    "MIN_GAIN",
+    "MIN_OPS",
+    "TRIAL_CALLS",
+    "TRIAL_MIN",
+    "TRIAL_NS",
+    "Tier",
+    "effects",
+    "hoist_draws",
+    "holds_loops",
+    "same",
+    "tiered",
+    "with_draws",
+    "worth_it",
+]

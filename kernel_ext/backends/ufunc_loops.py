@@ -54,8 +54,13 @@ def _table(ufunc: np.ufunc) -> tuple[tuple[tuple[int, ...], int, int], ...] | No
         types_ptr = _read(base + _OFF_TYPES, ctypes.c_void_p)
         functions = _read(base + _OFF_FUNCTIONS, ctypes.c_void_p)
         data = _read(base + _OFF_DATA, ctypes.c_void_p)
-        if (nargs != ufunc.nargs or ntypes != ufunc.ntypes or not name_ptr or not types_ptr
-                or not functions):
+        if (
+            nargs != ufunc.nargs
+            or ntypes != ufunc.ntypes
+            or not name_ptr
+            or not types_ptr
+            or not functions
+        ):
             return None
         if ctypes.string_at(name_ptr) != ufunc.__name__.encode():
             return None
@@ -65,7 +70,7 @@ def _table(ufunc: np.ufunc) -> tuple[tuple[tuple[int, ...], int, int], ...] | No
     expected = [t.replace("->", "") for t in ufunc.types]
     rows = []
     for i in range(ntypes):
-        nums = tuple(chars[i * nargs:(i + 1) * nargs])
+        nums = tuple(chars[i * nargs : (i + 1) * nargs])
         letters = "".join(_CHARS.get(n, "?!") for n in nums)
         if letters != expected[i] and "?!" not in letters:
             return None  # the table does not say what ufunc.types says: wrong layout
@@ -76,8 +81,9 @@ def _table(ufunc: np.ufunc) -> tuple[tuple[tuple[int, ...], int, int], ...] | No
 
 
 # type number -> type char, for the builtin types ufunc.types spells ("?bBhHiIlLqQefdg...")
-_CHARS: dict[int, str] = {np.dtype(c).num: np.dtype(c).char for c in np.typecodes["All"] + "?O"
-          if c not in "MmUSVa"}
+_CHARS: dict[int, str] = {
+    np.dtype(c).num: np.dtype(c).char for c in np.typecodes["All"] + "?O" if c not in "MmUSVa"
+}
 
 
 def find_loop(ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> tuple[int, int] | None:

@@ -83,8 +83,9 @@ REROLL_MIN = 3
 
 #: The shape ops this compiler emits (a capability of this renderer, not an op fact: the
 #: others — squeeze, flip, concatenate, ... — make the graph run as fused segments).
-_SUPPORTED_SHAPE_OPS = frozenset({OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS,
-                                  OpKind.COPY, OpKind.BROADCAST_TO})
+_SUPPORTED_SHAPE_OPS = frozenset(
+    {OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.COPY, OpKind.BROADCAST_TO}
+)
 
 
 class _Val:
@@ -101,9 +102,15 @@ class _Val:
 
     __slots__ = ("fresh", "name", "parts", "roots", "scalar", "unit")
 
-    def __init__(self, name: str, scalar: bool, fresh: bool,
-                 roots: frozenset[str] | None = None,
-                 parts: list[frozenset[str]] | None = None, unit: bool | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        scalar: bool,
+        fresh: bool,
+        roots: frozenset[str] | None = None,
+        parts: list[frozenset[str]] | None = None,
+        unit: bool | None = None,
+    ) -> None:
         self.name, self.scalar, self.fresh = name, scalar, fresh
         if roots is None:
             roots = frozenset() if scalar else frozenset([name])
@@ -124,7 +131,7 @@ class _SegmentArgs(CallRenderer):
         self.dims: list[str] = []
         self.size = ""
         self.acc = ""
-        self.loops: list[int] = []     # the function-wide index of each NumPy loop
+        self.loops: list[int] = []  # the function-wide index of each NumPy loop
         self.scratch: list[str] = []
 
     def argument(self, arg: Arg, variant: str) -> str:
@@ -151,8 +158,9 @@ class _SegmentArgs(CallRenderer):
 
 
 class _GraphWriter:
-    def __init__(self, graph: Graph, fast_math: bool = False,
-                 written_back: dict[int, int] | None = None) -> None:
+    def __init__(
+        self, graph: Graph, fast_math: bool = False, written_back: dict[int, int] | None = None
+    ) -> None:
         self.graph = graph
         #: output index -> index of the array input whose argument that output is written
         #: back to (:func:`_written_back`); the function copies those in before it returns
@@ -166,12 +174,12 @@ class _GraphWriter:
         self.helpers: dict[str, str] = {}
         self.scratch_lines: list[str] = []
         self.scratch_names: set[str] = set()
-        self.params: list[str] = []            # generated function parameters, in order
-        self.param_nodes: list[Node] = []      # the top-level placeholders they hold
-        self.constants: list[Any] = []         # constant arrays passed as arguments
+        self.params: list[str] = []  # generated function parameters, in order
+        self.param_nodes: list[Node] = []  # the top-level placeholders they hold
+        self.constants: list[Any] = []  # constant arrays passed as arguments
         self.loop_args: list[tuple[int, int]] = []
-        self.out_bufs: dict[Node, str] = {}    # node -> the spare buffer it may write into
-        self.produced: set[Node] = set()       # nodes written into a spare or a new buffer
+        self.out_bufs: dict[Node, str] = {}  # node -> the spare buffer it may write into
+        self.produced: set[Node] = set()  # nodes written into a spare or a new buffer
         self._n = 0
         self._segments = 0
         self._kernel_texts: dict[str, str] = {}  # kernel text (prefix aside) -> its prefix
@@ -215,8 +223,13 @@ class _GraphWriter:
                 self._check_shape(node)
             elif op is OpKind.MATMUL:
                 a, b = node.args
-                if not (isinstance(a, Node) and isinstance(b, Node) and a.aval.ndim == 2
-                        and b.aval.ndim == 2 and a.aval.dtype == b.aval.dtype == node.dtype):
+                if not (
+                    isinstance(a, Node)
+                    and isinstance(b, Node)
+                    and a.aval.ndim == 2
+                    and b.aval.ndim == 2
+                    and a.aval.dtype == b.aval.dtype == node.dtype
+                ):
                     raise Unsupported("matmul other than 2-D @ 2-D of one dtype")
                 if node.dtype.kind == "f" and find_loop(np.matmul, (node.dtype,) * 3) is None:
                     raise Unsupported(f"no NumPy matmul loop for {node.dtype}")
@@ -234,8 +247,11 @@ class _GraphWriter:
                 _check_bincount(node)
             elif not can_compile(node, "cpu", fast_math=self.fast_math):
                 raise Unsupported(f"op '{op.value}' ({node.name})")
-            if node.aval is not None and not isinstance(node.aval, tuple) and \
-                    node.aval.shape is None:
+            if (
+                node.aval is not None
+                and not isinstance(node.aval, tuple)
+                and node.aval.shape is None
+            ):
                 raise Unsupported(f"unknown rank ({node.name})")
         for inp in graph.inputs:
             if inp.aval.shape is None:
@@ -248,6 +264,7 @@ class _GraphWriter:
     def _check_getitem(self, node: Node, first_dyn: int = 1) -> None:
         """Basic indexing only: static slices, integers, traced integer scalars, ``None``
         and ``...``; ``first_dyn`` is the argument position of the first traced index."""
+
         def traced_int(c: DynamicIndex) -> bool:
             arg = node.args[c.position - 1 + first_dyn]
             return isinstance(arg, Node) and arg.aval.shape == () and arg.dtype.kind in "iu"
@@ -319,8 +336,10 @@ class _GraphWriter:
         tiling = None if fused is not None else row_tiling(self.graph)
         if fused is not None:  # one loop over rows (row_fusion.py)
             names = {n: (v.name, v.scalar) for n, v in env.items()}
-            outs = [_Val(t, scalar, True)
-                    for t, scalar in emit_row_fusion(fused, self.graph, self, names, body)]
+            outs = [
+                _Val(t, scalar, True)
+                for t, scalar in emit_row_fusion(fused, self.graph, self, names, body)
+            ]
         elif tiling is None:
             outs = self.emit_graph(self.graph, env, body, "    ")
         else:
@@ -334,16 +353,18 @@ class _GraphWriter:
             head += [f"    f{k} = la[{2 * k}]", f"    d{k} = la[{2 * k + 1}]"]
         ret = "    return (" + "".join(n + ", " for n in self._returned(outs, body)) + ")"
         func = "\n".join(head + self.scratch_lines + body + [ret])
-        header = "\n".join([
-            f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
-            "# inputs: " + ", ".join(f"{n.dtype.name}/{len(n.aval.shape)}"
-                                     for n in self.graph.inputs),
-            "import math",
-            "import numpy as np",
-            "from kernel_ext.backends.numba_decorators import inline as _inline, "
-            "kernel as _kernel, call_loop as _call_loop",
-            WRAPPING_IMPORT.format(module="numba_decorators"),
-        ])
+        header = "\n".join(
+            [
+                f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
+                "# inputs: "
+                + ", ".join(f"{n.dtype.name}/{len(n.aval.shape)}" for n in self.graph.inputs),
+                "import math",
+                "import numpy as np",
+                "from kernel_ext.backends.numba_decorators import inline as _inline, "
+                "kernel as _kernel, call_loop as _call_loop",
+                WRAPPING_IMPORT.format(module="numba_decorators"),
+            ]
+        )
         parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
         return "\n\n".join(parts) + "\n"
 
@@ -364,8 +385,7 @@ class _GraphWriter:
                 p = self.params[k]
                 node, target = self.graph.outputs[i], self.param_nodes[k]
                 same = node.aval.shape == target.aval.shape and node.dtype == target.dtype
-                if v.name == p or (same and p not in v.roots and
-                                   copied.get(v.name, p) == p):
+                if v.name == p or (same and p not in v.roots and copied.get(v.name, p) == p):
                     if v.name != p and v.name not in copied:  # (p is typed writable)
                         rank = len(target.aval.shape)
                         body.append(f"    {self.assign(p, v.name, rank, rank)}")
@@ -377,8 +397,7 @@ class _GraphWriter:
             self.out_slots.append(("ret", names.index(v.name)))
         return names
 
-    def _emit_tiled(self, rows: set[Node], env: dict[Node, _Val],
-                    lines: list[str]) -> list[_Val]:
+    def _emit_tiled(self, rows: set[Node], env: dict[Node, _Val], lines: list[str]) -> list[_Val]:
         """The graph run on tiles of :func:`row_tile` rows at a time (:func:`row_tiling`):
         every intermediate of a tile stays in cache, where computing each on the whole array
         streams it through memory once per op or reduction. Each tile's results are copied
@@ -422,11 +441,14 @@ class _GraphWriter:
     def _steps(self, graph: Graph) -> list[Step]:
         """:func:`~.inplace.plan_inplace`'s view of :meth:`_items`: what each step produces
         and reads (a segment reads its inputs and produces its outputs, fresh arrays)."""
-        return [(item.outputs, item.inputs) if isinstance(item, Segment) else
-                ((item,), item.inputs) for item in self._items(graph)]
+        return [
+            (item.outputs, item.inputs) if isinstance(item, Segment) else ((item,), item.inputs)
+            for item in self._items(graph)
+        ]
 
-    def emit_graph(self, graph: Graph, env: dict[Node, _Val], lines: list[str],
-                   indent: str) -> list[_Val]:
+    def emit_graph(
+        self, graph: Graph, env: dict[Node, _Val], lines: list[str], indent: str
+    ) -> list[_Val]:
         items = self._items(graph)
         chains = self._matmul_chains(graph, items)
         i = 0
@@ -434,8 +456,9 @@ class _GraphWriter:
             item = items[i]
             if isinstance(item, Segment):
                 nxt = items[i + 1] if i + 1 < len(items) else None
-                self.emit_segment(item, env, lines, indent, self._direct_target(
-                    graph, item, nxt, env))
+                self.emit_segment(
+                    item, env, lines, indent, self._direct_target(graph, item, nxt, env)
+                )
             elif i in chains:
                 chain = chains[i]
                 self._emit_matmul_chain(chain, env, lines, indent)
@@ -468,8 +491,12 @@ class _GraphWriter:
         i = 0
         while i < len(items):
             head = items[i]
-            if not isinstance(head, Node) or head.op is not OpKind.MATMUL or \
-                    head in self.out_bufs or _OP_RULES[OpKind.MATMUL].claims(head):
+            if (
+                not isinstance(head, Node)
+                or head.op is not OpKind.MATMUL
+                or head in self.out_bufs
+                or _OP_RULES[OpKind.MATMUL].claims(head)
+            ):
                 i += 1
                 continue
             best: list[Node] = [head]
@@ -478,11 +505,16 @@ class _GraphWriter:
                 j = i + 1
                 while j < len(items):
                     nxt, prev = items[j], run[-1]
-                    if not (isinstance(nxt, Node) and nxt.op is OpKind.MATMUL
-                            and nxt not in self.out_bufs and nxt.args[pos] is prev
-                            and nxt.args[1 - pos] is head.args[1 - pos]
-                            and nxt.args[1 - pos] is not prev and uses.get(prev) == 1
-                            and nxt.dtype == head.dtype):
+                    if not (
+                        isinstance(nxt, Node)
+                        and nxt.op is OpKind.MATMUL
+                        and nxt not in self.out_bufs
+                        and nxt.args[pos] is prev
+                        and nxt.args[1 - pos] is head.args[1 - pos]
+                        and nxt.args[1 - pos] is not prev
+                        and uses.get(prev) == 1
+                        and nxt.dtype == head.dtype
+                    ):
                         break
                     run.append(nxt)
                     j += 1
@@ -495,8 +527,9 @@ class _GraphWriter:
                 i += 1
         return chains
 
-    def _emit_matmul_chain(self, chain: list[Node], env: dict[Node, _Val], lines: list[str],
-                           indent: str) -> None:
+    def _emit_matmul_chain(
+        self, chain: list[Node], env: dict[Node, _Val], lines: list[str], indent: str
+    ) -> None:
         """``t = a @ t`` (or ``t = t @ b``) ``len(chain)`` times as one loop.
 
         Each product writes into the buffer of the value two steps back (``u``: the entry
@@ -523,8 +556,7 @@ class _GraphWriter:
         a, b = (fixed.name, t) if pos == 1 else (t, fixed.name)
         self.signal(lines, inner, f"{a}.shape[1] != {b}.shape[0]")
         o = self.fresh()
-        lines.append(f"{inner}if {u}.shape[0] == {a}.shape[0] and "
-                     f"{u}.shape[1] == {b}.shape[1]:")
+        lines.append(f"{inner}if {u}.shape[0] == {a}.shape[0] and {u}.shape[1] == {b}.shape[1]:")
         lines.append(f"{inner}    {o} = {u}")
         lines.append(f"{inner}else:")
         lines.append(f"{inner}    {o} = np.empty(({a}.shape[0], {b}.shape[1]), {dt})")
@@ -533,8 +565,9 @@ class _GraphWriter:
         lines.append(f"{inner}{t} = {o}")
         env[chain[-1]] = _Val(t, False, True)
 
-    def _call_kernel(self, lines: list[str], indent: str, px: str, call: str,
-                     reduces: bool) -> None:
+    def _call_kernel(
+        self, lines: list[str], indent: str, px: str, call: str, reduces: bool
+    ) -> None:
         """Call a segment kernel; it returns its NumPy-only-case flag (and the accumulator)."""
         target = f"{px}bad, {px}acc" if reduces else f"{px}bad"
         lines.append(f"{indent}{target} = {call}")
@@ -549,8 +582,14 @@ class _GraphWriter:
         lines.append(f"{indent}    raise FloatingPointError('{SIGNAL}')")
 
     # -- fused segments ---------------------------------------------------------------------
-    def emit_segment(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
-                     indent: str, direct: Node | None = None) -> None:
+    def emit_segment(
+        self,
+        seg: Segment,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+        direct: Node | None = None,
+    ) -> None:
         """A fused segment: its kernel embedded in the module (block buffers allocated once
         per function call), called with the domain broadcast from the run-time shapes.
 
@@ -581,26 +620,35 @@ class _GraphWriter:
         ins = [env[n] for n in seg.inputs]
         # The contiguous kernel serves segments whose array inputs all span the domain (no
         # broadcasting) and reduce over every axis: 1-D views, vectorised loops, lanes.
-        tiled = {i: self.tile_outputs[o] for i, o in enumerate(seg.outputs)
-                 if o in self.tile_outputs and i in call.map_outputs}
-        flat = rank == 0 or (call.has_flat and bool(call.array_inputs) and direct is None and
-                             not tiled and
-                             all(seg.inputs[i].aval.shape == seg.domain
-                                 for i in call.array_inputs))
+        tiled = {
+            i: self.tile_outputs[o]
+            for i, o in enumerate(seg.outputs)
+            if o in self.tile_outputs and i in call.map_outputs
+        }
+        flat = rank == 0 or (
+            call.has_flat
+            and bool(call.array_inputs)
+            and direct is None
+            and not tiled
+            and all(seg.inputs[i].aval.shape == seg.domain for i in call.array_inputs)
+        )
         variant = "flat" if flat else "nd"
         kname = f"{px}{variant}"
         # A 0-d segment (the loop test ``sum > thr``) is inlined into the function: its
         # one-element loops and buffers then fold into scalar code.
         unit: set[str] = set()
         if not flat:
-            unit = {f"in{i}" for i in call.array_inputs if ins[i].unit and
-                    seg.inputs[i].aval.shape == seg.domain and None not in seg.domain}
+            unit = {
+                f"in{i}"
+                for i in call.array_inputs
+                if ins[i].unit and seg.inputs[i].aval.shape == seg.domain and None not in seg.domain
+            }
             if direct is not None and _unit_rows(direct):
-                unit |= {f"out{i}" for i in call.map_outputs
-                         if seg.outputs[i] is direct.args[1]}
+                unit |= {f"out{i}" for i in call.map_outputs if seg.outputs[i] is direct.args[1]}
             unit |= {f"out{i}" for i in tiled}  # rows of a C-contiguous output
-        kernel = embedding.kernel(variant, kname, "@_inline" if rank == 0 else "@_kernel",
-                                  frozenset(unit))
+        kernel = embedding.kernel(
+            variant, kname, "@_inline" if rank == 0 else "@_kernel", frozenset(unit)
+        )
         if rank == 0 and kernel.text.split("):", 1)[0].count(",") >= _INLINE_MAX_ARGS:
             # CPython passes more arguments as one tuple (*args), which Numba cannot inline
             kernel = embedding.kernel(variant, kname, "@_kernel", frozenset(unit))
@@ -687,23 +735,38 @@ class _GraphWriter:
                 env[seg.outputs[i]] = _Val(view, False, False, out.roots, unit=True)
                 continue
             t = self.fresh()
-            self._out_buffer(seg.outputs[i], shape, f"{{sp}}.shape == {shape}",
-                             ctor(call.output_dtypes[i]), lines, indent, t)
+            self._out_buffer(
+                seg.outputs[i],
+                shape,
+                f"{{sp}}.shape == {shape}",
+                ctor(call.output_dtypes[i]),
+                lines,
+                indent,
+                t,
+            )
             args.outputs[i] = t
             env[seg.outputs[i]] = _Val(t, False, True)
         if red is not None:
             keep = "(" + "".join(f"{d}, " for d in red.accumulator_shape(dims)) + ")"
             args.acc = self.fresh("acc")
-            lines.append(f"{indent}{args.acc} = np.full({keep}, "
-                         f"{const_source(red.identity, red.acc_dtype)}, "
-                         f"{ctor(red.acc_dtype)})")
+            lines.append(
+                f"{indent}{args.acc} = np.full({keep}, "
+                f"{const_source(red.identity, red.acc_dtype)}, "
+                f"{ctor(red.acc_dtype)})"
+            )
         self.signal(lines, indent, f"{kname}({', '.join(args.arguments(call, 'nd', True))})")
         if red is not None:
             self._finish_reduction(seg, red, args.acc, dims, env, lines, indent)
 
-    def _emit_scalar_segment(self, seg: Segment, embedding: KernelEmbedding,
-                             env: dict[Node, _Val], lines: list[str], indent: str,
-                             px: str) -> bool:
+    def _emit_scalar_segment(
+        self,
+        seg: Segment,
+        embedding: KernelEmbedding,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+        px: str,
+    ) -> bool:
         """A 0-d segment (a loop's index arithmetic, its test, ``A[i, j] * 0.1``) as one call
         of a function of scalars: ``bad, t1, t2 = s4_scalar(i, n)``. Numba inlines it and
         the values stay in registers; the block kernel's one-element loop stored each
@@ -725,8 +788,9 @@ class _GraphWriter:
             env[seg.outputs[i]] = _Val(t, True, False)
         bad = f"{px}bad"
         checks = "bad = bad |" in kernel.text  # a check NumPy decides (a NaN cast to int)
-        body = _inline_scalar_body(kernel.text, [v.name for v in ins],
-                                   dict(zip(kernel.call.map_outputs, outs)), px)
+        body = _inline_scalar_body(
+            kernel.text, [v.name for v in ins], dict(zip(kernel.call.map_outputs, outs)), px
+        )
         if body is not None:
             # the statements themselves, in the loop: nothing for Numba to inline (IR
             # inlining of many small functions cost seconds of compilation)
@@ -737,8 +801,10 @@ class _GraphWriter:
             lines.extend(indent + line for line in body)
         else:
             kname = self._module_kernel(kernel.constants, kernel.text, px, f"{px}scalar")
-            lines.append(f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
-                         f"{kname}({', '.join(v.name for v in ins)})")
+            lines.append(
+                f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
+                f"{kname}({', '.join(v.name for v in ins)})"
+            )
         if checks:
             self.signal(lines, indent, bad)
         return True
@@ -753,7 +819,7 @@ class _GraphWriter:
         canon = re.sub(rf"\b{px}", "sX_", constants + "\n" + text)
         first = self._kernel_texts.get(canon)
         if first is not None:
-            return first + kname[len(px):]
+            return first + kname[len(px) :]
         self._kernel_texts[canon] = px
         self.module_parts.append(constants)
         self.module_parts.append(text)
@@ -770,9 +836,13 @@ class _GraphWriter:
             return None
         x = red.args[0]
         dt = np.dtype(red.dtype)
-        if not isinstance(x, Node) or x not in seg.elementwise or \
-                x.aval.shape in (None, ()) or np.dtype(x.dtype) != dt or \
-                dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        if (
+            not isinstance(x, Node)
+            or x not in seg.elementwise
+            or x.aval.shape in (None, ())
+            or np.dtype(x.dtype) != dt
+            or dt not in (np.dtype(np.float32), np.dtype(np.float64))
+        ):
             return None
         rank = len(x.aval.shape)
         axis = red.attrs.get("axis")
@@ -785,11 +855,14 @@ class _GraphWriter:
         if x not in outputs:
             outputs.append(x)
         inputs = [i for i in seg.inputs if any(i in n.inputs for n in members)]
-        return (Segment(members, inputs, outputs, seg.domain, None, seg.index),
-                Segment([red], [x], [red], seg.domain, red, seg.index))
+        return (
+            Segment(members, inputs, outputs, seg.domain, None, seg.index),
+            Segment([red], [x], [red], seg.domain, red, seg.index),
+        )
 
-    def _emit_numpy_sum(self, seg: Segment, env: dict[Node, _Val], lines: list[str],
-                        indent: str, px: str) -> bool:
+    def _emit_numpy_sum(
+        self, seg: Segment, env: dict[Node, _Val], lines: list[str], indent: str, px: str
+    ) -> bool:
         """A segment that is only the float sum (or mean) of an array over all axes: NumPy's
         own ``add`` loop in its reduce form (it sums pairwise, in the array's dtype).
 
@@ -804,8 +877,13 @@ class _GraphWriter:
             return False
         x = red.args[0]
         dt = np.dtype(red.dtype)
-        if not isinstance(x, Node) or x not in env or x.aval.shape in (None, ()) or \
-                np.dtype(x.dtype) != dt or dt not in (np.dtype(np.float32), np.dtype(np.float64)):
+        if (
+            not isinstance(x, Node)
+            or x not in env
+            or x.aval.shape in (None, ())
+            or np.dtype(x.dtype) != dt
+            or dt not in (np.dtype(np.float32), np.dtype(np.float64))
+        ):
             return False
         rank = len(x.aval.shape)
         axis = red.attrs.get("axis")
@@ -820,8 +898,12 @@ class _GraphWriter:
         self.loop_args.append(found)
         self.helpers["_sum_loop"] = _SUM_LOOP
         scratch = []
-        for name, size, sdt in (("pp", 3, "np.uintp"), ("st", 3, "np.intp"),
-                                ("dims", 1, "np.intp"), ("acc", 1, ctor(dt))):
+        for name, size, sdt in (
+            ("pp", 3, "np.uintp"),
+            ("st", 3, "np.intp"),
+            ("dims", 1, "np.intp"),
+            ("acc", 1, ctor(dt)),
+        ):
             self.scratch_lines.append(f"    {px}{name} = np.empty({size}, {sdt})")
             scratch.append(px + name)
         src = env[x].name
@@ -842,9 +924,17 @@ class _GraphWriter:
             env[red] = _Val(t, True, False)
         return True
 
-    def _emit_flat(self, seg: Segment, call: SegmentCall, px: str, kname: str,
-                   args: _SegmentArgs, env: dict[Node, _Val], lines: list[str],
-                   indent: str) -> None:
+    def _emit_flat(
+        self,
+        seg: Segment,
+        call: SegmentCall,
+        px: str,
+        kname: str,
+        args: _SegmentArgs,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+    ) -> None:
         red = call.reduction
         first = args.inputs[call.array_inputs[0]]
         for i in call.array_inputs[1:]:
@@ -862,8 +952,16 @@ class _GraphWriter:
         for i in call.map_outputs:
             t = self.fresh()
             dt = ctor(call.output_dtypes[i])
-            self._out_buffer(seg.outputs[i], n, f"{{sp}}.size == {n}", dt, lines, indent, t,
-                             "{sp}" if rank == 1 else f"{{sp}}.reshape({n})")
+            self._out_buffer(
+                seg.outputs[i],
+                n,
+                f"{{sp}}.size == {n}",
+                dt,
+                lines,
+                indent,
+                t,
+                "{sp}" if rank == 1 else f"{{sp}}.reshape({n})",
+            )
             args.outputs[i] = t
         args.size = n
         text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
@@ -876,9 +974,17 @@ class _GraphWriter:
         if red is not None:
             self._finish_total(seg, red, f"{px}acc", n, rank, env, lines, indent)
 
-    def _finish_total(self, seg: Segment, red: ReductionPlan, acc: str, count: str,
-                      rank: int, env: dict[Node, _Val], lines: list[str],
-                      indent: str) -> None:
+    def _finish_total(
+        self,
+        seg: Segment,
+        red: ReductionPlan,
+        acc: str,
+        count: str,
+        rank: int,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+    ) -> None:
         """A reduction over every axis, returned by the kernel as one accumulator: NumPy's
         result from it (a mean divided by ``count``; keepdims as a 1-filled shape)."""
         if red.mean:
@@ -891,8 +997,16 @@ class _GraphWriter:
         else:
             env[seg.reduction] = _Val(t, True, False)  # type: ignore[index]
 
-    def _finish_reduction(self, seg: Segment, red: ReductionPlan, acc: str, dims: list[str],
-                          env: dict[Node, _Val], lines: list[str], indent: str) -> None:
+    def _finish_reduction(
+        self,
+        seg: Segment,
+        red: ReductionPlan,
+        acc: str,
+        dims: list[str],
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+    ) -> None:
         """An N-d kernel's accumulator array (keepdims shape) as NumPy's result."""
         out_dt = ctor(red.out_dtype)
         if red.mean:
@@ -909,8 +1023,7 @@ class _GraphWriter:
         env[seg.reduction] = _Val(t, False, True)  # type: ignore[index]
 
     # -- other ops ----------------------------------------------------------------------------
-    def emit_node(self, node: Node, env: dict[Node, _Val], lines: list[str],
-                  indent: str) -> None:
+    def emit_node(self, node: Node, env: dict[Node, _Val], lines: list[str], indent: str) -> None:
         op = node.op
         if op is OpKind.PLACEHOLDER:
             return
@@ -929,8 +1042,9 @@ class _GraphWriter:
             return
         args = [env[a] if isinstance(a, Node) else a for a in node.args]
         t = self.fresh()
-        scalar = node.aval is not None and not isinstance(node.aval, tuple) and \
-            node.aval.shape == ()
+        scalar = (
+            node.aval is not None and not isinstance(node.aval, tuple) and node.aval.shape == ()
+        )
         if op is OpKind.GET_OUTPUT:
             src = args[0]
             lines.append(f"{indent}{t} = {src.name}[{node.attrs['index']}]")
@@ -967,15 +1081,22 @@ class _GraphWriter:
             return
         if op is OpKind.BINCOUNT:
             self.helpers["_bincount"] = _BINCOUNT
-            lines.append(f"{indent}{t}_ok, {t} = _bincount({args[0].name}, "
-                         f"{int(node.attrs.get('minlength', 0))})")
+            lines.append(
+                f"{indent}{t}_ok, {t} = _bincount({args[0].name}, "
+                f"{int(node.attrs.get('minlength', 0))})"
+            )
             self.signal(lines, indent, f"not {t}_ok")  # a negative value: NumPy's error
             env[node] = _Val(t, False, True)
             return
         if op is OpKind.GETITEM:  # a view of x (or one element of it)
             self._emit_getitem(node, args, t, lines, indent)
-            env[node] = _Val(t, scalar, False, None if scalar else args[0].roots,
-                             unit=not scalar and args[0].unit and _unit_rows(node))
+            env[node] = _Val(
+                t,
+                scalar,
+                False,
+                None if scalar else args[0].roots,
+                unit=not scalar and args[0].unit and _unit_rows(node),
+            )
             return
         x = args[0].name
         if op is OpKind.RESHAPE:
@@ -986,32 +1107,39 @@ class _GraphWriter:
                 lines.append(f"{indent}{t} = np.ascontiguousarray({x}).reshape({shape!r})")
         elif op is OpKind.TRANSPOSE:
             axes = node.attrs.get("axes")
-            axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else \
-                tuple(axes)
+            axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else tuple(axes)
             lines.append(f"{indent}{t} = np.transpose({x}, {axes!r})")
         elif op is OpKind.EXPAND_DIMS:
             lines.append(f"{indent}{t} = np.expand_dims({x}, {int(node.attrs['axis'])})")
         elif op is OpKind.BROADCAST_TO:
             lines.append(f"{indent}{t} = np.broadcast_to({x}, {tuple(node.attrs['shape'])!r})")
         elif op is OpKind.COPY:
-            lines.append(f"{indent}{t} = {x}.copy()" if not args[0].scalar else
-                         f"{indent}{t} = {x}")
+            lines.append(
+                f"{indent}{t} = {x}.copy()" if not args[0].scalar else f"{indent}{t} = {x}"
+            )
             env[node] = _Val(t, scalar, True)
             return
         else:  # pragma: no cover - check() rejects everything else
             raise Unsupported(op.value)
         # reshape/transpose/expand_dims/broadcast_to: views of x (a reshape's of a contiguous
         # array: its rows are unit-stride)
-        env[node] = _Val(t, scalar, False, None if scalar else args[0].roots,
-                         unit=op is OpKind.RESHAPE and not scalar)
+        env[node] = _Val(
+            t,
+            scalar,
+            False,
+            None if scalar else args[0].roots,
+            unit=op is OpKind.RESHAPE and not scalar,
+        )
 
-    def _emit_getitem(self, node: Node, args: list[Any], t: str, lines: list[str],
-                      indent: str) -> None:
+    def _emit_getitem(
+        self, node: Node, args: list[Any], t: str, lines: list[str], indent: str
+    ) -> None:
         parts, _ = self._index(node, args[0], args, 1, lines, indent)
         lines.append(f"{indent}{t} = {args[0].name}[{', '.join(parts) or ':'}]")
 
-    def _index(self, node: Node, x: _Val, args: list[Any], first_dyn: int, lines: list[str],
-               indent: str) -> tuple[list[str], list[tuple[str, str] | None]]:
+    def _index(
+        self, node: Node, x: _Val, args: list[Any], first_dyn: int, lines: list[str], indent: str
+    ) -> tuple[list[str], list[tuple[str, str] | None]]:
         """A basic index as Numba source: its components, and per axis of ``x`` the run-time
         bounds ``(lo, hi)`` of what it selects (an integer, or a slice of step 1; None for a
         strided slice). An integer out of range is NumPy's IndexError: it signals a rerun
@@ -1036,11 +1164,19 @@ class _GraphWriter:
             n = f"{x.name}.shape[{axis}]"
             axis += 1
             if isinstance(c, slice):
-                ends = [None if p is None else args[p.position - 1 + first_dyn].name
-                        if isinstance(p, DynamicIndex) else int(p) for p in (c.start, c.stop)]
-                parts.append(f"{'' if ends[0] is None else ends[0]}:"
-                             f"{'' if ends[1] is None else ends[1]}"
-                             f"{'' if c.step is None else ':' + str(c.step)}")
+                ends = [
+                    None
+                    if p is None
+                    else args[p.position - 1 + first_dyn].name
+                    if isinstance(p, DynamicIndex)
+                    else int(p)
+                    for p in (c.start, c.stop)
+                ]
+                parts.append(
+                    f"{'' if ends[0] is None else ends[0]}:"
+                    f"{'' if ends[1] is None else ends[1]}"
+                    f"{'' if c.step is None else ':' + str(c.step)}"
+                )
                 if c.step not in (None, 1):
                     bounds.append(None)
                     continue
@@ -1065,8 +1201,9 @@ class _GraphWriter:
             lines.append(f"{indent}{v} = {i}")
             self.signal(lines, indent, f"{v} < -{n} or {v} >= {n}")
             parts.append(v)
-            bounds.append((f"({v} + {n} if {v} < 0 else {v})",
-                           f"({v} + {n} + 1 if {v} < 0 else {v} + 1)"))
+            bounds.append(
+                (f"({v} + {n} if {v} < 0 else {v})", f"({v} + {n} + 1 if {v} < 0 else {v} + 1)")
+            )
         for a in range(axis, rank):
             bounds.append(("0", f"{x.name}.shape[{a}]"))
         if parts == ["..."]:
@@ -1074,8 +1211,9 @@ class _GraphWriter:
         return parts, bounds
 
     # -- setitem --------------------------------------------------------------------------------
-    def _direct_target(self, graph: Graph, seg: Segment, nxt: Any,
-                       env: dict[Node, _Val]) -> Node | None:
+    def _direct_target(
+        self, graph: Graph, seg: Segment, nxt: Any, env: dict[Node, _Val]
+    ) -> Node | None:
         """The ``setitem`` right after ``seg`` whose value ``seg`` may write straight into
         the written region (no temporary), or None.
 
@@ -1086,15 +1224,26 @@ class _GraphWriter:
         would read new values): it then writes into a fresh buffer instead when copying the
         rest of the base costs less than the region (:meth:`_setitem_mode`).
         """
-        if not isinstance(nxt, Node) or nxt.op is not OpKind.SETITEM or \
-                _OP_RULES[OpKind.SETITEM].claims(nxt):  # an advanced index: a scatter
+        if (
+            not isinstance(nxt, Node)
+            or nxt.op is not OpKind.SETITEM
+            or _OP_RULES[OpKind.SETITEM].claims(nxt)
+        ):  # an advanced index: a scatter
             return None
         x, value = nxt.args[0], nxt.args[1]
-        if not isinstance(value, Node) or value not in seg.outputs or \
-                value is seg.reduction or len(seg.domain) == 0 or None in seg.domain:
+        if (
+            not isinstance(value, Node)
+            or value not in seg.outputs
+            or value is seg.reduction
+            or len(seg.domain) == 0
+            or None in seg.domain
+        ):
             return None
-        if sum(a is value for n in graph.nodes for a in n.args) != 1 or \
-                value in graph.outputs or x not in env:
+        if (
+            sum(a is value for n in graph.nodes for a in n.args) != 1
+            or value in graph.outputs
+            or x not in env
+        ):
             return None
         if any(isinstance(a, Node) and a not in env for a in nxt.args[2:]):
             return None
@@ -1108,8 +1257,9 @@ class _GraphWriter:
             return None
         return nxt
 
-    def _setitem_mode(self, node: Node, env: dict[Node, _Val],
-                      seg: Segment | None = None) -> str | None:
+    def _setitem_mode(
+        self, node: Node, env: dict[Node, _Val], seg: Segment | None = None
+    ) -> str | None:
         """How ``node`` writes: ``"inplace"`` (into its base, which the plan found owned and
         dead), ``"rest"`` (into a fresh buffer — a dead buffer a loop left, see
         :meth:`_emit_while` — with everything outside the region copied from the base), or
@@ -1118,8 +1268,9 @@ class _GraphWriter:
         base = env[node.args[0]]
         rest = self._rest_cost(node)
         if node in self.plan.writes:
-            if seg is None or not any(env[i].roots & base.roots for i in seg.inputs
-                                      if not env[i].scalar):
+            if seg is None or not any(
+                env[i].roots & base.roots for i in seg.inputs if not env[i].scalar
+            ):
                 return "inplace"
             # the segment reads the base: write into a fresh buffer when the rest of the
             # base is smaller than the region (a stencil's border), else via a temporary
@@ -1132,8 +1283,7 @@ class _GraphWriter:
         comps = node.attrs["index"]
         x = node.args[0]
         shape = x.aval.shape
-        if None in shape or any(isinstance(c, slice) and c.step not in (None, 1)
-                                for c in comps):
+        if None in shape or any(isinstance(c, slice) and c.step not in (None, 1) for c in comps):
             return None
         dyn = [a.aval for a in node.args[2:]]
         region = getitem_shape(shape, comps, dyn)
@@ -1143,8 +1293,9 @@ class _GraphWriter:
         inside = int(np.prod(region))
         return total - inside, inside
 
-    def _setitem_target(self, node: Node, mode: str, env: dict[Node, _Val],
-                        lines: list[str], indent: str) -> tuple[_Val, str, list[str]]:
+    def _setitem_target(
+        self, node: Node, mode: str, env: dict[Node, _Val], lines: list[str], indent: str
+    ) -> tuple[_Val, str, list[str]]:
         """The buffer ``node`` writes into (``mode`` of :meth:`_setitem_mode`), ready but
         for the region: returns it, the region's view variable and the index parts."""
         x = env[node.args[0]]
@@ -1158,8 +1309,7 @@ class _GraphWriter:
             dt = ctor(np.dtype(node.dtype))
             rank = len(node.aval.shape)
             shape = "(" + "".join(f"{x.name}.shape[{a}], " for a in range(rank)) + ")"
-            test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]"
-                                for a in range(rank))
+            test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]" for a in range(rank))
             self._out_buffer(node, shape, test, dt, lines, indent, t)
             dest = _Val(t, False, True)
             if mode == "copy" or any(b is None for b in bounds):
@@ -1183,8 +1333,9 @@ class _GraphWriter:
             self.helpers[name] = _assign_source(name, rank, src_rank)
         return f"{name}({dest}, {src})"
 
-    def _copy_rest(self, dest: str, src: str, bounds: list[tuple[str, str]],
-                   lines: list[str], indent: str) -> None:
+    def _copy_rest(
+        self, dest: str, src: str, bounds: list[tuple[str, str]], lines: list[str], indent: str
+    ) -> None:
         """Copy ``src`` into ``dest`` outside the box ``bounds``: per axis ``d``, the slabs
         before and after the box along ``d`` within the box along the axes before it."""
         names = []
@@ -1202,8 +1353,9 @@ class _GraphWriter:
                 copy = self.assign(f"{dest}[{idx}]", f"{src}[{idx}]", rank, rank)
                 lines.append(f"{indent}{copy}")
 
-    def _emit_setitem(self, node: Node, env: dict[Node, _Val], lines: list[str],
-                      indent: str) -> None:
+    def _emit_setitem(
+        self, node: Node, env: dict[Node, _Val], lines: list[str], indent: str
+    ) -> None:
         """``x[index] = value`` as NumPy does it: the value cast to ``x``'s dtype and
         broadcast to the region (a shape that does not broadcast signals NumPy's error)."""
         done = self.directed.pop(node, None)
@@ -1232,18 +1384,28 @@ class _GraphWriter:
                 lines.append(f"{indent}{c} = {src}.copy()")
                 src = c
             vr = len(value.aval.shape)
-            rr = len(getitem_shape(x.aval.shape, node.attrs["index"],  # type: ignore[arg-type]
-                                   [a.aval for a in node.args[2:]]))
+            rr = len(
+                getitem_shape(
+                    x.aval.shape,
+                    node.attrs["index"],  # type: ignore[arg-type]
+                    [a.aval for a in node.args[2:]],
+                )
+            )
             for k in range(1, vr + 1):
-                self.signal(lines, indent, f"{src}.shape[{vr - k}] != 1 and "
-                            f"{src}.shape[{vr - k}] != {view}.shape[{rr - k}]")
+                self.signal(
+                    lines,
+                    indent,
+                    f"{src}.shape[{vr - k}] != 1 and "
+                    f"{src}.shape[{vr - k}] != {view}.shape[{rr - k}]",
+                )
             if np.dtype(value.dtype) != dt:
                 c = self.fresh("k")
                 lines.append(f"{indent}{c} = {src}.astype({ctor(dt)})")
                 src = c
         if element:  # (an ``...`` there spans no axis)
-            lines.append(f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}]"
-                         f" = {src}")
+            lines.append(
+                f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}] = {src}"
+            )
         elif isinstance(value, Node) and not env[value].scalar and vr <= rr:
             lines.append(f"{indent}{self.assign(view, src, rr, vr)}")
         else:
@@ -1251,13 +1413,15 @@ class _GraphWriter:
         env[node] = dest
 
     # -- argmin/argmax, ufunc.at, bincount -------------------------------------------------
-    def _emit_arg_reduce(self, node: Node, x: _Val, t: str, env: dict[Node, _Val],
-                         lines: list[str], indent: str) -> None:
+    def _emit_arg_reduce(
+        self, node: Node, x: _Val, t: str, env: dict[Node, _Val], lines: list[str], indent: str
+    ) -> None:
         """``np.argmin``/``np.argmax``: the first extreme, or the first NaN (NumPy's rule),
         along one axis (moved last) or over the flattened array."""
         name = f"_{node.op.value}"
-        self.helpers[name + "1"] = _ARG_REDUCE.format(name=name, cmp="<" if
-                                                      node.op is OpKind.ARGMIN else ">")
+        self.helpers[name + "1"] = _ARG_REDUCE.format(
+            name=name, cmp="<" if node.op is OpKind.ARGMIN else ">"
+        )
         axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims", False)
         rank = len(node.args[0].aval.shape)
         if x.scalar:  # a 0-d value: NumPy's answer is 0
@@ -1288,8 +1452,15 @@ class _GraphWriter:
             lines.append(f"{indent}{t} = np.expand_dims({t}, {ax})")
         env[node] = _Val(t, False, True)
 
-    def _emit_ufunc_at(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
-                       lines: list[str], indent: str) -> None:
+    def _emit_ufunc_at(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+    ) -> None:
         """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
         copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
         range, or values of another shape, signal NumPy's error."""
@@ -1297,22 +1468,39 @@ class _GraphWriter:
         ufunc = node.attrs["ufunc"]
         dt = np.dtype(node.dtype)
         wrap = dt.kind in "iu"
-        op = {np.add: ("_wadd({a}, {b})", "({a} + {b})"),
-              np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
-              np.multiply: ("_wmul({a}, {b})", "({a} * {b})")}[ufunc][0 if wrap else 1]
+        op = {
+            np.add: ("_wadd({a}, {b})", "({a} + {b})"),
+            np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
+            np.multiply: ("_wmul({a}, {b})", "({a} * {b})"),
+        }[ufunc][0 if wrap else 1]
         rank = len(node.aval.shape)
         scalar = values.scalar
         name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
         self.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
         lines.append(f"{indent}{t} = {base.name}.copy()")
         if not scalar:
-            self.signal(lines, indent, f"{values.name}.shape[0] != {idx.name}.shape[0]" + "".join(
-                f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)))
+            self.signal(
+                lines,
+                indent,
+                f"{values.name}.shape[0] != {idx.name}.shape[0]"
+                + "".join(
+                    f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)
+                ),
+            )
         self.signal(lines, indent, f"not {name}({t}, {idx.name}, {values.name})")
         env[node] = _Val(t, False, True)
 
-    def _out_buffer(self, node: Node, shape: str, size_test: str, dt: str,
-                    lines: list[str], indent: str, t: str, take: str = "{sp}") -> None:
+    def _out_buffer(
+        self,
+        node: Node,
+        shape: str,
+        size_test: str,
+        dt: str,
+        lines: list[str],
+        indent: str,
+        t: str,
+        take: str = "{sp}",
+    ) -> None:
         """``t = np.empty(shape, dt)``, or the dead buffer a loop left for ``node``.
 
         Inside a ``while`` body, the node that computes a loop variable's next value may write
@@ -1336,14 +1524,21 @@ class _GraphWriter:
         lines.append(f"{indent}else:")
         lines.append(f"{indent}    {t} = np.empty({shape}, {dt})")
 
-    def _emit_matmul(self, node: Node, args: list[_Val], t: str, lines: list[str],
-                     indent: str) -> None:
+    def _emit_matmul(
+        self, node: Node, args: list[_Val], t: str, lines: list[str], indent: str
+    ) -> None:
         a, b = args[0].name, args[1].name
         self.signal(lines, indent, f"{a}.shape[1] != {b}.shape[0]")
         # Never one of the operands: a spare is a dead buffer, and a new one is new.
-        self._out_buffer(node, f"({a}.shape[0], {b}.shape[1])",
-                         f"{{sp}}.shape[0] == {a}.shape[0] and {{sp}}.shape[1] == {b}.shape[1]",
-                         ctor(np.dtype(node.dtype)), lines, indent, t)
+        self._out_buffer(
+            node,
+            f"({a}.shape[0], {b}.shape[1])",
+            f"{{sp}}.shape[0] == {a}.shape[0] and {{sp}}.shape[1] == {b}.shape[1]",
+            ctor(np.dtype(node.dtype)),
+            lines,
+            indent,
+            t,
+        )
         lines.append(f"{indent}{self._matmul_call(node, a, b, t)}")
 
     def _matmul_call(self, node: Node, a: str, b: str, out: str) -> str:
@@ -1358,11 +1553,12 @@ class _GraphWriter:
                 # the loop's pointer, size and stride arrays: allocated once per call of the
                 # function, shared by its products (they run one after the other)
                 self.scratch_names.add("mm_pp")
-                self.scratch_lines += ["    mm_pp = np.empty(3, np.uintp)",
-                                       "    mm_dims = np.empty(4, np.intp)",
-                                       "    mm_st = np.empty(9, np.intp)"]
-            return (f"_matmul_loop({a}, {b}, {out}, {self.loop_ref(idx)}, "
-                    "mm_pp, mm_dims, mm_st)")
+                self.scratch_lines += [
+                    "    mm_pp = np.empty(3, np.uintp)",
+                    "    mm_dims = np.empty(4, np.intp)",
+                    "    mm_st = np.empty(9, np.intp)",
+                ]
+            return f"_matmul_loop({a}, {b}, {out}, {self.loop_ref(idx)}, mm_pp, mm_dims, mm_st)"
         name = "_matmul_bool" if dt.kind == "b" else "_matmul_int"
         self.helpers[name] = _MATMUL_BOOL if dt.kind == "b" else _MATMUL_INT
         return f"{name}({a}, {b}, {out})"
@@ -1377,8 +1573,15 @@ class _GraphWriter:
         lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")
         return _Val(t, False, True)
 
-    def _emit_cond(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
-                   lines: list[str], indent: str) -> None:
+    def _emit_cond(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+    ) -> None:
         pred, operands = args[0], args[1:]
         outs = [f"{t}_{i}" for i in range(len(node.aval))]
         parts: list[frozenset[str]] = [frozenset()] * len(outs)
@@ -1388,12 +1591,10 @@ class _GraphWriter:
             for ph, v in zip(graph.inputs, operands):
                 sub[ph] = v
             inner = indent + "    "
-            vals = [self._carry(v, lines, inner)
-                    for v in self.emit_graph(graph, sub, lines, inner)]
+            vals = [self._carry(v, lines, inner) for v in self.emit_graph(graph, sub, lines, inner)]
             parts = [p | v.roots for p, v in zip(parts, vals)]
             if outs:
-                lines.append(f"{inner}{', '.join(outs)}, = "
-                             f"{', '.join(v.name for v in vals)},")
+                lines.append(f"{inner}{', '.join(outs)}, = {', '.join(v.name for v in vals)},")
             else:
                 lines.append(f"{inner}pass")
         lines.append(f"{indent}{t} = ({''.join(o + ', ' for o in outs)})")
@@ -1405,16 +1606,28 @@ class _GraphWriter:
         writing into a dead buffer of that variable (:meth:`_emit_while`)."""
         targets: dict[int, Node] = {}
         for i, (out, v) in enumerate(zip(body.outputs, init)):
-            if v.scalar or out.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT) or \
-                    body.outputs.count(out) != 1 or out.aval.shape == ():
+            if (
+                v.scalar
+                or out.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
+                or body.outputs.count(out) != 1
+                or out.aval.shape == ()
+            ):
                 continue
-            if out.op in (OpKind.MATMUL, OpKind.SETITEM) or \
-                    can_compile(out, "cpu", fast_math=self.fast_math):
+            if out.op in (OpKind.MATMUL, OpKind.SETITEM) or can_compile(
+                out, "cpu", fast_math=self.fast_math
+            ):
                 targets[i] = out
         return targets
 
-    def _emit_while(self, node: Node, args: list[Any], t: str, env: dict[Node, _Val],
-                    lines: list[str], indent: str) -> None:
+    def _emit_while(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, _Val],
+        lines: list[str],
+        indent: str,
+    ) -> None:
         """A ``while True:`` loop over the carried values.
 
         Buffer reuse: a loop variable ``x`` whose next value a segment or matmul computes
@@ -1449,14 +1662,16 @@ class _GraphWriter:
             lines.append(f"{indent}{lv.name} = {c.name}")
             if i in targets:
                 out = targets[i]
-                if np.dtype(out.dtype) != np.dtype(node.args[i].dtype) or \
-                        len(out.aval.shape) != len(node.args[i].aval.shape):
+                if np.dtype(out.dtype) != np.dtype(node.args[i].dtype) or len(
+                    out.aval.shape
+                ) != len(node.args[i].aval.shape):
                     del targets[i]
                     continue
                 empty = f"{t}_z{i}"
                 shape = (0,) * len(out.aval.shape)
-                self.scratch_lines.append(f"    {empty} = np.empty({shape!r}, "
-                                          f"{ctor(np.dtype(out.dtype))})")
+                self.scratch_lines.append(
+                    f"    {empty} = np.empty({shape!r}, {ctor(np.dtype(out.dtype))})"
+                )
                 lines.append(f"{indent}{t}_sp{i} = {empty}")
                 lines.append(f"{indent}{t}_own{i} = {c is not v}")
         lines.append(f"{indent}while True:")
@@ -1482,13 +1697,18 @@ class _GraphWriter:
                 continue  # the old value lives on: the spare stays empty
             lines.append(f"{inner}{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")
         if lvars:
-            lines.append(f"{inner}{', '.join(lv.name for lv in lvars)}, = "
-                         f"{', '.join(c.name for c in carried)},")
+            lines.append(
+                f"{inner}{', '.join(lv.name for lv in lvars)}, = "
+                f"{', '.join(c.name for c in carried)},"
+            )
         for i, out in targets.items():
             new = sub[out]
-            owned = out in self.produced and carried[i] is new and \
-                new.roots == frozenset([new.name]) and \
-                not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
+            owned = (
+                out in self.produced
+                and carried[i] is new
+                and new.roots == frozenset([new.name])
+                and not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
+            )
             lines.append(f"{inner}{t}_own{i} = {owned}")
         self._loop_depth -= 1
         lines.append(f"{indent}{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
@@ -1504,8 +1724,9 @@ class _GraphWriter:
 _SCALAR_LOCAL = re.compile(r"\b(bad|[stcvuo]\d+(?:_\d+)?)\b")
 
 
-def _inline_scalar_body(text: str, inputs: list[str], outputs: dict[int, str],
-                        px: str) -> list[str] | None:
+def _inline_scalar_body(
+    text: str, inputs: list[str], outputs: dict[int, str], px: str
+) -> list[str] | None:
     """The statements of scalar kernel ``text`` (``def name(s0, ...): bad = False; ...;
     return (bad, o0, ...)``) as lines of the calling function: inputs renamed to the
     caller's values, outputs to ``outputs``, temporaries and ``bad`` prefixed with ``px``.
@@ -1514,7 +1735,8 @@ def _inline_scalar_body(text: str, inputs: list[str], outputs: dict[int, str],
     fn = tree.body[0]
     assert isinstance(fn, ast.FunctionDef)
     local = {a.arg for a in fn.args.args} | {
-        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+        n.id for n in ast.walk(fn) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+    }
     if any(_SCALAR_LOCAL.fullmatch(name) is None for name in local):
         return None
     lines = text.split("\n")
@@ -1528,6 +1750,7 @@ def _inline_scalar_body(text: str, inputs: list[str], outputs: dict[int, str],
         if name in local and name[0] == "o" and name[1:].isdigit():
             return outputs[int(name[1:])]
         return px + name if name in local else name
+
     return [_SCALAR_LOCAL.sub(rename, line[4:]) for line in body]
 
 
@@ -1578,20 +1801,34 @@ def _check_ufunc_at(node: Node) -> None:
     a, b = node.args[0], node.args[1]
     if ufunc not in _AT_UFUNCS:
         raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
-    if not isinstance(a, Node) or a.aval.shape is None or len(a.aval.shape) not in (1, 2) \
-            or np.dtype(a.dtype).kind not in "iuf":
+    if (
+        not isinstance(a, Node)
+        or a.aval.shape is None
+        or len(a.aval.shape) not in (1, 2)
+        or np.dtype(a.dtype).kind not in "iuf"
+    ):
         raise Unsupported(f"{ufunc.__name__}.at into {getattr(a, 'aval', a)}")
     if len(index) != 1 or not isinstance(index[0], DynamicIndex) or len(node.args) != 3:
         raise Unsupported(f"{ufunc.__name__}.at with index {index!r}")
     idx = node.args[2]
-    if not isinstance(idx, Node) or idx.aval.shape is None or len(idx.aval.shape) != 1 or \
-            np.dtype(idx.dtype).kind not in "iu" or np.dtype(idx.dtype) == np.uint64:
+    if (
+        not isinstance(idx, Node)
+        or idx.aval.shape is None
+        or len(idx.aval.shape) != 1
+        or np.dtype(idx.dtype).kind not in "iu"
+        or np.dtype(idx.dtype) == np.uint64
+    ):
         raise Unsupported(f"{ufunc.__name__}.at with index {getattr(idx, 'aval', idx)}")
-    if not isinstance(b, Node) or np.dtype(b.dtype) != np.dtype(a.dtype) or \
-            b.aval.shape is None or (b.aval.shape != () and
-                                     len(b.aval.shape) != len(a.aval.shape)):
-        raise Unsupported(f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
-                          f"{a.aval} (values of another dtype or shape)")
+    if (
+        not isinstance(b, Node)
+        or np.dtype(b.dtype) != np.dtype(a.dtype)
+        or b.aval.shape is None
+        or (b.aval.shape != () and len(b.aval.shape) != len(a.aval.shape))
+    ):
+        raise Unsupported(
+            f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
+            f"{a.aval} (values of another dtype or shape)"
+        )
 
 
 def _check_bincount(node: Node) -> None:
@@ -1601,8 +1838,13 @@ def _check_bincount(node: Node) -> None:
         raise Unsupported("bincount with weights")
     if not isinstance(minlength, (int, np.integer)) or minlength < 0:
         raise Unsupported(f"bincount with minlength={minlength!r}")
-    if not isinstance(x, Node) or x.aval.shape is None or len(x.aval.shape) != 1 or \
-            np.dtype(x.dtype).kind not in "biu" or np.dtype(x.dtype) == np.uint64:
+    if (
+        not isinstance(x, Node)
+        or x.aval.shape is None
+        or len(x.aval.shape) != 1
+        or np.dtype(x.dtype).kind not in "biu"
+        or np.dtype(x.dtype) == np.uint64
+    ):
         raise Unsupported(f"bincount of {getattr(x, 'aval', x)}")
 
 
@@ -1610,10 +1852,17 @@ def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
     """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
     returns False (nothing more written) at an index out of range."""
     v = "vals" if scalar else "vals[k]"
-    lines = ["@_inline", f"def {name}(out, idx, vals):", "    n = out.shape[0]",
-             "    for k in range(idx.shape[0]):", "        i = np.int64(idx[k])",
-             "        if i < 0:", "            i += n", "        if i < 0 or i >= n:",
-             "            return False"]
+    lines = [
+        "@_inline",
+        f"def {name}(out, idx, vals):",
+        "    n = out.shape[0]",
+        "    for k in range(idx.shape[0]):",
+        "        i = np.int64(idx[k])",
+        "        if i < 0:",
+        "            i += n",
+        "        if i < 0 or i >= n:",
+        "            return False",
+    ]
     if rank == 1:
         lines.append(f"        out[i] = {op.format(a='out[i]', b=v)}")
     else:
@@ -1645,9 +1894,10 @@ def row_tiling(graph: Graph) -> set[Node] | None:
     Everything else is *row-free*: it holds no row axis (lower rank, or a leading 1), so it
     broadcasts over the rows and is the same for every tile (``g`` and ``b`` of a layer
     norm). Only static shapes qualify."""
-    if graph.outputs == [] or any(n.aval is None or isinstance(n.aval, tuple) or
-                                  n.aval.shape is None or None in n.aval.shape
-                                  for n in graph.nodes):
+    if graph.outputs == [] or any(
+        n.aval is None or isinstance(n.aval, tuple) or n.aval.shape is None or None in n.aval.shape
+        for n in graph.nodes
+    ):
         return None
     out0 = graph.outputs[0].aval.shape
     if len(out0) < 2 or out0[0] < TILE_MIN_ROWS:
@@ -1695,14 +1945,21 @@ def row_tiling(graph: Graph) -> set[Node] | None:
             axis = node.attrs.get("axis")
             rank = len(args[0].aval.shape)
             axes = axis if isinstance(axis, tuple) else (axis,)
-            if axis is None or any(not isinstance(a, (int, np.integer)) or int(a) % rank == 0
-                                   for a in axes) or len(args) != 1:
+            if (
+                axis is None
+                or any(not isinstance(a, (int, np.integer)) or int(a) % rank == 0 for a in axes)
+                or len(args) != 1
+            ):
                 return None
             reduces = True
         elif op is OpKind.GETITEM:
             index = node.attrs["index"]
-            if len(args) != 1 or not index or not isinstance(index[0], slice) or \
-                    index[0] != slice(None):
+            if (
+                len(args) != 1
+                or not index
+                or not isinstance(index[0], slice)
+                or index[0] != slice(None)
+            ):
                 return None  # (a traced index is an argument: len(args) > 1)
         elif op is OpKind.EXPAND_DIMS:
             if int(node.attrs["axis"]) % (len(args[0].aval.shape) + 1) == 0:
@@ -1712,16 +1969,18 @@ def row_tiling(graph: Graph) -> set[Node] | None:
         if not shape or shape[0] != nrows:
             return None
         row[node] = True
-    if not reduces or not all(row.get(o, False) and o.aval.shape[0] == nrows
-                              for o in graph.outputs):
+    if not reduces or not all(
+        row.get(o, False) and o.aval.shape[0] == nrows for o in graph.outputs
+    ):
         return None
     return {n for n in graph.inputs if row[n]}
 
 
 #: Ops the compiled function runs better than the fused executor at any size
 #: (:func:`compile_whole_graph`'s handover)
-_COMPILED_BETTER = frozenset({OpKind.SETITEM, OpKind.ARGMIN, OpKind.ARGMAX, OpKind.UFUNC_AT,
-                              OpKind.BINCOUNT})
+_COMPILED_BETTER = frozenset(
+    {OpKind.SETITEM, OpKind.ARGMIN, OpKind.ARGMAX, OpKind.UFUNC_AT, OpKind.BINCOUNT}
+)
 
 
 def _holds(graph: Graph, ops: frozenset[OpKind]) -> bool:
@@ -1731,8 +1990,9 @@ def _holds(graph: Graph, ops: frozenset[OpKind]) -> bool:
             return True
         if node.op is OpKind.COND and any(_holds(g, ops) for g in node.attrs["branches"]):
             return True
-        if node.op is OpKind.WHILE and (_holds(node.attrs["cond"], ops) or
-                                        _holds(node.attrs["body"], ops)):
+        if node.op is OpKind.WHILE and (
+            _holds(node.attrs["cond"], ops) or _holds(node.attrs["body"], ops)
+        ):
             return True
     return False
 
@@ -1759,8 +2019,7 @@ def _unit_rows(node: Node) -> bool:
 def _is_element(node: Node, rank: int) -> bool:
     """Does ``node``'s index pick one element (an integer for every axis)?"""
     comps = [c for c in node.attrs["index"] if c is not Ellipsis]
-    return len(comps) == rank and \
-        all(isinstance(c, (int, np.integer, DynamicIndex)) for c in comps)
+    return len(comps) == rank and all(isinstance(c, (int, np.integer, DynamicIndex)) for c in comps)
 
 
 # argmin/argmax of one non-empty row: NumPy's answer is the first NaN if there is one, else
@@ -1899,8 +2158,10 @@ def _matmul_loop(a, b, out, f, d, ptrs, dims, steps):
 # The executable
 # ---------------------------------------------------------------------------------------------
 
-def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
-                        name: str = "graph", fast_math: bool = False) -> Executable:
+
+def compile_whole_graph(
+    graph: Graph, tree: TreeNode, n_params: int, name: str = "graph", fast_math: bool = False
+) -> Executable:
     """The whole-graph executable of ``graph``, or the fused executor (with a warning naming
     the op) when the graph holds ops this compiler does not cover; ``fast_math``: both with
     :mod:`.fast_math`'s approximations in their kernels."""
@@ -1909,10 +2170,16 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     # NumPy-only value, large inputs: see _runner). Its plain float sums are NumPy's own
     # (split over threads), as the compiled function's are, so every path gives one result.
     stats: dict[str, int] = {}
-    fallback, fb_source, plans = compile_fused(graph, tree, n_params, mode="numba",
-                                               filename=f"<kx-fused {name}>",
-                                               exact_sums=True, stats=stats,
-                                               fast_math=fast_math)
+    fallback, fb_source, plans = compile_fused(
+        graph,
+        tree,
+        n_params,
+        mode="numba",
+        filename=f"<kx-fused {name}>",
+        exact_sums=True,
+        stats=stats,
+        fast_math=fast_math,
+    )
     sizes = [p.decision.parallel_size for p in plans if p.ksrc.target == "cpu"]
     if stats.get("parallel_sums"):
         sizes.append(SUM_PARALLEL_MIN)
@@ -1927,33 +2194,51 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     # executor leaves to NumPy (argmin, ufunc.at, bincount). W11 (Jacobi, 1000x1000, 100
     # sweeps): the executor took 2.7-5.9x the hand loop's time, the compiled function
     # 1.0-1.4x; W13 (k-means step): the executor 0.7x NumPy's time, the compiled one 0.12x.
-    keep = compiled is not graph or _holds(graph, _COMPILED_BETTER) or \
-        row_tiling(compiled) is not None or plan_row_fusion(compiled, fast_math) is not None
+    keep = (
+        compiled is not graph
+        or _holds(graph, _COMPILED_BETTER)
+        or row_tiling(compiled) is not None
+        or plan_row_fusion(compiled, fast_math) is not None
+    )
     handover = None if keep else whole_graph_handover(sizes)
     graph = compiled
     writer = _GraphWriter(graph, fast_math, _written_back(graph, tree))
     try:
         source = writer.write()
     except Unsupported as e:
-        warnings.warn(f"kx.function(jit_compile=True) '{name}': {e} cannot be compiled into "
-                      "one function; the graph runs as fused segments instead. Fix: remove "
-                      "jit_compile=True, or move that op out of the function.",
-                      RuntimeWarning, stacklevel=4)
+        warnings.warn(
+            f"kx.function(jit_compile=True) '{name}': {e} cannot be compiled into "
+            "one function; the graph runs as fused segments instead. Fix: remove "
+            "jit_compile=True, or move that op out of the function.",
+            RuntimeWarning,
+            stacklevel=4,
+        )
         reports = segment_reports(plans, "numba-cpu")
         reports.append({"kind": "whole-graph", "state": "unsupported", "reason": str(e)})
-        return Executable(fallback, fb_source, "numba-cpu", reports,
-                          (time.perf_counter() - t0) * 1e3)
+        return Executable(
+            fallback, fb_source, "numba-cpu", reports, (time.perf_counter() - t0) * 1e3
+        )
     key = hashlib.sha256(source.encode()).hexdigest()[:24]
     ksrc = KernelSource(source, key, "cpu")
     handle = handle_for(ksrc)
     run, run_source = _runner(graph, tree, n_params, writer, handle, fallback, handover)
-    report = {"id": 0, "kind": "whole-graph", "backend": "numba-cpu",
-              "ops": [n.op.value for n in graph.nodes if n.op is not OpKind.PLACEHOLDER],
-              "nodes": [n.name for n in graph.nodes], "kernel": key, "state": "pending",
-              "variants": {}, "compile_ms": 0.0, "cache": None, "error": None,
-              "reason": "jit_compile=True", "handover_size": handover,
-              "parallel_sums": stats.get("parallel_sums", 0),
-              "lines": source.split("\ndef graph(", 1)[-1].count("\n")}
+    report = {
+        "id": 0,
+        "kind": "whole-graph",
+        "backend": "numba-cpu",
+        "ops": [n.op.value for n in graph.nodes if n.op is not OpKind.PLACEHOLDER],
+        "nodes": [n.name for n in graph.nodes],
+        "kernel": key,
+        "state": "pending",
+        "variants": {},
+        "compile_ms": 0.0,
+        "cache": None,
+        "error": None,
+        "reason": "jit_compile=True",
+        "handover_size": handover,
+        "parallel_sums": stats.get("parallel_sums", 0),
+        "lines": source.split("\ndef graph(", 1)[-1].count("\n"),
+    }
     report = SegmentReport(report)
     handle.reports[id(report)] = report
     handle.update_reports()
@@ -1962,15 +2247,17 @@ def compile_whole_graph(graph: Graph, tree: TreeNode, n_params: int,
     fallbacks = segment_reports(plans, "numba-cpu")
     for i, fb in enumerate(fallbacks, start=1):
         fb["id"], fb["role"] = i, "fallback"
-    return Executable(run, run_source, "numba-cpu", [report, *fallbacks],
-                      (time.perf_counter() - t0) * 1e3)
+    return Executable(
+        run, run_source, "numba-cpu", [report, *fallbacks], (time.perf_counter() - t0) * 1e3
+    )
 
 
 def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
     """Graph output index -> index of the array input whose argument the call writes that
     output back to (the ``writeback`` nodes of ``tree``)."""
-    by_path = {n.attrs.get("path"): k for k, n in enumerate(graph.inputs)
-               if n.aval.shape not in (None, ())}
+    by_path = {
+        n.attrs.get("path"): k for k, n in enumerate(graph.inputs) if n.aval.shape not in (None, ())
+    }
     found: dict[int, int] = {}
 
     def walk(t: TreeNode) -> None:
@@ -1982,6 +2269,7 @@ def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
             found.setdefault(t.index, by_path[t.value])
         for child in t.children or ():
             walk(child)
+
     walk(tree)
     return found
 
@@ -1994,9 +2282,15 @@ def _for_compiling(graph: Graph) -> Graph:
     return rewritten
 
 
-def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
-            handle: KernelHandle, fallback: Callable[..., Any],
-            handover: int | None = None) -> tuple[Callable, str]:
+def _runner(
+    graph: Graph,
+    tree: TreeNode,
+    n_params: int,
+    writer: _GraphWriter,
+    handle: KernelHandle,
+    fallback: Callable[..., Any],
+    handover: int | None = None,
+) -> tuple[Callable, str]:
     """``run(p0, ...)``: extract the graph's inputs, call the compiled function (or the
     fused executor until it is compiled, when it signals, or when an array input has at
     least ``handover`` elements: the executor then splits the large ops over the cores, which
@@ -2007,8 +2301,13 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     if writer.loop_args:
         table = np.array([a for pair in writer.loop_args for a in pair], np.uintp)
         loops.append(namer.bind(table, "_la"))
-    namer.globals.update(_H=handle, _fallback=fallback,
-                         _deferred=COMPILER.deferred, _flush=COMPILER.flush, _SIGNAL=SIGNAL)
+    namer.globals.update(
+        _H=handle,
+        _fallback=fallback,
+        _deferred=COMPILER.deferred,
+        _flush=COMPILER.flush,
+        _SIGNAL=SIGNAL,
+    )
     params = ", ".join(f"p{i}" for i in range(n_params))
     lines = [f"def run({params}):"]
     ins = []
@@ -2065,8 +2364,14 @@ def _runner(graph: Graph, tree: TreeNode, n_params: int, writer: _GraphWriter,
     # request(p0, ...): ask for the compiled function for such arguments, run nothing
     # (tiering starts a loop graph's compile on its first call without a second run)
     body = lines[body_start:]
-    lines += ["", f"def request({params}):", *head, f"    {need}",
-              "    if _deferred:", "        _flush()"]
+    lines += [
+        "",
+        f"def request({params}):",
+        *head,
+        f"    {need}",
+        "    if _deferred:",
+        "        _flush()",
+    ]
     if "_ho" in namer.globals:  # the compiled path at any size (the handover's trial)
         lines += ["", f"def run_graph({params}):", *head, *body]
     source = "\n".join(lines) + "\n"

@@ -92,8 +92,17 @@ class Writer(Protocol):
     def fresh(self, prefix: str = "t") -> str: ...
     def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
     def loop_ref(self, idx: int) -> str: ...
-    def _out_buffer(self, node: Node, shape: str, size_test: str, dt: str,
-                    lines: list[str], indent: str, t: str, take: str = "{sp}") -> None: ...
+    def _out_buffer(
+        self,
+        node: Node,
+        shape: str,
+        size_test: str,
+        dt: str,
+        lines: list[str],
+        indent: str,
+        t: str,
+        take: str = "{sp}",
+    ) -> None: ...
 
 
 Emit = Callable[[Writer, Node, list, str, list, str], str]
@@ -121,11 +130,16 @@ def claims(node: Node) -> bool:
 # Helpers shared by the rules
 # ---------------------------------------------------------------------------------------------
 
+
 def _array_arg(node: Node, i: int, what: str) -> Node:
     """``node.args[i]``, a traced array of known rank and a dtype this module computes."""
     a = node.args[i] if i < len(node.args) else None
-    if not isinstance(a, Node) or a.aval is None or isinstance(a.aval, tuple) or \
-            a.aval.shape is None:
+    if (
+        not isinstance(a, Node)
+        or a.aval is None
+        or isinstance(a.aval, tuple)
+        or a.aval.shape is None
+    ):
         raise Unsupported(f"{node.op.value} of {what} that is not a traced array of known rank")
     if np.dtype(a.dtype) not in _DTYPES:
         raise Unsupported(f"{node.op.value} of {a.dtype}")
@@ -167,9 +181,11 @@ def _scratch(w: Writer) -> str:
     the generated function, shared by every call made here (they run one after another)."""
     if "xo_pp" not in w.scratch_names:
         w.scratch_names.add("xo_pp")
-        w.scratch_lines += ["    xo_pp = np.empty(3, np.uintp)",
-                            "    xo_dims = np.empty(4, np.intp)",
-                            "    xo_st = np.empty(9, np.intp)"]
+        w.scratch_lines += [
+            "    xo_pp = np.empty(3, np.uintp)",
+            "    xo_dims = np.empty(4, np.intp)",
+            "    xo_st = np.empty(9, np.intp)",
+        ]
     return "xo_pp, xo_dims, xo_st"
 
 
@@ -299,13 +315,18 @@ def _matmul_ranks(node: Node) -> tuple[Node, Node, np.dtype]:
 def _claims_matmul(node: Node) -> bool:
     """Not the 2-D @ 2-D product of one dtype :mod:`.whole_graph` compiles itself."""
     a, b = node.args[0], node.args[1]
-    return not (isinstance(a, Node) and isinstance(b, Node) and a.aval.shape is not None
-                and b.aval.shape is not None and len(a.aval.shape) == 2
-                and len(b.aval.shape) == 2 and a.aval.dtype == b.aval.dtype == node.dtype)
+    return not (
+        isinstance(a, Node)
+        and isinstance(b, Node)
+        and a.aval.shape is not None
+        and b.aval.shape is not None
+        and len(a.aval.shape) == 2
+        and len(b.aval.shape) == 2
+        and a.aval.dtype == b.aval.dtype == node.dtype
+    )
 
 
-def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     a_node, b_node, dt = _matmul_ranks(node)
     ra, rb = len(a_node.aval.shape), len(b_node.aval.shape)
     a, b = args[0].name, args[1].name
@@ -328,8 +349,7 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
         # stride <= 0) are rerun in NumPy.
         for x, r in ((a, ra), (b, rb)):
             if r == 2:
-                w.signal(lines, indent, f"not ({x}.flags.c_contiguous or "
-                                        f"{x}.flags.f_contiguous)")
+                w.signal(lines, indent, f"not ({x}.flags.c_contiguous or {x}.flags.f_contiguous)")
             else:
                 w.signal(lines, indent, f"{x}.strides[0] <= 0 and {x}.shape[0] > 1")
     va, vb = w.fresh("ma"), w.fresh("mb")
@@ -340,11 +360,17 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
     nb = "1"
     if batched:
         nb = w.fresh("nb")
-        w.signal(lines, indent, f"{va}.shape[0] != {vb}.shape[0] and {va}.shape[0] != 1 "
-                                f"and {vb}.shape[0] != 1")
+        w.signal(
+            lines,
+            indent,
+            f"{va}.shape[0] != {vb}.shape[0] and {va}.shape[0] != 1 and {vb}.shape[0] != 1",
+        )
         lines.append(f"{indent}{nb} = max({va}.shape[0], {vb}.shape[0])")
-    out_dims = ([nb] if batched else []) + ([f"{va}.shape[1]"] if ra > 1 else []) + \
-        ([f"{vb}.shape[2]"] if rb > 1 else [])
+    out_dims = (
+        ([nb] if batched else [])
+        + ([f"{va}.shape[1]"] if ra > 1 else [])
+        + ([f"{vb}.shape[2]"] if rb > 1 else [])
+    )
     scalar = not out_dims
     o = w.fresh("mo")
     if scalar:
@@ -356,10 +382,12 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
         w._out_buffer(node, shape, test, dts, lines, indent, o)
         if batched:
             o3 = {1: f"{o}[:, None, :]", 2: f"{o}[:, :, None]"}.get(
-                1 if ra == 1 else 2 if rb == 1 else 0, o)
+                1 if ra == 1 else 2 if rb == 1 else 0, o
+            )
         else:
             o3 = {(2, 1): f"{o}[None, :, None]", (1, 2): f"{o}[None, None, :]"}.get(
-                (ra, rb), f"{o}[None, :, :]")
+                (ra, rb), f"{o}[None, :, :]"
+            )
     if dt.kind == "f":
         w.helpers["_mm_float"] = _MM_FLOAT
         # NumPy's strides: 0 for a dimension it added (a 1-D operand, a broadcast batch)
@@ -369,8 +397,10 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
         sb2 = f"{vb}.strides[2]" if rb > 1 else "0"
         so1 = "0" if ra == 1 or scalar else f"{o}.strides[{1 if batched else 0}]"
         so2 = "0" if rb == 1 or scalar else f"{o}.strides[{len(out_dims) - 1}]"
-        lines.append(f"{indent}_mm_float({va}, {vb}, {o3}, {_loop(w, np.matmul, (dt,) * 3)}, "
-                     f"{_scratch(w)}, {sa0}, {sa1}, {sb0}, {sb2}, {so1}, {so2})")
+        lines.append(
+            f"{indent}_mm_float({va}, {vb}, {o3}, {_loop(w, np.matmul, (dt,) * 3)}, "
+            f"{_scratch(w)}, {sa0}, {sa1}, {sb0}, {sb2}, {so1}, {so2})"
+        )
     else:
         name = "_mm_bool" if dt.kind == "b" else "_mm_int"
         w.helpers[name] = _MM_BOOL if dt.kind == "b" else _MM_INT
@@ -382,16 +412,17 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str],
     return "fresh"
 
 
-RULES[OpKind.MATMUL] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul,
-                            _claims_matmul)
+RULES[OpKind.MATMUL] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul, _claims_matmul)
 RULES[OpKind.DOT] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul)
 
 # ---------------------------------------------------------------------------------------------
 # stack / concatenate / expand_dims / flip
 # ---------------------------------------------------------------------------------------------
 
-def _alloc(w: Writer, node: Node, dims: Sequence[str], dts: str, lines: list[str],
-           indent: str, t: str) -> None:
+
+def _alloc(
+    w: Writer, node: Node, dims: Sequence[str], dts: str, lines: list[str], indent: str, t: str
+) -> None:
     """``t = np.empty(dims, dts)``, or the dead buffer a loop left for ``node``."""
     test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(dims)) or "True"
     w._out_buffer(node, _shape_tuple(dims), test, dts, lines, indent, t)
@@ -423,8 +454,9 @@ def _check_concatenate(node: Node) -> None:
         _axis(axis, rank, "concatenate")
 
 
-def _emit_concatenate(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                      indent: str) -> str:
+def _emit_concatenate(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     xs, dt = _joined(node)
     names = [a.name for a in args]
     axis = node.attrs.get("axis", 0)
@@ -462,8 +494,7 @@ def _check_stack(node: Node) -> None:
     _axis(node.attrs.get("axis", 0), len(xs[0].aval.shape) + 1, "stack")
 
 
-def _emit_stack(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                indent: str) -> str:
+def _emit_stack(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     xs, dt = _joined(node)
     rank = len(xs[0].aval.shape)
     k = int(node.attrs.get("axis", 0)) % (rank + 1)
@@ -492,8 +523,9 @@ def _expand_axes(node: Node) -> list[int]:
     return norm
 
 
-def _emit_expand_dims(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                      indent: str) -> str:
+def _emit_expand_dims(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     axes = _expand_axes(node)
     rank = len(node.args[0].aval.shape) + len(axes)
     index = ", ".join("None" if a in axes else ":" for a in range(rank))
@@ -513,8 +545,7 @@ def _flip_axes(node: Node) -> set[int]:
     return {_axis(a, rank, "flip") for a in axes}
 
 
-def _emit_flip(w: Writer, node: Node, args: list, t: str, lines: list[str],
-               indent: str) -> str:
+def _emit_flip(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     axes = _flip_axes(node)
     rank = len(node.args[0].aval.shape)
     index = ", ".join("::-1" if a in axes else ":" for a in range(rank))
@@ -524,8 +555,11 @@ def _emit_flip(w: Writer, node: Node, args: list, t: str, lines: list[str],
 
 RULES[OpKind.CONCATENATE] = Rule(_check_concatenate, _emit_concatenate)
 RULES[OpKind.STACK] = Rule(_check_stack, _emit_stack)
-RULES[OpKind.EXPAND_DIMS] = Rule(lambda n: _expand_axes(n) and None, _emit_expand_dims,
-                                 lambda n: not isinstance(n.attrs["axis"], int))
+RULES[OpKind.EXPAND_DIMS] = Rule(
+    lambda n: _expand_axes(n) and None,
+    _emit_expand_dims,
+    lambda n: not isinstance(n.attrs["axis"], int),
+)
 RULES[OpKind.FLIP] = Rule(lambda n: _flip_axes(n) and None, _emit_flip)
 
 # ---------------------------------------------------------------------------------------------
@@ -581,8 +615,7 @@ def _lanes(x: str, rank: int, axis: int | None) -> tuple[str, str, str]:
     return outer, f"{x}.shape[{axis}]", inner
 
 
-def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str],
-               indent: str) -> str:
+def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     x_node, dt, axis = _check_scan(node)
     rank = len(x_node.aval.shape)
     dts = ctor(dt)
@@ -601,8 +634,10 @@ def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str],
     w.helpers["_loop3"] = _LOOP3
     w.helpers["_accumulate"] = _ACCUMULATE
     ufunc = np.add if node.op is OpKind.CUMSUM else np.multiply
-    lines.append(f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
-                 f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})")
+    lines.append(
+        f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+        f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})"
+    )
     return "fresh"
 
 
@@ -651,8 +686,9 @@ def _reduce_axis(node: Node, rank: int) -> int | None:
 
 
 def _check_moments(node: Node) -> tuple[Node, np.dtype, int | None]:
-    allowed = {"axis", "keepdims", "ddof"} if node.op is not OpKind.NANMEAN else \
-        {"axis", "keepdims"}
+    allowed = (
+        {"axis", "keepdims", "ddof"} if node.op is not OpKind.NANMEAN else {"axis", "keepdims"}
+    )
     _only_params(node, allowed)
     x = _array_arg(node, 0, "a value")
     dt = _out_dtype(node)
@@ -668,8 +704,9 @@ def _check_moments(node: Node) -> tuple[Node, np.dtype, int | None]:
     return x, dt, _reduce_axis(node, len(x.aval.shape))
 
 
-def _moment_input(w: Writer, x: str, rank: int, axis: int | None, lines: list[str],
-                  indent: str) -> tuple[str, str, str, str]:
+def _moment_input(
+    w: Writer, x: str, rank: int, axis: int | None, lines: list[str], indent: str
+) -> tuple[str, str, str, str]:
     """``x`` as a C-contiguous ``(outer, n, inner)`` view, its lane expressions. An input
     that is not C-contiguous signals: NumPy would sum it in another order."""
     if rank == 1:  # a 1-D array of any positive stride is summed as it is
@@ -686,8 +723,17 @@ def _moment_input(w: Writer, x: str, rank: int, axis: int | None, lines: list[st
     return v, outer, n, inner
 
 
-def _finish(w: Writer, node: Node, value: str, rank: int, axis: int | None, x: str,
-            t: str, lines: list[str], indent: str) -> str:
+def _finish(
+    w: Writer,
+    node: Node,
+    value: str,
+    rank: int,
+    axis: int | None,
+    x: str,
+    t: str,
+    lines: list[str],
+    indent: str,
+) -> str:
     """The ``(outer, inner)`` result ``value`` in NumPy's shape (keepdims or not)."""
     keep = bool(node.attrs.get("keepdims"))
     if axis is None and not keep:
@@ -703,8 +749,7 @@ def _finish(w: Writer, node: Node, value: str, rank: int, axis: int | None, x: s
     return "fresh"
 
 
-def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """``numpy/_core/_methods.py``'s ``_var`` (and ``_std``) step by step: the mean (a sum,
     divided as ``true_divide(sum, intp count)`` divides: in float64, then cast), the squared
     deviations, their sum divided by ``max(count - ddof, 0)``; a count at most ``ddof``
@@ -722,21 +767,20 @@ def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str],
     mean, dev, acc = w.fresh("mean"), w.fresh("dev"), w.fresh("acc")
     lines.append(f"{indent}{mean} = np.zeros(({outer}, {inner}), {dts})")
     lines.append(f"{indent}_sum_axis({x3}, {mean}, {loop})")
-    lines.append(f"{indent}{mean} = (({mean}.astype(np.float64)) / np.float64({n}))"
-                 f".astype({dts})")
+    lines.append(f"{indent}{mean} = (({mean}.astype(np.float64)) / np.float64({n})).astype({dts})")
     lines.append(f"{indent}{dev} = {x3} - {mean}.reshape(({outer}, 1, {inner}))")
     lines.append(f"{indent}{dev} = {dev} * {dev}")
     lines.append(f"{indent}{acc} = np.zeros(({outer}, {inner}), {dts})")
     lines.append(f"{indent}_sum_axis({dev}, {acc}, {loop})")
-    lines.append(f"{indent}{acc} = ({acc}.astype(np.float64) / np.float64({n} - {ddof}))"
-                 f".astype({dts})")
+    lines.append(
+        f"{indent}{acc} = ({acc}.astype(np.float64) / np.float64({n} - {ddof})).astype({dts})"
+    )
     if node.op is OpKind.STD:
         lines.append(f"{indent}{acc} = np.sqrt({acc})")
     return _finish(w, node, acc, rank, axis, x, t, lines, indent)
 
 
-def _emit_nanmean(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                  indent: str) -> str:
+def _emit_nanmean(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """``np.nanmean`` as NumPy computes it: a copy with NaNs replaced by +0.0, its sum
     divided (in float64, then cast) by the count of the others; a lane of NaNs only
     (NumPy's "Mean of empty slice" warning) or an empty input signals."""
@@ -752,10 +796,10 @@ def _emit_nanmean(w: Writer, node: Node, args: list, t: str, lines: list[str],
     lines.append(f"{indent}{cnt} = np.sum(~np.isnan({x3}), axis=1)")
     w.signal(lines, indent, f"np.any({cnt} == 0)")
     lines.append(f"{indent}{acc} = np.zeros(({outer}, {inner}), {dts})")
-    lines.append(f"{indent}_sum_axis({arr}, {acc}, {_loop(w, np.add, (dt,) * 3)}, "
-                 f"{_scratch(w)})")
-    lines.append(f"{indent}{acc} = ({acc}.astype(np.float64) / {cnt}.astype(np.float64))"
-                 f".astype({dts})")
+    lines.append(f"{indent}_sum_axis({arr}, {acc}, {_loop(w, np.add, (dt,) * 3)}, {_scratch(w)})")
+    lines.append(
+        f"{indent}{acc} = ({acc}.astype(np.float64) / {cnt}.astype(np.float64)).astype({dts})"
+    )
     return _finish(w, node, acc, rank, axis, args[0].name, t, lines, indent)
 
 
@@ -766,6 +810,7 @@ RULES[OpKind.NANMEAN] = Rule(lambda n: _check_moments(n) and None, _emit_nanmean
 # ---------------------------------------------------------------------------------------------
 # Advanced indexing: getitem (a gather) and setitem (a scatter) with integer or bool arrays
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class _Part:
@@ -789,8 +834,12 @@ def _is_array_component(node: Node, c: Any) -> bool:
         return True
     if isinstance(c, DynamicIndex):
         arg = _dyn_arg(node, c)
-        return isinstance(arg, Node) and arg.aval is not None and \
-            not isinstance(arg.aval, tuple) and arg.aval.shape != ()
+        return (
+            isinstance(arg, Node)
+            and arg.aval is not None
+            and not isinstance(arg.aval, tuple)
+            and arg.aval.shape != ()
+        )
     return False
 
 
@@ -820,8 +869,7 @@ def _fancy_plan(node: Node) -> list[_Part]:
         elif isinstance(c, np.ndarray):
             if c.ndim == 0 or c.dtype == np.uint64 or c.dtype.kind not in "biu":
                 raise Unsupported(f"index array of {c.dtype} and rank {c.ndim}")
-            parts.append(_Part("mask", c, c.ndim) if c.dtype.kind == "b" else
-                         _Part("array", c, 1))
+            parts.append(_Part("mask", c, c.ndim) if c.dtype.kind == "b" else _Part("array", c, 1))
         elif isinstance(c, DynamicIndex):
             arg = _dyn_arg(node, c)
             if not isinstance(arg, Node) or arg.aval.shape is None:
@@ -844,7 +892,7 @@ def _fancy_plan(node: Node) -> list[_Part]:
     full = _Part("slice", slice(None), 1)
     if None in parts:
         at = parts.index(None)
-        parts[at:at + 1] = [full] * (rank - used)
+        parts[at : at + 1] = [full] * (rank - used)
         return parts  # type: ignore[return-value]
     return parts + [full] * (rank - used)
 
@@ -871,9 +919,13 @@ def _check_fancy(node: Node) -> None:
         value = node.args[1]
         if isinstance(value, Node) and value.aval.shape != ():
             rank = sum(p.dims for p in parts if p.kind == "slice")
-            ranks = [p.value.ndim if isinstance(p.value, np.ndarray) else
-                     len(_dyn_arg(node, p.value).aval.shape) for p in parts
-                     if p.kind == "array"] + [1 for p in parts if p.kind == "mask"]
+            ranks = [
+                p.value.ndim
+                if isinstance(p.value, np.ndarray)
+                else len(_dyn_arg(node, p.value).aval.shape)
+                for p in parts
+                if p.kind == "array"
+            ] + [1 for p in parts if p.kind == "mask"]
             if len(value.aval.shape) > rank + max(ranks, default=0):
                 raise Unsupported("setitem of a value of more dimensions than the region")
 
@@ -882,27 +934,29 @@ def _check_fancy(node: Node) -> None:
 class _FancyIndex:
     """The generated names of an advanced index (:func:`_emit_fancy_index`)."""
 
-    basic: str                # the slices as source, ":" on every advanced axis
-    view: str                 # x[basic]
+    basic: str  # the slices as source, ":" on every advanced axis
+    view: str  # x[basic]
     sources: list[tuple[str, int]]  # per advanced axis: its index variable and its rank
-    slots: list[int]          # the axis of ``view`` each one indexes
-    naxes: int                # the rank of ``view``
-    dims: list[str]           # the region's shape (NumPy's getitem result)
-    bdims: list[str]          # the broadcast shape of the index arrays
-    bpos: int                 # where those axes sit in ``dims``
+    slots: list[int]  # the axis of ``view`` each one indexes
+    naxes: int  # the rank of ``view``
+    dims: list[str]  # the region's shape (NumPy's getitem result)
+    bdims: list[str]  # the broadcast shape of the index arrays
+    bpos: int  # where those axes sit in ``dims``
 
     def element(self, s: int, bvars: list[str]) -> str:
         """Source of index array ``s``'s element at the broadcast position ``bvars``."""
         name, r = self.sources[s]
         if r == 0:
             return name
-        at = ", ".join(f"{bvars[len(bvars) - r + i]} if {name}.shape[{i}] != 1 else 0"
-                       for i in range(r))
+        at = ", ".join(
+            f"{bvars[len(bvars) - r + i]} if {name}.shape[{i}] != 1 else 0" for i in range(r)
+        )
         return f"{name}[{at}]"
 
 
-def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str],
-                      indent: str) -> _FancyIndex:
+def _emit_fancy_index(
+    w: Writer, node: Node, args: list, x: str, lines: list[str], indent: str
+) -> _FancyIndex:
     """The index checked before anything is read or written: every index of the broadcast
     index shape is wrapped and checked in a first pass, so NumPy's IndexErrors (an index out
     of range, index shapes that do not broadcast, a mask of the wrong shape) signal before
@@ -915,9 +969,11 @@ def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str
     for p in parts:
         if p.kind == "slice":
             c = p.value
-            basic.append(f"{'' if c.start is None else c.start}:"
-                         f"{'' if c.stop is None else c.stop}"
-                         f"{'' if c.step is None else ':' + str(c.step)}")
+            basic.append(
+                f"{'' if c.start is None else c.start}:"
+                f"{'' if c.stop is None else c.stop}"
+                f"{'' if c.step is None else ':' + str(c.step)}"
+            )
         else:
             basic += [":"] * p.dims
     v = w.fresh("v")
@@ -932,16 +988,16 @@ def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str
             continue
         advanced.append(i)
         if p.kind == "int":
-            src = str(p.value) if isinstance(p.value, int) else \
-                args[p.value.position + shift].name
+            src = str(p.value) if isinstance(p.value, int) else args[p.value.position + shift].name
             sources.append((src, 0))
             slots.append(d)
             d += 1
             continue
         if isinstance(p.value, np.ndarray):
             name = f"c{len(w.constants)}"
-            w.constants.append(np.ascontiguousarray(
-                p.value, dtype=np.bool_ if p.kind == "mask" else np.int64))
+            w.constants.append(
+                np.ascontiguousarray(p.value, dtype=np.bool_ if p.kind == "mask" else np.int64)
+            )
             rank = p.value.ndim
         else:
             name = args[p.value.position + shift].name
@@ -974,7 +1030,7 @@ def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str
         bdims.append(b)
     rest = [a for a in range(d) if a not in slots]
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
-    bpos = sum(1 for p in parts[:advanced[0]] if p.kind == "slice") if adjacent else 0
+    bpos = sum(1 for p in parts[: advanced[0]] if p.kind == "slice") if adjacent else 0
     dims = [f"{v}.shape[{a}]" for a in rest]
     dims[bpos:bpos] = bdims
     fx = _FancyIndex(", ".join(basic), v, sources, slots, d, dims, bdims, bpos)
@@ -987,8 +1043,9 @@ def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, lines: list[str
     return fx
 
 
-def _broadcast_loops(w: Writer, bdims: list[str], lines: list[str],
-                     indent: str) -> tuple[str, list[str]]:
+def _broadcast_loops(
+    w: Writer, bdims: list[str], lines: list[str], indent: str
+) -> tuple[str, list[str]]:
     """Nested ``for`` loops over the broadcast index shape (C order): the body's indent and
     the loop variables."""
     bvars = []
@@ -1000,8 +1057,9 @@ def _broadcast_loops(w: Writer, bdims: list[str], lines: list[str],
     return indent, bvars
 
 
-def _fancy_loop(w: Writer, fx: _FancyIndex, lines: list[str],
-                indent: str) -> tuple[str, list[str], list[str]]:
+def _fancy_loop(
+    w: Writer, fx: _FancyIndex, lines: list[str], indent: str
+) -> tuple[str, list[str], list[str]]:
     """The loops of the read or write pass: the body's indent, the loop variables and, per
     axis of ``fx.view``, ":" or its (checked, wrapped) index variable."""
     inner, bvars = _broadcast_loops(w, fx.bdims, lines, indent)
@@ -1033,15 +1091,14 @@ def _emit_nonzero(w: Writer, m: str, rank: int, lines: list[str], indent: str) -
     return out
 
 
-def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
     walked in C order, one copy of the rest of ``x`` per index tuple."""
     fx = _emit_fancy_index(w, node, args, args[0].name, lines, indent)
     _alloc(w, node, fx.dims, ctor(np.dtype(node.dtype)), lines, indent, t)
     inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
     dst = [":"] * len(fx.dims)
-    dst[fx.bpos:fx.bpos + len(bvars)] = bvars
+    dst[fx.bpos : fx.bpos + len(bvars)] = bvars
     lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(picks)}]")
     return "fresh"
 
@@ -1053,8 +1110,7 @@ class _Named:
         self.name = name
 
 
-def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                  indent: str) -> str:
+def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
     and broadcast to the region, written index tuple after index tuple in C order (a
     repeated index keeps the last write). In place where the in-place plan lets this write
@@ -1084,8 +1140,11 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
         val = args[1].name
         vr = len(value.aval.shape)
         for k in range(1, vr + 1):  # NumPy's ValueError: the value must broadcast
-            w.signal(lines, indent, f"{val}.shape[{vr - k}] != 1 and "
-                                    f"{val}.shape[{vr - k}] != {fx.dims[rr - k]}")
+            w.signal(
+                lines,
+                indent,
+                f"{val}.shape[{vr - k}] != 1 and {val}.shape[{vr - k}] != {fx.dims[rr - k]}",
+            )
         c = w.fresh("val")
         if np.dtype(value.dtype) != dt:
             lines.append(f"{indent}{c} = {val}.astype({dts})")
@@ -1106,7 +1165,7 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str],
     inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
     if isinstance(value, Node) and not args[1].scalar:
         at = [":"] * rr
-        at[fx.bpos:fx.bpos + len(bvars)] = bvars
+        at[fx.bpos : fx.bpos + len(bvars)] = bvars
         src = f"{src}[{', '.join(at)}]"
     lines.append(f"{inner}{dv}[{', '.join(picks)}] = {src}")
     return "view" if inplace else "fresh"
@@ -1209,8 +1268,7 @@ def _check_sort(node: Node) -> tuple[Node, int | None]:
     return x, _axis(axis, rank, node.op.value)
 
 
-def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str],
-               indent: str) -> str:
+def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """Each lane (the axis moved last, C-ordered) sorted by a stable merge sort. A stable
     ``argsort`` is NumPy's; for ``sort`` and an unstable ``argsort`` the sorted result is
     unique where no tie could come out in another order, which is checked: else it signals.
@@ -1276,6 +1334,7 @@ RULES[OpKind.ARGSORT] = Rule(lambda n: _check_sort(n) and None, _emit_sort)
 # pad (constant and edge) / outer
 # ---------------------------------------------------------------------------------------------
 
+
 def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     """The padded array, its (before, after) widths per axis and the constant's source
     (None for ``mode='edge'``)."""
@@ -1288,9 +1347,12 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     if rank == 0:
         raise Unsupported("pad of a 0-d value")
     try:
-        widths = np.broadcast_to(np.asarray(node.attrs["pad_width"], dtype=np.intp)
-                                 .reshape(-1, 2) if np.ndim(node.attrs["pad_width"]) else
-                                 np.asarray(node.attrs["pad_width"]), (rank, 2))
+        widths = np.broadcast_to(
+            np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
+            if np.ndim(node.attrs["pad_width"])
+            else np.asarray(node.attrs["pad_width"]),
+            (rank, 2),
+        )
     except (TypeError, ValueError):
         raise Unsupported(f"pad_width {node.attrs['pad_width']!r}") from None
     pairs = [(int(a), int(b)) for a, b in widths]
@@ -1314,8 +1376,7 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     return x, pairs, const_source(value, dt)
 
 
-def _emit_pad(w: Writer, node: Node, args: list, t: str, lines: list[str],
-              indent: str) -> str:
+def _emit_pad(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """The array copied into the middle of the result; ``constant``: the rest filled with
     NumPy's cast of the constant; ``edge``: axis by axis, each pad copies the hyperplane at
     the edge (corners then hold the nearest edge value, as in NumPy)."""
@@ -1339,13 +1400,16 @@ def _emit_pad(w: Writer, node: Node, args: list, t: str, lines: list[str],
             if a:
                 q = w.fresh("q")
                 lines.append(f"{indent}for {q} in range({a}):")
-                lines.append(f"{indent}    {t}[{_index(rank, d, q)}] = "
-                             f"{t}[{_index(rank, d, str(a))}]")
+                lines.append(
+                    f"{indent}    {t}[{_index(rank, d, q)}] = {t}[{_index(rank, d, str(a))}]"
+                )
             if b:
                 q = w.fresh("q")
                 lines.append(f"{indent}for {q} in range({b}):")
-                lines.append(f"{indent}    {t}[{_index(rank, d, f'{a} + {size} + {q}')}] = "
-                             f"{t}[{_index(rank, d, f'{a} + {size} - 1')}]")
+                lines.append(
+                    f"{indent}    {t}[{_index(rank, d, f'{a} + {size} + {q}')}] = "
+                    f"{t}[{_index(rank, d, f'{a} + {size} - 1')}]"
+                )
     return "fresh"
 
 
@@ -1365,8 +1429,7 @@ def _check_outer(node: Node) -> np.dtype:
     return dt
 
 
-def _emit_outer(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                indent: str) -> str:
+def _emit_outer(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """``multiply(a.ravel()[:, None], b.ravel()[None, :])`` as NumPy runs it: its multiply
     loop once per row, ``a[i]`` with stride 0."""
     dt = _check_outer(node)
@@ -1378,9 +1441,11 @@ def _emit_outer(w: Writer, node: Node, args: list, t: str, lines: list[str],
     i = w.fresh("i")
     lines.append(f"{indent}if {b}.size > 0:")
     lines.append(f"{indent}    for {i} in range({a}.size):")
-    lines.append(f"{indent}        _loop3({_loop(w, np.multiply, (dt,) * 3)}, {_scratch(w)}, "
-                 f"{a}[{i}:].ctypes.data, {b}.ctypes.data, {t}[{i}].ctypes.data, {b}.size, "
-                 f"0, {b}.strides[0], {t}.strides[1])")
+    lines.append(
+        f"{indent}        _loop3({_loop(w, np.multiply, (dt,) * 3)}, {_scratch(w)}, "
+        f"{a}[{i}:].ctypes.data, {b}.ctypes.data, {t}[{i}].ctypes.data, {b}.size, "
+        f"0, {b}.strides[0], {t}.strides[1])"
+    )
     return "fresh"
 
 
@@ -1426,8 +1491,12 @@ def _several_axes(node: Node) -> bool:
     """A max/min over an axis tuple of two or more axes, not all of them (the fused
     reductions cover the others)."""
     x, axis = node.args[0], node.attrs.get("axis")
-    if not isinstance(x, Node) or x.aval.shape is None or not isinstance(axis, tuple) or \
-            len(axis) < 2:
+    if (
+        not isinstance(x, Node)
+        or x.aval.shape is None
+        or not isinstance(axis, tuple)
+        or len(axis) < 2
+    ):
         return False
     rank = len(x.aval.shape)
     try:
@@ -1446,8 +1515,13 @@ def _check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
         raise Unsupported(f"{node.op.value} changing the dtype")
     rank = len(x.aval.shape)
     axis = node.attrs.get("axis", 0 if ufunc else None)
-    axis = tuple(range(rank)) if axis is None else \
-        tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    axis = (
+        tuple(range(rank))
+        if axis is None
+        else tuple(axis)
+        if isinstance(axis, (tuple, list))
+        else (axis,)
+    )
     axes = sorted({_axis(a, rank, node.op.value) for a in axis})
     if len(axes) != len(axis):
         raise Unsupported(f"{node.op.value} with a repeated axis")
@@ -1461,8 +1535,7 @@ def _claims_ufunc_reduce(node: Node) -> bool:
     return node.attrs.get("ufunc") in (np.maximum, np.minimum)
 
 
-def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                  indent: str) -> str:
+def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     x_node, axes, init = _check_extreme(node)
     rank = len(x_node.aval.shape)
     x = args[0].name
@@ -1481,11 +1554,14 @@ def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str],
     lines.append(f"{indent}{o} = np.empty({rows}, {dts})")
     w.helpers["_extreme_rows"] = _EXTREME_ROWS
     is_max = node.op is OpKind.MAX or node.attrs.get("ufunc") is np.maximum
-    w.signal(lines, indent, f"_extreme_rows({y2}, {o}, {is_max}, {init is not None}, "
-                            f"{init if init is not None else f'{dts}(0)'})")
+    w.signal(
+        lines,
+        indent,
+        f"_extreme_rows({y2}, {o}, {is_max}, {init is not None}, "
+        f"{init if init is not None else f'{dts}(0)'})",
+    )
     keep = bool(node.attrs.get("keepdims"))
-    dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank)
-            if keep or d not in axes]
+    dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank) if keep or d not in axes]
     if not dims:
         lines.append(f"{indent}{t} = {o}[0]")
         return "scalar"
@@ -1495,13 +1571,15 @@ def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str],
 
 RULES[OpKind.MAX] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
 RULES[OpKind.MIN] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme, _several_axes)
-RULES[OpKind.UFUNC_REDUCE] = Rule(lambda n: _check_extreme(n) and None, _emit_extreme,
-                                  _claims_ufunc_reduce)
+RULES[OpKind.UFUNC_REDUCE] = Rule(
+    lambda n: _check_extreme(n) and None, _emit_extreme, _claims_ufunc_reduce
+)
 
 
 # ---------------------------------------------------------------------------------------------
 # nonzero / argwhere / squeeze / ufunc.accumulate
 # ---------------------------------------------------------------------------------------------
+
 
 def _check_nonzero(node: Node) -> int:
     _only_params(node, set())
@@ -1512,8 +1590,9 @@ def _check_nonzero(node: Node) -> int:
     return rank
 
 
-def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                     indent: str) -> str:
+def _emit_nonzero_op(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
     elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
     rank = _check_nonzero(node)
@@ -1549,8 +1628,7 @@ def _check_squeeze(node: Node) -> list[int]:
     return norm
 
 
-def _emit_squeeze(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                  indent: str) -> str:
+def _emit_squeeze(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """A view with index 0 at each squeezed axis. NumPy's ValueError (a given axis not of
     size 1), or an unknown size the graph keeps that is 1 (NumPy would drop it), signal."""
     axes = _check_squeeze(node)
@@ -1589,8 +1667,9 @@ def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
     return x, dt, _axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
 
 
-def _emit_accumulate(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                     indent: str) -> str:
+def _emit_accumulate(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
     the ufunc for the dtype, called with its output one step behind its first input."""
     x_node, dt, axis, ufunc = _check_accumulate(node)
@@ -1603,13 +1682,14 @@ def _emit_accumulate(w: Writer, node: Node, args: list, t: str, lines: list[str]
     shape3 = f"({outer}, {n}, {inner})"
     w.helpers["_loop3"] = _LOOP3
     w.helpers["_accumulate"] = _ACCUMULATE
-    lines.append(f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
-                 f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})")
+    lines.append(
+        f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+        f"{_loop(w, ufunc, (dt,) * 3)}, {_scratch(w)})"
+    )
     return "fresh"
 
 
-RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None,
-                                      _emit_accumulate)
+RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None, _emit_accumulate)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1705,8 +1785,7 @@ def _check_search(node: Node) -> tuple[Node, Node, np.dtype]:
     return a, v, common
 
 
-def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """NumPy's binary search of each key (C order) in the common dtype of the two arrays.
     ``digitize``: NumPy's composition — the bins' monotonicity (non-monotonic bins signal
     NumPy's ValueError), then searchsorted with the other side, reversed for decreasing
@@ -1851,13 +1930,15 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
     else:
         _only_params(node, {"axis", "keepdims", "q"})
         if np.dtype(x.dtype) != np.float64:
-            raise Unsupported(f"{node.op.value} of {x.dtype} (float64 only: NumPy's "
-                              "promotion of the weights differs for others)")
+            raise Unsupported(
+                f"{node.op.value} of {x.dtype} (float64 only: NumPy's "
+                "promotion of the weights differs for others)"
+            )
         raw = np.asarray(node.attrs["q"])
         if raw.dtype.kind not in "iuf" or raw.ndim > 1:
             raise Unsupported(f"{node.op.value} with q of {raw.dtype} and rank {raw.ndim}")
         if node.op is OpKind.PERCENTILE:
-            q = np.true_divide(raw, 100)   # NumPy's own conversion
+            q = np.true_divide(raw, 100)  # NumPy's own conversion
         elif raw.dtype.kind != "f":
             raise Unsupported("quantile with integer q (NumPy takes, not interpolates)")
         else:
@@ -1877,8 +1958,9 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
     return x, None if axis is None else _axis(axis, rank, node.op.value), q
 
 
-def _emit_order_stat(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                     indent: str) -> str:
+def _emit_order_stat(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     """Lanes along the axis (moved last, C-ordered), each sorted, then NumPy's formula; an
     empty lane (NumPy's warning and NaN) signals, as do the cases of :data:`_MIXED_ZEROS`."""
     x_node, axis, q = _check_order_stat(node)
@@ -1918,8 +2000,11 @@ def _emit_order_stat(w: Writer, node: Node, args: list, t: str, lines: list[str]
         w.signal(lines, indent, f"_quantile_rows({y2}, {qc}, {o})")
         qdims = [str(s) for s in q.shape]
     keep = bool(node.attrs.get("keepdims"))
-    dims = qdims + [("1" if d == axis or axis is None else f"{x}.shape[{d}]")
-                    for d in range(rank) if keep or (axis is not None and d != axis)]
+    dims = qdims + [
+        ("1" if d == axis or axis is None else f"{x}.shape[{d}]")
+        for d in range(rank)
+        if keep or (axis is not None and d != axis)
+    ]
     if not dims:
         lines.append(f"{indent}{t} = {o}.ravel()[0]")
         return "scalar"
@@ -1969,8 +2054,7 @@ def _check_unique(node: Node) -> np.dtype:
     return np.dtype(x.dtype)
 
 
-def _emit_unique(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_unique(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     dt = _check_unique(node)
     flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
     lines.append(f"{indent}{flat} = np.ascontiguousarray({args[0].name}).ravel()")
@@ -1982,8 +2066,11 @@ def _emit_unique(w: Writer, node: Node, args: list, t: str, lines: list[str],
         lines.append(f"{indent}{aux} = np.sort({flat})")
     if dt.kind == "f":
         w.helpers["_mixed_zeros"] = _MIXED_ZEROS
-        w.signal(lines, indent, f"{aux}.shape[0] > 0 and {aux}[{aux}.shape[0] - 1] != "
-                                f"{aux}[{aux}.shape[0] - 1]")
+        w.signal(
+            lines,
+            indent,
+            f"{aux}.shape[0] > 0 and {aux}[{aux}.shape[0] - 1] != {aux}[{aux}.shape[0] - 1]",
+        )
         w.signal(lines, indent, f"_mixed_zeros({aux})")
     w.helpers["_unique_runs"] = _UNIQUE
     starts, counts, vals = w.fresh("u"), w.fresh("u"), w.fresh("u")
@@ -2066,8 +2153,7 @@ def _check_interp(node: Node) -> None:
         raise Unsupported(f"interp into {node.dtype}")
 
 
-def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """The three arrays as float64 (NumPy's conversion); lengths of ``xp`` and ``fp`` that
     differ, or an empty ``xp`` (NumPy's ValueError), signal."""
     _check_interp(node)
@@ -2077,8 +2163,7 @@ def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str],
         if v == x and rank == 0:
             lines.append(f"{indent}{v} = np.full(1, np.float64({a.name}), np.float64)")
         else:
-            lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).ravel()"
-                         ".astype(np.float64)")
+            lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).ravel().astype(np.float64)")
     w.signal(lines, indent, f"{xp}.shape[0] != {fp}.shape[0] or {xp}.shape[0] == 0")
     o = w.fresh("ip")
     lines.append(f"{indent}{o} = np.empty({x}.shape[0], np.float64)")
@@ -2129,8 +2214,7 @@ def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
         raise Unsupported(f"histogram with bins={bins!r} (a number of bins only)")
     if node.attrs.get("density"):
         raise Unsupported("histogram with density")
-    if rng is None or len(rng) != 2 or \
-            any(type(v) not in (int, float, np.float64) for v in rng):
+    if rng is None or len(rng) != 2 or any(type(v) not in (int, float, np.float64) for v in rng):
         raise Unsupported(f"histogram with range={rng!r} (a static range of Python numbers)")
     first, last = rng
     try:
@@ -2141,15 +2225,22 @@ def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
         first, last = first - 0.5, last + 0.5
     dt = np.result_type(last, first)
     if dt.kind == "i":
-        denom = float(np.subtract(np.asarray(last, dt), np.asarray(first, dt),
-                                  casting="unsafe", dtype=np.dtype(f"u{dt.itemsize}")))
+        denom = float(
+            np.subtract(
+                np.asarray(last, dt),
+                np.asarray(first, dt),
+                casting="unsafe",
+                dtype=np.dtype(f"u{dt.itemsize}"),
+            )
+        )
     else:
         denom = float(np.subtract(last, first, dtype=dt))
     return float(first), float(last), denom, edges
 
 
-def _emit_histogram(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                    indent: str) -> str:
+def _emit_histogram(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     first, last, denom, edges = _histogram_range(node)
     nbins = int(node.attrs["bins"])
     ec = f"c{len(w.constants)}"
@@ -2157,9 +2248,11 @@ def _emit_histogram(w: Writer, node: Node, args: list, t: str, lines: list[str],
     w.helpers["_histogram"] = _HISTOGRAM
     counts = w.fresh("h")
     lines.append(f"{indent}{counts} = np.zeros({nbins}, np.int64)")
-    lines.append(f"{indent}_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
-                 f"{const_source(first, np.float64)}, {const_source(last, np.float64)}, "
-                 f"{const_source(denom, np.float64)}, {nbins}, {counts})")
+    lines.append(
+        f"{indent}_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
+        f"{const_source(first, np.float64)}, {const_source(last, np.float64)}, "
+        f"{const_source(denom, np.float64)}, {nbins}, {counts})"
+    )
     lines.append(f"{indent}{t} = ({counts}, {ec}.copy())")
     return "fresh"
 
@@ -2239,8 +2332,10 @@ def _check_correlate(node: Node) -> tuple[np.dtype, int]:
     a, v = _array_arg(node, 0, "an array"), _array_arg(node, 1, "a kernel")
     dt = _out_dtype(node)
     if dt.kind != "f" or np.dtype(a.dtype) != dt or np.dtype(v.dtype) != dt:
-        raise Unsupported(f"{node.op.value} of {a.dtype} and {v.dtype} (one float dtype: "
-                          "NumPy's integer dot and small_correlate differ)")
+        raise Unsupported(
+            f"{node.op.value} of {a.dtype} and {v.dtype} (one float dtype: "
+            "NumPy's integer dot and small_correlate differ)"
+        )
     if len(a.aval.shape) != 1 or len(v.aval.shape) != 1:
         raise Unsupported(f"{node.op.value} of arrays other than 1-D")
     mode = node.attrs.get("mode", "valid")
@@ -2251,8 +2346,9 @@ def _check_correlate(node: Node) -> tuple[np.dtype, int]:
     return dt, _CORRELATE_MODES[mode]
 
 
-def _emit_correlate(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                    indent: str) -> str:
+def _emit_correlate(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     """``np.convolve``: the longer array correlated with the shorter one reversed (NumPy's
     composition); ``np.correlate``: the arrays as given, swapped when the first is shorter
     and the result then reversed (NumPy's ``correlate2``). An empty array signals NumPy's
@@ -2267,16 +2363,19 @@ def _emit_correlate(w: Writer, node: Node, args: list, t: str, lines: list[str],
     loop = f"{_loop(w, np.matmul, (dt,) * 3)}, {_scratch(w)}"
     lines.append(f"{indent}if {a}.shape[0] >= {v}.shape[0]:")
     if node.op is OpKind.CONVOLVE:
-        lines.append(f"{indent}    {t} = _correlate({a}, np.ascontiguousarray({v}[::-1]), "
-                     f"{mode}, {loop})")
+        lines.append(
+            f"{indent}    {t} = _correlate({a}, np.ascontiguousarray({v}[::-1]), {mode}, {loop})"
+        )
         lines.append(f"{indent}else:")
-        lines.append(f"{indent}    {t} = _correlate({v}, np.ascontiguousarray({a}[::-1]), "
-                     f"{mode}, {loop})")
+        lines.append(
+            f"{indent}    {t} = _correlate({v}, np.ascontiguousarray({a}[::-1]), {mode}, {loop})"
+        )
     else:
         lines.append(f"{indent}    {t} = _correlate({a}, {v}, {mode}, {loop})")
         lines.append(f"{indent}else:")
-        lines.append(f"{indent}    {t} = np.ascontiguousarray("
-                     f"_correlate({v}, {a}, {mode}, {loop})[::-1])")
+        lines.append(
+            f"{indent}    {t} = np.ascontiguousarray(_correlate({v}, {a}, {mode}, {loop})[::-1])"
+        )
     return "fresh"
 
 
@@ -2288,9 +2387,11 @@ RULES[OpKind.CORRELATE] = Rule(lambda n: _check_correlate(n) and None, _emit_cor
 # linalg.solve / inv / det: NumPy's own LAPACK gufunc loops
 # ---------------------------------------------------------------------------------------------
 
+
 def _linalg_loop(op: OpKind, b_rank: int) -> np.ufunc:
     """The ``numpy.linalg._umath_linalg`` gufunc ``np.linalg.<op>`` calls for 2-D ``a``."""
     from numpy.linalg import _umath_linalg as umath_linalg
+
     if op is OpKind.SOLVE:
         return umath_linalg.solve1 if b_rank == 1 else umath_linalg.solve
     return umath_linalg.inv if op is OpKind.INV else umath_linalg.det
@@ -2318,8 +2419,7 @@ def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
     return ufunc, rank_b
 
 
-def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                 indent: str) -> str:
+def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """One call of the gufunc loop ``np.linalg`` makes, on float64 copies (NumPy computes
     every real dtype in double, then casts to the result's dtype), with the core strides
     of those copies: the loop copies them into its Fortran buffer and calls LAPACK
@@ -2345,9 +2445,11 @@ def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str],
         if rank_b == 2:
             w.signal(lines, indent, f"{b}.shape[1] == 0")
         lines.append(f"{indent}{o} = np.empty({b}.shape, np.float64)")
-        cores = [f"{a}.strides[0]", f"{a}.strides[1]"] + \
-            [f"{b}.strides[{k}]" for k in range(rank_b)] + \
-            [f"{o}.strides[{k}]" for k in range(rank_b)]
+        cores = (
+            [f"{a}.strides[0]", f"{a}.strides[1]"]
+            + [f"{b}.strides[{k}]" for k in range(rank_b)]
+            + [f"{o}.strides[{k}]" for k in range(rank_b)]
+        )
         ptrs = [a, b, o]
         sizes = [f"{a}.shape[0]"] + ([f"{b}.shape[1]"] if rank_b == 2 else [])
     elif node.op is OpKind.INV:
@@ -2366,8 +2468,9 @@ def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str],
         lines.append(f"{indent}{dims}[{k + 1}] = {s}")
     for k, s in enumerate(cores):
         lines.append(f"{indent}{st}[{len(ptrs) + k}] = {s}")
-    lines.append(f"{indent}_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, "
-                 f"{st}.ctypes.data, {d})")
+    lines.append(
+        f"{indent}_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, {st}.ctypes.data, {d})"
+    )
     if node.op is not OpKind.DET:
         w.signal(lines, indent, f"np.any(np.isnan({o}))")
     cast = "" if np.dtype(node.dtype) == np.float64 else f".astype({ctor(np.dtype(node.dtype))})"
@@ -2396,6 +2499,7 @@ for _kind in (OpKind.SOLVE, OpKind.INV, OpKind.DET):
 # A negative or out-of-range index and a row of another shape signal: the fused executor
 # reruns the call and raises NumPy's error.
 
+
 def loop_literal(value: Any, aval: Any) -> tuple[str, bool]:
     """The Numba source of a literal loop operand of abstract value ``aval`` (``None``: an
     empty stack) and whether it is a scalar; Unsupported for anything else."""
@@ -2417,16 +2521,21 @@ def _check_tensor_array_write(node: Node) -> None:
     dt = np.dtype(node.attrs["dtype"])
     if dt not in _DTYPES:
         raise Unsupported(f"a TensorArray of {dt}")
-    if buffer is not None and (not isinstance(buffer, Node) or buffer.aval.shape is None or
-                               np.dtype(buffer.dtype) != dt):
+    if buffer is not None and (
+        not isinstance(buffer, Node) or buffer.aval.shape is None or np.dtype(buffer.dtype) != dt
+    ):
         raise Unsupported("tensor_array_write into a buffer that is not a stack")
     if isinstance(index, Node):
         if index.aval.shape != () or np.dtype(index.dtype).kind not in "iu":
             raise Unsupported("tensor_array_write at a non-integer index")
     elif not isinstance(index, (int, np.integer)) or isinstance(index, bool):
         raise Unsupported(f"tensor_array_write at {index!r}")
-    if not isinstance(value, Node) or value.aval.shape is None or \
-            None in value.aval.shape or np.dtype(value.dtype) not in _DTYPES:
+    if (
+        not isinstance(value, Node)
+        or value.aval.shape is None
+        or None in value.aval.shape
+        or np.dtype(value.dtype) not in _DTYPES
+    ):
         raise Unsupported("tensor_array_write of a value of unknown shape")
     if not np.can_cast(value.dtype, dt, casting="same_kind"):
         raise Unsupported(f"tensor_array_write of {value.dtype} into {dt}")  # NumPy's error
@@ -2434,8 +2543,9 @@ def _check_tensor_array_write(node: Node) -> None:
         raise Unsupported("tensor_array_write of a stack of another rank")
 
 
-def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                             indent: str) -> str:
+def _emit_tensor_array_write(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
     buffer, index, value = args
     dt = np.dtype(node.attrs["dtype"])
     size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])
@@ -2444,8 +2554,7 @@ def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, lines: l
     i = w.fresh("i")
     lines.append(f"{indent}{i} = np.int64({index if not hasattr(index, 'name') else index.name})")
     w.signal(lines, indent, f"{i} < 0")
-    row = "".join(f", {value.name}.shape[{d}]" for d in range(rank)) if not value.scalar \
-        else ""
+    row = "".join(f", {value.name}.shape[{d}]" for d in range(rank)) if not value.scalar else ""
     zeros = f"np.zeros((max({size}, {i} + 1){row},), {ctor(dt)})"
     grown = f"np.zeros((max({i} + 1, 2 * {{rows}}){row},), {ctor(dt)})"
     in_place = node in w.plan.writes
@@ -2490,14 +2599,14 @@ __all__ = ["RULES", "Rule", "Writer", "claims", "loop_literal"]
 # Run-time checks (``if bad: raise ...`` on a traced condition)
 # ---------------------------------------------------------------------------------------------
 
+
 def _check_check(node: Node) -> None:
     pred = node.args[0]
     if not isinstance(pred, Node) or pred.aval is None or pred.aval.shape != ():
         raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
 
 
-def _emit_check(w: Writer, node: Node, args: list, t: str, lines: list[str],
-                indent: str) -> str:
+def _emit_check(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     """A failed check signals: the fused executor reruns the call from the arguments, which
     the compiled function has not written yet, and raises the check's exception with its
     message formatted there (NumPy's values, Python's formatting)."""

@@ -6,5 +6,13 @@ from .concrete import ConcreteFunction
 from .function import Function, function
 from .trace_records import ArgumentDiff, TraceRecord
 
-__all__ = ["ArgumentDiff", "ConcreteFunction", "Function", "TraceRecord", "config", "events",
-           "function", "registry"]
+__all__ = [
+    "ArgumentDiff",
+    "ConcreteFunction",
+    "Function",
+    "TraceRecord",
+    "config",
+    "events",
+    "function",
+    "registry",
+]

@@ -43,8 +43,14 @@ class FunctionType:
     types of the leading parameters; it is checked here, once.
     """
 
-    def __init__(self, python_function: Callable, name: str, *, bound_method: bool = False,
-                 input_signature: Sequence[Any] | None = None) -> None:
+    def __init__(
+        self,
+        python_function: Callable,
+        name: str,
+        *,
+        bound_method: bool = False,
+        input_signature: Sequence[Any] | None = None,
+    ) -> None:
         signature = inspect.signature(python_function)
         params = list(signature.parameters.values())
         if bound_method:
@@ -62,8 +68,11 @@ class FunctionType:
         #: Every parameter may be passed by position: calls can be cache hits, and a
         #: concrete function's free parameters can be filled positionally.
         self.all_positional = all(p.kind in _POSITIONAL for p in params)
-        self._keyword_defaults = {p.name: p.default for p in params
-                                  if p.kind is _P.KEYWORD_ONLY and p.default is not _P.empty}
+        self._keyword_defaults = {
+            p.name: p.default
+            for p in params
+            if p.kind is _P.KEYWORD_ONLY and p.default is not _P.empty
+        }
         self.input_signature = self._check_input_signature(input_signature)
 
     # -- parameters -------------------------------------------------------------------------
@@ -75,7 +84,7 @@ class FunctionType:
         """The ``input_signature`` followed by the remaining parameters' defaults: what
         ``get_concrete_function()`` with no arguments traces."""
         fixed = self.input_signature or ()
-        return tuple(fixed) + tuple(p.default for p in self.parameters[len(fixed):])
+        return tuple(fixed) + tuple(p.default for p in self.parameters[len(fixed) :])
 
     # -- binding -------------------------------------------------------------------------------
     def bind(self, args: tuple, kwargs: dict, defaults: dict | None = None) -> tuple:
@@ -105,9 +114,11 @@ class FunctionType:
         if statics and self.all_positional and len(args) < self.count:
             free = [n for n in self.names if n not in statics and n not in kwargs]
             if len(args) > len(free):
-                raise TypeError(f"{label}(): this concrete function takes "
-                                f"{len(free)} positional argument(s) ({', '.join(free)}), "
-                                f"got {len(args)}")
+                raise TypeError(
+                    f"{label}(): this concrete function takes "
+                    f"{len(free)} positional argument(s) ({', '.join(free)}), "
+                    f"got {len(args)}"
+                )
             kwargs = {**kwargs, **dict(zip(free, args))}
             args = ()
         return self.bind(args, kwargs, defaults=statics)
@@ -133,8 +144,7 @@ class FunctionType:
     # -- types ---------------------------------------------------------------------------------
     def trace_types(self, values: Sequence[Any], allow_specs: bool = False) -> tuple:
         """One trace type per bound value (``allow_specs``: a TraceType stands for itself)."""
-        return tuple(make_trace_type(v, name, allow_specs)
-                     for name, v in zip(self.names, values))
+        return tuple(make_trace_type(v, name, allow_specs) for name, v in zip(self.names, values))
 
     def conform(self, values: tuple) -> tuple[tuple, bool]:
         """Values checked (and converted where allowed) against the ``input_signature``, and
@@ -157,7 +167,7 @@ class FunctionType:
         for i, spec in enumerate(signature):
             if not types_[i].is_subtype_of(spec):
                 raise errors.InputSignatureError(self.mismatch(self.names[i], types_[i], spec))
-        return tuple(signature) + types_[len(signature):]
+        return tuple(signature) + types_[len(signature) :]
 
     # -- text ----------------------------------------------------------------------------------
     def signature_text(self, types_: Sequence[TraceType]) -> str:
@@ -190,8 +200,7 @@ class FunctionType:
                 kwargs.update(dict(zip(getattr(t, "keys", ()), getattr(t, "components", ()))))
         return tuple(args), kwargs
 
-    def mismatch(self, path: str, got: TraceType | None, spec: TraceType,
-                 value: Any = None) -> str:
+    def mismatch(self, path: str, got: TraceType | None, spec: TraceType, value: Any = None) -> str:
         """The ``input_signature`` error: the argument, what it got, what was expected.
 
         ``got`` is None when the value has no trace type (an unhashable ``set`` compared with
@@ -199,31 +208,41 @@ class FunctionType:
         signature = f"Signature: ({', '.join(repr(s) for s in self.input_signature or ())})."
         if got is None:
             kind = type(value).__name__
-            fix = ("an array of that dtype and shape (e.g. np.asarray(x, dtype=...))"
-                   if isinstance(spec, TensorSpec) else
-                   f"a hashable value equal to the one the entry fixes (frozenset(...) or "
-                   f"tuple(...) rather than a {kind})")
-            return (f"{self.name}(): argument '{path}' received an unhashable {kind} "
-                    f"({_short(value)}) but the input_signature expects {spec!r}. "
-                    f"{signature} Fix: pass {fix}.")
+            fix = (
+                "an array of that dtype and shape (e.g. np.asarray(x, dtype=...))"
+                if isinstance(spec, TensorSpec)
+                else f"a hashable value equal to the one the entry fixes (frozenset(...) or "
+                f"tuple(...) rather than a {kind})"
+            )
+            return (
+                f"{self.name}(): argument '{path}' received an unhashable {kind} "
+                f"({_short(value)}) but the input_signature expects {spec!r}. "
+                f"{signature} Fix: pass {fix}."
+            )
         got_text = got.describe() if isinstance(got, TensorSpec) else repr(got)
-        return (f"{self.name}(): argument '{path}' received {got_text} ({got!r}) but the "
-                f"input_signature expects {spec!r}. {signature} Fix: pass a value "
-                "of that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the "
-                "input_signature (None for dimensions that vary, shape=None for any rank).")
+        return (
+            f"{self.name}(): argument '{path}' received {got_text} ({got!r}) but the "
+            f"input_signature expects {spec!r}. {signature} Fix: pass a value "
+            "of that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the "
+            "input_signature (None for dimensions that vary, shape=None for any rank)."
+        )
 
     # -- internals -----------------------------------------------------------------------------
     def _check_input_signature(self, signature: Sequence[Any] | None) -> tuple | None:
         if signature is None:
             return None
         if not isinstance(signature, (list, tuple)):
-            raise TypeError(f"input_signature must be a list or tuple of kx.TensorSpec, got "
-                            f"{type(signature).__name__}")
+            raise TypeError(
+                f"input_signature must be a list or tuple of kx.TensorSpec, got "
+                f"{type(signature).__name__}"
+            )
         types_ = tuple(self._signature_entry(s, i) for i, s in enumerate(signature))
         if len(types_) > self.count or (not self.all_positional and len(types_) != self.count):
-            raise TypeError(f"input_signature of '{self.name}' has {len(types_)} entries but "
-                            f"the function takes {self.count} positional parameters "
-                            f"({', '.join(self.names)})")
+            raise TypeError(
+                f"input_signature of '{self.name}' has {len(types_)} entries but "
+                f"the function takes {self.count} positional parameters "
+                f"({', '.join(self.names)})"
+            )
         return types_
 
     def _signature_entry(self, entry: Any, i: int) -> TraceType:
@@ -238,19 +257,26 @@ class FunctionType:
                 raise
             param = f" (parameter '{self.names[i]}')" if i < self.count else ""
             kind = type(bad).__name__
-            constant = (_short(frozenset(bad)) if isinstance(bad, (set, frozenset))
-                        else "a tuple or frozenset")
+            constant = (
+                _short(frozenset(bad))
+                if isinstance(bad, (set, frozenset))
+                else "a tuple or frozenset"
+            )
             raise errors.TraceTypeError(
                 f"{self.name}(): {where}{param} is a {kind} ({_short(bad)}), but an "
                 "input_signature entry is a kx.TensorSpec (an array argument: its dtype and "
                 "shape) or a hashable Python value (a constant argument must equal it), and a "
                 f"{kind} is not hashable. Fix: write kx.TensorSpec(shape, dtype) for an array, "
-                f"or {constant} for a constant.") from None
+                f"or {constant} for a constant."
+            ) from None
 
     def _conform_value(self, value: Any, spec: TraceType, path: str) -> tuple[Any, bool]:
         if isinstance(spec, TensorSpec):
-            if isinstance(value, np.ndarray) and type(value) not in PLAIN_ARRAY_CLASSES \
-                    and not hasattr(type(value), "__tracing_type__"):
+            if (
+                isinstance(value, np.ndarray)
+                and type(value) not in PLAIN_ARRAY_CLASSES
+                and not hasattr(type(value), "__tracing_type__")
+            ):
                 # np.asarray below would silently drop what the subclass adds (a mask)
                 raise array_subclass_error(value, path)
             if isinstance(value, (np.ndarray, np.generic)) and value.dtype == spec.dtype:
@@ -262,21 +288,31 @@ class FunctionType:
                     raw = None
                 # Arrays convert only safely (no precision lost); Python numbers same_kind, as
                 # TensorFlow converts a Python float to a float32 spec.
-                ok = raw is not None and raw.dtype.kind not in "OUSV" and (
-                    np.can_cast(raw.dtype, spec.dtype, "safe") if isinstance(
-                        value, (np.ndarray, np.generic)) else
-                    np.can_cast(raw.dtype, spec.dtype, "same_kind"))
+                ok = (
+                    raw is not None
+                    and raw.dtype.kind not in "OUSV"
+                    and (
+                        np.can_cast(raw.dtype, spec.dtype, "safe")
+                        if isinstance(value, (np.ndarray, np.generic))
+                        else np.can_cast(raw.dtype, spec.dtype, "same_kind")
+                    )
+                )
                 if not ok:
                     raise errors.InputSignatureError(
-                        self.mismatch(path, _type_for_message(value, path), spec, value))
+                        self.mismatch(path, _type_for_message(value, path), spec, value)
+                    )
                 assert raw is not None  # (ok implies it)
                 arr, converted = raw.astype(spec.dtype), True
             if not TensorSpec(arr.shape, arr.dtype).is_subtype_of(spec):
                 raise errors.InputSignatureError(
-                    self.mismatch(path, TensorSpec(arr.shape, arr.dtype), spec))
+                    self.mismatch(path, TensorSpec(arr.shape, arr.dtype), spec)
+                )
             return arr, converted
-        if isinstance(spec, Sequence_) and isinstance(value, (list, tuple)) and \
-                len(value) == len(spec.components):
+        if (
+            isinstance(spec, Sequence_)
+            and isinstance(value, (list, tuple))
+            and len(value) == len(spec.components)
+        ):
             items, any_conv = [], False
             for i, (v, s) in enumerate(zip(value, spec.components)):
                 new, did = self._conform_value(v, s, f"{path}[{i}]")
@@ -324,4 +360,4 @@ def _unhashable_part(entry: Any, path: str) -> tuple[str, Any]:
 
 def _short(value: Any, limit: int = 60) -> str:
     text = repr(value)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -123,9 +123,13 @@ def identity_keyed(obj: Any) -> bool:
         return True
     if t in NOT_BY_IDENTITY:
         return False
-    ok = (t.__eq__ is object.__eq__ and t.__hash__ is object.__hash__
-          and not hasattr(t, "__tracing_type__") and not dataclasses.is_dataclass(t)
-          and not issubclass(t, (tuple, list, dict, set, frozenset, np.ndarray, np.generic)))
+    ok = (
+        t.__eq__ is object.__eq__
+        and t.__hash__ is object.__hash__
+        and not hasattr(t, "__tracing_type__")
+        and not dataclasses.is_dataclass(t)
+        and not issubclass(t, (tuple, list, dict, set, frozenset, np.ndarray, np.generic))
+    )
     if ok:
         try:
             ok = isinstance(make_trace_type(obj, "x"), WeakRef)

@@ -28,12 +28,19 @@ if TYPE_CHECKING:
 class ConcreteFunction:
     """A graph plus its executor, specialised to ``input_types`` (one per parameter)."""
 
-    def __init__(self, function: Function, graph: Graph | None,
-                 input_types: Sequence[TraceType], tree: TreeNode, executable: Executable,
-                 record: TraceRecord, traced_node_count: int,
-                 traced: Graph | None = None,
-                 optimize: Callable[[Graph], Graph] | None = None,
-                 guard: CallGuard | None = None) -> None:
+    def __init__(
+        self,
+        function: Function,
+        graph: Graph | None,
+        input_types: Sequence[TraceType],
+        tree: TreeNode,
+        executable: Executable,
+        record: TraceRecord,
+        traced_node_count: int,
+        traced: Graph | None = None,
+        optimize: Callable[[Graph], Graph] | None = None,
+        guard: CallGuard | None = None,
+    ) -> None:
         self._function = function
         #: The parameters and how calls bind to them (the Function's own).
         self.function_type: FunctionType = function.function_type
@@ -52,8 +59,11 @@ class ConcreteFunction:
         #: calls it after binding; TensorFlow's ``_call_flat``). A trace that updates its
         #: arguments first checks what it assumed about them (``guard``).
         self.guard = guard
-        self.call_flat = executable.run if guard is None else \
-            guard.wrap(executable.run, function.run_eagerly_because)
+        self.call_flat = (
+            executable.run
+            if guard is None
+            else guard.wrap(executable.run, function.run_eagerly_because)
+        )
         tier = getattr(executable, "tier", None)
         if tier is not None:  # tiered auto: cache hits call the winner once it is decided
             ref = weakref.WeakMethod(self._retarget)  # (the tier must not keep us alive)
@@ -62,6 +72,7 @@ class ConcreteFunction:
                 method = ref()
                 if method is not None:
                     method(run)
+
             tier.listeners.append(retarget)
         #: Verify mode's state for this trace (:mod:`.verify`), or None (never verified).
         self.verifier: Verifier | None = None
@@ -75,9 +86,11 @@ class ConcreteFunction:
         # Python values this trace was made for may be left out of calls (TensorFlow's
         # `square = pow.get_concrete_function(a=spec, b=2); square(10.0)`).
         # (Types, not values: a WeakRef type must not keep its object alive.)
-        self._static_types = {name: t for name, t in zip(self.function_type.names,
-                                                         self.input_types)
-                              if isinstance(t, (Literal, WeakRef))}
+        self._static_types = {
+            name: t
+            for name, t in zip(self.function_type.names, self.input_types)
+            if isinstance(t, (Literal, WeakRef))
+        }
 
     def _retarget(self, run: Callable[..., Any]) -> None:
         """Serve calls with ``run`` from now on (tiered ``auto`` decided on an executor)."""
@@ -93,8 +106,7 @@ class ConcreteFunction:
     def arm_verification(self, calls: int = VERIFIED_CALLS) -> None:
         """Verify this trace's next ``calls`` calls against eager NumPy (:mod:`.verify`)."""
         if self.verifier is None:
-            self.verifier = Verifier(self._function, self, graph_facts(self.graph),
-                                     self.call_flat)
+            self.verifier = Verifier(self._function, self, graph_facts(self.graph), self.call_flat)
         self.verifier.arm(calls)
 
     @property
@@ -145,9 +157,11 @@ class ConcreteFunction:
             raise errors.ConcreteFunctionArgumentError(
                 f"this ConcreteFunction of '{name}' was traced for "
                 f"({self.signature_text()}) and cannot run other arguments (a concrete function "
-                "never retraces): " + "; ".join(str(d) for d in diffs) +
-                f". Fix: call the kx.function '{name}' itself (it traces new signatures), "
-                "or get_concrete_function(...) for these arguments.")
+                "never retraces): "
+                + "; ".join(str(d) for d in diffs)
+                + f". Fix: call the kx.function '{name}' itself (it traces new signatures), "
+                "or get_concrete_function(...) for these arguments."
+            )
         return self.call_flat(*values)
 
     # -- descriptions ---------------------------------------------------------------------
@@ -190,16 +204,20 @@ class ConcreteFunction:
         for c in captures:
             lines.append(f"    {c.name}: {c.aval} (constant, frozen at trace time)")
         for v in variables:
-            lines.append(f"    {v.name}: {TensorSpec(v.shape, v.dtype).describe()} "
-                         "(kx.Variable, read at every call)")
+            lines.append(
+                f"    {v.name}: {TensorSpec(v.shape, v.dtype).describe()} "
+                "(kx.Variable, read at every call)"
+            )
         return "\n".join(lines)
 
     def __str__(self) -> str:
         return self.pretty_printed_signature()
 
     def __repr__(self) -> str:
-        return (f"<kx.ConcreteFunction {self._function.__name__}({self.signature_text()}) -> "
-                f"{self.output_text()}>")
+        return (
+            f"<kx.ConcreteFunction {self._function.__name__}({self.signature_text()}) -> "
+            f"{self.output_text()}>"
+        )
 
 
 def structure_text(value: Any) -> str:

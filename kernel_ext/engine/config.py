@@ -38,6 +38,7 @@ def verify(on: bool) -> None:
     STATE.verify = bool(on)
     if STATE.verify:
         from . import registry
+
         for function in registry.live_functions():
             function.arm_verification()
 

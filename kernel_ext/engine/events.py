@@ -41,12 +41,14 @@ def subscribe(listener: Callable[[Event], None]) -> Callable[[], None]:
             # The background compiler knows nothing of the engine: it calls back on every
             # kernel state change, which becomes a "compile" event (once, for all listeners).
             from ..backends import compiler
+
             _compile_bridge = compiler.on_state_change(lambda: emit(Event("compile", None)))
 
     def unsubscribe() -> None:
         with _lock:
             if listener in _listeners:
                 _listeners.remove(listener)
+
     return unsubscribe
 
 

@@ -62,19 +62,50 @@ from .trace_records import (
 StrictRetraceError = errors.StrictRetraceError  # the magics import it from here
 
 __all__ = [
-    "CAUSE_LABELS", "ArgumentDiff", "CapturedValue", "Explanation", "Fix", "Literal",
-    "StaleCapture", "StrictRetraceError", "TensorSpec", "TraceIndex", "TraceRecord", "WeakRef",
-    "cause_label", "cause_of", "closest_trace", "configure", "derive_input_signature",
-    "describe", "describe_diff", "diff_call", "diff_types", "explain_text", "fingerprint",
-    "fix_at_call_site", "fix_for", "format_call_site", "merge_column", "plural", "replay",
-    "set_call_site_formatter", "set_default_call_site_formatter", "short_text", "signature_code",
-    "snapshot_captures", "spec_text", "stale_captures",
-    "suggest_fixes", "traces_with",
+    "CAUSE_LABELS",
+    "ArgumentDiff",
+    "CapturedValue",
+    "Explanation",
+    "Fix",
+    "Literal",
+    "StaleCapture",
+    "StrictRetraceError",
+    "TensorSpec",
+    "TraceIndex",
+    "TraceRecord",
+    "WeakRef",
+    "cause_label",
+    "cause_of",
+    "closest_trace",
+    "configure",
+    "derive_input_signature",
+    "describe",
+    "describe_diff",
+    "diff_call",
+    "diff_types",
+    "explain_text",
+    "fingerprint",
+    "fix_at_call_site",
+    "fix_for",
+    "format_call_site",
+    "merge_column",
+    "plural",
+    "replay",
+    "set_call_site_formatter",
+    "set_default_call_site_formatter",
+    "short_text",
+    "signature_code",
+    "snapshot_captures",
+    "spec_text",
+    "stale_captures",
+    "suggest_fixes",
+    "traces_with",
 ]
 
 
-def configure(function: Any, *, strict: bool | None = None,
-              magic_fixes: bool | None = None) -> None:
+def configure(
+    function: Any, *, strict: bool | None = None, magic_fixes: bool | None = None
+) -> None:
     """Notebook options of one Function (``Function.configure``), read when it traces.
 
     ``strict``: raise :class:`StrictRetraceError` instead of retracing (the first trace is

@@ -35,7 +35,7 @@ class Fix:
     same fix for a ``%%tffunction`` cell (None when it has no magic form).
     """
 
-    kind: str      # "input_signature", "reduce_retracing", "array_argument", "cast", ...
+    kind: str  # "input_signature", "reduce_retracing", "array_argument", "cast", ...
     code: str
     magic: str | None = None
     note: str = ""
@@ -65,10 +65,11 @@ def plural(count: int, noun: str) -> str:
     return f"{count:,} {noun}{'' if count == 1 else 's'}"
 
 
-
-def derive_input_signature(observed: Sequence[Sequence[TraceType]],
-                           varying: Iterable[int],
-                           merge: Callable[[int], Any] | None = None) -> tuple | None:
+def derive_input_signature(
+    observed: Sequence[Sequence[TraceType]],
+    varying: Iterable[int],
+    merge: Callable[[int], Any] | None = None,
+) -> tuple | None:
     """An ``input_signature`` that accepts every observed call without retracing.
 
     ``observed`` holds one tuple of trace types per trace (and the new call); ``varying`` the
@@ -94,7 +95,6 @@ def derive_input_signature(observed: Sequence[Sequence[TraceType]],
     return tuple(out)
 
 
-
 def spec_text(names: Sequence[str], signature: Sequence[Any]) -> str:
     """``"x: float32[None, 3], n: int64[]"``: the ``--input-signature`` mini-language."""
     parts = []
@@ -109,18 +109,25 @@ def signature_code(signature: Sequence[Any]) -> str:
     parts = []
     for spec in signature:
         if isinstance(spec, TensorSpec):
-            shape = "None" if spec.shape is None else \
-                "[" + ", ".join("None" if d is None else str(d) for d in spec.shape) + "]"
+            shape = (
+                "None"
+                if spec.shape is None
+                else "[" + ", ".join("None" if d is None else str(d) for d in spec.shape) + "]"
+            )
             parts.append(f"kx.TensorSpec({shape}, np.{spec.dtype.name})")
         else:
             parts.append(repr(spec))
     return "[" + ", ".join(parts) + "]"
 
 
-def suggest_fixes(function_name: str, names: Sequence[str],
-                  history: Sequence[Sequence[TraceType]], new: Sequence[TraceType],
-                  diffs: Sequence[ArgumentDiff], merge: Callable[[int], Any] | None = None
-                  ) -> tuple[str, list[Fix], tuple | None]:
+def suggest_fixes(
+    function_name: str,
+    names: Sequence[str],
+    history: Sequence[Sequence[TraceType]],
+    new: Sequence[TraceType],
+    diffs: Sequence[ArgumentDiff],
+    merge: Callable[[int], Any] | None = None,
+) -> tuple[str, list[Fix], tuple | None]:
     """``(advice, fixes, derived input_signature)`` for a retrace with these differences.
 
     ``history`` is every earlier trace's types, ``new`` the call's. Fixes are ordered best
@@ -134,67 +141,110 @@ def suggest_fixes(function_name: str, names: Sequence[str],
 
     def signature_fix(note: str = "") -> None:
         if signature is not None and not any(f.kind == "input_signature" for f in fixes):
-            fixes.append(Fix(
-                "input_signature",
-                f"@kx.function(input_signature={signature_code(signature)})",
-                f'%%tffunction --input-signature "{spec_text(names, signature)}"', note))
+            fixes.append(
+                Fix(
+                    "input_signature",
+                    f"@kx.function(input_signature={signature_code(signature)})",
+                    f'%%tffunction --input-signature "{spec_text(names, signature)}"',
+                    note,
+                )
+            )
 
     advice: list[str] = []
-    numeric_value = [d for d in diffs if d.kind in ("python_value", "python_to_array",
-                                                    "array_to_python")
-                     and _numeric_literal(d.old_type if d.kind != "array_to_python"
-                                          else d.new_type)]
+    numeric_value = [
+        d
+        for d in diffs
+        if d.kind in ("python_value", "python_to_array", "array_to_python")
+        and _numeric_literal(d.old_type if d.kind != "array_to_python" else d.new_type)
+    ]
     shaped = [d.argument for d in diffs if d.kind in ("shape", "rank")]
     if "dtype" in kinds:
         d = next(d for d in diffs if d.kind == "dtype")
         old = d.old_type.dtype.name if isinstance(d.old_type, TensorSpec) else "the old dtype"
-        advice.append(f"'{d.argument}' arrived with another dtype ({d.old} before, {d.new} "
-                      "now); dtypes are part of the signature, so convert before calling.")
-        fixes.append(Fix("cast", f"{d.argument}.astype(np.{old})",
-                         note=f"cast {d.argument} at the call site, every call",
-                         **_argument_fields(d.argument, names, f"{{}}.astype(np.{old})")))
+        advice.append(
+            f"'{d.argument}' arrived with another dtype ({d.old} before, {d.new} "
+            "now); dtypes are part of the signature, so convert before calling."
+        )
+        fixes.append(
+            Fix(
+                "cast",
+                f"{d.argument}.astype(np.{old})",
+                note=f"cast {d.argument} at the call site, every call",
+                **_argument_fields(d.argument, names, f"{{}}.astype(np.{old})"),
+            )
+        )
     if numeric_value:
         d = numeric_value[0]
         wrap = f"np.{_dtype_for(d)}({{}})"
-        advice.append(f"'{d.argument}' is passed as a Python {_python_type_name(d)}, and "
-                      "Python values are part of the signature (each new value is a new "
-                      f"graph): pass it as {wrap.format(d.argument)} so the value becomes a "
-                      "graph input, or fix the signature so Python numbers are converted to "
-                      "arrays.")
+        advice.append(
+            f"'{d.argument}' is passed as a Python {_python_type_name(d)}, and "
+            "Python values are part of the signature (each new value is a new "
+            f"graph): pass it as {wrap.format(d.argument)} so the value becomes a "
+            "graph input, or fix the signature so Python numbers are converted to "
+            "arrays."
+        )
         signature_fix("Python numbers are converted to arrays")
-        fixes.append(Fix("array_argument", f"{d.argument}={wrap.format(d.argument)}",
-                         note=f"pass {d.argument} as a NumPy {_dtype_for(d)}, at every call",
-                         **_argument_fields(d.argument, names, wrap)))
+        fixes.append(
+            Fix(
+                "array_argument",
+                f"{d.argument}={wrap.format(d.argument)}",
+                note=f"pass {d.argument} as a NumPy {_dtype_for(d)}, at every call",
+                **_argument_fields(d.argument, names, wrap),
+            )
+        )
     if shaped:
-        advice.append(f"the shape of {join_and([repr(a) for a in dict.fromkeys(shaped)])} "
-                      "changed, and each shape is a new signature: declare the dimensions "
-                      "that vary as None (one graph for all sizes), or let the function "
-                      "generalise them itself.")
+        advice.append(
+            f"the shape of {join_and([repr(a) for a in dict.fromkeys(shaped)])} "
+            "changed, and each shape is a new signature: declare the dimensions "
+            "that vary as None (one graph for all sizes), or let the function "
+            "generalise them itself."
+        )
         signature_fix("dimensions seen with several sizes are None")
-        fixes.append(Fix("reduce_retracing", "@kx.function(reduce_retracing=True)",
-                         "%%tffunction --reduce-retracing",
-                         "widens varying dimensions to None after they change"))
+        fixes.append(
+            Fix(
+                "reduce_retracing",
+                "@kx.function(reduce_retracing=True)",
+                "%%tffunction --reduce-retracing",
+                "widens varying dimensions to None after they change",
+            )
+        )
     if "function_object" in kinds:
         d = next(d for d in diffs if d.kind == "function_object")
-        advice.append(f"'{d.argument}' is a new function object at each call (a lambda or def "
-                      "evaluated again, e.g. inside a loop or a re-run cell); functions are "
-                      "keyed by identity: define it once and pass the same object.")
-        fixes.append(Fix("same_object", f"{d.argument} = ...  # define once, outside the loop,"
-                         " then pass the same object", note="reuse one function object"))
+        advice.append(
+            f"'{d.argument}' is a new function object at each call (a lambda or def "
+            "evaluated again, e.g. inside a loop or a re-run cell); functions are "
+            "keyed by identity: define it once and pass the same object."
+        )
+        fixes.append(
+            Fix(
+                "same_object",
+                f"{d.argument} = ...  # define once, outside the loop, then pass the same object",
+                note="reuse one function object",
+            )
+        )
     if "object" in kinds:
         d = next(d for d in diffs if d.kind == "object")
-        advice.append(f"'{d.argument}' is another object than before; objects without "
-                      "__tracing_type__ are keyed by identity (or equality when hashable): "
-                      "pass the same object, or give the class a __tracing_type__ that says "
-                      "which of its attributes matter.")
-        fixes.append(Fix("same_object", f"def __tracing_type__(self, context): ...  "
-                         f"# on type({d.argument})", note="or pass the same object"))
+        advice.append(
+            f"'{d.argument}' is another object than before; objects without "
+            "__tracing_type__ are keyed by identity (or equality when hashable): "
+            "pass the same object, or give the class a __tracing_type__ that says "
+            "which of its attributes matter."
+        )
+        fixes.append(
+            Fix(
+                "same_object",
+                f"def __tracing_type__(self, context): ...  # on type({d.argument})",
+                note="or pass the same object",
+            )
+        )
     other_values = [d for d in diffs if d.kind == "python_value" and d not in numeric_value]
     if other_values and not numeric_value:
         d = other_values[0]
-        advice.append(f"'{d.argument}' is a Python value that changed; each value traces once "
-                      "and is then cached. That is fine for a few values (a mode flag); if it "
-                      "takes many, pass it as an array or make it a kx.Variable.")
+        advice.append(
+            f"'{d.argument}' is a Python value that changed; each value traces once "
+            "and is then cached. That is fine for a few values (a mode flag); if it "
+            "takes many, pass it as an array or make it a kx.Variable."
+        )
     if not advice:
         args = ", ".join(dict.fromkeys(top))
         advice.append(f"the types of {args} changed; keep them stable between calls.")
@@ -208,8 +258,12 @@ def suggest_fixes(function_name: str, names: Sequence[str],
 MAX_REPLAY = 400
 
 
-def checked_fixes(fixes: Sequence[Fix], names: Sequence[str],
-                  calls: Sequence[Sequence[TraceType]], signature: tuple | None) -> list[Fix]:
+def checked_fixes(
+    fixes: Sequence[Fix],
+    names: Sequence[str],
+    calls: Sequence[Sequence[TraceType]],
+    signature: tuple | None,
+) -> list[Fix]:
     """``fixes`` that would have removed at least one of the traces ``calls`` made, each
     with the number of traces it leaves (``Fix.traces``), best first.
 
@@ -235,8 +289,9 @@ def checked_fixes(fixes: Sequence[Fix], names: Sequence[str],
     return sorted(out, key=lambda f: now if f.traces is None else f.traces)
 
 
-def traces_with(fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceType]],
-                signature: tuple | None) -> int | None:
+def traces_with(
+    fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceType]], signature: tuple | None
+) -> int | None:
     """How many traces ``calls`` make with ``fix`` applied; None: not checkable here."""
     calls = [tuple(c) for c in calls]
     if fix.kind == "input_signature":
@@ -247,7 +302,7 @@ def traces_with(fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceTy
             head = [_conform(t, spec) for t, spec in zip(c, signature)]
             if any(h is None for h in head):
                 return None  # a recorded call the signature would refuse: not a fix
-            conformed.append(tuple(head) + c[len(signature):])
+            conformed.append(tuple(head) + c[len(signature) :])
         return replay(conformed)
     if fix.kind == "reduce_retracing":
         return replay(calls, reduce_retracing=True)
@@ -263,11 +318,15 @@ def traces_with(fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceTy
         def changed(t: TraceType) -> TraceType:
             if fix.kind == "cast" and isinstance(t, TensorSpec) and target is not None:
                 return TensorSpec(t.shape, target.dtype)
-            if fix.kind == "array_argument" and isinstance(t, Literal) and \
-                    isinstance(t.value, NUMERIC_LITERALS):
+            if (
+                fix.kind == "array_argument"
+                and isinstance(t, Literal)
+                and isinstance(t.value, NUMERIC_LITERALS)
+            ):
                 return TensorSpec((), np.dtype(dtype))
             return t
-        return replay([c[:i] + (changed(c[i]),) + c[i + 1:] for c in calls])
+
+        return replay([c[:i] + (changed(c[i]),) + c[i + 1 :] for c in calls])
     return None
 
 
@@ -280,11 +339,17 @@ def _widens_for_later(calls: Sequence[Sequence[TraceType]]) -> bool:
     last, before = calls[-1], calls[-2]
     later = []
     for new, old in zip(last, before):
-        if isinstance(new, TensorSpec) and isinstance(old, TensorSpec) and \
-                new.shape is not None and old.shape is not None and \
-                len(new.shape) == len(old.shape):
-            shape = tuple(d if d == o or d is None else d + 1 + max(d, o or 0)
-                          for d, o in zip(new.shape, old.shape))
+        if (
+            isinstance(new, TensorSpec)
+            and isinstance(old, TensorSpec)
+            and new.shape is not None
+            and old.shape is not None
+            and len(new.shape) == len(old.shape)
+        ):
+            shape = tuple(
+                d if d == o or d is None else d + 1 + max(d, o or 0)
+                for d, o in zip(new.shape, old.shape)
+            )
             later.append(TensorSpec(shape, new.dtype))
         else:
             later.append(new)
@@ -298,8 +363,7 @@ def replay(calls: Sequence[tuple], reduce_retracing: bool = False) -> int:
     """The number of traces the calls make in order, under the engine's dispatch rules."""
     traces: list[tuple] = []
     for c in calls:
-        if any(len(t) == len(c) and all(a.is_subtype_of(b) for a, b in zip(c, t))
-               for t in traces):
+        if any(len(t) == len(c) and all(a.is_subtype_of(b) for a, b in zip(c, t)) for t in traces):
             continue
         new = c
         if reduce_retracing:  # as Function._generalize: widen against the latest that merges
@@ -319,7 +383,8 @@ def _conform(t: TraceType, spec: Any) -> TraceType | None:
     if isinstance(t, Literal) and isinstance(t.value, NUMERIC_LITERALS):
         converted = np.asarray(t.value)
         ok = np.can_cast(converted.dtype, spec.dtype, casting="same_kind") and (
-            spec.shape is None or spec.shape == ())
+            spec.shape is None or spec.shape == ()
+        )
         return spec if ok else None
     return spec if isinstance(t, TensorSpec) and t.is_subtype_of(spec) else None
 
@@ -357,25 +422,33 @@ def fix_for(function_name: str, diffs: Sequence[ArgumentDiff]) -> str:
     kinds = {d.kind for d in diffs}
     args = sorted({d.argument.split("[")[0].split(".")[0] for d in diffs})
     if kinds & {"python_value", "python_to_array", "array_to_python"}:
-        d = next(d for d in diffs
-                 if d.kind in ("python_value", "python_to_array", "array_to_python"))
+        d = next(
+            d for d in diffs if d.kind in ("python_value", "python_to_array", "array_to_python")
+        )
         arg, dtype = d.argument, _dtype_for(d)
-        return (f"pass {arg} as a NumPy value of its own type, np.{dtype}({arg}), so that its "
-                "value is a graph input instead of part of the signature, or give the function "
-                f"an input_signature with a 0-d kx.TensorSpec(shape=[], dtype=np.{dtype}) for "
-                f"{arg}")
+        return (
+            f"pass {arg} as a NumPy value of its own type, np.{dtype}({arg}), so that its "
+            "value is a graph input instead of part of the signature, or give the function "
+            f"an input_signature with a 0-d kx.TensorSpec(shape=[], dtype=np.{dtype}) for "
+            f"{arg}"
+        )
     if kinds & {"shape", "rank"}:
-        return (f"use kx.function({function_name}, reduce_retracing=True), or an "
-                f"input_signature with None for the dimensions of {', '.join(args)} that vary")
+        return (
+            f"use kx.function({function_name}, reduce_retracing=True), or an "
+            f"input_signature with None for the dimensions of {', '.join(args)} that vary"
+        )
     if "dtype" in kinds:
         return f"convert {', '.join(args)} to one dtype before calling (x.astype(...))"
     if kinds & {"object", "function_object"}:
-        return ("pass the same object each call (a new function/lambda or object per call "
-                "always retraces), or give its class a __tracing_type__")
+        return (
+            "pass the same object each call (a new function/lambda or object per call "
+            "always retraces), or give its class a __tracing_type__"
+        )
     return f"keep the types of {', '.join(args)} stable between calls"
 
 
 # -- a fix as the call the user wrote ----------------------------------------------------------
+
 
 def fix_at_call_site(fix: Fix, function_name: str, raw_call_site: str) -> Fix:
     """``fix`` with its code rewritten as the call at ``raw_call_site`` (``"file:line"``) with
@@ -404,8 +477,9 @@ def rewrite_call(source: str, function_name: str, fix: Fix) -> str | None:
         tree = ast.parse(text)
     except SyntaxError:
         return None
-    calls = [(node, _fixed_argument(node, fix)) for node in ast.walk(tree)
-             if isinstance(node, ast.Call)]
+    calls = [
+        (node, _fixed_argument(node, fix)) for node in ast.walk(tree) if isinstance(node, ast.Call)
+    ]
     calls = [(node, target) for node, target in calls if target is not None]
     named = [c for c in calls if _callee(c[0].func) == function_name]
     others = [c for c in calls if not _is_library_call(c[0].func)]
@@ -428,7 +502,7 @@ def _fixed_argument(call: ast.Call, fix: Fix) -> ast.expr | None:
     target = next((k.value for k in call.keywords if k.arg == fix.argument), None)
     if target is not None or fix.position is None or len(call.args) <= fix.position:
         return target
-    if any(isinstance(a, ast.Starred) for a in call.args[:fix.position + 1]):
+    if any(isinstance(a, ast.Starred) for a in call.args[: fix.position + 1]):
         return None  # f(*args, lr): the position is not known from the text
     return call.args[fix.position]
 
@@ -438,8 +512,11 @@ _LIBRARY_MODULES = frozenset({"np", "numpy", "math", "kx", "kernel_ext"})
 
 
 def _is_library_call(func: ast.expr) -> bool:
-    return isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and \
-        func.value.id in _LIBRARY_MODULES
+    return (
+        isinstance(func, ast.Attribute)
+        and isinstance(func.value, ast.Name)
+        and func.value.id in _LIBRARY_MODULES
+    )
 
 
 def _callee(func: ast.expr) -> str | None:

@@ -80,10 +80,18 @@ _WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 _TIMING_MASK = 63  # cache hits timed: one in 64
 
 
-def function(func: Callable | None = None, *, input_signature: Sequence[Any] | None = None,
-             autograph: bool = True, reduce_retracing: bool = False,
-             jit_compile: bool | None = None, backend: str = "auto",
-             name: str | None = None, fast_math: bool = False, verify: bool = False) -> Any:
+def function(
+    func: Callable | None = None,
+    *,
+    input_signature: Sequence[Any] | None = None,
+    autograph: bool = True,
+    reduce_retracing: bool = False,
+    jit_compile: bool | None = None,
+    backend: str = "auto",
+    name: str | None = None,
+    fast_math: bool = False,
+    verify: bool = False,
+) -> Any:
     """Turn a Python function on NumPy values into a traced, graph-executing :class:`Function`.
 
     Use as ``@kx.function``, ``@kx.function(reduce_retracing=True)`` or ``kx.function(f)``.
@@ -94,9 +102,16 @@ def function(func: Callable | None = None, *, input_signature: Sequence[Any] | N
     eagerly, raising :class:`~kernel_ext.errors.VerificationError` on any difference
     (:mod:`kernel_ext.engine.verify`; ``kx.config.verify(True)`` does it for every function).
     """
-    options = dict(input_signature=input_signature, autograph=autograph,
-                   reduce_retracing=reduce_retracing, jit_compile=jit_compile, backend=backend,
-                   name=name, fast_math=fast_math, verify=verify)
+    options = dict(
+        input_signature=input_signature,
+        autograph=autograph,
+        reduce_retracing=reduce_retracing,
+        jit_compile=jit_compile,
+        backend=backend,
+        name=name,
+        fast_math=fast_math,
+        verify=verify,
+    )
     if func is None:
         return lambda f: Function(f, **options)
     return Function(func, **options)
@@ -105,29 +120,46 @@ def function(func: Callable | None = None, *, input_signature: Sequence[Any] | N
 class Function:
     """A Python function that runs as cached graphs, one per input signature."""
 
-    def __init__(self, python_function: Callable, input_signature: Sequence[Any] | None = None,
-                 autograph: bool = True, reduce_retracing: bool = False,
-                 jit_compile: bool | None = None, backend: str = "auto",
-                 name: str | None = None, _bound_self: Any = None,
-                 fast_math: bool = False, verify: bool = False) -> None:
+    def __init__(
+        self,
+        python_function: Callable,
+        input_signature: Sequence[Any] | None = None,
+        autograph: bool = True,
+        reduce_retracing: bool = False,
+        jit_compile: bool | None = None,
+        backend: str = "auto",
+        name: str | None = None,
+        _bound_self: Any = None,
+        fast_math: bool = False,
+        verify: bool = False,
+    ) -> None:
         if not callable(python_function):
             raise TypeError(f"kx.function needs a callable, got {type(python_function).__name__}")
         validate_options(backend, jit_compile, fast_math)
         functools.update_wrapper(self, python_function)
         self._python_function = python_function
-        self._options = dict(input_signature=input_signature, autograph=autograph,
-                             reduce_retracing=reduce_retracing, jit_compile=jit_compile,
-                             backend=backend, name=name, fast_math=fast_math,
-                             verify=verify)
+        self._options = dict(
+            input_signature=input_signature,
+            autograph=autograph,
+            reduce_retracing=reduce_retracing,
+            jit_compile=jit_compile,
+            backend=backend,
+            name=name,
+            fast_math=fast_math,
+            verify=verify,
+        )
         self._verify = bool(verify)
         self._name = name or getattr(python_function, "__name__", "function")
         self._bound_self = _bound_self
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
         #: The parameters and how calls bind to them (shared with every ConcreteFunction).
-        self.function_type = FunctionType(python_function, self._name,
-                                          bound_method=_bound_self is not None,
-                                          input_signature=input_signature)
+        self.function_type = FunctionType(
+            python_function,
+            self._name,
+            bound_method=_bound_self is not None,
+            input_signature=input_signature,
+        )
         self._input_signature = self.function_type.input_signature
         #: ``--strict``: raise StrictRetraceError instead of retracing (see :meth:`configure`).
         self.strict = False
@@ -163,7 +195,7 @@ class Function:
         self._eager_calls = 0
         #: Why the latest call ran as plain Python instead of its trace (a guard, .guards).
         self.last_eager_reason: str | None = None
-        self._call_traces = 0   # traces made by calls (get_concrete_function makes others)
+        self._call_traces = 0  # traces made by calls (get_concrete_function makes others)
         self._failed_calls = 0  # calls that raised before running a graph (see _call_slow)
         self._trace_ms = 0.0
         self._compile_ms = 0.0
@@ -301,8 +333,9 @@ class Function:
                 cf.verifier.before_trace = before
         return values, converted, cf
 
-    def _fast_runner(self, run: Callable[..., Any], n_args: int,
-                     kwargs: dict) -> Callable[..., Any] | None:
+    def _fast_runner(
+        self, run: Callable[..., Any], n_args: int, kwargs: dict
+    ) -> Callable[..., Any] | None:
         """What a cache hit of this call shape (``n_args`` positional, these keyword names)
         calls: ``run`` with the parameters left out filled in, or None when one of them has
         no immutable atomic default (a default list could be mutated between calls, and its
@@ -315,8 +348,7 @@ class Function:
         defaults: list[Any] = []
         for i, name in enumerate(binder.names):
             default = binder.default(name)
-            if i not in given and (default is _P.empty or
-                                   type(default) not in _ATOMIC_DEFAULTS):
+            if i not in given and (default is _P.empty or type(default) not in _ATOMIC_DEFAULTS):
                 return None
             defaults.append(default)
         if not kwargs:
@@ -326,14 +358,16 @@ class Function:
 
             def run_with_defaults(*args: Any) -> Any:
                 return run(*args, *tail)
+
             return run_with_defaults
         where = {name: positions[name] for name in kwargs}
 
         def run_with_keywords(*args: Any, **kw: Any) -> Any:
-            values = [*args, *defaults[len(args):]]
+            values = [*args, *defaults[len(args) :]]
             for name, value in kw.items():
                 values[where[name]] = value
             return run(*values)
+
         return run_with_keywords
 
     def run_eagerly_because(self, reason: str, values: Sequence[Any]) -> Any:
@@ -371,11 +405,14 @@ class Function:
         fn = inspect.unwrap(self._python_function)
         code = getattr(fn, "__code__", None)
         if code is not None:
-            cells = [c.cell_contents for c in (fn.__closure__ or ())
-                     if _cell_is_set(c)]
+            cells = [c.cell_contents for c in (fn.__closure__ or ()) if _cell_is_set(c)]
             named = [fn.__globals__[n] for n in code.co_names if n in fn.__globals__]
-            holders += [v for v in cells + named if hasattr(v, "__dict__")
-                        and not isinstance(v, (type, types.ModuleType, types.FunctionType))]
+            holders += [
+                v
+                for v in cells + named
+                if hasattr(v, "__dict__")
+                and not isinstance(v, (type, types.ModuleType, types.FunctionType))
+            ]
         return holders
 
     def _call_python(self, values: Sequence[Any]) -> Any:
@@ -385,8 +422,9 @@ class Function:
         if self._bound_self is not None:
             obj = self._bound_self()
             if obj is None:
-                raise ReferenceError(f"the object that method '{self._name}' was bound to "
-                                     "no longer exists")
+                raise ReferenceError(
+                    f"the object that method '{self._name}' was bound to no longer exists"
+                )
             return fn(obj, *args, **kwargs)
         return fn(*args, **kwargs)
 
@@ -404,14 +442,19 @@ class Function:
         if self._dead_pending:
             self._purge_dead()
         # Traces keyed by exact types were looked up by equality already (``_lookup``).
-        candidates = [cf for cf in self._relaxed
-                      if all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))]
+        candidates = [
+            cf
+            for cf in self._relaxed
+            if all(a.is_subtype_of(b) for a, b in zip(types_, cf.input_types))
+        ]
         if not candidates:
             return None
         best = candidates[0]
         for cf in candidates[1:]:
-            if all(a.is_subtype_of(b) for a, b in zip(cf.input_types, best.input_types)) and \
-                    cf.input_types != best.input_types:
+            if (
+                all(a.is_subtype_of(b) for a, b in zip(cf.input_types, best.input_types))
+                and cf.input_types != best.input_types
+            ):
                 best = cf
         if len(self._lookup) < _FAST_CACHE_LIMIT:
             self._lookup[types_] = best
@@ -421,7 +464,7 @@ class Function:
         """The types to trace with: the ``input_signature`` where given; with
         ``reduce_retracing``, dims that vary from an earlier trace widened to ``None``."""
         if self._input_signature is not None:
-            return tuple(self._input_signature) + types_[len(self._input_signature):]
+            return tuple(self._input_signature) + types_[len(self._input_signature) :]
         if not self._reduce_retracing:
             return types_
         for cf in reversed(self._concrete):
@@ -446,15 +489,18 @@ class Function:
             call_site = _user_call_site()
             t0 = time.perf_counter()
             graph_name = f"{self._name}_{len(self._concrete)}" if self._concrete else self._name
-            ctx = TraceContext(graph_name, function_name=self._name,
-                               variable_policy=self._variable_policy)
+            ctx = TraceContext(
+                graph_name, function_name=self._name, variable_policy=self._variable_policy
+            )
             try:
                 with ctx, random_calls.frozen_draw_guard(values, self._name):
                     watched_dicts: list[tuple[Any, tuple, tuple]] = []
-                    placeholders = [t.placeholder_value(PlaceholderContext(
-                                        ctx, n, (("arg", i),), watched_dicts))
-                                    for i, (n, t) in enumerate(zip(self.function_type.names,
-                                                                   trace_types))]
+                    placeholders = [
+                        t.placeholder_value(
+                            PlaceholderContext(ctx, n, (("arg", i),), watched_dicts)
+                        )
+                        for i, (n, t) in enumerate(zip(self.function_type.names, trace_types))
+                    ]
                     containers = ArgumentContainers(placeholders, ctx.inputs)
                     objects = ObjectArguments(placeholders, self.function_type.names)
                     try:
@@ -464,8 +510,7 @@ class Function:
                             objects.restore()
                         raise
                     objects.check(self._name)
-                    updated = {id(t): (path, t) for path, t in ctx.inputs
-                               if id(t) in ctx.mutated}
+                    updated = {id(t): (path, t) for path, t in ctx.inputs if id(t) in ctx.mutated}
                     tree, outputs = flatten_outputs(result, ctx, updated, containers)
                     if updated:
                         tree = with_writeback(tree, outputs, ctx, list(updated.values()))
@@ -475,10 +520,12 @@ class Function:
                         _refuse_shared_buffers(ctx, self._name, self._state_holders(objects))
                     # dict arguments whose key order the function saw (it iterated them):
                     # the trace is right for that order only (guards.CallGuard)
-                    dict_orders = [(path, order) for placeholder, path, order in watched_dicts
-                                   if placeholder.order_observed and len(order) > 1]
-                    guard = CallGuard.for_trace(ctx, updated, self.function_type.names,
-                                                dict_orders)
+                    dict_orders = [
+                        (path, order)
+                        for placeholder, path, order in watched_dicts
+                        if placeholder.order_observed and len(order) > 1
+                    ]
+                    guard = CallGuard.for_trace(ctx, updated, self.function_type.names, dict_orders)
             except errors.TracingRecursionError:
                 raise
             except RecursionError as e:
@@ -487,7 +534,8 @@ class Function:
                     "depends on a traced value never reaches its base case at trace time (the "
                     "condition has no value yet). Fix: recurse on Python values only, or "
                     "rewrite the recursion as a loop (AutoGraph turns loops on traced values "
-                    "into graph loops).") from e
+                    "into graph loops)."
+                ) from e
             except BaseException as e:
                 reason = scalar_at_array_write(ctx, values, self.function_type.names)
                 if reason is not None and via == "call":
@@ -503,16 +551,30 @@ class Function:
             if contains_dask(trace_types):  # Dask arrays in, Dask arrays out
                 backend = "dask"
             graph, executable = compile_traced(
-                ctx.graph, tree, self.function_type.count, optimize=run_pipeline,
-                backend=backend, jit_compile=self._options["jit_compile"],
-                fast_math=self._options["fast_math"], name=graph_name)
+                ctx.graph,
+                tree,
+                self.function_type.count,
+                optimize=run_pipeline,
+                backend=backend,
+                jit_compile=self._options["jit_compile"],
+                fast_math=self._options["fast_math"],
+                name=graph_name,
+            )
             compile_ms = (time.perf_counter() - t1) * 1e3
 
-            record = self._make_record(trace_types, types_, via, trace_ms, compile_ms,
-                                       call_site)
-            cf = ConcreteFunction(self, graph, trace_types, tree, executable, record,
-                                  traced_count, traced=ctx.graph, optimize=run_pipeline,
-                                  guard=guard)
+            record = self._make_record(trace_types, types_, via, trace_ms, compile_ms, call_site)
+            cf = ConcreteFunction(
+                self,
+                graph,
+                trace_types,
+                tree,
+                executable,
+                record,
+                traced_count,
+                traced=ctx.graph,
+                optimize=run_pipeline,
+                guard=guard,
+            )
             cf.loops = tuple(note.text() for note in ctx.loops.values())
             self._concrete.append(cf)
             if not cf.exact:
@@ -543,10 +605,18 @@ class Function:
                 f"for the {self._traces + 1}th time. A traced function may create variables only "
                 "during its first trace, otherwise every new signature would make new variables. "
                 "Fix: create the variable outside the function (at module level or in "
-                "__init__), or only once: `if self.v is None: self.v = kx.Variable(...)`.")
+                "__init__), or only once: `if self.v is None: self.v = kx.Variable(...)`."
+            )
 
-    def _make_record(self, trace_types: tuple, call_types: tuple, via: str, trace_ms: float,
-                     compile_ms: float, call_site: str) -> TraceRecord:
+    def _make_record(
+        self,
+        trace_types: tuple,
+        call_types: tuple,
+        via: str,
+        trace_ms: float,
+        compile_ms: float,
+        call_site: str,
+    ) -> TraceRecord:
         """The :class:`TraceRecord` of the trace just made (slow path only): what changed
         against the closest earlier trace, the fixes, and the captured values it froze.
 
@@ -556,9 +626,16 @@ class Function:
         index = self._records_made + 1
         signature = self.function_type.signature_text(trace_types)
         captured = self._snapshot_captures()
-        common = dict(trace_ms=trace_ms, compile_ms=compile_ms, call_site=call_site,
-                      call_number=self._calls, via=via, captured=captured,
-                      function_name=self._name, magic_fixes=self.magic_fixes)
+        common = dict(
+            trace_ms=trace_ms,
+            compile_ms=compile_ms,
+            call_site=call_site,
+            call_number=self._calls,
+            via=via,
+            captured=captured,
+            function_name=self._name,
+            magic_fixes=self.magic_fixes,
+        )
         if not self._concrete:
             first = Explanation("released" if self._records_made else "first_trace")
             return TraceRecord(index, signature, first, **common)
@@ -570,17 +647,23 @@ class Function:
             earlier = history[:n_earlier]
             closest, diffs = by_types.closest(names, n_earlier, call_types)
             advice, fixes, suggested = suggest_fixes(
-                name, names, [t for _, t, _ in earlier], call_types, diffs,
-                functools.partial(by_types.merged_column, n_earlier, call_types))
+                name,
+                names,
+                [t for _, t, _ in earlier],
+                call_types,
+                diffs,
+                functools.partial(by_types.merged_column, n_earlier, call_types),
+            )
             closest_signature = next((s for i, _, s in earlier if i == closest), "")
-            return Explanation(cause_of(diffs), diffs, closest, closest_signature, advice,
-                               fixes, suggested)
+            return Explanation(
+                cause_of(diffs), diffs, closest, closest_signature, advice, fixes, suggested
+            )
 
         record = TraceRecord(index, signature, explanation, **common)
         if self.strict:
             raise errors.StrictRetraceError(
-                "strict function would retrace (the new trace was discarded):\n"
-                + record.explain())
+                "strict function would retrace (the new trace was discarded):\n" + record.explain()
+            )
         return record
 
     def _snapshot_captures(self) -> tuple:
@@ -599,8 +682,10 @@ class Function:
         warnings.warn(
             f"kx.function '{self._name}' traced {recent} times in its last {_WARN_WINDOW} calls "
             f"(latest: {changed}). Tracing runs the Python body again and is expensive. Fix: "
-            f"{fix_for(self._name, record.diffs)}.\n{record.explain()}", errors.RetracingWarning,
-            stacklevel=_user_stacklevel())
+            f"{fix_for(self._name, record.diffs)}.\n{record.explain()}",
+            errors.RetracingWarning,
+            stacklevel=_user_stacklevel(),
+        )
 
     # -- public API -----------------------------------------------------------------------
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -687,13 +772,18 @@ class Function:
         traced, a failed trace). Hits are not counted one by one (the hot path only counts
         calls), so this is the difference."""
         last = self._last_run_ns
-        return {"calls": self._calls, "traces": self._traces,
-                "cache_hits": max(0, self._calls - self._call_traces - self._eager_calls
-                                  - self._failed_calls),
-                "eager_calls": self._eager_calls, "failed_calls": self._failed_calls,
-                "trace_ms": self._trace_ms,
-                "compile_ms": self._compile_ms,
-                "last_run_us": None if last is None else last / 1e3}
+        return {
+            "calls": self._calls,
+            "traces": self._traces,
+            "cache_hits": max(
+                0, self._calls - self._call_traces - self._eager_calls - self._failed_calls
+            ),
+            "eager_calls": self._eager_calls,
+            "failed_calls": self._failed_calls,
+            "trace_ms": self._trace_ms,
+            "compile_ms": self._compile_ms,
+            "last_run_us": None if last is None else last / 1e3,
+        }
 
     @property
     def last_concrete_function(self) -> ConcreteFunction | None:
@@ -714,8 +804,9 @@ class Function:
         except TypeError:
             bound = None
         if bound is None:
-            bound = Function(self._python_function, _bound_self=weakref.ref(instance),
-                             **self._options)
+            bound = Function(
+                self._python_function, _bound_self=weakref.ref(instance), **self._options
+            )
             try:
                 self._instances[instance] = bound
             except TypeError:
@@ -749,26 +840,31 @@ class Function:
                 self._concrete = keep
                 self._relaxed = [cf for cf in keep if not cf.exact]
                 # a new list: records made so far keep the history they froze
-                self._history = [(cf.record.index, cf.input_types, cf.record.signature)
-                                 for cf in keep]
+                self._history = [
+                    (cf.record.index, cf.input_types, cf.record.signature) for cf in keep
+                ]
                 self._history_index = TraceIndex()
                 for cf in keep:
                     self._history_index.add(cf.record.index, cf.input_types)
-                self._lookup = {k: v for k, v in self._lookup.items()
-                                if v in keep and not any(map(has_dead_reference, k))}
+                self._lookup = {
+                    k: v
+                    for k, v in self._lookup.items()
+                    if v in keep and not any(map(has_dead_reference, k))
+                }
                 self._fast.clear()
                 self._fast_cf.clear()
                 # Bounded: the records of released traces beyond the latest few fold into
                 # counts, so a session calling with a new object each time stays flat.
                 self._records, folded = bound_records(
-                    self._records, {cf.record.index for cf in keep})
+                    self._records, {cf.record.index for cf in keep}
+                )
                 for record in folded:
                     self._released.add(record)
 
 
 def _cell_is_set(cell: Any) -> bool:
     try:
-        cell.cell_contents
+        cell.cell_contents  # noqa: B018 (reading it is the test: an empty cell raises)
     except ValueError:  # an empty cell (a name assigned later)
         return False
     return True
@@ -784,7 +880,8 @@ def _refuse_shared_buffers(ctx: TraceContext, name: str, holders: list[Any]) -> 
             f"({a.dtype}{list(a.shape)}, held by a global, a closure or an object's "
             "attribute). A graph cannot repeat that change at every call as NumPy would. "
             "Fix: pass the array as an argument (updates of arguments reach the caller), or "
-            "create it inside the function, or keep the state in a kx.Variable.")
+            "create it inside the function, or keep the state in a kx.Variable."
+        )
 
 
 class BoundFunction:

@@ -51,15 +51,21 @@ def value_at(values: Sequence[Any], path: tuple) -> Any:
 class CallGuard:
     """The per-call check of one trace's assumptions (see the module docstring)."""
 
-    def __init__(self, updated: list[tuple], arrays: list[tuple], contiguous: list[tuple],
-                 names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = (),
-                 arrays_only: Sequence[tuple] = ()):
-        self.updated = updated        # paths of the arguments the trace writes into
-        self.arrays = arrays          # paths of every array argument
+    def __init__(
+        self,
+        updated: list[tuple],
+        arrays: list[tuple],
+        contiguous: list[tuple],
+        names: Sequence[str] = (),
+        dict_orders: Sequence[tuple[tuple, tuple]] = (),
+        arrays_only: Sequence[tuple] = (),
+    ):
+        self.updated = updated  # paths of the arguments the trace writes into
+        self.arrays = arrays  # paths of every array argument
         self.contiguous = contiguous  # paths of arguments that must be C-contiguous
         self.dict_orders = list(dict_orders)  # (path, keys in the traced order) of dicts
         self.arrays_only = list(arrays_only)  # 0-d arguments written as arrays
-        self.names = tuple(names)     # parameter names, for the reason text
+        self.names = tuple(names)  # parameter names, for the reason text
         # Checked per call, so prepared once: the pairs to compare (an updated argument with
         # every other array argument, each unordered pair once), by index into ``arrays``.
         index = {p: i for i, p in enumerate(arrays)}
@@ -74,17 +80,27 @@ class CallGuard:
         self._pairs = [(i, j, i if arrays[i] in updated else j) for i, j in pairs]
 
     @classmethod
-    def for_trace(cls, ctx: TraceContext, updated: dict[int, tuple[tuple, Tensor]],
-                  names: Sequence[str] = (), dict_orders: Sequence[tuple[tuple, tuple]] = ()
-                  ) -> CallGuard | None:
+    def for_trace(
+        cls,
+        ctx: TraceContext,
+        updated: dict[int, tuple[tuple, Tensor]],
+        names: Sequence[str] = (),
+        dict_orders: Sequence[tuple[tuple, tuple]] = (),
+    ) -> CallGuard | None:
         """The guard a finished trace needs, or None (it assumed nothing of its arguments)."""
         contiguous = [path for path, t in ctx.inputs if id(t) in ctx.layout_roots]
         arrays_only = [path for path, t in ctx.inputs if id(t) in ctx.array_writes]
         if not updated and not contiguous and not dict_orders and not arrays_only:
             return None
         arrays = [path for path, _ in ctx.inputs]
-        return cls([path for path, _ in updated.values()], arrays, contiguous, names,
-                   dict_orders, arrays_only)
+        return cls(
+            [path for path, _ in updated.values()],
+            arrays,
+            contiguous,
+            names,
+            dict_orders,
+            arrays_only,
+        )
 
     def violated(self, values: Sequence[Any]) -> str | None:
         """Why this call breaks an assumption (None: it does not)."""
@@ -95,14 +111,18 @@ class CallGuard:
         for path, order in self.dict_orders:
             keys = tuple(value_at(values, path))
             if keys != order:
-                return (f"argument '{path_text(path, self.names)}' has its keys in another "
-                        f"order ({list(keys)!r}) than the call that traced it "
-                        f"({list(order)!r}), and the function iterates it")
+                return (
+                    f"argument '{path_text(path, self.names)}' has its keys in another "
+                    f"order ({list(keys)!r}) than the call that traced it "
+                    f"({list(order)!r}), and the function iterates it"
+                )
         for path in self.contiguous:
             value = value_at(values, path)
             if isinstance(value, np.ndarray) and not value.flags.c_contiguous:
-                return (f"argument '{path_text(path, self.names)}' is not C-contiguous (the "
-                        "trace took a reshape of it as a view)")
+                return (
+                    f"argument '{path_text(path, self.names)}' is not C-contiguous (the "
+                    "trace took a reshape of it as a view)"
+                )
         if not self._pairs:
             return None
         leaves = [value_at(values, p) for p in self.arrays]
@@ -116,13 +136,16 @@ class CallGuard:
                 continue
             if np.may_share_memory(a, b) and np.shares_memory(a, b):
                 other = j if updated == i else i
-                return (f"argument '{path_text(self.arrays[updated], self.names)}', updated "
-                        "in place, shares memory with argument "
-                        f"'{path_text(self.arrays[other], self.names)}'")
+                return (
+                    f"argument '{path_text(self.arrays[updated], self.names)}', updated "
+                    "in place, shares memory with argument "
+                    f"'{path_text(self.arrays[other], self.names)}'"
+                )
         return None
 
-    def wrap(self, run: Callable[..., Any], eager: Callable[[str, Sequence[Any]], Any]
-             ) -> Callable[..., Any]:
+    def wrap(
+        self, run: Callable[..., Any], eager: Callable[[str, Sequence[Any]], Any]
+    ) -> Callable[..., Any]:
         """``run`` preceded by the check; a violating call goes to ``eager(reason, values)``.
 
         The common call is decided by generated straight-line code: every array argument the
@@ -147,21 +170,33 @@ class CallGuard:
         names = {p: f"a{n}" for n, p in enumerate(paths)}
         lines = ["def guarded(*values):"]
         lines += [f"    {names[p]} = {_path_source(p)}" for p in paths]
-        tests = [f"({names[self.arrays[k]]}.__class__ is not _nd or "
-                 f"{names[self.arrays[k]]}.base is None)" for k in compared]
-        tests += [f"({names[p]}.__class__ is not _nd or {names[p]}.flags.c_contiguous)"
-                  for p in self.contiguous]
+        tests = [
+            f"({names[self.arrays[k]]}.__class__ is not _nd or "
+            f"{names[self.arrays[k]]}.base is None)"
+            for k in compared
+        ]
+        tests += [
+            f"({names[p]}.__class__ is not _nd or {names[p]}.flags.c_contiguous)"
+            for p in self.contiguous
+        ]
         tests += [f"not isinstance({names[p]}, _generic)" for p in self.arrays_only]
         if len(compared) > 1:
             ids = ", ".join(f"id({names[self.arrays[k]]})" for k in compared)
             tests.append(f"len({{{ids}}}) == {len(compared)}")
         orders = {f"_order{n}": order for n, (_, order) in enumerate(self.dict_orders)}
-        tests += [f"tuple({names[p]}) == _order{n}"
-                  for n, (p, _) in enumerate(self.dict_orders)]
-        lines += ["    if " + " and ".join(tests) + ":", "        return _run(*values)",
-                  "    return _checked(*values)"]
-        namespace: dict[str, Any] = {"_nd": np.ndarray, "_generic": np.generic, "_run": run,
-                                     "_checked": checked, **orders}
+        tests += [f"tuple({names[p]}) == _order{n}" for n, (p, _) in enumerate(self.dict_orders)]
+        lines += [
+            "    if " + " and ".join(tests) + ":",
+            "        return _run(*values)",
+            "    return _checked(*values)",
+        ]
+        namespace: dict[str, Any] = {
+            "_nd": np.ndarray,
+            "_generic": np.generic,
+            "_run": run,
+            "_checked": checked,
+            **orders,
+        }
         exec(compile("\n".join(lines) + "\n", "<kx-guard>", "exec"), namespace)
         return namespace["guarded"]
 
@@ -174,8 +209,9 @@ class NeedsEagerCall(Exception):
         self.reason = reason
 
 
-def scalar_at_array_write(ctx: TraceContext, values: Sequence[Any],
-                          names: Sequence[str] = ()) -> str | None:
+def scalar_at_array_write(
+    ctx: TraceContext, values: Sequence[Any], names: Sequence[str] = ()
+) -> str | None:
     """Why the call ``values`` breaks the assumption of a trace (finished or not) that
     wrote into a 0-d argument as an array: it passes a NumPy scalar there (None: it does
     not). NumPy checks the destination first (``np.copyto(np.float64(1), big)`` is a
@@ -189,18 +225,26 @@ def scalar_at_array_write(ctx: TraceContext, values: Sequence[Any],
 
 def scalar_argument_reason(path: tuple, value: Any, names: Sequence[str]) -> str:
     """The eager-call reason for a NumPy scalar where the trace writes into an array."""
-    return (f"argument '{path_text(path, names)}' is a NumPy scalar ({type(value).__name__}), "
-            "which the function writes into as an array (NumPy raises or writes into a "
-            "temporary copy there)")
+    return (
+        f"argument '{path_text(path, names)}' is a NumPy scalar ({type(value).__name__}), "
+        "which the function writes into as an array (NumPy raises or writes into a "
+        "temporary copy there)"
+    )
 
 
 def _simple_path(path: tuple) -> bool:
     """Can :func:`_path_source` spell ``path`` (int and str keys, identifier attributes)?"""
     (_, index), *steps = path
     return isinstance(index, int) and all(
-        (kind == "attr" and isinstance(key, str) and key.isidentifier()
-         and not keyword.iskeyword(key)) or
-        (kind != "attr" and key.__class__ in (int, str)) for kind, key in steps)
+        (
+            kind == "attr"
+            and isinstance(key, str)
+            and key.isidentifier()
+            and not keyword.iskeyword(key)
+        )
+        or (kind != "attr" and key.__class__ in (int, str))
+        for kind, key in steps
+    )
 
 
 def _path_source(path: tuple) -> str:

@@ -23,12 +23,12 @@ import numpy as np
 class CapturedValue:
     """A global or closure value the traced body read, as it was at trace time."""
 
-    name: str                 # "SCALE", or "helper.SCALE" when read by a called helper
-    kind: str                 # "global" or "closure"
-    text: str                 # short description of the value at trace time
-    fingerprint: Hashable     # equal fingerprints: the value did not change
+    name: str  # "SCALE", or "helper.SCALE" when read by a called helper
+    kind: str  # "global" or "closure"
+    text: str  # short description of the value at trace time
+    fingerprint: Hashable  # equal fingerprints: the value did not change
     source: Any = field(compare=False, repr=False, default=None)  # globals dict or cell
-    key: str = ""             # the name to look up in ``source``
+    key: str = ""  # the name to look up in ``source``
 
     def current(self) -> tuple[bool, Any]:
         """``(exists, value)`` now."""
@@ -42,11 +42,10 @@ class CapturedValue:
         return False, None
 
 
-
-_HASH_LIMIT_BYTES = 1 << 20   # arrays above this are fingerprinted by a strided sample
-_SAMPLE_BYTES = 1 << 18       # ... of about this size
-_MAX_ITEMS = 64               # containers larger than this are not tracked
-_HELPER_DEPTH = 3             # follow user helper functions this deep
+_HASH_LIMIT_BYTES = 1 << 20  # arrays above this are fingerprinted by a strided sample
+_SAMPLE_BYTES = 1 << 18  # ... of about this size
+_MAX_ITEMS = 64  # containers larger than this are not tracked
+_HELPER_DEPTH = 3  # follow user helper functions this deep
 
 
 @dataclass(frozen=True)
@@ -55,16 +54,18 @@ class StaleCapture:
 
     name: str
     kind: str
-    traces: tuple[int, ...]   # the traces that used the old value
+    traces: tuple[int, ...]  # the traces that used the old value
     old: str
-    new: str                  # "undefined" when the name is gone
+    new: str  # "undefined" when the name is gone
 
     def sentence(self, function_name: str = "") -> str:
         which = ", ".join(f"#{t}" for t in self.traces)
         plural = "s" if len(self.traces) > 1 else ""
         now = "is now undefined" if self.new == "undefined" else f"is now {self.new}"
-        return (f"`{self.name}` was {self.old} at trace{plural} {which}, {now}; the graph "
-                f"still uses {self.old}")
+        return (
+            f"`{self.name}` was {self.old} at trace{plural} {which}, {now}; the graph "
+            f"still uses {self.old}"
+        )
 
 
 def snapshot_captures(python_function: Any) -> tuple[CapturedValue, ...]:
@@ -78,8 +79,9 @@ def snapshot_captures(python_function: Any) -> tuple[CapturedValue, ...]:
     return tuple(out.values())
 
 
-def _snapshot(fn: Any, prefix: str, out: dict[str, CapturedValue], seen: set[int],
-              depth: int) -> None:
+def _snapshot(
+    fn: Any, prefix: str, out: dict[str, CapturedValue], seen: set[int], depth: int
+) -> None:
     fn = getattr(fn, "python_function", fn)  # a kx.Function called inside: its Python body
     fn = getattr(fn, "__func__", fn)
     code = getattr(fn, "__code__", None)
@@ -122,8 +124,11 @@ def _names_read(code: types.CodeType) -> tuple[tuple[str, ...], tuple[str, ...]]
         for ins in dis.get_instructions(c):
             if ins.opname in ("LOAD_GLOBAL", "LOAD_NAME"):
                 globals_[ins.argval] = None
-            elif ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF") and c is code and \
-                    ins.argval in code.co_freevars:
+            elif (
+                ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF")
+                and c is code
+                and ins.argval in code.co_freevars
+            ):
                 free[ins.argval] = None
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
     return tuple(globals_), tuple(free)
@@ -135,8 +140,9 @@ def _is_helper(value: Any, namespace: dict) -> bool:
     return isinstance(value, types.FunctionType) and value.__globals__ is namespace
 
 
-def _add(out: dict[str, CapturedValue], name: str, kind: str, value: Any, source: Any,
-         key: str) -> None:
+def _add(
+    out: dict[str, CapturedValue], name: str, kind: str, value: Any, source: Any, key: str
+) -> None:
     fp = fingerprint(value)
     if fp is not None and name not in out:
         out[name] = CapturedValue(name, kind, short_text(value), fp, source, key)
@@ -171,8 +177,9 @@ def fingerprint(value: Any, depth: int = 0) -> Hashable | None:
         return None if None in items else (type(value).__name__, items)
     if depth < 2 and isinstance(value, dict) and len(value) <= _MAX_ITEMS:
         try:
-            pairs: tuple[tuple[str, Any], ...] = tuple(sorted(
-                (repr(k), fingerprint(v, depth + 1)) for k, v in value.items()))
+            pairs: tuple[tuple[str, Any], ...] = tuple(
+                sorted((repr(k), fingerprint(v, depth + 1)) for k, v in value.items())
+            )
         except TypeError:
             return None
         return None if any(v is None for _, v in pairs) else ("dict", pairs)
@@ -187,7 +194,7 @@ def short_text(value: Any, limit: int = 60) -> str:
     else:
         text = repr(value)
     text = " ".join(text.split())
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def stale_captures(function: Any) -> list[StaleCapture]:
@@ -209,6 +216,13 @@ def stale_captures(function: Any) -> list[StaleCapture]:
     for key, traces in by_value.items():
         cap = first[key]
         exists, value = cap.current()
-        out.append(StaleCapture(cap.name, cap.kind, tuple(traces), cap.text,
-                                short_text(value) if exists else "undefined"))
+        out.append(
+            StaleCapture(
+                cap.name,
+                cap.kind,
+                tuple(traces),
+                cap.text,
+                short_text(value) if exists else "undefined",
+            )
+        )
     return out

@@ -64,7 +64,7 @@ class ArgumentDiff:
     """One argument (or part of one) that differs from the closest earlier trace."""
 
     argument: str  # e.g. "x", "config['lr']", "batch[0]"
-    kind: str      # "shape", "dtype", "rank", "python_value", "object", "structure", "type", ...
+    kind: str  # "shape", "dtype", "rank", "python_value", "object", "structure", "type", ...
     old: str
     new: str
     # The trace types themselves, for explanations that need more than text (not compared).
@@ -79,23 +79,23 @@ class ArgumentDiff:
         return describe_diff(self)
 
 
-
 @dataclass(frozen=True)
 class Explanation:
     """Why a trace happened: the closest earlier trace, the differences, the fixes."""
 
-    cause: str                    # "first_trace", "shape", "dtype", "python_value", ...
+    cause: str  # "first_trace", "shape", "dtype", "python_value", ...
     diffs: list[ArgumentDiff] = field(default_factory=list)
-    closest: int | None = None    # index of the closest earlier trace
-    closest_signature: str = ""   # the signature of trace #closest
-    advice: str = ""              # why it retraced and what to do, for people
+    closest: int | None = None  # index of the closest earlier trace
+    closest_signature: str = ""  # the signature of trace #closest
+    advice: str = ""  # why it retraced and what to do, for people
     fixes: list[Fix] = field(default_factory=list)
-    suggested_signature: tuple | None = None   # derived input_signature (TensorSpecs, values)
+    suggested_signature: tuple | None = None  # derived input_signature (TensorSpecs, values)
 
 
 def _explained(name: str) -> property:
     def get(self: TraceRecord) -> Any:
         return getattr(self.explanation, name)
+
     get.__name__ = name
     get.__doc__ = f"``Explanation.{name}`` (worked out on first read)."
     return property(get)
@@ -112,17 +112,17 @@ class TraceRecord:
     it needs, frozen at trace time.
     """
 
-    index: int                    # 1-based trace number
-    signature: str                # the traced input signature, one line
+    index: int  # 1-based trace number
+    signature: str  # the traced input signature, one line
     explain_with: Explanation | Callable[[], Explanation] = field(repr=False, compare=False)
     trace_ms: float = 0.0
     compile_ms: float = 0.0
     call_site: str = ""
-    call_number: int = 0          # which call of the Function caused it
-    via: str = "call"             # "call" or "get_concrete_function"
-    captured: tuple[CapturedValue, ...] = ()   # globals/closure values read at trace time
+    call_number: int = 0  # which call of the Function caused it
+    via: str = "call"  # "call" or "get_concrete_function"
+    captured: tuple[CapturedValue, ...] = ()  # globals/closure values read at trace time
     function_name: str = ""
-    magic_fixes: bool = False     # show fixes as %%tffunction options (made by the magic)
+    magic_fixes: bool = False  # show fixes as %%tffunction options (made by the magic)
 
     @property
     def explanation(self) -> Explanation:
@@ -176,7 +176,7 @@ class ReleasedTraces:
     call releases a trace per object; their records would otherwise grow without end."""
 
     count: int = 0
-    first: int | None = None      # the lowest and highest trace number folded
+    first: int | None = None  # the lowest and highest trace number folded
     last: int | None = None
     trace_ms: float = 0.0
     compile_ms: float = 0.0
@@ -193,14 +193,16 @@ class ReleasedTraces:
         if not self.count:
             return ""
         numbers = f"#{self.first}" if self.first == self.last else f"#{self.first}–#{self.last}"
-        return (f"{self.count} earlier trace{'s' if self.count > 1 else ''} released ({numbers}, "
-                f"keyed by objects that died), {self.trace_ms + self.compile_ms:.1f} ms; "
-                "their explanations are no longer kept")
+        return (
+            f"{self.count} earlier trace{'s' if self.count > 1 else ''} released ({numbers}, "
+            f"keyed by objects that died), {self.trace_ms + self.compile_ms:.1f} ms; "
+            "their explanations are no longer kept"
+        )
 
 
-def bound_records(records: Sequence[TraceRecord], live: set[int],
-                  keep_released: int | None = None
-                  ) -> tuple[list[TraceRecord], list[TraceRecord]]:
+def bound_records(
+    records: Sequence[TraceRecord], live: set[int], keep_released: int | None = None
+) -> tuple[list[TraceRecord], list[TraceRecord]]:
     """Split ``records`` (in trace order) into those kept and those to fold: every record
     whose trace number is in ``live``, and the latest ``keep_released`` of the others
     (default :data:`MAX_RELEASED_RECORDS`), are kept in order; the older released ones are
@@ -210,7 +212,7 @@ def bound_records(records: Sequence[TraceRecord], live: set[int],
     released = [r for r in records if r.index not in live]
     if len(released) <= keep_released:
         return list(records), []
-    folded = released[:len(released) - keep_released]
+    folded = released[: len(released) - keep_released]
     dropped = {id(r) for r in folded}
     return [r for r in records if id(r) not in dropped], folded
 
@@ -255,16 +257,19 @@ def explain_text(record: TraceRecord, call_site: Callable[[str], str] | None = N
     """Plain-text explanation of one trace: what changed, where, what it cost, the fix."""
     site = (call_site or format_call_site)(record.call_site) if record.call_site else "unknown"
     name = record.function_name or "function"
-    cost = f"{record.cost_ms:.1f} ms (trace {record.trace_ms:.1f} + compile " \
-           f"{record.compile_ms:.1f})"
+    cost = (
+        f"{record.cost_ms:.1f} ms (trace {record.trace_ms:.1f} + compile {record.compile_ms:.1f})"
+    )
     if record.cause == "first_trace":
-        return (f"{name}: trace #{record.index}, first trace, at {site}\n"
-                f"  signature: ({record.signature})\n  cost: {cost}")
-    lines = [f"{name}: trace #{record.index} retraced ({cause_label(record.cause)}) "
-             f"at {site}"]
+        return (
+            f"{name}: trace #{record.index}, first trace, at {site}\n"
+            f"  signature: ({record.signature})\n  cost: {cost}"
+        )
+    lines = [f"{name}: trace #{record.index} retraced ({cause_label(record.cause)}) at {site}"]
     if record.closest:
-        lines.append(f"  closest earlier signature, trace #{record.closest}: "
-                     f"({record.closest_signature})")
+        lines.append(
+            f"  closest earlier signature, trace #{record.closest}: ({record.closest_signature})"
+        )
     lines.append(f"  new signature: ({record.signature})")
     for d in record.diffs:
         lines.append(f"  - {describe_diff(d)}")
@@ -273,18 +278,26 @@ def explain_text(record: TraceRecord, call_site: Callable[[str], str] | None = N
         lines.append(f"  why: {record.advice}")
     for i, fix in enumerate(record.fixes):
         code = fix.magic if record.magic_fixes and fix.magic else fix.code
-        lines.append(f"  {'fix' if i == 0 else 'or '}: {code}"
-                     + (f"    # {fix.note}" if fix.note else ""))
+        lines.append(
+            f"  {'fix' if i == 0 else 'or '}: {code}" + (f"    # {fix.note}" if fix.note else "")
+        )
     return "\n".join(lines)
-
 
 
 # ---------------------------------------------------------------------------------------------
 # Differences
 # ---------------------------------------------------------------------------------------------
 
-_FUNCTION_TYPES = frozenset({"function", "method", "builtin_function_or_method", "partial",
-                             "method-wrapper", "cython_function_or_method"})
+_FUNCTION_TYPES = frozenset(
+    {
+        "function",
+        "method",
+        "builtin_function_or_method",
+        "partial",
+        "method-wrapper",
+        "cython_function_or_method",
+    }
+)
 
 
 def _leaf_kind(old: TraceType, new: TraceType) -> str:
@@ -339,8 +352,9 @@ def _child_path(t: Composite, path: str, i: int) -> str:
     return f"{path}[{i}]"
 
 
-def diff_call(names: Sequence[str], old: Sequence[TraceType],
-              new: Sequence[TraceType]) -> list[ArgumentDiff]:
+def diff_call(
+    names: Sequence[str], old: Sequence[TraceType], new: Sequence[TraceType]
+) -> list[ArgumentDiff]:
     out: list[ArgumentDiff] = []
     for name, a, b in zip(names, old, new):
         out.extend(diff_types(a, b, name))
@@ -356,8 +370,11 @@ def _count_diffs(old: TraceType, new: TraceType) -> int:
     return 1
 
 
-def closest_trace(names: Sequence[str], candidates: Sequence[tuple[int, Sequence[TraceType]]],
-                  new: Sequence[TraceType]) -> tuple[int | None, list[ArgumentDiff]]:
+def closest_trace(
+    names: Sequence[str],
+    candidates: Sequence[tuple[int, Sequence[TraceType]]],
+    new: Sequence[TraceType],
+) -> tuple[int | None, list[ArgumentDiff]]:
     """The earlier trace with the fewest differing leaves, and those differences.
 
     Ties go to the latest such trace: it is the one the user most likely meant to reuse.
@@ -422,10 +439,10 @@ class TraceIndex:
     """
 
     def __init__(self) -> None:
-        self.entries: list[tuple[int, tuple]] = []   # (record index, input types)
+        self.entries: list[tuple[int, tuple]] = []  # (record index, input types)
         self.by_argument: list[dict[Hashable, list[int]]] = []
-        self.exact: list[int] = []                   # positions found through the dicts
-        self.slow: list[int] = []                    # positions compared type by type
+        self.exact: list[int] = []  # positions found through the dicts
+        self.slow: list[int] = []  # positions compared type by type
         # Per prefix, per argument: the merge of its types so far (see merged_column).
         self.prefix: list[tuple[Any, ...]] = []
 
@@ -433,8 +450,9 @@ class TraceIndex:
         position = len(self.entries)
         self.entries.append((index, tuple(types_)))
         before = self.prefix[-1] if self.prefix else None
-        self.prefix.append(tuple(_running(None if before is None else before[i], t)
-                                 for i, t in enumerate(types_)))
+        self.prefix.append(
+            tuple(_running(None if before is None else before[i], t) for i, t in enumerate(types_))
+        )
         keys = [_leaf_key(t) for t in types_]
         if any(k is None for k in keys):
             self.slow.append(position)
@@ -456,8 +474,9 @@ class TraceIndex:
             return state[1].value
         return merge_column([t[i] for _, t in self.entries[:n]] + [new[i]])
 
-    def closest(self, names: Sequence[str], n: int,
-                new: Sequence[TraceType]) -> tuple[int | None, list[ArgumentDiff]]:
+    def closest(
+        self, names: Sequence[str], n: int, new: Sequence[TraceType]
+    ) -> tuple[int | None, list[ArgumentDiff]]:
         """:func:`closest_trace` over the first ``n`` entries (same answer, ties included)."""
         keys = [_leaf_key(t) for t in new]
         if any(k is None for k in keys):
@@ -494,8 +513,18 @@ class TraceIndex:
 
 def cause_of(diffs: Sequence[ArgumentDiff]) -> str:
     kinds = {d.kind for d in diffs}
-    for kind in ("type", "python_to_array", "array_to_python", "structure", "dtype", "rank",
-                 "shape", "python_value", "function_object", "object"):
+    for kind in (
+        "type",
+        "python_to_array",
+        "array_to_python",
+        "structure",
+        "dtype",
+        "rank",
+        "shape",
+        "python_value",
+        "function_object",
+        "object",
+    ):
         if kind in kinds:
             return kind
     return "new_signature"
@@ -506,8 +535,9 @@ def describe_diff(d: ArgumentDiff) -> str:
     arrow = f"{d.old} → {d.new}"
     old, new = d.old_type, d.new_type
     if d.kind == "shape" and isinstance(old, TensorSpec) and isinstance(new, TensorSpec):
-        changed = [str(i) for i, (a, b) in enumerate(zip(old.shape, new.shape))
-                   if a is not None and a != b]
+        changed = [
+            str(i) for i, (a, b) in enumerate(zip(old.shape, new.shape)) if a is not None and a != b
+        ]
         dims = "dimension" + ("s " if len(changed) > 1 else " ") + join_and(changed)
         return f"{d.argument}: shape {arrow} ({dims} changed)"
     if d.kind == "rank":
@@ -515,21 +545,31 @@ def describe_diff(d: ArgumentDiff) -> str:
     if d.kind == "dtype":
         return f"{d.argument}: dtype changed, {arrow}"
     if d.kind == "python_value" and isinstance(old, Literal) and isinstance(new, Literal):
-        return (f"{d.argument}: Python {type(old.value).__name__} {old.value!r} → "
-                f"{new.value!r} (a Python value is part of the signature: every new value "
-                "traces again)")
+        return (
+            f"{d.argument}: Python {type(old.value).__name__} {old.value!r} → "
+            f"{new.value!r} (a Python value is part of the signature: every new value "
+            "traces again)"
+        )
     if d.kind == "python_to_array" and isinstance(old, Literal):
-        return (f"{d.argument}: Python {type(old.value).__name__} {old.value!r} → array "
-                f"{d.new} (a Python value and an array never share a trace)")
+        return (
+            f"{d.argument}: Python {type(old.value).__name__} {old.value!r} → array "
+            f"{d.new} (a Python value and an array never share a trace)"
+        )
     if d.kind == "array_to_python" and isinstance(new, Literal):
-        return (f"{d.argument}: array {d.old} → Python {type(new.value).__name__} "
-                f"{new.value!r} (a Python value and an array never share a trace)")
+        return (
+            f"{d.argument}: array {d.old} → Python {type(new.value).__name__} "
+            f"{new.value!r} (a Python value and an array never share a trace)"
+        )
     if d.kind == "function_object":
-        return (f"{d.argument}: a new function object ({d.new}); functions are keyed by "
-                "identity, and a lambda or def evaluated again is a new object")
+        return (
+            f"{d.argument}: a new function object ({d.new}); functions are keyed by "
+            "identity, and a lambda or def evaluated again is a new object"
+        )
     if d.kind == "object":
-        return (f"{d.argument}: another object ({d.new}, was {d.old}); objects are keyed by "
-                "identity/equality unless their class defines __tracing_type__")
+        return (
+            f"{d.argument}: another object ({d.new}, was {d.old}); objects are keyed by "
+            "identity/equality unless their class defines __tracing_type__"
+        )
     if d.kind == "structure":
         return f"{d.argument}: structure changed, {arrow}"
     return f"{d.argument}: type changed, {arrow}"
@@ -538,7 +578,6 @@ def describe_diff(d: ArgumentDiff) -> str:
 def join_and(items: Sequence[str]) -> str:
     """``["a", "b", "c"]`` -> ``"a, b and c"``."""
     return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
-
 
 
 # ---------------------------------------------------------------------------------------------
@@ -561,12 +600,11 @@ def merge_column(column: Sequence[TraceType]) -> Any:
         return merged if isinstance(merged, TensorSpec) else None
     literals = [t.value for t in column if isinstance(t, Literal)]
     arrays = [t for t in column if isinstance(t, TensorSpec)]
-    if not all(isinstance(v, NUMERIC_LITERALS) for v in literals) or \
-            len(literals) + len(arrays) != len(column):
+    if not all(isinstance(v, NUMERIC_LITERALS) for v in literals) or len(literals) + len(
+        arrays
+    ) != len(column):
         return None
     if any(a.shape != () for a in arrays) or len({a.dtype for a in arrays}) > 1:
         return None
     dtype = arrays[0].dtype if arrays else np.asarray(literals).dtype
     return TensorSpec((), dtype)
-
-

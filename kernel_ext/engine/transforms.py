@@ -25,8 +25,9 @@ from .function import Function
 class _GradTransform:
     """The callable ``kx.grad``/``kx.value_and_grad`` return."""
 
-    def __init__(self, fn: Callable, argnums: int | Sequence[int], has_aux: bool,
-                 with_value: bool) -> None:
+    def __init__(
+        self, fn: Callable, argnums: int | Sequence[int], has_aux: bool, with_value: bool
+    ) -> None:
         functools.update_wrapper(self, fn)
         self._fn = fn
         self._argnums = argnums
@@ -40,16 +41,22 @@ class _GradTransform:
         nums = (self._argnums,) if isinstance(self._argnums, int) else tuple(self._argnums)
         for i in nums:
             if not -n_args <= i < n_args:
-                raise ValueError(f"{self._name}: argnums {self._argnums!r} names argument {i} "
-                                 f"but the call has {n_args} positional arguments")
+                raise ValueError(
+                    f"{self._name}: argnums {self._argnums!r} names argument {i} "
+                    f"but the call has {n_args} positional arguments"
+                )
         return tuple(i % n_args for i in nums)
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if current_context() is not None:
             return self._inline(*args, **kwargs)
         positions = self._positions(len(args))
-        args = tuple(np.asarray(a, np.float64) if i in positions and isinstance(a, (int, float))
-                     and not isinstance(a, bool) else a for i, a in enumerate(args))
+        args = tuple(
+            np.asarray(a, np.float64)
+            if i in positions and isinstance(a, (int, float)) and not isinstance(a, bool)
+            else a
+            for i, a in enumerate(args)
+        )
         if self._function is None:
             self._function = Function(self._inline, name=self._name, autograph=False)
         return self._function(*args, **kwargs)
@@ -63,17 +70,19 @@ class _GradTransform:
             out = fn(*args, **kwargs)
         if self._has_aux:
             if not (isinstance(out, (tuple, list)) and len(out) == 2):
-                raise TypeError(f"{self._name}: with has_aux=True the function must return "
-                                "a pair (value, aux)")
+                raise TypeError(
+                    f"{self._name}: with has_aux=True the function must return a pair (value, aux)"
+                )
             value, aux = out
         else:
             value, aux = out, None
         if np.ndim(value) != 0 and getattr(value, "shape", ()) != ():
-            raise TypeError(f"{self._name}: the function must return a scalar (0-d) value, "
-                            f"got shape {getattr(value, 'shape', np.shape(value))}. Fix: "
-                            "reduce it (np.sum, np.mean), or use GradientTape.jacobian.")
-        grads = tape.gradient(value, [args[i] for i in positions],
-                              unconnected_gradients="zero")
+            raise TypeError(
+                f"{self._name}: the function must return a scalar (0-d) value, "
+                f"got shape {getattr(value, 'shape', np.shape(value))}. Fix: "
+                "reduce it (np.sum, np.mean), or use GradientTape.jacobian."
+            )
+        grads = tape.gradient(value, [args[i] for i in positions], unconnected_gradients="zero")
         grad = grads[0] if isinstance(self._argnums, int) else tuple(grads)
         if self._with_value:
             return ((value, aux), grad) if self._has_aux else (value, grad)
@@ -87,6 +96,7 @@ def _converted(fn: Callable) -> Callable:
         return fn
     try:
         from ..autograph import convert
+
         return convert(fn)
     except Exception:  # noqa: BLE001 - a builtin or C function runs as it is
         return fn
@@ -99,8 +109,9 @@ def grad(fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False) 
     return _GradTransform(fn, argnums, has_aux, with_value=False)
 
 
-def value_and_grad(fn: Callable, argnums: int | Sequence[int] = 0,
-                   has_aux: bool = False) -> Callable:
+def value_and_grad(
+    fn: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False
+) -> Callable:
     """``fn``'s value and gradient together (``jax.value_and_grad``): ``(value, gradient)``,
     or ``((value, aux), gradient)`` with ``has_aux``."""
     return _GradTransform(fn, argnums, has_aux, with_value=True)

@@ -115,23 +115,31 @@ def graph_facts(graph: Graph) -> GraphFacts:
                 if hasattr(fn, "seeded"):  # the reset of a generator the function makes
                     own[id(owner)] = owner
                     if not fn.seeded and unverifiable is None:
-                        unverifiable = ("it draws from a generator made inside the function "
-                                        "without a seed (fresh entropy at every call: an "
-                                        "eager run draws other numbers)")
+                        unverifiable = (
+                            "it draws from a generator made inside the function "
+                            "without a seed (fresh entropy at every call: an "
+                            "eager run draws other numbers)"
+                        )
                 elif isinstance(owner, _RNG_TYPES):
                     rngs[id(owner)] = owner
                 elif unverifiable is None:
-                    unverifiable = (f"it draws through {getattr(fn, '__name__', fn)!r}, "
-                                    "whose generator cannot be restored for the eager run")
-            elif node.op in _REDUCTIONS and node.aval is not None and \
-                    not isinstance(node.aval, tuple) and \
-                    np.dtype(node.aval.dtype).kind in "fc":
+                    unverifiable = (
+                        f"it draws through {getattr(fn, '__name__', fn)!r}, "
+                        "whose generator cannot be restored for the eager run"
+                    )
+            elif (
+                node.op in _REDUCTIONS
+                and node.aval is not None
+                and not isinstance(node.aval, tuple)
+                and np.dtype(node.aval.dtype).kind in "fc"
+            ):
                 reductions = True
                 shape = getattr(node.inputs[0].aval, "shape", None) if node.inputs else None
                 if shape is not None and all(isinstance(d, int) for d in shape):
                     terms = max(terms, int(np.prod(shape, dtype=np.int64)))
             for sub in subgraphs(node):
                 walk(sub)
+
     walk(graph)
     # A generator the function makes is its own: the trace resets it at every call and the
     # eager run makes a new one, so only the draws (in the outputs) are compared.
@@ -151,8 +159,9 @@ class ReductionBound:
 class Verifier:
     """The verification state of one trace; :meth:`run` is its ``call_flat`` while armed."""
 
-    def __init__(self, function: Function, cf: ConcreteFunction, facts: GraphFacts,
-                 real: Callable[..., Any]) -> None:
+    def __init__(
+        self, function: Function, cf: ConcreteFunction, facts: GraphFacts, real: Callable[..., Any]
+    ) -> None:
         self.function = function
         self.cf = cf
         self.facts = facts
@@ -225,8 +234,16 @@ class Verifier:
         try:
             eager = self._run_eagerly(copies)
         except Exception as e:  # noqa: BLE001 - the trace returned where NumPy raises
-            self._fail(values, copies, "the call", f"an exception ({type(e).__name__}: {e})",
-                       _short(traced), executor, None, e)
+            self._fail(
+                values,
+                copies,
+                "the call",
+                f"an exception ({type(e).__name__}: {e})",
+                _short(traced),
+                executor,
+                None,
+                e,
+            )
         tolerance = self._tolerance_for(executor, values)
         diff = first_difference(eager, traced, "output", tolerance)
         if diff is None:
@@ -239,8 +256,11 @@ class Verifier:
         if diff is None:
             for g, t in zip(facts.rngs, rng_traced):
                 if not same_generator_state(generator_state(g), t):
-                    diff = (f"the state of random generator {type(g).__name__}",
-                            "advanced by eager NumPy's draws", "advanced otherwise")
+                    diff = (
+                        f"the state of random generator {type(g).__name__}",
+                        "advanced by eager NumPy's draws",
+                        "advanced otherwise",
+                    )
                     break
         if diff is not None:
             where, eager_text, traced_text = diff
@@ -262,8 +282,9 @@ class Verifier:
         finally:
             STATE.eager = was
 
-    def _argument_difference(self, copies: tuple, values: tuple,
-                             tolerance: ReductionBound | None) -> tuple[str, Any, Any] | None:
+    def _argument_difference(
+        self, copies: tuple, values: tuple, tolerance: ReductionBound | None
+    ) -> tuple[str, Any, Any] | None:
         names = self.function.function_type.names
         for name, e, t in zip(names, copies, values):
             diff = first_difference(e, t, f"argument '{name}'", tolerance)
@@ -291,8 +312,17 @@ class Verifier:
             return f"eager fallback ({self.function.last_eager_reason})"
         return executor_name(self.cf.executable)
 
-    def _fail(self, values: tuple, copies: tuple, where: str, eager_text: Any, traced_text: Any,
-              executor: str, eager: Any, cause: BaseException | None) -> None:
+    def _fail(
+        self,
+        values: tuple,
+        copies: tuple,
+        where: str,
+        eager_text: Any,
+        traced_text: Any,
+        executor: str,
+        eager: Any,
+        cause: BaseException | None,
+    ) -> None:
         for real, mine in zip(values, copies):
             restore(real, mine)
         name = self.function.name
@@ -303,10 +333,18 @@ class Verifier:
             f"{executor}). This call's arguments hold eager NumPy's result, and this "
             "signature runs eagerly from now on. Please report it with the function and "
             "these arguments; meanwhile kx.config.run_functions_eagerly(True) or "
-            "backend='numpy' may avoid it.")
-        error = errors.VerificationError(message, function=name, signature=signature,
-                                         where=where, eager=eager_text, traced=traced_text,
-                                         executor=executor, eager_result=eager)
+            "backend='numpy' may avoid it."
+        )
+        error = errors.VerificationError(
+            message,
+            function=name,
+            signature=signature,
+            where=where,
+            eager=eager_text,
+            traced=traced_text,
+            executor=executor,
+            eager_result=eager,
+        )
         self.failure = error
         self.remaining = 0
         function = self.function
@@ -314,6 +352,7 @@ class Verifier:
 
         def run_eagerly(*vals: Any) -> Any:
             return function.run_eagerly_because(reason, vals)
+
         self.real = run_eagerly
         self.cf.call_flat = run_eagerly
         function.clear_fast_paths()
@@ -371,8 +410,9 @@ def executor_name(executable: Any) -> str:
 
 
 # -- comparing ------------------------------------------------------------------------------
-def first_difference(eager: Any, traced: Any, path: str,
-                     terms: ReductionBound | None) -> tuple[str, Any, Any] | None:
+def first_difference(
+    eager: Any, traced: Any, path: str, terms: ReductionBound | None
+) -> tuple[str, Any, Any] | None:
     """``(where, eager value, traced value)`` of the first difference, or None.
 
     ``terms``: compare float arrays within this reduction bound (None: to the bit)."""
@@ -396,21 +436,23 @@ def first_difference(eager: Any, traced: Any, path: str,
         if type(traced) is not type(eager):
             return (path, _structure(eager), _structure(traced))
         for f in dataclasses.fields(eager):
-            diff = first_difference(getattr(eager, f.name), getattr(traced, f.name),
-                                    f"{path}.{f.name}", terms)
+            diff = first_difference(
+                getattr(eager, f.name), getattr(traced, f.name), f"{path}.{f.name}", terms
+            )
             if diff is not None:
                 return diff
         return None
     if isinstance(eager, Variable):
-        return first_difference(eager.peek(), getattr(traced, "peek", lambda: traced)(),
-                                path, terms)
+        return first_difference(
+            eager.peek(), getattr(traced, "peek", lambda: traced)(), path, terms
+        )
     if isinstance(eager, (np.ndarray, np.generic, float, complex)):
         return _array_difference(eager, traced, path, terms)
     if isinstance(eager, _RNG_TYPES):
-        if type(traced) is not type(eager) or not same_generator_state(generator_state(eager),
-                                                              generator_state(traced)):
-            return (f"{path} (generator state)", "advanced by eager NumPy",
-                    "advanced otherwise")
+        if type(traced) is not type(eager) or not same_generator_state(
+            generator_state(eager), generator_state(traced)
+        ):
+            return (f"{path} (generator state)", "advanced by eager NumPy", "advanced otherwise")
         return None
     if _plain_object(eager) and type(traced) is type(eager):
         # (a config or model object, copied for the eager run: equal when its attributes are)
@@ -426,12 +468,16 @@ def _plain_object(value: Any) -> bool:
     """An instance with attributes and ``object``'s identity equality (compared, and
     restored, attribute by attribute)."""
     t = type(value)
-    return t.__eq__ is object.__eq__ and isinstance(getattr(value, "__dict__", None), dict) \
+    return (
+        t.__eq__ is object.__eq__
+        and isinstance(getattr(value, "__dict__", None), dict)
         and not isinstance(value, type)
+    )
 
 
-def _array_difference(eager: Any, traced: Any, path: str,
-                      terms: ReductionBound | None) -> tuple[str, Any, Any] | None:
+def _array_difference(
+    eager: Any, traced: Any, path: str, terms: ReductionBound | None
+) -> tuple[str, Any, Any] | None:
     if type(traced) is not type(eager):
         return (f"{path} (type)", _kind(eager), _kind(traced))
     e, t = np.asarray(eager), np.asarray(traced)
@@ -446,8 +492,7 @@ def _array_difference(eager: Any, traced: Any, path: str,
         return None
     if e.ndim == 0:
         return (path, eager, traced)
-    if e.dtype.kind in "fc" and e.dtype.itemsize // (2 if e.dtype.kind == "c" else 1) in \
-            (2, 4, 8):
+    if e.dtype.kind in "fc" and e.dtype.itemsize // (2 if e.dtype.kind == "c" else 1) in (2, 4, 8):
         # bits, not values: NaN equals NaN of the same payload, -0.0 differs from 0.0
         lane = np.dtype(f"u{e.dtype.itemsize // (2 if e.dtype.kind == 'c' else 1)}")
         differ = (eb.view(lane) != tb.view(lane)).reshape(e.shape + (-1,)).any(axis=-1)
@@ -466,17 +511,18 @@ def _within_bound(e: np.ndarray, t: np.ndarray, bound: ReductionBound) -> bool:
             return False
         finite = ~en
         ev, tv = e[finite], t[finite]
-        if not np.array_equal(np.isinf(ev), np.isinf(tv)) or \
-                not np.array_equal(ev[np.isinf(ev)], tv[np.isinf(tv)]):
+        if not np.array_equal(np.isinf(ev), np.isinf(tv)) or not np.array_equal(
+            ev[np.isinf(ev)], tv[np.isinf(tv)]
+        ):
             return False
         fin = np.isfinite(ev)
         if not fin.any():
             return True
-        scale = max(float(np.max(np.abs(ev[fin]))), float(np.max(np.abs(tv[fin]))),
-                    bound.magnitude)
+        scale = max(float(np.max(np.abs(ev[fin]))), float(np.max(np.abs(tv[fin]))), bound.magnitude)
         eps = float(np.finfo(e.dtype).eps)
-        return bool(np.all(np.abs(ev[fin] - tv[fin]) <=
-                           REDUCTION_BOUND_EPS * eps * bound.terms * scale))
+        return bool(
+            np.all(np.abs(ev[fin] - tv[fin]) <= REDUCTION_BOUND_EPS * eps * bound.terms * scale)
+        )
 
 
 def restore(real: Any, eager: Any) -> Any:
@@ -490,15 +536,14 @@ def restore(real: Any, eager: Any) -> Any:
         return eager
     if type(real) is list and type(eager) is list:
         items = [restore(r, e) for r, e in zip(real, eager)]
-        real[:] = items + eager[len(items):]
+        real[:] = items + eager[len(items) :]
         return real
     if type(real) is dict and type(eager) is dict:
         new = {k: restore(real[k], v) if k in real else v for k, v in eager.items()}
         real.clear()
         real.update(new)
         return real
-    if dataclasses.is_dataclass(real) and not isinstance(real, type) and \
-            type(real) is type(eager):
+    if dataclasses.is_dataclass(real) and not isinstance(real, type) and type(real) is type(eager):
         for f in dataclasses.fields(real):
             value = restore(getattr(real, f.name), getattr(eager, f.name))
             try:
@@ -537,12 +582,6 @@ def _leaves(value: Any) -> list[Any]:
     return out
 
 
-
-
-
-
-
-
 def _kind(value: Any) -> str:
     if isinstance(value, np.ndarray):
         return f"a {value.ndim}-d array ({value.dtype}{list(value.shape)})"
@@ -565,5 +604,14 @@ def _short(value: Any) -> str:
     return text if len(text) <= 200 else text[:197] + "..."
 
 
-__all__ = ["VERIFIED_CALLS", "GraphFacts", "ReductionBound", "Verifier", "copy_arguments",
-           "executor_name", "first_difference", "graph_facts", "restore"]
+__all__ = [
+    "VERIFIED_CALLS",
+    "GraphFacts",
+    "ReductionBound",
+    "Verifier",
+    "copy_arguments",
+    "executor_name",
+    "first_difference",
+    "graph_facts",
+    "restore",
+]

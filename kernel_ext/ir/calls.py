@@ -49,20 +49,24 @@ class CallTemplate:
     def constant(self) -> bool:
         """Are the arguments the same at every call: no slot, and nothing a call could
         change in place (no list, dict or array), so one filled copy serves every call?"""
-        return all(_immutable(a) for a in self.args) and \
-            all(_immutable(v) for _, v in self.kwargs)
+        return all(_immutable(a) for a in self.args) and all(_immutable(v) for _, v in self.kwargs)
 
     def fill(self, values: Sequence[Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         """The concrete ``(args, kwargs)`` with every slot replaced by ``values[slot]``."""
-        return (tuple(fill(a, values) for a in self.args),
-                {k: fill(v, values) for k, v in self.kwargs})
+        return (
+            tuple(fill(a, values) for a in self.args),
+            {k: fill(v, values) for k, v in self.kwargs},
+        )
 
 
 def _immutable(item: Any) -> bool:
     if type(item) is tuple:
         return all(_immutable(v) for v in item)
-    return item is None or type(item) in (bool, int, float, complex, str, slice) or \
-        isinstance(item, np.generic)
+    return (
+        item is None
+        or type(item) in (bool, int, float, complex, str, slice)
+        or isinstance(item, np.generic)
+    )
 
 
 def fill(item: Any, values: Sequence[Any]) -> Any:
@@ -84,9 +88,12 @@ class OpaqueResultError(ValueError):
 
 
 #: Python numbers an opaque call may return in place of an array, and their NumPy dtypes.
-PYTHON_SCALARS: dict[type, np.dtype] = {bool: np.dtype(np.bool_), int: np.dtype(np.int64),
-                                        float: np.dtype(np.float64),
-                                        complex: np.dtype(np.complex128)}
+PYTHON_SCALARS: dict[type, np.dtype] = {
+    bool: np.dtype(np.bool_),
+    int: np.dtype(np.int64),
+    float: np.dtype(np.float64),
+    complex: np.dtype(np.complex128),
+}
 
 
 def is_leaf(structure: Any) -> bool:
@@ -131,7 +138,8 @@ def matches(value: Any, aval: AbstractValue) -> bool:
         return got.dtype == aval.dtype
     assert got.shape is not None  # a concrete leaf's shape is fully known
     return len(got.shape) == len(aval.shape) and all(
-        d is None or d == g for d, g in zip(aval.shape, got.shape))
+        d is None or d == g for d, g in zip(aval.shape, got.shape)
+    )
 
 
 def check_result(value: Any, out_aval: Any, describe: str) -> Any:
@@ -150,13 +158,17 @@ def check_result(value: Any, out_aval: Any, describe: str) -> Any:
             return value
     flat = flatten_result(value)
     expected = list(out_aval) if isinstance(out_aval, tuple) else [out_aval]
-    if flat is None or len(flat[0]) != len(expected) or (
-            not isinstance(out_aval, tuple) and not is_leaf(flat[1])):
+    if (
+        flat is None
+        or len(flat[0]) != len(expected)
+        or (not isinstance(out_aval, tuple) and not is_leaf(flat[1]))
+    ):
         raise OpaqueResultError(
             f"{describe} returned {_short(value)} at run time, but its trace found "
             f"{_texts(expected)}; the number or kind of results depends on the input values. "
             "Fix: compute it outside the kx.function, or make the call's result structure "
-            "independent of the data.")
+            "independent of the data."
+        )
     leaves = flat[0]
     for i, (leaf, aval) in enumerate(zip(leaves, expected)):
         if not matches(leaf, aval):
@@ -167,9 +179,11 @@ def check_result(value: Any, out_aval: Any, describe: str) -> Any:
                 "trial runs at trace time did not show, and the graph was built for the traced "
                 "one. Fix: compute it outside the kx.function (pass the result in), or give "
                 "the data-dependent dimension a fixed size (e.g. pad the result to a maximum "
-                "length).")
-    leaves = [aval.dtype.type(v) if type(v) in PYTHON_SCALARS else v
-              for v, aval in zip(leaves, expected)]
+                "length)."
+            )
+    leaves = [
+        aval.dtype.type(v) if type(v) in PYTHON_SCALARS else v for v, aval in zip(leaves, expected)
+    ]
     return tuple(leaves) if isinstance(out_aval, tuple) else leaves[0]
 
 
@@ -180,8 +194,7 @@ def _pair(leaf: Any) -> tuple[tuple[Any, ...], np.dtype]:
 
 
 def _texts(avals: list[AbstractValue]) -> str:
-    return avals[0].__str__() if len(avals) == 1 else \
-        "(" + ", ".join(str(a) for a in avals) + ")"
+    return avals[0].__str__() if len(avals) == 1 else "(" + ", ".join(str(a) for a in avals) + ")"
 
 
 def _short(value: Any) -> str:

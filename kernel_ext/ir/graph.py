@@ -26,8 +26,15 @@ class Node:
 
     __slots__ = ("__weakref__", "_args", "_inputs", "attrs", "aval", "name", "op", "source")
 
-    def __init__(self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any],
-                 aval: AbstractValue | None, source: Any = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        op: OpKind,
+        args: tuple[Any, ...],
+        attrs: dict[str, Any],
+        aval: AbstractValue | None,
+        source: Any = None,
+    ) -> None:
         self.name = name
         self.op = op
         self.args = args
@@ -136,28 +143,37 @@ class Graph:
                 self._names.add(name)
                 return name
 
-    def create_node(self, op: OpKind, args: Sequence[Any] = (),
-                    attrs: dict[str, Any] | None = None, name: str | None = None,
-                    aval: AbstractValue | Literal[False] | None = False) -> Node:
+    def create_node(
+        self,
+        op: OpKind,
+        args: Sequence[Any] = (),
+        attrs: dict[str, Any] | None = None,
+        name: str | None = None,
+        aval: AbstractValue | Literal[False] | None = False,
+    ) -> Node:
         """Append a node; its aval is inferred by the op's abstract-eval rule unless given."""
         attrs = dict(attrs or {})
         args = tuple(args)
         if aval is False:
             aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
         # (a placeholder is a parameter: the line calling the function did not make it)
-        source = self.source_of() if self.source_of is not None and \
-            op is not OpKind.PLACEHOLDER else None
+        source = (
+            self.source_of()
+            if self.source_of is not None and op is not OpKind.PLACEHOLDER
+            else None
+        )
         node = Node(self.unique_name(name or op.value), op, args, attrs, aval, source)
         self.nodes.append(node)
         if op is OpKind.PLACEHOLDER:
             self.inputs.append(node)
         return node
 
-    def placeholder(self, name: str, shape: tuple[Any, ...] | None, dtype: Any,
-                    **attrs: Any) -> Node:
-        return self.create_node(OpKind.PLACEHOLDER, (), {"shape": shape,
-                                                         "dtype": np.dtype(dtype), **attrs},
-                                name=name)
+    def placeholder(
+        self, name: str, shape: tuple[Any, ...] | None, dtype: Any, **attrs: Any
+    ) -> Node:
+        return self.create_node(
+            OpKind.PLACEHOLDER, (), {"shape": shape, "dtype": np.dtype(dtype), **attrs}, name=name
+        )
 
     def constant(self, value: Any, name: str = "Const", **attrs: Any) -> Node:
         value = np.array(value, copy=True)
@@ -200,11 +216,17 @@ class Graph:
 
     def count_ops(self, group: OpGroup | None = None) -> int:
         """Number of non-source nodes, sub-graphs included (optionally only of one group)."""
-        return sum((n.op.group is not OpGroup.SOURCE and (group is None or n.op.group is group))
-                   + sum(g.count_ops(group) for g in subgraphs(n)) for n in self.nodes)
+        return sum(
+            (n.op.group is not OpGroup.SOURCE and (group is None or n.op.group is group))
+            + sum(g.count_ops(group) for g in subgraphs(n))
+            for n in self.nodes
+        )
 
-    def rebuilt(self, keep: Iterable[Node] | None = None,
-                substitute: Callable[[Graph, Node], Node | None] | None = None) -> Graph:
+    def rebuilt(
+        self,
+        keep: Iterable[Node] | None = None,
+        substitute: Callable[[Graph, Node], Node | None] | None = None,
+    ) -> Graph:
         """A new graph holding only ``keep`` (program order preserved, inputs always kept;
         None: every node). ``substitute(new_graph, node)`` may make a node of its own in the
         new graph to stand for ``node`` (returned), or return None to copy ``node``."""
@@ -221,8 +243,9 @@ class Graph:
                 mapping[node] = made
                 continue
             args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-            new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval,
-                       node.source)
+            new = Node(
+                g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval, node.source
+            )
             g.nodes.append(new)
             if node.op is OpKind.PLACEHOLDER:
                 g.inputs.append(new)
@@ -233,6 +256,7 @@ class Graph:
     # rendering (implemented in sibling modules; kept here as the public surface) -------------
     def __str__(self) -> str:
         from .printer import format_graph
+
         return format_graph(self)
 
     def __repr__(self) -> str:
@@ -240,12 +264,15 @@ class Graph:
 
     def as_graph_def(self) -> Any:
         from .graphdef import as_graph_def
+
         return as_graph_def(self)
 
     def to_dot(self) -> str:
         from .graphdef import to_dot
+
         return to_dot(self)
 
     def lint(self) -> None:
         from .lint import lint
+
         lint(self)

@@ -92,8 +92,14 @@ def as_graph_def(graph: Graph) -> GraphDef:
     """The graph as a :class:`GraphDef`; placeholders are named after their parameters."""
     nodes = []
     for node in graph.nodes:
-        nodes.append(NodeDef(name=node.name, op=node.op.type_name,
-                             input=[a.name for a in node.inputs], attr=_node_attrs(node)))
+        nodes.append(
+            NodeDef(
+                name=node.name,
+                op=node.op.type_name,
+                input=[a.name for a in node.inputs],
+                attr=_node_attrs(node),
+            )
+        )
     return GraphDef(nodes)
 
 
@@ -103,8 +109,11 @@ def _dot_quote(text: str) -> str:
 
 def to_dot(graph: Graph) -> str:
     """Graphviz DOT text: one box per node (op, shape, dtype), edges from inputs to users."""
-    lines = [f"digraph {_dot_quote(graph.name)} {{", "  rankdir=TB;",
-             '  node [shape=box, fontname="monospace"];']
+    lines = [
+        f"digraph {_dot_quote(graph.name)} {{",
+        "  rankdir=TB;",
+        '  node [shape=box, fontname="monospace"];',
+    ]
     for node in graph.nodes:
         label = f"{node.name}\n{node.op.value}"
         if node.op in OPAQUE_CALLS:
@@ -115,7 +124,7 @@ def to_dot(graph: Graph) -> str:
         if node.op is OpKind.PLACEHOLDER:
             style = ", shape=ellipse"
         elif node.op in OPAQUE_CALLS:
-            style = ", style=\"filled,dashed\", fillcolor=lightgrey"
+            style = ', style="filled,dashed", fillcolor=lightgrey'
         elif node.op.is_stateful:
             style = ", style=filled, fillcolor=lightyellow"
         lines.append(f"  {_dot_quote(node.name)} [label={_dot_quote(label)}{style}];")

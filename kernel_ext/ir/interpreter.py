@@ -30,6 +30,7 @@ def _lower(*kinds: OpKind) -> Callable[[Lowering], Lowering]:
         for kind in kinds:
             LOWER[kind] = fn
         return fn
+
     return register
 
 
@@ -128,18 +129,26 @@ def _copy(node: Node) -> Callable[..., Any]:
 
 def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...]:
     """The concrete index: template slots (also inside slices) filled from ``dyn``."""
+
     def fill(c: Any) -> Any:
         if isinstance(c, DynamicIndex):
             return dyn[c.position - 1]
         if isinstance(c, slice):
             return slice(fill(c.start), fill(c.stop), fill(c.step))
         return c
+
     return tuple(fill(c) for c in template)
 
 
 def _is_static(template: tuple[Any, ...]) -> bool:
-    return not any(isinstance(c, DynamicIndex) or (isinstance(c, slice) and any(
-        isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))) for c in template)
+    return not any(
+        isinstance(c, DynamicIndex)
+        or (
+            isinstance(c, slice)
+            and any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))
+        )
+        for c in template
+    )
 
 
 @_lower(OpKind.GETITEM)
@@ -158,12 +167,18 @@ def _setitem(node: Node) -> Callable[..., Any]:
         out = np.array(x, copy=True)
         out[build_index(template, dyn)] = value
         return out
+
     return setitem
 
 
 _LINALG: dict[OpKind, Callable[..., Any]] = {
-    OpKind.MATMUL: np.matmul, OpKind.DOT: np.dot, OpKind.OUTER: np.outer,
-    OpKind.INV: np.linalg.inv, OpKind.DET: np.linalg.det, OpKind.SOLVE: np.linalg.solve}
+    OpKind.MATMUL: np.matmul,
+    OpKind.DOT: np.dot,
+    OpKind.OUTER: np.outer,
+    OpKind.INV: np.linalg.inv,
+    OpKind.DET: np.linalg.det,
+    OpKind.SOLVE: np.linalg.solve,
+}
 
 
 @_lower(*_LINALG)
@@ -180,6 +195,7 @@ def _sort(node: Node) -> Callable[..., Any]:
 # -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
 # ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
+
 
 @_lower(OpKind.PAD)
 def _pad(node: Node) -> Callable[..., Any]:
@@ -247,8 +263,8 @@ def _histogram(node: Node) -> Callable[..., Any]:
     kw = {k: v for k, v in node.params.items() if k != "bins"}
 
     def histogram(a: Any, bins: Any, weights: Any) -> tuple[Any, ...]:
-        return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights,
-                            **kw)
+        return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights, **kw)
+
     return histogram
 
 
@@ -267,9 +283,11 @@ def _einsum(node: Node) -> Callable[..., Any]:
         # NumPy returns a view for a pure relabelling ('ii->i', 'ij->ji'); the graph's einsum
         # owns its result (LINALG ops never alias), so such a result is copied.
         if isinstance(out, np.ndarray) and any(
-                isinstance(o, np.ndarray) and np.may_share_memory(out, o) for o in operands):
+            isinstance(o, np.ndarray) and np.may_share_memory(out, o) for o in operands
+        ):
             out = out.copy()
         return out
+
     return einsum
 
 
@@ -297,6 +315,7 @@ def _slogdet(node: Node) -> Callable[..., Any]:
 
 # -- linalg, fft and array helpers -------------------------------------------------------------
 # NumPy's own function with the node's static attrs, argument for argument.
+
 
 @_lower(OpKind.REAL)
 def _real(node: Node) -> Callable[..., Any]:
@@ -426,6 +445,7 @@ def _print(node: Node) -> Callable[..., Any]:
     def do_print(*values: Any) -> None:
         # Looked up at run time: Jupyter swaps sys.stdout per cell.
         sys.stdout.write(format_print(template, values, sep, end))
+
     return do_print
 
 
@@ -434,16 +454,24 @@ def _print(node: Node) -> Callable[..., Any]:
 #: How a traced value appears in a run-time check's message, as eager Python has it: a value
 #: NumPy gives as a Python number (``PythonNumber``, a range index) or as a NumPy scalar.
 _MESSAGE_FORMS: dict[str, Callable[[Any], Any]] = {
-    "int": lambda v: int(v), "float": lambda v: float(v), "bool": lambda v: bool(v),
+    "int": lambda v: int(v),
+    "float": lambda v: float(v),
+    "bool": lambda v: bool(v),
     "complex": lambda v: complex(v),
     "scalar": lambda v: v[()] if isinstance(v, np.ndarray) else v,
-    "array": lambda v: v}
-_CONVERSIONS: dict[str | None, Callable[[Any], Any]] = {None: lambda v: v, "s": str, "r": repr,
-                                                       "a": ascii}
+    "array": lambda v: v,
+}
+_CONVERSIONS: dict[str | None, Callable[[Any], Any]] = {
+    None: lambda v: v,
+    "s": str,
+    "r": repr,
+    "a": ascii,
+}
 
 
-def check_error(error: BaseException, args: tuple[Any, ...],
-                values: Sequence[Any]) -> BaseException:
+def check_error(
+    error: BaseException, args: tuple[Any, ...], values: Sequence[Any]
+) -> BaseException:
     """The exception a failed run-time check raises: ``error`` (made while tracing) with each
     of its arguments described by ``args`` rebuilt from the run-time ``values``: ``None``
     (the traced argument as it is), ``("value", slot, form)`` (a traced value itself) or
@@ -462,10 +490,16 @@ def check_error(error: BaseException, args: tuple[Any, ...],
         elif how[0] == "value":
             rebuilt.append(_MESSAGE_FORMS[how[2]](values[how[1]]))
         else:
-            rebuilt.append("".join(
-                part if isinstance(part, str) else
-                format(_CONVERSIONS[part[2]](_MESSAGE_FORMS[part[1]](values[part[0]])), part[3])
-                for part in how[1]))
+            rebuilt.append(
+                "".join(
+                    part
+                    if isinstance(part, str)
+                    else format(
+                        _CONVERSIONS[part[2]](_MESSAGE_FORMS[part[1]](values[part[0]])), part[3]
+                    )
+                    for part in how[1]
+                )
+            )
     out.args = tuple(rebuilt)
     return out
 
@@ -484,6 +518,7 @@ def _check(node: Node) -> Callable[..., Any]:
                 if inputs[k] is not inputs[k + 1]:
                     np.copyto(inputs[k], inputs[k + 1])
             raise check_error(error, args, inputs[:split])
+
     return check
 
 
@@ -499,8 +534,16 @@ def _arange(node: Node) -> Callable[..., Any]:
     return lambda start, stop, step: np.arange(start, stop, step, dtype=dtype)
 
 
-def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.dtype,
-                       size: int, dynamic_size: bool, in_place: bool = False) -> np.ndarray:
+def tensor_array_write(
+    buffer: np.ndarray,
+    index: Any,
+    value: Any,
+    *,
+    dtype: np.dtype,
+    size: int,
+    dynamic_size: bool,
+    in_place: bool = False,
+) -> np.ndarray:
     """A new buffer with ``value`` at row ``index``; rows are allocated on the first write
     (when the element shape becomes known) and grown geometrically when dynamic. ``buffer``
     ``None`` is an empty one (the gradient's stacking loops start from it). ``in_place``
@@ -511,8 +554,10 @@ def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.
         buffer = np.zeros((0,), dtype)
     if value.dtype != dtype:
         if not np.can_cast(value.dtype, dtype, casting="same_kind"):
-            raise TypeError(f"TensorArray of dtype {dtype} cannot hold a {value.dtype} value "
-                            f"(same_kind casting). Fix: .astype(np.{dtype.name}) first.")
+            raise TypeError(
+                f"TensorArray of dtype {dtype} cannot hold a {value.dtype} value "
+                f"(same_kind casting). Fix: .astype(np.{dtype.name}) first."
+            )
         value = value.astype(dtype)
     i = int(index)
     if i < 0:
@@ -520,16 +565,22 @@ def tensor_array_write(buffer: np.ndarray, index: Any, value: Any, *, dtype: np.
     rows = buffer.shape[0]
     if rows == 0:
         if i >= size and not dynamic_size:
-            raise IndexError(f"TensorArray index {i} is out of range for size {size}; "
-                             "Fix: TensorArray(..., dynamic_size=True) to let it grow")
+            raise IndexError(
+                f"TensorArray index {i} is out of range for size {size}; "
+                "Fix: TensorArray(..., dynamic_size=True) to let it grow"
+            )
         out = np.zeros((max(size, i + 1),) + value.shape, dtype)
     elif buffer.shape[1:] != value.shape:
-        raise ValueError(f"TensorArray elements must all have one shape: {buffer.shape[1:]} "
-                         f"was written before, now {value.shape}")
+        raise ValueError(
+            f"TensorArray elements must all have one shape: {buffer.shape[1:]} "
+            f"was written before, now {value.shape}"
+        )
     elif i >= rows:
         if not dynamic_size:
-            raise IndexError(f"TensorArray index {i} is out of range for size {rows}; "
-                             "Fix: TensorArray(..., dynamic_size=True) to let it grow")
+            raise IndexError(
+                f"TensorArray index {i} is out of range for size {rows}; "
+                "Fix: TensorArray(..., dynamic_size=True) to let it grow"
+            )
         out = np.zeros((max(i + 1, 2 * rows),) + value.shape, dtype)
         out[:rows] = buffer
     else:
@@ -556,12 +607,14 @@ def _opaque_call(node: Node) -> Callable[..., Any]:
 
         def call_constant() -> Any:
             return check_result(fn(*args, **kwargs), out_aval, describe)
+
         return call_constant
 
     def call(*values: Any) -> Any:
         args, kwargs = template.fill(values)
         result = fn(*args, **kwargs)
         return None if out_aval is None else check_result(result, out_aval, describe)
+
     return call
 
 
@@ -577,6 +630,7 @@ def _cond(node: Node) -> Callable[..., Any]:
 
     def cond(pred: Any, *operands: Any) -> tuple[Any, ...]:
         return tuple(interpret(true_graph if pred else false_graph, operands))
+
     return cond
 
 
@@ -590,6 +644,7 @@ def _while(node: Node) -> Callable[..., Any]:
         while interpret(cond_graph, values + captures)[0]:
             values = interpret(body_graph, values + captures)
         return tuple(values)
+
     return loop
 
 
@@ -597,6 +652,7 @@ def _while(node: Node) -> Callable[..., Any]:
 # Multi-output ufuncs (frexp, modf, divmod) return their tuple through the generic ufunc
 # lowering, and the nan reductions, median and the quantiles are NumPy's functions through the
 # generic reduction lowering (``q``/``method`` are keyword attrs).
+
 
 @_lower(OpKind.NANCUMSUM, OpKind.NANCUMPROD)
 def _nan_scan(node: Node) -> Callable[..., Any]:
@@ -606,9 +662,11 @@ def _nan_scan(node: Node) -> Callable[..., Any]:
 
 def _ufunc_method(method: str) -> Lowering:
     """``ufunc.<method>`` with the node's keyword attrs (``attrs["ufunc"]`` names the ufunc)."""
+
     def lowering(node: Node) -> Callable[..., Any]:
         kwargs = {k: v for k, v in node.params.items() if k != "ufunc"}
         return functools.partial(getattr(node.attrs["ufunc"], method), **kwargs)
+
     return lowering
 
 
@@ -636,8 +694,9 @@ def _ufunc_at(node: Node) -> Callable[..., Any]:
 def interpret(graph: Graph, inputs: Sequence[Any]) -> list[Any]:
     """Run ``graph`` on concrete ``inputs`` (one per placeholder), node by node, with NumPy."""
     if len(inputs) != len(graph.inputs):
-        raise ValueError(f"graph {graph.name!r} takes {len(graph.inputs)} inputs, "
-                         f"got {len(inputs)}")
+        raise ValueError(
+            f"graph {graph.name!r} takes {len(graph.inputs)} inputs, got {len(inputs)}"
+        )
     env: dict[Node, Any] = dict(zip(graph.inputs, inputs))
     for node in graph.nodes:
         if node.op is OpKind.PLACEHOLDER:

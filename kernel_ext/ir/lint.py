@@ -39,8 +39,10 @@ def lint(graph: Graph) -> None:
                 if a.aval is None:
                     raise GraphLintError(f"{where}: input %{a.name} produces no value")
                 if isinstance(a.aval, tuple) != (node.op is OpKind.GET_OUTPUT):
-                    raise GraphLintError(f"{where}: multi-output %{a.name} must be read through "
-                                         "get_output (and only multi-output nodes may be)")
+                    raise GraphLintError(
+                        f"{where}: multi-output %{a.name} must be read through "
+                        "get_output (and only multi-output nodes may be)"
+                    )
             elif not isinstance(a, _LITERAL_TYPES):
                 raise GraphLintError(f"{where}: argument {a!r} is neither a node nor a literal")
         if node.op.group is OpGroup.SOURCE and node.args:
@@ -53,8 +55,16 @@ def lint(graph: Graph) -> None:
                 raise GraphLintError(f"{where}: a multi-output call or op yields abstract values")
         elif node.op.group is not OpGroup.STATEFUL and not isinstance(node.aval, AbstractValue):
             raise GraphLintError(f"{where}: missing abstract value")
-        if node.op in (OpKind.READ_VARIABLE, OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,
-                       OpKind.ASSIGN_SUB_VARIABLE) and "variable" not in node.attrs:
+        if (
+            node.op
+            in (
+                OpKind.READ_VARIABLE,
+                OpKind.ASSIGN_VARIABLE,
+                OpKind.ASSIGN_ADD_VARIABLE,
+                OpKind.ASSIGN_SUB_VARIABLE,
+            )
+            and "variable" not in node.attrs
+        ):
             raise GraphLintError(f"{where}: stateful variable op without a variable")
         seen.add(node)
     _lint_outputs(graph, seen)
@@ -65,21 +75,27 @@ def _lint_control_flow(node: Node, where: str) -> None:
     if not isinstance(node.aval, tuple):
         raise GraphLintError(f"{where}: control flow yields a tuple of values")
     n_args = len(node.args) - (1 if node.op is OpKind.COND else 0)
-    graphs = node.attrs["branches"] if node.op is OpKind.COND else (
-        node.attrs["cond"], node.attrs["body"])
+    graphs = (
+        node.attrs["branches"]
+        if node.op is OpKind.COND
+        else (node.attrs["cond"], node.attrs["body"])
+    )
     for g in graphs:
         try:
             lint(g)
         except GraphLintError as e:
             raise GraphLintError(f"{where} sub-graph {g.name!r}: {e}") from None
         if len(g.inputs) != n_args:
-            raise GraphLintError(f"{where}: sub-graph {g.name!r} takes {len(g.inputs)} inputs "
-                                 f"for {n_args} operands")
+            raise GraphLintError(
+                f"{where}: sub-graph {g.name!r} takes {len(g.inputs)} inputs for {n_args} operands"
+            )
     bodies = graphs if node.op is OpKind.COND else graphs[1:]
     for g in bodies:
         if len(g.outputs) != len(node.aval):
-            raise GraphLintError(f"{where}: sub-graph {g.name!r} returns {len(g.outputs)} values, "
-                                 f"the node declares {len(node.aval)}")
+            raise GraphLintError(
+                f"{where}: sub-graph {g.name!r} returns {len(g.outputs)} values, "
+                f"the node declares {len(node.aval)}"
+            )
     if node.op is OpKind.WHILE and len(graphs[0].outputs) != 1:
         raise GraphLintError(f"{where}: the loop condition must return one value")
 

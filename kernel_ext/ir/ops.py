@@ -22,19 +22,19 @@ import numpy as np
 class OpGroup(enum.Enum):
     """Coarse families of ops; passes and backends dispatch on these."""
 
-    SOURCE = "source"            # placeholders and constants: no inputs
+    SOURCE = "source"  # placeholders and constants: no inputs
     ELEMENTWISE = "elementwise"  # ufuncs, where, cast, clip: broadcasting, fusible
-    REDUCTION = "reduction"      # sum/mean/max/...: drop axes
-    SCAN = "scan"                # cumsum/cumprod
-    SHAPE = "shape"              # reshape/transpose/concatenate/...: data movement only
-    INDEXING = "indexing"        # getitem/setitem, static or with traced indices
-    LINALG = "linalg"            # matmul/dot/inv/...
-    SORTING = "sorting"          # sort/argsort
-    STATEFUL = "stateful"        # variable reads/writes, print: never pruned or reordered
+    REDUCTION = "reduction"  # sum/mean/max/...: drop axes
+    SCAN = "scan"  # cumsum/cumprod
+    SHAPE = "shape"  # reshape/transpose/concatenate/...: data movement only
+    INDEXING = "indexing"  # getitem/setitem, static or with traced indices
+    LINALG = "linalg"  # matmul/dot/inv/...
+    SORTING = "sorting"  # sort/argsort
+    STATEFUL = "stateful"  # variable reads/writes, print: never pruned or reordered
     CONTROL_FLOW = "control_flow"  # cond/while (AutoGraph)
-    STRUCTURAL = "structural"    # tuple projection of multi-output ops
-    CREATION = "creation"        # arange: new arrays from scalars
-    OPAQUE = "opaque"            # numpy_call: a NumPy function run as it is, at each call
+    STRUCTURAL = "structural"  # tuple projection of multi-output ops
+    CREATION = "creation"  # arange: new arrays from scalars
+    OPAQUE = "opaque"  # numpy_call: a NumPy function run as it is, at each call
 
     __hash__ = object.__hash__  # identity: see OpKind
 
@@ -42,8 +42,8 @@ class OpGroup(enum.Enum):
 class Compute(enum.Enum):
     """What one element of an elementwise op costs, for the backends' cost model."""
 
-    CHEAP = "cheap"            # one or two instructions, vectorised (add, compare, where, ...)
-    DIVISION = "division"      # latency-bound division or reciprocal
+    CHEAP = "cheap"  # one or two instructions, vectorised (add, compare, where, ...)
+    DIVISION = "division"  # latency-bound division or reciprocal
     INT_HELPER = "int_helper"  # on integers: branchy scalar code (floor division, shifts, ...)
 
     __hash__ = object.__hash__
@@ -53,9 +53,18 @@ _G = OpGroup
 CHEAP, DIVISION, INT_HELPER = Compute.CHEAP, Compute.DIVISION, Compute.INT_HELPER
 
 
-def _op(name: str, group: OpGroup, *, operator: str | None = None, dunder: str | None = None,
-        kernel_loop: bool = False, loop_ns: float | None = None, compute: Compute = CHEAP,
-        accumulator: np.ufunc | None = None, fresh: bool = False) -> tuple[Any, ...]:
+def _op(
+    name: str,
+    group: OpGroup,
+    *,
+    operator: str | None = None,
+    dunder: str | None = None,
+    kernel_loop: bool = False,
+    loop_ns: float | None = None,
+    compute: Compute = CHEAP,
+    accumulator: np.ufunc | None = None,
+    fresh: bool = False,
+) -> tuple[Any, ...]:
     """One op's entry: its name and group, then its facts (each documented on ``OpKind``)."""
     return (name, group, operator, dunder, kernel_loop, loop_ns, compute, accumulator, fresh)
 
@@ -91,9 +100,9 @@ class OpKind(enum.Enum):
     CONSTANT = _op("constant", _G.SOURCE)
 
     # --- elementwise: unary ufuncs --------------------------------------------------------
-    NEGATIVE = _op("negative", _G.ELEMENTWISE, operator='-', dunder='neg')
-    POSITIVE = _op("positive", _G.ELEMENTWISE, dunder='pos')
-    ABSOLUTE = _op("absolute", _G.ELEMENTWISE, dunder='abs')
+    NEGATIVE = _op("negative", _G.ELEMENTWISE, operator="-", dunder="neg")
+    POSITIVE = _op("positive", _G.ELEMENTWISE, dunder="pos")
+    ABSOLUTE = _op("absolute", _G.ELEMENTWISE, dunder="abs")
     FABS = _op("fabs", _G.ELEMENTWISE)
     SIGN = _op("sign", _G.ELEMENTWISE)
     SQRT = _op("sqrt", _G.ELEMENTWISE, kernel_loop=True, loop_ns=0.3)
@@ -130,21 +139,34 @@ class OpKind(enum.Enum):
     ISFINITE = _op("isfinite", _G.ELEMENTWISE)
     SIGNBIT = _op("signbit", _G.ELEMENTWISE, kernel_loop=True)
     LOGICAL_NOT = _op("logical_not", _G.ELEMENTWISE)
-    INVERT = _op("invert", _G.ELEMENTWISE, operator='~', dunder='invert')
+    INVERT = _op("invert", _G.ELEMENTWISE, operator="~", dunder="invert")
     CONJUGATE = _op("conjugate", _G.ELEMENTWISE)
 
     # --- elementwise: binary ufuncs -------------------------------------------------------
-    ADD = _op("add", _G.ELEMENTWISE, operator='+', dunder='add')
-    SUBTRACT = _op("subtract", _G.ELEMENTWISE, operator='-', dunder='sub')
-    MULTIPLY = _op("multiply", _G.ELEMENTWISE, operator='*', dunder='mul')
-    DIVIDE = _op("divide", _G.ELEMENTWISE, operator='/', dunder='truediv', compute=DIVISION)
-    FLOOR_DIVIDE = _op("floor_divide", _G.ELEMENTWISE, operator='//', dunder='floordiv',
-                       kernel_loop=True, compute=INT_HELPER)
-    REMAINDER = _op("remainder", _G.ELEMENTWISE, operator='%', dunder='mod', kernel_loop=True,
-                    compute=INT_HELPER)
+    ADD = _op("add", _G.ELEMENTWISE, operator="+", dunder="add")
+    SUBTRACT = _op("subtract", _G.ELEMENTWISE, operator="-", dunder="sub")
+    MULTIPLY = _op("multiply", _G.ELEMENTWISE, operator="*", dunder="mul")
+    DIVIDE = _op("divide", _G.ELEMENTWISE, operator="/", dunder="truediv", compute=DIVISION)
+    FLOOR_DIVIDE = _op(
+        "floor_divide",
+        _G.ELEMENTWISE,
+        operator="//",
+        dunder="floordiv",
+        kernel_loop=True,
+        compute=INT_HELPER,
+    )
+    REMAINDER = _op(
+        "remainder",
+        _G.ELEMENTWISE,
+        operator="%",
+        dunder="mod",
+        kernel_loop=True,
+        compute=INT_HELPER,
+    )
     FMOD = _op("fmod", _G.ELEMENTWISE, kernel_loop=True, compute=INT_HELPER)
-    POWER = _op("power", _G.ELEMENTWISE, dunder='pow', kernel_loop=True, loop_ns=20.0,
-                compute=INT_HELPER)
+    POWER = _op(
+        "power", _G.ELEMENTWISE, dunder="pow", kernel_loop=True, loop_ns=20.0, compute=INT_HELPER
+    )
     FLOAT_POWER = _op("float_power", _G.ELEMENTWISE, kernel_loop=True, loop_ns=20.0)
     MAXIMUM = _op("maximum", _G.ELEMENTWISE)
     MINIMUM = _op("minimum", _G.ELEMENTWISE)
@@ -156,22 +178,24 @@ class OpKind(enum.Enum):
     LOGADDEXP = _op("logaddexp", _G.ELEMENTWISE, kernel_loop=True)
     LOGADDEXP2 = _op("logaddexp2", _G.ELEMENTWISE, kernel_loop=True)
     HEAVISIDE = _op("heaviside", _G.ELEMENTWISE)
-    EQUAL = _op("equal", _G.ELEMENTWISE, operator='==', dunder='eq')
-    NOT_EQUAL = _op("not_equal", _G.ELEMENTWISE, operator='!=', dunder='ne')
-    LESS = _op("less", _G.ELEMENTWISE, operator='<', dunder='lt')
-    LESS_EQUAL = _op("less_equal", _G.ELEMENTWISE, operator='<=', dunder='le')
-    GREATER = _op("greater", _G.ELEMENTWISE, operator='>', dunder='gt')
-    GREATER_EQUAL = _op("greater_equal", _G.ELEMENTWISE, operator='>=', dunder='ge')
+    EQUAL = _op("equal", _G.ELEMENTWISE, operator="==", dunder="eq")
+    NOT_EQUAL = _op("not_equal", _G.ELEMENTWISE, operator="!=", dunder="ne")
+    LESS = _op("less", _G.ELEMENTWISE, operator="<", dunder="lt")
+    LESS_EQUAL = _op("less_equal", _G.ELEMENTWISE, operator="<=", dunder="le")
+    GREATER = _op("greater", _G.ELEMENTWISE, operator=">", dunder="gt")
+    GREATER_EQUAL = _op("greater_equal", _G.ELEMENTWISE, operator=">=", dunder="ge")
     LOGICAL_AND = _op("logical_and", _G.ELEMENTWISE)
     LOGICAL_OR = _op("logical_or", _G.ELEMENTWISE)
     LOGICAL_XOR = _op("logical_xor", _G.ELEMENTWISE)
-    BITWISE_AND = _op("bitwise_and", _G.ELEMENTWISE, operator='&', dunder='and')
-    BITWISE_OR = _op("bitwise_or", _G.ELEMENTWISE, operator='|', dunder='or')
-    BITWISE_XOR = _op("bitwise_xor", _G.ELEMENTWISE, operator='^', dunder='xor')
-    LEFT_SHIFT = _op("left_shift", _G.ELEMENTWISE, operator='<<', dunder='lshift',
-                     compute=INT_HELPER)
-    RIGHT_SHIFT = _op("right_shift", _G.ELEMENTWISE, operator='>>', dunder='rshift',
-                      compute=INT_HELPER)
+    BITWISE_AND = _op("bitwise_and", _G.ELEMENTWISE, operator="&", dunder="and")
+    BITWISE_OR = _op("bitwise_or", _G.ELEMENTWISE, operator="|", dunder="or")
+    BITWISE_XOR = _op("bitwise_xor", _G.ELEMENTWISE, operator="^", dunder="xor")
+    LEFT_SHIFT = _op(
+        "left_shift", _G.ELEMENTWISE, operator="<<", dunder="lshift", compute=INT_HELPER
+    )
+    RIGHT_SHIFT = _op(
+        "right_shift", _G.ELEMENTWISE, operator=">>", dunder="rshift", compute=INT_HELPER
+    )
     GCD = _op("gcd", _G.ELEMENTWISE)
     LCM = _op("lcm", _G.ELEMENTWISE)
 
@@ -218,7 +242,7 @@ class OpKind(enum.Enum):
     TENSOR_ARRAY_WRITE = _op("tensor_array_write", _G.INDEXING, fresh=True)
 
     # --- linear algebra -------------------------------------------------------------------
-    MATMUL = _op("matmul", _G.LINALG, operator='@', dunder='matmul')
+    MATMUL = _op("matmul", _G.LINALG, operator="@", dunder="matmul")
     DOT = _op("dot", _G.LINALG)
     OUTER = _op("outer", _G.LINALG)
     INV = _op("inv", _G.LINALG)
@@ -348,9 +372,18 @@ class OpKind(enum.Enum):
     # ``fft`` primitive with its ``fft_type``; ``n``/``s``, ``axis``/``axes``, ``norm`` static
     FFT = _op("fft", _G.LINALG)
 
-    def __new__(cls, name: str, group: OpGroup, operator: str | None, dunder: str | None,
-                kernel_loop: bool, loop_ns: float | None, compute: Compute,
-                accumulator: np.ufunc | None, fresh: bool) -> OpKind:
+    def __new__(
+        cls,
+        name: str,
+        group: OpGroup,
+        operator: str | None,
+        dunder: str | None,
+        kernel_loop: bool,
+        loop_ns: float | None,
+        compute: Compute,
+        accumulator: np.ufunc | None,
+        fresh: bool,
+    ) -> OpKind:
         obj = object.__new__(cls)
         obj._value_ = name
         obj.group = group
@@ -406,7 +439,8 @@ class OpKind(enum.Enum):
     def type_name(self) -> str:
         """CamelCase name used in GraphDef text (``MatMul``-style, as TensorFlow users expect)."""
         name: str = _TYPE_NAMES.get(self.value) or "".join(
-            part.capitalize() for part in self.value.split("_"))
+            part.capitalize() for part in self.value.split("_")
+        )
         return name
 
     def __str__(self) -> str:
@@ -416,10 +450,17 @@ class OpKind(enum.Enum):
         return f"OpKind.{self.name}"
 
 
-_TYPE_NAMES: dict[str, str] = {"matmul": "MatMul", "cond": "If", "while": "While",
-               "read_variable": "ReadVariableOp", "assign_variable": "AssignVariableOp",
-               "constant": "Const", "numpy_call": "NumpyCall", "random_call": "RandomCall",
-               "check": "Assert"}
+_TYPE_NAMES: dict[str, str] = {
+    "matmul": "MatMul",
+    "cond": "If",
+    "while": "While",
+    "read_variable": "ReadVariableOp",
+    "assign_variable": "AssignVariableOp",
+    "constant": "Const",
+    "numpy_call": "NumpyCall",
+    "random_call": "RandomCall",
+    "check": "Assert",
+}
 
 # Elementwise members whose name is a NumPy ufunc map onto it; aliases (np.abs, np.mod,
 # np.true_divide, np.conj) are the same objects, so one dict serves both directions.
@@ -438,8 +479,10 @@ FUSIBLE_REDUCTIONS = frozenset(k for k in OpKind if k.accumulator is not None)
 #: ``ufunc.reduce`` on these ufuncs is the matching reduction op (MEAN accumulates with add,
 #: but ``np.add.reduce`` is a SUM).
 UFUNC_REDUCTIONS: dict[np.ufunc, OpKind] = {
-    k.accumulator: k for k in FUSIBLE_REDUCTIONS
-    if k is not OpKind.MEAN and k.accumulator is not None}  # (every fusible one has one)
+    k.accumulator: k
+    for k in FUSIBLE_REDUCTIONS
+    if k is not OpKind.MEAN and k.accumulator is not None
+}  # (every fusible one has one)
 
 #: Ops that run a Python callable as it is (``attrs["fn"]``) and may yield several values (a
 #: tuple aval read through ``get_output``): the views mark them "runs NumPy at each call".
@@ -449,27 +492,42 @@ OPAQUE_CALLS = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
 #: Reductions and scans that are ndarray methods of their name (``x.sum()``): traced values
 #: and variables have them, and the NumPy executor calls them as methods. The others
 #: (``nansum``, ``median``, ``ufunc_reduce``) are NumPy functions only.
-NDARRAY_METHODS = frozenset(k for k in OpKind if k.group in (OpGroup.REDUCTION, OpGroup.SCAN)
-                            and hasattr(np.ndarray, k.value))
+NDARRAY_METHODS = frozenset(
+    k
+    for k in OpKind
+    if k.group in (OpGroup.REDUCTION, OpGroup.SCAN) and hasattr(np.ndarray, k.value)
+)
 
 #: Ops that yield a tuple of values read through ``get_output`` (besides control flow).
 MULTI_OUTPUT_OPS = OPAQUE_CALLS | frozenset(k for k, uf in _UFUNC_OF.items() if uf.nout > 1)
 
 #: Elementwise comparisons: boolean results, no reflected or in-place operator forms.
-COMPARISONS = frozenset({OpKind.EQUAL, OpKind.NOT_EQUAL, OpKind.LESS, OpKind.LESS_EQUAL,
-                         OpKind.GREATER, OpKind.GREATER_EQUAL})
+COMPARISONS = frozenset(
+    {
+        OpKind.EQUAL,
+        OpKind.NOT_EQUAL,
+        OpKind.LESS,
+        OpKind.LESS_EQUAL,
+        OpKind.GREATER,
+        OpKind.GREATER_EQUAL,
+    }
+)
 
 # Groups whose members may return a view of an input (or pass one through): their results may
 # alias, unless the member is ``fresh``. Sources and variable reads alias storage the graph
 # does not own. An opaque NumPy call may return a view of its input (np.split, np.diagonal).
-_PASS_THROUGH_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING, OpGroup.STRUCTURAL,
-                        OpGroup.CONTROL_FLOW, OpGroup.OPAQUE)
+_PASS_THROUGH_GROUPS = (
+    OpGroup.SHAPE,
+    OpGroup.INDEXING,
+    OpGroup.STRUCTURAL,
+    OpGroup.CONTROL_FLOW,
+    OpGroup.OPAQUE,
+)
 #: Ops whose result may be (a view of) one of their inputs: exposure flows through them.
-PASS_THROUGH_OPS = frozenset(k for k in OpKind
-                             if k.group in _PASS_THROUGH_GROUPS and not k.fresh)
+PASS_THROUGH_OPS = frozenset(k for k in OpKind if k.group in _PASS_THROUGH_GROUPS and not k.fresh)
 #: Ops whose result may share memory with an input or with storage the graph does not own.
 ALIASING_OPS = PASS_THROUGH_OPS | frozenset(
-    k for k in OpKind if k.group in (OpGroup.SOURCE, OpGroup.STATEFUL))
+    k for k in OpKind if k.group in (OpGroup.SOURCE, OpGroup.STATEFUL)
+)
 #: Ops that were views already (not pass-through structure): keeping one beats copying it.
-VIEW_OPS = frozenset(k for k in PASS_THROUGH_OPS
-                     if k.group in (OpGroup.SHAPE, OpGroup.INDEXING))
+VIEW_OPS = frozenset(k for k in PASS_THROUGH_OPS if k.group in (OpGroup.SHAPE, OpGroup.INDEXING))

@@ -46,8 +46,9 @@ def format_value(value: Any) -> str:
     if value is Ellipsis:
         return "..."
     if isinstance(value, tuple):
-        return ("(" + ", ".join(format_value(v) for v in value)
-                + ("," if len(value) == 1 else "") + ")")
+        return (
+            "(" + ", ".join(format_value(v) for v in value) + ("," if len(value) == 1 else "") + ")"
+        )
     if isinstance(value, list):
         return "[" + ", ".join(format_value(v) for v in value) + "]"
     if hasattr(value, "name") and hasattr(value, "dtype") and hasattr(value, "assign"):
@@ -89,12 +90,19 @@ def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
 def format_attrs(node: Node) -> str:
     items = []
     for key in sorted(node.attrs):
-        if key.startswith("_") or (key in ("value", "shape", "dtype") and node.op in (
-                OpKind.PLACEHOLDER, OpKind.CONSTANT)):
+        if key.startswith("_") or (
+            key in ("value", "shape", "dtype") and node.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
+        ):
             continue
-        if key in ("captured", "out_avals", "out_aval") or isinstance(node.attrs[key], Graph) or (
-                isinstance(node.attrs[key], tuple) and node.attrs[key]
-                and isinstance(node.attrs[key][0], Graph)):
+        if (
+            key in ("captured", "out_avals", "out_aval")
+            or isinstance(node.attrs[key], Graph)
+            or (
+                isinstance(node.attrs[key], tuple)
+                and node.attrs[key]
+                and isinstance(node.attrs[key][0], Graph)
+            )
+        ):
             continue
         items.append(f"{key}={format_value(node.attrs[key])}")
     return ", ".join(items)
@@ -125,8 +133,9 @@ def _subgraph_labels(node: Node) -> list[tuple[str, Graph]]:
 
 
 def format_graph(graph: Graph, label: str = "graph", indent: str = "") -> str:
-    params = ", ".join(f"%{p.name}: {p.aval}" if label != "graph" else f"{p.name}: {p.aval}"
-                       for p in graph.inputs)
+    params = ", ".join(
+        f"%{p.name}: {p.aval}" if label != "graph" else f"{p.name}: {p.aval}" for p in graph.inputs
+    )
     head = f"graph {graph.name}" if label == "graph" else label
     lines = [f"{indent}{head}({params}) {{"]
     for node in graph.nodes:

@@ -19,8 +19,7 @@ from typing import Any
 # name. It loads ipywidgets only when a monitor is made.)
 from .monitor import monitor
 
-__all__ = ["install", "load_ipython_extension", "monitor", "uninstall",
-           "unload_ipython_extension"]
+__all__ = ["install", "load_ipython_extension", "monitor", "uninstall", "unload_ipython_extension"]
 
 
 def load_ipython_extension(ipython: Any) -> None:

@@ -55,9 +55,9 @@ class Watcher(Protocol):
 class _Slot:
     """The poller's bookkeeping for one view."""
 
-    polls: bool                 # False: cell ends only (the view refreshes itself otherwise)
+    polls: bool  # False: cell ends only (the view refreshes itself otherwise)
     last: float = -float("inf")  # time.monotonic() of its latest poll
-    seen: int = 0               # engine events counted at its latest poll
+    seen: int = 0  # engine events counted at its latest poll
 
 
 class CellActivity:
@@ -69,7 +69,7 @@ class CellActivity:
         self._views: weakref.WeakKeyDictionary[Watcher, _Slot] = weakref.WeakKeyDictionary()
         self._thread: threading.Thread | None = None
         self._unsubscribe: Callable[[], None] | None = None
-        self._events = 0                   # engine events so far (only ever grows)
+        self._events = 0  # engine events so far (only ever grows)
         self._followers: set[object] = set()
         #: The shell whose cells are followed (None: no cell boundaries, always poll).
         self.shell: Any = None
@@ -86,8 +86,9 @@ class CellActivity:
             if self._unsubscribe is None:
                 self._unsubscribe = events.subscribe(self._on_event)
             if poll and (self._thread is None or not self._thread.is_alive()):
-                self._thread = threading.Thread(target=self._run, name="kernel_ext-activity",
-                                                daemon=True)
+                self._thread = threading.Thread(
+                    target=self._run, name="kernel_ext-activity", daemon=True
+                )
                 self._thread.start()
         self._wake.set()
 
@@ -139,8 +140,10 @@ class CellActivity:
         self.busy = False
         if shell is None:
             return
-        for name, callback in (("pre_run_cell", self.pre_run_cell),
-                               ("post_run_cell", self.post_run_cell)):
+        for name, callback in (
+            ("pre_run_cell", self.pre_run_cell),
+            ("post_run_cell", self.post_run_cell),
+        ):
             try:
                 shell.events.unregister(name, callback)
             except ValueError:

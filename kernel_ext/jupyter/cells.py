@@ -36,14 +36,25 @@ from typing import Any
 
 from ..engine.explain import fingerprint
 
-__all__ = ["CellError", "CellFunctionInfo", "CellFunctionRegistry", "CellLocator", "CellProgram",
-           "analyse_cell", "build_cell_function", "cell_call_site", "cell_info", "check_cell",
-           "compile_cell_source"]
+__all__ = [
+    "CellError",
+    "CellFunctionInfo",
+    "CellFunctionRegistry",
+    "CellLocator",
+    "CellProgram",
+    "analyse_cell",
+    "build_cell_function",
+    "cell_call_site",
+    "cell_info",
+    "check_cell",
+    "compile_cell_source",
+]
 
 
 # ---------------------------------------------------------------------------------------------
 # Where is this code?
 # ---------------------------------------------------------------------------------------------
+
 
 class CellLocator:
     """Maps the file names IPython compiles cells under to execution counts."""
@@ -139,6 +150,7 @@ def current_cell_number(shell: Any) -> int:
 def _ipython_increments_first() -> bool:
     try:
         import IPython
+
         return int(IPython.__version__.split(".")[0]) >= 9
     except Exception:  # noqa: BLE001
         return True
@@ -159,8 +171,9 @@ def is_temporary_file(filename: str) -> bool:
 _fallback_names = itertools.count(1)
 
 
-def compile_cell_source(source: str, number: int, shell: Any = None,
-                        locator: CellLocator | None = None) -> str:
+def compile_cell_source(
+    source: str, number: int, shell: Any = None, locator: CellLocator | None = None
+) -> str:
     """Register ``source`` as the code of cell ``number``; returns the file name to compile
     it under. Through IPython's compiler when there is a shell (so tracebacks and call sites
     say "cell [n]"), else a private ``<kx-cell-…>`` name; in both cases ``linecache`` holds the
@@ -188,9 +201,9 @@ VALUE_NAME = "__kx_value__"
 class CellProgram:
     """What a cell body reads, writes and shows."""
 
-    reads: list[str]               # names read before being assigned, in order of appearance
-    outputs: list[str]             # names assigned at the top level (loop targets excluded)
-    has_value: bool                # the last statement is an expression (shown as Out[n])
+    reads: list[str]  # names read before being assigned, in order of appearance
+    outputs: list[str]  # names assigned at the top level (loop targets excluded)
+    has_value: bool  # the last statement is an expression (shown as Out[n])
     tree: ast.Module
 
 
@@ -237,8 +250,9 @@ def _cell_scope(tree: ast.Module) -> list[ast.AST]:
             stack.extend(outer)
         else:
             stack.extend(ast.iter_child_nodes(node))
-    return sorted((n for n in found if hasattr(n, "lineno")),
-                  key=lambda n: (n.lineno, n.col_offset))
+    return sorted(
+        (n for n in found if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset)
+    )
 
 
 def check_cell(tree: ast.Module, as_function: bool) -> None:
@@ -261,54 +275,75 @@ def check_cell(tree: ast.Module, as_function: bool) -> None:
 
 def _problem(node: ast.AST, as_function: bool) -> str | None:
     where = f"at line {getattr(node, 'lineno', '?')}"
-    cell_kind = ("a cell function" if as_function else
-                 "the statements of a cell that defines functions")
+    cell_kind = (
+        "a cell function" if as_function else "the statements of a cell that defines functions"
+    )
     if isinstance(node, ast.AsyncFunctionDef):
-        return (f"'async def {node.name}' {where}: kx.function cannot trace a coroutine "
-                f"function, so %%tffunction would lose or mistrace it. Fix: write "
-                f"'def {node.name}', or define it in a cell without %%tffunction")
+        return (
+            f"'async def {node.name}' {where}: kx.function cannot trace a coroutine "
+            f"function, so %%tffunction would lose or mistrace it. Fix: write "
+            f"'def {node.name}', or define it in a cell without %%tffunction"
+        )
     if isinstance(node, ast.Return):
         if as_function:
-            return (f"'return' {where}: a cell function returns the names the cell assigns "
-                    "and the value of its last line; a 'return' would skip the rest and "
-                    "set them to its value. Fix: end the cell with the expression to show "
-                    "(write 'x * 5', not 'return x * 5'), or write a def")
-        return (f"'return' {where} is outside any def: {cell_kind} run as a plain cell "
-                "does. Fix: move it into the def, or remove it")
+            return (
+                f"'return' {where}: a cell function returns the names the cell assigns "
+                "and the value of its last line; a 'return' would skip the rest and "
+                "set them to its value. Fix: end the cell with the expression to show "
+                "(write 'x * 5', not 'return x * 5'), or write a def"
+            )
+        return (
+            f"'return' {where} is outside any def: {cell_kind} run as a plain cell "
+            "does. Fix: move it into the def, or remove it"
+        )
     if isinstance(node, (ast.Yield, ast.YieldFrom)):
         word = "yield from" if isinstance(node, ast.YieldFrom) else "yield"
-        return (f"'{word}' {where} would make {cell_kind} a generator, which kx.function "
-                "cannot trace. Fix: collect the values in a list, or write the generator as "
-                "a def in a cell without %%tffunction")
+        return (
+            f"'{word}' {where} would make {cell_kind} a generator, which kx.function "
+            "cannot trace. Fix: collect the values in a list, or write the generator as "
+            "a def in a cell without %%tffunction"
+        )
     if isinstance(node, (ast.Await, ast.AsyncFor, ast.AsyncWith)) or (
-            isinstance(node, _COMPREHENSIONS) and any(g.is_async for g in node.generators)):
-        word = {ast.Await: "await", ast.AsyncFor: "async for", ast.AsyncWith: "async with"
-                }.get(type(node), "async for")
-        return (f"'{word}' {where}: traced code runs synchronously, so {cell_kind} cannot "
-                f"await. Fix: run the awaiting code in a cell without %%tffunction, then "
-                "use its result here")
+        isinstance(node, _COMPREHENSIONS) and any(g.is_async for g in node.generators)
+    ):
+        word = {ast.Await: "await", ast.AsyncFor: "async for", ast.AsyncWith: "async with"}.get(
+            type(node), "async for"
+        )
+        return (
+            f"'{word}' {where}: traced code runs synchronously, so {cell_kind} cannot "
+            f"await. Fix: run the awaiting code in a cell without %%tffunction, then "
+            "use its result here"
+        )
     if isinstance(node, ast.Nonlocal):
-        return (f"'nonlocal {', '.join(node.names)}' {where}: a cell has no enclosing "
-                "function. Fix: remove it")
+        return (
+            f"'nonlocal {', '.join(node.names)}' {where}: a cell has no enclosing "
+            "function. Fix: remove it"
+        )
     if not as_function:
         return None
     if isinstance(node, ast.Global):
         names = ", ".join(node.names)
-        return (f"'global {names}' {where}: a cell function already writes the names it "
-                f"assigns back to the notebook, and reads the names it uses from it; "
-                f"'global' would make {names} a global of the traced function (assigned once, "
-                "while tracing). Fix: remove the 'global' statement")
+        return (
+            f"'global {names}' {where}: a cell function already writes the names it "
+            f"assigns back to the notebook, and reads the names it uses from it; "
+            f"'global' would make {names} a global of the traced function (assigned once, "
+            "while tracing). Fix: remove the 'global' statement"
+        )
     if isinstance(node, ast.Delete):
         names = _deleted_names(node.targets)  # del d[k] / del obj.attr mutate: allowed
         if names:
             listed = ", ".join(names)
-            return (f"'del {listed}' {where}: a cell function takes the notebook's values as "
-                    f"parameters and writes its outputs back, so 'del' cannot remove "
-                    f"{listed} from the notebook. Fix: run 'del {listed}' in a cell of its own")
+            return (
+                f"'del {listed}' {where}: a cell function takes the notebook's values as "
+                f"parameters and writes its outputs back, so 'del' cannot remove "
+                f"{listed} from the notebook. Fix: run 'del {listed}' in a cell of its own"
+            )
     if isinstance(node, ast.ImportFrom) and any(a.name == "*" for a in node.names):
-        return (f"'from {node.module or '.'} import *' {where}: a function cannot import *. "
-                f"Fix: import the names the cell uses (from {node.module or '.'} import a, b), "
-                "or run the import in a cell of its own")
+        return (
+            f"'from {node.module or '.'} import *' {where}: a function cannot import *. "
+            f"Fix: import the names the cell uses (from {node.module or '.'} import a, b), "
+            "or run the import in a cell of its own"
+        )
     return None
 
 
@@ -432,8 +467,9 @@ class _Flow(ast.NodeVisitor):
     visit_ImportFrom = visit_Import
 
     # -- nested scopes: their free names are reads, their stores are their own ---------------
-    def _nested(self, args: ast.arguments | None, body: list[ast.AST],
-                extra: Iterable[str] = ()) -> None:
+    def _nested(
+        self, args: ast.arguments | None, body: list[ast.AST], extra: Iterable[str] = ()
+    ) -> None:
         params = set(extra)
         if args is not None:
             for d in [*args.defaults, *[k for k in args.kw_defaults if k is not None]]:
@@ -498,9 +534,19 @@ def is_static_global(value: Any) -> bool:
     functions, classes, ``kx.Function`` s and ``kx.Variable`` s (read at every call)."""
     from ..engine import Function
     from ..trace import Variable
-    return isinstance(value, (types.ModuleType, type, types.FunctionType,
-                              types.BuiltinFunctionType, types.MethodType, Function,
-                              Variable)) or (callable(value) and not hasattr(value, "__array__"))
+
+    return isinstance(
+        value,
+        (
+            types.ModuleType,
+            type,
+            types.FunctionType,
+            types.BuiltinFunctionType,
+            types.MethodType,
+            Function,
+            Variable,
+        ),
+    ) or (callable(value) and not hasattr(value, "__array__"))
 
 
 def _continuation_rows(source: str) -> set[int]:
@@ -515,8 +561,9 @@ def _continuation_rows(source: str) -> set[int]:
     return rows
 
 
-def build_cell_source(name: str, params: list[str], body: str, outputs: list[str],
-                      value_at: tuple[int, int] | None) -> str:
+def build_cell_source(
+    name: str, params: list[str], body: str, outputs: list[str], value_at: tuple[int, int] | None
+) -> str:
     """``def name(params):`` + the body indented + ``return (outputs...)``, keeping the cell's
     line numbers (``value_at`` is where the last expression starts: it is assigned to
     ``__kx_value__`` and returned last)."""
@@ -534,10 +581,16 @@ def build_cell_source(name: str, params: list[str], body: str, outputs: list[str
     return "\n".join(out) + "\n"
 
 
-def build_cell_function(name: str, body: str, namespace: dict, *, number: int,
-                        first: Iterable[str] = (), shell: Any = None,
-                        locator: CellLocator | None = None
-                        ) -> tuple[types.FunctionType, list[str], list[str], bool]:
+def build_cell_function(
+    name: str,
+    body: str,
+    namespace: dict,
+    *,
+    number: int,
+    first: Iterable[str] = (),
+    shell: Any = None,
+    locator: CellLocator | None = None,
+) -> tuple[types.FunctionType, list[str], list[str], bool]:
     """Turn a cell body into a Python function over the namespace.
 
     Returns ``(function, params, outputs, has_value)``: call ``function(*[namespace[p] for p
@@ -566,19 +619,20 @@ def build_cell_function(name: str, body: str, namespace: dict, *, number: int,
 # Re-runs and edits
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass
 class CellFunctionInfo:
     """What the notebook knows about a Function made by ``%%tffunction``."""
 
     name: str
-    cell: int | None                 # execution count of the cell that made this version
-    mode: str                        # "def" (a function the cell defines) or "cell"
-    history: list[str] = field(default_factory=list)   # "cell [3] defined", "cell [7] edited"
-    params: list[str] = field(default_factory=list)    # cell mode: inputs, in order
-    outputs: list[str] = field(default_factory=list)   # cell mode: names written back
+    cell: int | None  # execution count of the cell that made this version
+    mode: str  # "def" (a function the cell defines) or "cell"
+    history: list[str] = field(default_factory=list)  # "cell [3] defined", "cell [7] edited"
+    params: list[str] = field(default_factory=list)  # cell mode: inputs, in order
+    outputs: list[str] = field(default_factory=list)  # cell mode: names written back
     has_value: bool = False
     strict: bool = False
-    replaced_by: int | None = None   # the cell whose edit replaced this version
+    replaced_by: int | None = None  # the cell whose edit replaced this version
 
     @property
     def cell_text(self) -> str | None:
@@ -602,7 +656,7 @@ def set_cell_info(function: Any, info: CellFunctionInfo) -> None:
 
 @dataclass
 class _Version:
-    identity: tuple                  # source dump + options + defaults: equal means unchanged
+    identity: tuple  # source dump + options + defaults: equal means unchanged
     function_ref: Callable[[], Any]  # weak (def mode) or strong (unnamed cell functions)
     info: CellFunctionInfo
 
@@ -634,16 +688,17 @@ class CellFunctionRegistry:
             return function, version.info
         return None, version.info
 
-    def store(self, key: str, identity: tuple, function: Any, info: CellFunctionInfo,
-              strong: bool = False) -> None:
+    def store(
+        self, key: str, identity: tuple, function: Any, info: CellFunctionInfo, strong: bool = False
+    ) -> None:
         if strong:
             self._versions[key] = _Version(identity, lambda f=function: f, info)
             if key in self._unnamed_order:
                 self._unnamed_order.remove(key)
             self._unnamed_order.append(key)
-            for old in self._unnamed_order[:-self.max_unnamed]:
+            for old in self._unnamed_order[: -self.max_unnamed]:
                 self._versions.pop(old, None)
-            del self._unnamed_order[:-self.max_unnamed]
+            del self._unnamed_order[: -self.max_unnamed]
         else:
             self._versions[key] = _Version(identity, weakref.ref(function), info)
         set_cell_info(function, info)
@@ -659,8 +714,10 @@ class CellFunctionRegistry:
 
 def defaults_identity(fn: Any) -> tuple:
     """Default argument values as comparable fingerprints (identity for untracked values)."""
-    values = [*(getattr(fn, "__defaults__", None) or ()),
-              *sorted((getattr(fn, "__kwdefaults__", None) or {}).items())]
+    values = [
+        *(getattr(fn, "__defaults__", None) or ()),
+        *sorted((getattr(fn, "__kwdefaults__", None) or {}).items()),
+    ]
     out = []
     for v in values:
         fp = fingerprint(v)

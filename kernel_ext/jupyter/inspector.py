@@ -61,8 +61,7 @@ from .protocol import (
     SignatureInfo,
 )
 
-__all__ = ["Inspector", "current", "function_id", "function_info", "graph_payload", "start",
-           "stop"]
+__all__ = ["Inspector", "current", "function_id", "function_info", "graph_payload", "start", "stop"]
 
 logger = logging.getLogger(__name__)
 
@@ -128,10 +127,15 @@ def function_info(function: Any, locator: CellLocator | None = None) -> Function
 
 def _signature_info(row: records.SignatureRow) -> SignatureInfo:
     info: SignatureInfo = {
-        "id": row.id, "inputs": row.inputs, "outputs": row.outputs,
-        "last_used": row.last_used, "nodes_traced": row.nodes_traced,
-        "nodes_optimised": row.nodes_optimised, "backend": row.backend_text,
-        "served_by": row.served_by}
+        "id": row.id,
+        "inputs": row.inputs,
+        "outputs": row.outputs,
+        "last_used": row.last_used,
+        "nodes_traced": row.nodes_traced,
+        "nodes_optimised": row.nodes_optimised,
+        "backend": row.backend_text,
+        "served_by": row.served_by,
+    }
     # Optional fields are left out when there is nothing to say (older sidebars ignore them).
     if row.tier:
         info["tier"] = row.tier
@@ -164,8 +168,9 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
     graph = concrete_function.graph
     outputs = {id(node) for node in graph.outputs}
     fused = records.segments(concrete_function.executable)
-    segment_of = {name: fused[position].id
-                  for name, position in records.segment_index(fused).items()}
+    segment_of = {
+        name: fused[position].id for name, position in records.segment_index(fused).items()
+    }
     nodes: list[GraphNode] = []
     edges: list[GraphEdge] = []
     where: dict[tuple[str, int], str] = {}  # file:line -> "cell [5], line 7", once each
@@ -177,8 +182,13 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
                 continue  # a branch's or body's parameter: the control-flow node's operand
             node_id = f"{prefix}{index}"
             shape, dtype = records.shape_and_dtype(node.aval)
-            entry: GraphNode = {"id": node_id, "op": records.op_name(node),
-                                "label": _node_label(node), "shape": shape, "dtype": dtype}
+            entry: GraphNode = {
+                "id": node_id,
+                "op": records.op_name(node),
+                "label": _node_label(node),
+                "shape": shape,
+                "dtype": dtype,
+            }
             segment = segment_of.get(node.name) if inside is None else None
             if segment is not None:
                 entry["segment"] = segment
@@ -202,8 +212,11 @@ def graph_payload(concrete_function: Any) -> GraphPayload:
             for source_node in node.inputs:
                 # Inputs are nodes of the same graph; a node read twice is one edge.
                 source_id = ids.get(id(source_node))
-                if source_id is not None and source_id not in seen and not (
-                        inside is not None and records.op_name(source_node) == "placeholder"):
+                if (
+                    source_id is not None
+                    and source_id not in seen
+                    and not (inside is not None and records.op_name(source_node) == "placeholder")
+                ):
                     seen.add(source_id)
                     edges.append({"source": source_id, "target": node_id})
             for k, sub in enumerate(subgraphs(node)):
@@ -237,8 +250,9 @@ def _retrace_info(name: str, record: explain.TraceRecord, locator: CellLocator) 
     return {
         "trace": entry["trace"],
         "cause": entry["cause"],
-        "diffs": [{"argument": d["argument"], "old": d["old"], "new": d["new"]}
-                  for d in entry["diffs"]],
+        "diffs": [
+            {"argument": d["argument"], "old": d["old"], "new": d["new"]} for d in entry["diffs"]
+        ],
         "cost_ms": _finite(record.trace_ms) + _finite(record.compile_ms),
         "fix": fix,
         "call_site": entry["call_site"],
@@ -279,9 +293,15 @@ def _finite(value: Any) -> float:
 def _fingerprint(function: Any) -> tuple:
     """Cheap summary that changes whenever the function's record would."""
     stats = function.stats
-    return (stats.get("calls"), stats.get("traces"), stats.get("eager_calls"),
-            stats.get("last_run_us"), len(function.concrete_functions), len(function.retraces),
-            records.compile_states(function))
+    return (
+        stats.get("calls"),
+        stats.get("traces"),
+        stats.get("eager_calls"),
+        stats.get("last_run_us"),
+        len(function.concrete_functions),
+        len(function.retraces),
+        records.compile_states(function),
+    )
 
 
 # --------------------------------------------------------------------------------------------
@@ -297,18 +317,24 @@ class Inspector:
     each cell's end still flushes).
     """
 
-    def __init__(self, shell: Any, *, interval: float = UPDATE_INTERVAL_S,
-                 poll: bool = True, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        *,
+        interval: float = UPDATE_INTERVAL_S,
+        poll: bool = True,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.shell = shell
         self.interval = interval
         self._locator = CellLocator(shell)
         self._lock = threading.RLock()
-        self._comms: list[Any] = []          # frontend comms: they get updates
+        self._comms: list[Any] = []  # frontend comms: they get updates
         # comm -> clock time of its latest valid request; absent: unanswered so far
         self._last_request: dict[Any, float] = {}
         self._clock = clock
         self._announcement: Any = None
-        self._sent: dict[str, tuple] = {}    # function id -> fingerprint last broadcast
+        self._sent: dict[str, tuple] = {}  # function id -> fingerprint last broadcast
         self._stopped = False
         self._poll = poll
         self._unfollow: Callable[[], None] | None = None  # undoes the follow of start()
@@ -333,7 +359,8 @@ class Inspector:
                 return
             announcement = comm_package.create_comm(
                 target_name=protocol.COMM_TARGET,
-                data=dict(protocol.snapshot_message(self._all_functions())))
+                data=dict(protocol.snapshot_message(self._all_functions())),
+            )
             self._announcement = announcement
             # Frontends may talk on it too; answer like on any comm.
             announcement.on_msg(lambda msg: self._on_message(announcement, msg))
@@ -388,8 +415,10 @@ class Inspector:
         for old in stale:
             _close_quietly(old)
         if refused:
-            logger.warning("kernel_ext.inspector: refusing a new sidebar comm: all %d open "
-                           "comms are in use", MAX_FRONTEND_COMMS)
+            logger.warning(
+                "kernel_ext.inspector: refusing a new sidebar comm: all %d open comms are in use",
+                MAX_FRONTEND_COMMS,
+            )
             _close_quietly(comm)
             return
         comm.on_msg(lambda msg: self._on_message(comm, msg))
@@ -434,30 +463,39 @@ class Inspector:
         self._send(comm, reply)
 
     def _graph_reply(self, function_id_: str, signature_id: str) -> dict:
-        function = next((f for f in registry.live_functions()
-                         if function_id(f) == function_id_), None)
+        function = next(
+            (f for f in registry.live_functions() if function_id(f) == function_id_), None
+        )
         if function is None:
-            return dict(protocol.error_message(f"no function {function_id_!r} in this kernel "
-                                               "(it may have been deleted)"))
+            return dict(
+                protocol.error_message(
+                    f"no function {function_id_!r} in this kernel (it may have been deleted)"
+                )
+            )
         for cf in function.concrete_functions:
             if records.signature_id(cf) == signature_id:
                 try:
                     graph = graph_payload(cf)
                 except Exception:  # noqa: BLE001 - say so instead of leaving the panel waiting
                     logger.warning("kernel_ext.inspector: cannot describe graph", exc_info=True)
-                    return dict(protocol.error_message("the kernel could not describe this "
-                                                       "graph (see the kernel log)"))
+                    return dict(
+                        protocol.error_message(
+                            "the kernel could not describe this graph (see the kernel log)"
+                        )
+                    )
                 return dict(protocol.graph_message(function_id_, signature_id, graph))
-        return dict(protocol.error_message(
-            f"function {function_id_!r} has no signature {signature_id!r}"))
+        return dict(
+            protocol.error_message(f"function {function_id_!r} has no signature {signature_id!r}")
+        )
 
     def _send(self, comm: Any, message: dict) -> bool:
         try:
             comm.send(message)
             return True
         except Exception:  # noqa: BLE001 - a broken comm must not break the user's cell
-            logger.warning("kernel_ext.inspector: dropping a comm that failed to send",
-                           exc_info=True)
+            logger.warning(
+                "kernel_ext.inspector: dropping a comm that failed to send", exc_info=True
+            )
             self._forget(comm)
             return False
 
@@ -469,8 +507,9 @@ class Inspector:
         try:
             return function_info(function, self._locator)
         except Exception:  # noqa: BLE001 - one odd function must not hide the others
-            logger.warning("kernel_ext.inspector: cannot describe %s", function_id(function),
-                           exc_info=True)
+            logger.warning(
+                "kernel_ext.inspector: cannot describe %s", function_id(function), exc_info=True
+            )
             return None
 
     # -- updates -------------------------------------------------------------------------------

@@ -49,6 +49,7 @@ from .signature_spec import SignatureSpecError, parse_signature
 
 __all__ = ["TFFunctionMagics"]
 
+
 def _unquote(text: str) -> str:
     # IPython's argument splitter keeps the quotes around a quoted value.
     text = text.strip()
@@ -65,9 +66,11 @@ def _parse_line(magic: Any, line: str) -> Any:
     except ValueError as e:
         column = _open_quote(line)
         where = f" at column {column}\n  {line}\n  {' ' * column}^" if column is not None else ""
-        raise UsageError(f"%%tffunction: the magic line cannot be split into arguments "
-                         f"({e}). Fix: close the quote, or write a quote inside a value as "
-                         f"\\\" or within the other kind of quotes{where}") from None
+        raise UsageError(
+            f"%%tffunction: the magic line cannot be split into arguments "
+            f"({e}). Fix: close the quote, or write a quote inside a value as "
+            f'\\" or within the other kind of quotes{where}'
+        ) from None
 
 
 def _open_quote(line: str) -> int | None:
@@ -149,7 +152,8 @@ class _PlainHelp(MagicHelpFormatter):
 
     def add_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any = None) -> None:
         argparse.RawDescriptionHelpFormatter.add_usage(
-            self, usage, actions, groups, f"usage: {self.escape}")
+            self, usage, actions, groups, f"usage: {self.escape}"
+        )
 
 
 class _PlainCellHelp(_PlainHelp):
@@ -164,7 +168,7 @@ class TFFunctionMagics(Magics):
         super().__init__(shell)
         self.locator = locator or CellLocator(shell)
         self.registry = CellFunctionRegistry()
-        self._monitors: dict[str, Any] = {}   # function key -> the monitor its cell shows
+        self._monitors: dict[str, Any] = {}  # function key -> the monitor its cell shows
         self._cell_id: str | None = None
 
     def pre_run_cell(self, info: Any = None) -> None:
@@ -173,27 +177,54 @@ class TFFunctionMagics(Magics):
 
     # ------------------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("name", nargs="?", default=None,
-              help="make the whole cell one traced function called NAME")
-    @argument("--input-signature", "-s", dest="input_signature", default=None, metavar="SPEC",
-              help='fix the accepted signature: "x: float32[None, 3], n: int32[]", or a Python '
-                   "expression giving a list of kx.TensorSpec")
-    @argument("--reduce-retracing", action="store_true",
-              help="generalise dimensions that vary to None instead of retracing for each")
-    @argument("--backend", default="auto", choices=["auto", "numpy", "numba", "cuda"],
-              help="executor for the graphs (default: auto)")
-    @argument("--jit-compile", action="store_true",
-              help="compile whole graphs, loops included (Numba)")
-    @argument("--fast-math", action="store_true",
-              help="inline approximations of exp/log/tanh/sin/cos/pow in fused kernels "
-                   "(within documented ulp bounds of NumPy, not bitwise)")
-    @argument("--no-autograph", action="store_true",
-              help="trace Python control flow as written (no if/while/for conversion)")
-    @argument("--strict", action="store_true",
-              help="raise instead of retracing, with the full explanation as the message")
-    @argument("--verify", action="store_true",
-              help="check each new trace's first calls against the cell run eagerly "
-                   "(raises VerificationError on any difference)")
+    @argument(
+        "name", nargs="?", default=None, help="make the whole cell one traced function called NAME"
+    )
+    @argument(
+        "--input-signature",
+        "-s",
+        dest="input_signature",
+        default=None,
+        metavar="SPEC",
+        help='fix the accepted signature: "x: float32[None, 3], n: int32[]", or a Python '
+        "expression giving a list of kx.TensorSpec",
+    )
+    @argument(
+        "--reduce-retracing",
+        action="store_true",
+        help="generalise dimensions that vary to None instead of retracing for each",
+    )
+    @argument(
+        "--backend",
+        default="auto",
+        choices=["auto", "numpy", "numba", "cuda"],
+        help="executor for the graphs (default: auto)",
+    )
+    @argument(
+        "--jit-compile", action="store_true", help="compile whole graphs, loops included (Numba)"
+    )
+    @argument(
+        "--fast-math",
+        action="store_true",
+        help="inline approximations of exp/log/tanh/sin/cos/pow in fused kernels "
+        "(within documented ulp bounds of NumPy, not bitwise)",
+    )
+    @argument(
+        "--no-autograph",
+        action="store_true",
+        help="trace Python control flow as written (no if/while/for conversion)",
+    )
+    @argument(
+        "--strict",
+        action="store_true",
+        help="raise instead of retracing, with the full explanation as the message",
+    )
+    @argument(
+        "--verify",
+        action="store_true",
+        help="check each new trace's first calls against the cell run eagerly "
+        "(raises VerificationError on any difference)",
+    )
     @argument("--no-widget", action="store_true", help="do not show the live monitor")
     @kwds(formatter_class=_PlainCellHelp)
     @cell_magic
@@ -245,10 +276,13 @@ class TFFunctionMagics(Magics):
                 f"%%tffunction: NAME {args.name!r} is not a Python name, and the cell function "
                 "is bound under NAME in the notebook. Fix: use letters, digits and '_', not "
                 f"starting with a digit, and not a keyword such as 'class' (e.g. "
-                f"%%tffunction {_suggest_name(args.name)})")
+                f"%%tffunction {_suggest_name(args.name)})"
+            )
         if not cell.strip():
-            raise UsageError("%%tffunction: the cell is empty; write a def, or the code of "
-                             "the function, below the magic line")
+            raise UsageError(
+                "%%tffunction: the cell is empty; write a def, or the code of "
+                "the function, below the magic line"
+            )
         # IPython leaves the magic's frames out of tracebacks: an error in the cell's code
         # shows the user's lines first, never this module's
         __tracebackhide__ = True
@@ -259,11 +293,16 @@ class TFFunctionMagics(Magics):
             program = analyse_cell(cell)
         except SyntaxError as e:
             line_text = (e.text or "").strip()
-            hint = ("\n(IPython syntax such as %magics and !commands cannot be used inside a "
-                    "%%tffunction cell: it is Python that is traced)"
-                    if line_text.startswith(("%", "!")) else "")
-            raise UsageError(f"%%tffunction: syntax error in the cell, line "
-                             f"{e.lineno}: {e.msg}\n  {line_text}{hint}") from None
+            hint = (
+                "\n(IPython syntax such as %magics and !commands cannot be used inside a "
+                "%%tffunction cell: it is Python that is traced)"
+                if line_text.startswith(("%", "!"))
+                else ""
+            )
+            raise UsageError(
+                f"%%tffunction: syntax error in the cell, line "
+                f"{e.lineno}: {e.msg}\n  {line_text}{hint}"
+            ) from None
         has_defs = any(isinstance(s, ast.FunctionDef) for s in program.tree.body)
         as_function = args.name is not None or not has_defs
         try:
@@ -278,13 +317,18 @@ class TFFunctionMagics(Magics):
     def _options(self, args: Any) -> dict:
         # argparse's ``choices`` let through only the backends kx.function knows; one it
         # cannot use here (Numba missing) is its ValueError, a UsageError in _make.
-        return {"reduce_retracing": args.reduce_retracing, "backend": args.backend,
-                "jit_compile": True if args.jit_compile else None,
-                "fast_math": args.fast_math, "autograph": not args.no_autograph,
-                "verify": args.verify}
+        return {
+            "reduce_retracing": args.reduce_retracing,
+            "backend": args.backend,
+            "jit_compile": True if args.jit_compile else None,
+            "fast_math": args.fast_math,
+            "autograph": not args.no_autograph,
+            "verify": args.verify,
+        }
 
-    def _signature(self, text: str | None, params: list[str],
-                   what: str) -> tuple[list[Any] | None, list[str]]:
+    def _signature(
+        self, text: str | None, params: list[str], what: str
+    ) -> tuple[list[Any] | None, list[str]]:
         """``(input_signature, parameter order)`` for ``params`` from ``--input-signature``."""
         if text is None:
             return None, params
@@ -296,36 +340,44 @@ class TFFunctionMagics(Magics):
             if value is None:
                 raise UsageError(f"%%tffunction --input-signature: {spec_error}") from None
             if not _all_specs(value):
-                raise UsageError(self._not_a_signature(text, value, params,
-                                                       spec_error)) from None
+                raise UsageError(self._not_a_signature(text, value, params, spec_error)) from None
             if len(value) > len(params):
-                raise UsageError(f"%%tffunction --input-signature: {len(value)} entries, but "
-                                 f"{what} takes {len(params)} ({', '.join(params)})") from None
+                raise UsageError(
+                    f"%%tffunction --input-signature: {len(value)} entries, but "
+                    f"{what} takes {len(params)} ({', '.join(params)})"
+                ) from None
             return list(value), params
         names = [e.name for e in entries]
         if names[0] is None:
             if len(entries) > len(params):
-                raise UsageError(f"%%tffunction --input-signature: {len(entries)} entries, but "
-                                 f"{what} takes {len(params)} ({', '.join(params) or 'none'})")
+                raise UsageError(
+                    f"%%tffunction --input-signature: {len(entries)} entries, but "
+                    f"{what} takes {len(params)} ({', '.join(params) or 'none'})"
+                )
             return [e.spec for e in entries], params
         unknown = [n for n in names if n not in params]
         if unknown:
-            raise UsageError(f"%%tffunction --input-signature names {', '.join(unknown)}, but "
-                             f"{what} takes ({', '.join(params)})")
+            raise UsageError(
+                f"%%tffunction --input-signature names {', '.join(unknown)}, but "
+                f"{what} takes ({', '.join(params)})"
+            )
         return [e.spec for e in entries], names + [p for p in params if p not in names]
 
-    def _not_a_signature(self, text: str, value: list | tuple, params: list[str],
-                         spec_error: SignatureSpecError) -> str:
+    def _not_a_signature(
+        self, text: str, value: list | tuple, params: list[str], spec_error: SignatureSpecError
+    ) -> str:
         """Why an ``--input-signature`` that evaluates as Python is refused: as Python it
         gives values, not ``kx.TensorSpec`` s (``"x, y"`` gives the arrays themselves,
         ``"lst"`` a list of numbers), and as the mini-language it is malformed."""
         kinds = ", ".join(dict.fromkeys(type(v).__name__ for v in value)) or "nothing"
         example = ", ".join(f"{p}: {_spec_text(self.shell.user_ns.get(p))}" for p in params)
-        return (f"%%tffunction --input-signature {text!r} is not a signature: as Python it "
-                f"gives a {type(value).__name__} of {kinds}, not of kx.TensorSpec, and as the "
-                f"signature mini-language it is malformed: {spec_error}\nFix: give each input "
-                f"a type, e.g. -s \"{example or 'x: float32[None, 3]'}\" (None for a "
-                "dimension that varies), or a Python list of kx.TensorSpec")
+        return (
+            f"%%tffunction --input-signature {text!r} is not a signature: as Python it "
+            f"gives a {type(value).__name__} of {kinds}, not of kx.TensorSpec, and as the "
+            f"signature mini-language it is malformed: {spec_error}\nFix: give each input "
+            f'a type, e.g. -s "{example or "x: float32[None, 3]"}" (None for a '
+            "dimension that varies), or a Python list of kx.TensorSpec"
+        )
 
     def _evaluate_signature(self, text: str) -> list | tuple | None:
         try:
@@ -334,30 +386,36 @@ class TFFunctionMagics(Magics):
             return None
         return value if isinstance(value, (list, tuple)) else None
 
-    def _make(self, python_function: Any, signature: list | None, options: dict,
-              name: str) -> Function:
+    def _make(
+        self, python_function: Any, signature: list | None, options: dict, name: str
+    ) -> Function:
         try:
-            return kx_function(python_function, input_signature=signature, name=name,
-                               **options)
+            return kx_function(python_function, input_signature=signature, name=name, **options)
         except (ValueError, TypeError, errors.KxError) as e:
             raise UsageError(f"%%tffunction: {e}") from None
 
     # -- a cell that defines functions ------------------------------------------------------------
-    def _def_cell(self, args: Any, options: dict, cell: str, raw: str, program: Any,
-                  number: int) -> Any:
+    def _def_cell(
+        self, args: Any, options: dict, cell: str, raw: str, program: Any, number: int
+    ) -> Any:
         __tracebackhide__ = True
         ns = self.shell.user_ns
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         body = program.tree.body
         value = None
         try:  # compile everything first: a statement Python refuses runs nothing
-            compiled = [compile(ast.Expression(stmt.value), filename, "eval")
-                        if i == len(body) - 1 and isinstance(stmt, ast.Expr) else
-                        compile(ast.Module([stmt], type_ignores=[]), filename, "exec")
-                        for i, stmt in enumerate(body)]
+            compiled = [
+                compile(ast.Expression(stmt.value), filename, "eval")
+                if i == len(body) - 1 and isinstance(stmt, ast.Expr)
+                else compile(ast.Module([stmt], type_ignores=[]), filename, "exec")
+                for i, stmt in enumerate(body)
+            ]
         except SyntaxError as e:
-            raise UsageError(_at_cell_line(cell, e.lineno or 1, (e.offset or 1) - 1,
-                                           f"{e.msg} at line {e.lineno}")) from None
+            raise UsageError(
+                _at_cell_line(
+                    cell, e.lineno or 1, (e.offset or 1) - 1, f"{e.msg} at line {e.lineno}"
+                )
+            ) from None
         for i, (stmt, code) in enumerate(zip(body, compiled)):
             if i == len(body) - 1 and isinstance(stmt, ast.Expr):
                 value = eval(code, ns)
@@ -367,13 +425,16 @@ class TFFunctionMagics(Magics):
                 ns[stmt.name] = self._adopt(stmt, ns[stmt.name], args, options, number)
         return value
 
-    def _adopt(self, node: ast.FunctionDef, value: Any, args: Any, options: dict,
-               number: int) -> Any:
+    def _adopt(
+        self, node: ast.FunctionDef, value: Any, args: Any, options: dict, number: int
+    ) -> Any:
         """The traced Function for a ``def`` just run: the previous one if unchanged."""
         if isinstance(value, Function):  # already @kx.function: keep it, note its cell
             if cells.cell_info(value) is None:
-                cells.set_cell_info(value, CellFunctionInfo(
-                    value.__name__, number, "def", [f"cell [{number}] defined"]))
+                cells.set_cell_info(
+                    value,
+                    CellFunctionInfo(value.__name__, number, "def", [f"cell [{number}] defined"]),
+                )
             self._show(f"def:{node.name}", value, args)
             return value
         if not callable(value) or not hasattr(value, "__code__"):
@@ -381,8 +442,12 @@ class TFFunctionMagics(Magics):
         params = records.parameter_names_of(value)
         signature, _ = self._signature(args.input_signature, params, f"'{node.name}'")
         # The signature's value, not its text: "-s SPEC" changes when SPEC does.
-        identity = (node_identity(node), repr(sorted(options.items())), repr(signature),
-                    defaults_identity(value))
+        identity = (
+            node_identity(node),
+            repr(sorted(options.items())),
+            repr(signature),
+            defaults_identity(value),
+        )
         key = f"def:{node.name}"
         fn, previous = self.registry.lookup(key, identity)
         if fn is not None:
@@ -391,16 +456,18 @@ class TFFunctionMagics(Magics):
                 info.history.append(_rerun_entry(number, fn))
         else:
             fn = self._make(value, signature, options, node.name)
-            info = CellFunctionInfo(node.name, number, "def",
-                                    self._history(previous, number, identity, key))
+            info = CellFunctionInfo(
+                node.name, number, "def", self._history(previous, number, identity, key)
+            )
             self.registry.store(key, identity, fn, info)
         info.strict = args.strict
         explain.configure(fn, strict=args.strict, magic_fixes=True)
         self._show(key, fn, args)
         return fn
 
-    def _history(self, previous: CellFunctionInfo | None, number: int, identity: tuple,
-                 key: str) -> list[str]:
+    def _history(
+        self, previous: CellFunctionInfo | None, number: int, identity: tuple, key: str
+    ) -> list[str]:
         if previous is None:
             return [f"cell [{number}] defined"]
         old = self.registry.previous_function(key)
@@ -412,8 +479,9 @@ class TFFunctionMagics(Magics):
         return [*kept, f"cell [{number}] edited (replaces {was})"]
 
     # -- a cell as a function ------------------------------------------------------------------
-    def _cell_function(self, args: Any, options: dict, cell: str, raw: str, program: Any,
-                       number: int) -> Any:
+    def _cell_function(
+        self, args: Any, options: dict, cell: str, raw: str, program: Any, number: int
+    ) -> Any:
         ns = self.shell.user_ns
         inputs = [n for n in program.reads if n in ns and not is_static_global(ns[n])]
         if args.name is not None:
@@ -423,8 +491,12 @@ class TFFunctionMagics(Magics):
         else:
             key = "source:" + hashlib.sha1(cell.encode()).hexdigest()
         signature, params = self._signature(args.input_signature, inputs, "the cell (inputs)")
-        identity = (node_identity(program.tree), tuple(params), repr(sorted(options.items())),
-                    repr(signature))
+        identity = (
+            node_identity(program.tree),
+            tuple(params),
+            repr(sorted(options.items())),
+            repr(signature),
+        )
         fn, previous = self.registry.lookup(key, identity)
         if fn is not None:
             info = cells.cell_info(fn)
@@ -436,17 +508,33 @@ class TFFunctionMagics(Magics):
             name = args.name or f"cell_{number}"
             try:
                 python_function, params, outputs, has_value = cells.build_cell_function(
-                    name, cell, ns, number=number, first=params[:len(signature or ())],
-                    shell=self.shell, locator=self.locator)
+                    name,
+                    cell,
+                    ns,
+                    number=number,
+                    first=params[: len(signature or ())],
+                    shell=self.shell,
+                    locator=self.locator,
+                )
             except SyntaxError as e:  # what Python refuses in a function body (a 'break')
-                raise UsageError(_at_cell_line(
-                    cell, e.lineno or 1, max((e.offset or 1) - 5, 0),  # less the indent
-                    f"{e.msg} at line {e.lineno} (the cell runs as the body of a function)")
+                raise UsageError(
+                    _at_cell_line(
+                        cell,
+                        e.lineno or 1,
+                        max((e.offset or 1) - 5, 0),  # less the indent
+                        f"{e.msg} at line {e.lineno} (the cell runs as the body of a function)",
+                    )
                 ) from None
             fn = self._make(python_function, signature, options, name)
-            info = CellFunctionInfo(name, number, "cell",
-                                    self._history(previous, number, identity, key),
-                                    params=params, outputs=outputs, has_value=has_value)
+            info = CellFunctionInfo(
+                name,
+                number,
+                "cell",
+                self._history(previous, number, identity, key),
+                params=params,
+                outputs=outputs,
+                has_value=has_value,
+            )
             self.registry.store(key, identity, fn, info, strong=args.name is None)
             if args.name is not None:
                 ns[args.name] = fn
@@ -488,15 +576,24 @@ class TFFunctionMagics(Magics):
         m = Monitor(fn, locator=self.locator)
         self._monitors[key] = m
         from IPython.display import display
+
         display(m)
 
     # ------------------------------------------------------------------------------------------
     @magic_arguments()
     @argument("names", nargs="*", help="only these functions (by name or variable)")
-    @argument("--all", dest="include_all", action="store_true",
-              help="also list first traces and functions never traced")
-    @argument("--json", dest="as_json", action="store_true",
-              help="return the report as JSON data (for tools)")
+    @argument(
+        "--all",
+        dest="include_all",
+        action="store_true",
+        help="also list first traces and functions never traced",
+    )
+    @argument(
+        "--json",
+        dest="as_json",
+        action="store_true",
+        help="return the report as JSON data (for tools)",
+    )
     @kwds(formatter_class=_PlainHelp)
     @line_magic
     def retrace_report(self, line: str) -> Any:
@@ -518,29 +615,36 @@ class TFFunctionMagics(Magics):
         functions = registry.live_functions()
         if args.names:
             ns = self.shell.user_ns
-            found = [n for n in args.names
-                     if any(f.name == n or ns.get(n) is f
-                            for f in functions)]
+            found = [n for n in args.names if any(f.name == n or ns.get(n) is f for f in functions)]
             missing = [n for n in args.names if n not in found]
             if missing:
-                raise UsageError(f"%retrace_report: no traced function named "
-                                 f"{', '.join(missing)} in this kernel")
-        reports = report_module.build_report(functions, self.locator, args.names,
-                                             args.include_all, self.shell.user_ns)
+                raise UsageError(
+                    f"%retrace_report: no traced function named {', '.join(missing)} in this kernel"
+                )
+        reports = report_module.build_report(
+            functions, self.locator, args.names, args.include_all, self.shell.user_ns
+        )
         if args.as_json:
             return report_module.JSONReport(report_module.report_json(reports))
         return report_module.RetraceReport(reports)
 
     # ------------------------------------------------------------------------------------------
     @magic_arguments()
-    @argument("name", help="the variable (or variable.attribute) holding a kx.function, a "
-                           "ConcreteFunction, or an object whose attributes are kx.functions "
-                           "and kx.Variables")
+    @argument(
+        "name",
+        help="the variable (or variable.attribute) holding a kx.function, a "
+        "ConcreteFunction, or an object whose attributes are kx.functions "
+        "and kx.Variables",
+    )
     @argument("path", help="where to write: a saved-model directory, or the .onnx / .py file")
-    @argument("--onnx", action="store_true",
-              help="write an ONNX model (kernel_ext.onnx; needs the [onnx] extra)")
-    @argument("--source", action="store_true",
-              help="write one standalone .py file that needs only NumPy")
+    @argument(
+        "--onnx",
+        action="store_true",
+        help="write an ONNX model (kernel_ext.onnx; needs the [onnx] extra)",
+    )
+    @argument(
+        "--source", action="store_true", help="write one standalone .py file that needs only NumPy"
+    )
     @kwds(formatter_class=_PlainHelp)
     @line_magic
     def tffunction_save(self, line: str) -> None:
@@ -555,20 +659,25 @@ class TFFunctionMagics(Magics):
         """
         args = parse_argstring(self.tffunction_save, line)
         if args.onnx and args.source:
-            raise UsageError("%tffunction_save: choose one of --onnx and --source (or neither, "
-                             "for a saved-model directory)")
+            raise UsageError(
+                "%tffunction_save: choose one of --onnx and --source (or neither, "
+                "for a saved-model directory)"
+            )
         ns = self.shell.user_ns
         head, *attrs = args.name.split(".")
         if head not in ns or not all(_is_name(a) for a in attrs):
-            raise UsageError(f"%tffunction_save: no variable named {head!r} in this "
-                             "kernel; pass the name of a kx.function or of a model object "
-                             "(or model.attribute)")
+            raise UsageError(
+                f"%tffunction_save: no variable named {head!r} in this "
+                "kernel; pass the name of a kx.function or of a model object "
+                "(or model.attribute)"
+            )
         obj = ns[head]
         for attr in attrs:
             if not hasattr(obj, attr):
                 raise UsageError(f"%tffunction_save: {head} has no attribute {attr!r}")
             obj = getattr(obj, attr)
         from .. import saved_model
+
         try:
             if args.onnx:
                 self._onnx_export(obj, args.path)
@@ -588,12 +697,17 @@ class TFFunctionMagics(Magics):
         """``kernel_ext.onnx.export`` (imported here: onnx is an optional extra)."""
         import importlib
         import importlib.util
+
         if importlib.util.find_spec("kernel_ext.onnx") is None:
-            raise UsageError("%tffunction_save --onnx: this kernel_ext has no ONNX exporter "
-                             "(kernel_ext.onnx). Fix: update kernel_ext, or save without --onnx.")
+            raise UsageError(
+                "%tffunction_save --onnx: this kernel_ext has no ONNX exporter "
+                "(kernel_ext.onnx). Fix: update kernel_ext, or save without --onnx."
+            )
         try:
             onnx_module = importlib.import_module("kernel_ext.onnx")
         except ImportError as e:
-            raise UsageError(f"%tffunction_save --onnx needs the onnx package ({e}). Fix: pip "
-                             "install \"jupyterlab-tffunction[onnx]\".") from None
+            raise UsageError(
+                f"%tffunction_save --onnx needs the onnx package ({e}). Fix: pip "
+                'install "jupyterlab-tffunction[onnx]".'
+            ) from None
         onnx_module.export(obj, path)

@@ -44,8 +44,14 @@ class Monitor:
     """The live view of one ``kx.Function`` (holds it weakly: an edited cell's old function
     may die; the monitor then says so)."""
 
-    def __init__(self, function: Any, *, locator: CellLocator | None = None,
-                 interval: float = DEFAULT_INTERVAL, graph: bool = True) -> None:
+    def __init__(
+        self,
+        function: Any,
+        *,
+        locator: CellLocator | None = None,
+        interval: float = DEFAULT_INTERVAL,
+        graph: bool = True,
+    ) -> None:
         import ipywidgets as widgets
 
         self._ref = weakref.ref(function)
@@ -55,21 +61,22 @@ class Monitor:
         self._show_graph = graph
         self._lock = threading.RLock()
         self._closed = False
-        self._seen: tuple | None = None        # counters last rendered
-        self._structure: tuple | None = None   # (traces, records) last rendered
+        self._seen: tuple | None = None  # counters last rendered
+        self._structure: tuple | None = None  # (traces, records) last rendered
         self._rate: tuple[float, int] | None = None  # (time, calls) of the previous poll
         self._per_call_us: float | None = None
         self._snapshot_sent: str | None = None
         self.display_id: str | None = None
-        self.refreshes = 0                     # full counter renders (tests, benchmarks)
+        self.refreshes = 0  # full counter renders (tests, benchmarks)
         self._selecting = False
 
         self.title = widgets.HTML()
         self.counters = widgets.HTML()
         self.stale = widgets.HTML()
         self.signatures = widgets.HTML()
-        self.selector = widgets.Dropdown(options=[], description="signature",
-                                         layout=widgets.Layout(width="max-content"))
+        self.selector = widgets.Dropdown(
+            options=[], description="signature", layout=widgets.Layout(width="max-content")
+        )
         self.graph = widgets.HTML()
         self.log = widgets.HTML()
         self.selector.observe(self._on_select, names="value")
@@ -77,9 +84,10 @@ class Monitor:
         self.tabs = widgets.Tab(children=pages)
         for i, title in enumerate(("signatures", "graph", "retrace log")):
             self.tabs.set_title(i, title)
-        self.widget = widgets.VBox([self.title, self.counters, self.stale, self.tabs],
-                                   layout=widgets.Layout(border="1px solid #ced4da",
-                                                         padding="4px"))
+        self.widget = widgets.VBox(
+            [self.title, self.counters, self.stale, self.tabs],
+            layout=widgets.Layout(border="1px solid #ced4da", padding="4px"),
+        )
         # The lab extension finds monitors by this class (a kernel restart marks them stale).
         self.widget.add_class("kx-monitor")
         self.refresh(full=True)
@@ -100,9 +108,11 @@ class Monitor:
                 return False
             fn = self._ref()
             if fn is None:
-                self.title.value = (f"<b>{render.esc(self.name)}</b> <span style='{_MUTED}'>"
-                                    "(this function no longer exists: its cell was edited or "
-                                    "it was deleted)</span>")
+                self.title.value = (
+                    f"<b>{render.esc(self.name)}</b> <span style='{_MUTED}'>"
+                    "(this function no longer exists: its cell was edited or "
+                    "it was deleted)</span>"
+                )
                 activity.discard(self)
                 return False
             stats = fn.stats
@@ -112,15 +122,21 @@ class Monitor:
                 self._update_rate(int(stats.get("calls", 0)))
                 last = stats.get("last_run_us")
                 self.counters.value = render.counters_html(
-                    stats, last if last is not None else self._per_call_us,
-                    measured=last is not None)
+                    stats,
+                    last if last is not None else self._per_call_us,
+                    measured=last is not None,
+                )
                 self._seen = seen
                 self.refreshes += 1
                 changed = True
             traces = fn.retraces
             # Kernels compiled in the background change "served by" with no call or trace.
-            structure = (stats.get("traces"), len(traces), len(fn.concrete_functions),
-                         records.compile_states(fn))
+            structure = (
+                stats.get("traces"),
+                len(traces),
+                len(fn.concrete_functions),
+                records.compile_states(fn),
+            )
             if structure != self._structure or full:
                 self._render_structure(fn, traces)
                 self._structure = structure
@@ -157,23 +173,42 @@ class Monitor:
         history = f" · {info.history[-1]}" if info is not None and info.history else ""
         if cell is not None and f"cell [{cell}]" in history:
             where = ""  # "cell [2] defined" names the cell already
-        self.title.value = (f"<b>{render.esc(self.name)}</b><span style='{_MUTED}'>"
-                            f"{render.esc(where + history)}</span>")
+        self.title.value = (
+            f"<b>{render.esc(self.name)}</b><span style='{_MUTED}'>"
+            f"{render.esc(where + history)}</span>"
+        )
         rows = records.signature_rows(fn)
         last_used = next((r.id for r in rows if r.last_used), None)
         # The same ``inputs`` text as the sidebar and the report (``x: float64[3], n: 2``).
-        self.signatures.value = render.signatures_html([
-            {"id": r.id, "inputs": r.inputs, "outputs": r.outputs,
-             "nodes": f"{r.nodes_traced} → {r.nodes_optimised}", "backend": r.backend_text,
-             "last_used": r.last_used, "opaque": r.opaque, "loops": r.loops,
-             "served_by": r.served_by, "compile": r.compile, "dashboard": r.dashboard}
-            for r in rows])
+        self.signatures.value = render.signatures_html(
+            [
+                {
+                    "id": r.id,
+                    "inputs": r.inputs,
+                    "outputs": r.outputs,
+                    "nodes": f"{r.nodes_traced} → {r.nodes_optimised}",
+                    "backend": r.backend_text,
+                    "last_used": r.last_used,
+                    "opaque": r.opaque,
+                    "loops": r.loops,
+                    "served_by": r.served_by,
+                    "compile": r.compile,
+                    "dashboard": r.dashboard,
+                }
+                for r in rows
+            ]
+        )
         options = [(f"#{r.id} ({r.inputs})", r.id) for r in rows]
         current = self.selector.value
         ids = [r.id for r in rows]
         # A new trace shows the graph the latest call ran; otherwise keep the user's choice.
-        target = last_used if last_used in ids else current if current in ids else \
-            (ids[-1] if ids else None)
+        target = (
+            last_used
+            if last_used in ids
+            else current
+            if current in ids
+            else (ids[-1] if ids else None)
+        )
         self._selecting = True
         try:
             self.selector.options = options
@@ -194,8 +229,9 @@ class Monitor:
         if fn is None:
             return None
         wanted = self.selector.value
-        return next((cf for cf in fn.concrete_functions
-                     if records.signature_id(cf) == wanted), None)
+        return next(
+            (cf for cf in fn.concrete_functions if records.signature_id(cf) == wanted), None
+        )
 
     def _render_graph(self) -> None:
         cf = self._selected()
@@ -214,15 +250,24 @@ class Monitor:
         with self._lock:
             fn = self._ref()
             cf = self._selected()
-            graph = (render.graph_html(render.graph_svg(cf))
-                     if cf is not None and self._show_graph else "")
+            graph = (
+                render.graph_html(render.graph_svg(cf))
+                if cf is not None and self._show_graph
+                else ""
+            )
             if fn is None:
-                return render.monitor_snapshot_html(self.name, "", "", "", "", "",
-                                                    "this function no longer exists")
+                return render.monitor_snapshot_html(
+                    self.name, "", "", "", "", "", "this function no longer exists"
+                )
             return render.monitor_snapshot_html(
-                self.name + " — static snapshot", self.counters.value, self.signatures.value,
-                graph, self.log.value, self.stale.value,
-                "live widget not rendered here (saved notebook); this is its last state")
+                self.name + " — static snapshot",
+                self.counters.value,
+                self.signatures.value,
+                graph,
+                self.log.value,
+                self.stale.value,
+                "live widget not rendered here (saved notebook); this is its last state",
+            )
 
     def text(self) -> str:
         fn = self._ref()
@@ -230,9 +275,11 @@ class Monitor:
             return f"<kx monitor of {self.name}: function no longer exists>"
         c = records.call_counts(fn.stats)
         failed = f", {units.plural(c.failed_calls, 'failed call')}" if c.failed_calls else ""
-        return (f"<kx monitor of {self.name}: {units.plural(c.calls, 'call')}, "
-                f"{units.plural(c.traces, 'trace')}, "
-                f"{units.plural(c.cache_hits, 'cache hit')}{failed}>")
+        return (
+            f"<kx monitor of {self.name}: {units.plural(c.calls, 'call')}, "
+            f"{units.plural(c.traces, 'trace')}, "
+            f"{units.plural(c.cache_hits, 'cache hit')}{failed}>"
+        )
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         bundle = dict(self.widget._repr_mimebundle_() or {})
@@ -259,6 +306,7 @@ class Monitor:
         if bundle["text/html"] == self._snapshot_sent:
             return False
         from IPython.display import update_display
+
         self._snapshot_sent = bundle["text/html"]
         update_display(bundle, raw=True, display_id=self.display_id)
         return True
@@ -357,9 +405,12 @@ def monitor(function: Any, *, interval: float = DEFAULT_INTERVAL, graph: bool = 
     after each cell; a saved notebook keeps a static HTML/SVG snapshot of its last state.
     """
     from ..engine import Function
+
     if not isinstance(function, Function):  # a bound method (``model.step``): its Function
         function = getattr(function, "__func__", function)
     if not isinstance(function, Function):
-        raise TypeError(f"kx.jupyter.monitor needs a kx.function, got "
-                        f"{type(function).__name__}; decorate it with @kx.function first")
+        raise TypeError(
+            f"kx.jupyter.monitor needs a kx.function, got "
+            f"{type(function).__name__}; decorate it with @kx.function first"
+        )
     return Monitor(function, interval=interval, graph=graph)

@@ -36,7 +36,7 @@ _DEFAULTS = frozenset({"keepdims=False"})
 
 
 def clip(text: str, limit: int = MAX_TEXT) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _operand(value: Any) -> str:

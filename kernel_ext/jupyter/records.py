@@ -31,13 +31,37 @@ from ..ir.printer import describe_call, opaque_calls
 from . import units
 from .units import percent
 
-__all__ = ["CallCounts", "DiffEntry", "RetraceEntry", "Segment", "SignatureRow", "call_counts",
-           "compile_progress", "compile_states", "fix_pairs", "fix_texts", "fixes_at_call_site",
-           "inputs_text", "is_backward",
-           "last_used_id", "loop_note", "op_name", "opaque_note", "opaque_notes",
-           "parameter_names", "parameter_names_of", "retrace_entry", "segment_index", "segments",
-           "served_by", "shape_and_dtype", "shape_text", "signature_id", "signature_rows",
-           "value_text"]
+__all__ = [
+    "CallCounts",
+    "DiffEntry",
+    "RetraceEntry",
+    "Segment",
+    "SignatureRow",
+    "call_counts",
+    "compile_progress",
+    "compile_states",
+    "fix_pairs",
+    "fix_texts",
+    "fixes_at_call_site",
+    "inputs_text",
+    "is_backward",
+    "last_used_id",
+    "loop_note",
+    "op_name",
+    "opaque_note",
+    "opaque_notes",
+    "parameter_names",
+    "parameter_names_of",
+    "retrace_entry",
+    "segment_index",
+    "segments",
+    "served_by",
+    "shape_and_dtype",
+    "shape_text",
+    "signature_id",
+    "signature_rows",
+    "value_text",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -45,6 +69,7 @@ logger = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------
 # Parameters
 # ---------------------------------------------------------------------------------------------
+
 
 def parameter_names(function: Any) -> list[str]:
     """Parameter names of a ``kx.Function``, in order (``self`` excluded for a method: its
@@ -63,6 +88,7 @@ def parameter_names_of(python_function: Any) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # Counters
 # ---------------------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class CallCounts:
@@ -91,15 +117,23 @@ class CallCounts:
 
 def call_counts(stats: dict) -> CallCounts:
     """The counters of ``Function.stats`` (a missing one is 0)."""
+
     def count(key: str) -> int:
         return int(stats.get(key) or 0)
-    return CallCounts(count("calls"), count("traces"), count("cache_hits"), count("eager_calls"),
-                      count("failed_calls"))
+
+    return CallCounts(
+        count("calls"),
+        count("traces"),
+        count("cache_hits"),
+        count("eager_calls"),
+        count("failed_calls"),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
 # Values and graph nodes
 # ---------------------------------------------------------------------------------------------
+
 
 def op_name(node: Any) -> str:
     """The op kind of a graph node as text (``"tanh"``, ``"placeholder"``, ``"cond"``)."""
@@ -177,6 +211,7 @@ def shape_and_dtype(aval: Any) -> tuple[str, str]:
 # Concrete signatures
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class SignatureRow:
     """One concrete signature (trace) of a Function, as every view lists it."""
@@ -215,6 +250,7 @@ class SignatureRow:
     def backend_text(self) -> str:
         """The backend as the views show it: ``"numba-cpu"``, ``"dask · 36 tasks"``."""
         return self.backend if self.tasks is None else f"{self.backend} · {self.tasks} tasks"
+
     #: Which path serves the trace, for people (:func:`served_by`): ``"NumPy executor"``,
     #: ``"fused kernels (numba-cpu)"``, ``"whole graph (numba-cpu)"``, ``"CUDA kernels
     #: (numba-cuda)"``, or under tiered ``auto`` ``"tiered auto: <the tier note>"``.
@@ -248,8 +284,7 @@ def inputs_text(parameters: Sequence[str], concrete_function: Any) -> str:
     types = concrete_function.input_types
     if len(parameters) != len(types):
         return str(concrete_function.signature_text())
-    return ", ".join(
-        f"{name}: {explain.describe(t)}" for name, t in zip(parameters, types))
+    return ", ".join(f"{name}: {explain.describe(t)}" for name, t in zip(parameters, types))
 
 
 def signature_rows(function: Any) -> list[SignatureRow]:
@@ -264,25 +299,31 @@ def signature_rows(function: Any) -> list[SignatureRow]:
         found = _segments_or_none(cf.executable)
         compile_text, compile_state = compile_progress(found)
         tier = str(getattr(cf, "tier", "") or "")
-        rows.append(SignatureRow(
-            id=sid,
-            inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),  # noqa: B023 - called now
-            signature=str(cf.record.signature),
-            outputs=_text_or_mark(cf.output_text),
-            last_used=sid == last_used,
-            nodes_traced=int(counts.get("traced", 0)),
-            nodes_optimised=int(counts.get("optimised", 0)),
-            backend=backend,
-            opaque=_notes_or_none(cf),
-            loops=tuple(getattr(cf, "loops", ())),
-            tier=tier,
-            served_by=served_by(backend, found, tier,
-                                str(getattr(getattr(cf.executable, "tier", None), "state", "")
-                                    or "")),
-            compile=compile_text,
-            compile_state=compile_state,
-            tasks=getattr(cf.executable, "tasks", None),
-            dashboard=dashboard_url(getattr(cf.executable, "dashboard", None))))
+        rows.append(
+            SignatureRow(
+                id=sid,
+                inputs=_text_or_mark(lambda: inputs_text(parameters, cf)),  # noqa: B023 - called now
+                signature=str(cf.record.signature),
+                outputs=_text_or_mark(cf.output_text),
+                last_used=sid == last_used,
+                nodes_traced=int(counts.get("traced", 0)),
+                nodes_optimised=int(counts.get("optimised", 0)),
+                backend=backend,
+                opaque=_notes_or_none(cf),
+                loops=tuple(getattr(cf, "loops", ())),
+                tier=tier,
+                served_by=served_by(
+                    backend,
+                    found,
+                    tier,
+                    str(getattr(getattr(cf.executable, "tier", None), "state", "") or ""),
+                ),
+                compile=compile_text,
+                compile_state=compile_state,
+                tasks=getattr(cf.executable, "tasks", None),
+                dashboard=dashboard_url(getattr(cf.executable, "dashboard", None)),
+            )
+        )
     return rows
 
 
@@ -294,8 +335,7 @@ def dashboard_url(link: Any) -> str | None:
     return link
 
 
-def served_by(backend: str, found: Sequence[Segment], tier: str = "",
-              tier_state: str = "") -> str:
+def served_by(backend: str, found: Sequence[Segment], tier: str = "", tier_state: str = "") -> str:
     """How a trace runs, in one plain sentence every view shows (the details, such as the
     tier's note, go on hover): ``"runs as 13 compiled kernels (numba-cpu)"``, ``"runs as one
     compiled function (numba-cpu)"``, ``"runs through NumPy, one call per operation"``.
@@ -348,27 +388,34 @@ def compile_progress(found: Sequence[Segment]) -> tuple[str, str]:
         return "", ""
     total, ready, failed = len(states), states.count("ready"), states.count("failed")
     if failed:
-        return (f"{failed} of {units.plural(total, 'kernel')} failed to compile: their ops "
-                "run through NumPy", "failed")
+        return (
+            f"{failed} of {units.plural(total, 'kernel')} failed to compile: their ops "
+            "run through NumPy",
+            "failed",
+        )
     if ready == total:
         return "", "ready"
-    state = "compiling" if "compiling" in states else "queued" if "queued" in states \
-        else "pending"
+    state = "compiling" if "compiling" in states else "queued" if "queued" in states else "pending"
     done = [s.compile_ms for s in live if s.state == "ready" and s.compile_ms]
     left = total - ready
     estimate = f", about {units.duration(sum(done) / len(done) * left)} left" if done else ""
     waiting = [s for s in live if s.state not in _SETTLED]
-    named = [f"{s.id} ({_clip(' → '.join(s.ops) or s.kind or 'fused', 40)})"
-             + (" compiling now" if s.state == "compiling" else "")
-             for s in waiting[:_WAITING_NAMED]]
+    named = [
+        f"{s.id} ({_clip(' → '.join(s.ops) or s.kind or 'fused', 40)})"
+        + (" compiling now" if s.state == "compiling" else "")
+        for s in waiting[:_WAITING_NAMED]
+    ]
     more = len(waiting) - len(named)
     names = ", ".join(named) + (f" and {more} more" if more > 0 else "")
-    return (f"compiling in the background: {ready} of {units.plural(total, 'kernel')} ready"
-            f"{estimate}; waiting: {names}; NumPy runs them meanwhile", state)
+    return (
+        f"compiling in the background: {ready} of {units.plural(total, 'kernel')} ready"
+        f"{estimate}; waiting: {names}; NumPy runs them meanwhile",
+        state,
+    )
 
 
 def _clip(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def compile_states(function: Any) -> tuple:
@@ -415,6 +462,7 @@ def _text_or_mark(describe: Callable[[], str]) -> str:
 # Fused segments
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclass(frozen=True)
 class Segment:
     """One fused segment an executor reports (``Executable.segments``: one dict each).
@@ -447,15 +495,18 @@ def segments(executable: Any) -> list[Segment]:
     for position, raw in enumerate(getattr(executable, "segments", None) or ()):
         if not isinstance(raw, dict):
             continue
-        out.append(Segment(
-            id=f"s{raw.get('id', position)}",
-            backend=str(raw.get("backend") or backend),
-            nodes=tuple(str(getattr(n, "name", n)) for n in raw.get("nodes", ()) or ()),
-            label=str(raw["label"]) if raw.get("label") else None,
-            kind=str(raw["kind"]) if raw.get("kind") else None,
-            ops=tuple(str(o) for o in raw.get("ops", ()) or ()),
-            state=str(raw["state"]) if raw.get("state") else None,
-            compile_ms=float(raw.get("compile_ms") or 0.0)))
+        out.append(
+            Segment(
+                id=f"s{raw.get('id', position)}",
+                backend=str(raw.get("backend") or backend),
+                nodes=tuple(str(getattr(n, "name", n)) for n in raw.get("nodes", ()) or ()),
+                label=str(raw["label"]) if raw.get("label") else None,
+                kind=str(raw["kind"]) if raw.get("kind") else None,
+                ops=tuple(str(o) for o in raw.get("ops", ()) or ()),
+                state=str(raw["state"]) if raw.get("state") else None,
+                compile_ms=float(raw.get("compile_ms") or 0.0),
+            )
+        )
     return out
 
 
@@ -473,36 +524,37 @@ def segment_index(found: Iterable[Segment]) -> dict[str, int]:
 # Traces and their explanations
 # ---------------------------------------------------------------------------------------------
 
+
 class DiffEntry(TypedDict):
     """One argument that differs from the closest earlier trace."""
 
-    argument: str   # "x", "config['lr']", "batch[0]"
-    kind: str       # the engine's kind: "shape", "dtype", "python_value", ...
-    old: str        # "float32[2]"
-    new: str        # "float32[3]"
-    sentence: str   # the difference said for people, with its consequence
+    argument: str  # "x", "config['lr']", "batch[0]"
+    kind: str  # the engine's kind: "shape", "dtype", "python_value", ...
+    old: str  # "float32[2]"
+    new: str  # "float32[3]"
+    sentence: str  # the difference said for people, with its consequence
 
 
 class RetraceEntry(TypedDict):
     """One trace as plain data: what the report, the monitor's log and ``--json`` show."""
 
-    trace: int                 # 1-based trace number
-    cause: str                 # in words: "python value"
-    category: str              # the engine's category: "python_value"
-    call_site: str | None      # as the view's call-site formatter says it
-    signature: str             # the traced signature, one line
-    closest: int | None        # the closest earlier trace, if any
+    trace: int  # 1-based trace number
+    cause: str  # in words: "python value"
+    category: str  # the engine's category: "python_value"
+    call_site: str | None  # as the view's call-site formatter says it
+    signature: str  # the traced signature, one line
+    closest: int | None  # the closest earlier trace, if any
     closest_signature: str
     diffs: list[DiffEntry]
-    trace_ms: float            # rounded to the µs
+    trace_ms: float  # rounded to the µs
     compile_ms: float
     cost_ms: float
-    advice: str                # why it retraced and what to do, for people
-    fixes: list[str]           # copyable code, best first, without repeats
+    advice: str  # why it retraced and what to do, for people
+    fixes: list[str]  # copyable code, best first, without repeats
     #: What each fix does, replayed against the recorded calls ("1 trace instead of 3"),
     #: parallel to ``fixes`` ("" where it could not be replayed).
     effects: list[str]
-    via: str                   # "call" or "get_concrete_function"
+    via: str  # "call" or "get_concrete_function"
 
 
 def fix_texts(fixes: Iterable[explain.Fix], magic: bool) -> list[str]:
@@ -523,12 +575,14 @@ def fix_pairs(fixes: Iterable[explain.Fix], magic: bool) -> list[tuple[str, str]
 def fixes_at_call_site(record: explain.TraceRecord) -> list[explain.Fix]:
     """The record's fixes, an argument fix rewritten as the call the user wrote
     (``decay(w, np.float64(lr))``) where the call site's line can be read."""
-    return [explain.fix_at_call_site(f, record.function_name, record.call_site)
-            for f in record.fixes]
+    return [
+        explain.fix_at_call_site(f, record.function_name, record.call_site) for f in record.fixes
+    ]
 
 
-def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | None],
-                  magic: bool) -> RetraceEntry:
+def retrace_entry(
+    record: explain.TraceRecord, call_site: Callable[[str], str | None], magic: bool
+) -> RetraceEntry:
     """One trace (a ``TraceRecord``) as a :class:`RetraceEntry`.
 
     ``call_site`` turns the engine's raw ``"file:line"`` (``""`` when unknown) into what the
@@ -545,8 +599,16 @@ def retrace_entry(record: explain.TraceRecord, call_site: Callable[[str], str | 
         "signature": record.signature,
         "closest": record.closest,
         "closest_signature": record.closest_signature,
-        "diffs": [{"argument": d.argument, "kind": d.kind, "old": d.old, "new": d.new,
-                   "sentence": explain.describe_diff(d)} for d in record.diffs],
+        "diffs": [
+            {
+                "argument": d.argument,
+                "kind": d.kind,
+                "old": d.old,
+                "new": d.new,
+                "sentence": explain.describe_diff(d),
+            }
+            for d in record.diffs
+        ],
         "trace_ms": round(record.trace_ms, 3),
         "compile_ms": round(record.compile_ms, 3),
         "cost_ms": round(record.cost_ms, 3),

@@ -23,8 +23,16 @@ from . import records, render, units
 from .cells import CellLocator, cell_info
 from .records import RetraceEntry
 
-__all__ = ["FunctionReport", "JSONReport", "RetraceReport", "build_report", "combined_fixes",
-           "report_html", "report_json", "report_text"]
+__all__ = [
+    "FunctionReport",
+    "JSONReport",
+    "RetraceReport",
+    "build_report",
+    "combined_fixes",
+    "report_html",
+    "report_json",
+    "report_text",
+]
 
 
 def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str], list[str]]:
@@ -41,15 +49,18 @@ def combined_fixes(function: Any, magic: bool) -> tuple[str, list[str], list[str
     diffs = [d for r in retraced for d in r.diffs]
     names = records.parameter_names(function)
     types_ = [cf.input_types for cf in concrete]
-    advice, fixes, _ = explain.suggest_fixes(function.name, names, types_[:-1], types_[-1],
-                                             diffs)
+    advice, fixes, _ = explain.suggest_fixes(function.name, names, types_[:-1], types_[-1], diffs)
     # an argument fix as the call the user wrote, at the latest retrace's call site
     site = retraced[-1].call_site
     fixes = [explain.fix_at_call_site(f, function.name, site) for f in fixes]
     whole = records.fix_texts([f for f in fixes if f.traces == 1], magic)
-    partial = [f"{text} — {f.effect}"
-               for f in fixes if f.traces is not None and f.traces > 1
-               for text in records.fix_texts([f], magic) if text not in whole]
+    partial = [
+        f"{text} — {f.effect}"
+        for f in fixes
+        if f.traces is not None and f.traces > 1
+        for text in records.fix_texts([f], magic)
+        if text not in whole
+    ]
     return advice, whole, partial
 
 
@@ -58,7 +69,7 @@ class FunctionReport:
     name: str
     id: int
     cell: str | None
-    kind: str                      # "decorated", "def" (%%tffunction def), "cell"
+    kind: str  # "decorated", "def" (%%tffunction def), "cell"
     calls: int
     traces: int
     cache_hits: int
@@ -105,9 +116,13 @@ def _replaced(function: Any) -> bool:
     return info is not None and info.replaced_by is not None
 
 
-def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
-                 names: Sequence[str] = (), include_all: bool = False,
-                 namespace: dict | None = None) -> list[FunctionReport]:
+def build_report(
+    functions: Iterable[Any],
+    locator: CellLocator | None = None,
+    names: Sequence[str] = (),
+    include_all: bool = False,
+    namespace: dict | None = None,
+) -> list[FunctionReport]:
     """Reports for ``functions`` (those named in ``names`` when given), most costly first.
 
     Without ``include_all``, functions never traced are left out and first traces are not
@@ -122,8 +137,7 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
         if not stats.get("traces") and not include_all and not names:
             continue
         info = cell_info(fn)
-        if info is not None and info.replaced_by is not None and not include_all and \
-                not names:
+        if info is not None and info.replaced_by is not None and not include_all and not names:
             continue  # an edited cell's old version (still referenced somewhere)
         magic = info is not None
         number = locator.defining_cell(fn)
@@ -139,19 +153,32 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
         released = getattr(fn, "released_traces", None)
         trace_ms = float(stats.get("trace_ms", 0.0))
         compile_ms = float(stats.get("compile_ms", 0.0))
-        out.append(FunctionReport(
-            name=fn.name, id=int(getattr(fn, "id", 0)), cell=cell,
-            kind=("decorated" if info is None else info.mode), calls=calls,
-            traces=int(stats.get("traces", 0)), cache_hits=hits,
-            hit_rate=counts.hit_rate, trace_ms=round(trace_ms, 3),
-            compile_ms=round(compile_ms, 3), cost_ms=round(trace_ms + compile_ms, 3),
-            history=list(info.history) if info is not None else [],
-            retraces=retraces,
-            stale=[s.sentence() for s in explain.stale_captures(fn)],
-            advice=advice, fixes=fixes, first_traces=first if include_all else [],
-            opaque=_opaque_of(fn), loops=_loops_of(fn), failed_calls=counts.failed_calls,
-            released=released.summary() if released is not None else "",
-            partial_fixes=partial))
+        out.append(
+            FunctionReport(
+                name=fn.name,
+                id=int(getattr(fn, "id", 0)),
+                cell=cell,
+                kind=("decorated" if info is None else info.mode),
+                calls=calls,
+                traces=int(stats.get("traces", 0)),
+                cache_hits=hits,
+                hit_rate=counts.hit_rate,
+                trace_ms=round(trace_ms, 3),
+                compile_ms=round(compile_ms, 3),
+                cost_ms=round(trace_ms + compile_ms, 3),
+                history=list(info.history) if info is not None else [],
+                retraces=retraces,
+                stale=[s.sentence() for s in explain.stale_captures(fn)],
+                advice=advice,
+                fixes=fixes,
+                first_traces=first if include_all else [],
+                opaque=_opaque_of(fn),
+                loops=_loops_of(fn),
+                failed_calls=counts.failed_calls,
+                released=released.summary() if released is not None else "",
+                partial_fixes=partial,
+            )
+        )
     out.sort(key=lambda r: (-r.cost_ms, r.name))
     return out
 
@@ -159,6 +186,7 @@ def build_report(functions: Iterable[Any], locator: CellLocator | None = None,
 # ---------------------------------------------------------------------------------------------
 # Rendering
 # ---------------------------------------------------------------------------------------------
+
 
 def _loops_of(function: Any) -> list[str]:
     """Loop notes and, under tiered ``auto``, how each trace runs."""
@@ -182,10 +210,12 @@ def _opaque_of(function: Any) -> list[str]:
 def _figures(r: FunctionReport) -> str:
     """The counters of one function, each labelled, in the views' one unit rule."""
     failed = f" · failed calls {r.failed_calls:,}" if r.failed_calls else ""
-    return (f"calls {r.calls:,} · traces {r.traces:,} · cache hits "
-            f"{units.hit_rate(r.cache_hits, r.calls)}{failed} · tracing "
-            f"{units.duration(r.trace_ms)} + compiling {units.duration(r.compile_ms)} = "
-            f"{units.duration(r.cost_ms)}")
+    return (
+        f"calls {r.calls:,} · traces {r.traces:,} · cache hits "
+        f"{units.hit_rate(r.cache_hits, r.calls)}{failed} · tracing "
+        f"{units.duration(r.trace_ms)} + compiling {units.duration(r.compile_ms)} = "
+        f"{units.duration(r.cost_ms)}"
+    )
 
 
 def _header(r: FunctionReport) -> str:
@@ -194,19 +224,26 @@ def _header(r: FunctionReport) -> str:
 
 
 def _entry_text(e: RetraceEntry, indent: str = "  ") -> list[str]:
-    lines = [f"{indent}trace #{e['trace']} ({e['cause']}) at {e['call_site']}, cost "
-             f"{units.duration(e['cost_ms'])} (tracing {units.duration(e['trace_ms'])} + "
-             f"compiling {units.duration(e['compile_ms'])})"]
+    lines = [
+        f"{indent}trace #{e['trace']} ({e['cause']}) at {e['call_site']}, cost "
+        f"{units.duration(e['cost_ms'])} (tracing {units.duration(e['trace_ms'])} + "
+        f"compiling {units.duration(e['compile_ms'])})"
+    ]
     if e["closest"]:
-        lines.append(f"{indent}  closest earlier signature, trace #{e['closest']}: "
-                     f"({e['closest_signature']})")
-    lines.append(f"{indent}  {'new signature' if e['closest'] else 'signature'}: "
-                 f"({e['signature']})")
+        lines.append(
+            f"{indent}  closest earlier signature, trace #{e['closest']}: "
+            f"({e['closest_signature']})"
+        )
+    lines.append(
+        f"{indent}  {'new signature' if e['closest'] else 'signature'}: ({e['signature']})"
+    )
     lines += [f"{indent}  - {d['sentence']}" for d in e["diffs"]]
     if e["advice"]:
         lines.append(f"{indent}  why: {e['advice']}")
-    lines += [f"{indent}  {'fix' if i == 0 else 'or '}: {f}" + (f"  — {effect}" if effect else "")
-              for i, (f, effect) in enumerate(zip(e["fixes"], _effects(e)))]
+    lines += [
+        f"{indent}  {'fix' if i == 0 else 'or '}: {f}" + (f"  — {effect}" if effect else "")
+        for i, (f, effect) in enumerate(zip(e["fixes"], _effects(e)))
+    ]
     return lines
 
 
@@ -215,16 +252,16 @@ def _effects(e: RetraceEntry) -> list[str]:
 
 
 def _whole_header(r: FunctionReport) -> str:
-    return (f"to avoid all of these retraces ({explain.plural(1, 'trace')} instead of "
-            f"{r.traces}):")
+    return f"to avoid all of these retraces ({explain.plural(1, 'trace')} instead of {r.traces}):"
 
 
 def report_text(reports: Sequence[FunctionReport]) -> str:
     if not reports:
         return "No traced functions yet: call a kx.function or run a %%tffunction cell."
     n = len(reports)
-    lines = [f"Retrace report: {units.plural(n, 'traced function')}, ranked by tracing + "
-             "compiling time"]
+    lines = [
+        f"Retrace report: {units.plural(n, 'traced function')}, ranked by tracing + compiling time"
+    ]
     for r in reports:
         lines += ["", _header(r)]
         lines += [f"  history: {h}" for h in r.history[-4:]]
@@ -251,35 +288,41 @@ def report_text(reports: Sequence[FunctionReport]) -> str:
 def report_html(reports: Sequence[FunctionReport]) -> str:
     esc = render.esc
     if not reports:
-        return (f'<div style="{render.STYLE}">No traced functions yet: call a kx.function '
-                'or run a %%tffunction cell.</div>')
-    parts = [f'<div class="kx-report" style="{render.STYLE}">',
-             f"<div><b>Retrace report</b>: {units.plural(len(reports), 'traced function')}, "
-             "ranked by tracing + compiling time</div>"]
+        return (
+            f'<div style="{render.STYLE}">No traced functions yet: call a kx.function '
+            "or run a %%tffunction cell.</div>"
+        )
+    parts = [
+        f'<div class="kx-report" style="{render.STYLE}">',
+        f"<div><b>Retrace report</b>: {units.plural(len(reports), 'traced function')}, "
+        "ranked by tracing + compiling time</div>",
+    ]
     for r in reports:
         where = f" <span style='color:#666'>cell {esc(r.cell)}</span>" if r.cell else ""
         parts.append(
             '<div style="border:1px solid #ced4da; border-radius:6px; padding:6px 8px; '
             f'margin:6px 0;"><div style="font-size:13px;"><b>{esc(r.name)}</b>{where}</div>'
-            f"<div>{esc(_figures(r))}</div>")
+            f"<div>{esc(_figures(r))}</div>"
+        )
         if r.released:
             parts.append(f"<div style='color:#666'>{esc(r.released)}</div>")
         if r.history:
-            parts.append("<div style='color:#666'>" +
-                         " · ".join(esc(h) for h in r.history[-4:]) + "</div>")
+            parts.append(
+                "<div style='color:#666'>" + " · ".join(esc(h) for h in r.history[-4:]) + "</div>"
+            )
         parts.append(render.stale_html(r.stale))
-        parts += [f"<div style='color:#495057'>{esc(note)}</div>"
-                  for note in r.opaque + r.loops]
+        parts += [f"<div style='color:#495057'>{esc(note)}</div>" for note in r.opaque + r.loops]
         entries = r.first_traces + r.retraces
         if entries:
             parts.append(render.retrace_log_html(sorted(entries, key=lambda e: e["trace"])))
         else:
             parts.append("<div style='color:#666'>no retraces</div>")
         if r.fixes and len(r.retraces) > 1:
-            fixes = "".join(f"<div>{'' if i == 0 else 'or '}<code>{esc(f)}</code></div>"
-                            for i, f in enumerate(r.fixes))
-            parts.append(f"<div><b>{esc(_whole_header(r))}</b>"
-                         f"{fixes}</div>")
+            fixes = "".join(
+                f"<div>{'' if i == 0 else 'or '}<code>{esc(f)}</code></div>"
+                for i, f in enumerate(r.fixes)
+            )
+            parts.append(f"<div><b>{esc(_whole_header(r))}</b>{fixes}</div>")
         if r.partial_fixes and len(r.retraces) > 1:
             fixes = "".join(f"<div><code>{esc(f)}</code></div>" for f in r.partial_fixes)
             parts.append(f"<div><b>to avoid some of them:</b>{fixes}</div>")

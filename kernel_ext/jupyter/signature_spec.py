@@ -39,7 +39,8 @@ from ..trace.types import TensorSpec
 
 __all__ = ["Entry", "SignatureSpecError", "parse_signature"]
 
-_TOKEN = re.compile(r"""
+_TOKEN = re.compile(
+    r"""
     (?P<space>\s+)
   | (?P<string>'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*")
   | (?P<number>[-+]?(?:0[xX][0-9a-fA-F_]+|0[oO][0-7_]+|0[bB][01_]+
@@ -47,7 +48,9 @@ _TOKEN = re.compile(r"""
   | (?P<name>[A-Za-z_][A-Za-z_0-9]*)
   | (?P<ellipsis>\.\.\.)
   | (?P<punct>[\[\]:,*?])
-""", re.VERBOSE)
+""",
+    re.VERBOSE,
+)
 
 
 class SignatureSpecError(ValueError):
@@ -82,8 +85,9 @@ def _tokenize(text: str) -> list[_Tok]:
         m = _TOKEN.match(text, pos)
         if m is None:
             if text[pos] in "'\"":
-                raise SignatureSpecError(f"a string starting with {text[pos]} has no closing "
-                                         f"{text[pos]}", text, pos)
+                raise SignatureSpecError(
+                    f"a string starting with {text[pos]} has no closing {text[pos]}", text, pos
+                )
             raise SignatureSpecError(f"unexpected character {text[pos]!r}", text, pos)
         if m.lastgroup != "space":
             out.append(_Tok(m.lastgroup or "", m.group(), pos))
@@ -102,11 +106,13 @@ def _dtype(name: str, text: str, pos: int) -> np.dtype:
         dtype = None
     if dtype is None or (dtype.name != name and name not in ("int", "float", "complex")):
         # np.dtype("f4") and friends exist but are unreadable in a signature.
-        raise SignatureSpecError(f"unknown dtype {name!r} (e.g. float32, float64, int32, "
-                                 "int64, bool)", text, pos)
+        raise SignatureSpecError(
+            f"unknown dtype {name!r} (e.g. float32, float64, int32, int64, bool)", text, pos
+        )
     if dtype.kind in "OUSVMm":
-        raise SignatureSpecError(f"dtype {name!r} cannot be traced (numeric or bool only)",
-                                 text, pos)
+        raise SignatureSpecError(
+            f"dtype {name!r} cannot be traced (numeric or bool only)", text, pos
+        )
     return dtype
 
 
@@ -149,8 +155,11 @@ class _Parser:
         names = [e.name for e in entries if e.name is not None]
         if names and len(names) != len(entries):
             first = next(i for i, e in enumerate(entries) if e.name is None)
-            raise SignatureSpecError("either name every entry ('x: float32[3]') or none",
-                                     self.text, self._entry_pos[first])
+            raise SignatureSpecError(
+                "either name every entry ('x: float32[3]') or none",
+                self.text,
+                self._entry_pos[first],
+            )
         dup = next((n for i, n in enumerate(names) if n in names[:i]), None)
         if dup is not None:
             pos = self._entry_pos[len(names) - 1 - names[::-1].index(dup)]
@@ -167,10 +176,16 @@ class _Parser:
         if self.tok.kind == "name" and self.peek().text == ":" and self.peek().kind == "punct":
             name = self.tok.text
             self.i += 2
-        elif self.tok.kind == "name" and self.tok.text not in _LITERAL_NAMES and \
-                (self.peek().kind == "end" or self.peek().text == ","):
-            raise self.fail(f"expected ':' and a type after {self.tok.text!r} (e.g. "
-                            f"'{self.tok.text}: float32[None]')", self.peek())
+        elif (
+            self.tok.kind == "name"
+            and self.tok.text not in _LITERAL_NAMES
+            and (self.peek().kind == "end" or self.peek().text == ",")
+        ):
+            raise self.fail(
+                f"expected ':' and a type after {self.tok.text!r} (e.g. "
+                f"'{self.tok.text}: float32[None]')",
+                self.peek(),
+            )
         return Entry(name, self.type_())
 
     def type_(self) -> Any:
@@ -186,8 +201,10 @@ class _Parser:
         dtype = _dtype(tok.text, self.text, tok.pos)
         self.i += 1
         if self.tok.text != "[":
-            raise self.fail(f"expected '[' after {tok.text} (write {tok.text}[] for a "
-                            f"scalar, {tok.text}[*] for any shape)")
+            raise self.fail(
+                f"expected '[' after {tok.text} (write {tok.text}[] for a "
+                f"scalar, {tok.text}[*] for any shape)"
+            )
         self.i += 1
         if self.tok.text in ("*", "..."):
             self.i += 1
@@ -211,9 +228,12 @@ class _Parser:
         if tok.kind == "number" and re.fullmatch(r"\d+", tok.text):
             value = _literal(tok, self.text)  # Python's rules: no leading zeros, a digit limit
             if value > _MAX_DIMENSION:
-                raise SignatureSpecError(f"dimension {_short(tok.text)} is larger than an "
-                                         f"array can be (at most {_MAX_DIMENSION})",
-                                         self.text, tok.pos)
+                raise SignatureSpecError(
+                    f"dimension {_short(tok.text)} is larger than an "
+                    f"array can be (at most {_MAX_DIMENSION})",
+                    self.text,
+                    tok.pos,
+                )
             self.i += 1
             return value
         if tok.kind == "number" and tok.text.startswith("-"):
@@ -247,13 +267,15 @@ def _literal(tok: _Tok, text: str) -> Any:
             reason = "leading zeros are not allowed in a decimal integer"
             fix = f"write {tok.text.lstrip('0') or '0'}, or 0o{tok.text.lstrip('0')} for octal"
         elif "Exceeds the limit" in reason:
-            reason = (f"Python reads integers of at most {sys.get_int_max_str_digits()} "
-                      "digits from text")
+            reason = (
+                f"Python reads integers of at most {sys.get_int_max_str_digits()} digits from text"
+            )
             fix = "write it in hexadecimal (0x...) or compute it in the function"
         else:
             fix = "write it as Python would accept it"
-        raise SignatureSpecError(f"invalid {kind} {_short(tok.text)}: {reason}; {fix}",
-                                 text, tok.pos) from None
+        raise SignatureSpecError(
+            f"invalid {kind} {_short(tok.text)}: {reason}; {fix}", text, tok.pos
+        ) from None
 
 
 def parse_signature(text: str) -> list[Entry]:

@@ -31,8 +31,10 @@ def onnx_modules() -> tuple[Any, Any, Any]:
         import onnx
         from onnx import helper, numpy_helper
     except ImportError as e:  # pragma: no cover - the test extra installs onnx
-        raise ImportError("kx.onnx needs the onnx package: pip install "
-                          "'jupyterlab-tffunction[onnx]' (onnx and onnxruntime)") from e
+        raise ImportError(
+            "kx.onnx needs the onnx package: pip install "
+            "'jupyterlab-tffunction[onnx]' (onnx and onnxruntime)"
+        ) from e
     return onnx, helper, numpy_helper
 
 
@@ -78,8 +80,12 @@ class GraphBuilder:
     """The ONNX nodes of one graph and the IR-node -> ONNX-names map it (and its sub-graphs)
     read."""
 
-    def __init__(self, model: ModelContext, rules: dict[OpKind, Rule],
-                 env: dict[Node, list[str]] | None = None) -> None:
+    def __init__(
+        self,
+        model: ModelContext,
+        rules: dict[OpKind, Rule],
+        env: dict[Node, list[str]] | None = None,
+    ) -> None:
         self.model = model
         self.rules = rules
         self.env: dict[Node, list[str]] = dict(env or {})
@@ -89,17 +95,27 @@ class GraphBuilder:
     def fresh(self, hint: str) -> str:
         return self.model.fresh(hint)
 
-    def add(self, op_type: str, inputs: Sequence[str], outputs: int = 1, hint: str | None = None,
-            **attrs: Any) -> list[str]:
+    def add(
+        self,
+        op_type: str,
+        inputs: Sequence[str],
+        outputs: int = 1,
+        hint: str | None = None,
+        **attrs: Any,
+    ) -> list[str]:
         """Append one ONNX node; returns its output names."""
         _, helper, _ = onnx_modules()
         names = [self.fresh(f"{hint or op_type}") for _ in range(outputs)]
-        self.nodes.append(helper.make_node(op_type, list(inputs), names,
-                                           name=self.fresh(f"{op_type}_node"), **attrs))
+        self.nodes.append(
+            helper.make_node(
+                op_type, list(inputs), names, name=self.fresh(f"{op_type}_node"), **attrs
+            )
+        )
         return names
 
-    def one(self, op_type: str, inputs: Sequence[str], hint: str | None = None,
-            **attrs: Any) -> str:
+    def one(
+        self, op_type: str, inputs: Sequence[str], hint: str | None = None, **attrs: Any
+    ) -> str:
         return self.add(op_type, inputs, 1, hint, **attrs)[0]
 
     def const(self, value: Any, dtype: Any = None) -> str:
@@ -108,8 +124,9 @@ class GraphBuilder:
         array = np.asarray(value, dtype=dtype)
         name = self.fresh("const")
         tensor = numpy_helper.from_array(np.array(array, order="C"), name + "_value")
-        self.nodes.append(helper.make_node("Constant", [], [name], value=tensor,
-                                           name=self.fresh("Constant_node")))
+        self.nodes.append(
+            helper.make_node("Constant", [], [name], value=tensor, name=self.fresh("Constant_node"))
+        )
         return name
 
     def ints(self, values: Sequence[int]) -> str:
@@ -153,18 +170,27 @@ class GraphBuilder:
                 continue
             for aval in _avals(node):
                 if aval.dtype.kind not in SUPPORTED_KINDS or aval.dtype == np.float16:
-                    raise refuse(node, f"its value has dtype {aval.dtype}, which "
-                                 "onnxruntime's CPU kernels do not compute with",
-                                 "cast float16 values to float32 first, and keep complex "
-                                 "and non-numeric values out of the exported function")
+                    raise refuse(
+                        node,
+                        f"its value has dtype {aval.dtype}, which "
+                        "onnxruntime's CPU kernels do not compute with",
+                        "cast float16 values to float32 first, and keep complex "
+                        "and non-numeric values out of the exported function",
+                    )
             rule = self.rules.get(node.op)
             if rule is None:
                 raise refuse(node, "no rule translates this op", _generic_fix(node))
             self.env[node] = rule(self, node)
 
-    def subgraph(self, graph: Graph, bindings: dict[Node, str], inputs: Sequence[Any],
-                 out_dtypes: Sequence[Any], name: str,
-                 finish: Callable[[GraphBuilder, list[str]], list[str]] | None = None) -> Any:
+    def subgraph(
+        self,
+        graph: Graph,
+        bindings: dict[Node, str],
+        inputs: Sequence[Any],
+        out_dtypes: Sequence[Any],
+        name: str,
+        finish: Callable[[GraphBuilder, list[str]], list[str]] | None = None,
+    ) -> Any:
         """An ONNX sub-graph computing ``graph`` with its placeholders bound to names (outer
         values or the sub-graph's own ``inputs``: value infos); its outputs cast to
         ``out_dtypes``, then passed through ``finish`` (a Loop body appends its condition)."""
@@ -172,15 +198,15 @@ class GraphBuilder:
         inner = GraphBuilder(self.model, self.rules, self.env)
         inner.env.update({node: [n] for node, n in bindings.items()})
         inner.emit(graph)
-        outs = [inner.cast(inner.value(o), o.dtype, dt) for o, dt in zip(graph.outputs,
-                                                                         out_dtypes)]
+        outs = [inner.cast(inner.value(o), o.dtype, dt) for o, dt in zip(graph.outputs, out_dtypes)]
         if finish is not None:
             outs = finish(inner, outs)
         final = [inner.one("Identity", [o], hint=f"{name}_out") for o in outs]
         # (a Loop body's condition output leads its outputs)
         dtypes = [np.bool_, *out_dtypes] if finish is not None else list(out_dtypes)
-        infos = [helper.make_tensor_value_info(n, elem_type(dt), None)
-                 for n, dt in zip(final, dtypes)]
+        infos = [
+            helper.make_tensor_value_info(n, elem_type(dt), None) for n, dt in zip(final, dtypes)
+        ]
         return helper.make_graph(inner.nodes, self.fresh(name), list(inputs), infos)
 
 
@@ -192,5 +218,7 @@ def _avals(node: Node) -> list[Any]:
 
 
 def _generic_fix(node: Node) -> str:
-    return ("compute this value outside the exported function and pass it in as an argument, "
-            "or keep running it with kx.function (docs/onnx.md lists the ops with an ONNX form)")
+    return (
+        "compute this value outside the exported function and pass it in as an argument, "
+        "or keep running it with kx.function (docs/onnx.md lists the ops with an ONNX form)"
+    )

@@ -35,10 +35,12 @@ def _concrete_functions(obj: Any) -> list[ConcreteFunction]:
     try:
         by_name = concrete_functions(obj)
     except TypeError:
-        raise TypeError(f"kx.onnx.export: obj must be a kx.function or a ConcreteFunction, "
-                        f"got {type(obj).__name__}. Fix: decorate the function with "
-                        "@kx.function and call it (or get_concrete_function(...)) before "
-                        "exporting") from None
+        raise TypeError(
+            f"kx.onnx.export: obj must be a kx.function or a ConcreteFunction, "
+            f"got {type(obj).__name__}. Fix: decorate the function with "
+            "@kx.function and call it (or get_concrete_function(...)) before "
+            "exporting"
+        ) from None
     return [cf for cfs in by_name.values() for cf in cfs]
 
 
@@ -48,8 +50,10 @@ def _choose(obj: Any, signature: Any) -> ConcreteFunction:
         return signature
     if signature is not None:
         if not isinstance(obj, Function):
-            raise TypeError("kx.onnx.export: signature= needs obj to be a kx.function, got "
-                            f"{type(obj).__name__}")
+            raise TypeError(
+                "kx.onnx.export: signature= needs obj to be a kx.function, got "
+                f"{type(obj).__name__}"
+            )
         specs = signature if isinstance(signature, (tuple, list)) else (signature,)
         return obj.get_concrete_function(*specs)
     found = _concrete_functions(obj)
@@ -57,13 +61,17 @@ def _choose(obj: Any, signature: Any) -> ConcreteFunction:
         return found[0]
     name = getattr(obj, "name", "function")
     if not found:
-        raise ValueError(f"kx.onnx.export: '{name}' has no trace yet (ONNX needs one input "
-                         "signature). Fix: call it once, or pass signature=(kx.TensorSpec("
-                         "...), ...)")
+        raise ValueError(
+            f"kx.onnx.export: '{name}' has no trace yet (ONNX needs one input "
+            "signature). Fix: call it once, or pass signature=(kx.TensorSpec("
+            "...), ...)"
+        )
     listed = "; ".join(f"({cf.signature_text()})" for cf in found)
-    raise ValueError(f"kx.onnx.export: '{name}' has {len(found)} traces ({listed}) and an ONNX "
-                     "model holds one. Fix: pass signature= (TensorSpecs or one of "
-                     f"{name}.concrete_functions), or export each ConcreteFunction")
+    raise ValueError(
+        f"kx.onnx.export: '{name}' has {len(found)} traces ({listed}) and an ONNX "
+        "model holds one. Fix: pass signature= (TensorSpecs or one of "
+        f"{name}.concrete_functions), or export each ConcreteFunction"
+    )
 
 
 def _dims(shape: tuple, input_name: str) -> list[Any]:
@@ -77,14 +85,18 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
     opset = DEFAULT_OPSET if opset is None else int(opset)
     latest = onnx.defs.onnx_opset_version()
     if not DEFAULT_OPSET <= opset <= latest:
-        raise ValueError(f"kx.onnx.export: opset={opset} is outside {DEFAULT_OPSET}..{latest} "
-                         f"(the rules use opset-{DEFAULT_OPSET} operators; this onnx knows up "
-                         f"to {latest}). Fix: pass opset=None for {DEFAULT_OPSET}")
+        raise ValueError(
+            f"kx.onnx.export: opset={opset} is outside {DEFAULT_OPSET}..{latest} "
+            f"(the rules use opset-{DEFAULT_OPSET} operators; this onnx knows up "
+            f"to {latest}). Fix: pass opset=None for {DEFAULT_OPSET}"
+        )
     graph = cf.graph
     if not graph.outputs:
-        raise ValueError(f"kx.onnx.export: '{graph.name}' returns no array computed in its "
-                         "graph (Python numbers are constants of the trace), so its ONNX model "
-                         "would be empty. Fix: pass the values as NumPy arrays")
+        raise ValueError(
+            f"kx.onnx.export: '{graph.name}' returns no array computed in its "
+            "graph (Python numbers are constants of the trace), so its ONNX model "
+            "would be empty. Fix: pass the values as NumPy arrays"
+        )
     model = ModelContext(opset)
     builder = GraphBuilder(model, RULES)
     inputs = []
@@ -93,28 +105,41 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
         builder.env[node] = [name]
         if node.dtype.kind not in "biuf":
             raise refuse(node, f"input of dtype {node.dtype}", "pass a numeric array")
-        inputs.append(helper.make_tensor_value_info(name, elem_type(node.dtype),
-                                                    _dims(node.aval.shape, name)))
+        inputs.append(
+            helper.make_tensor_value_info(name, elem_type(node.dtype), _dims(node.aval.shape, name))
+        )
     builder.emit(graph)
     outputs = []
     for i, node in enumerate(graph.outputs):
         name = builder.one("Identity", [builder.value(node)], hint=f"output_{i}")
-        outputs.append(helper.make_tensor_value_info(
-            name, elem_type(node.dtype), [d if d is not None else None
-                                          for d in node.aval.shape]))
-    onnx_graph = helper.make_graph(builder.nodes, graph.name, inputs, outputs,
-                                   initializer=model.initializers)
+        outputs.append(
+            helper.make_tensor_value_info(
+                name, elem_type(node.dtype), [d if d is not None else None for d in node.aval.shape]
+            )
+        )
+    onnx_graph = helper.make_graph(
+        builder.nodes, graph.name, inputs, outputs, initializer=model.initializers
+    )
     opsets = [helper.make_opsetid("", opset)]
     ir_version = helper.find_min_ir_version_for(opsets)
-    proto = helper.make_model(onnx_graph, opset_imports=opsets, ir_version=max(ir_version, 8),
-                              producer_name="jupyterlab-tffunction",
-                              doc_string=f"{graph.name}({cf.signature_text()})")
+    proto = helper.make_model(
+        onnx_graph,
+        opset_imports=opsets,
+        ir_version=max(ir_version, 8),
+        producer_name="jupyterlab-tffunction",
+        doc_string=f"{graph.name}({cf.signature_text()})",
+    )
     onnx.checker.check_model(proto, full_check=True)
     return proto
 
 
-def export(obj: Any, path: str | os.PathLike[str] | None = None, opset: int | None = None, *,
-           signature: Any = None) -> Any:
+def export(
+    obj: Any,
+    path: str | os.PathLike[str] | None = None,
+    opset: int | None = None,
+    *,
+    signature: Any = None,
+) -> Any:
     """Write ``obj`` as an ONNX model to ``path`` (when given) and return the ``ModelProto``.
 
     ``obj`` is a ``ConcreteFunction`` or a ``kx.function``; a function with several traces

@@ -26,5 +26,7 @@ def where(node: Any) -> str:
 
 def refuse(node: Any, why: str, fix: str) -> OnnxExportError:
     """The error for ``node``: ``op 'name' at file:line: `text` has no ONNX form: why. Fix: ...``"""
-    return OnnxExportError(f"op '{node.op.value}' (node {node.name!r}){where(node)} has no ONNX "
-                           f"form: {why}. Fix: {fix}.")
+    return OnnxExportError(
+        f"op '{node.op.value}' (node {node.name!r}){where(node)} has no ONNX "
+        f"form: {why}. Fix: {fix}."
+    )

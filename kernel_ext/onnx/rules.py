@@ -32,6 +32,7 @@ def _rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
         for kind in kinds:
             RULES[kind] = fn
         return fn
+
     return register
 
 
@@ -41,12 +42,16 @@ def _params(node: Node, **handled: Any) -> dict[str, Any]:
     params = dict(node.params)
     for key, value in params.items():
         if key not in handled:
-            raise refuse(node, f"its parameter {key}={value!r} has no translation",
-                         f"call it without {key}=")
+            raise refuse(
+                node, f"its parameter {key}={value!r} has no translation", f"call it without {key}="
+            )
         want = handled[key]
         if want is not _ANY and not _same(value, want):
-            raise refuse(node, f"its parameter {key}={value!r} has no translation "
-                         f"(only {want!r})", f"call it without {key}=")
+            raise refuse(
+                node,
+                f"its parameter {key}={value!r} has no translation (only {want!r})",
+                f"call it without {key}=",
+            )
     return params
 
 
@@ -83,6 +88,7 @@ def wide(dtype: Any) -> np.dtype:
 
 # -- sources, structure, state ----------------------------------------------------------------
 
+
 @_rule(K.CONSTANT)
 def constant(b: GraphBuilder, node: Node) -> list[str]:
     return [b.const(node.attrs["value"])]
@@ -107,28 +113,40 @@ def copy(b: GraphBuilder, node: Node) -> list[str]:
 def _refusal(why: str, fix: str) -> Rule:
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         raise refuse(node, why, fix)
+
     return rule
 
 
-_STATE_FIX = ("an ONNX model has no state: return the new value from the function and assign "
-              "the variable outside it")
+_STATE_FIX = (
+    "an ONNX model has no state: return the new value from the function and assign "
+    "the variable outside it"
+)
 for _kind in (K.ASSIGN_VARIABLE, K.ASSIGN_ADD_VARIABLE, K.ASSIGN_SUB_VARIABLE):
     RULES[_kind] = _refusal("ONNX models cannot update a variable", _STATE_FIX)
-RULES[K.PRINT] = _refusal("ONNX models have no output side effects",
-                          "remove the kx.print call from the function you export")
-RULES[K.CHECK] = _refusal("ONNX models cannot raise an exception",
-                          "check the inputs before calling the model, or drop the check")
-RULES[K.RANDOM_CALL] = _refusal("ONNX's random ops do not draw NumPy's streams",
-                                "draw the random values outside and pass them in as an argument")
+RULES[K.PRINT] = _refusal(
+    "ONNX models have no output side effects",
+    "remove the kx.print call from the function you export",
+)
+RULES[K.CHECK] = _refusal(
+    "ONNX models cannot raise an exception",
+    "check the inputs before calling the model, or drop the check",
+)
+RULES[K.RANDOM_CALL] = _refusal(
+    "ONNX's random ops do not draw NumPy's streams",
+    "draw the random values outside and pass them in as an argument",
+)
 RULES[K.NUMPY_CALL] = _refusal(
     "it runs a Python function as it is, at each call",
-    "compute that value outside the exported function and pass it in as an argument")
+    "compute that value outside the exported function and pass it in as an argument",
+)
 RULES[K.TENSOR_ARRAY_WRITE] = _refusal(
     "a growing TensorArray has no ONNX form",
-    "collect the rows in a preallocated array with x[i] = row, or with np.stack")
+    "collect the rows in a preallocated array with x[i] = row, or with np.stack",
+)
 
 
 # -- elementwise: NumPy's loop dtypes made explicit ------------------------------------------
+
 
 def _weak(arg: Any) -> Any:
     """An inline literal as ``resolve_dtypes`` takes it: Python int/float/complex are weak."""
@@ -144,14 +162,20 @@ def _weak(arg: Any) -> Any:
 def _loop(node: Node) -> tuple[np.dtype, ...]:
     """The dtypes of the ufunc loop NumPy runs for this node (inputs then outputs)."""
     ufunc = node.op.ufunc
-    ins = tuple(_weak(a) for a in node.args[:ufunc.nin])
-    outs = (np.dtype(node.attrs["dtype"]),) * ufunc.nout if "dtype" in node.attrs \
+    ins = tuple(_weak(a) for a in node.args[: ufunc.nin])
+    outs = (
+        (np.dtype(node.attrs["dtype"]),) * ufunc.nout
+        if "dtype" in node.attrs
         else (None,) * ufunc.nout
+    )
     try:
         return tuple(np.dtype(d) for d in ufunc.resolve_dtypes(ins + outs))
     except (TypeError, ValueError) as e:
-        raise refuse(node, f"NumPy's loop for these operands is unclear ({e})",
-                     "cast the operands to one dtype first") from None
+        raise refuse(
+            node,
+            f"NumPy's loop for these operands is unclear ({e})",
+            "cast the operands to one dtype first",
+        ) from None
 
 
 Emit = Callable[[GraphBuilder, list[str], np.dtype, Node], str]
@@ -161,14 +185,18 @@ def _elementwise(emit: Emit, bool_as: Any = np.int8) -> Rule:
     """A ufunc rule: operands cast to the loop's input dtype, ``emit`` computes the loop's
     output; on a bool loop without an ONNX bool kernel the operands go through ``bool_as``
     (ints 0/1), and a bool result is cast back."""
+
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         _params(node, dtype=_ANY)
         loop = _loop(node)
         nin = node.op.ufunc.nin
         in_dt, out_dt = loop[0], loop[nin]
         if any(d != in_dt for d in loop[:nin]):
-            raise refuse(node, f"its loop mixes operand dtypes {loop[:nin]}",
-                         "cast the operands to one dtype first")
+            raise refuse(
+                node,
+                f"its loop mixes operand dtypes {loop[:nin]}",
+                "cast the operands to one dtype first",
+            )
         if in_dt in NARROW:
             names = [b.operand(a, np.int64) for a in node.args[:nin]]
             result = emit(b, names, np.dtype(np.int64), node)
@@ -179,12 +207,14 @@ def _elementwise(emit: Emit, bool_as: Any = np.int8) -> Rule:
             names = [b.cast(n, np.bool_, bool_as) for n in names]
             result = emit(b, names, np.dtype(bool_as), node)
             # (a comparison's ONNX form gives bools itself; arithmetic gives bool_as)
-            result_dt = np.dtype(bool_as) if out_dt == np.bool_ and \
-                node.op not in COMPARISONS else out_dt
+            result_dt = (
+                np.dtype(bool_as) if out_dt == np.bool_ and node.op not in COMPARISONS else out_dt
+            )
             result = b.cast(result, result_dt, out_dt)
         else:
             result = emit(b, names, in_dt, node)
         return [b.cast(result, out_dt, _out(node))]
+
     return rule
 
 
@@ -195,15 +225,23 @@ def _onnx(op_type: str, **attrs: Any) -> Emit:
 def _float_only(op_type: str, float64: bool = True) -> Emit:
     """An ONNX op on floats; ``float64=False``: onnxruntime's CPU provider has only a
     float32 kernel for it, so a float64 loop is refused (never computed in float32)."""
+
     def emit(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
         if dt.kind != "f":
-            raise refuse(node, f"ONNX's {op_type} computes floats only, this loop is {dt}",
-                         "cast the operand to a float dtype first")
+            raise refuse(
+                node,
+                f"ONNX's {op_type} computes floats only, this loop is {dt}",
+                "cast the operand to a float dtype first",
+            )
         if dt == np.float64 and not float64:
-            raise refuse(node, f"onnxruntime has no float64 kernel for {op_type} (computing "
-                         "it in float32 would lose NumPy's precision)",
-                         "cast the operand to float32 if that precision is enough")
+            raise refuse(
+                node,
+                f"onnxruntime has no float64 kernel for {op_type} (computing "
+                "it in float32 would lose NumPy's precision)",
+                "cast the operand to float32 if that precision is enough",
+            )
         return b.one(op_type, names)
+
     return emit
 
 
@@ -212,24 +250,27 @@ def _float_only_emit(emit: Emit) -> Emit:
         if dt.kind != "f":
             raise refuse(node, f"this loop is {dt}, not a float", "cast to a float first")
         return emit(b, names, dt, node)
+
     return checked
 
 
 def _float_test(op_type: str) -> Emit:
     """isnan/isinf: always False on integers and bools (their NumPy loops)."""
+
     def emit(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
         if dt.kind == "f":
             return b.one(op_type, names)
         return b.one("Not", [b.one("Equal", [names[0], names[0]])])
+
     return emit
-
-
 
 
 def _integers_identity(op_type: str) -> Emit:
     """floor/ceil/trunc/rint: the identity on integers (NumPy's integer loops)."""
+
     def emit(b: GraphBuilder, names: list[str], dt: np.dtype, node: Node) -> str:
         return b.one("Identity" if dt.kind in "iub" else op_type, names)
+
     return emit
 
 
@@ -262,8 +303,9 @@ def _isfinite(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
 
 
 def _log_base(base: float) -> Emit:
-    return lambda b, n, dt, node: b.one("Div", [_float_only("Log")(b, n, dt, node),
-                                                b.const(math.log(base), dt)])
+    return lambda b, n, dt, node: b.one(
+        "Div", [_float_only("Log")(b, n, dt, node), b.const(math.log(base), dt)]
+    )
 
 
 def _exp2(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
@@ -295,8 +337,9 @@ def _expm1(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
 
 def _reciprocal(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
     if dt.kind != "f":
-        raise refuse(node, "NumPy's integer reciprocal is an integer division",
-                     "use 1.0 / x on floats")
+        raise refuse(
+            node, "NumPy's integer reciprocal is an integer division", "use 1.0 / x on floats"
+        )
     return b.one("Reciprocal", n)
 
 
@@ -307,6 +350,7 @@ def _invert(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
 def _logical(op_type: str) -> Emit:
     def emit(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
         return b.one(op_type, [b.to_bool(x, dt) for x in n])
+
     return emit
 
 
@@ -324,16 +368,20 @@ def _fminmax(op_type: str) -> Emit:
         if dt.kind != "f":
             return both
         a, c = n
-        return b.one("Where", [b.one("IsNaN", [a]), c,
-                               b.one("Where", [b.one("IsNaN", [c]), a, both])])
+        return b.one(
+            "Where", [b.one("IsNaN", [a]), c, b.one("Where", [b.one("IsNaN", [c]), a, both])]
+        )
+
     return emit
 
 
 def _heaviside(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
     x, h = n
     zero, one = b.const(0, dt), b.const(1, dt)
-    out = b.one("Where", [b.one("Less", [x, zero]), zero,
-                          b.one("Where", [b.one("Greater", [x, zero]), one, h])])
+    out = b.one(
+        "Where",
+        [b.one("Less", [x, zero]), zero, b.one("Where", [b.one("Greater", [x, zero]), one, h])],
+    )
     return b.one("Where", [b.one("IsNaN", [x]), x, out])
 
 
@@ -354,8 +402,9 @@ def _float_divmod(b: GraphBuilder, a: str, d: str, dt: np.dtype) -> tuple[str, s
     fix = b.one("And", [mod_nz, signs])
     mod = b.one("Where", [fix, b.one("Add", [mod, d]), mod])
     div = b.one("Where", [fix, b.one("Sub", [div, c1]), div])
-    mod = b.one("Where", [mod_nz, mod, b.one("Where", [b.one("Less", [d, c0]),
-                                                       b.const(-0.0, dt), c0])])
+    mod = b.one(
+        "Where", [mod_nz, mod, b.one("Where", [b.one("Less", [d, c0]), b.const(-0.0, dt), c0])]
+    )
     floor = b.one("Floor", [div])
     half = b.one("Greater", [b.one("Sub", [div, floor]), b.const(0.5, dt)])
     floor = b.one("Where", [half, b.one("Add", [floor, c1]), floor])
@@ -372,8 +421,9 @@ def _floor_divide(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> st
     zero, safe = _safe_divisor(b, d, dt)
     q = b.one("Div", [a, safe])  # truncates toward zero
     rem = b.one("Sub", [a, b.one("Mul", [q, safe])])
-    signs = b.one("Xor", [b.one("Less", [a, b.const(0, dt)]),
-                          b.one("Less", [safe, b.const(0, dt)])])
+    signs = b.one(
+        "Xor", [b.one("Less", [a, b.const(0, dt)]), b.one("Less", [safe, b.const(0, dt)])]
+    )
     adjust = b.one("And", [signs, b.one("Not", [b.one("Equal", [rem, b.const(0, dt)])])])
     q = b.one("Where", [adjust, b.one("Sub", [q, b.const(1, dt)]), q])
     return b.one("Where", [zero, b.const(0, dt), q])
@@ -386,6 +436,7 @@ def _remainder(fmod: int) -> Emit:
             return b.one("Mod", n, fmod=1) if fmod else _float_divmod(b, a, d, dt)[1]
         zero, safe = _safe_divisor(b, d, dt)
         return b.one("Where", [zero, b.const(0, dt), b.one("Mod", [a, safe], fmod=fmod)])
+
     return emit
 
 
@@ -393,11 +444,17 @@ def _power(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
     if dt.kind == "f":
         return b.one("Pow", n)
     exponent = node.args[1]
-    if isinstance(exponent, Node) or not isinstance(exponent, (int, np.integer)) or \
-            not 0 <= int(exponent) <= 64:
+    if (
+        isinstance(exponent, Node)
+        or not isinstance(exponent, (int, np.integer))
+        or not 0 <= int(exponent) <= 64
+    ):
         # onnxruntime's integer Pow goes through double: wrong past 2**53
-        raise refuse(node, "ONNX's integer Pow is not exact (it computes in floating point)",
-                     "use a literal exponent between 0 and 64, or float operands")
+        raise refuse(
+            node,
+            "ONNX's integer Pow is not exact (it computes in floating point)",
+            "use a literal exponent between 0 and 64, or float operands",
+        )
     result, square, k = None, n[0], int(exponent)
     if k == 0:
         return b.one("Add", [b.one("Mul", [n[0], b.const(0, dt)]), b.const(1, dt)])
@@ -448,8 +505,9 @@ def _right_shift(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str
         return b.one("Mul", [shifted, b.cast(b.one("Not", [too_far]), np.bool_, dt)])
     negative = b.one("Less", [n[0], b.const(0, dt)])
     magnitude = b.one("Where", [negative, b.one("BitwiseNot", [n[0]]), n[0]])
-    shifted = b.cast(b.one("BitShift", [b.cast(magnitude, dt, udt), count],
-                           direction="RIGHT"), udt, dt)
+    shifted = b.cast(
+        b.one("BitShift", [b.cast(magnitude, dt, udt), count], direction="RIGHT"), udt, dt
+    )
     return b.one("Where", [negative, b.one("BitwiseNot", [shifted]), shifted])
 
 
@@ -460,8 +518,7 @@ def _hypot(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
     big, small = b.one("Max", [a, c]), b.one("Min", [a, c])
     zero, one = b.const(0.0, dt), b.const(1.0, dt)
     ratio = b.one("Div", [small, b.one("Where", [b.one("Equal", [big, zero]), one, big])])
-    scaled = b.one("Mul", [big, b.one("Sqrt", [b.one("Add", [one, b.one("Mul", [ratio,
-                                                                              ratio])])])])
+    scaled = b.one("Mul", [big, b.one("Sqrt", [b.one("Add", [one, b.one("Mul", [ratio, ratio])])])])
     infinite = b.one("Or", [b.one("IsInf", [a]), b.one("IsInf", [c])])
     return b.one("Where", [infinite, b.const(np.inf, dt), scaled])
 
@@ -473,64 +530,132 @@ def _negative(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
 
 
 _UNARY: dict[OpKind, Emit] = {
-    K.NEGATIVE: _negative, K.POSITIVE: _onnx("Identity"), K.ABSOLUTE: _onnx("Abs"),
-    K.FABS: _onnx("Abs"), K.SIGN: _sign, K.SQRT: _float_only("Sqrt"), K.SQUARE: _square,
-    K.RECIPROCAL: _reciprocal, K.EXP: _float_only("Exp"), K.EXP2: _exp2, K.EXPM1: _expm1,
-    K.LOG: _float_only("Log"), K.LOG2: _log_base(2.0), K.LOG10: _log_base(10.0),
-    K.LOG1P: _log1p, K.SIN: _float_only("Sin"), K.COS: _float_only("Cos"),
-    K.TAN: _float_only("Tan", False), K.ARCSIN: _float_only("Asin", False),
+    K.NEGATIVE: _negative,
+    K.POSITIVE: _onnx("Identity"),
+    K.ABSOLUTE: _onnx("Abs"),
+    K.FABS: _onnx("Abs"),
+    K.SIGN: _sign,
+    K.SQRT: _float_only("Sqrt"),
+    K.SQUARE: _square,
+    K.RECIPROCAL: _reciprocal,
+    K.EXP: _float_only("Exp"),
+    K.EXP2: _exp2,
+    K.EXPM1: _expm1,
+    K.LOG: _float_only("Log"),
+    K.LOG2: _log_base(2.0),
+    K.LOG10: _log_base(10.0),
+    K.LOG1P: _log1p,
+    K.SIN: _float_only("Sin"),
+    K.COS: _float_only("Cos"),
+    K.TAN: _float_only("Tan", False),
+    K.ARCSIN: _float_only("Asin", False),
     K.ARCCOS: _float_only("Acos", False),
-    K.ARCTAN: _float_only("Atan", False), K.SINH: _float_only("Sinh", False),
-    K.COSH: _float_only("Cosh", False), K.TANH: _float_only("Tanh"),
-    K.ARCSINH: _float_only("Asinh", False), K.ARCCOSH: _float_only("Acosh", False),
+    K.ARCTAN: _float_only("Atan", False),
+    K.SINH: _float_only("Sinh", False),
+    K.COSH: _float_only("Cosh", False),
+    K.TANH: _float_only("Tanh"),
+    K.ARCSINH: _float_only("Asinh", False),
+    K.ARCCOSH: _float_only("Acosh", False),
     K.ARCTANH: _float_only("Atanh", False),
-    K.DEG2RAD: _scale(math.pi / 180), K.RADIANS: _scale(math.pi / 180),
-    K.RAD2DEG: _scale(180 / math.pi), K.DEGREES: _scale(180 / math.pi),
-    K.FLOOR: _integers_identity("Floor"), K.CEIL: _integers_identity("Ceil"),
-    K.TRUNC: _trunc, K.RINT: _integers_identity("Round"), K.ISNAN: _float_test("IsNaN"),
-    K.ISINF: _float_test("IsInf"), K.ISFINITE: _isfinite, K.LOGICAL_NOT: _logical("Not"),
-    K.INVERT: _invert, K.CONJUGATE: _onnx("Identity"),
+    K.DEG2RAD: _scale(math.pi / 180),
+    K.RADIANS: _scale(math.pi / 180),
+    K.RAD2DEG: _scale(180 / math.pi),
+    K.DEGREES: _scale(180 / math.pi),
+    K.FLOOR: _integers_identity("Floor"),
+    K.CEIL: _integers_identity("Ceil"),
+    K.TRUNC: _trunc,
+    K.RINT: _integers_identity("Round"),
+    K.ISNAN: _float_test("IsNaN"),
+    K.ISINF: _float_test("IsInf"),
+    K.ISFINITE: _isfinite,
+    K.LOGICAL_NOT: _logical("Not"),
+    K.INVERT: _invert,
+    K.CONJUGATE: _onnx("Identity"),
 }
 _BINARY: dict[OpKind, Emit] = {
-    K.ADD: _onnx("Add"), K.SUBTRACT: _onnx("Sub"), K.MULTIPLY: _onnx("Mul"),
-    K.DIVIDE: _float_only("Div"), K.FLOOR_DIVIDE: _floor_divide, K.REMAINDER: _remainder(0),
-    K.FMOD: _remainder(1), K.POWER: _power, K.FLOAT_POWER: _float_only("Pow"),
-    K.MAXIMUM: _onnx("Max"), K.MINIMUM: _onnx("Min"), K.FMAX: _fminmax("Max"),
-    K.FMIN: _fminmax("Min"), K.HEAVISIDE: _heaviside, K.EQUAL: _onnx("Equal"),
-    K.NOT_EQUAL: _not_equal, K.LESS: _onnx("Less"), K.LESS_EQUAL: _onnx("LessOrEqual"),
-    K.GREATER: _onnx("Greater"), K.GREATER_EQUAL: _onnx("GreaterOrEqual"),
-    K.LOGICAL_AND: _logical("And"), K.LOGICAL_OR: _logical("Or"),
-    K.LOGICAL_XOR: _logical("Xor"), K.BITWISE_AND: _bitwise("BitwiseAnd", "And"),
-    K.BITWISE_OR: _bitwise("BitwiseOr", "Or"), K.BITWISE_XOR: _bitwise("BitwiseXor", "Xor"),
-    K.LEFT_SHIFT: _left_shift, K.RIGHT_SHIFT: _right_shift, K.HYPOT: _float_only_emit(_hypot),
+    K.ADD: _onnx("Add"),
+    K.SUBTRACT: _onnx("Sub"),
+    K.MULTIPLY: _onnx("Mul"),
+    K.DIVIDE: _float_only("Div"),
+    K.FLOOR_DIVIDE: _floor_divide,
+    K.REMAINDER: _remainder(0),
+    K.FMOD: _remainder(1),
+    K.POWER: _power,
+    K.FLOAT_POWER: _float_only("Pow"),
+    K.MAXIMUM: _onnx("Max"),
+    K.MINIMUM: _onnx("Min"),
+    K.FMAX: _fminmax("Max"),
+    K.FMIN: _fminmax("Min"),
+    K.HEAVISIDE: _heaviside,
+    K.EQUAL: _onnx("Equal"),
+    K.NOT_EQUAL: _not_equal,
+    K.LESS: _onnx("Less"),
+    K.LESS_EQUAL: _onnx("LessOrEqual"),
+    K.GREATER: _onnx("Greater"),
+    K.GREATER_EQUAL: _onnx("GreaterOrEqual"),
+    K.LOGICAL_AND: _logical("And"),
+    K.LOGICAL_OR: _logical("Or"),
+    K.LOGICAL_XOR: _logical("Xor"),
+    K.BITWISE_AND: _bitwise("BitwiseAnd", "And"),
+    K.BITWISE_OR: _bitwise("BitwiseOr", "Or"),
+    K.BITWISE_XOR: _bitwise("BitwiseXor", "Xor"),
+    K.LEFT_SHIFT: _left_shift,
+    K.RIGHT_SHIFT: _right_shift,
+    K.HYPOT: _float_only_emit(_hypot),
 }
 #: Ops whose ONNX form takes bool operands as they are (no detour through int8).
-_BOOL_NATIVE = frozenset({K.EQUAL, K.NOT_EQUAL, K.LOGICAL_NOT, K.LOGICAL_AND, K.LOGICAL_OR,
-                          K.LOGICAL_XOR, K.INVERT, K.BITWISE_AND, K.BITWISE_OR, K.BITWISE_XOR,
-                          K.POSITIVE, K.CONJUGATE, K.ISNAN, K.ISINF, K.ISFINITE})
+_BOOL_NATIVE = frozenset(
+    {
+        K.EQUAL,
+        K.NOT_EQUAL,
+        K.LOGICAL_NOT,
+        K.LOGICAL_AND,
+        K.LOGICAL_OR,
+        K.LOGICAL_XOR,
+        K.INVERT,
+        K.BITWISE_AND,
+        K.BITWISE_OR,
+        K.BITWISE_XOR,
+        K.POSITIVE,
+        K.CONJUGATE,
+        K.ISNAN,
+        K.ISINF,
+        K.ISFINITE,
+    }
+)
 for _kind, _emit in {**_UNARY, **_BINARY}.items():
     RULES[_kind] = _elementwise(_emit, None if _kind in _BOOL_NATIVE else np.int8)
 
 for _kind, _why in {
-        K.CBRT: "no ONNX operator computes a correctly signed cube root",
-        K.SIGNBIT: "no ONNX operator reads the sign bit (of -0.0 and NaN)",
-        K.ARCTAN2: "ONNX has no Atan2 (a composition differs on signed zeros and infinities)",
-        K.COPYSIGN: "no ONNX operator reads the sign bit",
-        K.LOGADDEXP: "ONNX has no LogAddExp (a composition overflows where NumPy's does not)",
-        K.LOGADDEXP2: "ONNX has no LogAddExp2", K.GCD: "ONNX has no Gcd", K.LCM: "ONNX has no Lcm",
-        K.NEXTAFTER: "ONNX has no NextAfter", K.SPACING: "ONNX has no Spacing",
-        K.LDEXP: "ONNX has no Ldexp", K.FREXP: "ONNX has no Frexp", K.MODF: "ONNX has no Modf",
-        K.DIVMOD: "no rule yet for two-output divmod (use // and % separately)",
-        K.BITWISE_COUNT: "ONNX has no population count"}.items():
-    RULES[_kind] = _refusal(_why, "compute it outside the exported function and pass the "
-                            "result in as an argument")
+    K.CBRT: "no ONNX operator computes a correctly signed cube root",
+    K.SIGNBIT: "no ONNX operator reads the sign bit (of -0.0 and NaN)",
+    K.ARCTAN2: "ONNX has no Atan2 (a composition differs on signed zeros and infinities)",
+    K.COPYSIGN: "no ONNX operator reads the sign bit",
+    K.LOGADDEXP: "ONNX has no LogAddExp (a composition overflows where NumPy's does not)",
+    K.LOGADDEXP2: "ONNX has no LogAddExp2",
+    K.GCD: "ONNX has no Gcd",
+    K.LCM: "ONNX has no Lcm",
+    K.NEXTAFTER: "ONNX has no NextAfter",
+    K.SPACING: "ONNX has no Spacing",
+    K.LDEXP: "ONNX has no Ldexp",
+    K.FREXP: "ONNX has no Frexp",
+    K.MODF: "ONNX has no Modf",
+    K.DIVMOD: "no rule yet for two-output divmod (use // and % separately)",
+    K.BITWISE_COUNT: "ONNX has no population count",
+}.items():
+    RULES[_kind] = _refusal(
+        _why, "compute it outside the exported function and pass the result in as an argument"
+    )
 
 
 @_rule(K.WHERE)
 def where(b: GraphBuilder, node: Node) -> list[str]:
     cond, x, y = node.args
-    pred = b.operand(cond, np.bool_) if not isinstance(cond, Node) else \
-        b.to_bool(b.value(cond), cond.dtype)
+    pred = (
+        b.operand(cond, np.bool_)
+        if not isinstance(cond, Node)
+        else b.to_bool(b.value(cond), cond.dtype)
+    )
     out = _out(node)
     work = np.dtype(np.int8) if out == np.bool_ else wide(out)  # (no bool, int16 Where)
     chosen = b.one("Where", [pred, b.operand(x, work), b.operand(y, work)])
@@ -562,6 +687,7 @@ def clip(b: GraphBuilder, node: Node) -> list[str]:
 
 # -- reductions and scans ---------------------------------------------------------------------
 
+
 def _axes_input(b: GraphBuilder, node: Node, x: Node) -> list[str]:
     """The ``axes`` input of ONNX's Reduce ops ([] for all axes, NumPy's ``axis=None``)."""
     axis = node.attrs.get("axis")
@@ -572,16 +698,17 @@ def _axes_input(b: GraphBuilder, node: Node, x: Node) -> list[str]:
 
 def _any_nan(b: GraphBuilder, name: str, axes: list[str], keepdims: int) -> str:
     nan = b.one("Cast", [b.one("IsNaN", [name])], to=elem_type(np.int32))
-    return b.one("Cast", [b.one("ReduceMax", [nan, *axes], keepdims=keepdims)],
-                 to=elem_type(np.bool_))
+    return b.one(
+        "Cast", [b.one("ReduceMax", [nan, *axes], keepdims=keepdims)], to=elem_type(np.bool_)
+    )
 
 
-def _reduction(op_type: str, nan_propagates: bool = False,
-               nan_fill: float | None = None) -> Rule:
+def _reduction(op_type: str, nan_propagates: bool = False, nan_fill: float | None = None) -> Rule:
     """sum/prod/mean/max/min: computed in the result dtype (NumPy's accumulator: int64 for
     a sum of int32 or bool, float64 for a mean of ints); max/min propagate NaN as NumPy.
     ``nan_fill``: the nan-function (nansum: NaNs count as 0, nanmax as -inf; a slice of NaNs
     only gives NaN, as NumPy's nanmax and nanmin)."""
+
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         _params(node, axis=_ANY, keepdims=_ANY, dtype=_ANY)
         x, out = node.args[0], _out(node)
@@ -595,15 +722,17 @@ def _reduction(op_type: str, nan_propagates: bool = False,
             name = b.one("Where", [nan, b.const(nan_fill, work), name])
             if not np.isfinite(nan_fill):
                 numbers = b.one("Cast", [b.one("Not", [nan])], to=elem_type(np.int32))
-                nan_only = b.one("Equal", [b.one("ReduceMax", [numbers, *axes], keepdims=keep),
-                                           b.const(0, np.int32)])
+                nan_only = b.one(
+                    "Equal",
+                    [b.one("ReduceMax", [numbers, *axes], keepdims=keep), b.const(0, np.int32)],
+                )
         result = b.one(op_type, [name, *axes], keepdims=keep)
         if nan_propagates and out.kind == "f":
-            result = b.one("Where", [_any_nan(b, name, axes, keep), b.const(np.nan, out),
-                                     result])
+            result = b.one("Where", [_any_nan(b, name, axes, keep), b.const(np.nan, out), result])
         if nan_only is not None:
             result = b.one("Where", [nan_only, b.const(np.nan, out), result])
         return [b.cast(result, work, out)]
+
     return rule
 
 
@@ -623,10 +752,12 @@ def nanmean(b: GraphBuilder, node: Node) -> list[str]:
     axes = _axes_input(b, node, x)
     keep = int(bool(node.attrs.get("keepdims", False)))
     nan = b.one("IsNaN", [name])
-    total = b.one("ReduceSum", [b.one("Where", [nan, b.const(0.0, out), name]), *axes],
-                  keepdims=keep)
-    count = b.one("ReduceSum", [b.one("Cast", [b.one("Not", [nan])], to=elem_type(out)),
-                                *axes], keepdims=keep)
+    total = b.one(
+        "ReduceSum", [b.one("Where", [nan, b.const(0.0, out), name]), *axes], keepdims=keep
+    )
+    count = b.one(
+        "ReduceSum", [b.one("Cast", [b.one("Not", [nan])], to=elem_type(out)), *axes], keepdims=keep
+    )
     return [b.one("Div", [total, count])]
 
 
@@ -660,17 +791,25 @@ def sum_(b: GraphBuilder, node: Node) -> list[str]:
     ndim = x.aval.ndim
     # int64 for every integer sum: wrapping addition has the same low bits at any width
     work = np.dtype(np.int64)
-    total = integer_sum(b, b.operand(x, work), ndim, _axes(node.attrs.get("axis"), ndim),
-                        bool(node.attrs.get("keepdims", False)))
+    total = integer_sum(
+        b,
+        b.operand(x, work),
+        ndim,
+        _axes(node.attrs.get("axis"), ndim),
+        bool(node.attrs.get("keepdims", False)),
+    )
     return [b.cast(total, work, out)]
 
 
 @_rule(K.PROD)
 def prod(b: GraphBuilder, node: Node) -> list[str]:
     if _out(node).kind != "f":
-        raise refuse(node, "onnxruntime computes integer products in floating point (wrong "
-                     "past 2**53, saturating where NumPy wraps)",
-                     "take the product of floats (x.astype(np.float64).prod())")
+        raise refuse(
+            node,
+            "onnxruntime computes integer products in floating point (wrong "
+            "past 2**53, saturating where NumPy wraps)",
+            "take the product of floats (x.astype(np.float64).prod())",
+        )
     return _reduction("ReduceProd")(b, node)
 
 
@@ -687,9 +826,11 @@ def _truth_count(b: GraphBuilder, node: Node, negate: bool) -> str:
     truth = b.operand(x, np.bool_)
     if negate:
         truth = b.one("Not", [truth])
-    count = b.one("ReduceSum", [b.one("Cast", [truth], to=elem_type(np.int64)),
-                                *_axes_input(b, node, x)],
-                  keepdims=int(bool(node.attrs.get("keepdims", False))))
+    count = b.one(
+        "ReduceSum",
+        [b.one("Cast", [truth], to=elem_type(np.int64)), *_axes_input(b, node, x)],
+        keepdims=int(bool(node.attrs.get("keepdims", False))),
+    )
     return count
 
 
@@ -733,6 +874,7 @@ def std(b: GraphBuilder, node: Node) -> list[str]:
 
 def _arg_reduction(op_type: str) -> Rule:
     """argmax/argmin: the first extreme index, and NumPy's first NaN when there is one."""
+
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         _params(node, axis=_ANY, keepdims=_ANY)
         x = node.args[0]
@@ -749,12 +891,16 @@ def _arg_reduction(op_type: str) -> Rule:
         if dt.kind == "f":
             nan = b.one("Cast", [b.one("IsNaN", [name])], to=elem_type(np.int32))
             first_nan = b.one("ArgMax", [nan], axis=axis, keepdims=k, select_last_index=0)
-            has_nan = b.one("Cast", [b.one("ReduceMax", [nan, b.ints([axis])], keepdims=k)],
-                            to=elem_type(np.bool_))
+            has_nan = b.one(
+                "Cast",
+                [b.one("ReduceMax", [nan, b.ints([axis])], keepdims=k)],
+                to=elem_type(np.bool_),
+            )
             result = b.one("Where", [has_nan, first_nan, result])
         if keep and node.attrs.get("axis") is None:
             result = b.one("Reshape", [result, b.ints([1] * ndim)])
         return [b.cast(result, np.int64, _out(node))]
+
     return rule
 
 
@@ -781,8 +927,11 @@ def ufunc_accumulate(b: GraphBuilder, node: Node) -> list[str]:
     reduction (cumulative product, maximum...) has an ONNX op."""
     _params(node, ufunc=_ANY, axis=_ANY, dtype=_ANY)
     if node.attrs["ufunc"] is not np.add:
-        raise refuse(node, f"ONNX has no running {node.attrs['ufunc'].__name__} (only CumSum)",
-                     "compute it outside the exported function and pass the result in")
+        raise refuse(
+            node,
+            f"ONNX has no running {node.attrs['ufunc'].__name__} (only CumSum)",
+            "compute it outside the exported function and pass the result in",
+        )
     attrs = {k: v for k, v in node.params.items() if k != "ufunc"}
     attrs.setdefault("axis", 0)
     as_cumsum = Node(node.name, K.CUMSUM, node.args, attrs, node.aval, node.source)
@@ -791,14 +940,18 @@ def ufunc_accumulate(b: GraphBuilder, node: Node) -> list[str]:
 
 # -- shapes -----------------------------------------------------------------------------------
 
+
 @_rule(K.RESHAPE)
 def reshape(b: GraphBuilder, node: Node) -> list[str]:
     _params(node, shape=_ANY, order="C", copy=_ANY)
     shape = node.attrs["shape"]
     if any(d is None for d in shape):
         raise refuse(node, "its target shape is not static", "reshape to a static shape")
-    return [b.one("Reshape", [b.value(node.args[0]), b.ints(shape)], allowzero=0
-                  if 0 not in shape else 1)]
+    return [
+        b.one(
+            "Reshape", [b.value(node.args[0]), b.ints(shape)], allowzero=0 if 0 not in shape else 1
+        )
+    ]
 
 
 @_rule(K.TRANSPOSE)
@@ -862,9 +1015,18 @@ def flip(b: GraphBuilder, node: Node) -> list[str]:
     axes = _axes(node.attrs.get("axis"), x.aval.ndim)
     if not axes:
         return [b.one("Identity", [b.value(x)])]
-    return [b.one("Slice", [b.value(x), b.ints([-1] * len(axes)), b.ints([INT64_MIN] *
-                                                                         len(axes)),
-                            b.ints(axes), b.ints([-1] * len(axes))])]
+    return [
+        b.one(
+            "Slice",
+            [
+                b.value(x),
+                b.ints([-1] * len(axes)),
+                b.ints([INT64_MIN] * len(axes)),
+                b.ints(axes),
+                b.ints([-1] * len(axes)),
+            ],
+        )
+    ]
 
 
 @_rule(K.DIM)
@@ -878,11 +1040,18 @@ def dim(b: GraphBuilder, node: Node) -> list[str]:
 @_rule(K.ARANGE)
 def arange(b: GraphBuilder, node: Node) -> list[str]:
     out = _out(node)
-    if out.kind not in "if" or (out.kind == "i" and any(
+    if out.kind not in "if" or (
+        out.kind == "i"
+        and any(
             np.asarray(a).dtype.kind == "f" if not isinstance(a, Node) else a.dtype.kind == "f"
-            for a in node.args)):
-        raise refuse(node, "ONNX's Range computes in the result dtype only",
-                     "give arange integer bounds for an integer result")
+            for a in node.args
+        )
+    ):
+        raise refuse(
+            node,
+            "ONNX's Range computes in the result dtype only",
+            "give arange integer bounds for an integer result",
+        )
     names = [b.operand(a, out) for a in node.args]
     return [b.one("Range", names)]
 
@@ -899,13 +1068,20 @@ def pad(b: GraphBuilder, node: Node) -> list[str]:
     if b.model.opset >= 19:
         modes["wrap"] = "wrap"
     if mode not in modes:
-        raise refuse(node, f"np.pad mode {mode!r} has no ONNX Pad mode" + (
-            " before opset 19" if mode == "wrap" else ""), "pad with mode 'constant', 'edge' "
-            "or 'reflect' (or 'wrap' with opset=19 or later)")
+        raise refuse(
+            node,
+            f"np.pad mode {mode!r} has no ONNX Pad mode"
+            + (" before opset 19" if mode == "wrap" else ""),
+            "pad with mode 'constant', 'edge' or 'reflect' (or 'wrap' with opset=19 or later)",
+        )
     if mode in ("reflect", "wrap") and any(
-            d is None or w.max() >= d for d, w in zip(x.aval.shape, widths)):
-        raise refuse(node, f"a {mode} pad wider than its axis (or of a None dim) repeats in "
-                     "NumPy", "pad by less than the axis length")
+        d is None or w.max() >= d for d, w in zip(x.aval.shape, widths)
+    ):
+        raise refuse(
+            node,
+            f"a {mode} pad wider than its axis (or of a None dim) repeats in NumPy",
+            "pad by less than the axis length",
+        )
     inputs = [b.value(x), b.ints(list(widths[:, 0]) + list(widths[:, 1]))]
     if mode == "constant":
         value = np.asarray(node.attrs.get("constant_values", 0))
@@ -934,8 +1110,9 @@ def sort(b: GraphBuilder, node: Node) -> list[str]:
     nan = b.one("IsNaN", [name])
     finite = b.one("Where", [nan, b.const(np.inf, dt), name])
     values = b.add("TopK", [finite, count], 2, axis=axis, largest=0, sorted=1)[0]
-    nans = b.one("ReduceSum", [b.one("Cast", [nan], to=elem_type(np.int64)), b.ints([axis])],
-                 keepdims=1)
+    nans = b.one(
+        "ReduceSum", [b.one("Cast", [nan], to=elem_type(np.int64)), b.ints([axis])], keepdims=1
+    )
     size = b.one("Squeeze", [count, b.ints([0])])
     position = b.one("Range", [b.const(0, np.int64), size, b.const(1, np.int64)])
     shape = [1] * x.aval.ndim if node.attrs.get("axis") is not None else [1]
@@ -955,9 +1132,12 @@ def argsort(b: GraphBuilder, node: Node) -> list[str]:
     default kind orders ties as its introsort happens to, so only a stable sort is exported."""
     _params(node, axis=_ANY, kind=_ANY, stable=_ANY)
     if not (node.attrs.get("kind") in _STABLE_KINDS or node.attrs.get("stable") is True):
-        raise refuse(node, "NumPy's default sort kind orders equal values as its introsort "
-                     "happens to, which no ONNX op reproduces",
-                     "np.argsort(x, kind='stable') (ties in index order), which ONNX's TopK is")
+        raise refuse(
+            node,
+            "NumPy's default sort kind orders equal values as its introsort "
+            "happens to, which no ONNX op reproduces",
+            "np.argsort(x, kind='stable') (ties in index order), which ONNX's TopK is",
+        )
     x = node.args[0]
     dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
     name = b.cast(b.value(x), x.dtype, dt)
@@ -971,13 +1151,15 @@ def argsort(b: GraphBuilder, node: Node) -> list[str]:
     nan = b.one("IsNaN", [name])
     keys = b.one("Where", [nan, b.const(np.inf, dt), name])
     order = b.add("TopK", [keys, count], 2, axis=axis, largest=0, sorted=1)[1]
-    flags = b.one("GatherElements", [b.one("Cast", [nan], to=elem_type(np.int32)), order],
-                  axis=axis)
+    flags = b.one(
+        "GatherElements", [b.one("Cast", [nan], to=elem_type(np.int32)), order], axis=axis
+    )
     nan_last = b.add("TopK", [flags, count], 2, axis=axis, largest=0, sorted=1)[1]
     return [b.one("GatherElements", [order, nan_last], axis=axis)]
 
 
 # -- linear algebra ---------------------------------------------------------------------------
+
 
 def _linalg_work(out: np.dtype) -> np.dtype:
     """The dtype products are computed in: int64 for narrow integers (the low bits, NumPy's
@@ -989,8 +1171,11 @@ def _linalg_work(out: np.dtype) -> np.dtype:
 def _linalg_operands(b: GraphBuilder, node: Node) -> list[str]:
     out = _out(node)
     if out.kind not in "iufb" or out == np.float16:
-        raise refuse(node, f"onnxruntime has no {out} MatMul kernel",
-                     "cast the operands to a float or integer dtype first")
+        raise refuse(
+            node,
+            f"onnxruntime has no {out} MatMul kernel",
+            "cast the operands to a float or integer dtype first",
+        )
     return [b.operand(a, _linalg_work(out)) for a in node.args]
 
 
@@ -1012,8 +1197,11 @@ def dot(b: GraphBuilder, node: Node) -> list[str]:
     if 0 in ranks:
         return _linalg_result(b, node, b.one("Mul", names))
     if max(ranks) > 2:
-        raise refuse(node, "np.dot of arrays above 2-D sums over a different axis than ONNX's "
-                     "MatMul", "use np.matmul (or @) or np.tensordot")
+        raise refuse(
+            node,
+            "np.dot of arrays above 2-D sums over a different axis than ONNX's MatMul",
+            "use np.matmul (or @) or np.tensordot",
+        )
     return _linalg_result(b, node, b.one("MatMul", names))
 
 
@@ -1055,13 +1243,18 @@ def einsum(b: GraphBuilder, node: Node) -> list[str]:
     _params(node, subscripts=_ANY, optimize=_ANY)
     subscripts = node.attrs["subscripts"]
     terms = subscripts.split("->")[0].split(",")
-    spans = {(a.aval.ndim if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))
-             for t, a in zip(terms, node.args) if "..." in t}
+    spans = {
+        (a.aval.ndim if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))
+        for t, a in zip(terms, node.args)
+        if "..." in t
+    }
     if len(spans) > 1:
-        raise refuse(node, "ONNX's Einsum needs every ellipsis to stand for as many axes "
-                     "(NumPy broadcasts them)", "give the operands the same number of axes")
-    return _linalg_result(b, node, b.one("Einsum", _linalg_operands(b, node),
-                                         equation=subscripts))
+        raise refuse(
+            node,
+            "ONNX's Einsum needs every ellipsis to stand for as many axes (NumPy broadcasts them)",
+            "give the operands the same number of axes",
+        )
+    return _linalg_result(b, node, b.one("Einsum", _linalg_operands(b, node), equation=subscripts))
 
 
 @_rule(K.DET)
@@ -1074,20 +1267,32 @@ def det(b: GraphBuilder, node: Node) -> list[str]:
 
 # -- control flow -----------------------------------------------------------------------------
 
+
 @_rule(K.COND)
 def cond(b: GraphBuilder, node: Node) -> list[str]:
     pred = node.args[0]
-    pred_name = b.to_bool(b.value(pred), pred.dtype) if isinstance(pred, Node) \
+    pred_name = (
+        b.to_bool(b.value(pred), pred.dtype)
+        if isinstance(pred, Node)
         else b.operand(pred, np.bool_)
-    operands = [b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype)
-                for a in node.args[1:]]
+    )
+    operands = [
+        b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype)
+        for a in node.args[1:]
+    ]
     out_dtypes = [aval.dtype for aval in node.aval]
     branches = []
     for label, graph in zip(("then", "else"), node.attrs["branches"]):
         bindings = dict(zip(graph.inputs, operands))
         branches.append(b.subgraph(graph, bindings, [], out_dtypes, f"{node.name}_{label}"))
-    return b.add("If", [pred_name], len(out_dtypes), hint=node.name,
-                 then_branch=branches[0], else_branch=branches[1])
+    return b.add(
+        "If",
+        [pred_name],
+        len(out_dtypes),
+        hint=node.name,
+        then_branch=branches[0],
+        else_branch=branches[1],
+    )
 
 
 @_rule(K.WHILE)
@@ -1097,12 +1302,15 @@ def while_(b: GraphBuilder, node: Node) -> list[str]:
     _, helper, _ = onnx_modules()
     n = node.attrs["n_vars"]
     cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
-    args = [b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype)
-            for a in node.args]
+    args = [
+        b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype) for a in node.args
+    ]
     dtypes = [aval.dtype for aval in node.aval]
     # (a loop-carried value keeps one dtype in ONNX: the initial values take the loop's)
-    inits = [b.cast(v, a.dtype if isinstance(a, Node) else np.asarray(a).dtype, dt)
-             for v, a, dt in zip(args[:n], node.args[:n], dtypes)]
+    inits = [
+        b.cast(v, a.dtype if isinstance(a, Node) else np.asarray(a).dtype, dt)
+        for v, a, dt in zip(args[:n], node.args[:n], dtypes)
+    ]
     captures = args[n:]
     first = GraphBuilder(b.model, b.rules, b.env)
     first.env.update({p: [v] for p, v in zip(cond_graph.inputs, inits + captures)})
@@ -1113,10 +1321,14 @@ def while_(b: GraphBuilder, node: Node) -> list[str]:
 
     iteration, cond_in = b.fresh(f"{node.name}_iter"), b.fresh(f"{node.name}_cond_in")
     carried = [b.fresh(f"{node.name}_var{i}") for i in range(n)]
-    inputs = [helper.make_tensor_value_info(iteration, elem_type(np.int64), []),
-              helper.make_tensor_value_info(cond_in, elem_type(np.bool_), [])]
-    inputs += [helper.make_tensor_value_info(name, elem_type(dt), None)
-               for name, dt in zip(carried, dtypes)]
+    inputs = [
+        helper.make_tensor_value_info(iteration, elem_type(np.int64), []),
+        helper.make_tensor_value_info(cond_in, elem_type(np.bool_), []),
+    ]
+    inputs += [
+        helper.make_tensor_value_info(name, elem_type(dt), None)
+        for name, dt in zip(carried, dtypes)
+    ]
     bindings = dict(zip(body_graph.inputs, carried + captures))
 
     def finish(inner: GraphBuilder, new_values: list[str]) -> list[str]:
@@ -1133,6 +1345,7 @@ def while_(b: GraphBuilder, node: Node) -> list[str]:
 
 # -- indexing ---------------------------------------------------------------------------------
 
+
 class _Index:
     """One entry of an index template, resolved: ``kind`` is slice, int, array, mask or new."""
 
@@ -1140,8 +1353,9 @@ class _Index:
         self.kind, self.value, self.ndim = kind, value, ndim
 
 
-def _resolve_index(b: GraphBuilder, node: Node, template: tuple, dyn: Sequence[Any],
-                   ndim: int) -> list[_Index]:
+def _resolve_index(
+    b: GraphBuilder, node: Node, template: tuple, dyn: Sequence[Any], ndim: int
+) -> list[_Index]:
     """The template's entries with run-time operands looked up and ``...`` expanded."""
     out: list[_Index | None] = []
     for c in template:
@@ -1154,8 +1368,9 @@ def _resolve_index(b: GraphBuilder, node: Node, template: tuple, dyn: Sequence[A
             elif arg.aval.ndim == 0:
                 out.append(_Index("int", b.cast(b.value(arg), arg.dtype, np.int64)))
             else:
-                out.append(_Index("array", b.cast(b.value(arg), arg.dtype, np.int64),
-                                  arg.aval.ndim))
+                out.append(
+                    _Index("array", b.cast(b.value(arg), arg.dtype, np.int64), arg.aval.ndim)
+                )
         elif isinstance(c, slice):
             out.append(_Index("slice", c))
         elif c is None:
@@ -1176,19 +1391,19 @@ def _resolve_index(b: GraphBuilder, node: Node, template: tuple, dyn: Sequence[A
                 out.append(_Index("array", b.const(arr.astype(np.int64)), arr.ndim))
             else:
                 raise refuse(node, f"an index {c!r}", "index with ints, slices or arrays")
-    used = sum(0 if e is None or e.kind == "new" else (e.ndim if e.kind == "mask" else 1)
-               for e in out)
+    used = sum(
+        0 if e is None or e.kind == "new" else (e.ndim if e.kind == "mask" else 1) for e in out
+    )
     full = [_Index("slice", slice(None)) for _ in range(ndim - used)]
     if any(e is None for e in out):
         at = out.index(None)
-        out = out[:at] + full + [e for e in out[at + 1:] if e is not None]
+        out = out[:at] + full + [e for e in out[at + 1 :] if e is not None]
     else:
         out = out + full
     return out  # type: ignore[return-value]
 
 
-def _slice_part(b: GraphBuilder, node: Node, value: Any, dyn: Sequence[Any],
-                default: int) -> str:
+def _slice_part(b: GraphBuilder, node: Node, value: Any, dyn: Sequence[Any], default: int) -> str:
     """One start/stop/step of a slice as a 1-element int64 tensor."""
     if value is None:
         return b.ints([default])
@@ -1198,8 +1413,9 @@ def _slice_part(b: GraphBuilder, node: Node, value: Any, dyn: Sequence[Any],
     return b.ints([int(value)])
 
 
-def _basic_slices(b: GraphBuilder, node: Node, x: str, entries: list[_Index],
-                  dyn: Sequence[Any]) -> str:
+def _basic_slices(
+    b: GraphBuilder, node: Node, x: str, entries: list[_Index], dyn: Sequence[Any]
+) -> str:
     """One ONNX Slice for every non-trivial slice entry (input axes are unchanged)."""
     starts, ends, axes, steps = [], [], [], []
     axis = 0
@@ -1213,20 +1429,22 @@ def _basic_slices(b: GraphBuilder, node: Node, x: str, entries: list[_Index],
                 raise refuse(node, "a slice with a run-time step", "use a literal step")
             negative = step_static is not None and step_static < 0
             starts.append(_slice_part(b, node, s.start, dyn, INT64_MAX if negative else 0))
-            ends.append(_slice_part(b, node, s.stop, dyn, INT64_MIN if negative else
-                                    INT64_MAX))
+            ends.append(_slice_part(b, node, s.stop, dyn, INT64_MIN if negative else INT64_MAX))
             steps.append(b.ints([1 if step_static is None else int(step_static)]))
             axes.append(axis)
         axis += e.ndim if e.kind == "mask" else 1
     if not axes:
         return x
+
     def cat(parts):
-        return (parts[0] if len(parts) == 1 else b.one("Concat", parts, axis=0))
+        return parts[0] if len(parts) == 1 else b.one("Concat", parts, axis=0)
+
     return b.one("Slice", [x, cat(starts), cat(ends), b.ints(axes), cat(steps)])
 
 
-def index_value(b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple,
-                dyn: Sequence[Any]) -> str:
+def index_value(
+    b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple, dyn: Sequence[Any]
+) -> str:
     """``x[template]`` as NumPy indexes: basic slicing, integers, one boolean mask, and
     integer arrays (Gather for one, GatherND for several, NumPy's placement of the result)."""
     entries = _resolve_index(b, node, template, dyn, ndim)
@@ -1258,16 +1476,20 @@ def index_value(b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple,
         axis += e.ndim if e.kind == "mask" else 1
     if any(e.kind == "mask" for _, e in positions):
         if len(positions) != 1:
-            raise refuse(node, "a boolean mask together with other array indices",
-                         "index in two steps")
-        (p, e), = positions
+            raise refuse(
+                node, "a boolean mask together with other array indices", "index in two steps"
+            )
+        ((p, e),) = positions
         masked = b.one("ReduceProd", [b.shape_of(x, p, p + e.ndim)], keepdims=1)
-        shape = b.one("Concat", [b.shape_of(x, 0, p) if p else b.ints([]), masked,
-                                 b.shape_of(x, p + e.ndim)], axis=0)
+        shape = b.one(
+            "Concat",
+            [b.shape_of(x, 0, p) if p else b.ints([]), masked, b.shape_of(x, p + e.ndim)],
+            axis=0,
+        )
         flat = b.one("Reshape", [x, shape], allowzero=1)
         return b.one("Compress", [flat, b.one("Reshape", [e.value, b.ints([-1])])], axis=p)
     if len(positions) == 1:
-        (p, e), = positions
+        ((p, e),) = positions
         return b.one("Gather", [x, e.value], axis=p)
     # several integer indices: broadcast them, gather their axes moved to the front
     idx = [e.value for _, e in positions]
@@ -1285,8 +1507,11 @@ def index_value(b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple,
     contiguous = axes == list(range(axes[0], axes[0] + len(axes)))
     if contiguous and axes[0] > 0:
         lead = axes[0]
-        perm = [rank + i for i in range(lead)] + list(range(rank)) + \
-            [rank + i for i in range(lead, len(others))]
+        perm = (
+            [rank + i for i in range(lead)]
+            + list(range(rank))
+            + [rank + i for i in range(lead, len(others))]
+        )
         result = b.one("Transpose", [result], perm=perm)
     return result
 
@@ -1298,8 +1523,7 @@ def nonzero(b: GraphBuilder, node: Node) -> list[str]:
     if x.aval.ndim == 0:
         raise refuse(node, "np.nonzero of a 0-d value", "np.nonzero(np.atleast_1d(x))")
     found = b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])
-    return [b.one("Gather", [found, b.const(i, np.int64)], axis=0)
-            for i in range(x.aval.ndim)]
+    return [b.one("Gather", [found, b.const(i, np.int64)], axis=0) for i in range(x.aval.ndim)]
 
 
 @_rule(K.ARGWHERE)
@@ -1307,8 +1531,7 @@ def argwhere(b: GraphBuilder, node: Node) -> list[str]:
     x = node.args[0]
     if x.aval.ndim == 0:
         raise refuse(node, "np.argwhere of a 0-d value", "np.argwhere(np.atleast_1d(x))")
-    return [b.one("Transpose", [b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])],
-                  perm=[1, 0])]
+    return [b.one("Transpose", [b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])], perm=[1, 0])]
 
 
 @_rule(K.COMPRESS)
@@ -1332,8 +1555,9 @@ def diagflat(b: GraphBuilder, node: Node) -> list[str]:
     v = node.args[0]
     size = v.aval.size
     if size is None:
-        raise refuse(node, "np.diagflat of a value with a None dimension",
-                     "give the input a static shape")
+        raise refuse(
+            node, "np.diagflat of a value with a None dimension", "give the input a static shape"
+        )
     k = int(node.attrs.get("k", 0))
     work = np.dtype(np.int32) if v.dtype == np.bool_ else wide(v.dtype)
     flat = b.one("Reshape", [b.operand(v, work), b.ints([1, -1])])
@@ -1396,6 +1620,9 @@ def ufunc_at(b: GraphBuilder, node: Node) -> list[str]:
     value = node.args[1]
     reduction = _AT_REDUCTIONS.get(ufunc)
     if reduction is None or value is None:
-        raise refuse(node, f"{getattr(ufunc, '__name__', ufunc)}.at has no ONNX scatter form",
-                     "use np.add.at, np.multiply.at, np.maximum.at or np.minimum.at")
+        raise refuse(
+            node,
+            f"{getattr(ufunc, '__name__', ufunc)}.at has no ONNX scatter form",
+            "use np.add.at, np.multiply.at, np.maximum.at or np.minimum.at",
+        )
     return [_scatter(b, node, value, reduction)]

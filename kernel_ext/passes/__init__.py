@@ -20,15 +20,27 @@ from .prune import prune
 from .rewrite import Pass, Rewrite, Rewriter, is_pure, map_subgraphs, recursive
 from .simplify import RULES, simplify
 
-prune_dead_code = recursive(prune, "prune_dead_code", """``Graph -> (Graph, changed)``:
-:func:`prune` in every sub-graph (keeping its inputs and outputs) and in the graph itself.""")
+prune_dead_code = recursive(
+    prune,
+    "prune_dead_code",
+    """``Graph -> (Graph, changed)``:
+:func:`prune` in every sub-graph (keeping its inputs and outputs) and in the graph itself.""",
+)
 
-DEFAULT_PIPELINE: tuple[Pass, ...] = (fold_constants, simplify,
-                                      eliminate_common_subexpressions, prune_dead_code)
+DEFAULT_PIPELINE: tuple[Pass, ...] = (
+    fold_constants,
+    simplify,
+    eliminate_common_subexpressions,
+    prune_dead_code,
+)
 
 
-def run_pipeline(graph: Graph, passes: Sequence[Pass] = DEFAULT_PIPELINE,
-                 max_rounds: int = 10, verify: bool = False) -> Graph:
+def run_pipeline(
+    graph: Graph,
+    passes: Sequence[Pass] = DEFAULT_PIPELINE,
+    max_rounds: int = 10,
+    verify: bool = False,
+) -> Graph:
     """Apply ``passes`` in order until none changes the graph (at most ``max_rounds``).
 
     With ``verify`` the verifier (:func:`~kernel_ext.ir.lint`) checks the graph after every

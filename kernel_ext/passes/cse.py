@@ -84,8 +84,11 @@ def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
     """The merge key of ``node`` with (new-graph) ``args``, or ``None`` if it never merges."""
     if node.op is OpKind.CONSTANT:
         value = node.attrs["value"]
-        if node.attrs.get("captured") or value.size > MAX_MERGED_CONSTANT \
-                or {k for k in node.attrs if not k.startswith("_")} != {"value"}:
+        if (
+            node.attrs.get("captured")
+            or value.size > MAX_MERGED_CONSTANT
+            or {k for k in node.attrs if not k.startswith("_")} != {"value"}
+        ):
             return None
         return ("constant", freeze(value))
     if not is_pure(node):
@@ -93,8 +96,11 @@ def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
     try:
         # Underscore attrs annotate, never change the value: "_where" (an opaque call's
         # source line, for its messages), "_backward" (made by a gradient, for the views).
-        attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()
-                              if not k.startswith("_")])) if node.attrs else ()
+        attrs = (
+            tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items() if not k.startswith("_")]))
+            if node.attrs
+            else ()
+        )
     except Unmergeable:
         return None
     frozen_args = tuple([("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args])
@@ -119,5 +125,8 @@ def _cse_level(graph: Graph) -> tuple[Graph, bool]:
 
 
 eliminate_common_subexpressions = recursive(
-    _cse_level, "eliminate_common_subexpressions", """``Graph -> (Graph, changed)``: merge twin
-pure nodes (same op, same inputs, equal literals and attrs), inside control-flow bodies too.""")
+    _cse_level,
+    "eliminate_common_subexpressions",
+    """``Graph -> (Graph, changed)``: merge twin
+pure nodes (same op, same inputs, equal literals and attrs), inside control-flow bodies too.""",
+)

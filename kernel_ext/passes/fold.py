@@ -59,8 +59,12 @@ def evaluate(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
     """``node``'s value from known ``args`` (constant nodes or literals), or ``None`` when it
     must not be folded (too big, raises, warns, or disagrees with the node's aval)."""
     aval = node.aval
-    if aval is None or aval.shape is None or None in aval.shape \
-            or (aval.size or 0) > MAX_FOLD_ELEMENTS:
+    if (
+        aval is None
+        or aval.shape is None
+        or None in aval.shape
+        or (aval.size or 0) > MAX_FOLD_ELEMENTS
+    ):
         return None
     values = [a.attrs["value"] if isinstance(a, Node) else a for a in args]
     try:
@@ -77,8 +81,12 @@ def evaluate(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
 def _is_fresh_constant(node: Node, rw: Rewriter) -> bool:
     """``copy(constant)`` where the caller may hold the result: what an exposed node folds to
     (see :meth:`~.rewrite.Rewriter.emit`), so folding it again would change nothing."""
-    return (node.op is OpKind.COPY and rw.is_exposed(node) and isinstance(node.args[0], Node)
-            and node.args[0].op is OpKind.CONSTANT)
+    return (
+        node.op is OpKind.COPY
+        and rw.is_exposed(node)
+        and isinstance(node.args[0], Node)
+        and node.args[0].op is OpKind.CONSTANT
+    )
 
 
 def _fold_level(graph: Graph) -> tuple[Graph, bool]:
@@ -102,6 +110,10 @@ def _fold_level(graph: Graph) -> tuple[Graph, bool]:
     return rw.finish()
 
 
-fold_constants = recursive(_fold_level, "fold_constants", """``Graph -> (Graph, changed)``:
+fold_constants = recursive(
+    _fold_level,
+    "fold_constants",
+    """``Graph -> (Graph, changed)``:
 replace every pure node whose inputs are all known by a ``constant`` holding its value (inside
-control-flow bodies too).""")
+control-flow bodies too).""",
+)

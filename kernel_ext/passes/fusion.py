@@ -69,8 +69,9 @@ def default_can_fuse(node: Node) -> bool:
     if node.aval is None or not hasattr(node.aval, "shape") or node.aval.shape is None:
         return False
     if node.op.group is OpGroup.ELEMENTWISE:
-        return all(a.aval is not None and getattr(a.aval, "shape", None) is not None
-                   for a in node.inputs)
+        return all(
+            a.aval is not None and getattr(a.aval, "shape", None) is not None for a in node.inputs
+        )
     if node.op in FUSIBLE_REDUCTIONS:
         x = node.args[0]
         return isinstance(x, Node) and getattr(x.aval, "shape", None) is not None
@@ -101,20 +102,21 @@ class _Sets:
         return root
 
 
-def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
-              max_nodes: int = 64) -> list[Segment]:
+def partition(
+    graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse, max_nodes: int = 64
+) -> list[Segment]:
     """Segments of ``graph`` (top level only; sub-graphs are partitioned on their own).
 
     Every returned segment has at least one member; nodes in no segment run as they are.
     ``max_nodes`` bounds a segment's size (compile time grows with kernel size).
     """
     sets = _Sets()
-    seg_of: dict[Node, int] = {}          # member -> segment id (resolve with find)
-    domain: dict[int, tuple[Any, ...]] = {}          # root id -> domain shape
-    reduced: dict[int, Node] = {}          # root id -> terminal reduction
+    seg_of: dict[Node, int] = {}  # member -> segment id (resolve with find)
+    domain: dict[int, tuple[Any, ...]] = {}  # root id -> domain shape
+    reduced: dict[int, Node] = {}  # root id -> terminal reduction
     size: dict[int, int] = {}
     ancestors: dict[Node, frozenset[int]] = {}  # segment ids a node depends on (incl. its own)
-    members: dict[int, list[Node]] = {}    # root id -> its nodes (kept in step with unions)
+    members: dict[int, list[Node]] = {}  # root id -> its nodes (kept in step with unions)
 
     def anc(node: Node) -> set[int]:
         return {sets.find(i) for i in ancestors.get(node, ())}
@@ -125,12 +127,35 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
         joined: int | None = None
         if not has_effects(node) and can_fuse(node):
             if node.op.group is OpGroup.ELEMENTWISE:
-                joined = _try_join(node, args, _known_shape(node), sets, seg_of, domain, reduced,
-                                   size, anc, max_nodes, terminal=False, members=members)
+                joined = _try_join(
+                    node,
+                    args,
+                    _known_shape(node),
+                    sets,
+                    seg_of,
+                    domain,
+                    reduced,
+                    size,
+                    anc,
+                    max_nodes,
+                    terminal=False,
+                    members=members,
+                )
             else:
-                joined = _try_join(node, args[:1], _known_shape(args[0]), sets, seg_of, domain,
-                                   reduced, size, anc, max_nodes, terminal=True,
-                                   members=members)
+                joined = _try_join(
+                    node,
+                    args[:1],
+                    _known_shape(args[0]),
+                    sets,
+                    seg_of,
+                    domain,
+                    reduced,
+                    size,
+                    anc,
+                    max_nodes,
+                    terminal=True,
+                    members=members,
+                )
         deps: set[int] = set()
         for a in args:
             deps |= ancestors.get(a, frozenset())
@@ -148,10 +173,16 @@ def partition(graph: Graph, can_fuse: Callable[[Node], bool] = default_can_fuse,
     return _collect(graph, sets, seg_of, domain, reduced)
 
 
-def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
-                    domain: dict[int, tuple[Any, ...]], reduced: dict[int, Node],
-                    size: dict[int, int],
-                    ancestors: dict[Node, frozenset[int]], max_nodes: int) -> None:
+def _merge_siblings(
+    graph: Graph,
+    sets: _Sets,
+    seg_of: dict[Node, int],
+    domain: dict[int, tuple[Any, ...]],
+    reduced: dict[int, Node],
+    size: dict[int, int],
+    ancestors: dict[Node, frozenset[int]],
+    max_nodes: int,
+) -> None:
     """Horizontal fusion: independent segments over the same domain that read a common
     input become one kernel (one pass over the shared inputs, one call instead of several).
     Independent means neither depends on the other, which keeps the merge convex; at most one
@@ -285,8 +316,10 @@ def _merge_siblings(graph: Graph, sets: _Sets, seg_of: dict[Node, int],
                 a = merge(a, b)
                 merged_any = True
                 # later segments that share an input only with the absorbed one join this pass
-                fresh = sorted((c for c in sharing(a, cursor) if c not in seen and
-                                c not in refused), key=order.__getitem__)
+                fresh = sorted(
+                    (c for c in sharing(a, cursor) if c not in seen and c not in refused),
+                    key=order.__getitem__,
+                )
                 seen.update(fresh)
                 queue = queue[k:] + fresh
                 queue.sort(key=lambda c: order.get(sets.find(c), -1))
@@ -302,10 +335,20 @@ def _known_shape(node: Node) -> tuple[Any, ...]:
     return shape
 
 
-def _try_join(node: Node, producers: Sequence[Node], dom: tuple[Any, ...], sets: _Sets,
-              seg_of: dict[Node, int], domain: dict[int, tuple[Any, ...]], reduced: dict[int, Node],
-              size: dict[int, int], anc: Callable[[Node], set[int]], max_nodes: int,
-              terminal: bool, members: dict[int, list[Node]]) -> int:
+def _try_join(
+    node: Node,
+    producers: Sequence[Node],
+    dom: tuple[Any, ...],
+    sets: _Sets,
+    seg_of: dict[Node, int],
+    domain: dict[int, tuple[Any, ...]],
+    reduced: dict[int, Node],
+    size: dict[int, int],
+    anc: Callable[[Node], set[int]],
+    max_nodes: int,
+    terminal: bool,
+    members: dict[int, list[Node]],
+) -> int:
     """Put ``node`` in a segment (merging its producers' segments where allowed); its id."""
     candidates: list[int] = []
     for p in producers:
@@ -341,8 +384,12 @@ def _try_join(node: Node, producers: Sequence[Node], dom: tuple[Any, ...], sets:
     return root
 
 
-def _convex(node: Node, merging: list[int], members_of: dict[int, list[Node]],
-            anc: Callable[[Node], set[int]]) -> bool:
+def _convex(
+    node: Node,
+    merging: list[int],
+    members_of: dict[int, list[Node]],
+    anc: Callable[[Node], set[int]],
+) -> bool:
     """Would ``node`` plus the segments ``merging`` form a convex set?
 
     It would not if an outside node the merged set reads depends on one of the merged
@@ -361,8 +408,13 @@ def _convex(node: Node, merging: list[int], members_of: dict[int, list[Node]],
     return True
 
 
-def _collect(graph: Graph, sets: _Sets, seg_of: dict[Node, int], domain: dict[int, tuple[Any, ...]],
-             reduced: dict[int, Node]) -> list[Segment]:
+def _collect(
+    graph: Graph,
+    sets: _Sets,
+    seg_of: dict[Node, int],
+    domain: dict[int, tuple[Any, ...]],
+    reduced: dict[int, Node],
+) -> list[Segment]:
     groups: dict[int, list[Node]] = {}
     for node in graph.nodes:
         sid = seg_of.get(node)
@@ -378,8 +430,7 @@ def _collect(graph: Graph, sets: _Sets, seg_of: dict[Node, int], domain: dict[in
             for a in n.inputs:
                 if a not in member and a not in inputs:
                     inputs.append(a)
-        outputs = [n for n in nodes
-                   if n in graph_outputs or any(u not in member for u in users[n])]
+        outputs = [n for n in nodes if n in graph_outputs or any(u not in member for u in users[n])]
         red = reduced.get(sid)
         if red is not None and red not in outputs:
             outputs.append(red)

@@ -47,8 +47,11 @@ def is_pure(node: Node) -> bool:
     what the others are built from), not stateful ops (a variable read depends on *when* it
     runs), and not nodes carrying sub-graphs (control flow is only ever optimised inside).
     """
-    return (node.op.group not in _IMPURE_GROUPS and isinstance(node.aval, AbstractValue)
-            and not (node.attrs and subgraphs(node)))
+    return (
+        node.op.group not in _IMPURE_GROUPS
+        and isinstance(node.aval, AbstractValue)
+        and not (node.attrs and subgraphs(node))
+    )
 
 
 def exposed_nodes(graph: Graph) -> set[Node]:
@@ -71,14 +74,17 @@ def exposed_nodes(graph: Graph) -> set[Node]:
 
 def same_aval(a: Any, b: Any) -> bool:
     """Both are :class:`AbstractValue` with equal shape (``None`` dims included) and dtype."""
-    return (isinstance(a, AbstractValue) and isinstance(b, AbstractValue)
-            and a.shape == b.shape and a.dtype == b.dtype)
+    return (
+        isinstance(a, AbstractValue)
+        and isinstance(b, AbstractValue)
+        and a.shape == b.shape
+        and a.dtype == b.dtype
+    )
 
 
 def fully_known(aval: Any) -> bool:
     """The shape is static: known rank and every dimension known."""
-    return (isinstance(aval, AbstractValue) and aval.shape is not None
-            and None not in aval.shape)
+    return isinstance(aval, AbstractValue) and aval.shape is not None and None not in aval.shape
 
 
 class Rewriter:
@@ -99,8 +105,8 @@ class Rewriter:
         self.old = graph
         self.env: dict[Node, Node] = {}
         self.changed = False
-        self._order: list[Node] = []      # the new graph's nodes, as values, in program order
-        self._fresh: set[Node] = set()    # values this rewriter created (the others are old)
+        self._order: list[Node] = []  # the new graph's nodes, as values, in program order
+        self._fresh: set[Node] = set()  # values this rewriter created (the others are old)
         self._exposed = exposed_nodes(graph)
         self._exposed_images: set[Node] = set()  # values some exposed old node maps to
 
@@ -114,8 +120,9 @@ class Rewriter:
         return tuple([env[a] if isinstance(a, Node) else a for a in node.args])
 
     # -- deciding ---------------------------------------------------------------------------
-    def keep(self, node: Node, attrs: dict[str, Any] | None = None,
-             args: tuple[Any, ...] | None = None) -> Node:
+    def keep(
+        self, node: Node, attrs: dict[str, Any] | None = None, args: tuple[Any, ...] | None = None
+    ) -> Node:
         """Keep ``node`` (with new ``attrs`` if given, e.g. optimised sub-graphs). ``args``
         saves recomputing :meth:`args` when the caller has it already."""
         if args is None:
@@ -123,9 +130,14 @@ class Rewriter:
         if attrs is None and args == node.args:  # tuple == compares items by identity first
             value = node
         else:
-            value = self._new(node.name, node.op, args,
-                              dict(node.attrs if attrs is None else attrs), node.aval,
-                              node.source)
+            value = self._new(
+                node.name,
+                node.op,
+                args,
+                dict(node.attrs if attrs is None else attrs),
+                node.aval,
+                node.source,
+            )
             self.changed = self.changed or attrs is not None
         self._order.append(value)
         self._map(node, value)
@@ -177,8 +189,9 @@ class Rewriter:
         self.changed = True
         return True
 
-    def add(self, name: str, op: OpKind, args: tuple[Any, ...],
-            attrs: dict[str, Any] | None = None) -> Node:
+    def add(
+        self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any] | None = None
+    ) -> Node:
         """A new node ``op(*args)`` (args are values), for a rewrite that builds several
         nodes in place of one (then :meth:`use` the last); its aval is abstract-evaluated,
         so an invalid combination raises here, before anything is replaced."""
@@ -204,8 +217,14 @@ class Rewriter:
                 value.args, value.name = args, g.unique_name(value.name)
                 new = value
             else:
-                new = Node(g.unique_name(value.name), value.op, args, dict(value.attrs),
-                           value.aval, value.source)
+                new = Node(
+                    g.unique_name(value.name),
+                    value.op,
+                    args,
+                    dict(value.attrs),
+                    value.aval,
+                    value.source,
+                )
             final[value] = new
             g.nodes.append(new)
             if new.op is OpKind.PLACEHOLDER:
@@ -214,8 +233,15 @@ class Rewriter:
         return g, True
 
     # -- internals --------------------------------------------------------------------------
-    def _new(self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any], aval: Any,
-             source: Any = None) -> Node:
+    def _new(
+        self,
+        name: str,
+        op: OpKind,
+        args: tuple[Any, ...],
+        attrs: dict[str, Any],
+        aval: Any,
+        source: Any = None,
+    ) -> Node:
         # ``source``: the line of user code that made the node it replaces (for the views)
         node = Node(name, op, args, attrs, aval, source)
         self._fresh.add(node)
@@ -234,6 +260,7 @@ class Rewriter:
 # ---------------------------------------------------------------------------------------------
 # Sub-graphs
 # ---------------------------------------------------------------------------------------------
+
 
 def map_subgraphs(node: Node, fn: Pass) -> tuple[dict[str, Any], bool]:
     """``node``'s attrs with every sub-graph (``Graph`` values and tuples of them, as
@@ -262,6 +289,7 @@ def recursive(flat: Pass, name: str | None = None, doc: str | None = None) -> Pa
     control-flow node around them stays valid. ``name`` and ``doc`` label the result (the
     pipeline's verifier names the pass that broke an invariant).
     """
+
     def run(graph: Graph) -> tuple[Graph, bool]:
         inner = False
         if any(n.attrs and subgraphs(n) for n in graph.nodes):

@@ -73,8 +73,11 @@ class _Terms:
 
     def inner(self, v: Node) -> bool:
         """Is ``v`` recomputed per position (an elementwise member read only here)?"""
-        return v is self.root or (v.op.group is OpGroup.ELEMENTWISE and
-                                  v.shape == self.shape and self.users.get(v, 0) == 1)
+        return v is self.root or (
+            v.op.group is OpGroup.ELEMENTWISE
+            and v.shape == self.shape
+            and self.users.get(v, 0) == 1
+        )
 
     def term(self, v: Any, k: int) -> Any:
         if not isinstance(v, Node):
@@ -91,8 +94,12 @@ class _Terms:
             shape = v.shape
             assert shape is not None  # a sum's operands have a known rank here
             last = shape[-1]
-            out = self.rw.add(f"{v.name}_at", OpKind.GETITEM, (self.rw.arg(v),),
-                              {"index": (Ellipsis, k if last != 1 else 0)})
+            out = self.rw.add(
+                f"{v.name}_at",
+                OpKind.GETITEM,
+                (self.rw.arg(v),),
+                {"index": (Ellipsis, k if last != 1 else 0)},
+            )
         self.added += 1
         if self.added > MAX_NODES:
             raise _TooBig
@@ -128,8 +135,11 @@ def _numpy_order(rw: Rewriter, terms: list[Any]) -> Node:
     while i < n - n % 8:
         acc = [_add(rw, acc[j], terms[i + j]) for j in range(8)]
         i += 8
-    r = _add(rw, _add(rw, _add(rw, acc[0], acc[1]), _add(rw, acc[2], acc[3])),
-             _add(rw, _add(rw, acc[4], acc[5]), _add(rw, acc[6], acc[7])))
+    r = _add(
+        rw,
+        _add(rw, _add(rw, acc[0], acc[1]), _add(rw, acc[2], acc[3])),
+        _add(rw, _add(rw, acc[4], acc[5]), _add(rw, acc[6], acc[7])),
+    )
     for t in terms[i:]:
         r = _add(rw, r, t)
     return _add(rw, 0.0, r)
@@ -168,10 +178,14 @@ def unroll_top_level(graph: Graph) -> tuple[Graph, bool]:
     return rewritten, changed
 
 
-unroll_short_sums = recursive(_flat, "unroll_short_sums", """``Graph -> (Graph, changed)``:
+unroll_short_sums = recursive(
+    _flat,
+    "unroll_short_sums",
+    """``Graph -> (Graph, changed)``:
 float sums over a short last axis (at most :data:`MAX_TERMS` elements) of an elementwise
 expression, as elementwise additions of the sliced expression in NumPy's order (inside
-control-flow bodies too). The expression's old nodes are left for :func:`prune` to drop.""")
+control-flow bodies too). The expression's old nodes are left for :func:`prune` to drop.""",
+)
 
 
 __all__ = ["MAX_TERMS", "is_term", "unroll_short_sums", "unroll_top_level"]

@@ -58,6 +58,7 @@ _MAX_SCAN = 1_000_000  # constants bigger than this are not inspected element by
 # What an operand is
 # ---------------------------------------------------------------------------------------------
 
+
 def _kind(x: Any) -> str | None:
     """``x``'s dtype kind (``b i u f c``), or ``None`` if it is not a node with a dtype we
     reason about (extended-precision floats are excluded on purpose)."""
@@ -82,8 +83,13 @@ def _fits(small: tuple[Any, ...] | None, big: tuple[Any, ...] | None) -> bool:
 def _every(c: Any, test: Test, like: Node) -> bool:
     """``c`` is a literal or a constant node whose every element passes ``test``, and
     broadcasting it against ``like`` cannot change ``like``'s shape."""
-    if isinstance(c, Node) and c.op is OpKind.BROADCAST_TO and isinstance(c.args[0], Node) \
-            and c.args[0].op is OpKind.CONSTANT and _fits(c.shape, like.shape):
+    if (
+        isinstance(c, Node)
+        and c.op is OpKind.BROADCAST_TO
+        and isinstance(c.args[0], Node)
+        and c.args[0].op is OpKind.CONSTANT
+        and _fits(c.shape, like.shape)
+    ):
         # a constant broadcast too large to fold (a gradient's seed of ones over 10M
         # elements): its elements are the small constant's
         c = c.args[0]
@@ -107,6 +113,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
 # Element tests take an array (a constant's value) or a Python literal; literals are tested
 # in plain Python, which is many times cheaper than a round trip through NumPy.
 
+
 def _one(v: Any) -> Any:
     return v == 1
 
@@ -124,8 +131,9 @@ def _negative_zero(v: Any) -> Any:
 def _positive_zero(v: Any) -> Any:
     if isinstance(v, np.ndarray):
         return (v == 0) & ~np.signbit(v)
-    return (type(v) in (bool, int) and v == 0) or (type(v) is float and v == 0 \
-        and math.copysign(1.0, v) > 0)
+    return (type(v) in (bool, int) and v == 0) or (
+        type(v) is float and v == 0 and math.copysign(1.0, v) > 0
+    )
 
 
 def _truthy(v: Any) -> Any:
@@ -136,9 +144,11 @@ def _truthy(v: Any) -> Any:
 # Rule factories
 # ---------------------------------------------------------------------------------------------
 
+
 def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]:
     """Rules for ``op(x, c) -> x`` (``sides`` "right"), ``op(c, x) -> x`` ("left") or both
     ("both"), where ``c`` passes ``tests[kind of x's dtype]`` element-wise."""
+
     def make(x_at: int) -> Rule:
         def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
             if len(args) != 2 or node.params:
@@ -146,8 +156,10 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
             x, c = args[x_at], args[1 - x_at]
             test = tests.get(_kind(x) or "")
             return x if test is not None and _every(c, test, x) else None
+
         rule.__name__ = f"identity_operand_{'right' if x_at == 0 else 'left'}"
         return rule
+
     rules = []
     if sides in ("right", "both"):
         rules.append(make(0))
@@ -158,6 +170,7 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
 
 def same_operands(kinds: str) -> Rule:
     """``op(x, x) -> x`` (``maximum``, ``logical_and``, ...) for dtype kinds in ``kinds``."""
+
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         if len(args) != 2 or args[0] is not args[1] or node.params:
             return None
@@ -166,46 +179,64 @@ def same_operands(kinds: str) -> Rule:
             first: Node = args[0]
             return first
         return None
+
     return rule
 
 
 def involution(kinds: str) -> Rule:
     """``f(f(x)) -> x`` for a self-inverse ``f`` (negative, invert, ...), ``x``'s kind in
     ``kinds``."""
+
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         inner = args[0]
-        if isinstance(inner, Node) and inner.op is node.op and not inner.params \
-                and not node.params and (_kind(inner.args[0]) or "-") in kinds:
+        if (
+            isinstance(inner, Node)
+            and inner.op is node.op
+            and not inner.params
+            and not node.params
+            and (_kind(inner.args[0]) or "-") in kinds
+        ):
             return cast(Node, inner.args[0])
         return None
+
     return rule
 
 
 def idempotent(kinds: str) -> Rule:
     """``f(f(x)) -> f(x)`` for an idempotent ``f`` (floor, absolute, sign, ...), where the
     inner result's kind is in ``kinds``."""
+
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         inner = args[0]
-        if isinstance(inner, Node) and inner.op is node.op and not inner.params \
-                and not node.params and (_kind(inner) or "-") in kinds:
+        if (
+            isinstance(inner, Node)
+            and inner.op is node.op
+            and not inner.params
+            and not node.params
+            and (_kind(inner) or "-") in kinds
+        ):
             return inner
         return None
+
     return rule
 
 
 def identity_on(kinds: str) -> Rule:
     """``f(x) -> x`` where ``f`` leaves values of these kinds unchanged (``floor`` of ints,
     ``positive``, ``conjugate`` of reals) — the aval check ensures NumPy keeps the dtype."""
+
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         if not node.params and (_kind(args[0]) or "-") in kinds:
             return cast(Node, args[0])
         return None
+
     return rule
 
 
 # ---------------------------------------------------------------------------------------------
 # Op-specific rules
 # ---------------------------------------------------------------------------------------------
+
 
 def _exact_widening(src: np.dtype, dst: np.dtype) -> bool:
     """Every ``src`` value is exactly representable in ``dst`` and casting it back to ``src``
@@ -239,8 +270,12 @@ def _cast(node: Node, args: tuple[Any, ...]) -> Proposal:
         return x
     if x.op is OpKind.CAST:
         inner = x.args[0]
-        if isinstance(inner, Node) and isinstance(inner.aval, AbstractValue) \
-                and inner.aval.dtype == target and _exact_widening(target, x.aval.dtype):
+        if (
+            isinstance(inner, Node)
+            and isinstance(inner.aval, AbstractValue)
+            and inner.aval.dtype == target
+            and _exact_widening(target, x.aval.dtype)
+        ):
             return inner
     return None
 
@@ -301,8 +336,14 @@ def _broadcast_to(node: Node, args: tuple[Any, ...]) -> Proposal:
 def _is_full_slice(c: Any) -> bool:
     if c is Ellipsis:
         return True
-    return (isinstance(c, slice) and c.start in (None, 0) and c.stop is None
-            and c.step in (None, 1) and type(c.start) is not bool and type(c.step) is not bool)
+    return (
+        isinstance(c, slice)
+        and c.start in (None, 0)
+        and c.stop is None
+        and c.step in (None, 1)
+        and type(c.start) is not bool
+        and type(c.step) is not bool
+    )
 
 
 def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
@@ -316,15 +357,22 @@ def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
 def _flip(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``flip(flip(x, a), a) -> x``."""
     x = args[0]
-    if isinstance(x, Node) and x.op is OpKind.FLIP and x.attrs == node.attrs \
-            and _static_axis(node.attrs.get("axis")):
+    if (
+        isinstance(x, Node)
+        and x.op is OpKind.FLIP
+        and x.attrs == node.attrs
+        and _static_axis(node.attrs.get("axis"))
+    ):
         return cast(Node, x.args[0])
     return None
 
 
 def _static_axis(axis: Any) -> bool:
-    return axis is None or type(axis) is int or (
-        isinstance(axis, tuple) and all(type(a) is int for a in axis))
+    return (
+        axis is None
+        or type(axis) is int
+        or (isinstance(axis, tuple) and all(type(a) is int for a in axis))
+    )
 
 
 def _copy(node: Node, args: tuple[Any, ...]) -> Proposal:
@@ -354,8 +402,12 @@ def _is_identity_matrix(c: Any) -> bool:
     if not isinstance(c, Node) or c.op is not OpKind.CONSTANT:
         return False
     value = c.attrs["value"]
-    return (value.ndim == 2 and value.shape[0] == value.shape[1] and value.size <= _MAX_SCAN
-            and bool(np.array_equal(value, np.eye(value.shape[0], dtype=value.dtype))))
+    return (
+        value.ndim == 2
+        and value.shape[0] == value.shape[1]
+        and value.size <= _MAX_SCAN
+        and bool(np.array_equal(value, np.eye(value.shape[0], dtype=value.dtype)))
+    )
 
 
 def _matmul(node: Node, args: tuple[Any, ...]) -> Proposal:
@@ -375,8 +427,7 @@ _REAL = "biuf"
 _NUMBERS = "iufc"
 
 RULES: dict[OpKind, list[Rule]] = {
-    OpKind.ADD: identity_operand(
-        {"b": _zero, "i": _zero, "u": _zero, "f": _negative_zero}, "both"),
+    OpKind.ADD: identity_operand({"b": _zero, "i": _zero, "u": _zero, "f": _negative_zero}, "both"),
     OpKind.SUBTRACT: identity_operand({"i": _zero, "u": _zero, "f": _positive_zero}),
     OpKind.MULTIPLY: identity_operand({"b": _one, "i": _one, "u": _one, "f": _one}, "both"),
     OpKind.DIVIDE: identity_operand({"f": _one}),
@@ -434,8 +485,7 @@ def layout_observers(graph: Graph) -> set[Node]:
 def _one_array_operand(node: Node) -> bool:
     """``node`` reads at most one array of rank > 0 (literals and 0-d values have no layout):
     NumPy then allocates its result in that array's "K" order, exactly as ``np.copy`` does."""
-    arrays = [a for a in node.args
-              if isinstance(a, Node) and getattr(a.aval, "shape", None) != ()]
+    arrays = [a for a in node.args if isinstance(a, Node) and getattr(a.aval, "shape", None) != ()]
     return len(arrays) <= 1
 
 
@@ -449,8 +499,9 @@ def _same_layout(node: Node, target: Node) -> bool:
     return not target.op.may_alias and _one_array_operand(node)
 
 
-def propose(node: Node, args: tuple[Any, ...], rw: Rewriter, rules: list[Rule],
-            layout_seen: bool = False) -> bool:
+def propose(
+    node: Node, args: tuple[Any, ...], rw: Rewriter, rules: list[Rule], layout_seen: bool = False
+) -> bool:
     """Try ``rules`` on ``node`` in order; apply the first acceptable proposal to ``rw``.
 
     ``layout_seen``: a consumer sees the node's layout (:func:`layout_observers`), so an
@@ -486,6 +537,10 @@ def _simplify_level(graph: Graph) -> tuple[Graph, bool]:
     return rw.finish()
 
 
-simplify = recursive(_simplify_level, "simplify", """``Graph -> (Graph, changed)``: apply
+simplify = recursive(
+    _simplify_level,
+    "simplify",
+    """``Graph -> (Graph, changed)``: apply
 :data:`RULES` (``x * 1 -> x``, ``--x -> x``, ``cast(x, x.dtype) -> x``, double transposes, ...)
-everywhere, keeping only rewrites that are exact in value, dtype and shape.""")
+everywhere, keeping only rewrites that are exact in value, dtype and shape.""",
+)

@@ -16,5 +16,14 @@ from .saving import save
 from .source import export_source
 from .targets import concrete_functions
 
-__all__ = ["FORMAT_VERSION", "LoadedFunction", "LoadedModel", "SaveError",
-           "SavedModelFormatError", "concrete_functions", "export_source", "load", "save"]
+__all__ = [
+    "FORMAT_VERSION",
+    "LoadedFunction",
+    "LoadedModel",
+    "SaveError",
+    "SavedModelFormatError",
+    "concrete_functions",
+    "export_source",
+    "load",
+    "save",
+]

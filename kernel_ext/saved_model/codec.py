@@ -49,14 +49,32 @@ DTYPE_KINDS = frozenset("biufc")
 
 #: Exceptions a run-time check (``if bad: raise ValueError(...)``) may raise after loading.
 ERROR_TYPES: dict[str, type[BaseException]] = {
-    t.__name__: t for t in (ValueError, TypeError, IndexError, KeyError, ArithmeticError,
-                            OverflowError, ZeroDivisionError, FloatingPointError,
-                            AssertionError, RuntimeError, LookupError, NotImplementedError,
-                            np.linalg.LinAlgError)}
+    t.__name__: t
+    for t in (
+        ValueError,
+        TypeError,
+        IndexError,
+        KeyError,
+        ArithmeticError,
+        OverflowError,
+        ZeroDivisionError,
+        FloatingPointError,
+        AssertionError,
+        RuntimeError,
+        LookupError,
+        NotImplementedError,
+        np.linalg.LinAlgError,
+    )
+}
 
 #: Python types an output leaf may be returned as (``float(x)``), and a fresh 0-d array.
-PY_TYPES: dict[str, type] = {"bool": bool, "int": int, "float": float, "complex": complex,
-                             "ndarray": np.ndarray}
+PY_TYPES: dict[str, type] = {
+    "bool": bool,
+    "int": int,
+    "float": float,
+    "complex": complex,
+    "ndarray": np.ndarray,
+}
 
 _UFUNC_METHODS = ("reduce", "accumulate", "reduceat", "outer")  # (at writes in place)
 _GLOBAL_RANDOM_STATE = np.random.mtrand._rand
@@ -64,12 +82,40 @@ _GLOBAL_RANDOM_STATE = np.random.mtrand._rand
 
 #: NumPy functions a saved model may never name, though NumPy dispatches them on arrays:
 #: files in and out, global settings, and functions that write into their arguments.
-DENIED = frozenset({"save", "savez", "savez_compressed", "savetxt", "load", "loadtxt",
-                    "genfromtxt", "fromfile", "fromregex", "frompyfunc", "copyto",
-                    "fill_diagonal", "put", "place", "putmask", "put_along_axis",
-                    "set_printoptions", "seterr", "seterrcall", "setbufsize", "test", "info",
-                    "show_config", "show_runtime", "get_include", "lookfor", "source", "who",
-                    "seed", "set_state"})
+DENIED = frozenset(
+    {
+        "save",
+        "savez",
+        "savez_compressed",
+        "savetxt",
+        "load",
+        "loadtxt",
+        "genfromtxt",
+        "fromfile",
+        "fromregex",
+        "frompyfunc",
+        "copyto",
+        "fill_diagonal",
+        "put",
+        "place",
+        "putmask",
+        "put_along_axis",
+        "set_printoptions",
+        "seterr",
+        "seterrcall",
+        "setbufsize",
+        "test",
+        "info",
+        "show_config",
+        "show_runtime",
+        "get_include",
+        "lookfor",
+        "source",
+        "who",
+        "seed",
+        "set_state",
+    }
+)
 #: The kinds of NumPy callable an opaque call can be: array-function dispatchers (what
 #: ``__array_function__`` sees), ufuncs and C functions. NumPy's plain Python functions are
 #: never dispatched to a traced value, so none is needed (np.load is one).
@@ -105,8 +151,11 @@ def random_callables() -> dict[str, Callable[..., Any]]:
     out: dict[str, Any] = {}
     for name in dir(np.random):
         obj = getattr(np.random, name, None)
-        if getattr(obj, "__self__", None) is _GLOBAL_RANDOM_STATE and \
-                not name.startswith("_") and name not in DENIED:
+        if (
+            getattr(obj, "__self__", None) is _GLOBAL_RANDOM_STATE
+            and not name.startswith("_")
+            and name not in DENIED
+        ):
             out[f"numpy.random.{name}"] = obj
     return out
 
@@ -116,6 +165,7 @@ def numpy_result_types() -> dict[str, type]:
     """NumPy's own namedtuple result classes (``EighResult``, ``UniqueCountsResult``, ...),
     by ``module.qualname``: a result of one comes back as that class, not a look-alike."""
     import importlib
+
     out: dict[str, type] = {}
     for module_name in ("numpy.linalg._linalg", "numpy.lib._arraysetops_impl"):
         try:
@@ -123,8 +173,12 @@ def numpy_result_types() -> dict[str, type]:
         except ImportError:  # (another NumPy layout: such results come back as namedtuples)
             continue
         for name, obj in vars(module).items():
-            if isinstance(obj, type) and issubclass(obj, tuple) and hasattr(obj, "_fields") \
-                    and name.endswith("Result"):
+            if (
+                isinstance(obj, type)
+                and issubclass(obj, tuple)
+                and hasattr(obj, "_fields")
+                and name.endswith("Result")
+            ):
                 out[f"{obj.__module__}.{obj.__qualname__}"] = obj
     return out
 
@@ -162,8 +216,11 @@ def _float_bits(value: float) -> str:
 def where_text(node: Node) -> str:
     """``%name (op) at file:line: `text```: a node as refusal messages name it."""
     src = node.source
-    at = f" at {src.file}:{src.line}: `{src.text}`" if isinstance(src, SourceLine) else \
-        " (line unknown)"
+    at = (
+        f" at {src.file}:{src.line}: `{src.text}`"
+        if isinstance(src, SourceLine)
+        else " (line unknown)"
+    )
     return f"node %{node.name} ({node.op.value}){at}"
 
 
@@ -171,42 +228,63 @@ class Encoder:
     """Encodes graphs; ``arrays`` collects the ``.npy`` payloads, ``variables`` the
     ``kx.Variable`` objects (their index is their position)."""
 
-    def __init__(self, add_array: Callable[[np.ndarray], str],
-                 variable_index: Callable[[Any], int]) -> None:
+    def __init__(
+        self, add_array: Callable[[np.ndarray], str], variable_index: Callable[[Any], int]
+    ) -> None:
         self.add_array = add_array
         self.variable_index = variable_index
         self._node: Node | None = None
 
     # -- graphs ---------------------------------------------------------------------------
     def graph(self, graph: Graph) -> dict:
-        return {"name": graph.name, "nodes": [self.node(n) for n in graph.nodes],
-                "outputs": [o.name for o in graph.outputs]}
+        return {
+            "name": graph.name,
+            "nodes": [self.node(n) for n in graph.nodes],
+            "outputs": [o.name for o in graph.outputs],
+        }
 
     def node(self, node: Node) -> dict:
         outer, self._node = self._node, node
         try:
             self._refuse_opaque(node)
-            args = [{"$": "node", "name": a.name} if isinstance(a, Node) else self.value(a)
-                    for a in node.args]
+            args = [
+                {"$": "node", "name": a.name} if isinstance(a, Node) else self.value(a)
+                for a in node.args
+            ]
             attrs = {}
             for key, value in node.attrs.items():
                 if not IDENTIFIER.match(key):
                     raise self._refuse(f"its attr name {key!r} is not an identifier")
                 attrs[key] = self.value(value)
             src = node.source
-            source = {"file": str(src.file), "line": int(src.line), "text": str(src.text)} \
-                if isinstance(src, SourceLine) else None
-            return {"name": node.name, "op": node.op.value, "args": args, "attrs": attrs,
-                    "aval": self.value(node.aval), "source": source, "form": node_form(node)}
+            source = (
+                {"file": str(src.file), "line": int(src.line), "text": str(src.text)}
+                if isinstance(src, SourceLine)
+                else None
+            )
+            return {
+                "name": node.name,
+                "op": node.op.value,
+                "args": args,
+                "attrs": attrs,
+                "aval": self.value(node.aval),
+                "source": source,
+                "form": node_form(node),
+            }
         finally:
             self._node = outer
 
     def _refuse(self, what: str, fix: str = "") -> SaveError:
         node = self._node
         where = where_text(node) if node is not None else "the graph"
-        return SaveError(f"cannot save {where}: {what}. " + (
-            fix or "Fix: compute this outside the kx.function and pass the result in as an "
-            "argument."))
+        return SaveError(
+            f"cannot save {where}: {what}. "
+            + (
+                fix
+                or "Fix: compute this outside the kx.function and pass the result in as an "
+                "argument."
+            )
+        )
 
     def _refuse_opaque(self, node: Node) -> None:
         if node.op is OpKind.NUMPY_CALL:
@@ -217,14 +295,15 @@ class Encoder:
                     f"it calls the Python function {name!r} as it is (an opaque call); a saved "
                     "model holds data only, never Python code",
                     "Fix: write the function with NumPy operations kx.function traces, or call "
-                    "it outside the kx.function and pass its result in as an argument.")
-        elif (node.op is OpKind.RANDOM_CALL
-                and random_function_name(node.attrs.get("fn")) is None):
-                raise self._refuse(
-                    "it draws from a np.random.Generator (or shuffles) held by reference; a "
-                    "saved model cannot hold the generator's state",
-                    "Fix: draw the random values outside the kx.function and pass them in, or "
-                    "use np.random's global functions (np.random.rand, np.random.normal, ...).")
+                    "it outside the kx.function and pass its result in as an argument.",
+                )
+        elif node.op is OpKind.RANDOM_CALL and random_function_name(node.attrs.get("fn")) is None:
+            raise self._refuse(
+                "it draws from a np.random.Generator (or shuffles) held by reference; a "
+                "saved model cannot hold the generator's state",
+                "Fix: draw the random values outside the kx.function and pass them in, or "
+                "use np.random's global functions (np.random.rand, np.random.normal, ...).",
+            )
 
     # -- values ---------------------------------------------------------------------------
     def value(self, v: Any, depth: int = 0) -> Any:
@@ -245,11 +324,17 @@ class Encoder:
         if t is tuple:
             return {"$": "tuple", "items": [self.value(x, d) for x in v]}
         if t is dict:
-            return {"$": "dict", "items": [[self.value(k, d), self.value(x, d)]
-                                           for k, x in v.items()]}
+            return {
+                "$": "dict",
+                "items": [[self.value(k, d), self.value(x, d)] for k, x in v.items()],
+            }
         if t is slice:
-            return {"$": "slice", "start": self.value(v.start, d), "stop": self.value(v.stop, d),
-                    "step": self.value(v.step, d)}
+            return {
+                "$": "slice",
+                "start": self.value(v.start, d),
+                "stop": self.value(v.stop, d),
+                "step": self.value(v.step, d),
+            }
         if v is Ellipsis:
             return {"$": "ellipsis"}
         if isinstance(v, np.dtype):
@@ -266,8 +351,11 @@ class Encoder:
         if t is Operand:
             return {"$": "operand", "index": v.index}
         if t is CallTemplate:
-            return {"$": "call_template", "args": self.value(v.args, d),
-                    "kwargs": self.value(v.kwargs, d)}
+            return {
+                "$": "call_template",
+                "args": self.value(v.args, d),
+                "kwargs": self.value(v.kwargs, d),
+            }
         if isinstance(v, np.ufunc):
             return {"$": "ufunc", "name": v.__name__}
         if isinstance(v, Graph):
@@ -290,17 +378,21 @@ class Encoder:
                     "called as it is); a saved model holds data only, never Python code",
                     "Fix: use one of NumPy's own options (e.g. np.pad's mode='constant' with "
                     "constant_values=...), or compute this outside the kx.function and pass "
-                    "the result in as an argument.")
+                    "the result in as an argument.",
+                )
         if isinstance(v, Variable):
             return {"$": "variable", "index": self.variable_index(v)}
-        raise self._refuse(f"it holds a {t.__module__}.{t.__qualname__} ({_short(v)}), which "
-                           "has no data form")
+        raise self._refuse(
+            f"it holds a {t.__module__}.{t.__qualname__} ({_short(v)}), which has no data form"
+        )
 
     def _dtype(self, dtype: np.dtype) -> str:
         dtype = np.dtype(dtype)
         if dtype.kind not in DTYPE_KINDS:
-            raise self._refuse(f"it holds a value of dtype {dtype}; a saved model holds bool "
-                               "and numeric arrays only")
+            raise self._refuse(
+                f"it holds a value of dtype {dtype}; a saved model holds bool "
+                "and numeric arrays only"
+            )
         return dtype.str
 
 
@@ -313,8 +405,9 @@ class Decoder:
     """Decodes what :class:`Encoder` wrote, refusing anything else. ``load_array(file)``
     reads one ``.npy`` of the model; ``variables`` are the loaded ``kx.Variable`` objects."""
 
-    def __init__(self, where: str, load_array: Callable[[str], np.ndarray],
-                 variables: list[Any]) -> None:
+    def __init__(
+        self, where: str, load_array: Callable[[str], np.ndarray], variables: list[Any]
+    ) -> None:
         self.where = where
         self.load_array = load_array
         self.variables = variables
@@ -324,8 +417,9 @@ class Decoder:
 
     def expect(self, obj: Any, kind: type | tuple, what: str) -> Any:
         if not isinstance(obj, kind) or (kind is int and isinstance(obj, bool)):
-            raise self.fail(f"{what} should be {getattr(kind, '__name__', kind)}, got "
-                            f"{type(obj).__name__}")
+            raise self.fail(
+                f"{what} should be {getattr(kind, '__name__', kind)}, got {type(obj).__name__}"
+            )
         return obj
 
     def fields(self, obj: Any, what: str, required: tuple[str, ...]) -> dict:
@@ -389,29 +483,36 @@ class Decoder:
             attrs[key] = self.value(value, depth, f"{what}: attr {key!r}")
         self._check_attrs(op, attrs, what, depth)
         aval = self.value(raw["aval"], depth, f"{what}: aval")
-        if not (aval is None or isinstance(aval, AbstractValue) or (
-                isinstance(aval, tuple) and all(isinstance(a, AbstractValue) for a in aval))):
+        if not (
+            aval is None
+            or isinstance(aval, AbstractValue)
+            or (isinstance(aval, tuple) and all(isinstance(a, AbstractValue) for a in aval))
+        ):
             raise self.fail(f"{what}: aval is neither an abstract value nor a tuple of them")
         src = raw["source"]
         source = None
         if src is not None:
             src = self.fields(src, f"{what}: source", ("file", "line", "text"))
-            source = SourceLine(self.expect(src["file"], str, f"{what}: source file"),
-                                self.expect(src["line"], int, f"{what}: source line"),
-                                self.expect(src["text"], str, f"{what}: source text"))
+            source = SourceLine(
+                self.expect(src["file"], str, f"{what}: source file"),
+                self.expect(src["line"], int, f"{what}: source line"),
+                self.expect(src["text"], str, f"{what}: source text"),
+            )
         if op is not OpKind.PLACEHOLDER:
             # the op's own shape rule on the inputs and attrs must give the recorded value:
             # an altered argument list, attr or aval is caught here, before any executor
             # builds code from the node
             try:
-                inferred = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a
-                                                     for a in args])
+                inferred = abstract_eval(
+                    op, attrs, [a.aval if isinstance(a, Node) else a for a in args]
+                )
             except Exception as e:  # noqa: BLE001 - any rule's complaint is a format error
-                raise self.fail(f"{what}: the {op.value} op rejects its inputs and attrs "
-                                f"({type(e).__name__}: {str(e)[:200]})") from None
+                raise self.fail(
+                    f"{what}: the {op.value} op rejects its inputs and attrs "
+                    f"({type(e).__name__}: {str(e)[:200]})"
+                ) from None
             if inferred != aval:
-                raise self.fail(f"{what}: records {aval} but its inputs and attrs give "
-                                f"{inferred}")
+                raise self.fail(f"{what}: records {aval} but its inputs and attrs give {inferred}")
         node = Node(name, op, tuple(args), attrs, aval, source)
         restore_node_form(node, raw["form"])
         return node
@@ -427,28 +528,53 @@ class Decoder:
             raise self.fail(f"{what}: a sub-graph's placeholder reads no argument path")
         if op is OpKind.PLACEHOLDER and not depth:
             path = attrs.get("path")
-            if not (isinstance(path, tuple) and path and all(
-                    isinstance(s, tuple) and len(s) == 2 for s in path)
-                    and path[0][0] == "arg" and type(path[0][1]) is int and all(
-                    (k == "item" and type(v) is int) or k == "key" or
-                    (k == "attr" and isinstance(v, str) and v.isidentifier() and
-                     not v.startswith("_")) for k, v in path[1:])):
-                raise self.fail(f"{what}: a placeholder's path must be (('arg', i), ...) of "
-                                "item/key/attr steps")
+            if not (
+                isinstance(path, tuple)
+                and path
+                and all(isinstance(s, tuple) and len(s) == 2 for s in path)
+                and path[0][0] == "arg"
+                and type(path[0][1]) is int
+                and all(
+                    (k == "item" and type(v) is int)
+                    or k == "key"
+                    or (
+                        k == "attr"
+                        and isinstance(v, str)
+                        and v.isidentifier()
+                        and not v.startswith("_")
+                    )
+                    for k, v in path[1:]
+                )
+            ):
+                raise self.fail(
+                    f"{what}: a placeholder's path must be (('arg', i), ...) of item/key/attr steps"
+                )
         if op is OpKind.COND:
             branches = attrs.get("branches")
-            if not (isinstance(branches, tuple) and len(branches) == 2 and
-                    all(isinstance(b, Graph) for b in branches)):
+            if not (
+                isinstance(branches, tuple)
+                and len(branches) == 2
+                and all(isinstance(b, Graph) for b in branches)
+            ):
                 raise self.fail(f"{what}: a cond needs two branch graphs")
-        if op is OpKind.WHILE and not (isinstance(attrs.get("cond"), Graph) and
-                                       isinstance(attrs.get("body"), Graph)):
+        if op is OpKind.WHILE and not (
+            isinstance(attrs.get("cond"), Graph) and isinstance(attrs.get("body"), Graph)
+        ):
             raise self.fail(f"{what}: a while needs cond and body graphs")
         if op in (OpKind.NUMPY_CALL, OpKind.RANDOM_CALL) and (
-                not callable(attrs.get("fn"))
-                or not isinstance(attrs.get("template"), CallTemplate)):
-                raise self.fail(f"{what}: an opaque call needs a NumPy function and a template")
-        if op in (OpKind.READ_VARIABLE, OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE,
-                  OpKind.ASSIGN_SUB_VARIABLE) and "variable" not in attrs:
+            not callable(attrs.get("fn")) or not isinstance(attrs.get("template"), CallTemplate)
+        ):
+            raise self.fail(f"{what}: an opaque call needs a NumPy function and a template")
+        if (
+            op
+            in (
+                OpKind.READ_VARIABLE,
+                OpKind.ASSIGN_VARIABLE,
+                OpKind.ASSIGN_ADD_VARIABLE,
+                OpKind.ASSIGN_SUB_VARIABLE,
+            )
+            and "variable" not in attrs
+        ):
             raise self.fail(f"{what}: a variable op without its variable")
         if op is OpKind.CHECK and not isinstance(attrs.get("error"), BaseException):
             raise self.fail(f"{what}: a check without its error")
@@ -553,15 +679,19 @@ class Decoder:
     def _shape(self, shape: Any, what: str) -> tuple | None:
         if shape is None:
             return None
-        if not isinstance(shape, tuple) or len(shape) > 64 or not all(
-                s is None or (type(s) is int and 0 <= s < 2 ** 62) for s in shape):
+        if (
+            not isinstance(shape, tuple)
+            or len(shape) > 64
+            or not all(s is None or (type(s) is int and 0 <= s < 2**62) for s in shape)
+        ):
             raise self.fail(f"{what}: a shape must be a tuple of sizes or None")
         return shape
 
     def _tag_aval(self, v: dict, d: int, what: str) -> AbstractValue:
         v = self.fields(v, what, ("$", "shape", "dtype"))
-        return AbstractValue(self._shape(self.value(v["shape"], d, what), what),
-                             self.dtype(v["dtype"], what))
+        return AbstractValue(
+            self._shape(self.value(v["shape"], d, what), what), self.dtype(v["dtype"], what)
+        )
 
     def _tag_dynamic_index(self, v: dict, d: int, what: str) -> DynamicIndex:
         v = self.fields(v, what, ("$", "position"))
@@ -574,8 +704,13 @@ class Decoder:
     def _tag_call_template(self, v: dict, d: int, what: str) -> CallTemplate:
         v = self.fields(v, what, ("$", "args", "kwargs"))
         args, kwargs = self.value(v["args"], d, what), self.value(v["kwargs"], d, what)
-        if not isinstance(args, tuple) or not isinstance(kwargs, tuple) or not all(
-                isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in kwargs):
+        if (
+            not isinstance(args, tuple)
+            or not isinstance(kwargs, tuple)
+            or not all(
+                isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) for p in kwargs
+            )
+        ):
             raise self.fail(f"{what}: a call template needs args and (name, value) kwargs")
         return CallTemplate(args, kwargs)
 
@@ -604,8 +739,7 @@ class Decoder:
         v = self.fields(v, what, ("$", "type", "args"))
         cls = ERROR_TYPES.get(v["type"]) if isinstance(v["type"], str) else None
         if cls is None:
-            raise self.fail(f"{what}: {v['type']!r} is not an exception type this loader "
-                            "allows")
+            raise self.fail(f"{what}: {v['type']!r} is not an exception type this loader allows")
         args = self.value(v["args"], d, what)
         if not isinstance(args, tuple):
             raise self.fail(f"{what}: an error's args must be a tuple")

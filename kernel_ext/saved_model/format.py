@@ -43,6 +43,17 @@ class SaveError(ValueError):
     state the graph holds by reference); the message names the node, its line and the fix."""
 
 
-__all__ = ["ARRAY_DIR", "FILE_NAME", "FORMAT_NAME", "FORMAT_VERSION", "GRAPH_DIR", "IDENTIFIER",
-           "MANIFEST", "MAX_ARRAY_BYTES", "MAX_DEPTH", "MAX_JSON_BYTES", "SaveError",
-           "SavedModelFormatError"]
+__all__ = [
+    "ARRAY_DIR",
+    "FILE_NAME",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "GRAPH_DIR",
+    "IDENTIFIER",
+    "MANIFEST",
+    "MAX_ARRAY_BYTES",
+    "MAX_DEPTH",
+    "MAX_JSON_BYTES",
+    "SaveError",
+    "SavedModelFormatError",
+]

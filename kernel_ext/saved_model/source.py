@@ -37,9 +37,25 @@ from .format import SaveError
 from .saving import Trace, functions_of, variables_held
 
 #: Standard-library modules the exported file may import (besides NumPy).
-STDLIB = frozenset({"operator", "math", "functools", "itertools", "copy", "sys", "warnings",
-                    "struct", "numbers", "collections", "keyword", "dataclasses", "enum",
-                    "abc", "importlib"})
+STDLIB = frozenset(
+    {
+        "operator",
+        "math",
+        "functools",
+        "itertools",
+        "copy",
+        "sys",
+        "warnings",
+        "struct",
+        "numbers",
+        "collections",
+        "keyword",
+        "dataclasses",
+        "enum",
+        "abc",
+        "importlib",
+    }
+)
 
 _VARIABLE_CLASS = '''
 class Variable:
@@ -82,7 +98,7 @@ class Variable:
         self._storage = new
 '''
 
-_SIGNATURE_HELPERS = '''
+_SIGNATURE_HELPERS = """
 def _fits(value, spec):
     kind = spec[0]
     if kind == "tensor":
@@ -127,12 +143,13 @@ def _dispatch(name, signatures, args, kwargs):
             return run(*values)
     raise TypeError(f"{name}() cannot run these arguments; its saved signatures are: "
                     + "; ".join(str(s[0]) for s in signatures))
-'''
+"""
 
 
 #: Module-level names of the exported file that a saved function may not take.
-_RESERVED = frozenset({"np", "Variable", "variables", "inspect", "os", "struct", "functools",
-                       "annotations"} | STDLIB)
+_RESERVED = frozenset(
+    {"np", "Variable", "variables", "inspect", "os", "struct", "functools", "annotations"} | STDLIB
+)
 
 
 class Exporter:
@@ -140,11 +157,11 @@ class Exporter:
 
     def __init__(self) -> None:
         self.imports: set[str] = {"numpy as np"}
-        self.lines: list[str] = []            # definitions, in dependency order
+        self.lines: list[str] = []  # definitions, in dependency order
         self.arrays: dict[str, np.ndarray] = {}
-        self.exprs: dict[int, str] = {}      # id(object) -> the expression naming it
-        self.keep: list[Any] = []            # (keeps the objects of ``exprs`` alive)
-        self.globals: dict[str, Any] = {}    # module-level names taken -> their object
+        self.exprs: dict[int, str] = {}  # id(object) -> the expression naming it
+        self.keep: list[Any] = []  # (keeps the objects of ``exprs`` alive)
+        self.globals: dict[str, Any] = {}  # module-level names taken -> their object
         self.variables: dict[int, str] = {}
         self._count = 0
 
@@ -185,8 +202,9 @@ class Exporter:
 
     def _named(self, v: Any) -> str:
         if isinstance(v, np.generic):
-            return f"np.frombuffer(bytes.fromhex('{v.tobytes().hex()}'), " \
-                f"np.dtype({v.dtype.str!r}))[0]"
+            return (
+                f"np.frombuffer(bytes.fromhex('{v.tobytes().hex()}'), np.dtype({v.dtype.str!r}))[0]"
+            )
         if type(v) is np.ndarray:
             if v.dtype.kind not in "biufc":
                 raise SaveError(f"export_source: an array of dtype {v.dtype} has no .npz form")
@@ -207,17 +225,19 @@ class Exporter:
             return f"np.{v.__name__}"
         name = numpy_function_name(v) or random_function_name(v)
         if name is not None:
-            return "np" + name[len("numpy"):]
+            return "np" + name[len("numpy") :]
         owner = getattr(v, "__self__", None)
-        if isinstance(v, (types.MethodType, types.BuiltinMethodType)) and owner is not None \
-                and not isinstance(owner, types.ModuleType):
+        if (
+            isinstance(v, (types.MethodType, types.BuiltinMethodType))
+            and owner is not None
+            and not isinstance(owner, types.ModuleType)
+        ):
             return f"{self.expr(owner)}.{v.__name__}"
         if getattr(builtins, getattr(v, "__name__", ""), None) is v:
             return v.__name__
         module = getattr(v, "__module__", None) or ""
         stdlib = module.lstrip("_")  # (operator.index lives in _operator)
-        if stdlib in STDLIB and getattr(__import__(stdlib), getattr(v, "__name__", ""),
-                                        None) is v:
+        if stdlib in STDLIB and getattr(__import__(stdlib), getattr(v, "__name__", ""), None) is v:
             self.imports.add(stdlib)
             return f"{stdlib}.{v.__name__}"
         if module.startswith("numpy"):
@@ -239,27 +259,37 @@ class Exporter:
                 self.imports.add("importlib")
                 return f"importlib.import_module({v.__module__!r}).{v.__qualname__}"
             self.imports.add("collections")
-            return self._define(v.__name__, f"collections.namedtuple({v.__name__!r}, "
-                                            f"{list(v._fields)!r})")
+            return self._define(
+                v.__name__, f"collections.namedtuple({v.__name__!r}, {list(v._fields)!r})"
+            )
         if dataclasses.is_dataclass(v) and type(v).__module__.startswith("kernel_ext"):
-            fields = ", ".join(f"{f.name}={self.expr(getattr(v, f.name))}"
-                               for f in dataclasses.fields(v) if f.init)
+            fields = ", ".join(
+                f"{f.name}={self.expr(getattr(v, f.name))}" for f in dataclasses.fields(v) if f.init
+            )
             return f"{self.expr(type(v))}({fields})"
         if isinstance(v, type) and getattr(builtins, v.__name__, None) is v:
             return v.__name__
-        if type(v).__module__.startswith("kernel_ext") and hasattr(v, "__dict__") and \
-                not hasattr(type(v), "__slots__"):
+        if (
+            type(v).__module__.startswith("kernel_ext")
+            and hasattr(v, "__dict__")
+            and not hasattr(type(v), "__slots__")
+        ):
             return f"_instance({self.expr(type(v))}, {self.expr(dict(vars(v)))})"
         if isinstance(v, BaseException) and type(v).__module__ == "builtins":
             return f"{type(v).__name__}(*{self.expr(tuple(v.args))})"
-        if isinstance(v, np.random.Generator) or type(v).__module__.startswith("kernel_ext."
-                                                                               "trace.random"):
-            raise SaveError("export_source: the graph draws from a np.random.Generator held by "
-                            "reference, whose state a file cannot hold. Fix: draw the random "
-                            "values outside the kx.function and pass them in.")
-        raise SaveError(f"export_source: the generated code uses {type(v).__qualname__} "
-                        f"{v!r:.60}, which has no source form. Fix: kx.saved_model.save keeps "
-                        "this graph as data instead.")
+        if isinstance(v, np.random.Generator) or type(v).__module__.startswith(
+            "kernel_ext.trace.random"
+        ):
+            raise SaveError(
+                "export_source: the graph draws from a np.random.Generator held by "
+                "reference, whose state a file cannot hold. Fix: draw the random "
+                "values outside the kx.function and pass them in."
+            )
+        raise SaveError(
+            f"export_source: the generated code uses {type(v).__qualname__} "
+            f"{v!r:.60}, which has no source form. Fix: kx.saved_model.save keeps "
+            "this graph as data instead."
+        )
 
     def _numpy_path(self, v: Any) -> str | None:
         module, name = v.__module__, getattr(v, "__qualname__", None)
@@ -289,8 +319,7 @@ class Exporter:
             key = f"v{len(self.variables)}"
             self.arrays[key] = np.asarray(var.peek())
             name = self.fresh(f"variable_{var.name}")
-            self.lines.append(f"{name} = Variable(_array({key!r}, True).copy(), "
-                              f"{str(var.name)!r})")
+            self.lines.append(f"{name} = Variable(_array({key!r}, True).copy(), {str(var.name)!r})")
             self.variables[id(var)] = name
         return name
 
@@ -339,13 +368,16 @@ class Exporter:
             if ref in fn.__globals__:
                 renames[ref] = self.expr(fn.__globals__[ref])
             elif not hasattr(builtins, ref):
-                raise SaveError(f"export_source: {fn.__qualname__} reads {ref!r}, which is "
-                                "neither its module's nor a builtin")
+                raise SaveError(
+                    f"export_source: {fn.__qualname__} reads {ref!r}, which is "
+                    "neither its module's nor a builtin"
+                )
         _Renamer(renames).visit(tree)
         defaults = fn.__defaults__ or ()
         tree.args.defaults = [ast.Constant(None) for _ in tree.args.defaults]
-        tree.args.kw_defaults = [None if d is None else ast.Constant(None)
-                                 for d in tree.args.kw_defaults]
+        tree.args.kw_defaults = [
+            None if d is None else ast.Constant(None) for d in tree.args.kw_defaults
+        ]
         if isinstance(tree, ast.Lambda):
             body = f"_function = {ast.unparse(tree)}\n"
         else:
@@ -403,8 +435,7 @@ def _global_names(code: types.CodeType) -> set[str]:
     return names
 
 
-def _function_ast(fn: types.FunctionType
-                  ) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda:
+def _function_ast(fn: types.FunctionType) -> ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda:
     """The ``def`` or ``lambda`` of ``fn`` as an AST, from its source."""
     try:
         lines, first = inspect.getsourcelines(fn)
@@ -425,17 +456,21 @@ def _function_ast(fn: types.FunctionType
     for candidate in ast.walk(module):
         if isinstance(candidate, ast.Lambda) and candidate.lineno == code.co_firstlineno:
             node = candidate
-            compiled = compile(ast.fix_missing_locations(ast.Expression(node)), "<lambda>",
-                               "eval")
+            compiled = compile(ast.fix_missing_locations(ast.Expression(node)), "<lambda>", "eval")
             inner = [c for c in compiled.co_consts if isinstance(c, types.CodeType)]
             # (compiled alone, its free variables read as globals)
-            if inner and inner[0].co_varnames == code.co_varnames and \
-                    set(inner[0].co_names) == set(code.co_names) | set(code.co_freevars) and \
-                    inner[0].co_consts == code.co_consts:
+            if (
+                inner
+                and inner[0].co_varnames == code.co_varnames
+                and set(inner[0].co_names) == set(code.co_names) | set(code.co_freevars)
+                and inner[0].co_consts == code.co_consts
+            ):
                 found.append(node)
     if len({ast.unparse(n) for n in found}) != 1:
-        raise SaveError(f"export_source: cannot pick out the lambda of {fn.__qualname__} "
-                        f"at {code.co_filename}:{first}")
+        raise SaveError(
+            f"export_source: cannot pick out the lambda of {fn.__qualname__} "
+            f"at {code.co_filename}:{first}"
+        )
     return found[0]
 
 
@@ -454,8 +489,11 @@ def _spec_source(t: Any) -> str:
         kind = "tuple" if t.container is tuple else "list"
         return f"('{kind}', (" + "".join(_spec_source(c) + ", " for c in t.components) + "))"
     if type(t) is Dict:
-        return "('dict', {" + ", ".join(f"{k!r}: {_spec_source(c)}"
-                                        for k, c in zip(t.keys, t.components)) + "})"
+        return (
+            "('dict', {"
+            + ", ".join(f"{k!r}: {_spec_source(c)}" for k, c in zip(t.keys, t.components))
+            + "})"
+        )
     raise SaveError(f"export_source: an argument of type {t!r} has no source form")
 
 
@@ -471,46 +509,65 @@ def export_source(obj: Any, path: str | os.PathLike) -> None:
     blocks: list[str] = []
     for fname, traces in functions.items():
         if fname in _RESERVED or fname.startswith("_"):
-            raise SaveError(f"export_source: a function named {fname!r} would hide a name the "
-                            "exported file needs. Fix: give it another name (kx.function(..., "
-                            "name=...), or another attribute name).")
+            raise SaveError(
+                f"export_source: a function named {fname!r} would hide a name the "
+                "exported file needs. Fix: give it another name (kx.function(..., "
+                "name=...), or another attribute name)."
+            )
         entries = []
         for i, trace in enumerate(traces):
             entries.append(_trace_block(exporter, fname, i, trace, blocks))
         blocks.append(f"_{fname}_signatures = [{', '.join(entries)}]\n\n")
-        blocks.append(f"def {fname}(*args, **kwargs):\n"
-                      f"    \"\"\"The saved function {fname}: {len(traces)} signature(s).\"\"\"\n"
-                      f"    return _dispatch({fname!r}, _{fname}_signatures, args, kwargs)\n\n")
+        blocks.append(
+            f"def {fname}(*args, **kwargs):\n"
+            f'    """The saved function {fname}: {len(traces)} signature(s)."""\n'
+            f"    return _dispatch({fname!r}, _{fname}_signatures, args, kwargs)\n\n"
+        )
     for var in variables_held(obj).values():
         exporter.expr(var)
     stem = os.path.splitext(os.path.basename(path))[0]
-    header = [f'"""{", ".join(functions)}: exported by kernel_ext.saved_model.export_source.',
-              "", "Needs NumPy only. Generated code: edit the model, not this file.", '"""', "",
-              "from __future__ import annotations", ""]
+    header = [
+        f'"""{", ".join(functions)}: exported by kernel_ext.saved_model.export_source.',
+        "",
+        "Needs NumPy only. Generated code: edit the model, not this file.",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+    ]
     header += [f"import {m}" for m in sorted(exporter.imports | {"inspect", "os", "struct"})]
     header += ["", ""]
     if exporter.arrays:
-        header += [f"_ARRAYS = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
-                   f"{stem + '.npz'!r}), allow_pickle=False)", "", "",
-                   "def _array(key, writeable):",
-                   "    value = _ARRAYS[key]",
-                   "    value.setflags(write=writeable)",
-                   "    return value", "", ""]
+        header += [
+            f"_ARRAYS = np.load(os.path.join(os.path.dirname(os.path.abspath(__file__)), "
+            f"{stem + '.npz'!r}), allow_pickle=False)",
+            "",
+            "",
+            "def _array(key, writeable):",
+            "    value = _ARRAYS[key]",
+            "    value.setflags(write=writeable)",
+            "    return value",
+            "",
+            "",
+        ]
     header.append(_VARIABLE_CLASS)
     header.append(_SIGNATURE_HELPERS)
-    variables = ", ".join(f"{exporter.expr(v)}.name: {exporter.expr(v)}"
-                          for v in variables_held(obj).values())
+    variables = ", ".join(
+        f"{exporter.expr(v)}.name: {exporter.expr(v)}" for v in variables_held(obj).values()
+    )
     body = "\n".join(header) + "\n" + "\n".join(exporter.lines) + "\n\n\n" + "".join(blocks)
     body += f"variables = {{{variables}}}\n"
     with open(path, "w", encoding="utf-8") as f:
         f.write(body)
     if exporter.arrays:
-        np.savez(os.path.join(os.path.dirname(os.path.abspath(path)), stem + ".npz"),
-                 allow_pickle=False, **exporter.arrays)
+        np.savez(
+            os.path.join(os.path.dirname(os.path.abspath(path)), stem + ".npz"),
+            allow_pickle=False,
+            **exporter.arrays,
+        )
 
 
-def _trace_block(exporter: Exporter, fname: str, i: int, trace: Trace,
-                 blocks: list[str]) -> str:
+def _trace_block(exporter: Exporter, fname: str, i: int, trace: Trace, blocks: list[str]) -> str:
     source, namespace = generate_source(trace.graph, trace.tree, len(trace.kinds))
     binds = []
     for key, value in namespace.items():
@@ -518,10 +575,16 @@ def _trace_block(exporter: Exporter, fname: str, i: int, trace: Trace,
             continue
         binds.append(f"    {key} = {exporter.expr(value)}")
     factory = f"_build_{fname}_{i}"
-    blocks.append(f"def {factory}():\n" + "\n".join(binds) + "\n" +
-                  textwrap.indent(source, "    ") + "    return run\n\n\n")
-    params = ", ".join(f"inspect.Parameter({n!r}, inspect.Parameter.{k.name})"
-                       for n, k in trace.kinds)
+    blocks.append(
+        f"def {factory}():\n"
+        + "\n".join(binds)
+        + "\n"
+        + textwrap.indent(source, "    ")
+        + "    return run\n\n\n"
+    )
+    params = ", ".join(
+        f"inspect.Parameter({n!r}, inspect.Parameter.{k.name})" for n, k in trace.kinds
+    )
     specs = "(" + "".join(_spec_source(t) + ", " for t in trace.input_types) + ")"
     guard = "None" if trace.guard is None else exporter.expr(trace.guard.violated)
     return f"(inspect.Signature([{params}]), {specs}, {factory}(), {guard})"

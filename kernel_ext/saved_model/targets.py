@@ -36,9 +36,11 @@ def concrete_functions(obj: Any, signatures: Any = None) -> dict[str, list[Concr
     """
     if isinstance(obj, ConcreteFunction):
         if signatures is not None:
-            raise TypeError("concrete_functions(): a ConcreteFunction has exactly one "
-                            "signature; got signatures too. Fix: pass the kx.function itself "
-                            "with signatures, or leave signatures out.")
+            raise TypeError(
+                "concrete_functions(): a ConcreteFunction has exactly one "
+                "signature; got signatures too. Fix: pass the kx.function itself "
+                "with signatures, or leave signatures out."
+            )
         return {_cf_name(obj): [obj]}
     fn = _function_of(obj)
     if fn is not None:
@@ -46,9 +48,11 @@ def concrete_functions(obj: Any, signatures: Any = None) -> dict[str, list[Concr
         return {name: _of_function(fn, signatures, name)}
     found: dict[str, list[ConcreteFunction]] = {}
     if signatures is not None and not isinstance(signatures, dict):
-        raise TypeError(f"concrete_functions(): for a {type(obj).__name__} object, signatures "
-                        "must be a dict of attribute name -> list of argument tuples; got "
-                        f"{type(signatures).__name__}")
+        raise TypeError(
+            f"concrete_functions(): for a {type(obj).__name__} object, signatures "
+            "must be a dict of attribute name -> list of argument tuples; got "
+            f"{type(signatures).__name__}"
+        )
     for name, value in _attributes(obj):
         fn = _function_of(value)
         if fn is not None:
@@ -57,9 +61,11 @@ def concrete_functions(obj: Any, signatures: Any = None) -> dict[str, list[Concr
         elif isinstance(value, ConcreteFunction):
             found[name] = [value]
     if not found:
-        raise TypeError(f"concrete_functions(): got {type(obj).__name__}, which is neither a "
-                        "kx.function, a ConcreteFunction nor an object holding kx.functions. "
-                        "Fix: pass the kx.function, or an object with kx.function attributes.")
+        raise TypeError(
+            f"concrete_functions(): got {type(obj).__name__}, which is neither a "
+            "kx.function, a ConcreteFunction nor an object holding kx.functions. "
+            "Fix: pass the kx.function, or an object with kx.function attributes."
+        )
     return found
 
 
@@ -100,15 +106,18 @@ def _cf_name(cf: ConcreteFunction) -> str:
     return identifier(cf.function_type.name)
 
 
-def _of_function(fn: Function, signatures: Sequence[Any] | None,
-                 name: str) -> list[ConcreteFunction]:
+def _of_function(
+    fn: Function, signatures: Sequence[Any] | None, name: str
+) -> list[ConcreteFunction]:
     if signatures is None:
         cfs = fn.concrete_functions
         if not cfs and fn.input_signature is not None:
             cfs = [fn.get_concrete_function()]
         if not cfs:
-            raise ValueError(f"kx.function '{name}' has no traces to export. Fix: call it once, "
-                             "or pass signatures=[(kx.TensorSpec(shape, dtype), ...)].")
+            raise ValueError(
+                f"kx.function '{name}' has no traces to export. Fix: call it once, "
+                "or pass signatures=[(kx.TensorSpec(shape, dtype), ...)]."
+            )
         return cfs
     out = []
     for sig in signatures:

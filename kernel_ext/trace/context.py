@@ -29,8 +29,16 @@ from .variables import Variable
 _LITERALS = (bool, int, float, complex)
 
 # Re-exported: the names callers have always imported from here.
-__all__ = ["ACTIVITY", "LoopNote", "TraceContext", "bind", "context_stack", "current_context",
-           "leaked_error", "user_frame_description"]
+__all__ = [
+    "ACTIVITY",
+    "LoopNote",
+    "TraceContext",
+    "bind",
+    "context_stack",
+    "current_context",
+    "leaked_error",
+    "user_frame_description",
+]
 
 
 @dataclass
@@ -72,9 +80,14 @@ class LoopNote:
 class TraceContext:
     """Everything recorded while one Function body is traced for one input signature."""
 
-    def __init__(self, name: str, *, function_name: str | None = None,
-                 variable_policy: Callable[[Variable], None] | None = None,
-                 parent: TraceContext | None = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        *,
+        function_name: str | None = None,
+        variable_policy: Callable[[Variable], None] | None = None,
+        parent: TraceContext | None = None,
+    ) -> None:
         self.graph = record_lines(Graph(name))  # every node knows the user line that made it
         self.function_name = function_name or name
         self.parent = parent
@@ -109,8 +122,12 @@ class TraceContext:
     # -- lifecycle ---------------------------------------------------------------------------
     def child(self, name: str) -> TraceContext:
         """A context for a sub-graph (branch, loop body) nested in this one."""
-        return TraceContext(name, function_name=self.function_name,
-                            variable_policy=self._variable_policy, parent=self)
+        return TraceContext(
+            name,
+            function_name=self.function_name,
+            variable_policy=self._variable_policy,
+            parent=self,
+        )
 
     def is_ancestor(self, other: TraceContext) -> bool:
         ctx = self.parent
@@ -123,14 +140,16 @@ class TraceContext:
     def capture_outer(self, tensor: Tensor) -> Node:
         """A placeholder of this sub-graph standing for ``tensor`` of an enclosing trace."""
         node = tensor.node  # (a view first catches up with its root: it may change context)
-        outer_node = node if tensor.context is self.parent else \
-            self.parent.capture_outer(tensor)  # type: ignore[union-attr]
+        outer_node = node if tensor.context is self.parent else self.parent.capture_outer(tensor)  # type: ignore[union-attr]
         hit = self._outer.get(outer_node)
         if hit is not None:
             return hit
-        ph = self.graph.create_node(OpKind.PLACEHOLDER, (), {
-            "shape": outer_node.shape, "dtype": outer_node.dtype},
-            name=outer_node.name)
+        ph = self.graph.create_node(
+            OpKind.PLACEHOLDER,
+            (),
+            {"shape": outer_node.shape, "dtype": outer_node.dtype},
+            name=outer_node.name,
+        )
         self._outer[outer_node] = ph
         self.captures.append((outer_node, ph))
         return ph
@@ -164,8 +183,11 @@ class TraceContext:
 
     def outer_updates(self) -> list[tuple[Tensor, tuple]]:
         """The roots of enclosing traces this one updated, with their state before."""
-        return [(root, pre) for root, pre in self.mutated.values()
-                if pre[1] is not self and not pre[1].is_ancestor(self)]
+        return [
+            (root, pre)
+            for root, pre in self.mutated.values()
+            if pre[1] is not self and not pre[1].is_ancestor(self)
+        ]
 
     def note_array_write(self, root: Tensor) -> None:
         """``root``, a 0-d argument, was written as an ndarray (see :attr:`array_writes`)."""
@@ -175,8 +197,9 @@ class TraceContext:
         """The trace took a reshape of ``root`` as a view: valid for C-contiguous data only."""
         self.top().layout_roots.setdefault(id(root), root)
 
-    def note_loop(self, where: str, unrolled: int = 0, graph_loops: int = 0,
-                  reason: str = "") -> None:
+    def note_loop(
+        self, where: str, unrolled: int = 0, graph_loops: int = 0, reason: str = ""
+    ) -> None:
         """Count ``unrolled`` Python iterations and ``graph_loops`` graph loops for the loop
         statement at ``where`` (kept by the function's own trace: :attr:`loops`); ``reason``
         says why iterations were unrolled (the first one given is kept)."""
@@ -206,13 +229,15 @@ class TraceContext:
         hit = top.promoted.get(id(array))
         if hit is not None:
             return hit[1]
-        if array.base is not None and any(np.shares_memory(array, a)
-                                          for a, _ in top.promoted.values()):
+        if array.base is not None and any(
+            np.shares_memory(array, a) for a, _ in top.promoted.values()
+        ):
             raise errors.UnsupportedOpError(
                 "a traced value is written into a view of an array that already holds traced "
                 f"values ({user_frame_description()}); the two would not see each other's "
                 "updates. Fix: write through the array itself (buf[i, j] = ...), not a "
-                "view taken of it earlier.")
+                "view taken of it earlier."
+            )
         tensor = top.tensor(top.capture(array))
         top.promoted[id(array)] = (array, tensor)
         return tensor
@@ -222,8 +247,9 @@ class TraceContext:
         are made (placeholders, op results, variable reads, branch and loop outputs)."""
         return Tensor(node, self)
 
-    def bind(self, op: OpKind, args: Sequence[Any], attrs: dict | None = None,
-             name: str | None = None) -> Tensor | None:
+    def bind(
+        self, op: OpKind, args: Sequence[Any], attrs: dict | None = None, name: str | None = None
+    ) -> Tensor | None:
         """Record ``op(*args)`` here: lift every argument, append the node (its abstract-eval
         rule gives the output type) and return its traced value (``None`` for ops with no
         result, such as print)."""
@@ -258,7 +284,8 @@ class TraceContext:
                     f"into is read at {user_frame_description()} (a view taken before the "
                     "writes, or the buffer's base): it would show the buffer's old contents. "
                     "Fix: take the view after the writes, from the buffer itself "
-                    "(v = out[1:3] after out[i] = ...).")
+                    "(v = out[1:3] after out[i] = ...)."
+                )
             return self.capture(value)
         if isinstance(value, (list, tuple)):
             if _contains_tensor(value):
@@ -267,18 +294,23 @@ class TraceContext:
         raise TypeError(
             f"cannot use a {type(value).__name__} ({_short_repr(value)}) as an operand of a "
             f"traced NumPy operation in '{self.function_name}'; expected an array, a NumPy or "
-            "Python number, or a traced value. Fix: convert it with np.asarray(...) first.")
+            "Python number, or a traced value. Fix: convert it with np.asarray(...) first."
+        )
 
     def capture(self, array: np.ndarray) -> Node:
         """A constant node for an outside array, copied now: graphs freeze captured values."""
         if array.dtype.kind in "OUSV":
-            raise TypeError(f"arrays of dtype {array.dtype} cannot enter a graph (only numeric "
-                            f"and bool arrays can) in '{self.function_name}'")
+            raise TypeError(
+                f"arrays of dtype {array.dtype} cannot enter a graph (only numeric "
+                f"and bool arrays can) in '{self.function_name}'"
+            )
         if type(array) not in PLAIN_ARRAY_CLASSES:
             # a constant is a plain array: a masked global would silently lose its mask
             raise array_subclass_error(
-                array, "", f"an array read from outside '{self.function_name}' at "
-                f"{user_frame_description()}")
+                array,
+                "",
+                f"an array read from outside '{self.function_name}' at {user_frame_description()}",
+            )
         hit = self._captured.get(id(array))
         if hit is not None:
             return hit[1]
@@ -296,6 +328,7 @@ class TraceContext:
         import gc
         import sys
         import types
+
         shared = []
         held = {id(v) for h in holders for v in _attribute_values(h)}
         for array, _ in self.promoted.values():
@@ -303,9 +336,14 @@ class TraceContext:
                 shared.append(array)
                 continue
             for ref in gc.get_referrers(array):
-                if isinstance(ref, types.CellType) or (isinstance(ref, dict) and (
-                        _is_module_dict(ref, sys.modules) or _is_attribute_dict(ref))) or (
-                        _holds_as_attribute(ref, array)):
+                if (
+                    isinstance(ref, types.CellType)
+                    or (
+                        isinstance(ref, dict)
+                        and (_is_module_dict(ref, sys.modules) or _is_attribute_dict(ref))
+                    )
+                    or (_holds_as_attribute(ref, array))
+                ):
                     shared.append(array)
                     break
         return shared
@@ -328,8 +366,9 @@ class TraceContext:
         raise leaked_error(tensor)
 
     def read_variable(self, var: Variable) -> Tensor:
-        node = self.graph.create_node(OpKind.READ_VARIABLE, (), {"variable": var},
-                                      name=f"{var.name}/read")
+        node = self.graph.create_node(
+            OpKind.READ_VARIABLE, (), {"variable": var}, name=f"{var.name}/read"
+        )
         return self.tensor(node)
 
 
@@ -363,8 +402,12 @@ def _is_module_dict(d: dict, modules: dict) -> bool:
 def _is_attribute_dict(d: dict) -> bool:
     """Is ``d`` some object's ``__dict__`` (its attributes)?"""
     import gc
-    return any(getattr(owner, "__dict__", None) is d for owner in gc.get_referrers(d)
-               if not isinstance(owner, (dict, list, tuple)))
+
+    return any(
+        getattr(owner, "__dict__", None) is d
+        for owner in gc.get_referrers(d)
+        if not isinstance(owner, (dict, list, tuple))
+    )
 
 
 def _attribute_values(owner: object) -> list[Any]:

@@ -44,9 +44,11 @@ class Undefined:
         self.name = name
 
     def _fail(self, *args: Any, **kwargs: Any) -> Any:
-        raise NameError(f"'{self.name}' is used before it is assigned on every path (it is "
-                        "assigned in only some branches or only inside a loop body). Fix: give "
-                        f"'{self.name}' a value before the if/loop.")
+        raise NameError(
+            f"'{self.name}' is used before it is assigned on every path (it is "
+            "assigned in only some branches or only inside a loop body). Fix: give "
+            f"'{self.name}' a value before the if/loop."
+        )
 
     __getattr__ = _fail
     __call__ = __bool__ = __add__ = __radd__ = __mul__ = __array__ = _fail
@@ -59,9 +61,10 @@ class Undefined:
 # Flattening with names (leaves are what flows through a cond/while)
 # ---------------------------------------------------------------------------------------------
 
+
 @dataclasses.dataclass
 class _Tree:
-    kind: str                      # leaf, tuple, list, namedtuple, dict, tensor_array
+    kind: str  # leaf, tuple, list, namedtuple, dict, tensor_array
     children: list[_Tree] = dataclasses.field(default_factory=list)
     aux: Any = None
 
@@ -74,11 +77,15 @@ def flatten(value: Any, name: str) -> tuple[_Tree, list[Any], list[str], list[bo
 
     def walk(v: Any, path: str, loose: bool = False) -> _Tree:
         if isinstance(v, TensorArray):
-            return _Tree("tensor_array", [walk(v.buffer, f"{path}.buffer", True),
-                                          walk(v.length, f"{path}.size")], v.static_parts())
+            return _Tree(
+                "tensor_array",
+                [walk(v.buffer, f"{path}.buffer", True), walk(v.length, f"{path}.size")],
+                v.static_parts(),
+            )
         if isinstance(v, tuple) and hasattr(type(v), "_fields"):
-            return _Tree("namedtuple", [walk(x, f"{path}.{f}") for f, x in zip(v._fields, v)],
-                         type(v))
+            return _Tree(
+                "namedtuple", [walk(x, f"{path}.{f}") for f, x in zip(v._fields, v)], type(v)
+            )
         if type(v) in (tuple, list):
             return _Tree(type(v).__name__, [walk(x, f"{path}[{i}]") for i, x in enumerate(v)])
         if isinstance(v, dict):
@@ -114,8 +121,12 @@ def unflatten(tree: _Tree, leaves: Sequence[Any]) -> Any:
 
 
 def _same_tree(a: _Tree, b: _Tree) -> bool:
-    return a.kind == b.kind and a.aux == b.aux and len(a.children) == len(b.children) and all(
-        _same_tree(x, y) for x, y in zip(a.children, b.children))
+    return (
+        a.kind == b.kind
+        and a.aux == b.aux
+        and len(a.children) == len(b.children)
+        and all(_same_tree(x, y) for x, y in zip(a.children, b.children))
+    )
 
 
 def is_traced(value: Any) -> bool:
@@ -131,8 +142,9 @@ def _lift_leaf(ctx: TraceContext, leaf: Any, dtype: np.dtype | None = None) -> N
     """A node of ``ctx`` for a leaf; Python numbers take ``dtype`` when given (weak scalars)."""
     if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
         # (np.float64 subclasses float but is a strong, typed value: lifted below)
-        return ctx.graph.constant(np.asarray(leaf, dtype=dtype) if dtype is not None
-                                  else np.asarray(leaf))
+        return ctx.graph.constant(
+            np.asarray(leaf, dtype=dtype) if dtype is not None else np.asarray(leaf)
+        )
     node = ctx.lift(leaf)
     if not isinstance(node, Node):
         node = ctx.graph.constant(np.asarray(node))
@@ -142,37 +154,51 @@ def _lift_leaf(ctx: TraceContext, leaf: Any, dtype: np.dtype | None = None) -> N
 def _check_predicate(pred: Tensor, what: str) -> None:
     size = pred.size if pred.shape is not None else None
     if size is not None and size != 1:
-        raise ValueError(f"The truth value of an array with more than one element is "
-                         f"ambiguous ({what} got {describe_tensor(pred)}). Use a.any() or a.all()")
+        raise ValueError(
+            f"The truth value of an array with more than one element is "
+            f"ambiguous ({what} got {describe_tensor(pred)}). Use a.any() or a.all()"
+        )
 
 
 # ---------------------------------------------------------------------------------------------
 # Sub-graph assembly
 # ---------------------------------------------------------------------------------------------
 
-def _with_inputs(graph: Graph, own: Sequence[Node], captures: Sequence[tuple[Node, Node]],
-                 union: Sequence[Node], outputs: Sequence[Node]) -> Graph:
+
+def _with_inputs(
+    graph: Graph,
+    own: Sequence[Node],
+    captures: Sequence[tuple[Node, Node]],
+    union: Sequence[Node],
+    outputs: Sequence[Node],
+) -> Graph:
     """``graph`` rebuilt so that its inputs are ``own`` placeholders then one per ``union``
     outer node (unused ones included): the operand order of the control-flow node."""
     g = Graph(graph.name)
     mapping: dict[Node, Node] = {}
     by_outer = {outer: ph for outer, ph in captures}
     for ph in own:
-        mapping[ph] = g.create_node(OpKind.PLACEHOLDER, (), dict(ph.attrs), name=ph.name,
-                                    aval=ph.aval)
+        mapping[ph] = g.create_node(
+            OpKind.PLACEHOLDER, (), dict(ph.attrs), name=ph.name, aval=ph.aval
+        )
     for outer in union:
         ph = by_outer.get(outer)
-        new = g.create_node(OpKind.PLACEHOLDER, (), {"shape": outer.shape,
-                                                     "dtype": outer.dtype},
-                            name=outer.name, aval=outer.aval)
+        new = g.create_node(
+            OpKind.PLACEHOLDER,
+            (),
+            {"shape": outer.shape, "dtype": outer.dtype},
+            name=outer.name,
+            aval=outer.aval,
+        )
         if ph is not None:
             mapping[ph] = new
     for node in graph.nodes:
         if node.op is OpKind.PLACEHOLDER:
             continue
         args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-        new = Node(g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval,
-                   node.source)
+        new = Node(
+            g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval, node.source
+        )
         g.nodes.append(new)
         mapping[node] = new
     g.outputs = [mapping[o] for o in outputs]
@@ -197,8 +223,14 @@ def _merge_shapes(a: tuple | None, b: tuple | None) -> tuple | None:
 # cond
 # ---------------------------------------------------------------------------------------------
 
-def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
-         names: Sequence[str] | None = None, name: str = "cond") -> Any:
+
+def cond(
+    pred: Any,
+    true_fn: Callable[[], Any],
+    false_fn: Callable[[], Any],
+    names: Sequence[str] | None = None,
+    name: str = "cond",
+) -> Any:
     """``true_fn()`` if ``pred`` else ``false_fn()``; a graph ``cond`` when ``pred`` is traced.
 
     Both branches are traced once. They must return the same structure; matching values must
@@ -211,8 +243,9 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
         return true_fn() if pred else false_fn()
     ctx = current_context()
     if ctx is None:
-        raise errors.LeakedTensorError(f"kx.cond got the traced value {describe_tensor(pred)} "
-                                       "outside its trace")
+        raise errors.LeakedTensorError(
+            f"kx.cond got the traced value {describe_tensor(pred)} outside its trace"
+        )
     _check_predicate(pred, "kx.cond")
     where = user_frame_description()
     pred_node = ctx.lift(pred)
@@ -244,16 +277,22 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
         t_names = label
     if not _same_tree(t_tree, f_tree) or len(t_leaves) != len(f_leaves):
         what, a, b = "the branches", t_res, f_res
-        if names and isinstance(t_res, tuple) and isinstance(f_res, tuple) and \
-                len(t_res) == len(f_res) == len(names):
+        if (
+            names
+            and isinstance(t_res, tuple)
+            and isinstance(f_res, tuple)
+            and len(t_res) == len(f_res) == len(names)
+        ):
             for n, x, y in zip(names, t_res, f_res):
                 if not _same_tree(flatten(x, n)[0], flatten(y, n)[0]):
                     what, a, b = f"'{n}'", x, y
                     break
-        raise TypeError(f"{what} must have the same structure in both branches of an if on a "
-                        f"traced value: the true branch gives {_describe_structure(a)}, the "
-                        f"false branch {_describe_structure(b)}. Fix: make both branches "
-                        "produce the same kind of value (e.g. both a tuple of two arrays).")
+        raise TypeError(
+            f"{what} must have the same structure in both branches of an if on a "
+            f"traced value: the true branch gives {_describe_structure(a)}, the "
+            f"false branch {_describe_structure(b)}. Fix: make both branches "
+            "produce the same kind of value (e.g. both a tuple of two arrays)."
+        )
     # decide per leaf: static (identical Python values), the same array object in both
     # branches (kept as the object: it follows its updates), or a graph value (unified dtype)
     n_results = len(t_leaves)
@@ -262,8 +301,12 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     t_names = t_names + [describe_tensor(r) for r in touched.values()]
     plan: list[tuple[str, Any]] = []
     for k, (leaf_name, a, b) in enumerate(zip(t_names, t_leaves, f_leaves)):
-        if k < n_results and a is b and isinstance(a, Tensor) and \
-                not _created_in(a, (t_ctx, f_ctx)):
+        if (
+            k < n_results
+            and a is b
+            and isinstance(a, Tensor)
+            and not _created_in(a, (t_ctx, f_ctx))
+        ):
             plan.append(("same", a))
             continue
         ua, ub = isinstance(a, Undefined), isinstance(b, Undefined)
@@ -272,23 +315,30 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
                 plan.append(("static", a))
                 continue
             where = "false" if ub else "true"
-            raise ValueError(f"'{leaf_name}' must also be assigned in the {where} branch: it is "
-                             "defined in only one branch of an if on a traced value, so it "
-                             f"would have no value when the {where} branch runs. Fix: give "
-                             f"'{leaf_name}' a value before the if, or in both branches.")
+            raise ValueError(
+                f"'{leaf_name}' must also be assigned in the {where} branch: it is "
+                "defined in only one branch of an if on a traced value, so it "
+                f"would have no value when the {where} branch runs. Fix: give "
+                f"'{leaf_name}' a value before the if, or in both branches."
+            )
         if not (_is_value(a) and _is_value(b)):
             if _static_equal(a, b):
                 plan.append(("static", a))
                 continue
-            raise TypeError(f"'{leaf_name}' is {_short(a)} in the true branch but {_short(b)} in "
-                            "the false branch; inside an if on a traced value both branches "
-                            "must give arrays (or the same Python value).")
+            raise TypeError(
+                f"'{leaf_name}' is {_short(a)} in the true branch but {_short(b)} in "
+                "the false branch; inside an if on a traced value both branches "
+                "must give arrays (or the same Python value)."
+            )
         plan.append(("value", _unify_dtype(leaf_name, a, b, "true branch", "false branch")))
     outs: dict[str, list[Node]] = {}
     for key, child, leaves in (("t", t_ctx, t_leaves), ("f", f_ctx, f_leaves)):
         with child:
-            outs[key] = [_lift_leaf(child, leaf, dtype) for (kind, dtype), leaf in
-                         zip(plan, leaves) if kind == "value"]
+            outs[key] = [
+                _lift_leaf(child, leaf, dtype)
+                for (kind, dtype), leaf in zip(plan, leaves)
+                if kind == "value"
+            ]
         child.active = False
     union = _union(t_ctx.captures, f_ctx.captures)
     t_graph = _with_inputs(t_ctx.graph, [], t_ctx.captures, union, outs["t"])
@@ -297,22 +347,28 @@ def cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any],
     for ta, fa in zip(t_graph.outputs, f_graph.outputs):
         if ta.dtype != fa.dtype:  # pragma: no cover - unified above
             raise TypeError("internal: branch dtypes differ after unification")
-        out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape),
-                                       ta.dtype))
-    node = ctx.graph.create_node(OpKind.COND, (pred_node, *union),
-                                 {"branches": (t_graph, f_graph),
-                                  "out_avals": tuple(out_avals)}, name=name)
+        out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape), ta.dtype))
+    node = ctx.graph.create_node(
+        OpKind.COND,
+        (pred_node, *union),
+        {"branches": (t_graph, f_graph), "out_avals": tuple(out_avals)},
+        name=name,
+    )
     values = iter(_outputs(ctx, node, len(out_avals)))
-    leaves = [_weak_if_python(next(values), t, f) if kind == "value" else static
-              for (kind, static), t, f in zip(plan, t_leaves, f_leaves)]
+    leaves = [
+        _weak_if_python(next(values), t, f) if kind == "value" else static
+        for (kind, static), t, f in zip(plan, t_leaves, f_leaves)
+    ]
     for root, value in zip(touched.values(), leaves[n_results:]):
         root.assign(value)
     for (kind, _), leaf, leaf_name, a, b in zip(plan, leaves, t_names, t_leaves, f_leaves):
-        outer = [x.storage_root for x in (a, b) if isinstance(x, Tensor) and
-                 not _created_in(x, (t_ctx, f_ctx))]
+        outer = [
+            x.storage_root
+            for x in (a, b)
+            if isinstance(x, Tensor) and not _created_in(x, (t_ctx, f_ctx))
+        ]
         if kind == "value" and outer and isinstance(leaf, Tensor):
-            leaf.may_be(outer, where if leaf_name.startswith("<") else
-                        f"{where}, as '{leaf_name}'")
+            leaf.may_be(outer, where if leaf_name.startswith("<") else f"{where}, as '{leaf_name}'")
     return unflatten(t_tree, leaves[:n_results])
 
 
@@ -323,8 +379,15 @@ def _created_in(tensor: Tensor, contexts: Sequence[TraceContext]) -> bool:
 
 
 def _outputs(ctx: TraceContext, node: Node, n: int) -> list[Tensor]:
-    return [Tensor(ctx.graph.create_node(OpKind.GET_OUTPUT, (node,), {"index": i},
-                                         name=f"{node.name}_out{i}"), ctx) for i in range(n)]
+    return [
+        Tensor(
+            ctx.graph.create_node(
+                OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{node.name}_out{i}"
+            ),
+            ctx,
+        )
+        for i in range(n)
+    ]
 
 
 def _static_equal(a: Any, b: Any) -> bool:
@@ -358,14 +421,19 @@ def _dtype_of(leaf: Any) -> np.dtype | None:
 def _unify_dtype(name: str, a: Any, b: Any, where_a: str, where_b: str) -> np.dtype | None:
     da, db = _dtype_of(a), _dtype_of(b)
     if da is None and db is None:
-        return np.asarray(a).dtype if np.asarray(a).dtype == np.asarray(b).dtype else \
-            np.result_type(a, b)
+        return (
+            np.asarray(a).dtype
+            if np.asarray(a).dtype == np.asarray(b).dtype
+            else np.result_type(a, b)
+        )
     if da is None or db is None:
         return da or db
     if da != db:
-        raise TypeError(f"'{name}' has dtype {da} in the {where_a} but {db} in the {where_b}; "
-                        "a traced if/loop needs one dtype per variable. Fix: cast one side, "
-                        f"e.g. .astype(np.{da.name}).")
+        raise TypeError(
+            f"'{name}' has dtype {da} in the {where_a} but {db} in the {where_b}; "
+            "a traced if/loop needs one dtype per variable. Fix: cast one side, "
+            f"e.g. .astype(np.{da.name})."
+        )
     return da
 
 
@@ -373,10 +441,16 @@ def _unify_dtype(name: str, a: Any, b: Any, where_a: str, where_b: str) -> np.dt
 # while_loop
 # ---------------------------------------------------------------------------------------------
 
-def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
-               loop_vars: Sequence[Any], shape_invariants: Sequence[Any] | None = None,
-               names: Sequence[str] | None = None, name: str = "while",
-               rebound: Sequence[str] = ()) -> Any:
+
+def while_loop(
+    cond_fn: Callable[..., Any],
+    body_fn: Callable[..., Any],
+    loop_vars: Sequence[Any],
+    shape_invariants: Sequence[Any] | None = None,
+    names: Sequence[str] | None = None,
+    name: str = "while",
+    rebound: Sequence[str] = (),
+) -> Any:
     """``while cond_fn(*vars): vars = body_fn(*vars)``; a graph loop inside a trace.
 
     Inside a trace this is always one graph loop (Python numbers among the loop variables
@@ -399,8 +473,18 @@ def while_loop(cond_fn: Callable[..., Any], body_fn: Callable[..., Any],
         while cond_fn(*vars_):
             vars_ = tuple(body_fn(*vars_)) if not single else (body_fn(*vars_),)
         return vars_[0] if single else type(loop_vars)(vars_)
-    result = _graph_loop(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
-                         shape_invariants, name, frozenset(rebound))
+    result = _graph_loop(
+        ctx,
+        cond_fn,
+        body_fn,
+        tree,
+        leaves,
+        leaf_names,
+        relax,
+        shape_invariants,
+        name,
+        frozenset(rebound),
+    )
     return result[0] if single else type(loop_vars)(result)
 
 
@@ -412,10 +496,18 @@ def _invariant_spec(inv: Any, leaf_name: str, aval: AbstractValue) -> tuple | No
     return tuple(inv)
 
 
-def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
-                leaves: list[Any], leaf_names: list[str], relax: list[bool],
-                shape_invariants: Sequence[Any] | None, name: str,
-                rebound: frozenset[str] = frozenset()) -> tuple:
+def _graph_loop(
+    ctx: TraceContext,
+    cond_fn: Callable,
+    body_fn: Callable,
+    tree: _Tree,
+    leaves: list[Any],
+    leaf_names: list[str],
+    relax: list[bool],
+    shape_invariants: Sequence[Any] | None,
+    name: str,
+    rebound: frozenset[str] = frozenset(),
+) -> tuple:
     # Arrays the body updates in place that are not loop variables (reached through a view,
     # a list, an alias) are found by tracing once; they then join the loop state, hidden.
     # A loop variable that starts as an outer array object but is rebound (not updated in
@@ -430,8 +522,19 @@ def _graph_loop(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _
     notes = ctx.top().loops
     for _ in range(64):
         counted = {where: n.snapshot() for where, n in notes.items()}
-        found = _graph_loop_once(ctx, cond_fn, body_fn, tree, leaves, leaf_names, relax,
-                                 shape_invariants, name, hidden, detached)
+        found = _graph_loop_once(
+            ctx,
+            cond_fn,
+            body_fn,
+            tree,
+            leaves,
+            leaf_names,
+            relax,
+            shape_invariants,
+            name,
+            hidden,
+            detached,
+        )
         if isinstance(found, tuple):
             return found
         # a discarded attempt's loops (nested in the body) were never made: uncount them
@@ -454,10 +557,19 @@ def _is_outer_root(leaf: Any, ctx: TraceContext) -> bool:
     return owner is ctx or ctx.is_ancestor(owner)
 
 
-def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tree: _Tree,
-                     leaves: list[Any], leaf_names: list[str], relax: list[bool],
-                     shape_invariants: Sequence[Any] | None, name: str,
-                     hidden: list[Tensor], detached: set[int]) -> tuple | list[Tensor] | set[int]:
+def _graph_loop_once(
+    ctx: TraceContext,
+    cond_fn: Callable,
+    body_fn: Callable,
+    tree: _Tree,
+    leaves: list[Any],
+    leaf_names: list[str],
+    relax: list[bool],
+    shape_invariants: Sequence[Any] | None,
+    name: str,
+    hidden: list[Tensor],
+    detached: set[int],
+) -> tuple | list[Tensor] | set[int]:
     """One attempt at the loop: its outputs, or the arrays updated in place that must join
     the state, or the slots to detach from their array objects (see :func:`_graph_loop`);
     in the last two cases nothing was recorded and every array is as before."""
@@ -489,9 +601,15 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
     def trace_part(part: str, fn: Callable) -> tuple[TraceContext, list[Node], Any]:
         child = ctx.child(f"{name}_{part}")
         with child:
-            phs = [child.graph.create_node(OpKind.PLACEHOLDER, (), {
-                "shape": spec.shape, "dtype": spec.dtype}, name=_ident(slot_names[k]))
-                for k, spec in enumerate(specs)]
+            phs = [
+                child.graph.create_node(
+                    OpKind.PLACEHOLDER,
+                    (),
+                    {"shape": spec.shape, "dtype": spec.dtype},
+                    name=_ident(slot_names[k]),
+                )
+                for k, spec in enumerate(specs)
+            ]
             current = list(leaves)
             for k, leaf in enumerate(slots):
                 if owners.get(id(leaf)) == k:
@@ -501,16 +619,22 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                     leaf.restore((phs[k], child, next_version()))
             for k, i in enumerate(value_idx):
                 leaf = leaves[i]
-                if k in detached or not (id(leaf) in owners or (
-                        isinstance(leaf, Tensor) and leaf.storage_root is not leaf)):
+                if k in detached or not (
+                    id(leaf) in owners
+                    or (isinstance(leaf, Tensor) and leaf.storage_root is not leaf)
+                ):
                     py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
-                    if py_type is not None or isinstance(leaf, np.generic) or (isinstance(
-                            leaf, Tensor) and is_immutable_scalar(leaf)):
+                    if (
+                        py_type is not None
+                        or isinstance(leaf, np.generic)
+                        or (isinstance(leaf, Tensor) and is_immutable_scalar(leaf))
+                    ):
                         # a Python number or NumPy scalar: ``s += x`` in the body rebinds,
                         # as eagerly
                         phs[k].attrs["scalar_form"] = True
-                    current[i] = PythonNumber(phs[k], child, py_type) if py_type else \
-                        child.tensor(phs[k])
+                    current[i] = (
+                        PythonNumber(phs[k], child, py_type) if py_type else child.tensor(phs[k])
+                    )
             structured = unflatten(tree, current)
             try:
                 result = fn(*structured)
@@ -543,11 +667,14 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
 
     b_ctx, b_phs, b_res = trace_part("body", body_fn)
     if not isinstance(b_res, (tuple, list)) or not _same_tree(
-            tree, flatten(tuple(b_res), "loop_vars")[0]):
+        tree, flatten(tuple(b_res), "loop_vars")[0]
+    ):
         undo(b_ctx)
-        raise TypeError(f"the loop body must return the loop variables in the same structure: "
-                        f"expected {len(leaves)} value(s) as {_describe_structure(tuple(leaves))}"
-                        f", got {_describe_structure(b_res)}")
+        raise TypeError(
+            f"the loop body must return the loop variables in the same structure: "
+            f"expected {len(leaves)} value(s) as {_describe_structure(tuple(leaves))}"
+            f", got {_describe_structure(b_res)}"
+        )
     b_leaves = flatten(tuple(b_res), "loop_vars")[1]
     # carried array objects the body updated in place (their value is no longer the slot's)
     changed = {id(slots[k]) for k in owners.values() if slots[k].state()[0] is not b_phs[k]}
@@ -563,7 +690,8 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                             f"'{leaf_names[i]}' is updated in place and also assigned a new "
                             "array in the same loop body; NumPy would update the original "
                             "array only until the assignment. Fix: use a new name for the "
-                            "new array, or update the array in place only.")
+                            "new array, or update the array in place only."
+                        )
                 else:
                     new = slots[k]
                 b_out.append(_body_output(b_ctx, slot_names[k], new, spec))
@@ -574,31 +702,47 @@ def _graph_loop_once(ctx: TraceContext, cond_fn: Callable, body_fn: Callable, tr
                         f"'{slot_names[k]}' is a NumPy scalar before the loop but a 0-d array "
                         "after one iteration (NumPy writes into a 0-d array in place, and "
                         "into a scalar never). Fix: keep it a scalar in the loop (e.g. "
-                        f"{_ident(slot_names[k])}[()] ) or make it an array before the loop.")
+                        f"{_ident(slot_names[k])}[()] ) or make it an array before the loop."
+                    )
             for i, leaf in enumerate(leaves):
                 if i not in value_idx and not _static_equal(leaf, b_leaves[i]):
-                    raise TypeError(f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "
-                                    f"{_short(b_leaves[i])} after one iteration; only arrays "
-                                    "may change inside a traced loop")
+                    raise TypeError(
+                        f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "
+                        f"{_short(b_leaves[i])} after one iteration; only arrays "
+                        "may change inside a traced loop"
+                    )
     finally:
         b_ctx.active = False
         found += [r for r in undo(b_ctx) if all(r is not f for f in found)]
     if found:
         return found
-    rebound = {k for k in owners.values() if k < len(value_idx) and id(slots[k]) not in changed
-               and b_leaves[value_idx[k]] is not leaves[value_idx[k]]}
+    rebound = {
+        k
+        for k in owners.values()
+        if k < len(value_idx)
+        and id(slots[k]) not in changed
+        and b_leaves[value_idx[k]] is not leaves[value_idx[k]]
+    }
     # a view among the loop variables reads its root inside the body: rebound, it must not
-    rebound |= {k for k, i in enumerate(value_idx) if k not in detached and isinstance(
-        leaves[i], Tensor) and leaves[i].storage_root is not leaves[i] and
-        b_leaves[i] is not leaves[i]}
+    rebound |= {
+        k
+        for k, i in enumerate(value_idx)
+        if k not in detached
+        and isinstance(leaves[i], Tensor)
+        and leaves[i].storage_root is not leaves[i]
+        and b_leaves[i] is not leaves[i]
+    }
     if rebound:
         return rebound
     union = _union(c_ctx.captures, b_ctx.captures)
     c_graph = _with_inputs(c_ctx.graph, c_phs, c_ctx.captures, union, c_out)
     b_graph = _with_inputs(b_ctx.graph, b_phs, b_ctx.captures, union, b_out)
-    node = ctx.graph.create_node(OpKind.WHILE, (*init_nodes, *union),
-                                 {"cond": c_graph, "body": b_graph, "n_vars": len(specs),
-                                  "out_avals": tuple(specs)}, name=name)
+    node = ctx.graph.create_node(
+        OpKind.WHILE,
+        (*init_nodes, *union),
+        {"cond": c_graph, "body": b_graph, "n_vars": len(specs), "out_avals": tuple(specs)},
+        name=name,
+    )
     outs = _outputs(ctx, node, len(specs))
     for k, leaf in enumerate(slots):
         if owners.get(id(leaf)) == k and id(leaf) in changed:
@@ -632,24 +776,26 @@ def _weak_if_python(out: Tensor, *sources: Any) -> Tensor:
 def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractValue) -> Node:
     """The node the body gives for one loop variable, checked against the loop's spec."""
     if isinstance(new, Undefined) or not _is_value(new):
-        raise TypeError(f"'{leaf_name}' is an array before the loop but "
-                        f"{_short(new)} after an iteration")
+        raise TypeError(
+            f"'{leaf_name}' is an array before the loop but {_short(new)} after an iteration"
+        )
     dt = _dtype_of(new)
     if dt is not None and dt != spec.dtype:
         raise TypeError(
             f"'{leaf_name}' has dtype {spec.dtype} before the loop but {dt} after "
             "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
-            f"inside the loop, e.g. .astype(np.{spec.dtype.name}).")
+            f"inside the loop, e.g. .astype(np.{spec.dtype.name})."
+        )
     node = _lift_leaf(b_ctx, new, spec.dtype)
-    if not TensorSpec(node.shape, spec.dtype).is_subtype_of(
-            TensorSpec(spec.shape, spec.dtype)):
+    if not TensorSpec(node.shape, spec.dtype).is_subtype_of(TensorSpec(spec.shape, spec.dtype)):
         raise ValueError(
             f"'{leaf_name}' has shape {_fmt(spec.shape)} before the loop but "
             f"{_fmt(node.shape)} after one iteration; a traced loop keeps each "
             "variable's shape. Fix: declare the dimensions that change as None with "
             f"shape invariants, e.g. kx.autograph.set_loop_options(shape_invariants=[("
             f"{_ident(leaf_name)}, {_fmt_none(node.shape, spec.shape)})]) "
-            "inside the loop, or kx.while_loop(..., shape_invariants=[...]).")
+            "inside the loop, or kx.while_loop(..., shape_invariants=[...])."
+        )
     return node
 
 
@@ -673,6 +819,7 @@ def _fmt_none(new: tuple | None, old: tuple | None) -> str:
 # range and TensorArray
 # ---------------------------------------------------------------------------------------------
 
+
 def _range_dtype(values: Sequence[Any]) -> np.dtype:
     """tf.range's rule in NumPy terms: Python ints are int32, Python floats float32, arrays
     keep their dtype; mixed arguments promote."""
@@ -687,8 +834,9 @@ def _range_dtype(values: Sequence[Any]) -> np.dtype:
     return np.result_type(*dtypes)
 
 
-def kx_range(start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None,
-             name: str = "range") -> Any:
+def kx_range(
+    start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None, name: str = "range"
+) -> Any:
     """``tf.range`` for NumPy: ``start, start + delta, ...`` below ``limit``.
 
     Values take their arguments' dtype (int32 in, int32 out; Python ints count as int32, as in
@@ -713,8 +861,9 @@ class TensorArray:
     the elements as one array; ``dynamic_size=True`` lets writes past ``size`` grow it.
     """
 
-    def __init__(self, dtype: Any, size: int = 0, dynamic_size: bool = False,
-                 element_shape: Any = None) -> None:
+    def __init__(
+        self, dtype: Any, size: int = 0, dynamic_size: bool = False, element_shape: Any = None
+    ) -> None:
         self.dtype = np.dtype(dtype)
         self._size = int(size)
         self.dynamic_size = bool(dynamic_size)
@@ -738,16 +887,21 @@ class TensorArray:
         """A TensorArray with ``value`` at ``index`` (assign the result: ``ta = ta.write(...)``)."""
         attrs = {"dtype": self.dtype, "size": self._size, "dynamic_size": self.dynamic_size}
         if current_context() is None:
-            buffer = tensor_array_write(np.asarray(self.buffer), index, np.asarray(value),
-                                        **attrs)
-            length = np.maximum(self.length, np.int64(index) + 1) if self.dynamic_size \
-                else self.length
+            buffer = tensor_array_write(np.asarray(self.buffer), index, np.asarray(value), **attrs)
+            length = (
+                np.maximum(self.length, np.int64(index) + 1) if self.dynamic_size else self.length
+            )
             return TensorArray.from_parts(self.static_parts(), buffer, np.int64(length))
         buffer = bind(OpKind.TENSOR_ARRAY_WRITE, (self.buffer, index, value), attrs)
         length = self.length
         if self.dynamic_size:
-            length = np.maximum(length, np.add(np.asarray(index, np.int64) if not is_traced(
-                index) else index.astype(np.int64), 1))
+            length = np.maximum(
+                length,
+                np.add(
+                    np.asarray(index, np.int64) if not is_traced(index) else index.astype(np.int64),
+                    1,
+                ),
+            )
         return TensorArray.from_parts(self.static_parts(), buffer, length)
 
     def read(self, index: Any) -> Any:
@@ -756,8 +910,8 @@ class TensorArray:
     def stack(self) -> Any:
         """All elements as one array of shape ``(size, *element_shape)``."""
         if current_context() is None:
-            return np.asarray(self.buffer)[:int(self.length)]
-        return self.buffer[:self.length]
+            return np.asarray(self.buffer)[: int(self.length)]
+        return self.buffer[: self.length]
 
     def size(self) -> Any:
         return self.length

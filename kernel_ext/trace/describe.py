@@ -33,17 +33,20 @@ def leaked_error(tensor: Tensor) -> errors.LeakedTensorError:
             f"branch '{ctx.graph.name}' of '{ctx.function_name}' and used outside it (for "
             "example appended to a Python list in a loop over a traced value: the body is "
             "traced only once). Fix: collect per-iteration values in a kx.TensorArray "
-            "(ta = ta.write(i, value); ta.stack()), or carry the value as a loop variable.")
+            "(ta = ta.write(i, value); ta.stack()), or carry the value as a loop variable."
+        )
     return errors.LeakedTensorError(
         f"The traced value {describe_tensor(tensor)} was created while tracing "
         f"'{ctx.function_name}' and has leaked out of that trace (it was stored in a global, an "
         "attribute or a list and used later). Outside its trace it has no value. Fix: return "
         "it from the function (results come back as NumPy arrays), or keep state in a "
-        "kx.Variable and assign to it.")
+        "kx.Variable and assign to it."
+    )
 
 
 def _stdlib_prefix() -> str:
     import sysconfig
+
     return sysconfig.get_paths()["stdlib"].replace("\\", "/") + "/"
 
 
@@ -84,12 +87,16 @@ def user_frame_description(line: int | None = None, skip_stdlib: bool = False) -
     that line of the frame's file instead of the one running, e.g. a loop statement's;
     ``skip_stdlib``: outside the standard library too, for a use inside ``collections``)."""
     import linecache
+
     stdlib = _stdlib_prefix() if skip_stdlib else None
     frame = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename.replace("\\", "/")
-        if "/kernel_ext/" not in fname and "/numpy/" not in fname and not (
-                stdlib and fname.startswith(stdlib) and "site-packages" not in fname):
+        if (
+            "/kernel_ext/" not in fname
+            and "/numpy/" not in fname
+            and not (stdlib and fname.startswith(stdlib) and "site-packages" not in fname)
+        ):
             lineno = frame.f_lineno if line is None else line
             text = linecache.getline(fname, lineno).strip()
             where = format_location(f"{fname}:{lineno}")

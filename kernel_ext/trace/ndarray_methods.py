@@ -55,16 +55,29 @@ class NdarrayMethods:
     def conj(self) -> Tensor:
         return np.conjugate(self)
 
-    def take(self, indices: Any, axis: int | None = None, out: Any = None,
-             mode: str = "raise") -> Tensor:
+    def take(
+        self, indices: Any, axis: int | None = None, out: Any = None, mode: str = "raise"
+    ) -> Tensor:
         return np.take(self, indices, axis=axis, out=out, mode=mode)
 
-    def argsort(self, axis: int | None = -1, kind: str | None = None, order: Any = None, *,
-                stable: bool | None = None) -> Tensor:
+    def argsort(
+        self,
+        axis: int | None = -1,
+        kind: str | None = None,
+        order: Any = None,
+        *,
+        stable: bool | None = None,
+    ) -> Tensor:
         return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
 
-    def sort(self, axis: int = -1, kind: str | None = None, order: Any = None, *,
-             stable: bool | None = None) -> None:
+    def sort(
+        self,
+        axis: int = -1,
+        kind: str | None = None,
+        order: Any = None,
+        *,
+        stable: bool | None = None,
+    ) -> None:
         self._rebind(np.sort(self, axis=axis, kind=kind, order=order, stable=stable))
 
     # more ndarray methods and attributes, as NumPy defines them
@@ -96,8 +109,9 @@ class NdarrayMethods:
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
         return np.diagonal(self, offset, axis1, axis2)
 
-    def trace(self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None,
-              out: Any = None) -> Tensor:
+    def trace(
+        self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
+    ) -> Tensor:
         return np.trace(self, offset, axis1, axis2, dtype, out)
 
     def nonzero(self) -> tuple:
@@ -115,12 +129,14 @@ class NdarrayMethods:
     def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Tensor:
         return np.choose(self, choices, out, mode)
 
-    def argpartition(self, kth: Any, axis: int = -1, kind: str = "introselect",
-                     order: Any = None) -> Tensor:
+    def argpartition(
+        self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None
+    ) -> Tensor:
         return np.argpartition(self, kth, axis, kind, order)
 
-    def partition(self, kth: Any, axis: int = -1, kind: str = "introselect",
-                  order: Any = None) -> None:
+    def partition(
+        self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None
+    ) -> None:
         """``x.partition(kth)``: NumPy's in-place partition (the array takes its result)."""
         self.assign(np.partition(self, kth, axis, kind, order))
 
@@ -141,6 +157,7 @@ def _reduction_method(name: str) -> Callable[..., Any]:
         except TypeError as e:
             raise TypeError(f"{name}() {e}") from None
         return fn(self, *args, **kwargs)
+
     method.__name__ = name
     method.__doc__ = f"Traced ``np.{name}``."
     return method

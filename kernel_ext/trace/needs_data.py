@@ -17,7 +17,8 @@ from .describe import describe_tensor, refused_conversion, usage_site, user_fram
 #: How to fill a buffer with traced values when AutoGraph cannot rewrite ``buf[i] = t``.
 PLAIN_BUFFER_FIX = (
     "fill a buffer made with np.empty/np.ndarray/np.zeros, keep AutoGraph on (it records "
-    "buf[i] = t) or build the array from traced values (np.stack, np.where, np.concatenate).")
+    "buf[i] = t) or build the array from traced values (np.stack, np.where, np.concatenate)."
+)
 
 
 class NeedsData:
@@ -35,10 +36,17 @@ class NeedsData:
             "real data, which a traced value does not have until the graph runs. Fix: keep "
             "AutoGraph on (kx.function's default), which records these; or "
             "use NumPy functions directly on the traced value (they are recorded into the "
-            "graph), or do this outside the kx.function on its returned arrays.")
+            "graph), or do this outside the kx.function on its returned arrays."
+        )
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: Any = None) -> Any:
+    def __dlpack__(
+        self,
+        *,
+        stream: Any = None,
+        max_version: Any = None,
+        dl_device: Any = None,
+        copy: Any = None,
+    ) -> Any:
         """DLPack export needs the data's memory, which a traced value does not have; with
         AutoGraph on, ``np.from_dlpack(x)`` never gets here (it is a view of ``x``)."""
         raise errors.TracingConversionError(
@@ -46,7 +54,8 @@ class NeedsData:
             f"value {describe_tensor(self)} at {user_frame_description()} while tracing "
             f"'{self.context.function_name}'; it has none until the graph runs. Fix: keep "
             "AutoGraph on (kx.function's default), which makes np.from_dlpack(x) a view of x "
-            "as NumPy does, or use x itself (np.asarray(x)).")
+            "as NumPy does, or use x itself (np.asarray(x))."
+        )
 
     def __dlpack_device__(self) -> tuple[int, int]:
         """The CPU (``kDLCPU``, device 0): NumPy arrays live there, as this value will."""
@@ -57,29 +66,36 @@ class NeedsData:
         return errors.TracedBoolError(
             f"{what} a traced value {describe_tensor(self)} at {where} in "
             f"'{self.context.function_name}' needs its data, which only exists when the graph "
-            f"runs. {fix}")
+            f"runs. {fix}"
+        )
 
     def __bool__(self) -> bool:
         _, converted = usage_site()
         refused = refused_conversion()
         if converted and refused is None:
-            how = ("AutoGraph is on, but this use is not one it converts: only `if`/`while`/"
-                   "`for` statements, conditional expressions (`a if c else b`), `and`/`or`/"
-                   "`not`, `assert` and the builtins max/min/sum/any/all become graph operations; "
-                   "a comprehension's `if`, `bool()`, and code in functions AutoGraph "
-                   "does not convert (the standard library, C extensions) need a Python bool. "
-                   "Fix: write the test as an `if` statement, or use np.where(cond, a, b) / "
-                   "kx.cond(pred, true_fn, false_fn); check data outside the kx.function.")
+            how = (
+                "AutoGraph is on, but this use is not one it converts: only `if`/`while`/"
+                "`for` statements, conditional expressions (`a if c else b`), `and`/`or`/"
+                "`not`, `assert` and the builtins max/min/sum/any/all become graph operations; "
+                "a comprehension's `if`, `bool()`, and code in functions AutoGraph "
+                "does not convert (the standard library, C extensions) need a Python bool. "
+                "Fix: write the test as an `if` statement, or use np.where(cond, a, b) / "
+                "kx.cond(pred, true_fn, false_fn); check data outside the kx.function."
+            )
         elif refused is not None:
-            how = (f"AutoGraph is on, but it left '{refused[0]}' unconverted ({refused[1]}), "
-                   "so its `if`/`while`/`and`/`or`/`not` on a traced value run as Python. "
-                   "Fix: make its source available as written (define it in a file or a "
-                   "notebook cell, not with exec), or use np.where(cond, a, b) / "
-                   "kx.cond(pred, true_fn, false_fn).")
+            how = (
+                f"AutoGraph is on, but it left '{refused[0]}' unconverted ({refused[1]}), "
+                "so its `if`/`while`/`and`/`or`/`not` on a traced value run as Python. "
+                "Fix: make its source available as written (define it in a file or a "
+                "notebook cell, not with exec), or use np.where(cond, a, b) / "
+                "kx.cond(pred, true_fn, false_fn)."
+            )
         else:
-            how = ("This happens with `if`/`while`/`and`/`or`/`not` on a traced value while "
-                   "AutoGraph is off (kx.function(autograph=False)). Fix: keep AutoGraph on, "
-                   "or use np.where(cond, a, b) / kx.cond(pred, true_fn, false_fn).")
+            how = (
+                "This happens with `if`/`while`/`and`/`or`/`not` on a traced value while "
+                "AutoGraph is off (kx.function(autograph=False)). Fix: keep AutoGraph on, "
+                "or use np.where(cond, a, b) / kx.cond(pred, true_fn, false_fn)."
+            )
         raise self._needs_value("Using as a Python bool", how)
 
     def __iter__(self) -> Any:
@@ -98,24 +114,29 @@ class NeedsData:
             "Fix: pass the count as a Python int (or loop with kx.range(n)); index a plain "
             "array with np.take(array, i), which the graph records; for a size known only at "
             "run time (len(x[mask])), make the array from the data itself "
-            "(np.zeros_like(x[mask]), np.full_like(x[mask], v)).")
+            "(np.zeros_like(x[mask]), np.full_like(x[mask], v)).",
+        )
 
     # (NumPy calls these too when a traced value is written into one element of a plain
     # array, ``buf[i] = t`` without AutoGraph, and reports "setting an array element with a
     # sequence" with this error as its cause: the messages say so)
     def __int__(self) -> int:
-        raise self._needs_value("int() of (or writing into a plain integer array)",
-                                "Fix: use x.astype(np.int64) to stay in the graph. To "
-                                + PLAIN_BUFFER_FIX)
+        raise self._needs_value(
+            "int() of (or writing into a plain integer array)",
+            "Fix: use x.astype(np.int64) to stay in the graph. To " + PLAIN_BUFFER_FIX,
+        )
 
     def __float__(self) -> float:
-        raise self._needs_value("float() of (or writing into a plain float array)",
-                                "Fix: use x.astype(np.float64) to stay in the graph. To "
-                                + PLAIN_BUFFER_FIX)
+        raise self._needs_value(
+            "float() of (or writing into a plain float array)",
+            "Fix: use x.astype(np.float64) to stay in the graph. To " + PLAIN_BUFFER_FIX,
+        )
 
     def __complex__(self) -> complex:
-        raise self._needs_value("complex() of (or writing into a plain complex array)",
-                                "Fix: use x.astype(np.complex128). To " + PLAIN_BUFFER_FIX)
+        raise self._needs_value(
+            "complex() of (or writing into a plain complex array)",
+            "Fix: use x.astype(np.complex128). To " + PLAIN_BUFFER_FIX,
+        )
 
     def item(self, *args: Any) -> Any:
         raise self._no_python_value("item()")
@@ -126,11 +147,13 @@ class NeedsData:
                 f"{describe_tensor(self)} leaked out of its trace of "
                 f"'{self.context.function_name}' and has no value: .numpy() is not available. "
                 "Fix: return it from the function; kx.function results are already NumPy "
-                "arrays.")
+                "arrays."
+            )
         raise errors.SymbolicValueError(
             f"{describe_tensor(self)} is a traced value inside '{self.context.function_name}': it "
             "has no value yet, so .numpy() is not available. Fix: return it (results are NumPy "
-            "arrays) or print it at run time with kx.print(...).")
+            "arrays) or print it at run time with kx.print(...)."
+        )
 
     def tolist(self) -> list:
         raise self._no_python_value("tolist()")
@@ -140,7 +163,8 @@ class NeedsData:
         the method the user called."""
         return errors.SymbolicValueError(
             f"{describe_tensor(self)}.{method} has no value while tracing; return the value "
-            "from the function instead (results come back as NumPy values).")
+            "from the function instead (results come back as NumPy values)."
+        )
 
 
 def _memory_attribute(name: str) -> property:
@@ -149,11 +173,29 @@ def _memory_attribute(name: str) -> property:
             f"{describe_tensor(self)}.{name} describes memory that a traced value does not "
             f"have while '{self.context.function_name}' is traced (the graph decides layouts "
             "when it runs). Fix: compute with NumPy operations instead, or use it outside the "
-            "kx.function on the returned arrays.")
+            "kx.function on the returned arrays."
+        )
+
     return property(get)
 
 
-for _name in ("flags", "strides", "ctypes", "data", "flat", "view", "tobytes", "tofile",
-              "dump", "dumps", "byteswap", "resize", "setflags", "getfield", "setfield",
-              "device", "to_device"):
+for _name in (
+    "flags",
+    "strides",
+    "ctypes",
+    "data",
+    "flat",
+    "view",
+    "tobytes",
+    "tofile",
+    "dump",
+    "dumps",
+    "byteswap",
+    "resize",
+    "setflags",
+    "getfield",
+    "setfield",
+    "device",
+    "to_device",
+):
     setattr(NeedsData, _name, _memory_attribute(_name))

@@ -71,7 +71,8 @@ def numpy_call(func: Callable, args: Sequence[Any], kwargs: dict) -> Any:
         raise errors.UnsupportedOpError(
             f"{name}(..., out=...) at {user_frame_description()} writes into an existing "
             "array, which a traced function cannot do with a NumPy function it runs as an "
-            f"opaque call. Fix: assign the result instead (y = {name}(...)).")
+            f"opaque call. Fix: assign the result instead (y = {name}(...))."
+        )
     template, operands = build_template(args, kwargs)
     out_aval, structure = find_out_aval(func, template, operands, name)
     return bind_call(OpKind.NUMPY_CALL, func, template, operands, out_aval, structure, name)
@@ -82,23 +83,38 @@ def mutating_error(name: str, what: str) -> errors.UnsupportedOpError:
         f"{name} at {user_frame_description()} writes into {what} in place; a traced "
         "function's graph is functional, so it cannot run as an opaque NumPy call. Fix: work "
         "on a copy and use the result (b = a.copy(); ...; then assign b), write the update "
-        "with indexing (a[idx] = values, np.where), or call it outside the kx.function.")
+        "with indexing (a[idx] = values, np.where), or call it outside the kx.function."
+    )
 
 
-def bind_call(op: OpKind, func: Callable, template: CallTemplate, operands: list[Any],
-              out_aval: Any, structure: Any, name: str) -> Any:
+def bind_call(
+    op: OpKind,
+    func: Callable,
+    template: CallTemplate,
+    operands: list[Any],
+    out_aval: Any,
+    structure: Any,
+    name: str,
+) -> Any:
     """Append the call node (and its ``get_output`` projections) and rebuild the result."""
-    attrs = {"fn": func, "template": template, "out_aval": out_aval,
-             "_where": f"{name} (at {user_frame_description()})"}
-    node_name = name.rsplit(".", 1)[-1] if op is OpKind.NUMPY_CALL else \
-        name.replace(".", "_").lower()
+    attrs = {
+        "fn": func,
+        "template": template,
+        "out_aval": out_aval,
+        "_where": f"{name} (at {user_frame_description()})",
+    }
+    node_name = (
+        name.rsplit(".", 1)[-1] if op is OpKind.NUMPY_CALL else name.replace(".", "_").lower()
+    )
     result = bind(op, operands, attrs, name=node_name)
     if out_aval is None:
         return None
     if not isinstance(out_aval, tuple):
         return rebuild(structure, iter([result]))
-    leaves = [bind(OpKind.GET_OUTPUT, (result,), {"index": i}, name=f"{node_name}/{i}")
-              for i in range(len(out_aval))]
+    leaves = [
+        bind(OpKind.GET_OUTPUT, (result,), {"index": i}, name=f"{node_name}/{i}")
+        for i in range(len(out_aval))
+    ]
     return rebuild(structure, iter(leaves))
 
 
@@ -120,6 +136,7 @@ def rebuild(structure: Any, leaves: Any) -> Any:
 
 # -- the argument template -----------------------------------------------------------------
 
+
 def build_template(args: Sequence[Any], kwargs: dict) -> tuple[CallTemplate, list[Any]]:
     """Split a call's arguments into a static template and the values the graph supplies.
 
@@ -136,7 +153,8 @@ def build_template(args: Sequence[Any], kwargs: dict) -> tuple[CallTemplate, lis
             if isinstance(v, np.ndarray) and v.dtype.hasobject:
                 raise errors.UnsupportedOpError(
                     f"an object array cannot enter a graph (at {user_frame_description()}). "
-                    "Fix: compute this outside the kx.function.")
+                    "Fix: compute this outside the kx.function."
+                )
             operands.append(v)
             return Operand(len(operands) - 1)
         if type(v) in (list, tuple):
@@ -145,8 +163,9 @@ def build_template(args: Sequence[Any], kwargs: dict) -> tuple[CallTemplate, lis
             return {k: walk(x) for k, x in v.items()}
         return v
 
-    template = CallTemplate(tuple(walk(a) for a in args),
-                            tuple((k, walk(v)) for k, v in kwargs.items()))
+    template = CallTemplate(
+        tuple(walk(a) for a in args), tuple((k, walk(v)) for k, v in kwargs.items())
+    )
     return template, operands
 
 
@@ -160,6 +179,7 @@ def operand_aval(value: Any) -> AbstractValue:
 
 # -- stand-ins and the abstract value --------------------------------------------------------
 
+
 def stand_in(aval: AbstractValue, kind: int, name: str) -> np.ndarray:
     """Stand-in set ``kind`` for an operand: 0 random (positive floats, small non-negative
     integers: valid indices and counts), 1 alternating zeros and ones, 2 identity matrices
@@ -168,7 +188,8 @@ def stand_in(aval: AbstractValue, kind: int, name: str) -> np.ndarray:
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} gets an input of unknown rank; running it "
             "as an opaque NumPy call needs the rank. Fix: give the argument a known rank in "
-            "input_signature.")
+            "input_signature."
+        )
     shape = tuple(_UNKNOWN_SIZES[kind] if d is None else d for d in aval.shape)
     dtype = aval.dtype
     if kind == 0:
@@ -192,8 +213,9 @@ def stand_in(aval: AbstractValue, kind: int, name: str) -> np.ndarray:
     return np.array(np.broadcast_to(eye, shape))
 
 
-def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
-                  name: str) -> tuple[Any, Any]:
+def find_out_aval(
+    func: Callable, template: CallTemplate, operands: list[Any], name: str
+) -> tuple[Any, Any]:
     """The abstract value of ``func``'s result (one AbstractValue, or a tuple for several
     arrays) and its structure, from runs on the stand-in sets (see the module docstring)."""
     avals = [operand_aval(v) for v in operands]
@@ -201,8 +223,10 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
     failures: list[BaseException] = []
     for kind in range(3):
         # Traced values get stand-ins; captured arrays are constants, known as they are.
-        values = [stand_in(a, kind, name) if isinstance(v, (Tensor, Variable)) else v
-                  for a, v in zip(avals, operands)]
+        values = [
+            stand_in(a, kind, name) if isinstance(v, (Tensor, Variable)) else v
+            for a, v in zip(avals, operands)
+        ]
         args, kwargs = template.fill(values)
         try:
             with np.errstate(all="ignore"), outside_traces():
@@ -211,18 +235,19 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
             failures.append(e)
             continue
         flat = flatten_result(result)
-        if flat is None or any(isinstance(v, np.ndarray) and v.dtype.hasobject
-                               for v in flat[0]):
+        if flat is None or any(isinstance(v, np.ndarray) and v.dtype.hasobject for v in flat[0]):
             raise errors.UnsupportedOpError(
                 f"{name} at {user_frame_description()} returns {_kind_of(result)}, which "
                 "cannot be a graph value (graphs hold numeric and bool arrays). Fix: call it "
-                "outside the kx.function and pass what you need in as arrays.")
+                "outside the kx.function and pass what you need in as arrays."
+            )
         found.append(([leaf_aval(v) for v in flat[0]], flat[1]))
     if not found:
         first = failures[0]
         cls: type = errors.UnsupportedOpError
         if len({type(e) for e in failures}) == 1 and all(
-                a.shape is not None and None not in a.shape for a in avals):
+            a.shape is not None and None not in a.shape for a in avals
+        ):
             # the same error on every set of values of these exact shapes and dtypes: the
             # call is wrong whatever the data (a bad keyword, mismatched shapes) and fails
             # eagerly too, so the error is also of NumPy's type (`except ValueError:` catches it)
@@ -232,13 +257,15 @@ def find_out_aval(func: Callable, template: CallTemplate, operands: list[Any],
             f"traced shapes and dtypes ({type(first).__name__}: {first}), so the type of its "
             "result cannot be found while tracing. Fix: check the arguments (the same call "
             "fails eagerly if they are wrong), or compute it outside the kx.function and "
-            "pass the result in.") from first
+            "pass the result in."
+        ) from first
     structures = {repr(s) for _, s in found}
     if len(structures) > 1:
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} returns a different number of results for "
             "different input values, which a graph cannot describe. Fix: compute it outside "
-            "the kx.function.")
+            "the kx.function."
+        )
     leaves = [_merge(name, [f[0][i] for f in found]) for i in range(len(found[0][0]))]
     structure = found[0][1]
     out = leaves[0] if is_leaf(structure) else tuple(leaves)
@@ -255,9 +282,11 @@ def failing_call_error(numpy_error: type) -> type:
     if cls is None:
         try:
             # (the message is ours: NumPy's own __init__/__str__ may want other arguments)
-            cls = type(f"UnsupportedOpError_{numpy_error.__name__}",
-                       (errors.UnsupportedOpError, numpy_error),
-                       {"__init__": Exception.__init__, "__str__": Exception.__str__})
+            cls = type(
+                f"UnsupportedOpError_{numpy_error.__name__}",
+                (errors.UnsupportedOpError, numpy_error),
+                {"__init__": Exception.__init__, "__str__": Exception.__str__},
+            )
         except TypeError:  # (an exception type that cannot be a base: ours alone)
             cls = errors.UnsupportedOpError
         _FAILING_CALL_ERRORS[numpy_error] = cls
@@ -272,9 +301,11 @@ def _merge(name: str, avals: list[AbstractValue]) -> AbstractValue:
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} returns results whose dtype or rank "
             f"depends on the input values ({', '.join(sorted(map(str, avals)))}), which a "
-            "graph cannot describe. Fix: compute it outside the kx.function.")
-    shape = tuple(d if all(a.shape[i] == d for a in avals) else None
-                  for i, d in enumerate(avals[0].shape))
+            "graph cannot describe. Fix: compute it outside the kx.function."
+        )
+    shape = tuple(
+        d if all(a.shape[i] == d for a in avals) else None for i, d in enumerate(avals[0].shape)
+    )
     return AbstractValue(shape, avals[0].dtype)
 
 
@@ -286,6 +317,7 @@ def _kind_of(value: Any) -> str:
 
 
 # -- Python numbers ---------------------------------------------------------------------------
+
 
 class PythonNumber(Tensor):
     """A traced value that eager NumPy has as a Python number (``np.random.rand()``,
@@ -309,13 +341,16 @@ class PythonNumber(Tensor):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         if method == "__call__" and kwargs.get("dtype") is None:
             try:
-                loop = ufunc.resolve_dtypes(tuple(_weak_type(a) for a in inputs)
-                                            + (None,) * ufunc.nout)
+                loop = ufunc.resolve_dtypes(
+                    tuple(_weak_type(a) for a in inputs) + (None,) * ufunc.nout
+                )
             except (TypeError, ValueError, np.exceptions.DTypePromotionError):
                 loop = None
             if loop is not None:
-                inputs = tuple(a.astype(loop[i], copy=False) if isinstance(a, PythonNumber)
-                               else a for i, a in enumerate(inputs))
+                inputs = tuple(
+                    a.astype(loop[i], copy=False) if isinstance(a, PythonNumber) else a
+                    for i, a in enumerate(inputs)
+                )
         return Tensor.__array_ufunc__(self, ufunc, method, *inputs, **kwargs)
 
 
@@ -349,14 +384,18 @@ def _python_operator(stem: str, uf: Callable, reflected: bool) -> Callable:
             return strong(self, other)
         # Python computes in the wider operand type (bool -> int -> float -> complex); the
         # comparisons' operands promote the same way.
-        wide = type(a(1) + b(1)) if result_type is bool and stem not in (
-            "and", "or", "xor") else result_type
+        wide = (
+            type(a(1) + b(1))
+            if result_type is bool and stem not in ("and", "or", "xor")
+            else result_type
+        )
         dtype = PYTHON_SCALARS[wide]
         x = self.astype(dtype, copy=False)
         # A Python operand stays an inline weak literal: NEP 50 gives ``dtype`` with x.
         y = other.astype(dtype, copy=False) if isinstance(other, PythonNumber) else other
         res = Tensor.__array_ufunc__(x, uf, "__call__", *((y, x) if reflected else (x, y)))
         return PythonNumber(res.node, res.context, result_type)
+
     op.__name__ = f"__r{stem}__" if reflected else f"__{stem}__"
     return op
 
@@ -366,8 +405,9 @@ def _python_operator(stem: str, uf: Callable, reflected: bool) -> Callable:
 _PYTHON_SEQUENCES = (list, tuple, str, bytes)
 
 
-def _sequence_operand(number: PythonNumber, sequence: Any, py_op: Callable,
-                      reflected: bool) -> None:
+def _sequence_operand(
+    number: PythonNumber, sequence: Any, py_op: Callable, reflected: bool
+) -> None:
     """Raise what Python raises for ``number <op> sequence`` (a TypeError), or, where Python
     would repeat the sequence ``number`` times, say that the count is not known yet."""
     sample = number.py_type(1)
@@ -380,11 +420,13 @@ def _sequence_operand(number: PythonNumber, sequence: Any, py_op: Callable,
         f"{describe_tensor(number)} at {user_frame_description()}: the count is only known "
         "when the graph runs, so Python cannot build the sequence while tracing. Fix: make "
         "an array from the data the count comes from (np.full_like(sel, value) for "
-        "n = len(sel)), or give that dimension a size in input_signature.")
+        "n = len(sel)), or give that dimension a size in input_signature."
+    )
 
 
 def _install_python_operators() -> None:
     from .operators import BINARY_OPERATORS, COMPARISON_OPERATORS
+
     for stem, uf in BINARY_OPERATORS:
         if stem == "matmul":
             continue
@@ -397,6 +439,7 @@ def _install_python_operators() -> None:
         wide = int if self.py_type is bool else self.py_type
         res = np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False))
         return PythonNumber(res.node, res.context, wide)
+
     PythonNumber.__neg__ = neg
 
 
@@ -404,6 +447,7 @@ _install_python_operators()
 
 
 # -- ufunc methods ------------------------------------------------------------------------------
+
 
 def ufunc_method_call(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     """``ufunc.method(*inputs, **kwargs)`` without a graph op: an opaque call, or the clear
@@ -414,6 +458,7 @@ def ufunc_method_call(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict)
         target, *rest = inputs
         if isinstance(target, np.ndarray) and not isinstance(target, Tensor):
             from .state import current_context
+
             ctx = current_context()
             target = ctx.promote(target) if ctx is not None else target
         if not isinstance(target, Tensor):
@@ -433,10 +478,12 @@ def _at_on_copy(ufunc: np.ufunc) -> Callable:
     """``ufunc.at`` as a pure function: applied to a copy of the array, which it returns."""
     fn = _AT_FUNCTIONS.get(ufunc)
     if fn is None:
+
         def at(a: np.ndarray, *rest: Any) -> np.ndarray:
             out = np.array(a, copy=True)
             ufunc.at(out, *rest)
             return out
+
         at.__name__ = at.__qualname__ = f"{ufunc.__name__}.at"
         at.__module__ = "numpy"
         fn = _AT_FUNCTIONS[ufunc] = at
@@ -446,6 +493,17 @@ def _at_on_copy(ufunc: np.ufunc) -> Callable:
 FALLBACK["function"] = numpy_call
 FALLBACK["ufunc"] = ufunc_method_call
 
-__all__ = ["MUTATING_FUNCTIONS", "MUTATING_UFUNC_METHODS", "bind_call", "build_template",
-           "find_out_aval", "function_name", "mutating_error", "numpy_call", "operand_aval",
-           "rebuild", "stand_in", "ufunc_method_call"]
+__all__ = [
+    "MUTATING_FUNCTIONS",
+    "MUTATING_UFUNC_METHODS",
+    "bind_call",
+    "build_template",
+    "find_out_aval",
+    "function_name",
+    "mutating_error",
+    "numpy_call",
+    "operand_aval",
+    "rebuild",
+    "stand_in",
+    "ufunc_method_call",
+]

@@ -58,6 +58,7 @@ def _inplace(uf: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
         # graph itself stays functional: the object is rebound to the result's node.
         self._rebind(uf(self, other))
         return self
+
     return _named(op, name)
 
 
@@ -66,7 +67,10 @@ def _inplace(uf: Callable[..., Any], name: str) -> Callable[[Any, Any], Any]:
 #: ``np.square`` / ``np.reciprocal`` / ``np.sqrt`` of it (for complex values other bits than
 #: ``np.power``). NumPy scalars and integer arrays take ``np.power``.
 POWER_FAST_PATHS: dict[tuple[type, Any], Callable[..., Any]] = {
-    (int, 2): np.square, (int, -1): np.reciprocal, (float, 0.5): np.sqrt}
+    (int, 2): np.square,
+    (int, -1): np.reciprocal,
+    (float, 0.5): np.sqrt,
+}
 
 
 def power_function(base: Any, exponent: Any) -> Callable[..., Any] | None:
@@ -81,8 +85,9 @@ def power_function(base: Any, exponent: Any) -> Callable[..., Any] | None:
     holds_array = base.pow_base_is_array()
     if holds_array is None:
         # (float bits are the same either way; complex ones are not: NumPy decides per call)
-        return fast if np.dtype(base.dtype).kind == "f" else \
-            (lambda b: b.power_at_run_time(exponent))
+        return (
+            fast if np.dtype(base.dtype).kind == "f" else (lambda b: b.power_at_run_time(exponent))
+        )
     return fast if holds_array else None
 
 
@@ -100,15 +105,20 @@ def _inplace_power(self: Any, other: Any) -> Any:
 #: ``(dunder stem, NumPy callable)`` of the binary operators that have reflected and in-place
 #: forms, in op-table order.
 BINARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
-    (k.dunder, _numpy_callable(k)) for k in OpKind
-    if k.dunder is not None and k not in COMPARISONS and _numpy_callable(k).nin == 2)
+    (k.dunder, _numpy_callable(k))
+    for k in OpKind
+    if k.dunder is not None and k not in COMPARISONS and _numpy_callable(k).nin == 2
+)
 #: ``(dunder stem, ufunc)`` of the comparisons (no reflected or in-place forms).
 COMPARISON_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
-    (k.dunder, _numpy_callable(k)) for k in OpKind if k in COMPARISONS)
+    (k.dunder, _numpy_callable(k)) for k in OpKind if k in COMPARISONS
+)
 #: ``(dunder stem, ufunc)`` of the unary operators.
 UNARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
-    (k.dunder, _numpy_callable(k)) for k in OpKind
-    if k.dunder is not None and _numpy_callable(k).nin == 1)
+    (k.dunder, _numpy_callable(k))
+    for k in OpKind
+    if k.dunder is not None and _numpy_callable(k).nin == 1
+)
 
 
 class NumpyOperators:

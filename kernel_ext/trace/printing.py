@@ -36,5 +36,4 @@ def kx_print(*values: Any, sep: str = " ", end: str = "\n") -> None:
             args.append(ctx.lift(v))
         else:
             template.append(str(v))  # a Python value is frozen at trace time, like any other
-    ctx.graph.create_node(OpKind.PRINT, args, {"template": tuple(template), "sep": sep,
-                                               "end": end})
+    ctx.graph.create_node(OpKind.PRINT, args, {"template": tuple(template), "sep": sep, "end": end})

@@ -28,14 +28,23 @@ from .types import KeyOrderWatch
 from .variables import Variable
 from .zero_d import ARRAY, COMPUTED, zero_d_kind
 
-__all__ = ["ArgumentContainers", "ObjectArguments", "TreeNode", "flatten_outputs", "unflatten",
-           "with_replays", "with_writeback"]
+__all__ = [
+    "ArgumentContainers",
+    "ObjectArguments",
+    "TreeNode",
+    "flatten_outputs",
+    "unflatten",
+    "with_replays",
+    "with_writeback",
+]
 
 
-def flatten_outputs(result: Any, ctx: TraceContext,
-                    updated: dict[int, tuple[tuple, Tensor]] | None = None,
-                    containers: ArgumentContainers | None = None
-                    ) -> tuple[TreeNode, list[Node]]:
+def flatten_outputs(
+    result: Any,
+    ctx: TraceContext,
+    updated: dict[int, tuple[tuple, Tensor]] | None = None,
+    containers: ArgumentContainers | None = None,
+) -> tuple[TreeNode, list[Node]]:
     """The returned structure as a tree plus its graph outputs. ``updated`` maps the ids of
     the argument tensors updated in place to their paths: returning one returns the caller's
     array itself (an ``input`` leaf), as NumPy does; likewise a list or dict argument
@@ -53,8 +62,11 @@ def flatten_outputs(result: Any, ctx: TraceContext,
             node = ctx.lift(value)
             outputs.append(node)
             # a value eager code holds as a Python number comes back as one (value=its type)
-            return TreeNode("output", index=len(outputs) - 1,
-                            value=value.py_type if isinstance(value, PythonNumber) else form)
+            return TreeNode(
+                "output",
+                index=len(outputs) - 1,
+                value=value.py_type if isinstance(value, PythonNumber) else form,
+            )
         if isinstance(value, tuple) and hasattr(type(value), "_fields"):
             return TreeNode("namedtuple", tuple(walk(v) for v in value), container=type(value))
         if type(value) in (tuple, list):
@@ -64,8 +76,12 @@ def flatten_outputs(result: Any, ctx: TraceContext,
             return TreeNode("dict", tuple(walk(value[k]) for k in keys), keys=keys)
         if dataclasses.is_dataclass(value) and not isinstance(value, type):
             names = tuple(f.name for f in dataclasses.fields(value))
-            return TreeNode("dataclass", tuple(walk(getattr(value, n)) for n in names),
-                            container=type(value), keys=names)
+            return TreeNode(
+                "dataclass",
+                tuple(walk(getattr(value, n)) for n in names),
+                container=type(value),
+                keys=names,
+            )
         return TreeNode("const", value=value)
 
     tree = walk(result)
@@ -85,8 +101,13 @@ def _zero_d_form(value: Any, ctx: TraceContext) -> Any:
     form = zero_d_kind(value.node, ctx.graph)
     if isinstance(form, tuple) and value.node in ctx.graph.inputs:
         return ("argument", form[1])  # an argument returned as it is: the caller's object
-    return np.ndarray if form == ARRAY else form if isinstance(form, tuple) or \
-        form == COMPUTED else None
+    return (
+        np.ndarray
+        if form == ARRAY
+        else form
+        if isinstance(form, tuple) or form == COMPUTED
+        else None
+    )
 
 
 class ArgumentContainers:
@@ -124,8 +145,9 @@ class ArgumentContainers:
         for step, item in _children(value, kind):
             self._walk(item, path + (step,))
 
-    def replays(self, ctx: TraceContext, outputs: list[Node],
-                updated: dict[int, tuple[tuple, Tensor]]) -> list[tuple[tuple, str, TreeNode]]:
+    def replays(
+        self, ctx: TraceContext, outputs: list[Node], updated: dict[int, tuple[tuple, Tensor]]
+    ) -> list[tuple[tuple, str, TreeNode]]:
         """``(path, kind, contents tree)`` of each container the function changed; the
         contents' arrays are appended to ``outputs``. An argument array updated in place
         (``updated``) stays the caller's object (a NumPy scalar takes its new value)."""
@@ -134,10 +156,14 @@ class ArgumentContainers:
         for path, obj, kind, before in self.entries:
             after = _contents(obj, kind)
             if len(after) == len(before) and all(
-                    ka == kb and va is vb for (ka, va), (kb, vb) in zip(after, before)):
+                ka == kb and va is vb for (ka, va), (kb, vb) in zip(after, before)
+            ):
                 continue
-            tree = TreeNode("dict", tuple(self._encode(v, ctx, outputs) for _, v in after),
-                            keys=tuple(k for k, _ in after))
+            tree = TreeNode(
+                "dict",
+                tuple(self._encode(v, ctx, outputs) for _, v in after),
+                keys=tuple(k for k, _ in after),
+            )
             out.append((path, kind, tree))
         return out
 
@@ -147,24 +173,31 @@ class ArgumentContainers:
             return TreeNode("input", index=len(outputs) - 1, value=self.paths[id(value)])
         if id(value) in self.paths:
             return TreeNode("argument", value=self.paths[id(value)])
-        if value is None or (isinstance(value, (bool, int, float, complex, str, bytes)) and \
-                not isinstance(value, np.generic)):
+        if value is None or (
+            isinstance(value, (bool, int, float, complex, str, bytes))
+            and not isinstance(value, np.generic)
+        ):
             return TreeNode("const", value=value)
         if isinstance(value, (Tensor, Variable, np.ndarray, np.generic)):
             form = _zero_d_form(value, ctx)  # (a 0-d array stored stays one, as eagerly)
             outputs.append(ctx.lift(value))
             return TreeNode("output", index=len(outputs) - 1, value=form)
         if type(value) in (list, tuple):
-            return TreeNode(type(value).__name__,
-                            tuple(self._encode(v, ctx, outputs) for v in value))
+            return TreeNode(
+                type(value).__name__, tuple(self._encode(v, ctx, outputs) for v in value)
+            )
         if type(value) is dict:
-            return TreeNode("dict", tuple(self._encode(v, ctx, outputs) for v in value.values()),
-                            keys=tuple(value))
+            return TreeNode(
+                "dict",
+                tuple(self._encode(v, ctx, outputs) for v in value.values()),
+                keys=tuple(value),
+            )
         raise errors.UnsupportedOpError(
             f"the function stored a {type(value).__name__} ({value!r:.60}) in one of its list, "
             "dict or dataclass arguments; a traced function replays such changes at every "
             "call, which works for arrays, numbers, strings and lists/dicts/tuples of them. "
-            "Fix: store arrays or plain values, or return the object instead.")
+            "Fix: store arrays or plain values, or return the object instead."
+        )
 
 
 def _container_kind(value: Any) -> str | None:
@@ -194,12 +227,16 @@ def with_replays(tree: TreeNode, replays: list[tuple[tuple, str, TreeNode]]) -> 
     """``tree`` followed by the container replays (:class:`ArgumentContainers`)."""
     if not replays:
         return tree
-    return TreeNode("replay", (tree, *(t for _, _, t in replays)),
-                    value=tuple((path, kind) for path, kind, _ in replays))
+    return TreeNode(
+        "replay",
+        (tree, *(t for _, _, t in replays)),
+        value=tuple((path, kind) for path, kind, _ in replays),
+    )
 
 
-def with_writeback(tree: TreeNode, outputs: list[Node], ctx: TraceContext,
-                   updated: list[tuple[tuple, Tensor]]) -> TreeNode:
+def with_writeback(
+    tree: TreeNode, outputs: list[Node], ctx: TraceContext, updated: list[tuple[tuple, Tensor]]
+) -> TreeNode:
     """``tree`` wrapped so that the executor, after building the result, copies the final
     value of each updated argument (appended to ``outputs``) into the caller's array."""
     children = [tree]
@@ -210,10 +247,27 @@ def with_writeback(tree: TreeNode, outputs: list[Node], ctx: TraceContext,
 
 
 #: Arguments whose attributes are not the caller's state (functions, classes, modules).
-_NOT_HOLDERS = (types.FunctionType, types.MethodType, types.BuiltinFunctionType,
-                types.ModuleType, type, functools.partial)
-_PLAIN_LEAVES = (type(None), bool, int, float, complex, str, bytes, np.ndarray, np.generic, Tensor,
-                 Variable)
+_NOT_HOLDERS = (
+    types.FunctionType,
+    types.MethodType,
+    types.BuiltinFunctionType,
+    types.ModuleType,
+    type,
+    functools.partial,
+)
+_PLAIN_LEAVES = (
+    type(None),
+    bool,
+    int,
+    float,
+    complex,
+    str,
+    bytes,
+    np.ndarray,
+    np.generic,
+    Tensor,
+    Variable,
+)
 
 
 class ObjectArguments:
@@ -232,8 +286,12 @@ class ObjectArguments:
         self._saved: list[tuple[str, Any, dict[str, Any], list[tuple[Any, Any]]]] = []
         for name, value in zip(names, placeholders):
             attrs = getattr(value, "__dict__", None)
-            if (isinstance(value, _PLAIN_LEAVES) or _container_kind(value) is not None
-                    or type(attrs) is not dict or isinstance(value, _NOT_HOLDERS)):
+            if (
+                isinstance(value, _PLAIN_LEAVES)
+                or _container_kind(value) is not None
+                or type(attrs) is not dict
+                or isinstance(value, _NOT_HOLDERS)
+            ):
                 continue
             held = [(v, _shallow(v)) for v in attrs.values() if _shallow(v) is not None]
             self._saved.append((name, value, dict(attrs), held))
@@ -250,7 +308,8 @@ class ObjectArguments:
                 "NumPy stores a new array at every call. Fix: return the value and store it "
                 "outside the function, or pass the list or dict itself as an argument (a "
                 "traced function replays changes to list, dict and dataclass arguments at "
-                "every call).")
+                "every call)."
+            )
 
     def objects(self) -> list[Any]:
         """The watched object arguments."""
@@ -293,6 +352,7 @@ def _shallow(value: Any) -> list[tuple[Any, Any]] | None:
 
 def _traced_attribute(name: str, attrs: dict[str, Any]) -> str | None:
     """``cfg.history`` (or ``cfg.cache['h']``): where a traced value sits, else None."""
+
     def find(value: Any, path: str, depth: int) -> str | None:
         if isinstance(value, Tensor) and not isinstance(value, Variable):
             return path
@@ -311,6 +371,7 @@ def _traced_attribute(name: str, attrs: dict[str, Any]) -> str | None:
             if found:
                 return found
         return None
+
     for attr, value in attrs.items():
         found = find(value, f"{name}.{attr}", 0)
         if found:

@@ -66,12 +66,14 @@ def is_random_callable(fn: Any) -> bool:
 def intercept(fn: Callable) -> Callable:
     """What a converted call of the random callable ``fn`` runs: ``fn`` itself outside a
     trace, a recorded ``random_call`` inside one."""
+
     def call(*args: Any, **kwargs: Any) -> Any:
         if current_context() is None:
             return fn(*args, **kwargs)
         if fn in _CONSTRUCTORS:
             return make_generator(fn, args, kwargs)
         return record_draw(fn, args, kwargs)
+
     call.__wrapped__ = fn  # type: ignore[attr-defined]
     call.__kx_autograph__ = True  # type: ignore[attr-defined]
     return call
@@ -84,13 +86,15 @@ def record_draw(fn: Callable, args: tuple, kwargs: dict) -> Any:
     if method in _NOT_DRAWS:
         raise errors.UnsupportedOpError(
             f"{name}() at {user_frame_description()} returns a Python object, which cannot "
-            "be a graph value. Fix: call it outside the kx.function.")
+            "be a graph value. Fix: call it outside the kx.function."
+        )
     template, operands = build_template(args, kwargs)
     if fn in _GLOBAL_FUNCTIONS:  # np.random.seed(...) / set_state(...): no value
         if operands:
             raise errors.UnsupportedOpError(
                 f"{name} at {user_frame_description()} takes a traced value; the seed must be "
-                "known while tracing. Fix: pass it as a Python int.")
+                "known while tracing. Fix: pass it as a Python int."
+            )
         return bind_call(OpKind.RANDOM_CALL, fn, template, operands, None, None, name)
     if method in _IN_PLACE:
         return _shuffle(fn, template, operands, name)
@@ -99,15 +103,18 @@ def record_draw(fn: Callable, args: tuple, kwargs: dict) -> Any:
     if isinstance(out_aval, tuple):
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} returns several values; a random draw "
-            "must be one array. Fix: call it outside the kx.function.")
+            "must be one array. Fix: call it outside the kx.function."
+        )
     return bind_call(OpKind.RANDOM_CALL, fn, template, operands, out_aval, structure, name)
 
 
 def _on_copy(owner: Any, method: str) -> Callable:
     """``owner.method`` on a fresh copy of the generator for every stand-in run: finding the
     result's type must not advance the user's random state."""
+
     def draw(*args: Any, **kwargs: Any) -> Any:
         return getattr(copy.deepcopy(owner), method)(*args, **kwargs)
+
     draw.__name__ = method
     return draw
 
@@ -121,16 +128,17 @@ def shuffled(shuffle: Callable, x: Any, *args: Any, **kwargs: Any) -> np.ndarray
 
 
 def _shuffle(fn: Any, template: CallTemplate, operands: list, name: str) -> None:
-    if not (template.args and template.args[0] == Operand(0) and
-            isinstance(operands[0], Tensor)):
+    if not (template.args and template.args[0] == Operand(0) and isinstance(operands[0], Tensor)):
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} shuffles a value that is not a traced "
             "array in place. Fix: shuffle an array argument of the function, or use "
-            "rng.permutation(x) and keep its result.")
+            "rng.permutation(x) and keep its result."
+        )
     target = operands[0]
     draw = _Shuffled(fn)
-    out_aval, structure = find_out_aval(_Shuffled(_on_copy(fn.__self__, "shuffle")),
-                                        template, operands, name)
+    out_aval, structure = find_out_aval(
+        _Shuffled(_on_copy(fn.__self__, "shuffle")), template, operands, name
+    )
     result = bind_call(OpKind.RANDOM_CALL, draw, template, operands, out_aval, structure, name)
     target[...] = result  # the in-place write, through the tracer's own setitem
     return None
@@ -157,7 +165,8 @@ def make_generator(ctor: Callable, args: tuple, kwargs: dict) -> Any:
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} takes a traced or array seed; the seed of "
             "a generator made inside a kx.function must be known while tracing. Fix: pass it "
-            "as a Python int, or make the generator outside and pass it in.")
+            "as a Python int, or make the generator outside and pass it in."
+        )
     gen = ctor(*args, **kwargs)
     seeded = any(a is not None for a in args) or any(v is not None for v in kwargs.values())
     reset = _Reset(gen, seeded)
@@ -183,6 +192,7 @@ class _Reset:
 
 
 # -- draws that escaped interception ----------------------------------------------------------
+
 
 def _generators(values: Sequence[Any]) -> list[Any]:
     """The generators a trace may draw from: the global RandomState and those in ``values``
@@ -217,8 +227,11 @@ def set_generator_state(gen: Any, state: Any) -> None:
 def same_generator_state(a: Any, b: Any) -> bool:
     """Are two states from :func:`generator_state` the same (arrays compared by value)?"""
     if isinstance(a, dict):
-        return isinstance(b, dict) and a.keys() == b.keys() and \
-            all(same_generator_state(a[k], b[k]) for k in a)
+        return (
+            isinstance(b, dict)
+            and a.keys() == b.keys()
+            and all(same_generator_state(a[k], b[k]) for k in a)
+        )
     if isinstance(a, np.ndarray):
         return isinstance(b, np.ndarray) and np.array_equal(a, b)
     return bool(a == b)
@@ -237,17 +250,29 @@ def frozen_draw_guard(values: Sequence[Any], function_name: str) -> Iterator[Non
         if not same_generator_state(state, generator_state(gen)):
             # The trace fails: put the state back, as if the failed call had drawn nothing.
             set_generator_state(gen, state)
-            which = "np.random's global state" if gen is np.random.mtrand._rand else \
-                "a Generator argument"
+            which = (
+                "np.random's global state"
+                if gen is np.random.mtrand._rand
+                else "a Generator argument"
+            )
             raise errors.UnsupportedOpError(
                 f"{which} advanced while tracing '{function_name}': a random draw ran at "
                 "trace time (AutoGraph is off, or the draw is in code AutoGraph does not "
                 "convert), so its numbers would be frozen into the graph and repeat at every "
                 "call. Fix: keep AutoGraph on (kx.function(autograph=True), the default) and "
                 "call np.random / the Generator in the function's own code, or draw outside "
-                "the kx.function and pass the numbers in.")
+                "the kx.function and pass the numbers in."
+            )
 
 
-__all__ = ["frozen_draw_guard", "generator_state", "intercept", "is_random_callable",
-           "make_generator", "record_draw", "same_generator_state", "set_generator_state",
-           "shuffled"]
+__all__ = [
+    "frozen_draw_guard",
+    "generator_state",
+    "intercept",
+    "is_random_callable",
+    "make_generator",
+    "record_draw",
+    "same_generator_state",
+    "set_generator_state",
+    "shuffled",
+]

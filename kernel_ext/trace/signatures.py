@@ -64,8 +64,10 @@ def _numpy_writes_out(handler: Callable) -> Callable:
 def numpy_writes_out(handler: Callable) -> bool:
     """Does ``out=`` of this handler's function run as NumPy's own call (else the handler's
     result is written into ``out`` as an in-place update)?"""
-    return bool(getattr(inspect.unwrap(handler), "numpy_writes_out", False) or
-                getattr(handler, "numpy_writes_out", False))
+    return bool(
+        getattr(inspect.unwrap(handler), "numpy_writes_out", False)
+        or getattr(handler, "numpy_writes_out", False)
+    )
 
 
 declare.parameters = _parameters  # type: ignore[attr-defined]
@@ -95,13 +97,16 @@ def implemented_parameters(handler: Callable, func: Callable | None = None) -> f
             params = list(inspect.signature(handler).parameters.values())
             names = {p.name for p in params if p.kind is not _P.VAR_KEYWORD}
             if func is not None:
-                taken = sum(p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD)
-                            for p in params)
+                taken = sum(
+                    p.kind in (_P.POSITIONAL_ONLY, _P.POSITIONAL_OR_KEYWORD) for p in params
+                )
                 if any(p.kind is _P.VAR_POSITIONAL for p in params):
                     taken = len(numpy_signature(func).parameters)
-                names |= {p.name for i, p in enumerate(
-                    numpy_signature(func).parameters.values())
-                    if p.kind is _P.POSITIONAL_ONLY and i < taken}
+                names |= {
+                    p.name
+                    for i, p in enumerate(numpy_signature(func).parameters.values())
+                    if p.kind is _P.POSITIONAL_ONLY and i < taken
+                }
             found = frozenset(names)
         _IMPLEMENTED[key] = found
     return found
@@ -127,8 +132,9 @@ class Route:
 
     __slots__ = ("args", "kwargs", "opaque", "out")
 
-    def __init__(self, opaque: str | None, args: tuple = (), kwargs: dict | None = None,
-                 out: Any = None) -> None:
+    def __init__(
+        self, opaque: str | None, args: tuple = (), kwargs: dict | None = None, out: Any = None
+    ) -> None:
         self.opaque, self.args, self.kwargs, self.out = opaque, args, kwargs or {}, out
 
 
@@ -194,5 +200,15 @@ def method_signature(func: Callable) -> inspect.Signature:
     return inspect.Signature([p for p in params if p.name not in lacks])
 
 
-__all__ = ["ALL", "METHOD_LACKS", "Route", "declare", "implemented_parameters", "is_default",
-           "method_signature", "numpy_signature", "numpy_writes_out", "route"]
+__all__ = [
+    "ALL",
+    "METHOD_LACKS",
+    "Route",
+    "declare",
+    "implemented_parameters",
+    "is_default",
+    "method_signature",
+    "numpy_signature",
+    "numpy_writes_out",
+    "route",
+]

@@ -41,11 +41,17 @@ class SourceLine(NamedTuple):
     text: str
 
 
-_OWN_DIR = os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) \
-    + os.sep  # kernel_ext/
+_OWN_DIR = (
+    os.path.normcase(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
+)  # kernel_ext/
 _NUMPY_DIR = os.sep + "numpy" + os.sep
-_STDLIB = tuple({os.path.normcase(p) + os.sep for p in (
-    sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib")) if p})
+_STDLIB = tuple(
+    {
+        os.path.normcase(p) + os.sep
+        for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"))
+        if p
+    }
+)
 # file name -> True for files of ours / NumPy / the standard library (never the user's)
 _not_user: dict[str, bool] = {}
 _state = threading.local()
@@ -55,8 +61,11 @@ def _is_not_user(filename: str) -> bool:
     hit = _not_user.get(filename)
     if hit is None:
         name = os.path.normcase(filename)
-        hit = (name.startswith(_OWN_DIR) or _NUMPY_DIR in name
-               or ("site-packages" not in name and name.startswith(_STDLIB)))
+        hit = (
+            name.startswith(_OWN_DIR)
+            or _NUMPY_DIR in name
+            or ("site-packages" not in name and name.startswith(_STDLIB))
+        )
         _not_user[filename] = hit
     return hit
 
@@ -73,8 +82,9 @@ def user_line() -> SourceLine | None:
         code = frame.f_code
         if not _is_not_user(code.co_filename):
             lineno = frame.f_lineno
-            return SourceLine(code.co_filename, lineno,
-                              linecache.getline(code.co_filename, lineno).strip())
+            return SourceLine(
+                code.co_filename, lineno, linecache.getline(code.co_filename, lineno).strip()
+            )
         frame = frame.f_back
     return None
 

@@ -59,14 +59,21 @@ _UNSUPPORTED_UFUNC_KWARGS = ("where", "casting", "order", "subok", "signature", 
 #: The keywords of a ufunc call its op implements (``dtype``); the others run NumPy's ufunc.
 _NATIVE_UFUNC_KWARGS = frozenset({"dtype"})
 #: ufunc keywords given their default (``where=True``, ``casting="same_kind"``): no effect.
-_UFUNC_DEFAULTS = {"where": True, "casting": "same_kind", "order": "K", "subok": True,
-                   "signature": None, "dtype": None}
+_UFUNC_DEFAULTS = {
+    "where": True,
+    "casting": "same_kind",
+    "order": "K",
+    "subok": True,
+    "signature": None,
+    "dtype": None,
+}
 
 
 def _ufunc_default(key: str, value: Any) -> bool:
     default = _UFUNC_DEFAULTS.get(key, _UFUNC_DEFAULTS)
-    return value is default or (type(value) is type(default) and isinstance(value, str) and
-                                value == default)
+    return value is default or (
+        type(value) is type(default) and isinstance(value, str) and value == default
+    )
 
 
 class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
@@ -106,10 +113,10 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     def __init__(self, node: Node, context: TraceContext) -> None:
         self._node = node
         self.context = context
-        self._root: Tensor | None = None   # the root this is a view of (None: a root)
-        self._steps: tuple = ()             # view steps from the root, see ViewStep
-        self._seen = 0                      # the root's version this view was computed from
-        self._version = 0                   # a root's version: unique per update, 0 = never
+        self._root: Tensor | None = None  # the root this is a view of (None: a root)
+        self._steps: tuple = ()  # view steps from the root, see ViewStep
+        self._seen = 0  # the root's version this view was computed from
+        self._version = 0  # a root's version: unique per update, 0 = never
         # Roots this value may *be* at run time (an ``if`` on a traced value picked one of
         # them), each with its version then and where the choice was made: see may_be.
         self._aliases: tuple = ()
@@ -165,7 +172,8 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         if self.shape is None:
             raise errors.TracedBoolError(
                 f"{describe_tensor(self)} has unknown rank, so .ndim has no Python value while "
-                "tracing. Fix: give the argument a known rank in input_signature.")
+                "tracing. Fix: give the argument a known rank in input_signature."
+            )
         return len(self.shape)
 
     @property
@@ -195,20 +203,25 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     def _static_length(self, what: str) -> int:
         """``shape[0]`` as a Python int, or the error NumPy (or tracing) gives without one."""
         if self.shape == ():
-            raise TypeError("len() of unsized object" if what.startswith("len") else
-                            "iteration over a 0-d array")
+            raise TypeError(
+                "len() of unsized object"
+                if what.startswith("len")
+                else "iteration over a 0-d array"
+            )
         if self.shape is None:
             raise errors.TracedBoolError(
                 f"{what} {describe_tensor(self)} at {user_frame_description()}: its rank is "
                 "unknown while tracing. Fix: give the argument a known rank in "
-                "input_signature.")
+                "input_signature."
+            )
         if self.shape[0] is None:
             raise errors.TracedBoolError(
                 f"{what} {describe_tensor(self)} at {user_frame_description()}: its first "
                 "dimension is only known at run time, so Python cannot count it while "
                 "tracing. Fix: loop with a `for` statement over the array itself (`for row in "
                 "x:` becomes a graph loop) or over kx.range(x.shape[0]), or give the dimension "
-                "a size in input_signature.")
+                "a size in input_signature."
+            )
         return self.shape[0]
 
     def __repr__(self) -> str:
@@ -222,8 +235,11 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
         out = kwargs.pop("out", None)
         kwargs = {k: v for k, v in kwargs.items() if not _ufunc_default(k, v)}
-        if method == "__call__" and ufunc not in GUFUNCS and any(
-                k not in _NATIVE_UFUNC_KWARGS for k in kwargs):
+        if (
+            method == "__call__"
+            and ufunc not in GUFUNCS
+            and any(k not in _NATIVE_UFUNC_KWARGS for k in kwargs)
+        ):
             # where=, casting=, order=, subok=, signature=: no op has them, so NumPy's own
             # ufunc runs (into a copy of ``out``, which ``out`` then takes): never dropped
             if out is not None and "ufunc_into" in FALLBACK:
@@ -243,9 +259,11 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             raise errors.UnsupportedOpError(
                 f"np.{ufunc.__name__}(..., out=...) with {len(targets)} outputs is not "
                 "supported on traced values. Fix: assign the results instead "
-                "(y = np.op(...)).")
-        target.array_target(f"np.{ufunc.__name__}(..., out=...)",
-                            "return arrays must be of ArrayType")._rebind(result)
+                "(y = np.op(...))."
+            )
+        target.array_target(
+            f"np.{ufunc.__name__}(..., out=...)", "return arrays must be of ArrayType"
+        )._rebind(result)
         return target
 
     def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
@@ -276,9 +294,11 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         if not isinstance(target, Tensor) or not isinstance(result, Tensor):
             raise errors.UnsupportedOpError(
                 f"np.{getattr(func, '__name__', func)}(..., out=...) needs one array to "
-                f"write into (got {type(out).__name__}). Fix: assign the result instead.")
-        target.array_target(f"np.{getattr(func, '__name__', func)}(..., out=...)",
-                            "output must be an array")._rebind(result)
+                f"write into (got {type(out).__name__}). Fix: assign the result instead."
+            )
+        target.array_target(
+            f"np.{getattr(func, '__name__', func)}(..., out=...)", "output must be an array"
+        )._rebind(result)
         return target
 
     def pow_base_is_array(self) -> bool | None:
@@ -288,8 +308,11 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         if self.shape != ():
             return True
         node = self.node
-        if node.op is OpKind.PLACEHOLDER and node.attrs.get("path") is not None and \
-                self.context.parent is None:
+        if (
+            node.op is OpKind.PLACEHOLDER
+            and node.attrs.get("path") is not None
+            and self.context.parent is None
+        ):
             return None
         return zero_d_kind(node, None) == ARRAY
 
@@ -299,7 +322,6 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         if "function" not in FALLBACK:
             return np.power(self, exponent)
         return FALLBACK["function"](operator.pow, (self, exponent), {})
-
 
     # -- data accessors that cannot work while tracing --------------------------------------
 
@@ -314,8 +336,8 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             "a traced value's data is not known while tracing, so Python cannot hash it. "
             "Fix: count with NumPy instead (np.bincount(labels) for small non-negative ints, "
             "or values, counts = np.unique(labels, return_counts=True); then np.argmax(counts) "
-            "for a vote), or do this outside the kx.function.")
-
+            "for a vote), or do this outside the kx.function."
+        )
 
     # -- mutation: functionalized (see the class docstring) --------------------------------
     def _rebind(self, value: Any) -> None:
@@ -325,24 +347,32 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             raise TypeError("internal: rebind needs a traced value")
         if value.dtype != self.dtype:
             if not np.can_cast(value.dtype, self.dtype, casting="same_kind"):
-                raise TypeError(f"Cannot cast ufunc output from dtype('{value.dtype}') to "
-                                f"dtype('{self.dtype}') with casting rule 'same_kind'")
+                raise TypeError(
+                    f"Cannot cast ufunc output from dtype('{value.dtype}') to "
+                    f"dtype('{self.dtype}') with casting rule 'same_kind'"
+                )
             value = value.astype(self.dtype)
         if self.shape is not None and value.shape is not None and value.shape != self.shape:
             # the result of an in-place op broadcasts into the operand's shape, or fails
             if len(value.shape) > len(self.shape) or any(
-                    v not in (1, s) for v, s in zip(value.shape[::-1], self.shape[::-1])
-                    if v is not None and s is not None):
-                raise ValueError(f"non-broadcastable output operand with shape {self.shape} "
-                                 f"doesn't match the broadcast shape {value.shape}")
+                v not in (1, s)
+                for v, s in zip(value.shape[::-1], self.shape[::-1])
+                if v is not None and s is not None
+            ):
+                raise ValueError(
+                    f"non-broadcastable output operand with shape {self.shape} "
+                    f"doesn't match the broadcast shape {value.shape}"
+                )
             value = bind(OpKind.SETITEM, (self, value), {"index": (Ellipsis,)})
         if self.shape == () and zero_d_kind(self.node, self.context.top().graph) == ARRAY:
             mark_array(value)  # a 0-d array updated in place stays an array (``zero_d``)
         self.assign(value)
 
     def __setitem__(self, key: Any, value: Any) -> None:
-        self.array_target("item assignment", scalar_error=(
-            f"'numpy.{self.dtype.name}' object does not support item assignment"))
+        self.array_target(
+            "item assignment",
+            scalar_error=(f"'numpy.{self.dtype.name}' object does not support item assignment"),
+        )
         template, dyn = build_template(key)
         self.assign(bind(OpKind.SETITEM, (self, value, *dyn), {"index": template}))
 
@@ -369,7 +399,8 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
                 f"{scalar_error}: {what} at {user_frame_description()} writes into "
                 f"{describe_tensor(self)}, which NumPy holds as an immutable NumPy scalar (the "
                 "result of a ufunc, a reduction or an element read). Fix: make it a 0-d array "
-                "first (`s = np.array(s)`), or assign the new value (`s = ...`).")
+                "first (`s = np.array(s)`), or assign the new value (`s = ...`)."
+            )
         root = self.storage_root
         top = root.context.top()
         if any(t is root for _, t in top.inputs):
@@ -388,7 +419,8 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
                     f"be the array {describe_tensor(root)} itself (an if on a traced value at "
                     f"{where} chose it), so NumPy would change that array too, depending on "
                     "the data. Fix: copy in the branch (`y = a.copy() if c else b`) to write "
-                    "to a new array, or write to the original array inside the branch.")
+                    "to a new array, or write to the original array inside the branch."
+                )
             node, context = value.node, value.context
             (current_context() or context).note_mutation(self)
             self._node, self.context, self._version = node, context, next_version()
@@ -430,7 +462,8 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
                     "NumPy would show the write through both names; a traced function cannot "
                     "follow a choice made at run time. Fix: copy in the branch (`y = a.copy() "
                     "if c else b`) to keep the contents from before the write, or make the "
-                    "choice after the write.")
+                    "choice after the write."
+                )
                 self._aliases = aliases
                 raise error
 
@@ -456,8 +489,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         if root._version != self._seen:
             for version, before in root._reshapes:  # (oldest first: the newest ends outermost)
                 if version > self._seen:  # the root was reshaped in place since: undo it first
-                    self._steps = (ViewStep(OpKind.RESHAPE, {"shape": before}, ()),) + \
-                        self._steps
+                    self._steps = (ViewStep(OpKind.RESHAPE, {"shape": before}, ()),) + self._steps
             _check_layout(root, self._steps, "Reading, after an in-place update,")
         value = root
         for step in self._steps:
@@ -472,18 +504,25 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     # The methods take ndarray's documented parameters and hand every one on to the NumPy
     # function (whose handler runs NumPy's own call for a parameter it does not implement,
     # signatures.py): none is dropped.
-    def astype(self, dtype: Any, order: str = "K", casting: str = "unsafe", subok: bool = True,
-               copy: bool = True) -> Tensor:
+    def astype(
+        self,
+        dtype: Any,
+        order: str = "K",
+        casting: str = "unsafe",
+        subok: bool = True,
+        copy: bool = True,
+    ) -> Tensor:
         dtype = np.dtype(dtype)
         if not np.can_cast(self.dtype, dtype, casting=casting):
-            raise TypeError(f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
-                            f"according to the rule '{casting}'")
+            raise TypeError(
+                f"Cannot cast array data from {self.dtype!r} to {dtype!r} "
+                f"according to the rule '{casting}'"
+            )
         if order not in ("K", "A", "C"):  # (a layout of its own: NumPy's own call)
             return _method_call(self, "astype", (dtype,), {"order": order, "copy": copy})
         if dtype == self.dtype and not copy:
             return self
         return bind(OpKind.CAST, (self,), {"dtype": dtype})
-
 
     def flatten(self, order: str = "C") -> Tensor:
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
@@ -496,13 +535,11 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             return _method_call(self, "ravel", (), {"order": order})
         return np.reshape(self, (-1,), order=order)
 
-
     def copy(self, order: str = "C") -> Tensor:
         if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
             return _method_call(self, "copy", (), {"order": order})
         # (not np.copy: the method keeps a NumPy scalar a scalar, see trace/zero_d.py)
         return bind(OpKind.COPY, (self,))  # type: ignore[return-value]
-
 
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
         """``x.put(ind, v)``: flat-index assignment, in place (``np.put`` for ``mode=``)."""
@@ -520,25 +557,32 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 def _method_call(tensor: Tensor, name: str, args: tuple, kwargs: dict) -> Any:
     """``tensor.<name>(*args, **kwargs)`` as NumPy's own ndarray method call in the graph."""
     if "function" not in FALLBACK:
-        raise errors.UnsupportedOpError(f"x.{name}(...) with these arguments needs NumPy's "
-                                         "own call, which is not available here")
+        raise errors.UnsupportedOpError(
+            f"x.{name}(...) with these arguments needs NumPy's "
+            "own call, which is not available here"
+        )
     return FALLBACK["function"](getattr(np.ndarray, name), (tensor, *args), kwargs)
 
 
-def _unhandled_function(tensor: Tensor, func: Callable, args: tuple, kwargs: dict,
-                        parameter: str | None = None) -> Any:
+def _unhandled_function(
+    tensor: Tensor, func: Callable, args: tuple, kwargs: dict, parameter: str | None = None
+) -> Any:
     """A NumPy function with no handler (or a parameter its handler lacks): NumPy's own
     opaque call where the trace layer installed it, else an error naming the function."""
     if parameter is None and "function" in FALLBACK:
         return FALLBACK["function"](func, args, kwargs)
-    name = getattr(func, "__module__", "numpy").replace("numpy", "np", 1) + \
-        "." + getattr(func, "__name__", repr(func))
+    name = (
+        getattr(func, "__module__", "numpy").replace("numpy", "np", 1)
+        + "."
+        + getattr(func, "__name__", repr(func))
+    )
     what = f"{name}(..., {parameter}=...) with out=" if parameter else name
     raise errors.UnsupportedOpError(
         f"{what} is not supported on traced values (called on {describe_tensor(tensor)} "
         f"while tracing '{tensor.context.function_name}'). Fix: express it with supported "
         "NumPy operations, assign the result instead of out=, or compute it outside the "
-        "kx.function; kx.supported_numpy_functions() lists what is traced.")
+        "kx.function; kx.supported_numpy_functions() lists what is traced."
+    )
 
 
 class ViewStep:
@@ -557,8 +601,7 @@ class ViewStep:
 
     __slots__ = ("attrs", "dyn", "layout_dependent", "op", "read_only")
 
-    def __init__(self, op: OpKind, attrs: dict, dyn: tuple,
-                 layout_dependent: bool = False) -> None:
+    def __init__(self, op: OpKind, attrs: dict, dyn: tuple, layout_dependent: bool = False) -> None:
         self.op, self.attrs, self.dyn = op, attrs, dyn
         self.read_only = op is OpKind.BROADCAST_TO
         self.layout_dependent = layout_dependent
@@ -579,7 +622,8 @@ class ViewStep:
             raise errors.UnsupportedOpError(
                 f"writing through a {op.value} of an array whose shape is only known at run "
                 f"time ({describe_tensor(source)}) is not supported. Fix: write into the "
-                "array itself, or give its dimensions sizes in input_signature.")
+                "array itself, or give its dimensions sizes in input_signature."
+            )
         return bind(OpKind.RESHAPE, (value,), {"shape": tuple(shape)})  # type: ignore
 
 
@@ -590,8 +634,7 @@ def _view_step(op: OpKind, args: Sequence[Any], attrs: dict, result: Tensor) -> 
         if any(isinstance(t, (np.ndarray, list)) for t in template):
             return None  # advanced indexing copies
         dyn = tuple(args[1:])
-        if any(not isinstance(d, Tensor) or d.shape != () or d.dtype.kind not in "iu"
-               for d in dyn):
+        if any(not isinstance(d, Tensor) or d.shape != () or d.dtype.kind not in "iu" for d in dyn):
             return None
         if result.shape == () and Ellipsis not in template:
             return None  # a single element comes back as a NumPy scalar: a copy
@@ -617,7 +660,8 @@ def _check_layout(root: Tensor, steps: tuple, what: str) -> None:
                 f"{what} a reshape of a view of {describe_tensor(root)}: NumPy makes such a "
                 "reshape a view or a copy depending on the memory layout, which a trace "
                 f"cannot see ({user_frame_description()}). Fix: take the reshape of a "
-                "contiguous array (x.copy().reshape(...)), or update the array itself.")
+                "contiguous array (x.copy().reshape(...)), or update the array itself."
+            )
         root.context.note_layout_root(root)
 
 
@@ -635,12 +679,14 @@ def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
         raise errors.UnsupportedOpError(
             f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} would "
             "change the shape of the caller's array, which a kx.function does not do (the "
-            f"caller's arrays keep their shapes). {fix}")
+            f"caller's arrays keep their shapes). {fix}"
+        )
     if ctx is not None and ctx.parent is not None:
         raise errors.UnsupportedOpError(
             f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} inside "
             "a branch or loop on a traced value: the array's shape would depend on the data. "
-            f"{fix}")
+            f"{fix}"
+        )
     shape = root.shape
     if shape is None or any(d is None for d in shape):
         if tensor._root is None:  # a root is contiguous: any shape of its size is a view
@@ -648,12 +694,15 @@ def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
         raise errors.UnsupportedOpError(
             f"x.shape = ... on a view of {describe_tensor(root)} at {user_frame_description()}"
             ": whether NumPy can reshape it in place depends on its sizes, which are only "
-            f"known at run time. {fix}")
+            f"known at run time. {fix}"
+        )
     itemsize = root.dtype.itemsize
-    strides = tuple(int(np.prod(shape[k + 1:], dtype=np.int64)) * itemsize
-                    for k in range(len(shape)))
-    stand_in = np.lib.stride_tricks.as_strided(np.empty(1, root.dtype), shape=shape,
-                                               strides=strides, writeable=False)
+    strides = tuple(
+        int(np.prod(shape[k + 1 :], dtype=np.int64)) * itemsize for k in range(len(shape))
+    )
+    stand_in = np.lib.stride_tricks.as_strided(
+        np.empty(1, root.dtype), shape=shape, strides=strides, writeable=False
+    )
     for step in tensor._steps:
         stand_in = _stand_in_step(step, stand_in, root, fix)
     stand_in.shape = value  # NumPy's own check (ValueError, or AttributeError: a copy needed)
@@ -666,16 +715,20 @@ def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) ->
         raise errors.UnsupportedOpError(
             f"x.shape = ... on a reshape of a view of {describe_tensor(root)} at "
             f"{user_frame_description()}: NumPy makes such a reshape a view or a copy depending "
-            f"on the memory layout. {fix}")
+            f"on the memory layout. {fix}"
+        )
     attrs = step.attrs
     if step.op is OpKind.GETITEM:
         template = attrs["index"]
-        if any(isinstance(c, slice) and any(isinstance(p, DynamicIndex)
-                                           for p in (c.start, c.stop, c.step))
-               for c in template):
+        if any(
+            isinstance(c, slice)
+            and any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))
+            for c in template
+        ):
             raise errors.UnsupportedOpError(
                 f"x.shape = ... on a slice with traced bounds of {describe_tensor(root)} at "
-                f"{user_frame_description()}: its strides depend on run-time data. {fix}")
+                f"{user_frame_description()}: its strides depend on run-time data. {fix}"
+            )
         return array[tuple(0 if isinstance(c, DynamicIndex) else c for c in template)]
     if step.op is OpKind.RESHAPE:
         return array.reshape(attrs["shape"])  # (of the C-contiguous root: a view)
@@ -688,8 +741,9 @@ def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) ->
     return np.broadcast_to(array, attrs["shape"])
 
 
-_VIEW_OPS = frozenset({OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.SQUEEZE,
-                       OpKind.BROADCAST_TO, OpKind.RESHAPE})
+_VIEW_OPS = frozenset(
+    {OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.SQUEEZE, OpKind.BROADCAST_TO, OpKind.RESHAPE}
+)
 
 _VERSIONS = itertools.count(1)
 
@@ -734,28 +788,33 @@ def _scalar_aware_inplace(stem: str, inplace: Callable[..., Any]) -> Callable[..
             # with Python's operator rules (a PythonNumber's own arithmetic included)
             return binary(self, other)
         return inplace(self, other)
+
     op.__name__ = f"__i{stem}__"
     op.__doc__ = inplace.__doc__
     return op
 
 
 for _stem, _ in BINARY_OPERATORS:
-    setattr(Tensor, f"__i{_stem}__",
-            _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__")))
+    setattr(Tensor, f"__i{_stem}__", _scalar_aware_inplace(_stem, getattr(Tensor, f"__i{_stem}__")))
 
 # -- ufunc dispatch -------------------------------------------------------------------------
+
 
 def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
     if method == "__call__" and ufunc in GUFUNCS:
         return GUFUNCS[ufunc](*inputs, **kwargs)
     if method in UFUNC_METHODS:
         return UFUNC_METHODS[method](ufunc, inputs, kwargs)
-    bad = [k for k in kwargs if k in _UNSUPPORTED_UFUNC_KWARGS or k not in (
-        "dtype", "axis", "keepdims", "initial")]
+    bad = [
+        k
+        for k in kwargs
+        if k in _UNSUPPORTED_UFUNC_KWARGS or k not in ("dtype", "axis", "keepdims", "initial")
+    ]
     if bad and not (method != "__call__" and set(bad) <= {"axis"}):
         raise errors.UnsupportedOpError(
             f"np.{ufunc.__name__}(..., {bad[0]}=...) is not supported on traced values. Fix: "
-            "drop the argument and combine with np.where / astype instead.")
+            "drop the argument and combine with np.where / astype instead."
+        )
     if method == "__call__":
         if ufunc is np.matmul:
             return bind(OpKind.MATMUL, inputs)
@@ -765,12 +824,14 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
         if kind is None:
             raise errors.UnsupportedOpError(
                 f"the ufunc np.{ufunc.__name__} is not supported on traced values yet. Fix: "
-                "express it with supported ufuncs, or compute it outside the kx.function.")
+                "express it with supported ufuncs, or compute it outside the kx.function."
+            )
         attrs = {"dtype": np.dtype(kwargs["dtype"])} if kwargs.get("dtype") is not None else {}
         result = bind(kind, inputs, attrs)
         if ufunc.nout > 1:  # frexp, modf, divmod: a tuple of outputs, as NumPy returns
-            return tuple(bind(OpKind.GET_OUTPUT, (result,), {"index": i})
-                         for i in range(ufunc.nout))
+            return tuple(
+                bind(OpKind.GET_OUTPUT, (result,), {"index": i}) for i in range(ufunc.nout)
+            )
         return result
     if method == "reduce" and ufunc in UFUNC_REDUCTIONS and "initial" not in kwargs:
         kind = UFUNC_REDUCTIONS[ufunc]
@@ -785,10 +846,12 @@ def _apply_ufunc(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> A
         return FALLBACK["ufunc"](ufunc, method, inputs, kwargs)
     raise errors.UnsupportedOpError(
         f"np.{ufunc.__name__}.{method} is not supported on traced values. Fix: use the matching "
-        "NumPy function (np.sum, np.max, np.cumsum, ...) instead.")
+        "NumPy function (np.sum, np.max, np.cumsum, ...) instead."
+    )
 
 
 # -- indexing -------------------------------------------------------------------------------
+
 
 def build_template(key: Any) -> tuple[tuple, list[Any]]:
     """Split an index into a static template and its traced parts (``DynamicIndex`` slots).
@@ -807,8 +870,12 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
 
     template: list[Any] = []
     for item in items:
-        if isinstance(item, Tensor) and item.node.op is OpKind.CONSTANT and \
-                item.node.aval.shape and item.dtype.kind in "biu":
+        if (
+            isinstance(item, Tensor)
+            and item.node.op is OpKind.CONSTANT
+            and item.node.aval.shape
+            and item.dtype.kind in "biu"
+        ):
             # an index array the function made and never wrote (np.array([True, False]))
             # indexes as the array it is: static shapes stay static
             item = item.node.attrs["value"]
@@ -835,14 +902,17 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
         else:
             raise IndexError(
                 "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis (`None`) and "
-                f"integer or boolean arrays are valid indices; got {type(item).__name__}")
+                f"integer or boolean arrays are valid indices; got {type(item).__name__}"
+            )
     return tuple(template), dyn
 
 
 # -- describing, recording ------------------------------------------------------------------
 
-def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
-         name: str | None = None) -> Tensor | None:
+
+def bind(
+    op: OpKind, args: Sequence[Any], attrs: dict | None = None, name: str | None = None
+) -> Tensor | None:
     """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
     ``bind``): :meth:`TraceContext.bind <kernel_ext.trace.context.TraceContext.bind>` of the
     innermost trace. Outside any trace a traced argument has leaked. A view op of a traced
@@ -854,8 +924,7 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
                 raise leaked_error(a)
         raise RuntimeError("internal: bind() outside any trace")
     result = ctx.bind(op, args, attrs, name)
-    if op.group in _VIEW_GROUPS and result is not None and args and \
-            isinstance(args[0], Tensor):
+    if op.group in _VIEW_GROUPS and result is not None and args and isinstance(args[0], Tensor):
         step = _view_step(op, args, attrs or {}, result)
         if step is not None:
             source = args[0]
@@ -867,5 +936,3 @@ def bind(op: OpKind, args: Sequence[Any], attrs: dict | None = None,
 
 
 _VIEW_GROUPS = (OpGroup.SHAPE, OpGroup.INDEXING)
-
-

@@ -52,18 +52,21 @@ from .variables import Variable
 class PlaceholderContext:
     """What ``placeholder_value`` receives: the trace, and where in the arguments we are."""
 
-    def __init__(self, trace_context: Any, name: str, path: tuple = (),
-                 watched_dicts: list | None = None) -> None:
+    def __init__(
+        self, trace_context: Any, name: str, path: tuple = (), watched_dicts: list | None = None
+    ) -> None:
         self.trace_context = trace_context
         self.name = name
         self.path = path
         #: ``(placeholder, path, key order)`` of every dict placeholder made (KeyOrderWatch)
-        self.watched_dicts: list[tuple[Any, tuple, tuple]] = \
+        self.watched_dicts: list[tuple[Any, tuple, tuple]] = (
             [] if watched_dicts is None else watched_dicts
+        )
 
     def child(self, step: Any, label: Any) -> PlaceholderContext:
-        return PlaceholderContext(self.trace_context, f"{self.name}_{label}",
-                                  self.path + (step,), self.watched_dicts)
+        return PlaceholderContext(
+            self.trace_context, f"{self.name}_{label}", self.path + (step,), self.watched_dicts
+        )
 
 
 class TraceType(abc.ABC):
@@ -96,6 +99,7 @@ class TraceType(abc.ABC):
 # Tensors
 # ---------------------------------------------------------------------------------------------
 
+
 def _normalize_shape(shape: Any) -> tuple | None:
     if shape is None:
         return None
@@ -108,8 +112,10 @@ def _normalize_shape(shape: Any) -> tuple | None:
         elif isinstance(d, (int, np.integer)) and d >= 0:
             out.append(int(d))
         else:
-            raise ValueError(f"TensorSpec shape dimensions must be non-negative ints or None, "
-                             f"got {d!r} in {tuple(shape)!r}")
+            raise ValueError(
+                f"TensorSpec shape dimensions must be non-negative ints or None, "
+                f"got {d!r} in {tuple(shape)!r}"
+            )
     return tuple(out)
 
 
@@ -163,12 +169,17 @@ class TensorSpec(TraceType):
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
         ctx = placeholder_context
-        return ctx.trace_context.placeholder(self.name or ctx.name, self.shape, self.dtype,
-                                             ctx.path)
+        return ctx.trace_context.placeholder(
+            self.name or ctx.name, self.shape, self.dtype, ctx.path
+        )
 
     def __eq__(self, other: Any) -> bool:
-        return (isinstance(other, TensorSpec) and self.shape == other.shape
-                and self.dtype == other.dtype and self.name == other.name)
+        return (
+            isinstance(other, TensorSpec)
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.name == other.name
+        )
 
     def __hash__(self) -> int:
         return self._hash
@@ -186,7 +197,8 @@ def shape_fits(shape: tuple, spec_shape: tuple | None) -> bool:
     if spec_shape is None:
         return True
     return len(shape) == len(spec_shape) and all(
-        s is None or s == d for d, s in zip(shape, spec_shape))
+        s is None or s == d for d, s in zip(shape, spec_shape)
+    )
 
 
 def matches_only_itself(t: TraceType) -> bool:
@@ -208,6 +220,7 @@ def matches_only_itself(t: TraceType) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Dask arrays
 # ---------------------------------------------------------------------------------------------
+
 
 def is_dask_array(value: Any) -> bool:
     """Is ``value`` a ``dask.array.Array``? Asked by class name, so that tracing never imports
@@ -236,8 +249,10 @@ class DaskArraySpec(TraceType):
         elif chunks is None:
             chunks = (None,) * len(self.shape)
         else:
-            chunks = tuple(None if s is None or c is None else tuple(int(b) for b in c)
-                           for s, c in zip(self.shape, chunks))
+            chunks = tuple(
+                None if s is None or c is None else tuple(int(b) for b in c)
+                for s, c in zip(self.shape, chunks)
+            )
         self.chunks = chunks
         self._hash = hash((self.shape, self.dtype, self.chunks))
 
@@ -247,11 +262,13 @@ class DaskArraySpec(TraceType):
             raise errors.TraceTypeError(
                 f"{path}: a Dask array with unknown chunk sizes (shape {value.shape}) cannot be "
                 "traced: the graph needs every block's size. Fix: x.compute_chunk_sizes() "
-                "before the call.")
+                "before the call."
+            )
         if value.dtype.kind in "OUSV":
             raise errors.TraceTypeError(
                 f"{path}: Dask arrays of dtype {value.dtype} cannot be traced (only numeric "
-                "and bool).")
+                "and bool)."
+            )
         return cls(value.shape, value.dtype, value.chunks)
 
     def is_subtype_of(self, other: TraceType) -> bool:
@@ -261,8 +278,10 @@ class DaskArraySpec(TraceType):
             return True
         if self.shape is None or len(self.shape) != len(other.shape):
             return False
-        return all(o is None or (s == o and oc == sc) for s, o, sc, oc
-                   in zip(self.shape, other.shape, self.chunks, other.chunks))
+        return all(
+            o is None or (s == o and oc == sc)
+            for s, o, sc, oc in zip(self.shape, other.shape, self.chunks, other.chunks)
+        )
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, DaskArraySpec) and o.dtype == self.dtype for o in others):
@@ -284,21 +303,35 @@ class DaskArraySpec(TraceType):
         return ctx.trace_context.placeholder(ctx.name, self.shape, self.dtype, ctx.path)
 
     def __eq__(self, other: Any) -> bool:
-        return (isinstance(other, DaskArraySpec) and self.shape == other.shape
-                and self.dtype == other.dtype and self.chunks == other.chunks)
+        return (
+            isinstance(other, DaskArraySpec)
+            and self.shape == other.shape
+            and self.dtype == other.dtype
+            and self.chunks == other.chunks
+        )
 
     def __hash__(self) -> int:
         return self._hash
 
     def __repr__(self) -> str:
-        return (f"DaskArraySpec(shape={self.shape!r}, dtype={dtype_code(self.dtype)}, "
-                f"chunks={self.chunks!r})")
+        return (
+            f"DaskArraySpec(shape={self.shape!r}, dtype={dtype_code(self.dtype)}, "
+            f"chunks={self.chunks!r})"
+        )
 
     def describe(self) -> str:
         if self.chunks is None:
             return f"dask {format_aval(self.shape, self.dtype)}"
-        blocks = ", ".join("?" if c is None else "+".join(map(str, c)) if len(set(c)) > 1
-                           else f"{len(c)}x{c[0]}" if c else "0" for c in self.chunks)
+        blocks = ", ".join(
+            "?"
+            if c is None
+            else "+".join(map(str, c))
+            if len(set(c)) > 1
+            else f"{len(c)}x{c[0]}"
+            if c
+            else "0"
+            for c in self.chunks
+        )
         return f"dask {format_aval(self.shape, self.dtype)} chunks ({blocks})"
 
 
@@ -315,6 +348,7 @@ def contains_dask(types_: Iterable[TraceType]) -> bool:
 # ---------------------------------------------------------------------------------------------
 # Python values
 # ---------------------------------------------------------------------------------------------
+
 
 class _ExactType(TraceType):
     """A type with no proper supertypes: it matches only itself (values, identities)."""
@@ -384,8 +418,11 @@ class Composite(TraceType):
 
     def same_structure(self, other: Any) -> bool:
         """Same kind, same header, same number of components (the components may differ)."""
-        return type(other) is type(self) and self._header() == other._header() and \
-            len(self.components) == len(other.components)
+        return (
+            type(other) is type(self)
+            and self._header() == other._header()
+            and len(self.components) == len(other.components)
+        )
 
     def _header(self) -> Any:
         return None
@@ -395,7 +432,8 @@ class Composite(TraceType):
 
     def is_subtype_of(self, other: TraceType) -> bool:
         return self.same_structure(other) and all(
-            a.is_subtype_of(b) for a, b in zip(self.components, other.components))
+            a.is_subtype_of(b) for a, b in zip(self.components, other.components)
+        )
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(self.same_structure(o) for o in others):
@@ -429,8 +467,10 @@ class Sequence_(Composite):
         return Sequence_(self.container, components)
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
-        items = [c.placeholder_value(placeholder_context.child(("item", i), i))
-                 for i, c in enumerate(self.components)]
+        items = [
+            c.placeholder_value(placeholder_context.child(("item", i), i))
+            for i, c in enumerate(self.components)
+        ]
         if self.container in (tuple, list):
             return self.container(items)
         return self.container(*items)  # namedtuple
@@ -476,9 +516,11 @@ class Dict(Composite):
         by_key = dict(zip(self.keys, self.components))
         placeholder = KeyOrderWatch(
             (k, by_key[k].placeholder_value(placeholder_context.child(("key", k), k)))
-            for k in self.order)
-        placeholder_context.watched_dicts.append((placeholder, placeholder_context.path,
-                                                  self.order))
+            for k in self.order
+        )
+        placeholder_context.watched_dicts.append(
+            (placeholder, placeholder_context.path, self.order)
+        )
         return placeholder
 
     def __repr__(self) -> str:
@@ -488,8 +530,9 @@ class Dict(Composite):
         return self._text(lambda c: c.describe())
 
     def _text(self, text: Callable[[TraceType], str]) -> str:
-        return "{" + ", ".join(f"{k!r}: {text(c)}" for k, c in zip(self.keys, self.components)) \
-            + "}"
+        return (
+            "{" + ", ".join(f"{k!r}: {text(c)}" for k, c in zip(self.keys, self.components)) + "}"
+        )
 
 
 def _sort_key(k: Any) -> tuple:
@@ -570,8 +613,10 @@ class Dataclass(Composite):
         return Dataclass(self.cls, dict(zip(self.names, components)))
 
     def placeholder_value(self, placeholder_context: Any) -> Any:
-        values = {n: c.placeholder_value(placeholder_context.child(("attr", n), n))
-                  for n, c in zip(self.names, self.components)}
+        values = {
+            n: c.placeholder_value(placeholder_context.child(("attr", n), n))
+            for n, c in zip(self.names, self.components)
+        }
         obj = object.__new__(self.cls)
         for n, v in values.items():
             object.__setattr__(obj, n, v)  # frozen dataclasses too
@@ -601,9 +646,13 @@ class VariableType(_ExactType):
         return self._ref()
 
     def __eq__(self, other: Any) -> bool:
-        return (isinstance(other, VariableType) and self._ref() is not None
-                and self._ref() is other._ref() and self.dtype == other.dtype
-                and self.shape == other.shape)
+        return (
+            isinstance(other, VariableType)
+            and self._ref() is not None
+            and self._ref() is other._ref()
+            and self.dtype == other.dtype
+            and self.shape == other.shape
+        )
 
     def __hash__(self) -> int:
         return hash((self._id, self.dtype, self.shape))
@@ -680,6 +729,7 @@ def _short(text: str) -> str:
 # Building trace types from values
 # ---------------------------------------------------------------------------------------------
 
+
 class TracingTypeContext:
     """Passed to ``__tracing_type__(context)``; ``context.make(value)`` types a sub-value."""
 
@@ -701,8 +751,9 @@ _LITERAL_TYPES = (bool, int, float, complex, str, bytes, type(None))
 PLAIN_ARRAY_CLASSES = frozenset({np.ndarray, np.memmap})
 
 
-def array_subclass_error(value: np.ndarray, path: str,
-                         subject: str | None = None) -> errors.TraceTypeError:
+def array_subclass_error(
+    value: np.ndarray, path: str, subject: str | None = None
+) -> errors.TraceTypeError:
     """The error for an ndarray subclass the engine does not trace (not in
     :data:`PLAIN_ARRAY_CLASSES`): what it is, why, and what to use instead. The same on every
     backend, raised before any trace or executor sees the value. ``subject`` says where it
@@ -718,17 +769,20 @@ def array_subclass_error(value: np.ndarray, path: str,
             "masked); kx.function traces plain ndarrays, whose operations would ignore the "
             "mask. Fix: use x.filled(fill_value) to choose what masked entries become, or "
             "np.asarray(x) for the data without the mask; for masked semantics, call the "
-            "Python function itself.")
+            "Python function itself."
+        )
     if isinstance(value, np.matrix):
         return errors.TraceTypeError(
             f"{subject} is a {name} ({aval}); kx.function traces plain ndarrays, and "
             "np.matrix computes differently (* is a matrix product, results stay 2-d). Fix: "
-            "use np.asarray(x) and write @ for matrix products.")
+            "use np.asarray(x) and write @ for matrix products."
+        )
     return errors.TraceTypeError(
         f"{subject} is a {name} ({aval}), an ndarray subclass; kx.function traces plain "
         "ndarrays, and a subclass may change what operations compute or return "
         "(__array_ufunc__, __array_finalize__, ...). Fix: use np.asarray(x) (a plain "
-        "ndarray of the same data), or give the class a __tracing_type__ method.")
+        "ndarray of the same data), or give the class a __tracing_type__ method."
+    )
 
 
 def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = False) -> TraceType:
@@ -749,7 +803,8 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
             raise errors.TraceTypeError(
                 f"{path}: arrays of dtype {value.dtype} cannot be traced (only numeric and bool "
                 "arrays). Fix: pass numeric arrays, or pass this value as a plain Python object "
-                "(tuple) if it is static.")
+                "(tuple) if it is static."
+            )
         return TensorSpec(value.shape, value.dtype)
     if isinstance(value, np.generic):
         return TensorSpec((), value.dtype)
@@ -763,28 +818,39 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
         raise errors.LeakedTensorError(
             f"{path}: a traced value {describe_tensor(value)} was passed as an argument outside "
             "its trace. Fix: pass NumPy arrays; inside another kx.function, call the Python "
-            "function.")
+            "function."
+        )
     hook = getattr(type(value), "__tracing_type__", None)
     if hook is not None:
         result = value.__tracing_type__(TracingTypeContext(path))
         if not isinstance(result, TraceType):
             raise errors.TraceTypeError(
                 f"{path}: {type(value).__name__}.__tracing_type__ returned "
-                f"{type(result).__name__}, expected a kx.TraceType")
+                f"{type(result).__name__}, expected a kx.TraceType"
+            )
         return result
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
-        return Sequence_(type(value), (make_trace_type(v, f"{path}.{f}", allow_specs)
-                                       for f, v in zip(value._fields, value)))
+        return Sequence_(
+            type(value),
+            (make_trace_type(v, f"{path}.{f}", allow_specs) for f, v in zip(value._fields, value)),
+        )
     if type(value) in (tuple, list):
-        return Sequence_(type(value), (make_trace_type(v, f"{path}[{i}]", allow_specs)
-                                       for i, v in enumerate(value)))
+        return Sequence_(
+            type(value),
+            (make_trace_type(v, f"{path}[{i}]", allow_specs) for i, v in enumerate(value)),
+        )
     if isinstance(value, dict):
-        return Dict({k: make_trace_type(v, f"{path}[{k!r}]", allow_specs)
-                     for k, v in value.items()})
+        return Dict(
+            {k: make_trace_type(v, f"{path}[{k!r}]", allow_specs) for k, v in value.items()}
+        )
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return Dataclass(type(value), {f.name: make_trace_type(getattr(value, f.name),
-                                                               f"{path}.{f.name}", allow_specs)
-                                       for f in dataclasses.fields(value)})
+        return Dataclass(
+            type(value),
+            {
+                f.name: make_trace_type(getattr(value, f.name), f"{path}.{f.name}", allow_specs)
+                for f in dataclasses.fields(value)
+            },
+        )
     try:
         return WeakRef(value)
     except TypeError:
@@ -792,4 +858,5 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
             f"{path}: got an unhashable {type(value).__name__} ({_short(repr(value))}); a "
             "kx.function keys its traces by its arguments, so non-array arguments must be "
             "hashable. Fix: pass a tuple or frozenset instead of a "
-            f"{type(value).__name__}, or give the class a __tracing_type__ method.") from None
+            f"{type(value).__name__}, or give the class a __tracing_type__ method."
+        ) from None

@@ -47,8 +47,9 @@ class Variable(NumpyOperators):
 
     __array_priority__ = 20
 
-    def __init__(self, initial_value: Any, dtype: Any = None, name: str | None = None,
-                 trainable: bool = True) -> None:
+    def __init__(
+        self, initial_value: Any, dtype: Any = None, name: str | None = None, trainable: bool = True
+    ) -> None:
         if callable(initial_value):
             initial_value = initial_value()
         if isinstance(initial_value, Variable):
@@ -59,11 +60,14 @@ class Variable(NumpyOperators):
                 f"{describe_tensor(initial_value)}; a variable's initial value must be "
                 "concrete. "
                 "Fix: create the variable outside the function from a NumPy array, or with a "
-                "value computed from constants only.")
+                "value computed from constants only."
+            )
         value = np.array(initial_value, dtype=dtype, copy=True)
         if value.dtype.kind in "OUSV":
-            raise TypeError(f"kx.Variable needs a numeric or bool initial value, got dtype "
-                            f"{value.dtype} from {type(initial_value).__name__}")
+            raise TypeError(
+                f"kx.Variable needs a numeric or bool initial value, got dtype "
+                f"{value.dtype} from {type(initial_value).__name__}"
+            )
         value.setflags(write=False)
         self._storage = value
         self._exposed = False  # has the buffer been handed to anyone (see the class doc)?
@@ -101,9 +105,15 @@ class Variable(NumpyOperators):
         The bits are those of the out-of-place update: the same ufunc loop, writing into the
         old buffer (NumPy copies an operand that overlaps the output first)."""
         buf = self._storage
-        if buf.nbytes < IN_PLACE_MIN_BYTES or self._exposed or not buf.flags.owndata or \
-                type(value) is not np.ndarray or value.dtype != buf.dtype or \
-                value.ndim > buf.ndim or value.shape != buf.shape[buf.ndim - value.ndim:]:
+        if (
+            buf.nbytes < IN_PLACE_MIN_BYTES
+            or self._exposed
+            or not buf.flags.owndata
+            or type(value) is not np.ndarray
+            or value.dtype != buf.dtype
+            or value.ndim > buf.ndim
+            or value.shape != buf.shape[buf.ndim - value.ndim :]
+        ):
             return False
         # (a value of the variable's dtype and a trailing shape broadcasts to the buffer)
         buf.flags.writeable = True
@@ -150,7 +160,8 @@ class Variable(NumpyOperators):
             raise errors.SymbolicValueError(
                 f"Variable '{self.name}'.numpy() inside a traced function would freeze today's "
                 "value into the graph. Fix: use the variable directly in NumPy expressions (it "
-                "is read at every call), or kx.print(v) to see it at run time.")
+                "is read at every call), or kx.print(v) to see it at run time."
+            )
         return self._storage.copy()
 
     def _read(self, expose: bool = True) -> Any:
@@ -171,31 +182,43 @@ class Variable(NumpyOperators):
         shape): the run-time write, which the graph's assign ops call. ``owned``: ``value`` is
         a new array nobody else holds (``assign_add``'s own sum), kept without a copy when it
         already has the variable's dtype and shape."""
-        if owned and type(value) is np.ndarray and value.dtype == self.dtype and \
-                value.shape == self.shape and value.flags.owndata:
+        if (
+            owned
+            and type(value) is np.ndarray
+            and value.dtype == self.dtype
+            and value.shape == self.shape
+            and value.flags.owndata
+        ):
             value.setflags(write=False)
             self._storage, self._exposed = value, False
             return
         arr = np.asarray(value)
         if arr.dtype != self.dtype:
             if not np.can_cast(arr.dtype, self.dtype, casting="same_kind"):
-                raise TypeError(f"cannot assign a {arr.dtype} value to variable '{self.name}' of "
-                                f"dtype {self.dtype} (same_kind casting). Fix: cast with "
-                                f".astype(np.{self.dtype.name}) first.")
+                raise TypeError(
+                    f"cannot assign a {arr.dtype} value to variable '{self.name}' of "
+                    f"dtype {self.dtype} (same_kind casting). Fix: cast with "
+                    f".astype(np.{self.dtype.name}) first."
+                )
             arr = arr.astype(self.dtype)
         if arr.shape != self.shape:
             try:
                 arr = np.broadcast_to(arr, self.shape)
             except ValueError:
-                raise ValueError(f"cannot assign a value of shape {arr.shape} to variable "
-                                 f"'{self.name}' of shape {self.shape}") from None
+                raise ValueError(
+                    f"cannot assign a value of shape {arr.shape} to variable "
+                    f"'{self.name}' of shape {self.shape}"
+                ) from None
         new = np.array(arr, copy=True)
         new.setflags(write=False)
         self._storage, self._exposed = new, False
 
     def _write(self, kind: str, value: Any) -> Variable:
-        op = {"assign": OpKind.ASSIGN_VARIABLE, "add": OpKind.ASSIGN_ADD_VARIABLE,
-              "sub": OpKind.ASSIGN_SUB_VARIABLE}[kind]
+        op = {
+            "assign": OpKind.ASSIGN_VARIABLE,
+            "add": OpKind.ASSIGN_ADD_VARIABLE,
+            "sub": OpKind.ASSIGN_SUB_VARIABLE,
+        }[kind]
         ctx = current_context()
         if ctx is None:
             if isinstance(value, Tensor):
@@ -208,8 +231,9 @@ class Variable(NumpyOperators):
                 value = np.subtract(self._storage, value)
             self.store(value, owned=kind != "assign")  # (a sum or difference is ours)
         else:
-            ctx.graph.create_node(op, (ctx.lift(value),), {"variable": self},
-                                  name=f"{self.name}/{op.value}")
+            ctx.graph.create_node(
+                op, (ctx.lift(value),), {"variable": self}, name=f"{self.name}/{op.value}"
+            )
         return self
 
     def assign(self, value: Any) -> Variable:
@@ -228,7 +252,8 @@ class Variable(NumpyOperators):
             raise errors.TracingConversionError(
                 f"NumPy tried to convert Variable '{self.name}' into a concrete array while "
                 "tracing; that would freeze its current value into the graph. Fix: use the "
-                "variable directly in NumPy functions and operators (they read it at run time).")
+                "variable directly in NumPy functions and operators (they read it at run time)."
+            )
         return self.storage if dtype is None else self._storage.astype(dtype)
 
     def __array_ufunc__(self, ufunc: np.ufunc, method: str, *inputs: Any, **kwargs: Any) -> Any:
@@ -261,8 +286,10 @@ class Variable(NumpyOperators):
     __hash__ = object.__hash__  # identity: variables key traces by identity
 
     def __repr__(self) -> str:
-        return (f"<kx.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
-                f"numpy={np.array_repr(self._storage)}>")
+        return (
+            f"<kx.Variable '{self.name}' shape={self.shape} dtype={self.dtype.name}, "
+            f"numpy={np.array_repr(self._storage)}>"
+        )
 
     def __str__(self) -> str:
         return str(self._storage)
@@ -305,6 +332,7 @@ def _reduction_method(name: str) -> Callable[..., Any]:
 
     def method(self: Variable, *args: Any, **kwargs: Any) -> Any:
         return fn(self._read(), *args, **kwargs)
+
     method.__name__ = name
     return method
 

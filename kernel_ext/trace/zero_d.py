@@ -47,14 +47,25 @@ _ASARRAY_NODES: weakref.WeakSet[Node] = weakref.WeakSet()
 
 # ops whose 0-d result is the same form as their (0-d) first operand: ndarray methods that a
 # NumPy scalar has too, returning a scalar there and an array on an array
-_LIKE_OPERAND = frozenset({OpKind.CAST, OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.SQUEEZE,
-                           OpKind.COPY, OpKind.REAL, OpKind.IMAG, OpKind.SETITEM,
-                           OpKind.UFUNC_AT})
+_LIKE_OPERAND = frozenset(
+    {
+        OpKind.CAST,
+        OpKind.RESHAPE,
+        OpKind.TRANSPOSE,
+        OpKind.SQUEEZE,
+        OpKind.COPY,
+        OpKind.REAL,
+        OpKind.IMAG,
+        OpKind.SETITEM,
+        OpKind.UFUNC_AT,
+    }
+)
 # of those, the ones that make a new buffer (the others are views or the array written)
 _NEW_BUFFER = frozenset({OpKind.CAST, OpKind.COPY, OpKind.REAL, OpKind.IMAG})
 # ops that always build an array (np.where, np.broadcast_to/full_like, np.pad, np.isin)
-_ALWAYS_ARRAY = frozenset({OpKind.WHERE, OpKind.BROADCAST_TO, OpKind.PAD, OpKind.ISIN,
-                           OpKind.EXPAND_DIMS})
+_ALWAYS_ARRAY = frozenset(
+    {OpKind.WHERE, OpKind.BROADCAST_TO, OpKind.PAD, OpKind.ISIN, OpKind.EXPAND_DIMS}
+)
 
 # ops that run NumPy's own callable at each call: their result is in NumPy's own form
 _OPAQUE = frozenset({OpKind.NUMPY_CALL, OpKind.RANDOM_CALL})
@@ -93,8 +104,7 @@ def node_form(node: Node) -> str | None:
 
 def restore_node_form(node: Node, form: str | None) -> None:
     """Record ``form`` (a :func:`node_form` result) for ``node`` of a loaded graph."""
-    for kind, into in ((ARRAY, _ARRAY_NODES), (SCALAR, _SCALAR_NODES),
-                       ("asarray", _ASARRAY_NODES)):
+    for kind, into in ((ARRAY, _ARRAY_NODES), (SCALAR, _SCALAR_NODES), ("asarray", _ASARRAY_NODES)):
         if form == kind:
             into.add(node)
         else:
@@ -121,13 +131,17 @@ def as_array(value: Any) -> Any:
 
 #: ``node -> (id(root), kind)`` of control-flow results asked about with no branch map (see
 #: :func:`zero_d_kind`); a node's branches never change while its trace runs.
-_TOP_LEVEL_KINDS: weakref.WeakKeyDictionary[Node, tuple[int, ZeroDKind]] = \
+_TOP_LEVEL_KINDS: weakref.WeakKeyDictionary[Node, tuple[int, ZeroDKind]] = (
     weakref.WeakKeyDictionary()
+)
 
 
-def zero_d_kind(node: Node, root: Graph | None,
-                outer: dict[Node, tuple[Any, Any]] | None = None,
-                memo: dict[tuple[int, int], Any] | None = None) -> ZeroDKind:
+def zero_d_kind(
+    node: Node,
+    root: Graph | None,
+    outer: dict[Node, tuple[Any, Any]] | None = None,
+    memo: dict[tuple[int, int], Any] | None = None,
+) -> ZeroDKind:
     """The form NumPy returns the 0-d value of ``node`` in (see the module docstring);
     ``root`` is the traced function's graph, whose placeholders are the caller's arguments;
     ``outer`` maps a branch graph's placeholders to the values the ``cond`` passed in (each
@@ -171,16 +185,23 @@ def _own_kind(node: Node, root: Graph | None) -> ZeroDKind | None:
     op = node.op
     if op is OpKind.PLACEHOLDER:
         path = node.attrs.get("path")
-        return ("like", path) if path is not None and root is not None and node in root.inputs \
+        return (
+            ("like", path)
+            if path is not None and root is not None and node in root.inputs
             else SCALAR
+        )
     if op is OpKind.CONSTANT:
         return ARRAY if isinstance(node.attrs.get("value"), np.ndarray) else SCALAR
     if op in _ALWAYS_ARRAY:
         return ARRAY
     if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
         return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
-    if op in _OPAQUE or (op is OpKind.GET_OUTPUT and node.args and \
-            isinstance(node.args[0], Node) and node.args[0].op in _OPAQUE):
+    if op in _OPAQUE or (
+        op is OpKind.GET_OUTPUT
+        and node.args
+        and isinstance(node.args[0], Node)
+        and node.args[0].op in _OPAQUE
+    ):
         return COMPUTED
     return None
 
@@ -200,9 +221,12 @@ def _operand_kind(node: Node) -> tuple[ZeroDKind, Node | None]:
     return SCALAR, source
 
 
-def _memoised_control_flow_kind(node: Node, root: Graph | None,
-                                outer: dict[Node, tuple[Any, Any]] | None,
-                                memo: dict[tuple[int, int], Any] | None) -> ZeroDKind:
+def _memoised_control_flow_kind(
+    node: Node,
+    root: Graph | None,
+    outer: dict[Node, tuple[Any, Any]] | None,
+    memo: dict[tuple[int, int], Any] | None,
+) -> ZeroDKind:
     """:func:`_control_flow_kind`, memoised: a chain of branches that each pass a value
     through (``s += x`` under an ``if`` in an unrolled loop) reaches every earlier branch along
     two paths (the entry keeps ``outer`` alive, so its id is not reused within the query). A
@@ -221,9 +245,12 @@ def _memoised_control_flow_kind(node: Node, root: Graph | None,
     return memo[key][1]
 
 
-def _control_flow_kind(node: Node, root: Graph | None,
-                       outer: dict[Node, tuple[Any, Any]] | None,
-                       memo: dict[tuple[int, int], Any]) -> ZeroDKind:
+def _control_flow_kind(
+    node: Node,
+    root: Graph | None,
+    outer: dict[Node, tuple[Any, Any]] | None,
+    memo: dict[tuple[int, int], Any],
+) -> ZeroDKind:
     """A ``cond``'s output takes the form both branches return, a ``while`` loop's the form
     of its initial value and of the body's result; where they differ (the data picks at run
     time), one that follows an argument wins over an array, else a scalar, NumPy's default
@@ -258,5 +285,13 @@ def _control_flow_kind(node: Node, root: Graph | None,
     return likes[0] if len(likes) == 1 and kinds == {ARRAY, likes[0]} else SCALAR
 
 
-__all__ = ["ARRAY", "COMPUTED", "SCALAR", "ZeroDKind", "as_array", "mark_array", "mark_scalar",
-           "zero_d_kind"]
+__all__ = [
+    "ARRAY",
+    "COMPUTED",
+    "SCALAR",
+    "ZeroDKind",
+    "as_array",
+    "mark_array",
+    "mark_scalar",
+    "zero_d_kind",
+]

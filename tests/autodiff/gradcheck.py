@@ -27,24 +27,25 @@ def numeric_grad(f: Callable[..., Any], args: list[np.ndarray], i: int) -> np.nd
     return out
 
 
-def check(f: Callable[..., Any], *args: Any, seed: int = 0, rtol: float = 1e-5,
-          atol: float = 1e-6) -> None:
+def check(
+    f: Callable[..., Any], *args: Any, seed: int = 0, rtol: float = 1e-5, atol: float = 1e-6
+) -> None:
     args = [np.asarray(a, np.float64) for a in args]
     w = np.random.default_rng(seed).uniform(0.5, 1.5, np.shape(f(*args)))
 
     def loss(*a: Any) -> Any:
         return np.sum(f(*a) * w)
+
     grads = kx.grad(loss, argnums=tuple(range(len(args))))(*args)
     for i, g in enumerate(grads):
         expected = numeric_grad(lambda *a: float(np.sum(f(*a) * w)), args, i)
-        np.testing.assert_allclose(g, expected, rtol=rtol, atol=atol,
-                                   err_msg=f"argument {i}")
+        np.testing.assert_allclose(g, expected, rtol=rtol, atol=atol, err_msg=f"argument {i}")
 
 
 def arrays(shape: tuple, lo: float = -2.0, hi: float = 2.0) -> st.SearchStrategy:
-    return st.lists(st.floats(lo, hi), min_size=int(np.prod(shape)),
-                    max_size=int(np.prod(shape))).map(
-        lambda v: np.array(v, np.float64).reshape(shape))
+    return st.lists(
+        st.floats(lo, hi), min_size=int(np.prod(shape)), max_size=int(np.prod(shape))
+    ).map(lambda v: np.array(v, np.float64).reshape(shape))
 
 
 def distinct(x: np.ndarray) -> bool:

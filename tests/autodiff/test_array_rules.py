@@ -19,7 +19,8 @@ NAN_AT_1 = np.arange(4) == 1  # a NaN column for the nan functions (its gradient
 
 # name -> (function of one (3, 4) array x, low, high)
 UNARY_CASES = {
-    "degrees": (np.degrees, -2, 2), "radians": (np.radians, -2, 2),
+    "degrees": (np.degrees, -2, 2),
+    "radians": (np.radians, -2, 2),
     "nextafter": (lambda a: np.nextafter(a, 5.0), -2, 2),
     "ldexp": (lambda a: np.ldexp(a, np.array([1, 2, 3, -1])), -2, 2),
     "modf": (lambda a: np.modf(a)[0] * 2.0 + np.modf(a)[1], 0.1, 0.9),
@@ -31,8 +32,13 @@ UNARY_CASES = {
     "insert_axis": (lambda a: np.insert(a, [1, 3], a[:, :1] * 2.0, axis=1), -2, 2),
     "insert_flat": (lambda a: np.insert(a, 2, a[0, :2]), -2, 2),
     "insert_slice": (lambda a: np.insert(a, slice(0, 2), a[1], axis=0), -2, 2),
-    "bincount": (lambda a: np.bincount(np.array([0, 2, 2, 1, 4, 0]), weights=a[0, :2].repeat(3),
-                                       minlength=6), -2, 2),
+    "bincount": (
+        lambda a: np.bincount(
+            np.array([0, 2, 2, 1, 4, 0]), weights=a[0, :2].repeat(3), minlength=6
+        ),
+        -2,
+        2,
+    ),
     "compress": (lambda a: np.compress([True, False, True], a, axis=0), -2, 2),
     "compress_flat": (lambda a: np.compress(np.ravel(a) > 0, a), -2, 2),
     "trim_zeros": (lambda a: np.trim_zeros(np.ravel(a) * (np.arange(12) % 5 != 0)), -2, 2),
@@ -54,8 +60,9 @@ def test_coverage_rule_matches_finite_differences(name: str, data: Any) -> None:
 
 @SETTINGS
 @given(m=arrays((2, 3, 4)), x=arrays((3, 4)), v=arrays((4,)), u=arrays((3,)))
-def test_gufunc_products_broadcast_back(m: np.ndarray, x: np.ndarray, v: np.ndarray,
-                                        u: np.ndarray) -> None:
+def test_gufunc_products_broadcast_back(
+    m: np.ndarray, x: np.ndarray, v: np.ndarray, u: np.ndarray
+) -> None:
     check(np.vecdot, m, x)
     check(np.matvec, m, v)
     check(np.vecmat, u, m)
@@ -65,8 +72,7 @@ def test_gufunc_products_broadcast_back(m: np.ndarray, x: np.ndarray, v: np.ndar
 @pytest.mark.parametrize("lengths", [(5, 3), (3, 5), (4, 4), (1, 3)])
 @SETTINGS
 @given(data=st.data())
-def test_correlate_and_convolve_rules_for_every_mode(mode: str, lengths: tuple,
-                                                     data: Any) -> None:
+def test_correlate_and_convolve_rules_for_every_mode(mode: str, lengths: tuple, data: Any) -> None:
     a = data.draw(arrays((lengths[0],)))
     v = data.draw(arrays((lengths[1],)))
     check(lambda x, y: np.correlate(x, y, mode), a, v)
@@ -98,7 +104,8 @@ def test_order_statistic_rules_match_finite_differences(name: str, x: np.ndarray
 
 def test_unique_gives_a_repeated_value_to_its_first_occurrence() -> None:
     g = kx.grad(lambda a: np.sum(np.unique(a) * np.array([1.0, 10.0])))(
-        np.array([2.0, 1.0, 2.0, 1.0]))
+        np.array([2.0, 1.0, 2.0, 1.0])
+    )
     np.testing.assert_array_equal(g, [10.0, 1.0, 0.0, 0.0])
 
 
@@ -107,12 +114,15 @@ def test_quantile_methods_other_than_linear_raise() -> None:
         kx.grad(lambda a: np.quantile(a, 0.4, method="nearest"))(np.arange(5.0))
 
 
-@pytest.mark.parametrize("fn", [
-    lambda a: np.argwhere(a > 0).astype(np.float64).sum() + np.sum(a),
-    lambda a: np.searchsorted(np.array([0.0, 1.0]), a).astype(np.float64).sum() + np.sum(a),
-    lambda a: np.nanargmax(a).astype(np.float64) + np.sum(a),
-    lambda a: np.spacing(a).sum() * 0.0 + np.sum(a),
-])
+@pytest.mark.parametrize(
+    "fn",
+    [
+        lambda a: np.argwhere(a > 0).astype(np.float64).sum() + np.sum(a),
+        lambda a: np.searchsorted(np.array([0.0, 1.0]), a).astype(np.float64).sum() + np.sum(a),
+        lambda a: np.nanargmax(a).astype(np.float64) + np.sum(a),
+        lambda a: np.spacing(a).sum() * 0.0 + np.sum(a),
+    ],
+)
 def test_integer_valued_coverage_ops_contribute_no_gradient(fn: Any) -> None:
     np.testing.assert_array_equal(kx.grad(fn)(np.array([0.5, -1.0, 2.0])), np.ones(3))
 

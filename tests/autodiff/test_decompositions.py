@@ -49,6 +49,7 @@ def test_svd_rule_with_thin_factors_matches_finite_differences(data: Any) -> Non
         u, s, vh = np.linalg.svd(x, full_matrices=False)
         v = np.swapaxes(vh, -1, -2)
         return flat(outer(u, u), s, outer(u, v), outer(v, v))
+
     check(f, a, **LINALG)
     check(lambda x: np.linalg.svd(x, compute_uv=False), a, **LINALG)
     check(np.linalg.svdvals, a, **LINALG)
@@ -63,6 +64,7 @@ def test_svd_rule_with_full_matrices_of_a_square_matrix(a: np.ndarray) -> None:
     def f(x: Any) -> Any:
         u, s, vh = np.linalg.svd(x)
         return flat(outer(u, u), s, outer(u, vh.T))
+
     check(f, a, **LINALG)
 
 
@@ -78,13 +80,15 @@ def test_repeated_singular_values_and_eigenvalues_follow_the_documented_conventi
     of a vector whose value is simple, is exact beside a repeated pair."""
     a = np.diag([3.0, 1.0, 1.0])
     np.testing.assert_allclose(kx.grad(lambda x: np.sum(np.linalg.svd(x)[1]))(a), np.eye(3))
-    np.testing.assert_allclose(kx.grad(lambda x: np.linalg.eigvalsh(x)[2])(a),
-                               np.diag([1.0, 0.0, 0.0]))
+    np.testing.assert_allclose(
+        kx.grad(lambda x: np.linalg.eigvalsh(x)[2])(a), np.diag([1.0, 0.0, 0.0])
+    )
     w = np.array([0.3, -0.7, 1.1])
 
     def top_vector(x: Any) -> Any:
         v = np.linalg.eigh(x)[1][:, 2]
         return np.sum(v * np.sign(v[0]) * w)
+
     top = kx.grad(top_vector)
 
     def numeric(x: np.ndarray) -> np.ndarray:  # at a symmetric perturbation of the lower part
@@ -94,6 +98,7 @@ def test_repeated_singular_values_and_eigenvalues_follow_the_documented_conventi
             d[i, j] = d[j, i] = 1e-6
             out[i, j] = (top_vector(x + d) - top_vector(x - d)) / 2e-6
         return out
+
     g = top(a)
     assert np.all(np.isfinite(g))
     np.testing.assert_allclose(g, numeric(a), atol=1e-6)
@@ -105,8 +110,7 @@ def symmetric(x: np.ndarray) -> np.ndarray:
 
 @SETTINGS
 @given(x=arrays((3, 3)), uplo=st.sampled_from(["L", "U"]))
-def test_eigh_and_eigvalsh_rules_read_one_triangle_as_numpy_does(x: np.ndarray,
-                                                                  uplo: str) -> None:
+def test_eigh_and_eigvalsh_rules_read_one_triangle_as_numpy_does(x: np.ndarray, uplo: str) -> None:
     a = symmetric(x)
     if not separated(np.linalg.eigvalsh(a) + 10.0):
         return
@@ -114,6 +118,7 @@ def test_eigh_and_eigvalsh_rules_read_one_triangle_as_numpy_does(x: np.ndarray,
     def f(m: Any) -> Any:
         w, v = np.linalg.eigh(m, UPLO=uplo)
         return flat(w, outer(v, v))
+
     # finite differences of every element, the unread triangle included (its gradient is 0)
     check(f, a, **LINALG)
     check(lambda m: np.linalg.eigvalsh(m, UPLO=uplo), a, **LINALG)
@@ -175,8 +180,7 @@ def test_pinv_hermitian_reads_the_lower_triangle(x: np.ndarray) -> None:
 
 @SETTINGS
 @given(a=arrays((5, 3)), b=st.sampled_from([(5,), (5, 2)]).flatmap(arrays))
-def test_lstsq_rule_for_the_solution_and_the_singular_values(a: np.ndarray,
-                                                             b: np.ndarray) -> None:
+def test_lstsq_rule_for_the_solution_and_the_singular_values(a: np.ndarray, b: np.ndarray) -> None:
     if not separated(np.linalg.svd(a, compute_uv=False)):
         return
     check(lambda m, y: np.linalg.lstsq(m, y)[0], a, b, **LINALG)
@@ -190,24 +194,33 @@ def test_lstsq_residuals_gradient_raises_naming_the_fix() -> None:
 
 
 PAD_CASES = {
-    "edge": {}, "wrap": {}, "reflect": {}, "symmetric": {},
+    "edge": {},
+    "wrap": {},
+    "reflect": {},
+    "symmetric": {},
     "reflect_odd": {"mode": "reflect", "reflect_type": "odd"},
     "symmetric_odd": {"mode": "symmetric", "reflect_type": "odd"},
-    "linear_ramp": {}, "linear_ramp_ends": {"mode": "linear_ramp",
-                                            "end_values": ((1.0, -2.0), (0.5, 3.0))},
-    "mean": {}, "mean_stat": {"mode": "mean", "stat_length": ((1, 2), (3, 2))},
-    "maximum": {}, "maximum_stat": {"mode": "maximum", "stat_length": 2},
-    "minimum": {}, "median": {}, "median_stat": {"mode": "median", "stat_length": (2, 3)},
+    "linear_ramp": {},
+    "linear_ramp_ends": {"mode": "linear_ramp", "end_values": ((1.0, -2.0), (0.5, 3.0))},
+    "mean": {},
+    "mean_stat": {"mode": "mean", "stat_length": ((1, 2), (3, 2))},
+    "maximum": {},
+    "maximum_stat": {"mode": "maximum", "stat_length": 2},
+    "minimum": {},
+    "median": {},
+    "median_stat": {"mode": "median", "stat_length": (2, 3)},
     "constant": {"mode": "constant", "constant_values": 4.0},
 }
 
 
 @pytest.mark.parametrize("case", sorted(PAD_CASES))
 @SETTINGS
-@given(x=arrays((3, 4)), widths=st.sampled_from([((2, 1), (3, 5)), ((0, 4), (1, 0)),
-                                                  ((5, 5), (2, 2))]))
-def test_pad_rule_for_every_mode_matches_finite_differences(case: str, x: np.ndarray,
-                                                             widths: tuple) -> None:
+@given(
+    x=arrays((3, 4)), widths=st.sampled_from([((2, 1), (3, 5)), ((0, 4), (1, 0)), ((5, 5), (2, 2))])
+)
+def test_pad_rule_for_every_mode_matches_finite_differences(
+    case: str, x: np.ndarray, widths: tuple
+) -> None:
     options = dict(PAD_CASES[case])
     options.setdefault("mode", case)
     if options["mode"] in ("maximum", "minimum", "median") and not distinct(x):
@@ -222,8 +235,7 @@ def test_pad_maximum_gives_ties_to_the_first_occurrence() -> None:
 
 @SETTINGS
 @given(x=arrays((3, 4)), axis=st.sampled_from([None, 0, 1, (0, 1)]), keepdims=st.booleans())
-def test_median_rule_matches_finite_differences(x: np.ndarray, axis: Any,
-                                                keepdims: bool) -> None:
+def test_median_rule_matches_finite_differences(x: np.ndarray, axis: Any, keepdims: bool) -> None:
     if not distinct(x):
         return
     check(lambda a: np.median(a, axis=axis, keepdims=keepdims), x)
@@ -232,14 +244,14 @@ def test_median_rule_matches_finite_differences(x: np.ndarray, axis: Any,
 @pytest.mark.parametrize("ufunc", ["maximum", "minimum", "fmax", "fmin"])
 @SETTINGS
 @given(x=arrays((3, 4)), axis=st.sampled_from([0, 1, -1]))
-def test_running_extreme_rule_matches_finite_differences(ufunc: str, x: np.ndarray,
-                                                         axis: int) -> None:
+def test_running_extreme_rule_matches_finite_differences(
+    ufunc: str, x: np.ndarray, axis: int
+) -> None:
     if not distinct(x):
         return
     check(lambda a: getattr(np, ufunc).accumulate(a, axis=axis), x)
 
 
 def test_running_maximum_gives_ties_to_the_first_occurrence() -> None:
-    g = kx.grad(lambda a: np.sum(np.maximum.accumulate(a)))(
-        np.array([1.0, 3.0, 3.0, 2.0, 5.0]))
+    g = kx.grad(lambda a: np.sum(np.maximum.accumulate(a)))(np.array([1.0, 3.0, 3.0, 2.0, 5.0]))
     np.testing.assert_array_equal(g, [1.0, 3.0, 0.0, 0.0, 1.0])

@@ -28,7 +28,8 @@ def model(x: Any, w: Any) -> Any:
 @SETTINGS
 @given(x=arrays((4, 2), -2, 2), w=arrays((2, 3), -1, 1))
 def test_plain_numpy_code_on_watched_arrays_matches_the_traced_gradient(
-        x: np.ndarray, w: np.ndarray) -> None:
+    x: np.ndarray, w: np.ndarray
+) -> None:
     h = np.tanh(x @ w + x[:, :1] * 0.5)
     if np.any(np.abs(h) < 1e-3):
         return  # the mask's edge
@@ -52,8 +53,9 @@ def test_watch_returns_the_recording_array_and_only_code_using_it_is_recorded() 
         on_recording = np.sum(xr * xr)
     assert tape.gradient(on_original, xr) is None
     np.testing.assert_allclose(tape.gradient(on_recording, xr), 2 * x)
-    np.testing.assert_allclose(tape.gradient(on_recording, [xr], unconnected_gradients="zero"),
-                               [2 * x])
+    np.testing.assert_allclose(
+        tape.gradient(on_recording, [xr], unconnected_gradients="zero"), [2 * x]
+    )
 
 
 def test_trainable_variables_read_under_an_eager_tape_are_recorded_at_their_read_value() -> None:
@@ -149,7 +151,10 @@ def test_jacobian_and_output_gradients_of_recorded_code() -> None:
     with kx.GradientTape(persistent=True) as tape:
         xr = tape.watch(x)
         y = np.stack([np.sin(xr[0]) * xr[1], xr[0] ** 2])
-    np.testing.assert_allclose(tape.jacobian(y, xr),
-                               [[np.cos(x[0]) * x[1], np.sin(x[0])], [2 * x[0], 0.0]])
-    np.testing.assert_allclose(tape.gradient(y, xr, output_gradients=np.array([1.0, 2.0])),
-                               [np.cos(x[0]) * x[1] + 4 * x[0], np.sin(x[0])])
+    np.testing.assert_allclose(
+        tape.jacobian(y, xr), [[np.cos(x[0]) * x[1], np.sin(x[0])], [2 * x[0], 0.0]]
+    )
+    np.testing.assert_allclose(
+        tape.gradient(y, xr, output_gradients=np.array([1.0, 2.0])),
+        [np.cos(x[0]) * x[1] + 4 * x[0], np.sin(x[0])],
+    )

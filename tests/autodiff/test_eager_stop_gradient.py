@@ -21,25 +21,27 @@ sg = kx.stop_gradient
 #: (loss, its analytic gradient): a stop_gradient at the top, of a sub-expression, in a chain
 CASES: dict[str, tuple[Callable[[Any], Any], Callable[[np.ndarray], np.ndarray]]] = {
     "x*sg(x)": (lambda x: np.sum(x * sg(x)), lambda x: x),
-    "sg(x*x)+x in sin": (lambda x: np.sum(np.sin(sg(x * x) + x)),
-                         lambda x: np.cos(x * x + x)),
-    "chain exp(sg(tanh(x))*x)": (lambda x: np.sum(np.exp(sg(np.tanh(x)) * x)),
-                                 lambda x: np.tanh(x) * np.exp(np.tanh(x) * x)),
+    "sg(x*x)+x in sin": (lambda x: np.sum(np.sin(sg(x * x) + x)), lambda x: np.cos(x * x + x)),
+    "chain exp(sg(tanh(x))*x)": (
+        lambda x: np.sum(np.exp(sg(np.tanh(x)) * x)),
+        lambda x: np.tanh(x) * np.exp(np.tanh(x) * x),
+    ),
     "sg of everything": (lambda x: np.sum(sg(x * x)) + np.sum(x), lambda x: np.ones_like(x)),
 }
 
-_values = hnp.arrays(np.float64, st.integers(1, 6),
-                     elements=st.floats(-2.0, 2.0, allow_nan=False))
+_values = hnp.arrays(np.float64, st.integers(1, 6), elements=st.floats(-2.0, 2.0, allow_nan=False))
 
 
 def _traced_gradient(loss: Callable[[Any], Any], x: np.ndarray) -> np.ndarray:
     """The same tape code inside a kx.function (the reference the eager tape must equal)."""
+
     @kx.function(backend="numpy")
     def g(x):
         with kx.GradientTape() as tape:
             tape.watch(x)
             y = loss(x)
         return tape.gradient(y, x)
+
     return g(x)
 
 
@@ -126,6 +128,7 @@ def test_nested_eager_tapes_keep_the_stop_gradient_in_the_second_order():
             g = inner.gradient(y, x)
             z = np.sum(g)
         return outer.gradient(z, x)
+
     _close(second, traced(x))
 
 

@@ -52,10 +52,11 @@ def _second(f: Callable[..., Any], x: np.ndarray, w: np.ndarray) -> tuple[Any, A
 
 
 FUNCTIONS = {
-    "sin_x_squared": lambda x: np.sum(np.sin(x) * x ** 2),
+    "sin_x_squared": lambda x: np.sum(np.sin(x) * x**2),
     "log_sum_exp": lambda x: np.log(np.sum(np.exp(x))),
-    "quadratic_form": lambda x: x @ np.array([[2.0, 0.5, 0.0], [0.5, 1.0, -0.3],
-                                              [0.0, -0.3, 3.0]]) @ x,
+    "quadratic_form": lambda x: (
+        x @ np.array([[2.0, 0.5, 0.0], [0.5, 1.0, -0.3], [0.0, -0.3, 3.0]]) @ x
+    ),
     "tanh_matmul": lambda x: np.sum(np.tanh(np.outer(x, x) @ x)),
     "softplus_mean": lambda x: np.mean(np.log1p(np.exp(x)) * x),
 }
@@ -93,10 +94,10 @@ def test_the_inner_tape_sees_only_what_it_recorded():
     x = np.array([1.5, -0.5])
     with kx.GradientTape() as outer:
         xo = outer.watch(x)
-        z = xo * 2.0                      # recorded by the outer tape only
+        z = xo * 2.0  # recorded by the outer tape only
         with kx.GradientTape() as inner:
             xi = inner.watch(xo)
-            y = np.sum(z * xi)            # inner: d/dx = z (z held constant)
+            y = np.sum(z * xi)  # inner: d/dx = z (z held constant)
         g = inner.gradient(y, xi)
         total = np.sum(g)
     np.testing.assert_allclose(np.asarray(g), 2.0 * x)
@@ -108,10 +109,10 @@ def test_variables_read_under_nested_tapes_get_second_derivatives():
     v = kx.Variable(np.array([0.4, -0.9, 1.2]))
     with kx.GradientTape() as outer:
         with kx.GradientTape() as inner:
-            y = np.sum(np.exp(v) * v)     # a trainable variable: watched on read by both
-        g = inner.gradient(y, v)          # (1 + v) e^v
+            y = np.sum(np.exp(v) * v)  # a trainable variable: watched on read by both
+        g = inner.gradient(y, v)  # (1 + v) e^v
         s = np.sum(g)
-    h = outer.gradient(s, v)              # (2 + v) e^v
+    h = outer.gradient(s, v)  # (2 + v) e^v
     val = v.numpy()
     np.testing.assert_allclose(np.asarray(g), (1 + val) * np.exp(val), rtol=1e-12)
     np.testing.assert_allclose(h, (2 + val) * np.exp(val), rtol=1e-12)
@@ -121,14 +122,14 @@ def test_a_single_tape_returns_plain_arrays_and_an_ended_outer_tape_too():
     x = np.array([0.2, 0.3])
     with kx.GradientTape() as tape:
         xr = tape.watch(x)
-        y = np.sum(xr ** 3)
+        y = np.sum(xr**3)
     g = tape.gradient(y, xr)
     assert type(g) is np.ndarray
     with kx.GradientTape() as outer:
         xo = outer.watch(x)
         with kx.GradientTape() as inner:
             xi = inner.watch(xo)
-            y = np.sum(xi ** 3)
-    g = inner.gradient(y, xi)             # the outer tape no longer records
+            y = np.sum(xi**3)
+    g = inner.gradient(y, xi)  # the outer tape no longer records
     assert type(g) is np.ndarray and not isinstance(g, RecordingArray)
-    np.testing.assert_allclose(g, 3 * x ** 2)
+    np.testing.assert_allclose(g, 3 * x**2)

@@ -19,23 +19,44 @@ import kernel_ext as kx
 
 shapes = st.sampled_from([(), (3,), (2, 3)])
 # pairs of shapes that broadcast: the gradient must be summed back to each
-pairs = st.sampled_from([((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)),
-                         ((2, 3), (2, 1))])
+pairs = st.sampled_from(
+    [((3,), (3,)), ((2, 3), (3,)), ((2, 1), (1, 3)), ((), (2, 2)), ((2, 3), (2, 1))]
+)
 
 UNARY = {
-    "negative": (np.negative, -2, 2), "abs": (np.abs, 0.1, 2), "sqrt": (np.sqrt, 0.2, 3),
-    "cbrt": (np.cbrt, 0.2, 3), "square": (np.square, -2, 2),
-    "reciprocal": (np.reciprocal, 0.3, 2), "exp": (np.exp, -2, 2), "exp2": (np.exp2, -2, 2),
-    "expm1": (np.expm1, -2, 2), "log": (np.log, 0.2, 3), "log2": (np.log2, 0.2, 3),
-    "log10": (np.log10, 0.2, 3), "log1p": (np.log1p, -0.5, 2), "sin": (np.sin, -2, 2),
-    "cos": (np.cos, -2, 2), "tan": (np.tan, -1, 1), "arcsin": (np.arcsin, -0.8, 0.8),
-    "arccos": (np.arccos, -0.8, 0.8), "arctan": (np.arctan, -2, 2), "sinh": (np.sinh, -2, 2),
-    "cosh": (np.cosh, -2, 2), "tanh": (np.tanh, -2, 2), "arcsinh": (np.arcsinh, -2, 2),
-    "arccosh": (np.arccosh, 1.2, 3), "arctanh": (np.arctanh, -0.8, 0.8),
-    "deg2rad": (np.deg2rad, -2, 2), "rad2deg": (np.rad2deg, -2, 2),
-    "positive": (np.positive, -2, 2), "fabs": (np.fabs, 0.1, 2),
-    "power_literal": (lambda x: x ** 3, -2, 2), "square_op": (lambda x: x ** 2, -2, 2),
-    "copy": (np.copy, -2, 2), "floor": (lambda x: np.floor(x) * x, 0.1, 0.9),
+    "negative": (np.negative, -2, 2),
+    "abs": (np.abs, 0.1, 2),
+    "sqrt": (np.sqrt, 0.2, 3),
+    "cbrt": (np.cbrt, 0.2, 3),
+    "square": (np.square, -2, 2),
+    "reciprocal": (np.reciprocal, 0.3, 2),
+    "exp": (np.exp, -2, 2),
+    "exp2": (np.exp2, -2, 2),
+    "expm1": (np.expm1, -2, 2),
+    "log": (np.log, 0.2, 3),
+    "log2": (np.log2, 0.2, 3),
+    "log10": (np.log10, 0.2, 3),
+    "log1p": (np.log1p, -0.5, 2),
+    "sin": (np.sin, -2, 2),
+    "cos": (np.cos, -2, 2),
+    "tan": (np.tan, -1, 1),
+    "arcsin": (np.arcsin, -0.8, 0.8),
+    "arccos": (np.arccos, -0.8, 0.8),
+    "arctan": (np.arctan, -2, 2),
+    "sinh": (np.sinh, -2, 2),
+    "cosh": (np.cosh, -2, 2),
+    "tanh": (np.tanh, -2, 2),
+    "arcsinh": (np.arcsinh, -2, 2),
+    "arccosh": (np.arccosh, 1.2, 3),
+    "arctanh": (np.arctanh, -0.8, 0.8),
+    "deg2rad": (np.deg2rad, -2, 2),
+    "rad2deg": (np.rad2deg, -2, 2),
+    "positive": (np.positive, -2, 2),
+    "fabs": (np.fabs, 0.1, 2),
+    "power_literal": (lambda x: x**3, -2, 2),
+    "square_op": (lambda x: x**2, -2, 2),
+    "copy": (np.copy, -2, 2),
+    "floor": (lambda x: np.floor(x) * x, 0.1, 0.9),
 }
 
 
@@ -58,14 +79,20 @@ def test_cast_gradient_comes_back_in_the_operand_dtype() -> None:
 
 
 BINARY = {
-    "add": (np.add, (-2, 2), (-2, 2)), "subtract": (np.subtract, (-2, 2), (-2, 2)),
-    "multiply": (np.multiply, (-2, 2), (-2, 2)), "divide": (np.divide, (-2, 2), (0.5, 2)),
-    "power": (np.power, (0.5, 2), (-2, 2)), "float_power": (np.float_power, (0.5, 2), (-2, 2)),
-    "arctan2": (np.arctan2, (0.5, 2), (0.5, 2)), "hypot": (np.hypot, (0.5, 2), (0.5, 2)),
+    "add": (np.add, (-2, 2), (-2, 2)),
+    "subtract": (np.subtract, (-2, 2), (-2, 2)),
+    "multiply": (np.multiply, (-2, 2), (-2, 2)),
+    "divide": (np.divide, (-2, 2), (0.5, 2)),
+    "power": (np.power, (0.5, 2), (-2, 2)),
+    "float_power": (np.float_power, (0.5, 2), (-2, 2)),
+    "arctan2": (np.arctan2, (0.5, 2), (0.5, 2)),
+    "hypot": (np.hypot, (0.5, 2), (0.5, 2)),
     "logaddexp": (np.logaddexp, (-2, 2), (-2, 2)),
     "logaddexp2": (np.logaddexp2, (-2, 2), (-2, 2)),
-    "maximum": (np.maximum, (-2, 2), (-2, 2)), "minimum": (np.minimum, (-2, 2), (-2, 2)),
-    "fmax": (np.fmax, (-2, 2), (-2, 2)), "fmin": (np.fmin, (-2, 2), (-2, 2)),
+    "maximum": (np.maximum, (-2, 2), (-2, 2)),
+    "minimum": (np.minimum, (-2, 2), (-2, 2)),
+    "fmax": (np.fmax, (-2, 2), (-2, 2)),
+    "fmin": (np.fmin, (-2, 2), (-2, 2)),
     "copysign": (lambda a, b: np.copysign(a, b), (0.5, 2), (0.5, 2)),
     "remainder": (np.remainder, (0.1, 0.9), (1.5, 2)),
     "fmod": (np.fmod, (0.1, 0.9), (1.5, 2)),
@@ -77,8 +104,7 @@ BINARY = {
 @pytest.mark.parametrize("name", sorted(BINARY))
 @SETTINGS
 @given(data=st.data())
-def test_binary_rule_broadcasts_back_and_matches_finite_differences(name: str,
-                                                                    data: Any) -> None:
+def test_binary_rule_broadcasts_back_and_matches_finite_differences(name: str, data: Any) -> None:
     fn, (alo, ahi), (blo, bhi) = BINARY[name]
     sa, sb = data.draw(pairs)
     a = data.draw(arrays(sa, alo, ahi))
@@ -86,22 +112,31 @@ def test_binary_rule_broadcasts_back_and_matches_finite_differences(name: str,
     # keep away from the kinks, where a finite difference straddles two pieces
     x, y = np.broadcast_arrays(a, b)
     kinks = {"where": [x], "clip": [x + 0.5, x - y]}.get(
-        name, [x - y] if name in ("maximum", "minimum", "fmax", "fmin") else [])
+        name, [x - y] if name in ("maximum", "minimum", "fmax", "fmin") else []
+    )
     if any(np.any(np.abs(k) < 1e-3) for k in kinks):
         return
     check(fn, a, b)
 
 
-REDUCTIONS = {"sum": np.sum, "mean": np.mean, "prod": np.prod, "max": np.max, "min": np.min,
-              "var": np.var, "std": np.std}
+REDUCTIONS = {
+    "sum": np.sum,
+    "mean": np.mean,
+    "prod": np.prod,
+    "max": np.max,
+    "min": np.min,
+    "var": np.var,
+    "std": np.std,
+}
 axes = st.sampled_from([None, 0, 1, -1, (0, 1)])
 
 
 @pytest.mark.parametrize("name", sorted(REDUCTIONS))
 @SETTINGS
 @given(x=arrays((2, 3), 0.5, 2), axis=axes, keepdims=st.booleans())
-def test_reduction_rule_with_axes_and_keepdims(name: str, x: np.ndarray, axis: Any,
-                                               keepdims: bool) -> None:
+def test_reduction_rule_with_axes_and_keepdims(
+    name: str, x: np.ndarray, axis: Any, keepdims: bool
+) -> None:
     if name in ("max", "min") and not distinct(x):
         return  # ties (or near-ties a finite difference straddles): checked below against
         # the documented convention
@@ -117,13 +152,15 @@ def test_max_reduction_gives_ties_to_the_first_occurrence() -> None:
     g = kx.grad(lambda a: np.max(a))(np.array([[3.0, 1.0], [3.0, 3.0]]))
     np.testing.assert_array_equal(g, [[1, 0], [0, 0]])
     g = kx.grad(lambda a: np.sum(np.min(a, axis=(0, 1), keepdims=True)))(
-        np.array([[2.0, 0.0], [0.0, 5.0]]))
+        np.array([[2.0, 0.0], [0.0, 5.0]])
+    )
     np.testing.assert_array_equal(g, [[0, 1], [0, 0]])
 
 
 def test_maximum_gives_ties_to_the_first_operand() -> None:
     g = kx.grad(lambda a, b: np.sum(np.maximum(a, b)), argnums=(0, 1))(
-        np.array([1.0, 2.0]), np.array([1.0, 3.0]))
+        np.array([1.0, 2.0]), np.array([1.0, 3.0])
+    )
     np.testing.assert_array_equal(g[0], [1, 0])
     np.testing.assert_array_equal(g[1], [0, 1])
 
@@ -140,8 +177,12 @@ def test_scan_rules(x: np.ndarray, axis: Any) -> None:
 def test_sort_rule_routes_each_gradient_to_its_element(x: np.ndarray, axis: Any) -> None:
     if not distinct(x):
         return  # ties: a finite difference reorders them
-    check(lambda a: np.sort(a, axis=axis) * np.arange(1.0, 7.0).reshape(
-        (6,) if axis is None else (2, 3)), x)
+    check(
+        lambda a: (
+            np.sort(a, axis=axis) * np.arange(1.0, 7.0).reshape((6,) if axis is None else (2, 3))
+        ),
+        x,
+    )
 
 
 SHAPE_OPS = {
@@ -180,6 +221,7 @@ def test_dynamic_index_gradient() -> None:
             tape.watch(x)
             y = np.sum(x[i] * x[i, 0])
         return tape.gradient(y, x)
+
     x = np.arange(6.0).reshape(2, 3)
     g = f(x, np.int64(1))
     np.testing.assert_allclose(g, [[0, 0, 0], [3 + 3 + 4 + 5, 3, 3]])
@@ -190,6 +232,7 @@ def test_setitem_gradient_goes_to_the_written_value_and_the_rest() -> None:
         out = a * 1.0
         out[1:, 0] = b * 3.0
         return out * out
+
     check(f, np.arange(1.0, 7.0).reshape(3, 2), np.array([0.5, 1.5]))
 
 
@@ -223,6 +266,7 @@ def test_norm_composes_from_rules() -> None:
 
 # -- nan reductions, einsum, pad, slogdet, ufunc methods, data-dependent shapes ----------------
 
+
 def with_nans(x: np.ndarray) -> np.ndarray:
     """``x`` with a NaN in its first row (the nan functions skip it; its gradient is 0)."""
     x = x.copy()
@@ -230,16 +274,23 @@ def with_nans(x: np.ndarray) -> np.ndarray:
     return x
 
 
-NAN_REDUCTIONS = {"nansum": np.nansum, "nanmean": np.nanmean, "nanprod": np.nanprod,
-                  "nanmax": np.nanmax, "nanmin": np.nanmin, "nanvar": np.nanvar,
-                  "nanstd": np.nanstd}
+NAN_REDUCTIONS = {
+    "nansum": np.nansum,
+    "nanmean": np.nanmean,
+    "nanprod": np.nanprod,
+    "nanmax": np.nanmax,
+    "nanmin": np.nanmin,
+    "nanvar": np.nanvar,
+    "nanstd": np.nanstd,
+}
 
 
 @pytest.mark.parametrize("name", sorted(NAN_REDUCTIONS))
 @SETTINGS
 @given(x=arrays((3, 4), 0.5, 2.0), axis=st.sampled_from([None, 0, 1]), keepdims=st.booleans())
 def test_nan_reduction_rule_skips_nans_and_matches_finite_differences(
-        name: str, x: np.ndarray, axis: Any, keepdims: bool) -> None:
+    name: str, x: np.ndarray, axis: Any, keepdims: bool
+) -> None:
     if name in ("nanmax", "nanmin") and not distinct(x):
         return
     fn = NAN_REDUCTIONS[name]
@@ -260,22 +311,27 @@ def test_nancumsum_rule_matches_finite_differences() -> None:
     w = np.random.default_rng(3).uniform(0.5, 1.5, (3, 4))
     for axis in (0, 1):
         g = kx.grad(lambda a: np.sum(np.nancumsum(a, axis=axis) * w))(x)
-        expected = numeric_grad(lambda a: float(np.sum(np.nancumsum(a, axis=axis) * w)),
-                                [x], 0)
+        expected = numeric_grad(lambda a: float(np.sum(np.nancumsum(a, axis=axis) * w)), [x], 0)
         keep = ~np.isnan(x)
         np.testing.assert_allclose(g[keep], expected[keep], rtol=1e-5, atol=1e-6)
         assert g[0, 1] == 0.0
 
 
-EINSUMS = {"ij,jk->ik": [(3, 4), (4, 2)], "ij,ij->": [(3, 4), (3, 4)],
-           "bij,bjk->bik": [(2, 3, 4), (2, 4, 2)], "ij->ji": [(3, 4)], "ij->i": [(3, 4)],
-           "i,j->ij": [(3,), (4,)], "ij,jk": [(3, 4), (4, 2)], "ijk,k->ij": [(2, 3, 4), (4,)],
-           "ij,jk,kl->il": [(2, 3), (3, 4), (4, 2)]}
+EINSUMS = {
+    "ij,jk->ik": [(3, 4), (4, 2)],
+    "ij,ij->": [(3, 4), (3, 4)],
+    "bij,bjk->bik": [(2, 3, 4), (2, 4, 2)],
+    "ij->ji": [(3, 4)],
+    "ij->i": [(3, 4)],
+    "i,j->ij": [(3,), (4,)],
+    "ij,jk": [(3, 4), (4, 2)],
+    "ijk,k->ij": [(2, 3, 4), (4,)],
+    "ij,jk,kl->il": [(2, 3), (3, 4), (4, 2)],
+}
 
 
 @pytest.mark.parametrize("subscripts", sorted(EINSUMS))
-def test_einsum_rule_permutes_subscripts_and_matches_finite_differences(
-        subscripts: str) -> None:
+def test_einsum_rule_permutes_subscripts_and_matches_finite_differences(subscripts: str) -> None:
     rng = np.random.default_rng(4)
     args = [rng.normal(size=s) for s in EINSUMS[subscripts]]
     check(lambda *a: np.einsum(subscripts, *a), *args)
@@ -285,11 +341,15 @@ def test_einsum_rule_permutes_subscripts_and_matches_finite_differences(
 def test_pad_diff_triangles_and_slogdet_match_finite_differences(case: str) -> None:
     rng = np.random.default_rng(5)
     x = rng.normal(size=(3, 3)) + 3 * np.eye(3)
-    fn = {"pad": lambda a: np.pad(a, ((1, 2), (0, 1))),
-          "diff": lambda a: np.concatenate([np.ravel(np.diff(a, n=2, axis=0)),
-                                            np.ravel(np.diff(a, axis=1))]),
-          "triu": lambda a: np.triu(a, 1), "tril": lambda a: np.tril(a),
-          "slogdet": lambda a: np.linalg.slogdet(a)[1]}[case]
+    fn = {
+        "pad": lambda a: np.pad(a, ((1, 2), (0, 1))),
+        "diff": lambda a: np.concatenate(
+            [np.ravel(np.diff(a, n=2, axis=0)), np.ravel(np.diff(a, axis=1))]
+        ),
+        "triu": lambda a: np.triu(a, 1),
+        "tril": lambda a: np.tril(a),
+        "slogdet": lambda a: np.linalg.slogdet(a)[1],
+    }[case]
     check(fn, x)
 
 

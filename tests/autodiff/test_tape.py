@@ -13,6 +13,7 @@ from kernel_ext import errors
 
 # -- the seeds --------------------------------------------------------------------------------
 
+
 def test_seed_gradient_of_a_function_called_under_an_eager_tape() -> None:
     @kx.function
     def add(a: Any, b: Any) -> Any:
@@ -78,6 +79,7 @@ def test_seed_one_concrete_function_per_optimizer_is_the_workaround() -> None:
 
 # -- inside a trace ---------------------------------------------------------------------------
 
+
 def test_ops_after_the_tape_block_are_not_recorded() -> None:
     @kx.function
     def f(x: Any) -> Any:
@@ -94,11 +96,11 @@ def test_tape_inside_a_function_differentiates_the_traced_graph() -> None:
     def f(x: Any) -> Any:
         with kx.GradientTape() as tape:
             tape.watch(x)
-            y = np.sum(np.tanh(x) * x ** 2)
+            y = np.sum(np.tanh(x) * x**2)
         return tape.gradient(y, x)
 
     x = np.linspace(-1.0, 1.0, 5)
-    np.testing.assert_allclose(f(x), 2 * x * np.tanh(x) + x ** 2 * (1 - np.tanh(x) ** 2))
+    np.testing.assert_allclose(f(x), 2 * x * np.tanh(x) + x**2 * (1 - np.tanh(x) ** 2))
     ops = {n.op.value for n in f.get_concrete_function(x).graph.get_operations()}
     assert "tanh" in ops and "multiply" in ops  # the backward pass is ordinary ops
 
@@ -199,13 +201,13 @@ def test_gradient_through_a_traced_if_differentiates_the_branch_taken() -> None:
         with kx.GradientTape() as tape:
             tape.watch(x)
             if np.sum(x) > 0:
-                y = np.sum(x ** 3)
+                y = np.sum(x**3)
             else:
                 y = np.sum(np.sin(x))
         return tape.gradient(y, x)
 
     x = np.array([1.0, 2.0])
-    np.testing.assert_allclose(f(x), 3 * x ** 2)
+    np.testing.assert_allclose(f(x), 3 * x**2)
     np.testing.assert_allclose(f(-x), np.cos(-x))
     ops = [n.op.value for n in f.get_concrete_function(x).graph.get_operations()]
     assert "cond" in ops  # the backward cond (the forward one's value is unused: pruned)
@@ -270,6 +272,7 @@ def test_hessian_of_a_quadratic_form_with_nested_tapes() -> None:
 
 # -- kx.grad ----------------------------------------------------------------------------------
 
+
 def test_grad_and_value_and_grad_eagerly_and_inside_a_function() -> None:
     def f(x: Any, y: Any) -> Any:
         return np.sum(np.sin(x) * y)
@@ -291,12 +294,12 @@ def test_grad_and_value_and_grad_eagerly_and_inside_a_function() -> None:
 
 def test_grad_has_aux_and_higher_order() -> None:
     def f(x: Any) -> Any:
-        return x ** 3, x * 2.0
+        return x**3, x * 2.0
 
     g, aux = kx.grad(f, has_aux=True)(2.0)
     assert g == 12.0 and aux == 4.0
-    assert kx.grad(kx.grad(lambda x: x ** 3))(2.0) == 12.0
-    assert kx.grad(kx.grad(kx.grad(lambda x: x ** 3)))(2.0) == 6.0
+    assert kx.grad(kx.grad(lambda x: x**3))(2.0) == 12.0
+    assert kx.grad(kx.grad(kx.grad(lambda x: x**3)))(2.0) == 6.0
 
 
 def test_grad_refuses_a_non_scalar_value() -> None:
@@ -305,6 +308,7 @@ def test_grad_refuses_a_non_scalar_value() -> None:
 
 
 # -- training ---------------------------------------------------------------------------------
+
 
 def test_linear_regression_in_one_function_reaches_the_least_squares_optimum() -> None:
     rng = np.random.default_rng(0)
@@ -330,9 +334,14 @@ def test_linear_regression_in_one_function_reaches_the_least_squares_optimum() -
     assert step.experimental_get_tracing_count() == 1
 
 
-@pytest.mark.parametrize("make", [lambda: kx.optimizers.SGD(0.1),
-                                  lambda: kx.optimizers.Adam(0.01),
-                                  lambda: kx.optimizers.RMSprop(0.01)])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: kx.optimizers.SGD(0.1),
+        lambda: kx.optimizers.Adam(0.01),
+        lambda: kx.optimizers.RMSprop(0.01),
+    ],
+)
 def test_two_layer_mlp_loss_decreases(make: Any) -> None:
     rng = np.random.default_rng(1)
     x = rng.normal(size=(128, 4)).astype(np.float32)

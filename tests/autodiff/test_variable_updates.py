@@ -28,15 +28,18 @@ def _every_size_in_place(monkeypatch, request):
 
 def _model(seed: int = 0) -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
-    params = [rng.standard_normal((6, 5)).astype(np.float32),
-              rng.standard_normal(5).astype(np.float32)]
+    params = [
+        rng.standard_normal((6, 5)).astype(np.float32),
+        rng.standard_normal(5).astype(np.float32),
+    ]
     x = rng.standard_normal((8, 6)).astype(np.float32)
     y = rng.standard_normal((8, 5)).astype(np.float32)
     return params, x, y
 
 
-def _train(make_optimizer: Callable[[], Any], backend: str, expose: bool,
-           steps: int = 4) -> tuple[list[kx.Variable], list[bool]]:
+def _train(
+    make_optimizer: Callable[[], Any], backend: str, expose: bool, steps: int = 4
+) -> tuple[list[kx.Variable], list[bool]]:
     params, x, y = _model()
     variables = [kx.Variable(p) for p in params]
     optimizer = make_optimizer()
@@ -90,14 +93,14 @@ def test_an_array_taken_from_the_variable_keeps_its_value():
 
     d = np.full(4, 0.5)
     step(d)
-    held = np.asarray(v)      # the caller holds the buffer itself now
-    seen = v[1:]              # and a view of it
+    held = np.asarray(v)  # the caller holds the buffer itself now
+    seen = v[1:]  # and a view of it
     step(d)
     np.testing.assert_array_equal(held, np.arange(4.0) - 0.5)
     np.testing.assert_array_equal(seen, np.arange(1.0, 4.0) - 0.5)
     np.testing.assert_array_equal(v.numpy(), np.arange(4.0) - 1.0)
     before = v.peek()
-    step(d)                   # the new buffer is private again: written in place
+    step(d)  # the new buffer is private again: written in place
     assert v.peek() is before
     np.testing.assert_array_equal(v.numpy(), np.arange(4.0) - 1.5)
 
@@ -132,8 +135,8 @@ def test_updates_that_cast_or_broadcast_give_numpys_values():
 
     @kx.function
     def f(d64: Any, row: Any) -> None:
-        v.assign_add(d64)          # float64 delta: computed in float64, cast same_kind
-        w.assign_add(row)          # a (3,) row broadcast over the variable
+        v.assign_add(d64)  # float64 delta: computed in float64, cast same_kind
+        w.assign_add(row)  # a (3,) row broadcast over the variable
 
     d64 = np.full((2, 3), 0.1)
     row = np.arange(3, dtype=np.float32)
@@ -154,14 +157,14 @@ def test_eager_updates_write_in_place_until_the_buffer_is_handed_out():
     for _ in range(3):
         v.assign_sub(d)
         want = want - d
-    assert v.peek() is buf                      # nobody saw it: written in place
+    assert v.peek() is buf  # nobody saw it: written in place
     np.testing.assert_array_equal(v.numpy(), want)
-    held = np.asarray(v)                        # handed out: the next update replaces it
+    held = np.asarray(v)  # handed out: the next update replaces it
     v.assign_add(d * 2)
     assert v.peek() is not held
     np.testing.assert_array_equal(held, want)
     np.testing.assert_array_equal(v.numpy(), want + d * 2)
-    v.assign(np.zeros(5))                       # float64 into float32: cast, as NumPy does
+    v.assign(np.zeros(5))  # float64 into float32: cast, as NumPy does
     np.testing.assert_array_equal(v.numpy(), np.zeros(5, np.float32))
     assert v.dtype == np.float32
 

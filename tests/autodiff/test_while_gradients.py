@@ -49,8 +49,9 @@ def test_gradient_of_a_range_loop_with_a_traced_count_matches_finite_differences
     x = np.array([0.3, -0.5, 1.2])
     grad = kx.function(kx.grad(f))
     for n in (0, 1, 4):
-        np.testing.assert_allclose(grad(x, np.int64(n)),
-                                   numeric_grad(lambda v: f(v, n), x), rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(
+            grad(x, np.int64(n)), numeric_grad(lambda v: f(v, n), x), rtol=1e-6, atol=1e-8
+        )
     assert grad.experimental_get_tracing_count() == 1  # one graph loop for every n
 
 
@@ -85,11 +86,12 @@ def test_gradient_through_buffers_written_in_place_in_a_loop_body() -> None:
             out[i] = acc
             out[i, 0] = out[i, 0] * 2.0
             out[i] += x
-        return np.sum(out ** 2)
+        return np.sum(out**2)
 
     x = np.array([0.3, -0.5, 0.8])
-    np.testing.assert_allclose(kx.grad(f)(x, np.int64(3)),
-                               numeric_grad(lambda v: f(v, 3), x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        kx.grad(f)(x, np.int64(3)), numeric_grad(lambda v: f(v, 3), x), rtol=1e-6, atol=1e-7
+    )
 
 
 def test_gradient_of_a_recurrent_loop_with_respect_to_its_weights_on_a_tape() -> None:
@@ -115,8 +117,9 @@ def test_gradient_of_a_recurrent_loop_with_respect_to_its_weights_on_a_tape() ->
             total = np.sum(h)
         return tape.gradient(total, w)
 
-    np.testing.assert_allclose(step(xs, np.int64(6)), numeric_grad(lambda v: loss(v, xs), w0),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        step(xs, np.int64(6)), numeric_grad(lambda v: loss(v, xs), w0), rtol=1e-6, atol=1e-7
+    )
 
 
 def test_gradient_of_nested_graph_loops() -> None:
@@ -128,8 +131,12 @@ def test_gradient_of_nested_graph_loops() -> None:
         return np.sum(y)
 
     x = np.array([0.4, 0.9])
-    np.testing.assert_allclose(kx.grad(f)(x, np.int64(2), np.int64(3)),
-                               numeric_grad(lambda v: f(v, 2, 3), x), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        kx.grad(f)(x, np.int64(2), np.int64(3)),
+        numeric_grad(lambda v: f(v, 2, 3), x),
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 def test_gradient_of_kx_while_loop_with_several_float_and_integer_variables() -> None:
@@ -139,6 +146,7 @@ def test_gradient_of_kx_while_loop_with_several_float_and_integer_variables() ->
 
         def body(k: Any, a: Any, b: Any) -> Any:
             return k + 1, a * np.sum(b), b + a * 0.5
+
         _, a, b = kx.while_loop(cond, body, (np.int64(0), x[0], x[1:]))
         return np.sum(a) + np.sum(b * b)
 
@@ -178,9 +186,16 @@ def test_a_forward_loop_stacks_its_state_only_when_a_gradient_reaches_it() -> No
 
 # (a traced count makes an ``arange``, which jit_compile=True leaves to fused segments)
 @pytest.mark.filterwarnings("ignore:kx.function\\(jit_compile=True\\).*arange")
-@pytest.mark.parametrize("options", [{"backend": "numpy"}, {}, {"backend": "numba"},
-                                     {"jit_compile": True},
-                                     {"jit_compile": True, "backend": "numba"}])
+@pytest.mark.parametrize(
+    "options",
+    [
+        {"backend": "numpy"},
+        {},
+        {"backend": "numba"},
+        {"jit_compile": True},
+        {"jit_compile": True, "backend": "numba"},
+    ],
+)
 def test_loop_gradients_run_on_every_executor(options: dict) -> None:
     def f(x: Any, n: Any) -> Any:
         y = x
@@ -190,8 +205,9 @@ def test_loop_gradients_run_on_every_executor(options: dict) -> None:
 
     x = np.array([0.5, -0.25, 1.5], np.float64)
     grad = kx.function(kx.grad(f), **options)
-    np.testing.assert_allclose(grad(x, np.int64(3)), numeric_grad(lambda v: f(v, 3), x),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        grad(x, np.int64(3)), numeric_grad(lambda v: f(v, 3), x), rtol=1e-6, atol=1e-7
+    )
 
 
 @pytest.mark.parametrize("backend", ["auto", "numba"])
@@ -199,6 +215,7 @@ def test_the_iteration_count_of_a_stacking_loop_enters_fused_segments(backend: s
     """The counter a loop gains for its gradient starts as an int64, not Python's ``0``:
     ``backend="numba"`` fuses ``count + 1`` into a kernel whose 0-d operands are NumPy
     scalars (a Python int there raised TypeError)."""
+
     def f(x: Any, n: Any) -> Any:
         y = x
         for i in kx.range(n):
@@ -213,8 +230,7 @@ def test_the_iteration_count_of_a_stacking_loop_enters_fused_segments(backend: s
     finally:
         fused.set_synchronous(old)
     np.testing.assert_array_equal(got, want)
-    np.testing.assert_allclose(got, numeric_grad(lambda v: f(v, 3), x), rtol=1e-6,
-                               atol=1e-7)
+    np.testing.assert_allclose(got, numeric_grad(lambda v: f(v, 3), x), rtol=1e-6, atol=1e-7)
 
 
 def _range_loop(x: Any, n: Any) -> Any:
@@ -226,14 +242,14 @@ def _range_loop(x: Any, n: Any) -> Any:
 
 def _while_loop(x: Any, limit: Any) -> Any:
     y = x
-    while np.sum(y) < limit:       # a data-dependent number of iterations
+    while np.sum(y) < limit:  # a data-dependent number of iterations
         y = y * 1.3 + 0.1
     return np.sum(y * y)
 
 
 def _matrix_loop(x: Any, w: Any) -> Any:
     y = x
-    for i in kx.range(3):          # a matrix state: its stack is 3-D
+    for i in kx.range(3):  # a matrix state: its stack is 3-D
         y = np.tanh(y @ w)
     return np.sum(y[0] - 2.0 * y[1] + y[2])
 
@@ -268,11 +284,16 @@ def test_loop_gradients_compile_into_one_function(case: str) -> None:
     np.testing.assert_array_equal(got, want)
     assert got.dtype == want.dtype
     x64 = np.asarray(args[0], np.float64)  # (finite differences in float64)
-    np.testing.assert_allclose(got, numeric_grad(lambda v: fn(v, *args[1:]), x64),
-                               rtol=1e-5 if case == "float32" else 1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        got,
+        numeric_grad(lambda v: fn(v, *args[1:]), x64),
+        rtol=1e-5 if case == "float32" else 1e-6,
+        atol=1e-6,
+    )
 
 
 # -- higher order: the reverse loop is differentiated like any other graph loop -------------------
+
 
 def sin_chain(x: Any, n: Any) -> Any:
     y = x
@@ -298,6 +319,7 @@ def test_second_order_through_a_graph_loop_matches_finite_differences_of_the_gra
 
     def along_v(x: Any, n: Any) -> Any:
         return np.sum(kx.grad(sin_chain)(x, n) * v)
+
     hvp = kx.function(kx.grad(along_v))
     x = np.array([0.3, 0.5])
     for n in (0, 1, 3):
@@ -319,9 +341,12 @@ def test_hessian_of_a_graph_loop_with_nested_tapes() -> None:
 
     first = kx.function(kx.grad(sin_chain))
     x = np.array([0.3, 0.5, -0.8])
-    np.testing.assert_allclose(hessian(x, np.int64(3)),
-                               numeric_jacobian_of(lambda a: first(a, np.int64(3)), x),
-                               rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(
+        hessian(x, np.int64(3)),
+        numeric_jacobian_of(lambda a: first(a, np.int64(3)), x),
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 def test_third_order_through_a_graph_loop() -> None:
@@ -330,13 +355,16 @@ def test_third_order_through_a_graph_loop() -> None:
 
     def summed_second(x: Any, n: Any) -> Any:
         return np.sum(kx.grad(second)(x, n))
+
     third = kx.grad(summed_second)
     reference = kx.function(kx.grad(second))
     x = np.array([0.3, 0.5])
     np.testing.assert_allclose(
         third(x, np.int64(2)),
         numeric_jacobian_of(lambda a: reference(a, np.int64(2)), x).sum(axis=0),
-        rtol=1e-6, atol=1e-7)
+        rtol=1e-6,
+        atol=1e-7,
+    )
 
 
 @pytest.mark.parametrize("case", ["nested", "data_dependent_while", "rnn_weights"])
@@ -362,18 +390,26 @@ def test_hessian_vector_products_through_nested_and_data_dependent_loops(case: s
             h = np.tanh(h @ np.reshape(w, (3, 3)) + w[:3] * t + 0.5)
         return np.sum(h)
 
-    f = {"nested": nested, "data_dependent_while": data_dependent_while,
-         "rnn_weights": rnn_weights}[case]
-    x = {"nested": np.array([0.3, 0.5]), "data_dependent_while": np.array([0.3, 0.5]),
-         "rnn_weights": rng.normal(size=9) * 0.5}[case]
+    f = {
+        "nested": nested,
+        "data_dependent_while": data_dependent_while,
+        "rnn_weights": rnn_weights,
+    }[case]
+    x = {
+        "nested": np.array([0.3, 0.5]),
+        "data_dependent_while": np.array([0.3, 0.5]),
+        "rnn_weights": rng.normal(size=9) * 0.5,
+    }[case]
     n = np.int64({"nested": 2, "data_dependent_while": 0, "rnn_weights": 4}[case])
     v = rng.normal(size=x.shape)
     first = kx.function(kx.grad(f))
 
     def along_v(a: Any, k: Any) -> Any:
         return np.sum(kx.grad(f)(a, k) * v)
+
     hvp = kx.function(kx.grad(along_v))
-    np.testing.assert_allclose(hvp(x, n), numeric_jacobian_of(lambda a: first(a, n), x).T @ v,
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        hvp(x, n), numeric_jacobian_of(lambda a: first(a, n), x).T @ v, rtol=1e-5, atol=1e-6
+    )
     graph = hvp.get_concrete_function(x, n).graph
     assert ops_of(graph).count(OpKind.WHILE) >= 3  # forward, reverse, reverse of reverse

@@ -21,8 +21,12 @@ from same_as_numpy import assert_same
 import kernel_ext as kx
 from kernel_ext import errors
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 rng = np.random.default_rng(24)
 
 
@@ -53,10 +57,16 @@ def like_numpy(fn, *args, path="numpy", calls=2, **options):
 
 # -- NumPy scalar types are casts ---------------------------------------------------------------
 
-SCALAR_TYPES = sorted({t for t in np.sctypeDict.values()
-                       if np.dtype(t).kind in "biufc" and np.dtype(t).char not in "gG"
-                       and np.dtype(np.dtype(t).str).type is t},
-                      key=lambda t: np.dtype(t).str)
+SCALAR_TYPES = sorted(
+    {
+        t
+        for t in np.sctypeDict.values()
+        if np.dtype(t).kind in "biufc"
+        and np.dtype(t).char not in "gG"
+        and np.dtype(np.dtype(t).str).type is t
+    },
+    key=lambda t: np.dtype(t).str,
+)
 SOURCES = (np.bool_, np.int8, np.uint8, np.int64, np.float32, np.float64, np.complex128)
 
 
@@ -64,8 +74,11 @@ def _values(dtype) -> np.ndarray:
     """Values every target type holds exactly or casts the same way everywhere: small
     integers, fractions, negatives (no NaN or out-of-range floats, whose cast to an integer
     C leaves undefined)."""
-    base = np.array([0, 1, -1, 2.5, -3.75, 100, 7.125]) if np.dtype(dtype).kind in "fc" \
+    base = (
+        np.array([0, 1, -1, 2.5, -3.75, 100, 7.125])
+        if np.dtype(dtype).kind in "fc"
         else rng.integers(-128, 127, 7)
+    )
     if np.dtype(dtype).kind == "c":
         base = base + 1j * base[::-1]
     return base.astype(dtype)
@@ -88,8 +101,16 @@ def test_scalar_types_on_every_executor(path):
         loss = np.sum(x * x)
         y = np.float64(x)  # x itself: the write below reaches the caller's array
         y[0] = np.float64(loss)
-        return np.float64(loss), np.float32(loss), np.int64(x[1]), np.bool_(x[2]), \
-            np.complex128(x[3]), np.uint8(x), np.float32(x), np.float64(np.asarray(loss))
+        return (
+            np.float64(loss),
+            np.float32(loss),
+            np.int64(x[1]),
+            np.bool_(x[2]),
+            np.complex128(x[3]),
+            np.uint8(x),
+            np.float32(x),
+            np.float64(np.asarray(loss)),
+        )
 
     # whole numbers: their squares sum exactly in any order, so the compiled paths' float
     # sums (which may add in another order, docs/backends.md) give NumPy's bits
@@ -115,9 +136,9 @@ def test_asarray_copy_rule_on_a_traced_array(maker, copy_, dtype):
 
     def f(x):
         y = make(x, dtype=dtype, copy=copy_)
-        y[0] = -1       # reaches x exactly when no copy was made
-        y += 2          # (an in-place operator, the conformance suites' pattern)
-        y[y > 2] = 0    # (masking)
+        y[0] = -1  # reaches x exactly when no copy was made
+        y += 2  # (an in-place operator, the conformance suites' pattern)
+        y[y > 2] = 0  # (masking)
         return y, x * 1
 
     like_numpy(f, rng.standard_normal(6))
@@ -128,9 +149,9 @@ def test_asarray_copy_rule_on_a_0d_value(maker, copy_):
     make = MAKERS[maker]
 
     def f(x):
-        s = np.sum(x)                   # a NumPy scalar: copy=False cannot avoid a copy
+        s = np.sum(x)  # a NumPy scalar: copy=False cannot avoid a copy
         a = make(s, copy=copy_)
-        return a, make(a, copy=copy_)   # a 0-d array, and it again (or a copy of it)
+        return a, make(a, copy=copy_)  # a 0-d array, and it again (or a copy of it)
 
     like_numpy(f, rng.standard_normal(3))
 
@@ -169,16 +190,17 @@ def test_asarray_order_without_a_copy_is_refused_not_guessed():
 
 # -- np.from_dlpack -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("path", PATHS)
 def test_from_dlpack_of_a_traced_value_shares_its_memory(path):
     def f(x):
         y = x * 2
-        z = np.from_dlpack(y)            # a view: the write shows through y
+        z = np.from_dlpack(y)  # a view: the write shows through y
         z[0] = 9.0
         w = np.from_dlpack(y, copy=True)
-        w[1] = -5.0                      # a copy: y keeps its element
+        w[1] = -5.0  # a copy: y keeps its element
         v = np.from_dlpack(x)
-        v += 1                           # reaches the caller's array
+        v += 1  # reaches the caller's array
         return y, z, w
 
     like_numpy(f, rng.standard_normal(4), path=path)
@@ -192,12 +214,13 @@ def test_from_dlpack_without_autograph_names_the_fix():
 
 # -- len of a run-time dimension ----------------------------------------------------------------
 
+
 def _class_means(X, labels):
     out = []
     for k in range(3):
         sel = X[labels == k]
         total = np.sum(sel, axis=0)
-        out.append(total / len(sel))         # len: the selection's size, known at run time
+        out.append(total / len(sel))  # len: the selection's size, known at run time
     return out[0], out[1], out[2], len(X[labels == 1]), len(X)
 
 
@@ -221,6 +244,7 @@ def test_len_of_a_static_dimension_stays_a_python_int():
 
 
 # -- builtins of values computed from constants -------------------------------------------------
+
 
 def _pad(x, pad_width=(1, 2)):
     """A padding helper in the style of an ML library: validates a constant, pads the data."""
@@ -247,9 +271,20 @@ def test_builtins_of_constants_give_plain_values():
 
     def f(x):
         a = np.array(p)
-        got = (any(a < 0), all(a < 5), sum(a), max(a), min(a), abs(np.sum(a) * -2),
-               round(np.float64(np.mean(a)), 2), max(np.sum(a), 1), min(a[0], a[2]),
-               len(a), sum(a, 0.5), any([a[0] > 2, a[1] > 2]))
+        got = (
+            any(a < 0),
+            all(a < 5),
+            sum(a),
+            max(a),
+            min(a),
+            abs(np.sum(a) * -2),
+            round(np.float64(np.mean(a)), 2),
+            max(np.sum(a), 1),
+            min(a[0], a[2]),
+            len(a),
+            sum(a, 0.5),
+            any([a[0] > 2, a[1] > 2]),
+        )
         seen.append([(type(v), v) for v in got])
         return x * got[2]
 
@@ -270,9 +305,9 @@ def test_builtins_of_traced_values_stay_traced():
 
 def test_augmented_assignment_on_a_traced_python_int_keeps_python_rules():
     def f(x):
-        n = len(x[x > 0])    # a Python int eagerly, a traced one here
+        n = len(x[x > 0])  # a Python int eagerly, a traced one here
         m = n
-        n += 1               # rebinds n only (ints are immutable), stays a Python int
+        n += 1  # rebinds n only (ints are immutable), stays a Python int
         k = int(np.sum(x > 0))
         k *= 2
         return n, m, k, n / 2, x[0] * n

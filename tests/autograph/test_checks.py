@@ -35,8 +35,7 @@ def _programs_with_asserts():
 clip_checked = _programs_with_asserts().clip_checked
 doubled_finite = _programs_with_asserts().doubled_finite
 
-EXECUTORS = ({"backend": "numpy"}, {"backend": "auto"}, {"backend": "numba"},
-             {"jit_compile": True})
+EXECUTORS = ({"backend": "numpy"}, {"backend": "auto"}, {"backend": "numba"}, {"jit_compile": True})
 EXECUTOR_IDS = ("numpy", "auto", "numba", "jit_compile")
 
 
@@ -87,6 +86,7 @@ def _check_ops(f, *args) -> list:
 
 # -- programs ---------------------------------------------------------------------------------
 
+
 def safe_sqrt(x):
     if (x < 0).any():
         raise ValueError("negative")
@@ -110,10 +110,14 @@ def checked_prefix_sum(x, n):
 
 # -- behaviour --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("options", EXECUTORS, ids=EXECUTOR_IDS)
 def test_input_validation_raises_exactly_when_numpy_does(options):
-    cases = [(np.array([1.0, 4.0, 9.0]),), (np.array([1.0, -4.0, 9.0]),),
-             (np.array([0.0, 2.0, 3.0]),)]
+    cases = [
+        (np.array([1.0, 4.0, 9.0]),),
+        (np.array([1.0, -4.0, 9.0]),),
+        (np.array([0.0, 2.0, 3.0]),),
+    ]
     f = like_numpy(safe_sqrt, cases, options)
     assert len(_check_ops(f, cases[0][0])) == 1
 
@@ -121,9 +125,13 @@ def test_input_validation_raises_exactly_when_numpy_does(options):
 @pytest.mark.parametrize("options", EXECUTORS, ids=EXECUTOR_IDS)
 def test_messages_of_traced_values_are_formatted_at_run_time(options):
     lo, hi = np.float64(0.5), np.float64(10.0)
-    cases = [(np.array([1.0, 2.0, 3.0]), lo, hi), (np.array([0.1, 2.0, 0.25]), lo, hi),
-             (np.array([1.0, 20.0]), lo, hi), (np.array([0.1, 0.2]), np.float64(0.0), hi),
-             (np.array([1.0, 2.0]), np.float64(0.0), np.float64(1.5))]
+    cases = [
+        (np.array([1.0, 2.0, 3.0]), lo, hi),
+        (np.array([0.1, 2.0, 0.25]), lo, hi),
+        (np.array([1.0, 20.0]), lo, hi),
+        (np.array([0.1, 0.2]), np.float64(0.0), hi),
+        (np.array([1.0, 2.0]), np.float64(0.0), np.float64(1.5)),
+    ]
     f = like_numpy(clip_checked, cases, options)
     assert len(_check_ops(f, *cases[0])) == 3
 
@@ -221,9 +229,11 @@ def normalise_and_check(x, y):
 
 @pytest.mark.parametrize("options", EXECUTORS, ids=EXECUTOR_IDS)
 def test_updates_of_arguments_before_a_failing_check_stay_as_eagerly(options):
-    cases = [(np.array([1.0, -2.0]), np.array([1.0, 2.0])),
-             (np.array([np.nan, 2.0]), np.array([1.0, 2.0])),
-             (np.array([1.0, 4.0]), np.array([1.0, 3.0, 1.0]))]
+    cases = [
+        (np.array([1.0, -2.0]), np.array([1.0, 2.0])),
+        (np.array([np.nan, 2.0]), np.array([1.0, 2.0])),
+        (np.array([1.0, 4.0]), np.array([1.0, 3.0, 1.0])),
+    ]
     like_numpy(normalise_and_check, cases, options)
 
 

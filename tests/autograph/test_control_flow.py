@@ -20,6 +20,7 @@ def ops(fn, *args):
 
 # -- Python values: plain Python, unrolled --------------------------------------------------
 
+
 def test_python_loop_unrolls_a_short_range_and_graph_loops_a_longer_one():
     def power(x, y):
         result = np.eye(3, dtype=np.int32)
@@ -56,6 +57,7 @@ def test_python_condition_runs_as_python():
 
 
 # -- traced conditions: one cond node, branches traced once ---------------------------------
+
 
 def test_if_on_traced_value_is_one_cond_with_branches_traced_once(capsys):
     @kx.function
@@ -145,6 +147,7 @@ def test_branch_shapes_that_differ_merge_to_none_dims():
 
 
 # -- loops ----------------------------------------------------------------------------------
+
 
 def test_while_on_traced_condition_is_a_graph_loop():
     @kx.function
@@ -301,12 +304,14 @@ def test_tensor_array_static_size_rejects_out_of_range_writes():
 
 # -- explicit APIs ----------------------------------------------------------------------------
 
+
 def test_kx_cond_and_while_loop_explicit():
     @kx.function
     def f(x):
         y = kx.cond(x > 0, lambda: x * 10, lambda: x - 1)
-        i, acc = kx.while_loop(lambda i, acc: i < 4, lambda i, acc: (i + 1, acc + y),
-                               (np.int64(0), np.zeros_like(y)))
+        i, acc = kx.while_loop(
+            lambda i, acc: i < 4, lambda i, acc: (i + 1, acc + y), (np.int64(0), np.zeros_like(y))
+        )
         return y, acc
 
     y, acc = f(np.float64(2.0))
@@ -330,6 +335,7 @@ def test_while_loop_shape_invariants_allow_growing_values():
 
 
 # -- consistency errors -------------------------------------------------------------------------
+
 
 def test_variable_defined_in_only_one_branch_raises_value_error_naming_it():
     @kx.function
@@ -388,12 +394,16 @@ def test_loop_shape_change_raises_value_error_suggesting_shape_invariants():
             x = np.concatenate([x, x])
         return x
 
-    with pytest.raises(ValueError, match=r"'x' has shape \(1,\) before the loop but \(2,\).*"
-                                         r"shape_invariants=\[\(x, \(None,\)\)\]"):
+    with pytest.raises(
+        ValueError,
+        match=r"'x' has shape \(1,\) before the loop but \(2,\).*"
+        r"shape_invariants=\[\(x, \(None,\)\)\]",
+    ):
         f(np.int32(3))
 
 
 # -- conversion ---------------------------------------------------------------------------------
+
 
 def helper_abs(x):
     if x < 0:
@@ -406,6 +416,7 @@ def test_calls_into_user_functions_lambdas_and_comprehensions_are_converted():
     def f(x):
         def inner(v):
             return v * 2 if v > 1 else v
+
         pick = lambda v: v if v > 0 else -v  # noqa: E731
         parts = [pick(x) * k for k in range(2)]
         return helper_abs(x) + inner(x) + parts[1]
@@ -418,6 +429,7 @@ def test_numpy_and_stdlib_calls_are_not_converted():
     import math
 
     from kernel_ext.autograph.operators import cc
+
     assert cc(np.sum) is np.sum and cc(math.sqrt) is math.sqrt and cc(sorted) is sorted
     assert cc(helper_abs) is not helper_abs
 

@@ -17,8 +17,7 @@ import pytest
 
 import kernel_ext as kx
 
-EXECUTORS = ({"backend": "numpy"}, {"backend": "auto"}, {"backend": "numba"},
-             {"jit_compile": True})
+EXECUTORS = ({"backend": "numpy"}, {"backend": "auto"}, {"backend": "numba"}, {"jit_compile": True})
 EXECUTOR_IDS = ("numpy", "auto", "numba", "jit_compile")
 
 
@@ -30,8 +29,9 @@ def _same(got, want, where: str, rtol: float = 0.0) -> None:
         return
     assert type(got) is type(want), f"{where}: {type(got).__name__} != {type(want).__name__}"
     g, w = np.asarray(got), np.asarray(want)
-    assert g.dtype == w.dtype and g.shape == w.shape, f"{where}: {g.dtype}{g.shape} != " \
-        f"{w.dtype}{w.shape}"
+    assert g.dtype == w.dtype and g.shape == w.shape, (
+        f"{where}: {g.dtype}{g.shape} != {w.dtype}{w.shape}"
+    )
     if rtol:
         np.testing.assert_allclose(g, w, rtol=rtol, err_msg=where)
     else:
@@ -52,6 +52,7 @@ def like_numpy(fn, args: tuple, options: dict, rtol: float = 0.0, **kwargs) -> k
 
 
 # -- programs ---------------------------------------------------------------------------------
+
 
 def svm_loss_naive(W, X, y, reg):
     """Structured SVM loss, naive implementation with loops (as in cs231n's assignment)."""
@@ -136,6 +137,7 @@ def _svm_args():
 
 # -- behaviour --------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("options", EXECUTORS, ids=EXECUTOR_IDS)
 def test_svm_loss_naive_with_a_margin_assigned_after_a_continue_matches_numpy(options):
     # the fused paths may sum W * W in another order (docs/backends.md's bound)
@@ -169,8 +171,7 @@ def test_newton_with_an_early_return_before_its_loop_matches_numpy(options):
 @pytest.mark.parametrize("options", EXECUTORS, ids=EXECUTOR_IDS)
 def test_bisection_with_midpoints_assigned_in_branches_matches_numpy(options):
     c = np.array([-6.0, 11.0, -6.0, 1.0])
-    f = like_numpy(bisect_cubic, (c, np.float64(1.5), np.float64(2.7), np.float64(1e-10)),
-                   options)
+    f = like_numpy(bisect_cubic, (c, np.float64(1.5), np.float64(2.7), np.float64(1e-10)), options)
     # an interval whose midpoint is exactly a root takes the `fm == 0` branch
     args = (c, np.float64(1.0), np.float64(3.0), np.float64(1e-10))
     assert f(*args) == bisect_cubic(*args)
@@ -183,6 +184,7 @@ def test_a_temporary_after_continue_is_not_loop_carried(options):
 
 
 # -- what liveness must not do ----------------------------------------------------------------
+
 
 def test_a_name_read_after_the_if_must_still_be_assigned_in_both_branches():
     def f(x):

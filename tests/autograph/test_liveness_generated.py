@@ -36,8 +36,10 @@ def _program(rng: random.Random) -> tuple[str, bool]:
     lines.append(header)
     item = "x[i]" if "range" in header else "v"
     if rng.random() < 0.5:
-        lines += [f"        if {item} < {rng.choice(['-1.0', '-0.5', '0.0'])}:",
-                  "            continue"]
+        lines += [
+            f"        if {item} < {rng.choice(['-1.0', '-0.5', '0.0'])}:",
+            "            continue",
+        ]
     lines.append(f"        t = {item} * {rng.choice(['2.0', '0.5', '3.0'])}")
     branch_names = []
     lines.append(f"        if t > {rng.choice(['0.0', '0.5', '1.0'])}:")
@@ -109,10 +111,12 @@ def test_the_generated_programs_include_safe_ones_of_every_loop_form():
 
 
 def test_a_program_shape_that_old_autograph_refused_now_runs(tmp_path):
-    text = ("import numpy as np\n\n\ndef f(x, out):\n    acc = x[0] * 0.0\n"
-            "    for v in x:\n        if v < 0.0:\n            continue\n"
-            "        t = v * 2.0\n        if t > 0.5:\n            margin = t - 1.0\n"
-            "            acc = acc + margin\n    return acc\n")
+    text = (
+        "import numpy as np\n\n\ndef f(x, out):\n    acc = x[0] * 0.0\n"
+        "    for v in x:\n        if v < 0.0:\n            continue\n"
+        "        t = v * 2.0\n        if t > 0.5:\n            margin = t - 1.0\n"
+        "            acc = acc + margin\n    return acc\n"
+    )
     f = _load(tmp_path, "kx_liveness_fixed", text)
     x = np.array([1.0, -2.0, 0.1, 3.0])
     got = kx.function(f, backend="numpy")(x, np.zeros(1))

@@ -23,8 +23,12 @@ from markers import cheap_paths
 import kernel_ext as kx
 from kernel_ext.autograph import loops
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 def triangular_update(A):
@@ -108,9 +112,13 @@ def _inputs(kernel, n: int) -> tuple:
     rng = np.random.default_rng(n)
     M = rng.standard_normal((n, n))
     spd = M @ M.T + n * np.eye(n)
-    return {triangular_update: (np.arange(float(n * n)).reshape(n, n) / (n * n),),
-            cholesky: (spd,), lu_doolittle: (spd,), lu_solve: (spd, rng.standard_normal(n)),
-            gram_schmidt: (M + 2 * np.eye(n),)}[kernel]
+    return {
+        triangular_update: (np.arange(float(n * n)).reshape(n, n) / (n * n),),
+        cholesky: (spd,),
+        lu_doolittle: (spd,),
+        lu_solve: (spd, rng.standard_normal(n)),
+        gram_schmidt: (M + 2 * np.eye(n),),
+    }[kernel]
 
 
 def _same(got, expected, where: str) -> None:
@@ -124,8 +132,9 @@ def _same(got, expected, where: str) -> None:
         return
     assert type(got) is type(expected), f"{where}: {type(got)} != {type(expected)}"
     assert got.dtype == expected.dtype and got.shape == expected.shape, where
-    assert np.array_equal(got, expected, equal_nan=True), \
+    assert np.array_equal(got, expected, equal_nan=True), (
         f"{where}: max |diff| {np.nanmax(np.abs(got - expected))}"
+    )
 
 
 def _check(kernel, n: int, options: dict) -> None:
@@ -181,7 +190,8 @@ def test_a_graph_loop_try_that_fails_leaves_the_loop_notes_of_what_ran(monkeypat
     notes = f.get_concrete_function(A).loops
     outer = [text for text in notes if "for i in range(1, A.shape[0])" in text]
     assert outer and outer[0].endswith(
-        "— 5 iterations unrolled (the body changes `j`, a Python number it carries)"), notes
+        "— 5 iterations unrolled (the body changes `j`, a Python number it carries)"
+    ), notes
     want, got = A.copy(), A.copy()
     triangular_update_reading_j(want)
     f(got)

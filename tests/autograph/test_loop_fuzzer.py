@@ -46,8 +46,12 @@ from kernel_ext.autograph import loops, py_builtins
 from kernel_ext.backends import codegen, parallel, whole_graph
 from kernel_ext.passes import short_sums
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 #: Programs per batch (one function, one compile).
 BATCH = 8
 #: Batches per executor and profile in the default run.
@@ -58,7 +62,7 @@ SLOW_PROGRAMS = int(os.environ.get("KX_LOOP_PROGRAMS", "0"))
 #: Sizes per profile: each program's ``n`` cycles through them.
 SIZES = {"shipped": (1, 3, 6, 8, 9, 12), "low": (2, 3, 5, 7), "unrolling": (2, 3, 5, 7)}
 #: (rows, columns) of the wide programs: element counts just under and over 2**15 and 2**18.
-WIDE_SHAPES = ((2, 2 ** 14 - 1), (2, 2 ** 14 + 1), (3, 2 ** 18 // 3), (3, 2 ** 18 // 3 + 1))
+WIDE_SHAPES = ((2, 2**14 - 1), (2, 2**14 + 1), (3, 2**18 // 3), (3, 2**18 // 3 + 1))
 
 #: Totals of this run: (profile, executor) -> programs compared.
 TOTALS: Counter = Counter()
@@ -78,11 +82,15 @@ def _low_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def programs_for(profile: str, seeds: range) -> list[LoopProgram]:
     if profile == "wide":
-        return [make_wide_program(seed, *WIDE_SHAPES[seed % len(WIDE_SHAPES)], prefix=f"p{k}_")
-                for k, seed in enumerate(seeds)]
+        return [
+            make_wide_program(seed, *WIDE_SHAPES[seed % len(WIDE_SHAPES)], prefix=f"p{k}_")
+            for k, seed in enumerate(seeds)
+        ]
     sizes = SIZES[profile]
-    return [make_loop_program(seed, sizes[seed % len(sizes)], prefix=f"p{k}_")
-            for k, seed in enumerate(seeds)]
+    return [
+        make_loop_program(seed, sizes[seed % len(sizes)], prefix=f"p{k}_")
+        for k, seed in enumerate(seeds)
+    ]
 
 
 def _kind(value: Any) -> str:
@@ -95,8 +103,11 @@ def _kind(value: Any) -> str:
 
 #: A Python number that a graph loop or a traced branch may change comes out as NumPy's
 #: default scalar of its kind (docs/ARCHITECTURE.md, the loops' *Departures*).
-_DEPARTURES = {("Python int", "NumPy scalar int64"), ("Python float", "NumPy scalar float64"),
-               ("Python bool", "NumPy scalar bool")}
+_DEPARTURES = {
+    ("Python int", "NumPy scalar int64"),
+    ("Python float", "NumPy scalar float64"),
+    ("Python bool", "NumPy scalar bool"),
+}
 
 
 def _compare(got: Any, want: Any, where: str) -> None:
@@ -113,8 +124,10 @@ def _compare(got: Any, want: Any, where: str) -> None:
 #: And ``s += x`` on a NumPy scalar that a traced ``if`` (a guarded unrolled iteration) may
 #: have passed through unchanged: refused as a write to an array it may alias, though eagerly
 #: ``+=`` on a scalar rebinds the name (a spurious error, not a wrong result).
-ALLOWED_ERRORS = ((ValueError, "must also be assigned in the"),
-                  (errors.UnsupportedOpError, "itself (an if on a traced value at"))
+ALLOWED_ERRORS = (
+    (ValueError, "must also be assigned in the"),
+    (errors.UnsupportedOpError, "itself (an if on a traced value at"),
+)
 
 #: Programs that raised an allowed error: (profile, executor) -> count.
 RAISED: Counter = Counter()
@@ -171,7 +184,7 @@ def _profile(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
     if profile == "low":
         _low_thresholds(monkeypatch)
     if profile == "unrolling":
-        monkeypatch.setattr(loops, "SHORT_RANGE", 10 ** 9)
+        monkeypatch.setattr(loops, "SHORT_RANGE", 10**9)
         monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 30)
         monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
 
@@ -180,13 +193,23 @@ def _profile(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
 #: of the profile: the sizes cycle with the seed) on NumPy, and the wide programs (no compile
 #: worth the name) everywhere; the other batches, and the compiled executors that take
 #: minutes from a cold kernel cache, run in the full suite.
-QUICK = ([(profile, "numpy", 0) for profile in CI_BATCHES]
-         + [("wide", path, b) for path in PATHS for b in range(CI_BATCHES["wide"])])
+QUICK = [(profile, "numpy", 0) for profile in CI_BATCHES] + [
+    ("wide", path, b) for path in PATHS for b in range(CI_BATCHES["wide"])
+]
 
 
-@pytest.mark.parametrize("profile, path, batch", quick_only(
-    [(profile, path, b) for profile in CI_BATCHES for path in PATHS
-     for b in range(CI_BATCHES[profile])], QUICK))
+@pytest.mark.parametrize(
+    "profile, path, batch",
+    quick_only(
+        [
+            (profile, path, b)
+            for profile in CI_BATCHES
+            for path in PATHS
+            for b in range(CI_BATCHES[profile])
+        ],
+        QUICK,
+    ),
+)
 def test_generated_loop_programs_are_bitwise_numpy(profile, path, batch, monkeypatch):
     _profile(profile, monkeypatch)
     size = BATCH if profile != "wide" else 2
@@ -196,14 +219,17 @@ def test_generated_loop_programs_are_bitwise_numpy(profile, path, batch, monkeyp
 
 def _report(profile: str, path: str) -> None:
     """The totals (shown with ``-rP``): programs compared, and allowed errors raised."""
-    print(f"loop fuzzer, {profile} on {path}: {TOTALS[profile, path]} programs bitwise NumPy, "
-          f"{RAISED[profile, path]} raised an allowed error")
+    print(
+        f"loop fuzzer, {profile} on {path}: {TOTALS[profile, path]} programs bitwise NumPy, "
+        f"{RAISED[profile, path]} raised an allowed error"
+    )
 
 
 #: Programs per test of the slow run (each test stays within pytest's 300 s timeout).
 SLOW_CHUNK = 48
 
 if SLOW_PROGRAMS:  # opt-in (KX_LOOP_PROGRAMS=3000): collected only when asked for
+
     @pytest.mark.slow
     @pytest.mark.parametrize("chunk", range(max(1, SLOW_PROGRAMS // 3 // SLOW_CHUNK)))
     @pytest.mark.parametrize("path", list(PATHS))
@@ -220,8 +246,21 @@ def test_generated_programs_cover_every_loop_feature():
     features: set[str] = set()
     for seed in range(CI_BATCHES["shipped"] * BATCH):
         features |= make_loop_program(seed, 4).features
-    assert features >= {"triangular", "negative step", "nested", "element", "slice",
-                        "carried scalar", "reduction", "buffer", "traced if", "break",
-                        "continue", "np.empty buffer", "rows of a traced array", "traced while",
-                        "float32", "traced slice bounds"}, features
-
+    assert features >= {
+        "triangular",
+        "negative step",
+        "nested",
+        "element",
+        "slice",
+        "carried scalar",
+        "reduction",
+        "buffer",
+        "traced if",
+        "break",
+        "continue",
+        "np.empty buffer",
+        "rows of a traced array",
+        "traced while",
+        "float32",
+        "traced slice bounds",
+    }, features

@@ -29,8 +29,12 @@ from kernel_ext.backends import codegen, compiler, whole_graph
 from kernel_ext.ir import OpKind
 from tests.autograph.test_loop_factorizations import lu_doolittle as lu_scalar
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 @pytest.fixture
@@ -45,6 +49,7 @@ def compiled(monkeypatch):
 
 # -- textbook kernels -----------------------------------------------------------------------
 
+
 def cholesky(A):
     n = A.shape[0]
     for j in range(n):
@@ -57,8 +62,8 @@ def cholesky(A):
 def lu_outer(A):
     n = A.shape[0]
     for k in range(n - 1):
-        A[k + 1:, k] /= A[k, k]
-        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+        A[k + 1 :, k] /= A[k, k]
+        A[k + 1 :, k + 1 :] -= np.outer(A[k + 1 :, k], A[k, k + 1 :])
     return A
 
 
@@ -110,7 +115,7 @@ def back_substitution(U, b):
     n = b.shape[0]
     x = np.zeros_like(b)
     for i in range(n - 1, -1, -1):
-        x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        x[i] = (b[i] - U[i, i + 1 :] @ x[i + 1 :]) / U[i, i]
     return x
 
 
@@ -136,18 +141,26 @@ KERNELS = {
     cholesky: (lambda n, r: (_spd(n, r),), lambda n: [kx.TensorSpec((n, n), np.float64)]),
     lu_outer: (lambda n, r: (_spd(n, r),), lambda n: [kx.TensorSpec((n, n), np.float64)]),
     lu_scalar: (lambda n, r: (_spd(n, r),), lambda n: [kx.TensorSpec((n, n), np.float64)]),
-    gram_schmidt: (lambda n, r: (r.standard_normal((n, n)) + n * np.eye(n),),
-                   lambda n: [kx.TensorSpec((n, n), np.float64)]),
-    recursive_filter: (lambda n, r: (r.standard_normal(n),),
-                       lambda n: [kx.TensorSpec((n,), np.float64)]),
-    edit_distance: (lambda n, r: (r.integers(0, 3, n), r.integers(0, 3, n + 2)),
-                    lambda n: [kx.TensorSpec((n,), np.int64), kx.TensorSpec((n + 2,), np.int64)]),
-    forward_substitution: (lambda n, r: (_triangular(n, r, True), r.standard_normal(n)),
-                           lambda n: [kx.TensorSpec((n, n), np.float64),
-                                      kx.TensorSpec((n,), np.float64)]),
-    back_substitution: (lambda n, r: (_triangular(n, r, False), r.standard_normal(n)),
-                        lambda n: [kx.TensorSpec((n, n), np.float64),
-                                   kx.TensorSpec((n,), np.float64)]),
+    gram_schmidt: (
+        lambda n, r: (r.standard_normal((n, n)) + n * np.eye(n),),
+        lambda n: [kx.TensorSpec((n, n), np.float64)],
+    ),
+    recursive_filter: (
+        lambda n, r: (r.standard_normal(n),),
+        lambda n: [kx.TensorSpec((n,), np.float64)],
+    ),
+    edit_distance: (
+        lambda n, r: (r.integers(0, 3, n), r.integers(0, 3, n + 2)),
+        lambda n: [kx.TensorSpec((n,), np.int64), kx.TensorSpec((n + 2,), np.int64)],
+    ),
+    forward_substitution: (
+        lambda n, r: (_triangular(n, r, True), r.standard_normal(n)),
+        lambda n: [kx.TensorSpec((n, n), np.float64), kx.TensorSpec((n,), np.float64)],
+    ),
+    back_substitution: (
+        lambda n, r: (_triangular(n, r, False), r.standard_normal(n)),
+        lambda n: [kx.TensorSpec((n, n), np.float64), kx.TensorSpec((n,), np.float64)],
+    ),
     histogram: (lambda n, r: (r.random(n),), lambda n: [kx.TensorSpec((n,), np.float64)]),
 }
 
@@ -180,7 +193,8 @@ def test_the_graph_of_an_index_loop_kernel_is_the_same_for_10_and_1000_rows(kern
 @pytest.mark.parametrize("path", cheap_paths(PATHS))
 @pytest.mark.parametrize("kernel", list(KERNELS), ids=lambda k: k.__name__)
 def test_an_index_loop_kernel_is_bitwise_numpy_on_both_sides_of_the_short_range(
-        kernel, path, compiled):
+    kernel, path, compiled
+):
     make = KERNELS[kernel][0]
     for n in (loops.SHORT_RANGE - 2, loops.SHORT_RANGE + 3):
         _check(kernel, make(n, np.random.default_rng(n)), PATHS[path])
@@ -197,14 +211,15 @@ def test_nested_long_ranges_are_nested_graph_loops_from_their_first_items():
 
 # -- slices whose length depends on the index -------------------------------------------------
 
+
 def slice_reads(x, A):
     n = x.shape[0]
     out = np.zeros(n)
     for i in range(n):
         s = x[:i].sum() + x[i:].sum() + x[-i:].sum() + x[:-i].sum()  # -0 is 0, as in NumPy
-        s += x[i::2].sum() + x[::-1][:i].sum() + x[i:0:-1].sum() + x[n - i - 1::-3].sum()
-        s += x[i - n:].sum() + x[:i + n].sum() + x[i:i - 3].sum() + x[i + 2 * n:].sum()
-        s += A[i, :i] @ A[:i, i] + np.dot(A[i, i + 1:], A[i + 1:, i]) + A[:i, :i].max(initial=0)
+        s += x[i::2].sum() + x[::-1][:i].sum() + x[i:0:-1].sum() + x[n - i - 1 :: -3].sum()
+        s += x[i - n :].sum() + x[: i + n].sum() + x[i : i - 3].sum() + x[i + 2 * n :].sum()
+        s += A[i, :i] @ A[:i, i] + np.dot(A[i, i + 1 :], A[i + 1 :, i]) + A[:i, :i].max(initial=0)
         out[i] = s
     return out
 
@@ -214,7 +229,7 @@ def slice_writes(x, A):
     for i in range(n):
         A[i, :i] -= A[i, i] * 0.5
         A[:i, i] *= 2.0
-        A[i, i + 1:] = x[i + 1:] + A[i, i + 1:]
+        A[i, i + 1 :] = x[i + 1 :] + A[i, i + 1 :]
         x[i::3] += 1.0
         x[-i:] *= 0.5
     return x, A
@@ -225,13 +240,12 @@ def windows(x):
     out = np.zeros(n)
     for i in range(n):
         for j in range(i):
-            out[i] += np.sum(x[j:i] * 2.0) - np.max(x[j:i + 1])
+            out[i] += np.sum(x[j:i] * 2.0) - np.max(x[j : i + 1])
     return out
 
 
 @pytest.mark.parametrize("path", cheap_paths(PATHS))
-@pytest.mark.parametrize("kernel", [slice_reads, slice_writes, windows],
-                         ids=lambda k: k.__name__)
+@pytest.mark.parametrize("kernel", [slice_reads, slice_writes, windows], ids=lambda k: k.__name__)
 def test_slices_with_traced_bounds_are_numpys_slices(kernel, path, compiled):
     # bounds past either end, negative bounds meaning "from the end" (and -0 meaning 0),
     # steps of either sign and empty slices, decided at run time as NumPy decides them
@@ -322,17 +336,33 @@ def short_range(x):
     return x
 
 
-@pytest.mark.parametrize("kernel, why", [
-    (python_list_by_index, r"\d+ iterations unrolled \(line \d+: `s = s \+ x\[i\] \* TABLE\[i\]"
-                           r".*` needs the loop index as a Python int"),
-    (python_container_grows, r"\d+ iterations unrolled \(the body grows a Python container "
-                             r"\(line \d+: `out.append\(...\)`\)\)"),
-    (carried_python_counter, r"\d+ iterations unrolled \(the body changes `count`, a Python "
-                             r"number it carries\)"),
-    (carried_python_float, r"1 iteration unrolled \(peeled: `s` starts as a Python float\), "
-                           r"then a graph loop"),
-    (short_range, r"4 iterations unrolled \(a range of at most \d+ items\)"),
-], ids=lambda v: getattr(v, "__name__", ""))
+@pytest.mark.parametrize(
+    "kernel, why",
+    [
+        (
+            python_list_by_index,
+            r"\d+ iterations unrolled \(line \d+: `s = s \+ x\[i\] \* TABLE\[i\]"
+            r".*` needs the loop index as a Python int",
+        ),
+        (
+            python_container_grows,
+            r"\d+ iterations unrolled \(the body grows a Python container "
+            r"\(line \d+: `out.append\(...\)`\)\)",
+        ),
+        (
+            carried_python_counter,
+            r"\d+ iterations unrolled \(the body changes `count`, a Python "
+            r"number it carries\)",
+        ),
+        (
+            carried_python_float,
+            r"1 iteration unrolled \(peeled: `s` starts as a Python float\), "
+            r"then a graph loop",
+        ),
+        (short_range, r"4 iterations unrolled \(a range of at most \d+ items\)"),
+    ],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
 def test_a_loop_note_says_why_iterations_unrolled(kernel, why):
     x = np.random.default_rng(2).standard_normal(loops.SHORT_RANGE + 4)
     f = _check(kernel, (x,), PATHS["numpy"])
@@ -352,11 +382,15 @@ def test_the_short_range_threshold_decides_unrolling(n):
     f = _check(scale, (x,), PATHS["numpy"])
     (note,) = f.concrete_functions[0].loops
     unrolled = n <= loops.SHORT_RANGE
-    assert note.endswith(f"— {n} iterations unrolled (a range of at most {n} items)"
-                         if unrolled else "— a graph loop"), note
+    assert note.endswith(
+        f"— {n} iterations unrolled (a range of at most {n} items)"
+        if unrolled
+        else "— a graph loop"
+    ), note
 
 
 # -- int() of a traced float in a loop body ---------------------------------------------------
+
 
 @pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_a_histogram_through_int_of_a_traced_float_is_numpys(path, compiled):
@@ -389,11 +423,12 @@ def test_int_of_a_traced_float_is_an_index_a_python_list_cannot_take():
 
 # -- reversed ranges --------------------------------------------------------------------------
 
+
 def reversed_ranges(U, b):
     n = b.shape[0]
     x = np.zeros_like(b)
     for i in reversed(range(n)):
-        x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        x[i] = (b[i] - U[i, i + 1 :] @ x[i + 1 :]) / U[i, i]
         for j in reversed(range(i)):  # a range with a traced bound, reversed
             U[i, j] += U[i, j + 1] * 0.5
     return x, U
@@ -402,8 +437,9 @@ def reversed_ranges(U, b):
 @pytest.mark.parametrize("path", cheap_paths(PATHS))
 def test_a_reversed_range_is_a_graph_loop_too(path, compiled):
     for n in (loops.SHORT_RANGE - 2, loops.SHORT_RANGE + 3):
-        f = _check(reversed_ranges, KERNELS[back_substitution][0](n, np.random.default_rng(n)),
-                   PATHS[path])
+        f = _check(
+            reversed_ranges, KERNELS[back_substitution][0](n, np.random.default_rng(n)), PATHS[path]
+        )
     assert all(note.endswith("— a graph loop") for note in f.concrete_functions[-1].loops)
 
 

@@ -56,6 +56,7 @@ rng = np.random.default_rng(12)
 
 # -- iterating over traced arrays ---------------------------------------------------------------
 
+
 def test_enumerate_over_traced_array_yields_rows_with_python_indices():
     def f(X):
         out = np.zeros(X.shape[1], X.dtype)
@@ -105,9 +106,11 @@ def test_python_iteration_over_unknown_first_dimension_raises_clear_error():
         return [r * 2 for r in enumerate(x)]
 
     g = kx.function(f, input_signature=[kx.TensorSpec([None, 2], np.float64)])
-    with pytest.raises(kx.errors.TracedBoolError,
-                       match=r"(?s)test_real_code.py:\d+.*first dimension is only known at "
-                             r"run time.*for row in x"):
+    with pytest.raises(
+        kx.errors.TracedBoolError,
+        match=r"(?s)test_real_code.py:\d+.*first dimension is only known at "
+        r"run time.*for row in x",
+    ):
         g(np.ones((3, 2)))
 
 
@@ -117,6 +120,7 @@ def test_iterating_a_0d_traced_value_raises_numpys_type_error():
 
 
 # -- for statements over traced arrays ------------------------------------------------------------
+
 
 def test_for_over_rows_with_python_number_accumulator_keeps_numpy_dtype_and_shape():
     # acc = 0.0 + float32 row is float32 of the row's shape, as eagerly: the first iteration
@@ -178,6 +182,7 @@ def test_for_over_static_rows_unrolls_when_body_needs_a_python_value():
 
 # -- while loops whose condition becomes traced ------------------------------------------------
 
+
 def test_while_condition_becoming_traced_continues_as_a_graph_loop():
     def babylonian(a, tol=1e-10):
         x = a.copy()
@@ -217,6 +222,7 @@ def test_while_with_python_counter_and_traced_condition():
 
 
 # -- break / continue on data --------------------------------------------------------------------
+
 
 def test_data_dependent_break_in_python_range_loop_then_code_after_it():
     def f(x, thresh=1.0):
@@ -261,6 +267,7 @@ def test_break_inside_nested_python_loop_only_leaves_that_loop():
 
 
 # -- builtins --------------------------------------------------------------------------------
+
 
 def test_builtin_max_and_min_keep_pythons_first_wins_rule_with_nan():
     def f(a, b):
@@ -315,8 +322,7 @@ def test_builtin_any_and_all_on_traced_values():
         total = sum(X)
         return any(total > 1.0), all(X[0] < 0), any(X[:, 0]), all([X[0, 0] > 0, X[1, 1] > 0])
 
-    for x in (rng.standard_normal((4, 3)), np.array([[np.nan, 0.0], [0.0, 0.0]]),
-              -np.ones((2, 2))):
+    for x in (rng.standard_normal((4, 3)), np.array([[np.nan, 0.0], [0.0, 0.0]]), -np.ones((2, 2))):
         expected = f(x)
         for options in PATHS:
             got = kx.function(f, **options)(x)
@@ -342,6 +348,7 @@ def test_builtin_round_without_ndigits_raises_clear_error():
 
 # -- recursion, plain arrays ----------------------------------------------------------------------
 
+
 def _rec(X, n):
     return X if n == 0 else _rec(X + 1, n - 1)
 
@@ -359,6 +366,7 @@ def test_plain_ndarray_methods_with_a_traced_operand():
 
 
 # -- errors say what AutoGraph did ---------------------------------------------------------------
+
 
 def test_bool_error_with_autograph_on_names_the_construct_and_line():
     def f(X):
@@ -382,6 +390,7 @@ def test_bool_error_with_autograph_off_says_so():
 
 
 # -- the loop policy -----------------------------------------------------------------------------
+
 
 def test_long_python_range_loop_becomes_a_graph_loop_with_a_bounded_graph():
     def f(x):
@@ -472,8 +481,9 @@ def test_graph_loop_index_used_as_python_int_raises_clear_error():
             s = s + table[i]
         return s
 
-    with pytest.raises(kx.errors.TracedBoolError,
-                       match=r"(?s)loop index .* at .*test_real_code.py:\d+.*table\[i\]"):
+    with pytest.raises(
+        kx.errors.TracedBoolError, match=r"(?s)loop index .* at .*test_real_code.py:\d+.*table\[i\]"
+    ):
         kx.function(f)(np.ones(4))
 
 

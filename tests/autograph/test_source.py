@@ -91,12 +91,29 @@ def module(tmp_path_factory) -> dict:
     return namespace
 
 
-@pytest.mark.parametrize("name", ["plain", "decorated", "one_liner", "spans_the_margin",
-                                  "continued", "outer", "inner", "coro", "square", "pair0",
-                                  "pair1", "trailing"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "plain",
+        "decorated",
+        "one_liner",
+        "spans_the_margin",
+        "continued",
+        "outer",
+        "inner",
+        "coro",
+        "square",
+        "pair0",
+        "pair1",
+        "trailing",
+    ],
+)
 def test_source_lines_equal_inspects(module, name):
-    fns = {"inner": module["outer"](), "pair0": module["pair"][0], "pair1": module["pair"][1],
-           }
+    fns = {
+        "inner": module["outer"](),
+        "pair0": module["pair"][0],
+        "pair1": module["pair"][1],
+    }
     fn = fns.get(name) or module[name]
     code = fn.__code__
     ours = _source_lines(code)
@@ -109,8 +126,7 @@ def test_source_lines_equal_inspects(module, name):
         assert ours == theirs
 
 
-@pytest.mark.parametrize("name", ["plain", "decorated", "one_liner", "outer", "coro",
-                                  "trailing"])
+@pytest.mark.parametrize("name", ["plain", "decorated", "one_liner", "outer", "coro", "trailing"])
 def test_source_lines_of_usual_layouts_need_no_inspect(module, name, monkeypatch):
     """The fast way answers by itself for the usual layouts (inspect's first call maps every
     loaded module to its file: tens of milliseconds of a first trace)."""
@@ -147,15 +163,16 @@ def test_source_lines_read_cells_registered_in_linecache():
 
 
 def test_source_lines_of_a_function_without_source_raise_oserror():
-    fn = types.FunctionType(compile("def g(x):\n    return x\n", "<nowhere>", "exec").co_consts[0],
-                            {})
+    fn = types.FunctionType(
+        compile("def g(x):\n    return x\n", "<nowhere>", "exec").co_consts[0], {}
+    )
     with pytest.raises(OSError):
         _source_lines(fn.__code__)
 
 
 # -- which definition: by the code object's line and column spans --------------------------------
 
-_LAYOUTS = '''\
+_LAYOUTS = """\
 import numpy as np
 import kernel_ext as kx
 
@@ -191,7 +208,7 @@ def makes_lambdas():
 
 def branches(x):
     return kx.cond(np.sum(x) > 0, lambda: x * 10, lambda: x - 1)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -210,25 +227,43 @@ def _run(fn, x=None):
         return kx.function(fn)(x)
 
 
-@pytest.mark.parametrize("pick, expected", [
-    (lambda ns: ns["fs"][0], [2, 2]),
-    (lambda ns: ns["fs"][1], [100, 100]),
-    (lambda ns: ns["pair"][0], [2, 2]),
-    (lambda ns: ns["pair"][1], [100, 100]),
-    (lambda ns: ns["nested"], [2, 2]),
-    (lambda ns: ns["maker"](np.float64(4.0)), [4, 4]),
-    (lambda ns: ns["with_default"], [4, 4]),
-    (lambda ns: ns["with_default"].__defaults__[0], [3, 3]),
-    (lambda ns: ns["decorated"], [3, 3]),
-    (lambda ns: ns["decorated"].kept, [5, 5]),
-    (lambda ns: ns["one"], [2, 2]),
-    (lambda ns: ns["two"], [100, 100]),
-    (lambda ns: ns["one_line_lambdas"], [9, 9]),
-    (lambda ns: ns["makes_lambdas"]()[0], [11, 11]),
-    (lambda ns: ns["makes_lambdas"]()[1], [10, 10]),
-], ids=["list-first", "list-second", "lines-first", "lines-second", "nested", "made-inside",
-        "default-holder", "default-itself", "decorated", "in-decorator", "one-line-def-1",
-        "one-line-def-2", "lambdas-in-one-line-def", "def-body-first", "def-body-second"])
+@pytest.mark.parametrize(
+    "pick, expected",
+    [
+        (lambda ns: ns["fs"][0], [2, 2]),
+        (lambda ns: ns["fs"][1], [100, 100]),
+        (lambda ns: ns["pair"][0], [2, 2]),
+        (lambda ns: ns["pair"][1], [100, 100]),
+        (lambda ns: ns["nested"], [2, 2]),
+        (lambda ns: ns["maker"](np.float64(4.0)), [4, 4]),
+        (lambda ns: ns["with_default"], [4, 4]),
+        (lambda ns: ns["with_default"].__defaults__[0], [3, 3]),
+        (lambda ns: ns["decorated"], [3, 3]),
+        (lambda ns: ns["decorated"].kept, [5, 5]),
+        (lambda ns: ns["one"], [2, 2]),
+        (lambda ns: ns["two"], [100, 100]),
+        (lambda ns: ns["one_line_lambdas"], [9, 9]),
+        (lambda ns: ns["makes_lambdas"]()[0], [11, 11]),
+        (lambda ns: ns["makes_lambdas"]()[1], [10, 10]),
+    ],
+    ids=[
+        "list-first",
+        "list-second",
+        "lines-first",
+        "lines-second",
+        "nested",
+        "made-inside",
+        "default-holder",
+        "default-itself",
+        "decorated",
+        "in-decorator",
+        "one-line-def-1",
+        "one-line-def-2",
+        "lambdas-in-one-line-def",
+        "def-body-first",
+        "def-body-second",
+    ],
+)
 def test_each_function_of_a_shared_line_converts_as_itself(layouts, pick, expected):
     np.testing.assert_array_equal(_run(pick(layouts)), expected)
 
@@ -257,6 +292,7 @@ def test_cond_branches_written_as_lambdas_on_one_line_keep_their_own_code(layout
 
 # -- stale or ambiguous source runs as written ---------------------------------------------------
 
+
 def _pseudo_file_function(name: str, cached: str, compiled: str) -> types.FunctionType:
     """A function compiled from ``compiled`` under a pseudo file name whose linecache entry
     holds ``cached`` (another definition compiled under the same name earlier)."""
@@ -269,8 +305,9 @@ def _pseudo_file_function(name: str, cached: str, compiled: str) -> types.Functi
 def test_stale_linecache_text_under_a_reused_pseudo_file_name_is_not_converted():
     name = "<no-source>"
     try:
-        f = _pseudo_file_function(name, "def f(x):\n    return x + 1\n",
-                                  "def f(x):\n    return x * 100\n")
+        f = _pseudo_file_function(
+            name, "def f(x):\n    return x + 1\n", "def f(x):\n    return x * 100\n"
+        )
         with pytest.warns(errors.AutographWarning, match="does not compile to this function"):
             out = kx.function(f)(np.ones(2))
         np.testing.assert_array_equal(out, [100, 100])
@@ -302,6 +339,7 @@ def test_matching_text_under_a_pseudo_file_name_still_converts():
 def test_a_function_whose_asserts_pytest_rewrote_still_converts():
     """pytest rewrites the asserts of test modules (this one): that code compiles from no
     source, so the assert lines are left out of the check, and the rest must still match."""
+
     def f(x):
         assert x.ndim == 1, "a vector"
         return x if np.sum(x) > 0 else -x
@@ -310,7 +348,7 @@ def test_a_function_whose_asserts_pytest_rewrote_still_converts():
     np.testing.assert_array_equal(_run(f, -np.ones(2)), [1, 1])
 
 
-_NO_COLUMNS = '''\
+_NO_COLUMNS = """\
 import warnings
 import numpy as np
 import kernel_ext as kx
@@ -321,7 +359,7 @@ with warnings.catch_warnings(record=True) as w:
     warnings.simplefilter("always")
     print(kx.function(twins[1])(np.ones(2)).tolist())
 print([str(x.message) for x in w])
-'''
+"""
 
 
 def test_without_column_spans_the_compiled_code_decides_and_twins_run_as_written(tmp_path):
@@ -330,9 +368,13 @@ def test_without_column_spans_the_compiled_code_decides_and_twins_run_as_written
     path = tmp_path / "kx_no_columns.py"
     path.write_text(_NO_COLUMNS)
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-X", "no_debug_ranges", str(path)],
-                          capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": str(root), "PATH": ""})
+    done = subprocess.run(
+        [sys.executable, "-X", "no_debug_ranges", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(root), "PATH": ""},
+    )
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "[100.0, 100.0] [2.0, 2.0]"
@@ -345,8 +387,8 @@ def _tanh_loss(w):
 
 
 def _step_calling_a_transform(w):
-    g = kx.grad(_tanh_loss)(w)        # a call of a call's result: PUSH_NULL in 3.11's code
-    if np.sum(g) > 0:                 # a traced condition: needs the conversion
+    g = kx.grad(_tanh_loss)(w)  # a call of a call's result: PUSH_NULL in 3.11's code
+    if np.sum(g) > 0:  # a traced condition: needs the conversion
         w = w - 0.1 * g
     return w
 

@@ -44,10 +44,14 @@ def _straight(n: int) -> str:
 
 
 def _loop_template(n: int) -> str:
-    body = "\n".join(f"        u{k} = np.abs(x).sum() * {k + 1}.0 + x.mean()\n"
-                     f"        x = x * 0.5 + u{k} * 1e-3" for k in range(n))
-    return ("import numpy as np\n\n\ndef relax(x):\n    udiff = np.abs(x).max()\n"
-            f"    while udiff > .001:\n{body}\n        udiff = np.abs(x).max()\n    return x\n")
+    body = "\n".join(
+        f"        u{k} = np.abs(x).sum() * {k + 1}.0 + x.mean()\n        x = x * 0.5 + u{k} * 1e-3"
+        for k in range(n)
+    )
+    return (
+        "import numpy as np\n\n\ndef relax(x):\n    udiff = np.abs(x).max()\n"
+        f"    while udiff > .001:\n{body}\n        udiff = np.abs(x).max()\n    return x\n"
+    )
 
 
 #: Lengths of the quick subset: every one to 40 lines, then every tenth (a straight-line
@@ -174,8 +178,7 @@ def test_an_84_line_solver_with_a_while_on_its_residual_converts_and_matches_num
 
 def test_a_refused_conversion_is_not_reported_as_autograph_being_off():
     namespace: dict = {"np": np}
-    exec("def clip_negative(x):\n    if np.sum(x) < 0:\n        x = -x\n    return x\n",
-         namespace)
+    exec("def clip_negative(x):\n    if np.sum(x) < 0:\n        x = -x\n    return x\n", namespace)
     f = kx.function(namespace["clip_negative"], backend="numpy")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", errors.AutographWarning)

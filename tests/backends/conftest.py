@@ -16,6 +16,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 def _synchronous_kernels(monkeypatch):
     import kernel_ext.backends as backends
     from kernel_ext.backends import fused
+
     monkeypatch.setattr(backends, "STRICT", True)
     old = fused.set_synchronous(True)
     yield

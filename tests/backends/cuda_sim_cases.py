@@ -49,6 +49,7 @@ def _compare(got, want, approx: bool, what: str) -> None:
 
 def test_the_simulator_is_on():
     from numba import config
+
     assert config.ENABLE_CUDASIM
     assert os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
 
@@ -111,6 +112,7 @@ def test_values_only_numpy_defines_fall_back_on_cuda_too():
 def _count_inputs(monkeypatch) -> list[bool]:
     """Record, for every kernel input, whether it was on the device already."""
     from kernel_ext.backends import numba_cuda
+
     seen: list[bool] = []
     real = numba_cuda._input
 
@@ -138,13 +140,16 @@ def test_intermediates_between_segments_stay_on_the_device(monkeypatch):
     _compare(got, normalise(x), True, "normalise")
     cf = f.get_concrete_function(x)
     assert [seg["ops"] for seg in cf.executable.segments] == [
-        ["exp", "multiply", "add", "sum"], ["divide"]]
+        ["exp", "multiply", "add", "sum"],
+        ["divide"],
+    ]
     assert seen == [False, True]  # x copied over; y read where the first kernel left it
     assert isinstance(got, np.ndarray)
 
 
 def test_a_graph_input_goes_to_the_device_once_per_call(monkeypatch):
     from kernel_ext.backends import numba_cuda
+
     x = np.linspace(-1, 1, 40).astype(np.float32)
 
     def shifted(x):
@@ -155,8 +160,11 @@ def test_a_graph_input_goes_to_the_device_once_per_call(monkeypatch):
     f(x)
     sent: list[np.ndarray] = []
     real = numba_cuda.cuda.to_device
-    monkeypatch.setattr(numba_cuda.cuda, "to_device",
-                        lambda a, *args, **kw: sent.append(np.asarray(a)) or real(a, *args, **kw))
+    monkeypatch.setattr(
+        numba_cuda.cuda,
+        "to_device",
+        lambda a, *args, **kw: sent.append(np.asarray(a)) or real(a, *args, **kw),
+    )
     for _ in range(2):  # a second call copies x again: the memory is per call
         _compare(f(x), shifted(x), True, "shifted")
     data = [a for a in sent if a.dtype == np.float32]  # (the kernels' flags are int32)
@@ -165,6 +173,7 @@ def test_a_graph_input_goes_to_the_device_once_per_call(monkeypatch):
 
 def test_broadcast_inputs_go_over_at_their_own_size(monkeypatch):
     from kernel_ext.backends import numba_cuda
+
     x = np.linspace(-1, 1, 6 * 8).astype(np.float32).reshape(6, 8)
     bias = np.linspace(0, 1, 8).astype(np.float32)
     col = np.arange(6, dtype=np.float32).reshape(6, 1)
@@ -176,13 +185,18 @@ def test_broadcast_inputs_go_over_at_their_own_size(monkeypatch):
     f(x, bias, col)
     sent: list[tuple] = []
     real = numba_cuda.cuda.to_device
-    monkeypatch.setattr(numba_cuda.cuda, "to_device",
-                        lambda a, *args, **kw: sent.append(np.shape(a)) or real(a, *args, **kw))
+    monkeypatch.setattr(
+        numba_cuda.cuda,
+        "to_device",
+        lambda a, *args, **kw: sent.append(np.shape(a)) or real(a, *args, **kw),
+    )
     _compare(f(x, bias, col), affine(x, bias, col), True, "affine")
     # x, bias as (1, 8), col as (6, 1); col * 0.5 (its own (6, 1) kernel) stays on the device
     assert sorted(s for s in sent if s != (1,)) == [(1, 8), (6, 1), (6, 8)]
-    assert [seg["ops"] for seg in f.get_concrete_function(x, bias, col).executable.segments] \
-        == [["multiply"], ["multiply", "add", "tanh", "subtract"]]
+    assert [seg["ops"] for seg in f.get_concrete_function(x, bias, col).executable.segments] == [
+        ["multiply"],
+        ["multiply", "add", "tanh", "subtract"],
+    ]
 
 
 def test_values_read_by_host_code_come_back(monkeypatch):
@@ -205,8 +219,10 @@ def test_values_read_by_host_code_come_back(monkeypatch):
     assert not any(seen)  # y also feeds the matmul: it came back, so it goes over again
 
 
-gpu = pytest.mark.skipif("not __import__('kernel_ext.backends.numba_cuda_probe', "
-                         "fromlist=['x']).real_gpu_available()", reason="no real CUDA GPU")
+gpu = pytest.mark.skipif(
+    "not __import__('kernel_ext.backends.numba_cuda_probe', fromlist=['x']).real_gpu_available()",
+    reason="no real CUDA GPU",
+)
 
 
 @gpu
@@ -225,6 +241,7 @@ def test_a_large_chain_on_a_real_gpu():  # pragma: no cover - needs a GPU
 # Exactly NumPy on the device: wrapping integers, signed zeros, NaN payloads (bitwise)
 # ---------------------------------------------------------------------------------------------
 
+
 def _same_bits(got, want, what: str) -> None:
     g, w = np.asarray(got), np.asarray(want)
     assert g.dtype == w.dtype and g.shape == w.shape, what
@@ -240,8 +257,9 @@ def _on_device(fn, *args):
         got = f(*args)
     segments = f.get_concrete_function(*args).executable.segments
     assert any(s["state"] == "ready" for s in segments), segments
-    return (got if isinstance(got, tuple) else (got,)), (want if isinstance(want, tuple)
-                                                        else (want,))
+    return (got if isinstance(got, tuple) else (got,)), (
+        want if isinstance(want, tuple) else (want,)
+    )
 
 
 def _overflows(x, m):
@@ -259,13 +277,19 @@ def test_integer_overflow_wraps_on_the_device(dtype):
 
 
 def _zeros_and_nans(z, w, x):
-    return (np.maximum(z, w) * 1.0, np.minimum(z, w) * 1.0, np.clip(z, 0, 3) * 1.0,
-            np.clip(x * 1.0, np.nan, 3), np.heaviside(x, 0.5) * 1.0,
-            np.where(z == 0, np.inf, 1.0) - np.inf)
+    return (
+        np.maximum(z, w) * 1.0,
+        np.minimum(z, w) * 1.0,
+        np.clip(z, 0, 3) * 1.0,
+        np.clip(x * 1.0, np.nan, 3),
+        np.heaviside(x, 0.5) * 1.0,
+        np.where(z == 0, np.inf, 1.0) - np.inf,
+    )
 
 
 def test_signed_zeros_and_nan_payloads_on_the_device():
     from programs import nan_with_payload
+
     z = np.array([-0.0, 0.0, -0.0, 0.0] * 5)
     w = np.array([0.0, -0.0, -0.0, 0.0] * 5)
     x = np.array([1.0, -0.0, 2.0, 0.0] * 5)
@@ -286,6 +310,7 @@ def test_numeric_edge_programs_are_bitwise_numpy_on_the_device(monkeypatch):
     from programs import bit_pattern, make_numeric_program
 
     from kernel_ext.backends import codegen
+
     monkeypatch.setattr(codegen, "BITWISE_ONLY", True)
     ran = seed = kernels = 0
     while ran < CUDA_NUMERIC_PROGRAMS:

@@ -19,12 +19,26 @@ import kernel_ext as kx
 
 def test_cuda_kernels_in_the_simulator():
     here = Path(__file__).parent
-    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1", KERNEL_EXT_STRICT="1",
-               KERNEL_EXT_SYNC_COMPILE="1")
+    env = dict(
+        os.environ, NUMBA_ENABLE_CUDASIM="1", KERNEL_EXT_STRICT="1", KERNEL_EXT_SYNC_COMPILE="1"
+    )
     proc = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x",
-         str(here / "cuda_sim_cases.py")],
-        cwd=here.parent.parent, env=env, capture_output=True, text=True, timeout=600)
+        [
+            sys.executable,
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-x",
+            str(here / "cuda_sim_cases.py"),
+        ],
+        cwd=here.parent.parent,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-3000:]
     assert " passed" in proc.stdout
 
@@ -32,6 +46,7 @@ def test_cuda_kernels_in_the_simulator():
 def test_backend_cuda_without_a_gpu_names_the_fix(monkeypatch):
     monkeypatch.delenv("NUMBA_ENABLE_CUDASIM", raising=False)
     from kernel_ext.backends import numba_cuda_probe
+
     if numba_cuda_probe.real_gpu_available():
         pytest.skip("a real GPU is present")
     with pytest.raises(ValueError, match="NUMBA_ENABLE_CUDASIM"):

@@ -32,8 +32,13 @@ def _chain_sum(x, y):
 
 def _mixed(x, y):
     z = np.maximum(x - y, 0.5) * 3.0
-    return {"z": z, "total": z.sum(), "cols": (x * y).mean(axis=0),
-            "rows": np.max(x + y, axis=1, keepdims=True), "mm": x @ y.T}
+    return {
+        "z": z,
+        "total": z.sum(),
+        "cols": (x * y).mean(axis=0),
+        "rows": np.max(x + y, axis=1, keepdims=True),
+        "mm": x @ y.T,
+    }
 
 
 def _broadcasting(x, row):
@@ -55,8 +60,7 @@ PROGRAMS = [_chain, _chain_sum, _mixed, _integers, _shapes]
 def _inputs(dtype):
     rng = np.random.default_rng(0)
     if np.dtype(dtype).kind == "i":
-        return (rng.integers(-5, 6, SHAPE).astype(dtype),
-                rng.integers(-5, 6, SHAPE).astype(dtype))
+        return (rng.integers(-5, 6, SHAPE).astype(dtype), rng.integers(-5, 6, SHAPE).astype(dtype))
     return rng.standard_normal(SHAPE).astype(dtype), rng.standard_normal(SHAPE).astype(dtype)
 
 
@@ -84,12 +88,17 @@ def _check_equal(got, want, dtype):
 
 
 # (the float-only programs are not paired with integer inputs)
-CASES = [(p, d) for p in PROGRAMS for d in (np.float32, np.float64, np.int32)
-         if not (p in (_chain, _chain_sum) and np.dtype(d).kind == "i")]
+CASES = [
+    (p, d)
+    for p in PROGRAMS
+    for d in (np.float32, np.float64, np.int32)
+    if not (p in (_chain, _chain_sum) and np.dtype(d).kind == "i")
+]
 
 
-@pytest.mark.parametrize("program, dtype", CASES,
-                         ids=[f"{p.__name__}-{np.dtype(d).name}" for p, d in CASES])
+@pytest.mark.parametrize(
+    "program, dtype", CASES, ids=[f"{p.__name__}-{np.dtype(d).name}" for p, d in CASES]
+)
 @pytest.mark.parametrize("chunks", CHUNKINGS, ids=str)
 def test_dask_results_equal_numpy_results(program, chunks, dtype):
     x, y = _inputs(dtype)
@@ -181,6 +190,7 @@ def test_dask_graph_loop_raises_naming_the_op_and_the_fix():
         while x.sum() > 1.0:
             x = x / 2.0
         return x
+
     f = kx.function(count_down)
     with pytest.raises(errors.DaskUnsupportedError, match=r"'while'.*\.compute\(\)"):
         f(da.ones(4, chunks=2))
@@ -202,6 +212,7 @@ def test_dask_in_place_update_of_an_argument_raises():
     def bump(x):
         x += 1.0
         return x.sum()
+
     with pytest.raises(errors.DaskUnsupportedError, match="in place"):
         kx.function(bump)(da.ones(4, chunks=2))
 
@@ -217,12 +228,20 @@ def test_dask_results_equal_numpy_on_a_distributed_local_cluster():
     distributed = pytest.importorskip("distributed")
     x, y = _inputs(np.float64)
     f = kx.function(_mixed)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
-        got = f(da.from_array(x, chunks=((3, 4), (2, 4))),
-                da.from_array(y, chunks=((3, 4), (2, 4))))
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=2,
+            processes=False,
+            protocol="tcp",
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        got = f(
+            da.from_array(x, chunks=((3, 4), (2, 4))), da.from_array(y, chunks=((3, 4), (2, 4)))
+        )
         computed = client.compute(got, sync=True)
     want = _mixed(x, y)
     for k in want:
@@ -231,6 +250,7 @@ def test_dask_results_equal_numpy_on_a_distributed_local_cluster():
 
 def test_dask_signature_row_shows_the_backend_and_the_task_count():
     from kernel_ext.jupyter import records
+
     f = kx.function(lambda x: np.exp(x) + 1.0)
     out = f(da.ones((4, 4), chunks=(2, 2)))
     (row,) = records.signature_rows(f)

@@ -62,8 +62,14 @@ def _sorting(x):
     return np.sort(x, axis=0), np.argsort(x, axis=1), np.sort(x * 2.0, axis=None)
 
 
-PROGRAMS = [_range_loop, _rows_loop, _while_loop, _branch_in_loop, _loop_carried_constants,
-            _sorting]
+PROGRAMS = [
+    _range_loop,
+    _rows_loop,
+    _while_loop,
+    _branch_in_loop,
+    _loop_carried_constants,
+    _sorting,
+]
 
 
 def _compare(got, want):
@@ -107,21 +113,24 @@ def test_dask_loop_whose_condition_reads_the_data_raises_with_the_fix():
         while np.max(x) > 1.0:
             x = x / 2.0
         return x
-    with pytest.raises(errors.DaskUnsupportedError,
-                       match=r"'while'.*computed value each iteration.*\.compute\(\)"):
+
+    with pytest.raises(
+        errors.DaskUnsupportedError, match=r"'while'.*computed value each iteration.*\.compute\(\)"
+    ):
         kx.function(halve_until_small)(da.ones(4, chunks=2) * 10)
 
 
 def test_dask_branch_on_the_data_raises_with_the_fix():
     def pick(x):
         return kx.cond(x.sum() > 0, lambda: x * 2.0, lambda: x - 1.0)
-    with pytest.raises(errors.DaskUnsupportedError,
-                       match=r"'cond'.*computed value.*\.compute\(\)"):
+
+    with pytest.raises(errors.DaskUnsupportedError, match=r"'cond'.*computed value.*\.compute\(\)"):
         kx.function(pick)(da.ones(4, chunks=2))
 
 
 def test_dask_loop_past_the_iteration_limit_raises_naming_the_limit(monkeypatch):
     from kernel_ext.backends.dask_backend import graph
+
     monkeypatch.setattr(graph, "MAX_ITERATIONS", 3)
     with pytest.raises(errors.DaskUnsupportedError, match="more than 3 iterations"):
         kx.function(_range_loop)(da.ones(4, chunks=2))
@@ -135,9 +144,14 @@ def test_dask_sort_rechunks_its_axis_into_one_chunk():
     np.testing.assert_array_equal(out.compute(), np.sort(x, axis=1))
 
 
-ZERO_D = [lambda x: x.sum() * 2.0 + 1.0, lambda x: np.tanh(x.max()), lambda x: x[1, 2],
-          lambda x: np.where(x.sum() > 0, x.mean(), np.float32(1.0)),
-          lambda x: x.astype(np.int64).sum(), lambda x: (x > 0).any()]
+ZERO_D = [
+    lambda x: x.sum() * 2.0 + 1.0,
+    lambda x: np.tanh(x.max()),
+    lambda x: x[1, 2],
+    lambda x: np.where(x.sum() > 0, x.mean(), np.float32(1.0)),
+    lambda x: x.astype(np.int64).sum(),
+    lambda x: (x > 0).any(),
+]
 
 
 @pytest.mark.parametrize("program", ZERO_D, ids=range(len(ZERO_D)))

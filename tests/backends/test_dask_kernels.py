@@ -80,8 +80,7 @@ def test_dask_contiguous_and_strided_blocks_take_the_flat_and_nd_kernels(chunks)
 @pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int32])
 def test_dask_fused_reductions_take_their_partials_from_the_kernel(chunks, dtype):
     if np.dtype(dtype).kind == "i":
-        x, y = (np.random.default_rng(3).integers(-9, 10, (10, 7)).astype(dtype)
-                for _ in range(2))
+        x, y = (np.random.default_rng(3).integers(-9, 10, (10, 7)).astype(dtype) for _ in range(2))
     else:
         x, y = _data(dtype, n=2)
 
@@ -138,10 +137,17 @@ def test_dask_kernels_on_a_threaded_local_cluster_equal_numpy():
     distributed = pytest.importorskip("distributed")
     arrays = _data(np.float32, shape=(12, 9))
     f = kx.function(lambda x, a, b, c: (_w3(x, a, b, c), (a * x - b).sum(axis=0)))
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False,
-                                  protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=2,
+            processes=False,
+            protocol="tcp",
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         elementwise, total = f(*[da.from_array(a, chunks=((5, 7), (4, 5))) for a in arrays])
         got, got_total = client.compute([elementwise, total], sync=True)
     x, a, b, c = arrays
@@ -151,6 +157,7 @@ def test_dask_kernels_on_a_threaded_local_cluster_equal_numpy():
 
 def _compiles_here() -> dict:
     from kernel_ext.backends.dask_backend import blocks as worker_blocks
+
     return dict(worker_blocks.COMPILES)
 
 
@@ -159,10 +166,17 @@ def test_dask_kernels_compile_once_per_worker_process():
     x = np.linspace(-3, 3, 64 * 50, dtype=np.float32).reshape(64, 50)
     f = kx.function(lambda x: np.tanh(x * 1.5 + 0.25) * x - 1.0)
     arg = da.from_array(x, chunks=(4, 50))  # 16 tasks, each a C-contiguous block
-    with distributed.LocalCluster(n_workers=2, threads_per_worker=2, processes=True,
-                                  protocol="tcp", host="127.0.0.1",
-                                  dashboard_address=None) as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=2,
+            threads_per_worker=2,
+            processes=True,
+            protocol="tcp",
+            host="127.0.0.1",
+            dashboard_address=None,
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         out = f(arg)
         (program,) = set(_programs_of(out))
         got = client.compute(out, sync=True)

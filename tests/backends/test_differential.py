@@ -49,8 +49,12 @@ def test_generated_programs_agree_across_executors(chunk):
             assert spec.shape == np.shape(e) and spec.dtype == np.asarray(e).dtype, where
 
 
-NAMED_PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-               "jit": {"jit_compile": True}}
+NAMED_PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 @pytest.mark.parametrize("path", NAMED_PATHS)
@@ -59,6 +63,7 @@ def test_generated_named_function_programs_agree_on_every_path(chunk, path):
     """Named NumPy functions (pad, einsum, diff, unique, nonzero, ...) are graph ops whose
     results are NumPy's on every executor; data-dependent lengths may be None statically."""
     from programs import make_named_program
+
     for seed in range(chunk, 120, 4):
         prog = make_named_program(seed)
         with warnings.catch_warnings():
@@ -103,6 +108,7 @@ def _run_coverage(seeds, path):
     """Programs ``seeds`` as one batch on ``path`` against eager NumPy: no opaque NumPy call
     left in the graph, results as :func:`_close` says, output specs consistent."""
     from programs import Batch, make_coverage_program
+
     prog = Batch([make_coverage_program(seed) for seed in seeds])
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
@@ -133,9 +139,9 @@ def test_generated_coverage_programs_agree_on_every_path(chunk, path):
     seeds = list(range(chunk, COVERAGE_PROGRAMS[path], COVERAGE_CHUNKS))
     for k in range(0, len(seeds), BATCH):
         try:
-            _run_coverage(seeds[k:k + BATCH], path)
+            _run_coverage(seeds[k : k + BATCH], path)
         except AssertionError:
-            for seed in seeds[k:k + BATCH]:
+            for seed in seeds[k : k + BATCH]:
                 _run_coverage([seed], path)
             raise
 
@@ -152,14 +158,18 @@ def test_fft2_with_axes_none_transforms_every_axis():
 def test_partition_accepts_any_kth_along_an_empty_axis():
     """Coverage seed 42: NumPy checks no ``kth`` along an axis of length 0."""
     x = np.zeros((0, 3), bool)
-    _same(kx.function(lambda v: np.partition(v, -2, axis=0))(x), np.partition(x, -2, axis=0),
-          "partition")
+    _same(
+        kx.function(lambda v: np.partition(v, -2, axis=0))(x),
+        np.partition(x, -2, axis=0),
+        "partition",
+    )
 
 
 def test_round_of_complex_with_decimals_rounds_each_part():
     """Coverage seed 145: NumPy rounds a complex array's parts apart; a complex division by
     the scale was off by an ulp."""
     from programs import make_coverage_program
+
     x = make_coverage_program(145).inputs[0]  # complex64 (2, 3)
     for path in NAMED_PATHS.values():
         _same(kx.function(lambda v: np.round(v, 1), **path)(x), np.round(x, 1), "round")

@@ -29,8 +29,11 @@ def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
     a, b = ordered(got), ordered(want)
     # exact in int64 where the signs agree; across zero the distance is huge anyway (and the
     # int64 difference of two float64 extremes could wrap)
-    d = np.where((a < 0) == (b < 0), np.abs(a - b).astype(np.float64),
-                 np.abs(a.astype(np.float64) - b.astype(np.float64)))
+    d = np.where(
+        (a < 0) == (b < 0),
+        np.abs(a - b).astype(np.float64),
+        np.abs(a.astype(np.float64) - b.astype(np.float64)),
+    )
     nan_got, nan_want = np.isnan(got), np.isnan(want)
     d[nan_got & nan_want] = 0.0
     d[nan_got != nan_want] = np.inf
@@ -40,9 +43,25 @@ def ulp_distance(got: np.ndarray, want: np.ndarray) -> np.ndarray:
 def edge_values(dtype: np.dtype) -> np.ndarray:
     """Zeros, NaN, the smallest normal, subnormals, and the largest finite values."""
     fi = np.finfo(dtype)
-    return np.array([0.0, -0.0, np.nan, fi.tiny, -fi.tiny, fi.tiny / 4, -fi.tiny / 8,
-                     fi.smallest_subnormal, -fi.smallest_subnormal, 1.0, -1.0, 0.5,
-                     0.625, -0.625], dtype)
+    return np.array(
+        [
+            0.0,
+            -0.0,
+            np.nan,
+            fi.tiny,
+            -fi.tiny,
+            fi.tiny / 4,
+            -fi.tiny / 8,
+            fi.smallest_subnormal,
+            -fi.smallest_subnormal,
+            1.0,
+            -1.0,
+            0.5,
+            0.625,
+            -0.625,
+        ],
+        dtype,
+    )
 
 
 def wide_inputs(fn: str, dtype: np.dtype, n: int = 400_000) -> np.ndarray:
@@ -50,10 +69,13 @@ def wide_inputs(fn: str, dtype: np.dtype, n: int = 400_000) -> np.ndarray:
     (both signs), and the edge values."""
     rng = np.random.default_rng(16)
     fi = np.finfo(dtype)
-    lo, hi = {"exp": (-110.0, 90.0) if dtype == np.float32 else (-750.0, 712.0),
-              "log": (0.0, 1e6), "tanh": (-20.0, 20.0),
-              "sin": (-fast_math.TRIG_LIMIT, fast_math.TRIG_LIMIT),
-              "cos": (-fast_math.TRIG_LIMIT, fast_math.TRIG_LIMIT)}[fn]
+    lo, hi = {
+        "exp": (-110.0, 90.0) if dtype == np.float32 else (-750.0, 712.0),
+        "log": (0.0, 1e6),
+        "tanh": (-20.0, 20.0),
+        "sin": (-fast_math.TRIG_LIMIT, fast_math.TRIG_LIMIT),
+        "cos": (-fast_math.TRIG_LIMIT, fast_math.TRIG_LIMIT),
+    }[fn]
     mags = np.exp(rng.uniform(np.log(fi.smallest_subnormal) + 1, np.log(fi.max) - 1, n))
     if fn in ("sin", "cos"):
         mags = mags[mags <= fast_math.TRIG_LIMIT]
@@ -86,8 +108,21 @@ def test_fast_math_stays_within_its_ulp_bound_of_numpy(name, dtype):
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
 def test_fast_math_special_values_are_numpys(dtype):
     fi = np.finfo(dtype)
-    x = np.array([0.0, -0.0, np.inf, -np.inf, np.nan, -1.0, fi.max, -fi.max,
-                  fi.smallest_subnormal, -fi.smallest_subnormal], dtype)
+    x = np.array(
+        [
+            0.0,
+            -0.0,
+            np.inf,
+            -np.inf,
+            np.nan,
+            -1.0,
+            fi.max,
+            -fi.max,
+            fi.smallest_subnormal,
+            -fi.smallest_subnormal,
+        ],
+        dtype,
+    )
     for name in ("exp", "log", "tanh"):
         ufunc = getattr(np, name)
         with np.errstate(all="ignore"):
@@ -118,13 +153,10 @@ def test_float32_power_stays_within_its_ulp_bound_of_numpy():
 
 
 def test_float32_power_special_cases_are_numpys():
-    x = np.array([0.0, -0.0, -2.0, -2.0, -2.0, np.inf, -np.inf, np.nan, 1.0, 2.0, 3.0],
-                 np.float32)
-    y = np.array([2.5, -1.5, 3.0, 2.0, 0.5, 2.0, 3.0, 0.0, np.nan, np.inf, -np.inf],
-                 np.float32)
+    x = np.array([0.0, -0.0, -2.0, -2.0, -2.0, np.inf, -np.inf, np.nan, 1.0, 2.0, 3.0], np.float32)
+    y = np.array([2.5, -1.5, 3.0, 2.0, 0.5, 2.0, 3.0, 0.0, np.nan, np.inf, -np.inf], np.float32)
     with np.errstate(all="ignore"):
-        np.testing.assert_array_equal(fast(lambda x, y: np.power(x, y))(x, y),
-                                      np.power(x, y))
+        np.testing.assert_array_equal(fast(lambda x, y: np.power(x, y))(x, y), np.power(x, y))
 
 
 def test_sigmoid_is_within_the_exp_bound_plus_rounding():
@@ -146,8 +178,10 @@ def test_a_fast_math_kernel_never_serves_an_exact_function():
     exact = kx.function(w3, backend="numba")
     np.testing.assert_array_equal(exact(*args), w3(*args))  # bitwise: NumPy's loops
     assert not np.array_equal(got, w3(*args))
-    kernels = [cf.executable.segments[0]["kernel"] for cf in (
-        approx.get_concrete_function(*args), exact.get_concrete_function(*args))]
+    kernels = [
+        cf.executable.segments[0]["kernel"]
+        for cf in (approx.get_concrete_function(*args), exact.get_concrete_function(*args))
+    ]
     assert kernels[0] != kernels[1]
 
 

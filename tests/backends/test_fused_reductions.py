@@ -50,8 +50,18 @@ def _within_bound(got, want, terms, what: str, count: int = 1) -> None:
 
 BLOCK, CHUNK = codegen.BLOCK, codegen.CHUNK_BLOCKS
 # around a block, a chunk of blocks and the cascade's carries; the large ones run threaded
-SIZES = [1, 5, BLOCK - 1, BLOCK, BLOCK + 1, CHUNK * BLOCK - 3, CHUNK * BLOCK,
-         CHUNK * BLOCK + 1, 3 * CHUNK * BLOCK + 1000, 700_001]
+SIZES = [
+    1,
+    5,
+    BLOCK - 1,
+    BLOCK,
+    BLOCK + 1,
+    CHUNK * BLOCK - 3,
+    CHUNK * BLOCK,
+    CHUNK * BLOCK + 1,
+    3 * CHUNK * BLOCK + 1000,
+    700_001,
+]
 
 
 @pytest.mark.parametrize("n", SIZES)
@@ -61,8 +71,15 @@ def test_integer_and_bool_reductions_are_bitwise_at_every_length(n):
     u = rng.integers(0, 200, n).astype(np.uint8)
 
     def f(i, u):
-        return (np.sum(i * 3 - 7), np.max(i * 2), np.min(i - 5), np.any(i > 990),
-                np.all(u < 199), np.sum(u + u), np.prod(i % 3 + 1 - 1 + 1))
+        return (
+            np.sum(i * 3 - 7),
+            np.max(i * 2),
+            np.min(i - 5),
+            np.any(i > 990),
+            np.all(u < 199),
+            np.sum(u + u),
+            np.prod(i % 3 + 1 - 1 + 1),
+        )
 
     want = f(i, u)
     got = kx.function(f, backend="numba")(i, u)
@@ -93,6 +110,7 @@ def test_long_float64_sums_stay_within_the_bound(layout):
     rng = np.random.default_rng(7)
     x = rng.random(4_000_000) + 1.0
     if layout == "flat":
+
         def f(x):
             return np.sum(x * 1.5)
     elif layout == "transposed":
@@ -105,6 +123,7 @@ def test_long_float64_sums_stay_within_the_bound(layout):
 
         def f(x):
             return np.sum(x * 1.5, axis=-1)
+
     got = kx.function(f, backend="numba")(x)
     want = f(x)
     if layout == "rows":
@@ -126,7 +145,7 @@ def test_auto_fuses_float_means_but_keeps_max_and_products_in_numpy():
 
     f = kx.function(w4)
     got = f(yt, yp)
-    seg, = f.get_concrete_function(yt, yp).executable.segments
+    (seg,) = f.get_concrete_function(yt, yp).executable.segments
     assert seg["ops"] == ["subtract", "square", "mean"] and seg["state"] == "ready", seg
     _within_bound(got, w4(yt, yp), (yt - yp) ** 2, "auto mean", count=n)
     got = f(yt, yp)  # the kernel's result now (the first call compiled it)
@@ -205,9 +224,17 @@ def test_threads_sharing_a_runner_never_share_an_output():
 # Shapes whose reduced axis is not the innermost: NumPy adds the rows one after another in
 # float32 there (no pairwise summation), and the fused kernel does the same, so its sums and
 # means are NumPy's to the bit (W8's bias gradients are such column sums).
-ROW_BY_ROW = [((256, 256), 0), ((1000, 2), 0), ((3, 1000), 0), ((7, 5, 300), 0),
-              ((7, 500, 30), 1), ((7, 500, 30), 0), ((4096, 16), 0), ((2, 3), 0),
-              ((5, 1, 40), 0)]
+ROW_BY_ROW = [
+    ((256, 256), 0),
+    ((1000, 2), 0),
+    ((3, 1000), 0),
+    ((7, 5, 300), 0),
+    ((7, 500, 30), 1),
+    ((7, 500, 30), 0),
+    ((4096, 16), 0),
+    ((2, 3), 0),
+    ((5, 1, 40), 0),
+]
 
 
 @pytest.mark.parametrize("shape,axis", ROW_BY_ROW)
@@ -220,8 +247,12 @@ def test_float32_sums_over_an_outer_axis_are_bitwise_numpy(shape, axis):
 
     def f(mask, g, bias):
         w = np.where(mask, g, 0.0)
-        return (w, np.sum(w, axis=axis), np.mean(g * 2.0 + bias, axis=axis, keepdims=True),
-                np.sum(g, axis=axis))
+        return (
+            w,
+            np.sum(w, axis=axis),
+            np.mean(g * 2.0 + bias, axis=axis, keepdims=True),
+            np.sum(g, axis=axis),
+        )
 
     got = kx.function(f, backend="numba")(mask, g, bias)
     for k, (a, b) in enumerate(zip(got, f(mask, g, bias))):
@@ -229,8 +260,9 @@ def test_float32_sums_over_an_outer_axis_are_bitwise_numpy(shape, axis):
     if shape[axis] == 2:
         return  # one addition per column: every order rounds alike
     float64_order = np.sum(g.astype(np.float64), axis=axis).astype(np.float32)
-    assert not np.array_equal(float64_order, f(mask, g, bias)[3]), \
+    assert not np.array_equal(float64_order, f(mask, g, bias)[3]), (
         "the data must tell float32 row-by-row sums from float64 ones"
+    )
 
 
 @pytest.mark.parametrize("case", ["fortran", "transposed", "innermost"])
@@ -253,8 +285,9 @@ def test_outer_axis_sums_numpy_sums_pairwise_stay_within_the_bound(case):
     want = f(g)
     for c in range(shape[1]):
         _within_bound(got[0][c], want[0][c], g[:, c] * np.float32(3.0), f"{case} sum {c}")
-        _within_bound(got[1][c], want[1][c], g[:, c] - np.float32(0.5), f"{case} mean {c}",
-                      count=shape[0])
+        _within_bound(
+            got[1][c], want[1][c], g[:, c] - np.float32(0.5), f"{case} mean {c}", count=shape[0]
+        )
 
 
 def test_outer_axis_reductions_of_broadcast_and_strided_inputs_match_numpy():

@@ -23,8 +23,12 @@ from kernel_ext.ir import OpKind
 # quick subset leaves it out (tests/markers.py).
 pytestmark = pytest.mark.slow
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 def check(fn, *args, path: str, float_sums: bool = False):
@@ -38,8 +42,9 @@ def check(fn, *args, path: str, float_sums: bool = False):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)  # jit_compile falling back
             got = traced(*traced_args)
-        for w, g in zip(want if isinstance(want, tuple) else (want,),
-                        got if isinstance(got, tuple) else (got,)):
+        for w, g in zip(
+            want if isinstance(want, tuple) else (want,), got if isinstance(got, tuple) else (got,)
+        ):
             w, g = np.asarray(w), np.asarray(g)
             assert w.dtype == g.dtype, (w.dtype, g.dtype)
             if float_sums and path != "numpy":
@@ -66,8 +71,7 @@ def setitems(graph):
 
 @pytest.mark.parametrize("path", PATHS)
 def test_buffer_filled_in_a_double_loop_matches_numpy(path):
-    check(pairwise, np.random.default_rng(0).standard_normal((40, 3)), path=path,
-          float_sums=True)
+    check(pairwise, np.random.default_rng(0).standard_normal((40, 3)), path=path, float_sums=True)
 
 
 def test_buffer_filled_in_a_loop_is_written_in_place_after_one_copy():
@@ -93,8 +97,7 @@ def test_loop_writing_a_constant_buffer_leaves_the_constant_alone(path):
     x = np.array([0.5, 1.0, 3.0, 2.0, 0.0, 1.0])
     f = check(constant_buffer_in_a_traced_loop, x, path=path)
     # a call writing fewer elements must see zeros where the previous call wrote
-    np.testing.assert_array_equal(f(np.array([3.0, 1.0, 0.0, 0.0, 0.0, 0.0])),
-                                  [6.0, 0, 0, 0, 0, 0])
+    np.testing.assert_array_equal(f(np.array([3.0, 1.0, 0.0, 0.0, 0.0, 0.0])), [6.0, 0, 0, 0, 0, 0])
 
 
 def argument_updated_in_a_traced_loop(x, k):
@@ -111,9 +114,9 @@ def test_loop_updating_an_argument_copies_it_once_and_writes_back(path):
 def stale_read_after_write(x):
     out = x * 1.0
     out[0] = x[1]
-    a = out * 2.0       # reads the buffer before the next write ...
+    a = out * 2.0  # reads the buffer before the next write ...
     out[1] = -7.0
-    b = a + 1.0         # ... and may be fused with this, after the write
+    b = a + 1.0  # ... and may be fused with this, after the write
     return b, out
 
 
@@ -188,6 +191,7 @@ def test_a_variable_keeps_the_value_it_was_assigned_when_the_buffer_is_written_a
 # its writes may run in the caller's array itself (as eager NumPy's do) when nothing reads the
 # old contents afterwards: no copy of the argument, no copy back.
 
+
 def endpoints(x, v):
     x[0] = v
     x[-1] = x[0] * 2
@@ -196,9 +200,9 @@ def endpoints(x, v):
 
 
 def old_contents_read_after_a_write(x):
-    before = x * 2.0     # computed from the old contents ...
+    before = x * 2.0  # computed from the old contents ...
     x[0] = 9.0
-    view = x[2:5]        # a view: NumPy's sees later writes
+    view = x[2:5]  # a view: NumPy's sees later writes
     x[3] = -1.0
     return before + x[0], view.copy(), before
 
@@ -211,9 +215,14 @@ def written_in_a_loop_and_read_by_a_view(x, n):
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("fn, extra", [(endpoints, (3.25,)),
-                                       (old_contents_read_after_a_write, ()),
-                                       (written_in_a_loop_and_read_by_a_view, (np.int64(11),))])
+@pytest.mark.parametrize(
+    "fn, extra",
+    [
+        (endpoints, (3.25,)),
+        (old_contents_read_after_a_write, ()),
+        (written_in_a_loop_and_read_by_a_view, (np.int64(11),)),
+    ],
+)
 def test_writes_into_an_argument_match_numpy(path, fn, extra):
     check(fn, np.linspace(-1.0, 2.0, 10), *extra, path=path)
 
@@ -227,7 +236,7 @@ def test_writes_into_an_argument_run_in_place_and_skip_the_copy_back():
     owned = written_back_inputs(graph, cf._tree)
     assert [n.name for n in owned] == ["x"]
     plan = plan_inplace(graph, lambda g: [((n,), n.inputs) for n in g.nodes], owned)
-    assert set(plan.writes) == set(setitems(graph))        # all three, in the caller's array
+    assert set(plan.writes) == set(setitems(graph))  # all three, in the caller's array
     # without the ownership every write but the first (the copy of x) could still be in place
     plain = plan_inplace(graph, lambda g: [((n,), n.inputs) for n in g.nodes])
     assert len(plain.writes) == 2
@@ -245,6 +254,7 @@ def test_an_argument_read_after_the_write_is_copied_not_overwritten():
     def reader_last(g):  # a schedule (as fusion may make) that reads the old x after the write
         order = [n for n in g.nodes if n is not reader] + ([reader] if g is cf.graph else [])
         return [((n,), n.inputs) for n in order]
+
     in_order = plan_inplace(cf.graph, lambda g: [((n,), n.inputs) for n in g.nodes], owned)
     reordered = plan_inplace(cf.graph, reader_last, owned)
     assert first in in_order.writes and first not in reordered.writes
@@ -252,20 +262,20 @@ def test_an_argument_read_after_the_write_is_copied_not_overwritten():
 
 def fails_half_way(x, i):
     x[0] = 7.0
-    x[i] = 1.0          # an IndexError for i out of range, after the first write
+    x[i] = 1.0  # an IndexError for i out of range, after the first write
     return x
 
 
 @pytest.mark.parametrize("path", ["numpy", "auto"])
 def test_an_error_half_way_leaves_the_argument_as_numpy_leaves_it(path):
     f = kx.function(fails_half_way, **PATHS[path])
-    f(np.zeros(4), np.int64(1))                          # trace with an index in range
+    f(np.zeros(4), np.int64(1))  # trace with an index in range
     eager, traced = np.zeros(4), np.zeros(4)
     with pytest.raises(IndexError):
         fails_half_way(eager, np.int64(9))
     with pytest.raises(IndexError):
         f(traced, np.int64(9))
-    np.testing.assert_array_equal(traced, eager)          # x[0] == 7 in both
+    np.testing.assert_array_equal(traced, eager)  # x[0] == 7 in both
 
 
 # -- stacks of loop gradients -------------------------------------------------------------------
@@ -291,16 +301,16 @@ def test_a_loop_gradient_writes_its_stacks_in_place():
     cf = kx.function(kx.grad(sin_recurrence), backend="numpy").get_concrete_function(x, n)
     writes = _tensor_array_writes(cf.graph)
     plan = plan_inplace(cf.graph, lambda g: [((node,), node.inputs) for node in g.nodes])
-    assert writes and all(w in plan.writes for w in writes)   # no copy of a stack per row
+    assert writes and all(w in plan.writes for w in writes)  # no copy of a stack per row
 
 
 @pytest.mark.parametrize("path", ["numpy", "auto"])
 def test_a_loop_gradient_with_stacks_written_in_place_matches_the_recurrence(path):
     x, n = np.linspace(-1.0, 1.0, 50), np.int64(300)
     y, d = x.copy(), np.zeros_like(x)
-    for _ in range(int(n)):                 # forward-mode by hand: d = dy/dx, elementwise
+    for _ in range(int(n)):  # forward-mode by hand: d = dy/dx, elementwise
         d = np.cos(y) * 1.01 * d + 1.0
         y = np.sin(y) * 1.01 + x
     g = kx.function(kx.grad(sin_recurrence), **PATHS[path])
-    for _ in range(2):                      # the second call reuses the executor's plan
+    for _ in range(2):  # the second call reuses the executor's plan
         np.testing.assert_allclose(g(x, n), d, rtol=1e-10)

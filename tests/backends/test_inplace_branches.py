@@ -29,8 +29,12 @@ from kernel_ext.autograph import loops
 from kernel_ext.backends.inplace import plan_inplace
 from kernel_ext.ir import OpKind
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 #: Table sides below and above ``loops.SHORT_RANGE`` (the loops run ``n`` items; shorter
 #: ones unroll — small sizes, as unrolled code compiles slowly); ``lcs`` runs at it.
 SIZES = (2, 3, 9, 12)
@@ -41,21 +45,28 @@ def make_program(seed: int) -> tuple[str, dict[str, bool]]:
     """Source of ``f(a, b, T0)`` (``a``, ``b``: small-integer vectors, ``T0``: a table
     argument) and the features it has."""
     rng = np.random.default_rng(seed)
+
     def pick(options):
         return options[int(rng.integers(len(options)))]
-    init = pick(["np.zeros((a.shape[0] + 1, b.shape[0] + 1))", "T0", "T0.copy()",
-                 "np.full((a.shape[0] + 1, b.shape[0] + 1), 0.5)"])
+
+    init = pick(
+        [
+            "np.zeros((a.shape[0] + 1, b.shape[0] + 1))",
+            "T0",
+            "T0.copy()",
+            "np.full((a.shape[0] + 1, b.shape[0] + 1), 0.5)",
+        ]
+    )
     shape = pick(["if/else", "if", "if/elif/else"])
-    second = bool(rng.integers(2))      # a second table written in one branch
-    count = bool(rng.integers(2))       # a carried scalar updated in a branch
+    second = bool(rng.integers(2))  # a second table written in one branch
+    count = bool(rng.integers(2))  # a carried scalar updated in a branch
     keeps = pick(["none", "none", "old", "alias"])  # the table read across the if
-    reread = bool(rng.integers(2))      # a branch reads the element it just wrote
+    reread = bool(rng.integers(2))  # a branch reads the element it just wrote
     cmp = pick(["==", "<"])
     lines = [f"T = {init}", "U = np.zeros(b.shape[0] + 1)", "s = 0.0"]
     if keeps == "alias":
         lines.append("S = T")
-    lines += ["for i in range(1, a.shape[0] + 1):",
-              "    for j in range(1, b.shape[0] + 1):"]
+    lines += ["for i in range(1, a.shape[0] + 1):", "    for j in range(1, b.shape[0] + 1):"]
     body = []
     if keeps == "old":
         body.append("old = T[i, j]")
@@ -81,9 +92,14 @@ def make_program(seed: int) -> tuple[str, dict[str, bool]]:
     out = "T, U, s, S" if keeps == "alias" else "T, U, s"
     lines.append(f"return {out}")
     source = "def f(a, b, T0):\n" + textwrap.indent("\n".join(lines), "    ") + "\n"
-    return source, {"second": second, "count": count, "keeps": keeps == "old",
-                    "alias": keeps == "alias",
-                    "argument": init == "T0", "shape": shape}
+    return source, {
+        "second": second,
+        "count": count,
+        "keeps": keeps == "old",
+        "alias": keeps == "alias",
+        "argument": init == "T0",
+        "shape": shape,
+    }
 
 
 _DIR: list[Path] = []
@@ -183,8 +199,7 @@ def steps(graph):
     return [((n,), n.inputs) for n in graph.nodes]
 
 
-@pytest.mark.parametrize("seed", [s for s in range(PROGRAMS)
-                                  if not make_program(s)[1]["keeps"]])
+@pytest.mark.parametrize("seed", [s for s in range(PROGRAMS) if not make_program(s)[1]["keeps"]])
 def test_branch_writes_of_a_private_table_are_planned_in_place(seed):
     source, _ = make_program(seed)
     fn = compile_program(source, seed)

@@ -25,8 +25,7 @@ from kernel_ext.backends import fused
 # quick subset leaves it out (tests/markers.py).
 pytestmark = pytest.mark.slow
 
-INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-              np.uint64]
+INT_DTYPES = [np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32, np.uint64]
 MODES = ["numba", "jit", "auto-hot"]
 
 
@@ -40,6 +39,7 @@ def compiled(monkeypatch: pytest.MonkeyPatch) -> Callable[[Callable, str], Calla
         if mode == "jit":
             return kx.function(fn, jit_compile=True)
         return kx.function(fn, backend="auto" if mode == "auto-hot" else "numba")
+
     return make
 
 
@@ -97,14 +97,22 @@ def test_overflowing_integer_arithmetic_wraps_as_numpy(compiled, mode, dtype):
     n = 2048
     top, bottom = _extremes(dtype, n)
     m = (bottom + np.array(5, dtype)).astype(dtype)  # abs(m - 5) at the minimum
-    cases = [(_gt_after_increment, (top,)), (_lt_after_decrement, (bottom,)),
-             (_abs_of_difference, (m,)), (_max_minus_min, (top, bottom)),
-             (_doubled_halved, (top,))]
+    cases = [
+        (_gt_after_increment, (top,)),
+        (_lt_after_decrement, (bottom,)),
+        (_abs_of_difference, (m,)),
+        (_max_minus_min, (top, bottom)),
+        (_doubled_halved, (top,)),
+    ]
     for fn, args in cases:
         got = _run(compiled(fn, mode), *args)
         want = _eager(fn, *args)
-        for k, (g, w) in enumerate(zip(got if isinstance(got, tuple) else (got,),
-                                       want if isinstance(want, tuple) else (want,))):
+        for k, (g, w) in enumerate(
+            zip(
+                got if isinstance(got, tuple) else (got,),
+                want if isinstance(want, tuple) else (want,),
+            )
+        ):
             _bitwise(g, w, f"{fn.__name__} output {k} ({mode})")
 
 
@@ -117,8 +125,9 @@ def _prod_of_squares(x):
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("dtype", [np.int8, np.int32, np.int64, np.uint32, np.uint64],
-                         ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize(
+    "dtype", [np.int8, np.int32, np.int64, np.uint32, np.uint64], ids=lambda d: np.dtype(d).name
+)
 def test_overflowing_integer_reductions_wrap_as_numpy(compiled, mode, dtype):
     """300,001-element sums and products whose terms and totals overflow (split over the
     cores where the executor splits)."""
@@ -129,19 +138,23 @@ def test_overflowing_integer_reductions_wrap_as_numpy(compiled, mode, dtype):
     for fn in (_sum_of_increments, _prod_of_squares):
         got = _run(compiled(fn, mode), x)
         want = _eager(fn, x)
-        for k, (g, w) in enumerate(zip(got if isinstance(got, tuple) else (got,),
-                                       want if isinstance(want, tuple) else (want,))):
+        for k, (g, w) in enumerate(
+            zip(
+                got if isinstance(got, tuple) else (got,),
+                want if isinstance(want, tuple) else (want,),
+            )
+        ):
             _bitwise(g, w, f"{fn.__name__} output {k} ({mode}, {np.dtype(dtype).name})")
 
 
 def _powers(x, e):
-    return x ** e + x, np.square(x) - 1
+    return x**e + x, np.square(x) - 1
 
 
 @pytest.mark.parametrize("mode", ["numba", "jit"])
 @pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint64], ids=lambda d: np.dtype(d).name)
 def test_integer_powers_wrap_as_numpy(compiled, mode, dtype):
-    x = np.array([3, 7, -3, 2, 5, 127, -128, 99][: 8], dtype=np.int64).astype(dtype)
+    x = np.array([3, 7, -3, 2, 5, 127, -128, 99][:8], dtype=np.int64).astype(dtype)
     e = np.array([50, 41, 63, 64, 27, 2, 3, 33], dtype=dtype)
     got = _run(compiled(_powers, mode), x, e)
     want = _eager(_powers, x, e)

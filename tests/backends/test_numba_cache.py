@@ -21,14 +21,14 @@ def _numba_cache_beside_the_kernels(monkeypatch):
     even when the run set ``NUMBA_CACHE_DIR`` (as ``.ci/run`` does): Numba read it when it was
     imported, so its config is what counts."""
     from numba.core import config
+
     monkeypatch.delenv("NUMBA_CACHE_DIR", raising=False)
     monkeypatch.setattr(config, "CACHE_DIR", "")
 
 
 def _kernel_source(salt: float) -> codegen.KernelSource:
     x = np.ones(10, np.float32)
-    graph = kx.function(lambda x: x * salt + 1.0, backend="numpy").get_concrete_function(
-        x).graph
+    graph = kx.function(lambda x: x * salt + 1.0, backend="numpy").get_concrete_function(x).graph
     (seg,) = partition(graph)
     return codegen.generate(seg)
 
@@ -92,11 +92,16 @@ def test_a_new_process_loads_kernels_from_disk(tmp_path):
         "f = kx.function(lambda x: np.tanh(x * 0.25 + 1.5) * x, backend='numba')\n"
         "x = np.linspace(0, 1, 100)\n"
         "f(x)\n"
-        "print(f.get_concrete_function(x).executable.segments[0]['cache'])\n")
+        "print(f.get_concrete_function(x).executable.segments[0]['cache'])\n"
+    )
     env = dict(os.environ, KERNEL_EXT_CACHE_DIR=str(tmp_path))
     env.pop("NUMBA_CACHE_DIR", None)
-    runs = [subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                           text=True, check=True).stdout.strip() for _ in range(2)]
+    runs = [
+        subprocess.run(
+            [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    ]
     assert runs == ["flat:miss", "flat:hit"]
 
 
@@ -121,7 +126,7 @@ def test_a_kernel_whose_executables_are_gone_is_not_compiled():
         compiler.COMPILER.defer(h, "nd")
     compiler.COMPILER.flush()
     assert compiler.COMPILER.wait(60)
-    assert gone.compiled == [] and "nd" not in gone.state   # asked for again on demand
+    assert gone.compiled == [] and "nd" not in gone.state  # asked for again on demand
     assert live.compiled == ["nd"]
 
 
@@ -147,6 +152,10 @@ def test_the_background_compiler_takes_segment_kernels_before_whole_graphs():
     compiler.defer(Handle("new function"), "nd")
     compiler.flush()
     assert compiler.wait(30)
-    assert order == [("new function", "flat"), ("new function", "nd"),
-                     ("tier-up", "graph_c"), ("other tier-up", "graph_a")]
+    assert order == [
+        ("new function", "flat"),
+        ("new function", "nd"),
+        ("tier-up", "graph_c"),
+        ("other tier-up", "graph_a"),
+    ]
     compiler.shutdown()

@@ -65,16 +65,22 @@ def test_fused_programs_agree_with_numpy(chunk):
         where = f"seed {seed}: {prog.describe()}"
         segments = f.get_concrete_function(*prog.inputs).executable.segments
         assert all(s["state"] in ("ready", "pending") for s in segments), (where, segments)
-        float_sum = prog.reduced is not None and prog.steps[-1][0].split("(")[0] in (
-            "sum", "mean") and np.asarray(eager[-1]).dtype.kind == "f"
+        float_sum = (
+            prog.reduced is not None
+            and prog.steps[-1][0].split("(")[0] in ("sum", "mean")
+            and np.asarray(eager[-1]).dtype.kind == "f"
+        )
         for k, (g, r, e) in enumerate(zip(got, ref, eager)):
             _same(r, e, f"{where} -> output {k} (NumPy executor vs eager)")
             if float_sum and k == len(got) - 1:
                 g_, e_ = np.asarray(g), np.asarray(e)
                 assert type(g) is type(r) and g_.dtype == e_.dtype and g_.shape == e_.shape
                 bound = _summation_bound(prog.reduced, prog.steps[-1][0], e)
-                ok = (np.abs(g_.astype(np.float64) - e_) <= bound) | (g_ == e_) | (
-                    np.isnan(g_) & np.isnan(e_))
+                ok = (
+                    (np.abs(g_.astype(np.float64) - e_) <= bound)
+                    | (g_ == e_)
+                    | (np.isnan(g_) & np.isnan(e_))
+                )
                 assert ok.all(), f"{where}: {g_} vs {e_} (bound {bound})"
             else:
                 assert type(g) is type(r), where
@@ -107,8 +113,28 @@ def _edge(dtype, n=24):
             vals += [-1, -2, -3, -7, -8, -64]
         vals += list(rng.integers(max(info.min, -100), min(info.max, 100), n))
         return np.array(vals[:n], dtype=object).astype(dt)
-    vals = [0.0, -0.0, 1.0, -1.0, 0.5, -2.5, 2.0, 3.0, np.inf, -np.inf, np.nan, 1e-40,
-            -1e-300, 3e38, 1e300, 7.0, -7.0, 100.5, 1e-7, 0.75]
+    vals = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        0.5,
+        -2.5,
+        2.0,
+        3.0,
+        np.inf,
+        -np.inf,
+        np.nan,
+        1e-40,
+        -1e-300,
+        3e38,
+        1e300,
+        7.0,
+        -7.0,
+        100.5,
+        1e-7,
+        0.75,
+    ]
     vals += list(rng.standard_normal(n) * 5)
     with np.errstate(all="ignore"):
         return np.array(vals[:n]).astype(dt)
@@ -116,16 +142,48 @@ def _edge(dtype, n=24):
 
 # Integer and bool kernels are tested on the ops they compute themselves; the float functions
 # of integers are a cast (tested here) plus the float kernels' NumPy loop calls.
-_INT_OPS = ("negative", "absolute", "square", "sign", "invert", "logical_not", "positive",
-            "add", "subtract", "multiply", "floor_divide", "remainder", "fmod", "power",
-            "maximum", "minimum", "fmax", "fmin", "less", "less_equal", "greater",
-            "greater_equal", "equal", "not_equal", "logical_and", "logical_or", "logical_xor",
-            "bitwise_and", "bitwise_or", "bitwise_xor", "left_shift", "right_shift", "isnan",
-            "isfinite", "signbit", "floor", "divide")
+_INT_OPS = (
+    "negative",
+    "absolute",
+    "square",
+    "sign",
+    "invert",
+    "logical_not",
+    "positive",
+    "add",
+    "subtract",
+    "multiply",
+    "floor_divide",
+    "remainder",
+    "fmod",
+    "power",
+    "maximum",
+    "minimum",
+    "fmax",
+    "fmin",
+    "less",
+    "less_equal",
+    "greater",
+    "greater_equal",
+    "equal",
+    "not_equal",
+    "logical_and",
+    "logical_or",
+    "logical_xor",
+    "bitwise_and",
+    "bitwise_or",
+    "bitwise_xor",
+    "left_shift",
+    "right_shift",
+    "isnan",
+    "isfinite",
+    "signbit",
+    "floor",
+    "divide",
+)
 
 
-@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int64, np.uint64,
-                                   np.bool_])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64, np.int8, np.int64, np.uint64, np.bool_])
 def test_every_op_matches_numpy_on_edge_values(dtype):
     """Each supported op on its dtype's edge values (0, -0.0, inf, NaN, MIN, MAX, shifts by
     the width, division by zero ...), all pairs by broadcasting, in one kernel per dtype."""
@@ -152,8 +210,10 @@ def test_every_op_matches_numpy_on_edge_values(dtype):
 
     def f(x, y):
         xx = x * np.ones_like(y)
-        out = [uf(xx) if k == 1 else uf(x, np.abs(y) if uf is np.power and not float_ else y)
-               for uf, k in ops]
+        out = [
+            uf(xx) if k == 1 else uf(x, np.abs(y) if uf is np.power and not float_ else y)
+            for uf, k in ops
+        ]
         out.append(np.where(x > y, x, y))
         out.append(np.clip(xx, 1, 3) if np.dtype(dtype) != np.bool_ else xx)
         for dt in (np.float32, np.int8, np.uint16, np.int64, np.bool_, np.float64):
@@ -176,8 +236,21 @@ def test_literals_are_typed_as_numpy_types_them():
     f32 = np.linspace(-3, 3, 11).astype(np.float32)
 
     def f(x, y):
-        return (x * 3 + 1, x // 0, x % -1, (x << 9), (x >> 9), y * 0.1 + 2, y ** 2,
-                y ** 0.5, y ** -1, y ** 3, x ** 2, (y > 0.5) & (x < 2), np.float32(2) * y)
+        return (
+            x * 3 + 1,
+            x // 0,
+            x % -1,
+            (x << 9),
+            (x >> 9),
+            y * 0.1 + 2,
+            y**2,
+            y**0.5,
+            y**-1,
+            y**3,
+            x**2,
+            (y > 0.5) & (x < 2),
+            np.float32(2) * y,
+        )
 
     with np.errstate(all="ignore"), warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -187,8 +260,9 @@ def test_literals_are_typed_as_numpy_types_them():
         _same(g, w, f"expression {k}")
 
 
-@pytest.mark.parametrize("layout", ["contiguous", "strided", "broadcast", "readonly", "0-d",
-                                    "empty"])
+@pytest.mark.parametrize(
+    "layout", ["contiguous", "strided", "broadcast", "readonly", "0-d", "empty"]
+)
 def test_layouts_and_shapes(layout):
     rng = np.random.default_rng(1)
     base = rng.standard_normal((6, 2100)).astype(np.float32)
@@ -278,7 +352,7 @@ def test_auto_keeps_single_ops_on_numpy_and_fuses_chains():
     _same(g(big), np.tanh(big * 2.0 + 1.0) * big, "fused")
     cf = g.get_concrete_function(big)
     assert cf.executable.backend == "numba-cpu"
-    seg, = cf.executable.segments
+    (seg,) = cf.executable.segments
     assert seg["ops"] == ["multiply", "add", "tanh", "multiply"]
 
 
@@ -287,6 +361,7 @@ def test_one_large_transcendental_runs_on_every_core(monkeypatch):
     cores: from its parallel size on, NumPy's own call runs on each core's share (same bits,
     no kernel to compile); below, and for cheap single ops, one NumPy call."""
     from kernel_ext.backends import cost, parallel
+
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 2)
     monkeypatch.setattr(parallel, "THREADS", 2)
     cost._UNARY_SIZES.clear()
@@ -340,8 +415,9 @@ def test_segment_reports_describe_each_kernel():
     reports = f.get_concrete_function(x).executable.segments
     # one kernel: the map reads x too, so it joins the reduction's kernel (sibling fusion)
     assert [r["kind"] for r in reports] == ["reduce"]
-    assert reports[0]["ops"] == ["exp", "multiply", "sum", "multiply", "subtract"] or \
-        sorted(reports[0]["ops"]) == sorted(["exp", "multiply", "sum", "multiply", "subtract"])
+    assert reports[0]["ops"] == ["exp", "multiply", "sum", "multiply", "subtract"] or sorted(
+        reports[0]["ops"]
+    ) == sorted(["exp", "multiply", "sum", "multiply", "subtract"])
     assert len(reports[0]["outputs"]) == 2
     for r in reports:
         assert r["backend"] == "numba-cpu" and r["state"] == "ready"
@@ -397,7 +473,7 @@ def test_background_compilation_never_blocks_a_call():
     x = np.linspace(0, 1, 5000)
     first = f(x)
     cf = f.get_concrete_function(x)
-    seg, = cf.executable.segments
+    (seg,) = cf.executable.segments
     assert seg["state"] in ("queued", "compiling", "ready")
     assert cf.executable.wait(timeout=120)
     assert seg["state"] == "ready"

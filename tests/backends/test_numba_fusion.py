@@ -23,8 +23,9 @@ X = np.ones((4, 5), np.float32)
 
 
 def test_an_elementwise_chain_becomes_one_segment():
-    g = _graph(lambda x, a, b, c: np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c,
-               X, X, X, X)
+    g = _graph(
+        lambda x, a, b, c: np.tanh(a * x + b) * (1 / (1 + np.exp(-x))) + 0.5 * x * x - c, X, X, X, X
+    )
     segs = partition(g)
     assert len(segs) == 1
     seg = segs[0]
@@ -75,6 +76,7 @@ def test_segments_stay_convex():
     def f(x):
         a = x * 2.0
         return a + np.sort(a)
+
     g = _graph(f, X)
     segs = partition(g)
     schedule(g, segs)  # raises on a cycle
@@ -106,6 +108,7 @@ def test_a_segment_never_exceeds_max_nodes():
         for _ in [0] * 30:  # a Python list: unrolled into a chain of 60 ops
             x = x * 1.5 + 0.5
         return x
+
     g = _graph(f, X)
     segs = partition(g, max_nodes=16)
     assert all(len(s.nodes) <= 16 for s in segs) and len(segs) >= 4
@@ -123,6 +126,7 @@ def test_a_segment_never_spans_a_variable_write_and_a_later_read():
             g = np.sum(2.0 * (w * x - y) * x)
             opt.apply_gradients([(g, w)])
             return w * 1.0
+
         return step, w
 
     results = {}

@@ -24,13 +24,16 @@ def _same(got, want, what: str = "") -> None:
 
 def _kinds(f, *args) -> list[str]:
     """The segments' kinds, the fused executor's own (its fallback) left out."""
-    return [s["kind"] for s in f.get_concrete_function(*args).executable.segments
-            if s.get("role") != "fallback"]
+    return [
+        s["kind"]
+        for s in f.get_concrete_function(*args).executable.segments
+        if s.get("role") != "fallback"
+    ]
 
 
 def _main(segments: list) -> dict:
     """The one segment that is not the fallback's (a whole-graph function's report)."""
-    main, = [s for s in segments if s.get("role") != "fallback"]
+    (main,) = [s for s in segments if s.get("role") != "fallback"]
     return main
 
 
@@ -175,7 +178,7 @@ def test_a_graph_too_large_for_one_function_runs_as_fused_segments():
 
     def unrolled(x):
         y = x
-        for _ in [0] * (MAX_OPS // 2 + 10):      # a Python list: the trace unrolls it
+        for _ in [0] * (MAX_OPS // 2 + 10):  # a Python list: the trace unrolls it
             y = np.tanh(y) * 0.5 + x
         return y
 

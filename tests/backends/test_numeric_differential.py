@@ -37,8 +37,11 @@ SLOW_PROGRAMS = int(os.environ.get("KX_NUMERIC_PROGRAMS", "0"))
 CHUNKS = 8
 #: Programs traced (and, under jit_compile, compiled) together.
 BATCH = 12
-BACKENDS = {"numpy": {"backend": "numpy"}, "numba": {"backend": "numba"},
-            "jit": {"jit_compile": True}}
+BACKENDS = {
+    "numpy": {"backend": "numpy"},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 def _outputs(value: Any) -> tuple:
@@ -76,8 +79,10 @@ def run_bitwise(seeds: list[int], backend: str) -> int:
         assert gb[1:3] == wb[1:3], f"{where} -> output {k}: {gb[1:3]} != {wb[1:3]}"
         if gb[3] != wb[3]:
             a, b = np.asarray(g), np.asarray(w)
-            raise AssertionError(f"{where} -> output {k}: bits differ\n got {a!r}\nwant {b!r}"
-                                 f"\n got bits {a.tobytes().hex()}\nwant bits {b.tobytes().hex()}")
+            raise AssertionError(
+                f"{where} -> output {k}: bits differ\n got {a!r}\nwant {b!r}"
+                f"\n got bits {a.tobytes().hex()}\nwant bits {b.tobytes().hex()}"
+            )
     return len(got)
 
 
@@ -91,14 +96,15 @@ def bitwise_sums(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_numeric_edge_programs_are_bitwise_numpy(bitwise_sums, backend, chunk):
     seeds = list(range(chunk, CI_PROGRAMS, CHUNKS))
     for i in range(0, len(seeds), BATCH):
-        run_batch(seeds[i:i + BATCH], backend)
+        run_batch(seeds[i : i + BATCH], backend)
 
 
 if SLOW_PROGRAMS:  # opt-in (KX_NUMERIC_PROGRAMS=3000): collected only when asked for
+
     @pytest.mark.slow
     @pytest.mark.parametrize("backend", list(BACKENDS))
     @pytest.mark.parametrize("chunk", range(CHUNKS))
     def test_many_numeric_edge_programs_are_bitwise_numpy(bitwise_sums, backend, chunk):
         seeds = list(range(CI_PROGRAMS + chunk, CI_PROGRAMS + SLOW_PROGRAMS, CHUNKS))
         for i in range(0, len(seeds), BATCH):
-            run_batch(seeds[i:i + BATCH], backend)
+            run_batch(seeds[i : i + BATCH], backend)

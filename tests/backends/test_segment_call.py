@@ -35,8 +35,11 @@ def _map_and_sum(x, b, s):
     return y, np.sum(y * 2.0)
 
 
-ARGS = (np.linspace(-1, 1, 24).reshape(4, 6).astype(np.float32),
-        np.linspace(0, 1, 6).astype(np.float32), np.float32(0.5))
+ARGS = (
+    np.linspace(-1, 1, 24).reshape(4, 6).astype(np.float32),
+    np.linspace(0, 1, 6).astype(np.float32),
+    np.float32(0.5),
+)
 
 
 def _plan(target: str) -> fused.SegmentPlan:
@@ -45,8 +48,7 @@ def _plan(target: str) -> fused.SegmentPlan:
 
 
 def test_every_renderer_shares_the_call_renderer_base():
-    for renderer in (runners.CpuRunnerWriter, runners.CudaRunnerWriter,
-                     whole_graph._SegmentArgs):
+    for renderer in (runners.CpuRunnerWriter, runners.CudaRunnerWriter, whole_graph._SegmentArgs):
         assert issubclass(renderer, CallRenderer)
 
 
@@ -91,8 +93,11 @@ def test_the_cuda_runner_packs_the_launch_in_the_kernels_order():
     call = plan.ksrc.call
     cpu = _plan("cpu").ksrc.call
     # one segment, one description of its inputs and outputs on both targets
-    assert (call.array_inputs, call.scalar_inputs, call.map_outputs) == \
-        (cpu.array_inputs, cpu.scalar_inputs, cpu.map_outputs)
+    assert (call.array_inputs, call.scalar_inputs, call.map_outputs) == (
+        cpu.array_inputs,
+        cpu.scalar_inputs,
+        cpu.map_outputs,
+    )
     assert _params(plan.ksrc.source, "k_cuda") == call.params("cuda")
     writer = runners.CudaRunnerWriter(plan, 0, Namer())
     writer.runner()
@@ -124,7 +129,7 @@ def test_the_whole_graph_embeds_kernels_with_block_buffers_passed_in(variant):
     assert call.args(variant) == embedding.call.args(variant)
     params = _params(kernel.text, f"s0_{variant}")
     assert params == call.params(variant, scratch=True)
-    assert params[:len(call.args(variant))] == call.params(variant)
+    assert params[: len(call.args(variant))] == call.params(variant)
     assert call.scratch_of(variant)
     # embedded: no buffer allocated in the kernel; standalone: each one is
     assert "np.empty" not in kernel.text
@@ -144,6 +149,7 @@ def test_a_reductions_combine_and_identity_come_from_its_accumulator():
     """The op table's ``accumulator`` ufunc decides how partial values fold (written as the
     ufunc's inline template) and where the fold starts."""
     from kernel_ext.ir import OpKind
+
     x = np.arange(6, dtype=np.int32)
     cases = {"sum": np.sum, "max": np.max, "min": np.min, "any": np.any, "all": np.all}
     for name, fn in cases.items():
@@ -157,5 +163,10 @@ def test_a_reductions_combine_and_identity_come_from_its_accumulator():
             info = np.iinfo(np.int32)
             assert plan.identity == (info.min if ufunc is np.maximum else info.max)
         # (integer sums add with the wrapping intrinsic: NumPy's integers wrap)
-        assert plan.combine("a", "v") in ("_wadd(a, v)", "(a | v)", "(a & v)",
-                                          "(a if a >= v else v)", "(a if a <= v else v)")
+        assert plan.combine("a", "v") in (
+            "_wadd(a, v)",
+            "(a | v)",
+            "(a & v)",
+            "(a if a >= v else v)",
+            "(a if a <= v else v)",
+        )

@@ -47,8 +47,7 @@ def test_traces_differing_only_in_sizes_share_one_fused_executor():
         cfs.append(f.get_concrete_function(*args))
     assert f.experimental_get_tracing_count() == 4
     # every trace keeps its own static graph; the second compiled for all sizes, 3rd+ reuse
-    assert [cf.graph.inputs[0].aval.shape for cf in cfs] == [(1000,), (1500,), (2000,),
-                                                             (2500,)]
+    assert [cf.graph.inputs[0].aval.shape for cf in cfs] == [(1000,), (1500,), (2000,), (2500,)]
     assert cfs[2].executable.run is cfs[1].executable.run is cfs[3].executable.run
     assert cfs[0].executable.run is not cfs[1].executable.run
 
@@ -62,19 +61,24 @@ def test_size_pattern_keeps_broadcasting_and_equal_sizes_apart():
 
     f32 = np.float32
     key = size_pattern_key
-    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) == \
-        key(_graph(add, np.ones(9, f32), np.ones(9, f32)))
+    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) == key(
+        _graph(add, np.ones(9, f32), np.ones(9, f32))
+    )
     # broadcasting a size-1 operand is another program
-    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) != \
-        key(_graph(add, np.ones(5, f32), np.ones(1, f32)))
+    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) != key(
+        _graph(add, np.ones(5, f32), np.ones(1, f32))
+    )
     # two equal sizes vs two different ones: another fusion domain pattern
-    assert key(_graph(outer, np.ones(5, f32), np.ones(5, f32))) != \
-        key(_graph(outer, np.ones(5, f32), np.ones(7, f32)))
-    assert key(_graph(outer, np.ones(5, f32), np.ones(7, f32))) == \
-        key(_graph(outer, np.ones(6, f32), np.ones(8, f32)))
+    assert key(_graph(outer, np.ones(5, f32), np.ones(5, f32))) != key(
+        _graph(outer, np.ones(5, f32), np.ones(7, f32))
+    )
+    assert key(_graph(outer, np.ones(5, f32), np.ones(7, f32))) == key(
+        _graph(outer, np.ones(6, f32), np.ones(8, f32))
+    )
     # dtypes are part of the key
-    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) != \
-        key(_graph(add, np.ones(5), np.ones(5)))
+    assert key(_graph(add, np.ones(5, f32), np.ones(5, f32))) != key(
+        _graph(add, np.ones(5), np.ones(5))
+    )
 
 
 def test_sizes_inside_attributes_and_constants_are_never_erased():
@@ -92,17 +96,19 @@ def test_sizes_inside_attributes_and_constants_are_never_erased():
     # the reshape target (2, 3) vs (2, 4) is an attribute: different programs
     assert key(_graph(reshaped, np.ones(6, f32))) != key(_graph(reshaped, np.ones(8, f32)))
     # reshape(2, -1) is one program for every even length: shared, and right at each size
-    assert key(_graph(reshaped_any, np.ones(6, f32))) == \
-        key(_graph(reshaped_any, np.ones(8, f32)))
+    assert key(_graph(reshaped_any, np.ones(6, f32))) == key(_graph(reshaped_any, np.ones(8, f32)))
     f = kx.function(reshaped_any, backend="numba")
     for n in (6, 8, 10, 12):
         x = np.arange(n, dtype=f32)
         np.testing.assert_array_equal(f(x), reshaped_any(x))
+
     def times(v):  # v is captured: a constant of the graph
         return lambda x: np.exp(x) * v
 
-    small = [_graph(times(v), np.ones(5, f32))
-             for v in (np.arange(5, dtype=f32), np.arange(5, dtype=f32) + 1)]
+    small = [
+        _graph(times(v), np.ones(5, f32))
+        for v in (np.arange(5, dtype=f32), np.arange(5, dtype=f32) + 1)
+    ]
     assert key(small[0]) != key(small[1])
     big = _graph(times(np.arange(500, dtype=f32)), np.ones(500, f32))
     assert key(big) is None  # large constants: never shared
@@ -184,6 +190,7 @@ def test_a_retrace_that_shares_an_executor_optimises_its_graph_only_when_asked()
 def test_the_shared_executor_is_optimised_too():
     """The executor shared by all sizes is compiled from the traced graph optimised with its
     sizes erased: the optimiser still does its work there (``x * 1.0`` goes)."""
+
     def scaled(x):
         return np.exp(x * 1.0) * 2.0
 

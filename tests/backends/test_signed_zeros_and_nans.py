@@ -42,8 +42,9 @@ def _check(fn: Callable, args: tuple, mode: str) -> None:
     got = got if isinstance(got, tuple) else (got,)
     for k, (g, w) in enumerate(zip(got, want)):
         assert np.asarray(g).dtype == np.asarray(w).dtype, (fn.__name__, k)
-        assert _bits(g) == _bits(w), f"{fn.__name__} output {k} ({mode}): {_bits(g)[:8]} " \
-                                     f"!= NumPy's {_bits(w)[:8]}"
+        assert _bits(g) == _bits(w), (
+            f"{fn.__name__} output {k} ({mode}): {_bits(g)[:8]} != NumPy's {_bits(w)[:8]}"
+        )
 
 
 def _zeros(dtype: Any) -> tuple[np.ndarray, np.ndarray]:
@@ -69,8 +70,12 @@ def _clip_zero(z):
 
 
 def _clip_nan_bounds(x, lo, hi):
-    return (np.clip(x * 1.0, np.nan, 3), np.clip(x * 1.0, -1.0, -np.nan),
-            np.clip(x * 1.0, lo, hi), np.clip(x * 1.0, lo, 2.0))
+    return (
+        np.clip(x * 1.0, np.nan, 3),
+        np.clip(x * 1.0, -1.0, -np.nan),
+        np.clip(x * 1.0, lo, hi),
+        np.clip(x * 1.0, lo, 2.0),
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -90,7 +95,7 @@ def test_clip_returns_numpys_signed_zero_and_nan(mode, dtype):
 
 
 def _clip_int_beyond_range(x):
-    return np.clip(x, np.inf, 2**64 - 1) + 0.0, np.clip(x, -2**70, 2.5) * 1.0
+    return np.clip(x, np.inf, 2**64 - 1) + 0.0, np.clip(x, -(2**70), 2.5) * 1.0
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -114,10 +119,12 @@ def test_heaviside_of_a_nan_is_numpys_nan(mode, dtype):
 
 
 def _invalid_from_constants(b, z):
-    return (np.where(z == 0, np.inf, 1.0) - np.inf,
-            np.divide(b, False) * 1.0,
-            (b * 0.0) * np.where(b, np.inf, -np.inf),
-            np.true_divide(b.astype(np.float32), np.float32(0)) + np.float32(0))
+    return (
+        np.where(z == 0, np.inf, 1.0) - np.inf,
+        np.divide(b, False) * 1.0,
+        (b * 0.0) * np.where(b, np.inf, -np.inf),
+        np.true_divide(b.astype(np.float32), np.float32(0)) + np.float32(0),
+    )
 
 
 @pytest.mark.parametrize("mode", MODES)

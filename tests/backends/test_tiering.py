@@ -66,9 +66,19 @@ def test_the_decision_is_shown_in_the_monitor_and_the_report():
     _call(f, x, 20)
     (row,) = records.signature_rows(f)
     assert row.tier == f.get_concrete_function(x).tier and row.tier
-    html = render.signatures_html([{"id": row.id, "inputs": "", "outputs": "", "nodes": "",
-                                    "backend": row.backend, "last_used": False,
-                                    "tier": row.tier}])
+    html = render.signatures_html(
+        [
+            {
+                "id": row.id,
+                "inputs": "",
+                "outputs": "",
+                "nodes": "",
+                "backend": row.backend,
+                "last_used": False,
+                "tier": row.tier,
+            }
+        ]
+    )
     # the decision in words, with the executor on hover
     assert html_escape(row.tier) in html
     assert f'title="{html_escape(row.tier)} (executor: {html_escape(row.backend)})"' in html
@@ -90,7 +100,7 @@ def test_a_trace_with_effects_never_runs_twice():
 
 def test_a_graph_the_whole_graph_compiler_cannot_take_does_not_tier():
     def with_einsum(x):
-        return np.einsum("i,i->", x, x) * 2.0 + x   # einsum: no compiled form in the whole graph
+        return np.einsum("i,i->", x, x) * 2.0 + x  # einsum: no compiled form in the whole graph
 
     f = kx.function(with_einsum)
     _call(f, np.ones(3), 10)
@@ -156,8 +166,8 @@ def test_a_trace_updating_its_arguments_is_tried_on_copies_and_matches_numpy():
     rng = np.random.default_rng(4)
     x0, y0 = rng.random(64), rng.random(64)
     f = kx.function(update_in_place)
-    xs, ys = x0.copy(), y0.copy()       # the traced calls' arguments ...
-    xe, ye = x0.copy(), y0.copy()       # ... and eager NumPy's, updated call after call
+    xs, ys = x0.copy(), y0.copy()  # the traced calls' arguments ...
+    xe, ye = x0.copy(), y0.copy()  # ... and eager NumPy's, updated call after call
     for _ in range(20):
         got, want = f(xs, ys), update_in_place(xe, ye)
         assert tiering.same(got, want)
@@ -206,8 +216,8 @@ def test_same_compares_dataclasses_field_by_field():
 
 
 def noisy_step(x, rng):
-    noise = rng.standard_normal(x.shape)          # a draw from the caller's generator
-    keep = np.random.rand(*x.shape) < 0.8          # and one from NumPy's global state
+    noise = rng.standard_normal(x.shape)  # a draw from the caller's generator
+    keep = np.random.rand(*x.shape) < 0.8  # and one from NumPy's global state
     return np.where(keep, np.tanh(x + 0.1 * noise), 0.0) * 1.25
 
 
@@ -256,7 +266,7 @@ def test_a_decision_is_kept_in_the_disk_cache_for_the_next_session(monkeypatch, 
     first = cf.executable.tier
     assert first.state in ("whole", "fused")
     assert list((tmp_path / "tiers").glob("*.txt"))
-    tiering._DECIDED.clear()                      # a new session: only the disk knows
+    tiering._DECIDED.clear()  # a new session: only the disk knows
     again = backends.compile_for(cf.graph, cf._tree, 1, backend="auto", name="chain")
     for _ in range(8):
         again.run(x)
@@ -305,9 +315,9 @@ def test_a_whole_graph_too_long_to_compile_in_the_background_never_tiers(monkeyp
 def binned(x, edges):
     counts = np.zeros(edges.shape[0], np.int64)
     for i in range(x.shape[0]):
-        k = int(x[i] * edges.shape[0])     # a run-time check: int() of a NaN raises
+        k = int(x[i] * edges.shape[0])  # a run-time check: int() of a NaN raises
         counts[min(max(k, 0), edges.shape[0] - 1)] += 1
-        x[i] = x[i] * 0.5                  # the argument is updated as it goes
+        x[i] = x[i] * 0.5  # the argument is updated as it goes
     return counts
 
 
@@ -327,7 +337,7 @@ def test_a_trace_with_run_time_checks_tiers_up_and_matches_numpy():
 def binned_copy(x, edges):
     counts = np.zeros(edges.shape[0], np.int64)
     for i in range(x.shape[0]):
-        k = int(x[i] * edges.shape[0])     # a run-time check: int() of a NaN raises
+        k = int(x[i] * edges.shape[0])  # a run-time check: int() of a NaN raises
         counts[min(max(k, 0), edges.shape[0] - 1)] += 1
     return counts, x * 0.5
 
@@ -337,10 +347,10 @@ def test_a_check_failing_in_a_trial_raises_numpys_error_and_the_trial_goes_on(wh
     rng = np.random.default_rng(12)
     x0, edges = rng.random(40), np.zeros(8)
     f = kx.function(binned_copy)
-    f(x0, edges)                          # compiles the whole graph, starts the trial
+    f(x0, edges)  # compiles the whole graph, starts the trial
     tier = f.get_concrete_function(x0, edges).executable.tier
     assert tier.state == "trial"
-    if whole_first:                       # the trial alternates which executor runs first
+    if whole_first:  # the trial alternates which executor runs first
         tier.samples[0].append(0)
         tier.samples[1].append(0)
     bad = x0.copy()
@@ -350,6 +360,6 @@ def test_a_check_failing_in_a_trial_raises_numpys_error_and_the_trial_goes_on(wh
     with pytest.raises(ValueError) as got:
         f(bad, edges)
     assert str(got.value) == str(want.value)
-    for _ in range(4):                    # the trial goes on with good data
+    for _ in range(4):  # the trial goes on with good data
         assert tiering.same(f(x0, edges), binned_copy(x0, edges))
     assert tier.state in ("whole", "fused") and "raised" not in tier.note

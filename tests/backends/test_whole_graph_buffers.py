@@ -57,8 +57,9 @@ def test_the_carried_value_is_recycled_and_the_result_is_numpys():
     g = kx.function(f, jit_compile=True)
     x = np.ones(5, np.float32)
     g(x, np.float32(1.0))
-    source = g.get_concrete_function(x, np.float32(1.0)).executable.run.__globals__[
-        "_H"].ksrc.source
+    source = (
+        g.get_concrete_function(x, np.float32(1.0)).executable.run.__globals__["_H"].ksrc.source
+    )
     assert "_sp0 = t" in source and "_sum_loop(" in source
 
 
@@ -226,8 +227,8 @@ def test_sums_use_numpys_pairwise_loop_bitwise(dtype):
     for n in (1, 2, 7, 8, 9, 127, 128, 129, 1000, 8192, 8193, 100_003):
         x = (rng.standard_normal(n) * 10.0 ** rng.uniform(-3, 3, n)).astype(dtype)
         _check(total, x)
-        _check(total, x[::3])    # strided
-        _check(total, x[::-1])   # reversed: NumPy sums in index order
+        _check(total, x[::3])  # strided
+        _check(total, x[::-1])  # reversed: NumPy sums in index order
     y = rng.standard_normal((37, 41)).astype(dtype)
     _check(total, y)
     _check(lambda y: np.sum(y, axis=(0, 1)), y)

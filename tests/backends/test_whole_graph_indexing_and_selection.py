@@ -27,8 +27,10 @@ import kernel_ext as kx
 # Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
 # quick subset leaves it out (tests/markers.py). NumPy warns of the overflow and invalid
 # operations hypothesis feeds it (the eager side).
-pytestmark = [pytest.mark.slow,
-              pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.filterwarnings("ignore:.*encountered in:RuntimeWarning"),
+]
 
 
 def _check(fn: Callable, *args: Any, static: bool = False) -> None:
@@ -45,8 +47,12 @@ def _raises_as_numpy(fn: Callable, *args: Any) -> None:
 
 
 def _floats(n: int) -> st.SearchStrategy:
-    return hnp.arrays(np.float64, n, elements=st.sampled_from(
-        [0.0, -0.0, np.nan, np.inf, -np.inf, 1.5, -2.25, 7.0, 1e300]) | st.floats())
+    return hnp.arrays(
+        np.float64,
+        n,
+        elements=st.sampled_from([0.0, -0.0, np.nan, np.inf, -np.inf, 1.5, -2.25, 7.0, 1e300])
+        | st.floats(),
+    )
 
 
 def _indices(size: int, n: int, dtype: Any = np.int64) -> st.SearchStrategy:
@@ -56,9 +62,21 @@ def _indices(size: int, n: int, dtype: Any = np.int64) -> st.SearchStrategy:
 
 # -- getitem with integer arrays ----------------------------------------------------------------
 
+
 def _gathers(x, i, j):
-    return (x[i], x[i, j], x[:, j], x[i, :, j], x[1:, i, ::2], x[..., j], x[i[:, None], j],
-            x[0, j], x[i, 1], x[::-1, [2, -1, 0]], x[[[1], [0]], 2:, [0, 3]])
+    return (
+        x[i],
+        x[i, j],
+        x[:, j],
+        x[i, :, j],
+        x[1:, i, ::2],
+        x[..., j],
+        x[i[:, None], j],
+        x[0, j],
+        x[i, 1],
+        x[::-1, [2, -1, 0]],
+        x[[[1], [0]], 2:, [0, 3]],
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -81,11 +99,14 @@ def _pair(x, i, j):
     return x[i, j]
 
 
-@pytest.mark.parametrize("i, j", [
-    (np.array([0, 3]), np.array([0, 1])),      # 3 is out of range for 3 rows
-    (np.array([-4, 0]), np.array([0, 1])),     # so is -4
-    (np.array([0, 1, 2]), np.array([0, 1])),   # lengths that do not broadcast
-])
+@pytest.mark.parametrize(
+    "i, j",
+    [
+        (np.array([0, 3]), np.array([0, 1])),  # 3 is out of range for 3 rows
+        (np.array([-4, 0]), np.array([0, 1])),  # so is -4
+        (np.array([0, 1, 2]), np.array([0, 1])),  # lengths that do not broadcast
+    ],
+)
 def test_integer_array_reads_numpy_refuses_raise_its_error(i, j):
     _raises_as_numpy(_pair, np.zeros((3, 4)), i, j)
 
@@ -100,15 +121,26 @@ def _labels(x, y):
 
 
 def test_a_constant_row_index_beside_traced_labels():
-    _check(_labels, np.random.default_rng(0).random((6, 4)), np.array([3, 0, 1, 2, 2, -1]),
-           static=True)
+    _check(
+        _labels, np.random.default_rng(0).random((6, 4)), np.array([3, 0, 1, 2, 2, -1]), static=True
+    )
 
 
 # -- bool masks -----------------------------------------------------------------------------------
 
+
 def _masked(x, m, col):
-    return (x[m], x[:, col], x[m[:, 0]], x[m[:, 0], 1:], x[1:][m[1:, 0]], x[x > 1.0],
-            x[m[:, 0], 1], x[-1, col], x[m[:, 0], np.array([[0], [2]])])
+    return (
+        x[m],
+        x[:, col],
+        x[m[:, 0]],
+        x[m[:, 0], 1:],
+        x[1:][m[1:, 0]],
+        x[x > 1.0],
+        x[m[:, 0], 1],
+        x[-1, col],
+        x[m[:, 0], np.array([[0], [2]])],
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -127,16 +159,17 @@ def test_a_mask_of_the_wrong_shape_raises_numpys_index_error():
 
 # -- setitem with integer arrays and masks --------------------------------------------------
 
+
 def _writes(x, i, v):
     a = x.copy()
-    a[i] = v[0]                      # a scalar, duplicates included
+    a[i] = v[0]  # a scalar, duplicates included
     b = x.copy()
-    b[i, 1] = v                      # one value per index: the last write wins
+    b[i, 1] = v  # one value per index: the last write wins
     c = x.copy()
     c[:, [1, 0]] = 7.5
-    c[i, 2] += 1.0                   # buffered: a repeated index adds once
+    c[i, 2] += 1.0  # buffered: a repeated index adds once
     d = x.copy()
-    d[i[:, None], [0, 2]] = v[:2]    # an n-D broadcast index and a broadcast value
+    d[i[:, None], [0, 2]] = v[:2]  # an n-D broadcast index and a broadcast value
     return a, b, c, d
 
 
@@ -174,8 +207,11 @@ def _ints_write(counts, idx, vals):
 
 
 @settings(max_examples=30, deadline=None)
-@given(hnp.arrays(np.int32, 6, elements=st.integers(-2**31, 2**31 - 1)), _indices(6, 9),
-       hnp.arrays(np.int16, 5))
+@given(
+    hnp.arrays(np.int32, 6, elements=st.integers(-(2**31), 2**31 - 1)),
+    _indices(6, 9),
+    hnp.arrays(np.int16, 5),
+)
 def test_integer_writes_with_a_cast_are_numpys(counts, idx, vals):
     _check(_ints_write, counts, idx, vals)
 
@@ -186,7 +222,7 @@ def _mask_writes(x, m, y):
     b = np.full_like(x, -1.0)
     b[m] = x[m]
     c = x.copy()
-    c[m[:, 0]] = y[0]                 # whole rows, a row value broadcast
+    c[m[:, 0]] = y[0]  # whole rows, a row value broadcast
     c[c < 0] *= -1.0
     return a, b, c
 
@@ -211,9 +247,17 @@ def test_a_value_that_does_not_broadcast_raises_numpys_error():
 # -- the corpus -----------------------------------------------------------------------------------
 # -- nonzero and what lowers to it ------------------------------------------------------------
 
+
 def _nonzeros(x, m):
-    return (np.nonzero(x), np.argwhere(x), np.flatnonzero(x), np.where(m), np.nonzero(x[0]),
-            x[np.nonzero(m)], np.nonzero(m)[1] + 1)
+    return (
+        np.nonzero(x),
+        np.argwhere(x),
+        np.flatnonzero(x),
+        np.where(m),
+        np.nonzero(x[0]),
+        x[np.nonzero(m)],
+        np.nonzero(m)[1] + 1,
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -224,11 +268,11 @@ def test_nonzero_where_argwhere_flatnonzero_are_numpys(data, m):
 
 def test_nonzero_of_nothing_and_of_integers():
     _check(_nonzeros, np.zeros((2, 0)), np.zeros((2, 0), bool))
-    _check(_nonzeros, np.array([[0, -3, 0], [7, 0, 0]], np.int16),
-           np.ones((2, 3), bool))
+    _check(_nonzeros, np.array([[0, -3, 0], [7, 0, 0]], np.int16), np.ones((2, 3), bool))
 
 
 # -- squeeze, ufunc.accumulate ------------------------------------------------------------------
+
 
 def _squeezes(x):
     return np.squeeze(x[:, None, :1]), np.squeeze(x[:1], axis=0), x[None, :1, :1].squeeze()
@@ -244,9 +288,13 @@ def test_squeeze_is_a_view_as_numpy():
 
 
 def _accumulates(x):
-    return (np.add.accumulate(x), np.multiply.accumulate(x, axis=1),
-            np.maximum.accumulate(x, axis=1), np.minimum.accumulate(x[:, ::-1], axis=0),
-            np.subtract.accumulate(x[0]))
+    return (
+        np.add.accumulate(x),
+        np.multiply.accumulate(x, axis=1),
+        np.maximum.accumulate(x, axis=1),
+        np.minimum.accumulate(x[:, ::-1], axis=0),
+        np.subtract.accumulate(x[0]),
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -257,16 +305,21 @@ def test_ufunc_accumulate_is_numpys(data):
 
 
 @settings(max_examples=20, deadline=None)
-@given(hnp.arrays(np.int64, 12, elements=st.integers(-2**63, 2**63 - 1)))
+@given(hnp.arrays(np.int64, 12, elements=st.integers(-(2**63), 2**63 - 1)))
 def test_integer_accumulate_wraps_as_numpy(data):
     _check(_accumulates, data.reshape(4, 3))
 
 
 # -- searchsorted / digitize ----------------------------------------------------------------------
 
+
 def _searches(a, v):
-    return (np.searchsorted(a, v), np.searchsorted(a, v, side="right"),
-            np.searchsorted(a, v[0, 0]), np.searchsorted(a, v.astype(np.float32)))
+    return (
+        np.searchsorted(a, v),
+        np.searchsorted(a, v, side="right"),
+        np.searchsorted(a, v[0, 0]),
+        np.searchsorted(a, v.astype(np.float32)),
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -287,8 +340,11 @@ def _digitizes(x, bins):
 
 
 @settings(max_examples=60, deadline=None)
-@given(_floats(6), hnp.arrays(np.float64, 5, elements=st.sampled_from(
-    [-1.0, 0.0, -0.0, 2.5, np.inf, np.nan])), st.booleans())
+@given(
+    _floats(6),
+    hnp.arrays(np.float64, 5, elements=st.sampled_from([-1.0, 0.0, -0.0, 2.5, np.inf, np.nan])),
+    st.booleans(),
+)
 def test_digitize_is_numpys(x, bins, sort):
     b = np.sort(bins) if sort else bins
     try:
@@ -302,19 +358,28 @@ def test_digitize_is_numpys(x, bins, sort):
 
 # -- median / percentile / quantile ----------------------------------------------------------------
 
+
 def _medians(x):
-    return (np.median(x), np.median(x, axis=0), np.median(x, axis=1, keepdims=True),
-            np.median(x[:, :3], axis=-1))
+    return (
+        np.median(x),
+        np.median(x, axis=0),
+        np.median(x, axis=1, keepdims=True),
+        np.median(x[:, :3], axis=-1),
+    )
 
 
 def _quantiles(x):
-    return (np.percentile(x, [10, 90], axis=0), np.percentile(x, 50.0),
-            np.quantile(x, [0.0, 0.25, 1.0], axis=1), np.quantile(x, 0.3, axis=0,
-                                                                    keepdims=True))
+    return (
+        np.percentile(x, [10, 90], axis=0),
+        np.percentile(x, 50.0),
+        np.quantile(x, [0.0, 0.25, 1.0], axis=1),
+        np.quantile(x, 0.3, axis=0, keepdims=True),
+    )
 
 
-_ORDERED = st.sampled_from([0.0, 1.5, -2.25, 7.0, 1e300, -1e300, np.inf, -np.inf, 3.0, 0.1]) \
-    | st.floats(allow_nan=False)
+_ORDERED = st.sampled_from(
+    [0.0, 1.5, -2.25, 7.0, 1e300, -1e300, np.inf, -np.inf, 3.0, 0.1]
+) | st.floats(allow_nan=False)
 
 
 @settings(max_examples=60, deadline=None)
@@ -328,15 +393,18 @@ def test_median_and_quantiles_are_numpys(data):
 
 
 @settings(max_examples=30, deadline=None)
-@given(hnp.arrays(np.int64, 12, elements=st.integers(-2**62, 2**62)))
+@given(hnp.arrays(np.int64, 12, elements=st.integers(-(2**62), 2**62)))
 def test_median_of_integers_is_numpys(data):
     _check(_medians, data.reshape(3, 4))
 
 
-@pytest.mark.parametrize("x", [
-    np.array([[np.nan, 1.0, 2.0], [3.0, 4.0, 5.0]]),   # a NaN: NumPy's own NaN, via NumPy
-    np.array([[0.0, -0.0, 2.0], [-0.0, 0.0, 5.0]]),    # which zero: NumPy's partition's
-])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([[np.nan, 1.0, 2.0], [3.0, 4.0, 5.0]]),  # a NaN: NumPy's own NaN, via NumPy
+        np.array([[0.0, -0.0, 2.0], [-0.0, 0.0, 5.0]]),  # which zero: NumPy's partition's
+    ],
+)
 def test_nans_and_mixed_zeros_give_numpys_result_through_numpy(x):
     f = function_for(_quantiles, x)
     same(f(x.copy()), _quantiles(x.copy()))
@@ -346,9 +414,14 @@ def test_nans_and_mixed_zeros_give_numpys_result_through_numpy(x):
 
 # -- unique / interp / histogram ------------------------------------------------------------------
 
+
 def _uniques(x):
-    return (np.unique(x), np.unique(x, return_counts=True), np.unique(x, return_index=True),
-            np.unique(x[::-1], return_index=True, return_counts=True))
+    return (
+        np.unique(x),
+        np.unique(x, return_counts=True),
+        np.unique(x, return_index=True),
+        np.unique(x[::-1], return_index=True, return_counts=True),
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -384,8 +457,11 @@ def test_interp_with_an_unsorted_xp_gives_numpys_result_through_numpy():
 
 
 def _histograms(x):
-    return (np.histogram(x, bins=8, range=(-3, 3)), np.histogram(x, bins=3, range=(0.1, 0.7)),
-            np.histogram(x, bins=1, range=(2, 2)))
+    return (
+        np.histogram(x, bins=8, range=(-3, 3)),
+        np.histogram(x, bins=3, range=(0.1, 0.7)),
+        np.histogram(x, bins=1, range=(2, 2)),
+    )
 
 
 @settings(max_examples=60, deadline=None)
@@ -405,10 +481,17 @@ def test_histogram_values_on_and_beside_the_edges(v):
 
 # -- convolve / correlate -------------------------------------------------------------------------
 
+
 def _convolutions(x, k):
-    return (np.convolve(x, k, mode="same"), np.convolve(x, k, mode="valid"), np.convolve(x, k),
-            np.convolve(k, x, mode="same"), np.correlate(x, k), np.correlate(k, x, "full"),
-            np.correlate(x, k, "same"))
+    return (
+        np.convolve(x, k, mode="same"),
+        np.convolve(x, k, mode="valid"),
+        np.convolve(x, k),
+        np.convolve(k, x, mode="same"),
+        np.correlate(x, k),
+        np.correlate(k, x, "full"),
+        np.correlate(x, k, "same"),
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -429,9 +512,15 @@ def test_convolve_of_an_empty_array_raises_numpys_error():
 
 # -- linalg.solve / inv / det -------------------------------------------------------------------
 
+
 def _linalg(a, b):
-    return (np.linalg.solve(a, b), np.linalg.solve(a, b[:, None] * 2.0), np.linalg.inv(a),
-            np.linalg.det(a), np.linalg.inv(a) @ b)
+    return (
+        np.linalg.solve(a, b),
+        np.linalg.solve(a, b[:, None] * 2.0),
+        np.linalg.inv(a),
+        np.linalg.det(a),
+        np.linalg.inv(a) @ b,
+    )
 
 
 @settings(max_examples=40, deadline=None)
@@ -450,9 +539,9 @@ def test_a_singular_matrix_raises_numpys_linalg_error():
 
 def _self_indexed(a):
     b = a.copy()
-    b[b[:3]] = 7             # the index is a view of the array written (in place)
+    b[b[:3]] = 7  # the index is a view of the array written (in place)
     c = a * 2
-    c[a[::-1] % 5] = c[:5]   # the value too
+    c[a[::-1] % 5] = c[:5]  # the value too
     return b, c
 
 

@@ -32,8 +32,9 @@ def _compiled(f, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         g(*args)
-    main = [s for s in g.get_concrete_function(*args).executable.segments
-            if s.get("role") != "fallback"]
+    main = [
+        s for s in g.get_concrete_function(*args).executable.segments if s.get("role") != "fallback"
+    ]
     assert [s["kind"] for s in main] == ["whole-graph"] and main[0]["state"] == "ready", main
     return g
 
@@ -71,18 +72,29 @@ def test_a_kmeans_step_is_numpys_bit_for_bit_on_both_executors(dtype, n, unshare
 
 
 def _arg_all(x):
-    return (np.argmin(x, axis=0), np.argmax(x, axis=1), np.argmin(x, axis=-1, keepdims=True),
-            np.argmax(x), np.argmin(x, keepdims=True), np.argmax(x[1]))
+    return (
+        np.argmin(x, axis=0),
+        np.argmax(x, axis=1),
+        np.argmin(x, axis=-1, keepdims=True),
+        np.argmax(x),
+        np.argmin(x, keepdims=True),
+        np.argmax(x[1]),
+    )
 
 
-@pytest.mark.parametrize("x", [
-    np.array([[3.0, 1.0, 1.0, 2.0], [np.nan, 0.0, np.nan, -1.0], [-0.0, 0.0, 5.0, 5.0]]),
-    np.array([[2.0, np.inf, -np.inf], [np.inf, np.inf, 1.0], [-np.inf, -np.inf, np.nan]],
-             np.float32),
-    np.array([[4, 4, -9], [7, -9, 7], [0, 0, 0]], np.int16),
-    np.array([[True, False, True], [False, False, False], [True, True, True]]),
-    np.arange(24, dtype=np.uint8).reshape(2, 3, 4)[:, ::-1, 1:],
-], ids=["nan-first", "inf-f32", "int16-ties", "bool", "uint8-view-3d"])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([[3.0, 1.0, 1.0, 2.0], [np.nan, 0.0, np.nan, -1.0], [-0.0, 0.0, 5.0, 5.0]]),
+        np.array(
+            [[2.0, np.inf, -np.inf], [np.inf, np.inf, 1.0], [-np.inf, -np.inf, np.nan]], np.float32
+        ),
+        np.array([[4, 4, -9], [7, -9, 7], [0, 0, 0]], np.int16),
+        np.array([[True, False, True], [False, False, False], [True, True, True]]),
+        np.arange(24, dtype=np.uint8).reshape(2, 3, 4)[:, ::-1, 1:],
+    ],
+    ids=["nan-first", "inf-f32", "int16-ties", "bool", "uint8-view-3d"],
+)
 def test_argmin_and_argmax_agree_nans_ties_and_axes(x):
     _check(_arg_all, x)
 
@@ -125,8 +137,15 @@ def test_ufunc_at_out_of_range_raises_numpys_error():
         g(base, np.array([0, -5, 1]), vals, np.float64(2.0))
 
 
-@pytest.mark.parametrize("x", [np.array([0, 3, 3, 1, 9]), np.array([], np.int64),
-                               np.array([True, False, True]), np.array([2, 2], np.uint16)])
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([0, 3, 3, 1, 9]),
+        np.array([], np.int64),
+        np.array([True, False, True]),
+        np.array([2, 2], np.uint16),
+    ],
+)
 def test_bincount_with_and_without_minlength(x):
     _check(lambda v: (np.bincount(v), np.bincount(v, minlength=6)), x)
 
@@ -139,6 +158,7 @@ def test_bincount_of_a_negative_value_raises_numpys_error():
 
 
 # -- short sums ------------------------------------------------------------------------------
+
 
 @pytest.fixture
 def unshared(monkeypatch):
@@ -169,12 +189,12 @@ def test_short_sums_are_numpys_order_bit_for_bit(dtype, n, unshared):
 
 def test_only_qualifying_sums_are_written_out():
     def f(x, i):
-        a = np.sum(x * 2.0, axis=1)            # written out
-        b = np.sum(x * 3.0, axis=0)            # not the last axis
+        a = np.sum(x * 2.0, axis=1)  # written out
+        b = np.sum(x * 3.0, axis=0)  # not the last axis
         c = np.sum(x * 4.0, axis=1, keepdims=True)
         e = x * 5.0
-        d = np.sum(e, axis=1) + e[0, 0]        # the expression is read elsewhere
-        n = np.sum(i * 2, axis=1)              # an integer sum (its dtype is int64)
+        d = np.sum(e, axis=1) + e[0, 0]  # the expression is read elsewhere
+        n = np.sum(i * 2, axis=1)  # an integer sum (its dtype is int64)
         return a, b, c, d, n
 
     x = np.ones((4, 3), np.float32)
@@ -186,20 +206,28 @@ def test_only_qualifying_sums_are_written_out():
     assert len(sums) == 4
     assert sum(short_sums.is_term(n) for n in new.nodes) == 3  # (0 + t0) + t1 + t2
     # nothing qualifying, nothing changed
-    assert short_sums.unroll_short_sums(kx.function(
-        lambda x: np.sum(x, axis=0), backend="numpy").get_concrete_function(x).graph)[1] is False
+    assert (
+        short_sums.unroll_short_sums(
+            kx.function(lambda x: np.sum(x, axis=0), backend="numpy").get_concrete_function(x).graph
+        )[1]
+        is False
+    )
 
 
 def test_a_long_axis_keeps_its_sum():
     x = np.ones((4, short_sums.MAX_TERMS + 1))
-    graph = kx.function(lambda x: np.sum(x * 2.0, axis=1),
-                        backend="numpy").get_concrete_function(x).graph
+    graph = (
+        kx.function(lambda x: np.sum(x * 2.0, axis=1), backend="numpy")
+        .get_concrete_function(x)
+        .graph
+    )
     assert short_sums.unroll_short_sums(graph)[1] is False
 
 
 def test_small_auto_calls_keep_numpys_sum():
     """Under auto, a sum too small to fuse stays one NumPy call (written out it would be
     ~4 NumPy calls per element of the axis)."""
+
     def f(x):
         return np.sum((x[:, None, :] - x[None, :, :]) ** 2, axis=2)
 

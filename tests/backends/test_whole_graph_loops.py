@@ -109,8 +109,10 @@ CASES = {
     "lower_update": (lower_update, lambda n: (np.arange(n * n * 1.0).reshape(n, n) / n,)),
     "prefix": (prefix, lambda n: (np.random.default_rng(n).random(n * 3),)),
     "jacobi_1d": (jacobi_1d, lambda n: tuple(np.random.default_rng(n).random((2, n + 2)))),
-    "row_sums": (row_sums, lambda n: (np.random.default_rng(n).random((n, n)),
-                                      np.random.default_rng(n + 1).random(n))),
+    "row_sums": (
+        row_sums,
+        lambda n: (np.random.default_rng(n).random((n, n)), np.random.default_rng(n + 1).random(n)),
+    ),
 }
 
 
@@ -124,7 +126,7 @@ def _source(fn, *args) -> str:
     """The whole-graph function's source (``def graph`` on) of ``fn``'s compiled trace."""
     cf = function_for(fn, *args).get_concrete_function(*args)
     text = cf.executable.run.__globals__["_H"].ksrc.source
-    return text[text.index("def graph("):]
+    return text[text.index("def graph(") :]
 
 
 def _module(fn, *args) -> str:
@@ -148,8 +150,7 @@ def test_loop_kernels_compile_whole_and_give_numpys_bits(name, n):
 
 
 @pytest.mark.parametrize("backend", ["numpy", "auto", "numba"])
-@pytest.mark.parametrize("name", ["trisolv", "cholesky", "lower_update", "prefix",
-                                  "jacobi_1d"])
+@pytest.mark.parametrize("name", ["trisolv", "cholesky", "lower_update", "prefix", "jacobi_1d"])
 def test_loop_kernels_give_numpys_bits_on_every_executor(name, backend):
     fn, make = CASES[name]
     args = make(9)
@@ -175,7 +176,7 @@ def test_a_scalar_loop_body_compiles_to_scalar_code_without_buffers():
     # the index arithmetic and the loops' tests are statements on scalars in the loops
     # themselves: no kernel call, no function of scalars to inline
     assert re.search(r"\n +s\d+_t\d+ = \(t\d+_0 < \w+\)\n", body)
-    loop = body[body.index("while True:"):]
+    loop = body[body.index("while True:") :]
     assert "_flat(" not in loop and "_scalar(" not in loop and "_nd(" not in loop
     # the loops allocate nothing per iteration: every allocation is before the outer loop
     assert "np.empty(" not in loop and "np.zeros(" not in loop
@@ -203,10 +204,12 @@ def test_the_source_does_not_grow_with_the_trip_count():
     assert sources[0] == sources[1] < 100
 
 
-@pytest.mark.parametrize("terms", [whole_graph._INLINE_MAX_ARGS - 2,
-                                   whole_graph._INLINE_MAX_ARGS + 2])
+@pytest.mark.parametrize(
+    "terms", [whole_graph._INLINE_MAX_ARGS - 2, whole_graph._INLINE_MAX_ARGS + 2]
+)
 def test_scalar_segments_with_many_inputs_are_inlined_on_both_sides_of_the_inline_limit(
-        terms, tmp_path):
+    terms, tmp_path
+):
     # one 0-d segment adding `terms` elements read in the loop: its statements are written
     # into the loop on both sides of the limit Numba's inliner has (CPython passes more
     # arguments as a tuple), so no call is left to inline
@@ -223,7 +226,7 @@ def test_scalar_segments_with_many_inputs_are_inlined_on_both_sides_of_the_inlin
     want, _ = _eager(f, (A,))
     same(compiled(f, A), want)
     body = _source(f, A)
-    loop = body[body.index("while True:"):]
+    loop = body[body.index("while True:") :]
     assert "_scalar(" not in loop and "_flat(" not in loop
     adds = re.findall(r"\n +s\d+_t\d+ = \(\w+ \+ \w+\)", loop)
     assert len(adds) == terms - 1  # every addition, in NumPy's (left to right) order
@@ -235,7 +238,7 @@ def test_scalar_segments_with_many_inputs_are_inlined_on_both_sides_of_the_inlin
 def windows(x):
     out = np.zeros_like(x)
     for i in range(len(x)):
-        out[i] = np.sum(x[i - 3:i + 2] * 2.0) + np.sum(x[:-i]) + np.max(x[i:i + 1])
+        out[i] = np.sum(x[i - 3 : i + 2] * 2.0) + np.sum(x[:-i]) + np.max(x[i : i + 1])
     return out
 
 
@@ -268,7 +271,7 @@ def test_sums_of_products_in_a_loop_are_numpys_pairwise_sums(dtype):
     assert "_sum_loop(" in body  # NumPy's own add loop, not the kernel's lanes
     # the products go into one buffer kept for all iterations (grown when too short),
     # not into a new array per iteration
-    loop = body[body.index("while True:"):]
+    loop = body[body.index("while True:") :]
     made = re.findall(r"(\w+) = np\.empty\(", loop)
     assert made and all(name.startswith("sum_tmp") for name in made), made
 

@@ -46,14 +46,32 @@ def pool(monkeypatch):
 
 # -- parallel_sum ------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [2, 3, 4, 8])
 def test_parallel_sum_is_numpys_sum_bit_for_bit(monkeypatch, pool, dtype, threads):
     monkeypatch.setattr(parallel, "THREADS", threads)
     monkeypatch.setattr(parallel, "SUM_PARALLEL_MIN", 1)
     rng = np.random.default_rng(threads)
-    sizes = [1, 7, 8, 9, 127, 128, 129, 130, 136, 255, 256, 257, 1000, 4097, 65537, 262147,
-             1_000_003]
+    sizes = [
+        1,
+        7,
+        8,
+        9,
+        127,
+        128,
+        129,
+        130,
+        136,
+        255,
+        256,
+        257,
+        1000,
+        4097,
+        65537,
+        262147,
+        1_000_003,
+    ]
     for n in sizes:
         x = (rng.standard_normal(n) * rng.uniform(1, 1e4)).astype(dtype)
         before = pool.submitted
@@ -69,8 +87,13 @@ def test_parallel_sum_keeps_numpy_for_what_it_cannot_prove(monkeypatch, pool):
     monkeypatch.setattr(parallel, "THREADS", 2)
     monkeypatch.setattr(parallel, "SUM_PARALLEL_MIN", 1)
     x = np.random.default_rng(0).standard_normal(300_001).astype(np.float32)
-    cases = [x[::2], x[::-1], x[:300_000].reshape(600, 500).T,
-             x.astype(np.float16), (x * 100).astype(np.int32)]
+    cases = [
+        x[::2],
+        x[::-1],
+        x[:300_000].reshape(600, 500).T,
+        x.astype(np.float16),
+        (x * 100).astype(np.int32),
+    ]
     for v in cases:
         assert _bits(parallel.parallel_sum(v), v.sum())
     assert pool.submitted == 0
@@ -92,6 +115,7 @@ def test_small_sums_stay_in_one_call(monkeypatch, pool):
 
 
 # -- large jit_compile=True calls --------------------------------------------------------------
+
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 @pytest.mark.parametrize("threads", [2, 4])
@@ -142,9 +166,11 @@ def test_the_loop_test_reads_the_sum_its_body_made(monkeypatch, pool):
     calls = {"pus": 0, "psum": 0}
     for name, key in (("_parallel_ufunc_sum", "pus"), ("_parallel_sum", "psum")):
         real = source.__globals__[name]
-        monkeypatch.setitem(source.__globals__, name,
-                            lambda *a, real=real, key=key: calls.__setitem__(
-                                key, calls[key] + 1) or real(*a))
+        monkeypatch.setitem(
+            source.__globals__,
+            name,
+            lambda *a, real=real, key=key: calls.__setitem__(key, calls[key] + 1) or real(*a),
+        )
     assert f(x, thr).tobytes() == want.tobytes()
     assert calls["pus"] > 10 and calls["psum"] == 1  # only the first test sums x itself
 
@@ -199,13 +225,14 @@ def test_one_core_never_hands_over(monkeypatch):
     assert cost.whole_graph_handover([1, 2, 3]) is None
     monkeypatch.setattr(cost.os, "cpu_count", lambda: 4)
     assert cost.whole_graph_handover([]) is None
-    assert cost.whole_graph_handover([10 ** 9]) == 10 ** 9
+    assert cost.whole_graph_handover([10**9]) == 10**9
     assert cost.whole_graph_handover([5]) == cost.HANDOVER_MIN_ELEMENTS
 
 
 def test_the_fallback_sums_like_the_compiled_function():
     """Before the function is compiled (and when it signals) the executor runs; its plain
     float sums are NumPy's own there too, so the first call's result is the same."""
+
     def f(x):
         return np.sum(x), np.sum(x * x)
 
@@ -225,8 +252,14 @@ def test_plain_float_sum_classification():
 
     def f(x, i):
         seen["nodes"] = None
-        return (np.sum(x), np.sum(x, axis=0), np.sum(x, keepdims=True), np.sum(i),
-                np.sum(x, axis=(0, 1)), np.mean(x))
+        return (
+            np.sum(x),
+            np.sum(x, axis=0),
+            np.sum(x, keepdims=True),
+            np.sum(i),
+            np.sum(x, axis=(0, 1)),
+            np.mean(x),
+        )
 
     g = kx.function(f, backend="numpy")
     x = np.ones((3, 4), np.float32)
@@ -237,6 +270,7 @@ def test_plain_float_sum_classification():
 
 
 # -- matrix-product chains ---------------------------------------------------------------------
+
 
 def _power(x, y):
     result = np.eye(x.shape[0], dtype=x.dtype)
@@ -252,8 +286,9 @@ def _right_power(x, y):
     return result
 
 
-@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8, np.int8, np.uint64,
-                                   np.float32, np.float64])
+@pytest.mark.parametrize(
+    "dtype", [np.int32, np.int64, np.uint8, np.int8, np.uint64, np.float32, np.float64]
+)
 @pytest.mark.parametrize("fn", [_power, _right_power])
 def test_unrolled_product_chains_compile_to_one_loop(dtype, fn):
     rng = np.random.default_rng(0)

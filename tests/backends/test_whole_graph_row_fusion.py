@@ -86,8 +86,11 @@ def _compiled(f, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         fn(*[np.copy(a) for a in args])
-    main = [s for s in fn.get_concrete_function(*args).executable.segments
-            if s.get("role") != "fallback"]
+    main = [
+        s
+        for s in fn.get_concrete_function(*args).executable.segments
+        if s.get("role") != "fallback"
+    ]
     assert [s["kind"] for s in main] == ["whole-graph"] and main[0]["state"] == "ready", main
     return fn
 
@@ -102,6 +105,7 @@ def _no_fallback(fn, *args):
 
     def fail(*_):
         raise AssertionError("the compiled function signalled a rerun by the fused executor")
+
     saved, scope["_fallback"] = scope["_fallback"], fail
     try:
         return fn(*args)
@@ -158,20 +162,25 @@ def test_row_wise_graphs_compile_to_one_row_loop_with_scalar_reductions():
     assert "np.empty" not in loop and "np.full" not in loop and "raise" not in loop
 
 
-@pytest.mark.parametrize("f, make", [
-    (lambda x: x - np.mean(x, axis=0), lambda: (np.ones((80, 8)),)),    # along the columns
-    (lambda x: np.sum(x), lambda: (np.ones((80, 8)),)),                 # over everything
-    (lambda x: np.tanh(x) * 2.0, lambda: (np.ones((80, 8)),)),          # no reduction
-    (lambda x: x @ x.T - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 80)),)),
-    (lambda x: -x - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 8)),)),  # negation
-    (lambda x: x * -1.0 - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 8)),)),
-    (lambda x, g: x * g - np.max(x, axis=1)[:, None],                  # mixed dtypes
-     lambda: (np.ones((80, 8), F32), np.ones(8, F64))),
-    (lambda x: x - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 8), np.int64),)),
-    (lambda x: x[:, :4] - np.max(x[:, :4], axis=1)[:, None], lambda: (np.ones((80, 8)),)),
-    (lambda x: x - np.max(x, axis=1), lambda: (np.ones((8, 8)),)),     # (n,) against rows
-    (lambda x: x - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 0)),)),  # empty rows
-])
+@pytest.mark.parametrize(
+    "f, make",
+    [
+        (lambda x: x - np.mean(x, axis=0), lambda: (np.ones((80, 8)),)),  # along the columns
+        (lambda x: np.sum(x), lambda: (np.ones((80, 8)),)),  # over everything
+        (lambda x: np.tanh(x) * 2.0, lambda: (np.ones((80, 8)),)),  # no reduction
+        (lambda x: x @ x.T - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 80)),)),
+        (lambda x: -x - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 8)),)),  # negation
+        (lambda x: x * -1.0 - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 8)),)),
+        (
+            lambda x, g: x * g - np.max(x, axis=1)[:, None],  # mixed dtypes
+            lambda: (np.ones((80, 8), F32), np.ones(8, F64)),
+        ),
+        (lambda x: x - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 8), np.int64),)),
+        (lambda x: x[:, :4] - np.max(x[:, :4], axis=1)[:, None], lambda: (np.ones((80, 8)),)),
+        (lambda x: x - np.max(x, axis=1), lambda: (np.ones((8, 8)),)),  # (n,) against rows
+        (lambda x: x - np.max(x, axis=1)[:, None], lambda: (np.ones((80, 0)),)),  # empty rows
+    ],
+)
 def test_graphs_that_are_not_row_wise_are_not_row_fused(f, make):
     graph = kx.function(f, backend="numpy").get_concrete_function(*make()).graph
     assert row_fusion.plan_row_fusion(graph) is None
@@ -189,14 +198,26 @@ def test_row_fusion_keeps_out_of_fast_math_and_other_graphs_keep_their_code():
 # Row lengths on both sides of every threshold: 8 (a sum's first block), 128 (NumPy's
 # pairwise block), 1024 (a kernel block: one fold or several); 64 rows (the row tiles'
 # minimum), a single row, no rows, one column.
-CASES = [(65, 1, F32), (3, 7, F64), (64, 8, F32), (1, 9, F64), (66, 127, F32),
-         (40, 128, F64), (70, 129, F32), (0, 50, F32), (33, 1023, F64), (65, 1024, F32),
-         (5, 1025, F64), (3, 2 * 1024 + 3, F32)]
+CASES = [
+    (65, 1, F32),
+    (3, 7, F64),
+    (64, 8, F32),
+    (1, 9, F64),
+    (66, 127, F32),
+    (40, 128, F64),
+    (70, 129, F32),
+    (0, 50, F32),
+    (33, 1023, F64),
+    (65, 1024, F32),
+    (5, 1025, F64),
+    (3, 2 * 1024 + 3, F32),
+]
 
 
 @pytest.mark.parametrize("rows, cols, dtype", CASES)
 def test_the_row_loop_equals_the_compiled_function_without_it_and_numpy(
-        rows, cols, dtype, monkeypatch):
+    rows, cols, dtype, monkeypatch
+):
     args = _args(rows, cols, dtype)
     fn = _compiled(_rowwise, *args)
     _row_loop(_source(fn, *args))
@@ -219,9 +240,16 @@ def test_the_row_loop_equals_the_compiled_function_without_it_and_numpy(
 
 
 # g as a row of columns, a (1, w) array or a 0-d array (a scalar broadcast everywhere)
-@pytest.mark.parametrize("rows, cols, dtype, g_shape", [
-    (65, 1, F64, (-1,)), (7, 8, F32, (1, -1)), (66, 129, F64, ()), (0, 9, F32, (1, -1)),
-    (9, 1025, F32, (-1,))])
+@pytest.mark.parametrize(
+    "rows, cols, dtype, g_shape",
+    [
+        (65, 1, F64, (-1,)),
+        (7, 8, F32, (1, -1)),
+        (66, 129, F64, ()),
+        (0, 9, F32, (1, -1)),
+        (9, 1025, F32, (-1,)),
+    ],
+)
 def test_row_max_min_argmax_and_elementwise_work_are_numpy_bitwise(rows, cols, dtype, g_shape):
     x, g, _ = _args(rows, cols, dtype)
     g = g[:1].reshape(()) if g_shape == () else g.reshape(g_shape)
@@ -232,8 +260,11 @@ def test_row_max_min_argmax_and_elementwise_work_are_numpy_bitwise(rows, cols, d
     _bits(_no_fallback(fn, x, g), want)
     assert not np.shares_memory(x, fn(x, g)[0])  # the caller's arguments untouched
     x0, g0, _ = _args(rows, cols, dtype)
-    _bits((x, g), (x0, g0[:1].reshape(()) if g_shape == () else g0.reshape(g_shape)),
-          "arguments after the call")
+    _bits(
+        (x, g),
+        (x0, g0[:1].reshape(()) if g_shape == () else g0.reshape(g_shape)),
+        "arguments after the call",
+    )
 
 
 def test_a_strided_argument_reruns_on_the_fused_executor():
@@ -245,8 +276,9 @@ def test_a_strided_argument_reruns_on_the_fused_executor():
     with pytest.raises(AssertionError, match="signalled a rerun"):
         _no_fallback(fn, wide, g, b)
     got = fn(wide, g, b)
-    np.testing.assert_allclose(got, want, rtol=200 * np.finfo(F32).eps,
-                               atol=200 * np.finfo(F32).eps * 64)
+    np.testing.assert_allclose(
+        got, want, rtol=200 * np.finfo(F32).eps, atol=200 * np.finfo(F32).eps * 64
+    )
     _bits(got, fn(x, g, b), "the rerun gives the row loop's bits")
 
 
@@ -254,9 +286,9 @@ def test_auto_reaches_the_row_loop_after_tiering(monkeypatch):
     monkeypatch.setattr(backends, "TIERING", True)
     monkeypatch.setattr(tiering, "HOT_CALLS", 3)
     monkeypatch.setattr(tiering, "TRIAL_CALLS", 3)
-    monkeypatch.setattr(tiering, "HOT_NS", 10 ** 15)
-    monkeypatch.setattr(tiering, "TRIAL_NS", 10 ** 15)
-    monkeypatch.setattr(tiering, "MIN_GAIN", 10.0 ** 9)  # equal bits decide, never timings
+    monkeypatch.setattr(tiering, "HOT_NS", 10**15)
+    monkeypatch.setattr(tiering, "TRIAL_NS", 10**15)
+    monkeypatch.setattr(tiering, "MIN_GAIN", 10.0**9)  # equal bits decide, never timings
     monkeypatch.setattr(tiering, "ON_DISK", False)
     tiering._DECIDED.clear()
     args = _args(300, 1000, F32)
@@ -288,11 +320,13 @@ def _one_thread(split, *args):
     return outs
 
 
-@pytest.mark.parametrize("rows, cols, dtype, threads", [
-    (300, 1000, F32, 2), (257, 300, F64, 3), (1000, 70, F32, 8), (9, 9000, F32, 4)])
-def test_rows_split_over_threads_give_the_one_thread_bits(rows, cols, dtype, threads,
-                                                          monkeypatch):
+@pytest.mark.parametrize(
+    "rows, cols, dtype, threads",
+    [(300, 1000, F32, 2), (257, 300, F64, 3), (1000, 70, F32, 8), (9, 9000, F32, 4)],
+)
+def test_rows_split_over_threads_give_the_one_thread_bits(rows, cols, dtype, threads, monkeypatch):
     from numba import config
+
     monkeypatch.setattr(parallel, "THREADS", threads)
     monkeypatch.setattr(config, "NUMBA_NUM_THREADS", threads)
     monkeypatch.setattr(parallel, "ROW_SPLIT_MIN_ELEMENTS", 1 << 12)
@@ -331,6 +365,7 @@ def test_rows_split_over_threads_give_the_one_thread_bits(rows, cols, dtype, thr
 
 def test_rows_split_only_from_the_threshold_and_within_the_configured_threads(monkeypatch):
     from numba import config
+
     monkeypatch.setattr(parallel, "THREADS", 4)
     monkeypatch.setattr(config, "NUMBA_NUM_THREADS", 4)
     least = parallel.ROW_SPLIT_MIN_ELEMENTS
@@ -344,9 +379,12 @@ def test_rows_split_only_from_the_threshold_and_within_the_configured_threads(mo
         assert isinstance(got, parallel.RowSplit) is split, (rows, got)
         with np.errstate(all="ignore"):
             want = _w10(x, g, b)
-        np.testing.assert_allclose(_no_fallback(fn, x, g, b), want,
-                                   rtol=200 * np.finfo(F32).eps,
-                                   atol=200 * np.finfo(F32).eps * cols)
+        np.testing.assert_allclose(
+            _no_fallback(fn, x, g, b),
+            want,
+            rtol=200 * np.finfo(F32).eps,
+            atol=200 * np.finfo(F32).eps * cols,
+        )
     # each share is worth a hand-off; never more shares than Numba's configured threads
     assert parallel.row_split_shares(above, cols, 8) == 2
     assert parallel.row_split_shares(8 * above, cols, 8) == 4
@@ -378,6 +416,7 @@ def test_split_rows_rerun_a_strided_argument_and_run_inside_the_pool(monkeypatch
 
 def test_python_threads_call_a_split_function_at_once(monkeypatch):
     import threading
+
     monkeypatch.setattr(parallel, "THREADS", 2)
     x, g, b = _args(300, 512, F32)
     fn = _compiled(_w10, x, g, b)
@@ -392,6 +431,7 @@ def test_python_threads_call_a_split_function_at_once(monkeypatch):
             results.extend(fn(x, g, b) for _ in range(3))
         except BaseException as e:  # noqa: BLE001 - reported below
             errors.append(e)
+
     threads = [threading.Thread(target=calls) for _ in range(4)]
     for t in threads:
         t.start()

@@ -54,8 +54,9 @@ def _compiled(f, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
         g(*args)
-    main = [s for s in g.get_concrete_function(*args).executable.segments
-            if s.get("role") != "fallback"]
+    main = [
+        s for s in g.get_concrete_function(*args).executable.segments if s.get("role") != "fallback"
+    ]
     assert [s["kind"] for s in main] == ["whole-graph"] and main[0]["state"] == "ready", main
     return g
 
@@ -77,15 +78,17 @@ def _args(rows: int, cols: int, dtype) -> tuple:
     return x, g, b
 
 
-@pytest.mark.parametrize("rows, cols, dtype", [(200, 50, np.float32), (333, 97, np.float64),
-                                               (64, 1000, np.float32)])
+@pytest.mark.parametrize(
+    "rows, cols, dtype", [(200, 50, np.float32), (333, 97, np.float64), (64, 1000, np.float32)]
+)
 def test_tiled_rows_equal_untiled_bitwise_and_numpy_within_the_sum_bound(
-        rows, cols, dtype, monkeypatch):
+    rows, cols, dtype, monkeypatch
+):
     args = _args(rows, cols, dtype)
     f = _compiled(_softmax_norm, *args)
     assert "for r0 in range(0, " in _source(f, *args)
     tiled = f(*args)
-    monkeypatch.setattr(whole_graph, "TILE_MIN_ROWS", 10 ** 9)
+    monkeypatch.setattr(whole_graph, "TILE_MIN_ROWS", 10**9)
     g = _compiled(_softmax_norm, *[a.copy() for a in args])
     assert "for r0 in range(0, " not in _source(g, *args)
     _bits(tiled, g(*args), "tiled vs untiled")

@@ -42,8 +42,9 @@ def _compiled(f, *args):
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)  # no "cannot be compiled", no fallback
         g(*args)
-    main = [s for s in g.get_concrete_function(*args).executable.segments
-            if s.get("role") != "fallback"]
+    main = [
+        s for s in g.get_concrete_function(*args).executable.segments if s.get("role") != "fallback"
+    ]
     assert [s["kind"] for s in main] == ["whole-graph"], main
     assert main[0]["state"] == "ready", main[0]
     return g
@@ -56,8 +57,7 @@ def _check(f, *args, sums: bool = False) -> None:
     mine = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     theirs = [np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args]
     want = kx.function(f, backend="numpy")(*theirs)
-    g = _compiled(f, *[np.array(a, copy=True) if isinstance(a, np.ndarray) else a
-                       for a in args])
+    g = _compiled(f, *[np.array(a, copy=True) if isinstance(a, np.ndarray) else a for a in args])
     got = g(*mine)
     same = _close if sums else _same
     if isinstance(want, tuple):
@@ -99,7 +99,7 @@ def test_the_stencil_writes_into_the_other_buffer_not_a_temporary():
     u = np.arange(144.0).reshape(12, 12)  # its border is smaller than its inside
     g = _compiled(_jacobi, u, n)
     source = _source(g, u, n)
-    graph = source[source.index("def graph"):]
+    graph = source[source.index("def graph") :]
     # the spare serves the write, and the segment's output is a view of it
     assert "_sp2.shape[0] ==" in graph
     assert "w" in graph and "_nd(" in graph
@@ -210,20 +210,24 @@ def _region_from_another(x):
     return y, y[0:2, 0:2].sum()
 
 
-@pytest.mark.parametrize("f, args", [
-    (_fill, (X,)),
-    (_strided, (X,)),
-    (_traced_index, (X, np.int64(2))),
-    (_traced_index, (X, np.int64(-3))),
-    (_broadcast, (X,)),
-    (_overlap, (X,)),
-    (_casts, (X,)),
-    (_elementwise_loop, (X,)),
-    (_into_argument, (X,)),
-    (_graph_loop, (X, np.int64(5))),
-    (_ellipsis_and_negative, (X,)),
-    (_region_from_another, (X,)),
-], ids=lambda v: getattr(v, "__name__", "") if callable(v) else "")
+@pytest.mark.parametrize(
+    "f, args",
+    [
+        (_fill, (X,)),
+        (_strided, (X,)),
+        (_traced_index, (X, np.int64(2))),
+        (_traced_index, (X, np.int64(-3))),
+        (_broadcast, (X,)),
+        (_overlap, (X,)),
+        (_casts, (X,)),
+        (_elementwise_loop, (X,)),
+        (_into_argument, (X,)),
+        (_graph_loop, (X, np.int64(5))),
+        (_ellipsis_and_negative, (X,)),
+        (_region_from_another, (X,)),
+    ],
+    ids=lambda v: getattr(v, "__name__", "") if callable(v) else "",
+)
 def test_writes_agree_with_numpy(f, args):
     _check(f, *args)
 
@@ -250,11 +254,14 @@ def test_a_value_that_does_not_broadcast_raises_numpys_error():
         g(X, np.arange(5.0))
 
 
-@pytest.mark.parametrize("body, what", [
-    (lambda x: _set(x.astype(np.int64), 0, x[0]), "float64 into int64"),
-    (lambda x: _set(x.astype(np.int64), 0, x[0] * np.nan), "NaN into int64"),
-    (lambda x: _set(x.astype(np.uint8), 0, 300), "300 into uint8"),
-])
+@pytest.mark.parametrize(
+    "body, what",
+    [
+        (lambda x: _set(x.astype(np.int64), 0, x[0]), "float64 into int64"),
+        (lambda x: _set(x.astype(np.int64), 0, x[0] * np.nan), "NaN into int64"),
+        (lambda x: _set(x.astype(np.uint8), 0, 300), "300 into uint8"),
+    ],
+)
 def test_writes_numpy_casts_differently_run_fused_with_a_warning(body, what):
     """Unsafe casts (NaN or out-of-range floats into ints are undefined in Numba) and
     literals NumPy refuses stay with NumPy, naming the write."""
@@ -279,6 +286,7 @@ def _set(y, index, value):
 
 
 # -- generated programs ------------------------------------------------------------------------
+
 
 def _random_index(rng: np.random.Generator, shape: tuple[int, ...]) -> tuple:
     """A basic index into ``shape``: per axis a slice (random bounds, steps, negatives), an
@@ -320,7 +328,7 @@ def _make_program(seed: int):
         region = _region(shape, index, i)
         kind = int(rng.integers(4))
         if kind == 3 and region:  # broadcast: drop leading axes, set others to 1
-            keep = region[int(rng.integers(len(region) + 1)):]
+            keep = region[int(rng.integers(len(region) + 1)) :]
             vshape = tuple(1 if rng.random() < 0.4 else d for d in keep)
         else:
             vshape = region
@@ -361,6 +369,7 @@ def test_generated_writes_agree_with_numpy(chunk):
 
 # -- indexing with None -------------------------------------------------------------------------
 
+
 def test_new_axes_in_an_index_compile_whole():
     def f(x, c):
         d = np.sum((x[:, None, :] - c[None, :, :]) ** 2, axis=2)
@@ -373,8 +382,10 @@ def test_new_axes_in_an_index_compile_whole():
 def test_unit_rows_are_only_claimed_for_step_one_last_axes():
     """The guarantee that makes a kernel read rows as contiguous arrays (a wrong one would
     make a write land in a copy)."""
-    g = kx.function(lambda x: (x[1:, 2:5], x[:, ::2], x[:, 1], x[..., None], x[None],
-                               x[1], x[..., 1:]), backend="numpy")
+    g = kx.function(
+        lambda x: (x[1:, 2:5], x[:, ::2], x[:, 1], x[..., None], x[None], x[1], x[..., 1:]),
+        backend="numpy",
+    )
     graph = g.get_concrete_function(X).graph
     got = [whole_graph._unit_rows(n) for n in graph.nodes if n.op.value == "getitem"]
     assert got == [True, False, False, False, True, True, True]

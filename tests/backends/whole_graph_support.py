@@ -41,8 +41,7 @@ def function_for(fn: Callable, *args: Any, static: bool = False) -> Any:
     key = (fn, static) + tuple((np.asarray(a).dtype.str, np.ndim(a)) for a in args)
     if key not in _CACHE:
         spec = [kx.TensorSpec((None,) * np.ndim(a), np.asarray(a).dtype) for a in args]
-        _CACHE[key] = kx.function(fn, jit_compile=True,
-                                  input_signature=None if static else spec)
+        _CACHE[key] = kx.function(fn, jit_compile=True, input_signature=None if static else spec)
     return _CACHE[key]
 
 
@@ -55,6 +54,7 @@ def compiled(fn: Callable, *args: Any, static: bool = False, copy_args: bool = T
 
     def args_of() -> list:
         return [np.copy(a) for a in args] if copy_args else list(args)
+
     with warnings.catch_warnings():
         warnings.filterwarnings("error", message=".*cannot be compiled into one function")
         f(*args_of())  # the first call compiles (synchronously here)
@@ -63,8 +63,10 @@ def compiled(fn: Callable, *args: Any, static: bool = False, copy_args: bool = T
         scope = cf.executable.run.__globals__
 
         def no_fallback(*_: Any) -> Any:
-            raise AssertionError("the fused executor ran: the whole-graph function failed to "
-                                 "compile or signalled a rerun in NumPy")
+            raise AssertionError(
+                "the fused executor ran: the whole-graph function failed to "
+                "compile or signalled a rerun in NumPy"
+            )
 
         saved = scope["_fallback"]
         scope["_fallback"] = no_fallback

@@ -10,9 +10,7 @@ import pytest
 
 
 def pytest_configure(config):
-    config.addinivalue_line(
-        "markers", "autograph: seed behaviours that need AutoGraph"
-    )
+    config.addinivalue_line("markers", "autograph: seed behaviours that need AutoGraph")
 
 
 @pytest.fixture(autouse=True)

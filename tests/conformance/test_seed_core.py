@@ -180,11 +180,7 @@ def test_traced_with_vs_executed_with(capsys):
     f(1)
     f(2)
     assert capsys.readouterr().out == (
-        "Traced with 1\n"
-        "Executed with 1\n"
-        "Executed with 1\n"
-        "Traced with 2\n"
-        "Executed with 2\n"
+        "Traced with 1\nExecuted with 1\nExecuted with 1\nTraced with 2\nExecuted with 2\n"
     )
 
 

@@ -29,8 +29,14 @@ from typing import Any
 import pytest
 
 CHROMIUM = os.environ.get("KX_E2E_CHROMIUM", "/usr/bin/chromium")
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 #: Screenshots land here (gitignored); CI keeps them as artefacts.
 ARTIFACTS = Path(__file__).parents[1] / "artifacts"
 SERVER_START_TIMEOUT_S = 120
@@ -66,12 +72,17 @@ def _require_lab_extension() -> None:
     """
     from jupyter_core.paths import ENV_JUPYTER_PATH, SYSTEM_JUPYTER_PATH
 
-    found = [Path(p) / "labextensions" / "jupyterlab-tffunction" / "package.json"
-             for p in [*ENV_JUPYTER_PATH, *SYSTEM_JUPYTER_PATH]]
+    found = [
+        Path(p) / "labextensions" / "jupyterlab-tffunction" / "package.json"
+        for p in [*ENV_JUPYTER_PATH, *SYSTEM_JUPYTER_PATH]
+    ]
     found.append(CHECKOUT_BUILD / "package.json")
     if not any(path.is_file() for path in found):
-        pytest.fail("the lab extension jupyterlab-tffunction is not installed: "
-                    "`pip install -e .` builds and installs it", pytrace=False)
+        pytest.fail(
+            "the lab extension jupyterlab-tffunction is not installed: "
+            "`pip install -e .` builds and installs it",
+            pytrace=False,
+        )
 
 
 def _link_checkout_build(data_dir: Path) -> None:
@@ -98,8 +109,7 @@ class Lab:
 
     def notebook_url(self, name: str, workspace: str) -> str:
         # A workspace per test, reset: no layout leaks in from another test.
-        return (f"{self.url}/lab/workspaces/{workspace}/tree/{name}"
-                f"?reset&token={self.token}")
+        return f"{self.url}/lab/workspaces/{workspace}/tree/{name}?reset&token={self.token}"
 
     def log_tail(self) -> str:
         return self.log.read_text(errors="replace")[-4000:]
@@ -117,39 +127,62 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
     _require_browser()
     _require_lab_extension()
     base = tmp_path_factory.mktemp("lab")
-    dirs = {name: base / name for name in
-            ("root", "config", "data", "runtime", "settings", "workspaces", "ipython",
-             "path")}
+    dirs = {
+        name: base / name
+        for name in (
+            "root",
+            "config",
+            "data",
+            "runtime",
+            "settings",
+            "workspaces",
+            "ipython",
+            "path",
+        )
+    }
     for path in dirs.values():
         path.mkdir()
     _link_checkout_build(dirs["path"])
     # The news/announcements toast would cover part of the page; it is not ours to test.
     (dirs["config"] / "labconfig").mkdir()
-    (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps(
-        {"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}}))
-    env = dict(os.environ,
-               JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
-               JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), JUPYTER_PATH=str(dirs["path"]),
-               JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
-               JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
-               IPYTHONDIR=str(dirs["ipython"]),
-               # The kernel must import this checkout's kernel_ext, as the server does (first
-               # on the path: an editable install may point at another worktree).
-               PYTHONPATH=os.pathsep.join(
-                   p for p in (str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH"))
-                   if p),
-               PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}")
+    (dirs["config"] / "labconfig" / "page_config.json").write_text(
+        json.dumps({"disabledExtensions": {"@jupyterlab/apputils-extension:announcements": True}})
+    )
+    env = dict(
+        os.environ,
+        JUPYTER_CONFIG_DIR=str(dirs["config"]),
+        JUPYTER_DATA_DIR=str(dirs["data"]),
+        JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+        JUPYTER_PATH=str(dirs["path"]),
+        JUPYTERLAB_SETTINGS_DIR=str(dirs["settings"]),
+        JUPYTERLAB_WORKSPACES_DIR=str(dirs["workspaces"]),
+        IPYTHONDIR=str(dirs["ipython"]),
+        # The kernel must import this checkout's kernel_ext, as the server does (first
+        # on the path: an editable install may point at another worktree).
+        PYTHONPATH=os.pathsep.join(
+            p for p in (str(Path(__file__).parents[2]), os.environ.get("PYTHONPATH")) if p
+        ),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
     port, token = _free_port(), secrets.token_hex(16)
-    command = [sys.executable, "-m", "jupyterlab", "--ServerApp.open_browser=False",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
-               "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-               f"--ServerApp.root_dir={dirs['root']}"]
+    command = [
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--ServerApp.open_browser=False",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={dirs['root']}",
+    ]
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
     log = base / "lab.log"
     with open(log, "wb") as log_file:
-        process = subprocess.Popen(command, env=env, stdout=log_file,
-                                   stderr=subprocess.STDOUT, cwd=dirs["root"])
+        process = subprocess.Popen(
+            command, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=dirs["root"]
+        )
     url = f"http://127.0.0.1:{port}"
     server = Lab(url, token, dirs["root"], log)
     try:
@@ -168,8 +201,7 @@ def _wait_until_serving(process: subprocess.Popen, status_url: str, server: Lab)
     deadline = time.monotonic() + SERVER_START_TIMEOUT_S
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"jupyter lab exited ({process.returncode}):\n"
-                               + server.log_tail())
+            raise RuntimeError(f"jupyter lab exited ({process.returncode}):\n" + server.log_tail())
         try:
             with urllib.request.urlopen(status_url, timeout=2) as response:
                 if response.status == 200:
@@ -189,8 +221,9 @@ def browser(lab: Lab) -> Iterator[Any]:
     """Headless Chromium; one per session, a fresh page per test."""
     sync_api = _require_browser()
     with sync_api.sync_playwright() as playwright:
-        instance = playwright.chromium.launch(executable_path=CHROMIUM, headless=True,
-                                              args=CHROMIUM_ARGS)
+        instance = playwright.chromium.launch(
+            executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS
+        )
         try:
             yield instance
         finally:
@@ -255,8 +288,11 @@ class LabUI:
 
         notebook = nbformat.v4.new_notebook()
         notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-        notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                           "language": "python"}
+        notebook.metadata["kernelspec"] = {
+            "name": "python3",
+            "display_name": "Python 3",
+            "language": "python",
+        }
         nbformat.write(notebook, root / name)
 
     @staticmethod
@@ -296,8 +332,9 @@ class LabUI:
     def card(page: Any, name: str) -> Any:
         import re
 
-        return page.locator(".jp-kx-function").filter(has=page.locator(
-            ".jp-kx-name", has_text=re.compile("^" + re.escape(name) + "$")))
+        return page.locator(".jp-kx-function").filter(
+            has=page.locator(".jp-kx-name", has_text=re.compile("^" + re.escape(name) + "$"))
+        )
 
     @staticmethod
     def menu(page: Any, top: str, item: str) -> None:
@@ -319,10 +356,10 @@ class LabUI:
         page.locator(".lm-Menu-itemLabel", has_text=re.compile("^Theme$")).first.hover()
         page.locator(".lm-Menu-itemLabel", has_text=re.compile(f"^{name}$")).first.click()
         # JupyterLab sets these once the theme's stylesheet has loaded.
+        expect(page.locator("body")).to_have_attribute("data-jp-theme-name", name, timeout=60_000)
         expect(page.locator("body")).to_have_attribute(
-            "data-jp-theme-name", name, timeout=60_000)
-        expect(page.locator("body")).to_have_attribute(
-            "data-jp-theme-light", "false" if dark else "true", timeout=60_000)
+            "data-jp-theme-light", "false" if dark else "true", timeout=60_000
+        )
         # ... and the splash it shows while switching is gone (screenshots must not dim)
         expect(page.locator("#jupyterlab-splash")).to_have_count(0, timeout=60_000)
 

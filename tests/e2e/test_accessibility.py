@@ -23,8 +23,7 @@ pytestmark = pytest.mark.slow
 
 AXE = Path(__file__).parents[2] / "node_modules" / "axe-core" / "axe.min.js"
 
-DEFINE = ("%%tffunction\ndef dense(x, n):\n    y = np.tanh(x * 2.0) * n\n"
-          "    return y.sum()")
+DEFINE = "%%tffunction\ndef dense(x, n):\n    y = np.tanh(x * 2.0) * n\n    return y.sum()"
 CALLS = "dense(np.ones(2, np.float32), 3)\ndense(np.ones(3, np.float32), 3)"
 OTHER = "%%tffunction\ndef other(x):\n    return x + 1\n\nother(np.ones(2))"
 
@@ -41,6 +40,7 @@ def _focused(page: Any) -> str:
 
 def _notebook(page: Any, lab: Any, ui: Any, name: str) -> Any:
     from playwright.sync_api import expect
+
     ui.write_notebook(lab.root, name, [ui.LOAD + "\n" + ui.IMPORTS, DEFINE, CALLS, OTHER])
     ui.open_notebook(page, lab, name)
     panel = ui.open_sidebar(page)
@@ -53,9 +53,9 @@ def _run_all(page: Any, ui: Any) -> None:
         ui.run_cell(page, index, count=index + 1)
 
 
-def test_the_sidebar_works_from_the_keyboard(page: Any, lab: Any, ui: Any,
-                                             artifacts: Path) -> None:
+def test_the_sidebar_works_from_the_keyboard(page: Any, lab: Any, ui: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect
+
     panel = _notebook(page, lab, ui, "keyboard.ipynb")
     _run_all(page, ui)
     expect(panel.locator(".jp-kx-function")).to_have_count(2)
@@ -68,7 +68,7 @@ def test_the_sidebar_works_from_the_keyboard(page: Any, lab: Any, ui: Any,
     # Costliest first, each header followed by its signatures (dense: 2, other: 1).
     expected = {"dense": ["fn dense", "sig 1", "sig 2"], "other": ["fn other", "sig 1"]}
     order = ["dense", "other"] if seen[0] == "fn dense" else ["other", "dense"]
-    assert seen == expected[order[0]] + expected[order[1]][:5 - len(expected[order[0]])], seen
+    assert seen == expected[order[0]] + expected[order[1]][: 5 - len(expected[order[0]])], seen
     assert {s for s in seen if s.startswith("fn ")} == {"fn dense", "fn other"}, seen
     page.keyboard.press("Home")
     assert _focused(page) == seen[0]
@@ -93,9 +93,11 @@ def test_the_sidebar_works_from_the_keyboard(page: Any, lab: Any, ui: Any,
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_axe_finds_no_serious_or_critical_violation(page: Any, lab: Any, ui: Any,
-                                                    artifacts: Path, theme: str) -> None:
+def test_axe_finds_no_serious_or_critical_violation(
+    page: Any, lab: Any, ui: Any, artifacts: Path, theme: str
+) -> None:
     from playwright.sync_api import expect
+
     if not AXE.is_file():
         pytest.fail(f"{AXE} is missing: `jlpm install` installs axe-core", pytrace=False)
     _notebook(page, lab, ui, f"axe_{theme}.ipynb")

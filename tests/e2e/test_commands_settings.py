@@ -23,8 +23,10 @@ import pytest
 pytestmark = pytest.mark.slow
 
 PLUGIN = "jupyterlab-tffunction:sidebar"
-DEFINE = ("%%tffunction\ndef dense(x):\n    return np.tanh(x).sum()\n\n"
-          "dense(np.ones(2))\ndense(np.ones(3))")
+DEFINE = (
+    "%%tffunction\ndef dense(x):\n    return np.tanh(x).sum()\n\n"
+    "dense(np.ones(2))\ndense(np.ones(3))"
+)
 
 
 def _settings_url(lab: Any) -> str:
@@ -32,8 +34,14 @@ def _settings_url(lab: Any) -> str:
 
 
 def test_the_build_installs_the_settings_schema(lab: Any) -> None:
-    schema = Path(__file__).parents[2] / "kernel_ext" / "labextension" / "schemas" / \
-        "jupyterlab-tffunction" / "sidebar.json"
+    schema = (
+        Path(__file__).parents[2]
+        / "kernel_ext"
+        / "labextension"
+        / "schemas"
+        / "jupyterlab-tffunction"
+        / "sidebar.json"
+    )
     assert schema.is_file(), "`jlpm build` copies schema/ into the lab extension"
     with urllib.request.urlopen(_settings_url(lab), timeout=30) as response:
         served = json.load(response)
@@ -43,8 +51,9 @@ def test_the_build_installs_the_settings_schema(lab: Any) -> None:
 
 def _put_settings(lab: Any, values: dict) -> None:
     body = json.dumps({"raw": json.dumps(values)}).encode()
-    request = urllib.request.Request(_settings_url(lab), data=body, method="PUT",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        _settings_url(lab), data=body, method="PUT", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30):
         pass
 
@@ -57,8 +66,10 @@ def default_settings_after(lab: Any) -> Any:
 
 
 def test_palette_opens_and_refreshes_the_sidebar_and_settings_apply(
-        page: Any, lab: Any, ui: Any, artifacts: Path, default_settings_after: Any) -> None:
+    page: Any, lab: Any, ui: Any, artifacts: Path, default_settings_after: Any
+) -> None:
     from playwright.sync_api import expect
+
     ui.write_notebook(lab.root, "commands.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, DEFINE])
     ui.open_notebook(page, lab, "commands.ipynb")
     panel = page.locator(".jp-kx-panel")
@@ -69,8 +80,9 @@ def test_palette_opens_and_refreshes_the_sidebar_and_settings_apply(
     def palette(label: str) -> None:
         # The modal palette closes when the focus moves (a kernel that becomes ready, a
         # restored layout): open it again until the command is there to click.
-        palette_item = page.locator(".jp-ModalCommandPalette .lm-CommandPalette-item",
-                                    has_text=label).first
+        palette_item = page.locator(
+            ".jp-ModalCommandPalette .lm-CommandPalette-item", has_text=label
+        ).first
         for attempt in range(5):
             page.keyboard.press("Escape")
             page.keyboard.press("Control+Shift+C")

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.slow
 #: WCAG 2 AA, normal text.
 MINIMUM = 4.5
 
-DEFINE = ("%%tffunction\ndef dense(x, n):\n    y = np.tanh(x * 2.0) * n\n"
-          "    return y.sum() + np.kron(x, x).sum()")
+DEFINE = (
+    "%%tffunction\ndef dense(x, n):\n    y = np.tanh(x * 2.0) * n\n"
+    "    return y.sum() + np.kron(x, x).sum()"
+)
 CALLS = "dense(np.ones(2, np.float32), 3)\ndense(np.ones(3, np.float32), 3)"
 
 #: Collects ``{text, ratio, where}`` for every visible text under the given roots.
@@ -93,9 +95,11 @@ def measure(page: Any) -> list[dict]:
 
 
 @pytest.mark.parametrize("theme", ["light", "dark"])
-def test_every_text_has_enough_contrast(page: Any, lab: Any, ui: Any, artifacts: Path,
-                                        theme: str) -> None:
+def test_every_text_has_enough_contrast(
+    page: Any, lab: Any, ui: Any, artifacts: Path, theme: str
+) -> None:
     from playwright.sync_api import expect
+
     name = f"contrast_{theme}.ipynb"
     ui.write_notebook(lab.root, name, [ui.LOAD + "\n" + ui.IMPORTS, DEFINE, CALLS])
     ui.open_notebook(page, lab, name)
@@ -120,9 +124,12 @@ def test_every_text_has_enough_contrast(page: Any, lab: Any, ui: Any, artifacts:
     worst = min(found, key=lambda item: item["ratio"])
     (artifacts / f"contrast-{theme}.txt").write_text(
         f"minimum {worst['ratio']}:1 ({worst['text']!r}, {worst['where']}) over "
-        f"{len(found)} texts\n" + "\n".join(
+        f"{len(found)} texts\n"
+        + "\n".join(
             f"{item['ratio']:5.2f}  {item['text']!r}  {item['where']}"
-            for item in sorted(found, key=lambda item: item["ratio"])))
+            for item in sorted(found, key=lambda item: item["ratio"])
+        )
+    )
     page.screenshot(path=str(artifacts / f"contrast-{theme}.png"))
     low = [item for item in found if item["ratio"] < MINIMUM]
     assert not low, low

@@ -19,8 +19,10 @@ pytestmark = pytest.mark.slow
 
 SCALED = "%%tffunction\ndef scaled(x, n):\n    return np.tanh(x) * 2 * n"
 # (a loop over a Python list unrolls: a graph of 37 ops; range(12) would be one graph loop)
-BIG = ("%%tffunction\ndef big(x):\n    y = x\n    for i in [None] * 12:\n"
-       "        y = np.tanh(y) * 1.5 + x\n    return y.sum()")
+BIG = (
+    "%%tffunction\ndef big(x):\n    y = x\n    for i in [None] * 12:\n"
+    "        y = np.tanh(y) * 1.5 + x\n    return y.sum()"
+)
 
 
 def scale(svg: Any) -> float:
@@ -28,11 +30,21 @@ def scale(svg: Any) -> float:
 
 
 def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
-        page: Any, lab: Any, ui: Any, artifacts: Path) -> None:
+    page: Any, lab: Any, ui: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
-    ui.write_notebook(lab.root, "graphs.ipynb", [
-        ui.LOAD + "\n" + ui.IMPORTS, SCALED, "scaled(np.ones(3, np.float32), 20)", BIG,
-        "big(np.ones(8))"])
+
+    ui.write_notebook(
+        lab.root,
+        "graphs.ipynb",
+        [
+            ui.LOAD + "\n" + ui.IMPORTS,
+            SCALED,
+            "scaled(np.ones(3, np.float32), 20)",
+            BIG,
+            "big(np.ones(8))",
+        ],
+    )
     ui.open_notebook(page, lab, "graphs.ipynb")
     panel = ui.open_sidebar(page)
     expect(panel.locator(".jp-kx-status")).to_have_text(ui.NOT_LOADED)
@@ -56,12 +68,12 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
     svg = big.locator("svg.jp-kx-graph-svg")
     expect(svg.locator("g.jp-kx-node")).not_to_have_count(0)
     page.wait_for_function(
-        "el => el && Number(el.getAttribute('data-scale')) >= 1",
-        arg=svg.element_handle())
+        "el => el && Number(el.getAttribute('data-scale')) >= 1", arg=svg.element_handle()
+    )
     big.locator('button[aria-label^="Fit"]').click()
     page.wait_for_function(
-        "el => el && Number(el.getAttribute('data-scale')) < 1",
-        arg=svg.element_handle())
+        "el => el && Number(el.getAttribute('data-scale')) < 1", arg=svg.element_handle()
+    )
     fitted = scale(svg)
     content = svg.locator("g.jp-kx-graph-content").bounding_box()
     viewport = svg.bounding_box()
@@ -72,16 +84,19 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
 
     # Zoom with the button, then with Ctrl + wheel over the picture (d3-zoom).
     big.locator('button[aria-label^="Zoom in"]').click()
-    page.wait_for_function("([el, k]) => Number(el.getAttribute('data-scale')) > k * 1.4",
-                           arg=[svg.element_handle(), fitted])
+    page.wait_for_function(
+        "([el, k]) => Number(el.getAttribute('data-scale')) > k * 1.4",
+        arg=[svg.element_handle(), fitted],
+    )
     zoomed = scale(svg)
     box = svg.bounding_box()
     page.mouse.move(box["x"] + box["width"] / 2, box["y"] + 40)
     page.keyboard.down("Control")
     page.mouse.wheel(0, 200)
     page.keyboard.up("Control")
-    page.wait_for_function("([el, k]) => Number(el.getAttribute('data-scale')) < k",
-                           arg=[svg.element_handle(), zoomed])
+    page.wait_for_function(
+        "([el, k]) => Number(el.getAttribute('data-scale')) < k", arg=[svg.element_handle(), zoomed]
+    )
     # Drag pans: the content moves with the mouse.
     before = svg.locator("g.jp-kx-graph-content").get_attribute("transform")
     page.mouse.move(box["x"] + 30, box["y"] + 60)
@@ -91,8 +106,10 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
     assert svg.locator("g.jp-kx-graph-content").get_attribute("transform") != before
     page.screenshot(path=str(artifacts / "graph-2-zoomed.png"))
     big.locator('button[aria-label^="Fit"]').click()
-    page.wait_for_function("([el, k]) => Math.abs(Number(el.getAttribute('data-scale')) - k)"
-                           " < 0.01", arg=[svg.element_handle(), fitted])
+    page.wait_for_function(
+        "([el, k]) => Math.abs(Number(el.getAttribute('data-scale')) - k) < 0.01",
+        arg=[svg.element_handle(), fitted],
+    )
 
     # The same view in the main area.
     big.locator(".jp-kx-open-main").click()
@@ -102,11 +119,13 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
     main_svg = tab.locator("svg.jp-kx-graph-svg")
     expect(main_svg.locator("g.jp-kx-node")).to_have_count(svg.locator("g.jp-kx-node").count())
     # first readable (11 px labels at least), then "Fit" fits the tab both ways
-    page.wait_for_function("el => Number(el.getAttribute('data-scale')) >= 1",
-                           arg=main_svg.element_handle())
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-scale')) >= 1", arg=main_svg.element_handle()
+    )
     tab.locator('button[aria-label^="Fit"]').click()
-    page.wait_for_function("el => Number(el.getAttribute('data-scale')) < 1",
-                           arg=main_svg.element_handle())
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-scale')) < 1", arg=main_svg.element_handle()
+    )
     main_box = main_svg.bounding_box()
     inner = main_svg.locator("g.jp-kx-graph-content").bounding_box()
     assert inner["height"] <= main_box["height"] + 1 and inner["width"] <= main_box["width"] + 1
@@ -116,8 +135,10 @@ def test_graph_fits_zooms_opens_in_main_area_and_shows_literals(
 
 def test_the_monitor_graph_fits_the_cell(page: Any, lab: Any, ui: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect
-    ui.write_notebook(lab.root, "monitor_graph.ipynb", [
-        ui.LOAD + "\n" + ui.IMPORTS, BIG, "big(np.ones(8))"])
+
+    ui.write_notebook(
+        lab.root, "monitor_graph.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, BIG, "big(np.ones(8))"]
+    )
     ui.open_notebook(page, lab, "monitor_graph.ipynb")
     panel = ui.open_sidebar(page)
     expect(panel.locator(".jp-kx-status")).to_have_text(ui.NOT_LOADED)

@@ -27,8 +27,7 @@ pytestmark = pytest.mark.slow
 
 DEFINE = "%%tffunction\ndef dense(x):\n    return np.tanh(x * 2.0).sum()"
 TWO = "dense(np.ones(2, np.float32))\ndense(np.ones(3, np.float32))"
-LOOP = ("import time\nfor _ in range(500):\n    dense(np.ones(3, np.float32))\n"
-        "    time.sleep(0.01)")
+LOOP = "import time\nfor _ in range(500):\n    dense(np.ones(3, np.float32))\n    time.sleep(0.01)"
 
 MANY = """\
 functions = []
@@ -48,8 +47,10 @@ wide(*[np.ones((2, 3), np.float32)] * 4, 0.5)
 
 
 def test_focus_selection_and_open_details_survive_live_updates(
-        page: Any, lab: Any, ui: Any, artifacts: Path) -> None:
+    page: Any, lab: Any, ui: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
+
     ui.write_notebook(lab.root, "live.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, DEFINE, TWO, LOOP])
     ui.open_notebook(page, lab, "live.ipynb")
     panel = ui.open_sidebar(page)
@@ -61,12 +62,15 @@ def test_focus_selection_and_open_details_survive_live_updates(
     expect(calls).to_have_text("2")
     card.locator("details.jp-kx-retraces summary").click()
     # Record every render's cost while the loop runs.
-    page.evaluate("""panel => {
+    page.evaluate(
+        """panel => {
         window.kxRenders = [];
         new MutationObserver(() => window.kxRenders.push(
             [performance.now(), Number(panel.dataset.renderMs)]))
           .observe(panel, {attributes: true, attributeFilter: ['data-render-ms']});
-    }""", panel.element_handle())
+    }""",
+        panel.element_handle(),
+    )
 
     # Start the loop, then go to the sidebar as a person would while it runs.
     loop = page.locator(".jp-Notebook .jp-CodeCell").nth(3)
@@ -75,21 +79,25 @@ def test_focus_selection_and_open_details_survive_live_updates(
     expect(calls).not_to_have_text("2")
     button = card.locator(".jp-kx-signature").first
     button.focus()
-    page.evaluate("""([button, code]) => {
+    page.evaluate(
+        """([button, code]) => {
         button.dataset.kxMark = 'focused';
         code.dataset.kxMark = 'selected';
         const range = document.createRange();
         range.selectNodeContents(code);
         getSelection().removeAllRanges();
         getSelection().addRange(range);
-    }""", [button.element_handle(), card.locator(".jp-kx-fix code").first.element_handle()])
+    }""",
+        [button.element_handle(), card.locator(".jp-kx-fix code").first.element_handle()],
+    )
     selected = page.evaluate("() => getSelection().toString()")
     assert "--input-signature" in selected or "reduce" in selected, selected
 
     seen = {calls.inner_text()}
     while len(seen) < 6:  # five live updates at least
-        page.wait_for_function("([el, old]) => !old.includes(el.textContent)",
-                               arg=[calls.element_handle(), list(seen)])
+        page.wait_for_function(
+            "([el, old]) => !old.includes(el.textContent)", arg=[calls.element_handle(), list(seen)]
+        )
         seen.add(calls.inner_text())
         state = page.evaluate("""() => ({
             focused: document.activeElement && document.activeElement.dataset.kxMark,
@@ -108,14 +116,17 @@ def test_focus_selection_and_open_details_survive_live_updates(
         f"{len(renders)} live renders while 500 calls ran\n"
         f"render cost ms: median {statistics.median(costs):.2f}, "
         f"max {costs[-1]:.2f}\n"
-        f"interval between updates ms: median {statistics.median(gaps):.0f}\n")
+        f"interval between updates ms: median {statistics.median(gaps):.0f}\n"
+    )
     assert statistics.median(costs) < 16  # within one frame
     assert page.problems == []  # type: ignore[attr-defined]
 
 
 def test_many_functions_collapse_and_signatures_break_between_tokens(
-        page: Any, lab: Any, ui: Any, artifacts: Path) -> None:
+    page: Any, lab: Any, ui: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
+
     ui.write_notebook(lab.root, "many.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, MANY])
     ui.open_notebook(page, lab, "many.ipynb")
     panel = ui.open_sidebar(page)
@@ -143,7 +154,8 @@ def test_many_functions_collapse_and_signatures_break_between_tokens(
     expect(first).not_to_have_class("jp-mod-collapsed")
     expect(first.locator(".jp-kx-signature")).to_have_count(6)
     expect(first.locator(".jp-kx-more-signatures")).to_have_text(
-        re.compile(r"^Show [1-9]\d* more \(\d+ signatures in all\)$"))
+        re.compile(r"^Show [1-9]\d* more \(\d+ signatures in all\)$")
+    )
 
     wide = ui.card(page, "wide")
     wide.locator(".jp-kx-function-header").click()
@@ -161,5 +173,6 @@ def test_many_functions_collapse_and_signatures_break_between_tokens(
     page.screenshot(path=str(artifacts / "many-2-expanded.png"))
     (artifacts / "many-functions.txt").write_text(
         f"21 functions (20 with 10-12 signatures): list height {figures['height']} px, "
-        f"{figures['nodes']} DOM nodes in the panel, all collapsed\n")
+        f"{figures['nodes']} DOM nodes in the panel, all collapsed\n"
+    )
     assert page.problems == []  # type: ignore[attr-defined]

@@ -63,7 +63,8 @@ def _gradients(page: Any, lab: Any, ui: Any, name: str = "06_gradients.ipynb") -
 
 
 def test_gradients_graph_is_readable_searchable_and_zooms_about_the_cursor(
-        page: Any, lab: Any, ui: Any, artifacts: Path) -> None:
+    page: Any, lab: Any, ui: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
 
     _gradients(page, lab, ui)
@@ -75,8 +76,9 @@ def test_gradients_graph_is_readable_searchable_and_zooms_about_the_cursor(
     nodes = int(re.search(r"(\d+) nodes", svg.get_attribute("aria-label")).group(1))
     assert nodes >= 100, nodes
     # The first view: every label inside the viewport drawn at 11 px or more.
-    page.wait_for_function("el => Number(el.getAttribute('data-scale')) >= 1",
-                           arg=svg.element_handle())
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-scale')) >= 1", arg=svg.element_handle()
+    )
     sizes = svg.evaluate(LABEL_SIZES)
     assert sizes and min(sizes) >= 11, sizes
     # Groups: fewer boxes than nodes (kernels and passes collapsed).
@@ -97,8 +99,9 @@ def test_gradients_graph_is_readable_searchable_and_zooms_about_the_cursor(
     card.locator(".jp-kx-open-main").click()
     main_svg = page.locator(".jp-kx-graph-main svg.jp-kx-graph-svg")
     expect(main_svg.locator("g.jp-kx-node").first).to_be_visible()
-    page.wait_for_function("el => Number(el.getAttribute('data-scale')) >= 1",
-                           arg=main_svg.element_handle())
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-scale')) >= 1", arg=main_svg.element_handle()
+    )
     assert min(main_svg.evaluate(LABEL_SIZES)) >= 11
     page.screenshot(path=str(artifacts / "gradients-graph-main-light.png"))
     area = main_svg.bounding_box()
@@ -107,8 +110,10 @@ def test_gradients_graph_is_readable_searchable_and_zooms_about_the_cursor(
     k = float(main_svg.get_attribute("data-scale"))
     page.mouse.move(x, y)
     page.mouse.wheel(0, -240)
-    page.wait_for_function("([el, k]) => Number(el.getAttribute('data-scale')) > k * 1.1",
-                           arg=[main_svg.element_handle(), k])
+    page.wait_for_function(
+        "([el, k]) => Number(el.getAttribute('data-scale')) > k * 1.1",
+        arg=[main_svg.element_handle(), k],
+    )
     after = _content_point(main_svg, x, y)
     assert abs(after[0] - under[0]) < 1.5 and abs(after[1] - under[1]) < 1.5, (under, after)
 
@@ -147,12 +152,20 @@ print("traces:", fixed.experimental_get_tracing_count(), "value:", out[1])"""
 
 
 def test_float_advice_keeps_the_float_and_replays_to_one_trace(
-        page: Any, lab: Any, ui: Any) -> None:
+    page: Any, lab: Any, ui: Any
+) -> None:
     from playwright.sync_api import expect
 
-    ui.write_notebook(lab.root, "float_advice.ipynb", [
-        ui.LOAD + "\n" + ui.IMPORTS + "\nimport warnings\nwarnings.simplefilter('ignore')",
-        FLOAT_CALLS, "%retrace_report decay", FOLLOWED])
+    ui.write_notebook(
+        lab.root,
+        "float_advice.ipynb",
+        [
+            ui.LOAD + "\n" + ui.IMPORTS + "\nimport warnings\nwarnings.simplefilter('ignore')",
+            FLOAT_CALLS,
+            "%retrace_report decay",
+            FOLLOWED,
+        ],
+    )
     ui.open_notebook(page, lab, "float_advice.ipynb")
     _ready(page, ui)
     for index in range(4):
@@ -169,7 +182,8 @@ def test_float_advice_keeps_the_float_and_replays_to_one_trace(
 
 
 def test_run_all_of_the_cell_functions_example_keeps_its_three_monitors(
-        page: Any, lab: Any, ui: Any) -> None:
+    page: Any, lab: Any, ui: Any
+) -> None:
     from playwright.sync_api import expect
 
     console: list[str] = []
@@ -202,12 +216,19 @@ kx.jupyter.monitor(scaled)"""
 
 
 def test_one_unit_format_in_the_monitor_the_report_and_the_sidebar(
-        page: Any, lab: Any, ui: Any) -> None:
+    page: Any, lab: Any, ui: Any
+) -> None:
     from playwright.sync_api import expect
 
-    ui.write_notebook(lab.root, "units.ipynb", [
-        ui.LOAD + "\n" + ui.IMPORTS + "\nimport warnings\nwarnings.simplefilter('ignore')",
-        UNITS, "%retrace_report scaled"])
+    ui.write_notebook(
+        lab.root,
+        "units.ipynb",
+        [
+            ui.LOAD + "\n" + ui.IMPORTS + "\nimport warnings\nwarnings.simplefilter('ignore')",
+            UNITS,
+            "%retrace_report scaled",
+        ],
+    )
     ui.open_notebook(page, lab, "units.ipynb")
     _ready(page, ui)
     for index in range(3):
@@ -241,7 +262,8 @@ LINE_FILLS = """(root, selector) => [...new Set([...root.querySelectorAll(select
 
 
 def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_main_area(
-        page: Any, lab: Any, ui: Any) -> None:
+    page: Any, lab: Any, ui: Any
+) -> None:
     from playwright.sync_api import expect
 
     _gradients(page, lab, ui, "06_gradients_lines.ipynb")
@@ -250,12 +272,15 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
     svg = card.locator("svg.jp-kx-graph-svg")
     expect(svg.locator("g.jp-kx-node").first).to_be_visible()
     expect(card.locator(".jp-kx-graph-grouping")).to_have_value("line")
-    page.wait_for_function("el => Number(el.getAttribute('data-scale')) >= 1",
-                           arg=svg.element_handle())
+    page.wait_for_function(
+        "el => Number(el.getAttribute('data-scale')) >= 1", arg=svg.element_handle()
+    )
     assert min(svg.evaluate(LABEL_SIZES)) >= 11
     # `logits = ...` is one box (of the forward pass), collapsed
-    line = svg.locator('g.jp-kx-group-node.jp-kx-group-line:not(.jp-kx-backward)',
-                       has_text="logits = np.tanh(x @ w1")
+    line = svg.locator(
+        "g.jp-kx-group-node.jp-kx-group-line:not(.jp-kx-backward)",
+        has_text="logits = np.tanh(x @ w1",
+    )
     expect(line).to_have_count(1)
     group = line.get_attribute("data-group")
     line.scroll_into_view_if_needed()
@@ -268,7 +293,7 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
     assert abs((after["x"] + after["width"] / 2) - (before["x"] + before["width"] / 2)) < 2
     assert abs((after["y"] + after["height"] / 2) - (before["y"] + before["height"] / 2)) < 2
     # its ops say their line in the tooltip
-    tanh = svg.locator('g.jp-kx-node[data-node]', has_text="tanh(·)").first
+    tanh = svg.locator("g.jp-kx-node[data-node]", has_text="tanh(·)").first
     title = tanh.locator("title").text_content()
     assert "made at cell [2], line 5" in title, title
     sidebar_fills = svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect")
@@ -289,8 +314,7 @@ def test_gradients_graph_groups_by_source_line_in_the_cell_the_sidebar_and_the_m
     card.locator(".jp-kx-open-main").click()
     main_svg = page.locator(".jp-kx-graph-main svg.jp-kx-graph-svg")
     expect(main_svg.locator("g.jp-kx-node").first).to_be_visible()
-    assert main_svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect") \
-        == cell_fills
+    assert main_svg.evaluate(LINE_FILLS, ".jp-kx-group-line.jp-kx-group-node rect") == cell_fills
     assert page.problems == []  # type: ignore[attr-defined]
 
 

@@ -32,8 +32,9 @@ CELL_FUNCTION = "%%tffunction\ny = x * 2"
 def _put_widget_settings(lab: Any, values: dict) -> None:
     url = f"{lab.url}/lab/api/settings/{WIDGETS_PLUGIN}?token={lab.token}"
     body = json.dumps({"raw": json.dumps(values)}).encode()
-    request = urllib.request.Request(url, data=body, method="PUT",
-                                     headers={"Content-Type": "application/json"})
+    request = urllib.request.Request(
+        url, data=body, method="PUT", headers={"Content-Type": "application/json"}
+    )
     with urllib.request.urlopen(request, timeout=30):
         pass
 
@@ -61,17 +62,20 @@ def _assert_every_widget_renders(page: Any, cells: Any) -> None:
     outputs = page.locator(".jp-Notebook .jp-OutputArea-output")
     expect(outputs.filter(has_text="Loading widget")).to_have_count(0)
     expect(outputs.filter(has_text="Error displaying widget")).to_have_count(0)
-    expect(page.locator(".jp-Notebook .jp-RenderedText[data-mime-type="
-                        "'application/vnd.jupyter.stderr']")).to_have_count(0)
+    expect(
+        page.locator(
+            ".jp-Notebook .jp-RenderedText[data-mime-type='application/vnd.jupyter.stderr']"
+        )
+    ).to_have_count(0)
 
 
 def test_every_widget_renders_after_reloading_a_rerun_notebook(
-        page: Any, lab: Any, ui: Any, artifacts: Any, save_widget_state: Any) -> None:
+    page: Any, lab: Any, ui: Any, artifacts: Any, save_widget_state: Any
+) -> None:
     from playwright.sync_api import expect
 
     name = "reload-after-rerun.ipynb"
-    ui.write_notebook(lab.root, name, [ui.LOAD + "\n" + ui.IMPORTS, SLIDER, ARRAY,
-                                       CELL_FUNCTION])
+    ui.write_notebook(lab.root, name, [ui.LOAD + "\n" + ui.IMPORTS, SLIDER, ARRAY, CELL_FUNCTION])
     ui.open_notebook(page, lab, name)
     # The sidebar reports the kernel (not yet loaded) once the kernel is up: run then.
     panel = ui.open_sidebar(page)
@@ -93,9 +97,12 @@ def test_every_widget_renders_after_reloading_a_rerun_notebook(
     state = saved["metadata"]["widgets"][WIDGET_STATE]["state"]
     # The saved state holds the slider and the live monitor, and no dangling reference.
     assert any(model["model_name"] == "IntSliderModel" for model in state.values())
-    referenced = {value[len("IPY_MODEL_"):] for model in state.values()
-                  for value in json.dumps(model["state"]).split('"')
-                  if value.startswith("IPY_MODEL_")}
+    referenced = {
+        value[len("IPY_MODEL_") :]
+        for model in state.values()
+        for value in json.dumps(model["state"]).split('"')
+        if value.startswith("IPY_MODEL_")
+    }
     assert referenced <= set(state), referenced - set(state)
 
     page.reload()

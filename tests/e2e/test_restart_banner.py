@@ -18,11 +18,14 @@ pytestmark = pytest.mark.slow
 DEFINE = "%%tffunction\ndef dense(x):\n    return np.tanh(x * 2.0).sum()"
 
 
-def test_monitors_shown_before_a_restart_say_so(page: Any, lab: Any, ui: Any,
-                                                artifacts: Path) -> None:
+def test_monitors_shown_before_a_restart_say_so(
+    page: Any, lab: Any, ui: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
-    ui.write_notebook(lab.root, "restart.ipynb", [
-        ui.LOAD + "\n" + ui.IMPORTS, DEFINE, "dense(np.ones(3))"])
+
+    ui.write_notebook(
+        lab.root, "restart.ipynb", [ui.LOAD + "\n" + ui.IMPORTS, DEFINE, "dense(np.ones(3))"]
+    )
     ui.open_notebook(page, lab, "restart.ipynb")
     panel = ui.open_sidebar(page)
     expect(panel.locator(".jp-kx-status")).to_have_text(ui.NOT_LOADED)
@@ -37,7 +40,8 @@ def test_monitors_shown_before_a_restart_say_so(page: Any, lab: Any, ui: Any,
     banner = cell.locator(".jp-kx-restart-banner")
     expect(banner).to_have_count(1)
     expect(banner).to_have_text(
-        "Kernel restarted: these counters are from before the restart; re-run the cell.")
+        "Kernel restarted: these counters are from before the restart; re-run the cell."
+    )
     expect(cell.locator(".kx-monitor.jp-kx-monitor-stale")).to_have_count(1)
     # The sidebar has followed the restart too.
     expect(panel.locator(".jp-kx-status")).to_have_text(ui.NOT_LOADED, timeout=120_000)

@@ -27,19 +27,26 @@ XSS_ARGUMENT = "<img src=x onerror=alert(2)>"
 #: ``%load_ext kernel_ext`` once the notebook layer provides it; until then the
 #: inspector is started by hand, which is all the sidebar needs.
 HAS_LOAD_EXT = hasattr(kernel_ext.jupyter, "load_ipython_extension")
-LOAD = ("%load_ext kernel_ext" if HAS_LOAD_EXT else
-        "from kernel_ext.jupyter.inspector import start\nstart(get_ipython())")
+LOAD = (
+    "%load_ext kernel_ext"
+    if HAS_LOAD_EXT
+    else "from kernel_ext.jupyter.inspector import start\nstart(get_ipython())"
+)
 IMPORTS = "import numpy as np\nimport kernel_ext as kx"
-DEFINE = (("%%tffunction\n" if HAS_LOAD_EXT else "@kx.function\n")
-          + "def dense(x):\n    return np.tanh(x * 2.0).sum()")
+DEFINE = (
+    "%%tffunction\n" if HAS_LOAD_EXT else "@kx.function\n"
+) + "def dense(x):\n    return np.tanh(x * 2.0).sum()"
 NOT_LOADED = "Run %load_ext kernel_ext in this notebook"
 
 
 def write_notebook(root: Path, name: str, cells: list[str]) -> None:
     notebook = nbformat.v4.new_notebook()
     notebook.cells = [nbformat.v4.new_code_cell(source) for source in cells]
-    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
-                                       "language": "python"}
+    notebook.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3",
+        "language": "python",
+    }
     nbformat.write(notebook, root / name)
 
 
@@ -55,6 +62,7 @@ def open_sidebar(page: Any) -> Any:
     if not panel.is_visible():
         page.locator('.lm-TabBar-tab[data-id="jp-kx-inspector"]').click()
     from playwright.sync_api import expect
+
     expect(panel).to_be_visible()
     return panel
 
@@ -66,6 +74,7 @@ def run_cell(page: Any, index: int, count: int) -> None:
     to ``[count]:``, which is the page's sign that the kernel is done with it.
     """
     from playwright.sync_api import expect
+
     cell = page.locator(".jp-Notebook .jp-CodeCell").nth(index)
     prompt = cell.locator(".jp-InputArea-prompt")
     done = f"[{count}]:"
@@ -79,26 +88,34 @@ def run_cell(page: Any, index: int, count: int) -> None:
 
 def function_card(page: Any, name: str) -> Any:
     return page.locator(".jp-kx-function").filter(
-        has=page.locator(".jp-kx-name", has_text=re.compile("^" + re.escape(name) + "$")))
+        has=page.locator(".jp-kx-name", has_text=re.compile("^" + re.escape(name) + "$"))
+    )
 
 
 def restart_kernel(page: Any) -> None:
     """Restart from the Kernel menu, clearing outputs (so prompts count from [1] again)."""
     page.locator(".lm-MenuBar-itemLabel", has_text=re.compile(r"^Kernel$")).click()
-    page.locator(".lm-Menu-itemLabel",
-                 has_text=re.compile(r"^Restart Kernel and Clear Outputs of All Cells")).click()
+    page.locator(
+        ".lm-Menu-itemLabel", has_text=re.compile(r"^Restart Kernel and Clear Outputs of All Cells")
+    ).click()
     page.locator(".jp-Dialog button.jp-mod-accept").click()
 
 
 def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_and_reload(
-        page: Any, lab: Any, artifacts: Path) -> None:
+    page: Any, lab: Any, artifacts: Path
+) -> None:
     from playwright.sync_api import expect
-    write_notebook(lab.root, "sidebar.ipynb", [
-        LOAD + "\n" + IMPORTS,
-        DEFINE,
-        "dense(np.ones(2, np.float32))\ndense(np.ones(3, np.float32))",
-        "dense(np.ones(3, np.float32))",
-    ])
+
+    write_notebook(
+        lab.root,
+        "sidebar.ipynb",
+        [
+            LOAD + "\n" + IMPORTS,
+            DEFINE,
+            "dense(np.ones(2, np.float32))\ndense(np.ones(3, np.float32))",
+            "dense(np.ones(3, np.float32))",
+        ],
+    )
     page.goto(lab.notebook_url("sidebar.ipynb", "sidebar"))
     wait_for_lab(page)
     panel = open_sidebar(page)
@@ -114,8 +131,7 @@ def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_a
     expect(dense).to_have_count(1)
     expect(dense.locator(".jp-kx-cell")).to_have_text(re.compile(r"^\[\d+\]$"))
     signatures = dense.locator(".jp-kx-signature")
-    expect(signatures.locator(".jp-kx-inputs")).to_have_text(["(x: float32[2])",
-                                                              "(x: float32[3])"])
+    expect(signatures.locator(".jp-kx-inputs")).to_have_text(["(x: float32[2])", "(x: float32[3])"])
     expect(signatures.locator(".jp-kx-outputs")).to_have_text(["float32[]", "float32[]"])
     expect(dense.locator('[data-counter="calls"]')).to_have_text("2")
     expect(dense.locator('[data-counter="traces"]')).to_have_text("2")
@@ -139,9 +155,11 @@ def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_a
     retrace = dense.locator(".jp-kx-retrace").nth(1)
     expect(retrace.locator(".jp-kx-retrace-head")).to_contain_text("#2 · shape")
     expect(retrace.locator(".jp-kx-diffs tbody tr")).to_have_text(
-        re.compile(r"x\s*float32\[2\]\s*float32\[3\]"))
+        re.compile(r"x\s*float32\[2\]\s*float32\[3\]")
+    )
     expect(retrace.locator(".jp-kx-fix")).to_contain_text(
-        re.compile(r"input.signature|reduce.retracing"))
+        re.compile(r"input.signature|reduce.retracing")
+    )
     page.screenshot(path=str(artifacts / "2-signatures-counters-graph.png"))
 
     # Restart: the extension is gone with the old kernel; the panel follows on its own.
@@ -160,7 +178,8 @@ def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_a
     panel = open_sidebar(page)
     dense = function_card(page, "dense")
     expect(dense.locator(".jp-kx-signature .jp-kx-inputs")).to_have_text(
-        ["(x: float32[2])", "(x: float32[3])"])
+        ["(x: float32[2])", "(x: float32[3])"]
+    )
     expect(dense.locator('[data-counter="calls"]')).to_have_text("2")
     # And it is live again: a call after the reload updates the counters.
     run_cell(page, 3, count=4)
@@ -169,14 +188,18 @@ def test_the_sidebar_shows_signatures_counters_and_graphs_and_survives_restart_a
     assert page.problems == []  # type: ignore[attr-defined]
 
 
-def test_user_text_that_looks_like_html_shows_as_text(page: Any, lab: Any,
-                                                      artifacts: Path) -> None:
+def test_user_text_that_looks_like_html_shows_as_text(page: Any, lab: Any, artifacts: Path) -> None:
     from playwright.sync_api import expect
-    write_notebook(lab.root, "escaping.ipynb", [
-        LOAD + "\n" + IMPORTS,
-        f"tricky = kx.function(lambda x, tag: x + 1.0, name={XSS!r}, autograph=False)\n"
-        f"tricky(np.ones(2), {XSS_ARGUMENT!r})",
-    ])
+
+    write_notebook(
+        lab.root,
+        "escaping.ipynb",
+        [
+            LOAD + "\n" + IMPORTS,
+            f"tricky = kx.function(lambda x, tag: x + 1.0, name={XSS!r}, autograph=False)\n"
+            f"tricky(np.ones(2), {XSS_ARGUMENT!r})",
+        ],
+    )
     page.goto(lab.notebook_url("escaping.ipynb", "escaping"))
     wait_for_lab(page)
     panel = open_sidebar(page)
@@ -186,8 +209,7 @@ def test_user_text_that_looks_like_html_shows_as_text(page: Any, lab: Any,
     run_cell(page, 1, count=2)
     tricky = function_card(page, XSS)
     expect(tricky).to_have_count(1)
-    expect(tricky.locator(".jp-kx-inputs")).to_have_text(
-        f"(x: float64[2], tag: {XSS_ARGUMENT!r})")
+    expect(tricky.locator(".jp-kx-inputs")).to_have_text(f"(x: float64[2], tag: {XSS_ARGUMENT!r})")
     tricky.locator(".jp-kx-signature").first.click()
     expect(tricky.locator("svg.jp-kx-graph-svg g.jp-kx-node").first).to_be_visible()
     # Nothing was parsed as markup: no <img> anywhere in the panel, no alert() ran.

@@ -27,8 +27,8 @@ def error_text(fn, *args) -> str:
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_masked_array_never_reuses_a_plain_arrays_trace(backend):
     f = kx.function(lambda x: x.sum(), backend=backend)
-    assert f(np.array([1.0, 2.0, 3.0])) == 6.0   # a trace (and fast key) for float64[3]
-    text = error_text(f, masked())                # was 6.0: the mask was ignored
+    assert f(np.array([1.0, 2.0, 3.0])) == 6.0  # a trace (and fast key) for float64[3]
+    text = error_text(f, masked())  # was 6.0: the mask was ignored
     assert "argument 'x' is a masked array" in text and "1 of 3 entries masked" in text
     assert "x.filled(fill_value)" in text and "np.asarray(x)" in text
     assert f.experimental_get_tracing_count() == 1
@@ -37,6 +37,7 @@ def test_a_masked_array_never_reuses_a_plain_arrays_trace(backend):
 def test_the_subclass_error_is_the_same_on_every_backend():
     def body(x):
         return x * 2.0
+
     matrix = np.matrix([[1.0, 2.0], [3.0, 4.0]])
     for value in (masked(), matrix):
         texts = {error_text(kx.function(body, backend=b), value) for b in BACKENDS}
@@ -62,7 +63,7 @@ def test_subclasses_inside_containers_are_refused_with_their_path():
 
 def test_an_input_signature_does_not_strip_a_mask():
     f = kx.function(lambda x: x * 2, input_signature=[kx.TensorSpec([None], np.float32)])
-    text = error_text(f, masked())   # was silently converted with np.asarray (mask dropped)
+    text = error_text(f, masked())  # was silently converted with np.asarray (mask dropped)
     assert "masked array" in text
 
 
@@ -90,7 +91,7 @@ MASKED_GLOBAL = np.ma.masked_array([1.0, 2.0, 3.0], mask=[False, True, False])
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_a_masked_array_read_from_outside_is_refused_not_unmasked(backend):
     def f(x):
-        return (x + MASKED_GLOBAL).sum()   # eagerly 6.0: the masked entry is skipped
+        return (x + MASKED_GLOBAL).sum()  # eagerly 6.0: the masked entry is skipped
 
     text = error_text(kx.function(f, backend=backend), np.ones(3))  # was 9.0
     assert "an array read from outside 'f'" in text and "masked array" in text

@@ -17,7 +17,8 @@ _SIGNATURE_TAIL = (
     "but the input_signature expects TensorSpec(shape=(None,), dtype=np.float32, name=None). "
     "Signature: (TensorSpec(shape=(None,), dtype=np.float32, name=None)). Fix: pass a value of "
     "that dtype and shape (e.g. np.asarray(x, dtype=...)), or widen the input_signature (None "
-    "for dimensions that vary, shape=None for any rank).")
+    "for dimensions that vary, shape=None for any rank)."
+)
 
 
 def scaled(x, scale=2.0, *, mode="sum"):
@@ -80,8 +81,11 @@ def test_bind_concrete_fills_free_parameters_positionally():
     ft = FunctionType(evaluate, "evaluate")
     statics = {"model": "m", "bias": 0}
     assert ft.bind_concrete((7,), {}, statics, "evaluate") == ("m", 7, 0)
-    with pytest.raises(TypeError, match=r"^evaluate\(\): this concrete function takes 1 "
-                       r"positional argument\(s\) \(x\), got 2$"):
+    with pytest.raises(
+        TypeError,
+        match=r"^evaluate\(\): this concrete function takes 1 "
+        r"positional argument\(s\) \(x\), got 2$",
+    ):
         ft.bind_concrete((1, 2), {}, statics, "evaluate")
 
 
@@ -99,8 +103,10 @@ def test_structured_signature_names_specs_after_parameters():
     assert args[0].name == "x"
     assert kwargs == {"mode": explain.Literal("m")}
     assert [k for _, k, _ in ft.named_types(ft.trace_types((1, 2, 3)))] == [
-        inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.POSITIONAL_OR_KEYWORD,
-        inspect.Parameter.KEYWORD_ONLY]
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        inspect.Parameter.KEYWORD_ONLY,
+    ]
 
 
 def test_conform_converts_python_numbers_and_reports_it():
@@ -112,12 +118,17 @@ def test_conform_converts_python_numbers_and_reports_it():
     assert y is same and not converted
 
 
-@pytest.mark.parametrize("value, received", [
-    (np.zeros(2), "float64[2] (TensorSpec(shape=(2,), dtype=np.float64, name=None))"),
-    (np.zeros((2, 2), np.float32),
-     "float32[2, 2] (TensorSpec(shape=(2, 2), dtype=np.float32, name=None))"),
-    ("s", "Literal('s') (Literal('s'))"),
-])
+@pytest.mark.parametrize(
+    "value, received",
+    [
+        (np.zeros(2), "float64[2] (TensorSpec(shape=(2,), dtype=np.float64, name=None))"),
+        (
+            np.zeros((2, 2), np.float32),
+            "float32[2, 2] (TensorSpec(shape=(2, 2), dtype=np.float32, name=None))",
+        ),
+        ("s", "Literal('s') (Literal('s'))"),
+    ],
+)
 def test_conform_error_shows_the_input_and_the_signature(value, received):
     ft = FunctionType(affine, "affine", input_signature=[_SPEC])
     with pytest.raises(errors.InputSignatureError) as info:
@@ -128,8 +139,10 @@ def test_conform_error_shows_the_input_and_the_signature(value, received):
 def test_input_signature_longer_than_the_parameters_is_rejected():
     with pytest.raises(TypeError) as info:
         FunctionType(affine, "affine", input_signature=[_SPEC] * 3)
-    assert str(info.value) == ("input_signature of 'affine' has 3 entries but the function "
-                               "takes 2 positional parameters (x, scale)")
+    assert str(info.value) == (
+        "input_signature of 'affine' has 3 entries but the function "
+        "takes 2 positional parameters (x, scale)"
+    )
     with pytest.raises(TypeError, match=r"must be a list or tuple of kx\.TensorSpec, got dict"):
         FunctionType(affine, "affine", input_signature={"x": _SPEC})
 
@@ -166,14 +179,16 @@ def test_configure_sets_strict_and_magic_fixes_fields():
     assert fn.experimental_get_tracing_count() == 1
 
 
-@pytest.mark.parametrize("entry, where, fix", [
-    ({1, 2}, "input_signature[0] (parameter 'x')", "frozenset({1, 2})"),
-    (set(), "input_signature[0] (parameter 'x')", "frozenset()"),
-    ([_SPEC, {3}], "input_signature[0][1] (parameter 'x')", "frozenset({3})"),
-    ({"k": {1}}, "input_signature[0]['k'] (parameter 'x')", "frozenset({1})"),
-])
-def test_a_set_in_the_input_signature_names_the_entry_its_parameter_and_the_fix(entry, where,
-                                                                                fix):
+@pytest.mark.parametrize(
+    "entry, where, fix",
+    [
+        ({1, 2}, "input_signature[0] (parameter 'x')", "frozenset({1, 2})"),
+        (set(), "input_signature[0] (parameter 'x')", "frozenset()"),
+        ([_SPEC, {3}], "input_signature[0][1] (parameter 'x')", "frozenset({3})"),
+        ({"k": {1}}, "input_signature[0]['k'] (parameter 'x')", "frozenset({1})"),
+    ],
+)
+def test_a_set_in_the_input_signature_names_the_entry_its_parameter_and_the_fix(entry, where, fix):
     with pytest.raises(errors.TraceTypeError) as info:
         FunctionType(affine, "affine", input_signature=[entry])
     text = str(info.value)
@@ -181,11 +196,14 @@ def test_a_set_in_the_input_signature_names_the_entry_its_parameter_and_the_fix(
     assert "kx.TensorSpec(shape, dtype) for an array" in text and f"or {fix} for a" in text
 
 
-@pytest.mark.parametrize("spec, fix", [
-    (3, "frozenset(...) or tuple(...) rather than a set"),
-    (frozenset({1}), "frozenset(...) or tuple(...) rather than a set"),
-    (_SPEC, "an array of that dtype and shape"),
-])
+@pytest.mark.parametrize(
+    "spec, fix",
+    [
+        (3, "frozenset(...) or tuple(...) rather than a set"),
+        (frozenset({1}), "frozenset(...) or tuple(...) rather than a set"),
+        (_SPEC, "an array of that dtype and shape"),
+    ],
+)
 def test_a_set_argument_against_the_signature_is_an_input_signature_error(spec, fix):
     """It raised ``AttributeError: 'WeakRef' object has no attribute '_repr'`` (or ``_hash``):
     the message was built from a WeakRef that was never initialised."""
@@ -193,5 +211,9 @@ def test_a_set_argument_against_the_signature_is_an_input_signature_error(spec, 
     with pytest.raises(errors.InputSignatureError) as info:
         ft.conform(({1, 2}, np.ones(2)))
     text = str(info.value)
-    assert "argument 'x' received an unhashable set ({1, 2}) but the input_signature " \
-           f"expects {ft.input_signature[0]!r}" in text and fix in text
+    assert (
+        "argument 'x' received an unhashable set ({1, 2}) but the input_signature "
+        f"expects {ft.input_signature[0]!r}"
+        in text
+        and fix in text
+    )

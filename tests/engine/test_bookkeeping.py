@@ -23,13 +23,13 @@ def test_calls_that_fail_before_tracing_are_failed_calls_not_cache_hits():
     f(x)
     f(x)
     with pytest.raises(TypeError):
-        f()                      # missing argument
+        f()  # missing argument
     with pytest.raises(TypeError):
-        f(x, 2, 3)               # too many
+        f(x, 2, 3)  # too many
     with pytest.raises(TypeError):
-        f(x, m=3)                # unknown keyword
+        f(x, m=3)  # unknown keyword
     with pytest.raises(TypeError):
-        f(x, {1, 2})             # an unhashable argument cannot be keyed
+        f(x, {1, 2})  # an unhashable argument cannot be keyed
     with pytest.raises(TypeError):
         f(np.ma.masked_array(x))  # nor a masked array
     s = f.stats

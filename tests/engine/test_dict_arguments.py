@@ -18,8 +18,12 @@ from hypothesis import strategies as st
 
 import kernel_ext as kx
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 def scaled(params, lam):
@@ -36,8 +40,10 @@ def order_and_values(d):
 @pytest.mark.parametrize("path", PATHS)
 def test_dict_result_keeps_the_argument_key_order(path):
     f = kx.function(scaled, **PATHS[path])
-    for params in ({"w": np.ones((2, 3)), "b": np.arange(3.0)},
-                   {"b": np.arange(3.0), "w": np.ones((2, 3))}) * 2:
+    for params in (
+        {"w": np.ones((2, 3)), "b": np.arange(3.0)},
+        {"b": np.arange(3.0), "w": np.ones((2, 3))},
+    ) * 2:
         want = scaled(copy.deepcopy(params), 0.5)
         got = f(params, 0.5)
         assert list(got) == list(want)
@@ -57,6 +63,7 @@ def test_lookups_share_one_trace_and_run_it_for_any_order():
 def test_a_call_in_another_order_of_an_iterating_trace_runs_eagerly_and_says_why():
     def keys_of(d):
         return [k for k in d]
+
     f = kx.function(keys_of, backend="numpy")
     a = {"x": np.zeros(2), "y": np.ones(2)}
     b = {"y": np.ones(2), "x": np.zeros(2)}
@@ -76,6 +83,7 @@ def test_iteration_order_and_float_sums_match_eager_for_any_insertion_order(keys
         for v in d.values():
             acc = acc + v  # float addition order decides the bits
         return acc, tuple(d)
+
     f = kx.function(total_in_order, backend="numpy")
     d = {k: np.float64(0.1) * 10.0 ** (3 * i) for i, k in enumerate(sorted(keys))}
     f(dict(sorted(d.items())))  # the first trace in sorted order
@@ -90,6 +98,7 @@ def test_an_input_signature_dict_in_another_order_gets_the_callers_order():
 
     def keys_of(d):
         return [k for k in d], d["w"] * 2
+
     f = kx.function(keys_of, backend="numpy", input_signature=[{"w": spec, "b": spec}])
     assert f({"w": np.zeros(2), "b": np.ones(3)})[0] == ["w", "b"]
     assert f({"b": np.ones(3), "w": np.zeros(2)})[0] == ["b", "w"]
@@ -99,6 +108,7 @@ def test_an_input_signature_dict_in_another_order_gets_the_callers_order():
 def test_a_nested_dict_in_a_list_argument_is_guarded_too():
     def flat(batch):
         return [k for d in batch for k in d]
+
     f = kx.function(flat, backend="numpy")
     assert f([{"p": np.ones(1), "q": np.ones(1)}]) == ["p", "q"]
     assert f([{"q": np.ones(1), "p": np.ones(1)}]) == ["q", "p"]

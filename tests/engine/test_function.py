@@ -24,12 +24,14 @@ def counting(fn):
     def body(*args, **kwargs):
         calls["n"] += 1
         return fn(*args, **kwargs)
+
     f = kx.function(body)
     f.python_traces = calls
     return f
 
 
 # -- tracing vs running ------------------------------------------------------------------------
+
 
 def test_python_print_runs_only_while_tracing_and_kx_print_every_call(capsys):
     @kx.function
@@ -43,8 +45,12 @@ def test_python_print_runs_only_while_tracing_and_kx_print_every_call(capsys):
     f(x)
     f(x)
     out = capsys.readouterr().out.splitlines()
-    assert out == ["Traced with (2,)", "Executed with [1 2]", "Executed with [1 2]",
-                   "Executed with [1 2]"]
+    assert out == [
+        "Traced with (2,)",
+        "Executed with [1 2]",
+        "Executed with [1 2]",
+        "Executed with [1 2]",
+    ]
 
 
 def test_kx_print_formats_like_numpy(capsys):
@@ -82,6 +88,7 @@ def test_array_values_are_read_at_call_time():
 
 
 # -- cache keys --------------------------------------------------------------------------------
+
 
 def test_arrays_key_by_dtype_and_shape():
     f = counting(lambda x: x + 1)
@@ -267,6 +274,7 @@ def test_var_positional_and_keyword_parameters():
 def test_bad_call_arguments_raise_type_error_naming_the_function():
     def add(a, b):
         return a + b
+
     f = kx.function(add)
     with pytest.raises(TypeError, match=r"add\(\): missing a required argument: 'b'"):
         f(np.ones(1))
@@ -274,10 +282,12 @@ def test_bad_call_arguments_raise_type_error_naming_the_function():
 
 # -- wrapper identity --------------------------------------------------------------------------
 
+
 def test_function_keeps_name_doc_and_python_function():
     def scaled(x):
         """Doubles x."""
         return 2 * x
+
     f = kx.function(scaled)
     assert f.__name__ == "scaled" and f.__doc__ == "Doubles x."
     assert f.python_function is scaled
@@ -287,6 +297,7 @@ def test_decorator_with_options():
     @kx.function(reduce_retracing=True)
     def f(x):
         return x
+
     assert isinstance(f, kx.Function)
 
 
@@ -297,9 +308,11 @@ def test_unknown_backend_is_rejected_with_the_choices():
 
 # -- dispatch ----------------------------------------------------------------------------------
 
+
 def test_separate_functions_never_share_traces():
     def body(x):
         return x + 1
+
     f, g = kx.function(body), kx.function(body)
     f(np.ones(2))
     g(np.ones(2))
@@ -367,14 +380,17 @@ def test_structured_input_signature_and_outputs():
     args, kwargs = cf.structured_input_signature
     assert args[0] == kx.TensorSpec((2, 3), np.float32, name="x")
     assert repr(args[1]) == "Literal(2)" and repr(kwargs["scale"]) == "Literal(1.0)"
-    assert cf.structured_outputs == (kx.TensorSpec((2, 3), np.float32),
-                                     kx.TensorSpec((), np.float32))
+    assert cf.structured_outputs == (
+        kx.TensorSpec((2, 3), np.float32),
+        kx.TensorSpec((), np.float32),
+    )
 
 
 def test_pretty_printed_concrete_signatures():
     @kx.function
     def f(x):
         return x + 1
+
     f(np.int32(1))
     f(np.ones(2))
     text = f.pretty_printed_concrete_signatures()
@@ -386,10 +402,12 @@ def test_pretty_printed_concrete_signatures():
         "f(x)\n  Input Parameters:\n"
         "    x (POSITIONAL_OR_KEYWORD): TensorSpec(shape=(2,), dtype=np.float64, name='x')\n"
         "  Output Type:\n    TensorSpec(shape=(2,), dtype=np.float64, name=None)\n"
-        "  Captures:\n    None")
+        "  Captures:\n    None"
+    )
 
 
 # -- input_signature ---------------------------------------------------------------------------
+
 
 def test_input_signature_traces_once_for_all_matching_shapes():
     f = counting(lambda x: x * 2)
@@ -444,6 +462,7 @@ def test_input_signature_must_be_a_sequence_of_specs():
 
 # -- reduce_retracing --------------------------------------------------------------------------
 
+
 def test_reduce_retracing_generalises_varying_dims():
     f = kx.function(lambda x: x.sum(axis=0), reduce_retracing=True)
     f(np.ones((2, 3)))
@@ -474,6 +493,7 @@ def test_reduce_retracing_never_generalises_dtypes_or_literals():
 
 # -- eager mode --------------------------------------------------------------------------------
 
+
 def test_run_functions_eagerly_runs_python_and_switching_back_reuses_traces(capsys):
     @kx.function
     def f(x):
@@ -495,6 +515,7 @@ def test_run_functions_eagerly_runs_python_and_switching_back_reuses_traces(caps
 
 
 # -- threads -----------------------------------------------------------------------------------
+
 
 def test_threads_get_correct_results_and_one_trace_per_signature():
     f = counting(lambda x: np.tanh(x) * 2)
@@ -519,6 +540,7 @@ def test_threads_get_correct_results_and_one_trace_per_signature():
 
 
 # -- stats and records -------------------------------------------------------------------------
+
 
 def test_stats_count_calls_traces_and_hits():
     f = kx.function(lambda x: x)
@@ -552,7 +574,8 @@ def test_retrace_explanation_read_late_compares_only_with_earlier_traces():
         f(np.ones(n))
     first, second, third = f.retraces  # the second call with 3 elements hit the cache
     assert third.closest == 2 and [str(d) for d in third.diffs] == [
-        "x: float64[3] -> float64[4] (shape)"]
+        "x: float64[3] -> float64[4] (shape)"
+    ]
     assert second.closest == 1 and second.cause == "shape"
     assert "float64[2]" in second.closest_signature and second.fixes
 
@@ -560,9 +583,9 @@ def test_retrace_explanation_read_late_compares_only_with_earlier_traces():
 def test_dispatch_prefers_exact_traces_and_still_finds_relaxed_ones():
     f = kx.function(lambda x: x * 2, reduce_retracing=True)
     f(np.ones(2))
-    f(np.ones(3))                      # relaxed to float64[None]
+    f(np.ones(3))  # relaxed to float64[None]
     assert f.experimental_get_tracing_count() == 2
-    f(np.ones(7))                      # served by the relaxed trace, no new trace
+    f(np.ones(7))  # served by the relaxed trace, no new trace
     assert f.experimental_get_tracing_count() == 2
     g = kx.function(lambda x: x * 2)
     with pytest.warns(errors.RetracingWarning):
@@ -667,7 +690,8 @@ def test_explanations_of_many_retraces_match_a_direct_comparison():
         assert [str(d) for d in record.diffs] == [str(d) for d in diffs], k
         positions = sorted({names.index(d.argument.split("[")[0]) for d in diffs})
         assert record.suggested_signature == derive_input_signature(
-            [*types_[:k], types_[k]], positions), k
+            [*types_[:k], types_[k]], positions
+        ), k
     assert sum(r.suggested_signature is not None for r in records) > 10
 
 
@@ -710,15 +734,20 @@ def test_a_mutable_default_is_read_at_every_call():
 def test_keyword_calls_take_the_fast_path(monkeypatch):
     """``model(x, training=True)``: a call with keywords is a cache hit too, keyed by the
     names and values given; the values reach their parameters whatever the order."""
+
     def f(x, scale=2.0, shift=0.0, training=False):
         y = x * scale + shift
         return y * 0.5 if training else y
 
     fn = kx.function(f)
     x = np.arange(4, dtype=np.float32)
-    calls = [((x,), {"training": True}), ((x,), {"shift": 1.0, "scale": 3.0}),
-             ((x,), {"scale": 3.0, "shift": 1.0}), ((x, 4.0), {"training": True}),
-             ((), {"x": x, "training": False})]
+    calls = [
+        ((x,), {"training": True}),
+        ((x,), {"shift": 1.0, "scale": 3.0}),
+        ((x,), {"scale": 3.0, "shift": 1.0}),
+        ((x, 4.0), {"training": True}),
+        ((), {"x": x, "training": False}),
+    ]
     slow = []
     real = fn._call_slow
     monkeypatch.setattr(fn, "_call_slow", lambda *a: slow.append(1) or real(*a))
@@ -748,6 +777,7 @@ def test_keyword_calls_leaving_a_mutable_default_stay_on_the_slow_path():
 
 
 # -- objects keyed by identity on the cache-hit path ----------------------------------------
+
 
 class _Scaler:
     def __init__(self, scale: float) -> None:
@@ -822,11 +852,11 @@ def test_a_method_of_a_temporary_instance_runs_and_its_cache_holds_it_weakly():
     import weakref
 
     np.testing.assert_array_equal(_Gain(3.0).apply(np.ones(2)), [3.0, 3.0])
-    method = _Gain(4.0).apply           # the bound method keeps its instance, as Python's
+    method = _Gain(4.0).apply  # the bound method keeps its instance, as Python's
     np.testing.assert_array_equal(method(np.ones(2)), [4.0, 4.0])
     assert method.experimental_get_tracing_count() == 1 and method == method.__self__.apply
     instance = method.__self__
     ref = weakref.ref(instance)
     del method, instance
     gc.collect()
-    assert ref() is None                  # nothing else keeps it (the cache is weak)
+    assert ref() is None  # nothing else keeps it (the cache is weak)

@@ -78,8 +78,8 @@ def ufunc_out(a, b):
 def lu_inplace(A):
     n = A.shape[0]
     for k in range(n - 1):
-        A[k + 1:, k] /= A[k, k]
-        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+        A[k + 1 :, k] /= A[k, k]
+        A[k + 1 :, k + 1 :] -= np.outer(A[k + 1 :, k], A[k, k + 1 :])
 
 
 def decay_all(ws):
@@ -108,8 +108,10 @@ CASES = {
 def test_inplace_update_reaches_the_caller(name, path):
     fn, make = CASES[name]
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", kx.errors.RetracingWarning
-                              if hasattr(kx.errors, "RetracingWarning") else Warning)
+        warnings.simplefilter(
+            "ignore",
+            kx.errors.RetracingWarning if hasattr(kx.errors, "RetracingWarning") else Warning,
+        )
         check(fn, make, path)
 
 
@@ -146,8 +148,9 @@ def test_aliased_arguments_run_eagerly_with_numpys_answer():
     got = f(2.0, x, x)
     np.testing.assert_array_equal(x, want)
     assert got is x
-    assert f.last_eager_reason == ("argument 'y', updated in place, shares memory with "
-                                   "argument 'x'")
+    assert f.last_eager_reason == (
+        "argument 'y', updated in place, shares memory with argument 'x'"
+    )
     y = np.arange(6.0)
     want = y.copy()
     axpy(1.0, want[1:4], want[:3])
@@ -272,6 +275,7 @@ def test_read_only_argument_update_fails_like_numpy():
 
 # -- Python containers passed in: their changes are replayed at every call ---------------------
 
+
 def update_running_stats(x, bn, momentum=0.9):
     bn["running_mean"] = momentum * bn["running_mean"] + (1 - momentum) * x.mean(axis=0)
     bn["calls"] = bn.get("calls", 0) + 1
@@ -298,14 +302,23 @@ def sgd_momentum(params, grads, state, lr=0.1):
 
 
 CONTAINER_CASES = {
-    "update_running_stats": (update_running_stats,
-                             lambda r: (r.standard_normal((5, 3)), {"running_mean": np.zeros(3)})),
-    "forward_with_cache": (forward_with_cache,
-                           lambda r: (r.standard_normal((2, 3)), r.standard_normal((3, 4)), [])),
+    "update_running_stats": (
+        update_running_stats,
+        lambda r: (r.standard_normal((5, 3)), {"running_mean": np.zeros(3)}),
+    ),
+    "forward_with_cache": (
+        forward_with_cache,
+        lambda r: (r.standard_normal((2, 3)), r.standard_normal((3, 4)), []),
+    ),
     "rotate_queue": (rotate_queue, lambda r: ([r.standard_normal(2) for _ in range(3)],)),
-    "sgd_momentum": (sgd_momentum, lambda r: ({"w": r.standard_normal((2, 2)), "b": np.zeros(2)},
-                                              {"w": r.standard_normal((2, 2)),
-                                               "b": r.standard_normal(2)}, {})),
+    "sgd_momentum": (
+        sgd_momentum,
+        lambda r: (
+            {"w": r.standard_normal((2, 2)), "b": np.zeros(2)},
+            {"w": r.standard_normal((2, 2)), "b": r.standard_normal(2)},
+            {},
+        ),
+    ),
 }
 
 
@@ -390,6 +403,7 @@ def test_storing_an_object_that_cannot_be_replayed_is_an_error():
 
 
 # -- buffers the function creates, filled by index ----------------------------------------------
+
 
 def pairwise_distances(x):
     n = x.shape[0]
@@ -547,6 +561,7 @@ def test_reading_a_plain_view_of_a_promoted_buffer_is_an_error():
 
 # -- an if on a traced value that picks an existing array ------------------------------------
 
+
 def _pick_then_write(x):
     out = x * 2.0
     other = x + 1.0
@@ -567,15 +582,18 @@ def _pick_then_write_through(x):
 
 
 def test_reading_a_picked_array_after_writing_its_source_is_an_error():
-    with pytest.raises(errors.UnsupportedOpError,
-                       match=r"(?s)may be the array.*test_inplace.py:\d+.*written after.*"
-                             r"y = a.copy\(\) if c else b"):
+    with pytest.raises(
+        errors.UnsupportedOpError,
+        match=r"(?s)may be the array.*test_inplace.py:\d+.*written after.*"
+        r"y = a.copy\(\) if c else b",
+    ):
         kx.function(_pick_then_write)(np.ones(3))
 
 
 def test_writing_through_a_picked_array_is_an_error():
-    with pytest.raises(errors.UnsupportedOpError,
-                       match=r"(?s)Writing to .* may be the array.*as 'y'"):
+    with pytest.raises(
+        errors.UnsupportedOpError, match=r"(?s)Writing to .* may be the array.*as 'y'"
+    ):
         kx.function(_pick_then_write_through)(np.ones(3))
 
 
@@ -604,7 +622,7 @@ TABLE = np.arange(5.0)
 
 def _copy_of_a_global(x):
     buf = TABLE.copy()
-    view = buf[1:3]      # taken before the traced write: follows it, as in NumPy
+    view = buf[1:3]  # taken before the traced write: follows it, as in NumPy
     buf[1] = x[0]
     return view * 2
 
@@ -636,18 +654,19 @@ def test_the_guard_tells_aliases_inside_containers_and_lets_disjoint_views_throu
         params["b"] -= 0.5 * grads["b"]
 
     w, g = np.arange(4.0), np.ones(4)
+
     def eager_calls():
         return step.stats["eager_calls"]
 
-    step({"w": w, "b": np.zeros(2)}, {"w": g, "b": np.ones(2)})        # owned arrays
+    step({"w": w, "b": np.zeros(2)}, {"w": g, "b": np.ones(2)})  # owned arrays
     assert eager_calls() == 0 and w.tolist() == [-0.5, 0.5, 1.5, 2.5]
-    shared = np.arange(4.0)                 # one array under two names: NumPy's answer
+    shared = np.arange(4.0)  # one array under two names: NumPy's answer
     want = shared.copy()
     want -= 0.5 * want
     step({"w": shared, "b": np.zeros(2)}, {"w": shared, "b": np.ones(2)})
     np.testing.assert_array_equal(shared, want)
     assert "shares memory" in step.last_eager_reason and eager_calls() == 1
-    base = np.arange(12.0)                  # views of one array that do not overlap
+    base = np.arange(12.0)  # views of one array that do not overlap
     eager = base.copy()
     step.python_function({"w": eager[:4], "b": eager[4:6]}, {"w": eager[6:10], "b": eager[10:]})
     step({"w": base[:4], "b": base[4:6]}, {"w": base[6:10], "b": base[10:]})

@@ -38,7 +38,7 @@ def test_signed_zero_literals_get_their_own_traces(backend):
     x = np.ones(3)
     assert np.all(f(x, 0.0) == np.inf)
     assert np.all(f(x, -0.0) == -np.inf)  # was +inf: -0.0 hit the trace of 0.0
-    assert np.all(f(x, 0.0) == np.inf)    # and the fast key tells them apart too
+    assert np.all(f(x, 0.0) == np.inf)  # and the fast key tells them apart too
     assert f.experimental_get_tracing_count() == 2
 
 
@@ -71,8 +71,13 @@ def test_a_new_nan_object_is_a_fast_cache_hit():
 def test_complex_literals_with_signed_zero_parts_get_their_own_traces(backend):
     f = kx.function(lambda x, c: x / c, backend=backend)
     x = np.ones(2, np.complex128)
-    values = [complex(0.0, 0.0), complex(-0.0, 0.0), complex(0.0, -0.0), complex(1.0, 0.0),
-              complex(1.0, -0.0)]
+    values = [
+        complex(0.0, 0.0),
+        complex(-0.0, 0.0),
+        complex(0.0, -0.0),
+        complex(1.0, 0.0),
+        complex(1.0, -0.0),
+    ]
     for c in values + values:
         assert bits(f(x, c)) == bits(x / c)
     assert f.experimental_get_tracing_count() == len(values)
@@ -94,4 +99,4 @@ def test_literal_trace_types_tell_apart_what_numpy_does():
     assert Literal(complex(0.0, -0.0)) != Literal(0j)
     assert Literal(1.5) == Literal(1.5) and Literal(1.0) != Literal(1) != Literal(True)
     # A bits key never collides with a value key (-0.0's bits are 2**63 as an integer).
-    assert Literal(-0.0) != Literal(float(2 ** 63))
+    assert Literal(-0.0) != Literal(float(2**63))

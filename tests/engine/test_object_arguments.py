@@ -37,9 +37,14 @@ def keep_last(h, x):
     return y
 
 
-@pytest.mark.parametrize("fn, where", [(append_flipped, r"h\.history\[1\]"),
-                                       (cache_square, r"h\.cache\['sq'\]"),
-                                       (keep_last, r"h\.last")])
+@pytest.mark.parametrize(
+    "fn, where",
+    [
+        (append_flipped, r"h\.history\[1\]"),
+        (cache_square, r"h\.cache\['sq'\]"),
+        (keep_last, r"h\.last"),
+    ],
+)
 def test_a_traced_value_stored_in_an_object_argument_is_refused_and_undone(fn, where):
     h = Holder()
     h.history.append(np.zeros(3))
@@ -56,6 +61,7 @@ def test_reading_an_object_argument_and_storing_plain_values_still_traces():
     def scaled(h, x):
         h.note = "seen"  # a Python value: a trace-time side effect, as in TensorFlow
         return x * h.scale
+
     h = Holder()
     f = kx.function(scaled, backend="numpy")
     np.testing.assert_array_equal(f(h, np.arange(3.0)), np.arange(3.0) * 2.0)
@@ -66,6 +72,7 @@ def test_a_failing_trace_leaves_no_traced_value_in_the_object():
     def fails(h, x):
         h.history.append(x * 2)
         raise ValueError("bad input")
+
     h = Holder()
     with pytest.raises(ValueError, match="bad input"):
         kx.function(fails, backend="numpy")(h, np.ones(2))
@@ -78,6 +85,7 @@ def test_writing_into_an_attribute_array_is_refused_after_its_dict_was_read():
     class Model:
         def __init__(self):
             self.state = np.zeros(2)
+
     model = Model()
     assert vars(model)["state"] is model.state
 

@@ -13,6 +13,7 @@ SCALE = 2.0
 
 # -- variables ---------------------------------------------------------------------------------
 
+
 def test_variables_take_part_in_numpy_expressions_eagerly():
     v = kx.Variable(np.array([1.0, 2.0], np.float32))
     np.testing.assert_array_equal(1 + v, [2, 3])
@@ -74,8 +75,9 @@ def test_variables_may_be_created_only_on_the_first_trace():
         return x + v
 
     assert f(np.float64(1.0)) == 2.0
-    with pytest.raises(ValueError,
-                       match=r"only\s+during its first trace.*Fix: create the variable"):
+    with pytest.raises(
+        ValueError, match=r"only\s+during its first trace.*Fix: create the variable"
+    ):
         f(np.ones(2))
     assert f.experimental_get_tracing_count() == 1  # the failed trace left nothing cached
 
@@ -104,6 +106,7 @@ def test_variable_numpy_inside_a_trace_explains_the_fix():
 
 
 # -- frozen Python state -----------------------------------------------------------------------
+
 
 def test_globals_closures_and_attributes_are_frozen_at_trace_time():
     global SCALE
@@ -160,6 +163,7 @@ def test_captured_arrays_are_copied_when_traced():
 
 # -- non-strict execution ----------------------------------------------------------------------
 
+
 def test_unused_pure_ops_are_pruned_and_their_errors_do_not_fire():
     def unused(x):
         np.linalg.inv(x)  # singular: raises eagerly
@@ -190,6 +194,7 @@ def test_stateful_ops_are_never_pruned(capsys):
 
 
 # -- errors ------------------------------------------------------------------------------------
+
 
 def test_traced_value_as_python_bool_without_autograph_raises_type_error():
     @kx.function(autograph=False)
@@ -234,6 +239,7 @@ def test_unsupported_numpy_function_names_it():
     # A function that writes into its argument cannot run as an opaque NumPy call (what a
     # parameter its handler lacks would make of np.putmask).
     from kernel_ext.trace.opaque import numpy_call
+
     f = kx.function(lambda x: numpy_call(np.putmask, (x, x > 0, 1.0), {}))
     with pytest.raises(TypeError, match=r"np\.putmask at .* writes into"):
         f(np.ones((2, 2)))

@@ -17,8 +17,12 @@ from kernel_ext.engine.verify import VERIFIED_CALLS, ReductionBound, executor_na
 from kernel_ext.ir import OpKind
 from kernel_ext.ir.interpreter import LOWER
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 def _eager(fn, *args):
@@ -86,11 +90,13 @@ def test_each_new_trace_is_verified_and_unverified_functions_pay_nothing():
 # -- a broken rule is caught ------------------------------------------------------------------
 def _broken_flip(node):
     """FLIP's lowering with one wrong bit: the last element's lowest mantissa bit flipped."""
+
     def run(x):
         out = np.array(np.flip(x, axis=node.attrs.get("axis")), copy=True)
         flat = out.reshape(-1).view(np.uint64)
         flat[-1] ^= np.uint64(1)
         return out
+
     return run
 
 
@@ -99,8 +105,7 @@ def _flip_twice(x):
 
 
 @pytest.mark.parametrize("path", ["numpy", "auto"])
-def test_broken_lowering_is_named_with_its_executor_and_later_calls_return_eager(
-        path, monkeypatch):
+def test_broken_lowering_is_named_with_its_executor_and_later_calls_return_eager(path, monkeypatch):
     monkeypatch.setitem(LOWER, OpKind.FLIP, _broken_flip)
     f = kx.function(_flip_twice, verify=True, **PATHS[path])
     x = np.arange(1.0, 200_001.0)  # large enough that auto fuses the elementwise chain
@@ -177,17 +182,19 @@ def test_zero_d_form_difference_is_caught(monkeypatch):
     _assert_same(info.value.eager_result, np.sum(x))
 
 
-@pytest.mark.parametrize("eager, traced, where", [
-    (np.float64(1.0), np.array(1.0), "out (type)"),
-    (np.array([0.0]), np.array([-0.0]), "out[0]"),
-    (np.array([1, 2], np.int32), np.array([1, 2], np.int64), "out (dtype)"),
-    (np.zeros((2, 1)), np.zeros((1, 2)), "out (shape)"),
-    ([1.0], (1.0,), "out"),
-    ({"a": 1}, {"b": 1}, "out"),
-    (1, True, "out"),
-])
-def test_first_difference_tells_forms_dtypes_shapes_and_signed_zeros_apart(eager, traced,
-                                                                          where):
+@pytest.mark.parametrize(
+    "eager, traced, where",
+    [
+        (np.float64(1.0), np.array(1.0), "out (type)"),
+        (np.array([0.0]), np.array([-0.0]), "out[0]"),
+        (np.array([1, 2], np.int32), np.array([1, 2], np.int64), "out (dtype)"),
+        (np.zeros((2, 1)), np.zeros((1, 2)), "out (shape)"),
+        ([1.0], (1.0,), "out"),
+        ({"a": 1}, {"b": 1}, "out"),
+        (1, True, "out"),
+    ],
+)
+def test_first_difference_tells_forms_dtypes_shapes_and_signed_zeros_apart(eager, traced, where):
     assert first_difference(eager, traced, "out", None)[0] == where
     assert first_difference(eager, eager, "out", None) is None
 
@@ -326,6 +333,7 @@ def test_unseeded_generator_made_inside_the_function_is_not_verified_and_says_wh
 @pytest.mark.slow  # a compile to change tier: seconds from a cold kernel cache
 def test_tier_change_verifies_one_more_call(monkeypatch):
     from kernel_ext import backends
+
     monkeypatch.setattr(backends, "TIERING", True)
     monkeypatch.setattr(tiering, "HOT_CALLS", 1)
     monkeypatch.setattr(tiering, "TRIAL_CALLS", 1)
@@ -428,9 +436,14 @@ def test_a_python_counter_on_an_object_that_only_tracing_bumps_is_caught():
     assert cfg.calls == 3
 
 
-@pytest.mark.parametrize("path, name", [("numpy", "NumPy executor"),
-                                        ("numba", "fused executor (numba-cpu segments)"),
-                                        ("jit", "whole graph (jit_compile)")])
+@pytest.mark.parametrize(
+    "path, name",
+    [
+        ("numpy", "NumPy executor"),
+        ("numba", "fused executor (numba-cpu segments)"),
+        ("jit", "whole graph (jit_compile)"),
+    ],
+)
 def test_executor_names_say_which_executor_served(path, name):
     f = kx.function(lambda x: np.sum(x * 2.0) + 1.0, **PATHS[path])
     f(np.ones(100_000))

@@ -19,14 +19,19 @@ from markers import cheap_paths
 
 import kernel_ext as kx
 
-PATHS = {"auto": {}, "numpy": {"backend": "numpy"}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "auto": {},
+    "numpy": {"backend": "numpy"},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 @pytest.fixture(autouse=True)
 def _synchronous_kernels():
     """Kernels compile in the calling thread, so each call runs the executor it asks for."""
     from kernel_ext.backends import fused
+
     old = fused.set_synchronous(True)
     yield
     fused.set_synchronous(old)
@@ -148,8 +153,12 @@ def test_methods_of_a_numpy_scalar_argument_keep_it_a_scalar(path):
 def test_0d_results_inside_containers_follow_numpy(path):
     def nested(c, a, b):
         s = a + b
-        return {"where": np.where(c, a, b), "sum": s,
-                "pair": (a.copy(), np.sum(a)), "items": [s.astype(np.float32), a[...] * 2]}
+        return {
+            "where": np.where(c, a, b),
+            "sum": s,
+            "pair": (a.copy(), np.sum(a)),
+            "items": [s.astype(np.float32), a[...] * 2],
+        }
 
     _assert_same(_traced(nested, path, C, A, B), nested(C, A, B))
 
@@ -194,8 +203,11 @@ _STEPS = {
 
 
 @settings(max_examples=40, deadline=None)
-@given(chain=st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=4),
-       path=st.sampled_from(sorted(PATHS)), scalar_arg=st.booleans())
+@given(
+    chain=st.lists(st.sampled_from(sorted(_STEPS)), min_size=1, max_size=4),
+    path=st.sampled_from(sorted(PATHS)),
+    scalar_arg=st.booleans(),
+)
 def test_op_chains_ending_in_0d_match_numpy(chain, path, scalar_arg):
     def fn(x, y):
         for step in chain:
@@ -298,8 +310,11 @@ def test_compiled_whole_graph_returns_numpys_0d_forms():
     f = kx.function(_mixed, jit_compile=True)
     f(C, A, B)
     got = f(C, A, B)
-    kinds = [s["kind"] for s in f.get_concrete_function(C, A, B).executable.segments
-             if s.get("role") != "fallback"]
+    kinds = [
+        s["kind"]
+        for s in f.get_concrete_function(C, A, B).executable.segments
+        if s.get("role") != "fallback"
+    ]
     assert kinds == ["whole-graph"]  # (the compiled function ran, not its fallback)
     _assert_same(got, _mixed(C, A, B))
     got[0][()] = 9.0  # the caller's own array: the next call's result is not it
@@ -314,7 +329,7 @@ def test_asarray_of_a_0d_argument_is_the_callers_array_or_a_new_one(path, make):
 
     def g(x):
         a = np.asarray(x)
-        a[()] = 7.0   # reaches the caller's array; a NumPy scalar stays as it was
+        a[()] = 7.0  # reaches the caller's array; a NumPy scalar stays as it was
         return a
 
     for fn in (f, g):

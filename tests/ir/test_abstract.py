@@ -30,8 +30,9 @@ def test_broadcast_shapes_is_numpys_on_known_shapes(shapes):
 def test_broadcast_shapes_with_unknown_dims_is_consistent_with_every_filling(shapes, data):
     """A ``None`` dim stands for any size: the answer's known dims hold for every filling that
     NumPy accepts, and its unknown dims are exactly where fillings disagree."""
-    masked = [tuple(None if data.draw(st.booleans(), label="mask") else d for d in s)
-              for s in shapes]
+    masked = [
+        tuple(None if data.draw(st.booleans(), label="mask") else d for d in s) for s in shapes
+    ]
     try:
         got = broadcast_shapes(*masked)
     except ValueError:

@@ -30,7 +30,7 @@ def test_abstract_eval_follows_numpy_promotion():
     g = Graph("p")
     i8 = g.placeholder("i", (3,), np.int8)
     f32 = g.placeholder("f", (3,), np.float32)
-    assert g.create_node(OpKind.ADD, (i8, 1)).aval.dtype == np.int8       # weak int
+    assert g.create_node(OpKind.ADD, (i8, 1)).aval.dtype == np.int8  # weak int
     assert g.create_node(OpKind.ADD, (f32, 1.0)).aval.dtype == np.float32  # weak float
     assert g.create_node(OpKind.ADD, (i8, 1.5)).aval.dtype == np.float64
     assert g.create_node(OpKind.ADD, (i8, f32)).aval.dtype == np.float32
@@ -56,16 +56,18 @@ def test_lint_accepts_traced_graphs_and_rejects_broken_ones():
 
 
 def test_printer_is_stable():
-    expected = ("graph f(x: float32[2, 3]) {\n"
-                "  %multiply = multiply(%x, 2.0) : float32[2, 3]\n"
-                "  %sum = sum(%multiply, axis=1) : float32[2]\n"
-                "  return (%sum)\n}")
+    expected = (
+        "graph f(x: float32[2, 3]) {\n"
+        "  %multiply = multiply(%x, 2.0) : float32[2, 3]\n"
+        "  %sum = sum(%multiply, axis=1) : float32[2]\n"
+        "  return (%sum)\n}"
+    )
     assert str(small_graph()) == expected
     assert str(small_graph()) == str(small_graph())
 
 
 def test_interpreter_runs_the_graph():
-    out, = interpret(small_graph(), [np.ones((2, 3), np.float32)])
+    (out,) = interpret(small_graph(), [np.ones((2, 3), np.float32)])
     np.testing.assert_array_equal(out, [6, 6])
     assert out.dtype == np.float32
 

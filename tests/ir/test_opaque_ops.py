@@ -34,8 +34,9 @@ from kernel_ext.passes.rewrite import is_pure
 def _call_graph(fn, template, out_aval, op=OpKind.NUMPY_CALL, shape=(4,)):
     g = Graph("g")
     x = g.placeholder("x", shape, np.float64)
-    node = g.create_node(op, (x,), {"fn": fn, "template": template, "out_aval": out_aval},
-                         name="call")
+    node = g.create_node(
+        op, (x,), {"fn": fn, "template": template, "out_aval": out_aval}, name="call"
+    )
     return g, x, node
 
 
@@ -56,15 +57,17 @@ def test_type_names_in_graph_def():
 
 
 def test_single_result_numpy_call_is_pure_but_never_fused():
-    g, x, node = _call_graph(np.roll, CallTemplate((Operand(0), 1), ()),
-                             AbstractValue((4,), np.dtype(np.float64)))
+    g, x, node = _call_graph(
+        np.roll, CallTemplate((Operand(0), 1), ()), AbstractValue((4,), np.dtype(np.float64))
+    )
     assert is_pure(node) and not default_can_fuse(node)
 
 
 def test_multi_result_numpy_call_is_not_pure_and_lints():
     out = (AbstractValue((None,), np.dtype(np.float64)), AbstractValue((None,), np.dtype(np.int64)))
-    g, x, node = _call_graph(np.unique, CallTemplate((Operand(0),), (("return_counts", True),)),
-                             out)
+    g, x, node = _call_graph(
+        np.unique, CallTemplate((Operand(0),), (("return_counts", True),)), out
+    )
     a = g.create_node(OpKind.GET_OUTPUT, (node,), {"index": 0})
     g.outputs = [a]
     lint(g)
@@ -81,8 +84,11 @@ def test_random_call_is_never_pruned_folded_or_merged():
     g = Graph("g")
     x = g.placeholder("x", (2,), np.float64)
     state = np.random.RandomState(0)
-    attrs = {"fn": state.rand, "template": CallTemplate((2,), ()),
-             "out_aval": AbstractValue((2,), np.dtype(np.float64))}
+    attrs = {
+        "fn": state.rand,
+        "template": CallTemplate((2,), ()),
+        "out_aval": AbstractValue((2,), np.dtype(np.float64)),
+    }
     a = g.create_node(OpKind.RANDOM_CALL, (), dict(attrs))
     g.create_node(OpKind.RANDOM_CALL, (), dict(attrs))  # unused
     g.outputs = [g.create_node(OpKind.ADD, (x, a))]
@@ -94,8 +100,11 @@ def test_random_call_is_never_pruned_folded_or_merged():
 def test_numpy_call_on_constants_folds_and_equal_calls_merge():
     g = Graph("g")
     c = g.constant(np.arange(3.0))
-    attrs = {"fn": np.roll, "template": CallTemplate((Operand(0), 1), ()),
-             "out_aval": AbstractValue((3,), np.dtype(np.float64))}
+    attrs = {
+        "fn": np.roll,
+        "template": CallTemplate((Operand(0), 1), ()),
+        "out_aval": AbstractValue((3,), np.dtype(np.float64)),
+    }
     a = g.create_node(OpKind.NUMPY_CALL, (c,), dict(attrs))
     b = g.create_node(OpKind.NUMPY_CALL, (c,), dict(attrs, _where="elsewhere"))
     g.outputs = [a, b]
@@ -107,19 +116,24 @@ def test_numpy_call_on_constants_folds_and_equal_calls_merge():
 
 
 def test_interpreter_runs_the_call_on_run_time_values():
-    g, x, node = _call_graph(np.cumsum, CallTemplate((Operand(0),), ()),
-                             AbstractValue((4,), np.dtype(np.float64)))
+    g, x, node = _call_graph(
+        np.cumsum, CallTemplate((Operand(0),), ()), AbstractValue((4,), np.dtype(np.float64))
+    )
     g.outputs = [node]
     (out,) = interpret(g, [np.arange(4.0)])
     np.testing.assert_array_equal(out, np.cumsum(np.arange(4.0)))
 
 
 def test_interpreter_checks_the_result_against_the_trace():
-    g, x, node = _call_graph(np.unique, CallTemplate((Operand(0),), ()),
-                             AbstractValue((4,), np.dtype(np.float64)))
+    g, x, node = _call_graph(
+        np.unique, CallTemplate((Operand(0),), ()), AbstractValue((4,), np.dtype(np.float64))
+    )
     g.outputs = [node]
-    with pytest.raises(OpaqueResultError, match=r"float64\[2\] at run time, but its trace "
-                                                r"found float64\[4\]"):
+    with pytest.raises(
+        OpaqueResultError,
+        match=r"float64\[2\] at run time, but its trace "
+        r"found float64\[4\]",
+    ):
         interpret(g, [np.array([1.0, 1.0, 2.0, 2.0])])
 
 
@@ -139,18 +153,27 @@ def test_templates_fill_nested_slots():
     assert args == (["A", {"k": "B"}], 3) and kwargs == {"axis": "B"}
 
 
-@pytest.mark.parametrize("fn, name", [
-    (np.einsum, "np.einsum"), (np.linalg.norm, "np.linalg.norm"), (np.fft.rfft, "np.fft.rfft"),
-    (np.maximum.accumulate, "np.maximum.accumulate"), (np.random.rand, "np.random.rand"),
-    (np.random.default_rng(0).normal, "Generator.normal"),
-])
+@pytest.mark.parametrize(
+    "fn, name",
+    [
+        (np.einsum, "np.einsum"),
+        (np.linalg.norm, "np.linalg.norm"),
+        (np.fft.rfft, "np.fft.rfft"),
+        (np.maximum.accumulate, "np.maximum.accumulate"),
+        (np.random.rand, "np.random.rand"),
+        (np.random.default_rng(0).normal, "Generator.normal"),
+    ],
+)
 def test_call_names(fn, name):
     assert call_name(fn) == name
 
 
 def test_printer_and_graph_def_name_the_function_not_its_address():
-    g, x, node = _call_graph(np.roll, CallTemplate((Operand(0), 1), (("axis", 0),)),
-                             AbstractValue((4,), np.dtype(np.float64)))
+    g, x, node = _call_graph(
+        np.roll,
+        CallTemplate((Operand(0), 1), (("axis", 0),)),
+        AbstractValue((4,), np.dtype(np.float64)),
+    )
     g.outputs = [node]
     text = str(g)
     assert "%call = numpy_call(%x, fn=np.roll, template=($0, 1, axis=0)) : float64[4]" in text
@@ -161,6 +184,7 @@ def test_printer_and_graph_def_name_the_function_not_its_address():
 
 def test_a_template_of_only_immutable_arguments_is_constant_and_filled_once():
     from kernel_ext.ir.calls import CallTemplate, Operand
+
     assert CallTemplate((0.0, 0.05), (("size", (30,)),)).constant()
     assert CallTemplate((np.float32(1.5), None, "x"), ()).constant()
     # a slot, a list (the call could change it), an array: filled at every call

@@ -20,28 +20,58 @@ from kernel_ext.ir import (
     OpKind,
 )
 
-_BINARY = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv,
-           "//": operator.floordiv, "%": operator.mod, "<": operator.lt, "<=": operator.le,
-           ">": operator.gt, ">=": operator.ge, "==": operator.eq, "!=": operator.ne,
-           "&": operator.and_, "|": operator.or_, "^": operator.xor, "<<": operator.lshift,
-           ">>": operator.rshift, "@": operator.matmul}
+_BINARY = {
+    "+": operator.add,
+    "-": operator.sub,
+    "*": operator.mul,
+    "/": operator.truediv,
+    "//": operator.floordiv,
+    "%": operator.mod,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+    "==": operator.eq,
+    "!=": operator.ne,
+    "&": operator.and_,
+    "|": operator.or_,
+    "^": operator.xor,
+    "<<": operator.lshift,
+    ">>": operator.rshift,
+    "@": operator.matmul,
+}
 _UNARY = {"-": operator.neg, "~": operator.invert}
 
 _SAMPLES = {
-    "f": [np.array([[-2.5, -0.0], [0.0, np.nan]], np.float32),
-          np.array([[1.5, np.inf], [-3.0, 2.0]], np.float32), np.float64(-0.0), 3.0],
-    "i": [np.array([[-7, 0], [5, np.iinfo(np.int16).min]], np.int16),
-          np.array([[2, -3], [1, 4]], np.int16), np.int64(3), 2],
-    "b": [np.array([[True, False], [True, True]]), np.array([[False, False], [True, False]]),
-          np.bool_(True), True],
+    "f": [
+        np.array([[-2.5, -0.0], [0.0, np.nan]], np.float32),
+        np.array([[1.5, np.inf], [-3.0, 2.0]], np.float32),
+        np.float64(-0.0),
+        3.0,
+    ],
+    "i": [
+        np.array([[-7, 0], [5, np.iinfo(np.int16).min]], np.int16),
+        np.array([[2, -3], [1, 4]], np.int16),
+        np.int64(3),
+        2,
+    ],
+    "b": [
+        np.array([[True, False], [True, True]]),
+        np.array([[False, False], [True, False]]),
+        np.bool_(True),
+        True,
+    ],
 }
 
 
 def _same(a: object, b: object) -> bool:
     a, b = np.asarray(a), np.asarray(b)
-    return a.dtype == b.dtype and a.shape == b.shape and bool(
-        np.array_equal(a, b, equal_nan=a.dtype.kind in "fc")) and (
-        a.dtype.kind != "f" or bool(np.array_equal(np.signbit(a), np.signbit(b))))
+    return (
+        a.dtype == b.dtype
+        and a.shape == b.shape
+        and bool(np.array_equal(a, b, equal_nan=a.dtype.kind in "fc"))
+        and (a.dtype.kind != "f" or bool(np.array_equal(np.signbit(a), np.signbit(b))))
+    )
 
 
 @pytest.mark.parametrize("op", [k for k in OpKind if k.operator], ids=str)
@@ -51,9 +81,17 @@ def test_operator_applies_exactly_the_ops_ufunc(op: OpKind) -> None:
     py = table[op.operator]
     checked = 0
     for values in _SAMPLES.values():
-        pairs = [(values[0],), (values[1],)] if fn.nin == 1 else \
-            [(values[0], values[1]), (values[0], values[2]), (values[2], values[1]),
-             (values[0], values[3]), (values[3], values[1])]
+        pairs = (
+            [(values[0],), (values[1],)]
+            if fn.nin == 1
+            else [
+                (values[0], values[1]),
+                (values[0], values[2]),
+                (values[2], values[1]),
+                (values[0], values[3]),
+                (values[3], values[1]),
+            ]
+        )
         for args in pairs:
             with np.errstate(all="ignore"):
                 try:
@@ -69,8 +107,7 @@ def test_operator_applies_exactly_the_ops_ufunc(op: OpKind) -> None:
 def test_dunder_is_ndarrays_protocol_for_the_op(op: OpKind) -> None:
     fn = op.ufunc or op.numpy_function
     # float operands, or ints for the bit operators
-    x, y = _SAMPLES["f" if "f->" in "".join(fn.types) or "ff->" in "".join(fn.types)
-                    else "i"][:2]
+    x, y = _SAMPLES["f" if "f->" in "".join(fn.types) or "ff->" in "".join(fn.types) else "i"][:2]
     method = getattr(np.ndarray, f"__{op.dunder}__")
     with np.errstate(all="ignore"):
         got = method(x) if fn.nin == 1 else method(x, y)
@@ -129,13 +166,18 @@ def test_reductions_that_are_not_methods_are_numpy_functions_or_ufunc_methods() 
         fn = op.numpy_function
         assert fn is not None, op
         if "quantile" in op.value or "percentile" in op.value:
-            assert np.shape(fn(x, [0.25, 0.5] if "quantile" in op.value else [25, 50],
-                               axis=1)) == (2, 2)
+            assert np.shape(fn(x, [0.25, 0.5] if "quantile" in op.value else [25, 50], axis=1)) == (
+                2,
+                2,
+            )
         elif op.group is OpGroup.REDUCTION:
             assert np.shape(fn(x, axis=1)) == (2,), op
         # the nan functions ignore NaN: equal to the plain function where there is none
-        if op.value.startswith("nan") and "quantile" not in op.value and \
-                "percentile" not in op.value:
+        if (
+            op.value.startswith("nan")
+            and "quantile" not in op.value
+            and "percentile" not in op.value
+        ):
             plain = getattr(np, op.value[3:])
             assert _same(fn(x[1:], axis=1), plain(x[1:], axis=1)), op
 
@@ -149,14 +191,25 @@ def test_multi_output_ops_are_the_ufuncs_with_several_outputs() -> None:
 
 
 def test_new_elementwise_ufuncs_map_onto_numpy() -> None:
-    for name in ("nextafter", "spacing", "ldexp", "frexp", "modf", "divmod", "degrees",
-                 "radians", "bitwise_count"):
+    for name in (
+        "nextafter",
+        "spacing",
+        "ldexp",
+        "frexp",
+        "modf",
+        "divmod",
+        "degrees",
+        "radians",
+        "bitwise_count",
+    ):
         op = OpKind(name)
         assert op.group is OpGroup.ELEMENTWISE and UFUNC_OPS[getattr(np, name)] is op
     # ldexp's loops mix a float and an int operand: not a loop the kernels call
     assert not OpKind.LDEXP.kernel_loop
-    assert all(t.split("->")[0] in ("fi", "fl", "ei", "el", "di", "dl", "gi", "gl", "fq",
-                                   "dq", "eq", "gq") for t in np.ldexp.types)
+    assert all(
+        t.split("->")[0] in ("fi", "fl", "ei", "el", "di", "dl", "gi", "gl", "fq", "dq", "eq", "gq")
+        for t in np.ldexp.types
+    )
 
 
 def test_ufunc_at_is_a_fresh_indexing_op() -> None:
@@ -166,14 +219,20 @@ def test_ufunc_at_is_a_fresh_indexing_op() -> None:
 
 def test_fresh_ops_never_return_a_view() -> None:
     x = np.arange(6.0).reshape(2, 3)
-    fresh = {OpKind.COPY: lambda: np.copy(x),
-             OpKind.CONCATENATE: lambda: np.concatenate([x, x]),
-             OpKind.STACK: lambda: np.stack([x, x])}
+    fresh = {
+        OpKind.COPY: lambda: np.copy(x),
+        OpKind.CONCATENATE: lambda: np.concatenate([x, x]),
+        OpKind.STACK: lambda: np.stack([x, x]),
+    }
     for op, make in fresh.items():
         assert op.fresh and not op.may_alias and op not in VIEW_OPS
         assert not np.shares_memory(make(), x)
-    views = {OpKind.RESHAPE: x.reshape(3, 2), OpKind.TRANSPOSE: x.T,
-             OpKind.GETITEM: x[1:], OpKind.EXPAND_DIMS: np.expand_dims(x, 0)}
+    views = {
+        OpKind.RESHAPE: x.reshape(3, 2),
+        OpKind.TRANSPOSE: x.T,
+        OpKind.GETITEM: x[1:],
+        OpKind.EXPAND_DIMS: np.expand_dims(x, 0),
+    }
     for op, view in views.items():
         assert op.may_alias and op.passes_through and op in VIEW_OPS
         assert np.shares_memory(view, x)

@@ -41,7 +41,6 @@ class Cells:
         return error
 
 
-
 @pytest.fixture
 def cells() -> Any:
     shell = InteractiveShell.instance()

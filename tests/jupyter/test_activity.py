@@ -24,8 +24,10 @@ class Events:
     """IPython's ``shell.events``, reduced to what the poller uses."""
 
     def __init__(self) -> None:
-        self.callbacks: dict[str, list[Callable[..., Any]]] = {"pre_run_cell": [],
-                                                                 "post_run_cell": []}
+        self.callbacks: dict[str, list[Callable[..., Any]]] = {
+            "pre_run_cell": [],
+            "post_run_cell": [],
+        }
 
     def register(self, name: str, callback: Callable[..., Any]) -> None:
         self.callbacks[name].append(callback)
@@ -129,8 +131,10 @@ def poller():
 def test_followers_of_a_shell_share_one_pair_of_hooks_until_the_last_leaves(poller):
     shell = Shell()
     first, second = poller.follow(shell), poller.follow(shell)
-    assert shell.events.callbacks == {"pre_run_cell": [poller.pre_run_cell],
-                                      "post_run_cell": [poller.post_run_cell]}
+    assert shell.events.callbacks == {
+        "pre_run_cell": [poller.pre_run_cell],
+        "post_run_cell": [poller.post_run_cell],
+    }
     first()
     first()  # undoing twice undoes nothing more
     assert poller.shell is shell and len(shell.events.callbacks["post_run_cell"]) == 1

@@ -21,6 +21,7 @@ def make_step() -> Any:
             loss = np.mean((np.tanh(x @ w) - y) ** 2)
         w.assign_sub(0.1 * tape.gradient(loss, w))
         return loss
+
     fn = kx.function(step, backend="numpy")
     fn(np.ones((4, 3)), np.zeros((4, 2)))
     return fn
@@ -40,7 +41,8 @@ def test_graph_svg_colours_backward_nodes_and_adds_a_legend_entry() -> None:
     svg = graph_svg(fn.concrete_functions[0])
     assert "backward (gradient) op" in svg
     assert svg.count("(backward pass)") == sum(
-        bool(n.attrs.get("_backward")) for n in fn.concrete_functions[0].graph.nodes)
+        bool(n.attrs.get("_backward")) for n in fn.concrete_functions[0].graph.nodes
+    )
     plain = kx.function(lambda x: np.tanh(x) * 2.0, backend="numpy")
     plain(np.ones(2))
     assert "backward" not in graph_svg(plain.concrete_functions[0])

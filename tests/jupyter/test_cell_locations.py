@@ -16,7 +16,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SCRIPT = r'''
+SCRIPT = r"""
 import json, warnings
 from IPython.core.interactiveshell import InteractiveShell
 shell = InteractiveShell.instance()
@@ -40,12 +40,13 @@ print(json.dumps({
     "loops": list(shell.user_ns["scale"].concrete_functions[-1].loops),
     "loaded": loaded,
     "filename": shell.user_ns["scale"].python_function.__code__.co_filename}))
-'''
+"""
 
 
 def test_messages_name_cells_without_the_extension_loaded():
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                         cwd=ROOT, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, cwd=ROOT, timeout=300
+    )
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout.strip().splitlines()[-1])
     assert not seen["loaded"]

@@ -39,10 +39,17 @@ def test_dask_views_link_the_dashboard_of_the_distributed_client():
     distributed = pytest.importorskip("distributed")
     # (without bokeh the dashboard's address serves a page saying how to install it)
     f = kx.function(_chain)
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=1, processes=False,
-                                  protocol="tcp", host="127.0.0.1",
-                                  dashboard_address="127.0.0.1:0") as cluster, \
-            distributed.Client(cluster) as client:
+    with (
+        distributed.LocalCluster(
+            n_workers=1,
+            threads_per_worker=1,
+            processes=False,
+            protocol="tcp",
+            host="127.0.0.1",
+            dashboard_address="127.0.0.1:0",
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
         link = client.dashboard_link
         assert link.startswith("http://127.0.0.1:")
         f(da.ones((4, 4), chunks=(2, 2)))
@@ -63,8 +70,14 @@ def test_dask_views_link_the_dashboard_of_the_distributed_client():
 @pytest.mark.parametrize("link", ["javascript:alert(1)", "", None, 8787, "ftp://host/x"])
 def test_dask_views_never_link_an_address_that_is_not_http(link):
     assert records.dashboard_url(link) is None
-    row = {"id": "1", "inputs": "x", "outputs": "y", "nodes": "1 → 1",
-           "backend": "dask · 3 tasks", "dashboard": link}
+    row = {
+        "id": "1",
+        "inputs": "x",
+        "outputs": "y",
+        "nodes": "1 → 1",
+        "backend": "dask · 3 tasks",
+        "dashboard": link,
+    }
     assert "<a " not in render.signatures_html([row])
 
 

@@ -63,4 +63,5 @@ def test_graph_nodes_carry_their_source_line_and_loop_bodies_sit_inside_the_loop
     # the function's own nodes are listed as before, in program order, first of their ids
     top = [n for n in payload["nodes"] if n.get("inside") is None]
     assert [n["op"] for n in top] == [
-        op.op.value for op in fn.concrete_functions[0].graph.get_operations()]
+        op.op.value for op in fn.concrete_functions[0].graph.get_operations()
+    ]

@@ -20,10 +20,12 @@ Y = (np.sin(3 * X[:, :1]) * X[:, 1:] > 0).astype(np.float64)
 
 
 def make_train_step():
-    params = [kx.Variable(rng.normal(size=(2, 32)) * 0.5, name="w1"),
-              kx.Variable(np.zeros(32), name="b1"),
-              kx.Variable(rng.normal(size=(32, 1)) * 0.2, name="w2"),
-              kx.Variable(np.zeros(1), name="b2")]
+    params = [
+        kx.Variable(rng.normal(size=(2, 32)) * 0.5, name="w1"),
+        kx.Variable(np.zeros(32), name="b1"),
+        kx.Variable(rng.normal(size=(32, 1)) * 0.2, name="w2"),
+        kx.Variable(np.zeros(1), name="b2"),
+    ]
     optimizer = kx.optimizers.Adam(learning_rate=0.05)
 
     def train_step(x, y):
@@ -59,11 +61,14 @@ def test_a_training_step_is_drawn_one_box_per_line_and_fits_a_cell_at_full_size(
     assert "ops · gradient" in svg
     # fits a notebook cell (≥ 660 px wide) without scaling: labels stay 11 px
     assert _natural_width(svg) <= render.PICTURE_WIDTH + 20
-    assert 'font-size: 11px' in svg
+    assert "font-size: 11px" in svg
     # the same groups as the sidebar's default (by line): the payload's lines of each pass
     payload = inspector.graph_payload(cf)
-    lines = {(bool(n.get("backward")), n["line"]) for n in payload["nodes"]
-             if n.get("line") and not n.get("inside")}
+    lines = {
+        (bool(n.get("backward")), n["line"])
+        for n in payload["nodes"]
+        if n.get("line") and not n.get("inside")
+    }
     grouped = re.findall(r'<g class="kx-graph-line"><title>([^\n<]*)', svg)
     assert len(grouped) <= len(lines)
     assert {t.split(":")[0] for t in grouped} <= {line.split(", ")[-1] for _, line in lines}
@@ -85,8 +90,10 @@ def test_kernels_split_across_lines_are_counted_not_listed_in_a_grouped_picture(
 
     class Executable:  # kernels of three ops each, spanning lines
         backend = "numba_cpu"
-        segments = [{"label": f"kernel {k}", "nodes": names[k * 3:k * 3 + 3]}
-                    for k in range(len(names) // 3)]
+        segments = [
+            {"label": f"kernel {k}", "nodes": names[k * 3 : k * 3 + 3]}
+            for k in range(len(names) // 3)
+        ]
 
     svg = render.graph_svg(type("CF", (), {"graph": cf.graph, "executable": Executable()})())
     listed = re.findall(r">kernel \d+ \[numba_cpu\]<", svg)

@@ -49,8 +49,7 @@ def test_the_sidebar_payload_says_text_kind_note_and_output(traced):
 def test_attributes_read_as_numpy_keywords_without_defaults():
     fn = kx.function(lambda x: x.sum(axis=0), autograph=False, backend="numpy")
     fn(np.ones((2, 3)))
-    (total,) = [n for n in fn.concrete_functions[0].graph.get_operations()
-                if n.op.value == "sum"]
+    (total,) = [n for n in fn.concrete_functions[0].graph.get_operations() if n.op.value == "sum"]
     assert nodetext.node_text(total) == "sum(·, axis=0)"
 
 
@@ -90,7 +89,7 @@ def test_long_texts_are_clipped_with_an_ellipsis():
 def test_the_monitor_picture_fits_the_width_and_shows_literals(traced):
     svg = render.graph_svg(traced)
     # Fit to the cell's width, never enlarged beyond the natural size.
-    opening = svg[:svg.index(">")]
+    opening = svg[: svg.index(">")]
     assert 'width="100%"' in opening and "height: auto" in opening
     natural = re.search(r'viewBox="0 0 (\d+) (\d+)"', opening)
     assert natural and f"max-width: {natural.group(1)}px" in opening

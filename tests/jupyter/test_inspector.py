@@ -38,8 +38,14 @@ class RecordingComm(BaseComm):
         self.published: list[tuple[str, dict]] = []
         super().__init__(*args, **kwargs)
 
-    def publish_msg(self, msg_type: str, data: Any = None, metadata: Any = None,
-                    buffers: Any = None, **keys: Any) -> None:
+    def publish_msg(
+        self,
+        msg_type: str,
+        data: Any = None,
+        metadata: Any = None,
+        buffers: Any = None,
+        **keys: Any,
+    ) -> None:
         self.published.append((msg_type, data))
 
     def sent(self) -> list[dict]:
@@ -58,17 +64,18 @@ class FakeFrontend:
         comm_id = uuid.uuid4().hex
         if data is None:
             data = {"type": "request_snapshot", "protocol_version": p.PROTOCOL_VERSION}
-        self.manager.comm_open(None, None, {"content": {
-            "comm_id": comm_id, "target_name": p.COMM_TARGET, "data": data}})
+        self.manager.comm_open(
+            None,
+            None,
+            {"content": {"comm_id": comm_id, "target_name": p.COMM_TARGET, "data": data}},
+        )
         return self.manager.comms.get(comm_id)
 
     def send(self, channel: RecordingComm, data: Any) -> None:
-        self.manager.comm_msg(None, None, {"content": {"comm_id": channel.comm_id,
-                                                       "data": data}})
+        self.manager.comm_msg(None, None, {"content": {"comm_id": channel.comm_id, "data": data}})
 
     def close(self, channel: RecordingComm) -> None:
-        self.manager.comm_close(None, None, {"content": {"comm_id": channel.comm_id,
-                                                         "data": {}}})
+        self.manager.comm_close(None, None, {"content": {"comm_id": channel.comm_id, "data": {}}})
 
 
 @pytest.fixture
@@ -108,12 +115,17 @@ def ours(message: dict, *functions: Any) -> dict[str, p.FunctionInfo]:
 def make_dense() -> Any:
     def dense(x):
         return np.tanh(x * 2.0).sum()
+
     return kx.function(dense, autograph=False)
 
 
 def request_graph(function: Any, signature: str) -> dict:
-    return {"type": "request_graph", "protocol_version": p.PROTOCOL_VERSION,
-            "function": inspector.function_id(function), "signature": signature}
+    return {
+        "type": "request_graph",
+        "protocol_version": p.PROTOCOL_VERSION,
+        "function": inspector.function_id(function),
+        "signature": signature,
+    }
 
 
 # --------------------------------------------------------------------------------------------
@@ -157,12 +169,14 @@ def test_a_frontend_comm_gets_a_snapshot_of_live_functions(running, frontend):
     assert [s["inputs"] for s in info["signatures"]] == ["x: float32[2]", "x: float32[3]"]
     assert [s["outputs"] for s in info["signatures"]] == ["float32[]", "float32[]"]
     assert [r["cause"] for r in info["retraces"]] == ["first trace", "shape"]
-    assert info["retraces"][1]["diffs"] == [{"argument": "x", "old": "float32[2]",
-                                             "new": "float32[3]"}]
+    assert info["retraces"][1]["diffs"] == [
+        {"argument": "x", "old": "float32[2]", "new": "float32[3]"}
+    ]
     # Copyable code that stops shape retraces (the engine chooses which).
     assert re.search(r"input_signature|reduce_retracing", info["retraces"][1]["fix"])
-    assert info["cost_ms"] == pytest.approx(info["counters"]["trace_ms"]
-                                            + info["counters"]["compile_ms"])
+    assert info["cost_ms"] == pytest.approx(
+        info["counters"]["trace_ms"] + info["counters"]["compile_ms"]
+    )
 
 
 def test_request_snapshot_on_an_open_comm_is_answered_on_that_comm(running, frontend):
@@ -214,6 +228,7 @@ def test_request_graph_answers_with_the_nodes_and_edges_of_that_signature(runnin
 def test_a_control_flow_node_is_one_node_with_its_sub_graphs_summarised(running, frontend):
     def clipped(x):
         return kx.cond(x.sum() > 0, lambda: x * 2.0, lambda: -x)
+
     # The NumPy executor: what is tested here is the payload, not a backend's fusion.
     fn = kx.function(clipped, autograph=False, backend="numpy")
     fn(np.ones(3))
@@ -228,12 +243,16 @@ def test_fused_segments_reported_by_the_executable_mark_their_nodes():
     dense(np.ones(3))
     cf = dense.concrete_functions[0]
     names = [n.name for n in cf.graph.get_operations() if n.op.value in ("tanh", "sum")]
-    executable = SimpleNamespace(backend="numba-cpu", segments=[
-        {"id": 0, "kind": "reduce", "backend": "numba-cpu", "nodes": names,
-         "state": "ready"}])
+    executable = SimpleNamespace(
+        backend="numba-cpu",
+        segments=[
+            {"id": 0, "kind": "reduce", "backend": "numba-cpu", "nodes": names, "state": "ready"}
+        ],
+    )
     graph = inspector.graph_payload(SimpleNamespace(graph=cf.graph, executable=executable))
-    assert graph["segments"] == [{"id": "s0", "backend": "numba-cpu",
-                                  "label": "reduce segment, 2 ops, ready"}]
+    assert graph["segments"] == [
+        {"id": "s0", "backend": "numba-cpu", "label": "reduce segment, 2 ops, ready"}
+    ]
     marked = {n["op"]: n.get("segment") for n in graph["nodes"]}
     assert marked["tanh"] == marked["sum"] == "s0" and marked["placeholder"] is None
     assert p.check_kernel_message(p.graph_message("f", "1", graph)) == []
@@ -244,8 +263,15 @@ def test_request_graph_for_unknown_ids_answers_with_an_error(running, frontend):
     dense(np.ones(2, np.float32))
     channel = frontend.open()
     frontend.send(channel, request_graph(dense, "99"))
-    frontend.send(channel, {"type": "request_graph", "protocol_version": 1,
-                            "function": "__import__('os').system('false')", "signature": "1"})
+    frontend.send(
+        channel,
+        {
+            "type": "request_graph",
+            "protocol_version": 1,
+            "function": "__import__('os').system('false')",
+            "signature": "1",
+        },
+    )
     errors = channel.sent()[1:]
     assert [m["type"] for m in errors] == ["error", "error"]
     assert "no signature '99'" in errors[0]["message"]
@@ -257,21 +283,23 @@ def test_request_graph_for_unknown_ids_answers_with_an_error(running, frontend):
 # --------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("payload", [
-    None,
-    "request_snapshot",
-    [],
-    {},
-    {"type": "request_snapshot"},
-    {"type": "request_snapshot", "protocol_version": 2},
-    {"type": "request_graph", "protocol_version": 1, "function": "f-1"},
-    {"type": "request_graph", "protocol_version": 1, "function": "", "signature": "1"},
-    {"type": "request_graph", "protocol_version": 1, "function": "f" * 300, "signature": "1"},
-    {"type": "request_graph", "protocol_version": 1, "function": 1, "signature": "1"},
-    {"type": "execute", "protocol_version": 1, "code": "raise SystemExit"},
-])
-def test_a_malformed_message_is_ignored_with_a_logged_warning(running, frontend, caplog,
-                                                              payload):
+@pytest.mark.parametrize(
+    "payload",
+    [
+        None,
+        "request_snapshot",
+        [],
+        {},
+        {"type": "request_snapshot"},
+        {"type": "request_snapshot", "protocol_version": 2},
+        {"type": "request_graph", "protocol_version": 1, "function": "f-1"},
+        {"type": "request_graph", "protocol_version": 1, "function": "", "signature": "1"},
+        {"type": "request_graph", "protocol_version": 1, "function": "f" * 300, "signature": "1"},
+        {"type": "request_graph", "protocol_version": 1, "function": 1, "signature": "1"},
+        {"type": "execute", "protocol_version": 1, "code": "raise SystemExit"},
+    ],
+)
+def test_a_malformed_message_is_ignored_with_a_logged_warning(running, frontend, caplog, payload):
     channel = frontend.open()
     with caplog.at_level(logging.WARNING):
         frontend.send(channel, payload)
@@ -282,8 +310,9 @@ def test_a_malformed_message_is_ignored_with_a_logged_warning(running, frontend,
     assert [m["type"] for m in channel.sent()] == ["snapshot", "snapshot"]
 
 
-def test_a_malformed_message_in_comm_open_is_ignored_but_the_comm_is_kept(running, frontend,
-                                                                         caplog):
+def test_a_malformed_message_in_comm_open_is_ignored_but_the_comm_is_kept(
+    running, frontend, caplog
+):
     with caplog.at_level(logging.WARNING):
         channel = frontend.open({"type": "request_snapshot", "protocol_version": "1"})
     assert channel.sent() == [] and "ignoring frontend message" in caplog.text
@@ -293,6 +322,7 @@ def test_a_malformed_message_in_comm_open_is_ignored_but_the_comm_is_kept(runnin
 def test_strings_are_sent_as_raw_text_never_escaped(running, frontend):
     def show(x, tag):
         return x + 1.0
+
     fn = kx.function(show, name=XSS, autograph=False)
     fn(np.ones(2), "<b>")
     channel = frontend.open()
@@ -309,23 +339,25 @@ def test_strings_are_sent_as_raw_text_never_escaped(running, frontend):
 
 def test_each_cell_ends_with_an_update_of_the_changed_functions(running, frontend, shell):
     shell.user_ns.update(np=np, kx=kx)
-    shell.run_cell("@kx.function(autograph=False)\ndef scaled(x):\n    return x * 3.0\n",
-                   store_history=True)
+    shell.run_cell(
+        "@kx.function(autograph=False)\ndef scaled(x):\n    return x * 3.0\n", store_history=True
+    )
     cell = f"[{shell.execution_count - 1}]"
     scaled = shell.user_ns["scaled"]
     idle = make_dense()
     idle(np.ones(2, np.float32))
     channel = frontend.open()
-    shell.run_cell("scaled(np.ones(2))\nscaled(np.ones(2))\nscaled(np.ones(4))",
-                   store_history=True)
+    shell.run_cell("scaled(np.ones(2))\nscaled(np.ones(2))\nscaled(np.ones(4))", store_history=True)
     call_cell = f"[{shell.execution_count - 1}]"
     update = channel.sent()[-1]
     assert update["type"] == "update" and p.check_kernel_message(update) == []
     info = ours(update, scaled)["scaled"]
     assert info["cell"] == cell
     assert info["counters"]["calls"] == 3 and info["counters"]["cache_hits"] == 1
-    assert [r["call_site"] for r in info["retraces"]] == [f"cell {call_cell}, line 1",
-                                                          f"cell {call_cell}, line 3"]
+    assert [r["call_site"] for r in info["retraces"]] == [
+        f"cell {call_cell}, line 1",
+        f"cell {call_cell}, line 3",
+    ]
     # A cell that changes nothing of ours sends nothing about it; the idle function is not
     # resent.  (Functions of other tests may be collected meanwhile: settle them first.)
     gc.collect()
@@ -387,14 +419,14 @@ def test_updates_are_throttled_while_a_cell_runs(manager, frontend, shell):
             "while time.monotonic() < start + 0.5 or (not updated() and\n"
             "                                        time.monotonic() < start + 10):\n"
             "    dense(np.ones(2, np.float32))\n"
-            "dense(np.ones(2, np.float32))\n")  # a change left for the end-of-cell flush
+            "dense(np.ones(2, np.float32))\n"
+        )  # a change left for the end-of-cell flush
         elapsed = time.monotonic() - started
         updates = [m for m in channel.sent() if m["type"] == "update"]
         during = updates[:-1]  # the last one is the end-of-cell flush
         assert during, "counters update while the cell runs"
         assert len(updates) <= elapsed / interval + 2
-        calls = [ours(m, dense)["dense"]["counters"]["calls"] for m in updates
-                 if ours(m, dense)]
+        calls = [ours(m, dense)["dense"]["counters"]["calls"] for m in updates if ours(m, dense)]
         assert calls == sorted(calls) and calls[-1] == dense.stats["calls"]
     finally:
         inspector.stop()
@@ -402,7 +434,7 @@ def test_updates_are_throttled_while_a_cell_runs(manager, frontend, shell):
 
 def test_comms_left_open_by_page_reloads_are_tolerated(running, frontend, caplog):
     dense = make_dense()
-    old = frontend.open()   # the page that was reloaded: nobody listens any more
+    old = frontend.open()  # the page that was reloaded: nobody listens any more
     new = frontend.open()
     dense(np.ones(2, np.float32))
     assert running.flush()
@@ -410,6 +442,7 @@ def test_comms_left_open_by_page_reloads_are_tolerated(running, frontend, caplog
 
     def broken(*args: Any, **kwargs: Any) -> None:
         raise OSError("socket gone")
+
     old.publish_msg = broken  # type: ignore[method-assign]
     dense(np.ones(3, np.float32))
     with caplog.at_level(logging.WARNING):
@@ -456,8 +489,9 @@ def test_the_comm_idle_longest_is_closed_beyond_the_cap(clocked, frontend):
     assert closed(first) and not closed(second)
 
 
-def test_a_frontend_opening_many_comms_never_evicts_the_sidebar_in_use(running, frontend,
-                                                                       monkeypatch):
+def test_a_frontend_opening_many_comms_never_evicts_the_sidebar_in_use(
+    running, frontend, monkeypatch
+):
     monkeypatch.setattr(inspector, "MAX_FRONTEND_COMMS", 2)
     sidebar = frontend.open()
     # comms that never make a valid request go first, oldest first...
@@ -481,7 +515,7 @@ def test_a_request_keeps_a_comm_in_use(clocked, frontend):
     clock.now += inspector.COMM_IN_USE_S + 1
     dense = make_dense()
     dense(np.ones(2, np.float32))
-    frontend.send(old, request_graph(dense, "1"))   # the user clicked a signature
+    frontend.send(old, request_graph(dense, "1"))  # the user clicked a signature
     newcomer = frontend.open()
     assert running.frontend_comms == [old, newcomer] and closed(recent)
 
@@ -515,6 +549,7 @@ def test_a_real_kernel_announces_answers_and_updates():
 
     km, kc = start_new_kernel(kernel_name="python3")
     try:
+
         def execute(code: str) -> list[dict]:
             """Run ``code``; the comm messages that arrived meanwhile."""
             seen: list[dict] = []
@@ -544,9 +579,11 @@ def test_a_real_kernel_announces_answers_and_updates():
                     return reply["content"]["comms"]
 
         assert comm_info() == {}, "nothing before loading"
-        kc.execute("from kernel_ext.jupyter.inspector import start\nstart(get_ipython())\n"
-                   "import numpy as np, kernel_ext as kx\n"
-                   f"f = kx.function(lambda x: x + 1, name={XSS!r}, autograph=False)\n")
+        kc.execute(
+            "from kernel_ext.jupyter.inspector import start\nstart(get_ipython())\n"
+            "import numpy as np, kernel_ext as kx\n"
+            f"f = kx.function(lambda x: x + 1, name={XSS!r}, autograph=False)\n"
+        )
         (announce,) = comm_messages(lambda m: m["msg_type"] == "comm_open")
         assert announce["content"]["target_name"] == p.COMM_TARGET
         assert announce["content"]["data"]["type"] == "snapshot"
@@ -554,23 +591,42 @@ def test_a_real_kernel_announces_answers_and_updates():
 
         # Open a comm as the sidebar does; the answer arrives on IOPub for that comm.
         comm_id = uuid.uuid4().hex
-        kc.session.send(kc.shell_channel.socket, "comm_open", {
-            "comm_id": comm_id, "target_name": p.COMM_TARGET,
-            "data": {"type": "request_snapshot", "protocol_version": 1}})
+        kc.session.send(
+            kc.shell_channel.socket,
+            "comm_open",
+            {
+                "comm_id": comm_id,
+                "target_name": p.COMM_TARGET,
+                "data": {"type": "request_snapshot", "protocol_version": 1},
+            },
+        )
         snapshot = comm_messages(lambda m: m["content"].get("comm_id") == comm_id)[-1]
         assert snapshot["content"]["data"]["type"] == "snapshot"
         assert p.check_kernel_message(snapshot["content"]["data"]) == []
 
-        (update,) = [m for m in execute("f(np.ones(2)); f(np.ones(3))")
-                     if m["content"].get("comm_id") == comm_id]
+        (update,) = [
+            m
+            for m in execute("f(np.ones(2)); f(np.ones(3))")
+            if m["content"].get("comm_id") == comm_id
+        ]
         data = update["content"]["data"]
         assert data["type"] == "update" and p.check_kernel_message(data) == []
         (entry,) = [f for f in data["functions"] if f["name"] == XSS]
         assert len(entry["signatures"]) == 2 and entry["counters"]["calls"] == 2
 
-        kc.session.send(kc.shell_channel.socket, "comm_msg", {
-            "comm_id": comm_id, "data": {"type": "request_graph", "protocol_version": 1,
-                                         "function": entry["id"], "signature": "2"}})
+        kc.session.send(
+            kc.shell_channel.socket,
+            "comm_msg",
+            {
+                "comm_id": comm_id,
+                "data": {
+                    "type": "request_graph",
+                    "protocol_version": 1,
+                    "function": entry["id"],
+                    "signature": "2",
+                },
+            },
+        )
         graph = comm_messages(lambda m: m["content"].get("comm_id") == comm_id)[-1]
         assert graph["content"]["data"]["type"] == "graph"
         assert p.check_kernel_message(graph["content"]["data"]) == []

@@ -67,9 +67,19 @@ def test_graph_picture_titles_a_graph_loop_with_its_statement():
 def test_monitor_and_report_list_the_loops(fn):
     (row,) = records.signature_rows(fn)
     assert row.loops == fn.concrete_functions[0].loops
-    html = render.signatures_html([{"id": row.id, "inputs": row.signature,
-                                    "outputs": row.outputs, "nodes": "", "backend": "",
-                                    "last_used": row.last_used, "loops": row.loops}])
+    html = render.signatures_html(
+        [
+            {
+                "id": row.id,
+                "inputs": row.signature,
+                "outputs": row.outputs,
+                "nodes": "",
+                "backend": "",
+                "last_used": row.last_used,
+                "loops": row.loops,
+            }
+        ]
+    )
     assert "`for j in range(n):` — a graph loop" in html
     reports = report.build_report([fn])
     assert reports[0].loops == list(row.loops)
@@ -77,20 +87,18 @@ def test_monitor_and_report_list_the_loops(fn):
 
 
 def test_trace_time_errors_and_loop_notes_name_the_notebook_cell_and_line(cells):
-    cells.run("@kx.function\n"
-              "def f(x):\n"
-              "    n = 0\n"
-              "    for i in range(3):\n"
-              "        x = x + 1\n"
-              "    return [1.0, 2.0][int(x.sum())]")
+    cells.run(
+        "@kx.function\n"
+        "def f(x):\n"
+        "    n = 0\n"
+        "    for i in range(3):\n"
+        "        x = x + 1\n"
+        "    return [1.0, 2.0][int(x.sum())]"
+    )
     defined = cells.number
     error = cells.error("f(np.ones(2))")
     assert f"cell [{defined}], line 6: `return [1.0, 2.0][int(x.sum())]`" in str(error)
-    cells.run("@kx.function\n"
-              "def g(x):\n"
-              "    for i in range(3):\n"
-              "        x = x + 1\n"
-              "    return x")
+    cells.run("@kx.function\ndef g(x):\n    for i in range(3):\n        x = x + 1\n    return x")
     defined = cells.number
     cells.run("g(np.ones(2))")
     (note,) = cells.ns["g"].concrete_functions[0].loops

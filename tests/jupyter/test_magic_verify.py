@@ -14,11 +14,13 @@ from kernel_ext.ir.interpreter import LOWER
 
 def _broken_flip(node):
     """FLIP's lowering with one wrong bit: the last element's lowest mantissa bit flipped."""
+
     def run(x):
         out = np.array(np.flip(x, axis=node.attrs.get("axis")), copy=True)
         flat = out.reshape(-1).view(np.uint64)
         flat[-1] ^= np.uint64(1)
         return out
+
     return run
 
 
@@ -27,9 +29,7 @@ def _assert_same(a, b):
 
 
 def test_magic_verify_flag_makes_verified_functions(cells, monkeypatch):
-    cells.run("%%tffunction --no-widget --verify\n"
-              "def twice(x):\n"
-              "    return np.flip(x) * 2.0\n")
+    cells.run("%%tffunction --no-widget --verify\ndef twice(x):\n    return np.flip(x) * 2.0\n")
     twice = cells.ns["twice"]
     x = np.arange(3.0)
     _assert_same(twice(x), np.flip(x) * 2.0)

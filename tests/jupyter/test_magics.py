@@ -16,9 +16,7 @@ from kernel_ext.jupyter.magics import TFFunctionMagics
 
 
 def test_def_cell_binds_a_traced_function_under_its_name(cells):
-    cells.run("%%tffunction --no-widget\n"
-              "def dense(x, w):\n"
-              "    return np.tanh(x @ w)\n")
+    cells.run("%%tffunction --no-widget\ndef dense(x, w):\n    return np.tanh(x @ w)\n")
     dense = cells.ns["dense"]
     assert isinstance(dense, kx.Function)
     out = dense(np.ones((2, 3)), np.ones((3, 1)))
@@ -27,30 +25,32 @@ def test_def_cell_binds_a_traced_function_under_its_name(cells):
 
 
 def test_statements_after_a_def_use_the_traced_function_and_last_value_is_shown(cells):
-    value = cells.run("%%tffunction --no-widget\n"
-                      "calls = []\n"
-                      "def f(x):\n"
-                      "    calls.append(1)\n"
-                      "    return x * 2\n"
-                      "f(np.ones(2)); f(np.ones(2))\n"
-                      "f(np.arange(2.0))\n")
+    value = cells.run(
+        "%%tffunction --no-widget\n"
+        "calls = []\n"
+        "def f(x):\n"
+        "    calls.append(1)\n"
+        "    return x * 2\n"
+        "f(np.ones(2)); f(np.ones(2))\n"
+        "f(np.arange(2.0))\n"
+    )
     np.testing.assert_array_equal(value, [0.0, 2.0])
     assert cells.ns["calls"] == [1]  # traced once, run three times
     assert cells.ns["f"].stats["calls"] == 3
 
 
 def test_each_def_of_a_cell_becomes_its_own_function(cells):
-    cells.run("%%tffunction --no-widget\n"
-              "def a(x):\n    return x + 1\n"
-              "def b(x):\n    return a(x) * 2\n")
+    cells.run(
+        "%%tffunction --no-widget\ndef a(x):\n    return x + 1\ndef b(x):\n    return a(x) * 2\n"
+    )
     assert isinstance(cells.ns["a"], kx.Function) and isinstance(cells.ns["b"], kx.Function)
     np.testing.assert_array_equal(cells.ns["b"](np.zeros(2)), [2.0, 2.0])
 
 
 def test_a_def_already_decorated_is_kept_and_noted(cells):
-    cells.run("%%tffunction --no-widget\n"
-              "@kx.function(reduce_retracing=True)\n"
-              "def g(x):\n    return x\n")
+    cells.run(
+        "%%tffunction --no-widget\n@kx.function(reduce_retracing=True)\ndef g(x):\n    return x\n"
+    )
     g = cells.ns["g"]
     assert isinstance(g, kx.Function)
     assert cells_module.cell_info(g).history == [f"cell [{cells.number}] defined"]
@@ -96,8 +96,10 @@ def test_fast_math_option_makes_a_fast_math_function(cells):
     x = np.linspace(-5, 5, 1000).astype(np.float32)
     results = {}
     for name, flag in (("fm", " --fast-math"), ("exact", "")):
-        cells.run(f"%%tffunction --no-widget --backend numba{flag}\n"
-                  f"def {name}(x):\n    return np.exp(x) * 1.5\n")
+        cells.run(
+            f"%%tffunction --no-widget --backend numba{flag}\n"
+            f"def {name}(x):\n    return np.exp(x) * 1.5\n"
+        )
         f = cells.ns[name]
         f(x)
         f.get_concrete_function(x).executable.wait(300)  # the kernel, not the first call's NumPy
@@ -128,18 +130,16 @@ def test_a_changed_default_value_is_an_edit(cells):
 
 def test_a_cell_without_def_is_a_function_of_the_names_it_reads(cells):
     cells.run("x = np.ones(3)\nw = 2.0\ny = None")
-    value = cells.run("%%tffunction step --no-widget\n"
-                      "y = np.tanh(x) * w\n"
-                      "total = np.sum(y)\n"
-                      "total * 10\n")
+    value = cells.run(
+        "%%tffunction step --no-widget\ny = np.tanh(x) * w\ntotal = np.sum(y)\ntotal * 10\n"
+    )
     step = cells.ns["step"]
     info = cells_module.cell_info(step)
     assert info.mode == "cell" and info.params == ["x", "w"]
     assert info.outputs == ["y", "total"]
     np.testing.assert_allclose(cells.ns["y"], np.tanh(1.0) * 2)
     np.testing.assert_allclose(value, 10 * cells.ns["total"])
-    assert [c.record.signature for c in step.concrete_functions] == \
-        ["x: float64[3], w: 2.0"]
+    assert [c.record.signature for c in step.concrete_functions] == ["x: float64[3], w: 2.0"]
 
 
 def test_rerunning_a_cell_function_reuses_its_trace_until_the_inputs_change(cells):
@@ -148,8 +148,11 @@ def test_rerunning_a_cell_function_reuses_its_trace_until_the_inputs_change(cell
     cells.run(src)
     cells.run("x = np.zeros(3)")
     cells.run(src)
-    fn = next(f for f in cells.magics.registry.functions() if cells_module.cell_info(f)
-              and cells_module.cell_info(f).outputs == ["z"])
+    fn = next(
+        f
+        for f in cells.magics.registry.functions()
+        if cells_module.cell_info(f) and cells_module.cell_info(f).outputs == ["z"]
+    )
     assert fn.stats["calls"] == 2 and fn.stats["traces"] == 1
     np.testing.assert_array_equal(cells.ns["z"], np.ones(3))
     cells.run("x = np.zeros(5)")
@@ -160,24 +163,16 @@ def test_rerunning_a_cell_function_reuses_its_trace_until_the_inputs_change(cell
 
 
 def test_a_cell_function_keeps_modules_functions_and_variables_as_globals(cells):
-    cells.run("v = kx.Variable(np.zeros(2))\n"
-              "def helper(a):\n    return a * 2\n"
-              "x = np.ones(2)")
-    cells.run("%%tffunction acc --no-widget\n"
-              "v.assign_add(helper(x))\n"
-              "out = v.read_value()\n")
+    cells.run("v = kx.Variable(np.zeros(2))\ndef helper(a):\n    return a * 2\nx = np.ones(2)")
+    cells.run("%%tffunction acc --no-widget\nv.assign_add(helper(x))\nout = v.read_value()\n")
     assert cells_module.cell_info(cells.ns["acc"]).params == ["x"]
-    cells.run("%%tffunction acc --no-widget\n"
-              "v.assign_add(helper(x))\n"
-              "out = v.read_value()\n")
+    cells.run("%%tffunction acc --no-widget\nv.assign_add(helper(x))\nout = v.read_value()\n")
     np.testing.assert_array_equal(cells.ns["out"], [4.0, 4.0])
 
 
 def test_a_cell_function_loop_accumulator_reads_and_writes_the_namespace(cells):
     cells.run("acc = np.zeros(2)\nx = np.ones(2)")
-    cells.run("%%tffunction --no-widget\n"
-              "for i in range(3):\n"
-              "    acc = acc + x * i\n")
+    cells.run("%%tffunction --no-widget\nfor i in range(3):\n    acc = acc + x * i\n")
     np.testing.assert_array_equal(cells.ns["acc"], [3.0, 3.0])
 
 
@@ -200,18 +195,14 @@ def test_an_error_inside_a_cell_function_points_at_the_cell_line(cells):
 
 def test_cell_function_with_autograph_control_flow(cells):
     cells.run("x = np.arange(4.0)")
-    cells.run("%%tffunction branchy --no-widget\n"
-              "if np.sum(x) > 3:\n"
-              "    y = x * 2\n"
-              "else:\n"
-              "    y = x - 1\n")
+    cells.run(
+        "%%tffunction branchy --no-widget\nif np.sum(x) > 3:\n    y = x * 2\nelse:\n    y = x - 1\n"
+    )
     np.testing.assert_array_equal(cells.ns["y"], np.arange(4.0) * 2)
     cells.run("x = np.zeros(4)")
-    cells.run("%%tffunction branchy --no-widget\n"
-              "if np.sum(x) > 3:\n"
-              "    y = x * 2\n"
-              "else:\n"
-              "    y = x - 1\n")
+    cells.run(
+        "%%tffunction branchy --no-widget\nif np.sum(x) > 3:\n    y = x * 2\nelse:\n    y = x - 1\n"
+    )
     np.testing.assert_array_equal(cells.ns["y"], -np.ones(4))
     assert cells.ns["branchy"].stats["traces"] == 1
 
@@ -220,8 +211,10 @@ def test_cell_function_with_autograph_control_flow(cells):
 
 
 def test_input_signature_mini_language_fixes_the_signature(cells):
-    cells.run('%%tffunction --no-widget --input-signature "x: float32[None, 3], n: int64[]"\n'
-              "def sig(x, n):\n    return x * n\n")
+    cells.run(
+        '%%tffunction --no-widget --input-signature "x: float32[None, 3], n: int64[]"\n'
+        "def sig(x, n):\n    return x * n\n"
+    )
     sig = cells.ns["sig"]
     sig(np.ones((2, 3), np.float32), 2)
     sig(np.ones((5, 3), np.float32), 7)
@@ -235,26 +228,33 @@ def test_input_signature_mini_language_fixes_the_signature(cells):
 def test_input_signature_as_a_python_expression(cells):
     cells.run("SPEC = [kx.TensorSpec([None], np.float32)]")
     cells.run("%%tffunction --no-widget -s SPEC\ndef ex(v):\n    return v * 2\n")
-    cells.run("%%tffunction --no-widget -s '[kx.TensorSpec([None], np.float32)]'\n"
-              "def ex2(v):\n    return v * 2\n")
+    cells.run(
+        "%%tffunction --no-widget -s '[kx.TensorSpec([None], np.float32)]'\n"
+        "def ex2(v):\n    return v * 2\n"
+    )
     for name in ("ex", "ex2"):
         assert cells.ns[name].input_signature == (kx.TensorSpec((None,), np.float32),)
 
 
 def test_input_signature_orders_a_cell_functions_inputs(cells):
     cells.run("a = np.ones(2, np.float32)\nb = np.ones(3, np.float32)")
-    cells.run('%%tffunction ordered --no-widget -s "b: float32[None], a: float32[None]"\n'
-              "c = np.sum(a) + np.sum(b)\n")
+    cells.run(
+        '%%tffunction ordered --no-widget -s "b: float32[None], a: float32[None]"\n'
+        "c = np.sum(a) + np.sum(b)\n"
+    )
     assert cells_module.cell_info(cells.ns["ordered"]).params == ["b", "a"]
     cells.run("a = np.ones(7, np.float32)")
-    cells.run('%%tffunction ordered --no-widget -s "b: float32[None], a: float32[None]"\n'
-              "c = np.sum(a) + np.sum(b)\n")
+    cells.run(
+        '%%tffunction ordered --no-widget -s "b: float32[None], a: float32[None]"\n'
+        "c = np.sum(a) + np.sum(b)\n"
+    )
     assert cells.ns["c"] == 10 and cells.ns["ordered"].stats["traces"] == 1
 
 
 def test_a_malformed_input_signature_is_a_usage_error_with_the_column(cells):
-    error = cells.error('%%tffunction --input-signature "x: float32[None, 3x]"\n'
-                        "def f(x):\n    return x\n")
+    error = cells.error(
+        '%%tffunction --input-signature "x: float32[None, 3x]"\ndef f(x):\n    return x\n'
+    )
     assert isinstance(error, UsageError)
     text = str(error)
     assert "at column 18" in text and "x: float32[None, 3x]" in text
@@ -279,15 +279,18 @@ def test_signature_with_too_many_entries_is_a_usage_error(cells):
 
 
 def test_bad_options_are_usage_errors(cells):
-    assert isinstance(cells.error("%%tffunction --backend foo\ndef f(x):\n    return x\n"),
-                      UsageError)
-    assert isinstance(cells.error("%%tffunction --frobnicate\ndef f(x):\n    return x\n"),
-                      UsageError)
+    assert isinstance(
+        cells.error("%%tffunction --backend foo\ndef f(x):\n    return x\n"), UsageError
+    )
+    assert isinstance(
+        cells.error("%%tffunction --frobnicate\ndef f(x):\n    return x\n"), UsageError
+    )
     assert isinstance(cells.error("%%tffunction a b\nx = 1\n"), UsageError)
 
 
 def test_a_backend_this_installation_lacks_is_a_usage_error(cells, monkeypatch):
     import kernel_ext.backends as backends
+
     monkeypatch.setattr(backends, "BACKENDS", ("auto", "numpy"))
     error = cells.error("%%tffunction --backend numba\ndef f(x):\n    return x\n")
     # kx.function's own check, as a UsageError: it names the backend and the choices.
@@ -461,40 +464,91 @@ def test_a_signature_naming_a_list_of_numbers_is_a_usage_error_not_literals(cell
     assert isinstance(error, UsageError) and "gives a list of int" in str(error)
 
 
-@pytest.mark.parametrize("cell, words, line", [
-    ('%%tffunction --no-widget -s "x: 0777"\nz = x + 1\n',
-     "leading zeros are not allowed", ("x: 0777", 3)),
-    ("%%tffunction --no-widget -s \"x: '\\x'\"\nz = x + 1\n",
-     "truncated \\xXX escape", ("x: '\\x'", 3)),
-    ("%%tffunction --no-widget -s \"x: '\\q'\"\nz = x + 1\n",
-     "invalid escape sequence", ("x: '\\q'", 3)),
-    ('%%tffunction --no-widget -s "x: ' + "9" * 5000 + '"\nz = x + 1\n',
-     "at most 4300 digits", ("x: " + "9" * 5000, 3)),
-    ('%%tffunction --no-widget -s "x: float64[3]\nz = x + 1\n',
-     "No closing quotation", ('--no-widget -s "x: float64[3]', 15)),
-    ("%%tffunction --no-widget -s \"x: 'abc\"\nz = x + 1\n",
-     "has no closing '", ("x: 'abc", 3)),
-    ("%%tffunction --no-widget\nglobal x\nx = x + 1\n",
-     "'global x' at line 2", ("global x", 0)),
-    ("%%tffunction --no-widget\nz = await x\n",
-     "'await' at line 2", ("z = await x", 4)),
-    ("%%tffunction --no-widget\nasync for a in x:\n    pass\n",
-     "'async for' at line 2", ("async for a in x:", 0)),
-    ("%%tffunction --no-widget\nnonlocal x\nx = x + 1\n",
-     "'nonlocal x' at line 2", ("nonlocal x", 0)),
-    ("%%tffunction --no-widget\nfrom math import *\nz = x + 1\n",
-     "'from math import *' at line 2", ("from math import *", 0)),
-    ("%%tffunction --no-widget\ndef f(a):\n    return a\nreturn 3\n",
-     "'return' at line 4 is outside any def", ("return 3", 0)),
-    ("%%tffunction --no-widget\nz = x + 1\ndel x\n",
-     "'del x' at line 3", ("del x", 0)),
-    ("%%tffunction --no-widget\nz = x + 1\nbreak\n",
-     "'break' outside loop at line 3", ("break", 0)),
-    ("%%tffunction --no-widget\ndef f(a):\n    return a\nbreak\n",
-     "'break' outside loop at line 4", ("break", 0)),
-], ids=["octal-looking", "truncated-escape", "invalid-escape", "5000-digits", "open-quote",
-        "open-string", "global", "await", "async-for", "nonlocal", "import-star",
-        "return-in-def-cell", "del", "break", "break-in-def-cell"])
+@pytest.mark.parametrize(
+    "cell, words, line",
+    [
+        (
+            '%%tffunction --no-widget -s "x: 0777"\nz = x + 1\n',
+            "leading zeros are not allowed",
+            ("x: 0777", 3),
+        ),
+        (
+            "%%tffunction --no-widget -s \"x: '\\x'\"\nz = x + 1\n",
+            "truncated \\xXX escape",
+            ("x: '\\x'", 3),
+        ),
+        (
+            "%%tffunction --no-widget -s \"x: '\\q'\"\nz = x + 1\n",
+            "invalid escape sequence",
+            ("x: '\\q'", 3),
+        ),
+        (
+            '%%tffunction --no-widget -s "x: ' + "9" * 5000 + '"\nz = x + 1\n',
+            "at most 4300 digits",
+            ("x: " + "9" * 5000, 3),
+        ),
+        (
+            '%%tffunction --no-widget -s "x: float64[3]\nz = x + 1\n',
+            "No closing quotation",
+            ('--no-widget -s "x: float64[3]', 15),
+        ),
+        ('%%tffunction --no-widget -s "x: \'abc"\nz = x + 1\n', "has no closing '", ("x: 'abc", 3)),
+        (
+            "%%tffunction --no-widget\nglobal x\nx = x + 1\n",
+            "'global x' at line 2",
+            ("global x", 0),
+        ),
+        ("%%tffunction --no-widget\nz = await x\n", "'await' at line 2", ("z = await x", 4)),
+        (
+            "%%tffunction --no-widget\nasync for a in x:\n    pass\n",
+            "'async for' at line 2",
+            ("async for a in x:", 0),
+        ),
+        (
+            "%%tffunction --no-widget\nnonlocal x\nx = x + 1\n",
+            "'nonlocal x' at line 2",
+            ("nonlocal x", 0),
+        ),
+        (
+            "%%tffunction --no-widget\nfrom math import *\nz = x + 1\n",
+            "'from math import *' at line 2",
+            ("from math import *", 0),
+        ),
+        (
+            "%%tffunction --no-widget\ndef f(a):\n    return a\nreturn 3\n",
+            "'return' at line 4 is outside any def",
+            ("return 3", 0),
+        ),
+        ("%%tffunction --no-widget\nz = x + 1\ndel x\n", "'del x' at line 3", ("del x", 0)),
+        (
+            "%%tffunction --no-widget\nz = x + 1\nbreak\n",
+            "'break' outside loop at line 3",
+            ("break", 0),
+        ),
+        (
+            "%%tffunction --no-widget\ndef f(a):\n    return a\nbreak\n",
+            "'break' outside loop at line 4",
+            ("break", 0),
+        ),
+    ],
+    ids=[
+        "octal-looking",
+        "truncated-escape",
+        "invalid-escape",
+        "5000-digits",
+        "open-quote",
+        "open-string",
+        "global",
+        "await",
+        "async-for",
+        "nonlocal",
+        "import-star",
+        "return-in-def-cell",
+        "del",
+        "break",
+        "break-in-def-cell",
+    ],
+)
 def test_malformed_cells_are_usage_errors_pointing_at_the_construct(cells, cell, words, line):
     """Each raised from inside the project or from Python's compiler (SyntaxError,
     ValueError), or ran differently from the same code in a plain cell (``del x``)."""
@@ -515,8 +569,7 @@ def test_a_name_that_is_not_a_python_name_is_a_usage_error(cells, name):
 
 def test_a_def_cell_runs_nothing_when_a_later_statement_cannot_compile(cells):
     cells.shell.user_ns.pop("early", None)
-    error = cells.error("%%tffunction --no-widget\nearly = 1\ndef f(a):\n    return a\n"
-                        "continue\n")
+    error = cells.error("%%tffunction --no-widget\nearly = 1\ndef f(a):\n    return a\ncontinue\n")
     assert isinstance(error, UsageError) and "early" not in cells.ns
 
 
@@ -524,14 +577,14 @@ def test_a_failing_tolist_is_named_and_its_traceback_starts_in_the_cell(cells):
     import traceback
 
     cells.run("x_list = np.ones(3)")
-    error = cells.error("%%tffunction --no-widget to_list\ny = np.tanh(x_list)\n"
-                        "z = y.tolist()\n")
+    error = cells.error("%%tffunction --no-widget to_list\ny = np.tanh(x_list)\nz = y.tolist()\n")
     assert ".tolist() has no value while tracing" in str(error)
     assert ".item()" not in str(error)
     frames = traceback.extract_tb(error.__traceback__)
     # what follows the magic's call is the cell's own code, then the method that refused
-    magic = max(i for i, f in enumerate(frames)
-                if "/kernel_ext/jupyter/" in f.filename.replace("\\", "/"))
-    after = frames[magic + 1:]
+    magic = max(
+        i for i, f in enumerate(frames) if "/kernel_ext/jupyter/" in f.filename.replace("\\", "/")
+    )
+    after = frames[magic + 1 :]
     assert after[0].line == "z = y.tolist()" and after[0].lineno == 3
     assert [f.name for f in after[1:]] == ["tolist"]

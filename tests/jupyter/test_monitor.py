@@ -18,6 +18,7 @@ def shown_text(markup: str) -> str:
     """What a person reads in ``markup``: the text without tags, entities decoded."""
     import html as html_module
     import re
+
     return html_module.unescape(re.sub(r"<[^>]+>", "", markup))
 
 
@@ -121,6 +122,7 @@ def test_a_dead_function_is_reported_not_crashed():
     try:
         del f
         import gc
+
         gc.collect()
         assert not m.refresh()
         assert "no longer exists" in m.title.value
@@ -133,10 +135,10 @@ def test_update_snapshot_rewrites_the_displayed_output(monkeypatch, dense):
     import IPython.display as display_module
 
     shown, updated = [], []
-    monkeypatch.setattr(display_module, "display",
-                        lambda obj, **kw: shown.append((obj, kw)))
-    monkeypatch.setattr(display_module, "update_display",
-                        lambda obj, **kw: updated.append((obj, kw)))
+    monkeypatch.setattr(display_module, "display", lambda obj, **kw: shown.append((obj, kw)))
+    monkeypatch.setattr(
+        display_module, "update_display", lambda obj, **kw: updated.append((obj, kw))
+    )
     m = Monitor(dense, interval=60)
     try:
         m._ipython_display_()
@@ -199,14 +201,35 @@ def test_graph_svg_caps_huge_graphs():
 
 
 def test_render_escapes_everything_it_is_given():
-    html = render.signatures_html([{"id": "1", "inputs": "n: str '<b>'", "outputs": "<i>",
-                                    "nodes": "1 → 1", "backend": "numpy", "last_used": True}])
+    html = render.signatures_html(
+        [
+            {
+                "id": "1",
+                "inputs": "n: str '<b>'",
+                "outputs": "<i>",
+                "nodes": "1 → 1",
+                "backend": "numpy",
+                "last_used": True,
+            }
+        ]
+    )
     assert "<b>" not in html and "<i>" not in html and "&lt;b&gt;" in html
-    log = render.retrace_log_html([{
-        "trace": 2, "cause": "python value", "call_site": "cell [1], line 1",
-        "signature": "n: '<x>'", "closest": 1, "closest_signature": "n: '<y>'",
-        "diffs": [{"sentence": "n: '<y>' → '<x>'"}], "cost_ms": 1.0, "advice": "<a>",
-        "fixes": ["<script>"]}])
+    log = render.retrace_log_html(
+        [
+            {
+                "trace": 2,
+                "cause": "python value",
+                "call_site": "cell [1], line 1",
+                "signature": "n: '<x>'",
+                "closest": 1,
+                "closest_signature": "n: '<y>'",
+                "diffs": [{"sentence": "n: '<y>' → '<x>'"}],
+                "cost_ms": 1.0,
+                "advice": "<a>",
+                "fixes": ["<script>"],
+            }
+        ]
+    )
     assert "<x>" not in log and "<script>" not in log and "&lt;script&gt;" in log
 
 
@@ -231,6 +254,7 @@ def _dangling_models() -> tuple[set, set]:
     import re
 
     import ipywidgets as widgets
+
     state = widgets.Widget.get_manager_state(drop_defaults=False)["state"]
     refs = set(re.findall(r"IPY_MODEL_([0-9a-f]+)", json.dumps(state)))
     return set(state), refs - set(state)
@@ -296,12 +320,22 @@ def test_monitor_report_and_sidebar_write_values_the_same_way(cells):
 
 
 def test_the_monitor_says_which_path_serves_each_signature_and_the_compile_progress():
-    html_text = render.signatures_html([
-        {"id": "1", "inputs": "x: float64[2]", "outputs": "float64[]", "nodes": "3 → 2",
-         "backend": "numba-cpu", "last_used": True,
-         "served_by": "runs as 1 compiled kernel (numba-cpu)", "tier": "",
-         "compile": "compiling in the background: 0 of 1 kernel ready; NumPy runs the rest "
-                    "meanwhile"}])
+    html_text = render.signatures_html(
+        [
+            {
+                "id": "1",
+                "inputs": "x: float64[2]",
+                "outputs": "float64[]",
+                "nodes": "3 → 2",
+                "backend": "numba-cpu",
+                "last_used": True,
+                "served_by": "runs as 1 compiled kernel (numba-cpu)",
+                "tier": "",
+                "compile": "compiling in the background: 0 of 1 kernel ready; NumPy runs the rest "
+                "meanwhile",
+            }
+        ]
+    )
     assert "runs as 1 compiled kernel (numba-cpu)" in html_text
     assert "0 of 1 kernel ready" in html_text
 
@@ -310,7 +344,7 @@ def test_a_live_monitor_lists_the_path(dense):
     dense(np.ones(2), 3)
     m = Monitor(dense, interval=3600)
     try:
-        row, = records.signature_rows(dense)
+        (row,) = records.signature_rows(dense)
         assert row.served_by.startswith("runs ") and row.served_by in m.signatures.value
     finally:
         m.close()
@@ -320,19 +354,23 @@ def test_a_frozen_monitor_keeps_its_last_state_as_its_output(dense, monkeypatch)
     import IPython.display
 
     sent = []
-    monkeypatch.setattr(IPython.display, "update_display",
-                        lambda bundle, raw, display_id: sent.append((bundle, display_id)))
+    monkeypatch.setattr(
+        IPython.display,
+        "update_display",
+        lambda bundle, raw, display_id: sent.append((bundle, display_id)),
+    )
     dense(np.ones(2), 3)
     m = Monitor(dense, interval=3600)
     m.display_id = "kx-monitor-test"
     m.freeze()
-    (bundle, display_id), = sent
+    ((bundle, display_id),) = sent
     # the output is replaced by the static snapshot (no widget view left to remove), which
     # still shows the function's state
     assert display_id == "kx-monitor-test"
     assert set(bundle) == {"text/plain", "text/html"}
-    assert "1 call, 1 trace, 0 cache hits" in bundle["text/plain"] and "x: float64[2], n: 3" in \
-        shown_text(bundle["text/html"])
+    assert "1 call, 1 trace, 0 cache hits" in bundle[
+        "text/plain"
+    ] and "x: float64[2], n: 3" in shown_text(bundle["text/html"])
     dense(np.ones(2), 4)  # a frozen monitor no longer follows the function
     assert not m.refresh(full=True)
 

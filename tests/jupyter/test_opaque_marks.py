@@ -63,9 +63,18 @@ def test_graph_picture_colours_and_titles_them(noisy_trace):
 
 
 def test_monitor_signature_table_shows_them(noisy_trace):
-    rows = [{"id": r.id, "inputs": r.signature, "outputs": r.outputs, "nodes": "", "backend": "",
-             "last_used": r.last_used, "opaque": r.opaque}
-            for r in records.signature_rows(noisy_trace)]
+    rows = [
+        {
+            "id": r.id,
+            "inputs": r.signature,
+            "outputs": r.outputs,
+            "nodes": "",
+            "backend": "",
+            "last_used": r.last_used,
+            "opaque": r.opaque,
+        }
+        for r in records.signature_rows(noisy_trace)
+    ]
     html = render.signatures_html(rows)
     assert I0 in html and RAND in html
 

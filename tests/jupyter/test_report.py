@@ -57,10 +57,12 @@ def test_seed_image_shape_change_derives_none_dimensions():
     dynamic_resize(np.zeros((1, 120, 120, 3), np.float32), 50)
     record = dynamic_resize.retraces[1]
     assert record.cause == "shape"
-    assert record.diffs[0].sentence() == ("x: shape float32[1, 100, 100, 3] → "
-                                          "float32[1, 120, 120, 3] (dimensions 1 and 2 changed)")
-    assert record.fixes[0].code == ("@kx.function(input_signature=[kx.TensorSpec([1, None, "
-                                    "None, 3], np.float32)])")
+    assert record.diffs[0].sentence() == (
+        "x: shape float32[1, 100, 100, 3] → float32[1, 120, 120, 3] (dimensions 1 and 2 changed)"
+    )
+    assert record.fixes[0].code == (
+        "@kx.function(input_signature=[kx.TensorSpec([1, None, None, 3], np.float32)])"
+    )
     assert record.fixes[1].code == "@kx.function(reduce_retracing=True)"
     assert record.trace_ms > 0 and record.compile_ms > 0
 
@@ -77,8 +79,9 @@ def test_seed_int_then_array_is_a_python_to_array_retrace():
     assert record.cause == "python_to_array"
     assert explain.cause_label(record.cause) == "python value → array"
     assert "Python int 50 → array int32[]" in record.diffs[0].sentence()
-    assert record.fixes[0].magic == ('%%tffunction --input-signature '
-                                     '"x: float32[1, 100, 100, 3], new_height: int32[]"')
+    assert record.fixes[0].magic == (
+        '%%tffunction --input-signature "x: float32[1, 100, 100, 3], new_height: int32[]"'
+    )
     assert record.fixes[1].code == "new_height=np.int32(new_height)"
 
 
@@ -127,14 +130,19 @@ def test_closest_signature_is_the_one_with_fewest_differences():
 
 def test_derived_signature_keeps_unchanged_python_values_and_refuses_objects():
     spec = explain.derive_input_signature(
-        [(kx.TensorSpec((2,)), explain.Literal("train")),
-         (kx.TensorSpec((3,)), explain.Literal("train"))], [0, 1])
+        [
+            (kx.TensorSpec((2,)), explain.Literal("train")),
+            (kx.TensorSpec((3,)), explain.Literal("train")),
+        ],
+        [0, 1],
+    )
     assert spec == (kx.TensorSpec((None,)), "train")
-    ranks = explain.derive_input_signature([(kx.TensorSpec((2,)),), (kx.TensorSpec((2, 2)),)],
-                                           [0])
+    ranks = explain.derive_input_signature([(kx.TensorSpec((2,)),), (kx.TensorSpec((2, 2)),)], [0])
     assert ranks == (kx.TensorSpec(None),)
-    assert explain.derive_input_signature(
-        [(explain.WeakRef(object),), (explain.WeakRef(int),)], [0]) is None
+    assert (
+        explain.derive_input_signature([(explain.WeakRef(object),), (explain.WeakRef(int),)], [0])
+        is None
+    )
 
 
 def test_the_retracing_warning_carries_the_explanation_fix():
@@ -143,8 +151,9 @@ def test_the_retracing_warning_carries_the_explanation_fix():
         warnings.simplefilter("always")
         for n in range(8):
             f(np.ones(2), n)
-    messages = [str(w.message) for w in caught if issubclass(w.category,
-                                                             kx.errors.RetracingWarning)]
+    messages = [
+        str(w.message) for w in caught if issubclass(w.category, kx.errors.RetracingWarning)
+    ]
     assert messages and "n: 3 -> 4" in messages[0] and "input_signature" in messages[0]
 
 
@@ -181,7 +190,8 @@ def test_a_global_changed_after_tracing_is_reported_stale():
     try:
         stale = explain.stale_captures(f)
         assert [s.sentence() for s in stale] == [
-            "`SCALE` was 2.0 at trace #1, is now 100.0; the graph still uses 2.0"]
+            "`SCALE` was 2.0 at trace #1, is now 100.0; the graph still uses 2.0"
+        ]
         np.testing.assert_array_equal(f(np.ones(2)), [2.0, 2.0])  # the graph froze it
     finally:
         SCALE = 2.0
@@ -228,19 +238,23 @@ def test_variables_and_modules_are_never_stale():
 
 def _seed_cells(cells):
     cells.run("SCALE_R = 2.0")
-    cells.run("%%tffunction --no-widget\n"
-              "def dynamic_resize(x, new_height):\n"
-              "    return np.sum(x) * new_height * SCALE_R\n")
+    cells.run(
+        "%%tffunction --no-widget\n"
+        "def dynamic_resize(x, new_height):\n"
+        "    return np.sum(x) * new_height * SCALE_R\n"
+    )
     cells.run("img1 = np.zeros((1, 100, 100, 3), np.float32)\ndynamic_resize(img1, 50)")
     cells.run("dynamic_resize(np.zeros((1, 120, 120, 3), np.float32), 50)")
     shape_cell = cells.number
     cells.run("dynamic_resize(img1, np.int32(60))")
-    cells.run("%%tffunction --no-widget\n"
-              "def train(num_steps):\n"
-              "    total = np.int64(0)\n"
-              "    for i in kx.range(num_steps):\n"
-              "        total = total + i\n"
-              "    return total\n")
+    cells.run(
+        "%%tffunction --no-widget\n"
+        "def train(num_steps):\n"
+        "    total = np.int64(0)\n"
+        "    for i in kx.range(num_steps):\n"
+        "        total = total + i\n"
+        "    return total\n"
+    )
     cells.run("train(num_steps=10)\ntrain(num_steps=20)")
     cells.run("SCALE_R = 100.0")
     return shape_cell
@@ -253,22 +267,22 @@ def test_report_explains_the_seed_examples_with_cells_and_fixes(cells):
     text = report.text
     assert f"trace #2 (shape) at cell [{shape_cell}], line 1" in text
     assert "trace #3 (python value → array)" in text
-    assert "closest earlier signature, trace #1: (x: float32[1, 100, 100, 3], new_height: " \
-           "50)" in text
-    assert '%%tffunction --input-signature "x: float32[1, None, None, 3], new_height: ' \
-           'int32[]"' in text
+    assert (
+        "closest earlier signature, trace #1: (x: float32[1, 100, 100, 3], new_height: 50)" in text
+    )
+    assert (
+        '%%tffunction --input-signature "x: float32[1, None, None, 3], new_height: int32[]"' in text
+    )
     assert "%%tffunction --reduce-retracing" in text
     assert "num_steps: Python int 10 → 20" in text
     assert '%%tffunction --input-signature "num_steps: int64[]"' in text
-    assert "`SCALE_R` was 2.0 at traces #1, #2, #3, is now 100.0; the graph still uses 2.0" \
-        in text
+    assert "`SCALE_R` was 2.0 at traces #1, #2, #3, is now 100.0; the graph still uses 2.0" in text
     assert "/tmp/" not in text and "ipython-input" not in text
 
 
 def test_report_ranks_by_cost_and_counts_hits(cells):
     _seed_cells(cells)
-    reports = build_report([cells.ns["train"], cells.ns["dynamic_resize"]],
-                           cells.magics.locator)
+    reports = build_report([cells.ns["train"], cells.ns["dynamic_resize"]], cells.magics.locator)
     costs = [r.cost_ms for r in reports]
     assert costs == sorted(costs, reverse=True)
     resize = next(r for r in reports if r.name == "dynamic_resize")
@@ -285,8 +299,12 @@ def test_report_json_is_plain_data_for_tools(cells):
     (retrace,) = train["retraces"]
     assert retrace["category"] == "python_value" and retrace["closest"] == 1
     assert retrace["diffs"][0] == {
-        "argument": "num_steps", "kind": "python_value", "old": "10", "new": "20",
-        "sentence": retrace["diffs"][0]["sentence"]}
+        "argument": "num_steps",
+        "kind": "python_value",
+        "old": "10",
+        "new": "20",
+        "sentence": retrace["diffs"][0]["sentence"],
+    }
     assert retrace["fixes"][0] == '%%tffunction --input-signature "num_steps: int64[]"'
 
 
@@ -311,8 +329,10 @@ def test_report_of_an_unknown_name_is_a_usage_error(cells):
 
 
 def test_report_html_escapes_user_text(cells):
-    cells.run("@kx.function\ndef tag(x, label):\n    return x\n"
-              "tag(np.ones(1), '<b>x</b>'); tag(np.ones(1), '<img src=x onerror=alert(1)>')")
+    cells.run(
+        "@kx.function\ndef tag(x, label):\n    return x\n"
+        "tag(np.ones(1), '<b>x</b>'); tag(np.ones(1), '<img src=x onerror=alert(1)>')"
+    )
     report = cells.run("%retrace_report tag")
     html = report._repr_html_()
     assert "<img src=x" not in html and "&lt;img src=x onerror=alert(1)&gt;" in html
@@ -355,10 +375,12 @@ def test_rerun_history_counts_the_traces_before_the_run(cells):
     cells.run(src)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cells.ns["again"](np.ones(2), 2)   # retraces after the re-run
+        cells.ns["again"](np.ones(2), 2)  # retraces after the re-run
     history = cells_module.cell_info(cells.ns["again"]).history
-    assert history[-1] == f"cell [{cells.number}] re-run, unchanged: kept the function " \
+    assert (
+        history[-1] == f"cell [{cells.number}] re-run, unchanged: kept the function "
         "(1 trace before this run)"
+    )
 
 
 def test_magic_help_is_plain_text_with_the_magics_own_prefix(cells):
@@ -401,6 +423,7 @@ def test_a_large_captured_array_is_sampled_and_still_checked():
 def test_report_counts_failed_calls_and_folded_records(monkeypatch):
     from kernel_ext.engine import trace_records as engine_records
     from kernel_ext.jupyter.report import report_html, report_text
+
     monkeypatch.setattr(engine_records, "MAX_RELEASED_RECORDS", 2)
 
     class Key:
@@ -423,6 +446,7 @@ def test_report_counts_failed_calls_and_folded_records(monkeypatch):
 
 
 # -- every offered fix is checked by replaying the traced signatures ----------------------------
+
 
 def _tanh_scaled(x, n):
     return np.tanh(x) * n
@@ -458,8 +482,10 @@ def test_advice_never_offers_a_fix_that_would_leave_the_retraces():
 def test_each_fix_offered_to_avoid_all_retraces_leaves_one_trace_when_applied():
     r = _report_of_the_calls()
     for fix in r.fixes:  # run the fix: the same calls through the fixed function
-        options = eval(fix.removeprefix("@kx.function(")[:-1].replace("=", ":", 1).join("{}"),
-                       {"kx": kx, "np": np, "input_signature": "input_signature"})
+        options = eval(
+            fix.removeprefix("@kx.function(")[:-1].replace("=", ":", 1).join("{}"),
+            {"kx": kx, "np": np, "input_signature": "input_signature"},
+        )
         fixed = kx.function(_tanh_scaled, **options)
         for x, n in _calls():
             np.testing.assert_array_equal(fixed(x, n), _tanh_scaled(x, n))
@@ -470,9 +496,11 @@ def _decay(w, lr):
     return w * (1 - lr)
 
 
-@pytest.mark.parametrize("options", [{"backend": "numpy"}, {"backend": "auto"},
-                                     {"backend": "numba"}, {"jit_compile": True}],
-                         ids=["numpy", "auto", "numba", "jit_compile"])
+@pytest.mark.parametrize(
+    "options",
+    [{"backend": "numpy"}, {"backend": "auto"}, {"backend": "numba"}, {"jit_compile": True}],
+    ids=["numpy", "auto", "numba", "jit_compile"],
+)
 def test_float_argument_advice_uses_its_own_type_and_replays_to_one_trace(options):
     rates = [0.1, 0.01, 0.001, 0.5, 0.25, 0.125, 0.3, 0.7]
     w = np.linspace(0.0, 1.0, 4)
@@ -503,18 +531,20 @@ def test_float_argument_advice_uses_its_own_type_and_replays_to_one_trace(option
 
 
 def test_call_rewrite_keeps_the_call_as_written_and_wraps_only_the_argument():
-    fix = explain.Fix("array_argument", "lr=np.float64(lr)", argument="lr", position=1,
-                      wrap="np.float64({})")
+    fix = explain.Fix(
+        "array_argument", "lr=np.float64(lr)", argument="lr", position=1, wrap="np.float64({})"
+    )
     rewrite = explain.fix_at_call_site
     cases = {
         "loss = decay(w, lr * 0.5) + np.sum(w)": "decay(w, np.float64(lr * 0.5))",
         "decay(w, lr=rates[i])": "decay(w, lr=np.float64(rates[i]))",
         "self.decay(w, 0.1)": "self.decay(w, np.float64(0.1))",
-        "step(w, lr)": "step(w, np.float64(lr))",   # the only call: a renamed Function
-        "decay(*args)": "lr=np.float64(lr)",         # position unknown: left as it was
-        "for lr in rates:": "lr=np.float64(lr)",      # no call at all
+        "step(w, lr)": "step(w, np.float64(lr))",  # the only call: a renamed Function
+        "decay(*args)": "lr=np.float64(lr)",  # position unknown: left as it was
+        "for lr in rates:": "lr=np.float64(lr)",  # no call at all
     }
     import linecache
+
     for line, want in cases.items():
         linecache.cache["<kx-test-call>"] = (len(line), None, [line + "\n"], "<kx-test-call>")
         assert rewrite(fix, "decay", "<kx-test-call>:1").code == want, line

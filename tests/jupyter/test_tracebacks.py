@@ -15,17 +15,26 @@ import pytest
 def _shown_frames(cells, capsys) -> tuple[str, list[str]]:
     """The traceback IPython printed for the last cell, and its frame headers in order."""
     text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
-    headers = [line for line in text.splitlines()
-               if line.startswith(("Cell In[", "File ")) or "skipping hidden" in line]
+    headers = [
+        line
+        for line in text.splitlines()
+        if line.startswith(("Cell In[", "File ")) or "skipping hidden" in line
+    ]
     return text, headers
 
 
 CASES = {
     "cell function": ("x = np.ones(3)", "%%tffunction\ny = x * 2\nz = y.tolist()\n", None),
-    "def cell": ("x = np.ones(3)", "%%tffunction\ndef f(a):\n    b = a + 1\n"
-                 "    return b.tolist()\n", "f(x)"),
-    "decorated": ("x = np.ones(3)", "@kx.function\ndef f(a):\n    b = a + 1\n"
-                  "    return b.tolist()\n", "f(x)"),
+    "def cell": (
+        "x = np.ones(3)",
+        "%%tffunction\ndef f(a):\n    b = a + 1\n    return b.tolist()\n",
+        "f(x)",
+    ),
+    "decorated": (
+        "x = np.ones(3)",
+        "@kx.function\ndef f(a):\n    b = a + 1\n    return b.tolist()\n",
+        "f(x)",
+    ),
 }
 
 

@@ -12,8 +12,9 @@ from hypothesis import strategies as st
 
 from kernel_ext.jupyter import units
 
-CASES = json.loads((Path(__file__).parents[2] / "labextension" / "test" / "units.json")
-                   .read_text(encoding="utf-8"))
+CASES = json.loads(
+    (Path(__file__).parents[2] / "labextension" / "test" / "units.json").read_text(encoding="utf-8")
+)
 
 
 @pytest.mark.parametrize("ms, text", CASES["duration_ms"])

@@ -46,8 +46,11 @@ def _check_retracing(nb, text: str) -> None:
     assert "StrictRetraceError" in text and "trace #2 retraced (shape)" in text
     assert "Tracing stable_resize" in text and text.count("Tracing stable_resize") == 1
     assert "/tmp/" not in text  # call sites name cells, never the kernel's temporary files
-    html = [o["data"]["text/html"] for o in _outputs(nb) if "text/html" in o.get("data", {})
-            and "kx-report" in o["data"]["text/html"]]
+    html = [
+        o["data"]["text/html"]
+        for o in _outputs(nb)
+        if "text/html" in o.get("data", {}) and "kx-report" in o["data"]["text/html"]
+    ]
     assert html and "to avoid all of these retraces" in html[0]
 
 
@@ -61,8 +64,8 @@ def _check_fused(nb, text: str) -> None:
 
 
 def _check_cell_functions(nb, text: str) -> None:
-    assert text.count("tracing step\n") == 2          # first run + the new batch size
-    assert text.count("tracing step (edited") == 1    # the edit traced once for all sizes
+    assert text.count("tracing step\n") == 2  # first run + the new batch size
+    assert text.count("tracing step (edited") == 1  # the edit traced once for all sizes
     assert "edited (replaces the version from cell [" in text
 
 
@@ -71,24 +74,30 @@ def _check_gradients(nb, text: str) -> None:
     assert "of them made by the backward pass" in text and "backward: " in text
     assert "300 more steps in one call" in text
     # the training step's monitor tells the backward pass's ops apart
-    html = [o["data"]["text/html"] for o in _outputs(nb) if "kx-monitor" in
-            o.get("data", {}).get("text/html", "")]
+    html = [
+        o["data"]["text/html"]
+        for o in _outputs(nb)
+        if "kx-monitor" in o.get("data", {}).get("text/html", "")
+    ]
     assert any("backward (gradient) op" in h for h in html)
 
 
 def _check_dask(nb, text: str) -> None:
     assert "dashboard: http://127.0.0.1:" in text
     assert "GB for the four inputs" in text
-    ours, theirs = (int(n) for n in
-                    re.search(r"kx.function (\d+), dask.array (\d+)", text).groups())
+    ours, theirs = (
+        int(n) for n in re.search(r"kx.function (\d+), dask.array (\d+)", text).groups()
+    )
     # one fused task per chunk, not one per op (+ Dask's tree reduction of the partials)
     assert 4 * ours <= theirs
     assert "float32 " in text and "equal to NumPy within the documented summation bound" in text
     # the monitor names the backend with the graph's task count, and links the dashboard
-    html = [o["data"]["text/html"] for o in _outputs(nb) if "kx-monitor" in
-            o.get("data", {}).get("text/html", "")]
-    assert any("dask · " in h and " tasks" in h and 'class="kx-dashboard"' in h
-               for h in html)
+    html = [
+        o["data"]["text/html"]
+        for o in _outputs(nb)
+        if "kx-monitor" in o.get("data", {}).get("text/html", "")
+    ]
+    assert any("dask · " in h and " tasks" in h and 'class="kx-dashboard"' in h for h in html)
 
 
 def _check_export(nb, text: str) -> None:
@@ -99,18 +108,30 @@ def _check_export(nb, text: str) -> None:
     assert "ONNX close to NumPy: True" in text or "ONNX exporter not installed" in text
 
 
-CHECKS: dict[str, Callable] = {"01_": _check_graphs, "02_": _check_retracing,
-                               "03_": _check_autograph, "04_": _check_fused,
-                               "05_": _check_cell_functions, "06_": _check_gradients,
-                               "07_": _check_dask, "08_": _check_export}
+CHECKS: dict[str, Callable] = {
+    "01_": _check_graphs,
+    "02_": _check_retracing,
+    "03_": _check_autograph,
+    "04_": _check_fused,
+    "05_": _check_cell_functions,
+    "06_": _check_gradients,
+    "07_": _check_dask,
+    "08_": _check_export,
+}
 
 
-@pytest.mark.parametrize("path", quick_only(  # the Dask notebook's cluster: full suite only
-    EXAMPLES, [p for p in EXAMPLES if "dask" not in p.name]), ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "path",
+    quick_only(  # the Dask notebook's cluster: full suite only
+        EXAMPLES, [p for p in EXAMPLES if "dask" not in p.name]
+    ),
+    ids=lambda p: p.name,
+)
 def test_example_notebook_runs(path, tmp_path):
     nb = nbformat.read(path, as_version=4)
-    NotebookClient(nb, timeout=300, kernel_name="python3",
-                   resources={"metadata": {"path": str(tmp_path)}}).execute()
+    NotebookClient(
+        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+    ).execute()
     errors = [o for o in _outputs(nb) if o.get("output_type") == "error"]
     assert not errors
     text = _text(nb)
@@ -120,8 +141,11 @@ def test_example_notebook_runs(path, tmp_path):
     # A monitor is a live widget plus a static HTML/SVG snapshot for saved notebooks; the
     # monitor of an earlier run of a function that a later cell monitors is left frozen as
     # its snapshot alone (monitor.freeze), and the latest of each stays live.
-    monitors = [o.get("data", {}) for o in _outputs(nb)
-                if "kx-monitor" in o.get("data", {}).get("text/html", "")]
+    monitors = [
+        o.get("data", {})
+        for o in _outputs(nb)
+        if "kx-monitor" in o.get("data", {}).get("text/html", "")
+    ]
     for data in monitors:
         assert "<script" not in data["text/html"]
         assert "static snapshot" in data["text/html"]

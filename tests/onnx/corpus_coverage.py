@@ -40,8 +40,8 @@ import kernel_ext as kx  # noqa: E402
 class Outcome:
     case: str
     category: str
-    status: str          # PASS | REFUSED | NOT TRACED | EMPTY | ALIASED | RUN ERROR | WRONG
-    detail: str = ""     # the refused op, or the first line of the failure
+    status: str  # PASS | REFUSED | NOT TRACED | EMPTY | ALIASED | RUN ERROR | WRONG
+    detail: str = ""  # the refused op, or the first line of the failure
     exact: bool = False  # PASS only: bit for bit NumPy's
 
 
@@ -115,7 +115,7 @@ def check_case(case: harness.Case) -> Outcome:
         out.status = "EMPTY"
         return out
     arrays = [a for a in _arrays((args, kwargs))]
-    if any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1:]):
+    if any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1 :]):
         out.status = "ALIASED"
         return out
     try:
@@ -147,7 +147,7 @@ def check_case(case: harness.Case) -> Outcome:
     # the outputs past the returned ones: new contents of arguments updated in place, each
     # equal to one argument array after the eager call
     updated = _arrays((eager_args, eager_kwargs), scalars=True)
-    for i, g in enumerate(got[len(wanted):], start=len(wanted)):
+    for i, g in enumerate(got[len(wanted) :], start=len(wanted)):
         found = [_difference(g, u) for u in updated]
         if not any(problem is None for problem, _ in found):
             out.status = "WRONG"
@@ -172,6 +172,7 @@ def check_program(kind: str, seed: int) -> Outcome:
     """One generated program (random steps over random dtypes, shapes and layouts),
     exported for its inputs and compared with NumPy (outputs are arrays in a tuple)."""
     import programs
+
     prog = getattr(programs, kind)(seed)
     out = Outcome(f"{kind}({seed})", kind, "PASS")
     try:
@@ -220,14 +221,20 @@ def render_generated(outcomes: list[Outcome]) -> str:
     counts = Counter(o.status for o in outcomes)
     exact = sum(o.exact for o in outcomes if o.status == "PASS")
     stops = Counter(o.detail for o in outcomes if o.status == "REFUSED")
-    lines = [f"{len(outcomes)} generated programs (tests/programs.py: make_program seeds 0-299, "
-             f"make_named_program seeds 0-119): {counts['PASS']} export and run within "
-             f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
-             f"{counts['NOT TRACED']} not traced, {counts['RUN ERROR']} onnxruntime errors, "
-             f"{counts['WRONG']} wrong. Most frequent stops: "
-             + ", ".join(f"`{op}` {n}" for op, n in stops.most_common(12)) + "."]
-    lines += [f"- {o.case} ({o.status}): {o.detail}" for o in outcomes
-              if o.status in ("RUN ERROR", "WRONG")]
+    lines = [
+        f"{len(outcomes)} generated programs (tests/programs.py: make_program seeds 0-299, "
+        f"make_named_program seeds 0-119): {counts['PASS']} export and run within "
+        f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
+        f"{counts['NOT TRACED']} not traced, {counts['RUN ERROR']} onnxruntime errors, "
+        f"{counts['WRONG']} wrong. Most frequent stops: "
+        + ", ".join(f"`{op}` {n}" for op, n in stops.most_common(12))
+        + "."
+    ]
+    lines += [
+        f"- {o.case} ({o.status}): {o.detail}"
+        for o in outcomes
+        if o.status in ("RUN ERROR", "WRONG")
+    ]
     return "\n".join(lines)
 
 
@@ -236,14 +243,19 @@ def render(outcomes: list[Outcome]) -> str:
     statuses = ["PASS", "REFUSED", "NOT TRACED", "EMPTY", "ALIASED", "RUN ERROR", "WRONG"]
     counts = Counter(o.status for o in outcomes)
     exact = sum(o.exact for o in outcomes if o.status == "PASS")
-    summary = (f"{len(outcomes)} corpus programs: {counts['PASS']} export and run within "
-               f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
-               f"{counts['NOT TRACED']} not traced by kx.function, {counts['EMPTY']} with no "
-               f"array to compute, {counts['ALIASED']} with aliased arguments, "
-               f"{counts['RUN ERROR']} onnxruntime errors, {counts['WRONG']} wrong.")
-    lines = [summary, "",
-             "| category | " + " | ".join(s.lower() for s in statuses) + " |",
-             "|---|" + "---:|" * len(statuses)]
+    summary = (
+        f"{len(outcomes)} corpus programs: {counts['PASS']} export and run within "
+        f"tolerance ({exact} bit for bit), {counts['REFUSED']} refused, "
+        f"{counts['NOT TRACED']} not traced by kx.function, {counts['EMPTY']} with no "
+        f"array to compute, {counts['ALIASED']} with aliased arguments, "
+        f"{counts['RUN ERROR']} onnxruntime errors, {counts['WRONG']} wrong."
+    )
+    lines = [
+        summary,
+        "",
+        "| category | " + " | ".join(s.lower() for s in statuses) + " |",
+        "|---|" + "---:|" * len(statuses),
+    ]
     for category in harness.CATEGORIES:
         row = Counter(o.status for o in outcomes if o.category == category)
         lines.append(f"| {category} | " + " | ".join(str(row[s]) for s in statuses) + " |")
@@ -252,8 +264,7 @@ def render(outcomes: list[Outcome]) -> str:
     lines += [f"| `{op}` | {n} |" for op, n in stops.most_common()]
     others = [o for o in outcomes if o.status in ("RUN ERROR", "WRONG")]
     if others:
-        lines += ["", "Other failures:"] + [f"- {o.case} ({o.status}): {o.detail}"
-                                           for o in others]
+        lines += ["", "Other failures:"] + [f"- {o.case} ({o.status}): {o.detail}" for o in others]
     return "\n".join(lines)
 
 

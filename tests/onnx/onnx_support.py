@@ -27,11 +27,22 @@ if os.environ.get("CI") == "true":  # CI installs the test extra: a missing pack
 else:  # (onnx.checker: without onnx, "onnx" would name this test folder, a namespace)
     pytest.importorskip("onnx.checker")
     import onnx
+
     ort = pytest.importorskip("onnxruntime")
 
 
-__all__ = ["TOLERANCE", "Exported", "assert_matches", "check", "flat", "onnx", "ort",
-           "session", "spec", "values"]
+__all__ = [
+    "TOLERANCE",
+    "Exported",
+    "assert_matches",
+    "check",
+    "flat",
+    "onnx",
+    "ort",
+    "session",
+    "spec",
+    "values",
+]
 
 #: family -> {dtype: relative tolerance}; absent: exact. The bound is
 #: ``|got - want| <= rtol * max(1, max|want|)`` elementwise (NaN matches NaN).
@@ -48,8 +59,9 @@ TOLERANCE: dict[str, dict[np.dtype, float]] = {
 def session(model: Any) -> Any:
     options = ort.SessionOptions()
     options.log_severity_level = 3  # errors only (its optimizer's notes are not failures)
-    return ort.InferenceSession(model.SerializeToString(), options,
-                                providers=["CPUExecutionProvider"])
+    return ort.InferenceSession(
+        model.SerializeToString(), options, providers=["CPUExecutionProvider"]
+    )
 
 
 class Exported:
@@ -88,12 +100,15 @@ def assert_matches(got: np.ndarray, want: np.ndarray, family: str, where: str = 
     assert np.array_equal(np.isnan(got), np.isnan(want)), f"{where}: NaNs differ"
     with np.errstate(invalid="ignore"):  # inf - inf where both are inf
         ok = np.isnan(want) | (got == want) | (np.abs(got - want) <= rtol * scale)
-    assert ok.all(), (f"{where}: beyond rtol {rtol} x {scale}\n got {got[~ok]!r}\n"
-                      f"want {want[~ok]!r}")
+    assert ok.all(), f"{where}: beyond rtol {rtol} x {scale}\n got {got[~ok]!r}\nwant {want[~ok]!r}"
 
 
-def check(fn: Callable[..., Any], specs: Sequence[Any], calls: Sequence[Sequence[Any]],
-          family: str = "exact") -> Exported:
+def check(
+    fn: Callable[..., Any],
+    specs: Sequence[Any],
+    calls: Sequence[Sequence[Any]],
+    family: str = "exact",
+) -> Exported:
     """Export ``fn`` for ``specs`` and compare onnxruntime with eager NumPy on each call's
     arguments (different sizes for ``None`` dims)."""
     exported = Exported(fn, *specs)
@@ -104,8 +119,9 @@ def check(fn: Callable[..., Any], specs: Sequence[Any], calls: Sequence[Sequence
         got = exported.run(*args)
         assert len(got) == len(want)
         for i, (g, w) in enumerate(zip(got, want)):
-            assert_matches(g, w, family, f"{fn.__name__} output {i} for shapes "
-                           f"{[np.shape(a) for a in args]}")
+            assert_matches(
+                g, w, family, f"{fn.__name__} output {i} for shapes {[np.shape(a) for a in args]}"
+            )
     return exported
 
 

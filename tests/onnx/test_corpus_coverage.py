@@ -20,8 +20,9 @@ def outcomes() -> list[Outcome]:
 
 
 def test_no_exported_program_differs_from_numpy(outcomes: list[Outcome]) -> None:
-    bad = [f"{o.case}: {o.status} {o.detail}" for o in outcomes
-           if o.status in ("WRONG", "RUN ERROR")]
+    bad = [
+        f"{o.case}: {o.status} {o.detail}" for o in outcomes if o.status in ("WRONG", "RUN ERROR")
+    ]
     assert bad == []
 
 
@@ -35,7 +36,8 @@ def test_most_of_the_corpus_exports_and_each_stop_is_named(outcomes: list[Outcom
 def test_no_generated_program_exports_to_a_wrong_result() -> None:
     outcomes = run_generated()
     print("\n" + render_generated(outcomes))
-    bad = [f"{o.case}: {o.status} {o.detail}" for o in outcomes
-           if o.status in ("WRONG", "RUN ERROR")]
+    bad = [
+        f"{o.case}: {o.status} {o.detail}" for o in outcomes if o.status in ("WRONG", "RUN ERROR")
+    ]
     assert bad == []
     assert sum(o.status == "PASS" for o in outcomes) >= MIN_GENERATED_PASSING

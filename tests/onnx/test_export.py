@@ -36,18 +36,22 @@ def test_an_op_without_onnx_form_is_refused_with_its_name_line_and_fix() -> None
     assert isinstance(info.value, kx.errors.KxError)
 
 
-@pytest.mark.parametrize("body,op", [
-    (lambda x: np.linalg.inv(x), "inv"),
-    (lambda x: np.argsort(x, axis=0), "argsort"),
-    (lambda x: np.linalg.eigvals(x).real, "numpy_call"),
-    (lambda x: np.cumprod(x), "cumprod"),
-    (lambda x: np.logaddexp(x, x), "logaddexp"),
-    (lambda x: np.pad(x, 1, mode="symmetric"), "pad"),
-    (lambda x: np.einsum("...i,...i->...", x, x[0]), "einsum"),
-])
+@pytest.mark.parametrize(
+    "body,op",
+    [
+        (lambda x: np.linalg.inv(x), "inv"),
+        (lambda x: np.argsort(x, axis=0), "argsort"),
+        (lambda x: np.linalg.eigvals(x).real, "numpy_call"),
+        (lambda x: np.cumprod(x), "cumprod"),
+        (lambda x: np.logaddexp(x, x), "logaddexp"),
+        (lambda x: np.pad(x, 1, mode="symmetric"), "pad"),
+        (lambda x: np.einsum("...i,...i->...", x, x[0]), "einsum"),
+    ],
+)
 def test_ops_without_a_rule_are_refused_by_name(body: Any, op: str) -> None:
     def fn(x: Any) -> Any:
         return body(x)
+
     with pytest.raises(kx.onnx.OnnxExportError, match=f"op '{op}'.*Fix: "):
         Exported(fn, spec([3, 3], np.float64))
 
@@ -58,12 +62,14 @@ def test_state_and_side_effects_are_refused() -> None:
     def bump(x: Any) -> Any:
         counter.assign_add(x)
         return x * 2
+
     with pytest.raises(kx.onnx.OnnxExportError, match=r"assign_add_variable.*no state"):
         Exported(bump, spec([2], np.float64))
 
     def chatty(x: Any) -> Any:
         kx.print("x is", x)
         return x + 1
+
     with pytest.raises(kx.onnx.OnnxExportError, match=r"'print'.*side effects"):
         Exported(chatty, spec([2], np.float64))
 
@@ -71,6 +77,7 @@ def test_state_and_side_effects_are_refused() -> None:
         if x.sum() < 0:
             raise ValueError("negative total")
         return x
+
     with pytest.raises(kx.onnx.OnnxExportError, match=r"'check'.*cannot raise"):
         Exported(checked, spec([2], np.float64))
 
@@ -79,12 +86,16 @@ def test_a_function_with_several_traces_needs_a_signature() -> None:
     @kx.function
     def double(x: Any) -> Any:
         return x * 2
+
     with pytest.raises(ValueError, match="no trace yet"):
         kx.onnx.export(double)
     double(np.ones(2))
     double(np.ones(2, np.int32))
-    with pytest.raises(ValueError, match=r"2 traces \(\(x: float64\[2\]\); "
-                                         r"\(x: int32\[2\]\)\).*signature="):
+    with pytest.raises(
+        ValueError,
+        match=r"2 traces \(\(x: float64\[2\]\); "
+        r"\(x: int32\[2\]\)\).*signature=",
+    ):
         kx.onnx.export(double)
     model = kx.onnx.export(double, signature=(kx.TensorSpec([None], np.int32),))
     assert model.graph.input[0].type.tensor_type.elem_type == onnx.TensorProto.INT32
@@ -99,6 +110,7 @@ def test_input_signature_is_traced_for_export() -> None:
     @kx.function(input_signature=[kx.TensorSpec([None, 2], np.float32)])
     def scale(x: Any) -> Any:
         return x * 3
+
     model = kx.onnx.export(scale)
     dims = model.graph.input[0].type.tensor_type.shape.dim
     assert [d.dim_param or d.dim_value for d in dims] == ["x_dim0", 2]
@@ -139,8 +151,10 @@ def test_nested_arguments_feed_by_input_name() -> None:
     def combine(pair: Any, table: Any, k: int) -> Any:
         a, b = pair
         return a * table["w"] + b * k
-    f = Exported(combine, (spec([2], np.float32), spec([2], np.float32)),
-                 {"w": spec([2], np.float32)}, 3)
+
+    f = Exported(
+        combine, (spec([2], np.float32), spec([2], np.float32)), {"w": spec([2], np.float32)}, 3
+    )
     pair = (np.ones(2, np.float32), np.arange(2, dtype=np.float32))
     table = {"w": np.full(2, 2.0, np.float32)}
     feed = kx.onnx.input_feed(f.cf, pair, table, 3)
@@ -149,10 +163,18 @@ def test_nested_arguments_feed_by_input_name() -> None:
 
 
 def test_importing_kernel_ext_does_not_import_onnx() -> None:
-    code = ("import sys, kernel_ext as kx; assert 'kernel_ext.onnx' not in sys.modules; "
-            "kx.onnx.export; assert 'kernel_ext.onnx' in sys.modules; "
-            "assert 'onnx' not in sys.modules, 'onnx loads only when a model is built'")
+    code = (
+        "import sys, kernel_ext as kx; assert 'kernel_ext.onnx' not in sys.modules; "
+        "kx.onnx.export; assert 'kernel_ext.onnx' in sys.modules; "
+        "assert 'onnx' not in sys.modules, 'onnx loads only when a model is built'"
+    )
     root = Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                          text=True, env={"PYTHONPATH": str(root), "PATH": ""}, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(root), "PATH": ""},
+        check=False,
+    )
     assert done.returncode == 0, done.stderr

@@ -28,23 +28,42 @@ def test_matrix_products_match_numpy(dtype: Any) -> None:
     family = "linalg" if np.dtype(dtype).kind == "f" else "exact"
 
     def products(a: Any, b: Any, v: Any) -> Any:
-        return a @ b, np.dot(a, b), a @ v, v @ b, np.dot(v, v), np.outer(v, v), \
-            np.matmul(np.stack([a, a]), b), np.einsum("ij,jk->ik", a, b), np.vecdot(a, v)
+        return (
+            a @ b,
+            np.dot(a, b),
+            a @ v,
+            v @ b,
+            np.dot(v, v),
+            np.outer(v, v),
+            np.matmul(np.stack([a, a]), b),
+            np.einsum("ij,jk->ik", a, b),
+            np.vecdot(a, v),
+        )
+
     a, b = values((5, 3), dtype, 50, special=False), values((4, 3), dtype, 51, special=False)
     v = values((3,), dtype, 52, special=False)
 
     def fixed(a: Any, b: Any, v: Any) -> Any:
         return products(a, b.T, v)
-    check(fixed, [spec([None, 3], dtype), spec([4, 3], dtype), spec([3], dtype)],
-          [(a, b, v), (a[:2], b, v)], family)
+
+    check(
+        fixed,
+        [spec([None, 3], dtype), spec([4, 3], dtype), spec([3], dtype)],
+        [(a, b, v), (a[:2], b, v)],
+        family,
+    )
 
 
 def test_mixed_dtype_matmul_promotes_as_numpy() -> None:
     def product(a: Any, b: Any) -> Any:
         return a @ b
-    check(product, [spec([2, 3], np.int32), spec([3, 2], np.float32)],
-          [(values((2, 3), np.int32, 53), values((3, 2), np.float32, 54, special=False))],
-          "linalg")
+
+    check(
+        product,
+        [spec([2, 3], np.int32), spec([3, 2], np.float32)],
+        [(values((2, 3), np.int32, 53), values((3, 2), np.float32, 54, special=False))],
+        "linalg",
+    )
 
 
 def test_cond_becomes_if_and_takes_either_branch() -> None:
@@ -54,9 +73,16 @@ def test_cond_becomes_if_and_takes_either_branch() -> None:
         else:
             y = x - 1.0
         return y, np.where(y > 0, y, 0.0).max()
-    f = check(branchy, [spec([None], np.float64), spec([], np.float64)],
-              [(values((6,), np.float64, 55, special=False), np.float64(-100.0)),
-               (values((3,), np.float64, 56, special=False), np.float64(100.0))], "exact")
+
+    f = check(
+        branchy,
+        [spec([None], np.float64), spec([], np.float64)],
+        [
+            (values((6,), np.float64, 55, special=False), np.float64(-100.0)),
+            (values((3,), np.float64, 56, special=False), np.float64(100.0)),
+        ],
+        "exact",
+    )
     assert "If" in op_types(f.model.graph)
 
 
@@ -67,9 +93,16 @@ def test_while_loop_becomes_loop_with_a_run_time_trip_count() -> None:
             x = x * 0.5 + i
             i += 1
         return x, i
-    f = check(halve, [spec([None, 2], np.float32), spec([], np.int64)],
-              [(values((3, 2), np.float32, 57, special=False), np.int64(4)),
-               (values((1, 2), np.float32, 58, special=False), np.int64(0))], "exact")
+
+    f = check(
+        halve,
+        [spec([None, 2], np.float32), spec([], np.int64)],
+        [
+            (values((3, 2), np.float32, 57, special=False), np.int64(4)),
+            (values((1, 2), np.float32, 58, special=False), np.int64(0)),
+        ],
+        "exact",
+    )
     assert "Loop" in op_types(f.model.graph)
 
 
@@ -82,9 +115,16 @@ def test_for_range_loop_with_a_branch_inside_matches_numpy() -> None:
             else:
                 total = total - x
         return total
-    check(accumulate, [spec([None], np.float64), spec([], np.int64)],
-          [(values((4,), np.float64, 59, special=False), np.int64(5)),
-           (values((2,), np.float64, 60, special=False), np.int64(1))], "exact")
+
+    check(
+        accumulate,
+        [spec([None], np.float64), spec([], np.int64)],
+        [
+            (values((4,), np.float64, 59, special=False), np.int64(5)),
+            (values((2,), np.float64, 60, special=False), np.int64(1)),
+        ],
+        "exact",
+    )
 
 
 def test_nested_loops_match_numpy() -> None:
@@ -98,9 +138,13 @@ def test_nested_loops_match_numpy() -> None:
                 j += 1
             i += 1
         return out
-    check(table, [spec([None], np.int64), spec([], np.int64)],
-          [(values((3,), np.int64, 61), np.int64(4)), (values((1,), np.int64, 62),
-                                                       np.int64(2))], "exact")
+
+    check(
+        table,
+        [spec([None], np.int64), spec([], np.int64)],
+        [(values((3,), np.int64, 61), np.int64(4)), (values((1,), np.int64, 62), np.int64(2))],
+        "exact",
+    )
 
 
 def test_variables_become_initializers_with_their_values_at_export() -> None:
@@ -109,6 +153,7 @@ def test_variables_become_initializers_with_their_values_at_export() -> None:
 
     def layer(x: Any) -> Any:
         return np.tanh(x @ w + b)
+
     f = Exported(layer, spec([None, 3], np.float64))
     names = {t.name for t in f.model.graph.initializer}
     assert len(names) == 2 and {i.name for i in f.model.graph.input}.isdisjoint(names)
@@ -124,9 +169,16 @@ def test_loop_over_rows_of_a_none_dim_array_reads_its_run_time_length() -> None:
         for row in x:
             total = total + row * len(x)
         return total
-    check(running, [spec([None, 3], np.float64)],
-          [(values((5, 3), np.float64, 64, special=False),),
-           (values((2, 3), np.float64, 65, special=False),)], "exact")
+
+    check(
+        running,
+        [spec([None, 3], np.float64)],
+        [
+            (values((5, 3), np.float64, 64, special=False),),
+            (values((2, 3), np.float64, 65, special=False),),
+        ],
+        "exact",
+    )
 
 
 def test_the_usage_example_of_the_docs_runs(tmp_path: Any) -> None:
@@ -153,7 +205,13 @@ def test_einsum_with_ellipsis_vdot_and_boolean_products_match_numpy(dtype: Any) 
     family = "linalg" if np.dtype(dtype).kind == "f" else "exact"
 
     def products(a: Any, b: Any) -> Any:
-        return (np.einsum("...ij,...jk->...ik", a, b), np.einsum("ij->i", a), np.vdot(a, a),
-                a @ b, np.dot(a[0], b[:, 0]))
+        return (
+            np.einsum("...ij,...jk->...ik", a, b),
+            np.einsum("ij->i", a),
+            np.vdot(a, a),
+            a @ b,
+            np.dot(a[0], b[:, 0]),
+        )
+
     a, b = values((2, 3), dtype, 69, special=False), values((3, 2), dtype, 70, special=False)
     check(products, [spec([2, 3], dtype), spec([3, 2], dtype)], [(a, b)], family)

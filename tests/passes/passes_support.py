@@ -48,8 +48,9 @@ def assert_identical(a: Any, b: Any, what: str = "") -> None:
             assert np.array_equal(pa, pb, equal_nan=True), f"{what}: {a!r} != {b!r}"
             assert np.array_equal(np.signbit(pa), np.signbit(pb)), f"{what}: sign bits differ"
         return
-    assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes(), \
+    assert np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes(), (
         f"{what}: {a!r} != {b!r}"
+    )
 
 
 def run_graph(graph: Graph, inputs: list[Any]) -> tuple[list[Any] | None, list[str]]:
@@ -74,16 +75,33 @@ def special_values(dtype: Any, n: int = 67) -> np.ndarray:
         base = np.array([True, False])
     elif dtype.kind in "iu":
         info = np.iinfo(dtype)
-        base = np.array([info.min, info.max, 0, 1, 2, info.max - 1, info.min + 1]
-                        + ([-1, -2] if dtype.kind == "i" else []), dtype)
+        base = np.array(
+            [info.min, info.max, 0, 1, 2, info.max - 1, info.min + 1]
+            + ([-1, -2] if dtype.kind == "i" else []),
+            dtype,
+        )
     else:
         real = np.dtype(dtype.char.lower()) if dtype.kind == "c" else dtype
         info = np.finfo(real)
-        floats = np.array([np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 0.5, -2.5,
-                           1 / 3], real)
-        floats = np.concatenate([floats, np.array(
-            [info.max, -info.max, info.tiny, -info.tiny, info.smallest_subnormal,
-             -info.smallest_subnormal], real)])
+        floats = np.array(
+            [np.nan, -np.nan, 0.0, -0.0, np.inf, -np.inf, 1.0, -1.0, 0.5, -2.5, 1 / 3], real
+        )
+        floats = np.concatenate(
+            [
+                floats,
+                np.array(
+                    [
+                        info.max,
+                        -info.max,
+                        info.tiny,
+                        -info.tiny,
+                        info.smallest_subnormal,
+                        -info.smallest_subnormal,
+                    ],
+                    real,
+                ),
+            ]
+        )
         if dtype.kind == "c":
             base = np.empty((len(floats), len(floats)), dtype)
             base.real, base.imag = floats[:, None], floats[None, :]  # no arithmetic: no NaN

@@ -27,11 +27,13 @@ def test_cse_merges_twins_and_whole_chains_in_one_pass():
     out, changed = cse(g)
     assert changed
     lint(out)
-    assert str(out) == ("graph f(x: float32[3]) {\n"
-                        "  %tanh = tanh(%x) : float32[3]\n"
-                        "  %add = add(%tanh, 1.0) : float32[3]\n"
-                        "  %multiply = multiply(%add, %add) : float32[3]\n"
-                        "  return (%multiply)\n}")
+    assert str(out) == (
+        "graph f(x: float32[3]) {\n"
+        "  %tanh = tanh(%x) : float32[3]\n"
+        "  %add = add(%tanh, 1.0) : float32[3]\n"
+        "  %multiply = multiply(%add, %add) : float32[3]\n"
+        "  return (%multiply)\n}"
+    )
     assert (g.count_ops(), out.count_ops()) == (5, 3)
 
 
@@ -55,8 +57,9 @@ def test_attrs_compare_by_value_through_tuples_slices_dtypes_and_arrays():
     i3 = g.create_node(K.GETITEM, (x,), {"index": (slice(1, None), np.array([0, 3]))})
     c1 = g.create_node(K.CAST, (x,), {"dtype": np.dtype(np.int32)})
     c2 = g.create_node(K.CAST, (x,), {"dtype": np.dtype("int32")})
-    g.outputs = [g.create_node(K.ADD, (a, 1.0)) for a in (s1, s2, s3)] + \
-        [g.create_node(K.NEGATIVE, (a,)) for a in (i1, i2, i3, c1, c2)]
+    g.outputs = [g.create_node(K.ADD, (a, 1.0)) for a in (s1, s2, s3)] + [
+        g.create_node(K.NEGATIVE, (a,)) for a in (i1, i2, i3, c1, c2)
+    ]
     out, _ = cse(g)
     assert ops(out).count("sum") == 2 and ops(out).count("getitem") == 2
     assert ops(out).count("cast") == 1

@@ -21,11 +21,13 @@ def test_fold_replaces_pure_node_of_constants_and_literals():
     out, changed = fold_constants(g)
     assert changed
     lint(out)
-    assert str(out) == ("graph f(x: float32[3]) {\n"
-                        "  %c = constant([1., 2., 3.]:float32) : float32[3]\n"
-                        "  %multiply = constant([2., 4., 6.]:float32) : float32[3]\n"
-                        "  %add = add(%x, %multiply) : float32[3]\n"
-                        "  return (%add)\n}")
+    assert str(out) == (
+        "graph f(x: float32[3]) {\n"
+        "  %c = constant([1., 2., 3.]:float32) : float32[3]\n"
+        "  %multiply = constant([2., 4., 6.]:float32) : float32[3]\n"
+        "  %add = add(%x, %multiply) : float32[3]\n"
+        "  return (%add)\n}"
+    )
 
 
 def test_fold_keeps_the_dtype_of_zero_d_results():
@@ -60,7 +62,7 @@ def test_fold_runs_to_completion_in_one_pass_along_a_chain():
 
 def test_fold_leaves_nodes_that_warn_at_run_time():
     g = Graph("f")
-    bad = g.create_node(OpKind.SQRT, (g.constant(np.array([-1.0])),))      # invalid value
+    bad = g.create_node(OpKind.SQRT, (g.constant(np.array([-1.0])),))  # invalid value
     zero = g.create_node(OpKind.FLOOR_DIVIDE, (g.constant(np.array([1])), 0))  # divide by 0
     big = g.create_node(OpKind.MULTIPLY, (g.constant(np.array([200], np.uint8)), 2))  # fine
     g.outputs = [bad, zero, big]
@@ -107,8 +109,8 @@ def test_fold_of_captured_arrays_through_kx_function():
 
     @kx.function
     def f(x):
-        c = np.ones_like(x) * 2 + np.zeros_like(x)   # traced constant chain
-        return x * c + scale * 2                     # scale * 2 runs eagerly at trace time
+        c = np.ones_like(x) * 2 + np.zeros_like(x)  # traced constant chain
+        return x * c + scale * 2  # scale * 2 runs eagerly at trace time
 
     x = np.arange(4, dtype=f32)
     cf = f.get_concrete_function(x)
@@ -132,8 +134,11 @@ def test_fold_reads_static_dims_from_the_shape():
 def test_fold_is_pure_and_returns_the_same_graph_when_nothing_folds():
     g = Graph("f")
     x = g.placeholder("x", (3,), f32)
-    g.outputs = [g.create_node(OpKind.ADD, (x, g.create_node(OpKind.NEGATIVE, (
-        g.constant(np.ones(3, f32)),))))]
+    g.outputs = [
+        g.create_node(
+            OpKind.ADD, (x, g.create_node(OpKind.NEGATIVE, (g.constant(np.ones(3, f32)),)))
+        )
+    ]
     before, text = snapshot(g), str(g)
     out, changed = fold_constants(g)
     assert changed and out is not g
@@ -148,10 +153,12 @@ def test_folded_results_reach_the_caller_as_fresh_writable_arrays():
     c = g.constant(np.arange(3, dtype=f32))
     g.outputs = [g.create_node(OpKind.MULTIPLY, (c, 2.0))]
     out = run_pipeline(g, verify=True)
-    assert str(out) == ("graph f() {\n"
-                        "  %multiply = constant([0., 2., 4.]:float32) : float32[3]\n"
-                        "  %multiply_1 = copy(%multiply) : float32[3]\n"
-                        "  return (%multiply_1)\n}")
+    assert str(out) == (
+        "graph f() {\n"
+        "  %multiply = constant([0., 2., 4.]:float32) : float32[3]\n"
+        "  %multiply_1 = copy(%multiply) : float32[3]\n"
+        "  return (%multiply_1)\n}"
+    )
     assert fold_constants(out) == (out, False)  # copy(constant) is already folded
     value = interpret(out, [])[0]
     assert value.flags.writeable and not np.shares_memory(value, out.nodes[0].attrs["value"])

@@ -28,6 +28,7 @@ from kernel_ext.passes import fusion
 def _oracle_merge_siblings(graph, sets, seg_of, domain, reduced, size, ancestors, max_nodes):
     """The plain pairwise scan, restarted after every merge, with dependence followed
     through the segments merged so far (the spec)."""
+
     def members(sid):
         return [n for n, s in seg_of.items() if sets.find(s) == sid]
 
@@ -58,7 +59,7 @@ def _oracle_merge_siblings(graph, sets, seg_of, domain, reduced, size, ancestors
     while merged:
         merged = False
         for i, a in enumerate(roots):
-            for b in roots[i + 1:]:
+            for b in roots[i + 1 :]:
                 a, b = sets.find(a), sets.find(b)
                 if a == b or domain[a] != domain[b] or (a in reduced and b in reduced):
                     continue
@@ -81,8 +82,9 @@ def _oracle_merge_siblings(graph, sets, seg_of, domain, reduced, size, ancestors
 
 
 def _segments(graph, max_nodes=64):
-    return sorted(sorted(n.name for n in seg.nodes) for seg in fusion.partition(
-        graph, max_nodes=max_nodes))
+    return sorted(
+        sorted(n.name for n in seg.nodes) for seg in fusion.partition(graph, max_nodes=max_nodes)
+    )
 
 
 def _filter(x, w):
@@ -101,8 +103,11 @@ def _filter(x, w):
 
 def _filter_graph(rows: int):
     x = np.random.default_rng(rows).standard_normal((rows, 16))
-    return kx.function(_filter, backend="numpy", autograph=False).get_concrete_function(
-        x, np.ones(16)).graph
+    return (
+        kx.function(_filter, backend="numpy", autograph=False)
+        .get_concrete_function(x, np.ones(16))
+        .graph
+    )
 
 
 def _subgraphs(graph):
@@ -135,8 +140,11 @@ def test_sibling_merges_are_the_pairwise_scans_on_generated_loop_programs(monkey
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                graph = kx.function(batch.function, backend="numpy").get_concrete_function(
-                    *batch.inputs).graph
+                graph = (
+                    kx.function(batch.function, backend="numpy")
+                    .get_concrete_function(*batch.inputs)
+                    .graph
+                )
         except (ValueError, errors.UnsupportedOpError):
             continue  # a known limitation of tracing the program (see test_loop_fuzzer)
         for sub in _subgraphs(graph):
@@ -171,10 +179,10 @@ def test_two_sibling_merges_that_are_each_independent_never_make_a_cycle(monkeyp
     monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 30)
     monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
     monkeypatch.setattr(py_builtins, "SUM_UNROLL", 2)
-    batch = LoopBatch([make_loop_program(24, 2, prefix="p0_"),
-                       make_loop_program(25, 3, prefix="p1_")])
-    graph = kx.function(batch.function, backend="numpy").get_concrete_function(
-        *batch.inputs).graph
+    batch = LoopBatch(
+        [make_loop_program(24, 2, prefix="p0_"), make_loop_program(25, 3, prefix="p1_")]
+    )
+    graph = kx.function(batch.function, backend="numpy").get_concrete_function(*batch.inputs).graph
     for sub in _subgraphs(graph):
         fusion.schedule(sub, fusion.partition(sub))  # raises on a cycle
         _same_as_oracle(sub, monkeypatch)

@@ -32,7 +32,7 @@ def _neutral(value: Any, kind: str) -> Any:
     if dtype == np.bool_:
         return kind == "one"
     if dtype.kind == "f":
-        return 1.0 if kind == "one" else -0.0   # x + (-0.0) is exact, x + 0.0 is not
+        return 1.0 if kind == "one" else -0.0  # x + (-0.0) is exact, x + 0.0 is not
     return 1 if kind == "one" else 0
 
 
@@ -43,8 +43,10 @@ RICH: list[tuple[str, Callable[[Any], Any]]] = [
     ("cos((v + zero) * one) ", lambda v: np.cos((v + _neutral(v, "zero")) * _neutral(v, "one"))),
     ("exp(ones_like(v) * 2) + v", lambda v: np.exp(np.ones_like(v) * 2) + v),
     ("abs(v.astype(v.dtype))", lambda v: np.abs(v.astype(v.dtype))),
-    ("sqrt(abs(transpose(transpose(v))))",
-     lambda v: np.sqrt(np.abs(np.transpose(np.transpose(v))))),
+    (
+        "sqrt(abs(transpose(transpose(v))))",
+        lambda v: np.sqrt(np.abs(np.transpose(np.transpose(v)))),
+    ),
     ("maximum(v, v) - zeros_like(v) * 3", lambda v: np.maximum(v, v) - np.zeros_like(v) * 3),
     ("sum(tanh(v)) * mean(tanh(v))", lambda v: np.sum(np.tanh(v)) * np.mean(np.tanh(v))),
 ]
@@ -100,15 +102,18 @@ def _check(prog: Program, where: str) -> tuple[int, int]:
         assert_identical(c, e, f"{where} -> output {k} (kx.function vs NumPy)")
     for out, given in ((c, x) for c in compiled for x in prog.inputs):
         if isinstance(out, np.ndarray) and isinstance(given, np.ndarray):
-            assert not np.shares_memory(out, given) or _views_input(prog), \
+            assert not np.shares_memory(out, given) or _views_input(prog), (
                 f"{where}: a result shares memory with an input"
+            )
     return run_pipeline(raw, (prune,)).count_ops(), optimised.count_ops()
 
 
 def _views_input(prog: Program) -> bool:
     # Programs whose steps are views in NumPy too (v[0], reshape, transpose) may share.
-    return any(name.startswith(("reshape", "transpose", "expand_dims")) or "[" in name
-               for name, _ in prog.steps)
+    return any(
+        name.startswith(("reshape", "transpose", "expand_dims")) or "[" in name
+        for name, _ in prog.steps
+    )
 
 
 @pytest.mark.parametrize("chunk", range(10))
@@ -158,8 +163,11 @@ def test_stateful_sequences_are_untouched(capsys):
     optimised = f.get_concrete_function(x).graph
 
     def stateful(graph):
-        return [(n.op.value, n.attrs.get("variable")) for n in graph.nodes
-                if n.op.group is OpGroup.STATEFUL]
+        return [
+            (n.op.value, n.attrs.get("variable"))
+            for n in graph.nodes
+            if n.op.group is OpGroup.STATEFUL
+        ]
 
     assert stateful(optimised) == stateful(raw)
     assert [n.op.value for n in optimised.nodes].count("read_variable") == 4

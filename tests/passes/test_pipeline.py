@@ -28,17 +28,21 @@ def _messy_body(name: str = "body") -> Graph:
     """A sub-graph with work for every pass: foldable, simplifiable, duplicated, dead."""
     b = Graph(name)
     a = b.placeholder("a", (3,), f32)
-    k = b.create_node(K.ADD, (b.constant(np.ones(3, f32)), 1.0))        # folds
-    t1 = b.create_node(K.TANH, (b.create_node(K.MULTIPLY, (a, 1)),))    # x * 1
-    t2 = b.create_node(K.TANH, (a,))                                     # twin of t1
-    b.create_node(K.EXP, (a,))                                           # dead
+    k = b.create_node(K.ADD, (b.constant(np.ones(3, f32)), 1.0))  # folds
+    t1 = b.create_node(K.TANH, (b.create_node(K.MULTIPLY, (a, 1)),))  # x * 1
+    t2 = b.create_node(K.TANH, (a,))  # twin of t1
+    b.create_node(K.EXP, (a,))  # dead
     b.outputs = [b.create_node(K.ADD, (b.create_node(K.MULTIPLY, (t1, k)), t2)), a]
     return b
 
 
 def test_default_pipeline_is_fold_simplify_cse_prune():
-    assert (fold_constants, simplify, eliminate_common_subexpressions,
-                                prune_dead_code) == DEFAULT_PIPELINE
+    assert (
+        fold_constants,
+        simplify,
+        eliminate_common_subexpressions,
+        prune_dead_code,
+    ) == DEFAULT_PIPELINE
 
 
 def test_pipeline_reaches_a_fixed_point():
@@ -75,12 +79,14 @@ def test_passes_reach_into_sub_graphs_and_keep_their_arity():
     out = run_pipeline(g, verify=True)
     new_body = out.outputs[0].attrs["body"]
     assert new_body is not body and snapshot(body) == before and str(body) == body_text
-    assert str(new_body) == ("graph body(a: float32[3]) {\n"
-                             "  %add = constant([2., 2., 2.]:float32) : float32[3]\n"
-                             "  %tanh = tanh(%a) : float32[3]\n"
-                             "  %multiply_1 = multiply(%tanh, %add) : float32[3]\n"
-                             "  %add_1 = add(%multiply_1, %tanh) : float32[3]\n"
-                             "  return (%add_1, %a)\n}")
+    assert str(new_body) == (
+        "graph body(a: float32[3]) {\n"
+        "  %add = constant([2., 2., 2.]:float32) : float32[3]\n"
+        "  %tanh = tanh(%a) : float32[3]\n"
+        "  %multiply_1 = multiply(%tanh, %add) : float32[3]\n"
+        "  %add_1 = add(%multiply_1, %tanh) : float32[3]\n"
+        "  return (%add_1, %a)\n}"
+    )
     lint(new_body)
     assert len(new_body.inputs) == 1 and len(new_body.outputs) == 2
     assert ops(new_body) == ["constant", "tanh", "multiply", "add"]
@@ -100,8 +106,11 @@ def test_nested_sub_graphs_and_tuples_of_sub_graphs_are_optimised():
     g.outputs = [g.create_node(K.COPY, (x,), {"branches": (middle, _messy_body("other"))})]
     out = run_pipeline(g, verify=True)
     new_middle, new_other = out.outputs[0].attrs["branches"]
-    assert ops(new_middle.outputs[0].attrs["body"]) == ops(new_other) == \
-        ["constant", "tanh", "multiply", "add"]
+    assert (
+        ops(new_middle.outputs[0].attrs["body"])
+        == ops(new_other)
+        == ["constant", "tanh", "multiply", "add"]
+    )
 
 
 def test_map_subgraphs_reports_changes_and_leaves_the_node_alone():
@@ -117,14 +126,19 @@ def test_map_subgraphs_reports_changes_and_leaves_the_node_alone():
 
 # -- control flow as the AutoGraph layer builds it ---------------------------------------------
 
+
 def _cond_graph() -> Graph:
     g = Graph("f")
     x = g.placeholder("x", (3,), f32)
     pred = g.create_node(K.GREATER, (g.create_node(K.SUM, (x,), {"axis": None}), 0))
     true_b, false_b = _messy_body("true_branch"), Graph("false_branch")
     a = false_b.placeholder("a", (3,), f32)
-    false_b.outputs = [false_b.create_node(K.NEGATIVE, (false_b.create_node(K.NEGATIVE, (
-        false_b.create_node(K.ADD, (a, 0.5)),)),)), a]
+    false_b.outputs = [
+        false_b.create_node(
+            K.NEGATIVE, (false_b.create_node(K.NEGATIVE, (false_b.create_node(K.ADD, (a, 0.5)),)),)
+        ),
+        a,
+    ]
     avals = (AbstractValue((3,), np.dtype(f32)),) * 2
     cond = g.create_node(K.COND, (pred, x), {"branches": (true_b, false_b), "out_avals": avals})
     g.outputs = [g.create_node(K.GET_OUTPUT, (cond,), {"index": 0})]
@@ -148,24 +162,42 @@ def test_while_body_is_optimised_and_stateful_loops_survive_pruning():
     x = g.placeholder("x", (3,), f32)
     i0 = g.constant(np.int64(0))
     cond_g = Graph("cond")
-    ci, _, _ = (cond_g.placeholder("i", (), np.int64), cond_g.placeholder("acc", (3,), f32),
-                cond_g.placeholder("x", (3,), f32))
+    ci, _, _ = (
+        cond_g.placeholder("i", (), np.int64),
+        cond_g.placeholder("acc", (3,), f32),
+        cond_g.placeholder("x", (3,), f32),
+    )
     limit = cond_g.create_node(K.ADD, (cond_g.constant(np.int64(2)), 3))  # folds to 5
     cond_g.outputs = [cond_g.create_node(K.LESS, (ci, limit))]
     body = Graph("body")
-    bi, acc, bx = (body.placeholder("i", (), np.int64), body.placeholder("acc", (3,), f32),
-                   body.placeholder("x", (3,), f32))
-    step = body.create_node(K.ADD, (body.create_node(K.TANH, (bx,)),
-                                    body.create_node(K.TANH, (body.create_node(
-                                        K.MULTIPLY, (bx, 1.0)),))))
+    bi, acc, bx = (
+        body.placeholder("i", (), np.int64),
+        body.placeholder("acc", (3,), f32),
+        body.placeholder("x", (3,), f32),
+    )
+    step = body.create_node(
+        K.ADD,
+        (
+            body.create_node(K.TANH, (bx,)),
+            body.create_node(K.TANH, (body.create_node(K.MULTIPLY, (bx, 1.0)),)),
+        ),
+    )
     body.create_node(K.PRINT, (bi,), {"template": ("i", None), "sep": " ", "end": "\n"})
     body.outputs = [body.create_node(K.ADD, (bi, 1)), body.create_node(K.ADD, (acc, step))]
     avals = (AbstractValue((), np.dtype(np.int64)), AbstractValue((3,), np.dtype(f32)))
-    loop = g.create_node(K.WHILE, (i0, x, x), {"cond": cond_g, "body": body, "n_vars": 2,
-                                               "out_avals": avals})
-    unused = g.create_node(K.WHILE, (i0, x, x), {  # same loop without the print: pure, dead
-        "cond": cond_g, "body": body.rebuilt([n for n in body.nodes if n.op is not K.PRINT]),
-        "n_vars": 2, "out_avals": avals})
+    loop = g.create_node(
+        K.WHILE, (i0, x, x), {"cond": cond_g, "body": body, "n_vars": 2, "out_avals": avals}
+    )
+    unused = g.create_node(
+        K.WHILE,
+        (i0, x, x),
+        {  # same loop without the print: pure, dead
+            "cond": cond_g,
+            "body": body.rebuilt([n for n in body.nodes if n.op is not K.PRINT]),
+            "n_vars": 2,
+            "out_avals": avals,
+        },
+    )
     assert unused in g.nodes
     g.outputs = [g.create_node(K.GET_OUTPUT, (loop,), {"index": 1})]
     lint(g)
@@ -180,6 +212,7 @@ def test_while_body_is_optimised_and_stateful_loops_survive_pruning():
 
 
 # -- AutoGraph programs: the passes inside real cond/while bodies ------------------------------
+
 
 def _loop(x):
     total = np.zeros_like(x)
@@ -208,14 +241,16 @@ def _nested(x):
 
 def _subgraph_ops(graph: Graph) -> int:
     """Nodes inside control-flow sub-graphs, all levels."""
-    return sum(len(sub.nodes) + _subgraph_ops(sub)
-               for n in graph.nodes for sub in subgraphs(n))
+    return sum(len(sub.nodes) + _subgraph_ops(sub) for n in graph.nodes for sub in subgraphs(n))
 
 
 @pytest.mark.parametrize("fn", [_loop, _branch, _nested])
 def test_autograph_bodies_are_optimised_and_agree_with_python(fn):
-    for x in (np.array([0.5, -1.0, 2.0], f32), np.array([-3.0, 0.25, -0.0], f32),
-              special_values(np.float32, 5)):
+    for x in (
+        np.array([0.5, -1.0, 2.0], f32),
+        np.array([-3.0, 0.25, -0.0], f32),
+        special_values(np.float32, 5),
+    ):
         raw = trace_raw(fn, x)
         assert _subgraph_ops(raw) > 0
         optimised = run_pipeline(raw, verify=True)

@@ -15,9 +15,23 @@ from kernel_ext.passes import RULES, run_pipeline, simplify
 f32 = np.float32
 K = OpKind
 
-DTYPES = [np.bool_, np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32,
-          np.uint64, np.float16, np.float32, np.float64, np.longdouble, np.complex64,
-          np.complex128]
+DTYPES = [
+    np.bool_,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float16,
+    np.float32,
+    np.float64,
+    np.longdouble,
+    np.complex64,
+    np.complex128,
+]
 
 
 def _const(g: Graph, value: float, like: Node) -> Node:
@@ -36,6 +50,7 @@ def _cast_twice(via: type) -> Callable[[Graph, Node], Node]:
     def build(g: Graph, x: Node) -> Node:
         wide = g.create_node(K.CAST, (x,), {"dtype": np.dtype(via)})
         return g.create_node(K.CAST, (wide,), {"dtype": x.aval.dtype})
+
     return build
 
 
@@ -56,10 +71,16 @@ CASES: dict[str, Callable[[Graph, Node], Node]] = {
     "x * 1.0": _binary(K.MULTIPLY, 1.0),
     "x * True": _binary(K.MULTIPLY, True),
     "x * const(1)": lambda g, x: g.create_node(K.MULTIPLY, (x, _const(g, 1, x))),
-    "x * ones(n)": lambda g, x: g.create_node(K.MULTIPLY, (
-        x, g.constant(np.ones(x.aval.shape, x.aval.dtype)))),
-    "x * ones(2, n)": lambda g, x: g.create_node(K.MULTIPLY, (  # broadcasting widens x
-        x, g.constant(np.ones((2,) + x.aval.shape, x.aval.dtype)))),
+    "x * ones(n)": lambda g, x: g.create_node(
+        K.MULTIPLY, (x, g.constant(np.ones(x.aval.shape, x.aval.dtype)))
+    ),
+    "x * ones(2, n)": lambda g, x: g.create_node(
+        K.MULTIPLY,
+        (  # broadcasting widens x
+            x,
+            g.constant(np.ones((2,) + x.aval.shape, x.aval.dtype)),
+        ),
+    ),
     "x / 1": _binary(K.DIVIDE, 1),
     "x / 1.0": _binary(K.DIVIDE, 1.0),
     "x // 1": _binary(K.FLOOR_DIVIDE, 1),
@@ -100,48 +121,80 @@ CASES: dict[str, Callable[[Graph, Node], Node]] = {
     "cast(cast(x, float32))": _cast_twice(np.float32),
     "cast(cast(x, float64))": _cast_twice(np.float64),
     "cast(cast(x, complex128))": _cast_twice(np.complex128),
-    "where(True, x, x * 2)": lambda g, x: g.create_node(K.WHERE, (
-        True, x, g.create_node(K.MULTIPLY, (x, 2)))),
+    "where(True, x, x * 2)": lambda g, x: g.create_node(
+        K.WHERE, (True, x, g.create_node(K.MULTIPLY, (x, 2)))
+    ),
     "where(x, x, x)": lambda g, x: g.create_node(K.WHERE, (x, x, x)),
     "x[:]": lambda g, x: g.create_node(K.GETITEM, (x,), {"index": (slice(None),)}),
     "x[...]": lambda g, x: g.create_node(K.GETITEM, (x,), {"index": (Ellipsis,)}),
     "x[::-1]": lambda g, x: g.create_node(K.GETITEM, (x,), {"index": (slice(None, None, -1),)}),
-    "flip(flip(x))": lambda g, x: g.create_node(K.FLIP, (g.create_node(
-        K.FLIP, (x,), {"axis": 0}),), {"axis": 0}),
+    "flip(flip(x))": lambda g, x: g.create_node(
+        K.FLIP, (g.create_node(K.FLIP, (x,), {"axis": 0}),), {"axis": 0}
+    ),
     "reshape(x, x.shape)": lambda g, x: g.create_node(K.RESHAPE, (x,), {"shape": (-1,)}),
-    "broadcast_to(x, x.shape)": lambda g, x: g.create_node(K.BROADCAST_TO, (x,), {
-        "shape": x.aval.shape}),
+    "broadcast_to(x, x.shape)": lambda g, x: g.create_node(
+        K.BROADCAST_TO, (x,), {"shape": x.aval.shape}
+    ),
 }
 
 # What NumPy's promotion and IEEE arithmetic allow (a sample; the sweep below checks that
 # every rewrite that does fire is exact).
 EXPECTED = {
-    ("x + 0", "int8"): True, ("x + 0", "uint64"): True, ("x + 0", "bool"): False,
-    ("x + 0", "float32"): False,            # -0.0 + 0 is +0.0
-    ("x + 0.0", "int32"): False,            # float64 result
-    ("x + -0.0", "float64"): True, ("x + -0.0", "float16"): True, ("-0.0 + x", "float32"): True,
-    ("x + -0.0", "complex128"): False, ("x + False", "bool"): True,
-    ("x + const(-0.0)", "float32"): True, ("x + const(0)", "float32"): False,
-    ("x - 0", "float32"): True, ("x - -0.0", "float32"): False, ("x - 0", "uint8"): True,
-    ("x * 1", "bool"): False,               # bool * int is int64
-    ("x * True", "bool"): True, ("x * 1", "int16"): True, ("x * 1.0", "float16"): True,
-    ("x * 1", "complex64"): False,          # (a+bj)*(1+0j) computes b*0: nan for inf b
+    ("x + 0", "int8"): True,
+    ("x + 0", "uint64"): True,
+    ("x + 0", "bool"): False,
+    ("x + 0", "float32"): False,  # -0.0 + 0 is +0.0
+    ("x + 0.0", "int32"): False,  # float64 result
+    ("x + -0.0", "float64"): True,
+    ("x + -0.0", "float16"): True,
+    ("-0.0 + x", "float32"): True,
+    ("x + -0.0", "complex128"): False,
+    ("x + False", "bool"): True,
+    ("x + const(-0.0)", "float32"): True,
+    ("x + const(0)", "float32"): False,
+    ("x - 0", "float32"): True,
+    ("x - -0.0", "float32"): False,
+    ("x - 0", "uint8"): True,
+    ("x * 1", "bool"): False,  # bool * int is int64
+    ("x * True", "bool"): True,
+    ("x * 1", "int16"): True,
+    ("x * 1.0", "float16"): True,
+    ("x * 1", "complex64"): False,  # (a+bj)*(1+0j) computes b*0: nan for inf b
     ("x * 1", np.dtype(np.longdouble).name): False,  # extended precision is left alone
-    ("x * ones(n)", "float32"): True, ("x * ones(2, n)", "float32"): False,
-    ("x / 1", "int32"): False, ("x / 1.0", "float64"): True, ("x // 1", "int64"): True,
-    ("x ** 1", "int32"): True, ("x ** 1", "float16"): False,  # float16 power drops NaN sign
-    ("maximum(x, x)", "float32"): True, ("--x", "int8"): True, ("--x", "uint8"): True,
-    ("--x", "complex64"): True, ("~~x", "bool"): True, ("not not x", "bool"): True,
-    ("abs(x)", "uint16"): True, ("abs(x)", "int8"): False, ("abs(abs(x))", "complex64"): True,
-    ("floor(x)", "int32"): True, ("floor(x)", "float32"): False,
-    ("cast(x, x.dtype)", "float32"): True, ("cast(cast(x, int16))", "int8"): True,
-    ("cast(cast(x, int16))", "uint16"): False, ("cast(cast(x, float32))", "int16"): True,
-    ("cast(cast(x, float32))", "int32"): False, ("cast(cast(x, float64))", "int32"): True,
-    ("cast(cast(x, float64))", "int64"): False, ("cast(cast(x, float64))", "float16"): True,
-    ("cast(cast(x, float32))", "float64"): False, ("cast(cast(x, complex128))", "float64"): False,
-    ("where(True, x, x * 2)", "float32"): True, ("x[:]", "int8"): True,
-    ("x[::-1]", "int8"): False, ("flip(flip(x))", "float32"): True,
-    ("reshape(x, x.shape)", "bool"): True, ("broadcast_to(x, x.shape)", "float64"): True,
+    ("x * ones(n)", "float32"): True,
+    ("x * ones(2, n)", "float32"): False,
+    ("x / 1", "int32"): False,
+    ("x / 1.0", "float64"): True,
+    ("x // 1", "int64"): True,
+    ("x ** 1", "int32"): True,
+    ("x ** 1", "float16"): False,  # float16 power drops NaN sign
+    ("maximum(x, x)", "float32"): True,
+    ("--x", "int8"): True,
+    ("--x", "uint8"): True,
+    ("--x", "complex64"): True,
+    ("~~x", "bool"): True,
+    ("not not x", "bool"): True,
+    ("abs(x)", "uint16"): True,
+    ("abs(x)", "int8"): False,
+    ("abs(abs(x))", "complex64"): True,
+    ("floor(x)", "int32"): True,
+    ("floor(x)", "float32"): False,
+    ("cast(x, x.dtype)", "float32"): True,
+    ("cast(cast(x, int16))", "int8"): True,
+    ("cast(cast(x, int16))", "uint16"): False,
+    ("cast(cast(x, float32))", "int16"): True,
+    ("cast(cast(x, float32))", "int32"): False,
+    ("cast(cast(x, float64))", "int32"): True,
+    ("cast(cast(x, float64))", "int64"): False,
+    ("cast(cast(x, float64))", "float16"): True,
+    ("cast(cast(x, float32))", "float64"): False,
+    ("cast(cast(x, complex128))", "float64"): False,
+    ("where(True, x, x * 2)", "float32"): True,
+    ("x[:]", "int8"): True,
+    ("x[::-1]", "int8"): False,
+    ("flip(flip(x))", "float32"): True,
+    ("reshape(x, x.shape)", "bool"): True,
+    ("broadcast_to(x, x.shape)", "float64"): True,
 }
 
 
@@ -198,9 +251,9 @@ def test_simplify_prints_the_rewritten_graph():
     c = g.create_node(K.NEGATIVE, (g.create_node(K.NEGATIVE, (b,)),))
     g.outputs = [g.create_node(K.SUBTRACT, (c, 3))]
     out = run_pipeline(g, verify=True)
-    assert str(out) == ("graph f(x: int8[3]) {\n"
-                        "  %subtract = subtract(%x, 3) : int8[3]\n"
-                        "  return (%subtract)\n}")
+    assert str(out) == (
+        "graph f(x: int8[3]) {\n  %subtract = subtract(%x, 3) : int8[3]\n  return (%subtract)\n}"
+    )
     assert g.count_ops() == 5 and out.count_ops() == 1
 
 
@@ -222,8 +275,9 @@ def test_outputs_never_become_the_callers_input_array():
 
 def test_view_outputs_are_kept_rather_than_copied():
     g, x = _one_input(f32, (2, 3))
-    t = g.create_node(K.TRANSPOSE, (g.create_node(K.TRANSPOSE, (x,), {"axes": None}),),
-                      {"axes": None})
+    t = g.create_node(
+        K.TRANSPOSE, (g.create_node(K.TRANSPOSE, (x,), {"axes": None}),), {"axes": None}
+    )
     g.outputs = [t]
     out, changed = simplify(g)
     assert not changed and out is g
@@ -232,8 +286,8 @@ def test_view_outputs_are_kept_rather_than_copied():
 def test_transposes_compose_and_cancel():
     g, x = _one_input(f32, (2, 3, 4))
     t1 = g.create_node(K.TRANSPOSE, (x,), {"axes": (1, 2, 0)})
-    t2 = g.create_node(K.TRANSPOSE, (t1,), {"axes": (2, 0, 1)})   # inverse of t1
-    t3 = g.create_node(K.TRANSPOSE, (t1,), {"axes": (1, 0, 2)})   # composes with t1
+    t2 = g.create_node(K.TRANSPOSE, (t1,), {"axes": (2, 0, 1)})  # inverse of t1
+    t3 = g.create_node(K.TRANSPOSE, (t1,), {"axes": (1, 0, 2)})  # composes with t1
     g.outputs = [g.create_node(K.ADD, (t2, 1.0)), g.create_node(K.ADD, (t3, 1.0))]
     out = run_pipeline(g, verify=True)
     assert out.outputs[0].args[0] is out.inputs[0]
@@ -248,7 +302,7 @@ def test_transposes_compose_and_cancel():
 def test_shape_rules_need_static_shapes():
     g = Graph("f")
     x = g.placeholder("x", (None, 3), f32)
-    r = g.create_node(K.RESHAPE, (x,), {"shape": (-1, 3)})   # fails at run time for 0 rows
+    r = g.create_node(K.RESHAPE, (x,), {"shape": (-1, 3)})  # fails at run time for 0 rows
     b = g.create_node(K.BROADCAST_TO, (x,), {"shape": (2, 3)})
     g.outputs = [g.create_node(K.ADD, (r, 1.0)), g.create_node(K.ADD, (b, 1.0))]
     out, changed = simplify(g)
@@ -261,9 +315,11 @@ def test_identity_matmul_is_dropped_for_integers_only():
     x = g.placeholder("x", (4, 4), f32)
     eye_i = g.constant(np.eye(4, dtype=np.int32))
     eye_f = g.constant(np.eye(4, dtype=f32))
-    g.outputs = [g.create_node(K.ADD, (g.create_node(K.MATMUL, (i, eye_i)), 1)),
-                 g.create_node(K.ADD, (g.create_node(K.MATMUL, (eye_i, i)), 2)),
-                 g.create_node(K.ADD, (g.create_node(K.MATMUL, (x, eye_f)), 1))]
+    g.outputs = [
+        g.create_node(K.ADD, (g.create_node(K.MATMUL, (i, eye_i)), 1)),
+        g.create_node(K.ADD, (g.create_node(K.MATMUL, (eye_i, i)), 2)),
+        g.create_node(K.ADD, (g.create_node(K.MATMUL, (x, eye_f)), 1)),
+    ]
     out = run_pipeline(g, verify=True)
     # nan * 0 is nan: the float product with the identity stays
     assert ops(out) == ["constant", "add", "add", "matmul", "add"]
@@ -300,6 +356,7 @@ def test_simplified_graph_matches_numpy_on_special_values(n):
 
 
 # -- layout: what a BLAS call or an opaque function is handed ----------------------------------
+
 
 def _reversed_view_operands() -> tuple[np.ndarray, np.ndarray]:
     """``a`` a reversed 5-element float32 view and ``b = logaddexp(a, a)``, for which
@@ -385,12 +442,21 @@ def test_a_gradient_seed_of_ones_drops_out_at_every_size():
         def ones(a):
             if isinstance(a, Node) and a.op is OpKind.BROADCAST_TO:
                 a = a.args[0]
-            return isinstance(a, Node) and a.op is OpKind.CONSTANT and \
-                bool(np.all(a.attrs["value"] == 1))
+            return (
+                isinstance(a, Node)
+                and a.op is OpKind.CONSTANT
+                and bool(np.all(a.attrs["value"] == 1))
+            )
+
         # (ones * 0.5 stays: a broadcast, not an identity)
-        assert not any(node.op is OpKind.MULTIPLY and any(
-            ones(c) and isinstance(x, Node) and x.aval == node.aval
-            for c, x in (node.args, node.args[::-1])) for node in graph.nodes)
+        assert not any(
+            node.op is OpKind.MULTIPLY
+            and any(
+                ones(c) and isinstance(x, Node) and x.aval == node.aval
+                for c, x in (node.args, node.args[::-1])
+            )
+            for node in graph.nodes
+        )
 
 
 def test_annotations_do_not_block_rules():

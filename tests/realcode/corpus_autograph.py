@@ -91,8 +91,11 @@ def orient_positive(x):
     return y * 2
 
 
-@case(make=arr(9), category="autograph",
-      tags=("builtin_max", "builtin_min", "builtin_abs", "builtin_round", "builtin_len"))
+@case(
+    make=arr(9),
+    category="autograph",
+    tags=("builtin_max", "builtin_min", "builtin_abs", "builtin_round", "builtin_len"),
+)
 def builtin_summary(x):
     hi = max(x.max(), 0.0)
     lo = min(x.min(), 0.0)
@@ -197,7 +200,7 @@ def closure_map(x, scale=3.0):
     def f(v):
         return v * scale + 1
 
-    parts = list(map(f, [x, x[::-1], x ** 2]))
+    parts = list(map(f, [x, x[::-1], x**2]))
     return np.stack(parts)
 
 

@@ -31,12 +31,15 @@ def weighted_rows(x):
     return out
 
 
-@case(make=lambda rng: ((rng.random(10),), {}), category="buffers",
-      tags=("empty", "index_assign", "slice_sum"))
+@case(
+    make=lambda rng: ((rng.random(10),), {}),
+    category="buffers",
+    tags=("empty", "index_assign", "slice_sum"),
+)
 def prefix_sums_loop(x):
     out = np.empty(len(x))
     for i in range(len(x)):
-        out[i] = x[:i + 1].sum()
+        out[i] = x[: i + 1].sum()
     return out
 
 
@@ -51,8 +54,11 @@ def ones_accumulate(x):
     return acc, prod
 
 
-@case(make=lambda rng: ((rng.standard_normal((4, 5)),), {}), category="buffers",
-      tags=("full_like", "mask_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal((4, 5)),), {}),
+    category="buffers",
+    tags=("full_like", "mask_assign"),
+)
 def fill_negatives_with_sentinel(x):
     out = np.full_like(x, -1.0)
     pos = x > 0
@@ -74,16 +80,22 @@ def elementwise_with_transpose(A, B):
     return out
 
 
-@case(make=lambda rng: ((rng.integers(-5, 5, 9),), {}), category="buffers",
-      tags=("arange", "strided_assign", "int"))
+@case(
+    make=lambda rng: ((rng.integers(-5, 5, 9),), {}),
+    category="buffers",
+    tags=("arange", "strided_assign", "int"),
+)
 def signed_index(x):
     idx = np.arange(len(x))
     idx[::2] = -idx[::2]
     return idx * x
 
 
-@case(make=lambda rng: ((rng.standard_normal(16), 0.8), {}), category="buffers",
-      tags=("copy", "loop_carried"))
+@case(
+    make=lambda rng: ((rng.standard_normal(16), 0.8), {}),
+    category="buffers",
+    tags=("copy", "loop_carried"),
+)
 def ema_copy(x, alpha):
     y = x.copy()
     for t in range(1, len(x)):
@@ -95,8 +107,7 @@ def _small_mats(rng):
     return (rng.standard_normal((5, 4)), rng.standard_normal((4, 3))), {}
 
 
-@case(make=_small_mats, category="buffers",
-      tags=("zeros", "triple_loop", "augmented_index_assign"))
+@case(make=_small_mats, category="buffers", tags=("zeros", "triple_loop", "augmented_index_assign"))
 def matmul_triple_loop(A, B):
     n, k = A.shape
     m = B.shape[1]
@@ -108,8 +119,11 @@ def matmul_triple_loop(A, B):
     return C
 
 
-@case(make=lambda rng: ((rng.random(40),), {}), category="buffers",
-      tags=("zeros", "int_of_traced", "for_over_array", "augmented_index_assign"))
+@case(
+    make=lambda rng: ((rng.random(40),), {}),
+    category="buffers",
+    tags=("zeros", "int_of_traced", "for_over_array", "augmented_index_assign"),
+)
 def histogram_by_hand(data):
     counts = np.zeros(10, dtype=int)
     for v in data:
@@ -129,19 +143,25 @@ def outer_by_rows(a, b):
     return out
 
 
-@case(make=lambda rng: ((rng.standard_normal(8),), {}), category="buffers",
-      tags=("zeros", "column_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal(8),), {}),
+    category="buffers",
+    tags=("zeros", "column_assign"),
+)
 def vandermonde3(x):
     V = np.zeros((x.size, 4))
     V[:, 0] = 1
     V[:, 1] = x
-    V[:, 2] = x ** 2
-    V[:, 3] = x ** 3
+    V[:, 2] = x**2
+    V[:, 3] = x**3
     return V
 
 
-@case(make=lambda rng: ((rng.standard_normal(12),), {}), category="buffers",
-      tags=("empty_like", "loop_carried", "maximum"))
+@case(
+    make=lambda rng: ((rng.standard_normal(12),), {}),
+    category="buffers",
+    tags=("empty_like", "loop_carried", "maximum"),
+)
 def running_max(x):
     out = np.empty_like(x)
     m = x[0]
@@ -151,8 +171,11 @@ def running_max(x):
     return out
 
 
-@case(make=lambda rng: ((rng.standard_normal(6),), {}), category="buffers",
-      tags=("zeros", "double_loop", "python_index"))
+@case(
+    make=lambda rng: ((rng.standard_normal(6),), {}),
+    category="buffers",
+    tags=("zeros", "double_loop", "python_index"),
+)
 def toeplitz_by_hand(c):
     n = len(c)
     T = np.zeros((n, n))
@@ -184,8 +207,11 @@ def block_diag2(A, B):
     return out
 
 
-@case(make=lambda rng: ((rng.standard_normal(10),), {}), category="buffers",
-      tags=("zeros", "int", "bool_to_int_assign", "index_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal(10),), {}),
+    category="buffers",
+    tags=("zeros", "int", "bool_to_int_assign", "index_assign"),
+)
 def sign_flags(x):
     flags = np.zeros(len(x), dtype=np.int64)
     for i in range(len(x)):
@@ -193,8 +219,11 @@ def sign_flags(x):
     return flags
 
 
-@case(make=lambda rng: ((rng.standard_normal((4, 6)).astype(np.float32),), {}),
-      category="buffers", tags=("zeros", "float32", "dtype_of_arg", "row_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal((4, 6)).astype(np.float32),), {}),
+    category="buffers",
+    tags=("zeros", "float32", "dtype_of_arg", "row_assign"),
+)
 def cumulative_rows_f32(x):
     out = np.zeros(x.shape, dtype=x.dtype)
     out[0] = x[0]

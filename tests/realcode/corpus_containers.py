@@ -46,15 +46,18 @@ def _history(rng):
 @case(make=_history, category="containers", tags=("dict_of_lists", "list_append", "scalar"))
 def log_step(pred, target, history):
     err = pred - target
-    loss = np.mean(err ** 2)
+    loss = np.mean(err**2)
     history["loss"].append(loss)
     history["grad_norm"].append(np.linalg.norm(2 * err / err.size))
     return loss
 
 
 def _opt_state(rng):
-    return (rng.standard_normal(5), rng.standard_normal(5),
-            {"step": 0, "m": np.zeros(5), "lr": 0.1}), {}
+    return (
+        rng.standard_normal(5),
+        rng.standard_normal(5),
+        {"step": 0, "m": np.zeros(5), "lr": 0.1},
+    ), {}
 
 
 @case(make=_opt_state, category="containers", tags=("dict_setitem", "python_int_state"))
@@ -66,8 +69,10 @@ def momentum_step_counter(w, g, state):
 
 
 def _weights_list(rng):
-    return ([rng.standard_normal((3, 3)), rng.standard_normal(3), rng.standard_normal((3, 2))],
-            0.5), {}
+    return (
+        [rng.standard_normal((3, 3)), rng.standard_normal(3), rng.standard_normal((3, 2))],
+        0.5,
+    ), {}
 
 
 @case(make=_weights_list, category="containers", tags=("list_of_arrays", "augmented_assign"))
@@ -101,10 +106,13 @@ def rotate_queue(queue):
 
 
 def _model(rng):
-    model = {"l1": {"W": rng.standard_normal((4, 3)), "b": np.zeros(3)},
-             "l2": {"W": rng.standard_normal((3, 2)), "b": np.zeros(2)}}
-    grads = {k: {p: rng.standard_normal(v.shape) for p, v in layer.items()}
-             for k, layer in model.items()}
+    model = {
+        "l1": {"W": rng.standard_normal((4, 3)), "b": np.zeros(3)},
+        "l2": {"W": rng.standard_normal((3, 2)), "b": np.zeros(2)},
+    }
+    grads = {
+        k: {p: rng.standard_normal(v.shape) for p, v in layer.items()} for k, layer in model.items()
+    }
     return (model, grads), {"lr": 0.01}
 
 
@@ -157,7 +165,8 @@ def cached_square(W, cache):
     return cache["W2"] + W
 
 
-@case(make=lambda rng: ((rng.standard_normal(20),), {}), category="containers",
-      tags=("returns_dict",))
+@case(
+    make=lambda rng: ((rng.standard_normal(20),), {}), category="containers", tags=("returns_dict",)
+)
 def describe(x):
     return {"min": x.min(), "max": x.max(), "mean": x.mean(), "n_pos": int((x > 0).sum())}

@@ -18,24 +18,33 @@ def normalize_rows(X):
     return X / X.sum(axis=1, keepdims=True)
 
 
-@case(make=lambda rng: ((rng.standard_normal(20), 4), {}), category="exercises",
-      tags=("moving_average", "cumsum"))
+@case(
+    make=lambda rng: ((rng.standard_normal(20), 4), {}),
+    category="exercises",
+    tags=("moving_average", "cumsum"),
+)
 def moving_average(a, n=3):
     ret = np.cumsum(a, dtype=float)
     ret[n:] = ret[n:] - ret[:-n]
-    return ret[n - 1:] / n
+    return ret[n - 1 :] / n
 
 
-@case(make=lambda rng: ((rng.integers(0, 5, 9), 5), {}), category="exercises",
-      tags=("one_hot", "fancy_assign", "int"))
+@case(
+    make=lambda rng: ((rng.integers(0, 5, 9), 5), {}),
+    category="exercises",
+    tags=("one_hot", "fancy_assign", "int"),
+)
 def one_hot(labels, num_classes):
     out = np.zeros((labels.size, num_classes))
     out[np.arange(labels.size), labels] = 1
     return out
 
 
-@case(make=lambda rng: ((rng.standard_normal(15), 4), {}), category="exercises",
-      tags=("top_k", "argsort", "negative_stride"))
+@case(
+    make=lambda rng: ((rng.standard_normal(15), 4), {}),
+    category="exercises",
+    tags=("top_k", "argsort", "negative_stride"),
+)
 def top_k(x, k):
     idx = np.argsort(x)[::-1][:k]
     return idx, x[idx]
@@ -55,17 +64,20 @@ def _two_sets(rng):
 @case(make=_two_sets, category="exercises", tags=("distance_matrix", "broadcasting"))
 def distance_matrix(A, B):
     diff = A[:, None, :] - B[None, :, :]
-    return np.sqrt((diff ** 2).sum(-1))
+    return np.sqrt((diff**2).sum(-1))
 
 
 @case(make=_two_sets, category="exercises", tags=("distance_matrix", "expansion_trick"))
 def sq_dists_expansion(A, B):
-    d = (A ** 2).sum(1)[:, None] + (B ** 2).sum(1)[None, :] - 2 * A @ B.T
+    d = (A**2).sum(1)[:, None] + (B**2).sum(1)[None, :] - 2 * A @ B.T
     return np.maximum(d, 0)
 
 
-@case(make=lambda rng: ((rng.integers(0, 6, 25),), {}), category="exercises",
-      tags=("counting", "bincount", "argmax"))
+@case(
+    make=lambda rng: ((rng.integers(0, 6, 25),), {}),
+    category="exercises",
+    tags=("counting", "bincount", "argmax"),
+)
 def most_common(values):
     counts = np.bincount(values, minlength=6)
     return counts.argmax(), counts
@@ -101,10 +113,13 @@ def nearest_neighbour(points, q):
     return i, points[i]
 
 
-@case(make=lambda rng: ((rng.standard_normal(12), 3), {}), category="exercises",
-      tags=("rolling_window", "python_loop", "list_comprehension"))
+@case(
+    make=lambda rng: ((rng.standard_normal(12), 3), {}),
+    category="exercises",
+    tags=("rolling_window", "python_loop", "list_comprehension"),
+)
 def rolling_mean_loop(x, w):
-    return np.array([x[i:i + w].mean() for i in range(len(x) - w + 1)])
+    return np.array([x[i : i + w].mean() for i in range(len(x) - w + 1)])
 
 
 def _with_nans(rng):
@@ -127,8 +142,11 @@ def minmax_scale(X):
     return (X - X.min(axis=0)) / np.ptp(X, axis=0)
 
 
-@case(make=lambda rng: ((rng.standard_normal(16),), {}), category="exercises",
-      tags=("local_maxima", "nonzero", "logical_and"))
+@case(
+    make=lambda rng: ((rng.standard_normal(16),), {}),
+    category="exercises",
+    tags=("local_maxima", "nonzero", "logical_and"),
+)
 def local_maxima(x):
     peaks = (x[1:-1] > x[:-2]) & (x[1:-1] > x[2:])
     return np.nonzero(peaks)[0] + 1
@@ -146,8 +164,11 @@ def checkerboard_mask(x):
     return np.where(board, x, -x)
 
 
-@case(make=lambda rng: ((rng.standard_normal(10),), {}), category="exercises",
-      tags=("running_mean", "python_loop", "loop_carried"))
+@case(
+    make=lambda rng: ((rng.standard_normal(10),), {}),
+    category="exercises",
+    tags=("running_mean", "python_loop", "loop_carried"),
+)
 def running_mean_loop(x):
     out = []
     total = 0.0
@@ -157,8 +178,11 @@ def running_mean_loop(x):
     return np.array(out)
 
 
-@case(make=lambda rng: ((rng.integers(0, 4, 12),), {}), category="exercises",
-      tags=("sort", "count_distinct", "int"))
+@case(
+    make=lambda rng: ((rng.integers(0, 4, 12),), {}),
+    category="exercises",
+    tags=("sort", "count_distinct", "int"),
+)
 def count_distinct_sorted(a):
     s = np.sort(a)
     return 1 + np.count_nonzero(s[1:] != s[:-1])

@@ -22,32 +22,46 @@ def gemm_inplace(A, B, C, alpha, beta):
     C[:] = alpha * A @ B + beta * C
 
 
-@case(make=lambda rng: ((rng.standard_normal(10), 3.25), {}), category="inplace",
-      tags=("index_assign", "returns_none"))
+@case(
+    make=lambda rng: ((rng.standard_normal(10), 3.25), {}),
+    category="inplace",
+    tags=("index_assign", "returns_none"),
+)
 def set_endpoints(x, v):
     x[0] = v
     x[-1] = x[0] * 2
     x[4] = x[3] + x[5]
 
 
-@case(make=lambda rng: ((rng.standard_normal((6, 7)),), {}), category="inplace",
-      tags=("mask_assign", "returns_arg"))
+@case(
+    make=lambda rng: ((rng.standard_normal((6, 7)),), {}),
+    category="inplace",
+    tags=("mask_assign", "returns_arg"),
+)
 def relu_inplace(x):
     x[x < 0] = 0
     return x
 
 
-@case(make=lambda rng: ((rng.standard_normal(12), rng.standard_normal(12)), {}),
-      category="inplace", tags=("augmented_assign", "returns_none"))
+@case(
+    make=lambda rng: ((rng.standard_normal(12), rng.standard_normal(12)), {}),
+    category="inplace",
+    tags=("augmented_assign", "returns_none"),
+)
 def accumulate_and_scale(acc, y):
     acc += y
     y *= 2.0
     acc -= 0.5 * y
 
 
-@case(make=lambda rng: ((rng.random((4, 5)).astype(np.float32),
-                         rng.random((4, 5)).astype(np.float32)), {}),
-      category="inplace", tags=("ufunc_out", "float32"))
+@case(
+    make=lambda rng: (
+        (rng.random((4, 5)).astype(np.float32), rng.random((4, 5)).astype(np.float32)),
+        {},
+    ),
+    category="inplace",
+    tags=("ufunc_out", "float32"),
+)
 def ufunc_out_args(a, b):
     np.add(a, b, out=a)
     np.multiply(a, 2, out=b)
@@ -55,23 +69,32 @@ def ufunc_out_args(a, b):
     return a.sum()
 
 
-@case(make=lambda rng: ((rng.standard_normal(16), rng.standard_normal(16)), {}),
-      category="inplace", tags=("copyto", "where"))
+@case(
+    make=lambda rng: ((rng.standard_normal(16), rng.standard_normal(16)), {}),
+    category="inplace",
+    tags=("copyto", "where"),
+)
 def copyto_where_positive(dst, src):
     np.copyto(dst, src, where=src > 0)
     return dst.max()
 
 
-@case(make=lambda rng: ((rng.standard_normal((5, 4)),), {}), category="inplace",
-      tags=("fill", "strided_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal((5, 4)),), {}),
+    category="inplace",
+    tags=("fill", "strided_assign"),
+)
 def reset_buffer(buf):
     # Zero the buffer, then mark every other row.
     buf.fill(0)
     buf[::2] = 1.0
 
 
-@case(make=lambda rng: ((rng.standard_normal(8),), {}), category="inplace",
-      tags=("view_write", "augmented_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal(8),), {}),
+    category="inplace",
+    tags=("view_write", "augmented_assign"),
+)
 def write_through_view(x):
     v = x[1:3]
     v[0] = 1.0
@@ -90,17 +113,27 @@ def _life_board(rng):
 @case(make=_life_board, category="inplace", tags=("view_write", "mask_assign", "int"))
 def life_step_inplace(Z):
     """One Game of Life generation, updating the board's interior in place."""
-    N = (Z[0:-2, 0:-2] + Z[0:-2, 1:-1] + Z[0:-2, 2:] +
-         Z[1:-1, 0:-2] + Z[1:-1, 2:] +
-         Z[2:, 0:-2] + Z[2:, 1:-1] + Z[2:, 2:])
+    N = (
+        Z[0:-2, 0:-2]
+        + Z[0:-2, 1:-1]
+        + Z[0:-2, 2:]
+        + Z[1:-1, 0:-2]
+        + Z[1:-1, 2:]
+        + Z[2:, 0:-2]
+        + Z[2:, 1:-1]
+        + Z[2:, 2:]
+    )
     birth = (N == 3) & (Z[1:-1, 1:-1] == 0)
     survive = ((N == 2) | (N == 3)) & (Z[1:-1, 1:-1] == 1)
     Z[...] = 0
     Z[1:-1, 1:-1][birth | survive] = 1
 
 
-@case(make=lambda rng: ((rng.standard_normal((4, 6)), rng.standard_normal(6)), {}),
-      category="inplace", tags=("transpose_write",))
+@case(
+    make=lambda rng: ((rng.standard_normal((4, 6)), rng.standard_normal(6)), {}),
+    category="inplace",
+    tags=("transpose_write",),
+)
 def set_first_column_via_T(M, col):
     M.T[0] = col[:4]
     M.T[-1] += 1.0
@@ -142,14 +175,17 @@ def _diag_dominant(rng):
     return (A,), {}
 
 
-@case(make=_diag_dominant, category="inplace",
-      tags=("factorization", "returns_none", "outer", "python_loop"))
+@case(
+    make=_diag_dominant,
+    category="inplace",
+    tags=("factorization", "returns_none", "outer", "python_loop"),
+)
 def lu_nopivot_inplace(A):
     # Doolittle: L below the diagonal (unit diagonal implied), U on and above it.
     n = len(A)
     for k in range(n - 1):
-        A[k + 1:, k] /= A[k, k]
-        A[k + 1:, k + 1:] -= np.outer(A[k + 1:, k], A[k, k + 1:])
+        A[k + 1 :, k] /= A[k, k]
+        A[k + 1 :, k + 1 :] -= np.outer(A[k + 1 :, k], A[k, k + 1 :])
 
 
 def _same_twice(rng):
@@ -163,53 +199,74 @@ def axpy_aliased(x, y):
     return x
 
 
-@case(make=lambda rng: ((rng.standard_normal(10),), {}), category="inplace",
-      tags=("overlapping_views", "augmented_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal(10),), {}),
+    category="inplace",
+    tags=("overlapping_views", "augmented_assign"),
+)
 def overlapping_shift_add(x):
     x[1:] += x[:-1]
     x[:-2] = x[2:]
 
 
-@case(make=lambda rng: ((rng.standard_normal((5, 3)),), {}), category="inplace",
-      tags=("fancy_assign",))
+@case(
+    make=lambda rng: ((rng.standard_normal((5, 3)),), {}),
+    category="inplace",
+    tags=("fancy_assign",),
+)
 def swap_rows(A):
     A[[0, 2]] = A[[2, 0]]
     return A[0]
 
 
-@case(make=lambda rng: ((rng.standard_normal((6, 4)) * 3,), {}), category="inplace",
-      tags=("ufunc_out", "returns_arg"))
+@case(
+    make=lambda rng: ((rng.standard_normal((6, 4)) * 3,), {}),
+    category="inplace",
+    tags=("ufunc_out", "returns_arg"),
+)
 def clip_inplace(x):
     np.clip(x, -1.0, 1.0, out=x)
     x *= 10
     return x
 
 
-@case(make=lambda rng: ((rng.standard_normal((20, 3)) * 4 + 1,), {}), category="inplace",
-      tags=("augmented_assign", "reduction", "returns_arg"))
+@case(
+    make=lambda rng: ((rng.standard_normal((20, 3)) * 4 + 1,), {}),
+    category="inplace",
+    tags=("augmented_assign", "reduction", "returns_arg"),
+)
 def standardize_columns(X):
     X -= X.mean(axis=0)
     X /= X.std(axis=0)
     return X
 
 
-@case(make=lambda rng: ((rng.standard_normal((5, 5)),), {}), category="inplace",
-      tags=("numpy_inplace_function", "returns_none"))
+@case(
+    make=lambda rng: ((rng.standard_normal((5, 5)),), {}),
+    category="inplace",
+    tags=("numpy_inplace_function", "returns_none"),
+)
 def zero_diagonal(A):
     np.fill_diagonal(A, 0.0)
     A[np.triu_indices(5, k=2)] *= -1
 
 
-@case(make=lambda rng: ((rng.standard_normal((6, 3)), rng.standard_normal(8)), {}),
-      category="inplace", tags=("method_inplace", "sort"))
+@case(
+    make=lambda rng: ((rng.standard_normal((6, 3)), rng.standard_normal(8)), {}),
+    category="inplace",
+    tags=("method_inplace", "sort"),
+)
 def sort_in_place(M, v):
     M.sort(axis=0)
     v.sort()
     return v[-1] - v[0]
 
 
-@case(make=lambda rng: ((np.zeros(6, dtype=np.int64), rng.integers(0, 6, 15)), {}),
-      category="inplace", tags=("fancy_assign", "augmented_assign", "int", "duplicates"))
+@case(
+    make=lambda rng: ((np.zeros(6, dtype=np.int64), rng.integers(0, 6, 15)), {}),
+    category="inplace",
+    tags=("fancy_assign", "augmented_assign", "int", "duplicates"),
+)
 def buffered_fancy_increment(counts, idx):
     # Fancy += is buffered: a repeated index counts once, as in NumPy.
     counts[idx] += 1

@@ -88,9 +88,15 @@ def _bn(mode):
     def make(rng):
         x = rng.standard_normal((8, 3)) * 2 + 1
         gamma, beta = rng.random(3) + 0.5, rng.standard_normal(3)
-        bn_param = {"mode": mode, "eps": 1e-5, "momentum": 0.9,
-                    "running_mean": rng.standard_normal(3) * 0.1, "running_var": np.ones(3)}
+        bn_param = {
+            "mode": mode,
+            "eps": 1e-5,
+            "momentum": 0.9,
+            "running_mean": rng.standard_normal(3) * 0.1,
+            "running_var": np.ones(3),
+        }
         return (x, gamma, beta, bn_param), {}
+
     return make
 
 
@@ -119,8 +125,12 @@ def batchnorm_forward(x, gamma, beta, bn_param):
     return out, cache
 
 
-case(make=_bn("train"), category="nn", tags=("batchnorm", "dict_setitem", "python_str_if"),
-     name="batchnorm_train")(batchnorm_forward)
+case(
+    make=_bn("train"),
+    category="nn",
+    tags=("batchnorm", "dict_setitem", "python_str_if"),
+    name="batchnorm_train",
+)(batchnorm_forward)
 
 
 def batchnorm_test(x, gamma, beta, bn_param):
@@ -129,7 +139,8 @@ def batchnorm_test(x, gamma, beta, bn_param):
 
 
 case(make=_bn("test"), category="nn", tags=("batchnorm", "python_str_if", "nested_call"))(
-    batchnorm_test)
+    batchnorm_test
+)
 
 
 def _bn_back(rng):
@@ -144,8 +155,9 @@ def batchnorm_backward_alt(dout, cache):
     dbeta = dout.sum(axis=0)
     dgamma = np.sum(dout * x_hat, axis=0)
     dxhat = dout * gamma
-    dx = (N * dxhat - dxhat.sum(axis=0) - x_hat * np.sum(dxhat * x_hat, axis=0)) \
-        / (N * np.sqrt(var_eps))
+    dx = (N * dxhat - dxhat.sum(axis=0) - x_hat * np.sum(dxhat * x_hat, axis=0)) / (
+        N * np.sqrt(var_eps)
+    )
     return dx, dgamma, dbeta
 
 
@@ -169,7 +181,7 @@ def conv_forward_naive(x, w, b, conv_param):
         for f in range(F):
             for i in range(H_out):
                 for j in range(W_out):
-                    window = xp[n, :, i * stride:i * stride + HH, j * stride:j * stride + WW]
+                    window = xp[n, :, i * stride : i * stride + HH, j * stride : j * stride + WW]
                     out[n, f, i, j] = np.sum(window * w[f]) + b[f]
     return out
 
@@ -182,7 +194,7 @@ def im2col(x, kh, kw):
     for c in range(C):
         for di in range(kh):
             for dj in range(kw):
-                cols[row] = x[:, c, di:di + oh, dj:dj + ow].reshape(-1)
+                cols[row] = x[:, c, di : di + oh, dj : dj + ow].reshape(-1)
                 row += 1
     return cols
 
@@ -210,7 +222,7 @@ def max_pool_naive(x, size=2):
     out = np.zeros((N, C, H // size, W // size))
     for i in range(H // size):
         for j in range(W // size):
-            patch = x[:, :, i * size:(i + 1) * size, j * size:(j + 1) * size]
+            patch = x[:, :, i * size : (i + 1) * size, j * size : (j + 1) * size]
             out[:, :, i, j] = np.max(patch, axis=(2, 3))
     return out
 
@@ -234,16 +246,20 @@ def dropout_forward(x, dropout_param):
 
 def _rnn(rng):
     N, D, H = 3, 4, 5
-    return (rng.standard_normal((N, D)), rng.standard_normal((N, H)),
-            rng.standard_normal((D, H)) * 0.3, rng.standard_normal((H, H)) * 0.3,
-            rng.standard_normal(H)), {}
+    return (
+        rng.standard_normal((N, D)),
+        rng.standard_normal((N, H)),
+        rng.standard_normal((D, H)) * 0.3,
+        rng.standard_normal((H, H)) * 0.3,
+        rng.standard_normal(H),
+    ), {}
 
 
 @case(make=_rnn, category="nn", tags=("rnn", "tanh", "backward"))
 def rnn_step_forward_backward(x, prev_h, Wx, Wh, b):
     next_h = np.tanh(x @ Wx + prev_h @ Wh + b)
     dnext = np.ones_like(next_h)
-    dtanh = dnext * (1 - next_h ** 2)
+    dtanh = dnext * (1 - next_h**2)
     dx = dtanh @ Wx.T
     dprev_h = dtanh @ Wh.T
     dWx = x.T @ dtanh
@@ -253,8 +269,11 @@ def rnn_step_forward_backward(x, prev_h, Wx, Wh, b):
 
 
 def _sgd_mom(rng):
-    return (rng.standard_normal((4, 3)), rng.standard_normal((4, 3)),
-            {"learning_rate": 0.1, "momentum": 0.9, "velocity": rng.standard_normal((4, 3))}), {}
+    return (
+        rng.standard_normal((4, 3)),
+        rng.standard_normal((4, 3)),
+        {"learning_rate": 0.1, "momentum": 0.9, "velocity": rng.standard_normal((4, 3))},
+    ), {}
 
 
 @case(make=_sgd_mom, category="nn", tags=("sgd_momentum", "augmented_assign", "dict_setitem"))
@@ -267,18 +286,26 @@ def sgd_momentum(w, dw, config):
 
 def _adam(rng):
     shape = (3, 4)
-    config = {"learning_rate": 1e-2, "beta1": 0.9, "beta2": 0.999, "epsilon": 1e-8,
-              "m": np.zeros(shape), "v": np.zeros(shape), "t": 0}
+    config = {
+        "learning_rate": 1e-2,
+        "beta1": 0.9,
+        "beta2": 0.999,
+        "epsilon": 1e-8,
+        "m": np.zeros(shape),
+        "v": np.zeros(shape),
+        "t": 0,
+    }
     return (rng.standard_normal(shape), rng.standard_normal(shape), config), {}
 
 
-@case(make=_adam, category="nn", tags=("adam", "augmented_assign", "dict_setitem",
-                                       "python_int_state"))
+@case(
+    make=_adam, category="nn", tags=("adam", "augmented_assign", "dict_setitem", "python_int_state")
+)
 def adam_update(w, dw, config):
     b1, b2, eps = config["beta1"], config["beta2"], config["epsilon"]
     config["t"] += 1
     config["m"] = b1 * config["m"] + (1 - b1) * dw
-    config["v"] = b2 * config["v"] + (1 - b2) * dw ** 2
+    config["v"] = b2 * config["v"] + (1 - b2) * dw**2
     mb = config["m"] / (1 - b1 ** config["t"])
     vb = config["v"] / (1 - b2 ** config["t"])
     w -= config["learning_rate"] * mb / (np.sqrt(vb) + eps)
@@ -286,13 +313,16 @@ def adam_update(w, dw, config):
 
 
 def _two_layer(rng):
-    params = {"W1": rng.standard_normal((4, 6)) * 0.5, "b1": np.zeros(6),
-              "W2": rng.standard_normal((6, 3)) * 0.5, "b2": np.zeros(3)}
+    params = {
+        "W1": rng.standard_normal((4, 6)) * 0.5,
+        "b1": np.zeros(6),
+        "W2": rng.standard_normal((6, 3)) * 0.5,
+        "b2": np.zeros(3),
+    }
     return (rng.standard_normal((5, 4)), rng.integers(0, 3, 5), params), {"reg": 0.01}
 
 
-@case(make=_two_layer, category="nn", tags=("two_layer_net", "softmax", "backward",
-                                            "dict_result"))
+@case(make=_two_layer, category="nn", tags=("two_layer_net", "softmax", "backward", "dict_result"))
 def two_layer_loss(X, y, params, reg=0.0):
     W1, b1, W2, b2 = params["W1"], params["b1"], params["W2"], params["b2"]
     h = np.maximum(0, X @ W1 + b1)

@@ -16,8 +16,9 @@ def field(*shape):
 @case(make=field(9, 8), category="numerics", tags=("stencil", "slicing"))
 def laplacian_5pt(u, h=0.5):
     lap = np.zeros_like(u)
-    lap[1:-1, 1:-1] = (u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:]
-                       - 4 * u[1:-1, 1:-1]) / h ** 2
+    lap[1:-1, 1:-1] = (
+        u[:-2, 1:-1] + u[2:, 1:-1] + u[1:-1, :-2] + u[1:-1, 2:] - 4 * u[1:-1, 1:-1]
+    ) / h**2
     return lap
 
 
@@ -94,7 +95,7 @@ def _cubic(rng):
 def newton_cube_root(a):
     x = np.ones_like(a)
     for _ in range(25):
-        x = x - (x ** 3 - a) / (3 * x ** 2)
+        x = x - (x**3 - a) / (3 * x**2)
     return x
 
 
@@ -117,8 +118,11 @@ def decay(t, y, k=0.7):
     return -k * y + np.sin(t)
 
 
-@case(make=lambda rng: ((rng.random(3) + 0.5, 0.05, 20), {}), category="numerics",
-      tags=("ode", "euler", "python_loop", "function_call"))
+@case(
+    make=lambda rng: ((rng.random(3) + 0.5, 0.05, 20), {}),
+    category="numerics",
+    tags=("ode", "euler", "python_loop", "function_call"),
+)
 def euler_integrate(y0, dt, n):
     y = y0.copy()
     t = 0.0
@@ -133,8 +137,11 @@ def oscillator(state):
     return np.array([v, -x])
 
 
-@case(make=lambda rng: ((rng.standard_normal(2), 0.1, 15), {}), category="numerics",
-      tags=("ode", "rk4", "np_array_of_list", "tuple_unpack", "index_assign"))
+@case(
+    make=lambda rng: ((rng.standard_normal(2), 0.1, 15), {}),
+    category="numerics",
+    tags=("ode", "rk4", "np_array_of_list", "tuple_unpack", "index_assign"),
+)
 def rk4_trajectory(y0, h, steps):
     traj = np.empty((steps + 1, 2))
     traj[0] = y0
@@ -151,14 +158,15 @@ def rk4_trajectory(y0, h, steps):
 
 def _bodies(rng):
     n = 5
-    return (rng.standard_normal((n, 3)), rng.standard_normal((n, 3)) * 0.1,
-            rng.random(n) + 0.5), {"dt": 0.01}
+    return (rng.standard_normal((n, 3)), rng.standard_normal((n, 3)) * 0.1, rng.random(n) + 0.5), {
+        "dt": 0.01
+    }
 
 
 @case(make=_bodies, category="numerics", tags=("nbody", "broadcasting", "inplace"))
 def nbody_step(pos, vel, mass, dt=0.01, soft=0.1):
     d = pos[None, :, :] - pos[:, None, :]
-    inv_r3 = (np.sum(d ** 2, axis=-1) + soft ** 2) ** -1.5
+    inv_r3 = (np.sum(d**2, axis=-1) + soft**2) ** -1.5
     acc = np.einsum("ijk,ij,j->ik", d, inv_r3, mass)
     vel += acc * dt
     pos += vel * dt
@@ -179,33 +187,42 @@ def _board(rng):
 @case(make=_board, category="numerics", tags=("game_of_life", "roll", "simulation", "uint8"))
 def life_generations(board, gens):
     for _ in range(gens):
-        neigh = sum(np.roll(np.roll(board, i, 0), j, 1)
-                    for i in (-1, 0, 1) for j in (-1, 0, 1) if (i, j) != (0, 0))
+        neigh = sum(
+            np.roll(np.roll(board, i, 0), j, 1)
+            for i in (-1, 0, 1)
+            for j in (-1, 0, 1)
+            if (i, j) != (0, 0)
+        )
         board = ((neigh == 3) | ((board == 1) & (neigh == 2))).astype(np.uint8)
     return board
 
 
 def _spins(rng):
     spins = np.where(rng.random((6, 6)) < 0.5, -1, 1)
-    return (spins, 0.6, np.random.default_rng(int(rng.integers(2 ** 31)))), {}
+    return (spins, 0.6, np.random.default_rng(int(rng.integers(2**31)))), {}
 
 
-@case(make=_spins, category="numerics",
-      tags=("ising", "metropolis", "generator", "data_if", "index_assign", "simulation"))
+@case(
+    make=_spins,
+    category="numerics",
+    tags=("ising", "metropolis", "generator", "data_if", "index_assign", "simulation"),
+)
 def ising_metropolis_sweep(spins, beta, rng):
     L = spins.shape[0]
     for _ in range(L * L):
         i, j = rng.integers(0, L, size=2)
-        nb = (spins[(i + 1) % L, j] + spins[i - 1, j] + spins[i, (j + 1) % L] + spins[i, j - 1])
+        nb = spins[(i + 1) % L, j] + spins[i - 1, j] + spins[i, (j + 1) % L] + spins[i, j - 1]
         dE = 2 * spins[i, j] * nb
         if dE <= 0 or rng.random() < np.exp(-beta * dE):
             spins[i, j] = -spins[i, j]
     return spins.mean()
 
 
-@case(make=lambda rng: ((np.array([0.99, 0.01, 0.0]) + rng.random(3) * 0.001, 0.3, 0.1),
-                        {}),
-      category="numerics", tags=("sir", "ode", "tuple_unpack", "list_append", "simulation"))
+@case(
+    make=lambda rng: ((np.array([0.99, 0.01, 0.0]) + rng.random(3) * 0.001, 0.3, 0.1), {}),
+    category="numerics",
+    tags=("sir", "ode", "tuple_unpack", "list_append", "simulation"),
+)
 def sir_model(y0, beta, gamma, days=30):
     S, I, R = y0
     history = []
@@ -227,7 +244,7 @@ def back_substitution(U, b):
     n = len(b)
     x = np.zeros(n)
     for i in reversed(range(n)):
-        x[i] = (b[i] - U[i, i + 1:] @ x[i + 1:]) / U[i, i]
+        x[i] = (b[i] - U[i, i + 1 :] @ x[i + 1 :]) / U[i, i]
     return x
 
 
@@ -242,12 +259,15 @@ def gauss_seidel(A, b, x, sweeps=10):
     n = len(b)
     for _ in range(sweeps):
         for i in range(n):
-            s = A[i, :i] @ x[:i] + A[i, i + 1:] @ x[i + 1:]
+            s = A[i, :i] @ x[:i] + A[i, i + 1 :] @ x[i + 1 :]
             x[i] = (b[i] - s) / A[i, i]
 
 
-@case(make=lambda rng: ((rng.standard_normal(5), rng.standard_normal(11)), {}),
-      category="numerics", tags=("horner", "python_loop", "reversed"))
+@case(
+    make=lambda rng: ((rng.standard_normal(5), rng.standard_normal(11)), {}),
+    category="numerics",
+    tags=("horner", "python_loop", "reversed"),
+)
 def horner_eval(coeffs, x):
     result = np.zeros_like(x)
     for c in reversed(coeffs):
@@ -255,9 +275,10 @@ def horner_eval(coeffs, x):
     return result
 
 
-@case(make=field(30), category="numerics", tags=("random_walk", "simulation", "cumsum",
-                                                 "global_rng"))
+@case(
+    make=field(30), category="numerics", tags=("random_walk", "simulation", "cumsum", "global_rng")
+)
 def random_walk_2d(drift):
     steps = np.random.standard_normal((30, 2)) + drift[:, None] * 0.01
     path = np.cumsum(steps, axis=0)
-    return path, np.sqrt((path ** 2).sum(axis=1)).max()
+    return path, np.sqrt((path**2).sum(axis=1)).max()

@@ -14,8 +14,11 @@ def arr(*shape, scale=1.0):
 
 
 def _bilinear(rng):
-    return (rng.standard_normal((4, 3)), rng.standard_normal((3, 3)),
-            rng.standard_normal((4, 3))), {}
+    return (
+        rng.standard_normal((4, 3)),
+        rng.standard_normal((3, 3)),
+        rng.standard_normal((4, 3)),
+    ), {}
 
 
 @case(make=_bilinear, category="opaque", tags=("einsum",))
@@ -120,7 +123,7 @@ def resample(x, xp, fp):
 
 def _poly(rng):
     x = np.linspace(-1, 1, 12)
-    return (x, 2 * x ** 2 - x + rng.standard_normal(12) * 0.1), {}
+    return (x, 2 * x**2 - x + rng.standard_normal(12) * 0.1), {}
 
 
 @case(make=_poly, category="opaque", tags=("polyfit", "polyval"))

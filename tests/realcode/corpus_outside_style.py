@@ -21,11 +21,11 @@ def _positive(n):
 
 
 def _words(n, dtype=np.uint32):
-    return lambda rng: ((rng.integers(0, np.iinfo(dtype).max, n, dtype=dtype,
-                                      endpoint=True),), {})
+    return lambda rng: ((rng.integers(0, np.iinfo(dtype).max, n, dtype=dtype, endpoint=True),), {})
 
 
 # -- solvers with a while on a residual --------------------------------------------------------
+
 
 @case(make=_grid(10), category="outside_style", tags=("jacobi", "while_residual"))
 def jacobi_poisson(f):
@@ -36,8 +36,9 @@ def jacobi_poisson(f):
     it = 0
     while udiff > 1e-6 and it < 400:
         un = u.copy()
-        un[1:-1, 1:-1] = 0.25 * (u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2]
-                                 - h2 * f[1:-1, 1:-1])
+        un[1:-1, 1:-1] = 0.25 * (
+            u[2:, 1:-1] + u[:-2, 1:-1] + u[1:-1, 2:] + u[1:-1, :-2] - h2 * f[1:-1, 1:-1]
+        )
         udiff = np.sum(np.abs(un - u)) / (np.sum(np.abs(un)) + 1e-30)
         u = un
         it += 1
@@ -56,7 +57,7 @@ def gauss_seidel_while_residual(A, b):
     k = 0
     while r > 1e-10 * np.linalg.norm(b) and k < 200:
         for i in range(b.shape[0]):
-            s = A[i, :i] @ x[:i] + A[i, i + 1:] @ x[i + 1:]
+            s = A[i, :i] @ x[:i] + A[i, i + 1 :] @ x[i + 1 :]
             x[i] = (b[i] - s) / A[i, i]
         r = np.linalg.norm(b - A @ x)
         k += 1
@@ -78,11 +79,11 @@ def _scalar(rng):
 @case(make=_scalar, category="outside_style", tags=("newton", "scalar_while", "abs"))
 def newton_cube_root_until_converged(c):
     x = c
-    fx = x ** 3 - c
+    fx = x**3 - c
     n = 0
     while abs(fx) > 1e-12 * c and n < 100:
-        x = x - fx / (3 * x ** 2)
-        fx = x ** 3 - c
+        x = x - fx / (3 * x**2)
+        fx = x**3 - c
         n += 1
     return x, n
 
@@ -101,6 +102,7 @@ def bisection_sqrt(c):
 
 
 # -- bit manipulation --------------------------------------------------------------------------
+
 
 @case(make=_words(16), category="outside_style", tags=("popcount", "shifts", "while_any"))
 def popcount_by_shifts(x):
@@ -141,8 +143,11 @@ def gray_code_roundtrip(x):
     return g, b
 
 
-@case(make=_words(12, np.uint8), category="outside_style",
-      tags=("crc", "traced_if", "augmented_shift"))
+@case(
+    make=_words(12, np.uint8),
+    category="outside_style",
+    tags=("crc", "traced_if", "augmented_shift"),
+)
 def crc8_bitwise(data):
     crc = np.uint8(0)
     for byte in data:
@@ -155,8 +160,11 @@ def crc8_bitwise(data):
     return crc
 
 
-@case(make=_words(8, np.uint8), category="outside_style",
-      tags=("crc", "traced_if", "augmented_shift", "uint32"))
+@case(
+    make=_words(8, np.uint8),
+    category="outside_style",
+    tags=("crc", "traced_if", "augmented_shift", "uint32"),
+)
 def crc32_bitwise(data):
     crc = np.uint32(0xFFFFFFFF)
     for byte in data:
@@ -181,6 +189,7 @@ def crc32_branchless(data):
 
 
 # -- buffers and reshape by assignment ---------------------------------------------------------
+
 
 def _points(rng):
     return (rng.standard_normal((7, 2)),), {}
@@ -216,8 +225,11 @@ def row_summary(x):
     return out
 
 
-@case(make=lambda rng: ((rng.standard_normal(12),), {}), category="outside_style",
-      tags=("shape_assignment", "reshape"))
+@case(
+    make=lambda rng: ((rng.standard_normal(12),), {}),
+    category="outside_style",
+    tags=("shape_assignment", "reshape"),
+)
 def reshape_by_assignment(x):
     y = x.copy()
     y.shape = (3, 4)
@@ -225,6 +237,7 @@ def reshape_by_assignment(x):
 
 
 # -- NumPy keywords and integer inputs ---------------------------------------------------------
+
 
 @case(make=_grid(5), category="outside_style", tags=("std", "correction"))
 def sample_std_correction(x):
@@ -236,8 +249,11 @@ def sample_std_ddof(x):
     return np.std(x, axis=0, ddof=1), np.var(x, ddof=1)
 
 
-@case(make=lambda rng: ((rng.integers(-10**6, 10**6, 10),), {}), category="outside_style",
-      tags=("round", "int_input"))
+@case(
+    make=lambda rng: ((rng.integers(-(10**6), 10**6, 10),), {}),
+    category="outside_style",
+    tags=("round", "int_input"),
+)
 def round_to_tens(counts):
     return np.round(counts, -1), np.around(counts)
 
@@ -255,14 +271,18 @@ def _column_and_vector(rng):
     return (rng.standard_normal((3, 1)), rng.standard_normal(3)), {}
 
 
-@case(make=_column_and_vector, category="outside_style",
-      tags=("vecdot", "mixed_rank", "size_one_axis"))
+@case(
+    make=_column_and_vector,
+    category="outside_style",
+    tags=("vecdot", "mixed_rank", "size_one_axis"),
+)
 def single_column_projection(a, v):
     # NumPy moves each operand's axis last, then broadcasts: (1, 3) with (3,) -> (1,)
     return np.linalg.vecdot(a, v, axis=0)
 
 
 # -- textbook loops ----------------------------------------------------------------------------
+
 
 def _samples(rng):
     return (np.sin(np.linspace(0, rng.uniform(1, 3), 33)), 0.1), {}
@@ -303,8 +323,11 @@ def euclid_gcd(a, b):
     return a
 
 
-@case(make=lambda rng: ((rng.standard_normal((3, 3)) / 2, int(rng.integers(5, 12))), {}),
-      category="outside_style", tags=("matrix_power", "python_int_while", "bit_test"))
+@case(
+    make=lambda rng: ((rng.standard_normal((3, 3)) / 2, int(rng.integers(5, 12))), {}),
+    category="outside_style",
+    tags=("matrix_power", "python_int_while", "bit_test"),
+)
 def matrix_power_by_squaring(A, n):
     result = np.eye(A.shape[0])
     base = A.copy()
@@ -317,6 +340,7 @@ def matrix_power_by_squaring(A, n):
 
 
 # -- a long solver, as textbooks write them (one function, many statements) ----------------------
+
 
 def _plate(rng):
     return (rng.uniform(0.0, 100.0, 4), int(rng.integers(10, 13))), {}
@@ -331,19 +355,23 @@ def heated_plate(edges, n):
     # boundary values
     w[0, :] = top
     w[n - 1, :] = bottom
-    w[1:n - 1, 0] = left
-    w[1:n - 1, n - 1] = right
+    w[1 : n - 1, 0] = left
+    w[1 : n - 1, n - 1] = right
     # corners: the mean of their two edges
     w[0, 0] = 0.5 * (top + left)
     w[0, n - 1] = 0.5 * (top + right)
     w[n - 1, 0] = 0.5 * (bottom + left)
     w[n - 1, n - 1] = 0.5 * (bottom + right)
     # interior: start from the mean of the boundary
-    boundary_sum = (np.sum(w[0, :]) + np.sum(w[n - 1, :]) + np.sum(w[1:n - 1, 0])
-                    + np.sum(w[1:n - 1, n - 1]))
+    boundary_sum = (
+        np.sum(w[0, :])
+        + np.sum(w[n - 1, :])
+        + np.sum(w[1 : n - 1, 0])
+        + np.sum(w[1 : n - 1, n - 1])
+    )
     boundary_count = 4 * n - 4
     mean = boundary_sum / boundary_count
-    w[1:n - 1, 1:n - 1] = mean
+    w[1 : n - 1, 1 : n - 1] = mean
     # iterate
     epsilon = 0.001
     udiff = epsilon + 1.0
@@ -352,8 +380,12 @@ def heated_plate(edges, n):
     history = np.zeros(64)
     while udiff > epsilon:
         u = w.copy()
-        w[1:n - 1, 1:n - 1] = (u[0:n - 2, 1:n - 1] + u[2:n, 1:n - 1]
-                               + u[1:n - 1, 0:n - 2] + u[1:n - 1, 2:n]) / 4.0
+        w[1 : n - 1, 1 : n - 1] = (
+            u[0 : n - 2, 1 : n - 1]
+            + u[2:n, 1 : n - 1]
+            + u[1 : n - 1, 0 : n - 2]
+            + u[1 : n - 1, 2:n]
+        ) / 4.0
         udiff = np.max(np.abs(w - u))
         iterations = iterations + 1
         if iterations == iterations_print:
@@ -362,7 +394,7 @@ def heated_plate(edges, n):
         if iterations >= 2000:
             break
     # a summary, as a script would print it
-    interior = w[1:n - 1, 1:n - 1]
+    interior = w[1 : n - 1, 1 : n - 1]
     hottest = np.max(interior)
     coldest = np.min(interior)
     spread = hottest - coldest

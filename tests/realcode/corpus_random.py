@@ -11,9 +11,11 @@ from .harness import case
 
 def with_gen(*shape, scale=1.0):
     """Maker: one array of ``shape`` and a Generator seeded from the case's rng."""
+
     def make(rng):
         x = rng.standard_normal(shape) * scale
-        return (x, np.random.default_rng(int(rng.integers(2 ** 31)))), {}
+        return (x, np.random.default_rng(int(rng.integers(2**31)))), {}
+
     return make
 
 
@@ -21,8 +23,11 @@ def arr(*shape):
     return lambda rng: ((rng.standard_normal(shape),), {})
 
 
-@case(make=lambda rng: ((rng.standard_normal((8, 5)), 0.5), {}), category="random",
-      tags=("np.random.rand", "dropout", "global_rng"))
+@case(
+    make=lambda rng: ((rng.standard_normal((8, 5)), 0.5), {}),
+    category="random",
+    tags=("np.random.rand", "dropout", "global_rng"),
+)
 def dropout_global(x, p):
     mask = (np.random.rand(*x.shape) < p) / p
     return x * mask
@@ -69,26 +74,32 @@ def shuffle_in_place(x, rng):
     return x[:3]
 
 
-@case(make=lambda rng: ((rng.standard_normal(3), 25), {}), category="random",
-      tags=("np.random.choice", "cumsum", "global_rng", "simulation"))
+@case(
+    make=lambda rng: ((rng.standard_normal(3), 25), {}),
+    category="random",
+    tags=("np.random.choice", "cumsum", "global_rng", "simulation"),
+)
 def random_walk_1d(start, n_steps):
     steps = np.random.choice([-1, 1], size=(n_steps, start.size))
     return start + np.cumsum(steps, axis=0)
 
 
 def _gen_only(rng):
-    return (np.random.default_rng(int(rng.integers(2 ** 31))), 200), {}
+    return (np.random.default_rng(int(rng.integers(2**31))), 200), {}
 
 
 @case(make=_gen_only, category="random", tags=("generator.uniform", "monte_carlo"))
 def monte_carlo_pi(rng, n):
     pts = rng.uniform(-1.0, 1.0, size=(n, 2))
-    inside = np.sum(pts ** 2, axis=1) <= 1.0
+    inside = np.sum(pts**2, axis=1) <= 1.0
     return 4.0 * np.mean(inside)
 
 
-@case(make=with_gen(15), category="random",
-      tags=("generator.integers", "python_loop", "index_assign", "bootstrap"))
+@case(
+    make=with_gen(15),
+    category="random",
+    tags=("generator.integers", "python_loop", "index_assign", "bootstrap"),
+)
 def bootstrap_means(x, rng, n_boot=6):
     means = np.empty(n_boot)
     for b in range(n_boot):
@@ -109,8 +120,11 @@ def random_projection(x):
     return x @ W + b
 
 
-@case(make=with_gen(10), category="random",
-      tags=("generator.standard_normal", "generator.exponential"))
+@case(
+    make=with_gen(10),
+    category="random",
+    tags=("generator.standard_normal", "generator.exponential"),
+)
 def heavy_tailed_noise(x, rng):
     z = rng.standard_normal(x.shape)
     scale = rng.exponential(1.0, size=x.shape)

@@ -27,8 +27,18 @@ import kernel_ext as kx
 Args = tuple[tuple[Any, ...], dict[str, Any]]
 Maker = Callable[[np.random.Generator], Args]
 
-CATEGORIES = ("inplace", "containers", "buffers", "random", "autograph", "opaque", "nn",
-              "numerics", "exercises", "outside_style")
+CATEGORIES = (
+    "inplace",
+    "containers",
+    "buffers",
+    "random",
+    "autograph",
+    "opaque",
+    "nn",
+    "numerics",
+    "exercises",
+    "outside_style",
+)
 CORPUS_MODULES = tuple(f"corpus_{c}" for c in CATEGORIES)
 PATHS = ("numpy", "auto", "jit")
 PATH_OPTIONS: dict[str, dict[str, Any]] = {
@@ -57,11 +67,11 @@ class Case:
 class Result:
     case: str
     path: str
-    status: str                      # "PASS" | "WRONG" | "ERROR"
-    detail: str = ""                 # what differs, or "ExcType: first line"
-    exact: bool | None = None        # PASS only: bitwise equal (False: within CLOSE_RTOL)
-    traces: int | None = None        # tracing count after both calls
-    eager_s: float | None = None     # median per-call times, when timed
+    status: str  # "PASS" | "WRONG" | "ERROR"
+    detail: str = ""  # what differs, or "ExcType: first line"
+    exact: bool | None = None  # PASS only: bitwise equal (False: within CLOSE_RTOL)
+    traces: int | None = None  # tracing count after both calls
+    eager_s: float | None = None  # median per-call times, when timed
     traced_s: float | None = None
 
     @property
@@ -74,8 +84,9 @@ class Result:
 REGISTRY: dict[str, Case] = {}
 
 
-def case(*, make: Maker, category: str, tags: tuple[str, ...] = (),
-         name: str | None = None) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+def case(
+    *, make: Maker, category: str, tags: tuple[str, ...] = (), name: str | None = None
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register the decorated function as a corpus case; the function itself is unchanged."""
     if category not in CATEGORIES:
         raise ValueError(f"unknown category {category!r}")
@@ -85,7 +96,9 @@ def case(*, make: Maker, category: str, tags: tuple[str, ...] = (),
         old = REGISTRY.get(key)
         # Re-importing a module re-registers its cases; two different cases may not share a name.
         if old is not None and (old.fn.__module__, old.fn.__qualname__) != (
-                fn.__module__, fn.__qualname__):
+            fn.__module__,
+            fn.__qualname__,
+        ):
             raise ValueError(f"duplicate case name {key!r}")
         REGISTRY[key] = Case(key, fn, make, category, tuple(tags))
         return fn
@@ -103,7 +116,7 @@ def all_cases() -> list[Case]:
 
 def case_seed(name: str) -> int:
     # Stable across processes (hash() is salted), so a failure reproduces.
-    return zlib.crc32(name.encode()) % (2 ** 31 - 2)
+    return zlib.crc32(name.encode()) % (2**31 - 2)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,8 +125,8 @@ def case_seed(name: str) -> int:
 
 @dataclass
 class Diff:
-    problem: str | None = None       # first difference found, or None
-    close_only: bool = False         # some float array matched only within tolerance
+    problem: str | None = None  # first difference found, or None
+    close_only: bool = False  # some float array matched only within tolerance
 
 
 def _float_equal(a: np.ndarray, b: np.ndarray) -> np.ndarray:
@@ -138,8 +151,9 @@ def _array_problem(exp: np.ndarray, act: Any, where: str, tolerant: bool, diff: 
     elif kind == "c":
         eq = _float_equal(exp.real, act.real) & _float_equal(exp.imag, act.imag)
     elif kind == "O":
-        eq = np.array([_values_equal(x, y) for x, y in zip(exp.flat, act.flat)],
-                      dtype=bool).reshape(exp.shape)
+        eq = np.array(
+            [_values_equal(x, y) for x, y in zip(exp.flat, act.flat)], dtype=bool
+        ).reshape(exp.shape)
     else:
         eq = exp == act
     if bool(np.all(eq)):
@@ -153,22 +167,26 @@ def _array_problem(exp: np.ndarray, act: Any, where: str, tolerant: bool, diff: 
             return
     bad = int(np.size(eq) - np.count_nonzero(eq))
     idx = tuple(int(i) for i in np.argwhere(~np.asarray(eq))[0]) if exp.ndim else ()
-    diff.problem = (f"{where}: {bad}/{exp.size} elements differ, first at {list(idx)}: "
-                    f"{act[idx]!r} != {exp[idx]!r}")
+    diff.problem = (
+        f"{where}: {bad}/{exp.size} elements differ, first at {list(idx)}: "
+        f"{act[idx]!r} != {exp[idx]!r}"
+    )
 
 
 def _values_equal(x: Any, y: Any) -> bool:
     if isinstance(x, float) and isinstance(y, float):
         return (math.isnan(x) and math.isnan(y)) or (
-            x == y and math.copysign(1, x) == math.copysign(1, y))
+            x == y and math.copysign(1, x) == math.copysign(1, y)
+        )
     try:
         return bool(x == y)
     except Exception:
         return False
 
 
-def compare(exp: Any, act: Any, where: str = "result", tolerant: bool = False,
-            diff: Diff | None = None) -> Diff:
+def compare(
+    exp: Any, act: Any, where: str = "result", tolerant: bool = False, diff: Diff | None = None
+) -> Diff:
     """The first difference between an eager value and a traced one (recursing into containers)."""
     diff = Diff() if diff is None else diff
     if diff.problem is not None:
@@ -179,8 +197,13 @@ def compare(exp: Any, act: Any, where: str = "result", tolerant: bool = False,
         if type(act) is not type(exp):
             diff.problem = f"{where}: type {type(act).__name__} != {type(exp).__name__}"
         else:
-            _array_problem(np.asarray(exp), np.asarray(act), where,
-                           tolerant and isinstance(exp, np.floating), diff)
+            _array_problem(
+                np.asarray(exp),
+                np.asarray(act),
+                where,
+                tolerant and isinstance(exp, np.floating),
+                diff,
+            )
     elif isinstance(exp, (tuple, list)):
         if type(act) is not type(exp):
             diff.problem = f"{where}: type {type(act).__name__} != {type(exp).__name__}"
@@ -214,8 +237,9 @@ def compare(exp: Any, act: Any, where: str = "result", tolerant: bool = False,
     return diff
 
 
-def compare_call(exp_out: Any, exp_args: Args, act_out: Any, act_args: Args,
-                 tolerant: bool) -> Diff:
+def compare_call(
+    exp_out: Any, exp_args: Args, act_out: Any, act_args: Args, tolerant: bool
+) -> Diff:
     """Compare the return value, then every positional and keyword argument after the call."""
     diff = compare(exp_out, act_out, "result", tolerant)
     for i, (e, a) in enumerate(zip(exp_args[0], act_args[0])):
@@ -284,12 +308,14 @@ def _median_time(fn: Callable[..., Any], case_: Case, seed: int, repeats: int) -
     times = []
     first = _GENERATORS.setdefault((case_.name, seed), inputs_for(case_, seed)[0])
     for _ in range(repeats):
-        args = inputs_for(case_, seed)      # fresh inputs: calls may update them in place
+        args = inputs_for(case_, seed)  # fresh inputs: calls may update them in place
         # ... but the same random generator, in every batch of calls too, as a notebook
         # passes its one `rng` to every call (a new Generator object is a new trace each
         # time: identity is its type)
-        args = (tuple(f if isinstance(f, np.random.Generator) else a
-                      for a, f in zip(args[0], first)), args[1])
+        args = (
+            tuple(f if isinstance(f, np.random.Generator) else a for a, f in zip(args[0], first)),
+            args[1],
+        )
         np.random.seed(seed)
         start = time.perf_counter()
         fn(*args[0], **args[1])
@@ -297,8 +323,9 @@ def _median_time(fn: Callable[..., Any], case_: Case, seed: int, repeats: int) -
     return statistics.median(times)
 
 
-def warm_up(traced: Callable[..., Any], case_: Case, seed: int, rounds: int = 20,
-            budget_s: float = 90.0) -> None:
+def warm_up(
+    traced: Callable[..., Any], case_: Case, seed: int, rounds: int = 20, budget_s: float = 90.0
+) -> None:
     """Call ``traced`` as a notebook's hot loop would until every trace has settled: its
     kernels compiled and, under tiered ``auto``, the faster executor chosen (the issue's
     "after warm-up"); at most ``rounds`` batches of calls and about ``budget_s`` seconds
@@ -327,9 +354,13 @@ def make_traced(fn: Callable[..., Any], path: str) -> Callable[..., Any]:
     return kx.function(fn, **PATH_OPTIONS[path])
 
 
-def check(case_: Case, path: str, *, timing: int = 0,
-          traced_factory: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None
-          ) -> Result:
+def check(
+    case_: Case,
+    path: str,
+    *,
+    timing: int = 0,
+    traced_factory: Callable[[Callable[..., Any]], Callable[..., Any]] | None = None,
+) -> Result:
     """Run ``case_`` eagerly and on ``path``; ``timing`` > 0 also times that many calls of each.
 
     ``traced_factory`` replaces ``kx.function`` (the harness's own tests feed it wrong ones).
@@ -344,9 +375,13 @@ def check(case_: Case, path: str, *, timing: int = 0,
     return result
 
 
-def _check(case_: Case, path: str, timing: int,
-           traced_factory: Callable[[Callable[..., Any]], Callable[..., Any]] | None,
-           result: Result) -> None:
+def _check(
+    case_: Case,
+    path: str,
+    timing: int,
+    traced_factory: Callable[[Callable[..., Any]], Callable[..., Any]] | None,
+    result: Result,
+) -> None:
     traced = (traced_factory or (lambda f: make_traced(f, path)))(case_.fn)
     seed = case_seed(case_.name)
     close_only = False
@@ -365,8 +400,9 @@ def _check(case_: Case, path: str, timing: int,
             if call:
                 result.detail += " (on the second call)"
             return
-        diff = compare_call(expected, eager_args, actual, traced_args,
-                            tolerant=path in TOLERANT_PATHS)
+        diff = compare_call(
+            expected, eager_args, actual, traced_args, tolerant=path in TOLERANT_PATHS
+        )
         if diff.problem is not None:
             result.status = "WRONG"
             result.detail = diff.problem + (" (on the second call, new values)" if call else "")
@@ -381,8 +417,7 @@ def _check(case_: Case, path: str, timing: int,
         result.traced_s = _median_time(traced, case_, seed + 2, timing)
 
 
-def run_all(cases: list[Case], paths: tuple[str, ...] = PATHS, timing: int = 0
-            ) -> Iterator[Result]:
+def run_all(cases: list[Case], paths: tuple[str, ...] = PATHS, timing: int = 0) -> Iterator[Result]:
     for c in cases:
         for p in paths:
             yield check(c, p, timing=timing)
@@ -390,11 +425,15 @@ def run_all(cases: list[Case], paths: tuple[str, ...] = PATHS, timing: int = 0
 
 def render_known(results: list[Result]) -> str:
     """The text of ``expected.py`` recording every outcome other than PASS."""
-    lines = ['"""Recorded outcomes of the real-code corpus: every (case, path) that does not PASS.',
-             "",
-             "Regenerate with ``python benchmarks/realcode.py --write-known`` after a change that",
-             "fixes cases; the test suite fails until a case that now passes is removed here.",
-             '"""', "", "KNOWN: dict[tuple[str, str], str] = {"]
+    lines = [
+        '"""Recorded outcomes of the real-code corpus: every (case, path) that does not PASS.',
+        "",
+        "Regenerate with ``python benchmarks/realcode.py --write-known`` after a change that",
+        "fixes cases; the test suite fails until a case that now passes is removed here.",
+        '"""',
+        "",
+        "KNOWN: dict[tuple[str, str], str] = {",
+    ]
     for r in sorted(results, key=lambda r: (r.case, r.path)):
         if r.status != "PASS":
             lines.append(f'    ("{r.case}", "{r.path}"): "{r.status}",')

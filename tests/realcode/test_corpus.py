@@ -36,14 +36,21 @@ def result_of(name: str, path: str) -> harness.Result:
 #: The quick subset's cases: the first half of each category, on NumPy; every case on every
 #: path (the compiled ones take minutes from a cold kernel cache) runs in the full suite.
 _CATEGORIES = Counter(c.category for c in CASES)
-QUICK_CASES = [c.name for c in CASES
-               if [d.category for d in CASES[:CASES.index(c)]].count(c.category)
-               < (_CATEGORIES[c.category] + 1) // 2]
+QUICK_CASES = [
+    c.name
+    for c in CASES
+    if [d.category for d in CASES[: CASES.index(c)]].count(c.category)
+    < (_CATEGORIES[c.category] + 1) // 2
+]
 
 
-@pytest.mark.parametrize("name,path", quick_only(
-    [(c.name, p) for c in CASES for p in harness.PATHS], [(n, "numpy") for n in QUICK_CASES]),
-                         ids=[f"{c.name}-{p}" for c in CASES for p in harness.PATHS])
+@pytest.mark.parametrize(
+    "name,path",
+    quick_only(
+        [(c.name, p) for c in CASES for p in harness.PATHS], [(n, "numpy") for n in QUICK_CASES]
+    ),
+    ids=[f"{c.name}-{p}" for c in CASES for p in harness.PATHS],
+)
 def test_case_ends_as_recorded(name: str, path: str) -> None:
     result = result_of(name, path)
     recorded = KNOWN.get((name, path), "PASS")
@@ -149,6 +156,7 @@ def test_harness_detects_a_value_frozen_at_the_first_call() -> None:
             out = fn(x, y)
             memo.append(out)
             return memo[0]
+
         return call
 
     result = _check_with(frozen)
@@ -160,6 +168,7 @@ def test_harness_reports_an_exception_with_its_first_line() -> None:
     def raising(fn: Callable[..., Any]) -> Callable[..., Any]:
         def call(*args: Any) -> Any:
             raise RuntimeError("boom\nmore detail")
+
         return call
 
     result = _check_with(raising)
@@ -174,18 +183,21 @@ def test_harness_survives_its_own_failure() -> None:
     assert result.status == "ERROR" and result.detail.startswith("harness: RuntimeError")
 
 
-@pytest.mark.parametrize("expected,actual,problem", [
-    (np.array([0.0]), np.array([-0.0]), "differ"),              # signed zeros are distinct
-    (np.array([np.nan]), np.array([np.nan]), None),             # NaNs are equal
-    (np.array([1.0]), np.array([1.0], np.float32), "dtype"),
-    (np.array([1.0]), np.array([[1.0]]), "shape"),
-    (np.float64(1.0), np.array(1.0), "type"),
-    (np.float64(1.0), 1.0, "type"),
-    (1, np.int64(1), "type"),
-    ([np.zeros(2)], (np.zeros(2),), "type"),
-    ({"a": 1}, {"a": 1, "b": 2}, "keys"),
-    ({"a": [np.ones(2)]}, {"a": [np.ones(2)]}, None),
-])
+@pytest.mark.parametrize(
+    "expected,actual,problem",
+    [
+        (np.array([0.0]), np.array([-0.0]), "differ"),  # signed zeros are distinct
+        (np.array([np.nan]), np.array([np.nan]), None),  # NaNs are equal
+        (np.array([1.0]), np.array([1.0], np.float32), "dtype"),
+        (np.array([1.0]), np.array([[1.0]]), "shape"),
+        (np.float64(1.0), np.array(1.0), "type"),
+        (np.float64(1.0), 1.0, "type"),
+        (1, np.int64(1), "type"),
+        ([np.zeros(2)], (np.zeros(2),), "type"),
+        ({"a": 1}, {"a": 1, "b": 2}, "keys"),
+        ({"a": [np.ones(2)]}, {"a": [np.ones(2)]}, None),
+    ],
+)
 def test_compare_distinguishes(expected: Any, actual: Any, problem: str | None) -> None:
     found = harness.compare(expected, actual).problem
     if problem is None:

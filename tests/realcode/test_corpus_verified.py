@@ -19,9 +19,15 @@ CASES = [c for c in harness.all_cases() if (c.name, "auto") not in KNOWN]
 VERIFY_KNOWN: dict[str, str] = {}
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(c.name, marks=pytest.mark.xfail(strict=True, reason=VERIFY_KNOWN[c.name]))
-    if c.name in VERIFY_KNOWN else c.name for c in CASES])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(c.name, marks=pytest.mark.xfail(strict=True, reason=VERIFY_KNOWN[c.name]))
+        if c.name in VERIFY_KNOWN
+        else c.name
+        for c in CASES
+    ],
+)
 def test_case_passes_with_verify_on(name: str) -> None:
     case = next(c for c in CASES if c.name == name)
     made: list[kx.Function] = []
@@ -29,6 +35,7 @@ def test_case_passes_with_verify_on(name: str) -> None:
     def verified(fn):
         made.append(kx.function(fn, verify=True, **harness.PATH_OPTIONS["auto"]))
         return made[-1]
+
     result = harness.check(case, "auto", traced_factory=verified)
     assert result.status == "PASS", f"{name}: {result.status}: {result.detail}"
     # every trace was checked against eager NumPy (or says why it could not be)

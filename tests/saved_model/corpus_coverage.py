@@ -31,17 +31,16 @@ from realcode import harness
 
 import kernel_ext as kx
 
-STATUSES = ("bitwise", "differs", "refused at save", "load error", "refused at call",
-            "not traced")
+STATUSES = ("bitwise", "differs", "refused at save", "load error", "refused at call", "not traced")
 
 
 @dataclass
 class Outcome:
     case: str
     category: str
-    status: str   # one of STATUSES
+    status: str  # one of STATUSES
     detail: str = ""
-    source: str = ""         # the same for export_source's standalone file
+    source: str = ""  # the same for export_source's standalone file
     source_detail: str = ""
 
 
@@ -56,8 +55,13 @@ def _import_file(path: str, name: str) -> Any:
     return module
 
 
-def source_outcome(outcome: Outcome, fn: Any, root: str, call: Callable[[Any], Any],
-                   compare: Callable[[Any], harness.Diff]) -> Outcome:
+def source_outcome(
+    outcome: Outcome,
+    fn: Any,
+    root: str,
+    call: Callable[[Any], Any],
+    compare: Callable[[Any], harness.Diff],
+) -> Outcome:
     """Fill ``outcome.source``: export ``fn`` as standalone source, import it, ``call`` its
     function, ``compare`` the result (both given the function)."""
     name = kx.saved_model.targets.identifier(fn.name)
@@ -83,11 +87,18 @@ def source_outcome(outcome: Outcome, fn: Any, root: str, call: Callable[[Any], A
 
 def _reason(exc: BaseException) -> str:
     text = str(exc).split(". Fix")[0]
-    for marker in ("shares memory with argument", "draws from a np.random.Generator",
-                   "a Generator object, traced by its identity",
-                   "traced by its identity", "which names a Python object",
-                   "it calls the Python function", "np.random.Generator", "dataclass",
-                   "has no data form", "shares memory with argument"):
+    for marker in (
+        "shares memory with argument",
+        "draws from a np.random.Generator",
+        "a Generator object, traced by its identity",
+        "traced by its identity",
+        "which names a Python object",
+        "it calls the Python function",
+        "np.random.Generator",
+        "dataclass",
+        "has no data form",
+        "shares memory with argument",
+    ):
         if marker in text:
             return marker
     return f"{type(exc).__name__}: {text[:80]}"
@@ -110,9 +121,14 @@ def check_case(case: harness.Case, root: str) -> Outcome:
         warnings.simplefilter("ignore")
         expected = harness.call_seeded(case.fn, expected_args, seed)
     return source_outcome(
-        outcome, fn, root, lambda f: harness.call_seeded(f, actual_args, seed),
-        lambda actual: harness.compare_call(expected, expected_args, actual, actual_args,
-                                            tolerant=False))
+        outcome,
+        fn,
+        root,
+        lambda f: harness.call_seeded(f, actual_args, seed),
+        lambda actual: harness.compare_call(
+            expected, expected_args, actual, actual_args, tolerant=False
+        ),
+    )
 
 
 def _check_case(case: harness.Case, root: str, seed: int) -> Outcome:
@@ -147,8 +163,11 @@ def _check_case(case: harness.Case, root: str, seed: int) -> Outcome:
     return Outcome(case.name, case.category, "bitwise")
 
 
-GENERATORS = {"generated": programs.make_program, "generated named": programs.make_named_program,
-              "generated numeric": programs.make_numeric_program}
+GENERATORS = {
+    "generated": programs.make_program,
+    "generated named": programs.make_named_program,
+    "generated numeric": programs.make_numeric_program,
+}
 
 
 def check_program(kind: str, seed: int, root: str) -> Outcome:
@@ -164,8 +183,13 @@ def check_program(kind: str, seed: int, root: str) -> Outcome:
     except Exception:  # noqa: BLE001 - not traced: no source either
         outcome.source = "not traced"
         return outcome
-    return source_outcome(outcome, fn, root, lambda f: f(*prog.inputs),
-                          lambda actual: harness.compare(expected, actual, "result"))
+    return source_outcome(
+        outcome,
+        fn,
+        root,
+        lambda f: f(*prog.inputs),
+        lambda actual: harness.compare(expected, actual, "result"),
+    )
 
 
 def _check_program(kind: str, name: str, prog: Any, root: str) -> Outcome:
@@ -200,8 +224,11 @@ def corpus_outcomes(programs_per_kind: int = 40) -> list[Outcome]:
     """Every corpus case, then ``programs_per_kind`` generated programs of each kind."""
     with tempfile.TemporaryDirectory() as root:
         out = [check_case(c, root) for c in harness.all_cases()]
-        out += [check_program(kind, seed, root) for kind in GENERATORS
-                for seed in range(programs_per_kind)]
+        out += [
+            check_program(kind, seed, root)
+            for kind in GENERATORS
+            for seed in range(programs_per_kind)
+        ]
         return out
 
 
@@ -209,19 +236,24 @@ def table(outcomes: list[Outcome]) -> str:
     """The Markdown table of docs/saved_model.md: counts per category (saved model, then
     standalone source), then what stops the rest."""
     cats = list(dict.fromkeys(o.category for o in outcomes))
-    lines = ["| category | cases | save/load bitwise | export_source bitwise | "
-             "refused at save | refused at call | differs |", "|---" * 7 + "|"]
+    lines = [
+        "| category | cases | save/load bitwise | export_source bitwise | "
+        "refused at save | refused at call | differs |",
+        "|---" * 7 + "|",
+    ]
     for cat in cats + ["**all**"]:
         mine = [o for o in outcomes if cat == "**all**" or o.category == cat]
         saved, source = Counter(o.status for o in mine), Counter(o.source for o in mine)
-        lines.append(f"| {cat} | {len(mine)} | {saved['bitwise']} | {source['bitwise']} | "
-                     f"{saved['refused at save']} / {source['refused at save']} | "
-                     f"{saved['refused at call']} / {source['refused at call']} | "
-                     f"{saved['differs'] + saved['load error']} / {source['differs']} |")
-    reasons = Counter([("save/load", o.status, o.detail) for o in outcomes
-                       if o.status != "bitwise"] +
-                      [("export_source", o.source, o.source_detail) for o in outcomes
-                       if o.source != "bitwise"])
+        lines.append(
+            f"| {cat} | {len(mine)} | {saved['bitwise']} | {source['bitwise']} | "
+            f"{saved['refused at save']} / {source['refused at save']} | "
+            f"{saved['refused at call']} / {source['refused at call']} | "
+            f"{saved['differs'] + saved['load error']} / {source['differs']} |"
+        )
+    reasons = Counter(
+        [("save/load", o.status, o.detail) for o in outcomes if o.status != "bitwise"]
+        + [("export_source", o.source, o.source_detail) for o in outcomes if o.source != "bitwise"]
+    )
     if reasons:
         lines += ["", "| what stops the rest | cases |", "|---|---|"]
         for (where, status, detail), n in reasons.most_common():
@@ -234,6 +266,8 @@ if __name__ == "__main__":
     print(table(results))
     for o in results:
         if o.status != "bitwise" or o.source != "bitwise":
-            print(f"# {o.case}: {o.status}: {o.detail} / source {o.source}: "
-                  f"{o.source_detail}", file=sys.stderr)
+            print(
+                f"# {o.case}: {o.status}: {o.detail} / source {o.source}: {o.source_detail}",
+                file=sys.stderr,
+            )
     np.random.seed(0)

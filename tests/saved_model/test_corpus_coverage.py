@@ -21,6 +21,6 @@ def test_corpus_programs_save_and_load_bitwise_or_are_refused_with_a_reason():
     assert source["differs"] == 0, [o for o in outcomes if o.source == "differs"]
     assert source["bitwise"] >= 0.9 * len(outcomes), table(outcomes)
     generated = [o for o in outcomes if o.category.startswith("generated")]
-    assert len(generated) == 45 and all(o.status == o.source == "bitwise"
-                                        for o in generated), \
-        [o for o in generated if o.status != "bitwise" or o.source != "bitwise"]
+    assert len(generated) == 45 and all(o.status == o.source == "bitwise" for o in generated), [
+        o for o in generated if o.status != "bitwise" or o.source != "bitwise"
+    ]

@@ -13,7 +13,7 @@ import kernel_ext as kx
 
 # The exported file must run where kernel_ext cannot be imported: the child blocks it
 # (`python -I` alone would still find it through the environment's site-packages).
-CHILD_PRELUDE = textwrap.dedent('''
+CHILD_PRELUDE = textwrap.dedent("""
     import sys
     sys.modules["kernel_ext"] = None
     try:
@@ -24,13 +24,17 @@ CHILD_PRELUDE = textwrap.dedent('''
         raise SystemExit("kernel_ext is importable")
     sys.path.insert(0, sys.argv[1])
     import numpy as np
-''')
+""")
 
 
 def _child(code: str, folder) -> str:
-    done = subprocess.run([sys.executable, "-I", "-c", CHILD_PRELUDE + textwrap.dedent(code),
-                           str(folder)], capture_output=True, text=True, timeout=300,
-                          check=False)
+    done = subprocess.run(
+        [sys.executable, "-I", "-c", CHILD_PRELUDE + textwrap.dedent(code), str(folder)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
@@ -52,10 +56,12 @@ def test_exported_source_runs_without_kernel_ext_and_matches_bitwise(tmp_path):
         model(x, w, steps)
     model(x[:2], w, np.int64(3))  # a second signature
     kx.saved_model.export_source(model, tmp_path / "model_export.py")
-    assert (tmp_path / "model_export.npz").exists() or "_ARRAYS" not in \
-        (tmp_path / "model_export.py").read_text()
+    assert (tmp_path / "model_export.npz").exists() or "_ARRAYS" not in (
+        tmp_path / "model_export.py"
+    ).read_text()
     np.savez(tmp_path / "inputs.npz", x=x, w=w)
-    _child('''
+    _child(
+        """
         import model_export
         d = np.load(sys.argv[1] + "/inputs.npz")
         out = {}
@@ -65,7 +71,9 @@ def test_exported_source_runs_without_kernel_ext_and_matches_bitwise(tmp_path):
                 for k, v in r.items():
                     out[f"{name}_{steps}_{k}"] = np.asarray(v)
         np.savez(sys.argv[1] + "/outputs.npz", **out)
-    ''', tmp_path)
+    """,
+        tmp_path,
+    )
     got = np.load(tmp_path / "outputs.npz")
     for name, xs in (("full", x), ("two", x[:2])):
         for steps in (2, 7):
@@ -83,7 +91,7 @@ def test_exported_variables_keep_training_like_the_original(tmp_path):
         def step(self, x, y):
             err = x @ self.w - y
             self.w.assign_sub(0.1 * (x.T @ err) / len(y))
-            return (err ** 2).mean()
+            return (err**2).mean()
 
     rng = np.random.default_rng(2)
     x = rng.standard_normal((8, 3))
@@ -92,13 +100,16 @@ def test_exported_variables_keep_training_like_the_original(tmp_path):
     model.step(x, y)
     kx.saved_model.export_source(model, tmp_path / "regressor.py")
     np.savez(tmp_path / "xy.npz", x=x, y=y)
-    _child('''
+    _child(
+        """
         import regressor
         d = np.load(sys.argv[1] + "/xy.npz")
         losses = [regressor.step(d["x"], d["y"]) for _ in range(4)]
         np.savez(sys.argv[1] + "/trained.npz", losses=np.array(losses),
                  w=regressor.variables["w"].numpy())
-    ''', tmp_path)
+    """,
+        tmp_path,
+    )
     losses = [model.step(x, y) for _ in range(4)]
     got = np.load(tmp_path / "trained.npz")
     assert got["losses"].tobytes() == np.array(losses).tobytes()
@@ -112,14 +123,17 @@ def test_a_signature_the_export_does_not_hold_raises_type_error(tmp_path):
 
     double(np.arange(3.0))
     kx.saved_model.export_source(double, tmp_path / "double_export.py")
-    out = _child('''
+    out = _child(
+        """
         import double_export
         print(double_export.double(np.arange(3.0)).tolist())
         try:
             double_export.double(np.arange(3))
         except TypeError as e:
             print("TypeError", "double" in str(e))
-    ''', tmp_path)
+    """,
+        tmp_path,
+    )
     assert out.split("\n")[:2] == ["[0.0, 2.0, 4.0]", "TypeError True"]
 
 

@@ -73,16 +73,33 @@ def _set(doc, path, value):
     return doc
 
 
-WRONG_VALUES = [None, True, 0, -1, 2 ** 70, 1.5, "", "x", "../../etc/passwd", [], {}, [[]],
-                {"$": "bogus"}, {"$": "tuple"}, {"$": "node", "name": "nope"},
-                {"$": "array", "file": "../saved_model.json"},
-                {"$": "numpy_function", "name": "os.system"},
-                {"$": "ufunc", "name": "__class__"}, {"$": "dtype", "str": "O"},
-                {"$": "dtype", "str": "<U8"}, {"$": "error", "type": "SystemExit", "args": {
-                    "$": "tuple", "items": []}},
-                {"$": "float", "bits": "zz"}, {"$": "scalar", "dtype": "<f8", "bytes": "00"},
-                {"kind": "tensor", "shape": [-1], "dtype": "<f8"},
-                {"kind": "namedtuple"}]
+WRONG_VALUES = [
+    None,
+    True,
+    0,
+    -1,
+    2**70,
+    1.5,
+    "",
+    "x",
+    "../../etc/passwd",
+    [],
+    {},
+    [[]],
+    {"$": "bogus"},
+    {"$": "tuple"},
+    {"$": "node", "name": "nope"},
+    {"$": "array", "file": "../saved_model.json"},
+    {"$": "numpy_function", "name": "os.system"},
+    {"$": "ufunc", "name": "__class__"},
+    {"$": "dtype", "str": "O"},
+    {"$": "dtype", "str": "<U8"},
+    {"$": "error", "type": "SystemExit", "args": {"$": "tuple", "items": []}},
+    {"$": "float", "bits": "zz"},
+    {"$": "scalar", "dtype": "<f8", "bytes": "00"},
+    {"kind": "tensor", "shape": [-1], "dtype": "<f8"},
+    {"kind": "namedtuple"},
+]
 
 
 def _damage(root: Path, rng: random.Random) -> str:
@@ -91,7 +108,7 @@ def _damage(root: Path, rng: random.Random) -> str:
     kind = rng.randrange(6)
     data = target.read_bytes()
     if kind == 0:
-        target.write_bytes(data[:rng.randrange(len(data))])
+        target.write_bytes(data[: rng.randrange(len(data))])
         return f"truncate {target.name}"
     if kind == 1:
         buf = bytearray(data)
@@ -116,8 +133,18 @@ def _damage(root: Path, rng: random.Random) -> str:
         del parent[path[-1]]
         what = f"drop {target.name}{list(path)}"
     elif kind == 4:  # file names that climb out of the model
-        name = rng.choice(["../saved_model.json", "/etc/passwd", "..", "a/../../b.npy",
-                           "arrays/../../x.npy", "C:\\x.npy", "a0.npy\x00.json", "v0.npy"])
+        name = rng.choice(
+            [
+                "../saved_model.json",
+                "/etc/passwd",
+                "..",
+                "a/../../b.npy",
+                "arrays/../../x.npy",
+                "C:\\x.npy",
+                "a0.npy\x00.json",
+                "v0.npy",
+            ]
+        )
         strings = [p for p, v in paths if isinstance(v, str)]
         doc = _set(doc, rng.choice(strings) if strings else path, name)
         what = f"file name {name!r} in {target.name}"
@@ -233,9 +260,18 @@ def test_callables_outside_numpys_allow_list_are_refused_by_name(tmp_path):
     text = graph_file.read_text()
     assert '"name":"numpy.einsum"' in text
     # (np.load and np.save: NumPy's, but files in and out are never allowed)
-    for hostile in ("os.system", "builtins.eval", "numpy.load", "numpy.save",
-                    "numpy.add.at", "subprocess.run"):
+    for hostile in (
+        "os.system",
+        "builtins.eval",
+        "numpy.load",
+        "numpy.save",
+        "numpy.add.at",
+        "subprocess.run",
+    ):
         graph_file.write_text(text.replace('"name":"numpy.einsum"', f'"name":"{hostile}"'))
-        with pytest.raises(SavedModelFormatError, match=rf"'{hostile}' is not a NumPy "
-                                                        "function this loader allows"):
+        with pytest.raises(
+            SavedModelFormatError,
+            match=rf"'{hostile}' is not a NumPy "
+            "function this loader allows",
+        ):
             kx.saved_model.load(tmp_path / "m", backend="numpy")

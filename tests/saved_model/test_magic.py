@@ -28,10 +28,16 @@ def _run(shell, code: str):
 
 
 def test_the_magic_saves_a_traced_function_that_loads_elsewhere(shell, tmp_path, capsys):
-    assert _run(shell, "@kx.function(backend='numpy')\n"
-                       "def predict(x):\n"
-                       "    return np.tanh(x) * 2\n"
-                       "predict(np.linspace(-1, 1, 5))") is None
+    assert (
+        _run(
+            shell,
+            "@kx.function(backend='numpy')\n"
+            "def predict(x):\n"
+            "    return np.tanh(x) * 2\n"
+            "predict(np.linspace(-1, 1, 5))",
+        )
+        is None
+    )
     assert _run(shell, f"%tffunction_save predict {tmp_path / 'm'}") is None
     assert "predict: wrote a saved model to" in capsys.readouterr().out
     loaded = kx.saved_model.load(tmp_path / "m", backend="numpy")
@@ -54,22 +60,30 @@ def test_usage_errors_name_the_problem(shell, tmp_path):
 
 
 def test_a_dotted_name_saves_one_method_of_a_model(shell, tmp_path):
-    assert _run(shell, "class M:\n"
-                       "    @kx.function(backend='numpy')\n"
-                       "    def f(self, x):\n"
-                       "        return x - 1\n"
-                       "m = M()\n"
-                       "m.f(np.arange(3))") is None
+    assert (
+        _run(
+            shell,
+            "class M:\n"
+            "    @kx.function(backend='numpy')\n"
+            "    def f(self, x):\n"
+            "        return x - 1\n"
+            "m = M()\n"
+            "m.f(np.arange(3))",
+        )
+        is None
+    )
     assert _run(shell, f"%tffunction_save m.f {tmp_path / 'mf'}") is None
     loaded = kx.saved_model.load(tmp_path / "mf", backend="numpy")
     assert loaded.f(np.arange(3)).tolist() == [-1, 0, 1]
 
 
-def test_onnx_without_the_exporter_is_a_usage_error_naming_the_fix(shell, tmp_path,
-                                                                   monkeypatch):
+def test_onnx_without_the_exporter_is_a_usage_error_naming_the_fix(shell, tmp_path, monkeypatch):
     find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *rest: None
-                        if name == "kernel_ext.onnx" else find_spec(name, *rest))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *rest: None if name == "kernel_ext.onnx" else find_spec(name, *rest),
+    )
     assert _run(shell, "@kx.function\ndef g(x):\n    return x * 2\ng(np.ones(2))") is None
     error = _run(shell, f"%tffunction_save g {tmp_path / 'g.onnx'} --onnx")
     assert isinstance(error, UsageError) and "kernel_ext.onnx" in str(error)

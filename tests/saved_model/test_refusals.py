@@ -11,8 +11,8 @@ THIS_FILE = "test_refusals.py"
 
 
 def _pad_with_nines(vector, pad_width, iaxis, kwargs):
-    vector[:pad_width[0]] = 9
-    vector[vector.size - pad_width[1]:] = 9
+    vector[: pad_width[0]] = 9
+    vector[vector.size - pad_width[1] :] = 9
 
 
 def test_a_python_callable_run_by_numpy_is_refused_with_its_node_line_and_fix(tmp_path):
@@ -37,8 +37,11 @@ def test_a_generator_argument_is_refused_naming_the_argument(tmp_path):
         return x + rng.standard_normal(x.shape)
 
     noisy(np.zeros(3), np.random.default_rng(0))
-    with pytest.raises(kx.saved_model.SaveError, match=r"argument 'rng' is a Generator object"
-                                                      r".*Fix: draw the random values outside"):
+    with pytest.raises(
+        kx.saved_model.SaveError,
+        match=r"argument 'rng' is a Generator object"
+        r".*Fix: draw the random values outside",
+    ):
         kx.saved_model.save(noisy, tmp_path / "m")
 
 
@@ -91,6 +94,7 @@ def test_a_dataclass_result_is_refused_with_the_fix(tmp_path):
 
 def test_a_namedtuple_result_comes_back_as_a_namedtuple_of_the_same_fields(tmp_path):
     from collections import namedtuple
+
     Pair = namedtuple("Pair", ["low", "high"])
 
     @kx.function(backend="numpy")

@@ -34,7 +34,7 @@ def _bitwise(a, b) -> None:
         assert a.tobytes() == b.tobytes()
 
 
-MODEL_SOURCE = textwrap.dedent('''
+MODEL_SOURCE = textwrap.dedent("""
     import numpy as np
     import kernel_ext as kx
 
@@ -56,20 +56,28 @@ MODEL_SOURCE = textwrap.dedent('''
                 h = h * 0.75
                 i += 1
             return {"h": h, "steps": i}
-''')
+""")
 
 
 def _run(code: str, cwd: Path, extra_path: list[str] = ()) -> str:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), *extra_path]))
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=300, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     return done.stdout
 
 
 def test_loaded_model_runs_in_a_fresh_process_without_its_module_and_is_bitwise_equal(tmp_path):
     (tmp_path / "my_model.py").write_text(MODEL_SOURCE)
-    _run(textwrap.dedent('''
+    _run(
+        textwrap.dedent("""
         import numpy as np, kernel_ext as kx, my_model
         m = my_model.Model()
         xs = [np.linspace(-1, 1, 12).reshape(4, 3), -np.ones((4, 3)), np.ones((2, 3))]
@@ -78,13 +86,17 @@ def test_loaded_model_runs_in_a_fresh_process_without_its_module_and_is_bitwise_
         np.savez("expected.npz", **{f"x{i}": x for i, x in enumerate(xs)},
                  **{f"h{i}": o["h"] for i, o in enumerate(outs)},
                  **{f"s{i}": np.asarray(o["steps"]) for i, o in enumerate(outs)})
-    '''), tmp_path, [str(tmp_path)])
+    """),
+        tmp_path,
+        [str(tmp_path)],
+    )
     (tmp_path / "my_model.py").unlink()
     for cache in tmp_path.glob("__pycache__"):
         for f in cache.iterdir():
             f.unlink()
         cache.rmdir()
-    out = _run(textwrap.dedent('''
+    out = _run(
+        textwrap.dedent("""
         import sys, numpy as np, kernel_ext as kx
         loaded = kx.saved_model.load("saved", backend="numpy")
         exp = np.load("expected.npz")
@@ -95,7 +107,9 @@ def test_loaded_model_runs_in_a_fresh_process_without_its_module_and_is_bitwise_
             assert got["steps"] == exp[f"s{i}"], i
         assert "my_model" not in sys.modules
         print("ok", len(loaded.predict.signatures), *sorted(v.name for v in loaded.variables))
-    '''), tmp_path)
+    """),
+        tmp_path,
+    )
     assert out.split() == ["ok", "2", "b", "w"]  # (4, 3) and (2, 3): two traces
 
 
@@ -103,7 +117,7 @@ def test_graph_files_hold_cond_and_while_subgraphs(tmp_path):
     @kx.function(backend="numpy")
     def f(x, n):
         total = x * 0
-        for i in kx.range(n):            # a graph while over a traced bound
+        for i in kx.range(n):  # a graph while over a traced bound
             total = total + x * i
         return kx.cond(total.sum() > 0, lambda: total, lambda: -total)
 
@@ -133,8 +147,11 @@ def test_signatures_with_none_dims_accept_any_size_and_refuse_other_ranks(tmp_pa
     for n in (1, 5, 40):
         x = rng.standard_normal((n, 3)).astype(np.float32)
         _bitwise(loaded.normalize(x), normalize(x))
-    with pytest.raises(TypeError, match=r"argument 'x' is float32\[5, 4\], expected "
-                                        r"float32\[None, 3\]"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 'x' is float32\[5, 4\], expected "
+        r"float32\[None, 3\]",
+    ):
         loaded.normalize(np.zeros((5, 4), np.float32))
     with pytest.raises(TypeError, match=r"argument 'x' is float64"):
         loaded.normalize(np.zeros((5, 3)))
@@ -161,7 +178,7 @@ def test_several_traces_dispatch_on_the_arguments(tmp_path):
 def test_listed_signatures_are_saved_without_calling_first(tmp_path):
     @kx.function(backend="numpy")
     def cube(x):
-        return x ** 3
+        return x**3
 
     kx.saved_model.save(cube, tmp_path / "m", signatures=[(kx.TensorSpec([None], np.int64),)])
     loaded = kx.saved_model.load(tmp_path / "m", backend="numpy")
@@ -179,7 +196,7 @@ def _train_step_model():
             err = x @ self.w + self.b - y
             self.w.assign_sub(0.1 * (x.T @ err) / len(y))
             self.b.assign_sub(0.1 * err.mean())
-            return (err ** 2).mean()
+            return (err**2).mean()
 
     return Regressor()
 
@@ -207,6 +224,7 @@ def test_variables_round_trip_and_training_continues_with_the_same_numbers(tmp_p
 
 def test_loaded_graphs_run_on_the_compiled_backend(tmp_path):
     pytest.importorskip("numba")
+
     @kx.function(backend="numpy")
     def f(x, y):
         return np.sqrt(x * x + y * y) - np.exp(-x)
@@ -226,8 +244,7 @@ def test_numpy_functions_run_as_opaque_calls_are_saved_by_name(tmp_path):
 
     x, w = np.arange(12.0).reshape(4, 3), np.arange(9.0).reshape(3, 3)
     expected = f(x, w)
-    assert any(n.op is OpKind.NUMPY_CALL
-               for n in f.get_concrete_function(x, w).graph.nodes)
+    assert any(n.op is OpKind.NUMPY_CALL for n in f.get_concrete_function(x, w).graph.nodes)
     kx.saved_model.save(f, tmp_path / "m")
     text = (tmp_path / "m" / "graphs" / "f_0.json").read_text()
     assert '"numpy_function"' in text
@@ -261,9 +278,11 @@ def test_a_newer_format_version_is_refused_naming_both_versions(tmp_path):
     data = json.loads(manifest.read_text())
     data["format_version"] = kx.saved_model.FORMAT_VERSION + 1
     manifest.write_text(json.dumps(data))
-    with pytest.raises(kx.saved_model.SavedModelFormatError,
-                       match=rf"format version {kx.saved_model.FORMAT_VERSION + 1} is newer.*"
-                             rf"format version {kx.saved_model.FORMAT_VERSION}\b"):
+    with pytest.raises(
+        kx.saved_model.SavedModelFormatError,
+        match=rf"format version {kx.saved_model.FORMAT_VERSION + 1} is newer.*"
+        rf"format version {kx.saved_model.FORMAT_VERSION}\b",
+    ):
         kx.saved_model.load(tmp_path / "m")
 
 
@@ -277,8 +296,13 @@ def test_concrete_functions_resolves_functions_concrete_functions_and_holders():
     assert kx.saved_model.concrete_functions(cf) == {"f": [cf]}
     model = _train_step_model()
     found = kx.saved_model.concrete_functions(
-        model, signatures={"train_step": [(kx.TensorSpec([None, 3], np.float64),
-                                           kx.TensorSpec([None], np.float64))]})
+        model,
+        signatures={
+            "train_step": [
+                (kx.TensorSpec([None, 3], np.float64), kx.TensorSpec([None], np.float64))
+            ]
+        },
+    )
     assert list(found) == ["train_step"] and len(found["train_step"]) == 1
     with pytest.raises(TypeError, match=r"neither a kx\.function"):
         kx.saved_model.concrete_functions(object())

@@ -24,14 +24,13 @@ def _python_tool(name: str) -> str:
     found = str(beside) if beside.exists() else shutil.which(name)
     if found is None:
         if os.environ.get("CI"):
-            pytest.fail(f"{name} missing: `pip install -e \".[test]\"` installs it")
-        pytest.skip(f"{name} is not installed (pip install -e \".[test]\")")
+            pytest.fail(f'{name} missing: `pip install -e ".[test]"` installs it')
+        pytest.skip(f'{name} is not installed (pip install -e ".[test]")')
     return found
 
 
 def _run(command: list[str], env: dict[str, str] | None = None) -> None:
-    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env,
-                            timeout=600)
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, timeout=600)
     report = (result.stdout[-8000:] + result.stderr[-4000:]).strip()
     if result.returncode != 0:
         pytest.fail(f"`{' '.join(command)}` failed:\n{report}", pytrace=False)
@@ -56,8 +55,7 @@ def test_eslint_finds_no_problems_in_the_typescript():
     jlpm = shutil.which("jlpm") or str(Path(sys.executable).parent / "jlpm")
     if not (ROOT / "node_modules" / ".bin" / "eslint").exists() or not Path(jlpm).exists():
         if os.environ.get("CI"):
-            pytest.fail("eslint missing: `pip install -e .` installs the extension's "
-                        "dependencies")
+            pytest.fail("eslint missing: `pip install -e .` installs the extension's dependencies")
         pytest.skip("the lab extension's dependencies are not installed (pip install -e .)")
     env = dict(os.environ, PATH=f"{Path(jlpm).parent}{os.pathsep}{os.environ.get('PATH', '')}")
     _run([jlpm, "lint"], env=env)

@@ -18,8 +18,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def coverage():
-    spec = importlib.util.spec_from_file_location("numpy_coverage",
-                                                  ROOT / "tools" / "numpy_coverage.py")
+    spec = importlib.util.spec_from_file_location(
+        "numpy_coverage", ROOT / "tools" / "numpy_coverage.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # (its dataclasses look their module up)
     spec.loader.exec_module(module)
@@ -30,15 +31,26 @@ def test_the_doc_is_current(coverage):
     rows, source = coverage.build()
     text = coverage.render(rows, coverage.ufunc_method_rows(), source)
     doc = (ROOT / "docs" / "numpy-coverage.md").read_text()
-    assert coverage.doc_totals(doc) == coverage.doc_totals(text), \
+    assert coverage.doc_totals(doc) == coverage.doc_totals(text), (
         "regenerate with: python tools/numpy_coverage.py"
+    )
 
 
 def test_classifier_tells_native_opaque_trace_time_and_error_apart(coverage):
-    rows = {r.name: r for r in coverage.build([
-        ("nansum", np.nansum), ("nextafter", np.nextafter), ("sum", np.sum),
-        ("zeros", np.zeros), ("array_str", np.array_str), ("linalg.qr", np.linalg.qr),
-        ("einsum", np.einsum)])[0]}
+    rows = {
+        r.name: r
+        for r in coverage.build(
+            [
+                ("nansum", np.nansum),
+                ("nextafter", np.nextafter),
+                ("sum", np.sum),
+                ("zeros", np.zeros),
+                ("array_str", np.array_str),
+                ("linalg.qr", np.linalg.qr),
+                ("einsum", np.einsum),
+            ]
+        )[0]
+    }
     assert rows["nansum"].status == "native" and rows["nansum"].fuses == "no"
     assert rows["nextafter"].status == "native" and rows["nextafter"].fuses == "yes"
     assert rows["sum"].fuses == "yes"

@@ -18,8 +18,12 @@ import pytest
 import kernel_ext as kx
 from tests.same_as_numpy import assert_same
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 #: each write, as the statement a user writes, into ``d`` (``v`` is a float64 value)
 WRITES = {
@@ -59,11 +63,22 @@ def programs(tmp_path_factory):
     ``arg__write(d, x)`` writes into its argument."""
     lines = ["import numpy as np", ""]
     for made, write in itertools.product(MADE, WRITES):
-        lines += [f"def {_function_name(made, write)}(x):", f"    {MADE[made]}",
-                  "    v = x[3] * 0.5", f"    {WRITES[write]}", "    return d * 2.0, d", ""]
+        lines += [
+            f"def {_function_name(made, write)}(x):",
+            f"    {MADE[made]}",
+            "    v = x[3] * 0.5",
+            f"    {WRITES[write]}",
+            "    return d * 2.0, d",
+            "",
+        ]
     for write in WRITES:
-        lines += [f"def {_function_name('arg', write)}(d, x):", "    v = x[1] * 0.5",
-                  f"    {WRITES[write]}", "    return d * 2.0", ""]
+        lines += [
+            f"def {_function_name('arg', write)}(d, x):",
+            "    v = x[1] * 0.5",
+            f"    {WRITES[write]}",
+            "    return d * 2.0",
+            "",
+        ]
     path = tmp_path_factory.mktemp("array_targets") / "array_target_programs.py"
     path.write_text("\n".join(lines))
     spec = importlib.util.spec_from_file_location("array_target_programs", path)
@@ -91,7 +106,8 @@ def _same_outcome(got, want) -> None:
 @pytest.mark.parametrize("made", sorted(MADE))
 @pytest.mark.parametrize("write", sorted(WRITES))
 def test_writes_into_zero_d_values_made_inside_the_function_do_what_numpy_does(
-        programs, made, write):
+    programs, made, write
+):
     fn = getattr(programs, _function_name(made, write))
     x = np.array([4.0, -2.5, 9.0, 0.75])
     want = _outcome(fn, x.copy())
@@ -142,8 +158,19 @@ def test_augmented_assignment_on_a_numpy_scalar_argument_rebinds_it_as_numpy_doe
     assert traced.experimental_get_tracing_count() == 1
 
 
-_VALUES = [2.7, np.float64(2.7), np.array(2.7), [2.7, -1.25], np.array([2, 3], np.int64), 300,
-           np.array([1.5], np.float32), True, np.arange(7) * 1.5, [], -1]
+_VALUES = [
+    2.7,
+    np.float64(2.7),
+    np.array(2.7),
+    [2.7, -1.25],
+    np.array([2, 3], np.int64),
+    300,
+    np.array([1.5], np.float32),
+    True,
+    np.arange(7) * 1.5,
+    [],
+    -1,
+]
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32, np.int32, np.uint8, np.bool_])

@@ -8,8 +8,9 @@ import pytest
 import kernel_ext as kx
 
 
-@pytest.mark.parametrize("shape, ord_", [((7,), None), ((7,), 2), ((3, 4), None),
-                                         ((3, 4), "fro"), ((2, 3, 2), None)])
+@pytest.mark.parametrize(
+    "shape, ord_", [((7,), None), ((7,), 2), ((3, 4), None), ((3, 4), "fro"), ((2, 3, 2), None)]
+)
 def test_linalg_norm_is_numpys_dot_based_norm(shape, ord_):
     f = kx.function(lambda v: np.linalg.norm(v, ord=ord_))
     for seed in range(50):
@@ -68,8 +69,19 @@ def test_common_ndarray_attributes_exist_on_traced_values():
         y.put([0, 3], [7.0, 8.0])
         z = x.copy()
         z.partition(1)
-        return (flat, y, x.real + 0, x.imag + 0, x.diagonal() + 0, x.trace(), x.repeat(2),
-                z[:1] + 0, x.itemsize, x.nbytes, x.conjugate())
+        return (
+            flat,
+            y,
+            x.real + 0,
+            x.imag + 0,
+            x.diagonal() + 0,
+            x.trace(),
+            x.repeat(2),
+            z[:1] + 0,
+            x.itemsize,
+            x.nbytes,
+            x.conjugate(),
+        )
 
     x = np.arange(9.0).reshape(3, 3) - 3
     want, got = uses_attributes(x.copy()), kx.function(uses_attributes)(x.copy())
@@ -80,6 +92,7 @@ def test_common_ndarray_attributes_exist_on_traced_values():
 
 def test_memory_layout_attributes_say_why_they_are_missing():
     from kernel_ext import errors
+
     with pytest.raises(errors.SymbolicValueError, match="strides describes memory"):
         kx.function(lambda x: x.strides)(np.ones(2))
 
@@ -109,7 +122,7 @@ def test_int_float_bool_of_traced_values_are_python_numbers():
 
 def test_int_of_a_traced_float_truncates_toward_zero_as_python():
     f = kx.function(lambda x: int(x.sum()))
-    for x in ([1.25, 1.5], [-0.25, -0.5], [-3.75, 0.0], [2.0 ** 62, 0.0], [-2.0 ** 63, 0.0]):
+    for x in ([1.25, 1.5], [-0.25, -0.5], [-3.75, 0.0], [2.0**62, 0.0], [-(2.0**63), 0.0]):
         want, got = int(np.array(x).sum()), f(np.array(x))
         assert type(got) is int and got == want
     # Python's own errors, raised when the call runs
@@ -119,7 +132,7 @@ def test_int_of_a_traced_float_truncates_toward_zero_as_python():
         f(np.array([-np.inf, 1.0]))
     # eagerly a larger Python int: a clear error, never a wrapped-around int64
     with pytest.raises(OverflowError, match="outside the int64 range"):
-        f(np.array([2.0 ** 63, 0.0]))
+        f(np.array([2.0**63, 0.0]))
 
 
 def test_or_evaluates_its_right_side_only_when_python_would():

@@ -55,20 +55,29 @@ FAMILIES = {
     # np.fft, np.linalg.eigh, ... are graph ops or compositions now: tests/trace/
     # test_numpy_ops.py; their forms that stay opaque are here, and the rest still check
     # the same values on every path)
-    "einsum_interleaved": (lambda x, W: np.einsum(x, [0, 1], W, [1, 2]),
-                           [(rng.standard_normal((4, 3)), rng.standard_normal((3, 3)))
-                            for _ in range(2)]),
+    "einsum_interleaved": (
+        lambda x, W: np.einsum(x, [0, 1], W, [1, 2]),
+        [(rng.standard_normal((4, 3)), rng.standard_normal((3, 3))) for _ in range(2)],
+    ),
     "pad_callable_mode": (lambda x: np.pad(x, 1, mode=_pad_with_nines), _arrays(3, 4)),
     "roll": (lambda x: np.roll(x, 1, axis=0), _arrays(4, 5)),
     "kron_trace": (lambda x: (np.kron(x, x), np.trace(x)), _arrays(3, 3)),
-    "histogram_traced_range": (lambda x: np.histogram(x, bins=5, range=(x.min(), x.max())),
-                               _arrays(30)),
-    "searchsorted": (lambda e, q: np.searchsorted(e, q),
-                     [(np.sort(rng.random(10)), rng.random(4)) for _ in range(2)]),
-    "median_percentile": (lambda x: (np.median(x, axis=0), np.percentile(x, [10, 90], axis=0)),
-                          _arrays(7, 3)),
-    "norm_inf": (lambda x: (np.linalg.norm(x, ord=np.inf), np.linalg.norm(x, ord=1, axis=0)),
-                 _arrays(4, 4)),
+    "histogram_traced_range": (
+        lambda x: np.histogram(x, bins=5, range=(x.min(), x.max())),
+        _arrays(30),
+    ),
+    "searchsorted": (
+        lambda e, q: np.searchsorted(e, q),
+        [(np.sort(rng.random(10)), rng.random(4)) for _ in range(2)],
+    ),
+    "median_percentile": (
+        lambda x: (np.median(x, axis=0), np.percentile(x, [10, 90], axis=0)),
+        _arrays(7, 3),
+    ),
+    "norm_inf": (
+        lambda x: (np.linalg.norm(x, ord=np.inf), np.linalg.norm(x, ord=1, axis=0)),
+        _arrays(4, 4),
+    ),
     "fft": (lambda x: np.fft.rfft(x), _arrays(16)),
     "eig_namedtuple": (lambda x: np.linalg.eigh(x @ x.T), _arrays(3, 3)),
     "split_list": (lambda x: np.split(x, 2), _arrays(6)),
@@ -78,15 +87,17 @@ FAMILIES = {
 DATA_DEPENDENT = {
     "unique_counts": (lambda x: np.unique_counts(x), _arrays(20, kind="i", n=3)),
     "unique_axis": (lambda x: np.unique(x, axis=0), _arrays(12, 2, kind="i", n=3)),
-    "unique_values_then_traced_ops": (lambda x: np.unique_values(x) * 2 + 1,
-                                      _arrays(10, kind="i", n=3)),
+    "unique_values_then_traced_ops": (
+        lambda x: np.unique_values(x) * 2 + 1,
+        _arrays(10, kind="i", n=3),
+    ),
 }
 
 
 def _pad_with_nines(vector, pad_width, iaxis, kwargs):
     """A callable np.pad mode (NumPy's documented form): the pad cells become 9."""
-    vector[:pad_width[0]] = 9
-    vector[vector.size - pad_width[1]:] = 9
+    vector[: pad_width[0]] = 9
+    vector[vector.size - pad_width[1] :] = 9
 
 
 @pytest.mark.parametrize("path", PATHS)
@@ -140,8 +151,11 @@ def test_runtime_shape_check_raises_instead_of_a_wrong_result():
         return np.arange(3) if np.any(x > 100) else np.arange(2)
 
     f = kx.function(lambda x: _Opaque.call(odd, x))
-    with pytest.raises(OpaqueResultError, match=r"int64\[3\] at run time, but its trace "
-                                                r"found int64\[2\].*Fix:"):
+    with pytest.raises(
+        OpaqueResultError,
+        match=r"int64\[3\] at run time, but its trace "
+        r"found int64\[2\].*Fix:",
+    ):
         f(np.array([500.0]))
 
 
@@ -151,6 +165,7 @@ class _Opaque:
     @staticmethod
     def call(fn, *args):
         from kernel_ext.trace.opaque import numpy_call
+
         return numpy_call(fn, args, {})
 
 
@@ -159,12 +174,15 @@ def test_runtime_check_passes_values_matching_the_trace():
     _same(f(np.arange(4.0)), np.arange(4.0)[::-1])
 
 
-@pytest.mark.parametrize("call, name", [
-    # (np.put, np.place, np.putmask are traced functions: their opaque form is what a
-    # parameter their handler lacks would reach)
-    (lambda x: _Opaque.call(np.putmask, x, x > 0, [1.0]), "np.putmask"),
-    (lambda x: _Opaque.call(np.put, x, [0], [1.0]), "np.put"),
-])
+@pytest.mark.parametrize(
+    "call, name",
+    [
+        # (np.put, np.place, np.putmask are traced functions: their opaque form is what a
+        # parameter their handler lacks would reach)
+        (lambda x: _Opaque.call(np.putmask, x, x > 0, [1.0]), "np.putmask"),
+        (lambda x: _Opaque.call(np.put, x, [0], [1.0]), "np.put"),
+    ],
+)
 def test_functions_writing_into_an_argument_raise_naming_function_and_fix(call, name):
     f = kx.function(call)
     with pytest.raises(errors.UnsupportedOpError) as info:
@@ -178,8 +196,11 @@ def test_out_argument_raises_with_fix(monkeypatch):
     # (np.cumulative_sum is a graph op now, whose out= is an in-place update: run it opaque)
     monkeypatch.delitem(kx.trace.HANDLERS, np.cumulative_sum)
     f = kx.function(lambda x: np.cumulative_sum(x, out=np.empty(3)))
-    with pytest.raises(errors.UnsupportedOpError, match=r"np\.cumulative_sum\(\.\.\., out="
-                                                        r"\.\.\.\).*Fix: assign the result"):
+    with pytest.raises(
+        errors.UnsupportedOpError,
+        match=r"np\.cumulative_sum\(\.\.\., out="
+        r"\.\.\.\).*Fix: assign the result",
+    ):
         f(np.ones(3))
 
 
@@ -197,8 +218,11 @@ def test_object_array_results_raise():
 
 def test_failing_on_every_stand_in_names_the_function_and_the_error():
     f = kx.function(lambda x: np.einsum(x, [0, 1], x, [1, 2]))
-    with pytest.raises(errors.UnsupportedOpError, match=r"np\.einsum .* failed on every "
-                                                        r"stand-in input .*ValueError"):
+    with pytest.raises(
+        errors.UnsupportedOpError,
+        match=r"np\.einsum .* failed on every "
+        r"stand-in input .*ValueError",
+    ):
         f(np.ones((2, 3)))
 
 
@@ -232,8 +256,11 @@ def test_equal_opaque_calls_are_merged_and_unused_ones_pruned():
         return _Opaque.call(np.roll, x, 1) + _Opaque.call(np.roll, x, 1)
 
     f = kx.function(fn, backend="numpy")
-    ops = [n for n in f.get_concrete_function(np.ones(3)).graph.get_operations()
-           if n.op is OpKind.NUMPY_CALL]
+    ops = [
+        n
+        for n in f.get_concrete_function(np.ones(3)).graph.get_operations()
+        if n.op is OpKind.NUMPY_CALL
+    ]
     assert len(ops) == 1
     _same(f(np.arange(3.0)), np.roll(np.arange(3.0), 1) * 2)
 

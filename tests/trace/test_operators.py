@@ -12,17 +12,30 @@ from kernel_ext.trace.tensor import Tensor
 from kernel_ext.trace.variables import Variable
 
 # The operator protocol as it was written out by hand before the op table carried dunders.
-_BINARY = ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and", "or",
-           "xor", "lshift", "rshift"]
+_BINARY = [
+    "add",
+    "sub",
+    "mul",
+    "truediv",
+    "floordiv",
+    "mod",
+    "pow",
+    "matmul",
+    "and",
+    "or",
+    "xor",
+    "lshift",
+    "rshift",
+]
 _COMPARISONS = ["lt", "le", "gt", "ge", "eq", "ne"]
 _UNARY = ["neg", "pos", "abs", "invert"]
 _FORWARD = {f"__{n}__" for n in _BINARY + _COMPARISONS + _UNARY} | {"__divmod__"}
 _REFLECTED = {f"__r{n}__" for n in _BINARY} | {"__rdivmod__"}
 _INPLACE = {f"__i{n}__" for n in _BINARY}
 # Every operator dunder Python knows, to see that no other one appeared.
-_ALL_OPERATOR_DUNDERS = (
-    {f"__{p}{n}__" for p in ("", "r", "i") for n in _BINARY + ["divmod"]}
-    | {f"__{n}__" for n in _COMPARISONS + _UNARY})
+_ALL_OPERATOR_DUNDERS = {f"__{p}{n}__" for p in ("", "r", "i") for n in _BINARY + ["divmod"]} | {
+    f"__{n}__" for n in _COMPARISONS + _UNARY
+}
 
 
 def _operator_dunders(cls: type) -> set[str]:

@@ -55,10 +55,13 @@ def several_draws(x):
 
 
 @pytest.mark.parametrize("path", PATHS)
-@pytest.mark.parametrize("fn, args", [
-    (dropout, (np.ones((4, 3)), 0.5)),
-    (several_draws, (np.ones(5),)),
-])
+@pytest.mark.parametrize(
+    "fn, args",
+    [
+        (dropout, (np.ones((4, 3)), 0.5)),
+        (several_draws, (np.ones(5),)),
+    ],
+)
 def test_global_state_draws_equal_eager_call_after_call(fn, args, path):
     traced, got, want = _global_sequence(fn, [args] * 4, path)
     for g, w in zip(got, want):
@@ -254,8 +257,11 @@ def test_unused_draws_still_advance_the_state():
 def test_draw_frozen_with_autograph_off_raises_with_fix():
     f = kx.function(lambda x: x + np.random.rand(2), autograph=False)
     np.random.seed(4)
-    with pytest.raises(errors.UnsupportedOpError, match=r"global state advanced while tracing"
-                                                        r".*frozen.*Fix: keep AutoGraph on"):
+    with pytest.raises(
+        errors.UnsupportedOpError,
+        match=r"global state advanced while tracing"
+        r".*frozen.*Fix: keep AutoGraph on",
+    ):
         f(np.zeros(2))
     after = np.random.rand()  # the failed trace put the state back
     np.random.seed(4)

@@ -17,8 +17,12 @@ import kernel_ext as kx
 from kernel_ext.ir.graph import subgraphs
 from kernel_ext.trace.source_lines import SourceLine
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 
 
 def _walk(graph):
@@ -57,19 +61,27 @@ def test_every_op_of_the_optimised_graph_names_the_line_that_made_it(path):
     for a, b in zip(args, before):
         np.testing.assert_array_equal(a, b)
     graph = f.concrete_functions[0].graph
-    expected = {"maximum": "h = np.maximum", "add": "h = np.maximum",
-                "matmul": None, "tanh": "out = np.tanh", "sum": "return out.sum"}
+    expected = {
+        "maximum": "h = np.maximum",
+        "add": "h = np.maximum",
+        "matmul": None,
+        "tanh": "out = np.tanh",
+        "sum": "return out.sum",
+    }
     ops = [n for n in _walk(graph) if n.op.value != "placeholder"]
     assert ops
     file = inspect.getsourcefile(layer)
     for node in ops:
         assert isinstance(node.source, SourceLine), node
         assert node.source.file == file
-        lines = {_line_of(layer, t) for t in ("h = np.maximum", "out = np.tanh",
-                                             "return out.sum")}
+        lines = {_line_of(layer, t) for t in ("h = np.maximum", "out = np.tanh", "return out.sum")}
         assert node.source.line in lines, node
-        assert node.source.text == inspect.getsource(layer).splitlines()[
-            node.source.line - _line_of(layer, "def layer")].strip()
+        assert (
+            node.source.text
+            == inspect.getsource(layer)
+            .splitlines()[node.source.line - _line_of(layer, "def layer")]
+            .strip()
+        )
         text = expected.get(node.op.value)
         if text is not None:
             assert node.source.line == _line_of(layer, text), node
@@ -106,14 +118,19 @@ def test_graph_loops_and_branches_name_their_statement_and_their_body_ops_their_
     assert loops and branches
     assert {n.source.line for n in loops} == {_line_of(looped, "while i < n")}
     # (a graph loop whose count is unknown is guarded by a cond of its own statement)
-    assert {n.source.line for n in branches} == {_line_of(looped, "if total.sum() > 0"),
-                                                 _line_of(looped, "while i < n")}
-    body = [m for loop in loops for sub in subgraphs(loop) for m in sub.nodes
-            if m.op.value == "sin"]
+    assert {n.source.line for n in branches} == {
+        _line_of(looped, "if total.sum() > 0"),
+        _line_of(looped, "while i < n"),
+    }
+    body = [
+        m for loop in loops for sub in subgraphs(loop) for m in sub.nodes if m.op.value == "sin"
+    ]
     assert body and {m.source.line for m in body} == {
-        _line_of(looped, "total = total + np.sin(x) * i")}
-    negated = [m for b in branches for sub in subgraphs(b) for m in sub.nodes
-               if m.op.value == "negative"]
+        _line_of(looped, "total = total + np.sin(x) * i")
+    }
+    negated = [
+        m for b in branches for sub in subgraphs(b) for m in sub.nodes if m.op.value == "negative"
+    ]
     assert negated and negated[0].source.line == _line_of(looped, "total = -total")
 
 
@@ -134,11 +151,16 @@ def test_a_gradients_ops_name_the_line_of_the_forward_op_they_differentiate():
     np.testing.assert_allclose(loss, np.sum(h * h))
     np.testing.assert_allclose(grad, x.T @ (2 * h * (1 - h * h)))
     graph = f.get_concrete_function(w, x).graph
-    backward = [n for n in _walk(graph) if n.attrs.get("_backward")
-                and n.op.value not in ("placeholder", "constant")]
+    backward = [
+        n
+        for n in _walk(graph)
+        if n.attrs.get("_backward") and n.op.value not in ("placeholder", "constant")
+    ]
     assert backward
-    forward_lines = {_line_of(loss_and_grad, "hidden = np.tanh"),
-                     _line_of(loss_and_grad, "loss = np.sum")}
+    forward_lines = {
+        _line_of(loss_and_grad, "hidden = np.tanh"),
+        _line_of(loss_and_grad, "loss = np.sum"),
+    }
     assert {n.source.line for n in backward} <= forward_lines
     assert _line_of(loss_and_grad, "tape.gradient") not in {n.source.line for n in backward}
 
@@ -151,5 +173,6 @@ def test_a_trace_after_a_gradient_names_its_own_lines():
     args = (x, w, np.ones(2), np.ones((2, 5)))
     np.testing.assert_array_equal(f(*args), layer(*args))
     lines = {n.source.line for n in f.concrete_functions[0].graph.nodes if n.source}
-    assert lines and lines <= {_line_of(layer, t) for t in (
-        "h = np.maximum", "out = np.tanh", "return out.sum")}
+    assert lines and lines <= {
+        _line_of(layer, t) for t in ("h = np.maximum", "out = np.tanh", "return out.sum")
+    }

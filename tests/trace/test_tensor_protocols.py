@@ -24,8 +24,12 @@ from same_as_numpy import assert_same
 import kernel_ext as kx
 from kernel_ext import errors
 
-PATHS = {"numpy": {"backend": "numpy"}, "auto": {}, "numba": {"backend": "numba"},
-         "jit": {"jit_compile": True}}
+PATHS = {
+    "numpy": {"backend": "numpy"},
+    "auto": {},
+    "numba": {"backend": "numba"},
+    "jit": {"jit_compile": True},
+}
 rng = np.random.default_rng(2024)
 
 
@@ -57,14 +61,15 @@ def like_numpy(fn, *args, path="numpy", traced=None):
 
 # -- x.shape = ... ------------------------------------------------------------------------------
 
+
 def _reshape_root(x):
     y = x * 1.0
-    head = y[:3]              # a view taken before the reshape: it keeps its elements
+    head = y[:3]  # a view taken before the reshape: it keeps its elements
     y.shape = (2, 3)
-    y[1, 0] = 100.0           # seen through head? no (element 3); through the row view below
-    head[0] = -1.0            # reaches y[0, 0]
+    y[1, 0] = 100.0  # seen through head? no (element 3); through the row view below
+    head[0] = -1.0  # reaches y[0, 0]
     row = y[1]
-    y.shape = (3, 2)          # twice: head and row still see their elements
+    y.shape = (3, 2)  # twice: head and row still see their elements
     row[2] = 55.0
     return y, head, row
 
@@ -72,10 +77,10 @@ def _reshape_root(x):
 def _reshape_view(x):
     y = (x * 1.0).reshape(2, 3)
     tail = y[1:]
-    tail.shape = (3,)         # a C-contiguous view: reshaped in place
+    tail.shape = (3,)  # a C-contiguous view: reshaped in place
     tail[0] = 7.0
     z = x[::2]
-    z.shape = (3, 1)          # a strided 1-d view: adding a length-1 axis needs no copy
+    z.shape = (3, 1)  # a strided 1-d view: adding a length-1 axis needs no copy
     return y, tail, z * 1.0
 
 
@@ -151,21 +156,24 @@ def test_crc32_matches_zlib_for_any_bytes(payload):
     np.testing.assert_array_equal(data, np.frombuffer(payload, np.uint8))  # argument unchanged
 
 
-_CRC_NUMPY = kx.function(crc32, backend="numpy",  # one trace for every length
-                         input_signature=[kx.TensorSpec((None,), np.uint8)])
+_CRC_NUMPY = kx.function(
+    crc32,
+    backend="numpy",  # one trace for every length
+    input_signature=[kx.TensorSpec((None,), np.uint8)],
+)
 
 
 def _scalar_aliases(x):
     total = np.sum(x)
-    before = total        # a NumPy scalar: `total += ...` makes a new one, `before` keeps it
+    before = total  # a NumPy scalar: `total += ...` makes a new one, `before` keeps it
     total += x[0]
     n = x[1]
     if n > 0:
         m = n * 2
     else:
         m = n
-    m -= 1                # the if's 0-d output: a NumPy scalar too
-    acc = np.zeros(())    # a 0-d array is updated in place: its alias sees it
+    m -= 1  # the if's 0-d output: a NumPy scalar too
+    acc = np.zeros(())  # a 0-d array is updated in place: its alias sees it
     alias = acc
     acc += total
     return before, total, m, n, alias
@@ -180,6 +188,7 @@ def test_augmented_assignment_on_a_numpy_scalar_rebinds_the_name(path):
 
 
 # -- hashing ------------------------------------------------------------------------------------
+
 
 def _knn_vote(labels):
     votes = collections.Counter(labels[:3])  # the user's line
@@ -213,6 +222,7 @@ def test_the_numpy_way_to_vote_runs_traced():
 
 
 # -- buffers made with np.ndarray / np.empty ------------------------------------------------------
+
 
 def _buffers(x):
     n = x.shape[0]

@@ -60,12 +60,14 @@ class Partial(NamedTuple):
         if self.value_dtype is not None and x.dtype != self.value_dtype:
             x = x.astype(self.value_dtype)
         reduce = getattr(np, self.function)
-        return np.asarray(reduce(x, axis=self.axes, keepdims=True, **self.params),
-                          dtype=self.acc_dtype)
+        return np.asarray(
+            reduce(x, axis=self.axes, keepdims=True, **self.params), dtype=self.acc_dtype
+        )
 
 
-def detach(nodes: Sequence[Node], inputs: Sequence[Node]) -> tuple[list[Node], list[Node],
-                                                                   dict[Node, Node]]:
+def detach(
+    nodes: Sequence[Node], inputs: Sequence[Node]
+) -> tuple[list[Node], list[Node], dict[Node, Node]]:
     """Copies of ``nodes`` that read placeholders in place of ``inputs``: what a program
     pickles is its own ops, not the graph upstream of them. Returns ``(placeholders,
     copies, original -> copy)``; annotations (``_where``) are left out."""
@@ -95,8 +97,7 @@ class _KernelState:
         self.loops: list[tuple[np.uintp, np.uintp] | None] = []
         for ufunc, dtypes in call.loops:
             found = find_loop(ufunc, dtypes)
-            self.loops.append(None if found is None else
-                              (np.uintp(found[0]), np.uintp(found[1])))
+            self.loops.append(None if found is None else (np.uintp(found[0]), np.uintp(found[1])))
 
     def variant(self, name: str) -> Any:
         """The compiled ``flat``/``nd`` kernel, compiled (or loaded) now if this process has
@@ -141,9 +142,15 @@ class BlockProgram:
     accumulator's dtype, for the blocks NumPy computes).
     """
 
-    def __init__(self, nodes: Sequence[Node], inputs: Sequence[Node], outputs: Sequence[Node],
-                 kernel: KernelSource | None = None, partial: Partial | None = None,
-                 kernel_reduces: bool = False) -> None:
+    def __init__(
+        self,
+        nodes: Sequence[Node],
+        inputs: Sequence[Node],
+        outputs: Sequence[Node],
+        kernel: KernelSource | None = None,
+        partial: Partial | None = None,
+        kernel_reduces: bool = False,
+    ) -> None:
         placeholders, copies, mapping = detach(nodes, inputs)
         self.inputs = placeholders
         self.input_names = [n.name for n in inputs]  # (the graph's names, in call order)
@@ -154,8 +161,11 @@ class BlockProgram:
         self.kernel_reduces = kernel_reduces
         what = "|".join(f"{n.op.value}" for n in nodes)
         self.name = f"kx-{what[:40]}"
-        self.key = hashlib.sha256(repr((kernel.key if kernel else None, what, partial,
-                                        len(inputs), len(outputs))).encode()).hexdigest()[:16]
+        self.key = hashlib.sha256(
+            repr(
+                (kernel.key if kernel else None, what, partial, len(inputs), len(outputs))
+            ).encode()
+        ).hexdigest()[:16]
         self._chain: Callable[..., dict] | None = None
 
     # -- pickling: the ops and the kernel text travel, never compiled code ------------------
@@ -217,13 +227,13 @@ class BlockProgram:
         fn = state.variant(variant)
         if fn is None:
             return None
-        outs = {i: np.empty(n if flat else shp, call.output_dtypes[i])
-                for i in call.map_outputs}
+        outs = {i: np.empty(n if flat else shp, call.output_dtypes[i]) for i in call.map_outputs}
         red = call.reduction
         acc = None
         if red is not None and not flat:
-            acc_shape = tuple(1 if red.axis is None or d == red.axis else s
-                              for d, s in enumerate(shp))
+            acc_shape = tuple(
+                1 if red.axis is None or d == red.axis else s for d, s in enumerate(shp)
+            )
             acc = np.full(acc_shape, red.identity, red.acc_dtype)
         args: list[Any] = []
         for arg in call.args(variant):
@@ -236,8 +246,9 @@ class BlockProgram:
                 args.append(shp[i])
             elif kind == "array":
                 a = blocks[i]
-                args.append(a.ravel() if flat else
-                            (a if a.shape == shp else np.broadcast_to(a, shp)))
+                args.append(
+                    a.ravel() if flat else (a if a.shape == shp else np.broadcast_to(a, shp))
+                )
             elif kind == "scalar":
                 args.append(blocks[i][()])
             elif kind == "output":
@@ -279,6 +290,7 @@ def _numpy_chain(nodes: Sequence[Node], inputs: Sequence[Node]) -> Callable[...,
         for n, fn in fns:
             env[n] = fn(*[env[a] if isinstance(a, Node) else a for a in n.args])
         return env
+
     return chain
 
 

@@ -62,25 +62,50 @@ KERNELS = True
 
 #: How a fused reduction's per-block partials combine into the result: the Dask reduction
 #: of the same kind over the partials (a ``mean`` sums its partial sums, then divides).
-COMBINE: dict[OpKind, str] = {OpKind.SUM: "sum", OpKind.PROD: "prod", OpKind.MAX: "max",
-                              OpKind.MIN: "min", OpKind.ANY: "any", OpKind.ALL: "all",
-                              OpKind.MEAN: "sum"}
+COMBINE: dict[OpKind, str] = {
+    OpKind.SUM: "sum",
+    OpKind.PROD: "prod",
+    OpKind.MAX: "max",
+    OpKind.MIN: "min",
+    OpKind.ANY: "any",
+    OpKind.ALL: "all",
+    OpKind.MEAN: "sum",
+}
 
 #: Ops outside a segment that run as Dask's function of the same name (through NumPy's
 #: ``__array_function__``; Dask implements each).
 DASK_NATIVE: frozenset[OpKind] = frozenset(
-    k for k in OpKind
+    k
+    for k in OpKind
     if (k.group in (OpGroup.REDUCTION, OpGroup.SCAN) and hasattr(da, k.value))
-    or k in (OpKind.MATMUL, OpKind.DOT, OpKind.OUTER, OpKind.EINSUM, OpKind.VDOT,
-             OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.SQUEEZE,
-             OpKind.BROADCAST_TO, OpKind.CONCATENATE, OpKind.STACK, OpKind.FLIP,
-             OpKind.COPY, OpKind.REAL, OpKind.IMAG, OpKind.PAD, OpKind.GETITEM))
+    or k
+    in (
+        OpKind.MATMUL,
+        OpKind.DOT,
+        OpKind.OUTER,
+        OpKind.EINSUM,
+        OpKind.VDOT,
+        OpKind.RESHAPE,
+        OpKind.TRANSPOSE,
+        OpKind.EXPAND_DIMS,
+        OpKind.SQUEEZE,
+        OpKind.BROADCAST_TO,
+        OpKind.CONCATENATE,
+        OpKind.STACK,
+        OpKind.FLIP,
+        OpKind.COPY,
+        OpKind.REAL,
+        OpKind.IMAG,
+        OpKind.PAD,
+        OpKind.GETITEM,
+    )
+)
 
 #: Ops Dask has no function for that compute each 1-d slice along one axis on its own and
 #: keep the shape: run per block after a rechunk that puts that axis in one chunk.
 ALONG_AXIS: frozenset[OpKind] = frozenset(
-    k for k in (getattr(OpKind, name, None) for name in ("SORT", "ARGSORT"))
-    if k is not None)
+    k for k in (getattr(OpKind, name, None) for name in ("SORT", "ARGSORT")) if k is not None
+)
 
 #: Control flow handled while the graph is built (conditions on data-independent values).
 _CONTROL = (OpKind.WHILE, OpKind.COND, OpKind.GET_OUTPUT)
@@ -94,16 +119,19 @@ _DATA_CONDITION = (
     "its condition needs a computed value each iteration, and a Dask graph is built before "
     "any block is computed. Fix: compute the value the condition reads outside the function "
     "(`n = int(x.sum().compute())`) and pass it as a Python value, or write the loop in "
-    "Python around calls of the traced function")
+    "Python around calls of the traced function"
+)
 
 _WHY = {
     OpGroup.STATEFUL: (
         "variables, random draws and prints have an order in time that a Dask graph does not "
         "keep. Fix: draw or read outside and pass arrays in, or use backend='auto' on NumPy "
-        "arrays"),
+        "arrays"
+    ),
     OpGroup.OPAQUE: (
         "it is an opaque NumPy call that Dask does not implement. Fix: call it outside on a "
-        "computed array, or apply it per block with `x.map_blocks(fn)` outside the function"),
+        "computed array, or apply it per block with `x.map_blocks(fn)` outside the function"
+    ),
 }
 
 
@@ -125,6 +153,7 @@ def can_fuse(node: Node) -> bool:
 
 # -- what cannot run: ops, and conditions that need the data -------------------------------
 
+
 def unsupported(graph: Graph) -> list[str]:
     """One message per op of ``graph`` Dask cannot run (empty: the graph compiles)."""
     found: list[str] = []
@@ -136,16 +165,24 @@ def unsupported(graph: Graph) -> list[str]:
 def _check_ops(graph: Graph, found: list[str]) -> None:
     for node in graph.nodes:
         op = node.op
-        if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT) or op in DASK_NATIVE or \
-                op in ALONG_AXIS or can_fuse(node) or op.group is OpGroup.ELEMENTWISE:
+        if (
+            op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
+            or op in DASK_NATIVE
+            or op in ALONG_AXIS
+            or can_fuse(node)
+            or op.group is OpGroup.ELEMENTWISE
+        ):
             continue  # (an elementwise op outside a segment runs blockwise on its own)
         if op in _CONTROL:
             for sub in _subgraphs(node):
                 _check_ops(sub, found)
             continue
-        why = _WHY.get(op.group, "Dask has no function for it. Fix: compute the Dask "
-                       "array first (`x.compute()`) and call the function on NumPy arrays, "
-                       "or apply the NumPy function per block with `x.map_blocks(...)`")
+        why = _WHY.get(
+            op.group,
+            "Dask has no function for it. Fix: compute the Dask "
+            "array first (`x.compute()`) and call the function on NumPy arrays, "
+            "or apply the NumPy function per block with `x.map_blocks(...)`",
+        )
         found.append(_message(node, why))
 
 
@@ -178,8 +215,9 @@ def _data_flags(graph: Graph, inputs: Sequence[Flag], found: list[str]) -> list[
         if node.op is OpKind.GET_OUTPUT:
             src = flags.get(node.args[0], False)
             index = node.attrs["index"]
-            flags[node] = src[index] if isinstance(src, tuple) and index < len(src) else \
-                flag(node.args[0])
+            flags[node] = (
+                src[index] if isinstance(src, tuple) and index < len(src) else flag(node.args[0])
+            )
         elif node.op is OpKind.WHILE:
             flags[node] = _while_flags(node, [flag(a) for a in node.args], found)
         elif node.op is OpKind.COND:
@@ -192,11 +230,18 @@ def _data_flags(graph: Graph, inputs: Sequence[Flag], found: list[str]) -> list[
         else:
             flags[node] = any(flag(a) for a in node.args)
             if node.op is OpKind.GETITEM and any(flag(a) for a in node.args[1:]):
-                found.append(_message(node, "its index is computed from the data, which Dask "
-                                      "needs to know while building the graph. Fix: pass "
-                                      "the index as a Python value"))
-    return [flags.get(o, False) if not isinstance(flags.get(o), tuple) else any(flags[o])
-            for o in graph.outputs]
+                found.append(
+                    _message(
+                        node,
+                        "its index is computed from the data, which Dask "
+                        "needs to know while building the graph. Fix: pass "
+                        "the index as a Python value",
+                    )
+                )
+    return [
+        flags.get(o, False) if not isinstance(flags.get(o), tuple) else any(flags[o])
+        for o in graph.outputs
+    ]
 
 
 def _while_flags(node: Node, args: list[bool], found: list[str]) -> tuple[bool, ...]:
@@ -228,8 +273,10 @@ def _message(node: Node, why: str) -> str:
 
 # -- compiling ------------------------------------------------------------------------------
 
-def compile_dask(graph: Graph, tree: TreeNode, n_params: int, *,
-                 name: str = "graph", fast_math: bool = False) -> Executable:
+
+def compile_dask(
+    graph: Graph, tree: TreeNode, n_params: int, *, name: str = "graph", fast_math: bool = False
+) -> Executable:
     """The :class:`Executable` of ``graph`` on the Dask backend (module docstring);
     ``fast_math``: the blocks' kernels use :mod:`kernel_ext.backends.fast_math`'s
     approximations (within their documented ulp bounds), as on NumPy arrays.
@@ -241,11 +288,14 @@ def compile_dask(graph: Graph, tree: TreeNode, n_params: int, *,
     t0 = time.perf_counter()
     problems = unsupported(graph)
     if _updates_arguments(tree):
-        problems.append("the function updates an argument in place; Dask arrays are "
-                        "immutable. Fix: return the new value instead")
+        problems.append(
+            "the function updates an argument in place; Dask arrays are "
+            "immutable. Fix: return the new value instead"
+        )
     if problems:
         raise errors.DaskUnsupportedError(
-            f"'{name}' cannot run on the Dask backend: " + " ".join(problems))
+            f"'{name}' cannot run on the Dask backend: " + " ".join(problems)
+        )
     program = _GraphProgram(graph, fast_math)
     paths = [node.attrs["path"] for node in graph.inputs]
 
@@ -281,6 +331,7 @@ def dashboard_link() -> str | None:
         return None
     try:
         from distributed import default_client
+
         client = default_client()
     except ValueError:  # no client
         return None
@@ -338,21 +389,30 @@ def _lazy(values: Sequence[Any]) -> bool:
     return any(isinstance(v, da.Array) for v in values)
 
 
-def _kernel(nodes: Sequence[Node], inputs: Sequence[Node], outputs: Sequence[Node],
-            domain: tuple, reduction: Node | None = None,
-            fast_math: bool = False) -> KernelSource | None:
+def _kernel(
+    nodes: Sequence[Node],
+    inputs: Sequence[Node],
+    outputs: Sequence[Node],
+    domain: tuple,
+    reduction: Node | None = None,
+    fast_math: bool = False,
+) -> KernelSource | None:
     """The fused executor's kernel for these nodes (``auto``'s rules: bitwise NumPy except
     float sums and means, and ``fast_math``'s approximations when asked for), or None where
     one cannot be written or Numba is missing."""
     from .. import numba_available  # (the package is loaded: it imported this module)
+
     if not KERNELS or not numba_available() or not domain:
         return None
     members = list(nodes) + ([reduction] if reduction is not None else [])
     if not all(can_compile(n, "cpu", True, fast_math) for n in members):
         return None
     try:
-        ksrc = generate(Segment(members, list(inputs), list(outputs), tuple(domain),
-                                reduction), "cpu", fast_math)
+        ksrc = generate(
+            Segment(members, list(inputs), list(outputs), tuple(domain), reduction),
+            "cpu",
+            fast_math,
+        )
     except Unsupported:
         return None
     return ksrc if ksrc.call is not None else None
@@ -373,10 +433,12 @@ class _SegmentStep:
         self.reduction: Node | None = None
         self.then: Step | None = None  # (Dask's own reduction after the blockwise part)
         if red is None:
-            self.kernel = _kernel(elementwise, seg.inputs, seg.outputs, seg.domain,
-                                  fast_math=fast_math)
+            self.kernel = _kernel(
+                elementwise, seg.inputs, seg.outputs, seg.domain, fast_math=fast_math
+            )
             self.program: BlockProgram | None = BlockProgram(
-                elementwise, seg.inputs, seg.outputs, self.kernel)
+                elementwise, seg.inputs, seg.outputs, self.kernel
+            )
             self.outputs = list(seg.outputs)
         elif red.args[0] in seg.inputs or len(seg.outputs) > 1:
             # the reduced array is needed whole anyway (read outside, or an input): compute
@@ -388,8 +450,9 @@ class _SegmentStep:
             self.outputs = wanted
             self.program = None
             if wanted:
-                self.kernel = _kernel(elementwise, seg.inputs, wanted, seg.domain,
-                                      fast_math=fast_math)
+                self.kernel = _kernel(
+                    elementwise, seg.inputs, wanted, seg.domain, fast_math=fast_math
+                )
                 self.program = BlockProgram(elementwise, seg.inputs, wanted, self.kernel)
             self.then = _node_step(red, fast_math)
         else:
@@ -408,25 +471,34 @@ class _SegmentStep:
             plan = reduction_plan(red, auto=True)
             function = "sum" if red.op in (OpKind.SUM, OpKind.MEAN) else red.op.value
             params = {"dtype": plan.acc_dtype} if function in ("sum", "prod") else {}
-            partial = Partial(function, axes, params, np.dtype(plan.value_dtype),
-                              np.dtype(plan.acc_dtype))
+            partial = Partial(
+                function, axes, params, np.dtype(plan.value_dtype), np.dtype(plan.acc_dtype)
+            )
             self.kernel = kernel
-            self.program = BlockProgram(elementwise, seg.inputs, [source], kernel, partial,
-                                        kernel_reduces=True)
+            self.program = BlockProgram(
+                elementwise, seg.inputs, [source], kernel, partial, kernel_reduces=True
+            )
             return
         if red.op is OpKind.MEAN:
             # NumPy's mean accumulates integers and bools in float64, float16 in float32
             dt = np.dtype(source.aval.dtype)
             out = np.dtype(red.dtype)
-            acc = np.dtype(np.float64) if dt.kind in "biu" else \
-                np.dtype(np.float32) if dt == np.float16 else out
+            acc = (
+                np.dtype(np.float64)
+                if dt.kind in "biu"
+                else np.dtype(np.float32)
+                if dt == np.float16
+                else out
+            )
             partial = Partial("sum", axes, {"dtype": acc}, None, acc)
         else:
             params = {k: v for k, v in red.params.items() if k not in ("axis", "keepdims")}
-            partial = Partial(red.op.numpy_function.__name__, axes, params, None,
-                              np.dtype(red.dtype))
-        self.kernel = _kernel(elementwise, seg.inputs, [source], seg.domain,
-                              fast_math=self.fast_math)
+            partial = Partial(
+                red.op.numpy_function.__name__, axes, params, None, np.dtype(red.dtype)
+            )
+        self.kernel = _kernel(
+            elementwise, seg.inputs, [source], seg.domain, fast_math=self.fast_math
+        )
         self.program = BlockProgram(elementwise, seg.inputs, [source], self.kernel, partial)
 
     def __call__(self, env: dict) -> None:
@@ -434,8 +506,7 @@ class _SegmentStep:
         if not _lazy(values):
             # nothing here depends on the data (a loop counter, constants): NumPy, now
             for n in self.nodes:
-                env[n] = LOWER[n.op](n)(*[env[a] if isinstance(a, Node) else a
-                                          for a in n.args])
+                env[n] = LOWER[n.op](n)(*[env[a] if isinstance(a, Node) else a for a in n.args])
             return
         operands: list[Any] = []
         for v in values:
@@ -448,10 +519,15 @@ class _SegmentStep:
         if red is not None:
             assert self.program is not None and self.program.partial is not None
             acc = self.program.partial.acc_dtype
-            partial = da.blockwise(self.program, out_ind, *operands, dtype=acc,
-                                   adjust_chunks={a: 1 for a in self.axes},
-                                   meta=np.empty((0,) * self.ndim, acc),
-                                   name=_name(self.program, operands))
+            partial = da.blockwise(
+                self.program,
+                out_ind,
+                *operands,
+                dtype=acc,
+                adjust_chunks={a: 1 for a in self.axes},
+                meta=np.empty((0,) * self.ndim, acc),
+                name=_name(self.program, operands),
+            )
             result = getattr(partial, COMBINE[red.op])(axis=self.axes, keepdims=self.keepdims)
             out_dtype = red.dtype
             if red.op is OpKind.MEAN:
@@ -475,21 +551,29 @@ def _name(program: BlockProgram, operands: Sequence[Any]) -> str:
     return f"{program.name}-{hashlib.sha256('|'.join(parts).encode()).hexdigest()[:24]}"
 
 
-def _blockwise(program: BlockProgram, outputs: Sequence[Node], operands: list[Any], ndim: int,
-               env: dict) -> None:
+def _blockwise(
+    program: BlockProgram, outputs: Sequence[Node], operands: list[Any], ndim: int, env: dict
+) -> None:
     out_ind = tuple(range(ndim))
     name = _name(program, operands)
     if len(outputs) == 1:
         o = outputs[0]
-        env[o] = da.blockwise(program, out_ind, *operands, dtype=o.dtype,
-                              meta=np.empty((0,) * ndim, o.dtype), name=name)
+        env[o] = da.blockwise(
+            program,
+            out_ind,
+            *operands,
+            dtype=o.dtype,
+            meta=np.empty((0,) * ndim, o.dtype),
+            name=name,
+        )
         return
     # several outputs: one task per block computes all of them; each output picks its own
     # from the block's tuple (a getitem task, no recomputation)
     packed = da.blockwise(program, out_ind, *operands, meta=np.empty((0,) * ndim), name=name)
     for k, o in enumerate(outputs):
-        env[o] = packed.map_blocks(operator.getitem, k, dtype=o.dtype,
-                                   meta=np.empty((0,) * ndim, o.dtype))
+        env[o] = packed.map_blocks(
+            operator.getitem, k, dtype=o.dtype, meta=np.empty((0,) * ndim, o.dtype)
+        )
 
 
 def _indices(value: Any, ndim: int) -> tuple:
@@ -522,8 +606,9 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
     if op is OpKind.COND:
         return _cond_step(node, fast_math)
     if can_fuse(node) and op not in FUSIBLE_REDUCTIONS:
-        return _SegmentStep(Segment([node], list(node.inputs), [node],
-                                    tuple(node.shape or ())), fast_math)
+        return _SegmentStep(
+            Segment([node], list(node.inputs), [node], tuple(node.shape or ())), fast_math
+        )
     fn = LOWER[op](node)
     along = _along_axis(node) if op in ALONG_AXIS else None
 
@@ -537,8 +622,10 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
             return
         if op is OpKind.GETITEM:  # a data-independent index: a Python int for Dask
             values[1:] = [_python_index(v) for v in values[1:]]
-        args = [_as_dask(v) if isinstance(a, Node) and np.ndim(v) else v
-                for a, v in zip(node.args, values)]
+        args = [
+            _as_dask(v) if isinstance(a, Node) and np.ndim(v) else v
+            for a, v in zip(node.args, values)
+        ]
         result = fn(*args)
         # Dask may pick another dtype than NumPy (a blocked integer matmul sums its partial
         # products in int64): the trace's dtype is NumPy's
@@ -546,12 +633,16 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
         if isinstance(result, da.Array) and dtype is not None and result.dtype != dtype:
             result = result.astype(dtype)
         env[node] = result
+
     return step
 
 
 def _python_index(value: Any) -> Any:
-    if isinstance(value, (np.ndarray, np.generic)) and np.ndim(value) == 0 and \
-            np.asarray(value).dtype.kind in "iu":
+    if (
+        isinstance(value, (np.ndarray, np.generic))
+        and np.ndim(value) == 0
+        and np.asarray(value).dtype.kind in "iu"
+    ):
         return int(value)
     return value
 
@@ -570,6 +661,7 @@ def _along_axis(node: Node) -> Callable[[Any], Any] | None:
             ax = int(axis) % x.ndim
         x = x.rechunk({ax: -1})
         return x.map_blocks(fn, dtype=dtype, meta=np.empty((0,) * x.ndim, dtype))
+
     return run
 
 
@@ -592,10 +684,15 @@ def _while_step(node: Node, fast_math: bool) -> Step:
                 return
             variables = body(variables + captured)
         raise errors.DaskUnsupportedError(
-            _message(node, f"it ran more than {MAX_ITERATIONS} iterations while its Dask "
-                     "graph was built (every iteration adds its tasks). Fix: write the loop "
-                     "in Python around calls of the traced function, or compute the arrays "
-                     "and run the function on NumPy arrays"))
+            _message(
+                node,
+                f"it ran more than {MAX_ITERATIONS} iterations while its Dask "
+                "graph was built (every iteration adds its tasks). Fix: write the loop "
+                "in Python around calls of the traced function, or compute the arrays "
+                "and run the function on NumPy arrays",
+            )
+        )
+
     return step
 
 
@@ -608,10 +705,12 @@ def _cond_step(node: Node, fast_math: bool) -> Step:
         if isinstance(pred, da.Array):
             raise errors.DaskUnsupportedError(_message(node, _DATA_CONDITION))
         env[node] = tuple(branches[0 if pred else 1](operands))
+
     return step
 
 
 # -- reports --------------------------------------------------------------------------------
+
 
 def _report(index: int, step: _SegmentStep) -> dict[str, Any]:
     """What the views show of a segment. Its kernel compiles where its blocks run (once per
@@ -619,24 +718,41 @@ def _report(index: int, step: _SegmentStep) -> dict[str, Any]:
     report has no compile ``state`` (the views then show no compile progress for it)."""
     seg = step.segment
     ksrc = step.kernel
-    return SegmentReport({
-        "id": index, "kind": seg.kind, "backend": "dask",
-        "ops": [n.op.value for n in seg.nodes], "nodes": [n.name for n in seg.nodes],
-        "inputs": [n.name for n in seg.inputs], "outputs": [n.name for n in seg.outputs],
-        "kernel": ksrc.key if ksrc is not None else "numpy-blockwise", "min_size": 0,
-        "reason": "one Dask task per block: " + (
-            "the Numba kernel, compiled once per worker process" if ksrc is not None
-            else "its ops through NumPy"),
-        "state": None, "variants": {}, "compile_ms": 0.0, "cache": None, "error": None})
+    return SegmentReport(
+        {
+            "id": index,
+            "kind": seg.kind,
+            "backend": "dask",
+            "ops": [n.op.value for n in seg.nodes],
+            "nodes": [n.name for n in seg.nodes],
+            "inputs": [n.name for n in seg.inputs],
+            "outputs": [n.name for n in seg.outputs],
+            "kernel": ksrc.key if ksrc is not None else "numpy-blockwise",
+            "min_size": 0,
+            "reason": "one Dask task per block: "
+            + (
+                "the Numba kernel, compiled once per worker process"
+                if ksrc is not None
+                else "its ops through NumPy"
+            ),
+            "state": None,
+            "variants": {},
+            "compile_ms": 0.0,
+            "cache": None,
+            "error": None,
+        }
+    )
 
 
 # -- helpers --------------------------------------------------------------------------------
+
 
 def _refuse_compute(*args: Any, **kwargs: Any) -> Any:
     raise errors.DaskUnsupportedError(
         "building the Dask graph of a traced function needed a computed value (an op "
         "converted a Dask array to NumPy). Fix: compute the arrays first (`x.compute()`) "
-        "and call the function on NumPy arrays; please report the op.")
+        "and call the function on NumPy arrays; please report the op."
+    )
 
 
 @contextlib.contextmanager
@@ -645,14 +761,16 @@ def _building() -> Iterator[None]:
     does not implement (a FutureWarning, then a compute) and any ``np.asarray`` of a Dask
     array raise instead."""
     with warnings.catch_warnings(), dask.config.set(scheduler=_refuse_compute):
-        warnings.filterwarnings("error", message=".*is not implemented by Dask array",
-                                category=FutureWarning)
+        warnings.filterwarnings(
+            "error", message=".*is not implemented by Dask array", category=FutureWarning
+        )
         try:
             yield
         except FutureWarning as w:
             raise errors.DaskUnsupportedError(
                 f"{w} Fix: compute the arrays first (`x.compute()`) and call the function "
-                "on NumPy arrays.") from None
+                "on NumPy arrays."
+            ) from None
 
 
 def _as_dask(value: Any) -> Any:
@@ -662,8 +780,9 @@ def _as_dask(value: Any) -> Any:
         return value
     arr = np.asarray(value)
     if arr.ndim == 0:
-        return da.from_array(arr, chunks=()).map_blocks(_item, dtype=arr.dtype,
-                                                        meta=np.empty((), arr.dtype))
+        return da.from_array(arr, chunks=()).map_blocks(
+            _item, dtype=arr.dtype, meta=np.empty((), arr.dtype)
+        )
     return da.from_array(arr, chunks=arr.shape)
 
 
@@ -703,5 +822,15 @@ def _describe(step: Node | Segment) -> str:
     return f"{step.name} = {step.op.value} -> dask"
 
 
-__all__ = ["ALONG_AXIS", "COMBINE", "DASK_NATIVE", "KERNELS", "MAX_ITERATIONS", "can_fuse",
-           "compile_dask", "dashboard_link", "task_count", "unsupported"]
+__all__ = [
+    "ALONG_AXIS",
+    "COMBINE",
+    "DASK_NATIVE",
+    "KERNELS",
+    "MAX_ITERATIONS",
+    "can_fuse",
+    "compile_dask",
+    "dashboard_link",
+    "task_count",
+    "unsupported",
+]

@@ -19,30 +19,53 @@ from __future__ import annotations
 from ..ops import OpKind
 from . import elementwise, fft, indexing, linalg, reductions, shape, sorting
 from .core import (
-                   ABSTRACT_EVAL,
-                   AbstractValue,
-                   Rule,
-                   Shape,
-                   abstract_eval,
-                   abstract_rule,
-                   aval_of,
-                   broadcast_shapes,
-                   format_aval,
-                   format_shape,
-                   normalize_axes,
-                   normalize_axis,
-                   probe_dtype,
-                   result_type,
+    ABSTRACT_EVAL,
+    AbstractValue,
+    Rule,
+    Shape,
+    abstract_eval,
+    abstract_rule,
+    aval_of,
+    broadcast_shapes,
+    format_aval,
+    format_shape,
+    normalize_axes,
+    normalize_axis,
+    probe_dtype,
+    result_type,
 )
 from .indexing import DynamicIndex, getitem_shape
 from .linalg import einsum_shape
 from .reductions import reduced_shape
 from .shape import reshape_shape
 
-__all__ = ["ABSTRACT_EVAL", "AbstractValue", "DynamicIndex", "Rule", "Shape", "abstract_eval",
-           "abstract_rule", "aval_of", "broadcast_shapes", "einsum_shape", "elementwise", "fft",
-           "format_aval", "format_shape", "getitem_shape", "indexing", "linalg",
-           "normalize_axes", "normalize_axis", "probe_dtype", "reduced_shape", "reductions",
-           "reshape_shape", "result_type", "shape", "sorting"]
+__all__ = [
+    "ABSTRACT_EVAL",
+    "AbstractValue",
+    "DynamicIndex",
+    "Rule",
+    "Shape",
+    "abstract_eval",
+    "abstract_rule",
+    "aval_of",
+    "broadcast_shapes",
+    "einsum_shape",
+    "elementwise",
+    "fft",
+    "format_aval",
+    "format_shape",
+    "getitem_shape",
+    "indexing",
+    "linalg",
+    "normalize_axes",
+    "normalize_axis",
+    "probe_dtype",
+    "reduced_shape",
+    "reductions",
+    "reshape_shape",
+    "result_type",
+    "shape",
+    "sorting",
+]
 
 assert all(k in ABSTRACT_EVAL for k in OpKind)

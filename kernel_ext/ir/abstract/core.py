@@ -60,6 +60,7 @@ def aval_of(value: Any) -> AbstractValue:
 
 # Shape helpers
 
+
 def shape_of(x: Any) -> Shape | None:
     return x.shape if isinstance(x, AbstractValue) else ()
 
@@ -84,7 +85,8 @@ def broadcast_shapes(*shapes: Shape | None) -> Shape | None:
         if len(known) > 1:
             raise ValueError(
                 "operands could not be broadcast together with shapes "
-                + " ".join(format_shape(s).replace("[", "(").replace("]", ")") for s in shapes))
+                + " ".join(format_shape(s).replace("[", "(").replace("]", ")") for s in shapes)
+            )
         if known:
             out.append(known.pop())
         elif any(d is None for d in dims):
@@ -152,6 +154,7 @@ def abstract_rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
         for kind in kinds:
             ABSTRACT_EVAL[kind] = fn
         return fn
+
     return register
 
 
@@ -165,8 +168,10 @@ INTP = np.dtype(np.intp)
 
 def known_rank(x: AbstractValue, fn: str) -> tuple:
     if x.shape is None:
-        raise ValueError(f"np.{fn} needs the rank of its input when tracing; give the "
-                         "argument a known rank in input_signature")
+        raise ValueError(
+            f"np.{fn} needs the rank of its input when tracing; give the "
+            "argument a known rank in input_signature"
+        )
     return x.shape
 
 

@@ -68,8 +68,9 @@ def _constant(attrs: dict) -> AbstractValue:
 
 @abstract_rule(OpKind.WHERE)
 def _where(attrs: dict, cond: Any, x: Any, y: Any) -> AbstractValue:
-    return AbstractValue(broadcast_shapes(shape_of(cond), shape_of(x), shape_of(y)),
-                         result_type(x, y))
+    return AbstractValue(
+        broadcast_shapes(shape_of(cond), shape_of(x), shape_of(y)), result_type(x, y)
+    )
 
 
 @abstract_rule(OpKind.CAST)
@@ -103,8 +104,10 @@ def _assign(attrs: dict, value: Any) -> None:
     if shape is not None and None not in shape and tuple(shape) != tuple(var.shape):
         broadcast_shapes(shape, tuple(var.shape))
         if len(shape) > len(var.shape) or broadcast_shapes(shape, var.shape) != tuple(var.shape):
-            raise ValueError(f"cannot assign a value of shape {format_shape(shape)} to variable "
-                             f"'{var.name}' of shape {format_shape(tuple(var.shape))}")
+            raise ValueError(
+                f"cannot assign a value of shape {format_shape(shape)} to variable "
+                f"'{var.name}' of shape {format_shape(tuple(var.shape))}"
+            )
     return None
 
 
@@ -117,8 +120,9 @@ def _print(attrs: dict, *args: Any) -> None:
 def _check(attrs: dict, pred: Any, *message_values: Any) -> None:
     shape = shape_of(pred)
     if shape is not None and tuple(shape) != ():
-        raise ValueError(f"the condition of a run-time check must be 0-d, got shape "
-                         f"{format_shape(tuple(shape))}")
+        raise ValueError(
+            f"the condition of a run-time check must be 0-d, got shape {format_shape(tuple(shape))}"
+        )
     return None
 
 
@@ -138,11 +142,13 @@ def _arange(attrs: dict, start: Any, stop: Any, step: Any) -> AbstractValue:
 
 
 @abstract_rule(OpKind.TENSOR_ARRAY_WRITE)
-def _tensor_array_write(attrs: dict, buffer: AbstractValue, index: Any,
-                        value: Any) -> AbstractValue:
+def _tensor_array_write(
+    attrs: dict, buffer: AbstractValue, index: Any, value: Any
+) -> AbstractValue:
     vshape = shape_of(value)
-    return AbstractValue(None if vshape is None else (None,) + tuple(vshape),
-                         np.dtype(attrs["dtype"]))
+    return AbstractValue(
+        None if vshape is None else (None,) + tuple(vshape), np.dtype(attrs["dtype"])
+    )
 
 
 @abstract_rule(OpKind.COND, OpKind.WHILE)
@@ -174,7 +180,7 @@ def _multi_output_ufunc_rule(kind: OpKind) -> Rule:
         else:
             resolved = ufunc.resolve_dtypes(dtypes)
         shape = broadcast_shapes(*[shape_of(a) for a in args])
-        return tuple(AbstractValue(shape, np.dtype(d)) for d in resolved[ufunc.nin:])
+        return tuple(AbstractValue(shape, np.dtype(d)) for d in resolved[ufunc.nin :])
 
     return rule
 
@@ -187,6 +193,7 @@ for _kind in OpKind:
 # Shapes by NumPy's documented rules (``None`` dims flow through); dtypes, and NumPy's refusal
 # of an argument it does not take, from NumPy itself on small stand-ins (``probe_dtype``, the
 # 1x1 identity of ``_linalg_probe``).
+
 
 @abstract_rule(OpKind.REAL, OpKind.IMAG)
 def _real_imag(attrs: dict, x: AbstractValue) -> AbstractValue:

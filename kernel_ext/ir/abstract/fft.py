@@ -9,9 +9,14 @@ from .core import AbstractValue, abstract_rule, known_rank, normalize_axis
 
 #: np.fft transforms that take one axis (``n``, ``axis``) and their result length along it
 #: given the length ``n`` asked for (or ``None``: from the input's length ``m``)
-_FFT_1D = {"fft": lambda n, m: n or m, "ifft": lambda n, m: n or m,
-           "rfft": lambda n, m: _half(n or m), "ihfft": lambda n, m: _half(n or m),
-           "irfft": lambda n, m: n or _twice(m), "hfft": lambda n, m: n or _twice(m)}
+_FFT_1D = {
+    "fft": lambda n, m: n or m,
+    "ifft": lambda n, m: n or m,
+    "rfft": lambda n, m: _half(n or m),
+    "ihfft": lambda n, m: _half(n or m),
+    "irfft": lambda n, m: n or _twice(m),
+    "hfft": lambda n, m: n or _twice(m),
+}
 
 
 def _half(n: int | None) -> int | None:
@@ -38,8 +43,13 @@ def _fft(attrs: dict, x: AbstractValue) -> AbstractValue:
         return AbstractValue(tuple(shape), probe.dtype)
     s, axes = kw.get("s"), kw.get("axes")
     if axes is None:
-        axes = (-2, -1) if transform.endswith("2") else \
-            range(-len(s), 0) if s is not None else range(len(shape))
+        axes = (
+            (-2, -1)
+            if transform.endswith("2")
+            else range(-len(s), 0)
+            if s is not None
+            else range(len(shape))
+        )
     axes = [normalize_axis(a, len(shape)) for a in axes]
     sizes = list(s) if s is not None else [shape[a] for a in axes]
     real = transform.startswith(("rfft", "irfft"))

@@ -37,16 +37,17 @@ class DynamicIndex:
         return f"${self.position}"
 
 
-_SENTINELS = (10007, 10009)   # stand-ins for unknown dims in the two shape probes
+_SENTINELS = (10007, 10009)  # stand-ins for unknown dims in the two shape probes
 
 
-_FANCY_SENTINELS = (2, 3)     # stand-ins for unknown dims of traced index arrays
+_FANCY_SENTINELS = (2, 3)  # stand-ins for unknown dims of traced index arrays
 
 
 def _probe_view(shape: Shape, probe: int) -> np.ndarray:
     dims = tuple(_SENTINELS[probe] if d is None else d for d in shape)
     return np.lib.stride_tricks.as_strided(
-        np.zeros(1, np.bool_), shape=dims, strides=(0,) * len(dims), writeable=False)
+        np.zeros(1, np.bool_), shape=dims, strides=(0,) * len(dims), writeable=False
+    )
 
 
 def _probe_component(c: Any, dyn: Sequence[Any], probe: int) -> Any:
@@ -61,8 +62,7 @@ def _probe_component(c: Any, dyn: Sequence[Any], probe: int) -> Any:
             # length differs between probes, so that dimension comes out unknown.
             return tuple(np.zeros(_FANCY_SENTINELS[probe] + 4, np.intp) for _ in shape)
         return np.zeros(shape, np.intp)
-    if isinstance(c, slice) and any(isinstance(p, DynamicIndex)
-                                    for p in (c.start, c.stop, c.step)):
+    if isinstance(c, slice) and any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
         return slice(0, probe + 1)  # a slice with traced bounds has an unknown length
     return c
 
@@ -74,8 +74,9 @@ def getitem_shape(shape: Shape | None, template: tuple, dyn: Sequence[Any]) -> S
     try:
         return _getitem_probes(shape, template, dyn)
     except IndexError:
-        if 0 not in shape or not any(isinstance(c, DynamicIndex) and dyn[c.position - 1].ndim
-                                     for c in template):
+        if 0 not in shape or not any(
+            isinstance(c, DynamicIndex) and dyn[c.position - 1].ndim for c in template
+        ):
             raise
     # A traced index array into a size-0 axis (x[np.nonzero(m)[0]] with x empty): NumPy takes
     # it when it is empty at run time, but no stand-in index fits a size-0 axis. Probe with
@@ -105,9 +106,11 @@ def _getitem_probes(shape: Shape, template: tuple, dyn: Sequence[Any]) -> Shape:
 def _getitem(attrs: dict, x: AbstractValue, *dyn: AbstractValue) -> AbstractValue:
     for d in dyn:
         if not (np.issubdtype(d.dtype, np.integer) or d.dtype == np.bool_):
-            raise IndexError("only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
-                             f"(`None`) and integer or boolean arrays are valid indices; got a "
-                             f"traced {d}")
+            raise IndexError(
+                "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
+                f"(`None`) and integer or boolean arrays are valid indices; got a "
+                f"traced {d}"
+            )
     return AbstractValue(getitem_shape(x.shape, attrs["index"], dyn), x.dtype)
 
 
@@ -118,8 +121,10 @@ def _setitem(attrs: dict, x: AbstractValue, value: Any, *dyn: AbstractValue) -> 
     if target is not None and vshape is not None:
         merged = broadcast_shapes(vshape, target)
         if merged is not None and len(merged) > len(target):
-            raise ValueError(f"could not broadcast input array from shape {format_shape(vshape)} "
-                             f"into shape {format_shape(target)}")
+            raise ValueError(
+                f"could not broadcast input array from shape {format_shape(vshape)} "
+                f"into shape {format_shape(target)}"
+            )
     # NumPy casts assigned values unsafely (x_int[0] = 1.5 stores 1): no dtype check.
     return x
 
@@ -128,8 +133,10 @@ def _setitem(attrs: dict, x: AbstractValue, value: Any, *dyn: AbstractValue) -> 
 def _nonzero(attrs: dict, x: AbstractValue) -> tuple:
     shape = known_rank(x, "nonzero")
     if not shape:
-        raise ValueError("Calling nonzero on 0d arrays is not allowed. Use "
-                         "np.atleast_1d(scalar).nonzero() instead.")
+        raise ValueError(
+            "Calling nonzero on 0d arrays is not allowed. Use "
+            "np.atleast_1d(scalar).nonzero() instead."
+        )
     return tuple(AbstractValue((None,), INTP) for _ in shape)
 
 
@@ -147,7 +154,7 @@ def _compress(attrs: dict, condition: AbstractValue, a: AbstractValue) -> Abstra
         return AbstractValue((None,), a.dtype)
     shape = known_rank(a, "compress")
     axis = normalize_axis(axis, len(shape))
-    return AbstractValue(shape[:axis] + (None,) + shape[axis + 1:], a.dtype)
+    return AbstractValue(shape[:axis] + (None,) + shape[axis + 1 :], a.dtype)
 
 
 @abstract_rule(OpKind.TRIM_ZEROS)

@@ -27,9 +27,11 @@ from .core import (
 
 def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:
     if da is not None and db is not None and da != db:
-        raise ValueError(f"{fn}: Input operand 1 has a mismatch in its core dimension 0 "
-                         f"(size {db} is different from {da}); shapes {format_shape(a)} and "
-                         f"{format_shape(b)}")
+        raise ValueError(
+            f"{fn}: Input operand 1 has a mismatch in its core dimension 0 "
+            f"(size {db} is different from {da}); shapes {format_shape(a)} and "
+            f"{format_shape(b)}"
+        )
 
 
 @abstract_rule(OpKind.MATMUL)
@@ -73,8 +75,9 @@ def _outer(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
 def _square_check(a: AbstractValue) -> None:
     if a.shape is not None:
         if len(a.shape) < 2:
-            raise np.linalg.LinAlgError(f"{len(a.shape)}-dimensional array given. Array must be "
-                                        "at least two-dimensional")
+            raise np.linalg.LinAlgError(
+                f"{len(a.shape)}-dimensional array given. Array must be at least two-dimensional"
+            )
         if None not in a.shape[-2:] and a.shape[-1] != a.shape[-2]:
             raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
 
@@ -109,10 +112,13 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
     inputs, arrow, output = subs.partition("->")
     specs = inputs.split(",")
     if len(specs) != len(shapes):
-        raise ValueError("more operands provided to einstein sum function than specified in "
-                         "the subscripts string" if len(shapes) > len(specs) else
-                         "fewer operands provided to einstein sum function than specified in "
-                         "the subscripts string")
+        raise ValueError(
+            "more operands provided to einstein sum function than specified in "
+            "the subscripts string"
+            if len(shapes) > len(specs)
+            else "fewer operands provided to einstein sum function than specified in "
+            "the subscripts string"
+        )
     if any(s is None for s in shapes):
         return None
     dims, ellipses = _einsum_label_dims(specs, shapes)  # type: ignore[arg-type]
@@ -126,8 +132,9 @@ def einsum_shape(subscripts: str, shapes: Sequence[Shape | None]) -> Shape | Non
     return _einsum_output_shape(output, sizes, tuple(ell))
 
 
-def _einsum_label_dims(specs: list[str], shapes: Sequence[Shape]
-                       ) -> tuple[dict[str, list[int | None]], list[Shape]]:
+def _einsum_label_dims(
+    specs: list[str], shapes: Sequence[Shape]
+) -> tuple[dict[str, list[int | None]], list[Shape]]:
     """Each label's dimensions across the operands, and each operand's ``...`` dimensions
     (NumPy's errors for an operand whose rank the subscripts do not match)."""
     dims: dict[str, list[int | None]] = {}
@@ -136,13 +143,15 @@ def _einsum_label_dims(specs: list[str], shapes: Sequence[Shape]
         head, dots, tail = spec.partition("...")
         n_ell = len(shape) - len(head) - len(tail) if dots else 0
         if n_ell < 0 or (not dots and len(spec) != len(shape)):
-            raise ValueError("operand has more dimensions than subscripts given in einstein "
-                             "sum, but no '...' ellipsis provided to broadcast the extra "
-                             "dimensions." if len(spec) < len(shape) else
-                             "einstein sum subscripts string contains too many subscripts "
-                             f"for operand {i}")
-        ellipses.append(tuple(shape[len(head):len(head) + n_ell]))
-        labelled = tuple(shape[:len(head)]) + tuple(shape[len(shape) - len(tail):])
+            raise ValueError(
+                "operand has more dimensions than subscripts given in einstein "
+                "sum, but no '...' ellipsis provided to broadcast the extra "
+                "dimensions."
+                if len(spec) < len(shape)
+                else f"einstein sum subscripts string contains too many subscripts for operand {i}"
+            )
+        ellipses.append(tuple(shape[len(head) : len(head) + n_ell]))
+        labelled = tuple(shape[: len(head)]) + tuple(shape[len(shape) - len(tail) :])
         for label, d in zip(head + tail, labelled):
             dims.setdefault(label, []).append(d)
     return dims, ellipses
@@ -154,8 +163,10 @@ def _einsum_label_sizes(dims: dict[str, list[int | None]]) -> dict[str, int | No
     for label, ds in dims.items():
         known = {d for d in ds if d is not None and d != 1}
         if len(known) > 1:
-            raise ValueError("operands could not be broadcast together with remapped shapes; "
-                             f"label '{label}' has sizes {sorted(known)}")
+            raise ValueError(
+                "operands could not be broadcast together with remapped shapes; "
+                f"label '{label}' has sizes {sorted(known)}"
+            )
         sizes[label] = known.pop() if known else None if None in ds else 1
     return sizes
 
@@ -164,14 +175,17 @@ def _einsum_output_shape(output: str, sizes: dict[str, int | None], ell: Shape) 
     """The shape of an explicit output (``->`` subscripts), with NumPy's errors."""
     head, dots, tail = output.partition("...")
     if not dots and ell:
-        raise ValueError("output has more dimensions than subscripts given in einstein sum, "
-                         "but no '...' ellipsis provided to broadcast the extra dimensions.")
+        raise ValueError(
+            "output has more dimensions than subscripts given in einstein sum, "
+            "but no '...' ellipsis provided to broadcast the extra dimensions."
+        )
     for c in head + tail:
         if c not in sizes:
-            raise ValueError(f"einstein sum subscripts string included output subscript '{c}' "
-                             "which never appeared in an input")
-    return tuple(sizes[c] for c in head) + (ell if dots else ()) + tuple(
-        sizes[c] for c in tail)
+            raise ValueError(
+                f"einstein sum subscripts string included output subscript '{c}' "
+                "which never appeared in an input"
+            )
+    return tuple(sizes[c] for c in head) + (ell if dots else ()) + tuple(sizes[c] for c in tail)
 
 
 @abstract_rule(OpKind.EINSUM)
@@ -194,6 +208,7 @@ def _vdot(attrs: dict, a: Any, b: Any) -> AbstractValue:
 def _correlate_rule(fn: Callable[..., Any]) -> Rule:
     """``np.correlate``/``np.convolve`` of two non-empty 1-D arrays: ``valid`` keeps
     ``max - min + 1`` values, ``same`` ``max``, ``full`` ``n + m - 1``."""
+
     def rule(attrs: dict, a: Any, v: Any) -> AbstractValue:
         mode = attrs.get("mode", "valid")
         dtype = probe_dtype(lambda x, y: fn(x, y, mode), a, v)
@@ -205,6 +220,7 @@ def _correlate_rule(fn: Callable[..., Any]) -> Rule:
             return AbstractValue((None,), dtype)
         sizes = {"valid": max(n, m) - min(n, m) + 1, "same": max(n, m), "full": n + m - 1}
         return AbstractValue((sizes[mode],), dtype)
+
     return rule
 
 
@@ -224,8 +240,9 @@ def _linalg_probe(a: AbstractValue, fn: Callable[[np.ndarray], Any]) -> Any:
 def _svd(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
     shape = known_rank(a, "linalg.svd")
     if len(shape) < 2:
-        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
-                                    "least two-dimensional")
+        raise np.linalg.LinAlgError(
+            f"{len(shape)}-dimensional array given. Array must be at least two-dimensional"
+        )
     full, uv = attrs.get("full_matrices", True), attrs.get("compute_uv", True)
     probe = _linalg_probe(a, lambda e: np.linalg.svd(e, compute_uv=uv))
     *batch, m, n = shape
@@ -243,8 +260,10 @@ def _slogdet(attrs: dict, a: AbstractValue) -> tuple:
     _square_check(a)
     sign, logabsdet = _linalg_probe(a, np.linalg.slogdet)
     batch = None if a.shape is None else a.shape[:-2]
-    return (AbstractValue(batch, np.asarray(sign).dtype),
-            AbstractValue(batch, np.asarray(logabsdet).dtype))
+    return (
+        AbstractValue(batch, np.asarray(sign).dtype),
+        AbstractValue(batch, np.asarray(logabsdet).dtype),
+    )
 
 
 @abstract_rule(OpKind.CHOLESKY)
@@ -256,8 +275,9 @@ def _cholesky(attrs: dict, a: AbstractValue) -> AbstractValue:
 def _at_least_2d(a: AbstractValue, fn: str) -> tuple:
     shape = known_rank(a, fn)
     if len(shape) < 2:
-        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
-                                    "least two-dimensional")
+        raise np.linalg.LinAlgError(
+            f"{len(shape)}-dimensional array given. Array must be at least two-dimensional"
+        )
     return shape
 
 
@@ -276,16 +296,20 @@ def _qr(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
     if mode == "raw":
         return (AbstractValue(b + (n, m), probe[0].dtype), AbstractValue(b + (k,), probe[1].dtype))
     q_cols, r_rows = (m, m) if mode == "complete" else (k, k)
-    return (AbstractValue(b + (m, q_cols), probe.Q.dtype),
-            AbstractValue(b + (r_rows, n), probe.R.dtype))
+    return (
+        AbstractValue(b + (m, q_cols), probe.Q.dtype),
+        AbstractValue(b + (r_rows, n), probe.R.dtype),
+    )
 
 
 @abstract_rule(OpKind.EIGH)
 def _eigh(attrs: dict, a: AbstractValue) -> tuple:
     _square_check(a)
     w, v = _linalg_probe(a, lambda e: np.linalg.eigh(e, **attrs))
-    return (AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype),
-            AbstractValue(a.shape, v.dtype))
+    return (
+        AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype),
+        AbstractValue(a.shape, v.dtype),
+    )
 
 
 @abstract_rule(OpKind.EIGVALSH)
@@ -301,19 +325,25 @@ def _lstsq(attrs: dict, a: AbstractValue, b: AbstractValue) -> tuple:
     the values decide; the rank; the singular values (min(M, N),)."""
     ashape, bshape = known_rank(a, "linalg.lstsq"), known_rank(b, "linalg.lstsq")
     if len(ashape) != 2:
-        raise np.linalg.LinAlgError(f"{len(ashape)}-dimensional array given. Array must be "
-                                    "two-dimensional")
+        raise np.linalg.LinAlgError(
+            f"{len(ashape)}-dimensional array given. Array must be two-dimensional"
+        )
     if len(bshape) not in (1, 2):
-        raise np.linalg.LinAlgError(f"{len(bshape)}-dimensional array given. Array must be "
-                                    "one or two-dimensional")
+        raise np.linalg.LinAlgError(
+            f"{len(bshape)}-dimensional array given. Array must be one or two-dimensional"
+        )
     m, n = ashape
     if m is not None and bshape[0] is not None and m != bshape[0]:
         raise np.linalg.LinAlgError("Incompatible dimensions")
-    x, res, rank, sv = np.linalg.lstsq(np.eye(1, dtype=a.dtype),
-                                       np.ones((1,) * len(bshape), b.dtype),
-                                       **attrs)
-    return (AbstractValue((n,) + tuple(bshape[1:]), x.dtype), AbstractValue((None,), res.dtype),
-            AbstractValue((), np.asarray(rank).dtype), AbstractValue((_min_dim(m, n),), sv.dtype))
+    x, res, rank, sv = np.linalg.lstsq(
+        np.eye(1, dtype=a.dtype), np.ones((1,) * len(bshape), b.dtype), **attrs
+    )
+    return (
+        AbstractValue((n,) + tuple(bshape[1:]), x.dtype),
+        AbstractValue((None,), res.dtype),
+        AbstractValue((), np.asarray(rank).dtype),
+        AbstractValue((_min_dim(m, n),), sv.dtype),
+    )
 
 
 @abstract_rule(OpKind.PINV)
@@ -326,15 +356,19 @@ def _pinv(attrs: dict, a: AbstractValue) -> AbstractValue:
 def _core_dims(x: Any, core: int, fn: str) -> tuple[Shape, Shape]:
     shape = known_rank(x, fn) if isinstance(x, AbstractValue) else np.shape(x)
     if len(shape) < core:
-        raise ValueError(f"{fn}: Input operand does not have enough dimensions (has "
-                         f"{len(shape)}, gufunc core with signature requires {core})")
-    return tuple(shape[:len(shape) - core]), tuple(shape[len(shape) - core:])
+        raise ValueError(
+            f"{fn}: Input operand does not have enough dimensions (has "
+            f"{len(shape)}, gufunc core with signature requires {core})"
+        )
+    return tuple(shape[: len(shape) - core]), tuple(shape[len(shape) - core :])
 
 
 def _same_dim(a: int | None, b: int | None, fn: str) -> None:
     if a is not None and b is not None and a != b:
-        raise ValueError(f"{fn}: Input operand 1 has a mismatch in its core dimension 0 "
-                         f"({b} is different from {a})")
+        raise ValueError(
+            f"{fn}: Input operand 1 has a mismatch in its core dimension 0 "
+            f"({b} is different from {a})"
+        )
 
 
 @abstract_rule(OpKind.VECDOT)

@@ -46,10 +46,15 @@ def _reduction_rule(kind: OpKind) -> Rule:
         axis, keepdims = attrs.get("axis"), attrs.get("keepdims", False)
         if kind in (OpKind.ARGMAX, OpKind.ARGMIN) and isinstance(axis, tuple):
             raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
-        if x.shape is not None and x.shape.count(0) and kind in (
-                OpKind.MAX, OpKind.MIN, OpKind.ARGMAX, OpKind.ARGMIN) and axis is None:
-            raise ValueError(f"zero-size array to reduction operation {kind.value} "
-                             "which has no identity")
+        if (
+            x.shape is not None
+            and x.shape.count(0)
+            and kind in (OpKind.MAX, OpKind.MIN, OpKind.ARGMAX, OpKind.ARGMIN)
+            and axis is None
+        ):
+            raise ValueError(
+                f"zero-size array to reduction operation {kind.value} which has no identity"
+            )
         extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
         probe_axis = axis if x.ndim is not None else None
         dtype = probe_dtype(fn, x, axis=probe_axis, keepdims=keepdims, **extra)
@@ -69,13 +74,18 @@ for _kind in OpKind:
 def _scan_rule(fn: Callable[..., Any]) -> Rule:
     def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
         return _scan(fn, attrs, x)
+
     return rule
 
 
 def _scan(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValue:
     axis = attrs.get("axis")
-    dtype = probe_dtype(fn, x, axis=axis if x.ndim else None,
-                        **({"dtype": attrs["dtype"]} if "dtype" in attrs else {}))
+    dtype = probe_dtype(
+        fn,
+        x,
+        axis=axis if x.ndim else None,
+        **({"dtype": attrs["dtype"]} if "dtype" in attrs else {}),
+    )
     if axis is None:
         size = x.size
         return AbstractValue((size,), dtype)
@@ -108,8 +118,7 @@ def _nan_extremum_rule(kind: OpKind) -> Rule:
         axis = attrs.get("axis")
         if kind in (OpKind.NANARGMAX, OpKind.NANARGMIN) and isinstance(axis, tuple):
             raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
-        if x.shape is not None and any(x.shape[a] == 0
-                                       for a in normalize_axes(axis, len(x.shape))):
+        if x.shape is not None and any(x.shape[a] == 0 for a in normalize_axes(axis, len(x.shape))):
             if kind in (OpKind.NANARGMAX, OpKind.NANARGMIN):
                 raise ValueError(f"attempt to get {kind.value[3:]} of an empty sequence")
             _no_identity_check("f" + kind.value[3:], x, axis)  # NumPy reduces with fmax/fmin
@@ -132,10 +141,16 @@ def _quantile_rule(kind: OpKind) -> Rule:
             return empty
         q, axis, keepdims = attrs["q"], attrs.get("axis"), attrs.get("keepdims", False)
         extra = {k: v for k, v in attrs.items() if k not in ("q", "axis", "keepdims")}
-        dtype = probe_dtype(lambda a: fn(a, q, axis=axis if x.ndim is not None else None,
-                                         keepdims=keepdims, **extra), x)
-        return AbstractValue(np.shape(q) + reduced_shape(x.shape, axis, keepdims)
-                             if x.shape is not None else None, dtype)
+        dtype = probe_dtype(
+            lambda a: fn(
+                a, q, axis=axis if x.ndim is not None else None, keepdims=keepdims, **extra
+            ),
+            x,
+        )
+        return AbstractValue(
+            np.shape(q) + reduced_shape(x.shape, axis, keepdims) if x.shape is not None else None,
+            dtype,
+        )
 
     return rule
 
@@ -162,6 +177,7 @@ def _median_rule(kind: OpKind) -> Rule:
 
     def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
         return _empty_probe(fn, attrs, x) or generic(attrs, x)
+
     return rule
 
 
@@ -172,17 +188,32 @@ for _kind in (OpKind.MEDIAN, OpKind.NANMEDIAN):
 def _quietly(rule: Rule) -> Rule:
     """``rule`` with NumPy's warnings silenced: probing the nan functions on 1-element stand-ins
     warns ("Degrees of freedom <= 0", "Mean of empty slice") where the real call may not."""
+
     def quiet(attrs: dict, *args: Any) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return rule(attrs, *args)
+
     return quiet
 
 
-for _kind in (OpKind.NANSUM, OpKind.NANPROD, OpKind.NANMEAN, OpKind.NANMAX, OpKind.NANMIN,
-              OpKind.NANSTD, OpKind.NANVAR, OpKind.NANARGMAX, OpKind.NANARGMIN, OpKind.MEDIAN,
-              OpKind.NANMEDIAN, OpKind.PERCENTILE, OpKind.NANPERCENTILE, OpKind.QUANTILE,
-              OpKind.NANQUANTILE):
+for _kind in (
+    OpKind.NANSUM,
+    OpKind.NANPROD,
+    OpKind.NANMEAN,
+    OpKind.NANMAX,
+    OpKind.NANMIN,
+    OpKind.NANSTD,
+    OpKind.NANVAR,
+    OpKind.NANARGMAX,
+    OpKind.NANARGMIN,
+    OpKind.MEDIAN,
+    OpKind.NANMEDIAN,
+    OpKind.PERCENTILE,
+    OpKind.NANPERCENTILE,
+    OpKind.QUANTILE,
+    OpKind.NANQUANTILE,
+):
     ABSTRACT_EVAL[_kind] = _quietly(ABSTRACT_EVAL[_kind])
 
 
@@ -226,18 +257,21 @@ def _ufunc_reduceat(attrs: dict, x: AbstractValue, indices: AbstractValue) -> Ab
     if indices.ndim is not None and indices.ndim != 1:
         raise ValueError("index must be 1-dimensional")
     if indices.dtype.kind not in "iu":
-        raise TypeError(f"Cannot cast array data from {indices.dtype!r} to dtype('int64') "
-                        "according to the rule 'safe'")
+        raise TypeError(
+            f"Cannot cast array data from {indices.dtype!r} to dtype('int64') "
+            "according to the rule 'safe'"
+        )
     kwargs = {**_ufunc_kwargs(attrs), "axis": 0}
-    dtype = probe_dtype(lambda a: ufunc.reduceat(a.reshape(-1)[:1], np.zeros(1, np.intp),
-                                                 **kwargs), x)
+    dtype = probe_dtype(
+        lambda a: ufunc.reduceat(a.reshape(-1)[:1], np.zeros(1, np.intp), **kwargs), x
+    )
     if x.shape is None:
         return AbstractValue(None, dtype)
     if not x.shape:
         raise TypeError("cannot reduceat a scalar")
     ax = normalize_axis(axis, len(x.shape))
     count = None if indices.shape is None else indices.shape[0]
-    return AbstractValue(x.shape[:ax] + (count,) + x.shape[ax + 1:], dtype)
+    return AbstractValue(x.shape[:ax] + (count,) + x.shape[ax + 1 :], dtype)
 
 
 @abstract_rule(OpKind.UFUNC_AT)
@@ -249,8 +283,10 @@ def _ufunc_at(attrs: dict, a: AbstractValue, b: Any, *dyn: AbstractValue) -> Abs
         if target is not None and vshape is not None:
             merged = broadcast_shapes(vshape, target)
             if merged is not None and len(merged) > len(target):
-                raise ValueError(f"array is not broadcastable to correct shape "
-                                 f"{format_shape(vshape)} into {format_shape(target)}")
+                raise ValueError(
+                    f"array is not broadcastable to correct shape "
+                    f"{format_shape(vshape)} into {format_shape(target)}"
+                )
     # the loop NumPy picks for a's dtype with b (an error here is NumPy's error eagerly)
     probe = np.ones(1, a.dtype)
     with np.errstate(all="ignore"):

@@ -109,8 +109,10 @@ def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
     if any(len(x.shape) != ndim for x in xs):
-        raise ValueError("all the input array dimensions except for the concatenation axis must "
-                         "match exactly, but the arrays have different numbers of dimensions")
+        raise ValueError(
+            "all the input array dimensions except for the concatenation axis must "
+            "match exactly, but the arrays have different numbers of dimensions"
+        )
     ax = normalize_axis(axis, ndim)
     out: list[int | None] = []
     for i in range(ndim):
@@ -120,8 +122,10 @@ def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
         else:
             known = {d for d in dims if d is not None}
             if len(known) > 1:
-                raise ValueError("all the input array dimensions except for the concatenation "
-                                 f"axis must match exactly, but along dimension {i} they differ")
+                raise ValueError(
+                    "all the input array dimensions except for the concatenation "
+                    f"axis must match exactly, but along dimension {i} they differ"
+                )
             out.append(known.pop() if known else None)
     return AbstractValue(tuple(out), dtype)
 
@@ -137,9 +141,15 @@ def _stack(attrs: dict, *xs: AbstractValue) -> AbstractValue:
         if len({len(s) for s in shapes}) > 1:
             raise ValueError("all input arrays must have the same shape")
         merged = tuple(
-            (lambda ds: None if None in ds and len(ds - {None}) <= 1 else (
-                ds.pop() if len(ds) == 1 else _raise_stack()))({s[i] for s in shapes})
-            for i in range(len(merged)))
+            (
+                lambda ds: (
+                    None
+                    if None in ds and len(ds - {None}) <= 1
+                    else (ds.pop() if len(ds) == 1 else _raise_stack())
+                )
+            )({s[i] for s in shapes})
+            for i in range(len(merged))
+        )
     axis = normalize_axis(attrs.get("axis", 0), len(merged) + 1)
     out = list(merged)
     out.insert(axis, len(xs))
@@ -160,10 +170,10 @@ def _pad(attrs: dict, x: AbstractValue) -> AbstractValue:
     widths, mode = attrs["pad_width"], attrs["mode"]
     for axis, (d, (before, after)) in enumerate(zip(shape, widths)):
         if d == 0 and (before or after) and mode not in ("constant", "empty"):
-            raise ValueError(f"can't extend empty axis {axis} using modes other than "
-                             "'constant' or 'empty'")
-    return AbstractValue(tuple(_add_dims(d, b, a) for d, (b, a) in zip(shape, widths)),
-                         x.dtype)
+            raise ValueError(
+                f"can't extend empty axis {axis} using modes other than 'constant' or 'empty'"
+            )
+    return AbstractValue(tuple(_add_dims(d, b, a) for d, (b, a) in zip(shape, widths)), x.dtype)
 
 
 @abstract_rule(OpKind.DIAGFLAT)

@@ -91,16 +91,20 @@ def _histogram(attrs: dict, a: AbstractValue, bins: Any, weights: Any) -> tuple:
         edges, probe_bins = static_bins + 1, static_bins
     with np.errstate(all="ignore"):
         hist, bin_edges = np.histogram(
-            np.ones(1, a.dtype), bins=probe_bins, range=attrs.get("range"),
+            np.ones(1, a.dtype),
+            bins=probe_bins,
+            range=attrs.get("range"),
             density=attrs.get("density"),
-            weights=None if weights is None else np.ones(1, weights.dtype))
+            weights=None if weights is None else np.ones(1, weights.dtype),
+        )
     n = None if edges is None else edges - 1
     return (AbstractValue((n,), hist.dtype), AbstractValue((edges,), bin_edges.dtype))
 
 
 @abstract_rule(OpKind.INTERP)
-def _interp(attrs: dict, x: Any, xp: AbstractValue, fp: AbstractValue, left: Any, right: Any,
-            period: Any) -> AbstractValue:
+def _interp(
+    attrs: dict, x: Any, xp: AbstractValue, fp: AbstractValue, left: Any, right: Any, period: Any
+) -> AbstractValue:
     for name, v in (("xp", xp), ("fp", fp)):
         if isinstance(v, AbstractValue) and v.ndim not in (None, 1):
             raise ValueError(f"object too deep for desired array ({name} must be 1-D)")
@@ -115,8 +119,12 @@ def _interp(attrs: dict, x: Any, xp: AbstractValue, fp: AbstractValue, left: Any
 @abstract_rule(OpKind.SEARCHSORTED)
 def _searchsorted(attrs: dict, a: AbstractValue, v: Any, sorter: Any) -> AbstractValue:
     side = attrs.get("side", "left")
-    dtype = probe_dtype(lambda x, y, s: np.searchsorted(x, y, side, None if s is None else
-                                                        np.zeros_like(s)), a, v, sorter)
+    dtype = probe_dtype(
+        lambda x, y, s: np.searchsorted(x, y, side, None if s is None else np.zeros_like(s)),
+        a,
+        v,
+        sorter,
+    )
     return AbstractValue(shape_of(v), dtype)
 
 

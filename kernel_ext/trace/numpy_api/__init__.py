@@ -31,10 +31,27 @@ from .common import composition, implements
 from .shape import APPLY_ALONG_AXIS_SLICES
 from .writes import OverwritingCall, UfuncIntoCopy
 
-__all__ = ["APPLY_ALONG_AXIS_SLICES", "HANDLERS", "OverwritingCall", "UfuncIntoCopy",
-           "composition", "elementwise", "fft", "implements", "indexing", "linalg",
-           "polynomials", "reductions", "scans", "shape", "sorting", "statistics",
-           "supported_numpy_functions", "ufuncs", "writes"]
+__all__ = [
+    "APPLY_ALONG_AXIS_SLICES",
+    "HANDLERS",
+    "OverwritingCall",
+    "UfuncIntoCopy",
+    "composition",
+    "elementwise",
+    "fft",
+    "implements",
+    "indexing",
+    "linalg",
+    "polynomials",
+    "reductions",
+    "scans",
+    "shape",
+    "sorting",
+    "statistics",
+    "supported_numpy_functions",
+    "ufuncs",
+    "writes",
+]
 
 
 def supported_numpy_functions() -> list[str]:

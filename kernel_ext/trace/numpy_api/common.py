@@ -22,10 +22,12 @@ def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
     """Register ``handler`` as the traced form of ``funcs``. The NumPy parameters it
     implements are the names in its signature (or its :func:`~.signatures.declare`); any
     other parameter given a non-default value runs NumPy's own call (signatures.py)."""
+
     def register(handler: Callable) -> Callable:
         for f in funcs:
             HANDLERS[f] = handler
         return handler
+
     return register
 
 
@@ -48,6 +50,7 @@ def ndim_of(a: Any) -> int:
 # Arguments bound to the NumPy function's own signature (positional and keyword arguments
 # exactly as NumPy takes them); static ones become attrs.
 
+
 def bound_arguments(func: Callable, args: tuple, kwargs: dict) -> dict[str, Any]:
     """``func``'s parameters for this call, defaults applied (``np._NoValue`` where unset)."""
     bound = inspect.signature(func).bind(*args, **kwargs)
@@ -66,7 +69,8 @@ def is_static_value(value: Any) -> bool:
     if isinstance(value, (list, tuple)):
         return all(is_static_value(v) for v in value)
     return isinstance(value, (int, float, np.generic, np.ndarray)) and not isinstance(
-        value, (str, bytes))
+        value, (str, bytes)
+    )
 
 
 def frozen(value: Any) -> Any:
@@ -82,6 +86,7 @@ def frozen(value: Any) -> Any:
 # What has to be static for an op (pad widths, insert indices, kth, einsum subscripts,
 # histogram's int bins and range) is an attribute; when the caller passes a traced value there,
 # the call runs as NumPy's own opaque call instead (correct, only not seen inside).
+
 
 def is_traced(value: Any) -> bool:
     """Is ``value`` (or anything in a list/tuple/dict it holds) a traced value?"""
@@ -109,8 +114,10 @@ def static_attr(value: Any) -> Any:
 def bind_outputs(kind: OpKind, args: tuple, attrs: dict, name: str) -> list[Tensor]:
     """The results of a multi-result op, each read through its own ``get_output``."""
     node = bind(kind, args, attrs, name=name)
-    return [bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}")
-            for i in range(len(node.node.aval))]
+    return [
+        bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}")
+        for i in range(len(node.node.aval))
+    ]
 
 
 # Compositions: the handler does what NumPy's own Python source does, on traced values, so the
@@ -122,6 +129,7 @@ def bind_outputs(kind: OpKind, args: tuple, attrs: dict, name: str) -> list[Tens
 # weights does not raise ZeroDivisionError for weights that sum to zero (the check needs the
 # data).
 
+
 class Opaque(Exception):
     """Raised inside a composition for a call it does not cover (an unknown size, a traced
     argument that must be static): the call runs as NumPy's own opaque call instead."""
@@ -130,18 +138,22 @@ class Opaque(Exception):
 def composition(*funcs: Callable) -> Callable[[Callable], Callable]:
     """Register ``handler`` for ``funcs``; a handler raising ``Opaque`` becomes an opaque call
     of the NumPy function that was called (nodes it made before are unused and pruned)."""
+
     def register(handler: Callable) -> Callable:
         for func in funcs:
+
             def run(*args: Any, _func: Callable = func, **kwargs: Any) -> Any:
                 try:
                     return handler(*args, **kwargs)
                 except Opaque:
                     return numpy_call(_func, args, kwargs)
+
             run.__name__ = run.__qualname__ = handler.__name__
             run.__doc__ = handler.__doc__
             run.__wrapped__ = handler  # type: ignore[attr-defined]  (its parameters)
             HANDLERS[func] = run
         return handler
+
     return register
 
 

@@ -33,8 +33,14 @@ def _where(condition: Any, x: Any = np._NoValue, y: Any = np._NoValue, /) -> Any
 
 
 @implements(np.clip)
-def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, *,
-          min: Any = np._NoValue, max: Any = np._NoValue) -> Any:
+def _clip(
+    a: Any,
+    a_min: Any = np._NoValue,
+    a_max: Any = np._NoValue,
+    *,
+    min: Any = np._NoValue,
+    max: Any = np._NoValue,
+) -> Any:
     """NumPy's argument rules of ``np.clip`` (its ufunc keywords ``dtype=``, ``where=``,
     ... run NumPy's own call: signatures.py)."""
     no = np._NoValue  # type: ignore[attr-defined]
@@ -46,8 +52,10 @@ def _clip(a: Any, a_min: Any = np._NoValue, a_max: Any = np._NoValue, *,
     elif a_max is no:
         raise TypeError("clip() missing 1 required positional argument: 'a_max'")
     elif min is not no or max is not no:
-        raise ValueError("Passing `min` or `max` keyword argument when `a_min` and `a_max` "
-                         "are provided is forbidden.")
+        raise ValueError(
+            "Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+            "are provided is forbidden."
+        )
     return bind(OpKind.CLIP, (a, a_min, a_max))
 
 
@@ -74,8 +82,7 @@ def _round(a: Any, decimals: Any = 0) -> Any:
     integer = dtype.kind in "iu"
     if decimals >= 0 and integer:
         # a copy (NumPy's round of a 0-d array is a NumPy scalar, as its rint would be)
-        return mark_scalar(bind(OpKind.COPY, (a,))) if isinstance(a, (Tensor, Variable)) \
-            else a
+        return mark_scalar(bind(OpKind.COPY, (a,))) if isinstance(a, (Tensor, Variable)) else a
     if decimals == 0:
         return np.rint(a)
     scale = float(10.0 ** abs(decimals))
@@ -90,6 +97,7 @@ def _round(a: Any, decimals: Any = 0) -> Any:
 def _like(fill: Any) -> Callable:
     def handler(a: Any, dtype: Any = None) -> Any:
         return _filled(a, fill, np.dtype(dtype) if dtype is not None else a.dtype)
+
     return handler
 
 
@@ -120,8 +128,9 @@ def _full_like(a: Any, fill_value: Any, dtype: Any = None) -> Any:
 
 
 @implements(np.isclose)
-def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
-             equal_nan: bool = False) -> Any:
+def isclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
     close = np.less_equal(np.abs(np.subtract(a, b)), np.add(atol, np.multiply(rtol, np.abs(b))))
     close = np.logical_or(close, np.equal(a, b))  # equal infinities
     if equal_nan:
@@ -130,8 +139,9 @@ def isclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
 
 
 @implements(np.interp)
-def _interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None,
-            period: Any = None) -> Any:
+def _interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Any:
     return bind(OpKind.INTERP, (x, xp, fp, left, right, period))
 
 
@@ -164,8 +174,11 @@ def _isrealobj(x: Any) -> bool:
 def _iscomplex(x: Any) -> Any:
     x = array_arg(x)
     # (NumPy: ``zeros(shape, bool)[()]`` for a real input: a NumPy scalar when 0-d)
-    return np.not_equal(_imag(x), 0) if x.dtype.kind == "c" else mark_scalar(
-        _filled(x, False, np.dtype(bool)))
+    return (
+        np.not_equal(_imag(x), 0)
+        if x.dtype.kind == "c"
+        else mark_scalar(_filled(x, False, np.dtype(bool)))
+    )
 
 
 @implements(np.isreal)
@@ -202,8 +215,10 @@ def _signbit_checked(x: Any) -> Any:
     try:
         return np.signbit(x)
     except TypeError as e:
-        raise TypeError(f"This operation is not supported for {array_arg(x).dtype} values because "
-                        "it would be ambiguous.") from e
+        raise TypeError(
+            f"This operation is not supported for {array_arg(x).dtype} values because "
+            "it would be ambiguous."
+        ) from e
 
 
 @implements(np.fix)
@@ -212,16 +227,21 @@ def _fix(x: Any) -> Any:
 
 
 @composition(np.nan_to_num)
-def _nan_to_num(x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None,
-                neginf: Any = None) -> Any:
+def _nan_to_num(
+    x: Any, copy: bool = True, nan: float = 0.0, posinf: Any = None, neginf: Any = None
+) -> Any:
     x = array_arg(x)
     if x.dtype.kind not in "fc":
         # (NumPy returns ``x[()]`` of a 0-d input: a NumPy scalar)
         return x[()] if x.shape == () else np.copy(x) if copy else x
     if x.dtype.kind == "c" or is_traced((nan, posinf, neginf)):
         if not copy:  # NumPy writes the real and imaginary parts into x itself
-            return overwriting_call(np.nan_to_num, "x", (x,), {
-                "copy": copy, "nan": nan, "posinf": posinf, "neginf": neginf})
+            return overwriting_call(
+                np.nan_to_num,
+                "x",
+                (x,),
+                {"copy": copy, "nan": nan, "posinf": posinf, "neginf": neginf},
+            )
         raise Opaque  # NumPy writes the real and imaginary parts in place
     info = np.finfo(x.dtype)
     hi = info.max if posinf is None else posinf
@@ -251,11 +271,11 @@ def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
             continue
         edge = np.asanyarray(edge)
         if not np.can_cast(edge, dtype, casting="same_kind"):
-            raise TypeError(f"dtype of `{name}` must be compatible with input `ary` under the "
-                            "`same_kind` rule.")
+            raise TypeError(
+                f"dtype of `{name}` must be compatible with input `ary` under the `same_kind` rule."
+            )
         parts.append(edge.ravel().astype(dtype))
-    return np.concatenate([p for p in (parts[0], diff.astype(dtype), parts[1])
-                           if p is not None])
+    return np.concatenate([p for p in (parts[0], diff.astype(dtype), parts[1]) if p is not None])
 
 
 @composition(np.unwrap)
@@ -279,8 +299,11 @@ def _unwrap(p: Any, discont: Any = None, axis: int = -1, *, period: Any = 2 * np
     low = -high
     ddmod = np.add(np.mod(np.subtract(dd, low), period), low)
     if ambiguous:
-        ddmod = np.where(np.logical_and(np.equal(ddmod, low), np.greater(dd, 0)),
-                         np.asarray(high).astype(ddmod.dtype), ddmod)
+        ddmod = np.where(
+            np.logical_and(np.equal(ddmod, low), np.greater(dd, 0)),
+            np.asarray(high).astype(ddmod.dtype),
+            ddmod,
+        )
     correct = np.subtract(ddmod, dd)
     correct = np.where(np.less(np.abs(dd), discont), np.zeros((), correct.dtype), correct)
     up = p.astype(dtype)

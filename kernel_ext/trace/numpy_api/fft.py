@@ -40,17 +40,36 @@ def _fft_handler(name: str) -> Callable:
             return numpy_call(func, args, kwargs)
         # fft2 and friends with an explicit ``axes=None`` transform every axis (NumPy's
         # ``_raw_fftnd``), not their default (-2, -1): they are then the n-d transform
-        attrs = {"transform": name[:-1] + "n" if name.endswith("2") and "axes" in p
-                 and p["axes"] is None else name}
-        attrs.update((k, static_attr(v)) for k, v in p.items()
-                     if v is not None and v is not np._NoValue)
+        attrs = {
+            "transform": name[:-1] + "n"
+            if name.endswith("2") and "axes" in p and p["axes"] is None
+            else name
+        }
+        attrs.update(
+            (k, static_attr(v)) for k, v in p.items() if v is not None and v is not np._NoValue
+        )
         return mark_array(bind(OpKind.FFT, (a,), attrs))  # (a transform builds an array)
+
     handler.__name__ = f"_fft_{name}"
     return handler
 
 
-for _name in ("fft", "ifft", "rfft", "irfft", "hfft", "ihfft", "fftn", "ifftn", "rfftn",
-              "irfftn", "fft2", "ifft2", "rfft2", "irfft2"):
+for _name in (
+    "fft",
+    "ifft",
+    "rfft",
+    "irfft",
+    "hfft",
+    "ihfft",
+    "fftn",
+    "ifftn",
+    "rfftn",
+    "irfftn",
+    "fft2",
+    "ifft2",
+    "rfft2",
+    "irfft2",
+):
     implements(getattr(np.fft, _name))(_fft_handler(_name))
 
 

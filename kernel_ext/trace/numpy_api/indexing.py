@@ -45,14 +45,18 @@ def _take(a: Any, indices: Any, axis: Any = None) -> Any:
 
 @implements(np.copyto)
 def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
-    target = writable_target(dst, "np.copyto", "copyto() argument 1 must be a numpy.ndarray, "
-                             f"not numpy.{dtype_name(dst)}")
+    target = writable_target(
+        dst,
+        "np.copyto",
+        f"copyto() argument 1 must be a numpy.ndarray, not numpy.{dtype_name(dst)}",
+    )
     src_dtype = np.result_type(src) if not isinstance(src, Tensor) else src.dtype
     if not np.can_cast(src_dtype, target.dtype, casting=casting):
-        raise TypeError(f"Cannot cast array data from dtype('{np.dtype(src_dtype)}') to "
-                        f"dtype('{target.dtype}') according to the rule '{casting}'")
-    value = np.broadcast_to(np.asarray(src) if not isinstance(src, Tensor) else src,
-                            target.shape)
+        raise TypeError(
+            f"Cannot cast array data from dtype('{np.dtype(src_dtype)}') to "
+            f"dtype('{target.dtype}') according to the rule '{casting}'"
+        )
+    value = np.broadcast_to(np.asarray(src) if not isinstance(src, Tensor) else src, target.shape)
     if where is not True:
         value = np.where(where, value, target)
     target[...] = value
@@ -67,7 +71,8 @@ def _fill_diagonal(a: Any, val: Any, wrap: bool = False) -> None:
     if shape is None or any(d is None for d in shape):
         raise errors.UnsupportedOpError(
             "np.fill_diagonal on a traced value needs its shape known when tracing "
-            f"(got {shape}). Fix: give the dimensions sizes in input_signature.")
+            f"(got {shape}). Fix: give the dimensions sizes in input_signature."
+        )
     if len(shape) > 2 and len(set(shape)) != 1:
         raise ValueError("All dimensions of input must be of equal length")
     # NumPy's own rule: ``a.flat[:end:step] = val`` (a tall matrix with wrap=True restarts
@@ -130,13 +135,12 @@ def _broadcast_arrays(*args: Any) -> tuple:
 
 
 @composition(np.meshgrid)
-def _meshgrid(*xi: Any, copy: bool = True, sparse: bool = False,
-              indexing: str = "xy") -> tuple:
+def _meshgrid(*xi: Any, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> tuple:
     ndim = len(xi)
     if indexing not in ("xy", "ij"):
         raise ValueError("Valid values for `indexing` are 'xy' and 'ij'.")
     ones = (1,) * ndim
-    output = [np.reshape(array_arg(x), ones[:i] + (-1,) + ones[i + 1:]) for i, x in enumerate(xi)]
+    output = [np.reshape(array_arg(x), ones[:i] + (-1,) + ones[i + 1 :]) for i, x in enumerate(xi)]
     if indexing == "xy" and ndim > 1:
         output[0] = np.reshape(output[0], (1, -1) + ones[2:])
         output[1] = np.reshape(output[1], (-1, 1) + ones[2:])
@@ -229,7 +233,8 @@ def _put_along_axis(arr: Any, indices: Any, values: Any, axis: Any) -> None:
     if view.shape is None or None in view.shape:
         raise errors.UnsupportedOpError(
             "np.put_along_axis on a traced value needs its shape known when tracing "
-            f"(got {view.shape}). Fix: give the dimensions sizes in input_signature.")
+            f"(got {view.shape}). Fix: give the dimensions sizes in input_signature."
+        )
     view[_along_axis_index(tuple(view.shape), indices, axis)] = values
 
 
@@ -246,8 +251,12 @@ def _put(a: Any, ind: Any, v: Any, mode: str = "raise") -> None:
     elif mode != "raise":
         raise ValueError(f"clipmode must be one of 'clip', 'raise', or 'wrap' (got '{mode}')")
     v = array_arg(v)
-    if ind.shape is not None and None not in ind.shape and v.size not in (None, 1) and \
-            v.size != math.prod(ind.shape):
+    if (
+        ind.shape is not None
+        and None not in ind.shape
+        and v.size not in (None, 1)
+        and v.size != math.prod(ind.shape)
+    ):
         v = np.resize(v, ind.shape)
     target.put(ind, v)
 
@@ -257,13 +266,15 @@ def _place(arr: Any, mask: Any, vals: Any) -> None:
     """Functionalized ``np.place``: the k-th selected element takes ``vals[k % len(vals)]``
     (a cumulative count of the mask picks it), the others keep their value."""
     target = writable_target(
-        arr, "np.place", f"place() argument 1 must be numpy.ndarray, not numpy.{dtype_name(arr)}")
+        arr, "np.place", f"place() argument 1 must be numpy.ndarray, not numpy.{dtype_name(arr)}"
+    )
     vals = np.ravel(array_arg(vals))
     n = vals.shape[0]
     if n is None or n == 0 or target.shape is None or None in target.shape:
         raise errors.UnsupportedOpError(
             "np.place on a traced value needs a non-empty `vals` and sizes known when "
-            "tracing. Fix: use arr[mask] = value, or np.where.")
+            "tracing. Fix: use arr[mask] = value, or np.where."
+        )
     flat_mask = np.ravel(array_arg(mask)).astype(bool)
     if flat_mask.shape[0] != target.size:
         raise ValueError("place: mask and data must be the same size")
@@ -280,8 +291,12 @@ def _putmask(a: Any, mask: Any, values: Any) -> None:
     ``mask.flat[n]`` (by position, unlike ``np.place``; cast unsafely, as NumPy does)."""
     target = writable_target(a, "np.putmask", "putmask: first argument must be an array")
     shape = target.shape
-    if shape is None or None in shape or array_arg(values).shape is None or \
-            None in array_arg(values).shape:
+    if (
+        shape is None
+        or None in shape
+        or array_arg(values).shape is None
+        or None in array_arg(values).shape
+    ):
         # sizes known only at run time: NumPy's own call, into a copy the array then takes
         overwriting_call(np.putmask, "a", (target, mask, values), {})
         return None
@@ -291,16 +306,24 @@ def _putmask(a: Any, mask: Any, values: Any) -> None:
     # NumPy's conversion of ``values``: an array (a 0-d one too) must cast safely; other
     # objects (Python numbers and lists, NumPy scalars) are converted to the array's dtype.
     # A 0-d argument may come as either (one trace serves both): NumPy's own call decides.
-    if isinstance(values, Tensor) and values.shape == () and values.context.parent is None \
-            and values.node.op is OpKind.PLACEHOLDER and values.node.attrs.get("path"):
+    if (
+        isinstance(values, Tensor)
+        and values.shape == ()
+        and values.context.parent is None
+        and values.node.op is OpKind.PLACEHOLDER
+        and values.node.attrs.get("path")
+    ):
         overwriting_call(np.putmask, "a", (target, mask, values), {})
         return None
-    if isinstance(values, np.ndarray) or (isinstance(values, Tensor) and not (
-            values.shape == () and is_immutable_scalar(values))):
+    if isinstance(values, np.ndarray) or (
+        isinstance(values, Tensor) and not (values.shape == () and is_immutable_scalar(values))
+    ):
         if not np.can_cast(values.dtype, target.dtype, casting="safe"):
             what = "scalar" if values.shape == () else "array data"
-            raise TypeError(f"Cannot cast {what} from dtype('{values.dtype}') to "
-                            f"dtype('{target.dtype}') according to the rule 'safe'")
+            raise TypeError(
+                f"Cannot cast {what} from dtype('{values.dtype}') to "
+                f"dtype('{target.dtype}') according to the rule 'safe'"
+            )
     elif not isinstance(values, Tensor):
         values = np.asarray(values, dtype=target.dtype)
     vals = np.ravel(array_arg(values))
@@ -336,10 +359,8 @@ def _choose(a: Any, choices: Any, mode: str = "raise") -> Any:
 @implements(np.ravel_multi_index)
 def _ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> Any:
     if is_traced(dims):
-        return numpy_call(np.ravel_multi_index, (multi_index, dims),
-                          {"mode": mode, "order": order})
-    attrs = {"dims": static_attr(np.atleast_1d(dims)), "mode": static_attr(mode),
-             "order": order}
+        return numpy_call(np.ravel_multi_index, (multi_index, dims), {"mode": mode, "order": order})
+    attrs = {"dims": static_attr(np.atleast_1d(dims)), "mode": static_attr(mode), "order": order}
     return bind(OpKind.RAVEL_MULTI_INDEX, tuple(array_arg(i) for i in multi_index), attrs)
 
 

@@ -91,10 +91,14 @@ def _vdot(a: Any, b: Any) -> Any:
 
 
 @implements(np.linalg.svd)
-def _svd(a: Any, full_matrices: bool = True, compute_uv: bool = True,
-         hermitian: bool = False) -> Any:
-    attrs = {"full_matrices": bool(full_matrices), "compute_uv": bool(compute_uv),
-             "hermitian": bool(hermitian)}
+def _svd(
+    a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
+) -> Any:
+    attrs = {
+        "full_matrices": bool(full_matrices),
+        "compute_uv": bool(compute_uv),
+        "hermitian": bool(hermitian),
+    }
     if not compute_uv:
         return bind(OpKind.SVD, (a,), attrs)
     return _result_type(np.linalg.svd)._make(bind_outputs(OpKind.SVD, (a,), attrs, "svd"))
@@ -187,8 +191,9 @@ def _kron(a: Any, b: Any) -> Any:
 
 
 @composition(np.cross)
-def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
-           axis: Any = None) -> Any:
+def _cross(
+    a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: Any = None
+) -> Any:
     """NumPy's cross, component by component in the promoted dtype (``a1*b2 - a2*b1``)."""
     if axis is not None:
         axisa = axisb = axisc = axis
@@ -199,13 +204,16 @@ def _cross(a: Any, b: Any, axisa: int = -1, axisb: int = -1, axisc: int = -1,
     b = np.moveaxis(b, normalize_axis_index(axisb, ndim_of(b), msg_prefix="axisb"), -1)
     na, nb = static_shape(a)[-1], static_shape(b)[-1]
     if na not in (2, 3) or nb not in (2, 3):
-        raise ValueError("incompatible dimensions for cross product\n"
-                         "(dimension must be 2 or 3)")
+        raise ValueError("incompatible dimensions for cross product\n(dimension must be 2 or 3)")
     if na == 2 or nb == 2:
         import warnings  # noqa: PLC0415 - only for the deprecated 2-vectors
-        warnings.warn("Arrays of 2-dimensional vectors are deprecated. Use arrays of "
-                      "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
-                      DeprecationWarning, stacklevel=3)
+
+        warnings.warn(
+            "Arrays of 2-dimensional vectors are deprecated. Use arrays of "
+            "3-dimensional vectors instead. (deprecated in NumPy 2.0)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
     dtype = np.promote_types(a.dtype, b.dtype)
     a, b = a.astype(dtype), b.astype(dtype)
     a0, a1, b0, b1 = a[..., 0], a[..., 1], b[..., 0], b[..., 1]
@@ -233,8 +241,10 @@ def _linalg_cross(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     x1, x2 = array_arg(x1), array_arg(x2)
     d1, d2 = static_shape(x1)[axis], static_shape(x2)[axis]
     if d1 != 3 or d2 != 3:
-        raise ValueError("Both input arrays must be (arrays of) 3-dimensional vectors, but "
-                         f"they are {d1} and {d2} dimensional instead.")
+        raise ValueError(
+            "Both input arrays must be (arrays of) 3-dimensional vectors, but "
+            f"they are {d1} and {d2} dimensional instead."
+        )
     return _cross(x1, x2, axis=axis)
 
 
@@ -273,8 +283,7 @@ def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     n2 = math.prod(as_[i] for i in axes_a)
     at = np.reshape(np.transpose(a, free_a + axes_a), (math.prod(as_[i] for i in free_a), n2))
     bt = np.reshape(np.transpose(b, axes_b + free_b), (n2, math.prod(bs[i] for i in free_b)))
-    return np.reshape(np.dot(at, bt), tuple(as_[i] for i in free_a) + tuple(bs[i]
-                                                                          for i in free_b))
+    return np.reshape(np.dot(at, bt), tuple(as_[i] for i in free_a) + tuple(bs[i] for i in free_b))
 
 
 @composition(np.linalg.matmul)
@@ -286,8 +295,10 @@ def _linalg_matmul(x1: Any, x2: Any, /) -> Any:
 def _linalg_outer(x1: Any, x2: Any, /) -> Any:
     x1, x2 = array_arg(x1), array_arg(x2)
     if ndim_of(x1) != 1 or ndim_of(x2) != 1:
-        raise ValueError("Input arrays must be one-dimensional, but they are "
-                         f"x1.ndim={ndim_of(x1)} and x2.ndim={ndim_of(x2)}.")
+        raise ValueError(
+            "Input arrays must be one-dimensional, but they are "
+            f"x1.ndim={ndim_of(x1)} and x2.ndim={ndim_of(x2)}."
+        )
     return _outer(x1, x2)
 
 
@@ -296,11 +307,17 @@ def _gufunc(kind: OpKind) -> Callable:
         if kwargs:  # axes=, axis=, out=, dtype=: NumPy's own gufunc call
             return ufunc_method_call(getattr(np, kind.value), "__call__", inputs, kwargs)
         return bind(kind, inputs)
+
     return handler
 
 
-GUFUNCS.update({np.vecdot: _gufunc(OpKind.VECDOT), np.matvec: _gufunc(OpKind.MATVEC),
-                np.vecmat: _gufunc(OpKind.VECMAT)})
+GUFUNCS.update(
+    {
+        np.vecdot: _gufunc(OpKind.VECDOT),
+        np.matvec: _gufunc(OpKind.MATVEC),
+        np.vecmat: _gufunc(OpKind.VECMAT),
+    }
+)
 
 
 @composition(np.linalg.vecdot)
@@ -313,10 +330,13 @@ def _linalg_vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if x1.shape is None or x2.shape is None:
         raise Opaque
     if None not in x1.shape + x2.shape:  # NumPy's own checks, on zero-stride stand-ins
-        np.linalg.vecdot(*(np.broadcast_to(np.zeros((), x.dtype), x.shape) for x in (x1, x2)),
-                         axis=axis)
-    moved = [np.moveaxis(x, normalize_axis_index(axis, ndim_of(x)), -1) if ndim_of(x) else x
-             for x in (x1, x2)]
+        np.linalg.vecdot(
+            *(np.broadcast_to(np.zeros((), x.dtype), x.shape) for x in (x1, x2)), axis=axis
+        )
+    moved = [
+        np.moveaxis(x, normalize_axis_index(axis, ndim_of(x)), -1) if ndim_of(x) else x
+        for x in (x1, x2)
+    ]
     return bind(OpKind.VECDOT, tuple(moved))
 
 
@@ -354,8 +374,9 @@ def _square_stack(a: Any) -> None:
     if shape is None:
         return
     if len(shape) < 2:
-        raise np.linalg.LinAlgError(f"{len(shape)}-dimensional array given. Array must be at "
-                                    "least two-dimensional")
+        raise np.linalg.LinAlgError(
+            f"{len(shape)}-dimensional array given. Array must be at least two-dimensional"
+        )
     if None not in shape[-2:] and shape[-1] != shape[-2]:
         raise np.linalg.LinAlgError("Last 2 dimensions of the array must be square")
 
@@ -378,8 +399,9 @@ def _multi_dot(arrays: Any) -> Any:
         arrays[-1] = np.transpose(atleast_2d(arrays[-1]))
     for a in arrays:
         if ndim_of(a) != 2:
-            raise np.linalg.LinAlgError(f"{ndim_of(a)}-dimensional array given. Array must "
-                                        "be two-dimensional")
+            raise np.linalg.LinAlgError(
+                f"{ndim_of(a)}-dimensional array given. Array must be two-dimensional"
+            )
     shapes = [static_shape(a) for a in arrays]
     if n == 3:
         (a0, a1b0), (b1c0, c1) = shapes[0], shapes[2]
@@ -405,6 +427,7 @@ def _multi_dot(arrays: Any) -> Any:
             if i == j:
                 return arrays[i]
             return np.dot(chain(i, int(split[i, j])), chain(int(split[i, j]) + 1, j))
+
         result = chain(0, n - 1)
     if first == 1 and last == 1:
         return result[0, 0]
@@ -437,11 +460,13 @@ def _tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
             allaxes.insert(an, k)
         a = np.transpose(a, allaxes)
     shape = static_shape(a)
-    old_shape = shape[-(an - ndim_of(b)):]
+    old_shape = shape[-(an - ndim_of(b)) :]
     prod = math.prod(old_shape)
-    if math.prod(shape) != prod ** 2:
-        raise np.linalg.LinAlgError("Input arrays must satisfy the requirement "
-                                    "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])")
+    if math.prod(shape) != prod**2:
+        raise np.linalg.LinAlgError(
+            "Input arrays must satisfy the requirement "
+            "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])"
+        )
     return np.reshape(_solve(np.reshape(a, (prod, prod)), np.ravel(b)), old_shape)
 
 
@@ -461,9 +486,9 @@ def _linalg_op(kind: OpKind, names: tuple[str, ...], result: Callable | None = N
         node = bind(kind, inputs, attrs)
         if not isinstance(node.node.aval, tuple):
             return node
-        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i})
-                for i in range(len(node.node.aval))]
+        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(len(node.node.aval))]
         return tuple(outs) if result is None else result(*outs)
+
     handler.__name__ = f"_{kind.value}"
     return handler
 
@@ -479,8 +504,7 @@ _SPD = np.eye(2) * 2.0
 implements(np.linalg.cholesky)(_linalg_op(OpKind.CHOLESKY, ("upper",)))
 
 
-implements(np.linalg.eigh)(_linalg_op(OpKind.EIGH, ("UPLO",),
-                                      _result_class(np.linalg.eigh, _SPD)))
+implements(np.linalg.eigh)(_linalg_op(OpKind.EIGH, ("UPLO",), _result_class(np.linalg.eigh, _SPD)))
 
 
 implements(np.linalg.eigvalsh)(_linalg_op(OpKind.EIGVALSH, ("UPLO",)))
@@ -489,8 +513,9 @@ implements(np.linalg.eigvalsh)(_linalg_op(OpKind.EIGVALSH, ("UPLO",)))
 implements(np.linalg.pinv)(_linalg_op(OpKind.PINV, ("rcond", "hermitian", "rtol")))
 
 
-implements(np.linalg.lstsq)(_linalg_op(OpKind.LSTSQ, ("rcond",),
-                                       _result_class(np.linalg.lstsq, _SPD, _SPD[0])))
+implements(np.linalg.lstsq)(
+    _linalg_op(OpKind.LSTSQ, ("rcond",), _result_class(np.linalg.lstsq, _SPD, _SPD[0]))
+)
 
 
 @implements(np.linalg.qr)
@@ -565,8 +590,9 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     if x.dtype.kind not in "fc":
         x = x.astype(np.float64)  # NumPy's norm computes integers in float64
     nd = ndim_of(x)
-    if axis is None and (ord is None or (ord in ("f", "fro") and nd == 2) or
-                         (ord == 2 and nd == 1)):
+    if axis is None and (
+        ord is None or (ord in ("f", "fro") and nd == 2) or (ord == 2 and nd == 1)
+    ):
         # NumPy ravels in memory order into a contiguous copy (a strided view such as
         # x[:, ::2].reshape(-1) would take another BLAS path): a copy of the C-order ravel
         flat = np.copy(np.reshape(x, (-1,)))
@@ -636,8 +662,7 @@ def _matrix_norm_along(x: Any, ord: Any, row: int, col: int, axis: tuple) -> Any
     if ord in (np.inf, -np.inf):
         r = row - 1 if row > col else row
         sums = np.add.reduce(absx, axis=col)
-        return np.maximum.reduce(sums, axis=r, initial=0) if ord == np.inf else \
-            np.min(sums, axis=r)
+        return np.maximum.reduce(sums, axis=r, initial=0) if ord == np.inf else np.min(sums, axis=r)
     if ord in (None, "fro", "f"):
         s = np.real(np.multiply(np.conj(x), x)) if x.dtype.kind == "c" else np.multiply(x, x)
         return np.sqrt(np.add.reduce(s, axis=axis))
@@ -655,8 +680,10 @@ def _vector_norm(x: Any, /, *, axis: Any = None, keepdims: bool = False, ord: An
     elif isinstance(axis, tuple):
         axes = normalize_axis_tuple(axis, len(shape))
         rest = tuple(i for i in range(len(shape)) if i not in axes)
-        x = np.reshape(np.transpose(x, axis + rest),
-                       (math.prod([shape[i] for i in axis]), *[shape[i] for i in rest]))
+        x = np.reshape(
+            np.transpose(x, axis + rest),
+            (math.prod([shape[i] for i in axis]), *[shape[i] for i in rest]),
+        )
         along = 0
     else:
         along = axis
@@ -676,6 +703,10 @@ def _matrix_norm(x: Any, /, *, keepdims: bool = False, ord: Any = "fro") -> Any:
 @composition(np.einsum_path)
 def _einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = False) -> Any:
     """Only shapes decide the path: NumPy's own on zero-strided stand-ins (no data)."""
-    stand_ins = [np.broadcast_to(np.zeros((), o.dtype), static_shape(o))
-                 if isinstance(o, (Tensor, Variable)) else o for o in operands]
+    stand_ins = [
+        np.broadcast_to(np.zeros((), o.dtype), static_shape(o))
+        if isinstance(o, (Tensor, Variable))
+        else o
+        for o in operands
+    ]
     return np.einsum_path(*stand_ins, optimize=optimize, einsum_call=einsum_call)

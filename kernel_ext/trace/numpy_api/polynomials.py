@@ -54,8 +54,9 @@ def _polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     p = array_arg(p)
     if m == 0:
         return p
-    y = np.concatenate((np.true_divide(p, np.arange(static_shape(p)[0], 0, -1)),
-                        np.asarray([k[0]])))
+    y = np.concatenate(
+        (np.true_divide(p, np.arange(static_shape(p)[0], 0, -1)), np.asarray([k[0]]))
+    )
     return _polyint(y, m - 1, k=k[1:])
 
 
@@ -78,8 +79,9 @@ def _vander(x: Any, N: Any = None, increasing: bool = False) -> Any:
 
 
 @composition(np.polyfit)
-def _polyfit(x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None,
-             cov: Any = False) -> Any:
+def _polyfit(
+    x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w: Any = None, cov: Any = False
+) -> Any:
     """NumPy's least-squares fit on scaled Vandermonde columns (no weights, no covariance;
     NumPy's rank warning needs the data and is not given)."""
     if w is not None or cov or full:
@@ -107,8 +109,16 @@ def _polyfit(x: Any, y: Any, deg: int, rcond: Any = None, full: bool = False, w:
     return np.transpose(np.divide(np.transpose(c), scale))
 
 
-_NUMPY_BODIES = (np.polyadd, np.polysub, np.union1d, np.unique_values, np.unique_counts,
-                 np.unique_inverse, np.unique_all, np.rollaxis)
+_NUMPY_BODIES = (
+    np.polyadd,
+    np.polysub,
+    np.union1d,
+    np.unique_values,
+    np.unique_counts,
+    np.unique_inverse,
+    np.unique_all,
+    np.rollaxis,
+)
 
 
 # NumPy's own Python bodies, unchanged: every call in them dispatches back here (np.unique,

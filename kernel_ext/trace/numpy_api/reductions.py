@@ -34,6 +34,7 @@ def _reduction(kind: OpKind) -> Callable:
         if dtype is not None:
             attrs["dtype"] = np.dtype(dtype)
         return bind(kind, (a,), attrs)
+
     return handler
 
 
@@ -51,22 +52,32 @@ def _moment(kind: OpKind) -> Callable:
     maps it (both given is NumPy's ValueError)."""
     func = kind.numpy_function
 
-    def handler(a: Any, axis: Any = None, dtype: Any = None, ddof: Any = 0,
-                keepdims: Any = False, *, correction: Any = np._NoValue) -> Any:
+    def handler(
+        a: Any,
+        axis: Any = None,
+        dtype: Any = None,
+        ddof: Any = 0,
+        keepdims: Any = False,
+        *,
+        correction: Any = np._NoValue,
+    ) -> Any:
         if correction is not np._NoValue:  # type: ignore[attr-defined]
             if not _is_zero(ddof):
                 raise ValueError("ddof and correction can't be provided simultaneously.")
             ddof = correction
-        if not isinstance(ddof, (int, float, np.integer, np.floating)) or isinstance(
-                ddof, bool):
-            return numpy_call(func, (a,), {"axis": axis, "dtype": dtype, "ddof": ddof,
-                                           "keepdims": bool_option(keepdims)})
+        if not isinstance(ddof, (int, float, np.integer, np.floating)) or isinstance(ddof, bool):
+            return numpy_call(
+                func,
+                (a,),
+                {"axis": axis, "dtype": dtype, "ddof": ddof, "keepdims": bool_option(keepdims)},
+            )
         attrs: dict[str, Any] = {"axis": axis_attr(axis), "keepdims": bool_option(keepdims)}
         if dtype is not None:
             attrs["dtype"] = np.dtype(dtype)
         if ddof:
             attrs["ddof"] = ddof
         return bind(kind, (a,), attrs)
+
     return handler
 
 
@@ -83,6 +94,7 @@ implements(np.var)(_moment(OpKind.VAR))
 def _minmax(kind: OpKind) -> Callable:
     def handler(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
         return bind(kind, (a,), {"axis": axis_attr(axis), "keepdims": bool_option(keepdims)})
+
     return handler
 
 
@@ -95,6 +107,7 @@ implements(np.min, np.amin)(_minmax(OpKind.MIN))
 def _logical(kind: OpKind) -> Callable:
     def handler(a: Any, axis: Any = None, keepdims: Any = False) -> Any:
         return bind(kind, (a,), {"axis": axis_attr(axis), "keepdims": bool_option(keepdims)})
+
     return handler
 
 
@@ -107,6 +120,7 @@ implements(np.all)(_logical(OpKind.ALL))
 def _arg(kind: OpKind) -> Callable:
     def handler(a: Any, axis: Any = None, *, keepdims: Any = False) -> Any:
         return bind(kind, (a,), {"axis": axis_attr(axis), "keepdims": bool_option(keepdims)})
+
     return handler
 
 
@@ -118,21 +132,32 @@ implements(np.argmin)(_arg(OpKind.ARGMIN))
 
 @implements(np.count_nonzero)
 def _count_nonzero(a: Any, axis: Any = None, *, keepdims: bool = False) -> Any:
-    return bind(OpKind.SUM, (np.not_equal(a, 0),),
-                {"axis": axis_attr(axis), "keepdims": keepdims, "dtype": np.dtype(np.intp)})
+    return bind(
+        OpKind.SUM,
+        (np.not_equal(a, 0),),
+        {"axis": axis_attr(axis), "keepdims": keepdims, "dtype": np.dtype(np.intp)},
+    )
 
 
-def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
-                   q: bool = False, method: bool = False,
-                   initial: bool = False) -> Callable:
+def _nan_reduction(
+    kind: OpKind,
+    *,
+    dtype: bool = False,
+    ddof: bool = False,
+    q: bool = False,
+    method: bool = False,
+    initial: bool = False,
+) -> Callable:
     """The handler of ``np.<kind>``: one ``kind`` node with static axis/keepdims (and dtype,
     ddof, q, method where the function has them), or an opaque call for the other options."""
     func = kind.numpy_function
 
     def handler(*args: Any, **kwargs: Any) -> Any:
         p = bound_arguments(func, args, kwargs)
-        opaque = any(given(p.get(name)) for name in ("where", "weights", "interpolation",
-                                                        "mean", "correction"))
+        opaque = any(
+            given(p.get(name))
+            for name in ("where", "weights", "interpolation", "mean", "correction")
+        )
         opaque |= initial and given(p.get("initial"))
         opaque |= q and not is_static_value(p["q"])
         opaque |= ddof and not isinstance(p.get("ddof", 0), (int, float, np.number))
@@ -145,8 +170,13 @@ def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
             attrs["q"] = frozen(p["q"])
         attrs["axis"] = axis_attr(p.get("axis"))
         keepdims = p.get("keepdims", False)
-        attrs["keepdims"] = False if keepdims is np._NoValue else bool(  # type: ignore
-            keepdims)
+        attrs["keepdims"] = (
+            False
+            if keepdims is np._NoValue
+            else bool(  # type: ignore
+                keepdims
+            )
+        )
         if dtype and p.get("dtype") is not None:
             attrs["dtype"] = np.dtype(p["dtype"])
         if ddof and p.get("ddof", 0):
@@ -155,15 +185,23 @@ def _nan_reduction(kind: OpKind, *, dtype: bool = False, ddof: bool = False,
             attrs["method"] = p["method"]
         result = bind(kind, (p["a"],), attrs)
         # (the median and quantile family reshape a keepdims result: a 0-d one is an array)
-        return mark_array(result) if attrs["keepdims"] and kind in _RESHAPED_KEEPDIMS \
-            else result
+        return mark_array(result) if attrs["keepdims"] and kind in _RESHAPED_KEEPDIMS else result
+
     handler.__name__ = f"_{kind.value}"
     # (it binds every parameter itself: the options no op covers run NumPy's own call)
     return declare(handler, numpy_signature(func).parameters.keys())
 
 
-_RESHAPED_KEEPDIMS = frozenset({OpKind.MEDIAN, OpKind.NANMEDIAN, OpKind.PERCENTILE,
-                                OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE})
+_RESHAPED_KEEPDIMS = frozenset(
+    {
+        OpKind.MEDIAN,
+        OpKind.NANMEDIAN,
+        OpKind.PERCENTILE,
+        OpKind.NANPERCENTILE,
+        OpKind.QUANTILE,
+        OpKind.NANQUANTILE,
+    }
+)
 
 
 implements(np.nansum)(_nan_reduction(OpKind.NANSUM, dtype=True, initial=True))

@@ -23,6 +23,7 @@ def _scan(kind: OpKind) -> Callable:
         if dtype is not None:
             attrs["dtype"] = np.dtype(dtype)
         return bind(kind, (a,), attrs)
+
     return handler
 
 
@@ -42,6 +43,7 @@ def _nan_scan(kind: OpKind) -> Callable:
         if p.get("dtype") is not None:
             attrs["dtype"] = np.dtype(p["dtype"])
         return bind(kind, (p["a"],), attrs)
+
     return handler
 
 
@@ -52,13 +54,15 @@ implements(np.nancumprod)(_nan_scan(OpKind.NANCUMPROD))
 
 
 def _cumulative(ufunc: np.ufunc) -> Callable:
-    def handler(x: Any, /, *, axis: Any = None, dtype: Any = None,
-                include_initial: bool = False) -> Any:
+    def handler(
+        x: Any, /, *, axis: Any = None, dtype: Any = None, include_initial: bool = False
+    ) -> Any:
         x = atleast_1d(array_arg(x))
         if axis is None:
             if ndim_of(x) >= 2:
-                raise ValueError("For arrays which have more than one dimension ``axis`` "
-                                 "argument is required.")
+                raise ValueError(
+                    "For arrays which have more than one dimension ``axis`` argument is required."
+                )
             axis = 0
         res = ufunc.accumulate(x, axis=axis, dtype=dtype)
         if include_initial:
@@ -66,6 +70,7 @@ def _cumulative(ufunc: np.ufunc) -> Callable:
             shape[normalize_axis_index(axis, len(shape))] = 1
             res = np.concatenate([np.full(shape, ufunc.identity, res.dtype), res], axis=axis)
         return res
+
     return handler
 
 

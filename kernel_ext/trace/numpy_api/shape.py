@@ -74,8 +74,9 @@ def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
     src = list(normalize_axis_tuple(source, n, "source"))
     dst = list(normalize_axis_tuple(destination, n, "destination"))
     if len(src) != len(dst):
-        raise ValueError("`source` and `destination` arguments must have the same number of "
-                         "elements")
+        raise ValueError(
+            "`source` and `destination` arguments must have the same number of elements"
+        )
     order = [i for i in range(n) if i not in src]
     for d, s in sorted(zip(dst, src)):
         order.insert(d, s)
@@ -194,11 +195,11 @@ def _insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
     if not isinstance(obj, slice):
         index = np.asarray(obj)
         if index.ndim > 1:
-            raise ValueError("index array argument obj to insert must be one dimensional "
-                             "or scalar")
+            raise ValueError("index array argument obj to insert must be one dimensional or scalar")
         obj = index.item() if index.ndim == 0 else static_attr(index)
-    return bind(OpKind.INSERT, (arr, values),
-                {"obj": obj, "axis": None if axis is None else int(axis)})
+    return bind(
+        OpKind.INSERT, (arr, values), {"obj": obj, "axis": None if axis is None else int(axis)}
+    )
 
 
 def _tri_mask(m: Any, k: int) -> Any:
@@ -210,8 +211,10 @@ def _tri_mask(m: Any, k: int) -> Any:
     if None not in dims:
         return np.tri(*dims, k=k, dtype=bool)
     axes = (-2, -1) if len(dims) == 2 else (-1, -1)
-    sizes = [d if d is not None else bind(OpKind.DIM, (m,), {"axis": ax})
-             for d, ax in zip(dims if len(dims) == 2 else dims * 2, axes)]
+    sizes = [
+        d if d is not None else bind(OpKind.DIM, (m,), {"axis": ax})
+        for d, ax in zip(dims if len(dims) == 2 else dims * 2, axes)
+    ]
     rows = bind(OpKind.ARANGE, (0, sizes[0], 1), {"dtype": np.dtype(np.int64)})
     cols = bind(OpKind.ARANGE, (-k, np.subtract(sizes[1], k), 1), {"dtype": np.dtype(np.int64)})
     return np.greater_equal(rows[:, None], cols[None, :])
@@ -305,8 +308,9 @@ def _tile(A: Any, reps: Any) -> Any:
     if any(t < 0 for t in tup):
         raise ValueError("negative dimensions are not allowed")
     interleaved = tuple(d for s in shape for d in (1, s))
-    big = np.broadcast_to(np.reshape(A, interleaved), tuple(d for ts in zip(tup, shape)
-                                                            for d in ts))
+    big = np.broadcast_to(
+        np.reshape(A, interleaved), tuple(d for ts in zip(tup, shape) for d in ts)
+    )
     return np.reshape(big, tuple(s * t for s, t in zip(shape, tup)))
 
 
@@ -324,9 +328,10 @@ def _repeat(a: Any, repeats: Any, axis: Any = None) -> Any:
     index = np.repeat(np.arange(n), repeats)  # raises NumPy's error for bad counts
     if np.ndim(repeats) == 0 or (np.size(repeats) == 1 and n != 1):
         r = int(np.asarray(repeats).reshape(-1)[0])
-        wide = np.broadcast_to(np.expand_dims(a, axis + 1),
-                               shape[:axis + 1] + (r,) + shape[axis + 1:])
-        return np.reshape(wide, shape[:axis] + (n * r,) + shape[axis + 1:])
+        wide = np.broadcast_to(
+            np.expand_dims(a, axis + 1), shape[: axis + 1] + (r,) + shape[axis + 1 :]
+        )
+        return np.reshape(wide, shape[:axis] + (n * r,) + shape[axis + 1 :])
     return a[(slice(None),) * axis + (index,)]
 
 
@@ -352,8 +357,9 @@ def roll(a: Any, shift: Any, axis: Any = None) -> Any:
         sh = sh % n if n else 0
         if sh:
             head = (slice(None),) * ax
-            out = np.concatenate([out[head + (slice(n - sh, None),)],
-                                  out[head + (slice(None, n - sh),)]], axis=ax)
+            out = np.concatenate(
+                [out[head + (slice(n - sh, None),)], out[head + (slice(None, n - sh),)]], axis=ax
+            )
     return np.copy(out) if out is a else out
 
 
@@ -400,8 +406,15 @@ def _atleast_3d(*arys: Any) -> Any:
     for a in arys:
         a = array_arg(a)
         n = ndim_of(a)
-        out.append(np.reshape(a, (1, 1, 1)) if n == 0 else a[None, :, None] if n == 1 else
-                   a[:, :, None] if n == 2 else a)
+        out.append(
+            np.reshape(a, (1, 1, 1))
+            if n == 0
+            else a[None, :, None]
+            if n == 1
+            else a[:, :, None]
+            if n == 2
+            else a
+        )
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -429,11 +442,14 @@ if hasattr(np, "row_stack"):  # NumPy's deprecated alias of vstack
 def _block(arrays: Any) -> Any:
     """NumPy's block: nested lists of depth ``d`` concatenate along axis ``-d`` ... ``-1``,
     every leaf first given the result's rank by leading new axes."""
+
     def depth(x: Any, where: str) -> int:
         if isinstance(x, tuple):
-            raise TypeError(f"{where} is a tuple. Only lists can be used to arrange blocks, "
-                            "and np.block does not allow implicit conversion from tuple to "
-                            "ndarray.")
+            raise TypeError(
+                f"{where} is a tuple. Only lists can be used to arrange blocks, "
+                "and np.block does not allow implicit conversion from tuple to "
+                "ndarray."
+            )
         if not isinstance(x, list):
             return 0
         if not x:
@@ -454,6 +470,7 @@ def _block(arrays: Any) -> Any:
             x = array_arg(x)
             return np.reshape(x, (1,) * (result_ndim - ndim_of(x)) + static_shape(x))
         return np.concatenate([build(e, level + 1) for e in x], axis=-(list_ndim - level))
+
     out = build(arrays, 0)
     return np.copy(out) if list_ndim == 0 else out
 
@@ -461,8 +478,7 @@ def _block(arrays: Any) -> Any:
 @composition(np.matrix_transpose, np.linalg.matrix_transpose)
 def _matrix_transpose(x: Any, /) -> Any:
     if ndim_of(x) < 2:
-        raise ValueError(f"Input array must be at least 2-dimensional, but it is "
-                         f"{ndim_of(x)}")
+        raise ValueError(f"Input array must be at least 2-dimensional, but it is {ndim_of(x)}")
     return np.swapaxes(x, -1, -2)
 
 
@@ -495,8 +511,7 @@ def _delete(arr: Any, obj: Any, axis: Any = None) -> Any:
 @composition(np.resize)
 def _resize(a: Any, new_shape: Any) -> Any:
     new_shape = static_value(new_shape)
-    new_shape = (int(new_shape),) if np.ndim(new_shape) == 0 else tuple(
-        int(d) for d in new_shape)
+    new_shape = (int(new_shape),) if np.ndim(new_shape) == 0 else tuple(int(d) for d in new_shape)
     a = np.ravel(array_arg(a))
     if any(d < 0 for d in new_shape):
         raise ValueError("all elements of `new_shape` must be non-negative")
@@ -511,7 +526,7 @@ def _resize(a: Any, new_shape: Any) -> Any:
 def _apply_over_axes(func: Callable, a: Any, axes: Any) -> Any:
     val = array_arg(a)
     N = ndim_of(val)
-    for axis in ((axes,) if np.ndim(axes) == 0 else axes):
+    for axis in (axes,) if np.ndim(axes) == 0 else axes:
         axis = axis + N if axis < 0 else axis
         res = func(val, axis)
         if ndim_of(res) == ndim_of(val):
@@ -536,7 +551,7 @@ def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwarg
     shape = static_shape(arr)
     axis = normalize_axis_index(axis, len(shape))
     view = np.moveaxis(arr, axis, -1)
-    batch = shape[:axis] + shape[axis + 1:]
+    batch = shape[:axis] + shape[axis + 1 :]
     if math.prod(batch) > APPLY_ALONG_AXIS_SLICES:
         raise Opaque
     indices = list(np.ndindex(*batch))
@@ -545,8 +560,7 @@ def _apply_along_axis(func1d: Callable, axis: int, arr: Any, *args: Any, **kwarg
     results = [array_arg(func1d(view[ind + (Ellipsis,)], *args, **kwargs)) for ind in indices]
     first = results[0]
     res_shape = static_shape(first)
-    stacked = np.reshape(np.stack([r.astype(first.dtype) for r in results]),
-                         batch + res_shape)
+    stacked = np.reshape(np.stack([r.astype(first.dtype) for r in results]), batch + res_shape)
     nd = len(batch) + len(res_shape)
     dims = list(range(nd))
-    return np.transpose(stacked, dims[:axis] + dims[len(batch):] + dims[axis:len(batch)])
+    return np.transpose(stacked, dims[:axis] + dims[len(batch) :] + dims[axis : len(batch)])

@@ -55,21 +55,43 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) ->
 def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
     if is_traced(kth):
         return numpy_call(np.argpartition, (a, kth), {"axis": axis, "kind": kind})
-    return bind(OpKind.ARGPARTITION, (a,), {"kth": static_attr(kth), "kind": kind,
-                                            "axis": None if axis is None else int(axis)})
+    return bind(
+        OpKind.ARGPARTITION,
+        (a,),
+        {"kth": static_attr(kth), "kind": kind, "axis": None if axis is None else int(axis)},
+    )
 
 
 @implements(np.unique)
-def _unique(ar: Any, return_index: bool = False, return_inverse: bool = False,
-            return_counts: bool = False, axis: Any = None, *, equal_nan: bool = True,
-            sorted: bool = True) -> Any:
+def _unique(
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> Any:
     if axis is not None:
-        return numpy_call(np.unique, (ar,), {
-            "return_index": return_index, "return_inverse": return_inverse,
-            "return_counts": return_counts, "axis": axis, "equal_nan": equal_nan,
-            "sorted": sorted})
-    attrs = {"return_index": bool(return_index), "return_inverse": bool(return_inverse),
-             "return_counts": bool(return_counts), "equal_nan": bool(equal_nan)}
+        return numpy_call(
+            np.unique,
+            (ar,),
+            {
+                "return_index": return_index,
+                "return_inverse": return_inverse,
+                "return_counts": return_counts,
+                "axis": axis,
+                "equal_nan": equal_nan,
+                "sorted": sorted,
+            },
+        )
+    attrs = {
+        "return_index": bool(return_index),
+        "return_inverse": bool(return_inverse),
+        "return_counts": bool(return_counts),
+        "equal_nan": bool(equal_nan),
+    }
     if not sorted:
         attrs["sorted"] = False
     if not (return_index or return_inverse or return_counts):
@@ -89,8 +111,14 @@ def _sort_complex(a: Any) -> Any:
 
 
 @implements(np.isin)
-def _isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False,
-          *, kind: Any = None) -> Any:
+def _isin(
+    element: Any,
+    test_elements: Any,
+    assume_unique: bool = False,
+    invert: bool = False,
+    *,
+    kind: Any = None,
+) -> Any:
     attrs: dict[str, Any] = {"invert": bool(invert)}
     if assume_unique:
         attrs["assume_unique"] = True
@@ -108,8 +136,9 @@ def _setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
 
 
 @composition(np.intersect1d)
-def _intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False,
-                 return_indices: bool = False) -> Any:
+def _intersect1d(
+    ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False
+) -> Any:
     if return_indices:
         raise Opaque
     ar1, ar2 = array_arg(ar1), array_arg(ar2)
@@ -150,8 +179,11 @@ def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
 def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
     if is_traced(kth):
         return numpy_call(np.partition, (a, kth), {"axis": axis, "kind": kind})
-    return bind(OpKind.PARTITION, (a,), {"kth": static_attr(kth), "kind": kind,
-                                         "axis": None if axis is None else int(axis)})
+    return bind(
+        OpKind.PARTITION,
+        (a,),
+        {"kth": static_attr(kth), "kind": kind, "axis": None if axis is None else int(axis)},
+    )
 
 
 @implements(np.lexsort)

@@ -42,8 +42,9 @@ def _bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
 
 
 @implements(np.diff)
-def _diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue,
-          append: Any = np._NoValue) -> Any:
+def _diff(
+    a: Any, n: int = 1, axis: int = -1, prepend: Any = np._NoValue, append: Any = np._NoValue
+) -> Any:
     """NumPy's own composition: concatenate ``prepend``/``append`` (a scalar broadcast to one
     slice), then ``n`` times ``a[1:] - a[:-1]`` along ``axis`` (``!=`` for booleans)."""
     if n == 0:
@@ -81,17 +82,22 @@ def _diff_edge(a: Any, value: Any, axis: int) -> Any:
             raise errors.UnsupportedOpError(
                 "np.diff(..., prepend=/append=scalar) on a value with unknown dimensions "
                 f"{a.shape} needs the other sizes when tracing. Fix: pass an array of the "
-                "slice's shape, or give the dimensions sizes in input_signature.")
+                "slice's shape, or give the dimensions sizes in input_signature."
+            )
         value = np.broadcast_to(value, tuple(shape))
     return value
 
 
 @implements(np.histogram)
-def _histogram(a: Any, bins: Any = 10, range: Any = None, density: Any = None,
-               weights: Any = None) -> Any:
+def _histogram(
+    a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> Any:
     if is_traced(range) or is_traced(density):
-        return numpy_call(np.histogram, (a,), {"bins": bins, "range": range,
-                                               "density": density, "weights": weights})
+        return numpy_call(
+            np.histogram,
+            (a,),
+            {"bins": bins, "range": range, "density": density, "weights": weights},
+        )
     attrs: dict[str, Any] = {"range": static_attr(range), "density": density}
     if isinstance(bins, (str, int, np.integer)) and not isinstance(bins, bool):
         if not isinstance(bins, str) and bins < 1:
@@ -108,8 +114,14 @@ def _ptp(a: Any, axis: Any = None, keepdims: Any = np._NoValue) -> Any:
 
 
 @composition(np.average)
-def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = False, *,
-             keepdims: Any = np._NoValue) -> Any:
+def _average(
+    a: Any,
+    axis: Any = None,
+    weights: Any = None,
+    returned: bool = False,
+    *,
+    keepdims: Any = np._NoValue,
+) -> Any:
     a = array_arg(a)
     shape = static_shape(a)
     if axis is not None:
@@ -125,8 +137,9 @@ def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fal
             if axis is None:
                 raise TypeError("Axis must be specified when shapes of a and weights differ.")
             if static_shape(wgt) != tuple(shape[ax] for ax in axis):
-                raise ValueError("Shape of weights must be consistent with shape of a along "
-                                 "specified axis.")
+                raise ValueError(
+                    "Shape of weights must be consistent with shape of a along specified axis."
+                )
             wgt = np.transpose(wgt, np.argsort(axis).tolist())
             wgt = np.reshape(wgt, tuple(s if ax in axis else 1 for ax, s in enumerate(shape)))
         if a.dtype.kind in "iub":
@@ -144,8 +157,17 @@ def _average(a: Any, axis: Any = None, weights: Any = None, returned: bool = Fal
 
 
 @composition(np.cov)
-def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: Any = None,
-         fweights: Any = None, aweights: Any = None, *, dtype: Any = None) -> Any:
+def _cov(
+    m: Any,
+    y: Any = None,
+    rowvar: bool = True,
+    bias: bool = False,
+    ddof: Any = None,
+    fweights: Any = None,
+    aweights: Any = None,
+    *,
+    dtype: Any = None,
+) -> Any:
     """NumPy's cov without weights (those need the data for NumPy's checks): the rows
     centred on their means, ``dot(X, X.T.conj()) * (1 / (n - ddof))``."""
     if fweights is not None or aweights is not None:
@@ -160,8 +182,11 @@ def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: A
         if ndim_of(y) > 2:
             raise ValueError("y has more than 2 dimensions")
     if dtype is None:
-        dtype = np.result_type(m.dtype, np.float64) if y is None else \
-            np.result_type(m.dtype, y.dtype, np.float64)
+        dtype = (
+            np.result_type(m.dtype, np.float64)
+            if y is None
+            else np.result_type(m.dtype, y.dtype, np.float64)
+        )
     X = atleast_2d(m.astype(dtype))
     if not rowvar and ndim_of(m) != 1:
         X = np.transpose(X)
@@ -177,6 +202,7 @@ def _cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: A
     fact = static_shape(X)[1] - ddof
     if fact <= 0:
         import warnings  # noqa: PLC0415
+
         warnings.warn("Degrees of freedom <= 0 for slice", RuntimeWarning, stacklevel=3)
         fact = 0.0
     if X.dtype.kind not in "fc":
@@ -201,8 +227,9 @@ def _corrcoef(x: Any, y: Any = None, rowvar: bool = True, *, dtype: Any = None) 
 
 
 @composition(np.allclose)
-def _allclose(a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08,
-              equal_nan: bool = False) -> Any:
+def _allclose(
+    a: Any, b: Any, rtol: float = 1e-05, atol: float = 1e-08, equal_nan: bool = False
+) -> Any:
     return _python_bool(np.all(isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)))
 
 
@@ -247,22 +274,29 @@ def _select(condlist: Any, choicelist: Any, default: Any = 0) -> Any:
     choices = [c if type(c) in (int, float, complex) else array_arg(c) for c in choicelist]
     choices.append(default if type(default) in (int, float, complex) else array_arg(default))
     try:
-        dtype = np.result_type(*[c.dtype if isinstance(c, (Tensor, Variable)) else c
-                                 for c in choices])
+        dtype = np.result_type(
+            *[c.dtype if isinstance(c, (Tensor, Variable)) else c for c in choices]
+        )
     except TypeError as e:
-        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") \
-            from None
+        raise TypeError(f"Choicelist and default value do not have a common dtype: {e}") from None
     conds = [array_arg(c) for c in condlist]
     for i, cond in enumerate(conds):
         if cond.dtype != np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
     shapes = [static_shape(array_arg(c)) for c in conds + choices]
     shape = np.broadcast_shapes(*shapes)
-    result = np.broadcast_to(np.asarray(choices[-1]).astype(dtype) if not isinstance(
-        choices[-1], (Tensor, Variable)) else choices[-1].astype(dtype), shape)
+    result = np.broadcast_to(
+        np.asarray(choices[-1]).astype(dtype)
+        if not isinstance(choices[-1], (Tensor, Variable))
+        else choices[-1].astype(dtype),
+        shape,
+    )
     for choice, cond in zip(choices[-2::-1], conds[::-1]):
-        choice = choice.astype(dtype) if isinstance(choice, (Tensor, Variable)) else \
-            np.asarray(choice).astype(dtype)
+        choice = (
+            choice.astype(dtype)
+            if isinstance(choice, (Tensor, Variable))
+            else np.asarray(choice).astype(dtype)
+        )
         result = np.where(cond, choice, result)
     return np.copy(np.broadcast_to(result, shape))
 
@@ -280,8 +314,9 @@ def _piecewise(x: Any, condlist: Any, funclist: Any, *args: Any, **kw: Any) -> A
     if any(callable(f) or is_traced(f) for f in funclist):
         raise Opaque
     if len(funclist) == n + 1:
-        others = np.logical_not(np.any(np.stack([np.broadcast_to(c, static_shape(x))
-                                                 for c in conds]), axis=0))
+        others = np.logical_not(
+            np.any(np.stack([np.broadcast_to(c, static_shape(x)) for c in conds]), axis=0)
+        )
         conds.append(others)
     y = np.zeros_like(x)
     for cond, value in zip(conds, funclist):
@@ -306,8 +341,7 @@ def _trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
             d = np.diff(x, axis=axis)
     upper, lower = [slice(None)] * nd, [slice(None)] * nd
     upper[axis], lower[axis] = slice(1, None), slice(None, -1)
-    return np.sum(np.divide(np.multiply(d, np.add(y[tuple(upper)], y[tuple(lower)])), 2.0),
-                  axis)
+    return np.sum(np.divide(np.multiply(d, np.add(y[tuple(upper)], y[tuple(lower)])), 2.0), axis)
 
 
 @composition(np.gradient)
@@ -340,25 +374,31 @@ def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> A
     out_vals = []
     for ax, ax_dx in zip(axes, dx):
         if shape[ax] < edge_order + 1:
-            raise ValueError("Shape of array too small to calculate a numerical gradient, at "
-                             "least (edge_order + 1) elements are required.")
+            raise ValueError(
+                "Shape of array too small to calculate a numerical gradient, at "
+                "least (edge_order + 1) elements are required."
+            )
 
         def sl(s: slice, ax: int = ax) -> tuple:
             return (slice(None),) * ax + (s,)
-        inner = np.divide(np.subtract(f[sl(slice(2, None))], f[sl(slice(None, -2))]),
-                          np.multiply(2.0, ax_dx))
+
+        inner = np.divide(
+            np.subtract(f[sl(slice(2, None))], f[sl(slice(None, -2))]), np.multiply(2.0, ax_dx)
+        )
         if edge_order == 1:
             first = np.divide(np.subtract(f[sl(slice(1, 2))], f[sl(slice(0, 1))]), ax_dx)
             last = np.divide(np.subtract(f[sl(slice(-1, None))], f[sl(slice(-2, -1))]), ax_dx)
         else:
             a, b, c = -1.5 / ax_dx, 2.0 / ax_dx, -0.5 / ax_dx
-            first = np.add(np.add(np.multiply(a, f[sl(slice(0, 1))]),
-                                  np.multiply(b, f[sl(slice(1, 2))])),
-                           np.multiply(c, f[sl(slice(2, 3))]))
+            first = np.add(
+                np.add(np.multiply(a, f[sl(slice(0, 1))]), np.multiply(b, f[sl(slice(1, 2))])),
+                np.multiply(c, f[sl(slice(2, 3))]),
+            )
             a, b, c = 0.5 / ax_dx, -2.0 / ax_dx, 1.5 / ax_dx
-            last = np.add(np.add(np.multiply(a, f[sl(slice(-3, -2))]),
-                                 np.multiply(b, f[sl(slice(-2, -1))])),
-                          np.multiply(c, f[sl(slice(-1, None))]))
+            last = np.add(
+                np.add(np.multiply(a, f[sl(slice(-3, -2))]), np.multiply(b, f[sl(slice(-2, -1))])),
+                np.multiply(c, f[sl(slice(-1, None))]),
+            )
         out = np.concatenate([first, inner, last], axis=ax).astype(otype)
         out_vals.append(out)
     return out_vals[0] if len(axes) == 1 else tuple(out_vals)

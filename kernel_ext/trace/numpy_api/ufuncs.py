@@ -103,16 +103,19 @@ def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
     """
     if kwargs or len(inputs) not in (2, 3):
         return _opaque_method(ufunc, "at", inputs, kwargs)
-    target = writable_target(inputs[0], f"np.{ufunc.__name__}.at",
-                              "first operand must be array")
+    target = writable_target(inputs[0], f"np.{ufunc.__name__}.at", "first operand must be array")
     template, dyn = build_template(inputs[1])
     b = inputs[2] if len(inputs) == 3 else None
     if isinstance(b, (list, tuple)):
         b = np.asarray(b)
-    target.assign(bind(OpKind.UFUNC_AT, (target, b, *dyn),
-                       {"ufunc": ufunc, "index": template}))
+    target.assign(bind(OpKind.UFUNC_AT, (target, b, *dyn), {"ufunc": ufunc, "index": template}))
     return None
 
 
-UFUNC_METHODS.update(reduce=_ufunc_reduce, accumulate=_ufunc_accumulate,
-                     reduceat=_ufunc_reduceat, outer=_ufunc_outer, at=_ufunc_at)
+UFUNC_METHODS.update(
+    reduce=_ufunc_reduce,
+    accumulate=_ufunc_accumulate,
+    reduceat=_ufunc_reduceat,
+    outer=_ufunc_outer,
+    at=_ufunc_at,
+)

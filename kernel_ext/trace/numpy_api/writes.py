@@ -23,6 +23,7 @@ def writable_target(dst: Any, what: str, scalar_error: str | None) -> Tensor:
         return dst.array_target(what, scalar_error)
     if isinstance(dst, np.ndarray):
         from ..state import current_context
+
         ctx = current_context()
         if ctx is not None:
             return ctx.promote(dst)
@@ -60,7 +61,9 @@ class OverwritingCall:
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, OverwritingCall) and (other.func, other.name) == (
-            self.func, self.name)
+            self.func,
+            self.name,
+        )
 
     def __hash__(self) -> int:
         return hash((OverwritingCall, self.func, self.name))
@@ -76,8 +79,7 @@ def overwriting_call(func: Callable, name: str, args: tuple, kwargs: dict) -> An
     outputs = numpy_call(OverwritingCall(func, name), args, kwargs)
     new = outputs[-1]
     if isinstance(target, (Tensor, np.ndarray)):
-        written = writable_target(target, f"np.{func.__name__}",
-                                   "output must be an array")
+        written = writable_target(target, f"np.{func.__name__}", "output must be an array")
         written[...] = new
         if len(outputs) == 1:
             return written  # NumPy returned the argument itself
@@ -118,8 +120,9 @@ def _ufunc_into(ufunc: np.ufunc, inputs: tuple, out: Any, kwargs: dict) -> Any:
     new = numpy_call(UfuncIntoCopy(ufunc), inputs, {"out": targets, **kwargs})
     written = []
     for target, value in zip(targets, new):
-        target = writable_target(target, f"np.{ufunc.__name__}(..., out=...)",
-                                  "return arrays must be of ArrayType")
+        target = writable_target(
+            target, f"np.{ufunc.__name__}(..., out=...)", "return arrays must be of ArrayType"
+        )
         target[...] = value
         written.append(target)
     return written[0] if len(written) == 1 else tuple(written)
