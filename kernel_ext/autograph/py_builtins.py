@@ -557,15 +557,25 @@ BUILTINS: dict[Any, Callable[..., Any]] = {
     np.asarray: _array_of(np.asarray),
     np.from_dlpack: _from_dlpack,
 }
-# NumPy's numeric scalar types (np.float64, np.int32, np.bool_, ...; not longdouble, which
-# the executors do not compute in; not np.longlong, an alias type of int64's dtype whose
-# scalars a graph could not tell from np.int64's)
+
+
+def _is_numpy_scalar_type(t: type) -> bool:
+    """NumPy's own numeric scalar types (np.float64, np.int32, np.bool_, ...): not longdouble,
+    which the executors do not compute in; not np.longlong, an alias type of int64's dtype
+    whose scalars a graph could not tell from np.int64's; and not the types other packages
+    register with NumPy (ml_dtypes' float8 and complex32, which `import onnx` brings in),
+    whose dtype strings NumPy cannot read back."""
+    dtype = np.dtype(t)
+    if dtype.kind not in "biufc" or dtype.char in "gG":
+        return False
+    try:
+        return np.dtype(dtype.str).type is t
+    except TypeError:
+        return False
+
+
 BUILTINS.update(
-    (t, _scalar_type(t))
-    for t in set(np.sctypeDict.values())
-    if np.dtype(t).kind in "biufc"
-    and np.dtype(t).char not in "gG"
-    and np.dtype(np.dtype(t).str).type is t
+    (t, _scalar_type(t)) for t in set(np.sctypeDict.values()) if _is_numpy_scalar_type(t)
 )
 
 

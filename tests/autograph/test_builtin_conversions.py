@@ -326,3 +326,32 @@ def test_python_sequence_with_a_traced_python_int_is_python_not_numpy():
     with pytest.raises(errors.TracedBoolError, match="Repeating a Python list"):
         kx.function(repeat)(np.array([1.0, -1.0]))
     like_numpy(concatenate, np.array([1.0, -1.0]))
+
+
+def test_scalar_types_other_packages_register_with_numpy_leave_the_import_working(tmp_path):
+    # `import onnx` brings in ml_dtypes, whose float8 and complex32 types join np.sctypeDict
+    # with dtype strings NumPy cannot read back; kernel_ext imported after it must still load
+    # and convert with NumPy's own scalar types.
+    import subprocess
+    import sys
+
+    pytest.importorskip("ml_dtypes")
+    program = (
+        "import ml_dtypes, numpy as np\n"
+        "import kernel_ext as kx\n"
+        "def f(x):\n"
+        "    return np.float32(x.sum()) * 2\n"
+        "traced = kx.function(f)(np.arange(3.0))\n"
+        "assert type(traced) is np.float32 and traced == np.float32(6.0), traced\n"
+    )
+    script = tmp_path / "after_ml_dtypes.py"  # (a file: AutoGraph reads the source)
+    script.write_text(program)
+    import os
+    from pathlib import Path
+
+    checkout = str(Path(__file__).parents[2])  # (this checkout's kernel_ext, not an installed one)
+    env = dict(os.environ, PYTHONPATH=checkout)
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, env=env
+    )
+    assert done.returncode == 0, done.stderr[-2000:]

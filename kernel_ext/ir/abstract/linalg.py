@@ -20,7 +20,6 @@ from .core import (
     format_shape,
     known_rank,
     probe_dtype,
-    result_type,
     shape_of,
 )
 
@@ -55,21 +54,33 @@ def _matmul(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
 
 @abstract_rule(OpKind.DOT)
 def _dot(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
-    dtype = result_type(a, b)
-    if a.shape is None or b.shape is None:
+    # (a Python number operand, np.dot(a, 2), is a literal with no AbstractValue: 0-d, and
+    # np.dot makes it an array of its default dtype, so it is not weak as in a ufunc)
+    dtype = _array_result_type(a, b)
+    a_shape, b_shape = shape_of(a), shape_of(b)
+    if a_shape is None or b_shape is None:
         return AbstractValue(None, dtype)
-    if len(a.shape) == 0 or len(b.shape) == 0:
-        return AbstractValue(broadcast_shapes(a.shape, b.shape), dtype)
-    if len(b.shape) == 1:
-        _inner_mismatch("dot", a.shape, b.shape, a.shape[-1], b.shape[0])
-        return AbstractValue(a.shape[:-1], dtype)
-    _inner_mismatch("dot", a.shape, b.shape, a.shape[-1], b.shape[-2])
-    return AbstractValue(a.shape[:-1] + b.shape[:-2] + b.shape[-1:], dtype)
+    if len(a_shape) == 0 or len(b_shape) == 0:
+        return AbstractValue(broadcast_shapes(a_shape, b_shape), dtype)
+    if len(b_shape) == 1:
+        _inner_mismatch("dot", a_shape, b_shape, a_shape[-1], b_shape[0])
+        return AbstractValue(a_shape[:-1], dtype)
+    _inner_mismatch("dot", a_shape, b_shape, a_shape[-1], b_shape[-2])
+    return AbstractValue(a_shape[:-1] + b_shape[:-2] + b_shape[-1:], dtype)
 
 
 @abstract_rule(OpKind.OUTER)
 def _outer(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
-    return AbstractValue((a.size, b.size), result_type(a, b))
+    sizes = tuple(x.size if isinstance(x, AbstractValue) else 1 for x in (a, b))
+    return AbstractValue(sizes, _array_result_type(a, b))
+
+
+def _array_result_type(*operands: Any) -> np.dtype:
+    """The result dtype of a function that makes each operand an array first (np.dot,
+    np.outer): a Python number is not weak there, it becomes an array of its default dtype."""
+    return np.result_type(
+        *(x.dtype if isinstance(x, AbstractValue) else np.asarray(x).dtype for x in operands)
+    )
 
 
 def _square_check(a: AbstractValue) -> None:
