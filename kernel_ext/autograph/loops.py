@@ -803,7 +803,7 @@ def _graph_loop(
         for i in loop.targets:
             if isinstance(init[i], Undefined) or _is_py_number(init[i]):
                 # the body assigns the target first: start it as an item, typed like one
-                init[i] = item(np.int64(k0)) if not weak_index else item(k0)
+                init[i] = _first_item(item, count, k0, weak_index)
                 if i not in carried:
                     carried.append(i)
         carried.sort()
@@ -876,6 +876,21 @@ def _graph_loop(
     loop.set_state(tuple(final))
     loop.note(graph_loops=1)
     _mark_loop_node(loop.where)
+
+
+def _first_item(item: Callable[[Any], Any], count: Any, k0: int, weak_index: bool) -> Any:
+    """The loop target's value on entry: item ``k0``, or where the trip count is known only
+    at run time (``kx.range(n)``, rows of an array of unknown length), zeros typed like it —
+    reading item ``k0`` of an empty range would raise where Python runs no iteration."""
+    first = item(np.int64(k0)) if not weak_index else item(k0)
+    if weak_index or not is_traced(count) or not isinstance(first, Tensor):
+        return first
+    shape = first.shape
+    if shape is None or None in shape:
+        return first  # (a row whose width is known only at run time: read, as before)
+    if shape == ():
+        return first.dtype.type(0)  # (a NumPy scalar, as the items of a range are)
+    return np.zeros(shape, first.dtype)  # (the read above is dead: pruned before running)
 
 
 def _rebound(loop: _Loop) -> tuple[str, ...]:
