@@ -37,7 +37,7 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from ..ir import OpKind
+from ..ir import Node, OpKind
 from ..trace.context import bind, current_context
 from ..trace.control_flow import Undefined, is_traced, while_loop
 from ..trace.tensor import Tensor, describe_tensor, user_frame_description
@@ -461,6 +461,10 @@ def for_stmt(
         iterable, rest = _items_left(iterable), iterable
         for _ in rest:
             pass
+    counted = _counted_range(iterable)
+    if counted is not None:
+        _graph_for(loop, *counted, None)
+        return
     if not is_traced(iterable):
         _python_for(
             loop,
@@ -493,6 +497,38 @@ def for_stmt(
         _python_for(loop, (iterable[k] for k in range(k0, n)), _reason_of(error), k0)
 
     _graph_for(loop, row, np.int64(n), n, fallback=unroll_rest)
+
+
+def _counted_range(iterable: Any) -> tuple[Callable[[Any], Any], Any] | None:
+    """``(item, count)`` for ``kx.range(start, stop, step)`` with traced bounds, an integer
+    dtype and a constant step: item ``k`` is ``start + k * step`` computed in the range's
+    dtype (as ``np.arange`` computes it), so the loop reads no materialised range and the
+    whole-graph compiler can compile it. None for anything else (a float range's items are
+    NumPy's own fill, read from the array)."""
+    if not isinstance(iterable, Tensor) or iterable.node.op is not OpKind.ARANGE:
+        return None
+    dtype = np.dtype(iterable.dtype)
+    start, stop, step = iterable.node.args
+    if dtype.kind not in "iu" or isinstance(step, Node) or not isinstance(step, (int, np.integer)):
+        return None
+    if int(step) == 0:
+        return None  # (np.arange raises: the range is read, and raises, as it is)
+    ctx = current_context()
+    start, stop = (ctx.tensor(v) if isinstance(v, Node) else v for v in (start, stop))
+    typed_step = dtype.type(step)
+    # NumPy's length: ceil((stop - start) / step), at least 0 (exact in integers)
+    span = np.subtract(_as_int64(start), _as_int64(stop))
+    count = np.maximum(np.negative(np.floor_divide(span, np.int64(step))), np.int64(0))
+    first = start.astype(dtype) if is_traced(start) else dtype.type(start)
+
+    def item(k: Any) -> Any:
+        return np.add(first, np.multiply(k.astype(dtype), typed_step))
+
+    return item, count
+
+
+def _as_int64(value: Any) -> Any:
+    return value.astype(np.int64) if is_traced(value) else np.int64(value)
 
 
 class _Unrolled:
