@@ -100,6 +100,17 @@ def _refused_op(message: str) -> str:
     return found.group(1) if found else message.splitlines()[0][:60]
 
 
+def _export(cf: Any, out: Outcome) -> Any:
+    """The ONNX model of ``cf``, or None with ``out`` saying why (refused, or rejected)."""
+    try:
+        return kx.onnx.export(cf)
+    except kx.onnx.OnnxExportError as exc:
+        out.status, out.detail = "REFUSED", _refused_op(str(exc))
+    except Exception as exc:  # noqa: BLE001 - a model the checker rejects is an outcome
+        out.status, out.detail = "RUN ERROR", f"export: {str(exc).splitlines()[0][:120]}"
+    return None
+
+
 def check_case(case: harness.Case) -> Outcome:
     out = Outcome(case.name, case.category, "PASS")
     seed = harness.case_seed(case.name)
@@ -118,13 +129,8 @@ def check_case(case: harness.Case) -> Outcome:
     if any(np.shares_memory(a, b) for i, a in enumerate(arrays) for b in arrays[i + 1 :]):
         out.status = "ALIASED"
         return out
-    try:
-        model = kx.onnx.export(cf)
-    except kx.onnx.OnnxExportError as exc:
-        out.status, out.detail = "REFUSED", _refused_op(str(exc))
-        return out
-    except Exception as exc:  # noqa: BLE001 - a model the checker rejects is an outcome
-        out.status, out.detail = "RUN ERROR", f"export: {str(exc).splitlines()[0][:120]}"
+    model = _export(cf, out)
+    if model is None:
         return out
     feed_args, feed_kwargs = harness.inputs_for(case, seed)
     try:
@@ -184,13 +190,8 @@ def check_program(kind: str, seed: int) -> Outcome:
     if not cf.graph.outputs:
         out.status = "EMPTY"
         return out
-    try:
-        model = kx.onnx.export(cf)
-    except kx.onnx.OnnxExportError as exc:
-        out.status, out.detail = "REFUSED", _refused_op(str(exc))
-        return out
-    except Exception as exc:  # noqa: BLE001 - a model the checker rejects is an outcome
-        out.status, out.detail = "RUN ERROR", f"export: {str(exc).splitlines()[0][:120]}"
+    model = _export(cf, out)
+    if model is None:
         return out
     try:
         got = session(model).run(None, kx.onnx.input_feed(cf, *prog.inputs))
