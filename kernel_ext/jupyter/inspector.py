@@ -47,7 +47,7 @@ import comm as comm_package
 
 from ..engine import explain, registry
 from ..ir.graph import subgraphs
-from . import nodetext, protocol, records
+from . import exporting, nodetext, protocol, records
 from .activity import activity
 from .cells import CellLocator
 from .protocol import (
@@ -458,9 +458,31 @@ class Inspector:
                 self._last_request[comm] = self._clock()
         if request["type"] == "request_snapshot":
             reply: dict = dict(protocol.snapshot_message(self._all_functions()))
+        elif request["type"] == "request_export":
+            reply = self._export_reply(request["function"], request["format"], request["path"])
         else:
             reply = self._graph_reply(request["function"], request["signature"])
         self._send(comm, reply)
+
+    def _export_reply(self, function_id_: str, fmt: str, path: str) -> dict:
+        """Write the function out as ``%tffunction_save`` would; a refusal is an answer
+        (``ok`` false, the exporter's message), never an exception in the kernel."""
+        function = next(
+            (f for f in registry.live_functions() if function_id(f) == function_id_), None
+        )
+        if function is None:
+            message = f"no function {function_id_!r} in this kernel (it may have been deleted)"
+            return dict(protocol.export_message(function_id_, fmt, path, False, message))
+        try:
+            written = exporting.export(function, path, fmt)
+        except exporting.ExportRefused as e:
+            return dict(protocol.export_message(function_id_, fmt, path, False, str(e)))
+        except Exception:  # noqa: BLE001 - an exporter bug must not break the kernel or comm
+            logger.warning("kernel_ext.inspector: export failed", exc_info=True)
+            message = "the export failed inside kernel_ext (see the kernel log)"
+            return dict(protocol.export_message(function_id_, fmt, path, False, message))
+        message = f"wrote {exporting.describe(fmt)} of {function.name} to {written}"
+        return dict(protocol.export_message(function_id_, fmt, written, True, message))
 
     def _graph_reply(self, function_id_: str, signature_id: str) -> dict:
         function = next(

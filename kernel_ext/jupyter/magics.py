@@ -30,7 +30,7 @@ from .. import errors
 from ..engine import Function, explain, registry
 from ..engine import function as kx_function
 from ..trace.types import TensorSpec
-from . import cells, records, units
+from . import cells, exporting, records, units
 from . import report as report_module
 from .cells import (
     CellError,
@@ -676,38 +676,9 @@ class TFFunctionMagics(Magics):
             if not hasattr(obj, attr):
                 raise UsageError(f"%tffunction_save: {head} has no attribute {attr!r}")
             obj = getattr(obj, attr)
-        from .. import saved_model
-
+        fmt = "onnx" if args.onnx else "source" if args.source else "saved_model"
         try:
-            if args.onnx:
-                self._onnx_export(obj, args.path)
-                what = "an ONNX model"
-            elif args.source:
-                saved_model.export_source(obj, args.path)
-                what = "standalone NumPy source"
-            else:
-                saved_model.save(obj, args.path)
-                what = "a saved model"
-        except (TypeError, ValueError, FileExistsError) as e:
+            exporting.export(obj, args.path, fmt)
+        except exporting.ExportRefused as e:
             raise UsageError(f"%tffunction_save {args.name}: {e}") from None
-        print(f"{args.name}: wrote {what} to {args.path}")
-
-    @staticmethod
-    def _onnx_export(obj: Any, path: str) -> None:
-        """``kernel_ext.onnx.export`` (imported here: onnx is an optional extra)."""
-        import importlib
-        import importlib.util
-
-        if importlib.util.find_spec("kernel_ext.onnx") is None:
-            raise UsageError(
-                "%tffunction_save --onnx: this kernel_ext has no ONNX exporter "
-                "(kernel_ext.onnx). Fix: update kernel_ext, or save without --onnx."
-            )
-        try:
-            onnx_module = importlib.import_module("kernel_ext.onnx")
-        except ImportError as e:
-            raise UsageError(
-                f"%tffunction_save --onnx needs the onnx package ({e}). Fix: pip "
-                'install "jupyterlab-tffunction[onnx]".'
-            ) from None
-        onnx_module.export(obj, path)
+        print(f"{args.name}: wrote {exporting.describe(fmt)} to {args.path}")

@@ -25,11 +25,14 @@ from typing import Any, Literal, NotRequired, TypedDict, Union
 
 __all__ = [
     "COMM_TARGET",
+    "EXPORT_FORMATS",
     "MAX_ID_LENGTH",
+    "MAX_PATH_LENGTH",
     "PROTOCOL_VERSION",
     "ArgumentDiff",
     "Counters",
     "ErrorMessage",
+    "ExportMessage",
     "FrontendMessage",
     "FunctionInfo",
     "GraphEdge",
@@ -38,6 +41,7 @@ __all__ = [
     "GraphPayload",
     "GraphSegment",
     "KernelMessage",
+    "RequestExportMessage",
     "RequestGraphMessage",
     "RequestSnapshotMessage",
     "RetraceInfo",
@@ -46,6 +50,7 @@ __all__ = [
     "UpdateMessage",
     "check_kernel_message",
     "error_message",
+    "export_message",
     "graph_message",
     "snapshot_message",
     "update_message",
@@ -237,6 +242,19 @@ class ErrorMessage(TypedDict):
     message: str
 
 
+class ExportMessage(TypedDict):
+    """The answer to ``request_export``: ``ok`` with the absolute ``path`` written, or not,
+    with ``message`` saying why and the fix (the exporter's own words)."""
+
+    type: Literal["export"]
+    protocol_version: int
+    function: str
+    format: str
+    path: str
+    ok: bool
+    message: str
+
+
 class RequestSnapshotMessage(TypedDict):
     type: Literal["request_snapshot"]
     protocol_version: int
@@ -249,18 +267,37 @@ class RequestGraphMessage(TypedDict):
     signature: str
 
 
-KernelMessage = SnapshotMessage | UpdateMessage | GraphMessage | ErrorMessage
-FrontendMessage = RequestSnapshotMessage | RequestGraphMessage
+class RequestExportMessage(TypedDict):
+    """Write the function out: ``format`` one of :data:`EXPORT_FORMATS`; ``path`` relative
+    to the kernel's working directory or absolute."""
+
+    type: Literal["request_export"]
+    protocol_version: int
+    function: str
+    format: str
+    path: str
+
+
+KernelMessage = SnapshotMessage | UpdateMessage | GraphMessage | ErrorMessage | ExportMessage
+FrontendMessage = RequestSnapshotMessage | RequestGraphMessage | RequestExportMessage
+
+#: The export formats a ``request_export`` may name (jupyter/exporting.py writes them).
+EXPORT_FORMATS = ("saved_model", "onnx", "source")
+
+#: Paths from the frontend longer than this are rejected (no file system takes more).
+MAX_PATH_LENGTH = 4096
 
 _KERNEL_TYPES: dict[str, type] = {
     "snapshot": SnapshotMessage,
     "update": UpdateMessage,
     "graph": GraphMessage,
     "error": ErrorMessage,
+    "export": ExportMessage,
 }
 _FRONTEND_TYPES: dict[str, type] = {
     "request_snapshot": RequestSnapshotMessage,
     "request_graph": RequestGraphMessage,
+    "request_export": RequestExportMessage,
 }
 
 
@@ -295,6 +332,18 @@ def graph_message(function: str, signature: str, graph: GraphPayload) -> GraphMe
 
 def error_message(message: str) -> ErrorMessage:
     return {"type": "error", "protocol_version": PROTOCOL_VERSION, "message": message}
+
+
+def export_message(function: str, fmt: str, path: str, ok: bool, message: str) -> ExportMessage:
+    return {
+        "type": "export",
+        "protocol_version": PROTOCOL_VERSION,
+        "function": function,
+        "format": fmt,
+        "path": path,
+        "ok": ok,
+        "message": message,
+    }
 
 
 # --------------------------------------------------------------------------
@@ -452,4 +501,10 @@ def _frontend_problem(msg: Any) -> str | None:
         value = msg.get(key)
         if isinstance(value, str) and not 0 < len(value) <= MAX_ID_LENGTH:
             return f"message.{key}: length must be 1..{MAX_ID_LENGTH}"
+    if kind == "request_export":
+        if msg["format"] not in EXPORT_FORMATS:
+            return f"message.format: expected one of {', '.join(EXPORT_FORMATS)}"
+        path = msg["path"]
+        if not len(path.strip()) > 0 or len(path) > MAX_PATH_LENGTH or "\0" in path:
+            return f"message.path: expected 1..{MAX_PATH_LENGTH} characters, no NUL"
     return None

@@ -9,8 +9,10 @@ A frontend is simulated by feeding the manager the ``comm_open`` / ``comm_msg`` 
 from __future__ import annotations
 
 import gc
+import importlib.util
 import logging
 import re
+import sys
 import time
 import uuid
 from types import SimpleNamespace
@@ -644,3 +646,142 @@ def test_the_sidebar_counts_failed_calls_apart_from_cache_hits():
     counters = inspector.function_info(dense)["counters"]
     assert (counters["calls"], counters["cache_hits"], counters["failed_calls"]) == (3, 1, 1)
     assert p.check_kernel_message(p.snapshot_message([inspector.function_info(dense)])) == []
+
+
+# --------------------------------------------------------------------------------------------
+# Export (the sidebar's Export action): each format writes what the Python API writes; every
+# refusal is an ``export`` reply with ok false and the exporter's message, the comm kept.
+# --------------------------------------------------------------------------------------------
+
+
+def request_export(function, fmt: str, path: str) -> dict:
+    return {
+        "type": "request_export",
+        "protocol_version": p.PROTOCOL_VERSION,
+        "function": inspector.function_id(function),
+        "format": fmt,
+        "path": path,
+    }
+
+
+def make_scaled():
+    def scaled_norm(x):
+        return np.sqrt(np.sum(x * x)) * 0.5 + x
+
+    return kx.function(scaled_norm, autograph=False)
+
+
+def export(frontend, function, fmt: str, path: str) -> dict:
+    channel = frontend.open()
+    frontend.send(channel, request_export(function, fmt, path))
+    reply = channel.sent()[-1]
+    assert p.check_kernel_message(reply) == []
+    assert reply["type"] == "export" and reply["format"] == fmt
+    assert reply["function"] == inspector.function_id(function)
+    return reply
+
+
+def test_export_as_a_saved_model_writes_a_directory_that_loads_bitwise(running, frontend, tmp_path):
+    fn = make_scaled()
+    x = np.linspace(-1.0, 2.0, 7)
+    expected = fn(x)
+    reply = export(frontend, fn, "saved_model", str(tmp_path / "model"))
+    assert reply["ok"] and reply["path"] == str(tmp_path / "model")
+    assert "a saved model" in reply["message"] and reply["path"] in reply["message"]
+    loaded = kx.saved_model.load(tmp_path / "model")
+    got = loaded.scaled_norm(x) if hasattr(loaded, "scaled_norm") else loaded(x)
+    assert got.tobytes() == expected.tobytes()
+
+
+def test_export_as_source_writes_a_module_that_gives_the_same_bits(
+    running, frontend, tmp_path, monkeypatch
+):
+    fn = make_scaled()
+    x = np.arange(5.0)
+    expected = fn(x)
+    reply = export(frontend, fn, "source", str(tmp_path / "scaled.py"))
+    assert reply["ok"], reply["message"]
+    spec = importlib.util.spec_from_file_location("scaled_export", tmp_path / "scaled.py")
+    module = importlib.util.module_from_spec(spec)
+    monkeypatch.setitem(sys.modules, "scaled_export", module)
+    spec.loader.exec_module(module)
+    runners = [getattr(module, n) for n in ("scaled_norm", "run") if hasattr(module, n)]
+    assert runners, "the module defines the function"
+    assert runners[0](x).tobytes() == expected.tobytes()
+
+
+def test_export_as_onnx_writes_a_model(running, frontend, tmp_path):
+    pytest.importorskip("onnx")
+    fn = make_scaled()
+    fn(np.ones(3))
+    reply = export(frontend, fn, "onnx", str(tmp_path / "scaled.onnx"))
+    assert reply["ok"], reply["message"]
+    import onnx
+
+    model = onnx.load(str(tmp_path / "scaled.onnx"))
+    assert [i.name for i in model.graph.input] == ["x"]
+
+
+def test_a_relative_path_is_taken_from_the_kernels_working_directory(
+    running, frontend, tmp_path, monkeypatch
+):
+    monkeypatch.chdir(tmp_path)
+    fn = make_scaled()
+    fn(np.ones(2))
+    reply = export(frontend, fn, "source", "relative.py")
+    assert reply["ok"] and reply["path"] == str(tmp_path / "relative.py")
+    assert (tmp_path / "relative.py").is_file()
+
+
+def test_a_refused_export_answers_with_the_exporters_message(running, frontend, tmp_path):
+    untraced = make_scaled()  # no trace yet: nothing to export
+    reply = export(frontend, untraced, "saved_model", str(tmp_path / "m"))
+    assert not reply["ok"] and "no traces" in reply["message"] and "Fix" in reply["message"]
+    assert not (tmp_path / "m").exists()
+    occupied = tmp_path / "occupied"
+    occupied.mkdir()
+    (occupied / "notes.txt").write_text("mine")
+    fn = make_scaled()
+    fn(np.ones(2))
+    reply = export(frontend, fn, "saved_model", str(occupied))
+    assert not reply["ok"] and "exists" in reply["message"]
+    assert (occupied / "notes.txt").read_text() == "mine"
+
+
+def test_an_unknown_function_answers_not_ok(running, frontend, tmp_path):
+    channel = frontend.open()
+    request = dict(request_export(make_scaled(), "source", str(tmp_path / "x.py")))
+    request["function"] = "no-such-function"
+    frontend.send(channel, request)
+    reply = channel.sent()[-1]
+    assert reply["type"] == "export" and not reply["ok"]
+    assert "no function 'no-such-function'" in reply["message"]
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"format": "pickle"},
+        {"format": 3},
+        {"path": ""},
+        {"path": "   "},
+        {"path": "a\0b"},
+        {"path": "p" * (p.MAX_PATH_LENGTH + 1)},
+        {"path": None},
+    ],
+    ids=str,
+)
+def test_a_malformed_export_request_is_ignored_and_the_comm_kept(
+    running, frontend, caplog, change, tmp_path
+):
+    fn = make_scaled()
+    fn(np.ones(2))
+    channel = frontend.open()
+    request = {**request_export(fn, "source", str(tmp_path / "x.py")), **change}
+    with caplog.at_level(logging.WARNING):
+        frontend.send(channel, request)
+    assert [m["type"] for m in channel.sent()] == ["snapshot"], "nothing answered"
+    assert "ignoring frontend message" in caplog.text
+    assert list(tmp_path.iterdir()) == []
+    frontend.send(channel, {"type": "request_snapshot", "protocol_version": 1})
+    assert [m["type"] for m in channel.sent()] == ["snapshot", "snapshot"]
