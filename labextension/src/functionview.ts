@@ -21,7 +21,7 @@
  */
 
 import { h, setText, splitArguments } from './dom';
-import type { GraphState, ISelection } from './model';
+import type { ExportState, GraphState, ISelection } from './model';
 import { IFunctionInfo, IRetraceInfo, ISignatureInfo } from './protocol';
 import { count, duration, hitRate, plural } from './units';
 
@@ -38,6 +38,8 @@ export interface ICardCallbacks {
   onToggleRetraces: (open: boolean) => void;
   onToggleExpanded: (expanded: boolean) => void;
   onToggleAllSignatures: (all: boolean) => void;
+  /** "Export…" was clicked: ask where and how, then send the request. */
+  onExport: () => void;
 }
 
 export interface ICardState {
@@ -48,6 +50,8 @@ export interface ICardState {
   retracesOpen: boolean;
   expanded: boolean;
   allSignatures: boolean;
+  /** The latest export of this function asked for here (null: none). */
+  exportState: ExportState | null;
 }
 
 const COUNTERS = [
@@ -139,13 +143,38 @@ export class FunctionCard {
     this._retraces.addEventListener('toggle', () =>
       this._callbacks.onToggleRetraces(this._retraces.open)
     );
+    this._exportButton = h(
+      'button',
+      {
+        className: 'jp-kx-export jp-kx-link',
+        title:
+          'Save this function as a saved model, an ONNX model or a NumPy-only .py file',
+        attrs: { type: 'button' }
+      },
+      'Export…'
+    );
+    this._exportButton.addEventListener('click', () =>
+      this._callbacks.onExport()
+    );
+    // Polite: the outcome of an export is read out when it arrives, not at once.
+    this._exportStatus = h('p', {
+      className: 'jp-kx-export-status',
+      attrs: { role: 'status', 'aria-live': 'polite' }
+    });
+    this._exportStatus.hidden = true;
     this._body = h(
       'div',
       { className: 'jp-kx-function-body', attrs: { id: bodyId } },
       this._counters,
       this._signatures,
       this._more,
-      this._retraces
+      this._retraces,
+      h(
+        'div',
+        { className: 'jp-kx-export-row' },
+        this._exportButton,
+        this._exportStatus
+      )
     );
     this.node = h(
       'li',
@@ -188,6 +217,30 @@ export class FunctionCard {
     this._updateCounters(fn);
     this._updateSignatures(fn, state);
     this._updateRetraces(fn.retraces, state.retracesOpen);
+    this._updateExport(fn, state.exportState);
+  }
+
+  private _updateExport(fn: IFunctionInfo, exported: ExportState | null): void {
+    this._exportButton.setAttribute('aria-label', `Export ${fn.name}…`);
+    this._exportButton.disabled = exported?.kind === 'pending';
+    this._exportStatus.hidden = exported === null;
+    this._exportStatus.classList.toggle(
+      'jp-mod-error',
+      exported?.kind === 'failed'
+    );
+    if (exported === null) {
+      setText(this._exportStatus, '');
+    } else if (exported.kind === 'pending') {
+      setText(this._exportStatus, `Exporting to ${exported.path}…`);
+    } else {
+      // The kernel's own words: what was written where, or why not and the fix.
+      setText(
+        this._exportStatus,
+        exported.kind === 'done'
+          ? exported.message
+          : `Not exported: ${exported.message}`
+      );
+    }
   }
 
   private _updateCounters(fn: IFunctionInfo): void {
@@ -329,6 +382,8 @@ export class FunctionCard {
   private _retraceItems = new Map<number, { key: string; node: HTMLElement }>();
   private _retraceList: HTMLOListElement;
   private _retraces: HTMLDetailsElement;
+  private _exportButton: HTMLButtonElement;
+  private _exportStatus: HTMLParagraphElement;
   private _retraceSummary: HTMLElement;
   private _signatureRows = new Map<string, SignatureRow>();
   private _signatures: HTMLUListElement;

@@ -23,7 +23,13 @@ import { AnnouncementWatcher, InspectorBridge } from './comm';
 import { GraphView } from './graphview';
 import { InspectorModel } from './model';
 import { InspectorPanel, IPanelSettings, readSettings } from './panel';
-import { IGraphPayload, requestGraph, requestSnapshot } from './protocol';
+import { askExport } from './exportdialog';
+import {
+  IGraphPayload,
+  requestExport,
+  requestGraph,
+  requestSnapshot
+} from './protocol';
 import { RestartMarker } from './restart';
 
 const PLUGIN_ID = 'jupyterlab-tffunction:sidebar';
@@ -78,6 +84,17 @@ const plugin: JupyterFrontEndPlugin<void> = {
         if (!sent) {
           model.failGraph(selection, 'not connected to the kernel');
         }
+      },
+      exportFunction: fn => {
+        void askExport(fn.name).then(choice => {
+          if (!choice) {
+            return;
+          }
+          model.startExport(fn.id, choice.format, choice.path);
+          if (!bridge.send(requestExport(fn.id, choice.format, choice.path))) {
+            model.failExport(fn.id, 'not connected to the kernel');
+          }
+        });
       },
       retry: () => bridge.refresh(),
       openGraph: (graph, title) => openGraphInMain(app, graph, title)

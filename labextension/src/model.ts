@@ -31,6 +31,11 @@ export type GraphState =
   | { kind: 'ready'; graph: IGraphPayload }
   | { kind: 'error'; message: string };
 
+/** The latest export of a function asked for in this sidebar. */
+export type ExportState =
+  | { kind: 'pending'; format: string; path: string }
+  | { kind: 'done' | 'failed'; format: string; path: string; message: string };
+
 export class InspectorModel {
   constructor(options: InspectorModel.IOptions = {}) {
     this._log = options.logger ?? console;
@@ -56,6 +61,7 @@ export class InspectorModel {
     if (status.state !== 'connected' || !wasConnected) {
       this._functions.clear();
       this._graphs.clear();
+      this._exports.clear();
       this._selection = null;
       this._incompatible = null;
       this._kernelError = null;
@@ -154,6 +160,29 @@ export class InspectorModel {
     return request;
   }
 
+  /** The latest export of a function (null: none asked for since connecting). */
+  exportState(functionId: string): ExportState | null {
+    return this._exports.get(functionId) ?? null;
+  }
+
+  /** An export request was sent: the card shows it as pending until the answer. */
+  startExport(functionId: string, format: string, path: string): void {
+    this._exports.set(functionId, { kind: 'pending', format, path });
+    this._changed.emit();
+  }
+
+  /** Record that an export request could not be sent (e.g. disconnected). */
+  failExport(functionId: string, message: string): void {
+    const known = this._exports.get(functionId);
+    this._exports.set(functionId, {
+      kind: 'failed',
+      format: known?.format ?? '',
+      path: known?.path ?? '',
+      message
+    });
+    this._changed.emit();
+  }
+
   /** Record that a graph request could not be sent (e.g. disconnected). */
   failGraph(selection: ISelection, message: string): void {
     this._graphs.set(graphKey(selection), { kind: 'error', message });
@@ -210,6 +239,14 @@ export class InspectorModel {
         this._graphs.set(key, { kind: 'ready', graph: message.graph });
         break;
       }
+      case 'export':
+        this._exports.set(message.function, {
+          kind: message.ok ? 'done' : 'failed',
+          format: message.format,
+          path: message.path,
+          message: message.message
+        });
+        break;
       case 'error':
         // An error answers the pending graph request if there is one: the
         // protocol has no request ids, and graph requests are the only
@@ -250,6 +287,7 @@ export class InspectorModel {
   private _connection: IConnectionStatus = { state: 'no-notebook' };
   private _filter = '';
   private _functions = new Map<string, IFunctionInfo>();
+  private _exports = new Map<string, ExportState>();
   private _graphs = new Map<string, GraphState>();
   private _incompatible: number | null = null;
   private _kernelError: string | null = null;

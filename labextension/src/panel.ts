@@ -114,6 +114,7 @@ export class InspectorPanel extends Widget {
       this._settings = { ...options.settings };
     }
     this._requestGraph = options.requestGraph;
+    this._export = options.exportFunction;
     this._retry = options.retry;
     this._openGraph = options.openGraph;
     this.addClass('jp-kx-panel');
@@ -328,6 +329,7 @@ export class InspectorPanel extends Widget {
             this._expanded.set(expandKey(fn), expanded);
             this.render();
           },
+          onExport: () => this._export(fn),
           onToggleAllSignatures: all => {
             if (all) {
               this._allSignatures.add(fn.id);
@@ -345,7 +347,8 @@ export class InspectorPanel extends Widget {
         graphElement: () => this._graphElement(),
         retracesOpen: this._openRetraces.has(fn.id),
         expanded: this._expanded.get(expandKey(fn)) ?? !collapseByDefault,
-        allSignatures: this._allSignatures.has(fn.id)
+        allSignatures: this._allSignatures.has(fn.id),
+        exportState: model.exportState(fn.id)
       });
       wanted.push(card.node);
     }
@@ -475,6 +478,7 @@ export class InspectorPanel extends Widget {
   private _model: InspectorModel;
   private _openRetraces = new Set<string>();
   private _requestGraph: (selection: ISelection) => void;
+  private _export: (fn: IFunctionInfo) => void;
   private _retry?: () => void;
   private _search: HTMLInputElement;
   private _stale = false;
@@ -486,6 +490,8 @@ export namespace InspectorPanel {
     model: InspectorModel;
     /** Ask the kernel for a signature's graph (the model tracks the answer). */
     requestGraph: (selection: ISelection) => void;
+    /** Ask where and how to export a function, then send the request. */
+    exportFunction: (fn: IFunctionInfo) => void;
     /** Ask the bridge to look for the inspector again. */
     retry?: () => void;
     /** Show a graph in the main area (JupyterLab's MainAreaWidget). */

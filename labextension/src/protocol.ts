@@ -19,6 +19,10 @@ export const PROTOCOL_VERSION = 1;
 /** Longest function/signature id the kernel accepts in a request. */
 export const MAX_ID_LENGTH = 256;
 
+/** What a function can be exported as (`request_export`'s `format`). */
+export const EXPORT_FORMATS = ['saved_model', 'onnx', 'source'] as const;
+export type ExportFormat = (typeof EXPORT_FORMATS)[number];
+
 // ---------------------------------------------------------------- records
 
 export interface ICounters {
@@ -163,8 +167,22 @@ export interface IErrorMessage extends IMessageBase {
   message: string;
 }
 
+/** The answer to a `request_export`: written (`ok`, `path` absolute) or refused. */
+export interface IExportMessage extends IMessageBase {
+  type: 'export';
+  function: string;
+  format: string;
+  path: string;
+  ok: boolean;
+  message: string;
+}
+
 export type KernelMessage =
-  ISnapshotMessage | IUpdateMessage | IGraphMessage | IErrorMessage;
+  | ISnapshotMessage
+  | IUpdateMessage
+  | IGraphMessage
+  | IErrorMessage
+  | IExportMessage;
 
 export interface IRequestSnapshotMessage extends IMessageBase {
   type: 'request_snapshot';
@@ -176,7 +194,15 @@ export interface IRequestGraphMessage extends IMessageBase {
   signature: string;
 }
 
-export type FrontendMessage = IRequestSnapshotMessage | IRequestGraphMessage;
+export interface IRequestExportMessage extends IMessageBase {
+  type: 'request_export';
+  function: string;
+  format: ExportFormat;
+  path: string;
+}
+
+export type FrontendMessage =
+  IRequestSnapshotMessage | IRequestGraphMessage | IRequestExportMessage;
 
 // ---------------------------------------------------------------- builders
 
@@ -193,6 +219,20 @@ export function requestGraph(
     protocol_version: PROTOCOL_VERSION,
     function: functionId,
     signature: signatureId
+  };
+}
+
+export function requestExport(
+  functionId: string,
+  format: ExportFormat,
+  path: string
+): IRequestExportMessage {
+  return {
+    type: 'request_export',
+    protocol_version: PROTOCOL_VERSION,
+    function: functionId,
+    format,
+    path
   };
 }
 
@@ -363,6 +403,14 @@ const KERNEL_MESSAGE_CHECKS: { [K in KernelMessage['type']]: Check<unknown> } =
     }),
     error: object<Omit<IErrorMessage, 'type'>>({
       protocol_version: isInteger,
+      message: isString
+    }),
+    export: object<Omit<IExportMessage, 'type'>>({
+      protocol_version: isInteger,
+      function: isString,
+      format: isString,
+      path: isString,
+      ok: isBoolean,
       message: isString
     })
   };

@@ -325,7 +325,11 @@ export function connectedPanel(): {
   panel: InspectorPanel;
 } {
   const model = new InspectorModel({ logger: new CapturingLogger() });
-  const panel = new InspectorPanel({ model, requestGraph: () => undefined });
+  const panel = new InspectorPanel({
+    model,
+    requestGraph: () => undefined,
+    exportFunction: () => undefined
+  });
   document.body.appendChild(panel.node);
   model.setConnection({ state: 'connected' });
   return { model, panel };

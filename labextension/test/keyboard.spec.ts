@@ -10,7 +10,8 @@ function setup(...functions: ReturnType<typeof fn>[]): {
   const requests: ISelection[] = [];
   const panel = new InspectorPanel({
     model,
-    requestGraph: sel => requests.push(sel)
+    requestGraph: sel => requests.push(sel),
+    exportFunction: () => undefined
   });
   document.body.appendChild(panel.node);
   model.setConnection({ state: 'connected' });

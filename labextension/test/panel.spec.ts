@@ -1,7 +1,7 @@
 import { InspectorModel, ISelection } from '../src/model';
 import { InspectorPanel } from '../src/panel';
 import { renderGraph } from '../src/graphview';
-import { IGraphPayload } from '../src/protocol';
+import { IGraphPayload, PROTOCOL_VERSION } from '../src/protocol';
 import {
   CapturingLogger,
   fn,
@@ -16,15 +16,18 @@ function setup(): {
   model: InspectorModel;
   panel: InspectorPanel;
   requests: ISelection[];
+  exports: string[];
 } {
   const model = new InspectorModel({ logger: new CapturingLogger() });
   const requests: ISelection[] = [];
+  const exports: string[] = [];
   const panel = new InspectorPanel({
     model,
-    requestGraph: sel => requests.push(sel)
+    requestGraph: sel => requests.push(sel),
+    exportFunction: fn => exports.push(fn.id)
   });
   document.body.appendChild(panel.node);
-  return { model, panel, requests };
+  return { model, panel, requests, exports };
 }
 
 function connect(
@@ -182,6 +185,71 @@ describe('InspectorPanel', () => {
     expect(panel.node.querySelector<HTMLDetailsElement>('details')!.open).toBe(
       true
     );
+  });
+
+  it('asks to export a function and shows what the kernel answered', () => {
+    const { model, panel, exports } = setup();
+    connect(model, fn('a', 'fit', 1));
+    panel.render();
+    const button =
+      panel.node.querySelector<HTMLButtonElement>('.jp-kx-export')!;
+    expect(button.getAttribute('aria-label')).toBe('Export fit…');
+    button.click();
+    expect(exports).toEqual(['a']);
+
+    model.startExport('a', 'onnx', 'fit.onnx');
+    panel.render();
+    const status = () =>
+      panel.node.querySelector<HTMLElement>('.jp-kx-export-status')!;
+    expect(status().hidden).toBe(false);
+    expect(status().textContent).toBe('Exporting to fit.onnx…');
+    expect(button.disabled).toBe(true);
+
+    const reply = (ok: boolean, message: string) => ({
+      type: 'export',
+      protocol_version: PROTOCOL_VERSION,
+      function: 'a',
+      format: 'onnx',
+      path: '/work/fit.onnx',
+      ok,
+      message
+    });
+    expect(model.handleMessage(reply(false, `${XSS} has no ONNX form`))).toBe(
+      true
+    );
+    panel.render();
+    expect(status().textContent).toBe(`Not exported: ${XSS} has no ONNX form`);
+    expect(status().querySelector('img')).toBeNull();
+    expect(status().classList.contains('jp-mod-error')).toBe(true);
+    expect(button.disabled).toBe(false);
+
+    model.handleMessage(
+      reply(true, 'wrote an ONNX model of fit to /work/fit.onnx')
+    );
+    panel.render();
+    expect(status().textContent).toBe(
+      'wrote an ONNX model of fit to /work/fit.onnx'
+    );
+    expect(status().classList.contains('jp-mod-error')).toBe(false);
+    expect(status().getAttribute('role')).toBe('status');
+  });
+
+  it('drops a malformed export answer and forgets exports on disconnect', () => {
+    const { model, panel } = setup();
+    connect(model, fn('a', 'fit', 1));
+    expect(
+      model.handleMessage({
+        type: 'export',
+        protocol_version: PROTOCOL_VERSION,
+        function: 'a',
+        ok: 'yes'
+      })
+    ).toBe(false);
+    expect(model.exportState('a')).toBeNull();
+    model.startExport('a', 'source', 'fit.py');
+    model.setConnection({ state: 'restarting' });
+    expect(model.exportState('a')).toBeNull();
+    panel.render();
   });
 
   it('says when the kernel speaks another protocol version', () => {

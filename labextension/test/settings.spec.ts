@@ -23,6 +23,7 @@ function setup(settings?: IPanelSettings): {
   const panel = new InspectorPanel({
     model,
     requestGraph: () => undefined,
+    exportFunction: () => undefined,
     settings
   });
   document.body.appendChild(panel.node);

@@ -109,6 +109,8 @@ def test_typescript_twin_uses_the_same_constants() -> None:
     assert f"PROTOCOL_VERSION = {p.PROTOCOL_VERSION};" in text
     assert f"COMM_TARGET = '{p.COMM_TARGET}';" in text
     assert f"MAX_ID_LENGTH = {p.MAX_ID_LENGTH};" in text
+    formats = ", ".join(f"'{f}'" for f in p.EXPORT_FORMATS)
+    assert f"EXPORT_FORMATS = [{formats}] as const;" in text
 
 
 # ---------------------------------------------------------------- builders
@@ -120,6 +122,7 @@ def test_builders_produce_valid_json_messages() -> None:
         p.update_message([make_function()], removed=["gone"]),
         p.graph_message("f1", "0", make_graph()),
         p.error_message("no such signature"),
+        p.export_message("f1", "onnx", "/tmp/f.onnx", True, "wrote an ONNX model"),
     ]
     for msg in messages:
         assert msg["protocol_version"] == p.PROTOCOL_VERSION
