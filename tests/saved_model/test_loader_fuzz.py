@@ -9,11 +9,13 @@ loads it. Loading may succeed (an alteration can leave valid data) or raise
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import pickle
 import random
 import shutil
+import signal
 from pathlib import Path
 
 import numpy as np
@@ -168,9 +170,28 @@ def _load_or_format_error(path: Path, what: str) -> None:
     # never crash the process
     for fn in loaded.functions.values():
         try:
-            fn(np.ones((4, 3)), np.int64(3))
+            with _time_limit(2.0):
+                fn(np.ones((4, 3)), np.int64(3))
         except Exception:  # noqa: BLE001 - a Python exception is a fine answer here
             pass
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    """Stop the call after ``seconds`` (a TimeoutError from the NumPy executor's Python
+    loop): an altered constant can be a loop's trip count, which makes a loop of 10^18
+    iterations — valid data, and nothing the loader can tell from a bad file."""
+
+    def stop(signum, frame):
+        raise TimeoutError(f"still running after {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
 
 
 def test_damaged_models_only_ever_raise_saved_model_format_error(saved, tmp_path):
