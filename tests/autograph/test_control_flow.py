@@ -445,6 +445,7 @@ def test_autograph_false_leaves_python_control_flow_alone():
         f(np.float64(-1))
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_unconvertible_function_runs_as_is_with_a_warning():
     source = "def gen_based(x):\n    return sum(v for v in (x, x))\n"
     namespace: dict = {"np": np}

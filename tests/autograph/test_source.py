@@ -302,6 +302,7 @@ def _pseudo_file_function(name: str, cached: str, compiled: str) -> types.Functi
     return namespace["f"]
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_stale_linecache_text_under_a_reused_pseudo_file_name_is_not_converted():
     name = "<no-source>"
     try:
@@ -315,6 +316,7 @@ def test_stale_linecache_text_under_a_reused_pseudo_file_name_is_not_converted()
         linecache.cache.pop(name, None)
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_stale_text_of_a_lambda_under_a_reused_name_is_not_converted():
     name = "<string>"
     try:

@@ -140,6 +140,7 @@ def test_what_numpy_raises_is_raised():
         g(x, np.int64(7))
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_ops_outside_the_compiler_run_fused_with_a_warning():
     def f(x):
         y = x * 2.0 + 1.0
@@ -173,6 +174,7 @@ def test_the_first_call_runs_while_the_function_compiles():
     _same(first, f(x))
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_a_graph_too_large_for_one_function_runs_as_fused_segments():
     from kernel_ext.backends.whole_graph import MAX_OPS, unsupported_reason
 

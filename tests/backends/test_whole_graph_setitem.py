@@ -262,6 +262,7 @@ def test_a_value_that_does_not_broadcast_raises_numpys_error():
         (lambda x: _set(x.astype(np.uint8), 0, 300), "300 into uint8"),
     ],
 )
+@pytest.mark.usefixtures("settled_warnings")
 def test_writes_numpy_casts_differently_run_fused_with_a_warning(body, what):
     """Unsafe casts (NaN or out-of-range floats into ints are undefined in Numba) and
     literals NumPy refuses stay with NumPy, naming the write."""

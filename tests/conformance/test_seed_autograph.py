@@ -515,6 +515,7 @@ def test_recursion_on_traced_value_raises_recursion_error():
         recursive_fn(np.int32(5))
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_unconvertible_function_runs_as_is_with_warning():
     # code without source cannot be converted; it runs as-is with a warning
     namespace = {}

@@ -580,6 +580,7 @@ def test_retrace_explanation_read_late_compares_only_with_earlier_traces():
     assert "float64[2]" in second.closest_signature and second.fixes
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_dispatch_prefers_exact_traces_and_still_finds_relaxed_ones():
     f = kx.function(lambda x: x * 2, reduce_retracing=True)
     f(np.ones(2))
@@ -596,6 +597,7 @@ def test_dispatch_prefers_exact_traces_and_still_finds_relaxed_ones():
     assert g.experimental_get_tracing_count() == 39
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_retracing_warning_names_function_and_argument_at_most_twice():
     f = kx.function(lambda x, n: x * n)
     x = np.ones(2)

@@ -439,6 +439,7 @@ def test_a_cell_holding_only_an_async_def_is_a_usage_error_not_a_lost_function(c
     assert _caret_line(error) == ("async def g(a):", 0)
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_a_yield_inside_a_def_of_a_cell_function_is_the_defs_own(cells):
     cells.run("x = np.ones(3)")
     with pytest.warns(kx.errors.AutographWarning, match="generator"):  # gen runs as written

@@ -501,6 +501,7 @@ def _decay(w, lr):
     [{"backend": "numpy"}, {"backend": "auto"}, {"backend": "numba"}, {"jit_compile": True}],
     ids=["numpy", "auto", "numba", "jit_compile"],
 )
+@pytest.mark.usefixtures("settled_warnings")
 def test_float_argument_advice_uses_its_own_type_and_replays_to_one_trace(options):
     rates = [0.1, 0.01, 0.001, 0.5, 0.25, 0.125, 0.3, 0.7]
     w = np.linspace(0.0, 1.0, 4)

@@ -483,6 +483,7 @@ def test_ufunc_at_writes_into_an_argument_like_numpy():
     assert scatter.get_concrete_function(a, idx, v).graph.count_ops() >= 1
 
 
+@pytest.mark.usefixtures("settled_warnings")
 def test_nan_reductions_warn_as_numpy_does():
     f = kx.function(lambda x: np.nanmax(x, axis=1))
     with pytest.warns(RuntimeWarning, match="All-NaN slice"):
