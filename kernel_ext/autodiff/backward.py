@@ -22,7 +22,17 @@ from typing import Any
 import numpy as np
 
 from .. import errors
-from ..ir import OPAQUE_CALLS, Graph, Node, OpGroup, OpKind, call_name, subgraphs
+from ..ir import (
+    OPAQUE_CALLS,
+    FallbackReasons,
+    Graph,
+    Node,
+    OpGroup,
+    OpKind,
+    call_name,
+    fallback_reason,
+    subgraphs,
+)
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import cond as kx_cond
 from ..trace.source_lines import attributed_to
@@ -206,9 +216,11 @@ def _no_rule(node: Node) -> errors.NonDifferentiableError:
             "(kx.supported_numpy_functions()), or wrap its result in kx.stop_gradient(...) "
             "if no gradient should flow through it."
         )
+    reason = fallback_reason(NO_GRADIENT_REASONS, node.op)
+    because = f": {reason}" if reason else ""
     return errors.NonDifferentiableError(
-        f"no gradient rule for op '{node.op.value}'{at} (node '{node.name}'). Fix: wrap the "
-        "value in kx.stop_gradient(...) if no gradient should flow through it; "
+        f"no gradient rule for op '{node.op.value}'{at} (node '{node.name}'){because}. Fix: "
+        "wrap the value in kx.stop_gradient(...) if no gradient should flow through it; "
         "docs/gradients.md lists the ops with rules."
     )
 
@@ -354,6 +366,23 @@ def rule_kinds() -> dict[str, list[OpKind]]:
         else:
             out["error"].append(kind)
     return out
+
+
+#: Why the ops that raise NonDifferentiableError (``rule_kinds()["error"]``) have no rule.
+NO_GRADIENT_REASONS: FallbackReasons = {
+    OpGroup.STATEFUL: "a side effect or a write, not a value computed from the sources "
+    "(variable writes, print, check); a random draw runs NumPy as it is",
+    OpGroup.OPAQUE: "runs NumPy's function as it is at each call: no rule can see inside it",
+    OpKind.TENSOR_ARRAY_WRITE: "no rule written; rows collected with x[i] = row (setitem) or "
+    "np.stack have one",
+    OpKind.HISTOGRAM: "no rule written (counts are piecewise constant in the samples; the "
+    "gradient in weights is not written)",
+    OpKind.INTERP: "no rule written (piecewise linear in x and fp)",
+    OpKind.REAL: "complex values: gradients are real only (NumPy has no complex derivative "
+    "convention to follow)",
+    OpKind.IMAG: "complex values: gradients are real only",
+    OpKind.FFT: "complex results: gradients are real only",
+}
 
 
 _HOW = {

@@ -58,7 +58,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, Node, OpKind
+from ..ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, FallbackReasons, Node, OpGroup, OpKind
 from ..passes.fusion import Segment
 from . import fast_math as fm
 from .segment_call import Scratch, SegmentCall
@@ -623,6 +623,72 @@ def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], _Body],
         return expr
 
     return inline
+
+
+#: Elementwise ops that are not one ufunc call but have a kernel form of their own.
+_NON_UFUNC_FORMS = frozenset({OpKind.CAST, OpKind.WHERE, OpKind.CLIP})
+
+
+def kernel_form(op: OpKind, target: str = "cpu") -> bool:
+    """Does a fused kernel for ``target`` compute ``op``, for some operand dtypes?
+
+    The op-level half of :func:`lower` and :func:`can_compile`, which then decide per node
+    (dtypes, literal operands, whether NumPy has the loop). ``tools/op_coverage.py`` prints it
+    per op, with :data:`KERNEL_FALLBACK_REASONS` for the others."""
+    if op in FUSIBLE_REDUCTIONS or op in _NON_UFUNC_FORMS:
+        return True
+    if op.ufunc is None:
+        return False
+    if op.kernel_loop and (target == "cpu" or op in _CUDA_MATH):
+        return True  # NumPy's own loop on the CPU, libdevice on the device
+    # an inline template, for a loop NumPy has (signbit's integer template is never reached:
+    # NumPy computes the signbit of an integer with its float loop)
+    loop_kinds = {np.dtype(t[0]).kind for t in op.ufunc.types if t[0] != "O"}
+    return any(set(kinds) & loop_kinds for kinds, _ in _INLINE.get(op, ()))
+
+
+_BETWEEN = "runs as NumPy's function between the kernels"
+
+#: Why a fused CPU kernel has no form for an op (:func:`kernel_form`); it then runs between
+#: the kernels, as NumPy's own function.
+KERNEL_FALLBACK_REASONS: FallbackReasons = {
+    OpGroup.SOURCE: "a kernel's inputs are arrays and scalars passed in",
+    OpGroup.SHAPE: f"data movement {_BETWEEN} (a view costs nothing; kernels read strided "
+    "views directly)",
+    OpGroup.INDEXING: f"{_BETWEEN} (the whole-graph compiler writes gathers and scatters as loops)",
+    OpGroup.LINALG: f"{_BETWEEN}: BLAS and LAPACK, faster than a loop in a kernel",
+    OpGroup.SORTING: _BETWEEN,
+    OpGroup.SCAN: f"{_BETWEEN} (sequential along its axis; the whole-graph compiler writes "
+    "cumsum and cumprod as loops)",
+    OpGroup.REDUCTION: f"{_BETWEEN}: two passes, a sort or an index result, in NumPy's own "
+    "order of operations (only reductions with one accumulator fuse)",
+    OpGroup.CREATION: f"{_BETWEEN} (a new array from scalars: nothing to fuse)",
+    OpGroup.STATEFUL: "happens in order at each call, outside the kernels",
+    OpGroup.OPAQUE: "NumPy's function runs as it is at each call",
+    OpGroup.CONTROL_FLOW: "runs its sub-graphs, each with kernels of its own (the whole-graph "
+    "compiler writes it as a Python loop or branch)",
+    OpGroup.STRUCTURAL: "picks one result of a multi-result op: no computation",
+    OpKind.GCD: f"no integer helper written for it; {_BETWEEN}",
+    OpKind.LCM: f"no integer helper written for it; {_BETWEEN}",
+    OpKind.BITWISE_COUNT: f"no inline template written for it; {_BETWEEN}",
+    OpKind.LDEXP: "its loop mixes a float and an integer operand; a kernel computes each op "
+    f"in one operand dtype, so it {_BETWEEN}",
+    OpKind.FREXP: f"two results; a kernel op writes one, so it {_BETWEEN}",
+    OpKind.MODF: f"two results; a kernel op writes one, so it {_BETWEEN}",
+    OpKind.DIVMOD: f"two results; a kernel op writes one, so it {_BETWEEN}",
+}
+
+#: The same for CUDA kernels: the CPU reasons, and the float functions for which the device
+#: has no bitwise form (a CPU kernel calls NumPy's own loop; the device cannot).
+CUDA_FALLBACK_REASONS: FallbackReasons = {
+    **KERNEL_FALLBACK_REASONS,
+    **{
+        op: "a float function with no device form wired: only exp, log, tanh and sqrt use "
+        "libdevice (within a few ulp of NumPy); it runs as NumPy's function on the host"
+        for op in OpKind
+        if op.kernel_loop and not kernel_form(op, "cuda")
+    },
+}
 
 
 def can_compile(

@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
+from ..ir import FUSIBLE_REDUCTIONS, FallbackReasons, Graph, Node, OpGroup, OpKind
 from ..ir.abstract import DynamicIndex, getitem_shape
 from ..ir.structure import TreeNode
 from ..passes import prune_dead_code
@@ -55,6 +55,7 @@ from .codegen import (
     can_compile,
     const_source,
     ctor,
+    kernel_form,
     literal_into,
 )
 from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
@@ -86,6 +87,58 @@ REROLL_MIN = 3
 _SUPPORTED_SHAPE_OPS = frozenset(
     {OpKind.RESHAPE, OpKind.TRANSPOSE, OpKind.EXPAND_DIMS, OpKind.COPY, OpKind.BROADCAST_TO}
 )
+
+
+#: Graph structure the writer handles itself: values passed through or read, no computation.
+_STRUCTURE_OPS = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.GET_OUTPUT, OpKind.DIM})
+
+#: Ops :meth:`_GraphWriter.check` and the writer handle by name (beside :data:`_OP_RULES`,
+#: :data:`_SUPPORTED_SHAPE_OPS` and the kernel forms of :func:`codegen.kernel_form`).
+_WRITER_OPS = _STRUCTURE_OPS | {
+    OpKind.COND,
+    OpKind.WHILE,
+    OpKind.MATMUL,
+    OpKind.GETITEM,
+    OpKind.SETITEM,
+    OpKind.ARGMIN,
+    OpKind.ARGMAX,
+    OpKind.UFUNC_AT,
+    OpKind.BINCOUNT,
+}
+
+
+def compiles(op: OpKind) -> bool:
+    """Does the whole-graph compiler have a form for ``op`` (for some operands)? The op-level
+    half of :meth:`_GraphWriter.check`, which then decides per node (ranks, dtypes, axes);
+    ``tools/op_coverage.py`` prints it, with :data:`FALLBACK_REASONS` for the others."""
+    return (
+        op in _WRITER_OPS or op in _OP_RULES or op in _SUPPORTED_SHAPE_OPS or kernel_form(op, "cpu")
+    )
+
+
+_FUSED = "the graph runs as fused segments"
+
+#: Why the whole-graph compiler has no form for an op: a graph holding one runs on the fused
+#: executor instead (with a warning under ``jit_compile=True``, naming the op).
+FALLBACK_REASONS: FallbackReasons = {
+    OpGroup.STATEFUL: "variables, prints and random draws keep their order at each call "
+    f"through Python; {_FUSED}",
+    OpGroup.OPAQUE: f"a NumPy function run as it is cannot be called from compiled code; {_FUSED}",
+    OpGroup.LINALG: "not written as a loop (matmul, dot, outer, inv, det, solve, convolve "
+    f"are; factorisations and einsum are not); {_FUSED}",
+    OpGroup.SORTING: f"not written as a loop (sort, argsort, unique and searchsorted are); "
+    f"{_FUSED}",
+    OpGroup.REDUCTION: f"not written as a loop (sum, mean, max, min, argmax, std, var, median "
+    f"and the like are); {_FUSED}",
+    OpGroup.SCAN: f"not written as a loop (cumsum and cumprod are); {_FUSED}",
+    OpGroup.SHAPE: f"not written as a loop (reshape, transpose, concatenate, stack, flip, pad, "
+    f"... are); {_FUSED}",
+    OpGroup.INDEXING: f"not written as a loop (getitem, setitem, ufunc.at, bincount, nonzero "
+    f"are); {_FUSED}",
+    OpGroup.CREATION: "an array of run-time length from scalars, not written as a loop (a "
+    f"counted kx.range loop makes none); {_FUSED}",
+    OpGroup.ELEMENTWISE: f"no kernel form (see the fused CPU column); {_FUSED}",
+}
 
 
 class _Val:
@@ -209,7 +262,7 @@ class _GraphWriter:
             raise Unsupported(f"a graph of {graph.count_ops()} ops (more than {MAX_OPS})")
         for node in graph.nodes:
             op = node.op
-            if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.GET_OUTPUT, OpKind.DIM):
+            if op in _STRUCTURE_OPS:
                 pass
             elif op is OpKind.COND:
                 for g in node.attrs["branches"]:

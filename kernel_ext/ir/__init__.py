@@ -19,8 +19,10 @@ from .ops import (
     UFUNC_REDUCTIONS,
     VIEW_OPS,
     Compute,
+    FallbackReasons,
     OpGroup,
     OpKind,
+    fallback_reason,
 )
 from .printer import format_graph
 
@@ -38,6 +40,7 @@ __all__ = [
     "CallTemplate",
     "Compute",
     "DynamicIndex",
+    "FallbackReasons",
     "Graph",
     "GraphDef",
     "GraphLintError",
@@ -50,6 +53,7 @@ __all__ = [
     "abstract_eval",
     "as_graph_def",
     "call_name",
+    "fallback_reason",
     "format_aval",
     "format_graph",
     "format_shape",

@@ -14,6 +14,7 @@ ufunc op is one line here. ``docs/ARCHITECTURE.md`` ("Adding an op") has the rec
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -531,3 +532,13 @@ ALIASING_OPS = PASS_THROUGH_OPS | frozenset(
 )
 #: Ops that were views already (not pass-through structure): keeping one beats copying it.
 VIEW_OPS = frozenset(k for k in PASS_THROUGH_OPS if k.group in (OpGroup.SHAPE, OpGroup.INDEXING))
+
+#: Why an executor has no form of its own for an op (it then runs NumPy's function for it, or
+#: refuses): keyed by the op, or by its group for a whole family. Every executor keeps one,
+#: beside its op table; ``tools/op_coverage.py`` prints them and a test keeps them complete.
+FallbackReasons = Mapping["OpKind | OpGroup", str]
+
+
+def fallback_reason(reasons: FallbackReasons, op: OpKind) -> str | None:
+    """The reason ``reasons`` gives for ``op``: its own entry, else its group's."""
+    return reasons.get(op, reasons.get(op.group))

@@ -47,7 +47,7 @@ import dask.array as da
 import numpy as np
 
 from ... import errors
-from ...ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
+from ...ir import FUSIBLE_REDUCTIONS, FallbackReasons, Graph, Node, OpGroup, OpKind, fallback_reason
 from ...ir.interpreter import LOWER
 from ...ir.structure import TreeNode, unflatten
 from ...passes.fusion import Segment, partition, schedule
@@ -122,7 +122,14 @@ _DATA_CONDITION = (
     "Python around calls of the traced function"
 )
 
-_WHY = {
+_NO_DASK_FIX = (
+    "Fix: compute the Dask array first (`x.compute()`) and call the function on NumPy "
+    "arrays, or apply the NumPy function per block with `x.map_blocks(...)`"
+)
+
+#: Why the Dask executor has no form for an op: a graph holding one is refused before any
+#: task is built, with this reason (:func:`unsupported`).
+FALLBACK_REASONS: FallbackReasons = {
     OpGroup.STATEFUL: (
         "variables, random draws and prints have an order in time that a Dask graph does not "
         "keep. Fix: draw or read outside and pass arrays in, or use backend='auto' on NumPy "
@@ -132,7 +139,34 @@ _WHY = {
         "it is an opaque NumPy call that Dask does not implement. Fix: call it outside on a "
         "computed array, or apply it per block with `x.map_blocks(fn)` outside the function"
     ),
+    OpGroup.LINALG: "no blockwise form here (a factorisation or convolution couples every "
+    f"block; Dask's own linalg is not wired to it). {_NO_DASK_FIX}",
+    OpGroup.SORTING: "no blockwise form here (its result depends on every block; only sort "
+    f"and argsort along one axis run per block after a rechunk). {_NO_DASK_FIX}",
+    OpGroup.INDEXING: "no blockwise form here (a write, or a result whose size depends on the "
+    f"data). {_NO_DASK_FIX}",
+    OpGroup.SHAPE: f"no blockwise form here. {_NO_DASK_FIX}",
+    OpKind.DIM: "a dimension known only at run time (a trace with a None dimension); a Dask "
+    "graph is built from known chunk sizes. Fix: trace with the sizes known (no None in the "
+    "input_signature)",
+    OpGroup.CREATION: "an array of data-dependent length from traced scalars has no chunks "
+    f"to plan. {_NO_DASK_FIX}",
+    OpGroup.REDUCTION: f"Dask has no function for this ufunc method. {_NO_DASK_FIX}",
+    OpGroup.SCAN: f"Dask has no function for this ufunc method. {_NO_DASK_FIX}",
 }
+
+
+def runs_on_dask(op: OpKind) -> bool:
+    """Does the Dask executor have a form for ``op`` (for some operands)? The op-level half of
+    :func:`unsupported`; ``tools/op_coverage.py`` prints it."""
+    return (
+        op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
+        or op in DASK_NATIVE
+        or op in ALONG_AXIS
+        or op in FUSIBLE_REDUCTIONS
+        or op.group is OpGroup.ELEMENTWISE
+        or op in _CONTROL
+    )
 
 
 def can_fuse(node: Node) -> bool:
@@ -177,11 +211,8 @@ def _check_ops(graph: Graph, found: list[str]) -> None:
             for sub in _subgraphs(node):
                 _check_ops(sub, found)
             continue
-        why = _WHY.get(
-            op.group,
-            "Dask has no function for it. Fix: compute the Dask "
-            "array first (`x.compute()`) and call the function on NumPy arrays, "
-            "or apply the NumPy function per block with `x.map_blocks(...)`",
+        why = (
+            fallback_reason(FALLBACK_REASONS, op) or f"Dask has no function for it. {_NO_DASK_FIX}"
         )
         found.append(_message(node, why))
 
