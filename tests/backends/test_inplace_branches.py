@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from markers import cheap_paths
 
 import kernel_ext as kx
 from kernel_ext.autograph import loops
@@ -35,6 +36,8 @@ PATHS = {
     "numba": {"backend": "numba"},
     "jit": {"jit_compile": True},
 }
+#: The paths as parameters: the compiling ones (a whole graph per program) in the full suite.
+PATH_PARAMS = cheap_paths(PATHS)
 #: Table sides below and above ``loops.SHORT_RANGE`` (the loops run ``n`` items; shorter
 #: ones unroll — small sizes, as unrolled code compiles slowly); ``lcs`` runs at it.
 SIZES = (2, 3, 9, 12)
@@ -183,7 +186,7 @@ def test_generated_programs_cover_every_shape():
         assert {f[key] for f in feats} == {True, False}, key
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 @pytest.mark.parametrize("seed", range(PROGRAMS))
 def test_generated_branch_writes_in_loops_are_bitwise_numpy(seed, path):
     source, _ = make_program(seed)
@@ -246,7 +249,7 @@ def clamp(pos, vel):
     return pos, vel
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 @pytest.mark.parametrize("n", [3, 9, 20])
 def test_two_arguments_written_in_nested_branches_match_numpy(path, n):
     rng = np.random.default_rng(n)
@@ -265,7 +268,7 @@ def relax(D):
     return D
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 @pytest.mark.parametrize("n", [2, 9])
 def test_an_argument_relaxed_in_a_branch_matches_numpy(path, n):
     rng = np.random.default_rng(n)
@@ -285,7 +288,7 @@ def returned_before_the_write(x):
     return before, kept
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 def test_a_table_also_bound_to_another_name_shows_the_writes(path):
     check(returned_before_the_write, (np.linspace(-1.0, 1.0, 11),), path)
 
@@ -295,7 +298,7 @@ def test_a_table_also_bound_to_another_name_shows_the_writes(path):
 LCS_AT_THRESHOLD = (np.array([1, 0, 2, 1, 1, 0, 2, 2]), np.array([0, 1, 1, 2, 0, 1, 2, 1, 0]))
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 def test_a_table_loop_at_the_unroll_threshold_matches_numpy(path):
     check(lcs, LCS_AT_THRESHOLD, path)
 
@@ -319,7 +322,7 @@ def write_then_read(x, k):
     return x[k]
 
 
-@pytest.mark.parametrize("path", PATHS)
+@pytest.mark.parametrize("path", PATH_PARAMS)
 @pytest.mark.parametrize("k", [4, 9])
 def test_an_index_error_after_branch_writes_leaves_the_argument_as_numpy_does(path, k):
     traced = kx.function(write_then_read, **PATHS[path])

@@ -12,6 +12,7 @@ import pytest
 ROOT = Path(__file__).parents[2]
 
 
+@pytest.mark.slow  # jest starts node and ts-jest (10 s); pre-commit and .ci/run run it
 def test_typescript_unit_tests_pass():
     jlpm = shutil.which("jlpm") or str(Path(os.sys.executable).parent / "jlpm")
     if not (ROOT / "node_modules").is_dir() or not Path(jlpm).exists():

@@ -8,6 +8,10 @@ from collections import Counter
 import pytest
 from corpus_coverage import Outcome, render, render_generated, run_corpus, run_generated
 
+#: The corpus runs every program through four executors and onnxruntime (half a minute from a
+#: cold kernel cache): the full suite's; tests/onnx/test_export.py and the others stay quick.
+pytestmark = pytest.mark.slow
+
 #: Measured when the table in docs/onnx.md was written (153 of 190): a drop is a regression.
 MIN_PASSING = 150
 #: Likewise for the 420 generated programs (173 when measured).

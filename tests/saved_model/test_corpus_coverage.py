@@ -5,9 +5,12 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
+
 from saved_model.corpus_coverage import STATUSES, corpus_outcomes, table
 
 
+@pytest.mark.slow  # 310 programs saved, loaded and compared (20 s); the unit tests stay quick
 def test_corpus_programs_save_and_load_bitwise_or_are_refused_with_a_reason():
     outcomes = corpus_outcomes(programs_per_kind=15)
     counts = Counter(o.status for o in outcomes)

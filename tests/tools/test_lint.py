@@ -44,6 +44,7 @@ def test_the_python_code_is_ruff_formatted():
     _run([_python_tool("ruff"), "format", "--check", "--no-cache", "."])
 
 
+@pytest.mark.slow  # 15 s without mypy's cache, as a fresh clone has it; pre-commit runs it too
 def test_mypy_finds_no_type_errors():
     # [tool.mypy] names the files and the strictness per package. Its incremental cache
     # (.mypy_cache, ignored by git) makes a rerun take seconds; a cold run about half a minute.
