@@ -62,6 +62,7 @@ from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment
 from .cost import whole_graph_handover
 from .executable import Executable
 from .fused import compile_fused
+from .index_ranges import index_ranges, loop_bound_constants
 from .inplace import InplacePlan, Step, plan_inplace
 from .numpy_backend import Namer, Scope, access_expr, output_expr
 from .parallel import SUM_PARALLEL_MIN
@@ -215,6 +216,10 @@ class _GraphWriter:
         self, graph: Graph, fast_math: bool = False, written_back: dict[int, int] | None = None
     ) -> None:
         self.graph = graph
+        #: bounded scalar integers (:mod:`.index_ranges`): indexes needing no range check
+        self.ranges = index_ranges(graph)
+        #: constant loop bounds whose value LLVM must not see (:func:`loop_bound_constants`)
+        self.loop_bounds = loop_bound_constants(graph)
         #: output index -> index of the array input whose argument that output is written
         #: back to (:func:`_written_back`); the function copies those in before it returns
         self.written_back = dict(written_back or {})
@@ -414,7 +419,7 @@ class _GraphWriter:
                 "import math",
                 "import numpy as np",
                 "from kernel_ext.backends.numba_decorators import inline as _inline, "
-                "kernel as _kernel, call_loop as _call_loop",
+                "kernel as _kernel, call_loop as _call_loop, opaque_int as _opaque",
                 WRAPPING_IMPORT.format(module="numba_decorators"),
             ]
         )
@@ -1084,9 +1089,12 @@ class _GraphWriter:
             value = np.asarray(node.attrs["value"])
             if value.ndim == 0 and value.dtype.kind in "biuf":
                 # a literal in the source, not one more argument for the dispatcher to
-                # type at every call (~50 ns each)
+                # type at every call (~50 ns each); a loop bound's value hidden from LLVM
                 t = self.fresh("k")
-                self.scratch_lines.append(f"    {t} = {const_source(value[()], value.dtype)}")
+                literal = const_source(value[()], value.dtype)
+                if node in self.loop_bounds:
+                    literal = f"_opaque({literal})"
+                self.scratch_lines.append(f"    {t} = {literal}")
                 env[node] = _Val(t, True, False)
                 return
             name = f"c{len(self.constants)}"
@@ -1239,6 +1247,14 @@ class _GraphWriter:
                 continue
             if isinstance(c, DynamicIndex):
                 i = args[c.position - 1 + first_dyn].name
+                known = self.ranges.get(node.args[c.position - 1 + first_dyn])
+                dim = shape[axis - 1] if shape is not None else None
+                if known is not None and dim is not None and known[0] >= 0 and known[1] < dim:
+                    # in range by the static shape (a counted loop's index): no check, as in
+                    # a hand-written loop over range(n) (and LLVM may vectorise the loop)
+                    parts.append(i)
+                    bounds.append((i, f"{i} + 1"))
+                    continue
             else:
                 i = str(int(c))
                 dim = shape[axis - 1] if shape is not None else None

@@ -1,0 +1,216 @@
+"""Integer ranges of scalar values in a graph: what lets compiled code index without checks.
+
+A value of a graph is *bounded* when every value it takes at run time lies in a known closed
+interval ``[lo, hi]``: integer constants; the counter of a counted graph loop inside that
+loop's body; and sums, differences, products, maxima and minima of bounded values. The whole-graph compiler
+drops the run-time range check of an index (``A[i, j]`` in a loop: two compares and a branch
+per axis, which also keeps LLVM from vectorising the loop) when the index is bounded inside
+the array's static dimension, as a hand-written ``@njit`` loop over ``range(n)`` has none.
+
+The loop rule is the one a proof needs. For a ``while`` node whose slot ``k``
+
+* starts from a bounded value ``[a, b]``,
+* is replaced by the body with ``x + c``, ``c`` a constant ``>= 1``, and
+* is tested by the condition as ``x < bound`` (alone, or as one term of a conjunction),
+  ``bound`` bounded above by ``h`` and computed outside the loop (a constant or a capture),
+
+every value the body sees for slot ``k`` lies in ``[a, h - 1]``: values only grow from at
+least ``a``, and the body runs only after the test passed (``x < bound <= h``). Nothing else
+is assumed: a slot the body replaces otherwise, a bound carried by the loop, an unsigned or
+float counter, or a test of another form leaves the value unbounded, and the check stays.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..ir import Graph, Node, OpKind
+
+Range = tuple[int, int]
+
+#: Bounds beyond these are treated as unbounded (no int64 overflow in the arithmetic below).
+_LIMIT = 2**62
+
+
+def index_ranges(graph: Graph) -> dict[Node, Range]:
+    """The bounded scalar integer values of ``graph`` and its sub-graphs, with their ranges."""
+    ranges: dict[Node, Range] = {}
+    _walk(graph, ranges)
+    return ranges
+
+
+def _signed_scalar(node: Node) -> bool:
+    aval = node.aval
+    return (
+        aval is not None
+        and not isinstance(aval, tuple)
+        and aval.shape == ()
+        and np.dtype(aval.dtype).kind == "i"
+    )
+
+
+def _range_of(arg: Any, ranges: dict[Node, Range]) -> Range | None:
+    if isinstance(arg, Node):
+        return ranges.get(arg)
+    if isinstance(arg, (int, np.integer)) and not isinstance(arg, (bool, np.bool_)):
+        return (int(arg), int(arg))
+    return None
+
+
+def _constant_int(arg: Any) -> int | None:
+    """``arg``'s value when it is an integer literal or an integer constant node."""
+    if isinstance(arg, Node):
+        if arg.op is not OpKind.CONSTANT or not _signed_scalar(arg):
+            return None
+        arg = arg.attrs.get("value")
+    if isinstance(arg, (bool, np.bool_)):
+        return None
+    if isinstance(arg, (int, np.integer)) or (
+        isinstance(arg, np.ndarray) and arg.ndim == 0 and arg.dtype.kind == "i"
+    ):
+        return int(arg)
+    return None
+
+
+def _within(r: Range) -> Range | None:
+    return r if -_LIMIT <= r[0] <= r[1] <= _LIMIT else None
+
+
+def _arith(node: Node, ranges: dict[Node, Range]) -> Range | None:
+    if len(node.args) != 2:
+        return None
+    a, b = (_range_of(x, ranges) for x in node.args)
+    if a is None or b is None:
+        return None
+    if node.op is OpKind.ADD:
+        return _within((a[0] + b[0], a[1] + b[1]))
+    if node.op is OpKind.SUBTRACT:
+        return _within((a[0] - b[1], a[1] - b[0]))
+    if node.op is OpKind.MAXIMUM:  # range(i)'s count is maximum(i, 0)
+        return (max(a[0], b[0]), max(a[1], b[1]))
+    if node.op is OpKind.MINIMUM:
+        return (min(a[0], b[0]), min(a[1], b[1]))
+    products = [x * y for x in a for y in b]
+    return _within((min(products), max(products)))
+
+
+_ARITH = frozenset({OpKind.ADD, OpKind.SUBTRACT, OpKind.MULTIPLY, OpKind.MAXIMUM, OpKind.MINIMUM})
+
+
+def _walk(graph: Graph, ranges: dict[Node, Range]) -> None:
+    for node in graph.nodes:
+        if node.op is OpKind.WHILE:
+            _while(node, ranges)
+        elif node.op is OpKind.COND:
+            for branch in node.attrs["branches"]:
+                # a branch's inputs are the cond's operands after the predicate
+                for ph, arg in zip(branch.inputs, node.args[1:]):
+                    r = _range_of(arg, ranges)
+                    if r is not None and isinstance(ph, Node) and _signed_scalar(ph):
+                        ranges[ph] = r
+                _walk(branch, ranges)
+        if not _signed_scalar(node):
+            continue
+        if node.op is OpKind.CONSTANT:
+            value = node.attrs.get("value")
+            if isinstance(value, (int, np.integer, np.ndarray)) and np.ndim(value) == 0:
+                ranges[node] = (int(value), int(value))
+        elif node.op is OpKind.COPY:
+            r = _range_of(node.args[0], ranges)
+            if r is not None:
+                ranges[node] = r
+        elif node.op in _ARITH:
+            r = _arith(node, ranges)
+            if r is not None:
+                ranges[node] = r
+
+
+def _upper_bounds(test: Node, slot: Node) -> list[Any]:
+    """The bounds ``b`` of the terms ``slot < b`` (or ``b > slot``) that ``test`` requires."""
+    if test.op in (OpKind.LOGICAL_AND, OpKind.BITWISE_AND) and np.dtype(test.dtype) == np.bool_:
+        return [b for a in test.args if isinstance(a, Node) for b in _upper_bounds(a, slot)]
+    if test.op is OpKind.LESS and test.args[0] is slot:
+        return [test.args[1]]
+    if test.op is OpKind.GREATER and test.args[1] is slot:
+        return [test.args[0]]
+    return []
+
+
+def _while(node: Node, ranges: dict[Node, Range]) -> None:
+    n = node.attrs["n_vars"]
+    cond_g: Graph = node.attrs["cond"]
+    body_g: Graph = node.attrs["body"]
+    captures = node.args[n:]
+    # the loop's captures are computed outside it: their ranges hold inside
+    outer: dict[Node, Range] = {}
+    for g in (cond_g, body_g):
+        for ph, arg in zip(g.inputs[n:], captures):
+            r = _range_of(arg, ranges)
+            if r is not None:
+                outer[ph] = r
+    ranges.update(outer)
+    # constants and arithmetic of the condition (a bound such as n - 1)
+    _walk(cond_g, ranges)
+    (test,) = cond_g.outputs
+    for k in range(n):
+        start = _range_of(node.args[k], ranges)
+        ph_cond, ph_body = cond_g.inputs[k], body_g.inputs[k]
+        if start is None or not _signed_scalar(ph_body):
+            continue
+        step = body_g.outputs[k]
+        if not (isinstance(step, Node) and step.op is OpKind.ADD and ph_body in step.args):
+            continue
+        other = step.args[1] if step.args[0] is ph_body else step.args[0]
+        c = _constant_int(other)
+        if c is None or c < 1:
+            continue
+        highs = []
+        for bound in _upper_bounds(test, ph_cond):
+            if isinstance(bound, Node) and bound in cond_g.inputs[:n]:
+                continue  # a bound the loop carries may change: no use
+            r = _range_of(bound, ranges)
+            if r is not None:
+                highs.append(r[1])
+        if highs:
+            ranges[ph_body] = (start[0], max(start[0], min(highs) - 1))
+    _walk(body_g, ranges)
+
+
+def loop_bound_constants(graph: Graph) -> set[Node]:
+    """The integer constant nodes a graph loop's condition compares its counter with
+    (``i < 20``), in ``graph`` and its sub-graphs.
+
+    The whole-graph compiler hides their values from LLVM (``numba_decorators.opaque_int``):
+    with a constant trip count between about 16 and 32, LLVM unrolls an inner loop fully and
+    no longer vectorises it (a 20x20 gemm loop nest ran 2x slower than the same loop over
+    ``range(C.shape[0])``, measured); with the count unknown it writes the loop a hand-written
+    kernel gets."""
+    found: set[Node] = set()
+    _bound_constants(graph, found)
+    return found
+
+
+def _bound_constants(graph: Graph, found: set[Node]) -> None:
+    for node in graph.nodes:
+        if node.op is OpKind.COND:
+            for branch in node.attrs["branches"]:
+                _bound_constants(branch, found)
+        if node.op is not OpKind.WHILE:
+            continue
+        n = node.attrs["n_vars"]
+        cond_g: Graph = node.attrs["cond"]
+        outer = dict(zip(cond_g.inputs[n:], node.args[n:]))
+        (test,) = cond_g.outputs
+        for k in range(n):
+            for bound in _upper_bounds(test, cond_g.inputs[k]):
+                bound = outer.get(bound, bound)
+                if (
+                    isinstance(bound, Node)
+                    and bound.op is OpKind.CONSTANT
+                    and _signed_scalar(bound)
+                ):
+                    found.add(bound)
+        _bound_constants(cond_g, found)
+        _bound_constants(node.attrs["body"], found)

@@ -1,0 +1,144 @@
+"""Bounded loop indexes: which index checks the whole-graph compiler may drop, and the results.
+
+``index_ranges`` must be sound (an index it calls bounded never leaves its range at run time:
+the compiled code then reads without a check); these tests pin what it proves on the loops
+people write and what it must leave alone, and that the compiled code still answers as NumPy
+(results, arguments, and NumPy's IndexError where an index runs out of range).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext.backends import compiler
+from kernel_ext.backends.index_ranges import index_ranges, loop_bound_constants
+from kernel_ext.ir import OpKind
+
+
+def _graph(fn, *args):
+    return kx.function(fn, backend="numpy").get_concrete_function(*args).graph
+
+
+def _triangle(A):
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= A[j, j] * 0.1
+    return A
+
+
+def _shifted(x):
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        out[i] = x[i + 1] - x[i]  # x[i + 1] runs out of range at the last i
+    return out
+
+
+def _gather(x, idx):
+    out = np.zeros(idx.shape[0])
+    for i in range(idx.shape[0]):
+        out[i] = x[idx[i]]  # data decides the index: never bounded
+    return out
+
+
+def _halving(x, m):
+    i = 0
+    while i < m:  # the bound is carried (it shrinks): proves nothing about i
+        x[i] += 1.0
+        i += 1
+        m -= 1
+    return x
+
+
+def test_counted_loops_bound_their_counters_by_their_ranges():
+    # 30 rows: above loops.SHORT_RANGE, so both loops are graph loops (not unrolled)
+    graph = _graph(_triangle, np.ones((30, 30)))
+    ranges = index_ranges(graph)
+    by_name: dict[str, set[tuple[int, int]]] = {}
+    for node, r in ranges.items():
+        by_name.setdefault(node.name, set()).add(r)
+    # range(1, 30) counts 0..28 and its item 1 + k runs 1..29; range(i) counts at most 0..28
+    assert by_name["loop_index"] == {(0, 28)}
+    assert (1, 29) in by_name["add"]
+    reads = [
+        n for g in _all_graphs(graph) for n in g.nodes if n.op in (OpKind.GETITEM, OpKind.SETITEM)
+    ]
+    assert len(reads) == 3
+    for n in reads:
+        for index in n.args[1 if n.op is OpKind.GETITEM else 2 :]:
+            lo, hi = ranges[index]
+            assert lo >= 0 and hi <= 29
+
+
+def _all_graphs(graph):
+    yield graph
+    for n in graph.nodes:
+        for key in ("cond", "body"):
+            if key in n.attrs:
+                yield from _all_graphs(n.attrs[key])
+        for branch in n.attrs.get("branches", ()):
+            yield from _all_graphs(branch)
+
+
+def test_a_counter_tested_against_a_carried_bound_stays_unbounded():
+    graph = _graph(_halving, np.ones(6), np.int64(6))
+    (loop,) = [n for g in _all_graphs(graph) for n in g.nodes if n.op is OpKind.WHILE]
+    body = loop.attrs["body"]
+    assert not any(ph in index_ranges(graph) for ph in body.inputs)
+
+
+def test_loop_bounds_are_the_constants_the_conditions_compare_with():
+    graph = _graph(_triangle, np.ones((30, 30)))
+    values = sorted(int(n.attrs["value"]) for n in loop_bound_constants(graph))
+    assert values == [29]  # range(1, 30) counts 29; the inner bound is the outer counter
+
+
+@pytest.fixture
+def synchronous():
+    compiler.set_synchronous(True)
+    yield
+    compiler.set_synchronous(False)
+
+
+def _compiled_source(f, *args) -> str:
+    return f.get_concrete_function(*args).executable.run.__globals__["_H"].ksrc.source
+
+
+@pytest.mark.usefixtures("synchronous")
+def test_in_range_indexes_lose_their_check_and_the_results_stay_numpys():
+    A = np.arange(900.0).reshape(30, 30) / 900
+    f = kx.function(_triangle, jit_compile=True)
+    got, want = f(A.copy()), _triangle(A.copy())
+    np.testing.assert_array_equal(got, want)
+    source = _compiled_source(f, A)
+    loop = source.split("def graph(", 1)[1]
+    assert "< -" not in loop, "an index check left on a counted loop's index"
+    assert "_opaque(np.int64(29))" in source
+
+
+@pytest.mark.usefixtures("synchronous")
+def test_an_index_that_can_leave_its_range_keeps_its_check_and_numpys_error():
+    x = np.arange(12.0)
+    f = kx.function(_shifted, jit_compile=True)
+    with pytest.raises(IndexError):
+        _shifted(x.copy())
+    with pytest.raises(IndexError):
+        f(x.copy())
+    source = _compiled_source(f, x)
+    assert "< -" in source.split("def graph(", 1)[1]
+
+
+@pytest.mark.usefixtures("synchronous")
+@pytest.mark.parametrize("n", [3, 9, 20, 33])  # both sides of loops.SHORT_RANGE (8)
+def test_data_chosen_indexes_keep_their_check(n):
+    x = np.arange(float(n))
+    idx = np.arange(n)[::-1].copy()
+    f = kx.function(_gather, jit_compile=True)
+    np.testing.assert_array_equal(f(x, idx), _gather(x, idx))
+    bad = idx.copy()
+    bad[-1] = n  # one past the end: NumPy's IndexError
+    with pytest.raises(IndexError):
+        _gather(x, bad)
+    with pytest.raises(IndexError):
+        f(x, bad)
