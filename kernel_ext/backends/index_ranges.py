@@ -3,9 +3,10 @@
 A value of a graph is *bounded* when every value it takes at run time lies in a known closed
 interval ``[lo, hi]``: integer constants; the counter of a counted graph loop inside that
 loop's body; and sums, differences, products, maxima and minima of bounded values. The
-whole-graph compiler drops the run-time range check of an index (``A[i, j]`` in a loop: two compares and a branch
-per axis, which also keeps LLVM from vectorising the loop) when the index is bounded inside
-the array's static dimension, as a hand-written ``@njit`` loop over ``range(n)`` has none.
+whole-graph compiler drops the run-time range check of an index (``A[i, j]`` in a loop: two
+compares and a branch per axis, which also keeps LLVM from vectorising the loop) when the
+index is bounded inside the array's static dimension, as a hand-written ``@njit`` loop over
+``range(n)`` has none.
 
 The loop rule is the one a proof needs. For a ``while`` node whose slot ``k``
 
