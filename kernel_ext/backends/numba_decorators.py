@@ -96,22 +96,6 @@ wrapping_sub = wrapping_intrinsic("sub", WRAPPING_DOCS["sub"])
 wrapping_mul = wrapping_intrinsic("mul", WRAPPING_DOCS["mul"])
 
 
-@intrinsic
-def opaque_int(typingctx, a):
-    """``a`` unchanged, through an empty inline-asm statement LLVM cannot see through: a
-    constant loop bound passed through it leaves the trip count unknown to the optimiser
-    (see ``index_ranges.loop_bound_constants``). Costs nothing at run time."""
-    a = types.unliteral(a)
-    if not isinstance(a, types.Integer):
-        return None
-
-    def codegen(context, builder, signature, values):
-        ty = values[0].type
-        return builder.asm(ir.FunctionType(ty, [ty]), "", "=r,0", [values[0]], side_effect=False)
-
-    return a(a), codegen
-
-
 def _float_layout(t: Any) -> tuple[Any, Any, int, int] | None:
     """``(float LLVM type, integer LLVM type, mantissa bits, exponent bias)`` of a Numba
     float type, or None."""

@@ -62,7 +62,7 @@ from .compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment
 from .cost import whole_graph_handover
 from .executable import Executable
 from .fused import compile_fused
-from .index_ranges import index_ranges, loop_bound_constants
+from .index_ranges import index_ranges
 from .inplace import InplacePlan, Step, plan_inplace
 from .numpy_backend import Namer, Scope, access_expr, output_expr
 from .parallel import SUM_PARALLEL_MIN
@@ -218,8 +218,6 @@ class _GraphWriter:
         self.graph = graph
         #: bounded scalar integers (:mod:`.index_ranges`): indexes needing no range check
         self.ranges = index_ranges(graph)
-        #: constant loop bounds whose value LLVM must not see (:func:`loop_bound_constants`)
-        self.loop_bounds = loop_bound_constants(graph)
         #: output index -> index of the array input whose argument that output is written
         #: back to (:func:`_written_back`); the function copies those in before it returns
         self.written_back = dict(written_back or {})
@@ -419,7 +417,7 @@ class _GraphWriter:
                 "import math",
                 "import numpy as np",
                 "from kernel_ext.backends.numba_decorators import inline as _inline, "
-                "kernel as _kernel, call_loop as _call_loop, opaque_int as _opaque",
+                "kernel as _kernel, call_loop as _call_loop",
                 WRAPPING_IMPORT.format(module="numba_decorators"),
             ]
         )
@@ -1089,12 +1087,9 @@ class _GraphWriter:
             value = np.asarray(node.attrs["value"])
             if value.ndim == 0 and value.dtype.kind in "biuf":
                 # a literal in the source, not one more argument for the dispatcher to
-                # type at every call (~50 ns each); a loop bound's value hidden from LLVM
+                # type at every call (~50 ns each)
                 t = self.fresh("k")
-                literal = const_source(value[()], value.dtype)
-                if node in self.loop_bounds:
-                    literal = f"_opaque({literal})"
-                self.scratch_lines.append(f"    {t} = {literal}")
+                self.scratch_lines.append(f"    {t} = {const_source(value[()], value.dtype)}")
                 env[node] = _Val(t, True, False)
                 return
             name = f"c{len(self.constants)}"
