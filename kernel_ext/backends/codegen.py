@@ -14,6 +14,8 @@ turns ``float32 + 0.5`` into float64) never changes a result. Ops are lowered th
 * **inline** — arithmetic, comparisons, ``where``, casts, ``clip``, min/max, bit ops: written
   out with NumPy's exact semantics (integer division by zero gives 0, shifts past the width
   give 0 or -1, NaN propagates through ``maximum`` ...), bitwise equal to NumPy;
+  On the CPU also the float functions IEEE defines exactly (``floor``, ``ceil``, ``trunc``,
+  ``rint``, ``sqrt``: any correct implementation gives NumPy's bits);
 * **NumPy loop calls** (CPU) — transcendental and other float functions (``tanh``, ``exp``,
   ``power``, ``arctan2``, float ``floor_divide`` ...) call NumPy's own inner loop
   (:mod:`.ufunc_loops`) on cache-sized blocks: bitwise equal to NumPy at NumPy's SIMD speed;
@@ -494,6 +496,11 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
     for kinds, fn in _INLINE.get(op, ()):
         if kind in kinds:
             return Lowering(list(ins), loop_out, inline=fn)
+    if kind == "f" and target == "cpu" and op in _EXACT_FLOAT:
+        # correctly rounded (or exact) in IEEE arithmetic: any implementation is NumPy's bits,
+        # and inline a 0-d segment in a loop body is statements, not a buffered kernel call
+        name = _EXACT_FLOAT[op]
+        return Lowering(list(ins), loop_out, inline=lambda o, b, name=name: f"np.{name}({o[0]})")
     if kind == "f" and op.kernel_loop:
         if target == "cpu":
             loop = tuple(ins) + (loop_out,)
@@ -506,6 +513,18 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
                 list(ins), loop_out, inline=lambda o, b, name=name: b.device_math(name, o[0])
             )
     raise Unsupported(f"{op.value} on {ins[0]} ({target})")
+
+
+#: Float functions whose result IEEE arithmetic defines exactly (rounding to an integer is
+#: exact; the square root is correctly rounded): inline on the CPU, Numba's ``np.floor`` and
+#: friends are LLVM's intrinsics, bitwise NumPy's loops.
+_EXACT_FLOAT = {
+    OpKind.FLOOR: "floor",
+    OpKind.CEIL: "ceil",
+    OpKind.TRUNC: "trunc",
+    OpKind.RINT: "rint",
+    OpKind.SQRT: "sqrt",
+}
 
 
 # NumPy's float power loop answers a scalar exponent of -1, 0, 0.5, 1 or 2 with a division,

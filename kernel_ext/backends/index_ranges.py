@@ -23,13 +23,14 @@ float counter, or a test of another form leaves the value unbounded, and the che
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
 
 from ..ir import Graph, Node, OpKind
 
-Range = tuple[int, int]
+Range = tuple[float, float]  # integers, or an infinite end for a one-sided bound
 
 #: Bounds beyond these are treated as unbounded (no int64 overflow in the arithmetic below).
 _LIMIT = 2**62
@@ -79,20 +80,54 @@ def _within(r: Range) -> Range | None:
     return r if -_LIMIT <= r[0] <= r[1] <= _LIMIT else None
 
 
+_UNBOUNDED: Range = (-math.inf, math.inf)
+
+
+def _clamp(op: OpKind, a: Range | None, b: Range | None) -> Range | None:
+    """``maximum``/``minimum`` of two ranges, either possibly unknown: a clamp bounds one side
+    of an unknown value (``max(k, 0)`` is at least 0), which a later clamp may close."""
+    a, b = a or _UNBOUNDED, b or _UNBOUNDED
+    if op is OpKind.MAXIMUM:
+        r = (max(a[0], b[0]), max(a[1], b[1]))
+    else:
+        r = (min(a[0], b[0]), min(a[1], b[1]))
+    return None if r == _UNBOUNDED else r
+
+
+def _finite(r: Range | None) -> bool:
+    return r is not None and not (math.isinf(r[0]) or math.isinf(r[1]))
+
+
+def _where(node: Node, ranges: dict[Node, Range]) -> Range | None:
+    """``where(x < k, k, x)`` is ``max(x, k)`` and ``where(x > k, k, x)`` is ``min(x, k)`` (how
+    Python's ``max``/``min`` of a traced integer trace); other selects take both ranges."""
+    test, yes, no = node.args
+    if isinstance(test, Node) and len(test.args) == 2 and test.args[0] is no:
+        bound = test.args[1]
+        if _constant_int(bound) is not None and _constant_int(yes) == _constant_int(bound):
+            if test.op in (OpKind.LESS, OpKind.LESS_EQUAL):
+                return _clamp(OpKind.MAXIMUM, ranges.get(no), _range_of(yes, ranges))
+            if test.op in (OpKind.GREATER, OpKind.GREATER_EQUAL):
+                return _clamp(OpKind.MINIMUM, ranges.get(no), _range_of(yes, ranges))
+    a, b = _range_of(yes, ranges), _range_of(no, ranges)
+    if a is None or b is None:
+        return None
+    return (min(a[0], b[0]), max(a[1], b[1]))
+
+
 def _arith(node: Node, ranges: dict[Node, Range]) -> Range | None:
     if len(node.args) != 2:
         return None
     a, b = (_range_of(x, ranges) for x in node.args)
-    if a is None or b is None:
+    if node.op in (OpKind.MAXIMUM, OpKind.MINIMUM):
+        return _clamp(node.op, a, b)
+    if not (_finite(a) and _finite(b)):
         return None
+    assert a is not None and b is not None
     if node.op is OpKind.ADD:
         return _within((a[0] + b[0], a[1] + b[1]))
     if node.op is OpKind.SUBTRACT:
         return _within((a[0] - b[1], a[1] - b[0]))
-    if node.op is OpKind.MAXIMUM:  # range(i)'s count is maximum(i, 0)
-        return (max(a[0], b[0]), max(a[1], b[1]))
-    if node.op is OpKind.MINIMUM:
-        return (min(a[0], b[0]), min(a[1], b[1]))
     products = [x * y for x in a for y in b]
     return _within((min(products), max(products)))
 
@@ -120,6 +155,10 @@ def _walk(graph: Graph, ranges: dict[Node, Range]) -> None:
                 ranges[node] = (int(value), int(value))
         elif node.op is OpKind.COPY:
             r = _range_of(node.args[0], ranges)
+            if r is not None:
+                ranges[node] = r
+        elif node.op is OpKind.WHERE:
+            r = _where(node, ranges)
             if r is not None:
                 ranges[node] = r
         elif node.op in _ARITH:
