@@ -24,18 +24,18 @@ import itertools
 from collections.abc import Iterable
 
 from .assignments import rewrite_subscript_assignments
-
-_SCOPES = (
-    ast.FunctionDef,
-    ast.AsyncFunctionDef,
-    ast.Lambda,
-    ast.ClassDef,
-    ast.ListComp,
-    ast.SetComp,
-    ast.DictComp,
-    ast.GeneratorExp,
+from .scopes import (
+    LOOPS,
+    Liveness,
+    UnfollowedConstruct,
+    assigned_names,
+    collect_target_names,
+    names_read,
+    nested_scope_reads,
+    walk_no_loops,
+    walk_scope,
 )
-_LOOPS = (ast.For, ast.While, ast.AsyncFor)
+
 #: Methods that grow a Python container: a loop calling one keeps Python's per-iteration effects.
 _CONTAINER_MUTATORS = frozenset(
     {"append", "extend", "insert", "appendleft", "extendleft", "add", "update", "setdefault"}
@@ -80,7 +80,7 @@ def _rebound_names(body: list[ast.stmt]) -> set[str]:
             add(target.value)
 
     updated: set[str] = set()
-    for n in _walk_scope(body):
+    for n in walk_scope(body):
         if isinstance(n, ast.Assign) and _is_item_update(n.value):
             updated.update(t.id for t in n.targets if isinstance(t, ast.Name))
         elif isinstance(n, ast.Assign):
@@ -107,69 +107,7 @@ def _rebound_names(body: list[ast.stmt]) -> set[str]:
     return names - updated
 
 
-def _walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Every node under ``nodes`` without entering nested scopes."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, _SCOPES):
-                stack.append(child)
-
-
-def _walk_no_loops(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Like :func:`_walk_scope` but also without entering nested loops."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, _SCOPES + _LOOPS):
-                stack.append(child)
-
-
-def _target_names(target: ast.AST, out: dict[str, None]) -> None:
-    if isinstance(target, ast.Name):
-        out.setdefault(target.id, None)
-    elif isinstance(target, (ast.Tuple, ast.List)):
-        for elt in target.elts:
-            _target_names(elt, out)
-    elif isinstance(target, ast.Starred):
-        _target_names(target.value, out)
-    elif isinstance(target, ast.Subscript):
-        base = target.value
-        while isinstance(base, ast.Subscript):
-            base = base.value
-        if isinstance(base, ast.Name):
-            out.setdefault(base.id, None)
-
-
-def assigned_names(stmts: Iterable[ast.AST]) -> list[str]:
-    """Names a block (re)binds, in first-appearance order, nested scopes excluded."""
-    out: dict[str, None] = {}
-    nodes = sorted(
-        _walk_scope(stmts), key=lambda n: (getattr(n, "lineno", 0), getattr(n, "col_offset", 0))
-    )
-    for node in nodes:
-        if isinstance(node, ast.Assign):
-            for t in node.targets:
-                _target_names(t, out)
-        elif isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.NamedExpr)):
-            _target_names(node.target, out)
-        elif isinstance(node, (ast.With, ast.AsyncWith)):
-            for item in node.items:
-                if item.optional_vars is not None:
-                    _target_names(item.optional_vars, out)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.setdefault(node.name, None)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for alias in node.names:
-                out.setdefault((alias.asname or alias.name).split(".")[0], None)
-    return list(out)
-
-
-def _has(nodes: Iterable[ast.AST], kinds: tuple, walker=_walk_scope) -> bool:
+def _has(nodes: Iterable[ast.AST], kinds: tuple, walker=walk_scope) -> bool:
     return any(isinstance(n, kinds) for n in walker(nodes))
 
 
@@ -177,7 +115,7 @@ def _jumps(stmts: list[ast.stmt]) -> set[str]:
     """Which of break/continue this loop body uses for itself (nested loops excluded: a
     ``break`` inside a nested loop, or a statement that is itself a loop, is that loop's)."""
     found = set()
-    for n in _walk_no_loops([st for st in stmts if not isinstance(st, _LOOPS)]):
+    for n in walk_no_loops([st for st in stmts if not isinstance(st, LOOPS)]):
         if isinstance(n, ast.Break):
             found.add("break")
         elif isinstance(n, ast.Continue):
@@ -207,11 +145,11 @@ def _raises_only(stmts: list[ast.stmt]) -> bool:
             return False
         if not all(isinstance(t, ast.Name) for t in targets) or any(
             isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.NamedExpr))
-            for n in _walk_scope([st])
+            for n in walk_scope([st])
         ):
             return False
         value = st.value
-        if _loads(value) & {t.id for t in targets} - bound:  # type: ignore[attr-defined]
+        if names_read(value) & {t.id for t in targets} - bound:  # type: ignore[attr-defined]
             return False  # reads the enclosing value of a name it rebinds
         bound |= {t.id for t in targets}  # type: ignore[attr-defined]
     return True
@@ -226,175 +164,6 @@ def _always_returns(stmts: list[ast.stmt]) -> bool:
     if isinstance(last, ast.If):
         return _always_returns(last.body) and _always_returns(last.orelse)
     return False
-
-
-# ---------------------------------------------------------------------------------------------
-# liveness: which names a later statement may still read
-# ---------------------------------------------------------------------------------------------
-# A name assigned in only one branch of an ``if`` on a traced value cannot be an output of the
-# graph ``cond`` (the other branch has no value for it), and a loop cannot carry a name it
-# assigns only sometimes. Where nothing reads the name afterwards (a loop-local temporary
-# after a ``continue``, a loop index after an early ``return``), it need be neither: as in
-# TensorFlow's AutoGraph, the statement's outputs are the names *live* after it. The analysis
-# is the textbook backward one, over-approximating: a name is live if some path may read it
-# before rebinding it. What it cannot see through (closures, ``locals()``, ``try``) counts as
-# read. A name left out keeps the value it had before the statement, which for the names
-# this is about (temporaries first assigned inside it) is none: ``Undefined``, whose use
-# raises a clear "used before it is assigned" error.
-
-#: Calls that read a scope's variables by name: liveness is not decidable with them.
-_DYNAMIC_SCOPE_CALLS = frozenset({"locals", "vars", "eval", "exec", "dir"})
-
-
-class _Unknown(Exception):
-    """The analysis met a construct it does not follow (a ``break`` outside a loop it saw)."""
-
-
-def _loads(node: ast.AST | None) -> set[str]:
-    """Names ``node`` reads in its own scope (``del x`` counts as a read)."""
-    if node is None:
-        return set()
-    return {
-        n.id
-        for n in _walk_scope([node])
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Store)
-    }
-
-
-def _killed(target: ast.AST) -> set[str]:
-    """Names an assignment to ``target`` surely rebinds."""
-    if isinstance(target, ast.Name):
-        return {target.id}
-    if isinstance(target, (ast.Tuple, ast.List)):
-        return set().union(*[_killed(t) for t in target.elts]) if target.elts else set()
-    if isinstance(target, ast.Starred):
-        return _killed(target.value)
-    return set()
-
-
-def _nested_scope_reads(body: list[ast.stmt]) -> set[str] | None:
-    """Names read by functions, lambdas and comprehensions nested in ``body`` (they may read
-    them whenever they run), or None when the body reads its scope dynamically."""
-    found: set[str] = set()
-    for node in ast.walk(ast.Module(body=body, type_ignores=[])):
-        if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Name)
-            and node.func.id in _DYNAMIC_SCOPE_CALLS
-        ):
-            return None
-        if isinstance(node, _SCOPES):
-            found |= {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-    return found
-
-
-class Liveness:
-    """Backward liveness over one function's (return-lowered) statements.
-
-    ``always``: names live everywhere (globals, nonlocals, names nested scopes read).
-    :meth:`annotate` records, for each statement of a block, the names live after it.
-    """
-
-    def __init__(self, always: set[str]) -> None:
-        self.always = frozenset(always)
-        self.live_out: dict[int, frozenset[str]] = {}
-
-    def annotate(self, stmts: list[ast.stmt], out: set[str]) -> None:
-        """Record the names live after each statement of ``stmts``, given ``out`` after it."""
-        try:
-            live = set(out) | self.always
-            after: list[frozenset[str]] = []
-            for st in reversed(stmts):
-                after.append(frozenset(live))
-                live = self.stmt(st, live, None)
-        except _Unknown:
-            return  # left unannotated: every name counts as live there
-        for st, names in zip(reversed(stmts), after):
-            self.live_out[id(st)] = names
-
-    def block(
-        self, stmts: list[ast.stmt], out: set[str], loop: tuple[set[str], set[str]] | None
-    ) -> set[str]:
-        live = set(out)
-        for st in reversed(stmts):
-            live = self.stmt(st, live, loop)
-        return live | self.always
-
-    def loop_head(
-        self, node: ast.While | ast.For, out: set[str], extra: set[str] = frozenset()
-    ) -> set[str]:
-        """Names live at the top of each iteration of ``node`` (before its test), given
-        ``out`` after the loop; ``extra``: names its test reads besides its own."""
-        exit_live = self.block(node.orelse, out, None) | self.always
-        head: set[str] = set(exit_live) | set(extra)
-        if isinstance(node, ast.While):
-            head |= _loads(node.test)
-        while True:
-            body_in = self.block(node.body, head, (set(out), head))
-            if isinstance(node, ast.For):
-                body_in = (body_in - _killed(node.target)) | _loads(node.target)
-            new = head | body_in
-            if new == head:
-                return head
-            head = new
-
-    def stmt(self, st: ast.stmt, out: set[str], loop: tuple[set[str], set[str]] | None) -> set[str]:
-        """Names live before ``st``, given ``out`` after it; ``loop``: (live after the loop,
-        live at its head) of the innermost loop ``st`` is in, for ``break``/``continue``."""
-        if isinstance(st, ast.Assign):
-            kills = set().union(*[_killed(t) for t in st.targets])
-            reads = _loads(st.value).union(*[_loads(t) - _killed(t) for t in st.targets])
-            return (out - kills) | reads
-        if isinstance(st, ast.AnnAssign):
-            if st.value is None:
-                return set(out)
-            return (
-                (out - _killed(st.target))
-                | _loads(st.value)
-                | (_loads(st.target) - _killed(st.target))
-            )
-        if isinstance(st, ast.AugAssign):
-            return out | _loads(st.target) | _loads(st.value) | _killed(st.target)
-        if isinstance(st, ast.If):
-            return (
-                _loads(st.test) | self.block(st.body, out, loop) | self.block(st.orelse, out, loop)
-            )
-        if isinstance(st, (ast.For, ast.While)):
-            head = self.loop_head(st, out)
-            return head | (_loads(st.iter) if isinstance(st, ast.For) else set())
-        if isinstance(st, ast.Return):
-            return _loads(st.value) | self.always
-        if isinstance(st, ast.Raise):
-            return _loads(st.exc) | _loads(st.cause) | self.always
-        if isinstance(st, (ast.Break, ast.Continue)):
-            if loop is None:
-                raise _Unknown
-            return set(loop[0] if isinstance(st, ast.Break) else loop[1])
-        if isinstance(
-            st,
-            (
-                ast.Expr,
-                ast.Assert,
-                ast.Delete,
-                ast.Pass,
-                ast.Global,
-                ast.Nonlocal,
-                ast.Import,
-                ast.ImportFrom,
-                ast.FunctionDef,
-                ast.ClassDef,
-                ast.AsyncFunctionDef,
-            ),
-        ):
-            return out | _loads(st)
-        # try, with, match, async statements: every name read inside is live before, nothing
-        # counts as rebound, and a jump inside may leave for the loop's exit or head
-        live = out | _loads(st)
-        if any(isinstance(n, (ast.Break, ast.Continue)) for n in _walk_no_loops([st])):
-            if loop is None:
-                raise _Unknown
-            live |= loop[0] | loop[1]
-        return live
 
 
 # ---------------------------------------------------------------------------------------------
@@ -466,7 +235,7 @@ class _Scope:
             for arg in a.posonlyargs + a.args + a.kwonlyargs + [a.vararg, a.kwarg]:
                 if arg is not None:
                     self.params.add(arg.arg)
-            for n in _walk_scope(fn.body):
+            for n in walk_scope(fn.body):
                 if isinstance(n, ast.Global):
                     self.globals.update(n.names)
                 elif isinstance(n, ast.Nonlocal):
@@ -487,7 +256,7 @@ class Converter(ast.NodeTransformer):
         self._scopes.append(scope)
         try:
             body = self._lower_returns(fn.body)
-            nested = _nested_scope_reads(body)
+            nested = nested_scope_reads(body)
             if nested is not None:
                 scope.liveness = Liveness(nested | scope.globals | scope.nonlocals)
                 scope.liveness.annotate(body, set())
@@ -535,7 +304,7 @@ class Converter(ast.NodeTransformer):
             isinstance(n, ast.Return)
             for st in body
             if isinstance(st, ast.If)
-            for n in _walk_no_loops([st])
+            for n in walk_no_loops([st])
         )
         if not needs:
             return body
@@ -560,7 +329,7 @@ class Converter(ast.NodeTransformer):
                 )
                 return out
             if isinstance(st, ast.If) and any(
-                isinstance(n, ast.Return) for n in _walk_no_loops([st])
+                isinstance(n, ast.Return) for n in walk_no_loops([st])
             ):
                 rest = stmts[i + 1 :]
                 if rest and _always_returns(st.body):
@@ -772,7 +541,7 @@ class Converter(ast.NodeTransformer):
                     break
         effects = [
             n
-            for n in _walk_scope(body)
+            for n in walk_scope(body)
             if isinstance(n, ast.Call)
             and isinstance(n.func, ast.Attribute)
             and n.func.attr in _CONTAINER_MUTATORS
@@ -869,7 +638,7 @@ class Converter(ast.NodeTransformer):
             return None
         try:
             head = liveness.loop_head(node, set(live), {brk} if brk else set())
-        except _Unknown:
+        except UnfollowedConstruct:
             return None
         carried = head | live
         opts.keys.append(_const("live"))
@@ -928,7 +697,7 @@ class Converter(ast.NodeTransformer):
         before, brk = self._prepare_loop(node, k)
         self._flag_option(opts, brk)
         target_names: dict[str, None] = {}
-        _target_names(node.target, target_names)
+        collect_target_names(node.target, target_names)
         names = assigned_names(before + node.body)
         names = [n for n in target_names if n not in names] + names
         # The loop machinery needs the targets: the body assigns them first, so a graph loop

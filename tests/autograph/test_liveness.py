@@ -1,5 +1,5 @@
 """AutoGraph's liveness analysis: a name nothing reads afterwards is no ``cond`` output and
-is not loop-carried (:class:`kernel_ext.autograph.transformer.Liveness`).
+is not loop-carried (:class:`kernel_ext.autograph.scopes.Liveness`).
 
 Ordinary NumPy code assigns temporaries in one branch only: a margin in a naive SVM loss, a
 loop index or a step after an early ``return``, a value computed after a ``continue``. Each
