@@ -197,6 +197,11 @@ for _kind in ZERO_GRADIENT:
 # -- helpers ------------------------------------------------------------------------------------
 
 
+def swap_last_axes(a: Any) -> Any:
+    """``a`` with its last two axes exchanged (the transpose of a stack of matrices)."""
+    return np.swapaxes(a, -1, -2)
+
+
 def unbroadcast(g: Any, shape: tuple | None) -> Any:
     """``g`` summed back to ``shape`` (the operand's) over the axes broadcasting added."""
     gs = g.shape
@@ -301,7 +306,7 @@ def _subtract(p: Primal, g: Any) -> list[Cotangent]:
 
 
 @rule(K.MULTIPLY)
-def _multiply(p: Primal, g: Any) -> list[Cotangent]:
+def multiply_vjp(p: Primal, g: Any) -> list[Cotangent]:
     a, b = p.args
     return _elementwise(p, g, lambda: g * b, lambda: g * a)
 
@@ -511,14 +516,14 @@ def _scan(p: Primal, g: Any) -> list[Cotangent]:
 # -- shape ------------------------------------------------------------------------------------
 
 
-def _reshape_like(g: Any, x: Any) -> Any:
+def reshape_like(g: Any, x: Any) -> Any:
     shape = tuple(-1 if d is None else d for d in x.shape)
     return np.reshape(g, shape)
 
 
 @rule(K.RESHAPE, K.SQUEEZE)
 def _reshape(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: _reshape_like(g, p.args[0])]
+    return [lambda: reshape_like(g, p.args[0])]
 
 
 @rule(K.EXPAND_DIMS)
@@ -628,96 +633,6 @@ def _setitem(p: Primal, g: Any) -> list[Cotangent]:
         return unbroadcast(picked, p.shape(1))
 
     return [dx, dvalue if isinstance(value, Tensor) else None] + [None] * len(dyn)
-
-
-# -- linear algebra ---------------------------------------------------------------------------
-
-
-def _swap(a: Any) -> Any:
-    return np.swapaxes(a, -1, -2)
-
-
-@rule(K.MATMUL)
-def _matmul(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    a_vec, b_vec = len(p.shape(0)) == 1, len(p.shape(1)) == 1
-    a2 = np.expand_dims(a, 0) if a_vec else a
-    b2 = np.expand_dims(b, -1) if b_vec else b
-    g2 = g
-    if a_vec and b_vec:
-        return [lambda: g * b, lambda: g * a]
-    if a_vec:
-        g2 = np.expand_dims(g2, -2)
-    if b_vec:
-        g2 = np.expand_dims(g2, -1)
-
-    def da() -> Any:
-        d = np.matmul(g2, _swap(b2))
-        d = np.squeeze(d, -2) if a_vec else d
-        return unbroadcast(d, p.shape(0))
-
-    def db() -> Any:
-        d = np.matmul(_swap(a2), g2)
-        d = np.squeeze(d, -1) if b_vec else d
-        return unbroadcast(d, p.shape(1))
-
-    return [da, db]
-
-
-@rule(K.DOT)
-def _dot(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    na, nb = len(p.shape(0)), len(p.shape(1))
-    if na == 0 or nb == 0:
-        return _multiply(p, g)
-    if na <= 2 and nb <= 2:
-        return _matmul(p, g)
-    if nb == 1:  # (..., k) . (k,): sum over a's last axis
-        return [
-            lambda: np.expand_dims(g, -1) * b,
-            lambda: np.tensordot(g, a, axes=(list(range(na - 1)), list(range(na - 1)))),
-        ]
-    raise NotImplementedError(
-        "the gradient of np.dot of an array with more than two "
-        "dimensions by a matrix is not implemented; use np.matmul"
-    )
-
-
-@rule(K.OUTER)
-def _outer(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    fa, fb = np.reshape(a, (-1,)), np.reshape(b, (-1,))
-    return [lambda: _reshape_like(np.matmul(g, fb), a), lambda: _reshape_like(np.matmul(fa, g), b)]
-
-
-@rule(K.INV)
-def _inv(p: Primal, g: Any) -> list[Cotangent]:
-    t = _swap(p.out)
-    return [lambda: -np.matmul(np.matmul(t, g), t)]
-
-
-@rule(K.DET)
-def _det(p: Primal, g: Any) -> list[Cotangent]:
-    a = p.args[0]
-    return [lambda: np.expand_dims(np.expand_dims(g * p.out, -1), -1) * _swap(np.linalg.inv(a))]
-
-
-@rule(K.SOLVE)
-def _solve(p: Primal, g: Any) -> list[Cotangent]:
-    a, _b = p.args
-    x = p.out
-    vector = len(p.shape(1)) == 1
-    gb = np.linalg.solve(_swap(a), g)
-
-    def da() -> Any:
-        d = (
-            -(np.expand_dims(gb, -1) * np.expand_dims(x, -2))
-            if vector
-            else -np.matmul(gb, _swap(x))
-        )
-        return unbroadcast(d, p.shape(0))
-
-    return [da, lambda: unbroadcast(gb, p.shape(1))]
 
 
 # -- sorting ----------------------------------------------------------------------------------
@@ -872,7 +787,7 @@ def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
     if g is None:
         return [None]
     a = p.args[0]
-    return [lambda: np.expand_dims(np.expand_dims(g, -1), -1) * _swap(np.linalg.inv(a))]
+    return [lambda: np.expand_dims(np.expand_dims(g, -1), -1) * swap_last_axes(np.linalg.inv(a))]
 
 
 def _unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
