@@ -18,8 +18,9 @@ from .engine.transforms import grad, value_and_grad
 from .ir import Graph
 from .trace import TensorSpec, TraceType, Variable, supported_numpy_functions  # noqa: A001
 from .trace import kx_print as print
-from .trace.control_flow import TensorArray, cond, while_loop  # noqa: A004
-from .trace.control_flow import kx_range as range
+from .trace.control_flow import cond, while_loop
+from .trace.iteration import TensorArray
+from .trace.iteration import kx_range as range  # noqa: A004
 
 __version__ = "0.1.0"
 

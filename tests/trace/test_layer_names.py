@@ -10,7 +10,7 @@ import kernel_ext as kx
 from kernel_ext import errors
 from kernel_ext.ir import OpKind
 from kernel_ext.trace.context import TraceContext
-from kernel_ext.trace.control_flow import TensorArray
+from kernel_ext.trace.iteration import TensorArray
 from kernel_ext.trace.tensor import Tensor, describe_tensor
 from kernel_ext.trace.variables import resolve
 
