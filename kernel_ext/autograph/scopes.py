@@ -27,26 +27,20 @@ SCOPES = (
 LOOPS = (ast.For, ast.While, ast.AsyncFor)
 
 
-def walk_scope(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
-    """Every node under ``nodes`` without entering nested scopes."""
+def walk_scope(nodes: Iterable[ast.AST], stop: tuple[type, ...] = SCOPES) -> Iterable[ast.AST]:
+    """Every node under ``nodes`` without entering nested scopes (or other ``stop`` nodes)."""
     stack = list(nodes)
     while stack:
         node = stack.pop()
         yield node
         for child in ast.iter_child_nodes(node):
-            if not isinstance(child, SCOPES):
+            if not isinstance(child, stop):
                 stack.append(child)
 
 
 def walk_no_loops(nodes: Iterable[ast.AST]) -> Iterable[ast.AST]:
     """Like :func:`walk_scope` but also without entering nested loops."""
-    stack = list(nodes)
-    while stack:
-        node = stack.pop()
-        yield node
-        for child in ast.iter_child_nodes(node):
-            if not isinstance(child, SCOPES + LOOPS):
-                stack.append(child)
+    return walk_scope(nodes, SCOPES + LOOPS)
 
 
 def collect_target_names(target: ast.AST, out: dict[str, None]) -> None:
