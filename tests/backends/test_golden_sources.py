@@ -1,0 +1,105 @@
+"""Generated code for representative graphs, checked against reviewed copies (golden files).
+
+A change to a code generator shows up here as a readable diff of the code it writes: the
+NumPy executor's straight-line function, the fused executor's host code and one kernel
+module, and a whole-graph function with graph loops. When the change is intended, write the
+new copies and review their diff in the commit:
+
+    KX_WRITE_GOLDEN=1 python -m pytest tests/backends/test_golden_sources.py
+
+Every copy is also compiled by Python (``compile``), as every emitted function must be.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext.backends import compiler
+
+GOLDEN = Path(__file__).parent / "golden"
+
+
+def dense(x, w, b):
+    return np.tanh(x @ w + b)
+
+
+def softmax_rows(x):
+    e = np.exp(x - np.max(x, axis=1, keepdims=True))
+    return e / np.sum(e, axis=1, keepdims=True)
+
+
+def triangle(A):
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] -= A[j, j] * 0.1
+    return A
+
+
+@pytest.fixture(autouse=True)
+def synchronous():
+    compiler.set_synchronous(True)
+    yield
+    compiler.set_synchronous(False)
+
+
+def _numpy_executor() -> str:
+    x, w, b = np.ones((4, 3)), np.ones((3, 5)), np.zeros(5)
+    return kx.function(dense, backend="numpy").get_concrete_function(x, w, b).source
+
+
+def _fused_host() -> str:
+    x = np.linspace(0.0, 1.0, 64 * 64).reshape(64, 64)
+    return kx.function(softmax_rows, backend="numba").get_concrete_function(x).source
+
+
+def _fused_kernel() -> str:
+    x = np.linspace(0.0, 1.0, 64 * 64).reshape(64, 64)
+    f = kx.function(softmax_rows, backend="numba")
+    f(x)
+    run = f.get_concrete_function(x).executable.run
+    seg = run.__globals__["_seg1"]  # exp(x - max) and its row sums: a map and a reduction
+    handles = [v for v in seg.__globals__.values() if hasattr(v, "ksrc")]
+    (handle,) = {id(h): h for h in handles if "exp" in h.ksrc.source}.values()
+    return handle.ksrc.source
+
+
+def _whole_graph() -> str:
+    A = np.arange(900.0).reshape(30, 30) / 900
+    f = kx.function(triangle, jit_compile=True)
+    f(A.copy())
+    return f.get_concrete_function(A).executable.run.__globals__["_H"].ksrc.source
+
+
+SOURCES: dict[str, Callable[[], str]] = {
+    "numpy_executor_dense.py": _numpy_executor,
+    "fused_host_softmax.py": _fused_host,
+    "fused_kernel_softmax.py": _fused_kernel,
+    "whole_graph_triangle.py": _whole_graph,
+}
+
+
+@pytest.mark.parametrize("name", sorted(SOURCES))
+def test_generated_source_matches_its_reviewed_copy(name):
+    source = SOURCES[name]()
+    compile(source, name, "exec")  # the emitted code is valid Python
+    path = GOLDEN / name
+    if os.environ.get("KX_WRITE_GOLDEN"):
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(source)
+    want = path.read_text()
+    diff = "".join(
+        difflib.unified_diff(
+            want.splitlines(True), source.splitlines(True), f"golden/{name}", "generated"
+        )
+    )
+    assert source == want, (
+        f"the generated code changed:\n{diff}\nIf intended: KX_WRITE_GOLDEN=1 python -m pytest "
+        "tests/backends/test_golden_sources.py, and review the diff of tests/backends/golden/"
+    )
