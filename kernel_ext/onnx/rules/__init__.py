@@ -1,0 +1,40 @@
+"""The op table: one rule per IR op kind, each writing that op's ONNX form.
+
+``RULES[op](builder, node)`` appends the ONNX nodes computing ``node`` and returns the names
+of its values. Each rule keeps NumPy's meaning explicit: operands are cast to the dtypes of
+the loop NumPy itself picks (``ufunc.resolve_dtypes``, NEP 50 weak scalars included), NaN
+propagation and integer division by zero are spelled out where ONNX differs, and every form
+ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
+of approximated. An op missing from ``RULES`` is refused by the builder.
+
+One module per family (``structure``, ``elementwise``, ``reductions``, ``shapes``, ``linalg``,
+``control_flow``, ``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
+"""
+
+from __future__ import annotations
+
+# the families register their rules on import, in this order; the refusals come last
+from kernel_ext.onnx.rules import structure  # isort: skip
+from kernel_ext.onnx.rules import elementwise  # isort: skip
+from kernel_ext.onnx.rules import reductions  # isort: skip
+from kernel_ext.onnx.rules import shapes  # isort: skip
+from kernel_ext.onnx.rules import linalg  # isort: skip
+from kernel_ext.onnx.rules import control_flow  # isort: skip
+from kernel_ext.onnx.rules import indexing  # isort: skip
+from kernel_ext.onnx.rules.common import RULES
+from kernel_ext.onnx.rules.refusals import register_refusals
+from kernel_ext.onnx.rules.structure import refusal_reason
+
+register_refusals()
+
+__all__ = [
+    "RULES",
+    "control_flow",
+    "elementwise",
+    "indexing",
+    "linalg",
+    "reductions",
+    "refusal_reason",
+    "shapes",
+    "structure",
+]
