@@ -1,0 +1,504 @@
+"""Whole-graph rules of advanced indexing (gathers and scatters), the TensorArray stacks of
+loop gradients, and run-time checks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from ...ir import Node, OpKind
+from ...ir.abstract import DynamicIndex
+from ..codegen import Unsupported, const_source, ctor, literal_into, literal_value
+from .common import (
+    DTYPES,
+    RULES,
+    Rule,
+    Writer,
+    alloc_result,
+    array_arg,
+    emit_nonzero,
+    only_params,
+    shape_tuple,
+)
+
+# ---------------------------------------------------------------------------------------------
+# Advanced indexing: getitem (a gather) and setitem (a scatter) with integer or bool arrays
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Part:
+    """One component of an advanced index: ``kind`` is ``"slice"``, ``"int"`` (a Python or
+    traced integer), ``"array"`` (an integer array, constant or traced) or ``"mask"`` (a bool
+    array); ``value`` the slice, int, constant array or :class:`DynamicIndex`; ``dims`` how
+    many axes of the indexed array it consumes (a mask: its rank)."""
+
+    kind: str
+    value: Any
+    dims: int
+
+
+def _dyn_arg(node: Node, c: DynamicIndex) -> Any:
+    """The argument a traced index component names (a setitem's come after its value)."""
+    return node.args[c.position + (1 if node.op is OpKind.SETITEM else 0)]
+
+
+def _is_array_component(node: Node, c: Any) -> bool:
+    if isinstance(c, np.ndarray):
+        return True
+    if isinstance(c, DynamicIndex):
+        arg = _dyn_arg(node, c)
+        return (
+            isinstance(arg, Node)
+            and arg.aval is not None
+            and not isinstance(arg.aval, tuple)
+            and arg.aval.shape != ()
+        )
+    return False
+
+
+def _claims_fancy(node: Node) -> bool:
+    """An index with an integer or bool array component (basic ones stay with whole_graph)."""
+    return any(_is_array_component(node, c) for c in node.attrs["index"])
+
+
+def _fancy_plan(node: Node) -> list[_Part]:
+    """The index as one :class:`_Part` per component, ``...`` expanded to full slices and
+    full slices added for the axes it leaves out; Unsupported for what is not covered
+    (``None``, 0-d bool or array components, uint64 indices, traced slice bounds)."""
+    x = array_arg(node, 0, "an array")
+    rank = len(x.aval.shape)
+    parts: list[_Part | None] = []
+    for c in node.attrs["index"]:
+        if c is None:
+            raise Unsupported("array indexing with a None (np.newaxis) component")
+        if c is Ellipsis:
+            if None in parts:
+                raise Unsupported("an index with several Ellipsis")
+            parts.append(None)
+        elif isinstance(c, slice):
+            if any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step)):
+                raise Unsupported("slice with traced bounds")
+            parts.append(_Part("slice", c, 1))
+        elif isinstance(c, np.ndarray):
+            if c.ndim == 0 or c.dtype == np.uint64 or c.dtype.kind not in "biu":
+                raise Unsupported(f"index array of {c.dtype} and rank {c.ndim}")
+            parts.append(_Part("mask", c, c.ndim) if c.dtype.kind == "b" else _Part("array", c, 1))
+        elif isinstance(c, DynamicIndex):
+            arg = _dyn_arg(node, c)
+            if not isinstance(arg, Node) or arg.aval.shape is None:
+                raise Unsupported("indexing with a value of unknown rank")
+            dt = np.dtype(arg.dtype)
+            shape = arg.aval.shape
+            if dt.kind == "b" and shape != ():
+                parts.append(_Part("mask", c, len(shape)))
+            elif dt.kind in "iu" and dt != np.uint64:
+                parts.append(_Part("int" if shape == () else "array", c, 1))
+            else:
+                raise Unsupported(f"indexing with an array of {dt} and rank {len(shape)}")
+        elif isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)):
+            parts.append(_Part("int", int(c), 1))
+        else:
+            raise Unsupported(f"index component {c!r}")
+    used = sum(p.dims for p in parts if p is not None)
+    if used > rank:
+        raise Unsupported("too many indices")
+    full = _Part("slice", slice(None), 1)
+    if None in parts:
+        at = parts.index(None)
+        parts[at : at + 1] = [full] * (rank - used)
+        return parts  # type: ignore[return-value]
+    return parts + [full] * (rank - used)
+
+
+def _check_fancy_value(node: Node) -> None:
+    """A setitem's value: cast into the array's dtype only where Numba's cast is NumPy's
+    (``same_kind`` among bool, integer and float dtypes; a literal NumPy stores silently)."""
+    dt = np.dtype(node.args[0].dtype)
+    value = node.args[1]
+    if isinstance(value, Node):
+        if value.aval is None or isinstance(value.aval, tuple) or value.aval.shape is None:
+            raise Unsupported("setitem of a value of unknown rank")
+        vdt = np.dtype(value.dtype)
+        if vdt not in DTYPES or not np.can_cast(vdt, dt, "same_kind"):
+            raise Unsupported(f"setitem of {vdt} into {dt} (an unsafe cast)")
+    else:
+        literal_into(value, dt)
+
+
+def _check_fancy(node: Node) -> None:
+    parts = _fancy_plan(node)
+    if node.op is OpKind.SETITEM:
+        _check_fancy_value(node)
+        value = node.args[1]
+        if isinstance(value, Node) and value.aval.shape != ():
+            rank = sum(p.dims for p in parts if p.kind == "slice")
+            ranks = [
+                p.value.ndim
+                if isinstance(p.value, np.ndarray)
+                else len(_dyn_arg(node, p.value).aval.shape)
+                for p in parts
+                if p.kind == "array"
+            ] + [1 for p in parts if p.kind == "mask"]
+            if len(value.aval.shape) > rank + max(ranks, default=0):
+                raise Unsupported("setitem of a value of more dimensions than the region")
+
+
+@dataclass
+class _FancyIndex:
+    """The generated names of an advanced index (:func:`_emit_fancy_index`)."""
+
+    basic: str  # the slices as source, ":" on every advanced axis
+    view: str  # x[basic]
+    sources: list[tuple[str, int]]  # per advanced axis: its index variable and its rank
+    slots: list[int]  # the axis of ``view`` each one indexes
+    naxes: int  # the rank of ``view``
+    dims: list[str]  # the region's shape (NumPy's getitem result)
+    bdims: list[str]  # the broadcast shape of the index arrays
+    bpos: int  # where those axes sit in ``dims``
+
+    def element(self, s: int, bvars: list[str]) -> str:
+        """Source of index array ``s``'s element at the broadcast position ``bvars``."""
+        name, r = self.sources[s]
+        if r == 0:
+            return name
+        at = ", ".join(
+            f"{bvars[len(bvars) - r + i]} if {name}.shape[{i}] != 1 else 0" for i in range(r)
+        )
+        return f"{name}[{at}]"
+
+
+def _emit_fancy_index(
+    w: Writer, node: Node, args: list, x: str, lines: list[str], indent: str
+) -> _FancyIndex:
+    """The index checked before anything is read or written: every index of the broadcast
+    index shape is wrapped and checked in a first pass, so NumPy's IndexErrors (an index out
+    of range, index shapes that do not broadcast, a mask of the wrong shape) signal before
+    an in-place write starts; as in NumPy, an empty broadcast shape checks nothing. The
+    read or write pass (:func:`_fancy_loop`) then computes each index again: cheaper than
+    storing them (a buffer of the index count costs its page faults)."""
+    parts = _fancy_plan(node)
+    shift = 1 if node.op is OpKind.SETITEM else 0
+    basic = []
+    for p in parts:
+        if p.kind == "slice":
+            c = p.value
+            basic.append(
+                f"{'' if c.start is None else c.start}:"
+                f"{'' if c.stop is None else c.stop}"
+                f"{'' if c.step is None else ':' + str(c.step)}"
+            )
+        else:
+            basic += [":"] * p.dims
+    v = w.fresh("v")
+    lines.append(f"{indent}{v} = {x}[{', '.join(basic)}]")
+    sources: list[tuple[str, int]] = []
+    slots: list[int] = []
+    advanced: list[int] = []
+    d = 0
+    for i, p in enumerate(parts):
+        if p.kind == "slice":
+            d += 1
+            continue
+        advanced.append(i)
+        if p.kind == "int":
+            src = str(p.value) if isinstance(p.value, int) else args[p.value.position + shift].name
+            sources.append((src, 0))
+            slots.append(d)
+            d += 1
+            continue
+        if isinstance(p.value, np.ndarray):
+            name = f"c{len(w.constants)}"
+            w.constants.append(
+                np.ascontiguousarray(p.value, dtype=np.bool_ if p.kind == "mask" else np.int64)
+            )
+            rank = p.value.ndim
+        else:
+            name = args[p.value.position + shift].name
+            rank = len(_dyn_arg(node, p.value).aval.shape)
+        if p.kind == "array":
+            sources.append((name, rank))
+            slots.append(d)
+            d += 1
+            continue
+        # a bool mask is its nonzero(): one index array per axis it spans (NumPy's rule)
+        m = w.fresh("m")
+        lines.append(f"{indent}{m} = np.ascontiguousarray({name})")
+        for q in range(p.dims):  # NumPy: "boolean index did not match indexed array"
+            w.signal(lines, indent, f"{m}.shape[{q}] != {v}.shape[{d + q}]")
+        for q, a in enumerate(emit_nonzero(w, m, p.dims, lines, indent)):
+            sources.append((a, 1))
+            slots.append(d + q)
+        d += p.dims
+    rb = max(r for _, r in sources)
+    bdims = []
+    for q in range(rb):  # the broadcast shape of the index arrays
+        b = w.fresh("b")
+        lines.append(f"{indent}{b} = 1")
+        for name, r in sources:
+            i = q - (rb - r)
+            if i >= 0:
+                lines.append(f"{indent}if {name}.shape[{i}] != 1:")
+                w.signal(lines, indent + "    ", f"{b} != 1 and {b} != {name}.shape[{i}]")
+                lines.append(f"{indent}    {b} = {name}.shape[{i}]")
+        bdims.append(b)
+    rest = [a for a in range(d) if a not in slots]
+    adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
+    bpos = sum(1 for p in parts[: advanced[0]] if p.kind == "slice") if adjacent else 0
+    dims = [f"{v}.shape[{a}]" for a in rest]
+    dims[bpos:bpos] = bdims
+    fx = _FancyIndex(", ".join(basic), v, sources, slots, d, dims, bdims, bpos)
+    inner, bvars = _broadcast_loops(w, bdims, lines, indent)
+    for s in range(len(sources)):
+        size = f"{v}.shape[{slots[s]}]"
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
+        w.signal(lines, inner, f"{k} < -{size} or {k} >= {size}")
+    return fx
+
+
+def _broadcast_loops(
+    w: Writer, bdims: list[str], lines: list[str], indent: str
+) -> tuple[str, list[str]]:
+    """Nested ``for`` loops over the broadcast index shape (C order): the body's indent and
+    the loop variables."""
+    bvars = []
+    for b in bdims:
+        q = w.fresh("q")
+        lines.append(f"{indent}for {q} in range({b}):")
+        indent += "    "
+        bvars.append(q)
+    return indent, bvars
+
+
+def _fancy_loop(
+    w: Writer, fx: _FancyIndex, lines: list[str], indent: str
+) -> tuple[str, list[str], list[str]]:
+    """The loops of the read or write pass: the body's indent, the loop variables and, per
+    axis of ``fx.view``, ":" or its (checked, wrapped) index variable."""
+    inner, bvars = _broadcast_loops(w, fx.bdims, lines, indent)
+    picks = [":"] * fx.naxes
+    for s, a in enumerate(fx.slots):
+        k = w.fresh("k")
+        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
+        lines.append(f"{inner}if {k} < 0:")
+        lines.append(f"{inner}    {k} += {fx.view}.shape[{a}]")
+        picks[a] = k
+    return inner, bvars, picks
+
+
+def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
+    walked in C order, one copy of the rest of ``x`` per index tuple."""
+    fx = _emit_fancy_index(w, node, args, args[0].name, lines, indent)
+    alloc_result(w, node, fx.dims, ctor(np.dtype(node.dtype)), lines, indent, t)
+    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
+    dst = [":"] * len(fx.dims)
+    dst[fx.bpos : fx.bpos + len(bvars)] = bvars
+    lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(picks)}]")
+    return "fresh"
+
+
+class _Named:
+    """A stand-in for a writer value: only its name is read here."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
+    and broadcast to the region, written index tuple after index tuple in C order (a
+    repeated index keeps the last write). In place where the in-place plan lets this write
+    reuse ``x``'s buffer, else into a copy. Every check (index, value shape) runs first;
+    index arrays and a value that share the buffer written in place are copied first
+    (NumPy reads both before it writes)."""
+    x = args[0]
+    dt = np.dtype(node.args[0].dtype)
+    dts = ctor(dt)
+    inplace = node in w.plan.writes
+    args = list(args)
+    if inplace:
+        for i in range(2, len(args)):
+            a = args[i]
+            if isinstance(node.args[i], Node) and not a.scalar and a.roots & x.roots:
+                c = w.fresh("ix")
+                lines.append(f"{indent}{c} = {a.name}.copy()")
+                args[i] = _Named(c)
+    fx = _emit_fancy_index(w, node, args, x.name, lines, indent)
+    value = node.args[1]
+    rr = len(fx.dims)
+    if not isinstance(value, Node):
+        src = const_source(literal_into(value, dt), dt)
+    elif args[1].scalar:
+        src = args[1].name if np.dtype(value.dtype) == dt else f"{dts}({args[1].name})"
+    else:
+        val = args[1].name
+        vr = len(value.aval.shape)
+        for k in range(1, vr + 1):  # NumPy's ValueError: the value must broadcast
+            w.signal(
+                lines,
+                indent,
+                f"{val}.shape[{vr - k}] != 1 and {val}.shape[{vr - k}] != {fx.dims[rr - k]}",
+            )
+        c = w.fresh("val")
+        if np.dtype(value.dtype) != dt:
+            lines.append(f"{indent}{c} = {val}.astype({dts})")
+        elif inplace and args[1].roots & x.roots:
+            lines.append(f"{indent}{c} = {val}.copy()")
+        else:
+            lines.append(f"{indent}{c} = {val}")
+        src = w.fresh("val")
+        lines.append(f"{indent}{src} = np.broadcast_to({c}, {shape_tuple(fx.dims)})")
+    if inplace:
+        lines.append(f"{indent}{t} = {x.name}")
+    else:
+        dims = [f"{x.name}.shape[{d}]" for d in range(len(node.aval.shape))]
+        alloc_result(w, node, dims, dts, lines, indent, t)
+        lines.append(f"{indent}{t}[...] = {x.name}")
+    dv = w.fresh("v")
+    lines.append(f"{indent}{dv} = {t}[{fx.basic}]")
+    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
+    if isinstance(value, Node) and not args[1].scalar:
+        at = [":"] * rr
+        at[fx.bpos : fx.bpos + len(bvars)] = bvars
+        src = f"{src}[{', '.join(at)}]"
+    lines.append(f"{inner}{dv}[{', '.join(picks)}] = {src}")
+    return "view" if inplace else "fresh"
+
+
+RULES[OpKind.GETITEM] = Rule(_check_fancy, _emit_gather, _claims_fancy)
+RULES[OpKind.SETITEM] = Rule(_check_fancy, _emit_scatter, _claims_fancy)
+
+
+# ---------------------------------------------------------------------------------------------
+# TensorArray stacks (loop gradients under jit_compile=True)
+# ---------------------------------------------------------------------------------------------
+# A loop's gradient stacks each iteration's state with ``tensor_array_write`` (the forward
+# loop gains a count, starting at ``int64(0)``, and one stack per variable, starting as
+# ``None``: ``autodiff/loops.py``); the reverse loop reads the rows back with ``getitem``.
+# ``loop_literal`` gives such literal loop operands their Numba form (the empty stack: a
+# 0-row array of the stack's rank, so every iteration carries one array type), and the rule
+# below writes a row exactly as ``ir.interpreter.tensor_array_write`` does: rows allocated
+# (zeros) at the first write, grown geometrically when dynamic, into the buffer itself where
+# the in-place plan (``backends/inplace.py``) found it private and dead, else into a copy.
+# A negative or out-of-range index and a row of another shape signal: the fused executor
+# reruns the call and raises NumPy's error.
+
+
+def loop_literal(value: Any, aval: Any) -> tuple[str, bool]:
+    """The Numba source of a literal loop operand of abstract value ``aval`` (``None``: an
+    empty stack) and whether it is a scalar; Unsupported for anything else."""
+    dt = np.dtype(aval.dtype)
+    if dt not in DTYPES or aval.shape is None:
+        raise Unsupported(f"a loop operand {value!r} of {aval}")
+    if value is None:
+        if len(aval.shape) < 1:
+            raise Unsupported("an empty stack of rank 0")
+        return f"np.zeros({(0,) * len(aval.shape)!r}, {ctor(dt)})", False
+    if aval.shape != () or not isinstance(value, (bool, int, float, np.number, np.bool_)):
+        raise Unsupported(f"a loop operand {value!r}")
+    return f"{ctor(dt)}({literal_value(value, dt)!r})", True
+
+
+def _check_tensor_array_write(node: Node) -> None:
+    only_params(node, {"dtype", "size", "dynamic_size"})
+    buffer, index, value = node.args
+    dt = np.dtype(node.attrs["dtype"])
+    if dt not in DTYPES:
+        raise Unsupported(f"a TensorArray of {dt}")
+    if buffer is not None and (
+        not isinstance(buffer, Node) or buffer.aval.shape is None or np.dtype(buffer.dtype) != dt
+    ):
+        raise Unsupported("tensor_array_write into a buffer that is not a stack")
+    if isinstance(index, Node):
+        if index.aval.shape != () or np.dtype(index.dtype).kind not in "iu":
+            raise Unsupported("tensor_array_write at a non-integer index")
+    elif not isinstance(index, (int, np.integer)) or isinstance(index, bool):
+        raise Unsupported(f"tensor_array_write at {index!r}")
+    if (
+        not isinstance(value, Node)
+        or value.aval.shape is None
+        or None in value.aval.shape
+        or np.dtype(value.dtype) not in DTYPES
+    ):
+        raise Unsupported("tensor_array_write of a value of unknown shape")
+    if not np.can_cast(value.dtype, dt, casting="same_kind"):
+        raise Unsupported(f"tensor_array_write of {value.dtype} into {dt}")  # NumPy's error
+    if node.aval.shape is None or len(node.aval.shape) != len(value.aval.shape) + 1:
+        raise Unsupported("tensor_array_write of a stack of another rank")
+
+
+def _emit_tensor_array_write(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
+    buffer, index, value = args
+    dt = np.dtype(node.attrs["dtype"])
+    size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])
+    vshape = node.args[2].aval.shape
+    rank = len(vshape)
+    i = w.fresh("i")
+    lines.append(f"{indent}{i} = np.int64({index if not hasattr(index, 'name') else index.name})")
+    w.signal(lines, indent, f"{i} < 0")
+    row = "".join(f", {value.name}.shape[{d}]" for d in range(rank)) if not value.scalar else ""
+    zeros = f"np.zeros((max({size}, {i} + 1){row},), {ctor(dt)})"
+    grown = f"np.zeros((max({i} + 1, 2 * {{rows}}){row},), {ctor(dt)})"
+    in_place = node in w.plan.writes
+    if buffer is None:
+        if not dynamic:
+            w.signal(lines, indent, f"{i} >= {size}")
+        lines.append(f"{indent}{t} = {zeros}")
+    else:
+        b, rows = buffer.name, w.fresh("rows")
+        lines.append(f"{indent}{rows} = {b}.shape[0]")
+        lines.append(f"{indent}if {rows} == 0:")
+        if not dynamic:
+            w.signal(lines, indent + "    ", f"{i} >= {size}")
+        lines.append(f"{indent}    {t} = {zeros}")
+        lines.append(f"{indent}else:")
+        inner = indent + "    "
+        for d in range(rank):  # every row has one shape (NumPy raises ValueError)
+            w.signal(lines, inner, f"{b}.shape[{d + 1}] != {value.name}.shape[{d}]")
+        lines.append(f"{inner}if {i} >= {rows}:")
+        if not dynamic:
+            w.signal(lines, inner + "    ", "True")
+        lines.append(f"{inner}    {t} = {grown.format(rows=rows)}")
+        lines.append(f"{inner}    {t}[:{rows}] = {b}")
+        lines.append(f"{inner}else:")
+        lines.append(f"{inner}    {t} = {b if in_place else b + '.copy()'}")
+    src = value.name
+    if np.dtype(node.args[2].dtype) != dt:
+        src = f"{ctor(dt)}({src})" if value.scalar else f"{src}.astype({ctor(dt)})"
+    lines.append(f"{indent}{t}[{i}] = {src}")
+    # (written in place, the stack is still the loop's own buffer: nothing else reads the
+    # old one, which the in-place plan checked, so it is carried without a copy)
+    return "fresh"
+
+
+RULES[OpKind.TENSOR_ARRAY_WRITE] = Rule(_check_tensor_array_write, _emit_tensor_array_write)
+
+
+# ---------------------------------------------------------------------------------------------
+# Run-time checks (``if bad: raise ...`` on a traced condition)
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_check(node: Node) -> None:
+    pred = node.args[0]
+    if not isinstance(pred, Node) or pred.aval is None or pred.aval.shape != ():
+        raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
+
+
+def _emit_check(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    """A failed check signals: the fused executor reruns the call from the arguments, which
+    the compiled function has not written yet, and raises the check's exception with its
+    message formatted there (NumPy's values, Python's formatting)."""
+    w.signal(lines, indent, args[0].name)
+    lines.append(f"{indent}{t} = 0")
+    return "scalar"
+
+
+RULES[OpKind.CHECK] = Rule(_check_check, _emit_check)

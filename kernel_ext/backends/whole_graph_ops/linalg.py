@@ -1,0 +1,443 @@
+"""Whole-graph rules of the linear algebra: dot and matmul, convolve and correlate, and
+NumPy's LAPACK gufunc loops for solve, inv and det.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ...ir import Node, OpKind
+from ..codegen import Unsupported, ctor
+from ..ufunc_loops import find_loop
+from .common import (
+    RULES,
+    Rule,
+    Writer,
+    array_arg,
+    loop_scratch,
+    only_params,
+    result_dtype,
+    shape_tuple,
+    ufunc_loop,
+)
+
+# ---------------------------------------------------------------------------------------------
+# dot / matmul
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's matmul gufunc loop on 3-D views (batch, rows, columns) with explicit strides: a
+# dimension NumPy adds for a 1-D operand (or a broadcast batch) has stride 0, as in NumPy,
+# so the loop takes the very branch (dot, gemv, gemm, syrk) np.matmul takes.
+_MM_FLOAT = """\
+@_inline
+def _mm_float(a, b, o, f, d, pp, dims, st, sa0, sa1, sb0, sb2, so1, so2):
+    nb = o.shape[0]
+    n = a.shape[1]
+    m = a.shape[2]
+    p = b.shape[2]
+    if nb == 0 or n == 0 or p == 0:
+        return
+    if m == 0:
+        o[:, :, :] = 0
+        return
+    pp[0] = a.ctypes.data
+    pp[1] = b.ctypes.data
+    pp[2] = o.ctypes.data
+    dims[0] = nb
+    dims[1] = n
+    dims[2] = m
+    dims[3] = p
+    st[0] = sa0
+    st[1] = sb0
+    st[2] = o.strides[0]
+    st[3] = sa1
+    st[4] = a.strides[2]
+    st[5] = b.strides[1]
+    st[6] = sb2
+    st[7] = so1
+    st[8] = so2
+    _call_loop(f, pp.ctypes.data, dims.ctypes.data, st.ctypes.data, d)
+"""
+
+# Integer products wrap in the operands' dtype (``_wadd``/``_wmul``), as NumPy's integer
+# matmul loop does; the order of the terms does not change a wrapped sum.
+_MM_INT = """\
+@_inline
+def _mm_int(a, b, o):
+    nb = o.shape[0]
+    for q in range(nb):
+        x = a[q if a.shape[0] != 1 else 0]
+        y = b[q if b.shape[0] != 1 else 0]
+        for i in range(x.shape[0]):
+            for j in range(y.shape[1]):
+                s = o.dtype.type(0)
+                for k in range(x.shape[1]):
+                    s = _wadd(s, _wmul(x[i, k], y[k, j]))
+                o[q, i, j] = s
+"""
+
+_MM_BOOL = """\
+@_inline
+def _mm_bool(a, b, o):
+    nb = o.shape[0]
+    for q in range(nb):
+        x = a[q if a.shape[0] != 1 else 0]
+        y = b[q if b.shape[0] != 1 else 0]
+        for i in range(x.shape[0]):
+            for j in range(y.shape[1]):
+                s = False
+                for k in range(x.shape[1]):
+                    if x[i, k] and y[k, j]:
+                        s = True
+                        break
+                o[q, i, j] = s
+"""
+
+
+def _matmul_ranks(node: Node) -> tuple[Node, Node, np.dtype]:
+    a, b = array_arg(node, 0, "an operand"), array_arg(node, 1, "an operand")
+    ra, rb = len(a.aval.shape), len(b.aval.shape)
+    dt = result_dtype(node)
+    if node.op is OpKind.DOT:
+        if not (1 <= ra <= 2 and 1 <= rb <= 2):
+            raise Unsupported(f"dot of ranks {ra} and {rb} (1-D and 2-D operands only)")
+    elif not (1 <= ra <= 3 and 1 <= rb <= 3):
+        raise Unsupported(f"matmul of ranks {ra} and {rb} (up to one batch axis)")
+    for x in (a, b):
+        if not np.can_cast(x.dtype, dt, "safe"):
+            raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
+    if dt.kind == "f":
+        if find_loop(np.matmul, (dt,) * 3) is None:
+            raise Unsupported(f"no NumPy matmul loop for {dt}")
+    elif dt.kind not in "biu":
+        raise Unsupported(f"{node.op.value} of {dt}")
+    return a, b, dt
+
+
+def _claims_matmul(node: Node) -> bool:
+    """Not the 2-D @ 2-D product of one dtype :mod:`.whole_graph` compiles itself."""
+    a, b = node.args[0], node.args[1]
+    return not (
+        isinstance(a, Node)
+        and isinstance(b, Node)
+        and a.aval.shape is not None
+        and b.aval.shape is not None
+        and len(a.aval.shape) == 2
+        and len(b.aval.shape) == 2
+        and a.aval.dtype == b.aval.dtype == node.dtype
+    )
+
+
+def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    a_node, b_node, dt = _matmul_ranks(node)
+    ra, rb = len(a_node.aval.shape), len(b_node.aval.shape)
+    a, b = args[0].name, args[1].name
+    dts = ctor(dt)
+    if np.dtype(a_node.dtype) != dt:
+        v = w.fresh("m")
+        lines.append(f"{indent}{v} = {a}.astype({dts})")
+        a = v
+    if np.dtype(b_node.dtype) != dt:
+        v = w.fresh("m")
+        lines.append(f"{indent}{v} = {b}.astype({dts})")
+        b = v
+    # 3-D views (batch, rows, cols); a 1-D a is one row, a 1-D b one column
+    a3 = {1: f"{a}[None, None, :]", 2: f"{a}[None, :, :]", 3: a}[ra]
+    b3 = {1: f"{b}[None, :, None]", 2: f"{b}[None, :, :]", 3: b}[rb]
+    if node.op is OpKind.DOT and dt.kind == "f":
+        # np.dot copies an operand that BLAS cannot read as it is, then calls BLAS as
+        # np.matmul would; the bits agree with matmul's loop (tested) when no copy is made,
+        # so the other layouts (a matrix neither C- nor F-contiguous, a vector with a
+        # stride <= 0) are rerun in NumPy.
+        for x, r in ((a, ra), (b, rb)):
+            if r == 2:
+                w.signal(lines, indent, f"not ({x}.flags.c_contiguous or {x}.flags.f_contiguous)")
+            else:
+                w.signal(lines, indent, f"{x}.strides[0] <= 0 and {x}.shape[0] > 1")
+    va, vb = w.fresh("ma"), w.fresh("mb")
+    lines.append(f"{indent}{va} = {a3}")
+    lines.append(f"{indent}{vb} = {b3}")
+    w.signal(lines, indent, f"{va}.shape[2] != {vb}.shape[1]")
+    batched = ra == 3 or rb == 3
+    nb = "1"
+    if batched:
+        nb = w.fresh("nb")
+        w.signal(
+            lines,
+            indent,
+            f"{va}.shape[0] != {vb}.shape[0] and {va}.shape[0] != 1 and {vb}.shape[0] != 1",
+        )
+        lines.append(f"{indent}{nb} = max({va}.shape[0], {vb}.shape[0])")
+    out_dims = (
+        ([nb] if batched else [])
+        + ([f"{va}.shape[1]"] if ra > 1 else [])
+        + ([f"{vb}.shape[2]"] if rb > 1 else [])
+    )
+    scalar = not out_dims
+    o = w.fresh("mo")
+    if scalar:
+        lines.append(f"{indent}{o} = np.empty((1, 1, 1), {dts})")
+        o3 = o
+    else:
+        shape = shape_tuple(out_dims)
+        test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(out_dims))
+        w._out_buffer(node, shape, test, dts, lines, indent, o)
+        if batched:
+            o3 = {1: f"{o}[:, None, :]", 2: f"{o}[:, :, None]"}.get(
+                1 if ra == 1 else 2 if rb == 1 else 0, o
+            )
+        else:
+            o3 = {(2, 1): f"{o}[None, :, None]", (1, 2): f"{o}[None, None, :]"}.get(
+                (ra, rb), f"{o}[None, :, :]"
+            )
+    if dt.kind == "f":
+        w.helpers["_mm_float"] = _MM_FLOAT
+        # NumPy's strides: 0 for a dimension it added (a 1-D operand, a broadcast batch)
+        sa0 = f"{va}.strides[0] if {va}.shape[0] != 1 else 0" if ra == 3 else "0"
+        sb0 = f"{vb}.strides[0] if {vb}.shape[0] != 1 else 0" if rb == 3 else "0"
+        sa1 = f"{va}.strides[1]" if ra > 1 else "0"
+        sb2 = f"{vb}.strides[2]" if rb > 1 else "0"
+        so1 = "0" if ra == 1 or scalar else f"{o}.strides[{1 if batched else 0}]"
+        so2 = "0" if rb == 1 or scalar else f"{o}.strides[{len(out_dims) - 1}]"
+        lines.append(
+            f"{indent}_mm_float({va}, {vb}, {o3}, {ufunc_loop(w, np.matmul, (dt,) * 3)}, "
+            f"{loop_scratch(w)}, {sa0}, {sa1}, {sb0}, {sb2}, {so1}, {so2})"
+        )
+    else:
+        name = "_mm_bool" if dt.kind == "b" else "_mm_int"
+        w.helpers[name] = _MM_BOOL if dt.kind == "b" else _MM_INT
+        lines.append(f"{indent}{name}({va}, {vb}, {o3})")
+    if scalar:
+        lines.append(f"{indent}{t} = {o}[0, 0, 0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}")
+    return "fresh"
+
+
+RULES[OpKind.MATMUL] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul, _claims_matmul)
+RULES[OpKind.DOT] = Rule(lambda n: _matmul_ranks(n) and None, _emit_matmul)
+
+
+# ---------------------------------------------------------------------------------------------
+# convolve / correlate
+# ---------------------------------------------------------------------------------------------
+
+# NumPy's ``_pyarray_correlate`` (``multiarraymodule.c``) of C-contiguous ``d`` and ``k``
+# (``len(d) >= len(k)``) step for step. The partial overlaps at both ends are each one call
+# of the dtype's dot function, which NumPy's matmul loop makes for a (1, n) @ (n, 1) product
+# with the same strides (``_mm_float``: the same BLAS ``dot``, the same bits). The full
+# overlaps are NumPy's ``small_correlate`` for kernels of at most 11 values — a sum from 0
+# in kernel order, in the dtype — and dot calls for longer kernels. A function of its own,
+# not inlined: compiled once per dtype however many convolutions a graph makes.
+_CORRELATE = """\
+@_inline
+def _dot1(d, i1, k, i2, out, o, n, f, dd, pp, dims, st):
+    _mm_float(d[i1:i1 + n][None, None, :], k[i2:i2 + n][None, :, None],
+              out[o:o + 1][None, :, None], f, dd, pp, dims, st, 0, 0, 0, 0, 0, 0)
+
+
+@_kernel
+def _correlate(d, k, mode, f, dd, pp, dims, st):
+    n1 = d.shape[0]
+    n2 = k.shape[0]
+    if mode == 0:
+        length = n1 - n2 + 1
+        n_left = 0
+        n_right = 0
+    elif mode == 1:
+        length = n1
+        n_left = n2 // 2
+        n_right = n2 - n_left - 1
+    else:
+        length = n1 + n2 - 1
+        n_left = n2 - 1
+        n_right = n2 - 1
+    out = np.empty(length, d.dtype)
+    i1 = 0
+    i2 = n_left
+    n = n2 - n_left
+    o = 0
+    for i in range(n_left):
+        _dot1(d, i1, k, i2, out, o, n, f, dd, pp, dims, st)
+        n += 1
+        i2 -= 1
+        o += 1
+    nd = n1 - n2 + 1
+    if n <= 11:
+        for i in range(nd):
+            s = d.dtype.type(0)
+            for j in range(n):
+                s += d[i + j] * k[j]
+            out[o + i] = s
+    else:
+        for i in range(nd):
+            _dot1(d, i, k, 0, out, o + i, n, f, dd, pp, dims, st)
+    i1 = nd
+    o += nd
+    for i in range(n_right):
+        n -= 1
+        _dot1(d, i1, k, 0, out, o, n, f, dd, pp, dims, st)
+        i1 += 1
+        o += 1
+    return out
+"""
+
+_CORRELATE_MODES = {"valid": 0, "same": 1, "full": 2}
+
+
+def _check_correlate(node: Node) -> tuple[np.dtype, int]:
+    only_params(node, {"mode"})
+    a, v = array_arg(node, 0, "an array"), array_arg(node, 1, "a kernel")
+    dt = result_dtype(node)
+    if dt.kind != "f" or np.dtype(a.dtype) != dt or np.dtype(v.dtype) != dt:
+        raise Unsupported(
+            f"{node.op.value} of {a.dtype} and {v.dtype} (one float dtype: "
+            "NumPy's integer dot and small_correlate differ)"
+        )
+    if len(a.aval.shape) != 1 or len(v.aval.shape) != 1:
+        raise Unsupported(f"{node.op.value} of arrays other than 1-D")
+    mode = node.attrs.get("mode", "valid")
+    if mode not in _CORRELATE_MODES:
+        raise Unsupported(f"{node.op.value} mode {mode!r}")
+    if find_loop(np.matmul, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy matmul loop for {dt}")
+    return dt, _CORRELATE_MODES[mode]
+
+
+def _emit_correlate(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
+    """``np.convolve``: the longer array correlated with the shorter one reversed (NumPy's
+    composition); ``np.correlate``: the arrays as given, swapped when the first is shorter
+    and the result then reversed (NumPy's ``correlate2``). An empty array signals NumPy's
+    ValueError."""
+    dt, mode = _check_correlate(node)
+    a, v = w.fresh("cv"), w.fresh("cv")
+    lines.append(f"{indent}{a} = np.ascontiguousarray({args[0].name})")
+    lines.append(f"{indent}{v} = np.ascontiguousarray({args[1].name})")
+    w.signal(lines, indent, f"{a}.shape[0] == 0 or {v}.shape[0] == 0")
+    w.helpers["_mm_float"] = _MM_FLOAT
+    w.helpers["_correlate"] = _CORRELATE
+    loop = f"{ufunc_loop(w, np.matmul, (dt,) * 3)}, {loop_scratch(w)}"
+    lines.append(f"{indent}if {a}.shape[0] >= {v}.shape[0]:")
+    if node.op is OpKind.CONVOLVE:
+        lines.append(
+            f"{indent}    {t} = _correlate({a}, np.ascontiguousarray({v}[::-1]), {mode}, {loop})"
+        )
+        lines.append(f"{indent}else:")
+        lines.append(
+            f"{indent}    {t} = _correlate({v}, np.ascontiguousarray({a}[::-1]), {mode}, {loop})"
+        )
+    else:
+        lines.append(f"{indent}    {t} = _correlate({a}, {v}, {mode}, {loop})")
+        lines.append(f"{indent}else:")
+        lines.append(
+            f"{indent}    {t} = np.ascontiguousarray(_correlate({v}, {a}, {mode}, {loop})[::-1])"
+        )
+    return "fresh"
+
+
+RULES[OpKind.CONVOLVE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+RULES[OpKind.CORRELATE] = Rule(lambda n: _check_correlate(n) and None, _emit_correlate)
+
+
+# ---------------------------------------------------------------------------------------------
+# linalg.solve / inv / det: NumPy's own LAPACK gufunc loops
+# ---------------------------------------------------------------------------------------------
+
+
+def _linalg_loop(op: OpKind, b_rank: int) -> np.ufunc:
+    """The ``numpy.linalg._umath_linalg`` gufunc ``np.linalg.<op>`` calls for 2-D ``a``."""
+    from numpy.linalg import _umath_linalg as umath_linalg
+
+    if op is OpKind.SOLVE:
+        return umath_linalg.solve1 if b_rank == 1 else umath_linalg.solve
+    return umath_linalg.inv if op is OpKind.INV else umath_linalg.det
+
+
+def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
+    """The gufunc and the rank of ``b`` (0 without one)."""
+    only_params(node, set())
+    a = array_arg(node, 0, "a matrix")
+    if len(a.aval.shape) != 2:
+        raise Unsupported(f"{node.op.value} of a stack of matrices (2-D only)")
+    rank_b = 0
+    for x in node.args[: 2 if node.op is OpKind.SOLVE else 1]:
+        if not isinstance(x, Node) or np.dtype(x.dtype).kind not in "iuf":
+            raise Unsupported(f"{node.op.value} of {getattr(x, 'dtype', type(x).__name__)}")
+    if node.op is OpKind.SOLVE:
+        rank_b = len(array_arg(node, 1, "b").aval.shape)
+        if rank_b not in (1, 2):
+            raise Unsupported(f"solve with a {rank_b}-D b")
+    if np.dtype(node.dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):
+        raise Unsupported(f"{node.op.value} into {node.dtype}")
+    ufunc = _linalg_loop(node.op, rank_b)
+    if find_loop(ufunc, (np.dtype(np.float64),) * ufunc.nargs) is None:
+        raise Unsupported(f"no NumPy {ufunc.__name__} loop for float64")
+    return ufunc, rank_b
+
+
+def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    """One call of the gufunc loop ``np.linalg`` makes, on float64 copies (NumPy computes
+    every real dtype in double, then casts to the result's dtype), with the core strides
+    of those copies: the loop copies them into its Fortran buffer and calls LAPACK
+    (``dgesv``, ``dgetrf``...) exactly as under NumPy. NumPy's errors — a matrix that is
+    not square, shapes that do not match, a singular matrix (``solve``/``inv``: NaNs and
+    its invalid flag, which ``np.linalg`` turns into LinAlgError) — and non-finite inputs
+    (whose invalid operations NumPy would also report) signal."""
+    ufunc, rank_b = _check_linalg(node)
+    pp, dims, st = loop_scratch(w).split(", ")
+    f, d = ufunc_loop(w, ufunc, (np.dtype(np.float64),) * ufunc.nargs).split(", ")
+    ops = [w.fresh("la") for _ in range(1 + (node.op is OpKind.SOLVE))]
+    for v, a in zip(ops, args):
+        lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).astype(np.float64)")
+    a = ops[0]
+    w.signal(lines, indent, f"{a}.shape[0] != {a}.shape[1] or {a}.shape[0] == 0")
+    if node.op is not OpKind.DET:
+        for v in ops:
+            w.signal(lines, indent, f"not np.all(np.isfinite({v}))")
+    o = w.fresh("la")
+    if node.op is OpKind.SOLVE:
+        b = ops[1]
+        w.signal(lines, indent, f"{b}.shape[0] != {a}.shape[0]")
+        if rank_b == 2:
+            w.signal(lines, indent, f"{b}.shape[1] == 0")
+        lines.append(f"{indent}{o} = np.empty({b}.shape, np.float64)")
+        cores = (
+            [f"{a}.strides[0]", f"{a}.strides[1]"]
+            + [f"{b}.strides[{k}]" for k in range(rank_b)]
+            + [f"{o}.strides[{k}]" for k in range(rank_b)]
+        )
+        ptrs = [a, b, o]
+        sizes = [f"{a}.shape[0]"] + ([f"{b}.shape[1]"] if rank_b == 2 else [])
+    elif node.op is OpKind.INV:
+        lines.append(f"{indent}{o} = np.empty({a}.shape, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]", f"{o}.strides[0]", f"{o}.strides[1]"]
+        ptrs, sizes = [a, o], [f"{a}.shape[0]"]
+    else:
+        lines.append(f"{indent}{o} = np.empty(1, np.float64)")
+        cores = [f"{a}.strides[0]", f"{a}.strides[1]"]
+        ptrs, sizes = [a, o], [f"{a}.shape[0]"]
+    for k, p in enumerate(ptrs):
+        lines.append(f"{indent}{pp}[{k}] = {p}.ctypes.data")
+        lines.append(f"{indent}{st}[{k}] = 0")  # one matrix: the outer loop runs once
+    lines.append(f"{indent}{dims}[0] = 1")
+    for k, s in enumerate(sizes):
+        lines.append(f"{indent}{dims}[{k + 1}] = {s}")
+    for k, s in enumerate(cores):
+        lines.append(f"{indent}{st}[{len(ptrs) + k}] = {s}")
+    lines.append(
+        f"{indent}_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, {st}.ctypes.data, {d})"
+    )
+    if node.op is not OpKind.DET:
+        w.signal(lines, indent, f"np.any(np.isnan({o}))")
+    cast = "" if np.dtype(node.dtype) == np.float64 else f".astype({ctor(np.dtype(node.dtype))})"
+    if node.op is OpKind.DET:
+        lines.append(f"{indent}{t} = {o}{cast}[0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = {o}{cast}")
+    return "fresh"
+
+
+for _kind in (OpKind.SOLVE, OpKind.INV, OpKind.DET):
+    RULES[_kind] = Rule(lambda n: _check_linalg(n) and None, _emit_linalg)
