@@ -44,9 +44,9 @@ def triangle(A):
 
 @pytest.fixture(autouse=True)
 def synchronous():
-    compiler.set_synchronous(True)
+    old = compiler.set_synchronous(True)
     yield
-    compiler.set_synchronous(False)
+    compiler.set_synchronous(old)
 
 
 def _numpy_executor() -> str:

@@ -90,9 +90,9 @@ def test_a_counter_tested_against_a_carried_bound_stays_unbounded():
 
 @pytest.fixture
 def synchronous():
-    compiler.set_synchronous(True)
+    old = compiler.set_synchronous(True)
     yield
-    compiler.set_synchronous(False)
+    compiler.set_synchronous(old)
 
 
 def _compiled_source(f, *args) -> str:
