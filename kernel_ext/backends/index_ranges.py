@@ -149,22 +149,32 @@ def _walk(graph: Graph, ranges: dict[Node, Range]) -> None:
                 _walk(branch, ranges)
         if not _signed_scalar(node):
             continue
-        if node.op is OpKind.CONSTANT:
-            value = node.attrs.get("value")
-            if isinstance(value, (int, np.integer, np.ndarray)) and np.ndim(value) == 0:
-                ranges[node] = (int(value), int(value))
-        elif node.op is OpKind.COPY:
-            r = _range_of(node.args[0], ranges)
-            if r is not None:
-                ranges[node] = r
-        elif node.op is OpKind.WHERE:
-            r = _where(node, ranges)
-            if r is not None:
-                ranges[node] = r
-        elif node.op in _ARITH:
-            r = _arith(node, ranges)
-            if r is not None:
-                ranges[node] = r
+        r = _node_range(node, ranges)
+        if r is not None and _fits(r, np.dtype(node.dtype)):
+            ranges[node] = r
+
+
+def _fits(r: Range, dtype: np.dtype) -> bool:
+    """Does ``r`` hold no value the node's dtype cannot (a sum that would wrap in int8 or int32
+    has no range: its run-time value is not the one computed here)?"""
+    info = np.iinfo(dtype)
+    return all(math.isinf(end) or info.min <= end <= info.max for end in r)
+
+
+def _node_range(node: Node, ranges: dict[Node, Range]) -> Range | None:
+    """The range of one signed scalar integer node from its operands' ranges, or None."""
+    if node.op is OpKind.CONSTANT:
+        value = node.attrs.get("value")
+        if isinstance(value, (int, np.integer, np.ndarray)) and np.ndim(value) == 0:
+            return (int(value), int(value))
+        return None
+    if node.op is OpKind.COPY:
+        return _range_of(node.args[0], ranges)
+    if node.op is OpKind.WHERE:
+        return _where(node, ranges)
+    if node.op in _ARITH:
+        return _arith(node, ranges)
+    return None
 
 
 def _upper_bounds(test: Node, slot: Node) -> list[Any]:

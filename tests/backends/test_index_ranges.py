@@ -42,13 +42,19 @@ def _gather(x, idx):
     return out
 
 
-def _halving(x, m):
-    i = 0
+def _halving(x, start):
+    i = np.minimum(np.maximum(start, 0), 0)  # a traced counter known to start at 0
+    m = x.shape[0]
     while i < m:  # the bound is carried (it shrinks): proves nothing about i
         x[i] += 1.0
         i += 1
         m -= 1
     return x
+
+
+def _wrapping(x, s):
+    i = np.maximum(np.minimum(s, np.int8(120)), np.int8(100))  # 100..120
+    return x[i + np.int8(20)]  # 120..140 in int8 arithmetic: wraps past 127
 
 
 def test_counted_loops_bound_their_counters_by_their_ranges():
@@ -82,10 +88,19 @@ def _all_graphs(graph):
 
 
 def test_a_counter_tested_against_a_carried_bound_stays_unbounded():
-    graph = _graph(_halving, np.ones(6), np.int64(6))
+    graph = _graph(_halving, np.ones(6), np.int64(3))
     (loop,) = [n for g in _all_graphs(graph) for n in g.nodes if n.op is OpKind.WHILE]
     body = loop.attrs["body"]
     assert not any(ph in index_ranges(graph) for ph in body.inputs)
+
+
+def test_a_sum_that_wraps_in_its_dtype_has_no_range():
+    graph = _graph(_wrapping, np.arange(200.0), np.int8(110))
+    ranges = index_ranges(graph)
+    clamp = [n for n in graph.nodes if n.op in (OpKind.MAXIMUM, OpKind.WHERE)][-1]
+    assert ranges[clamp] == (100, 120)
+    (total,) = [n for n in graph.nodes if n.op is OpKind.ADD]
+    assert total not in ranges
 
 
 @pytest.fixture
@@ -135,3 +150,11 @@ def test_data_chosen_indexes_keep_their_check(n):
         _gather(x, bad)
     with pytest.raises(IndexError):
         f(x, bad)
+
+
+@pytest.mark.usefixtures("synchronous")
+def test_a_wrapped_index_reads_what_numpy_reads():
+    x = np.arange(200.0)
+    f = kx.function(_wrapping, jit_compile=True)
+    for s in (np.int8(100), np.int8(110), np.int8(120)):
+        np.testing.assert_array_equal(f(x, s), _wrapping(x, s))
