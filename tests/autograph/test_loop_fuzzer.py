@@ -73,11 +73,10 @@ def _low_thresholds(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(loops, "UNROLL_NODE_BUDGET", 30)
     monkeypatch.setattr(loops, "GUARDED_UNROLL", 2)
     monkeypatch.setattr(py_builtins, "SUM_UNROLL", 2)
-    monkeypatch.setattr(whole_graph, "MAX_OPS", 120)
+    monkeypatch.setattr(whole_graph.support, "MAX_OPS", 120)
     monkeypatch.setattr(short_sums, "MAX_TERMS", 2)
     monkeypatch.setattr(short_sums, "MAX_NODES", 8)
     monkeypatch.setattr(parallel, "SUM_PARALLEL_MIN", 16)
-    monkeypatch.setattr(whole_graph, "SUM_PARALLEL_MIN", 16)
 
 
 def programs_for(profile: str, seeds: range) -> list[LoopProgram]:

@@ -48,7 +48,11 @@ def _plan(target: str) -> fused.SegmentPlan:
 
 
 def test_every_renderer_shares_the_call_renderer_base():
-    for renderer in (runners.CpuRunnerWriter, runners.CudaRunnerWriter, whole_graph._SegmentArgs):
+    for renderer in (
+        runners.CpuRunnerWriter,
+        runners.CudaRunnerWriter,
+        whole_graph.values.SegmentArgs,
+    ):
         assert issubclass(renderer, CallRenderer)
 
 
@@ -136,7 +140,7 @@ def test_the_whole_graph_embeds_kernels_with_block_buffers_passed_in(variant):
     standalone = codegen.generate(seg).source
     for buf in call.scratch_of(variant):
         assert f"    {buf.name} = {buf.allocation()}" in standalone
-    renderer = whole_graph._SegmentArgs()
+    renderer = whole_graph.values.SegmentArgs()
     renderer.inputs = {i: f"x{i}" for i in range(len(seg.inputs))}
     renderer.outputs = {i: f"o{i}" for i in call.map_outputs}
     renderer.dims, renderer.size, renderer.acc = ["n0", "n1"], "size", "acc"

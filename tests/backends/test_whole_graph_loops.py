@@ -205,7 +205,7 @@ def test_the_source_does_not_grow_with_the_trip_count():
 
 
 @pytest.mark.parametrize(
-    "terms", [whole_graph._INLINE_MAX_ARGS - 2, whole_graph._INLINE_MAX_ARGS + 2]
+    "terms", [whole_graph.support.INLINE_MAX_ARGS - 2, whole_graph.support.INLINE_MAX_ARGS + 2]
 )
 def test_scalar_segments_with_many_inputs_are_inlined_on_both_sides_of_the_inline_limit(
     terms, tmp_path
@@ -340,7 +340,7 @@ def shrink(x, thr):
 
 @pytest.mark.parametrize("above", [False, True])
 def test_the_handover_times_both_executors_and_keeps_the_faster(monkeypatch, above):
-    monkeypatch.setattr(whole_graph, "whole_graph_handover", lambda sizes: 64)
+    monkeypatch.setattr(whole_graph.build, "whole_graph_handover", lambda sizes: 64)
     x = np.linspace(0.5, 3.0, 64 if above else 63)
     thr = np.float64(1.0)
     want = shrink(x, thr)

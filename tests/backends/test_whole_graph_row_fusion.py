@@ -20,7 +20,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import backends
-from kernel_ext.backends import parallel, row_fusion, tiering, whole_graph
+from kernel_ext.backends import parallel, row_fusion, tiering
 from kernel_ext.backends.sharing import SharedExecutables
 from kernel_ext.ir import OpKind
 
@@ -135,7 +135,7 @@ def _row_loop(source: str) -> str:
 
 
 def _without_row_fusion(monkeypatch):
-    monkeypatch.setattr(whole_graph, "plan_row_fusion", lambda graph, fast_math=False: None)
+    monkeypatch.setattr(row_fusion, "plan_row_fusion", lambda graph, fast_math=False: None)
 
 
 def test_row_wise_graphs_compile_to_one_row_loop_with_scalar_reductions():

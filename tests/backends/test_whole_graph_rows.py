@@ -16,7 +16,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext import backends
-from kernel_ext.backends import whole_graph
+from kernel_ext.backends import row_fusion, whole_graph
 from kernel_ext.backends.sharing import SharedExecutables
 
 # Minutes of compiling from a cold kernel cache: the full suite and CI run this module, the
@@ -30,7 +30,7 @@ def unshared(monkeypatch):
     with unknown sizes, which never runs in tiles), and no row fusion (graphs it takes run as
     one loop over rows instead of tiles: tests/backends/test_whole_graph_row_fusion.py)."""
     monkeypatch.setattr(backends, "SHARED", SharedExecutables())
-    monkeypatch.setattr(whole_graph, "plan_row_fusion", lambda graph, fast_math=False: None)
+    monkeypatch.setattr(row_fusion, "plan_row_fusion", lambda graph, fast_math=False: None)
 
 
 def _softmax_norm(x, g, b):
@@ -88,7 +88,7 @@ def test_tiled_rows_equal_untiled_bitwise_and_numpy_within_the_sum_bound(
     f = _compiled(_softmax_norm, *args)
     assert "for r0 in range(0, " in _source(f, *args)
     tiled = f(*args)
-    monkeypatch.setattr(whole_graph, "TILE_MIN_ROWS", 10**9)
+    monkeypatch.setattr(whole_graph.tiling, "TILE_MIN_ROWS", 10**9)
     g = _compiled(_softmax_norm, *[a.copy() for a in args])
     assert "for r0 in range(0, " not in _source(g, *args)
     _bits(tiled, g(*args), "tiled vs untiled")

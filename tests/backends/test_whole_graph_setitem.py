@@ -388,5 +388,5 @@ def test_unit_rows_are_only_claimed_for_step_one_last_axes():
         backend="numpy",
     )
     graph = g.get_concrete_function(X).graph
-    got = [whole_graph._unit_rows(n) for n in graph.nodes if n.op.value == "getitem"]
+    got = [whole_graph.indexing.unit_rows(n) for n in graph.nodes if n.op.value == "getitem"]
     assert got == [True, False, False, False, True, True, True]

@@ -1,11 +1,13 @@
 """More of NumPy in the whole-graph compiler (``jit_compile=True``): one rule per op.
 
-:mod:`.whole_graph` compiles a graph into one Numba function; this module adds the ops it
-did not cover before, as a rule table keyed by :class:`~kernel_ext.ir.OpKind`. Each
+:mod:`.whole_graph` compiles a graph into one Numba function; this package holds how it
+computes every op that is neither graph structure, control flow, basic indexing nor a kernel
+op of a fused segment, as a rule table keyed by :class:`~kernel_ext.ir.OpKind`. Each
 :class:`Rule` says
 
-* ``claims(node)`` — whether this rule (rather than :mod:`.whole_graph`'s own code) handles
-  the node: a 1-D ``matmul`` is ours, a 2-D @ 2-D one of one dtype stays there;
+* ``claims(node)`` — whether this rule handles the node (every node of its op but for
+  ``getitem``/``setitem``: an advanced index is a rule's, a basic one the writer's own, whose
+  views and in-place writes are the buffers it plans);
 * ``check(node)`` — raises :class:`~.codegen.Unsupported` naming what cannot be compiled
   *exactly* (the writer then refuses the whole graph, which runs as fused segments);
 * ``emit(writer, node, args, t, lines, indent)`` — appends the Numba source computing the
@@ -67,7 +69,7 @@ sharing ``common``; importing the package registers every rule.
 from __future__ import annotations
 
 from . import indexing, linalg, reductions, shapes, sorting
-from .common import RULES, Rule, Writer, claims
+from .common import RULES, Rule, Writer, claims, rule_for
 from .indexing import loop_literal
 
 __all__ = [
@@ -79,6 +81,7 @@ __all__ = [
     "linalg",
     "loop_literal",
     "reductions",
+    "rule_for",
     "shapes",
     "sorting",
 ]

@@ -19,7 +19,7 @@ DTYPES = frozenset(np.dtype(c) for c in "?bBhHiIlLqQfd")
 
 
 class Writer(Protocol):
-    """What an emit function may use of :class:`.whole_graph._GraphWriter`."""
+    """What an emit function may use of :class:`.whole_graph.writer.GraphWriter`."""
 
     helpers: dict[str, str]
     scratch_lines: list[str]
@@ -59,10 +59,16 @@ class Rule:
 RULES: dict[OpKind, Rule] = {}
 
 
+def rule_for(node: Node) -> Rule | None:
+    """The rule that handles ``node``, or None (the writer's own ops, kernel ops, and the
+    basic indexes the writer writes)."""
+    rule = RULES.get(node.op)
+    return rule if rule is not None and rule.claims(node) else None
+
+
 def claims(node: Node) -> bool:
     """Does a rule of this module handle ``node``?"""
-    rule = RULES.get(node.op)
-    return rule is not None and rule.claims(node)
+    return rule_for(node) is not None
 
 
 # ---------------------------------------------------------------------------------------------

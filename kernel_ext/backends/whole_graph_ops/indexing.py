@@ -502,3 +502,151 @@ def _emit_check(w: Writer, node: Node, args: list, t: str, lines: list[str], ind
 
 
 RULES[OpKind.CHECK] = Rule(_check_check, _emit_check)
+
+
+# ---------------------------------------------------------------------------------------------
+# ufunc.at / bincount
+# ---------------------------------------------------------------------------------------------
+
+#: ufunc.at's ufuncs this compiler writes (their loops are one wrapping or float operation)
+_AT_UFUNCS = (np.add, np.subtract, np.multiply)
+
+
+def _check_ufunc_at(node: Node) -> None:
+    """``ufunc.at(a, idx, b)``: one 1-D integer index array into the first axis of a 1-D or
+    2-D array, and values of ``a``'s dtype, one per index (or one for all)."""
+    ufunc, index = node.attrs["ufunc"], node.attrs["index"]
+    a, b = node.args[0], node.args[1]
+    if ufunc not in _AT_UFUNCS:
+        raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
+    if (
+        not isinstance(a, Node)
+        or a.aval.shape is None
+        or len(a.aval.shape) not in (1, 2)
+        or np.dtype(a.dtype).kind not in "iuf"
+    ):
+        raise Unsupported(f"{ufunc.__name__}.at into {getattr(a, 'aval', a)}")
+    if len(index) != 1 or not isinstance(index[0], DynamicIndex) or len(node.args) != 3:
+        raise Unsupported(f"{ufunc.__name__}.at with index {index!r}")
+    idx = node.args[2]
+    if (
+        not isinstance(idx, Node)
+        or idx.aval.shape is None
+        or len(idx.aval.shape) != 1
+        or np.dtype(idx.dtype).kind not in "iu"
+        or np.dtype(idx.dtype) == np.uint64
+    ):
+        raise Unsupported(f"{ufunc.__name__}.at with index {getattr(idx, 'aval', idx)}")
+    if (
+        not isinstance(b, Node)
+        or np.dtype(b.dtype) != np.dtype(a.dtype)
+        or b.aval.shape is None
+        or (b.aval.shape != () and len(b.aval.shape) != len(a.aval.shape))
+    ):
+        raise Unsupported(
+            f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
+            f"{a.aval} (values of another dtype or shape)"
+        )
+
+
+def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
+    """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
+    returns False (nothing more written) at an index out of range."""
+    v = "vals" if scalar else "vals[k]"
+    lines = [
+        "@_inline",
+        f"def {name}(out, idx, vals):",
+        "    n = out.shape[0]",
+        "    for k in range(idx.shape[0]):",
+        "        i = np.int64(idx[k])",
+        "        if i < 0:",
+        "            i += n",
+        "        if i < 0 or i >= n:",
+        "            return False",
+    ]
+    if rank == 1:
+        lines.append(f"        out[i] = {op.format(a='out[i]', b=v)}")
+    else:
+        lines.append("        for j in range(out.shape[1]):")
+        vj = "vals" if scalar else "vals[k, j]"
+        lines.append(f"            out[i, j] = {op.format(a='out[i, j]', b=vj)}")
+    lines.append("    return True")
+    return "\n".join(lines) + "\n"
+
+
+def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
+    copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
+    range, or values of another shape, signal NumPy's error."""
+    base, values, idx = args[0], args[1], args[2]
+    ufunc = node.attrs["ufunc"]
+    dt = np.dtype(node.dtype)
+    wrap = dt.kind in "iu"
+    op = {
+        np.add: ("_wadd({a}, {b})", "({a} + {b})"),
+        np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
+        np.multiply: ("_wmul({a}, {b})", "({a} * {b})"),
+    }[ufunc][0 if wrap else 1]
+    rank = len(node.aval.shape)
+    scalar = values.scalar
+    name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
+    w.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
+    lines.append(f"{indent}{t} = {base.name}.copy()")
+    if not scalar:
+        w.signal(
+            lines,
+            indent,
+            f"{values.name}.shape[0] != {idx.name}.shape[0]"
+            + "".join(f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)),
+        )
+    w.signal(lines, indent, f"not {name}({t}, {idx.name}, {values.name})")
+    return "fresh"
+
+
+RULES[OpKind.UFUNC_AT] = Rule(_check_ufunc_at, _emit_ufunc_at)
+
+
+def _check_bincount(node: Node) -> None:
+    x, weights = node.args[0], node.args[1]
+    minlength = node.attrs.get("minlength", 0)
+    if weights is not None or set(node.attrs) - {"minlength"}:
+        raise Unsupported("bincount with weights")
+    if not isinstance(minlength, (int, np.integer)) or minlength < 0:
+        raise Unsupported(f"bincount with minlength={minlength!r}")
+    if (
+        not isinstance(x, Node)
+        or x.aval.shape is None
+        or len(x.aval.shape) != 1
+        or np.dtype(x.dtype).kind not in "biu"
+        or np.dtype(x.dtype) == np.uint64
+    ):
+        raise Unsupported(f"bincount of {getattr(x, 'aval', x)}")
+
+
+# np.bincount(x, minlength=m) of non-negative integers (a negative one: NumPy's ValueError)
+_BINCOUNT = """\
+@_inline
+def _bincount(x, minlength):
+    top = -1
+    for i in range(x.shape[0]):
+        v = np.int64(x[i])
+        if v < 0:
+            return False, np.zeros(0, np.int64)
+        if v > top:
+            top = v
+    out = np.zeros(max(top + 1, minlength), np.int64)
+    for i in range(x.shape[0]):
+        out[np.int64(x[i])] += 1
+    return True, out
+"""
+
+
+def _emit_bincount(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    w.helpers["_bincount"] = _BINCOUNT
+    minlength = int(node.attrs.get("minlength", 0))
+    lines.append(f"{indent}{t}_ok, {t} = _bincount({args[0].name}, {minlength})")
+    w.signal(lines, indent, f"not {t}_ok")  # a negative value: NumPy's error
+    return "fresh"
+
+
+RULES[OpKind.BINCOUNT] = Rule(_check_bincount, _emit_bincount)

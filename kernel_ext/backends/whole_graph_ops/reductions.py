@@ -537,3 +537,81 @@ def _emit_order_stat(
 
 for _kind in (OpKind.MEDIAN, OpKind.PERCENTILE, OpKind.QUANTILE):
     RULES[_kind] = Rule(lambda n: _check_order_stat(n) and None, _emit_order_stat)
+
+
+# ---------------------------------------------------------------------------------------------
+# argmin / argmax
+# ---------------------------------------------------------------------------------------------
+
+
+def _check_arg_reduce(node: Node) -> None:
+    x = node.args[0]
+    if not isinstance(x, Node) or x.aval.shape is None or np.dtype(x.dtype).kind not in "biuf":
+        raise Unsupported(f"{node.op.value} of {getattr(x, 'aval', x)}")
+    if set(node.attrs) - {"axis", "keepdims"}:
+        raise Unsupported(f"{node.op.value} with {sorted(node.attrs)}")
+    axis = node.attrs.get("axis")
+    if axis is not None and not isinstance(axis, (int, np.integer)):
+        raise Unsupported(f"{node.op.value} over axes {axis!r}")
+
+
+# argmin/argmax of one non-empty row: NumPy's answer is the first NaN if there is one, else
+# the first extreme (ties keep the earliest: strict comparison).
+_ARG_REDUCE = """\
+@_inline
+def {name}1(row):
+    best = row[0]
+    k = 0
+    if best == best:
+        for j in range(1, row.shape[0]):
+            v = row[j]
+            if v != v:
+                k = j
+                break
+            if v {cmp} best:
+                best = v
+                k = j
+    return k
+"""
+
+
+def _emit_arg_reduce(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
+    """``np.argmin``/``np.argmax``: the first extreme, or the first NaN (NumPy's rule),
+    along one axis (moved last) or over the flattened array."""
+    x = args[0]
+    name = f"_{node.op.value}"
+    w.helpers[name + "1"] = _ARG_REDUCE.format(
+        name=name, cmp="<" if node.op is OpKind.ARGMIN else ">"
+    )
+    axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims", False)
+    rank = len(node.args[0].aval.shape)
+    if x.scalar:  # a 0-d value: NumPy's answer is 0
+        lines.append(f"{indent}{t} = np.int64(0)")
+        return "scalar"
+    if axis is None or rank == 1:
+        flat = w.fresh("r")
+        lines.append(f"{indent}{flat} = np.ascontiguousarray({x.name}).ravel()")
+        w.signal(lines, indent, f"{flat}.size == 0")  # NumPy's empty-sequence error
+        lines.append(f"{indent}{t} = np.int64({name}1({flat}))")
+        if not keepdims:
+            return "scalar"
+        lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+        return "fresh"
+    ax = int(axis) % rank
+    perm = tuple(a for a in range(rank) if a != ax) + (ax,)
+    v = w.fresh("v")
+    lines.append(f"{indent}{v} = np.transpose({x.name}, {perm!r})")
+    w.signal(lines, indent, f"{v}.shape[{rank - 1}] == 0")
+    shape = "(" + "".join(f"{v}.shape[{a}], " for a in range(rank - 1)) + ")"
+    lines.append(f"{indent}{t} = np.empty({shape}, np.int64)")
+    lines.append(f"{indent}for _ix in np.ndindex({t}.shape):")
+    lines.append(f"{indent}    {t}[_ix] = {name}1({v}[_ix])")
+    if keepdims:
+        lines.append(f"{indent}{t} = np.expand_dims({t}, {ax})")
+    return "fresh"
+
+
+RULES[OpKind.ARGMIN] = Rule(_check_arg_reduce, _emit_arg_reduce)
+RULES[OpKind.ARGMAX] = Rule(_check_arg_reduce, _emit_arg_reduce)

@@ -161,12 +161,79 @@ def _emit_flip(w: Writer, node: Node, args: list, t: str, lines: list[str], inde
 
 RULES[OpKind.CONCATENATE] = Rule(_check_concatenate, _emit_concatenate)
 RULES[OpKind.STACK] = Rule(_check_stack, _emit_stack)
-RULES[OpKind.EXPAND_DIMS] = Rule(
-    lambda n: _expand_axes(n) and None,
-    _emit_expand_dims,
-    lambda n: not isinstance(n.attrs["axis"], int),
-)
 RULES[OpKind.FLIP] = Rule(lambda n: _flip_axes(n) and None, _emit_flip)
+
+
+def _check_expand_dims(node: Node) -> None:
+    if not isinstance(node.attrs["axis"], int):
+        _expand_axes(node)
+
+
+def _emit_any_expand_dims(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
+    if not isinstance(node.attrs["axis"], int):
+        return _emit_expand_dims(w, node, args, t, lines, indent)
+    lines.append(f"{indent}{t} = np.expand_dims({args[0].name}, {int(node.attrs['axis'])})")
+    return _view_kind(node)
+
+
+RULES[OpKind.EXPAND_DIMS] = Rule(_check_expand_dims, _emit_any_expand_dims)
+
+
+# reshape / transpose / broadcast_to / copy: Numba's own array methods
+
+
+def _view_kind(node: Node) -> str:
+    """What a view op's result is: a 0-d result is a Numba scalar, the rest views."""
+    aval = node.aval
+    return "scalar" if aval is not None and aval.shape == () else "view"
+
+
+def _no_check(node: Node) -> None:
+    """Numba's method takes every operand NumPy's does here (shapes checked at tracing)."""
+
+
+def _emit_reshape(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    shape = tuple(node.attrs["shape"])
+    x = args[0].name
+    if shape == ():
+        lines.append(f"{indent}{t} = np.ascontiguousarray({x}).ravel()[0]")
+        return "scalar"
+    lines.append(f"{indent}{t} = np.ascontiguousarray({x}).reshape({shape!r})")
+    return "unit_view"  # a reshape of a contiguous array: its rows are unit-stride
+
+
+def _emit_transpose(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
+    axes = node.attrs.get("axes")
+    axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else tuple(axes)
+    lines.append(f"{indent}{t} = np.transpose({args[0].name}, {axes!r})")
+    return _view_kind(node)
+
+
+def _emit_broadcast_to(
+    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
+) -> str:
+    shape = tuple(node.attrs["shape"])
+    lines.append(f"{indent}{t} = np.broadcast_to({args[0].name}, {shape!r})")
+    return _view_kind(node)
+
+
+def _emit_copy(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+    x = args[0]
+    if x.scalar:
+        lines.append(f"{indent}{t} = {x.name}")
+        return "scalar"
+    lines.append(f"{indent}{t} = {x.name}.copy()")
+    return "fresh"
+
+
+RULES[OpKind.RESHAPE] = Rule(_no_check, _emit_reshape)
+RULES[OpKind.TRANSPOSE] = Rule(_no_check, _emit_transpose)
+RULES[OpKind.BROADCAST_TO] = Rule(_no_check, _emit_broadcast_to)
+RULES[OpKind.COPY] = Rule(_no_check, _emit_copy)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,103 @@
+"""``WriterBase``: the state of the whole-graph writer and the few primitives every part
+of it uses (fresh names, the fallback signal, loop references, output buffers)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...ir import Graph, Node
+from ...passes.fusion import Segment
+from ..index_ranges import index_ranges
+from ..inplace import InplacePlan
+from .support import SIGNAL
+from .values import Value
+
+
+class WriterBase:
+    """What the parts of :class:`.writer.GraphWriter` share: the graph being written, the
+    generated lines and helpers, the buffers and the in-place plan."""
+
+    def __init__(
+        self, graph: Graph, fast_math: bool = False, written_back: dict[int, int] | None = None
+    ) -> None:
+        self.graph = graph
+        #: bounded scalar integers (:mod:`.index_ranges`): indexes needing no range check
+        self.ranges = index_ranges(graph)
+        #: output index -> index of the array input whose argument that output is written
+        #: back to (:func:`_written_back`); the function copies those in before it returns
+        self.written_back = dict(written_back or {})
+        #: per graph output: ("ret", position in the returned tuple) or ("param", input
+        #: index) for an output the function copied into its argument (not returned)
+        self.out_slots: list[tuple[str, int]] = []
+        self.fast_math = fast_math  # segment kernels with fast_math's approximations
+        self.lines: list[str] = []
+        self.module_parts: list[str] = []
+        self.helpers: dict[str, str] = {}
+        self.scratch_lines: list[str] = []
+        self.scratch_names: set[str] = set()
+        self.params: list[str] = []  # generated function parameters, in order
+        self.param_nodes: list[Node] = []  # the top-level placeholders they hold
+        self.constants: list[Any] = []  # constant arrays passed as arguments
+        self.loop_args: list[tuple[int, int]] = []
+        self.out_bufs: dict[Node, str] = {}  # node -> the spare buffer it may write into
+        self.produced: set[Node] = set()  # nodes written into a spare or a new buffer
+        self._n = 0
+        self._segments = 0
+        self._kernel_texts: dict[str, str] = {}  # kernel text (prefix aside) -> its prefix
+        #: Which setitem ops write in place and which loop slots enter as a copy
+        #: (:mod:`.inplace`, decided on this writer's own schedule by :meth:`write`).
+        self.plan = InplacePlan()
+        self._schedules: dict[int, list[Node | Segment]] = {}
+        #: setitem nodes whose value a segment already wrote into the result (its value)
+        self.directed: dict[Node, Value] = {}
+        #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
+        self.tile_outputs: dict[Node, Value] = {}
+        self._loop_depth = 0  # graph loops around the code being written
+        #: 1-D temporaries written into a prefix of a buffer kept for all iterations
+        self.grow_bufs: dict[Node, str] = {}
+
+    def fresh(self, prefix: str = "t") -> str:
+        self._n += 1
+        return f"{prefix}{self._n}"
+
+    def loop_ref(self, idx: int) -> str:
+        """The arguments naming NumPy loop ``idx`` (its address and data pointer)."""
+        return f"f{idx}, d{idx}"
+
+    def signal(self, lines: list[str], indent: str, cond: str) -> None:
+        lines.append(f"{indent}if {cond}:")
+        lines.append(f"{indent}    raise FloatingPointError('{SIGNAL}')")
+
+    def _out_buffer(
+        self,
+        node: Node,
+        shape: str,
+        size_test: str,
+        dt: str,
+        lines: list[str],
+        indent: str,
+        t: str,
+        take: str = "{sp}",
+    ) -> None:
+        """``t = np.empty(shape, dt)``, or the dead buffer a loop left for ``node``.
+
+        Inside a ``while`` body, the node that computes a loop variable's next value may write
+        into the buffer of that variable's value from two iterations ago (its *spare*, see
+        :meth:`_emit_while`), when the run-time sizes agree (``size_test``; ``take`` views
+        the spare as the buffer needed)."""
+        grow = self.grow_bufs.get(node)
+        if grow is not None:  # (1-D: ``shape`` is a size or a one-element tuple)
+            size = shape[1:].split(",")[0] if shape.startswith("(") else shape
+            lines.append(f"{indent}if {grow}.size < {size}:")
+            lines.append(f"{indent}    {grow} = np.empty({size}, {dt})")
+            lines.append(f"{indent}{t} = {grow}[:{size}]")
+            return
+        spare = self.out_bufs.get(node)
+        if spare is None:
+            lines.append(f"{indent}{t} = np.empty({shape}, {dt})")
+            return
+        self.produced.add(node)
+        lines.append(f"{indent}if {size_test.format(sp=spare)}:")
+        lines.append(f"{indent}    {t} = {take.format(sp=spare)}")
+        lines.append(f"{indent}else:")
+        lines.append(f"{indent}    {t} = np.empty({shape}, {dt})")

@@ -1,0 +1,176 @@
+"""``cond`` and ``while`` in the whole-graph function: carried values, branch
+outputs and the buffers a loop reuses between iterations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir import Graph, Node, OpKind
+from ..codegen import (
+    can_compile,
+    ctor,
+)
+from ..whole_graph_ops import loop_literal as _loop_literal
+from .base import WriterBase
+from .values import Value
+
+
+class ControlFlow(WriterBase):
+    """The control-flow half of :class:`.writer.GraphWriter`."""
+
+    def _carry(self, v: Value, lines: list[str], indent: str, copy: bool = False) -> Value:
+        """A value that may be carried through a loop or out of a branch: one Numba type on
+        every path (fresh C-contiguous arrays; scalars as they are). ``copy``: a private
+        copy even of a fresh array (a loop slot its body writes in place)."""
+        if v.scalar or (v.fresh and not copy):
+            return v
+        t = self.fresh("k")
+        lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")
+        return Value(t, False, True)
+
+    def _emit_cond(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, Value],
+        lines: list[str],
+        indent: str,
+    ) -> None:
+        pred, operands = args[0], args[1:]
+        outs = [f"{t}_{i}" for i in range(len(node.aval))]
+        parts: list[frozenset[str]] = [frozenset()] * len(outs)
+        for head, graph in zip((f"if {pred.name}:", "else:"), node.attrs["branches"]):
+            lines.append(f"{indent}{head}")
+            sub = dict(env)
+            for ph, v in zip(graph.inputs, operands):
+                sub[ph] = v
+            inner = indent + "    "
+            vals = [self._carry(v, lines, inner) for v in self.emit_graph(graph, sub, lines, inner)]
+            parts = [p | v.roots for p, v in zip(parts, vals)]
+            if outs:
+                lines.append(f"{inner}{', '.join(outs)}, = {', '.join(v.name for v in vals)},")
+            else:
+                lines.append(f"{inner}pass")
+        lines.append(f"{indent}{t} = ({''.join(o + ', ' for o in outs)})")
+        env[node] = Value(t, False, True, frozenset().union(*parts), parts)
+
+    def _reuse_targets(self, body: Graph, init: list[Value]) -> dict[int, Node]:
+        """Loop variables whose next value a matmul or a fused segment of the body computes
+        (one node per variable, the same dtype and rank as the variable): candidates for
+        writing into a dead buffer of that variable (:meth:`_emit_while`)."""
+        targets: dict[int, Node] = {}
+        for i, (out, v) in enumerate(zip(body.outputs, init)):
+            if (
+                v.scalar
+                or out.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
+                or body.outputs.count(out) != 1
+                or out.aval.shape == ()
+            ):
+                continue
+            if out.op in (OpKind.MATMUL, OpKind.SETITEM) or can_compile(
+                out, "cpu", fast_math=self.fast_math
+            ):
+                targets[i] = out
+        return targets
+
+    def _emit_while(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, Value],
+        lines: list[str],
+        indent: str,
+    ) -> None:
+        """A ``while True:`` loop over the carried values.
+
+        Buffer reuse: a loop variable ``x`` whose next value a segment or matmul computes
+        keeps a *spare*: the buffer of its value from the previous iteration, once nothing can
+        read it any more, which the next iteration's producer writes into instead of
+        allocating (two buffers ping-pong; with 1M elements a fresh buffer per iteration costs
+        page faults, with 5 an allocation). The old buffer becomes the spare only when
+
+        * no value carried into the next iteration may share its memory (static: ``roots``;
+          a variable passed through, returned by a branch or viewed keeps it alive), and
+        * the loop owns it (run time, ``own``): the copy made on entry, or a buffer the
+          producer filled. A fresh value carried in without a copy may still be referenced
+          after the loop, so it is never recycled.
+
+        The spare is checked against the producer's run-time size (a variable may change
+        shape between iterations); a mismatch allocates.
+        """
+        n = node.attrs["n_vars"]
+        cond_g, body_g = node.attrs["cond"], node.attrs["body"]
+        init, captures = args[:n], args[n:]
+        for i, v in enumerate(init):  # a literal operand (a gradient's count, empty stack)
+            if not isinstance(v, Value):
+                src, scalar = _loop_literal(v, node.attrs["out_avals"][i])
+                init[i] = Value(self.fresh("k"), scalar, not scalar)
+                lines.append(f"{indent}{init[i].name} = {src}")
+        lvars = [Value(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
+        targets = self._reuse_targets(body_g, init)
+        # a slot whose body writes its buffer in place starts from a private copy (.inplace)
+        copies = self.plan.entry_copies.get(node, frozenset())
+        for i, (lv, v) in enumerate(zip(lvars, init)):
+            c = self._carry(v, lines, indent, i in copies)
+            lines.append(f"{indent}{lv.name} = {c.name}")
+            if i in targets:
+                out = targets[i]
+                if np.dtype(out.dtype) != np.dtype(node.args[i].dtype) or len(
+                    out.aval.shape
+                ) != len(node.args[i].aval.shape):
+                    del targets[i]
+                    continue
+                empty = f"{t}_z{i}"
+                shape = (0,) * len(out.aval.shape)
+                self.scratch_lines.append(
+                    f"    {empty} = np.empty({shape!r}, {ctor(np.dtype(out.dtype))})"
+                )
+                lines.append(f"{indent}{t}_sp{i} = {empty}")
+                lines.append(f"{indent}{t}_own{i} = {c is not v}")
+        lines.append(f"{indent}while True:")
+        self._loop_depth += 1
+        inner = indent + "    "
+        sub = dict(env)
+        for ph, v in zip(cond_g.inputs, lvars + captures):
+            sub[ph] = v
+        (test,) = self.emit_graph(cond_g, sub, lines, inner)
+        lines.append(f"{inner}if not {test.name}:")
+        lines.append(f"{inner}    break")
+        sub = dict(env)
+        for ph, v in zip(body_g.inputs, lvars + captures):
+            sub[ph] = v
+        saved = dict(self.out_bufs)
+        for i, out in targets.items():
+            self.out_bufs[out] = f"{t}_sp{i}"
+        vals = self.emit_graph(body_g, sub, lines, inner)
+        self.out_bufs = saved
+        carried = [self._carry(v, lines, inner) for v in vals]
+        for i in targets:
+            if any(lvars[i].name in c.roots for c in carried):
+                continue  # the old value lives on: the spare stays empty
+            lines.append(f"{inner}{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")
+        if lvars:
+            lines.append(
+                f"{inner}{', '.join(lv.name for lv in lvars)}, = "
+                f"{', '.join(c.name for c in carried)},"
+            )
+        for i, out in targets.items():
+            new = sub[out]
+            owned = (
+                out in self.produced
+                and carried[i] is new
+                and new.roots == frozenset([new.name])
+                and not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
+            )
+            lines.append(f"{inner}{t}_own{i} = {owned}")
+        self._loop_depth -= 1
+        lines.append(f"{indent}{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
+        # After the loop a variable holds its initial value, a capture or a buffer filled
+        # inside the loop (one shared name for those: conservative).
+        outer = frozenset().union(*(v.roots for v in args if isinstance(v, Value)))
+        parts = [frozenset() if lv.scalar else outer | {t} for lv in lvars]
+        env[node] = Value(t, False, True, frozenset().union(*parts), parts)

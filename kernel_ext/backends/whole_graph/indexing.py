@@ -1,0 +1,435 @@
+"""Basic indexing in the whole-graph function: views for ``x[index]``, and
+``x[index] = value`` in place, into a spare buffer or into a copy."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ...ir import Graph, Node, OpKind
+from ...ir.abstract import DynamicIndex, getitem_shape
+from ...passes.fusion import Segment
+from ..codegen import (
+    Unsupported,
+    const_source,
+    ctor,
+    literal_into,
+)
+from ..whole_graph_ops import RULES as _OP_RULES
+from .base import WriterBase
+from .values import Value
+
+
+class BasicIndexing(WriterBase):
+    """The basic-index half of :class:`.writer.GraphWriter`."""
+
+    def _check_getitem(self, node: Node, first_dyn: int = 1) -> None:
+        """Basic indexing only: static slices, integers, traced integer scalars, ``None``
+        and ``...``; ``first_dyn`` is the argument position of the first traced index."""
+
+        def traced_int(c: DynamicIndex) -> bool:
+            arg = node.args[c.position - 1 + first_dyn]
+            return isinstance(arg, Node) and arg.aval.shape == () and arg.dtype.kind in "iu"
+
+        for c in node.attrs["index"]:
+            if isinstance(c, slice):
+                # traced start/stop (``A[i, :j]`` in a loop): Numba slices with Python's
+                # clamping, as NumPy does; a traced step stays out (its sign decides the
+                # clamping and the region's bounds)
+                if isinstance(c.step, DynamicIndex):
+                    raise Unsupported("slice with a traced step")
+                for p in (c.start, c.stop):
+                    if isinstance(p, DynamicIndex) and not traced_int(p):
+                        raise Unsupported("slice bound that is not an integer scalar")
+            elif isinstance(c, DynamicIndex):
+                if not traced_int(c):
+                    raise Unsupported("indexing with an array")
+            elif c is None or c is Ellipsis:
+                pass
+            elif not isinstance(c, (int, np.integer)):
+                raise Unsupported(f"index component {c!r}")
+
+    def _check_setitem(self, node: Node) -> None:
+        """``x[index] = value`` with a basic index (no ``None``) into an array, the value cast
+        as NumPy casts it only where Numba's cast is the same (``same_kind`` among bool,
+        integer and float dtypes; a Python number NumPy converts without complaint)."""
+        self._check_getitem(node, first_dyn=2)
+        x, value = node.args[0], node.args[1]
+        if any(c is None for c in node.attrs["index"]):
+            raise Unsupported("setitem with a None (np.newaxis) index component")
+        if not isinstance(x, Node) or x.aval.shape in (None, ()):
+            raise Unsupported("setitem into a 0-d value")
+        dt = np.dtype(x.dtype)
+        if dt.kind not in "biuf":
+            raise Unsupported(f"setitem into {dt}")
+        if isinstance(value, Node):
+            vdt = np.dtype(value.dtype)
+            if vdt.kind not in "biuf" or not np.can_cast(vdt, dt, "same_kind"):
+                raise Unsupported(f"setitem of {vdt} into {dt} (an unsafe cast)")
+            if value.aval.shape is None:
+                raise Unsupported("setitem of a value of unknown rank")
+            if value.aval.shape != () and is_element(node, len(x.aval.shape)):
+                raise Unsupported("setitem of an array into one element")
+        else:
+            literal_into(value, dt)
+
+    def _emit_getitem(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, Value],
+        lines: list[str],
+        indent: str,
+    ) -> None:
+        """``x[index]``: a view of ``x``, or one element of it (a Numba scalar)."""
+        x = args[0]
+        parts, _ = self._index(node, x, args, 1, lines, indent)
+        lines.append(f"{indent}{t} = {x.name}[{', '.join(parts) or ':'}]")
+        aval = node.aval
+        if aval.shape == ():
+            env[node] = Value(t, True, False, None)
+            return
+        env[node] = Value(t, False, False, x.roots, unit=x.unit and unit_rows(node))
+
+    def _index(
+        self, node: Node, x: Value, args: list[Any], first_dyn: int, lines: list[str], indent: str
+    ) -> tuple[list[str], list[tuple[str, str] | None]]:
+        """A basic index as Numba source: its components, and per axis of ``x`` the run-time
+        bounds ``(lo, hi)`` of what it selects (an integer, or a slice of step 1; None for a
+        strided slice). An integer out of range is NumPy's IndexError: it signals a rerun
+        there. ``first_dyn``: the argument position of the first traced index."""
+        comps = node.attrs["index"]
+        shape = node.args[0].aval.shape
+        rank = len(shape)
+        used = sum(1 for c in comps if c is not None and c is not Ellipsis)
+        parts: list[str] = []
+        bounds: list[tuple[str, str] | None] = []
+        axis = 0
+        for c in comps:
+            if c is None:
+                parts.append("None")
+                continue
+            if c is Ellipsis:
+                parts.append("...")
+                for a in range(axis, axis + rank - used):
+                    bounds.append(("0", f"{x.name}.shape[{a}]"))
+                axis += rank - used
+                continue
+            n = f"{x.name}.shape[{axis}]"
+            axis += 1
+            if isinstance(c, slice):
+                ends = [
+                    None
+                    if p is None
+                    else args[p.position - 1 + first_dyn].name
+                    if isinstance(p, DynamicIndex)
+                    else int(p)
+                    for p in (c.start, c.stop)
+                ]
+                parts.append(
+                    f"{'' if ends[0] is None else ends[0]}:"
+                    f"{'' if ends[1] is None else ends[1]}"
+                    f"{'' if c.step is None else ':' + str(c.step)}"
+                )
+                if c.step not in (None, 1):
+                    bounds.append(None)
+                    continue
+                lo = "0" if ends[0] is None else _clamp(ends[0], n)
+                hi = n if ends[1] is None else _clamp(ends[1], n)
+                bounds.append((lo, f"max({hi}, {lo})"))
+                continue
+            if isinstance(c, DynamicIndex):
+                i = args[c.position - 1 + first_dyn].name
+                known = self.ranges.get(node.args[c.position - 1 + first_dyn])
+                dim = shape[axis - 1] if shape is not None else None
+                if known is not None and dim is not None and known[0] >= 0 and known[1] < dim:
+                    # in range by the static shape (a counted loop's index): no check, as in
+                    # a hand-written loop over range(n) (and LLVM may vectorise the loop)
+                    parts.append(i)
+                    bounds.append((i, f"{i} + 1"))
+                    continue
+            else:
+                i = str(int(c))
+                dim = shape[axis - 1] if shape is not None else None
+                if dim is not None and -dim <= int(c) < dim:
+                    # in range by the static shape: no check, a non-negative literal (an
+                    # unrolled Python loop's x[i] is most of its lines otherwise)
+                    k = int(c) % dim
+                    parts.append(str(k))
+                    bounds.append((str(k), str(k + 1)))
+                    continue
+            # an index out of range is an IndexError in NumPy: rerun there to raise it
+            v = self.fresh("i")
+            lines.append(f"{indent}{v} = {i}")
+            self.signal(lines, indent, f"{v} < -{n} or {v} >= {n}")
+            parts.append(v)
+            bounds.append(
+                (f"({v} + {n} if {v} < 0 else {v})", f"({v} + {n} + 1 if {v} < 0 else {v} + 1)")
+            )
+        for a in range(axis, rank):
+            bounds.append(("0", f"{x.name}.shape[{a}]"))
+        if parts == ["..."]:
+            parts = [":"]  # Numba has no x[...] on its own; x[:] is the same view
+        return parts, bounds
+
+    # -- setitem --------------------------------------------------------------------------------
+    def _direct_target(
+        self, graph: Graph, seg: Segment, nxt: Any, env: dict[Node, Value]
+    ) -> Node | None:
+        """The ``setitem`` right after ``seg`` whose value ``seg`` may write straight into
+        the written region (no temporary), or None.
+
+        The value must be one of ``seg``'s map outputs read by nothing else, exactly the
+        region's static shape and the base's dtype (no broadcast, no cast), and the base and
+        traced indices already computed. Where the write would be in place, ``seg`` must not
+        read the base's memory (a stencil reading ``u`` while ``u[1:-1, 1:-1]`` is written
+        would read new values): it then writes into a fresh buffer instead when copying the
+        rest of the base costs less than the region (:meth:`_setitem_mode`).
+        """
+        if (
+            not isinstance(nxt, Node)
+            or nxt.op is not OpKind.SETITEM
+            or _OP_RULES[OpKind.SETITEM].claims(nxt)
+        ):  # an advanced index: a scatter
+            return None
+        x, value = nxt.args[0], nxt.args[1]
+        if (
+            not isinstance(value, Node)
+            or value not in seg.outputs
+            or value is seg.reduction
+            or len(seg.domain) == 0
+            or None in seg.domain
+        ):
+            return None
+        if (
+            sum(a is value for n in graph.nodes for a in n.args) != 1
+            or value in graph.outputs
+            or x not in env
+        ):
+            return None
+        if any(isinstance(a, Node) and a not in env for a in nxt.args[2:]):
+            return None
+        shape = x.aval.shape
+        if None in shape or np.dtype(value.dtype) != np.dtype(x.dtype):
+            return None
+        dyn = [a.aval for a in nxt.args[2:]]
+        if getitem_shape(shape, nxt.attrs["index"], dyn) != tuple(seg.domain):
+            return None
+        if self._setitem_mode(nxt, env, seg) is None:
+            return None
+        return nxt
+
+    def _setitem_mode(
+        self, node: Node, env: dict[Node, Value], seg: Segment | None = None
+    ) -> str | None:
+        """How ``node`` writes: ``"inplace"`` (into its base, which the plan found owned and
+        dead), ``"rest"`` (into a fresh buffer — a dead buffer a loop left, see
+        :meth:`_emit_while` — with everything outside the region copied from the base), or
+        ``"copy"`` (into a fresh copy of the whole base). With ``seg`` (its value's segment,
+        writing into the region directly) None where no mode allows that."""
+        base = env[node.args[0]]
+        rest = self._rest_cost(node)
+        if node in self.plan.writes:
+            if seg is None or not any(
+                env[i].roots & base.roots for i in seg.inputs if not env[i].scalar
+            ):
+                return "inplace"
+            # the segment reads the base: write into a fresh buffer when the rest of the
+            # base is smaller than the region (a stencil's border), else via a temporary
+            return "rest" if rest is not None and rest[0] <= rest[1] else None
+        return "copy" if rest is None else "rest"
+
+    def _rest_cost(self, node: Node) -> tuple[int, int] | None:
+        """(elements outside the region, elements in it) by the static shapes, or None when
+        the rest cannot be copied as boxes (a strided slice) or the sizes are unknown."""
+        comps = node.attrs["index"]
+        x = node.args[0]
+        shape = x.aval.shape
+        if None in shape or any(isinstance(c, slice) and c.step not in (None, 1) for c in comps):
+            return None
+        dyn = [a.aval for a in node.args[2:]]
+        region = getitem_shape(shape, comps, dyn)
+        if region is None or None in region:
+            return None
+        total = int(np.prod(shape))
+        inside = int(np.prod(region))
+        return total - inside, inside
+
+    def _setitem_target(
+        self, node: Node, mode: str, env: dict[Node, Value], lines: list[str], indent: str
+    ) -> tuple[Value, str, list[str]]:
+        """The buffer ``node`` writes into (``mode`` of :meth:`_setitem_mode`), ready but
+        for the region: returns it, the region's view variable and the index parts."""
+        x = env[node.args[0]]
+        args = [env.get(a) if isinstance(a, Node) else a for a in node.args]
+        parts, bounds = self._index(node, x, args, 2, lines, indent)
+        idx = ", ".join(parts) or ":"
+        if mode == "inplace":
+            dest = Value(x.name, False, x.fresh, x.roots)
+        else:
+            t = self.fresh()
+            dt = ctor(np.dtype(node.dtype))
+            rank = len(node.aval.shape)
+            shape = "(" + "".join(f"{x.name}.shape[{a}], " for a in range(rank)) + ")"
+            test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]" for a in range(rank))
+            self._out_buffer(node, shape, test, dt, lines, indent, t)
+            dest = Value(t, False, True)
+            if mode == "copy" or any(b is None for b in bounds):
+                lines.append(f"{indent}{self.assign(t, x.name, rank, rank)}")
+            else:
+                self._copy_rest(t, x.name, bounds, lines, indent)  # type: ignore[arg-type]
+        view = ""
+        if not is_element(node, len(node.aval.shape)):
+            view = self.fresh("w")
+            lines.append(f"{indent}{view} = {dest.name}[{idx}]")
+        return dest, view, parts
+
+    def assign(self, dest: str, src: str, rank: int, src_rank: int) -> str:
+        """The statement ``dest[...] = src`` for arrays of ranks ``rank`` and ``src_rank`` (at
+        most ``rank``; its axes broadcast against ``dest``'s last ones, shapes already
+        checked), as a call of a loop helper: Numba's own array-to-array assignment
+        compiles its broadcasting machinery for every type pair, 2-4 s each, which made
+        most of a loop kernel's first call."""
+        name = f"_assign{rank}_{src_rank}"
+        if name not in self.helpers:
+            self.helpers[name] = _assign_source(name, rank, src_rank)
+        return f"{name}({dest}, {src})"
+
+    def _copy_rest(
+        self, dest: str, src: str, bounds: list[tuple[str, str]], lines: list[str], indent: str
+    ) -> None:
+        """Copy ``src`` into ``dest`` outside the box ``bounds``: per axis ``d``, the slabs
+        before and after the box along ``d`` within the box along the axes before it."""
+        names = []
+        for lo, hi in bounds:
+            a, b = self.fresh("lo"), self.fresh("hi")
+            lines.append(f"{indent}{a} = {lo}")
+            lines.append(f"{indent}{b} = {hi}")
+            names.append((a, b))
+        rank = len(bounds)
+        for d in range(rank):
+            inside = [f"{a}:{b}" for a, b in names[:d]]
+            rest = [":"] * (rank - d - 1)
+            for part in (f":{names[d][0]}", f"{names[d][1]}:"):
+                idx = ", ".join(inside + [part] + rest)
+                copy = self.assign(f"{dest}[{idx}]", f"{src}[{idx}]", rank, rank)
+                lines.append(f"{indent}{copy}")
+
+    def _emit_setitem(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, Value],
+        lines: list[str],
+        indent: str,
+    ) -> None:
+        """``x[index] = value`` as NumPy does it: the value cast to ``x``'s dtype and
+        broadcast to the region (a shape that does not broadcast signals NumPy's error)."""
+        done = self.directed.pop(node, None)
+        if done is not None:  # the value's segment wrote it (emit_segment)
+            env[node] = done
+            return
+        mode = self._setitem_mode(node, env)
+        assert mode is not None
+        dest, view, parts = self._setitem_target(node, mode, env, lines, indent)
+        x = node.args[0]
+        dt = np.dtype(x.dtype)
+        value = node.args[1]
+        element = is_element(node, len(x.aval.shape))
+        vr = rr = 0
+        if not isinstance(value, Node):
+            src = const_source(literal_into(value, dt), dt)
+        elif env[value].scalar:
+            src = env[value].name
+            if np.dtype(value.dtype) != dt:
+                src = f"{ctor(dt)}({src})"
+        else:
+            v = env[value]
+            src = v.name
+            if v.roots & dest.roots:  # NumPy reads the value before it writes (overlap)
+                c = self.fresh("k")
+                lines.append(f"{indent}{c} = {src}.copy()")
+                src = c
+            vr = len(value.aval.shape)
+            rr = len(
+                getitem_shape(
+                    x.aval.shape,
+                    node.attrs["index"],  # type: ignore[arg-type]
+                    [a.aval for a in node.args[2:]],
+                )
+            )
+            for k in range(1, vr + 1):
+                self.signal(
+                    lines,
+                    indent,
+                    f"{src}.shape[{vr - k}] != 1 and "
+                    f"{src}.shape[{vr - k}] != {view}.shape[{rr - k}]",
+                )
+            if np.dtype(value.dtype) != dt:
+                c = self.fresh("k")
+                lines.append(f"{indent}{c} = {src}.astype({ctor(dt)})")
+                src = c
+        if element:  # (an ``...`` there spans no axis)
+            lines.append(
+                f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}] = {src}"
+            )
+        elif isinstance(value, Node) and not env[value].scalar and vr <= rr:
+            lines.append(f"{indent}{self.assign(view, src, rr, vr)}")
+        else:
+            lines.append(f"{indent}{view}[:] = {src}")
+        env[node] = dest
+
+    # -- argmin/argmax, ufunc.at, bincount -------------------------------------------------
+
+
+def _assign_source(name: str, rank: int, src_rank: int) -> str:
+    """A loop helper ``name(d, s)``: ``d[...] = s`` for ``s`` broadcast to ``d``'s shape
+    (:meth:`GraphWriter.assign`); a 0-d ``d`` takes the element of ``s``."""
+    lines = ["@_kernel", f"def {name}(d, s):"]
+    lead = rank - src_rank
+    for k in range(src_rank):  # stride 0 along a broadcast axis of length 1
+        lines.append(f"    b{k} = 0 if s.shape[{k}] == 1 and d.shape[{lead + k}] != 1 else 1")
+    indent = "    "
+    for a in range(rank):
+        lines.append(f"{indent}for i{a} in range(d.shape[{a}]):")
+        indent += "    "
+    dst = ", ".join(f"i{a}" for a in range(rank)) or "()"
+    src = ", ".join(f"i{lead + k} * b{k}" for k in range(src_rank)) or "()"
+    lines.append(f"{indent}d[{dst}] = s[{src}]")
+    return "\n".join(lines)
+
+
+def _clamp(bound: int | str, n: str) -> str:
+    """Source of a slice bound (a literal, or the name of a traced integer) clamped into
+    ``[0, n]`` as Python's slicing does."""
+    if isinstance(bound, str):
+        return f"(max({n} + {bound}, 0) if {bound} < 0 else min({bound}, {n}))"
+    return f"max({n} + ({bound}), 0)" if bound < 0 else f"min({bound}, {n})"
+
+
+def unit_rows(node: Node) -> bool:
+    """Does ``x[index]`` (``node``, a getitem or setitem) keep the last axis of ``x`` as its
+    own last axis, sliced with step 1 (so a unit-stride row of ``x`` stays one)?"""
+    comps = node.attrs["index"]
+    rank = len(node.args[0].aval.shape)
+    axes = sum(1 for c in comps if c is not None and c is not Ellipsis)
+    if rank == 0:
+        return False
+    if Ellipsis not in comps and axes < rank:
+        return True  # the last axis is an implicit ``:`` after every component
+    for c in reversed(comps):
+        if c is None:
+            return False  # a new axis (stride 0) comes last
+        if c is Ellipsis:
+            return axes < rank  # ``...`` spans the last axis, whole
+        return isinstance(c, slice) and c.step in (None, 1)
+    return False
+
+
+def is_element(node: Node, rank: int) -> bool:
+    """Does ``node``'s index pick one element (an integer for every axis)?"""
+    comps = [c for c in node.attrs["index"] if c is not Ellipsis]
+    return len(comps) == rank and all(isinstance(c, (int, np.integer, DynamicIndex)) for c in comps)

@@ -1,0 +1,439 @@
+"""``GraphWriter``: the graph walk of the whole-graph compiler — op checks, node
+emission, buffers and the generated function's frame."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...ir import Graph, Node, OpKind
+from ...passes.fusion import Segment, partition, schedule
+from .. import row_fusion
+from ..codegen import (
+    CODEGEN_VERSION,
+    WRAPPING_IMPORT,
+    Unsupported,
+    can_compile,
+    const_source,
+    ctor,
+)
+from ..inplace import Step, plan_inplace
+from ..row_fusion import emit_row_fusion
+from ..whole_graph_ops import rule_for
+from ..whole_graph_ops.linalg import matmul_call, plain_matmul
+from . import support
+from .control_flow import ControlFlow
+from .indexing import BasicIndexing
+from .segments import SegmentEmission
+from .support import REROLL_MIN
+from .tiling import row_tile, row_tiling
+from .values import Value
+
+
+class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
+    """Writes a graph as one Numba function (:meth:`write`); checks first (:meth:`check`)."""
+
+    # -- support check ----------------------------------------------------------------------
+    def check(self, graph: Graph) -> None:
+        """Raise Unsupported naming the first op this compiler cannot handle exactly."""
+        if graph is self.graph and graph.count_ops() > support.MAX_OPS:
+            # One Numba function of thousands of ops (a loop AutoGraph unrolled, each
+            # iteration a write) takes LLVM minutes and gigabytes; the fused executor runs
+            # such a graph without a compile of that size.
+            raise Unsupported(f"a graph of {graph.count_ops()} ops (more than {support.MAX_OPS})")
+        for node in graph.nodes:
+            self._check_node(node)
+            if (
+                node.aval is not None
+                and not isinstance(node.aval, tuple)
+                and node.aval.shape is None
+            ):
+                raise Unsupported(f"unknown rank ({node.name})")
+        for inp in graph.inputs:
+            if inp.aval.shape is None:
+                raise Unsupported(f"input '{inp.name}' of unknown rank")
+
+    def _check_node(self, node: Node) -> None:
+        """Raise Unsupported unless ``node`` has a form: its op's rule
+        (:mod:`.whole_graph_ops`), the writer's own (graph structure, control flow, basic
+        indexing) or a kernel op of a fused segment."""
+        rule = rule_for(node)
+        if rule is not None:
+            rule.check(node)
+            return
+        own = _WRITER_CHECKS.get(node.op)
+        if own is not None:
+            own(self, node)
+        elif not can_compile(node, "cpu", fast_math=self.fast_math):
+            raise Unsupported(f"op '{node.op.value}' ({node.name})")
+
+    def _check_cond(self, node: Node) -> None:
+        for g in node.attrs["branches"]:
+            self.check(g)
+
+    def _check_while(self, node: Node) -> None:
+        self.check(node.attrs["cond"])
+        self.check(node.attrs["body"])
+
+    # -- emission -----------------------------------------------------------------------------
+    def write(self) -> str:
+        self.check(self.graph)
+        # An argument the call writes back enters as a private copy, made once here: every
+        # write into it then runs in place (one outside any loop, or one in a branch that
+        # may pass the argument on, would copy the whole array each time), and the fallback
+        # still finds the caller's arrays untouched: they are written at the end
+        # (:meth:`_returned`).
+        updated = frozenset(self.graph.inputs[k] for k in set(self.written_back.values()))
+        self.plan = plan_inplace(self.graph, self._steps, updated)
+        env: dict[Node, Value] = {}
+        body: list[str] = []
+        for node in self.graph.inputs:
+            name = f"p{len(self.params)}"
+            self.params.append(name)
+            self.param_nodes.append(node)
+            env[node] = Value(name, node.aval.shape == (), False)
+            if node in updated:
+                own = self.fresh("w")
+                body.append(f"    {own} = np.ascontiguousarray({name}).copy()")
+                env[node] = Value(own, False, True)
+        fused = row_fusion.plan_row_fusion(self.graph, self.fast_math)
+        tiling = None if fused is not None else row_tiling(self.graph)
+        if fused is not None:  # one loop over rows (row_fusion.py)
+            names = {n: (v.name, v.scalar) for n, v in env.items()}
+            outs = [
+                Value(t, scalar, True)
+                for t, scalar in emit_row_fusion(fused, self.graph, self, names, body)
+            ]
+        elif tiling is None:
+            outs = self.emit_graph(self.graph, env, body, "    ")
+        else:
+            outs = self._emit_tiled(tiling, env, body)
+        consts = [f"c{i}" for i in range(len(self.constants))]
+        # NumPy loop addresses arrive in one uintp array: one argument for Numba's dispatcher
+        # to type instead of two per loop (each costs it ~50 ns per call).
+        loops = ["la"] if self.loop_args else []
+        head = ["@_kernel", f"def graph({', '.join(self.params + consts + loops)}):"]
+        for k in range(len(self.loop_args)):
+            head += [f"    f{k} = la[{2 * k}]", f"    d{k} = la[{2 * k + 1}]"]
+        ret = "    return (" + "".join(n + ", " for n in self._returned(outs, body)) + ")"
+        func = "\n".join(head + self.scratch_lines + body + [ret])
+        header = "\n".join(
+            [
+                f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
+                "# inputs: "
+                + ", ".join(f"{n.dtype.name}/{len(n.aval.shape)}" for n in self.graph.inputs),
+                "import math",
+                "import numpy as np",
+                "from kernel_ext.backends.numba_decorators import inline as _inline, "
+                "kernel as _kernel, call_loop as _call_loop",
+                WRAPPING_IMPORT.format(module="numba_decorators"),
+            ]
+        )
+        parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
+        return "\n\n".join(parts) + "\n"
+
+    def _returned(self, outs: list[Value], body: list[str]) -> list[str]:
+        """The names the function returns, each once, and :attr:`out_slots`.
+
+        An output written back to an array argument is copied into it here, at the end of
+        the function, after every check that can still hand the call to the fallback (which
+        must find the arguments untouched): Numba's copy is cheaper than NumPy's ``copyto``
+        from Python, and the array is not boxed into a new Python object (~0.25 µs each).
+        A value that may share memory with the argument keeps the Python write-back
+        (``copyto`` buffers overlapping copies)."""
+        names: list[str] = []
+        copied: dict[str, str] = {}  # value name -> the argument it was copied into
+        for i, v in enumerate(outs):
+            k = self.written_back.get(i)
+            if k is not None and not v.scalar:
+                p = self.params[k]
+                node, target = self.graph.outputs[i], self.param_nodes[k]
+                same = node.aval.shape == target.aval.shape and node.dtype == target.dtype
+                if v.name == p or (same and p not in v.roots and copied.get(v.name, p) == p):
+                    if v.name != p and v.name not in copied:  # (p is typed writable)
+                        rank = len(target.aval.shape)
+                        body.append(f"    {self.assign(p, v.name, rank, rank)}")
+                        copied[v.name] = p
+                    self.out_slots.append(("param", k))
+                    continue
+            if v.name not in names:
+                names.append(v.name)
+            self.out_slots.append(("ret", names.index(v.name)))
+        return names
+
+    def _emit_tiled(self, rows: set[Node], env: dict[Node, Value], lines: list[str]) -> list[Value]:
+        """The graph run on tiles of :func:`row_tile` rows at a time (:func:`row_tiling`):
+        every intermediate of a tile stays in cache, where computing each on the whole array
+        streams it through memory once per op or reduction. Each tile's results are copied
+        into the outputs, allocated once."""
+        first = next(n for n in self.graph.inputs if n in rows)
+        n = self.fresh("nrows")
+        lines.append(f"    {n} = {env[first].name}.shape[0]")
+        width = int(np.prod(first.aval.shape[1:]))
+        tile = row_tile(width)
+        outs = []
+        for o in self.graph.outputs:
+            t = self.fresh("o")
+            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            outs.append(Value(t, False, True))
+        lines.append(f"    for r0 in range(0, {n}, {tile}):")
+        lines.append(f"        r1 = min(r0 + {tile}, {n})")
+        sub = dict(env)
+        for node in rows:
+            v = self.fresh("tile")
+            lines.append(f"        {v} = {env[node].name}[r0:r1]")
+            sub[node] = Value(v, False, False, env[node].roots, unit=env[node].unit)
+        # a segment computing an output writes its tile of the output directly
+        for o, out in zip(self.graph.outputs, outs):
+            if o not in self.tile_outputs and self.graph.outputs.count(o) == 1:
+                self.tile_outputs[o] = out
+        vals = self.emit_graph(self.graph, sub, lines, "        ")
+        for o, v in zip(outs, vals):
+            if v.name != f"{o.name}_tile":
+                lines.append(f"        {o.name}[r0:r1] = {v.name}")
+        return outs
+
+    def _items(self, graph: Graph) -> list[Node | Segment]:
+        """The order ``graph``'s steps run in: nodes, and fused segments as one step each."""
+        items = self._schedules.get(id(graph))
+        if items is None:
+            segs = partition(graph, lambda n: can_compile(n, "cpu", fast_math=self.fast_math))
+            items = self._schedules[id(graph)] = schedule(graph, segs)
+        return items
+
+    def _steps(self, graph: Graph) -> list[Step]:
+        """:func:`~.inplace.plan_inplace`'s view of :meth:`_items`: what each step produces
+        and reads (a segment reads its inputs and produces its outputs, fresh arrays)."""
+        return [
+            (item.outputs, item.inputs) if isinstance(item, Segment) else ((item,), item.inputs)
+            for item in self._items(graph)
+        ]
+
+    def emit_graph(
+        self, graph: Graph, env: dict[Node, Value], lines: list[str], indent: str
+    ) -> list[Value]:
+        items = self._items(graph)
+        chains = self._matmul_chains(graph, items)
+        i = 0
+        while i < len(items):
+            item = items[i]
+            if isinstance(item, Segment):
+                nxt = items[i + 1] if i + 1 < len(items) else None
+                self.emit_segment(
+                    item, env, lines, indent, self._direct_target(graph, item, nxt, env)
+                )
+            elif i in chains:
+                chain = chains[i]
+                self._emit_matmul_chain(chain, env, lines, indent)
+                i += len(chain)
+                continue
+            else:
+                self.emit_node(item, env, lines, indent)
+            i += 1
+        return [env[o] for o in graph.outputs]
+
+    def _matmul_chains(self, graph: Graph, items: list) -> dict[int, list[Node]]:
+        """Runs of at least :data:`REROLL_MIN` consecutive matrix products, each feeding the
+        next one's operand at one position, the other operand the same: ``power(x, 100)``'s
+        ``for _ in range(y): r = x @ r`` unrolled at trace time. Keyed by the schedule index
+        of their first node.
+
+        Such a run is emitted as one compiled loop (:meth:`_emit_matmul_chain`): one copy of
+        the product's code instead of 100 (Numba inlined 100 copies in 80 s of compilation,
+        and the code no longer fitted the instruction cache), and two buffers that ping-pong
+        instead of 100 allocations. Every link but the last must be read by the next link
+        only, so no other code sees the intermediate values.
+        """
+        uses: dict[Node, int] = {}
+        for n in graph.nodes:
+            for a in n.inputs:
+                uses[a] = uses.get(a, 0) + 1
+        for o in graph.outputs:
+            uses[o] = uses.get(o, 0) + 1
+        chains: dict[int, list[Node]] = {}
+        i = 0
+        while i < len(items):
+            head = items[i]
+            if (
+                not isinstance(head, Node)
+                or head.op is not OpKind.MATMUL
+                or head in self.out_bufs
+                or not plain_matmul(head)
+            ):
+                i += 1
+                continue
+            best: list[Node] = [head]
+            for pos in (0, 1):
+                run = [head]
+                j = i + 1
+                while j < len(items):
+                    nxt, prev = items[j], run[-1]
+                    if not (
+                        isinstance(nxt, Node)
+                        and nxt.op is OpKind.MATMUL
+                        and nxt not in self.out_bufs
+                        and nxt.args[pos] is prev
+                        and nxt.args[1 - pos] is head.args[1 - pos]
+                        and nxt.args[1 - pos] is not prev
+                        and uses.get(prev) == 1
+                        and nxt.dtype == head.dtype
+                    ):
+                        break
+                    run.append(nxt)
+                    j += 1
+                if len(run) > len(best):
+                    best = run
+            if len(best) >= REROLL_MIN:
+                chains[i] = best
+                i += len(best)
+            else:
+                i += 1
+        return chains
+
+    def _emit_matmul_chain(
+        self, chain: list[Node], env: dict[Node, Value], lines: list[str], indent: str
+    ) -> None:
+        """``t = a @ t`` (or ``t = t @ b``) ``len(chain)`` times as one loop.
+
+        Each product writes into the buffer of the value two steps back (``u``: the entry
+        copy, or a product only the next link read), dead by then, or into a new one when
+        the run-time shapes differ. The output is never one of the product's operands: ``u``
+        is neither the current value nor the fixed operand.
+        """
+        head = chain[0]
+        pos = 1 if chain[1].args[1] is head else 0
+        first = [env[a] for a in head.args]
+        fixed, start = first[1 - pos], first[pos]
+        dt = ctor(np.dtype(head.dtype))
+        # The chain's input enters as a private C-contiguous copy: the loop then has one
+        # type for its value, and that buffer may be overwritten two steps later. (With the
+        # first product peeled off the loop instead, LLVM compiled W2 to code 1.3x slower.)
+        t = self.fresh("k")
+        if start.scalar:  # pragma: no cover - check() admits 2-D operands only
+            raise Unsupported("matmul of a scalar")
+        lines.append(f"{indent}{t} = np.ascontiguousarray({start.name}).copy()")
+        u = self.fresh("u")
+        lines.append(f"{indent}{u} = np.empty((0, 0), {dt})")
+        lines.append(f"{indent}for _ in range({len(chain)}):")
+        inner = indent + "    "
+        a, b = (fixed.name, t) if pos == 1 else (t, fixed.name)
+        self.signal(lines, inner, f"{a}.shape[1] != {b}.shape[0]")
+        o = self.fresh()
+        lines.append(f"{inner}if {u}.shape[0] == {a}.shape[0] and {u}.shape[1] == {b}.shape[1]:")
+        lines.append(f"{inner}    {o} = {u}")
+        lines.append(f"{inner}else:")
+        lines.append(f"{inner}    {o} = np.empty(({a}.shape[0], {b}.shape[1]), {dt})")
+        lines.append(f"{inner}{matmul_call(self, head, a, b, o)}")
+        lines.append(f"{inner}{u} = {t}")
+        lines.append(f"{inner}{t} = {o}")
+        env[chain[-1]] = Value(t, False, True)
+
+    def _call_kernel(
+        self, lines: list[str], indent: str, px: str, call: str, reduces: bool
+    ) -> None:
+        """Call a segment kernel; it returns its NumPy-only-case flag (and the accumulator)."""
+        target = f"{px}bad, {px}acc" if reduces else f"{px}bad"
+        lines.append(f"{indent}{target} = {call}")
+        self.signal(lines, indent, f"{px}bad")
+
+    # -- fused segments ---------------------------------------------------------------------
+
+    def emit_node(self, node: Node, env: dict[Node, Value], lines: list[str], indent: str) -> None:
+        """Append the source computing ``node`` (not a segment's) and bind its value in
+        ``env``: through its op's rule, or the writer's own form (:meth:`_check_node`)."""
+        op = node.op
+        if op is OpKind.PLACEHOLDER:
+            return
+        if op is OpKind.CONSTANT:
+            self._emit_constant(node, env)
+            return
+        args = [env[a] if isinstance(a, Node) else a for a in node.args]
+        t = self.fresh()
+        rule = rule_for(node)
+        if rule is None:
+            _WRITER_EMITS[op](self, node, args, t, env, lines, indent)
+            return
+        kind = rule.emit(self, node, args, t, lines, indent)
+        view = kind in ("view", "unit_view")
+        env[node] = Value(
+            t,
+            kind == "scalar",
+            kind == "fresh",
+            args[0].roots if view else None,
+            unit=True if kind == "unit_view" else None,
+        )
+
+    def _emit_constant(self, node: Node, env: dict[Node, Value]) -> None:
+        value = np.asarray(node.attrs["value"])
+        if value.ndim == 0 and value.dtype.kind in "biuf":
+            # a literal in the source, not one more argument for the dispatcher to type at
+            # every call (~50 ns each)
+            t = self.fresh("k")
+            self.scratch_lines.append(f"    {t} = {const_source(value[()], value.dtype)}")
+            env[node] = Value(t, True, False)
+            return
+        name = f"c{len(self.constants)}"
+        self.constants.append(value[()] if value.ndim == 0 else value)
+        env[node] = Value(name, value.ndim == 0, False)
+
+    def _emit_get_output(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, Value],
+        lines: list[str],
+        indent: str,
+    ) -> None:
+        src = args[0]
+        scalar = _is_scalar(node)
+        lines.append(f"{indent}{t} = {src.name}[{node.attrs['index']}]")
+        part = src.parts[node.attrs["index"]] if src.parts is not None else src.roots
+        env[node] = Value(t, scalar, True, None if scalar else part)
+
+    def _emit_dim(
+        self,
+        node: Node,
+        args: list[Any],
+        t: str,
+        env: dict[Node, Value],
+        lines: list[str],
+        indent: str,
+    ) -> None:
+        lines.append(f"{indent}{t} = np.int64({args[0].name}.shape[{node.attrs['axis']}])")
+        env[node] = Value(t, True, False)
+
+
+def _is_scalar(node: Node) -> bool:
+    aval = node.aval
+    return aval is not None and not isinstance(aval, tuple) and aval.shape == ()
+
+
+def _no_check(writer: GraphWriter, node: Node) -> None:
+    """Graph structure: values passed through or read, nothing to check."""
+
+
+#: The checks of the ops the writer emits itself (:meth:`GraphWriter._check_node`).
+_WRITER_CHECKS: dict[OpKind, Callable[[GraphWriter, Node], None]] = {
+    OpKind.PLACEHOLDER: _no_check,
+    OpKind.CONSTANT: _no_check,
+    OpKind.GET_OUTPUT: _no_check,
+    OpKind.DIM: _no_check,
+    OpKind.COND: GraphWriter._check_cond,
+    OpKind.WHILE: GraphWriter._check_while,
+    OpKind.GETITEM: GraphWriter._check_getitem,
+    OpKind.SETITEM: GraphWriter._check_setitem,
+}
+
+#: How the writer emits those ops (placeholders and constants aside: they bind no fresh name).
+_WRITER_EMITS: dict[OpKind, Callable[..., None]] = {
+    OpKind.GET_OUTPUT: GraphWriter._emit_get_output,
+    OpKind.DIM: GraphWriter._emit_dim,
+    OpKind.COND: GraphWriter._emit_cond,
+    OpKind.WHILE: GraphWriter._emit_while,
+    OpKind.GETITEM: GraphWriter._emit_getitem,
+    OpKind.SETITEM: GraphWriter._emit_setitem,
+}
