@@ -49,8 +49,8 @@ def _sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
 
 # -- elementwise ---------------------------------------------------------------------------------
 
-VJP[K.DEGREES] = VJP[K.RAD2DEG]
-VJP[K.RADIANS] = VJP[K.DEG2RAD]
+VJP.add(K.DEGREES, VJP[K.RAD2DEG])
+VJP.add(K.RADIANS, VJP[K.DEG2RAD])
 
 
 @rule(K.NEXTAFTER)

@@ -346,7 +346,7 @@ def _or_zeros(ct: Any, like: Tensor) -> Any:
     return ct.astype(like.dtype) if ct.dtype != like.dtype else ct
 
 
-VJP[OpKind.COND] = _cond
+VJP.add(OpKind.COND, _cond)
 
 
 def rule_kinds() -> dict[str, list[OpKind]]:

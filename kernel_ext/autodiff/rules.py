@@ -40,6 +40,7 @@ import numpy as np
 
 from ..ir import DynamicIndex, Node, OpKind
 from ..ir.abstract import normalize_axes
+from ..ir.registry import OpTable
 from ..trace import Tensor, bind
 
 K = OpKind
@@ -69,7 +70,7 @@ Cotangent = Any  # Tensor | None | Callable[[], Tensor]
 Rule = Callable[[Primal, Any], Sequence[Cotangent]]
 
 #: op -> its VJP rule (the table).
-VJP: dict[OpKind, Rule] = {}
+VJP: OpTable[Rule] = OpTable("gradient (VJP)")
 
 #: Ops whose derivative is zero wherever it exists: piecewise-constant float functions and
 #: ops whose results are integer or boolean (no cotangent ever reaches these).
@@ -175,15 +176,8 @@ NOTES: dict[OpKind, str] = {
 }
 
 
-def rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
-    """Register a VJP rule for ``kinds``."""
-
-    def register(fn: Rule) -> Rule:
-        for kind in kinds:
-            VJP[kind] = fn
-        return fn
-
-    return register
+#: Register a VJP rule for some ops: ``@rule(OpKind.SIN)``.
+rule = VJP.register
 
 
 def _zero_rule(p: Primal, g: Any) -> list[Cotangent]:
@@ -191,7 +185,7 @@ def _zero_rule(p: Primal, g: Any) -> list[Cotangent]:
 
 
 for _kind in ZERO_GRADIENT:
-    VJP[_kind] = _zero_rule
+    VJP.add(_kind, _zero_rule)
 
 
 # -- helpers ------------------------------------------------------------------------------------

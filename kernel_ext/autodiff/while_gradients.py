@@ -262,6 +262,6 @@ def _cast(ct: Any, like: Tensor) -> Any:
     return ct
 
 
-VJP[OpKind.WHILE] = while_vjp
+VJP.add(OpKind.WHILE, while_vjp)
 
 __all__ = ["STACKED", "StackedLoop", "stacking_loop", "while_vjp"]

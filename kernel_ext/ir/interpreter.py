@@ -20,18 +20,12 @@ from .abstract import DynamicIndex
 from .calls import call_name, check_result
 from .graph import Graph, Node
 from .ops import OpGroup, OpKind
+from .registry import OpTable
 
 Lowering = Callable[[Node], Callable[..., Any]]
-LOWER: dict[OpKind, Lowering] = {}
-
-
-def _lower(*kinds: OpKind) -> Callable[[Lowering], Lowering]:
-    def register(fn: Lowering) -> Lowering:
-        for kind in kinds:
-            LOWER[kind] = fn
-        return fn
-
-    return register
+#: Each op's reference lowering: ``LOWER[op](node)`` is a callable of its argument values.
+LOWER: OpTable[Lowering] = OpTable("reference lowering")
+_lower = LOWER.register
 
 
 def _ufunc_lowering(node: Node) -> Callable[..., Any]:
@@ -44,7 +38,7 @@ def _ufunc_lowering(node: Node) -> Callable[..., Any]:
 
 for _kind in OpKind:
     if _kind.ufunc is not None:
-        LOWER[_kind] = _ufunc_lowering
+        LOWER.add(_kind, _ufunc_lowering)
 
 
 @_lower(OpKind.WHERE)
@@ -67,9 +61,12 @@ def _reduce_lowering(node: Node) -> Callable[..., Any]:
     return functools.partial(node.op.numpy_function, **node.params)
 
 
+#: Reductions that are ufunc methods: lowered as the method of the node's ufunc (below)
+_UFUNC_METHOD_REDUCTIONS = (OpKind.UFUNC_REDUCE, OpKind.UFUNC_REDUCEAT)
+
 for _kind in OpKind:
-    if _kind.group is OpGroup.REDUCTION:
-        LOWER[_kind] = _reduce_lowering
+    if _kind.group is OpGroup.REDUCTION and _kind not in _UFUNC_METHOD_REDUCTIONS:
+        LOWER.add(_kind, _reduce_lowering)
 
 
 @_lower(OpKind.CUMSUM, OpKind.CUMPROD)
@@ -670,9 +667,9 @@ def _ufunc_method(method: str) -> Lowering:
     return lowering
 
 
-LOWER[OpKind.UFUNC_REDUCE] = _ufunc_method("reduce")
-LOWER[OpKind.UFUNC_ACCUMULATE] = _ufunc_method("accumulate")
-LOWER[OpKind.UFUNC_REDUCEAT] = _ufunc_method("reduceat")
+LOWER.add(OpKind.UFUNC_REDUCE, _ufunc_method("reduce"))
+LOWER.add(OpKind.UFUNC_ACCUMULATE, _ufunc_method("accumulate"))
+LOWER.add(OpKind.UFUNC_REDUCEAT, _ufunc_method("reduceat"))
 
 
 def ufunc_at(ufunc: np.ufunc, template: tuple[Any, ...], a: Any, b: Any, *dyn: Any) -> np.ndarray:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import OpKind
+from ..registry import OpTable
 
 Shape = tuple  # tuple[int | None, ...]
 
@@ -146,16 +147,9 @@ def result_type(*args: Any) -> np.dtype:
 Rule = Callable[..., "AbstractValue | None"]
 
 
-ABSTRACT_EVAL: dict[OpKind, Rule] = {}
-
-
-def abstract_rule(*kinds: OpKind) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for kind in kinds:
-            ABSTRACT_EVAL[kind] = fn
-        return fn
-
-    return register
+#: Each op's abstract evaluation: ``ABSTRACT_EVAL[op](attrs, *args)``.
+ABSTRACT_EVAL: OpTable[Rule] = OpTable("abstract evaluation")
+abstract_rule = ABSTRACT_EVAL.register
 
 
 # Shapes follow NumPy's documented rules (with ``None`` dims flowing through); dtypes are

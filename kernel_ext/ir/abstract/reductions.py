@@ -66,9 +66,19 @@ def _reduction_rule(kind: OpKind) -> Rule:
     return rule
 
 
+#: Reductions whose rule adds NumPy's empty-input errors to the generic one (below)
+_NAN_EXTREMA = (OpKind.NANMAX, OpKind.NANMIN, OpKind.NANARGMAX, OpKind.NANARGMIN)
+#: Reductions with a ``q`` operand: a rule of their own (below)
+_QUANTILES = (OpKind.PERCENTILE, OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE)
+#: Reductions that are ufunc methods: rules of their own (below)
+_UFUNC_METHOD_REDUCTIONS = (OpKind.UFUNC_REDUCE, OpKind.UFUNC_REDUCEAT)
+
 for _kind in OpKind:
-    if _kind.group is OpGroup.REDUCTION:
-        ABSTRACT_EVAL[_kind] = _reduction_rule(_kind)
+    if (
+        _kind.group is OpGroup.REDUCTION
+        and _kind not in _NAN_EXTREMA + _QUANTILES + _UFUNC_METHOD_REDUCTIONS
+    ):
+        ABSTRACT_EVAL.add(_kind, _reduction_rule(_kind))
 
 
 def _scan_rule(fn: Callable[..., Any]) -> Rule:
@@ -94,10 +104,10 @@ def _scan(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValu
     return AbstractValue(x.shape, dtype)
 
 
-ABSTRACT_EVAL[OpKind.CUMSUM] = _scan_rule(np.cumsum)
+ABSTRACT_EVAL.add(OpKind.CUMSUM, _scan_rule(np.cumsum))
 
 
-ABSTRACT_EVAL[OpKind.CUMPROD] = _scan_rule(np.cumprod)
+ABSTRACT_EVAL.add(OpKind.CUMPROD, _scan_rule(np.cumprod))
 
 
 def _no_identity_check(name: str, x: AbstractValue, axis: Any) -> None:
@@ -127,8 +137,8 @@ def _nan_extremum_rule(kind: OpKind) -> Rule:
     return rule
 
 
-for _kind in (OpKind.NANMAX, OpKind.NANMIN, OpKind.NANARGMAX, OpKind.NANARGMIN):
-    ABSTRACT_EVAL[_kind] = _nan_extremum_rule(_kind)
+for _kind in _NAN_EXTREMA:
+    ABSTRACT_EVAL.add(_kind, _nan_extremum_rule(_kind))
 
 
 def _quantile_rule(kind: OpKind) -> Rule:
@@ -155,8 +165,8 @@ def _quantile_rule(kind: OpKind) -> Rule:
     return rule
 
 
-for _kind in (OpKind.PERCENTILE, OpKind.NANPERCENTILE, OpKind.QUANTILE, OpKind.NANQUANTILE):
-    ABSTRACT_EVAL[_kind] = _quantile_rule(_kind)
+for _kind in _QUANTILES:
+    ABSTRACT_EVAL.add(_kind, _quantile_rule(_kind))
 
 
 def _empty_probe(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValue | None:
@@ -182,7 +192,7 @@ def _median_rule(kind: OpKind) -> Rule:
 
 
 for _kind in (OpKind.MEDIAN, OpKind.NANMEDIAN):
-    ABSTRACT_EVAL[_kind] = _median_rule(_kind)
+    ABSTRACT_EVAL.replace(_kind, _median_rule(_kind))  # the generic rule, refined
 
 
 def _quietly(rule: Rule) -> Rule:
@@ -214,13 +224,13 @@ for _kind in (
     OpKind.QUANTILE,
     OpKind.NANQUANTILE,
 ):
-    ABSTRACT_EVAL[_kind] = _quietly(ABSTRACT_EVAL[_kind])
+    ABSTRACT_EVAL.replace(_kind, _quietly(ABSTRACT_EVAL[_kind]))
 
 
-ABSTRACT_EVAL[OpKind.NANCUMSUM] = _scan_rule(np.nancumsum)
+ABSTRACT_EVAL.add(OpKind.NANCUMSUM, _scan_rule(np.nancumsum))
 
 
-ABSTRACT_EVAL[OpKind.NANCUMPROD] = _scan_rule(np.nancumprod)
+ABSTRACT_EVAL.add(OpKind.NANCUMPROD, _scan_rule(np.nancumprod))
 
 
 def _ufunc_kwargs(attrs: dict) -> dict:

@@ -3,29 +3,24 @@ helpers and refusals."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from kernel_ext.ir import Node, OpKind
+from kernel_ext.ir.registry import OpTable
 from kernel_ext.onnx.builder import GraphBuilder, Rule
 from kernel_ext.onnx.refusal import refuse
 
 K = OpKind
-RULES: dict[OpKind, Rule] = {}
+RULES: OpTable[Rule] = OpTable("ONNX translation")
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min
 ANY_VALUE = object()  # a parameter the rule reads (any value)
 
 
-def rule_for(*kinds: OpKind) -> Callable[[Rule], Rule]:
-    def register(fn: Rule) -> Rule:
-        for kind in kinds:
-            RULES[kind] = fn
-        return fn
-
-    return register
+#: Register the ONNX translation of some ops: ``@rule_for(OpKind.ADD)``.
+rule_for = RULES.register
 
 
 def handled_params(node: Node, **handled: Any) -> dict[str, Any]:
