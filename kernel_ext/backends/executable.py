@@ -10,7 +10,21 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .tiering import Tier
+
+
+@dataclass
+class DaskReport:
+    """What the Dask backend reports of its latest call (the monitor and the sidebar show
+    it): how many tasks the Dask graph had (its results' graphs merged, the input arrays'
+    own tasks included), and the dashboard address of the ``distributed.Client`` that
+    existed when it was built (None: no client)."""
+
+    tasks: int
+    dashboard: str | None = None
 
 
 @dataclass
@@ -29,13 +43,10 @@ class Executable:
     compile_ms: float = 0.0
     #: Tiered ``auto`` (:mod:`.tiering`): the state that may move ``run`` to the whole-graph
     #: executor, or None when this executable does not tier.
-    tier: Any = None
-    #: Dask backend: how many tasks the Dask graph of the latest call had (its results'
-    #: graphs merged, the input arrays' own tasks included); None for other backends.
-    tasks: int | None = None
-    #: Dask backend: the dashboard address of the ``distributed.Client`` that existed when
-    #: the latest call built its graph (None: no client, or not Dask).
-    dashboard: str | None = None
+    tier: Tier | None = None
+    #: The Dask backend's report of its latest call; None for other backends (and before
+    #: the first call).
+    dask: DaskReport | None = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the kernels requested so far are compiled (True) or ``timeout``
@@ -49,4 +60,4 @@ class Executable:
         return wait_for_kernels(timeout)
 
 
-__all__ = ["Executable"]
+__all__ = ["DaskReport", "Executable"]

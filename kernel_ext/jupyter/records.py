@@ -299,6 +299,7 @@ def signature_rows(function: Any) -> list[SignatureRow]:
         found = _segments_or_none(cf.executable)
         compile_text, compile_state = compile_progress(found)
         tier = str(getattr(cf, "tier", "") or "")
+        dask = getattr(cf.executable, "dask", None)
         rows.append(
             SignatureRow(
                 id=sid,
@@ -320,8 +321,8 @@ def signature_rows(function: Any) -> list[SignatureRow]:
                 ),
                 compile=compile_text,
                 compile_state=compile_state,
-                tasks=getattr(cf.executable, "tasks", None),
-                dashboard=dashboard_url(getattr(cf.executable, "dashboard", None)),
+                tasks=None if dask is None else dask.tasks,
+                dashboard=None if dask is None else dashboard_url(dask.dashboard),
             )
         )
     return rows

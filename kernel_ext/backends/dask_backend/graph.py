@@ -53,7 +53,7 @@ from ...ir.structure import TreeNode, unflatten
 from ...passes.fusion import Segment, partition, schedule
 from ..codegen import KernelSource, Unsupported, can_compile, generate, reduction_plan
 from ..compiler import SegmentReport
-from ..executable import Executable
+from ..executable import DaskReport, Executable
 from .blocks import BlockProgram, Partial
 
 #: Run fused segments as Numba kernels (False: the segment's ops through NumPy in each
@@ -335,8 +335,7 @@ def compile_dask(
         with _building():
             outs = program(values)
         leaves = [_as_dask(v) for v in outs]
-        executable.tasks = task_count(leaves)  # (the monitor and the sidebar show it)
-        executable.dashboard = dashboard_link()
+        executable.dask = DaskReport(task_count(leaves), dashboard_link())
         return unflatten(tree, leaves)
 
     reports = [_report(i, step) for i, step in enumerate(program.segment_steps)]
