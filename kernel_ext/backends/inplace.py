@@ -203,6 +203,20 @@ def _subgraphs(node: Node) -> list[Graph]:
     return []
 
 
+def _returns_private(inner: _Analysis, outs: Sequence[Node], i: int) -> bool:
+    """Does the graph ``inner`` analysed return a private buffer as output ``i``: one it
+    owns, that no retaining op read and that shares memory with no other output?"""
+    o = outs[i]
+    mine = inner.roots.get(o, frozenset())
+    return bool(
+        _is_buffer(o)
+        and o in inner.owned
+        and mine
+        and not mine & inner.escaped
+        and not any(inner.roots.get(p, frozenset()) & mine for q, p in enumerate(outs) if q != i)
+    )
+
+
 _ROOTS = count()
 #: Ops that return their first operand with part of it overwritten (functionally: a copy).
 _WRITES = (OpKind.SETITEM, OpKind.TENSOR_ARRAY_WRITE)
@@ -327,14 +341,7 @@ class _Analysis:
         output is owned when every branch returns a private buffer for it (made in the
         branch, or such an operand), so a loop carrying it keeps its buffer."""
         operands = node.args[1:]
-        private = set()
-        for j, a in enumerate(operands):
-            if not _is_buffer(a) or a not in self.owned or not self._dead_after(a, k):
-                continue
-            others = [b for i, b in enumerate(operands) if i != j]
-            if any(b is a for b in others) or self._union(others) & self.roots[a]:
-                continue
-            private.add(j)
+        private = self._private_operands(operands, k)
         n_out = len(node.aval) if isinstance(node.aval, tuple) else 0
         out_roots: list[frozenset[int]] = [frozenset()] * n_out
         out_owned = [True] * n_out
@@ -344,32 +351,12 @@ class _Analysis:
             for j in private:
                 if g.inputs[j] in inner.relied:
                     self._rely_on(operands[j])
-            # the branch's buffer identities in this graph's terms: a placeholder's are its
-            # operand's, any other is one new root per buffer the branch made
-            outer: dict[int, frozenset[int]] = {}
-            for ph, a in zip(g.inputs, operands):
-                mapped = self.roots.get(a, frozenset()) if isinstance(a, Node) else frozenset()
-                for r in inner.roots.get(ph, frozenset()):
-                    outer[r] = outer.get(r, frozenset()) | mapped
+            outer = self._outer_roots(g, inner, operands)
             outs = g.outputs
             for i, o in enumerate(outs[:n_out]):
                 mine = inner.roots.get(o, frozenset())
-                for r in mine:
-                    if r not in outer:
-                        outer[r] = self._new_root()
-                    out_roots[i] |= outer[r]
-                if mine & inner.escaped:
-                    for r in mine & inner.escaped:
-                        self.escaped |= outer[r]
-                if not (
-                    _is_buffer(o)
-                    and o in inner.owned
-                    and mine
-                    and not mine & inner.escaped
-                    and not any(
-                        inner.roots.get(p, frozenset()) & mine for q, p in enumerate(outs) if q != i
-                    )
-                ):
+                out_roots[i] |= self._branch_output_roots(mine, outer, inner)
+                if not _returns_private(inner, outs, i):
                     out_owned[i] = False
         self._set_roots(
             node, self._union(node.args) | self._new_root() | frozenset().union(*out_roots)
@@ -377,6 +364,46 @@ class _Analysis:
         self._slots[node] = {
             i: (out_roots[i] or self._new_root(), out_owned[i]) for i in range(n_out)
         }
+
+    def _private_operands(self, operands: Sequence[Any], k: int) -> set[int]:
+        """The positions of the operands a ``cond`` at step ``k`` may hand its branches to
+        write in place: owned buffers, dead after it, sharing memory with no other operand."""
+        private = set()
+        for j, a in enumerate(operands):
+            if not _is_buffer(a) or a not in self.owned or not self._dead_after(a, k):
+                continue
+            others = [b for i, b in enumerate(operands) if i != j]
+            if any(b is a for b in others) or self._union(others) & self.roots[a]:
+                continue
+            private.add(j)
+        return private
+
+    def _outer_roots(
+        self, g: Graph, inner: _Analysis, operands: Sequence[Any]
+    ) -> dict[int, frozenset[int]]:
+        """The branch's buffer identities in this graph's terms, for its placeholders': a
+        placeholder's are its operand's (others get theirs in :meth:`_branch_output_roots`)."""
+        outer: dict[int, frozenset[int]] = {}
+        for ph, a in zip(g.inputs, operands):
+            mapped = self.roots.get(a, frozenset()) if isinstance(a, Node) else frozenset()
+            for r in inner.roots.get(ph, frozenset()):
+                outer[r] = outer.get(r, frozenset()) | mapped
+        return outer
+
+    def _branch_output_roots(
+        self, mine: frozenset[int], outer: dict[int, frozenset[int]], inner: _Analysis
+    ) -> frozenset[int]:
+        """What a branch output with the branch's roots ``mine`` shares memory with in this
+        graph: one new root per buffer the branch made (added to ``outer``); the roots the
+        branch let a retaining op read are escaped here too."""
+        roots: frozenset[int] = frozenset()
+        for r in mine:
+            if r not in outer:
+                outer[r] = self._new_root()
+            roots |= outer[r]
+        for r in mine & inner.escaped:
+            self.escaped |= outer[r]
+        return roots
 
     # -- loops --------------------------------------------------------------------------------
     def _while(self, node: Node, k: int) -> None:

@@ -130,49 +130,88 @@ def output_expr(
     ``written``: outputs the executor has already copied into the array argument they are
     written back to (the whole-graph function does so before it returns): their write-back
     is done, and returning that argument is returning the array itself."""
-    kind = tree.kind
-    if kind == "input" and tree.index in written:
+    rule = _TREE_EXPRS.get(tree.kind)
+    if rule is not None:
+        return rule(tree, graph, namer, scope, written)
+    items = [output_expr(c, graph, namer, scope, written) for c in tree.children]
+    build = _CONTAINER_EXPRS.get(tree.kind, _dataclass_expr)
+    return build(tree, items, namer)
+
+
+def _input_expr(
+    tree: TreeNode, graph: Graph, namer: Namer, scope: Scope, written: frozenset[int]
+) -> str:
+    """An array argument the function updated in place, returned."""
+    if tree.index in written:
         return access_expr(tree.value, namer)
-    if kind == "input":  # the caller's array itself (updated in place by the writeback)
-        value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
-        return (
-            f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, {value})"
-        )
-    if kind == "output" and tree.value is np.ndarray:  # a 0-d array, as NumPy returns it
+    # the caller's array itself (updated in place by the writeback)
+    value = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
+    return f"{namer.bind(updated_argument, '_updated')}({access_expr(tree.value, namer)}, {value})"
+
+
+def _output_expr(
+    tree: TreeNode, graph: Graph, namer: Namer, scope: Scope, written: frozenset[int]
+) -> str:
+    """One output of ``graph``, in the form the trace recorded for it (``tree.value``)."""
+    value = tree.value
+    if value is np.ndarray:  # a 0-d array, as NumPy returns it
         return f"_array0({scope.var(graph.outputs[tree.index])})"
-    if kind == "output" and isinstance(tree.value, str):  # an opaque call's own result
+    if isinstance(value, str):  # an opaque call's own result
         return f"_as_computed({scope.var(graph.outputs[tree.index])})"
-    if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "argument":
-        return access_expr(tree.value[1], namer)  # a 0-d argument returned: the caller's own
-    if kind == "output" and isinstance(tree.value, tuple) and tree.value[0] == "asarray":
-        return (
-            f"_asarray_argument({access_expr(tree.value[1], namer)}, "
-            f"{scope.var(graph.outputs[tree.index])})"
-        )
-    if kind == "output" and isinstance(tree.value, tuple):  # as the argument is: per call
-        return (
-            f"_like_argument({access_expr(tree.value[1], namer)}, "
-            f"{scope.var(graph.outputs[tree.index])})"
-        )
-    if kind == "output" and tree.value is not None:  # returned as a Python number
+    if isinstance(value, tuple):
+        return _argument_output_expr(tree, graph, namer, scope)
+    if value is not None:  # returned as a Python number
         inner = output_expr(TreeNode("output", index=tree.index), graph, namer, scope)
-        return f"{tree.value.__name__}({inner})"
-    if kind == "output":
-        node = graph.outputs[tree.index]
-        v = scope.var(node)
-        if node.shape is None:
-            return f"_result({v})"
-        if node.shape == ():
-            return f"{v}[()]"
-        return f"_own({v})" if node.op.may_alias else v
-    if kind == "const":
-        value = tree.value
-        if value is None or isinstance(value, (bool, int, str)):
-            return repr(value)
-        return namer.bind(value, "_const")
-    if kind == "argument":  # the caller's own object, as it is
-        return access_expr(tree.value, namer)
-    if kind == "writeback" and written:
+        return f"{value.__name__}({inner})"
+    return _array_output_expr(graph.outputs[tree.index], scope)
+
+
+def _argument_output_expr(tree: TreeNode, graph: Graph, namer: Namer, scope: Scope) -> str:
+    """A 0-d output whose form is an argument's (``tree.value``: ``(form, path)``)."""
+    form, path = tree.value[0], tree.value[1]
+    if form == "argument":
+        return access_expr(path, namer)  # a 0-d argument returned: the caller's own
+    if form == "asarray":
+        return (
+            f"_asarray_argument({access_expr(path, namer)}, {scope.var(graph.outputs[tree.index])})"
+        )
+    # as the argument is: per call
+    return f"_like_argument({access_expr(path, namer)}, {scope.var(graph.outputs[tree.index])})"
+
+
+def _array_output_expr(node: Node, scope: Scope) -> str:
+    """An output returned as it is computed: a 0-d one as a NumPy scalar, a view copied."""
+    v = scope.var(node)
+    if node.shape is None:
+        return f"_result({v})"
+    if node.shape == ():
+        return f"{v}[()]"
+    return f"_own({v})" if node.op.may_alias else v
+
+
+def _const_expr(
+    tree: TreeNode, graph: Graph, namer: Namer, scope: Scope, written: frozenset[int]
+) -> str:
+    """A constant of the returned structure: small ones spelled out, others bound."""
+    value = tree.value
+    if value is None or isinstance(value, (bool, int, str)):
+        return repr(value)
+    return namer.bind(value, "_const")
+
+
+def _argument_expr(
+    tree: TreeNode, graph: Graph, namer: Namer, scope: Scope, written: frozenset[int]
+) -> str:
+    """An argument returned: the caller's own object, as it is."""
+    return access_expr(tree.value, namer)
+
+
+def _writeback_expr(
+    tree: TreeNode, graph: Graph, namer: Namer, scope: Scope, written: frozenset[int]
+) -> str:
+    """The result (first child) after copying each new value into its argument, those in
+    ``written`` left out (already copied)."""
+    if written:
         kept = [
             (path, c)
             for path, c in zip(tree.value, tree.children[1:])
@@ -186,29 +225,62 @@ def output_expr(
             value=tuple(path for path, _ in kept),
         )
     items = [output_expr(c, graph, namer, scope, written) for c in tree.children]
-    if kind == "replay":
-        parts = "".join(
-            f", {access_expr(path, namer)}, {kind_!r}, {item}"
-            for (path, kind_), item in zip(tree.value, items[1:])
-        )
-        return f"{namer.bind(replay, '_replay')}({items[0]}{parts})"
-    if kind == "writeback":
-        pairs = "".join(
-            f", {access_expr(path, namer)}, {item}" for path, item in zip(tree.value, items[1:])
-        )
-        return f"{namer.bind(write_back, '_write_back')}({items[0]}{pairs})"
-    if kind == "tuple":
-        return "(" + "".join(i + ", " for i in items) + ")"
-    if kind == "list":
-        return "[" + ", ".join(items) + "]"
-    if kind == "namedtuple":
-        return f"{namer.bind(tree.container, '_type')}(" + ", ".join(items) + ")"
-    if kind == "dict":
-        keys = [namer.bind(k, "_key") for k in tree.keys]
-        return "{" + ", ".join(f"{k}: {i}" for k, i in zip(keys, items)) + "}"
-    # dataclass: rebuilt field by field (frozen ones too), without calling __init__
+    pairs = "".join(
+        f", {access_expr(path, namer)}, {item}" for path, item in zip(tree.value, items[1:])
+    )
+    return f"{namer.bind(write_back, '_write_back')}({items[0]}{pairs})"
+
+
+def _replay_expr(tree: TreeNode, items: list[str], namer: Namer) -> str:
+    """The result (first item) after giving each container argument its new contents."""
+    parts = "".join(
+        f", {access_expr(path, namer)}, {kind_!r}, {item}"
+        for (path, kind_), item in zip(tree.value, items[1:])
+    )
+    return f"{namer.bind(replay, '_replay')}({items[0]}{parts})"
+
+
+def _tuple_expr(tree: TreeNode, items: list[str], namer: Namer) -> str:
+    return "(" + "".join(i + ", " for i in items) + ")"
+
+
+def _list_expr(tree: TreeNode, items: list[str], namer: Namer) -> str:
+    return "[" + ", ".join(items) + "]"
+
+
+def _namedtuple_expr(tree: TreeNode, items: list[str], namer: Namer) -> str:
+    return f"{namer.bind(tree.container, '_type')}(" + ", ".join(items) + ")"
+
+
+def _dict_expr(tree: TreeNode, items: list[str], namer: Namer) -> str:
+    keys = [namer.bind(k, "_key") for k in tree.keys]
+    return "{" + ", ".join(f"{k}: {i}" for k, i in zip(keys, items)) + "}"
+
+
+def _dataclass_expr(tree: TreeNode, items: list[str], namer: Namer) -> str:
+    """A dataclass, rebuilt field by field (frozen ones too), without calling __init__."""
     build = namer.bind(_make_dataclass_builder(tree.container, tree.keys), "_build")
     return f"{build}(" + ", ".join(items) + ")"
+
+
+#: Tree kinds whose source is not built from their children's alone:
+#: ``rule(tree, graph, namer, scope, written)``.
+_TREE_EXPRS: dict[str, Callable[[TreeNode, Graph, Namer, Scope, frozenset[int]], str]] = {
+    "input": _input_expr,
+    "output": _output_expr,
+    "const": _const_expr,
+    "argument": _argument_expr,
+    "writeback": _writeback_expr,
+}
+#: Containers, built from their children's source (``items``); any other kind is a
+#: dataclass (:func:`_dataclass_expr`).
+_CONTAINER_EXPRS: dict[str, Callable[[TreeNode, list[str], Namer], str]] = {
+    "replay": _replay_expr,
+    "tuple": _tuple_expr,
+    "list": _list_expr,
+    "namedtuple": _namedtuple_expr,
+    "dict": _dict_expr,
+}
 
 
 def updated_argument(argument: Any, value: Any) -> Any:
@@ -279,6 +351,24 @@ def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:
     return build
 
 
+def _binary_operator(node: Node, args: list[str]) -> bool:
+    """Is ``node`` an operator's op on two operands, at least one of them a traced value?"""
+    return bool(
+        node.op.operator
+        and not node.params
+        and len(args) == 2
+        and isinstance(node.args[0], Node) | isinstance(node.args[1], Node)
+    )
+
+
+#: Ops with an emitter method of their own: ``method(node, var, args, indent)``.
+_OWN_EMITTERS: dict[OpKind, str] = {
+    OpKind.COND: "_emit_cond",
+    OpKind.WHILE: "_emit_while",
+    OpKind.GET_OUTPUT: "_emit_get_output",
+}
+
+
 class Emitter:
     """Writes straight-line Python for a graph; control flow becomes inline ``if``/``while``
     blocks (no call per branch or iteration, so loops cost what a hand-written loop costs)."""
@@ -342,52 +432,65 @@ class Emitter:
             self.lines.append(f"{indent}{v} = {self.namer.bind(node.attrs['value'], '_const')}")
             return
         args = [scope.var(a) if isinstance(a, Node) else self.literal(a) for a in node.args]
-        if node.op is OpKind.COND:
-            self._emit_cond(node, v, args, indent)
-        elif node.op is OpKind.WHILE:
-            self._emit_while(node, v, args, indent)
-        elif node.op is OpKind.GET_OUTPUT:
-            self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
+        own = _OWN_EMITTERS.get(node.op)
+        if own is not None:
+            # (looked up by name: a subclass's override of the method applies)
+            getattr(self, own)(node, v, args, indent)
+            return
+        lines = self._python_syntax(node, v, args)
+        if lines is None:
+            lines = [self._lowered_call(node, v, args)]
+        self.lines.extend(indent + line for line in lines)
+
+    def _python_syntax(self, node: Node, v: str, args: list[str]) -> list[str] | None:
+        """The lines computing ``node`` with Python's own syntax (an operator, an ndarray
+        method, NumPy's indexing), or None when it takes a call of its lowering."""
+        op = node.op
         # The op's exact Python operator (same ufunc, NEP 50 included) skips the ufunc call's
         # argument parsing: a large share of a small op's cost, all of it in scalar loops.
-        elif (
-            node.op.operator
-            and not node.params
-            and len(args) == 2
-            and isinstance(node.args[0], Node) | isinstance(node.args[1], Node)
-        ):
-            self.lines.append(f"{indent}{v} = {args[0]} {node.op.operator} {args[1]}")
-        elif node.op.group is OpGroup.REDUCTION and node.op in NDARRAY_METHODS:
-            # ndarray/NumPy-scalar methods (the op's name): np.sum & co. without their
-            # Python-level wrapper
-            kwargs = ", ".join(
-                f"{k}={self.namer.bind(val, '_arg')}"
-                for k, val in node.params.items()
-                if not ((k == "axis" and val is None) or (k == "keepdims" and not val))
-            )
-            self.lines.append(f"{indent}{v} = {args[0]}.{node.op.value}({kwargs})")
-        elif node.op.operator and not node.attrs and len(args) == 1:
-            self.lines.append(f"{indent}{v} = {node.op.operator}{args[0]}")
-        elif node.op is OpKind.GETITEM and not node.params.keys() - {"index"}:
+        if _binary_operator(node, args):
+            return [f"{v} = {args[0]} {op.operator} {args[1]}"]
+        if op.group is OpGroup.REDUCTION and op in NDARRAY_METHODS:
+            return [self._reduction_method(node, v, args)]
+        if op.operator and not node.attrs and len(args) == 1:
+            return [f"{v} = {op.operator}{args[0]}"]
+        if op is OpKind.GETITEM and not node.params.keys() - {"index"}:
             # NumPy's own indexing, spelled out: no lowering call, no index tuple to build
             index = self.index_source(node.attrs["index"], args[1:], node.args[1:])
-            self.lines.append(f"{indent}{v} = {args[0]}[{index}]")
-        elif (
+            return [f"{v} = {args[0]}[{index}]"]
+        if self._setitem_in_place(node):
+            index = self.index_source(node.attrs["index"], args[2:], node.args[2:])
+            return [f"{args[0]}[{index}] = {args[1]}", f"{v} = {args[0]}"]
+        return None
+
+    def _reduction_method(self, node: Node, v: str, args: list[str]) -> str:
+        """A reduction as the ndarray/NumPy-scalar method of its name: np.sum & co. without
+        their Python-level wrapper."""
+        kwargs = ", ".join(
+            f"{k}={self.namer.bind(val, '_arg')}"
+            for k, val in node.params.items()
+            if not ((k == "axis" and val is None) or (k == "keepdims" and not val))
+        )
+        return f"{v} = {args[0]}.{node.op.value}({kwargs})"
+
+    def _setitem_in_place(self, node: Node) -> bool:
+        """Is ``node`` a ``setitem`` of a static index planned to run in place?"""
+        return (
             node.op is OpKind.SETITEM
             and node in self.inplace.writes
             and not node.params.keys() - {"index"}
-        ):
-            index = self.index_source(node.attrs["index"], args[2:], node.args[2:])
-            self.lines.append(f"{indent}{args[0]}[{index}] = {args[1]}")
-            self.lines.append(f"{indent}{v} = {args[0]}")
-        else:
-            planned = node in self.inplace.writes or node in self.inplace.variables
-            lower = write_in_place if planned else LOWER[node.op]
-            fn = self.namer.bind(lower(node), f"_{node.op.value}")
-            call = f"{fn}({', '.join(args)})"
-            self.lines.append(
-                f"{indent}{v} = {call}" if node.aval is not None else f"{indent}{call}"
-            )
+        )
+
+    def _lowered_call(self, node: Node, v: str, args: list[str]) -> str:
+        """A call of the op's lowering (its in-place one when planned), bound as a global."""
+        planned = node in self.inplace.writes or node in self.inplace.variables
+        lower = write_in_place if planned else LOWER[node.op]
+        fn = self.namer.bind(lower(node), f"_{node.op.value}")
+        call = f"{fn}({', '.join(args)})"
+        return f"{v} = {call}" if node.aval is not None else call
+
+    def _emit_get_output(self, node: Node, v: str, args: list[str], indent: str) -> None:
+        self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
 
     def index_source(self, template: tuple, dyn: list[str], nodes: Any = ()) -> str:
         """Source of the index tuple ``build_index(template, dyn)`` builds at run time.

@@ -119,6 +119,15 @@ class RowPlan:
     buffered: set[Node] = field(default_factory=set)
 
 
+@dataclass(frozen=True)
+class _Rows:
+    """The rows of a row-fusable graph: their number, their length and their dtype."""
+
+    nrows: int
+    width: int
+    dtype: np.dtype
+
+
 def _axis_last(node: Node, rank: int) -> bool:
     axis = node.attrs.get("axis")
     if isinstance(axis, tuple) and len(axis) == 1:
@@ -134,53 +143,78 @@ def _negative(v: Any) -> bool:
         return True
 
 
-def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
-    """The :class:`RowPlan` of ``graph`` when it is row-wise work this module compiles (at
-    least one reduction along the rows, static shapes, one float dtype), else None."""
-    if fast_math or not graph.outputs:
-        return None
+def _static_avals(graph: Graph) -> bool:
+    """Has every node of ``graph`` one array value of a fully known shape?"""
     for n in graph.nodes:
         aval = n.aval
         if aval is None or isinstance(aval, tuple) or aval.shape is None or None in aval.shape:
-            return None
+            return False
+    return True
+
+
+def _row_argument(graph: Graph) -> Node | None:
+    """The 2-d argument whose rows are those of the first output, or None."""
     out0 = graph.outputs[0].shape
-    # the rows: those of every output, and of some 2-d argument
-    first = next(
+    return next(
         (n for n in graph.inputs if len(n.shape) == 2 and out0 and n.shape[0] == out0[0]), None
     )
+
+
+def _classify(graph: Graph, rows: _Rows) -> tuple[dict[Node, str], dict[Node, list[Node]], bool]:
+    """Every node's kind (:func:`_kind_of`, which raises for a node of none), every value's
+    readers, and whether some node is a reduction."""
+    kinds: dict[Node, str] = {}
+    uses: dict[Node, list[Node]] = {}
+    reduces = False
+    for node in graph.nodes:
+        for a in node.inputs:
+            uses.setdefault(a, []).append(node)
+        kinds[node] = _kind_of(node, kinds, rows)
+        reduces |= node.op.group is OpGroup.REDUCTION
+    return kinds, uses, reduces
+
+
+def _outputs_are_rows(outs: list[Node], kinds: dict[Node, str]) -> bool:
+    """Are the outputs distinct values computed per row (no argument, nothing row-free)?"""
+    return len(set(outs)) == len(outs) and not any(
+        kinds[o] == FREE or o.op is OpKind.PLACEHOLDER for o in outs
+    )
+
+
+def _needs_buffer(node: Node, users: list[Node]) -> bool:
+    """Is the row value ``node`` kept in a row buffer (read by a reduction, a NumPy loop, or
+    more than once, or computed by a NumPy loop)?"""
+    return (
+        _loop_op(node)
+        or len(users) > 1
+        or any(u.op.group is OpGroup.REDUCTION or _loop_op(u) for u in users)
+    )
+
+
+def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
+    """The :class:`RowPlan` of ``graph`` when it is row-wise work this module compiles (at
+    least one reduction along the rows, static shapes, one float dtype), else None."""
+    if fast_math or not graph.outputs or not _static_avals(graph):
+        return None
+    # the rows: those of every output, and of some 2-d argument
+    first = _row_argument(graph)
     if first is None:
         return None
     nrows, width = first.shape
     dt = np.dtype(first.dtype)
     if width == 0 or dt not in _FLOATS:
         return None
-    kinds: dict[Node, str] = {}
-    uses: dict[Node, list[Node]] = {}
-    reduces = False
     try:
-        for node in graph.nodes:
-            for a in node.inputs:
-                uses.setdefault(a, []).append(node)
-            kinds[node] = _kind_of(node, kinds, nrows, width, dt)
-            reduces |= node.op.group is OpGroup.REDUCTION
+        kinds, uses, reduces = _classify(graph, _Rows(nrows, width, dt))
     except (Unsupported, KeyError, TypeError, ValueError):
         return None
-    outs = graph.outputs
-    if (
-        not reduces
-        or len(set(outs)) != len(outs)
-        or any(kinds[o] == FREE or o.op is OpKind.PLACEHOLDER for o in outs)
-    ):
+    if not reduces or not _outputs_are_rows(graph.outputs, kinds):
         return None
     plan = RowPlan(nrows, width, dt, kinds)
     for node, users in uses.items():
         if kinds.get(node) != ROW or node.op is OpKind.PLACEHOLDER:
             continue
-        if (
-            _loop_op(node)
-            or len(users) > 1
-            or any(u.op.group is OpGroup.REDUCTION or _loop_op(u) for u in users)
-        ):
+        if _needs_buffer(node, users):
             plan.buffered.add(node)
     return plan
 
@@ -189,83 +223,146 @@ def _loop_op(node: Node) -> bool:
     return node.op.group is OpGroup.ELEMENTWISE and node.op not in _INLINE
 
 
-def _kind_of(node: Node, kinds: dict[Node, str], nrows: int, width: int, dt: np.dtype) -> str:
+#: How a node of one op group (or, for ops outside those groups, of one op) is classified:
+#: ``rule(node, its node operands, their kinds, the rows)`` gives ROW, ROW_SCALAR or FREE
+#: or raises Unsupported.
+_KindRule = Callable[[Node, list[Node], list[str], _Rows], str]
+
+
+def _kind_of(node: Node, kinds: dict[Node, str], rows: _Rows) -> str:
     """ROW, ROW_SCALAR or FREE for ``node``, or Unsupported when it is none of them."""
-    op, shape = node.op, node.shape
-    size1 = int(np.prod(shape)) == 1
-    if op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
-        if op is OpKind.CONSTANT and (shape != () or np.dtype(node.dtype).kind not in "biuf"):
-            raise Unsupported("a constant array")
-        if shape == (nrows, width) and op is OpKind.PLACEHOLDER:
-            if np.dtype(node.dtype) != dt:
-                raise Unsupported("another dtype")
-            return ROW
-        if shape in ((), (width,), (1, width)) or size1:
-            return FREE
-        raise Unsupported("an argument of another shape")
+    if node.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
+        return _argument_kind(node, rows)
     args = [a for a in node.args if isinstance(a, Node)]
     arg_kinds = [kinds[a] for a in args]
-    if op.group is OpGroup.ELEMENTWISE:
-        ins, out = loop_dtypes(node)
-        if any(d != dt for d in ins) or out != dt or np.dtype(node.dtype) != dt:
-            raise Unsupported("mixed dtypes")
-        if op not in _INLINE:
-            low = lower(node, "cpu")
-            if low.call is None or len(node.args) != 1 or find_loop(*low.call) is None:
-                raise Unsupported(f"{op.value} is not a NumPy loop call")
-        elif op in (OpKind.MULTIPLY, OpKind.DIVIDE):
-            for a in node.args:
-                if not isinstance(a, Node) and _negative(a):
-                    raise Unsupported("a negative literal factor")
-                if isinstance(a, Node) and a.op is OpKind.CONSTANT and _negative(a.attrs["value"]):
-                    raise Unsupported("a negative constant factor")
-        if ROW in arg_kinds:
-            if shape != (nrows, width):
-                raise Unsupported("a row op of another shape")
-            for a, k in zip(args, arg_kinds):
-                if k == ROW_SCALAR and a.shape != (nrows, 1):
-                    raise Unsupported("a row scalar without its column axis")
-            return ROW
-        if ROW_SCALAR in arg_kinds:
-            for a, k in zip(args, arg_kinds):
-                if (k == ROW_SCALAR and a.shape != shape) or (
-                    k == FREE and int(np.prod(a.shape)) != 1
-                ):
-                    raise Unsupported("a row scalar op of another shape")
-            return ROW_SCALAR
-        raise Unsupported("row-free work")
-    if op.group is OpGroup.REDUCTION:
-        if (
-            len(node.args) != 1
-            or arg_kinds != [ROW]
-            or not _axis_last(node, 2)
-            or set(node.params) - {"axis", "keepdims"}
+    rule = _KIND_BY_GROUP.get(node.op.group) or _KIND_BY_OP.get(node.op)
+    if rule is None:
+        raise Unsupported(f"op {node.op.value}")
+    return rule(node, args, arg_kinds, rows)
+
+
+def _argument_kind(node: Node, rows: _Rows) -> str:
+    """A placeholder or constant: a row argument, or row-free (a scalar constant, an
+    argument broadcast over every row)."""
+    op, shape = node.op, node.shape
+    if op is OpKind.CONSTANT and (shape != () or np.dtype(node.dtype).kind not in "biuf"):
+        raise Unsupported("a constant array")
+    if shape == (rows.nrows, rows.width) and op is OpKind.PLACEHOLDER:
+        if np.dtype(node.dtype) != rows.dtype:
+            raise Unsupported("another dtype")
+        return ROW
+    if shape in ((), (rows.width,), (1, rows.width)) or int(np.prod(shape)) == 1:
+        return FREE
+    raise Unsupported("an argument of another shape")
+
+
+def _check_elementwise_op(node: Node, dt: np.dtype) -> None:
+    """Raise Unsupported unless ``node`` computes in the rows' dtype, inline or by a NumPy
+    loop call, with no negative factor LLVM may fold into a negation."""
+    op = node.op
+    ins, out = loop_dtypes(node)
+    if any(d != dt for d in ins) or out != dt or np.dtype(node.dtype) != dt:
+        raise Unsupported("mixed dtypes")
+    if op not in _INLINE:
+        low = lower(node, "cpu")
+        if low.call is None or len(node.args) != 1 or find_loop(*low.call) is None:
+            raise Unsupported(f"{op.value} is not a NumPy loop call")
+    elif op in (OpKind.MULTIPLY, OpKind.DIVIDE):
+        _check_factors(node)
+
+
+def _check_factors(node: Node) -> None:
+    """Raise Unsupported when a product or quotient has a negative literal or constant."""
+    for a in node.args:
+        if not isinstance(a, Node) and _negative(a):
+            raise Unsupported("a negative literal factor")
+        if isinstance(a, Node) and a.op is OpKind.CONSTANT and _negative(a.attrs["value"]):
+            raise Unsupported("a negative constant factor")
+
+
+def _elementwise_kind(node: Node, args: list[Node], arg_kinds: list[str], rows: _Rows) -> str:
+    """An elementwise op: a row op when it reads a row, a row scalar op when it reads a row
+    scalar (and row-free scalars), never row-free work."""
+    _check_elementwise_op(node, rows.dtype)
+    if ROW in arg_kinds:
+        return _row_op_kind(node, args, arg_kinds, rows)
+    if ROW_SCALAR in arg_kinds:
+        return _row_scalar_op_kind(node, args, arg_kinds)
+    raise Unsupported("row-free work")
+
+
+def _row_op_kind(node: Node, args: list[Node], arg_kinds: list[str], rows: _Rows) -> str:
+    """An elementwise op of a row: ROW when it has the rows' shape and its row scalars
+    their column axis."""
+    if node.shape != (rows.nrows, rows.width):
+        raise Unsupported("a row op of another shape")
+    for a, k in zip(args, arg_kinds):
+        if k == ROW_SCALAR and a.shape != (rows.nrows, 1):
+            raise Unsupported("a row scalar without its column axis")
+    return ROW
+
+
+def _row_scalar_op_kind(node: Node, args: list[Node], arg_kinds: list[str]) -> str:
+    """An elementwise op of row scalars: ROW_SCALAR when they have its shape and every
+    row-free operand is one element."""
+    for a, k in zip(args, arg_kinds):
+        if (k == ROW_SCALAR and a.shape != node.shape) or (
+            k == FREE and int(np.prod(a.shape)) != 1
         ):
-            raise Unsupported("not a reduction along the rows")
-        if op in _ARG_REDUCTIONS:
-            if np.dtype(node.dtype) != np.dtype(np.intp):
-                raise Unsupported("argmax of another dtype")
-        elif (op not in _REDUCE_LOOPS and op not in _SUMS) or np.dtype(node.dtype) != dt:
-            raise Unsupported(f"reduction {op.value}")
-        if shape not in ((nrows,), (nrows, 1)):
-            raise Unsupported("a reduction of another shape")
-        return ROW_SCALAR
+            raise Unsupported("a row scalar op of another shape")
+    return ROW_SCALAR
+
+
+def _reduction_kind(node: Node, args: list[Node], arg_kinds: list[str], rows: _Rows) -> str:
+    """A reduction: ROW_SCALAR when it reduces one row along its last axis with a reduction
+    this module writes, in the result dtype it writes."""
+    op = node.op
     if (
-        op in (OpKind.GETITEM, OpKind.EXPAND_DIMS)
-        and arg_kinds == [ROW_SCALAR]
-        and len(node.args) == 1
-        and node.args[0].aval.shape == (nrows,)
-        and shape == (nrows, 1)
+        len(node.args) != 1
+        or arg_kinds != [ROW]
+        or not _axis_last(node, 2)
+        or set(node.params) - {"axis", "keepdims"}
     ):
-        if op is OpKind.EXPAND_DIMS and int(node.attrs["axis"]) not in (1, -1):
-            raise Unsupported("expand_dims before the rows")
-        if op is OpKind.GETITEM and tuple(node.attrs["index"]) not in (
-            (slice(None), None),
-            (Ellipsis, None),
-        ):
-            raise Unsupported("an index other than [:, None]")
-        return ROW_SCALAR
-    raise Unsupported(f"op {op.value}")
+        raise Unsupported("not a reduction along the rows")
+    if op in _ARG_REDUCTIONS:
+        if np.dtype(node.dtype) != np.dtype(np.intp):
+            raise Unsupported("argmax of another dtype")
+    elif (op not in _REDUCE_LOOPS and op not in _SUMS) or np.dtype(node.dtype) != rows.dtype:
+        raise Unsupported(f"reduction {op.value}")
+    if node.shape not in ((rows.nrows,), (rows.nrows, 1)):
+        raise Unsupported("a reduction of another shape")
+    return ROW_SCALAR
+
+
+def _column_kind(node: Node, args: list[Node], arg_kinds: list[str], rows: _Rows) -> str:
+    """``s[:, None]`` or ``expand_dims(s, 1)`` of a row scalar ``s``: a row scalar with its
+    column axis."""
+    op = node.op
+    if not (
+        arg_kinds == [ROW_SCALAR]
+        and len(node.args) == 1
+        and node.args[0].aval.shape == (rows.nrows,)
+        and node.shape == (rows.nrows, 1)
+    ):
+        raise Unsupported(f"op {op.value}")
+    if op is OpKind.EXPAND_DIMS and int(node.attrs["axis"]) not in (1, -1):
+        raise Unsupported("expand_dims before the rows")
+    if op is OpKind.GETITEM and tuple(node.attrs["index"]) not in (
+        (slice(None), None),
+        (Ellipsis, None),
+    ):
+        raise Unsupported("an index other than [:, None]")
+    return ROW_SCALAR
+
+
+_KIND_BY_GROUP: dict[OpGroup, _KindRule] = {
+    OpGroup.ELEMENTWISE: _elementwise_kind,
+    OpGroup.REDUCTION: _reduction_kind,
+}
+_KIND_BY_OP: dict[OpKind, _KindRule] = {
+    OpKind.GETITEM: _column_kind,
+    OpKind.EXPAND_DIMS: _column_kind,
+}
 
 
 # NumPy's inner loop ``f`` called as a reduction calls it on one row: ``acc[0] op= x[first:]``

@@ -34,8 +34,9 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ...ir.interpreter import LOWER
-from ..codegen import KernelSource
+from ..codegen import KernelSource, ReductionPlan
 from ..compiler import handle_for
+from ..segment_call import Arg
 from ..ufunc_loops import find_loop
 
 #: ``"<kernel hash>:<variant>"`` -> how many times this process compiled (or loaded from the
@@ -211,13 +212,10 @@ class BlockProgram:
         call = ksrc.call
         blocks = [np.asarray(b) for b in blocks]
         arrays = [blocks[i] for i in call.array_inputs]
-        try:
-            shp = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
-        except ValueError:
+        shp = _domain(arrays, call.rank)
+        if shp is None:
             return None
         rank = call.rank
-        if rank == 0 or len(shp) != rank:
-            return None
         n = math.prod(shp)
         if n == 0:
             return None
@@ -231,37 +229,9 @@ class BlockProgram:
         red = call.reduction
         acc = None
         if red is not None and not flat:
-            acc_shape = tuple(
-                1 if red.axis is None or d == red.axis else s for d, s in enumerate(shp)
-            )
-            acc = np.full(acc_shape, red.identity, red.acc_dtype)
-        args: list[Any] = []
-        for arg in call.args(variant):
-            kind, i = arg.kind, arg.index
-            if kind == "start":
-                args.append(0)
-            elif kind == "stop":
-                args.append(n)
-            elif kind == "dim":
-                args.append(shp[i])
-            elif kind == "array":
-                a = blocks[i]
-                args.append(
-                    a.ravel() if flat else (a if a.shape == shp else np.broadcast_to(a, shp))
-                )
-            elif kind == "scalar":
-                args.append(blocks[i][()])
-            elif kind == "output":
-                args.append(outs[i])
-            elif kind == "acc":
-                args.append(acc)
-            elif kind in ("loop", "loop_data"):
-                loop = state.loops[i]
-                assert loop is not None
-                args.append(loop[0] if kind == "loop" else loop[1])
-            else:  # pragma: no cover - a CPU kernel takes nothing else
-                raise AssertionError(f"a CPU kernel has no {kind!r} parameter")
-        result = fn(*args)
+            acc = _block_accumulator(red, shp)
+        run = _BlockCall(blocks, shp, n, flat, outs, acc, state.loops)
+        result = fn(*[_argument(run, arg) for arg in call.args(variant)])
         if red is not None and flat:
             bad, total = result
             acc = np.full((1,) * rank, total, red.acc_dtype)
@@ -271,6 +241,104 @@ class BlockProgram:
             return None
         n_outputs = len(self.outputs)
         return [outs[j].reshape(shp) if j in outs else acc for j in range(n_outputs)]
+
+
+def _domain(arrays: Sequence[np.ndarray], rank: int) -> tuple[int, ...] | None:
+    """The shape the arrays broadcast to, when they do and it has the kernel's ``rank``
+    (at least 1), else None."""
+    try:
+        shp = np.broadcast_shapes(*(a.shape for a in arrays)) if arrays else ()
+    except ValueError:
+        return None
+    if rank == 0 or len(shp) != rank:
+        return None
+    return shp
+
+
+def _block_accumulator(red: ReductionPlan, shp: tuple[int, ...]) -> np.ndarray:
+    """The ``nd`` kernel's accumulator for a block of shape ``shp``: the reduced axes kept,
+    one element each, filled with the reduction's identity."""
+    acc_shape = tuple(1 if red.axis is None or d == red.axis else s for d, s in enumerate(shp))
+    return np.full(acc_shape, red.identity, red.acc_dtype)
+
+
+class _BlockCall(NamedTuple):
+    """One kernel call on one task's blocks: what its parameters are made of."""
+
+    blocks: list[np.ndarray]
+    shape: tuple[int, ...]
+    n: int
+    flat: bool
+    outs: dict[int, np.ndarray]
+    acc: np.ndarray | None
+    loops: list[tuple[np.uintp, np.uintp] | None]
+
+
+def _start(run: _BlockCall, i: int) -> Any:
+    return 0
+
+
+def _stop(run: _BlockCall, i: int) -> Any:
+    return run.n
+
+
+def _dim(run: _BlockCall, i: int) -> Any:
+    return run.shape[i]
+
+
+def _array(run: _BlockCall, i: int) -> Any:
+    """Input ``i``'s block: a contiguous 1-d view (``flat``), else broadcast to the domain."""
+    a = run.blocks[i]
+    if run.flat:
+        return a.ravel()
+    return a if a.shape == run.shape else np.broadcast_to(a, run.shape)
+
+
+def _scalar(run: _BlockCall, i: int) -> Any:
+    return run.blocks[i][()]
+
+
+def _output(run: _BlockCall, i: int) -> Any:
+    return run.outs[i]
+
+
+def _acc(run: _BlockCall, i: int) -> Any:
+    return run.acc
+
+
+def _loop_address(run: _BlockCall, i: int) -> Any:
+    loop = run.loops[i]
+    assert loop is not None
+    return loop[0]
+
+
+def _loop_data(run: _BlockCall, i: int) -> Any:
+    loop = run.loops[i]
+    assert loop is not None
+    return loop[1]
+
+
+#: The value of a CPU kernel's parameter, by its kind
+#: (:class:`~kernel_ext.backends.segment_call.Arg`).
+_ARGUMENTS: dict[str, Callable[[_BlockCall, int], Any]] = {
+    "start": _start,
+    "stop": _stop,
+    "dim": _dim,
+    "array": _array,
+    "scalar": _scalar,
+    "output": _output,
+    "acc": _acc,
+    "loop": _loop_address,
+    "loop_data": _loop_data,
+}
+
+
+def _argument(run: _BlockCall, arg: Arg) -> Any:
+    """The value passed for kernel parameter ``arg``."""
+    value = _ARGUMENTS.get(arg.kind)
+    if value is None:  # pragma: no cover - a CPU kernel takes nothing else
+        raise AssertionError(f"a CPU kernel has no {arg.kind!r} parameter")
+    return value(run, arg.index)
 
 
 def _pack(values: list[Any]) -> Any:
