@@ -93,7 +93,8 @@ SPLIT_NAME = "ROW_SPLIT"
 
 
 class Writer(Protocol):
-    """What row fusion needs of the whole-graph writer (:class:`~.whole_graph.writer.GraphWriter`)."""
+    """What row fusion needs of the whole-graph writer
+    (:class:`~.whole_graph.writer.GraphWriter`)."""
 
     loop_args: list[tuple[int, int]]
     scratch_lines: list[str]
