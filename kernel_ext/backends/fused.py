@@ -24,7 +24,7 @@ from ..ir.structure import TreeNode
 from ..passes import short_sums
 from ..passes.fusion import Segment, partition, schedule
 from . import cost
-from .codegen import KernelSource, Unsupported, can_compile, generate
+from .codegen import KernelSource, can_compile, generate
 from .compiler import (
     COMPILER,
     HOT_ELEMENTS,
@@ -33,7 +33,8 @@ from .compiler import (
     set_synchronous,
     wait_for_kernels,
 )
-from .numpy_backend import Emitter, Namer, Scope, output_expr
+from .emit import Emitter, Namer, Scope, output_expr
+from .emit.literals import Unsupported
 from .parallel import parallel_sum, parallel_ufunc, parallel_ufunc_sum
 from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
 

@@ -49,16 +49,8 @@ from typing import Any, Protocol
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
-from .codegen import (
-    BLOCK,
-    CHUNK_BLOCKS,
-    Unsupported,
-    const_source,
-    ctor,
-    literal_value,
-    loop_dtypes,
-    lower,
-)
+from .codegen import BLOCK, CHUNK_BLOCKS, loop_dtypes, lower
+from .emit.literals import Unsupported, const_source, ctor, literal_value
 from .ufunc_loops import find_loop
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ..ir import Node, OpKind
-from .numpy_backend import Emitter, Namer, Scope
+from .emit import Emitter, Namer, Scope
 from .parallel import run_parallel
 from .segment_call import Arg, CallRenderer, SegmentCall
 from .ufunc_loops import find_loop

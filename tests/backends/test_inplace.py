@@ -228,7 +228,7 @@ def test_writes_into_an_argument_match_numpy(path, fn, extra):
 
 
 def test_writes_into_an_argument_run_in_place_and_skip_the_copy_back():
-    from kernel_ext.backends.numpy_backend import written_back_inputs
+    from kernel_ext.backends.emit import written_back_inputs
 
     x = np.arange(10.0)
     cf = kx.function(endpoints, backend="numpy").get_concrete_function(x, 3.25)
@@ -243,7 +243,7 @@ def test_writes_into_an_argument_run_in_place_and_skip_the_copy_back():
 
 
 def test_an_argument_read_after_the_write_is_copied_not_overwritten():
-    from kernel_ext.backends.numpy_backend import written_back_inputs
+    from kernel_ext.backends.emit import written_back_inputs
 
     x = np.linspace(0.0, 1.0, 10)
     cf = kx.function(old_contents_read_after_a_write, backend="numpy").get_concrete_function(x)

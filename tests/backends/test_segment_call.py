@@ -14,7 +14,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import codegen, fused, runners, whole_graph
-from kernel_ext.backends.numpy_backend import Namer
+from kernel_ext.backends.emit import Namer
 from kernel_ext.backends.segment_call import CallRenderer, SegmentCall, describe
 from kernel_ext.passes.fusion import partition
 

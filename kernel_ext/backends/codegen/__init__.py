@@ -59,8 +59,7 @@ package at each use, so a value set here (``codegen.BITWISE_ONLY = True``) takes
 
 from __future__ import annotations
 
-from .generation import KernelEmbedding, generate, segment_key
-from .literals import (
+from ..emit.literals import (
     SUPPORTED_DTYPES,
     Unsupported,
     const_source,
@@ -70,6 +69,7 @@ from .literals import (
     literal_into,
     literal_value,
 )
+from .generation import KernelEmbedding, generate, segment_key
 from .lowering import (
     CUDA_FALLBACK_REASONS,
     KERNEL_FALLBACK_REASONS,

@@ -11,9 +11,9 @@ import numpy as np
 from ...ir import Node, OpKind
 from ...passes.fusion import Segment
 from .. import codegen
+from ..emit.literals import ctor, literal_value
 from ..segment_call import Scratch
 from .inline_templates import truth
-from .literals import ctor, literal_value
 from .lowering import Lowering
 from .writer import EmbeddedKernel, InlineContext, KernelWriter
 

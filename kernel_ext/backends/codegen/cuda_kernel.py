@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from ...ir import Node, OpKind
+from ..emit.literals import ctor, literal_value
 from .inline_templates import truth
-from .literals import ctor, literal_value
 from .writer import InlineContext, KernelWriter
 
 

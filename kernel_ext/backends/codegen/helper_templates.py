@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from .literals import ctor, dtname
+from ..emit.literals import ctor, dtname
 
 _HELPERS = {
     # NumPy integer floor_divide: x // 0 == 0, MIN // -1 == MIN (wraps), else floor division.

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ...ir import OpKind
-from .literals import BOOL
+from ..emit.literals import BOOL
 
 if TYPE_CHECKING:
     from .writer import InlineContext

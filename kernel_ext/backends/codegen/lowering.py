@@ -12,9 +12,9 @@ import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, FallbackReasons, Node, OpGroup, OpKind
 from .. import fast_math as fm
+from ..emit.literals import BOOL, SUPPORTED_DTYPES, Unsupported, dtype_kind, literal_value
 from ..ufunc_loops import find_loop
 from .inline_templates import CUDA_MATH, INLINE
-from .literals import BOOL, SUPPORTED_DTYPES, Unsupported, dtype_kind, literal_value
 from .reductions import reduction_plan
 
 if TYPE_CHECKING:

@@ -11,8 +11,8 @@ import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, Node, OpKind
 from .. import codegen
+from ..emit.literals import BOOL, F64, SUPPORTED_DTYPES, Unsupported, dtype_kind
 from .inline_templates import INLINE, truth
-from .literals import BOOL, F64, SUPPORTED_DTYPES, Unsupported, dtype_kind
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,10 @@ from ...ir import Node, OpKind
 from ...passes.fusion import Segment
 from .. import codegen
 from .. import fast_math as fm
+from ..emit.literals import BOOL, const_source, ctor, default_nan, dtname, weak_dtype
 from ..segment_call import Scratch, SegmentCall
 from .helper_templates import helper_source
 from .inline_templates import truth
-from .literals import BOOL, const_source, ctor, default_nan, dtname, weak_dtype
 from .lowering import Lowering, lower
 from .reductions import reduction_plan
 

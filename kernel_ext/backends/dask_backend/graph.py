@@ -51,8 +51,9 @@ from ...ir import FUSIBLE_REDUCTIONS, FallbackReasons, Graph, Node, OpGroup, OpK
 from ...ir.interpreter import LOWER
 from ...ir.structure import TreeNode, unflatten
 from ...passes.fusion import Segment, partition, schedule
-from ..codegen import KernelSource, Unsupported, can_compile, generate, reduction_plan
+from ..codegen import KernelSource, can_compile, generate, reduction_plan
 from ..compiler import SegmentReport
+from ..emit.literals import Unsupported
 from ..executable import DaskReport, Executable
 from .blocks import BlockProgram, Partial
 

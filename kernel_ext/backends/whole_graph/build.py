@@ -16,15 +16,13 @@ from ...ir.structure import TreeNode
 from ...passes import prune_dead_code
 from ...passes.short_sums import unroll_short_sums
 from .. import parallel, row_fusion
-from ..codegen import (
-    KernelSource,
-    Unsupported,
-)
+from ..codegen import KernelSource
 from ..compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segment_reports
 from ..cost import whole_graph_handover
+from ..emit import Namer, Scope, access_expr, output_expr
+from ..emit.literals import Unsupported
 from ..executable import Executable
 from ..fused import compile_fused
-from ..numpy_backend import Namer, Scope, access_expr, output_expr
 from .support import SIGNAL
 from .tiling import row_tiling
 from .writer import GraphWriter

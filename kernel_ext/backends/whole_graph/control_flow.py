@@ -8,10 +8,8 @@ from typing import Any
 import numpy as np
 
 from ...ir import Graph, Node, OpKind
-from ..codegen import (
-    can_compile,
-    ctor,
-)
+from ..codegen import can_compile
+from ..emit.literals import ctor
 from ..whole_graph_ops import loop_literal as _loop_literal
 from .base import WriterBase
 from .values import Value

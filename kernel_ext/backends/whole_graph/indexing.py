@@ -10,12 +10,7 @@ import numpy as np
 from ...ir import Graph, Node, OpKind
 from ...ir.abstract import DynamicIndex, getitem_shape
 from ...passes.fusion import Segment
-from ..codegen import (
-    Unsupported,
-    const_source,
-    ctor,
-    literal_into,
-)
+from ..emit.literals import Unsupported, const_source, ctor, literal_into
 from ..whole_graph_ops import RULES as _OP_RULES
 from .base import WriterBase
 from .values import Value

@@ -11,12 +11,8 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ...passes.fusion import Segment
-from ..codegen import (
-    KernelEmbedding,
-    ReductionPlan,
-    const_source,
-    ctor,
-)
+from ..codegen import KernelEmbedding, ReductionPlan
+from ..emit.literals import const_source, ctor
 from ..segment_call import SegmentCall
 from ..ufunc_loops import find_loop
 from .base import WriterBase

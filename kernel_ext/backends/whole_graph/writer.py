@@ -11,14 +11,8 @@ import numpy as np
 from ...ir import Graph, Node, OpKind
 from ...passes.fusion import Segment, partition, schedule
 from .. import row_fusion
-from ..codegen import (
-    CODEGEN_VERSION,
-    WRAPPING_IMPORT,
-    Unsupported,
-    can_compile,
-    const_source,
-    ctor,
-)
+from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile
+from ..emit.literals import Unsupported, const_source, ctor
 from ..inplace import Step, plan_inplace
 from ..row_fusion import emit_row_fusion
 from ..whole_graph_ops import rule_for

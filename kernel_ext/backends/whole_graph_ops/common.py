@@ -10,7 +10,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from ...ir import Node, OpKind
-from ..codegen import Unsupported
+from ..emit.literals import Unsupported
 from ..inplace import InplacePlan
 from ..ufunc_loops import find_loop
 

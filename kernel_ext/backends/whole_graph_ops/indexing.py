@@ -11,7 +11,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ...ir.abstract import DynamicIndex
-from ..codegen import Unsupported, const_source, ctor, literal_into, literal_value
+from ..emit.literals import Unsupported, const_source, ctor, literal_into, literal_value
 from .common import (
     DTYPES,
     RULES,

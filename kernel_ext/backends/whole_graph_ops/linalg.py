@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node, OpKind
-from ..codegen import Unsupported, ctor
+from ..emit.literals import Unsupported, ctor
 from ..ufunc_loops import find_loop
 from .common import (
     RULES,

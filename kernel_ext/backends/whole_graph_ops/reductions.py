@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node, OpKind
-from ..codegen import Unsupported, const_source, ctor, literal_value
+from ..emit.literals import Unsupported, const_source, ctor, literal_value
 from .common import (
     ACCUMULATE,
     DTYPES,

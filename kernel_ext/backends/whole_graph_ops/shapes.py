@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 
 from ...ir import Node, OpKind
-from ..codegen import Unsupported, const_source, ctor
+from ..emit.literals import Unsupported, const_source, ctor
 from ..ufunc_loops import find_loop
 from .common import (
     ACCUMULATE,
