@@ -23,7 +23,7 @@ from __future__ import annotations
 import functools
 import struct
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
@@ -224,6 +224,34 @@ def where_text(node: Node) -> str:
     return f"node %{node.name} ({node.op.value}){at}"
 
 
+def _is_path_step(kind: Any, key: Any) -> bool:
+    """One step after the argument of a placeholder's path: an int item, any key, or a
+    public attribute name."""
+    return (
+        (kind == "item" and type(key) is int)
+        or kind == "key"
+        or (
+            kind == "attr"
+            and isinstance(key, str)
+            and key.isidentifier()
+            and not key.startswith("_")
+        )
+    )
+
+
+def _is_argument_path(path: Any) -> bool:
+    """Whether ``path`` is a top-level placeholder's path: ``(('arg', i), ...)`` then
+    item/key/attr steps, each a pair."""
+    return (
+        isinstance(path, tuple)
+        and bool(path)
+        and all(isinstance(s, tuple) and len(s) == 2 for s in path)
+        and path[0][0] == "arg"
+        and type(path[0][1]) is int
+        and all(_is_path_step(k, v) for k, v in path[1:])
+    )
+
+
 class Encoder:
     """Encodes graphs; ``arrays`` collects the ``.npy`` payloads, ``variables`` the
     ``kx.Variable`` objects (their index is their position)."""
@@ -309,53 +337,91 @@ class Encoder:
     def value(self, v: Any, depth: int = 0) -> Any:
         if depth > MAX_DEPTH:
             raise self._refuse("a value nested too deeply")
+        encode = self._BY_EXACT_TYPE.get(type(v))
+        if encode is not None:
+            return encode(self, v, depth + 1)
+        return self._value_by_kind(v, depth + 1)
+
+    def _as_is(self, v: Any, d: int) -> Any:
+        return v
+
+    def _float(self, v: float, d: int) -> dict:
+        return {"$": "float", "bits": _float_bits(v)}
+
+    def _complex(self, v: complex, d: int) -> dict:
+        return {"$": "complex", "bits": _float_bits(v.real) + _float_bits(v.imag)}
+
+    def _list(self, v: list, d: int) -> list:
+        return [self.value(x, d) for x in v]
+
+    def _tuple(self, v: tuple, d: int) -> dict:
+        return {"$": "tuple", "items": [self.value(x, d) for x in v]}
+
+    def _dict(self, v: dict, d: int) -> dict:
+        return {
+            "$": "dict",
+            "items": [[self.value(k, d), self.value(x, d)] for k, x in v.items()],
+        }
+
+    def _slice(self, v: slice, d: int) -> dict:
+        return {
+            "$": "slice",
+            "start": self.value(v.start, d),
+            "stop": self.value(v.stop, d),
+            "step": self.value(v.step, d),
+        }
+
+    def _ellipsis(self, v: Any, d: int) -> dict:
+        return {"$": "ellipsis"}
+
+    def _array(self, v: np.ndarray, d: int) -> dict:
+        self._dtype(v.dtype)
+        return {"$": "array", "file": self.add_array(v)}
+
+    def _aval(self, v: AbstractValue, d: int) -> dict:
+        return {"$": "aval", "shape": self.value(v.shape, d), "dtype": self._dtype(v.dtype)}
+
+    def _dynamic_index(self, v: DynamicIndex, d: int) -> dict:
+        return {"$": "dynamic_index", "position": v.position}
+
+    def _operand(self, v: Operand, d: int) -> dict:
+        return {"$": "operand", "index": v.index}
+
+    def _call_template(self, v: CallTemplate, d: int) -> dict:
+        return {
+            "$": "call_template",
+            "args": self.value(v.args, d),
+            "kwargs": self.value(v.kwargs, d),
+        }
+
+    #: Encoders of the types matched exactly (a subclass, e.g. np.float64 of float, is not
+    #: one of them: it falls through to :meth:`_value_by_kind`).
+    _BY_EXACT_TYPE: ClassVar[dict[type, Callable[[Encoder, Any, int], Any]]] = {
+        type(None): _as_is,
+        bool: _as_is,
+        str: _as_is,
+        int: _as_is,
+        float: _float,
+        complex: _complex,
+        list: _list,
+        tuple: _tuple,
+        dict: _dict,
+        slice: _slice,
+        type(Ellipsis): _ellipsis,
+        np.ndarray: _array,
+        AbstractValue: _aval,
+        DynamicIndex: _dynamic_index,
+        Operand: _operand,
+        CallTemplate: _call_template,
+    }
+
+    def _value_by_kind(self, v: Any, d: int) -> Any:
+        """A value of no exactly matched type, by what it is an instance of."""
         t = type(v)
-        d = depth + 1
-        if v is None or t is bool or t is str:
-            return v
-        if t is int:
-            return v
-        if t is float:
-            return {"$": "float", "bits": _float_bits(v)}
-        if t is complex:
-            return {"$": "complex", "bits": _float_bits(v.real) + _float_bits(v.imag)}
-        if t is list:
-            return [self.value(x, d) for x in v]
-        if t is tuple:
-            return {"$": "tuple", "items": [self.value(x, d) for x in v]}
-        if t is dict:
-            return {
-                "$": "dict",
-                "items": [[self.value(k, d), self.value(x, d)] for k, x in v.items()],
-            }
-        if t is slice:
-            return {
-                "$": "slice",
-                "start": self.value(v.start, d),
-                "stop": self.value(v.stop, d),
-                "step": self.value(v.step, d),
-            }
-        if v is Ellipsis:
-            return {"$": "ellipsis"}
         if isinstance(v, np.dtype):
             return {"$": "dtype", "str": self._dtype(v)}
         if isinstance(v, np.generic):
             return {"$": "scalar", "dtype": self._dtype(v.dtype), "bytes": v.tobytes().hex()}
-        if t is np.ndarray:
-            self._dtype(v.dtype)
-            return {"$": "array", "file": self.add_array(v)}
-        if t is AbstractValue:
-            return {"$": "aval", "shape": self.value(v.shape, d), "dtype": self._dtype(v.dtype)}
-        if t is DynamicIndex:
-            return {"$": "dynamic_index", "position": v.position}
-        if t is Operand:
-            return {"$": "operand", "index": v.index}
-        if t is CallTemplate:
-            return {
-                "$": "call_template",
-                "args": self.value(v.args, d),
-                "kwargs": self.value(v.kwargs, d),
-            }
         if isinstance(v, np.ufunc):
             return {"$": "ufunc", "name": v.__name__}
         if isinstance(v, Graph):
@@ -365,25 +431,33 @@ class Encoder:
         if isinstance(v, BaseException) and ERROR_TYPES.get(t.__name__) is t:
             return {"$": "error", "type": t.__name__, "args": self.value(tuple(v.args), d)}
         if callable(v):
-            name = numpy_function_name(v)
-            if name is not None:
-                return {"$": "numpy_function", "name": name}
-            name = random_function_name(v)
-            if name is not None:
-                return {"$": "random_function", "name": name}
-            if not isinstance(v, (type, np.random.Generator)):
-                label = getattr(v, "__qualname__", None) or type(v).__qualname__
-                raise self._refuse(
-                    f"it runs the Python callable {label!r} (passed to a NumPy function, or "
-                    "called as it is); a saved model holds data only, never Python code",
-                    "Fix: use one of NumPy's own options (e.g. np.pad's mode='constant' with "
-                    "constant_values=...), or compute this outside the kx.function and pass "
-                    "the result in as an argument.",
-                )
+            named = self._named_function(v)
+            if named is not None:
+                return named
         if isinstance(v, Variable):
             return {"$": "variable", "index": self.variable_index(v)}
         raise self._refuse(
             f"it holds a {t.__module__}.{t.__qualname__} ({_short(v)}), which has no data form"
+        )
+
+    def _named_function(self, v: Any) -> dict | None:
+        """A NumPy function or global random draw by its allow-list name; None for a type or
+        a Generator (refused later unless data); a refusal for any other Python callable."""
+        name = numpy_function_name(v)
+        if name is not None:
+            return {"$": "numpy_function", "name": name}
+        name = random_function_name(v)
+        if name is not None:
+            return {"$": "random_function", "name": name}
+        if isinstance(v, (type, np.random.Generator)):
+            return None
+        label = getattr(v, "__qualname__", None) or type(v).__qualname__
+        raise self._refuse(
+            f"it runs the Python callable {label!r} (passed to a NumPy function, or "
+            "called as it is); a saved model holds data only, never Python code",
+            "Fix: use one of NumPy's own options (e.g. np.pad's mode='constant' with "
+            "constant_values=...), or compute this outside the kx.function and pass "
+            "the result in as an argument.",
         )
 
     def _dtype(self, dtype: np.dtype) -> str:
@@ -520,66 +594,72 @@ class Decoder:
     def _check_attrs(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
         """The attrs the executors write into generated code as text, or call, have the
         type they expect."""
-        ints = {OpKind.GET_OUTPUT: ("index",), OpKind.WHILE: ("n_vars",)}.get(op, ())
-        for key in ints:
-            if type(attrs.get(key)) is not int:
-                raise self.fail(f"{what}: attr {key!r} of {op.value} must be an int")
-        if op is OpKind.PLACEHOLDER and depth and "path" in attrs:
-            raise self.fail(f"{what}: a sub-graph's placeholder reads no argument path")
-        if op is OpKind.PLACEHOLDER and not depth:
-            path = attrs.get("path")
-            if not (
-                isinstance(path, tuple)
-                and path
-                and all(isinstance(s, tuple) and len(s) == 2 for s in path)
-                and path[0][0] == "arg"
-                and type(path[0][1]) is int
-                and all(
-                    (k == "item" and type(v) is int)
-                    or k == "key"
-                    or (
-                        k == "attr"
-                        and isinstance(v, str)
-                        and v.isidentifier()
-                        and not v.startswith("_")
-                    )
-                    for k, v in path[1:]
-                )
-            ):
-                raise self.fail(
-                    f"{what}: a placeholder's path must be (('arg', i), ...) of item/key/attr steps"
-                )
-        if op is OpKind.COND:
-            branches = attrs.get("branches")
-            if not (
-                isinstance(branches, tuple)
-                and len(branches) == 2
-                and all(isinstance(b, Graph) for b in branches)
-            ):
-                raise self.fail(f"{what}: a cond needs two branch graphs")
-        if op is OpKind.WHILE and not (
-            isinstance(attrs.get("cond"), Graph) and isinstance(attrs.get("body"), Graph)
-        ):
-            raise self.fail(f"{what}: a while needs cond and body graphs")
-        if op in (OpKind.NUMPY_CALL, OpKind.RANDOM_CALL) and (
-            not callable(attrs.get("fn")) or not isinstance(attrs.get("template"), CallTemplate)
-        ):
-            raise self.fail(f"{what}: an opaque call needs a NumPy function and a template")
-        if (
-            op
-            in (
-                OpKind.READ_VARIABLE,
-                OpKind.ASSIGN_VARIABLE,
-                OpKind.ASSIGN_ADD_VARIABLE,
-                OpKind.ASSIGN_SUB_VARIABLE,
+        check = self._ATTR_CHECKS.get(op)
+        if check is not None:
+            check(self, op, attrs, what, depth)
+
+    def _check_int_attr(self, op: OpKind, attrs: dict, key: str, what: str) -> None:
+        if type(attrs.get(key)) is not int:
+            raise self.fail(f"{what}: attr {key!r} of {op.value} must be an int")
+
+    def _check_get_output(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        self._check_int_attr(op, attrs, "index", what)
+
+    def _check_placeholder(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        if depth:
+            if "path" in attrs:
+                raise self.fail(f"{what}: a sub-graph's placeholder reads no argument path")
+            return
+        if not _is_argument_path(attrs.get("path")):
+            raise self.fail(
+                f"{what}: a placeholder's path must be (('arg', i), ...) of item/key/attr steps"
             )
-            and "variable" not in attrs
+
+    def _check_cond(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        branches = attrs.get("branches")
+        if not (
+            isinstance(branches, tuple)
+            and len(branches) == 2
+            and all(isinstance(b, Graph) for b in branches)
         ):
+            raise self.fail(f"{what}: a cond needs two branch graphs")
+
+    def _check_while(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        self._check_int_attr(op, attrs, "n_vars", what)
+        if not (isinstance(attrs.get("cond"), Graph) and isinstance(attrs.get("body"), Graph)):
+            raise self.fail(f"{what}: a while needs cond and body graphs")
+
+    def _check_opaque_call(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        if not callable(attrs.get("fn")) or not isinstance(attrs.get("template"), CallTemplate):
+            raise self.fail(f"{what}: an opaque call needs a NumPy function and a template")
+
+    def _check_variable_op(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        if "variable" not in attrs:
             raise self.fail(f"{what}: a variable op without its variable")
-        if op is OpKind.CHECK and not isinstance(attrs.get("error"), BaseException):
+
+    def _check_check(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        if not isinstance(attrs.get("error"), BaseException):
             raise self.fail(f"{what}: a check without its error")
-        if op is OpKind.CONSTANT and not isinstance(attrs.get("value"), np.ndarray):
+
+    def _check_constant(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+        if not isinstance(attrs.get("value"), np.ndarray):
             raise self.fail(f"{what}: a constant without an array value")
+
+    #: The attr check of each op that has one (an op checks nothing else).
+    _ATTR_CHECKS: ClassVar[dict[OpKind, Callable[[Decoder, OpKind, dict, str, int], None]]] = {
+        OpKind.GET_OUTPUT: _check_get_output,
+        OpKind.PLACEHOLDER: _check_placeholder,
+        OpKind.COND: _check_cond,
+        OpKind.WHILE: _check_while,
+        OpKind.NUMPY_CALL: _check_opaque_call,
+        OpKind.RANDOM_CALL: _check_opaque_call,
+        OpKind.READ_VARIABLE: _check_variable_op,
+        OpKind.ASSIGN_VARIABLE: _check_variable_op,
+        OpKind.ASSIGN_ADD_VARIABLE: _check_variable_op,
+        OpKind.ASSIGN_SUB_VARIABLE: _check_variable_op,
+        OpKind.CHECK: _check_check,
+        OpKind.CONSTANT: _check_constant,
+    }
 
     # -- values ---------------------------------------------------------------------------
     def value(self, v: Any, depth: int, what: str) -> Any:

@@ -201,24 +201,50 @@ class Exporter:
         return text
 
     def _named(self, v: Any) -> str:
+        """The expression of an object no literal spells: the first form that fits, tried in
+        this order (an object may fit several)."""
+        for form in (
+            self._numpy_data_expr,
+            self._module_expr,
+            self._reference_expr,
+            self._import_path_expr,
+            self._code_expr,
+            self._object_expr,
+        ):
+            text = form(v)
+            if text is not None:
+                return text
+        raise _no_source_form(v)
+
+    def _numpy_data_expr(self, v: Any) -> str | None:
+        """A NumPy scalar by its bytes; an array from the ``.npz``."""
         if isinstance(v, np.generic):
             return (
                 f"np.frombuffer(bytes.fromhex('{v.tobytes().hex()}'), np.dtype({v.dtype.str!r}))[0]"
             )
-        if type(v) is np.ndarray:
-            if v.dtype.kind not in "biufc":
-                raise SaveError(f"export_source: an array of dtype {v.dtype} has no .npz form")
-            key = f"a{len(self.arrays)}"
-            self.arrays[key] = v
-            flag = "False" if not v.flags.writeable else "True"
-            return self._define("array", f"_array({key!r}, {flag})")
+        if type(v) is not np.ndarray:
+            return None
+        if v.dtype.kind not in "biufc":
+            raise SaveError(f"export_source: an array of dtype {v.dtype} has no .npz form")
+        key = f"a{len(self.arrays)}"
+        self.arrays[key] = v
+        flag = "False" if not v.flags.writeable else "True"
+        return self._define("array", f"_array({key!r}, {flag})")
+
+    def _module_expr(self, v: Any) -> str | None:
+        """NumPy, or a standard-library module (imported by the file)."""
         if v is np:
             return "np"
-        if isinstance(v, types.ModuleType):
-            if v.__name__ not in STDLIB:
-                raise SaveError(f"export_source: the generated code uses module {v.__name__}")
-            self.imports.add(v.__name__)
-            return v.__name__
+        if not isinstance(v, types.ModuleType):
+            return None
+        if v.__name__ not in STDLIB:
+            raise SaveError(f"export_source: the generated code uses module {v.__name__}")
+        self.imports.add(v.__name__)
+        return v.__name__
+
+    def _reference_expr(self, v: Any) -> str | None:
+        """A variable of the model, a NumPy ufunc or function, or a method of an object that
+        has an expression."""
         if isinstance(v, Variable):
             return self._variable(v)
         if isinstance(v, np.ufunc):
@@ -233,17 +259,26 @@ class Exporter:
             and not isinstance(owner, types.ModuleType)
         ):
             return f"{self.expr(owner)}.{v.__name__}"
+        return None
+
+    def _import_path_expr(self, v: Any) -> str | None:
+        """A builtin, a standard-library function or a NumPy object by the name it is
+        imported under."""
         if getattr(builtins, getattr(v, "__name__", ""), None) is v:
             return v.__name__
-        module = getattr(v, "__module__", None) or ""
+        module = _module_of(v)
         stdlib = module.lstrip("_")  # (operator.index lives in _operator)
         if stdlib in STDLIB and getattr(__import__(stdlib), getattr(v, "__name__", ""), None) is v:
             self.imports.add(stdlib)
             return f"{stdlib}.{v.__name__}"
         if module.startswith("numpy"):
-            found = self._numpy_path(v)
-            if found is not None:
-                return found
+            return self._numpy_path(v)
+        return None
+
+    def _code_expr(self, v: Any) -> str | None:
+        """A partial, or a function or class of kernel_ext from its source, or a namedtuple
+        class."""
+        module = _module_of(v)
         if isinstance(v, functools.partial):
             args = "".join(", " + self.expr(a) for a in v.args)
             kwargs = "".join(f", {k}={self.expr(x)}" for k, x in v.keywords.items())
@@ -254,14 +289,23 @@ class Exporter:
         if isinstance(v, type) and module.startswith("kernel_ext"):
             return self._class(v)
         if isinstance(v, type) and issubclass(v, tuple) and hasattr(v, "_fields"):
-            qualified = f"{v.__module__}.{v.__qualname__}"
-            if numpy_result_types().get(qualified) is v:
-                self.imports.add("importlib")
-                return f"importlib.import_module({v.__module__!r}).{v.__qualname__}"
-            self.imports.add("collections")
-            return self._define(
-                v.__name__, f"collections.namedtuple({v.__name__!r}, {list(v._fields)!r})"
-            )
+            return self._namedtuple_class(v)
+        return None
+
+    def _namedtuple_class(self, v: Any) -> str:
+        """NumPy's own result class by import; any other namedtuple class rebuilt."""
+        qualified = f"{v.__module__}.{v.__qualname__}"
+        if numpy_result_types().get(qualified) is v:
+            self.imports.add("importlib")
+            return f"importlib.import_module({v.__module__!r}).{v.__qualname__}"
+        self.imports.add("collections")
+        return self._define(
+            v.__name__, f"collections.namedtuple({v.__name__!r}, {list(v._fields)!r})"
+        )
+
+    def _object_expr(self, v: Any) -> str | None:
+        """A kernel_ext dataclass or plain object by its fields, a builtin type by name, a
+        builtin exception by its args."""
         if dataclasses.is_dataclass(v) and type(v).__module__.startswith("kernel_ext"):
             fields = ", ".join(
                 f"{f.name}={self.expr(getattr(v, f.name))}" for f in dataclasses.fields(v) if f.init
@@ -277,19 +321,7 @@ class Exporter:
             return f"_instance({self.expr(type(v))}, {self.expr(dict(vars(v)))})"
         if isinstance(v, BaseException) and type(v).__module__ == "builtins":
             return f"{type(v).__name__}(*{self.expr(tuple(v.args))})"
-        if isinstance(v, np.random.Generator) or type(v).__module__.startswith(
-            "kernel_ext.trace.random"
-        ):
-            raise SaveError(
-                "export_source: the graph draws from a np.random.Generator held by "
-                "reference, whose state a file cannot hold. Fix: draw the random "
-                "values outside the kx.function and pass them in."
-            )
-        raise SaveError(
-            f"export_source: the generated code uses {type(v).__qualname__} "
-            f"{v!r:.60}, which has no source form. Fix: kx.saved_model.save keeps "
-            "this graph as data instead."
-        )
+        return None
 
     def _numpy_path(self, v: Any) -> str | None:
         module, name = v.__module__, getattr(v, "__qualname__", None)
@@ -402,6 +434,28 @@ class Exporter:
         self.lines.append(textwrap.indent(body, "    "))
         self.lines.append(f"{name} = _make{name}({', '.join(cells)})")
         return name
+
+
+def _module_of(v: Any) -> str:
+    """The name of the module that defines ``v`` (empty when it names none)."""
+    return getattr(v, "__module__", None) or ""
+
+
+def _no_source_form(v: Any) -> SaveError:
+    """The refusal of an object the exported file cannot spell."""
+    if isinstance(v, np.random.Generator) or type(v).__module__.startswith(
+        "kernel_ext.trace.random"
+    ):
+        return SaveError(
+            "export_source: the graph draws from a np.random.Generator held by "
+            "reference, whose state a file cannot hold. Fix: draw the random "
+            "values outside the kx.function and pass them in."
+        )
+    return SaveError(
+        f"export_source: the generated code uses {type(v).__qualname__} "
+        f"{v!r:.60}, which has no source form. Fix: kx.saved_model.save keeps "
+        "this graph as data instead."
+    )
 
 
 class _Renamer(ast.NodeTransformer):

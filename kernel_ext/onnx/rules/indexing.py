@@ -125,49 +125,71 @@ def index_value(
     integer arrays (Gather for one, GatherND for several, NumPy's placement of the result)."""
     entries = _resolve_index(b, node, template, dyn, ndim)
     x = _basic_slices(b, node, x, entries, dyn)
-    advanced = [e for e in entries if e.kind in ("array", "mask")]
-    if not advanced:
-        removed, axis, new_axes, out_pos = [], 0, [], 0
-        for e in entries:
-            if e.kind == "int":
-                removed.append((axis, e.value))
-                axis += 1
-            elif e.kind == "new":
-                new_axes.append(out_pos)
-                out_pos += 1
-            else:
-                axis += 1
-                out_pos += 1
-        for ax, value in reversed(removed):
-            x = b.one("Gather", [x, value], axis=ax)
-        if new_axes:
-            x = b.one("Unsqueeze", [x, b.ints(new_axes)])
-        return x
+    if not any(e.kind in ("array", "mask") for e in entries):
+        return _basic_ints_and_new_axes(b, x, entries)
     if any(e.kind == "new" for e in entries):
         raise refuse(node, "np.newaxis together with an array index", "index in two steps")
-    positions, axis = [], 0
-    for e in entries:
-        if e.kind in ("array", "mask", "int"):
-            positions.append((axis, e))
-        axis += e.ndim if e.kind == "mask" else 1
+    positions = _advanced_positions(entries)
     if any(e.kind == "mask" for _, e in positions):
         if len(positions) != 1:
             raise refuse(
                 node, "a boolean mask together with other array indices", "index in two steps"
             )
         ((p, e),) = positions
-        masked = b.one("ReduceProd", [b.shape_of(x, p, p + e.ndim)], keepdims=1)
-        shape = b.one(
-            "Concat",
-            [b.shape_of(x, 0, p) if p else b.ints([]), masked, b.shape_of(x, p + e.ndim)],
-            axis=0,
-        )
-        flat = b.one("Reshape", [x, shape], allowzero=1)
-        return b.one("Compress", [flat, b.one("Reshape", [e.value, b.ints([-1])])], axis=p)
+        return _masked(b, x, p, e)
     if len(positions) == 1:
         ((p, e),) = positions
         return b.one("Gather", [x, e.value], axis=p)
-    # several integer indices: broadcast them, gather their axes moved to the front
+    return _gather_several(b, x, ndim, positions)
+
+
+def _basic_ints_and_new_axes(b: GraphBuilder, x: str, entries: list[_Index]) -> str:
+    """An index with no array or mask, its slices already applied: a Gather per integer
+    (last axis first) and one Unsqueeze for the new axes."""
+    removed, axis, new_axes, out_pos = [], 0, [], 0
+    for e in entries:
+        if e.kind == "int":
+            removed.append((axis, e.value))
+            axis += 1
+        elif e.kind == "new":
+            new_axes.append(out_pos)
+            out_pos += 1
+        else:
+            axis += 1
+            out_pos += 1
+    for ax, value in reversed(removed):
+        x = b.one("Gather", [x, value], axis=ax)
+    if new_axes:
+        x = b.one("Unsqueeze", [x, b.ints(new_axes)])
+    return x
+
+
+def _advanced_positions(entries: list[_Index]) -> list[tuple[int, _Index]]:
+    """(input axis, entry) of each array, mask and integer entry."""
+    positions, axis = [], 0
+    for e in entries:
+        if e.kind in ("array", "mask", "int"):
+            positions.append((axis, e))
+        axis += e.ndim if e.kind == "mask" else 1
+    return positions
+
+
+def _masked(b: GraphBuilder, x: str, p: int, e: _Index) -> str:
+    """``x`` with the mask ``e`` over its axes from ``p``: those axes flattened into one,
+    then Compress."""
+    masked = b.one("ReduceProd", [b.shape_of(x, p, p + e.ndim)], keepdims=1)
+    shape = b.one(
+        "Concat",
+        [b.shape_of(x, 0, p) if p else b.ints([]), masked, b.shape_of(x, p + e.ndim)],
+        axis=0,
+    )
+    flat = b.one("Reshape", [x, shape], allowzero=1)
+    return b.one("Compress", [flat, b.one("Reshape", [e.value, b.ints([-1])])], axis=p)
+
+
+def _gather_several(b: GraphBuilder, x: str, ndim: int, positions: list[tuple[int, _Index]]) -> str:
+    """Several integer indices: broadcast them, gather their axes moved to the front, and
+    move the result's axes where NumPy puts them."""
     idx = [e.value for _, e in positions]
     for _ in range(2):
         for i in range(len(idx)):
