@@ -1,4 +1,5 @@
-"""``OpTable``: one kind of knowledge about ops, keyed by op, and the one way to register it.
+"""``Registry`` and ``OpTable``: one kind of knowledge keyed by op (or by NumPy function), and
+the one way to register it.
 
 Every layer keeps what it knows of an op in a table keyed by :class:`~.ops.OpKind` — its
 abstract evaluation (``ir.abstract.ABSTRACT_EVAL``), its reference lowering (``ir.LOWER``), its
@@ -12,58 +13,71 @@ the way JAX registers a primitive's rules: a decorator naming the ops a function
 mistake that would otherwise go unnoticed (the later import silently wins); a deliberate
 refinement of an entry says so with ``replace``. Reading is a dict's
 (``table[op]``, ``op in table``, ``table.get(op)``), and so is assignment, which tests use to
-put a broken rule in place for a while (``monkeypatch.setitem``).
+put a broken rule in place for a while (``monkeypatch.setitem``). The tracer's table of NumPy
+functions (``trace.HANDLERS``: ``np.func`` -> the handler recording it) is a ``Registry`` too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from typing import TypeVar
 
 from .ops import OpKind
 
+K = TypeVar("K", bound=Hashable)
 V = TypeVar("V")
 
 
-class OpTable(dict[OpKind, V]):
-    """A dict from op to ``V`` named ``name`` (in its errors), filled by :meth:`register`."""
+class Registry(dict[K, V]):
+    """A dict from key to ``V`` named ``name`` (in its errors), filled by :meth:`register`."""
 
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
 
-    def add(self, kind: OpKind, value: V) -> V:
-        """Enter ``value`` for ``kind``; a second entry for ``kind`` is an error."""
-        if kind in self:
+    def add(self, key: K, value: V) -> V:
+        """Enter ``value`` for ``key``; a second entry for ``key`` is an error."""
+        if key in self:
             raise ValueError(
-                f"{self.name}: op '{kind.value}' is registered twice (first "
-                f"{_describe(self[kind])}, then {_describe(value)}); keep one definition"
+                f"{self.name}: {_key_text(key)} is registered twice (first "
+                f"{_describe(self[key])}, then {_describe(value)}); keep one definition"
             )
-        self[kind] = value
+        self[key] = value
         return value
 
-    def replace(self, kind: OpKind, value: V) -> V:
-        """Put ``value`` in place of ``kind``'s entry: a refinement of the entry made before
+    def replace(self, key: K, value: V) -> V:
+        """Put ``value`` in place of ``key``'s entry: a refinement of the entry made before
         (a wrapper of it, or a special case of a rule a whole group shares), which must
         exist."""
-        if kind not in self:
-            raise KeyError(f"{self.name}: op '{kind.value}' has no entry to replace")
-        self[kind] = value
+        if key not in self:
+            raise KeyError(f"{self.name}: {_key_text(key)} has no entry to replace")
+        self[key] = value
         return value
 
-    def register(self, *kinds: OpKind) -> Callable[[V], V]:
-        """A decorator entering the function it decorates for each of ``kinds``."""
+    def register(self, *keys: K) -> Callable[[V], V]:
+        """A decorator entering the function it decorates for each of ``keys``."""
 
         def register(value: V) -> V:
-            for kind in kinds:
-                self.add(kind, value)
+            for key in keys:
+                self.add(key, value)
             return value
 
         return register
 
+
+class OpTable(Registry[OpKind, V]):
+    """A :class:`Registry` keyed by op."""
+
     def missing(self, kinds: Iterable[OpKind] = tuple(OpKind)) -> list[OpKind]:
         """The ops of ``kinds`` (all of them by default) with no entry, in order."""
         return [k for k in kinds if k not in self]
+
+
+def _key_text(key: object) -> str:
+    if isinstance(key, OpKind):
+        return f"op '{key.value}'"
+    name = getattr(key, "__name__", None)
+    return f"'{name}'" if name else repr(key)
 
 
 def _describe(value: object) -> str:
@@ -72,4 +86,4 @@ def _describe(value: object) -> str:
     return f"{module}.{name}" if module else str(name)
 
 
-__all__ = ["OpTable"]
+__all__ = ["OpTable", "Registry"]
