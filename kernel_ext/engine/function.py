@@ -14,15 +14,12 @@ whenever a trace is added or removed.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import functools
 import inspect
-import sys
 import threading
 import time
 import types
-import warnings
 import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -60,23 +57,14 @@ from .call_keys import (
 )
 from .concrete import ConcreteFunction
 from .config import STATE
-from .fixes import fix_for, suggest_fixes
 from .guards import CallGuard, NeedsEagerCall, scalar_at_array_write
-from .snapshots import snapshot_captures
-from .trace_records import (
-    Explanation,
-    ReleasedTraces,
-    TraceIndex,
-    TraceRecord,
-    bound_records,
-    cause_of,
-)
+from .retrace_log import RetraceLog, frozen_captures, user_call_site
+from .trace_records import ReleasedTraces, TraceRecord
 from .verify import copy_arguments
 
 _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
 _FAST_CACHE_LIMIT = 512
-_WARN_WINDOW, _WARN_TRACES, _WARN_MAX = 10, 5, 2
 _TIMING_MASK = 63  # cache hits timed: one in 64
 
 
@@ -171,15 +159,9 @@ class Function:
         # Traces whose types accept more than equal types: the only ones dispatch must scan
         # (exact ones are found by the ``_lookup`` dict), so a retrace stays O(relaxed).
         self._relaxed: list[ConcreteFunction] = []
-        # (index, input types, signature) of every trace in order, for explanations; only
-        # ever appended to, so a record can freeze "the traces before me" as a length.
-        self._history: list[tuple[int, tuple, str]] = []
-        self._history_index = TraceIndex()  # the same traces, indexed by argument types
+        self._log = RetraceLog()  # every trace's record, what explains the next (retraces)
         self._lookup: dict[tuple, ConcreteFunction] = {}
         self._fast: dict[tuple, Callable[..., Any]] = {}
-        self._records: list[TraceRecord] = []  # bounded: see _purge_dead
-        self._records_made = 0
-        self._released = ReleasedTraces()  # what is left of records folded away
         self._instances: weakref.WeakKeyDictionary[Any, Function] = weakref.WeakKeyDictionary()
         self._variables_allowed = True
         self._dead_pending = False
@@ -199,8 +181,6 @@ class Function:
         self._failed_calls = 0  # calls that raised before running a graph (see _call_slow)
         self._trace_ms = 0.0
         self._compile_ms = 0.0
-        self._trace_call_numbers: collections.deque[int] = collections.deque(maxlen=_WARN_WINDOW)
-        self._warnings_issued = 0
         self.id = registry.register(self)
         register_dead_object_listener(self)
 
@@ -486,7 +466,7 @@ class Function:
             if cf is not None:  # another thread traced it while we waited
                 return cf
             trace_types = self._generalize(types_)
-            call_site = _user_call_site()
+            call_site = user_call_site()
             t0 = time.perf_counter()
             graph_name = f"{self._name}_{len(self._concrete)}" if self._concrete else self._name
             ctx = TraceContext(
@@ -579,10 +559,7 @@ class Function:
             self._concrete.append(cf)
             if not cf.exact:
                 self._relaxed.append(cf)
-            self._history.append((record.index, trace_types, record.signature))
-            self._history_index.add(record.index, trace_types)
-            self._records.append(record)
-            self._records_made += 1
+            self._log.add(record, trace_types, self._calls)
             self._lookup[types_] = cf
             self._lookup[trace_types] = cf
             self._fast.clear()
@@ -591,10 +568,9 @@ class Function:
             self._trace_ms += trace_ms
             self._compile_ms += compile_ms
             self._variables_allowed = False
-            self._trace_call_numbers.append(self._calls)
             if self.verifies:
                 cf.arm_verification()
-        self._maybe_warn(record)
+        self._log.maybe_warn(record, self._name, self._calls)
         events.emit(events.Event("trace", self, cf, record))
         return cf
 
@@ -617,75 +593,21 @@ class Function:
         compile_ms: float,
         call_site: str,
     ) -> TraceRecord:
-        """The :class:`TraceRecord` of the trace just made (slow path only): what changed
-        against the closest earlier trace, the fixes, and the captured values it froze.
-
-        A strict Function (``%%tffunction --strict``) raises here instead, before the new
-        trace enters the cache, with the whole explanation as the message.
-        """
-        index = self._records_made + 1
+        """The :class:`TraceRecord` of the trace just made (slow path only), or, for a strict
+        Function, the StrictRetraceError that says why (:meth:`RetraceLog.new_record`)."""
         signature = self.function_type.signature_text(trace_types)
-        captured = self._snapshot_captures()
-        common = dict(
+        details = dict(
             trace_ms=trace_ms,
             compile_ms=compile_ms,
             call_site=call_site,
             call_number=self._calls,
             via=via,
-            captured=captured,
+            captured=frozen_captures(self._python_function),
             function_name=self._name,
             magic_fixes=self.magic_fixes,
         )
-        if not self._concrete:
-            first = Explanation("released" if self._records_made else "first_trace")
-            return TraceRecord(index, signature, first, **common)
-        # What the explanation needs, frozen now; the comparison itself runs when read.
-        name, names = self._name, self.function_type.names
-        history, by_types, n_earlier = self._history, self._history_index, len(self._history)
-
-        def explanation() -> Explanation:
-            earlier = history[:n_earlier]
-            closest, diffs = by_types.closest(names, n_earlier, call_types)
-            advice, fixes, suggested = suggest_fixes(
-                name,
-                names,
-                [t for _, t, _ in earlier],
-                call_types,
-                diffs,
-                functools.partial(by_types.merged_column, n_earlier, call_types),
-            )
-            closest_signature = next((s for i, _, s in earlier if i == closest), "")
-            return Explanation(
-                cause_of(diffs), diffs, closest, closest_signature, advice, fixes, suggested
-            )
-
-        record = TraceRecord(index, signature, explanation, **common)
-        if self.strict:
-            raise errors.StrictRetraceError(
-                "strict function would retrace (the new trace was discarded):\n" + record.explain()
-            )
-        return record
-
-    def _snapshot_captures(self) -> tuple:
-        """Globals/closure values the body read, frozen by this trace (stale-global check)."""
-        try:
-            return snapshot_captures(self._python_function)
-        except Exception:  # noqa: BLE001 - a diagnostic must never break a trace
-            return ()
-
-    def _maybe_warn(self, record: TraceRecord) -> None:
-        recent = sum(1 for c in self._trace_call_numbers if c > self._calls - _WARN_WINDOW)
-        if recent < _WARN_TRACES or self._warnings_issued >= _WARN_MAX or not record.diffs:
-            return
-        self._warnings_issued += 1
-        changed = "; ".join(str(d) for d in record.diffs)
-        warnings.warn(
-            f"kx.function '{self._name}' traced {recent} times in its last {_WARN_WINDOW} calls "
-            f"(latest: {changed}). Tracing runs the Python body again and is expensive. Fix: "
-            f"{fix_for(self._name, record.diffs)}.\n{record.explain()}",
-            errors.RetracingWarning,
-            stacklevel=_user_stacklevel(),
-        )
+        names = self.function_type.names
+        return self._log.new_record(self._name, names, signature, call_types, details, self.strict)
 
     # -- public API -----------------------------------------------------------------------
     def get_concrete_function(self, *args: Any, **kwargs: Any) -> ConcreteFunction:
@@ -752,14 +674,14 @@ class Function:
         died); older released records are folded into :attr:`released_traces`."""
         if self._dead_pending:
             self._purge_dead()
-        return list(self._records)
+        return list(self._log.records)
 
     @property
     def released_traces(self) -> ReleasedTraces:
         """Released traces whose records were folded away (a count, numbers, cost)."""
         if self._dead_pending:
             self._purge_dead()
-        return dataclasses.replace(self._released)
+        return dataclasses.replace(self._log.released)
 
     @property
     def stats(self) -> dict[str, float | None]:
@@ -839,13 +761,7 @@ class Function:
             if len(keep) != len(self._concrete):
                 self._concrete = keep
                 self._relaxed = [cf for cf in keep if not cf.exact]
-                # a new list: records made so far keep the history they froze
-                self._history = [
-                    (cf.record.index, cf.input_types, cf.record.signature) for cf in keep
-                ]
-                self._history_index = TraceIndex()
-                for cf in keep:
-                    self._history_index.add(cf.record.index, cf.input_types)
+                self._log.keep_only([(cf.record, cf.input_types) for cf in keep])
                 self._lookup = {
                     k: v
                     for k, v in self._lookup.items()
@@ -853,13 +769,6 @@ class Function:
                 }
                 self._fast.clear()
                 self._fast_cf.clear()
-                # Bounded: the records of released traces beyond the latest few fold into
-                # counts, so a session calling with a new object each time stays flat.
-                self._records, folded = bound_records(
-                    self._records, {cf.record.index for cf in keep}
-                )
-                for record in folded:
-                    self._released.add(record)
 
 
 def _cell_is_set(cell: Any) -> bool:
@@ -911,31 +820,6 @@ class BoundFunction:
 
     def __repr__(self) -> str:
         return f"<bound {self.__func__!r} of {type(self.__self__).__name__}>"
-
-
-def _user_frame() -> Any:
-    frame = sys._getframe(1)
-    while frame is not None:
-        fname = frame.f_code.co_filename.replace("\\", "/")
-        if "/kernel_ext/" not in fname and not fname.startswith("<kx-graph"):
-            return frame
-        frame = frame.f_back
-    return None
-
-
-def _user_call_site() -> str:
-    frame = _user_frame()
-    return f"{frame.f_code.co_filename}:{frame.f_lineno}" if frame is not None else ""
-
-
-def _user_stacklevel() -> int:
-    level, frame = 1, sys._getframe(1)
-    while frame is not None:
-        if "/kernel_ext/" not in frame.f_code.co_filename.replace("\\", "/"):
-            return level
-        frame = frame.f_back
-        level += 1
-    return 1
 
 
 def _autograph_converter() -> Callable[[Callable], Callable] | None:

@@ -21,8 +21,18 @@ import numpy as np
 from .. import errors
 from ..ir import AbstractValue, Graph, Node, OpKind
 from .context import TraceContext, current_context
-from .iteration import TensorArray
 from .opaque import PythonNumber
+from .subgraphs import (
+    LeafTree,
+    capture_union,
+    flatten,
+    is_value,
+    lift_leaf,
+    node_outputs,
+    same_tree,
+    unflatten,
+    with_inputs,
+)
 from .tensor import (
     Tensor,
     describe_tensor,
@@ -33,8 +43,6 @@ from .tensor import (
 from .types import TensorSpec
 from .variables import Variable, resolve
 from .zero_d import SCALAR, zero_d_kind
-
-_NUMBERS = (bool, int, float, complex, np.number, np.bool_)
 
 
 class Undefined:
@@ -57,98 +65,8 @@ class Undefined:
         return f"<undefined {self.name}>"
 
 
-# ---------------------------------------------------------------------------------------------
-# Flattening with names (leaves are what flows through a cond/while)
-# ---------------------------------------------------------------------------------------------
-
-
-@dataclasses.dataclass
-class _Tree:
-    kind: str  # leaf, tuple, list, namedtuple, dict, tensor_array
-    children: list[_Tree] = dataclasses.field(default_factory=list)
-    aux: Any = None
-
-
-def flatten(value: Any, name: str) -> tuple[_Tree, list[Any], list[str], list[bool]]:
-    """Leaves of ``value`` with readable names and a relax flag (shape may change freely)."""
-    leaves: list[Any] = []
-    names: list[str] = []
-    relax: list[bool] = []
-
-    def walk(v: Any, path: str, loose: bool = False) -> _Tree:
-        if isinstance(v, TensorArray):
-            return _Tree(
-                "tensor_array",
-                [walk(v.buffer, f"{path}.buffer", True), walk(v.length, f"{path}.size")],
-                v.static_parts(),
-            )
-        if isinstance(v, tuple) and hasattr(type(v), "_fields"):
-            return _Tree(
-                "namedtuple", [walk(x, f"{path}.{f}") for f, x in zip(v._fields, v)], type(v)
-            )
-        if type(v) in (tuple, list):
-            return _Tree(type(v).__name__, [walk(x, f"{path}[{i}]") for i, x in enumerate(v)])
-        if isinstance(v, dict):
-            keys = list(v)
-            return _Tree("dict", [walk(v[k], f"{path}[{k!r}]") for k in keys], keys)
-        leaves.append(v)
-        names.append(path)
-        relax.append(loose)
-        return _Tree("leaf")
-
-    tree = walk(value, name)
-    return tree, leaves, names, relax
-
-
-def unflatten(tree: _Tree, leaves: Sequence[Any]) -> Any:
-    it = iter(leaves)
-
-    def build(t: _Tree) -> Any:
-        if t.kind == "leaf":
-            return next(it)
-        items = [build(c) for c in t.children]
-        if t.kind == "tuple":
-            return tuple(items)
-        if t.kind == "list":
-            return items
-        if t.kind == "namedtuple":
-            return t.aux(*items)
-        if t.kind == "dict":
-            return dict(zip(t.aux, items))
-        return TensorArray.from_parts(t.aux, items[0], items[1])
-
-    return build(tree)
-
-
-def _same_tree(a: _Tree, b: _Tree) -> bool:
-    return (
-        a.kind == b.kind
-        and a.aux == b.aux
-        and len(a.children) == len(b.children)
-        and all(_same_tree(x, y) for x, y in zip(a.children, b.children))
-    )
-
-
 def is_traced(value: Any) -> bool:
     return isinstance(value, Tensor)
-
-
-def _is_value(leaf: Any) -> bool:
-    """Leaves that become graph values (as opposed to static Python values)."""
-    return isinstance(leaf, (Tensor, Variable, np.ndarray) + _NUMBERS)
-
-
-def _lift_leaf(ctx: TraceContext, leaf: Any, dtype: np.dtype | None = None) -> Node:
-    """A node of ``ctx`` for a leaf; Python numbers take ``dtype`` when given (weak scalars)."""
-    if isinstance(leaf, (bool, int, float, complex)) and not isinstance(leaf, np.generic):
-        # (np.float64 subclasses float but is a strong, typed value: lifted below)
-        return ctx.graph.constant(
-            np.asarray(leaf, dtype=dtype) if dtype is not None else np.asarray(leaf)
-        )
-    node = ctx.lift(leaf)
-    if not isinstance(node, Node):
-        node = ctx.graph.constant(np.asarray(node))
-    return node
 
 
 def _check_predicate(pred: Tensor, what: str) -> None:
@@ -158,59 +76,6 @@ def _check_predicate(pred: Tensor, what: str) -> None:
             f"The truth value of an array with more than one element is "
             f"ambiguous ({what} got {describe_tensor(pred)}). Use a.any() or a.all()"
         )
-
-
-# ---------------------------------------------------------------------------------------------
-# Sub-graph assembly
-# ---------------------------------------------------------------------------------------------
-
-
-def _with_inputs(
-    graph: Graph,
-    own: Sequence[Node],
-    captures: Sequence[tuple[Node, Node]],
-    union: Sequence[Node],
-    outputs: Sequence[Node],
-) -> Graph:
-    """``graph`` rebuilt so that its inputs are ``own`` placeholders then one per ``union``
-    outer node (unused ones included): the operand order of the control-flow node."""
-    g = Graph(graph.name)
-    mapping: dict[Node, Node] = {}
-    by_outer = {outer: ph for outer, ph in captures}
-    for ph in own:
-        mapping[ph] = g.create_node(
-            OpKind.PLACEHOLDER, (), dict(ph.attrs), name=ph.name, aval=ph.aval
-        )
-    for outer in union:
-        ph = by_outer.get(outer)
-        new = g.create_node(
-            OpKind.PLACEHOLDER,
-            (),
-            {"shape": outer.shape, "dtype": outer.dtype},
-            name=outer.name,
-            aval=outer.aval,
-        )
-        if ph is not None:
-            mapping[ph] = new
-    for node in graph.nodes:
-        if node.op is OpKind.PLACEHOLDER:
-            continue
-        args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-        new = Node(
-            g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval, node.source
-        )
-        g.nodes.append(new)
-        mapping[node] = new
-    g.outputs = [mapping[o] for o in outputs]
-    return g
-
-
-def _union(*capture_lists: Sequence[tuple[Node, Node]]) -> list[Node]:
-    seen: dict[Node, None] = {}
-    for captures in capture_lists:
-        for outer, _ in captures:
-            seen.setdefault(outer, None)
-    return list(seen)
 
 
 def _merge_shapes(a: tuple | None, b: tuple | None) -> tuple | None:
@@ -249,100 +114,142 @@ def cond(
     _check_predicate(pred, "kx.cond")
     where = user_frame_description()
     pred_node = ctx.lift(pred)
-    branches = []
     # Arrays of the enclosing trace a branch updates in place: their new value in each branch
     # (the old one where a branch leaves them alone) becomes an output of the cond, and the
     # array itself takes it afterwards; each branch starts from the state before the if.
     touched: dict[int, Tensor] = {}
-    for branch_name, fn in (("true_branch", true_fn), ("false_branch", false_fn)):
-        child = ctx.child(f"{name}_{branch_name}")
-        try:
-            with child:
-                result = fn()
-        except BaseException:
-            for root, pre in reversed(child.outer_updates()):
-                root.restore(pre)  # the failed branch leaves no array half-updated
-            raise
-        updates = {}
-        for root, pre in child.outer_updates():
-            updates[id(root)] = Tensor(root.node, root.context)
-            touched.setdefault(id(root), root)
-            root.restore(pre)
-        branches.append((child, result, updates))
-    (t_ctx, t_res, t_upd), (f_ctx, f_res, f_upd) = branches
-    label = list(names) if names else None
+    t_ctx, t_res, t_upd = _trace_branch(ctx, f"{name}_true_branch", true_fn, touched)
+    f_ctx, f_res, f_upd = _trace_branch(ctx, f"{name}_false_branch", false_fn, touched)
     t_tree, t_leaves, t_names, _ = flatten(t_res, "output")
     f_tree, f_leaves, _, _ = flatten(f_res, "output")
-    if label and len(label) == len(t_leaves):
-        t_names = label
-    if not _same_tree(t_tree, f_tree) or len(t_leaves) != len(f_leaves):
-        what, a, b = "the branches", t_res, f_res
-        if (
-            names
-            and isinstance(t_res, tuple)
-            and isinstance(f_res, tuple)
-            and len(t_res) == len(f_res) == len(names)
-        ):
-            for n, x, y in zip(names, t_res, f_res):
-                if not _same_tree(flatten(x, n)[0], flatten(y, n)[0]):
-                    what, a, b = f"'{n}'", x, y
-                    break
-        raise TypeError(
-            f"{what} must have the same structure in both branches of an if on a "
-            f"traced value: the true branch gives {_describe_structure(a)}, the "
-            f"false branch {_describe_structure(b)}. Fix: make both branches "
-            "produce the same kind of value (e.g. both a tuple of two arrays)."
-        )
+    if names and len(names) == len(t_leaves):
+        t_names = list(names)
+    if not same_tree(t_tree, f_tree) or len(t_leaves) != len(f_leaves):
+        raise _structure_error(t_res, f_res, names)
     # decide per leaf: static (identical Python values), the same array object in both
     # branches (kept as the object: it follows its updates), or a graph value (unified dtype)
     n_results = len(t_leaves)
     t_leaves = t_leaves + [t_upd.get(k, r) for k, r in touched.items()]
     f_leaves = f_leaves + [f_upd.get(k, r) for k, r in touched.items()]
     t_names = t_names + [describe_tensor(r) for r in touched.values()]
-    plan: list[tuple[str, Any]] = []
-    for k, (leaf_name, a, b) in enumerate(zip(t_names, t_leaves, f_leaves)):
-        if (
-            k < n_results
-            and a is b
-            and isinstance(a, Tensor)
-            and not _created_in(a, (t_ctx, f_ctx))
-        ):
-            plan.append(("same", a))
-            continue
-        ua, ub = isinstance(a, Undefined), isinstance(b, Undefined)
-        if ua or ub:
-            if ua and ub:
-                plan.append(("static", a))
-                continue
-            where = "false" if ub else "true"
-            raise ValueError(
-                f"'{leaf_name}' must also be assigned in the {where} branch: it is "
-                "defined in only one branch of an if on a traced value, so it "
-                f"would have no value when the {where} branch runs. Fix: give "
-                f"'{leaf_name}' a value before the if, or in both branches."
-            )
-        if not (_is_value(a) and _is_value(b)):
-            if _static_equal(a, b):
-                plan.append(("static", a))
-                continue
-            raise TypeError(
-                f"'{leaf_name}' is {_short(a)} in the true branch but {_short(b)} in "
-                "the false branch; inside an if on a traced value both branches "
-                "must give arrays (or the same Python value)."
-            )
-        plan.append(("value", _unify_dtype(leaf_name, a, b, "true branch", "false branch")))
-    outs: dict[str, list[Node]] = {}
-    for key, child, leaves in (("t", t_ctx, t_leaves), ("f", f_ctx, f_leaves)):
+    branches = (t_ctx, f_ctx)
+    plan = [
+        _plan_leaf(leaf_name, a, b, k < n_results, branches)
+        for k, (leaf_name, a, b) in enumerate(zip(t_names, t_leaves, f_leaves))
+    ]
+    values = iter(_cond_outputs(ctx, pred_node, plan, (t_leaves, f_leaves), branches, name))
+    leaves = [
+        _weak_if_python(next(values), t, f) if kind == "value" else static
+        for (kind, static), t, f in zip(plan, t_leaves, f_leaves)
+    ]
+    for root, value in zip(touched.values(), leaves[n_results:]):
+        root.assign(value)
+    for (kind, _), leaf, leaf_name, a, b in zip(plan, leaves, t_names, t_leaves, f_leaves):
+        if kind == "value" and isinstance(leaf, Tensor):
+            _note_chosen_arrays(leaf, leaf_name, (a, b), branches, where)
+    return unflatten(t_tree, leaves[:n_results])
+
+
+def _trace_branch(
+    ctx: TraceContext, child_name: str, fn: Callable[[], Any], touched: dict[int, Tensor]
+) -> tuple[TraceContext, Any, dict[int, Tensor]]:
+    """One branch of a cond traced in a child of ``ctx``: the child, the branch's result, and
+    the new value of each array of an enclosing trace it updated in place (by ``id`` of the
+    array, which then goes back to its state before the branch; ``touched`` collects it)."""
+    child = ctx.child(child_name)
+    try:
         with child:
-            outs[key] = [
-                _lift_leaf(child, leaf, dtype)
-                for (kind, dtype), leaf in zip(plan, leaves)
-                if kind == "value"
-            ]
+            result = fn()
+    except BaseException:
+        for root, pre in reversed(child.outer_updates()):
+            root.restore(pre)  # the failed branch leaves no array half-updated
+        raise
+    updates = {}
+    for root, pre in child.outer_updates():
+        updates[id(root)] = Tensor(root.node, root.context)
+        touched.setdefault(id(root), root)
+        root.restore(pre)
+    return child, result, updates
+
+
+def _structure_error(t_res: Any, f_res: Any, names: Sequence[str] | None) -> TypeError:
+    """The error for branches that give different structures: it names the first named
+    result that differs, where the branches give a tuple of named results."""
+    what, a, b = "the branches", t_res, f_res
+    if (
+        names
+        and isinstance(t_res, tuple)
+        and isinstance(f_res, tuple)
+        and len(t_res) == len(f_res) == len(names)
+    ):
+        for n, x, y in zip(names, t_res, f_res):
+            if not same_tree(flatten(x, n)[0], flatten(y, n)[0]):
+                what, a, b = f"'{n}'", x, y
+                break
+    return TypeError(
+        f"{what} must have the same structure in both branches of an if on a "
+        f"traced value: the true branch gives {_describe_structure(a)}, the "
+        f"false branch {_describe_structure(b)}. Fix: make both branches "
+        "produce the same kind of value (e.g. both a tuple of two arrays)."
+    )
+
+
+def _plan_leaf(
+    leaf_name: str, a: Any, b: Any, is_result: bool, branches: Sequence[TraceContext]
+) -> tuple[str, Any]:
+    """How one leaf leaves a cond whose branches give ``a`` and ``b``: ``("same", a)`` for
+    an array object both results are (kept as the object), ``("static", a)`` for one Python
+    value, ``("value", dtype)`` for a graph value of that dtype; else the error that says why
+    the branches disagree."""
+    if is_result and a is b and isinstance(a, Tensor) and not _created_in(a, branches):
+        return ("same", a)
+    ua, ub = isinstance(a, Undefined), isinstance(b, Undefined)
+    if ua or ub:
+        if ua and ub:
+            return ("static", a)
+        where = "false" if ub else "true"
+        raise ValueError(
+            f"'{leaf_name}' must also be assigned in the {where} branch: it is "
+            "defined in only one branch of an if on a traced value, so it "
+            f"would have no value when the {where} branch runs. Fix: give "
+            f"'{leaf_name}' a value before the if, or in both branches."
+        )
+    if not (is_value(a) and is_value(b)):
+        if _static_equal(a, b):
+            return ("static", a)
+        raise TypeError(
+            f"'{leaf_name}' is {_short(a)} in the true branch but {_short(b)} in "
+            "the false branch; inside an if on a traced value both branches "
+            "must give arrays (or the same Python value)."
+        )
+    return ("value", _unify_dtype(leaf_name, a, b, "true branch", "false branch"))
+
+
+def _cond_outputs(
+    ctx: TraceContext,
+    pred_node: Node,
+    plan: Sequence[tuple[str, Any]],
+    leaves: tuple[Sequence[Any], Sequence[Any]],
+    branches: tuple[TraceContext, TraceContext],
+    name: str,
+) -> list[Tensor]:
+    """The ``cond`` node of the two traced ``branches`` recorded in ``ctx``, as one traced
+    value per graph value of ``plan`` (the branches' leaves lifted into each branch)."""
+    outs = []
+    for child, branch_leaves in zip(branches, leaves):
+        with child:
+            outs.append(
+                [
+                    lift_leaf(child, leaf, dtype)
+                    for (kind, dtype), leaf in zip(plan, branch_leaves)
+                    if kind == "value"
+                ]
+            )
         child.active = False
-    union = _union(t_ctx.captures, f_ctx.captures)
-    t_graph = _with_inputs(t_ctx.graph, [], t_ctx.captures, union, outs["t"])
-    f_graph = _with_inputs(f_ctx.graph, [], f_ctx.captures, union, outs["f"])
+    t_ctx, f_ctx = branches
+    union = capture_union(t_ctx.captures, f_ctx.captures)
+    t_graph = with_inputs(t_ctx.graph, [], t_ctx.captures, union, outs[0])
+    f_graph = with_inputs(f_ctx.graph, [], f_ctx.captures, union, outs[1])
     out_avals = []
     for ta, fa in zip(t_graph.outputs, f_graph.outputs):
         if ta.dtype != fa.dtype:  # pragma: no cover - unified above
@@ -354,40 +261,29 @@ def cond(
         {"branches": (t_graph, f_graph), "out_avals": tuple(out_avals)},
         name=name,
     )
-    values = iter(_outputs(ctx, node, len(out_avals)))
-    leaves = [
-        _weak_if_python(next(values), t, f) if kind == "value" else static
-        for (kind, static), t, f in zip(plan, t_leaves, f_leaves)
+    return node_outputs(ctx, node, len(out_avals))
+
+
+def _note_chosen_arrays(
+    leaf: Tensor,
+    leaf_name: str,
+    sources: Sequence[Any],
+    branches: Sequence[TraceContext],
+    where: str,
+) -> None:
+    """A cond's graph value ``leaf`` may be, at run time, the array object one branch gave
+    (one of ``sources`` that neither branch made): note those arrays (``Tensor.may_be``)."""
+    outer = [
+        x.storage_root for x in sources if isinstance(x, Tensor) and not _created_in(x, branches)
     ]
-    for root, value in zip(touched.values(), leaves[n_results:]):
-        root.assign(value)
-    for (kind, _), leaf, leaf_name, a, b in zip(plan, leaves, t_names, t_leaves, f_leaves):
-        outer = [
-            x.storage_root
-            for x in (a, b)
-            if isinstance(x, Tensor) and not _created_in(x, (t_ctx, f_ctx))
-        ]
-        if kind == "value" and outer and isinstance(leaf, Tensor):
-            leaf.may_be(outer, where if leaf_name.startswith("<") else f"{where}, as '{leaf_name}'")
-    return unflatten(t_tree, leaves[:n_results])
+    if outer:
+        leaf.may_be(outer, where if leaf_name.startswith("<") else f"{where}, as '{leaf_name}'")
 
 
 def _created_in(tensor: Tensor, contexts: Sequence[TraceContext]) -> bool:
     """Was ``tensor`` made inside one of ``contexts`` (a branch or body that has ended)?"""
     ctx = tensor.storage_root.state()[1]
     return any(ctx is c or ctx.is_ancestor(c) for c in contexts)
-
-
-def _outputs(ctx: TraceContext, node: Node, n: int) -> list[Tensor]:
-    return [
-        Tensor(
-            ctx.graph.create_node(
-                OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{node.name}_out{i}"
-            ),
-            ctx,
-        )
-        for i in range(n)
-    ]
 
 
 def _static_equal(a: Any, b: Any) -> bool:
@@ -500,7 +396,7 @@ def _graph_loop(
     ctx: TraceContext,
     cond_fn: Callable,
     body_fn: Callable,
-    tree: _Tree,
+    tree: LeafTree,
     leaves: list[Any],
     leaf_names: list[str],
     relax: list[bool],
@@ -517,7 +413,7 @@ def _graph_loop(
     hidden: list[Tensor] = []
     # slots known from the source to be rebound start detached: no second trace of the body
     # (whose Python side effects, a print, would then happen twice)
-    value_idx = [i for i, leaf in enumerate(leaves) if _is_value(leaf)]
+    value_idx = [i for i, leaf in enumerate(leaves) if is_value(leaf)]
     detached: set[int] = {k for k, i in enumerate(value_idx) if leaf_names[i] in rebound}
     notes = ctx.top().loops
     for _ in range(64):
@@ -561,7 +457,7 @@ def _graph_loop_once(
     ctx: TraceContext,
     cond_fn: Callable,
     body_fn: Callable,
-    tree: _Tree,
+    tree: LeafTree,
     leaves: list[Any],
     leaf_names: list[str],
     relax: list[bool],
@@ -573,185 +469,300 @@ def _graph_loop_once(
     """One attempt at the loop: its outputs, or the arrays updated in place that must join
     the state, or the slots to detach from their array objects (see :func:`_graph_loop`);
     in the last two cases nothing was recorded and every array is as before."""
-    # Arrays and numbers become loop-carried graph values; any other Python value rides
-    # along unchanged (and must not change in the body). An array object among the loop
-    # variables stays that object inside the body (its value swapped for the iteration's),
-    # so an in-place update of it is an update of the caller's array, as in NumPy; a view
-    # follows its root.
-    value_idx = [i for i, leaf in enumerate(leaves) if _is_value(leaf)]
-    slots = [leaves[i] for i in value_idx] + list(hidden)
-    slot_names = [leaf_names[i] for i in value_idx] + [describe_tensor(r) for r in hidden]
-    init_nodes = [_lift_leaf(ctx, leaf) for leaf in slots]
-    specs: list[AbstractValue] = []
-    for k, node in enumerate(init_nodes):
-        aval = node.aval
-        shape = aval.shape
-        if k < len(value_idx) and relax[value_idx[k]]:
-            shape = None
-        if shape_invariants is not None and k < min(len(shape_invariants), len(value_idx)):
-            shape = _invariant_spec(shape_invariants[k], slot_names[k], aval)
-        specs.append(AbstractValue(shape, aval.dtype))
-    owners: dict[int, int] = {}  # id(root) -> the slot whose placeholder it takes
-    for k, leaf in enumerate(slots):
-        if k not in detached and _is_outer_root(leaf, ctx):
-            owners.setdefault(id(leaf), k)
-    carried = {id(slots[k]) for k in owners.values()}
-    saved = {id(slots[k]): (slots[k], slots[k].state()) for k in owners.values()}
+    attempt = _LoopAttempt(
+        ctx, tree, leaves, leaf_names, relax, shape_invariants, name, hidden, detached
+    )
+    condition, found = attempt.trace_condition(cond_fn)
+    b_ctx, b_phs, b_res = attempt.trace_part("body", body_fn)
+    b_leaves = attempt.body_leaves(b_ctx, b_res)
+    # carried array objects the body updated in place (their value is no longer the slot's)
+    changed = attempt.changed_in_place(b_phs)
+    try:
+        with b_ctx:
+            b_out = attempt.body_outputs(b_ctx, b_phs, b_leaves, changed)
+            attempt.check_python_values(b_leaves)
+    finally:
+        b_ctx.active = False
+        found += [r for r in attempt.undo(b_ctx) if all(r is not f for f in found)]
+    if found:
+        return found
+    rebound = attempt.rebound_slots(b_leaves, changed)
+    if rebound:
+        return rebound
+    body = _LoopPart(b_ctx, b_phs, b_out)
+    return attempt.record(condition, body, b_leaves, changed)
 
-    def trace_part(part: str, fn: Callable) -> tuple[TraceContext, list[Node], Any]:
-        child = ctx.child(f"{name}_{part}")
+
+@dataclasses.dataclass
+class _LoopPart:
+    """A graph loop's condition or body, traced: its context, its placeholders (one per slot
+    of the loop state) and its output nodes."""
+
+    ctx: TraceContext
+    placeholders: list[Node]
+    outputs: list[Node]
+
+    def graph(self, union: Sequence[Node]) -> Graph:
+        """The sub-graph, its inputs the placeholders then one per ``union`` capture."""
+        return with_inputs(
+            self.ctx.graph, self.placeholders, self.ctx.captures, union, self.outputs
+        )
+
+
+class _LoopAttempt:
+    """What one attempt at a graph loop (:func:`_graph_loop_once`) works with: the slots of the
+    loop state (the loop variables that are arrays or numbers, then the hidden arrays), their
+    specs, and the array objects that enter the condition and body as themselves.
+
+    Arrays and numbers become loop-carried graph values; any other Python value rides along
+    unchanged (and must not change in the body). An array object among the loop variables
+    stays that object inside the body (its value swapped for the iteration's), so an in-place
+    update of it is an update of the caller's array, as in NumPy; a view follows its root.
+    """
+
+    def __init__(
+        self,
+        ctx: TraceContext,
+        tree: LeafTree,
+        leaves: list[Any],
+        leaf_names: list[str],
+        relax: list[bool],
+        shape_invariants: Sequence[Any] | None,
+        name: str,
+        hidden: list[Tensor],
+        detached: set[int],
+    ) -> None:
+        self.ctx, self.tree, self.leaves, self.leaf_names = ctx, tree, leaves, leaf_names
+        self.name, self.detached = name, detached
+        self.value_idx = [i for i, leaf in enumerate(leaves) if is_value(leaf)]
+        self.slots = [leaves[i] for i in self.value_idx] + list(hidden)
+        self.slot_names = [leaf_names[i] for i in self.value_idx] + [
+            describe_tensor(r) for r in hidden
+        ]
+        self.init_nodes = [lift_leaf(ctx, leaf) for leaf in self.slots]
+        self.specs = [
+            self._spec(k, node.aval, relax, shape_invariants)
+            for k, node in enumerate(self.init_nodes)
+        ]
+        self.owners: dict[int, int] = {}  # id(root) -> the slot whose placeholder it takes
+        for k, leaf in enumerate(self.slots):
+            if k not in detached and _is_outer_root(leaf, ctx):
+                self.owners.setdefault(id(leaf), k)
+        owned = [self.slots[k] for k in self.owners.values()]
+        self.carried = {id(root) for root in owned}
+        self.saved = {id(root): (root, root.state()) for root in owned}
+
+    def _spec(
+        self, k: int, aval: AbstractValue, relax: list[bool], invariants: Sequence[Any] | None
+    ) -> AbstractValue:
+        """Slot ``k``'s value in every iteration: its dtype, and its shape, unknown where the
+        slot may change it freely (a TensorArray's buffer) or as its shape invariant says."""
+        shape = aval.shape
+        if k < len(self.value_idx) and relax[self.value_idx[k]]:
+            shape = None
+        if invariants is not None and k < min(len(invariants), len(self.value_idx)):
+            shape = _invariant_spec(invariants[k], self.slot_names[k], aval)
+        return AbstractValue(shape, aval.dtype)
+
+    def trace_part(self, part: str, fn: Callable) -> tuple[TraceContext, list[Node], Any]:
+        """The condition or body (``part``) traced once on placeholders of the slots: its
+        context, the placeholders and what ``fn`` returned."""
+        child = self.ctx.child(f"{self.name}_{part}")
         with child:
             phs = [
                 child.graph.create_node(
                     OpKind.PLACEHOLDER,
                     (),
                     {"shape": spec.shape, "dtype": spec.dtype},
-                    name=_ident(slot_names[k]),
+                    name=_ident(self.slot_names[k]),
                 )
-                for k, spec in enumerate(specs)
+                for k, spec in enumerate(self.specs)
             ]
-            current = list(leaves)
-            for k, leaf in enumerate(slots):
-                if owners.get(id(leaf)) == k:
-                    if k < len(value_idx) and is_immutable_scalar(leaf):
+            for k, leaf in enumerate(self.slots):
+                if self.owners.get(id(leaf)) == k:
+                    if k < len(self.value_idx) and is_immutable_scalar(leaf):
                         # a NumPy scalar: ``s += x`` in the body rebinds, as eagerly
                         phs[k].attrs["scalar_form"] = True
                     leaf.restore((phs[k], child, next_version()))
-            for k, i in enumerate(value_idx):
-                leaf = leaves[i]
-                if k in detached or not (
-                    id(leaf) in owners
-                    or (isinstance(leaf, Tensor) and leaf.storage_root is not leaf)
-                ):
-                    py_type = python_number_type(leaf)  # a Python number stays weak (NEP 50)
-                    if (
-                        py_type is not None
-                        or isinstance(leaf, np.generic)
-                        or (isinstance(leaf, Tensor) and is_immutable_scalar(leaf))
-                    ):
-                        # a Python number or NumPy scalar: ``s += x`` in the body rebinds,
-                        # as eagerly
-                        phs[k].attrs["scalar_form"] = True
-                    current[i] = (
-                        PythonNumber(phs[k], child, py_type) if py_type else child.tensor(phs[k])
-                    )
-            structured = unflatten(tree, current)
+            structured = unflatten(self.tree, self._arguments(child, phs))
             try:
                 result = fn(*structured)
             except BaseException:
                 child.active = False
-                undo(child)  # a body that fails leaves no array swapped or half-updated
+                self.undo(child)  # a body that fails leaves no array swapped or half-updated
                 raise
         return child, phs, result
 
-    def undo(child: TraceContext) -> list[Tensor]:
+    def _arguments(self, child: TraceContext, phs: list[Node]) -> list[Any]:
+        """The loop variables' leaves as the condition or body sees them: an array object
+        that enters as itself (see :meth:`_enters_as_object`) stays, other values are the
+        slots' placeholders (a Python number stays weak, NEP 50)."""
+        current = list(self.leaves)
+        for k, i in enumerate(self.value_idx):
+            leaf = self.leaves[i]
+            if self._enters_as_object(k, leaf):
+                continue
+            py_type = python_number_type(leaf)
+            if _is_scalar_form(leaf, py_type):
+                # a Python number or NumPy scalar: ``s += x`` in the body rebinds, as eagerly
+                phs[k].attrs["scalar_form"] = True
+            current[i] = PythonNumber(phs[k], child, py_type) if py_type else child.tensor(phs[k])
+        return current
+
+    def _enters_as_object(self, k: int, leaf: Any) -> bool:
+        """Does the loop variable of slot ``k`` enter as its array object: a carried root of
+        an enclosing trace, or a view (which follows its root)? Not once detached."""
+        return k not in self.detached and (
+            id(leaf) in self.owners or (isinstance(leaf, Tensor) and leaf.storage_root is not leaf)
+        )
+
+    def undo(self, child: TraceContext) -> list[Tensor]:
         """Put every array back as before the loop; return those updated but not carried."""
         new = []
         for root, pre in reversed(child.outer_updates()):
-            if id(root) not in carried:
+            if id(root) not in self.carried:
                 new.append(root)
                 root.restore(pre)
-        for root, state in saved.values():
+        for root, state in self.saved.values():
             root.restore(state)
         return new[::-1]
 
-    c_ctx, c_phs, c_res = trace_part("cond", cond_fn)
-    if isinstance(c_res, Variable):
-        c_res = c_res.read_value()
-    with c_ctx:
-        if is_traced(c_res):
-            _check_predicate(c_res, "the loop condition")
-        c_out = [_lift_leaf(c_ctx, c_res if _is_value(c_res) else bool(c_res))]
-    c_ctx.active = False
-    found = undo(c_ctx)
+    def trace_condition(self, cond_fn: Callable) -> tuple[_LoopPart, list[Tensor]]:
+        """The condition traced, and the arrays it updated in place that are not carried."""
+        c_ctx, c_phs, c_res = self.trace_part("cond", cond_fn)
+        if isinstance(c_res, Variable):
+            c_res = c_res.read_value()
+        with c_ctx:
+            if is_traced(c_res):
+                _check_predicate(c_res, "the loop condition")
+            c_out = [lift_leaf(c_ctx, c_res if is_value(c_res) else bool(c_res))]
+        c_ctx.active = False
+        return _LoopPart(c_ctx, c_phs, c_out), self.undo(c_ctx)
 
-    b_ctx, b_phs, b_res = trace_part("body", body_fn)
-    if not isinstance(b_res, (tuple, list)) or not _same_tree(
-        tree, flatten(tuple(b_res), "loop_vars")[0]
-    ):
-        undo(b_ctx)
-        raise TypeError(
-            f"the loop body must return the loop variables in the same structure: "
-            f"expected {len(leaves)} value(s) as {_describe_structure(tuple(leaves))}"
-            f", got {_describe_structure(b_res)}"
-        )
-    b_leaves = flatten(tuple(b_res), "loop_vars")[1]
-    # carried array objects the body updated in place (their value is no longer the slot's)
-    changed = {id(slots[k]) for k in owners.values() if slots[k].state()[0] is not b_phs[k]}
-    try:
-        with b_ctx:
-            b_out = []
-            for k, spec in enumerate(specs):
-                if k < len(value_idx):
-                    i = value_idx[k]
-                    new = b_leaves[i]
-                    if new is not leaves[i] and id(leaves[i]) in changed:
-                        raise errors.UnsupportedOpError(
-                            f"'{leaf_names[i]}' is updated in place and also assigned a new "
-                            "array in the same loop body; NumPy would update the original "
-                            "array only until the assignment. Fix: use a new name for the "
-                            "new array, or update the array in place only."
-                        )
-                else:
-                    new = slots[k]
-                b_out.append(_body_output(b_ctx, slot_names[k], new, spec))
-                if b_phs[k].attrs.get("scalar_form") and zero_d_kind(b_out[-1], None) != SCALAR:
-                    # the body treated it as an immutable scalar; a 0-d array coming back
-                    # would be written in place by the next iteration's ``s += x``
-                    raise errors.UnsupportedOpError(
-                        f"'{slot_names[k]}' is a NumPy scalar before the loop but a 0-d array "
-                        "after one iteration (NumPy writes into a 0-d array in place, and "
-                        "into a scalar never). Fix: keep it a scalar in the loop (e.g. "
-                        f"{_ident(slot_names[k])}[()] ) or make it an array before the loop."
-                    )
-            for i, leaf in enumerate(leaves):
-                if i not in value_idx and not _static_equal(leaf, b_leaves[i]):
-                    raise TypeError(
-                        f"'{leaf_names[i]}' is {_short(leaf)} before the loop but "
-                        f"{_short(b_leaves[i])} after one iteration; only arrays "
-                        "may change inside a traced loop"
-                    )
-    finally:
-        b_ctx.active = False
-        found += [r for r in undo(b_ctx) if all(r is not f for f in found)]
-    if found:
-        return found
-    rebound = {
-        k
-        for k in owners.values()
-        if k < len(value_idx)
-        and id(slots[k]) not in changed
-        and b_leaves[value_idx[k]] is not leaves[value_idx[k]]
-    }
-    # a view among the loop variables reads its root inside the body: rebound, it must not
-    rebound |= {
-        k
-        for k, i in enumerate(value_idx)
-        if k not in detached
-        and isinstance(leaves[i], Tensor)
-        and leaves[i].storage_root is not leaves[i]
-        and b_leaves[i] is not leaves[i]
-    }
-    if rebound:
+    def body_leaves(self, b_ctx: TraceContext, b_res: Any) -> list[Any]:
+        """The leaves of what the body returned, which must be the loop variables'
+        structure (else every array is put back and the error says so)."""
+        if not isinstance(b_res, (tuple, list)) or not same_tree(
+            self.tree, flatten(tuple(b_res), "loop_vars")[0]
+        ):
+            self.undo(b_ctx)
+            raise TypeError(
+                f"the loop body must return the loop variables in the same structure: "
+                f"expected {len(self.leaves)} value(s) as "
+                f"{_describe_structure(tuple(self.leaves))}, got {_describe_structure(b_res)}"
+            )
+        return flatten(tuple(b_res), "loop_vars")[1]
+
+    def changed_in_place(self, b_phs: list[Node]) -> set[int]:
+        """The carried array objects (by ``id``) whose value after the body is no longer
+        the slot's placeholder: the body updated them in place."""
+        return {
+            id(self.slots[k])
+            for k in self.owners.values()
+            if self.slots[k].state()[0] is not b_phs[k]
+        }
+
+    def body_outputs(
+        self, b_ctx: TraceContext, b_phs: list[Node], b_leaves: list[Any], changed: set[int]
+    ) -> list[Node]:
+        """The body's output node per slot, each checked against the slot's spec."""
+        b_out = []
+        for k, spec in enumerate(self.specs):
+            new = self._body_value(k, b_leaves, changed)
+            b_out.append(_body_output(b_ctx, self.slot_names[k], new, spec))
+            if b_phs[k].attrs.get("scalar_form") and zero_d_kind(b_out[-1], None) != SCALAR:
+                # the body treated it as an immutable scalar; a 0-d array coming back
+                # would be written in place by the next iteration's ``s += x``
+                raise errors.UnsupportedOpError(
+                    f"'{self.slot_names[k]}' is a NumPy scalar before the loop but a 0-d array "
+                    "after one iteration (NumPy writes into a 0-d array in place, and "
+                    "into a scalar never). Fix: keep it a scalar in the loop (e.g. "
+                    f"{_ident(self.slot_names[k])}[()] ) or make it an array before the loop."
+                )
+        return b_out
+
+    def _body_value(self, k: int, b_leaves: list[Any], changed: set[int]) -> Any:
+        """What the body gives for slot ``k`` (a hidden array: the array object itself)."""
+        if k >= len(self.value_idx):
+            return self.slots[k]
+        i = self.value_idx[k]
+        new = b_leaves[i]
+        if new is not self.leaves[i] and id(self.leaves[i]) in changed:
+            raise errors.UnsupportedOpError(
+                f"'{self.leaf_names[i]}' is updated in place and also assigned a new "
+                "array in the same loop body; NumPy would update the original "
+                "array only until the assignment. Fix: use a new name for the "
+                "new array, or update the array in place only."
+            )
+        return new
+
+    def check_python_values(self, b_leaves: list[Any]) -> None:
+        """The loop variables that are not arrays or numbers must not change in the body."""
+        for i, leaf in enumerate(self.leaves):
+            if i not in self.value_idx and not _static_equal(leaf, b_leaves[i]):
+                raise TypeError(
+                    f"'{self.leaf_names[i]}' is {_short(leaf)} before the loop but "
+                    f"{_short(b_leaves[i])} after one iteration; only arrays "
+                    "may change inside a traced loop"
+                )
+
+    def rebound_slots(self, b_leaves: list[Any], changed: set[int]) -> set[int]:
+        """The slots to detach from their array objects: a carried array the body rebinds
+        to a new array (rather than updating it in place), and a view it rebinds."""
+        value_idx, leaves = self.value_idx, self.leaves
+        rebound = {
+            k
+            for k in self.owners.values()
+            if k < len(value_idx)
+            and id(self.slots[k]) not in changed
+            and b_leaves[value_idx[k]] is not leaves[value_idx[k]]
+        }
+        # a view among the loop variables reads its root inside the body: rebound, it must not
+        rebound |= {
+            k
+            for k, i in enumerate(value_idx)
+            if k not in self.detached
+            and isinstance(leaves[i], Tensor)
+            and leaves[i].storage_root is not leaves[i]
+            and b_leaves[i] is not leaves[i]
+        }
         return rebound
-    union = _union(c_ctx.captures, b_ctx.captures)
-    c_graph = _with_inputs(c_ctx.graph, c_phs, c_ctx.captures, union, c_out)
-    b_graph = _with_inputs(b_ctx.graph, b_phs, b_ctx.captures, union, b_out)
-    node = ctx.graph.create_node(
-        OpKind.WHILE,
-        (*init_nodes, *union),
-        {"cond": c_graph, "body": b_graph, "n_vars": len(specs), "out_avals": tuple(specs)},
-        name=name,
+
+    def record(
+        self, condition: _LoopPart, body: _LoopPart, b_leaves: list[Any], changed: set[int]
+    ) -> tuple:
+        """The ``while`` node recorded in the enclosing trace; the loop variables after it
+        (the carried array objects the body updated take their final values)."""
+        union = capture_union(condition.ctx.captures, body.ctx.captures)
+        c_graph = condition.graph(union)
+        b_graph = body.graph(union)
+        specs = self.specs
+        node = self.ctx.graph.create_node(
+            OpKind.WHILE,
+            (*self.init_nodes, *union),
+            {"cond": c_graph, "body": b_graph, "n_vars": len(specs), "out_avals": tuple(specs)},
+            name=self.name,
+        )
+        outs = node_outputs(self.ctx, node, len(specs))
+        for k, leaf in enumerate(self.slots):
+            if self.owners.get(id(leaf)) == k and id(leaf) in changed:
+                leaf.assign(outs[k])  # the array object itself takes its final value
+        leaves = self.leaves
+        final = list(leaves)
+        for k, i in enumerate(self.value_idx):
+            kept = b_leaves[i] is leaves[i] and isinstance(leaves[i], Tensor)
+            final[i] = leaves[i] if kept else _weak_if_python(outs[k], leaves[i], b_leaves[i])
+        return tuple(unflatten(self.tree, final))
+
+
+def _is_scalar_form(leaf: Any, py_type: type | None) -> bool:
+    """Does a loop variable enter as an immutable scalar (a Python number, a NumPy scalar),
+    which ``s += x`` in the body rebinds as eagerly?"""
+    return (
+        py_type is not None
+        or isinstance(leaf, np.generic)
+        or (isinstance(leaf, Tensor) and is_immutable_scalar(leaf))
     )
-    outs = _outputs(ctx, node, len(specs))
-    for k, leaf in enumerate(slots):
-        if owners.get(id(leaf)) == k and id(leaf) in changed:
-            leaf.assign(outs[k])  # the array object itself takes its final value
-    final = list(leaves)
-    for k, i in enumerate(value_idx):
-        kept = b_leaves[i] is leaves[i] and isinstance(leaves[i], Tensor)
-        final[i] = leaves[i] if kept else _weak_if_python(outs[k], leaves[i], b_leaves[i])
-    return tuple(unflatten(tree, final))
 
 
 def python_number_type(value: Any) -> type | None:
@@ -775,7 +786,7 @@ def _weak_if_python(out: Tensor, *sources: Any) -> Tensor:
 
 def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractValue) -> Node:
     """The node the body gives for one loop variable, checked against the loop's spec."""
-    if isinstance(new, Undefined) or not _is_value(new):
+    if isinstance(new, Undefined) or not is_value(new):
         raise TypeError(
             f"'{leaf_name}' is an array before the loop but {_short(new)} after an iteration"
         )
@@ -786,7 +797,7 @@ def _body_output(b_ctx: TraceContext, leaf_name: str, new: Any, spec: AbstractVa
             "one iteration; a traced loop keeps each variable's dtype. Fix: cast "
             f"inside the loop, e.g. .astype(np.{spec.dtype.name})."
         )
-    node = _lift_leaf(b_ctx, new, spec.dtype)
+    node = lift_leaf(b_ctx, new, spec.dtype)
     if not TensorSpec(node.shape, spec.dtype).is_subtype_of(TensorSpec(spec.shape, spec.dtype)):
         raise ValueError(
             f"'{leaf_name}' has shape {_fmt(spec.shape)} before the loop but "

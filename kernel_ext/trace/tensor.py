@@ -21,6 +21,7 @@ import numpy as np
 from .. import errors
 from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
 from .describe import describe_tensor, leaked_error, user_frame_description
+from .layout import check_layout, in_place_shape
 from .ndarray_methods import NdarrayMethods
 from .needs_data import NeedsData
 from .operators import BINARY_OPERATORS, NumpyOperators
@@ -150,7 +151,9 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         (which owns its storage) takes the new shape and its earlier views still see their
         elements; a view takes it when NumPy can without a copy (else NumPy's
         ``AttributeError``); a size that does not fit is NumPy's ``ValueError``."""
-        new_shape = _in_place_shape(self, value)
+        if type(self) is not Tensor or (self.shape == () and _immutable_scalar(self)):
+            raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
+        new_shape = in_place_shape(self, self._steps, value)
         root = self._root
         if root is None:
             old = self.shape
@@ -427,7 +430,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             return
         if any(step.read_only for step in self._steps):
             raise ValueError("assignment destination is read-only")
-        _check_layout(root, self._steps, "Writing through")
+        check_layout(root, self._steps, "Writing through")
         # Write the view's new value back through each step, innermost last: the root's new
         # value contains it, and every other alias of the root sees it on its next read.
         values = [root]
@@ -490,7 +493,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             for version, before in root._reshapes:  # (oldest first: the newest ends outermost)
                 if version > self._seen:  # the root was reshaped in place since: undo it first
                     self._steps = (ViewStep(OpKind.RESHAPE, {"shape": before}, ()),) + self._steps
-            _check_layout(root, self._steps, "Reading, after an in-place update,")
+            check_layout(root, self._steps, "Reading, after an in-place update,")
         value = root
         for step in self._steps:
             value = step.apply(value)
@@ -648,97 +651,6 @@ def _view_step(op: OpKind, args: Sequence[Any], attrs: dict, result: Tensor) -> 
     if op in _VIEW_OPS:
         return ViewStep(op, attrs, ())
     return None
-
-
-def _check_layout(root: Tensor, steps: tuple, what: str) -> None:
-    """An update that depends on a reshape sharing memory: guard or refuse (see ViewStep)."""
-    for step in steps:
-        if step.op is not OpKind.RESHAPE:
-            continue
-        if step.layout_dependent:
-            raise errors.UnsupportedOpError(
-                f"{what} a reshape of a view of {describe_tensor(root)}: NumPy makes such a "
-                "reshape a view or a copy depending on the memory layout, which a trace "
-                f"cannot see ({user_frame_description()}). Fix: take the reshape of a "
-                "contiguous array (x.copy().reshape(...)), or update the array itself."
-            )
-        root.context.note_layout_root(root)
-
-
-def _in_place_shape(tensor: Tensor, value: Any) -> tuple:
-    """The shape ``tensor.shape = value`` gives, decided as NumPy decides it: the view's
-    strides are those NumPy would have for a C-contiguous root (the trace assumes it, and the
-    function then runs only on C-contiguous arguments, ``TraceContext.layout_roots``), and a
-    stand-in array with those strides and no data of its own (never read) takes the shape."""
-    if type(tensor) is not Tensor or (tensor.shape == () and _immutable_scalar(tensor)):
-        raise AttributeError("attribute 'shape' of 'numpy.generic' objects is not writable")
-    root = tensor.storage_root
-    ctx = current_context()
-    fix = "Fix: y = x.reshape(...) makes a new name for the reshaped array."
-    if tensor._root is None and any(t is root for _, t in root.context.top().inputs):
-        raise errors.UnsupportedOpError(
-            f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} would "
-            "change the shape of the caller's array, which a kx.function does not do (the "
-            f"caller's arrays keep their shapes). {fix}"
-        )
-    if ctx is not None and ctx.parent is not None:
-        raise errors.UnsupportedOpError(
-            f"x.shape = ... on {describe_tensor(tensor)} at {user_frame_description()} inside "
-            "a branch or loop on a traced value: the array's shape would depend on the data. "
-            f"{fix}"
-        )
-    shape = root.shape
-    if shape is None or any(d is None for d in shape):
-        if tensor._root is None:  # a root is contiguous: any shape of its size is a view
-            return tuple(np.reshape(tensor, value).shape)  # type: ignore[union-attr]
-        raise errors.UnsupportedOpError(
-            f"x.shape = ... on a view of {describe_tensor(root)} at {user_frame_description()}"
-            ": whether NumPy can reshape it in place depends on its sizes, which are only "
-            f"known at run time. {fix}"
-        )
-    itemsize = root.dtype.itemsize
-    strides = tuple(
-        int(np.prod(shape[k + 1 :], dtype=np.int64)) * itemsize for k in range(len(shape))
-    )
-    stand_in = np.lib.stride_tricks.as_strided(
-        np.empty(1, root.dtype), shape=shape, strides=strides, writeable=False
-    )
-    for step in tensor._steps:
-        stand_in = _stand_in_step(step, stand_in, root, fix)
-    stand_in.shape = value  # NumPy's own check (ValueError, or AttributeError: a copy needed)
-    return tuple(stand_in.shape)
-
-
-def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) -> np.ndarray:
-    """``array`` (a data-less stand-in, see :func:`_in_place_shape`) taken through ``step``."""
-    if step.layout_dependent:
-        raise errors.UnsupportedOpError(
-            f"x.shape = ... on a reshape of a view of {describe_tensor(root)} at "
-            f"{user_frame_description()}: NumPy makes such a reshape a view or a copy depending "
-            f"on the memory layout. {fix}"
-        )
-    attrs = step.attrs
-    if step.op is OpKind.GETITEM:
-        template = attrs["index"]
-        if any(
-            isinstance(c, slice)
-            and any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))
-            for c in template
-        ):
-            raise errors.UnsupportedOpError(
-                f"x.shape = ... on a slice with traced bounds of {describe_tensor(root)} at "
-                f"{user_frame_description()}: its strides depend on run-time data. {fix}"
-            )
-        return array[tuple(0 if isinstance(c, DynamicIndex) else c for c in template)]
-    if step.op is OpKind.RESHAPE:
-        return array.reshape(attrs["shape"])  # (of the C-contiguous root: a view)
-    if step.op is OpKind.TRANSPOSE:
-        return np.transpose(array, attrs.get("axes"))
-    if step.op is OpKind.EXPAND_DIMS:
-        return np.expand_dims(array, attrs["axis"])
-    if step.op is OpKind.SQUEEZE:
-        return np.squeeze(array, attrs.get("axis"))
-    return np.broadcast_to(array, attrs["shape"])
 
 
 _VIEW_OPS = frozenset(
