@@ -20,6 +20,7 @@ import numpy as np
 
 from .. import errors
 from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
+from ..ir.registry import Registry
 from .describe import describe_tensor, leaked_error, user_frame_description
 from .layout import check_layout, in_place_shape
 from .ndarray_methods import NdarrayMethods
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 
 #: ``np.func`` -> the handler that records it on traced values (``Tensor.__array_function__``);
 #: :mod:`kernel_ext.trace.numpy_api` fills it when the trace layer is imported.
-HANDLERS: dict[Callable, Callable[..., Any]] = {}
+HANDLERS: Registry[Callable, Callable[..., Any]] = Registry("NumPy function handler")
 
 #: What the NumPy protocols do with a call no op covers, set by :mod:`kernel_ext.trace.opaque`
 #: when the trace layer is imported: ``FALLBACK["function"](func, args, kwargs)`` for a NumPy

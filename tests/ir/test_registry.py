@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
 
 from kernel_ext.autodiff.rules import VJP
@@ -58,3 +59,13 @@ def test_the_packages_op_tables_are_op_tables(table: OpTable, complete: bool) ->
     assert all(isinstance(k, OpKind) for k in table)
     if complete:
         assert table.missing() == []
+
+
+def test_the_tracers_numpy_handlers_are_a_registry_keyed_by_function() -> None:
+    from kernel_ext.ir.registry import Registry
+    from kernel_ext.trace import HANDLERS
+
+    assert isinstance(HANDLERS, Registry)
+    with pytest.raises(ValueError, match=r"'sum' is registered twice"):
+        HANDLERS.add(np.sum, lambda *a: None)
+    assert HANDLERS[np.sum].__name__ != "<lambda>"  # the first stays

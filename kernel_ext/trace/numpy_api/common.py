@@ -25,7 +25,7 @@ def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
 
     def register(handler: Callable) -> Callable:
         for f in funcs:
-            HANDLERS[f] = handler
+            HANDLERS.add(f, handler)
         return handler
 
     return register
@@ -151,7 +151,7 @@ def composition(*funcs: Callable) -> Callable[[Callable], Callable]:
             run.__name__ = run.__qualname__ = handler.__name__
             run.__doc__ = handler.__doc__
             run.__wrapped__ = handler  # type: ignore[attr-defined]  (its parameters)
-            HANDLERS[func] = run
+            HANDLERS.add(func, run)
         return handler
 
     return register

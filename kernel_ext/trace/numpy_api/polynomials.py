@@ -124,4 +124,4 @@ _NUMPY_BODIES = (
 # NumPy's own Python bodies, unchanged: every call in them dispatches back here (np.unique,
 # np.concatenate, np.atleast_1d, np.moveaxis, ...), so they trace as those ops.
 for _func in _NUMPY_BODIES:
-    HANDLERS[_func] = _func._implementation  # type: ignore[attr-defined]
+    HANDLERS.add(_func, _func._implementation)  # type: ignore[attr-defined]

@@ -435,7 +435,7 @@ def _dstack(tup: Any) -> Any:
 
 
 if hasattr(np, "row_stack"):  # NumPy's deprecated alias of vstack
-    HANDLERS[np.row_stack] = HANDLERS[np.vstack]
+    HANDLERS.add(np.row_stack, HANDLERS[np.vstack])
 
 
 @composition(np.block)
