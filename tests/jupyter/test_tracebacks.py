@@ -12,9 +12,23 @@ import re
 import pytest
 
 
-def _shown_frames(cells, capsys) -> tuple[str, list[str]]:
-    """The traceback IPython printed for the last cell, and its frame headers in order."""
-    text = re.sub(r"\x1b\[[0-9;]*m", "", capsys.readouterr().out)
+def _record_tracebacks(cells, monkeypatch) -> list[str]:
+    """The tracebacks IPython shows from now on, as the text it prints: recorded where IPython
+    lets a shell put them elsewhere (``_showtraceback``), not read back from stdout, which a
+    background thread's output can interleave with."""
+    shown: list[str] = []
+
+    def record(etype, evalue, stb: list[str]) -> None:
+        shown.append(cells.shell.InteractiveTB.stb2text(stb))
+
+    monkeypatch.setattr(cells.shell, "_showtraceback", record)
+    return shown
+
+
+def _shown_frames(shown: list[str]) -> tuple[str, list[str]]:
+    """The last traceback IPython showed, and its frame headers in order."""
+    assert len(shown) == 1, shown
+    text = re.sub(r"\x1b\[[0-9;]*m", "", shown[0])
     headers = [
         line
         for line in text.splitlines()
@@ -39,17 +53,14 @@ CASES = {
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_the_first_frame_after_the_cell_is_the_users_own(cells, capsys, case):
+def test_the_first_frame_after_the_cell_is_the_users_own(cells, monkeypatch, case):
     setup, define, call = CASES[case]
     cells.run(setup)
-    capsys.readouterr()
-    if call is None:
-        cells.error(define)
-    else:
+    if call is not None:
         cells.run(define)
-        capsys.readouterr()
-        cells.error(call)
-    text, headers = _shown_frames(cells, capsys)
+    shown = _record_tracebacks(cells, monkeypatch)
+    cells.error(define if call is None else call)
+    text, headers = _shown_frames(shown)
     assert "SymbolicValueError" in text and "tolist()" in text
     assert "magics.py" not in text and "engine/function.py" not in text, text
     # the cell's own line, then (our frames, hidden) the user's code
