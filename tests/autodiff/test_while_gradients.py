@@ -210,7 +210,7 @@ def test_loop_gradients_run_on_every_executor(options: dict) -> None:
     )
 
 
-@pytest.mark.parametrize("backend", ["auto", "numba"])
+@pytest.mark.parametrize("backend", quick_only(["auto", "numba"], ["auto"]))
 def test_the_iteration_count_of_a_stacking_loop_enters_fused_segments(backend: str) -> None:
     """The counter a loop gains for its gradient starts as an int64, not Python's ``0``:
     ``backend="numba"`` fuses ``count + 1`` into a kernel whose 0-d operands are NumPy

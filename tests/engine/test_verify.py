@@ -10,6 +10,7 @@ import functools
 
 import numpy as np
 import pytest
+from markers import quick_only
 
 import kernel_ext as kx
 from kernel_ext.backends import tiering
@@ -436,13 +437,16 @@ def test_a_python_counter_on_an_object_that_only_tracing_bumps_is_caught():
     assert cfg.calls == 3
 
 
+_EXECUTOR_NAMES = [
+    ("numpy", "NumPy executor"),
+    ("numba", "fused executor (numba-cpu segments)"),
+    ("jit", "whole graph (jit_compile)"),
+]
+
+
+# (the fused executor's case waits ~5 s for its kernels from a cold cache: full suite only)
 @pytest.mark.parametrize(
-    "path, name",
-    [
-        ("numpy", "NumPy executor"),
-        ("numba", "fused executor (numba-cpu segments)"),
-        ("jit", "whole graph (jit_compile)"),
-    ],
+    "path, name", quick_only(_EXECUTOR_NAMES, [_EXECUTOR_NAMES[0], _EXECUTOR_NAMES[2]])
 )
 def test_executor_names_say_which_executor_served(path, name):
     f = kx.function(lambda x: np.sum(x * 2.0) + 1.0, **PATHS[path])
