@@ -48,8 +48,8 @@ buffers. A flat reduction accumulates element ``blk + j`` into lane ``j`` (one l
 position, so LLVM vectorises it without reassociating anything), in float64 for float sums,
 and folds the lanes pairwise every :data:`CHUNK_BLOCKS` blocks.
 
-The package's modules: :mod:`.literals` (dtypes and typed constants, shared with the
-whole-graph generator), :mod:`.inline_templates` and :mod:`.lowering` (how each op is
+The package's modules (dtypes and typed constants come from :mod:`..emit.literals`, which
+every generator shares): :mod:`.inline_templates` and :mod:`.lowering` (how each op is
 computed), :mod:`.reductions` (:class:`ReductionPlan`), :mod:`.helper_templates` (helper
 functions emitted into kernel modules), :mod:`.writer` (the writer's common core),
 :mod:`.cpu_kernels` and :mod:`.cuda_kernel` (the kernels per target) and :mod:`.generation`
