@@ -26,18 +26,20 @@ op XLA cannot compile. The first call of a new graph runs on the fused executor 
 whole-graph function compiles in the background
 (:func:`~kernel_ext.backends.compiler.set_synchronous` makes it synchronous).
 
-The package: :mod:`.writer` (``GraphWriter``, the graph walk: each node's check and emission
-resolved once — its op's rule in :mod:`..whole_graph_ops`, else the writer's own form, else a
-kernel op of a fused segment) with its parts :mod:`.segments` (fused segments),
-:mod:`.indexing` (basic indexing and writes in place) and :mod:`.control_flow` (``cond``,
-``while``), over :mod:`.base` (the writer's state) and :mod:`.values`; :mod:`.tiling` (row
-tiles), :mod:`.support` (limits, :func:`compiles`, fallback reasons) and :mod:`.build`
-(:func:`compile_whole_graph`: the module, its runner and the handover by measurement).
+The package: :mod:`.writer` (``GraphWriter``, the graph walk, and :func:`compiles`: each
+node's check and emission resolved once — its op's rule in :mod:`..whole_graph_ops`, else
+the writer's own form, else a kernel op of a fused segment) with its parts :mod:`.segments`
+(fused segments), :mod:`.indexing` (basic indexing and writes in place) and
+:mod:`.control_flow` (``cond``, ``while``), over :mod:`.base` (the writer's state) and
+:mod:`.values`; :mod:`.tiling` (row tiles), :mod:`.support` (limits, fallback reasons) and
+:mod:`.build` (:func:`compile_whole_graph`: the module, its runner and the handover by
+measurement).
 """
 
 from .build import compile_whole_graph, unsupported_reason
-from .support import FALLBACK_REASONS, MAX_OPS, SIGNAL, compiles
+from .support import FALLBACK_REASONS, MAX_OPS, SIGNAL
 from .tiling import TILE_ELEMENTS, TILE_MIN_ROWS, row_tile, row_tiling
+from .writer import compiles
 
 __all__ = [
     "FALLBACK_REASONS",

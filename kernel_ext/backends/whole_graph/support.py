@@ -1,13 +1,9 @@
-"""What the whole-graph compiler compiles: its op forms, size limits and the
-reasons it gives for the ops it leaves to the fused executor."""
+"""The whole-graph compiler's size limits, its fallback signal, and the reasons it gives for
+the ops it leaves to the fused executor (which ops it compiles: :func:`.writer.compiles`)."""
 
 from __future__ import annotations
 
-from ...ir import FallbackReasons, OpGroup, OpKind
-from ..codegen import (
-    kernel_form,
-)
-from ..whole_graph_ops import RULES as OP_RULES
+from ...ir import FallbackReasons, OpGroup
 
 #: Graphs with more ops than this (sub-graphs counted) are not compiled as one function.
 MAX_OPS = 800
@@ -19,30 +15,6 @@ INLINE_MAX_ARGS = 28
 
 #: Shortest run of chained matrix products emitted as a loop (:meth:`GraphWriter._matmul_chains`).
 REROLL_MIN = 3
-
-#: The ops the writer emits itself (:mod:`.writer`): graph structure (values passed through
-#: or read), control flow, and basic indexing (views, and writes into the buffers it plans).
-#: Every other op has a rule in :mod:`.whole_graph_ops` or is a kernel op of a fused segment.
-WRITER_OPS = frozenset(
-    {
-        OpKind.PLACEHOLDER,
-        OpKind.CONSTANT,
-        OpKind.GET_OUTPUT,
-        OpKind.DIM,
-        OpKind.COND,
-        OpKind.WHILE,
-        OpKind.GETITEM,
-        OpKind.SETITEM,
-    }
-)
-
-
-def compiles(op: OpKind) -> bool:
-    """Does the whole-graph compiler have a form for ``op`` (for some operands)? The op-level
-    half of :meth:`GraphWriter.check`, which then decides per node (ranks, dtypes, axes);
-    ``tools/op_coverage.py`` prints it, with :data:`FALLBACK_REASONS` for the others."""
-    return op in WRITER_OPS or op in OP_RULES or kernel_form(op, "cpu")
-
 
 _FUSED = "the graph runs as fused segments"
 

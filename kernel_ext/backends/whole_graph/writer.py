@@ -11,11 +11,11 @@ import numpy as np
 from ...ir import Graph, Node, OpKind
 from ...passes.fusion import Segment, partition, schedule
 from .. import row_fusion
-from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile
+from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile, kernel_form
 from ..emit.literals import Unsupported, const_source, ctor
 from ..inplace import Step, plan_inplace
 from ..row_fusion import emit_row_fusion
-from ..whole_graph_ops import rule_for
+from ..whole_graph_ops import RULES, rule_for
 from ..whole_graph_ops.linalg import matmul_call, plain_matmul
 from . import support
 from .control_flow import ControlFlow
@@ -431,3 +431,15 @@ _WRITER_EMITS: dict[OpKind, Callable[..., None]] = {
     OpKind.GETITEM: GraphWriter._emit_getitem,
     OpKind.SETITEM: GraphWriter._emit_setitem,
 }
+
+#: The ops the writer emits itself: graph structure (values passed through or read), control
+#: flow, and basic indexing (views, and writes into the buffers it plans). Every other op has
+#: a rule in :mod:`..whole_graph_ops` or is a kernel op of a fused segment.
+WRITER_OPS = frozenset(_WRITER_CHECKS)
+
+
+def compiles(op: OpKind) -> bool:
+    """Does the whole-graph compiler have a form for ``op`` (for some operands)? The op-level
+    half of :meth:`GraphWriter.check`, which then decides per node (ranks, dtypes, axes);
+    ``tools/op_coverage.py`` prints it, with :data:`.support.FALLBACK_REASONS` for the others."""
+    return op in WRITER_OPS or op in RULES or kernel_form(op, "cpu")

@@ -69,14 +69,13 @@ sharing ``common``; importing the package registers every rule.
 from __future__ import annotations
 
 from . import indexing, linalg, reductions, shapes, sorting
-from .common import RULES, Rule, Writer, claims, rule_for
+from .common import RULES, Rule, Writer, rule_for
 from .indexing import loop_literal
 
 __all__ = [
     "RULES",
     "Rule",
     "Writer",
-    "claims",
     "indexing",
     "linalg",
     "loop_literal",

@@ -66,11 +66,6 @@ def rule_for(node: Node) -> Rule | None:
     return rule if rule is not None and rule.claims(node) else None
 
 
-def claims(node: Node) -> bool:
-    """Does a rule of this module handle ``node``?"""
-    return rule_for(node) is not None
-
-
 # ---------------------------------------------------------------------------------------------
 # Helpers shared by the rules
 # ---------------------------------------------------------------------------------------------
