@@ -9,8 +9,8 @@ that record an op themselves (``astype``, ``copy``, ``put``, ...) are on ``Tenso
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
@@ -20,65 +20,81 @@ from .signatures import method_signature
 if TYPE_CHECKING:
     from .tensor import Tensor
 
+# The string options as ndarray's methods type them (NumPy checks the value at run time).
+SortKind = Literal["quicksort", "mergesort", "heapsort", "stable"]
+SortSide = Literal["left", "right"]
+ReshapeOrder = Literal["C", "F", "A"]
+IndexMode = Literal["raise", "wrap", "clip"]
+PartitionKind = Literal["introselect"]
+
 
 class NdarrayMethods:
     """ndarray's methods as NumPy functions of ``self`` (a mixin of ``Tensor``)."""
 
     __slots__ = ()
 
-    def reshape(self, *shape: Any, order: str = "C", copy: Any = None) -> Tensor:
+    if TYPE_CHECKING:
+        # Tensor's (NeedsData's), through which NumPy's stubs take ``self`` as array-like. At
+        # run time NumPy hands a traced value to the function's handler
+        # (``Tensor.__array_function__``), which returns a Tensor: hence each result's cast.
+        def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray: ...
+
+    def reshape(self, *shape: Any, order: ReshapeOrder = "C", copy: Any = None) -> Tensor:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
             shape = tuple(shape[0])
-        return np.reshape(self, shape, order=order, copy=copy)
+        return cast("Tensor", np.reshape(self, shape, order=order, copy=copy))
 
     def transpose(self, *axes: Any) -> Tensor:
+        given: Sequence[Any] | None = axes
         if len(axes) == 1 and (axes[0] is None or isinstance(axes[0], (tuple, list))):
-            axes = axes[0]
-        return np.transpose(self, axes if axes else None)
+            given = axes[0]
+        return cast("Tensor", np.transpose(self, given if given else None))
 
     def squeeze(self, axis: Any = None) -> Tensor:
-        return np.squeeze(self, axis=axis)
+        return cast("Tensor", np.squeeze(self, axis=axis))
 
     def swapaxes(self, a: int, b: int) -> Tensor:
-        return np.swapaxes(self, a, b)
+        return cast("Tensor", np.swapaxes(self, a, b))
 
     def dot(self, b: Any, out: Any = None) -> Tensor:
-        return np.dot(self, b, out=out)
+        return cast("Tensor", np.dot(self, b, out=out))
 
     def clip(self, min: Any = None, max: Any = None, out: Any = None, **kwargs: Any) -> Tensor:
         # (ndarray.clip: either bound may be left out; both None is NumPy's identity)
-        return np.clip(self, min, max, out=out, **kwargs)
+        return cast("Tensor", np.clip(self, min, max, out=out, **kwargs))
 
     def round(self, decimals: int = 0, out: Any = None) -> Tensor:
-        return np.round(self, decimals, out=out)
+        return cast("Tensor", np.round(self, decimals, out=out))
 
     def conj(self) -> Tensor:
-        return np.conjugate(self)
+        return cast("Tensor", np.conjugate(self))
 
     def take(
-        self, indices: Any, axis: int | None = None, out: Any = None, mode: str = "raise"
+        self, indices: Any, axis: int | None = None, out: Any = None, mode: IndexMode = "raise"
     ) -> Tensor:
-        return np.take(self, indices, axis=axis, out=out, mode=mode)
+        return cast("Tensor", np.take(self, indices, axis=axis, out=out, mode=mode))
 
     def argsort(
         self,
         axis: int | None = -1,
-        kind: str | None = None,
+        kind: SortKind | None = None,
         order: Any = None,
         *,
         stable: bool | None = None,
     ) -> Tensor:
-        return np.argsort(self, axis=axis, kind=kind, order=order, stable=stable)
+        return cast("Tensor", np.argsort(self, axis=axis, kind=kind, order=order, stable=stable))
 
     def sort(
         self,
         axis: int = -1,
-        kind: str | None = None,
+        kind: SortKind | None = None,
         order: Any = None,
         *,
         stable: bool | None = None,
     ) -> None:
-        self._rebind(np.sort(self, axis=axis, kind=kind, order=order, stable=stable))
+        cast("Tensor", self)._rebind(
+            np.sort(self, axis=axis, kind=kind, order=order, stable=stable)
+        )
 
     # more ndarray methods and attributes, as NumPy defines them
     @property
@@ -91,60 +107,61 @@ class NdarrayMethods:
 
     @property
     def itemsize(self) -> int:
-        return self.dtype.itemsize
+        return cast("Tensor", self).dtype.itemsize
 
     @property
     def nbytes(self) -> int | None:
-        size = self.size
-        return None if size is None else size * self.dtype.itemsize
+        tensor = cast("Tensor", self)
+        size = tensor.size
+        return None if size is None else size * tensor.dtype.itemsize
 
     @property
     def base(self) -> Tensor | None:
         """The array a view looks into (None for an array that owns its data), as NumPy's."""
-        return self._root
+        return cast("Tensor", self)._root
 
     def conjugate(self) -> Tensor:
-        return np.conjugate(self)
+        return cast("Tensor", np.conjugate(self))
 
     def diagonal(self, offset: int = 0, axis1: int = 0, axis2: int = 1) -> Tensor:
-        return np.diagonal(self, offset, axis1, axis2)
+        return cast("Tensor", np.diagonal(self, offset, axis1, axis2))
 
     def trace(
         self, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype: Any = None, out: Any = None
     ) -> Tensor:
-        return np.trace(self, offset, axis1, axis2, dtype, out)
+        return cast("Tensor", np.trace(self, offset, axis1, axis2, dtype, out))
 
-    def nonzero(self) -> tuple:
-        return np.nonzero(self)
+    def nonzero(self) -> tuple[Tensor, ...]:
+        return cast("tuple[Tensor, ...]", np.nonzero(self))
 
     def repeat(self, repeats: Any, axis: Any = None) -> Tensor:
-        return np.repeat(self, repeats, axis)
+        return cast("Tensor", np.repeat(self, repeats, axis))
 
-    def searchsorted(self, v: Any, side: str = "left", sorter: Any = None) -> Tensor:
-        return np.searchsorted(self, v, side, sorter)
+    def searchsorted(self, v: Any, side: SortSide = "left", sorter: Any = None) -> Tensor:
+        return cast("Tensor", np.searchsorted(self, v, side, sorter))
 
     def compress(self, condition: Any, axis: Any = None, out: Any = None) -> Tensor:
-        return np.compress(condition, self, axis, out)
+        return cast("Tensor", np.compress(condition, self, axis, out))
 
-    def choose(self, choices: Any, out: Any = None, mode: str = "raise") -> Tensor:
-        return np.choose(self, choices, out, mode)
+    def choose(self, choices: Any, out: Any = None, mode: IndexMode = "raise") -> Tensor:
+        return cast("Tensor", np.choose(self, choices, out, mode))
 
     def argpartition(
-        self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None
+        self, kth: Any, axis: int = -1, kind: PartitionKind = "introselect", order: Any = None
     ) -> Tensor:
-        return np.argpartition(self, kth, axis, kind, order)
+        return cast("Tensor", np.argpartition(self, kth, axis, kind, order))
 
     def partition(
-        self, kth: Any, axis: int = -1, kind: str = "introselect", order: Any = None
+        self, kth: Any, axis: int = -1, kind: PartitionKind = "introselect", order: Any = None
     ) -> None:
         """``x.partition(kth)``: NumPy's in-place partition (the array takes its result)."""
-        self.assign(np.partition(self, kth, axis, kind, order))
+        cast("Tensor", self).assign(cast("Tensor", np.partition(self, kth, axis, kind, order)))
 
     def cumsum(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
-        return np.cumsum(self, axis=axis, dtype=dtype, out=out)
+        return cast("Tensor", np.cumsum(self, axis=axis, dtype=dtype, out=out))
 
     def cumprod(self, axis: Any = None, dtype: Any = None, out: Any = None) -> Tensor:
-        return np.cumprod(self, axis=axis, dtype=dtype, out=out)
+        return cast("Tensor", np.cumprod(self, axis=axis, dtype=dtype, out=out))
 
 
 def _reduction_method(name: str) -> Callable[..., Any]:
