@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from ...ir import OpKind
+from .. import signatures
 from ..context import bind
 from ..opaque import numpy_call
 from ..tensor import HANDLERS, Tensor
@@ -31,6 +32,20 @@ def implements(*funcs: Callable) -> Callable[[Callable], Callable]:
     return register
 
 
+class Declare(Protocol):
+    """:func:`~kernel_ext.trace.signatures.declare` with its decorator forms, which it holds
+    as attributes (that mypy does not see on a function)."""
+
+    def __call__(self, handler: Callable, parameters: Any) -> Callable: ...
+
+    def parameters(self, *names: str) -> Callable[[Callable], Callable]: ...
+
+    def numpy_writes_out(self, handler: Callable) -> Callable: ...
+
+
+declare = cast(Declare, signatures.declare)
+
+
 def axis_attr(axis: Any) -> Any:
     if axis is None or isinstance(axis, (int, np.integer)):
         return None if axis is None else int(axis)
@@ -40,7 +55,7 @@ def axis_attr(axis: Any) -> Any:
 def bool_option(value: Any) -> bool:
     """A boolean option whose NumPy default is ``np._NoValue`` (``keepdims``): unset is
     False."""
-    return False if value is np._NoValue else bool(value)  # type: ignore[attr-defined]
+    return False if value is np._NoValue else bool(value)
 
 
 def ndim_of(a: Any) -> int:
@@ -59,7 +74,7 @@ def bound_arguments(func: Callable, args: tuple, kwargs: dict) -> dict[str, Any]
 
 
 def given(value: Any) -> bool:
-    return value is not np._NoValue and value is not None  # type: ignore[attr-defined]
+    return value is not np._NoValue and value is not None
 
 
 def is_static_value(value: Any) -> bool:
@@ -113,10 +128,10 @@ def static_attr(value: Any) -> Any:
 
 def bind_outputs(kind: OpKind, args: tuple, attrs: dict, name: str) -> list[Tensor]:
     """The results of a multi-result op, each read through its own ``get_output``."""
-    node = bind(kind, args, attrs, name=name)
+    node = cast(Tensor, bind(kind, args, attrs, name=name))  # (a tuple-typed result)
     return [
-        bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}")
-        for i in range(len(node.node.aval))
+        cast(Tensor, bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}"))
+        for i in range(len(cast(tuple, node.node.aval)))
     ]
 
 
@@ -150,7 +165,7 @@ def composition(*funcs: Callable) -> Callable[[Callable], Callable]:
 
             run.__name__ = run.__qualname__ = handler.__name__
             run.__doc__ = handler.__doc__
-            run.__wrapped__ = handler  # type: ignore[attr-defined]  (its parameters)
+            run.__wrapped__ = handler  # type: ignore[attr-defined]  # (its parameters)
             HANDLERS.add(func, run)
         return handler
 

@@ -24,7 +24,7 @@ from .writes import overwriting_call
 
 @implements(np.where)
 def _where(condition: Any, x: Any = np._NoValue, y: Any = np._NoValue, /) -> Any:
-    no = np._NoValue  # type: ignore[attr-defined]
+    no = np._NoValue
     if x is no and y is no:  # np.where(c) is np.nonzero(c): indices of a data-dependent length
         return nonzero(condition)
     if x is no or y is no:
@@ -43,7 +43,7 @@ def _clip(
 ) -> Any:
     """NumPy's argument rules of ``np.clip`` (its ufunc keywords ``dtype=``, ``where=``,
     ... run NumPy's own call: signatures.py)."""
-    no = np._NoValue  # type: ignore[attr-defined]
+    no = np._NoValue
     if a_min is no and a_max is no:
         a_min = None if min is no else min
         a_max = None if max is no else max
@@ -264,7 +264,7 @@ def _ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     diff = np.subtract(ary[1:], ary[:-1])
     if to_begin is None and to_end is None:
         return diff
-    parts = []
+    parts: list[Any] = []
     for edge, name in ((to_begin, "to_begin"), (to_end, "to_end")):
         if edge is None:
             parts.append(None)

@@ -10,13 +10,14 @@ import numpy as np
 from ...ir import OpKind
 from ..context import bind
 from ..opaque import numpy_call
-from ..signatures import declare, numpy_signature
+from ..signatures import numpy_signature
 from ..zero_d import mark_array
 from .common import (
     Opaque,
     array_arg,
     bound_arguments,
     composition,
+    declare,
     implements,
     is_traced,
     static_attr,

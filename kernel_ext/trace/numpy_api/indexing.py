@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Literal, cast
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
@@ -43,8 +43,12 @@ def _take(a: Any, indices: Any, axis: Any = None) -> Any:
     return a[(slice(None),) * (axis % n) + (indices,)]
 
 
+# NumPy's casting rules, as its stubs type them (NumPy checks the value).
+Casting = Literal["no", "equiv", "safe", "same_kind", "unsafe"]
+
+
 @implements(np.copyto)
-def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -> None:
+def _copyto(dst: Any, src: Any, casting: Casting = "same_kind", where: Any = True) -> None:
     target = writable_target(
         dst,
         "np.copyto",
@@ -56,7 +60,11 @@ def _copyto(dst: Any, src: Any, casting: str = "same_kind", where: Any = True) -
             f"Cannot cast array data from dtype('{np.dtype(src_dtype)}') to "
             f"dtype('{target.dtype}') according to the rule '{casting}'"
         )
-    value = np.broadcast_to(np.asarray(src) if not isinstance(src, Tensor) else src, target.shape)
+    # (an unknown rank's shape is None, which NumPy's stubs do not take)
+    value = np.broadcast_to(
+        np.asarray(src) if not isinstance(src, Tensor) else src,
+        target.shape,  # type: ignore[arg-type]
+    )
     if where is not True:
         value = np.where(where, value, target)
     target[...] = value
@@ -114,7 +122,7 @@ def _extract(condition: Any, arr: Any) -> Any:
 
 
 @implements(np.trim_zeros)
-def _trim_zeros(filt: Any, trim: str = "fb", axis: Any = None) -> Any:
+def _trim_zeros(filt: Any, trim: Literal["f", "b", "fb", "bf"] = "fb", axis: Any = None) -> Any:
     if filt.shape is None:
         return numpy_call(np.trim_zeros, (filt,), {"trim": trim, "axis": axis})
     np.trim_zeros(np.zeros((1,) * filt.ndim, filt.dtype), trim, axis)  # NumPy's checks
@@ -326,14 +334,15 @@ def _putmask(a: Any, mask: Any, values: Any) -> None:
             )
     elif not isinstance(values, Tensor):
         values = np.asarray(values, dtype=target.dtype)
-    vals = np.ravel(array_arg(values))
-    m = vals.shape[0]
+    vals = cast("Tensor | np.ndarray", np.ravel(array_arg(values)))
+    m = cast("tuple[int, ...]", vals.shape)[0]  # (sizes known: see above)
     if m == 0:
         return None  # (NumPy leaves the array as it is)
     if m != target.size:
         if not isinstance(vals, (Tensor, Variable)):
-            vals = bind(OpKind.COPY, (vals,))  # a graph constant, indexed by the positions
-        vals = vals[np.arange(target.size) % m]
+            # a graph constant, indexed by the positions
+            vals = cast(Tensor, bind(OpKind.COPY, (vals,)))
+        vals = vals[np.arange(cast(int, target.size)) % m]
     new = np.where(flat_mask, vals.astype(target.dtype, casting="unsafe"), np.ravel(target))
     target[...] = np.reshape(new, tuple(shape))
     return None

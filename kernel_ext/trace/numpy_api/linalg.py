@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -16,7 +16,7 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ...ir import OpKind
 from ..context import bind
 from ..opaque import numpy_call, ufunc_method_call
-from ..signatures import ALL, declare, numpy_signature
+from ..signatures import ALL, numpy_signature
 from ..tensor import GUFUNCS, Tensor
 from ..variables import Variable
 from ..zero_d import mark_scalar
@@ -26,6 +26,7 @@ from .common import (
     bind_outputs,
     bound_arguments,
     composition,
+    declare,
     implements,
     is_traced,
     ndim_of,
@@ -109,10 +110,10 @@ def _slogdet(a: Any) -> Any:
     return _result_type(np.linalg.slogdet)._make(bind_outputs(OpKind.SLOGDET, (a,), {}, "slogdet"))
 
 
-_RESULT_TYPES: dict[Callable, type] = {}
+_RESULT_TYPES: dict[Callable, type[NamedTuple]] = {}
 
 
-def _result_type(fn: Callable) -> type:
+def _result_type(fn: Callable) -> type[NamedTuple]:
     """The namedtuple ``fn`` returns (``SVDResult``, ``SlogdetResult``), asked of NumPy."""
     cls = _RESULT_TYPES.get(fn)
     if cls is None:
@@ -263,6 +264,8 @@ def _inner(a: Any, b: Any, /) -> Any:
 def _tensordot(a: Any, b: Any, axes: Any = 2) -> Any:
     """NumPy's tensordot: both transposed and reshaped to matrices, one ``dot``, reshaped."""
     axes = static_value(axes)
+    axes_a: Any  # an axis or a sequence of them, until made a list below
+    axes_b: Any
     if isinstance(axes, (int, np.integer)):
         axes_a, axes_b = list(range(-int(axes), 0)), list(range(int(axes)))
     else:
@@ -330,7 +333,7 @@ def _linalg_vecdot(x1: Any, x2: Any, /, *, axis: int = -1) -> Any:
     if x1.shape is None or x2.shape is None:
         raise Opaque
     if None not in x1.shape + x2.shape:  # NumPy's own checks, on zero-stride stand-ins
-        np.linalg.vecdot(
+        np.linalg.vecdot(  # type: ignore[call-overload]  # (the stubs' gufunc lacks axis=)
             *(np.broadcast_to(np.zeros((), x.dtype), x.shape) for x in (x1, x2)), axis=axis
         )
     moved = [
@@ -483,7 +486,7 @@ def _linalg_op(kind: OpKind, names: tuple[str, ...], result: Callable | None = N
             return numpy_call(func, args, kwargs)
         inputs = tuple(v for k, v in p.items() if k not in names and v is not np._NoValue)
         attrs = {k: static_attr(v) for k, v in statics.items()}
-        node = bind(kind, inputs, attrs)
+        node = cast(Tensor, bind(kind, inputs, attrs))
         if not isinstance(node.node.aval, tuple):
             return node
         outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(len(node.node.aval))]
@@ -625,23 +628,34 @@ def _norm(x: Any, ord: Any = None, axis: Any = None, keepdims: bool = False) -> 
     return ret
 
 
+# (NumPy's stubs type ufunc.reduce's keepdims as either literal, False or True, not a bool)
 def _vector_norm_along(x: Any, ord: Any, axis: tuple, keepdims: bool) -> Any:
     absx = np.abs(x)
     if ord == np.inf:
-        return np.maximum.reduce(absx, axis=axis, keepdims=keepdims, initial=0)
+        return np.maximum.reduce(  # type: ignore[call-overload]
+            absx, axis=axis, keepdims=keepdims, initial=0
+        )
     if ord == -np.inf:
         return np.min(absx, axis=axis, keepdims=keepdims)
     if ord == 0:
         real_t = np.empty(0, x.dtype).real.dtype
         return np.sum(np.not_equal(x, 0).astype(real_t), axis=axis, keepdims=keepdims)
     if ord == 1:
-        return np.add.reduce(absx, axis=axis, keepdims=keepdims)
+        return np.add.reduce(  # type: ignore[call-overload]
+            absx, axis=axis, keepdims=keepdims
+        )
     if ord is None or ord == 2:
         s = np.real(np.multiply(np.conj(x), x)) if x.dtype.kind == "c" else np.multiply(x, x)
-        return np.sqrt(np.add.reduce(s, axis=axis, keepdims=keepdims))
+        return np.sqrt(
+            np.add.reduce(  # type: ignore[call-overload]
+                s, axis=axis, keepdims=keepdims
+            )
+        )
     if isinstance(ord, str):
         raise ValueError(f"Invalid norm order '{ord}' for vectors")
-    ret = np.add.reduce(np.power(absx, ord).astype(absx.dtype), axis=axis, keepdims=keepdims)
+    ret = np.add.reduce(  # type: ignore[call-overload]
+        np.power(absx, ord).astype(absx.dtype), axis=axis, keepdims=keepdims
+    )
     return np.power(ret, np.reciprocal(ord, dtype=ret.dtype)).astype(ret.dtype)
 
 
@@ -709,4 +723,9 @@ def _einsum_path(*operands: Any, optimize: Any = "greedy", einsum_call: bool = F
         else o
         for o in operands
     ]
-    return np.einsum_path(*stand_ins, optimize=optimize, einsum_call=einsum_call)
+    # (the stubs type einsum_call=False only; np.einsum passes True)
+    return np.einsum_path(
+        *stand_ins,
+        optimize=optimize,
+        einsum_call=einsum_call,  # type: ignore[arg-type]
+    )

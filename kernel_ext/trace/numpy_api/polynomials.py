@@ -4,6 +4,7 @@ bodies trace unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -109,7 +110,7 @@ def _polyfit(
     return np.transpose(np.divide(np.transpose(c), scale))
 
 
-_NUMPY_BODIES = (
+_NUMPY_BODIES: tuple[Callable[..., Any], ...] = (
     np.polyadd,
     np.polysub,
     np.union1d,
@@ -124,4 +125,4 @@ _NUMPY_BODIES = (
 # NumPy's own Python bodies, unchanged: every call in them dispatches back here (np.unique,
 # np.concatenate, np.atleast_1d, np.moveaxis, ...), so they trace as those ops.
 for _func in _NUMPY_BODIES:
-    HANDLERS.add(_func, _func._implementation)  # type: ignore[attr-defined]
+    HANDLERS.add(_func, _func._implementation)  # type: ignore[attr-defined]  # (not in the stubs)

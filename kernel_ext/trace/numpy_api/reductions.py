@@ -13,13 +13,14 @@ import numpy as np
 from ...ir import OpKind
 from ..context import bind
 from ..opaque import numpy_call
-from ..signatures import declare, numpy_signature
+from ..signatures import numpy_signature
 from ..tensor import Tensor
 from ..zero_d import mark_array
 from .common import (
     axis_attr,
     bool_option,
     bound_arguments,
+    declare,
     frozen,
     given,
     implements,
@@ -61,7 +62,7 @@ def _moment(kind: OpKind) -> Callable:
         *,
         correction: Any = np._NoValue,
     ) -> Any:
-        if correction is not np._NoValue:  # type: ignore[attr-defined]
+        if correction is not np._NoValue:
             if not _is_zero(ddof):
                 raise ValueError("ddof and correction can't be provided simultaneously.")
             ddof = correction
@@ -170,13 +171,7 @@ def _nan_reduction(
             attrs["q"] = frozen(p["q"])
         attrs["axis"] = axis_attr(p.get("axis"))
         keepdims = p.get("keepdims", False)
-        attrs["keepdims"] = (
-            False
-            if keepdims is np._NoValue
-            else bool(  # type: ignore
-                keepdims
-            )
-        )
+        attrs["keepdims"] = False if keepdims is np._NoValue else bool(keepdims)
         if dtype and p.get("dtype") is not None:
             attrs["dtype"] = np.dtype(p["dtype"])
         if ddof and p.get("ddof", 0):

@@ -12,8 +12,15 @@ from numpy.lib.array_utils import normalize_axis_index
 
 from ...ir import OpKind
 from ..context import bind
-from ..signatures import declare
-from .common import array_arg, bound_arguments, composition, implements, ndim_of, static_shape
+from .common import (
+    array_arg,
+    bound_arguments,
+    composition,
+    declare,
+    implements,
+    ndim_of,
+    static_shape,
+)
 from .shape import atleast_1d
 
 

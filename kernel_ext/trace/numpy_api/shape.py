@@ -9,7 +9,7 @@ import itertools
 import math
 import operator
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
@@ -17,14 +17,15 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 from ...ir import OpKind
 from ..context import bind
 from ..opaque import numpy_call
-from ..signatures import ALL, declare
-from ..tensor import HANDLERS
+from ..signatures import ALL
+from ..tensor import HANDLERS, Tensor
 from ..zero_d import mark_array
 from .common import (
     Opaque,
     array_arg,
     axis_attr,
     composition,
+    declare,
     implements,
     is_traced,
     ndim_of,
@@ -209,14 +210,16 @@ def _tri_mask(m: Any, k: int) -> Any:
     if not dims:
         raise TypeError("tri() missing 1 required positional argument: 'N'")
     if None not in dims:
-        return np.tri(*dims, k=k, dtype=bool)
+        # (the stubs type N and M, not a tuple of one or two sizes)
+        return np.tri(*dims, k=k, dtype=bool)  # type: ignore[call-overload]
     axes = (-2, -1) if len(dims) == 2 else (-1, -1)
     sizes = [
-        d if d is not None else bind(OpKind.DIM, (m,), {"axis": ax})
+        d if d is not None else cast(Tensor, bind(OpKind.DIM, (m,), {"axis": ax}))
         for d, ax in zip(dims if len(dims) == 2 else dims * 2, axes)
     ]
-    rows = bind(OpKind.ARANGE, (0, sizes[0], 1), {"dtype": np.dtype(np.int64)})
-    cols = bind(OpKind.ARANGE, (-k, np.subtract(sizes[1], k), 1), {"dtype": np.dtype(np.int64)})
+    rows = cast(Tensor, bind(OpKind.ARANGE, (0, sizes[0], 1), {"dtype": np.dtype(np.int64)}))
+    stop = np.subtract(sizes[1], k)
+    cols = cast(Tensor, bind(OpKind.ARANGE, (-k, stop, 1), {"dtype": np.dtype(np.int64)}))
     return np.greater_equal(rows[:, None], cols[None, :])
 
 

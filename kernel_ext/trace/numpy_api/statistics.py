@@ -15,7 +15,7 @@ from ... import errors
 from ...ir import OpKind
 from ..context import bind
 from ..opaque import PythonNumber, numpy_call
-from ..signatures import ALL, declare
+from ..signatures import ALL
 from ..tensor import Tensor
 from ..variables import Variable
 from .common import (
@@ -23,6 +23,7 @@ from .common import (
     array_arg,
     bind_outputs,
     composition,
+    declare,
     implements,
     is_traced,
     ndim_of,
@@ -126,7 +127,7 @@ def _average(
     shape = static_shape(a)
     if axis is not None:
         axis = normalize_axis_tuple(axis, len(shape), argname="axis")
-    kw = {} if keepdims is np._NoValue else {"keepdims": bool(keepdims)}
+    kw: dict[str, Any] = {} if keepdims is np._NoValue else {"keepdims": bool(keepdims)}
     if weights is None:
         avg = np.mean(a, axis, **kw)
         avg_shape = static_shape(avg)

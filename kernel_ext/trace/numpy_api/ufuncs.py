@@ -5,7 +5,7 @@ call for the options no op covers (``where=``, ``initial=``, ...): slower, never
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -36,7 +36,7 @@ def _method_attrs(ufunc: np.ufunc, kwargs: dict, allowed: tuple[str, ...]) -> di
         elif key == "keepdims":
             attrs["keepdims"] = bool(value)
         elif key == "initial":
-            if value is np._NoValue:  # type: ignore[attr-defined]
+            if value is np._NoValue:
                 continue
             if not is_static_value(value) or np.ndim(value):
                 return None
@@ -108,7 +108,8 @@ def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
     b = inputs[2] if len(inputs) == 3 else None
     if isinstance(b, (list, tuple)):
         b = np.asarray(b)
-    target.assign(bind(OpKind.UFUNC_AT, (target, b, *dyn), {"ufunc": ufunc, "index": template}))
+    attrs = {"ufunc": ufunc, "index": template}
+    target.assign(cast(Tensor, bind(OpKind.UFUNC_AT, (target, b, *dyn), attrs)))
     return None
 
 
