@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -254,7 +254,9 @@ def _cond_outputs(
     for ta, fa in zip(t_graph.outputs, f_graph.outputs):
         if ta.dtype != fa.dtype:  # pragma: no cover - unified above
             raise TypeError("internal: branch dtypes differ after unification")
-        out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape), ta.dtype))
+        # (a graph output is one value: its dtype is known)
+        dtype = cast(np.dtype, ta.dtype)
+        out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape), dtype))
     node = ctx.graph.create_node(
         OpKind.COND,
         (pred_node, *union),
@@ -368,7 +370,8 @@ def while_loop(
         # Eagerly this is the Python loop it stands for.
         while cond_fn(*vars_):
             vars_ = tuple(body_fn(*vars_)) if not single else (body_fn(*vars_),)
-        return vars_[0] if single else type(loop_vars)(vars_)
+        # (not single: a tuple or a list, which mypy sees as the abstract Sequence)
+        return vars_[0] if single else type(loop_vars)(vars_)  # type: ignore[call-arg]
     result = _graph_loop(
         ctx,
         cond_fn,
@@ -381,7 +384,7 @@ def while_loop(
         name,
         frozenset(rebound),
     )
-    return result[0] if single else type(loop_vars)(result)
+    return result[0] if single else type(loop_vars)(result)  # type: ignore[call-arg]
 
 
 def _invariant_spec(inv: Any, leaf_name: str, aval: AbstractValue) -> tuple | None:
@@ -541,7 +544,8 @@ class _LoopAttempt:
         ]
         self.init_nodes = [lift_leaf(ctx, leaf) for leaf in self.slots]
         self.specs = [
-            self._spec(k, node.aval, relax, shape_invariants)
+            # (a loop variable's node holds one value)
+            self._spec(k, cast(AbstractValue, node.aval), relax, shape_invariants)
             for k, node in enumerate(self.init_nodes)
         ]
         self.owners: dict[int, int] = {}  # id(root) -> the slot whose placeholder it takes
@@ -780,7 +784,7 @@ def _weak_if_python(out: Tensor, *sources: Any) -> Tensor:
     Python number (weak), as in the eager program."""
     types = {python_number_type(s) for s in sources}
     if len(types) == 1 and None not in types:
-        return PythonNumber(out.node, out.context, types.pop())
+        return PythonNumber(out.node, out.context, cast(type, types.pop()))  # (not None)
     return out
 
 

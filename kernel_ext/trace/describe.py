@@ -15,6 +15,8 @@ from .. import errors
 from .state import UNCONVERTED, format_location
 
 if TYPE_CHECKING:
+    from types import FrameType
+
     from .tensor import Tensor
 
 
@@ -58,7 +60,7 @@ def usage_site() -> tuple[str, bool]:
     the frames rather than importing the autograph layer above it).
     """
     converted = False
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if "ag__" in frame.f_code.co_freevars:
             converted = True
@@ -70,7 +72,7 @@ def usage_site() -> tuple[str, bool]:
 def refused_conversion() -> tuple[str, str] | None:
     """The innermost function on the stack that AutoGraph declined to convert (its name and
     the reason), stopping at the first converted frame (code inside it was converted)."""
-    frame = sys._getframe(2)
+    frame: FrameType | None = sys._getframe(2)
     while frame is not None:
         code = frame.f_code
         if "ag__" in code.co_freevars:
@@ -89,7 +91,7 @@ def user_frame_description(line: int | None = None, skip_stdlib: bool = False) -
     import linecache
 
     stdlib = _stdlib_prefix() if skip_stdlib else None
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         fname = frame.f_code.co_filename.replace("\\", "/")
         if (

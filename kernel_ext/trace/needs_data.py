@@ -7,12 +7,15 @@ says why (the data exists only when the graph runs) and what to do instead.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from .. import errors
 from .describe import describe_tensor, refused_conversion, usage_site, user_frame_description
+
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 #: How to fill a buffer with traced values when AutoGraph cannot rewrite ``buf[i] = t``.
 PLAIN_BUFFER_FIX = (
@@ -28,9 +31,10 @@ class NeedsData:
     __slots__ = ()
 
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        tensor = cast("Tensor", self)  # (the Tensor this is a base of)
         raise errors.TracingConversionError(
-            f"NumPy tried to convert the traced value {describe_tensor(self)} into a concrete "
-            f"array at {user_frame_description()} while tracing '{self.context.function_name}'. "
+            f"NumPy tried to convert the traced value {describe_tensor(tensor)} into a concrete "
+            f"array at {user_frame_description()} while tracing '{tensor.context.function_name}'. "
             "np.asarray/np.array, NumPy scalar types (np.float64(x)), writing into a plain "
             "NumPy array (buf[i] = x), Python containers of traced values and C extensions need "
             "real data, which a traced value does not have until the graph runs. Fix: keep "
@@ -49,10 +53,11 @@ class NeedsData:
     ) -> Any:
         """DLPack export needs the data's memory, which a traced value does not have; with
         AutoGraph on, ``np.from_dlpack(x)`` never gets here (it is a view of ``x``)."""
+        tensor = cast("Tensor", self)  # (the Tensor this is a base of)
         raise errors.TracingConversionError(
             f"np.from_dlpack (or another DLPack consumer) asked for the memory of the traced "
-            f"value {describe_tensor(self)} at {user_frame_description()} while tracing "
-            f"'{self.context.function_name}'; it has none until the graph runs. Fix: keep "
+            f"value {describe_tensor(tensor)} at {user_frame_description()} while tracing "
+            f"'{tensor.context.function_name}'; it has none until the graph runs. Fix: keep "
             "AutoGraph on (kx.function's default), which makes np.from_dlpack(x) a view of x "
             "as NumPy does, or use x itself (np.asarray(x))."
         )
@@ -63,9 +68,10 @@ class NeedsData:
 
     def _needs_value(self, what: str, fix: str) -> errors.TracedBoolError:
         where, _ = usage_site()
+        tensor = cast("Tensor", self)  # (the Tensor this is a base of)
         return errors.TracedBoolError(
-            f"{what} a traced value {describe_tensor(self)} at {where} in "
-            f"'{self.context.function_name}' needs its data, which only exists when the graph "
+            f"{what} a traced value {describe_tensor(tensor)} at {where} in "
+            f"'{tensor.context.function_name}' needs its data, which only exists when the graph "
             f"runs. {fix}"
         )
 
@@ -105,8 +111,9 @@ class NeedsData:
         seen, as with NumPy's views). The first dimension must be static; a ``for`` statement
         over the traced value itself is converted by AutoGraph and works without that.
         """
-        n = self._static_length("Iterating in Python over")
-        return (self[i] for i in range(n))
+        tensor = cast("Tensor", self)  # (the Tensor this is a base of)
+        n = tensor._static_length("Iterating in Python over")
+        return (tensor[i] for i in range(n))
 
     def __index__(self) -> int:
         raise self._needs_value(
@@ -142,27 +149,30 @@ class NeedsData:
         raise self._no_python_value("item()")
 
     def numpy(self) -> np.ndarray:
-        if not self.context.active:
+        tensor = cast("Tensor", self)  # (the Tensor this is a base of)
+        if not tensor.context.active:
             raise errors.SymbolicValueError(
-                f"{describe_tensor(self)} leaked out of its trace of "
-                f"'{self.context.function_name}' and has no value: .numpy() is not available. "
+                f"{describe_tensor(tensor)} leaked out of its trace of "
+                f"'{tensor.context.function_name}' and has no value: .numpy() is not available. "
                 "Fix: return it from the function; kx.function results are already NumPy "
                 "arrays."
             )
         raise errors.SymbolicValueError(
-            f"{describe_tensor(self)} is a traced value inside '{self.context.function_name}': it "
-            "has no value yet, so .numpy() is not available. Fix: return it (results are NumPy "
-            "arrays) or print it at run time with kx.print(...)."
+            f"{describe_tensor(tensor)} is a traced value inside "
+            f"'{tensor.context.function_name}': it has no value yet, so .numpy() is not "
+            "available. Fix: return it (results are NumPy arrays) or print it at run time with "
+            "kx.print(...)."
         )
 
-    def tolist(self) -> list:
+    def tolist(self) -> list[Any]:
         raise self._no_python_value("tolist()")
 
     def _no_python_value(self, method: str) -> errors.SymbolicValueError:
         """The error of a method that would turn the traced value into Python values, naming
         the method the user called."""
+        tensor = cast("Tensor", self)  # (the Tensor this is a base of)
         return errors.SymbolicValueError(
-            f"{describe_tensor(self)}.{method} has no value while tracing; return the value "
+            f"{describe_tensor(tensor)}.{method} has no value while tracing; return the value "
             "from the function instead (results come back as NumPy values)."
         )
 

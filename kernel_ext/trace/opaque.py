@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import operator as py_operator
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -171,7 +171,7 @@ def build_template(args: Sequence[Any], kwargs: dict) -> tuple[CallTemplate, lis
 
 def operand_aval(value: Any) -> AbstractValue:
     if isinstance(value, Tensor):
-        return value.node.aval
+        return cast(AbstractValue, value.node.aval)  # (a tensor's node holds one value)
     if isinstance(value, Variable):
         return AbstractValue(tuple(value.shape), np.dtype(value.dtype))
     return leaf_aval(value)
@@ -296,16 +296,15 @@ def failing_call_error(numpy_error: type) -> type:
 def _merge(name: str, avals: list[AbstractValue]) -> AbstractValue:
     """One abstract value for a result over the stand-in sets: dims that differ are None."""
     dtypes = {a.dtype for a in avals}
-    ranks = {len(a.shape) for a in avals}
+    shapes = [cast("tuple[int, ...]", a.shape) for a in avals]  # (of concrete results: known)
+    ranks = {len(s) for s in shapes}
     if len(dtypes) > 1 or len(ranks) > 1:
         raise errors.UnsupportedOpError(
             f"{name} at {user_frame_description()} returns results whose dtype or rank "
             f"depends on the input values ({', '.join(sorted(map(str, avals)))}), which a "
             "graph cannot describe. Fix: compute it outside the kx.function."
         )
-    shape = tuple(
-        d if all(a.shape[i] == d for a in avals) else None for i, d in enumerate(avals[0].shape)
-    )
+    shape = tuple(d if all(s[i] == d for s in shapes) else None for i, d in enumerate(shapes[0]))
     return AbstractValue(shape, avals[0].dtype)
 
 
@@ -365,7 +364,7 @@ def _weak_type(value: Any) -> Any:
     return type(value)
 
 
-def _python_operator(stem: str, uf: Callable, reflected: bool) -> Callable:
+def _python_operator(stem: str, uf: np.ufunc, reflected: bool) -> Callable[..., Any]:
     """``PythonNumber.__<stem>__``: Python arithmetic with another Python number (the result
     is one too), NumPy's (NEP 50) with anything else."""
     strong = getattr(Tensor, f"__r{stem}__" if reflected else f"__{stem}__")
@@ -437,10 +436,11 @@ def _install_python_operators() -> None:
 
     def neg(self: PythonNumber) -> Any:
         wide = int if self.py_type is bool else self.py_type
-        res = np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False))
+        # (NumPy hands the call to ``__array_ufunc__``: a Tensor comes back)
+        res = cast(Tensor, np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False)))
         return PythonNumber(res.node, res.context, wide)
 
-    PythonNumber.__neg__ = neg
+    setattr(PythonNumber, "__neg__", neg)  # noqa: B010 - as the operators above
 
 
 _install_python_operators()

@@ -20,15 +20,16 @@ The dunders are not written out by hand: every :class:`~kernel_ext.ir.OpKind` th
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..ir import COMPARISONS, OpKind
 
 
-def _numpy_callable(kind: OpKind) -> Callable[..., Any]:
-    """The NumPy function applying ``kind`` (its ufunc; ``np.matmul`` for MATMUL)."""
+def _numpy_callable(kind: OpKind) -> np.ufunc:
+    """The NumPy function applying ``kind`` (its ufunc; ``np.matmul``, a ufunc too, for
+    MATMUL)."""
     fn = kind.ufunc or kind.numpy_function
     if fn is None:  # pragma: no cover - guarded by the op table's tests
         raise LookupError(f"{kind!r} has a dunder but no NumPy function")
@@ -104,17 +105,20 @@ def _inplace_power(self: Any, other: Any) -> Any:
 
 #: ``(dunder stem, NumPy callable)`` of the binary operators that have reflected and in-place
 #: forms, in op-table order.
-BINARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
+BINARY_OPERATORS: tuple[tuple[str, np.ufunc], ...] = tuple(
     (k.dunder, _numpy_callable(k))
     for k in OpKind
     if k.dunder is not None and k not in COMPARISONS and _numpy_callable(k).nin == 2
 )
 #: ``(dunder stem, ufunc)`` of the comparisons (no reflected or in-place forms).
-COMPARISON_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
-    (k.dunder, _numpy_callable(k)) for k in OpKind if k in COMPARISONS
+COMPARISON_OPERATORS: tuple[tuple[str, np.ufunc], ...] = tuple(
+    # (every comparison has a dunder)
+    (cast(str, k.dunder), _numpy_callable(k))
+    for k in OpKind
+    if k in COMPARISONS
 )
 #: ``(dunder stem, ufunc)`` of the unary operators.
-UNARY_OPERATORS: tuple[tuple[str, Callable[..., Any]], ...] = tuple(
+UNARY_OPERATORS: tuple[tuple[str, np.ufunc], ...] = tuple(
     (k.dunder, _numpy_callable(k))
     for k in OpKind
     if k.dunder is not None and _numpy_callable(k).nin == 1
@@ -145,17 +149,18 @@ class NumpyOperators:
         NumPy scalar (None: only the call knows)? An array-like's value is an array."""
         return True
 
+    # (NumPy's stubs take only arrays and scalars, not an operand with __array_ufunc__)
     def __divmod__(self, other: Any) -> tuple[Any, Any]:
-        return np.divmod(self, other)
+        return np.divmod(self, other)  # type: ignore[call-overload]
 
     def __rdivmod__(self, other: Any) -> tuple[Any, Any]:
-        return np.divmod(other, self)
+        return np.divmod(other, self)  # type: ignore[call-overload]
 
 
 for _stem, _uf in BINARY_OPERATORS:
     setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
     setattr(NumpyOperators, f"__r{_stem}__", _reflected(_uf, f"__r{_stem}__"))
-NumpyOperators.__pow__ = _named(_power, "__pow__")
+setattr(NumpyOperators, "__pow__", _named(_power, "__pow__"))  # noqa: B010 - as the ones above
 for _stem, _uf in COMPARISON_OPERATORS:
     setattr(NumpyOperators, f"__{_stem}__", _forward(_uf, f"__{_stem}__"))
 for _stem, _uf in UNARY_OPERATORS:

@@ -14,12 +14,20 @@ import itertools
 import math
 import operator
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
 
 from .. import errors
-from ..ir import UFUNC_OPS, UFUNC_REDUCTIONS, DynamicIndex, Node, OpGroup, OpKind
+from ..ir import (
+    UFUNC_OPS,
+    UFUNC_REDUCTIONS,
+    AbstractValue,
+    DynamicIndex,
+    Node,
+    OpGroup,
+    OpKind,
+)
 from ..ir.registry import Registry
 from .describe import describe_tensor, leaked_error, user_frame_description
 from .layout import check_layout, in_place_shape
@@ -144,7 +152,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     @property
     def shape(self) -> tuple | None:
         """Static shape; ``None`` marks a dimension whose size is only known at run time."""
-        return self.node.aval.shape
+        return cast(AbstractValue, self.node.aval).shape  # (a tensor's node holds one value)
 
     @shape.setter
     def shape(self, value: Any) -> None:
@@ -158,7 +166,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         root = self._root
         if root is None:
             old = self.shape
-            self.assign(bind(OpKind.RESHAPE, (self,), {"shape": new_shape}))
+            self.assign(cast(Tensor, bind(OpKind.RESHAPE, (self,), {"shape": new_shape})))
             self._reshapes += ((self._version, old),)
             return
         step = ViewStep(OpKind.RESHAPE, {"shape": new_shape}, ())
@@ -169,7 +177,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     @property
     def dtype(self) -> np.dtype:
-        return self.node.aval.dtype
+        return cast(AbstractValue, self.node.aval).dtype
 
     @property
     def ndim(self) -> int:
@@ -182,7 +190,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     @property
     def size(self) -> int | None:
-        return self.node.aval.size
+        return cast(AbstractValue, self.node.aval).size
 
     @property
     def name(self) -> str:
@@ -198,7 +206,8 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     @property
     def mT(self) -> Tensor:
-        return np.swapaxes(self, -1, -2)
+        # (NumPy hands the call to ``__array_function__``: a Tensor comes back)
+        return cast(Tensor, np.swapaxes(self, -1, -2))
 
     def __len__(self) -> int:
         """The static size of the first dimension, as ``len(ndarray)`` gives it."""
@@ -378,7 +387,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             scalar_error=(f"'numpy.{self.dtype.name}' object does not support item assignment"),
         )
         template, dyn = build_template(key)
-        self.assign(bind(OpKind.SETITEM, (self, value, *dyn), {"index": template}))
+        self.assign(cast(Tensor, bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})))
 
     def array_target(self, what: str, scalar_error: str | None) -> Tensor:
         """This value as the destination of a write only an ndarray takes (item assignment,
@@ -489,7 +498,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         branch or loop body that last computed it has ended)."""
         if current_context() is None:
             return  # outside any trace: a leaked view keeps its last node (and fails on use)
-        root = self._root
+        root = cast(Tensor, self._root)  # (only a view regenerates)
         if root._version != self._seen:
             for version, before in root._reshapes:  # (oldest first: the newest ends outermost)
                 if version > self._seen:  # the root was reshaped in place since: undo it first
@@ -502,7 +511,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     def __getitem__(self, key: Any) -> Tensor:
         template, dyn = build_template(key)
-        return bind(OpKind.GETITEM, (self, *dyn), {"index": template})
+        return cast(Tensor, bind(OpKind.GETITEM, (self, *dyn), {"index": template}))
 
     # -- ndarray methods ------------------------------------------------------------------
     # The methods take ndarray's documented parameters and hand every one on to the NumPy
@@ -512,7 +521,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         self,
         dtype: Any,
         order: str = "K",
-        casting: str = "unsafe",
+        casting: Literal["no", "equiv", "safe", "same_kind", "unsafe"] = "unsafe",
         subok: bool = True,
         copy: bool = True,
     ) -> Tensor:
@@ -526,18 +535,21 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             return _method_call(self, "astype", (dtype,), {"order": order, "copy": copy})
         if dtype == self.dtype and not copy:
             return self
-        return bind(OpKind.CAST, (self,), {"dtype": dtype})
+        return cast(Tensor, bind(OpKind.CAST, (self,), {"dtype": dtype}))
 
     def flatten(self, order: str = "C") -> Tensor:
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
         if order not in ("C", "F"):  # ('A', 'K' follow the memory layout: NumPy's call)
             return _method_call(self, "flatten", (), {"order": order})
-        return np.copy(np.reshape(self, (-1,), order=order))
+        # (NumPy's stubs take an ndarray and a Literal order; the call reaches
+        # ``__array_function__``, which gives a Tensor)
+        flat = np.reshape(self, (-1,), order=order)  # type: ignore[call-overload]
+        return cast(Tensor, np.copy(flat))
 
     def ravel(self, order: str = "C") -> Tensor:
         if order not in ("C", "F"):
             return _method_call(self, "ravel", (), {"order": order})
-        return np.reshape(self, (-1,), order=order)
+        return np.reshape(self, (-1,), order=order)  # type: ignore[call-overload]
 
     def copy(self, order: str = "C") -> Tensor:
         if order not in ("C", "K", "A"):  # (a layout of its own: NumPy's own call)
@@ -548,7 +560,9 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     def put(self, indices: Any, values: Any, mode: str = "raise") -> None:
         """``x.put(ind, v)``: flat-index assignment, in place (``np.put`` for ``mode=``)."""
         if mode != "raise":
-            np.put(self, indices, values, mode=mode)
+            # (NumPy's stubs take an ndarray and a Literal mode; a Tensor takes the call
+            # through ``__array_function__``)
+            np.put(self, indices, values, mode=mode)  # type: ignore[arg-type]
             return
         flat = np.reshape(self, (-1,))
         flat[np.asarray(indices) if not isinstance(indices, Tensor) else indices] = values
@@ -786,7 +800,7 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
         if (
             isinstance(item, Tensor)
             and item.node.op is OpKind.CONSTANT
-            and item.node.aval.shape
+            and cast(AbstractValue, item.node.aval).shape
             and item.dtype.kind in "biu"
         ):
             # an index array the function made and never wrote (np.array([True, False]))

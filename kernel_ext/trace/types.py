@@ -39,7 +39,7 @@ import dataclasses
 import struct
 import weakref
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple, cast
 
 import numpy as np
 
@@ -100,12 +100,12 @@ class TraceType(abc.ABC):
 # ---------------------------------------------------------------------------------------------
 
 
-def _normalize_shape(shape: Any) -> tuple | None:
+def _normalize_shape(shape: Any) -> tuple[int | None, ...] | None:
     if shape is None:
         return None
     if isinstance(shape, (int, np.integer)):
         return (int(shape),)
-    out = []
+    out: list[int | None] = []
     for d in shape:
         if d is None:
             out.append(None)
@@ -161,8 +161,10 @@ class TensorSpec(TraceType):
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, TensorSpec) and o.dtype == self.dtype for o in others):
             return None
-        shapes = [self.shape] + [o.shape for o in others]
-        if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
+        # (every one a TensorSpec, checked above)
+        shapes = [self.shape] + [o.shape for o in cast("Sequence[TensorSpec]", others)]
+        # (``if s is not None`` filters nothing: it runs only when no shape is None)
+        if any(s is None for s in shapes) or len({len(s) for s in shapes if s is not None}) > 1:
             return TensorSpec(None, self.dtype)
         dims = tuple(d[0] if len(set(d)) == 1 else None for d in zip(*shapes))
         return TensorSpec(dims, self.dtype)
@@ -286,9 +288,10 @@ class DaskArraySpec(TraceType):
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(isinstance(o, DaskArraySpec) and o.dtype == self.dtype for o in others):
             return None
-        specs = [self, *others]
+        specs = [self, *cast("Sequence[DaskArraySpec]", others)]  # (checked above)
         shapes = [s.shape for s in specs]
-        if any(s is None for s in shapes) or len({len(s) for s in shapes}) > 1:
+        # (``if s is not None`` filters nothing: it runs only when no shape is None)
+        if any(s is None for s in shapes) or len({len(s) for s in shapes if s is not None}) > 1:
             return DaskArraySpec(None, self.dtype)
         dims, chunks = [], []
         for i, d in enumerate(zip(*shapes)):
@@ -432,15 +435,18 @@ class Composite(TraceType):
 
     def is_subtype_of(self, other: TraceType) -> bool:
         return self.same_structure(other) and all(
-            a.is_subtype_of(b) for a, b in zip(self.components, other.components)
+            # (``other`` is of this class: same_structure says so)
+            a.is_subtype_of(b)
+            for a, b in zip(self.components, cast(Composite, other).components)
         )
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
         if not all(self.same_structure(o) for o in others):
             return None
         merged = []
+        same = cast("Sequence[Composite]", others)  # (of this class: same_structure says so)
         for i, c in enumerate(self.components):
-            m = c.most_specific_common_supertype([o.components[i] for o in others])
+            m = c.most_specific_common_supertype([o.components[i] for o in same])
             if m is None:
                 return None
             merged.append(m)
@@ -617,7 +623,7 @@ class Dataclass(Composite):
             n: c.placeholder_value(placeholder_context.child(("attr", n), n))
             for n, c in zip(self.names, self.components)
         }
-        obj = object.__new__(self.cls)
+        obj: object = object.__new__(self.cls)
         for n, v in values.items():
             object.__setattr__(obj, n, v)  # frozen dataclasses too
         return obj
@@ -674,7 +680,7 @@ class WeakRef(_ExactType):
             self._ref: Callable[[], Any] = weakref.ref(obj, _DeadCallbacks.fire)
             self.weak = True
         except TypeError:
-            self._ref = lambda obj=obj: obj  # not weak-referenceable (frozenset, ...): keep it
+            self._ref = lambda: obj  # not weak-referenceable (frozenset, ...): keep it
             self.weak = False
 
     def alive(self) -> bool:
@@ -832,7 +838,10 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
     if isinstance(value, tuple) and hasattr(type(value), "_fields"):
         return Sequence_(
             type(value),
-            (make_trace_type(v, f"{path}.{f}", allow_specs) for f, v in zip(value._fields, value)),
+            (
+                make_trace_type(v, f"{path}.{f}", allow_specs)
+                for f, v in zip(cast(NamedTuple, value)._fields, value)
+            ),
         )
     if type(value) in (tuple, list):
         return Sequence_(

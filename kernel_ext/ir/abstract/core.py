@@ -11,14 +11,16 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast, overload
 
 import numpy as np
 
 from ..ops import OpKind
 from ..registry import OpTable
 
-Shape = tuple  # tuple[int | None, ...]
+Shape = tuple[int | None, ...]
+#: A shape whose every dim is known
+KnownShape = tuple[int, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,7 +38,8 @@ class AbstractValue:
     def size(self) -> int | None:
         if self.shape is None or any(d is None for d in self.shape):
             return None
-        return math.prod(self.shape)
+        # every dim is known here (checked just above)
+        return math.prod(cast(KnownShape, self.shape))
 
     def __str__(self) -> str:
         return format_aval(self.shape, self.dtype)
@@ -66,27 +69,38 @@ def shape_of(x: Any) -> Shape | None:
     return x.shape if isinstance(x, AbstractValue) else ()
 
 
+@overload
+def broadcast_shapes(*shapes: Shape) -> Shape: ...
+
+
+@overload
+def broadcast_shapes(*shapes: Shape | None) -> Shape | None: ...
+
+
 def broadcast_shapes(*shapes: Shape | None) -> Shape | None:
     """NumPy broadcasting over shapes that may hold ``None`` dims (or be of unknown rank)."""
     if None in shapes:
         return None
+    known_shapes = cast("tuple[Shape, ...]", shapes)  # no ``None`` among them (checked above)
     # The common cases first: 0-d operands (scalars) change nothing, and operands of one
     # shape broadcast to it (tracing asks this for every elementwise op).
-    ranked = [s for s in shapes if s]
+    ranked = [s for s in known_shapes if s]
     if not ranked:
         return ()
     first = ranked[0]
     if len(ranked) == 1 or all(s == first for s in ranked):
         return tuple(first)
-    ndim = max((len(s) for s in shapes), default=0)
+    ndim = max((len(s) for s in known_shapes), default=0)
     out: list[int | None] = []
     for i in range(-ndim, 0):
-        dims = [s[i] for s in shapes if len(s) >= -i]
+        dims = [s[i] for s in known_shapes if len(s) >= -i]
         known = {d for d in dims if d is not None and d != 1}
         if len(known) > 1:
             raise ValueError(
                 "operands could not be broadcast together with shapes "
-                + " ".join(format_shape(s).replace("[", "(").replace("]", ")") for s in shapes)
+                + " ".join(
+                    format_shape(s).replace("[", "(").replace("]", ")") for s in known_shapes
+                )
             )
         if known:
             out.append(known.pop())
@@ -144,7 +158,8 @@ def result_type(*args: Any) -> np.dtype:
 
 # Rules
 
-Rule = Callable[..., "AbstractValue | None"]
+#: A rule gives one abstract value, one per output of a multi-output op, or ``None``.
+Rule = Callable[..., AbstractValue | tuple[AbstractValue, ...] | None]
 
 
 #: Each op's abstract evaluation: ``ABSTRACT_EVAL[op](attrs, *args)``.
@@ -160,7 +175,7 @@ abstract_rule = ABSTRACT_EVAL.register
 INTP = np.dtype(np.intp)
 
 
-def known_rank(x: AbstractValue, fn: str) -> tuple:
+def known_rank(x: AbstractValue, fn: str) -> Shape:
     if x.shape is None:
         raise ValueError(
             f"np.{fn} needs the rank of its input when tracing; give the "
@@ -173,9 +188,11 @@ def dtype_of(x: Any) -> np.dtype:
     return x.dtype if isinstance(x, AbstractValue) else np.asarray(x).dtype
 
 
-def abstract_eval(op: OpKind, attrs: dict, args: Sequence[Any]) -> AbstractValue | None:
+def abstract_eval(op: OpKind, attrs: dict[str, Any], args: Sequence[Any]) -> AbstractValue | None:
     """Output abstract value of ``op`` applied to ``args`` (AbstractValues or literals)."""
     rule = ABSTRACT_EVAL.get(op)
     if rule is None:
         raise NotImplementedError(f"no abstract-evaluation rule for op {op!r}")
-    return rule(attrs, *args)
+    # A graph node types its aval as one value; a multi-output op's tuple passes through it
+    # and the nodes' readers tell it apart with ``isinstance(aval, tuple)``.
+    return cast("AbstractValue | None", rule(attrs, *args))

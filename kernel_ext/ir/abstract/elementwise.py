@@ -27,14 +27,14 @@ from .core import (
 )
 
 
-def _ufunc_rule(kind: OpKind) -> Rule:
-    ufunc = kind.ufunc
-
-    resolved: dict[tuple, np.dtype] = {}  # NumPy's answer per operand dtypes (a pure function)
+def _ufunc_rule(ufunc: np.ufunc) -> Rule:
+    resolved: dict[
+        tuple[Any, ...], np.dtype
+    ] = {}  # NumPy's answer per operand dtypes (a pure function)
 
     outs = (None,) * ufunc.nout
 
-    def rule(attrs: dict, *args: Any) -> AbstractValue:
+    def rule(attrs: dict[str, Any], *args: Any) -> AbstractValue:
         dtypes = tuple([operand_dtype(a) for a in args]) + outs
         key = (dtypes, attrs.get("dtype"))
         out = resolved.get(key)
@@ -53,52 +53,52 @@ def _ufunc_rule(kind: OpKind) -> Rule:
 
 for _kind in OpKind:
     if _kind.ufunc is not None:
-        ABSTRACT_EVAL[_kind] = _ufunc_rule(_kind)
+        ABSTRACT_EVAL[_kind] = _ufunc_rule(_kind.ufunc)
 
 
 @abstract_rule(OpKind.PLACEHOLDER)
-def _placeholder(attrs: dict) -> AbstractValue:
+def _placeholder(attrs: dict[str, Any]) -> AbstractValue:
     return AbstractValue(attrs["shape"], np.dtype(attrs["dtype"]))
 
 
 @abstract_rule(OpKind.CONSTANT)
-def _constant(attrs: dict) -> AbstractValue:
+def _constant(attrs: dict[str, Any]) -> AbstractValue:
     return aval_of(attrs["value"])
 
 
 @abstract_rule(OpKind.WHERE)
-def _where(attrs: dict, cond: Any, x: Any, y: Any) -> AbstractValue:
+def _where(attrs: dict[str, Any], cond: Any, x: Any, y: Any) -> AbstractValue:
     return AbstractValue(
         broadcast_shapes(shape_of(cond), shape_of(x), shape_of(y)), result_type(x, y)
     )
 
 
 @abstract_rule(OpKind.CAST)
-def _cast(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _cast(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return AbstractValue(x.shape, np.dtype(attrs["dtype"]))
 
 
 @abstract_rule(OpKind.CLIP)
-def _clip(attrs: dict, x: Any, lo: Any, hi: Any) -> AbstractValue:
+def _clip(attrs: dict[str, Any], x: Any, lo: Any, hi: Any) -> AbstractValue:
     shape = broadcast_shapes(*[shape_of(a) for a in (x, lo, hi) if a is not None])
     return AbstractValue(shape, probe_dtype(np.clip, x, lo, hi))
 
 
 @abstract_rule(OpKind.FLIP, OpKind.COPY)
-def _same(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _same(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is not None and attrs.get("axis") is not None:
         normalize_axes(attrs["axis"], len(x.shape))
     return x
 
 
 @abstract_rule(OpKind.READ_VARIABLE)
-def _read_variable(attrs: dict) -> AbstractValue:
+def _read_variable(attrs: dict[str, Any]) -> AbstractValue:
     var = attrs["variable"]
     return AbstractValue(tuple(var.shape), np.dtype(var.dtype))
 
 
 @abstract_rule(OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE, OpKind.ASSIGN_SUB_VARIABLE)
-def _assign(attrs: dict, value: Any) -> None:
+def _assign(attrs: dict[str, Any], value: Any) -> None:
     var = attrs["variable"]
     shape = shape_of(value)
     if shape is not None and None not in shape and tuple(shape) != tuple(var.shape):
@@ -112,12 +112,12 @@ def _assign(attrs: dict, value: Any) -> None:
 
 
 @abstract_rule(OpKind.PRINT)
-def _print(attrs: dict, *args: Any) -> None:
+def _print(attrs: dict[str, Any], *args: Any) -> None:
     return None
 
 
 @abstract_rule(OpKind.CHECK)
-def _check(attrs: dict, pred: Any, *message_values: Any) -> None:
+def _check(attrs: dict[str, Any], pred: Any, *message_values: Any) -> None:
     shape = shape_of(pred)
     if shape is not None and tuple(shape) != ():
         raise ValueError(
@@ -127,14 +127,14 @@ def _check(attrs: dict, pred: Any, *message_values: Any) -> None:
 
 
 @abstract_rule(OpKind.DIM)
-def _dim(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _dim(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is not None:
         normalize_axis(attrs["axis"], len(x.shape))
     return AbstractValue((), np.dtype(np.int64))
 
 
 @abstract_rule(OpKind.ARANGE)
-def _arange(attrs: dict, start: Any, stop: Any, step: Any) -> AbstractValue:
+def _arange(attrs: dict[str, Any], start: Any, stop: Any, step: Any) -> AbstractValue:
     dtype = np.dtype(attrs["dtype"])
     if all(isinstance(a, (int, float)) for a in (start, stop, step)):
         return AbstractValue((len(np.arange(start, stop, step)),), dtype)
@@ -143,7 +143,7 @@ def _arange(attrs: dict, start: Any, stop: Any, step: Any) -> AbstractValue:
 
 @abstract_rule(OpKind.TENSOR_ARRAY_WRITE)
 def _tensor_array_write(
-    attrs: dict, buffer: AbstractValue, index: Any, value: Any
+    attrs: dict[str, Any], buffer: AbstractValue, index: Any, value: Any
 ) -> AbstractValue:
     vshape = shape_of(value)
     return AbstractValue(
@@ -152,27 +152,30 @@ def _tensor_array_write(
 
 
 @abstract_rule(OpKind.COND, OpKind.WHILE)
-def _control_flow(attrs: dict, *args: Any) -> tuple:
+def _control_flow(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
     return tuple(attrs["out_avals"])
 
 
 @abstract_rule(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
-def _opaque_call(attrs: dict, *args: Any) -> AbstractValue | tuple | None:
+def _opaque_call(
+    attrs: dict[str, Any], *args: Any
+) -> AbstractValue | tuple[AbstractValue, ...] | None:
     # Found when the call was traced, by running the callable on stand-ins (trace/opaque.py):
     # no rule could know what an arbitrary NumPy function returns.
-    return attrs["out_aval"]
+    out_aval: AbstractValue | tuple[AbstractValue, ...] | None = attrs["out_aval"]
+    return out_aval
 
 
 @abstract_rule(OpKind.GET_OUTPUT)
-def _get_output(attrs: dict, x: tuple) -> AbstractValue:
-    return x[attrs["index"]]
+def _get_output(attrs: dict[str, Any], x: tuple[AbstractValue, ...]) -> AbstractValue:
+    output: AbstractValue = x[attrs["index"]]
+    return output
 
 
-def _multi_output_ufunc_rule(kind: OpKind) -> Rule:
+def _multi_output_ufunc_rule(ufunc: np.ufunc) -> Rule:
     """``frexp``/``modf``/``divmod``: one abstract value per output (NumPy's loop dtypes)."""
-    ufunc = kind.ufunc
 
-    def rule(attrs: dict, *args: Any) -> tuple:
+    def rule(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
         dtypes = tuple(operand_dtype(a) for a in args) + (None,) * ufunc.nout
         if "dtype" in attrs:
             sig = (None,) * ufunc.nin + (np.dtype(attrs["dtype"]),) * ufunc.nout
@@ -187,7 +190,7 @@ def _multi_output_ufunc_rule(kind: OpKind) -> Rule:
 
 for _kind in OpKind:
     if _kind.ufunc is not None and _kind.ufunc.nout > 1:
-        ABSTRACT_EVAL[_kind] = _multi_output_ufunc_rule(_kind)
+        ABSTRACT_EVAL[_kind] = _multi_output_ufunc_rule(_kind.ufunc)
 
 
 # Shapes by NumPy's documented rules (``None`` dims flow through); dtypes, and NumPy's refusal
@@ -196,5 +199,5 @@ for _kind in OpKind:
 
 
 @abstract_rule(OpKind.REAL, OpKind.IMAG)
-def _real_imag(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _real_imag(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return AbstractValue(x.shape, np.empty(0, x.dtype).real.dtype)

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
 
 from ..ops import OpKind
@@ -9,7 +12,7 @@ from .core import AbstractValue, abstract_rule, known_rank, normalize_axis
 
 #: np.fft transforms that take one axis (``n``, ``axis``) and their result length along it
 #: given the length ``n`` asked for (or ``None``: from the input's length ``m``)
-_FFT_1D = {
+_FFT_1D: dict[str, Callable[[int | None, int | None], int | None]] = {
     "fft": lambda n, m: n or m,
     "ifft": lambda n, m: n or m,
     "rfft": lambda n, m: _half(n or m),
@@ -28,7 +31,7 @@ def _twice(m: int | None) -> int | None:
 
 
 @abstract_rule(OpKind.FFT)
-def _fft(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _fft(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     """Shapes by ``np.fft``'s rules (``_cook_nd_args``): each transformed axis takes its
     ``n``/``s`` entry or keeps its length; rfft halves the last axis (``n // 2 + 1``), irfft
     and hfft double it back (``2 * (m - 1)``) unless ``n``/``s`` says. Dtype and NumPy's

@@ -67,7 +67,9 @@ def _probe_component(c: Any, dyn: Sequence[Any], probe: int) -> Any:
     return c
 
 
-def getitem_shape(shape: Shape | None, template: tuple, dyn: Sequence[Any]) -> Shape | None:
+def getitem_shape(
+    shape: Shape | None, template: tuple[Any, ...], dyn: Sequence[Any]
+) -> Shape | None:
     """Result shape of ``x[index]`` (NumPy's basic and advanced rules, asked of NumPy)."""
     if shape is None:
         return None
@@ -86,7 +88,7 @@ def getitem_shape(shape: Shape | None, template: tuple, dyn: Sequence[Any]) -> S
     return tuple(x if x == y else 0 for x, y in zip(ones, twos))
 
 
-def _getitem_probes(shape: Shape, template: tuple, dyn: Sequence[Any]) -> Shape:
+def _getitem_probes(shape: Shape, template: tuple[Any, ...], dyn: Sequence[Any]) -> Shape:
     """``getitem_shape`` on two probes whose unknown sizes differ (those dims are None)."""
     results = []
     for probe in (0, 1):
@@ -103,7 +105,7 @@ def _getitem_probes(shape: Shape, template: tuple, dyn: Sequence[Any]) -> Shape:
 
 
 @abstract_rule(OpKind.GETITEM)
-def _getitem(attrs: dict, x: AbstractValue, *dyn: AbstractValue) -> AbstractValue:
+def _getitem(attrs: dict[str, Any], x: AbstractValue, *dyn: AbstractValue) -> AbstractValue:
     for d in dyn:
         if not (np.issubdtype(d.dtype, np.integer) or d.dtype == np.bool_):
             raise IndexError(
@@ -115,7 +117,9 @@ def _getitem(attrs: dict, x: AbstractValue, *dyn: AbstractValue) -> AbstractValu
 
 
 @abstract_rule(OpKind.SETITEM)
-def _setitem(attrs: dict, x: AbstractValue, value: Any, *dyn: AbstractValue) -> AbstractValue:
+def _setitem(
+    attrs: dict[str, Any], x: AbstractValue, value: Any, *dyn: AbstractValue
+) -> AbstractValue:
     target = getitem_shape(x.shape, attrs["index"], dyn)
     vshape = shape_of(value)
     if target is not None and vshape is not None:
@@ -130,7 +134,7 @@ def _setitem(attrs: dict, x: AbstractValue, value: Any, *dyn: AbstractValue) -> 
 
 
 @abstract_rule(OpKind.NONZERO)
-def _nonzero(attrs: dict, x: AbstractValue) -> tuple:
+def _nonzero(attrs: dict[str, Any], x: AbstractValue) -> tuple[AbstractValue, ...]:
     shape = known_rank(x, "nonzero")
     if not shape:
         raise ValueError(
@@ -141,12 +145,12 @@ def _nonzero(attrs: dict, x: AbstractValue) -> tuple:
 
 
 @abstract_rule(OpKind.ARGWHERE)
-def _argwhere(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _argwhere(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return AbstractValue((None, len(known_rank(x, "argwhere"))), INTP)
 
 
 @abstract_rule(OpKind.COMPRESS)
-def _compress(attrs: dict, condition: AbstractValue, a: AbstractValue) -> AbstractValue:
+def _compress(attrs: dict[str, Any], condition: AbstractValue, a: AbstractValue) -> AbstractValue:
     if condition.ndim not in (None, 1):
         raise ValueError("condition must be a 1-d array")
     axis = attrs.get("axis")
@@ -158,14 +162,14 @@ def _compress(attrs: dict, condition: AbstractValue, a: AbstractValue) -> Abstra
 
 
 @abstract_rule(OpKind.TRIM_ZEROS)
-def _trim_zeros(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _trim_zeros(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     shape = known_rank(x, "trim_zeros")
     axes = normalize_axes(attrs.get("axis"), len(shape))
     return AbstractValue(tuple(None if i in axes else d for i, d in enumerate(shape)), x.dtype)
 
 
 @abstract_rule(OpKind.RAVEL_MULTI_INDEX)
-def _ravel_multi_index(attrs: dict, *index: Any) -> AbstractValue:
+def _ravel_multi_index(attrs: dict[str, Any], *index: Any) -> AbstractValue:
     dims = attrs["dims"]
     if len(index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
@@ -177,7 +181,7 @@ def _ravel_multi_index(attrs: dict, *index: Any) -> AbstractValue:
 
 
 @abstract_rule(OpKind.UNRAVEL_INDEX)
-def _unravel_index(attrs: dict, indices: AbstractValue) -> tuple:
+def _unravel_index(attrs: dict[str, Any], indices: AbstractValue) -> tuple[AbstractValue, ...]:
     shape = attrs["shape"]
     if indices.dtype.kind not in "iub":
         raise TypeError("only int indices permitted")

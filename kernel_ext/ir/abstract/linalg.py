@@ -34,7 +34,7 @@ def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:
 
 
 @abstract_rule(OpKind.MATMUL)
-def _matmul(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _matmul(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
     dtype = np.matmul.resolve_dtypes((a.dtype, b.dtype, None))[-1]
     if a.shape is None or b.shape is None:
         return AbstractValue(None, dtype)
@@ -53,7 +53,7 @@ def _matmul(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.DOT)
-def _dot(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _dot(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
     # (a Python number operand, np.dot(a, 2), is a literal with no AbstractValue: 0-d, and
     # np.dot makes it an array of its default dtype, so it is not weak as in a ufunc)
     dtype = _array_result_type(a, b)
@@ -70,7 +70,7 @@ def _dot(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.OUTER)
-def _outer(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _outer(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
     sizes = tuple(x.size if isinstance(x, AbstractValue) else 1 for x in (a, b))
     return AbstractValue(sizes, _array_result_type(a, b))
 
@@ -94,19 +94,19 @@ def _square_check(a: AbstractValue) -> None:
 
 
 @abstract_rule(OpKind.INV)
-def _inv(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _inv(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     _square_check(a)
     return AbstractValue(a.shape, probe_dtype(np.linalg.inv, a))
 
 
 @abstract_rule(OpKind.DET)
-def _det(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _det(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     _square_check(a)
     return AbstractValue(None if a.shape is None else a.shape[:-2], probe_dtype(np.linalg.det, a))
 
 
 @abstract_rule(OpKind.SOLVE)
-def _solve(attrs: dict, a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _solve(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
     _square_check(a)
     dtype = probe_dtype(lambda x, y: np.linalg.solve(x, y), a, b)
     if a.shape is None or b.shape is None:
@@ -200,7 +200,7 @@ def _einsum_output_shape(output: str, sizes: dict[str, int | None], ell: Shape) 
 
 
 @abstract_rule(OpKind.EINSUM)
-def _einsum(attrs: dict, *operands: Any) -> AbstractValue:
+def _einsum(attrs: dict[str, Any], *operands: Any) -> AbstractValue:
     subscripts = attrs["subscripts"]
     kwargs = {k: v for k, v in attrs.items() if k not in ("subscripts", "optimize")}
     dtype = probe_dtype(lambda *ops: np.einsum(subscripts, *ops, **kwargs), *operands)
@@ -208,7 +208,7 @@ def _einsum(attrs: dict, *operands: Any) -> AbstractValue:
 
 
 @abstract_rule(OpKind.VDOT)
-def _vdot(attrs: dict, a: Any, b: Any) -> AbstractValue:
+def _vdot(attrs: dict[str, Any], a: Any, b: Any) -> AbstractValue:
     na = a.size if isinstance(a, AbstractValue) else 1
     nb = b.size if isinstance(b, AbstractValue) else 1
     if na is not None and nb is not None and na != nb:
@@ -220,7 +220,7 @@ def _correlate_rule(fn: Callable[..., Any]) -> Rule:
     """``np.correlate``/``np.convolve`` of two non-empty 1-D arrays: ``valid`` keeps
     ``max - min + 1`` values, ``same`` ``max``, ``full`` ``n + m - 1``."""
 
-    def rule(attrs: dict, a: Any, v: Any) -> AbstractValue:
+    def rule(attrs: dict[str, Any], a: Any, v: Any) -> AbstractValue:
         mode = attrs.get("mode", "valid")
         dtype = probe_dtype(lambda x, y: fn(x, y, mode), a, v)
         n, m = (shape_of(a) or (1,))[0], (shape_of(v) or (1,))[0]
@@ -248,7 +248,7 @@ def _linalg_probe(a: AbstractValue, fn: Callable[[np.ndarray], Any]) -> Any:
 
 
 @abstract_rule(OpKind.SVD)
-def _svd(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
+def _svd(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
     shape = known_rank(a, "linalg.svd")
     if len(shape) < 2:
         raise np.linalg.LinAlgError(
@@ -267,7 +267,7 @@ def _svd(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
 
 
 @abstract_rule(OpKind.SLOGDET)
-def _slogdet(attrs: dict, a: AbstractValue) -> tuple:
+def _slogdet(attrs: dict[str, Any], a: AbstractValue) -> tuple[AbstractValue, ...]:
     _square_check(a)
     sign, logabsdet = _linalg_probe(a, np.linalg.slogdet)
     batch = None if a.shape is None else a.shape[:-2]
@@ -278,12 +278,12 @@ def _slogdet(attrs: dict, a: AbstractValue) -> tuple:
 
 
 @abstract_rule(OpKind.CHOLESKY)
-def _cholesky(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _cholesky(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     _square_check(a)
     return AbstractValue(a.shape, _linalg_probe(a, lambda e: np.linalg.cholesky(e)).dtype)
 
 
-def _at_least_2d(a: AbstractValue, fn: str) -> tuple:
+def _at_least_2d(a: AbstractValue, fn: str) -> Shape:
     shape = known_rank(a, fn)
     if len(shape) < 2:
         raise np.linalg.LinAlgError(
@@ -297,7 +297,7 @@ def _min_dim(m: int | None, n: int | None) -> int | None:
 
 
 @abstract_rule(OpKind.QR)
-def _qr(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
+def _qr(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
     *batch, m, n = _at_least_2d(a, "linalg.qr")
     mode = attrs.get("mode", "reduced")
     probe = _linalg_probe(a, lambda e: np.linalg.qr(e, mode=mode))
@@ -314,7 +314,7 @@ def _qr(attrs: dict, a: AbstractValue) -> AbstractValue | tuple:
 
 
 @abstract_rule(OpKind.EIGH)
-def _eigh(attrs: dict, a: AbstractValue) -> tuple:
+def _eigh(attrs: dict[str, Any], a: AbstractValue) -> tuple[AbstractValue, ...]:
     _square_check(a)
     w, v = _linalg_probe(a, lambda e: np.linalg.eigh(e, **attrs))
     return (
@@ -324,14 +324,14 @@ def _eigh(attrs: dict, a: AbstractValue) -> tuple:
 
 
 @abstract_rule(OpKind.EIGVALSH)
-def _eigvalsh(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _eigvalsh(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     _square_check(a)
     w = _linalg_probe(a, lambda e: np.linalg.eigvalsh(e, **attrs))
     return AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype)
 
 
 @abstract_rule(OpKind.LSTSQ)
-def _lstsq(attrs: dict, a: AbstractValue, b: AbstractValue) -> tuple:
+def _lstsq(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> tuple[AbstractValue, ...]:
     """``x`` (N,) or (N, K); the residuals are empty unless the rank is N < M, a length
     the values decide; the rank; the singular values (min(M, N),)."""
     ashape, bshape = known_rank(a, "linalg.lstsq"), known_rank(b, "linalg.lstsq")
@@ -358,7 +358,7 @@ def _lstsq(attrs: dict, a: AbstractValue, b: AbstractValue) -> tuple:
 
 
 @abstract_rule(OpKind.PINV)
-def _pinv(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _pinv(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     *batch, m, n = _at_least_2d(a, "linalg.pinv")
     dtype = _linalg_probe(a, lambda e: np.linalg.pinv(e, **attrs)).dtype
     return AbstractValue(tuple(batch) + (n, m), dtype)
@@ -383,21 +383,21 @@ def _same_dim(a: int | None, b: int | None, fn: str) -> None:
 
 
 @abstract_rule(OpKind.VECDOT)
-def _vecdot(attrs: dict, x1: Any, x2: Any) -> AbstractValue:
+def _vecdot(attrs: dict[str, Any], x1: Any, x2: Any) -> AbstractValue:
     (b1, (n1,)), (b2, (n2,)) = _core_dims(x1, 1, "vecdot"), _core_dims(x2, 1, "vecdot")
     _same_dim(n1, n2, "vecdot")
     return AbstractValue(broadcast_shapes(b1, b2), probe_dtype(np.vecdot, x1, x2))
 
 
 @abstract_rule(OpKind.MATVEC)
-def _matvec(attrs: dict, a: Any, v: Any) -> AbstractValue:
+def _matvec(attrs: dict[str, Any], a: Any, v: Any) -> AbstractValue:
     (b1, (m, n)), (b2, (k,)) = _core_dims(a, 2, "matvec"), _core_dims(v, 1, "matvec")
     _same_dim(n, k, "matvec")
     return AbstractValue(broadcast_shapes(b1, b2) + (m,), probe_dtype(np.matvec, a, v))
 
 
 @abstract_rule(OpKind.VECMAT)
-def _vecmat(attrs: dict, v: Any, a: Any) -> AbstractValue:
+def _vecmat(attrs: dict[str, Any], v: Any, a: Any) -> AbstractValue:
     (b1, (k,)), (b2, (m, n)) = _core_dims(v, 1, "vecmat"), _core_dims(a, 2, "vecmat")
     _same_dim(k, m, "vecmat")
     return AbstractValue(broadcast_shapes(b1, b2) + (n,), probe_dtype(np.vecmat, v, a))

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -15,6 +15,7 @@ from ..ops import OpGroup, OpKind
 from .core import (
     ABSTRACT_EVAL,
     AbstractValue,
+    KnownShape,
     Rule,
     Shape,
     abstract_rule,
@@ -39,10 +40,14 @@ def reduced_shape(shape: Shape | None, axis: Any, keepdims: bool) -> Shape | Non
     return tuple(d for i, d in enumerate(shape) if i not in axes)
 
 
-def _reduction_rule(kind: OpKind) -> Rule:
+#: The rule of an op with one output
+OneOutputRule = Callable[..., AbstractValue]
+
+
+def _reduction_rule(kind: OpKind) -> OneOutputRule:
     fn = kind.numpy_function
 
-    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
         axis, keepdims = attrs.get("axis"), attrs.get("keepdims", False)
         if kind in (OpKind.ARGMAX, OpKind.ARGMIN) and isinstance(axis, tuple):
             raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
@@ -82,13 +87,13 @@ for _kind in OpKind:
 
 
 def _scan_rule(fn: Callable[..., Any]) -> Rule:
-    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
         return _scan(fn, attrs, x)
 
     return rule
 
 
-def _scan(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValue:
+def _scan(fn: Callable[..., Any], attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     axis = attrs.get("axis")
     dtype = probe_dtype(
         fn,
@@ -124,7 +129,7 @@ def _nan_extremum_rule(kind: OpKind) -> Rule:
     (one integer axis for the arg-reductions; no identity for an empty axis)."""
     generic = _reduction_rule(kind)
 
-    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
         axis = attrs.get("axis")
         if kind in (OpKind.NANARGMAX, OpKind.NANARGMIN) and isinstance(axis, tuple):
             raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
@@ -145,7 +150,7 @@ def _quantile_rule(kind: OpKind) -> Rule:
     """percentile/quantile (and nan*): ``q``'s shape, then the reduced shape."""
     fn = kind.numpy_function
 
-    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
         empty = _empty_probe(fn, attrs, x)
         if empty is not None:
             return empty
@@ -169,11 +174,13 @@ for _kind in _QUANTILES:
     ABSTRACT_EVAL.add(_kind, _quantile_rule(_kind))
 
 
-def _empty_probe(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> AbstractValue | None:
+def _empty_probe(
+    fn: Callable[..., Any], attrs: dict[str, Any], x: AbstractValue
+) -> AbstractValue | None:
     """The exact result type of ``fn`` on a statically empty array, by running it on one
     (no memory): NumPy answers empty input with special cases a 1-element probe cannot see
     (``nanquantile`` of an empty array is ``nanmean``'s: ``q``'s dimensions are dropped)."""
-    if x.shape is None or None in x.shape or math.prod(x.shape) != 0:
+    if x.shape is None or None in x.shape or math.prod(cast(KnownShape, x.shape)) != 0:
         return None
     kwargs = dict(attrs)
     args = (kwargs.pop("q"),) if "q" in kwargs else ()
@@ -183,9 +190,11 @@ def _empty_probe(fn: Callable[..., Any], attrs: dict, x: AbstractValue) -> Abstr
 
 
 def _median_rule(kind: OpKind) -> Rule:
-    generic, fn = ABSTRACT_EVAL[kind], kind.numpy_function
+    # (the generic reduction rule, registered above: one output)
+    generic = cast(OneOutputRule, ABSTRACT_EVAL[kind])
+    fn = kind.numpy_function
 
-    def rule(attrs: dict, x: AbstractValue) -> AbstractValue:
+    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
         return _empty_probe(fn, attrs, x) or generic(attrs, x)
 
     return rule
@@ -199,7 +208,7 @@ def _quietly(rule: Rule) -> Rule:
     """``rule`` with NumPy's warnings silenced: probing the nan functions on 1-element stand-ins
     warns ("Degrees of freedom <= 0", "Mean of empty slice") where the real call may not."""
 
-    def quiet(attrs: dict, *args: Any) -> Any:
+    def quiet(attrs: dict[str, Any], *args: Any) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             return rule(attrs, *args)
@@ -233,13 +242,13 @@ ABSTRACT_EVAL.add(OpKind.NANCUMSUM, _scan_rule(np.nancumsum))
 ABSTRACT_EVAL.add(OpKind.NANCUMPROD, _scan_rule(np.nancumprod))
 
 
-def _ufunc_kwargs(attrs: dict) -> dict:
+def _ufunc_kwargs(attrs: dict[str, Any]) -> dict[str, Any]:
     """The keyword arguments of a ufunc method node (everything but the ufunc itself)."""
     return {k: v for k, v in attrs.items() if k != "ufunc"}
 
 
 @abstract_rule(OpKind.UFUNC_REDUCE)
-def _ufunc_reduce(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _ufunc_reduce(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     ufunc, axis = attrs["ufunc"], attrs.get("axis", 0)
     kwargs = _ufunc_kwargs(attrs)
     if x.shape is not None and "initial" not in attrs and ufunc.identity is None:
@@ -251,7 +260,7 @@ def _ufunc_reduce(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.UFUNC_ACCUMULATE)
-def _ufunc_accumulate(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _ufunc_accumulate(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     ufunc, axis = attrs["ufunc"], attrs.get("axis", 0)
     if x.shape is not None:
         if not x.shape:
@@ -262,7 +271,9 @@ def _ufunc_accumulate(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.UFUNC_REDUCEAT)
-def _ufunc_reduceat(attrs: dict, x: AbstractValue, indices: AbstractValue) -> AbstractValue:
+def _ufunc_reduceat(
+    attrs: dict[str, Any], x: AbstractValue, indices: AbstractValue
+) -> AbstractValue:
     ufunc, axis = attrs["ufunc"], attrs.get("axis", 0)
     if indices.ndim is not None and indices.ndim != 1:
         raise ValueError("index must be 1-dimensional")
@@ -285,7 +296,9 @@ def _ufunc_reduceat(attrs: dict, x: AbstractValue, indices: AbstractValue) -> Ab
 
 
 @abstract_rule(OpKind.UFUNC_AT)
-def _ufunc_at(attrs: dict, a: AbstractValue, b: Any, *dyn: AbstractValue) -> AbstractValue:
+def _ufunc_at(
+    attrs: dict[str, Any], a: AbstractValue, b: Any, *dyn: AbstractValue
+) -> AbstractValue:
     ufunc = attrs["ufunc"]
     target = getitem_shape(a.shape, attrs["index"], dyn)
     if b is not None:

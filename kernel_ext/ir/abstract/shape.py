@@ -5,13 +5,14 @@ concatenate/stack, pad, diagflat and insert.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..ops import OpKind
 from .core import (
     AbstractValue,
+    KnownShape,
     Shape,
     abstract_rule,
     broadcast_shapes,
@@ -28,7 +29,8 @@ def reshape_shape(shape: Shape | None, newshape: tuple[int, ...]) -> Shape | Non
     """NumPy's reshape rule, with ``-1`` resolved where the input size is known."""
     if list(newshape).count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
-    size = None if shape is None or None in shape else math.prod(shape)
+    # (no ``None`` dim when the product is taken)
+    size = None if shape is None or None in shape else math.prod(cast(KnownShape, shape))
     known = math.prod(d for d in newshape if d != -1)
     if -1 not in newshape:
         if size is not None and size != known:
@@ -42,12 +44,12 @@ def reshape_shape(shape: Shape | None, newshape: tuple[int, ...]) -> Shape | Non
 
 
 @abstract_rule(OpKind.RESHAPE)
-def _reshape(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _reshape(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return AbstractValue(reshape_shape(x.shape, attrs["shape"]), x.dtype)
 
 
 @abstract_rule(OpKind.TRANSPOSE)
-def _transpose(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _transpose(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is None:
         return x
     axes = attrs.get("axes")
@@ -60,7 +62,7 @@ def _transpose(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.EXPAND_DIMS)
-def _expand_dims(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _expand_dims(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is None:
         return x
     axis = attrs["axis"]
@@ -72,7 +74,7 @@ def _expand_dims(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.SQUEEZE)
-def _squeeze(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _squeeze(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is None:
         return x
     axis = attrs.get("axis")
@@ -86,7 +88,7 @@ def _squeeze(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.BROADCAST_TO)
-def _broadcast_to(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _broadcast_to(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     target = tuple(attrs["shape"])
     got = broadcast_shapes(x.shape, target)
     if got is not None and x.shape is not None and len(x.shape) > len(target):
@@ -95,7 +97,7 @@ def _broadcast_to(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.CONCATENATE)
-def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
+def _concatenate(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
     dtype = result_type(*[np.empty(0, x.dtype) for x in xs]) if xs else np.dtype(float)
     if "dtype" in attrs:
         dtype = np.dtype(attrs["dtype"])
@@ -104,11 +106,12 @@ def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
         return AbstractValue(None, dtype)
     if axis is None:
         sizes = [x.size for x in xs]
-        return AbstractValue((None if None in sizes else sum(sizes),), dtype)
-    ndim = len(xs[0].shape)
+        return AbstractValue((None if None in sizes else sum(cast("list[int]", sizes)),), dtype)
+    shapes = cast("list[Shape]", [x.shape for x in xs])  # every one known (checked above)
+    ndim = len(shapes[0])
     if ndim == 0:
         raise ValueError("zero-dimensional arrays cannot be concatenated")
-    if any(len(x.shape) != ndim for x in xs):
+    if any(len(s) != ndim for s in shapes):
         raise ValueError(
             "all the input array dimensions except for the concatenation axis must "
             "match exactly, but the arrays have different numbers of dimensions"
@@ -116,9 +119,9 @@ def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
     ax = normalize_axis(axis, ndim)
     out: list[int | None] = []
     for i in range(ndim):
-        dims = [x.shape[i] for x in xs]
+        dims = [s[i] for s in shapes]
         if i == ax:
-            out.append(None if None in dims else sum(dims))
+            out.append(None if None in dims else sum(cast("list[int]", dims)))
         else:
             known = {d for d in dims if d is not None}
             if len(known) > 1:
@@ -131,12 +134,13 @@ def _concatenate(attrs: dict, *xs: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.STACK)
-def _stack(attrs: dict, *xs: AbstractValue) -> AbstractValue:
+def _stack(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
     dtype = result_type(*[np.empty(0, x.dtype) for x in xs])
     if any(x.shape is None for x in xs):
         return AbstractValue(None, dtype)
-    shapes = {x.shape for x in xs}
-    merged = xs[0].shape
+    # every shape is known here (checked above)
+    shapes = cast("set[Shape]", {x.shape for x in xs})
+    merged = cast(Shape, xs[0].shape)
     if len(shapes) > 1:
         if len({len(s) for s in shapes}) > 1:
             raise ValueError("all input arrays must have the same shape")
@@ -165,7 +169,7 @@ def _add_dims(*dims: int | None) -> int | None:
 
 
 @abstract_rule(OpKind.PAD)
-def _pad(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _pad(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     shape = known_rank(x, "pad")
     widths, mode = attrs["pad_width"], attrs["mode"]
     for axis, (d, (before, after)) in enumerate(zip(shape, widths)):
@@ -177,13 +181,13 @@ def _pad(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.DIAGFLAT)
-def _diagflat(attrs: dict, v: AbstractValue) -> AbstractValue:
+def _diagflat(attrs: dict[str, Any], v: AbstractValue) -> AbstractValue:
     n = _add_dims(v.size, abs(attrs.get("k", 0)))
     return AbstractValue((n, n), v.dtype)
 
 
 @abstract_rule(OpKind.INSERT)
-def _insert(attrs: dict, arr: AbstractValue, values: Any) -> AbstractValue:
+def _insert(attrs: dict[str, Any], arr: AbstractValue, values: Any) -> AbstractValue:
     """NumPy's ``insert``: one index (a scalar, or a one-element sequence or slice) inserts
     ``values`` as a block (its first or ``axis`` dim after padding it to ``arr``'s rank); more
     indices insert one slice each."""

@@ -4,7 +4,7 @@ unique, partition, searchsorted, digitize, lexsort, isin, packbits, bincount, hi
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -24,16 +24,16 @@ from .core import (
 
 
 @abstract_rule(OpKind.SORT)
-def _sort(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _sort(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return _sorted(attrs, x, x.dtype)
 
 
 @abstract_rule(OpKind.ARGSORT)
-def _argsort(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _argsort(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return _sorted(attrs, x, np.dtype(np.intp))
 
 
-def _sorted(attrs: dict, x: AbstractValue, dtype: np.dtype) -> AbstractValue:
+def _sorted(attrs: dict[str, Any], x: AbstractValue, dtype: np.dtype) -> AbstractValue:
     axis = attrs.get("axis", -1)
     if axis is None:
         return AbstractValue((x.size,), dtype)
@@ -43,14 +43,14 @@ def _sorted(attrs: dict, x: AbstractValue, dtype: np.dtype) -> AbstractValue:
 
 
 @abstract_rule(OpKind.BINCOUNT)
-def _bincount(attrs: dict, x: AbstractValue, weights: Any) -> AbstractValue:
+def _bincount(attrs: dict[str, Any], x: AbstractValue, weights: Any) -> AbstractValue:
     # max(x) + 1, at least minlength: a length only the values decide
     dtype = probe_dtype(lambda a, w: np.bincount(a, w, attrs.get("minlength", 0)), x, weights)
     return AbstractValue((None,), dtype)
 
 
 @abstract_rule(OpKind.UNIQUE)
-def _unique(attrs: dict, x: AbstractValue) -> AbstractValue | tuple:
+def _unique(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
     shape = known_rank(x, "unique")
     values = AbstractValue((None,), x.dtype)
     extra = []
@@ -67,7 +67,7 @@ def _unique(attrs: dict, x: AbstractValue) -> AbstractValue | tuple:
 
 
 @abstract_rule(OpKind.ARGPARTITION)
-def _argpartition(attrs: dict, x: AbstractValue) -> AbstractValue:
+def _argpartition(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     out = _sorted(attrs, x, INTP)
     axis = attrs.get("axis")
     n = None if out.shape is None else out.shape[0 if axis is None else axis]
@@ -78,12 +78,14 @@ def _argpartition(attrs: dict, x: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.HISTOGRAM)
-def _histogram(attrs: dict, a: AbstractValue, bins: Any, weights: Any) -> tuple:
-    static_bins = attrs.get("bins")
+def _histogram(
+    attrs: dict[str, Any], a: AbstractValue, bins: Any, weights: Any
+) -> tuple[AbstractValue, ...]:
+    static_bins: Any = attrs.get("bins")  # a bin count, a method name, or None
     if isinstance(bins, AbstractValue):
         if bins.ndim != 1:
             raise ValueError("`bins` must be 1d, when an array")
-        edges = bins.shape[0]
+        edges = cast(Shape, bins.shape)[0]  # 1-D (checked above)
         probe_bins: Any = np.arange(2, dtype=bins.dtype)
     elif isinstance(static_bins, str):
         edges, probe_bins = None, static_bins  # the data choose the number of bins
@@ -103,13 +105,20 @@ def _histogram(attrs: dict, a: AbstractValue, bins: Any, weights: Any) -> tuple:
 
 @abstract_rule(OpKind.INTERP)
 def _interp(
-    attrs: dict, x: Any, xp: AbstractValue, fp: AbstractValue, left: Any, right: Any, period: Any
+    attrs: dict[str, Any],
+    x: Any,
+    xp: AbstractValue,
+    fp: AbstractValue,
+    left: Any,
+    right: Any,
+    period: Any,
 ) -> AbstractValue:
     for name, v in (("xp", xp), ("fp", fp)):
         if isinstance(v, AbstractValue) and v.ndim not in (None, 1):
             raise ValueError(f"object too deep for desired array ({name} must be 1-D)")
-    n_xp = shape_of(xp)[0] if shape_of(xp) else None
-    n_fp = shape_of(fp)[0] if shape_of(fp) else None
+    xp_shape, fp_shape = shape_of(xp), shape_of(fp)
+    n_xp = xp_shape[0] if xp_shape else None
+    n_fp = fp_shape[0] if fp_shape else None
     if n_xp is not None and n_fp is not None and n_xp != n_fp:
         raise ValueError("fp and xp are not of the same length.")
     dtype = probe_dtype(np.interp, x, xp, fp, left, right, period)
@@ -117,7 +126,7 @@ def _interp(
 
 
 @abstract_rule(OpKind.SEARCHSORTED)
-def _searchsorted(attrs: dict, a: AbstractValue, v: Any, sorter: Any) -> AbstractValue:
+def _searchsorted(attrs: dict[str, Any], a: AbstractValue, v: Any, sorter: Any) -> AbstractValue:
     side = attrs.get("side", "left")
     dtype = probe_dtype(
         lambda x, y, s: np.searchsorted(x, y, side, None if s is None else np.zeros_like(s)),
@@ -129,28 +138,31 @@ def _searchsorted(attrs: dict, a: AbstractValue, v: Any, sorter: Any) -> Abstrac
 
 
 @abstract_rule(OpKind.DIGITIZE)
-def _digitize(attrs: dict, x: Any, bins: AbstractValue) -> AbstractValue:
+def _digitize(attrs: dict[str, Any], x: Any, bins: AbstractValue) -> AbstractValue:
     right = attrs.get("right", False)
     dtype = probe_dtype(lambda a, b: np.digitize(a, b, right), x, bins)
     return AbstractValue(shape_of(x), dtype)
 
 
 @abstract_rule(OpKind.PARTITION)
-def _partition(attrs: dict, x: AbstractValue) -> AbstractValue:
-    return AbstractValue(ABSTRACT_EVAL[OpKind.ARGPARTITION](attrs, x).shape, x.dtype)
+def _partition(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+    indices = cast(AbstractValue, ABSTRACT_EVAL[OpKind.ARGPARTITION](attrs, x))  # one output
+    return AbstractValue(indices.shape, x.dtype)
 
 
 @abstract_rule(OpKind.LEXSORT)
-def _lexsort(attrs: dict, *keys: AbstractValue) -> AbstractValue:
+def _lexsort(attrs: dict[str, Any], *keys: AbstractValue) -> AbstractValue:
     """One 2-D (or more) array of keys, or several keys of one shape: indices of that shape
     (a key's shape, without the leading key axis of a single array)."""
     axis = attrs.get("axis", -1)
+    shape: Shape | None
+    probe: np.ndarray | list[np.ndarray]
     if attrs.get("array"):
         shape = known_rank(keys[0], "lexsort")
         if not shape:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
         shape = shape[1:] if len(shape) > 1 else shape  # a 1-D array is one key
-        probe = np.ones((1,) * len(keys[0].shape), keys[0].dtype)
+        probe = np.ones((1,) * len(cast(Shape, keys[0].shape)), keys[0].dtype)
     else:
         shape = broadcast_shapes(*[k.shape for k in keys])
         if any(k.shape is not None and len(k.shape) != len(shape or ()) for k in keys):
@@ -161,12 +173,12 @@ def _lexsort(attrs: dict, *keys: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.ISIN)
-def _isin(attrs: dict, element: Any, test: Any) -> AbstractValue:
+def _isin(attrs: dict[str, Any], element: Any, test: Any) -> AbstractValue:
     probe_dtype(lambda e, t: np.isin(e, t, **attrs), element, test)
     return AbstractValue(shape_of(element), np.dtype(np.bool_))
 
 
-def _bits_axis(attrs: dict, a: AbstractValue, fn: str) -> tuple[Shape, int]:
+def _bits_axis(attrs: dict[str, Any], a: AbstractValue, fn: str) -> tuple[Shape, int]:
     axis = attrs.get("axis")
     if axis is None:
         return (a.size,), 0
@@ -175,7 +187,7 @@ def _bits_axis(attrs: dict, a: AbstractValue, fn: str) -> tuple[Shape, int]:
 
 
 @abstract_rule(OpKind.PACKBITS)
-def _packbits(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _packbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     if a.dtype.kind not in "iub":
         raise TypeError("Expected an input array of integer or boolean data type")
     shape, axis = _bits_axis(attrs, a, "packbits")
@@ -186,7 +198,7 @@ def _packbits(attrs: dict, a: AbstractValue) -> AbstractValue:
 
 
 @abstract_rule(OpKind.UNPACKBITS)
-def _unpackbits(attrs: dict, a: AbstractValue) -> AbstractValue:
+def _unpackbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     if a.dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
     shape, axis = _bits_axis(attrs, a, "unpackbits")
