@@ -1,0 +1,22 @@
+"""Typed reads of the abstract values of graphs the backends compile.
+
+The code generators run only on graphs their planners accepted: every value they read has an
+abstract value with a known shape (no ``None`` dims, not of unknown rank). These reads say so
+to the type checker; they check nothing at run time.
+"""
+
+from __future__ import annotations
+
+from typing import cast
+
+from ..ir import AbstractValue, Node
+
+
+def aval_of_node(node: Node) -> AbstractValue:
+    """``node.aval`` of a node that produces a value."""
+    return cast(AbstractValue, node.aval)
+
+
+def static_shape(node: Node) -> tuple[int, ...]:
+    """``node.aval.shape`` of a value whose shape is known."""
+    return cast("tuple[int, ...]", cast(AbstractValue, node.aval).shape)
