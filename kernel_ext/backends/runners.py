@@ -29,7 +29,7 @@ from ..ir import Node, OpKind
 from .emit import Emitter, Namer, Scope
 from .parallel import run_parallel
 from .segment_call import Arg, CallRenderer, SegmentCall
-from .static_shapes import static_shape
+from .static_shapes import ranked_shape
 from .ufunc_loops import find_loop
 
 if TYPE_CHECKING:
@@ -295,7 +295,7 @@ class CpuRunnerWriter(_RunnerWriter):
             L.append(f"    shp = {self.bind(tuple(seg.domain), '_shp')}")
             L.append(f"    n = {self.bind(math.prod(seg.domain), '_size')}")
         else:
-            first = next(i for i in arrays if len(static_shape(seg.inputs[i])) == rank)
+            first = next(i for i in arrays if len(ranked_shape(seg.inputs[i])) == rank)
             others = [i for i in arrays if i != first]
             L.append(f"    shp = v{first}.shape")
             if others:
@@ -330,7 +330,7 @@ class CpuRunnerWriter(_RunnerWriter):
             a = seg.inputs[i]
             if static and a.shape != seg.domain:
                 flat_ok = False
-            if not static and len(static_shape(a)) != rank:
+            if not static and len(ranked_shape(a)) != rank:
                 flat_ok = False
             if not (static and a.shape == seg.domain):
                 conds.append(f"v{i}.shape == shp")

@@ -16,7 +16,7 @@ from .. import codegen
 from .. import fast_math as fm
 from ..emit.literals import BOOL, const_source, ctor, default_nan, dtname, weak_dtype
 from ..segment_call import Scratch, SegmentCall
-from ..static_shapes import static_shape
+from ..static_shapes import ranked_shape
 from .helper_templates import helper_source
 from .inline_templates import truth
 from .lowering import Lowering, lower
@@ -349,9 +349,9 @@ class KernelWriter:
             # The signature is part of the text (so of the cache key): two segments whose
             # code reads the same can still differ in their inputs' dtypes.
             "# inputs: "
-            + ", ".join(f"{dtname(n.dtype)}/{len(static_shape(n))}" for n in self.seg.inputs),
+            + ", ".join(f"{dtname(n.dtype)}/{len(ranked_shape(n))}" for n in self.seg.inputs),
             "# outputs: "
-            + ", ".join(f"{dtname(n.dtype)}/{len(static_shape(n))}" for n in self.seg.outputs),
+            + ", ".join(f"{dtname(n.dtype)}/{len(ranked_shape(n))}" for n in self.seg.outputs),
             "import math",
             "import numpy as np",
         ]
