@@ -1,8 +1,9 @@
 """Typed reads of the abstract values of graphs the backends compile.
 
 The code generators run only on graphs their planners accepted: every value they read has an
-abstract value with a known shape (no ``None`` dims, not of unknown rank). These reads say so
-to the type checker; they check nothing at run time.
+abstract value, of known rank (:func:`ranked_shape`) or of a fully known shape where the
+planner asks for static shapes (:func:`static_shape`). These reads say so to the type
+checker; they check nothing at run time.
 """
 
 from __future__ import annotations
