@@ -15,7 +15,7 @@ Kernels are compiled in the background (:mod:`.compiler`); this module never imp
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,6 +37,8 @@ from .emit import Emitter, Namer, Scope, output_expr
 from .emit.literals import Unsupported
 from .parallel import parallel_sum, parallel_ufunc, parallel_ufunc_sum
 from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
+from .segment_call import SegmentCall
+from .static_shapes import aval_of_node
 
 
 class SegmentPlan:
@@ -178,7 +180,8 @@ class _FusedEmitter(Emitter):
             self.lines.append(f"{indent}{scope.var(node)} = {expr}")
             return
         size = self._parallel_size(node)
-        if size is not None and (node.aval.size is None or node.aval.size >= size):
+        aval = aval_of_node(node)
+        if size is not None and (aval.size is None or aval.size >= size):
             uf = self.namer.bind(node.op.ufunc, "_uf")
             dt = self.namer.bind(np.dtype(node.dtype), "_dt")
             self.parallel_ufuncs += 1
@@ -221,10 +224,12 @@ class _FusedEmitter(Emitter):
                     self._sum_of_input[ph] = self._sum_into[made] = total
         super()._emit_while(node, v, args, indent)
 
-    def emit_graph(self, graph: Graph, scope: Scope, indent: str) -> list[str]:
+    def emit_graph(
+        self, graph: Graph, scope: Scope, indent: str, free_temporaries: bool = False
+    ) -> list[str]:
         plans, order = self.schedule(graph)
         if not plans:
-            return super().emit_graph(graph, scope, indent)
+            return super().emit_graph(graph, scope, indent, free_temporaries)
         by_segment = {id(p.segment): p for p in plans}
         resident = _device_resident(graph, plans)
         for item in order:
@@ -280,7 +285,7 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
                 if (
                     q is None
                     or q.ksrc.target != "cuda"
-                    or q.segment.inputs.index(o) in q.ksrc.call.scalar_inputs
+                    or q.segment.inputs.index(o) in cast(SegmentCall, q.ksrc.call).scalar_inputs
                     or not _reads_in_place(o.shape, q.segment.domain)
                 ):
                     ok = False

@@ -445,7 +445,7 @@ class _Analysis:
             self.plan.entry_copies[node] = frozenset(copied)
         # What the loop's outputs share memory with: an owned slot its own buffer (the
         # operand's when passed directly), any other slot everything the loop read.
-        others = self._union([a for j, a in enumerate(args) if j not in direct]) | self._new_root()
+        read = self._union([a for j, a in enumerate(args) if j not in direct]) | self._new_root()
         slots: dict[int, tuple[frozenset[int], bool]] = {}
         for i in range(n):
             if i in direct:
@@ -453,8 +453,8 @@ class _Analysis:
             elif i in copied:
                 slots[i] = (self._new_root(), True)
             else:
-                slots[i] = (others, False)
-        self._set_roots(node, others)
+                slots[i] = (read, False)
+        self._set_roots(node, read)
         self._slots[node] = slots
 
     def _settle(self, body: Graph, candidates: set[int]) -> _Analysis:

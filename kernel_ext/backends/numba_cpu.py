@@ -115,7 +115,9 @@ def compile_variant(
         try:
             split = _row_split(module, sigs[0]) if name == "graph" else None
             if split is not None:  # (its row function is what runs: no graph compiled)
-                return split, sum(split.rows.stats.cache_hits.values()) > 0
+                # (``rows`` is a Numba dispatcher, which has ``stats``)
+                hits = split.rows.stats.cache_hits  # type: ignore[attr-defined]
+                return split, sum(hits.values()) > 0
             for sig in sigs:
                 dispatcher.compile(sig)
         except Exception:
@@ -142,7 +144,9 @@ def _row_split(module: object, sig: tuple[types.Type, ...]) -> RowSplit | None:
     if desc is None:
         return None
     nrows, width, outputs = desc
-    shares = row_split_shares(nrows, width, config.NUMBA_NUM_THREADS)
+    # (numba.config sets its options at import time: the stubs do not know them)
+    threads = config.NUMBA_NUM_THREADS  # type: ignore[attr-defined]
+    shares = row_split_shares(nrows, width, threads)
     if shares < 2:
         return None
     rows = kernel(getattr(module, ROWS_FUNCTION).py_func)

@@ -44,13 +44,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
 from .codegen import BLOCK, CHUNK_BLOCKS, loop_dtypes, lower
 from .emit.literals import Unsupported, const_source, ctor, literal_value
+from .static_shapes import static_shape
 from .ufunc_loops import find_loop
 
 _FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
@@ -147,9 +148,14 @@ def _static_avals(graph: Graph) -> bool:
 
 def _row_argument(graph: Graph) -> Node | None:
     """The 2-d argument whose rows are those of the first output, or None."""
-    out0 = graph.outputs[0].shape
+    out0 = static_shape(graph.outputs[0])
     return next(
-        (n for n in graph.inputs if len(n.shape) == 2 and out0 and n.shape[0] == out0[0]), None
+        (
+            n
+            for n in graph.inputs
+            if len(static_shape(n)) == 2 and out0 and static_shape(n)[0] == out0[0]
+        ),
+        None,
     )
 
 
@@ -193,7 +199,7 @@ def plan_row_fusion(graph: Graph, fast_math: bool = False) -> RowPlan | None:
     first = _row_argument(graph)
     if first is None:
         return None
-    nrows, width = first.shape
+    nrows, width = static_shape(first)
     dt = np.dtype(first.dtype)
     if width == 0 or dt not in _FLOATS:
         return None
@@ -237,7 +243,7 @@ def _kind_of(node: Node, kinds: dict[Node, str], rows: _Rows) -> str:
 def _argument_kind(node: Node, rows: _Rows) -> str:
     """A placeholder or constant: a row argument, or row-free (a scalar constant, an
     argument broadcast over every row)."""
-    op, shape = node.op, node.shape
+    op, shape = node.op, static_shape(node)
     if op is OpKind.CONSTANT and (shape != () or np.dtype(node.dtype).kind not in "biuf"):
         raise Unsupported("a constant array")
     if shape == (rows.nrows, rows.width) and op is OpKind.PLACEHOLDER:
@@ -262,6 +268,12 @@ def _check_elementwise_op(node: Node, dt: np.dtype) -> None:
             raise Unsupported(f"{op.value} is not a NumPy loop call")
     elif op in (OpKind.MULTIPLY, OpKind.DIVIDE):
         _check_factors(node)
+
+
+def _numpy_loop_call(node: Node) -> tuple[np.ufunc, tuple[np.dtype, ...]]:
+    """The NumPy loop call of an op not written inline (the planner accepted it only as
+    one: :func:`_check_elementwise_op`)."""
+    return cast("tuple[np.ufunc, tuple[np.dtype, ...]]", lower(node, "cpu").call)
 
 
 def _check_factors(node: Node) -> None:
@@ -300,7 +312,7 @@ def _row_scalar_op_kind(node: Node, args: list[Node], arg_kinds: list[str]) -> s
     row-free operand is one element."""
     for a, k in zip(args, arg_kinds):
         if (k == ROW_SCALAR and a.shape != node.shape) or (
-            k == FREE and int(np.prod(a.shape)) != 1
+            k == FREE and int(np.prod(static_shape(a))) != 1
         ):
             raise Unsupported("a row scalar op of another shape")
     return ROW_SCALAR
@@ -531,7 +543,7 @@ class _RowWriter:
             name, scalar = self.env[p]
             if scalar:
                 continue
-            w.signal(rows, "    ", f"{name}.shape != {p.aval.shape!r}")
+            w.signal(rows, "    ", f"{name}.shape != {static_shape(p)!r}")
             if plan.kinds[p] == ROW and width > 1:
                 # rows as NumPy's temporaries hold them (unit-stride, one after another);
                 # other layouts rerun on the fused executor, which gives the same bits
@@ -546,7 +558,7 @@ class _RowWriter:
         self.lines.append(f"    {n} = {self.env[first][0]}.shape[0]")
         for o in graph.outputs:
             t = w.fresh("o")
-            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            rest = "".join(f"{d}, " for d in static_shape(o)[1:])
             self.lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
             out_names[o] = t
             outs.append((t, False))
@@ -573,7 +585,7 @@ class _RowWriter:
         self.flush(ind)
         for o, t in out_names.items():
             if plan.kinds[o] == ROW_SCALAR:
-                at = "i" if len(o.aval.shape) == 1 else "i, 0"
+                at = "i" if len(static_shape(o)) == 1 else "i, 0"
                 body.append(f"{ind}{t}[{at}] = {self.names[o]}")
         # the row function: rows [lo, hi) of the outputs, checks and scratch of its own,
         # so shares of the rows can run on several threads at once (RowSplit)
@@ -588,7 +600,7 @@ class _RowWriter:
             split = (
                 plan.nrows,
                 plan.width,
-                tuple((tuple(o.aval.shape), np.dtype(o.dtype).str) for o in graph.outputs),
+                tuple((tuple(static_shape(o)), np.dtype(o.dtype).str) for o in graph.outputs),
             )
         w.module_parts.append(f"{SPLIT_NAME} = {split!r}")
         self.outer.append(f"    {ROWS_FUNCTION}(0, {n}, {', '.join(params)})")
@@ -601,7 +613,7 @@ class _RowWriter:
         if kind == ROW:
             if _loop_op(node):
                 self.flush(ind)
-                ufunc, dts = lower(node, "cpu").call
+                ufunc, dts = _numpy_loop_call(node)
                 x = self.names[node.args[0]]
                 self.lines.append(
                     f"{ind}_row_map({self.loop(ufunc, dts)}, {x}, "
@@ -622,7 +634,7 @@ class _RowWriter:
             if op in _INLINE:
                 self.lines.append(f"{ind}{t} = {_INLINE[op](ops)}")
             else:
-                ufunc, dts = lower(node, "cpu").call
+                ufunc, dts = _numpy_loop_call(node)
                 one = f"{self.px}one"
                 self.lines.append(f"{ind}{one}[0] = {ops[0]}")
                 self.lines.append(
@@ -685,7 +697,7 @@ class _RowWriter:
         name, scalar = self.env[a]
         if scalar:
             return name
-        shape = a.shape
+        shape = static_shape(a)
         col = "0" if shape[-1] == 1 else j
         return f"{name}[{', '.join(['0'] * (len(shape) - 1) + [col])}]"
 

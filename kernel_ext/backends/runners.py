@@ -21,7 +21,7 @@ import math
 import sys
 import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -29,6 +29,7 @@ from ..ir import Node, OpKind
 from .emit import Emitter, Namer, Scope
 from .parallel import run_parallel
 from .segment_call import Arg, CallRenderer, SegmentCall
+from .static_shapes import ranked_shape
 from .ufunc_loops import find_loop
 
 if TYPE_CHECKING:
@@ -294,7 +295,7 @@ class CpuRunnerWriter(_RunnerWriter):
             L.append(f"    shp = {self.bind(tuple(seg.domain), '_shp')}")
             L.append(f"    n = {self.bind(math.prod(seg.domain), '_size')}")
         else:
-            first = next(i for i in arrays if len(seg.inputs[i].shape) == rank)
+            first = next(i for i in arrays if len(ranked_shape(seg.inputs[i])) == rank)
             others = [i for i in arrays if i != first]
             L.append(f"    shp = v{first}.shape")
             if others:
@@ -329,7 +330,7 @@ class CpuRunnerWriter(_RunnerWriter):
             a = seg.inputs[i]
             if static and a.shape != seg.domain:
                 flat_ok = False
-            if not static and len(a.shape) != rank:
+            if not static and len(ranked_shape(a)) != rank:
                 flat_ok = False
             if not (static and a.shape == seg.domain):
                 conds.append(f"v{i}.shape == shp")
@@ -430,9 +431,11 @@ class CpuRunnerWriter(_RunnerWriter):
                 # kernel then accumulates in that dtype, NumPy's bits; else in acc_dtype.
                 seq_ident = self.bind(np.dtype(red.seq_dtype).type(red.identity), "_id")
                 seq_dt = self.bind(np.dtype(red.seq_dtype), "_dt")
-                deps = call.output_deps[seg.outputs.index(seg.reduction)]
+                deps = call.output_deps[seg.outputs.index(cast(Node, seg.reduction))]
                 conds = [f"v{i}.flags.c_contiguous" for i in sorted(deps)]
-                inner = " * ".join(f"shp[{d}]" for d in range(red.axis + 1, rank))
+                # (a seq_dtype is set only for a reduction along one axis)
+                axis = cast(int, red.axis)
+                inner = " * ".join(f"shp[{d}]" for d in range(axis + 1, rank))
                 conds.append(f"{inner} > 1")
                 L.append(f"{ind}if {' and '.join(conds)}:")
                 L.append(f"{ind}    acc = _full(({shape}), {seq_ident}, {seq_dt})")

@@ -4,7 +4,7 @@ pairwise (:class:`CpuKernelWriter`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -512,22 +512,23 @@ class CpuKernelWriter(KernelWriter):
 
     def _call_lines(self, k: int, n: Node, indent: str) -> list[str]:
         low = self.lowerings[n]
-        lines = []
+        lines: list[str] = []
         for j, arg in enumerate(n.args):
             if not self._is_block_operand(arg):
                 # a literal or 0-d operand: one element, stride 0 (as NumPy broadcasts it)
-                dt = low.operand_dtypes[j]
+                # (a NumPy loop call casts every operand: each has a dtype)
+                dt = cast(np.dtype, low.operand_dtypes[j])
                 if isinstance(arg, Node):
                     i = self.seg.inputs.index(arg)
                     src = self.cast(f"s{i}", np.dtype(arg.dtype), dt, lines, indent)
                 else:
-                    src = self.const(literal_value(arg, dt), dt)  # type: ignore[arg-type]
+                    src = self.const(literal_value(arg, dt), dt)
                 lines.append(f"{indent}ci{k}_{j}[0] = {src}")
         for j in range(len(n.args)):
-            i = self._passthrough(n, j)
-            if i is not None:
-                lines.append(f"{indent}pp[{k}, {j}] = b{i}.ctypes.data")
-                lines.append(f"{indent}st[{k}, {j}] = b{i}.strides[0]")
+            passed = self._passthrough(n, j)
+            if passed is not None:
+                lines.append(f"{indent}pp[{k}, {j}] = b{passed}.ctypes.data")
+                lines.append(f"{indent}st[{k}, {j}] = b{passed}.strides[0]")
         out = self._direct_output(n)
         if out is not None:
             nin = len(n.args)

@@ -3,13 +3,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import ctor, literal_value
 from .inline_templates import truth
+from .lowering import InlineTemplate
 from .writer import InlineContext, KernelWriter
 
 
@@ -74,10 +75,11 @@ class CudaKernelWriter(KernelWriter):
                     operands.append(expr)
             b = InlineContext(self, n, operands, low.operand_dtypes, low.out_dtype, body, indent)
             t = f"t{self.node_id(n)}"
-            body.append(f"{indent}{t} = {ctor(low.out_dtype)}({low.inline(operands, b)})")
+            inline = cast(InlineTemplate, low.inline)  # (CUDA computes every op inline)
+            body.append(f"{indent}{t} = {ctor(low.out_dtype)}({inline(operands, b)})")
             if np.dtype(n.dtype) != low.out_dtype:
-                cast = self.cast(t, low.out_dtype, np.dtype(n.dtype), body, indent)
-                body.append(f"{indent}{t}c = {cast}")
+                converted = self.cast(t, low.out_dtype, np.dtype(n.dtype), body, indent)
+                body.append(f"{indent}{t}c = {converted}")
                 t = f"{t}c"
             names[n] = t
         for i in self.map_outputs:

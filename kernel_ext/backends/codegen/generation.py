@@ -6,6 +6,7 @@ from __future__ import annotations
 from ...ir import Node
 from ...passes.fusion import Segment
 from ..segment_call import SegmentCall
+from ..static_shapes import ranked_shape
 from .cpu_kernels import CpuKernelWriter
 from .cuda_kernel import CudaKernelWriter
 from .lowering import node_key
@@ -22,7 +23,7 @@ def segment_key(seg: Segment) -> tuple:
         (node_key(n), tuple(pos.get(a) if isinstance(a, Node) else None for a in n.args))
         for n in seg.nodes
     )
-    ins = tuple((n.dtype, len(n.shape)) for n in seg.inputs)
+    ins = tuple((n.dtype, len(ranked_shape(n))) for n in seg.inputs)
     outs = tuple(seg.nodes.index(o) for o in seg.outputs)
     red = seg.nodes.index(seg.reduction) if seg.reduction is not None else None
     return (members, ins, outs, red, len(seg.domain))

@@ -6,19 +6,23 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 
 import numpy as np
 
-from ...ir import FUSIBLE_REDUCTIONS, FallbackReasons, Node, OpGroup, OpKind
+from ...ir import FUSIBLE_REDUCTIONS, AbstractValue, FallbackReasons, Node, OpGroup, OpKind
 from .. import fast_math as fm
 from ..emit.literals import BOOL, SUPPORTED_DTYPES, Unsupported, dtype_kind, literal_value
+from ..static_shapes import aval_of_node
 from ..ufunc_loops import find_loop
 from .inline_templates import CUDA_MATH, INLINE
 from .reductions import reduction_plan
 
 if TYPE_CHECKING:
     from .writer import InlineContext
+
+#: Writes an inline op's expression from its operands' source texts and the node's context.
+InlineTemplate: TypeAlias = "Callable[[list[str], InlineContext], str]"
 
 
 def _weak(arg: Any) -> Any:
@@ -59,7 +63,7 @@ class Lowering:
 
     operand_dtypes: list[np.dtype | None]
     out_dtype: np.dtype
-    inline: Callable[[list[str], InlineContext], str] | None = None
+    inline: InlineTemplate | None = None
     call: tuple[np.ufunc, tuple[np.dtype, ...]] | None = None
     #: Positions of args NumPy ignores (``np.clip`` drops a Python int bound beyond an
     #: integer array's range): the kernel treats them as missing.
@@ -84,7 +88,7 @@ def node_key(node: Node) -> tuple:
     """What an elementwise node's lowering depends on: its op, attrs, the dtypes and ranks of
     its operands and its literal operands (never sizes, never names)."""
     attrs = tuple(sorted((k, repr(v)) for k, v in node.params.items()))
-    aval = node.aval
+    aval = cast(AbstractValue, node.aval)  # (else a value without a dtype: its repr)
     out = (
         (aval.dtype, None if aval.shape is None else len(aval.shape))
         if hasattr(aval, "dtype")
@@ -211,12 +215,11 @@ def _lower_fast_math(loop: _UfuncLoop) -> Lowering | None:
     approx = fm.FAST_OPS.get(loop.node.op) if fast else None
     if approx is None or not fm.supports(approx, loop.ins[0]) or loop.out != loop.ins[0]:
         return None
-    return Lowering(
-        list(loop.ins),
-        loop.out,
-        inline=lambda o, b, approx=approx: b.fast_math(approx, o),
-        approx=approx,
-    )
+
+    def fast_math_call(o: list[str], b: InlineContext) -> str:
+        return b.fast_math(approx, o)
+
+    return Lowering(list(loop.ins), loop.out, inline=fast_math_call, approx=approx)
 
 
 def _lower_inline(loop: _UfuncLoop) -> Lowering | None:
@@ -234,7 +237,7 @@ def _lower_exact_float(loop: _UfuncLoop) -> Lowering | None:
         loop.kind == "f"
         and loop.target == "cpu"
         and node.op in _EXACT_FLOAT
-        and node.aval.shape == ()
+        and aval_of_node(node).shape == ()
     ):
         return None
     # correctly rounded (or exact) in IEEE arithmetic: any implementation is NumPy's bits,
@@ -242,7 +245,11 @@ def _lower_exact_float(loop: _UfuncLoop) -> Lowering | None:
     # 0-d only: over arrays NumPy's SIMD loop is faster (a row-fused layer norm's sqrt
     # inline ran 3x slower: W10 0.15x -> 0.64x NumPy time, measured)
     name = _EXACT_FLOAT[node.op]
-    return Lowering(list(loop.ins), loop.out, inline=lambda o, b, name=name: f"np.{name}({o[0]})")
+
+    def exact_call(o: list[str], b: InlineContext) -> str:
+        return f"np.{name}({o[0]})"
+
+    return Lowering(list(loop.ins), loop.out, inline=exact_call)
 
 
 def _lower_numpy_loop_call(loop: _UfuncLoop) -> Lowering | None:
@@ -252,9 +259,10 @@ def _lower_numpy_loop_call(loop: _UfuncLoop) -> Lowering | None:
     if not (loop.kind == "f" and op.kernel_loop and loop.target == "cpu"):
         return None
     dtypes = tuple(loop.ins) + (loop.out,)
-    if find_loop(op.ufunc, dtypes) is None:
+    ufunc = cast(np.ufunc, op.ufunc)  # (an op with a kernel loop is a ufunc's)
+    if find_loop(ufunc, dtypes) is None:
         raise Unsupported(f"no NumPy loop for {op.value} {dtypes}")
-    return Lowering(list(loop.ins), loop.out, call=(op.ufunc, dtypes))
+    return Lowering(list(loop.ins), loop.out, call=(ufunc, dtypes))
 
 
 def _lower_device_math(loop: _UfuncLoop) -> Lowering | None:
@@ -263,9 +271,11 @@ def _lower_device_math(loop: _UfuncLoop) -> Lowering | None:
     if not (loop.kind == "f" and op.kernel_loop and loop.target != "cpu" and op in CUDA_MATH):
         return None
     name = CUDA_MATH[op]
-    return Lowering(
-        list(loop.ins), loop.out, inline=lambda o, b, name=name: b.device_math(name, o[0])
-    )
+
+    def device_call(o: list[str], b: InlineContext) -> str:
+        return b.device_math(name, o[0])
+
+    return Lowering(list(loop.ins), loop.out, inline=device_call)
 
 
 #: How a ufunc node may be computed, in order of preference: the first rule that answers
@@ -295,7 +305,7 @@ _EXACT_FLOAT = {
 # NumPy's float power loop answers a scalar exponent of -1, 0, 0.5, 1 or 2 with a division,
 # a constant, a square root, a copy or a product (instead of pow); inline, the same
 # expressions vectorise. Each is checked against this NumPy before it is used.
-_POWER_FAST: dict[float, Callable[[list[str], InlineContext], str]] = {
+_POWER_FAST: dict[float, InlineTemplate] = {
     -1.0: lambda o, b: f"({b.one} / {o[0]})",
     0.0: lambda o, b: b.one,
     0.5: lambda o, b: f"np.sqrt({o[0]})",
@@ -331,9 +341,7 @@ def _power_matches(exponent: float, dtype: np.dtype) -> bool:
     )
 
 
-def _power_fast_path(
-    exponent: Any, dtype: np.dtype
-) -> Callable[[list[str], InlineContext], str] | None:
+def _power_fast_path(exponent: Any, dtype: np.dtype) -> InlineTemplate | None:
     try:
         e = float(exponent)
     except (TypeError, ValueError):
@@ -349,7 +357,7 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
     ``maximum``, ``minimum`` or ``positive`` instead, which matters when the other bound
     makes the result a float: ``clip(int64, inf, 2**64 - 1)`` is ``inf``)."""
     x = node.args[0]
-    dt = np.dtype(x.dtype) if isinstance(x, Node) else np.asarray(x).dtype
+    dt: np.dtype = np.dtype(x.dtype) if isinstance(x, Node) else np.asarray(x).dtype
     if dt.kind not in "iu":
         return ()
     info = np.iinfo(dt)
@@ -364,7 +372,7 @@ def _clip_ignored(node: Node) -> tuple[int, ...]:
     )
 
 
-def _clip_inline(args: list[Any], out: np.dtype) -> Callable[[list[str], InlineContext], str]:
+def _clip_inline(args: list[Any], out: np.dtype) -> InlineTemplate:
     """NumPy's ``clip``, which is three different functions on floats (they differ on ties of
     ``-0.0`` with ``0.0`` and on which of two NaNs comes back):
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 
@@ -87,6 +87,11 @@ def _inline_ufunc(ufunc: np.ufunc, operands: list[str], dtype: np.dtype) -> str:
         if kind in kinds:
             return fn(operands, _Operands(operands, dtype))
     raise Unsupported(f"no inline {ufunc.__name__} on {dtype}")
+
+
+def _accumulator(op: OpKind) -> np.ufunc:
+    """The ufunc a fusible reduction accumulates with (every such op has one)."""
+    return cast(np.ufunc, op.accumulator)
 
 
 def _identity(ufunc: np.ufunc, dtype: np.dtype) -> Any:
@@ -179,8 +184,8 @@ def _logical_plan(r: _Reduced) -> ReductionPlan:
     if r.out_dt != BOOL:
         raise Unsupported("any/all to a non-bool dtype")
     return ReductionPlan(
-        op, r.axis, r.keepdims, BOOL, BOOL, r.out_dt, _identity(op.accumulator, BOOL)
-    )  # type: ignore[arg-type]
+        op, r.axis, r.keepdims, BOOL, BOOL, r.out_dt, _identity(_accumulator(op), BOOL)
+    )
 
 
 def _extremum_plan(r: _Reduced) -> ReductionPlan:
@@ -189,8 +194,8 @@ def _extremum_plan(r: _Reduced) -> ReductionPlan:
     if out_dt != r.in_dt:
         raise Unsupported("max/min changing dtype")
     return ReductionPlan(
-        op, r.axis, r.keepdims, out_dt, out_dt, out_dt, _identity(op.accumulator, out_dt)
-    )  # type: ignore[arg-type]
+        op, r.axis, r.keepdims, out_dt, out_dt, out_dt, _identity(_accumulator(op), out_dt)
+    )
 
 
 def _sum_plan(r: _Reduced) -> ReductionPlan:
@@ -211,8 +216,8 @@ def _sum_plan(r: _Reduced) -> ReductionPlan:
     if r.axis is not None and r.axis < r.ndim - 1 and value_dt.kind == "f" and value_dt != acc:
         seq = value_dt  # float32 row by row, as NumPy (float64 already is: acc == value_dt)
     return ReductionPlan(
-        op, r.axis, r.keepdims, value_dt, acc, out_dt, _identity(op.accumulator, acc), seq
-    )  # type: ignore[arg-type]
+        op, r.axis, r.keepdims, value_dt, acc, out_dt, _identity(_accumulator(op), acc), seq
+    )
 
 
 #: The accumulator dtype of a sum, product or mean, per result kind.

@@ -16,6 +16,7 @@ from .. import codegen
 from .. import fast_math as fm
 from ..emit.literals import BOOL, const_source, ctor, default_nan, dtname, weak_dtype
 from ..segment_call import Scratch, SegmentCall
+from ..static_shapes import ranked_shape
 from .helper_templates import helper_source
 from .inline_templates import truth
 from .lowering import Lowering, lower
@@ -44,18 +45,16 @@ class InlineContext:
         self.indent = indent
         loop_dt = next((d for d in dtypes if d is not None), out)
         self.loop_dtype = loop_dt
-        self.one = kernel.const(1, loop_dt)
-        self.zero = kernel.const(0, loop_dt)
+        self.one: str = kernel.const(1, loop_dt)
+        self.zero: str = kernel.const(0, loop_dt)
 
     def const(self, value: Any) -> str:
         return self.k.const(value, self.loop_dtype)
 
     def truth(self, k: int) -> str:
-        dt = (
-            self.dtypes[k]
-            if self.dtypes[k] is not None
-            else self.k.operand_dtype(self.node.args[k])
-        )
+        dt = self.dtypes[k]
+        if dt is None:
+            dt = self.k.operand_dtype(self.node.args[k])
         return truth(self.ops[k], dt)
 
     def let(self, expr: str, dtype: np.dtype) -> str:
@@ -349,9 +348,10 @@ class KernelWriter:
             f"# segment: {self.seg.describe()}",
             # The signature is part of the text (so of the cache key): two segments whose
             # code reads the same can still differ in their inputs' dtypes.
-            "# inputs: " + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}" for n in self.seg.inputs),
+            "# inputs: "
+            + ", ".join(f"{dtname(n.dtype)}/{len(ranked_shape(n))}" for n in self.seg.inputs),
             "# outputs: "
-            + ", ".join(f"{dtname(n.dtype)}/{len(n.shape)}" for n in self.seg.outputs),
+            + ", ".join(f"{dtname(n.dtype)}/{len(ranked_shape(n))}" for n in self.seg.outputs),
             "import math",
             "import numpy as np",
         ]

@@ -23,6 +23,7 @@ from ..emit import Namer, Scope, access_expr, output_expr
 from ..emit.literals import Unsupported
 from ..executable import Executable
 from ..fused import compile_fused
+from ..static_shapes import aval_of_node
 from .support import SIGNAL
 from .tiling import row_tiling
 from .writer import GraphWriter
@@ -150,7 +151,9 @@ def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
     """Graph output index -> index of the array input whose argument the call writes that
     output back to (the ``writeback`` nodes of ``tree``)."""
     by_path = {
-        n.attrs.get("path"): k for k, n in enumerate(graph.inputs) if n.aval.shape not in (None, ())
+        n.attrs.get("path"): k
+        for k, n in enumerate(graph.inputs)
+        if aval_of_node(n).shape not in (None, ())
     }
     found: dict[int, int] = {}
 
@@ -204,17 +207,17 @@ def _runner(
     )
     params = ", ".join(f"p{i}" for i in range(n_params))
     lines = [f"def run({params}):"]
-    ins = []
+    ins: list[str] = []
     for node in writer.param_nodes:
         expr = access_expr(node.attrs["path"], namer)
         v = f"a{len(ins)}"
-        if node.aval.shape == ():
+        if aval_of_node(node).shape == ():
             lines.append(f"    {v} = {expr}[()]")
         else:
             lines.append(f"    {v} = {expr}")
         ins.append(v)
     args = ", ".join(ins + consts + loops)
-    array_ins = [v for v, n in zip(ins, writer.param_nodes) if n.aval.shape != ()]
+    array_ins = [v for v, n in zip(ins, writer.param_nodes) if aval_of_node(n).shape != ()]
     contiguous = " and ".join(f"{v}.flags.c_contiguous" for v in array_ins) or "True"
     head = lines[1:]
     if handover is not None and array_ins:
@@ -247,7 +250,7 @@ def _runner(
         if where == "param":  # copied into its argument by the compiled function
             lines.append(f"    {scope.var(o)} = {ins[j]}")
             written.append(i)
-        elif o.aval.shape == ():
+        elif aval_of_node(o).shape == ():
             lines.append(f"    {scope.var(o)} = {dt}(outs[{j}])")
         else:
             lines.append(f"    {scope.var(o)} = outs[{j}]")

@@ -3,13 +3,14 @@ outputs and the buffers a loop reuses between iterations."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ...ir import Graph, Node, OpKind
 from ..codegen import can_compile
 from ..emit.literals import ctor
+from ..static_shapes import aval_of_node, ranked_shape
 from ..whole_graph_ops import loop_literal as _loop_literal
 from .base import WriterBase
 from .values import Value
@@ -17,6 +18,12 @@ from .values import Value
 
 class ControlFlow(WriterBase):
     """The control-flow half of :class:`.writer.GraphWriter`."""
+
+    if TYPE_CHECKING:  # the writer's, which emits the branches and loop bodies
+
+        def emit_graph(
+            self, graph: Graph, env: dict[Node, Value], lines: list[str], indent: str
+        ) -> list[Value]: ...
 
     def _carry(self, v: Value, lines: list[str], indent: str, copy: bool = False) -> Value:
         """A value that may be carried through a loop or out of a branch: one Numba type on
@@ -38,7 +45,8 @@ class ControlFlow(WriterBase):
         indent: str,
     ) -> None:
         pred, operands = args[0], args[1:]
-        outs = [f"{t}_{i}" for i in range(len(node.aval))]
+        # (a cond's aval is the tuple of its outputs')
+        outs = [f"{t}_{i}" for i in range(len(cast(tuple, node.aval)))]
         parts: list[frozenset[str]] = [frozenset()] * len(outs)
         for head, graph in zip((f"if {pred.name}:", "else:"), node.attrs["branches"]):
             lines.append(f"{indent}{head}")
@@ -65,7 +73,7 @@ class ControlFlow(WriterBase):
                 v.scalar
                 or out.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
                 or body.outputs.count(out) != 1
-                or out.aval.shape == ()
+                or aval_of_node(out).shape == ()
             ):
                 continue
             if out.op in (OpKind.MATMUL, OpKind.SETITEM) or can_compile(
@@ -118,12 +126,12 @@ class ControlFlow(WriterBase):
             if i in targets:
                 out = targets[i]
                 if np.dtype(out.dtype) != np.dtype(node.args[i].dtype) or len(
-                    out.aval.shape
-                ) != len(node.args[i].aval.shape):
+                    ranked_shape(out)
+                ) != len(ranked_shape(node.args[i])):
                     del targets[i]
                     continue
                 empty = f"{t}_z{i}"
-                shape = (0,) * len(out.aval.shape)
+                shape = (0,) * len(ranked_shape(out))
                 self.scratch_lines.append(
                     f"    {empty} = np.empty({shape!r}, {ctor(np.dtype(out.dtype))})"
                 )

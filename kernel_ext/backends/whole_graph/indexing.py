@@ -11,6 +11,7 @@ from ...ir import Graph, Node, OpKind
 from ...ir.abstract import DynamicIndex, getitem_shape
 from ...passes.fusion import Segment
 from ..emit.literals import Unsupported, const_source, ctor, literal_into
+from ..static_shapes import aval_of_node, ranked_shape
 from ..whole_graph_ops import RULES as _OP_RULES
 from .base import WriterBase
 from .values import Value
@@ -25,7 +26,11 @@ class BasicIndexing(WriterBase):
 
         def traced_int(c: DynamicIndex) -> bool:
             arg = node.args[c.position - 1 + first_dyn]
-            return isinstance(arg, Node) and arg.aval.shape == () and arg.dtype.kind in "iu"
+            return (
+                isinstance(arg, Node)
+                and aval_of_node(arg).shape == ()
+                and aval_of_node(arg).dtype.kind in "iu"
+            )
 
         for c in node.attrs["index"]:
             if isinstance(c, slice):
@@ -53,7 +58,7 @@ class BasicIndexing(WriterBase):
         x, value = node.args[0], node.args[1]
         if any(c is None for c in node.attrs["index"]):
             raise Unsupported("setitem with a None (np.newaxis) index component")
-        if not isinstance(x, Node) or x.aval.shape in (None, ()):
+        if not isinstance(x, Node) or aval_of_node(x).shape in (None, ()):
             raise Unsupported("setitem into a 0-d value")
         dt = np.dtype(x.dtype)
         if dt.kind not in "biuf":
@@ -62,9 +67,9 @@ class BasicIndexing(WriterBase):
             vdt = np.dtype(value.dtype)
             if vdt.kind not in "biuf" or not np.can_cast(vdt, dt, "same_kind"):
                 raise Unsupported(f"setitem of {vdt} into {dt} (an unsafe cast)")
-            if value.aval.shape is None:
+            if aval_of_node(value).shape is None:
                 raise Unsupported("setitem of a value of unknown rank")
-            if value.aval.shape != () and is_element(node, len(x.aval.shape)):
+            if aval_of_node(value).shape != () and is_element(node, len(ranked_shape(x))):
                 raise Unsupported("setitem of an array into one element")
         else:
             literal_into(value, dt)
@@ -82,7 +87,7 @@ class BasicIndexing(WriterBase):
         x = args[0]
         parts, _ = self._index(node, x, args, 1, lines, indent)
         lines.append(f"{indent}{t} = {x.name}[{', '.join(parts) or ':'}]")
-        aval = node.aval
+        aval = aval_of_node(node)
         if aval.shape == ():
             env[node] = Value(t, True, False, None)
             return
@@ -266,7 +271,7 @@ class BasicIndexing(WriterBase):
         else:
             t = self.fresh()
             dt = ctor(np.dtype(node.dtype))
-            rank = len(node.aval.shape)
+            rank = len(ranked_shape(node))
             shape = "(" + "".join(f"{x.name}.shape[{a}], " for a in range(rank)) + ")"
             test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]" for a in range(rank))
             self._out_buffer(node, shape, test, dt, lines, indent, t)
@@ -276,7 +281,7 @@ class BasicIndexing(WriterBase):
             else:
                 self._copy_rest(t, x.name, bounds, lines, indent)  # type: ignore[arg-type]
         view = ""
-        if not is_element(node, len(node.aval.shape)):
+        if not is_element(node, len(ranked_shape(node))):
             view = self.fresh("w")
             lines.append(f"{indent}{view} = {dest.name}[{idx}]")
         return dest, view, parts
@@ -348,7 +353,7 @@ class BasicIndexing(WriterBase):
                 c = self.fresh("k")
                 lines.append(f"{indent}{c} = {src}.copy()")
                 src = c
-            vr = len(value.aval.shape)
+            vr = len(ranked_shape(value))
             rr = len(
                 getitem_shape(
                     x.aval.shape,

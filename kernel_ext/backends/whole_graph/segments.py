@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -14,6 +14,7 @@ from ...passes.fusion import Segment
 from ..codegen import KernelEmbedding, ReductionPlan
 from ..emit.literals import const_source, ctor
 from ..segment_call import SegmentCall
+from ..static_shapes import aval_of_node, ranked_shape
 from ..ufunc_loops import find_loop
 from .base import WriterBase
 from .indexing import unit_rows
@@ -23,6 +24,20 @@ from .values import SegmentArgs, Value
 
 class SegmentEmission(WriterBase):
     """The segment half of :class:`.writer.GraphWriter`."""
+
+    if TYPE_CHECKING:  # the other halves' methods this one calls (GraphWriter has them all)
+
+        def _call_kernel(
+            self, lines: list[str], indent: str, px: str, call: str, reduces: bool
+        ) -> None: ...
+
+        def _setitem_mode(
+            self, node: Node, env: dict[Node, Value], seg: Segment | None = None
+        ) -> str | None: ...
+
+        def _setitem_target(
+            self, node: Node, mode: str, env: dict[Node, Value], lines: list[str], indent: str
+        ) -> tuple[Value, str, list[str]]: ...
 
     def emit_segment(
         self,
@@ -84,7 +99,7 @@ class SegmentEmission(WriterBase):
     ) -> None:
         """The part of ``seg`` before its split-off sum (:meth:`_split_sum`)."""
         x = split[1].inputs[0]
-        if x not in seg.outputs and len(x.aval.shape) == 1:
+        if x not in seg.outputs and len(ranked_shape(x)) == 1:
             # the temporary only feeds the sum: one buffer for all iterations, grown
             # when a longer one is needed (a triangular loop's slices grow by one)
             buf = self.fresh("sum_tmp")
@@ -103,7 +118,7 @@ class SegmentEmission(WriterBase):
             and bool(call.array_inputs)
             and direct is None
             and not tiled
-            and all(seg.inputs[i].aval.shape == seg.domain for i in call.array_inputs)
+            and all(aval_of_node(seg.inputs[i]).shape == seg.domain for i in call.array_inputs)
         )
 
     @staticmethod
@@ -118,7 +133,9 @@ class SegmentEmission(WriterBase):
         unit = {
             f"in{i}"
             for i in call.array_inputs
-            if ins[i].unit and seg.inputs[i].aval.shape == seg.domain and None not in seg.domain
+            if ins[i].unit
+            and aval_of_node(seg.inputs[i]).shape == seg.domain
+            and None not in seg.domain
         }
         if direct is not None and unit_rows(direct):
             unit |= {f"out{i}" for i in call.map_outputs if seg.outputs[i] is direct.args[1]}
@@ -203,7 +220,7 @@ class SegmentEmission(WriterBase):
             lines.append(f"{indent}{d} = 1")
         for i in call.array_inputs:
             a = ins[i]
-            r = len(seg.inputs[i].aval.shape)
+            r = len(ranked_shape(seg.inputs[i]))
             for ax in range(r):
                 d = dims[call.rank - r + ax]
                 v = self.fresh("e")
@@ -237,7 +254,7 @@ class SegmentEmission(WriterBase):
         args.dims = dims
         static = None not in seg.domain
         for i in call.array_inputs:
-            if seg.inputs[i].aval.shape == seg.domain and static:
+            if aval_of_node(seg.inputs[i]).shape == seg.domain and static:
                 continue  # already the domain's shape: no view needed
             v = self.fresh("b")
             lines.append(f"{indent}{v} = np.broadcast_to({ins[i].name}, {shape})")
@@ -386,12 +403,12 @@ class SegmentEmission(WriterBase):
         if (
             not isinstance(x, Node)
             or x not in seg.elementwise
-            or x.aval.shape in (None, ())
+            or aval_of_node(x).shape in (None, ())
             or np.dtype(x.dtype) != dt
             or dt not in (np.dtype(np.float32), np.dtype(np.float64))
         ):
             return None
-        rank = len(x.aval.shape)
+        rank = len(ranked_shape(x))
         axis = red.attrs.get("axis")
         if axis is not None:
             axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
@@ -427,12 +444,12 @@ class SegmentEmission(WriterBase):
         if (
             not isinstance(x, Node)
             or x not in env
-            or x.aval.shape in (None, ())
+            or aval_of_node(x).shape in (None, ())
             or np.dtype(x.dtype) != dt
             or dt not in (np.dtype(np.float32), np.dtype(np.float64))
         ):
             return False
-        rank = len(x.aval.shape)
+        rank = len(ranked_shape(x))
         axis = red.attrs.get("axis")
         if axis is not None:
             axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}

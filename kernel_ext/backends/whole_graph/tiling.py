@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, Graph, Node, OpGroup, OpKind
+from ..static_shapes import ranked_shape, static_shape
 
 #: in L2 at once)
 TILE_ELEMENTS = 1 << 15
@@ -42,7 +43,7 @@ def row_tiling(graph: Graph) -> set[Node] | None:
         row[node] = kind
         reduces = reduces or (kind and node.op in _ROW_REDUCTIONS)
     if not reduces or not all(
-        row.get(o, False) and o.aval.shape[0] == nrows for o in graph.outputs
+        row.get(o, False) and static_shape(o)[0] == nrows for o in graph.outputs
     ):
         return None
     return {n for n in graph.inputs if row[n]}
@@ -56,7 +57,7 @@ def _tile_rows(graph: Graph) -> int | None:
         for n in graph.nodes
     ):
         return None
-    out0 = graph.outputs[0].aval.shape
+    out0 = static_shape(graph.outputs[0])
     if len(out0) < 2 or out0[0] < TILE_MIN_ROWS:
         return None
     return int(out0[0])
@@ -69,7 +70,7 @@ def _has_rows(v: Any, row: dict[Node, bool]) -> bool:
 def _row_kind(node: Node, row: dict[Node, bool], nrows: int) -> bool | None:
     """Does ``node`` hold rows (True) or is it row-free (False)? None: a node that stops the
     graph from being tiled (``row`` holds the answers for the nodes before it)."""
-    op, shape = node.op, node.aval.shape
+    op, shape = node.op, static_shape(node)
     if op is OpKind.PLACEHOLDER:
         return len(shape) >= 2 and shape[0] == nrows
     if op is OpKind.CONSTANT:
@@ -88,12 +89,12 @@ def _row_kind(node: Node, row: dict[Node, bool], nrows: int) -> bool | None:
 def _elementwise_rows(node: Node, row: dict[Node, bool], nrows: int) -> bool:
     """Row operands of the node's rank and rows; row-free ones broadcast over the rows (a
     lower rank, or a leading 1)."""
-    rank = len(node.aval.shape)
+    rank = len(ranked_shape(node))
     for a in node.args:
         if _has_rows(a, row):
             if len(a.aval.shape) != rank or a.aval.shape[0] != nrows:
                 return False
-        elif isinstance(a, Node) and not (len(a.aval.shape) < rank or a.aval.shape[0] == 1):
+        elif isinstance(a, Node) and not (len(ranked_shape(a)) < rank or static_shape(a)[0] == 1):
             return False
     return True
 

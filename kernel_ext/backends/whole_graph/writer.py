@@ -15,6 +15,7 @@ from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile, kernel_form
 from ..emit.literals import Unsupported, const_source, ctor
 from ..inplace import Step, plan_inplace
 from ..row_fusion import emit_row_fusion
+from ..static_shapes import aval_of_node, ranked_shape, static_shape
 from ..whole_graph_ops import RULES, rule_for
 from ..whole_graph_ops.linalg import matmul_call, plain_matmul
 from . import support
@@ -46,7 +47,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             ):
                 raise Unsupported(f"unknown rank ({node.name})")
         for inp in graph.inputs:
-            if inp.aval.shape is None:
+            if aval_of_node(inp).shape is None:
                 raise Unsupported(f"input '{inp.name}' of unknown rank")
 
     def _check_node(self, node: Node) -> None:
@@ -87,7 +88,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             name = f"p{len(self.params)}"
             self.params.append(name)
             self.param_nodes.append(node)
-            env[node] = Value(name, node.aval.shape == (), False)
+            env[node] = Value(name, aval_of_node(node).shape == (), False)
             if node in updated:
                 own = self.fresh("w")
                 body.append(f"    {own} = np.ascontiguousarray({name}).copy()")
@@ -117,7 +118,10 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             [
                 f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
                 "# inputs: "
-                + ", ".join(f"{n.dtype.name}/{len(n.aval.shape)}" for n in self.graph.inputs),
+                + ", ".join(
+                    f"{aval_of_node(n).dtype.name}/{len(ranked_shape(n))}"
+                    for n in self.graph.inputs
+                ),
                 "import math",
                 "import numpy as np",
                 "from kernel_ext.backends.numba_decorators import inline as _inline, "
@@ -144,10 +148,13 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             if k is not None and not v.scalar:
                 p = self.params[k]
                 node, target = self.graph.outputs[i], self.param_nodes[k]
-                same = node.aval.shape == target.aval.shape and node.dtype == target.dtype
+                same = (
+                    aval_of_node(node).shape == aval_of_node(target).shape
+                    and node.dtype == target.dtype
+                )
                 if v.name == p or (same and p not in v.roots and copied.get(v.name, p) == p):
                     if v.name != p and v.name not in copied:  # (p is typed writable)
-                        rank = len(target.aval.shape)
+                        rank = len(ranked_shape(target))
                         body.append(f"    {self.assign(p, v.name, rank, rank)}")
                         copied[v.name] = p
                     self.out_slots.append(("param", k))
@@ -165,12 +172,12 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         first = next(n for n in self.graph.inputs if n in rows)
         n = self.fresh("nrows")
         lines.append(f"    {n} = {env[first].name}.shape[0]")
-        width = int(np.prod(first.aval.shape[1:]))
+        width = int(np.prod(static_shape(first)[1:]))
         tile = row_tile(width)
-        outs = []
+        outs: list[Value] = []
         for o in self.graph.outputs:
             t = self.fresh("o")
-            rest = "".join(f"{d}, " for d in o.aval.shape[1:])
+            rest = "".join(f"{d}, " for d in static_shape(o)[1:])
             lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
             outs.append(Value(t, False, True))
         lines.append(f"    for r0 in range(0, {n}, {tile}):")
@@ -185,9 +192,9 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             if o not in self.tile_outputs and self.graph.outputs.count(o) == 1:
                 self.tile_outputs[o] = out
         vals = self.emit_graph(self.graph, sub, lines, "        ")
-        for o, v in zip(outs, vals):
-            if v.name != f"{o.name}_tile":
-                lines.append(f"        {o.name}[r0:r1] = {v.name}")
+        for out, val in zip(outs, vals):
+            if val.name != f"{out.name}_tile":
+                lines.append(f"        {out.name}[r0:r1] = {val.name}")
         return outs
 
     def _items(self, graph: Graph) -> list[Node | Segment]:

@@ -51,7 +51,7 @@ Emit = Callable[[Writer, Node, list, str, list, str], str]
 class Rule:
     """How the whole-graph compiler handles one op (see the module docstring)."""
 
-    check: Callable[[Node], None]
+    check: Callable[[Node], object]  # raises Unsupported; what it returns is not read
     emit: Emit
     claims: Callable[[Node], bool] = lambda node: True
 

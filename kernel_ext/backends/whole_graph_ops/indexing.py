@@ -5,13 +5,14 @@ loop gradients, and run-time checks.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ...ir import Node, OpKind
 from ...ir.abstract import DynamicIndex
 from ..emit.literals import Unsupported, const_source, ctor, literal_into, literal_value
+from ..static_shapes import aval_of_node, ranked_shape
 from .common import (
     DTYPES,
     RULES,
@@ -70,7 +71,7 @@ def _fancy_plan(node: Node) -> list[_Part]:
     full slices added for the axes it leaves out; Unsupported for what is not covered
     (``None``, 0-d bool or array components, uint64 indices, traced slice bounds)."""
     x = array_arg(node, 0, "an array")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     parts: list[_Part | None] = []
     for c in node.attrs["index"]:
         if c is None:
@@ -89,10 +90,10 @@ def _fancy_plan(node: Node) -> list[_Part]:
             parts.append(_Part("mask", c, c.ndim) if c.dtype.kind == "b" else _Part("array", c, 1))
         elif isinstance(c, DynamicIndex):
             arg = _dyn_arg(node, c)
-            if not isinstance(arg, Node) or arg.aval.shape is None:
+            shape = aval_of_node(arg).shape if isinstance(arg, Node) else None
+            if shape is None:
                 raise Unsupported("indexing with a value of unknown rank")
             dt = np.dtype(arg.dtype)
-            shape = arg.aval.shape
             if dt.kind == "b" and shape != ():
                 parts.append(_Part("mask", c, len(shape)))
             elif dt.kind in "iu" and dt != np.uint64:
@@ -110,8 +111,8 @@ def _fancy_plan(node: Node) -> list[_Part]:
     if None in parts:
         at = parts.index(None)
         parts[at : at + 1] = [full] * (rank - used)
-        return parts  # type: ignore[return-value]
-    return parts + [full] * (rank - used)
+        return cast("list[_Part]", parts)  # (the one Ellipsis replaced)
+    return cast("list[_Part]", parts) + [full] * (rank - used)  # (no Ellipsis: no None)
 
 
 def _check_fancy_value(node: Node) -> None:
@@ -134,7 +135,7 @@ def _check_fancy(node: Node) -> None:
     if node.op is OpKind.SETITEM:
         _check_fancy_value(node)
         value = node.args[1]
-        if isinstance(value, Node) and value.aval.shape != ():
+        if isinstance(value, Node) and aval_of_node(value).shape != ():
             rank = sum(p.dims for p in parts if p.kind == "slice")
             ranks = [
                 p.value.ndim
@@ -143,7 +144,7 @@ def _check_fancy(node: Node) -> None:
                 for p in parts
                 if p.kind == "array"
             ] + [1 for p in parts if p.kind == "mask"]
-            if len(value.aval.shape) > rank + max(ranks, default=0):
+            if len(ranked_shape(value)) > rank + max(ranks, default=0):
                 raise Unsupported("setitem of a value of more dimensions than the region")
 
 
@@ -337,7 +338,7 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], i
         src = args[1].name if np.dtype(value.dtype) == dt else f"{dts}({args[1].name})"
     else:
         val = args[1].name
-        vr = len(value.aval.shape)
+        vr = len(ranked_shape(value))
         for k in range(1, vr + 1):  # NumPy's ValueError: the value must broadcast
             w.signal(
                 lines,
@@ -356,7 +357,7 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], i
     if inplace:
         lines.append(f"{indent}{t} = {x.name}")
     else:
-        dims = [f"{x.name}.shape[{d}]" for d in range(len(node.aval.shape))]
+        dims = [f"{x.name}.shape[{d}]" for d in range(len(ranked_shape(node)))]
         alloc_result(w, node, dims, dts, lines, indent, t)
         lines.append(f"{indent}{t}[...] = {x.name}")
     dv = w.fresh("v")
@@ -411,24 +412,26 @@ def _check_tensor_array_write(node: Node) -> None:
     if dt not in DTYPES:
         raise Unsupported(f"a TensorArray of {dt}")
     if buffer is not None and (
-        not isinstance(buffer, Node) or buffer.aval.shape is None or np.dtype(buffer.dtype) != dt
+        not isinstance(buffer, Node)
+        or aval_of_node(buffer).shape is None
+        or np.dtype(buffer.dtype) != dt
     ):
         raise Unsupported("tensor_array_write into a buffer that is not a stack")
     if isinstance(index, Node):
-        if index.aval.shape != () or np.dtype(index.dtype).kind not in "iu":
+        if aval_of_node(index).shape != () or np.dtype(index.dtype).kind not in "iu":
             raise Unsupported("tensor_array_write at a non-integer index")
     elif not isinstance(index, (int, np.integer)) or isinstance(index, bool):
         raise Unsupported(f"tensor_array_write at {index!r}")
     if (
         not isinstance(value, Node)
-        or value.aval.shape is None
-        or None in value.aval.shape
+        or aval_of_node(value).shape is None
+        or None in ranked_shape(value)
         or np.dtype(value.dtype) not in DTYPES
     ):
         raise Unsupported("tensor_array_write of a value of unknown shape")
-    if not np.can_cast(value.dtype, dt, casting="same_kind"):
+    if not np.can_cast(aval_of_node(value).dtype, dt, casting="same_kind"):
         raise Unsupported(f"tensor_array_write of {value.dtype} into {dt}")  # NumPy's error
-    if node.aval.shape is None or len(node.aval.shape) != len(value.aval.shape) + 1:
+    if aval_of_node(node).shape is None or len(ranked_shape(node)) != len(ranked_shape(value)) + 1:
         raise Unsupported("tensor_array_write of a stack of another rank")
 
 
@@ -521,8 +524,8 @@ def _check_ufunc_at(node: Node) -> None:
         raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
     if (
         not isinstance(a, Node)
-        or a.aval.shape is None
-        or len(a.aval.shape) not in (1, 2)
+        or aval_of_node(a).shape is None
+        or len(ranked_shape(a)) not in (1, 2)
         or np.dtype(a.dtype).kind not in "iuf"
     ):
         raise Unsupported(f"{ufunc.__name__}.at into {getattr(a, 'aval', a)}")
@@ -531,8 +534,8 @@ def _check_ufunc_at(node: Node) -> None:
     idx = node.args[2]
     if (
         not isinstance(idx, Node)
-        or idx.aval.shape is None
-        or len(idx.aval.shape) != 1
+        or aval_of_node(idx).shape is None
+        or len(ranked_shape(idx)) != 1
         or np.dtype(idx.dtype).kind not in "iu"
         or np.dtype(idx.dtype) == np.uint64
     ):
@@ -540,8 +543,8 @@ def _check_ufunc_at(node: Node) -> None:
     if (
         not isinstance(b, Node)
         or np.dtype(b.dtype) != np.dtype(a.dtype)
-        or b.aval.shape is None
-        or (b.aval.shape != () and len(b.aval.shape) != len(a.aval.shape))
+        or aval_of_node(b).shape is None
+        or (aval_of_node(b).shape != () and len(ranked_shape(b)) != len(ranked_shape(a)))
     ):
         raise Unsupported(
             f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
@@ -587,7 +590,7 @@ def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, lines: list[str], 
         np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
         np.multiply: ("_wmul({a}, {b})", "({a} * {b})"),
     }[ufunc][0 if wrap else 1]
-    rank = len(node.aval.shape)
+    rank = len(ranked_shape(node))
     scalar = values.scalar
     name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
     w.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
@@ -615,8 +618,8 @@ def _check_bincount(node: Node) -> None:
         raise Unsupported(f"bincount with minlength={minlength!r}")
     if (
         not isinstance(x, Node)
-        or x.aval.shape is None
-        or len(x.aval.shape) != 1
+        or aval_of_node(x).shape is None
+        or len(ranked_shape(x)) != 1
         or np.dtype(x.dtype).kind not in "biu"
         or np.dtype(x.dtype) == np.uint64
     ):

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, ctor
+from ..static_shapes import aval_of_node, ranked_shape
 from ..ufunc_loops import find_loop
 from .common import (
     RULES,
@@ -96,7 +97,7 @@ def _mm_bool(a, b, o):
 
 def _matmul_ranks(node: Node) -> tuple[Node, Node, np.dtype]:
     a, b = array_arg(node, 0, "an operand"), array_arg(node, 1, "an operand")
-    ra, rb = len(a.aval.shape), len(b.aval.shape)
+    ra, rb = len(ranked_shape(a)), len(ranked_shape(b))
     dt = result_dtype(node)
     if node.op is OpKind.DOT:
         if not (1 <= ra <= 2 and 1 <= rb <= 2):
@@ -104,7 +105,7 @@ def _matmul_ranks(node: Node) -> tuple[Node, Node, np.dtype]:
     elif not (1 <= ra <= 3 and 1 <= rb <= 3):
         raise Unsupported(f"matmul of ranks {ra} and {rb} (up to one batch axis)")
     for x in (a, b):
-        if not np.can_cast(x.dtype, dt, "safe"):
+        if not np.can_cast(aval_of_node(x).dtype, dt, "safe"):
             raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
     if dt.kind == "f":
         if find_loop(np.matmul, (dt,) * 3) is None:
@@ -121,17 +122,17 @@ def plain_matmul(node: Node) -> bool:
     return (
         isinstance(a, Node)
         and isinstance(b, Node)
-        and a.aval.shape is not None
-        and b.aval.shape is not None
-        and len(a.aval.shape) == 2
-        and len(b.aval.shape) == 2
-        and a.aval.dtype == b.aval.dtype == node.dtype
+        and aval_of_node(a).shape is not None
+        and aval_of_node(b).shape is not None
+        and len(ranked_shape(a)) == 2
+        and len(ranked_shape(b)) == 2
+        and aval_of_node(a).dtype == aval_of_node(b).dtype == node.dtype
     )
 
 
 def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     a_node, b_node, dt = _matmul_ranks(node)
-    ra, rb = len(a_node.aval.shape), len(b_node.aval.shape)
+    ra, rb = len(ranked_shape(a_node)), len(ranked_shape(b_node))
     a, b = args[0].name, args[1].name
     dts = ctor(dt)
     if np.dtype(a_node.dtype) != dt:
@@ -325,10 +326,11 @@ def matmul_call(w: Writer, node: Node, a: str, b: str, out: str) -> str:
 
 
 def _check_plain_matmul(node: Node) -> None:
-    if node.dtype.kind == "f" and find_loop(np.matmul, (node.dtype,) * 3) is None:
-        raise Unsupported(f"no NumPy matmul loop for {node.dtype}")
-    if node.dtype.kind not in "fiub":
-        raise Unsupported(f"matmul of {node.dtype}")
+    dt = aval_of_node(node).dtype
+    if dt.kind == "f" and find_loop(np.matmul, (dt,) * 3) is None:
+        raise Unsupported(f"no NumPy matmul loop for {dt}")
+    if dt.kind not in "fiub":
+        raise Unsupported(f"matmul of {dt}")
 
 
 def _emit_plain_matmul(
@@ -443,7 +445,7 @@ def _check_correlate(node: Node) -> tuple[np.dtype, int]:
             f"{node.op.value} of {a.dtype} and {v.dtype} (one float dtype: "
             "NumPy's integer dot and small_correlate differ)"
         )
-    if len(a.aval.shape) != 1 or len(v.aval.shape) != 1:
+    if len(ranked_shape(a)) != 1 or len(ranked_shape(v)) != 1:
         raise Unsupported(f"{node.op.value} of arrays other than 1-D")
     mode = node.attrs.get("mode", "valid")
     if mode not in _CORRELATE_MODES:
@@ -508,14 +510,14 @@ def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
     """The gufunc and the rank of ``b`` (0 without one)."""
     only_params(node, set())
     a = array_arg(node, 0, "a matrix")
-    if len(a.aval.shape) != 2:
+    if len(ranked_shape(a)) != 2:
         raise Unsupported(f"{node.op.value} of a stack of matrices (2-D only)")
     rank_b = 0
     for x in node.args[: 2 if node.op is OpKind.SOLVE else 1]:
         if not isinstance(x, Node) or np.dtype(x.dtype).kind not in "iuf":
             raise Unsupported(f"{node.op.value} of {getattr(x, 'dtype', type(x).__name__)}")
     if node.op is OpKind.SOLVE:
-        rank_b = len(array_arg(node, 1, "b").aval.shape)
+        rank_b = len(ranked_shape(array_arg(node, 1, "b")))
         if rank_b not in (1, 2):
             raise Unsupported(f"solve with a {rank_b}-D b")
     if np.dtype(node.dtype) not in (np.dtype(np.float64), np.dtype(np.float32)):

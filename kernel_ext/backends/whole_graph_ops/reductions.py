@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, const_source, ctor, literal_value
+from ..static_shapes import aval_of_node, ranked_shape
 from .common import (
     ACCUMULATE,
     DTYPES,
@@ -38,11 +39,11 @@ def _check_scan(node: Node) -> tuple[Node, np.dtype, int | None]:
     only_params(node, {"axis", "dtype"})
     x = array_arg(node, 0, "a value")
     dt = result_dtype(node)
-    if not np.can_cast(x.dtype, dt, "safe"):
+    if not np.can_cast(aval_of_node(x).dtype, dt, "safe"):
         raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
     need_ufunc_loop(np.add if node.op is OpKind.CUMSUM else np.multiply, dt)
     axis = node.attrs.get("axis")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     if axis is not None:
         if rank == 0:
             raise Unsupported(f"{node.op.value} of a 0-d value along an axis")
@@ -54,7 +55,7 @@ def _check_scan(node: Node) -> tuple[Node, np.dtype, int | None]:
 
 def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     x_node, dt, axis = _check_scan(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x = w.fresh("x")
     # The lanes are independent: a C-ordered copy (or a cast) changes no result bit.
@@ -136,10 +137,10 @@ def _check_moments(node: Node) -> tuple[Node, np.dtype, int | None]:
     ddof = node.attrs.get("ddof", 0)
     if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool):
         raise Unsupported(f"{node.op.value} with ddof={ddof!r} (an int only)")
-    if len(x.aval.shape) == 0:
+    if len(ranked_shape(x)) == 0:
         raise Unsupported(f"{node.op.value} of a 0-d value")
     need_ufunc_loop(np.add, dt)
-    return x, dt, _reduce_axis(node, len(x.aval.shape))
+    return x, dt, _reduce_axis(node, len(ranked_shape(x)))
 
 
 def _moment_input(
@@ -193,7 +194,7 @@ def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     deviations, their sum divided by ``max(count - ddof, 0)``; a count at most ``ddof``
     (NumPy's warning, an inf or NaN) or an empty input signals."""
     x_node, dt, axis = _check_moments(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x = args[0].name
     x3, outer, n, inner = _moment_input(w, x, rank, axis, lines, indent)
@@ -223,7 +224,7 @@ def _emit_nanmean(w: Writer, node: Node, args: list, t: str, lines: list[str], i
     divided (in float64, then cast) by the count of the others; a lane of NaNs only
     (NumPy's "Mean of empty slice" warning) or an empty input signals."""
     x_node, dt, axis = _check_moments(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x3, outer, n, inner = _moment_input(w, args[0].name, rank, axis, lines, indent)
     w.signal(lines, indent, f"{n} == 0")
@@ -290,12 +291,12 @@ def _several_axes(node: Node) -> bool:
     x, axis = node.args[0], node.attrs.get("axis")
     if (
         not isinstance(x, Node)
-        or x.aval.shape is None
+        or aval_of_node(x).shape is None
         or not isinstance(axis, tuple)
         or len(axis) < 2
     ):
         return False
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     try:
         return sorted({int(a) % rank for a in axis}) != list(range(rank))
     except (TypeError, ZeroDivisionError):
@@ -310,7 +311,7 @@ def _check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
     dt = np.dtype(x.dtype)
     if np.dtype(node.dtype) != dt:
         raise Unsupported(f"{node.op.value} changing the dtype")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     axis = node.attrs.get("axis", 0 if ufunc else None)
     axis = (
         tuple(range(rank))
@@ -334,7 +335,7 @@ def _claims_ufunc_reduce(node: Node) -> bool:
 
 def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     x_node, axes, init = _check_extreme(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     x = args[0].name
     dts = ctor(np.dtype(node.dtype))
     kept = [d for d in range(rank) if d not in axes]
@@ -444,7 +445,7 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
     """The reduced array, its axis (None: all) and the quantiles as fractions (float64;
     None for ``median``), or Unsupported."""
     x = array_arg(node, 0, "a value")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     if node.op is OpKind.MEDIAN:
         only_params(node, {"axis", "keepdims"})
         q = None
@@ -487,7 +488,7 @@ def _emit_order_stat(
     """Lanes along the axis (moved last, C-ordered), each sorted, then NumPy's formula; an
     empty lane (NumPy's warning and NaN) signals, as do the cases of :data:`MIXED_ZEROS`."""
     x_node, axis, q = _check_order_stat(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     x = args[0].name
     dt = np.dtype(x_node.dtype)
     out_dt = np.dtype(node.dtype)
@@ -546,7 +547,11 @@ for _kind in (OpKind.MEDIAN, OpKind.PERCENTILE, OpKind.QUANTILE):
 
 def _check_arg_reduce(node: Node) -> None:
     x = node.args[0]
-    if not isinstance(x, Node) or x.aval.shape is None or np.dtype(x.dtype).kind not in "biuf":
+    if (
+        not isinstance(x, Node)
+        or aval_of_node(x).shape is None
+        or np.dtype(x.dtype).kind not in "biuf"
+    ):
         raise Unsupported(f"{node.op.value} of {getattr(x, 'aval', x)}")
     if set(node.attrs) - {"axis", "keepdims"}:
         raise Unsupported(f"{node.op.value} with {sorted(node.attrs)}")

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, const_source, ctor
+from ..static_shapes import aval_of_node, ranked_shape
 from ..ufunc_loops import find_loop
 from .common import (
     ACCUMULATE,
@@ -41,9 +42,9 @@ def _joined(node: Node) -> tuple[list[Node], np.dtype]:
     if not xs:
         raise Unsupported(f"{node.op.value} of nothing")
     for x in xs:
-        if not np.can_cast(x.dtype, dt, "safe"):
+        if not np.can_cast(aval_of_node(x).dtype, dt, "safe"):
             raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
-    ranks = {len(x.aval.shape) for x in xs}
+    ranks = {len(ranked_shape(x)) for x in xs}
     if len(ranks) != 1:
         raise Unsupported(f"{node.op.value} of different ranks")
     return xs, dt
@@ -52,7 +53,7 @@ def _joined(node: Node) -> tuple[list[Node], np.dtype]:
 def _check_concatenate(node: Node) -> None:
     only_params(node, {"axis"})
     xs, _ = _joined(node)
-    rank = len(xs[0].aval.shape)
+    rank = len(ranked_shape(xs[0]))
     axis = node.attrs.get("axis", 0)
     if axis is not None:
         if rank == 0:
@@ -70,7 +71,7 @@ def _emit_concatenate(
         names = [f"{n}.ravel()" for n in names]
         rank, k = 1, 0
     else:
-        rank = len(xs[0].aval.shape)
+        rank = len(ranked_shape(xs[0]))
         k = int(axis) % rank
         first = names[0]
         for n in names[1:]:  # NumPy's ValueError: the other dimensions must agree
@@ -97,12 +98,12 @@ def _emit_concatenate(
 def _check_stack(node: Node) -> None:
     only_params(node, {"axis"})
     xs, _ = _joined(node)
-    checked_axis(node.attrs.get("axis", 0), len(xs[0].aval.shape) + 1, "stack")
+    checked_axis(node.attrs.get("axis", 0), len(ranked_shape(xs[0])) + 1, "stack")
 
 
 def _emit_stack(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
     xs, dt = _joined(node)
-    rank = len(xs[0].aval.shape)
+    rank = len(ranked_shape(xs[0]))
     k = int(node.attrs.get("axis", 0)) % (rank + 1)
     first = args[0].name
     for a in args[1:]:  # NumPy's ValueError: all input arrays must have the same shape
@@ -120,8 +121,8 @@ def _expand_axes(node: Node) -> list[int]:
     x = array_arg(node, 0, "a value")
     axis = node.attrs["axis"]
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out_rank = len(x.aval.shape) + len(axes)
-    if len(x.aval.shape) == 0:
+    out_rank = len(ranked_shape(x)) + len(axes)
+    if len(ranked_shape(x)) == 0:
         raise Unsupported("expand_dims of a 0-d value")
     norm = sorted(checked_axis(a, out_rank, "expand_dims") for a in axes)
     if len(set(norm)) != len(norm):
@@ -141,7 +142,7 @@ def _emit_expand_dims(
 
 def _flip_axes(node: Node) -> set[int]:
     x = array_arg(node, 0, "a value")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     if rank == 0:
         raise Unsupported("flip of a 0-d value")
     axis = node.attrs.get("axis")
@@ -249,7 +250,7 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     dt = np.dtype(x.dtype)
     if np.dtype(node.dtype) != dt:
         raise Unsupported("pad changing the dtype")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     if rank == 0:
         raise Unsupported("pad of a 0-d value")
     try:
@@ -365,7 +366,7 @@ RULES[OpKind.OUTER] = Rule(lambda n: _check_outer(n) and None, _emit_outer)
 def _check_nonzero(node: Node) -> int:
     only_params(node, set())
     x = array_arg(node, 0, "an array")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     if rank == 0:
         raise Unsupported(f"{node.op.value} of a 0-d value")
     return rank
@@ -398,7 +399,7 @@ def _check_squeeze(node: Node) -> list[int]:
     size 1; an axis of unknown size the graph keeps must not be 1 at run time (checked)."""
     only_params(node, {"axis"})
     x = array_arg(node, 0, "an array")
-    shape = x.aval.shape
+    shape = ranked_shape(x)
     axis = node.attrs.get("axis")
     if axis is None:
         return [d for d, n in enumerate(shape) if n == 1]
@@ -442,7 +443,7 @@ def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
         raise Unsupported(f"{ufunc.__name__}.accumulate of {x.dtype} into {dt}")
     if find_loop(ufunc, (dt,) * 3) is None:
         raise Unsupported(f"no NumPy {ufunc.__name__} loop for {dt}")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     if rank == 0:
         raise Unsupported("accumulate of a 0-d value")
     return x, dt, checked_axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
@@ -454,7 +455,7 @@ def _emit_accumulate(
     """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
     the ufunc for the dtype, called with its output one step behind its first input."""
     x_node, dt, axis, ufunc = _check_accumulate(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x = w.fresh("x")
     lines.append(f"{indent}{x} = np.ascontiguousarray({args[0].name})")

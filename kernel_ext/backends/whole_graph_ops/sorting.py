@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, const_source, ctor
+from ..static_shapes import ranked_shape
 from .common import (
     DTYPES,
     MIXED_ZEROS,
@@ -105,7 +106,7 @@ def _check_sort(node: Node) -> tuple[Node, int | None]:
     kind = node.attrs.get("kind")
     if kind not in (None, "quicksort", "stable", "mergesort", "heapsort"):
         raise Unsupported(f"{node.op.value} kind {kind!r}")
-    rank = len(x.aval.shape)
+    rank = len(ranked_shape(x))
     axis = node.attrs.get("axis", -1)
     if axis is None:
         return x, None
@@ -120,7 +121,7 @@ def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str], inde
     unique where no tie could come out in another order, which is checked: else it signals.
     """
     x_node, axis = _check_sort(node)
-    rank = len(x_node.aval.shape)
+    rank = len(ranked_shape(x_node))
     x = args[0].name
     dt = np.dtype(x_node.dtype)
     out_dt = ctor(np.dtype(node.dtype))
@@ -259,8 +260,8 @@ def _check_search(node: Node) -> tuple[Node, Node, np.dtype]:
     else:
         only_params(node, {"right"})
         v, a = array_arg(node, 0, "values"), array_arg(node, 1, "bins")
-    if len(a.aval.shape) != 1:
-        raise Unsupported(f"{node.op.value} into an array of rank {len(a.aval.shape)}")
+    if len(ranked_shape(a)) != 1:
+        raise Unsupported(f"{node.op.value} into an array of rank {len(ranked_shape(a))}")
     common = np.result_type(a.dtype, v.dtype)
     if common not in DTYPES or common.kind == "b":
         raise Unsupported(f"{node.op.value} of {a.dtype} and {v.dtype}")
@@ -281,7 +282,7 @@ def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     cast_a = "" if np.dtype(a_node.dtype) == common else f".astype({cts})"
     cast_v = "" if np.dtype(v_node.dtype) == common else f".astype({cts})"
     lines.append(f"{indent}{a} = {args[ai].name}{cast_a}")
-    rank = len(v_node.aval.shape)
+    rank = len(ranked_shape(v_node))
     src = args[vi].name
     if rank == 0:
         lines.append(f"{indent}{v} = np.full(1, {src}, {cts})")
@@ -448,8 +449,8 @@ def _check_interp(node: Node) -> None:
         raise Unsupported("interp with left, right or period")
     for i, what in enumerate(("x", "xp", "fp")):
         a = array_arg(node, i, what)
-        if i and len(a.aval.shape) != 1:
-            raise Unsupported(f"interp with a {len(a.aval.shape)}-D {what}")
+        if i and len(ranked_shape(a)) != 1:
+            raise Unsupported(f"interp with a {len(ranked_shape(a))}-D {what}")
     if np.dtype(node.dtype) != np.float64:
         raise Unsupported(f"interp into {node.dtype}")
 
@@ -548,11 +549,12 @@ def _emit_histogram(
     w.constants.append(edges)
     w.helpers["_histogram"] = _HISTOGRAM
     counts = w.fresh("h")
+    f64 = np.dtype(np.float64)
     lines.append(f"{indent}{counts} = np.zeros({nbins}, np.int64)")
     lines.append(
         f"{indent}_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
-        f"{const_source(first, np.float64)}, {const_source(last, np.float64)}, "
-        f"{const_source(denom, np.float64)}, {nbins}, {counts})"
+        f"{const_source(first, f64)}, {const_source(last, f64)}, "
+        f"{const_source(denom, f64)}, {nbins}, {counts})"
     )
     lines.append(f"{indent}{t} = ({counts}, {ec}.copy())")
     return "fresh"
