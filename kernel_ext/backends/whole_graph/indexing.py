@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ...ir import Graph, Node, OpKind
-from ...ir.abstract import DynamicIndex, getitem_shape
+from ...ir.abstract import DynamicIndex, KnownShape, getitem_shape
 from ...passes.fusion import Segment
 from ..emit.literals import Unsupported, const_source, ctor, literal_into
-from ..static_shapes import aval_of_node, ranked_shape
+from ..static_shapes import aval_of_node, ranked_shape, static_shape
 from ..whole_graph_ops import RULES as _OP_RULES
 from .base import WriterBase
 from .values import Value
@@ -253,8 +253,8 @@ class BasicIndexing(WriterBase):
         region = getitem_shape(shape, comps, dyn)
         if region is None or None in region:
             return None
-        total = int(np.prod(shape))
-        inside = int(np.prod(region))
+        total = int(np.prod(static_shape(x)))  # (no dim is None: checked above)
+        inside = int(np.prod(cast(KnownShape, region)))
         return total - inside, inside
 
     def _setitem_target(

@@ -21,6 +21,7 @@ from . import elementwise, fft, indexing, linalg, reductions, shape, sorting
 from .core import (
     ABSTRACT_EVAL,
     AbstractValue,
+    KnownShape,
     Rule,
     Shape,
     abstract_eval,
@@ -43,6 +44,7 @@ __all__ = [
     "ABSTRACT_EVAL",
     "AbstractValue",
     "DynamicIndex",
+    "KnownShape",
     "Rule",
     "Shape",
     "abstract_eval",
