@@ -254,7 +254,7 @@ class BasicIndexing(WriterBase):
         if region is None or None in region:
             return None
         total = int(np.prod(static_shape(x)))  # (no dim is None: checked above)
-        inside = int(np.prod(cast(KnownShape, region)))
+        inside = int(np.prod(cast("KnownShape", region)))
         return total - inside, inside
 
     def _setitem_target(

@@ -8,7 +8,6 @@ the family modules of this package hold the rules.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast, overload
@@ -36,10 +35,16 @@ class AbstractValue:
 
     @property
     def size(self) -> int | None:
-        if self.shape is None or any(d is None for d in self.shape):
+        # (no cast: kx.saved_model.export_source spells this class, and what it calls, as
+        # source)
+        if self.shape is None:
             return None
-        # every dim is known here (checked just above)
-        return math.prod(cast(KnownShape, self.shape))
+        size = 1
+        for d in self.shape:
+            if d is None:
+                return None
+            size *= d
+        return size
 
     def __str__(self) -> str:
         return format_aval(self.shape, self.dtype)

@@ -180,7 +180,7 @@ def _empty_probe(
     """The exact result type of ``fn`` on a statically empty array, by running it on one
     (no memory): NumPy answers empty input with special cases a 1-element probe cannot see
     (``nanquantile`` of an empty array is ``nanmean``'s: ``q``'s dimensions are dropped)."""
-    if x.shape is None or None in x.shape or math.prod(cast(KnownShape, x.shape)) != 0:
+    if x.shape is None or None in x.shape or math.prod(cast("KnownShape", x.shape)) != 0:
         return None
     kwargs = dict(attrs)
     args = (kwargs.pop("q"),) if "q" in kwargs else ()

@@ -30,7 +30,7 @@ def reshape_shape(shape: Shape | None, newshape: tuple[int, ...]) -> Shape | Non
     if list(newshape).count(-1) > 1:
         raise ValueError("can only specify one unknown dimension")
     # (no ``None`` dim when the product is taken)
-    size = None if shape is None or None in shape else math.prod(cast(KnownShape, shape))
+    size = None if shape is None or None in shape else math.prod(cast("KnownShape", shape))
     known = math.prod(d for d in newshape if d != -1)
     if -1 not in newshape:
         if size is not None and size != known:
@@ -140,7 +140,7 @@ def _stack(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
         return AbstractValue(None, dtype)
     # every shape is known here (checked above)
     shapes = cast("set[Shape]", {x.shape for x in xs})
-    merged = cast(Shape, xs[0].shape)
+    merged = cast("Shape", xs[0].shape)
     if len(shapes) > 1:
         if len({len(s) for s in shapes}) > 1:
             raise ValueError("all input arrays must have the same shape")

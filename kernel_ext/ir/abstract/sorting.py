@@ -85,7 +85,7 @@ def _histogram(
     if isinstance(bins, AbstractValue):
         if bins.ndim != 1:
             raise ValueError("`bins` must be 1d, when an array")
-        edges = cast(Shape, bins.shape)[0]  # 1-D (checked above)
+        edges = cast("Shape", bins.shape)[0]  # 1-D (checked above)
         probe_bins: Any = np.arange(2, dtype=bins.dtype)
     elif isinstance(static_bins, str):
         edges, probe_bins = None, static_bins  # the data choose the number of bins
@@ -162,7 +162,7 @@ def _lexsort(attrs: dict[str, Any], *keys: AbstractValue) -> AbstractValue:
         if not shape:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
         shape = shape[1:] if len(shape) > 1 else shape  # a 1-D array is one key
-        probe = np.ones((1,) * len(cast(Shape, keys[0].shape)), keys[0].dtype)
+        probe = np.ones((1,) * len(cast("Shape", keys[0].shape)), keys[0].dtype)
     else:
         shape = broadcast_shapes(*[k.shape for k in keys])
         if any(k.shape is not None and len(k.shape) != len(shape or ()) for k in keys):
