@@ -17,7 +17,7 @@ Opaque NumPy calls and random draws on the path raise
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -46,6 +46,12 @@ STACKED = "_stacked"
 
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
 LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
+
+
+def recording_trace() -> TraceContext:
+    """The trace a gradient is recorded in: the callers run inside one (``current_context``
+    is ``None`` only in eager code)."""
+    return cast(TraceContext, current_context())
 
 
 def differentiable(aval: Any) -> bool:

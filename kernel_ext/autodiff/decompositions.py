@@ -36,14 +36,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..ir import Node, OpKind
 from ..ir.abstract import normalize_axes
-from ..trace import Tensor, bind, current_context
-from .backward import backward
+from ..trace import Tensor, bind
+from .backward import backward, recording_trace
 from .rules import NOTES, Cotangent, Primal, reverse_cumsum, rule
 
 K = OpKind
@@ -88,9 +88,10 @@ def _symmetric(g: Any) -> Any:
 def outputs(p: Primal) -> list[Any]:
     """The traced results of a multi-result node (``get_output`` each: CSE merges them with
     the forward pass's own)."""
-    owner = next((a.context for a in p.args if isinstance(a, Tensor)), current_context())
+    owner = next((a.context for a in p.args if isinstance(a, Tensor)), recording_trace())
     node = owner.tensor(p.node)
-    return [bind(K.GET_OUTPUT, (node,), {"index": i}) for i in range(len(p.node.aval))]
+    count = len(cast(tuple, p.node.aval))  # (a tuple of avals, one per result)
+    return [bind(K.GET_OUTPUT, (node,), {"index": i}) for i in range(count)]
 
 
 def _matrix_dims(x: Any, fn: str) -> tuple[int, int]:
@@ -207,7 +208,7 @@ def _cholesky(p: Primal, g: Any) -> list[Cotangent]:
     """``a = l @ l.T``: ``P = l^-T phi(l^T gl) l^-1`` (``phi``: the lower triangle, half
     the diagonal), symmetrised, read through the triangle NumPy reads."""
     upper = bool(p.attrs.get("upper", False))
-    factor = p.out
+    factor = cast(Tensor, p.out)
 
     def da() -> Any:
         low, gl = (_t(factor), _t(g)) if upper else (factor, g)
@@ -300,7 +301,7 @@ def composed(p: Primal, g: Any, fn: Callable[..., Any]) -> list[Cotangent]:
     """The cotangents of ``p``'s arguments through ``fn``, a composition of ops with rules
     that computes the same function (or the same results, for a multi-result node: ``g`` a
     list). ``fn`` is recorded in the current trace and differentiated there."""
-    ctx = current_context()
+    ctx = recording_trace()
     start = len(ctx.graph.nodes)
     lifted = [ctx.tensor(ctx.lift(a)) if isinstance(a, Tensor) else a for a in p.args]
     result = fn(*lifted)
@@ -413,11 +414,13 @@ def _pad_by_statistic(a: Any, widths: list, mode: str, stat_length: Any) -> Any:
     """``np.pad(a, widths, mode)`` for ``maximum``/``minimum``/``median`` as NumPy computes it:
     axis after axis, each side filled with the statistic of the ``stat_length`` elements
     nearest to it (all of them by default), the axes padded before included."""
-    stat = {"maximum": np.max, "minimum": np.min, "median": np.median}[mode]
+    stat = cast(
+        Callable[..., Any], {"maximum": np.max, "minimum": np.min, "median": np.median}[mode]
+    )
     lengths = _axis_pairs(stat_length, a.ndim) if stat_length is not None else None
     for axis, (before, after) in enumerate(widths):
         n = a.shape[axis]
-        parts = []
+        parts: list[Any] = []
         for side, width in ((0, before), (1, after)):
             if not width:
                 parts.append(None)

@@ -26,8 +26,8 @@ gradient.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal, SupportsIndex, cast
 
 import numpy as np
 
@@ -49,6 +49,9 @@ def same_trace(a: GradientTape | None, b: GradientTape | None) -> bool:
 
 
 _local = threading.local()
+
+#: ndarray's memory orders (the ``order=`` of ravel, flatten, copy).
+Order = Literal["K", "A", "C", "F"] | None
 
 
 class RecordingArray(np.ndarray):
@@ -79,7 +82,9 @@ class RecordingArray(np.ndarray):
             out=out,
         )
 
-    def __array_function__(self, func: Callable, types: tuple, args: tuple, kwargs: dict) -> Any:
+    def __array_function__(
+        self, func: Callable, types: Iterable[type], args: Iterable[Any], kwargs: Mapping[str, Any]
+    ) -> Any:
         name = getattr(func, "__name__", repr(func))
         out = kwargs.get("out")
         return _record(
@@ -101,8 +106,9 @@ class RecordingArray(np.ndarray):
         plain_self, plain_key, plain_value = _plain((self, key, value))
         plain_self[plain_key] = plain_value
         if _recorded(self):
-            with _binding(tape, "setitem (x[...] = v)"):
-                self._kx_tensor[_traced(key, tape)] = _traced(value, tape)
+            recording = cast("GradientTape", tape)  # (a recorded array carries its tape)
+            with _binding(recording, "setitem (x[...] = v)"):
+                cast(Tensor, self._kx_tensor)[_traced(key, recording)] = _traced(value, recording)
         elif _recorded(value) or _recorded(key):
             raise errors.NonDifferentiableError(
                 "a recorded value was written into an array the GradientTape does not record "
@@ -122,16 +128,16 @@ class RecordingArray(np.ndarray):
     def T(self) -> Any:  # noqa: N802 - ndarray's name
         return np.transpose(self)
 
-    def ravel(self, order: str = "C") -> Any:
+    def ravel(self, order: Order = "C") -> Any:
         return np.ravel(self, order)
 
-    def flatten(self, order: str = "C") -> Any:
+    def flatten(self, order: Order = "C") -> Any:
         return np.ravel(np.copy(self), order)
 
     def squeeze(self, axis: Any = None) -> Any:
         return np.squeeze(self, axis)
 
-    def swapaxes(self, a: int, b: int) -> Any:
+    def swapaxes(self, a: SupportsIndex, b: SupportsIndex) -> Any:
         return np.swapaxes(self, a, b)
 
     def astype(self, dtype: Any, *args: Any, **kwargs: Any) -> Any:
@@ -139,13 +145,16 @@ class RecordingArray(np.ndarray):
             _tape_of(self), "astype", lambda a, kw: a[0].astype(dtype, *args, **kw), (self,), kwargs
         )
 
-    def copy(self, order: str = "C") -> Any:
+    def copy(self, order: Order = "C") -> Any:
         return np.copy(self, order)
 
-    def dot(self, b: Any) -> Any:
+    # (dot and clip record the forms without out=, under NumPy's older argument names)
+    def dot(self, b: Any) -> Any:  # type: ignore[override]
         return np.dot(self, b)
 
-    def clip(self, a_min: Any = None, a_max: Any = None, **kwargs: Any) -> Any:
+    def clip(  # type: ignore[override]
+        self, a_min: Any = None, a_max: Any = None, **kwargs: Any
+    ) -> Any:
         return np.clip(self, a_min, a_max, **kwargs)
 
     def __repr__(self) -> str:
@@ -260,7 +269,7 @@ class _binding:
     def __enter__(self) -> None:
         self.ctx.__enter__()
 
-    def __exit__(self, kind: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, kind: Any, exc: Any, tb: Any) -> Literal[False]:
         self.ctx.__exit__(kind, exc, tb)
         if exc is not None and not isinstance(exc, errors.NonDifferentiableError):
             raise errors.NonDifferentiableError(
@@ -277,7 +286,7 @@ def _record(
     name: str,
     call: Callable[[Any, dict], Any],
     args: Any,
-    kwargs: dict,
+    kwargs: Mapping[str, Any],
     out: Any = None,
 ) -> Any:
     """Run ``call`` on the plain values (NumPy's result), bind it on the traced stand-ins

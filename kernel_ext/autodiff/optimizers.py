@@ -20,6 +20,9 @@ import numpy as np
 
 from ..trace import Variable
 
+# The variables the updates compute with are annotated ``Any``: ``Variable``'s arithmetic
+# operators are set on the class when it is made (``NumpyOperators``), out of mypy's sight.
+
 
 class Optimizer:
     """Base class: slots per variable, the step count, ``apply_gradients``."""
@@ -51,7 +54,8 @@ class Optimizer:
             self.iterations = Variable(np.int64(0), name=f"{self.name}/iterations", trainable=False)
         for _, var in pairs:
             self.build(var)
-        step = self.iterations + 1
+        iterations: Any = self.iterations
+        step = iterations + 1
         for grad, var in pairs:
             self.update(var, grad, step)
         self.iterations.assign_add(1)
@@ -89,7 +93,7 @@ class SGD(Optimizer):
         if not self.momentum:
             var.assign_sub(lr * grad)
             return
-        v = self.slot(var, "momentum")
+        v: Any = self.slot(var, "momentum")
         v.assign(self.momentum * v - lr * grad)
         if self.nesterov:
             var.assign_add(self.momentum * v - lr * grad)
@@ -146,11 +150,11 @@ class RMSprop(Optimizer):
             self.slot(var, "momentum")
 
     def update(self, var: Variable, grad: Any, step: Any) -> None:
-        a = self.slot(var, "velocity")
+        a: Any = self.slot(var, "velocity")
         a.assign(self.rho * a + (1.0 - self.rho) * grad * grad)
         increment = self.learning_rate * grad / np.sqrt(a + self.epsilon)
         if self.momentum:
-            m = self.slot(var, "momentum")
+            m: Any = self.slot(var, "momentum")
             m.assign(self.momentum * m + increment)
             var.assign_sub(m)
         else:

@@ -27,7 +27,7 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from ..trace import Tensor, TraceContext, Variable, current_context
 from ..trace.state import ACTIVITY
 from ..trace.variables import EAGER_READ_HOOK
 from ..trace.zero_d import mark_scalar
-from .backward import backward, differentiable
+from .backward import backward, differentiable, recording_trace
 from .eager import RecordingArray, same_trace, stop_recorded, watch_array, wrap
 
 _local = threading.local()
@@ -78,7 +78,7 @@ def stop_gradient(x: Any) -> Any:
     if isinstance(x, RecordingArray):
         return stop_recorded(x)
     if isinstance(x, Tensor):
-        ctx = current_context()
+        ctx = recording_trace()
         return ctx.bind(OpKind.COPY, (x,), {"stop_gradient": True}, name="StopGradient")
     if isinstance(x, (list, tuple)):
         return type(x)(stop_gradient(v) for v in x)
@@ -147,7 +147,8 @@ class GradientTape:
             if self._trace is None:
                 # a tape inside a tape joins the trace of the one recording around it
                 around = [t for t in eager_tapes() if t._trace is not None]
-                self._trace = around[-1]._trace if around else _EagerTrace()
+                # (around: the tapes with a trace)
+                self._trace = cast(_EagerTrace, around[-1]._trace) if around else _EagerTrace()
             if self not in self._trace.tapes:
                 self._trace.tapes.append(self)
             self._eager_intervals.append([len(self._trace.ctx.graph.nodes), -1])
@@ -243,7 +244,8 @@ class GradientTape:
             return leaf  # already recorded (by this tape, or one this tape is inside)
         trace = self._eager_trace()
         rec = watch_array(self, leaf, f"watched_{len(trace.feeds)}")
-        trace.feeds[rec._kx_tensor.node] = np.asarray(rec.view(np.ndarray))
+        recorded = cast(Tensor, rec._kx_tensor)  # (watch_array records it)
+        trace.feeds[recorded.node] = np.asarray(rec.view(np.ndarray))
         self._watched_arrays[id(rec)] = rec
         return rec
 
@@ -408,14 +410,18 @@ class GradientTape:
 
     # -- inside a trace ----------------------------------------------------------------------
     def _recorded_nodes(self) -> list[Node]:
-        nodes = self._ctx.graph.nodes
+        nodes = self._graph_trace().graph.nodes
         out: list[Node] = []
         for start, end in self._intervals:
             out.extend(nodes[start : len(nodes) if end < 0 else end])
         return out
 
+    def _graph_trace(self) -> TraceContext:
+        """The trace this tape records in (called for a tape made inside one)."""
+        return cast(TraceContext, self._ctx)
+
     def _graph_gradient(self, target: Any, leaves: list[Any], output_gradients: Any) -> list[Any]:
-        ctx = self._ctx
+        ctx = self._graph_trace()
         if not ctx.active:
             raise errors.LeakedTensorError(
                 "GradientTape.gradient was called after the trace the tape recorded in ended. "
@@ -450,8 +456,14 @@ class GradientTape:
                 source_nodes.append(reads)
             elif isinstance(s, Tensor):
                 node = s.node if s.context is ctx else None
-                ok = node is not None and (node in self._watched_nodes or node in recorded)
-                source_nodes.append([node] if ok and differentiable(node.aval) else [])
+                if (
+                    node is not None
+                    and (node in self._watched_nodes or node in recorded)
+                    and differentiable(node.aval)
+                ):
+                    source_nodes.append([node])
+                else:
+                    source_nodes.append([])
             else:
                 source_nodes.append([])
         found = backward(
@@ -542,8 +554,8 @@ class GradientTape:
                     f"source_{len(feeds)}", arr.shape, arr.dtype, ("source", len(feeds))
                 )
                 feeds.append(arr)
-            for replay, values, result in self.calls:
-                replayed = replay(_substitute(values, tensors))
+            for replay, call_args, result in self.calls:
+                replayed = replay(_substitute(call_args, tensors))
                 for old, new in zip(_leaves(result), _leaves(replayed)):
                     if isinstance(new, Tensor) and isinstance(old, (np.ndarray, np.generic)):
                         tensors[id(old)] = new

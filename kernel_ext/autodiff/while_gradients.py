@@ -34,14 +34,21 @@ same-shaped rows: a variable whose shape changes raises when the stack is writte
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..ir import AbstractValue, Graph, Node, OpKind
 from ..trace import Tensor, TraceContext, current_context
 from ..trace.control_flow import while_loop
-from .backward import STACKED, backward, differentiable, inline_graph, mark_backward
+from .backward import (
+    STACKED,
+    backward,
+    differentiable,
+    inline_graph,
+    mark_backward,
+    recording_trace,
+)
 from .rules import VJP, Primal
 
 # ``STACKED`` (from .backward) is the attr of a ``while`` node rewritten to stack its state
@@ -123,7 +130,8 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     node.attrs.update(
         {"cond": cond, "body": body, "n_vars": len(out_avals), "out_avals": out_avals}
     )
-    node.aval = out_avals
+    # (a tuple of avals, one per result: ir.graph types ``aval`` as a single one)
+    node.aval = cast(Any, out_avals)
     outs = [
         owner.graph.create_node(
             OpKind.GET_OUTPUT,
@@ -168,7 +176,7 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     n = stacked.n_vars if stacked is not None else n_total
     # A second-order pass reaches the stacks (the reverse loop read them): row k of a stack's
     # cotangent joins the cotangent of the state iteration k started from.
-    g_stacks = list(gs[n + 1 : 2 * n + 1]) if stacked is not None else [None] * n
+    g_stacks: list[Any] = list(gs[n + 1 : 2 * n + 1]) if stacked is not None else [None] * n
     specs = node.attrs["out_avals"][:n]
     slots = [k for k in range(n) if differentiable(specs[k])]
     wanted_caps = [
@@ -193,7 +201,7 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
         return k > 0
 
     def body_fn(k: Any, *carry: Any) -> tuple:
-        ctx = current_context()
+        ctx = recording_trace()
         k = k - 1
         cts, accs = carry[: len(slots)], carry[len(slots) :]
         # pre-lifted, so that each input is one node of this body: the backward pass's sources

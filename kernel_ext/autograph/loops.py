@@ -32,13 +32,13 @@ from __future__ import annotations
 import builtins
 import functools
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from .. import errors
 from ..ir import Node, OpKind
-from ..trace.context import bind, current_context
+from ..trace.context import TraceContext, bind, current_context
 from ..trace.control_flow import Undefined, is_traced, while_loop
 from ..trace.tensor import Tensor, describe_tensor, user_frame_description
 from ..trace.variables import resolve
@@ -337,7 +337,7 @@ def _counted_range(iterable: Any) -> tuple[Callable[[Any], Any], Any] | None:
         return None
     if int(step) == 0:
         return None  # (np.arange raises: the range is read, and raises, as it is)
-    ctx = current_context()
+    ctx = cast(TraceContext, current_context())  # (a traced arange: inside its trace)
     start, stop = (ctx.tensor(v) if isinstance(v, Node) else v for v in (start, stop))
     typed_step = dtype.type(step)
     # NumPy's length: ceil((stop - start) / step), at least 0 (exact in integers)

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -254,7 +254,7 @@ def _any_all(name: str, iterable: Any) -> Any:
         shape = iterable.shape
         if shape is None or len(shape) == 0:
             raise TypeError("iteration over a 0-d array")
-        inner = 1
+        inner: int | None = 1
         for d in shape[1:]:
             inner = None if d is None or inner is None else inner * d
         if inner == 1:
@@ -320,7 +320,7 @@ def _len(obj: Any, /) -> Any:
     50, as TensorFlow's AutoGraph makes it), which arithmetic (``total / len(sel)``) uses."""
     value = resolve(obj)
     if isinstance(value, Tensor) and value.shape and value.shape[0] is None:
-        dim = bind(OpKind.DIM, (value,), {"axis": 0}, name="len")
+        dim = cast(Tensor, bind(OpKind.DIM, (value,), {"axis": 0}, name="len"))
         return PythonNumber(dim.node, dim.context, int)
     return builtins.len(obj)
 
@@ -467,7 +467,8 @@ def _scalar_type(sctype: type) -> Callable[..., Any]:
     ``np.asarray(x, dtype=sctype)`` (the array itself when its dtype already is that type)."""
 
     def convert(*args: Any, **kwargs: Any) -> Any:
-        value = resolve(args[0]) if len(args) == 1 and not kwargs else None
+        # (a Tensor where is_traced says so)
+        value: Any = resolve(args[0]) if len(args) == 1 and not kwargs else None
         if not is_traced(value):
             return sctype(*args, **kwargs)
         if value.shape is None:
@@ -494,7 +495,8 @@ def _number(py_type: type) -> Callable[..., Any]:
     exact = {int: "biuf", float: "fbiu", bool: "fbiuc"}[py_type]
 
     def convert(*args: Any, **kwargs: Any) -> Any:
-        value = resolve(args[0]) if len(args) == 1 and not kwargs else None
+        # (a Tensor where is_traced says so)
+        value: Any = resolve(args[0]) if len(args) == 1 and not kwargs else None
         if not is_traced(value) or value.dtype.kind not in exact:
             return py_type(*args, **kwargs)  # (Python's own conversion, or its error)
         if value.shape is None or any(d != 1 for d in value.shape):
@@ -502,7 +504,8 @@ def _number(py_type: type) -> Callable[..., Any]:
                 f"only length-1 arrays can be converted to Python scalars "
                 f"({describe_tensor(value)} at {user_frame_description()})"
             )
-        scalar = value if value.shape == () else np.reshape(value, ())
+        # (NumPy's functions return Tensors for Tensors, through __array_function__)
+        scalar: Any = value if value.shape == () else np.reshape(value, ())
         if py_type is bool:
             scalar = scalar if scalar.dtype == np.bool_ else np.not_equal(scalar, 0)
         elif py_type is int and scalar.dtype.kind == "f":
@@ -527,7 +530,8 @@ def _float_to_int(scalar: Tensor) -> Tensor:
     if_raise(np.isnan(scalar), lambda: ValueError("cannot convert float NaN to integer"))
     if_raise(np.isinf(scalar), lambda: OverflowError("cannot convert float infinity to integer"))
     limit = float(2**63)
-    fits = np.logical_and(scalar < limit, scalar >= -limit)  # (False for NaN)
+    traced: Any = scalar  # (Tensor's comparisons are set on the class: out of mypy's sight)
+    fits = np.logical_and(traced < limit, traced >= -limit)  # (False for NaN)
     if_raise(
         np.logical_not(fits),
         lambda: OverflowError(
@@ -537,7 +541,8 @@ def _float_to_int(scalar: Tensor) -> Tensor:
         ),
     )
     # (zero where the checks raise: an executor that casts before checking warns of nothing)
-    return np.where(fits, np.trunc(scalar), 0.0).astype(np.int64)
+    # (a Tensor: NumPy's functions return Tensors for Tensors, through __array_function__)
+    return cast(Tensor, np.where(fits, np.trunc(scalar), 0.0).astype(np.int64))
 
 
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).

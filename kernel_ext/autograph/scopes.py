@@ -154,7 +154,7 @@ class Liveness:
         self.always = frozenset(always)
         self.live_out: dict[int, frozenset[str]] = {}
 
-    def annotate(self, stmts: list[ast.stmt], out: set[str]) -> None:
+    def annotate(self, stmts: list[ast.stmt], out: AbstractSet[str]) -> None:
         """Record the names live after each statement of ``stmts``, given ``out`` after it."""
         try:
             live = set(out) | self.always

@@ -41,8 +41,9 @@ import textwrap
 import tokenize
 import types
 from collections.abc import Sequence
+from typing import cast
 
-from .transformer import Unconvertible
+from .transformer import Located, Unconvertible
 
 __all__ = ["find_definition", "same_code", "source_lines"]
 
@@ -55,6 +56,7 @@ for _feature in __future__.all_feature_names:
     _FUTURE_FLAGS |= getattr(__future__, _feature).compiler_flag
 
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
+_Definition = _Function | ast.Lambda  # what a function's source may define it by
 _Span = tuple[int, int | None, int, int | None]  # line, column, end line, end column
 
 
@@ -148,7 +150,7 @@ def _what(code: types.CodeType) -> str:
     return "a lambda" if code.co_name == "<lambda>" else f"'{code.co_name}'"
 
 
-def _start_line(node: ast.AST) -> int:
+def _start_line(node: _Definition) -> int:
     """The line a definition's code object calls its first: its first decorator's."""
     decorators = getattr(node, "decorator_list", [])
     return min([node.lineno, *(d.lineno for d in decorators)])
@@ -223,10 +225,11 @@ def _longest_lambda(text: str, line: int, column: int) -> ast.Lambda | None:
             continue  # a tuple or a call that starts with this lambda: shorter
         for n in ast.walk(expr):
             if hasattr(n, "col_offset"):
-                if n.lineno == 1:
-                    n.col_offset += column - 1
-                if n.end_lineno == 1:
-                    n.end_col_offset += column - 1
+                placed = cast(Located, n)
+                if placed.lineno == 1:
+                    placed.col_offset += column - 1
+                if placed.end_lineno == 1:
+                    placed.end_col_offset += column - 1
         ast.increment_lineno(expr, line - 1)
         return expr
     return None
@@ -273,11 +276,11 @@ def _positions(code: types.CodeType) -> list[_Span]:
     return out
 
 
-def _body_span(node: ast.AST) -> _Span:
+def _body_span(node: _Definition) -> _Span:
     if isinstance(node, ast.Lambda):
         b = node.body
         return b.lineno, b.col_offset, b.end_lineno or b.lineno, b.end_col_offset
-    body = node.body  # type: ignore[attr-defined]
+    body = node.body
     return (
         body[0].lineno,
         body[0].col_offset,
@@ -297,23 +300,23 @@ def _holds(span: _Span, positions: list[_Span]) -> bool:
     return True
 
 
-def _innermost(nodes: list[ast.AST]) -> list[ast.AST]:
+def _innermost(nodes: list[_Definition]) -> list[_Definition]:
     """Drop every node whose body holds another node of the list: a function's positions
     lie in the body of each function enclosing it, so the innermost holder is the one."""
 
-    def inside(a: ast.AST, b: ast.AST) -> bool:
+    def inside(a: _Definition, b: _Definition) -> bool:
         return a is not b and _holds(_body_span(b), [_whole_span(a)])
 
     return [n for n in nodes if not any(inside(m, n) for m in nodes)]
 
 
-def _whole_span(node: ast.AST) -> _Span:
+def _whole_span(node: _Definition) -> _Span:
     return (
         _start_line(node),
-        node.col_offset,  # type: ignore[attr-defined]
+        node.col_offset,
         node.end_lineno or node.lineno,
         node.end_col_offset,
-    )  # type: ignore[attr-defined]
+    )
 
 
 # -- verification --------------------------------------------------------------------------------
@@ -321,7 +324,7 @@ def _whole_span(node: ast.AST) -> _Span:
 _CHECKED_NAME = "__kx_source_checked__"
 
 
-def _compile_alone(node: ast.AST, code: types.CodeType) -> types.CodeType | None:
+def _compile_alone(node: _Definition, code: types.CodeType) -> types.CodeType | None:
     """``node`` compiled by itself as ``code`` was: inside a function whose parameters are
     ``code``'s free variables (so they stay closure cells, not globals), under the same
     ``from __future__`` flags. None if it does not compile."""
@@ -331,9 +334,9 @@ def _compile_alone(node: ast.AST, code: types.CodeType) -> types.CodeType | None
     else:
         # Under its own name the ``def`` would make that name a local of the wrapper, and a
         # recursive call a closure read (a global read in the module).
-        node.name = _CHECKED_NAME  # type: ignore[attr-defined]
-        node.decorator_list = []  # type: ignore[attr-defined]
-        inner = node  # type: ignore[assignment]
+        node.name = _CHECKED_NAME
+        node.decorator_list = []
+        inner = node
     wrapper = ast.FunctionDef(
         name="__kx_source_check__",
         args=ast.arguments(
@@ -346,7 +349,7 @@ def _compile_alone(node: ast.AST, code: types.CodeType) -> types.CodeType | None
         body=[inner],
         decorator_list=[],
         returns=None,
-        type_params=[],
+        type_params=[],  # type: ignore[call-arg]  # (Python 3.12's field; mypy checks 3.11)
     )
     ast.copy_location(wrapper, node)
     module = ast.fix_missing_locations(ast.Module(body=[wrapper], type_ignores=[]))
@@ -475,9 +478,8 @@ def _same_constant(x: object, y: object, skip: Sequence[tuple[int, int]] = ()) -
     if type(x) is not type(y):
         return False
     if isinstance(x, tuple):
-        return len(x) == len(y) and all(  # type: ignore[arg-type]
-            _same_constant(p, q) for p, q in zip(x, y)
-        )  # type: ignore[call-overload]
+        other = cast(tuple, y)  # (of x's own type)
+        return len(x) == len(other) and all(_same_constant(p, q) for p, q in zip(x, other))
     if isinstance(x, frozenset):
         return x == y
     return repr(x) == repr(y)  # -0.0 is not 0.0, and nan is nan
@@ -490,7 +492,7 @@ def _lambda_as_def(node: ast.Lambda) -> ast.FunctionDef:
         body=[ast.Return(value=node.body)],
         decorator_list=[],
         returns=None,
-        type_params=[],
+        type_params=[],  # type: ignore[call-arg]  # (Python 3.12's field; mypy checks 3.11)
     )
     ast.copy_location(fn_node.body[0], node.body)
     return ast.fix_missing_locations(ast.copy_location(fn_node, node))

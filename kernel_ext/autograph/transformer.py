@@ -21,7 +21,9 @@ from __future__ import annotations
 
 import ast
 import itertools
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from collections.abc import Set as AbstractSet
+from typing import Protocol, cast
 
 from .assignments import rewrite_subscript_assignments
 from .scopes import (
@@ -43,6 +45,16 @@ _CONTAINER_MUTATORS = frozenset(
 _NOT_WRAPPED_CALLS = frozenset(
     {"super", "locals", "globals", "vars", "eval", "exec", "set_loop_options"}
 )
+
+
+class Located(Protocol):
+    """A parsed node with a source position (an expression, a statement, an argument, ...):
+    ``ast.AST`` itself declares no position fields."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
 
 
 class Unconvertible(Exception):
@@ -187,7 +199,7 @@ def _assign(name: str, value: ast.expr) -> ast.Assign:
     return ast.Assign(targets=[_name(name, ast.Store())], value=value, lineno=0)
 
 
-def _const(value: object) -> ast.Constant:
+def _const(value: str | int | None) -> ast.Constant:
     return ast.Constant(value=value)
 
 
@@ -198,7 +210,7 @@ def _lambda(body: ast.expr) -> ast.Lambda:
     )
 
 
-def _def(name: str, body: list[ast.stmt], args: list[str] = ()) -> ast.FunctionDef:
+def _def(name: str, body: list[ast.stmt], args: Sequence[str] = ()) -> ast.FunctionDef:
     return ast.FunctionDef(
         name=name,
         args=ast.arguments(
@@ -211,7 +223,7 @@ def _def(name: str, body: list[ast.stmt], args: list[str] = ()) -> ast.FunctionD
         body=body or [ast.Pass()],
         decorator_list=[],
         returns=None,
-        type_params=[],
+        type_params=[],  # type: ignore[call-arg]  # (Python 3.12's field; mypy checks 3.11)
     )
 
 
@@ -412,8 +424,8 @@ class Converter(ast.NodeTransformer):
         name: str,
         body: list[ast.stmt],
         names: list[str],
-        args: list[str] = (),
-        live_out: set[str] | None = None,
+        args: Sequence[str] = (),
+        live_out: AbstractSet[str] | None = None,
     ) -> ast.FunctionDef:
         nonlocal_, global_ = self._state(names)
         if live_out is not None and self.scope.liveness is not None:
@@ -436,7 +448,7 @@ class Converter(ast.NodeTransformer):
             out.extend(result if isinstance(result, list) else [result])
         return out
 
-    def _check(self, test: ast.expr, stmts: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
+    def _check(self, test: ast.expr, stmts: list[ast.stmt], origin: ast.stmt) -> list[ast.stmt]:
         """``if test: <stmts ending in raise>`` as a run-time check: the statements become a
         function returning the exception (f-strings in it formatted at run time when they
         hold traced values), and ``ag__.if_raise(test, fn)`` raises it when ``test`` holds."""
@@ -741,7 +753,7 @@ class Converter(ast.NodeTransformer):
         return self._located([*before, *defs, body, *state, call], node)
 
     @staticmethod
-    def _located(stmts: list[ast.stmt], origin: ast.AST) -> list[ast.stmt]:
+    def _located(stmts: list[ast.stmt], origin: ast.stmt) -> list[ast.stmt]:
         for st in stmts:
             ast.copy_location(st, origin)
             for n in ast.walk(st):
@@ -749,7 +761,8 @@ class Converter(ast.NodeTransformer):
                     ast.copy_location(n, origin)
                     # on the statement's first line: the line a frame shows while the
                     # ``ag__.if_stmt(...)`` call runs (the graph nodes' source line)
-                    n.end_lineno, n.end_col_offset = origin.lineno, origin.col_offset
+                    located = cast(Located, n)
+                    located.end_lineno, located.end_col_offset = origin.lineno, origin.col_offset
         return stmts
 
     # -- expressions ----------------------------------------------------------------------
@@ -797,6 +810,6 @@ class Converter(ast.NodeTransformer):
 def convert_tree(fn_node: ast.FunctionDef) -> ast.FunctionDef:
     """Rewrite a parsed ``def`` (decorators removed)."""
     fn_node.decorator_list = []
-    fn_node = rewrite_subscript_assignments(fn_node)
-    converted = Converter().convert_function(fn_node, top=True)
+    rewritten = cast(ast.FunctionDef, rewrite_subscript_assignments(fn_node))  # (a def still)
+    converted = Converter().convert_function(rewritten, top=True)
     return ast.fix_missing_locations(converted)

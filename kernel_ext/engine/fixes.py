@@ -19,7 +19,7 @@ import ast
 import linecache
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -293,24 +293,28 @@ def traces_with(
     fix: Fix, names: Sequence[str], calls: Sequence[Sequence[TraceType]], signature: tuple | None
 ) -> int | None:
     """How many traces ``calls`` make with ``fix`` applied; None: not checkable here."""
-    calls = [tuple(c) for c in calls]
+    rows = [tuple(c) for c in calls]
     if fix.kind == "input_signature":
         if signature is None:
             return None
         conformed = []
-        for c in calls:
+        for c in rows:
             head = [_conform(t, spec) for t, spec in zip(c, signature)]
             if any(h is None for h in head):
                 return None  # a recorded call the signature would refuse: not a fix
             conformed.append(tuple(head) + c[len(signature) :])
         return replay(conformed)
     if fix.kind == "reduce_retracing":
-        return replay(calls, reduce_retracing=True)
+        return replay(rows, reduce_retracing=True)
     arg = fix.argument or fix.code.split("=")[0].split(".")[0].strip()
     if fix.kind in ("array_argument", "cast") and arg in names:
         i = names.index(arg)
-        specs = [c[i] for c in calls if isinstance(c[i], TensorSpec)]
-        target = next((t for t in specs), None) if fix.kind == "cast" else None
+        specs = [c[i] for c in rows if isinstance(c[i], TensorSpec)]
+        target = (
+            cast("TensorSpec | None", next((t for t in specs), None))
+            if fix.kind == "cast"
+            else None
+        )
         # ``np.float64({})``: the array the fix passes, of the argument's own type
         wrap = fix.wrap or fix.code.split("=", 1)[-1]
         dtype = wrap.split("np.", 1)[-1].split("(", 1)[0] if "np." in wrap else "int64"
@@ -326,18 +330,18 @@ def traces_with(
                 return TensorSpec((), np.dtype(dtype))
             return t
 
-        return replay([c[:i] + (changed(c[i]),) + c[i + 1 :] for c in calls])
+        return replay([c[:i] + (changed(c[i]),) + c[i + 1 :] for c in rows])
     return None
 
 
 def _widens_for_later(calls: Sequence[Sequence[TraceType]]) -> bool:
     """Would ``reduce_retracing`` serve one more call like the last, with every dimension
     that changed taking yet another size, without tracing again?"""
-    calls = [tuple(c) for c in calls]
-    if len(calls) < 2:
+    rows = [tuple(c) for c in calls]
+    if len(rows) < 2:
         return False
-    last, before = calls[-1], calls[-2]
-    later = []
+    last, before = rows[-1], rows[-2]
+    later: list[TraceType] = []
     for new, old in zip(last, before):
         if (
             isinstance(new, TensorSpec)
@@ -355,8 +359,8 @@ def _widens_for_later(calls: Sequence[Sequence[TraceType]]) -> bool:
             later.append(new)
     if tuple(later) == last:
         return False  # no dimension changed: there is no "next size" to serve
-    grown = [*calls, tuple(later)]
-    return replay(grown, reduce_retracing=True) == replay(calls, reduce_retracing=True)
+    grown = [*rows, tuple(later)]
+    return replay(grown, reduce_retracing=True) == replay(rows, reduce_retracing=True)
 
 
 def replay(calls: Sequence[tuple], reduce_retracing: bool = False) -> int:
@@ -480,9 +484,9 @@ def rewrite_call(source: str, function_name: str, fix: Fix) -> str | None:
     calls = [
         (node, _fixed_argument(node, fix)) for node in ast.walk(tree) if isinstance(node, ast.Call)
     ]
-    calls = [(node, target) for node, target in calls if target is not None]
-    named = [c for c in calls if _callee(c[0].func) == function_name]
-    others = [c for c in calls if not _is_library_call(c[0].func)]
+    fixable = [(node, target) for node, target in calls if target is not None]
+    named = [c for c in fixable if _callee(c[0].func) == function_name]
+    others = [c for c in fixable if not _is_library_call(c[0].func)]
     chosen = named[:1] or (others if len(others) == 1 else [])
     for node, target in chosen:
         call = ast.get_source_segment(text, node)

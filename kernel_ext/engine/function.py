@@ -22,7 +22,7 @@ import time
 import types
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from .. import errors
 from ..autodiff import eager_tapes, record_call
@@ -68,6 +68,20 @@ _FAST_CACHE_LIMIT = 512
 _TIMING_MASK = 63  # cache hits timed: one in 64
 
 
+class FunctionOptions(TypedDict):
+    """The options of :func:`function`, kept by a :class:`Function` (its bound methods'
+    Functions are made with the same)."""
+
+    input_signature: Sequence[Any] | None
+    autograph: bool
+    reduce_retracing: bool
+    jit_compile: bool | None
+    backend: str
+    name: str | None
+    fast_math: bool
+    verify: bool
+
+
 def function(
     func: Callable | None = None,
     *,
@@ -90,7 +104,7 @@ def function(
     eagerly, raising :class:`~kernel_ext.errors.VerificationError` on any difference
     (:mod:`kernel_ext.engine.verify`; ``kx.config.verify(True)`` does it for every function).
     """
-    options = dict(
+    options = FunctionOptions(
         input_signature=input_signature,
         autograph=autograph,
         reduce_retracing=reduce_retracing,
@@ -107,6 +121,8 @@ def function(
 
 class Function:
     """A Python function that runs as cached graphs, one per input signature."""
+
+    __name__: str  # (with the wrapped function's other attributes, by update_wrapper)
 
     def __init__(
         self,
@@ -126,7 +142,7 @@ class Function:
         validate_options(backend, jit_compile, fast_math)
         functools.update_wrapper(self, python_function)
         self._python_function = python_function
-        self._options = dict(
+        self._options = FunctionOptions(
             input_signature=input_signature,
             autograph=autograph,
             reduce_retracing=reduce_retracing,
@@ -137,7 +153,7 @@ class Function:
             verify=verify,
         )
         self._verify = bool(verify)
-        self._name = name or getattr(python_function, "__name__", "function")
+        self._name = name or cast(str, getattr(python_function, "__name__", "function"))
         self._bound_self = _bound_self
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing
@@ -225,11 +241,11 @@ class Function:
                     return self._timed(run, args)
         elif kwargs and not STATE.eager and not ACTIVITY.depth:
             # Keyword calls (``model(x, training=True)``): the names are part of the key.
-            k = fast_key(args, kwargs)
-            if k is not None:
-                run = self._fast.get(k)
+            named_key = fast_key(args, kwargs)
+            if named_key is not None:
+                run = self._fast.get(named_key)
                 if run is not None:
-                    self._last_key = k
+                    self._last_key = named_key
                     if self._calls & _TIMING_MASK:
                         return run(*args, **kwargs)
                     t0 = time.perf_counter_ns()
@@ -825,7 +841,7 @@ class BoundFunction:
 def _autograph_converter() -> Callable[[Callable], Callable] | None:
     """AutoGraph's ``convert`` when the autograph layer provides one (issue: AutoGraph)."""
     try:
-        from ..autograph import convert  # type: ignore[attr-defined]
+        from ..autograph import convert
     except ImportError:
         return None
     return convert

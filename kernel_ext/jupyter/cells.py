@@ -30,9 +30,9 @@ import tempfile
 import tokenize
 import types
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, cast
 
 from ..engine.explain import fingerprint
 
@@ -137,7 +137,7 @@ def current_cell_number(shell: Any) -> int:
     """
     mapping = getattr(getattr(shell, "compile", None), "_filename_map", None)
     if isinstance(mapping, dict):
-        frame = sys._getframe(1)
+        frame: types.FrameType | None = sys._getframe(1)
         while frame is not None:
             number = mapping.get(frame.f_code.co_filename)
             if isinstance(number, int):
@@ -250,9 +250,20 @@ def _cell_scope(tree: ast.Module) -> list[ast.AST]:
             stack.extend(outer)
         else:
             stack.extend(ast.iter_child_nodes(node))
-    return sorted(
-        (n for n in found if hasattr(n, "lineno")), key=lambda n: (n.lineno, n.col_offset)
-    )
+    return sorted((n for n in found if hasattr(n, "lineno")), key=_position)
+
+
+class _Positioned(Protocol):
+    """A node with a source position (a statement, an expression, an argument, ...)."""
+
+    lineno: int
+    col_offset: int
+
+
+def _position(node: ast.AST) -> tuple[int, int]:
+    """The line and column of a node that has them."""
+    placed = cast(_Positioned, node)
+    return placed.lineno, placed.col_offset
 
 
 def check_cell(tree: ast.Module, as_function: bool) -> None:
@@ -270,7 +281,7 @@ def check_cell(tree: ast.Module, as_function: bool) -> None:
     for node in _cell_scope(tree):
         problem = _problem(node, as_function)
         if problem is not None:
-            raise CellError(problem, node.lineno, node.col_offset)
+            raise CellError(problem, *_position(node))
 
 
 def _problem(node: ast.AST, as_function: bool) -> str | None:
@@ -330,9 +341,9 @@ def _problem(node: ast.AST, as_function: bool) -> str | None:
             "while tracing). Fix: remove the 'global' statement"
         )
     if isinstance(node, ast.Delete):
-        names = _deleted_names(node.targets)  # del d[k] / del obj.attr mutate: allowed
-        if names:
-            listed = ", ".join(names)
+        deleted = _deleted_names(node.targets)  # del d[k] / del obj.attr mutate: allowed
+        if deleted:
+            listed = ", ".join(deleted)
             return (
                 f"'del {listed}' {where}: a cell function takes the notebook's values as "
                 f"parameters and writes its outputs back, so 'del' cannot remove "
@@ -424,7 +435,7 @@ class _Flow(ast.NodeVisitor):
         b = self._branch(node.orelse)
         self.assigned |= a & b
 
-    def visit_For(self, node: ast.For) -> None:
+    def visit_For(self, node: ast.For | ast.AsyncFor) -> None:
         self.visit(node.iter)
         saved = set(self.assigned)
         for name in _target_names(node.target):
@@ -441,7 +452,7 @@ class _Flow(ast.NodeVisitor):
         self._branch(node.body)
         self._branch(node.orelse)
 
-    def visit_With(self, node: ast.With) -> None:
+    def visit_With(self, node: ast.With | ast.AsyncWith) -> None:
         for item in node.items:
             self.visit(item.context_expr)
             for name in _target_names(item.optional_vars):
@@ -460,7 +471,7 @@ class _Flow(ast.NodeVisitor):
         self._branch(node.orelse)
         self._branch(node.finalbody)
 
-    def visit_Import(self, node: ast.Import) -> None:
+    def visit_Import(self, node: ast.Import | ast.ImportFrom) -> None:
         for alias in node.names:
             self._store((alias.asname or alias.name).split(".")[0], output=False)
 
@@ -468,7 +479,7 @@ class _Flow(ast.NodeVisitor):
 
     # -- nested scopes: their free names are reads, their stores are their own ---------------
     def _nested(
-        self, args: ast.arguments | None, body: list[ast.AST], extra: Iterable[str] = ()
+        self, args: ast.arguments | None, body: Sequence[ast.AST], extra: Iterable[str] = ()
     ) -> None:
         params = set(extra)
         if args is not None:
@@ -485,7 +496,7 @@ class _Flow(ast.NodeVisitor):
             if name not in local:
                 self._read(name)
 
-    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         for d in node.decorator_list:
             self.visit(d)
         self._nested(node.args, node.body)
@@ -514,7 +525,7 @@ class _Flow(ast.NodeVisitor):
             body.extend(gen.ifs)
         self._nested(None, [*body, *elements], extra=names)
 
-    def visit_ListComp(self, node: ast.ListComp) -> None:
+    def visit_ListComp(self, node: ast.ListComp | ast.SetComp | ast.GeneratorExp) -> None:
         self._comprehension(node, [node.elt])
 
     visit_SetComp = visit_GeneratorExp = visit_ListComp
@@ -692,7 +703,7 @@ class CellFunctionRegistry:
         self, key: str, identity: tuple, function: Any, info: CellFunctionInfo, strong: bool = False
     ) -> None:
         if strong:
-            self._versions[key] = _Version(identity, lambda f=function: f, info)
+            self._versions[key] = _Version(identity, lambda: function, info)
             if key in self._unnamed_order:
                 self._unnamed_order.remove(key)
             self._unnamed_order.append(key)

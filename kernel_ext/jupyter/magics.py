@@ -13,7 +13,7 @@ import argparse
 import ast
 import hashlib
 import keyword
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 from IPython.core.error import UsageError
@@ -46,6 +46,9 @@ from .cells import (
 )
 from .monitor import Monitor
 from .signature_spec import SignatureSpecError, parse_signature
+
+if TYPE_CHECKING:
+    from IPython.core.interactiveshell import InteractiveShell
 
 __all__ = ["TFFunctionMagics"]
 
@@ -170,6 +173,11 @@ class TFFunctionMagics(Magics):
         self.registry = CellFunctionRegistry()
         self._monitors: dict[str, Any] = {}  # function key -> the monitor its cell shows
         self._cell_id: str | None = None
+
+    @property
+    def user_namespace(self) -> dict[str, Any]:
+        """The shell's namespace (a registered magic always has its shell)."""
+        return cast("InteractiveShell", self.shell).user_ns
 
     def pre_run_cell(self, info: Any = None) -> None:
         """Remember the running cell's id (JupyterLab sends one): it keys unnamed cells."""
@@ -347,14 +355,15 @@ class TFFunctionMagics(Magics):
                     f"{what} takes {len(params)} ({', '.join(params)})"
                 ) from None
             return list(value), params
-        names = [e.name for e in entries]
-        if names[0] is None:
+        optional_names = [e.name for e in entries]
+        if optional_names[0] is None:
             if len(entries) > len(params):
                 raise UsageError(
                     f"%%tffunction --input-signature: {len(entries)} entries, but "
                     f"{what} takes {len(params)} ({', '.join(params) or 'none'})"
                 )
             return [e.spec for e in entries], params
+        names = cast("list[str]", optional_names)  # (the parser names every entry or none)
         unknown = [n for n in names if n not in params]
         if unknown:
             raise UsageError(
@@ -370,7 +379,7 @@ class TFFunctionMagics(Magics):
         gives values, not ``kx.TensorSpec`` s (``"x, y"`` gives the arrays themselves,
         ``"lst"`` a list of numbers), and as the mini-language it is malformed."""
         kinds = ", ".join(dict.fromkeys(type(v).__name__ for v in value)) or "nothing"
-        example = ", ".join(f"{p}: {_spec_text(self.shell.user_ns.get(p))}" for p in params)
+        example = ", ".join(f"{p}: {_spec_text(self.user_namespace.get(p))}" for p in params)
         return (
             f"%%tffunction --input-signature {text!r} is not a signature: as Python it "
             f"gives a {type(value).__name__} of {kinds}, not of kx.TensorSpec, and as the "
@@ -381,7 +390,7 @@ class TFFunctionMagics(Magics):
 
     def _evaluate_signature(self, text: str) -> list | tuple | None:
         try:
-            value = eval(text, self.shell.user_ns)  # noqa: S307 - the user's own expression
+            value = eval(text, self.user_namespace)  # noqa: S307 - the user's own expression
         except Exception:  # noqa: BLE001 - then it was meant as the mini-language
             return None
         return value if isinstance(value, (list, tuple)) else None
@@ -399,7 +408,7 @@ class TFFunctionMagics(Magics):
         self, args: Any, options: dict, cell: str, raw: str, program: Any, number: int
     ) -> Any:
         __tracebackhide__ = True
-        ns = self.shell.user_ns
+        ns = self.user_namespace
         filename = compile_cell_source(raw + "\n", number, self.shell, self.locator)
         body = program.tree.body
         value = None
@@ -460,7 +469,7 @@ class TFFunctionMagics(Magics):
                 node.name, number, "def", self._history(previous, number, identity, key)
             )
             self.registry.store(key, identity, fn, info)
-        info.strict = args.strict
+        cast(CellFunctionInfo, info).strict = args.strict  # (a stored function has its info)
         explain.configure(fn, strict=args.strict, magic_fixes=True)
         self._show(key, fn, args)
         return fn
@@ -482,7 +491,7 @@ class TFFunctionMagics(Magics):
     def _cell_function(
         self, args: Any, options: dict, cell: str, raw: str, program: Any, number: int
     ) -> Any:
-        ns = self.shell.user_ns
+        ns = self.user_namespace
         inputs = [n for n in program.reads if n in ns and not is_static_global(ns[n])]
         if args.name is not None:
             key = f"name:{args.name}"
@@ -614,7 +623,7 @@ class TFFunctionMagics(Magics):
         args = parse_argstring(self.retrace_report, line)
         functions = registry.live_functions()
         if args.names:
-            ns = self.shell.user_ns
+            ns = self.user_namespace
             found = [n for n in args.names if any(f.name == n or ns.get(n) is f for f in functions)]
             missing = [n for n in args.names if n not in found]
             if missing:
@@ -622,7 +631,7 @@ class TFFunctionMagics(Magics):
                     f"%retrace_report: no traced function named {', '.join(missing)} in this kernel"
                 )
         reports = report_module.build_report(
-            functions, self.locator, args.names, args.include_all, self.shell.user_ns
+            functions, self.locator, args.names, args.include_all, self.user_namespace
         )
         if args.as_json:
             return report_module.JSONReport(report_module.report_json(reports))
@@ -663,7 +672,7 @@ class TFFunctionMagics(Magics):
                 "%tffunction_save: choose one of --onnx and --source (or neither, "
                 "for a saved-model directory)"
             )
-        ns = self.shell.user_ns
+        ns = self.user_namespace
         head, *attrs = args.name.split(".")
         if head not in ns or not all(_is_name(a) for a in attrs):
             raise UsageError(

@@ -159,7 +159,7 @@ class GraphBuilder:
         return self.const(np.asarray(arg).astype(dtype))
 
     def shape_of(self, name: str, start: int | None = None, end: int | None = None) -> str:
-        attrs = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
+        attrs: dict[str, Any] = {k: v for k, v in (("start", start), ("end", end)) if v is not None}
         return self.one("Shape", [name], **attrs)
 
     # -- graphs -------------------------------------------------------------------------------

@@ -11,11 +11,12 @@ arguments one would pass the function.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from kernel_ext.engine import ConcreteFunction, Function
+from kernel_ext.ir import AbstractValue
 from kernel_ext.onnx.builder import GraphBuilder, ModelContext, elem_type, onnx_modules
 from kernel_ext.onnx.refusal import refuse
 from kernel_ext.onnx.rules import RULES
@@ -103,10 +104,13 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
     for node in graph.inputs:
         name = model.fresh(node.name)
         builder.env[node] = [name]
-        if node.dtype.kind not in "biuf":
+        aval = cast(AbstractValue, node.aval)  # (a traced graph's values all have one)
+        if aval.dtype.kind not in "biuf":
             raise refuse(node, f"input of dtype {node.dtype}", "pass a numeric array")
         inputs.append(
-            helper.make_tensor_value_info(name, elem_type(node.dtype), _dims(node.aval.shape, name))
+            helper.make_tensor_value_info(
+                name, elem_type(node.dtype), _dims(cast(tuple, aval.shape), name)
+            )
         )
     builder.emit(graph)
     outputs = []
@@ -114,7 +118,12 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
         name = builder.one("Identity", [builder.value(node)], hint=f"output_{i}")
         outputs.append(
             helper.make_tensor_value_info(
-                name, elem_type(node.dtype), [d if d is not None else None for d in node.aval.shape]
+                name,
+                elem_type(node.dtype),
+                [
+                    d if d is not None else None
+                    for d in cast(tuple, cast(AbstractValue, node.aval).shape)
+                ],
             )
         )
     onnx_graph = helper.make_graph(

@@ -264,11 +264,11 @@ class Exporter:
     def _import_path_expr(self, v: Any) -> str | None:
         """A builtin, a standard-library function or a NumPy object by the name it is
         imported under."""
-        if getattr(builtins, getattr(v, "__name__", ""), None) is v:
+        if _is_attribute_of(builtins, v):
             return v.__name__
         module = _module_of(v)
         stdlib = module.lstrip("_")  # (operator.index lives in _operator)
-        if stdlib in STDLIB and getattr(__import__(stdlib), getattr(v, "__name__", ""), None) is v:
+        if stdlib in STDLIB and _is_attribute_of(__import__(stdlib), v):
             self.imports.add(stdlib)
             return f"{stdlib}.{v.__name__}"
         if module.startswith("numpy"):
@@ -294,10 +294,11 @@ class Exporter:
 
     def _namedtuple_class(self, v: Any) -> str:
         """NumPy's own result class by import; any other namedtuple class rebuilt."""
-        qualified = f"{v.__module__}.{v.__qualname__}"
+        qualname = v.__qualname__
+        qualified = f"{v.__module__}.{qualname}"
         if numpy_result_types().get(qualified) is v:
             self.imports.add("importlib")
-            return f"importlib.import_module({v.__module__!r}).{v.__qualname__}"
+            return f"importlib.import_module({v.__module__!r}).{qualname}"
         self.imports.add("collections")
         return self._define(
             v.__name__, f"collections.namedtuple({v.__name__!r}, {list(v._fields)!r})"
@@ -311,7 +312,7 @@ class Exporter:
                 f"{f.name}={self.expr(getattr(v, f.name))}" for f in dataclasses.fields(v) if f.init
             )
             return f"{self.expr(type(v))}({fields})"
-        if isinstance(v, type) and getattr(builtins, v.__name__, None) is v:
+        if isinstance(v, type) and _is_attribute_of(builtins, v):
             return v.__name__
         if (
             type(v).__module__.startswith("kernel_ext")
@@ -434,6 +435,11 @@ class Exporter:
         self.lines.append(textwrap.indent(body, "    "))
         self.lines.append(f"{name} = _make{name}({', '.join(cells)})")
         return name
+
+
+def _is_attribute_of(owner: object, v: Any) -> bool:
+    """Whether ``v`` is the attribute of ``owner`` that bears ``v``'s own ``__name__``."""
+    return getattr(owner, getattr(v, "__name__", ""), None) is v
 
 
 def _module_of(v: Any) -> str:

@@ -3,11 +3,11 @@ helpers and refusals."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from kernel_ext.ir import Node, OpKind
+from kernel_ext.ir import AbstractValue, Node, OpKind
 from kernel_ext.ir.registry import OpTable
 from kernel_ext.onnx.builder import GraphBuilder, Rule
 from kernel_ext.onnx.refusal import refuse
@@ -55,6 +55,17 @@ def sorted_axes(axis: Any, ndim: int) -> list[int]:
         return list(range(ndim))
     items = axis if isinstance(axis, (tuple, list)) else (axis,)
     return sorted(int(a) % max(ndim, 1) for a in items)
+
+
+def rank(node: Node) -> int:
+    """The rank of a node's value: the rules translate values of known rank (typed
+    ``int | None`` in the IR, for traces of unknown rank)."""
+    return cast(int, cast(AbstractValue, node.aval).ndim)
+
+
+def output_avals(node: Node) -> tuple[AbstractValue, ...]:
+    """The abstract values of a multi-output node (cond, while), a tuple in ``node.aval``."""
+    return cast("tuple[AbstractValue, ...]", node.aval)
 
 
 def out_dtype(node: Node) -> np.dtype:

@@ -6,7 +6,7 @@ import numpy as np
 
 from kernel_ext.ir import Node
 from kernel_ext.onnx.builder import GraphBuilder, elem_type, onnx_modules
-from kernel_ext.onnx.rules.common import K, rule_for
+from kernel_ext.onnx.rules.common import K, output_avals, rule_for
 
 
 @rule_for(K.COND)
@@ -21,7 +21,7 @@ def cond(b: GraphBuilder, node: Node) -> list[str]:
         b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype)
         for a in node.args[1:]
     ]
-    out_dtypes = [aval.dtype for aval in node.aval]
+    out_dtypes = [aval.dtype for aval in output_avals(node)]
     branches = []
     for label, graph in zip(("then", "else"), node.attrs["branches"]):
         bindings = dict(zip(graph.inputs, operands))
@@ -46,7 +46,7 @@ def while_(b: GraphBuilder, node: Node) -> list[str]:
     args = [
         b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype) for a in node.args
     ]
-    dtypes = [aval.dtype for aval in node.aval]
+    dtypes = [aval.dtype for aval in output_avals(node)]
     # (a loop-carried value keeps one dtype in ONNX: the initial values take the loop's)
     inits = [
         b.cast(v, a.dtype if isinstance(a, Node) else np.asarray(a).dtype, dt)

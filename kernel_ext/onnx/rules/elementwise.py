@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import typing
 from collections.abc import Callable
 from typing import Any
 
@@ -37,7 +38,7 @@ def _weak(arg: Any) -> Any:
 
 def _loop(node: Node) -> tuple[np.dtype, ...]:
     """The dtypes of the ufunc loop NumPy runs for this node (inputs then outputs)."""
-    ufunc = node.op.ufunc
+    ufunc = typing.cast(np.ufunc, node.op.ufunc)  # a ufunc rule's op has one
     ins = tuple(_weak(a) for a in node.args[: ufunc.nin])
     outs = (
         (np.dtype(node.attrs["dtype"]),) * ufunc.nout
@@ -65,7 +66,7 @@ def _elementwise(emit: Emit, bool_as: Any = np.int8) -> Rule:
     def rule(b: GraphBuilder, node: Node) -> list[str]:
         handled_params(node, dtype=ANY_VALUE)
         loop = _loop(node)
-        nin = node.op.ufunc.nin
+        nin = typing.cast(np.ufunc, node.op.ufunc).nin
         in_dt, out_dt = loop[0], loop[nin]
         if any(d != in_dt for d in loop[:nin]):
             raise refuse(
@@ -340,7 +341,7 @@ def _power(b: GraphBuilder, n: list[str], dt: np.dtype, node: Node) -> str:
         k >>= 1
         if k:
             square = b.one("Mul", [square, square])
-    return result
+    return typing.cast(str, result)  # k >= 1 here: some bit of it set the result
 
 
 def _unsigned(dt: np.dtype) -> np.dtype:

@@ -17,6 +17,7 @@ from kernel_ext.onnx.rules.common import (
     K,
     handled_params,
     out_dtype,
+    rank,
     rule_for,
     wide,
 )
@@ -70,7 +71,7 @@ def _resolve_index(
     used = sum(
         0 if e is None or e.kind == "new" else (e.ndim if e.kind == "mask" else 1) for e in out
     )
-    full = [_Index("slice", slice(None)) for _ in range(ndim - used)]
+    full: list[_Index | None] = [_Index("slice", slice(None)) for _ in range(ndim - used)]
     if any(e is None for e in out):
         at = out.index(None)
         out = out[:at] + full + [e for e in out[at + 1 :] if e is not None]
@@ -283,7 +284,7 @@ def _positions(b: GraphBuilder, node: Node, x: Node, dyn: Sequence[Any]) -> tupl
     count = b.one("Size", [name])
     grid = b.one("Range", [b.const(0, np.int64), count, b.const(1, np.int64)])
     grid = b.one("Reshape", [grid, b.shape_of(name)], allowzero=1)
-    picked = index_value(b, node, grid, x.aval.ndim, node.attrs["index"], dyn)
+    picked = index_value(b, node, grid, rank(x), node.attrs["index"], dyn)
     return b.one("Reshape", [name, b.ints([-1])]), picked
 
 

@@ -13,6 +13,7 @@ from kernel_ext.onnx.rules.common import (
     handled_params,
     integer_sum,
     out_dtype,
+    rank,
     rule_for,
     wide,
 )
@@ -49,7 +50,7 @@ def matmul(b: GraphBuilder, node: Node) -> list[str]:
 @rule_for(K.DOT)
 def dot(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node)
-    ranks = [a.aval.ndim if isinstance(a, Node) else np.ndim(a) for a in node.args]
+    ranks = [rank(a) if isinstance(a, Node) else np.ndim(a) for a in node.args]
     names = _linalg_operands(b, node)
     if 0 in ranks:
         return _linalg_result(b, node, b.one("Mul", names))
@@ -78,7 +79,7 @@ def vecdot(b: GraphBuilder, node: Node) -> list[str]:
     a, c = _linalg_operands(b, node)
     product = b.one("Mul", [a, c])
     out = out_dtype(node)
-    ndim = max(arg.aval.ndim for arg in node.args if isinstance(arg, Node))
+    ndim = max(rank(arg) for arg in node.args if isinstance(arg, Node))
     if out.kind == "f":
         return [b.one("ReduceSum", [product, b.ints([-1])], keepdims=0)]
     return _linalg_result(b, node, integer_sum(b, product, ndim, [ndim - 1], False))
@@ -101,7 +102,7 @@ def einsum(b: GraphBuilder, node: Node) -> list[str]:
     subscripts = node.attrs["subscripts"]
     terms = subscripts.split("->")[0].split(",")
     spans = {
-        (a.aval.ndim if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))
+        (rank(a) if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))
         for t, a in zip(terms, node.args)
         if "..." in t
     }

@@ -14,6 +14,7 @@ from kernel_ext.onnx.rules.common import (
     handled_params,
     integer_sum,
     out_dtype,
+    rank,
     rule_for,
     sorted_axes,
     wide,
@@ -25,7 +26,7 @@ def _axes_input(b: GraphBuilder, node: Node, x: Node) -> list[str]:
     axis = node.attrs.get("axis")
     if axis is None:
         return []
-    return [b.ints(sorted_axes(axis, x.aval.ndim))]
+    return [b.ints(sorted_axes(axis, rank(x)))]
 
 
 def _any_nan(b: GraphBuilder, name: str, axes: list[str], keepdims: int) -> str:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import numpy as np
 
 from kernel_ext.ir import Node
@@ -13,6 +15,7 @@ from kernel_ext.onnx.rules.common import (
     K,
     handled_params,
     out_dtype,
+    rank,
     rule_for,
     sorted_axes,
     wide,
@@ -44,7 +47,7 @@ def transpose(b: GraphBuilder, node: Node) -> list[str]:
 @rule_for(K.EXPAND_DIMS)
 def expand_dims(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE)
-    axes = sorted_axes(node.attrs["axis"], node.aval.ndim)
+    axes = sorted_axes(node.attrs["axis"], rank(node))
     return [b.one("Unsqueeze", [b.value(node.args[0]), b.ints(axes)])]
 
 
@@ -53,7 +56,7 @@ def squeeze(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE)
     x = node.args[0]
     axis = node.attrs.get("axis")
-    axes = [] if axis is None else [b.ints(sorted_axes(axis, x.aval.ndim))]
+    axes = [] if axis is None else [b.ints(sorted_axes(axis, rank(x)))]
     return [b.one("Squeeze", [b.value(x), *axes])]
 
 
@@ -74,14 +77,14 @@ def concatenate(b: GraphBuilder, node: Node) -> list[str]:
     axis = node.attrs.get("axis", 0)
     if axis is None:
         names, axis = [b.one("Reshape", [n, b.ints([-1])]) for n in names], 0
-    return [b.one("Concat", names, axis=int(axis) % node.aval.ndim)]
+    return [b.one("Concat", names, axis=int(axis) % rank(node))]
 
 
 @rule_for(K.STACK)
 def stack(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE, dtype=ANY_VALUE, casting=ANY_VALUE)
     out = out_dtype(node)
-    axis = int(node.attrs.get("axis", 0)) % node.aval.ndim
+    axis = int(node.attrs.get("axis", 0)) % rank(node)
     names = [b.one("Unsqueeze", [b.operand(a, out), b.ints([axis])]) for a in node.args]
     return [b.one("Concat", names, axis=axis)]
 
@@ -90,7 +93,7 @@ def stack(b: GraphBuilder, node: Node) -> list[str]:
 def flip(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE)
     x = node.args[0]
-    axes = sorted_axes(node.attrs.get("axis"), x.aval.ndim)
+    axes = sorted_axes(node.attrs.get("axis"), rank(x))
     if not axes:
         return [b.one("Identity", [b.value(x)])]
     return [
@@ -121,7 +124,9 @@ def arange(b: GraphBuilder, node: Node) -> list[str]:
     if out.kind not in "if" or (
         out.kind == "i"
         and any(
-            np.asarray(a).dtype.kind == "f" if not isinstance(a, Node) else a.dtype.kind == "f"
+            np.asarray(a).dtype.kind == "f"
+            if not isinstance(a, Node)
+            else cast(np.dtype, a.dtype).kind == "f"
             for a in node.args
         )
     ):
