@@ -108,7 +108,7 @@ def _vdot(p: Primal, g: Any) -> list[Cotangent]:
             g * np.ravel(other),
             np.shape(mine)
             if not isinstance(mine, Tensor)
-            else tuple(-1 if d is None else d for d in cast(tuple, mine.shape)),
+            else tuple(-1 if d is None else d for d in cast("tuple", mine.shape)),
         )
 
     return [
@@ -290,7 +290,7 @@ def _unique(p: Primal, g: Any) -> list[Cotangent]:
         )
         first = bind(K.GET_OUTPUT, (both,), {"index": 1})
         values = np.ravel(a)[first]
-        return [values, *[None] * (len(cast(tuple, p.node.aval)) - 1)] if multi else values
+        return [values, *[None] * (len(cast("tuple", p.node.aval)) - 1)] if multi else values
 
     return composed(p, g, fn)
 
@@ -308,7 +308,7 @@ def _partition(p: Primal, g: Any) -> list[Cotangent]:
         x = np.reshape(a, (-1,)) if flat else a
         shape = _static_shape(x, "np.partition")
         ax = 0 if flat else axis % len(shape)
-        forward = cast(Tensor, p.out)  # (the forward result: a partition has one)
+        forward = cast("Tensor", p.out)  # (the forward result: a partition has one)
         out = forward if not flat else np.reshape(forward, (-1,))
         rank_of_out = np.argsort(np.argsort(out, axis=ax, kind="stable"), axis=ax, kind="stable")
         order = np.argsort(x, axis=ax, kind="stable")

@@ -51,7 +51,7 @@ LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
 def recording_trace() -> TraceContext:
     """The trace a gradient is recorded in: the callers run inside one (``current_context``
     is ``None`` only in eager code)."""
-    return cast(TraceContext, current_context())
+    return cast("TraceContext", current_context())
 
 
 def differentiable(aval: Any) -> bool:

@@ -90,7 +90,7 @@ def outputs(p: Primal) -> list[Any]:
     the forward pass's own)."""
     owner = next((a.context for a in p.args if isinstance(a, Tensor)), recording_trace())
     node = owner.tensor(p.node)
-    count = len(cast(tuple, p.node.aval))  # (a tuple of avals, one per result)
+    count = len(cast("tuple", p.node.aval))  # (a tuple of avals, one per result)
     return [bind(K.GET_OUTPUT, (node,), {"index": i}) for i in range(count)]
 
 
@@ -208,7 +208,7 @@ def _cholesky(p: Primal, g: Any) -> list[Cotangent]:
     """``a = l @ l.T``: ``P = l^-T phi(l^T gl) l^-1`` (``phi``: the lower triangle, half
     the diagonal), symmetrised, read through the triangle NumPy reads."""
     upper = bool(p.attrs.get("upper", False))
-    factor = cast(Tensor, p.out)
+    factor = cast("Tensor", p.out)
 
     def da() -> Any:
         low, gl = (_t(factor), _t(g)) if upper else (factor, g)

@@ -108,7 +108,7 @@ class RecordingArray(np.ndarray):
         if _recorded(self):
             recording = cast("GradientTape", tape)  # (a recorded array carries its tape)
             with _binding(recording, "setitem (x[...] = v)"):
-                cast(Tensor, self._kx_tensor)[_traced(key, recording)] = _traced(value, recording)
+                cast("Tensor", self._kx_tensor)[_traced(key, recording)] = _traced(value, recording)
         elif _recorded(value) or _recorded(key):
             raise errors.NonDifferentiableError(
                 "a recorded value was written into an array the GradientTape does not record "

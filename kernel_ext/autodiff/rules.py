@@ -552,7 +552,11 @@ def _concatenate(p: Primal, g: Any) -> list[Cotangent]:
     cts: list[Cotangent] = []
     start = 0
     for x in p.args:
-        n = (x.size if flat else cast(tuple, x.shape)[ax]) if isinstance(x, Tensor) else np.size(x)
+        n = (
+            (x.size if flat else cast("tuple", x.shape)[ax])
+            if isinstance(x, Tensor)
+            else np.size(x)
+        )
         if n is None:
             raise NotImplementedError(
                 "the gradient of concatenate needs the static sizes of its operands along the axis"
@@ -603,7 +607,7 @@ def scatter_add(x: Any, template: tuple, dyn: Sequence[Any], g: Any) -> Any:
         )
     # The flat position of every picked element: the same index applied to an iota array.
     iota = np.arange(math.prod(x.shape)).reshape(x.shape)
-    where = cast(Tensor, bind(K.GETITEM, (iota, *dyn), {"index": template}))
+    where = cast("Tensor", bind(K.GETITEM, (iota, *dyn), {"index": template}))
     sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(g, (-1,)), minlength=iota.size)
     return np.reshape(sums, x.shape).astype(g.dtype)
 
@@ -767,7 +771,7 @@ def _einsum(p: Primal, g: Any) -> list[Cotangent]:
         d = np.einsum(spec, g, *[p.args[j] for j in others])
         missing = [k for k, c in enumerate(mine) if c not in known]
         if missing:
-            d = np.broadcast_to(np.expand_dims(d, tuple(missing)), cast(tuple, p.shape(i)))
+            d = np.broadcast_to(np.expand_dims(d, tuple(missing)), cast("tuple", p.shape(i)))
         return d
 
     return [

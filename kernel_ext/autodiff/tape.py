@@ -148,7 +148,7 @@ class GradientTape:
                 # a tape inside a tape joins the trace of the one recording around it
                 around = [t for t in eager_tapes() if t._trace is not None]
                 # (around: the tapes with a trace)
-                self._trace = cast(_EagerTrace, around[-1]._trace) if around else _EagerTrace()
+                self._trace = cast("_EagerTrace", around[-1]._trace) if around else _EagerTrace()
             if self not in self._trace.tapes:
                 self._trace.tapes.append(self)
             self._eager_intervals.append([len(self._trace.ctx.graph.nodes), -1])
@@ -244,7 +244,7 @@ class GradientTape:
             return leaf  # already recorded (by this tape, or one this tape is inside)
         trace = self._eager_trace()
         rec = watch_array(self, leaf, f"watched_{len(trace.feeds)}")
-        recorded = cast(Tensor, rec._kx_tensor)  # (watch_array records it)
+        recorded = cast("Tensor", rec._kx_tensor)  # (watch_array records it)
         trace.feeds[recorded.node] = np.asarray(rec.view(np.ndarray))
         self._watched_arrays[id(rec)] = rec
         return rec
@@ -418,7 +418,7 @@ class GradientTape:
 
     def _graph_trace(self) -> TraceContext:
         """The trace this tape records in (called for a tape made inside one)."""
-        return cast(TraceContext, self._ctx)
+        return cast("TraceContext", self._ctx)
 
     def _graph_gradient(self, target: Any, leaves: list[Any], output_gradients: Any) -> list[Any]:
         ctx = self._graph_trace()

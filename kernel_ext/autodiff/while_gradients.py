@@ -131,7 +131,7 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
         {"cond": cond, "body": body, "n_vars": len(out_avals), "out_avals": out_avals}
     )
     # (a tuple of avals, one per result: ir.graph types ``aval`` as a single one)
-    node.aval = cast(Any, out_avals)
+    node.aval = cast("Any", out_avals)
     outs = [
         owner.graph.create_node(
             OpKind.GET_OUTPUT,

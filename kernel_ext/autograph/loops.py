@@ -337,7 +337,7 @@ def _counted_range(iterable: Any) -> tuple[Callable[[Any], Any], Any] | None:
         return None
     if int(step) == 0:
         return None  # (np.arange raises: the range is read, and raises, as it is)
-    ctx = cast(TraceContext, current_context())  # (a traced arange: inside its trace)
+    ctx = cast("TraceContext", current_context())  # (a traced arange: inside its trace)
     start, stop = (ctx.tensor(v) if isinstance(v, Node) else v for v in (start, stop))
     typed_step = dtype.type(step)
     # NumPy's length: ceil((stop - start) / step), at least 0 (exact in integers)

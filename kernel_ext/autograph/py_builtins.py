@@ -320,7 +320,7 @@ def _len(obj: Any, /) -> Any:
     50, as TensorFlow's AutoGraph makes it), which arithmetic (``total / len(sel)``) uses."""
     value = resolve(obj)
     if isinstance(value, Tensor) and value.shape and value.shape[0] is None:
-        dim = cast(Tensor, bind(OpKind.DIM, (value,), {"axis": 0}, name="len"))
+        dim = cast("Tensor", bind(OpKind.DIM, (value,), {"axis": 0}, name="len"))
         return PythonNumber(dim.node, dim.context, int)
     return builtins.len(obj)
 
@@ -542,7 +542,7 @@ def _float_to_int(scalar: Tensor) -> Tensor:
     )
     # (zero where the checks raise: an executor that casts before checking warns of nothing)
     # (a Tensor: NumPy's functions return Tensors for Tensors, through __array_function__)
-    return cast(Tensor, np.where(fits, np.trunc(scalar), 0.0).astype(np.int64))
+    return cast("Tensor", np.where(fits, np.trunc(scalar), 0.0).astype(np.int64))
 
 
 #: builtin -> the version converted code calls (``ag__.cc`` looks builtins up here).

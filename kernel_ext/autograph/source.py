@@ -225,7 +225,7 @@ def _longest_lambda(text: str, line: int, column: int) -> ast.Lambda | None:
             continue  # a tuple or a call that starts with this lambda: shorter
         for n in ast.walk(expr):
             if hasattr(n, "col_offset"):
-                placed = cast(Located, n)
+                placed = cast("Located", n)
                 if placed.lineno == 1:
                     placed.col_offset += column - 1
                 if placed.end_lineno == 1:
@@ -478,7 +478,7 @@ def _same_constant(x: object, y: object, skip: Sequence[tuple[int, int]] = ()) -
     if type(x) is not type(y):
         return False
     if isinstance(x, tuple):
-        other = cast(tuple, y)  # (of x's own type)
+        other = cast("tuple", y)  # (of x's own type)
         return len(x) == len(other) and all(_same_constant(p, q) for p, q in zip(x, other))
     if isinstance(x, frozenset):
         return x == y

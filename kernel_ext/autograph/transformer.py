@@ -761,7 +761,7 @@ class Converter(ast.NodeTransformer):
                     ast.copy_location(n, origin)
                     # on the statement's first line: the line a frame shows while the
                     # ``ag__.if_stmt(...)`` call runs (the graph nodes' source line)
-                    located = cast(Located, n)
+                    located = cast("Located", n)
                     located.end_lineno, located.end_col_offset = origin.lineno, origin.col_offset
         return stmts
 
@@ -810,6 +810,6 @@ class Converter(ast.NodeTransformer):
 def convert_tree(fn_node: ast.FunctionDef) -> ast.FunctionDef:
     """Rewrite a parsed ``def`` (decorators removed)."""
     fn_node.decorator_list = []
-    rewritten = cast(ast.FunctionDef, rewrite_subscript_assignments(fn_node))  # (a def still)
+    rewritten = cast("ast.FunctionDef", rewrite_subscript_assignments(fn_node))  # (a def still)
     converted = Converter().convert_function(rewritten, top=True)
     return ast.fix_missing_locations(converted)

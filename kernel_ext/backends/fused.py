@@ -285,7 +285,7 @@ def _device_resident(graph: Graph, plans: list[SegmentPlan]) -> set[Node]:
                 if (
                     q is None
                     or q.ksrc.target != "cuda"
-                    or q.segment.inputs.index(o) in cast(SegmentCall, q.ksrc.call).scalar_inputs
+                    or q.segment.inputs.index(o) in cast("SegmentCall", q.ksrc.call).scalar_inputs
                     or not _reads_in_place(o.shape, q.segment.domain)
                 ):
                     ok = False

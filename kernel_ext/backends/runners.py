@@ -431,10 +431,10 @@ class CpuRunnerWriter(_RunnerWriter):
                 # kernel then accumulates in that dtype, NumPy's bits; else in acc_dtype.
                 seq_ident = self.bind(np.dtype(red.seq_dtype).type(red.identity), "_id")
                 seq_dt = self.bind(np.dtype(red.seq_dtype), "_dt")
-                deps = call.output_deps[seg.outputs.index(cast(Node, seg.reduction))]
+                deps = call.output_deps[seg.outputs.index(cast("Node", seg.reduction))]
                 conds = [f"v{i}.flags.c_contiguous" for i in sorted(deps)]
                 # (a seq_dtype is set only for a reduction along one axis)
-                axis = cast(int, red.axis)
+                axis = cast("int", red.axis)
                 inner = " * ".join(f"shp[{d}]" for d in range(axis + 1, rank))
                 conds.append(f"{inner} > 1")
                 L.append(f"{ind}if {' and '.join(conds)}:")

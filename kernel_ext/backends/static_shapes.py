@@ -15,14 +15,14 @@ from ..ir import AbstractValue, Node
 
 def aval_of_node(node: Node) -> AbstractValue:
     """``node.aval`` of a node that produces a value."""
-    return cast(AbstractValue, node.aval)
+    return cast("AbstractValue", node.aval)
 
 
 def static_shape(node: Node) -> tuple[int, ...]:
     """``node.aval.shape`` of a value whose shape is known."""
-    return cast("tuple[int, ...]", cast(AbstractValue, node.aval).shape)
+    return cast("tuple[int, ...]", cast("AbstractValue", node.aval).shape)
 
 
 def ranked_shape(node: Node) -> tuple[int | None, ...]:
     """``node.aval.shape`` of a value of known rank (its dims may be ``None``)."""
-    return cast("tuple[int | None, ...]", cast(AbstractValue, node.aval).shape)
+    return cast("tuple[int | None, ...]", cast("AbstractValue", node.aval).shape)

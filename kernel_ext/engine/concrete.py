@@ -122,7 +122,7 @@ class ConcreteFunction:
         if graph is None:
             traced = self._traced
             if traced is None:  # another thread just finished (it sets _graph first)
-                return cast(Graph, self._graph)
+                return cast("Graph", self._graph)
             graph = self._graph = self._optimize(traced)  # pure: a race computes it twice
             self._traced = None
         return graph

@@ -153,7 +153,7 @@ class Function:
             verify=verify,
         )
         self._verify = bool(verify)
-        self._name = name or cast(str, getattr(python_function, "__name__", "function"))
+        self._name = name or cast("str", getattr(python_function, "__name__", "function"))
         self._bound_self = _bound_self
         self._autograph = autograph
         self._reduce_retracing = reduce_retracing

@@ -336,7 +336,7 @@ def diff_types(old: TraceType, new: TraceType, path: str) -> list[ArgumentDiff]:
         return []
     if isinstance(old, Composite) and old.same_structure(new):
         out: list[ArgumentDiff] = []
-        same = cast(Composite, new)  # (same_structure: of old's own class)
+        same = cast("Composite", new)  # (same_structure: of old's own class)
         for i, (a, b) in enumerate(zip(old.components, same.components)):
             out.extend(diff_types(a, b, _child_path(old, path, i)))
         return out
@@ -367,7 +367,7 @@ def _count_diffs(old: TraceType, new: TraceType) -> int:
     if new.is_subtype_of(old):
         return 0
     if isinstance(old, Composite) and old.same_structure(new):
-        same = cast(Composite, new)  # (same_structure: of old's own class)
+        same = cast("Composite", new)  # (same_structure: of old's own class)
         return sum(_count_diffs(a, b) for a, b in zip(old.components, same.components))
     return 1
 
@@ -540,7 +540,7 @@ def describe_diff(d: ArgumentDiff) -> str:
         changed = [
             str(i)
             # (a shape difference is one between two shapes of one known rank)
-            for i, (a, b) in enumerate(zip(cast(tuple, old.shape), cast(tuple, new.shape)))
+            for i, (a, b) in enumerate(zip(cast("tuple", old.shape), cast("tuple", new.shape)))
             if a is not None and a != b
         ]
         dims = "dimension" + ("s " if len(changed) > 1 else " ") + join_and(changed)
@@ -599,7 +599,7 @@ def merge_column(column: Sequence[TraceType]) -> Any:
     arrays (``None`` dims where sizes varied), a 0-d spec for numbers that were passed both as
     Python numbers and 0-d arrays; ``None`` when no entry fits (objects, mixed dtypes)."""
     if all(isinstance(t, Literal) for t in column) and len(set(column)) == 1:
-        return cast(Literal, column[0]).value  # never varied: keep the Python value itself
+        return cast("Literal", column[0]).value  # never varied: keep the Python value itself
     if all(isinstance(t, TensorSpec) for t in column):
         merged = column[0].most_specific_common_supertype(list(column[1:]))
         return merged if isinstance(merged, TensorSpec) else None

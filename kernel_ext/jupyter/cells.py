@@ -262,7 +262,7 @@ class _Positioned(Protocol):
 
 def _position(node: ast.AST) -> tuple[int, int]:
     """The line and column of a node that has them."""
-    placed = cast(_Positioned, node)
+    placed = cast("_Positioned", node)
     return placed.lineno, placed.col_offset
 
 

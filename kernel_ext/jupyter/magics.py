@@ -469,7 +469,7 @@ class TFFunctionMagics(Magics):
                 node.name, number, "def", self._history(previous, number, identity, key)
             )
             self.registry.store(key, identity, fn, info)
-        cast(CellFunctionInfo, info).strict = args.strict  # (a stored function has its info)
+        cast("CellFunctionInfo", info).strict = args.strict  # (a stored function has its info)
         explain.configure(fn, strict=args.strict, magic_fixes=True)
         self._show(key, fn, args)
         return fn

@@ -104,12 +104,12 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
     for node in graph.inputs:
         name = model.fresh(node.name)
         builder.env[node] = [name]
-        aval = cast(AbstractValue, node.aval)  # (a traced graph's values all have one)
+        aval = cast("AbstractValue", node.aval)  # (a traced graph's values all have one)
         if aval.dtype.kind not in "biuf":
             raise refuse(node, f"input of dtype {node.dtype}", "pass a numeric array")
         inputs.append(
             helper.make_tensor_value_info(
-                name, elem_type(node.dtype), _dims(cast(tuple, aval.shape), name)
+                name, elem_type(node.dtype), _dims(cast("tuple", aval.shape), name)
             )
         )
     builder.emit(graph)
@@ -122,7 +122,7 @@ def build_model(cf: ConcreteFunction, opset: int | None = None) -> Any:
                 elem_type(node.dtype),
                 [
                     d if d is not None else None
-                    for d in cast(tuple, cast(AbstractValue, node.aval).shape)
+                    for d in cast("tuple", cast("AbstractValue", node.aval).shape)
                 ],
             )
         )

@@ -196,7 +196,7 @@ def involution(kinds: str) -> Rule:
             and not node.params
             and (_kind(inner.args[0]) or "-") in kinds
         ):
-            return cast(Node, inner.args[0])
+            return cast("Node", inner.args[0])
         return None
 
     return rule
@@ -227,7 +227,7 @@ def identity_on(kinds: str) -> Rule:
 
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         if not node.params and (_kind(args[0]) or "-") in kinds:
-            return cast(Node, args[0])
+            return cast("Node", args[0])
         return None
 
     return rule
@@ -240,7 +240,7 @@ def identity_on(kinds: str) -> Rule:
 
 def _exact_widening(src: np.dtype, dst: np.dtype) -> bool:
     """Every ``src`` value is exactly representable in ``dst`` and casting it back to ``src``
-    needs no warning (so ``cast(cast(x, dst), src) == x``). Complex ``dst`` is excluded: the
+    needs no warning (so ``cast(cast("x", dst), src) == x``). Complex ``dst`` is excluded: the
     way back warns (ComplexWarning)."""
     if src == dst:
         return True
@@ -261,7 +261,7 @@ def _exact_widening(src: np.dtype, dst: np.dtype) -> bool:
 
 
 def _cast(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``cast(x, x.dtype) -> x``; ``cast(cast(x, wider), x.dtype) -> x``."""
+    """``cast("x", x.dtype) -> x``; ``cast(cast("x", wider), x.dtype) -> x``."""
     x = args[0]
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
         return None
@@ -308,7 +308,7 @@ def _transpose(node: Node, args: tuple[Any, ...]) -> Proposal:
             return None
         composed = tuple(inner[a] for a in outer)
         if composed == tuple(range(ndim)):
-            return cast(Node, inner_x)
+            return cast("Node", inner_x)
         return Rewrite(OpKind.TRANSPOSE, (inner_x,), {"axes": composed})
     return None
 
@@ -350,7 +350,7 @@ def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``x[:]``, ``x[...]``, ``x[:, :]`` -> ``x``."""
     template = node.attrs["index"]
     if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
-        return cast(Node, args[0])
+        return cast("Node", args[0])
     return None
 
 
@@ -363,7 +363,7 @@ def _flip(node: Node, args: tuple[Any, ...]) -> Proposal:
         and x.attrs == node.attrs
         and _static_axis(node.attrs.get("axis"))
     ):
-        return cast(Node, x.args[0])
+        return cast("Node", x.args[0])
     return None
 
 
@@ -415,9 +415,9 @@ def _matmul(node: Node, args: tuple[Any, ...]) -> Proposal:
     the added zeros cannot overflow (for floats ``nan * 0`` and signed zeros break it)."""
     a, b = args
     if _is_identity_matrix(b) and (_kind(a) or "-") in "biu":
-        return cast(Node, a)
+        return cast("Node", a)
     if _is_identity_matrix(a) and (_kind(b) or "-") in "biu":
-        return cast(Node, b)
+        return cast("Node", b)
     return None
 
 
@@ -541,6 +541,6 @@ simplify = recursive(
     _simplify_level,
     "simplify",
     """``Graph -> (Graph, changed)``: apply
-:data:`RULES` (``x * 1 -> x``, ``--x -> x``, ``cast(x, x.dtype) -> x``, double transposes, ...)
+:data:`RULES` (``x * 1 -> x``, ``--x -> x``, ``cast("x", x.dtype) -> x``, double transposes, ...)
 everywhere, keeping only rewrites that are exact in value, dtype and shape.""",
 )

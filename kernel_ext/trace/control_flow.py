@@ -255,7 +255,7 @@ def _cond_outputs(
         if ta.dtype != fa.dtype:  # pragma: no cover - unified above
             raise TypeError("internal: branch dtypes differ after unification")
         # (a graph output is one value: its dtype is known)
-        dtype = cast(np.dtype, ta.dtype)
+        dtype = cast("np.dtype", ta.dtype)
         out_avals.append(AbstractValue(_merge_shapes(ta.shape, fa.shape), dtype))
     node = ctx.graph.create_node(
         OpKind.COND,
@@ -545,7 +545,7 @@ class _LoopAttempt:
         self.init_nodes = [lift_leaf(ctx, leaf) for leaf in self.slots]
         self.specs = [
             # (a loop variable's node holds one value)
-            self._spec(k, cast(AbstractValue, node.aval), relax, shape_invariants)
+            self._spec(k, cast("AbstractValue", node.aval), relax, shape_invariants)
             for k, node in enumerate(self.init_nodes)
         ]
         self.owners: dict[int, int] = {}  # id(root) -> the slot whose placeholder it takes
@@ -784,7 +784,7 @@ def _weak_if_python(out: Tensor, *sources: Any) -> Tensor:
     Python number (weak), as in the eager program."""
     types = {python_number_type(s) for s in sources}
     if len(types) == 1 and None not in types:
-        return PythonNumber(out.node, out.context, cast(type, types.pop()))  # (not None)
+        return PythonNumber(out.node, out.context, cast("type", types.pop()))  # (not None)
     return out
 
 

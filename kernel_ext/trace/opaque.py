@@ -171,7 +171,7 @@ def build_template(args: Sequence[Any], kwargs: dict) -> tuple[CallTemplate, lis
 
 def operand_aval(value: Any) -> AbstractValue:
     if isinstance(value, Tensor):
-        return cast(AbstractValue, value.node.aval)  # (a tensor's node holds one value)
+        return cast("AbstractValue", value.node.aval)  # (a tensor's node holds one value)
     if isinstance(value, Variable):
         return AbstractValue(tuple(value.shape), np.dtype(value.dtype))
     return leaf_aval(value)
@@ -437,7 +437,7 @@ def _install_python_operators() -> None:
     def neg(self: PythonNumber) -> Any:
         wide = int if self.py_type is bool else self.py_type
         # (NumPy hands the call to ``__array_ufunc__``: a Tensor comes back)
-        res = cast(Tensor, np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False)))
+        res = cast("Tensor", np.negative(Tensor.astype(self, PYTHON_SCALARS[wide], copy=False)))
         return PythonNumber(res.node, res.context, wide)
 
     setattr(PythonNumber, "__neg__", neg)  # noqa: B010 - as the operators above

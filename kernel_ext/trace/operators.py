@@ -113,7 +113,7 @@ BINARY_OPERATORS: tuple[tuple[str, np.ufunc], ...] = tuple(
 #: ``(dunder stem, ufunc)`` of the comparisons (no reflected or in-place forms).
 COMPARISON_OPERATORS: tuple[tuple[str, np.ufunc], ...] = tuple(
     # (every comparison has a dunder)
-    (cast(str, k.dunder), _numpy_callable(k))
+    (cast("str", k.dunder), _numpy_callable(k))
     for k in OpKind
     if k in COMPARISONS
 )

@@ -152,7 +152,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     @property
     def shape(self) -> tuple | None:
         """Static shape; ``None`` marks a dimension whose size is only known at run time."""
-        return cast(AbstractValue, self.node.aval).shape  # (a tensor's node holds one value)
+        return cast("AbstractValue", self.node.aval).shape  # (a tensor's node holds one value)
 
     @shape.setter
     def shape(self, value: Any) -> None:
@@ -166,7 +166,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         root = self._root
         if root is None:
             old = self.shape
-            self.assign(cast(Tensor, bind(OpKind.RESHAPE, (self,), {"shape": new_shape})))
+            self.assign(cast("Tensor", bind(OpKind.RESHAPE, (self,), {"shape": new_shape})))
             self._reshapes += ((self._version, old),)
             return
         step = ViewStep(OpKind.RESHAPE, {"shape": new_shape}, ())
@@ -177,7 +177,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     @property
     def dtype(self) -> np.dtype:
-        return cast(AbstractValue, self.node.aval).dtype
+        return cast("AbstractValue", self.node.aval).dtype
 
     @property
     def ndim(self) -> int:
@@ -190,7 +190,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     @property
     def size(self) -> int | None:
-        return cast(AbstractValue, self.node.aval).size
+        return cast("AbstractValue", self.node.aval).size
 
     @property
     def name(self) -> str:
@@ -207,7 +207,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
     @property
     def mT(self) -> Tensor:
         # (NumPy hands the call to ``__array_function__``: a Tensor comes back)
-        return cast(Tensor, np.swapaxes(self, -1, -2))
+        return cast("Tensor", np.swapaxes(self, -1, -2))
 
     def __len__(self) -> int:
         """The static size of the first dimension, as ``len(ndarray)`` gives it."""
@@ -387,7 +387,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             scalar_error=(f"'numpy.{self.dtype.name}' object does not support item assignment"),
         )
         template, dyn = build_template(key)
-        self.assign(cast(Tensor, bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})))
+        self.assign(cast("Tensor", bind(OpKind.SETITEM, (self, value, *dyn), {"index": template})))
 
     def array_target(self, what: str, scalar_error: str | None) -> Tensor:
         """This value as the destination of a write only an ndarray takes (item assignment,
@@ -498,7 +498,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         branch or loop body that last computed it has ended)."""
         if current_context() is None:
             return  # outside any trace: a leaked view keeps its last node (and fails on use)
-        root = cast(Tensor, self._root)  # (only a view regenerates)
+        root = cast("Tensor", self._root)  # (only a view regenerates)
         if root._version != self._seen:
             for version, before in root._reshapes:  # (oldest first: the newest ends outermost)
                 if version > self._seen:  # the root was reshaped in place since: undo it first
@@ -511,7 +511,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
 
     def __getitem__(self, key: Any) -> Tensor:
         template, dyn = build_template(key)
-        return cast(Tensor, bind(OpKind.GETITEM, (self, *dyn), {"index": template}))
+        return cast("Tensor", bind(OpKind.GETITEM, (self, *dyn), {"index": template}))
 
     # -- ndarray methods ------------------------------------------------------------------
     # The methods take ndarray's documented parameters and hand every one on to the NumPy
@@ -535,7 +535,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
             return _method_call(self, "astype", (dtype,), {"order": order, "copy": copy})
         if dtype == self.dtype and not copy:
             return self
-        return cast(Tensor, bind(OpKind.CAST, (self,), {"dtype": dtype}))
+        return cast("Tensor", bind(OpKind.CAST, (self,), {"dtype": dtype}))
 
     def flatten(self, order: str = "C") -> Tensor:
         """A flattened *copy* (never a view, unlike ravel), as NumPy's."""
@@ -544,7 +544,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         # (NumPy's stubs take an ndarray and a Literal order; the call reaches
         # ``__array_function__``, which gives a Tensor)
         flat = np.reshape(self, (-1,), order=order)  # type: ignore[call-overload]
-        return cast(Tensor, np.copy(flat))
+        return cast("Tensor", np.copy(flat))
 
     def ravel(self, order: str = "C") -> Tensor:
         if order not in ("C", "F"):
@@ -800,7 +800,7 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
         if (
             isinstance(item, Tensor)
             and item.node.op is OpKind.CONSTANT
-            and cast(AbstractValue, item.node.aval).shape
+            and cast("AbstractValue", item.node.aval).shape
             and item.dtype.kind in "biu"
         ):
             # an index array the function made and never wrote (np.array([True, False]))

@@ -437,7 +437,7 @@ class Composite(TraceType):
         return self.same_structure(other) and all(
             # (``other`` is of this class: same_structure says so)
             a.is_subtype_of(b)
-            for a, b in zip(self.components, cast(Composite, other).components)
+            for a, b in zip(self.components, cast("Composite", other).components)
         )
 
     def most_specific_common_supertype(self, others: Sequence[TraceType]) -> TraceType | None:
@@ -840,7 +840,7 @@ def make_trace_type(value: Any, path: str = "argument", allow_specs: bool = Fals
             type(value),
             (
                 make_trace_type(v, f"{path}.{f}", allow_specs)
-                for f, v in zip(cast(NamedTuple, value)._fields, value)
+                for f, v in zip(cast("NamedTuple", value)._fields, value)
             ),
         )
     if type(value) in (tuple, list):

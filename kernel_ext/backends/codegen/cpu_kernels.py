@@ -517,7 +517,7 @@ class CpuKernelWriter(KernelWriter):
             if not self._is_block_operand(arg):
                 # a literal or 0-d operand: one element, stride 0 (as NumPy broadcasts it)
                 # (a NumPy loop call casts every operand: each has a dtype)
-                dt = cast(np.dtype, low.operand_dtypes[j])
+                dt = cast("np.dtype", low.operand_dtypes[j])
                 if isinstance(arg, Node):
                     i = self.seg.inputs.index(arg)
                     src = self.cast(f"s{i}", np.dtype(arg.dtype), dt, lines, indent)

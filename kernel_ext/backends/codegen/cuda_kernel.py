@@ -75,7 +75,7 @@ class CudaKernelWriter(KernelWriter):
                     operands.append(expr)
             b = InlineContext(self, n, operands, low.operand_dtypes, low.out_dtype, body, indent)
             t = f"t{self.node_id(n)}"
-            inline = cast(InlineTemplate, low.inline)  # (CUDA computes every op inline)
+            inline = cast("InlineTemplate", low.inline)  # (CUDA computes every op inline)
             body.append(f"{indent}{t} = {ctor(low.out_dtype)}({inline(operands, b)})")
             if np.dtype(n.dtype) != low.out_dtype:
                 converted = self.cast(t, low.out_dtype, np.dtype(n.dtype), body, indent)

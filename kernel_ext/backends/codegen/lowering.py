@@ -88,7 +88,7 @@ def node_key(node: Node) -> tuple:
     """What an elementwise node's lowering depends on: its op, attrs, the dtypes and ranks of
     its operands and its literal operands (never sizes, never names)."""
     attrs = tuple(sorted((k, repr(v)) for k, v in node.params.items()))
-    aval = cast(AbstractValue, node.aval)  # (else a value without a dtype: its repr)
+    aval = cast("AbstractValue", node.aval)  # (else a value without a dtype: its repr)
     out = (
         (aval.dtype, None if aval.shape is None else len(aval.shape))
         if hasattr(aval, "dtype")
@@ -259,7 +259,7 @@ def _lower_numpy_loop_call(loop: _UfuncLoop) -> Lowering | None:
     if not (loop.kind == "f" and op.kernel_loop and loop.target == "cpu"):
         return None
     dtypes = tuple(loop.ins) + (loop.out,)
-    ufunc = cast(np.ufunc, op.ufunc)  # (an op with a kernel loop is a ufunc's)
+    ufunc = cast("np.ufunc", op.ufunc)  # (an op with a kernel loop is a ufunc's)
     if find_loop(ufunc, dtypes) is None:
         raise Unsupported(f"no NumPy loop for {op.value} {dtypes}")
     return Lowering(list(loop.ins), loop.out, call=(ufunc, dtypes))

@@ -91,7 +91,7 @@ def _inline_ufunc(ufunc: np.ufunc, operands: list[str], dtype: np.dtype) -> str:
 
 def _accumulator(op: OpKind) -> np.ufunc:
     """The ufunc a fusible reduction accumulates with (every such op has one)."""
-    return cast(np.ufunc, op.accumulator)
+    return cast("np.ufunc", op.accumulator)
 
 
 def _identity(ufunc: np.ufunc, dtype: np.dtype) -> Any:

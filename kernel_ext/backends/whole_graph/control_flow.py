@@ -46,7 +46,7 @@ class ControlFlow(WriterBase):
     ) -> None:
         pred, operands = args[0], args[1:]
         # (a cond's aval is the tuple of its outputs')
-        outs = [f"{t}_{i}" for i in range(len(cast(tuple, node.aval)))]
+        outs = [f"{t}_{i}" for i in range(len(cast("tuple", node.aval)))]
         parts: list[frozenset[str]] = [frozenset()] * len(outs)
         for head, graph in zip((f"if {pred.name}:", "else:"), node.attrs["branches"]):
             lines.append(f"{indent}{head}")

@@ -191,7 +191,7 @@ def _empty_probe(
 
 def _median_rule(kind: OpKind) -> Rule:
     # (the generic reduction rule, registered above: one output)
-    generic = cast(OneOutputRule, ABSTRACT_EVAL[kind])
+    generic = cast("OneOutputRule", ABSTRACT_EVAL[kind])
     fn = kind.numpy_function
 
     def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:

@@ -146,7 +146,7 @@ def _digitize(attrs: dict[str, Any], x: Any, bins: AbstractValue) -> AbstractVal
 
 @abstract_rule(OpKind.PARTITION)
 def _partition(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    indices = cast(AbstractValue, ABSTRACT_EVAL[OpKind.ARGPARTITION](attrs, x))  # one output
+    indices = cast("AbstractValue", ABSTRACT_EVAL[OpKind.ARGPARTITION](attrs, x))  # one output
     return AbstractValue(indices.shape, x.dtype)
 
 

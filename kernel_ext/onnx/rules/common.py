@@ -60,7 +60,7 @@ def sorted_axes(axis: Any, ndim: int) -> list[int]:
 def rank(node: Node) -> int:
     """The rank of a node's value: the rules translate values of known rank (typed
     ``int | None`` in the IR, for traces of unknown rank)."""
-    return cast(int, cast(AbstractValue, node.aval).ndim)
+    return cast("int", cast("AbstractValue", node.aval).ndim)
 
 
 def output_avals(node: Node) -> tuple[AbstractValue, ...]:

@@ -126,7 +126,7 @@ def arange(b: GraphBuilder, node: Node) -> list[str]:
         and any(
             np.asarray(a).dtype.kind == "f"
             if not isinstance(a, Node)
-            else cast(np.dtype, a.dtype).kind == "f"
+            else cast("np.dtype", a.dtype).kind == "f"
             for a in node.args
         )
     ):

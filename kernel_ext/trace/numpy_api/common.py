@@ -43,7 +43,7 @@ class Declare(Protocol):
     def numpy_writes_out(self, handler: Callable) -> Callable: ...
 
 
-declare = cast(Declare, signatures.declare)
+declare = cast("Declare", signatures.declare)
 
 
 def axis_attr(axis: Any) -> Any:
@@ -128,10 +128,10 @@ def static_attr(value: Any) -> Any:
 
 def bind_outputs(kind: OpKind, args: tuple, attrs: dict, name: str) -> list[Tensor]:
     """The results of a multi-result op, each read through its own ``get_output``."""
-    node = cast(Tensor, bind(kind, args, attrs, name=name))  # (a tuple-typed result)
+    node = cast("Tensor", bind(kind, args, attrs, name=name))  # (a tuple-typed result)
     return [
-        cast(Tensor, bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}"))
-        for i in range(len(cast(tuple, node.node.aval)))
+        cast("Tensor", bind(OpKind.GET_OUTPUT, (node,), {"index": i}, name=f"{name}/{i}"))
+        for i in range(len(cast("tuple", node.node.aval)))
     ]
 
 

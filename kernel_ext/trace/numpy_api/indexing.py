@@ -341,8 +341,8 @@ def _putmask(a: Any, mask: Any, values: Any) -> None:
     if m != target.size:
         if not isinstance(vals, (Tensor, Variable)):
             # a graph constant, indexed by the positions
-            vals = cast(Tensor, bind(OpKind.COPY, (vals,)))
-        vals = vals[np.arange(cast(int, target.size)) % m]
+            vals = cast("Tensor", bind(OpKind.COPY, (vals,)))
+        vals = vals[np.arange(cast("int", target.size)) % m]
     new = np.where(flat_mask, vals.astype(target.dtype, casting="unsafe"), np.ravel(target))
     target[...] = np.reshape(new, tuple(shape))
     return None

@@ -486,7 +486,7 @@ def _linalg_op(kind: OpKind, names: tuple[str, ...], result: Callable | None = N
             return numpy_call(func, args, kwargs)
         inputs = tuple(v for k, v in p.items() if k not in names and v is not np._NoValue)
         attrs = {k: static_attr(v) for k, v in statics.items()}
-        node = cast(Tensor, bind(kind, inputs, attrs))
+        node = cast("Tensor", bind(kind, inputs, attrs))
         if not isinstance(node.node.aval, tuple):
             return node
         outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(len(node.node.aval))]

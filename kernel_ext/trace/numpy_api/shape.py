@@ -214,12 +214,12 @@ def _tri_mask(m: Any, k: int) -> Any:
         return np.tri(*dims, k=k, dtype=bool)  # type: ignore[call-overload]
     axes = (-2, -1) if len(dims) == 2 else (-1, -1)
     sizes = [
-        d if d is not None else cast(Tensor, bind(OpKind.DIM, (m,), {"axis": ax}))
+        d if d is not None else cast("Tensor", bind(OpKind.DIM, (m,), {"axis": ax}))
         for d, ax in zip(dims if len(dims) == 2 else dims * 2, axes)
     ]
-    rows = cast(Tensor, bind(OpKind.ARANGE, (0, sizes[0], 1), {"dtype": np.dtype(np.int64)}))
+    rows = cast("Tensor", bind(OpKind.ARANGE, (0, sizes[0], 1), {"dtype": np.dtype(np.int64)}))
     stop = np.subtract(sizes[1], k)
-    cols = cast(Tensor, bind(OpKind.ARANGE, (-k, stop, 1), {"dtype": np.dtype(np.int64)}))
+    cols = cast("Tensor", bind(OpKind.ARANGE, (-k, stop, 1), {"dtype": np.dtype(np.int64)}))
     return np.greater_equal(rows[:, None], cols[None, :])
 
 

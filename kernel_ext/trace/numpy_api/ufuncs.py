@@ -109,7 +109,7 @@ def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
     if isinstance(b, (list, tuple)):
         b = np.asarray(b)
     attrs = {"ufunc": ufunc, "index": template}
-    target.assign(cast(Tensor, bind(OpKind.UFUNC_AT, (target, b, *dyn), attrs)))
+    target.assign(cast("Tensor", bind(OpKind.UFUNC_AT, (target, b, *dyn), attrs)))
     return None
 
 
