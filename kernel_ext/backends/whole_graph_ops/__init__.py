@@ -10,7 +10,7 @@ op of a fused segment, as a rule table keyed by :class:`~kernel_ext.ir.OpKind`. 
   views and in-place writes are the buffers it plans);
 * ``check(node)`` — raises :class:`~.codegen.Unsupported` naming what cannot be compiled
   *exactly* (the writer then refuses the whole graph, which runs as fused segments);
-* ``emit(writer, node, args, t, lines, indent)`` — appends the Numba source computing the
+* ``emit(writer, node, args, t, out)`` — appends the Numba source computing the
   node into variable ``t`` and returns what ``t`` is: ``"fresh"`` (a new C-contiguous array
   the function owns), ``"view"`` (a view of the first argument) or ``"scalar"``.
 

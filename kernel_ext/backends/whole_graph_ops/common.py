@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported
+from ..emit.source import Source
 from ..inplace import InplacePlan
 from ..ufunc_loops import find_loop
 
@@ -29,7 +30,7 @@ class Writer(Protocol):
     plan: InplacePlan  # which setitem nodes write in place (:mod:`.inplace`)
 
     def fresh(self, prefix: str = "t") -> str: ...
-    def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
+    def signal(self, out: Source, cond: str) -> None: ...
     def loop_ref(self, idx: int) -> str: ...
     def _out_buffer(
         self,
@@ -37,14 +38,13 @@ class Writer(Protocol):
         shape: str,
         size_test: str,
         dt: str,
-        lines: list[str],
-        indent: str,
+        out: Source,
         t: str,
         take: str = "{sp}",
     ) -> None: ...
 
 
-Emit = Callable[[Writer, Node, list, str, list, str], str]
+Emit = Callable[[Writer, Node, list, str, Source], str]
 
 
 @dataclass(frozen=True)
@@ -160,12 +160,10 @@ def _loop3(f, d, pp, dims, st, a, b, c, n, sa, sb, sc):
 """
 
 
-def alloc_result(
-    w: Writer, node: Node, dims: Sequence[str], dts: str, lines: list[str], indent: str, t: str
-) -> None:
+def alloc_result(w: Writer, node: Node, dims: Sequence[str], dts: str, out: Source, t: str) -> None:
     """``t = np.empty(dims, dts)``, or the dead buffer a loop left for ``node``."""
     test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(dims)) or "True"
-    w._out_buffer(node, shape_tuple(dims), test, dts, lines, indent, t)
+    w._out_buffer(node, shape_tuple(dims), test, dts, out, t)
 
 
 # NumPy's accumulate: per lane (the axis, with the other axes fixed) the first element is
@@ -218,19 +216,19 @@ def _mixed_zeros(s):
 """
 
 
-def emit_nonzero(w: Writer, m: str, rank: int, lines: list[str], indent: str) -> list[str]:
+def emit_nonzero(w: Writer, m: str, rank: int, out: Source) -> list[str]:
     """``np.nonzero(m)`` of a C-contiguous ``m``: one int64 array per axis, C order."""
     f = w.fresh("nz")
-    lines.append(f"{indent}{f} = np.flatnonzero({m})")
+    out.line(f"{f} = np.flatnonzero({m})")
     if rank == 1:
         return [f]
-    out = []
+    axes = []
     for q in range(rank):
         a = w.fresh("nz")
         after = " * ".join(f"{m}.shape[{e}]" for e in range(q + 1, rank))
         expr = f"{f} // ({after})" if after else f
         if q:
             expr = f"({expr}) % {m}.shape[{q}]"
-        lines.append(f"{indent}{a} = {expr}")
-        out.append(a)
-    return out
+        out.line(f"{a} = {expr}")
+        axes.append(a)
+    return axes
