@@ -91,7 +91,6 @@ class Writer(Protocol):
     (:class:`~.whole_graph.writer.GraphWriter`)."""
 
     loop_args: list[tuple[int, int]]
-    scratch_lines: list[str]
     helpers: dict[str, str]
     module_parts: list[str]
     params: list[str]
@@ -503,14 +502,14 @@ class _RowWriter:
         self.done: set[Node] = set()  # buffered row nodes computed earlier in the row
         self.lane_buffers: set[str] = set()
         #: the row function's scratch: allocated once per call of it (per share of rows)
-        self.scratch_lines: list[str] = []
+        self.preamble = Source(indent=STEP)
         w.helpers["_row_reduce"] = _REDUCE
         w.helpers["_row_map"] = _MAP
         for name in ("pp", "st", "dims"):
             dt = "np.uintp" if name == "pp" else "np.intp"
-            self.scratch_lines.append(f"    {self.px}{name} = np.empty(3, {dt})")
-        self.scratch_lines.append(f"    {self.px}acc = np.empty(1, {self.ct})")
-        self.scratch_lines.append(f"    {self.px}one = np.empty(1, {self.ct})")
+            self.preamble.line(f"{self.px}{name} = np.empty(3, {dt})")
+        self.preamble.line(f"{self.px}acc = np.empty(1, {self.ct})")
+        self.preamble.line(f"{self.px}one = np.empty(1, {self.ct})")
         self.scratch = f"{self.px}pp, {self.px}st, {self.px}dims"
 
     def loop(self, ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> str:
@@ -527,7 +526,7 @@ class _RowWriter:
     def const(self, value: Any) -> str:
         t = self.w.fresh("k")
         v = literal_value(value, self.plan.dtype)
-        self.scratch_lines.append(f"    {t} = {const_source(v, self.plan.dtype)}")
+        self.preamble.line(f"{t} = {const_source(v, self.plan.dtype)}")
         return t
 
     # -- the function -----------------------------------------------------------------------
@@ -566,7 +565,7 @@ class _RowWriter:
         for node in graph.nodes:
             if node in plan.buffered and node not in out_names:
                 b = w.fresh("rb")
-                self.scratch_lines.append(f"    {b} = np.empty({width}, {self.ct})")
+                self.preamble.line(f"{b} = np.empty({width}, {self.ct})")
                 self.names[node] = b
         body = Source(indent=STEP)
         with body.block("for i in range(lo, hi):") as row:
@@ -574,12 +573,15 @@ class _RowWriter:
         # the row function: rows [lo, hi) of the outputs, checks and scratch of its own,
         # so shares of the rows can run on several threads at once (RowSplit)
         params = list(w.params) + (["la"] if w.loop_args else []) + list(out_names.values())
-        head = ["@_kernel", f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):"]
-        head += [
-            f"    f{k} = la[{2 * k}]\n    d{k} = la[{2 * k + 1}]" for k in range(len(w.loop_args))
-        ]
-        func = head + rows.lines + self.scratch_lines + body.lines + ["    return 0"]
-        w.module_parts.append("\n".join(func))
+        func = Source()
+        func.line("@_kernel")
+        with func.block(f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):") as frame:
+            for k in range(len(w.loop_args)):
+                frame.line(f"f{k} = la[{2 * k}]")
+                frame.line(f"d{k} = la[{2 * k + 1}]")
+            func.lines.extend(rows.lines + self.preamble.lines + body.lines)
+            frame.line("return 0")
+        w.module_parts.append("\n".join(func.lines))
         split = None
         if not w.written_back:  # (an output copied into its argument: the graph's own code)
             split = (
@@ -678,8 +680,8 @@ class _RowWriter:
         wl, cs = f"{self.px}wl", f"{self.px}cs"
         if wl not in self.lane_buffers:
             self.lane_buffers.add(wl)
-            self.scratch_lines.append(f"    {wl} = np.empty({BLOCK}, np.float64)")
-            self.scratch_lines.append(f"    {cs} = np.empty(64, np.float64)")
+            self.preamble.line(f"{wl} = np.empty({BLOCK}, np.float64)")
+            self.preamble.line(f"{cs} = np.empty(64, np.float64)")
         out.line(f"{t} = _row_lanes({x}, {wl}, {cs})")
 
     def scalar_operand(self, a: Any) -> str:

@@ -7,7 +7,7 @@ from typing import Any
 
 from ...ir import Graph, Node
 from ...passes.fusion import Segment
-from ..emit.source import Source
+from ..emit.source import STEP, Source
 from ..index_ranges import index_ranges
 from ..inplace import InplacePlan
 from .support import SIGNAL
@@ -34,7 +34,9 @@ class WriterBase:
         self.lines: list[str] = []
         self.module_parts: list[str] = []
         self.helpers: dict[str, str] = {}
-        self.scratch_lines: list[str] = []
+        #: statements at the top of the function: scratch buffers and scalar constants,
+        #: made once per call
+        self.preamble = Source(indent=STEP)
         self.scratch_names: set[str] = set()
         self.params: list[str] = []  # generated function parameters, in order
         self.param_nodes: list[Node] = []  # the top-level placeholders they hold

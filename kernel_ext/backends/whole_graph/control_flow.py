@@ -128,9 +128,7 @@ class ControlFlow(WriterBase):
                     continue
                 empty = f"{t}_z{i}"
                 shape = (0,) * len(ranked_shape(target))
-                self.scratch_lines.append(
-                    f"    {empty} = np.empty({shape!r}, {ctor(np.dtype(target.dtype))})"
-                )
+                self.preamble.line(f"{empty} = np.empty({shape!r}, {ctor(np.dtype(target.dtype))})")
                 out.line(f"{t}_sp{i} = {empty}")
                 out.line(f"{t}_own{i} = {c is not v}")
         out.line("while True:")

@@ -100,7 +100,7 @@ class SegmentEmission(WriterBase):
             # the temporary only feeds the sum: one buffer for all iterations, grown
             # when a longer one is needed (a triangular loop's slices grow by one)
             buf = self.fresh("sum_tmp")
-            self.scratch_lines.append(f"    {buf} = np.empty(0, {ctor(np.dtype(x.dtype))})")
+            self.preamble.line(f"{buf} = np.empty(0, {ctor(np.dtype(x.dtype))})")
             self.grow_bufs[x] = buf
         self.emit_segment(split[0], env, out, direct)
 
@@ -160,7 +160,7 @@ class SegmentEmission(WriterBase):
         args.inputs = {i: v.name for i, v in enumerate(ins)}
         for buf in call.scratch_of(variant):
             var = f"{px}{buf.name}"
-            self.scratch_lines.append(f"    {var} = {buf.allocation()}")
+            self.preamble.line(f"{var} = {buf.allocation()}")
             args.scratch.append(var)
         for ufunc, loop in call.loops:
             found = find_loop(ufunc, loop)
@@ -188,7 +188,7 @@ class SegmentEmission(WriterBase):
             buf = f"z{i}_{dt.name}"
             if buf not in self.scratch_names:
                 self.scratch_names.add(buf)
-                self.scratch_lines.append(f"    {buf} = np.empty(1, {ctor(dt)})")
+                self.preamble.line(f"{buf} = np.empty(1, {ctor(dt)})")
             args.outputs[i] = buf
         args.size = "1"
         text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
@@ -455,7 +455,7 @@ class SegmentEmission(WriterBase):
             ("dims", 1, "np.intp"),
             ("acc", 1, ctor(dt)),
         ):
-            self.scratch_lines.append(f"    {px}{name} = np.empty({size}, {sdt})")
+            self.preamble.line(f"{px}{name} = np.empty({size}, {sdt})")
             scratch.append(px + name)
         src = env[x].name
         if rank > 1:

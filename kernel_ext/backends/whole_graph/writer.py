@@ -110,11 +110,15 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         # NumPy loop addresses arrive in one uintp array: one argument for Numba's dispatcher
         # to type instead of two per loop (each costs it ~50 ns per call).
         loops = ["la"] if self.loop_args else []
-        head = ["@_kernel", f"def graph({', '.join(self.params + consts + loops)}):"]
-        for k in range(len(self.loop_args)):
-            head += [f"    f{k} = la[{2 * k}]", f"    d{k} = la[{2 * k + 1}]"]
-        ret = "    return (" + "".join(n + ", " for n in self._returned(outs, body)) + ")"
-        func = "\n".join(head + self.scratch_lines + body.lines + [ret])
+        returned = self._returned(outs, body)
+        func = Source()
+        func.line("@_kernel")
+        with func.block(f"def graph({', '.join(self.params + consts + loops)}):") as frame:
+            for k in range(len(self.loop_args)):
+                frame.line(f"f{k} = la[{2 * k}]")
+                frame.line(f"d{k} = la[{2 * k + 1}]")
+            func.lines.extend(self.preamble.lines + body.lines)  # (indented already)
+            frame.line("return (" + "".join(n + ", " for n in returned) + ")")
         header = "\n".join(
             [
                 f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
@@ -130,7 +134,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                 WRAPPING_IMPORT.format(module="numba_decorators"),
             ]
         )
-        parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
+        parts = [header] + list(self.helpers.values()) + self.module_parts + ["\n".join(func.lines)]
         return "\n\n".join(parts) + "\n"
 
     def _returned(self, outs: list[Value], body: Source) -> list[str]:
@@ -366,7 +370,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             # a literal in the source, not one more argument for the dispatcher to type at
             # every call (~50 ns each)
             t = self.fresh("k")
-            self.scratch_lines.append(f"    {t} = {const_source(value[()], value.dtype)}")
+            self.preamble.line(f"{t} = {const_source(value[()], value.dtype)}")
             env[node] = Value(t, True, False)
             return
         name = f"c{len(self.constants)}"

@@ -23,7 +23,7 @@ class Writer(Protocol):
     """What an emit function may use of :class:`.whole_graph.writer.GraphWriter`."""
 
     helpers: dict[str, str]
-    scratch_lines: list[str]
+    preamble: Source  # the function's first statements (scratch buffers, constants)
     scratch_names: set[str]
     loop_args: list[tuple[int, int]]
     constants: list[Any]
@@ -121,11 +121,13 @@ def loop_scratch(w: Writer) -> str:
     the generated function, shared by every call made here (they run one after another)."""
     if "xo_pp" not in w.scratch_names:
         w.scratch_names.add("xo_pp")
-        w.scratch_lines += [
-            "    xo_pp = np.empty(3, np.uintp)",
-            "    xo_dims = np.empty(4, np.intp)",
-            "    xo_st = np.empty(9, np.intp)",
-        ]
+        w.preamble.extend(
+            [
+                "xo_pp = np.empty(3, np.uintp)",
+                "xo_dims = np.empty(4, np.intp)",
+                "xo_st = np.empty(9, np.intp)",
+            ]
+        )
     return "xo_pp, xo_dims, xo_st"
 
 

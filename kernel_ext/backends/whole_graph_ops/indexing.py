@@ -548,25 +548,24 @@ def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
     """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
     returns False (nothing more written) at an index out of range."""
     v = "vals" if scalar else "vals[k]"
-    lines = [
-        "@_inline",
-        f"def {name}(out, idx, vals):",
-        "    n = out.shape[0]",
-        "    for k in range(idx.shape[0]):",
-        "        i = np.int64(idx[k])",
-        "        if i < 0:",
-        "            i += n",
-        "        if i < 0 or i >= n:",
-        "            return False",
-    ]
-    if rank == 1:
-        lines.append(f"        out[i] = {op.format(a='out[i]', b=v)}")
-    else:
-        lines.append("        for j in range(out.shape[1]):")
-        vj = "vals" if scalar else "vals[k, j]"
-        lines.append(f"            out[i, j] = {op.format(a='out[i, j]', b=vj)}")
-    lines.append("    return True")
-    return "\n".join(lines) + "\n"
+    helper = Source()
+    helper.line("@_inline")
+    with helper.block(f"def {name}(out, idx, vals):") as body:
+        body.line("n = out.shape[0]")
+        with body.block("for k in range(idx.shape[0]):") as each:
+            each.line("i = np.int64(idx[k])")
+            with each.block("if i < 0:") as negative:
+                negative.line("i += n")
+            with each.block("if i < 0 or i >= n:") as outside:
+                outside.line("return False")
+            if rank == 1:
+                each.line(f"out[i] = {op.format(a='out[i]', b=v)}")
+            else:
+                with each.block("for j in range(out.shape[1]):") as row:
+                    vj = "vals" if scalar else "vals[k, j]"
+                    row.line(f"out[i, j] = {op.format(a='out[i, j]', b=vj)}")
+        body.line("return True")
+    return helper.text()
 
 
 def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, out: Source) -> str:

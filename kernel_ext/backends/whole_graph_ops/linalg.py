@@ -317,11 +317,13 @@ def matmul_call(w: Writer, node: Node, a: str, b: str, out: str) -> str:
         # the loop's pointer, size and stride arrays: allocated once per call of the
         # function, shared by its products (they run one after the other)
         w.scratch_names.add("mm_pp")
-        w.scratch_lines += [
-            "    mm_pp = np.empty(3, np.uintp)",
-            "    mm_dims = np.empty(4, np.intp)",
-            "    mm_st = np.empty(9, np.intp)",
-        ]
+        w.preamble.extend(
+            [
+                "mm_pp = np.empty(3, np.uintp)",
+                "mm_dims = np.empty(4, np.intp)",
+                "mm_st = np.empty(9, np.intp)",
+            ]
+        )
     return f"_matmul_loop({a}, {b}, {out}, {w.loop_ref(idx)}, mm_pp, mm_dims, mm_st)"
 
 
