@@ -277,7 +277,7 @@ class BasicIndexing(WriterBase):
             self._out_buffer(node, shape, test, dt, out, t)
             dest = Value(t, False, True)
             if mode == "copy" or any(b is None for b in bounds):
-                out.line(f"{self.assign(t, x.name, rank, rank)}")
+                out.line(self.assign(t, x.name, rank, rank))
             else:
                 self._copy_rest(t, x.name, bounds, out)  # type: ignore[arg-type]
         view = ""
@@ -313,7 +313,7 @@ class BasicIndexing(WriterBase):
             for part in (f":{names[d][0]}", f"{names[d][1]}:"):
                 idx = ", ".join(inside + [part] + rest)
                 copy = self.assign(f"{dest}[{idx}]", f"{src}[{idx}]", rank, rank)
-                out.line(f"{copy}")
+                out.line(copy)
 
     def _emit_setitem(
         self,
@@ -371,7 +371,7 @@ class BasicIndexing(WriterBase):
         if element:  # (an ``...`` there spans no axis)
             out.line(f"{dest.name}[{', '.join(p for p in parts if p != '...')}] = {src}")
         elif isinstance(value, Node) and not env[value].scalar and vr <= rr:
-            out.line(f"{self.assign(view, src, rr, vr)}")
+            out.line(self.assign(view, src, rr, vr))
         else:
             out.line(f"{view}[:] = {src}")
         env[node] = dest

@@ -324,8 +324,8 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             same = f"{u}.shape[0] == {a}.shape[0] and {u}.shape[1] == {b}.shape[1]"
             with body.block(f"if {same}:") as reuse:
                 reuse.line(f"{o} = {u}")
-            with body.block("else:") as fresh:
-                fresh.line(f"{o} = np.empty(({a}.shape[0], {b}.shape[1]), {dt})")
+            with body.block("else:") as allocate:
+                allocate.line(f"{o} = np.empty(({a}.shape[0], {b}.shape[1]), {dt})")
             body.line(matmul_call(self, head, a, b, o))
             body.line(f"{u} = {t}")
             body.line(f"{t} = {o}")

@@ -347,7 +347,7 @@ def _emit_plain_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -
         out,
         t,
     )
-    out.line(f"{matmul_call(w, node, a, b, t)}")
+    out.line(matmul_call(w, node, a, b, t))
     return "fresh"
 
 
