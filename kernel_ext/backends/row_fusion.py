@@ -51,6 +51,7 @@ import numpy as np
 from ..ir import Graph, Node, OpGroup, OpKind
 from .codegen import BLOCK, CHUNK_BLOCKS, loop_dtypes, lower
 from .emit.literals import Unsupported, const_source, ctor, literal_value
+from .emit.source import STEP, Source
 from .static_shapes import static_shape
 from .ufunc_loops import find_loop
 
@@ -90,7 +91,6 @@ class Writer(Protocol):
     (:class:`~.whole_graph.writer.GraphWriter`)."""
 
     loop_args: list[tuple[int, int]]
-    scratch_lines: list[str]
     helpers: dict[str, str]
     module_parts: list[str]
     params: list[str]
@@ -98,7 +98,7 @@ class Writer(Protocol):
 
     def fresh(self, prefix: str = "t") -> str: ...
 
-    def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
+    def signal(self, out: Source, cond: str) -> None: ...
 
 
 @dataclass
@@ -489,10 +489,10 @@ class _RowWriter:
     """Emits the row loop of one :class:`RowPlan` into the whole-graph function."""
 
     def __init__(
-        self, plan: RowPlan, w: Writer, env: dict[Node, tuple[str, bool]], lines: list[str]
+        self, plan: RowPlan, w: Writer, env: dict[Node, tuple[str, bool]], out: Source
     ) -> None:
-        self.plan, self.w, self.lines = plan, w, lines
-        self.outer = lines  # the graph function's lines
+        self.plan, self.w = plan, w
+        self.outer = out  # the graph function's body
         self.env = env  # placeholders: (name, is a Numba scalar)
         self.px = w.fresh("rf")
         self.ct = ctor(plan.dtype)
@@ -502,14 +502,14 @@ class _RowWriter:
         self.done: set[Node] = set()  # buffered row nodes computed earlier in the row
         self.lane_buffers: set[str] = set()
         #: the row function's scratch: allocated once per call of it (per share of rows)
-        self.scratch_lines: list[str] = []
+        self.preamble = Source(indent=STEP)
         w.helpers["_row_reduce"] = _REDUCE
         w.helpers["_row_map"] = _MAP
         for name in ("pp", "st", "dims"):
             dt = "np.uintp" if name == "pp" else "np.intp"
-            self.scratch_lines.append(f"    {self.px}{name} = np.empty(3, {dt})")
-        self.scratch_lines.append(f"    {self.px}acc = np.empty(1, {self.ct})")
-        self.scratch_lines.append(f"    {self.px}one = np.empty(1, {self.ct})")
+            self.preamble.line(f"{self.px}{name} = np.empty(3, {dt})")
+        self.preamble.line(f"{self.px}acc = np.empty(1, {self.ct})")
+        self.preamble.line(f"{self.px}one = np.empty(1, {self.ct})")
         self.scratch = f"{self.px}pp, {self.px}st, {self.px}dims"
 
     def loop(self, ufunc: np.ufunc, dtypes: tuple[np.dtype, ...]) -> str:
@@ -526,75 +526,62 @@ class _RowWriter:
     def const(self, value: Any) -> str:
         t = self.w.fresh("k")
         v = literal_value(value, self.plan.dtype)
-        self.scratch_lines.append(f"    {t} = {const_source(v, self.plan.dtype)}")
+        self.preamble.line(f"{t} = {const_source(v, self.plan.dtype)}")
         return t
 
     # -- the function -----------------------------------------------------------------------
     def write(self, graph: Graph) -> list[tuple[str, bool]]:
         """The graph function's part (the outputs allocated, the row function called on
-        every row) into ``self.lines``, the row function itself into the module."""
+        every row) into ``self.outer``, the row function itself into the module."""
         plan, w = self.plan, self.w
         width = plan.width
         n = f"{self.px}n"
         first = next(p for p in graph.inputs if plan.kinds[p] == ROW)
-        rows = [f"    {n} = {self.env[first][0]}.shape[0]"]
+        rows = Source(indent=STEP)
+        rows.line(f"{n} = {self.env[first][0]}.shape[0]")
         item = plan.dtype.itemsize
         for p in graph.inputs:
             name, scalar = self.env[p]
             if scalar:
                 continue
-            w.signal(rows, "    ", f"{name}.shape != {static_shape(p)!r}")
+            w.signal(rows, f"{name}.shape != {static_shape(p)!r}")
             if plan.kinds[p] == ROW and width > 1:
                 # rows as NumPy's temporaries hold them (unit-stride, one after another);
                 # other layouts rerun on the fused executor, which gives the same bits
                 w.signal(
                     rows,
-                    "    ",
                     f"{n} > 0 and ({name}.strides[1] != {item} or "
                     f"({n} > 1 and {name}.strides[0] < {width * item}))",
                 )
         outs: list[tuple[str, bool]] = []
         out_names: dict[Node, str] = {}
-        self.lines.append(f"    {n} = {self.env[first][0]}.shape[0]")
+        self.outer.line(f"{n} = {self.env[first][0]}.shape[0]")
         for o in graph.outputs:
             t = w.fresh("o")
             rest = "".join(f"{d}, " for d in static_shape(o)[1:])
-            self.lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            self.outer.line(f"{t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
             out_names[o] = t
             outs.append((t, False))
         for node in graph.nodes:
             if node in plan.buffered and node not in out_names:
                 b = w.fresh("rb")
-                self.scratch_lines.append(f"    {b} = np.empty({width}, {self.ct})")
+                self.preamble.line(f"{b} = np.empty({width}, {self.ct})")
                 self.names[node] = b
-        body = self.lines = []
-        body.append("    for i in range(lo, hi):")
-        ind = "        "
-        for p in graph.inputs:
-            if plan.kinds[p] == ROW:
-                v = w.fresh("row")
-                body.append(f"{ind}{v} = {self.env[p][0]}[i]")
-                self.names[p] = v
-        for o, t in out_names.items():
-            if plan.kinds[o] == ROW:
-                v = f"{t}_row"
-                body.append(f"{ind}{v} = {t}[i]")
-                self.names[o] = v
-        for node in graph.nodes:
-            self.node(node, ind)
-        self.flush(ind)
-        for o, t in out_names.items():
-            if plan.kinds[o] == ROW_SCALAR:
-                at = "i" if len(static_shape(o)) == 1 else "i, 0"
-                body.append(f"{ind}{t}[{at}] = {self.names[o]}")
+        body = Source(indent=STEP)
+        with body.block("for i in range(lo, hi):") as row:
+            self.write_row(graph, out_names, row)
         # the row function: rows [lo, hi) of the outputs, checks and scratch of its own,
         # so shares of the rows can run on several threads at once (RowSplit)
         params = list(w.params) + (["la"] if w.loop_args else []) + list(out_names.values())
-        head = ["@_kernel", f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):"]
-        head += [
-            f"    f{k} = la[{2 * k}]\n    d{k} = la[{2 * k + 1}]" for k in range(len(w.loop_args))
-        ]
-        w.module_parts.append("\n".join(head + rows + self.scratch_lines + body + ["    return 0"]))
+        func = Source()
+        func.line("@_kernel")
+        with func.block(f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):") as frame:
+            for k in range(len(w.loop_args)):
+                frame.line(f"f{k} = la[{2 * k}]")
+                frame.line(f"d{k} = la[{2 * k + 1}]")
+            func.lines.extend(rows.lines + self.preamble.lines + body.lines)
+            frame.line("return 0")
+        w.module_parts.append("\n".join(func.lines))
         split = None
         if not w.written_back:  # (an output copied into its argument: the graph's own code)
             split = (
@@ -603,72 +590,89 @@ class _RowWriter:
                 tuple((tuple(static_shape(o)), np.dtype(o.dtype).str) for o in graph.outputs),
             )
         w.module_parts.append(f"{SPLIT_NAME} = {split!r}")
-        self.outer.append(f"    {ROWS_FUNCTION}(0, {n}, {', '.join(params)})")
+        self.outer.line(f"{ROWS_FUNCTION}(0, {n}, {', '.join(params)})")
         return outs
 
-    def node(self, node: Node, ind: str) -> None:
+    def write_row(self, graph: Graph, out_names: dict[Node, str], out: Source) -> None:
+        """The body of the loop over rows: row ``i`` of every row input and output, then
+        the graph's nodes on that row."""
+        plan, w = self.plan, self.w
+        for p in graph.inputs:
+            if plan.kinds[p] == ROW:
+                v = w.fresh("row")
+                out.line(f"{v} = {self.env[p][0]}[i]")
+                self.names[p] = v
+        for o, t in out_names.items():
+            if plan.kinds[o] == ROW:
+                v = f"{t}_row"
+                out.line(f"{v} = {t}[i]")
+                self.names[o] = v
+        for node in graph.nodes:
+            self.node(node, out)
+        self.flush(out)
+        for o, t in out_names.items():
+            if plan.kinds[o] == ROW_SCALAR:
+                at = "i" if len(static_shape(o)) == 1 else "i, 0"
+                out.line(f"{t}[{at}] = {self.names[o]}")
+
+    def node(self, node: Node, out: Source) -> None:
         kind, op = self.plan.kinds[node], node.op
         if op is OpKind.PLACEHOLDER or kind == FREE:
             return
         if kind == ROW:
             if _loop_op(node):
-                self.flush(ind)
+                self.flush(out)
                 ufunc, dts = _numpy_loop_call(node)
                 x = self.names[node.args[0]]
-                self.lines.append(
-                    f"{ind}_row_map({self.loop(ufunc, dts)}, {x}, "
-                    f"{self.names[node]}, {self.scratch})"
+                out.line(
+                    f"_row_map({self.loop(ufunc, dts)}, {x}, {self.names[node]}, {self.scratch})"
                 )
             elif node in self.plan.buffered or node in self.names:
                 self.pending.append(node)
             return
         # a row scalar
         if op.group is OpGroup.REDUCTION:
-            self.flush(ind)
-            self.reduction(node, ind)
+            self.flush(out)
+            self.reduction(node, out)
         elif op in (OpKind.GETITEM, OpKind.EXPAND_DIMS):
             self.names[node] = self.names[node.args[0]]
         else:
             t = self.w.fresh("s")
             ops = [self.scalar_operand(a) for a in node.args]
             if op in _INLINE:
-                self.lines.append(f"{ind}{t} = {_INLINE[op](ops)}")
+                out.line(f"{t} = {_INLINE[op](ops)}")
             else:
                 ufunc, dts = _numpy_loop_call(node)
                 one = f"{self.px}one"
-                self.lines.append(f"{ind}{one}[0] = {ops[0]}")
-                self.lines.append(
-                    f"{ind}_row_map({self.loop(ufunc, dts)}, {one}, {one}, {self.scratch})"
-                )
-                self.lines.append(f"{ind}{t} = {one}[0]")
+                out.line(f"{one}[0] = {ops[0]}")
+                out.line(f"_row_map({self.loop(ufunc, dts)}, {one}, {one}, {self.scratch})")
+                out.line(f"{t} = {one}[0]")
             self.names[node] = t
 
-    def reduction(self, node: Node, ind: str) -> None:
+    def reduction(self, node: Node, out: Source) -> None:
         x = self.names[node.args[0]]
         t = self.w.fresh("s")
         op = node.op
         if op in _ARG_REDUCTIONS:
             name = op.value[3:]
             self.w.helpers[f"_row_arg{name}"] = _ARG.format(name=name, cmp=_ARG_REDUCTIONS[op])
-            self.lines.append(f"{ind}{t} = _row_arg{name}({x})")
+            out.line(f"{t} = _row_arg{name}({x})")
         elif op in _SUMS:
-            self.lanes(x, t, ind)
+            self.lanes(x, t, out)
             if op is OpKind.SUM:  # (a mean divides the float64 total, below)
-                self.lines.append(f"{ind}{t} = {self.ct}({t})")
+                out.line(f"{t} = {self.ct}({t})")
         else:
             acc = f"{self.px}acc"
-            self.lines.append(f"{ind}{acc}[0] = {x}[0]")
+            out.line(f"{acc}[0] = {x}[0]")
             loop = self.loop(_REDUCE_LOOPS[op], (self.plan.dtype,) * 3)
-            self.lines.append(f"{ind}{t} = _row_reduce({loop}, {x}, 1, {acc}, {self.scratch})")
+            out.line(f"{t} = _row_reduce({loop}, {x}, 1, {acc}, {self.scratch})")
         if op is OpKind.MEAN:
             # a float64 quotient rounded to the dtype: the fused kernels' mean, and np.mean's
             # (true_divide(sum, intp(w)))
-            self.lines.append(
-                f"{ind}{t} = {self.ct}(np.float64({t}) / np.float64({self.plan.width}))"
-            )
+            out.line(f"{t} = {self.ct}(np.float64({t}) / np.float64({self.plan.width}))")
         self.names[node] = t
 
-    def lanes(self, x: str, t: str, ind: str) -> None:
+    def lanes(self, x: str, t: str, out: Source) -> None:
         """A float sum or mean of row ``x`` into ``t`` as the fused kernels compute it
         (:data:`_LANE_SUM`): a float64 total, divided by the row length for a mean, rounded
         to the dtype."""
@@ -676,9 +680,9 @@ class _RowWriter:
         wl, cs = f"{self.px}wl", f"{self.px}cs"
         if wl not in self.lane_buffers:
             self.lane_buffers.add(wl)
-            self.scratch_lines.append(f"    {wl} = np.empty({BLOCK}, np.float64)")
-            self.scratch_lines.append(f"    {cs} = np.empty(64, np.float64)")
-        self.lines.append(f"{ind}{t} = _row_lanes({x}, {wl}, {cs})")
+            self.preamble.line(f"{wl} = np.empty({BLOCK}, np.float64)")
+            self.preamble.line(f"{cs} = np.empty(64, np.float64)")
+        out.line(f"{t} = _row_lanes({x}, {wl}, {cs})")
 
     def scalar_operand(self, a: Any) -> str:
         if not isinstance(a, Node):
@@ -702,19 +706,17 @@ class _RowWriter:
         return f"{name}[{', '.join(['0'] * (len(shape) - 1) + [col])}]"
 
     # -- elementwise stages over the row ------------------------------------------------------
-    def flush(self, ind: str) -> None:
+    def flush(self, out: Source) -> None:
         """One loop over the row computing every pending buffered node."""
         if not self.pending:
             return
-        body: list[str] = []
         local: dict[Node, str] = {}
-        for node in self.pending:
-            t = self.w.fresh("v")
-            body.append(f"{ind}    {t} = {self.expr(node, local, top=True)}")
-            body.append(f"{ind}    {self.names[node]}[j] = {t}")
-            local[node] = t
-        self.lines.append(f"{ind}for j in range({self.plan.width}):")
-        self.lines.extend(body)
+        with out.block(f"for j in range({self.plan.width}):") as body:
+            for node in self.pending:
+                t = self.w.fresh("v")
+                body.line(f"{t} = {self.expr(node, local, top=True)}")
+                body.line(f"{self.names[node]}[j] = {t}")
+                local[node] = t
         self.done.update(self.pending)
         self.pending = []
 
@@ -734,12 +736,12 @@ class _RowWriter:
 
 
 def emit_row_fusion(
-    plan: RowPlan, graph: Graph, writer: Writer, env: dict[Node, tuple[str, bool]], lines: list[str]
+    plan: RowPlan, graph: Graph, writer: Writer, env: dict[Node, tuple[str, bool]], out: Source
 ) -> list[tuple[str, bool]]:
-    """Write ``graph``'s row loop (``plan``) into the whole-graph function's ``lines``;
+    """Write ``graph``'s row loop (``plan``) into the whole-graph function's body ``out``;
     ``env`` names each input (and whether it is a Numba scalar). Returns each output's name
     and whether it is a scalar (never: outputs are arrays)."""
-    return _RowWriter(plan, writer, env, lines).write(graph)
+    return _RowWriter(plan, writer, env, out).write(graph)
 
 
 __all__ = ["ROWS_FUNCTION", "SPLIT_NAME", "RowPlan", "Writer", "emit_row_fusion", "plan_row_fusion"]

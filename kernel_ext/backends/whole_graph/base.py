@@ -7,6 +7,7 @@ from typing import Any
 
 from ...ir import Graph, Node
 from ...passes.fusion import Segment
+from ..emit.source import STEP, Source
 from ..index_ranges import index_ranges
 from ..inplace import InplacePlan
 from .support import SIGNAL
@@ -33,7 +34,9 @@ class WriterBase:
         self.lines: list[str] = []
         self.module_parts: list[str] = []
         self.helpers: dict[str, str] = {}
-        self.scratch_lines: list[str] = []
+        #: statements at the top of the function: scratch buffers and scalar constants,
+        #: made once per call
+        self.preamble = Source(indent=STEP)
         self.scratch_names: set[str] = set()
         self.params: list[str] = []  # generated function parameters, in order
         self.param_nodes: list[Node] = []  # the top-level placeholders they hold
@@ -64,9 +67,9 @@ class WriterBase:
         """The arguments naming NumPy loop ``idx`` (its address and data pointer)."""
         return f"f{idx}, d{idx}"
 
-    def signal(self, lines: list[str], indent: str, cond: str) -> None:
-        lines.append(f"{indent}if {cond}:")
-        lines.append(f"{indent}    raise FloatingPointError('{SIGNAL}')")
+    def signal(self, out: Source, cond: str) -> None:
+        with out.block(f"if {cond}:") as body:
+            body.line(f"raise FloatingPointError('{SIGNAL}')")
 
     def _out_buffer(
         self,
@@ -74,8 +77,7 @@ class WriterBase:
         shape: str,
         size_test: str,
         dt: str,
-        lines: list[str],
-        indent: str,
+        out: Source,
         t: str,
         take: str = "{sp}",
     ) -> None:
@@ -88,16 +90,16 @@ class WriterBase:
         grow = self.grow_bufs.get(node)
         if grow is not None:  # (1-D: ``shape`` is a size or a one-element tuple)
             size = shape[1:].split(",")[0] if shape.startswith("(") else shape
-            lines.append(f"{indent}if {grow}.size < {size}:")
-            lines.append(f"{indent}    {grow} = np.empty({size}, {dt})")
-            lines.append(f"{indent}{t} = {grow}[:{size}]")
+            with out.block(f"if {grow}.size < {size}:") as body:
+                body.line(f"{grow} = np.empty({size}, {dt})")
+            out.line(f"{t} = {grow}[:{size}]")
             return
         spare = self.out_bufs.get(node)
         if spare is None:
-            lines.append(f"{indent}{t} = np.empty({shape}, {dt})")
+            out.line(f"{t} = np.empty({shape}, {dt})")
             return
         self.produced.add(node)
-        lines.append(f"{indent}if {size_test.format(sp=spare)}:")
-        lines.append(f"{indent}    {t} = {take.format(sp=spare)}")
-        lines.append(f"{indent}else:")
-        lines.append(f"{indent}    {t} = np.empty({shape}, {dt})")
+        with out.block(f"if {size_test.format(sp=spare)}:") as body:
+            body.line(f"{t} = {take.format(sp=spare)}")
+        with out.block("else:") as body:
+            body.line(f"{t} = np.empty({shape}, {dt})")

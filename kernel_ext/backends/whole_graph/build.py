@@ -21,6 +21,7 @@ from ..compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segmen
 from ..cost import whole_graph_handover
 from ..emit import Namer, Scope, access_expr, output_expr
 from ..emit.literals import Unsupported
+from ..emit.source import STEP, Source
 from ..executable import Executable
 from ..fused import compile_fused
 from ..static_shapes import aval_of_node
@@ -206,74 +207,79 @@ def _runner(
         _SIGNAL=SIGNAL,
     )
     params = ", ".join(f"p{i}" for i in range(n_params))
-    lines = [f"def run({params}):"]
+    head = Source(indent=STEP)  # the inputs read from the arguments
     ins: list[str] = []
     for node in writer.param_nodes:
         expr = access_expr(node.attrs["path"], namer)
         v = f"a{len(ins)}"
         if aval_of_node(node).shape == ():
-            lines.append(f"    {v} = {expr}[()]")
+            head.line(f"{v} = {expr}[()]")
         else:
-            lines.append(f"    {v} = {expr}")
+            head.line(f"{v} = {expr}")
         ins.append(v)
     args = ", ".join(ins + consts + loops)
     array_ins = [v for v, n in zip(ins, writer.param_nodes) if aval_of_node(n).shape != ()]
     contiguous = " and ".join(f"{v}.flags.c_contiguous" for v in array_ins) or "True"
-    head = lines[1:]
+    handing_over = Source(indent=STEP)
     if handover is not None and array_ins:
         # from handover_size elements on, the faster of the two executors by measurement
         big = " or ".join(f"{v}.size >= {handover}" for v in array_ins)
         size = f"max({', '.join(v + '.size' for v in array_ins)}, 0)"
         namer.globals["_ho"] = _Handover(namer.globals, handle)
-        lines.append(f"    if {big}:")
-        lines.append(f"        return _ho({size}, {params})")
-    body_start = len(lines)
-    lines.append(f"    g = _H.graph_c if {contiguous} else _H.graph_a")
-    lines.append("    if g is None:")
+        with handing_over.block(f"if {big}:") as large:
+            large.line(f"return _ho({size}, {params})")
+    body = Source(indent=STEP)  # the compiled function called, its outputs rebuilt
+    body.line(f"g = _H.graph_c if {contiguous} else _H.graph_a")
     writable = frozenset(j for where, j in writer.out_slots if where == "param")
     need = f"_H.need_graph(({args}{',' if args else ''}), {namer.bind(writable, '_w')})"
-    lines.append(f"        {need}")
-    lines.append(f"        _r = _fallback({params})")
-    lines.append("        if _deferred:")
-    lines.append("            _flush()")
-    lines.append("        return _r")
-    lines.append("    try:")
-    lines.append(f"        outs = g({args})")
-    lines.append("    except FloatingPointError as e:")
-    lines.append("        if str(e) != _SIGNAL:")
-    lines.append("            raise")
-    lines.append(f"        return _fallback({params})")
+    with body.block("if g is None:") as missing:
+        missing.line(need)
+        missing.line(f"_r = _fallback({params})")
+        _flush_deferred(missing)
+        missing.line("return _r")
+    with body.block("try:") as attempt:
+        attempt.line(f"outs = g({args})")
+    with body.block("except FloatingPointError as e:") as failed:
+        with failed.block("if str(e) != _SIGNAL:") as other:
+            other.line("raise")
+        failed.line(f"return _fallback({params})")
     scope = Scope("v_")
     written = []
     for i, (o, (where, j)) in enumerate(zip(graph.outputs, writer.out_slots)):
         dt = namer.bind(np.dtype(o.dtype).type, "_t")
         if where == "param":  # copied into its argument by the compiled function
-            lines.append(f"    {scope.var(o)} = {ins[j]}")
+            body.line(f"{scope.var(o)} = {ins[j]}")
             written.append(i)
         elif aval_of_node(o).shape == ():
-            lines.append(f"    {scope.var(o)} = {dt}(outs[{j}])")
+            body.line(f"{scope.var(o)} = {dt}(outs[{j}])")
         else:
-            lines.append(f"    {scope.var(o)} = outs[{j}]")
-    lines.append(f"    _r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
-    lines.append("    if _deferred:")
-    lines.append("        _flush()")
-    lines.append("    return _r")
+            body.line(f"{scope.var(o)} = outs[{j}]")
+    body.line(f"_r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
+    _flush_deferred(body)
+    body.line("return _r")
+    out = Source()
+    out.line(f"def run({params}):")
+    out.lines += head.lines + handing_over.lines + body.lines
     # request(p0, ...): ask for the compiled function for such arguments, run nothing
     # (tiering starts a loop graph's compile on its first call without a second run)
-    body = lines[body_start:]
-    lines += [
-        "",
-        f"def request({params}):",
-        *head,
-        f"    {need}",
-        "    if _deferred:",
-        "        _flush()",
-    ]
+    out.line("")
+    with out.block(f"def request({params}):") as request:
+        request.lines += head.lines
+        request.line(need)
+        _flush_deferred(request)
     if "_ho" in namer.globals:  # the compiled path at any size (the handover's trial)
-        lines += ["", f"def run_graph({params}):", *head, *body]
-    source = "\n".join(lines) + "\n"
+        out.line("")
+        out.line(f"def run_graph({params}):")
+        out.lines += head.lines + body.lines
+    source = out.text()
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
     return namer.globals["run"], source
+
+
+def _flush_deferred(out: Source) -> None:
+    """Run the kernel compiles queued meanwhile (``_deferred``), as every exit does."""
+    with out.block("if _deferred:") as body:
+        body.line("_flush()")
 
 
 class _Handover:

@@ -10,6 +10,7 @@ import numpy as np
 from ...ir import Graph, Node, OpKind
 from ..codegen import can_compile
 from ..emit.literals import ctor
+from ..emit.source import Source
 from ..static_shapes import aval_of_node, ranked_shape
 from ..whole_graph_ops import loop_literal as _loop_literal
 from .base import WriterBase
@@ -21,18 +22,16 @@ class ControlFlow(WriterBase):
 
     if TYPE_CHECKING:  # the writer's, which emits the branches and loop bodies
 
-        def emit_graph(
-            self, graph: Graph, env: dict[Node, Value], lines: list[str], indent: str
-        ) -> list[Value]: ...
+        def emit_graph(self, graph: Graph, env: dict[Node, Value], out: Source) -> list[Value]: ...
 
-    def _carry(self, v: Value, lines: list[str], indent: str, copy: bool = False) -> Value:
+    def _carry(self, v: Value, out: Source, copy: bool = False) -> Value:
         """A value that may be carried through a loop or out of a branch: one Numba type on
         every path (fresh C-contiguous arrays; scalars as they are). ``copy``: a private
         copy even of a fresh array (a loop slot its body writes in place)."""
         if v.scalar or (v.fresh and not copy):
             return v
         t = self.fresh("k")
-        lines.append(f"{indent}{t} = np.ascontiguousarray({v.name}).copy()")
+        out.line(f"{t} = np.ascontiguousarray({v.name}).copy()")
         return Value(t, False, True)
 
     def _emit_cond(
@@ -41,26 +40,24 @@ class ControlFlow(WriterBase):
         args: list[Any],
         t: str,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         pred, operands = args[0], args[1:]
         # (a cond's aval is the tuple of its outputs')
         outs = [f"{t}_{i}" for i in range(len(cast("tuple", node.aval)))]
         parts: list[frozenset[str]] = [frozenset()] * len(outs)
         for head, graph in zip((f"if {pred.name}:", "else:"), node.attrs["branches"]):
-            lines.append(f"{indent}{head}")
             sub = dict(env)
             for ph, v in zip(graph.inputs, operands):
                 sub[ph] = v
-            inner = indent + "    "
-            vals = [self._carry(v, lines, inner) for v in self.emit_graph(graph, sub, lines, inner)]
-            parts = [p | v.roots for p, v in zip(parts, vals)]
-            if outs:
-                lines.append(f"{inner}{', '.join(outs)}, = {', '.join(v.name for v in vals)},")
-            else:
-                lines.append(f"{inner}pass")
-        lines.append(f"{indent}{t} = ({''.join(o + ', ' for o in outs)})")
+            with out.block(head) as branch:
+                vals = [self._carry(v, branch) for v in self.emit_graph(graph, sub, branch)]
+                parts = [p | v.roots for p, v in zip(parts, vals)]
+                if outs:
+                    branch.line(f"{', '.join(outs)}, = {', '.join(v.name for v in vals)},")
+                else:
+                    branch.line("pass")
+        out.line(f"{t} = ({''.join(o + ', ' for o in outs)})")
         env[node] = Value(t, False, True, frozenset().union(*parts), parts)
 
     def _reuse_targets(self, body: Graph, init: list[Value]) -> dict[int, Node]:
@@ -88,8 +85,7 @@ class ControlFlow(WriterBase):
         args: list[Any],
         t: str,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """A ``while True:`` loop over the carried values.
 
@@ -115,66 +111,63 @@ class ControlFlow(WriterBase):
             if not isinstance(v, Value):
                 src, scalar = _loop_literal(v, node.attrs["out_avals"][i])
                 init[i] = Value(self.fresh("k"), scalar, not scalar)
-                lines.append(f"{indent}{init[i].name} = {src}")
+                out.line(f"{init[i].name} = {src}")
         lvars = [Value(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
         targets = self._reuse_targets(body_g, init)
         # a slot whose body writes its buffer in place starts from a private copy (.inplace)
         copies = self.plan.entry_copies.get(node, frozenset())
         for i, (lv, v) in enumerate(zip(lvars, init)):
-            c = self._carry(v, lines, indent, i in copies)
-            lines.append(f"{indent}{lv.name} = {c.name}")
+            c = self._carry(v, out, i in copies)
+            out.line(f"{lv.name} = {c.name}")
             if i in targets:
-                out = targets[i]
-                if np.dtype(out.dtype) != np.dtype(node.args[i].dtype) or len(
-                    ranked_shape(out)
+                target = targets[i]
+                if np.dtype(target.dtype) != np.dtype(node.args[i].dtype) or len(
+                    ranked_shape(target)
                 ) != len(ranked_shape(node.args[i])):
                     del targets[i]
                     continue
                 empty = f"{t}_z{i}"
-                shape = (0,) * len(ranked_shape(out))
-                self.scratch_lines.append(
-                    f"    {empty} = np.empty({shape!r}, {ctor(np.dtype(out.dtype))})"
-                )
-                lines.append(f"{indent}{t}_sp{i} = {empty}")
-                lines.append(f"{indent}{t}_own{i} = {c is not v}")
-        lines.append(f"{indent}while True:")
+                shape = (0,) * len(ranked_shape(target))
+                self.preamble.line(f"{empty} = np.empty({shape!r}, {ctor(np.dtype(target.dtype))})")
+                out.line(f"{t}_sp{i} = {empty}")
+                out.line(f"{t}_own{i} = {c is not v}")
+        out.line("while True:")
         self._loop_depth += 1
-        inner = indent + "    "
+        inner = out.nested()  # the loop's body, written below
         sub = dict(env)
         for ph, v in zip(cond_g.inputs, lvars + captures):
             sub[ph] = v
-        (test,) = self.emit_graph(cond_g, sub, lines, inner)
-        lines.append(f"{inner}if not {test.name}:")
-        lines.append(f"{inner}    break")
+        (test,) = self.emit_graph(cond_g, sub, inner)
+        with inner.block(f"if not {test.name}:") as done:
+            done.line("break")
         sub = dict(env)
         for ph, v in zip(body_g.inputs, lvars + captures):
             sub[ph] = v
         saved = dict(self.out_bufs)
-        for i, out in targets.items():
-            self.out_bufs[out] = f"{t}_sp{i}"
-        vals = self.emit_graph(body_g, sub, lines, inner)
+        for i, target in targets.items():
+            self.out_bufs[target] = f"{t}_sp{i}"
+        vals = self.emit_graph(body_g, sub, inner)
         self.out_bufs = saved
-        carried = [self._carry(v, lines, inner) for v in vals]
+        carried = [self._carry(v, inner) for v in vals]
         for i in targets:
             if any(lvars[i].name in c.roots for c in carried):
                 continue  # the old value lives on: the spare stays empty
-            lines.append(f"{inner}{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")
+            inner.line(f"{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")
         if lvars:
-            lines.append(
-                f"{inner}{', '.join(lv.name for lv in lvars)}, = "
-                f"{', '.join(c.name for c in carried)},"
+            inner.line(
+                f"{', '.join(lv.name for lv in lvars)}, = {', '.join(c.name for c in carried)},"
             )
-        for i, out in targets.items():
-            new = sub[out]
+        for i, target in targets.items():
+            new = sub[target]
             owned = (
-                out in self.produced
+                target in self.produced
                 and carried[i] is new
                 and new.roots == frozenset([new.name])
                 and not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
             )
-            lines.append(f"{inner}{t}_own{i} = {owned}")
+            inner.line(f"{t}_own{i} = {owned}")
         self._loop_depth -= 1
-        lines.append(f"{indent}{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
+        out.line(f"{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
         # After the loop a variable holds its initial value, a capture or a buffer filled
         # inside the loop (one shared name for those: conservative).
         outer = frozenset().union(*(v.roots for v in args if isinstance(v, Value)))

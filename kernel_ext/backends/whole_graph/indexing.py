@@ -11,6 +11,7 @@ from ...ir import Graph, Node, OpKind
 from ...ir.abstract import DynamicIndex, KnownShape, getitem_shape
 from ...passes.fusion import Segment
 from ..emit.literals import Unsupported, const_source, ctor, literal_into
+from ..emit.source import Source
 from ..static_shapes import aval_of_node, ranked_shape, static_shape
 from ..whole_graph_ops import RULES as _OP_RULES
 from .base import WriterBase
@@ -80,13 +81,12 @@ class BasicIndexing(WriterBase):
         args: list[Any],
         t: str,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """``x[index]``: a view of ``x``, or one element of it (a Numba scalar)."""
         x = args[0]
-        parts, _ = self._index(node, x, args, 1, lines, indent)
-        lines.append(f"{indent}{t} = {x.name}[{', '.join(parts) or ':'}]")
+        parts, _ = self._index(node, x, args, 1, out)
+        out.line(f"{t} = {x.name}[{', '.join(parts) or ':'}]")
         aval = aval_of_node(node)
         if aval.shape == ():
             env[node] = Value(t, True, False, None)
@@ -94,7 +94,7 @@ class BasicIndexing(WriterBase):
         env[node] = Value(t, False, False, x.roots, unit=x.unit and unit_rows(node))
 
     def _index(
-        self, node: Node, x: Value, args: list[Any], first_dyn: int, lines: list[str], indent: str
+        self, node: Node, x: Value, args: list[Any], first_dyn: int, out: Source
     ) -> tuple[list[str], list[tuple[str, str] | None]]:
         """A basic index as Numba source: its components, and per axis of ``x`` the run-time
         bounds ``(lo, hi)`` of what it selects (an integer, or a slice of step 1; None for a
@@ -162,8 +162,8 @@ class BasicIndexing(WriterBase):
                     continue
             # an index out of range is an IndexError in NumPy: rerun there to raise it
             v = self.fresh("i")
-            lines.append(f"{indent}{v} = {i}")
-            self.signal(lines, indent, f"{v} < -{n} or {v} >= {n}")
+            out.line(f"{v} = {i}")
+            self.signal(out, f"{v} < -{n} or {v} >= {n}")
             parts.append(v)
             bounds.append(
                 (f"({v} + {n} if {v} < 0 else {v})", f"({v} + {n} + 1 if {v} < 0 else {v} + 1)")
@@ -258,13 +258,13 @@ class BasicIndexing(WriterBase):
         return total - inside, inside
 
     def _setitem_target(
-        self, node: Node, mode: str, env: dict[Node, Value], lines: list[str], indent: str
+        self, node: Node, mode: str, env: dict[Node, Value], out: Source
     ) -> tuple[Value, str, list[str]]:
         """The buffer ``node`` writes into (``mode`` of :meth:`_setitem_mode`), ready but
         for the region: returns it, the region's view variable and the index parts."""
         x = env[node.args[0]]
         args = [env.get(a) if isinstance(a, Node) else a for a in node.args]
-        parts, bounds = self._index(node, x, args, 2, lines, indent)
+        parts, bounds = self._index(node, x, args, 2, out)
         idx = ", ".join(parts) or ":"
         if mode == "inplace":
             dest = Value(x.name, False, x.fresh, x.roots)
@@ -274,16 +274,16 @@ class BasicIndexing(WriterBase):
             rank = len(ranked_shape(node))
             shape = "(" + "".join(f"{x.name}.shape[{a}], " for a in range(rank)) + ")"
             test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]" for a in range(rank))
-            self._out_buffer(node, shape, test, dt, lines, indent, t)
+            self._out_buffer(node, shape, test, dt, out, t)
             dest = Value(t, False, True)
             if mode == "copy" or any(b is None for b in bounds):
-                lines.append(f"{indent}{self.assign(t, x.name, rank, rank)}")
+                out.line(self.assign(t, x.name, rank, rank))
             else:
-                self._copy_rest(t, x.name, bounds, lines, indent)  # type: ignore[arg-type]
+                self._copy_rest(t, x.name, bounds, out)  # type: ignore[arg-type]
         view = ""
         if not is_element(node, len(ranked_shape(node))):
             view = self.fresh("w")
-            lines.append(f"{indent}{view} = {dest.name}[{idx}]")
+            out.line(f"{view} = {dest.name}[{idx}]")
         return dest, view, parts
 
     def assign(self, dest: str, src: str, rank: int, src_rank: int) -> str:
@@ -297,16 +297,14 @@ class BasicIndexing(WriterBase):
             self.helpers[name] = _assign_source(name, rank, src_rank)
         return f"{name}({dest}, {src})"
 
-    def _copy_rest(
-        self, dest: str, src: str, bounds: list[tuple[str, str]], lines: list[str], indent: str
-    ) -> None:
+    def _copy_rest(self, dest: str, src: str, bounds: list[tuple[str, str]], out: Source) -> None:
         """Copy ``src`` into ``dest`` outside the box ``bounds``: per axis ``d``, the slabs
         before and after the box along ``d`` within the box along the axes before it."""
         names = []
         for lo, hi in bounds:
             a, b = self.fresh("lo"), self.fresh("hi")
-            lines.append(f"{indent}{a} = {lo}")
-            lines.append(f"{indent}{b} = {hi}")
+            out.line(f"{a} = {lo}")
+            out.line(f"{b} = {hi}")
             names.append((a, b))
         rank = len(bounds)
         for d in range(rank):
@@ -315,7 +313,7 @@ class BasicIndexing(WriterBase):
             for part in (f":{names[d][0]}", f"{names[d][1]}:"):
                 idx = ", ".join(inside + [part] + rest)
                 copy = self.assign(f"{dest}[{idx}]", f"{src}[{idx}]", rank, rank)
-                lines.append(f"{indent}{copy}")
+                out.line(copy)
 
     def _emit_setitem(
         self,
@@ -323,8 +321,7 @@ class BasicIndexing(WriterBase):
         args: list[Any],
         t: str,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """``x[index] = value`` as NumPy does it: the value cast to ``x``'s dtype and
         broadcast to the region (a shape that does not broadcast signals NumPy's error)."""
@@ -334,7 +331,7 @@ class BasicIndexing(WriterBase):
             return
         mode = self._setitem_mode(node, env)
         assert mode is not None
-        dest, view, parts = self._setitem_target(node, mode, env, lines, indent)
+        dest, view, parts = self._setitem_target(node, mode, env, out)
         x = node.args[0]
         dt = np.dtype(x.dtype)
         value = node.args[1]
@@ -351,7 +348,7 @@ class BasicIndexing(WriterBase):
             src = v.name
             if v.roots & dest.roots:  # NumPy reads the value before it writes (overlap)
                 c = self.fresh("k")
-                lines.append(f"{indent}{c} = {src}.copy()")
+                out.line(f"{c} = {src}.copy()")
                 src = c
             vr = len(ranked_shape(value))
             rr = len(
@@ -363,23 +360,20 @@ class BasicIndexing(WriterBase):
             )
             for k in range(1, vr + 1):
                 self.signal(
-                    lines,
-                    indent,
+                    out,
                     f"{src}.shape[{vr - k}] != 1 and "
                     f"{src}.shape[{vr - k}] != {view}.shape[{rr - k}]",
                 )
             if np.dtype(value.dtype) != dt:
                 c = self.fresh("k")
-                lines.append(f"{indent}{c} = {src}.astype({ctor(dt)})")
+                out.line(f"{c} = {src}.astype({ctor(dt)})")
                 src = c
         if element:  # (an ``...`` there spans no axis)
-            lines.append(
-                f"{indent}{dest.name}[{', '.join(p for p in parts if p != '...')}] = {src}"
-            )
+            out.line(f"{dest.name}[{', '.join(p for p in parts if p != '...')}] = {src}")
         elif isinstance(value, Node) and not env[value].scalar and vr <= rr:
-            lines.append(f"{indent}{self.assign(view, src, rr, vr)}")
+            out.line(self.assign(view, src, rr, vr))
         else:
-            lines.append(f"{indent}{view}[:] = {src}")
+            out.line(f"{view}[:] = {src}")
         env[node] = dest
 
     # -- argmin/argmax, ufunc.at, bincount -------------------------------------------------
@@ -388,18 +382,19 @@ class BasicIndexing(WriterBase):
 def _assign_source(name: str, rank: int, src_rank: int) -> str:
     """A loop helper ``name(d, s)``: ``d[...] = s`` for ``s`` broadcast to ``d``'s shape
     (:meth:`GraphWriter.assign`); a 0-d ``d`` takes the element of ``s``."""
-    lines = ["@_kernel", f"def {name}(d, s):"]
-    lead = rank - src_rank
-    for k in range(src_rank):  # stride 0 along a broadcast axis of length 1
-        lines.append(f"    b{k} = 0 if s.shape[{k}] == 1 and d.shape[{lead + k}] != 1 else 1")
-    indent = "    "
-    for a in range(rank):
-        lines.append(f"{indent}for i{a} in range(d.shape[{a}]):")
-        indent += "    "
-    dst = ", ".join(f"i{a}" for a in range(rank)) or "()"
-    src = ", ".join(f"i{lead + k} * b{k}" for k in range(src_rank)) or "()"
-    lines.append(f"{indent}d[{dst}] = s[{src}]")
-    return "\n".join(lines)
+    out = Source()
+    out.line("@_kernel")
+    with out.block(f"def {name}(d, s):") as body:
+        lead = rank - src_rank
+        for k in range(src_rank):  # stride 0 along a broadcast axis of length 1
+            body.line(f"b{k} = 0 if s.shape[{k}] == 1 and d.shape[{lead + k}] != 1 else 1")
+        for a in range(rank):
+            body.line(f"for i{a} in range(d.shape[{a}]):")
+            body = body.nested()
+        dst = ", ".join(f"i{a}" for a in range(rank)) or "()"
+        src = ", ".join(f"i{lead + k} * b{k}" for k in range(src_rank)) or "()"
+        body.line(f"d[{dst}] = s[{src}]")
+    return "\n".join(out.lines)
 
 
 def _clamp(bound: int | str, n: str) -> str:

@@ -13,6 +13,7 @@ from ...ir import Node, OpKind
 from ...passes.fusion import Segment
 from ..codegen import KernelEmbedding, ReductionPlan
 from ..emit.literals import const_source, ctor
+from ..emit.source import Source
 from ..segment_call import SegmentCall
 from ..static_shapes import aval_of_node, ranked_shape
 from ..ufunc_loops import find_loop
@@ -27,24 +28,21 @@ class SegmentEmission(WriterBase):
 
     if TYPE_CHECKING:  # the other halves' methods this one calls (GraphWriter has them all)
 
-        def _call_kernel(
-            self, lines: list[str], indent: str, px: str, call: str, reduces: bool
-        ) -> None: ...
+        def _call_kernel(self, out: Source, px: str, call: str, reduces: bool) -> None: ...
 
         def _setitem_mode(
             self, node: Node, env: dict[Node, Value], seg: Segment | None = None
         ) -> str | None: ...
 
         def _setitem_target(
-            self, node: Node, mode: str, env: dict[Node, Value], lines: list[str], indent: str
+            self, node: Node, mode: str, env: dict[Node, Value], out: Source
         ) -> tuple[Value, str, list[str]]: ...
 
     def emit_segment(
         self,
         seg: Segment,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
         direct: Node | None = None,
     ) -> None:
         """A fused segment: its kernel embedded in the module (block buffers allocated once
@@ -55,16 +53,16 @@ class SegmentEmission(WriterBase):
         only names."""
         split = self._split_sum(seg) if self._loop_depth else None
         if split is not None:
-            self._emit_summed_part(seg, split, env, lines, indent, direct)
+            self._emit_summed_part(seg, split, env, out, direct)
             seg = split[1]
         k = self._segments
         self._segments += 1
         px = f"s{k}_"
-        if self._emit_numpy_sum(seg, env, lines, indent, px):
+        if self._emit_numpy_sum(seg, env, out, px):
             return
         embedding = KernelEmbedding(seg, px, self.fast_math)
         rank = embedding.call.rank
-        if rank == 0 and self._emit_scalar_segment(seg, embedding, env, lines, indent, px):
+        if rank == 0 and self._emit_scalar_segment(seg, embedding, env, out, px):
             return
         ins = [env[n] for n in seg.inputs]
         tiled = {
@@ -82,19 +80,18 @@ class SegmentEmission(WriterBase):
         kname = self._module_kernel(kernel.constants, kernel.text, px, kname)
         args = self._segment_args(call, ins, variant, px)
         if flat and rank > 0:
-            self._emit_flat(seg, call, px, kname, args, env, lines, indent)
+            self._emit_flat(seg, call, px, kname, args, env, out)
         elif rank == 0:
-            self._emit_one_element(seg, call, px, kname, args, env, lines, indent)
+            self._emit_one_element(seg, call, px, kname, args, env, out)
         else:
-            self._emit_nd(seg, call, px, kname, args, ins, tiled, direct, env, lines, indent)
+            self._emit_nd(seg, call, px, kname, args, ins, tiled, direct, env, out)
 
     def _emit_summed_part(
         self,
         seg: Segment,
         split: tuple[Segment, Segment],
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
         direct: Node | None,
     ) -> None:
         """The part of ``seg`` before its split-off sum (:meth:`_split_sum`)."""
@@ -103,9 +100,9 @@ class SegmentEmission(WriterBase):
             # the temporary only feeds the sum: one buffer for all iterations, grown
             # when a longer one is needed (a triangular loop's slices grow by one)
             buf = self.fresh("sum_tmp")
-            self.scratch_lines.append(f"    {buf} = np.empty(0, {ctor(np.dtype(x.dtype))})")
+            self.preamble.line(f"{buf} = np.empty(0, {ctor(np.dtype(x.dtype))})")
             self.grow_bufs[x] = buf
-        self.emit_segment(split[0], env, lines, indent, direct)
+        self.emit_segment(split[0], env, out, direct)
 
     @staticmethod
     def _flat_variant(
@@ -163,7 +160,7 @@ class SegmentEmission(WriterBase):
         args.inputs = {i: v.name for i, v in enumerate(ins)}
         for buf in call.scratch_of(variant):
             var = f"{px}{buf.name}"
-            self.scratch_lines.append(f"    {var} = {buf.allocation()}")
+            self.preamble.line(f"{var} = {buf.allocation()}")
             args.scratch.append(var)
         for ufunc, loop in call.loops:
             found = find_loop(ufunc, loop)
@@ -180,8 +177,7 @@ class SegmentEmission(WriterBase):
         kname: str,
         args: SegmentArgs,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """A 0-d segment's call of its one-element kernel."""
         red = call.reduction
@@ -192,17 +188,17 @@ class SegmentEmission(WriterBase):
             buf = f"z{i}_{dt.name}"
             if buf not in self.scratch_names:
                 self.scratch_names.add(buf)
-                self.scratch_lines.append(f"    {buf} = np.empty(1, {ctor(dt)})")
+                self.preamble.line(f"{buf} = np.empty(1, {ctor(dt)})")
             args.outputs[i] = buf
         args.size = "1"
         text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
-        self._call_kernel(lines, indent, px, text, red is not None)
+        self._call_kernel(out, px, text, red is not None)
         for i in call.map_outputs:
             t = self.fresh()
-            lines.append(f"{indent}{t} = {args.outputs[i]}[0]")
+            out.line(f"{t} = {args.outputs[i]}[0]")
             env[seg.outputs[i]] = Value(t, True, False)
         if red is not None:
-            self._finish_total(seg, red, f"{px}acc", "1.0", 0, env, lines, indent)
+            self._finish_total(seg, red, f"{px}acc", "1.0", 0, env, out)
 
     def _emit_domain(
         self,
@@ -210,24 +206,23 @@ class SegmentEmission(WriterBase):
         call: SegmentCall,
         ins: list[Value],
         px: str,
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> list[str]:
         """The domain's run-time sizes: NumPy broadcasting of the array inputs' shapes (a
         shape that does not broadcast signals NumPy's error)."""
         dims = [f"{px}n{d}" for d in range(call.rank)]
         for d in dims:
-            lines.append(f"{indent}{d} = 1")
+            out.line(f"{d} = 1")
         for i in call.array_inputs:
             a = ins[i]
             r = len(ranked_shape(seg.inputs[i]))
             for ax in range(r):
                 d = dims[call.rank - r + ax]
                 v = self.fresh("e")
-                lines.append(f"{indent}{v} = {a.name}.shape[{ax}]")
-                lines.append(f"{indent}if {v} != 1:")
-                self.signal(lines, indent + "    ", f"{d} != 1 and {d} != {v}")
-                lines.append(f"{indent}    {d} = {v}")
+                out.line(f"{v} = {a.name}.shape[{ax}]")
+                with out.block(f"if {v} != 1:") as body:
+                    self.signal(body, f"{d} != 1 and {d} != {v}")
+                    body.line(f"{d} = {v}")
         return dims
 
     def _emit_nd(
@@ -241,46 +236,43 @@ class SegmentEmission(WriterBase):
         tiled: dict[int, Value],
         direct: Node | None,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """The n-d kernel's call over the broadcast domain, into buffers, tiles of an
         output, or the region a ``setitem`` writes (``direct``)."""
         red = call.reduction
-        dims = self._emit_domain(seg, call, ins, px, lines, indent)
+        dims = self._emit_domain(seg, call, ins, px, out)
         shape = "(" + "".join(f"{d}, " for d in dims) + ")"
         if call.empty_falls_back:  # NumPy's empty reductions: an error, a NaN, a warning
-            self.signal(lines, indent, " * ".join(dims) + " == 0")
+            self.signal(out, " * ".join(dims) + " == 0")
         args.dims = dims
         static = None not in seg.domain
         for i in call.array_inputs:
             if aval_of_node(seg.inputs[i]).shape == seg.domain and static:
                 continue  # already the domain's shape: no view needed
             v = self.fresh("b")
-            lines.append(f"{indent}{v} = np.broadcast_to({ins[i].name}, {shape})")
+            out.line(f"{v} = np.broadcast_to({ins[i].name}, {shape})")
             args.inputs[i] = v
         region = None
         if direct is not None:
             mode = self._setitem_mode(direct, env, seg)
             assert mode is not None
-            dest, view, _ = self._setitem_target(direct, mode, env, lines, indent)
+            dest, view, _ = self._setitem_target(direct, mode, env, out)
             self.directed[direct] = dest
             region = (dest, view)
         for i in call.map_outputs:
-            args.outputs[i] = self._nd_output(
-                seg, call, i, shape, tiled, direct, region, env, lines, indent
-            )
+            args.outputs[i] = self._nd_output(seg, call, i, shape, tiled, direct, region, env, out)
         if red is not None:
             keep = "(" + "".join(f"{d}, " for d in red.accumulator_shape(dims)) + ")"
             args.acc = self.fresh("acc")
-            lines.append(
-                f"{indent}{args.acc} = np.full({keep}, "
+            out.line(
+                f"{args.acc} = np.full({keep}, "
                 f"{const_source(red.identity, red.acc_dtype)}, "
                 f"{ctor(red.acc_dtype)})"
             )
-        self.signal(lines, indent, f"{kname}({', '.join(args.arguments(call, 'nd', True))})")
+        self.signal(out, f"{kname}({', '.join(args.arguments(call, 'nd', True))})")
         if red is not None:
-            self._finish_reduction(seg, red, args.acc, dims, env, lines, indent)
+            self._finish_reduction(seg, red, args.acc, dims, env, out)
 
     def _nd_output(
         self,
@@ -292,8 +284,7 @@ class SegmentEmission(WriterBase):
         direct: Node | None,
         region: tuple[Value, str] | None,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> str:
         """Where map output ``i`` is written, bound in ``env``: the setitem's region, a tile
         of a graph output, or a buffer (a spare a loop left, or a new one)."""
@@ -303,11 +294,11 @@ class SegmentEmission(WriterBase):
             env[out_node] = Value(view, False, False, dest.roots)
             return view
         if i in tiled:
-            out = tiled[i]
-            view = f"{out.name}_tile"
-            lines.append(f"{indent}{view} = {out.name}[r0:r1]")
-            self.signal(lines, indent, f"{view}.shape != {shape}")
-            env[out_node] = Value(view, False, False, out.roots, unit=True)
+            tile = tiled[i]
+            view = f"{tile.name}_tile"
+            out.line(f"{view} = {tile.name}[r0:r1]")
+            self.signal(out, f"{view}.shape != {shape}")
+            env[out_node] = Value(view, False, False, tile.roots, unit=True)
             return view
         t = self.fresh()
         self._out_buffer(
@@ -315,8 +306,7 @@ class SegmentEmission(WriterBase):
             shape,
             f"{{sp}}.shape == {shape}",
             ctor(call.output_dtypes[i]),
-            lines,
-            indent,
+            out,
             t,
         )
         env[out_node] = Value(t, False, True)
@@ -327,8 +317,7 @@ class SegmentEmission(WriterBase):
         seg: Segment,
         embedding: KernelEmbedding,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
         px: str,
     ) -> bool:
         """A 0-d segment (a loop's index arithmetic, its test, ``A[i, j] * 0.1``) as one call
@@ -361,16 +350,16 @@ class SegmentEmission(WriterBase):
             if kernel.constants:
                 self.module_parts.append(kernel.constants)
             if checks:
-                lines.append(f"{indent}{bad} = False")
-            lines.extend(indent + line for line in body)
+                out.line(f"{bad} = False")
+            out.extend(body)
         else:
             kname = self._module_kernel(kernel.constants, kernel.text, px, f"{px}scalar")
-            lines.append(
-                f"{indent}{bad}{''.join(', ' + o for o in outs)} = "
+            out.line(
+                f"{bad}{''.join(', ' + o for o in outs)} = "
                 f"{kname}({', '.join(v.name for v in ins)})"
             )
         if checks:
-            self.signal(lines, indent, bad)
+            self.signal(out, bad)
         return True
 
     def _module_kernel(self, constants: str, text: str, px: str, kname: str) -> str:
@@ -424,9 +413,7 @@ class SegmentEmission(WriterBase):
             Segment([red], [x], [red], seg.domain, red, seg.index),
         )
 
-    def _emit_numpy_sum(
-        self, seg: Segment, env: dict[Node, Value], lines: list[str], indent: str, px: str
-    ) -> bool:
+    def _emit_numpy_sum(self, seg: Segment, env: dict[Node, Value], out: Source, px: str) -> bool:
         """A segment that is only the float sum (or mean) of an array over all axes: NumPy's
         own ``add`` loop in its reduce form (it sums pairwise, in the array's dtype).
 
@@ -468,21 +455,21 @@ class SegmentEmission(WriterBase):
             ("dims", 1, "np.intp"),
             ("acc", 1, ctor(dt)),
         ):
-            self.scratch_lines.append(f"    {px}{name} = np.empty({size}, {sdt})")
+            self.preamble.line(f"{px}{name} = np.empty({size}, {sdt})")
             scratch.append(px + name)
         src = env[x].name
         if rank > 1:
             v = self.fresh("r")
-            lines.append(f"{indent}{v} = {src}.ravel()")
+            out.line(f"{v} = {src}.ravel()")
             src = v
         t = self.fresh()
-        lines.append(f"{indent}{t} = _sum_loop({src}, f{idx}, d{idx}, {', '.join(scratch)})")
+        out.line(f"{t} = _sum_loop({src}, f{idx}, d{idx}, {', '.join(scratch)})")
         if red.op is OpKind.MEAN:
             # NumPy's empty mean is a NaN with a warning; otherwise sum / count in the dtype
-            self.signal(lines, indent, f"{src}.size == 0")
-            lines.append(f"{indent}{t} = {t} / {ctor(dt)}({src}.size)")
+            self.signal(out, f"{src}.size == 0")
+            out.line(f"{t} = {t} / {ctor(dt)}({src}.size)")
         if red.attrs.get("keepdims"):
-            lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+            out.line(f"{t} = np.full({(1,) * rank!r}, {t})")
             env[red] = Value(t, False, True)
         else:
             env[red] = Value(t, True, False)
@@ -496,22 +483,21 @@ class SegmentEmission(WriterBase):
         kname: str,
         args: SegmentArgs,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         red = call.reduction
         first = args.inputs[call.array_inputs[0]]
         for i in call.array_inputs[1:]:
-            self.signal(lines, indent, f"{args.inputs[i]}.shape != {first}.shape")
+            self.signal(out, f"{args.inputs[i]}.shape != {first}.shape")
         n = f"{px}size"
-        lines.append(f"{indent}{n} = {first}.size")
+        out.line(f"{n} = {first}.size")
         if call.empty_falls_back:
-            self.signal(lines, indent, f"{n} == 0")
+            self.signal(out, f"{n} == 0")
         rank = call.rank
         if rank > 1:  # 1-D as it is: a 1-D view (a reshape) costs more than 5 elements do
             for i in call.array_inputs:
                 v = self.fresh("r")
-                lines.append(f"{indent}{v} = {args.inputs[i]}.ravel()")
+                out.line(f"{v} = {args.inputs[i]}.ravel()")
                 args.inputs[i] = v
         for i in call.map_outputs:
             t = self.fresh()
@@ -521,22 +507,21 @@ class SegmentEmission(WriterBase):
                 n,
                 f"{{sp}}.size == {n}",
                 dt,
-                lines,
-                indent,
+                out,
                 t,
                 "{sp}" if rank == 1 else f"{{sp}}.reshape({n})",
             )
             args.outputs[i] = t
         args.size = n
         text = f"{kname}({', '.join(args.arguments(call, 'flat', scratch=True))})"
-        self._call_kernel(lines, indent, px, text, red is not None)
+        self._call_kernel(out, px, text, red is not None)
         for i in call.map_outputs:
             t = args.outputs[i]
             if rank > 1:
-                lines.append(f"{indent}{t} = {t}.reshape({first}.shape)")
+                out.line(f"{t} = {t}.reshape({first}.shape)")
             env[seg.outputs[i]] = Value(t, False, True)
         if red is not None:
-            self._finish_total(seg, red, f"{px}acc", n, rank, env, lines, indent)
+            self._finish_total(seg, red, f"{px}acc", n, rank, env, out)
 
     def _finish_total(
         self,
@@ -546,17 +531,16 @@ class SegmentEmission(WriterBase):
         count: str,
         rank: int,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """A reduction over every axis, returned by the kernel as one accumulator: NumPy's
         result from it (a mean divided by ``count``; keepdims as a 1-filled shape)."""
         if red.mean:
             acc = f"({acc} / {count})"
         t = self.fresh()
-        lines.append(f"{indent}{t} = {ctor(red.out_dtype)}({acc})")
+        out.line(f"{t} = {ctor(red.out_dtype)}({acc})")
         if red.keepdims and rank > 0:
-            lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+            out.line(f"{t} = np.full({(1,) * rank!r}, {t})")
             env[seg.reduction] = Value(t, False, True)  # type: ignore[index]
         else:
             env[seg.reduction] = Value(t, True, False)  # type: ignore[index]
@@ -568,22 +552,21 @@ class SegmentEmission(WriterBase):
         acc: str,
         dims: list[str],
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         """An N-d kernel's accumulator array (keepdims shape) as NumPy's result."""
         out_dt = ctor(red.out_dtype)
         if red.mean:
-            lines.append(f"{indent}{acc} = {acc} / ({red.count(dims)})")
+            out.line(f"{acc} = {acc} / ({red.count(dims)})")
         t = self.fresh()
         if red.axis is None and not red.keepdims:
-            lines.append(f"{indent}{t} = {out_dt}({acc}.ravel()[0])")
+            out.line(f"{t} = {out_dt}({acc}.ravel()[0])")
             env[seg.reduction] = Value(t, True, False)  # type: ignore[index]
             return
-        lines.append(f"{indent}{t} = {acc}.astype({out_dt})")
+        out.line(f"{t} = {acc}.astype({out_dt})")
         if not red.keepdims:
             shape = "(" + "".join(f"{d}, " for d in red.result_dims(dims)) + ")"
-            lines.append(f"{indent}{t} = {t}.reshape({shape})")
+            out.line(f"{t} = {t}.reshape({shape})")
         env[seg.reduction] = Value(t, False, True)  # type: ignore[index]
 
     # -- other ops ----------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from ...passes.fusion import Segment, partition, schedule
 from .. import row_fusion
 from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile, kernel_form
 from ..emit.literals import Unsupported, const_source, ctor
+from ..emit.source import STEP, Source
 from ..inplace import Step, plan_inplace
 from ..row_fusion import emit_row_fusion
 from ..static_shapes import aval_of_node, ranked_shape, static_shape
@@ -83,7 +84,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         updated = frozenset(self.graph.inputs[k] for k in set(self.written_back.values()))
         self.plan = plan_inplace(self.graph, self._steps, updated)
         env: dict[Node, Value] = {}
-        body: list[str] = []
+        body = Source(indent=STEP)
         for node in self.graph.inputs:
             name = f"p{len(self.params)}"
             self.params.append(name)
@@ -91,7 +92,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             env[node] = Value(name, aval_of_node(node).shape == (), False)
             if node in updated:
                 own = self.fresh("w")
-                body.append(f"    {own} = np.ascontiguousarray({name}).copy()")
+                body.line(f"{own} = np.ascontiguousarray({name}).copy()")
                 env[node] = Value(own, False, True)
         fused = row_fusion.plan_row_fusion(self.graph, self.fast_math)
         tiling = None if fused is not None else row_tiling(self.graph)
@@ -102,18 +103,22 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                 for t, scalar in emit_row_fusion(fused, self.graph, self, names, body)
             ]
         elif tiling is None:
-            outs = self.emit_graph(self.graph, env, body, "    ")
+            outs = self.emit_graph(self.graph, env, body)
         else:
             outs = self._emit_tiled(tiling, env, body)
         consts = [f"c{i}" for i in range(len(self.constants))]
         # NumPy loop addresses arrive in one uintp array: one argument for Numba's dispatcher
         # to type instead of two per loop (each costs it ~50 ns per call).
         loops = ["la"] if self.loop_args else []
-        head = ["@_kernel", f"def graph({', '.join(self.params + consts + loops)}):"]
-        for k in range(len(self.loop_args)):
-            head += [f"    f{k} = la[{2 * k}]", f"    d{k} = la[{2 * k + 1}]"]
-        ret = "    return (" + "".join(n + ", " for n in self._returned(outs, body)) + ")"
-        func = "\n".join(head + self.scratch_lines + body + [ret])
+        returned = self._returned(outs, body)
+        func = Source()
+        func.line("@_kernel")
+        with func.block(f"def graph({', '.join(self.params + consts + loops)}):") as frame:
+            for k in range(len(self.loop_args)):
+                frame.line(f"f{k} = la[{2 * k}]")
+                frame.line(f"d{k} = la[{2 * k + 1}]")
+            func.lines.extend(self.preamble.lines + body.lines)  # (indented already)
+            frame.line("return (" + "".join(n + ", " for n in returned) + ")")
         header = "\n".join(
             [
                 f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
@@ -129,10 +134,10 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                 WRAPPING_IMPORT.format(module="numba_decorators"),
             ]
         )
-        parts = [header] + list(self.helpers.values()) + self.module_parts + [func]
+        parts = [header] + list(self.helpers.values()) + self.module_parts + ["\n".join(func.lines)]
         return "\n\n".join(parts) + "\n"
 
-    def _returned(self, outs: list[Value], body: list[str]) -> list[str]:
+    def _returned(self, outs: list[Value], body: Source) -> list[str]:
         """The names the function returns, each once, and :attr:`out_slots`.
 
         An output written back to an array argument is copied into it here, at the end of
@@ -155,7 +160,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                 if v.name == p or (same and p not in v.roots and copied.get(v.name, p) == p):
                     if v.name != p and v.name not in copied:  # (p is typed writable)
                         rank = len(ranked_shape(target))
-                        body.append(f"    {self.assign(p, v.name, rank, rank)}")
+                        body.line(self.assign(p, v.name, rank, rank))
                         copied[v.name] = p
                     self.out_slots.append(("param", k))
                     continue
@@ -164,37 +169,37 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             self.out_slots.append(("ret", names.index(v.name)))
         return names
 
-    def _emit_tiled(self, rows: set[Node], env: dict[Node, Value], lines: list[str]) -> list[Value]:
+    def _emit_tiled(self, rows: set[Node], env: dict[Node, Value], out: Source) -> list[Value]:
         """The graph run on tiles of :func:`row_tile` rows at a time (:func:`row_tiling`):
         every intermediate of a tile stays in cache, where computing each on the whole array
         streams it through memory once per op or reduction. Each tile's results are copied
         into the outputs, allocated once."""
         first = next(n for n in self.graph.inputs if n in rows)
         n = self.fresh("nrows")
-        lines.append(f"    {n} = {env[first].name}.shape[0]")
+        out.line(f"{n} = {env[first].name}.shape[0]")
         width = int(np.prod(static_shape(first)[1:]))
         tile = row_tile(width)
         outs: list[Value] = []
         for o in self.graph.outputs:
             t = self.fresh("o")
             rest = "".join(f"{d}, " for d in static_shape(o)[1:])
-            lines.append(f"    {t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
+            out.line(f"{t} = np.empty(({n}, {rest}), {ctor(np.dtype(o.dtype))})")
             outs.append(Value(t, False, True))
-        lines.append(f"    for r0 in range(0, {n}, {tile}):")
-        lines.append(f"        r1 = min(r0 + {tile}, {n})")
-        sub = dict(env)
-        for node in rows:
-            v = self.fresh("tile")
-            lines.append(f"        {v} = {env[node].name}[r0:r1]")
-            sub[node] = Value(v, False, False, env[node].roots, unit=env[node].unit)
-        # a segment computing an output writes its tile of the output directly
-        for o, out in zip(self.graph.outputs, outs):
-            if o not in self.tile_outputs and self.graph.outputs.count(o) == 1:
-                self.tile_outputs[o] = out
-        vals = self.emit_graph(self.graph, sub, lines, "        ")
-        for out, val in zip(outs, vals):
-            if val.name != f"{out.name}_tile":
-                lines.append(f"        {out.name}[r0:r1] = {val.name}")
+        with out.block(f"for r0 in range(0, {n}, {tile}):") as body:
+            body.line(f"r1 = min(r0 + {tile}, {n})")
+            sub = dict(env)
+            for node in rows:
+                v = self.fresh("tile")
+                body.line(f"{v} = {env[node].name}[r0:r1]")
+                sub[node] = Value(v, False, False, env[node].roots, unit=env[node].unit)
+            # a segment computing an output writes its tile of the output directly
+            for o, result in zip(self.graph.outputs, outs):
+                if o not in self.tile_outputs and self.graph.outputs.count(o) == 1:
+                    self.tile_outputs[o] = result
+            vals = self.emit_graph(self.graph, sub, body)
+            for result, val in zip(outs, vals):
+                if val.name != f"{result.name}_tile":
+                    body.line(f"{result.name}[r0:r1] = {val.name}")
         return outs
 
     def _items(self, graph: Graph) -> list[Node | Segment]:
@@ -213,9 +218,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             for item in self._items(graph)
         ]
 
-    def emit_graph(
-        self, graph: Graph, env: dict[Node, Value], lines: list[str], indent: str
-    ) -> list[Value]:
+    def emit_graph(self, graph: Graph, env: dict[Node, Value], out: Source) -> list[Value]:
         items = self._items(graph)
         chains = self._matmul_chains(graph, items)
         i = 0
@@ -223,16 +226,14 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             item = items[i]
             if isinstance(item, Segment):
                 nxt = items[i + 1] if i + 1 < len(items) else None
-                self.emit_segment(
-                    item, env, lines, indent, self._direct_target(graph, item, nxt, env)
-                )
+                self.emit_segment(item, env, out, self._direct_target(graph, item, nxt, env))
             elif i in chains:
                 chain = chains[i]
-                self._emit_matmul_chain(chain, env, lines, indent)
+                self._emit_matmul_chain(chain, env, out)
                 i += len(chain)
                 continue
             else:
-                self.emit_node(item, env, lines, indent)
+                self.emit_node(item, env, out)
             i += 1
         return [env[o] for o in graph.outputs]
 
@@ -294,9 +295,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                 i += 1
         return chains
 
-    def _emit_matmul_chain(
-        self, chain: list[Node], env: dict[Node, Value], lines: list[str], indent: str
-    ) -> None:
+    def _emit_matmul_chain(self, chain: list[Node], env: dict[Node, Value], out: Source) -> None:
         """``t = a @ t`` (or ``t = t @ b``) ``len(chain)`` times as one loop.
 
         Each product writes into the buffer of the value two steps back (``u``: the entry
@@ -315,34 +314,32 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         t = self.fresh("k")
         if start.scalar:  # pragma: no cover - check() admits 2-D operands only
             raise Unsupported("matmul of a scalar")
-        lines.append(f"{indent}{t} = np.ascontiguousarray({start.name}).copy()")
+        out.line(f"{t} = np.ascontiguousarray({start.name}).copy()")
         u = self.fresh("u")
-        lines.append(f"{indent}{u} = np.empty((0, 0), {dt})")
-        lines.append(f"{indent}for _ in range({len(chain)}):")
-        inner = indent + "    "
+        out.line(f"{u} = np.empty((0, 0), {dt})")
         a, b = (fixed.name, t) if pos == 1 else (t, fixed.name)
-        self.signal(lines, inner, f"{a}.shape[1] != {b}.shape[0]")
-        o = self.fresh()
-        lines.append(f"{inner}if {u}.shape[0] == {a}.shape[0] and {u}.shape[1] == {b}.shape[1]:")
-        lines.append(f"{inner}    {o} = {u}")
-        lines.append(f"{inner}else:")
-        lines.append(f"{inner}    {o} = np.empty(({a}.shape[0], {b}.shape[1]), {dt})")
-        lines.append(f"{inner}{matmul_call(self, head, a, b, o)}")
-        lines.append(f"{inner}{u} = {t}")
-        lines.append(f"{inner}{t} = {o}")
+        with out.block(f"for _ in range({len(chain)}):") as body:
+            self.signal(body, f"{a}.shape[1] != {b}.shape[0]")
+            o = self.fresh()
+            same = f"{u}.shape[0] == {a}.shape[0] and {u}.shape[1] == {b}.shape[1]"
+            with body.block(f"if {same}:") as reuse:
+                reuse.line(f"{o} = {u}")
+            with body.block("else:") as allocate:
+                allocate.line(f"{o} = np.empty(({a}.shape[0], {b}.shape[1]), {dt})")
+            body.line(matmul_call(self, head, a, b, o))
+            body.line(f"{u} = {t}")
+            body.line(f"{t} = {o}")
         env[chain[-1]] = Value(t, False, True)
 
-    def _call_kernel(
-        self, lines: list[str], indent: str, px: str, call: str, reduces: bool
-    ) -> None:
+    def _call_kernel(self, out: Source, px: str, call: str, reduces: bool) -> None:
         """Call a segment kernel; it returns its NumPy-only-case flag (and the accumulator)."""
         target = f"{px}bad, {px}acc" if reduces else f"{px}bad"
-        lines.append(f"{indent}{target} = {call}")
-        self.signal(lines, indent, f"{px}bad")
+        out.line(f"{target} = {call}")
+        self.signal(out, f"{px}bad")
 
     # -- fused segments ---------------------------------------------------------------------
 
-    def emit_node(self, node: Node, env: dict[Node, Value], lines: list[str], indent: str) -> None:
+    def emit_node(self, node: Node, env: dict[Node, Value], out: Source) -> None:
         """Append the source computing ``node`` (not a segment's) and bind its value in
         ``env``: through its op's rule, or the writer's own form (:meth:`_check_node`)."""
         op = node.op
@@ -355,9 +352,9 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         t = self.fresh()
         rule = rule_for(node)
         if rule is None:
-            _WRITER_EMITS[op](self, node, args, t, env, lines, indent)
+            _WRITER_EMITS[op](self, node, args, t, env, out)
             return
-        kind = rule.emit(self, node, args, t, lines, indent)
+        kind = rule.emit(self, node, args, t, out)
         view = kind in ("view", "unit_view")
         env[node] = Value(
             t,
@@ -373,7 +370,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             # a literal in the source, not one more argument for the dispatcher to type at
             # every call (~50 ns each)
             t = self.fresh("k")
-            self.scratch_lines.append(f"    {t} = {const_source(value[()], value.dtype)}")
+            self.preamble.line(f"{t} = {const_source(value[()], value.dtype)}")
             env[node] = Value(t, True, False)
             return
         name = f"c{len(self.constants)}"
@@ -386,12 +383,11 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         args: list[Any],
         t: str,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
         src = args[0]
         scalar = _is_scalar(node)
-        lines.append(f"{indent}{t} = {src.name}[{node.attrs['index']}]")
+        out.line(f"{t} = {src.name}[{node.attrs['index']}]")
         part = src.parts[node.attrs["index"]] if src.parts is not None else src.roots
         env[node] = Value(t, scalar, True, None if scalar else part)
 
@@ -401,10 +397,9 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         args: list[Any],
         t: str,
         env: dict[Node, Value],
-        lines: list[str],
-        indent: str,
+        out: Source,
     ) -> None:
-        lines.append(f"{indent}{t} = np.int64({args[0].name}.shape[{node.attrs['axis']}])")
+        out.line(f"{t} = np.int64({args[0].name}.shape[{node.attrs['axis']}])")
         env[node] = Value(t, True, False)
 
 
@@ -430,7 +425,9 @@ _WRITER_CHECKS: dict[OpKind, Callable[[GraphWriter, Node], None]] = {
 }
 
 #: How the writer emits those ops (placeholders and constants aside: they bind no fresh name).
-_WRITER_EMITS: dict[OpKind, Callable[..., None]] = {
+_WRITER_EMITS: dict[
+    OpKind, Callable[[GraphWriter, Node, list[Any], str, dict[Node, Value], Source], None]
+] = {
     OpKind.GET_OUTPUT: GraphWriter._emit_get_output,
     OpKind.DIM: GraphWriter._emit_dim,
     OpKind.COND: GraphWriter._emit_cond,

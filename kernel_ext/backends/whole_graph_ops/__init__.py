@@ -10,8 +10,9 @@ op of a fused segment, as a rule table keyed by :class:`~kernel_ext.ir.OpKind`. 
   views and in-place writes are the buffers it plans);
 * ``check(node)`` — raises :class:`~.codegen.Unsupported` naming what cannot be compiled
   *exactly* (the writer then refuses the whole graph, which runs as fused segments);
-* ``emit(writer, node, args, t, lines, indent)`` — appends the Numba source computing the
-  node into variable ``t`` and returns what ``t`` is: ``"fresh"`` (a new C-contiguous array
+* ``emit(writer, node, args, t, out)`` — writes the Numba source computing the node into
+  variable ``t`` through ``out`` (an :class:`~.emit.source.Source` at the depth of the code
+  around it) and returns what ``t`` is: ``"fresh"`` (a new C-contiguous array
   the function owns), ``"view"`` (a view of the first argument) or ``"scalar"``.
 
 The contract is :mod:`.whole_graph`'s: the result is NumPy's to the bit. Where bits depend

@@ -11,6 +11,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported
+from ..emit.source import Source
 from ..inplace import InplacePlan
 from ..ufunc_loops import find_loop
 
@@ -22,14 +23,14 @@ class Writer(Protocol):
     """What an emit function may use of :class:`.whole_graph.writer.GraphWriter`."""
 
     helpers: dict[str, str]
-    scratch_lines: list[str]
+    preamble: Source  # the function's first statements (scratch buffers, constants)
     scratch_names: set[str]
     loop_args: list[tuple[int, int]]
     constants: list[Any]
     plan: InplacePlan  # which setitem nodes write in place (:mod:`.inplace`)
 
     def fresh(self, prefix: str = "t") -> str: ...
-    def signal(self, lines: list[str], indent: str, cond: str) -> None: ...
+    def signal(self, out: Source, cond: str) -> None: ...
     def loop_ref(self, idx: int) -> str: ...
     def _out_buffer(
         self,
@@ -37,14 +38,13 @@ class Writer(Protocol):
         shape: str,
         size_test: str,
         dt: str,
-        lines: list[str],
-        indent: str,
+        out: Source,
         t: str,
         take: str = "{sp}",
     ) -> None: ...
 
 
-Emit = Callable[[Writer, Node, list, str, list, str], str]
+Emit = Callable[[Writer, Node, list, str, Source], str]
 
 
 @dataclass(frozen=True)
@@ -121,11 +121,13 @@ def loop_scratch(w: Writer) -> str:
     the generated function, shared by every call made here (they run one after another)."""
     if "xo_pp" not in w.scratch_names:
         w.scratch_names.add("xo_pp")
-        w.scratch_lines += [
-            "    xo_pp = np.empty(3, np.uintp)",
-            "    xo_dims = np.empty(4, np.intp)",
-            "    xo_st = np.empty(9, np.intp)",
-        ]
+        w.preamble.extend(
+            [
+                "xo_pp = np.empty(3, np.uintp)",
+                "xo_dims = np.empty(4, np.intp)",
+                "xo_st = np.empty(9, np.intp)",
+            ]
+        )
     return "xo_pp, xo_dims, xo_st"
 
 
@@ -160,12 +162,10 @@ def _loop3(f, d, pp, dims, st, a, b, c, n, sa, sb, sc):
 """
 
 
-def alloc_result(
-    w: Writer, node: Node, dims: Sequence[str], dts: str, lines: list[str], indent: str, t: str
-) -> None:
+def alloc_result(w: Writer, node: Node, dims: Sequence[str], dts: str, out: Source, t: str) -> None:
     """``t = np.empty(dims, dts)``, or the dead buffer a loop left for ``node``."""
     test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(dims)) or "True"
-    w._out_buffer(node, shape_tuple(dims), test, dts, lines, indent, t)
+    w._out_buffer(node, shape_tuple(dims), test, dts, out, t)
 
 
 # NumPy's accumulate: per lane (the axis, with the other axes fixed) the first element is
@@ -218,19 +218,19 @@ def _mixed_zeros(s):
 """
 
 
-def emit_nonzero(w: Writer, m: str, rank: int, lines: list[str], indent: str) -> list[str]:
+def emit_nonzero(w: Writer, m: str, rank: int, out: Source) -> list[str]:
     """``np.nonzero(m)`` of a C-contiguous ``m``: one int64 array per axis, C order."""
     f = w.fresh("nz")
-    lines.append(f"{indent}{f} = np.flatnonzero({m})")
+    out.line(f"{f} = np.flatnonzero({m})")
     if rank == 1:
         return [f]
-    out = []
+    axes = []
     for q in range(rank):
         a = w.fresh("nz")
         after = " * ".join(f"{m}.shape[{e}]" for e in range(q + 1, rank))
         expr = f"{f} // ({after})" if after else f
         if q:
             expr = f"({expr}) % {m}.shape[{q}]"
-        lines.append(f"{indent}{a} = {expr}")
-        out.append(a)
-    return out
+        out.line(f"{a} = {expr}")
+        axes.append(a)
+    return axes

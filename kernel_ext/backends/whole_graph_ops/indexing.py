@@ -12,6 +12,7 @@ import numpy as np
 from ...ir import Node, OpKind
 from ...ir.abstract import DynamicIndex
 from ..emit.literals import Unsupported, const_source, ctor, literal_into, literal_value
+from ..emit.source import Source
 from ..static_shapes import aval_of_node, ranked_shape
 from .common import (
     DTYPES,
@@ -172,9 +173,7 @@ class _FancyIndex:
         return f"{name}[{at}]"
 
 
-def _emit_fancy_index(
-    w: Writer, node: Node, args: list, x: str, lines: list[str], indent: str
-) -> _FancyIndex:
+def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, out: Source) -> _FancyIndex:
     """The index checked before anything is read or written: every index of the broadcast
     index shape is wrapped and checked in a first pass, so NumPy's IndexErrors (an index out
     of range, index shapes that do not broadcast, a mask of the wrong shape) signal before
@@ -195,7 +194,7 @@ def _emit_fancy_index(
         else:
             basic += [":"] * p.dims
     v = w.fresh("v")
-    lines.append(f"{indent}{v} = {x}[{', '.join(basic)}]")
+    out.line(f"{v} = {x}[{', '.join(basic)}]")
     sources: list[tuple[str, int]] = []
     slots: list[int] = []
     advanced: list[int] = []
@@ -227,10 +226,10 @@ def _emit_fancy_index(
             continue
         # a bool mask is its nonzero(): one index array per axis it spans (NumPy's rule)
         m = w.fresh("m")
-        lines.append(f"{indent}{m} = np.ascontiguousarray({name})")
+        out.line(f"{m} = np.ascontiguousarray({name})")
         for q in range(p.dims):  # NumPy: "boolean index did not match indexed array"
-            w.signal(lines, indent, f"{m}.shape[{q}] != {v}.shape[{d + q}]")
-        for q, a in enumerate(emit_nonzero(w, m, p.dims, lines, indent)):
+            w.signal(out, f"{m}.shape[{q}] != {v}.shape[{d + q}]")
+        for q, a in enumerate(emit_nonzero(w, m, p.dims, out)):
             sources.append((a, 1))
             slots.append(d + q)
         d += p.dims
@@ -238,13 +237,13 @@ def _emit_fancy_index(
     bdims = []
     for q in range(rb):  # the broadcast shape of the index arrays
         b = w.fresh("b")
-        lines.append(f"{indent}{b} = 1")
+        out.line(f"{b} = 1")
         for name, r in sources:
             i = q - (rb - r)
             if i >= 0:
-                lines.append(f"{indent}if {name}.shape[{i}] != 1:")
-                w.signal(lines, indent + "    ", f"{b} != 1 and {b} != {name}.shape[{i}]")
-                lines.append(f"{indent}    {b} = {name}.shape[{i}]")
+                with out.block(f"if {name}.shape[{i}] != 1:") as body:
+                    w.signal(body, f"{b} != 1 and {b} != {name}.shape[{i}]")
+                    body.line(f"{b} = {name}.shape[{i}]")
         bdims.append(b)
     rest = [a for a in range(d) if a not in slots]
     adjacent = advanced == list(range(advanced[0], advanced[-1] + 1))
@@ -252,54 +251,51 @@ def _emit_fancy_index(
     dims = [f"{v}.shape[{a}]" for a in rest]
     dims[bpos:bpos] = bdims
     fx = _FancyIndex(", ".join(basic), v, sources, slots, d, dims, bdims, bpos)
-    inner, bvars = _broadcast_loops(w, bdims, lines, indent)
+    inner, bvars = _broadcast_loops(w, bdims, out)
     for s in range(len(sources)):
         size = f"{v}.shape[{slots[s]}]"
         k = w.fresh("k")
-        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
-        w.signal(lines, inner, f"{k} < -{size} or {k} >= {size}")
+        inner.line(f"{k} = np.int64({fx.element(s, bvars)})")
+        w.signal(inner, f"{k} < -{size} or {k} >= {size}")
     return fx
 
 
-def _broadcast_loops(
-    w: Writer, bdims: list[str], lines: list[str], indent: str
-) -> tuple[str, list[str]]:
-    """Nested ``for`` loops over the broadcast index shape (C order): the body's indent and
+def _broadcast_loops(w: Writer, bdims: list[str], out: Source) -> tuple[Source, list[str]]:
+    """Nested ``for`` loops over the broadcast index shape (C order): the body and
     the loop variables."""
     bvars = []
+    body = out
     for b in bdims:
         q = w.fresh("q")
-        lines.append(f"{indent}for {q} in range({b}):")
-        indent += "    "
+        body.line(f"for {q} in range({b}):")
+        body = body.nested()
         bvars.append(q)
-    return indent, bvars
+    return body, bvars
 
 
-def _fancy_loop(
-    w: Writer, fx: _FancyIndex, lines: list[str], indent: str
-) -> tuple[str, list[str], list[str]]:
-    """The loops of the read or write pass: the body's indent, the loop variables and, per
+def _fancy_loop(w: Writer, fx: _FancyIndex, out: Source) -> tuple[Source, list[str], list[str]]:
+    """The loops of the read or write pass: the body, the loop variables and, per
     axis of ``fx.view``, ":" or its (checked, wrapped) index variable."""
-    inner, bvars = _broadcast_loops(w, fx.bdims, lines, indent)
+    inner, bvars = _broadcast_loops(w, fx.bdims, out)
     picks = [":"] * fx.naxes
     for s, a in enumerate(fx.slots):
         k = w.fresh("k")
-        lines.append(f"{inner}{k} = np.int64({fx.element(s, bvars)})")
-        lines.append(f"{inner}if {k} < 0:")
-        lines.append(f"{inner}    {k} += {fx.view}.shape[{a}]")
+        inner.line(f"{k} = np.int64({fx.element(s, bvars)})")
+        with inner.block(f"if {k} < 0:") as body:
+            body.line(f"{k} += {fx.view}.shape[{a}]")
         picks[a] = k
     return inner, bvars, picks
 
 
-def _emit_gather(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_gather(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
     walked in C order, one copy of the rest of ``x`` per index tuple."""
-    fx = _emit_fancy_index(w, node, args, args[0].name, lines, indent)
-    alloc_result(w, node, fx.dims, ctor(np.dtype(node.dtype)), lines, indent, t)
-    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
+    fx = _emit_fancy_index(w, node, args, args[0].name, out)
+    alloc_result(w, node, fx.dims, ctor(np.dtype(node.dtype)), out, t)
+    inner, bvars, picks = _fancy_loop(w, fx, out)
     dst = [":"] * len(fx.dims)
     dst[fx.bpos : fx.bpos + len(bvars)] = bvars
-    lines.append(f"{inner}{t}[{', '.join(dst)}] = {fx.view}[{', '.join(picks)}]")
+    inner.line(f"{t}[{', '.join(dst)}] = {fx.view}[{', '.join(picks)}]")
     return "fresh"
 
 
@@ -310,7 +306,7 @@ class _Named:
         self.name = name
 
 
-def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_scatter(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
     and broadcast to the region, written index tuple after index tuple in C order (a
     repeated index keeps the last write). In place where the in-place plan lets this write
@@ -327,9 +323,9 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], i
             a = args[i]
             if isinstance(node.args[i], Node) and not a.scalar and a.roots & x.roots:
                 c = w.fresh("ix")
-                lines.append(f"{indent}{c} = {a.name}.copy()")
+                out.line(f"{c} = {a.name}.copy()")
                 args[i] = _Named(c)
-    fx = _emit_fancy_index(w, node, args, x.name, lines, indent)
+    fx = _emit_fancy_index(w, node, args, x.name, out)
     value = node.args[1]
     rr = len(fx.dims)
     if not isinstance(value, Node):
@@ -341,33 +337,32 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, lines: list[str], i
         vr = len(ranked_shape(value))
         for k in range(1, vr + 1):  # NumPy's ValueError: the value must broadcast
             w.signal(
-                lines,
-                indent,
+                out,
                 f"{val}.shape[{vr - k}] != 1 and {val}.shape[{vr - k}] != {fx.dims[rr - k]}",
             )
         c = w.fresh("val")
         if np.dtype(value.dtype) != dt:
-            lines.append(f"{indent}{c} = {val}.astype({dts})")
+            out.line(f"{c} = {val}.astype({dts})")
         elif inplace and args[1].roots & x.roots:
-            lines.append(f"{indent}{c} = {val}.copy()")
+            out.line(f"{c} = {val}.copy()")
         else:
-            lines.append(f"{indent}{c} = {val}")
+            out.line(f"{c} = {val}")
         src = w.fresh("val")
-        lines.append(f"{indent}{src} = np.broadcast_to({c}, {shape_tuple(fx.dims)})")
+        out.line(f"{src} = np.broadcast_to({c}, {shape_tuple(fx.dims)})")
     if inplace:
-        lines.append(f"{indent}{t} = {x.name}")
+        out.line(f"{t} = {x.name}")
     else:
         dims = [f"{x.name}.shape[{d}]" for d in range(len(ranked_shape(node)))]
-        alloc_result(w, node, dims, dts, lines, indent, t)
-        lines.append(f"{indent}{t}[...] = {x.name}")
+        alloc_result(w, node, dims, dts, out, t)
+        out.line(f"{t}[...] = {x.name}")
     dv = w.fresh("v")
-    lines.append(f"{indent}{dv} = {t}[{fx.basic}]")
-    inner, bvars, picks = _fancy_loop(w, fx, lines, indent)
+    out.line(f"{dv} = {t}[{fx.basic}]")
+    inner, bvars, picks = _fancy_loop(w, fx, out)
     if isinstance(value, Node) and not args[1].scalar:
         at = [":"] * rr
         at[fx.bpos : fx.bpos + len(bvars)] = bvars
         src = f"{src}[{', '.join(at)}]"
-    lines.append(f"{inner}{dv}[{', '.join(picks)}] = {src}")
+    inner.line(f"{dv}[{', '.join(picks)}] = {src}")
     return "view" if inplace else "fresh"
 
 
@@ -435,47 +430,44 @@ def _check_tensor_array_write(node: Node) -> None:
         raise Unsupported("tensor_array_write of a stack of another rank")
 
 
-def _emit_tensor_array_write(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     buffer, index, value = args
     dt = np.dtype(node.attrs["dtype"])
     size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])
     vshape = node.args[2].aval.shape
     rank = len(vshape)
     i = w.fresh("i")
-    lines.append(f"{indent}{i} = np.int64({index if not hasattr(index, 'name') else index.name})")
-    w.signal(lines, indent, f"{i} < 0")
+    out.line(f"{i} = np.int64({index if not hasattr(index, 'name') else index.name})")
+    w.signal(out, f"{i} < 0")
     row = "".join(f", {value.name}.shape[{d}]" for d in range(rank)) if not value.scalar else ""
     zeros = f"np.zeros((max({size}, {i} + 1){row},), {ctor(dt)})"
     grown = f"np.zeros((max({i} + 1, 2 * {{rows}}){row},), {ctor(dt)})"
     in_place = node in w.plan.writes
     if buffer is None:
         if not dynamic:
-            w.signal(lines, indent, f"{i} >= {size}")
-        lines.append(f"{indent}{t} = {zeros}")
+            w.signal(out, f"{i} >= {size}")
+        out.line(f"{t} = {zeros}")
     else:
         b, rows = buffer.name, w.fresh("rows")
-        lines.append(f"{indent}{rows} = {b}.shape[0]")
-        lines.append(f"{indent}if {rows} == 0:")
-        if not dynamic:
-            w.signal(lines, indent + "    ", f"{i} >= {size}")
-        lines.append(f"{indent}    {t} = {zeros}")
-        lines.append(f"{indent}else:")
-        inner = indent + "    "
-        for d in range(rank):  # every row has one shape (NumPy raises ValueError)
-            w.signal(lines, inner, f"{b}.shape[{d + 1}] != {value.name}.shape[{d}]")
-        lines.append(f"{inner}if {i} >= {rows}:")
-        if not dynamic:
-            w.signal(lines, inner + "    ", "True")
-        lines.append(f"{inner}    {t} = {grown.format(rows=rows)}")
-        lines.append(f"{inner}    {t}[:{rows}] = {b}")
-        lines.append(f"{inner}else:")
-        lines.append(f"{inner}    {t} = {b if in_place else b + '.copy()'}")
+        out.line(f"{rows} = {b}.shape[0]")
+        with out.block(f"if {rows} == 0:") as empty:
+            if not dynamic:
+                w.signal(empty, f"{i} >= {size}")
+            empty.line(f"{t} = {zeros}")
+        with out.block("else:") as stacked:
+            for d in range(rank):  # every row has one shape (NumPy raises ValueError)
+                w.signal(stacked, f"{b}.shape[{d + 1}] != {value.name}.shape[{d}]")
+            with stacked.block(f"if {i} >= {rows}:") as grow:
+                if not dynamic:
+                    w.signal(grow, "True")
+                grow.line(f"{t} = {grown.format(rows=rows)}")
+                grow.line(f"{t}[:{rows}] = {b}")
+            with stacked.block("else:") as keep:
+                keep.line(f"{t} = {b if in_place else b + '.copy()'}")
     src = value.name
     if np.dtype(node.args[2].dtype) != dt:
         src = f"{ctor(dt)}({src})" if value.scalar else f"{src}.astype({ctor(dt)})"
-    lines.append(f"{indent}{t}[{i}] = {src}")
+    out.line(f"{t}[{i}] = {src}")
     # (written in place, the stack is still the loop's own buffer: nothing else reads the
     # old one, which the in-place plan checked, so it is carried without a copy)
     return "fresh"
@@ -495,12 +487,12 @@ def _check_check(node: Node) -> None:
         raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
 
 
-def _emit_check(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_check(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """A failed check signals: the fused executor reruns the call from the arguments, which
     the compiled function has not written yet, and raises the check's exception with its
     message formatted there (NumPy's values, Python's formatting)."""
-    w.signal(lines, indent, args[0].name)
-    lines.append(f"{indent}{t} = 0")
+    w.signal(out, args[0].name)
+    out.line(f"{t} = 0")
     return "scalar"
 
 
@@ -556,28 +548,27 @@ def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
     """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
     returns False (nothing more written) at an index out of range."""
     v = "vals" if scalar else "vals[k]"
-    lines = [
-        "@_inline",
-        f"def {name}(out, idx, vals):",
-        "    n = out.shape[0]",
-        "    for k in range(idx.shape[0]):",
-        "        i = np.int64(idx[k])",
-        "        if i < 0:",
-        "            i += n",
-        "        if i < 0 or i >= n:",
-        "            return False",
-    ]
-    if rank == 1:
-        lines.append(f"        out[i] = {op.format(a='out[i]', b=v)}")
-    else:
-        lines.append("        for j in range(out.shape[1]):")
-        vj = "vals" if scalar else "vals[k, j]"
-        lines.append(f"            out[i, j] = {op.format(a='out[i, j]', b=vj)}")
-    lines.append("    return True")
-    return "\n".join(lines) + "\n"
+    helper = Source()
+    helper.line("@_inline")
+    with helper.block(f"def {name}(out, idx, vals):") as body:
+        body.line("n = out.shape[0]")
+        with body.block("for k in range(idx.shape[0]):") as each:
+            each.line("i = np.int64(idx[k])")
+            with each.block("if i < 0:") as negative:
+                negative.line("i += n")
+            with each.block("if i < 0 or i >= n:") as outside:
+                outside.line("return False")
+            if rank == 1:
+                each.line(f"out[i] = {op.format(a='out[i]', b=v)}")
+            else:
+                with each.block("for j in range(out.shape[1]):") as row:
+                    vj = "vals" if scalar else "vals[k, j]"
+                    row.line(f"out[i, j] = {op.format(a='out[i, j]', b=vj)}")
+        body.line("return True")
+    return helper.text()
 
 
-def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
     copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
     range, or values of another shape, signal NumPy's error."""
@@ -594,15 +585,14 @@ def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, lines: list[str], 
     scalar = values.scalar
     name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
     w.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
-    lines.append(f"{indent}{t} = {base.name}.copy()")
+    out.line(f"{t} = {base.name}.copy()")
     if not scalar:
         w.signal(
-            lines,
-            indent,
+            out,
             f"{values.name}.shape[0] != {idx.name}.shape[0]"
             + "".join(f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)),
         )
-    w.signal(lines, indent, f"not {name}({t}, {idx.name}, {values.name})")
+    w.signal(out, f"not {name}({t}, {idx.name}, {values.name})")
     return "fresh"
 
 
@@ -644,11 +634,11 @@ def _bincount(x, minlength):
 """
 
 
-def _emit_bincount(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_bincount(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     w.helpers["_bincount"] = _BINCOUNT
     minlength = int(node.attrs.get("minlength", 0))
-    lines.append(f"{indent}{t}_ok, {t} = _bincount({args[0].name}, {minlength})")
-    w.signal(lines, indent, f"not {t}_ok")  # a negative value: NumPy's error
+    out.line(f"{t}_ok, {t} = _bincount({args[0].name}, {minlength})")
+    w.signal(out, f"not {t}_ok")  # a negative value: NumPy's error
     return "fresh"
 
 

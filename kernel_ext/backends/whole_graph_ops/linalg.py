@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, ctor
+from ..emit.source import Source
 from ..static_shapes import aval_of_node, ranked_shape
 from ..ufunc_loops import find_loop
 from .common import (
@@ -130,18 +131,18 @@ def plain_matmul(node: Node) -> bool:
     )
 
 
-def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     a_node, b_node, dt = _matmul_ranks(node)
     ra, rb = len(ranked_shape(a_node)), len(ranked_shape(b_node))
     a, b = args[0].name, args[1].name
     dts = ctor(dt)
     if np.dtype(a_node.dtype) != dt:
         v = w.fresh("m")
-        lines.append(f"{indent}{v} = {a}.astype({dts})")
+        out.line(f"{v} = {a}.astype({dts})")
         a = v
     if np.dtype(b_node.dtype) != dt:
         v = w.fresh("m")
-        lines.append(f"{indent}{v} = {b}.astype({dts})")
+        out.line(f"{v} = {b}.astype({dts})")
         b = v
     # 3-D views (batch, rows, cols); a 1-D a is one row, a 1-D b one column
     a3 = {1: f"{a}[None, None, :]", 2: f"{a}[None, :, :]", 3: a}[ra]
@@ -153,23 +154,22 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], in
         # stride <= 0) are rerun in NumPy.
         for x, r in ((a, ra), (b, rb)):
             if r == 2:
-                w.signal(lines, indent, f"not ({x}.flags.c_contiguous or {x}.flags.f_contiguous)")
+                w.signal(out, f"not ({x}.flags.c_contiguous or {x}.flags.f_contiguous)")
             else:
-                w.signal(lines, indent, f"{x}.strides[0] <= 0 and {x}.shape[0] > 1")
+                w.signal(out, f"{x}.strides[0] <= 0 and {x}.shape[0] > 1")
     va, vb = w.fresh("ma"), w.fresh("mb")
-    lines.append(f"{indent}{va} = {a3}")
-    lines.append(f"{indent}{vb} = {b3}")
-    w.signal(lines, indent, f"{va}.shape[2] != {vb}.shape[1]")
+    out.line(f"{va} = {a3}")
+    out.line(f"{vb} = {b3}")
+    w.signal(out, f"{va}.shape[2] != {vb}.shape[1]")
     batched = ra == 3 or rb == 3
     nb = "1"
     if batched:
         nb = w.fresh("nb")
         w.signal(
-            lines,
-            indent,
+            out,
             f"{va}.shape[0] != {vb}.shape[0] and {va}.shape[0] != 1 and {vb}.shape[0] != 1",
         )
-        lines.append(f"{indent}{nb} = max({va}.shape[0], {vb}.shape[0])")
+        out.line(f"{nb} = max({va}.shape[0], {vb}.shape[0])")
     out_dims = (
         ([nb] if batched else [])
         + ([f"{va}.shape[1]"] if ra > 1 else [])
@@ -178,12 +178,12 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     scalar = not out_dims
     o = w.fresh("mo")
     if scalar:
-        lines.append(f"{indent}{o} = np.empty((1, 1, 1), {dts})")
+        out.line(f"{o} = np.empty((1, 1, 1), {dts})")
         o3 = o
     else:
         shape = shape_tuple(out_dims)
         test = " and ".join(f"{{sp}}.shape[{i}] == {d}" for i, d in enumerate(out_dims))
-        w._out_buffer(node, shape, test, dts, lines, indent, o)
+        w._out_buffer(node, shape, test, dts, out, o)
         if batched:
             o3 = {1: f"{o}[:, None, :]", 2: f"{o}[:, :, None]"}.get(
                 1 if ra == 1 else 2 if rb == 1 else 0, o
@@ -201,18 +201,18 @@ def _emit_matmul(w: Writer, node: Node, args: list, t: str, lines: list[str], in
         sb2 = f"{vb}.strides[2]" if rb > 1 else "0"
         so1 = "0" if ra == 1 or scalar else f"{o}.strides[{1 if batched else 0}]"
         so2 = "0" if rb == 1 or scalar else f"{o}.strides[{len(out_dims) - 1}]"
-        lines.append(
-            f"{indent}_mm_float({va}, {vb}, {o3}, {ufunc_loop(w, np.matmul, (dt,) * 3)}, "
+        out.line(
+            f"_mm_float({va}, {vb}, {o3}, {ufunc_loop(w, np.matmul, (dt,) * 3)}, "
             f"{loop_scratch(w)}, {sa0}, {sa1}, {sb0}, {sb2}, {so1}, {so2})"
         )
     else:
         name = "_mm_bool" if dt.kind == "b" else "_mm_int"
         w.helpers[name] = _MM_BOOL if dt.kind == "b" else _MM_INT
-        lines.append(f"{indent}{name}({va}, {vb}, {o3})")
+        out.line(f"{name}({va}, {vb}, {o3})")
     if scalar:
-        lines.append(f"{indent}{t} = {o}[0, 0, 0]")
+        out.line(f"{t} = {o}[0, 0, 0]")
         return "scalar"
-    lines.append(f"{indent}{t} = {o}")
+    out.line(f"{t} = {o}")
     return "fresh"
 
 
@@ -317,11 +317,13 @@ def matmul_call(w: Writer, node: Node, a: str, b: str, out: str) -> str:
         # the loop's pointer, size and stride arrays: allocated once per call of the
         # function, shared by its products (they run one after the other)
         w.scratch_names.add("mm_pp")
-        w.scratch_lines += [
-            "    mm_pp = np.empty(3, np.uintp)",
-            "    mm_dims = np.empty(4, np.intp)",
-            "    mm_st = np.empty(9, np.intp)",
-        ]
+        w.preamble.extend(
+            [
+                "mm_pp = np.empty(3, np.uintp)",
+                "mm_dims = np.empty(4, np.intp)",
+                "mm_st = np.empty(9, np.intp)",
+            ]
+        )
     return f"_matmul_loop({a}, {b}, {out}, {w.loop_ref(idx)}, mm_pp, mm_dims, mm_st)"
 
 
@@ -333,22 +335,19 @@ def _check_plain_matmul(node: Node) -> None:
         raise Unsupported(f"matmul of {dt}")
 
 
-def _emit_plain_matmul(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_plain_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     a, b = args[0].name, args[1].name
-    w.signal(lines, indent, f"{a}.shape[1] != {b}.shape[0]")
+    w.signal(out, f"{a}.shape[1] != {b}.shape[0]")
     # Never one of the operands: a spare is a dead buffer, and a new one is new.
     w._out_buffer(
         node,
         f"({a}.shape[0], {b}.shape[1])",
         f"{{sp}}.shape[0] == {a}.shape[0] and {{sp}}.shape[1] == {b}.shape[1]",
         ctor(np.dtype(node.dtype)),
-        lines,
-        indent,
+        out,
         t,
     )
-    lines.append(f"{indent}{matmul_call(w, node, a, b, t)}")
+    out.line(matmul_call(w, node, a, b, t))
     return "fresh"
 
 
@@ -359,11 +358,9 @@ def _check_matmul(node: Node) -> None:
         _matmul_ranks(node)
 
 
-def _emit_any_matmul(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_any_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     emit = _emit_plain_matmul if plain_matmul(node) else _emit_matmul
-    return emit(w, node, args, t, lines, indent)
+    return emit(w, node, args, t, out)
 
 
 RULES[OpKind.MATMUL] = Rule(_check_matmul, _emit_any_matmul)
@@ -455,36 +452,29 @@ def _check_correlate(node: Node) -> tuple[np.dtype, int]:
     return dt, _CORRELATE_MODES[mode]
 
 
-def _emit_correlate(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_correlate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``np.convolve``: the longer array correlated with the shorter one reversed (NumPy's
     composition); ``np.correlate``: the arrays as given, swapped when the first is shorter
     and the result then reversed (NumPy's ``correlate2``). An empty array signals NumPy's
     ValueError."""
     dt, mode = _check_correlate(node)
     a, v = w.fresh("cv"), w.fresh("cv")
-    lines.append(f"{indent}{a} = np.ascontiguousarray({args[0].name})")
-    lines.append(f"{indent}{v} = np.ascontiguousarray({args[1].name})")
-    w.signal(lines, indent, f"{a}.shape[0] == 0 or {v}.shape[0] == 0")
+    out.line(f"{a} = np.ascontiguousarray({args[0].name})")
+    out.line(f"{v} = np.ascontiguousarray({args[1].name})")
+    w.signal(out, f"{a}.shape[0] == 0 or {v}.shape[0] == 0")
     w.helpers["_mm_float"] = _MM_FLOAT
     w.helpers["_correlate"] = _CORRELATE
     loop = f"{ufunc_loop(w, np.matmul, (dt,) * 3)}, {loop_scratch(w)}"
-    lines.append(f"{indent}if {a}.shape[0] >= {v}.shape[0]:")
     if node.op is OpKind.CONVOLVE:
-        lines.append(
-            f"{indent}    {t} = _correlate({a}, np.ascontiguousarray({v}[::-1]), {mode}, {loop})"
-        )
-        lines.append(f"{indent}else:")
-        lines.append(
-            f"{indent}    {t} = _correlate({v}, np.ascontiguousarray({a}[::-1]), {mode}, {loop})"
-        )
+        longer = f"_correlate({a}, np.ascontiguousarray({v}[::-1]), {mode}, {loop})"
+        shorter = f"_correlate({v}, np.ascontiguousarray({a}[::-1]), {mode}, {loop})"
     else:
-        lines.append(f"{indent}    {t} = _correlate({a}, {v}, {mode}, {loop})")
-        lines.append(f"{indent}else:")
-        lines.append(
-            f"{indent}    {t} = np.ascontiguousarray(_correlate({v}, {a}, {mode}, {loop})[::-1])"
-        )
+        longer = f"_correlate({a}, {v}, {mode}, {loop})"
+        shorter = f"np.ascontiguousarray(_correlate({v}, {a}, {mode}, {loop})[::-1])"
+    with out.block(f"if {a}.shape[0] >= {v}.shape[0]:") as body:
+        body.line(f"{t} = {longer}")
+    with out.block("else:") as body:
+        body.line(f"{t} = {shorter}")
     return "fresh"
 
 
@@ -528,7 +518,7 @@ def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
     return ufunc, rank_b
 
 
-def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_linalg(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """One call of the gufunc loop ``np.linalg`` makes, on float64 copies (NumPy computes
     every real dtype in double, then casts to the result's dtype), with the core strides
     of those copies: the loop copies them into its Fortran buffer and calls LAPACK
@@ -541,19 +531,19 @@ def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     f, d = ufunc_loop(w, ufunc, (np.dtype(np.float64),) * ufunc.nargs).split(", ")
     ops = [w.fresh("la") for _ in range(1 + (node.op is OpKind.SOLVE))]
     for v, a in zip(ops, args):
-        lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).astype(np.float64)")
+        out.line(f"{v} = np.ascontiguousarray({a.name}).astype(np.float64)")
     a = ops[0]
-    w.signal(lines, indent, f"{a}.shape[0] != {a}.shape[1] or {a}.shape[0] == 0")
+    w.signal(out, f"{a}.shape[0] != {a}.shape[1] or {a}.shape[0] == 0")
     if node.op is not OpKind.DET:
         for v in ops:
-            w.signal(lines, indent, f"not np.all(np.isfinite({v}))")
+            w.signal(out, f"not np.all(np.isfinite({v}))")
     o = w.fresh("la")
     if node.op is OpKind.SOLVE:
         b = ops[1]
-        w.signal(lines, indent, f"{b}.shape[0] != {a}.shape[0]")
+        w.signal(out, f"{b}.shape[0] != {a}.shape[0]")
         if rank_b == 2:
-            w.signal(lines, indent, f"{b}.shape[1] == 0")
-        lines.append(f"{indent}{o} = np.empty({b}.shape, np.float64)")
+            w.signal(out, f"{b}.shape[1] == 0")
+        out.line(f"{o} = np.empty({b}.shape, np.float64)")
         cores = (
             [f"{a}.strides[0]", f"{a}.strides[1]"]
             + [f"{b}.strides[{k}]" for k in range(rank_b)]
@@ -562,31 +552,29 @@ def _emit_linalg(w: Writer, node: Node, args: list, t: str, lines: list[str], in
         ptrs = [a, b, o]
         sizes = [f"{a}.shape[0]"] + ([f"{b}.shape[1]"] if rank_b == 2 else [])
     elif node.op is OpKind.INV:
-        lines.append(f"{indent}{o} = np.empty({a}.shape, np.float64)")
+        out.line(f"{o} = np.empty({a}.shape, np.float64)")
         cores = [f"{a}.strides[0]", f"{a}.strides[1]", f"{o}.strides[0]", f"{o}.strides[1]"]
         ptrs, sizes = [a, o], [f"{a}.shape[0]"]
     else:
-        lines.append(f"{indent}{o} = np.empty(1, np.float64)")
+        out.line(f"{o} = np.empty(1, np.float64)")
         cores = [f"{a}.strides[0]", f"{a}.strides[1]"]
         ptrs, sizes = [a, o], [f"{a}.shape[0]"]
     for k, p in enumerate(ptrs):
-        lines.append(f"{indent}{pp}[{k}] = {p}.ctypes.data")
-        lines.append(f"{indent}{st}[{k}] = 0")  # one matrix: the outer loop runs once
-    lines.append(f"{indent}{dims}[0] = 1")
+        out.line(f"{pp}[{k}] = {p}.ctypes.data")
+        out.line(f"{st}[{k}] = 0")  # one matrix: the outer loop runs once
+    out.line(f"{dims}[0] = 1")
     for k, s in enumerate(sizes):
-        lines.append(f"{indent}{dims}[{k + 1}] = {s}")
+        out.line(f"{dims}[{k + 1}] = {s}")
     for k, s in enumerate(cores):
-        lines.append(f"{indent}{st}[{len(ptrs) + k}] = {s}")
-    lines.append(
-        f"{indent}_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, {st}.ctypes.data, {d})"
-    )
+        out.line(f"{st}[{len(ptrs) + k}] = {s}")
+    out.line(f"_call_loop({f}, {pp}.ctypes.data, {dims}.ctypes.data, {st}.ctypes.data, {d})")
     if node.op is not OpKind.DET:
-        w.signal(lines, indent, f"np.any(np.isnan({o}))")
+        w.signal(out, f"np.any(np.isnan({o}))")
     cast = "" if np.dtype(node.dtype) == np.float64 else f".astype({ctor(np.dtype(node.dtype))})"
     if node.op is OpKind.DET:
-        lines.append(f"{indent}{t} = {o}{cast}[0]")
+        out.line(f"{t} = {o}{cast}[0]")
         return "scalar"
-    lines.append(f"{indent}{t} = {o}{cast}")
+    out.line(f"{t} = {o}{cast}")
     return "fresh"
 
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, const_source, ctor, literal_value
+from ..emit.source import Source
 from ..static_shapes import aval_of_node, ranked_shape
 from .common import (
     ACCUMULATE,
@@ -53,27 +54,27 @@ def _check_scan(node: Node) -> tuple[Node, np.dtype, int | None]:
     return x, dt, axis
 
 
-def _emit_scan(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_scan(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     x_node, dt, axis = _check_scan(node)
     rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x = w.fresh("x")
     # The lanes are independent: a C-ordered copy (or a cast) changes no result bit.
     cast = "" if np.dtype(x_node.dtype) == dt else f".astype({dts})"
-    lines.append(f"{indent}{x} = np.ascontiguousarray({args[0].name}{cast})")
+    out.line(f"{x} = np.ascontiguousarray({args[0].name}{cast})")
     if axis is None:
-        lines.append(f"{indent}{x} = {x}.ravel()")
+        out.line(f"{x} = {x}.ravel()")
         rank, dims = 1, [f"{x}.size"]
     else:
         dims = [f"{x}.shape[{d}]" for d in range(rank)]
-    alloc_result(w, node, dims, dts, lines, indent, t)
+    alloc_result(w, node, dims, dts, out, t)
     outer, n, inner = lanes_along(x, rank, axis if axis is not None else 0)
     shape3 = f"({outer}, {n}, {inner})"
     w.helpers["_loop3"] = LOOP3
     w.helpers["_accumulate"] = ACCUMULATE
     ufunc = np.add if node.op is OpKind.CUMSUM else np.multiply
-    lines.append(
-        f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+    out.line(
+        f"_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
         f"{ufunc_loop(w, ufunc, (dt,) * 3)}, {loop_scratch(w)})"
     )
     return "fresh"
@@ -144,21 +145,21 @@ def _check_moments(node: Node) -> tuple[Node, np.dtype, int | None]:
 
 
 def _moment_input(
-    w: Writer, x: str, rank: int, axis: int | None, lines: list[str], indent: str
+    w: Writer, x: str, rank: int, axis: int | None, out: Source
 ) -> tuple[str, str, str, str]:
     """``x`` as a C-contiguous ``(outer, n, inner)`` view, its lane expressions. An input
     that is not C-contiguous signals: NumPy would sum it in another order."""
     if rank == 1:  # a 1-D array of any positive stride is summed as it is
-        w.signal(lines, indent, f"{x}.strides[0] < 0")
+        w.signal(out, f"{x}.strides[0] < 0")
         v = w.fresh("x")
-        lines.append(f"{indent}{v} = {x}[None, :, None]")
+        out.line(f"{v} = {x}[None, :, None]")
         return v, "1", f"{x}.shape[0]", "1"
-    w.signal(lines, indent, f"not {x}.flags.c_contiguous")
+    w.signal(out, f"not {x}.flags.c_contiguous")
     c = w.fresh("x")
-    lines.append(f"{indent}{c} = np.ascontiguousarray({x})")  # a C view, typed as one
+    out.line(f"{c} = np.ascontiguousarray({x})")  # a C view, typed as one
     outer, n, inner = lanes_along(c, rank, axis)
     v = w.fresh("x")
-    lines.append(f"{indent}{v} = {c}.reshape(({outer}, {n}, {inner}))")
+    out.line(f"{v} = {c}.reshape(({outer}, {n}, {inner}))")
     return v, outer, n, inner
 
 
@@ -170,13 +171,12 @@ def _finish(
     axis: int | None,
     x: str,
     t: str,
-    lines: list[str],
-    indent: str,
+    out: Source,
 ) -> str:
     """The ``(outer, inner)`` result ``value`` in NumPy's shape (keepdims or not)."""
     keep = bool(node.attrs.get("keepdims"))
     if axis is None and not keep:
-        lines.append(f"{indent}{t} = {value}[0, 0]")
+        out.line(f"{t} = {value}[0, 0]")
         return "scalar"
     if axis is None:
         dims = ["1"] * rank
@@ -184,11 +184,11 @@ def _finish(
         dims = [f"{x}.shape[{d}]" if d != axis else "1" for d in range(rank)]
         if not keep:
             del dims[axis]
-    lines.append(f"{indent}{t} = {value}.reshape({shape_tuple(dims)})")
+    out.line(f"{t} = {value}.reshape({shape_tuple(dims)})")
     return "fresh"
 
 
-def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_moment(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``numpy/_core/_methods.py``'s ``_var`` (and ``_std``) step by step: the mean (a sum,
     divided as ``true_divide(sum, intp count)`` divides: in float64, then cast), the squared
     deviations, their sum divided by ``max(count - ddof, 0)``; a count at most ``ddof``
@@ -197,51 +197,45 @@ def _emit_moment(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x = args[0].name
-    x3, outer, n, inner = _moment_input(w, x, rank, axis, lines, indent)
+    x3, outer, n, inner = _moment_input(w, x, rank, axis, out)
     ddof = int(node.attrs.get("ddof", 0))
-    w.signal(lines, indent, f"{n} - {ddof} <= 0")
+    w.signal(out, f"{n} - {ddof} <= 0")
     w.helpers["_loop3"] = LOOP3
     w.helpers["_sum_axis"] = _SUM_AXIS
     loop = f"{ufunc_loop(w, np.add, (dt,) * 3)}, {loop_scratch(w)}"
     mean, dev, acc = w.fresh("mean"), w.fresh("dev"), w.fresh("acc")
-    lines.append(f"{indent}{mean} = np.zeros(({outer}, {inner}), {dts})")
-    lines.append(f"{indent}_sum_axis({x3}, {mean}, {loop})")
-    lines.append(f"{indent}{mean} = (({mean}.astype(np.float64)) / np.float64({n})).astype({dts})")
-    lines.append(f"{indent}{dev} = {x3} - {mean}.reshape(({outer}, 1, {inner}))")
-    lines.append(f"{indent}{dev} = {dev} * {dev}")
-    lines.append(f"{indent}{acc} = np.zeros(({outer}, {inner}), {dts})")
-    lines.append(f"{indent}_sum_axis({dev}, {acc}, {loop})")
-    lines.append(
-        f"{indent}{acc} = ({acc}.astype(np.float64) / np.float64({n} - {ddof})).astype({dts})"
-    )
+    out.line(f"{mean} = np.zeros(({outer}, {inner}), {dts})")
+    out.line(f"_sum_axis({x3}, {mean}, {loop})")
+    out.line(f"{mean} = (({mean}.astype(np.float64)) / np.float64({n})).astype({dts})")
+    out.line(f"{dev} = {x3} - {mean}.reshape(({outer}, 1, {inner}))")
+    out.line(f"{dev} = {dev} * {dev}")
+    out.line(f"{acc} = np.zeros(({outer}, {inner}), {dts})")
+    out.line(f"_sum_axis({dev}, {acc}, {loop})")
+    out.line(f"{acc} = ({acc}.astype(np.float64) / np.float64({n} - {ddof})).astype({dts})")
     if node.op is OpKind.STD:
-        lines.append(f"{indent}{acc} = np.sqrt({acc})")
-    return _finish(w, node, acc, rank, axis, x, t, lines, indent)
+        out.line(f"{acc} = np.sqrt({acc})")
+    return _finish(w, node, acc, rank, axis, x, t, out)
 
 
-def _emit_nanmean(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_nanmean(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``np.nanmean`` as NumPy computes it: a copy with NaNs replaced by +0.0, its sum
     divided (in float64, then cast) by the count of the others; a lane of NaNs only
     (NumPy's "Mean of empty slice" warning) or an empty input signals."""
     x_node, dt, axis = _check_moments(node)
     rank = len(ranked_shape(x_node))
     dts = ctor(dt)
-    x3, outer, n, inner = _moment_input(w, args[0].name, rank, axis, lines, indent)
-    w.signal(lines, indent, f"{n} == 0")
+    x3, outer, n, inner = _moment_input(w, args[0].name, rank, axis, out)
+    w.signal(out, f"{n} == 0")
     w.helpers["_loop3"] = LOOP3
     w.helpers["_sum_axis"] = _SUM_AXIS
     arr, cnt, acc = w.fresh("arr"), w.fresh("cnt"), w.fresh("acc")
-    lines.append(f"{indent}{arr} = np.where(np.isnan({x3}), {dts}(0), {x3})")
-    lines.append(f"{indent}{cnt} = np.sum(~np.isnan({x3}), axis=1)")
-    w.signal(lines, indent, f"np.any({cnt} == 0)")
-    lines.append(f"{indent}{acc} = np.zeros(({outer}, {inner}), {dts})")
-    lines.append(
-        f"{indent}_sum_axis({arr}, {acc}, {ufunc_loop(w, np.add, (dt,) * 3)}, {loop_scratch(w)})"
-    )
-    lines.append(
-        f"{indent}{acc} = ({acc}.astype(np.float64) / {cnt}.astype(np.float64)).astype({dts})"
-    )
-    return _finish(w, node, acc, rank, axis, args[0].name, t, lines, indent)
+    out.line(f"{arr} = np.where(np.isnan({x3}), {dts}(0), {x3})")
+    out.line(f"{cnt} = np.sum(~np.isnan({x3}), axis=1)")
+    w.signal(out, f"np.any({cnt} == 0)")
+    out.line(f"{acc} = np.zeros(({outer}, {inner}), {dts})")
+    out.line(f"_sum_axis({arr}, {acc}, {ufunc_loop(w, np.add, (dt,) * 3)}, {loop_scratch(w)})")
+    out.line(f"{acc} = ({acc}.astype(np.float64) / {cnt}.astype(np.float64)).astype({dts})")
+    return _finish(w, node, acc, rank, axis, args[0].name, t, out)
 
 
 RULES[OpKind.VAR] = Rule(lambda n: _check_moments(n) and None, _emit_moment)
@@ -333,7 +327,7 @@ def _claims_ufunc_reduce(node: Node) -> bool:
     return node.attrs.get("ufunc") in (np.maximum, np.minimum)
 
 
-def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_extreme(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     x_node, axes, init = _check_extreme(node)
     rank = len(ranked_shape(x_node))
     x = args[0].name
@@ -342,28 +336,27 @@ def _emit_extreme(w: Writer, node: Node, args: list, t: str, lines: list[str], i
     perm = kept + axes
     y = w.fresh("y")
     src = x if perm == list(range(rank)) else f"np.transpose({x}, {tuple(perm)!r})"
-    lines.append(f"{indent}{y} = np.ascontiguousarray({src})")
+    out.line(f"{y} = np.ascontiguousarray({src})")
     rows = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
     size = " * ".join(f"{x}.shape[{d}]" for d in axes) or "1"
     if init is None:  # NumPy: a zero-size reduction without an initial value is an error
-        w.signal(lines, indent, f"{size} == 0")
+        w.signal(out, f"{size} == 0")
     y2, o = w.fresh("y"), w.fresh("o")
-    lines.append(f"{indent}{y2} = {y}.reshape(({rows}, {size}))")
-    lines.append(f"{indent}{o} = np.empty({rows}, {dts})")
+    out.line(f"{y2} = {y}.reshape(({rows}, {size}))")
+    out.line(f"{o} = np.empty({rows}, {dts})")
     w.helpers["_extreme_rows"] = _EXTREME_ROWS
     is_max = node.op is OpKind.MAX or node.attrs.get("ufunc") is np.maximum
     w.signal(
-        lines,
-        indent,
+        out,
         f"_extreme_rows({y2}, {o}, {is_max}, {init is not None}, "
         f"{init if init is not None else f'{dts}(0)'})",
     )
     keep = bool(node.attrs.get("keepdims"))
     dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank) if keep or d not in axes]
     if not dims:
-        lines.append(f"{indent}{t} = {o}[0]")
+        out.line(f"{t} = {o}[0]")
         return "scalar"
-    lines.append(f"{indent}{t} = {o}.reshape({shape_tuple(dims)})")
+    out.line(f"{t} = {o}.reshape({shape_tuple(dims)})")
     return "fresh"
 
 
@@ -482,9 +475,7 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
     return x, None if axis is None else checked_axis(axis, rank, node.op.value), q
 
 
-def _emit_order_stat(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_order_stat(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """Lanes along the axis (moved last, C-ordered), each sorted, then NumPy's formula; an
     empty lane (NumPy's warning and NaN) signals, as do the cases of :data:`MIXED_ZEROS`."""
     x_node, axis, q = _check_order_stat(node)
@@ -495,33 +486,33 @@ def _emit_order_stat(
     if axis is None:
         src, kept = f"{x}.ravel()", []
         y = w.fresh("y")
-        lines.append(f"{indent}{y} = np.ascontiguousarray({x}).ravel()")
+        out.line(f"{y} = np.ascontiguousarray({x}).ravel()")
         lanes, n = "1", f"{y}.shape[0]"
     else:
         kept = [d for d in range(rank) if d != axis]
         perm = kept + [axis]
         src = x if perm == list(range(rank)) else f"np.transpose({x}, {tuple(perm)!r})"
         y = w.fresh("y")
-        lines.append(f"{indent}{y} = np.ascontiguousarray({src})")
+        out.line(f"{y} = np.ascontiguousarray({src})")
         lanes = " * ".join(f"{x}.shape[{d}]" for d in kept) or "1"
         n = f"{x}.shape[{axis}]"
-    w.signal(lines, indent, f"{n} == 0")
+    w.signal(out, f"{n} == 0")
     y2, o = w.fresh("y"), w.fresh("o")
-    lines.append(f"{indent}{y2} = {y}.reshape(({lanes}, {n}))")
+    out.line(f"{y2} = {y}.reshape(({lanes}, {n}))")
     w.helpers["_mixed_zeros"] = MIXED_ZEROS
     if q is None:
         acc = ctor(dt) if dt.kind == "f" else "np.float64"
         name = f"_median_rows_{dt.char}"
         w.helpers[name] = _MEDIAN_ROWS.format(c=dt.char, acc=acc, out=ctor(out_dt))
-        lines.append(f"{indent}{o} = np.empty({lanes}, {ctor(out_dt)})")
-        w.signal(lines, indent, f"{name}({y2}, {o})")
+        out.line(f"{o} = np.empty({lanes}, {ctor(out_dt)})")
+        w.signal(out, f"{name}({y2}, {o})")
         qdims: list[str] = []
     else:
         qc = f"c{len(w.constants)}"
         w.constants.append(np.ascontiguousarray(q.ravel()))
         w.helpers["_quantile_rows"] = _QUANTILE_ROWS
-        lines.append(f"{indent}{o} = np.empty(({q.size}, {lanes}), np.float64)")
-        w.signal(lines, indent, f"_quantile_rows({y2}, {qc}, {o})")
+        out.line(f"{o} = np.empty(({q.size}, {lanes}), np.float64)")
+        w.signal(out, f"_quantile_rows({y2}, {qc}, {o})")
         qdims = [str(s) for s in q.shape]
     keep = bool(node.attrs.get("keepdims"))
     dims = qdims + [
@@ -530,9 +521,9 @@ def _emit_order_stat(
         if keep or (axis is not None and d != axis)
     ]
     if not dims:
-        lines.append(f"{indent}{t} = {o}.ravel()[0]")
+        out.line(f"{t} = {o}.ravel()[0]")
         return "scalar"
-    lines.append(f"{indent}{t} = {o}.reshape({shape_tuple(dims)})")
+    out.line(f"{t} = {o}.reshape({shape_tuple(dims)})")
     return "fresh"
 
 
@@ -580,9 +571,7 @@ def {name}1(row):
 """
 
 
-def _emit_arg_reduce(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_arg_reduce(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``np.argmin``/``np.argmax``: the first extreme, or the first NaN (NumPy's rule),
     along one axis (moved last) or over the flattened array."""
     x = args[0]
@@ -593,28 +582,28 @@ def _emit_arg_reduce(
     axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims", False)
     rank = len(node.args[0].aval.shape)
     if x.scalar:  # a 0-d value: NumPy's answer is 0
-        lines.append(f"{indent}{t} = np.int64(0)")
+        out.line(f"{t} = np.int64(0)")
         return "scalar"
     if axis is None or rank == 1:
         flat = w.fresh("r")
-        lines.append(f"{indent}{flat} = np.ascontiguousarray({x.name}).ravel()")
-        w.signal(lines, indent, f"{flat}.size == 0")  # NumPy's empty-sequence error
-        lines.append(f"{indent}{t} = np.int64({name}1({flat}))")
+        out.line(f"{flat} = np.ascontiguousarray({x.name}).ravel()")
+        w.signal(out, f"{flat}.size == 0")  # NumPy's empty-sequence error
+        out.line(f"{t} = np.int64({name}1({flat}))")
         if not keepdims:
             return "scalar"
-        lines.append(f"{indent}{t} = np.full({(1,) * rank!r}, {t})")
+        out.line(f"{t} = np.full({(1,) * rank!r}, {t})")
         return "fresh"
     ax = int(axis) % rank
     perm = tuple(a for a in range(rank) if a != ax) + (ax,)
     v = w.fresh("v")
-    lines.append(f"{indent}{v} = np.transpose({x.name}, {perm!r})")
-    w.signal(lines, indent, f"{v}.shape[{rank - 1}] == 0")
+    out.line(f"{v} = np.transpose({x.name}, {perm!r})")
+    w.signal(out, f"{v}.shape[{rank - 1}] == 0")
     shape = "(" + "".join(f"{v}.shape[{a}], " for a in range(rank - 1)) + ")"
-    lines.append(f"{indent}{t} = np.empty({shape}, np.int64)")
-    lines.append(f"{indent}for _ix in np.ndindex({t}.shape):")
-    lines.append(f"{indent}    {t}[_ix] = {name}1({v}[_ix])")
+    out.line(f"{t} = np.empty({shape}, np.int64)")
+    with out.block(f"for _ix in np.ndindex({t}.shape):") as body:
+        body.line(f"{t}[_ix] = {name}1({v}[_ix])")
     if keepdims:
-        lines.append(f"{indent}{t} = np.expand_dims({t}, {ax})")
+        out.line(f"{t} = np.expand_dims({t}, {ax})")
     return "fresh"
 
 

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, const_source, ctor
+from ..emit.source import Source
 from ..static_shapes import aval_of_node, ranked_shape
 from ..ufunc_loops import find_loop
 from .common import (
@@ -61,9 +62,7 @@ def _check_concatenate(node: Node) -> None:
         checked_axis(axis, rank, "concatenate")
 
 
-def _emit_concatenate(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_concatenate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     xs, dt = _joined(node)
     names = [a.name for a in args]
     axis = node.attrs.get("axis", 0)
@@ -77,20 +76,20 @@ def _emit_concatenate(
         for n in names[1:]:  # NumPy's ValueError: the other dimensions must agree
             for d in range(rank):
                 if d != k:
-                    w.signal(lines, indent, f"{n}.shape[{d}] != {first}.shape[{d}]")
+                    w.signal(out, f"{n}.shape[{d}] != {first}.shape[{d}]")
     parts = []
     for n in names:
         v = w.fresh("c")
-        lines.append(f"{indent}{v} = {n}")
+        out.line(f"{v} = {n}")
         parts.append(v)
     total = " + ".join(f"{v}.shape[{k}]" for v in parts)
     dims = [f"{parts[0]}.shape[{d}]" if d != k else f"({total})" for d in range(rank)]
-    alloc_result(w, node, dims, ctor(dt), lines, indent, t)
+    alloc_result(w, node, dims, ctor(dt), out, t)
     off = "0"
     for v in parts:
         end = w.fresh("e")
-        lines.append(f"{indent}{end} = {off} + {v}.shape[{k}]")
-        lines.append(f"{indent}{t}[{index_at_axis(rank, k, f'{off}:{end}')}] = {v}")
+        out.line(f"{end} = {off} + {v}.shape[{k}]")
+        out.line(f"{t}[{index_at_axis(rank, k, f'{off}:{end}')}] = {v}")
         off = end
     return "fresh"
 
@@ -101,19 +100,19 @@ def _check_stack(node: Node) -> None:
     checked_axis(node.attrs.get("axis", 0), len(ranked_shape(xs[0])) + 1, "stack")
 
 
-def _emit_stack(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_stack(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     xs, dt = _joined(node)
     rank = len(ranked_shape(xs[0]))
     k = int(node.attrs.get("axis", 0)) % (rank + 1)
     first = args[0].name
     for a in args[1:]:  # NumPy's ValueError: all input arrays must have the same shape
         for d in range(rank):
-            w.signal(lines, indent, f"{a.name}.shape[{d}] != {first}.shape[{d}]")
+            w.signal(out, f"{a.name}.shape[{d}] != {first}.shape[{d}]")
     dims = [f"{first}.shape[{d}]" for d in range(rank)]
     dims.insert(k, str(len(args)))
-    alloc_result(w, node, dims, ctor(dt), lines, indent, t)
+    alloc_result(w, node, dims, ctor(dt), out, t)
     for i, a in enumerate(args):
-        lines.append(f"{indent}{t}[{index_at_axis(rank + 1, k, str(i))}] = {a.name}")
+        out.line(f"{t}[{index_at_axis(rank + 1, k, str(i))}] = {a.name}")
     return "fresh"
 
 
@@ -130,13 +129,11 @@ def _expand_axes(node: Node) -> list[int]:
     return norm
 
 
-def _emit_expand_dims(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_expand_dims(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     axes = _expand_axes(node)
     rank = len(node.args[0].aval.shape) + len(axes)
     index = ", ".join("None" if a in axes else ":" for a in range(rank))
-    lines.append(f"{indent}{t} = {args[0].name}[{index}]")
+    out.line(f"{t} = {args[0].name}[{index}]")
     return "view"
 
 
@@ -152,11 +149,11 @@ def _flip_axes(node: Node) -> set[int]:
     return {checked_axis(a, rank, "flip") for a in axes}
 
 
-def _emit_flip(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_flip(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     axes = _flip_axes(node)
     rank = len(node.args[0].aval.shape)
     index = ", ".join("::-1" if a in axes else ":" for a in range(rank))
-    lines.append(f"{indent}{t} = {args[0].name}[{index}]")
+    out.line(f"{t} = {args[0].name}[{index}]")
     return "view"
 
 
@@ -170,12 +167,10 @@ def _check_expand_dims(node: Node) -> None:
         _expand_axes(node)
 
 
-def _emit_any_expand_dims(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_any_expand_dims(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     if not isinstance(node.attrs["axis"], int):
-        return _emit_expand_dims(w, node, args, t, lines, indent)
-    lines.append(f"{indent}{t} = np.expand_dims({args[0].name}, {int(node.attrs['axis'])})")
+        return _emit_expand_dims(w, node, args, t, out)
+    out.line(f"{t} = np.expand_dims({args[0].name}, {int(node.attrs['axis'])})")
     return _view_kind(node)
 
 
@@ -195,39 +190,35 @@ def _no_check(node: Node) -> None:
     """Numba's method takes every operand NumPy's does here (shapes checked at tracing)."""
 
 
-def _emit_reshape(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_reshape(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     shape = tuple(node.attrs["shape"])
     x = args[0].name
     if shape == ():
-        lines.append(f"{indent}{t} = np.ascontiguousarray({x}).ravel()[0]")
+        out.line(f"{t} = np.ascontiguousarray({x}).ravel()[0]")
         return "scalar"
-    lines.append(f"{indent}{t} = np.ascontiguousarray({x}).reshape({shape!r})")
+    out.line(f"{t} = np.ascontiguousarray({x}).reshape({shape!r})")
     return "unit_view"  # a reshape of a contiguous array: its rows are unit-stride
 
 
-def _emit_transpose(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_transpose(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     axes = node.attrs.get("axes")
     axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else tuple(axes)
-    lines.append(f"{indent}{t} = np.transpose({args[0].name}, {axes!r})")
+    out.line(f"{t} = np.transpose({args[0].name}, {axes!r})")
     return _view_kind(node)
 
 
-def _emit_broadcast_to(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_broadcast_to(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     shape = tuple(node.attrs["shape"])
-    lines.append(f"{indent}{t} = np.broadcast_to({args[0].name}, {shape!r})")
+    out.line(f"{t} = np.broadcast_to({args[0].name}, {shape!r})")
     return _view_kind(node)
 
 
-def _emit_copy(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_copy(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     x = args[0]
     if x.scalar:
-        lines.append(f"{indent}{t} = {x.name}")
+        out.line(f"{t} = {x.name}")
         return "scalar"
-    lines.append(f"{indent}{t} = {x.name}.copy()")
+    out.line(f"{t} = {x.name}.copy()")
     return "fresh"
 
 
@@ -283,7 +274,7 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     return x, pairs, const_source(value, dt)
 
 
-def _emit_pad(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_pad(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """The array copied into the middle of the result; ``constant``: the rest filled with
     NumPy's cast of the constant; ``edge``: axis by axis, each pad copies the hyperplane at
     the edge (corners then hold the nearest edge value, as in NumPy)."""
@@ -292,30 +283,30 @@ def _emit_pad(w: Writer, node: Node, args: list, t: str, lines: list[str], inden
     x = args[0].name
     dts = ctor(np.dtype(x_node.dtype))
     dims = [f"{x}.shape[{d}] + {a + b}" for d, (a, b) in enumerate(pairs)]
-    alloc_result(w, node, dims, dts, lines, indent, t)
+    alloc_result(w, node, dims, dts, out, t)
     if const is not None:
-        lines.append(f"{indent}{t}[...] = {const}")
+        out.line(f"{t}[...] = {const}")
     else:  # NumPy: "can't extend empty axis" where an empty axis is padded
         for d, (a, b) in enumerate(pairs):
             if a or b:
-                w.signal(lines, indent, f"{x}.shape[{d}] == 0")
+                w.signal(out, f"{x}.shape[{d}] == 0")
     middle = ", ".join(f"{a}:{a} + {x}.shape[{d}]" for d, (a, b) in enumerate(pairs))
-    lines.append(f"{indent}{t}[{middle}] = {x}")
+    out.line(f"{t}[{middle}] = {x}")
     if const is None:
         for d, (a, b) in enumerate(pairs):
             size = f"{x}.shape[{d}]"
             if a:
                 q = w.fresh("q")
-                lines.append(f"{indent}for {q} in range({a}):")
                 to, edge = index_at_axis(rank, d, q), index_at_axis(rank, d, str(a))
-                lines.append(f"{indent}    {t}[{to}] = {t}[{edge}]")
+                with out.block(f"for {q} in range({a}):") as body:
+                    body.line(f"{t}[{to}] = {t}[{edge}]")
             if b:
                 q = w.fresh("q")
-                lines.append(f"{indent}for {q} in range({b}):")
-                lines.append(
-                    f"{indent}    {t}[{index_at_axis(rank, d, f'{a} + {size} + {q}')}] = "
-                    f"{t}[{index_at_axis(rank, d, f'{a} + {size} - 1')}]"
-                )
+                with out.block(f"for {q} in range({b}):") as body:
+                    body.line(
+                        f"{t}[{index_at_axis(rank, d, f'{a} + {size} + {q}')}] = "
+                        f"{t}[{index_at_axis(rank, d, f'{a} + {size} - 1')}]"
+                    )
     return "fresh"
 
 
@@ -335,23 +326,25 @@ def _check_outer(node: Node) -> np.dtype:
     return dt
 
 
-def _emit_outer(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_outer(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``multiply(a.ravel()[:, None], b.ravel()[None, :])`` as NumPy runs it: its multiply
     loop once per row, ``a[i]`` with stride 0."""
     dt = _check_outer(node)
     a, b = w.fresh("u"), w.fresh("u")
-    lines.append(f"{indent}{a} = {args[0].name}.ravel()")
-    lines.append(f"{indent}{b} = {args[1].name}.ravel()")
-    alloc_result(w, node, [f"{a}.size", f"{b}.size"], ctor(dt), lines, indent, t)
+    out.line(f"{a} = {args[0].name}.ravel()")
+    out.line(f"{b} = {args[1].name}.ravel()")
+    alloc_result(w, node, [f"{a}.size", f"{b}.size"], ctor(dt), out, t)
     w.helpers["_loop3"] = LOOP3
     i = w.fresh("i")
-    lines.append(f"{indent}if {b}.size > 0:")
-    lines.append(f"{indent}    for {i} in range({a}.size):")
-    lines.append(
-        f"{indent}        _loop3({ufunc_loop(w, np.multiply, (dt,) * 3)}, {loop_scratch(w)}, "
-        f"{a}[{i}:].ctypes.data, {b}.ctypes.data, {t}[{i}].ctypes.data, {b}.size, "
-        f"0, {b}.strides[0], {t}.strides[1])"
-    )
+    with (
+        out.block(f"if {b}.size > 0:") as nonempty,
+        nonempty.block(f"for {i} in range({a}.size):") as body,
+    ):
+        body.line(
+            f"_loop3({ufunc_loop(w, np.multiply, (dt,) * 3)}, {loop_scratch(w)}, "
+            f"{a}[{i}:].ctypes.data, {b}.ctypes.data, {t}[{i}].ctypes.data, {b}.size, "
+            f"0, {b}.strides[0], {t}.strides[1])"
+        )
     return "fresh"
 
 
@@ -372,21 +365,19 @@ def _check_nonzero(node: Node) -> int:
     return rank
 
 
-def _emit_nonzero_op(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
     elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
     rank = _check_nonzero(node)
     m = w.fresh("m")
-    lines.append(f"{indent}{m} = np.ascontiguousarray({args[0].name})")
-    axes = emit_nonzero(w, m, rank, lines, indent)
+    out.line(f"{m} = np.ascontiguousarray({args[0].name})")
+    axes = emit_nonzero(w, m, rank, out)
     if node.op is OpKind.NONZERO:
-        lines.append(f"{indent}{t} = {shape_tuple(axes)}")
+        out.line(f"{t} = {shape_tuple(axes)}")
         return "fresh"
-    lines.append(f"{indent}{t} = np.empty(({axes[0]}.shape[0], {rank}), np.int64)")
+    out.line(f"{t} = np.empty(({axes[0]}.shape[0], {rank}), np.int64)")
     for q, a in enumerate(axes):
-        lines.append(f"{indent}{t}[:, {q}] = {a}")
+        out.line(f"{t}[:, {q}] = {a}")
     return "fresh"
 
 
@@ -410,7 +401,7 @@ def _check_squeeze(node: Node) -> list[int]:
     return norm
 
 
-def _emit_squeeze(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_squeeze(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """A view with index 0 at each squeezed axis. NumPy's ValueError (a given axis not of
     size 1), or an unknown size the graph keeps that is 1 (NumPy would drop it), signal."""
     axes = _check_squeeze(node)
@@ -418,14 +409,14 @@ def _emit_squeeze(w: Writer, node: Node, args: list, t: str, lines: list[str], i
     x = args[0].name
     for d, n in enumerate(shape):
         if d in axes and n != 1:
-            w.signal(lines, indent, f"{x}.shape[{d}] != 1")
+            w.signal(out, f"{x}.shape[{d}] != 1")
         elif node.attrs.get("axis") is None and n is None:
-            w.signal(lines, indent, f"{x}.shape[{d}] == 1")
+            w.signal(out, f"{x}.shape[{d}] == 1")
     if len(axes) == len(shape):
-        lines.append(f"{indent}{t} = {x}[{', '.join('0' for _ in shape)}]")
+        out.line(f"{t} = {x}[{', '.join('0' for _ in shape)}]")
         return "scalar"
     index = ", ".join("0" if d in axes else ":" for d in range(len(shape)))
-    lines.append(f"{indent}{t} = {x}[{index}]")
+    out.line(f"{t} = {x}[{index}]")
     return "view"
 
 
@@ -449,23 +440,21 @@ def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
     return x, dt, checked_axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
 
 
-def _emit_accumulate(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_accumulate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
     the ufunc for the dtype, called with its output one step behind its first input."""
     x_node, dt, axis, ufunc = _check_accumulate(node)
     rank = len(ranked_shape(x_node))
     dts = ctor(dt)
     x = w.fresh("x")
-    lines.append(f"{indent}{x} = np.ascontiguousarray({args[0].name})")
-    alloc_result(w, node, [f"{x}.shape[{d}]" for d in range(rank)], dts, lines, indent, t)
+    out.line(f"{x} = np.ascontiguousarray({args[0].name})")
+    alloc_result(w, node, [f"{x}.shape[{d}]" for d in range(rank)], dts, out, t)
     outer, n, inner = lanes_along(x, rank, axis)
     shape3 = f"({outer}, {n}, {inner})"
     w.helpers["_loop3"] = LOOP3
     w.helpers["_accumulate"] = ACCUMULATE
-    lines.append(
-        f"{indent}_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
+    out.line(
+        f"_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
         f"{ufunc_loop(w, ufunc, (dt,) * 3)}, {loop_scratch(w)})"
     )
     return "fresh"

@@ -8,6 +8,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, const_source, ctor
+from ..emit.source import Source
 from ..static_shapes import ranked_shape
 from .common import (
     DTYPES,
@@ -115,7 +116,7 @@ def _check_sort(node: Node) -> tuple[Node, int | None]:
     return x, checked_axis(axis, rank, node.op.value)
 
 
-def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_sort(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """Each lane (the axis moved last, C-ordered) sorted by a stable merge sort. A stable
     ``argsort`` is NumPy's; for ``sort`` and an unstable ``argsort`` the sorted result is
     unique where no tie could come out in another order, which is checked: else it signals.
@@ -134,12 +135,12 @@ def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str], inde
         inv = [perm.index(d) for d in range(rank)]
         src = f"np.transpose({x}, {tuple(perm)!r})" if perm != list(range(rank)) else x
     c = w.fresh("s")
-    lines.append(f"{indent}{c} = np.ascontiguousarray({src})")
+    out.line(f"{c} = np.ascontiguousarray({src})")
     lanes = " * ".join(f"{c}.shape[{d}]" for d in range(rank - 1)) or "1"
     n = f"{c}.shape[{rank - 1}]"
     x2, o2 = w.fresh("s"), w.fresh("s")
-    lines.append(f"{indent}{x2} = {c}.reshape(({lanes}, {n}))")
-    lines.append(f"{indent}{o2} = np.empty(({lanes}, {n}), {out_dt})")
+    out.line(f"{x2} = {c}.reshape(({lanes}, {n}))")
+    out.line(f"{o2} = np.empty(({lanes}, {n}), {out_dt})")
     stable = node.attrs.get("kind") in ("stable", "mergesort")
     want_index = node.op is OpKind.ARGSORT
     w.helpers["_lt"] = _NAN_LAST_LT
@@ -147,16 +148,16 @@ def _emit_sort(w: Writer, node: Node, args: list, t: str, lines: list[str], inde
     bad = w.fresh("bad")
     if want_index and stable:  # ties in index order: NumPy's stable sort, nothing to check
         w.helpers["_argsort_stable"] = _ARGSORT_STABLE
-        lines.append(f"{indent}{bad} = _sort_rows_stable({x2}, {o2})")
+        out.line(f"{bad} = _sort_rows_stable({x2}, {o2})")
     else:
         # the bits of equal values (a float's bits; an integer's are its value)
         bits = f"{x2}.view(np.uint{8 * dt.itemsize})" if dt.kind == "f" else x2
-        lines.append(f"{indent}{bad} = _sort_rows({x2}, {o2}, {want_index}, {bits})")
-    w.signal(lines, indent, bad)
+        out.line(f"{bad} = _sort_rows({x2}, {o2}, {want_index}, {bits})")
+    w.signal(out, bad)
     shaped = f"{o2}.reshape({c}.shape)"
     if inv is not None and inv != list(range(rank)):
         shaped = f"np.ascontiguousarray(np.transpose({shaped}, {tuple(inv)!r}))"
-    lines.append(f"{indent}{t} = {shaped}")
+    out.line(f"{t} = {shaped}")
     return "fresh"
 
 
@@ -270,7 +271,7 @@ def _check_search(node: Node) -> tuple[Node, Node, np.dtype]:
     return a, v, common
 
 
-def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_search(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """NumPy's binary search of each key (C order) in the common dtype of the two arrays.
     ``digitize``: NumPy's composition — the bins' monotonicity (non-monotonic bins signal
     NumPy's ValueError), then searchsorted with the other side, reversed for decreasing
@@ -281,36 +282,36 @@ def _emit_search(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     a, v = w.fresh("sa"), w.fresh("sv")
     cast_a = "" if np.dtype(a_node.dtype) == common else f".astype({cts})"
     cast_v = "" if np.dtype(v_node.dtype) == common else f".astype({cts})"
-    lines.append(f"{indent}{a} = {args[ai].name}{cast_a}")
+    out.line(f"{a} = {args[ai].name}{cast_a}")
     rank = len(ranked_shape(v_node))
     src = args[vi].name
     if rank == 0:
-        lines.append(f"{indent}{v} = np.full(1, {src}, {cts})")
+        out.line(f"{v} = np.full(1, {src}, {cts})")
     else:
-        lines.append(f"{indent}{v} = np.ascontiguousarray({src}{cast_v}).ravel()")
+        out.line(f"{v} = np.ascontiguousarray({src}{cast_v}).ravel()")
     w.helpers["_lt"] = _NAN_LAST_LT
     w.helpers["_searchsorted"] = _SEARCHSORTED
     o = w.fresh("so")
-    lines.append(f"{indent}{o} = np.empty({v}.shape[0], np.int64)")
+    out.line(f"{o} = np.empty({v}.shape[0], np.int64)")
     if node.op is OpKind.SEARCHSORTED:
         right = node.attrs.get("side", "left") == "right"
-        lines.append(f"{indent}_searchsorted({a}, {v}, {o}, {right})")
+        out.line(f"_searchsorted({a}, {v}, {o}, {right})")
     else:
         w.helpers["_monotonicity"] = _MONOTONICITY
         mono = w.fresh("mono")
-        lines.append(f"{indent}{mono} = _monotonicity({args[ai].name}.astype(np.float64))")
-        w.signal(lines, indent, f"{mono} == 0")
+        out.line(f"{mono} = _monotonicity({args[ai].name}.astype(np.float64))")
+        w.signal(out, f"{mono} == 0")
         right = not node.attrs.get("right", False)  # NumPy swaps the side
-        lines.append(f"{indent}if {mono} == -1:")
-        lines.append(f"{indent}    _searchsorted({a}[::-1], {v}, {o}, {right})")
-        lines.append(f"{indent}    {o} = {a}.shape[0] - {o}")
-        lines.append(f"{indent}else:")
-        lines.append(f"{indent}    _searchsorted({a}, {v}, {o}, {right})")
+        with out.block(f"if {mono} == -1:") as body:
+            body.line(f"_searchsorted({a}[::-1], {v}, {o}, {right})")
+            body.line(f"{o} = {a}.shape[0] - {o}")
+        with out.block("else:") as body:
+            body.line(f"_searchsorted({a}, {v}, {o}, {right})")
     if rank == 0:
-        lines.append(f"{indent}{t} = {o}[0]")
+        out.line(f"{t} = {o}[0]")
         return "scalar"
     shape = shape_tuple([f"{args[vi].name}.shape[{d}]" for d in range(rank)])
-    lines.append(f"{indent}{t} = {o}.reshape({shape})")
+    out.line(f"{t} = {o}.reshape({shape})")
     return "fresh"
 
 
@@ -356,37 +357,36 @@ def _check_unique(node: Node) -> np.dtype:
     return np.dtype(x.dtype)
 
 
-def _emit_unique(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_unique(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     dt = _check_unique(node)
     flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
-    lines.append(f"{indent}{flat} = np.ascontiguousarray({args[0].name}).ravel()")
+    out.line(f"{flat} = np.ascontiguousarray({args[0].name}).ravel()")
     with_index = bool(node.attrs.get("return_index"))
     if with_index:  # NumPy: a mergesort argsort, so the first of equal values is kept
-        lines.append(f"{indent}{perm} = np.argsort({flat}, kind='mergesort')")
-        lines.append(f"{indent}{aux} = {flat}[{perm}]")
+        out.line(f"{perm} = np.argsort({flat}, kind='mergesort')")
+        out.line(f"{aux} = {flat}[{perm}]")
     else:
-        lines.append(f"{indent}{aux} = np.sort({flat})")
+        out.line(f"{aux} = np.sort({flat})")
     if dt.kind == "f":
         w.helpers["_mixed_zeros"] = MIXED_ZEROS
         w.signal(
-            lines,
-            indent,
+            out,
             f"{aux}.shape[0] > 0 and {aux}[{aux}.shape[0] - 1] != {aux}[{aux}.shape[0] - 1]",
         )
-        w.signal(lines, indent, f"_mixed_zeros({aux})")
+        w.signal(out, f"_mixed_zeros({aux})")
     w.helpers["_unique_runs"] = _UNIQUE
     starts, counts, vals = w.fresh("u"), w.fresh("u"), w.fresh("u")
-    lines.append(f"{indent}{starts}, {counts} = _unique_runs({aux})")
-    lines.append(f"{indent}{vals} = {aux}[{starts}]")
+    out.line(f"{starts}, {counts} = _unique_runs({aux})")
+    out.line(f"{vals} = {aux}[{starts}]")
     outs = [vals]
     if with_index:
         outs.append(f"{perm}[{starts}]")
     if node.attrs.get("return_counts"):
         outs.append(counts)
     if len(outs) == 1:
-        lines.append(f"{indent}{t} = {vals}")
+        out.line(f"{t} = {vals}")
     else:
-        lines.append(f"{indent}{t} = {shape_tuple(outs)}")
+        out.line(f"{t} = {shape_tuple(outs)}")
     return "fresh"
 
 
@@ -455,7 +455,7 @@ def _check_interp(node: Node) -> None:
         raise Unsupported(f"interp into {node.dtype}")
 
 
-def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str) -> str:
+def _emit_interp(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """The three arrays as float64 (NumPy's conversion); lengths of ``xp`` and ``fp`` that
     differ, or an empty ``xp`` (NumPy's ValueError), signal."""
     _check_interp(node)
@@ -463,19 +463,19 @@ def _emit_interp(w: Writer, node: Node, args: list, t: str, lines: list[str], in
     rank = len(node.args[0].aval.shape)
     for v, a in zip((x, xp, fp), args):
         if v == x and rank == 0:
-            lines.append(f"{indent}{v} = np.full(1, np.float64({a.name}), np.float64)")
+            out.line(f"{v} = np.full(1, np.float64({a.name}), np.float64)")
         else:
-            lines.append(f"{indent}{v} = np.ascontiguousarray({a.name}).ravel().astype(np.float64)")
-    w.signal(lines, indent, f"{xp}.shape[0] != {fp}.shape[0] or {xp}.shape[0] == 0")
+            out.line(f"{v} = np.ascontiguousarray({a.name}).ravel().astype(np.float64)")
+    w.signal(out, f"{xp}.shape[0] != {fp}.shape[0] or {xp}.shape[0] == 0")
     o = w.fresh("ip")
-    lines.append(f"{indent}{o} = np.empty({x}.shape[0], np.float64)")
+    out.line(f"{o} = np.empty({x}.shape[0], np.float64)")
     w.helpers["_interp"] = _INTERP
-    w.signal(lines, indent, f"_interp({x}, {xp}, {fp}, {o})")
+    w.signal(out, f"_interp({x}, {xp}, {fp}, {o})")
     if rank == 0:
-        lines.append(f"{indent}{t} = {o}[0]")
+        out.line(f"{t} = {o}[0]")
         return "scalar"
     shape = shape_tuple([f"{args[0].name}.shape[{d}]" for d in range(rank)])
-    lines.append(f"{indent}{t} = {o}.reshape({shape})")
+    out.line(f"{t} = {o}.reshape({shape})")
     return "fresh"
 
 
@@ -540,9 +540,7 @@ def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
     return float(first), float(last), denom, edges
 
 
-def _emit_histogram(
-    w: Writer, node: Node, args: list, t: str, lines: list[str], indent: str
-) -> str:
+def _emit_histogram(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     first, last, denom, edges = _histogram_range(node)
     nbins = int(node.attrs["bins"])
     ec = f"c{len(w.constants)}"
@@ -550,13 +548,13 @@ def _emit_histogram(
     w.helpers["_histogram"] = _HISTOGRAM
     counts = w.fresh("h")
     f64 = np.dtype(np.float64)
-    lines.append(f"{indent}{counts} = np.zeros({nbins}, np.int64)")
-    lines.append(
-        f"{indent}_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
+    out.line(f"{counts} = np.zeros({nbins}, np.int64)")
+    out.line(
+        f"_histogram(np.ascontiguousarray({args[0].name}).ravel(), {ec}, "
         f"{const_source(first, f64)}, {const_source(last, f64)}, "
         f"{const_source(denom, f64)}, {nbins}, {counts})"
     )
-    lines.append(f"{indent}{t} = ({counts}, {ec}.copy())")
+    out.line(f"{t} = ({counts}, {ec}.copy())")
     return "fresh"
 
 
