@@ -33,7 +33,7 @@ from .compiler import (
     set_synchronous,
     wait_for_kernels,
 )
-from .emit import Emitter, Namer, Scope, output_expr
+from .emit import Emitter, Namer, Scope, Source, output_expr
 from .emit.literals import Unsupported
 from .parallel import parallel_sum, parallel_ufunc, parallel_ufunc_sum
 from .runners import RUNTIME, CpuRunnerWriter, CudaRunnerWriter
@@ -169,7 +169,7 @@ class _FusedEmitter(Emitter):
             for item in self.schedule(graph)[1]
         ]
 
-    def emit_node(self, node: Node, scope: Scope, indent: str) -> None:
+    def emit_node(self, node: Node, scope: Scope, out: Source) -> None:
         if self.exact_sums and plain_float_sum(node):
             self.parallel_sums += 1
             x = scope.var(node.args[0])
@@ -177,7 +177,7 @@ class _FusedEmitter(Emitter):
             expr = f"_parallel_sum({x})"
             if known:
                 expr = f"{known} if {known} is not None else {expr}"
-            self.lines.append(f"{indent}{scope.var(node)} = {expr}")
+            out.line(f"{scope.var(node)} = {expr}")
             return
         size = self._parallel_size(node)
         aval = aval_of_node(node)
@@ -188,15 +188,13 @@ class _FusedEmitter(Emitter):
             self.parallel_ufunc_size = min(self.parallel_ufunc_size or size, size)
             x, v, total = scope.var(node.args[0]), scope.var(node), self._sum_into.get(node)
             if total:
-                self.lines.append(
-                    f"{indent}{v}, {total} = _parallel_ufunc_sum({uf}, {x}, {dt}, {size})"
-                )
+                out.line(f"{v}, {total} = _parallel_ufunc_sum({uf}, {x}, {dt}, {size})")
             else:
-                self.lines.append(f"{indent}{v} = _parallel_ufunc({uf}, {x}, {dt}, {size})")
+                out.line(f"{v} = _parallel_ufunc({uf}, {x}, {dt}, {size})")
             return
         if node in self._sum_into:  # (not split here: the test sums it itself)
-            self.lines.append(f"{indent}{self._sum_into[node]} = None")
-        super().emit_node(node, scope, indent)
+            out.line(f"{self._sum_into[node]} = None")
+        super().emit_node(node, scope, out)
 
     def _parallel_size(self, node: Node) -> int | None:
         """The size from which ``node`` runs as :func:`parallel_ufunc`, or None."""
@@ -209,7 +207,7 @@ class _FusedEmitter(Emitter):
             return None
         return cost.parallel_unary_size(node)
 
-    def _emit_while(self, node: Node, v: str, args: list[str], indent: str) -> None:
+    def _emit_while(self, node: Node, v: str, args: list[str], out: Source) -> None:
         if self.exact_sums:
             cond, body = node.attrs["cond"], node.attrs["body"]
             for i in range(node.attrs["n_vars"]):
@@ -220,16 +218,16 @@ class _FusedEmitter(Emitter):
                     and any(plain_float_sum(c) and c.args[0] is ph for c in cond.nodes)
                 ):
                     total = f"known_sum{len(self._sum_into)}"
-                    self.lines.append(f"{indent}{total} = None")
+                    out.line(f"{total} = None")
                     self._sum_of_input[ph] = self._sum_into[made] = total
-        super()._emit_while(node, v, args, indent)
+        super()._emit_while(node, v, args, out)
 
     def emit_graph(
-        self, graph: Graph, scope: Scope, indent: str, free_temporaries: bool = False
+        self, graph: Graph, scope: Scope, out: Source, free_temporaries: bool = False
     ) -> list[str]:
         plans, order = self.schedule(graph)
         if not plans:
-            return super().emit_graph(graph, scope, indent, free_temporaries)
+            return super().emit_graph(graph, scope, out, free_temporaries)
         by_segment = {id(p.segment): p for p in plans}
         resident = _device_resident(graph, plans)
         for item in order:
@@ -245,12 +243,12 @@ class _FusedEmitter(Emitter):
                 else:
                     writer = CpuRunnerWriter(plan, idx, self.namer, hot)
                 runner = writer.runner()
-                self.functions.append("\n".join(writer.lines))
+                self.functions.append("\n".join(writer.out.lines))
                 ins = ", ".join(scope.var(n) for n in item.inputs)
                 outs = "".join(scope.var(o) + ", " for o in item.outputs)
-                self.lines.append(f"{indent}{outs} = {runner}({ins})")
+                out.line(f"{outs} = {runner}({ins})")
             else:
-                self.emit_node(item, scope, indent)
+                self.emit_node(item, scope, out)
         return [scope.var(o) for o in graph.outputs]
 
 
@@ -346,19 +344,20 @@ def compile_fused(
     emitter = _FusedEmitter(namer, mode, target, exact_sums, fast_math)
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
-    emitter.lines.append(f"def run({params}):")
-    emitter.plan_writes(graph, tree)
-    emitter.emit_graph(graph, scope, "    ")
-    result = output_expr(tree, graph, namer, scope)
-    if emitter.plans:
-        emitter.lines.append(f"    _r = {result}")
-        # Kernels requested during this call start compiling now that its work is done.
-        emitter.lines.append("    if _deferred:")
-        emitter.lines.append("        _flush()")
-        emitter.lines.append("    return _r")
-    else:
-        emitter.lines.append(f"    return {result}")
-    source = "\n\n".join(emitter.functions + ["\n".join(emitter.lines)]) + "\n"
+    out = Source()
+    with out.block(f"def run({params}):") as body:
+        emitter.plan_writes(graph, tree)
+        emitter.emit_graph(graph, scope, body)
+        result = output_expr(tree, graph, namer, scope)
+        if emitter.plans:
+            body.line(f"_r = {result}")
+            # Kernels requested during this call start compiling now that its work is done.
+            with body.block("if _deferred:") as deferred:
+                deferred.line("_flush()")
+            body.line("return _r")
+        else:
+            body.line(f"return {result}")
+    source = "\n\n".join([*emitter.functions, "\n".join(out.lines)]) + "\n"
     code = _CODE.get(source)
     if code is None:
         code = compile(source, filename, "exec")

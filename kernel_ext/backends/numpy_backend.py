@@ -14,7 +14,7 @@ from typing import Any
 
 from ..ir import Graph
 from ..ir.structure import TreeNode
-from .emit import Emitter, Namer, Scope, output_expr
+from .emit import Emitter, Namer, Scope, Source, output_expr
 
 
 def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, dict[str, Any]]:
@@ -23,11 +23,12 @@ def generate_source(graph: Graph, tree: TreeNode, n_params: int) -> tuple[str, d
     emitter = Emitter(namer)
     scope = Scope("v_")
     params = ", ".join(f"p{i}" for i in range(n_params))
-    emitter.lines.append(f"def run({params}):")
-    emitter.plan_writes(graph, tree)
-    emitter.emit_graph(graph, scope, "    ", free_temporaries=True)
-    emitter.lines.append(f"    return {output_expr(tree, graph, namer, scope)}")
-    return "\n".join(emitter.lines) + "\n", namer.globals
+    out = Source()
+    with out.block(f"def run({params}):") as body:
+        emitter.plan_writes(graph, tree)
+        emitter.emit_graph(graph, scope, body, free_temporaries=True)
+        body.line(f"return {output_expr(tree, graph, namer, scope)}")
+    return out.text(), namer.globals
 
 
 def compile_graph(

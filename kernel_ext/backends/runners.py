@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ..ir import Node, OpKind
-from .emit import Emitter, Namer, Scope
+from .emit import Emitter, Namer, Scope, Source
 from .parallel import run_parallel
 from .segment_call import Arg, CallRenderer, SegmentCall
 from .static_shapes import ranked_shape
@@ -75,7 +75,8 @@ def keep_output(slot: list, out: np.ndarray) -> None:
 
 class _RunnerWriter(CallRenderer):
     """What the CPU and CUDA runners share: the NumPy fallback of a segment and the names
-    of the runner's parameters; the subclasses render the kernel call itself."""
+    of the runner's parameters; the subclasses render the kernel call itself. The functions
+    are written to :attr:`out`, one after another."""
 
     def __init__(self, plan: SegmentPlan, idx: int, namer: Namer, hot: int = 0) -> None:
         self.plan = plan
@@ -84,7 +85,7 @@ class _RunnerWriter(CallRenderer):
         self.call: SegmentCall = plan.ksrc.call  # type: ignore[assignment]
         self.idx = idx
         self.namer = namer
-        self.lines: list[str] = []
+        self.out = Source()
         self.params = [f"v{i}" for i in range(len(self.seg.inputs))]
 
     def bind(self, value: Any, prefix: str) -> str:
@@ -97,7 +98,8 @@ class _RunnerWriter(CallRenderer):
         params = self.params
         emitter = Emitter(self.namer)
         scope = Scope(f"f{self.idx}_", dict(zip(seg.inputs, params)))
-        emitter.lines.append(f"def {name}({', '.join(params)}):")
+        self.out.line(f"def {name}({', '.join(params)}):")
+        body = self.out.nested()
         # NumPy's own temporary elision, done explicitly: an op whose operand is a temporary
         # of its shape and dtype that nothing reads later writes into it (out=), and dead
         # temporaries are freed at once. Same loops, same values; far fewer page faults.
@@ -123,22 +125,28 @@ class _RunnerWriter(CallRenderer):
             if reuse is not None:
                 fn = self.bind(ufunc, "_uf")
                 args = [scope.var(a) if isinstance(a, Node) else emitter.literal(a) for a in n.args]
-                emitter.lines.append(
-                    f"    {scope.var(n)} = {fn}({', '.join(args)}, out={scope.var(reuse)})"
-                )
+                body.line(f"{scope.var(n)} = {fn}({', '.join(args)}, out={scope.var(reuse)})")
             else:
-                emitter.emit_node(n, scope, "    ")
+                emitter.emit_node(n, scope, body)
             gone = [scope.var(a) for a in dead if a is not reuse]
             if gone:
-                emitter.lines.append(f"    del {', '.join(gone)}")
+                body.line(f"del {', '.join(gone)}")
         outs = "".join(scope.var(o) + ", " for o in seg.outputs)
-        emitter.lines.append(f"    return ({outs})")
-        self.lines += emitter.lines
+        body.line(f"return ({outs})")
         return name
 
     def runner(self) -> str:
         """Write the fallback and the runner; returns the runner's name."""
         raise NotImplementedError
+
+    def _need_kernel(self, out: Source, var: str, variant: str, handle: str, call_fb: str) -> None:
+        """``var``: the handle's compiled ``variant``, requested now if it is not yet (NumPy's
+        call until it is)."""
+        out.line(f"{var} = {handle}.{variant}")
+        with out.block(f"if {var} is None:") as body:
+            body.line(f"{var} = {handle}.need('{variant}', n, {self.hot})")
+            with body.block(f"if {var} is None:") as missing:
+                missing.line(call_fb)
 
 
 class CudaRunnerWriter(_RunnerWriter):
@@ -182,12 +190,12 @@ class CudaRunnerWriter(_RunnerWriter):
         the kernel's order (:meth:`SegmentCall.args`)."""
         name = f"_pack{self.idx}"
         args = self.arguments(self.call, "cuda")
-        self.lines.append(f"def {name}(total, dims, ins, scalars, outs, acc, flag):")
-        self.lines.append(f"    return ({''.join(a + ', ' for a in args)})")
+        with self.out.block(f"def {name}(total, dims, ins, scalars, outs, acc, flag):") as body:
+            body.line(f"return ({''.join(a + ', ' for a in args)})")
         return name
 
     def runner(self) -> str:
-        seg, call, L = self.seg, self.call, self.lines
+        seg, call = self.seg, self.call
         fb = self.fallback()
         pack = self.packer()
         handle = self.bind(self.plan.handle, "_K")
@@ -195,35 +203,32 @@ class CudaRunnerWriter(_RunnerWriter):
         params = self.params
         call_fb = f"return {fb}({', '.join(f'_host({p})' for p in params)})"
         arrays = [f"v{i}" for i in call.array_inputs]
-        L.append(f"def {name}({', '.join(params)}):")
-        L.append("    try:")
-        shapes = ", ".join(f"{a}.shape" for a in arrays)
-        L.append(f"        shp = _bshape({shapes})" if arrays else "        shp = ()")
-        L.append("    except ValueError:")
-        L.append(f"        {call_fb}")
-        L.append("    n = 1")
-        L.append("    for d in shp:")
-        L.append("        n *= d")
+        self.out.line(f"def {name}({', '.join(params)}):")
+        out = self.out.nested()
+        with out.block("try:") as body:
+            shapes = ", ".join(f"{a}.shape" for a in arrays)
+            body.line(f"shp = _bshape({shapes})" if arrays else "shp = ()")
+        with out.block("except ValueError:") as body:
+            body.line(call_fb)
+        out.line("n = 1")
+        with out.block("for d in shp:") as body:
+            body.line("n *= d")
         red = call.reduction
         if call.empty_falls_back:
-            L.append("    if n == 0:")
-            L.append(f"        {call_fb}")
-        L.append(f"    kc = {handle}.cuda")
-        L.append("    if kc is None:")
-        L.append(f"        kc = {handle}.need('cuda', n, {self.hot})")
-        L.append("        if kc is None:")
-        L.append(f"            {call_fb}")
+            with out.block("if n == 0:") as body:
+                body.line(call_fb)
+        self._need_kernel(out, "kc", "cuda", handle, call_fb)
         kdt = self.bind([call.output_dtypes[i] for i in call.map_outputs], "_dts")
         acc_dt = self.bind(None if red is None else np.dtype(red.acc_dtype), "_adt")
         scal = ", ".join(f"v{i}[()]" for i in call.scalar_inputs)
         rank = call.rank
         keep = tuple(rank > 0 and i in self.device_outputs for i in call.map_outputs)
-        L.append(
-            f"    bad, outs, parts = _cuda_run(kc, {pack}, shp, [{', '.join(arrays)}], "
+        out.line(
+            f"bad, outs, parts = _cuda_run(kc, {pack}, shp, [{', '.join(arrays)}], "
             f"[{scal}], {kdt}, {acc_dt}, {keep!r})"
         )
-        L.append("    if bad:")
-        L.append(f"        {call_fb}")
+        with out.block("if bad:") as body:
+            body.line(call_fb)
         results = []
         j = 0
         for o in seg.outputs:
@@ -234,7 +239,7 @@ class CudaRunnerWriter(_RunnerWriter):
             else:
                 results.append(f"outs[{j}][0]" if rank == 0 else f"outs[{j}]")
                 j += 1
-        L.append(f"    return ({''.join(r + ', ' for r in results)})")
+        out.line(f"return ({''.join(r + ', ' for r in results)})")
         return name
 
 
@@ -285,44 +290,24 @@ class CpuRunnerWriter(_RunnerWriter):
         rank = call.rank
         arrays = call.array_inputs
         static = all(d is not None for d in seg.domain)
-        L = self.lines
         name = f"_seg{self.idx}"
-        L.append(f"def {name}({', '.join(params)}):")
+        self.out.line(f"def {name}({', '.join(params)}):")
+        out = self.out.nested()
         # -- the iteration domain ---------------------------------------------------------
         if static:
             # bound, not spelled out: a retrace with other sizes then generates the same
             # source text, whose compiled code is reused (fused._CODE)
-            L.append(f"    shp = {self.bind(tuple(seg.domain), '_shp')}")
-            L.append(f"    n = {self.bind(math.prod(seg.domain), '_size')}")
+            out.line(f"shp = {self.bind(tuple(seg.domain), '_shp')}")
+            out.line(f"n = {self.bind(math.prod(seg.domain), '_size')}")
         else:
-            first = next(i for i in arrays if len(ranked_shape(seg.inputs[i])) == rank)
-            others = [i for i in arrays if i != first]
-            L.append(f"    shp = v{first}.shape")
-            if others:
-                cond = " or ".join(f"v{i}.shape != shp" for i in others)
-                shapes = ", ".join(f"v{i}.shape" for i in [first] + others)
-                L.append(f"    if {cond}:")
-                L.append("        try:")
-                L.append(f"            shp = _bshape({shapes})")
-                L.append("        except ValueError:")
-                L.append(f"            {call_fb}")
-                # A member computed from fewer inputs may be smaller than the domain when
-                # dims are unknown (a 1 broadcast against n): NumPy then gives it its own
-                # shape, so such calls run through NumPy.
-                full = set(arrays)
-                for d in call.output_deps:
-                    if d != full and d:
-                        sh = ", ".join(f"v{i}.shape" for i in sorted(d))
-                        L.append(f"        if _bshape({sh}) != shp:")
-                        L.append(f"            {call_fb}")
-            L.append("    n = " + (" * ".join(f"shp[{d}]" for d in range(rank)) or "1"))
+            self._dynamic_domain(out, call_fb)
         dec = self.plan.decision
         if dec.min_size > 1 and not static:
-            L.append(f"    if n < {dec.min_size}:")
-            L.append(f"        {call_fb}")
+            with out.block(f"if n < {dec.min_size}:") as body:
+                body.line(call_fb)
         if call.empty_falls_back:
-            L.append("    if n == 0:")
-            L.append(f"        {call_fb}")
+            with out.block("if n == 0:") as body:
+                body.line(call_fb)
         # -- the contiguous path -----------------------------------------------------------
         flat_ok = call.has_flat
         conds = []
@@ -336,21 +321,46 @@ class CpuRunnerWriter(_RunnerWriter):
                 conds.append(f"v{i}.shape == shp")
             conds.append(f"v{i}.flags.c_contiguous")
         if flat_ok:
-            if conds:
-                L.append(f"    if {' and '.join(conds)}:")
-                ind = "        "
-            else:
-                ind = "    "
-            self._flat_branch(ind, handle, call_fb)
             if not conds:
+                self._flat_branch(out, handle, call_fb)
                 return name
+            with out.block(f"if {' and '.join(conds)}:") as body:
+                self._flat_branch(body, handle, call_fb)
         if rank == 0:
-            L.append(f"    {call_fb}")
+            out.line(call_fb)
             return name
-        self._nd_branch("    ", handle, call_fb)
+        self._nd_branch(out, handle, call_fb)
         return name
 
-    def _outputs(self, ind: str, shape_expr: str, recycle: bool = False) -> None:
+    def _dynamic_domain(self, out: Source, call_fb: str) -> None:
+        """``shp`` and ``n``, the domain of a segment whose sizes are known only at run
+        time: the inputs' shapes broadcast (NumPy's call where they do not)."""
+        seg, call = self.seg, self.call
+        rank = call.rank
+        arrays = call.array_inputs
+        first = next(i for i in arrays if len(ranked_shape(seg.inputs[i])) == rank)
+        others = [i for i in arrays if i != first]
+        out.line(f"shp = v{first}.shape")
+        if others:
+            cond = " or ".join(f"v{i}.shape != shp" for i in others)
+            shapes = ", ".join(f"v{i}.shape" for i in [first] + others)
+            with out.block(f"if {cond}:") as body:
+                with body.block("try:") as attempt:
+                    attempt.line(f"shp = _bshape({shapes})")
+                with body.block("except ValueError:") as failed:
+                    failed.line(call_fb)
+                # A member computed from fewer inputs may be smaller than the domain when
+                # dims are unknown (a 1 broadcast against n): NumPy then gives it its own
+                # shape, so such calls run through NumPy.
+                full = set(arrays)
+                for d in call.output_deps:
+                    if d != full and d:
+                        sh = ", ".join(f"v{i}.shape" for i in sorted(d))
+                        with body.block(f"if _bshape({sh}) != shp:") as smaller:
+                            smaller.line(call_fb)
+        out.line("n = " + (" * ".join(f"shp[{d}]" for d in range(rank)) or "1"))
+
+    def _outputs(self, out: Source, shape_expr: str, recycle: bool = False) -> None:
         """Allocate the map outputs; ``recycle`` (the flat path): large ones reuse the
         runner's previous output when the caller has dropped it (:func:`take_output`)."""
         for i in self.call.map_outputs:
@@ -359,40 +369,34 @@ class CpuRunnerWriter(_RunnerWriter):
             if recycle:
                 slot = self.bind([], "_slot")
                 big = -(-RECYCLE_BYTES // dtype.itemsize)
-                self.lines.append(
-                    f"{ind}o{i} = _take({slot}, n, {dt}) if n >= {big} else _empty(n, {dt})"
-                )
+                out.line(f"o{i} = _take({slot}, n, {dt}) if n >= {big} else _empty(n, {dt})")
                 self.slots[i] = (slot, big)
             else:
-                self.lines.append(f"{ind}o{i} = _empty({shape_expr}, {dt})")
+                out.line(f"o{i} = _empty({shape_expr}, {dt})")
 
-    def _flat_branch(self, ind: str, handle: str, call_fb: str) -> None:
-        L, seg, call = self.lines, self.seg, self.call
-        L.append(f"{ind}kf = {handle}.flat")
-        L.append(f"{ind}if kf is None:")
-        L.append(f"{ind}    kf = {handle}.need('flat', n, {self.hot})")
-        L.append(f"{ind}    if kf is None:")
-        L.append(f"{ind}        {call_fb}")
-        self._outputs(ind, "n", recycle=True)
+    def _flat_branch(self, out: Source, handle: str, call_fb: str) -> None:
+        seg, call = self.seg, self.call
+        self._need_kernel(out, "kf", "flat", handle, call_fb)
+        self._outputs(out, "n", recycle=True)
         start, stop, *args = self.arguments(call, "flat")
         argtext = ", ".join(args)
         par = self.plan.decision.parallel_size
         red = call.reduction
-        L.append(f"{ind}if n >= {par}:")
-        L.append(f"{ind}    parts = _run_parallel(kf, {stop}, ({argtext}{',' if args else ''}))")
-        if red is None:
-            L.append(f"{ind}    bad = any(parts)")
-        else:
-            comb = self.bind(_partial_combiner(red), "_comb")
-            L.append(f"{ind}    bad, acc = {comb}(parts)")
-        L.append(f"{ind}else:")
-        lhs = "bad" if red is None else "bad, acc"
-        L.append(f"{ind}    {lhs} = kf({start}, {stop}{', ' if args else ''}{argtext})")
-        L.append(f"{ind}if bad:")
-        L.append(f"{ind}    {call_fb}")
+        with out.block(f"if n >= {par}:") as body:
+            body.line(f"parts = _run_parallel(kf, {stop}, ({argtext}{',' if args else ''}))")
+            if red is None:
+                body.line("bad = any(parts)")
+            else:
+                comb = self.bind(_partial_combiner(red), "_comb")
+                body.line(f"bad, acc = {comb}(parts)")
+        with out.block("else:") as body:
+            lhs = "bad" if red is None else "bad, acc"
+            body.line(f"{lhs} = kf({start}, {stop}{', ' if args else ''}{argtext})")
+        with out.block("if bad:") as body:
+            body.line(call_fb)
         for i, (slot, big) in self.slots.items():
-            L.append(f"{ind}if n >= {big}:")
-            L.append(f"{ind}    _keep({slot}, o{i})")
+            with out.block(f"if n >= {big}:") as body:
+                body.line(f"_keep({slot}, o{i})")
         rank = call.rank
         results = []
         for i, o in enumerate(seg.outputs):
@@ -405,17 +409,13 @@ class CpuRunnerWriter(_RunnerWriter):
                 results.append(f"o{i}")
             else:
                 results.append(f"o{i}.reshape(shp)")
-        L.append(f"{ind}return ({''.join(r + ', ' for r in results)})")
+        out.line(f"return ({''.join(r + ', ' for r in results)})")
 
-    def _nd_branch(self, ind: str, handle: str, call_fb: str) -> None:
-        L, seg, call = self.lines, self.seg, self.call
+    def _nd_branch(self, out: Source, handle: str, call_fb: str) -> None:
+        seg, call = self.seg, self.call
         rank = call.rank
-        L.append(f"{ind}kn = {handle}.nd")
-        L.append(f"{ind}if kn is None:")
-        L.append(f"{ind}    kn = {handle}.need('nd', n, {self.hot})")
-        L.append(f"{ind}    if kn is None:")
-        L.append(f"{ind}        {call_fb}")
-        self._outputs(ind, "shp")
+        self._need_kernel(out, "kn", "nd", handle, call_fb)
+        self._outputs(out, "shp")
         red = call.reduction
         if red is not None:
             ident = self.bind(np.dtype(red.acc_dtype).type(red.identity), "_id")
@@ -437,15 +437,15 @@ class CpuRunnerWriter(_RunnerWriter):
                 axis = cast("int", red.axis)
                 inner = " * ".join(f"shp[{d}]" for d in range(axis + 1, rank))
                 conds.append(f"{inner} > 1")
-                L.append(f"{ind}if {' and '.join(conds)}:")
-                L.append(f"{ind}    acc = _full(({shape}), {seq_ident}, {seq_dt})")
-                L.append(f"{ind}else:")
-                L.append(f"{ind}    acc = _full(({shape}), {ident}, {dt})")
+                with out.block(f"if {' and '.join(conds)}:") as body:
+                    body.line(f"acc = _full(({shape}), {seq_ident}, {seq_dt})")
+                with out.block("else:") as body:
+                    body.line(f"acc = _full(({shape}), {ident}, {dt})")
             else:
-                L.append(f"{ind}acc = _full(({shape}), {ident}, {dt})")
+                out.line(f"acc = _full(({shape}), {ident}, {dt})")
         args = self.arguments(call, "nd")
-        L.append(f"{ind}if kn({', '.join(args)}):")
-        L.append(f"{ind}    {call_fb}")
+        with out.block(f"if kn({', '.join(args)}):") as body:
+            body.line(call_fb)
         results = []
         for i, o in enumerate(seg.outputs):
             if o is seg.reduction:
@@ -453,7 +453,7 @@ class CpuRunnerWriter(_RunnerWriter):
                 results.append(f"{fin}(acc, shp)")
             else:
                 results.append(f"o{i}")
-        L.append(f"{ind}return ({''.join(r + ', ' for r in results)})")
+        out.line(f"return ({''.join(r + ', ' for r in results)})")
 
 
 def _partial_combiner(red: Any) -> Callable[[list], tuple]:

@@ -70,7 +70,7 @@ def test_the_cpu_runner_passes_arguments_in_the_descriptions_order():
     call = plan.ksrc.call
     writer = runners.CpuRunnerWriter(plan, 0, Namer())
     writer.runner()
-    source = "\n".join(writer.lines)
+    source = "\n".join(writer.out.lines)
     for variant in ("flat", "nd"):
         exprs = writer.arguments(call, variant)
         assert len(exprs) == len(call.args(variant))
@@ -87,7 +87,7 @@ def test_the_cpu_runner_passes_arguments_in_the_descriptions_order():
     writer = runners.CpuRunnerWriter(plan, 0, Namer())
     writer.runner()
     start, stop, *rest = writer.arguments(plan.ksrc.call, "flat")
-    source = "\n".join(writer.lines)
+    source = "\n".join(writer.out.lines)
     assert f"kf({start}, {stop}, {', '.join(rest)})" in source
     assert f"_run_parallel(kf, {stop}, ({', '.join(rest)},))" in source
 
@@ -106,7 +106,7 @@ def test_the_cuda_runner_packs_the_launch_in_the_kernels_order():
     writer = runners.CudaRunnerWriter(plan, 0, Namer())
     writer.runner()
     namespace: dict = {}
-    exec("\n".join(writer.lines), {"np": np, **runners.RUNTIME}, namespace)
+    exec("\n".join(writer.out.lines), {"np": np, **runners.RUNTIME}, namespace)
     packed = namespace["_pack0"]("N", ("D0", "D1"), ["I0", "I1"], ["S0"], ["O0"], "A", "F")
     expected = {"total": "N", "acc": "A", "flag": "F"}
     for arg, value in zip(call.args("cuda"), packed):

@@ -12,6 +12,7 @@ from ...ir import Node, OpKind
 from ...passes.fusion import Segment
 from .. import codegen
 from ..emit.literals import ctor, literal_value
+from ..emit.source import Source
 from ..segment_call import Scratch
 from .inline_templates import truth
 from .lowering import Lowering
@@ -31,6 +32,8 @@ class CpuKernelWriter(KernelWriter):
         #: Does the ``nd`` kernel being written make its input rows contiguous itself
         #: (the runner's kernels; a whole-graph caller states ``unit_rows`` instead)?
         self._own_rows = False
+        #: The block buffers of the kernel being written, in the order its body uses them
+        self._buffers: list[Scratch] = []
         self._plan_stages()
 
     # -- stages ------------------------------------------------------------------------------
@@ -84,18 +87,25 @@ class CpuKernelWriter(KernelWriter):
         parameters instead of being allocated per call (a whole-graph function allocates
         them once for all its loop iterations)."""
         self._own_rows = not embedded
-        body = self._cpu_kernel_lines(variant == "nd")
-        scratch = tuple(x for x in body if isinstance(x, Scratch))
+        self._buffers = []
+        # the block buffers are known once the body is written; their allocations go first
+        body = Source().nested()
+        self._write_kernel_body(variant == "nd", body)
+        scratch = tuple(self._buffers)
         self.scratch[variant] = scratch
         params = self.segment_call(variant).params(variant, scratch=embedded)
-        lines = [decorator, f"def {name}({', '.join(params)}):", "    bad = False"]
-        if not embedded:  # allocated once per call, before any loop
-            lines += [f"    {x.name} = {x.allocation()}" for x in scratch]
-        lines += [x for x in body if not isinstance(x, Scratch)]
-        return "\n".join(lines)
+        out = Source()
+        out.line(decorator)
+        with out.block(f"def {name}({', '.join(params)}):") as fn:
+            fn.line("bad = False")
+            if not embedded:  # allocated once per call, before any loop
+                for x in scratch:
+                    fn.line(f"{x.name} = {x.allocation()}")
+        out.lines += body.lines
+        return "\n".join(out.lines)
 
-    def _cpu_kernel_lines(self, nd: bool) -> list[str | Scratch]:
-        """The body of a CPU kernel; its block buffers appear as :class:`Scratch` entries."""
+    def _write_kernel_body(self, nd: bool, out: Source) -> None:
+        """Write the body of a CPU kernel; its block buffers go to :attr:`_buffers`."""
         red = self.red
         # Reductions folded through lanes (_lane_fold): the flat kernel's, and an N-d
         # kernel's over all axes or over the last axis (one group per row); a reduction over
@@ -103,101 +113,94 @@ class CpuKernelWriter(KernelWriter):
         lanes = red is not None and (not nd or self._nd_scalar_reduce())
         per_row = bool(lanes and nd and red is not None and red.axis is not None)
         last = f"n{self.rank - 1}" if nd else "stop - start"
-        lines = self._block_buffers()
+        self._add_block_buffers()
         for k, n in enumerate(self.calls):
-            lines += self._loop_call_vectors(k, n)
+            self._loop_call_vectors(k, n, out)
         if lanes:
-            lines += self._lane_setup(last, per_row)
-        row_indent, head = self._block_loop(nd, per_row, last)
-        lines += head
-        indent = row_indent + "    "
-        lines += self._block_views(nd, indent, lanes)
+            self._lane_setup(last, per_row, out)
+        row = self._block_loop(nd, per_row, last, out)
+        block = row.nested()
+        self._block_views(nd, block, lanes)
         for s in range(self.n_stages):
-            lines.append(f"{indent}for j in range(m):")
-            lines.extend(self._stage_body(s, indent + "    ", nd) or [f"{indent}    pass"])
+            with block.block("for j in range(m):") as body:
+                written = len(body)
+                self._stage_body(s, body, nd)
+                if len(body) == written:
+                    body.line("pass")
             for k, n in enumerate(self.calls):
                 if self.stage[n] == s:
-                    lines.extend(self._call_lines(k, n, indent))
+                    self._loop_call(k, n, block)
         if lanes:
-            end = row_indent if per_row else "    "
-            lines += self._lane_finish(indent, end)
+            end = row if per_row else out
+            self._lane_finish(block, end)
             if nd:
-                lines += self._store_lane_total(end)
-        lines.append("    return bad, r" if lanes and not nd else "    return bad")
-        return lines
+                self._store_lane_total(end)
+        out.line("return bad, r" if lanes and not nd else "return bad")
 
-    def _block_buffers(self) -> list[str | Scratch]:
+    def _add_block_buffers(self) -> None:
         """The buffers of values a later stage reads, and the argument vectors of the NumPy
         loop calls (one row of pointers and strides per call)."""
-        lines: list[str | Scratch] = []
         for n in sorted(self.buffered, key=self.seg.nodes.index):
             buf = Scratch(f"buf_{self.node_id(n)}", str(codegen.BLOCK), ctor(np.dtype(n.dtype)))
-            lines.append(buf)
+            self._buffers.append(buf)
         if self.calls:
-            lines.append(Scratch("pp", f"({len(self.calls)}, 4)", "np.uintp"))
-            lines.append(Scratch("st", f"({len(self.calls)}, 4)", "np.intp"))
-            lines.append(Scratch("dims", "1", "np.intp"))
-        return lines
+            self._buffers.append(Scratch("pp", f"({len(self.calls)}, 4)", "np.uintp"))
+            self._buffers.append(Scratch("st", f"({len(self.calls)}, 4)", "np.intp"))
+            self._buffers.append(Scratch("dims", "1", "np.intp"))
 
-    def _loop_call_vectors(self, k: int, n: Node) -> list[str | Scratch]:
+    def _loop_call_vectors(self, k: int, n: Node, out: Source) -> None:
         """The operand and result buffers of NumPy loop call ``k`` (of node ``n``), with
         their pointers and strides set once per kernel call."""
-        lines: list[str | Scratch] = []
         ufunc, loop = self.lowerings[n].call  # type: ignore[misc]
         nin = ufunc.nin
         for j, a in enumerate(n.args):
             if self._passthrough(n, j) is not None:
                 continue  # the loop reads the input's block view in place (per block)
             size = codegen.BLOCK if self._is_block_operand(a) else 1
-            lines.append(Scratch(f"ci{k}_{j}", str(size), ctor(loop[j])))
-            lines.append(f"    pp[{k}, {j}] = ci{k}_{j}.ctypes.data")
+            self._buffers.append(Scratch(f"ci{k}_{j}", str(size), ctor(loop[j])))
+            out.line(f"pp[{k}, {j}] = ci{k}_{j}.ctypes.data")
             step = loop[j].itemsize if self._is_block_operand(a) else 0
-            lines.append(f"    st[{k}, {j}] = {step}")
+            out.line(f"st[{k}, {j}] = {step}")
         if self._direct_output(n) is None:
-            lines.append(Scratch(f"co{k}", str(codegen.BLOCK), ctor(loop[nin])))
-            lines.append(f"    pp[{k}, {nin}] = co{k}.ctypes.data")
-            lines.append(f"    st[{k}, {nin}] = {loop[nin].itemsize}")
-        return lines
+            self._buffers.append(Scratch(f"co{k}", str(codegen.BLOCK), ctor(loop[nin])))
+            out.line(f"pp[{k}, {nin}] = co{k}.ctypes.data")
+            out.line(f"st[{k}, {nin}] = {loop[nin].itemsize}")
 
-    def _lane_setup(self, last: str, per_row: bool) -> list[str | Scratch]:
+    def _lane_setup(self, last: str, per_row: bool, out: Source) -> None:
         """The lanes and the cascade of a reduction folded through lanes, and (unless each
         row starts its own) the block and chunk counters."""
         red = self.red
         assert red is not None
         # lanes a call never reaches are never read: only the first ones start at the
         # identity (a call on 5 elements does not initialise 1024)
-        lines: list[str | Scratch] = [
-            Scratch("wl", str(codegen.BLOCK), ctor(red.acc_dtype)),
-            Scratch("cs", "64", ctor(red.acc_dtype)),
-            f"    for l in range(min({codegen.BLOCK}, {last})):",
-            f"        wl[l] = {self.const(red.identity, red.acc_dtype)}",
-        ]
+        self._buffers.append(Scratch("wl", str(codegen.BLOCK), ctor(red.acc_dtype)))
+        self._buffers.append(Scratch("cs", "64", ctor(red.acc_dtype)))
+        with out.block(f"for l in range(min({codegen.BLOCK}, {last})):") as body:
+            body.line(f"wl[l] = {self.const(red.identity, red.acc_dtype)}")
         if not per_row:
-            lines += ["    nb = 0", "    nc = 0", "    used = 0"]
-        return lines
+            out.extend(["nb = 0", "nc = 0", "used = 0"])
 
-    def _block_loop(self, nd: bool, per_row: bool, last: str) -> tuple[str, list[str | Scratch]]:
-        """The loops down to the block loop over the last dimension (``blk``, ``m``
-        elements): the indent of a row's statements, and the loop lines."""
-        indent = "    "
-        lines: list[str | Scratch] = []
+    def _block_loop(self, nd: bool, per_row: bool, last: str, out: Source) -> Source:
+        """Write the loops down to the block loop over the last dimension (``blk``, ``m``
+        elements); the view of a row's statements (the block loop's own depth: the block's
+        statements are one level in)."""
         if not nd:
-            lines.append(f"{indent}for blk in range(start, stop, {codegen.BLOCK}):")
-            lines.append(f"{indent}    m = min({codegen.BLOCK}, stop - blk)")
-            return indent, lines
+            with out.block(f"for blk in range(start, stop, {codegen.BLOCK}):") as block:
+                block.line(f"m = min({codegen.BLOCK}, stop - blk)")
+            return out
+        row = out
         for d in range(self.rank - 1):
-            lines.append(f"{indent}for i{d} in range(n{d}):")
-            indent += "    "
+            row.line(f"for i{d} in range(n{d}):")
+            row = row.nested()
         if per_row:
-            lines += [f"{indent}nb = 0", f"{indent}nc = 0", f"{indent}used = 0"]
-        lines.append(f"{indent}for blk in range(0, {last}, {codegen.BLOCK}):")
-        lines.append(f"{indent}    m = min({codegen.BLOCK}, {last} - blk)")
-        return indent, lines
+            row.extend(["nb = 0", "nc = 0", "used = 0"])
+        with row.block(f"for blk in range(0, {last}, {codegen.BLOCK}):") as block:
+            block.line(f"m = min({codegen.BLOCK}, {last} - blk)")
+        return row
 
-    def _block_views(self, nd: bool, indent: str, lanes: bool) -> list[str | Scratch]:
+    def _block_views(self, nd: bool, out: Source, lanes: bool) -> None:
         """The block's views of the inputs, the map outputs and (an N-d reduction over an
         axis other than the last) the accumulator row."""
-        lines: list[str | Scratch] = []
         # Block views, indexed by the non-negative loop variable j: indexing the whole array
         # with ``blk + j`` makes Numba handle negative indices and defeats vectorisation.
         lead = "".join(f"i{d}, " for d in range(self.rank - 1)) if nd else ""
@@ -207,33 +210,29 @@ class CpuKernelWriter(KernelWriter):
         # ran 2.2x faster).
         for i in self.array_inputs:
             if nd and self._own_rows:
-                lines += self._contiguous_row(i, lead, indent)
+                self._contiguous_row(i, lead, out)
                 continue
-            lines.append(f"{indent}b{i} = {self._row(f'in{i}', f'{lead}blk:blk + m', nd)}")
+            out.line(f"b{i} = {self._row(f'in{i}', f'{lead}blk:blk + m', nd)}")
         for i in self.map_outputs:
-            lines.append(f"{indent}bo{i} = {self._row(f'out{i}', f'{lead}blk:blk + m', nd)}")
+            out.line(f"bo{i} = {self._row(f'out{i}', f'{lead}blk:blk + m', nd)}")
         red = self.red
         if red is not None and not lanes:
             idx = [f"i{d}" for d in range(self.rank - 1)] + ["blk:blk + m"]
             idx[red.axis] = "0"  # type: ignore[index]
-            lines.append(f"{indent}bacc = acc[{', '.join(idx)}]")
-        return lines
+            out.line(f"bacc = acc[{', '.join(idx)}]")
 
-    def _lane_finish(self, indent: str, end: str) -> list[str]:
-        """After each block: count it, fold the lanes every :data:`.CHUNK_BLOCKS` blocks; at
-        ``end`` (the kernel's, or each row's) fold what is left and total the cascade (``r``)."""
-        lines = [
-            f"{indent}nb += 1",
-            f"{indent}used = max(used, m)",
-            f"{indent}if nb == {codegen.CHUNK_BLOCKS}:",
-        ]
-        lines += self._lane_fold(indent + "    ")
-        lines.append(f"{end}if used > 0:")
-        lines += self._lane_fold(end + "    ")
-        lines += self._cascade_total(end)
-        return lines
+    def _lane_finish(self, out: Source, end: Source) -> None:
+        """After each block (``out``): count it, fold the lanes every :data:`.CHUNK_BLOCKS`
+        blocks; at ``end`` (the kernel's, or each row's) fold what is left and total the
+        cascade (``r``)."""
+        out.extend(["nb += 1", "used = max(used, m)"])
+        with out.block(f"if nb == {codegen.CHUNK_BLOCKS}:") as body:
+            self._lane_fold(body)
+        with end.block("if used > 0:") as body:
+            self._lane_fold(body)
+        self._cascade_total(end)
 
-    def _store_lane_total(self, end: str) -> list[str]:
+    def _store_lane_total(self, out: Source) -> None:
         """An N-d kernel's lane total ``r`` combined into its element of ``acc``."""
         red = self.red
         assert red is not None
@@ -241,11 +240,7 @@ class CpuKernelWriter(KernelWriter):
             ["0" if d == red.axis or red.axis is None else f"i{d}" for d in range(self.rank - 1)]
             + ["0"]
         )
-        return [
-            f"{end}a = acc[{idx}]",
-            f"{end}v = r",
-            f"{end}acc[{idx}] = {red.combine('a', 'v')}",
-        ]
+        out.extend([f"a = acc[{idx}]", "v = r", f"acc[{idx}] = {red.combine('a', 'v')}"])
 
     def scalar_kernel(self, name: str, decorator: str = "@_inline") -> str | None:
         """A 0-d segment as a function of scalars returning ``(bad, out0, out1, ...)``: no
@@ -260,18 +255,15 @@ class CpuKernelWriter(KernelWriter):
             or self.scalar_inputs != list(range(len(self.seg.inputs)))
         ):
             return None
-        body = self._stage_body(0, "    ", nd=False, scalar_outputs=True)
         params = ", ".join(f"s{i}" for i in range(len(self.seg.inputs)))
         outs = "".join(f", o{i}" for i in self.map_outputs)
-        return "\n".join(
-            [
-                decorator,
-                f"def {name}({params}):",
-                "    bad = False",
-                *body,
-                f"    return (bad{outs})",
-            ]
-        )
+        out = Source()
+        out.line(decorator)
+        with out.block(f"def {name}({params}):") as fn:
+            fn.line("bad = False")
+            self._stage_body(0, fn, nd=False, scalar_outputs=True)
+            fn.line(f"return (bad{outs})")
+        return "\n".join(out.lines)
 
     def _row(self, param: str, index: str, nd: bool) -> str:
         """``param[index]`` (a block of one row), retyped as a contiguous array where the
@@ -281,7 +273,7 @@ class CpuKernelWriter(KernelWriter):
             return f"np.ascontiguousarray({param}[{index}])"
         return f"{param}[{index}]"
 
-    def _contiguous_row(self, i: int, lead: str, indent: str) -> list[str | Scratch]:
+    def _contiguous_row(self, i: int, lead: str, out: Source) -> None:
         """``b<i>``, the block of input ``i``'s row typed as a contiguous array: the row
         itself where it has unit stride (any C-ordered input, and one broadcast along a
         leading axis, as a bias row is), else a copy into a block buffer (a column
@@ -292,18 +284,16 @@ class CpuKernelWriter(KernelWriter):
         with strided rows and 16 µs with contiguous ones (NumPy: 36 µs)."""
         dtype = np.dtype(self.seg.inputs[i].dtype)
         row, copy = f"rw{i}", f"rc{i}"
-        return [
-            Scratch(copy, str(codegen.BLOCK), ctor(dtype)),
-            f"{indent}{row} = in{i}[{lead}blk:blk + m]",
-            f"{indent}if {row}.strides[0] == {dtype.itemsize}:",
-            f"{indent}    b{i} = np.ascontiguousarray({row})",
-            f"{indent}else:",
-            f"{indent}    for j in range(m):",
-            f"{indent}        {copy}[j] = {row}[j]",
-            f"{indent}    b{i} = {copy}[:m]",
-        ]
+        self._buffers.append(Scratch(copy, str(codegen.BLOCK), ctor(dtype)))
+        out.line(f"{row} = in{i}[{lead}blk:blk + m]")
+        with out.block(f"if {row}.strides[0] == {dtype.itemsize}:") as body:
+            body.line(f"b{i} = np.ascontiguousarray({row})")
+        with out.block("else:") as body:
+            with body.block("for j in range(m):") as loop:
+                loop.line(f"{copy}[j] = {row}[j]")
+            body.line(f"b{i} = {copy}[:m]")
 
-    def _lane_fold(self, indent: str) -> list[str]:
+    def _lane_fold(self, out: Source) -> None:
         """Fold a reduction's lanes into one value and push it on a pairwise cascade (every
         :data:`CHUNK_BLOCKS` blocks, and at the end of the reduced range).
 
@@ -320,49 +310,31 @@ class CpuKernelWriter(KernelWriter):
         red = self.red
         assert red is not None
         ident = self.const(red.identity, red.acc_dtype)
-        i2 = indent
-        return [
-            f"{i2}w = 1",
-            f"{i2}while w < used:",
-            f"{i2}    w *= 2",
-            f"{i2}while w > 1:",
-            f"{i2}    w //= 2",
-            f"{i2}    for l in range(min(w, used - w)):",
-            f"{i2}        a = wl[l]",
-            f"{i2}        v = wl[l + w]",
-            f"{i2}        wl[l] = {red.combine('a', 'v')}",
-            f"{i2}r = wl[0]",
-            f"{i2}for l in range(used):",
-            f"{i2}    wl[l] = {ident}",
-            f"{i2}c = nc",
-            f"{i2}lvl = 0",
-            f"{i2}while c & 1:",
-            f"{i2}    a = cs[lvl]",
-            f"{i2}    v = r",
-            f"{i2}    r = {red.combine('a', 'v')}",
-            f"{i2}    lvl += 1",
-            f"{i2}    c >>= 1",
-            f"{i2}cs[lvl] = r",
-            f"{i2}nc += 1",
-            f"{i2}nb = 0",
-            f"{i2}used = 0",
-        ]
+        out.line("w = 1")
+        with out.block("while w < used:") as body:
+            body.line("w *= 2")
+        with out.block("while w > 1:") as body:
+            body.line("w //= 2")
+            with body.block("for l in range(min(w, used - w)):") as pair:
+                pair.extend(["a = wl[l]", "v = wl[l + w]", f"wl[l] = {red.combine('a', 'v')}"])
+        out.line("r = wl[0]")
+        with out.block("for l in range(used):") as body:
+            body.line(f"wl[l] = {ident}")
+        out.extend(["c = nc", "lvl = 0"])
+        with out.block("while c & 1:") as body:
+            body.extend(["a = cs[lvl]", "v = r", f"r = {red.combine('a', 'v')}"])
+            body.extend(["lvl += 1", "c >>= 1"])
+        out.extend(["cs[lvl] = r", "nc += 1", "nb = 0", "used = 0"])
 
-    def _cascade_total(self, indent: str) -> list[str]:
+    def _cascade_total(self, out: Source) -> None:
         """``r``: the cascade's chunk totals combined (the identity when there were none)."""
         red = self.red
         assert red is not None
-        return [
-            f"{indent}r = {self.const(red.identity, red.acc_dtype)}",
-            f"{indent}lvl = 0",
-            f"{indent}while nc:",
-            f"{indent}    if nc & 1:",
-            f"{indent}        a = cs[lvl]",
-            f"{indent}        v = r",
-            f"{indent}        r = {red.combine('a', 'v')}",
-            f"{indent}    lvl += 1",
-            f"{indent}    nc >>= 1",
-        ]
+        out.extend([f"r = {self.const(red.identity, red.acc_dtype)}", "lvl = 0"])
+        with out.block("while nc:") as body:
+            with body.block("if nc & 1:") as odd:
+                odd.extend(["a = cs[lvl]", "v = r", f"r = {red.combine('a', 'v')}"])
+            body.extend(["lvl += 1", "nc >>= 1"])
 
     def _direct_output(self, node: Node) -> int | None:
         """The map output a NumPy loop call can write in place (its own result, in the
@@ -398,10 +370,10 @@ class CpuKernelWriter(KernelWriter):
         red = self.red
         return red is not None and (red.axis is None or red.axis == self.rank - 1)
 
-    def _stage_body(self, s: int, indent: str, nd: bool, scalar_outputs: bool = False) -> list[str]:
-        """Statements computing stage ``s`` for element ``j``; ``scalar_outputs``: outputs
-        assigned to locals ``o<i>`` instead of stored into their blocks (a 0-d kernel)."""
-        lines: list[str] = []
+    def _stage_body(self, s: int, out: Source, nd: bool, scalar_outputs: bool = False) -> None:
+        """Write the statements computing stage ``s`` for element ``j``; ``scalar_outputs``:
+        outputs assigned to locals ``o<i>`` instead of stored into their blocks (a 0-d
+        kernel)."""
         names: dict[Any, str] = {}
 
         def value(arg: Any, dtype: np.dtype | None) -> str:
@@ -415,14 +387,14 @@ class CpuKernelWriter(KernelWriter):
                 if low.call is not None:
                     k = self.calls.index(arg)
                     name = f"r{self.node_id(arg)}_{s}"
-                    out = self._direct_output(arg)
-                    src = f"bo{out}" if out is not None else f"co{k}"
-                    lines.append(f"{indent}{name} = {src}[j]")
+                    direct = self._direct_output(arg)
+                    src = f"bo{direct}" if direct is not None else f"co{k}"
+                    out.line(f"{name} = {src}[j]")
                     if np.dtype(arg.dtype) != low.out_dtype:
-                        name = self._finish(name, low.out_dtype, arg, lines, indent, s)
+                        name = self._finish(name, low.out_dtype, arg, out, s)
                 elif self.stage[arg] < s:
                     name = f"r{self.node_id(arg)}_{s}"
-                    lines.append(f"{indent}{name} = buf_{self.node_id(arg)}[j]")
+                    out.line(f"{name} = buf_{self.node_id(arg)}[j]")
                 else:
                     raise AssertionError("operand computed later than its user")
             else:
@@ -431,7 +403,7 @@ class CpuKernelWriter(KernelWriter):
                     name = f"s{i}"
                 else:
                     name = f"x{i}_{s}"
-                    lines.append(f"{indent}{name} = b{i}[j]")
+                    out.line(f"{name} = b{i}[j]")
             names[arg] = name
             return name
 
@@ -449,70 +421,61 @@ class CpuKernelWriter(KernelWriter):
                     continue
                 expr = value(arg, dt)
                 if isinstance(arg, Node):
-                    expr = self.cast(expr, np.dtype(arg.dtype), dt, lines, indent)
+                    expr = self.cast(expr, np.dtype(arg.dtype), dt, out)
                 operands.append(expr)
             if low.call is not None:
                 k = self.calls.index(n)
                 for j, (arg, expr) in enumerate(zip(n.args, operands)):
                     if self._is_block_operand(arg) and self._passthrough(n, j) is None:
-                        lines.append(f"{indent}ci{k}_{j}[j] = {expr}")
+                        out.line(f"ci{k}_{j}[j] = {expr}")
                 continue
-            body = InlineContext(
-                self, n, operands, low.operand_dtypes, low.out_dtype, lines, indent
-            )
-            expr = low.inline(operands, body)  # type: ignore[misc]
+            context = InlineContext(self, n, operands, low.operand_dtypes, low.out_dtype, out)
+            expr = low.inline(operands, context)  # type: ignore[misc]
             t = f"t{self.node_id(n)}"
             if _keeps_type(low):
-                lines.append(f"{indent}{t} = {expr}")
+                out.line(f"{t} = {expr}")
             else:
-                lines.append(f"{indent}{t} = {ctor(low.out_dtype)}({expr})")
+                out.line(f"{t} = {ctor(low.out_dtype)}({expr})")
             if np.dtype(n.dtype) != low.out_dtype:
-                t = self._finish(t, low.out_dtype, n, lines, indent, s)
+                t = self._finish(t, low.out_dtype, n, out, s)
             names[n] = t
             if n in self.buffered:
-                lines.append(f"{indent}buf_{self.node_id(n)}[j] = {t}")
+                out.line(f"buf_{self.node_id(n)}[j] = {t}")
         # outputs and the reduced value, once their values exist in this stage
         for i in self.map_outputs:
             n = self.seg.outputs[i]
             if self.avail[n] == s and (n not in self.lowerings or self._direct_output(n) is None):
                 if scalar_outputs:
-                    lines.append(f"{indent}o{i} = {value(n, None)}")
+                    out.line(f"o{i} = {value(n, None)}")
                 else:
-                    lines.append(f"{indent}bo{i}[j] = {value(n, None)}")
+                    out.line(f"bo{i}[j] = {value(n, None)}")
         red = self.red
         if red is not None:
             x = self.seg.reduction.args[0]  # type: ignore[union-attr]
             x_stage = self.avail.get(x, 0) if x in self.members else 0
             if x_stage == s:
                 v = value(x, None)
-                v = self.cast(v, np.dtype(x.aval.dtype), red.value_dtype, lines, indent)
+                v = self.cast(v, np.dtype(x.aval.dtype), red.value_dtype, out)
                 if red.op in (OpKind.ANY, OpKind.ALL):
                     v = truth(v, red.value_dtype)
                 elif not (nd and red.sequential_axis):
                     # (row by row, ``a + v`` adds in the accumulator's own dtype: the
                     # kernel is compiled for a value_dtype and an acc_dtype accumulator)
-                    v = self.cast(v, red.value_dtype, red.acc_dtype, lines, indent)
-                if nd and not self._nd_scalar_reduce():
-                    lines.append(f"{indent}a = bacc[j]")
-                    lines.append(f"{indent}v = {v}")
-                    lines.append(f"{indent}bacc[j] = {red.combine('a', 'v')}")
-                else:
-                    lines.append(f"{indent}a = wl[j]")
-                    lines.append(f"{indent}v = {v}")
-                    lines.append(f"{indent}wl[j] = {red.combine('a', 'v')}")
-        return lines
+                    v = self.cast(v, red.value_dtype, red.acc_dtype, out)
+                acc = "bacc" if nd and not self._nd_scalar_reduce() else "wl"
+                out.extend([f"a = {acc}[j]", f"v = {v}", f"{acc}[j] = {red.combine('a', 'v')}"])
 
-    def _finish(
-        self, name: str, have: np.dtype, node: Node, lines: list[str], indent: str, s: int
-    ) -> str:
-        out = self.cast(name, have, np.dtype(node.dtype), lines, indent)
+    def _finish(self, name: str, have: np.dtype, node: Node, out: Source, s: int) -> str:
+        """``name`` (of dtype ``have``) cast to ``node``'s dtype, as a local of stage ``s``."""
+        cast_expr = self.cast(name, have, np.dtype(node.dtype), out)
         t = f"u{self.node_id(node)}_{s}"
-        lines.append(f"{indent}{t} = {out}")
+        out.line(f"{t} = {cast_expr}")
         return t
 
-    def _call_lines(self, k: int, n: Node, indent: str) -> list[str]:
+    def _loop_call(self, k: int, n: Node, out: Source) -> None:
+        """Write NumPy loop call ``k`` (of node ``n``) on the block: its 0-d operands, the
+        pointers and strides of the views it reads and writes in place, and the call."""
         low = self.lowerings[n]
-        lines: list[str] = []
         for j, arg in enumerate(n.args):
             if not self._is_block_operand(arg):
                 # a literal or 0-d operand: one element, stride 0 (as NumPy broadcasts it)
@@ -520,26 +483,24 @@ class CpuKernelWriter(KernelWriter):
                 dt = cast("np.dtype", low.operand_dtypes[j])
                 if isinstance(arg, Node):
                     i = self.seg.inputs.index(arg)
-                    src = self.cast(f"s{i}", np.dtype(arg.dtype), dt, lines, indent)
+                    src = self.cast(f"s{i}", np.dtype(arg.dtype), dt, out)
                 else:
                     src = self.const(literal_value(arg, dt), dt)
-                lines.append(f"{indent}ci{k}_{j}[0] = {src}")
+                out.line(f"ci{k}_{j}[0] = {src}")
         for j in range(len(n.args)):
             passed = self._passthrough(n, j)
             if passed is not None:
-                lines.append(f"{indent}pp[{k}, {j}] = b{passed}.ctypes.data")
-                lines.append(f"{indent}st[{k}, {j}] = b{passed}.strides[0]")
-        out = self._direct_output(n)
-        if out is not None:
+                out.line(f"pp[{k}, {j}] = b{passed}.ctypes.data")
+                out.line(f"st[{k}, {j}] = b{passed}.strides[0]")
+        direct = self._direct_output(n)
+        if direct is not None:
             nin = len(n.args)
-            lines.append(f"{indent}pp[{k}, {nin}] = bo{out}.ctypes.data")
-            lines.append(f"{indent}st[{k}, {nin}] = bo{out}.strides[0]")
-        lines.append(f"{indent}dims[0] = m")
-        lines.append(
-            f"{indent}_call_loop(f{k}, pp[{k}].ctypes.data, dims.ctypes.data, "
-            f"st[{k}].ctypes.data, d{k})"
+            out.line(f"pp[{k}, {nin}] = bo{direct}.ctypes.data")
+            out.line(f"st[{k}, {nin}] = bo{direct}.strides[0]")
+        out.line("dims[0] = m")
+        out.line(
+            f"_call_loop(f{k}, pp[{k}].ctypes.data, dims.ctypes.data, st[{k}].ctypes.data, d{k})"
         )
-        return lines
 
 
 def _keeps_type(low: Lowering) -> bool:

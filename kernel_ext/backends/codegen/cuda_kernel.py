@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ir import Node, OpKind
 from ..emit.literals import ctor, literal_value
+from ..emit.source import Source
 from .inline_templates import truth
 from .lowering import InlineTemplate
 from .writer import InlineContext, KernelWriter
@@ -23,25 +24,31 @@ class CudaKernelWriter(KernelWriter):
         map outputs and, for a reduction, one partial accumulator per thread. Inputs keep their
         own sizes (broadcast dims read at index 0): only their data goes to the device."""
         args = self.segment_call().params("cuda")
-        lines = [
-            "@_kernel",
-            f"def k_cuda({', '.join(args)}):",
-            "    bad = False",
-            "    start = cuda.grid(1)",
-            "    step = cuda.gridsize(1)",
-        ]
         red = self.red
-        if red is not None:
-            lines.append(f"    r = {self.const(red.identity, red.acc_dtype)}")
-        lines.append("    for flat in range(start, total, step):")
-        indent = "        "
-        lines.append(f"{indent}rest = flat")
-        for d in range(self.rank - 1, -1, -1):
-            lines.append(f"{indent}i{d} = rest % n{d}")
-            lines.append(f"{indent}rest = rest // n{d}")
+        out = Source()
+        out.line("@_kernel")
+        with out.block(f"def k_cuda({', '.join(args)}):") as fn:
+            fn.extend(["bad = False", "start = cuda.grid(1)", "step = cuda.gridsize(1)"])
+            if red is not None:
+                fn.line(f"r = {self.const(red.identity, red.acc_dtype)}")
+            with fn.block("for flat in range(start, total, step):") as body:
+                body.line("rest = flat")
+                for d in range(self.rank - 1, -1, -1):
+                    body.line(f"i{d} = rest % n{d}")
+                    body.line(f"rest = rest // n{d}")
+                self._write_elements(body)
+            if red is not None:
+                fn.line("acc[start] = r")
+            with fn.block("if bad:") as flagged:
+                flagged.line("flag[0] = 1")
+        return ["from numba import cuda", "\n".join(out.lines)]
+
+    def _write_elements(self, out: Source) -> None:
+        """The grid-stride loop's body after the index: each member computed for element
+        ``(i0, ...)``, the map outputs stored, the reduced value folded into ``r``."""
+        red = self.red
         idx = ", ".join(f"i{d}" for d in range(self.rank)) or "0"
         names: dict[Any, str] = {}
-        body: list[str] = []
 
         def value(arg: Any, dtype: np.dtype | None) -> str:
             if not isinstance(arg, Node):
@@ -56,7 +63,7 @@ class CudaKernelWriter(KernelWriter):
                 # broadcast): min() pins a broadcast dim to 0 without a branch.
                 name = f"x{i}"
                 at = ", ".join(f"min(i{d}, in{i}.shape[{d}] - 1)" for d in range(self.rank))
-                body.append(f"{indent}{name} = in{i}[{at or '0'}]")
+                out.line(f"{name} = in{i}[{at or '0'}]")
             names[arg] = name
             return name
 
@@ -71,32 +78,26 @@ class CudaKernelWriter(KernelWriter):
                 else:
                     expr = value(arg, dt)
                     if isinstance(arg, Node):
-                        expr = self.cast(expr, np.dtype(arg.dtype), dt, body, indent)
+                        expr = self.cast(expr, np.dtype(arg.dtype), dt, out)
                     operands.append(expr)
-            b = InlineContext(self, n, operands, low.operand_dtypes, low.out_dtype, body, indent)
+            b = InlineContext(self, n, operands, low.operand_dtypes, low.out_dtype, out)
             t = f"t{self.node_id(n)}"
             inline = cast("InlineTemplate", low.inline)  # (CUDA computes every op inline)
-            body.append(f"{indent}{t} = {ctor(low.out_dtype)}({inline(operands, b)})")
+            out.line(f"{t} = {ctor(low.out_dtype)}({inline(operands, b)})")
             if np.dtype(n.dtype) != low.out_dtype:
-                converted = self.cast(t, low.out_dtype, np.dtype(n.dtype), body, indent)
-                body.append(f"{indent}{t}c = {converted}")
+                converted = self.cast(t, low.out_dtype, np.dtype(n.dtype), out)
+                out.line(f"{t}c = {converted}")
                 t = f"{t}c"
             names[n] = t
         for i in self.map_outputs:
-            body.append(f"{indent}out{i}[{idx}] = {value(self.seg.outputs[i], None)}")
+            out.line(f"out{i}[{idx}] = {value(self.seg.outputs[i], None)}")
         if red is not None:
             x = self.seg.reduction.args[0]  # type: ignore[union-attr]
             v = value(x, None)
-            v = self.cast(v, np.dtype(x.aval.dtype), red.value_dtype, body, indent)
+            v = self.cast(v, np.dtype(x.aval.dtype), red.value_dtype, out)
             if red.op in (OpKind.ANY, OpKind.ALL):
                 v = truth(v, red.value_dtype)
             else:
-                v = self.cast(v, red.value_dtype, red.acc_dtype, body, indent)
-            body.append(f"{indent}v = {v}")
-            body.append(f"{indent}r = {red.combine('r', 'v')}")
-        lines += body
-        if red is not None:
-            lines.append("    acc[start] = r")
-        lines.append("    if bad:")
-        lines.append("        flag[0] = 1")
-        return ["from numba import cuda", "\n".join(lines)]
+                v = self.cast(v, red.value_dtype, red.acc_dtype, out)
+            out.line(f"v = {v}")
+            out.line(f"r = {red.combine('r', 'v')}")

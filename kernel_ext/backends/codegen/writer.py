@@ -15,6 +15,7 @@ from ...passes.fusion import Segment
 from .. import codegen
 from .. import fast_math as fm
 from ..emit.literals import BOOL, const_source, ctor, default_nan, dtname, weak_dtype
+from ..emit.source import Source
 from ..segment_call import Scratch, SegmentCall
 from ..static_shapes import ranked_shape
 from .helper_templates import helper_source
@@ -24,7 +25,8 @@ from .reductions import reduction_plan
 
 
 class InlineContext:
-    """Emission context of one node's expression: operands, constants, helper calls."""
+    """Emission context of one node's expression: operands, constants, helper calls, and
+    ``out``, where the statements the expression needs first are written."""
 
     def __init__(
         self,
@@ -32,18 +34,16 @@ class InlineContext:
         node: Node,
         operands: list[str],
         dtypes: list[np.dtype | None],
-        out: np.dtype,
-        lines: list[str],
-        indent: str,
+        out_dtype: np.dtype,
+        out: Source,
     ) -> None:
         self.k = kernel
         self.node = node
         self.ops = operands
         self.dtypes = dtypes
+        self.out_dtype = out_dtype
         self.out = out
-        self.lines = lines
-        self.indent = indent
-        loop_dt = next((d for d in dtypes if d is not None), out)
+        loop_dt = next((d for d in dtypes if d is not None), out_dtype)
         self.loop_dtype = loop_dt
         self.one: str = kernel.const(1, loop_dt)
         self.zero: str = kernel.const(0, loop_dt)
@@ -59,13 +59,11 @@ class InlineContext:
 
     def let(self, expr: str, dtype: np.dtype) -> str:
         name = self.k.fresh("c")
-        self.lines.append(f"{self.indent}{name} = {expr}")
+        self.out.line(f"{name} = {expr}")
         return name
 
     def cast_arg(self, k: int, dst: np.dtype) -> str:
-        return self.k.cast(
-            self.ops[k], self.k.operand_dtype(self.node.args[k]), dst, self.lines, self.indent
-        )
+        return self.k.cast(self.ops[k], self.k.operand_dtype(self.node.args[k]), dst, self.out)
 
     def helper(self, kind: str, o: list[str]) -> str:
         name = self.k.helper(kind, self.loop_dtype)
@@ -98,11 +96,11 @@ class InlineContext:
 
     def flag(self, cond: str) -> None:
         """Raise the kernel's ``bad`` flag where ``cond`` holds (NumPy reruns the segment)."""
-        self.k.check(cond, self.lines, self.indent)
+        self.k.check(cond, self.out)
 
     def int_power(self, o: list[str]) -> str:
         if self.loop_dtype.kind == "i":
-            self.k.check(f"({o[1]} < 0)", self.lines, self.indent)
+            self.k.check(f"({o[1]} < 0)", self.out)
         return self.helper("ipow", o)
 
     def device_math(self, name: str, x: str) -> str:
@@ -298,16 +296,18 @@ class KernelWriter:
             self._const_like[arg] = got
         return got
 
-    def check(self, cond: str, lines: list[str], indent: str) -> None:
-        lines.append(f"{indent}bad = bad | {cond}")
+    def check(self, cond: str, out: Source) -> None:
+        """Write the statement raising the kernel's ``bad`` flag where ``cond`` holds."""
+        out.line(f"bad = bad | {cond}")
 
     def operand_dtype(self, arg: Any) -> np.dtype:
         if isinstance(arg, Node):
             return np.dtype(arg.dtype)
         return weak_dtype(arg)
 
-    def cast(self, expr: str, src: np.dtype, dst: np.dtype, lines: list[str], indent: str) -> str:
-        """``expr`` (of dtype ``src``) as ``dst``, exactly as NumPy's ``astype`` casts."""
+    def cast(self, expr: str, src: np.dtype, dst: np.dtype, out: Source) -> str:
+        """``expr`` (of dtype ``src``) as ``dst``, exactly as NumPy's ``astype`` casts (the
+        statements it needs first written to ``out``)."""
         src, dst = np.dtype(src), np.dtype(dst)
         if src == dst:
             return expr
@@ -316,14 +316,14 @@ class KernelWriter:
         if src.kind == "f" and dst.kind in "iu":
             # NaN, inf and out-of-range values have no defined integer: NumPy decides them.
             v = self.fresh("v")
-            lines.append(f"{indent}{v} = {expr}")
+            out.line(f"{v} = {expr}")
             if dst.kind == "i":
                 lo, hi = -(2.0 ** (dst.itemsize * 8 - 1)) - 1, 2.0 ** (dst.itemsize * 8 - 1)
             else:
                 lo, hi = -1.0, 2.0 ** (dst.itemsize * 8)
             lo_c = self.const(np.array(lo).astype(src), src)
             hi_c = self.const(np.array(hi).astype(src), src)
-            self.check(f"(not (({v} > {lo_c}) & ({v} < {hi_c})))", lines, indent)
+            self.check(f"(not (({v} > {lo_c}) & ({v} < {hi_c})))", out)
             safe = f"({v} if ({v} > {lo_c}) & ({v} < {hi_c}) else {self.const(0, src)})"
             return f"{ctor(dst)}({safe})"
         if src == BOOL:

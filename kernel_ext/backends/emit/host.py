@@ -15,6 +15,7 @@ from ...trace.zero_d import ARRAY, zero_d_kind
 from ..inplace import InplacePlan, Step, plan_inplace, write_in_place
 from .names import Namer, Scope
 from .outputs import access_expr, written_back_inputs
+from .source import Source
 
 
 def _binary_operator(node: Node, args: list[str]) -> bool:
@@ -27,7 +28,7 @@ def _binary_operator(node: Node, args: list[str]) -> bool:
     )
 
 
-#: Ops with an emitter method of their own: ``method(node, var, args, indent)``.
+#: Ops with an emitter method of their own: ``method(node, var, args, out)``.
 _OWN_EMITTERS: dict[OpKind, str] = {
     OpKind.COND: "_emit_cond",
     OpKind.WHILE: "_emit_while",
@@ -37,11 +38,11 @@ _OWN_EMITTERS: dict[OpKind, str] = {
 
 class Emitter:
     """Writes straight-line Python for a graph; control flow becomes inline ``if``/``while``
-    blocks (no call per branch or iteration, so loops cost what a hand-written loop costs)."""
+    blocks (no call per branch or iteration, so loops cost what a hand-written loop costs).
+    Each method writes its statements to the :class:`Source` it is given (``out``)."""
 
     def __init__(self, namer: Namer) -> None:
         self.namer = namer
-        self.lines: list[str] = []
         self._scopes = 0
         #: The ``setitem`` ops run in place and the loop slots copied on entry
         #: (:mod:`.inplace`); empty until :meth:`plan_writes` runs.
@@ -62,9 +63,9 @@ class Emitter:
         return Scope(f"s{self._scopes}_", inputs)
 
     def emit_graph(
-        self, graph: Graph, scope: Scope, indent: str, free_temporaries: bool = False
+        self, graph: Graph, scope: Scope, out: Source, free_temporaries: bool = False
     ) -> list[str]:
-        """Emit ``graph``'s ops; returns the expressions of its outputs.
+        """Emit ``graph``'s ops to ``out``; returns the expressions of its outputs.
 
         With ``free_temporaries`` each value is deleted right after its last use, so large
         intermediates are freed (and their memory reused) as eager NumPy would.
@@ -74,39 +75,38 @@ class Emitter:
             for i, node in enumerate(graph.nodes):
                 for a in node.inputs:
                     last_use[a] = i
-            for out in graph.outputs:
-                last_use.pop(out, None)
+            for output in graph.outputs:
+                last_use.pop(output, None)
         dead_after: dict[int, list[Node]] = {}
         for node, i in last_use.items():
             dead_after.setdefault(i, []).append(node)
         for i, node in enumerate(graph.nodes):
-            self.emit_node(node, scope, indent)
+            self.emit_node(node, scope, out)
             dead = dead_after.get(i)
             if dead:
-                self.lines.append(f"{indent}del {', '.join(scope.var(n) for n in dead)}")
+                out.line(f"del {', '.join(scope.var(n) for n in dead)}")
         return [scope.var(o) for o in graph.outputs]
 
-    def emit_node(self, node: Node, scope: Scope, indent: str) -> None:
+    def emit_node(self, node: Node, scope: Scope, out: Source) -> None:
+        """Write the statements computing ``node`` to ``out``."""
         if node.op is OpKind.PLACEHOLDER:
             if node not in scope.names:
-                self.lines.append(
-                    f"{indent}{scope.var(node)} = {access_expr(node.attrs['path'], self.namer)}"
-                )
+                out.line(f"{scope.var(node)} = {access_expr(node.attrs['path'], self.namer)}")
             return
         v = scope.var(node)
         if node.op is OpKind.CONSTANT:
-            self.lines.append(f"{indent}{v} = {self.namer.bind(node.attrs['value'], '_const')}")
+            out.line(f"{v} = {self.namer.bind(node.attrs['value'], '_const')}")
             return
         args = [scope.var(a) if isinstance(a, Node) else self.literal(a) for a in node.args]
         own = _OWN_EMITTERS.get(node.op)
         if own is not None:
             # (looked up by name: a subclass's override of the method applies)
-            getattr(self, own)(node, v, args, indent)
+            getattr(self, own)(node, v, args, out)
             return
         lines = self._python_syntax(node, v, args)
         if lines is None:
             lines = [self._lowered_call(node, v, args)]
-        self.lines.extend(indent + line for line in lines)
+        out.extend(lines)
 
     def _python_syntax(self, node: Node, v: str, args: list[str]) -> list[str] | None:
         """The lines computing ``node`` with Python's own syntax (an operator, an ndarray
@@ -155,8 +155,8 @@ class Emitter:
         call = f"{fn}({', '.join(args)})"
         return f"{v} = {call}" if node.aval is not None else call
 
-    def _emit_get_output(self, node: Node, v: str, args: list[str], indent: str) -> None:
-        self.lines.append(f"{indent}{v} = {args[0]}[{node.attrs['index']}]")
+    def _emit_get_output(self, node: Node, v: str, args: list[str], out: Source) -> None:
+        out.line(f"{v} = {args[0]}[{node.attrs['index']}]")
 
     def index_source(self, template: tuple, dyn: list[str], nodes: Any = ()) -> str:
         """Source of the index tuple ``build_index(template, dyn)`` builds at run time.
@@ -194,16 +194,15 @@ class Emitter:
             return f"({value!r})"  # parenthesised: -1 ** x is not (-1) ** x
         return self.namer.bind(value, "_lit")  # floats/complex: the exact object, no repr
 
-    def _emit_cond(self, node: Node, v: str, args: list[str], indent: str) -> None:
+    def _emit_cond(self, node: Node, v: str, args: list[str], out: Source) -> None:
         pred, operands = args[0], args[1:]
-        for keyword_, graph in zip(("if", "else"), node.attrs["branches"]):
-            head = f"{indent}if {pred}:" if keyword_ == "if" else f"{indent}else:"
-            self.lines.append(head)
-            scope = self.new_scope(dict(zip(graph.inputs, operands)))
-            outs = self.emit_graph(graph, scope, indent + "    ")
-            self.lines.append(f"{indent}    {v} = ({''.join(o + ', ' for o in outs)})")
+        for head, graph in zip((f"if {pred}:", "else:"), node.attrs["branches"]):
+            with out.block(head) as body:
+                scope = self.new_scope(dict(zip(graph.inputs, operands)))
+                outs = self.emit_graph(graph, scope, body)
+                body.line(f"{v} = ({''.join(o + ', ' for o in outs)})")
 
-    def _emit_while(self, node: Node, v: str, args: list[str], indent: str) -> None:
+    def _emit_while(self, node: Node, v: str, args: list[str], out: Source) -> None:
         n = node.attrs["n_vars"]
         cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
         self._scopes += 1
@@ -213,15 +212,14 @@ class Emitter:
         copies = self.inplace.entry_copies.get(node, frozenset())
         inits = [f"{a}.copy()" if i in copies else a for i, a in enumerate(args[:n])]
         if loop_vars:
-            self.lines.append(f"{indent}{', '.join(loop_vars)}, = {', '.join(inits)},")
-        self.lines.append(f"{indent}while True:")
-        inner = indent + "    "
-        scope = self.new_scope(dict(zip(cond_graph.inputs, loop_vars + captures)))
-        (test,) = self.emit_graph(cond_graph, scope, inner)
-        self.lines.append(f"{inner}if not {test}:")
-        self.lines.append(f"{inner}    break")
-        scope = self.new_scope(dict(zip(body_graph.inputs, loop_vars + captures)))
-        outs = self.emit_graph(body_graph, scope, inner)
-        if loop_vars:
-            self.lines.append(f"{inner}{', '.join(loop_vars)}, = {', '.join(outs)},")
-        self.lines.append(f"{indent}{v} = ({''.join(x + ', ' for x in loop_vars)})")
+            out.line(f"{', '.join(loop_vars)}, = {', '.join(inits)},")
+        with out.block("while True:") as body:
+            scope = self.new_scope(dict(zip(cond_graph.inputs, loop_vars + captures)))
+            (test,) = self.emit_graph(cond_graph, scope, body)
+            with body.block(f"if not {test}:") as done:
+                done.line("break")
+            scope = self.new_scope(dict(zip(body_graph.inputs, loop_vars + captures)))
+            outs = self.emit_graph(body_graph, scope, body)
+            if loop_vars:
+                body.line(f"{', '.join(loop_vars)}, = {', '.join(outs)},")
+        out.line(f"{v} = ({''.join(x + ', ' for x in loop_vars)})")
