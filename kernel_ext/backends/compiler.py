@@ -287,7 +287,8 @@ class _Compiler:
         # atexit runs its handlers last-registered first: registered again now that Numba
         # is imported (its handlers and weakref's finalizers, which dispose of LLVM objects,
         # were registered when it was), the wait for a running compile comes before them.
-        import numba  # noqa: F401
+        # (Numba through numba_decorators: its errors then leave sys.stdout alone.)
+        from . import numba_decorators  # noqa: F401
 
         atexit.register(self.shutdown)
         while True:

@@ -25,6 +25,17 @@ generated kernels never use those operators on integers: they call :func:`wrappi
 :func:`wrapping_sub` and :func:`wrapping_mul`, which emit the same instruction without the
 flag, in the operands' own width (no widening to ``int64`` either). Vectorisation is
 unaffected: LLVM vectorises a plain ``add`` as it does an ``add nsw``.
+
+Importing this module also stops Numba's error messages from replacing ``sys.stdout``. With
+colorama installed, every error message Numba builds enters ``numba.core.errors.ColorShell``,
+whose ``colorama.init()`` swaps ``sys.stdout``/``sys.stderr`` for wrappers and whose
+``deinit()`` puts back the streams it saw on entry; Numba raises and catches such errors
+while compiling normally (``ConstantInferenceError`` while it infers constants). Kernels
+compile on a background thread (:mod:`.compiler`) while Jupyter swaps ``sys.stdout`` for
+each cell and pytest's ``capsys`` for each test: a compile that entered ``ColorShell``
+before the swap and left it after put the old stream back, and a cell's ``print`` and
+``kx.print`` output went to the cell before (in tests: ``capsys`` read nothing). So
+``ColorShell`` becomes :class:`StreamsLeftAlone` (the messages keep their markup).
 """
 
 from __future__ import annotations
@@ -32,9 +43,25 @@ from __future__ import annotations
 from typing import Any
 
 import numba
+import numba.core.errors
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
+
+
+class StreamsLeftAlone:
+    """Numba's ``ColorShell`` without colorama's ``init()``/``deinit()``: a context that
+    leaves ``sys.stdout`` and ``sys.stderr`` as they are (see the module docstring)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+if hasattr(numba.core.errors, "ColorShell"):  # (absent when colorama is not installed)
+    numba.core.errors.ColorShell = StreamsLeftAlone
 
 #: Bump when the code below changes meaning: it is part of every kernel's cache key.
 ABI = "3"
