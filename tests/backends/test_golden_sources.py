@@ -2,7 +2,9 @@
 
 A change to a code generator shows up here as a readable diff of the code it writes: the
 NumPy executor's straight-line function, the fused executor's host code and one kernel
-module, and a whole-graph function with graph loops. When the change is intended, write the
+module (and the CUDA kernel of the same segment), and whole-graph functions: nested index
+loops, a solver's ``while`` on its residual, and rows fused into one pass (layer norm and
+softmax). When the change is intended, write the
 new copies and review their diff in the commit:
 
     KX_WRITE_GOLDEN=1 python -m pytest tests/backends/test_golden_sources.py
@@ -33,6 +35,22 @@ def dense(x, w, b):
 def softmax_rows(x):
     e = np.exp(x - np.max(x, axis=1, keepdims=True))
     return e / np.sum(e, axis=1, keepdims=True)
+
+
+def jacobi_solve(A, b):
+    # a solver as textbooks write it: sweep until the residual is small
+    x = np.zeros_like(b)
+    r = b - A @ x
+    while np.sqrt(np.sum(r * r)) > 1e-10:
+        x = x + r / np.diag(A)
+        r = b - A @ x
+    return x
+
+
+def layer_norm_softmax(x):
+    z = (x - x.mean(axis=1, keepdims=True)) / np.sqrt(x.var(axis=1, keepdims=True) + 1e-5)
+    e = np.exp(z - z.max(axis=1, keepdims=True))
+    return e / e.sum(axis=1, keepdims=True)
 
 
 def triangle(A):
@@ -77,11 +95,43 @@ def _whole_graph() -> str:
     return f.get_concrete_function(A).executable.run.__globals__["_H"].ksrc.source
 
 
+def _whole_graph_solver() -> str:
+    A = np.eye(8) * 4.0 + np.ones((8, 8)) * 0.1
+    b = np.arange(8.0)
+    f = kx.function(jacobi_solve, jit_compile=True)
+    f(A, b)
+    return f.get_concrete_function(A, b).executable.run.__globals__["_H"].ksrc.source
+
+
+def _whole_graph_rows() -> str:
+    x = np.linspace(0.0, 1.0, 64 * 32, dtype=np.float32).reshape(64, 32)
+    f = kx.function(layer_norm_softmax, jit_compile=True)
+    f(x)
+    return f.get_concrete_function(x).executable.run.__globals__["_H"].ksrc.source
+
+
+def _cuda_kernel() -> str:
+    # The CUDA kernel of the map of softmax_rows, written from its segment (no device needed)
+    from kernel_ext.backends.codegen import can_compile, generate
+    from kernel_ext.passes.fusion import partition
+
+    # (another size pattern than the fused tests' 64 x 64: a second trace of one pattern
+    # would make their executor the size-generic one, shared across traces)
+    x = np.linspace(0.0, 1.0, 32 * 16).reshape(32, 16)
+    graph = kx.function(softmax_rows, backend="numba").get_concrete_function(x).graph
+    segments = partition(graph, lambda n: can_compile(n, "cuda"))
+    (seg,) = [s for s in segments if any(n.op.value == "exp" for n in s.nodes)]
+    return generate(seg, "cuda").source
+
+
 SOURCES: dict[str, Callable[[], str]] = {
+    "cuda_kernel_softmax.py": _cuda_kernel,
     "numpy_executor_dense.py": _numpy_executor,
     "fused_host_softmax.py": _fused_host,
     "fused_kernel_softmax.py": _fused_kernel,
     "whole_graph_triangle.py": _whole_graph,
+    "whole_graph_solver.py": _whole_graph_solver,
+    "whole_graph_row_fusion.py": _whole_graph_rows,
 }
 
 
