@@ -90,23 +90,20 @@ def _fused_kernel() -> str:
 
 def _whole_graph() -> str:
     A = np.arange(900.0).reshape(30, 30) / 900
-    f = kx.function(triangle, jit_compile=True)
-    f(A.copy())
+    f = kx.function(triangle, jit_compile=True)  # (its source, not compiled)
     return f.get_concrete_function(A).executable.run.__globals__["_H"].ksrc.source
 
 
 def _whole_graph_solver() -> str:
     A = np.eye(8) * 4.0 + np.ones((8, 8)) * 0.1
     b = np.arange(8.0)
-    f = kx.function(jacobi_solve, jit_compile=True)
-    f(A, b)
+    f = kx.function(jacobi_solve, jit_compile=True)  # (its source, without compiling it)
     return f.get_concrete_function(A, b).executable.run.__globals__["_H"].ksrc.source
 
 
 def _whole_graph_rows() -> str:
     x = np.linspace(0.0, 1.0, 64 * 32, dtype=np.float32).reshape(64, 32)
-    f = kx.function(layer_norm_softmax, jit_compile=True)
-    f(x)
+    f = kx.function(layer_norm_softmax, jit_compile=True)  # (its source, not compiled)
     return f.get_concrete_function(x).executable.run.__globals__["_H"].ksrc.source
 
 
