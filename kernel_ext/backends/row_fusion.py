@@ -573,14 +573,12 @@ class _RowWriter:
         # the row function: rows [lo, hi) of the outputs, checks and scratch of its own,
         # so shares of the rows can run on several threads at once (RowSplit)
         params = list(w.params) + (["la"] if w.loop_args else []) + list(out_names.values())
-        func = Source()
-        func.line("@_kernel")
-        with func.block(f"def {ROWS_FUNCTION}(lo, hi, {', '.join(params)}):") as frame:
-            for k in range(len(w.loop_args)):
-                frame.line(f"f{k} = la[{2 * k}]")
-                frame.line(f"d{k} = la[{2 * k + 1}]")
-            func.lines.extend(rows.lines + self.preamble.lines + body.lines)
-            frame.line("return 0")
+        func = kernel_function(
+            f"{ROWS_FUNCTION}(lo, hi, {', '.join(params)})",
+            len(w.loop_args),
+            rows.lines + self.preamble.lines + body.lines,
+            "return 0",
+        )
         w.module_parts.append("\n".join(func.lines))
         split = None
         if not w.written_back:  # (an output copied into its argument: the graph's own code)
@@ -733,6 +731,21 @@ class _RowWriter:
         if node.op is OpKind.PLACEHOLDER or (not top and (node in self.done or _loop_op(node))):
             return f"{self.names[node]}[j]"
         return _INLINE[node.op]([self.expr(a, local) for a in node.args])
+
+
+def kernel_function(signature: str, loops: int, body: list[str], last: str) -> Source:
+    """A compiled function of the whole-graph module: ``@_kernel``, ``def {signature}:``,
+    the addresses of its ``loops`` NumPy loops read from ``la`` (one argument for Numba's
+    dispatcher to type, not two per loop), ``body`` (lines indented already) and ``last``."""
+    func = Source()
+    func.line("@_kernel")
+    with func.block(f"def {signature}:") as frame:
+        for k in range(loops):
+            frame.line(f"f{k} = la[{2 * k}]")
+            frame.line(f"d{k} = la[{2 * k + 1}]")
+        func.lines.extend(body)
+        frame.line(last)
+    return func
 
 
 def emit_row_fusion(

@@ -15,7 +15,7 @@ from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile, kernel_form
 from ..emit.literals import Unsupported, const_source, ctor
 from ..emit.source import STEP, Source
 from ..inplace import Step, plan_inplace
-from ..row_fusion import emit_row_fusion
+from ..row_fusion import emit_row_fusion, kernel_function
 from ..static_shapes import aval_of_node, ranked_shape, static_shape
 from ..whole_graph_ops import RULES, rule_for
 from ..whole_graph_ops.linalg import matmul_call, plain_matmul
@@ -111,14 +111,12 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         # to type instead of two per loop (each costs it ~50 ns per call).
         loops = ["la"] if self.loop_args else []
         returned = self._returned(outs, body)
-        func = Source()
-        func.line("@_kernel")
-        with func.block(f"def graph({', '.join(self.params + consts + loops)}):") as frame:
-            for k in range(len(self.loop_args)):
-                frame.line(f"f{k} = la[{2 * k}]")
-                frame.line(f"d{k} = la[{2 * k + 1}]")
-            func.lines.extend(self.preamble.lines + body.lines)  # (indented already)
-            frame.line("return (" + "".join(n + ", " for n in returned) + ")")
+        func = kernel_function(
+            f"graph({', '.join(self.params + consts + loops)})",
+            len(self.loop_args),
+            self.preamble.lines + body.lines,
+            "return (" + "".join(n + ", " for n in returned) + ")",
+        )
         header = "\n".join(
             [
                 f"# kernel_ext whole-graph function (codegen v{CODEGEN_VERSION})",
