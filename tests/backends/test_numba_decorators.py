@@ -31,6 +31,8 @@ def test_a_numba_error_message_built_across_a_stream_swap_keeps_the_new_stream(m
 def test_kx_print_reaches_the_stream_of_its_call_while_numba_builds_errors_elsewhere(
     monkeypatch,
 ):
+    import numba.core.errors
+
     import kernel_ext as kx
     from kernel_ext.backends import numba_decorators  # noqa: F401 -- what it sets up
 
@@ -46,8 +48,6 @@ def test_kx_print_reaches_the_stream_of_its_call_while_numba_builds_errors_elsew
         # compiles a kernel in the background
         while not stop.is_set():
             numba.core.errors.TypingError("probe")
-
-    import numba.core.errors
 
     worker = threading.Thread(target=errors_meanwhile, daemon=True)
     worker.start()
