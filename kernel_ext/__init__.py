@@ -22,6 +22,9 @@ from .trace.control_flow import cond, while_loop
 from .trace.iteration import TensorArray
 from .trace.iteration import kx_range as range  # noqa: A004
 
+# Last: every op's rules, registered into the tables of the layers imported above.
+from . import ops  # isort: skip  # noqa: F401
+
 __version__ = "0.1.0"
 
 if "IPython" in _sys.modules:  # a notebook or console: messages name cells, not temp files

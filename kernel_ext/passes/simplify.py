@@ -42,6 +42,7 @@ from typing import Any, TypeAlias, cast
 import numpy as np
 
 from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind
+from ..ir.registry import OpTable
 from .rewrite import Rewrite, Rewriter, fully_known, is_pure, recursive, same_aval
 
 Proposal: TypeAlias = Node | Rewrite | None
@@ -426,47 +427,53 @@ _INTS_BOOL = "biu"
 _REAL = "biuf"
 _NUMBERS = "iufc"
 
-RULES: dict[OpKind, list[Rule]] = {
-    OpKind.ADD: identity_operand({"b": _zero, "i": _zero, "u": _zero, "f": _negative_zero}, "both"),
-    OpKind.SUBTRACT: identity_operand({"i": _zero, "u": _zero, "f": _positive_zero}),
-    OpKind.MULTIPLY: identity_operand({"b": _one, "i": _one, "u": _one, "f": _one}, "both"),
-    OpKind.DIVIDE: identity_operand({"f": _one}),
-    OpKind.FLOOR_DIVIDE: identity_operand({"i": _one, "u": _one}),
-    OpKind.POWER: identity_operand({"i": _one, "u": _one}),
-    OpKind.BITWISE_OR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both")
-    + [same_operands(_INTS_BOOL)],
-    OpKind.BITWISE_XOR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both"),
-    OpKind.BITWISE_AND: identity_operand({"b": _truthy}, "both") + [same_operands(_INTS_BOOL)],
-    OpKind.LEFT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
-    OpKind.RIGHT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
-    OpKind.LOGICAL_AND: identity_operand({"b": _truthy}, "both") + [same_operands("b")],
-    OpKind.LOGICAL_OR: identity_operand({"b": _zero}, "both") + [same_operands("b")],
-    OpKind.MAXIMUM: [same_operands(_REAL + "c")],
-    OpKind.MINIMUM: [same_operands(_REAL + "c")],
-    OpKind.FMAX: [same_operands(_REAL + "c")],
-    OpKind.FMIN: [same_operands(_REAL + "c")],
-    OpKind.NEGATIVE: [involution(_NUMBERS)],
-    OpKind.INVERT: [involution(_INTS_BOOL)],
-    OpKind.LOGICAL_NOT: [involution("b")],
-    OpKind.CONJUGATE: [involution(_NUMBERS), identity_on(_INTS + "f")],
-    OpKind.POSITIVE: [identity_on(_NUMBERS)],
-    OpKind.ABSOLUTE: [idempotent(_INTS + "f"), identity_on("bu")],
-    OpKind.FABS: [idempotent("f")],
-    OpKind.FLOOR: [idempotent("f"), identity_on(_INTS_BOOL)],
-    OpKind.CEIL: [idempotent("f"), identity_on(_INTS_BOOL)],
-    OpKind.TRUNC: [idempotent("f"), identity_on(_INTS_BOOL)],
-    OpKind.RINT: [idempotent("f")],
-    OpKind.SIGN: [idempotent(_INTS + "f")],
-    OpKind.CAST: [_cast],
-    OpKind.TRANSPOSE: [_transpose],
-    OpKind.RESHAPE: [_reshape],
-    OpKind.BROADCAST_TO: [_broadcast_to],
-    OpKind.GETITEM: [_getitem],
-    OpKind.FLIP: [_flip],
-    OpKind.COPY: [_copy],
-    OpKind.WHERE: [_where],
-    OpKind.MATMUL: [_matmul],
-}
+#: Each op's simplifications, tried in order.
+RULES: OpTable[list[Rule]] = OpTable("simplification")
+RULES.update(
+    {
+        OpKind.ADD: identity_operand(
+            {"b": _zero, "i": _zero, "u": _zero, "f": _negative_zero}, "both"
+        ),
+        OpKind.SUBTRACT: identity_operand({"i": _zero, "u": _zero, "f": _positive_zero}),
+        OpKind.MULTIPLY: identity_operand({"b": _one, "i": _one, "u": _one, "f": _one}, "both"),
+        OpKind.DIVIDE: identity_operand({"f": _one}),
+        OpKind.FLOOR_DIVIDE: identity_operand({"i": _one, "u": _one}),
+        OpKind.POWER: identity_operand({"i": _one, "u": _one}),
+        OpKind.BITWISE_OR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both")
+        + [same_operands(_INTS_BOOL)],
+        OpKind.BITWISE_XOR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both"),
+        OpKind.BITWISE_AND: identity_operand({"b": _truthy}, "both") + [same_operands(_INTS_BOOL)],
+        OpKind.LEFT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
+        OpKind.RIGHT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
+        OpKind.LOGICAL_AND: identity_operand({"b": _truthy}, "both") + [same_operands("b")],
+        OpKind.LOGICAL_OR: identity_operand({"b": _zero}, "both") + [same_operands("b")],
+        OpKind.MAXIMUM: [same_operands(_REAL + "c")],
+        OpKind.MINIMUM: [same_operands(_REAL + "c")],
+        OpKind.FMAX: [same_operands(_REAL + "c")],
+        OpKind.FMIN: [same_operands(_REAL + "c")],
+        OpKind.NEGATIVE: [involution(_NUMBERS)],
+        OpKind.INVERT: [involution(_INTS_BOOL)],
+        OpKind.LOGICAL_NOT: [involution("b")],
+        OpKind.CONJUGATE: [involution(_NUMBERS), identity_on(_INTS + "f")],
+        OpKind.POSITIVE: [identity_on(_NUMBERS)],
+        OpKind.ABSOLUTE: [idempotent(_INTS + "f"), identity_on("bu")],
+        OpKind.FABS: [idempotent("f")],
+        OpKind.FLOOR: [idempotent("f"), identity_on(_INTS_BOOL)],
+        OpKind.CEIL: [idempotent("f"), identity_on(_INTS_BOOL)],
+        OpKind.TRUNC: [idempotent("f"), identity_on(_INTS_BOOL)],
+        OpKind.RINT: [idempotent("f")],
+        OpKind.SIGN: [idempotent(_INTS + "f")],
+        OpKind.CAST: [_cast],
+        OpKind.TRANSPOSE: [_transpose],
+        OpKind.RESHAPE: [_reshape],
+        OpKind.BROADCAST_TO: [_broadcast_to],
+        OpKind.GETITEM: [_getitem],
+        OpKind.FLIP: [_flip],
+        OpKind.COPY: [_copy],
+        OpKind.WHERE: [_where],
+        OpKind.MATMUL: [_matmul],
+    }
+)
 
 
 def layout_observers(graph: Graph) -> set[Node]:

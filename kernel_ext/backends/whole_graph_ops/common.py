@@ -9,7 +9,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from ...ir import Node, OpKind
+from ...ir import Node
+from ...ir.registry import OpTable
 from ..emit.literals import Unsupported
 from ..emit.source import Source
 from ..inplace import InplacePlan
@@ -56,7 +57,8 @@ class Rule:
     claims: Callable[[Node], bool] = lambda node: True
 
 
-RULES: dict[OpKind, Rule] = {}
+#: Each op's whole-graph rule, registered by its definition in :mod:`kernel_ext.ops`.
+RULES: OpTable[Rule] = OpTable("whole-graph rule")
 
 
 def rule_for(node: Node) -> Rule | None:
