@@ -11,7 +11,9 @@ the way JAX registers a primitive's rules: a decorator naming the ops a function
 
 ``register`` and ``add`` refuse a second entry for an op: two modules both claiming an op is a
 mistake that would otherwise go unnoticed (the later import silently wins); a deliberate
-refinement of an entry says so with ``replace``. Reading is a dict's
+refinement of an entry says so with ``replace``. Each entry remembers the module that
+registered it (``origin``): ``tests/ops`` checks that every op's rules come from its family's
+definition in ``kernel_ext.ops``. Reading is a dict's
 (``table[op]``, ``op in table``, ``table.get(op)``), and so is assignment, which tests use to
 put a broken rule in place for a while (``monkeypatch.setitem``). The tracer's table of NumPy
 functions (``trace.HANDLERS``: ``np.func`` -> the handler recording it) is a ``Registry`` too.
@@ -19,7 +21,9 @@ functions (``trace.HANDLERS``: ``np.func`` -> the handler recording it) is a ``R
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable, Hashable, Iterable
+from types import FrameType
 from typing import TypeVar
 
 from .ops import OpKind
@@ -34,6 +38,8 @@ class Registry(dict[K, V]):
     def __init__(self, name: str) -> None:
         super().__init__()
         self.name = name
+        #: key -> the module that registered its entry (entered by ``add`` and ``replace``)
+        self.origin: dict[K, str] = {}
 
     def add(self, key: K, value: V) -> V:
         """Enter ``value`` for ``key``; a second entry for ``key`` is an error."""
@@ -43,6 +49,7 @@ class Registry(dict[K, V]):
                 f"{_describe(self[key])}, then {_describe(value)}); keep one definition"
             )
         self[key] = value
+        self.origin[key] = _registering_module()
         return value
 
     def replace(self, key: K, value: V) -> V:
@@ -52,6 +59,7 @@ class Registry(dict[K, V]):
         if key not in self:
             raise KeyError(f"{self.name}: {_key_text(key)} has no entry to replace")
         self[key] = value
+        self.origin[key] = _registering_module()
         return value
 
     def register(self, *keys: K) -> Callable[[V], V]:
@@ -71,6 +79,16 @@ class OpTable(Registry[OpKind, V]):
     def missing(self, kinds: Iterable[OpKind] = tuple(OpKind)) -> list[OpKind]:
         """The ops of ``kinds`` (all of them by default) with no entry, in order."""
         return [k for k in kinds if k not in self]
+
+
+def _registering_module() -> str:
+    """The module whose code called into this one (the registration's author): the first
+    frame outside this module. Registration runs at import, so the frame walk costs nothing
+    on any hot path."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+    return str(frame.f_globals.get("__name__", "?")) if frame is not None else "?"
 
 
 def _key_text(key: object) -> str:

@@ -35,6 +35,8 @@ implements, known only once Dask is imported), and forms internal to one executo
 
 from __future__ import annotations
 
+from .families import FAMILIES
+
 # Families register on import; the order only decides which module's error names a clash.
 from . import structure  # isort: skip
 from . import elementwise  # isort: skip
@@ -44,4 +46,13 @@ from . import indexing  # isort: skip
 from . import linalg  # isort: skip
 from . import sorting  # isort: skip
 
-__all__ = ["elementwise", "indexing", "linalg", "reductions", "shape", "sorting", "structure"]
+__all__ = [
+    "FAMILIES",
+    "elementwise",
+    "indexing",
+    "linalg",
+    "reductions",
+    "shape",
+    "sorting",
+    "structure",
+]

@@ -38,6 +38,19 @@ def test_a_second_registration_for_an_op_is_refused_naming_both() -> None:
     assert table[OpKind.SIN] is first  # the table keeps the first
 
 
+def test_an_entry_remembers_the_module_that_registered_it() -> None:
+    table: OpTable[int] = OpTable("test table")
+    table.add(OpKind.SIN, 1)
+
+    @table.register(OpKind.COS)
+    def rule() -> int: ...
+
+    table[OpKind.TAN] = 3  # a plain assignment is no registration: no origin
+    assert table.origin == {OpKind.SIN: __name__, OpKind.COS: __name__}
+    table.replace(OpKind.SIN, 2)
+    assert table.origin[OpKind.SIN] == __name__
+
+
 def test_replace_refines_an_existing_entry_only() -> None:
     table: OpTable[int] = OpTable("test table")
     table.add(OpKind.SIN, 1)
