@@ -8,8 +8,9 @@ backward ops and can differentiate them again: higher order), and the optimiser 
 backends treat it like the forward ops.
 
 Control flow: a ``cond``'s cotangent is a ``cond`` on the same predicate whose branches
-re-run their forward branch (:func:`inline_graph`) and differentiate it; a graph ``while``
-loop stacks its iterations' state and runs a reverse loop (:mod:`.while_gradients`).
+re-run their forward branch (:func:`inline_graph`) and differentiate it (its rule is
+:mod:`kernel_ext.ops.structure.control_flow`'s); a graph ``while`` loop stacks its iterations'
+state and runs a reverse loop (:mod:`.while_gradients`).
 Opaque NumPy calls and random draws on the path raise
 :class:`~kernel_ext.errors.NonDifferentiableError` naming the function and the line.
 """
@@ -34,7 +35,6 @@ from ..ir import (
     subgraphs,
 )
 from ..trace import Tensor, TraceContext, current_context
-from ..trace.control_flow import cond as kx_cond
 from ..trace.source_lines import attributed_to
 from .rules import VJP, Primal
 
@@ -307,52 +307,7 @@ def inline_graph(
     return env, ctx.graph.nodes[start:]
 
 
-# -- control flow ------------------------------------------------------------------------------
-
-
-def _cond(p: Primal, gs: list[Any]) -> list[Any]:
-    """A ``cond``'s cotangents: a ``cond`` on the same predicate whose branches each re-run
-    their forward branch and differentiate it (the forward values are recomputed, not kept)."""
-    pred, *operands = p.args
-    t_graph, f_graph = p.attrs["branches"]
-    wanted = [
-        i for i, x in enumerate(operands) if isinstance(x, Tensor) and differentiable(x.node.aval)
-    ]
-    if not wanted:
-        return [None] * len(p.args)
-
-    def branch(graph: Graph) -> Callable[[], tuple]:
-        def run() -> tuple:
-            ctx = current_context()
-            assert ctx is not None  # (cond traces the branch)
-            env, new = inline_graph(graph, operands)
-            made = set(new)
-            targets = []
-            for out, g in zip(graph.outputs, gs):
-                value = env.get(out, None)
-                if g is not None and isinstance(value, Tensor):
-                    targets.append((ctx.lift(value), g))
-            # a placeholder (operand) used as an output is not new: lift gives its capture
-            sources = {i: ctx.lift(operands[i]) for i in wanted}
-            found = backward(ctx, targets, lambda n: n in made, sources.values())
-            return tuple(_or_zeros(found.get(sources[i]), operands[i]) for i in wanted)
-
-        return run
-
-    results = kx_cond(pred, branch(t_graph), branch(f_graph), name=f"{p.node.name}_grad")
-    out: list[Any] = [None] * len(p.args)
-    for i, ct in zip(wanted, results):
-        out[1 + i] = ct
-    return out
-
-
-def _or_zeros(ct: Any, like: Tensor) -> Any:
-    if ct is None:
-        return np.zeros_like(like)
-    return ct.astype(like.dtype) if ct.dtype != like.dtype else ct
-
-
-VJP.add(OpKind.COND, _cond)
+# -- the rule table's coverage -----------------------------------------------------------------
 
 
 def rule_kinds() -> dict[str, list[OpKind]]:

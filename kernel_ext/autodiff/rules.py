@@ -24,7 +24,7 @@ function has no derivative:
 
 Ops whose result is integer or boolean (comparisons, ``argmax``, ``isnan``, bit operations)
 and piecewise-constant float ops (``floor``, ``sign``, ...) are in :data:`ZERO_GRADIENT`.
-Control flow (``cond``) is registered by :mod:`kernel_ext.autodiff.backward`, which it needs;
+Control flow's rules (``cond``, ``while``) are registered by :mod:`kernel_ext.ops.structure`;
 the matrix decompositions and the rules built by composition by
 :mod:`kernel_ext.autodiff.decompositions`.
 """
@@ -156,18 +156,7 @@ NOTES.update(
         K.DOT: "N-D by matrix not yet (use matmul)",
         K.CONCATENATE: "static sizes along the axis",
         K.SORT: "static shapes",
-        K.COND: "a cond on the same predicate re-running each branch",
-        K.WHILE: "stacks each iteration's state, then a reverse loop replays the body's VJP; "
-        "loop variables keep their shapes; any order (the reverse loop is a loop)",
-        K.GET_OUTPUT: "routes the cotangent to its cond or while output",
-        K.NUMPY_CALL: "names the function and the line",
-        K.RANDOM_CALL: "names the function",
         K.TENSOR_ARRAY_WRITE: "not yet",
-        K.ASSIGN_VARIABLE: "no result: never on a gradient path",
-        K.ASSIGN_ADD_VARIABLE: "no result: never on a gradient path",
-        K.ASSIGN_SUB_VARIABLE: "no result: never on a gradient path",
-        K.PRINT: "no result: never on a gradient path",
-        K.CHECK: "no result: never on a gradient path (a replayed forward pass checks again)",
         K.NANMAX: "ties: the first occurrence; NaNs get none",
         K.NANMIN: "ties: the first occurrence; NaNs get none",
         K.NANPROD: "divides by x: not finite where x has zeros",

@@ -30,6 +30,8 @@ from.
 
 Limits: every loop variable must keep its shape over the iterations (a stack holds
 same-shaped rows: a variable whose shape changes raises when the stack is written).
+
+:mod:`kernel_ext.ops.structure.control_flow` registers :func:`while_vjp` as ``while``'s rule.
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ from .backward import (
     mark_backward,
     recording_trace,
 )
-from .rules import VJP, Primal
+from .rules import Primal
 
 # ``STACKED`` (from .backward) is the attr of a ``while`` node rewritten to stack its state
 # (underscore attrs are ignored by the printers and CSE): a ``StackedLoop``.
@@ -269,7 +271,5 @@ def _cast(ct: Any, like: Tensor) -> Any:
         ct = ct + np.zeros_like(like)
     return ct
 
-
-VJP.add(OpKind.WHILE, while_vjp)
 
 __all__ = ["STACKED", "StackedLoop", "stacking_loop", "while_vjp"]

@@ -142,7 +142,7 @@ _CONVERT: dict[str | None, Callable[[Any], Any]] = {
 
 
 def _message_form(value: Tensor) -> str:
-    """How eager Python holds ``value`` when it formats it (interpreter._MESSAGE_FORMS)."""
+    """How eager Python holds ``value`` when it formats it (ops.structure.state._MESSAGE_FORMS)."""
     py_type = getattr(value, "py_type", None)
     if isinstance(py_type, type) and py_type.__name__ in ("int", "float", "bool", "complex"):
         return py_type.__name__
@@ -160,7 +160,7 @@ def _instance(error: Any) -> BaseException:
 
 
 def _run_time_parts(error: BaseException) -> tuple[tuple, list[Any]]:
-    """How each argument of ``error`` is rebuilt at run time (``interpreter.check_error``)
+    """How each argument of ``error`` is rebuilt at run time (``ops.structure.state.check_error``)
     and the traced values that needs."""
     values: list[Any] = []
     how: list[Any] = []

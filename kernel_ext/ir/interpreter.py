@@ -8,16 +8,13 @@ code, so both executors share one definition of each op's meaning.
 
 from __future__ import annotations
 
-import copy
 import functools
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
 from .abstract import DynamicIndex
-from .calls import call_name, check_result
 from .graph import Graph, Node
 from .ops import OpGroup, OpKind
 from .registry import OpTable
@@ -398,125 +395,11 @@ def _fft(node: Node) -> Callable[..., Any]:
     return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
 
 
-@_lower(OpKind.CONSTANT)
-def _constant(node: Node) -> Callable[..., Any]:
-    value = node.attrs["value"]
-    return lambda: value
-
-
-@_lower(OpKind.READ_VARIABLE)
-def _read_variable(node: Node) -> Callable[..., Any]:
-    var = node.attrs["variable"]
-    return lambda: var.storage
-
-
-@_lower(OpKind.ASSIGN_VARIABLE)
-def _assign(node: Node) -> Callable[..., Any]:
-    store: Callable[..., Any] = node.attrs["variable"].store
-    return store
-
-
-@_lower(OpKind.ASSIGN_ADD_VARIABLE)
-def _assign_add(node: Node) -> Callable[..., Any]:
-    var = node.attrs["variable"]
-    return lambda v: var.store(np.add(var.peek(), v), owned=True)
-
-
-@_lower(OpKind.ASSIGN_SUB_VARIABLE)
-def _assign_sub(node: Node) -> Callable[..., Any]:
-    var = node.attrs["variable"]
-    return lambda v: var.store(np.subtract(var.peek(), v), owned=True)
-
-
 def format_print(template: tuple[Any, ...], values: Sequence[Any], sep: str, end: str) -> str:
     """``kx.print`` text: literal parts as-is, values as NumPy prints them."""
     it = iter(values)
     parts = [str(next(it)) if part is None else part for part in template]
     return sep.join(parts) + end
-
-
-@_lower(OpKind.PRINT)
-def _print(node: Node) -> Callable[..., Any]:
-    template, sep, end = node.attrs["template"], node.attrs["sep"], node.attrs["end"]
-
-    def do_print(*values: Any) -> None:
-        # Looked up at run time: Jupyter swaps sys.stdout per cell.
-        sys.stdout.write(format_print(template, values, sep, end))
-
-    return do_print
-
-
-# -- run-time checks ----------------------------------------------------------------------------
-
-#: How a traced value appears in a run-time check's message, as eager Python has it: a value
-#: NumPy gives as a Python number (``PythonNumber``, a range index) or as a NumPy scalar.
-_MESSAGE_FORMS: dict[str, Callable[[Any], Any]] = {
-    "int": lambda v: int(v),
-    "float": lambda v: float(v),
-    "bool": lambda v: bool(v),
-    "complex": lambda v: complex(v),
-    "scalar": lambda v: v[()] if isinstance(v, np.ndarray) else v,
-    "array": lambda v: v,
-}
-_CONVERSIONS: dict[str | None, Callable[[Any], Any]] = {
-    None: lambda v: v,
-    "s": str,
-    "r": repr,
-    "a": ascii,
-}
-
-
-def check_error(
-    error: BaseException, args: tuple[Any, ...], values: Sequence[Any]
-) -> BaseException:
-    """The exception a failed run-time check raises: ``error`` (made while tracing) with each
-    of its arguments described by ``args`` rebuilt from the run-time ``values``: ``None``
-    (the traced argument as it is), ``("value", slot, form)`` (a traced value itself) or
-    ``("message", parts)`` (an f-string: literal text, or ``(slot, form, conversion,
-    spec)`` formatted as Python formats ``f"{value!conversion:spec}"``)."""
-    try:
-        out = copy.copy(error)  # a fresh one per failure: its traceback is this call's
-    except Exception:  # an exception class whose constructor copy cannot call
-        out = error
-    if all(a is None for a in args):
-        return out
-    rebuilt = []
-    for original, how in zip(error.args, args):
-        if how is None:
-            rebuilt.append(original)
-        elif how[0] == "value":
-            rebuilt.append(_MESSAGE_FORMS[how[2]](values[how[1]]))
-        else:
-            rebuilt.append(
-                "".join(
-                    part
-                    if isinstance(part, str)
-                    else format(
-                        _CONVERSIONS[part[2]](_MESSAGE_FORMS[part[1]](values[part[0]])), part[3]
-                    )
-                    for part in how[1]
-                )
-            )
-    out.args = tuple(rebuilt)
-    return out
-
-
-@_lower(OpKind.CHECK)
-def _check(node: Node) -> Callable[..., Any]:
-    """Inputs: the condition, the message's values, then ``writes`` pairs (an argument, its
-    value now): arguments updated in place before the check keep the update when it raises,
-    as eagerly (the executor would write them back only when the call completes)."""
-    error, args, writes = node.attrs["error"], node.attrs["args"], node.attrs.get("writes", 0)
-
-    def check(pred: Any, *inputs: Any) -> None:
-        if pred:
-            split = len(inputs) - 2 * writes
-            for k in range(split, len(inputs), 2):
-                if inputs[k] is not inputs[k + 1]:
-                    np.copyto(inputs[k], inputs[k + 1])
-            raise check_error(error, args, inputs[:split])
-
-    return check
 
 
 @_lower(OpKind.DIM)
@@ -589,60 +472,6 @@ def tensor_array_write(
 @_lower(OpKind.TENSOR_ARRAY_WRITE)
 def _tensor_array_write(node: Node) -> Callable[..., Any]:
     return functools.partial(tensor_array_write, **node.params)
-
-
-@_lower(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
-def _opaque_call(node: Node) -> Callable[..., Any]:
-    """The callable as it is, on the static arguments and the run-time inputs; its result is
-    checked against the traced abstract value (a stand-in found it: ``ir/calls.py``)."""
-    fn, template, out_aval = node.attrs["fn"], node.attrs["template"], node.attrs["out_aval"]
-    describe = node.attrs.get("_where") or call_name(fn)
-    if template.constant() and out_aval is not None:
-        # ``rng.normal(0.0, 0.05, size=(30,))``: arguments filled once (filling them at
-        # every call cost about as much as a small draw itself)
-        args, kwargs = template.fill(())
-
-        def call_constant() -> Any:
-            return check_result(fn(*args, **kwargs), out_aval, describe)
-
-        return call_constant
-
-    def call(*values: Any) -> Any:
-        args, kwargs = template.fill(values)
-        result = fn(*args, **kwargs)
-        return None if out_aval is None else check_result(result, out_aval, describe)
-
-    return call
-
-
-@_lower(OpKind.GET_OUTPUT)
-def _get_output(node: Node) -> Callable[..., Any]:
-    index = node.attrs["index"]
-    return lambda values: values[index]
-
-
-@_lower(OpKind.COND)
-def _cond(node: Node) -> Callable[..., Any]:
-    true_graph, false_graph = node.attrs["branches"]
-
-    def cond(pred: Any, *operands: Any) -> tuple[Any, ...]:
-        return tuple(interpret(true_graph if pred else false_graph, operands))
-
-    return cond
-
-
-@_lower(OpKind.WHILE)
-def _while(node: Node) -> Callable[..., Any]:
-    cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
-    n_vars = node.attrs["n_vars"]
-
-    def loop(*args: Any) -> tuple[Any, ...]:
-        values, captures = list(args[:n_vars]), list(args[n_vars:])
-        while interpret(cond_graph, values + captures)[0]:
-            values = interpret(body_graph, values + captures)
-        return tuple(values)
-
-    return loop
 
 
 # -- ufunc methods and the nan family ---------------------------------------------------------

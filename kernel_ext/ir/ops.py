@@ -264,7 +264,7 @@ class OpKind(enum.Enum):
     RANDOM_CALL = _op("random_call", _G.STATEFUL)
     # a run-time check: raises the exception in ``attrs["error"]`` when its first input is
     # true (``if bad: raise ValueError(...)`` on a traced condition; ``assert``), its message
-    # formatted from the other inputs at run time (interpreter.check_error)
+    # formatted from the other inputs at run time (ops.structure.state.check_error)
     CHECK = _op("check", _G.STATEFUL)
 
     # --- opaque: a NumPy function without an op of its own (ir/calls.py) ------------------

@@ -1,5 +1,5 @@
 """Whole-graph rules of advanced indexing (gathers and scatters), the TensorArray stacks of
-loop gradients, and run-time checks.
+loop gradients, ``ufunc.at`` and ``bincount``.
 """
 
 from __future__ import annotations
@@ -474,29 +474,6 @@ def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, out: Sou
 
 
 RULES[OpKind.TENSOR_ARRAY_WRITE] = Rule(_check_tensor_array_write, _emit_tensor_array_write)
-
-
-# ---------------------------------------------------------------------------------------------
-# Run-time checks (``if bad: raise ...`` on a traced condition)
-# ---------------------------------------------------------------------------------------------
-
-
-def _check_check(node: Node) -> None:
-    pred = node.args[0]
-    if not isinstance(pred, Node) or pred.aval is None or pred.aval.shape != ():
-        raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
-
-
-def _emit_check(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    """A failed check signals: the fused executor reruns the call from the arguments, which
-    the compiled function has not written yet, and raises the check's exception with its
-    message formatted there (NumPy's values, Python's formatting)."""
-    w.signal(out, args[0].name)
-    out.line(f"{t} = 0")
-    return "scalar"
-
-
-RULES[OpKind.CHECK] = Rule(_check_check, _emit_check)
 
 
 # ---------------------------------------------------------------------------------------------

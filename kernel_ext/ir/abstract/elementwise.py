@@ -1,6 +1,5 @@
 """Abstract-evaluation rules of elementwise ops: every ufunc (NumPy's ``resolve_dtypes``),
-placeholders and constants, ``where``/``cast``/``clip``, the stateful and run-time-check ops,
-and multi-output ufuncs.
+``where``/``cast``/``clip`` and multi-output ufuncs.
 """
 
 from __future__ import annotations
@@ -15,9 +14,7 @@ from .core import (
     AbstractValue,
     Rule,
     abstract_rule,
-    aval_of,
     broadcast_shapes,
-    format_shape,
     normalize_axes,
     normalize_axis,
     operand_dtype,
@@ -56,16 +53,6 @@ for _kind in OpKind:
         ABSTRACT_EVAL[_kind] = _ufunc_rule(_kind.ufunc)
 
 
-@abstract_rule(OpKind.PLACEHOLDER)
-def _placeholder(attrs: dict[str, Any]) -> AbstractValue:
-    return AbstractValue(attrs["shape"], np.dtype(attrs["dtype"]))
-
-
-@abstract_rule(OpKind.CONSTANT)
-def _constant(attrs: dict[str, Any]) -> AbstractValue:
-    return aval_of(attrs["value"])
-
-
 @abstract_rule(OpKind.WHERE)
 def _where(attrs: dict[str, Any], cond: Any, x: Any, y: Any) -> AbstractValue:
     return AbstractValue(
@@ -91,41 +78,6 @@ def _same(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     return x
 
 
-@abstract_rule(OpKind.READ_VARIABLE)
-def _read_variable(attrs: dict[str, Any]) -> AbstractValue:
-    var = attrs["variable"]
-    return AbstractValue(tuple(var.shape), np.dtype(var.dtype))
-
-
-@abstract_rule(OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE, OpKind.ASSIGN_SUB_VARIABLE)
-def _assign(attrs: dict[str, Any], value: Any) -> None:
-    var = attrs["variable"]
-    shape = shape_of(value)
-    if shape is not None and None not in shape and tuple(shape) != tuple(var.shape):
-        broadcast_shapes(shape, tuple(var.shape))
-        if len(shape) > len(var.shape) or broadcast_shapes(shape, var.shape) != tuple(var.shape):
-            raise ValueError(
-                f"cannot assign a value of shape {format_shape(shape)} to variable "
-                f"'{var.name}' of shape {format_shape(tuple(var.shape))}"
-            )
-    return None
-
-
-@abstract_rule(OpKind.PRINT)
-def _print(attrs: dict[str, Any], *args: Any) -> None:
-    return None
-
-
-@abstract_rule(OpKind.CHECK)
-def _check(attrs: dict[str, Any], pred: Any, *message_values: Any) -> None:
-    shape = shape_of(pred)
-    if shape is not None and tuple(shape) != ():
-        raise ValueError(
-            f"the condition of a run-time check must be 0-d, got shape {format_shape(tuple(shape))}"
-        )
-    return None
-
-
 @abstract_rule(OpKind.DIM)
 def _dim(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is not None:
@@ -149,27 +101,6 @@ def _tensor_array_write(
     return AbstractValue(
         None if vshape is None else (None,) + tuple(vshape), np.dtype(attrs["dtype"])
     )
-
-
-@abstract_rule(OpKind.COND, OpKind.WHILE)
-def _control_flow(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
-    return tuple(attrs["out_avals"])
-
-
-@abstract_rule(OpKind.NUMPY_CALL, OpKind.RANDOM_CALL)
-def _opaque_call(
-    attrs: dict[str, Any], *args: Any
-) -> AbstractValue | tuple[AbstractValue, ...] | None:
-    # Found when the call was traced, by running the callable on stand-ins (trace/opaque.py):
-    # no rule could know what an arbitrary NumPy function returns.
-    out_aval: AbstractValue | tuple[AbstractValue, ...] | None = attrs["out_aval"]
-    return out_aval
-
-
-@abstract_rule(OpKind.GET_OUTPUT)
-def _get_output(attrs: dict[str, Any], x: tuple[AbstractValue, ...]) -> AbstractValue:
-    output: AbstractValue = x[attrs["index"]]
-    return output
 
 
 def _multi_output_ufunc_rule(ufunc: np.ufunc) -> Rule:

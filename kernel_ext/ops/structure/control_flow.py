@@ -1,0 +1,142 @@
+"""Control flow: ``cond`` and ``while`` (sub-graphs run on the node's operands) and
+``get_output`` (one result of a multi-result node).
+
+Each op's rules for every layer, side by side (see :mod:`kernel_ext.ops`). The whole-graph
+compiler writes ``cond``/``while``/``get_output`` in its own forms
+(:mod:`kernel_ext.backends.whole_graph.control_flow`), and so does the NumPy executor
+(:mod:`kernel_ext.backends.emit.host`): control flow is each writer's own. Their ONNX rules
+(``cond`` as If, ``while`` as Loop) stay with the exporter
+(:mod:`kernel_ext.onnx.rules.control_flow`, :mod:`kernel_ext.onnx.rules.structure`): ``kx.onnx``
+is imported on first use only, never by ``import kernel_ext``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...autodiff.backward import backward, differentiable, inline_graph
+from ...autodiff.rules import NOTES, VJP, Primal
+from ...autodiff.while_gradients import while_vjp
+from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue
+from ...ir.graph import Graph, Node
+from ...ir.interpreter import LOWER, interpret
+from ...ir.ops import OpKind
+from ...trace import Tensor, current_context
+from ...trace.control_flow import cond as kx_cond
+
+K = OpKind
+
+# --- cond, while ---
+
+
+@ABSTRACT_EVAL.register(K.COND, K.WHILE)
+def _control_flow(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
+    return tuple(attrs["out_avals"])
+
+
+# --- cond ---
+
+
+@LOWER.register(K.COND)
+def _lower_cond(node: Node) -> Callable[..., Any]:
+    true_graph, false_graph = node.attrs["branches"]
+
+    def cond(pred: Any, *operands: Any) -> tuple[Any, ...]:
+        return tuple(interpret(true_graph if pred else false_graph, operands))
+
+    return cond
+
+
+@VJP.register(K.COND)
+def _cond_vjp(p: Primal, gs: list[Any]) -> list[Any]:
+    """A ``cond``'s cotangents: a ``cond`` on the same predicate whose branches each re-run
+    their forward branch and differentiate it (the forward values are recomputed, not kept)."""
+    pred, *operands = p.args
+    t_graph, f_graph = p.attrs["branches"]
+    wanted = [
+        i for i, x in enumerate(operands) if isinstance(x, Tensor) and differentiable(x.node.aval)
+    ]
+    if not wanted:
+        return [None] * len(p.args)
+
+    def branch(graph: Graph) -> Callable[[], tuple]:
+        def run() -> tuple:
+            ctx = current_context()
+            assert ctx is not None  # (cond traces the branch)
+            env, new = inline_graph(graph, operands)
+            made = set(new)
+            targets = []
+            for out, g in zip(graph.outputs, gs):
+                value = env.get(out, None)
+                if g is not None and isinstance(value, Tensor):
+                    targets.append((ctx.lift(value), g))
+            # a placeholder (operand) used as an output is not new: lift gives its capture
+            sources = {i: ctx.lift(operands[i]) for i in wanted}
+            found = backward(ctx, targets, lambda n: n in made, sources.values())
+            return tuple(_or_zeros(found.get(sources[i]), operands[i]) for i in wanted)
+
+        return run
+
+    results = kx_cond(pred, branch(t_graph), branch(f_graph), name=f"{p.node.name}_grad")
+    out: list[Any] = [None] * len(p.args)
+    for i, ct in zip(wanted, results):
+        out[1 + i] = ct
+    return out
+
+
+def _or_zeros(ct: Any, like: Tensor) -> Any:
+    if ct is None:
+        return np.zeros_like(like)
+    return ct.astype(like.dtype) if ct.dtype != like.dtype else ct
+
+
+NOTES.add(K.COND, "a cond on the same predicate re-running each branch")
+
+
+# --- while ---
+
+
+@LOWER.register(K.WHILE)
+def _lower_while(node: Node) -> Callable[..., Any]:
+    cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
+    n_vars = node.attrs["n_vars"]
+
+    def loop(*args: Any) -> tuple[Any, ...]:
+        values, captures = list(args[:n_vars]), list(args[n_vars:])
+        while interpret(cond_graph, values + captures)[0]:
+            values = interpret(body_graph, values + captures)
+        return tuple(values)
+
+    return loop
+
+
+# The loop's gradient (stacking the forward loop's state, a reverse loop replaying the body's
+# VJP) is the backward pass's own machinery: kernel_ext/autodiff/while_gradients.py.
+VJP.add(K.WHILE, while_vjp)
+NOTES.add(
+    K.WHILE,
+    "stacks each iteration's state, then a reverse loop replays the body's VJP; "
+    "loop variables keep their shapes; any order (the reverse loop is a loop)",
+)
+
+
+# --- get_output ---
+
+
+@ABSTRACT_EVAL.register(K.GET_OUTPUT)
+def _get_output(attrs: dict[str, Any], x: tuple[AbstractValue, ...]) -> AbstractValue:
+    output: AbstractValue = x[attrs["index"]]
+    return output
+
+
+@LOWER.register(K.GET_OUTPUT)
+def _lower_get_output(node: Node) -> Callable[..., Any]:
+    index = node.attrs["index"]
+    return lambda values: values[index]
+
+
+# (the backward pass routes a get_output's cotangent to its node's output itself)
+NOTES.add(K.GET_OUTPUT, "routes the cotangent to its cond or while output")
