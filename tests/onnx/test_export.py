@@ -162,11 +162,17 @@ def test_nested_arguments_feed_by_input_name() -> None:
     assert np.array_equal(f.session.run(None, feed)[0], combine(pair, table, 3))
 
 
-def test_importing_kernel_ext_does_not_import_onnx() -> None:
+def test_importing_kernel_ext_loads_the_rules_but_not_the_exporter_or_onnx() -> None:
+    # each op's ONNX translation registers beside its other rules (kernel_ext.ops), so the
+    # rules load with kernel_ext; the exporter (and kernel_ext.saved_model with it) on first
+    # use of kx.onnx.export; the onnx library only when a model is built
     code = (
-        "import sys, kernel_ext as kx; assert 'kernel_ext.onnx' not in sys.modules; "
-        "kx.onnx.export; assert 'kernel_ext.onnx' in sys.modules; "
-        "assert 'onnx' not in sys.modules, 'onnx loads only when a model is built'"
+        "import sys, kernel_ext as kx; m = sys.modules; "
+        "assert 'kernel_ext.onnx.rules' in m; "
+        "assert 'kernel_ext.onnx.exporter' not in m and 'kernel_ext.saved_model' not in m; "
+        "assert callable(kx.onnx.export) and callable(kx.onnx.input_feed); "
+        "assert 'kernel_ext.onnx.exporter' in m; "
+        "assert 'onnx' not in m, 'onnx loads only when a model is built'"
     )
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
