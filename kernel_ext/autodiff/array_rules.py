@@ -2,13 +2,14 @@
 
 Most are short: ``degrees``/``radians`` scale, ``vdot``/``vecdot``/``matvec``/``vecmat`` are
 products, ``modf``/``frexp``/``divmod``/``ldexp`` split or scale a float. Ops that copy
-elements (``diagflat``, ``insert``, ``compress``, ``unique``'s values, ``partition``) route
-each output's cotangent back to the element it copies, found by applying NumPy's own
-function to an iota array (the positions) where the copy pattern is static, and otherwise
-recomputed from the forward result. Ops with a natural decomposition into ops with rules
-(``correlate``/``convolve`` as a Toeplitz product, ``interp`` as a gather and a lerp,
-``percentile``/``quantile``/``nanmedian`` as a sort and a lerp, ``nancumprod``) are
-differentiated by composition (:func:`~kernel_ext.autodiff.decompositions.composed`).
+elements (``diagflat``, ``insert``, ``compress``; ``unique``'s values and ``partition`` in
+:mod:`kernel_ext.ops.sorting`) route each output's cotangent back to the element it copies,
+found by applying NumPy's own function to an iota array (the positions) where the copy
+pattern is static, and otherwise recomputed from the forward result. Ops with a natural
+decomposition into ops with rules (``correlate``/``convolve`` as a Toeplitz product,
+``interp`` as a gather and a lerp, ``percentile``/``quantile``/``nanmedian`` as a sort and a
+lerp, ``nancumprod``) are differentiated by composition
+(:func:`~kernel_ext.autodiff.decompositions.composed`).
 """
 
 from __future__ import annotations
@@ -20,14 +21,14 @@ import numpy as np
 
 from ..ir import OpKind
 from ..ir.abstract import normalize_axes
-from ..trace import Tensor, bind
-from .decompositions import composed, outputs, route_along_axis
+from ..trace import Tensor
+from .decompositions import composed, outputs
 from .rules import NOTES, VJP, Cotangent, Primal, rule, unbroadcast
 
 K = OpKind
 
 
-def _static_shape(x: Any, what: str) -> tuple:
+def static_shape(x: Any, what: str) -> tuple:
     shape = x.shape if isinstance(x, Tensor) else np.shape(x)
     if shape is None or None in shape:
         raise NotImplementedError(
@@ -170,7 +171,7 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
     """By composition: the full correlation as a Toeplitz product (convolution: of the
     reversed ``v``), then NumPy's window of it for ``valid``/``same``."""
     a, v = p.args
-    (n,), (m,) = _static_shape(a, "np.correlate"), _static_shape(v, "np.correlate")
+    (n,), (m,) = static_shape(a, "np.correlate"), static_shape(v, "np.correlate")
     mode = p.attrs.get("mode", "valid")
     convolve = p.node.op is K.CONVOLVE
     k = min(n, m)
@@ -192,7 +193,7 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.DIAGFLAT)
 def _diagflat(p: Primal, g: Any) -> list[Cotangent]:
     v = p.args[0]
-    shape = _static_shape(v, "np.diagflat")
+    shape = static_shape(v, "np.diagflat")
     offset = p.attrs.get("k", 0)
     size = math.prod(shape)
     rows = np.arange(size) + max(-offset, 0)
@@ -211,8 +212,8 @@ def _insert(p: Primal, g: Any) -> list[Cotangent]:
     of iota arrays names its source."""
     arr, values = p.args
     obj, axis = p.attrs["obj"], p.attrs.get("axis")
-    ashape = _static_shape(arr, "np.insert")
-    vshape = _static_shape(values, "np.insert")
+    ashape = static_shape(arr, "np.insert")
+    vshape = static_shape(values, "np.insert")
     asize, vsize = math.prod(ashape), math.prod(vshape)
 
     def darr() -> Any:
@@ -244,8 +245,8 @@ def _compress(p: Primal, g: Any) -> list[Cotangent]:
     def fn(condition: Any, a: Any) -> Any:
         flat = a if axis is not None else np.ravel(a)
         ax = 0 if axis is None else axis % len(flat.shape)
-        n = _static_shape(flat, "np.compress")[ax]
-        (c,) = _static_shape(condition, "np.compress")
+        n = static_shape(flat, "np.compress")[ax]
+        (c,) = static_shape(condition, "np.compress")
         mask = condition if c == n else np.concatenate([condition, np.zeros(n - c, bool)])
         return flat[(slice(None),) * ax + (mask != 0,)]
 
@@ -257,7 +258,7 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
     """A 1-D ``filt`` without its leading and/or trailing zeros: a boolean mask of the
     positions kept (after the first non-zero, before the last)."""
     trim = p.attrs.get("trim", "fb").lower()
-    if len(_static_shape(p.args[0], "np.trim_zeros")) != 1:
+    if len(static_shape(p.args[0], "np.trim_zeros")) != 1:
         raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
 
     def fn(a: Any) -> Any:
@@ -270,56 +271,6 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
         return a[keep]
 
     return composed(p, g, fn)
-
-
-@rule(K.UNIQUE)
-def _unique(p: Primal, g: Any) -> list[Cotangent]:
-    """The sorted distinct values: each is its first occurrence (``return_index``), so a
-    repeated value's gradient goes there (the values are not differentiable at repeats)."""
-    multi = isinstance(p.node.aval, tuple)
-    gv = g[0] if multi else g
-    if gv is None:
-        return [None]
-    options = {k: v for k, v in p.attrs.items() if k in ("equal_nan", "sorted")}
-
-    def fn(a: Any) -> Any:
-        both = bind(
-            K.UNIQUE,
-            (a,),
-            {"return_index": True, "return_inverse": False, "return_counts": False, **options},
-        )
-        first = bind(K.GET_OUTPUT, (both,), {"index": 1})
-        values = np.ravel(a)[first]
-        return [values, *[None] * (len(cast("tuple", p.node.aval)) - 1)] if multi else values
-
-    return composed(p, g, fn)
-
-
-@rule(K.PARTITION)
-def _partition(p: Primal, g: Any) -> list[Cotangent]:
-    """A permutation of ``a`` along the axis: output ``i`` is the input element of the same
-    rank (found from the forward result, so NumPy's own arrangement is followed; equal values
-    share one rank order)."""
-    a = p.args[0]
-    axis = p.attrs.get("axis", -1)
-
-    def dx() -> Any:
-        flat = axis is None
-        x = np.reshape(a, (-1,)) if flat else a
-        shape = _static_shape(x, "np.partition")
-        ax = 0 if flat else axis % len(shape)
-        forward = cast("Tensor", p.out)  # (the forward result: a partition has one)
-        out = forward if not flat else np.reshape(forward, (-1,))
-        rank_of_out = np.argsort(np.argsort(out, axis=ax, kind="stable"), axis=ax, kind="stable")
-        order = np.argsort(x, axis=ax, kind="stable")
-        grid = tuple(
-            rank_of_out if d == ax else np.arange(n).reshape((n,) + (1,) * (len(shape) - d - 1))
-            for d, n in enumerate(shape)
-        )
-        back = route_along_axis(order[grid], g, shape, ax)
-        return np.reshape(back, a.shape) if flat else back
-
-    return [dx]
 
 
 # -- order statistics and scans ----------------------------------------------------------------
@@ -376,7 +327,7 @@ def _quantile(p: Primal, g: Any) -> list[Cotangent]:
             f"the gradient of np.{p.node.op.value} with method="
             f"{method!r} is not implemented (only 'linear', the default)"
         )
-    _static_shape(p.args[0], f"np.{p.node.op.value}")
+    static_shape(p.args[0], f"np.{p.node.op.value}")
     q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
     axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
     return composed(p, g, lambda a: _quantiles(a, q, axis, keepdims, nan, np.ndim(q) == 0))
@@ -406,7 +357,7 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     )
     if index is None:
         raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
-    shape = _static_shape(x, "np.add.reduceat")
+    shape = static_shape(x, "np.add.reduceat")
     axis = p.attrs.get("axis", 0) % len(shape)
     w = np.add.reduceat(np.eye(shape[axis]), np.asarray(index), axis=0)  # (segments, n)
 
@@ -437,8 +388,6 @@ NOTES.update(
         K.BINCOUNT: "weights: a gather; x has none",
         K.COMPRESS: "composition: a boolean mask",
         K.TRIM_ZEROS: "1-D; composition: a boolean mask",
-        K.UNIQUE: "values: the first occurrence of each (not differentiable at repeats)",
-        K.PARTITION: "the element of the same rank (ties in stable sort order)",
         K.PERCENTILE: "method='linear': a sort and a lerp",
         K.NANPERCENTILE: "as percentile; NaNs get none",
         K.QUANTILE: "method='linear': a sort and a lerp",
@@ -446,7 +395,6 @@ NOTES.update(
         K.NANMEDIAN: "as nanquantile(0.5)",
         K.NANCUMPROD: "cumprod with NaNs as 1: divides by x",
         K.UFUNC_REDUCEAT: "np.add with constant indices",
-        K.HISTOGRAM: "counts are piecewise constant in a; weights and bin edges not yet",
         K.FFT: "complex results: gradients are real only (a path through complex values raises)",
         K.REAL: "complex input: raises (real gradients only)",
         K.IMAG: "complex input: raises (real gradients only)",

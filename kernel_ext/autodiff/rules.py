@@ -155,7 +155,6 @@ NOTES.update(
         K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
         K.DOT: "N-D by matrix not yet (use matmul)",
         K.CONCATENATE: "static sizes along the axis",
-        K.SORT: "static shapes",
         K.TENSOR_ARRAY_WRITE: "not yet",
         K.NANMAX: "ties: the first occurrence; NaNs get none",
         K.NANMIN: "ties: the first occurrence; NaNs get none",
@@ -623,32 +622,6 @@ def _setitem(p: Primal, g: Any) -> list[Cotangent]:
         return unbroadcast(picked, p.shape(1))
 
     return [dx, dvalue if isinstance(value, Tensor) else None] + [None] * len(dyn)
-
-
-# -- sorting ----------------------------------------------------------------------------------
-
-
-@rule(K.SORT)
-def _sort(p: Primal, g: Any) -> list[Cotangent]:
-    x = p.args[0]
-    axis = p.attrs.get("axis", -1)
-
-    def dx() -> Any:
-        flat = axis is None
-        xs, gs = (np.reshape(x, (-1,)), g) if flat else (x, g)
-        ax = 0 if flat else axis % len(xs.shape)
-        # the sort's inverse permutation, then g gathered with it (take_along_axis)
-        inverse = np.argsort(np.argsort(xs, axis=ax), axis=ax)
-        if None in xs.shape:
-            raise NotImplementedError("the gradient of sort needs static shapes")
-        index = tuple(
-            inverse if d == ax else np.arange(n).reshape((n,) + (1,) * (len(xs.shape) - d - 1))
-            for d, n in enumerate(xs.shape)
-        )
-        picked = gs[index]
-        return np.reshape(picked, x.shape) if flat else picked
-
-    return [dx]
 
 
 # -- nan reductions, einsum, pad, slogdet, ufunc methods ------------------------------------

@@ -180,12 +180,6 @@ def _basic_linalg(node: Node) -> Callable[..., Any]:
     return _LINALG[node.op]
 
 
-@_lower(OpKind.SORT, OpKind.ARGSORT)
-def _sort(node: Node) -> Callable[..., Any]:
-    fn = np.sort if node.op is OpKind.SORT else np.argsort
-    return functools.partial(fn, **node.params)
-
-
 # -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
 # ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
@@ -237,34 +231,6 @@ def _compress(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.TRIM_ZEROS)
 def _trim_zeros(node: Node) -> Callable[..., Any]:
     return functools.partial(np.trim_zeros, **node.params)
-
-
-@_lower(OpKind.UNIQUE)
-def _unique(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unique, **node.params)
-
-
-@_lower(OpKind.ARGPARTITION)
-def _argpartition(node: Node) -> Callable[..., Any]:
-    kth = node.attrs["kth"]
-    kw = {k: v for k, v in node.params.items() if k != "kth"}
-    return lambda x: np.argpartition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
-
-
-@_lower(OpKind.HISTOGRAM)
-def _histogram(node: Node) -> Callable[..., Any]:
-    static_bins: Any = node.attrs.get("bins")
-    kw = {k: v for k, v in node.params.items() if k != "bins"}
-
-    def histogram(a: Any, bins: Any, weights: Any) -> tuple[Any, ...]:
-        return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights, **kw)
-
-    return histogram
-
-
-@_lower(OpKind.INTERP)
-def _interp(node: Node) -> Callable[..., Any]:
-    return np.interp
 
 
 @_lower(OpKind.EINSUM)
@@ -319,38 +285,6 @@ def _real(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.IMAG)
 def _imag(node: Node) -> Callable[..., Any]:
     return np.imag
-
-
-@_lower(OpKind.SEARCHSORTED)
-def _searchsorted(node: Node) -> Callable[..., Any]:
-    side = node.attrs.get("side", "left")
-    return lambda a, v, sorter: np.searchsorted(a, v, side, sorter)
-
-
-@_lower(OpKind.DIGITIZE)
-def _digitize(node: Node) -> Callable[..., Any]:
-    right = node.attrs.get("right", False)
-    return lambda x, bins: np.digitize(x, bins, right)
-
-
-@_lower(OpKind.PARTITION)
-def _partition(node: Node) -> Callable[..., Any]:
-    kth = node.attrs["kth"]
-    kw = {k: v for k, v in node.params.items() if k != "kth"}
-    return lambda x: np.partition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
-
-
-@_lower(OpKind.LEXSORT)
-def _lexsort(node: Node) -> Callable[..., Any]:
-    axis = node.attrs.get("axis", -1)
-    if node.attrs.get("array"):  # one array whose rows are the keys
-        return lambda keys: np.lexsort(keys, axis=axis)
-    return lambda *keys: np.lexsort(keys, axis=axis)
-
-
-@_lower(OpKind.ISIN)
-def _isin(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.isin, **node.params)
 
 
 @_lower(OpKind.RAVEL_MULTI_INDEX)

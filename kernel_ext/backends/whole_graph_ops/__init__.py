@@ -63,13 +63,14 @@ How each op keeps NumPy's bits:
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
   no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 
-One module per op family (``linalg``, ``shapes``, ``reductions``, ``indexing``, ``sorting``),
-sharing ``common``; importing the package registers every rule.
+One module per op family (``linalg``, ``shapes``, ``reductions``, ``indexing``), sharing
+``common``; importing the package registers every rule (the sorting family's rules are in
+:mod:`kernel_ext.ops.sorting`).
 """
 
 from __future__ import annotations
 
-from . import indexing, linalg, reductions, shapes, sorting
+from . import indexing, linalg, reductions, shapes
 from .common import RULES, Rule, Writer, rule_for
 from .indexing import loop_literal
 
@@ -83,5 +84,4 @@ __all__ = [
     "reductions",
     "rule_for",
     "shapes",
-    "sorting",
 ]

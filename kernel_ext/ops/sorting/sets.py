@@ -1,0 +1,170 @@
+"""Sets: unique and isin.
+
+Each op's rules for every layer, side by side (see :mod:`kernel_ext.ops`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, cast
+
+import numpy as np
+
+from ...autodiff.decompositions import composed
+from ...autodiff.rules import NOTES, VJP, Cotangent, Primal
+from ...backends.emit.literals import Unsupported
+from ...backends.emit.source import Source
+from ...backends.whole_graph_ops.common import (
+    MIXED_ZEROS,
+    Rule,
+    Writer,
+    array_arg,
+    only_params,
+    shape_tuple,
+)
+from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
+from ...ir import LOWER, Node, OpKind
+from ...ir.abstract.core import (
+    ABSTRACT_EVAL,
+    INTP,
+    AbstractValue,
+    known_rank,
+    probe_dtype,
+    shape_of,
+)
+from ...trace import bind
+
+# --- unique -------------------------------------------------------------------------------
+
+
+@ABSTRACT_EVAL.register(OpKind.UNIQUE)
+def _eval_unique(
+    attrs: dict[str, Any], x: AbstractValue
+) -> AbstractValue | tuple[AbstractValue, ...]:
+    shape = known_rank(x, "unique")
+    values = AbstractValue((None,), x.dtype)
+    extra = []
+    if attrs.get("return_index"):
+        extra.append(AbstractValue((None,), INTP))
+    if attrs.get("return_inverse"):
+        # NumPy 2 gives the inverse the input's shape (axis=None); ask it which rank
+        probe = np.unique(np.zeros((1,) * len(shape), x.dtype), return_inverse=True)[1]
+        inverse = shape if probe.ndim == len(shape) else (x.size,)
+        extra.append(AbstractValue(tuple(inverse), INTP))
+    if attrs.get("return_counts"):
+        extra.append(AbstractValue((None,), INTP))
+    return (values, *extra) if extra else values
+
+
+@LOWER.register(OpKind.UNIQUE)
+def _lower_unique(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.unique, **node.params)
+
+
+@VJP.register(OpKind.UNIQUE)
+def _vjp_unique(p: Primal, g: Any) -> list[Cotangent]:
+    """The sorted distinct values: each is its first occurrence (``return_index``), so a
+    repeated value's gradient goes there (the values are not differentiable at repeats)."""
+    multi = isinstance(p.node.aval, tuple)
+    gv = g[0] if multi else g
+    if gv is None:
+        return [None]
+    options = {k: v for k, v in p.attrs.items() if k in ("equal_nan", "sorted")}
+
+    def fn(a: Any) -> Any:
+        both = bind(
+            OpKind.UNIQUE,
+            (a,),
+            {"return_index": True, "return_inverse": False, "return_counts": False, **options},
+        )
+        first = bind(OpKind.GET_OUTPUT, (both,), {"index": 1})
+        values = np.ravel(a)[first]
+        return [values, *[None] * (len(cast("tuple", p.node.aval)) - 1)] if multi else values
+
+    return composed(p, g, fn)
+
+
+NOTES.add(OpKind.UNIQUE, "values: the first occurrence of each (not differentiable at repeats)")
+
+# The whole-graph form: ``np.unique`` (``_unique1d``): the sorted values, a value kept where it
+# differs from the one before, its first index from a stable (merge) argsort, its count from
+# the next kept place. Equal floats of different bits (``-0.0``/``0.0``; NaNs, which
+# ``equal_nan`` merges) keep the one NumPy's sort put first: those signal.
+_UNIQUE = """\
+@_inline
+def _unique_runs(aux):
+    n = aux.shape[0]
+    mask = np.empty(n, np.bool_)
+    if n > 0:
+        mask[0] = True
+    for i in range(1, n):
+        mask[i] = aux[i] != aux[i - 1]
+    starts = np.flatnonzero(mask)
+    counts = np.empty(starts.shape[0], np.int64)
+    for i in range(starts.shape[0]):
+        end = starts[i + 1] if i + 1 < starts.shape[0] else n
+        counts[i] = end - starts[i]
+    return starts, counts
+"""
+
+
+def _check_unique(node: Node) -> np.dtype:
+    only_params(node, {"return_index", "return_inverse", "return_counts", "equal_nan"})
+    x = array_arg(node, 0, "an array")
+    if node.attrs.get("return_inverse"):
+        raise Unsupported("unique with return_inverse")
+    if not node.attrs.get("equal_nan", True):
+        raise Unsupported("unique with equal_nan=False")
+    if np.dtype(x.dtype).kind not in "iuf":
+        raise Unsupported(f"unique of {x.dtype}")
+    return np.dtype(x.dtype)
+
+
+def _emit_unique(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+    dt = _check_unique(node)
+    flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
+    out.line(f"{flat} = np.ascontiguousarray({args[0].name}).ravel()")
+    with_index = bool(node.attrs.get("return_index"))
+    if with_index:  # NumPy: a mergesort argsort, so the first of equal values is kept
+        out.line(f"{perm} = np.argsort({flat}, kind='mergesort')")
+        out.line(f"{aux} = {flat}[{perm}]")
+    else:
+        out.line(f"{aux} = np.sort({flat})")
+    if dt.kind == "f":
+        w.helpers["_mixed_zeros"] = MIXED_ZEROS
+        w.signal(
+            out,
+            f"{aux}.shape[0] > 0 and {aux}[{aux}.shape[0] - 1] != {aux}[{aux}.shape[0] - 1]",
+        )
+        w.signal(out, f"_mixed_zeros({aux})")
+    w.helpers["_unique_runs"] = _UNIQUE
+    starts, counts, vals = w.fresh("u"), w.fresh("u"), w.fresh("u")
+    out.line(f"{starts}, {counts} = _unique_runs({aux})")
+    out.line(f"{vals} = {aux}[{starts}]")
+    outs = [vals]
+    if with_index:
+        outs.append(f"{perm}[{starts}]")
+    if node.attrs.get("return_counts"):
+        outs.append(counts)
+    if len(outs) == 1:
+        out.line(f"{t} = {vals}")
+    else:
+        out.line(f"{t} = {shape_tuple(outs)}")
+    return "fresh"
+
+
+WHOLE_GRAPH.add(OpKind.UNIQUE, Rule(lambda n: _check_unique(n) and None, _emit_unique))
+
+# --- isin ---------------------------------------------------------------------------------
+
+
+@ABSTRACT_EVAL.register(OpKind.ISIN)
+def _eval_isin(attrs: dict[str, Any], element: Any, test: Any) -> AbstractValue:
+    probe_dtype(lambda e, t: np.isin(e, t, **attrs), element, test)
+    return AbstractValue(shape_of(element), np.dtype(np.bool_))
+
+
+@LOWER.register(OpKind.ISIN)
+def _lower_isin(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.isin, **node.params)
