@@ -8,7 +8,7 @@ ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
 One module per family (``structure``, ``elementwise``, ``reductions``, ``shapes``, ``linalg``,
-``control_flow``, ``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
+``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from kernel_ext.onnx.rules import elementwise  # isort: skip
 from kernel_ext.onnx.rules import reductions  # isort: skip
 from kernel_ext.onnx.rules import shapes  # isort: skip
 from kernel_ext.onnx.rules import linalg  # isort: skip
-from kernel_ext.onnx.rules import control_flow  # isort: skip
 from kernel_ext.onnx.rules import indexing  # isort: skip
 from kernel_ext.onnx.rules.common import RULES
 from kernel_ext.onnx.rules.refusals import register_refusals
@@ -29,7 +28,6 @@ register_refusals()
 
 __all__ = [
     "RULES",
-    "control_flow",
     "elementwise",
     "indexing",
     "linalg",

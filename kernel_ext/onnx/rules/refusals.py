@@ -74,8 +74,7 @@ _NOT_EXPORTED = {
 
 
 def register_refusals() -> None:
-    """Refuse each op of the table with its reason: called once every family has registered
-    its rules (an op with both a rule and a refusal is a mistake caught here)."""
+    """Refuse each op of the table with its reason (an op given both a rule and a refusal is
+    refused by ``RULES.add``, whichever registers second)."""
     for kind, why in _NOT_EXPORTED.items():
-        assert kind not in RULES, kind
-        RULES[kind] = refusal_rule(why, _OUTSIDE)
+        RULES.add(kind, refusal_rule(why, _OUTSIDE))

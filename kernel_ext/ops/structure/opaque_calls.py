@@ -3,9 +3,8 @@ from ``np.random`` or a ``np.random.Generator``).
 
 Each op's rules for every layer, side by side (see :mod:`kernel_ext.ops`). Their argument
 templates, result structures and run-time result checks are the IR's (:mod:`kernel_ext.ir.calls`).
-Neither has a gradient: the backward pass raises, naming the function (``NOTES`` says so).
-Their ONNX refusals stay with the exporter (:mod:`kernel_ext.onnx.rules.structure`):
-``kx.onnx`` is imported on first use only.
+Neither has a gradient: the backward pass raises, naming the function (``NOTES`` says so),
+and neither has an ONNX form (a Python function, NumPy's random streams).
 """
 
 from __future__ import annotations
@@ -19,6 +18,8 @@ from ...ir.calls import call_name, check_result
 from ...ir.graph import Node
 from ...ir.interpreter import LOWER
 from ...ir.ops import OpKind
+from ...onnx.rules.common import RULES as ONNX
+from ...onnx.rules.common import refusal_rule
 
 K = OpKind
 
@@ -61,3 +62,17 @@ def _lower_opaque_call(node: Node) -> Callable[..., Any]:
 
 NOTES.add(K.NUMPY_CALL, "names the function and the line")
 NOTES.add(K.RANDOM_CALL, "names the function")
+ONNX.add(
+    K.RANDOM_CALL,
+    refusal_rule(
+        "ONNX's random ops do not draw NumPy's streams",
+        "draw the random values outside and pass them in as an argument",
+    ),
+)
+ONNX.add(
+    K.NUMPY_CALL,
+    refusal_rule(
+        "it runs a Python function as it is, at each call",
+        "compute that value outside the exported function and pass it in as an argument",
+    ),
+)

@@ -1,9 +1,8 @@
 """Sources: ``placeholder`` (a graph input) and ``constant`` (a value held by the graph).
 
 Each op's rules for every layer, side by side (see :mod:`kernel_ext.ops`). A placeholder has
-no lowering: the interpreter and the executors bind graph inputs themselves. The ONNX rule of
-``constant`` stays with the exporter (:mod:`kernel_ext.onnx.rules.structure`): ``kx.onnx`` is
-imported on first use only, never by ``import kernel_ext``.
+no lowering: the interpreter and the executors bind graph inputs themselves, and the ONNX
+exporter makes them the model's inputs.
 """
 
 from __future__ import annotations
@@ -17,6 +16,8 @@ from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue, aval_of
 from ...ir.graph import Node
 from ...ir.interpreter import LOWER
 from ...ir.ops import OpKind
+from ...onnx.builder import GraphBuilder
+from ...onnx.rules.common import RULES as ONNX
 
 # --- placeholder ---
 
@@ -38,3 +39,8 @@ def _constant(attrs: dict[str, Any]) -> AbstractValue:
 def _lower_constant(node: Node) -> Callable[..., Any]:
     value = node.attrs["value"]
     return lambda: value
+
+
+@ONNX.register(OpKind.CONSTANT)
+def _onnx_constant(b: GraphBuilder, node: Node) -> list[str]:
+    return [b.const(node.attrs["value"])]

@@ -4,9 +4,8 @@ raising the traced exception).
 
 Each op's rules for every layer, side by side (see :mod:`kernel_ext.ops`). None of them has a
 gradient: they have no result (a variable read is a leaf of the backward pass), and the
-backward pass raises, naming the op, when one is on a gradient path. Their ONNX rules (a
-variable read; refusals for the others) stay with the exporter
-(:mod:`kernel_ext.onnx.rules.structure`): ``kx.onnx`` is imported on first use only.
+backward pass raises, naming the op, when one is on a gradient path. ONNX reads a variable
+as a model input and refuses the others (a model has no state, no output and no exceptions).
 """
 
 from __future__ import annotations
@@ -33,6 +32,9 @@ from ...ir.abstract.core import (
 from ...ir.graph import Node
 from ...ir.interpreter import LOWER, format_print
 from ...ir.ops import OpKind
+from ...onnx.builder import GraphBuilder
+from ...onnx.rules.common import RULES as ONNX
+from ...onnx.rules.common import refusal_rule
 
 K = OpKind
 
@@ -49,6 +51,12 @@ def _read_variable(attrs: dict[str, Any]) -> AbstractValue:
 def _lower_read_variable(node: Node) -> Callable[..., Any]:
     var = node.attrs["variable"]
     return lambda: var.storage
+
+
+@ONNX.register(K.READ_VARIABLE)
+def _onnx_read_variable(b: GraphBuilder, node: Node) -> list[str]:
+    var = node.attrs["variable"]
+    return [b.model.variable(var, getattr(var, "name", None) or node.name)]
 
 
 # --- assign_variable, assign_add_variable, assign_sub_variable ---
@@ -90,6 +98,13 @@ NOTES.add(K.ASSIGN_VARIABLE, "no result: never on a gradient path")
 NOTES.add(K.ASSIGN_ADD_VARIABLE, "no result: never on a gradient path")
 NOTES.add(K.ASSIGN_SUB_VARIABLE, "no result: never on a gradient path")
 
+_STATE_FIX = (
+    "an ONNX model has no state: return the new value from the function and assign "
+    "the variable outside it"
+)
+for _kind in (K.ASSIGN_VARIABLE, K.ASSIGN_ADD_VARIABLE, K.ASSIGN_SUB_VARIABLE):
+    ONNX.add(_kind, refusal_rule("ONNX models cannot update a variable", _STATE_FIX))
+
 
 # --- print ---
 
@@ -111,6 +126,13 @@ def _lower_print(node: Node) -> Callable[..., Any]:
 
 
 NOTES.add(K.PRINT, "no result: never on a gradient path")
+ONNX.add(
+    K.PRINT,
+    refusal_rule(
+        "ONNX models have no output side effects",
+        "remove the kx.print call from the function you export",
+    ),
+)
 
 
 # --- check ---
@@ -216,3 +238,10 @@ def _emit_check(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
 
 
 WHOLE_GRAPH.add(K.CHECK, Rule(_check_check, _emit_check))
+ONNX.add(
+    K.CHECK,
+    refusal_rule(
+        "ONNX models cannot raise an exception",
+        "check the inputs before calling the model, or drop the check",
+    ),
+)
