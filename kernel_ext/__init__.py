@@ -66,8 +66,10 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``kx.jupyter``, ``kx.saved_model`` and ``kx.onnx`` on first use (they import IPython
-    and ipywidgets, or the optional onnx extra, so never eagerly)."""
+    """``kx.jupyter``, ``kx.saved_model`` and ``kx.onnx`` on first use (``jupyter`` imports
+    IPython and ipywidgets, so never eagerly; ``onnx``, with ``saved_model``, is imported by the
+    op definitions that register its rules, and imports the optional onnx extra only when a
+    model is built)."""
     if name in ("jupyter", "saved_model", "onnx"):
         import importlib
 

@@ -27,7 +27,7 @@ from .rules import NOTES, VJP, Cotangent, Primal, rule, unbroadcast
 K = OpKind
 
 
-def _static_shape(x: Any, what: str) -> tuple:
+def static_shape(x: Any, what: str) -> tuple:
     shape = x.shape if isinstance(x, Tensor) else np.shape(x)
     if shape is None or None in shape:
         raise NotImplementedError(
@@ -37,7 +37,7 @@ def _static_shape(x: Any, what: str) -> tuple:
     return tuple(shape)
 
 
-def _sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
+def sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
     """``zeros(shape)`` (flat ``size``) plus each element of ``g`` at its flat position in
     ``positions`` (same shape as ``g``; ``-1``: nowhere)."""
     keep = positions >= 0
@@ -170,7 +170,7 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
     """By composition: the full correlation as a Toeplitz product (convolution: of the
     reversed ``v``), then NumPy's window of it for ``valid``/``same``."""
     a, v = p.args
-    (n,), (m,) = _static_shape(a, "np.correlate"), _static_shape(v, "np.correlate")
+    (n,), (m,) = static_shape(a, "np.correlate"), static_shape(v, "np.correlate")
     mode = p.attrs.get("mode", "valid")
     convolve = p.node.op is K.CONVOLVE
     k = min(n, m)
@@ -189,46 +189,6 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
 # -- copies ------------------------------------------------------------------------------------
 
 
-@rule(K.DIAGFLAT)
-def _diagflat(p: Primal, g: Any) -> list[Cotangent]:
-    v = p.args[0]
-    shape = _static_shape(v, "np.diagflat")
-    offset = p.attrs.get("k", 0)
-    size = math.prod(shape)
-    rows = np.arange(size) + max(-offset, 0)
-    cols = np.arange(size) + max(offset, 0)
-    return [lambda: np.reshape(g[rows, cols], shape)]
-
-
-def _insert_positions(obj: Any, axis: Any, arr_iota: np.ndarray, values: Any) -> np.ndarray:
-    obj = list(obj) if isinstance(obj, tuple) else obj
-    return np.insert(arr_iota, obj, values, axis=axis)
-
-
-@rule(K.INSERT)
-def _insert(p: Primal, g: Any) -> list[Cotangent]:
-    """Each output element comes from ``arr`` or from ``values`` (broadcast): NumPy's insert
-    of iota arrays names its source."""
-    arr, values = p.args
-    obj, axis = p.attrs["obj"], p.attrs.get("axis")
-    ashape = _static_shape(arr, "np.insert")
-    vshape = _static_shape(values, "np.insert")
-    asize, vsize = math.prod(ashape), math.prod(vshape)
-
-    def darr() -> Any:
-        where = _insert_positions(obj, axis, np.arange(asize).reshape(ashape), np.full(vshape, -1))
-        return _sum_into(where, g, asize, ashape)
-
-    def dvalues() -> Any:
-        where = _insert_positions(obj, axis, np.full(ashape, -1), np.arange(vsize).reshape(vshape))
-        return _sum_into(where, g, vsize, vshape)
-
-    return [
-        darr if isinstance(arr, Tensor) else None,
-        dvalues if isinstance(values, Tensor) else None,
-    ]
-
-
 @rule(K.BINCOUNT)
 def _bincount(p: Primal, g: Any) -> list[Cotangent]:
     """``out[i] = sum of weights[x == i]``: each weight gets ``g[x]``."""
@@ -244,8 +204,8 @@ def _compress(p: Primal, g: Any) -> list[Cotangent]:
     def fn(condition: Any, a: Any) -> Any:
         flat = a if axis is not None else np.ravel(a)
         ax = 0 if axis is None else axis % len(flat.shape)
-        n = _static_shape(flat, "np.compress")[ax]
-        (c,) = _static_shape(condition, "np.compress")
+        n = static_shape(flat, "np.compress")[ax]
+        (c,) = static_shape(condition, "np.compress")
         mask = condition if c == n else np.concatenate([condition, np.zeros(n - c, bool)])
         return flat[(slice(None),) * ax + (mask != 0,)]
 
@@ -257,7 +217,7 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
     """A 1-D ``filt`` without its leading and/or trailing zeros: a boolean mask of the
     positions kept (after the first non-zero, before the last)."""
     trim = p.attrs.get("trim", "fb").lower()
-    if len(_static_shape(p.args[0], "np.trim_zeros")) != 1:
+    if len(static_shape(p.args[0], "np.trim_zeros")) != 1:
         raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
 
     def fn(a: Any) -> Any:
@@ -306,7 +266,7 @@ def _partition(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         flat = axis is None
         x = np.reshape(a, (-1,)) if flat else a
-        shape = _static_shape(x, "np.partition")
+        shape = static_shape(x, "np.partition")
         ax = 0 if flat else axis % len(shape)
         forward = cast("Tensor", p.out)  # (the forward result: a partition has one)
         out = forward if not flat else np.reshape(forward, (-1,))
@@ -376,7 +336,7 @@ def _quantile(p: Primal, g: Any) -> list[Cotangent]:
             f"the gradient of np.{p.node.op.value} with method="
             f"{method!r} is not implemented (only 'linear', the default)"
         )
-    _static_shape(p.args[0], f"np.{p.node.op.value}")
+    static_shape(p.args[0], f"np.{p.node.op.value}")
     q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
     axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
     return composed(p, g, lambda a: _quantiles(a, q, axis, keepdims, nan, np.ndim(q) == 0))
@@ -406,7 +366,7 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     )
     if index is None:
         raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
-    shape = _static_shape(x, "np.add.reduceat")
+    shape = static_shape(x, "np.add.reduceat")
     axis = p.attrs.get("axis", 0) % len(shape)
     w = np.add.reduceat(np.eye(shape[axis]), np.asarray(index), axis=0)  # (segments, n)
 
@@ -432,8 +392,6 @@ NOTES.update(
         K.VECMAT: "",
         K.CORRELATE: "composition: a Toeplitz product",
         K.CONVOLVE: "composition: a Toeplitz product",
-        K.DIAGFLAT: "a gather of the diagonal",
-        K.INSERT: "sources named by np.insert of iota arrays",
         K.BINCOUNT: "weights: a gather; x has none",
         K.COMPRESS: "composition: a boolean mask",
         K.TRIM_ZEROS: "1-D; composition: a boolean mask",
@@ -448,8 +406,6 @@ NOTES.update(
         K.UFUNC_REDUCEAT: "np.add with constant indices",
         K.HISTOGRAM: "counts are piecewise constant in a; weights and bin edges not yet",
         K.FFT: "complex results: gradients are real only (a path through complex values raises)",
-        K.REAL: "complex input: raises (real gradients only)",
-        K.IMAG: "complex input: raises (real gradients only)",
     }
 )
 

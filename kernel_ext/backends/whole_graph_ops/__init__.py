@@ -64,7 +64,8 @@ How each op keeps NumPy's bits:
   no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 
 One module per op family (``linalg``, ``shapes``, ``reductions``, ``indexing``, ``sorting``),
-sharing ``common``; importing the package registers every rule.
+sharing ``common``; importing the package registers their rules. The shape ops' rules
+(``stack``, ``concatenate``, ``pad``, views) are registered by :mod:`kernel_ext.ops.shape`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Abstract-evaluation rules of sorting, searching, sets, bits and counting: sort/argsort,
-unique, partition, searchsorted, digitize, lexsort, isin, packbits, bincount, histogram, interp.
+"""Abstract-evaluation rules of sorting, searching, sets and counting: sort/argsort, unique,
+partition, searchsorted, digitize, lexsort, isin, bincount, histogram, interp.
 """
 
 from __future__ import annotations
@@ -176,38 +176,3 @@ def _lexsort(attrs: dict[str, Any], *keys: AbstractValue) -> AbstractValue:
 def _isin(attrs: dict[str, Any], element: Any, test: Any) -> AbstractValue:
     probe_dtype(lambda e, t: np.isin(e, t, **attrs), element, test)
     return AbstractValue(shape_of(element), np.dtype(np.bool_))
-
-
-def _bits_axis(attrs: dict[str, Any], a: AbstractValue, fn: str) -> tuple[Shape, int]:
-    axis = attrs.get("axis")
-    if axis is None:
-        return (a.size,), 0
-    shape = known_rank(a, fn)
-    return shape, normalize_axis(axis, len(shape))
-
-
-@abstract_rule(OpKind.PACKBITS)
-def _packbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
-    if a.dtype.kind not in "iub":
-        raise TypeError("Expected an input array of integer or boolean data type")
-    shape, axis = _bits_axis(attrs, a, "packbits")
-    n = shape[axis]
-    out = list(shape)
-    out[axis] = None if n is None else -(-n // 8)
-    return AbstractValue(tuple(out), np.dtype(np.uint8))
-
-
-@abstract_rule(OpKind.UNPACKBITS)
-def _unpackbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
-    if a.dtype != np.uint8:
-        raise TypeError("Expected an input array of unsigned byte data type")
-    shape, axis = _bits_axis(attrs, a, "unpackbits")
-    n, count = shape[axis], attrs.get("count")
-    bits = None if n is None else 8 * n
-    if count is not None and bits is not None:
-        bits = count if count >= 0 else max(bits + count, 0)
-    elif count is not None and count >= 0:
-        bits = count
-    out = list(shape)
-    out[axis] = bits
-    return AbstractValue(tuple(out), np.dtype(np.uint8))

@@ -1,4 +1,4 @@
-"""Sources, structure and state: constants, variables, tuple results, copies."""
+"""Sources, structure and state: constants, variables, tuple results."""
 
 from __future__ import annotations
 
@@ -21,11 +21,6 @@ def read_variable(b: GraphBuilder, node: Node) -> list[str]:
 @rule_for(K.GET_OUTPUT)
 def get_output(b: GraphBuilder, node: Node) -> list[str]:
     return [b.env[node.args[0]][node.attrs["index"]]]
-
-
-@rule_for(K.COPY)
-def copy(b: GraphBuilder, node: Node) -> list[str]:
-    return [b.one("Identity", [b.value(node.args[0])])]
 
 
 def refusal_reason(op: OpKind) -> str | None:
