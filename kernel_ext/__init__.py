@@ -66,8 +66,9 @@ __all__ = [
 
 
 def __getattr__(name: str) -> object:
-    """``kx.jupyter``, ``kx.saved_model`` and ``kx.onnx`` on first use (they import IPython
-    and ipywidgets, or the optional onnx extra, so never eagerly)."""
+    """``kx.jupyter``, ``kx.saved_model`` and ``kx.onnx`` on first use (``jupyter`` imports
+    IPython and ipywidgets, so never eagerly; the op definitions import ``onnx``'s rules, and
+    its exporter loads ``saved_model`` and the optional onnx extra on first use)."""
     if name in ("jupyter", "saved_model", "onnx"):
         import importlib
 

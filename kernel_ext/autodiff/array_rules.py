@@ -38,7 +38,7 @@ def static_shape(x: Any, what: str) -> tuple:
     return tuple(shape)
 
 
-def _sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
+def sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
     """``zeros(shape)`` (flat ``size``) plus each element of ``g`` at its flat position in
     ``positions`` (same shape as ``g``; ``-1``: nowhere)."""
     keep = positions >= 0
@@ -188,46 +188,6 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
 
 
 # -- copies ------------------------------------------------------------------------------------
-
-
-@rule(K.DIAGFLAT)
-def _diagflat(p: Primal, g: Any) -> list[Cotangent]:
-    v = p.args[0]
-    shape = static_shape(v, "np.diagflat")
-    offset = p.attrs.get("k", 0)
-    size = math.prod(shape)
-    rows = np.arange(size) + max(-offset, 0)
-    cols = np.arange(size) + max(offset, 0)
-    return [lambda: np.reshape(g[rows, cols], shape)]
-
-
-def _insert_positions(obj: Any, axis: Any, arr_iota: np.ndarray, values: Any) -> np.ndarray:
-    obj = list(obj) if isinstance(obj, tuple) else obj
-    return np.insert(arr_iota, obj, values, axis=axis)
-
-
-@rule(K.INSERT)
-def _insert(p: Primal, g: Any) -> list[Cotangent]:
-    """Each output element comes from ``arr`` or from ``values`` (broadcast): NumPy's insert
-    of iota arrays names its source."""
-    arr, values = p.args
-    obj, axis = p.attrs["obj"], p.attrs.get("axis")
-    ashape = static_shape(arr, "np.insert")
-    vshape = static_shape(values, "np.insert")
-    asize, vsize = math.prod(ashape), math.prod(vshape)
-
-    def darr() -> Any:
-        where = _insert_positions(obj, axis, np.arange(asize).reshape(ashape), np.full(vshape, -1))
-        return _sum_into(where, g, asize, ashape)
-
-    def dvalues() -> Any:
-        where = _insert_positions(obj, axis, np.full(ashape, -1), np.arange(vsize).reshape(vshape))
-        return _sum_into(where, g, vsize, vshape)
-
-    return [
-        darr if isinstance(arr, Tensor) else None,
-        dvalues if isinstance(values, Tensor) else None,
-    ]
 
 
 @rule(K.BINCOUNT)
@@ -383,8 +343,6 @@ NOTES.update(
         K.VECMAT: "",
         K.CORRELATE: "composition: a Toeplitz product",
         K.CONVOLVE: "composition: a Toeplitz product",
-        K.DIAGFLAT: "a gather of the diagonal",
-        K.INSERT: "sources named by np.insert of iota arrays",
         K.BINCOUNT: "weights: a gather; x has none",
         K.COMPRESS: "composition: a boolean mask",
         K.TRIM_ZEROS: "1-D; composition: a boolean mask",
@@ -396,8 +354,6 @@ NOTES.update(
         K.NANCUMPROD: "cumprod with NaNs as 1: divides by x",
         K.UFUNC_REDUCEAT: "np.add with constant indices",
         K.FFT: "complex results: gradients are real only (a path through complex values raises)",
-        K.REAL: "complex input: raises (real gradients only)",
-        K.IMAG: "complex input: raises (real gradients only)",
     }
 )
 

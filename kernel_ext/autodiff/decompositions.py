@@ -339,106 +339,7 @@ def _lstsq(p: Primal, g: Any) -> list[Cotangent]:
     return composed(p, [gx, None, None, gsv], fn)
 
 
-# -- pad, order statistics, scans ---------------------------------------------------------------
-
-_COPY_MODES = ("edge", "wrap", "reflect", "symmetric")
-
-
-def _axis_pairs(value: Any, ndim: int) -> np.ndarray:
-    """A pad option (``stat_length``, ``end_values``, ...) as one (before, after) pair per axis,
-    as ``np.pad`` reads it."""
-    return np.broadcast_to(np.asarray(value, dtype=object), (ndim, 2))
-
-
-@rule(K.PAD)
-def _pad(p: Primal, g: Any) -> list[Cotangent]:
-    """Every mode. ``constant``: the middle of ``g``. The copying modes (``edge``, ``wrap``,
-    ``reflect``/``symmetric`` even): each element gets the sum of the output positions that
-    copy it (the pad of an iota array names them; a bincount sums). The other linear modes
-    (``linear_ramp``, ``mean``, odd reflections): NumPy pads one axis after the other with a
-    fixed linear map along that axis, so the cotangent applies each map's transpose (found by
-    padding an identity matrix). ``maximum``/``minimum``/``median``: by composition (ties: the
-    first occurrence; median: the middle element(s) of a stable sort)."""
-    x = p.args[0]
-    widths = [tuple(w) for w in p.attrs["pad_width"]]
-    mode = p.attrs.get("mode", "constant")
-    options = {k: v for k, v in p.node.params.items() if k not in ("pad_width", "mode")}
-    if mode in ("constant", "empty"):
-        return [
-            lambda: g[tuple(slice(before, -after if after else None) for before, after in widths)]
-        ]
-    shape = x.shape
-    if None in shape:
-        raise NotImplementedError(f"the gradient of np.pad(mode={mode!r}) needs static shapes")
-    odd = options.get("reflect_type", "even") == "odd"
-    if mode in _COPY_MODES and not odd:
-
-        def gather() -> Any:
-            size = math.prod(shape)
-            iota = np.pad(np.arange(size).reshape(shape), widths, mode)
-            sums = np.bincount(
-                np.reshape(iota, (-1,)), weights=np.reshape(g, (-1,)), minlength=size
-            )
-            return np.reshape(sums, shape).astype(g.dtype)
-
-        return [gather]
-    if mode in ("maximum", "minimum", "median"):
-        return composed(
-            p, g, lambda a: _pad_by_statistic(a, widths, mode, options.get("stat_length"))
-        )
-
-    def linear() -> Any:
-        ct = g
-        ndim = len(shape)
-        for axis in range(ndim):
-            n = shape[axis]
-            step = (widths[axis], (0, 0))
-            kw: dict[str, Any] = {}
-            for key, value in options.items():
-                if key == "reflect_type" or value is None:
-                    kw[key] = value
-                else:  # this axis's pair; any valid pair for the unpadded second axis
-                    kw[key] = (
-                        tuple(_axis_pairs(value, ndim)[axis]),
-                        (1, 1) if key == "stat_length" else (0, 0),
-                    )
-            w = np.pad(np.eye(n), step, mode, **kw) - np.pad(np.zeros((n, n)), step, mode, **kw)
-            moved = np.moveaxis(ct, axis, -1)
-            ct = np.moveaxis(np.matmul(moved, w.astype(g.dtype)), -1, axis)
-        return ct
-
-    return [linear]
-
-
-def _pad_by_statistic(a: Any, widths: list, mode: str, stat_length: Any) -> Any:
-    """``np.pad(a, widths, mode)`` for ``maximum``/``minimum``/``median`` as NumPy computes it:
-    axis after axis, each side filled with the statistic of the ``stat_length`` elements
-    nearest to it (all of them by default), the axes padded before included."""
-    stat = cast(
-        Callable[..., Any], {"maximum": np.max, "minimum": np.min, "median": np.median}[mode]
-    )
-    lengths = _axis_pairs(stat_length, a.ndim) if stat_length is not None else None
-    for axis, (before, after) in enumerate(widths):
-        n = a.shape[axis]
-        parts: list[Any] = []
-        for side, width in ((0, before), (1, after)):
-            if not width:
-                parts.append(None)
-                continue
-            length = (
-                n
-                if lengths is None or lengths[axis][side] is None
-                else min(int(lengths[axis][side]), n)
-            )
-            window = slice(0, length) if side == 0 else slice(n - length, n)
-            chunk = a[(slice(None),) * axis + (window,)]
-            value = stat(chunk, axis=axis, keepdims=True)
-            target = list(a.shape)
-            target[axis] = width
-            parts.append(np.broadcast_to(value, tuple(target)))
-        pieces = [q for q in (parts[0], a, parts[1]) if q is not None]
-        a = np.concatenate(pieces, axis=axis) if len(pieces) > 1 else a
-    return a
+# -- order statistics, scans --------------------------------------------------------------------
 
 
 def _median_by_sorting(a: Any, axis: Any, keepdims: bool) -> Any:
@@ -536,8 +437,6 @@ NOTES.update(
         K.QR: "reduced, r, complete (square or wide); raw raises",
         K.PINV: "exact while the rank stays; hermitian reads the lower triangle",
         K.LSTSQ: "x as pinv(a) @ b, singular values; residuals raise (their length is data)",
-        K.PAD: "every mode: copies summed back, linear modes by their transposes, "
-        "maximum/minimum/median by composition",
         K.MEDIAN: "the middle element(s) of a stable sort",
         K.UFUNC_ACCUMULATE: "add, multiply (divides by x), maximum, minimum, fmax, fmin "
         "(to the running extreme; ties: the first occurrence)",

@@ -150,11 +150,9 @@ NOTES.update(
         K.PROD: "divides by x: not finite where x has zeros",
         K.CUMPROD: "divides by x: not finite where x has zeros",
         K.CAST: "float to float: cast back; from integers: none",
-        K.COPY: "none when made by kx.stop_gradient",
         K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
         K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
         K.DOT: "N-D by matrix not yet (use matmul)",
-        K.CONCATENATE: "static sizes along the axis",
         K.TENSOR_ARRAY_WRITE: "not yet",
         K.NANMAX: "ties: the first occurrence; NaNs get none",
         K.NANMIN: "ties: the first occurrence; NaNs get none",
@@ -397,11 +395,6 @@ def _cast(p: Primal, g: Any) -> list[Cotangent]:
     return [g]  # the backward pass casts it to the operand's dtype (nothing for integers)
 
 
-@rule(K.COPY)
-def _copy(p: Primal, g: Any) -> list[Cotangent]:
-    return [None] if p.attrs.get("stop_gradient") else [g]
-
-
 # -- reductions -------------------------------------------------------------------------------
 
 
@@ -504,71 +497,6 @@ def _scan(p: Primal, g: Any) -> list[Cotangent]:
 def reshape_like(g: Any, x: Any) -> Any:
     shape = tuple(-1 if d is None else d for d in x.shape)
     return np.reshape(g, shape)
-
-
-@rule(K.RESHAPE, K.SQUEEZE)
-def _reshape(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: reshape_like(g, p.args[0])]
-
-
-@rule(K.EXPAND_DIMS)
-def _expand_dims(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: np.squeeze(g, axis=p.attrs["axis"])]
-
-
-@rule(K.TRANSPOSE)
-def _transpose(p: Primal, g: Any) -> list[Cotangent]:
-    axes = p.attrs.get("axes")
-    if axes is None:
-        return [lambda: np.transpose(g)]
-    return [lambda: np.transpose(g, np.argsort(axes).tolist())]
-
-
-@rule(K.BROADCAST_TO)
-def _broadcast_to(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: unbroadcast(g, p.shape(0))]
-
-
-@rule(K.FLIP)
-def _flip(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: np.flip(g, p.attrs.get("axis"))]
-
-
-@rule(K.CONCATENATE)
-def _concatenate(p: Primal, g: Any) -> list[Cotangent]:
-    axis = p.attrs.get("axis", 0)
-    flat = axis is None
-    gg = np.reshape(g, (-1,)) if flat else g
-    ax = 0 if flat else axis % len(g.shape)
-    cts: list[Cotangent] = []
-    start = 0
-    for x in p.args:
-        n = (
-            (x.size if flat else cast("tuple", x.shape)[ax])
-            if isinstance(x, Tensor)
-            else np.size(x)
-        )
-        if n is None:
-            raise NotImplementedError(
-                "the gradient of concatenate needs the static sizes of its operands along the axis"
-            )
-
-        def part(x: Any = x, lo: int = start, hi: int = start + n) -> Any:
-            piece = gg[(slice(None),) * ax + (slice(lo, hi),)]
-            return np.reshape(piece, x.shape) if flat else piece
-
-        cts.append(part if isinstance(x, Tensor) else None)
-        start += n
-    return cts
-
-
-@rule(K.STACK)
-def _stack(p: Primal, g: Any) -> list[Cotangent]:
-    axis = p.attrs.get("axis", 0) % len(g.shape)
-    return [
-        (lambda i=i: g[(slice(None),) * axis + (i,)]) if isinstance(x, Tensor) else None
-        for i, x in enumerate(p.args)
-    ]
 
 
 # -- indexing ---------------------------------------------------------------------------------

@@ -72,55 +72,6 @@ def _scan(node: Node) -> Callable[..., Any]:
     return functools.partial(fn, **node.params)
 
 
-@_lower(OpKind.RESHAPE)
-def _reshape(node: Node) -> Callable[..., Any]:
-    shape = node.attrs["shape"]
-    return lambda x: np.reshape(x, shape)
-
-
-@_lower(OpKind.TRANSPOSE)
-def _transpose(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.transpose, axes=node.attrs.get("axes"))
-
-
-@_lower(OpKind.EXPAND_DIMS)
-def _expand_dims(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.expand_dims, axis=node.attrs["axis"])
-
-
-@_lower(OpKind.SQUEEZE)
-def _squeeze(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.squeeze, axis=node.attrs.get("axis"))
-
-
-@_lower(OpKind.BROADCAST_TO)
-def _broadcast_to(node: Node) -> Callable[..., Any]:
-    shape = node.attrs["shape"]
-    return lambda x: np.broadcast_to(x, shape)
-
-
-@_lower(OpKind.CONCATENATE)
-def _concatenate(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
-    return lambda *xs: np.concatenate(xs, **kw)
-
-
-@_lower(OpKind.STACK)
-def _stack(node: Node) -> Callable[..., Any]:
-    axis = node.attrs.get("axis", 0)
-    return lambda *xs: np.stack(xs, axis=axis)
-
-
-@_lower(OpKind.FLIP)
-def _flip(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.flip, axis=node.attrs.get("axis"))
-
-
-@_lower(OpKind.COPY)
-def _copy(node: Node) -> Callable[..., Any]:
-    return np.copy
-
-
 def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...]:
     """The concrete index: template slots (also inside slices) filled from ``dyn``."""
 
@@ -183,27 +134,6 @@ def _basic_linalg(node: Node) -> Callable[..., Any]:
 # -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
 # ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
-
-
-@_lower(OpKind.PAD)
-def _pad(node: Node) -> Callable[..., Any]:
-    kw = {k: v for k, v in node.params.items() if k != "pad_width"}
-    # one (before, after) pair per axis; an int array even for a 0-d input (no pairs)
-    widths = np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
-    return lambda x: np.pad(x, widths, **kw)
-
-
-@_lower(OpKind.DIAGFLAT)
-def _diagflat(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.diagflat, k=node.attrs.get("k", 0))
-
-
-@_lower(OpKind.INSERT)
-def _insert(node: Node) -> Callable[..., Any]:
-    obj, axis = node.attrs["obj"], node.attrs.get("axis")
-    if isinstance(obj, tuple):
-        obj = list(obj)  # a sequence of indices, as written (np.insert reads lists and arrays)
-    return lambda arr, values: np.insert(arr, obj, values, axis=axis)
 
 
 @_lower(OpKind.BINCOUNT)
@@ -277,16 +207,6 @@ def _slogdet(node: Node) -> Callable[..., Any]:
 # NumPy's own function with the node's static attrs, argument for argument.
 
 
-@_lower(OpKind.REAL)
-def _real(node: Node) -> Callable[..., Any]:
-    return np.real
-
-
-@_lower(OpKind.IMAG)
-def _imag(node: Node) -> Callable[..., Any]:
-    return np.imag
-
-
 @_lower(OpKind.RAVEL_MULTI_INDEX)
 def _ravel_multi_index(node: Node) -> Callable[..., Any]:
     kw = dict(node.params)
@@ -297,16 +217,6 @@ def _ravel_multi_index(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.UNRAVEL_INDEX)
 def _unravel_index(node: Node) -> Callable[..., Any]:
     return functools.partial(np.unravel_index, **node.params)
-
-
-@_lower(OpKind.PACKBITS)
-def _packbits(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.packbits, **node.params)
-
-
-@_lower(OpKind.UNPACKBITS)
-def _unpackbits(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unpackbits, **node.params)
 
 
 @_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
@@ -334,18 +244,6 @@ def format_print(template: tuple[Any, ...], values: Sequence[Any], sep: str, end
     it = iter(values)
     parts = [str(next(it)) if part is None else part for part in template]
     return sep.join(parts) + end
-
-
-@_lower(OpKind.DIM)
-def _dim(node: Node) -> Callable[..., Any]:
-    axis = node.attrs["axis"]
-    return lambda x: np.int64(np.shape(x)[axis])
-
-
-@_lower(OpKind.ARANGE)
-def _arange(node: Node) -> Callable[..., Any]:
-    dtype = np.dtype(node.attrs["dtype"])
-    return lambda start, stop, step: np.arange(start, stop, step, dtype=dtype)
 
 
 def tensor_array_write(

@@ -281,59 +281,6 @@ def _cast(node: Node, args: tuple[Any, ...]) -> Proposal:
     return None
 
 
-def _axes(axes: Any, ndim: int) -> tuple[int, ...] | None:
-    if axes is None:
-        return tuple(range(ndim))[::-1]
-    try:
-        out = tuple(int(a) % ndim for a in axes) if ndim else tuple(axes)
-    except (TypeError, ZeroDivisionError):
-        return None
-    return out if sorted(out) == list(range(ndim)) else None
-
-
-def _transpose(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``transpose`` by the identity permutation -> ``x``; two transposes -> one (or none)."""
-    x = args[0]
-    if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue) or x.aval.ndim is None:
-        return None
-    ndim = x.aval.ndim
-    outer = _axes(node.attrs.get("axes"), ndim)
-    if outer is None:
-        return None
-    if outer == tuple(range(ndim)):
-        return x
-    if x.op is OpKind.TRANSPOSE:
-        inner_x = x.args[0]
-        inner = _axes(x.attrs.get("axes"), ndim)
-        if inner is None:
-            return None
-        composed = tuple(inner[a] for a in outer)
-        if composed == tuple(range(ndim)):
-            return cast("Node", inner_x)
-        return Rewrite(OpKind.TRANSPOSE, (inner_x,), {"axes": composed})
-    return None
-
-
-def _reshape(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """Reshape to the same static shape -> ``x``; reshape of a reshape -> one reshape."""
-    x = args[0]
-    if not isinstance(x, Node) or not fully_known(x.aval):
-        return None
-    if x.shape == node.shape:
-        return x
-    if x.op is OpKind.RESHAPE and isinstance(x.args[0], Node) and fully_known(x.args[0].aval):
-        return Rewrite(OpKind.RESHAPE, (x.args[0],), dict(node.attrs))
-    return None
-
-
-def _broadcast_to(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``broadcast_to(x, x.shape) -> x`` for a static shape."""
-    x = args[0]
-    if isinstance(x, Node) and fully_known(x.aval) and x.shape == node.shape:
-        return x
-    return None
-
-
 def _is_full_slice(c: Any) -> bool:
     if c is Ellipsis:
         return True
@@ -353,33 +300,6 @@ def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
     if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
         return cast("Node", args[0])
     return None
-
-
-def _flip(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``flip(flip(x, a), a) -> x``."""
-    x = args[0]
-    if (
-        isinstance(x, Node)
-        and x.op is OpKind.FLIP
-        and x.attrs == node.attrs
-        and _static_axis(node.attrs.get("axis"))
-    ):
-        return cast("Node", x.args[0])
-    return None
-
-
-def _static_axis(axis: Any) -> bool:
-    return (
-        axis is None
-        or type(axis) is int
-        or (isinstance(axis, tuple) and all(type(a) is int for a in axis))
-    )
-
-
-def _copy(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``copy(copy(x)) -> copy(x)``."""
-    x = args[0]
-    return x if isinstance(x, Node) and x.op is OpKind.COPY else None
 
 
 def _where(node: Node, args: tuple[Any, ...]) -> Proposal:
@@ -464,12 +384,7 @@ RULES.update(
         OpKind.RINT: [idempotent("f")],
         OpKind.SIGN: [idempotent(_INTS + "f")],
         OpKind.CAST: [_cast],
-        OpKind.TRANSPOSE: [_transpose],
-        OpKind.RESHAPE: [_reshape],
-        OpKind.BROADCAST_TO: [_broadcast_to],
         OpKind.GETITEM: [_getitem],
-        OpKind.FLIP: [_flip],
-        OpKind.COPY: [_copy],
         OpKind.WHERE: [_where],
         OpKind.MATMUL: [_matmul],
     }

@@ -63,9 +63,9 @@ How each op keeps NumPy's bits:
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
   no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 
-One module per op family (``linalg``, ``shapes``, ``reductions``, ``indexing``), sharing
-``common``; importing the package registers every rule (the sorting family's rules are in
-:mod:`kernel_ext.ops.sorting`).
+The rules are registered by each op's definition in :mod:`kernel_ext.ops`; the modules left
+here (``linalg``, ``shapes``, ``reductions``, ``indexing``) hold the rules not moved yet, over
+``common``, the toolkit every rule shares.
 """
 
 from __future__ import annotations

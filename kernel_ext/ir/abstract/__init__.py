@@ -11,7 +11,9 @@ or from running the op on tiny 1-element probes, shapes from NumPy's own broadca
 indexing rules (indexing is probed on zero-strided views, which cost no memory).
 
 The values, shape helpers and table live in :mod:`.core`; the rules, one module per op family,
-register themselves there with ``abstract_rule`` when this package is imported.
+register themselves there with ``abstract_rule`` when this package is imported, and those of
+the families defined in :mod:`kernel_ext.ops` when ``kernel_ext`` is (every op has one:
+``tests/ir/test_registry.py``).
 """
 
 from __future__ import annotations

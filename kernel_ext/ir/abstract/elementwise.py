@@ -15,8 +15,6 @@ from .core import (
     Rule,
     abstract_rule,
     broadcast_shapes,
-    normalize_axes,
-    normalize_axis,
     operand_dtype,
     probe_dtype,
     result_type,
@@ -71,28 +69,6 @@ def _clip(attrs: dict[str, Any], x: Any, lo: Any, hi: Any) -> AbstractValue:
     return AbstractValue(shape, probe_dtype(np.clip, x, lo, hi))
 
 
-@abstract_rule(OpKind.FLIP, OpKind.COPY)
-def _same(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    if x.shape is not None and attrs.get("axis") is not None:
-        normalize_axes(attrs["axis"], len(x.shape))
-    return x
-
-
-@abstract_rule(OpKind.DIM)
-def _dim(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    if x.shape is not None:
-        normalize_axis(attrs["axis"], len(x.shape))
-    return AbstractValue((), np.dtype(np.int64))
-
-
-@abstract_rule(OpKind.ARANGE)
-def _arange(attrs: dict[str, Any], start: Any, stop: Any, step: Any) -> AbstractValue:
-    dtype = np.dtype(attrs["dtype"])
-    if all(isinstance(a, (int, float)) for a in (start, stop, step)):
-        return AbstractValue((len(np.arange(start, stop, step)),), dtype)
-    return AbstractValue((None,), dtype)
-
-
 @abstract_rule(OpKind.TENSOR_ARRAY_WRITE)
 def _tensor_array_write(
     attrs: dict[str, Any], buffer: AbstractValue, index: Any, value: Any
@@ -122,13 +98,3 @@ def _multi_output_ufunc_rule(ufunc: np.ufunc) -> Rule:
 for _kind in OpKind:
     if _kind.ufunc is not None and _kind.ufunc.nout > 1:
         ABSTRACT_EVAL[_kind] = _multi_output_ufunc_rule(_kind.ufunc)
-
-
-# Shapes by NumPy's documented rules (``None`` dims flow through); dtypes, and NumPy's refusal
-# of an argument it does not take, from NumPy itself on small stand-ins (``probe_dtype``, the
-# 1x1 identity of ``_linalg_probe``).
-
-
-@abstract_rule(OpKind.REAL, OpKind.IMAG)
-def _real_imag(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    return AbstractValue(x.shape, np.empty(0, x.dtype).real.dtype)

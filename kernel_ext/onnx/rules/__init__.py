@@ -7,7 +7,7 @@ propagation and integer division by zero are spelled out where ONNX differs, and
 ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
-One module per family (``structure``, ``elementwise``, ``reductions``, ``shapes``, ``linalg``,
+One module per family (``structure``, ``elementwise``, ``reductions``, ``linalg``,
 ``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
 """
 
@@ -17,7 +17,6 @@ from __future__ import annotations
 from kernel_ext.onnx.rules import structure  # isort: skip
 from kernel_ext.onnx.rules import elementwise  # isort: skip
 from kernel_ext.onnx.rules import reductions  # isort: skip
-from kernel_ext.onnx.rules import shapes  # isort: skip
 from kernel_ext.onnx.rules import linalg  # isort: skip
 from kernel_ext.onnx.rules import indexing  # isort: skip
 from kernel_ext.onnx.rules.common import RULES
@@ -33,6 +32,5 @@ __all__ = [
     "linalg",
     "reductions",
     "refusal_reason",
-    "shapes",
     "structure",
 ]

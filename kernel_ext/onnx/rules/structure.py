@@ -1,15 +1,9 @@
-"""Sources, structure and state: constants, variables, tuple results, copies."""
+"""Sources, structure and state: constants, variables, tuple results."""
 
 from __future__ import annotations
 
-from kernel_ext.ir import Node, OpKind
-from kernel_ext.onnx.builder import GraphBuilder
-from kernel_ext.onnx.rules.common import RULES, K, refusal_rule, rule_for
-
-
-@rule_for(K.COPY)
-def copy(b: GraphBuilder, node: Node) -> list[str]:
-    return [b.one("Identity", [b.value(node.args[0])])]
+from kernel_ext.ir import OpKind
+from kernel_ext.onnx.rules.common import RULES, K, refusal_rule
 
 
 def refusal_reason(op: OpKind) -> str | None:

@@ -1,0 +1,72 @@
+"""Bits: packbits and unpackbits.
+
+Each op's abstract evaluation and reference lowering (see :mod:`kernel_ext.ops`). Their
+results are integers: no gradient (``autodiff.rules.ZERO_GRADIENT``), and no ONNX form (its
+reasons stay in ``onnx.rules.refusals``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from ...ir import AbstractValue, Node, OpKind
+from ...ir.abstract import ABSTRACT_EVAL, Shape, normalize_axis
+from ...ir.abstract.core import known_rank
+from ...ir.interpreter import LOWER
+
+K = OpKind
+
+
+def _bits_axis(attrs: dict[str, Any], a: AbstractValue, fn: str) -> tuple[Shape, int]:
+    axis = attrs.get("axis")
+    if axis is None:
+        return (a.size,), 0
+    shape = known_rank(a, fn)
+    return shape, normalize_axis(axis, len(shape))
+
+
+# --- packbits ---
+
+
+@ABSTRACT_EVAL.register(K.PACKBITS)
+def _packbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+    if a.dtype.kind not in "iub":
+        raise TypeError("Expected an input array of integer or boolean data type")
+    shape, axis = _bits_axis(attrs, a, "packbits")
+    n = shape[axis]
+    out = list(shape)
+    out[axis] = None if n is None else -(-n // 8)
+    return AbstractValue(tuple(out), np.dtype(np.uint8))
+
+
+@LOWER.register(K.PACKBITS)
+def _lower_packbits(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.packbits, **node.params)
+
+
+# --- unpackbits ---
+
+
+@ABSTRACT_EVAL.register(K.UNPACKBITS)
+def _unpackbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+    if a.dtype != np.uint8:
+        raise TypeError("Expected an input array of unsigned byte data type")
+    shape, axis = _bits_axis(attrs, a, "unpackbits")
+    n, count = shape[axis], attrs.get("count")
+    bits = None if n is None else 8 * n
+    if count is not None and bits is not None:
+        bits = count if count >= 0 else max(bits + count, 0)
+    elif count is not None and count >= 0:
+        bits = count
+    out = list(shape)
+    out[axis] = bits
+    return AbstractValue(tuple(out), np.dtype(np.uint8))
+
+
+@LOWER.register(K.UNPACKBITS)
+def _lower_unpackbits(node: Node) -> Callable[..., Any]:
+    return functools.partial(np.unpackbits, **node.params)
