@@ -63,14 +63,14 @@ How each op keeps NumPy's bits:
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
   no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 
-One module per op family (``linalg``, ``shapes``, ``reductions``, ``indexing``), sharing
-``common``; importing the package registers every rule (the sorting family's rules are in
-:mod:`kernel_ext.ops.sorting`).
+One module per op family (``linalg``, ``shapes``, ``indexing``), sharing ``common``;
+importing the package registers every rule (the sorting and reduction families' rules are in
+:mod:`kernel_ext.ops.sorting` and :mod:`kernel_ext.ops.reductions`).
 """
 
 from __future__ import annotations
 
-from . import indexing, linalg, reductions, shapes
+from . import indexing, linalg, shapes
 from .common import RULES, Rule, Writer, rule_for
 from .indexing import loop_literal
 
@@ -81,7 +81,6 @@ __all__ = [
     "indexing",
     "linalg",
     "loop_literal",
-    "reductions",
     "rule_for",
     "shapes",
 ]

@@ -7,8 +7,9 @@ propagation and integer division by zero are spelled out where ONNX differs, and
 ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
-One module per family (``structure``, ``elementwise``, ``reductions``, ``shapes``, ``linalg``,
-``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
+One module per family (``structure``, ``elementwise``, ``shapes``, ``linalg``, ``indexing``;
+``refusals`` for the ops with no form), sharing ``common``; the reductions' and scans' rules
+are :mod:`kernel_ext.ops.reductions`'.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from __future__ import annotations
 # the families register their rules on import, in this order; the refusals come last
 from kernel_ext.onnx.rules import structure  # isort: skip
 from kernel_ext.onnx.rules import elementwise  # isort: skip
-from kernel_ext.onnx.rules import reductions  # isort: skip
 from kernel_ext.onnx.rules import shapes  # isort: skip
 from kernel_ext.onnx.rules import linalg  # isort: skip
 from kernel_ext.onnx.rules import indexing  # isort: skip
@@ -31,7 +31,6 @@ __all__ = [
     "elementwise",
     "indexing",
     "linalg",
-    "reductions",
     "refusal_reason",
     "shapes",
     "structure",
