@@ -1,4 +1,4 @@
-"""VJP rules of gufuncs, array helpers (copies of elements) and order statistics.
+"""VJP rules of gufuncs and array helpers (copies of elements).
 
 Most are short: ``degrees``/``radians`` scale, ``vdot``/``vecdot``/``matvec``/``vecmat`` are
 products, ``modf``/``frexp``/``divmod``/``ldexp`` split or scale a float. Ops that copy
@@ -7,20 +7,18 @@ elements (``diagflat``, ``insert``, ``compress``; ``unique``'s values and ``part
 found by applying NumPy's own function to an iota array (the positions) where the copy
 pattern is static, and otherwise recomputed from the forward result. Ops with a natural
 decomposition into ops with rules (``correlate``/``convolve`` as a Toeplitz product,
-``interp`` as a gather and a lerp, ``percentile``/``quantile``/``nanmedian`` as a sort and a
-lerp, ``nancumprod``) are differentiated by composition
-(:func:`~kernel_ext.autodiff.decompositions.composed`).
+``interp`` as a gather and a lerp) are differentiated by composition
+(:func:`~kernel_ext.autodiff.decompositions.composed`); the order statistics' and scans' are
+:mod:`kernel_ext.ops.reductions`'.
 """
 
 from __future__ import annotations
 
-import math
 from typing import Any, cast
 
 import numpy as np
 
 from ..ir import OpKind
-from ..ir.abstract import normalize_axes
 from ..trace import Tensor
 from .decompositions import composed, outputs
 from .rules import NOTES, VJP, Cotangent, Primal, rule, unbroadcast
@@ -233,101 +231,6 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
     return composed(p, g, fn)
 
 
-# -- order statistics and scans ----------------------------------------------------------------
-
-
-def _quantiles(a: Any, q: Any, axis: Any, keepdims: bool, nan: bool, scalar: bool) -> Any:
-    """NumPy's ``method='linear'`` quantiles ``q`` (fractions in [0, 1]) of ``a`` over
-    ``axis``: sort (NaNs last), then interpolate between the order statistics at
-    ``q * (count - 1)``; ``count`` is the number of non-NaN values for the nan functions."""
-    ndim = len(a.shape)
-    axes = normalize_axes(axis, ndim)
-    kept = [d for d in range(ndim) if d not in axes]
-    lead = tuple(a.shape[d] for d in kept)
-    rows = math.prod(lead)
-    flat = np.reshape(np.transpose(a, kept + list(axes)), (rows, -1))
-    ordered = np.sort(flat, axis=-1)
-    qs = np.reshape(np.asarray(q, np.float64), (-1,))
-    if nan:
-        count = np.sum(~np.isnan(flat), axis=-1, keepdims=True)
-        pos = qs * (count - 1).astype(np.float64)  # (rows, Q), traced
-        low = np.floor(pos).astype(np.intp)
-        high = np.minimum(low + 1, count - 1)
-        frac = pos - low
-        row = np.arange(rows)[:, None]
-        value = ordered[row, low] * (1.0 - frac) + ordered[row, high] * frac
-    else:
-        n = math.prod(a.shape[d] for d in axes)
-        pos = qs * (n - 1)
-        low = np.floor(pos).astype(np.intp)
-        high = np.minimum(low + 1, n - 1)
-        frac = pos - low
-        value = ordered[:, low] * (1.0 - frac) + ordered[:, high] * frac
-    # NumPy's layout: q's axes first, then the kept axes (reduced ones as 1 with keepdims)
-    value = np.transpose(value)  # (Q, rows)
-    tail = tuple(1 if d in axes else a.shape[d] for d in range(ndim)) if keepdims else lead
-    return np.reshape(value, tail if scalar else tuple(np.shape(q)) + tail)
-
-
-_QUANTILE_OPS = {
-    K.PERCENTILE: (100.0, False),
-    K.NANPERCENTILE: (100.0, True),
-    K.QUANTILE: (1.0, False),
-    K.NANQUANTILE: (1.0, True),
-    K.NANMEDIAN: (None, True),
-}
-
-
-@rule(*_QUANTILE_OPS)
-def _quantile(p: Primal, g: Any) -> list[Cotangent]:
-    scale, nan = _QUANTILE_OPS[p.node.op]
-    method = p.attrs.get("method", "linear")
-    if method != "linear":
-        raise NotImplementedError(
-            f"the gradient of np.{p.node.op.value} with method="
-            f"{method!r} is not implemented (only 'linear', the default)"
-        )
-    static_shape(p.args[0], f"np.{p.node.op.value}")
-    q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
-    axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
-    return composed(p, g, lambda a: _quantiles(a, q, axis, keepdims, nan, np.ndim(q) == 0))
-
-
-@rule(K.NANCUMPROD)
-def _nancumprod(p: Primal, g: Any) -> list[Cotangent]:
-    """``cumprod`` with NaNs taken as 1 (their gradient is 0)."""
-    axis = p.attrs.get("axis")
-    return composed(p, g, lambda a: np.cumprod(np.where(np.isnan(a), 1.0, a), axis=axis))
-
-
-@rule(K.UFUNC_REDUCEAT)
-def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
-    """``np.add.reduceat``: sums of segments, a fixed linear map along the axis for constant
-    indices (``np.add.reduceat`` of an identity matrix is its matrix)."""
-    x, indices = p.args
-    if p.attrs["ufunc"] is not np.add:
-        raise NotImplementedError(
-            f"the gradient of np.{p.attrs['ufunc'].__name__}.reduceat "
-            "is not implemented (np.add.reduceat has a rule)"
-        )
-    index = (
-        indices.node.attrs.get("value")
-        if isinstance(indices, Tensor) and indices.node.op is K.CONSTANT
-        else (None if isinstance(indices, Tensor) else indices)
-    )
-    if index is None:
-        raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
-    shape = static_shape(x, "np.add.reduceat")
-    axis = p.attrs.get("axis", 0) % len(shape)
-    w = np.add.reduceat(np.eye(shape[axis]), np.asarray(index), axis=0)  # (segments, n)
-
-    def dx() -> Any:
-        moved = np.moveaxis(g, axis, -1)
-        return np.moveaxis(np.matmul(moved, w.astype(g.dtype)), -1, axis)
-
-    return [dx, None]
-
-
 NOTES.update(
     {
         K.DEGREES: "as rad2deg",
@@ -346,13 +249,6 @@ NOTES.update(
         K.BINCOUNT: "weights: a gather; x has none",
         K.COMPRESS: "composition: a boolean mask",
         K.TRIM_ZEROS: "1-D; composition: a boolean mask",
-        K.PERCENTILE: "method='linear': a sort and a lerp",
-        K.NANPERCENTILE: "as percentile; NaNs get none",
-        K.QUANTILE: "method='linear': a sort and a lerp",
-        K.NANQUANTILE: "as quantile; NaNs get none",
-        K.NANMEDIAN: "as nanquantile(0.5)",
-        K.NANCUMPROD: "cumprod with NaNs as 1: divides by x",
-        K.UFUNC_REDUCEAT: "np.add with constant indices",
         K.FFT: "complex results: gradients are real only (a path through complex values raises)",
     }
 )

@@ -26,10 +26,10 @@ shape them:
   'complete')`` of a tall matrix likewise; ``mode='raw'`` (Householder reflectors) raises.
 
 **Composition rules** (:func:`composed`): an op whose derivative is that of a composition of
-ops with rules (``lstsq`` is ``pinv(a) @ b``, ``median`` a sort and a mean of the middle
-elements, ``np.pad``'s statistic modes a concatenation of reductions of edge slices) gets
-its cotangents by recording that composition in the current trace and running the backward
-pass over it: the recomputed values need not be NumPy's bits, only its derivative.
+ops with rules (``lstsq`` is ``pinv(a) @ b``, ``np.pad``'s statistic modes a concatenation
+of reductions of edge slices) gets its cotangents by recording that composition in the
+current trace and running the backward pass over it: the recomputed values need not be
+NumPy's bits, only its derivative.
 """
 
 from __future__ import annotations
@@ -41,10 +41,9 @@ from typing import Any, cast
 import numpy as np
 
 from ..ir import Node, OpKind
-from ..ir.abstract import normalize_axes
 from ..trace import Tensor, bind
 from .backward import backward, recording_trace
-from .rules import NOTES, Cotangent, Primal, reverse_cumsum, rule
+from .rules import NOTES, Cotangent, Primal, rule
 
 K = OpKind
 
@@ -342,49 +341,6 @@ def _lstsq(p: Primal, g: Any) -> list[Cotangent]:
 # -- order statistics, scans --------------------------------------------------------------------
 
 
-def _median_by_sorting(a: Any, axis: Any, keepdims: bool) -> Any:
-    """``np.median``: the mean of the middle element(s) of the sorted values over ``axis``."""
-    ndim = len(a.shape)
-    axes = normalize_axes(axis, ndim)
-    kept = [d for d in range(ndim) if d not in axes]
-    moved = np.transpose(a, kept + list(axes))
-    lead = tuple(a.shape[d] for d in kept)
-    flat = np.reshape(moved, lead + (-1,))
-    count = math.prod(a.shape[d] for d in axes)
-    ordered = np.sort(flat, axis=-1)
-    half = count // 2
-    middle = (
-        ordered[..., half] if count % 2 else 0.5 * (ordered[..., half - 1] + ordered[..., half])
-    )
-    if keepdims:
-        middle = np.reshape(middle, tuple(1 if d in axes else a.shape[d] for d in range(ndim)))
-    return middle
-
-
-@rule(K.MEDIAN)
-def _median(p: Primal, g: Any) -> list[Cotangent]:
-    x = p.args[0]
-    if x.shape is None or None in x.shape:
-        raise NotImplementedError("the gradient of np.median needs static shapes")
-    axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
-    return composed(p, g, lambda a: _median_by_sorting(a, axis, keepdims))
-
-
-def _running_source(x: Any, out: Any, axis: int) -> Any:
-    """For ``out = np.maximum.accumulate(x, axis)`` (or minimum): the position along ``axis``
-    of the element each output copies: the latest position up to it that set a new extreme
-    (a tie keeps the earlier element, as ``maximum``'s ties go to its first operand)."""
-    shape = x.shape
-    n = shape[axis]
-    lead = (slice(None),) * axis
-    before = np.concatenate([out[lead + (slice(0, 1),)], out[lead + (slice(0, n - 1),)]], axis=axis)
-    first = np.zeros(shape, bool)
-    first[lead + (0,)] = True  # the first element always starts a run
-    positions = np.arange(n).reshape((n,) + (1,) * (len(shape) - axis - 1))
-    starts = np.where((out != before) | first, positions, 0)
-    return np.maximum.accumulate(starts, axis=axis)
-
-
 def route_along_axis(source: Any, g: Any, shape: tuple, axis: int) -> Any:
     """``zeros(shape)`` plus each element of ``g`` at its own position with its index along
     ``axis`` replaced by ``source``'s (a traced integer array of ``shape``): a scatter-add
@@ -398,35 +354,6 @@ def route_along_axis(source: Any, g: Any, shape: tuple, axis: int) -> Any:
     return np.reshape(sums, shape).astype(g.dtype)
 
 
-@rule(K.UFUNC_ACCUMULATE)
-def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
-    """``add`` is a cumulative sum, ``multiply`` a cumulative product (divides by ``x``);
-    ``maximum``/``minimum`` (``fmax``/``fmin``) route each output's cotangent to the element it
-    copies: the running extreme, ties to the first occurrence."""
-    x, ufunc = p.args[0], p.attrs["ufunc"]
-    axis = p.attrs.get("axis", 0)
-    if ufunc is np.add:
-        return [lambda: reverse_cumsum(g, axis)]
-    if ufunc is np.multiply:
-        return [lambda: reverse_cumsum(g * p.out, axis) / x]
-    if ufunc in (np.maximum, np.minimum, np.fmax, np.fmin):
-
-        def dx() -> Any:
-            shape = x.shape
-            if shape is None or None in shape:
-                raise NotImplementedError(
-                    f"the gradient of np.{ufunc.__name__}.accumulate needs static shapes"
-                )
-            ax = axis % len(shape)
-            return route_along_axis(_running_source(x, p.out, ax), g, shape, ax)
-
-        return [dx]
-    raise NotImplementedError(
-        f"the gradient of np.{ufunc.__name__}.accumulate is not "
-        "implemented (add, multiply, maximum, minimum have rules)"
-    )
-
-
 NOTES.update(
     {
         K.SVD: "full_matrices=False, compute_uv=False, svdvals; full_matrices=True only for the "
@@ -437,9 +364,6 @@ NOTES.update(
         K.QR: "reduced, r, complete (square or wide); raw raises",
         K.PINV: "exact while the rank stays; hermitian reads the lower triangle",
         K.LSTSQ: "x as pinv(a) @ b, singular values; residuals raise (their length is data)",
-        K.MEDIAN: "the middle element(s) of a stable sort",
-        K.UFUNC_ACCUMULATE: "add, multiply (divides by x), maximum, minimum, fmax, fmin "
-        "(to the running extreme; ties: the first occurrence)",
     }
 )
 

@@ -39,7 +39,6 @@ from typing import Any, cast
 import numpy as np
 
 from ..ir import DynamicIndex, Node, OpKind
-from ..ir.abstract import normalize_axes
 from ..ir.registry import OpTable
 from ..trace import Tensor, bind
 
@@ -140,26 +139,18 @@ NOTES.update(
         K.MINIMUM: "ties: the first operand",
         K.FMAX: "ties: the first operand; a NaN operand gets none",
         K.FMIN: "ties: the first operand; a NaN operand gets none",
-        K.MAX: "ties: the first occurrence (C order over the axes), as np.argmax documents",
-        K.MIN: "ties: the first occurrence (C order over the axes), as np.argmin documents",
         K.ABSOLUTE: "0 at 0",
         K.FABS: "0 at 0",
         K.POWER: "d/db uses log(a), a == 0 taken as 1",
         K.FLOAT_POWER: "as power",
         K.CLIP: "as minimum(maximum(x, lo), hi): at a bound the gradient goes to x",
-        K.PROD: "divides by x: not finite where x has zeros",
-        K.CUMPROD: "divides by x: not finite where x has zeros",
         K.CAST: "float to float: cast back; from integers: none",
         K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
         K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
         K.DOT: "N-D by matrix not yet (use matmul)",
         K.TENSOR_ARRAY_WRITE: "not yet",
-        K.NANMAX: "ties: the first occurrence; NaNs get none",
-        K.NANMIN: "ties: the first occurrence; NaNs get none",
-        K.NANPROD: "divides by x: not finite where x has zeros",
         K.EINSUM: "static subscripts without '...' or a repeated letter in one operand",
         K.SLOGDET: "through logabsdet (the sign has none)",
-        K.UFUNC_REDUCE: "add, multiply, maximum, minimum (ties: the first occurrence)",
         K.UFUNC_AT: "add, subtract (np.add.at: a scatter-add)",
     }
 )
@@ -218,27 +209,6 @@ def _unary(derivative: Callable[[Any, Any], Any]) -> Rule:
         return [lambda: g * derivative(p.args[0], p.out)]
 
     return vjp
-
-
-def expand_to(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
-    """The cotangent ``g`` of a reduction of ``x`` over ``axis``, broadcast back to x."""
-    if x.shape is None:
-        return g + np.zeros_like(x)
-    axes = normalize_axes(axis, len(x.shape))
-    if not keepdims and axes:
-        g = np.expand_dims(g, axes)
-    if None in x.shape:
-        return g + np.zeros_like(x)
-    return np.broadcast_to(g, x.shape)
-
-
-def _count(x: Any, axis: Any) -> Any:
-    """How many elements a reduction of ``x`` over ``axis`` folds (a Python int if static)."""
-    axes = normalize_axes(axis, len(x.shape))
-    dims = [x.shape[a] for a in axes]
-    if None not in dims:
-        return math.prod(dims)
-    return np.sum(np.ones_like(x), axis=axes, keepdims=True)
 
 
 LN2, LN10 = math.log(2.0), math.log(10.0)
@@ -395,102 +365,6 @@ def _cast(p: Primal, g: Any) -> list[Cotangent]:
     return [g]  # the backward pass casts it to the operand's dtype (nothing for integers)
 
 
-# -- reductions -------------------------------------------------------------------------------
-
-
-def _reduction_parts(p: Primal) -> tuple[Any, Any, bool]:
-    return p.args[0], p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
-
-
-@rule(K.SUM)
-def _sum(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    return [lambda: expand_to(g, x, axis, keepdims)]
-
-
-@rule(K.MEAN)
-def _mean(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    return [lambda: expand_to(g, x, axis, keepdims) / _count(x, axis)]
-
-
-@rule(K.PROD)
-def _prod(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    return [lambda: expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims) / x]
-
-
-@rule(K.VAR, K.STD)
-def _var(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    ddof = p.attrs.get("ddof", 0)
-
-    def dx() -> Any:
-        centred = x - np.mean(x, axis=axis, keepdims=True)
-        scale = 2.0 / (_count(x, axis) - ddof)
-        gx = expand_to(g, x, axis, keepdims)
-        if p.node.op is K.STD:
-            gx = gx / (2.0 * expand_to(p.out, x, axis, keepdims))
-        return gx * scale * centred
-
-    return [dx]
-
-
-@rule(K.MAX, K.MIN)
-def _max(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-
-    def dx() -> Any:
-        hit = x == expand_to(p.out, x, axis, keepdims)
-        return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
-
-    return [dx]
-
-
-def first_occurrence(mask: Any, axis: Any) -> Any:
-    """``mask`` keeping only its first True over ``axis`` (C order over several axes)."""
-    ndim = len(mask.shape)
-    axes = normalize_axes(axis, ndim)
-    if len(axes) == 1:
-        return mask & (np.cumsum(mask, axis=axes[0]) == 1)
-    kept = [a for a in range(ndim) if a not in axes]
-    order = kept + list(axes)
-    moved = np.transpose(mask, order)
-    shape = moved.shape
-    if None in shape:
-        raise NotImplementedError(
-            "the gradient of max/min over several axes needs static "
-            "shapes; reduce over one axis at a time"
-        )
-    flat = np.reshape(moved, tuple(shape[: len(kept)]) + (-1,))
-    first = flat & (np.cumsum(flat, axis=-1) == 1)
-    return np.transpose(np.reshape(first, shape), np.argsort(order).tolist())
-
-
-# -- scans ------------------------------------------------------------------------------------
-
-
-def reverse_cumsum(g: Any, axis: int) -> Any:
-    return np.flip(np.cumsum(np.flip(g, axis), axis=axis), axis)
-
-
-@rule(K.CUMSUM, K.CUMPROD)
-def _scan(p: Primal, g: Any) -> list[Cotangent]:
-    x = p.args[0]
-    axis = p.attrs.get("axis")
-
-    def dx() -> Any:
-        weights = g if p.node.op is K.CUMSUM else g * p.out
-        if axis is None:
-            flat = reverse_cumsum(weights, 0)
-            dflat = flat if p.node.op is K.CUMSUM else flat / np.reshape(x, (-1,))
-            return np.reshape(dflat, x.shape)
-        back = reverse_cumsum(weights, axis)
-        return back if p.node.op is K.CUMSUM else back / x
-
-    return [dx]
-
-
 # -- shape ------------------------------------------------------------------------------------
 
 
@@ -552,77 +426,7 @@ def _setitem(p: Primal, g: Any) -> list[Cotangent]:
     return [dx, dvalue if isinstance(value, Tensor) else None] + [None] * len(dyn)
 
 
-# -- nan reductions, einsum, pad, slogdet, ufunc methods ------------------------------------
-
-
-def _nan_hole(x: Any, g: Any) -> Any:
-    """``g`` with zeros where ``x`` is NaN (the nan functions ignore those elements)."""
-    return np.where(np.isnan(x), 0.0, g)
-
-
-def _non_nan_count(x: Any, axis: Any) -> Any:
-    return np.sum(~np.isnan(x), axis=normalize_axes(axis, len(x.shape)), keepdims=True)
-
-
-@rule(K.NANSUM)
-def _nansum(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    return [lambda: _nan_hole(x, expand_to(g, x, axis, keepdims))]
-
-
-@rule(K.NANMEAN)
-def _nanmean(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    return [lambda: _nan_hole(x, expand_to(g, x, axis, keepdims) / _non_nan_count(x, axis))]
-
-
-@rule(K.NANPROD)
-def _nanprod(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    return [
-        lambda: _nan_hole(
-            x, expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims) / x
-        )
-    ]
-
-
-@rule(K.NANVAR, K.NANSTD)
-def _nanvar(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-    ddof = p.attrs.get("ddof", 0)
-
-    def dx() -> Any:
-        centred = x - np.nanmean(x, axis=axis, keepdims=True)
-        gx = expand_to(g, x, axis, keepdims)
-        if p.node.op is K.NANSTD:
-            gx = gx / (2.0 * expand_to(p.out, x, axis, keepdims))
-        return _nan_hole(x, gx * (2.0 / (_non_nan_count(x, axis) - ddof)) * centred)
-
-    return [dx]
-
-
-@rule(K.NANMAX, K.NANMIN)
-def _nanmax(p: Primal, g: Any) -> list[Cotangent]:
-    x, axis, keepdims = _reduction_parts(p)
-
-    def dx() -> Any:
-        hit = x == expand_to(p.out, x, axis, keepdims)  # NaN never equals: skipped
-        return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
-
-    return [dx]
-
-
-@rule(K.NANCUMSUM)
-def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
-    x = p.args[0]
-    axis = p.attrs.get("axis")
-
-    def dx() -> Any:
-        if axis is None:
-            return _nan_hole(x, np.reshape(reverse_cumsum(g, 0), x.shape))
-        return _nan_hole(x, reverse_cumsum(g, axis))
-
-    return [dx]
+# -- einsum, pad, slogdet, ufunc methods ---------------------------------------------------
 
 
 def _einsum_parts(subscripts: str, n: int) -> tuple[list[str], str]:
@@ -681,31 +485,11 @@ def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
     return [lambda: np.expand_dims(np.expand_dims(g, -1), -1) * swap_last_axes(np.linalg.inv(a))]
 
 
-def _unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
+def unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
     return NotImplementedError(
         f"the gradient of np.{p.attrs['ufunc'].__name__}.{method} is "
         "not implemented (add, multiply, maximum, minimum have rules)"
     )
-
-
-@rule(K.UFUNC_REDUCE)
-def _ufunc_reduce(p: Primal, g: Any) -> list[Cotangent]:
-    """``np.add.reduce`` is a sum, ``multiply`` a product, ``maximum``/``minimum`` a max/min
-    (ties: the first occurrence); the default axis is 0."""
-    x, ufunc = p.args[0], p.attrs["ufunc"]
-    axis, keepdims = p.attrs.get("axis", 0), bool(p.attrs.get("keepdims", False))
-    if ufunc is np.add:
-        return [lambda: expand_to(g, x, axis, keepdims)]
-    if ufunc is np.multiply:
-        return [lambda: expand_to(g, x, axis, keepdims) * expand_to(p.out, x, axis, keepdims) / x]
-    if ufunc in (np.maximum, np.minimum):
-
-        def dx() -> Any:
-            hit = x == expand_to(p.out, x, axis, keepdims)
-            return np.where(first_occurrence(hit, axis), expand_to(g, x, axis, keepdims), 0.0)
-
-        return [dx]
-    raise _unsupported_ufunc(p, "reduce")
 
 
 @rule(K.UFUNC_AT)
@@ -715,7 +499,7 @@ def _ufunc_at(p: Primal, g: Any) -> list[Cotangent]:
     _a, b, *dyn = p.args
     ufunc = p.attrs["ufunc"]
     if ufunc not in (np.add, np.subtract):
-        raise _unsupported_ufunc(p, "at")
+        raise unsupported_ufunc(p, "at")
 
     def db() -> Any:
         # (Any: a Tensor, whose operators trace.operators installs where mypy cannot see)

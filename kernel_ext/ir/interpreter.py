@@ -16,7 +16,7 @@ import numpy as np
 
 from .abstract import DynamicIndex
 from .graph import Graph, Node
-from .ops import OpGroup, OpKind
+from .ops import OpKind
 from .registry import OpTable
 
 Lowering = Callable[[Node], Callable[..., Any]]
@@ -52,24 +52,6 @@ def _cast(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.CLIP)
 def _clip(node: Node) -> Callable[..., Any]:
     return np.clip
-
-
-def _reduce_lowering(node: Node) -> Callable[..., Any]:
-    return functools.partial(node.op.numpy_function, **node.params)
-
-
-#: Reductions that are ufunc methods: lowered as the method of the node's ufunc (below)
-_UFUNC_METHOD_REDUCTIONS = (OpKind.UFUNC_REDUCE, OpKind.UFUNC_REDUCEAT)
-
-for _kind in OpKind:
-    if _kind.group is OpGroup.REDUCTION and _kind not in _UFUNC_METHOD_REDUCTIONS:
-        LOWER.add(_kind, _reduce_lowering)
-
-
-@_lower(OpKind.CUMSUM, OpKind.CUMPROD)
-def _scan(node: Node) -> Callable[..., Any]:
-    fn = np.cumsum if node.op is OpKind.CUMSUM else np.cumprod
-    return functools.partial(fn, **node.params)
 
 
 def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...]:
@@ -306,31 +288,9 @@ def _tensor_array_write(node: Node) -> Callable[..., Any]:
     return functools.partial(tensor_array_write, **node.params)
 
 
-# -- ufunc methods and the nan family ---------------------------------------------------------
+# -- ufunc.at ---------------------------------------------------------------------------------
 # Multi-output ufuncs (frexp, modf, divmod) return their tuple through the generic ufunc
-# lowering, and the nan reductions, median and the quantiles are NumPy's functions through the
-# generic reduction lowering (``q``/``method`` are keyword attrs).
-
-
-@_lower(OpKind.NANCUMSUM, OpKind.NANCUMPROD)
-def _nan_scan(node: Node) -> Callable[..., Any]:
-    fn = np.nancumsum if node.op is OpKind.NANCUMSUM else np.nancumprod
-    return functools.partial(fn, **node.params)
-
-
-def _ufunc_method(method: str) -> Lowering:
-    """``ufunc.<method>`` with the node's keyword attrs (``attrs["ufunc"]`` names the ufunc)."""
-
-    def lowering(node: Node) -> Callable[..., Any]:
-        kwargs = {k: v for k, v in node.params.items() if k != "ufunc"}
-        return functools.partial(getattr(node.attrs["ufunc"], method), **kwargs)
-
-    return lowering
-
-
-LOWER.add(OpKind.UFUNC_REDUCE, _ufunc_method("reduce"))
-LOWER.add(OpKind.UFUNC_ACCUMULATE, _ufunc_method("accumulate"))
-LOWER.add(OpKind.UFUNC_REDUCEAT, _ufunc_method("reduceat"))
+# lowering. The reductions, scans and the other ufunc methods are kernel_ext.ops.reductions'.
 
 
 def ufunc_at(ufunc: np.ufunc, template: tuple[Any, ...], a: Any, b: Any, *dyn: Any) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, Node, OpKind
+from ...ir.registry import OpTable
 from .. import codegen
 from ..emit.literals import BOOL, F64, SUPPORTED_DTYPES, Unsupported, dtype_kind
 from .inline_templates import INLINE, truth
@@ -89,12 +90,12 @@ def _inline_ufunc(ufunc: np.ufunc, operands: list[str], dtype: np.dtype) -> str:
     raise Unsupported(f"no inline {ufunc.__name__} on {dtype}")
 
 
-def _accumulator(op: OpKind) -> np.ufunc:
+def accumulator(op: OpKind) -> np.ufunc:
     """The ufunc a fusible reduction accumulates with (every such op has one)."""
     return cast("np.ufunc", op.accumulator)
 
 
-def _identity(ufunc: np.ufunc, dtype: np.dtype) -> Any:
+def identity(ufunc: np.ufunc, dtype: np.dtype) -> Any:
     """The value an accumulation with ``ufunc`` starts from: the ufunc's identity, or — for
     ``maximum``/``minimum``, which have none — the dtype's extreme that the ufunc never
     picks over another value."""
@@ -129,8 +130,8 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
     axis = _reduced_axis(node, ndim)
     keepdims = bool(node.attrs.get("keepdims", False))
     _check_float_policy(node.op, out_dt, auto)
-    reduced = _Reduced(node, axis, keepdims, ndim, in_dt, out_dt)
-    return _PLANS.get(node.op, _sum_plan)(reduced)
+    reduced = Reduced(node, axis, keepdims, ndim, in_dt, out_dt)
+    return REDUCTION_PLANS.get(node.op, _sum_plan)(reduced)
 
 
 def _reduced_axis(node: Node, ndim: int) -> int | None:
@@ -167,7 +168,7 @@ def _check_float_policy(op: OpKind, out_dt: np.dtype, auto: bool) -> None:
         raise Unsupported("float max/min (auto)")
 
 
-class _Reduced(NamedTuple):
+class Reduced(NamedTuple):
     """A reduction node with what the plan builders need of it."""
 
     node: Node
@@ -178,27 +179,7 @@ class _Reduced(NamedTuple):
     out_dt: np.dtype
 
 
-def _logical_plan(r: _Reduced) -> ReductionPlan:
-    """``any``/``all``: a bool accumulator."""
-    op = r.node.op
-    if r.out_dt != BOOL:
-        raise Unsupported("any/all to a non-bool dtype")
-    return ReductionPlan(
-        op, r.axis, r.keepdims, BOOL, BOOL, r.out_dt, _identity(_accumulator(op), BOOL)
-    )
-
-
-def _extremum_plan(r: _Reduced) -> ReductionPlan:
-    """``max``/``min``: accumulated in the operand's own dtype."""
-    op, out_dt = r.node.op, r.out_dt
-    if out_dt != r.in_dt:
-        raise Unsupported("max/min changing dtype")
-    return ReductionPlan(
-        op, r.axis, r.keepdims, out_dt, out_dt, out_dt, _identity(_accumulator(op), out_dt)
-    )
-
-
-def _sum_plan(r: _Reduced) -> ReductionPlan:
+def _sum_plan(r: Reduced) -> ReductionPlan:
     """sum / prod / mean: NumPy casts elements to the result dtype, then accumulates (in a
     64-bit accumulator of the result's kind here)."""
     op, out_dt = r.node.op, r.out_dt
@@ -216,17 +197,13 @@ def _sum_plan(r: _Reduced) -> ReductionPlan:
     if r.axis is not None and r.axis < r.ndim - 1 and value_dt.kind == "f" and value_dt != acc:
         seq = value_dt  # float32 row by row, as NumPy (float64 already is: acc == value_dt)
     return ReductionPlan(
-        op, r.axis, r.keepdims, value_dt, acc, out_dt, _identity(_accumulator(op), acc), seq
+        op, r.axis, r.keepdims, value_dt, acc, out_dt, identity(accumulator(op), acc), seq
     )
 
 
 #: The accumulator dtype of a sum, product or mean, per result kind.
 _SUM_ACCUMULATORS = {"f": F64, "i": np.dtype(np.int64), "u": np.dtype(np.uint64)}
 
-#: The plan builder per reduction op (sum, prod and mean: :func:`_sum_plan`).
-_PLANS: dict[OpKind, Callable[[_Reduced], ReductionPlan]] = {
-    OpKind.ANY: _logical_plan,
-    OpKind.ALL: _logical_plan,
-    OpKind.MAX: _extremum_plan,
-    OpKind.MIN: _extremum_plan,
-}
+#: The plan builder per reduction op, registered by its definition in :mod:`kernel_ext.ops`
+#: (sum, prod and mean, which have none: :func:`_sum_plan`).
+REDUCTION_PLANS: OpTable[Callable[[Reduced], ReductionPlan]] = OpTable("fused reduction plan")

@@ -64,13 +64,13 @@ How each op keeps NumPy's bits:
   no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 
 The rules are registered by each op's definition in :mod:`kernel_ext.ops`; the modules left
-here (``linalg``, ``shapes``, ``reductions``, ``indexing``) hold the rules not moved yet, over
-``common``, the toolkit every rule shares.
+here (``linalg``, ``shapes``, ``indexing``) hold the rules not moved yet, over ``common``, the
+toolkit every rule shares.
 """
 
 from __future__ import annotations
 
-from . import indexing, linalg, reductions, shapes
+from . import indexing, linalg, shapes
 from .common import RULES, Rule, Writer, rule_for
 from .indexing import loop_literal
 
@@ -81,7 +81,6 @@ __all__ = [
     "indexing",
     "linalg",
     "loop_literal",
-    "reductions",
     "rule_for",
     "shapes",
 ]

@@ -1,7 +1,5 @@
-"""Whole-graph rules of outer, nonzero, argwhere and ufunc.accumulate.
-
-The shape ops' rules (stack, concatenate, expand_dims, flip, pad, squeeze, reshape, transpose,
-broadcast_to, copy) live with their ops in :mod:`kernel_ext.ops.shape`.
+"""Whole-graph rules of outer, nonzero and argwhere (the shape ops' rules live with their ops
+in :mod:`kernel_ext.ops.shape`, ``ufunc.accumulate``'s in :mod:`kernel_ext.ops.reductions`).
 """
 
 from __future__ import annotations
@@ -12,18 +10,14 @@ from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, ctor
 from ..emit.source import Source
 from ..static_shapes import ranked_shape
-from ..ufunc_loops import find_loop
 from .common import (
-    ACCUMULATE,
     LOOP3,
     RULES,
     Rule,
     Writer,
     alloc_result,
     array_arg,
-    checked_axis,
     emit_nonzero,
-    lanes_along,
     loop_scratch,
     need_ufunc_loop,
     only_params,
@@ -107,43 +101,3 @@ def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, out: Source) -> 
 
 RULES[OpKind.NONZERO] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
 RULES[OpKind.ARGWHERE] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
-
-
-def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
-    only_params(node, {"axis", "ufunc"})
-    ufunc = node.attrs["ufunc"]
-    x = array_arg(node, 0, "a value")
-    dt = result_dtype(node)
-    if not isinstance(ufunc, np.ufunc) or ufunc.nin != 2 or ufunc.nout != 1:
-        raise Unsupported(f"accumulate of {ufunc!r}")
-    if np.dtype(x.dtype) != dt:
-        raise Unsupported(f"{ufunc.__name__}.accumulate of {x.dtype} into {dt}")
-    if find_loop(ufunc, (dt,) * 3) is None:
-        raise Unsupported(f"no NumPy {ufunc.__name__} loop for {dt}")
-    rank = len(ranked_shape(x))
-    if rank == 0:
-        raise Unsupported("accumulate of a 0-d value")
-    return x, dt, checked_axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
-
-
-def _emit_accumulate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
-    the ufunc for the dtype, called with its output one step behind its first input."""
-    x_node, dt, axis, ufunc = _check_accumulate(node)
-    rank = len(ranked_shape(x_node))
-    dts = ctor(dt)
-    x = w.fresh("x")
-    out.line(f"{x} = np.ascontiguousarray({args[0].name})")
-    alloc_result(w, node, [f"{x}.shape[{d}]" for d in range(rank)], dts, out, t)
-    outer, n, inner = lanes_along(x, rank, axis)
-    shape3 = f"({outer}, {n}, {inner})"
-    w.helpers["_loop3"] = LOOP3
-    w.helpers["_accumulate"] = ACCUMULATE
-    out.line(
-        f"_accumulate({x}.reshape({shape3}), {t}.reshape({shape3}), "
-        f"{ufunc_loop(w, ufunc, (dt,) * 3)}, {loop_scratch(w)})"
-    )
-    return "fresh"
-
-
-RULES[OpKind.UFUNC_ACCUMULATE] = Rule(lambda n: _check_accumulate(n) and None, _emit_accumulate)

@@ -7,8 +7,8 @@ propagation and integer division by zero are spelled out where ONNX differs, and
 ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
-One module per family (``structure``, ``elementwise``, ``reductions``, ``linalg``,
-``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
+One module per family (``structure``, ``linalg``, ``indexing``; ``refusals`` for the ops
+with no form), sharing ``common``; the other families' rules are in :mod:`kernel_ext.ops`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,6 @@ from __future__ import annotations
 # the families register their rules on import, in this order; the refusals come last
 from kernel_ext.onnx.rules import structure  # isort: skip
 from kernel_ext.onnx.rules import elementwise  # isort: skip
-from kernel_ext.onnx.rules import reductions  # isort: skip
 from kernel_ext.onnx.rules import linalg  # isort: skip
 from kernel_ext.onnx.rules import indexing  # isort: skip
 from kernel_ext.onnx.rules.common import RULES
@@ -30,7 +29,6 @@ __all__ = [
     "elementwise",
     "indexing",
     "linalg",
-    "reductions",
     "refusal_reason",
     "structure",
 ]
