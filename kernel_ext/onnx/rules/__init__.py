@@ -7,15 +7,15 @@ propagation and integer division by zero are spelled out where ONNX differs, and
 ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
-One module per family (``structure``, ``elementwise``, ``reductions``, ``shapes``, ``linalg``,
-``indexing``; ``refusals`` for the ops with no form), sharing ``common``.
+One module per family (``structure``, ``reductions``, ``shapes``, ``linalg``, ``indexing``;
+``refusals`` for the ops with no form), sharing ``common``; the elementwise ops' rules are
+registered with each op in :mod:`kernel_ext.ops.elementwise`.
 """
 
 from __future__ import annotations
 
 # the families register their rules on import, in this order; the refusals come last
 from kernel_ext.onnx.rules import structure  # isort: skip
-from kernel_ext.onnx.rules import elementwise  # isort: skip
 from kernel_ext.onnx.rules import reductions  # isort: skip
 from kernel_ext.onnx.rules import shapes  # isort: skip
 from kernel_ext.onnx.rules import linalg  # isort: skip
@@ -28,7 +28,6 @@ register_refusals()
 
 __all__ = [
     "RULES",
-    "elementwise",
     "indexing",
     "linalg",
     "reductions",
