@@ -96,7 +96,7 @@ def executors() -> list[Executor]:
         Executor(
             "CUDA",
             lambda op: "yes" if codegen.kernel_form(op, "cuda") else None,
-            _reasons(codegen.CUDA_FALLBACK_REASONS),
+            _reasons(codegen.cuda_fallback_reasons()),
         ),
         Executor(
             "whole graph",

@@ -1,7 +1,8 @@
 """VJP rules of gufuncs and array helpers (copies of elements).
 
-Most are short: ``degrees``/``radians`` scale, ``vdot``/``vecdot``/``matvec``/``vecmat`` are
-products, ``modf``/``frexp``/``divmod``/``ldexp`` split or scale a float. Ops that copy
+Most are short: ``vdot``/``vecdot``/``matvec``/``vecmat`` are products (the elementwise ones,
+``degrees`` to ``divmod``, are registered with each op in :mod:`kernel_ext.ops.elementwise`).
+Ops that copy
 elements (``diagflat``, ``insert``, ``compress``; ``unique``'s values and ``partition`` in
 :mod:`kernel_ext.ops.sorting`) route each output's cotangent back to the element it copies,
 found by applying NumPy's own function to an iota array (the positions) where the copy
@@ -20,8 +21,8 @@ import numpy as np
 
 from ..ir import OpKind
 from ..trace import Tensor
-from .decompositions import composed, outputs
-from .rules import NOTES, VJP, Cotangent, Primal, rule, unbroadcast
+from .decompositions import composed
+from .rules import NOTES, Cotangent, Primal, rule, unbroadcast
 
 K = OpKind
 
@@ -44,54 +45,6 @@ def sum_into(positions: np.ndarray, g: Any, size: int, shape: tuple) -> Any:
     where = positions if keep.all() else positions[keep]
     sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(picked, (-1,)), minlength=size)
     return np.reshape(sums, shape).astype(g.dtype)
-
-
-# -- elementwise ---------------------------------------------------------------------------------
-
-VJP.add(K.DEGREES, VJP[K.RAD2DEG])
-VJP.add(K.RADIANS, VJP[K.DEG2RAD])
-
-
-@rule(K.NEXTAFTER)
-def _nextafter(p: Primal, g: Any) -> list[Cotangent]:
-    """``nextafter(x, y)`` moves ``x`` by one ulp: derivative 1 in ``x``, 0 in ``y``."""
-    return [g if isinstance(p.args[0], Tensor) else None, None]
-
-
-@rule(K.LDEXP)
-def _ldexp(p: Primal, g: Any) -> list[Cotangent]:
-    """``x * 2**n`` (``n`` an integer)."""
-    _x, n = p.args
-    return [lambda: unbroadcast(g * np.ldexp(1.0, n), p.shape(0)), None]
-
-
-@rule(K.MODF)
-def _modf(p: Primal, gs: Any) -> list[Cotangent]:
-    """``x = fractional + integral``: the fractional part moves with ``x``, the integral part
-    is piecewise constant."""
-    return [gs[0]]
-
-
-@rule(K.FREXP)
-def _frexp(p: Primal, gs: Any) -> list[Cotangent]:
-    """``x = mantissa * 2**exponent`` with a piecewise-constant exponent."""
-    if gs[0] is None:
-        return [None]
-    exponent = outputs(p)[1]
-    return [lambda: gs[0] * np.ldexp(1.0, -exponent)]
-
-
-@rule(K.DIVMOD)
-def _divmod(p: Primal, gs: Any) -> list[Cotangent]:
-    """The quotient is ``floor_divide``'s (piecewise constant), the remainder ``remainder``'s."""
-    g = gs[1]
-    if g is None:
-        return [None, None]
-    a, b = p.args
-    return [
-        (lambda: unbroadcast(g, p.shape(0))) if isinstance(a, Tensor) else None,
-        (lambda: unbroadcast(-g * np.floor(a / b), p.shape(1))) if isinstance(b, Tensor) else None,
-    ]
 
 
 # -- products ------------------------------------------------------------------------------------
@@ -233,13 +186,6 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
 
 NOTES.update(
     {
-        K.DEGREES: "as rad2deg",
-        K.RADIANS: "as deg2rad",
-        K.NEXTAFTER: "1 in x, none in y",
-        K.LDEXP: "x * 2**n; the integer n has none",
-        K.MODF: "the fractional part; the integral part is piecewise constant",
-        K.FREXP: "mantissa: 2**-exponent",
-        K.DIVMOD: "remainder as remainder; the quotient is piecewise constant",
         K.VDOT: "real arrays",
         K.VECDOT: "over the last axis",
         K.MATVEC: "",

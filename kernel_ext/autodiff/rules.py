@@ -135,16 +135,6 @@ ZERO_GRADIENT = frozenset(
 NOTES: OpTable[str] = OpTable("gradient note")
 NOTES.update(
     {
-        K.MAXIMUM: "ties: the first operand",
-        K.MINIMUM: "ties: the first operand",
-        K.FMAX: "ties: the first operand; a NaN operand gets none",
-        K.FMIN: "ties: the first operand; a NaN operand gets none",
-        K.ABSOLUTE: "0 at 0",
-        K.FABS: "0 at 0",
-        K.POWER: "d/db uses log(a), a == 0 taken as 1",
-        K.FLOAT_POWER: "as power",
-        K.CLIP: "as minimum(maximum(x, lo), hi): at a bound the gradient goes to x",
-        K.CAST: "float to float: cast back; from integers: none",
         K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
         K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
         K.DOT: "N-D by matrix not yet (use matmul)",
@@ -190,7 +180,7 @@ def unbroadcast(g: Any, shape: tuple | None) -> Any:
     return g
 
 
-def _elementwise(p: Primal, g: Any, *parts: Callable[[], Any] | None) -> list[Cotangent]:
+def elementwise(p: Primal, g: Any, *parts: Callable[[], Any] | None) -> list[Cotangent]:
     """Cotangents of an elementwise op: each part (``None``: no gradient) unbroadcast to
     its operand's shape; literal operands get none."""
     out: list[Cotangent] = []
@@ -202,167 +192,12 @@ def _elementwise(p: Primal, g: Any, *parts: Callable[[], Any] | None) -> list[Co
     return out
 
 
-def _unary(derivative: Callable[[Any, Any], Any]) -> Rule:
-    """A unary op whose cotangent is ``g * derivative(x, out)``."""
-
-    def vjp(p: Primal, g: Any) -> list[Cotangent]:
-        return [lambda: g * derivative(p.args[0], p.out)]
-
-    return vjp
-
-
-LN2, LN10 = math.log(2.0), math.log(10.0)
-
-# -- elementwise, unary -----------------------------------------------------------------------
-
-rule(K.NEGATIVE)(lambda p, g: [lambda: -g])
-rule(K.POSITIVE, K.CONJUGATE)(lambda p, g: [g])
-rule(K.ABSOLUTE, K.FABS)(_unary(lambda x, y: np.sign(x)))
-rule(K.SQRT)(_unary(lambda x, y: 0.5 / y))
-rule(K.CBRT)(_unary(lambda x, y: (1.0 / 3.0) / (y * y)))
-rule(K.SQUARE)(_unary(lambda x, y: 2.0 * x))
-rule(K.RECIPROCAL)(_unary(lambda x, y: -(y * y)))
-rule(K.EXP)(_unary(lambda x, y: y))
-rule(K.EXP2)(_unary(lambda x, y: y * LN2))
-rule(K.EXPM1)(_unary(lambda x, y: y + 1.0))
-rule(K.LOG)(_unary(lambda x, y: 1.0 / x))
-rule(K.LOG2)(_unary(lambda x, y: 1.0 / (x * LN2)))
-rule(K.LOG10)(_unary(lambda x, y: 1.0 / (x * LN10)))
-rule(K.LOG1P)(_unary(lambda x, y: 1.0 / (x + 1.0)))
-rule(K.SIN)(_unary(lambda x, y: np.cos(x)))
-rule(K.COS)(_unary(lambda x, y: -np.sin(x)))
-rule(K.TAN)(_unary(lambda x, y: 1.0 + y * y))
-rule(K.ARCSIN)(_unary(lambda x, y: 1.0 / np.sqrt(1.0 - x * x)))
-rule(K.ARCCOS)(_unary(lambda x, y: -1.0 / np.sqrt(1.0 - x * x)))
-rule(K.ARCTAN)(_unary(lambda x, y: 1.0 / (1.0 + x * x)))
-rule(K.SINH)(_unary(lambda x, y: np.cosh(x)))
-rule(K.COSH)(_unary(lambda x, y: np.sinh(x)))
-rule(K.TANH)(_unary(lambda x, y: 1.0 - y * y))
-rule(K.ARCSINH)(_unary(lambda x, y: 1.0 / np.sqrt(x * x + 1.0)))
-rule(K.ARCCOSH)(_unary(lambda x, y: 1.0 / np.sqrt(x * x - 1.0)))
-rule(K.ARCTANH)(_unary(lambda x, y: 1.0 / (1.0 - x * x)))
-rule(K.DEG2RAD)(_unary(lambda x, y: math.pi / 180.0))
-rule(K.RAD2DEG)(_unary(lambda x, y: 180.0 / math.pi))
-
-
-# -- elementwise, binary ----------------------------------------------------------------------
-
-
-@rule(K.ADD)
-def _add(p: Primal, g: Any) -> list[Cotangent]:
-    return _elementwise(p, g, lambda: g, lambda: g)
-
-
-@rule(K.SUBTRACT)
-def _subtract(p: Primal, g: Any) -> list[Cotangent]:
-    return _elementwise(p, g, lambda: g, lambda: -g)
-
-
-@rule(K.MULTIPLY)
 def multiply_vjp(p: Primal, g: Any) -> list[Cotangent]:
     a, b = p.args
-    return _elementwise(p, g, lambda: g * b, lambda: g * a)
+    return elementwise(p, g, lambda: g * b, lambda: g * a)
 
 
-@rule(K.DIVIDE)
-def _divide(p: Primal, g: Any) -> list[Cotangent]:
-    _a, b = p.args
-    return _elementwise(p, g, lambda: g / b, lambda: -g * p.out / b)
-
-
-@rule(K.POWER, K.FLOAT_POWER)
-def _power(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-
-    def da() -> Any:
-        if not isinstance(b, Tensor) and b == 0:
-            return g * 0.0
-        if not isinstance(b, Tensor) and b == 2:
-            return g * (2.0 * a)
-        # b * a**(b-1) written as b * out / a would be wrong at a == 0
-        return g * (b * np.power(a, b - 1))
-
-    def db() -> Any:
-        # log(a) with a == 0 replaced by 1: d/db 0**b is 0 where b > 0 (JAX's choice)
-        safe = np.where(a == 0, 1.0, a) if isinstance(a, Tensor) else (a if a != 0 else 1.0)
-        return g * (p.out * np.log(safe))
-
-    return _elementwise(p, g, da, db if _float_operand(b) else None)
-
-
-def _float_operand(x: Any) -> bool:
-    return isinstance(x, Tensor) and x.dtype.kind == "f"
-
-
-@rule(K.MAXIMUM, K.MINIMUM, K.FMAX, K.FMIN)
-def _extremum(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    op = p.node.op
-    first = (a >= b) if op in (K.MAXIMUM, K.FMAX) else (a <= b)
-    if op in (K.FMAX, K.FMIN):  # fmax/fmin ignore a NaN operand
-        first = (first | np.isnan(b)) & ~np.isnan(a) if isinstance(a, Tensor) else first
-    return _elementwise(p, g, lambda: np.where(first, g, 0.0), lambda: np.where(first, 0.0, g))
-
-
-@rule(K.ARCTAN2)
-def _arctan2(p: Primal, g: Any) -> list[Cotangent]:
-    y, x = p.args
-    return _elementwise(p, g, lambda: g * x / (x * x + y * y), lambda: -g * y / (x * x + y * y))
-
-
-@rule(K.HYPOT)
-def _hypot(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    return _elementwise(p, g, lambda: g * a / p.out, lambda: g * b / p.out)
-
-
-@rule(K.COPYSIGN)
-def _copysign(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    return _elementwise(p, g, lambda: np.where(np.signbit(a) == np.signbit(b), g, -g), None)
-
-
-@rule(K.LOGADDEXP, K.LOGADDEXP2)
-def _logaddexp(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    exp = np.exp if p.node.op is K.LOGADDEXP else np.exp2
-    return _elementwise(p, g, lambda: g * exp(a - p.out), lambda: g * exp(b - p.out))
-
-
-@rule(K.REMAINDER, K.FMOD)
-def _remainder(p: Primal, g: Any) -> list[Cotangent]:
-    a, b = p.args
-    whole = np.floor if p.node.op is K.REMAINDER else np.trunc
-    return _elementwise(p, g, lambda: g, lambda: -g * whole(a / b))
-
-
-# -- elementwise, non-ufunc -------------------------------------------------------------------
-
-
-@rule(K.WHERE)
-def _where(p: Primal, g: Any) -> list[Cotangent]:
-    c, _, _ = p.args
-    return _elementwise(p, g, None, lambda: np.where(c, g, 0.0), lambda: np.where(c, 0.0, g))
-
-
-@rule(K.CLIP)
-def _clip(p: Primal, g: Any) -> list[Cotangent]:
-    x, lo, hi = p.args
-    m = x if lo is None else np.maximum(x, lo)
-    keep = True if hi is None else (m <= hi)
-    to_x = keep if lo is None else (x >= lo) & keep
-    return _elementwise(
-        p,
-        g,
-        lambda: np.where(to_x, g, 0.0),
-        lambda: np.where((x < lo) & keep, g, 0.0),
-        lambda: np.where(m > hi, g, 0.0),
-    )
-
-
-@rule(K.CAST)
-def _cast(p: Primal, g: Any) -> list[Cotangent]:
-    return [g]  # the backward pass casts it to the operand's dtype (nothing for integers)
+# -- copies -----------------------------------------------------------------------------------
 
 
 # -- shape ------------------------------------------------------------------------------------

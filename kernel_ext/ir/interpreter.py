@@ -25,35 +25,6 @@ LOWER: OpTable[Lowering] = OpTable("reference lowering")
 _lower = LOWER.register
 
 
-def _ufunc_lowering(node: Node) -> Callable[..., Any]:
-    ufunc = node.op.ufunc
-    assert ufunc is not None  # registered for UFUNC_OPS only
-    if "dtype" in node.attrs:
-        return functools.partial(ufunc, dtype=node.attrs["dtype"])
-    return ufunc
-
-
-for _kind in OpKind:
-    if _kind.ufunc is not None:
-        LOWER.add(_kind, _ufunc_lowering)
-
-
-@_lower(OpKind.WHERE)
-def _where(node: Node) -> Callable[..., Any]:
-    return np.where
-
-
-@_lower(OpKind.CAST)
-def _cast(node: Node) -> Callable[..., Any]:
-    dtype = np.dtype(node.attrs["dtype"])
-    return lambda x: np.asarray(x).astype(dtype)
-
-
-@_lower(OpKind.CLIP)
-def _clip(node: Node) -> Callable[..., Any]:
-    return np.clip
-
-
 def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...]:
     """The concrete index: template slots (also inside slices) filled from ``dyn``."""
 

@@ -35,7 +35,6 @@ this: the driver (:func:`propose`) decides, from :func:`layout_observers`.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from typing import Any, TypeAlias, cast
 
@@ -43,15 +42,15 @@ import numpy as np
 
 from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind
 from ..ir.registry import OpTable
-from .rewrite import Rewrite, Rewriter, fully_known, is_pure, recursive, same_aval
+from .rewrite import Rewrite, Rewriter, is_pure, recursive, same_aval
 
 Proposal: TypeAlias = Node | Rewrite | None
 Rule = Callable[[Node, tuple[Any, ...]], Proposal]
 Test = Callable[[Any], Any]  # element-wise: array in, bool array out; literal in, bool out
 
-_IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
+IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _COMPLEX = frozenset(np.dtype(t) for t in (np.complex64, np.complex128))
-_LITERAL_TYPES = (bool, int, float, complex)
+LITERAL_TYPES = (bool, int, float, complex)
 _MAX_SCAN = 1_000_000  # constants bigger than this are not inspected element by element
 
 
@@ -66,7 +65,7 @@ def _kind(x: Any) -> str | None:
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
         return None
     dtype = x.aval.dtype
-    if dtype.kind == "f" and dtype not in _IEEE_FLOATS:
+    if dtype.kind == "f" and dtype not in IEEE_FLOATS:
         return None
     if dtype.kind == "c" and dtype not in _COMPLEX:
         return None
@@ -100,7 +99,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
         value = c.attrs["value"]
         if value.size > _MAX_SCAN or not _fits(value.shape, like.shape):
             return False
-    elif isinstance(c, _LITERAL_TYPES):
+    elif isinstance(c, LITERAL_TYPES):
         return bool(test(c))
     else:
         return False
@@ -109,36 +108,6 @@ def _every(c: Any, test: Test, like: Node) -> bool:
             return bool(np.all(test(value)))
     except (TypeError, ValueError, OverflowError):
         return False
-
-
-# Element tests take an array (a constant's value) or a Python literal; literals are tested
-# in plain Python, which is many times cheaper than a round trip through NumPy.
-
-
-def _one(v: Any) -> Any:
-    return v == 1
-
-
-def _zero(v: Any) -> Any:
-    return v == 0
-
-
-def _negative_zero(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return (v == 0) & np.signbit(v)
-    return type(v) is float and v == 0 and math.copysign(1.0, v) < 0
-
-
-def _positive_zero(v: Any) -> Any:
-    if isinstance(v, np.ndarray):
-        return (v == 0) & ~np.signbit(v)
-    return (type(v) in (bool, int) and v == 0) or (
-        type(v) is float and v == 0 and math.copysign(1.0, v) > 0
-    )
-
-
-def _truthy(v: Any) -> Any:
-    return v != 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -239,48 +208,6 @@ def identity_on(kinds: str) -> Rule:
 # ---------------------------------------------------------------------------------------------
 
 
-def _exact_widening(src: np.dtype, dst: np.dtype) -> bool:
-    """Every ``src`` value is exactly representable in ``dst`` and casting it back to ``src``
-    needs no warning (so ``cast(cast("x", dst), src) == x``). Complex ``dst`` is excluded: the
-    way back warns (ComplexWarning)."""
-    if src == dst:
-        return True
-    if dst.kind not in "iuf" or src.kind not in "biuf":
-        return False
-    if dst.kind == "f" and dst not in _IEEE_FLOATS:
-        return False
-    if src.kind == "b":
-        return True
-    if src.kind == "f":
-        return dst.kind == "f" and src in _IEEE_FLOATS and dst.itemsize >= src.itemsize
-    bits = src.itemsize * 8 - (src.kind == "i")  # magnitude bits
-    if dst.kind == "f":
-        return bits <= np.finfo(dst).nmant + 1
-    if dst.kind == "u":
-        return src.kind == "u" and dst.itemsize >= src.itemsize
-    return dst.itemsize * 8 - 1 >= bits  # into signed ints
-
-
-def _cast(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``cast("x", x.dtype) -> x``; ``cast(cast("x", wider), x.dtype) -> x``."""
-    x = args[0]
-    if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
-        return None
-    target = np.dtype(node.attrs["dtype"])
-    if target == x.aval.dtype:
-        return x
-    if x.op is OpKind.CAST:
-        inner = x.args[0]
-        if (
-            isinstance(inner, Node)
-            and isinstance(inner.aval, AbstractValue)
-            and inner.aval.dtype == target
-            and _exact_widening(target, x.aval.dtype)
-        ):
-            return inner
-    return None
-
-
 def _is_full_slice(c: Any) -> bool:
     if c is Ellipsis:
         return True
@@ -301,21 +228,6 @@ def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
         return cast("Node", args[0])
     return None
 
-
-def _where(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``where(c, x, x) -> x``; ``where(True, x, y) -> x`` and ``where(False, x, y) -> y`` for
-    a literal condition, all with static shapes (so broadcasting is known not to widen)."""
-    if len(args) != 3:
-        return None
-    cond, x, y = args
-    nodes = [a for a in args if isinstance(a, Node)]
-    if not all(fully_known(a.aval) for a in nodes):
-        return None
-    if x is y and isinstance(x, Node):
-        return x
-    if isinstance(cond, _LITERAL_TYPES):
-        pick = x if cond else y
-        return pick if isinstance(pick, Node) else None
     return None
 
 
@@ -342,50 +254,11 @@ def _matmul(node: Node, args: tuple[Any, ...]) -> Proposal:
     return None
 
 
-_INTS = "iu"
-_INTS_BOOL = "biu"
-_REAL = "biuf"
-_NUMBERS = "iufc"
-
 #: Each op's simplifications, tried in order.
 RULES: OpTable[list[Rule]] = OpTable("simplification")
 RULES.update(
     {
-        OpKind.ADD: identity_operand(
-            {"b": _zero, "i": _zero, "u": _zero, "f": _negative_zero}, "both"
-        ),
-        OpKind.SUBTRACT: identity_operand({"i": _zero, "u": _zero, "f": _positive_zero}),
-        OpKind.MULTIPLY: identity_operand({"b": _one, "i": _one, "u": _one, "f": _one}, "both"),
-        OpKind.DIVIDE: identity_operand({"f": _one}),
-        OpKind.FLOOR_DIVIDE: identity_operand({"i": _one, "u": _one}),
-        OpKind.POWER: identity_operand({"i": _one, "u": _one}),
-        OpKind.BITWISE_OR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both")
-        + [same_operands(_INTS_BOOL)],
-        OpKind.BITWISE_XOR: identity_operand({"b": _zero, "i": _zero, "u": _zero}, "both"),
-        OpKind.BITWISE_AND: identity_operand({"b": _truthy}, "both") + [same_operands(_INTS_BOOL)],
-        OpKind.LEFT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
-        OpKind.RIGHT_SHIFT: identity_operand({"i": _zero, "u": _zero}),
-        OpKind.LOGICAL_AND: identity_operand({"b": _truthy}, "both") + [same_operands("b")],
-        OpKind.LOGICAL_OR: identity_operand({"b": _zero}, "both") + [same_operands("b")],
-        OpKind.MAXIMUM: [same_operands(_REAL + "c")],
-        OpKind.MINIMUM: [same_operands(_REAL + "c")],
-        OpKind.FMAX: [same_operands(_REAL + "c")],
-        OpKind.FMIN: [same_operands(_REAL + "c")],
-        OpKind.NEGATIVE: [involution(_NUMBERS)],
-        OpKind.INVERT: [involution(_INTS_BOOL)],
-        OpKind.LOGICAL_NOT: [involution("b")],
-        OpKind.CONJUGATE: [involution(_NUMBERS), identity_on(_INTS + "f")],
-        OpKind.POSITIVE: [identity_on(_NUMBERS)],
-        OpKind.ABSOLUTE: [idempotent(_INTS + "f"), identity_on("bu")],
-        OpKind.FABS: [idempotent("f")],
-        OpKind.FLOOR: [idempotent("f"), identity_on(_INTS_BOOL)],
-        OpKind.CEIL: [idempotent("f"), identity_on(_INTS_BOOL)],
-        OpKind.TRUNC: [idempotent("f"), identity_on(_INTS_BOOL)],
-        OpKind.RINT: [idempotent("f")],
-        OpKind.SIGN: [idempotent(_INTS + "f")],
-        OpKind.CAST: [_cast],
         OpKind.GETITEM: [_getitem],
-        OpKind.WHERE: [_where],
         OpKind.MATMUL: [_matmul],
     }
 )

@@ -54,7 +54,7 @@ def test_an_op_without_a_form_or_a_reason_is_reported(coverage):
     ("form", "reasons"),
     [
         (lambda op: codegen.kernel_form(op, "cpu"), codegen.KERNEL_FALLBACK_REASONS),
-        (lambda op: codegen.kernel_form(op, "cuda"), codegen.CUDA_FALLBACK_REASONS),
+        (lambda op: codegen.kernel_form(op, "cuda"), codegen.cuda_fallback_reasons()),
         (whole_graph.compiles, whole_graph.FALLBACK_REASONS),
         (dask_graph.runs_on_dask, dask_graph.FALLBACK_REASONS),
     ],

@@ -71,10 +71,11 @@ from ..emit.literals import (
 )
 from .generation import KernelEmbedding, generate, segment_key
 from .lowering import (
-    CUDA_FALLBACK_REASONS,
     KERNEL_FALLBACK_REASONS,
+    NON_UFUNC_LOWERINGS,
     Lowering,
     can_compile,
+    cuda_fallback_reasons,
     kernel_form,
     loop_dtypes,
     lower,
@@ -109,8 +110,8 @@ __all__ = [
     "BLOCK",
     "CHUNK_BLOCKS",
     "CODEGEN_VERSION",
-    "CUDA_FALLBACK_REASONS",
     "KERNEL_FALLBACK_REASONS",
+    "NON_UFUNC_LOWERINGS",
     "SUPPORTED_DTYPES",
     "WRAPPING_IMPORT",
     "EmbeddedKernel",
@@ -122,6 +123,7 @@ __all__ = [
     "can_compile",
     "const_source",
     "ctor",
+    "cuda_fallback_reasons",
     "default_nan",
     "dtname",
     "generate",

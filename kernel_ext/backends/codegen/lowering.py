@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, AbstractValue, FallbackReasons, Node, OpGroup, OpKind
+from ...ir.registry import OpTable
 from .. import fast_math as fm
 from ..emit.literals import BOOL, SUPPORTED_DTYPES, Unsupported, dtype_kind, literal_value
 from ..static_shapes import aval_of_node
@@ -125,7 +126,7 @@ def lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
 
 def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
     out = _result_dtype(node)
-    form = _NON_UFUNC_LOWERINGS.get(node.op)
+    form = NON_UFUNC_LOWERINGS.get(node.op)
     if form is not None:
         return form(node, out)
     loop = _ufunc_loop(node, target, fast_math)
@@ -147,30 +148,12 @@ def _result_dtype(node: Node) -> np.dtype:
     return np.dtype(node.aval.dtype)
 
 
-def _lower_cast(node: Node, out: np.dtype) -> Lowering:
-    return Lowering([None], out, inline=lambda o, b: b.cast_arg(0, out))
-
-
-def _lower_where(node: Node, out: np.dtype) -> Lowering:
-    return Lowering(
-        [None, out, out], out, inline=lambda o, b: f"({o[1]} if {b.truth(0)} else {o[2]})"
-    )
-
-
-def _lower_clip(node: Node, out: np.dtype) -> Lowering:
-    ignored = _clip_ignored(node)
-    args = [None if k in ignored else a for k, a in enumerate(node.args)]
-    dts = [out if a is not None else None for a in args]
-    return Lowering(dts, out, inline=_clip_inline(args, out), ignored=ignored)
-
-
 #: Elementwise ops that are not one ufunc call but have a kernel form of their own: op ->
-#: its lowering from the node and its result dtype.
-_NON_UFUNC_LOWERINGS: dict[OpKind, Callable[[Node, np.dtype], Lowering]] = {
-    OpKind.CAST: _lower_cast,
-    OpKind.WHERE: _lower_where,
-    OpKind.CLIP: _lower_clip,
-}
+#: its lowering from the node and its result dtype (registered with each op in
+#: :mod:`kernel_ext.ops.elementwise`).
+NON_UFUNC_LOWERINGS: OpTable[Callable[[Node, np.dtype], Lowering]] = OpTable(
+    "fused-kernel non-ufunc lowering"
+)
 
 
 class _UfuncLoop(NamedTuple):
@@ -351,85 +334,13 @@ def _power_fast_path(exponent: Any, dtype: np.dtype) -> InlineTemplate | None:
     return _POWER_FAST[e]
 
 
-def _clip_ignored(node: Node) -> tuple[int, ...]:
-    """The bounds ``np.clip`` drops before it computes anything: on an integer array, a
-    Python int bound at or beyond the dtype's range (NumPy's ``_methods._clip``; it then calls
-    ``maximum``, ``minimum`` or ``positive`` instead, which matters when the other bound
-    makes the result a float: ``clip(int64, inf, 2**64 - 1)`` is ``inf``)."""
-    x = node.args[0]
-    dt: np.dtype = np.dtype(x.dtype) if isinstance(x, Node) else np.asarray(x).dtype
-    if dt.kind not in "iu":
-        return ()
-    info = np.iinfo(dt)
-    lo, hi = node.args[1], node.args[2]
-    return tuple(
-        k
-        for k, drop in (
-            (1, type(lo) is int and lo <= info.min),
-            (2, type(hi) is int and hi >= info.max),
-        )
-        if drop
-    )
-
-
-def _clip_inline(args: list[Any], out: np.dtype) -> InlineTemplate:
-    """NumPy's ``clip``, which is three different functions on floats (they differ on ties of
-    ``-0.0`` with ``0.0`` and on which of two NaNs comes back):
-
-    * one bound missing: ``np.clip`` calls ``maximum(x, lo)`` or ``minimum(x, hi)``;
-    * both bounds scalars (literals or 0-d values): the clip loop's stride-0 branch, where a
-      NaN bound wins, then ``lo if x < lo else x``, then ``hi if t > hi else t`` (so
-      ``clip(-0.0, 0, 3)`` is ``-0.0``);
-    * array bounds: ``minimum(maximum(x, lo), hi)`` with NumPy's NaN-propagating
-      ``maximum``/``minimum`` — unless NumPy's iterator hands the loop both bounds with
-      stride 0 after all (a ``(1,)`` bound), which no trace-time fact decides. So the kernel
-      computes the array form and raises ``bad`` (NumPy reruns the segment) where the two
-      forms could differ: a zero meeting a zero bound, a NaN ``x`` meeting a NaN bound.
-
-    Integers and bools have neither signed zeros nor NaNs: every form is the same there."""
-    float_ = out.kind == "f"
-    lo_arg, hi_arg = args[1], args[2]
-    both = lo_arg is not None and hi_arg is not None
-
-    def scalar(a: Any) -> bool:
-        return not isinstance(a, Node) or a.shape == ()
-
-    stride0 = both and scalar(lo_arg) and scalar(hi_arg)
-
-    def inline(o: list[str], b: InlineContext) -> str:
-        x, lo, hi = o
-        if float_ and stride0:
-            t = b.let(f"({lo} if {x} < {lo} else {x})", out)
-            return f"({lo} if {lo} != {lo} else ({hi} if ({hi} != {hi}) | ({t} > {hi}) else {t}))"
-        expr = x
-        for k, cmp in ((1, ">"), (2, "<")):
-            if args[k] is None:
-                continue
-            t = b.let(expr, out)
-            pick = f"({t} if {t} {cmp} {o[k]} else {o[k]})"
-            expr = f"({t} if {t} != {t} else {pick})" if float_ else pick
-            if float_ and both and k == 2:
-                # where the stride-0 form could answer otherwise, NumPy decides
-                b.flag(
-                    f"((({x} == 0) & ({lo} == 0)) | (({t} == 0) & ({hi} == 0)) | "
-                    f"(({x} != {x}) & (({lo} != {lo}) | ({hi} != {hi}))))"
-                )
-        return expr
-
-    return inline
-
-
-#: Elementwise ops that are not one ufunc call but have a kernel form of their own.
-_NON_UFUNC_FORMS = frozenset(_NON_UFUNC_LOWERINGS)
-
-
 def kernel_form(op: OpKind, target: str = "cpu") -> bool:
     """Does a fused kernel for ``target`` compute ``op``, for some operand dtypes?
 
     The op-level half of :func:`lower` and :func:`can_compile`, which then decide per node
     (dtypes, literal operands, whether NumPy has the loop). ``tools/op_coverage.py`` prints it
     per op, with :data:`KERNEL_FALLBACK_REASONS` for the others."""
-    if op in FUSIBLE_REDUCTIONS or op in _NON_UFUNC_FORMS:
+    if op in FUSIBLE_REDUCTIONS or op in NON_UFUNC_LOWERINGS:
         return True
     if op.ufunc is None:
         return False
@@ -472,17 +383,22 @@ KERNEL_FALLBACK_REASONS: FallbackReasons = {
     OpKind.DIVMOD: f"two results; a kernel op writes one, so it {_BETWEEN}",
 }
 
-#: The same for CUDA kernels: the CPU reasons, and the float functions for which the device
-#: has no bitwise form (a CPU kernel calls NumPy's own loop; the device cannot).
-CUDA_FALLBACK_REASONS: FallbackReasons = {
-    **KERNEL_FALLBACK_REASONS,
-    **{
-        op: "a float function with no device form wired: only exp, log, tanh and sqrt use "
-        "libdevice (within a few ulp of NumPy); it runs as NumPy's function on the host"
-        for op in OpKind
-        if op.kernel_loop and not kernel_form(op, "cuda")
-    },
-}
+
+@functools.cache
+def cuda_fallback_reasons() -> FallbackReasons:
+    """The same for CUDA kernels: the CPU reasons, and the float functions for which the device
+    has no bitwise form (a CPU kernel calls NumPy's own loop; the device cannot). Computed when
+    first asked: :func:`kernel_form` reads the kernel tables, which ``kernel_ext.ops`` fills
+    after this module is imported."""
+    return {
+        **KERNEL_FALLBACK_REASONS,
+        **{
+            op: "a float function with no device form wired: only exp, log, tanh and sqrt use "
+            "libdevice (within a few ulp of NumPy); it runs as NumPy's function on the host"
+            for op in OpKind
+            if op.kernel_loop and not kernel_form(op, "cuda")
+        },
+    }
 
 
 def can_compile(

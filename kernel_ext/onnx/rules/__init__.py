@@ -7,15 +7,15 @@ propagation and integer division by zero are spelled out where ONNX differs, and
 ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
-One module per family (``structure``, ``linalg``, ``indexing``; ``refusals`` for the ops
-with no form), sharing ``common``; the other families' rules are in :mod:`kernel_ext.ops`.
+Each op's rule is registered with its other rules in :mod:`kernel_ext.ops`; the modules here
+hold the rules not moved yet (``structure``, ``linalg``, ``indexing``), the refusals of the ops
+with no form (``refusals``) and what every rule shares (``common``).
 """
 
 from __future__ import annotations
 
 # the families register their rules on import, in this order; the refusals come last
 from kernel_ext.onnx.rules import structure  # isort: skip
-from kernel_ext.onnx.rules import elementwise  # isort: skip
 from kernel_ext.onnx.rules import linalg  # isort: skip
 from kernel_ext.onnx.rules import indexing  # isort: skip
 from kernel_ext.onnx.rules.common import RULES
@@ -26,7 +26,6 @@ register_refusals()
 
 __all__ = [
     "RULES",
-    "elementwise",
     "indexing",
     "linalg",
     "refusal_reason",
