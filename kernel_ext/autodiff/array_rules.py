@@ -27,7 +27,7 @@ from .rules import NOTES, VJP, Cotangent, Primal, rule, unbroadcast
 K = OpKind
 
 
-def _static_shape(x: Any, what: str) -> tuple:
+def static_shape(x: Any, what: str) -> tuple:
     shape = x.shape if isinstance(x, Tensor) else np.shape(x)
     if shape is None or None in shape:
         raise NotImplementedError(
@@ -170,7 +170,7 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
     """By composition: the full correlation as a Toeplitz product (convolution: of the
     reversed ``v``), then NumPy's window of it for ``valid``/``same``."""
     a, v = p.args
-    (n,), (m,) = _static_shape(a, "np.correlate"), _static_shape(v, "np.correlate")
+    (n,), (m,) = static_shape(a, "np.correlate"), static_shape(v, "np.correlate")
     mode = p.attrs.get("mode", "valid")
     convolve = p.node.op is K.CONVOLVE
     k = min(n, m)
@@ -192,7 +192,7 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
 @rule(K.DIAGFLAT)
 def _diagflat(p: Primal, g: Any) -> list[Cotangent]:
     v = p.args[0]
-    shape = _static_shape(v, "np.diagflat")
+    shape = static_shape(v, "np.diagflat")
     offset = p.attrs.get("k", 0)
     size = math.prod(shape)
     rows = np.arange(size) + max(-offset, 0)
@@ -211,8 +211,8 @@ def _insert(p: Primal, g: Any) -> list[Cotangent]:
     of iota arrays names its source."""
     arr, values = p.args
     obj, axis = p.attrs["obj"], p.attrs.get("axis")
-    ashape = _static_shape(arr, "np.insert")
-    vshape = _static_shape(values, "np.insert")
+    ashape = static_shape(arr, "np.insert")
+    vshape = static_shape(values, "np.insert")
     asize, vsize = math.prod(ashape), math.prod(vshape)
 
     def darr() -> Any:
@@ -227,49 +227,6 @@ def _insert(p: Primal, g: Any) -> list[Cotangent]:
         darr if isinstance(arr, Tensor) else None,
         dvalues if isinstance(values, Tensor) else None,
     ]
-
-
-@rule(K.BINCOUNT)
-def _bincount(p: Primal, g: Any) -> list[Cotangent]:
-    """``out[i] = sum of weights[x == i]``: each weight gets ``g[x]``."""
-    x, weights = p.args
-    return [None, (lambda: g[x]) if isinstance(weights, Tensor) else None]
-
-
-@rule(K.COMPRESS)
-def _compress(p: Primal, g: Any) -> list[Cotangent]:
-    """``a`` at the true positions of ``condition`` (shorter conditions padded with false)."""
-    axis = p.attrs.get("axis")
-
-    def fn(condition: Any, a: Any) -> Any:
-        flat = a if axis is not None else np.ravel(a)
-        ax = 0 if axis is None else axis % len(flat.shape)
-        n = _static_shape(flat, "np.compress")[ax]
-        (c,) = _static_shape(condition, "np.compress")
-        mask = condition if c == n else np.concatenate([condition, np.zeros(n - c, bool)])
-        return flat[(slice(None),) * ax + (mask != 0,)]
-
-    return composed(p, g, fn)
-
-
-@rule(K.TRIM_ZEROS)
-def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
-    """A 1-D ``filt`` without its leading and/or trailing zeros: a boolean mask of the
-    positions kept (after the first non-zero, before the last)."""
-    trim = p.attrs.get("trim", "fb").lower()
-    if len(_static_shape(p.args[0], "np.trim_zeros")) != 1:
-        raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
-
-    def fn(a: Any) -> Any:
-        nonzero = (a != 0).astype(np.int64)
-        keep = np.ones(a.shape, bool)
-        if "f" in trim:
-            keep = keep & (np.cumsum(nonzero) > 0)
-        if "b" in trim:
-            keep = keep & (np.flip(np.cumsum(np.flip(nonzero))) > 0)
-        return a[keep]
-
-    return composed(p, g, fn)
 
 
 @rule(K.UNIQUE)
@@ -306,7 +263,7 @@ def _partition(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         flat = axis is None
         x = np.reshape(a, (-1,)) if flat else a
-        shape = _static_shape(x, "np.partition")
+        shape = static_shape(x, "np.partition")
         ax = 0 if flat else axis % len(shape)
         forward = cast("Tensor", p.out)  # (the forward result: a partition has one)
         out = forward if not flat else np.reshape(forward, (-1,))
@@ -376,7 +333,7 @@ def _quantile(p: Primal, g: Any) -> list[Cotangent]:
             f"the gradient of np.{p.node.op.value} with method="
             f"{method!r} is not implemented (only 'linear', the default)"
         )
-    _static_shape(p.args[0], f"np.{p.node.op.value}")
+    static_shape(p.args[0], f"np.{p.node.op.value}")
     q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
     axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
     return composed(p, g, lambda a: _quantiles(a, q, axis, keepdims, nan, np.ndim(q) == 0))
@@ -406,7 +363,7 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     )
     if index is None:
         raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
-    shape = _static_shape(x, "np.add.reduceat")
+    shape = static_shape(x, "np.add.reduceat")
     axis = p.attrs.get("axis", 0) % len(shape)
     w = np.add.reduceat(np.eye(shape[axis]), np.asarray(index), axis=0)  # (segments, n)
 
@@ -434,9 +391,6 @@ NOTES.update(
         K.CONVOLVE: "composition: a Toeplitz product",
         K.DIAGFLAT: "a gather of the diagonal",
         K.INSERT: "sources named by np.insert of iota arrays",
-        K.BINCOUNT: "weights: a gather; x has none",
-        K.COMPRESS: "composition: a boolean mask",
-        K.TRIM_ZEROS: "1-D; composition: a boolean mask",
         K.UNIQUE: "values: the first occurrence of each (not differentiable at repeats)",
         K.PARTITION: "the element of the same rank (ties in stable sort order)",
         K.PERCENTILE: "method='linear': a sort and a lerp",

@@ -334,27 +334,6 @@ def _broadcast_to(node: Node, args: tuple[Any, ...]) -> Proposal:
     return None
 
 
-def _is_full_slice(c: Any) -> bool:
-    if c is Ellipsis:
-        return True
-    return (
-        isinstance(c, slice)
-        and c.start in (None, 0)
-        and c.stop is None
-        and c.step in (None, 1)
-        and type(c.start) is not bool
-        and type(c.step) is not bool
-    )
-
-
-def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``x[:]``, ``x[...]``, ``x[:, :]`` -> ``x``."""
-    template = node.attrs["index"]
-    if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
-        return cast("Node", args[0])
-    return None
-
-
 def _flip(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``flip(flip(x, a), a) -> x``."""
     x = args[0]
@@ -467,7 +446,6 @@ RULES.update(
         OpKind.TRANSPOSE: [_transpose],
         OpKind.RESHAPE: [_reshape],
         OpKind.BROADCAST_TO: [_broadcast_to],
-        OpKind.GETITEM: [_getitem],
         OpKind.FLIP: [_flip],
         OpKind.COPY: [_copy],
         OpKind.WHERE: [_where],

@@ -1,5 +1,5 @@
 """Whole-graph rules of the shape ops: stack, concatenate, expand_dims, flip, pad, outer,
-nonzero, argwhere, squeeze and ufunc.accumulate.
+squeeze and ufunc.accumulate.
 """
 
 from __future__ import annotations
@@ -20,14 +20,12 @@ from .common import (
     alloc_result,
     array_arg,
     checked_axis,
-    emit_nonzero,
     index_at_axis,
     lanes_along,
     loop_scratch,
     need_ufunc_loop,
     only_params,
     result_dtype,
-    shape_tuple,
     ufunc_loop,
 )
 
@@ -352,37 +350,8 @@ RULES[OpKind.OUTER] = Rule(lambda n: _check_outer(n) and None, _emit_outer)
 
 
 # ---------------------------------------------------------------------------------------------
-# nonzero / argwhere / squeeze / ufunc.accumulate
+# squeeze / ufunc.accumulate
 # ---------------------------------------------------------------------------------------------
-
-
-def _check_nonzero(node: Node) -> int:
-    only_params(node, set())
-    x = array_arg(node, 0, "an array")
-    rank = len(ranked_shape(x))
-    if rank == 0:
-        raise Unsupported(f"{node.op.value} of a 0-d value")
-    return rank
-
-
-def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
-    elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
-    rank = _check_nonzero(node)
-    m = w.fresh("m")
-    out.line(f"{m} = np.ascontiguousarray({args[0].name})")
-    axes = emit_nonzero(w, m, rank, out)
-    if node.op is OpKind.NONZERO:
-        out.line(f"{t} = {shape_tuple(axes)}")
-        return "fresh"
-    out.line(f"{t} = np.empty(({axes[0]}.shape[0], {rank}), np.int64)")
-    for q, a in enumerate(axes):
-        out.line(f"{t}[:, {q}] = {a}")
-    return "fresh"
-
-
-RULES[OpKind.NONZERO] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
-RULES[OpKind.ARGWHERE] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
 
 
 def _check_squeeze(node: Node) -> list[int]:

@@ -141,16 +141,6 @@ def _arange(attrs: dict[str, Any], start: Any, stop: Any, step: Any) -> Abstract
     return AbstractValue((None,), dtype)
 
 
-@abstract_rule(OpKind.TENSOR_ARRAY_WRITE)
-def _tensor_array_write(
-    attrs: dict[str, Any], buffer: AbstractValue, index: Any, value: Any
-) -> AbstractValue:
-    vshape = shape_of(value)
-    return AbstractValue(
-        None if vshape is None else (None,) + tuple(vshape), np.dtype(attrs["dtype"])
-    )
-
-
 @abstract_rule(OpKind.COND, OpKind.WHILE)
 def _control_flow(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
     return tuple(attrs["out_avals"])

@@ -1,5 +1,5 @@
 """Abstract-evaluation rules of reductions and scans, the nan family, median and the quantiles,
-and the ufunc methods (``reduce``, ``accumulate``, ``reduceat``, ``at``).
+and the ufunc methods (``reduce``, ``accumulate``, ``reduceat``; ``at`` is indexing's).
 """
 
 from __future__ import annotations
@@ -19,14 +19,10 @@ from .core import (
     Rule,
     Shape,
     abstract_rule,
-    broadcast_shapes,
-    format_shape,
     normalize_axes,
     normalize_axis,
     probe_dtype,
-    shape_of,
 )
-from .indexing import getitem_shape
 
 
 def reduced_shape(shape: Shape | None, axis: Any, keepdims: bool) -> Shape | None:
@@ -293,28 +289,3 @@ def _ufunc_reduceat(
     ax = normalize_axis(axis, len(x.shape))
     count = None if indices.shape is None else indices.shape[0]
     return AbstractValue(x.shape[:ax] + (count,) + x.shape[ax + 1 :], dtype)
-
-
-@abstract_rule(OpKind.UFUNC_AT)
-def _ufunc_at(
-    attrs: dict[str, Any], a: AbstractValue, b: Any, *dyn: AbstractValue
-) -> AbstractValue:
-    ufunc = attrs["ufunc"]
-    target = getitem_shape(a.shape, attrs["index"], dyn)
-    if b is not None:
-        vshape = shape_of(b)
-        if target is not None and vshape is not None:
-            merged = broadcast_shapes(vshape, target)
-            if merged is not None and len(merged) > len(target):
-                raise ValueError(
-                    f"array is not broadcastable to correct shape "
-                    f"{format_shape(vshape)} into {format_shape(target)}"
-                )
-    # the loop NumPy picks for a's dtype with b (an error here is NumPy's error eagerly)
-    probe = np.ones(1, a.dtype)
-    with np.errstate(all="ignore"):
-        if b is None:
-            ufunc.at(probe, [0])
-        else:
-            ufunc.at(probe, [0], np.ones(1, b.dtype) if isinstance(b, AbstractValue) else b)
-    return a

@@ -1,5 +1,5 @@
 """Abstract-evaluation rules of sorting, searching, sets, bits and counting: sort/argsort,
-unique, partition, searchsorted, digitize, lexsort, isin, packbits, bincount, histogram, interp.
+unique, partition, searchsorted, digitize, lexsort, isin, packbits, histogram, interp.
 """
 
 from __future__ import annotations
@@ -40,13 +40,6 @@ def _sorted(attrs: dict[str, Any], x: AbstractValue, dtype: np.dtype) -> Abstrac
     if x.shape is not None:
         normalize_axis(axis, len(x.shape))
     return AbstractValue(x.shape, dtype)
-
-
-@abstract_rule(OpKind.BINCOUNT)
-def _bincount(attrs: dict[str, Any], x: AbstractValue, weights: Any) -> AbstractValue:
-    # max(x) + 1, at least minlength: a length only the values decide
-    dtype = probe_dtype(lambda a, w: np.bincount(a, w, attrs.get("minlength", 0)), x, weights)
-    return AbstractValue((None,), dtype)
 
 
 @abstract_rule(OpKind.UNIQUE)
