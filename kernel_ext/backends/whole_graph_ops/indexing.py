@@ -14,12 +14,7 @@ import numpy as np
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, ctor, literal_value
 from ..emit.source import Source
-from .common import (
-    DTYPES,
-    RULES,
-    Rule,
-    Writer,
-)
+from .common import DTYPES, RULES, Rule, Writer
 
 # ---------------------------------------------------------------------------------------------
 # TensorArray stacks (loop gradients under jit_compile=True)

@@ -12,9 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import (
-    Shape,
-)
+from .core import Shape
 
 
 @dataclass(frozen=True)
