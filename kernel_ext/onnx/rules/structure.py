@@ -58,7 +58,3 @@ RULES[K.NUMPY_CALL] = refusal_rule(
     "it runs a Python function as it is, at each call",
     "compute that value outside the exported function and pass it in as an argument",
 )
-RULES[K.TENSOR_ARRAY_WRITE] = refusal_rule(
-    "a growing TensorArray has no ONNX form",
-    "collect the rows in a preallocated array with x[i] = row, or with np.stack",
-)

@@ -1,11 +1,9 @@
 """nonzero, argwhere, compress, trim_zeros: the ops whose result length only the data decides
 (their abstract values have a ``None`` dim).
 
-Gradients: ``nonzero`` and ``argwhere`` have integer results (``autodiff.rules.ZERO_GRADIENT``).
-The whole-graph compiler's reasons for ``compress`` and ``trim_zeros`` are its
-``FALLBACK_REASONS``. The ONNX rules stay in ``onnx/rules/indexing.py`` (``trim_zeros``'s
-refusal in ``onnx/rules/refusals.py``): ``kernel_ext.onnx`` loads on first use, and a rule
-registered here would load it with ``kernel_ext``.
+Gradients: ``nonzero`` and ``argwhere`` have integer results (``autodiff.rules.ZERO_GRADIENT``);
+``trim_zeros``'s ONNX refusal is in ``onnx/rules/refusals.py``, and the whole-graph compiler's
+reasons for ``compress`` and ``trim_zeros`` are its ``FALLBACK_REASONS``.
 """
 
 from __future__ import annotations
@@ -35,6 +33,10 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, normalize_axes, normalize_axis
 from ...ir.abstract.core import INTP, known_rank
 from ...ir.interpreter import LOWER
+from ...onnx.builder import GraphBuilder
+from ...onnx.refusal import refuse
+from ...onnx.rules.common import ANY_VALUE, handled_params
+from ...onnx.rules.common import RULES as ONNX
 
 K = OpKind
 
@@ -96,6 +98,24 @@ WHOLE_GRAPH.add(K.NONZERO, Rule(lambda n: _check_nonzero(n) and None, _emit_nonz
 WHOLE_GRAPH.add(K.ARGWHERE, Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op))
 
 
+@ONNX.register(K.NONZERO)
+def nonzero(b: GraphBuilder, node: Node) -> list[str]:
+    """np.nonzero: ONNX's NonZero lists the indices in NumPy's (row-major) order."""
+    x = node.args[0]
+    if x.aval.ndim == 0:
+        raise refuse(node, "np.nonzero of a 0-d value", "np.nonzero(np.atleast_1d(x))")
+    found = b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])
+    return [b.one("Gather", [found, b.const(i, np.int64)], axis=0) for i in range(x.aval.ndim)]
+
+
+@ONNX.register(K.ARGWHERE)
+def argwhere(b: GraphBuilder, node: Node) -> list[str]:
+    x = node.args[0]
+    if x.aval.ndim == 0:
+        raise refuse(node, "np.argwhere of a 0-d value", "np.argwhere(np.atleast_1d(x))")
+    return [b.one("Transpose", [b.one("NonZero", [b.to_bool(b.value(x), x.dtype)])], perm=[1, 0])]
+
+
 # --- compress ---
 
 
@@ -136,6 +156,19 @@ def _vjp_compress(p: Primal, g: Any) -> list[Cotangent]:
 
 
 NOTES.add(K.COMPRESS, "composition: a boolean mask")
+
+
+@ONNX.register(K.COMPRESS)
+def compress(b: GraphBuilder, node: Node) -> list[str]:
+    """np.compress: ONNX's Compress (a condition shorter than the axis selects from its
+    start in both)."""
+    handled_params(node, axis=ANY_VALUE)
+    condition, a = node.args
+    cond = b.one("Reshape", [b.operand(condition, np.bool_), b.ints([-1])])
+    axis = node.attrs.get("axis")
+    if axis is None:
+        return [b.one("Compress", [b.value(a), cond])]
+    return [b.one("Compress", [b.value(a), cond], axis=int(axis) % a.aval.ndim)]
 
 
 # --- trim_zeros ---

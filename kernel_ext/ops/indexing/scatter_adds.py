@@ -1,8 +1,6 @@
 """ufunc.at, bincount: scatters that accumulate into their result (repeated positions add up).
 
-The ONNX rule of ``ufunc.at`` stays in ``onnx/rules/indexing.py`` (``bincount``'s refusal in
-``onnx/rules/refusals.py``): ``kernel_ext.onnx`` loads on first use, and a rule registered here
-would load it with ``kernel_ext``.
+``bincount``'s ONNX refusal is in ``onnx/rules/refusals.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +28,12 @@ from ...ir.abstract import (
 )
 from ...ir.abstract.core import shape_of
 from ...ir.interpreter import LOWER, build_index
+from ...onnx.builder import GraphBuilder
+from ...onnx.refusal import refuse
+from ...onnx.rules.common import ANY_VALUE, handled_params
+from ...onnx.rules.common import RULES as ONNX
 from ...trace import Tensor, bind
+from .subscripts import scatter
 
 K = OpKind
 
@@ -191,6 +194,25 @@ def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, out: Source) -> st
 
 
 WHOLE_GRAPH.add(K.UFUNC_AT, Rule(_check_ufunc_at, _emit_ufunc_at))
+
+
+_AT_REDUCTIONS = {np.add: "add", np.multiply: "mul", np.maximum: "max", np.minimum: "min"}
+
+
+@ONNX.register(K.UFUNC_AT)
+def _onnx_ufunc_at(b: GraphBuilder, node: Node) -> list[str]:
+    """``np.add.at(a, index, b)``: ScatterND accumulating repeated positions, as ``at``."""
+    handled_params(node, index=ANY_VALUE, ufunc=ANY_VALUE)
+    ufunc = node.attrs["ufunc"]
+    value = node.args[1]
+    reduction = _AT_REDUCTIONS.get(ufunc)
+    if reduction is None or value is None:
+        raise refuse(
+            node,
+            f"{getattr(ufunc, '__name__', ufunc)}.at has no ONNX scatter form",
+            "use np.add.at, np.multiply.at, np.maximum.at or np.minimum.at",
+        )
+    return [scatter(b, node, value, reduction)]
 
 
 # --- bincount ---

@@ -4,9 +4,7 @@ stacks a loop's gradient keeps of each iteration's state).
 The write itself is :func:`kernel_ext.ir.interpreter.tensor_array_write` (the trace's eager
 TensorArray and the executors' in-place form call it too); the whole-graph compiler's literal
 loop operands (the empty stack) are ``backends.whole_graph_ops.loop_literal``. No gradient
-rule: ``autodiff.backward.NO_GRADIENT_REASONS`` says why. The ONNX refusal stays in
-``onnx/rules/structure.py``: ``kernel_ext.onnx`` loads on first use, and a rule registered here
-would load it with ``kernel_ext``.
+rule: ``autodiff.backward.NO_GRADIENT_REASONS`` says why.
 """
 
 from __future__ import annotations
@@ -27,6 +25,8 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
 from ...ir.abstract.core import shape_of
 from ...ir.interpreter import LOWER, tensor_array_write
+from ...onnx.rules.common import RULES as ONNX
+from ...onnx.rules.common import refusal_rule
 
 K = OpKind
 
@@ -131,3 +131,12 @@ def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, out: Sou
 
 
 WHOLE_GRAPH.add(K.TENSOR_ARRAY_WRITE, Rule(_check_tensor_array_write, _emit_tensor_array_write))
+
+
+ONNX.add(
+    K.TENSOR_ARRAY_WRITE,
+    refusal_rule(
+        "a growing TensorArray has no ONNX form",
+        "collect the rows in a preallocated array with x[i] = row, or with np.stack",
+    ),
+)
