@@ -141,49 +141,6 @@ def _correlate(p: Primal, g: Any) -> list[Cotangent]:
 # -- copies ------------------------------------------------------------------------------------
 
 
-@rule(K.BINCOUNT)
-def _bincount(p: Primal, g: Any) -> list[Cotangent]:
-    """``out[i] = sum of weights[x == i]``: each weight gets ``g[x]``."""
-    x, weights = p.args
-    return [None, (lambda: g[x]) if isinstance(weights, Tensor) else None]
-
-
-@rule(K.COMPRESS)
-def _compress(p: Primal, g: Any) -> list[Cotangent]:
-    """``a`` at the true positions of ``condition`` (shorter conditions padded with false)."""
-    axis = p.attrs.get("axis")
-
-    def fn(condition: Any, a: Any) -> Any:
-        flat = a if axis is not None else np.ravel(a)
-        ax = 0 if axis is None else axis % len(flat.shape)
-        n = static_shape(flat, "np.compress")[ax]
-        (c,) = static_shape(condition, "np.compress")
-        mask = condition if c == n else np.concatenate([condition, np.zeros(n - c, bool)])
-        return flat[(slice(None),) * ax + (mask != 0,)]
-
-    return composed(p, g, fn)
-
-
-@rule(K.TRIM_ZEROS)
-def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
-    """A 1-D ``filt`` without its leading and/or trailing zeros: a boolean mask of the
-    positions kept (after the first non-zero, before the last)."""
-    trim = p.attrs.get("trim", "fb").lower()
-    if len(static_shape(p.args[0], "np.trim_zeros")) != 1:
-        raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
-
-    def fn(a: Any) -> Any:
-        nonzero = (a != 0).astype(np.int64)
-        keep = np.ones(a.shape, bool)
-        if "f" in trim:
-            keep = keep & (np.cumsum(nonzero) > 0)
-        if "b" in trim:
-            keep = keep & (np.flip(np.cumsum(np.flip(nonzero))) > 0)
-        return a[keep]
-
-    return composed(p, g, fn)
-
-
 NOTES.update(
     {
         K.VDOT: "real arrays",
@@ -192,9 +149,6 @@ NOTES.update(
         K.VECMAT: "",
         K.CORRELATE: "composition: a Toeplitz product",
         K.CONVOLVE: "composition: a Toeplitz product",
-        K.BINCOUNT: "weights: a gather; x has none",
-        K.COMPRESS: "composition: a boolean mask",
-        K.TRIM_ZEROS: "1-D; composition: a boolean mask",
         K.FFT: "complex results: gradients are real only (a path through complex values raises)",
     }
 )

@@ -31,16 +31,15 @@ the matrix decompositions and the rules built by composition by
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import numpy as np
 
-from ..ir import DynamicIndex, Node, OpKind
+from ..ir import Node, OpKind
 from ..ir.registry import OpTable
-from ..trace import Tensor, bind
+from ..trace import Tensor
 
 K = OpKind
 
@@ -135,13 +134,9 @@ ZERO_GRADIENT = frozenset(
 NOTES: OpTable[str] = OpTable("gradient note")
 NOTES.update(
     {
-        K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
-        K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
         K.DOT: "N-D by matrix not yet (use matmul)",
-        K.TENSOR_ARRAY_WRITE: "not yet",
         K.EINSUM: "static subscripts without '...' or a repeated letter in one operand",
         K.SLOGDET: "through logabsdet (the sign has none)",
-        K.UFUNC_AT: "add, subtract (np.add.at: a scatter-add)",
     }
 )
 
@@ -211,56 +206,6 @@ def reshape_like(g: Any, x: Any) -> Any:
 # -- indexing ---------------------------------------------------------------------------------
 
 
-def _has_integer_arrays(template: tuple, dyn: Sequence[Any]) -> bool:
-    """Does the index hold an integer array (positions may repeat, so writes would lose
-    contributions that a scatter-add keeps)?"""
-    for c in template:
-        if isinstance(c, DynamicIndex):
-            d = dyn[c.position - 1]
-            if d.dtype != np.bool_ and d.ndim > 0:
-                return True
-        elif isinstance(c, (list, np.ndarray)) and np.asarray(c).dtype != np.bool_:
-            return True
-    return False
-
-
-def scatter_add(x: Any, template: tuple, dyn: Sequence[Any], g: Any) -> Any:
-    """``zeros_like(x)`` with ``g`` added at ``x[index]`` (repeated positions add up)."""
-    if not _has_integer_arrays(template, dyn):
-        zeros = np.zeros_like(x, dtype=g.dtype)
-        return bind(K.SETITEM, (zeros, g, *dyn), {"index": template})
-    if x.shape is None or None in x.shape:
-        raise NotImplementedError(
-            "the gradient of indexing with integer arrays needs the indexed array's static shape"
-        )
-    # The flat position of every picked element: the same index applied to an iota array.
-    iota = np.arange(math.prod(x.shape)).reshape(x.shape)
-    where = cast("Tensor", bind(K.GETITEM, (iota, *dyn), {"index": template}))
-    sums = np.bincount(np.reshape(where, (-1,)), weights=np.reshape(g, (-1,)), minlength=iota.size)
-    return np.reshape(sums, x.shape).astype(g.dtype)
-
-
-@rule(K.GETITEM)
-def _getitem(p: Primal, g: Any) -> list[Cotangent]:
-    x, *dyn = p.args
-    return [lambda: scatter_add(x, p.attrs["index"], dyn, g)] + [None] * len(dyn)
-
-
-@rule(K.SETITEM)
-def _setitem(p: Primal, g: Any) -> list[Cotangent]:
-    _x, value, *dyn = p.args
-    template = p.attrs["index"]
-
-    def dx() -> Any:
-        return bind(K.SETITEM, (g, 0.0, *dyn), {"index": template})
-
-    def dvalue() -> Any:
-        picked = bind(K.GETITEM, (g, *dyn), {"index": template})
-        return unbroadcast(picked, p.shape(1))
-
-    return [dx, dvalue if isinstance(value, Tensor) else None] + [None] * len(dyn)
-
-
 # -- einsum, pad, slogdet, ufunc methods ---------------------------------------------------
 
 
@@ -325,20 +270,3 @@ def unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
         f"the gradient of np.{p.attrs['ufunc'].__name__}.{method} is "
         "not implemented (add, multiply, maximum, minimum have rules)"
     )
-
-
-@rule(K.UFUNC_AT)
-def _ufunc_at(p: Primal, g: Any) -> list[Cotangent]:
-    """``np.add.at(a, index, b)`` (a scatter-add: repeated positions add up) and
-    ``np.subtract.at``: ``a`` gets ``g``, ``b`` gets ``±g[index]`` (a gather)."""
-    _a, b, *dyn = p.args
-    ufunc = p.attrs["ufunc"]
-    if ufunc not in (np.add, np.subtract):
-        raise unsupported_ufunc(p, "at")
-
-    def db() -> Any:
-        # (Any: a Tensor, whose operators trace.operators installs where mypy cannot see)
-        picked: Any = bind(K.GETITEM, (g, *dyn), {"index": p.attrs["index"]})
-        return unbroadcast(picked if ufunc is np.add else -picked, p.shape(1))
-
-    return [g, db if isinstance(b, Tensor) else None] + [None] * len(dyn)

@@ -38,37 +38,6 @@ def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...
     return tuple(fill(c) for c in template)
 
 
-def _is_static(template: tuple[Any, ...]) -> bool:
-    return not any(
-        isinstance(c, DynamicIndex)
-        or (
-            isinstance(c, slice)
-            and any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))
-        )
-        for c in template
-    )
-
-
-@_lower(OpKind.GETITEM)
-def _getitem(node: Node) -> Callable[..., Any]:
-    template = node.attrs["index"]
-    if _is_static(template):
-        return lambda x: x[template]
-    return lambda x, *dyn: x[build_index(template, dyn)]
-
-
-@_lower(OpKind.SETITEM)
-def _setitem(node: Node) -> Callable[..., Any]:
-    template = node.attrs["index"]
-
-    def setitem(x: Any, value: Any, *dyn: Any) -> np.ndarray:
-        out = np.array(x, copy=True)
-        out[build_index(template, dyn)] = value
-        return out
-
-    return setitem
-
-
 _LINALG: dict[OpKind, Callable[..., Any]] = {
     OpKind.MATMUL: np.matmul,
     OpKind.DOT: np.dot,
@@ -87,33 +56,6 @@ def _basic_linalg(node: Node) -> Callable[..., Any]:
 # -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
 # ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
-
-
-@_lower(OpKind.BINCOUNT)
-def _bincount(node: Node) -> Callable[..., Any]:
-    minlength = node.attrs.get("minlength", 0)
-    return lambda x, weights: np.bincount(x, weights, minlength)
-
-
-@_lower(OpKind.NONZERO)
-def _nonzero(node: Node) -> Callable[..., Any]:
-    return np.nonzero
-
-
-@_lower(OpKind.ARGWHERE)
-def _argwhere(node: Node) -> Callable[..., Any]:
-    return np.argwhere
-
-
-@_lower(OpKind.COMPRESS)
-def _compress(node: Node) -> Callable[..., Any]:
-    axis = node.attrs.get("axis")
-    return lambda condition, a: np.compress(condition, a, axis)
-
-
-@_lower(OpKind.TRIM_ZEROS)
-def _trim_zeros(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.trim_zeros, **node.params)
 
 
 @_lower(OpKind.EINSUM)
@@ -158,18 +100,6 @@ def _slogdet(node: Node) -> Callable[..., Any]:
 
 # -- linalg, fft and array helpers -------------------------------------------------------------
 # NumPy's own function with the node's static attrs, argument for argument.
-
-
-@_lower(OpKind.RAVEL_MULTI_INDEX)
-def _ravel_multi_index(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
-    dims = kw.pop("dims")
-    return lambda *index: np.ravel_multi_index(index, dims, **kw)
-
-
-@_lower(OpKind.UNRAVEL_INDEX)
-def _unravel_index(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unravel_index, **node.params)
 
 
 @_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
@@ -254,30 +184,9 @@ def tensor_array_write(
     return out
 
 
-@_lower(OpKind.TENSOR_ARRAY_WRITE)
-def _tensor_array_write(node: Node) -> Callable[..., Any]:
-    return functools.partial(tensor_array_write, **node.params)
-
-
 # -- ufunc.at ---------------------------------------------------------------------------------
 # Multi-output ufuncs (frexp, modf, divmod) return their tuple through the generic ufunc
 # lowering. The reductions, scans and the other ufunc methods are kernel_ext.ops.reductions'.
-
-
-def ufunc_at(ufunc: np.ufunc, template: tuple[Any, ...], a: Any, b: Any, *dyn: Any) -> np.ndarray:
-    """``ufunc.at`` as a pure function: the updated copy of ``a`` (``b`` None: a unary ufunc)."""
-    out = np.array(a, copy=True)
-    index = build_index(template, dyn)
-    if b is None:
-        ufunc.at(out, index)
-    else:
-        ufunc.at(out, index, b)
-    return out
-
-
-@_lower(OpKind.UFUNC_AT)
-def _ufunc_at(node: Node) -> Callable[..., Any]:
-    return functools.partial(ufunc_at, node.attrs["ufunc"], node.attrs["index"])
 
 
 def interpret(graph: Graph, inputs: Sequence[Any]) -> list[Any]:

@@ -202,31 +202,9 @@ def identity_on(kinds: str) -> Rule:
 
     return rule
 
-
-# ---------------------------------------------------------------------------------------------
-# Op-specific rules
-# ---------------------------------------------------------------------------------------------
-
-
-def _is_full_slice(c: Any) -> bool:
-    if c is Ellipsis:
-        return True
-    return (
-        isinstance(c, slice)
-        and c.start in (None, 0)
-        and c.stop is None
-        and c.step in (None, 1)
-        and type(c.start) is not bool
-        and type(c.step) is not bool
-    )
-
-
-def _getitem(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``x[:]``, ``x[...]``, ``x[:, :]`` -> ``x``."""
-    template = node.attrs["index"]
-    if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
-        return cast("Node", args[0])
-    return None
+    # ---------------------------------------------------------------------------------------------
+    # Op-specific rules
+    # ---------------------------------------------------------------------------------------------
 
     return None
 
@@ -258,7 +236,6 @@ def _matmul(node: Node, args: tuple[Any, ...]) -> Proposal:
 RULES: OpTable[list[Rule]] = OpTable("simplification")
 RULES.update(
     {
-        OpKind.GETITEM: [_getitem],
         OpKind.MATMUL: [_matmul],
     }
 )

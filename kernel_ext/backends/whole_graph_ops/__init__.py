@@ -70,15 +70,14 @@ toolkit every rule shares.
 
 from __future__ import annotations
 
-from . import indexing, linalg, shapes
+from . import linalg, shapes
 from .common import RULES, Rule, Writer, rule_for
-from .indexing import loop_literal
+from .loop_operands import loop_literal
 
 __all__ = [
     "RULES",
     "Rule",
     "Writer",
-    "indexing",
     "linalg",
     "loop_literal",
     "rule_for",

@@ -9,7 +9,6 @@ import numpy as np
 from ...ir import Node, OpKind
 from ..emit.literals import Unsupported, ctor
 from ..emit.source import Source
-from ..static_shapes import ranked_shape
 from .common import (
     LOOP3,
     RULES,
@@ -17,12 +16,10 @@ from .common import (
     Writer,
     alloc_result,
     array_arg,
-    emit_nonzero,
     loop_scratch,
     need_ufunc_loop,
     only_params,
     result_dtype,
-    shape_tuple,
     ufunc_loop,
 )
 
@@ -72,32 +69,3 @@ RULES[OpKind.OUTER] = Rule(lambda n: _check_outer(n) and None, _emit_outer)
 # ---------------------------------------------------------------------------------------------
 # nonzero / argwhere / ufunc.accumulate
 # ---------------------------------------------------------------------------------------------
-
-
-def _check_nonzero(node: Node) -> int:
-    only_params(node, set())
-    x = array_arg(node, 0, "an array")
-    rank = len(ranked_shape(x))
-    if rank == 0:
-        raise Unsupported(f"{node.op.value} of a 0-d value")
-    return rank
-
-
-def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
-    elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
-    rank = _check_nonzero(node)
-    m = w.fresh("m")
-    out.line(f"{m} = np.ascontiguousarray({args[0].name})")
-    axes = emit_nonzero(w, m, rank, out)
-    if node.op is OpKind.NONZERO:
-        out.line(f"{t} = {shape_tuple(axes)}")
-        return "fresh"
-    out.line(f"{t} = np.empty(({axes[0]}.shape[0], {rank}), np.int64)")
-    for q, a in enumerate(axes):
-        out.line(f"{t}[:, {q}] = {a}")
-    return "fresh"
-
-
-RULES[OpKind.NONZERO] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)
-RULES[OpKind.ARGWHERE] = Rule(lambda n: _check_nonzero(n) and None, _emit_nonzero_op)

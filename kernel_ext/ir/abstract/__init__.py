@@ -18,7 +18,7 @@ the families defined in :mod:`kernel_ext.ops` when ``kernel_ext`` is (every op h
 
 from __future__ import annotations
 
-from . import elementwise, fft, indexing, linalg, reductions, shape, sorting
+from . import fft, indexing, linalg, reductions, shape
 from .core import (
     ABSTRACT_EVAL,
     AbstractValue,

@@ -1,6 +1,7 @@
-"""Abstract-evaluation rules of indexing: ``getitem``/``setitem`` (shapes probed on zero-strided
-views), and the data-dependent lengths (nonzero, argwhere, compress, trim_zeros: ``None``), and
-multi-index conversions.
+"""The shape of ``x[index]`` (``getitem_shape``: NumPy's rules, probed on zero-strided views)
+and ``DynamicIndex``, the slot of an index template filled at run time.
+
+The indexing ops' abstract-evaluation rules are in :mod:`kernel_ext.ops.indexing`.
 """
 
 from __future__ import annotations
@@ -11,20 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops import OpKind
-from .core import (
-    INTP,
-    AbstractValue,
-    Shape,
-    abstract_rule,
-    broadcast_shapes,
-    dtype_of,
-    format_shape,
-    known_rank,
-    normalize_axes,
-    normalize_axis,
-    shape_of,
-)
+from .core import Shape
 
 
 @dataclass(frozen=True)
@@ -102,87 +90,3 @@ def _getitem_probes(shape: Shape, template: tuple[Any, ...], dyn: Sequence[Any])
         results.append(_probe_view(shape, probe)[tuple(index)].shape)
     a, b = results
     return tuple(x if x == y else None for x, y in zip(a, b))
-
-
-@abstract_rule(OpKind.GETITEM)
-def _getitem(attrs: dict[str, Any], x: AbstractValue, *dyn: AbstractValue) -> AbstractValue:
-    for d in dyn:
-        if not (np.issubdtype(d.dtype, np.integer) or d.dtype == np.bool_):
-            raise IndexError(
-                "only integers, slices (`:`), ellipsis (`...`), numpy.newaxis "
-                f"(`None`) and integer or boolean arrays are valid indices; got a "
-                f"traced {d}"
-            )
-    return AbstractValue(getitem_shape(x.shape, attrs["index"], dyn), x.dtype)
-
-
-@abstract_rule(OpKind.SETITEM)
-def _setitem(
-    attrs: dict[str, Any], x: AbstractValue, value: Any, *dyn: AbstractValue
-) -> AbstractValue:
-    target = getitem_shape(x.shape, attrs["index"], dyn)
-    vshape = shape_of(value)
-    if target is not None and vshape is not None:
-        merged = broadcast_shapes(vshape, target)
-        if merged is not None and len(merged) > len(target):
-            raise ValueError(
-                f"could not broadcast input array from shape {format_shape(vshape)} "
-                f"into shape {format_shape(target)}"
-            )
-    # NumPy casts assigned values unsafely (x_int[0] = 1.5 stores 1): no dtype check.
-    return x
-
-
-@abstract_rule(OpKind.NONZERO)
-def _nonzero(attrs: dict[str, Any], x: AbstractValue) -> tuple[AbstractValue, ...]:
-    shape = known_rank(x, "nonzero")
-    if not shape:
-        raise ValueError(
-            "Calling nonzero on 0d arrays is not allowed. Use "
-            "np.atleast_1d(scalar).nonzero() instead."
-        )
-    return tuple(AbstractValue((None,), INTP) for _ in shape)
-
-
-@abstract_rule(OpKind.ARGWHERE)
-def _argwhere(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    return AbstractValue((None, len(known_rank(x, "argwhere"))), INTP)
-
-
-@abstract_rule(OpKind.COMPRESS)
-def _compress(attrs: dict[str, Any], condition: AbstractValue, a: AbstractValue) -> AbstractValue:
-    if condition.ndim not in (None, 1):
-        raise ValueError("condition must be a 1-d array")
-    axis = attrs.get("axis")
-    if axis is None:
-        return AbstractValue((None,), a.dtype)
-    shape = known_rank(a, "compress")
-    axis = normalize_axis(axis, len(shape))
-    return AbstractValue(shape[:axis] + (None,) + shape[axis + 1 :], a.dtype)
-
-
-@abstract_rule(OpKind.TRIM_ZEROS)
-def _trim_zeros(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    shape = known_rank(x, "trim_zeros")
-    axes = normalize_axes(attrs.get("axis"), len(shape))
-    return AbstractValue(tuple(None if i in axes else d for i, d in enumerate(shape)), x.dtype)
-
-
-@abstract_rule(OpKind.RAVEL_MULTI_INDEX)
-def _ravel_multi_index(attrs: dict[str, Any], *index: Any) -> AbstractValue:
-    dims = attrs["dims"]
-    if len(index) != len(dims):
-        raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
-    probe = tuple(np.zeros((1,) * len(shape_of(i) or ()), dtype_of(i)) for i in index)
-    kw = {k: v for k, v in attrs.items() if k != "dims"}
-    if all(d > 0 for d in dims):
-        np.ravel_multi_index(probe, dims, **kw)  # NumPy's checks of dtypes, mode and order
-    return AbstractValue(broadcast_shapes(*[shape_of(i) for i in index]), INTP)
-
-
-@abstract_rule(OpKind.UNRAVEL_INDEX)
-def _unravel_index(attrs: dict[str, Any], indices: AbstractValue) -> tuple[AbstractValue, ...]:
-    shape = attrs["shape"]
-    if indices.dtype.kind not in "iub":
-        raise TypeError("only int indices permitted")
-    return tuple(AbstractValue(indices.shape, INTP) for _ in shape)

@@ -8,26 +8,17 @@ ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
 Each op's rule is registered with its other rules in :mod:`kernel_ext.ops`; the modules here
-hold the rules not moved yet (``structure``, ``linalg``, ``indexing``), the refusals of the ops
-with no form (``refusals``) and what every rule shares (``common``).
+hold the rules not moved yet (``linalg``), the refusals of the ops with no form (``refusals``)
+and what every rule shares (``common``).
 """
 
 from __future__ import annotations
 
-# the families register their rules on import, in this order; the refusals come last
-from kernel_ext.onnx.rules import structure  # isort: skip
+# the families register their rules on import; the refusals come last
 from kernel_ext.onnx.rules import linalg  # isort: skip
-from kernel_ext.onnx.rules import indexing  # isort: skip
 from kernel_ext.onnx.rules.common import RULES
-from kernel_ext.onnx.rules.refusals import register_refusals
-from kernel_ext.onnx.rules.structure import refusal_reason
+from kernel_ext.onnx.rules.refusals import refusal_reason, register_refusals
 
 register_refusals()
 
-__all__ = [
-    "RULES",
-    "indexing",
-    "linalg",
-    "refusal_reason",
-    "structure",
-]
+__all__ = ["RULES", "linalg", "refusal_reason"]

@@ -6,6 +6,7 @@ The builder refuses an op missing from ``RULES`` too; listing them here keeps th
 
 from __future__ import annotations
 
+from kernel_ext.ir import OpKind
 from kernel_ext.onnx.rules.common import RULES, K, refusal_rule
 
 _OUTSIDE = (
@@ -78,3 +79,11 @@ def register_refusals() -> None:
     refused by ``RULES.add``, whichever registers second)."""
     for kind, why in _NOT_EXPORTED.items():
         RULES.add(kind, refusal_rule(why, _OUTSIDE))
+
+
+def refusal_reason(op: OpKind) -> str | None:
+    """Why ``op`` has no ONNX form (every node refused), or None when it has a rule."""
+    rule = RULES.get(op)
+    if rule is None:
+        return None if op is K.PLACEHOLDER else "no rule"
+    return getattr(rule, "why", None)

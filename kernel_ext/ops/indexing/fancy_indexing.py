@@ -1,5 +1,8 @@
-"""Whole-graph rules of advanced indexing (gathers and scatters), the TensorArray stacks of
-loop gradients, ``ufunc.at`` and ``bincount``.
+"""The whole-graph compiler's advanced indexing: ``getitem`` as a gather and ``setitem`` as a
+scatter, with integer arrays (any rank, constant or traced, broadcast) or bool masks.
+
+The machinery of the whole-graph rule :mod:`.subscripts` registers for both ops (a basic
+index is the writer's own: ``backends/whole_graph/indexing.py``).
 """
 
 from __future__ import annotations
@@ -9,26 +12,19 @@ from typing import Any, cast
 
 import numpy as np
 
-from ...ir import Node, OpKind
-from ...ir.abstract import DynamicIndex
-from ..emit.literals import Unsupported, const_source, ctor, literal_into, literal_value
-from ..emit.source import Source
-from ..static_shapes import aval_of_node, ranked_shape
-from .common import (
+from ...backends.emit.literals import Unsupported, const_source, ctor, literal_into
+from ...backends.emit.source import Source
+from ...backends.static_shapes import aval_of_node, ranked_shape
+from ...backends.whole_graph_ops.common import (
     DTYPES,
-    RULES,
-    Rule,
     Writer,
     alloc_result,
     array_arg,
     emit_nonzero,
-    only_params,
     shape_tuple,
 )
-
-# ---------------------------------------------------------------------------------------------
-# Advanced indexing: getitem (a gather) and setitem (a scatter) with integer or bool arrays
-# ---------------------------------------------------------------------------------------------
+from ...ir import Node, OpKind
+from ...ir.abstract import DynamicIndex
 
 
 @dataclass(frozen=True)
@@ -62,7 +58,7 @@ def _is_array_component(node: Node, c: Any) -> bool:
     return False
 
 
-def _claims_fancy(node: Node) -> bool:
+def claims_fancy(node: Node) -> bool:
     """An index with an integer or bool array component (basic ones stay with whole_graph)."""
     return any(_is_array_component(node, c) for c in node.attrs["index"])
 
@@ -131,7 +127,7 @@ def _check_fancy_value(node: Node) -> None:
         literal_into(value, dt)
 
 
-def _check_fancy(node: Node) -> None:
+def check_fancy(node: Node) -> None:
     parts = _fancy_plan(node)
     if node.op is OpKind.SETITEM:
         _check_fancy_value(node)
@@ -287,7 +283,7 @@ def _fancy_loop(w: Writer, fx: _FancyIndex, out: Source) -> tuple[Source, list[s
     return inner, bvars, picks
 
 
-def _emit_gather(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def emit_gather(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
     walked in C order, one copy of the rest of ``x`` per index tuple."""
     fx = _emit_fancy_index(w, node, args, args[0].name, out)
@@ -306,7 +302,7 @@ class _Named:
         self.name = name
 
 
-def _emit_scatter(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def emit_scatter(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
     and broadcast to the region, written index tuple after index tuple in C order (a
     repeated index keeps the last write). In place where the in-place plan lets this write
@@ -364,259 +360,3 @@ def _emit_scatter(w: Writer, node: Node, args: list, t: str, out: Source) -> str
         src = f"{src}[{', '.join(at)}]"
     inner.line(f"{dv}[{', '.join(picks)}] = {src}")
     return "view" if inplace else "fresh"
-
-
-RULES[OpKind.GETITEM] = Rule(_check_fancy, _emit_gather, _claims_fancy)
-RULES[OpKind.SETITEM] = Rule(_check_fancy, _emit_scatter, _claims_fancy)
-
-
-# ---------------------------------------------------------------------------------------------
-# TensorArray stacks (loop gradients under jit_compile=True)
-# ---------------------------------------------------------------------------------------------
-# A loop's gradient stacks each iteration's state with ``tensor_array_write`` (the forward
-# loop gains a count, starting at ``int64(0)``, and one stack per variable, starting as
-# ``None``: ``autodiff/loops.py``); the reverse loop reads the rows back with ``getitem``.
-# ``loop_literal`` gives such literal loop operands their Numba form (the empty stack: a
-# 0-row array of the stack's rank, so every iteration carries one array type), and the rule
-# below writes a row exactly as ``ir.interpreter.tensor_array_write`` does: rows allocated
-# (zeros) at the first write, grown geometrically when dynamic, into the buffer itself where
-# the in-place plan (``backends/inplace.py``) found it private and dead, else into a copy.
-# A negative or out-of-range index and a row of another shape signal: the fused executor
-# reruns the call and raises NumPy's error.
-
-
-def loop_literal(value: Any, aval: Any) -> tuple[str, bool]:
-    """The Numba source of a literal loop operand of abstract value ``aval`` (``None``: an
-    empty stack) and whether it is a scalar; Unsupported for anything else."""
-    dt = np.dtype(aval.dtype)
-    if dt not in DTYPES or aval.shape is None:
-        raise Unsupported(f"a loop operand {value!r} of {aval}")
-    if value is None:
-        if len(aval.shape) < 1:
-            raise Unsupported("an empty stack of rank 0")
-        return f"np.zeros({(0,) * len(aval.shape)!r}, {ctor(dt)})", False
-    if aval.shape != () or not isinstance(value, (bool, int, float, np.number, np.bool_)):
-        raise Unsupported(f"a loop operand {value!r}")
-    return f"{ctor(dt)}({literal_value(value, dt)!r})", True
-
-
-def _check_tensor_array_write(node: Node) -> None:
-    only_params(node, {"dtype", "size", "dynamic_size"})
-    buffer, index, value = node.args
-    dt = np.dtype(node.attrs["dtype"])
-    if dt not in DTYPES:
-        raise Unsupported(f"a TensorArray of {dt}")
-    if buffer is not None and (
-        not isinstance(buffer, Node)
-        or aval_of_node(buffer).shape is None
-        or np.dtype(buffer.dtype) != dt
-    ):
-        raise Unsupported("tensor_array_write into a buffer that is not a stack")
-    if isinstance(index, Node):
-        if aval_of_node(index).shape != () or np.dtype(index.dtype).kind not in "iu":
-            raise Unsupported("tensor_array_write at a non-integer index")
-    elif not isinstance(index, (int, np.integer)) or isinstance(index, bool):
-        raise Unsupported(f"tensor_array_write at {index!r}")
-    if (
-        not isinstance(value, Node)
-        or aval_of_node(value).shape is None
-        or None in ranked_shape(value)
-        or np.dtype(value.dtype) not in DTYPES
-    ):
-        raise Unsupported("tensor_array_write of a value of unknown shape")
-    if not np.can_cast(aval_of_node(value).dtype, dt, casting="same_kind"):
-        raise Unsupported(f"tensor_array_write of {value.dtype} into {dt}")  # NumPy's error
-    if aval_of_node(node).shape is None or len(ranked_shape(node)) != len(ranked_shape(value)) + 1:
-        raise Unsupported("tensor_array_write of a stack of another rank")
-
-
-def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    buffer, index, value = args
-    dt = np.dtype(node.attrs["dtype"])
-    size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])
-    vshape = node.args[2].aval.shape
-    rank = len(vshape)
-    i = w.fresh("i")
-    out.line(f"{i} = np.int64({index if not hasattr(index, 'name') else index.name})")
-    w.signal(out, f"{i} < 0")
-    row = "".join(f", {value.name}.shape[{d}]" for d in range(rank)) if not value.scalar else ""
-    zeros = f"np.zeros((max({size}, {i} + 1){row},), {ctor(dt)})"
-    grown = f"np.zeros((max({i} + 1, 2 * {{rows}}){row},), {ctor(dt)})"
-    in_place = node in w.plan.writes
-    if buffer is None:
-        if not dynamic:
-            w.signal(out, f"{i} >= {size}")
-        out.line(f"{t} = {zeros}")
-    else:
-        b, rows = buffer.name, w.fresh("rows")
-        out.line(f"{rows} = {b}.shape[0]")
-        with out.block(f"if {rows} == 0:") as empty:
-            if not dynamic:
-                w.signal(empty, f"{i} >= {size}")
-            empty.line(f"{t} = {zeros}")
-        with out.block("else:") as stacked:
-            for d in range(rank):  # every row has one shape (NumPy raises ValueError)
-                w.signal(stacked, f"{b}.shape[{d + 1}] != {value.name}.shape[{d}]")
-            with stacked.block(f"if {i} >= {rows}:") as grow:
-                if not dynamic:
-                    w.signal(grow, "True")
-                grow.line(f"{t} = {grown.format(rows=rows)}")
-                grow.line(f"{t}[:{rows}] = {b}")
-            with stacked.block("else:") as keep:
-                keep.line(f"{t} = {b if in_place else b + '.copy()'}")
-    src = value.name
-    if np.dtype(node.args[2].dtype) != dt:
-        src = f"{ctor(dt)}({src})" if value.scalar else f"{src}.astype({ctor(dt)})"
-    out.line(f"{t}[{i}] = {src}")
-    # (written in place, the stack is still the loop's own buffer: nothing else reads the
-    # old one, which the in-place plan checked, so it is carried without a copy)
-    return "fresh"
-
-
-RULES[OpKind.TENSOR_ARRAY_WRITE] = Rule(_check_tensor_array_write, _emit_tensor_array_write)
-
-
-# ---------------------------------------------------------------------------------------------
-# ufunc.at / bincount
-# ---------------------------------------------------------------------------------------------
-
-#: ufunc.at's ufuncs this compiler writes (their loops are one wrapping or float operation)
-_AT_UFUNCS = (np.add, np.subtract, np.multiply)
-
-
-def _check_ufunc_at(node: Node) -> None:
-    """``ufunc.at(a, idx, b)``: one 1-D integer index array into the first axis of a 1-D or
-    2-D array, and values of ``a``'s dtype, one per index (or one for all)."""
-    ufunc, index = node.attrs["ufunc"], node.attrs["index"]
-    a, b = node.args[0], node.args[1]
-    if ufunc not in _AT_UFUNCS:
-        raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
-    if (
-        not isinstance(a, Node)
-        or aval_of_node(a).shape is None
-        or len(ranked_shape(a)) not in (1, 2)
-        or np.dtype(a.dtype).kind not in "iuf"
-    ):
-        raise Unsupported(f"{ufunc.__name__}.at into {getattr(a, 'aval', a)}")
-    if len(index) != 1 or not isinstance(index[0], DynamicIndex) or len(node.args) != 3:
-        raise Unsupported(f"{ufunc.__name__}.at with index {index!r}")
-    idx = node.args[2]
-    if (
-        not isinstance(idx, Node)
-        or aval_of_node(idx).shape is None
-        or len(ranked_shape(idx)) != 1
-        or np.dtype(idx.dtype).kind not in "iu"
-        or np.dtype(idx.dtype) == np.uint64
-    ):
-        raise Unsupported(f"{ufunc.__name__}.at with index {getattr(idx, 'aval', idx)}")
-    if (
-        not isinstance(b, Node)
-        or np.dtype(b.dtype) != np.dtype(a.dtype)
-        or aval_of_node(b).shape is None
-        or (aval_of_node(b).shape != () and len(ranked_shape(b)) != len(ranked_shape(a)))
-    ):
-        raise Unsupported(
-            f"{ufunc.__name__}.at of {getattr(b, 'aval', b)!s} into "
-            f"{a.aval} (values of another dtype or shape)"
-        )
-
-
-def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
-    """A helper applying ``out[idx[k]] = op(out[idx[k]], vals[k])`` for each ``k`` in order;
-    returns False (nothing more written) at an index out of range."""
-    v = "vals" if scalar else "vals[k]"
-    helper = Source()
-    helper.line("@_inline")
-    with helper.block(f"def {name}(out, idx, vals):") as body:
-        body.line("n = out.shape[0]")
-        with body.block("for k in range(idx.shape[0]):") as each:
-            each.line("i = np.int64(idx[k])")
-            with each.block("if i < 0:") as negative:
-                negative.line("i += n")
-            with each.block("if i < 0 or i >= n:") as outside:
-                outside.line("return False")
-            if rank == 1:
-                each.line(f"out[i] = {op.format(a='out[i]', b=v)}")
-            else:
-                with each.block("for j in range(out.shape[1]):") as row:
-                    vj = "vals" if scalar else "vals[k, j]"
-                    row.line(f"out[i, j] = {op.format(a='out[i, j]', b=vj)}")
-        body.line("return True")
-    return helper.text()
-
-
-def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
-    copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
-    range, or values of another shape, signal NumPy's error."""
-    base, values, idx = args[0], args[1], args[2]
-    ufunc = node.attrs["ufunc"]
-    dt = np.dtype(node.dtype)
-    wrap = dt.kind in "iu"
-    op = {
-        np.add: ("_wadd({a}, {b})", "({a} + {b})"),
-        np.subtract: ("_wsub({a}, {b})", "({a} - {b})"),
-        np.multiply: ("_wmul({a}, {b})", "({a} * {b})"),
-    }[ufunc][0 if wrap else 1]
-    rank = len(ranked_shape(node))
-    scalar = values.scalar
-    name = f"_at_{ufunc.__name__}_{rank}{'s' if scalar else ''}"
-    w.helpers[name] = _ufunc_at_source(name, op, rank, scalar)
-    out.line(f"{t} = {base.name}.copy()")
-    if not scalar:
-        w.signal(
-            out,
-            f"{values.name}.shape[0] != {idx.name}.shape[0]"
-            + "".join(f" or {values.name}.shape[{a}] != {t}.shape[{a}]" for a in range(1, rank)),
-        )
-    w.signal(out, f"not {name}({t}, {idx.name}, {values.name})")
-    return "fresh"
-
-
-RULES[OpKind.UFUNC_AT] = Rule(_check_ufunc_at, _emit_ufunc_at)
-
-
-def _check_bincount(node: Node) -> None:
-    x, weights = node.args[0], node.args[1]
-    minlength = node.attrs.get("minlength", 0)
-    if weights is not None or set(node.attrs) - {"minlength"}:
-        raise Unsupported("bincount with weights")
-    if not isinstance(minlength, (int, np.integer)) or minlength < 0:
-        raise Unsupported(f"bincount with minlength={minlength!r}")
-    if (
-        not isinstance(x, Node)
-        or aval_of_node(x).shape is None
-        or len(ranked_shape(x)) != 1
-        or np.dtype(x.dtype).kind not in "biu"
-        or np.dtype(x.dtype) == np.uint64
-    ):
-        raise Unsupported(f"bincount of {getattr(x, 'aval', x)}")
-
-
-# np.bincount(x, minlength=m) of non-negative integers (a negative one: NumPy's ValueError)
-_BINCOUNT = """\
-@_inline
-def _bincount(x, minlength):
-    top = -1
-    for i in range(x.shape[0]):
-        v = np.int64(x[i])
-        if v < 0:
-            return False, np.zeros(0, np.int64)
-        if v > top:
-            top = v
-    out = np.zeros(max(top + 1, minlength), np.int64)
-    for i in range(x.shape[0]):
-        out[np.int64(x[i])] += 1
-    return True, out
-"""
-
-
-def _emit_bincount(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
-    w.helpers["_bincount"] = _BINCOUNT
-    minlength = int(node.attrs.get("minlength", 0))
-    out.line(f"{t}_ok, {t} = _bincount({args[0].name}, {minlength})")
-    w.signal(out, f"not {t}_ok")  # a negative value: NumPy's error
-    return "fresh"
-
-
-RULES[OpKind.BINCOUNT] = Rule(_check_bincount, _emit_bincount)
