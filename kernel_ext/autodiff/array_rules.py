@@ -1,14 +1,13 @@
 """VJP rules of gufuncs, array helpers (copies of elements) and order statistics.
 
-Most are short: ``degrees``/``radians`` scale, ``vdot``/``vecdot``/``matvec``/``vecmat`` are
-products, ``modf``/``frexp``/``divmod``/``ldexp`` split or scale a float. Ops that copy
-elements (``diagflat``, ``insert``, ``compress``, ``unique``'s values, ``partition``) route
-each output's cotangent back to the element it copies, found by applying NumPy's own
-function to an iota array (the positions) where the copy pattern is static, and otherwise
-recomputed from the forward result. Ops with a natural decomposition into ops with rules
-(``correlate``/``convolve`` as a Toeplitz product, ``interp`` as a gather and a lerp,
-``percentile``/``quantile``/``nanmedian`` as a sort and a lerp, ``nancumprod``) are
-differentiated by composition (:func:`~kernel_ext.autodiff.decompositions.composed`).
+Most are short: ``degrees``/``radians`` scale, ``modf``/``frexp``/``divmod``/``ldexp`` split or
+scale a float. Ops that copy elements (``diagflat``, ``insert``, ``compress``, ``unique``'s
+values, ``partition``) route each output's cotangent back to the element it copies, found by
+applying NumPy's own function to an iota array (the positions) where the copy pattern is
+static, and otherwise recomputed from the forward result. Ops with a natural decomposition into
+ops with rules (``interp`` as a gather and a lerp, ``percentile``/``quantile``/``nanmedian`` as
+a sort and a lerp, ``nancumprod``) are differentiated by composition
+(:func:`~kernel_ext.autodiff.decompositions.composed`).
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from .rules import NOTES, VJP, Cotangent, Primal, rule, unbroadcast
 K = OpKind
 
 
-def _static_shape(x: Any, what: str) -> tuple:
+def static_shape(x: Any, what: str) -> tuple:
     shape = x.shape if isinstance(x, Tensor) else np.shape(x)
     if shape is None or None in shape:
         raise NotImplementedError(
@@ -95,104 +94,13 @@ def _divmod(p: Primal, gs: Any) -> list[Cotangent]:
     ]
 
 
-# -- products ------------------------------------------------------------------------------------
-
-
-@rule(K.VDOT)
-def _vdot(p: Primal, g: Any) -> list[Cotangent]:
-    """``sum(ravel(a) * ravel(b))`` (real arrays)."""
-    a, b = p.args
-
-    def part(mine: Any, other: Any) -> Any:
-        return np.reshape(
-            g * np.ravel(other),
-            np.shape(mine)
-            if not isinstance(mine, Tensor)
-            else tuple(-1 if d is None else d for d in cast("tuple", mine.shape)),
-        )
-
-    return [
-        (lambda: part(a, b)) if isinstance(a, Tensor) else None,
-        (lambda: part(b, a)) if isinstance(b, Tensor) else None,
-    ]
-
-
-@rule(K.VECDOT)
-def _vecdot(p: Primal, g: Any) -> list[Cotangent]:
-    """``sum(x1 * x2, axis=-1)`` over broadcast batch axes."""
-    x1, x2 = p.args
-    ge = np.expand_dims(g, -1)
-    return [
-        (lambda: unbroadcast(ge * x2, p.shape(0))) if isinstance(x1, Tensor) else None,
-        (lambda: unbroadcast(ge * x1, p.shape(1))) if isinstance(x2, Tensor) else None,
-    ]
-
-
-@rule(K.MATVEC)
-def _matvec(p: Primal, g: Any) -> list[Cotangent]:
-    """``out[..., i] = sum_j a[..., i, j] v[..., j]``."""
-    a, v = p.args
-    return [
-        (lambda: unbroadcast(np.expand_dims(g, -1) * np.expand_dims(v, -2), p.shape(0)))
-        if isinstance(a, Tensor)
-        else None,
-        (lambda: unbroadcast(np.sum(np.expand_dims(g, -1) * a, axis=-2), p.shape(1)))
-        if isinstance(v, Tensor)
-        else None,
-    ]
-
-
-@rule(K.VECMAT)
-def _vecmat(p: Primal, g: Any) -> list[Cotangent]:
-    """``out[..., j] = sum_i v[..., i] a[..., i, j]``."""
-    v, a = p.args
-    return [
-        (lambda: unbroadcast(np.sum(a * np.expand_dims(g, -2), axis=-1), p.shape(0)))
-        if isinstance(v, Tensor)
-        else None,
-        (lambda: unbroadcast(np.expand_dims(v, -1) * np.expand_dims(g, -2), p.shape(1)))
-        if isinstance(a, Tensor)
-        else None,
-    ]
-
-
-def _full_correlation(a: Any, v: Any) -> Any:
-    """``c[k] = sum_j a[k - (m - 1) + j] v[j]`` for ``k`` in ``0 .. n + m - 2``: a gather of
-    the zero-padded ``a`` into an ``(n + m - 1, m)`` Toeplitz matrix, times ``v``."""
-    (n,), (m,) = a.shape, v.shape
-    padded = np.concatenate([np.zeros(m - 1, a.dtype), a, np.zeros(m - 1, a.dtype)])
-    windows = padded[np.arange(n + m - 1)[:, None] + np.arange(m)[None, :]]
-    return np.matmul(windows, v)
-
-
-@rule(K.CORRELATE, K.CONVOLVE)
-def _correlate(p: Primal, g: Any) -> list[Cotangent]:
-    """By composition: the full correlation as a Toeplitz product (convolution: of the
-    reversed ``v``), then NumPy's window of it for ``valid``/``same``."""
-    a, v = p.args
-    (n,), (m,) = _static_shape(a, "np.correlate"), _static_shape(v, "np.correlate")
-    mode = p.attrs.get("mode", "valid")
-    convolve = p.node.op is K.CONVOLVE
-    k = min(n, m)
-    length = {"valid": max(n, m) - k + 1, "same": max(n, m), "full": n + m - 1}[mode]
-    start = {"valid": k - 1, "full": 0, "same": (k - 1) // 2 if convolve or n >= m else k // 2}[
-        mode
-    ]
-
-    def fn(a: Any, v: Any) -> Any:
-        full = _full_correlation(a, np.flip(v) if convolve else v)
-        return full[start : start + length]
-
-    return composed(p, g, fn)
-
-
 # -- copies ------------------------------------------------------------------------------------
 
 
 @rule(K.DIAGFLAT)
 def _diagflat(p: Primal, g: Any) -> list[Cotangent]:
     v = p.args[0]
-    shape = _static_shape(v, "np.diagflat")
+    shape = static_shape(v, "np.diagflat")
     offset = p.attrs.get("k", 0)
     size = math.prod(shape)
     rows = np.arange(size) + max(-offset, 0)
@@ -211,8 +119,8 @@ def _insert(p: Primal, g: Any) -> list[Cotangent]:
     of iota arrays names its source."""
     arr, values = p.args
     obj, axis = p.attrs["obj"], p.attrs.get("axis")
-    ashape = _static_shape(arr, "np.insert")
-    vshape = _static_shape(values, "np.insert")
+    ashape = static_shape(arr, "np.insert")
+    vshape = static_shape(values, "np.insert")
     asize, vsize = math.prod(ashape), math.prod(vshape)
 
     def darr() -> Any:
@@ -244,8 +152,8 @@ def _compress(p: Primal, g: Any) -> list[Cotangent]:
     def fn(condition: Any, a: Any) -> Any:
         flat = a if axis is not None else np.ravel(a)
         ax = 0 if axis is None else axis % len(flat.shape)
-        n = _static_shape(flat, "np.compress")[ax]
-        (c,) = _static_shape(condition, "np.compress")
+        n = static_shape(flat, "np.compress")[ax]
+        (c,) = static_shape(condition, "np.compress")
         mask = condition if c == n else np.concatenate([condition, np.zeros(n - c, bool)])
         return flat[(slice(None),) * ax + (mask != 0,)]
 
@@ -257,7 +165,7 @@ def _trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
     """A 1-D ``filt`` without its leading and/or trailing zeros: a boolean mask of the
     positions kept (after the first non-zero, before the last)."""
     trim = p.attrs.get("trim", "fb").lower()
-    if len(_static_shape(p.args[0], "np.trim_zeros")) != 1:
+    if len(static_shape(p.args[0], "np.trim_zeros")) != 1:
         raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
 
     def fn(a: Any) -> Any:
@@ -306,7 +214,7 @@ def _partition(p: Primal, g: Any) -> list[Cotangent]:
     def dx() -> Any:
         flat = axis is None
         x = np.reshape(a, (-1,)) if flat else a
-        shape = _static_shape(x, "np.partition")
+        shape = static_shape(x, "np.partition")
         ax = 0 if flat else axis % len(shape)
         forward = cast("Tensor", p.out)  # (the forward result: a partition has one)
         out = forward if not flat else np.reshape(forward, (-1,))
@@ -376,7 +284,7 @@ def _quantile(p: Primal, g: Any) -> list[Cotangent]:
             f"the gradient of np.{p.node.op.value} with method="
             f"{method!r} is not implemented (only 'linear', the default)"
         )
-    _static_shape(p.args[0], f"np.{p.node.op.value}")
+    static_shape(p.args[0], f"np.{p.node.op.value}")
     q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
     axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
     return composed(p, g, lambda a: _quantiles(a, q, axis, keepdims, nan, np.ndim(q) == 0))
@@ -406,7 +314,7 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     )
     if index is None:
         raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
-    shape = _static_shape(x, "np.add.reduceat")
+    shape = static_shape(x, "np.add.reduceat")
     axis = p.attrs.get("axis", 0) % len(shape)
     w = np.add.reduceat(np.eye(shape[axis]), np.asarray(index), axis=0)  # (segments, n)
 
@@ -426,12 +334,6 @@ NOTES.update(
         K.MODF: "the fractional part; the integral part is piecewise constant",
         K.FREXP: "mantissa: 2**-exponent",
         K.DIVMOD: "remainder as remainder; the quotient is piecewise constant",
-        K.VDOT: "real arrays",
-        K.VECDOT: "over the last axis",
-        K.MATVEC: "",
-        K.VECMAT: "",
-        K.CORRELATE: "composition: a Toeplitz product",
-        K.CONVOLVE: "composition: a Toeplitz product",
         K.DIAGFLAT: "a gather of the diagonal",
         K.INSERT: "sources named by np.insert of iota arrays",
         K.BINCOUNT: "weights: a gather; x has none",
@@ -447,7 +349,6 @@ NOTES.update(
         K.NANCUMPROD: "cumprod with NaNs as 1: divides by x",
         K.UFUNC_REDUCEAT: "np.add with constant indices",
         K.HISTOGRAM: "counts are piecewise constant in a; weights and bin edges not yet",
-        K.FFT: "complex results: gradients are real only (a path through complex values raises)",
         K.REAL: "complex input: raises (real gradients only)",
         K.IMAG: "complex input: raises (real gradients only)",
     }

@@ -25,8 +25,8 @@ function has no derivative:
 Ops whose result is integer or boolean (comparisons, ``argmax``, ``isnan``, bit operations)
 and piecewise-constant float ops (``floor``, ``sign``, ...) are in :data:`ZERO_GRADIENT`.
 Control flow (``cond``) is registered by :mod:`kernel_ext.autodiff.backward`, which it needs;
-the matrix decompositions and the rules built by composition by
-:mod:`kernel_ext.autodiff.decompositions`.
+the rules built by composition by :mod:`kernel_ext.autodiff.decompositions`; the rules of
+the linear-algebra ops by :mod:`kernel_ext.ops.linalg`.
 """
 
 from __future__ import annotations
@@ -153,7 +153,6 @@ NOTES.update(
         K.COPY: "none when made by kx.stop_gradient",
         K.GETITEM: "static, dynamic, boolean masks; integer arrays scatter-add (np.bincount)",
         K.SETITEM: "repeated integer-array positions: undefined, as NumPy's write order",
-        K.DOT: "N-D by matrix not yet (use matmul)",
         K.CONCATENATE: "static sizes along the axis",
         K.SORT: "static shapes",
         K.COND: "a cond on the same predicate re-running each branch",
@@ -171,8 +170,6 @@ NOTES.update(
         K.NANMAX: "ties: the first occurrence; NaNs get none",
         K.NANMIN: "ties: the first occurrence; NaNs get none",
         K.NANPROD: "divides by x: not finite where x has zeros",
-        K.EINSUM: "static subscripts without '...' or a repeated letter in one operand",
-        K.SLOGDET: "through logabsdet (the sign has none)",
         K.UFUNC_REDUCE: "add, multiply, maximum, minimum (ties: the first occurrence)",
         K.UFUNC_AT: "add, subtract (np.add.at: a scatter-add)",
     }
@@ -733,62 +730,6 @@ def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
         return _nan_hole(x, reverse_cumsum(g, axis))
 
     return [dx]
-
-
-def _einsum_parts(subscripts: str, n: int) -> tuple[list[str], str]:
-    """The operands' subscripts and the output's, the implicit output (the letters used
-    once, sorted) made explicit."""
-    text = subscripts.replace(" ", "")
-    if "." in text:
-        raise NotImplementedError(
-            "the gradient of einsum with '...' is not implemented; name every axis"
-        )
-    if "->" in text:
-        ins, out = text.split("->")
-    else:
-        ins = text
-        out = "".join(sorted(c for c in set(ins.replace(",", "")) if ins.count(c) == 1))
-    parts = ins.split(",")
-    assert len(parts) == n
-    return parts, out
-
-
-@rule(K.EINSUM)
-def _einsum(p: Primal, g: Any) -> list[Cotangent]:
-    """The cotangent of operand ``i`` is an einsum of ``g`` with the other operands, the
-    subscripts permuted so that operand ``i``'s come out; letters only operand ``i`` has (it
-    sums over them alone) are broadcast back."""
-    parts, out = _einsum_parts(p.attrs["subscripts"], len(p.args))
-
-    def operand(i: int) -> Any:
-        mine = parts[i]
-        if len(set(mine)) != len(mine):
-            raise NotImplementedError(
-                "the gradient of einsum with a repeated subscript in "
-                f"one operand ({mine!r}: a diagonal) is not implemented"
-            )
-        others = [j for j in range(len(parts)) if j != i]
-        known = set(out).union(*(parts[j] for j in others))
-        kept = "".join(c for c in mine if c in known)
-        spec = ",".join([out] + [parts[j] for j in others]) + "->" + kept
-        d = np.einsum(spec, g, *[p.args[j] for j in others])
-        missing = [k for k, c in enumerate(mine) if c not in known]
-        if missing:
-            d = np.broadcast_to(np.expand_dims(d, tuple(missing)), cast("tuple", p.shape(i)))
-        return d
-
-    return [
-        (lambda i=i: operand(i)) if isinstance(a, Tensor) else None for i, a in enumerate(p.args)
-    ]
-
-
-@rule(K.SLOGDET)
-def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
-    g = gs[1]  # the sign is piecewise constant
-    if g is None:
-        return [None]
-    a = p.args[0]
-    return [lambda: np.expand_dims(np.expand_dims(g, -1), -1) * swap_last_axes(np.linalg.inv(a))]
 
 
 def _unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:

@@ -168,21 +168,6 @@ def _setitem(node: Node) -> Callable[..., Any]:
     return setitem
 
 
-_LINALG: dict[OpKind, Callable[..., Any]] = {
-    OpKind.MATMUL: np.matmul,
-    OpKind.DOT: np.dot,
-    OpKind.OUTER: np.outer,
-    OpKind.INV: np.linalg.inv,
-    OpKind.DET: np.linalg.det,
-    OpKind.SOLVE: np.linalg.solve,
-}
-
-
-@_lower(*_LINALG)
-def _basic_linalg(node: Node) -> Callable[..., Any]:
-    return _LINALG[node.op]
-
-
 @_lower(OpKind.SORT, OpKind.ARGSORT)
 def _sort(node: Node) -> Callable[..., Any]:
     fn = np.sort if node.op is OpKind.SORT else np.argsort
@@ -270,46 +255,6 @@ def _interp(node: Node) -> Callable[..., Any]:
     return np.interp
 
 
-@_lower(OpKind.EINSUM)
-def _einsum(node: Node) -> Callable[..., Any]:
-    subscripts = node.attrs["subscripts"]
-    kw = {k: v for k, v in node.params.items() if k != "subscripts"}
-
-    def einsum(*operands: Any) -> Any:
-        out = np.einsum(subscripts, *operands, **kw)
-        # NumPy returns a view for a pure relabelling ('ii->i', 'ij->ji'); the graph's einsum
-        # owns its result (LINALG ops never alias), so such a result is copied.
-        if isinstance(out, np.ndarray) and any(
-            isinstance(o, np.ndarray) and np.may_share_memory(out, o) for o in operands
-        ):
-            out = out.copy()
-        return out
-
-    return einsum
-
-
-@_lower(OpKind.VDOT)
-def _vdot(node: Node) -> Callable[..., Any]:
-    return np.vdot
-
-
-@_lower(OpKind.CORRELATE, OpKind.CONVOLVE)
-def _correlate(node: Node) -> Callable[..., Any]:
-    fn = np.correlate if node.op is OpKind.CORRELATE else np.convolve
-    mode = node.attrs.get("mode", "valid")
-    return lambda a, v: fn(a, v, mode)
-
-
-@_lower(OpKind.SVD)
-def _svd(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.linalg.svd, **node.params)
-
-
-@_lower(OpKind.SLOGDET)
-def _slogdet(node: Node) -> Callable[..., Any]:
-    return np.linalg.slogdet
-
-
 # -- linalg, fft and array helpers -------------------------------------------------------------
 # NumPy's own function with the node's static attrs, argument for argument.
 
@@ -376,26 +321,6 @@ def _packbits(node: Node) -> Callable[..., Any]:
 @_lower(OpKind.UNPACKBITS)
 def _unpackbits(node: Node) -> Callable[..., Any]:
     return functools.partial(np.unpackbits, **node.params)
-
-
-@_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
-def _linalg(node: Node) -> Callable[..., Any]:
-    fn: Callable[..., Any] = getattr(np.linalg, node.op.value)
-    if node.op is OpKind.QR and node.attrs.get("mode") == "raw":
-        return lambda a: tuple(fn(a, mode="raw"))
-    return functools.partial(fn, **node.params)
-
-
-@_lower(OpKind.VECDOT, OpKind.MATVEC, OpKind.VECMAT)
-def _gufunc(node: Node) -> Callable[..., Any]:
-    gufunc: Callable[..., Any] = getattr(np, node.op.value)
-    return gufunc
-
-
-@_lower(OpKind.FFT)
-def _fft(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
-    return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
 
 
 @_lower(OpKind.CONSTANT)
