@@ -8,7 +8,7 @@ backward ops into the current trace), :mod:`.tape` ``kx.GradientTape`` and
 (:mod:`kernel_ext.engine.transforms`). ``docs/gradients.md`` lists the op -> rule coverage.
 """
 
-from . import array_rules, decompositions, eager, linalg_rules, optimizers, while_gradients
+from . import array_rules, decompositions, eager, optimizers, while_gradients
 from .backward import backward, inline_graph, rule_kinds, rule_table
 from .rules import VJP, ZERO_GRADIENT
 from .tape import GradientTape, eager_tapes, record_call, stop_gradient
@@ -23,7 +23,6 @@ __all__ = [
     "eager",
     "eager_tapes",
     "inline_graph",
-    "linalg_rules",
     "optimizers",
     "record_call",
     "rule_kinds",

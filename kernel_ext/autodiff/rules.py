@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
@@ -132,13 +132,7 @@ ZERO_GRADIENT = frozenset(
 
 #: What a rule does beyond the textbook derivative (docs/gradients.md shows these).
 NOTES: OpTable[str] = OpTable("gradient note")
-NOTES.update(
-    {
-        K.DOT: "N-D by matrix not yet (use matmul)",
-        K.EINSUM: "static subscripts without '...' or a repeated letter in one operand",
-        K.SLOGDET: "through logabsdet (the sign has none)",
-    }
-)
+NOTES.update({})
 
 
 #: Register a VJP rule for some ops: ``@rule(OpKind.SIN)``.
@@ -207,62 +201,6 @@ def reshape_like(g: Any, x: Any) -> Any:
 
 
 # -- einsum, pad, slogdet, ufunc methods ---------------------------------------------------
-
-
-def _einsum_parts(subscripts: str, n: int) -> tuple[list[str], str]:
-    """The operands' subscripts and the output's, the implicit output (the letters used
-    once, sorted) made explicit."""
-    text = subscripts.replace(" ", "")
-    if "." in text:
-        raise NotImplementedError(
-            "the gradient of einsum with '...' is not implemented; name every axis"
-        )
-    if "->" in text:
-        ins, out = text.split("->")
-    else:
-        ins = text
-        out = "".join(sorted(c for c in set(ins.replace(",", "")) if ins.count(c) == 1))
-    parts = ins.split(",")
-    assert len(parts) == n
-    return parts, out
-
-
-@rule(K.EINSUM)
-def _einsum(p: Primal, g: Any) -> list[Cotangent]:
-    """The cotangent of operand ``i`` is an einsum of ``g`` with the other operands, the
-    subscripts permuted so that operand ``i``'s come out; letters only operand ``i`` has (it
-    sums over them alone) are broadcast back."""
-    parts, out = _einsum_parts(p.attrs["subscripts"], len(p.args))
-
-    def operand(i: int) -> Any:
-        mine = parts[i]
-        if len(set(mine)) != len(mine):
-            raise NotImplementedError(
-                "the gradient of einsum with a repeated subscript in "
-                f"one operand ({mine!r}: a diagonal) is not implemented"
-            )
-        others = [j for j in range(len(parts)) if j != i]
-        known = set(out).union(*(parts[j] for j in others))
-        kept = "".join(c for c in mine if c in known)
-        spec = ",".join([out] + [parts[j] for j in others]) + "->" + kept
-        d = np.einsum(spec, g, *[p.args[j] for j in others])
-        missing = [k for k, c in enumerate(mine) if c not in known]
-        if missing:
-            d = np.broadcast_to(np.expand_dims(d, tuple(missing)), cast("tuple", p.shape(i)))
-        return d
-
-    return [
-        (lambda i=i: operand(i)) if isinstance(a, Tensor) else None for i, a in enumerate(p.args)
-    ]
-
-
-@rule(K.SLOGDET)
-def _slogdet(p: Primal, gs: Any) -> list[Cotangent]:
-    g = gs[1]  # the sign is piecewise constant
-    if g is None:
-        return [None]
-    a = p.args[0]
-    return [lambda: np.expand_dims(np.expand_dims(g, -1), -1) * swap_last_axes(np.linalg.inv(a))]
 
 
 def unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:

@@ -8,7 +8,6 @@ code, so both executors share one definition of each op's meaning.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -38,88 +37,13 @@ def build_index(template: tuple[Any, ...], dyn: Sequence[Any]) -> tuple[Any, ...
     return tuple(fill(c) for c in template)
 
 
-_LINALG: dict[OpKind, Callable[..., Any]] = {
-    OpKind.MATMUL: np.matmul,
-    OpKind.DOT: np.dot,
-    OpKind.OUTER: np.outer,
-    OpKind.INV: np.linalg.inv,
-    OpKind.DET: np.linalg.det,
-    OpKind.SOLVE: np.linalg.solve,
-}
-
-
-@_lower(*_LINALG)
-def _basic_linalg(node: Node) -> Callable[..., Any]:
-    return _LINALG[node.op]
-
-
 # -- named NumPy functions and data-dependent shapes -------------------------------------------
 # Each is NumPy's own function on the static attrs, so results are NumPy's bit for bit; a
 # ``None`` dim of the node's abstract value is whatever length NumPy returns at run time.
 
 
-@_lower(OpKind.EINSUM)
-def _einsum(node: Node) -> Callable[..., Any]:
-    subscripts = node.attrs["subscripts"]
-    kw = {k: v for k, v in node.params.items() if k != "subscripts"}
-
-    def einsum(*operands: Any) -> Any:
-        out = np.einsum(subscripts, *operands, **kw)
-        # NumPy returns a view for a pure relabelling ('ii->i', 'ij->ji'); the graph's einsum
-        # owns its result (LINALG ops never alias), so such a result is copied.
-        if isinstance(out, np.ndarray) and any(
-            isinstance(o, np.ndarray) and np.may_share_memory(out, o) for o in operands
-        ):
-            out = out.copy()
-        return out
-
-    return einsum
-
-
-@_lower(OpKind.VDOT)
-def _vdot(node: Node) -> Callable[..., Any]:
-    return np.vdot
-
-
-@_lower(OpKind.CORRELATE, OpKind.CONVOLVE)
-def _correlate(node: Node) -> Callable[..., Any]:
-    fn = np.correlate if node.op is OpKind.CORRELATE else np.convolve
-    mode = node.attrs.get("mode", "valid")
-    return lambda a, v: fn(a, v, mode)
-
-
-@_lower(OpKind.SVD)
-def _svd(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.linalg.svd, **node.params)
-
-
-@_lower(OpKind.SLOGDET)
-def _slogdet(node: Node) -> Callable[..., Any]:
-    return np.linalg.slogdet
-
-
 # -- linalg, fft and array helpers -------------------------------------------------------------
 # NumPy's own function with the node's static attrs, argument for argument.
-
-
-@_lower(OpKind.CHOLESKY, OpKind.QR, OpKind.EIGH, OpKind.EIGVALSH, OpKind.LSTSQ, OpKind.PINV)
-def _linalg(node: Node) -> Callable[..., Any]:
-    fn: Callable[..., Any] = getattr(np.linalg, node.op.value)
-    if node.op is OpKind.QR and node.attrs.get("mode") == "raw":
-        return lambda a: tuple(fn(a, mode="raw"))
-    return functools.partial(fn, **node.params)
-
-
-@_lower(OpKind.VECDOT, OpKind.MATVEC, OpKind.VECMAT)
-def _gufunc(node: Node) -> Callable[..., Any]:
-    gufunc: Callable[..., Any] = getattr(np, node.op.value)
-    return gufunc
-
-
-@_lower(OpKind.FFT)
-def _fft(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
-    return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
 
 
 def format_print(template: tuple[Any, ...], values: Sequence[Any], sep: str, end: str) -> str:

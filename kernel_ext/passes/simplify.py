@@ -51,7 +51,7 @@ Test = Callable[[Any], Any]  # element-wise: array in, bool array out; literal i
 IEEE_FLOATS = frozenset(np.dtype(t) for t in (np.float16, np.float32, np.float64))
 _COMPLEX = frozenset(np.dtype(t) for t in (np.complex64, np.complex128))
 LITERAL_TYPES = (bool, int, float, complex)
-_MAX_SCAN = 1_000_000  # constants bigger than this are not inspected element by element
+MAX_SCAN = 1_000_000  # constants bigger than this are not inspected element by element
 
 
 # ---------------------------------------------------------------------------------------------
@@ -59,7 +59,7 @@ _MAX_SCAN = 1_000_000  # constants bigger than this are not inspected element by
 # ---------------------------------------------------------------------------------------------
 
 
-def _kind(x: Any) -> str | None:
+def kind_of(x: Any) -> str | None:
     """``x``'s dtype kind (``b i u f c``), or ``None`` if it is not a node with a dtype we
     reason about (extended-precision floats are excluded on purpose)."""
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
@@ -97,7 +97,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
         if c.op is not OpKind.CONSTANT:
             return False
         value = c.attrs["value"]
-        if value.size > _MAX_SCAN or not _fits(value.shape, like.shape):
+        if value.size > MAX_SCAN or not _fits(value.shape, like.shape):
             return False
     elif isinstance(c, LITERAL_TYPES):
         return bool(test(c))
@@ -124,7 +124,7 @@ def identity_operand(tests: dict[str, Test], sides: str = "right") -> list[Rule]
             if len(args) != 2 or node.params:
                 return None
             x, c = args[x_at], args[1 - x_at]
-            test = tests.get(_kind(x) or "")
+            test = tests.get(kind_of(x) or "")
             return x if test is not None and _every(c, test, x) else None
 
         rule.__name__ = f"identity_operand_{'right' if x_at == 0 else 'left'}"
@@ -144,7 +144,7 @@ def same_operands(kinds: str) -> Rule:
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
         if len(args) != 2 or args[0] is not args[1] or node.params:
             return None
-        kind = _kind(args[0])
+        kind = kind_of(args[0])
         if kind and kind in kinds:  # (so args[0] is a node)
             first: Node = args[0]
             return first
@@ -164,7 +164,7 @@ def involution(kinds: str) -> Rule:
             and inner.op is node.op
             and not inner.params
             and not node.params
-            and (_kind(inner.args[0]) or "-") in kinds
+            and (kind_of(inner.args[0]) or "-") in kinds
         ):
             return cast("Node", inner.args[0])
         return None
@@ -183,7 +183,7 @@ def idempotent(kinds: str) -> Rule:
             and inner.op is node.op
             and not inner.params
             and not node.params
-            and (_kind(inner) or "-") in kinds
+            and (kind_of(inner) or "-") in kinds
         ):
             return inner
         return None
@@ -196,7 +196,7 @@ def identity_on(kinds: str) -> Rule:
     ``positive``, ``conjugate`` of reals) — the aval check ensures NumPy keeps the dtype."""
 
     def rule(node: Node, args: tuple[Any, ...]) -> Proposal:
-        if not node.params and (_kind(args[0]) or "-") in kinds:
+        if not node.params and (kind_of(args[0]) or "-") in kinds:
             return cast("Node", args[0])
         return None
 
@@ -209,36 +209,9 @@ def identity_on(kinds: str) -> Rule:
     return None
 
 
-def _is_identity_matrix(c: Any) -> bool:
-    if not isinstance(c, Node) or c.op is not OpKind.CONSTANT:
-        return False
-    value = c.attrs["value"]
-    return (
-        value.ndim == 2
-        and value.shape[0] == value.shape[1]
-        and value.size <= _MAX_SCAN
-        and bool(np.array_equal(value, np.eye(value.shape[0], dtype=value.dtype)))
-    )
-
-
-def _matmul(node: Node, args: tuple[Any, ...]) -> Proposal:
-    """``x @ I -> x`` and ``I @ x -> x`` for integer and bool ``x``: every product is exact and
-    the added zeros cannot overflow (for floats ``nan * 0`` and signed zeros break it)."""
-    a, b = args
-    if _is_identity_matrix(b) and (_kind(a) or "-") in "biu":
-        return cast("Node", a)
-    if _is_identity_matrix(a) and (_kind(b) or "-") in "biu":
-        return cast("Node", b)
-    return None
-
-
 #: Each op's simplifications, tried in order.
 RULES: OpTable[list[Rule]] = OpTable("simplification")
-RULES.update(
-    {
-        OpKind.MATMUL: [_matmul],
-    }
-)
+RULES.update({})
 
 
 def layout_observers(graph: Graph) -> set[Node]:

@@ -10,15 +10,15 @@ with NumPy 2 because they ask NumPy: dtypes come from ``ufunc.resolve_dtypes``/`
 or from running the op on tiny 1-element probes, shapes from NumPy's own broadcasting and
 indexing rules (indexing is probed on zero-strided views, which cost no memory).
 
-The values, shape helpers and table live in :mod:`.core`; the rules, one module per op family,
-register themselves there with ``abstract_rule`` when this package is imported, and those of
-the families defined in :mod:`kernel_ext.ops` when ``kernel_ext`` is (every op has one:
-``tests/ir/test_registry.py``).
+The values and the table live in :mod:`.core`, with the shape helpers every layer asks
+(``getitem_shape``, ``reduced_shape``, ``reshape_shape``, ``einsum_shape``: one module per
+family); each op's rule is registered by its definition in :mod:`kernel_ext.ops` when
+``kernel_ext`` is imported (every op has one: ``tests/ir/test_registry.py``).
 """
 
 from __future__ import annotations
 
-from . import fft, indexing, linalg, reductions, shape
+from . import indexing, linalg, reductions, shape
 from .core import (
     ABSTRACT_EVAL,
     AbstractValue,
@@ -53,8 +53,6 @@ __all__ = [
     "aval_of",
     "broadcast_shapes",
     "einsum_shape",
-    "elementwise",
-    "fft",
     "format_aval",
     "format_shape",
     "getitem_shape",
@@ -68,5 +66,4 @@ __all__ = [
     "reshape_shape",
     "result_type",
     "shape",
-    "sorting",
 ]

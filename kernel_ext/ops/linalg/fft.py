@@ -1,14 +1,28 @@
-"""Abstract-evaluation rules of ``np.fft``: one ``fft`` op, the transform named in its attrs."""
+"""FFT: the one ``fft`` op (the ``np.fft`` transform named in its attrs), every layer's rules.
+
+Its abstract evaluation and reference lowering (see :mod:`kernel_ext.ops`). It has no VJP
+(``autodiff.backward.NO_GRADIENT_REASONS``: complex results), no whole-graph form (NumPy's
+pocketfft has no exact form to call) and no ONNX form (``onnx/rules/refusals.py``).
+"""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from ..ops import OpKind
-from .core import AbstractValue, abstract_rule, known_rank, normalize_axis
+from ...autodiff.rules import NOTES
+from ...ir import Node, OpKind
+from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
+from ...ir.abstract.core import known_rank, normalize_axis
+from ...ir.interpreter import LOWER
+
+K = OpKind
+
+
+# --- fft ---
 
 #: np.fft transforms that take one axis (``n``, ``axis``) and their result length along it
 #: given the length ``n`` asked for (or ``None``: from the input's length ``m``)
@@ -30,8 +44,8 @@ def _twice(m: int | None) -> int | None:
     return None if m is None else 2 * (m - 1)
 
 
-@abstract_rule(OpKind.FFT)
-def _fft(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+@ABSTRACT_EVAL.register(K.FFT)
+def _fft_aval(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     """Shapes by ``np.fft``'s rules (``_cook_nd_args``): each transformed axis takes its
     ``n``/``s`` entry or keeps its length; rfft halves the last axis (``n // 2 + 1``), irfft
     and hfft double it back (``2 * (m - 1)``) unless ``n``/``s`` says. Dtype and NumPy's
@@ -63,3 +77,12 @@ def _fft(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if real and transform.startswith("rfft"):
         shape[axes[-1]] = _half(sizes[-1])
     return AbstractValue(tuple(shape), probe.dtype)
+
+
+@LOWER.register(K.FFT)
+def _lower_fft(node: Node) -> Callable[..., Any]:
+    kw = dict(node.params)
+    return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
+
+
+NOTES.add(K.FFT, "complex results: gradients are real only (a path through complex values raises)")
