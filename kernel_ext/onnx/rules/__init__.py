@@ -7,18 +7,16 @@ propagation and integer division by zero are spelled out where ONNX differs, and
 ONNX cannot express faithfully is refused (:func:`kernel_ext.onnx.refusal.refuse`) instead
 of approximated. An op missing from ``RULES`` is refused by the builder.
 
-Each op's rule is registered with its other rules in :mod:`kernel_ext.ops`; the modules here
-hold the rules not moved yet (``linalg``), the refusals of the ops with no form (``refusals``)
-and what every rule shares (``common``).
+Each op's rule is registered with its other rules in :mod:`kernel_ext.ops`; this package holds
+the table and what every rule shares (``common``), and the refusals of the ops with no form
+(``refusals``).
 """
 
 from __future__ import annotations
 
-# the families register their rules on import; the refusals come last
-from kernel_ext.onnx.rules import linalg  # isort: skip
 from kernel_ext.onnx.rules.common import RULES
 from kernel_ext.onnx.rules.refusals import refusal_reason, register_refusals
 
 register_refusals()
 
-__all__ = ["RULES", "linalg", "refusal_reason"]
+__all__ = ["RULES", "refusal_reason"]

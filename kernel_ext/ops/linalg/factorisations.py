@@ -3,9 +3,8 @@ lstsq and pinv, every layer's rules.
 
 Each op's abstract evaluation (dtypes from NumPy on a 1x1 identity), reference lowering, VJP
 and whole-graph rule, side by side (see :mod:`kernel_ext.ops`). ONNX refuses all but ``det``
-(``onnx/rules/refusals.py``: the standard has no factorisation or solver); ``det``'s
-translation stays in :mod:`kernel_ext.onnx.rules.linalg`, which ``kx.onnx`` loads on first
-use.
+(``onnx/rules/refusals.py``: the standard has no factorisation or solver); ``det`` is ONNX's
+``Det``.
 
 **Gradients of the decompositions** (``svd``, ``eigh``/``eigvalsh``, ``cholesky``, ``qr``,
 ``pinv``, ``lstsq``): the standard reverse-mode formulas (Giles 2008, Townsend 2016, Walter &
@@ -60,6 +59,10 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, Shape
 from ...ir.abstract.core import broadcast_shapes, known_rank, probe_dtype
 from ...ir.interpreter import LOWER
+from ...onnx.builder import GraphBuilder
+from ...onnx.refusal import refuse
+from ...onnx.rules.common import RULES as ONNX
+from ...onnx.rules.common import out_dtype
 from ...trace import Tensor, bind
 from .products import operand_rank
 
@@ -312,6 +315,14 @@ def _emit_linalg(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
 
 for _kind in (K.SOLVE, K.INV, K.DET):
     WHOLE_GRAPH.add(_kind, Rule(lambda n: _check_linalg(n) and None, _emit_linalg))
+
+
+@ONNX.register(K.DET)
+def _onnx_det(b: GraphBuilder, node: Node) -> list[str]:
+    out = out_dtype(node)
+    if out.kind != "f":
+        raise refuse(node, "ONNX's Det computes floats only", "cast to float first")
+    return [b.one("Det", [b.operand(node.args[0], out)])]
 
 
 # --- slogdet ---

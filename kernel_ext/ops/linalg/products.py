@@ -1,12 +1,12 @@
 """Products: matmul, dot, outer, vdot, vecdot, matvec, vecmat and einsum, every layer's rules.
 
-Each op's abstract evaluation, reference lowering, simplification, VJP and whole-graph rule,
+Each op's abstract evaluation, reference lowering, simplification, VJP, whole-graph rule and
+ONNX translation,
 side by side (see :mod:`kernel_ext.ops`). The whole-graph compiler's 2-D product loop
 (``matmul_call``), which its writer also chains, and NumPy's matmul gufunc loop on 3-D views
-(``MM_FLOAT``) stay in :mod:`kernel_ext.backends.whole_graph_ops.linalg`. The ONNX
-translations stay in :mod:`kernel_ext.onnx.rules.linalg`: importing ``kernel_ext`` must not
-import ``kernel_ext.onnx`` (``kx.onnx`` loads on first use), which registering them here
-would.
+(``MM_FLOAT``) stay in :mod:`kernel_ext.backends.whole_graph_ops.linalg`. ONNX computes the
+products with ``MatMul``, ``Mul`` and ``Einsum``; ``matvec`` and ``vecmat`` have no translation
+(``onnx/rules/refusals.py``).
 """
 
 from __future__ import annotations
@@ -49,6 +49,10 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, Shape, einsum_shape
 from ...ir.abstract.core import broadcast_shapes, format_shape, known_rank, probe_dtype, shape_of
 from ...ir.interpreter import LOWER
+from ...onnx.builder import GraphBuilder
+from ...onnx.refusal import refuse
+from ...onnx.rules.common import ANY_VALUE, handled_params, integer_sum, out_dtype, rank, wide
+from ...onnx.rules.common import RULES as ONNX
 from ...passes.simplify import MAX_SCAN, Proposal, kind_of
 from ...passes.simplify import RULES as SIMPLIFY
 from ...trace import Tensor
@@ -445,6 +449,62 @@ def _emit_outer(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
 WHOLE_GRAPH.add(K.OUTER, Rule(lambda n: _check_outer(n) and None, _emit_outer))
 
 
+# ONNX: the products in the result's dtype, or int64 for narrow integers and bools
+
+
+def _onnx_work(out: np.dtype) -> np.dtype:
+    """The dtype products are computed in: int64 for narrow integers (the low bits, NumPy's
+    wrapped result, do not depend on the width) and for bools (any product term nonzero is
+    NumPy's True)."""
+    return np.dtype(np.int64) if out == np.bool_ else wide(out)
+
+
+def _onnx_operands(b: GraphBuilder, node: Node) -> list[str]:
+    out = out_dtype(node)
+    if out.kind not in "iufb" or out == np.float16:
+        raise refuse(
+            node,
+            f"onnxruntime has no {out} MatMul kernel",
+            "cast the operands to a float or integer dtype first",
+        )
+    return [b.operand(a, _onnx_work(out)) for a in node.args]
+
+
+def _onnx_result(b: GraphBuilder, node: Node, name: str) -> list[str]:
+    return [b.cast(name, _onnx_work(out_dtype(node)), out_dtype(node))]
+
+
+@ONNX.register(K.MATMUL)
+def _onnx_matmul(b: GraphBuilder, node: Node) -> list[str]:
+    handled_params(node)
+    return _onnx_result(b, node, b.one("MatMul", _onnx_operands(b, node)))
+
+
+@ONNX.register(K.DOT)
+def _onnx_dot(b: GraphBuilder, node: Node) -> list[str]:
+    handled_params(node)
+    ranks = [rank(a) if isinstance(a, Node) else np.ndim(a) for a in node.args]
+    names = _onnx_operands(b, node)
+    if 0 in ranks:
+        return _onnx_result(b, node, b.one("Mul", names))
+    if max(ranks) > 2:
+        raise refuse(
+            node,
+            "np.dot of arrays above 2-D sums over a different axis than ONNX's MatMul",
+            "use np.matmul (or @) or np.tensordot",
+        )
+    return _onnx_result(b, node, b.one("MatMul", names))
+
+
+@ONNX.register(K.OUTER)
+def _onnx_outer(b: GraphBuilder, node: Node) -> list[str]:
+    handled_params(node)
+    a, c = _onnx_operands(b, node)
+    col = b.one("Reshape", [a, b.ints([-1, 1])])
+    row = b.one("Reshape", [c, b.ints([1, -1])])
+    return _onnx_result(b, node, b.one("Mul", [col, row]))
+
+
 # --- vdot ---
 
 
@@ -482,6 +542,17 @@ def _vdot_vjp(p: Primal, g: Any) -> list[Cotangent]:
 
 
 NOTES.add(K.VDOT, "real arrays")
+
+
+@ONNX.register(K.VDOT)
+def _onnx_vdot(b: GraphBuilder, node: Node) -> list[str]:
+    """np.vdot of real arrays: the flattened products summed (integers exactly)."""
+    handled_params(node)
+    a, c = [b.one("Reshape", [n, b.ints([-1])]) for n in _onnx_operands(b, node)]
+    product = b.one("Mul", [a, c])
+    if out_dtype(node).kind == "f":
+        return [b.one("ReduceSum", [product], keepdims=0)]
+    return _onnx_result(b, node, integer_sum(b, product, 1, [0], False))
 
 
 # --- vecdot, matvec, vecmat ---
@@ -576,6 +647,19 @@ NOTES.add(K.MATVEC, "")
 NOTES.add(K.VECMAT, "")
 
 
+@ONNX.register(K.VECDOT)
+def _onnx_vecdot(b: GraphBuilder, node: Node) -> list[str]:
+    """np.vecdot of real arrays: the products summed over the last axis (integers exactly)."""
+    handled_params(node)
+    a, c = _onnx_operands(b, node)
+    product = b.one("Mul", [a, c])
+    out = out_dtype(node)
+    ndim = max(rank(arg) for arg in node.args if isinstance(arg, Node))
+    if out.kind == "f":
+        return [b.one("ReduceSum", [product, b.ints([-1])], keepdims=0)]
+    return _onnx_result(b, node, integer_sum(b, product, ndim, [ndim - 1], False))
+
+
 # --- einsum ---
 # (its shape, einsum_shape, stays in kernel_ext.ir.abstract.linalg with the other shape helpers)
 
@@ -654,3 +738,22 @@ def _einsum_vjp(p: Primal, g: Any) -> list[Cotangent]:
 
 
 NOTES.add(K.EINSUM, "static subscripts without '...' or a repeated letter in one operand")
+
+
+@ONNX.register(K.EINSUM)
+def _onnx_einsum(b: GraphBuilder, node: Node) -> list[str]:
+    handled_params(node, subscripts=ANY_VALUE, optimize=ANY_VALUE)
+    subscripts = node.attrs["subscripts"]
+    terms = subscripts.split("->")[0].split(",")
+    spans = {
+        (rank(a) if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))
+        for t, a in zip(terms, node.args)
+        if "..." in t
+    }
+    if len(spans) > 1:
+        raise refuse(
+            node,
+            "ONNX's Einsum needs every ellipsis to stand for as many axes (NumPy broadcasts them)",
+            "give the operands the same number of axes",
+        )
+    return _onnx_result(b, node, b.one("Einsum", _onnx_operands(b, node), equation=subscripts))
