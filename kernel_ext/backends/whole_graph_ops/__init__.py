@@ -1,8 +1,9 @@
-"""More of NumPy in the whole-graph compiler (``jit_compile=True``): one rule per op.
+"""More of NumPy in the whole-graph compiler (``jit_compile=True``): the table of per-op rules.
 
-:mod:`.whole_graph` compiles a graph into one Numba function; this package holds how it
-computes every op that is neither graph structure, control flow, basic indexing nor a kernel
-op of a fused segment, as a rule table keyed by :class:`~kernel_ext.ir.OpKind`. Each
+:mod:`.whole_graph` compiles a graph into one Numba function; this package holds the table of
+how it computes every op that is neither graph structure, control flow, basic indexing nor a
+kernel op of a fused segment, keyed by :class:`~kernel_ext.ir.OpKind`, and the toolkit its
+rules share. Each
 :class:`Rule` says
 
 * ``claims(node)`` — whether this rule handles the node (every node of its op but for
@@ -63,14 +64,15 @@ How each op keeps NumPy's bits:
 * Not here: ``einsum`` (NumPy's ``c_einsum`` sums products in its own order, not BLAS's:
   no exact form to call), ``fft`` (pocketfft), ``lstsq``/``eig``/``svd``.
 
-The rules are registered by each op's definition in :mod:`kernel_ext.ops`; the modules left
-here (``linalg``, ``shapes``, ``indexing``) hold the rules not moved yet, over ``common``, the
-toolkit every rule shares.
+Each rule is registered by its op's definition in :mod:`kernel_ext.ops`, beside the op's other
+rules. Here: the table and the helpers the rules share (``common``), the matrix products more
+than one rule and the writer call (``linalg``), and the Numba form of a loop's literal operands
+(``loop_operands``).
 """
 
 from __future__ import annotations
 
-from . import linalg, shapes
+from . import linalg
 from .common import RULES, Rule, Writer, rule_for
 from .loop_operands import loop_literal
 
@@ -81,5 +83,4 @@ __all__ = [
     "linalg",
     "loop_literal",
     "rule_for",
-    "shapes",
 ]

@@ -198,7 +198,8 @@ def _power(p: Primal, g: Any) -> list[Cotangent]:
 
     def db() -> Any:
         # log(a) with a == 0 replaced by 1: d/db 0**b is 0 where b > 0 (JAX's choice)
-        safe = np.where(a == 0, 1.0, a) if isinstance(a, Tensor) else (a if a != 0 else 1.0)
+        # (a Tensor's == records an elementwise comparison, which mypy's object.__eq__ hides)
+        safe = np.where(a == 0, 1.0, a) if isinstance(a, Tensor) else (a if a != 0 else 1.0)  # type: ignore[comparison-overlap]
         return g * (p.out * np.log(safe))
 
     return elementwise(p, g, da, db if _float_operand(b) else None)

@@ -78,7 +78,7 @@ def _check_nonzero(node: Node) -> int:
     return rank
 
 
-def _emit_nonzero_op(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_nonzero_op(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``np.nonzero``: the flat positions of the true (non-zero: NaN included, ``-0.0`` not)
     elements in C order, unravelled per axis; ``np.argwhere``: the same, one row each."""
     rank = _check_nonzero(node)

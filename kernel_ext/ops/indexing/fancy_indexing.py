@@ -169,7 +169,7 @@ class _FancyIndex:
         return f"{name}[{at}]"
 
 
-def _emit_fancy_index(w: Writer, node: Node, args: list, x: str, out: Source) -> _FancyIndex:
+def _emit_fancy_index(w: Writer, node: Node, args: list[Any], x: str, out: Source) -> _FancyIndex:
     """The index checked before anything is read or written: every index of the broadcast
     index shape is wrapped and checked in a first pass, so NumPy's IndexErrors (an index out
     of range, index shapes that do not broadcast, a mask of the wrong shape) signal before
@@ -283,7 +283,7 @@ def _fancy_loop(w: Writer, fx: _FancyIndex, out: Source) -> tuple[Source, list[s
     return inner, bvars, picks
 
 
-def emit_gather(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def emit_gather(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``x[index]`` with advanced components, as NumPy reads it: the broadcast index shape
     walked in C order, one copy of the rest of ``x`` per index tuple."""
     fx = _emit_fancy_index(w, node, args, args[0].name, out)
@@ -302,7 +302,7 @@ class _Named:
         self.name = name
 
 
-def emit_scatter(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def emit_scatter(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``x[index] = value`` with advanced components, as NumPy writes it: the value cast
     and broadcast to the region, written index tuple after index tuple in C order (a
     repeated index keeps the last write). In place where the in-place plan lets this write

@@ -165,7 +165,7 @@ def _ufunc_at_source(name: str, op: str, rank: int, scalar: bool) -> str:
     return helper.text()
 
 
-def _emit_ufunc_at(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_ufunc_at(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
     copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
     range, or values of another shape, signal NumPy's error."""
@@ -276,7 +276,7 @@ def _bincount(x, minlength):
 """
 
 
-def _emit_bincount(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_bincount(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     w.helpers["_bincount"] = _BINCOUNT
     minlength = int(node.attrs.get("minlength", 0))
     out.line(f"{t}_ok, {t} = _bincount({args[0].name}, {minlength})")

@@ -129,7 +129,7 @@ def _getitem_of_full_slices(node: Node, args: tuple[Any, ...]) -> Proposal:
 SIMPLIFY.add(K.GETITEM, [_getitem_of_full_slices])
 
 
-def _has_integer_arrays(template: tuple, dyn: Sequence[Any]) -> bool:
+def _has_integer_arrays(template: tuple[Any, ...], dyn: Sequence[Any]) -> bool:
     """Does the index hold an integer array (positions may repeat, so writes would lose
     contributions that a scatter-add keeps)?"""
     for c in template:
@@ -142,7 +142,7 @@ def _has_integer_arrays(template: tuple, dyn: Sequence[Any]) -> bool:
     return False
 
 
-def scatter_add(x: Any, template: tuple, dyn: Sequence[Any], g: Any) -> Any:
+def scatter_add(x: Any, template: tuple[Any, ...], dyn: Sequence[Any], g: Any) -> Any:
     """``zeros_like(x)`` with ``g`` added at ``x[index]`` (repeated positions add up)."""
     if not _has_integer_arrays(template, dyn):
         zeros = np.zeros_like(x, dtype=g.dtype)
@@ -198,7 +198,7 @@ class _Index:
 
 
 def _resolve_index(
-    b: GraphBuilder, node: Node, template: tuple, dyn: Sequence[Any], ndim: int
+    b: GraphBuilder, node: Node, template: tuple[Any, ...], dyn: Sequence[Any], ndim: int
 ) -> list[_Index]:
     """The template's entries with run-time operands looked up and ``...`` expanded."""
     out: list[_Index | None] = []
@@ -280,14 +280,14 @@ def _basic_slices(
     if not axes:
         return x
 
-    def cat(parts):
+    def cat(parts: list[str]) -> str:
         return parts[0] if len(parts) == 1 else b.one("Concat", parts, axis=0)
 
     return b.one("Slice", [x, cat(starts), cat(ends), b.ints(axes), cat(steps)])
 
 
 def index_value(
-    b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple, dyn: Sequence[Any]
+    b: GraphBuilder, node: Node, x: str, ndim: int, template: tuple[Any, ...], dyn: Sequence[Any]
 ) -> str:
     """``x[template]`` as NumPy indexes: basic slicing, integers, one boolean mask, and
     integer arrays (Gather for one, GatherND for several, NumPy's placement of the result)."""

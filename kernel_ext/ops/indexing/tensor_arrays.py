@@ -87,7 +87,7 @@ def _check_tensor_array_write(node: Node) -> None:
         raise Unsupported("tensor_array_write of a stack of another rank")
 
 
-def _emit_tensor_array_write(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_tensor_array_write(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     buffer, index, value = args
     dt = np.dtype(node.attrs["dtype"])
     size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])

@@ -188,7 +188,7 @@ def _check_correlate(node: Node) -> tuple[np.dtype, int]:
     return dt, _CORRELATE_MODES[mode]
 
 
-def _emit_correlate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_correlate(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``np.convolve``: the longer array correlated with the shorter one reversed (NumPy's
     composition); ``np.correlate``: the arrays as given, swapped when the first is shorter
     and the result then reversed (NumPy's ``correlate2``). An empty array signals NumPy's

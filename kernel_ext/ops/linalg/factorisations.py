@@ -253,7 +253,7 @@ def _check_linalg(node: Node) -> tuple[np.ufunc, int]:
     return ufunc, rank_b
 
 
-def _emit_linalg(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_linalg(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """One call of the gufunc loop ``np.linalg`` makes, on float64 copies (NumPy computes
     every real dtype in double, then casts to the result's dtype), with the core strides
     of those copies: the loop copies them into its Fortran buffer and calls LAPACK
@@ -700,7 +700,7 @@ def _lstsq_vjp(p: Primal, g: Any) -> list[Cotangent]:
     rcond = p.attrs.get("rcond")
     rtol = float(np.finfo(a.dtype).eps * max(m, n)) if rcond is None or rcond < 0 else rcond
 
-    def fn(a: Any, b: Any) -> tuple:
+    def fn(a: Any, b: Any) -> tuple[Any, ...]:
         x = np.matmul(np.linalg.pinv(a, rtol=rtol), b)
         return x, None, None, np.linalg.svd(a, compute_uv=False)
 

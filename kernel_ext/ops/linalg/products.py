@@ -284,7 +284,7 @@ def _matmul_ranks(node: Node) -> tuple[Node, Node, np.dtype]:
     return a, b, dt
 
 
-def _emit_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_matmul(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     a_node, b_node, dt = _matmul_ranks(node)
     ra, rb = len(ranked_shape(a_node)), len(ranked_shape(b_node))
     a, b = args[0].name, args[1].name
@@ -380,7 +380,7 @@ def _check_plain_matmul(node: Node) -> None:
         raise Unsupported(f"matmul of {dt}")
 
 
-def _emit_plain_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_plain_matmul(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     a, b = args[0].name, args[1].name
     w.signal(out, f"{a}.shape[1] != {b}.shape[0]")
     # Never one of the operands: a spare is a dead buffer, and a new one is new.
@@ -403,7 +403,7 @@ def _check_matmul(node: Node) -> None:
         _matmul_ranks(node)
 
 
-def _emit_any_matmul(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_any_matmul(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     emit = _emit_plain_matmul if plain_matmul(node) else _emit_matmul
     return emit(w, node, args, t, out)
 
@@ -424,7 +424,7 @@ def _check_outer(node: Node) -> np.dtype:
     return dt
 
 
-def _emit_outer(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_outer(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``multiply(a.ravel()[:, None], b.ravel()[None, :])`` as NumPy runs it: its multiply
     loop once per row, ``a[i]`` with stride 0."""
     dt = _check_outer(node)
@@ -532,7 +532,7 @@ def _vdot_vjp(p: Primal, g: Any) -> list[Cotangent]:
             g * np.ravel(other),
             np.shape(mine)
             if not isinstance(mine, Tensor)
-            else tuple(-1 if d is None else d for d in cast("tuple", mine.shape)),
+            else tuple(-1 if d is None else d for d in cast("tuple[Any, ...]", mine.shape)),
         )
 
     return [
@@ -729,7 +729,9 @@ def _einsum_vjp(p: Primal, g: Any) -> list[Cotangent]:
         d = np.einsum(spec, g, *[p.args[j] for j in others])
         missing = [k for k, c in enumerate(mine) if c not in known]
         if missing:
-            d = np.broadcast_to(np.expand_dims(d, tuple(missing)), cast("tuple", p.shape(i)))
+            d = np.broadcast_to(
+                np.expand_dims(d, tuple(missing)), cast("tuple[Any, ...]", p.shape(i))
+            )
         return d
 
     return [

@@ -145,7 +145,7 @@ def check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
     return x, axes, const_source(literal_value(init, dt), dt)
 
 
-def emit_extreme(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def emit_extreme(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     x_node, axes, init = check_extreme(node)
     rank = len(ranked_shape(x_node))
     x = args[0].name
@@ -223,7 +223,7 @@ def {name}1(row):
 """
 
 
-def _emit_arg_reduce(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_arg_reduce(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``np.argmin``/``np.argmax``: the first extreme, or the first NaN (NumPy's rule),
     along one axis (moved last) or over the flattened array."""
     x = args[0]

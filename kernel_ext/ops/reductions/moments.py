@@ -156,7 +156,7 @@ def finish(
     return "fresh"
 
 
-def _emit_moment(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_moment(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``numpy/_core/_methods.py``'s ``_var`` (and ``_std``) step by step: the mean (a sum,
     divided as ``true_divide(sum, intp count)`` divides: in float64, then cast), the squared
     deviations, their sum divided by ``max(count - ddof, 0)``; a count at most ``ddof``

@@ -93,7 +93,7 @@ def _nanvar(p: Primal, g: Any) -> list[Cotangent]:
 NOTES.add(K.NANPROD, "divides by x: not finite where x has zeros")
 
 
-def _emit_nanmean(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_nanmean(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``np.nanmean`` as NumPy computes it: a copy with NaNs replaced by +0.0, its sum
     divided (in float64, then cast) by the count of the others; a lane of NaNs only
     (NumPy's "Mean of empty slice" warning) or an empty input signals."""

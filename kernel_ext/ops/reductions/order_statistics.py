@@ -303,7 +303,7 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
     return x, None if axis is None else checked_axis(axis, rank, node.op.value), q
 
 
-def _emit_order_stat(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_order_stat(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """Lanes along the axis (moved last, C-ordered), each sorted, then NumPy's formula; an
     empty lane (NumPy's warning and NaN) signals, as do the cases of :data:`MIXED_ZEROS`."""
     x_node, axis, q = _check_order_stat(node)

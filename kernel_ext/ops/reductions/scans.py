@@ -92,7 +92,7 @@ def _check_scan(node: Node) -> tuple[Node, np.dtype, int | None]:
     return x, dt, axis
 
 
-def _emit_scan(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_scan(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     x_node, dt, axis = _check_scan(node)
     rank = len(ranked_shape(x_node))
     dts = ctor(dt)

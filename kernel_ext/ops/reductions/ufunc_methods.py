@@ -269,7 +269,7 @@ def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
     return x, dt, checked_axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
 
 
-def _emit_accumulate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_accumulate(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
     the ufunc for the dtype, called with its output one step behind its first input."""
     x_node, dt, axis, ufunc = _check_accumulate(node)

@@ -120,7 +120,7 @@ def _concatenate_vjp(p: Primal, g: Any) -> list[Cotangent]:
     start = 0
     for x in p.args:
         n = (
-            (x.size if flat else cast("tuple", x.shape)[ax])
+            (x.size if flat else cast("tuple[Any, ...]", x.shape)[ax])
             if isinstance(x, Tensor)
             else np.size(x)
         )
@@ -152,7 +152,7 @@ def _check_concatenate(node: Node) -> None:
         checked_axis(axis, rank, "concatenate")
 
 
-def _emit_concatenate(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_concatenate(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     xs, dt = _joined(node)
     names = [a.name for a in args]
     axis = node.attrs.get("axis", 0)
@@ -253,7 +253,7 @@ def _check_stack(node: Node) -> None:
     checked_axis(node.attrs.get("axis", 0), len(ranked_shape(xs[0])) + 1, "stack")
 
 
-def _emit_stack(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_stack(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     xs, dt = _joined(node)
     rank = len(ranked_shape(xs[0]))
     k = int(node.attrs.get("axis", 0)) % (rank + 1)
@@ -373,7 +373,7 @@ def _pad_vjp(p: Primal, g: Any) -> list[Cotangent]:
     return [linear]
 
 
-def _pad_by_statistic(a: Any, widths: list, mode: str, stat_length: Any) -> Any:
+def _pad_by_statistic(a: Any, widths: list[Any], mode: str, stat_length: Any) -> Any:
     """``np.pad(a, widths, mode)`` for ``maximum``/``minimum``/``median`` as NumPy computes it:
     axis after axis, each side filled with the statistic of the ``stat_length`` elements
     nearest to it (all of them by default), the axes padded before included."""
@@ -452,7 +452,7 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     return x, pairs, const_source(value, dt)
 
 
-def _emit_pad(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_pad(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """The array copied into the middle of the result; ``constant``: the rest filled with
     NumPy's cast of the constant; ``edge``: axis by axis, each pad copies the hyperplane at
     the edge (corners then hold the nearest edge value, as in NumPy)."""

@@ -106,7 +106,7 @@ def _reshape_vjp(p: Primal, g: Any) -> list[Cotangent]:
     return [lambda: reshape_like(g, p.args[0])]
 
 
-def _emit_reshape(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_reshape(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     shape = tuple(node.attrs["shape"])
     x = args[0].name
     if shape == ():
@@ -135,7 +135,7 @@ def _check_squeeze(node: Node) -> list[int]:
     return norm
 
 
-def _emit_squeeze(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_squeeze(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """A view with index 0 at each squeezed axis. NumPy's ValueError (a given axis not of
     size 1), or an unknown size the graph keeps that is 1 (NumPy would drop it), signal."""
     axes = _check_squeeze(node)
@@ -244,7 +244,7 @@ def _transpose_vjp(p: Primal, g: Any) -> list[Cotangent]:
     return [lambda: np.transpose(g, np.argsort(axes).tolist())]
 
 
-def _emit_transpose(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_transpose(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     axes = node.attrs.get("axes")
     axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else tuple(axes)
     out.line(f"{t} = np.transpose({args[0].name}, {axes!r})")
@@ -301,7 +301,7 @@ def _expand_axes(node: Node) -> list[int]:
     return norm
 
 
-def _emit_expand_dims(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_expand_dims(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     axes = _expand_axes(node)
     rank = len(node.args[0].aval.shape) + len(axes)
     index = ", ".join("None" if a in axes else ":" for a in range(rank))
@@ -314,7 +314,7 @@ def _check_expand_dims(node: Node) -> None:
         _expand_axes(node)
 
 
-def _emit_any_expand_dims(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_any_expand_dims(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     if not isinstance(node.attrs["axis"], int):
         return _emit_expand_dims(w, node, args, t, out)
     out.line(f"{t} = np.expand_dims({args[0].name}, {int(node.attrs['axis'])})")
@@ -365,7 +365,7 @@ def _broadcast_to_vjp(p: Primal, g: Any) -> list[Cotangent]:
     return [lambda: unbroadcast(g, p.shape(0))]
 
 
-def _emit_broadcast_to(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_broadcast_to(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     shape = tuple(node.attrs["shape"])
     out.line(f"{t} = np.broadcast_to({args[0].name}, {shape!r})")
     return _view_kind(node)
@@ -459,7 +459,7 @@ def _flip_axes(node: Node) -> set[int]:
     return {checked_axis(a, rank, "flip") for a in axes}
 
 
-def _emit_flip(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_flip(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     axes = _flip_axes(node)
     rank = len(node.args[0].aval.shape)
     index = ", ".join("::-1" if a in axes else ":" for a in range(rank))
@@ -467,7 +467,7 @@ def _emit_flip(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
     return "view"
 
 
-def _emit_copy(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_copy(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     x = args[0]
     if x.scalar:
         out.line(f"{t} = {x.name}")

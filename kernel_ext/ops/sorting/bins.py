@@ -152,7 +152,7 @@ def _check_search(node: Node) -> tuple[Node, Node, np.dtype]:
     return a, v, common
 
 
-def _emit_search(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_search(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """NumPy's binary search of each key (C order) in the common dtype of the two arrays.
     ``digitize``: NumPy's composition — the bins' monotonicity (non-monotonic bins signal
     NumPy's ValueError), then searchsorted with the other side, reversed for decreasing
@@ -301,7 +301,7 @@ def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
     return float(first), float(last), denom, edges
 
 
-def _emit_histogram(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_histogram(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     first, last, denom, edges = _histogram_range(node)
     nbins = int(node.attrs["bins"])
     ec = f"c{len(w.constants)}"
@@ -414,7 +414,7 @@ def _check_interp(node: Node) -> None:
         raise Unsupported(f"interp into {node.dtype}")
 
 
-def _emit_interp(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_interp(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """The three arrays as float64 (NumPy's conversion); lengths of ``xp`` and ``fp`` that
     differ, or an empty ``xp`` (NumPy's ValueError), signal."""
     _check_interp(node)

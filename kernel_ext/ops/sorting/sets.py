@@ -80,7 +80,9 @@ def _vjp_unique(p: Primal, g: Any) -> list[Cotangent]:
         )
         first = bind(OpKind.GET_OUTPUT, (both,), {"index": 1})
         values = np.ravel(a)[first]
-        return [values, *[None] * (len(cast("tuple", p.node.aval)) - 1)] if multi else values
+        return (
+            [values, *[None] * (len(cast("tuple[Any, ...]", p.node.aval)) - 1)] if multi else values
+        )
 
     return composed(p, g, fn)
 
@@ -121,7 +123,7 @@ def _check_unique(node: Node) -> np.dtype:
     return np.dtype(x.dtype)
 
 
-def _emit_unique(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_unique(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     dt = _check_unique(node)
     flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
     out.line(f"{flat} = np.ascontiguousarray({args[0].name}).ravel()")

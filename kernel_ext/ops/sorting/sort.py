@@ -185,7 +185,7 @@ def _check_sort(node: Node) -> tuple[Node, int | None]:
     return x, checked_axis(axis, rank, node.op.value)
 
 
-def _emit_sort(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_sort(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """Each lane (the axis moved last, C-ordered) sorted by a stable merge sort. A stable
     ``argsort`` is NumPy's; for ``sort`` and an unstable ``argsort`` the sorted result is
     unique where no tie could come out in another order, which is checked: else it signals.

@@ -63,8 +63,8 @@ def _cond_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     if not wanted:
         return [None] * len(p.args)
 
-    def branch(graph: Graph) -> Callable[[], tuple]:
-        def run() -> tuple:
+    def branch(graph: Graph) -> Callable[[], tuple[Any, ...]]:
+        def run() -> tuple[Any, ...]:
             ctx = current_context()
             assert ctx is not None  # (cond traces the branch)
             env, new = inline_graph(graph, operands)

@@ -228,7 +228,7 @@ def _check_check(node: Node) -> None:
         raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
 
 
-def _emit_check(w: Writer, node: Node, args: list, t: str, out: Source) -> str:
+def _emit_check(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     """A failed check signals: the fused executor reruns the call from the arguments, which
     the compiled function has not written yet, and raises the check's exception with its
     message formatted there (NumPy's values, Python's formatting)."""
