@@ -10,6 +10,7 @@ lowering toolkit that ``lax`` calls):
 ==============================  ===========================================================
 table                           what an entry says
 ==============================  ===========================================================
+``trace.tensor.HANDLERS``       the NumPy function that records the op (its entry point)
 ``ir.abstract.ABSTRACT_EVAL``   shape and dtype of the result (trace time)
 ``ir.interpreter.LOWER``        NumPy semantics: the reference the executors are held to
 ``passes.simplify.RULES``       algebraic simplifications that keep NumPy's bits
@@ -25,8 +26,9 @@ contracts) and is imported by ``kernel_ext/__init__.py``, so every table is comp
 any graph is built. No module reads a table at import time: a set derived from one is
 computed when it is first needed.
 
-What stays in a layer, and why: the NumPy entry points (``trace.numpy_api``: one NumPy function
-may record several ops, and compositions record none), the reasons an executor gives for the
+What stays in a layer, and why: the NumPy compositions (``trace.numpy_api``: a NumPy function
+that records several ops, or ops of other families; one that records one op is that op's entry
+point, registered here first in its section), the reasons an executor gives for the
 ops it has no form for (beside that executor's op-level answer, read by
 ``docs/op_coverage.md``), the Dask executor's choice of ops (by what ``dask.array``
 implements, known only once Dask is imported), and forms internal to one executor's scheduling

@@ -1,7 +1,8 @@
 """Selection and conversion: where, cast, clip (elementwise ops that are not one ufunc call).
 
-Each has its own abstract evaluation, reference lowering and fused-kernel form (the kernel
-generator's non-ufunc lowerings)."""
+Each has its NumPy entry point (``np.where``, ``np.astype``, ``np.clip``), its own abstract
+evaluation, reference lowering and fused-kernel form (the kernel generator's non-ufunc
+lowerings)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,9 @@ from ...onnx.rules.common import RULES as ONNX
 from ...passes.rewrite import fully_known
 from ...passes.simplify import IEEE_FLOATS, LITERAL_TYPES, Proposal
 from ...passes.simplify import RULES as SIMPLIFY
+from ...trace import Tensor, bind
+from ...trace.numpy_api.common import implements
+from ...trace.numpy_api.indexing import nonzero
 
 if TYPE_CHECKING:
     from ...backends.codegen.writer import InlineContext
@@ -31,6 +35,16 @@ K = OpKind
 
 
 # --- where ---
+
+
+@implements(np.where)
+def _where(condition: Any, x: Any = np._NoValue, y: Any = np._NoValue, /) -> Any:
+    no = np._NoValue
+    if x is no and y is no:  # np.where(c) is np.nonzero(c): indices of a data-dependent length
+        return nonzero(condition)
+    if x is no or y is no:
+        raise ValueError("either both or neither of x and y should be given")
+    return bind(OpKind.WHERE, (condition, x, y))
 
 
 @ABSTRACT_EVAL.register(OpKind.WHERE)
@@ -93,6 +107,14 @@ def where(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- cast ---
+
+
+@implements(np.astype)
+def _astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
+    dtype = np.dtype(dtype)
+    if not copy and isinstance(x, Tensor) and x.dtype == dtype:
+        return x  # NumPy's astype(copy=False) returns the array itself
+    return bind(OpKind.CAST, (x,), {"dtype": dtype})
 
 
 @ABSTRACT_EVAL.register(OpKind.CAST)
@@ -172,6 +194,33 @@ def cast(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- clip ---
+
+
+@implements(np.clip)
+def _clip(
+    a: Any,
+    a_min: Any = np._NoValue,
+    a_max: Any = np._NoValue,
+    *,
+    min: Any = np._NoValue,
+    max: Any = np._NoValue,
+) -> Any:
+    """NumPy's argument rules of ``np.clip`` (its ufunc keywords ``dtype=``, ``where=``,
+    ... run NumPy's own call: signatures.py)."""
+    no = np._NoValue
+    if a_min is no and a_max is no:
+        a_min = None if min is no else min
+        a_max = None if max is no else max
+    elif a_min is no:
+        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
+    elif a_max is no:
+        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
+    elif min is not no or max is not no:
+        raise ValueError(
+            "Passing `min` or `max` keyword argument when `a_min` and `a_max` "
+            "are provided is forbidden."
+        )
+    return bind(OpKind.CLIP, (a, a_min, a_max))
 
 
 @ABSTRACT_EVAL.register(OpKind.CLIP)

@@ -1,6 +1,7 @@
-"""Elementwise functions that are not ufuncs, and the ones NumPy writes in Python: ``np.where``,
-``np.clip``, ``np.round``, the ``*_like`` creators, ``np.isclose``, ``np.real``/``np.imag``,
-``np.nan_to_num``, ``np.unwrap``, ``np.interp``, ...
+"""Elementwise functions that are not ufuncs, and the ones NumPy writes in Python:
+``np.round``, the ``*_like`` creators, ``np.isclose``, ``np.real``/``np.imag``,
+``np.nan_to_num``, ``np.unwrap``, ``np.interp``, ... (``np.where``, ``np.clip`` and
+``np.astype``, one op each, are entry points in :mod:`kernel_ext.ops.elementwise.selection`).
 """
 
 from __future__ import annotations
@@ -18,53 +19,7 @@ from ..tensor import Tensor
 from ..variables import Variable
 from ..zero_d import mark_scalar
 from .common import Opaque, array_arg, composition, implements, is_traced, ndim_of, static_value
-from .indexing import nonzero
 from .writes import overwriting_call
-
-
-@implements(np.where)
-def _where(condition: Any, x: Any = np._NoValue, y: Any = np._NoValue, /) -> Any:
-    no = np._NoValue
-    if x is no and y is no:  # np.where(c) is np.nonzero(c): indices of a data-dependent length
-        return nonzero(condition)
-    if x is no or y is no:
-        raise ValueError("either both or neither of x and y should be given")
-    return bind(OpKind.WHERE, (condition, x, y))
-
-
-@implements(np.clip)
-def _clip(
-    a: Any,
-    a_min: Any = np._NoValue,
-    a_max: Any = np._NoValue,
-    *,
-    min: Any = np._NoValue,
-    max: Any = np._NoValue,
-) -> Any:
-    """NumPy's argument rules of ``np.clip`` (its ufunc keywords ``dtype=``, ``where=``,
-    ... run NumPy's own call: signatures.py)."""
-    no = np._NoValue
-    if a_min is no and a_max is no:
-        a_min = None if min is no else min
-        a_max = None if max is no else max
-    elif a_min is no:
-        raise TypeError("clip() missing 1 required positional argument: 'a_min'")
-    elif a_max is no:
-        raise TypeError("clip() missing 1 required positional argument: 'a_max'")
-    elif min is not no or max is not no:
-        raise ValueError(
-            "Passing `min` or `max` keyword argument when `a_min` and `a_max` "
-            "are provided is forbidden."
-        )
-    return bind(OpKind.CLIP, (a, a_min, a_max))
-
-
-@implements(np.astype)
-def _astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
-    dtype = np.dtype(dtype)
-    if not copy and isinstance(x, Tensor) and x.dtype == dtype:
-        return x  # NumPy's astype(copy=False) returns the array itself
-    return bind(OpKind.CAST, (x,), {"dtype": dtype})
 
 
 @implements(np.round, np.around)
