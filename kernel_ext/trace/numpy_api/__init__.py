@@ -5,9 +5,12 @@ a few are compositions of ops, exactly as NumPy itself composes them (``np.round
 multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
 :class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
 
-The handlers live by op family, one module each; every module registers its handlers with the
-one decorator of :mod:`.common` (``implements``, or ``composition`` for handlers written as
-NumPy's own Python code on traced values), so importing this package fills the table.
+The compositions live here, by op family, one module each, with the handlers that record
+several ops or ops of several families; each op's own entry points (a handler recording that
+one op) live with the op, in :mod:`kernel_ext.ops`. Both register with the decorators of
+:mod:`.common` (``implements``, or ``composition`` for handlers written as NumPy's own Python
+code on traced values); the table is complete once :mod:`kernel_ext.ops` is imported (last, by
+``kernel_ext/__init__.py``), so nothing reads it at import time.
 """
 
 from __future__ import annotations
