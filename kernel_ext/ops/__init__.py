@@ -26,13 +26,15 @@ contracts) and is imported by ``kernel_ext/__init__.py``, so every table is comp
 any graph is built. No module reads a table at import time: a set derived from one is
 computed when it is first needed.
 
-What stays in a layer, and why: the NumPy compositions (``trace.numpy_api``: a NumPy function
-that records several ops, or ops of other families; one that records one op is that op's entry
-point, registered here first in its section), the reasons an executor gives for the
-ops it has no form for (beside that executor's op-level answer, read by
+An op's NumPy entry points (the ``__array_function__`` handlers that record it, registered in
+``trace.HANDLERS`` with ``trace.numpy_api.common.implements``) open its section.
+
+What stays in a layer, and why: the NumPy functions recorded as compositions
+(``trace.numpy_api``: they record several ops, or ops of several families), the reasons an
+executor gives for the ops it has no form for (beside that executor's op-level answer, read by
 ``docs/op_coverage.md``), the Dask executor's choice of ops (by what ``dask.array``
-implements, known only once Dask is imported), and forms internal to one executor's scheduling
-(row fusion, tiling, fast math, the NumPy executor's host emitters).
+implements, known only once Dask is imported), and forms internal to one executor's
+scheduling (row fusion, tiling, fast math, the NumPy executor's host emitters).
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
 """Convolutions: correlate and convolve, every layer's rules.
 
-Each op's abstract evaluation, reference lowering, VJP and whole-graph rule, side by side
-(see :mod:`kernel_ext.ops`); ONNX refuses both (``onnx/rules/refusals.py``: its Conv sums in
-its own order).
+Each op's NumPy entry point, abstract evaluation, reference lowering, VJP and whole-graph rule,
+side by side (see :mod:`kernel_ext.ops`); ONNX refuses both (``onnx/rules/refusals.py``: its
+Conv sums in its own order).
 """
 
 from __future__ import annotations
@@ -35,11 +35,23 @@ from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
 from ...ir.abstract import Rule as AbstractRule
 from ...ir.abstract.core import probe_dtype, shape_of
 from ...ir.interpreter import LOWER
+from ...trace.context import bind
+from ...trace.numpy_api.common import implements
 
 K = OpKind
 
 
 # --- correlate, convolve ---
+
+
+@implements(np.correlate)
+def _correlate(a: Any, v: Any, mode: str = "valid") -> Any:
+    return bind(OpKind.CORRELATE, (a, v), {"mode": mode})
+
+
+@implements(np.convolve)
+def _convolve(a: Any, v: Any, mode: str = "full") -> Any:
+    return bind(OpKind.CONVOLVE, (a, v), {"mode": mode})
 
 
 def _correlate_rule(fn: Callable[..., Any]) -> AbstractRule:

@@ -1,8 +1,10 @@
 """Factorisations and solvers: inv, det, solve, slogdet, svd, cholesky, qr, eigh, eigvalsh,
 lstsq and pinv, every layer's rules.
 
-Each op's abstract evaluation (dtypes from NumPy on a 1x1 identity), reference lowering, VJP
-and whole-graph rule, side by side (see :mod:`kernel_ext.ops`). ONNX refuses all but ``det``
+Each op's NumPy entry point, abstract evaluation (dtypes from NumPy on a 1x1 identity),
+reference lowering, VJP and whole-graph rule, side by side (see :mod:`kernel_ext.ops`); the
+traced forms of ``inv``, ``solve`` and ``svd`` are in :mod:`kernel_ext.trace.numpy_api.linalg`,
+whose compositions call them, and are registered here. ONNX refuses all but ``det``
 (``onnx/rules/refusals.py``: the standard has no factorisation or solver); ``det`` is ONNX's
 ``Det``.
 
@@ -64,6 +66,17 @@ from ...onnx.refusal import refuse
 from ...onnx.rules.common import RULES as ONNX
 from ...onnx.rules.common import out_dtype
 from ...trace import Tensor, bind
+from ...trace.numpy_api.common import (
+    bind_outputs,
+    bound_arguments,
+    declare,
+    implements,
+    is_traced,
+    static_attr,
+)
+from ...trace.numpy_api.linalg import inv, result_type, solve, svd
+from ...trace.opaque import numpy_call
+from ...trace.signatures import numpy_signature
 from .products import operand_rank
 
 K = OpKind
@@ -148,6 +161,17 @@ def _matrix_dims(x: Any, fn: str) -> tuple[int, int]:
 
 
 # --- inv, det, solve ---
+
+
+implements(np.linalg.inv)(inv)
+
+
+@implements(np.linalg.det)
+def _det(a: Any) -> Any:
+    return bind(OpKind.DET, (a,))
+
+
+implements(np.linalg.solve)(solve)
 
 
 @ABSTRACT_EVAL.register(K.INV)
@@ -328,6 +352,11 @@ def _onnx_det(b: GraphBuilder, node: Node) -> list[str]:
 # --- slogdet ---
 
 
+@implements(np.linalg.slogdet)
+def _slogdet(a: Any) -> Any:
+    return result_type(np.linalg.slogdet)._make(bind_outputs(OpKind.SLOGDET, (a,), {}, "slogdet"))
+
+
 @ABSTRACT_EVAL.register(K.SLOGDET)
 def _slogdet_aval(attrs: dict[str, Any], a: AbstractValue) -> tuple[AbstractValue, ...]:
     _square_check(a)
@@ -357,6 +386,9 @@ NOTES.add(K.SLOGDET, "through logabsdet (the sign has none)")
 
 
 # --- svd ---
+
+
+implements(np.linalg.svd)(svd)
 
 
 @ABSTRACT_EVAL.register(K.SVD)
@@ -453,6 +485,41 @@ NOTES.add(
 # --- cholesky, qr, eigh, eigvalsh, lstsq, pinv: NumPy's function with the node's params ---
 
 
+def _linalg_op(
+    kind: OpKind, names: tuple[str, ...], result: Callable[..., Any] | None = None
+) -> Callable[..., Any]:
+    """The handler of ``np.linalg.<kind>``: one op with the named arguments as attrs (their
+    defaults bound); several results come back in NumPy's namedtuple."""
+    func = getattr(np.linalg, kind.value)
+
+    @declare.parameters(*numpy_signature(func).parameters)
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        p = bound_arguments(func, args, kwargs)
+        statics = {k: p[k] for k in names if k in p and p[k] is not np._NoValue}
+        if is_traced(statics):
+            return numpy_call(func, args, kwargs)
+        inputs = tuple(v for k, v in p.items() if k not in names and v is not np._NoValue)
+        attrs = {k: static_attr(v) for k, v in statics.items()}
+        node = cast("Tensor", bind(kind, inputs, attrs))
+        if not isinstance(node.node.aval, tuple):
+            return node
+        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(len(node.node.aval))]
+        return tuple(outs) if result is None else result(*outs)
+
+    handler.__name__ = f"_{kind.value}"
+    return handler
+
+
+def _result_class(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Callable[..., Any]:
+    cls = type(fn(*args, **kwargs))
+    return (lambda *outs: cls(*outs)) if cls is not tuple else (lambda *outs: tuple(outs))
+
+
+# (a symmetric positive definite stand-in: NumPy's function called on it once names the class
+# of its results)
+_SPD = np.eye(2) * 2.0
+
+
 @LOWER.register(K.CHOLESKY, K.QR, K.EIGH, K.EIGVALSH, K.LSTSQ, K.PINV)
 def _lower_linalg(node: Node) -> Callable[..., Any]:
     fn: Callable[..., Any] = getattr(np.linalg, node.op.value)
@@ -462,6 +529,12 @@ def _lower_linalg(node: Node) -> Callable[..., Any]:
 
 
 # --- eigh, eigvalsh ---
+
+
+implements(np.linalg.eigh)(_linalg_op(OpKind.EIGH, ("UPLO",), _result_class(np.linalg.eigh, _SPD)))
+
+
+implements(np.linalg.eigvalsh)(_linalg_op(OpKind.EIGVALSH, ("UPLO",)))
 
 
 @ABSTRACT_EVAL.register(K.EIGH)
@@ -519,6 +592,9 @@ NOTES.add(K.EIGVALSH, "reads one triangle, as NumPy")
 # --- cholesky ---
 
 
+implements(np.linalg.cholesky)(_linalg_op(OpKind.CHOLESKY, ("upper",)))
+
+
 @ABSTRACT_EVAL.register(K.CHOLESKY)
 def _cholesky_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     _square_check(a)
@@ -546,6 +622,17 @@ NOTES.add(K.CHOLESKY, "reads one triangle (upper=True: the upper), as NumPy")
 
 
 # --- qr ---
+
+
+@implements(np.linalg.qr)
+def _qr(a: Any, mode: str = "reduced") -> Any:
+    if mode not in ("reduced", "complete", "r", "raw"):
+        raise ValueError(f"Unrecognized mode '{mode}'")
+    node = bind(OpKind.QR, (a,), {"mode": mode})
+    if mode == "r":
+        return node
+    q, r = (bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(2))
+    return (q, r) if mode == "raw" else _result_class(np.linalg.qr, _SPD)(q, r)
 
 
 @ABSTRACT_EVAL.register(K.QR)
@@ -625,6 +712,9 @@ NOTES.add(K.QR, "reduced, r, complete (square or wide); raw raises")
 # --- pinv ---
 
 
+implements(np.linalg.pinv)(_linalg_op(OpKind.PINV, ("rcond", "hermitian", "rtol")))
+
+
 @ABSTRACT_EVAL.register(K.PINV)
 def _pinv_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
     *batch, m, n = _at_least_2d(a, "linalg.pinv")
@@ -653,6 +743,11 @@ NOTES.add(K.PINV, "exact while the rank stays; hermitian reads the lower triangl
 
 
 # --- lstsq ---
+
+
+implements(np.linalg.lstsq)(
+    _linalg_op(OpKind.LSTSQ, ("rcond",), _result_class(np.linalg.lstsq, _SPD, _SPD[0]))
+)
 
 
 @ABSTRACT_EVAL.register(K.LSTSQ)

@@ -1,6 +1,8 @@
 """FFT: the one ``fft`` op (the ``np.fft`` transform named in its attrs), every layer's rules.
 
-Its abstract evaluation and reference lowering (see :mod:`kernel_ext.ops`). It has no VJP
+Its NumPy entry points (every ``np.fft`` transform records it), abstract evaluation and
+reference lowering (see :mod:`kernel_ext.ops`); the shifts are compositions (rolls) in
+:mod:`kernel_ext.trace.numpy_api.fft`. It has no VJP
 (``autodiff.backward.NO_GRADIENT_REASONS``: complex results), no whole-graph form (NumPy's
 pocketfft has no exact form to call) and no ONNX form (``onnx/rules/refusals.py``).
 """
@@ -18,11 +20,71 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
 from ...ir.abstract.core import known_rank, normalize_axis
 from ...ir.interpreter import LOWER
+from ...trace.context import bind
+from ...trace.numpy_api.common import (
+    bound_arguments,
+    declare,
+    implements,
+    is_traced,
+    static_attr,
+)
+from ...trace.opaque import numpy_call
+from ...trace.signatures import numpy_signature
+from ...trace.zero_d import mark_array
 
 K = OpKind
 
 
 # --- fft ---
+
+
+def _fft_handler(name: str) -> Callable[..., Any]:
+    func = getattr(np.fft, name)
+
+    # (out= is NumPy's: it normalizes inside the buffer it writes, other bits than a new
+    # array; the call then runs as NumPy's own, writing into out)
+    @declare.numpy_writes_out
+    @declare.parameters(*numpy_signature(func).parameters.keys() - {"out"})
+    def handler(*args: Any, **kwargs: Any) -> Any:
+        p = bound_arguments(func, args, kwargs)
+        p.pop("out", None)
+        a = p.pop("a")
+        if is_traced(p):
+            return numpy_call(func, args, kwargs)
+        # fft2 and friends with an explicit ``axes=None`` transform every axis (NumPy's
+        # ``_raw_fftnd``), not their default (-2, -1): they are then the n-d transform
+        attrs = {
+            "transform": name[:-1] + "n"
+            if name.endswith("2") and "axes" in p and p["axes"] is None
+            else name
+        }
+        attrs.update(
+            (k, static_attr(v)) for k, v in p.items() if v is not None and v is not np._NoValue
+        )
+        return mark_array(bind(OpKind.FFT, (a,), attrs))  # (a transform builds an array)
+
+    handler.__name__ = f"_fft_{name}"
+    return handler
+
+
+for _name in (
+    "fft",
+    "ifft",
+    "rfft",
+    "irfft",
+    "hfft",
+    "ihfft",
+    "fftn",
+    "ifftn",
+    "rfftn",
+    "irfftn",
+    "fft2",
+    "ifft2",
+    "rfft2",
+    "irfft2",
+):
+    implements(getattr(np.fft, _name))(_fft_handler(_name))
+
 
 #: np.fft transforms that take one axis (``n``, ``axis``) and their result length along it
 #: given the length ``n`` asked for (or ``None``: from the input's length ``m``)

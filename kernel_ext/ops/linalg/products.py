@@ -1,11 +1,12 @@
 """Products: matmul, dot, outer, vdot, vecdot, matvec, vecmat and einsum, every layer's rules.
 
-Each op's abstract evaluation, reference lowering, simplification, VJP, whole-graph rule and
-ONNX translation,
-side by side (see :mod:`kernel_ext.ops`). The whole-graph compiler's 2-D product loop
-(``matmul_call``), which its writer also chains, and NumPy's matmul gufunc loop on 3-D views
-(``MM_FLOAT``) stay in :mod:`kernel_ext.backends.whole_graph_ops.linalg`. ONNX computes the
-products with ``MatMul``, ``Mul`` and ``Einsum``; ``matvec`` and ``vecmat`` have no translation
+Each op's NumPy entry points, abstract evaluation, reference lowering, simplification, VJP,
+whole-graph rule and ONNX translation, side by side (see :mod:`kernel_ext.ops`); ``np.outer``'s
+traced form is :func:`kernel_ext.trace.numpy_api.linalg.outer`, which a composition also calls.
+The whole-graph compiler's 2-D product loop (``matmul_call``), which its writer also chains, and
+NumPy's matmul gufunc loop on 3-D views (``MM_FLOAT``) stay in
+:mod:`kernel_ext.backends.whole_graph_ops.linalg`. ONNX computes the products with ``MatMul``,
+``Mul`` and ``Einsum``; ``matvec`` and ``vecmat`` have no translation
 (``onnx/rules/refusals.py``).
 """
 
@@ -56,11 +57,25 @@ from ...onnx.rules.common import RULES as ONNX
 from ...passes.simplify import MAX_SCAN, Proposal, kind_of
 from ...passes.simplify import RULES as SIMPLIFY
 from ...trace import Tensor
+from ...trace.context import bind
+from ...trace.numpy_api.common import declare, implements, is_traced
+from ...trace.numpy_api.linalg import outer
+from ...trace.opaque import numpy_call, ufunc_method_call
+from ...trace.signatures import ALL
+from ...trace.tensor import GUFUNCS
 
 K = OpKind
 
 
 # --- matmul, dot, outer ---
+
+
+@implements(np.dot)
+def _dot(a: Any, b: Any) -> Any:
+    return bind(OpKind.DOT, (a, b))
+
+
+implements(np.outer)(outer)
 
 
 def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:
@@ -508,6 +523,11 @@ def _onnx_outer(b: GraphBuilder, node: Node) -> list[str]:
 # --- vdot ---
 
 
+@implements(np.vdot)
+def _vdot(a: Any, b: Any) -> Any:
+    return bind(OpKind.VDOT, (a, b))
+
+
 @ABSTRACT_EVAL.register(K.VDOT)
 def _vdot_aval(attrs: dict[str, Any], a: Any, b: Any) -> AbstractValue:
     na = a.size if isinstance(a, AbstractValue) else 1
@@ -556,6 +576,24 @@ def _onnx_vdot(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- vecdot, matvec, vecmat ---
+
+
+def _gufunc(kind: OpKind) -> Callable[..., Any]:
+    def handler(*inputs: Any, **kwargs: Any) -> Any:
+        if kwargs:  # axes=, axis=, out=, dtype=: NumPy's own gufunc call
+            return ufunc_method_call(getattr(np, kind.value), "__call__", inputs, kwargs)
+        return bind(kind, inputs)
+
+    return handler
+
+
+GUFUNCS.update(
+    {
+        np.vecdot: _gufunc(OpKind.VECDOT),
+        np.matvec: _gufunc(OpKind.MATVEC),
+        np.vecmat: _gufunc(OpKind.VECMAT),
+    }
+)
 
 
 def _core_dims(x: Any, core: int, fn: str) -> tuple[Shape, Shape]:
@@ -662,6 +700,20 @@ def _onnx_vecdot(b: GraphBuilder, node: Node) -> list[str]:
 
 # --- einsum ---
 # (its shape, einsum_shape, stays in kernel_ext.ir.abstract.linalg with the other shape helpers)
+
+
+@implements(np.einsum)
+@declare.parameters("operands", "optimize", ALL)
+def _einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
+    if not operands or not isinstance(operands[0], str) or is_traced(kwargs):
+        # the interleaved form einsum(a, [0, 1], b, [1, 2]): NumPy's own call
+        return numpy_call(np.einsum, operands, {"optimize": optimize, **kwargs})
+    attrs: dict[str, Any] = {"subscripts": operands[0]}
+    if optimize is not False:
+        attrs["optimize"] = optimize
+    for key, value in kwargs.items():
+        attrs[key] = np.dtype(value) if key == "dtype" and value is not None else value
+    return bind(OpKind.EINSUM, tuple(operands[1:]), attrs)
 
 
 @ABSTRACT_EVAL.register(K.EINSUM)

@@ -5,12 +5,12 @@ a few are compositions of ops, exactly as NumPy itself composes them (``np.round
 multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
 :class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
 
-This package holds the compositions (handlers that record several ops, or ops of other
-families) by op family, one module each, and the argument helpers every handler shares. A
-handler that records one op is that op's entry point and lives beside its other rules in
-:mod:`kernel_ext.ops`. Every handler registers with the one decorator of :mod:`.common`
-(``implements``, or ``composition`` for handlers written as NumPy's own Python code on traced
-values); the table is complete once :mod:`kernel_ext.ops` is imported (last, by
+The compositions live here, by op family, one module each, with the handlers that record
+several ops or ops of several families, and the argument helpers every handler shares; each
+op's own entry points (a handler recording that one op) live with the op, in
+:mod:`kernel_ext.ops`. Both register with the decorators of :mod:`.common` (``implements``, or
+``composition`` for handlers written as NumPy's own Python code on traced values); the table
+is complete once :mod:`kernel_ext.ops` is imported (last, by
 ``kernel_ext/__init__.py``), so nothing reads it at import time.
 """
 

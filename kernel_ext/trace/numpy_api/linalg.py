@@ -1,6 +1,8 @@
-"""Linear algebra: products (``np.dot``, ``np.einsum``, ``np.tensordot``, ``np.kron``, ...), the
-diagonals and traces, and ``np.linalg`` (factorizations as one op whose LOWER is NumPy's
-function; norms, ranks and powers as compositions).
+"""Linear algebra's compositions: products built of other ops (``np.tensordot``, ``np.kron``,
+``np.inner``, ``np.linalg.multi_dot``, ...), the diagonals and traces, and ``np.linalg``'s norms,
+ranks, powers and tensor solvers; the traced forms of ``outer``, ``inv``, ``solve`` and ``svd``
+they call. Each op's own entry points (``np.dot``, ``np.einsum``, the factorisations, ...) live
+with the op, in :mod:`kernel_ext.ops.linalg`.
 """
 
 from __future__ import annotations
@@ -8,91 +10,47 @@ from __future__ import annotations
 import math
 import operator
 from collections.abc import Callable
-from typing import Any, NamedTuple, cast
+from typing import Any, NamedTuple
 
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ...ir import OpKind
 from ..context import bind
-from ..opaque import numpy_call, ufunc_method_call
-from ..signatures import ALL, numpy_signature
-from ..tensor import GUFUNCS, Tensor
+from ..tensor import Tensor
 from ..variables import Variable
 from ..zero_d import mark_scalar
 from .common import (
     Opaque,
     array_arg,
     bind_outputs,
-    bound_arguments,
     composition,
     declare,
     implements,
-    is_traced,
     ndim_of,
-    static_attr,
     static_shape,
     static_value,
 )
 from .shape import atleast_2d, diagflat
 
+# The traced forms of np.outer, np.linalg.inv, np.linalg.solve and np.linalg.svd, one op each:
+# the compositions below call them, so they live here; each is registered as its NumPy
+# function's handler beside its op, in kernel_ext.ops.linalg.
 
-@implements(np.dot)
-def _dot(a: Any, b: Any) -> Any:
-    return bind(OpKind.DOT, (a, b))
 
-
-@implements(np.outer)
-def _outer(a: Any, b: Any) -> Any:
+def outer(a: Any, b: Any) -> Any:
     return bind(OpKind.OUTER, (a, b))
 
 
-@implements(np.linalg.inv)
-def _inv(a: Any) -> Any:
+def inv(a: Any) -> Any:
     return bind(OpKind.INV, (a,))
 
 
-@implements(np.linalg.det)
-def _det(a: Any) -> Any:
-    return bind(OpKind.DET, (a,))
-
-
-@implements(np.linalg.solve)
-def _solve(a: Any, b: Any) -> Any:
+def solve(a: Any, b: Any) -> Any:
     return bind(OpKind.SOLVE, (a, b))
 
 
-@implements(np.einsum)
-@declare.parameters("operands", "optimize", ALL)
-def _einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
-    if not operands or not isinstance(operands[0], str) or is_traced(kwargs):
-        # the interleaved form einsum(a, [0, 1], b, [1, 2]): NumPy's own call
-        return numpy_call(np.einsum, operands, {"optimize": optimize, **kwargs})
-    attrs: dict[str, Any] = {"subscripts": operands[0]}
-    if optimize is not False:
-        attrs["optimize"] = optimize
-    for key, value in kwargs.items():
-        attrs[key] = np.dtype(value) if key == "dtype" and value is not None else value
-    return bind(OpKind.EINSUM, tuple(operands[1:]), attrs)
-
-
-@implements(np.correlate)
-def _correlate(a: Any, v: Any, mode: str = "valid") -> Any:
-    return bind(OpKind.CORRELATE, (a, v), {"mode": mode})
-
-
-@implements(np.convolve)
-def _convolve(a: Any, v: Any, mode: str = "full") -> Any:
-    return bind(OpKind.CONVOLVE, (a, v), {"mode": mode})
-
-
-@implements(np.vdot)
-def _vdot(a: Any, b: Any) -> Any:
-    return bind(OpKind.VDOT, (a, b))
-
-
-@implements(np.linalg.svd)
-def _svd(
+def svd(
     a: Any, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False
 ) -> Any:
     attrs = {
@@ -102,18 +60,13 @@ def _svd(
     }
     if not compute_uv:
         return bind(OpKind.SVD, (a,), attrs)
-    return _result_type(np.linalg.svd)._make(bind_outputs(OpKind.SVD, (a,), attrs, "svd"))
-
-
-@implements(np.linalg.slogdet)
-def _slogdet(a: Any) -> Any:
-    return _result_type(np.linalg.slogdet)._make(bind_outputs(OpKind.SLOGDET, (a,), {}, "slogdet"))
+    return result_type(np.linalg.svd)._make(bind_outputs(OpKind.SVD, (a,), attrs, "svd"))
 
 
 _RESULT_TYPES: dict[Callable, type[NamedTuple]] = {}
 
 
-def _result_type(fn: Callable) -> type[NamedTuple]:
+def result_type(fn: Callable) -> type[NamedTuple]:
     """The namedtuple ``fn`` returns (``SVDResult``, ``SlogdetResult``), asked of NumPy."""
     cls = _RESULT_TYPES.get(fn)
     if cls is None:
@@ -302,25 +255,7 @@ def _linalg_outer(x1: Any, x2: Any, /) -> Any:
             "Input arrays must be one-dimensional, but they are "
             f"x1.ndim={ndim_of(x1)} and x2.ndim={ndim_of(x2)}."
         )
-    return _outer(x1, x2)
-
-
-def _gufunc(kind: OpKind) -> Callable:
-    def handler(*inputs: Any, **kwargs: Any) -> Any:
-        if kwargs:  # axes=, axis=, out=, dtype=: NumPy's own gufunc call
-            return ufunc_method_call(getattr(np, kind.value), "__call__", inputs, kwargs)
-        return bind(kind, inputs)
-
-    return handler
-
-
-GUFUNCS.update(
-    {
-        np.vecdot: _gufunc(OpKind.VECDOT),
-        np.matvec: _gufunc(OpKind.MATVEC),
-        np.vecmat: _gufunc(OpKind.VECMAT),
-    }
-)
+    return outer(x1, x2)
 
 
 @composition(np.linalg.vecdot)
@@ -356,7 +291,7 @@ def _matrix_power(a: Any, n: Any) -> Any:
         shape = static_shape(a)
         return np.broadcast_to(np.eye(shape[-2], dtype=a.dtype), shape).copy()
     if n < 0:
-        a, n = _inv(a), -n
+        a, n = inv(a), -n
     if n == 1:
         return a
     if n == 2:
@@ -449,7 +384,7 @@ def _tensorinv(a: Any, ind: int = 2) -> Any:
         raise ValueError("Invalid ind argument.")
     inv_shape = shape[ind:] + shape[:ind]
     prod = math.prod(shape[ind:])
-    return np.reshape(_inv(np.reshape(a, (prod, -1))), inv_shape)
+    return np.reshape(inv(np.reshape(a, (prod, -1))), inv_shape)
 
 
 @composition(np.linalg.tensorsolve)
@@ -470,71 +405,12 @@ def _tensorsolve(a: Any, b: Any, axes: Any = None) -> Any:
             "Input arrays must satisfy the requirement "
             "prod(a.shape[b.ndim:]) == prod(a.shape[:b.ndim])"
         )
-    return np.reshape(_solve(np.reshape(a, (prod, prod)), np.ravel(b)), old_shape)
-
-
-def _linalg_op(kind: OpKind, names: tuple[str, ...], result: Callable | None = None) -> Callable:
-    """The handler of ``np.linalg.<kind>``: one op with the named arguments as attrs (their
-    defaults bound); several results come back in NumPy's namedtuple."""
-    func = getattr(np.linalg, kind.value)
-
-    @declare.parameters(*numpy_signature(func).parameters)
-    def handler(*args: Any, **kwargs: Any) -> Any:
-        p = bound_arguments(func, args, kwargs)
-        statics = {k: p[k] for k in names if k in p and p[k] is not np._NoValue}
-        if is_traced(statics):
-            return numpy_call(func, args, kwargs)
-        inputs = tuple(v for k, v in p.items() if k not in names and v is not np._NoValue)
-        attrs = {k: static_attr(v) for k, v in statics.items()}
-        node = cast("Tensor", bind(kind, inputs, attrs))
-        if not isinstance(node.node.aval, tuple):
-            return node
-        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(len(node.node.aval))]
-        return tuple(outs) if result is None else result(*outs)
-
-    handler.__name__ = f"_{kind.value}"
-    return handler
-
-
-def _result_class(fn: Callable, *args: Any, **kwargs: Any) -> Callable:
-    cls = type(fn(*args, **kwargs))
-    return (lambda *outs: cls(*outs)) if cls is not tuple else (lambda *outs: tuple(outs))
-
-
-_SPD = np.eye(2) * 2.0
-
-
-implements(np.linalg.cholesky)(_linalg_op(OpKind.CHOLESKY, ("upper",)))
-
-
-implements(np.linalg.eigh)(_linalg_op(OpKind.EIGH, ("UPLO",), _result_class(np.linalg.eigh, _SPD)))
-
-
-implements(np.linalg.eigvalsh)(_linalg_op(OpKind.EIGVALSH, ("UPLO",)))
-
-
-implements(np.linalg.pinv)(_linalg_op(OpKind.PINV, ("rcond", "hermitian", "rtol")))
-
-
-implements(np.linalg.lstsq)(
-    _linalg_op(OpKind.LSTSQ, ("rcond",), _result_class(np.linalg.lstsq, _SPD, _SPD[0]))
-)
-
-
-@implements(np.linalg.qr)
-def _qr(a: Any, mode: str = "reduced") -> Any:
-    if mode not in ("reduced", "complete", "r", "raw"):
-        raise ValueError(f"Unrecognized mode '{mode}'")
-    node = bind(OpKind.QR, (a,), {"mode": mode})
-    if mode == "r":
-        return node
-    q, r = (bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(2))
-    return (q, r) if mode == "raw" else _result_class(np.linalg.qr, _SPD)(q, r)
+    return np.reshape(solve(np.reshape(a, (prod, prod)), np.ravel(b)), old_shape)
 
 
 @composition(np.linalg.svdvals)
 def _svdvals(x: Any, /) -> Any:
-    return _svd(x, compute_uv=False)
+    return svd(x, compute_uv=False)
 
 
 @composition(np.linalg.matrix_rank)
@@ -544,7 +420,7 @@ def _matrix_rank(A: Any, tol: Any = None, hermitian: bool = False, *, rtol: Any 
     A = array_arg(A)
     if ndim_of(A) < 2:
         raise Opaque  # NumPy answers a Python int from the data
-    S = _svd(A, compute_uv=False, hermitian=hermitian)
+    S = svd(A, compute_uv=False, hermitian=hermitian)
     if tol is None:
         if rtol is None:
             rtol = max(static_shape(A)[-2:]) * np.finfo(S.dtype).eps
@@ -566,14 +442,14 @@ def _cond(x: Any, p: Any = None) -> Any:
     if math.prod(shape) == 0 and math.prod(shape[-2:]) == 0:
         raise np.linalg.LinAlgError("cond is not defined on empty arrays")
     if p is None or p in (2, -2):
-        s = _svd(x, compute_uv=False)
+        s = svd(x, compute_uv=False)
         r = np.divide(s[..., -1], s[..., 0]) if p == -2 else np.divide(s[..., 0], s[..., -1])
     else:
         _square_stack(x)
         complex_ = x.dtype.kind == "c"
         wide = x.astype(np.complex128 if complex_ else np.float64)
         real_t = np.empty(0, _inv_dtype(x.dtype)).real.dtype
-        r = np.multiply(_norm(x, p, axis=(-2, -1)), _norm(_inv(wide), p, axis=(-2, -1)))
+        r = np.multiply(_norm(x, p, axis=(-2, -1)), _norm(inv(wide), p, axis=(-2, -1)))
         r = r.astype(real_t)
     nan_mask = np.logical_and(np.isnan(r), np.logical_not(np.any(np.isnan(x), axis=(-2, -1))))
     # (NumPy ends with ``r[()]``: a 0-d condition number is a scalar, not where's 0-d array)
@@ -661,7 +537,7 @@ def _vector_norm_along(x: Any, ord: Any, axis: tuple, keepdims: bool) -> Any:
 
 def _matrix_norm_along(x: Any, ord: Any, row: int, col: int, axis: tuple) -> Any:
     def svd_norm(reduce: Callable, **kw: Any) -> Any:
-        s = _svd(np.moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
+        s = svd(np.moveaxis(x, (row, col), (-2, -1)), compute_uv=False)
         return reduce(s, axis=-1, **kw)
 
     absx = np.abs(x)
