@@ -5,9 +5,12 @@ a few are compositions of ops, exactly as NumPy itself composes them (``np.round
 multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
 :class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
 
-The handlers live by op family, one module each; every module registers its handlers with the
-one decorator of :mod:`.common` (``implements``, or ``composition`` for handlers written as
-NumPy's own Python code on traced values), so importing this package fills the table.
+Compositions live here, by op family, one module each, with the handlers that record several
+ops; a handler that records one op is that op's entry point, in its definition in
+:mod:`kernel_ext.ops` (first in the op's section), which fills the table when
+``kernel_ext.ops`` is imported. Every handler registers with the one decorator of
+:mod:`.common` (``implements``, or ``composition`` for handlers written as NumPy's own Python
+code on traced values).
 """
 
 from __future__ import annotations
