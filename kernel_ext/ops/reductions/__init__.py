@@ -14,6 +14,8 @@ sub-family:
 * :mod:`.order_statistics` — median, percentile, quantile and their nan forms;
 * :mod:`.scans` — cumsum, cumprod, nancumsum, nancumprod;
 * :mod:`.ufunc_methods` — ``np.<ufunc>.reduce``, ``.reduceat``, ``.accumulate``;
+* :mod:`.entry_points` — the handler factories of their NumPy functions (each op's
+  ``implements`` line is in its section);
 * :mod:`.common` — the helpers they share (no op).
 """
 
@@ -21,9 +23,10 @@ from __future__ import annotations
 
 # The generic rules first: the modules after it refine them.
 from . import generic  # isort: skip
-from . import extrema, moments, nan, order_statistics, scans, sums, ufunc_methods
+from . import entry_points, extrema, moments, nan, order_statistics, scans, sums, ufunc_methods
 
 __all__ = [
+    "entry_points",
     "extrema",
     "generic",
     "moments",

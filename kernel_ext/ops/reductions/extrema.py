@@ -35,11 +35,16 @@ from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.builder import Rule as OnnxRule
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, wide
 from ...onnx.rules.common import RULES as ONNX
+from ...trace.numpy_api.common import implements
 from .common import expand_to, first_occurrence, reduction, reduction_parts
+from .entry_points import arg_handler, minmax_handler
 
 K = OpKind
 
 # --- max, min ---
+
+implements(np.max, np.amax)(minmax_handler(K.MAX))
+implements(np.min, np.amin)(minmax_handler(K.MIN))
 
 
 @VJP.register(K.MAX, K.MIN)
@@ -186,6 +191,9 @@ ONNX.add(K.MIN, reduction("ReduceMin", nan_propagates=True))
 
 
 # --- argmax, argmin ---
+
+implements(np.argmax)(arg_handler(K.ARGMAX))
+implements(np.argmin)(arg_handler(K.ARGMIN))
 
 
 def _check_arg_reduce(node: Node) -> None:

@@ -33,11 +33,16 @@ from ...ir import Node, OpKind
 from ...onnx.builder import GraphBuilder
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype
 from ...onnx.rules.common import RULES as ONNX
+from ...trace.numpy_api.common import implements
 from .common import axes_input, count, expand_to, reduction_parts
+from .entry_points import moment_handler
 
 K = OpKind
 
 # --- var, std ---
+
+implements(np.var)(moment_handler(K.VAR))
+implements(np.std)(moment_handler(K.STD))
 
 
 @VJP.register(K.VAR, K.STD)

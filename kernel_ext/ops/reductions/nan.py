@@ -25,6 +25,7 @@ from ...ir.abstract import Rule as AbstractRule
 from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype
 from ...onnx.rules.common import RULES as ONNX
+from ...trace.numpy_api.common import implements
 from .common import (
     axes_input,
     expand_to,
@@ -36,6 +37,7 @@ from .common import (
     reduction_parts,
     reduction_rule,
 )
+from .entry_points import nan_reduction_handler
 from .generic import NAN_EXTREMA  # (and the generic rules refined here: registered first)
 from .moments import SUM_AXIS, check_moments, finish, moment_input
 from .sums import sum_
@@ -43,6 +45,13 @@ from .sums import sum_
 K = OpKind
 
 # --- nansum, nanprod, nanmean, nanstd, nanvar ---
+
+implements(np.nansum)(nan_reduction_handler(K.NANSUM, dtype=True, initial=True))
+implements(np.nanprod)(nan_reduction_handler(K.NANPROD, dtype=True, initial=True))
+implements(np.nanmean)(nan_reduction_handler(K.NANMEAN, dtype=True))
+implements(np.nanstd)(nan_reduction_handler(K.NANSTD, dtype=True, ddof=True))
+implements(np.nanvar)(nan_reduction_handler(K.NANVAR, dtype=True, ddof=True))
+
 
 # The generic rule (registered by :mod:`.generic`), quietly.
 for _kind in (K.NANSUM, K.NANPROD, K.NANMEAN, K.NANSTD, K.NANVAR):
@@ -143,6 +152,11 @@ def nanmean(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- nanmax, nanmin, nanargmax, nanargmin ---
+
+implements(np.nanmax)(nan_reduction_handler(K.NANMAX, initial=True))
+implements(np.nanmin)(nan_reduction_handler(K.NANMIN, initial=True))
+implements(np.nanargmax)(nan_reduction_handler(K.NANARGMAX))
+implements(np.nanargmin)(nan_reduction_handler(K.NANARGMIN))
 
 
 def _nan_extremum_rule(kind: OpKind) -> AbstractRule:

@@ -39,12 +39,19 @@ from ...ir.abstract import (
     reduced_shape,
 )
 from ...ir.abstract import Rule as AbstractRule
+from ...trace.numpy_api.common import implements
 from .common import OneOutputRule, quietly
+from .entry_points import nan_reduction_handler
 from .generic import QUANTILES  # (and the generic rules refined here: registered first)
 
 K = OpKind
 
 # --- median, nanmedian, percentile, nanpercentile, quantile, nanquantile ---
+
+implements(np.median)(nan_reduction_handler(K.MEDIAN))
+implements(np.nanmedian)(nan_reduction_handler(K.NANMEDIAN))
+for _kind in (K.PERCENTILE, K.NANPERCENTILE, K.QUANTILE, K.NANQUANTILE):
+    implements(_kind.numpy_function)(nan_reduction_handler(_kind, q=True, method=True))
 
 
 def _empty_probe(

@@ -38,11 +38,17 @@ from ...ir.interpreter import LOWER
 from ...onnx.builder import GraphBuilder
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype
 from ...onnx.rules.common import RULES as ONNX
+from ...trace.numpy_api.common import implements
 from .common import nan_hole, reverse_cumsum, scan_rule
+from .entry_points import nan_scan_handler, scan_handler
 
 K = OpKind
 
 # --- cumsum, cumprod ---
+
+implements(np.cumsum)(scan_handler(K.CUMSUM))
+implements(np.cumprod)(scan_handler(K.CUMPROD))
+
 
 ABSTRACT_EVAL.add(K.CUMSUM, scan_rule(np.cumsum))
 ABSTRACT_EVAL.add(K.CUMPROD, scan_rule(np.cumprod))
@@ -136,6 +142,10 @@ def cumsum(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- nancumsum, nancumprod ---
+
+implements(np.nancumsum)(nan_scan_handler(K.NANCUMSUM))
+implements(np.nancumprod)(nan_scan_handler(K.NANCUMPROD))
+
 
 ABSTRACT_EVAL.add(K.NANCUMSUM, scan_rule(np.nancumsum))
 ABSTRACT_EVAL.add(K.NANCUMPROD, scan_rule(np.nancumprod))

@@ -25,11 +25,17 @@ from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, integer_sum, out_dtype, sorted_axes
 from ...onnx.rules.common import RULES as ONNX
+from ...trace.numpy_api.common import implements
 from .common import axes_input, count, expand_to, reduction, reduction_parts
+from .entry_points import logical_handler, reduction_handler
 
 K = OpKind
 
 # --- sum, prod, mean ---
+
+implements(np.sum)(reduction_handler(K.SUM))
+implements(np.prod)(reduction_handler(K.PROD))
+implements(np.mean)(reduction_handler(K.MEAN))
 
 
 @VJP.register(K.SUM)
@@ -90,6 +96,9 @@ ONNX.add(K.MEAN, reduction("ReduceMean"))
 
 # --- any, all ---
 # (no gradient: ``autodiff.rules.ZERO_GRADIENT``)
+
+implements(np.any)(logical_handler(K.ANY))
+implements(np.all)(logical_handler(K.ALL))
 
 
 @REDUCTION_PLANS.register(K.ANY, K.ALL)

@@ -34,7 +34,7 @@ from ...backends.whole_graph_ops.common import (
     ufunc_loop,
 )
 from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
-from ...ir import Node, OpKind
+from ...ir import UFUNC_REDUCTIONS, Node, OpKind
 from ...ir.abstract import (
     ABSTRACT_EVAL,
     AbstractValue,
@@ -48,6 +48,10 @@ from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params
 from ...onnx.rules.common import RULES as ONNX
 from ...trace import Tensor
+from ...trace.context import bind
+from ...trace.numpy_api.common import axis_attr, is_static_value
+from ...trace.opaque import ufunc_method_call
+from ...trace.tensor import UFUNC_METHODS
 from .common import expand_to, first_occurrence, no_identity_check, reverse_cumsum
 from .extrema import check_extreme, emit_extreme
 from .scans import cumsum
@@ -70,7 +74,51 @@ def _ufunc_method(method: str) -> Lowering:
     return lowering
 
 
+def _method_attrs(
+    ufunc: np.ufunc, kwargs: dict[str, Any], allowed: tuple[str, ...]
+) -> dict[str, Any] | None:
+    """Static attrs of a ufunc method call, or None when an option needs the opaque call."""
+    attrs: dict[str, Any] = {"ufunc": ufunc}
+    for key, value in kwargs.items():
+        if key not in allowed:
+            return None
+        if key == "axis":
+            attrs["axis"] = axis_attr(value)
+        elif key == "dtype":
+            if value is not None:
+                attrs["dtype"] = np.dtype(value)
+        elif key == "keepdims":
+            attrs["keepdims"] = bool(value)
+        elif key == "initial":
+            if value is np._NoValue:
+                continue
+            if not is_static_value(value) or np.ndim(value):
+                return None
+            attrs["initial"] = value
+    return attrs
+
+
 # --- ufunc_reduce ---
+
+
+def _trace_ufunc_reduce(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    """``ufunc.reduce``: a sum/prod/max/min/any/all where one is the same reduction (they
+    fuse), else a ``ufunc_reduce`` node."""
+    if kwargs.get("where", True) is not True:
+        return ufunc_method_call(ufunc, "reduce", inputs, kwargs)
+    attrs = _method_attrs(ufunc, kwargs, ("axis", "dtype", "keepdims", "initial"))
+    if attrs is None or len(inputs) != 1:
+        return ufunc_method_call(ufunc, "reduce", inputs, kwargs)
+    attrs.setdefault("axis", 0)
+    attrs.setdefault("keepdims", False)
+    kind = UFUNC_REDUCTIONS.get(ufunc)
+    if kind is not None and "initial" not in attrs:
+        del attrs["ufunc"]
+        return bind(kind, inputs, attrs)
+    return bind(OpKind.UFUNC_REDUCE, inputs, attrs)
+
+
+UFUNC_METHODS["reduce"] = _trace_ufunc_reduce
 
 
 @ABSTRACT_EVAL.register(OpKind.UFUNC_REDUCE)
@@ -123,6 +171,20 @@ WHOLE_GRAPH.add(
 
 
 # --- ufunc_reduceat ---
+
+
+def _trace_ufunc_reduceat(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+    attrs = _method_attrs(ufunc, kwargs, ("axis", "dtype"))
+    if attrs is None or len(inputs) != 2 or not isinstance(attrs.get("axis", 0), int):
+        return ufunc_method_call(ufunc, "reduceat", inputs, kwargs)
+    attrs.setdefault("axis", 0)
+    array, indices = inputs
+    if isinstance(indices, (list, tuple, range)):
+        indices = np.asarray(indices)
+    return bind(OpKind.UFUNC_REDUCEAT, (array, indices), attrs)
+
+
+UFUNC_METHODS["reduceat"] = _trace_ufunc_reduceat
 
 
 @ABSTRACT_EVAL.register(OpKind.UFUNC_REDUCEAT)
@@ -185,6 +247,21 @@ NOTES.add(K.UFUNC_REDUCEAT, "np.add with constant indices")
 
 
 # --- ufunc_accumulate ---
+
+
+def _trace_ufunc_accumulate(
+    ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]
+) -> Any:
+    attrs = _method_attrs(ufunc, kwargs, ("axis", "dtype"))
+    if attrs is None or len(inputs) != 1 or isinstance(attrs.get("axis", 0), tuple):
+        return ufunc_method_call(ufunc, "accumulate", inputs, kwargs)
+    attrs.setdefault("axis", 0)
+    if attrs["axis"] is None:
+        raise TypeError("'NoneType' object cannot be interpreted as an integer")
+    return bind(OpKind.UFUNC_ACCUMULATE, inputs, attrs)
+
+
+UFUNC_METHODS["accumulate"] = _trace_ufunc_accumulate
 
 
 @ABSTRACT_EVAL.register(OpKind.UFUNC_ACCUMULATE)

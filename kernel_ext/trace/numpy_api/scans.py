@@ -1,5 +1,6 @@
-"""Scans along an axis: ``np.cumsum``/``np.cumprod``, their nan forms and the array API's
-``np.cumulative_sum``/``np.cumulative_prod``.
+"""Scans composed of others: the array API's ``np.cumulative_sum``/``np.cumulative_prod``
+(``ufunc.accumulate`` and a concatenated identity). ``np.cumsum``/``np.cumprod`` and their nan
+forms record one op each: their entry points are in :mod:`kernel_ext.ops.reductions.scans`.
 """
 
 from __future__ import annotations
@@ -10,54 +11,13 @@ from typing import Any
 import numpy as np
 from numpy.lib.array_utils import normalize_axis_index
 
-from ...ir import OpKind
-from ..context import bind
 from .common import (
     array_arg,
-    bound_arguments,
     composition,
-    declare,
-    implements,
     ndim_of,
     static_shape,
 )
 from .shape import atleast_1d
-
-
-def _scan(kind: OpKind) -> Callable:
-    def handler(a: Any, axis: Any = None, dtype: Any = None) -> Any:
-        attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
-        if dtype is not None:
-            attrs["dtype"] = np.dtype(dtype)
-        return bind(kind, (a,), attrs)
-
-    return handler
-
-
-implements(np.cumsum)(_scan(OpKind.CUMSUM))
-
-
-implements(np.cumprod)(_scan(OpKind.CUMPROD))
-
-
-def _nan_scan(kind: OpKind) -> Callable:
-    func = kind.numpy_function
-
-    @declare.parameters("a", "axis", "dtype")
-    def handler(*args: Any, **kwargs: Any) -> Any:
-        p = bound_arguments(func, args, kwargs)
-        attrs: dict[str, Any] = {"axis": None if p["axis"] is None else int(p["axis"])}
-        if p.get("dtype") is not None:
-            attrs["dtype"] = np.dtype(p["dtype"])
-        return bind(kind, (p["a"],), attrs)
-
-    return handler
-
-
-implements(np.nancumsum)(_nan_scan(OpKind.NANCUMSUM))
-
-
-implements(np.nancumprod)(_nan_scan(OpKind.NANCUMPROD))
 
 
 def _cumulative(ufunc: np.ufunc) -> Callable:
