@@ -25,8 +25,13 @@ contracts) and is imported by ``kernel_ext/__init__.py``, so every table is comp
 any graph is built. No module reads a table at import time: a set derived from one is
 computed when it is first needed.
 
-What stays in a layer, and why: the NumPy entry points (``trace.numpy_api``: one NumPy function
-may record several ops, and compositions record none), the reasons an executor gives for the
+An op's NumPy entry points (the ``__array_function__`` handlers, and ufunc methods, that
+record that one op) come first in its section, registered into the tracer's table with
+``trace.numpy_api.common.implements``.
+
+What stays in a layer, and why: the NumPy functions that record several ops or none of their
+own (``trace.numpy_api``: compositions, such as ``np.round`` or ``np.flatnonzero``, and the
+handlers compositions call), the reasons an executor gives for the
 ops it has no form for (beside that executor's op-level answer, read by
 ``docs/op_coverage.md``), the Dask executor's choice of ops (by what ``dask.array``
 implements, known only once Dask is imported), and forms internal to one executor's scheduling

@@ -5,9 +5,12 @@ a few are compositions of ops, exactly as NumPy itself composes them (``np.round
 multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
 :class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
 
-The handlers live by op family, one module each; every module registers its handlers with the
-one decorator of :mod:`.common` (``implements``, or ``composition`` for handlers written as
-NumPy's own Python code on traced values), so importing this package fills the table.
+This package holds the compositions and the handlers that record several ops (or that
+compositions call), by op family, one module each; the entry points that record one op of
+their own live in that op's definition (:mod:`kernel_ext.ops`), which registers them when
+``kernel_ext.ops`` is imported. Every handler registers with the decorators of :mod:`.common`
+(``implements``, or ``composition`` for handlers written as NumPy's own Python code on traced
+values).
 """
 
 from __future__ import annotations
