@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,10 +37,19 @@ from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params
 from ...onnx.rules.common import RULES as ONNX
+from ...trace import bind, numpy_call
+from ...trace.numpy_api.common import axis_attr, implements
 
 K = OpKind
 
 # --- nonzero, argwhere ---
+# (``np.nonzero``'s entry point stays in ``trace/numpy_api/indexing.py``: ``np.flatnonzero``
+# and ``np.where(condition)`` are compositions that call it)
+
+
+@implements(np.argwhere)
+def _argwhere(a: Any) -> Any:
+    return bind(OpKind.ARGWHERE, (a,))
 
 
 @ABSTRACT_EVAL.register(K.NONZERO)
@@ -119,6 +128,11 @@ def argwhere(b: GraphBuilder, node: Node) -> list[str]:
 # --- compress ---
 
 
+@implements(np.compress)
+def _compress(condition: Any, a: Any, axis: Any = None) -> Any:
+    return bind(OpKind.COMPRESS, (condition, a), {"axis": None if axis is None else int(axis)})
+
+
 @ABSTRACT_EVAL.register(K.COMPRESS)
 def _abstract_compress(
     attrs: dict[str, Any], condition: AbstractValue, a: AbstractValue
@@ -172,6 +186,16 @@ def compress(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- trim_zeros ---
+
+
+@implements(np.trim_zeros)
+def _trim_zeros(filt: Any, trim: Literal["f", "b", "fb", "bf"] = "fb", axis: Any = None) -> Any:
+    if filt.shape is None:
+        return numpy_call(np.trim_zeros, (filt,), {"trim": trim, "axis": axis})
+    np.trim_zeros(np.zeros((1,) * filt.ndim, filt.dtype), trim, axis)  # NumPy's checks
+    if filt.shape == ():
+        return filt  # (nothing to trim: NumPy hands the input back, in its own form)
+    return bind(OpKind.TRIM_ZEROS, (filt,), {"trim": trim, "axis": axis_attr(axis)})
 
 
 @ABSTRACT_EVAL.register(K.TRIM_ZEROS)

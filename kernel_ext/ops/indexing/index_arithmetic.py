@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,10 +16,20 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, broadcast_shapes
 from ...ir.abstract.core import INTP, dtype_of, shape_of
 from ...ir.interpreter import LOWER
+from ...trace import bind, numpy_call
+from ...trace.numpy_api.common import array_arg, bind_outputs, implements, is_traced, static_attr
 
 K = OpKind
 
 # --- ravel_multi_index ---
+
+
+@implements(np.ravel_multi_index)
+def _ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> Any:
+    if is_traced(dims):
+        return numpy_call(np.ravel_multi_index, (multi_index, dims), {"mode": mode, "order": order})
+    attrs = {"dims": static_attr(np.atleast_1d(dims)), "mode": static_attr(mode), "order": order}
+    return bind(OpKind.RAVEL_MULTI_INDEX, tuple(array_arg(i) for i in multi_index), attrs)
 
 
 @ABSTRACT_EVAL.register(K.RAVEL_MULTI_INDEX)
@@ -42,6 +52,16 @@ def _lower_ravel_multi_index(node: Node) -> Callable[..., Any]:
 
 
 # --- unravel_index ---
+
+
+@implements(np.unravel_index)
+def _unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple[Any, ...]:
+    if is_traced(shape):
+        return cast(
+            "tuple[Any, ...]", numpy_call(np.unravel_index, (indices, shape), {"order": order})
+        )
+    attrs = {"shape": static_attr(np.atleast_1d(shape)), "order": order}
+    return tuple(bind_outputs(OpKind.UNRAVEL_INDEX, (array_arg(indices),), attrs, "unravel_index"))
 
 
 @ABSTRACT_EVAL.register(K.UNRAVEL_INDEX)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,12 +32,37 @@ from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params
 from ...onnx.rules.common import RULES as ONNX
-from ...trace import Tensor, bind
+from ...trace import Tensor, bind, numpy_call
+from ...trace.numpy_api.common import implements, is_traced
+from ...trace.numpy_api.writes import writable_target
+from ...trace.opaque import ufunc_method_call
+from ...trace.tensor import UFUNC_METHODS, build_template
 from .subscripts import scatter
 
 K = OpKind
 
 # --- ufunc.at ---
+
+
+def _ufunc_at(ufunc: np.ufunc, inputs: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+    """``ufunc.at(a, indices[, b])``: unbuffered in place, repeated indices applied once each
+    (the scatter-add). Functionalized: a ``ufunc_at`` node computes the updated copy and
+    ``a`` takes it as its new value (a plain array is promoted; an argument is written back).
+    """
+    if kwargs or len(inputs) not in (2, 3):
+        ufunc_method_call(ufunc, "at", inputs, kwargs)  # (NumPy's own at, into a's copy)
+        return None
+    target = writable_target(inputs[0], f"np.{ufunc.__name__}.at", "first operand must be array")
+    template, dyn = build_template(inputs[1])
+    b = inputs[2] if len(inputs) == 3 else None
+    if isinstance(b, (list, tuple)):
+        b = np.asarray(b)
+    attrs = {"ufunc": ufunc, "index": template}
+    target.assign(cast("Tensor", bind(OpKind.UFUNC_AT, (target, b, *dyn), attrs)))
+    return None
+
+
+UFUNC_METHODS.update(at=_ufunc_at)
 
 
 @ABSTRACT_EVAL.register(K.UFUNC_AT)
@@ -216,6 +241,13 @@ def _onnx_ufunc_at(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- bincount ---
+
+
+@implements(np.bincount)
+def _bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
+    if is_traced(minlength):
+        return numpy_call(np.bincount, (x,), {"weights": weights, "minlength": minlength})
+    return bind(OpKind.BINCOUNT, (x, weights), {"minlength": int(minlength)})
 
 
 @ABSTRACT_EVAL.register(K.BINCOUNT)

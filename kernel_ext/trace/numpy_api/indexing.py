@@ -1,7 +1,11 @@
 """Indexing functions: ``np.take`` and ``np.take_along_axis``, the functionalized writers
 (``np.copyto``, ``np.put``, ``np.place``, ``np.putmask``, ...), index builders (``np.ix_``,
-``np.meshgrid``, ``np.ravel_multi_index``, ...) and data-dependent lengths (``np.nonzero``,
-``np.compress``, ...: a None dimension, sized at run time without retracing).
+``np.meshgrid``, ...) and data-dependent lengths (``np.nonzero``, ``np.flatnonzero``,
+``np.extract``: a None dimension, sized at run time without retracing).
+
+The entry points of ``np.argwhere``, ``np.compress``, ``np.trim_zeros``, ``np.bincount``,
+``ufunc.at``, ``np.ravel_multi_index`` and ``np.unravel_index`` (one op each) are in their
+ops' definitions, :mod:`kernel_ext.ops.indexing`.
 """
 
 from __future__ import annotations
@@ -15,20 +19,16 @@ from numpy.lib.array_utils import normalize_axis_index
 from ... import errors
 from ...ir import OpKind
 from ..context import bind
-from ..opaque import numpy_call
 from ..tensor import Tensor, is_immutable_scalar
 from ..variables import Variable
 from ..zero_d import as_array
 from .common import (
     Opaque,
     array_arg,
-    axis_attr,
     bind_outputs,
     composition,
     implements,
-    is_traced,
     ndim_of,
-    static_attr,
     static_shape,
 )
 from .shape import ravel
@@ -100,35 +100,15 @@ def nonzero(a: Any) -> tuple:
     return tuple(bind_outputs(OpKind.NONZERO, (a,), {}, "nonzero"))
 
 
-@implements(np.argwhere)
-def _argwhere(a: Any) -> Any:
-    return bind(OpKind.ARGWHERE, (a,))
-
-
 @implements(np.flatnonzero)
 def _flatnonzero(a: Any) -> Any:
     return nonzero(np.ravel(a))[0]  # NumPy's own composition
-
-
-@implements(np.compress)
-def _compress(condition: Any, a: Any, axis: Any = None) -> Any:
-    return bind(OpKind.COMPRESS, (condition, a), {"axis": None if axis is None else int(axis)})
 
 
 @implements(np.extract)
 def _extract(condition: Any, arr: Any) -> Any:
     # NumPy's own composition: take(ravel(arr), nonzero(ravel(condition))[0])
     return np.take(np.ravel(arr), np.nonzero(np.ravel(condition))[0])
-
-
-@implements(np.trim_zeros)
-def _trim_zeros(filt: Any, trim: Literal["f", "b", "fb", "bf"] = "fb", axis: Any = None) -> Any:
-    if filt.shape is None:
-        return numpy_call(np.trim_zeros, (filt,), {"trim": trim, "axis": axis})
-    np.trim_zeros(np.zeros((1,) * filt.ndim, filt.dtype), trim, axis)  # NumPy's checks
-    if filt.shape == ():
-        return filt  # (nothing to trim: NumPy hands the input back, in its own form)
-    return bind(OpKind.TRIM_ZEROS, (filt,), {"trim": trim, "axis": axis_attr(axis)})
 
 
 @composition(np.broadcast_arrays)
@@ -363,19 +343,3 @@ def _choose(a: Any, choices: Any, mode: str = "raise") -> Any:
     dtype = np.result_type(*[c.dtype for c in choices])
     stacked = np.stack([np.broadcast_to(c.astype(dtype), shape) for c in choices])
     return _take_along_axis(stacked, np.broadcast_to(index, shape)[None], 0)[0]
-
-
-@implements(np.ravel_multi_index)
-def _ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: str = "C") -> Any:
-    if is_traced(dims):
-        return numpy_call(np.ravel_multi_index, (multi_index, dims), {"mode": mode, "order": order})
-    attrs = {"dims": static_attr(np.atleast_1d(dims)), "mode": static_attr(mode), "order": order}
-    return bind(OpKind.RAVEL_MULTI_INDEX, tuple(array_arg(i) for i in multi_index), attrs)
-
-
-@implements(np.unravel_index)
-def _unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple:
-    if is_traced(shape):
-        return numpy_call(np.unravel_index, (indices, shape), {"order": order})
-    attrs = {"shape": static_attr(np.atleast_1d(shape)), "order": order}
-    return tuple(bind_outputs(OpKind.UNRAVEL_INDEX, (array_arg(indices),), attrs, "unravel_index"))

@@ -1,6 +1,7 @@
-"""Statistics and comparisons: ``np.diff``, ``np.bincount``, ``np.histogram``, ``np.average``,
+"""Statistics and comparisons: ``np.diff``, ``np.histogram``, ``np.average``,
 ``np.cov``/``np.corrcoef``, ``np.allclose``/``np.array_equal``, ``np.select``,
-``np.piecewise``, ``np.trapezoid`` and ``np.gradient``.
+``np.piecewise``, ``np.trapezoid`` and ``np.gradient`` (``np.bincount``'s entry point is in
+its op's definition, :mod:`kernel_ext.ops.indexing.scatter_adds`).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from numpy.lib.array_utils import normalize_axis_tuple
 
 from ... import errors
 from ...ir import OpKind
-from ..context import bind
 from ..opaque import PythonNumber, numpy_call
 from ..signatures import ALL
 from ..tensor import Tensor
@@ -33,13 +33,6 @@ from .common import (
 from .elementwise import isclose
 from .linalg import diagonal_of
 from .shape import atleast_2d
-
-
-@implements(np.bincount)
-def _bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
-    if is_traced(minlength):
-        return numpy_call(np.bincount, (x,), {"weights": weights, "minlength": minlength})
-    return bind(OpKind.BINCOUNT, (x, weights), {"minlength": int(minlength)})
 
 
 @implements(np.diff)

@@ -1,26 +1,18 @@
-"""Ufunc methods on traced values: ``outer`` (a composition) and ``at``. Each binds NumPy's own
-signature, keeps static arguments as attrs and falls back to an opaque call for the options no
-op covers: slower, never wrong. ``reduce``, ``accumulate`` and ``reduceat`` record one op each:
-their entry points are in :mod:`kernel_ext.ops.reductions.ufunc_methods`.
+"""Ufunc methods on traced values: ``outer`` (a composition), binding NumPy's own signature.
+``reduce``, ``accumulate`` and ``reduceat`` record one op each, and ``at`` one: their entry
+points are in their ops' definitions, :mod:`kernel_ext.ops.reductions.ufunc_methods` and
+:mod:`kernel_ext.ops.indexing.scatter_adds`.
 """
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from ...ir import OpKind
-from ..context import bind
-from ..opaque import ufunc_method_call
-from ..tensor import UFUNC_METHODS, Tensor, build_template
+from ..tensor import UFUNC_METHODS, Tensor
 from ..variables import Variable
 from .common import ndim_of
-from .writes import writable_target
-
-
-def _opaque_method(ufunc: np.ufunc, method: str, inputs: tuple, kwargs: dict) -> Any:
-    return ufunc_method_call(ufunc, method, inputs, kwargs)
 
 
 def _ufunc_outer(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
@@ -37,21 +29,4 @@ def _ufunc_outer(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> Any:
     return ufunc(a, b, **kwargs)
 
 
-def _ufunc_at(ufunc: np.ufunc, inputs: tuple, kwargs: dict) -> None:
-    """``ufunc.at(a, indices[, b])``: unbuffered in place, repeated indices applied once each
-    (the scatter-add). Functionalized: a ``ufunc_at`` node computes the updated copy and
-    ``a`` takes it as its new value (a plain array is promoted; an argument is written back).
-    """
-    if kwargs or len(inputs) not in (2, 3):
-        return _opaque_method(ufunc, "at", inputs, kwargs)
-    target = writable_target(inputs[0], f"np.{ufunc.__name__}.at", "first operand must be array")
-    template, dyn = build_template(inputs[1])
-    b = inputs[2] if len(inputs) == 3 else None
-    if isinstance(b, (list, tuple)):
-        b = np.asarray(b)
-    attrs = {"ufunc": ufunc, "index": template}
-    target.assign(cast("Tensor", bind(OpKind.UFUNC_AT, (target, b, *dyn), attrs)))
-    return None
-
-
-UFUNC_METHODS.update(outer=_ufunc_outer, at=_ufunc_at)
+UFUNC_METHODS.update(outer=_ufunc_outer)
