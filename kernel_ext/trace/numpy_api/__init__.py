@@ -5,12 +5,9 @@ a few are compositions of ops, exactly as NumPy itself composes them (``np.round
 multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
 :class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
 
-The compositions live here, by op family, one module each, with the handlers that record
-several ops or ops of other families; a NumPy function that records one op has its entry point
-beside that op's rules, in :mod:`kernel_ext.ops` (which fills the rest of the table when
-``kernel_ext`` imports it). Every handler registers with the one decorator of :mod:`.common`
-(``implements``, or ``composition`` for handlers written as NumPy's own Python code on traced
-values).
+The handlers live by op family, one module each; every module registers its handlers with the
+one decorator of :mod:`.common` (``implements``, or ``composition`` for handlers written as
+NumPy's own Python code on traced values), so importing this package fills the table.
 """
 
 from __future__ import annotations
