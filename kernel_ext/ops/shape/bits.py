@@ -1,8 +1,9 @@
 """Bits: packbits and unpackbits.
 
-Each op's abstract evaluation and reference lowering (see :mod:`kernel_ext.ops`). Their
-results are integers: no gradient (``autodiff.rules.ZERO_GRADIENT``), and no ONNX form (its
-reasons stay in ``onnx.rules.refusals``).
+Each op's NumPy entry point, abstract evaluation and reference lowering (see
+:mod:`kernel_ext.ops`). Their results are integers: no gradient
+(``autodiff.rules.ZERO_GRADIENT``), and no ONNX form (its reasons stay in
+``onnx.rules.refusals``).
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from ...ir import AbstractValue, Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, Shape, normalize_axis
 from ...ir.abstract.core import known_rank
 from ...ir.interpreter import LOWER
+from ...trace.context import bind
+from ...trace.numpy_api.common import implements
 
 K = OpKind
 
@@ -30,6 +33,11 @@ def _bits_axis(attrs: dict[str, Any], a: AbstractValue, fn: str) -> tuple[Shape,
 
 
 # --- packbits ---
+
+
+@implements(np.packbits)
+def _numpy_packbits(a: Any, /, axis: Any = None, bitorder: str = "big") -> Any:
+    return bind(OpKind.PACKBITS, (a,), {"axis": axis, "bitorder": bitorder})
 
 
 @ABSTRACT_EVAL.register(K.PACKBITS)
@@ -49,6 +57,11 @@ def _lower_packbits(node: Node) -> Callable[..., Any]:
 
 
 # --- unpackbits ---
+
+
+@implements(np.unpackbits)
+def _numpy_unpackbits(a: Any, /, axis: Any = None, count: Any = None, bitorder: str = "big") -> Any:
+    return bind(OpKind.UNPACKBITS, (a,), {"axis": axis, "count": count, "bitorder": bitorder})
 
 
 @ABSTRACT_EVAL.register(K.UNPACKBITS)

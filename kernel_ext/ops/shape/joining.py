@@ -1,8 +1,9 @@
 """Joining and padding: concatenate, stack, pad, insert and diagflat.
 
-Each op's abstract evaluation, reference lowering, VJP, whole-graph rule and ONNX rule, in
-that order (see :mod:`kernel_ext.ops`). ``insert`` has no ONNX form (its reason stays in
-``onnx.rules.refusals``).
+Each op's NumPy entry point, abstract evaluation, reference lowering, VJP, whole-graph rule
+and ONNX rule, in that order (see :mod:`kernel_ext.ops`). ``insert`` has no ONNX form (its
+reason stays in ``onnx.rules.refusals``); ``np.diagflat`` stays in ``trace.numpy_api.shape``,
+where ``np.diag`` (a composition) calls it.
 """
 
 from __future__ import annotations
@@ -41,6 +42,12 @@ from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, rank, wide
 from ...onnx.rules.common import RULES as ONNX
 from ...trace import Tensor
+from ...trace.context import bind
+from ...trace.numpy_api.common import declare, implements, is_traced, static_attr
+from ...trace.numpy_api.shape import concatenate_attrs
+from ...trace.opaque import numpy_call
+from ...trace.signatures import ALL
+from .views import numpy_copy
 
 K = OpKind
 
@@ -65,6 +72,11 @@ def _joined(node: Node) -> tuple[list[Node], np.dtype]:
 
 
 # --- concatenate ---
+
+
+@implements(np.concatenate)
+def _numpy_concatenate(arrays: Any, axis: Any = 0, *, dtype: Any = None) -> Any:
+    return bind(OpKind.CONCATENATE, tuple(arrays), concatenate_attrs(axis, dtype))
 
 
 @ABSTRACT_EVAL.register(K.CONCATENATE)
@@ -201,6 +213,11 @@ def concatenate(b: GraphBuilder, node: Node) -> list[str]:
 # --- stack ---
 
 
+@implements(np.stack)
+def _numpy_stack(arrays: Any, axis: int = 0) -> Any:
+    return bind(OpKind.STACK, tuple(arrays), {"axis": int(axis)})
+
+
 @ABSTRACT_EVAL.register(K.STACK)
 def _stack(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
     dtype = result_type(*[np.empty(0, x.dtype) for x in xs])
@@ -282,6 +299,26 @@ def stack(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- pad ---
+
+
+@implements(np.pad)
+@declare.parameters("array", "pad_width", "mode", ALL)
+def _numpy_pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
+    if callable(mode) or is_traced(pad_width) or is_traced(kwargs) or array.shape is None:
+        return numpy_call(np.pad, (array, pad_width), {"mode": mode, **kwargs})
+    widths = np.asarray(pad_width)
+    if widths.dtype.kind != "i":
+        raise TypeError("`pad_width` must be of integral type.")
+    pairs = np.broadcast_to(widths, (array.ndim, 2))
+    if (pairs < 0).any():
+        raise ValueError("index can't contain negative values")
+    # NumPy's own check of the mode and its keywords, on a 1-element array padded by 0
+    np.pad(np.zeros((1,) * array.ndim, array.dtype), 0, mode, **kwargs)
+    if array.ndim == 0:
+        return numpy_copy(array)  # no axis to pad: NumPy returns a copy
+    attrs = {"pad_width": static_attr(pairs), "mode": mode}
+    attrs.update((k, static_attr(v)) for k, v in kwargs.items())
+    return bind(OpKind.PAD, (array,), attrs)
 
 
 @ABSTRACT_EVAL.register(K.PAD)
@@ -528,6 +565,20 @@ def pad(b: GraphBuilder, node: Node) -> list[str]:
 
 # --- insert ---
 # No ONNX form (``onnx.rules.refusals``).
+
+
+@implements(np.insert)
+def _numpy_insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
+    if is_traced(obj):
+        return numpy_call(np.insert, (arr, obj, values), {"axis": axis})
+    if not isinstance(obj, slice):
+        index = np.asarray(obj)
+        if index.ndim > 1:
+            raise ValueError("index array argument obj to insert must be one dimensional or scalar")
+        obj = index.item() if index.ndim == 0 else static_attr(index)
+    return bind(
+        OpKind.INSERT, (arr, values), {"obj": obj, "axis": None if axis is None else int(axis)}
+    )
 
 
 @ABSTRACT_EVAL.register(K.INSERT)

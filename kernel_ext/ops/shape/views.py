@@ -1,19 +1,22 @@
 """Views and layout: reshape, transpose, expand_dims, squeeze, broadcast_to, flip, copy, real
 and imag.
 
-Each op's abstract evaluation, reference lowering, simplifications, VJP, whole-graph rule and
-ONNX rule, in that order (see :mod:`kernel_ext.ops`). ``real``/``imag`` have no gradient and
-no ONNX form: their reasons stay beside those tables (``autodiff.backward``,
-``onnx.rules.refusals``).
+Each op's NumPy entry points, abstract evaluation, reference lowering, simplifications, VJP,
+whole-graph rule and ONNX rule, in that order (see :mod:`kernel_ext.ops`). ``real``/``imag``
+have no gradient and no ONNX form: their reasons stay beside those tables
+(``autodiff.backward``, ``onnx.rules.refusals``); their entry points stay in
+``trace.numpy_api.elementwise``, whose compositions (``np.angle``, ``np.isreal``) call them.
 """
 
 from __future__ import annotations
 
 import functools
+import operator
 from collections.abc import Callable
 from typing import Any, cast
 
 import numpy as np
+from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ...autodiff.rules import NOTES, Cotangent, Primal, reshape_like, unbroadcast
 from ...autodiff.rules import VJP as GRADIENT
@@ -39,6 +42,9 @@ from ...onnx.rules.common import RULES as ONNX
 from ...passes.rewrite import Rewrite, fully_known
 from ...passes.simplify import RULES as SIMPLIFY
 from ...passes.simplify import Proposal
+from ...trace.context import bind
+from ...trace.numpy_api.common import axis_attr, implements, ndim_of
+from ...trace.zero_d import mark_array
 
 K = OpKind
 
@@ -53,7 +59,25 @@ def _no_check(node: Node) -> None:
     """Numba's method takes every operand NumPy's does here (shapes checked at tracing)."""
 
 
+def _shape_arg(shape: Any) -> tuple[int, ...]:
+    """A NumPy shape argument (one size or a sequence of them) as a tuple of ints."""
+    if isinstance(shape, (int, np.integer)):
+        return (int(shape),)
+    return tuple(int(s) for s in shape)
+
+
 # --- reshape, squeeze ---
+
+
+@implements(np.reshape)
+def _numpy_reshape(a: Any, shape: Any) -> Any:
+    # (order= other than 'C' and copy= run NumPy's own call: signatures.py)
+    return bind(OpKind.RESHAPE, (a,), {"shape": _shape_arg(shape)})
+
+
+@implements(np.squeeze)
+def _numpy_squeeze(a: Any, axis: Any = None) -> Any:
+    return bind(OpKind.SQUEEZE, (a,), {"axis": axis_attr(axis)})
 
 
 @ABSTRACT_EVAL.register(K.RESHAPE)
@@ -182,6 +206,38 @@ def squeeze(b: GraphBuilder, node: Node) -> list[str]:
 # --- transpose ---
 
 
+@implements(np.transpose)
+def _numpy_transpose(a: Any, axes: Any = None) -> Any:
+    if axes is not None:
+        axes = tuple(int(i) for i in axes) if np.ndim(axes) else (operator.index(axes),)
+    return bind(OpKind.TRANSPOSE, (a,), {"axes": axes})
+
+
+@implements(np.swapaxes)
+def _numpy_swapaxes(a: Any, axis1: int, axis2: int) -> Any:
+    n = ndim_of(a)
+    axes = list(range(n))
+    i = normalize_axis_index(axis1, n, "axis1")
+    j = normalize_axis_index(axis2, n, "axis2")
+    axes[i], axes[j] = axes[j], axes[i]
+    return _numpy_transpose(a, axes)
+
+
+@implements(np.moveaxis)
+def _numpy_moveaxis(a: Any, source: Any, destination: Any) -> Any:
+    n = ndim_of(a)
+    src = list(normalize_axis_tuple(source, n, "source"))
+    dst = list(normalize_axis_tuple(destination, n, "destination"))
+    if len(src) != len(dst):
+        raise ValueError(
+            "`source` and `destination` arguments must have the same number of elements"
+        )
+    order = [i for i in range(n) if i not in src]
+    for d, s in sorted(zip(dst, src)):
+        order.insert(d, s)
+    return _numpy_transpose(a, order)
+
+
 @ABSTRACT_EVAL.register(K.TRANSPOSE)
 def _transpose(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is None:
@@ -266,6 +322,11 @@ def transpose(b: GraphBuilder, node: Node) -> list[str]:
 # --- expand_dims ---
 
 
+@implements(np.expand_dims)
+def _numpy_expand_dims(a: Any, axis: Any) -> Any:
+    return bind(OpKind.EXPAND_DIMS, (a,), {"axis": axis_attr(axis)})
+
+
 @ABSTRACT_EVAL.register(K.EXPAND_DIMS)
 def _expand_dims(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     if x.shape is None:
@@ -334,6 +395,11 @@ def expand_dims(b: GraphBuilder, node: Node) -> list[str]:
 # --- broadcast_to ---
 
 
+@implements(np.broadcast_to)
+def _numpy_broadcast_to(array: Any, shape: Any) -> Any:
+    return bind(OpKind.BROADCAST_TO, (array,), {"shape": _shape_arg(shape)})
+
+
 @ABSTRACT_EVAL.register(K.BROADCAST_TO)
 def _broadcast_to(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     target = tuple(attrs["shape"])
@@ -384,6 +450,17 @@ def broadcast_to(b: GraphBuilder, node: Node) -> list[str]:
 
 
 # --- flip, copy ---
+
+
+@implements(np.flip)
+def _numpy_flip(m: Any, axis: Any = None) -> Any:
+    return bind(OpKind.FLIP, (m,), {"axis": axis_attr(axis)})
+
+
+@implements(np.copy)
+def numpy_copy(a: Any) -> Any:  # (public: np.pad of a 0-d array is one)
+    # np.copy builds an array (np.copy(np.float64(1)) is a 0-d array; .copy() keeps a scalar)
+    return mark_array(bind(OpKind.COPY, (a,)))
 
 
 @ABSTRACT_EVAL.register(K.FLIP, K.COPY)

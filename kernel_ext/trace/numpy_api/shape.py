@@ -1,13 +1,17 @@
-"""Shape and layout functions: reshape, transpose, stacking and splitting, tiling, padding,
-inserting and deleting, and the helpers NumPy writes in Python (``np.roll``, ``np.rot90``,
+"""Shape and layout functions that are compositions or record several ops: ``np.ravel``,
+``np.atleast_*d``, ``np.vstack``/``np.hstack``, splitting, tiling, deleting, ``np.diagflat``,
+``np.triu``/``np.tril`` and the helpers NumPy writes in Python (``np.roll``, ``np.rot90``,
 ``np.block``, ``np.apply_along_axis``, ...).
+
+The entry points that record one shape op (``np.reshape``, ``np.transpose``,
+``np.concatenate``, ``np.pad``, ...) live with that op, in :mod:`kernel_ext.ops.shape`;
+``np.ravel`` and ``np.diagflat`` stay here because compositions of other modules call them.
 """
 
 from __future__ import annotations
 
 import itertools
 import math
-import operator
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -16,92 +20,28 @@ from numpy.lib.array_utils import normalize_axis_index, normalize_axis_tuple
 
 from ...ir import OpKind
 from ..context import bind
-from ..opaque import numpy_call
 from ..signatures import ALL
 from ..tensor import HANDLERS, Tensor
-from ..zero_d import mark_array
 from .common import (
     Opaque,
     array_arg,
-    axis_attr,
     composition,
     declare,
     implements,
-    is_traced,
     ndim_of,
-    static_attr,
     static_shape,
     static_value,
 )
 
 
-def _shape_arg(shape: Any) -> tuple[int, ...]:
-    if isinstance(shape, (int, np.integer)):
-        return (int(shape),)
-    return tuple(int(s) for s in shape)
-
-
-@implements(np.reshape)
-def _reshape(a: Any, shape: Any) -> Any:
-    # (order= other than 'C' and copy= run NumPy's own call: signatures.py)
-    return bind(OpKind.RESHAPE, (a,), {"shape": _shape_arg(shape)})
-
-
 @implements(np.ravel)
 def ravel(a: Any) -> Any:
-    return _reshape(a, (-1,))
-
-
-@implements(np.transpose)
-def _transpose(a: Any, axes: Any = None) -> Any:
-    if axes is not None:
-        axes = tuple(int(i) for i in axes) if np.ndim(axes) else (operator.index(axes),)
-    return bind(OpKind.TRANSPOSE, (a,), {"axes": axes})
-
-
-@implements(np.swapaxes)
-def _swapaxes(a: Any, axis1: int, axis2: int) -> Any:
-    n = ndim_of(a)
-    axes = list(range(n))
-    i = normalize_axis_index(axis1, n, "axis1")
-    j = normalize_axis_index(axis2, n, "axis2")
-    axes[i], axes[j] = axes[j], axes[i]
-    return _transpose(a, axes)
-
-
-@implements(np.moveaxis)
-def _moveaxis(a: Any, source: Any, destination: Any) -> Any:
-    n = ndim_of(a)
-    src = list(normalize_axis_tuple(source, n, "source"))
-    dst = list(normalize_axis_tuple(destination, n, "destination"))
-    if len(src) != len(dst):
-        raise ValueError(
-            "`source` and `destination` arguments must have the same number of elements"
-        )
-    order = [i for i in range(n) if i not in src]
-    for d, s in sorted(zip(dst, src)):
-        order.insert(d, s)
-    return _transpose(a, order)
-
-
-@implements(np.expand_dims)
-def _expand_dims(a: Any, axis: Any) -> Any:
-    return bind(OpKind.EXPAND_DIMS, (a,), {"axis": axis_attr(axis)})
-
-
-@implements(np.squeeze)
-def _squeeze(a: Any, axis: Any = None) -> Any:
-    return bind(OpKind.SQUEEZE, (a,), {"axis": axis_attr(axis)})
-
-
-@implements(np.broadcast_to)
-def _broadcast_to(array: Any, shape: Any) -> Any:
-    return bind(OpKind.BROADCAST_TO, (array,), {"shape": _shape_arg(shape)})
+    return bind(OpKind.RESHAPE, (a,), {"shape": (-1,)})
 
 
 @implements(np.atleast_1d)
 def atleast_1d(*arys: Any) -> Any:
-    out = [a if ndim_of(a) >= 1 else _reshape(a, (1,)) for a in arys]
+    out = [a if ndim_of(a) >= 1 else bind(OpKind.RESHAPE, (a,), {"shape": (1,)}) for a in arys]
     return out[0] if len(out) == 1 else tuple(out)
 
 
@@ -110,43 +50,33 @@ def atleast_2d(*arys: Any) -> Any:
     out = []
     for a in arys:
         n = ndim_of(a)
-        out.append(a if n >= 2 else _reshape(a, (1, 1)) if n == 0 else _expand_dims(a, 0))
+        if n == 0:
+            a = bind(OpKind.RESHAPE, (a,), {"shape": (1, 1)})
+        elif n == 1:
+            a = bind(OpKind.EXPAND_DIMS, (a,), {"axis": 0})
+        out.append(a)
     return out[0] if len(out) == 1 else tuple(out)
 
 
-@implements(np.concatenate)
-def _concatenate(arrays: Any, axis: Any = 0, *, dtype: Any = None) -> Any:
+def concatenate_attrs(axis: Any, dtype: Any) -> dict[str, Any]:
+    """The attrs of ``np.concatenate(..., axis, dtype=dtype)``, which ``np.vstack`` and
+    ``np.hstack`` record too."""
     attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
     if dtype is not None:
         attrs["dtype"] = np.dtype(dtype)
-    return bind(OpKind.CONCATENATE, tuple(arrays), attrs)
-
-
-@implements(np.stack)
-def _stack(arrays: Any, axis: int = 0) -> Any:
-    return bind(OpKind.STACK, tuple(arrays), {"axis": int(axis)})
+    return attrs
 
 
 @implements(np.vstack)
 def _vstack(tup: Any, *, dtype: Any = None) -> Any:
-    return _concatenate([atleast_2d(a) for a in tup], axis=0, dtype=dtype)
+    return bind(OpKind.CONCATENATE, tuple(atleast_2d(a) for a in tup), concatenate_attrs(0, dtype))
 
 
 @implements(np.hstack)
 def _hstack(tup: Any, *, dtype: Any = None) -> Any:
     arrs = [atleast_1d(a) for a in tup]
-    return _concatenate(arrs, axis=0 if ndim_of(arrs[0]) == 1 else 1, dtype=dtype)
-
-
-@implements(np.flip)
-def _flip(m: Any, axis: Any = None) -> Any:
-    return bind(OpKind.FLIP, (m,), {"axis": axis_attr(axis)})
-
-
-@implements(np.copy)
-def _copy(a: Any) -> Any:
-    # np.copy builds an array (np.copy(np.float64(1)) is a 0-d array; .copy() keeps a scalar)
-    return mark_array(bind(OpKind.COPY, (a,)))
+    axis = 0 if ndim_of(arrs[0]) == 1 else 1
+    return bind(OpKind.CONCATENATE, tuple(arrs), concatenate_attrs(axis, dtype))
 
 
 @implements(np.shape)
@@ -164,43 +94,9 @@ def _size(a: Any, axis: Any = None) -> Any:
     return a.size if axis is None else a.shape[axis]
 
 
-@implements(np.pad)
-@declare.parameters("array", "pad_width", "mode", ALL)
-def _pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any) -> Any:
-    if callable(mode) or is_traced(pad_width) or is_traced(kwargs) or array.shape is None:
-        return numpy_call(np.pad, (array, pad_width), {"mode": mode, **kwargs})
-    widths = np.asarray(pad_width)
-    if widths.dtype.kind != "i":
-        raise TypeError("`pad_width` must be of integral type.")
-    pairs = np.broadcast_to(widths, (array.ndim, 2))
-    if (pairs < 0).any():
-        raise ValueError("index can't contain negative values")
-    # NumPy's own check of the mode and its keywords, on a 1-element array padded by 0
-    np.pad(np.zeros((1,) * array.ndim, array.dtype), 0, mode, **kwargs)
-    if array.ndim == 0:
-        return _copy(array)  # no axis to pad: NumPy returns a copy
-    attrs = {"pad_width": static_attr(pairs), "mode": mode}
-    attrs.update((k, static_attr(v)) for k, v in kwargs.items())
-    return bind(OpKind.PAD, (array,), attrs)
-
-
 @implements(np.diagflat)
 def diagflat(v: Any, k: int = 0) -> Any:
     return bind(OpKind.DIAGFLAT, (v,), {"k": int(k)})
-
-
-@implements(np.insert)
-def _insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
-    if is_traced(obj):
-        return numpy_call(np.insert, (arr, obj, values), {"axis": axis})
-    if not isinstance(obj, slice):
-        index = np.asarray(obj)
-        if index.ndim > 1:
-            raise ValueError("index array argument obj to insert must be one dimensional or scalar")
-        obj = index.item() if index.ndim == 0 else static_attr(index)
-    return bind(
-        OpKind.INSERT, (arr, values), {"obj": obj, "axis": None if axis is None else int(axis)}
-    )
 
 
 def _tri_mask(m: Any, k: int) -> Any:

@@ -1,5 +1,6 @@
 """Sorting, searching and sets: ``np.sort``/``np.argsort``, ``np.partition``, ``np.unique`` and
-the set functions, ``np.searchsorted``, ``np.digitize``, ``np.lexsort`` and the bit packers.
+the set functions, ``np.searchsorted``, ``np.digitize`` and ``np.lexsort`` (the bit packers'
+entry points live with their ops, in :mod:`kernel_ext.ops.shape.bits`).
 """
 
 from __future__ import annotations
@@ -191,13 +192,3 @@ def _lexsort(keys: Any, axis: int = -1) -> Any:
     if isinstance(keys, (Tensor, Variable, np.ndarray)):  # one array: its rows are the keys
         return bind(OpKind.LEXSORT, (keys,), {"axis": int(axis), "array": True})
     return bind(OpKind.LEXSORT, tuple(array_arg(k) for k in keys), {"axis": int(axis)})
-
-
-@implements(np.packbits)
-def _packbits(a: Any, /, axis: Any = None, bitorder: str = "big") -> Any:
-    return bind(OpKind.PACKBITS, (a,), {"axis": axis, "bitorder": bitorder})
-
-
-@implements(np.unpackbits)
-def _unpackbits(a: Any, /, axis: Any = None, count: Any = None, bitorder: str = "big") -> Any:
-    return bind(OpKind.UNPACKBITS, (a,), {"axis": axis, "count": count, "bitorder": bitorder})
