@@ -5,9 +5,11 @@ a few are compositions of ops, exactly as NumPy itself composes them (``np.round
 multiply-rint-divide, ``np.isclose`` is a comparison of differences). Anything not listed raises
 :class:`~kernel_ext.errors.UnsupportedOpError` naming the function.
 
-The handlers live by op family, one module each; every module registers its handlers with the
-one decorator of :mod:`.common` (``implements``, or ``composition`` for handlers written as
-NumPy's own Python code on traced values), so importing this package fills the table.
+Compositions live here, by op family, one module each, with the handlers that record several
+ops; each op's own entry points (the handler recording just that op) live in its definition in
+:mod:`kernel_ext.ops`, which fills the rest of the table when ``kernel_ext`` imports it. Every
+handler registers with the one decorator of :mod:`.common` (``implements``, or ``composition``
+for handlers written as NumPy's own Python code on traced values).
 """
 
 from __future__ import annotations
