@@ -25,9 +25,24 @@ from ...backends.whole_graph_ops.common import (
 from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
 from ...ir import LOWER, Node, OpKind
 from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue, Shape, probe_dtype, shape_of
+from ...trace.context import bind
+from ...trace.numpy_api.common import bind_outputs, implements, is_traced, static_attr
+from ...trace.opaque import numpy_call
 from .sort import NAN_LAST_LT
 
 # --- searchsorted, digitize ---------------------------------------------------------------
+
+
+@implements(np.searchsorted)
+def _searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
+    if side not in ("left", "right"):
+        raise ValueError(f"side must be 'left' or 'right' (got '{side}')")
+    return bind(OpKind.SEARCHSORTED, (a, v, sorter), {"side": side})
+
+
+@implements(np.digitize)
+def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
+    return bind(OpKind.DIGITIZE, (x, bins), {"right": bool(right)})
 
 
 @ABSTRACT_EVAL.register(OpKind.SEARCHSORTED)
@@ -202,6 +217,25 @@ WHOLE_GRAPH.add(OpKind.DIGITIZE, Rule(lambda n: _check_search(n) and None, _emit
 # --- histogram ----------------------------------------------------------------------------
 
 
+@implements(np.histogram)
+def _histogram(
+    a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
+) -> Any:
+    if is_traced(range) or is_traced(density):
+        return numpy_call(
+            np.histogram,
+            (a,),
+            {"bins": bins, "range": range, "density": density, "weights": weights},
+        )
+    attrs: dict[str, Any] = {"range": static_attr(range), "density": density}
+    if isinstance(bins, (str, int, np.integer)) and not isinstance(bins, bool):
+        if not isinstance(bins, str) and bins < 1:
+            raise ValueError("`bins` must be positive, when an integer")
+        attrs["bins"] = bins if isinstance(bins, str) else int(bins)
+        bins = None
+    return tuple(bind_outputs(OpKind.HISTOGRAM, (a, bins, weights), attrs, "histogram"))
+
+
 @ABSTRACT_EVAL.register(OpKind.HISTOGRAM)
 def _eval_histogram(
     attrs: dict[str, Any], a: AbstractValue, bins: Any, weights: Any
@@ -322,6 +356,13 @@ def _emit_histogram(w: Writer, node: Node, args: list[Any], t: str, out: Source)
 WHOLE_GRAPH.add(OpKind.HISTOGRAM, Rule(lambda n: _histogram_range(n) and None, _emit_histogram))
 
 # --- interp -------------------------------------------------------------------------------
+
+
+@implements(np.interp)
+def _interp(
+    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
+) -> Any:
+    return bind(OpKind.INTERP, (x, xp, fp, left, right, period))
 
 
 @ABSTRACT_EVAL.register(OpKind.INTERP)

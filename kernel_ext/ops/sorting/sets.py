@@ -34,8 +34,51 @@ from ...ir.abstract.core import (
     shape_of,
 )
 from ...trace import bind
+from ...trace.numpy_api.common import bind_outputs, implements
+from ...trace.opaque import numpy_call
+from ...trace.zero_d import mark_array
 
 # --- unique -------------------------------------------------------------------------------
+
+
+@implements(np.unique)
+def _unique(
+    ar: Any,
+    return_index: bool = False,
+    return_inverse: bool = False,
+    return_counts: bool = False,
+    axis: Any = None,
+    *,
+    equal_nan: bool = True,
+    sorted: bool = True,
+) -> Any:
+    if axis is not None:
+        return numpy_call(
+            np.unique,
+            (ar,),
+            {
+                "return_index": return_index,
+                "return_inverse": return_inverse,
+                "return_counts": return_counts,
+                "axis": axis,
+                "equal_nan": equal_nan,
+                "sorted": sorted,
+            },
+        )
+    attrs = {
+        "return_index": bool(return_index),
+        "return_inverse": bool(return_inverse),
+        "return_counts": bool(return_counts),
+        "equal_nan": bool(equal_nan),
+    }
+    if not sorted:
+        attrs["sorted"] = False
+    if not (return_index or return_inverse or return_counts):
+        return bind(OpKind.UNIQUE, (ar,), attrs)
+    outputs = bind_outputs(OpKind.UNIQUE, (ar,), attrs, "unique")
+    if return_inverse:  # NumPy reshapes it to the input's shape: a 0-d input gives a 0-d array
+        mark_array(outputs[1 + bool(return_index)])
+    return tuple(outputs)
 
 
 @ABSTRACT_EVAL.register(OpKind.UNIQUE)
@@ -159,6 +202,23 @@ def _emit_unique(w: Writer, node: Node, args: list[Any], t: str, out: Source) ->
 WHOLE_GRAPH.add(OpKind.UNIQUE, Rule(lambda n: _check_unique(n) and None, _emit_unique))
 
 # --- isin ---------------------------------------------------------------------------------
+
+
+@implements(np.isin)
+def _isin(
+    element: Any,
+    test_elements: Any,
+    assume_unique: bool = False,
+    invert: bool = False,
+    *,
+    kind: Any = None,
+) -> Any:
+    attrs: dict[str, Any] = {"invert": bool(invert)}
+    if assume_unique:
+        attrs["assume_unique"] = True
+    if kind is not None:
+        attrs["kind"] = kind
+    return bind(OpKind.ISIN, (element, test_elements), attrs)
 
 
 @ABSTRACT_EVAL.register(OpKind.ISIN)

@@ -40,8 +40,38 @@ from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, wide
 from ...onnx.rules.common import RULES as ONNX
 from ...trace import Tensor
+from ...trace.context import bind
+from ...trace.numpy_api.common import array_arg as traced_array_arg
+from ...trace.numpy_api.common import implements, is_traced, ndim_of, static_attr
+from ...trace.opaque import numpy_call
+from ...trace.variables import Variable
 
 # --- sort, argsort ------------------------------------------------------------------------
+
+
+def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict[str, Any]:
+    """The static attrs of a sort: the axis, and ``kind``/``stable`` when given (they decide
+    the order of ties, so the graph runs NumPy's sort with the same ones)."""
+    attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
+    if kind is not None:
+        attrs["kind"] = str(kind)
+    if stable is not None:
+        attrs["stable"] = bool(stable)
+    return attrs
+
+
+@implements(np.sort)
+def _sort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
+    if ndim_of(a) == 0:  # (NumPy's own rules for a 0-d input: its call)
+        return numpy_call(np.sort, (a,), {"axis": axis, "kind": kind, "stable": stable})
+    return bind(OpKind.SORT, (a,), _sort_attrs(axis, kind, stable))
+
+
+@implements(np.argsort)
+def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
+    if ndim_of(a) == 0:  # (NumPy's argsort of a 0-d array is array([0]): its call)
+        return numpy_call(np.argsort, (a,), {"axis": axis, "kind": kind, "stable": stable})
+    return bind(OpKind.ARGSORT, (a,), _sort_attrs(axis, kind, stable))
 
 
 @ABSTRACT_EVAL.register(OpKind.SORT)
@@ -317,6 +347,28 @@ def _onnx_argsort(b: GraphBuilder, node: Node) -> list[str]:
 # --- partition, argpartition --------------------------------------------------------------
 
 
+@implements(np.argpartition)
+def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
+    if is_traced(kth):
+        return numpy_call(np.argpartition, (a, kth), {"axis": axis, "kind": kind})
+    return bind(
+        OpKind.ARGPARTITION,
+        (a,),
+        {"kth": static_attr(kth), "kind": kind, "axis": None if axis is None else int(axis)},
+    )
+
+
+@implements(np.partition)
+def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
+    if is_traced(kth):
+        return numpy_call(np.partition, (a, kth), {"axis": axis, "kind": kind})
+    return bind(
+        OpKind.PARTITION,
+        (a,),
+        {"kth": static_attr(kth), "kind": kind, "axis": None if axis is None else int(axis)},
+    )
+
+
 @ABSTRACT_EVAL.register(OpKind.ARGPARTITION)
 def _eval_argpartition(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
     out = _sorted(attrs, x, INTP)
@@ -378,6 +430,13 @@ def _vjp_partition(p: Primal, g: Any) -> list[Cotangent]:
 NOTES.add(OpKind.PARTITION, "the element of the same rank (ties in stable sort order)")
 
 # --- lexsort ------------------------------------------------------------------------------
+
+
+@implements(np.lexsort)
+def _lexsort(keys: Any, axis: int = -1) -> Any:
+    if isinstance(keys, (Tensor, Variable, np.ndarray)):  # one array: its rows are the keys
+        return bind(OpKind.LEXSORT, (keys,), {"axis": int(axis), "array": True})
+    return bind(OpKind.LEXSORT, tuple(traced_array_arg(k) for k in keys), {"axis": int(axis)})
 
 
 @ABSTRACT_EVAL.register(OpKind.LEXSORT)

@@ -1,7 +1,8 @@
 """Elementwise functions that are not ufuncs, and the ones NumPy writes in Python:
 ``np.round``, the ``*_like`` creators, ``np.isclose``, ``np.real``/``np.imag``,
-``np.nan_to_num``, ``np.unwrap``, ``np.interp``, ... (``np.where``, ``np.clip`` and
-``np.astype``, one op each, are entry points in :mod:`kernel_ext.ops.elementwise.selection`).
+``np.nan_to_num``, ``np.unwrap``, ... (``np.where``, ``np.clip`` and ``np.astype``, one op
+each, are entry points in :mod:`kernel_ext.ops.elementwise.selection`; ``np.interp`` in
+:mod:`kernel_ext.ops.sorting.bins`).
 """
 
 from __future__ import annotations
@@ -91,13 +92,6 @@ def isclose(
     if equal_nan:
         close = np.logical_or(close, np.logical_and(np.isnan(a), np.isnan(b)))
     return close
-
-
-@implements(np.interp)
-def _interp(
-    x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None
-) -> Any:
-    return bind(OpKind.INTERP, (x, xp, fp, left, right, period))
 
 
 @implements(np.real)

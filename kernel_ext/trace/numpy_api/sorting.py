@@ -1,6 +1,6 @@
-"""Sorting, searching and sets: ``np.sort``/``np.argsort``, ``np.partition``, ``np.unique`` and
-the set functions, ``np.searchsorted``, ``np.digitize`` and ``np.lexsort`` (the bit packers'
-entry points live with their ops, in :mod:`kernel_ext.ops.shape.bits`).
+"""Sets and sorting as compositions: ``np.sort_complex``, ``np.setdiff1d``, ``np.intersect1d``,
+``np.setxor1d``. The entry points of sort, unique, isin, searchsorted and the other sorting ops
+are in :mod:`kernel_ext.ops.sorting`, the bit packers' in :mod:`kernel_ext.ops.shape.bits`.
 """
 
 from __future__ import annotations
@@ -9,98 +9,19 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import OpKind
-from ..context import bind
-from ..opaque import numpy_call
-from ..tensor import Tensor
-from ..variables import Variable
-from ..zero_d import mark_array
-from .common import (
-    Opaque,
-    array_arg,
-    bind_outputs,
-    composition,
-    implements,
-    is_traced,
-    ndim_of,
-    static_attr,
-)
+from ..tensor import HANDLERS
+from .common import Opaque, array_arg, composition
+
+# The set compositions call np.unique and np.isin as NumPy's own set functions do: through their
+# handlers (kernel_ext.ops.sorting.sets), read from the table when called, once it is filled.
 
 
-def _sort_attrs(axis: Any, kind: Any, stable: Any) -> dict:
-    """The static attrs of a sort: the axis, and ``kind``/``stable`` when given (they decide
-    the order of ties, so the graph runs NumPy's sort with the same ones)."""
-    attrs: dict[str, Any] = {"axis": None if axis is None else int(axis)}
-    if kind is not None:
-        attrs["kind"] = str(kind)
-    if stable is not None:
-        attrs["stable"] = bool(stable)
-    return attrs
+def _unique(ar: Any) -> Any:
+    return HANDLERS[np.unique](ar)
 
 
-@implements(np.sort)
-def _sort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
-    if ndim_of(a) == 0:  # (NumPy's own rules for a 0-d input: its call)
-        return numpy_call(np.sort, (a,), {"axis": axis, "kind": kind, "stable": stable})
-    return bind(OpKind.SORT, (a,), _sort_attrs(axis, kind, stable))
-
-
-@implements(np.argsort)
-def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) -> Any:
-    if ndim_of(a) == 0:  # (NumPy's argsort of a 0-d array is array([0]): its call)
-        return numpy_call(np.argsort, (a,), {"axis": axis, "kind": kind, "stable": stable})
-    return bind(OpKind.ARGSORT, (a,), _sort_attrs(axis, kind, stable))
-
-
-@implements(np.argpartition)
-def _argpartition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
-    if is_traced(kth):
-        return numpy_call(np.argpartition, (a, kth), {"axis": axis, "kind": kind})
-    return bind(
-        OpKind.ARGPARTITION,
-        (a,),
-        {"kth": static_attr(kth), "kind": kind, "axis": None if axis is None else int(axis)},
-    )
-
-
-@implements(np.unique)
-def _unique(
-    ar: Any,
-    return_index: bool = False,
-    return_inverse: bool = False,
-    return_counts: bool = False,
-    axis: Any = None,
-    *,
-    equal_nan: bool = True,
-    sorted: bool = True,
-) -> Any:
-    if axis is not None:
-        return numpy_call(
-            np.unique,
-            (ar,),
-            {
-                "return_index": return_index,
-                "return_inverse": return_inverse,
-                "return_counts": return_counts,
-                "axis": axis,
-                "equal_nan": equal_nan,
-                "sorted": sorted,
-            },
-        )
-    attrs = {
-        "return_index": bool(return_index),
-        "return_inverse": bool(return_inverse),
-        "return_counts": bool(return_counts),
-        "equal_nan": bool(equal_nan),
-    }
-    if not sorted:
-        attrs["sorted"] = False
-    if not (return_index or return_inverse or return_counts):
-        return bind(OpKind.UNIQUE, (ar,), attrs)
-    outputs = bind_outputs(OpKind.UNIQUE, (ar,), attrs, "unique")
-    if return_inverse:  # NumPy reshapes it to the input's shape: a 0-d input gives a 0-d array
-        mark_array(outputs[1 + bool(return_index)])
-    return tuple(outputs)
+def _isin(element: Any, test_elements: Any, assume_unique: bool, invert: bool) -> Any:
+    return HANDLERS[np.isin](element, test_elements, assume_unique=assume_unique, invert=invert)
 
 
 @composition(np.sort_complex)
@@ -109,23 +30,6 @@ def _sort_complex(a: Any) -> Any:
     if b.dtype.kind == "c":
         return b
     return b.astype("F" if b.dtype.char in "bhBH" else "G" if b.dtype.char == "g" else "D")
-
-
-@implements(np.isin)
-def _isin(
-    element: Any,
-    test_elements: Any,
-    assume_unique: bool = False,
-    invert: bool = False,
-    *,
-    kind: Any = None,
-) -> Any:
-    attrs: dict[str, Any] = {"invert": bool(invert)}
-    if assume_unique:
-        attrs["assume_unique"] = True
-    if kind is not None:
-        attrs["kind"] = kind
-    return bind(OpKind.ISIN, (element, test_elements), attrs)
 
 
 @composition(np.setdiff1d)
@@ -164,31 +68,3 @@ def _setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     return aux[keep]
 
 
-@implements(np.searchsorted)
-def _searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None) -> Any:
-    if side not in ("left", "right"):
-        raise ValueError(f"side must be 'left' or 'right' (got '{side}')")
-    return bind(OpKind.SEARCHSORTED, (a, v, sorter), {"side": side})
-
-
-@implements(np.digitize)
-def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
-    return bind(OpKind.DIGITIZE, (x, bins), {"right": bool(right)})
-
-
-@implements(np.partition)
-def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> Any:
-    if is_traced(kth):
-        return numpy_call(np.partition, (a, kth), {"axis": axis, "kind": kind})
-    return bind(
-        OpKind.PARTITION,
-        (a,),
-        {"kth": static_attr(kth), "kind": kind, "axis": None if axis is None else int(axis)},
-    )
-
-
-@implements(np.lexsort)
-def _lexsort(keys: Any, axis: int = -1) -> Any:
-    if isinstance(keys, (Tensor, Variable, np.ndarray)):  # one array: its rows are the keys
-        return bind(OpKind.LEXSORT, (keys,), {"axis": int(axis), "array": True})
-    return bind(OpKind.LEXSORT, tuple(array_arg(k) for k in keys), {"axis": int(axis)})

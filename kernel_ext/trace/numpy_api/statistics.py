@@ -1,7 +1,8 @@
-"""Statistics and comparisons: ``np.diff``, ``np.histogram``, ``np.average``,
+"""Statistics and comparisons: ``np.diff``, ``np.histogram_bin_edges``, ``np.average``,
 ``np.cov``/``np.corrcoef``, ``np.allclose``/``np.array_equal``, ``np.select``,
 ``np.piecewise``, ``np.trapezoid`` and ``np.gradient`` (``np.bincount``'s entry point is in
-its op's definition, :mod:`kernel_ext.ops.indexing.scatter_adds`).
+its op's definition, :mod:`kernel_ext.ops.indexing.scatter_adds`, ``np.histogram``'s in
+:mod:`kernel_ext.ops.sorting.bins`).
 """
 
 from __future__ import annotations
@@ -13,21 +14,18 @@ import numpy as np
 from numpy.lib.array_utils import normalize_axis_tuple
 
 from ... import errors
-from ...ir import OpKind
-from ..opaque import PythonNumber, numpy_call
+from ..opaque import PythonNumber
 from ..signatures import ALL
-from ..tensor import Tensor
+from ..tensor import HANDLERS, Tensor
 from ..variables import Variable
 from .common import (
     Opaque,
     array_arg,
-    bind_outputs,
     composition,
     declare,
     implements,
     is_traced,
     ndim_of,
-    static_attr,
     static_shape,
 )
 from .elementwise import isclose
@@ -80,25 +78,6 @@ def _diff_edge(a: Any, value: Any, axis: int) -> Any:
             )
         value = np.broadcast_to(value, tuple(shape))
     return value
-
-
-@implements(np.histogram)
-def _histogram(
-    a: Any, bins: Any = 10, range: Any = None, density: Any = None, weights: Any = None
-) -> Any:
-    if is_traced(range) or is_traced(density):
-        return numpy_call(
-            np.histogram,
-            (a,),
-            {"bins": bins, "range": range, "density": density, "weights": weights},
-        )
-    attrs: dict[str, Any] = {"range": static_attr(range), "density": density}
-    if isinstance(bins, (str, int, np.integer)) and not isinstance(bins, bool):
-        if not isinstance(bins, str) and bins < 1:
-            raise ValueError("`bins` must be positive, when an integer")
-        attrs["bins"] = bins if isinstance(bins, str) else int(bins)
-        bins = None
-    return tuple(bind_outputs(OpKind.HISTOGRAM, (a, bins, weights), attrs, "histogram"))
 
 
 @composition(np.ptp)
@@ -396,6 +375,12 @@ def _gradient(f: Any, *varargs: Any, axis: Any = None, edge_order: int = 1) -> A
         out = np.concatenate([first, inner, last], axis=ax).astype(otype)
         out_vals.append(out)
     return out_vals[0] if len(axes) == 1 else tuple(out_vals)
+
+
+def _histogram(a: Any, bins: Any, range: Any, weights: Any) -> Any:
+    """np.histogram through its handler (kernel_ext.ops.sorting.bins), read from the table when
+    called, once it is filled."""
+    return HANDLERS[np.histogram](a, bins, range, weights=weights)
 
 
 @composition(np.histogram_bin_edges)
