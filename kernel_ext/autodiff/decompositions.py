@@ -1,4 +1,5 @@
-"""VJP rules of the matrix decompositions and the rules built by composition.
+"""The gradient formulas of the matrix decompositions (their VJP rules are registered by
+:mod:`kernel_ext.ops.linalg.factorisations`) and the rules built by composition.
 
 **Decompositions** (``svd``, ``eigh``/``eigvalsh``, ``cholesky``, ``qr``, ``pinv``,
 ``lstsq``): the standard reverse-mode formulas (Giles 2008, Townsend 2016, Walter & Lehmann

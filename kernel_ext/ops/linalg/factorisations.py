@@ -9,29 +9,9 @@ whose compositions call them, and are registered here. ONNX refuses all but ``de
 ``Det``.
 
 **Gradients of the decompositions** (``svd``, ``eigh``/``eigvalsh``, ``cholesky``, ``qr``,
-``pinv``, ``lstsq``): the standard reverse-mode formulas (Giles 2008, Townsend 2016, Walter &
-Lehmann 2018; the ones JAX and PyTorch use), written in NumPy on traced values and batched
-over leading axes, so the backward pass stays an ordinary graph. Three facts of NumPy's
-functions shape them:
-
-* ``cholesky``, ``eigh``, ``eigvalsh`` and ``pinv(hermitian=True)`` read one triangle of
-  their input (the lower one; the upper one for ``cholesky(upper=True)`` and ``UPLO='U'``):
-  an element of the other triangle does not change the result, so its gradient is 0, and an
-  off-diagonal element of the triangle read stands for both mirror elements, so it gets both
-  halves of the symmetric gradient (:func:`read_lower`). This is the derivative of NumPy's
-  function, which finite differences see; JAX and TensorFlow give the symmetrised gradient.
-* Eigenvectors and singular vectors are defined up to sign, and up to a rotation where
-  eigenvalues or singular values repeat. Away from repeats the gradient is that of the vectors
-  NumPy (LAPACK) returns. **Repeated values convention:** the terms coupling two equal
-  values (``1 / (s_j^2 - s_i^2)``) are dropped (taken as 0). The result is exact for a loss
-  that does not depend on the choice of basis inside the repeated subspace (anything built
-  from the values alone, or from ``U S Vh``, ``V diag(w) V^T``); for other losses no
-  derivative exists.
-* ``svd(full_matrices=True)`` of a non-square matrix returns basis vectors of the orthogonal
-  complement that no formula determines: only the singular values and the first ``min(m, n)``
-  columns of ``U`` (rows of ``Vh``) may carry a gradient; a gradient reaching the others
-  raises ``NotImplementedError`` naming the fix (``full_matrices=False``). ``qr(mode=
-  'complete')`` of a tall matrix likewise; ``mode='raw'`` (Householder reflectors) raises.
+``pinv``, ``lstsq``): the standard reverse-mode formulas, whose pieces and the conventions
+NumPy's functions impose on them (the triangle read, repeated values, full bases) are
+:mod:`kernel_ext.autodiff.decompositions`'s (and ``docs/gradients.md``'s).
 """
 
 from __future__ import annotations
