@@ -66,5 +66,3 @@ def _setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False) -> Any:
     differs = np.not_equal(aux[1:], aux[:-1])
     keep = np.logical_and(np.concatenate((edge, differs)), np.concatenate((differs, edge)))
     return aux[keep]
-
-
