@@ -576,3 +576,23 @@ def test_the_retrace_log_is_numbered_by_trace_only():
         warnings.simplefilter("ignore")
         html = RetraceReport(build_report([f]))._repr_html_()
     assert "<ol" not in html and "trace #2" in html and "trace #3" in html
+
+
+def test_report_formats_the_counters_the_monitor_and_sidebar_format_without_rounding_twice(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # 2.94501 ms reads "2.95 ms" formatted once (the monitor, the sidebar); rounded to the µs
+    # first (2.945, just below in binary) it read "2.94 ms" in the report
+    from kernel_ext.jupyter import units
+
+    @kx.function
+    def scaled(x):
+        return x * 2.0
+
+    scaled(np.ones(3))
+    stats = dict(scaled.stats, trace_ms=2.94501, compile_ms=0.0)
+    monkeypatch.setattr(type(scaled), "stats", property(lambda self: stats))
+    (report,) = build_report([scaled], names=["scaled"])
+    assert units.duration(2.94501) == "2.95 ms"
+    assert "tracing 2.95 ms + compiling" in report_text([report])
+    assert RetraceReport([report]).to_json()["functions"][0]["trace_ms"] == 2.945
