@@ -347,7 +347,7 @@ def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
 
 
 def _emit_accumulate(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
-    """``ufunc.accumulate`` as :func:`_emit_scan` computes ``cumsum``: NumPy's own loop of
+    """``ufunc.accumulate`` as the cumsum rule of :mod:`.scans` computes it: NumPy's own loop of
     the ufunc for the dtype, called with its output one step behind its first input."""
     x_node, dt, axis, ufunc = _check_accumulate(node)
     rank = len(ranked_shape(x_node))
