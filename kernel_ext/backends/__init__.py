@@ -37,7 +37,7 @@ from typing import Any
 from ..ir import Graph
 from ..ir.structure import TreeNode
 from . import tiering
-from .executable import Executable
+from .executable import DIRECT_MISS, DirectEntryFactory, Executable
 from .numpy_backend import compile_graph, generate_source
 from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 
@@ -152,6 +152,7 @@ def compile_traced(
                     shared.segments,
                     (time.perf_counter() - t0) * 1e3,
                     shared.tier,
+                    direct=shared.direct,
                 )
             if seen:
                 erased = compile_for(
@@ -172,6 +173,7 @@ def compile_traced(
                     erased.segments,
                     (time.perf_counter() - t0) * 1e3,
                     erased.tier,
+                    direct=erased.direct,
                 )
     graph = optimize(traced)
     return graph, compile_for(
@@ -305,6 +307,8 @@ def _real_gpu() -> bool:
 
 __all__ = [
     "BACKENDS",
+    "DIRECT_MISS",
+    "DirectEntryFactory",
     "Executable",
     "compile_for",
     "compile_graph",

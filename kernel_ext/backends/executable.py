@@ -8,9 +8,11 @@ compile time.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
+
+import numpy as np
 
 if TYPE_CHECKING:
     from .tiering import Tier
@@ -25,6 +27,39 @@ class DaskReport:
 
     tasks: int
     dashboard: str | None = None
+
+
+class _Miss:
+    """The type of :data:`DIRECT_MISS` (one instance)."""
+
+    def __repr__(self) -> str:
+        return "DIRECT_MISS"
+
+
+#: What a direct entry returns for a call it was not made for (an argument of another class,
+#: shape or dtype than the trace's): the caller finds the call's trace the usual way.
+DIRECT_MISS = _Miss()
+
+#: One array parameter as a trace took it: its exact shape and dtype.
+ArraySpec = tuple[tuple[int, ...], np.dtype]
+
+
+class DirectEntryFactory(Protocol):
+    """Makes a trace's *direct entry* (an executor's answer to the per-call cost of Python).
+
+    ``factory(specs, distinct, run)`` is a function of the call's positional arguments that
+    checks they are plain ndarrays of exactly ``specs``' shapes and dtypes and runs the
+    compiled code itself, with no lookup, guard or layout test in between; it returns
+    :data:`DIRECT_MISS` for any other call, and for any call the compiled code does not take
+    as it is (another layout, a read-only array, an error, the fallback signal): the caller
+    then looks the call up as usual. When ``distinct`` (the trace writes into an argument),
+    a call passing a view or one array twice goes to ``run``, the trace's runner and guard.
+    The factory
+    returns None while it cannot make one (its code not compiled yet)."""
+
+    def __call__(
+        self, specs: Sequence[ArraySpec], distinct: bool, run: Callable[..., Any]
+    ) -> Callable[..., Any] | None: ...
 
 
 @dataclass
@@ -47,6 +82,10 @@ class Executable:
     #: The Dask backend's report of its latest call; None for other backends (and before
     #: the first call).
     dask: DaskReport | None = None
+    #: The whole-graph executor's maker of direct entries (:class:`DirectEntryFactory`),
+    #: or None: this executable has none (other executors, inputs read out of containers,
+    #: a size handover measured per call).
+    direct: DirectEntryFactory | None = None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until the kernels requested so far are compiled (True) or ``timeout``
@@ -60,4 +99,4 @@ class Executable:
         return wait_for_kernels(timeout)
 
 
-__all__ = ["DaskReport", "Executable"]
+__all__ = ["DIRECT_MISS", "ArraySpec", "DaskReport", "DirectEntryFactory", "Executable"]

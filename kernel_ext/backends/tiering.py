@@ -245,7 +245,8 @@ def with_draws(whole: Executable, draws: list[Callable[[], Any]]) -> Executable:
         compile(f"def run(*params):\n    return _inner(*params, {names})\n", "<kx-draws>", "exec"),
         namespace,
     )
-    return dataclasses.replace(whole, run=namespace["run"])
+    # (no direct entry: the draws must be made per call, before the compiled function runs)
+    return dataclasses.replace(whole, run=namespace["run"], direct=None)
 
 
 class Tier:

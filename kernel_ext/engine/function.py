@@ -27,7 +27,7 @@ from typing import Any, TypedDict, cast
 from .. import errors
 from ..autodiff import eager_tapes, record_call
 from ..autodiff.eager import record_function_call, records
-from ..backends import compile_traced, validate_options
+from ..backends import DIRECT_MISS, compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace import random_calls
 from ..trace.context import ACTIVITY, TraceContext, current_context
@@ -66,6 +66,9 @@ _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
 _FAST_CACHE_LIMIT = 512
 _TIMING_MASK = 63  # cache hits timed: one in 64
+#: Calls after a direct entry missed (another signature came) before another may be armed:
+#: a caller alternating between signatures pays the miss once in so many calls.
+_DIRECT_REARM = 64
 
 
 class FunctionOptions(TypedDict):
@@ -188,6 +191,11 @@ class Function:
         # (weak: a trace keyed by an object that died must be released with it)
         self._last_cf: weakref.ref[ConcreteFunction] | None = None
         self._fast_cf: dict[tuple, weakref.ref[ConcreteFunction]] = {}
+        # The direct entry of the signature called last, when its trace has one
+        # (:class:`~kernel_ext.backends.DirectEntryFactory`), and the call count from which
+        # one may be armed again after a miss.
+        self._direct: Callable[..., Any] | None = None
+        self._direct_from = 0
         self._last_run_ns: int | None = None
         self._traces = 0
         self._eager_calls = 0
@@ -206,6 +214,20 @@ class Function:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         __tracebackhide__ = True
         self._calls += 1
+        direct = self._direct
+        if (
+            direct is not None
+            and self._calls & _TIMING_MASK
+            and not kwargs
+            and not STATE.eager
+            and not ACTIVITY.depth
+        ):
+            # The signature called last, straight into its compiled code (its own checks).
+            result = direct(*args)
+            if result is not DIRECT_MISS:
+                return result
+            self._direct = None
+            self._direct_from = self._calls + _DIRECT_REARM
         if not kwargs and not STATE.eager and not ACTIVITY.depth:
             # fast_key(), inlined: a function call here would cost a third of the overhead.
             key = []
@@ -297,9 +319,11 @@ class Function:
         if run is not None:
             key = fast_key(args, kwargs)
             if key is not None:
+                run = self._arming_direct(cf, run, args) or run
                 if len(self._fast) >= _FAST_CACHE_LIMIT:
                     self._fast.clear()
                     self._fast_cf.clear()
+                    self._direct = None
                 self._fast[key] = run
                 self._fast_cf[key] = weakref.ref(cf)
         self._last_key, self._last_cf = None, weakref.ref(cf)
@@ -365,6 +389,50 @@ class Function:
             return run(*values)
 
         return run_with_keywords
+
+    def _arming_direct(
+        self, cf: ConcreteFunction, run: Callable[..., Any], args: tuple
+    ) -> Callable[..., Any] | None:
+        """The cache-hit runner of this call's signature when its trace can have a direct
+        entry: ``run``, after which the entry is armed, so that the next calls go straight
+        into the compiled code (:data:`_direct`); None when it cannot have one.
+
+        It can when the call passes plain ndarrays only, positionally, all of them (a
+        default or keyword makes ``run`` a wrapper), to a trace served by the whole-graph
+        executor (compiled with ``jit_compile=True``, or tiered up to it) that is not being
+        verified. Its entry checks the call's exact shapes and dtypes, as the call key
+        would, and the guard's no-view test when the trace writes into its arguments."""
+        executable = cf.executable
+        tier = executable.tier
+        if tier is not None:
+            if tier.state != "whole" or tier.whole is None:
+                return None
+            executable = tier.whole
+        factory = executable.direct
+        verifier = cf.verifier
+        if (
+            factory is None
+            or run is not cf.call_flat
+            or (verifier is not None and (verifier.remaining or verifier.failure is not None))
+            or len(args) != len(self.function_type.names)
+            or any(a.__class__ is not NDARRAY for a in args)
+        ):
+            return None
+        specs = [(a.shape, a.dtype) for a in args]
+        distinct = cf.guard is not None and bool(cf.guard.updated)
+        made: list[Callable[..., Any]] = []
+
+        def arming(*values: Any) -> Any:
+            if self._calls >= self._direct_from:
+                if not made:
+                    entry = factory(specs, distinct, run)
+                    if entry is not None:  # (None until the function is compiled)
+                        made.append(entry)
+                if made:
+                    self._direct = made[0]
+            return run(*values)
+
+        return arming
 
     def run_eagerly_because(self, reason: str, values: Sequence[Any]) -> Any:
         """Run one call as plain Python on the real arrays (a trace's assumption about its
@@ -580,6 +648,7 @@ class Function:
             self._lookup[trace_types] = cf
             self._fast.clear()
             self._fast_cf.clear()
+            self._direct = None
             self._traces += 1
             self._trace_ms += trace_ms
             self._compile_ms += compile_ms
@@ -759,6 +828,7 @@ class Function:
         once and stores the trace's current runner (a trace that tiered up)."""
         self._fast.clear()
         self._fast_cf.clear()
+        self._direct = None
 
     # -- weak-object bookkeeping ----------------------------------------------------------
     def on_object_died(self) -> None:
@@ -769,6 +839,7 @@ class Function:
         if self._concrete:
             self._dead_pending = True
             self._fast.clear()
+            self._direct = None
 
     def _purge_dead(self) -> None:
         with self._lock:
@@ -785,6 +856,7 @@ class Function:
                 }
                 self._fast.clear()
                 self._fast_cf.clear()
+                self._direct = None
 
 
 def _cell_is_set(cell: Any) -> bool:

@@ -43,7 +43,7 @@ from markers import quick_only
 import kernel_ext as kx
 from kernel_ext import errors
 from kernel_ext.autograph import loops, py_builtins
-from kernel_ext.backends import codegen, parallel, whole_graph
+from kernel_ext.backends import codegen, compiler, parallel, whole_graph
 from kernel_ext.passes import short_sums
 
 PATHS = {
@@ -128,6 +128,10 @@ ALLOWED_ERRORS = (
     (errors.UnsupportedOpError, "itself (an if on a traced value at"),
 )
 
+#: Programs whose last call ran through the compiled function's direct entry:
+#: (profile, executor) -> count.
+DIRECT: Counter = Counter()
+
 #: Programs that raised an allowed error: (profile, executor) -> count.
 RAISED: Counter = Counter()
 
@@ -136,28 +140,37 @@ def _allowed(error: BaseException) -> bool:
     return any(isinstance(error, kind) and text in str(error) for kind, text in ALLOWED_ERRORS)
 
 
-def run_programs(programs: list[LoopProgram], path: str) -> None:
-    """The batch of ``programs`` eagerly and on ``path``: bitwise equal, arguments too."""
+#: Calls per batch and executor: the compiled function's cache hits run through its direct
+#: entry from the third call of a signature on (``backends/whole_graph/direct.py``).
+CALLS = {"jit": 3}
+
+
+def run_programs(programs: list[LoopProgram], path: str) -> bool:
+    """The batch of ``programs`` eagerly and on ``path``: bitwise equal, arguments too.
+    Returns whether the last call ran through the compiled function's direct entry."""
     batch = LoopBatch(programs)
     eager_in = [x.copy() for x in batch.inputs]
-    traced_in = [x.copy() for x in batch.inputs]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # jit_compile's op-cap fallback note
         want = batch.function(*eager_in)
-        got = kx.function(batch.function, **PATHS[path])(*traced_in)
-    where = f"on {path}:\n{batch.describe()}"
-    assert isinstance(got, tuple) and len(got) == len(want), where
-    for k, (g, w) in enumerate(zip(got, want)):
-        _compare(g, w, f"output {k} {where}")
-    for k, (g, w) in enumerate(zip(traced_in, eager_in)):
-        _compare(g, w, f"argument {k} after the call {where}")
+        f = kx.function(batch.function, **PATHS[path])
+        for call in range(CALLS.get(path, 1)):
+            traced_in = [x.copy() for x in batch.inputs]
+            got = f(*traced_in)
+            where = f"on {path}, call {call + 1}:\n{batch.describe()}"
+            assert isinstance(got, tuple) and len(got) == len(want), where
+            for k, (g, w) in enumerate(zip(got, want)):
+                _compare(g, w, f"output {k} {where}")
+            for k, (g, w) in enumerate(zip(traced_in, eager_in)):
+                _compare(g, w, f"argument {k} after the call {where}")
+    return CALLS.get(path, 1) > 2 and f._direct is not None  # (armed by the second call)
 
 
 def run_batch(programs: list[LoopProgram], path: str, profile: str) -> None:
     """:func:`run_programs` on the batch; when it differs or raises an allowed error, program
     by program (the message names the one that differs; allowed errors are counted)."""
     try:
-        run_programs(programs, path)
+        served = run_programs(programs, path)
     except AssertionError:
         for prog in programs:
             run_programs([prog], path)
@@ -176,10 +189,14 @@ def run_batch(programs: list[LoopProgram], path: str, profile: str) -> None:
             TOTALS[profile, path] += 1
         return
     TOTALS[profile, path] += len(programs)
+    DIRECT[profile, path] += len(programs) * served
 
 
 def _profile(profile: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(codegen, "BITWISE_ONLY", True)  # no float sums in fused kernels
+    # Kernels compile in the calling thread: every call runs the executor it names (in the
+    # background, the first calls would run the fused fallback while the compiler works).
+    monkeypatch.setattr(compiler, "_SYNC", True)
     if profile == "low":
         _low_thresholds(monkeypatch)
     if profile == "unrolling":
@@ -220,8 +237,42 @@ def _report(profile: str, path: str) -> None:
     """The totals (shown with ``-rP``): programs compared, and allowed errors raised."""
     print(
         f"loop fuzzer, {profile} on {path}: {TOTALS[profile, path]} programs bitwise NumPy, "
-        f"{RAISED[profile, path]} raised an allowed error"
+        f"{RAISED[profile, path]} raised an allowed error; "
+        f"{DIRECT[profile, path]} served by a direct entry"
     )
+
+
+#: Programs run one per function on the compiled executor (graph loops: sizes past
+#: ``SHORT_RANGE``), whose cache hits the direct entry serves.
+SINGLE_SEEDS = range(200, 216)
+
+
+@pytest.mark.parametrize("seed", SINGLE_SEEDS)
+def test_generated_loop_programs_compiled_whole_are_numpy_on_every_call(seed, monkeypatch):
+    """One program per function (a batch of eight often passes the whole-graph op cap and
+    runs as fused segments): compiled as one function, called three times (the third through
+    its direct entry), each call bitwise NumPy, arguments included."""
+    _profile("shipped", monkeypatch)
+    size = (loops.SHORT_RANGE + 1, 2 * loops.SHORT_RANGE)[seed % 2]
+    program = make_loop_program(seed, size, prefix="p0_")
+    try:
+        served = run_programs([program], "jit")
+    except Exception as error:  # noqa: BLE001 -- an allowed error is a known limitation
+        if not _allowed(error):
+            raise
+        RAISED["single", "jit"] += 1
+        return
+    TOTALS["single", "jit"] += 1
+    DIRECT["single", "jit"] += served
+    _report("single", "jit")
+
+
+def test_direct_entries_served_most_single_programs():
+    """(Runs after the single programs: at least half of them reached the direct entry.)"""
+    ran = TOTALS["single", "jit"]
+    if ran < len(SINGLE_SEEDS) // 2:
+        pytest.skip("the single-program tests did not run in this session")
+    assert DIRECT["single", "jit"] >= ran // 2, (DIRECT, ran)
 
 
 #: Programs per test of the slow run (each test stays within pytest's 300 s timeout).

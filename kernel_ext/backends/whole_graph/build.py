@@ -25,6 +25,7 @@ from ..emit.source import STEP, Source
 from ..executable import Executable
 from ..fused import compile_fused
 from ..static_shapes import aval_of_node
+from .direct import DirectEntries
 from .support import SIGNAL
 from .tiling import row_tiling
 from .writer import GraphWriter
@@ -117,7 +118,7 @@ def compile_whole_graph(
     key = hashlib.sha256(source.encode()).hexdigest()[:24]
     ksrc = KernelSource(source, key, "cpu")
     handle = handle_for(ksrc)
-    run, run_source = _runner(graph, tree, n_params, writer, handle, fallback, handover)
+    run, run_source, direct = _runner(graph, tree, n_params, writer, handle, fallback, handover)
     report = {
         "id": 0,
         "kind": "whole-graph",
@@ -144,7 +145,12 @@ def compile_whole_graph(
     for i, fb in enumerate(fallbacks, start=1):
         fb["id"], fb["role"] = i, "fallback"
     return Executable(
-        run, run_source, "numba-cpu", [report, *fallbacks], (time.perf_counter() - t0) * 1e3
+        run,
+        run_source,
+        "numba-cpu",
+        [report, *fallbacks],
+        (time.perf_counter() - t0) * 1e3,
+        direct=direct,
     )
 
 
@@ -188,7 +194,7 @@ def _runner(
     handle: KernelHandle,
     fallback: Callable[..., Any],
     handover: int | None = None,
-) -> tuple[Callable, str]:
+) -> tuple[Callable, str, DirectEntries | None]:
     """``run(p0, ...)``: extract the graph's inputs, call the compiled function (or the
     fused executor until it is compiled, when it signals, or when an array input has at
     least ``handover`` elements: the executor then splits the large ops over the cores, which
@@ -243,20 +249,26 @@ def _runner(
         with failed.block("if str(e) != _SIGNAL:") as other:
             other.line("raise")
         failed.line(f"return _fallback({params})")
+    # Arguments its dispatcher refuses (a read-only array the function writes into): the
+    # executor runs the call and meets what NumPy meets (nothing was written yet).
+    with body.block("except TypeError:") as refused:
+        refused.line(f"return _fallback({params})")
+    outputs = Source(indent=STEP)  # the outputs rebuilt from ``outs``
     scope = Scope("v_")
     written = []
     for i, (o, (where, j)) in enumerate(zip(graph.outputs, writer.out_slots)):
         dt = namer.bind(np.dtype(o.dtype).type, "_t")
         if where == "param":  # copied into its argument by the compiled function
-            body.line(f"{scope.var(o)} = {ins[j]}")
+            outputs.line(f"{scope.var(o)} = {ins[j]}")
             written.append(i)
         elif aval_of_node(o).shape == ():
-            body.line(f"{scope.var(o)} = {dt}(outs[{j}])")
+            outputs.line(f"{scope.var(o)} = {dt}(outs[{j}])")
         else:
-            body.line(f"{scope.var(o)} = outs[{j}]")
-    body.line(f"_r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
-    _flush_deferred(body)
-    body.line("return _r")
+            outputs.line(f"{scope.var(o)} = outs[{j}]")
+    outputs.line(f"_r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
+    _flush_deferred(outputs)
+    outputs.line("return _r")
+    body.lines += outputs.lines
     out = Source()
     out.line(f"def run({params}):")
     out.lines += head.lines + handing_over.lines + body.lines
@@ -273,7 +285,20 @@ def _runner(
         out.lines += head.lines + body.lines
     source = out.text()
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
-    return namer.globals["run"], source
+    if handover is not None or any(len(node.attrs["path"]) != 1 for node in writer.param_nodes):
+        return namer.globals["run"], source, None  # (sizes measured; inputs inside arguments)
+    typed = frozenset(  # the parameters the compiled function takes as arrays
+        node.attrs["path"][0][1] for node in writer.param_nodes if aval_of_node(node).shape != ()
+    )
+    direct = DirectEntries(
+        namer.globals, n_params, typed, _dedent(head.lines), args, _dedent(outputs.lines)
+    )
+    return namer.globals["run"], source, direct
+
+
+def _dedent(lines: list[str]) -> list[str]:
+    """Lines written one level in, at the left margin (to be written at another depth)."""
+    return [line.removeprefix(STEP) for line in lines]
 
 
 def _flush_deferred(out: Source) -> None:

@@ -1,0 +1,306 @@
+"""Direct entries: cache hits of a compiled loop kernel that go straight into its code.
+
+Once a signature has been called twice, a ``jit_compile=True`` function (or an ``auto`` one
+that tiered up to the whole graph) serves its next calls through one generated test of the
+arguments and the compiled function (``backends/whole_graph/direct.py``). Every test here
+compares with eager NumPy on the values *and* the arguments after the call, and checks that
+the entry really served (or really stepped aside): a call of another shape, dtype, class,
+layout or writability, aliasing arguments, an error in the compiled code, verify mode.
+"""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+import kernel_ext as kx
+from kernel_ext.backends import DIRECT_MISS
+
+
+def lower_update(A, v):
+    """An in-place triangular update and a carried sum: writes one argument."""
+    n = A.shape[0]
+    s = 0.0
+    for i in range(1, n):
+        for j in range(i):
+            A[i, j] -= A[j, j] * v[j]
+            s += A[i, j]
+    return s, A[:, 0] * 2.0
+
+
+def row_sums(x):
+    """Reads only: no write into an argument, so no aliasing test."""
+    out = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        t = 0.0
+        for j in range(x.shape[1]):
+            t += x[i, j]
+        out[i] = t
+    return out
+
+
+def gather(x, idx):
+    """Data-chosen reads: an index out of range raises NumPy's IndexError."""
+    out = np.zeros(idx.shape[0])
+    for i in range(idx.shape[0]):
+        out[i] = x[idx[i]] * 2.0
+    return out
+
+
+def scaled(x, a):
+    """A 0-d parameter, passed to the compiled function as its value."""
+    y = np.empty_like(x)
+    for i in range(x.shape[0]):
+        y[i] = x[i] * a
+    return y
+
+
+def _inputs(n: int = 6, dtype=np.float64):
+    rng = np.random.default_rng(n)
+    return (rng.standard_normal((n, n)) + n * np.eye(n)).astype(dtype), rng.random(n).astype(dtype)
+
+
+def _same(got, want, what: str = "") -> None:
+    if isinstance(want, tuple):
+        assert isinstance(got, tuple) and len(got) == len(want), what
+        for g, w in zip(got, want):
+            _same(g, w, what)
+        return
+    assert type(got) is type(want), (what, type(got), type(want))
+    g, w = np.asarray(got), np.asarray(want)
+    assert g.dtype == w.dtype and g.shape == w.shape, (what, g.dtype, w.dtype)
+    assert g.tobytes() == w.tobytes(), (what, g, w)
+
+
+def _copies(args):
+    return [a.copy() if isinstance(a, np.ndarray) else a for a in args]
+
+
+def _warm(f, args, calls: int = 3):
+    """Call ``f`` ``calls`` times on fresh copies of ``args``, each checked against NumPy;
+    from the third call of a signature its direct entry serves."""
+    for _ in range(calls):
+        _agree(f, args)
+
+
+def _agree(f, args):
+    """One call of ``f`` on copies of ``args``, and eager NumPy on other copies: the same
+    results and the same arguments after the call."""
+    mine, theirs = _copies(args), _copies(args)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        got = f(*mine)
+    want = f.python_function(*theirs)
+    _same(got, want, "result")
+    for m, t in zip(mine, theirs):
+        _same(m, t, "argument after the call")
+    return got
+
+
+def _serving(f) -> bool:
+    return f._direct is not None
+
+
+def test_cache_hits_of_a_compiled_loop_run_through_the_direct_entry():
+    f = kx.function(lower_update, jit_compile=True)
+    _warm(f, _inputs())
+    assert _serving(f)
+    entry = f._direct
+    for _ in range(5):  # every hit served, each bitwise NumPy
+        _agree(f, _inputs())
+    assert f._direct is entry
+    assert f.experimental_get_tracing_count() == 1
+
+
+def test_the_entry_runs_the_compiled_code_without_the_runner(monkeypatch):
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.arange(12.0).reshape(3, 4)
+    _warm(f, (x,))
+    cf = f.get_concrete_function(x)
+    called = []
+    runner = cf.call_flat
+
+    def counting(*values):
+        called.append(values)
+        return runner(*values)
+
+    monkeypatch.setattr(cf, "call_flat", counting)
+    for _ in range(3):
+        _agree(f, (x,))
+    assert called == []  # (every 64th hit is timed through the runner: not in 3 calls)
+
+
+def test_a_call_of_another_shape_misses_and_runs_its_own_trace():
+    f = kx.function(lower_update, jit_compile=True)
+    _warm(f, _inputs(6))
+    _agree(f, _inputs(9))  # another size: the entry misses, a new trace serves
+    assert f.experimental_get_tracing_count() == 2
+    assert not _serving(f)  # dropped after a miss ...
+    for _ in range(3):  # ... and the 6x6 trace still gives NumPy's answer
+        _agree(f, _inputs(6))
+
+
+def test_a_call_of_another_dtype_misses_and_traces_again():
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.arange(12.0).reshape(3, 4)
+    _warm(f, (x,))
+    got = _agree(f, (x.astype(np.float32),))
+    assert got.dtype == np.float64  # NumPy's: np.empty's default dtype
+    assert f.experimental_get_tracing_count() == 2
+
+
+def test_a_zero_d_argument_of_another_dtype_misses():
+    f = kx.function(scaled, jit_compile=True)
+    x = np.arange(5.0)
+    _warm(f, (x, np.array(1.5)))
+    assert _serving(f)
+    entry = f._direct
+    # a 0-d array enters the compiled function as its value, which Numba would convert:
+    # the entry tests its dtype itself
+    assert entry(x, np.array(1.5, np.float32)) is DIRECT_MISS
+    assert entry(x, np.float64(1.5)) is DIRECT_MISS  # a NumPy scalar keys apart from 0-d
+    _agree(f, (x, np.array(1.5, np.float32)))
+    _agree(f, (x, np.array(2.5)))
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda a: np.asfortranarray(a), id="fortran-order"),
+        pytest.param(lambda a: np.repeat(a, 2, axis=1)[:, ::2], id="strided-view"),
+    ],
+)
+def test_other_layouts_leave_the_entry_for_the_runner(make):
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.arange(16.0).reshape(4, 4)
+    _warm(f, (x,))
+    entry = f._direct
+    odd = make(x)
+    assert entry(odd) is DIRECT_MISS
+    _agree(f, (odd,))
+    _warm(f, (x,))  # re-armed once the same signature is called again after the miss
+    assert _serving(f)
+
+
+def test_a_read_only_argument_written_into_gives_numpys_error():
+    f = kx.function(lower_update, jit_compile=True)
+    A, v = _inputs()
+    _warm(f, (A, v))
+    A.flags.writeable = False
+    with pytest.raises(ValueError, match="read-only"):
+        np.subtract(A, 1.0, out=A)  # (NumPy's error, for reference)
+    with pytest.raises(ValueError, match="read-only"):
+        f(A, v.copy())
+
+
+def test_a_read_only_argument_that_is_only_read_is_served():
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.arange(12.0).reshape(3, 4)
+    _warm(f, (x,))
+    frozen = x.copy()
+    frozen.flags.writeable = False
+    _same(f._direct(frozen), row_sums(frozen))
+
+
+def test_aliasing_arguments_run_as_the_guard_decides():
+    def axpy_rows(y, x):
+        for i in range(y.shape[0]):
+            y[i] += 2.0 * x[(i + 1) % x.shape[0]]
+        return y
+
+    f = kx.function(axpy_rows, jit_compile=True)
+    _warm(f, (np.arange(5.0), np.ones(5)))
+    assert _serving(f)
+    a, b = np.arange(5.0), np.arange(5.0)
+    f(a, a)  # one array as both arguments: every write is seen by the later reads
+    axpy_rows(b, b)
+    _same(a, b, "aliased argument")
+    assert f.last_eager_reason is not None and "shares memory" in f.last_eager_reason
+    base_mine, base_theirs = np.arange(6.0), np.arange(6.0)
+    f(base_mine[:5], base_mine[1:])  # overlapping views
+    axpy_rows(base_theirs[:5], base_theirs[1:])
+    _same(base_mine, base_theirs, "overlapping views")
+
+
+def test_an_error_in_the_compiled_code_is_numpys_and_leaves_the_arguments():
+    f = kx.function(gather, jit_compile=True)
+    x = np.arange(5.0)
+    _warm(f, (x, np.array([0, 4, 2])))
+    assert _serving(f)
+    with pytest.raises(IndexError):
+        gather(x, np.array([0, 7, 2]))
+    with pytest.raises(IndexError):
+        f(x, np.array([0, 7, 2]))
+    _same(x, np.arange(5.0), "argument after the error")
+    _agree(f, (x, np.array([1, 3, 0])))
+
+
+def test_array_subclasses_never_take_the_entry():
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.arange(12.0).reshape(3, 4)
+    _warm(f, (x,))
+    masked = np.ma.masked_array(x, mask=x > 6)
+    assert f._direct(masked) is DIRECT_MISS  # Numba alone would type it as a plain array
+    with pytest.raises(kx.errors.TraceTypeError, match="masked array"):
+        f(masked)  # the engine's own answer to a subclass, as before any entry
+
+
+def test_verify_mode_keeps_calls_off_the_entry():
+    f = kx.function(lower_update, jit_compile=True)
+    _warm(f, _inputs())
+    assert _serving(f)
+    f.arm_verification()
+    assert not _serving(f)
+    cf = f.get_concrete_function(*_inputs())
+    verifier = cf.verifier
+    assert verifier.remaining
+    while verifier.remaining:  # each verified call goes through the verifier
+        assert not _serving(f)
+        _agree(f, _inputs())
+    assert cf.verifier.failure is None
+    _warm(f, _inputs())  # verified: the entry serves again
+    assert _serving(f)
+
+
+def test_keyword_and_default_calls_stay_on_the_key_path():
+    def stepped(x, scale=2.0):
+        y = np.empty_like(x)
+        for i in range(x.shape[0]):
+            y[i] = x[i] * scale
+        return y
+
+    f = kx.function(stepped, jit_compile=True)
+    x = np.arange(4.0)
+    for _ in range(4):
+        _same(f(x), stepped(x))
+        _same(f(x=x), stepped(x=x))
+    assert not _serving(f)
+
+
+def test_a_tiered_function_is_served_once_it_moved_to_the_whole_graph(monkeypatch):
+    from kernel_ext import backends
+
+    monkeypatch.setattr(backends, "TIERING", True)  # (the suite turns tiering off)
+    f = kx.function(lower_update)  # auto: starts fused, tiers up (loops: from the first call)
+    args = _inputs(12)  # (longer than autograph's SHORT_RANGE: graph loops, not unrolled)
+    for _ in range(40):
+        _agree(f, args)
+        if _serving(f):
+            break
+    cf = f.get_concrete_function(*args)
+    assert cf.executable.tier.state == "whole", cf.tier
+    assert _serving(f)
+    _warm(f, args)
+
+
+def test_the_entry_source_tests_each_argument_once():
+    f = kx.function(scaled, jit_compile=True)
+    _warm(f, (np.arange(5.0), np.array(1.5)))
+    source = f._direct.__kx_source__
+    compile(source, "<entry>", "exec")
+    assert source.count("p0.__class__ is _nd") == 1
+    assert "p0.dtype" not in source  # an array argument: the dispatcher checks its dtype
+    assert "p1.dtype is _d1" in source  # the 0-d one enters as its value: tested here
+    assert "base is None" not in source  # nothing written into an argument
