@@ -150,8 +150,8 @@ def _between(
 def _cotangent_of(node: Node, cts: dict[Node, Any], multi: dict[Node, dict[int, Any]]) -> Any:
     """``node``'s cotangent so far (a list per output of a multi-output node), or None when
     nothing flows into it."""
-    if isinstance(node.aval, tuple):
-        g: Any = [multi.get(node, {}).get(i) for i in range(len(node.aval))]
+    if node.multi_output:
+        g: Any = [multi.get(node, {}).get(i) for i in range(len(node.outputs))]
         return None if all(x is None for x in g) else g
     return cts.get(node)
 
@@ -167,7 +167,7 @@ def _propagate(
     primal = Primal(
         node,
         [owner.tensor(a) if isinstance(a, Node) else a for a in node.args],
-        None if isinstance(node.aval, tuple) else owner.tensor(node),
+        None if node.multi_output else owner.tensor(node),
     )
     with attributed_to(node):  # the gradient's nodes belong to the forward op's line
         for arg, ct in zip(node.args, rule(primal, g)):

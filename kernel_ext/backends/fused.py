@@ -19,7 +19,7 @@ from typing import Any, cast
 
 import numpy as np
 
-from ..ir import Graph, Node, OpGroup, OpKind
+from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind
 from ..ir.structure import TreeNode
 from ..passes import short_sums
 from ..passes.fusion import Segment, partition, schedule
@@ -59,7 +59,8 @@ def plain_float_sum(node: Node) -> bool:
     if node.op is not OpKind.SUM or not node.args or not isinstance(node.args[0], Node):
         return False
     x = node.args[0]
-    if x.aval is None or x.aval.shape in (None, ()) or node.aval is None:
+    # (a sum's operand is one value: only get_output reads a multi-output node)
+    if not isinstance(x.aval, AbstractValue) or x.aval.shape in (None, ()) or node.aval is None:
         return False
     dt = np.dtype(x.aval.dtype)
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or np.dtype(node.dtype) != dt:

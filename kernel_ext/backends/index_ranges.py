@@ -44,13 +44,7 @@ def index_ranges(graph: Graph) -> dict[Node, Range]:
 
 
 def _signed_scalar(node: Node) -> bool:
-    aval = node.aval
-    return (
-        aval is not None
-        and not isinstance(aval, tuple)
-        and aval.shape == ()
-        and np.dtype(aval.dtype).kind == "i"
-    )
+    return node.shape == () and np.dtype(node.dtype).kind == "i"
 
 
 def _range_of(arg: Any, ranges: dict[Node, Range]) -> Range | None:

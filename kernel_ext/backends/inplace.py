@@ -149,14 +149,12 @@ def _plan_variables(an: _Analysis) -> None:
             if (
                 id(var) in nested
                 or not isinstance(value, Node)
-                or value.aval is None
-                or isinstance(value.aval, tuple)
-                or value.aval.shape is None
+                or value.shape is None  # (no value, several, or unknown rank)
             ):
                 continue
-            shape = tuple(value.aval.shape)
+            shape = tuple(value.shape)
             if (
-                np.dtype(value.aval.dtype) != var.dtype
+                np.dtype(value.dtype) != var.dtype
                 or len(shape) > var.ndim
                 or shape != tuple(var.shape[var.ndim - len(shape) :])
             ):
@@ -177,14 +175,7 @@ def _variables_in(graph: Graph) -> set[int]:
 
 
 def _is_buffer(node: Any) -> bool:
-    aval = getattr(node, "aval", None)
-    return (
-        isinstance(node, Node)
-        and aval is not None
-        and not isinstance(aval, tuple)
-        and aval.shape is not None
-        and len(aval.shape) >= 1
-    )
+    return isinstance(node, Node) and node.shape is not None and len(node.shape) >= 1
 
 
 def _retains(node: Node) -> bool:
@@ -342,7 +333,7 @@ class _Analysis:
         branch, or such an operand), so a loop carrying it keeps its buffer."""
         operands = node.args[1:]
         private = self._private_operands(operands, k)
-        n_out = len(node.aval) if isinstance(node.aval, tuple) else 0
+        n_out = len(node.outputs) if node.multi_output else 0
         out_roots: list[frozenset[int]] = [frozenset()] * n_out
         out_owned = [True] * n_out
         for g in node.attrs["branches"]:

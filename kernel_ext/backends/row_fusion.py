@@ -140,8 +140,8 @@ def _negative(v: Any) -> bool:
 def _static_avals(graph: Graph) -> bool:
     """Has every node of ``graph`` one array value of a fully known shape?"""
     for n in graph.nodes:
-        aval = n.aval
-        if aval is None or isinstance(aval, tuple) or aval.shape is None or None in aval.shape:
+        shape = n.shape  # (None: no value, several, or unknown rank)
+        if shape is None or None in shape:
             return False
     return True
 

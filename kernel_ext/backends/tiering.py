@@ -197,13 +197,10 @@ def _hoistable(node: Node) -> bool:
     """A draw whose arguments are all known before the call (constants), from a generator
     the function did not make, giving one array: it can be made before the compiled function
     runs, in program order, with the same numbers."""
-    aval = node.aval
     return (
         isinstance(getattr(node.attrs.get("fn"), "__self__", None), _RNG_TYPES)
         and all(a.op is OpKind.CONSTANT for a in node.inputs)
-        and aval is not None
-        and not isinstance(aval, tuple)
-        and aval.shape is not None
+        and node.shape is not None  # (None: no value, several, or unknown rank)
     )
 
 

@@ -129,9 +129,8 @@ def graph_facts(graph: Graph) -> GraphFacts:
                     )
             elif (
                 node.op in _REDUCTIONS
-                and node.aval is not None
-                and not isinstance(node.aval, tuple)
-                and np.dtype(node.aval.dtype).kind in "fc"
+                and node.dtype is not None
+                and np.dtype(node.dtype).kind in "fc"
             ):
                 reductions = True
                 shape = getattr(node.inputs[0].aval, "shape", None) if node.inputs else None

@@ -3,7 +3,14 @@
 This layer imports nothing else of kernel_ext; every other layer builds on it.
 """
 
-from .abstract import AbstractValue, DynamicIndex, abstract_eval, format_aval, format_shape
+from .abstract import (
+    AbstractValue,
+    DynamicIndex,
+    NodeAval,
+    abstract_eval,
+    format_aval,
+    format_shape,
+)
 from .calls import CallTemplate, OpaqueResultError, Operand, call_name
 from .graph import Graph, Node, has_effects, subgraphs
 from .graphdef import GraphDef, NodeDef, as_graph_def, to_dot
@@ -45,6 +52,7 @@ __all__ = [
     "GraphDef",
     "GraphLintError",
     "Node",
+    "NodeAval",
     "NodeDef",
     "OpGroup",
     "OpKind",

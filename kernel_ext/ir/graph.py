@@ -5,7 +5,9 @@ scalars, ``None``), its ``attrs`` the static parameters (axis, dtype, index temp
 variable a stateful op touches). Nodes are kept in program order, which is a valid topological
 order and also the order stateful ops run in.
 
-A node's outputs are described by its :class:`~kernel_ext.ir.abstract.AbstractValue` (``aval``),
+A node's outputs are described by its ``aval`` (a :data:`~kernel_ext.ir.abstract.NodeAval`): one
+:class:`~kernel_ext.ir.abstract.AbstractValue`, a tuple of them for a multi-output op (eigh,
+unique with counts, opaque and random calls returning tuples; ``GET_OUTPUT`` nodes pick one), or
 ``None`` for ops without a value (print, variable writes).
 """
 
@@ -17,7 +19,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from .abstract import AbstractValue, abstract_eval
+from .abstract import AbstractValue, NodeAval, abstract_eval
 from .ops import OpGroup, OpKind
 
 
@@ -32,7 +34,7 @@ class Node:
         op: OpKind,
         args: tuple[Any, ...],
         attrs: dict[str, Any],
-        aval: AbstractValue | None,
+        aval: NodeAval,
         source: Any = None,
     ) -> None:
         self.name = name
@@ -79,16 +81,44 @@ class Node:
 
     @property
     def outputs(self) -> tuple[AbstractValue, ...]:
-        """The values this node produces: one abstract value, or none."""
-        return () if self.aval is None else (self.aval,)
+        """The abstract value of every output this node produces, in order: one, one per output
+        of a multi-output op, or none."""
+        aval = self.aval
+        if aval is None:
+            return ()
+        return aval if isinstance(aval, tuple) else (aval,)
+
+    @property
+    def multi_output(self) -> bool:
+        """True when the node produces several values (its ``aval`` is a tuple)."""
+        return isinstance(self.aval, tuple)
+
+    @property
+    def value_aval(self) -> AbstractValue:
+        """The abstract value of the node's one output; TypeError when it has several or none
+        (ask :attr:`outputs` for those)."""
+        aval = self.aval
+        if isinstance(aval, AbstractValue):
+            return aval
+        has = "has no value" if aval is None else f"has {len(aval)} outputs"
+        raise TypeError(
+            f"node {self.name!r} ({self.op.value}) {has}: value_aval is for a node with "
+            "one output (Node.outputs lists them all)"
+        )
 
     @property
     def shape(self) -> tuple[Any, ...] | None:
-        return None if self.aval is None else self.aval.shape
+        """The shape of the node's one output; None when unknown rank, when the node has no
+        value, and for a multi-output node (each output has its own: see :attr:`outputs`)."""
+        aval = self.aval
+        return aval.shape if isinstance(aval, AbstractValue) else None
 
     @property
     def dtype(self) -> np.dtype | None:
-        return None if self.aval is None else self.aval.dtype
+        """The dtype of the node's one output; None when the node has no value and for a
+        multi-output node (each output has its own: see :attr:`outputs`)."""
+        aval = self.aval
+        return aval.dtype if isinstance(aval, AbstractValue) else None
 
     def __repr__(self) -> str:
         return f"<Node {self.name}: {self.op.value} -> {self.aval}>"
@@ -149,7 +179,7 @@ class Graph:
         args: Sequence[Any] = (),
         attrs: dict[str, Any] | None = None,
         name: str | None = None,
-        aval: AbstractValue | Literal[False] | None = False,
+        aval: NodeAval | Literal[False] = False,
     ) -> Node:
         """Append a node; its aval is inferred by the op's abstract-eval rule unless given."""
         attrs = dict(attrs or {})

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .abstract import AbstractValue
 from .calls import call_name
 from .graph import Graph, Node
 from .ops import OPAQUE_CALLS, OpKind
@@ -67,9 +68,9 @@ def _attr_text(value: Any) -> str:
 
 def _node_attrs(node: Node) -> dict[str, Any]:
     attrs: dict[str, Any] = {}
-    if isinstance(node.aval, tuple):
-        attrs["Tout"] = ", ".join(str(a) for a in node.aval)
-    elif node.aval is not None:
+    if node.multi_output:
+        attrs["Tout"] = ", ".join(str(a) for a in node.outputs)
+    elif isinstance(node.aval, AbstractValue):
         attrs["T"] = node.aval.dtype
         attrs["_output_shape"] = node.aval.shape if node.aval.shape is not None else "unknown"
     for key, value in node.attrs.items():

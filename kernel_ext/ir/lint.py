@@ -38,7 +38,7 @@ def lint(graph: Graph) -> None:
                     raise GraphLintError(f"{where}: input %{a.name} is not defined before use")
                 if a.aval is None:
                     raise GraphLintError(f"{where}: input %{a.name} produces no value")
-                if isinstance(a.aval, tuple) != (node.op is OpKind.GET_OUTPUT):
+                if a.multi_output != (node.op is OpKind.GET_OUTPUT):
                     raise GraphLintError(
                         f"{where}: multi-output %{a.name} must be read through "
                         "get_output (and only multi-output nodes may be)"
@@ -49,9 +49,9 @@ def lint(graph: Graph) -> None:
             raise GraphLintError(f"{where}: source ops take no inputs")
         if node.op.group is OpGroup.CONTROL_FLOW:
             _lint_control_flow(node, where)
-        elif isinstance(node.aval, tuple):
+        elif node.multi_output:
             # opaque calls and multi-result ops (svd, nonzero, unique, ...): one value each
-            if not all(isinstance(a, AbstractValue) for a in node.aval):
+            if not all(isinstance(a, AbstractValue) for a in node.outputs):
                 raise GraphLintError(f"{where}: a multi-output call or op yields abstract values")
         elif node.op.group is not OpGroup.STATEFUL and not isinstance(node.aval, AbstractValue):
             raise GraphLintError(f"{where}: missing abstract value")
@@ -72,7 +72,7 @@ def lint(graph: Graph) -> None:
 
 def _lint_control_flow(node: Node, where: str) -> None:
     """Sub-graphs are linted too and must agree with the node on arity and types."""
-    if not isinstance(node.aval, tuple):
+    if not node.multi_output:
         raise GraphLintError(f"{where}: control flow yields a tuple of values")
     n_args = len(node.args) - (1 if node.op is OpKind.COND else 0)
     graphs = (
@@ -91,10 +91,10 @@ def _lint_control_flow(node: Node, where: str) -> None:
             )
     bodies = graphs if node.op is OpKind.COND else graphs[1:]
     for g in bodies:
-        if len(g.outputs) != len(node.aval):
+        if len(g.outputs) != len(node.outputs):
             raise GraphLintError(
                 f"{where}: sub-graph {g.name!r} returns {len(g.outputs)} values, "
-                f"the node declares {len(node.aval)}"
+                f"the node declares {len(node.outputs)}"
             )
     if node.op is OpKind.WHILE and len(graphs[0].outputs) != 1:
         raise GraphLintError(f"{where}: the loop condition must return one value")

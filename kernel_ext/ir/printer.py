@@ -116,8 +116,8 @@ def format_node(node: Node) -> str:
         attrs = format_attrs(node)
         rhs = f"{node.op.value}(" + ", ".join(args + ([attrs] if attrs else [])) + ")"
     lhs = f"%{node.name} = " if node.aval is not None else ""
-    if isinstance(node.aval, tuple):
-        ty = " : (" + ", ".join(str(a) for a in node.aval) + ")"
+    if node.multi_output:
+        ty = " : (" + ", ".join(str(a) for a in node.outputs) + ")"
     else:
         ty = f" : {node.aval}" if node.aval is not None else ""
     return f"{lhs}{rhs}{ty}"

@@ -211,10 +211,7 @@ class GraphBuilder:
 
 
 def _avals(node: Node) -> list[Any]:
-    aval = node.aval
-    if aval is None:
-        return []
-    return list(aval) if isinstance(aval, tuple) else [aval]
+    return list(node.outputs)
 
 
 def _generic_fix(node: Node) -> str:

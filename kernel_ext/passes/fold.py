@@ -57,10 +57,11 @@ def _all_known(args: tuple[Any, ...]) -> bool:
 
 def evaluate(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
     """``node``'s value from known ``args`` (constant nodes or literals), or ``None`` when it
-    must not be folded (too big, raises, warns, or disagrees with the node's aval)."""
+    must not be folded (too big, raises, warns, or disagrees with the node's aval; a node
+    without exactly one value: never pure, so never asked)."""
     aval = node.aval
     if (
-        aval is None
+        not isinstance(aval, AbstractValue)
         or aval.shape is None
         or None in aval.shape
         or (aval.size or 0) > MAX_FOLD_ELEMENTS

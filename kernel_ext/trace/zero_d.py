@@ -212,7 +212,7 @@ def _operand_kind(node: Node) -> tuple[ZeroDKind, Node | None]:
     source = node.args[0] if node.args else None
     if not isinstance(source, Node):
         return SCALAR, None  # (a Python number: NumPy makes it a scalar)
-    if source.aval is None or source.aval.shape != ():
+    if source.shape != ():  # (no value, or not 0-d)
         return ARRAY, None  # a method of an n-d array (reshape to (), squeeze): an array
     if source.op in _OPAQUE:
         return SCALAR, None  # (its form is known only at run time: NumPy's default)

@@ -6,7 +6,16 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.ir import Graph, GraphLintError, Node, OpGroup, OpKind, interpret, lint
+from kernel_ext.ir import (
+    AbstractValue,
+    Graph,
+    GraphLintError,
+    Node,
+    OpGroup,
+    OpKind,
+    interpret,
+    lint,
+)
 
 
 def small_graph() -> Graph:
@@ -114,3 +123,56 @@ def test_graph_captures_and_variables():
     assert graph.variables == [v]
     text = f.pretty_printed_concrete_signatures()
     assert "constant, frozen at trace time" in text and "bias: float64[] (kx.Variable" in text
+
+
+def _eigh_graph() -> Graph:
+    def eigh(x):
+        return np.linalg.eigh(x)
+
+    return kx.function(eigh).get_concrete_function(np.eye(3, dtype=np.float32)).graph
+
+
+def test_outputs_of_a_multi_output_node_are_each_output_value():
+    graph = _eigh_graph()
+    node = next(n for n in graph.nodes if n.op is OpKind.EIGH)
+    assert node.multi_output
+    assert node.outputs == (
+        AbstractValue((3,), np.dtype(np.float32)),
+        AbstractValue((3, 3), np.dtype(np.float32)),
+    )
+    readers = [n for n in graph.nodes if n.op is OpKind.GET_OUTPUT]
+    assert [r.outputs for r in readers] == [(a,) for a in node.outputs]
+
+
+def test_outputs_of_single_and_valueless_nodes():
+    g = Graph("g")
+    x = g.placeholder("x", (2,), np.float64)
+    printed = g.create_node(OpKind.PRINT, (x,), aval=None)
+    assert x.outputs == (AbstractValue((2,), np.dtype(np.float64)),) and not x.multi_output
+    assert printed.outputs == () and not printed.multi_output
+
+
+def test_value_aval_is_the_one_output():
+    x = Graph("g").placeholder("x", (2, None), np.int32)
+    assert x.value_aval == AbstractValue((2, None), np.dtype(np.int32))
+
+
+def test_value_aval_raises_type_error_naming_a_multi_output_node():
+    g = Graph("g")
+    x = g.placeholder("x", (3,), np.float32)
+    pair = (AbstractValue((3,), np.dtype(np.float32)), AbstractValue((), np.dtype(np.intp)))
+    node = g.create_node(OpKind.UNIQUE, (x,), name="uniq", aval=pair)
+    with pytest.raises(TypeError, match=r"node 'uniq' \(unique\) has 2 outputs"):
+        _ = node.value_aval
+
+
+def test_value_aval_raises_type_error_for_a_node_without_value():
+    g = Graph("g")
+    printed = g.create_node(OpKind.PRINT, (g.placeholder("x", (), np.float32),), aval=None)
+    with pytest.raises(TypeError, match=r"node 'print' \(print\) has no value"):
+        _ = printed.value_aval
+
+
+def test_shape_and_dtype_are_none_for_a_multi_output_node():
+    node = next(n for n in _eigh_graph().nodes if n.op is OpKind.EIGH)
+    assert node.shape is None and node.dtype is None

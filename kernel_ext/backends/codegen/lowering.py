@@ -140,12 +140,13 @@ def _lower(node: Node, target: str, fast_math: bool = False) -> Lowering:
 def _result_dtype(node: Node) -> np.dtype:
     """``node``'s result dtype, or Unsupported where it or an operand's dtype has no kernel
     form."""
-    if node.aval is None or np.dtype(node.aval.dtype) not in SUPPORTED_DTYPES:
-        raise Unsupported(f"result dtype {getattr(node.aval, 'dtype', None)}")
+    aval = node.aval  # (an op with a kernel form has one result, or none)
+    if not isinstance(aval, AbstractValue) or np.dtype(aval.dtype) not in SUPPORTED_DTYPES:
+        raise Unsupported(f"result dtype {getattr(aval, 'dtype', None)}")
     for a in node.inputs:
         if np.dtype(a.dtype) not in SUPPORTED_DTYPES:
             raise Unsupported(f"operand dtype {a.dtype}")
-    return np.dtype(node.aval.dtype)
+    return np.dtype(aval.dtype)
 
 
 #: Elementwise ops that are not one ufunc call but have a kernel form of their own: op ->

@@ -8,7 +8,7 @@ from __future__ import annotations
 import operator
 from typing import Any
 
-from ...ir import NDARRAY_METHODS, DynamicIndex, Graph, Node, OpGroup, OpKind
+from ...ir import NDARRAY_METHODS, AbstractValue, DynamicIndex, Graph, Node, OpGroup, OpKind
 from ...ir.interpreter import LOWER
 from ...ir.structure import TreeNode
 from ...trace.zero_d import ARRAY, zero_d_kind
@@ -171,7 +171,7 @@ class Emitter:
                 operand = nodes[c.position - 1] if c.position <= len(nodes) else None
                 if (
                     isinstance(operand, Node)
-                    and operand.aval is not None
+                    and isinstance(operand.aval, AbstractValue)
                     and operand.aval.shape == ()
                     and operand.aval.dtype.kind in "iu"
                     and zero_d_kind(operand, None) is not ARRAY

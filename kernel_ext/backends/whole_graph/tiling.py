@@ -52,10 +52,8 @@ def row_tiling(graph: Graph) -> set[Node] | None:
 def _tile_rows(graph: Graph) -> int | None:
     """The rows of ``graph``'s first output when every shape is static and there are enough
     of them to tile (at least two axes, :data:`TILE_MIN_ROWS` rows); else None."""
-    if graph.outputs == [] or any(
-        n.aval is None or isinstance(n.aval, tuple) or n.aval.shape is None or None in n.aval.shape
-        for n in graph.nodes
-    ):
+    # (a node's shape is None without a value, with several, or of unknown rank)
+    if graph.outputs == [] or any(n.shape is None or None in n.shape for n in graph.nodes):
         return None
     out0 = static_shape(graph.outputs[0])
     if len(out0) < 2 or out0[0] < TILE_MIN_ROWS:

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from ...ir import Graph, Node, OpKind
+from ...ir import AbstractValue, Graph, Node, OpKind
 from ...passes.fusion import Segment, partition, schedule
 from .. import row_fusion
 from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile, kernel_form
@@ -41,11 +41,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             raise Unsupported(f"a graph of {graph.count_ops()} ops (more than {support.MAX_OPS})")
         for node in graph.nodes:
             self._check_node(node)
-            if (
-                node.aval is not None
-                and not isinstance(node.aval, tuple)
-                and node.aval.shape is None
-            ):
+            if isinstance(node.aval, AbstractValue) and node.aval.shape is None:
                 raise Unsupported(f"unknown rank ({node.name})")
         for inp in graph.inputs:
             if aval_of_node(inp).shape is None:
@@ -402,8 +398,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
 
 
 def _is_scalar(node: Node) -> bool:
-    aval = node.aval
-    return aval is not None and not isinstance(aval, tuple) and aval.shape == ()
+    return node.shape == ()
 
 
 def _no_check(writer: GraphWriter, node: Node) -> None:

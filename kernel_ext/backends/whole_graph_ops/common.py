@@ -76,12 +76,7 @@ def rule_for(node: Node) -> Rule | None:
 def array_arg(node: Node, i: int, what: str) -> Node:
     """``node.args[i]``, a traced array of known rank and a dtype this module computes."""
     a = node.args[i] if i < len(node.args) else None
-    if (
-        not isinstance(a, Node)
-        or a.aval is None
-        or isinstance(a.aval, tuple)
-        or a.aval.shape is None
-    ):
+    if not isinstance(a, Node) or a.shape is None:  # (no value, several, or unknown rank)
         raise Unsupported(f"{node.op.value} of {what} that is not a traced array of known rank")
     if np.dtype(a.dtype) not in DTYPES:
         raise Unsupported(f"{node.op.value} of {a.dtype}")

@@ -163,8 +163,13 @@ def result_type(*args: Any) -> np.dtype:
 
 # Rules
 
-#: A rule gives one abstract value, one per output of a multi-output op, or ``None``.
-Rule = Callable[..., AbstractValue | tuple[AbstractValue, ...] | None]
+#: What a graph node holds as its ``aval``: one abstract value, one per output of a
+#: multi-output op (eigh, unique with counts, opaque and random calls returning tuples), or
+#: ``None`` for an op without a value (print, variable writes).
+NodeAval = AbstractValue | tuple[AbstractValue, ...] | None
+
+#: A rule gives what the node it types holds: see :data:`NodeAval`.
+Rule = Callable[..., NodeAval]
 
 
 #: Each op's abstract evaluation: ``ABSTRACT_EVAL[op](attrs, *args)``.
@@ -193,11 +198,10 @@ def dtype_of(x: Any) -> np.dtype:
     return x.dtype if isinstance(x, AbstractValue) else np.asarray(x).dtype
 
 
-def abstract_eval(op: OpKind, attrs: dict[str, Any], args: Sequence[Any]) -> AbstractValue | None:
-    """Output abstract value of ``op`` applied to ``args`` (AbstractValues or literals)."""
+def abstract_eval(op: OpKind, attrs: dict[str, Any], args: Sequence[Any]) -> NodeAval:
+    """Output abstract value(s) of ``op`` applied to ``args`` (AbstractValues or literals):
+    a tuple for a multi-output op, ``None`` for an op without a value."""
     rule = ABSTRACT_EVAL.get(op)
     if rule is None:
         raise NotImplementedError(f"no abstract-evaluation rule for op {op!r}")
-    # A graph node types its aval as one value; a multi-output op's tuple passes through it
-    # and the nodes' readers tell it apart with ``isinstance(aval, tuple)``.
-    return cast("AbstractValue | None", rule(attrs, *args))
+    return rule(attrs, *args)

@@ -23,7 +23,7 @@ from ...backends.whole_graph_ops.common import (
     emit_nonzero,
     shape_tuple,
 )
-from ...ir import Node, OpKind
+from ...ir import AbstractValue, Node, OpKind
 from ...ir.abstract import DynamicIndex
 
 
@@ -50,10 +50,7 @@ def _is_array_component(node: Node, c: Any) -> bool:
     if isinstance(c, DynamicIndex):
         arg = _dyn_arg(node, c)
         return (
-            isinstance(arg, Node)
-            and arg.aval is not None
-            and not isinstance(arg.aval, tuple)
-            and arg.aval.shape != ()
+            isinstance(arg, Node) and isinstance(arg.aval, AbstractValue) and arg.aval.shape != ()
         )
     return False
 
@@ -118,7 +115,7 @@ def _check_fancy_value(node: Node) -> None:
     dt = np.dtype(node.args[0].dtype)
     value = node.args[1]
     if isinstance(value, Node):
-        if value.aval is None or isinstance(value.aval, tuple) or value.aval.shape is None:
+        if value.shape is None:  # (no value, several, or of unknown rank)
             raise Unsupported("setitem of a value of unknown rank")
         vdt = np.dtype(value.dtype)
         if vdt not in DTYPES or not np.can_cast(vdt, dt, "same_kind"):

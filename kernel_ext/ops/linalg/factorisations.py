@@ -481,9 +481,10 @@ def _linalg_op(
         inputs = tuple(v for k, v in p.items() if k not in names and v is not np._NoValue)
         attrs = {k: static_attr(v) for k, v in statics.items()}
         node = cast("Tensor", bind(kind, inputs, attrs))
-        if not isinstance(node.node.aval, tuple):
+        if not node.node.multi_output:
             return node
-        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(len(node.node.aval))]
+        n_out = len(node.node.outputs)
+        outs = [bind(OpKind.GET_OUTPUT, (node,), {"index": i}) for i in range(n_out)]
         return tuple(outs) if result is None else result(*outs)
 
     handler.__name__ = f"_{kind.value}"

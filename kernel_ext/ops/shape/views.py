@@ -51,8 +51,7 @@ K = OpKind
 
 def _view_kind(node: Node) -> str:
     """What a view op's result is: a 0-d result is a Numba scalar, the rest views."""
-    aval = node.aval
-    return "scalar" if aval is not None and aval.shape == () else "view"
+    return "scalar" if node.shape == () else "view"
 
 
 def _no_check(node: Node) -> None:

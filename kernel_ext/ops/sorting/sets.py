@@ -109,7 +109,7 @@ def _lower_unique(node: Node) -> Callable[..., Any]:
 def _vjp_unique(p: Primal, g: Any) -> list[Cotangent]:
     """The sorted distinct values: each is its first occurrence (``return_index``), so a
     repeated value's gradient goes there (the values are not differentiable at repeats)."""
-    multi = isinstance(p.node.aval, tuple)
+    multi = p.node.multi_output
     gv = g[0] if multi else g
     if gv is None:
         return [None]

@@ -224,7 +224,7 @@ NOTES.add(K.CHECK, "no result: never on a gradient path (a replayed forward pass
 
 def _check_check(node: Node) -> None:
     pred = node.args[0]
-    if not isinstance(pred, Node) or pred.aval is None or pred.aval.shape != ():
+    if not isinstance(pred, Node) or pred.shape != ():  # (no value, or not 0-d)
         raise Unsupported(f"a run-time check on a condition that is not 0-d ({node.name})")
 
 
