@@ -13,11 +13,14 @@ per call (best of several timeit runs, same inputs, same process):
   over ``njit`` is the generated code and its extra arguments;
 * ``run``: the runner (``Executable.run``) that picks the contiguous or any-layout variant,
   calls ``graph`` and builds the result;
-* ``call``: ``kx.function(kernel, jit_compile=True)(*args)``, the user's call: the argument
-  key, the cache lookup and ``run``.
+* ``keyed``: ``kx.function(kernel, jit_compile=True)(*args)`` with its direct entry kept
+  off: the argument key, the cache lookup, the guard and ``run`` (every call before direct
+  entries);
+* ``call``: the user's call as it is: from the third call of a signature, its direct entry
+  (``backends/whole_graph/direct.py``) tests the arguments and calls ``graph`` itself.
 
-The last columns are the layers' own costs (``graph - njit``, ``run - graph``,
-``call - run``). On kernels of a few microseconds these layers decide the ratio to hand
+The last columns are the layers' own costs (``graph - njit``, ``keyed - graph``,
+``call - graph``). On kernels of a few microseconds these layers decide the ratio to hand
 Numba; on long ones they vanish.
 """
 
@@ -85,15 +88,20 @@ def measure(name: str, kernel: Callable, make: Callable[[], tuple], folder: Path
     arrays = [a for a in args if isinstance(a, np.ndarray)]
     graph(*arrays, *extra)
     run = cf.executable.run
+    keyed = kx.function(kernel, jit_compile=True)
+    keyed(*args)
+    keyed._direct_from = sys.maxsize  # (never armed: every call takes the keyed path)
     t = {
         "njit": _best_us(lambda: hand(*args)),
         "graph": _best_us(lambda: graph(*arrays, *extra)),
         "run": _best_us(lambda: run(*args)),
+        "keyed": _best_us(lambda: keyed(*args)),
         "call": _best_us(lambda: f(*args)),
     }
-    layers = (t["graph"] - t["njit"], t["run"] - t["graph"], t["call"] - t["run"])
+    layers = (t["graph"] - t["njit"], t["keyed"] - t["graph"], t["call"] - t["graph"])
     return (
-        f"{name:<16} {t['njit']:8.2f} {t['graph']:8.2f} {t['run']:8.2f} {t['call']:8.2f} | "
+        f"{name:<16} {t['njit']:8.2f} {t['graph']:8.2f} {t['run']:8.2f} {t['keyed']:8.2f} "
+        f"{t['call']:8.2f} | "
         + " ".join(f"{d:+8.2f}" for d in layers)
         + f" | {t['njit'] / t['call']:6.2f}"
     )
@@ -108,10 +116,10 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [n for n in options.only.split(",") if n]
     cases = {name: (kernel, make) for name, kernel, make in bench_loops._cases(48)}
     head = (
-        f"{'kernel':<16} {'njit':>8} {'graph':>8} {'run':>8} {'call':>8} | "
-        f"{'graph':>8} {'run':>8} {'call':>8} | vs njit"
+        f"{'kernel':<16} {'njit':>8} {'graph':>8} {'run':>8} {'keyed':>8} {'call':>8} | "
+        f"{'graph':>8} {'keyed':>8} {'call':>8} | vs njit"
     )
-    print(f"{'':<16} {'microseconds per call':^35} | {'what each layer adds':^26} |")
+    print(f"{'':<16} {'microseconds per call':^44} | {'over njit, over graph':^26} |")
     print(head)
     print("-" * len(head))
     with tempfile.TemporaryDirectory() as tmp:

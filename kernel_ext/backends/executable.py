@@ -47,18 +47,19 @@ ArraySpec = tuple[tuple[int, ...], np.dtype]
 class DirectEntryFactory(Protocol):
     """Makes a trace's *direct entry* (an executor's answer to the per-call cost of Python).
 
-    ``factory(specs, distinct, run)`` is a function of the call's positional arguments that
+    ``factory(specs, updated, run)`` is a function of the call's positional arguments that
     checks they are plain ndarrays of exactly ``specs``' shapes and dtypes and runs the
     compiled code itself, with no lookup, guard or layout test in between; it returns
     :data:`DIRECT_MISS` for any other call, and for any call the compiled code does not take
     as it is (another layout, a read-only array, an error, the fallback signal): the caller
-    then looks the call up as usual. When ``distinct`` (the trace writes into an argument),
-    a call passing a view or one array twice goes to ``run``, the trace's runner and guard.
+    then looks the call up as usual. When the trace writes into arguments (their indices:
+    ``updated``), a call passing a view, or one of those arrays again as another argument,
+    goes to ``run``, the trace's runner and guard.
     The factory
     returns None while it cannot make one (its code not compiled yet)."""
 
     def __call__(
-        self, specs: Sequence[ArraySpec], distinct: bool, run: Callable[..., Any]
+        self, specs: Sequence[ArraySpec], updated: frozenset[int], run: Callable[..., Any]
     ) -> Callable[..., Any] | None: ...
 
 

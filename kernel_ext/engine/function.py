@@ -419,13 +419,16 @@ class Function:
         ):
             return None
         specs = [(a.shape, a.dtype) for a in args]
-        distinct = cf.guard is not None and bool(cf.guard.updated)
+        written = cf.guard.updated if cf.guard is not None else []
+        if any(len(path) != 1 for path in written):
+            return None
+        updated = frozenset(path[0][1] for path in written)
         made: list[Callable[..., Any]] = []
 
         def arming(*values: Any) -> Any:
             if self._calls >= self._direct_from:
                 if not made:
-                    entry = factory(specs, distinct, run)
+                    entry = factory(specs, updated, run)
                     if entry is not None:  # (None until the function is compiled)
                         made.append(entry)
                 if made:

@@ -2,10 +2,10 @@
 
 A change to a code generator shows up here as a readable diff of the code it writes: the
 NumPy executor's straight-line function, the fused executor's host code and one kernel
-module (and the CUDA kernel of the same segment), and whole-graph functions: nested index
+module (and the CUDA kernel of the same segment), whole-graph functions: nested index
 loops, a solver's ``while`` on its residual, and rows fused into one pass (layer norm and
-softmax). When the change is intended, write the
-new copies and review their diff in the commit:
+softmax), and the direct entry that serves a compiled function's cache hits. When the
+change is intended, write the new copies and review their diff in the commit:
 
     KX_WRITE_GOLDEN=1 python -m pytest tests/backends/test_golden_sources.py
 
@@ -107,6 +107,21 @@ def _whole_graph_rows() -> str:
     return f.get_concrete_function(x).executable.run.__globals__["_H"].ksrc.source
 
 
+def scale_lower(A, v, a):
+    for i in range(1, A.shape[0]):
+        for j in range(i):
+            A[i, j] = A[i, j] * a + v[j]
+    return A.sum()
+
+
+def _direct_entry() -> str:
+    # the direct entry of a trace that writes into an argument and takes a 0-d one
+    A, v, a = np.ones((12, 12)), np.arange(12.0), np.array(0.5)
+    f = kx.function(scale_lower, jit_compile=True)  # (its entry's source, not compiled)
+    specs = [(x.shape, x.dtype) for x in (A, v, a)]
+    return f.get_concrete_function(A, v, a).executable.direct.source(specs, frozenset({0}))[0]
+
+
 def _cuda_kernel() -> str:
     # The CUDA kernel of the map of softmax_rows, written from its segment (no device needed)
     from kernel_ext.backends.codegen import can_compile, generate
@@ -129,6 +144,7 @@ SOURCES: dict[str, Callable[[], str]] = {
     "whole_graph_triangle.py": _whole_graph,
     "whole_graph_solver.py": _whole_graph_solver,
     "whole_graph_row_fusion.py": _whole_graph_rows,
+    "direct_entry.py": _direct_entry,
 }
 
 

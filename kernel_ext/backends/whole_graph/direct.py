@@ -61,19 +61,21 @@ class DirectEntries:
         self.outputs = outputs  # ``outs`` rebuilt into the returned structure
 
     def __call__(
-        self, specs: Sequence[ArraySpec], distinct: bool, run: Callable[..., Any]
+        self, specs: Sequence[ArraySpec], updated: frozenset[int], run: Callable[..., Any]
     ) -> Callable[..., Any] | None:
         compiled = self.scope["_H"].graph_c
         if compiled is None or len(specs) != self.n_params or not specs:
             return None
-        source, names = self.source(specs, distinct)
+        source, names = self.source(specs, updated)
         namespace = {**self.scope, **names, "_G": compiled, "_run": run}
         exec(compile(source, "<kx-direct-entry>", "exec"), namespace)
         entry: Callable[..., Any] = namespace["entry"]
         entry.__kx_source__ = source  # type: ignore[attr-defined]
         return entry
 
-    def source(self, specs: Sequence[ArraySpec], distinct: bool) -> tuple[str, dict[str, Any]]:
+    def source(
+        self, specs: Sequence[ArraySpec], updated: frozenset[int] = frozenset()
+    ) -> tuple[str, dict[str, Any]]:
         """The entry's source and the names it reads besides the runner's."""
         params = ", ".join(f"p{i}" for i in range(len(specs)))
         names: dict[str, Any] = {"_nd": np.ndarray, "_MISS": DIRECT_MISS}
@@ -94,13 +96,17 @@ class DirectEntries:
             with body.block("if " + " and ".join(f"({t})" for t in types) + ":") as typed:
                 run = f"_run({params})"
                 checked = typed
-                if distinct:
-                    owners = " and ".join(f"p{i}.base is None" for i in range(len(specs)))
-                    ids = ", ".join(f"id(p{i})" for i in range(len(specs)))
-                    test = f"{owners} and len({{{ids}}}) == {len(specs)}"
-                    if len(specs) == 1:
-                        test = owners
-                    with typed.block(f"if not ({test}):") as shared:
+                if updated:
+                    # the guard's straight-line test: every array owns its memory, and no
+                    # argument written into is passed again as another one
+                    owners = [f"p{i}.base is None" for i in range(len(specs))]
+                    others = [
+                        f"p{u} is not p{k}"
+                        for u in sorted(updated)
+                        for k in range(len(specs))
+                        if k != u and (k not in updated or k > u)
+                    ]
+                    with typed.block(f"if not ({' and '.join(owners + others)}):") as shared:
                         shared.line(f"return {run}")
                 checked.extend(self.head)
                 with checked.block("try:") as attempt:
