@@ -304,3 +304,22 @@ def test_the_entry_source_tests_each_argument_once():
     assert "p0.dtype" not in source  # an array argument: the dispatcher checks its dtype
     assert "p1.dtype is _d1" in source  # the 0-d one enters as its value: tested here
     assert "base is None" not in source  # nothing written into an argument
+
+
+def test_a_recording_tape_replays_calls_the_entry_would_serve():
+    def cumulative(x):
+        y = np.empty_like(x)
+        s = 0.0
+        for i in range(x.shape[0]):
+            s = s + x[i] * x[i]
+            y[i] = s
+        return y
+
+    f = kx.function(cumulative, jit_compile=True)
+    x = np.linspace(0.1, 1.0, 12)
+    _warm(f, (x,))
+    assert _serving(f)
+    with kx.GradientTape() as tape:
+        tape.watch(x)  # TensorFlow's form: plain arrays, the call replayed for the gradient
+        y = f(x)
+    np.testing.assert_allclose(tape.gradient(y, x), 2 * x * np.arange(12, 0, -1), rtol=1e-12)
