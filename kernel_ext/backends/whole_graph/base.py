@@ -41,9 +41,11 @@ class WriterBase:
         self.params: list[str] = []  # generated function parameters, in order
         self.param_nodes: list[Node] = []  # the top-level placeholders they hold
         self.constants: list[Any] = []  # constant arrays passed as arguments
+        self.filled_constants = 0  # constant arrays the function fills (cf0, cf1, ...)
         self.loop_args: list[tuple[int, int]] = []
         self.out_bufs: dict[Node, str] = {}  # node -> the spare buffer it may write into
         self.produced: set[Node] = set()  # nodes written into a spare or a new buffer
+        self.spares_taken: set[str] = set()  # the spares a producer may write into
         self._n = 0
         self._segments = 0
         self._kernel_texts: dict[str, str] = {}  # kernel text (prefix aside) -> its prefix
@@ -51,6 +53,8 @@ class WriterBase:
         #: (:mod:`.inplace`, decided on this writer's own schedule by :meth:`write`).
         self.plan = InplacePlan()
         self._schedules: dict[int, list[Node | Segment]] = {}
+        #: per graph: value -> the condition of a check on its range (writer.range_checks)
+        self._range_checks: dict[int, dict[Node, Node]] = {}
         #: setitem nodes whose value a segment already wrote into the result (its value)
         self.directed: dict[Node, Value] = {}
         #: graph outputs whose segment writes each row tile into the output (_emit_tiled)
@@ -99,6 +103,7 @@ class WriterBase:
             out.line(f"{t} = np.empty({shape}, {dt})")
             return
         self.produced.add(node)
+        self.spares_taken.add(spare)
         with out.block(f"if {size_test.format(sp=spare)}:") as body:
             body.line(f"{t} = {take.format(sp=spare)}")
         with out.block("else:") as body:

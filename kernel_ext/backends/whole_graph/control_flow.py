@@ -10,7 +10,7 @@ import numpy as np
 from ...ir import Graph, Node, OpKind
 from ..codegen import can_compile
 from ..emit.literals import ctor
-from ..emit.source import Source
+from ..emit.source import STEP, Source
 from ..static_shapes import aval_of_node, ranked_shape
 from ..whole_graph_ops import loop_literal as _loop_literal
 from .base import WriterBase
@@ -114,26 +114,12 @@ class ControlFlow(WriterBase):
                 out.line(f"{init[i].name} = {src}")
         lvars = [Value(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
         targets = self._reuse_targets(body_g, init)
-        # a slot whose body writes its buffer in place starts from a private copy (.inplace)
-        copies = self.plan.entry_copies.get(node, frozenset())
-        for i, (lv, v) in enumerate(zip(lvars, init)):
-            c = self._carry(v, out, i in copies)
-            out.line(f"{lv.name} = {c.name}")
-            if i in targets:
-                target = targets[i]
-                if np.dtype(target.dtype) != np.dtype(node.args[i].dtype) or len(
-                    ranked_shape(target)
-                ) != len(ranked_shape(node.args[i])):
-                    del targets[i]
-                    continue
-                empty = f"{t}_z{i}"
-                shape = (0,) * len(ranked_shape(target))
-                self.preamble.line(f"{empty} = np.empty({shape!r}, {ctor(np.dtype(target.dtype))})")
-                out.line(f"{t}_sp{i} = {empty}")
-                out.line(f"{t}_own{i} = {c is not v}")
-        out.line("while True:")
+        owned_on_entry = self._enter_loop(node, lvars, init, targets, out)
         self._loop_depth += 1
-        inner = out.nested()  # the loop's body, written below
+        # The body is written apart and placed after the spares' set-up: only the spares its
+        # producers took are set up (a body that writes its variable in place takes none, and
+        # an unused empty buffer would still be allocated and freed at every call).
+        inner = Source(indent=out.indent + STEP)
         sub = dict(env)
         for ph, v in zip(cond_g.inputs, lvars + captures):
             sub[ph] = v
@@ -148,24 +134,17 @@ class ControlFlow(WriterBase):
             self.out_bufs[target] = f"{t}_sp{i}"
         vals = self.emit_graph(body_g, sub, inner)
         self.out_bufs = saved
-        carried = [self._carry(v, inner) for v in vals]
-        for i in targets:
-            if any(lvars[i].name in c.roots for c in carried):
-                continue  # the old value lives on: the spare stays empty
-            inner.line(f"{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")
-        if lvars:
-            inner.line(
-                f"{', '.join(lv.name for lv in lvars)}, = {', '.join(c.name for c in carried)},"
-            )
+        targets = {i: n for i, n in targets.items() if f"{t}_sp{i}" in self.spares_taken}
         for i, target in targets.items():
-            new = sub[target]
-            owned = (
-                target in self.produced
-                and carried[i] is new
-                and new.roots == frozenset([new.name])
-                and not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
-            )
-            inner.line(f"{t}_own{i} = {owned}")
+            empty = f"{t}_z{i}"
+            shape = (0,) * len(ranked_shape(target))
+            self.preamble.line(f"{empty} = np.empty({shape!r}, {ctor(np.dtype(target.dtype))})")
+            out.line(f"{t}_sp{i} = {empty}")
+            out.line(f"{t}_own{i} = {owned_on_entry[i]}")
+        out.line("while True:")
+        out.lines.extend(inner.lines)
+        news = [sub[target] for target in targets.values()]
+        self._next_iteration(t, lvars, news, vals, targets, out.nested())
         self._loop_depth -= 1
         out.line(f"{t} = ({''.join(lv.name + ', ' for lv in lvars)})")
         # After the loop a variable holds its initial value, a capture or a buffer filled
@@ -173,3 +152,62 @@ class ControlFlow(WriterBase):
         outer = frozenset().union(*(v.roots for v in args if isinstance(v, Value)))
         parts = [frozenset() if lv.scalar else outer | {t} for lv in lvars]
         env[node] = Value(t, False, True, frozenset().union(*parts), parts)
+
+    def _enter_loop(
+        self,
+        node: Node,
+        lvars: list[Value],
+        init: list[Value],
+        targets: dict[int, Node],
+        out: Source,
+    ) -> dict[int, bool]:
+        """Bind the loop variables to their initial values; drop the reuse targets whose
+        dtype or rank differs from their variable's. Per remaining target: does the loop own
+        the buffer it starts from (a copy made here)?"""
+        # a slot whose body writes its buffer in place starts from a private copy (.inplace)
+        copies = self.plan.entry_copies.get(node, frozenset())
+        owned: dict[int, bool] = {}
+        for i, (lv, v) in enumerate(zip(lvars, init)):
+            c = self._carry(v, out, i in copies)
+            out.line(f"{lv.name} = {c.name}")
+            if i not in targets:
+                continue
+            target = targets[i]
+            if np.dtype(target.dtype) != np.dtype(node.args[i].dtype) or len(
+                ranked_shape(target)
+            ) != len(ranked_shape(node.args[i])):
+                del targets[i]
+                continue
+            owned[i] = c is not v
+        return owned
+
+    def _next_iteration(
+        self,
+        t: str,
+        lvars: list[Value],
+        news: list[Value],
+        vals: list[Value],
+        targets: dict[int, Node],
+        out: Source,
+    ) -> None:
+        """The end of a loop's body (after it, ``out``): the variables take their next
+        values (``vals``); each spare takes its variable's old buffer when nothing can read
+        it any more, and ``own`` records whether the loop owns the new one (``news``: the
+        values the targets computed)."""
+        carried = [self._carry(v, out) for v in vals]
+        for i in targets:
+            if any(lvars[i].name in c.roots for c in carried):
+                continue  # the old value lives on: the spare stays empty
+            out.line(f"{t}_sp{i} = {lvars[i].name} if {t}_own{i} else {t}_z{i}")
+        if lvars:
+            out.line(
+                f"{', '.join(lv.name for lv in lvars)}, = {', '.join(c.name for c in carried)},"
+            )
+        for (i, target), new in zip(targets.items(), news):
+            owned = (
+                target in self.produced
+                and carried[i] is new
+                and new.roots == frozenset([new.name])
+                and not any(new.name in c.roots for j, c in enumerate(carried) if j != i)
+            )
+            out.line(f"{t}_own{i} = {owned}")

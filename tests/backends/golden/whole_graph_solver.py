@@ -109,22 +109,23 @@ def s4_flat(start, stop, in0, in1, in2, out0):
     return bad
 
 @_kernel
-def graph(p0, p1, c0, c1, c2, la):
+def graph(p0, p1, c0, c1, la):
     f0 = la[0]
     d0 = la[1]
     f1 = la[2]
     d1 = la[3]
+    cf0 = np.zeros((8,), np.float64)
     xo_pp = np.empty(3, np.uintp)
     xo_dims = np.empty(4, np.intp)
     xo_st = np.empty(9, np.intp)
-    t7_z0 = np.empty((0,), np.float64)
-    t7_z1 = np.empty((0,), np.float64)
     sum_tmp8 = np.empty(0, np.float64)
     s2_pp = np.empty(3, np.uintp)
     s2_st = np.empty(3, np.intp)
     s2_dims = np.empty(1, np.intp)
     s2_acc = np.empty(1, np.float64)
-    t1 = c0.copy()
+    t7_z0 = np.empty((0,), np.float64)
+    t7_z1 = np.empty((0,), np.float64)
+    t1 = cf0.copy()
     ma3 = p0[None, :, :]
     mb4 = t1[None, :, None]
     if ma3.shape[2] != mb4.shape[1]:
@@ -140,9 +141,9 @@ def graph(p0, p1, c0, c1, c2, la):
     if s0_bad:
         raise FloatingPointError('kx-fallback')
     t7_0 = t1
+    t7_1 = t6
     t7_sp0 = t7_z0
     t7_own0 = False
-    t7_1 = t6
     t7_sp1 = t7_z1
     t7_own1 = False
     while True:
@@ -161,27 +162,27 @@ def graph(p0, p1, c0, c1, c2, la):
             break
         v13 = p0[:, :]
         b14 = 1
+        if c0.shape[0] != 1:
+            if b14 != 1 and b14 != c0.shape[0]:
+                raise FloatingPointError('kx-fallback')
+            b14 = c0.shape[0]
         if c1.shape[0] != 1:
             if b14 != 1 and b14 != c1.shape[0]:
                 raise FloatingPointError('kx-fallback')
             b14 = c1.shape[0]
-        if c2.shape[0] != 1:
-            if b14 != 1 and b14 != c2.shape[0]:
-                raise FloatingPointError('kx-fallback')
-            b14 = c2.shape[0]
         for q15 in range(b14):
-            k16 = np.int64(c1[q15 if c1.shape[0] != 1 else 0])
+            k16 = np.int64(c0[q15 if c0.shape[0] != 1 else 0])
             if k16 < -v13.shape[0] or k16 >= v13.shape[0]:
                 raise FloatingPointError('kx-fallback')
-            k17 = np.int64(c2[q15 if c2.shape[0] != 1 else 0])
+            k17 = np.int64(c1[q15 if c1.shape[0] != 1 else 0])
             if k17 < -v13.shape[1] or k17 >= v13.shape[1]:
                 raise FloatingPointError('kx-fallback')
         t12 = np.empty((b14, ), np.float64)
         for q18 in range(b14):
-            k19 = np.int64(c1[q18 if c1.shape[0] != 1 else 0])
+            k19 = np.int64(c0[q18 if c0.shape[0] != 1 else 0])
             if k19 < 0:
                 k19 += v13.shape[0]
-            k20 = np.int64(c2[q18 if c2.shape[0] != 1 else 0])
+            k20 = np.int64(c1[q18 if c1.shape[0] != 1 else 0])
             if k20 < 0:
                 k20 += v13.shape[1]
             t12[q18] = v13[k19, k20]

@@ -35,7 +35,6 @@ def graph(p0):
     k3 = np.int64(1)
     k5 = np.int64(29)
     k7 = np.int64(0)
-    t12_z2 = np.empty((0, 0), np.float64)
     w1 = np.ascontiguousarray(p0).copy()
     t4_0 = k2
     t4_1 = k3
@@ -55,8 +54,6 @@ def graph(p0):
         t12_0 = k7
         t12_1 = t8
         t12_2 = t4_2
-        t12_sp2 = t12_z2
-        t12_own2 = False
         while True:
             s2_t0 = (t12_0 < t10)
             t13 = s2_t0
@@ -72,7 +69,6 @@ def graph(p0):
             s4_t0 = _wadd(t12_0, s4_K0)
             t19 = s4_t0
             t12_0, t12_1, t12_2, = t19, t14, t12_2,
-            t12_own2 = False
         t12 = (t12_0, t12_1, t12_2, )
         t20 = t12[2]
         t4_0, t4_1, t4_2, = t11, t9, t20,
