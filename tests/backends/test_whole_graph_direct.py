@@ -323,3 +323,22 @@ def test_a_recording_tape_replays_calls_the_entry_would_serve():
         tape.watch(x)  # TensorFlow's form: plain arrays, the call replayed for the gradient
         y = f(x)
     np.testing.assert_allclose(tape.gradient(y, x), 2 * x * np.arange(12, 0, -1), rtol=1e-12)
+
+
+def test_entries_are_made_only_below_the_handover_size():
+    def checksum(data):
+        acc = np.uint32(0)
+        for i in range(data.shape[0]):
+            acc = (acc << np.uint32(1)) ^ np.uint32(data[i]) ^ (acc >> np.uint32(31))
+        return acc
+
+    f = kx.function(checksum, jit_compile=True)
+    data = np.arange(200, dtype=np.uint8)
+    _warm(f, (data,))
+    factory = f.get_concrete_function(data).executable.direct
+    if factory.handover is None:
+        pytest.skip("this graph has no handover size")
+    assert _serving(f)
+    big = ((factory.handover,), np.dtype(np.uint8))
+    # from the handover size on, each call's executor is measured: no entry there
+    assert factory([big], frozenset(), f.get_concrete_function(data).call_flat) is None

@@ -77,6 +77,9 @@ class Scope:
     def __init__(self, prefix: str, names: dict[Node, str] | None = None) -> None:
         self.prefix = prefix
         self.names: dict[Node, str] = dict(names or {})
+        #: The 0-d values held as NumPy scalars already, not as 0-d arrays (the whole-graph
+        #: runner makes them from the compiled function's numbers).
+        self.scalars: set[Node] = set()
         self._taken: set[str] = set(self.names.values())
 
     def var(self, node: Node) -> str:

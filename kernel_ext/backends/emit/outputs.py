@@ -95,7 +95,7 @@ def _array_output_expr(node: Node, scope: Scope) -> str:
     if node.shape is None:
         return f"_result({v})"
     if node.shape == ():
-        return f"{v}[()]"
+        return v if node in scope.scalars else f"{v}[()]"
     return f"_own({v})" if node.op.may_alias else v
 
 

@@ -263,6 +263,7 @@ def _runner(
             written.append(i)
         elif aval_of_node(o).shape == ():
             outputs.line(f"{scope.var(o)} = {dt}(outs[{j}])")
+            scope.scalars.add(o)  # (a NumPy scalar: returned as it is)
         else:
             outputs.line(f"{scope.var(o)} = outs[{j}]")
     outputs.line(f"_r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
@@ -285,14 +286,15 @@ def _runner(
         out.lines += head.lines + body.lines
     source = out.text()
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
-    if handover is not None or any(len(node.attrs["path"]) != 1 for node in writer.param_nodes):
-        return namer.globals["run"], source, None  # (sizes measured; inputs inside arguments)
+    if any(len(node.attrs["path"]) != 1 for node in writer.param_nodes):
+        return namer.globals["run"], source, None  # (inputs read out of containers)
     typed = frozenset(  # the parameters the compiled function takes as arrays
         node.attrs["path"][0][1] for node in writer.param_nodes if aval_of_node(node).shape != ()
     )
     direct = DirectEntries(
         namer.globals, n_params, typed, _dedent(head.lines), args, _dedent(outputs.lines)
     )
+    direct.handover = handover
     return namer.globals["run"], source, direct
 
 

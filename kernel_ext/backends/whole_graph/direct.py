@@ -27,6 +27,7 @@ it went before:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -59,12 +60,21 @@ class DirectEntries:
         self.head = head  # the graph's inputs read from the parameters
         self.args = args  # the compiled function's arguments
         self.outputs = outputs  # ``outs`` rebuilt into the returned structure
+        #: The runner's handover size (:class:`.build._Handover`): from an array of this
+        #: many elements on, the executor that serves is measured per call, so the entries
+        #: are made for smaller arrays only. None: no handover.
+        self.handover: int | None = None
 
     def __call__(
         self, specs: Sequence[ArraySpec], updated: frozenset[int], run: Callable[..., Any]
     ) -> Callable[..., Any] | None:
         compiled = self.scope["_H"].graph_c
         if compiled is None or len(specs) != self.n_params or not specs:
+            return None
+        handover = self.handover
+        if handover is not None and any(
+            i in self.typed and math.prod(shape) >= handover for i, (shape, _) in enumerate(specs)
+        ):
             return None
         source, names = self.source(specs, updated)
         namespace = {**self.scope, **names, "_G": compiled, "_run": run}

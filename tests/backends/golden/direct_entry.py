@@ -11,7 +11,7 @@ def entry(p0, p1, p2):
             return _MISS
         v_sum = _t3(outs[0])
         v_for_out2 = a0
-        _r = v_sum[()]
+        _r = v_sum
         if _deferred:
             _flush()
         return _r
