@@ -37,7 +37,7 @@ from typing import Any
 from ..ir import Graph
 from ..ir.structure import TreeNode
 from . import tiering
-from .executable import DIRECT_MISS, DirectEntryFactory, Executable
+from .executable import DIRECT_MISS, ArraySpec, DirectEntryFactory, Executable, PythonValue
 from .numpy_backend import compile_graph, generate_source
 from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 
@@ -308,8 +308,10 @@ def _real_gpu() -> bool:
 __all__ = [
     "BACKENDS",
     "DIRECT_MISS",
+    "ArraySpec",
     "DirectEntryFactory",
     "Executable",
+    "PythonValue",
     "compile_for",
     "compile_graph",
     "compile_traced",

@@ -44,11 +44,20 @@ DIRECT_MISS = _Miss()
 ArraySpec = tuple[tuple[int, ...], np.dtype]
 
 
+@dataclass(frozen=True)
+class PythonValue:
+    """One parameter a trace took as the Python scalar itself (a bool, int, str, None, or a
+    float other than a zero or a NaN: those the call key compares with ``==``)."""
+
+    value: Any
+
+
 class DirectEntryFactory(Protocol):
     """Makes a trace's *direct entry* (an executor's answer to the per-call cost of Python).
 
     ``factory(specs, updated, run)`` is a function of the call's positional arguments that
-    checks they are plain ndarrays of exactly ``specs``' shapes and dtypes and runs the
+    checks they are plain ndarrays of exactly ``specs``' shapes and dtypes (or, for a
+    :class:`PythonValue`, that very Python value, of its class) and runs the
     compiled code itself, with no lookup, guard or layout test in between; it returns
     :data:`DIRECT_MISS` for any other call, and for any call the compiled code does not take
     as it is (another layout, a read-only array, an error, the fallback signal): the caller
@@ -59,7 +68,10 @@ class DirectEntryFactory(Protocol):
     returns None while it cannot make one (its code not compiled yet)."""
 
     def __call__(
-        self, specs: Sequence[ArraySpec], updated: frozenset[int], run: Callable[..., Any]
+        self,
+        specs: Sequence[ArraySpec | PythonValue],
+        updated: frozenset[int],
+        run: Callable[..., Any],
     ) -> Callable[..., Any] | None: ...
 
 
@@ -100,4 +112,11 @@ class Executable:
         return wait_for_kernels(timeout)
 
 
-__all__ = ["DIRECT_MISS", "ArraySpec", "DaskReport", "DirectEntryFactory", "Executable"]
+__all__ = [
+    "DIRECT_MISS",
+    "ArraySpec",
+    "DaskReport",
+    "DirectEntryFactory",
+    "Executable",
+    "PythonValue",
+]

@@ -27,7 +27,7 @@ from typing import Any, TypedDict, cast
 from .. import errors
 from ..autodiff import eager_tapes, record_call
 from ..autodiff.eager import record_function_call, records
-from ..backends import DIRECT_MISS, compile_traced, validate_options
+from ..backends import DIRECT_MISS, ArraySpec, PythonValue, compile_traced, validate_options
 from ..passes import run_pipeline
 from ..trace import random_calls
 from ..trace.context import ACTIVITY, TraceContext, current_context
@@ -39,6 +39,7 @@ from ..trace.pytree import (
     with_writeback,
 )
 from ..trace.types import (
+    Literal,
     PlaceholderContext,
     contains_dask,
     literal_key,
@@ -68,7 +69,9 @@ _FAST_CACHE_LIMIT = 512
 _TIMING_MASK = 63  # cache hits timed: one in 64
 #: Calls after a direct entry missed (another signature came) before another may be armed:
 #: a caller alternating between signatures pays the miss once in so many calls.
-_DIRECT_REARM = 64
+DIRECT_REARM = 64
+#: Python scalars a direct entry compares by class and ``==``, as the call key does.
+_DIRECT_VALUES = frozenset((bool, int, float, str, type(None)))
 
 
 class FunctionOptions(TypedDict):
@@ -227,7 +230,7 @@ class Function:
             if result is not DIRECT_MISS:
                 return result
             self._direct = None
-            self._direct_from = self._calls + _DIRECT_REARM
+            self._direct_from = self._calls + DIRECT_REARM
         if not kwargs and not STATE.eager and not ACTIVITY.depth:
             # fast_key(), inlined: a function call here would cost a third of the overhead.
             key = []
@@ -397,11 +400,13 @@ class Function:
         entry: ``run``, after which the entry is armed, so that the next calls go straight
         into the compiled code (:data:`_direct`); None when it cannot have one.
 
-        It can when the call passes plain ndarrays only, positionally, all of them (a
-        default or keyword makes ``run`` a wrapper), to a trace served by the whole-graph
-        executor (compiled with ``jit_compile=True``, or tiered up to it) that is not being
-        verified. Its entry checks the call's exact shapes and dtypes, as the call key
-        would, and the guard's no-view test when the trace writes into its arguments."""
+        It can when the call passes only plain ndarrays and Python scalars the trace took
+        as themselves, positionally, all of them (a default or keyword makes ``run`` a
+        wrapper), to a trace served by the whole-graph executor (compiled with
+        ``jit_compile=True``, or tiered up to it) that is not being verified. Its entry
+        checks the call's exact shapes and dtypes, and the scalars' classes and values, as
+        the call key would, and the guard's no-view test when the trace writes into its
+        arguments."""
         executable = cf.executable
         tier = executable.tier
         if tier is not None:
@@ -415,10 +420,20 @@ class Function:
             or run is not cf.call_flat
             or (verifier is not None and (verifier.remaining or verifier.failure is not None))
             or len(args) != len(self.function_type.names)
-            or any(a.__class__ is not NDARRAY for a in args)
         ):
             return None
-        specs = [(a.shape, a.dtype) for a in args]
+        specs: list[ArraySpec | PythonValue] = []
+        for a, t in zip(args, cf.input_types):
+            if a.__class__ is NDARRAY:
+                specs.append((a.shape, a.dtype))
+            elif (
+                a.__class__ in _DIRECT_VALUES
+                and isinstance(t, Literal)
+                and (a.__class__ is not float or (a and a == a))  # (zeros, NaNs: by bits)
+            ):
+                specs.append(PythonValue(a))
+            else:
+                return None
         written = cf.guard.updated if cf.guard is not None else []
         if any(len(path) != 1 for path in written):
             return None

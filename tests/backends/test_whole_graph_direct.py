@@ -342,3 +342,51 @@ def test_entries_are_made_only_below_the_handover_size():
     big = ((factory.handover,), np.dtype(np.uint8))
     # from the handover size on, each call's executor is measured: no entry there
     assert factory([big], frozenset(), f.get_concrete_function(data).call_flat) is None
+
+
+def axpy_steps(y, x, alpha, steps):
+    for _ in range(steps):
+        for i in range(y.shape[0]):
+            y[i] = y[i] + alpha * x[i]
+    return y
+
+
+def test_python_scalars_taken_as_themselves_are_checked_by_class_and_value():
+    f = kx.function(axpy_steps, jit_compile=True)
+    y, x = np.arange(10.0), np.ones(10)
+    _warm(f, (y, x, 0.5, 3))
+    assert _serving(f)
+    entry = f._direct
+    assert entry(y.copy(), x, 0.25, 3) is DIRECT_MISS  # another value: another trace
+    assert entry(y.copy(), x, 0.5, 4) is DIRECT_MISS
+    assert entry(y.copy(), x, 0.5, 3.0) is DIRECT_MISS  # 3.0 == 3, but a float keys apart
+    assert entry(y.copy(), x, np.float64(0.5), 3) is DIRECT_MISS  # a NumPy scalar too
+    for alpha, steps in [(0.25, 3), (0.5, 4), (0.5, True), (0.5, 3)]:
+        _agree(f, (y, x, alpha, steps))
+
+
+@pytest.mark.parametrize("alpha", [0.0, -0.0, float("nan")])
+def test_zero_and_nan_floats_keyed_by_their_bits_get_no_entry(alpha):
+    f = kx.function(axpy_steps, jit_compile=True)
+    y, x = np.arange(10.0), np.ones(10)
+    _warm(f, (y, x, alpha, 2))
+    assert not _serving(f)  # (``==`` would merge 0.0 and -0.0, and never match a NaN)
+    _agree(f, (y, x, -alpha if alpha == alpha else 0.0, 2))
+
+
+def test_after_a_miss_the_entry_is_armed_again_only_after_the_rearm_count():
+    import importlib
+
+    rearm = importlib.import_module("kernel_ext.engine.function").DIRECT_REARM
+    f = kx.function(row_sums, jit_compile=True)
+    a, b = np.ones((3, 4)), np.ones((5, 4))
+    _warm(f, (a,))
+    _warm(f, (b,))  # a miss (another shape), then b's own trace
+    missed_at = f._calls - 2  # (the first of b's three calls missed)
+    while f._calls < missed_at + rearm - 1:  # both sides of the re-arm count
+        f(b)
+        assert not _serving(f), f._calls - missed_at
+    f(b)
+    f(b)
+    assert _serving(f)
+    _same(f(b), row_sums(b))

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..emit.source import Source
-from ..executable import DIRECT_MISS, ArraySpec
+from ..executable import DIRECT_MISS, ArraySpec, PythonValue
 
 
 class DirectEntries:
@@ -66,14 +66,19 @@ class DirectEntries:
         self.handover: int | None = None
 
     def __call__(
-        self, specs: Sequence[ArraySpec], updated: frozenset[int], run: Callable[..., Any]
+        self,
+        specs: Sequence[ArraySpec | PythonValue],
+        updated: frozenset[int],
+        run: Callable[..., Any],
     ) -> Callable[..., Any] | None:
         compiled = self.scope["_H"].graph_c
         if compiled is None or len(specs) != self.n_params or not specs:
             return None
         handover = self.handover
         if handover is not None and any(
-            i in self.typed and math.prod(shape) >= handover for i, (shape, _) in enumerate(specs)
+            i in self.typed and math.prod(spec[0]) >= handover
+            for i, spec in enumerate(specs)
+            if not isinstance(spec, PythonValue)
         ):
             return None
         source, names = self.source(specs, updated)
@@ -84,13 +89,20 @@ class DirectEntries:
         return entry
 
     def source(
-        self, specs: Sequence[ArraySpec], updated: frozenset[int] = frozenset()
+        self, specs: Sequence[ArraySpec | PythonValue], updated: frozenset[int] = frozenset()
     ) -> tuple[str, dict[str, Any]]:
         """The entry's source and the names it reads besides the runner's."""
         params = ", ".join(f"p{i}" for i in range(len(specs)))
         names: dict[str, Any] = {"_nd": np.ndarray, "_MISS": DIRECT_MISS}
         types = []
-        for i, (shape, dtype) in enumerate(specs):
+        arrays = [i for i, spec in enumerate(specs) if not isinstance(spec, PythonValue)]
+        for i, spec in enumerate(specs):
+            if isinstance(spec, PythonValue):
+                # (taken as itself: not a graph input; its class and value are the key's)
+                names[f"_v{i}"], names[f"_k{i}"] = spec.value, type(spec.value)
+                types.append(f"p{i}.__class__ is _k{i} and p{i} == _v{i}")
+                continue
+            shape, dtype = spec
             names[f"_s{i}"] = tuple(shape)
             # (a subclass passes Numba's typing as an ndarray: a masked array would lose
             # its mask)
@@ -109,11 +121,11 @@ class DirectEntries:
                 if updated:
                     # the guard's straight-line test: every array owns its memory, and no
                     # argument written into is passed again as another one
-                    owners = [f"p{i}.base is None" for i in range(len(specs))]
+                    owners = [f"p{i}.base is None" for i in arrays]
                     others = [
                         f"p{u} is not p{k}"
                         for u in sorted(updated)
-                        for k in range(len(specs))
+                        for k in arrays
                         if k != u and (k not in updated or k > u)
                     ]
                     with typed.block(f"if not ({' and '.join(owners + others)}):") as shared:
