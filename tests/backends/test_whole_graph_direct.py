@@ -390,3 +390,15 @@ def test_after_a_miss_the_entry_is_armed_again_only_after_the_rearm_count():
     f(b)
     assert _serving(f)
     _same(f(b), row_sums(b))
+
+
+def test_a_call_with_too_few_or_too_many_arguments_gets_the_functions_own_error():
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.ones((2, 3))
+    _warm(f, (x,))
+    assert f._direct(x, x) is DIRECT_MISS
+    assert f._direct() is DIRECT_MISS
+    with pytest.raises(TypeError, match="row_sums"):
+        f(x, x)
+    with pytest.raises(TypeError, match="row_sums"):
+        f()

@@ -114,8 +114,12 @@ class DirectEntries:
                 test += f" and (p{i}.dtype is _d{i} or p{i}.dtype == _d{i})"
             types.append(test)
         out = Source()
-        with out.block(f"def entry({params}):") as body:
-            with body.block("if " + " and ".join(f"({t})" for t in types) + ":") as typed:
+        # (any number of arguments: a call with too few or too many is the Function's to
+        # refuse, with its own message, after the miss)
+        signature = ", ".join(f"p{i}=_MISS" for i in range(len(specs)))
+        tests = ["not _more", *(f"({t})" for t in types)]
+        with out.block(f"def entry({signature}, *_more):") as body:
+            with body.block("if " + " and ".join(tests) + ":") as typed:
                 run = f"_run({params})"
                 checked = typed
                 if updated:
