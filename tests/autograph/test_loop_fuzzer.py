@@ -93,10 +93,10 @@ def programs_for(profile: str, seeds: range) -> list[LoopProgram]:
 
 
 def _kind(value: Any) -> str:
+    if isinstance(value, np.generic):  # (first: np.float64 is a Python float too)
+        return f"NumPy scalar {value.dtype}"
     if isinstance(value, (bool, int, float, complex)):
         return f"Python {type(value).__name__}"
-    if isinstance(value, np.generic):
-        return f"NumPy scalar {value.dtype}"
     return f"array {np.asarray(value).dtype}{np.shape(value)}"
 
 
