@@ -40,10 +40,18 @@ class KernelEmbedding:
     before any text is written (so the renderer can pick a variant), :meth:`kernel` writes
     one variant — its constants prefixed with ``prefix`` (several segments share the
     module), its block buffers trailing parameters (:meth:`SegmentCall.args` with
-    ``scratch=True``)."""
+    ``scratch=True``). ``in_range_casts``: its float-to-integer casts whose operand the
+    caller proved inside the integer's range (written without the cast's test)."""
 
-    def __init__(self, seg: Segment, prefix: str, fast_math: bool = False) -> None:
+    def __init__(
+        self,
+        seg: Segment,
+        prefix: str,
+        fast_math: bool = False,
+        in_range_casts: frozenset[Node] = frozenset(),
+    ) -> None:
         self._writer = CpuKernelWriter(seg, "cpu", prefix=prefix, fast_math=fast_math)
+        self._writer.in_range_casts = in_range_casts
 
     @property
     def call(self) -> SegmentCall:

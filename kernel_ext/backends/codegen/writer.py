@@ -63,7 +63,9 @@ class InlineContext:
         return name
 
     def cast_arg(self, k: int, dst: np.dtype) -> str:
-        return self.k.cast(self.ops[k], self.k.operand_dtype(self.node.args[k]), dst, self.out)
+        src = self.k.operand_dtype(self.node.args[k])
+        in_range = self.node in self.k.in_range_casts
+        return self.k.cast(self.ops[k], src, dst, self.out, in_range)
 
     def helper(self, kind: str, o: list[str]) -> str:
         name = self.k.helper(kind, self.loop_dtype)
@@ -165,6 +167,9 @@ class KernelWriter:
         self.calls = [n for n in seg.elementwise if self.lowerings[n].call is not None]
         self._const_like: dict[Node, bool] = {}
         self._negation: dict[Node, bool] = {}
+        #: float-to-integer casts whose operand the caller proved inside the integer's range
+        #: (the whole-graph writer's :func:`..whole_graph.cast_ranges.exact_casts`)
+        self.in_range_casts: frozenset[Node] = frozenset()
 
     def segment_call(self, variant: str | None = None) -> SegmentCall:
         """This segment's call description (with the block buffers written so far)."""
@@ -305,14 +310,19 @@ class KernelWriter:
             return np.dtype(arg.dtype)
         return weak_dtype(arg)
 
-    def cast(self, expr: str, src: np.dtype, dst: np.dtype, out: Source) -> str:
+    def cast(
+        self, expr: str, src: np.dtype, dst: np.dtype, out: Source, in_range: bool = False
+    ) -> str:
         """``expr`` (of dtype ``src``) as ``dst``, exactly as NumPy's ``astype`` casts (the
-        statements it needs first written to ``out``)."""
+        statements it needs first written to ``out``). ``in_range``: a float ``expr`` is
+        known to be finite and to truncate into ``dst``'s range, so it needs no test."""
         src, dst = np.dtype(src), np.dtype(dst)
         if src == dst:
             return expr
         if dst == BOOL:
             return f"({expr} != 0)"
+        if src.kind == "f" and dst.kind in "iu" and in_range:
+            return f"{ctor(dst)}({expr})"
         if src.kind == "f" and dst.kind in "iu":
             # NaN, inf and out-of-range values have no defined integer: NumPy decides them.
             v = self.fresh("v")

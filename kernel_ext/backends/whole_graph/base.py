@@ -10,6 +10,7 @@ from ...passes.fusion import Segment
 from ..emit.source import STEP, Source
 from ..index_ranges import index_ranges
 from ..inplace import InplacePlan
+from .cast_ranges import exact_casts
 from .support import SIGNAL
 from .values import Value
 
@@ -24,6 +25,8 @@ class WriterBase:
         self.graph = graph
         #: bounded scalar integers (:mod:`.index_ranges`): indexes needing no range check
         self.ranges = index_ranges(graph)
+        #: float-to-integer casts needing no test of their operand (:mod:`.cast_ranges`)
+        self.exact_casts = exact_casts(graph)
         #: output index -> index of the array input whose argument that output is written
         #: back to (:func:`_written_back`); the function copies those in before it returns
         self.written_back = dict(written_back or {})

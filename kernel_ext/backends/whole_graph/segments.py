@@ -60,7 +60,7 @@ class SegmentEmission(WriterBase):
         px = f"s{k}_"
         if self._emit_numpy_sum(seg, env, out, px):
             return
-        embedding = KernelEmbedding(seg, px, self.fast_math)
+        embedding = KernelEmbedding(seg, px, self.fast_math, self.exact_casts)
         rank = embedding.call.rank
         if rank == 0 and self._emit_scalar_segment(seg, embedding, env, out, px):
             return
