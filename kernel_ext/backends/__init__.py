@@ -37,7 +37,15 @@ from typing import Any
 from ..ir import Graph
 from ..ir.structure import TreeNode
 from . import tiering
-from .executable import DIRECT_MISS, ArraySpec, DirectEntryFactory, Executable, PythonValue
+from .executable import (
+    DIRECT_MISS,
+    ArgumentSpec,
+    ArraySpec,
+    DirectEntryFactory,
+    Executable,
+    NumPyScalar,
+    PythonValue,
+)
 from .numpy_backend import compile_graph, generate_source
 from .sharing import SharedExecutables, erase_sizes, size_pattern_key, tree_key
 
@@ -308,9 +316,11 @@ def _real_gpu() -> bool:
 __all__ = [
     "BACKENDS",
     "DIRECT_MISS",
+    "ArgumentSpec",
     "ArraySpec",
     "DirectEntryFactory",
     "Executable",
+    "NumPyScalar",
     "PythonValue",
     "compile_for",
     "compile_graph",

@@ -52,12 +52,25 @@ class PythonValue:
     value: Any
 
 
+@dataclass(frozen=True)
+class NumPyScalar:
+    """One parameter passed as a NumPy scalar of this exact type (``np.float32(0.5)``): a
+    0-d input of the graph, which the call key types as a 0-d array of its dtype."""
+
+    type: type
+
+
+#: How a direct entry checks one argument.
+ArgumentSpec = ArraySpec | PythonValue | NumPyScalar
+
+
 class DirectEntryFactory(Protocol):
     """Makes a trace's *direct entry* (an executor's answer to the per-call cost of Python).
 
     ``factory(specs, updated, run)`` is a function of the call's positional arguments that
     checks they are plain ndarrays of exactly ``specs``' shapes and dtypes (or, for a
-    :class:`PythonValue`, that very Python value, of its class) and runs the
+    :class:`PythonValue`, that very Python value, of its class; for a :class:`NumPyScalar`,
+    a scalar of that type) and runs the
     compiled code itself, with no lookup, guard or layout test in between; it returns
     :data:`DIRECT_MISS` for any other call, and for any call the compiled code does not take
     as it is (another layout, a read-only array, an error, the fallback signal): the caller
@@ -69,7 +82,7 @@ class DirectEntryFactory(Protocol):
 
     def __call__(
         self,
-        specs: Sequence[ArraySpec | PythonValue],
+        specs: Sequence[ArgumentSpec],
         updated: frozenset[int],
         run: Callable[..., Any],
     ) -> Callable[..., Any] | None: ...
@@ -114,9 +127,11 @@ class Executable:
 
 __all__ = [
     "DIRECT_MISS",
+    "ArgumentSpec",
     "ArraySpec",
     "DaskReport",
     "DirectEntryFactory",
     "Executable",
+    "NumPyScalar",
     "PythonValue",
 ]

@@ -27,7 +27,14 @@ from typing import Any, TypedDict, cast
 from .. import errors
 from ..autodiff import eager_tapes, record_call
 from ..autodiff.eager import record_function_call, records
-from ..backends import DIRECT_MISS, ArraySpec, PythonValue, compile_traced, validate_options
+from ..backends import (
+    DIRECT_MISS,
+    ArgumentSpec,
+    NumPyScalar,
+    PythonValue,
+    compile_traced,
+    validate_options,
+)
 from ..passes import run_pipeline
 from ..trace import random_calls
 from ..trace.context import ACTIVITY, TraceContext, current_context
@@ -422,10 +429,13 @@ class Function:
             or len(args) != len(self.function_type.names)
         ):
             return None
-        specs: list[ArraySpec | PythonValue] = []
-        for a, t in zip(args, cf.input_types):
+        written_as_arrays = {path[0][1] for path in cf.guard.arrays_only} if cf.guard else set()
+        specs: list[ArgumentSpec] = []
+        for i, (a, t) in enumerate(zip(args, cf.input_types)):
             if a.__class__ is NDARRAY:
                 specs.append((a.shape, a.dtype))
+            elif a.__class__ in NP_SCALARS and i not in written_as_arrays:
+                specs.append(NumPyScalar(a.__class__))
             elif (
                 a.__class__ in _DIRECT_VALUES
                 and isinstance(t, Literal)

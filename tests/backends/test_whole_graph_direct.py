@@ -402,3 +402,21 @@ def test_a_call_with_too_few_or_too_many_arguments_gets_the_functions_own_error(
         f(x, x)
     with pytest.raises(TypeError, match="row_sums"):
         f()
+
+
+def test_numpy_scalar_arguments_are_checked_by_their_exact_type():
+    def damp(x, thr):
+        while np.sum(x) > thr:
+            x = np.tanh(x)
+        return x
+
+    f = kx.function(damp, jit_compile=True)
+    x = np.ones(5, np.float32)
+    _warm(f, (x, np.float32(1.0)))
+    assert _serving(f)
+    entry = f._direct
+    assert entry(x, np.float64(1.0)) is DIRECT_MISS  # another dtype: another trace
+    assert entry(x, np.array(1.0, np.float32)) is DIRECT_MISS  # (same key: keyed path)
+    _same(entry(x, np.float32(2.0)), damp(x, np.float32(2.0)))
+    for thr in (np.float64(1.0), np.array(1.0, np.float32), np.float32(3.0)):
+        _agree(f, (x, thr))

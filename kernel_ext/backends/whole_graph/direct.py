@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..emit.source import Source
-from ..executable import DIRECT_MISS, ArraySpec, PythonValue
+from ..executable import DIRECT_MISS, ArgumentSpec, NumPyScalar, PythonValue
 
 
 class DirectEntries:
@@ -67,7 +67,7 @@ class DirectEntries:
 
     def __call__(
         self,
-        specs: Sequence[ArraySpec | PythonValue],
+        specs: Sequence[ArgumentSpec],
         updated: frozenset[int],
         run: Callable[..., Any],
     ) -> Callable[..., Any] | None:
@@ -78,7 +78,7 @@ class DirectEntries:
         if handover is not None and any(
             i in self.typed and math.prod(spec[0]) >= handover
             for i, spec in enumerate(specs)
-            if not isinstance(spec, PythonValue)
+            if isinstance(spec, tuple)
         ):
             return None
         source, names = self.source(specs, updated)
@@ -89,7 +89,7 @@ class DirectEntries:
         return entry
 
     def source(
-        self, specs: Sequence[ArraySpec | PythonValue], updated: frozenset[int] = frozenset()
+        self, specs: Sequence[ArgumentSpec], updated: frozenset[int] = frozenset()
     ) -> tuple[str, dict[str, Any]]:
         """The entry's source and the names it reads besides the runner's."""
         params = ", ".join(f"p{i}" for i in range(len(specs)))
@@ -101,6 +101,11 @@ class DirectEntries:
                 # (taken as itself: not a graph input; its class and value are the key's)
                 names[f"_v{i}"], names[f"_k{i}"] = spec.value, type(spec.value)
                 types.append(f"p{i}.__class__ is _k{i} and p{i} == _v{i}")
+                continue
+            if isinstance(spec, NumPyScalar):
+                # (its type is its dtype: NumPy's scalars are native-endian)
+                names[f"_k{i}"] = spec.type
+                types.append(f"p{i}.__class__ is _k{i}")
                 continue
             shape, dtype = spec
             names[f"_s{i}"] = tuple(shape)
