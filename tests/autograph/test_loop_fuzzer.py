@@ -247,7 +247,7 @@ def _report(profile: str, path: str) -> None:
 SINGLE_SEEDS = range(200, 216)
 
 
-@pytest.mark.parametrize("seed", SINGLE_SEEDS)
+@pytest.mark.parametrize("seed", quick_only(SINGLE_SEEDS, SINGLE_SEEDS[:2]))
 def test_generated_loop_programs_compiled_whole_are_numpy_on_every_call(seed, monkeypatch):
     """One program per function (a batch of eight often passes the whole-graph op cap and
     runs as fused segments): compiled as one function, called three times (the third through
@@ -267,10 +267,11 @@ def test_generated_loop_programs_compiled_whole_are_numpy_on_every_call(seed, mo
     _report("single", "jit")
 
 
+@pytest.mark.slow  # (with every single program: the full suite)
 def test_direct_entries_served_most_single_programs():
     """(Runs after the single programs: at least half of them reached the direct entry.)"""
     ran = TOTALS["single", "jit"]
-    if ran < len(SINGLE_SEEDS) // 2:
+    if ran < len(SINGLE_SEEDS) // 2:  # (a run selecting only some of them)
         pytest.skip("the single-program tests did not run in this session")
     assert DIRECT["single", "jit"] >= ran // 2, (DIRECT, ran)
 

@@ -57,7 +57,7 @@ def scaled(x, a):
     return y
 
 
-def _inputs(n: int = 6, dtype=np.float64):
+def _inputs(n: int = 12, dtype=np.float64):
     rng = np.random.default_rng(n)
     return (rng.standard_normal((n, n)) + n * np.eye(n)).astype(dtype), rng.random(n).astype(dtype)
 
@@ -134,12 +134,12 @@ def test_the_entry_runs_the_compiled_code_without_the_runner(monkeypatch):
 
 def test_a_call_of_another_shape_misses_and_runs_its_own_trace():
     f = kx.function(lower_update, jit_compile=True)
-    _warm(f, _inputs(6))
-    _agree(f, _inputs(9))  # another size: the entry misses, a new trace serves
+    _warm(f, _inputs(12))
+    _agree(f, _inputs(16))  # another size: the entry misses, a new trace serves
     assert f.experimental_get_tracing_count() == 2
     assert not _serving(f)  # dropped after a miss ...
-    for _ in range(3):  # ... and the 6x6 trace still gives NumPy's answer
-        _agree(f, _inputs(6))
+    for _ in range(3):  # ... and the 12x12 trace still gives NumPy's answer
+        _agree(f, _inputs(12))
 
 
 def test_a_call_of_another_dtype_misses_and_traces_again():
