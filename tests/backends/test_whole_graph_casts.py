@@ -43,6 +43,7 @@ def _outcome(fn, *args):
         return type(e), str(e)
 
 
+@pytest.mark.slow  # (a compile per case: the full suite)
 @pytest.mark.parametrize("dtype,values", [(np.float64, IN_RANGE), (np.float32, IN_RANGE32)])
 def test_int_of_an_in_range_float_in_a_loop_is_computed_without_a_rerun(dtype, values):
     x = np.array(values, dtype)
@@ -52,6 +53,7 @@ def test_int_of_an_in_range_float_in_a_loop_is_computed_without_a_rerun(dtype, v
         same(compiled(to_int, one, static=True), to_int(one))
 
 
+@pytest.mark.slow  # (a compile per case: the full suite)
 @pytest.mark.parametrize(
     "dtype,value",
     [(np.float64, v) for v in [*OUT_OF_RANGE, -(2.0**63) - 2048]]
@@ -163,6 +165,7 @@ def test_exact_casts_proves_only_casts_of_values_in_range(fn, want):
     assert proven and all(p == want for p in proven)
 
 
+@pytest.mark.slow  # (a compile per case: the full suite)
 @pytest.mark.parametrize(
     "fn",
     [

@@ -18,6 +18,10 @@ import pytest
 import kernel_ext as kx
 from kernel_ext.backends import DIRECT_MISS
 
+#: Each test compiles a function of its own (a second from a cold kernel cache): the quick
+#: subset keeps the entry serving, aliasing, errors, arity and its source; CI runs them all.
+SLOW = pytest.mark.slow
+
 
 def lower_update(A, v):
     """An in-place triangular update and a carried sum: writes one argument."""
@@ -132,6 +136,7 @@ def test_the_entry_runs_the_compiled_code_without_the_runner(monkeypatch):
     assert called == []  # (every 64th hit is timed through the runner: not in 3 calls)
 
 
+@SLOW
 def test_a_call_of_another_shape_misses_and_runs_its_own_trace():
     f = kx.function(lower_update, jit_compile=True)
     _warm(f, _inputs(12))
@@ -142,6 +147,7 @@ def test_a_call_of_another_shape_misses_and_runs_its_own_trace():
         _agree(f, _inputs(12))
 
 
+@SLOW
 def test_a_call_of_another_dtype_misses_and_traces_again():
     f = kx.function(row_sums, jit_compile=True)
     x = np.arange(12.0).reshape(3, 4)
@@ -151,6 +157,7 @@ def test_a_call_of_another_dtype_misses_and_traces_again():
     assert f.experimental_get_tracing_count() == 2
 
 
+@SLOW
 def test_a_zero_d_argument_of_another_dtype_misses():
     f = kx.function(scaled, jit_compile=True)
     x = np.arange(5.0)
@@ -165,6 +172,7 @@ def test_a_zero_d_argument_of_another_dtype_misses():
     _agree(f, (x, np.array(2.5)))
 
 
+@SLOW
 @pytest.mark.parametrize(
     "make",
     [
@@ -279,6 +287,7 @@ def test_keyword_and_default_calls_stay_on_the_key_path():
     assert not _serving(f)
 
 
+@SLOW
 def test_a_tiered_function_is_served_once_it_moved_to_the_whole_graph(monkeypatch):
     from kernel_ext import backends
 
@@ -306,6 +315,7 @@ def test_the_entry_source_tests_each_argument_once():
     assert "base is None" not in source  # nothing written into an argument
 
 
+@SLOW
 def test_a_recording_tape_replays_calls_the_entry_would_serve():
     def cumulative(x):
         y = np.empty_like(x)
@@ -325,6 +335,7 @@ def test_a_recording_tape_replays_calls_the_entry_would_serve():
     np.testing.assert_allclose(tape.gradient(y, x), 2 * x * np.arange(12, 0, -1), rtol=1e-12)
 
 
+@SLOW
 def test_entries_are_made_only_below_the_handover_size():
     def checksum(data):
         acc = np.uint32(0)
@@ -351,6 +362,7 @@ def axpy_steps(y, x, alpha, steps):
     return y
 
 
+@SLOW
 def test_python_scalars_taken_as_themselves_are_checked_by_class_and_value():
     f = kx.function(axpy_steps, jit_compile=True)
     y, x = np.arange(10.0), np.ones(10)
@@ -365,6 +377,7 @@ def test_python_scalars_taken_as_themselves_are_checked_by_class_and_value():
         _agree(f, (y, x, alpha, steps))
 
 
+@SLOW
 @pytest.mark.parametrize("alpha", [0.0, -0.0, float("nan")])
 def test_zero_and_nan_floats_keyed_by_their_bits_get_no_entry(alpha):
     f = kx.function(axpy_steps, jit_compile=True)
@@ -404,6 +417,7 @@ def test_a_call_with_too_few_or_too_many_arguments_gets_the_functions_own_error(
         f()
 
 
+@SLOW
 def test_numpy_scalar_arguments_are_checked_by_their_exact_type():
     def damp(x, thr):
         while np.sum(x) > thr:
