@@ -434,7 +434,11 @@ class Function:
         for i, (a, t) in enumerate(zip(args, cf.input_types)):
             if a.__class__ is NDARRAY:
                 specs.append((a.shape, a.dtype))
-            elif a.__class__ in NP_SCALARS and i not in written_as_arrays:
+            elif (
+                a.__class__ in NP_SCALARS
+                and a.dtype.kind in "biufc"  # (a datetime's unit, a string's length: not
+                and i not in written_as_arrays  # in its class, as a number's dtype is)
+            ):
                 specs.append(NumPyScalar(a.__class__))
             elif (
                 a.__class__ in _DIRECT_VALUES

@@ -434,3 +434,15 @@ def test_numpy_scalar_arguments_are_checked_by_their_exact_type():
     _same(entry(x, np.float32(2.0)), damp(x, np.float32(2.0)))
     for thr in (np.float64(1.0), np.array(1.0, np.float32), np.float32(3.0)):
         _agree(f, (x, thr))
+
+
+def test_a_numpy_scalar_whose_class_does_not_fix_its_dtype_gets_no_entry():
+    # The class test of a NumPy scalar stands for its dtype only for numbers and bools:
+    # np.datetime64 covers every unit, np.str_ every length, which the call key tells apart.
+    f = kx.function(scaled, jit_compile=True)
+    x = np.arange(5.0)
+    _warm(f, (x, np.float32(2.0)))
+    cf = f.get_concrete_function(x, np.float32(2.0))
+    assert f._arming_direct(cf, cf.call_flat, (x, np.float32(2.0))) is not None
+    for odd in (np.datetime64(1, "s"), np.str_("ab")):
+        assert f._arming_direct(cf, cf.call_flat, (x, odd)) is None
