@@ -292,9 +292,14 @@ def _runner(
         node.attrs["path"][0][1] for node in writer.param_nodes if aval_of_node(node).shape != ()
     )
     direct = DirectEntries(
-        namer.globals, n_params, typed, _dedent(head.lines), args, _dedent(outputs.lines)
+        namer.globals,
+        n_params,
+        typed,
+        _dedent(head.lines),
+        args,
+        _dedent(outputs.lines),
+        handover,
     )
-    direct.handover = handover
     return namer.globals["run"], source, direct
 
 

@@ -50,6 +50,7 @@ class DirectEntries:
         head: list[str],
         args: str,
         outputs: list[str],
+        handover: int | None = None,
     ) -> None:
         self.scope = scope  # the runner's globals (its handle ``_H``, constants, helpers)
         self.n_params = n_params
@@ -63,7 +64,7 @@ class DirectEntries:
         #: The runner's handover size (:class:`.build._Handover`): from an array of this
         #: many elements on, the executor that serves is measured per call, so the entries
         #: are made for smaller arrays only. None: no handover.
-        self.handover: int | None = None
+        self.handover = handover
 
     def __call__(
         self,
@@ -126,7 +127,6 @@ class DirectEntries:
         with out.block(f"def entry({signature}, *_more):") as body:
             with body.block("if " + " and ".join(tests) + ":") as typed:
                 run = f"_run({params})"
-                checked = typed
                 if updated:
                     # the guard's straight-line test: every array owns its memory, and no
                     # argument written into is passed again as another one
@@ -139,14 +139,14 @@ class DirectEntries:
                     ]
                     with typed.block(f"if not ({' and '.join(owners + others)}):") as shared:
                         shared.line(f"return {run}")
-                checked.extend(self.head)
-                with checked.block("try:") as attempt:
+                typed.extend(self.head)
+                with typed.block("try:") as attempt:
                     attempt.line(f"outs = _G({self.args})")
-                with checked.block("except Exception:") as failed:
+                with typed.block("except Exception:") as failed:
                     # (an array of another dtype, rank or layout, a read-only one, an error,
                     # the fallback signal: the call is looked up and run the usual way)
                     failed.line("return _MISS")
-                checked.extend(self.outputs)
+                typed.extend(self.outputs)
             body.line("return _MISS")
         return out.text(), names
 
