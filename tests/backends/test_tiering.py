@@ -55,9 +55,14 @@ def test_a_hot_pure_trace_is_measured_and_served_by_the_faster_executor():
     assert tier.state in ("whole", "fused") and len(tier.samples[0]) == 4
     assert cf.tier.startswith(("whole graph (", "fused (whole graph not faster"))
     np.testing.assert_array_equal(out, chain(x))  # bitwise: the trial compared every call
-    # cache hits call the winner directly, no tier wrapper in between
-    runner = next(iter(f._fast.values()))
-    assert runner is (tier.whole.run if tier.state == "whole" else tier._base_run)
+    # cache hits call the winner directly, no tier wrapper in between: the fused runner,
+    # or the whole graph through the direct entry its stored runner arms
+    if tier.state == "fused":
+        assert next(iter(f._fast.values())) is tier._base_run
+    else:
+        _call(f, x, 2)
+        assert f._direct is not None and f._direct.__globals__["_run"] is tier.whole.run
+        np.testing.assert_array_equal(f(x), chain(x))
 
 
 def test_the_decision_is_shown_in_the_monitor_and_the_report():
