@@ -118,22 +118,24 @@ def test_cache_hits_of_a_compiled_loop_run_through_the_direct_entry():
     assert f.experimental_get_tracing_count() == 1
 
 
-def test_the_entry_runs_the_compiled_code_without_the_runner(monkeypatch):
+def test_the_entry_runs_the_compiled_code_without_the_keyed_path():
     f = kx.function(row_sums, jit_compile=True)
     x = np.arange(12.0).reshape(3, 4)
     _warm(f, (x,))
-    cf = f.get_concrete_function(x)
     called = []
-    runner = cf.call_flat
+    for key, run in list(f._fast.items()):  # what a keyed cache hit would call
 
-    def counting(*values):
-        called.append(values)
-        return runner(*values)
+        def counting(*values, run=run):
+            called.append(values)
+            return run(*values)
 
-    monkeypatch.setattr(cf, "call_flat", counting)
+        f._fast[key] = counting
     for _ in range(3):
         _agree(f, (x,))
-    assert called == []  # (every 64th hit is timed through the runner: not in 3 calls)
+    assert called == []  # (every 64th hit is timed through the keyed path: not in 3 calls)
+    f._direct = None  # without the entry, the same calls take it
+    _agree(f, (x,))
+    assert len(called) == 1
 
 
 @SLOW
