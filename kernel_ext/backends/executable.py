@@ -64,10 +64,35 @@ class NumPyScalar:
 ArgumentSpec = ArraySpec | PythonValue | NumPyScalar
 
 
+@dataclass(frozen=True)
+class CallGate:
+    """What lets a direct entry be its function's whole call, not a step of it.
+
+    A traced function's call counts itself and takes its cache-hit path only while no
+    trace or tape is recording and its functions are not run eagerly; its caller names
+    those facts here, as source, so that the entry's one generated function tests them
+    itself (each Python call between the user and the compiled code costs ~0.1 µs):
+
+    * ``count``: a statement run first at every call (``_F._calls += 1``);
+    * ``test``: an expression that must hold for the entry to serve the call;
+    * ``names``: the globals ``count`` and ``test`` read;
+    * ``keyed(args, kwargs)``: the call taken the usual way (``test`` was false; the call
+      was counted already);
+    * ``missed(args, kwargs)``: the same, for a call the entry was not made for (another
+      shape, a keyword, an error): the caller may take the entry away.
+    """
+
+    count: str
+    test: str
+    names: dict[str, Any]
+    keyed: Callable[[tuple, dict], Any]
+    missed: Callable[[tuple, dict], Any]
+
+
 class DirectEntryFactory(Protocol):
     """Makes a trace's *direct entry* (an executor's answer to the per-call cost of Python).
 
-    ``factory(specs, updated, run)`` is a function of the call's positional arguments that
+    ``factory(specs, updated, run, gate)`` is a function of the call's positional arguments that
     checks they are plain ndarrays of exactly ``specs``' shapes and dtypes (or, for a
     :class:`PythonValue`, that very Python value, of its class; for a :class:`NumPyScalar`,
     a scalar of that type) and runs the
@@ -77,7 +102,10 @@ class DirectEntryFactory(Protocol):
     then looks the call up as usual. When the trace writes into arguments (their indices:
     ``updated``), a call passing a view, or one of those arrays again as another argument,
     goes to ``run``, the trace's runner and guard.
-    The factory
+    With a ``gate`` (:class:`CallGate`), the entry made also has ``__kx_call__``: the
+    same entry as the function's whole call, which counts and tests the call as the gate
+    says and passes every call it does not serve to the gate's ``keyed`` or ``missed``
+    (never returning :data:`DIRECT_MISS`). The factory
     returns None while it cannot make one (its code not compiled yet)."""
 
     def __call__(
@@ -85,6 +113,7 @@ class DirectEntryFactory(Protocol):
         specs: Sequence[ArgumentSpec],
         updated: frozenset[int],
         run: Callable[..., Any],
+        gate: CallGate | None = None,
     ) -> Callable[..., Any] | None: ...
 
 
@@ -129,6 +158,7 @@ __all__ = [
     "DIRECT_MISS",
     "ArgumentSpec",
     "ArraySpec",
+    "CallGate",
     "DaskReport",
     "DirectEntryFactory",
     "Executable",

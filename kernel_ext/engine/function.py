@@ -10,6 +10,14 @@ path: bind the arguments to parameters (defaults filled), build trace types, dis
 most specific cached trace that accepts them (rules in :mod:`kernel_ext.trace.types`), or trace
 anew. Only the slow path builds trace types; the fast path memoises its outcome and is cleared
 whenever a trace is added or removed.
+
+A call of a Function is a call of its ``_entry`` (``Function.__call__`` is the property that
+reads it): :meth:`Function._call`, the path above, or, once a trace compiled into one
+function was called twice with the same signature, that trace's *direct entry*
+(:class:`~kernel_ext.backends.DirectEntryFactory`), one generated function that counts the
+call, tests the arguments and runs the compiled code, and hands every other call back to
+``_call``'s path (:class:`~kernel_ext.backends.CallGate`). So a cache hit of a compiled loop
+kernel crosses one Python call, not three.
 """
 
 from __future__ import annotations
@@ -17,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import inspect
+import operator
 import threading
 import time
 import types
@@ -28,8 +37,8 @@ from .. import errors
 from ..autodiff import eager_tapes, record_call
 from ..autodiff.eager import record_function_call, records
 from ..backends import (
-    DIRECT_MISS,
     ArgumentSpec,
+    CallGate,
     NumPyScalar,
     PythonValue,
     compile_traced,
@@ -203,8 +212,9 @@ class Function:
         self._fast_cf: dict[tuple, weakref.ref[ConcreteFunction]] = {}
         # The direct entry of the signature called last, when its trace has one
         # (:class:`~kernel_ext.backends.DirectEntryFactory`), and the call count from which
-        # one may be armed again after a miss.
-        self._direct: Callable[..., Any] | None = None
+        # one may be armed again after a miss; what a call of this Function calls (_direct).
+        self._direct_entry: Callable[..., Any] | None = None
+        self._entry: Callable[..., Any] = self._call
         self._direct_from = 0
         self._last_run_ns: int | None = None
         self._traces = 0
@@ -221,23 +231,38 @@ class Function:
     # ------------------------------------------------------------------------------------
     # the hot path
     # ------------------------------------------------------------------------------------
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    #: A call of the Function: its ``_entry`` (the module's docstring), read by a C-level
+    #: getter, so that an armed direct entry is the only Python function a cache hit calls.
+    __call__ = property(operator.attrgetter("_entry"), doc="Call the function (``f(x)``).")
+
+    @property
+    def _direct(self) -> Callable[..., Any] | None:
+        """The armed direct entry (its form that returns ``DIRECT_MISS``), or None."""
+        return self._direct_entry
+
+    @_direct.setter
+    def _direct(self, entry: Callable[..., Any] | None) -> None:
+        self._direct_entry = entry
+        self._entry = getattr(entry, "__kx_call__", None) or self._call
+
+    def _direct_missed(self, args: tuple, kwargs: dict) -> Any:
+        """A call the armed direct entry was not made for (counted already): disarm it for
+        :data:`DIRECT_REARM` calls and take the usual path."""
+        __tracebackhide__ = True
+        self._direct = None
+        self._direct_from = self._calls + DIRECT_REARM
+        return self._keyed_call(args, kwargs)
+
+    def _keyed_call(self, args: tuple, kwargs: dict) -> Any:
+        """The usual path for a call a direct entry counted already."""
+        __tracebackhide__ = True
+        self._calls -= 1
+        return self._call(*args, **kwargs)
+
+    def _call(self, *args: Any, **kwargs: Any) -> Any:
+        """A call: its fast key's runner (a cache hit), else the slow path."""
         __tracebackhide__ = True
         self._calls += 1
-        direct = self._direct
-        if (
-            direct is not None
-            and self._calls & _TIMING_MASK
-            and not kwargs
-            and not STATE.eager
-            and not ACTIVITY.depth
-        ):
-            # The signature called last, straight into its compiled code (its own checks).
-            result = direct(*args)
-            if result is not DIRECT_MISS:
-                return result
-            self._direct = None
-            self._direct_from = self._calls + DIRECT_REARM
         if not kwargs and not STATE.eager and not ACTIVITY.depth:
             # fast_key(), inlined: a function call here would cost a third of the overhead.
             key = []
@@ -457,7 +482,7 @@ class Function:
         def arming(*values: Any) -> Any:
             if self._calls >= self._direct_from:
                 if not made:
-                    entry = factory(specs, updated, run)
+                    entry = factory(specs, updated, run, self._gate())
                     if entry is not None:  # (None until the function is compiled)
                         made.append(entry)
                 if made:
@@ -465,6 +490,18 @@ class Function:
             return run(*values)
 
         return arming
+
+    def _gate(self) -> CallGate:
+        """How a direct entry serves this Function's calls: as :meth:`_call` would, when it
+        would look its fast key up (no keywords, nothing recording, not eager, not a timed
+        call)."""
+        return CallGate(
+            count="_F._calls += 1",
+            test=f"_F._calls & {_TIMING_MASK} and not _S.eager and not _A.depth",
+            names={"_F": self, "_S": STATE, "_A": ACTIVITY},
+            keyed=self._keyed_call,
+            missed=self._direct_missed,
+        )
 
     def run_eagerly_because(self, reason: str, values: Sequence[Any]) -> Any:
         """Run one call as plain Python on the real arrays (a trace's assumption about its

@@ -118,6 +118,45 @@ def test_cache_hits_of_a_compiled_loop_run_through_the_direct_entry():
     assert f.experimental_get_tracing_count() == 1
 
 
+def test_an_armed_entry_is_the_functions_whole_call_and_counts_every_call():
+    f = kx.function(row_sums, jit_compile=True)
+    x = np.arange(12.0).reshape(3, 4)
+    _warm(f, (x,))
+    assert f.__call__ is f._direct.__kx_call__  # no Function.__call__ frame before it
+    entry, before = f._direct, f._calls
+    f._last_run_ns = None
+    for _ in range(70):  # across a timed call (one in 64), which the keyed path times
+        _same(f(x), row_sums(x))
+    assert f._calls == before + 70
+    assert f._last_run_ns is not None
+    _same(f(x=x), row_sums(x=x))  # a keyword call: the keyed path, the entry kept
+    assert f._direct is entry and f._calls == before + 71
+    f._direct = None
+    assert f.__call__ == f._call  # disarmed: the usual path
+
+
+def test_run_functions_eagerly_passes_an_armed_entry_by():
+    ran = []
+
+    def noted(x):
+        ran.append(x.shape)
+        return row_sums(x)
+
+    f = kx.function(noted, jit_compile=True)
+    x = np.ones((2, 3))
+    _warm(f, (x,))
+    assert _serving(f)
+    traced = len(ran)
+    kx.config.run_functions_eagerly(True)
+    try:
+        _same(f(x), row_sums(x))
+    finally:
+        kx.config.run_functions_eagerly(False)
+    assert len(ran) == traced + 1  # the Python body ran
+    _same(f(x), row_sums(x))
+    assert len(ran) == traced + 1 and _serving(f)
+
+
 def test_the_entry_runs_the_compiled_code_without_the_keyed_path():
     f = kx.function(row_sums, jit_compile=True)
     x = np.arange(12.0).reshape(3, 4)
@@ -311,7 +350,9 @@ def test_the_entry_source_tests_each_argument_once():
     _warm(f, (np.arange(5.0), np.array(1.5)))
     source = f._direct.__kx_source__
     compile(source, "<entry>", "exec")
-    assert source.count("p0.__class__ is _nd") == 1
+    # (two functions: the entry, and the entry as the Function's whole call)
+    assert source.count("def ") == 2
+    assert source.count("p0.__class__ is _nd") == 2
     assert "p0.dtype" not in source  # an array argument: the dispatcher checks its dtype
     assert "p1.dtype is _d1" in source  # the 0-d one enters as its value: tested here
     assert "base is None" not in source  # nothing written into an argument

@@ -80,6 +80,9 @@ class Scope:
         #: The 0-d values held as NumPy scalars already, not as 0-d arrays (the whole-graph
         #: runner makes them from the compiled function's numbers).
         self.scalars: set[Node] = set()
+        #: The arrays the caller may take as they are: made by the call, so writable (any
+        #: other array output is copied when it is read-only, ``_own``).
+        self.owned: set[Node] = set()
         self._taken: set[str] = set(self.names.values())
 
     def var(self, node: Node) -> str:

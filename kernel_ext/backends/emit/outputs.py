@@ -96,7 +96,7 @@ def _array_output_expr(node: Node, scope: Scope) -> str:
         return f"_result({v})"
     if node.shape == ():
         return v if node in scope.scalars else f"{v}[()]"
-    return f"_own({v})" if node.op.may_alias else v
+    return f"_own({v})" if node.op.may_alias and node not in scope.owned else v
 
 
 def _const_expr(

@@ -20,7 +20,11 @@ class WriterBase:
     generated lines and helpers, the buffers and the in-place plan."""
 
     def __init__(
-        self, graph: Graph, fast_math: bool = False, written_back: dict[int, int] | None = None
+        self,
+        graph: Graph,
+        fast_math: bool = False,
+        written_back: dict[int, int] | None = None,
+        args_in_place: bool = False,
     ) -> None:
         self.graph = graph
         #: bounded scalar integers (:mod:`.index_ranges`): indexes needing no range check
@@ -30,9 +34,22 @@ class WriterBase:
         #: output index -> index of the array input whose argument that output is written
         #: back to (:func:`_written_back`); the function copies those in before it returns
         self.written_back = dict(written_back or {})
+        #: Write those arguments in place (their C-contiguous form, the caller's own array
+        #: in the C-contiguous variant) instead of into private copies written back at the
+        #: end: right only for a function that never signals (:attr:`signals`), since the
+        #: fallback must find the caller's arrays untouched (:meth:`.writer.GraphWriter.write`).
+        self.args_in_place = args_in_place
+        #: fallback signals written so far (:meth:`signal`)
+        self.signals = 0
         #: per graph output: ("ret", position in the returned tuple) or ("param", input
         #: index) for an output the function copied into its argument (not returned)
         self.out_slots: list[tuple[str, int]] = []
+        #: positions in the returned tuple of arrays the function allocated (writable: the
+        #: caller gets them as they are, where a returned constant or argument may be
+        #: read-only and is copied)
+        self.fresh_returns: set[int] = set()
+        #: the function returns its one value itself, not a 1-tuple (:meth:`.writer.write`)
+        self.returns_one = False
         self.fast_math = fast_math  # segment kernels with fast_math's approximations
         self.lines: list[str] = []
         self.module_parts: list[str] = []
@@ -45,6 +62,7 @@ class WriterBase:
         self.param_nodes: list[Node] = []  # the top-level placeholders they hold
         self.constants: list[Any] = []  # constant arrays passed as arguments
         self.filled_constants = 0  # constant arrays the function fills (cf0, cf1, ...)
+        self.filled_lines: dict[str, str] = {}  # their names -> the preamble lines filling them
         self.loop_args: list[tuple[int, int]] = []
         self.out_bufs: dict[Node, str] = {}  # node -> the spare buffer it may write into
         self.produced: set[Node] = set()  # nodes written into a spare or a new buffer
@@ -75,6 +93,8 @@ class WriterBase:
         return f"f{idx}, d{idx}"
 
     def signal(self, out: Source, cond: str) -> None:
+        """``if cond: raise`` the fallback signal (the call is rerun by the fused executor)."""
+        self.signals += 1
         with out.block(f"if {cond}:") as body:
             body.line(f"raise FloatingPointError('{SIGNAL}')")
 

@@ -99,9 +99,14 @@ def compile_whole_graph(
     )
     handover = None if keep else whole_graph_handover(sizes)
     graph = compiled
-    writer = GraphWriter(graph, fast_math, _written_back(graph, tree))
+    written_back = _written_back(graph, tree)
     try:
+        writer = GraphWriter(graph, fast_math, written_back, args_in_place=bool(written_back))
         source = writer.write()
+        if writer.args_in_place and writer.signals:
+            # a call it hands to the fallback must leave the caller's arrays untouched
+            writer = GraphWriter(graph, fast_math, written_back)
+            source = writer.write()
     except Unsupported as e:
         warnings.warn(
             f"kx.function(jit_compile=True) '{name}': {e} cannot be compiled into "
@@ -256,16 +261,22 @@ def _runner(
     outputs = Source(indent=STEP)  # the outputs rebuilt from ``outs``
     scope = Scope("v_")
     written = []
+
+    def returned(j: int) -> str:
+        return "outs" if writer.returns_one else f"outs[{j}]"
+
     for i, (o, (where, j)) in enumerate(zip(graph.outputs, writer.out_slots)):
         dt = namer.bind(np.dtype(o.dtype).type, "_t")
         if where == "param":  # copied into its argument by the compiled function
             outputs.line(f"{scope.var(o)} = {ins[j]}")
             written.append(i)
         elif aval_of_node(o).shape == ():
-            outputs.line(f"{scope.var(o)} = {dt}(outs[{j}])")
+            outputs.line(f"{scope.var(o)} = {dt}({returned(j)})")
             scope.scalars.add(o)  # (a NumPy scalar: returned as it is)
         else:
-            outputs.line(f"{scope.var(o)} = outs[{j}]")
+            outputs.line(f"{scope.var(o)} = {returned(j)}")
+            if j in writer.fresh_returns:
+                scope.owned.add(o)
     outputs.line(f"_r = {output_expr(tree, graph, namer, scope, frozenset(written))}")
     _flush_deferred(outputs)
     outputs.line("return _r")

@@ -31,7 +31,10 @@ class ControlFlow(WriterBase):
         if v.scalar or (v.fresh and not copy):
             return v
         t = self.fresh("k")
-        out.line(f"{t} = np.ascontiguousarray({v.name}).copy()")
+        if v.fill is not None:
+            out.line(f"{t} = {v.fill}")
+        else:
+            out.line(f"{t} = np.ascontiguousarray({v.name}).copy()")
         return Value(t, False, True)
 
     def _emit_cond(

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from ..emit.source import Source
-from ..executable import DIRECT_MISS, ArgumentSpec, NumPyScalar, PythonValue
+from ..executable import DIRECT_MISS, ArgumentSpec, CallGate, NumPyScalar, PythonValue
 
 
 class DirectEntries:
@@ -71,6 +71,7 @@ class DirectEntries:
         specs: Sequence[ArgumentSpec],
         updated: frozenset[int],
         run: Callable[..., Any],
+        gate: CallGate | None = None,
     ) -> Callable[..., Any] | None:
         compiled = self.scope["_H"].graph_c
         if compiled is None or len(specs) != self.n_params or not specs:
@@ -82,17 +83,23 @@ class DirectEntries:
             if isinstance(spec, tuple)
         ):
             return None
-        source, names = self.source(specs, updated)
+        source, names = self.source(specs, updated, gate)
         namespace = {**self.scope, **names, "_G": compiled, "_run": run}
         exec(compile(source, "<kx-direct-entry>", "exec"), namespace)
         entry: Callable[..., Any] = namespace["entry"]
         entry.__kx_source__ = source  # type: ignore[attr-defined]
+        if gate is not None:
+            entry.__kx_call__ = namespace["call"]  # type: ignore[attr-defined]
         return entry
 
     def source(
-        self, specs: Sequence[ArgumentSpec], updated: frozenset[int] = frozenset()
+        self,
+        specs: Sequence[ArgumentSpec],
+        updated: frozenset[int] = frozenset(),
+        gate: CallGate | None = None,
     ) -> tuple[str, dict[str, Any]]:
-        """The entry's source and the names it reads besides the runner's."""
+        """The entry's source (with a ``gate``, also its form as the whole call, ``call``)
+        and the names they read besides the runner's."""
         params = ", ".join(f"p{i}" for i in range(len(specs)))
         names: dict[str, Any] = {"_nd": np.ndarray, "_MISS": DIRECT_MISS}
         types = []
@@ -125,30 +132,64 @@ class DirectEntries:
         signature = ", ".join(f"p{i}=_MISS" for i in range(len(specs)))
         tests = ["not _more", *(f"({t})" for t in types)]
         with out.block(f"def entry({signature}, *_more):") as body:
-            with body.block("if " + " and ".join(tests) + ":") as typed:
-                run = f"_run({params})"
-                if updated:
-                    # the guard's straight-line test: every array owns its memory, and no
-                    # argument written into is passed again as another one
-                    owners = [f"p{i}.base is None" for i in arrays]
-                    others = [
-                        f"p{u} is not p{k}"
-                        for u in sorted(updated)
-                        for k in arrays
-                        if k != u and (k not in updated or k > u)
-                    ]
-                    with typed.block(f"if not ({' and '.join(owners + others)}):") as shared:
-                        shared.line(f"return {run}")
-                typed.extend(self.head)
-                with typed.block("try:") as attempt:
-                    attempt.line(f"outs = _G({self.args})")
-                with typed.block("except Exception:") as failed:
-                    # (an array of another dtype, rank or layout, a read-only one, an error,
-                    # the fallback signal: the call is looked up and run the usual way)
-                    failed.line("return _MISS")
-                typed.extend(self.outputs)
+            self._served(body, tests, params, arrays, updated, "return _MISS")
             body.line("return _MISS")
+        if gate is not None:
+            # The same as the function's whole call: counted and tested as the gate says;
+            # every call it does not serve goes on the usual way with the arguments it had.
+            names.update(gate.names, _keyed=gate.keyed, _missed=gate.missed, _given=_given)
+            given = f"_given(({params}{',' if specs else ''}), _more), _kw"
+            out.line("")
+            with out.block(f"def call({signature}, *_more, **_kw):") as body:
+                body.line(gate.count)
+                with body.block(f"if ({gate.test}) and not _kw:") as open_:
+                    self._served(open_, tests, params, arrays, updated, f"return _missed({given})")
+                    open_.line(f"return _missed({given})")
+                body.line(f"return _keyed({given})")
         return out.text(), names
+
+    def _served(
+        self,
+        out: Source,
+        tests: list[str],
+        params: str,
+        arrays: list[int],
+        updated: frozenset[int],
+        missed: str,
+    ) -> None:
+        """The entry's test of the arguments and, where it holds, the compiled call and the
+        result returned; ``missed``: the statement for a call the compiled code refused."""
+        with out.block("if " + " and ".join(tests) + ":") as typed:
+            run = f"_run({params})"
+            if updated:
+                # the guard's straight-line test: every array owns its memory, and no
+                # argument written into is passed again as another one
+                owners = [f"p{i}.base is None" for i in arrays]
+                others = [
+                    f"p{u} is not p{k}"
+                    for u in sorted(updated)
+                    for k in arrays
+                    if k != u and (k not in updated or k > u)
+                ]
+                with typed.block(f"if not ({' and '.join(owners + others)}):") as shared:
+                    shared.line(f"return {run}")
+            typed.extend(self.head)
+            with typed.block("try:") as attempt:
+                attempt.line(f"outs = _G({self.args})")
+            with typed.block("except Exception:") as failed:
+                # (an array of another dtype, rank or layout, a read-only one, an error,
+                # the fallback signal: the call is looked up and run the usual way)
+                failed.line(missed)
+            typed.extend(self.outputs)
+
+
+def _given(head: tuple, more: tuple) -> tuple:
+    """The positional arguments of a call of a direct entry: its parameters the caller
+    passed (those left at their ``_MISS`` default are the last ones) and the rest."""
+    n = len(head)
+    while n and head[n - 1] is DIRECT_MISS:
+        n -= 1
+    return head[:n] + more
 
 
 __all__ = ["DirectEntries"]

@@ -274,12 +274,15 @@ class BasicIndexing(WriterBase):
             rank = len(ranked_shape(node))
             shape = "(" + "".join(f"{x.name}.shape[{a}], " for a in range(rank)) + ")"
             test = " and ".join(f"{{sp}}.shape[{a}] == {x.name}.shape[{a}]" for a in range(rank))
-            self._out_buffer(node, shape, test, dt, out, t)
             dest = Value(t, False, True)
-            if mode == "copy" or any(b is None for b in bounds):
-                out.line(self.assign(t, x.name, rank, rank))
+            if x.fill is not None:  # a constant of one value: a new array of it
+                out.line(f"{t} = {x.fill}")
             else:
-                self._copy_rest(t, x.name, bounds, out)  # type: ignore[arg-type]
+                self._out_buffer(node, shape, test, dt, out, t)
+                if mode == "copy" or any(b is None for b in bounds):
+                    out.line(self.assign(t, x.name, rank, rank))
+                else:
+                    self._copy_rest(t, x.name, bounds, out)  # type: ignore[arg-type]
         view = ""
         if not is_element(node, len(ranked_shape(node))):
             view = self.fresh("w")

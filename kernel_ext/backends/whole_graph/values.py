@@ -18,7 +18,7 @@ class Value:
     memory only with buffers in its roots, never with others.
     """
 
-    __slots__ = ("fresh", "name", "parts", "roots", "scalar", "unit")
+    __slots__ = ("fill", "fresh", "name", "parts", "roots", "scalar", "unit")
 
     def __init__(
         self,
@@ -28,8 +28,13 @@ class Value:
         roots: frozenset[str] | None = None,
         parts: list[frozenset[str]] | None = None,
         unit: bool | None = None,
+        fill: str | None = None,
     ) -> None:
         self.name, self.scalar, self.fresh = name, scalar, fresh
+        #: a constant array of one repeated value: the expression making a new array of
+        #: its contents (``np.zeros((n,), np.float64)``), which a private copy of it is
+        #: made with (filling writes the memory once, copying also reads the constant)
+        self.fill = fill
         if roots is None:
             roots = frozenset() if scalar else frozenset([name])
         self.roots, self.parts = roots, parts

@@ -3,6 +3,7 @@ emission, buffers and the generated function's frame."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -72,11 +73,13 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
     # -- emission -----------------------------------------------------------------------------
     def write(self) -> str:
         self.check(self.graph)
-        # An argument the call writes back enters as a private copy, made once here: every
-        # write into it then runs in place (one outside any loop, or one in a branch that
-        # may pass the argument on, would copy the whole array each time), and the fallback
-        # still finds the caller's arrays untouched: they are written at the end
-        # (:meth:`_returned`).
+        # An argument the call writes back enters as a buffer the function owns, made once
+        # here: every write into it then runs in place (one outside any loop, or one in a
+        # branch that may pass the argument on, would copy the whole array each time). That
+        # buffer is a private copy, written into the argument at the end (:meth:`_returned`)
+        # so that the fallback still finds the caller's arrays untouched; or, where nothing
+        # can signal (``args_in_place``), the caller's array itself when it is C-contiguous,
+        # as eager NumPy writes it (no copy in, none out).
         updated = frozenset(self.graph.inputs[k] for k in set(self.written_back.values()))
         self.plan = plan_inplace(self.graph, self._steps, updated)
         env: dict[Node, Value] = {}
@@ -88,7 +91,8 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             env[node] = Value(name, aval_of_node(node).shape == (), False)
             if node in updated:
                 own = self.fresh("w")
-                body.line(f"{own} = np.ascontiguousarray({name}).copy()")
+                copy = "" if self.args_in_place else ".copy()"
+                body.line(f"{own} = np.ascontiguousarray({name}){copy}")
                 env[node] = Value(own, False, True)
         fused = row_fusion.plan_row_fusion(self.graph, self.fast_math)
         tiling = None if fused is not None else row_tiling(self.graph)
@@ -102,16 +106,26 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             outs = self.emit_graph(self.graph, env, body)
         else:
             outs = self._emit_tiled(tiling, env, body)
-        consts = [f"c{i}" for i in range(len(self.constants))]
         # NumPy loop addresses arrive in one uintp array: one argument for Numba's dispatcher
         # to type instead of two per loop (each costs it ~50 ns per call).
         loops = ["la"] if self.loop_args else []
         returned = self._returned(outs, body)
+        lines = self._used_preamble(body.lines + [", ".join(returned)]) + body.lines
+        lines = self._drop_unused_constants(lines + [", ".join(returned)])
+        returned_text = lines.pop()
+        consts = [f"c{i}" for i in range(len(self.constants))]
+        # One value returned as itself, not in a 1-tuple: Numba boxes one object fewer and
+        # the runner indexes nothing (a row-split function returns its tuple, .parallel).
+        self.returns_one = fused is None and len(returned) == 1
         func = kernel_function(
             f"graph({', '.join(self.params + consts + loops)})",
             len(self.loop_args),
-            self.preamble.lines + body.lines,
-            "return (" + "".join(n + ", " for n in returned) + ")",
+            lines,
+            (
+                f"return {returned_text}"
+                if self.returns_one
+                else "return (" + returned_text + (", " if returned_text else "") + ")"
+            ),
         )
         header = "\n".join(
             [
@@ -130,6 +144,32 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         )
         parts = [header] + list(self.helpers.values()) + self.module_parts + ["\n".join(func.lines)]
         return "\n\n".join(parts) + "\n"
+
+    def _used_preamble(self, lines: list[str]) -> list[str]:
+        """The preamble without the filled constants that nothing in ``lines`` (the body
+        and what it returns) reads: each of their uses was a private copy, made by filling
+        a new array."""
+        text = "\n".join(self.preamble.lines + lines)
+        unused = {
+            line
+            for name, line in self.filled_lines.items()
+            if re.search(rf"\b{name}\b", text.replace(line, "")) is None
+        }
+        return [line for line in self.preamble.lines if line.strip() not in unused]
+
+    def _drop_unused_constants(self, lines: list[str]) -> list[str]:
+        """``lines`` (the function's) without the constant arrays they do not read (each
+        use of one of one value was a private copy, made by filling a new array): those
+        are no arguments then (one fewer for the dispatcher to unbox); the others are
+        numbered again in order."""
+        text = "\n".join(lines)
+        used = [k for k in range(len(self.constants)) if re.search(rf"\bc{k}\b", text)]
+        if len(used) == len(self.constants):
+            return lines
+        number = {old: new for new, old in enumerate(used)}
+        self.constants = [self.constants[k] for k in used]
+        pattern = re.compile(r"\bc(\d+)\b")
+        return [pattern.sub(lambda m: f"c{number[int(m.group(1))]}", line) for line in lines]
 
     def _returned(self, outs: list[Value], body: Source) -> list[str]:
         """The names the function returns, each once, and :attr:`out_slots`.
@@ -151,6 +191,13 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                     aval_of_node(node).shape == aval_of_node(target).shape
                     and node.dtype == target.dtype
                 )
+                if self.args_in_place and same and copied.get(v.name, p) == p:
+                    # (any value may share the argument's memory here: the helper tells)
+                    if v.name not in copied:
+                        body.line(self._store_back(p, v.name, len(ranked_shape(target))))
+                        copied[v.name] = p
+                    self.out_slots.append(("param", k))
+                    continue
                 if v.name == p or (same and p not in v.roots and copied.get(v.name, p) == p):
                     if v.name != p and v.name not in copied:  # (p is typed writable)
                         rank = len(ranked_shape(target))
@@ -160,8 +207,22 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                     continue
             if v.name not in names:
                 names.append(v.name)
+            if v.fresh and not v.scalar:
+                self.fresh_returns.add(names.index(v.name))
             self.out_slots.append(("ret", names.index(v.name)))
         return names
+
+    def _store_back(self, param: str, value: str, rank: int) -> str:
+        """The statement giving argument ``param`` the contents of ``value`` (its shape and
+        dtype), written in place (``args_in_place``): nothing where ``value`` is the
+        argument's own memory, laid out as it is (the writes landed there); through a copy
+        where ``value`` is another view of that memory (as ``np.copyto`` buffers an
+        overlapping copy); else a plain copy."""
+        name = f"_store_back{rank}"
+        if name not in self.helpers:
+            assign = self.assign("d", "s", rank, rank).split("(")[0]
+            self.helpers[name] = _store_back_source(name, rank, assign)
+        return f"{name}({param}, {value})"
 
     def _emit_tiled(self, rows: set[Node], env: dict[Node, Value], out: Source) -> list[Value]:
         """The graph run on tiles of :func:`row_tile` rows at a time (:func:`row_tiling`):
@@ -391,24 +452,20 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             self.preamble.line(f"{t} = {const_source(value[()], value.dtype)}")
             env[node] = Value(t, True, False)
             return
-        if _uniform_small(value):
+        fill = _fill_source(value)
+        if fill is not None and value.size <= FILLED_MAX:
             # filled in the source: a few elements cost less to fill at every call than one
-            # more array argument costs the dispatcher to unbox (~0.15 µs: gemver's x and w)
+            # more array argument costs the dispatcher to unbox (~0.15 µs: gemver's x and w);
+            # left out if every use is a private copy, made by ``fill`` itself (write)
             t = f"cf{self.filled_constants}"
             self.filled_constants += 1
-            dt = ctor(value.dtype)
-            first = value.reshape(-1)[0]
-            fill = (
-                f"np.zeros({value.shape!r}, {dt})"
-                if not first.tobytes().strip(b"\0")
-                else f"np.full({value.shape!r}, {const_source(first, value.dtype)}, {dt})"
-            )
-            self.preamble.line(f"{t} = {fill}")
-            env[node] = Value(t, False, False)
+            self.filled_lines[t] = f"{t} = {fill}"
+            self.preamble.line(self.filled_lines[t])
+            env[node] = Value(t, False, False, fill=fill)
             return
         name = f"c{len(self.constants)}"
         self.constants.append(value[()] if value.ndim == 0 else value)
-        env[node] = Value(name, value.ndim == 0, False)
+        env[node] = Value(name, value.ndim == 0, False, fill=fill)
 
     def _emit_get_output(
         self,
@@ -489,20 +546,53 @@ def range_checks(graph: Graph) -> dict[Node, Node]:
     return found
 
 
-#: the most elements of a constant array the function fills itself (:func:`_uniform_small`)
+def _store_back_source(name: str, rank: int, assign: str) -> str:
+    """The helper ``name(d, s)`` of :meth:`GraphWriter._store_back` for arrays of ``rank``
+    axes; ``assign``: the loop helper copying ``s`` into ``d``."""
+    out = Source()
+    out.line("@_kernel")
+    with out.block(f"def {name}(d, s):") as body:
+        with body.block("if s.ctypes.data == d.ctypes.data and s.strides == d.strides:") as same:
+            same.line("return")
+        with body.block("if s.size == 0:") as empty:
+            empty.line("return")
+        # the byte ranges the two arrays span: [lo, hi)
+        for a in "sd":
+            # (signed: a negative stride's span is subtracted)
+            body.line(f"{a}_lo = np.int64({a}.ctypes.data)")
+            body.line(f"{a}_hi = {a}_lo + {a}.itemsize")
+            for k in range(rank):
+                body.line(f"{a}_span{k} = ({a}.shape[{k}] - 1) * {a}.strides[{k}]")
+                with body.block(f"if {a}_span{k} < 0:") as neg:
+                    neg.line(f"{a}_lo += {a}_span{k}")
+                with body.block("else:") as pos:
+                    pos.line(f"{a}_hi += {a}_span{k}")
+        with body.block("if s_lo < d_hi and d_lo < s_hi:") as overlap:
+            overlap.line(f"{assign}(d, s.copy())")
+        with body.block("else:") as apart:
+            apart.line(f"{assign}(d, s)")
+    return "\n".join(out.lines)
+
+
+#: the most elements of a constant array the function fills itself (:func:`_fill_source`)
 FILLED_MAX = 256
 
 
-def _uniform_small(value: np.ndarray) -> bool:
-    """Is ``value`` an array of at most :data:`FILLED_MAX` numbers, all of the same bits
-    (``np.zeros(n)``), which the function makes with ``np.full`` instead of taking it as an
-    argument?"""
-    if value.ndim == 0 or value.size == 0 or value.size > FILLED_MAX:
-        return False
+def _fill_source(value: np.ndarray) -> str | None:
+    """The source of a new array equal to ``value`` bit for bit when it is an array of
+    numbers all of the same bits (``np.zeros(n)``, ``np.full(shape, -0.0)``), else None."""
+    if value.ndim == 0 or value.size == 0:
+        return None
     if value.dtype.kind not in "biuf" or not value.dtype.isnative:
-        return False
+        return None
     flat = np.ascontiguousarray(value).reshape(-1)
-    return flat.tobytes() == np.full(flat.shape, flat[0], value.dtype).tobytes()
+    first = flat[0]
+    if flat.tobytes() != np.full(flat.shape, first, value.dtype).tobytes():
+        return None
+    dt = ctor(value.dtype)
+    if not first.tobytes().strip(b"\0"):
+        return f"np.zeros({value.shape!r}, {dt})"
+    return f"np.full({value.shape!r}, {const_source(first, value.dtype)}, {dt})"
 
 
 def _is_scalar(node: Node) -> bool:

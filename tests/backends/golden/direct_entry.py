@@ -9,7 +9,7 @@ def entry(p0=_MISS, p1=_MISS, p2=_MISS, *_more):
             outs = _G(a0, a1, a2, _la1)
         except Exception:
             return _MISS
-        v_sum = _t3(outs[0])
+        v_sum = _t3(outs)
         v_for_out2 = a0
         _r = v_sum
         if _deferred:

@@ -519,4 +519,4 @@ def graph(p0, la):
     t37 = np.empty((s4_n0, s4_n1, ), np.float32)
     if s4_nd(s4_n0, s4_n1, t29, b36, t37):
         raise FloatingPointError('kx-fallback')
-    return (t37, )
+    return t37

@@ -222,4 +222,4 @@ def graph(p0, p1, c0, c1, la):
         t7_own1 = True
     t7 = (t7_0, t7_1, )
     t27 = t7[0]
-    return (t27, )
+    return t27

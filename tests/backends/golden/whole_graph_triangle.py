@@ -13,6 +13,41 @@ def _assign2_2(d, s):
         for i1 in range(d.shape[1]):
             d[i0, i1] = s[i0 * b0, i1 * b1]
 
+@_kernel
+def _store_back2(d, s):
+    if s.ctypes.data == d.ctypes.data and s.strides == d.strides:
+        return
+    if s.size == 0:
+        return
+    s_lo = np.int64(s.ctypes.data)
+    s_hi = s_lo + s.itemsize
+    s_span0 = (s.shape[0] - 1) * s.strides[0]
+    if s_span0 < 0:
+        s_lo += s_span0
+    else:
+        s_hi += s_span0
+    s_span1 = (s.shape[1] - 1) * s.strides[1]
+    if s_span1 < 0:
+        s_lo += s_span1
+    else:
+        s_hi += s_span1
+    d_lo = np.int64(d.ctypes.data)
+    d_hi = d_lo + d.itemsize
+    d_span0 = (d.shape[0] - 1) * d.strides[0]
+    if d_span0 < 0:
+        d_lo += d_span0
+    else:
+        d_hi += d_span0
+    d_span1 = (d.shape[1] - 1) * d.strides[1]
+    if d_span1 < 0:
+        d_lo += d_span1
+    else:
+        d_hi += d_span1
+    if s_lo < d_hi and d_lo < s_hi:
+        _assign2_2(d, s.copy())
+    else:
+        _assign2_2(d, s)
+
 s0_K0 = np.int64(1)
 s0_K1 = np.int64(0)
 
@@ -35,7 +70,7 @@ def graph(p0):
     k3 = np.int64(1)
     k5 = np.int64(29)
     k7 = np.int64(0)
-    w1 = np.ascontiguousarray(p0).copy()
+    w1 = np.ascontiguousarray(p0)
     t4_0 = k2
     t4_1 = k3
     t4_2 = w1
@@ -74,5 +109,5 @@ def graph(p0):
         t4_0, t4_1, t4_2, = t11, t9, t20,
     t4 = (t4_0, t4_1, t4_2, )
     t21 = t4[2]
-    _assign2_2(p0, t21)
+    _store_back2(p0, t21)
     return ()
