@@ -19,6 +19,16 @@ every value the body sees for slot ``k`` lies in ``[a, h - 1]``: values only gro
 least ``a``, and the body runs only after the test passed (``x < bound <= h``). Nothing else
 is assumed: a slot the body replaces otherwise, a bound carried by the loop, an unsigned or
 float counter, or a test of another form leaves the value unbounded, and the check stays.
+
+One relation is kept besides the intervals, for the item of ``for j in range(start, stop)``:
+AutoGraph counts such a loop from 0 against ``bound = max(stop - start, 0)`` and computes
+``j = start + counter`` in the body. With ``start`` bounded alone, ``j`` would be bounded by
+the sum of the two intervals, past ``stop`` (``range(i, n)``: ``i + counter`` up to ``2n - 2``);
+but the body runs only when ``counter < bound``, so ``bound > 0``, ``bound = stop - start``
+and ``j = start + counter < stop``: ``j`` lies in ``[lo(start) + a, hi(stop) - 1]``. The rule
+applies where ``start`` in the body is the very value ``bound`` was computed from (the same
+node, followed through the loops' captures), ``stop`` is bounded and the counter starts at a
+value ``>= 0``.
 """
 
 from __future__ import annotations
@@ -36,11 +46,29 @@ Range = tuple[float, float]  # integers, or an infinite end for a one-sided boun
 _LIMIT = 2**62
 
 
+class _Ranges(dict[Node, Range]):
+    """The ranges found so far, and what the relational rule (module doc) needs: which node
+    of an enclosing graph each loop's capture placeholder stands for, and each counted
+    loop's counter (as the body sees it) with the bound its test compares it with."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        #: a loop's capture placeholder, or a branch's operand placeholder -> the node passed
+        self.origin: dict[Node, Node] = {}
+        self.below: dict[Node, Node] = {}  # counter placeholder -> its bound, outside
+
+    def source(self, node: Node) -> Node:
+        """The node ``node`` stands for, through the captures of the loops around it."""
+        while node in self.origin:
+            node = self.origin[node]
+        return node
+
+
 def index_ranges(graph: Graph) -> dict[Node, Range]:
     """The bounded scalar integer values of ``graph`` and its sub-graphs, with their ranges."""
-    ranges: dict[Node, Range] = {}
+    ranges = _Ranges()
     _walk(graph, ranges)
-    return ranges
+    return dict(ranges)
 
 
 def _signed_scalar(node: Node) -> bool:
@@ -119,11 +147,48 @@ def _arith(node: Node, ranges: dict[Node, Range]) -> Range | None:
         return None
     assert a is not None and b is not None
     if node.op is OpKind.ADD:
-        return _within((a[0] + b[0], a[1] + b[1]))
+        below = _range_item_high(node, ranges)
+        high = a[1] + b[1] if below is None else min(a[1] + b[1], below)
+        return _within((a[0] + b[0], high))
     if node.op is OpKind.SUBTRACT:
         return _within((a[0] - b[1], a[1] - b[0]))
     products = [x * y for x in a for y in b]
     return _within((min(products), max(products)))
+
+
+def _range_item_high(node: Node, ranges: dict[Node, Range]) -> float | None:
+    """For ``start + counter`` of a counted loop's body (the relational rule of the module
+    doc), the highest value it takes: ``hi(stop) - 1``; else None."""
+    if not isinstance(ranges, _Ranges):
+        return None
+    for counter, start in (node.args, node.args[::-1]):
+        if not isinstance(counter, Node) or not isinstance(start, Node):
+            continue
+        bound = ranges.below.get(counter)
+        if bound is None or ranges[counter][0] < 0:
+            continue
+        stop = _stop_of(bound, ranges.source(start), ranges)
+        r = _range_of(stop, ranges) if stop is not None else None
+        if _finite(r):
+            assert r is not None
+            return r[1] - 1
+    return None
+
+
+def _stop_of(bound: Node, start: Node, ranges: _Ranges) -> Any:
+    """``stop`` when ``bound`` is ``max(stop - start, 0)`` (or ``stop - start``), else None."""
+    if bound.op is OpKind.MAXIMUM and len(bound.args) == 2:
+        diff, zero = bound.args
+        if not isinstance(diff, Node):
+            diff, zero = zero, diff
+        if not isinstance(diff, Node) or _constant_int(zero) != 0:
+            return None
+        bound = diff
+    if bound.op is OpKind.SUBTRACT and len(bound.args) == 2:
+        stop, taken = bound.args
+        if isinstance(taken, Node) and ranges.source(taken) is start:
+            return stop
+    return None
 
 
 _ARITH = frozenset({OpKind.ADD, OpKind.SUBTRACT, OpKind.MULTIPLY, OpKind.MAXIMUM, OpKind.MINIMUM})
@@ -140,6 +205,8 @@ def _walk(graph: Graph, ranges: dict[Node, Range]) -> None:
                     r = _range_of(arg, ranges)
                     if r is not None and isinstance(ph, Node) and _signed_scalar(ph):
                         ranges[ph] = r
+                    if isinstance(ranges, _Ranges) and isinstance(arg, Node):
+                        ranges.origin[ph] = arg
                 _walk(branch, ranges)
         if not _signed_scalar(node):
             continue
@@ -194,6 +261,8 @@ def _while(node: Node, ranges: dict[Node, Range]) -> None:
             r = _range_of(arg, ranges)
             if r is not None:
                 outer[ph] = r
+            if isinstance(ranges, _Ranges) and isinstance(arg, Node):
+                ranges.origin[ph] = arg
     ranges.update(outer)
     # constants and arithmetic of the condition (a bound such as n - 1)
     _walk(cond_g, ranges)
@@ -217,6 +286,10 @@ def _while(node: Node, ranges: dict[Node, Range]) -> None:
             r = _range_of(bound, ranges)
             if r is not None:
                 highs.append(r[1])
+            if isinstance(ranges, _Ranges) and isinstance(bound, Node):
+                ranges.below[ph_body] = ranges.source(bound)
         if highs:
             ranges[ph_body] = (start[0], max(start[0], min(highs) - 1))
+        elif isinstance(ranges, _Ranges):
+            ranges.below.pop(ph_body, None)  # (no interval: the relation is no use alone)
     _walk(body_g, ranges)

@@ -37,10 +37,6 @@ from .. import errors
 from ..autodiff import eager_tapes, record_call
 from ..autodiff.eager import record_function_call, records
 from ..backends import (
-    ArgumentSpec,
-    CallGate,
-    NumPyScalar,
-    PythonValue,
     compile_traced,
     validate_options,
 )
@@ -55,7 +51,6 @@ from ..trace.pytree import (
     with_writeback,
 )
 from ..trace.types import (
-    Literal,
     PlaceholderContext,
     contains_dask,
     literal_key,
@@ -74,6 +69,7 @@ from .call_keys import (
 )
 from .concrete import ConcreteFunction
 from .config import STATE
+from .direct_calls import TIMING_MASK, DirectCalls
 from .guards import CallGuard, NeedsEagerCall, scalar_at_array_write
 from .retrace_log import RetraceLog, frozen_captures, user_call_site
 from .trace_records import ReleasedTraces, TraceRecord
@@ -82,12 +78,6 @@ from .verify import copy_arguments
 _P = inspect.Parameter
 _ATOMIC_DEFAULTS = frozenset([type(None), bool, int, float, complex, str, bytes])
 _FAST_CACHE_LIMIT = 512
-_TIMING_MASK = 63  # cache hits timed: one in 64
-#: Calls after a direct entry missed (another signature came) before another may be armed:
-#: a caller alternating between signatures pays the miss once in so many calls.
-DIRECT_REARM = 64
-#: Python scalars a direct entry compares by class and ``==``, as the call key does.
-_DIRECT_VALUES = frozenset((bool, int, float, str, type(None)))
 
 
 class FunctionOptions(TypedDict):
@@ -141,7 +131,7 @@ def function(
     return Function(func, **options)
 
 
-class Function:
+class Function(DirectCalls):
     """A Python function that runs as cached graphs, one per input signature."""
 
     __name__: str  # (with the wrapped function's other attributes, by update_wrapper)
@@ -235,30 +225,6 @@ class Function:
     #: getter, so that an armed direct entry is the only Python function a cache hit calls.
     __call__ = property(operator.attrgetter("_entry"), doc="Call the function (``f(x)``).")
 
-    @property
-    def _direct(self) -> Callable[..., Any] | None:
-        """The armed direct entry (its form that returns ``DIRECT_MISS``), or None."""
-        return self._direct_entry
-
-    @_direct.setter
-    def _direct(self, entry: Callable[..., Any] | None) -> None:
-        self._direct_entry = entry
-        self._entry = getattr(entry, "__kx_call__", None) or self._call
-
-    def _direct_missed(self, args: tuple, kwargs: dict) -> Any:
-        """A call the armed direct entry was not made for (counted already): disarm it for
-        :data:`DIRECT_REARM` calls and take the usual path."""
-        __tracebackhide__ = True
-        self._direct = None
-        self._direct_from = self._calls + DIRECT_REARM
-        return self._keyed_call(args, kwargs)
-
-    def _keyed_call(self, args: tuple, kwargs: dict) -> Any:
-        """The usual path for a call a direct entry counted already."""
-        __tracebackhide__ = True
-        self._calls -= 1
-        return self._call(*args, **kwargs)
-
     def _call(self, *args: Any, **kwargs: Any) -> Any:
         """A call: its fast key's runner (a cache hit), else the slow path."""
         __tracebackhide__ = True
@@ -293,7 +259,7 @@ class Function:
                 run = self._fast.get(k)
                 if run is not None:
                     self._last_key = k
-                    if self._calls & _TIMING_MASK:
+                    if self._calls & TIMING_MASK:
                         return run(*args)
                     return self._timed(run, args)
         elif kwargs and not STATE.eager and not ACTIVITY.depth:
@@ -303,7 +269,7 @@ class Function:
                 run = self._fast.get(named_key)
                 if run is not None:
                     self._last_key = named_key
-                    if self._calls & _TIMING_MASK:
+                    if self._calls & TIMING_MASK:
                         return run(*args, **kwargs)
                     t0 = time.perf_counter_ns()
                     result = run(*args, **kwargs)
@@ -424,84 +390,6 @@ class Function:
             return run(*values)
 
         return run_with_keywords
-
-    def _arming_direct(
-        self, cf: ConcreteFunction, run: Callable[..., Any], args: tuple
-    ) -> Callable[..., Any] | None:
-        """The cache-hit runner of this call's signature when its trace can have a direct
-        entry: ``run``, after which the entry is armed, so that the next calls go straight
-        into the compiled code (:data:`_direct`); None when it cannot have one.
-
-        It can when the call passes only plain ndarrays and Python scalars the trace took
-        as themselves, positionally, all of them (a default or keyword makes ``run`` a
-        wrapper), to a trace served by the whole-graph executor (compiled with
-        ``jit_compile=True``, or tiered up to it) that is not being verified. Its entry
-        checks the call's exact shapes and dtypes, and the scalars' classes and values, as
-        the call key would, and the guard's no-view test when the trace writes into its
-        arguments."""
-        executable = cf.executable
-        tier = executable.tier
-        if tier is not None:
-            if tier.state != "whole" or tier.whole is None:
-                return None
-            executable = tier.whole
-        factory = executable.direct
-        verifier = cf.verifier
-        if (
-            factory is None
-            or run is not cf.call_flat
-            or (verifier is not None and (verifier.remaining or verifier.failure is not None))
-            or len(args) != len(self.function_type.names)
-        ):
-            return None
-        written_as_arrays = {path[0][1] for path in cf.guard.arrays_only} if cf.guard else set()
-        specs: list[ArgumentSpec] = []
-        for i, (a, t) in enumerate(zip(args, cf.input_types)):
-            if a.__class__ is NDARRAY:
-                specs.append((a.shape, a.dtype))
-            elif (
-                a.__class__ in NP_SCALARS
-                and a.dtype.kind in "biufc"  # (a datetime's unit, a string's length: not
-                and i not in written_as_arrays  # in its class, as a number's dtype is)
-            ):
-                specs.append(NumPyScalar(a.__class__))
-            elif (
-                a.__class__ in _DIRECT_VALUES
-                and isinstance(t, Literal)
-                and (a.__class__ is not float or (a and a == a))  # (zeros, NaNs: by bits)
-            ):
-                specs.append(PythonValue(a))
-            else:
-                return None
-        written = cf.guard.updated if cf.guard is not None else []
-        if any(len(path) != 1 for path in written):
-            return None
-        updated = frozenset(path[0][1] for path in written)
-        made: list[Callable[..., Any]] = []
-
-        def arming(*values: Any) -> Any:
-            if self._calls >= self._direct_from:
-                if not made:
-                    entry = factory(specs, updated, run, self._gate())
-                    if entry is not None:  # (None until the function is compiled)
-                        made.append(entry)
-                if made:
-                    self._direct = made[0]
-            return run(*values)
-
-        return arming
-
-    def _gate(self) -> CallGate:
-        """How a direct entry serves this Function's calls: as :meth:`_call` would, when it
-        would look its fast key up (no keywords, nothing recording, not eager, not a timed
-        call)."""
-        return CallGate(
-            count="_F._calls += 1",
-            test=f"_F._calls & {_TIMING_MASK} and not _S.eager and not _A.depth",
-            names={"_F": self, "_S": STATE, "_A": ACTIVITY},
-            keyed=self._keyed_call,
-            missed=self._direct_missed,
-        )
 
     def run_eagerly_because(self, reason: str, values: Sequence[Any]) -> Any:
         """Run one call as plain Python on the real arrays (a trace's assumption about its

@@ -158,3 +158,95 @@ def test_a_wrapped_index_reads_what_numpy_reads():
     f = kx.function(_wrapping, jit_compile=True)
     for s in (np.int8(100), np.int8(110), np.int8(120)):
         np.testing.assert_array_equal(f(x, s), _wrapping(x, s))
+
+
+def _upper_sweep(A, v):
+    """Rows from the diagonal and columns below it: ``range(i, n)`` and ``range(i + 1, n)``
+    count from a start the outer loop sets."""
+    n = A.shape[0]
+    for i in range(n):
+        for j in range(i, n):
+            A[i, j] += v[j]
+        for k in range(i + 1, n):
+            A[k, i] -= v[k] * A[i, i]
+    return A
+
+
+def _from_the_end(r, y):
+    """``r[k - i - 1]`` with ``i < k``: an index whose interval dips below 0 (from the end,
+    never out of range), as Levinson-Durbin reads it."""
+    out = np.zeros(r.shape[0])
+    for k in range(1, r.shape[0]):
+        s = 0.0
+        for i in range(k):
+            s += r[k - i - 1] * y[i]
+        out[k] = s
+    return out
+
+
+def _to_a_traced_stop(x, m):
+    out = np.zeros(x.shape[0])
+    for i in range(x.shape[0]):
+        for j in range(i, m):  # m comes with the call: j may pass the end
+            out[i] += x[j]
+    return out
+
+
+def _indexes(graph):
+    for g in _all_graphs(graph):
+        for n in g.nodes:
+            if n.op in (OpKind.GETITEM, OpKind.SETITEM):
+                yield from n.args[1 if n.op is OpKind.GETITEM else 2 :]
+
+
+@pytest.mark.parametrize("n", [12, 30])
+def test_the_item_of_a_range_from_a_start_stays_below_its_stop(n):
+    graph = _graph(_upper_sweep, np.ones((n, n)), np.ones(n))
+    ranges = index_ranges(graph)
+    indexes = list(_indexes(graph))
+    assert indexes
+    for index in indexes:
+        lo, hi = ranges[index]  # (every index bounded)
+        assert lo >= 0 and hi <= n - 1, (index.name, lo, hi)
+
+
+def test_a_range_to_a_traced_stop_stays_unbounded_above():
+    graph = _graph(_to_a_traced_stop, np.ones(30), np.int64(31))
+    ranges = index_ranges(graph)
+    reads = [  # x[j]
+        n.args[1]
+        for g in _all_graphs(graph)
+        for n in g.nodes
+        if n.op is OpKind.GETITEM and n.args[0].name == "x" and len(n.args) == 2
+    ]
+    assert reads
+    for j in reads:
+        assert j not in ranges or ranges[j][1] >= 30, ranges[j]
+
+
+@pytest.mark.slow  # (two functions compiled: seconds from a cold kernel cache)
+@pytest.mark.usefixtures("synchronous")
+def test_ranges_from_a_start_and_from_the_end_lose_their_checks_and_stay_numpys():
+    rng = np.random.default_rng(7)
+    A, v = rng.standard_normal((30, 30)), rng.standard_normal(30)
+    f = kx.function(_upper_sweep, jit_compile=True)
+    mine, theirs = A.copy(), A.copy()
+    np.testing.assert_array_equal(f(mine, v), _upper_sweep(theirs, v))
+    np.testing.assert_array_equal(mine, theirs)
+    assert "< -" not in _compiled_source(f, A, v).split("def graph(", 1)[1]
+    r, y = rng.standard_normal(30), rng.standard_normal(30)
+    g = kx.function(_from_the_end, jit_compile=True)
+    np.testing.assert_array_equal(g(r, y), _from_the_end(r, y))
+    assert "< -" not in _compiled_source(g, r, y).split("def graph(", 1)[1]
+
+
+@pytest.mark.slow  # (compiled: seconds from a cold kernel cache)
+@pytest.mark.usefixtures("synchronous")
+def test_a_range_to_a_traced_stop_keeps_numpys_index_error():
+    x = np.arange(30.0)
+    f = kx.function(_to_a_traced_stop, jit_compile=True)
+    np.testing.assert_array_equal(f(x, np.int64(30)), _to_a_traced_stop(x, np.int64(30)))
+    with pytest.raises(IndexError):
+        _to_a_traced_stop(x, np.int64(31))
+    with pytest.raises(IndexError):
+        f(x, np.int64(31))

@@ -135,6 +135,7 @@ def test_an_armed_entry_is_the_functions_whole_call_and_counts_every_call():
     assert f.__call__ == f._call  # disarmed: the usual path
 
 
+@SLOW
 def test_run_functions_eagerly_passes_an_armed_entry_by():
     ran = []
 
@@ -433,7 +434,7 @@ def test_zero_and_nan_floats_keyed_by_their_bits_get_no_entry(alpha):
 def test_after_a_miss_the_entry_is_armed_again_only_after_the_rearm_count():
     import importlib
 
-    rearm = importlib.import_module("kernel_ext.engine.function").DIRECT_REARM
+    rearm = importlib.import_module("kernel_ext.engine.direct_calls").DIRECT_REARM
     f = kx.function(row_sums, jit_compile=True)
     a, b = np.ones((3, 4)), np.ones((5, 4))
     _warm(f, (a,))

@@ -120,59 +120,81 @@ class BasicIndexing(WriterBase):
             n = f"{x.name}.shape[{axis}]"
             axis += 1
             if isinstance(c, slice):
-                ends = [
-                    None
-                    if p is None
-                    else args[p.position - 1 + first_dyn].name
-                    if isinstance(p, DynamicIndex)
-                    else int(p)
-                    for p in (c.start, c.stop)
-                ]
-                parts.append(
-                    f"{'' if ends[0] is None else ends[0]}:"
-                    f"{'' if ends[1] is None else ends[1]}"
-                    f"{'' if c.step is None else ':' + str(c.step)}"
-                )
-                if c.step not in (None, 1):
-                    bounds.append(None)
-                    continue
-                lo = "0" if ends[0] is None else _clamp(ends[0], n)
-                hi = n if ends[1] is None else _clamp(ends[1], n)
-                bounds.append((lo, f"max({hi}, {lo})"))
-                continue
-            if isinstance(c, DynamicIndex):
-                i = args[c.position - 1 + first_dyn].name
-                known = self.ranges.get(node.args[c.position - 1 + first_dyn])
-                dim = shape[axis - 1] if shape is not None else None
-                if known is not None and dim is not None and known[0] >= 0 and known[1] < dim:
-                    # in range by the static shape (a counted loop's index): no check, as in
-                    # a hand-written loop over range(n) (and LLVM may vectorise the loop)
-                    parts.append(i)
-                    bounds.append((i, f"{i} + 1"))
-                    continue
+                part, bound = self._slice_index(c, args, first_dyn, n)
             else:
-                i = str(int(c))
                 dim = shape[axis - 1] if shape is not None else None
-                if dim is not None and -dim <= int(c) < dim:
-                    # in range by the static shape: no check, a non-negative literal (an
-                    # unrolled Python loop's x[i] is most of its lines otherwise)
-                    k = int(c) % dim
-                    parts.append(str(k))
-                    bounds.append((str(k), str(k + 1)))
-                    continue
-            # an index out of range is an IndexError in NumPy: rerun there to raise it
-            v = self.fresh("i")
-            out.line(f"{v} = {i}")
-            self.signal(out, f"{v} < -{n} or {v} >= {n}")
-            parts.append(v)
-            bounds.append(
-                (f"({v} + {n} if {v} < 0 else {v})", f"({v} + {n} + 1 if {v} < 0 else {v} + 1)")
-            )
+                part, bound = self._integer_index(node, c, args, first_dyn, dim, n, out)
+            parts.append(part)
+            bounds.append(bound)
         for a in range(axis, rank):
             bounds.append(("0", f"{x.name}.shape[{a}]"))
         if parts == ["..."]:
             parts = [":"]  # Numba has no x[...] on its own; x[:] is the same view
         return parts, bounds
+
+    @staticmethod
+    def _slice_index(
+        c: slice, args: list[Any], first_dyn: int, n: str
+    ) -> tuple[str, tuple[str, str] | None]:
+        """A slice component (``n``: the axis's length): its source, and its run-time bounds
+        (None for a strided one)."""
+        ends = [
+            None
+            if p is None
+            else args[p.position - 1 + first_dyn].name
+            if isinstance(p, DynamicIndex)
+            else int(p)
+            for p in (c.start, c.stop)
+        ]
+        part = (
+            f"{'' if ends[0] is None else ends[0]}:"
+            f"{'' if ends[1] is None else ends[1]}"
+            f"{'' if c.step is None else ':' + str(c.step)}"
+        )
+        if c.step not in (None, 1):
+            return part, None
+        lo = "0" if ends[0] is None else _clamp(ends[0], n)
+        hi = n if ends[1] is None else _clamp(ends[1], n)
+        return part, (lo, f"max({hi}, {lo})")
+
+    def _integer_index(
+        self,
+        node: Node,
+        c: Any,
+        args: list[Any],
+        first_dyn: int,
+        dim: int | None,
+        n: str,
+        out: Source,
+    ) -> tuple[str, tuple[str, str]]:
+        """An integer component (a literal or a traced one) of an axis of static length
+        ``dim`` (``n``: its run-time length): its source and the bounds of the element."""
+        if isinstance(c, DynamicIndex):
+            i = args[c.position - 1 + first_dyn].name
+            known = self.ranges.get(node.args[c.position - 1 + first_dyn])
+            if known is not None and dim is not None and known[0] >= 0 and known[1] < dim:
+                # in range by the static shape (a counted loop's index): no check, as in
+                # a hand-written loop over range(n) (and LLVM may vectorise the loop)
+                return i, (i, f"{i} + 1")
+            if known is not None and dim is not None and -dim <= known[0] and known[1] < dim:
+                # in range, perhaps from the end (``r[k - i - 1]``, bounded from -dim):
+                # no check; Numba wraps a negative index as NumPy does
+                return i, (
+                    f"({i} + {dim} if {i} < 0 else {i})",
+                    f"({i} + {dim} + 1 if {i} < 0 else {i} + 1)",
+                )
+        else:
+            i = str(int(c))
+            if dim is not None and -dim <= int(c) < dim:
+                # in range by the static shape: no check, a non-negative literal (an
+                # unrolled Python loop's x[i] is most of its lines otherwise)
+                k = int(c) % dim
+                return str(k), (str(k), str(k + 1))
+        # an index out of range is an IndexError in NumPy: rerun there to raise it
+        v = self.fresh("i")
+        out.line(f"{v} = {i}")
+        self.signal(out, f"{v} < -{n} or {v} >= {n}")
+        return v, (f"({v} + {n} if {v} < 0 else {v})", f"({v} + {n} + 1 if {v} < 0 else {v} + 1)")
 
     # -- setitem --------------------------------------------------------------------------------
     def _direct_target(
