@@ -33,17 +33,50 @@ def _kernel(n: int, fill: float):
     return accumulate
 
 
+def _reading_kernel(n: int, fill: float):
+    def weigh(x):
+        w = np.full(n, fill)
+        out = x * 0.0  # (np.empty(k) would trace as a constant of whatever bytes it held)
+        for i in range(x.shape[0]):
+            out[i] = w[i % n] * x[i]
+        return out
+
+    return weigh
+
+
+def _filled(source: str) -> bool:
+    return "np.zeros((" in source or "np.full((" in source
+
+
 @pytest.mark.parametrize("fill", [0.0, -0.0, 2.5, NAN_PAYLOAD])
 @pytest.mark.parametrize("extra", [0, 1])
-def test_uniform_constants_are_filled_in_the_function_up_to_the_size_limit(fill, extra):
+def test_uniform_constants_read_are_filled_in_the_function_up_to_the_size_limit(fill, extra):
+    n = writer.FILLED_MAX + extra
+    kernel = _reading_kernel(n, fill)
+    x = np.linspace(-1.0, 1.0, 2 * n)
+    f = kx.function(kernel, jit_compile=True)
+    got, want = f(x), kernel(x)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    source = _source(f, x)
+    assert _filled(source) == (extra == 0), (n, fill)
+    assert ("def graph(p0, c0)" in source) == (extra == 1)  # passed in above the limit
+
+
+@pytest.mark.parametrize("fill", [0.0, -0.0, 2.5, NAN_PAYLOAD])
+@pytest.mark.parametrize("extra", [0, 1])
+def test_uniform_constants_written_are_filled_at_any_size(fill, extra):
+    # the function writes the array: its private copy is a new array filled with the value,
+    # made in the function at any size (a copy of a constant passed in reads it too)
     n = writer.FILLED_MAX + extra
     kernel = _kernel(n, fill)
     x = np.linspace(-1.0, 1.0, 2 * n)
     f = kx.function(kernel, jit_compile=True)
     got, want = f(x), kernel(x)
     assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-    filled = "np.zeros((" in _source(f, x) or "np.full((" in _source(f, x)
-    assert filled == (extra == 0), (n, fill)
+    source = _source(f, x)
+    assert _filled(source), (n, fill)
+    assert "def graph(p0):" in source  # no constant passed in
+    assert "ascontiguousarray(c" not in source and "ascontiguousarray(cf" not in source
 
 
 def test_a_constant_that_is_not_uniform_is_passed_in():
