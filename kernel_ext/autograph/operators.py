@@ -229,10 +229,17 @@ def _copies_an_array(fn: Any) -> bool:
     )
 
 
+# While tracing, an uninitialised buffer is made as zeros: NumPy leaves its contents
+# unspecified, and whatever bytes ``np.empty`` returned would become a constant of the trace
+# (then an argument of the compiled function, copied into a private buffer at every call)
+# where zeros are one value, which compiled code fills instead (docs/backends.md).
+_ZEROED: dict[Any, Any] = {np.empty: np.zeros, np.empty_like: np.zeros_like}
+
+
 def _traced_creation(fn: Callable) -> Callable:
     def create(*args: Any, **kwargs: Any) -> Any:
-        result = fn(*args, **kwargs)
         ctx = current_context()
+        result = (fn if ctx is None else _ZEROED.get(fn, fn))(*args, **kwargs)
         if ctx is None or type(result) is not np.ndarray or result.dtype.kind not in "biufc":
             return result
         # only a new array (np.array(x, copy=False) and astype(copy=False) may return x)

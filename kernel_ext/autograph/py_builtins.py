@@ -205,7 +205,9 @@ def _is_numpy_scalar(value: Any) -> bool:
         isinstance(value, Tensor)
         and not isinstance(value, PythonNumber)
         and value.shape == ()
-        and value.node.op is not OpKind.PLACEHOLDER
+        # (an argument may be either form; a loop variable that was a NumPy scalar before
+        # the loop stays one: the loop checks that its body keeps it one)
+        and (value.node.op is not OpKind.PLACEHOLDER or bool(value.node.attrs.get("scalar_form")))
         and zero_d_kind(value.node, value.context.top().graph) == SCALAR
     )
 

@@ -137,6 +137,19 @@ def _triangular(n: int, rng: np.random.Generator, lower: bool) -> np.ndarray:
 
 
 #: kernel -> (its inputs for n rows, the TensorSpecs of inputs of n rows)
+def running_extremes(x):
+    """Python's max and min of loop-carried NumPy scalars: the picks stay NumPy scalars, so
+    the loop is a graph loop (the buffer comes from np.empty, fully written)."""
+    hi = x[0]
+    lo = x[0]
+    spread = np.empty(x.shape[0])
+    for i in range(x.shape[0]):
+        hi = max(hi, x[i])
+        lo = min(lo, x[i])
+        spread[i] = hi - lo
+    return spread, hi, lo
+
+
 KERNELS = {
     cholesky: (lambda n, r: (_spd(n, r),), lambda n: [kx.TensorSpec((n, n), np.float64)]),
     lu_outer: (lambda n, r: (_spd(n, r),), lambda n: [kx.TensorSpec((n, n), np.float64)]),
@@ -162,6 +175,10 @@ KERNELS = {
         lambda n: [kx.TensorSpec((n, n), np.float64), kx.TensorSpec((n,), np.float64)],
     ),
     histogram: (lambda n, r: (r.random(n),), lambda n: [kx.TensorSpec((n,), np.float64)]),
+    running_extremes: (
+        lambda n, r: (r.standard_normal(n),),
+        lambda n: [kx.TensorSpec((n,), np.float64)],
+    ),
 }
 
 

@@ -259,3 +259,49 @@ def test_a_returned_constant_is_the_callers_own_copy():
     first[0] = 99.0  # the caller's copy: the next call's table is untouched
     again, _ = f(x)
     assert again[0] == 0.0 and again is not first
+
+
+def _last_sum(x):
+    s = x[0]
+    for i in range(1, x.shape[0]):
+        s = s + x[i]  # wraps in the array's dtype, as NumPy's scalars do
+    return s
+
+
+@pytest.mark.parametrize(
+    "x",
+    [
+        np.array([100, 27, 1, -128], np.int8),
+        np.array([65535, 1, 7], np.uint16),
+        np.arange(-5, 40, dtype=np.int32),
+        np.array([2**62, 2**62, -5], np.int64),
+        np.array([2**63 + 5, 2**62, 3], np.uint64),
+    ],
+    ids=lambda x: x.dtype.name,
+)
+def test_an_integer_result_comes_back_as_the_numpy_scalar_of_its_dtype(x):
+    f = kx.function(_last_sum, jit_compile=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # (NumPy's scalar overflow warning)
+        want = _last_sum(x.copy())
+        for _ in range(4):  # the runner, then the direct entry
+            got = f(x.copy())
+            assert type(got) is type(want) and got == want, (got, want)
+    assert f._direct is not None
+
+
+def test_a_buffer_made_with_np_empty_is_filled_in_the_function_not_passed_in():
+    def running_max(x):
+        out = np.empty(x.shape[0])  # every element written before it is read
+        best = x[0]
+        for i in range(x.shape[0]):
+            best = max(best, x[i])
+            out[i] = best
+        return out
+
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal(300)  # (above FILLED_MAX: a constant would be an argument)
+    f = kx.function(running_max, jit_compile=True)
+    _warm(f, lambda: (x.copy(),))
+    source = _graph_source(f, x)
+    assert "def graph(p0):" in source, source[source.index("def graph") :][:80]
