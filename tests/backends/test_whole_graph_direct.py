@@ -355,6 +355,8 @@ def test_the_entry_source_tests_each_argument_once():
     assert source.count("def ") == 2
     assert source.count("p0.__class__ is _nd") == 2
     assert "p0.dtype" not in source  # an array argument: the dispatcher checks its dtype
+    assert "p0.shape" not in source  # ... and the compiled function its shape
+    assert "p1.shape == _s1" in source  # (the 0-d one is no array there)
     assert "p1.dtype is _d1" in source  # the 0-d one enters as its value: tested here
     assert "base is None" not in source  # nothing written into an argument
 

@@ -10,11 +10,12 @@ in the generated function; hand-written ``@numba.njit`` 4.3 us).
 A direct entry, made for one trace once its function is compiled, is one generated function
 of the call's arguments that tests what the three layers decide for the common call, in one
 boolean expression: each argument is a plain ndarray of the trace's exact shape (and dtype,
-where the compiled function does not take it as an array), and none is a view or passed
-twice when the trace writes into one (the guard's own straight-line test). Then it calls the
-C-contiguous compiled function, whose Numba dispatcher checks dtype, rank, layout and
-writability in C, and rebuilds the outputs as the runner does. Every other call goes where
-it went before:
+where the compiled function does not take it as an array; the shape of one it takes as an
+array is tested by the compiled function itself, first: ``shapes_checked``), and none is a
+view or passed twice when the trace writes into one (the guard's own straight-line test).
+Then it calls the C-contiguous compiled function, whose Numba dispatcher checks dtype,
+rank, layout and writability in C, and rebuilds the outputs as the runner does. Every other
+call goes where it went before:
 
 * another shape, dtype or class, or anything the compiled call raises (an array of another
   layout or dtype that its dispatcher refuses, a read-only array, an error, the fallback
@@ -51,6 +52,7 @@ class DirectEntries:
         args: str,
         outputs: list[str],
         handover: int | None = None,
+        shapes_checked: bool = False,
     ) -> None:
         self.scope = scope  # the runner's globals (its handle ``_H``, constants, helpers)
         self.n_params = n_params
@@ -65,6 +67,9 @@ class DirectEntries:
         #: many elements on, the executor that serves is measured per call, so the entries
         #: are made for smaller arrays only. None: no handover.
         self.handover = handover
+        #: the compiled function tests its array inputs' shapes itself (the fallback signal
+        #: for another shape): the entry tests those arguments' class only
+        self.shapes_checked = shapes_checked
 
     def __call__(
         self,
@@ -119,7 +124,9 @@ class DirectEntries:
             names[f"_s{i}"] = tuple(shape)
             # (a subclass passes Numba's typing as an ndarray: a masked array would lose
             # its mask)
-            test = f"p{i}.__class__ is _nd and p{i}.shape == _s{i}"
+            test = f"p{i}.__class__ is _nd"
+            if i not in self.typed or not self.shapes_checked:
+                test += f" and p{i}.shape == _s{i}"
             if i not in self.typed:
                 # (``is`` first: NumPy's built-in dtypes are single objects; ``==`` is what
                 # the call key compares)
