@@ -548,7 +548,8 @@ def _emit_copy(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> s
     if x.scalar:
         out.line(f"{t} = {x.name}")
         return "scalar"
-    out.line(f"{t} = {x.name}.copy()")
+    # (a constant of one value: a new array filled with it, not a copy that reads it)
+    out.line(f"{t} = {x.fill}" if x.fill is not None else f"{t} = {x.name}.copy()")
     return "fresh"
 
 

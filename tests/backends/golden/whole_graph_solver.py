@@ -114,7 +114,6 @@ def graph(p0, p1, c0, c1, la):
     d0 = la[1]
     f1 = la[2]
     d1 = la[3]
-    cf0 = np.zeros((8,), np.float64)
     xo_pp = np.empty(3, np.uintp)
     xo_dims = np.empty(4, np.intp)
     xo_st = np.empty(9, np.intp)
@@ -127,7 +126,7 @@ def graph(p0, p1, c0, c1, la):
     t7_z1 = np.empty((0,), np.float64)
     if p0.shape[0] != 8 or p0.shape[1] != 8 or p1.shape[0] != 8:
         raise FloatingPointError('kx-fallback')
-    t1 = cf0.copy()
+    t1 = np.zeros((8,), np.float64)
     ma3 = p0[None, :, :]
     mb4 = t1[None, :, None]
     if ma3.shape[2] != mb4.shape[1]:
