@@ -56,11 +56,10 @@ def _best_us(fn: Callable[[], Any]) -> float:
 def _generated_graph(cf: Any, folder: Path, name: str) -> tuple[Callable, list[Any]]:
     """The whole-graph function of ``cf``'s graph, compiled from its source in a module of
     its own, and the extra arguments the runner passes after the inputs."""
-    from kernel_ext.backends.whole_graph.build import _for_compiling
-    from kernel_ext.backends.whole_graph.writer import GraphWriter
+    from kernel_ext.backends.whole_graph.build import _for_compiling, write_function
 
-    writer = GraphWriter(_for_compiling(cf.graph))
-    (folder / f"kx_layers_{name}.py").write_text(writer.write())
+    writer, source = write_function(_for_compiling(cf.graph), cf.output_tree)
+    (folder / f"kx_layers_{name}.py").write_text(source)
     module = importlib.import_module(f"kx_layers_{name}")
     extra = list(writer.constants)
     if writer.loop_args:

@@ -180,6 +180,12 @@ class ConcreteFunction:
         specs = [TensorSpec(o.shape, o.dtype) for o in self.graph.outputs]
         return unflatten(self._tree, specs)
 
+    @property
+    def output_tree(self) -> TreeNode:
+        """How a call's result is built from the graph's outputs: the returned structure,
+        the arguments written back and the 0-d forms (what the executors compile with)."""
+        return self._tree
+
     def signature_text(self) -> str:
         """``"x: float32[2], n: int 3"``: this trace's inputs on one line."""
         return self.function_type.signature_text(self.input_types)

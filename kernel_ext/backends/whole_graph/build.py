@@ -99,14 +99,8 @@ def compile_whole_graph(
     )
     handover = None if keep else whole_graph_handover(sizes)
     graph = compiled
-    written_back = _written_back(graph, tree)
     try:
-        writer = GraphWriter(graph, fast_math, written_back, args_in_place=bool(written_back))
-        source = writer.write()
-        if writer.args_in_place and writer.signals:
-            # a call it hands to the fallback must leave the caller's arrays untouched
-            writer = GraphWriter(graph, fast_math, written_back)
-            source = writer.write()
+        writer, source = write_function(graph, tree, fast_math)
     except Unsupported as e:
         warnings.warn(
             f"kx.function(jit_compile=True) '{name}': {e} cannot be compiled into "
@@ -157,6 +151,23 @@ def compile_whole_graph(
         (time.perf_counter() - t0) * 1e3,
         direct=direct,
     )
+
+
+def write_function(
+    graph: Graph, tree: TreeNode, fast_math: bool = False
+) -> tuple[GraphWriter, str]:
+    """The writer of ``graph``'s compiled function (``tree``: its trace's output structure,
+    which says the arguments the call writes back) and the function's source: arguments
+    written in place where nothing in it can signal, else private copies. Raises
+    Unsupported naming what cannot be compiled."""
+    written_back = _written_back(graph, tree)
+    writer = GraphWriter(graph, fast_math, written_back, args_in_place=bool(written_back))
+    source = writer.write()
+    if writer.args_in_place and writer.signals:
+        # a call it hands to the fallback must leave the caller's arrays untouched
+        writer = GraphWriter(graph, fast_math, written_back)
+        source = writer.write()
+    return writer, source
 
 
 def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
@@ -393,4 +404,4 @@ def unsupported_reason(graph: Graph) -> str | None:
     return None
 
 
-__all__ = ["SIGNAL", "compile_whole_graph", "unsupported_reason"]
+__all__ = ["SIGNAL", "compile_whole_graph", "unsupported_reason", "write_function"]
