@@ -22,20 +22,11 @@ import pytest
 import kernel_ext as kx
 from kernel_ext.backends.compiler import KernelHandle
 
+from .whole_graph_support import same
+
 # Each case compiles a function of its own (seconds from a cold kernel cache): the full suite
 # and CI run them; the quick subset meets in-place arguments in test_whole_graph_direct.py.
 pytestmark = pytest.mark.slow
-
-
-def _same(got, want, what: str = "") -> None:
-    if isinstance(want, tuple):
-        assert isinstance(got, tuple) and len(got) == len(want), what
-        for g, w in zip(got, want):
-            _same(g, w, what)
-        return
-    g, w = np.asarray(got), np.asarray(want)
-    assert g.dtype == w.dtype and g.shape == w.shape, (what, g.dtype, w.dtype, g.shape)
-    assert g.tobytes() == w.tobytes(), (what, g, w)
 
 
 def _copies(args):
@@ -57,9 +48,9 @@ def _agree(f, make):
             with pytest.raises(type(error)):
                 f(*mine)
         else:
-            _same(f(*mine), want, "result")
+            same(f(*mine), want)
     for m, t in zip(mine, theirs):
-        _same(m, t, "argument after the call")
+        same(m, t)
 
 
 def _graph_source(f, *args) -> str:
@@ -149,8 +140,8 @@ def test_a_strided_argument_is_written_through_a_copy_and_stored_back():
             warnings.simplefilter("ignore", RuntimeWarning)
             got = f(mine[0][:, ::2])
         want = factor_in_place(theirs[0][:, ::2])
-        _same(got, want, "result")
-        _same(mine[0], theirs[0], "the array the view was taken of")
+        same(got, want)
+        same(mine[0], theirs[0])
     _agree(f, strided)
 
 
@@ -190,8 +181,8 @@ def test_two_updated_arguments_are_both_written_in_place():
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         got = f(one, one)
-    _same(got, swap_scaled(theirs, theirs))
-    _same(one, theirs, "the argument passed twice")
+    same(got, swap_scaled(theirs, theirs))
+    same(one, theirs)
 
 
 def _store_back(rank: int):
@@ -201,6 +192,7 @@ def _store_back(rank: int):
     assign = f"_assign{rank}_{rank}"
     namespace = {"np": np, "_kernel": numba.njit}
     exec(indexing._assign_source(assign, rank, rank), namespace)
+    exec(writer.EXTENT_SOURCE, namespace)
     exec(writer._store_back_source("store", rank, assign), namespace)
     return namespace["store"]
 
@@ -220,7 +212,7 @@ def test_the_store_back_copies_overlapping_views_as_numpy_does():
         mine, theirs = base.copy(), base.copy()
         (store1 if rank == 1 else store2)(mine, view(mine))
         np.copyto(theirs, view(theirs))  # NumPy buffers an overlapping copy
-        _same(mine, theirs, what)
+        same(mine, theirs)
     gc.collect()
 
 

@@ -44,6 +44,15 @@ def _reading_kernel(n: int, fill: float):
     return weigh
 
 
+def _numpys_bits_and_source(kernel, n: int) -> str:
+    """``kernel`` compiled whole gives NumPy's bits on ``2 n`` elements; its source."""
+    x = np.linspace(-1.0, 1.0, 2 * n)
+    f = kx.function(kernel, jit_compile=True)
+    got, want = f(x), kernel(x)
+    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
+    return _source(f, x)
+
+
 def _filled(source: str) -> bool:
     return "np.zeros((" in source or "np.full((" in source
 
@@ -52,12 +61,7 @@ def _filled(source: str) -> bool:
 @pytest.mark.parametrize("extra", [0, 1])
 def test_uniform_constants_read_are_filled_in_the_function_up_to_the_size_limit(fill, extra):
     n = writer.FILLED_MAX + extra
-    kernel = _reading_kernel(n, fill)
-    x = np.linspace(-1.0, 1.0, 2 * n)
-    f = kx.function(kernel, jit_compile=True)
-    got, want = f(x), kernel(x)
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-    source = _source(f, x)
+    source = _numpys_bits_and_source(_reading_kernel(n, fill), n)
     assert _filled(source) == (extra == 0), (n, fill)
     assert ("def graph(p0, c0)" in source) == (extra == 1)  # passed in above the limit
 
@@ -68,12 +72,7 @@ def test_uniform_constants_written_are_filled_at_any_size(fill, extra):
     # the function writes the array: its private copy is a new array filled with the value,
     # made in the function at any size (a copy of a constant passed in reads it too)
     n = writer.FILLED_MAX + extra
-    kernel = _kernel(n, fill)
-    x = np.linspace(-1.0, 1.0, 2 * n)
-    f = kx.function(kernel, jit_compile=True)
-    got, want = f(x), kernel(x)
-    assert got.dtype == want.dtype and got.tobytes() == want.tobytes()
-    source = _source(f, x)
+    source = _numpys_bits_and_source(_kernel(n, fill), n)
     assert _filled(source), (n, fill)
     assert "def graph(p0):" in source  # no constant passed in
     assert "ascontiguousarray(c" not in source and "ascontiguousarray(cf" not in source

@@ -239,6 +239,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         name = f"_store_back{rank}"
         if name not in self.helpers:
             assign = self.assign("d", "s", rank, rank).split("(")[0]
+            self.helpers.setdefault("_extent", EXTENT_SOURCE)
             self.helpers[name] = _store_back_source(name, rank, assign)
         return f"{name}({param}, {value})"
 
@@ -574,22 +575,29 @@ def _store_back_source(name: str, rank: int, assign: str) -> str:
             same.line("return")
         with body.block("if s.size == 0:") as empty:
             empty.line("return")
-        # the byte ranges the two arrays span: [lo, hi)
-        for a in "sd":
-            # (signed: a negative stride's span is subtracted)
-            body.line(f"{a}_lo = np.int64({a}.ctypes.data)")
-            body.line(f"{a}_hi = {a}_lo + {a}.itemsize")
-            for k in range(rank):
-                body.line(f"{a}_span{k} = ({a}.shape[{k}] - 1) * {a}.strides[{k}]")
-                with body.block(f"if {a}_span{k} < 0:") as neg:
-                    neg.line(f"{a}_lo += {a}_span{k}")
-                with body.block("else:") as pos:
-                    pos.line(f"{a}_hi += {a}_span{k}")
+        body.line("s_lo, s_hi = _extent(s)")
+        body.line("d_lo, d_hi = _extent(d)")
         with body.block("if s_lo < d_hi and d_lo < s_hi:") as overlap:
             overlap.line(f"{assign}(d, s.copy())")
         with body.block("else:") as apart:
             apart.line(f"{assign}(d, s)")
     return "\n".join(out.lines)
+
+
+#: The byte range ``[lo, hi)`` an array spans (signed: a negative stride's span is below
+#: its first element), for :func:`_store_back_source`.
+EXTENT_SOURCE = """\
+@_kernel
+def _extent(a):
+    lo = np.int64(a.ctypes.data)
+    hi = lo + a.itemsize
+    for k in range(a.ndim):
+        span = (a.shape[k] - 1) * a.strides[k]
+        if span < 0:
+            lo += span
+        else:
+            hi += span
+    return lo, hi"""
 
 
 #: the most elements of a constant array the function fills itself (:func:`_fill_source`)

@@ -14,35 +14,25 @@ def _assign2_2(d, s):
             d[i0, i1] = s[i0 * b0, i1 * b1]
 
 @_kernel
+def _extent(a):
+    lo = np.int64(a.ctypes.data)
+    hi = lo + a.itemsize
+    for k in range(a.ndim):
+        span = (a.shape[k] - 1) * a.strides[k]
+        if span < 0:
+            lo += span
+        else:
+            hi += span
+    return lo, hi
+
+@_kernel
 def _store_back2(d, s):
     if s.ctypes.data == d.ctypes.data and s.strides == d.strides:
         return
     if s.size == 0:
         return
-    s_lo = np.int64(s.ctypes.data)
-    s_hi = s_lo + s.itemsize
-    s_span0 = (s.shape[0] - 1) * s.strides[0]
-    if s_span0 < 0:
-        s_lo += s_span0
-    else:
-        s_hi += s_span0
-    s_span1 = (s.shape[1] - 1) * s.strides[1]
-    if s_span1 < 0:
-        s_lo += s_span1
-    else:
-        s_hi += s_span1
-    d_lo = np.int64(d.ctypes.data)
-    d_hi = d_lo + d.itemsize
-    d_span0 = (d.shape[0] - 1) * d.strides[0]
-    if d_span0 < 0:
-        d_lo += d_span0
-    else:
-        d_hi += d_span0
-    d_span1 = (d.shape[1] - 1) * d.strides[1]
-    if d_span1 < 0:
-        d_lo += d_span1
-    else:
-        d_hi += d_span1
+    s_lo, s_hi = _extent(s)
+    d_lo, d_hi = _extent(d)
     if s_lo < d_hi and d_lo < s_hi:
         _assign2_2(d, s.copy())
     else:
