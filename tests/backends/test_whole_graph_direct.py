@@ -360,20 +360,31 @@ def test_the_entry_source_tests_each_argument_once():
     assert "base is None" not in source  # nothing written into an argument
 
 
-def test_the_entry_tests_a_vectors_length_and_other_arrays_shapes():
-    f = kx.function(lower_update, jit_compile=True)
-    _warm(f, _inputs())
-    source = f._direct.__kx_source__
-    assert "len(p1) == 12" in source and "p1.shape" not in source  # (rank: the dispatcher's)
-    assert "p0.shape == _s0" in source and "len(p0)" not in source
-    # a matrix of another shape but the same length misses, as does a vector of another length
-    A, v = _inputs()
-    entry = f._direct
-    for args in ((np.hstack([A, A[:, :1]]), v), (A, np.append(v, 1.0))):
-        assert entry(*args) is DIRECT_MISS
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            _agree(f, args)
+@SLOW
+def test_the_compiled_function_tests_shapes_unless_it_serves_several():
+    def shifted(x, y):  # (no loop: traces of other sizes may share one compiled function)
+        return x * 1.3125 + y[0] - 0.4375
+
+    def entry_and_graph(n: int) -> tuple[str, str]:
+        f = kx.function(shifted, jit_compile=True)
+        args = (np.arange(float(n)), np.arange(float(n + 2)))
+        _warm(f, args)
+        run = f.get_concrete_function(*args).executable.run
+        return f._direct.__kx_source__, run.__globals__["_H"].ksrc.source
+
+    # the first trace of this size pattern: compiled for its own shapes, which its first
+    # statement tests, so its entry tests the arguments' class only
+    entry, graph = entry_and_graph(5)
+    assert "p0.shape[0] != 5 or p1.shape[0] != 7" in graph
+    assert "p0.shape" not in entry and "p1.shape" not in entry
+    # the second: one function for every size of the pattern, so its entry tests shapes
+    # (a vector's by its length: the dispatcher checks the rank)
+    entry, graph = entry_and_graph(9)
+    assert "p0.shape[0] != " not in graph
+    assert "len(p0) == 9" in entry and "len(p1) == 11" in entry
+    for n in (5, 9):  # and both keep serving their own size, bitwise
+        f = kx.function(shifted, jit_compile=True)
+        _warm(f, (np.arange(float(n)), np.arange(float(n + 2))))
 
 
 @SLOW

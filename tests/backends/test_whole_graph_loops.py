@@ -349,6 +349,7 @@ def test_the_handover_times_both_executors_and_keeps_the_faster(monkeypatch, abo
     run = f.get_concrete_function(x, thr).executable.run
     scope = run.__globals__
     assert f.get_concrete_function(x, thr).executable.segments[0]["handover_size"] == 64
+    scope["request"](x, thr)  # the compiled function, made now (this size's own source)
     fallback = scope["_fallback"]
     calls = []
     monkeypatch.setitem(scope, "_fallback", lambda *a: calls.append(1) or fallback(*a))

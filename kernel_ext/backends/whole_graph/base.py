@@ -41,6 +41,9 @@ class WriterBase:
         self.args_in_place = args_in_place
         #: fallback signals written so far (:meth:`signal`)
         self.signals = 0
+        #: the function tests every array input's static shape first (a direct entry then
+        #: tests only its arguments' class: :meth:`.writer.GraphWriter._check_shapes`)
+        self.shapes_checked = False
         #: per graph output: ("ret", position in the returned tuple) or ("param", input
         #: index) for an output the function copied into its argument (not returned)
         self.out_slots: list[tuple[str, int]] = []

@@ -320,6 +320,7 @@ def _runner(
         args,
         _dedent(outputs.lines),
         handover,
+        shapes_checked=writer.shapes_checked,
     )
     return namer.globals["run"], source, direct
 

@@ -10,9 +10,10 @@ in the generated function; hand-written ``@numba.njit`` 4.3 us).
 A direct entry, made for one trace once its function is compiled, is one generated function
 of the call's arguments that tests what the three layers decide for the common call, in one
 boolean expression: each argument is a plain ndarray of the trace's exact shape (and dtype,
-where the compiled function does not take it as an array; of a 1-D one it takes as an
-array, whose rank its dispatcher checks, the length), and none is a view or passed twice
-when the trace writes into one (the guard's own straight-line test).
+where the compiled function does not take it as an array; the shape of one it takes as an
+array is tested by the compiled function itself, first, when it was compiled for the trace's
+own shapes: ``shapes_checked``; else a vector's length by ``len``), and none is a view or
+passed twice when the trace writes into one (the guard's own straight-line test).
 Then it calls the C-contiguous compiled function, whose Numba dispatcher checks dtype,
 rank, layout and writability in C, and rebuilds the outputs as the runner does. Every other
 call goes where it went before:
@@ -52,6 +53,7 @@ class DirectEntries:
         args: str,
         outputs: list[str],
         handover: int | None = None,
+        shapes_checked: bool = False,
     ) -> None:
         self.scope = scope  # the runner's globals (its handle ``_H``, constants, helpers)
         self.n_params = n_params
@@ -66,6 +68,9 @@ class DirectEntries:
         #: many elements on, the executor that serves is measured per call, so the entries
         #: are made for smaller arrays only. None: no handover.
         self.handover = handover
+        #: the compiled function tests its array inputs' shapes itself (the fallback signal
+        #: for another shape): the entry tests those arguments' class only
+        self.shapes_checked = shapes_checked
 
     def __call__(
         self,
@@ -121,7 +126,9 @@ class DirectEntries:
             # (a subclass passes Numba's typing as an ndarray: a masked array would lose
             # its mask)
             test = f"p{i}.__class__ is _nd"
-            if i in self.typed and len(shape) == 1:
+            if i in self.typed and self.shapes_checked:
+                pass  # (the compiled function tests the shape, its dispatcher the rank)
+            elif i in self.typed and len(shape) == 1:
                 # (its rank is the dispatcher's to check: len() makes no shape tuple, ~35 ns)
                 test += f" and len(p{i}) == {int(shape[0])}"
             else:

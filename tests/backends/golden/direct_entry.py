@@ -1,5 +1,5 @@
 def entry(p0=_MISS, p1=_MISS, p2=_MISS, *_more):
-    if not _more and (p0.__class__ is _nd and p0.shape == _s0) and (p1.__class__ is _nd and len(p1) == 12) and (p2.__class__ is _nd and p2.shape == _s2 and (p2.dtype is _d2 or p2.dtype == _d2)):
+    if not _more and (p0.__class__ is _nd) and (p1.__class__ is _nd) and (p2.__class__ is _nd and p2.shape == _s2 and (p2.dtype is _d2 or p2.dtype == _d2)):
         if not (p0.base is None and p1.base is None and p2.base is None and p0 is not p1 and p0 is not p2):
             return _run(p0, p1, p2)
         a0 = p0

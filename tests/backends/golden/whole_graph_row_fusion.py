@@ -381,6 +381,8 @@ def graph(p0, la):
     s3_ci0_0 = np.empty(1024, np.float32)
     s3_wl = np.empty(1024, np.float64)
     s3_cs = np.empty(64, np.float64)
+    if p0.shape[0] != 64 or p0.shape[1] != 32:
+        raise FloatingPointError('kx-fallback')
     s0_n0 = 1
     s0_n1 = 1
     e1 = p0.shape[0]

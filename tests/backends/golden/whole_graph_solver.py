@@ -124,6 +124,8 @@ def graph(p0, p1, c0, c1, la):
     s2_acc = np.empty(1, np.float64)
     t7_z0 = np.empty((0,), np.float64)
     t7_z1 = np.empty((0,), np.float64)
+    if p0.shape[0] != 8 or p0.shape[1] != 8 or p1.shape[0] != 8:
+        raise FloatingPointError('kx-fallback')
     t1 = np.zeros((8,), np.float64)
     ma3 = p0[None, :, :]
     mb4 = t1[None, :, None]

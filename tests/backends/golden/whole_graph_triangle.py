@@ -60,6 +60,8 @@ def graph(p0):
     k3 = np.int64(1)
     k5 = np.int64(29)
     k7 = np.int64(0)
+    if p0.shape[0] != 30 or p0.shape[1] != 30:
+        raise FloatingPointError('kx-fallback')
     w1 = np.ascontiguousarray(p0)
     t4_0 = k2
     t4_1 = k3
