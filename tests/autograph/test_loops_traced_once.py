@@ -208,7 +208,12 @@ def test_the_graph_of_an_index_loop_kernel_is_the_same_for_10_and_1000_rows(kern
 
 
 @pytest.mark.parametrize("path", cheap_paths(PATHS))
-@pytest.mark.parametrize("kernel", list(KERNELS), ids=lambda k: k.__name__)
+@pytest.mark.parametrize(
+    "kernel",
+    # (running_extremes' compiles join the full suite: the quick subset's budget is spent)
+    [pytest.param(k, marks=pytest.mark.slow) if k is running_extremes else k for k in KERNELS],
+    ids=lambda k: k.__name__,
+)
 def test_an_index_loop_kernel_is_bitwise_numpy_on_both_sides_of_the_short_range(
     kernel, path, compiled
 ):
