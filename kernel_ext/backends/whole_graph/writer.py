@@ -190,9 +190,16 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         if len(used) == len(self.constants):
             return lines
         number = {old: new for new, old in enumerate(used)}
+        n_old = len(self.constants)
         self.constants = [self.constants[k] for k in used]
-        pattern = re.compile(r"\bc(\d+)\b")
-        return [pattern.sub(lambda m: f"c{number[int(m.group(1))]}", line) for line in lines]
+
+        def renamed(m: re.Match[str]) -> str:
+            k = int(m.group(1))
+            if k >= n_old:  # pragma: no cover - every c<k> of the function is a constant
+                raise AssertionError(f"c{k} is no constant argument of the function")
+            return f"c{number[k]}"
+
+        return [re.sub(r"\bc(\d+)\b", renamed, line) for line in lines]
 
     def _returned(self, outs: list[Value], body: Source) -> list[str]:
         """The names the function returns, each once, and :attr:`out_slots`.

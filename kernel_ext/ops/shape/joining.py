@@ -181,7 +181,7 @@ def _emit_concatenate(w: Writer, node: Node, args: list[Any], t: str, out: Sourc
                     w.signal(out, f"{n}.shape[{d}] != {first}.shape[{d}]")
     parts = []
     for n in names:
-        v = w.fresh("c")
+        v = w.fresh("part")  # (``c<k>`` names the function's constant arguments)
         out.line(f"{v} = {n}")
         parts.append(v)
     total = " + ".join(f"{v}.shape[{k}]" for v in parts)
