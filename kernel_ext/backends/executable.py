@@ -73,9 +73,14 @@ class CallGate:
     those facts here, as source, so that the entry's one generated function tests them
     itself (each Python call between the user and the compiled code costs ~0.1 µs):
 
-    * ``count``: a statement run first at every call (``_F._calls += 1``);
-    * ``test``: an expression that must hold for the entry to serve the call;
-    * ``names``: the globals ``count`` and ``test`` read;
+    * ``count``: a statement run first at every call (``_n = _F._calls = _F._calls + 1``);
+    * ``test``: an expression that must hold for the entry to serve the call (it may read
+      the locals ``count`` assigned);
+    * ``untimed``: an expression that holds for the served calls not to time; the others
+      (one in 64: the UI's "last run") are timed by the entry itself, and ``record``, a
+      statement with a ``{}`` for the nanoseconds the compiled call took, keeps the time.
+      (Handing the timed calls to ``keyed`` cost every call ~60 ns on average);
+    * ``names``: the globals ``count``, ``test``, ``untimed`` and ``record`` read;
     * ``keyed(args, kwargs)``: the call taken the usual way (``test`` was false; the call
       was counted already);
     * ``missed(args, kwargs)``: the same, for a call the entry was not made for (another
@@ -84,6 +89,8 @@ class CallGate:
 
     count: str
     test: str
+    untimed: str
+    record: str
     names: dict[str, Any]
     keyed: Callable[[tuple, dict], Any]
     missed: Callable[[tuple, dict], Any]

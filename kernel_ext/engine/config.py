@@ -3,6 +3,8 @@ verify traces against eager NumPy (:mod:`.verify`)."""
 
 from __future__ import annotations
 
+from ..trace.state import ACTIVITY
+
 
 class _State:
     __slots__ = ("eager", "verify")
@@ -20,7 +22,21 @@ def run_functions_eagerly(run_eagerly: bool) -> None:
 
     Switching back reuses the traces made before: nothing is discarded.
     """
-    STATE.eager = bool(run_eagerly)
+    set_eager(bool(run_eagerly))
+
+
+def set_eager(on: bool) -> bool:
+    """Switch eager mode (``run_functions_eagerly``) and return what it was.
+
+    Eager mode closes every Function's cache-hit path, as a running trace or a recording
+    tape does: it counts once in ``ACTIVITY.depth``, the one value the hot path reads
+    (:mod:`kernel_ext.trace.state`), so a cache hit pays one attribute read for all three."""
+    was = STATE.eager
+    if on != was:
+        with ACTIVITY.lock:
+            STATE.eager = on
+            ACTIVITY.depth += 1 if on else -1
+    return was
 
 
 def functions_run_eagerly() -> bool:

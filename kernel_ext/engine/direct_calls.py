@@ -4,21 +4,21 @@ A trace compiled into one function (``jit_compile=True``, or ``auto`` once it ti
 can give its Function a *direct entry* (:class:`~kernel_ext.backends.DirectEntryFactory`):
 one generated function that tests a call's arguments and runs the compiled code. Once a
 signature of plain arrays and scalars has been called twice, the entry is armed and becomes
-the Function's call itself (``Function.__call__`` reads ``_entry``), gated as the keyed path
-is gated (:meth:`DirectCalls._gate`); a call it was not made for disarms it for
-:data:`DIRECT_REARM` calls. This module holds that part of :class:`~.function.Function`.
+the Function's call itself (the instance's class becomes ``ArmedFunction``, whose
+``__call__`` reads ``_entry``), gated as the keyed path is gated (:meth:`DirectCalls._gate`);
+a call it was not made for disarms it for :data:`DIRECT_REARM` calls. This module holds that
+part of :class:`~.function.Function`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..backends import ArgumentSpec, CallGate, NumPyScalar, PythonValue
 from ..trace.context import ACTIVITY
 from ..trace.types import Literal
 from .call_keys import NDARRAY, NP_SCALARS
-from .config import STATE
 
 if TYPE_CHECKING:
     from .binding import FunctionType
@@ -35,6 +35,11 @@ DIRECT_VALUES = frozenset((bool, int, float, str, type(None)))
 
 class DirectCalls:
     """The direct-entry half of :class:`~.function.Function` (module doc)."""
+
+    #: The class of an instance with an entry armed (``ArmedFunction``: its ``__call__`` is
+    #: the entry), and of one without (``Function``: its ``__call__`` is ``_call``).
+    armed_class: ClassVar[type]
+    unarmed_class: ClassVar[type]
 
     if TYPE_CHECKING:  # the Function's, which this half reads and writes
         _calls: int
@@ -53,7 +58,13 @@ class DirectCalls:
     @_direct.setter
     def _direct(self, entry: Callable[..., Any] | None) -> None:
         self._direct_entry = entry
-        self._entry = getattr(entry, "__kx_call__", None) or self._call
+        call = getattr(entry, "__kx_call__", None)
+        if call is None:
+            self._entry = self._call
+            self.__class__ = self.unarmed_class
+        else:
+            self._entry = call
+            self.__class__ = self.armed_class
 
     def _direct_missed(self, args: tuple, kwargs: dict) -> Any:
         """A call the armed direct entry was not made for (counted already): disarm it for
@@ -137,12 +148,15 @@ class DirectCalls:
 
     def _gate(self) -> CallGate:
         """How a direct entry serves this Function's calls: as :meth:`_call` would, when it
-        would look its fast key up (no keywords, nothing recording, not eager, not a timed
-        call)."""
+        would look its fast key up (no keywords, nothing recording, not eager), timing one
+        in 64 as it does."""
+        # (eager mode counts in ACTIVITY.depth, as running traces and tapes do)
         return CallGate(
-            count="_F._calls += 1",
-            test=f"_F._calls & {TIMING_MASK} and not _S.eager and not _A.depth",
-            names={"_F": self, "_S": STATE, "_A": ACTIVITY},
+            count="_n = _F._calls = _F._calls + 1",
+            test="not _A.depth",
+            untimed=f"_n & {TIMING_MASK}",
+            record="_F._last_run_ns = {}",
+            names={"_F": self, "_A": ACTIVITY},
             keyed=self._keyed_call,
             missed=self._direct_missed,
         )

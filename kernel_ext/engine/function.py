@@ -11,13 +11,13 @@ most specific cached trace that accepts them (rules in :mod:`kernel_ext.trace.ty
 anew. Only the slow path builds trace types; the fast path memoises its outcome and is cleared
 whenever a trace is added or removed.
 
-A call of a Function is a call of its ``_entry`` (``Function.__call__`` is the property that
-reads it): :meth:`Function._call`, the path above, or, once a trace compiled into one
-function was called twice with the same signature, that trace's *direct entry*
+A call of a Function is :meth:`Function._call`, the path above, or, once a trace compiled
+into one function was called twice with the same signature, that trace's *direct entry*
 (:class:`~kernel_ext.backends.DirectEntryFactory`), one generated function that counts the
 call, tests the arguments and runs the compiled code, and hands every other call back to
-``_call``'s path (:class:`~kernel_ext.backends.CallGate`). So a cache hit of a compiled loop
-kernel crosses one Python call, not three.
+``_call``'s path (:class:`~kernel_ext.backends.CallGate`). While an entry is armed the
+instance is an :class:`ArmedFunction`, whose ``__call__`` is that entry: a cache hit of a
+compiled loop kernel crosses one Python call, not three.
 """
 
 from __future__ import annotations
@@ -221,15 +221,12 @@ class Function(DirectCalls):
     # ------------------------------------------------------------------------------------
     # the hot path
     # ------------------------------------------------------------------------------------
-    #: A call of the Function: its ``_entry`` (the module's docstring), read by a C-level
-    #: getter, so that an armed direct entry is the only Python function a cache hit calls.
-    __call__ = property(operator.attrgetter("_entry"), doc="Call the function (``f(x)``).")
-
     def _call(self, *args: Any, **kwargs: Any) -> Any:
         """A call: its fast key's runner (a cache hit), else the slow path."""
         __tracebackhide__ = True
         self._calls += 1
-        if not kwargs and not STATE.eager and not ACTIVITY.depth:
+        # (eager mode counts in ACTIVITY.depth: config.set_eager)
+        if not kwargs and not ACTIVITY.depth:
             # fast_key(), inlined: a function call here would cost a third of the overhead.
             key = []
             for a in args:
@@ -262,7 +259,7 @@ class Function(DirectCalls):
                     if self._calls & TIMING_MASK:
                         return run(*args)
                     return self._timed(run, args)
-        elif kwargs and not STATE.eager and not ACTIVITY.depth:
+        elif kwargs and not ACTIVITY.depth:
             # Keyword calls (``model(x, training=True)``): the names are part of the key.
             named_key = fast_key(args, kwargs)
             if named_key is not None:
@@ -276,6 +273,10 @@ class Function(DirectCalls):
                     self._last_run_ns = time.perf_counter_ns() - t0
                     return result
         return self._call_slow(args, kwargs)
+
+    #: A call of the Function (``f(x)``). Once a direct entry is armed, the instance is an
+    #: :class:`ArmedFunction`, whose call is the entry itself.
+    __call__ = _call
 
     def _timed(self, run: Callable[..., Any], args: tuple) -> Any:
         """Run and time one call (every 64th hit and every slow-path call): the UI's "last
@@ -814,6 +815,22 @@ class Function(DirectCalls):
                 self._fast.clear()
                 self._fast_cf.clear()
                 self._direct = None
+
+
+class ArmedFunction(Function):
+    """A :class:`Function` whose direct entry is armed (:mod:`.direct_calls`): the class of
+    its instance for as long as that lasts.
+
+    Its ``__call__`` is a property whose C-level getter returns ``_entry``, the entry's form
+    that is the whole call, so that a cache hit crosses one Python function. A Function with
+    no entry armed keeps the plain method: the property's getter would cost its keyed calls
+    ~40 ns each."""
+
+    __call__ = property(operator.attrgetter("_entry"), doc="Call the function (``f(x)``).")
+
+
+Function.armed_class = ArmedFunction
+Function.unarmed_class = Function
 
 
 def _cell_is_set(cell: Any) -> bool:

@@ -66,7 +66,7 @@ from ..ir import Graph, OpKind
 from ..ir.graph import subgraphs
 from ..trace.random_calls import generator_state, same_generator_state, set_generator_state
 from ..trace.variables import Variable
-from .config import STATE
+from .config import set_eager
 
 if TYPE_CHECKING:
     from .concrete import ConcreteFunction
@@ -273,13 +273,13 @@ class Verifier:
         function = self.function
         args, kwargs = function.function_type.call_arguments(copies)
         python_function = function.python_function
-        was = STATE.eager
-        STATE.eager = True  # nested kx.functions run their Python too: the oracle is NumPy
+        # (nested kx.functions run their Python too: the oracle is NumPy)
+        was = set_eager(True)
         try:
             with contextlib.redirect_stdout(io.StringIO()):
                 return python_function(*args, **kwargs)
         finally:
-            STATE.eager = was
+            set_eager(was)
 
     def _argument_difference(
         self, copies: tuple, values: tuple, tolerance: ReductionBound | None

@@ -24,7 +24,8 @@ class Activity:
     thread-local lookup): only when some trace is running does it take the slow path, which
     then checks this thread's own stack. A recording eager ``kx.GradientTape`` counts too
     (it must see every call, :mod:`kernel_ext.autodiff.tape`), so the hot path pays nothing
-    for tapes.
+    for tapes; so does eager mode (``kx.config.run_functions_eagerly``), whose calls all take
+    the slow path to run the Python function.
     """
 
     def __init__(self) -> None:

@@ -17,6 +17,7 @@ import pytest
 
 import kernel_ext as kx
 from kernel_ext.backends import DIRECT_MISS
+from kernel_ext.engine.function import ArmedFunction, Function
 
 #: Each test compiles a function of its own (a second from a cold kernel cache): the quick
 #: subset keeps the entry serving, aliasing, errors, arity and its source; CI runs them all.
@@ -123,16 +124,21 @@ def test_an_armed_entry_is_the_functions_whole_call_and_counts_every_call():
     x = np.arange(12.0).reshape(3, 4)
     _warm(f, (x,))
     assert f.__call__ is f._direct.__kx_call__  # no Function.__call__ frame before it
+    assert type(f) is ArmedFunction and isinstance(f, Function)
     entry, before = f._direct, f._calls
+    keyed = []
+    f._call = lambda *a, **k: keyed.append(a) or Function._call(f, *a, **k)
     f._last_run_ns = None
-    for _ in range(70):  # across a timed call (one in 64), which the keyed path times
+    for _ in range(70):  # across a timed call (one in 64), which the entry times itself
         _same(f(x), row_sums(x))
-    assert f._calls == before + 70
+    assert f._calls == before + 70 and not keyed
     assert f._last_run_ns is not None
     _same(f(x=x), row_sums(x=x))  # a keyword call: the keyed path, the entry kept
-    assert f._direct is entry and f._calls == before + 71
+    assert f._direct is entry and f._calls == before + 71 and len(keyed) == 1
+    del f._call
     f._direct = None
-    assert f.__call__ == f._call  # disarmed: the usual path
+    assert type(f) is Function  # disarmed: the plain method, the usual path
+    assert f.__call__ == f._call
 
 
 @SLOW

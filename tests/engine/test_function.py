@@ -514,6 +514,28 @@ def test_run_functions_eagerly_runs_python_and_switching_back_reuses_traces(caps
     assert f.experimental_get_tracing_count() == 1
 
 
+def test_eager_mode_closes_the_cache_hit_path_once_however_often_it_is_switched():
+    from kernel_ext.trace.state import ACTIVITY
+
+    ran = []
+    f = kx.function(lambda x: ran.append(1) or x * 2)
+    x = np.ones(2)
+    f(x)
+    depth = ACTIVITY.depth
+    kx.config.run_functions_eagerly(True)
+    kx.config.run_functions_eagerly(True)
+    try:
+        assert ACTIVITY.depth == depth + 1  # the one value a cache hit reads
+        f(x)
+        f(x)
+    finally:
+        kx.config.run_functions_eagerly(False)
+        kx.config.run_functions_eagerly(False)
+    assert ACTIVITY.depth == depth
+    f(x)
+    assert len(ran) == 3 and f.experimental_get_tracing_count() == 1
+
+
 # -- threads -----------------------------------------------------------------------------------
 
 

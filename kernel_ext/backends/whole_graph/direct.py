@@ -30,6 +30,7 @@ call goes where it went before:
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -151,13 +152,15 @@ class DirectEntries:
             # The same as the function's whole call: counted and tested as the gate says;
             # every call it does not serve goes on the usual way with the arguments it had.
             names.update(gate.names, _keyed=gate.keyed, _missed=gate.missed, _given=_given)
+            names["_clock"] = time.perf_counter_ns
             given = f"_given(({params}{',' if specs else ''}), _more), _kw"
             out.line("")
             with out.block(f"def call({signature}, *_more, **_kw):") as body:
                 body.line(gate.count)
                 with body.block(f"if ({gate.test}) and not _kw:") as open_:
-                    self._served(open_, tests, params, arrays, updated, f"return _missed({given})")
-                    open_.line(f"return _missed({given})")
+                    missed = f"return _missed({given})"
+                    self._served(open_, tests, params, arrays, updated, missed, gate)
+                    open_.line(missed)
                 body.line(f"return _keyed({given})")
         return out.text(), names
 
@@ -169,9 +172,11 @@ class DirectEntries:
         arrays: list[int],
         updated: frozenset[int],
         missed: str,
+        gate: CallGate | None = None,
     ) -> None:
         """The entry's test of the arguments and, where it holds, the compiled call and the
-        result returned; ``missed``: the statement for a call the compiled code refused."""
+        result returned; ``missed``: the statement for a call the compiled code refused;
+        with a ``gate``, the calls it says to time are timed."""
         with out.block("if " + " and ".join(tests) + ":") as typed:
             run = f"_run({params})"
             if updated:
@@ -187,13 +192,25 @@ class DirectEntries:
                 with typed.block(f"if not ({' and '.join(owners + others)}):") as shared:
                     shared.line(f"return {run}")
             typed.extend(self.head)
-            with typed.block("try:") as attempt:
-                attempt.line(f"outs = _G({self.args})")
-            with typed.block("except Exception:") as failed:
-                # (an array of another dtype, rank or layout, a read-only one, an error,
-                # the fallback signal: the call is looked up and run the usual way)
-                failed.line(missed)
+            if gate is None:
+                self._compiled_call(typed, missed)
+            else:
+                with typed.block(f"if {gate.untimed}:") as untimed:
+                    self._compiled_call(untimed, missed)
+                with typed.block("else:") as timed:
+                    timed.line("_t0 = _clock()")
+                    self._compiled_call(timed, missed)
+                    timed.line(gate.record.format("_clock() - _t0"))
             typed.extend(self.outputs)
+
+    def _compiled_call(self, out: Source, missed: str) -> None:
+        """The call of the compiled function, ``missed`` where it raised."""
+        with out.block("try:") as attempt:
+            attempt.line(f"outs = _G({self.args})")
+        with out.block("except Exception:") as failed:
+            # (an array of another dtype, rank or layout, a read-only one, an error,
+            # the fallback signal: the call is looked up and run the usual way)
+            failed.line(missed)
 
 
 def _given(head: tuple, more: tuple) -> tuple:
