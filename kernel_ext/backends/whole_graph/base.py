@@ -39,6 +39,9 @@ class WriterBase:
         #: end: right only for a function that never signals (:attr:`signals`), since the
         #: fallback must find the caller's arrays untouched (:meth:`.writer.GraphWriter.write`).
         self.args_in_place = args_in_place
+        #: loop-body nodes written before their loop (:meth:`.control_flow.ControlFlow.
+        #: _invariant_reads`), which the body then skips
+        self.hoisted: set[Node] = set()
         #: fallback signals written so far (:meth:`signal`)
         self.signals = 0
         #: the function tests every array input's static shape first (a direct entry then

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, cast
 import numpy as np
 
 from ...ir import Graph, Node, OpKind
+from ...ir.abstract import DynamicIndex
 from ..codegen import can_compile
 from ..emit.literals import ctor
 from ..emit.source import STEP, Source
@@ -132,6 +133,9 @@ class ControlFlow(WriterBase):
         sub = dict(env)
         for ph, v in zip(body_g.inputs, lvars + captures):
             sub[ph] = v
+        for read in self._invariant_reads(body_g, n):
+            self.emit_node(read, sub, out)  # (before the loop: see the method)
+            self.hoisted.add(read)
         saved = dict(self.out_bufs)
         for i, target in targets.items():
             self.out_bufs[target] = f"{t}_sp{i}"
@@ -155,6 +159,49 @@ class ControlFlow(WriterBase):
         outer = frozenset().union(*(v.roots for v in args if isinstance(v, Value)))
         parts = [frozenset() if lv.scalar else outer | {t} for lv in lvars]
         env[node] = Value(t, False, True, frozenset().union(*parts), parts)
+
+    def _invariant_reads(self, body: Graph, n_vars: int) -> list[Node]:
+        """The nodes of a loop's ``body`` that read one element of an array the loop does
+        not change, at an index it does not change, in range by the static shape: they are
+        read once, before the loop, rather than at every iteration.
+
+        LLVM would hoist such a load itself, but not past a store it cannot prove to write
+        other memory, and every array looks alike to it: ``knapsack``'s ``weights[i]``,
+        read at each step of a loop that writes ``best[c]``, was loaded 192 times a row. In
+        the graph the array is a capture, a value no iteration changes, whatever memory the
+        loop writes. An index in range cannot fail, so a read made when the loop then runs
+        no iteration has no effect."""
+        captured = set(body.inputs[n_vars:])
+        reads = []
+        for node in body.nodes:
+            if (
+                node.op is OpKind.GETITEM
+                and aval_of_node(node).shape == ()
+                and all(a in captured for a in node.inputs)
+                and self._index_in_range(node)
+            ):
+                reads.append(node)
+        return reads
+
+    def _index_in_range(self, node: Node) -> bool:
+        """Is every integer of ``node``'s index (a GETITEM of one element) in range of its
+        array's static shape, so that the read needs no check (:meth:`_integer_index`)?"""
+        shape = node.args[0].aval.shape
+        comps = node.attrs["index"]
+        if shape is None or None in shape or len(comps) != len(shape):
+            return False
+        for c, dim in zip(comps, shape):
+            if isinstance(c, DynamicIndex):
+                known = self.ranges.get(node.args[c.position])
+                if known is None or not (-dim <= known[0] and known[1] < dim):
+                    return False
+            elif (
+                isinstance(c, bool)
+                or not isinstance(c, (int, np.integer))
+                or not -dim <= int(c) < dim
+            ):
+                return False
+        return True
 
     def _enter_loop(
         self,

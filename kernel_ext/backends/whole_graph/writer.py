@@ -318,7 +318,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
                 self._emit_matmul_chain(chain, env, out)
                 i += len(chain)
                 continue
-            else:
+            elif item not in self.hoisted:  # (written before its loop: _invariant_reads)
                 self.emit_node(item, env, out, self._covering_check(graph, item, env))
             i += 1
         return [env[o] for o in graph.outputs]
