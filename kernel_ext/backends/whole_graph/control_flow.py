@@ -25,6 +25,10 @@ class ControlFlow(WriterBase):
 
         def emit_graph(self, graph: Graph, env: dict[Node, Value], out: Source) -> list[Value]: ...
 
+        def emit_node(
+            self, node: Node, env: dict[Node, Value], out: Source, cond: Value | None = None
+        ) -> None: ...
+
     def _carry(self, v: Value, out: Source, copy: bool = False) -> Value:
         """A value that may be carried through a loop or out of a branch: one Numba type on
         every path (fresh C-contiguous arrays; scalars as they are). ``copy``: a private
