@@ -38,11 +38,12 @@ from ..trace import Tensor, TraceContext, current_context
 from ..trace.source_lines import attributed_to
 from .rules import VJP, Primal
 
-#: The attr marking nodes a backward pass made (``node.attrs["_backward"] is True``).
-BACKWARD = "_backward"
+#: The note marking nodes a backward pass made (``node.meta["backward"] is True``).
+BACKWARD = "backward"
 
-#: The attr of a ``while`` node rewritten to stack its state (:mod:`.while_gradients`).
-STACKED = "_stacked"
+#: The note of a ``while`` node rewritten to stack its state (:mod:`.while_gradients`): the
+#: :class:`~.while_gradients.StackedLoop` (``node.meta["stacked"]``).
+STACKED = "stacked"
 
 #: Nodes with no inputs to differentiate: the leaves of every backward walk.
 LEAVES = frozenset({OpKind.PLACEHOLDER, OpKind.CONSTANT, OpKind.READ_VARIABLE})
@@ -80,10 +81,9 @@ def backward(
 
 def mark_backward(nodes: Iterable[Node]) -> None:
     """Mark ``nodes`` (and the nodes of their branches and loop bodies) as made by a backward
-    pass: the ``_backward`` attr, which the graph views show and which printers and CSE
-    ignore (an underscore attr never changes a value)."""
+    pass: ``backward`` in their meta, which the graph views show."""
     for node in nodes:
-        node.attrs[BACKWARD] = True
+        node.meta[BACKWARD] = True
         for graph in subgraphs(node):
             mark_backward(graph.nodes)
 
@@ -198,7 +198,7 @@ def _complex(aval: Any) -> bool:
 
 
 def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
-    where = node.attrs.get("_where")
+    where = node.meta.get("where")
     return errors.NonDifferentiableError(
         f"cannot differentiate through complex values: op '{node.op.value}'"
         f"{' at ' + where if where else ''} (node '{node.name}') reads the complex value "
@@ -211,7 +211,7 @@ def _complex_path(node: Node, arg: Node) -> errors.NonDifferentiableError:
 
 
 def _no_rule(node: Node) -> errors.NonDifferentiableError:
-    where = node.attrs.get("_where")
+    where = node.meta.get("where")
     at = f" at {where}" if where else ""
     if node.op in OPAQUE_CALLS:
         what = "random draw" if node.op is OpKind.RANDOM_CALL else "opaque NumPy call"
@@ -267,7 +267,7 @@ def inline_graph(
                 raise errors.NonDifferentiableError(
                     f"cannot differentiate through the random draw "
                     f"{call_name(v.node.attrs['fn'])}"
-                    f"{' at ' + v.node.attrs['_where'] if v.node.attrs.get('_where') else ''}:"
+                    f"{' at ' + v.node.meta['where'] if v.node.meta.get('where') else ''}:"
                     " a replay for the gradient would draw other numbers. Fix: compute the "
                     "gradient inside the kx.function that draws them (a tape there sees the "
                     "draw), or pass the draws in as an argument."
@@ -294,16 +294,16 @@ def inline_graph(
             continue
         elif op is OpKind.RANDOM_CALL:
             env[node] = Unavailable(node)
-        elif op is OpKind.WHILE and STACKED in node.attrs:
+        elif op is OpKind.WHILE and STACKED in node.meta:
             # a loop a gradient already made stack its state: the copy stacks too, and gets
             # its own record of where (the old one names nodes of the replayed graph)
             from .while_gradients import restack
 
-            attrs = {k: v for k, v in node.attrs.items() if k != STACKED}
-            env[node] = ctx.bind(op, args, attrs, name=node.name)
-            restack(ctx, env[node].node, node.attrs[STACKED])
+            meta = {k: v for k, v in node.meta.items() if k != STACKED}
+            env[node] = ctx.bind(op, args, node.attrs, name=node.name, meta=meta)
+            restack(ctx, env[node].node, node.meta[STACKED])
         else:
-            env[node] = ctx.bind(op, args, node.attrs, name=node.name)
+            env[node] = ctx.bind(op, args, node.attrs, name=node.name, meta=node.meta)
     return env, ctx.graph.nodes[start:]
 
 

@@ -615,7 +615,7 @@ def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
 
     for node in recorded:
         if any(reads(g) for g in subgraphs(node)):
-            where = node.attrs.get("_where") or node.name
+            where = node.meta.get("where") or node.name
             raise errors.NonDifferentiableError(
                 f"kx.Variable '{var.name}' is read only inside the {node.op.value} "
                 f"{where!r}; gradients with respect to variables read inside a branch or "

@@ -53,8 +53,8 @@ from .backward import (
 )
 from .rules import Primal
 
-# ``STACKED`` (from .backward) is the attr of a ``while`` node rewritten to stack its state
-# (underscore attrs are ignored by the printers and CSE): a ``StackedLoop``.
+# ``STACKED`` (from .backward) is the note, in its meta, of a ``while`` node rewritten to stack
+# its state: a ``StackedLoop``.
 
 
 class StackedLoop:
@@ -99,7 +99,7 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     and ``None``, an empty stack) so that no node has to be inserted before the loop: a tape
     remembers stretches of the node list by position.
     """
-    done = node.attrs.get(STACKED)
+    done = node.meta.get(STACKED)
     if done is not None:
         return done
     n = node.attrs["n_vars"]
@@ -145,7 +145,7 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     ]
     mark_backward([*writes, following, *outs])  # the graph views show them as backward
     done = StackedLoop(n, original_body, outs[0], outs[1:])
-    node.attrs[STACKED] = done
+    node.meta[STACKED] = done
     return done
 
 
@@ -164,7 +164,7 @@ def restack(ctx: TraceContext, node: Node, old: StackedLoop) -> StackedLoop:
     ]
     mark_backward(outs)
     done = StackedLoop(n, old.body, outs[0], outs[1:])
-    node.attrs[STACKED] = done
+    node.meta[STACKED] = done
     return done
 
 
@@ -174,7 +174,7 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     node = p.node
     n_total = node.attrs["n_vars"]
     caps = p.args[n_total:]
-    stacked = node.attrs.get(STACKED)
+    stacked = node.meta.get(STACKED)
     n = stacked.n_vars if stacked is not None else n_total
     # A second-order pass reaches the stacks (the reverse loop read them): row k of a stack's
     # cotangent joins the cotangent of the state iteration k started from.

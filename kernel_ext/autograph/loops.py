@@ -758,14 +758,14 @@ def _rebound(loop: _Loop) -> tuple[str, ...]:
 
 
 def _mark_loop_node(where: str) -> None:
-    """Label the ``while`` node just made with its loop statement (``_where``: the graph view
-    shows it; printers and CSE ignore underscore attrs)."""
+    """Label the ``while`` node just made with its loop statement (``where`` in its meta: the
+    graph view shows it)."""
     ctx = current_context()
     if ctx is None:
         return
     for node in reversed(ctx.graph.nodes):
         if node.op is OpKind.WHILE:
-            node.attrs["_where"] = where
+            node.meta["where"] = where
             return
 
 

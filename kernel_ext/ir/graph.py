@@ -5,6 +5,13 @@ scalars, ``None``), its ``attrs`` the static parameters (axis, dtype, index temp
 variable a stateful op touches). Nodes are kept in program order, which is a valid topological
 order and also the order stateful ops run in.
 
+A node's ``meta`` holds what other layers note about it, never what it computes: ``where``
+(a description of the code that made it, for messages and the graph views), ``backward``
+(made by a gradient's backward pass: the views tell those apart), ``stacked`` (a loop a
+gradient rewrote to keep its iterations' states, :mod:`kernel_ext.autodiff`) and
+``sum_term`` (:mod:`kernel_ext.passes.short_sums`). Printers, common-subexpression keys and
+the kernel caches read ``attrs`` only; copies of a node keep both.
+
 A node's outputs are described by its ``aval`` (a :data:`~kernel_ext.ir.abstract.NodeAval`): one
 :class:`~kernel_ext.ir.abstract.AbstractValue`, a tuple of them for a multi-output op (eigh,
 unique with counts, opaque and random calls returning tuples; ``GET_OUTPUT`` nodes pick one), or
@@ -26,7 +33,17 @@ from .ops import OpGroup, OpKind
 class Node:
     """One operation of a :class:`Graph` (TensorFlow calls this an ``Operation``)."""
 
-    __slots__ = ("__weakref__", "_args", "_inputs", "attrs", "aval", "name", "op", "source")
+    __slots__ = (
+        "__weakref__",
+        "_args",
+        "_inputs",
+        "attrs",
+        "aval",
+        "meta",
+        "name",
+        "op",
+        "source",
+    )
 
     def __init__(
         self,
@@ -36,6 +53,7 @@ class Node:
         attrs: dict[str, Any],
         aval: NodeAval,
         source: Any = None,
+        meta: dict[str, Any] | None = None,
     ) -> None:
         self.name = name
         self.op = op
@@ -46,6 +64,8 @@ class Node:
         #: ``SourceLine(file, line, text)``; None when unknown): for the graph views and
         #: messages, never for what the node computes. Copies of a node keep it.
         self.source = source
+        #: What other layers note about the node (the module's docstring); a fresh dict.
+        self.meta: dict[str, Any] = {} if meta is None else meta
 
     # TensorFlow's Operation vocabulary ------------------------------------------------------
     @property
@@ -66,13 +86,9 @@ class Node:
 
     @property
     def params(self) -> dict[str, Any]:
-        """The attrs that parameterise the op, for lowerings that pass them on as keywords:
-        underscore attrs are annotations (``_where``: a source line for messages,
-        ``_backward``: made by a gradient, for the graph views) and are left out."""
-        attrs = self.attrs
-        if not any(k.startswith("_") for k in attrs):
-            return attrs
-        return {k: v for k, v in attrs.items() if not k.startswith("_")}
+        """The attrs that parameterise the op, for lowerings that pass them on as keywords
+        (annotations live in :attr:`meta`)."""
+        return self.attrs
 
     @property
     def inputs(self) -> tuple[Node, ...]:
@@ -180,8 +196,10 @@ class Graph:
         attrs: dict[str, Any] | None = None,
         name: str | None = None,
         aval: NodeAval | Literal[False] = False,
+        meta: dict[str, Any] | None = None,
     ) -> Node:
-        """Append a node; its aval is inferred by the op's abstract-eval rule unless given."""
+        """Append a node; its aval is inferred by the op's abstract-eval rule unless given.
+        ``meta``: its annotations (copied)."""
         attrs = dict(attrs or {})
         args = tuple(args)
         if aval is False:
@@ -192,7 +210,15 @@ class Graph:
             if self.source_of is not None and op is not OpKind.PLACEHOLDER
             else None
         )
-        node = Node(self.unique_name(name or op.value), op, args, attrs, aval, source)
+        node = Node(
+            self.unique_name(name or op.value),
+            op,
+            args,
+            attrs,
+            aval,
+            source,
+            dict(meta) if meta else None,
+        )
         self.nodes.append(node)
         if op is OpKind.PLACEHOLDER:
             self.inputs.append(node)
@@ -274,7 +300,13 @@ class Graph:
                 continue
             args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
             new = Node(
-                g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval, node.source
+                g.unique_name(node.name),
+                node.op,
+                args,
+                dict(node.attrs),
+                node.aval,
+                node.source,
+                dict(node.meta),
             )
             g.nodes.append(new)
             if node.op is OpKind.PLACEHOLDER:

@@ -74,7 +74,7 @@ def _node_attrs(node: Node) -> dict[str, Any]:
         attrs["T"] = node.aval.dtype
         attrs["_output_shape"] = node.aval.shape if node.aval.shape is not None else "unknown"
     for key, value in node.attrs.items():
-        if key.startswith("_") or key in ("captured", "out_avals", "out_aval"):
+        if key in ("captured", "out_avals", "out_aval"):
             continue
         if isinstance(value, Graph):
             value = f"graph {value.name} ({len(value.nodes)} nodes)"

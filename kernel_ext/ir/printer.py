@@ -90,9 +90,7 @@ def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
 def format_attrs(node: Node) -> str:
     items = []
     for key in sorted(node.attrs):
-        if key.startswith("_") or (
-            key in ("value", "shape", "dtype") and node.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT)
-        ):
+        if key in ("value", "shape", "dtype") and node.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
             continue
         if (
             key in ("captured", "out_avals", "out_aval")

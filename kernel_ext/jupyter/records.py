@@ -157,14 +157,15 @@ def _note(kind: str, name: str) -> str:
 def loop_note(node: Any) -> str | None:
     """What every view says of a graph loop AutoGraph made from a loop statement, or None:
     ``"loop at cell [3], line 4: `for j in range(n):`"``."""
-    where = getattr(node, "attrs", {}).get("_where") if op_name(node) == "while" else None
+    where = getattr(node, "meta", {}).get("where") if op_name(node) == "while" else None
     return None if not where else f"loop at {where}"
 
 
 def is_backward(node: Any) -> bool:
     """Did a gradient's backward pass make this node (``tape.gradient``, ``kx.grad``: the
-    ``_backward`` attr ``kernel_ext.autodiff`` sets)? The views colour and label it apart."""
-    return bool(getattr(node, "attrs", {}).get("_backward"))
+    ``backward`` note ``kernel_ext.autodiff`` sets in its ``meta``)? The views colour and
+    label it apart."""
+    return bool(getattr(node, "meta", {}).get("backward"))
 
 
 def opaque_notes(graph: Any) -> tuple[str, ...]:

@@ -12,7 +12,7 @@ order and wrap at :data:`PICTURE_WIDTH`, edges are curves from a box to its user
 as the sidebar's graph view starts grouped by line, so a 100-node training step reads at 1:1.
 Fused segments get a coloured, dashed outline and a legend; captured constants and variable
 ops have their own colours, and so do the nodes a gradient's backward pass made (the
-``_backward`` attr), to tell a training step's forward and backward halves apart.
+``backward`` note of their meta), to tell a training step's forward and backward halves apart.
 """
 
 from __future__ import annotations

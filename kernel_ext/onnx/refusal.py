@@ -19,7 +19,7 @@ def where(node: Any) -> str:
     """``file:line: `text``` of the user's line that made ``node`` ("" when unknown)."""
     source = getattr(node, "source", None)
     if source is None:
-        at = node.attrs.get("_where") if getattr(node, "attrs", None) else None
+        at = getattr(node, "meta", {}).get("where")
         return f" at {at}" if at else ""
     return f" at {source.file}:{source.line}: `{source.text}`"
 

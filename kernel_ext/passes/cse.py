@@ -87,20 +87,15 @@ def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
         if (
             node.attrs.get("captured")
             or value.size > MAX_MERGED_CONSTANT
-            or {k for k in node.attrs if not k.startswith("_")} != {"value"}
+            or set(node.attrs) != {"value"}
         ):
             return None
         return ("constant", freeze(value))
     if not is_pure(node):
         return None
     try:
-        # Underscore attrs annotate, never change the value: "_where" (an opaque call's
-        # source line, for its messages), "_backward" (made by a gradient, for the views).
-        attrs = (
-            tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items() if not k.startswith("_")]))
-            if node.attrs
-            else ()
-        )
+        # (a node's meta annotates, never changes the value: not part of the key)
+        attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()])) if node.attrs else ()
     except Unmergeable:
         return None
     frozen_args = tuple([("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args])

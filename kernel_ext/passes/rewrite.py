@@ -137,6 +137,7 @@ class Rewriter:
                 dict(node.attrs if attrs is None else attrs),
                 node.aval,
                 node.source,
+                dict(node.meta),
             )
             self.changed = self.changed or attrs is not None
         self._order.append(value)
@@ -177,10 +178,9 @@ class Rewriter:
             return False
         if not same_aval(aval, node.aval):
             return False
-        attrs = dict(attrs)
-        if node.attrs.get("_backward"):  # the graph views tell gradient nodes apart
-            attrs["_backward"] = True
-        value = self._new(node.name, op, tuple(args), attrs, aval, node.source)
+        # (the graph views tell gradient nodes apart)
+        meta = {"backward": True} if node.meta.get("backward") else None
+        value = self._new(node.name, op, tuple(args), dict(attrs), aval, node.source, meta)
         self._order.append(value)
         if exposed and op is OpKind.CONSTANT:
             value = self._new(node.name, OpKind.COPY, (value,), {}, aval, node.source)
@@ -224,6 +224,7 @@ class Rewriter:
                     dict(value.attrs),
                     value.aval,
                     value.source,
+                    dict(value.meta),
                 )
             final[value] = new
             g.nodes.append(new)
@@ -241,9 +242,10 @@ class Rewriter:
         attrs: dict[str, Any],
         aval: Any,
         source: Any = None,
+        meta: dict[str, Any] | None = None,
     ) -> Node:
         # ``source``: the line of user code that made the node it replaces (for the views)
-        node = Node(name, op, args, attrs, aval, source)
+        node = Node(name, op, args, attrs, aval, source, meta)
         self._fresh.add(node)
         return node
 

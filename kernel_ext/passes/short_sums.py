@@ -113,13 +113,13 @@ class _TooBig(Exception):
 
 def _add(rw: Rewriter, a: Any, b: Any) -> Node:
     node = rw.add("sum_term", OpKind.ADD, (a, b))
-    node.attrs["_sum_term"] = True
+    node.meta["sum_term"] = True
     return node
 
 
 def is_term(node: Node) -> bool:
     """Is ``node`` one of the additions a written-out sum is made of?"""
-    return bool(node.attrs.get("_sum_term"))
+    return bool(node.meta.get("sum_term"))
 
 
 def _numpy_order(rw: Rewriter, terms: list[Any]) -> Node:

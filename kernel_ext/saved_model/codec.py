@@ -119,6 +119,10 @@ DENIED = frozenset(
 #: The kinds of NumPy callable an opaque call can be: array-function dispatchers (what
 #: ``__array_function__`` sees), ufuncs and C functions. NumPy's plain Python functions are
 #: never dispatched to a traced value, so none is needed (np.load is one).
+#: The notes of a node's meta a loaded file may hold (``_where`` among its attrs), by type:
+#: where it was made, made by a gradient, a short sum's term. A loop's ``stacked`` state
+#: holds a graph of the trace that made it, and is never saved.
+_NOTES: dict[str, type] = {"where": str, "backward": bool, "sum_term": bool}
 _DISPATCHED = ("_ArrayFunctionDispatcher", "ufunc", "builtin_function_or_method")
 
 
@@ -280,7 +284,10 @@ class Encoder:
                 for a in node.args
             ]
             attrs = {}
-            for key, value in node.attrs.items():
+            # (the meta is saved among the attrs, each name after an underscore: the format
+            # of the files saved before nodes had a meta)
+            notes = {f"_{key}": value for key, value in node.meta.items()}
+            for key, value in [*node.attrs.items(), *notes.items()]:
                 if not IDENTIFIER.match(key):
                     raise self._refuse(f"its attr name {key!r} is not an identifier")
                 attrs[key] = self.value(value)
@@ -550,11 +557,18 @@ class Decoder:
                 args.append(by_name[ref])
             else:
                 args.append(self.value(a, depth, f"{what}: an argument"))
-        attrs = {}
+        attrs, meta = {}, {}
         for key, value in self.expect(raw["attrs"], dict, f"{what}: attrs").items():
             if not IDENTIFIER.match(key):
                 raise self.fail(f"{what}: attr name {key!r} is not an identifier")
-            attrs[key] = self.value(value, depth, f"{what}: attr {key!r}")
+            decoded = self.value(value, depth, f"{what}: attr {key!r}")
+            if key.startswith("_"):  # a note of the node's meta (saving writes them so)
+                note = _NOTES.get(key[1:])
+                if note is None or type(decoded) is not note:
+                    raise self.fail(f"{what}: {key!r} is not a note a node keeps")
+                meta[key[1:]] = decoded
+            else:
+                attrs[key] = decoded
         self._check_attrs(op, attrs, what, depth)
         aval = self.value(raw["aval"], depth, f"{what}: aval")
         if not (
@@ -587,7 +601,7 @@ class Decoder:
                 ) from None
             if inferred != aval:
                 raise self.fail(f"{what}: records {aval} but its inputs and attrs give {inferred}")
-        node = Node(name, op, tuple(args), attrs, aval, source)
+        node = Node(name, op, tuple(args), attrs, aval, source, meta)
         restore_node_form(node, raw["form"])
         return node
 

@@ -248,13 +248,18 @@ class TraceContext:
         return Tensor(node, self)
 
     def bind(
-        self, op: OpKind, args: Sequence[Any], attrs: dict | None = None, name: str | None = None
+        self,
+        op: OpKind,
+        args: Sequence[Any],
+        attrs: dict | None = None,
+        name: str | None = None,
+        meta: dict | None = None,
     ) -> Tensor | None:
         """Record ``op(*args)`` here: lift every argument, append the node (its abstract-eval
-        rule gives the output type) and return its traced value (``None`` for ops with no
-        result, such as print)."""
+        rule gives the output type; ``meta``: its annotations) and return its traced value
+        (``None`` for ops with no result, such as print)."""
         lifted = [self.lift(a) for a in args]
-        node = self.graph.create_node(op, lifted, attrs or {}, name=name)
+        node = self.graph.create_node(op, lifted, attrs or {}, name=name, meta=meta)
         return None if node.aval is None else Tensor(node, self)
 
     def on_variable_created(self, var: Variable) -> None:

@@ -101,12 +101,12 @@ def bind_call(
         "fn": func,
         "template": template,
         "out_aval": out_aval,
-        "_where": f"{name} (at {user_frame_description()})",
     }
     node_name = (
         name.rsplit(".", 1)[-1] if op is OpKind.NUMPY_CALL else name.replace(".", "_").lower()
     )
-    result = bind(op, operands, attrs, name=node_name)
+    where = f"{name} (at {user_frame_description()})"
+    result = bind(op, operands, attrs, name=node_name, meta={"where": where})
     if out_aval is None:
         return None
     if not isinstance(out_aval, tuple):

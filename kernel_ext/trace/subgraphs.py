@@ -148,7 +148,13 @@ def with_inputs(
             continue
         args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
         new = Node(
-            g.unique_name(node.name), node.op, args, dict(node.attrs), node.aval, node.source
+            g.unique_name(node.name),
+            node.op,
+            args,
+            dict(node.attrs),
+            node.aval,
+            node.source,
+            dict(node.meta),
         )
         g.nodes.append(new)
         mapping[node] = new

@@ -838,7 +838,11 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
 
 
 def bind(
-    op: OpKind, args: Sequence[Any], attrs: dict | None = None, name: str | None = None
+    op: OpKind,
+    args: Sequence[Any],
+    attrs: dict | None = None,
+    name: str | None = None,
+    meta: dict | None = None,
 ) -> Tensor | None:
     """Record ``op(*args)`` in this thread's current trace and return the traced result (JAX's
     ``bind``): :meth:`TraceContext.bind <kernel_ext.trace.context.TraceContext.bind>` of the
@@ -850,7 +854,7 @@ def bind(
             if isinstance(a, Tensor):
                 raise leaked_error(a)
         raise RuntimeError("internal: bind() outside any trace")
-    result = ctx.bind(op, args, attrs, name)
+    result = ctx.bind(op, args, attrs, name, meta)
     if op.group in _VIEW_GROUPS and result is not None and args and isinstance(args[0], Tensor):
         step = _view_step(op, args, attrs or {}, result)
         if step is not None:

@@ -106,7 +106,7 @@ def test_numpy_call_on_constants_folds_and_equal_calls_merge():
         "out_aval": AbstractValue((3,), np.dtype(np.float64)),
     }
     a = g.create_node(OpKind.NUMPY_CALL, (c,), dict(attrs))
-    b = g.create_node(OpKind.NUMPY_CALL, (c,), dict(attrs, _where="elsewhere"))
+    b = g.create_node(OpKind.NUMPY_CALL, (c,), dict(attrs), meta={"where": "elsewhere"})
     g.outputs = [a, b]
     merged, changed = eliminate_common_subexpressions(g)
     assert changed and sum(n.op is OpKind.NUMPY_CALL for n in merged.nodes) == 1

@@ -29,11 +29,11 @@ def make_step() -> Any:
 
 def test_the_backward_pass_marks_its_nodes_and_leaves_the_forward_ones_unmarked() -> None:
     graph = make_step().concrete_functions[0].graph
-    marked = {n.op.value for n in graph.nodes if n.attrs.get("_backward")}
-    unmarked = {n.op.value for n in graph.nodes if not n.attrs.get("_backward")}
+    marked = {n.op.value for n in graph.nodes if n.meta.get("backward")}
+    unmarked = {n.op.value for n in graph.nodes if not n.meta.get("backward")}
     assert {"tanh", "mean", "read_variable"} <= unmarked
     assert "transpose" in marked and "matmul" in marked  # x.T @ g
-    assert "_backward" not in str(graph)  # the printer ignores underscore attrs
+    assert "backward=" not in str(graph)  # the printer shows what nodes compute, not notes
 
 
 def test_graph_svg_colours_backward_nodes_and_adds_a_legend_entry() -> None:
@@ -41,7 +41,7 @@ def test_graph_svg_colours_backward_nodes_and_adds_a_legend_entry() -> None:
     svg = graph_svg(fn.concrete_functions[0])
     assert "backward (gradient) op" in svg
     assert svg.count("(backward pass)") == sum(
-        bool(n.attrs.get("_backward")) for n in fn.concrete_functions[0].graph.nodes
+        bool(n.meta.get("backward")) for n in fn.concrete_functions[0].graph.nodes
     )
     plain = kx.function(lambda x: np.tanh(x) * 2.0, backend="numpy")
     plain(np.ones(2))

@@ -462,7 +462,7 @@ def test_a_gradient_seed_of_ones_drops_out_at_every_size():
 def test_annotations_do_not_block_rules():
     g = Graph("annotated")
     x = g.placeholder("x", (3,), np.float64)
-    one = g.create_node(OpKind.MULTIPLY, (x, 1.0), {"_backward": True})
+    one = g.create_node(OpKind.MULTIPLY, (x, 1.0), meta={"backward": True})
     g.outputs = [one]
     out, changed = simplify(g)
     # (a graph output becomes an explicit copy, never the caller's own array)

@@ -154,7 +154,7 @@ def test_a_gradients_ops_name_the_line_of_the_forward_op_they_differentiate():
     backward = [
         n
         for n in _walk(graph)
-        if n.attrs.get("_backward") and n.op.value not in ("placeholder", "constant")
+        if n.meta.get("backward") and n.op.value not in ("placeholder", "constant")
     ]
     assert backward
     forward_lines = {

@@ -71,7 +71,7 @@ def detach(
 ) -> tuple[list[Node], list[Node], dict[Node, Node]]:
     """Copies of ``nodes`` that read placeholders in place of ``inputs``: what a program
     pickles is its own ops, not the graph upstream of them. Returns ``(placeholders,
-    copies, original -> copy)``; annotations (``_where``) are left out."""
+    copies, original -> copy)``; their ``meta`` (annotations) is left out."""
     mapping: dict[Node, Node] = {}
     placeholders = []
     for i, n in enumerate(inputs):
@@ -81,7 +81,7 @@ def detach(
     copies = []
     for n in nodes:
         args = tuple(mapping[a] if isinstance(a, Node) else a for a in n.args)
-        c = Node(n.name, n.op, args, dict(n.params), n.aval)
+        c = Node(n.name, n.op, args, dict(n.attrs), n.aval)
         mapping[n] = c
         copies.append(c)
     return placeholders, copies, mapping

@@ -295,7 +295,7 @@ def _while_flags(node: Node, args: list[bool], found: list[str]) -> tuple[bool, 
 
 
 def _message(node: Node, why: str) -> str:
-    where = node.attrs.get("_where")
+    where = node.meta.get("where")
     what = node.op.value
     if node.op is OpKind.NUMPY_CALL:
         fn = node.attrs.get("fn")

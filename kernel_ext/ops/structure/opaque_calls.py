@@ -41,7 +41,7 @@ def _lower_opaque_call(node: Node) -> Callable[..., Any]:
     """The callable as it is, on the static arguments and the run-time inputs; its result is
     checked against the traced abstract value (a stand-in found it: ``ir/calls.py``)."""
     fn, template, out_aval = node.attrs["fn"], node.attrs["template"], node.attrs["out_aval"]
-    describe = node.attrs.get("_where") or call_name(fn)
+    describe = node.meta.get("where") or call_name(fn)
     if template.constant() and out_aval is not None:
         # ``rng.normal(0.0, 0.05, size=(30,))``: arguments filled once (filling them at
         # every call cost about as much as a small draw itself)
