@@ -129,9 +129,13 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     # (the count starts as an int64, not Python's 0: a fused segment of the body takes its
     # 0-d operands as NumPy scalars, and a Python int there failed under backend="numba")
     node.args = (*node.args[:n], np.int64(0), *([None] * n), *node.args[n:])
-    node.attrs.update(
-        {"cond": cond, "body": body, "n_vars": len(out_avals), "out_avals": out_avals}
-    )
+    node.attrs = {
+        **node.attrs,
+        "cond": cond,
+        "body": body,
+        "n_vars": len(out_avals),
+        "out_avals": out_avals,
+    }
     # (a tuple of avals, one per result: ir.graph types ``aval`` as a single one)
     node.aval = cast("Any", out_avals)
     outs = [

@@ -72,7 +72,11 @@ def plain_float_sum(node: Node) -> bool:
         if axes != set(range(rank)):
             return False
     extra = set(node.params) - {"axis", "keepdims", "dtype"}
-    return not extra and not node.attrs.get("keepdims") and node.attrs.get("dtype") in (None, dt)
+    return (
+        not extra
+        and not node.attrs.get("keepdims", False)
+        and node.attrs.get("dtype") in (None, dt)
+    )
 
 
 def plan_segments(

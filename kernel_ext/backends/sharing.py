@@ -169,10 +169,10 @@ def erase_sizes(graph: Graph) -> Graph:
             None if shape is None else tuple(None if d is not None and d > 1 else d for d in shape)
         )
 
-    out = graph.rebuilt(graph.nodes)  # fresh nodes and attr dicts: safe to edit below
+    out = graph.rebuilt(graph.nodes)  # fresh nodes: safe to edit below
     for node in out.nodes:
         if node.op is OpKind.PLACEHOLDER:
-            node.attrs["shape"] = erase(node.attrs.get("shape"))
+            node.attrs = {**node.attrs, "shape": erase(node.attrs.get("shape"))}
         if isinstance(node.aval, AbstractValue):
             node.aval = AbstractValue(erase(node.aval.shape), node.aval.dtype)
     return out

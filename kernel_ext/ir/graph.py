@@ -10,7 +10,10 @@ A node's ``meta`` holds what other layers note about it, never what it computes:
 (made by a gradient's backward pass: the views tell those apart), ``stacked`` (a loop a
 gradient rewrote to keep its iterations' states, :mod:`kernel_ext.autodiff`) and
 ``sum_term`` (:mod:`kernel_ext.passes.short_sums`). Printers, common-subexpression keys and
-the kernel caches read ``attrs`` only; copies of a node keep both.
+the kernel caches read ``attrs`` only; copies of a node keep both. An ``attrs`` dict is never
+changed in place once its node is made: a change gives the node a new dict
+(``node.attrs = {**node.attrs, "shape": ...}``), as the op's parameters will be immutable
+values (``tests/ir`` checks the package for writes into one).
 
 A node's outputs are described by its ``aval`` (a :data:`~kernel_ext.ir.abstract.NodeAval`): one
 :class:`~kernel_ext.ir.abstract.AbstractValue`, a tuple of them for a multi-output op (eigh,

@@ -46,7 +46,7 @@ def _candidate(node: Node, users: dict[Node, int], outputs: set[Node]) -> int | 
     shape = getattr(x.aval, "shape", None)
     if x.op.group is not OpGroup.ELEMENTWISE or not shape or len(shape) < 2 or None in shape:
         return None  # (a 1-D sum is one number: NumPy's own sum loop serves it)
-    if set(node.params) - {"axis", "keepdims", "dtype"} or node.attrs.get("keepdims"):
+    if set(node.params) - {"axis", "keepdims", "dtype"} or node.attrs.get("keepdims", False):
         return None
     axis = node.attrs.get("axis")
     if isinstance(axis, tuple) and len(axis) == 1:

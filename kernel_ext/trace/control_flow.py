@@ -586,7 +586,7 @@ class _LoopAttempt:
                 if self.owners.get(id(leaf)) == k:
                     if k < len(self.value_idx) and is_immutable_scalar(leaf):
                         # a NumPy scalar: ``s += x`` in the body rebinds, as eagerly
-                        phs[k].attrs["scalar_form"] = True
+                        phs[k].attrs = {**phs[k].attrs, "scalar_form": True}
                     leaf.restore((phs[k], child, next_version()))
             structured = unflatten(self.tree, self._arguments(child, phs))
             try:
@@ -609,7 +609,7 @@ class _LoopAttempt:
             py_type = python_number_type(leaf)
             if _is_scalar_form(leaf, py_type):
                 # a Python number or NumPy scalar: ``s += x`` in the body rebinds, as eagerly
-                phs[k].attrs["scalar_form"] = True
+                phs[k].attrs = {**phs[k].attrs, "scalar_form": True}
             current[i] = PythonNumber(phs[k], child, py_type) if py_type else child.tensor(phs[k])
         return current
 

@@ -176,3 +176,46 @@ def test_value_aval_raises_type_error_for_a_node_without_value():
 def test_shape_and_dtype_are_none_for_a_multi_output_node():
     node = next(n for n in _eigh_graph().nodes if n.op is OpKind.EIGH)
     assert node.shape is None and node.dtype is None
+
+
+def _writes_into_attrs(tree) -> list[int]:
+    """Lines of ``tree`` that change an ``X.attrs`` dict in place: item assignment or
+    deletion, augmented assignment, or a mutating method."""
+    import ast
+
+    def is_attrs(node) -> bool:
+        return isinstance(node, ast.Attribute) and node.attr == "attrs"
+
+    lines = []
+    for node in ast.walk(tree):
+        targets = []
+        if isinstance(node, (ast.Assign, ast.Delete)):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        for t in targets:
+            if isinstance(t, ast.Subscript) and is_attrs(t.value):
+                lines.append(node.lineno)
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("update", "pop", "popitem", "setdefault", "clear", "__setitem__")
+            and is_attrs(node.func.value)
+        ):
+            lines.append(node.lineno)
+    return lines
+
+
+def test_no_module_changes_a_nodes_attrs_in_place():
+    import ast
+    from pathlib import Path
+
+    package = Path(kx.__file__).parent
+    found = {
+        f"{path.relative_to(package)}:{line}"
+        for path in package.rglob("*.py")
+        for line in _writes_into_attrs(ast.parse(path.read_text()))
+    }
+    assert not found, f"attrs changed in place (give the node a new dict): {sorted(found)}"
+    sample = ast.parse("n.attrs['k'] = 1\nn.attrs.update(a=1)\ndel n.attrs['k']\nd['k'] = 1")
+    assert sorted(_writes_into_attrs(sample)) == [1, 2, 3]  # each form seen, not d[...]

@@ -150,7 +150,7 @@ def _reduced_axis(node: Node, ndim: int) -> int | None:
     if ndim == 0:
         raise Unsupported("axis of a 0-d value")
     axis = int(axis) % ndim
-    if ndim == 1 and not node.attrs.get("keepdims"):
+    if ndim == 1 and not node.attrs.get("keepdims", False):
         return None
     return axis
 

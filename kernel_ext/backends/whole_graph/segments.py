@@ -468,7 +468,7 @@ class SegmentEmission(WriterBase):
             # NumPy's empty mean is a NaN with a warning; otherwise sum / count in the dtype
             self.signal(out, f"{src}.size == 0")
             out.line(f"{t} = {t} / {ctor(dt)}({src}.size)")
-        if red.attrs.get("keepdims"):
+        if red.attrs.get("keepdims", False):
             out.line(f"{t} = np.full({(1,) * rank!r}, {t})")
             env[red] = Value(t, False, True)
         else:

@@ -174,7 +174,7 @@ def emit_extreme(w: Writer, node: Node, args: list[Any], t: str, out: Source) ->
         f"_extreme_rows({y2}, {o}, {is_max}, {init is not None}, "
         f"{init if init is not None else f'{dts}(0)'})",
     )
-    keep = bool(node.attrs.get("keepdims"))
+    keep = bool(node.attrs.get("keepdims", False))
     dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank) if keep or d not in axes]
     if not dims:
         out.line(f"{t} = {o}[0]")

@@ -147,7 +147,7 @@ def finish(
     out: Source,
 ) -> str:
     """The ``(outer, inner)`` result ``value`` in NumPy's shape (keepdims or not)."""
-    keep = bool(node.attrs.get("keepdims"))
+    keep = bool(node.attrs.get("keepdims", False))
     if axis is None and not keep:
         out.line(f"{t} = {value}[0, 0]")
         return "scalar"

@@ -349,7 +349,7 @@ def _emit_order_stat(w: Writer, node: Node, args: list[Any], t: str, out: Source
         out.line(f"{o} = np.empty(({q.size}, {lanes}), np.float64)")
         w.signal(out, f"_quantile_rows({y2}, {qc}, {o})")
         qdims = [str(s) for s in q.shape]
-    keep = bool(node.attrs.get("keepdims"))
+    keep = bool(node.attrs.get("keepdims", False))
     dims = qdims + [
         ("1" if d == axis or axis is None else f"{x}.shape[{d}]")
         for d in range(rank)
