@@ -227,6 +227,23 @@ class Graph:
             self.inputs.append(node)
         return node
 
+    def append_copy(self, node: Node, args: tuple[Any, ...]) -> Node:
+        """Append a copy of ``node`` (of another graph) reading ``args``: its op, attrs,
+        aval, source line and meta, under a name unique here."""
+        new = Node(
+            self.unique_name(node.name),
+            node.op,
+            args,
+            dict(node.attrs),
+            node.aval,
+            node.source,
+            dict(node.meta),
+        )
+        self.nodes.append(new)
+        if node.op is OpKind.PLACEHOLDER:
+            self.inputs.append(new)
+        return new
+
     def placeholder(
         self, name: str, shape: tuple[Any, ...] | None, dtype: Any, **attrs: Any
     ) -> Node:
@@ -302,19 +319,7 @@ class Graph:
                 mapping[node] = made
                 continue
             args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-            new = Node(
-                g.unique_name(node.name),
-                node.op,
-                args,
-                dict(node.attrs),
-                node.aval,
-                node.source,
-                dict(node.meta),
-            )
-            g.nodes.append(new)
-            if node.op is OpKind.PLACEHOLDER:
-                g.inputs.append(new)
-            mapping[node] = new
+            mapping[node] = g.append_copy(node, args)
         g.outputs = [mapping[o] for o in self.outputs]
         return g
 

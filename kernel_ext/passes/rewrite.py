@@ -215,21 +215,12 @@ class Rewriter:
             args = tuple(final[a] if isinstance(a, Node) else a for a in value.args)
             if value in self._fresh:  # ours: finished in place
                 value.args, value.name = args, g.unique_name(value.name)
-                new = value
+                final[value] = value
+                g.nodes.append(value)
+                if value.op is OpKind.PLACEHOLDER:
+                    g.inputs.append(value)
             else:
-                new = Node(
-                    g.unique_name(value.name),
-                    value.op,
-                    args,
-                    dict(value.attrs),
-                    value.aval,
-                    value.source,
-                    dict(value.meta),
-                )
-            final[value] = new
-            g.nodes.append(new)
-            if new.op is OpKind.PLACEHOLDER:
-                g.inputs.append(new)
+                final[value] = g.append_copy(value, args)
         g.outputs = [final[self.env[o]] for o in self.old.outputs]
         return g, True
 

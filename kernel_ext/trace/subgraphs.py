@@ -147,17 +147,7 @@ def with_inputs(
         if node.op is OpKind.PLACEHOLDER:
             continue
         args = tuple(mapping[a] if isinstance(a, Node) else a for a in node.args)
-        new = Node(
-            g.unique_name(node.name),
-            node.op,
-            args,
-            dict(node.attrs),
-            node.aval,
-            node.source,
-            dict(node.meta),
-        )
-        g.nodes.append(new)
-        mapping[node] = new
+        mapping[node] = g.append_copy(node, args)
     g.outputs = [mapping[o] for o in outputs]
     return g
 

@@ -5,7 +5,8 @@ and that is in range by the static shape (``weights[i]`` in the inner loop of a 
 written before the loop (``ControlFlow._invariant_reads``). These tests pin which reads move,
 which stay (an index the data or a traced argument chooses, an array the loop itself writes),
 and that the compiled function still answers as NumPy: results, arguments, and NumPy's
-IndexError for a read that only runs when the loop does.
+IndexError for a read that only runs when the loop does. (Kernels compile synchronously
+here: ``tests/backends/conftest.py``.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.backends import compiler
 from kernel_ext.backends.whole_graph.build import write_function
 
 pytestmark = pytest.mark.slow  # (each test compiles: seconds from a cold kernel cache)
@@ -53,13 +53,6 @@ def running_first_column(A):
         for j in range(A.shape[1]):
             A[i, j] = A[i, 0] + 1.0
     return A
-
-
-@pytest.fixture(autouse=True)
-def synchronous():
-    old = compiler.set_synchronous(True)
-    yield
-    compiler.set_synchronous(old)
 
 
 def _hoisted(f, *args) -> int:
