@@ -120,8 +120,8 @@ DENIED = frozenset(
 #: ``__array_function__`` sees), ufuncs and C functions. NumPy's plain Python functions are
 #: never dispatched to a traced value, so none is needed (np.load is one).
 #: The notes of a node's meta a loaded file may hold (``_where`` among its attrs), by type:
-#: where it was made, made by a gradient, a short sum's term. A loop's ``stacked`` state
-#: holds a graph of the trace that made it, and is never saved.
+#: where it was made, made by a gradient, a short sum's term. A loop's ``stacked`` state has
+#: no data form: saving a graph with one is refused (``SaveError``), as it was as an attr.
 _NOTES: dict[str, type] = {"where": str, "backward": bool, "sum_term": bool}
 _DISPATCHED = ("_ArrayFunctionDispatcher", "ufunc", "builtin_function_or_method")
 
@@ -565,7 +565,12 @@ class Decoder:
             if key.startswith("_"):  # a note of the node's meta (saving writes them so)
                 note = _NOTES.get(key[1:])
                 if note is None or type(decoded) is not note:
-                    raise self.fail(f"{what}: {key!r} is not a note a node keeps")
+                    kept = ", ".join(f"_{k} ({t.__name__})" for k, t in _NOTES.items())
+                    raise self.fail(
+                        f"{what}: {key!r} ({type(decoded).__name__}) is not a note a node "
+                        f"keeps; a node's underscore attrs are {kept}. The file was not "
+                        "written by kx.saved_model.save, or was altered: save the model again"
+                    )
                 meta[key[1:]] = decoded
             else:
                 attrs[key] = decoded

@@ -15,6 +15,7 @@ from ..emit.source import STEP, Source
 from ..static_shapes import aval_of_node, ranked_shape
 from ..whole_graph_ops import loop_literal as _loop_literal
 from .base import WriterBase
+from .indexing import in_range
 from .values import Value
 
 
@@ -197,13 +198,11 @@ class ControlFlow(WriterBase):
         for c, dim in zip(comps, shape):
             if isinstance(c, DynamicIndex):
                 known = self.ranges.get(node.args[c.position])
-                if known is None or not (-dim <= known[0] and known[1] < dim):
-                    return False
-            elif (
-                isinstance(c, bool)
-                or not isinstance(c, (int, np.integer))
-                or not -dim <= int(c) < dim
-            ):
+            elif isinstance(c, (int, np.integer)) and not isinstance(c, bool):
+                known = (int(c), int(c))
+            else:
+                return False
+            if not in_range(known, dim):
                 return False
         return True
 

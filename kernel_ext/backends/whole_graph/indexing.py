@@ -172,11 +172,11 @@ class BasicIndexing(WriterBase):
         if isinstance(c, DynamicIndex):
             i = args[c.position - 1 + first_dyn].name
             known = self.ranges.get(node.args[c.position - 1 + first_dyn])
-            if known is not None and dim is not None and known[0] >= 0 and known[1] < dim:
+            if known is not None and known[0] >= 0 and in_range(known, dim):
                 # in range by the static shape (a counted loop's index): no check, as in
                 # a hand-written loop over range(n) (and LLVM may vectorise the loop)
                 return i, (i, f"{i} + 1")
-            if known is not None and dim is not None and -dim <= known[0] and known[1] < dim:
+            if in_range(known, dim):
                 # in range, perhaps from the end (``r[k - i - 1]``, bounded from -dim):
                 # no check; Numba wraps a negative index as NumPy does
                 return i, (
@@ -185,7 +185,7 @@ class BasicIndexing(WriterBase):
                 )
         else:
             i = str(int(c))
-            if dim is not None and -dim <= int(c) < dim:
+            if dim is not None and in_range((int(c), int(c)), dim):
                 # in range by the static shape: no check, a non-negative literal (an
                 # unrolled Python loop's x[i] is most of its lines otherwise)
                 k = int(c) % dim
@@ -420,6 +420,13 @@ def _assign_source(name: str, rank: int, src_rank: int) -> str:
         src = ", ".join(f"i{lead + k} * b{k}" for k in range(src_rank)) or "()"
         body.line(f"d[{dst}] = s[{src}]")
     return "\n".join(out.lines)
+
+
+def in_range(known: tuple[float, float] | None, dim: int | None) -> bool:
+    """Does every integer of the interval ``known`` (None: unknown) index an axis of static
+    length ``dim`` (None: unknown) without leaving it, from the end included? Such an index
+    needs no check: Numba wraps a negative one as NumPy does."""
+    return known is not None and dim is not None and -dim <= known[0] and known[1] < dim
 
 
 def _clamp(bound: int | str, n: str) -> str:
