@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Node, OpKind
+from ..ir import Node, OpKind, Params
 from ..ir.registry import OpTable
 from ..trace import Tensor
 
@@ -55,8 +55,8 @@ class Primal:
     out: Tensor | None
 
     @property
-    def attrs(self) -> dict:
-        return self.node.attrs
+    def attrs(self) -> Params:
+        return self.node.params
 
     def shape(self, i: int) -> tuple | None:
         """The static shape of argument ``i`` (a literal is 0-d)."""

@@ -31,15 +31,18 @@ from .ops import (
     OpKind,
     fallback_reason,
 )
+from .params import MISSING, PARAMS_OF, Params
 from .printer import format_graph
 
 __all__ = [
     "COMPARISONS",
     "FUSIBLE_REDUCTIONS",
     "LOWER",
+    "MISSING",
     "MULTI_OUTPUT_OPS",
     "NDARRAY_METHODS",
     "OPAQUE_CALLS",
+    "PARAMS_OF",
     "UFUNC_OPS",
     "UFUNC_REDUCTIONS",
     "VIEW_OPS",
@@ -58,6 +61,7 @@ __all__ = [
     "OpKind",
     "OpaqueResultError",
     "Operand",
+    "Params",
     "abstract_eval",
     "as_graph_def",
     "call_name",

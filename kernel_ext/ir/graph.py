@@ -1,19 +1,20 @@
 """The graph IR: :class:`Node` (one operation) and :class:`Graph` (nodes in program order).
 
 In the manner of torch.fx: a node's ``args`` hold input nodes *and* inline literals (weak Python
-scalars, ``None``), its ``attrs`` the static parameters (axis, dtype, index templates, the
-variable a stateful op touches). Nodes are kept in program order, which is a valid topological
-order and also the order stateful ops run in.
+scalars, ``None``), its ``params`` the op's static parameters (axis, dtype, index templates, the
+variable a stateful op touches): one immutable value of the op's class in
+:mod:`kernel_ext.ir.params`, also read as a mapping over the fields given (``node.attrs``, the
+older name, is the same value). A change gives the node a new value
+(``node.attrs = {**node.attrs, "shape": ...}`` or ``node.params.replace(shape=...)``); ``tests/ir``
+checks the package for writes into one. Nodes are kept in program order, which is a valid
+topological order and also the order stateful ops run in.
 
 A node's ``meta`` holds what other layers note about it, never what it computes: ``where``
 (a description of the code that made it, for messages and the graph views), ``backward``
 (made by a gradient's backward pass: the views tell those apart), ``stacked`` (a loop a
 gradient rewrote to keep its iterations' states, :mod:`kernel_ext.autodiff`) and
 ``sum_term`` (:mod:`kernel_ext.passes.short_sums`). Printers, common-subexpression keys and
-the kernel caches read ``attrs`` only; copies of a node keep both. An ``attrs`` dict is never
-changed in place once its node is made: a change gives the node a new dict
-(``node.attrs = {**node.attrs, "shape": ...}``), as the op's parameters will be immutable
-values (``tests/ir`` checks the package for writes into one).
+the kernel caches read the parameters only; copies of a node keep both.
 
 A node's outputs are described by its ``aval`` (a :data:`~kernel_ext.ir.abstract.NodeAval`): one
 :class:`~kernel_ext.ir.abstract.AbstractValue`, a tuple of them for a multi-output op (eigh,
@@ -24,13 +25,14 @@ unique with counts, opaque and random calls returning tuples; ``GET_OUTPUT`` nod
 from __future__ import annotations
 
 import itertools
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any, Literal
 
 import numpy as np
 
 from .abstract import AbstractValue, NodeAval, abstract_eval
 from .ops import OpGroup, OpKind
+from .params import Params, make_params
 
 
 class Node:
@@ -40,11 +42,11 @@ class Node:
         "__weakref__",
         "_args",
         "_inputs",
-        "attrs",
         "aval",
         "meta",
         "name",
         "op",
+        "params",
         "source",
     )
 
@@ -53,7 +55,7 @@ class Node:
         name: str,
         op: OpKind,
         args: tuple[Any, ...],
-        attrs: dict[str, Any],
+        attrs: Mapping[str, Any],
         aval: NodeAval,
         source: Any = None,
         meta: dict[str, Any] | None = None,
@@ -61,7 +63,9 @@ class Node:
         self.name = name
         self.op = op
         self.args = args
-        self.attrs = attrs
+        #: The op's parameters: a value of its class in :data:`~kernel_ext.ir.params.PARAMS_OF`
+        #: (immutable: a change gives the node a new value).
+        self.params: Params = make_params(op, attrs)
         self.aval = aval
         #: The line of the user's code that made the node (the tracer records a
         #: ``SourceLine(file, line, text)``; None when unknown): for the graph views and
@@ -88,10 +92,13 @@ class Node:
         self._inputs = tuple(a for a in self._args if isinstance(a, Node))
 
     @property
-    def params(self) -> dict[str, Any]:
-        """The attrs that parameterise the op, for lowerings that pass them on as keywords
-        (annotations live in :attr:`meta`)."""
-        return self.attrs
+    def attrs(self) -> Params:
+        """The op's parameters, read as a mapping over the fields given (:attr:`params`)."""
+        return self.params
+
+    @attrs.setter
+    def attrs(self, value: Mapping[str, Any]) -> None:
+        self.params = make_params(self.op, value)
 
     @property
     def inputs(self) -> tuple[Node, ...]:
@@ -145,10 +152,11 @@ class Node:
 
 def subgraphs(node: Node) -> list[Graph]:
     """Graphs a node carries in its attrs (cond branches, while cond/body), in attr order."""
-    if not node.attrs:  # most nodes (hot: every pass asks about every node)
+    params = node.params
+    if not params.SUBGRAPH_FIELDS:  # most nodes (hot: every pass asks about every node)
         return []
     out: list[Graph] = []
-    for value in node.attrs.values():
+    for value in params.values():
         if isinstance(value, Graph):
             out.append(value)
         elif isinstance(value, tuple) and value and all(isinstance(v, Graph) for v in value):
@@ -196,14 +204,15 @@ class Graph:
         self,
         op: OpKind,
         args: Sequence[Any] = (),
-        attrs: dict[str, Any] | None = None,
+        attrs: Mapping[str, Any] | None = None,
         name: str | None = None,
         aval: NodeAval | Literal[False] = False,
         meta: dict[str, Any] | None = None,
     ) -> Node:
         """Append a node; its aval is inferred by the op's abstract-eval rule unless given.
-        ``meta``: its annotations (copied)."""
-        attrs = dict(attrs or {})
+        ``attrs``: its parameters (a mapping of field name to value, or a value of the op's
+        parameter class); ``meta``: its annotations (copied)."""
+        attrs = make_params(op, attrs or {})
         args = tuple(args)
         if aval is False:
             aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
@@ -234,7 +243,7 @@ class Graph:
             self.unique_name(node.name),
             node.op,
             args,
-            dict(node.attrs),
+            node.params,
             node.aval,
             node.source,
             dict(node.meta),

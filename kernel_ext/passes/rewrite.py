@@ -17,7 +17,7 @@ replaces, or stays as it is when it is a view op itself (see :meth:`Rewriter.use
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ..ir import VIEW_OPS, AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
@@ -190,7 +190,11 @@ class Rewriter:
         return True
 
     def add(
-        self, name: str, op: OpKind, args: tuple[Any, ...], attrs: dict[str, Any] | None = None
+        self,
+        name: str,
+        op: OpKind,
+        args: tuple[Any, ...],
+        attrs: Mapping[str, Any] | None = None,
     ) -> Node:
         """A new node ``op(*args)`` (args are values), for a rewrite that builds several
         nodes in place of one (then :meth:`use` the last); its aval is abstract-evaluated,

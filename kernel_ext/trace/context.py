@@ -12,7 +12,7 @@ Module order (no cycles): ``state`` < ``operators`` < ``tensor`` < ``variables``
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -251,7 +251,7 @@ class TraceContext:
         self,
         op: OpKind,
         args: Sequence[Any],
-        attrs: dict | None = None,
+        attrs: Mapping[str, Any] | None = None,
         name: str | None = None,
         meta: dict | None = None,
     ) -> Tensor | None:

@@ -36,6 +36,17 @@ def _messy_body(name: str = "body") -> Graph:
     return b
 
 
+def _cond(g: Graph, x: object, branches: tuple[Graph, Graph]) -> object:
+    """A ``cond`` node of ``g`` on ``sum(x) > 0`` running ``branches`` on ``x``."""
+    pred = g.create_node(K.GREATER, (g.create_node(K.SUM, (x,), {"axis": None}), 0))
+    avals = tuple(o.aval for o in branches[0].outputs)
+    return g.create_node(K.COND, (pred, x), {"branches": branches, "out_avals": avals}, aval=avals)
+
+
+def _outputs_of(g: Graph, node: object, n: int) -> list:
+    return [g.create_node(K.GET_OUTPUT, (node,), {"index": i}) for i in range(n)]
+
+
 def test_default_pipeline_is_fold_simplify_cse_prune():
     assert (
         fold_constants,
@@ -70,14 +81,15 @@ def test_verify_names_the_pass_that_broke_an_invariant():
 
 
 def test_passes_reach_into_sub_graphs_and_keep_their_arity():
-    body = _messy_body()
+    body, other = _messy_body(), _messy_body("other")
     g = Graph("f")
     x = g.placeholder("x", (3,), f32)
-    node = g.create_node(K.COPY, (x,), {"body": body, "axis": None})
-    g.outputs = [node]
+    node = _cond(g, x, (body, other))
+    g.outputs = _outputs_of(g, node, 2)
     before, body_text = snapshot(body), str(body)
     out = run_pipeline(g, verify=True)
-    new_body = out.outputs[0].attrs["body"]
+    (cond,) = [n for n in out.nodes if n.op is K.COND]
+    new_body = cond.attrs["branches"][0]
     assert new_body is not body and snapshot(body) == before and str(body) == body_text
     assert str(new_body) == (
         "graph body(a: float32[3]) {\n"
@@ -93,21 +105,23 @@ def test_passes_reach_into_sub_graphs_and_keep_their_arity():
     xs = np.array([0.5, -1.0, 2.0], f32)
     for a, b in zip(interpret(new_body, [xs]), interpret(body, [xs])):
         assert_identical(a, b)
-    assert out.outputs[0].op is K.COPY and out.outputs[0].attrs["axis"] is None
 
 
 def test_nested_sub_graphs_and_tuples_of_sub_graphs_are_optimised():
-    inner = _messy_body("inner")
     middle = Graph("middle")
     a = middle.placeholder("a", (3,), f32)
-    middle.outputs = [middle.create_node(K.COPY, (a,), {"body": inner})]
+    middle.outputs = _outputs_of(
+        middle, _cond(middle, a, (_messy_body("inner"), _messy_body("inner_else"))), 2
+    )
     g = Graph("f")
     x = g.placeholder("x", (3,), f32)
-    g.outputs = [g.create_node(K.COPY, (x,), {"branches": (middle, _messy_body("other"))})]
+    g.outputs = _outputs_of(g, _cond(g, x, (middle, _messy_body("other"))), 2)
     out = run_pipeline(g, verify=True)
-    new_middle, new_other = out.outputs[0].attrs["branches"]
+    (cond,) = [n for n in out.nodes if n.op is K.COND]
+    new_middle, new_other = cond.attrs["branches"]
+    (inner_cond,) = [n for n in new_middle.nodes if n.op is K.COND]
     assert (
-        ops(new_middle.outputs[0].attrs["body"])
+        ops(inner_cond.attrs["branches"][0])
         == ops(new_other)
         == ["constant", "tanh", "multiply", "add"]
     )
@@ -117,11 +131,11 @@ def test_map_subgraphs_reports_changes_and_leaves_the_node_alone():
     g = Graph("f")
     x = g.placeholder("x", (3,), f32)
     body = _messy_body()
-    node = g.create_node(K.COPY, (x,), {"body": body, "axis": None})
+    node = _cond(g, x, (body, _messy_body("other")))
     attrs, changed = map_subgraphs(node, lambda sub: (sub, False))
     assert not changed and attrs == node.attrs and attrs is not node.attrs
     attrs, changed = map_subgraphs(node, prune_dead_code)
-    assert changed and attrs["body"] is not body and node.attrs["body"] is body
+    assert changed and attrs["branches"][0] is not body and node.attrs["branches"][0] is body
 
 
 # -- control flow as the AutoGraph layer builds it ---------------------------------------------

@@ -8,7 +8,7 @@ the family modules of this package hold the rules.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, cast, overload
 
@@ -198,7 +198,7 @@ def dtype_of(x: Any) -> np.dtype:
     return x.dtype if isinstance(x, AbstractValue) else np.asarray(x).dtype
 
 
-def abstract_eval(op: OpKind, attrs: dict[str, Any], args: Sequence[Any]) -> NodeAval:
+def abstract_eval(op: OpKind, attrs: Mapping[str, Any], args: Sequence[Any]) -> NodeAval:
     """Output abstract value(s) of ``op`` applied to ``args`` (AbstractValues or literals):
     a tuple for a multi-output op, ``None`` for an op without a value."""
     rule = ABSTRACT_EVAL.get(op)
