@@ -55,6 +55,11 @@ class Primal:
     out: Tensor | None
 
     @property
+    def params(self) -> Params:
+        """The primal node's parameters (``p.params.axis``)."""
+        return self.node.params
+
+    @property
     def attrs(self) -> Params:
         return self.node.params
 

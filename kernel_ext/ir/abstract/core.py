@@ -15,6 +15,7 @@ from typing import Any, cast, overload
 import numpy as np
 
 from ..ops import OpKind
+from ..params import make_params
 from ..registry import OpTable
 
 Shape = tuple[int | None, ...]
@@ -200,8 +201,9 @@ def dtype_of(x: Any) -> np.dtype:
 
 def abstract_eval(op: OpKind, attrs: Mapping[str, Any], args: Sequence[Any]) -> NodeAval:
     """Output abstract value(s) of ``op`` applied to ``args`` (AbstractValues or literals):
-    a tuple for a multi-output op, ``None`` for an op without a value."""
+    a tuple for a multi-output op, ``None`` for an op without a value. ``attrs``: the op's
+    parameters, a value of its class or a mapping read into one (the rule gets the value)."""
     rule = ABSTRACT_EVAL.get(op)
     if rule is None:
         raise NotImplementedError(f"no abstract-evaluation rule for op {op!r}")
-    return rule(attrs, *args)
+    return rule(make_params(op, attrs), *args)
