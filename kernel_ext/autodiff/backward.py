@@ -113,7 +113,7 @@ def _backward(
             continue
         if node.op is OpKind.GET_OUTPUT:
             slot = multi.setdefault(node.inputs[0], {})
-            index = node.attrs["index"]
+            index = node.params.index
             slot[index] = g if slot.get(index) is None else slot[index] + g
             continue
         _propagate(owner, node, g, cts, depends)
@@ -216,7 +216,7 @@ def _no_rule(node: Node) -> errors.NonDifferentiableError:
     if node.op in OPAQUE_CALLS:
         what = "random draw" if node.op is OpKind.RANDOM_CALL else "opaque NumPy call"
         return errors.NonDifferentiableError(
-            f"cannot differentiate through the {what} {call_name(node.attrs['fn'])}{at} "
+            f"cannot differentiate through the {what} {call_name(node.params.fn)}{at} "
             f"(node '{node.name}'): it runs NumPy as it is at each call, so it has no "
             "gradient rule. Fix: express it with traced NumPy operations "
             "(kx.supported_numpy_functions()), or wrap its result in kx.stop_gradient(...) "
@@ -266,7 +266,7 @@ def inline_graph(
             if isinstance(v, Unavailable):
                 raise errors.NonDifferentiableError(
                     f"cannot differentiate through the random draw "
-                    f"{call_name(v.node.attrs['fn'])}"
+                    f"{call_name(v.node.params.fn)}"
                     f"{' at ' + v.node.meta['where'] if v.node.meta.get('where') else ''}:"
                     " a replay for the gradient would draw other numbers. Fix: compute the "
                     "gradient inside the kx.function that draws them (a tape there sees the "
@@ -274,10 +274,10 @@ def inline_graph(
                 )
             args.append(v)
         if op is OpKind.READ_VARIABLE:
-            var = node.attrs["variable"]
+            var = node.params.variable
             env[node] = written[var] if var in written else ctx.read_variable(var)
         elif op in (OpKind.ASSIGN_VARIABLE, OpKind.ASSIGN_ADD_VARIABLE, OpKind.ASSIGN_SUB_VARIABLE):
-            var = node.attrs["variable"]
+            var = node.params.variable
             old = written[var] if var in written else ctx.read_variable(var)
             value = (
                 args[0]
@@ -300,10 +300,10 @@ def inline_graph(
             from .while_gradients import restack
 
             meta = {k: v for k, v in node.meta.items() if k != STACKED}
-            env[node] = ctx.bind(op, args, node.attrs, name=node.name, meta=meta)
+            env[node] = ctx.bind(op, args, node.params, name=node.name, meta=meta)
             restack(ctx, env[node].node, node.meta[STACKED])
         else:
-            env[node] = ctx.bind(op, args, node.attrs, name=node.name, meta=node.meta)
+            env[node] = ctx.bind(op, args, node.params, name=node.name, meta=node.meta)
     return env, ctx.graph.nodes[start:]
 
 

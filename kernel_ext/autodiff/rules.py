@@ -210,6 +210,6 @@ def reshape_like(g: Any, x: Any) -> Any:
 
 def unsupported_ufunc(p: Primal, method: str) -> NotImplementedError:
     return NotImplementedError(
-        f"the gradient of np.{p.attrs['ufunc'].__name__}.{method} is "
+        f"the gradient of np.{p.params.ufunc.__name__}.{method} is "
         "not implemented (add, multiply, maximum, minimum have rules)"
     )

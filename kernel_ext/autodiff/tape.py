@@ -309,7 +309,7 @@ class GradientTape:
             while stack:  # branch and loop bodies included
                 node = stack.pop()
                 if node.op is OpKind.READ_VARIABLE:
-                    var = node.attrs["variable"]
+                    var = node.params.variable
                     if var.trainable:
                         found.setdefault(id(var), var)
                 for graph in subgraphs(node):
@@ -449,7 +449,7 @@ class GradientTape:
                     source_nodes.append([])
                     continue
                 reads = [
-                    n for n in recorded if n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is s
+                    n for n in recorded if n.op is OpKind.READ_VARIABLE and n.params.variable is s
                 ]
                 if not reads:
                     _refuse_reads_in_subgraphs(s, recorded)
@@ -584,7 +584,7 @@ class GradientTape:
                         [
                             n
                             for n in ctx.graph.nodes
-                            if ok and n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is s
+                            if ok and n.op is OpKind.READ_VARIABLE and n.params.variable is s
                         ]
                     )
                 elif id(s) in tensors and id(s) in self._watched_arrays:
@@ -608,7 +608,7 @@ def _refuse_reads_in_subgraphs(var: Variable, recorded: set[Node]) -> None:
 
     def reads(graph: Any) -> bool:
         return any(
-            (n.op is OpKind.READ_VARIABLE and n.attrs["variable"] is var)
+            (n.op is OpKind.READ_VARIABLE and n.params.variable is var)
             or any(reads(g) for g in subgraphs(n))
             for n in graph.nodes
         )

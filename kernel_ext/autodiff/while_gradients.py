@@ -102,16 +102,16 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     done = node.meta.get(STACKED)
     if done is not None:
         return done
-    n = node.attrs["n_vars"]
-    specs: list[AbstractValue] = list(node.attrs["out_avals"])
+    n = node.params.n_vars
+    specs: list[AbstractValue] = list(node.params.out_avals)
     count_aval = AbstractValue((), np.dtype(np.int64))
     stack_avals = [
         AbstractValue(None if s.shape is None else (None, *s.shape), s.dtype) for s in specs
     ]
     extra_avals = [count_aval, *stack_avals]
     names = ["iteration"] + [f"stack_{k}" for k in range(n)]
-    body, phs = _with_extra_inputs(node.attrs["body"], n, extra_avals, names)
-    cond, _ = _with_extra_inputs(node.attrs["cond"], n, extra_avals, names)
+    body, phs = _with_extra_inputs(node.params.body, n, extra_avals, names)
+    cond, _ = _with_extra_inputs(node.params.cond, n, extra_avals, names)
     count, stacks = phs[0], phs[1:]
     writes = [
         body.create_node(
@@ -125,17 +125,13 @@ def stacking_loop(owner: TraceContext, node: Node) -> StackedLoop:
     following = body.create_node(OpKind.ADD, (count, 1), name="next_iteration")
     body.outputs = list(body.outputs) + [following, *writes]
     out_avals = tuple(specs) + (count_aval,) + tuple(w.aval for w in writes)
-    original_body = node.attrs["body"]
+    original_body = node.params.body
     # (the count starts as an int64, not Python's 0: a fused segment of the body takes its
     # 0-d operands as NumPy scalars, and a Python int there failed under backend="numba")
     node.args = (*node.args[:n], np.int64(0), *([None] * n), *node.args[n:])
-    node.attrs = {
-        **node.attrs,
-        "cond": cond,
-        "body": body,
-        "n_vars": len(out_avals),
-        "out_avals": out_avals,
-    }
+    node.params = node.params.replace(
+        cond=cond, body=body, n_vars=len(out_avals), out_avals=out_avals
+    )
     # (a tuple of avals, one per result: ir.graph types ``aval`` as a single one)
     node.aval = cast("Any", out_avals)
     outs = [
@@ -176,14 +172,14 @@ def while_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     """The cotangents of a ``while`` node's operands (the loop variables' initial values,
     then the captured operands): a reverse graph loop over the stacked iterations."""
     node = p.node
-    n_total = node.attrs["n_vars"]
+    n_total = node.params.n_vars
     caps = p.args[n_total:]
     stacked = node.meta.get(STACKED)
     n = stacked.n_vars if stacked is not None else n_total
     # A second-order pass reaches the stacks (the reverse loop read them): row k of a stack's
     # cotangent joins the cotangent of the state iteration k started from.
     g_stacks: list[Any] = list(gs[n + 1 : 2 * n + 1]) if stacked is not None else [None] * n
-    specs = node.attrs["out_avals"][:n]
+    specs = node.params.out_avals[:n]
     slots = [k for k in range(n) if differentiable(specs[k])]
     wanted_caps = [
         j for j, c in enumerate(caps) if isinstance(c, Tensor) and differentiable(c.node.aval)

@@ -259,7 +259,7 @@ def _record_check(ctx: Any, pred: Any, error: BaseException, how: tuple, values:
 def _argument_writes(ctx: Any) -> list[tuple[Tensor, Tensor]]:
     """(placeholder, value now) of each array argument updated in place on this path."""
     top = ctx.top()
-    placeholders = {n.attrs.get("path"): n for n in top.graph.inputs}
+    placeholders = {n.params.path: n for n in top.graph.inputs}
     keys: set[int] = set()
     c = ctx
     while c is not None:

@@ -88,7 +88,7 @@ def _node_value(node: Node, values: dict[Node, Any]) -> Any:
     if node in values:
         return values[node]
     if node.op is OpKind.CONSTANT:
-        value = node.attrs["value"]
+        value = node.params.value
     else:
         if not is_pure(node) or len(values) >= KNOWN_VALUE_NODES:
             raise _NotKnown
@@ -207,7 +207,7 @@ def _is_numpy_scalar(value: Any) -> bool:
         and value.shape == ()
         # (an argument may be either form; a loop variable that was a NumPy scalar before
         # the loop stays one: the loop checks that its body keeps it one)
-        and (value.node.op is not OpKind.PLACEHOLDER or bool(value.node.attrs.get("scalar_form")))
+        and (value.node.op is not OpKind.PLACEHOLDER or value.node.params.scalar_form)
         and zero_d_kind(value.node, value.context.top().graph) == SCALAR
     )
 

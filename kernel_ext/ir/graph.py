@@ -279,7 +279,7 @@ class Graph:
     @property
     def captures(self) -> list[Node]:
         """Constant nodes holding arrays captured from outside the function at trace time."""
-        return [n for n in self.nodes if n.op is OpKind.CONSTANT and n.attrs.get("captured")]
+        return [n for n in self.nodes if n.op is OpKind.CONSTANT and n.params.captured]
 
     @property
     def variables(self) -> list[Any]:

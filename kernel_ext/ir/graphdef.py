@@ -118,7 +118,7 @@ def to_dot(graph: Graph) -> str:
     for node in graph.nodes:
         label = f"{node.name}\n{node.op.value}"
         if node.op in OPAQUE_CALLS:
-            label += f" {call_name(node.attrs['fn'])}"
+            label += f" {call_name(node.params.fn)}"
         if node.aval is not None:
             label += f"\n{node.aval}"
         style = ""

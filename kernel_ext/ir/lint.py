@@ -7,6 +7,7 @@ from typing import Any
 from .abstract import AbstractValue
 from .graph import Graph, Node
 from .ops import OpGroup, OpKind
+from .params import MISSING
 
 _LITERAL_TYPES = (bool, int, float, complex, type(None))
 
@@ -63,7 +64,7 @@ def lint(graph: Graph) -> None:
                 OpKind.ASSIGN_ADD_VARIABLE,
                 OpKind.ASSIGN_SUB_VARIABLE,
             )
-            and "variable" not in node.attrs
+            and node.params.variable is MISSING
         ):
             raise GraphLintError(f"{where}: stateful variable op without a variable")
         seen.add(node)
@@ -76,9 +77,7 @@ def _lint_control_flow(node: Node, where: str) -> None:
         raise GraphLintError(f"{where}: control flow yields a tuple of values")
     n_args = len(node.args) - (1 if node.op is OpKind.COND else 0)
     graphs = (
-        node.attrs["branches"]
-        if node.op is OpKind.COND
-        else (node.attrs["cond"], node.attrs["body"])
+        node.params.branches if node.op is OpKind.COND else (node.params.cond, node.params.body)
     )
     for g in graphs:
         try:

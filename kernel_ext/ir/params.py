@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from .ops import UFUNC_OPS, OpKind
 
@@ -77,6 +77,12 @@ class Params(Mapping[str, Any]):
 
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key) if key in self._given else default
+
+    if TYPE_CHECKING:
+        # A node's parameters are typed as this base (its op picks the class at run time), so
+        # a field read on one is Any to the type checker; reading a field the class lacks is
+        # an AttributeError at once.
+        def __getattr__(self, name: str) -> Any: ...
 
     # values made from this one ---------------------------------------------------------------
     def replace(self, **changes: Any) -> Params:
@@ -504,11 +510,12 @@ class FftParams(Params):
 @_params
 class PlaceholderParams(Params):
     """An input: its shape and dtype; ``path`` where the argument sits in the call (top-level
-    graphs only); ``scalar_form``: a loop's or branch's input held as a scalar."""
+    graphs only: None in a sub-graph); ``scalar_form``: a loop's or branch's input held as a
+    scalar."""
 
     shape: Any = MISSING
     dtype: Any = MISSING
-    path: Any = MISSING
+    path: Any = None
     scalar_form: bool = False
 
 

@@ -72,7 +72,7 @@ def describe_call(node: Node) -> tuple[str, str] | None:
     if node.op not in OPAQUE_CALLS:
         return None
     kind = "random" if node.op is OpKind.RANDOM_CALL else "opaque"
-    return kind, call_name(node.attrs["fn"])
+    return kind, call_name(node.params.fn)
 
 
 def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
@@ -108,7 +108,7 @@ def format_attrs(node: Node) -> str:
 
 def format_node(node: Node) -> str:
     if node.op is OpKind.CONSTANT:
-        rhs = f"constant({format_value(node.attrs['value'])})"
+        rhs = f"constant({format_value(node.params.value)})"
     else:
         args = [format_value(a) for a in node.args]
         attrs = format_attrs(node)
@@ -123,10 +123,10 @@ def format_node(node: Node) -> str:
 
 def _subgraph_labels(node: Node) -> list[tuple[str, Graph]]:
     if node.op is OpKind.COND:
-        t, f = node.attrs["branches"]
+        t, f = node.params.branches
         return [("true_branch", t), ("false_branch", f)]
     if node.op is OpKind.WHILE:
-        return [("cond", node.attrs["cond"]), ("body", node.attrs["body"])]
+        return [("cond", node.params.cond), ("body", node.params.body)]
     return []
 
 

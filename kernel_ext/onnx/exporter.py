@@ -172,7 +172,7 @@ def input_feed(cf: ConcreteFunction, *args: Any, **kwargs: Any) -> dict[str, np.
     feed: dict[str, np.ndarray] = {}
     names = ModelContext(DEFAULT_OPSET)  # the names build_model gives the inputs, in order
     for node in cf.graph.inputs:
-        (_, index), *steps = node.attrs["path"]
+        (_, index), *steps = node.params.path
         value = values[index]
         for kind, key in steps:
             value = value[key] if kind in ("item", "key") else getattr(value, key)

@@ -83,12 +83,8 @@ def freeze(value: Any) -> Hashable:
 def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
     """The merge key of ``node`` with (new-graph) ``args``, or ``None`` if it never merges."""
     if node.op is OpKind.CONSTANT:
-        value = node.attrs["value"]
-        if (
-            node.attrs.get("captured")
-            or value.size > MAX_MERGED_CONSTANT
-            or set(node.attrs) != {"value"}
-        ):
+        value = node.params.value
+        if node.params.captured or value.size > MAX_MERGED_CONSTANT or set(node.attrs) != {"value"}:
             return None
         return ("constant", freeze(value))
     if not is_pure(node):

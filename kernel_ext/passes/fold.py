@@ -41,7 +41,7 @@ def _fold_dim(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
     shape = x.aval.shape if isinstance(x, Node) and isinstance(x.aval, AbstractValue) else None
     if shape is None:
         return None
-    axis = node.attrs["axis"]
+    axis = node.params.axis
     if not -len(shape) <= axis < len(shape) or shape[axis] is None:
         return None
     return np.asarray(shape[axis], dtype=node.dtype)
@@ -67,7 +67,7 @@ def evaluate(node: Node, args: tuple[Any, ...]) -> np.ndarray | None:
         or (aval.size or 0) > MAX_FOLD_ELEMENTS
     ):
         return None
-    values = [a.attrs["value"] if isinstance(a, Node) else a for a in args]
+    values = [a.params.value if isinstance(a, Node) else a for a in args]
     try:
         with warnings.catch_warnings(), np.errstate(all="raise"):
             warnings.simplefilter("error")

@@ -50,7 +50,7 @@ def is_pure(node: Node) -> bool:
     return (
         node.op.group not in _IMPURE_GROUPS
         and isinstance(node.aval, AbstractValue)
-        and not (node.attrs and subgraphs(node))
+        and not subgraphs(node)
     )
 
 
@@ -121,7 +121,10 @@ class Rewriter:
 
     # -- deciding ---------------------------------------------------------------------------
     def keep(
-        self, node: Node, attrs: dict[str, Any] | None = None, args: tuple[Any, ...] | None = None
+        self,
+        node: Node,
+        attrs: Mapping[str, Any] | None = None,
+        args: tuple[Any, ...] | None = None,
     ) -> Node:
         """Keep ``node`` (with new ``attrs`` if given, e.g. optimised sub-graphs). ``args``
         saves recomputing :meth:`args` when the caller has it already."""
@@ -134,7 +137,7 @@ class Rewriter:
                 node.name,
                 node.op,
                 args,
-                dict(node.attrs if attrs is None else attrs),
+                node.params if attrs is None else attrs,
                 node.aval,
                 node.source,
                 dict(node.meta),
@@ -234,7 +237,7 @@ class Rewriter:
         name: str,
         op: OpKind,
         args: tuple[Any, ...],
-        attrs: dict[str, Any],
+        attrs: Mapping[str, Any],
         aval: Any,
         source: Any = None,
         meta: dict[str, Any] | None = None,
@@ -289,10 +292,10 @@ def recursive(flat: Pass, name: str | None = None, doc: str | None = None) -> Pa
 
     def run(graph: Graph) -> tuple[Graph, bool]:
         inner = False
-        if any(n.attrs and subgraphs(n) for n in graph.nodes):
+        if any(subgraphs(n) for n in graph.nodes):
             rw = Rewriter(graph)
             for node in graph.nodes:
-                if node.attrs and subgraphs(node):
+                if subgraphs(node):
                     attrs, did = map_subgraphs(node, run)
                     rw.keep(node, attrs if did else None)
                 else:

@@ -46,15 +46,15 @@ def _candidate(node: Node, users: dict[Node, int], outputs: set[Node]) -> int | 
     shape = getattr(x.aval, "shape", None)
     if x.op.group is not OpGroup.ELEMENTWISE or not shape or len(shape) < 2 or None in shape:
         return None  # (a 1-D sum is one number: NumPy's own sum loop serves it)
-    if set(node.params) - {"axis", "keepdims", "dtype"} or node.attrs.get("keepdims", False):
+    if node.params.keepdims:
         return None
-    axis = node.attrs.get("axis")
+    axis = node.params.axis
     if isinstance(axis, tuple) and len(axis) == 1:
         axis = axis[0]
     if not isinstance(axis, (int, np.integer)) or int(axis) % len(shape) != len(shape) - 1:
         return None
     dt = np.dtype(x.dtype)
-    if dt not in _FLOATS or np.dtype(node.dtype) != dt or node.attrs.get("dtype") not in (None, dt):
+    if dt not in _FLOATS or np.dtype(node.dtype) != dt or node.params.dtype not in (None, dt):
         return None
     if users.get(x, 0) != 1 or x in outputs:
         return None
@@ -87,7 +87,7 @@ class _Terms:
             return self.memo[key]
         if self.inner(v):
             args = tuple(self.term(a, k) for a in v.args)
-            out = self.rw.add(v.name, v.op, args, v.attrs)
+            out = self.rw.add(v.name, v.op, args, v.params)
         elif v.shape == ():
             out = self.rw.arg(v)
         else:

@@ -96,7 +96,7 @@ def _every(c: Any, test: Test, like: Node) -> bool:
     if isinstance(c, Node):
         if c.op is not OpKind.CONSTANT:
             return False
-        value = c.attrs["value"]
+        value = c.params.value
         if value.size > MAX_SCAN or not _fits(value.shape, like.shape):
             return False
     elif isinstance(c, LITERAL_TYPES):

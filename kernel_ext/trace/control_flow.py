@@ -586,7 +586,7 @@ class _LoopAttempt:
                 if self.owners.get(id(leaf)) == k:
                     if k < len(self.value_idx) and is_immutable_scalar(leaf):
                         # a NumPy scalar: ``s += x`` in the body rebinds, as eagerly
-                        phs[k].attrs = {**phs[k].attrs, "scalar_form": True}
+                        phs[k].params = phs[k].params.replace(scalar_form=True)
                     leaf.restore((phs[k], child, next_version()))
             structured = unflatten(self.tree, self._arguments(child, phs))
             try:
@@ -609,7 +609,7 @@ class _LoopAttempt:
             py_type = python_number_type(leaf)
             if _is_scalar_form(leaf, py_type):
                 # a Python number or NumPy scalar: ``s += x`` in the body rebinds, as eagerly
-                phs[k].attrs = {**phs[k].attrs, "scalar_form": True}
+                phs[k].params = phs[k].params.replace(scalar_form=True)
             current[i] = PythonNumber(phs[k], child, py_type) if py_type else child.tensor(phs[k])
         return current
 
@@ -674,7 +674,7 @@ class _LoopAttempt:
         for k, spec in enumerate(self.specs):
             new = self._body_value(k, b_leaves, changed)
             b_out.append(_body_output(b_ctx, self.slot_names[k], new, spec))
-            if b_phs[k].attrs.get("scalar_form") and zero_d_kind(b_out[-1], None) != SCALAR:
+            if b_phs[k].params.scalar_form and zero_d_kind(b_out[-1], None) != SCALAR:
                 # the body treated it as an immutable scalar; a 0-d array coming back
                 # would be written in place by the next iteration's ``s += x``
                 raise errors.UnsupportedOpError(

@@ -129,9 +129,7 @@ def with_inputs(
     mapping: dict[Node, Node] = {}
     by_outer = {outer: ph for outer, ph in captures}
     for ph in own:
-        mapping[ph] = g.create_node(
-            OpKind.PLACEHOLDER, (), dict(ph.attrs), name=ph.name, aval=ph.aval
-        )
+        mapping[ph] = g.create_node(OpKind.PLACEHOLDER, (), ph.params, name=ph.name, aval=ph.aval)
     for outer in union:
         captured = by_outer.get(outer)
         new = g.create_node(

@@ -323,7 +323,7 @@ class Tensor(NeedsData, NdarrayMethods, NumpyOperators, inplace=True):
         node = self.node
         if (
             node.op is OpKind.PLACEHOLDER
-            and node.attrs.get("path") is not None
+            and node.params.path is not None
             and self.context.parent is None
         ):
             return None
@@ -696,7 +696,7 @@ def _immutable_scalar(value: Tensor) -> bool:
     if node.op is OpKind.PLACEHOLDER:
         # a loop variable that entered the loop as a NumPy scalar (control_flow marks it,
         # and checks that the body gives a scalar back)
-        return bool(node.attrs.get("scalar_form"))
+        return node.params.scalar_form
     return zero_d_kind(node, value.context.top().graph) == SCALAR
 
 
@@ -805,7 +805,7 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
         ):
             # an index array the function made and never wrote (np.array([True, False]))
             # indexes as the array it is: static shapes stay static
-            item = item.node.attrs["value"]
+            item = item.node.params.value
         if isinstance(item, slice):
             template.append(slice(slot(item.start), slot(item.stop), slot(item.step)))
         elif isinstance(item, NumpyOperators):

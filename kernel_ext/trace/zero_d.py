@@ -184,18 +184,18 @@ def _own_kind(node: Node, root: Graph | None) -> ZeroDKind | None:
     """The form the node's op fixes by itself (None: it depends on an operand or branch)."""
     op = node.op
     if op is OpKind.PLACEHOLDER:
-        path = node.attrs.get("path")
+        path = node.params.path
         return (
             ("like", path)
             if path is not None and root is not None and node in root.inputs
             else SCALAR
         )
     if op is OpKind.CONSTANT:
-        return ARRAY if isinstance(node.attrs.get("value"), np.ndarray) else SCALAR
+        return ARRAY if isinstance(node.params.value, np.ndarray) else SCALAR
     if op in _ALWAYS_ARRAY:
         return ARRAY
     if op is OpKind.GETITEM:  # x[...] is a 0-d view; x[0], x[()] read an element
-        return ARRAY if Ellipsis in node.attrs.get("index", ()) else SCALAR
+        return ARRAY if Ellipsis in node.params.index else SCALAR
     if op in _OPAQUE or (
         op is OpKind.GET_OUTPUT
         and node.args
@@ -257,14 +257,14 @@ def _control_flow_kind(
     for computed values."""
     index = 0
     if node.op is OpKind.GET_OUTPUT:
-        index = int(node.attrs.get("index", 0))
+        index = int(node.params.index)
         node = node.args[0] if node.args and isinstance(node.args[0], Node) else node
     if node.op is OpKind.COND:
-        graphs, operands = node.attrs.get("branches", ()), node.args[1:]
+        graphs, operands = node.params.branches, node.args[1:]
     elif node.op is OpKind.WHILE:
         # the value after the loop: its initial value (no iteration) or the body's result,
         # whose loop variables are taken as their initial values (one iteration's view)
-        graphs, operands = (node.attrs.get("body"),), node.args
+        graphs, operands = (node.params.body,), node.args
         if index < len(node.args) and isinstance(node.args[index], Node):
             graphs = (*graphs, None)
     else:

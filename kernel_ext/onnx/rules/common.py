@@ -26,7 +26,7 @@ rule_for = RULES.register
 def handled_params(node: Node, **handled: Any) -> dict[str, Any]:
     """The node's parameters, refusing any the rule does not handle (``ANY_VALUE``: read by the
     rule; another value: only that value, NumPy's default, has a translation)."""
-    params = dict(node.params)
+    params = node.params.kwargs()
     for key, value in params.items():
         if key not in handled:
             raise refuse(

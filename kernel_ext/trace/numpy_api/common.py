@@ -203,7 +203,7 @@ def static_value(value: Any) -> Any:
     """A static argument's value: constants the function made (``np.array([0, 2])`` is a
     constant node) as their arrays; ``Opaque`` for a value known only at run time."""
     if isinstance(value, Tensor) and value.node.op is OpKind.CONSTANT:
-        return value.node.attrs["value"]
+        return value.node.params.value
     if isinstance(value, (list, tuple)) and is_traced(value):
         return type(value)(static_value(v) for v in value)
     if is_traced(value):

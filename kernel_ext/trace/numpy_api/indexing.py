@@ -299,7 +299,7 @@ def _putmask(a: Any, mask: Any, values: Any) -> None:
         and values.shape == ()
         and values.context.parent is None
         and values.node.op is OpKind.PLACEHOLDER
-        and values.node.attrs.get("path")
+        and values.node.params.path
     ):
         overwriting_call(np.putmask, "a", (target, mask, values), {})
         return None
