@@ -121,7 +121,7 @@ DENIED = frozenset(
 #: never dispatched to a traced value, so none is needed (np.load is one).
 #: The notes of a node's meta a loaded file may hold (``_where`` among its attrs), by type:
 #: where it was made, made by a gradient, a short sum's term. A loop's ``stacked`` state has
-#: no data form: saving a graph with one is refused (``SaveError``), as it was as an attr.
+#: no data form: saving a graph with one is refused (``SaveError``, naming the loop).
 _NOTES: dict[str, type] = {"where": str, "backward": bool, "sum_term": bool}
 _DISPATCHED = ("_ArrayFunctionDispatcher", "ufunc", "builtin_function_or_method")
 
@@ -283,6 +283,13 @@ class Encoder:
                 {"$": "node", "name": a.name} if isinstance(a, Node) else self.value(a)
                 for a in node.args
             ]
+            if "stacked" in node.meta:
+                raise self._refuse(
+                    "it is a graph loop a gradient rewrote to keep every iteration's state, "
+                    "and a saved model has no form for that state yet",
+                    "Fix: save the function the gradient is taken of (its loops save), and "
+                    "compute the gradient outside the saved function.",
+                )
             attrs = {}
             # (the meta is saved among the attrs, each name after an underscore: the format
             # of the files saved before nodes had a meta)

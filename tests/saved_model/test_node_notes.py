@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kernel_ext as kx
 from kernel_ext.ir import Graph, OpKind
 from kernel_ext.saved_model import SavedModelFormatError
 from kernel_ext.saved_model.codec import Decoder, Encoder
@@ -43,3 +44,24 @@ def test_a_file_may_hold_only_the_notes_a_node_keeps(key, value):
     raw["nodes"][-1]["attrs"][key] = value
     with pytest.raises(SavedModelFormatError, match="not a note a node keeps"):
         _decoded(raw)
+
+
+def test_a_loop_a_gradient_restacked_is_refused_with_a_fix_that_fits(tmp_path):
+    def f(x, n):
+        y = x
+        for _ in range(n):
+            y = np.sin(y) * x
+        return np.sum(y)
+
+    grad = kx.function(kx.grad(f))
+    grad(np.array([0.3, -0.5]), np.int64(2))
+    with pytest.raises(kx.saved_model.SaveError, match="a gradient rewrote") as err:
+        kx.saved_model.save(grad, tmp_path / "m")
+    assert "Fix: save the function the gradient is taken of" in str(err.value)
+    assert not (tmp_path / "m").exists() or not any((tmp_path / "m").iterdir())
+    forward = kx.function(f)  # what the fix says: the function itself, its loop included
+    forward(np.array([0.3, -0.5]), np.int64(2))
+    kx.saved_model.save(forward, tmp_path / "forward")
+    loaded = kx.saved_model.load(tmp_path / "forward")
+    x = np.array([0.1, 0.7])
+    assert loaded(x, np.int64(3)) == f(x, 3)
