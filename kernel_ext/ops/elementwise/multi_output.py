@@ -15,6 +15,7 @@ from ...autodiff.rules import NOTES, VJP, Cotangent, Primal, unbroadcast
 from ...ir import OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, Rule, broadcast_shapes
 from ...ir.abstract.core import operand_dtype, shape_of
+from ...ir.params import UfuncParams
 from ...onnx.rules.common import RULES as ONNX
 from ...trace import Tensor
 from .ufuncs import no_onnx_form
@@ -28,10 +29,10 @@ K = OpKind
 def _multi_output_ufunc_rule(ufunc: np.ufunc) -> Rule:
     """``frexp``/``modf``/``divmod``: one abstract value per output (NumPy's loop dtypes)."""
 
-    def rule(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
+    def rule(params: UfuncParams, *args: Any) -> tuple[AbstractValue, ...]:
         dtypes = tuple(operand_dtype(a) for a in args) + (None,) * ufunc.nout
-        if "dtype" in attrs:
-            sig = (None,) * ufunc.nin + (np.dtype(attrs["dtype"]),) * ufunc.nout
+        if params.dtype is not None:  # (a ufunc node is given dtype only when not None)
+            sig = (None,) * ufunc.nin + (np.dtype(params.dtype),) * ufunc.nout
             resolved = ufunc.resolve_dtypes(dtypes, signature=sig)
         else:
             resolved = ufunc.resolve_dtypes(dtypes)

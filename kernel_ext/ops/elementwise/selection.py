@@ -6,6 +6,7 @@ lowerings)."""
 
 from __future__ import annotations
 
+import typing
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, broadcast_shapes, probe_dtype, result_type
 from ...ir.abstract.core import shape_of
 from ...ir.interpreter import LOWER
+from ...ir.params import DtypeParams, NoParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, wide
@@ -48,7 +50,7 @@ def _where(condition: Any, x: Any = np._NoValue, y: Any = np._NoValue, /) -> Any
 
 
 @ABSTRACT_EVAL.register(OpKind.WHERE)
-def _where_aval(attrs: dict[str, Any], cond: Any, x: Any, y: Any) -> AbstractValue:
+def _where_aval(params: NoParams, cond: Any, x: Any, y: Any) -> AbstractValue:
     return AbstractValue(
         broadcast_shapes(shape_of(cond), shape_of(x), shape_of(y)), result_type(x, y)
     )
@@ -118,13 +120,13 @@ def _astype(x: Any, dtype: Any, /, *, copy: bool = True) -> Any:
 
 
 @ABSTRACT_EVAL.register(OpKind.CAST)
-def _cast_aval(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    return AbstractValue(x.shape, np.dtype(attrs["dtype"]))
+def _cast_aval(params: DtypeParams, x: AbstractValue) -> AbstractValue:
+    return AbstractValue(x.shape, np.dtype(params.dtype))
 
 
 @LOWER.register(OpKind.CAST)
 def _cast_reference(node: Node) -> Callable[..., Any]:
-    dtype = np.dtype(node.attrs["dtype"])
+    dtype = np.dtype(typing.cast("DtypeParams", node.params).dtype)
     return lambda x: np.asarray(x).astype(dtype)
 
 
@@ -155,7 +157,7 @@ def _simplify_cast(node: Node, args: tuple[Any, ...]) -> Proposal:
     x = args[0]
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue):
         return None
-    target = np.dtype(node.attrs["dtype"])
+    target = np.dtype(typing.cast("DtypeParams", node.params).dtype)
     if target == x.aval.dtype:
         return x
     if x.op is OpKind.CAST:
@@ -224,7 +226,7 @@ def _clip(
 
 
 @ABSTRACT_EVAL.register(OpKind.CLIP)
-def _clip_aval(attrs: dict[str, Any], x: Any, lo: Any, hi: Any) -> AbstractValue:
+def _clip_aval(params: NoParams, x: Any, lo: Any, hi: Any) -> AbstractValue:
     shape = broadcast_shapes(*[shape_of(a) for a in (x, lo, hi) if a is not None])
     return AbstractValue(shape, probe_dtype(np.clip, x, lo, hi))
 

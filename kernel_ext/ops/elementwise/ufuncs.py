@@ -19,6 +19,7 @@ from ...ir import COMPARISONS, Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, Rule, broadcast_shapes
 from ...ir.abstract.core import operand_dtype, shape_of
 from ...ir.interpreter import LOWER
+from ...ir.params import UfuncParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.builder import Rule as OnnxRule
 from ...onnx.refusal import refuse
@@ -34,13 +35,13 @@ def _ufunc_rule(ufunc: np.ufunc) -> Rule:
 
     outs = (None,) * ufunc.nout
 
-    def rule(attrs: dict[str, Any], *args: Any) -> AbstractValue:
+    def rule(params: UfuncParams, *args: Any) -> AbstractValue:
         dtypes = tuple([operand_dtype(a) for a in args]) + outs
-        key = (dtypes, attrs.get("dtype"))
+        key = (dtypes, params.dtype)
         out = resolved.get(key)
         if out is None:
-            if "dtype" in attrs:
-                sig = (None,) * ufunc.nin + (np.dtype(attrs["dtype"]),)
+            if params.dtype is not None:  # (a ufunc node is given dtype only when not None)
+                sig = (None,) * ufunc.nin + (np.dtype(params.dtype),)
                 out = ufunc.resolve_dtypes(dtypes, signature=sig)[-1]
             else:
                 out = ufunc.resolve_dtypes(dtypes)[-1]
@@ -54,8 +55,9 @@ def _ufunc_rule(ufunc: np.ufunc) -> Rule:
 def _ufunc_lowering(node: Node) -> Callable[..., Any]:
     ufunc = node.op.ufunc
     assert ufunc is not None  # registered for UFUNC_OPS only
-    if "dtype" in node.attrs:
-        return functools.partial(ufunc, dtype=node.attrs["dtype"])
+    dtype = typing.cast("UfuncParams", node.params).dtype
+    if dtype is not None:
+        return functools.partial(ufunc, dtype=dtype)
     return ufunc
 
 
@@ -123,11 +125,8 @@ def _loop(node: Node) -> tuple[np.dtype, ...]:
     """The dtypes of the ufunc loop NumPy runs for this node (inputs then outputs)."""
     ufunc = typing.cast(np.ufunc, node.op.ufunc)  # a ufunc rule's op has one
     ins = tuple(_weak(a) for a in node.args[: ufunc.nin])
-    outs = (
-        (np.dtype(node.attrs["dtype"]),) * ufunc.nout
-        if "dtype" in node.attrs
-        else (None,) * ufunc.nout
-    )
+    dtype = typing.cast("UfuncParams", node.params).dtype
+    outs = (np.dtype(dtype),) * ufunc.nout if dtype is not None else (None,) * ufunc.nout
     try:
         return tuple(np.dtype(d) for d in ufunc.resolve_dtypes(ins + outs))
     except (TypeError, ValueError) as e:

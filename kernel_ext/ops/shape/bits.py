@@ -18,14 +18,17 @@ from ...ir import AbstractValue, Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, Shape, normalize_axis
 from ...ir.abstract.core import known_rank
 from ...ir.interpreter import LOWER
+from ...ir.params import PackbitsParams, UnpackbitsParams
 from ...trace.context import bind
 from ...trace.numpy_api.common import implements
 
 K = OpKind
 
 
-def _bits_axis(attrs: dict[str, Any], a: AbstractValue, fn: str) -> tuple[Shape, int]:
-    axis = attrs.get("axis")
+def _bits_axis(
+    params: PackbitsParams | UnpackbitsParams, a: AbstractValue, fn: str
+) -> tuple[Shape, int]:
+    axis = params.axis
     if axis is None:
         return (a.size,), 0
     shape = known_rank(a, fn)
@@ -41,10 +44,10 @@ def _numpy_packbits(a: Any, /, axis: Any = None, bitorder: str = "big") -> Any:
 
 
 @ABSTRACT_EVAL.register(K.PACKBITS)
-def _packbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _packbits(params: PackbitsParams, a: AbstractValue) -> AbstractValue:
     if a.dtype.kind not in "iub":
         raise TypeError("Expected an input array of integer or boolean data type")
-    shape, axis = _bits_axis(attrs, a, "packbits")
+    shape, axis = _bits_axis(params, a, "packbits")
     n = shape[axis]
     out = list(shape)
     out[axis] = None if n is None else -(-n // 8)
@@ -53,7 +56,7 @@ def _packbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.PACKBITS)
 def _lower_packbits(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.packbits, **node.params)
+    return functools.partial(np.packbits, **node.params.kwargs())
 
 
 # --- unpackbits ---
@@ -65,11 +68,11 @@ def _numpy_unpackbits(a: Any, /, axis: Any = None, count: Any = None, bitorder: 
 
 
 @ABSTRACT_EVAL.register(K.UNPACKBITS)
-def _unpackbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _unpackbits(params: UnpackbitsParams, a: AbstractValue) -> AbstractValue:
     if a.dtype != np.uint8:
         raise TypeError("Expected an input array of unsigned byte data type")
-    shape, axis = _bits_axis(attrs, a, "unpackbits")
-    n, count = shape[axis], attrs.get("count")
+    shape, axis = _bits_axis(params, a, "unpackbits")
+    n, count = shape[axis], params.count
     bits = None if n is None else 8 * n
     if count is not None and bits is not None:
         bits = count if count >= 0 else max(bits + count, 0)
@@ -82,4 +85,4 @@ def _unpackbits(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.UNPACKBITS)
 def _lower_unpackbits(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unpackbits, **node.params)
+    return functools.partial(np.unpackbits, **node.params.kwargs())

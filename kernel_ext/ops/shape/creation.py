@@ -16,6 +16,7 @@ import numpy as np
 from ...ir import AbstractValue, Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, normalize_axis
 from ...ir.interpreter import LOWER
+from ...ir.params import AxisParams, DtypeParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import RULES as ONNX
@@ -28,8 +29,8 @@ K = OpKind
 
 
 @ABSTRACT_EVAL.register(K.ARANGE)
-def _arange(attrs: dict[str, Any], start: Any, stop: Any, step: Any) -> AbstractValue:
-    dtype = np.dtype(attrs["dtype"])
+def _arange(params: DtypeParams, start: Any, stop: Any, step: Any) -> AbstractValue:
+    dtype = np.dtype(params.dtype)
     if all(isinstance(a, (int, float)) for a in (start, stop, step)):
         return AbstractValue((len(np.arange(start, stop, step)),), dtype)
     return AbstractValue((None,), dtype)
@@ -37,7 +38,7 @@ def _arange(attrs: dict[str, Any], start: Any, stop: Any, step: Any) -> Abstract
 
 @LOWER.register(K.ARANGE)
 def _lower_arange(node: Node) -> Callable[..., Any]:
-    dtype = np.dtype(node.attrs["dtype"])
+    dtype = np.dtype(cast("DtypeParams", node.params).dtype)
     return lambda start, stop, step: np.arange(start, stop, step, dtype=dtype)
 
 
@@ -66,21 +67,21 @@ def arange(b: GraphBuilder, node: Node) -> list[str]:
 
 
 @ABSTRACT_EVAL.register(K.DIM)
-def _dim(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _dim(params: AxisParams, x: AbstractValue) -> AbstractValue:
     if x.shape is not None:
-        normalize_axis(attrs["axis"], len(x.shape))
+        normalize_axis(params.axis, len(x.shape))
     return AbstractValue((), np.dtype(np.int64))
 
 
 @LOWER.register(K.DIM)
 def _lower_dim(node: Node) -> Callable[..., Any]:
-    axis = node.attrs["axis"]
+    axis = cast("AxisParams", node.params).axis
     return lambda x: np.int64(np.shape(x)[axis])
 
 
 @ONNX.register(K.DIM)
 def dim(b: GraphBuilder, node: Node) -> list[str]:
     x = node.args[0]
-    axis = int(node.attrs["axis"]) % x.aval.ndim
+    axis = int(cast("AxisParams", node.params).axis) % x.aval.ndim
     size = b.shape_of(b.value(x), axis, axis + 1)
     return [b.cast(b.one("Squeeze", [size, b.ints([0])]), np.int64, out_dtype(node))]

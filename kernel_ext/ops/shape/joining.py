@@ -37,6 +37,7 @@ from ...ir import AbstractValue, Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, Shape, normalize_axis
 from ...ir.abstract.core import known_rank, result_type, shape_of
 from ...ir.interpreter import LOWER
+from ...ir.params import DiagflatParams, InsertParams, JoinParams, PadParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, rank, wide
@@ -80,11 +81,11 @@ def _numpy_concatenate(arrays: Any, axis: Any = 0, *, dtype: Any = None) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.CONCATENATE)
-def _concatenate(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
+def _concatenate(params: JoinParams, *xs: AbstractValue) -> AbstractValue:
     dtype = result_type(*[np.empty(0, x.dtype) for x in xs]) if xs else np.dtype(float)
-    if "dtype" in attrs:
-        dtype = np.dtype(attrs["dtype"])
-    axis = attrs.get("axis", 0)
+    if params.dtype is not None:  # (given only when not None: concatenate_attrs)
+        dtype = np.dtype(params.dtype)
+    axis = params.axis
     if any(x.shape is None for x in xs):
         return AbstractValue(None, dtype)
     if axis is None:
@@ -118,13 +119,13 @@ def _concatenate(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.CONCATENATE)
 def _lower_concatenate(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
+    kw = node.params.kwargs()
     return lambda *xs: np.concatenate(xs, **kw)
 
 
 @GRADIENT.register(K.CONCATENATE)
 def _concatenate_vjp(p: Primal, g: Any) -> list[Cotangent]:
-    axis = p.attrs.get("axis", 0)
+    axis = cast("JoinParams", p.params).axis
     flat = axis is None
     gg = np.reshape(g, (-1,)) if flat else g
     ax = 0 if flat else axis % len(g.shape)
@@ -157,7 +158,7 @@ def _check_concatenate(node: Node) -> None:
     only_params(node, {"axis"})
     xs, _ = _joined(node)
     rank = len(ranked_shape(xs[0]))
-    axis = node.attrs.get("axis", 0)
+    axis = cast("JoinParams", node.params).axis
     if axis is not None:
         if rank == 0:
             raise Unsupported("concatenate of 0-d values")
@@ -167,7 +168,7 @@ def _check_concatenate(node: Node) -> None:
 def _emit_concatenate(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     xs, dt = _joined(node)
     names = [a.name for a in args]
-    axis = node.attrs.get("axis", 0)
+    axis = cast("JoinParams", node.params).axis
     if axis is None:  # the arrays flattened in C order, one after the other
         names = [f"{n}.ravel()" for n in names]
         rank, k = 1, 0
@@ -204,7 +205,7 @@ def concatenate(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE, dtype=ANY_VALUE, casting=ANY_VALUE)
     out = out_dtype(node)
     names = [b.operand(a, out) for a in node.args]
-    axis = node.attrs.get("axis", 0)
+    axis = cast("JoinParams", node.params).axis
     if axis is None:
         names, axis = [b.one("Reshape", [n, b.ints([-1])]) for n in names], 0
     return [b.one("Concat", names, axis=int(axis) % rank(node))]
@@ -219,7 +220,7 @@ def _numpy_stack(arrays: Any, axis: int = 0) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.STACK)
-def _stack(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
+def _stack(params: JoinParams, *xs: AbstractValue) -> AbstractValue:
     dtype = result_type(*[np.empty(0, x.dtype) for x in xs])
     if any(x.shape is None for x in xs):
         return AbstractValue(None, dtype)
@@ -239,7 +240,7 @@ def _stack(attrs: dict[str, Any], *xs: AbstractValue) -> AbstractValue:
             )({s[i] for s in shapes})
             for i in range(len(merged))
         )
-    axis = normalize_axis(attrs.get("axis", 0), len(merged) + 1)
+    axis = normalize_axis(params.axis, len(merged) + 1)
     out = list(merged)
     out.insert(axis, len(xs))
     return AbstractValue(tuple(out), dtype)
@@ -251,13 +252,13 @@ def _raise_stack() -> None:
 
 @LOWER.register(K.STACK)
 def _lower_stack(node: Node) -> Callable[..., Any]:
-    axis = node.attrs.get("axis", 0)
+    axis = cast("JoinParams", node.params).axis
     return lambda *xs: np.stack(xs, axis=axis)
 
 
 @GRADIENT.register(K.STACK)
 def _stack_vjp(p: Primal, g: Any) -> list[Cotangent]:
-    axis = p.attrs.get("axis", 0) % len(g.shape)
+    axis = cast("JoinParams", p.params).axis % len(g.shape)
     return [
         (lambda i=i: g[(slice(None),) * axis + (i,)]) if isinstance(x, Tensor) else None
         for i, x in enumerate(p.args)
@@ -267,13 +268,13 @@ def _stack_vjp(p: Primal, g: Any) -> list[Cotangent]:
 def _check_stack(node: Node) -> None:
     only_params(node, {"axis"})
     xs, _ = _joined(node)
-    checked_axis(node.attrs.get("axis", 0), len(ranked_shape(xs[0])) + 1, "stack")
+    checked_axis(cast("JoinParams", node.params).axis, len(ranked_shape(xs[0])) + 1, "stack")
 
 
 def _emit_stack(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
     xs, dt = _joined(node)
     rank = len(ranked_shape(xs[0]))
-    k = int(node.attrs.get("axis", 0)) % (rank + 1)
+    k = int(cast("JoinParams", node.params).axis) % (rank + 1)
     first = args[0].name
     for a in args[1:]:  # NumPy's ValueError: all input arrays must have the same shape
         for d in range(rank):
@@ -293,7 +294,7 @@ WHOLE_GRAPH.add(K.STACK, Rule(_check_stack, _emit_stack))
 def stack(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE, dtype=ANY_VALUE, casting=ANY_VALUE)
     out = out_dtype(node)
-    axis = int(node.attrs.get("axis", 0)) % rank(node)
+    axis = int(cast("JoinParams", node.params).axis) % rank(node)
     names = [b.one("Unsqueeze", [b.operand(a, out), b.ints([axis])]) for a in node.args]
     return [b.one("Concat", names, axis=axis)]
 
@@ -322,9 +323,9 @@ def _numpy_pad(array: Any, pad_width: Any, mode: Any = "constant", **kwargs: Any
 
 
 @ABSTRACT_EVAL.register(K.PAD)
-def _pad(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _pad(params: PadParams, x: AbstractValue) -> AbstractValue:
     shape = known_rank(x, "pad")
-    widths, mode = attrs["pad_width"], attrs["mode"]
+    widths, mode = params.pad_width, params.mode
     for axis, (d, (before, after)) in enumerate(zip(shape, widths)):
         if d == 0 and (before or after) and mode not in ("constant", "empty"):
             raise ValueError(
@@ -335,9 +336,10 @@ def _pad(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.PAD)
 def _lower_pad(node: Node) -> Callable[..., Any]:
-    kw = {k: v for k, v in node.params.items() if k != "pad_width"}
+    params = cast("PadParams", node.params)
+    kw = params.kwargs("pad_width")
     # one (before, after) pair per axis; an int array even for a 0-d input (no pairs)
-    widths = np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
+    widths = np.asarray(params.pad_width, dtype=np.intp).reshape(-1, 2)
     return lambda x: np.pad(x, widths, **kw)
 
 
@@ -360,9 +362,10 @@ def _pad_vjp(p: Primal, g: Any) -> list[Cotangent]:
     padding an identity matrix). ``maximum``/``minimum``/``median``: by composition (ties: the
     first occurrence; median: the middle element(s) of a stable sort)."""
     x = p.args[0]
-    widths = [tuple(w) for w in p.attrs["pad_width"]]
-    mode = p.attrs.get("mode", "constant")
-    options = {k: v for k, v in p.node.params.items() if k not in ("pad_width", "mode")}
+    params = cast("PadParams", p.params)
+    widths = [tuple(w) for w in params.pad_width]
+    mode: Any = params.mode  # (np.pad's stubs name each mode as a Literal)
+    options = params.kwargs("pad_width", "mode")
     if mode in ("constant", "empty"):
         return [
             lambda: g[tuple(slice(before, -after if after else None) for before, after in widths)]
@@ -452,6 +455,7 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
     """The padded array, its (before, after) widths per axis and the constant's source
     (None for ``mode='edge'``)."""
     only_params(node, {"pad_width", "mode", "constant_values"})
+    params = cast("PadParams", node.params)
     x = array_arg(node, 0, "an array")
     dt = np.dtype(x.dtype)
     if np.dtype(node.dtype) != dt:
@@ -461,24 +465,25 @@ def _check_pad(node: Node) -> tuple[Node, list[tuple[int, int]], str | None]:
         raise Unsupported("pad of a 0-d value")
     try:
         widths = np.broadcast_to(
-            np.asarray(node.attrs["pad_width"], dtype=np.intp).reshape(-1, 2)
-            if np.ndim(node.attrs["pad_width"])
-            else np.asarray(node.attrs["pad_width"]),
+            np.asarray(params.pad_width, dtype=np.intp).reshape(-1, 2)
+            if np.ndim(params.pad_width)
+            else np.asarray(params.pad_width),
             (rank, 2),
         )
     except (TypeError, ValueError):
-        raise Unsupported(f"pad_width {node.attrs['pad_width']!r}") from None
+        raise Unsupported(f"pad_width {params.pad_width!r}") from None
     pairs = [(int(a), int(b)) for a, b in widths]
     if any(a < 0 or b < 0 for a, b in pairs):
         raise Unsupported("negative pad widths")
-    mode = node.attrs.get("mode", "constant")
+    mode = params.mode
     if mode == "edge":
-        if "constant_values" in node.attrs:  # (given at all: NumPy refuses it for 'edge')
+        if "constant_values" in params:  # (given at all: NumPy refuses it for 'edge')
             raise Unsupported("pad mode 'edge' with constant_values")
         return x, pairs, None
     if mode != "constant":
         raise Unsupported(f"pad mode {mode!r} (constant and edge only)")
-    cv = node.attrs.get("constant_values", 0)
+    # 0, NumPy's default, where not given (the field reads MISSING then)
+    cv = params.constant_values if "constant_values" in params else 0
     if np.ndim(cv) != 0:
         raise Unsupported("pad with per-axis constant_values")
     try:
@@ -534,8 +539,9 @@ def pad(b: GraphBuilder, node: Node) -> list[str]:
     reflect (without repeating the edge, as NumPy's), wrap (opset 19)."""
     handled_params(node, pad_width=ANY_VALUE, mode=ANY_VALUE, constant_values=ANY_VALUE)
     x = node.args[0]
-    mode = node.attrs.get("mode", "constant")
-    widths = np.asarray(node.attrs["pad_width"], dtype=np.int64).reshape(-1, 2)
+    params = cast("PadParams", node.params)
+    mode = params.mode
+    widths = np.asarray(params.pad_width, dtype=np.int64).reshape(-1, 2)
     modes = {"constant": "constant", "edge": "edge", "reflect": "reflect"}
     if b.model.opset >= 19:
         modes["wrap"] = "wrap"
@@ -556,7 +562,8 @@ def pad(b: GraphBuilder, node: Node) -> list[str]:
         )
     inputs = [b.value(x), b.ints(list(widths[:, 0]) + list(widths[:, 1]))]
     if mode == "constant":
-        value = np.asarray(node.attrs.get("constant_values", 0))
+        # 0, NumPy's default, where not given (the field reads MISSING then)
+        value = np.asarray(params.constant_values if "constant_values" in params else 0)
         if value.size != 1 and np.unique(value).size != 1:
             raise refuse(node, "different constant_values per side", "pad once per value")
         inputs.append(b.const(value.reshape(-1)[0], x.dtype))
@@ -582,11 +589,11 @@ def _numpy_insert(arr: Any, obj: Any, values: Any, axis: Any = None) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.INSERT)
-def _insert(attrs: dict[str, Any], arr: AbstractValue, values: Any) -> AbstractValue:
+def _insert(params: InsertParams, arr: AbstractValue, values: Any) -> AbstractValue:
     """NumPy's ``insert``: one index (a scalar, or a one-element sequence or slice) inserts
     ``values`` as a block (its first or ``axis`` dim after padding it to ``arr``'s rank); more
     indices insert one slice each."""
-    shape, axis, obj = known_rank(arr, "insert"), attrs.get("axis"), attrs["obj"]
+    shape, axis, obj = known_rank(arr, "insert"), params.axis, params.obj
     if axis is None:
         shape, axis = (arr.size,), 0
     else:
@@ -614,7 +621,8 @@ def _insert(attrs: dict[str, Any], arr: AbstractValue, values: Any) -> AbstractV
 
 @LOWER.register(K.INSERT)
 def _lower_insert(node: Node) -> Callable[..., Any]:
-    obj, axis = node.attrs["obj"], node.attrs.get("axis")
+    params = cast("InsertParams", node.params)
+    obj, axis = params.obj, params.axis
     if isinstance(obj, tuple):
         obj = list(obj)  # a sequence of indices, as written (np.insert reads lists and arrays)
     return lambda arr, values: np.insert(arr, obj, values, axis=axis)
@@ -630,7 +638,8 @@ def _insert_vjp(p: Primal, g: Any) -> list[Cotangent]:
     """Each output element comes from ``arr`` or from ``values`` (broadcast): NumPy's insert
     of iota arrays names its source."""
     arr, values = p.args
-    obj, axis = p.attrs["obj"], p.attrs.get("axis")
+    params = cast("InsertParams", p.params)
+    obj, axis = params.obj, params.axis
     ashape = static_shape(arr, "np.insert")
     vshape = static_shape(values, "np.insert")
     asize, vsize = math.prod(ashape), math.prod(vshape)
@@ -656,21 +665,21 @@ NOTES.add(K.INSERT, "sources named by np.insert of iota arrays")
 
 
 @ABSTRACT_EVAL.register(K.DIAGFLAT)
-def _diagflat(attrs: dict[str, Any], v: AbstractValue) -> AbstractValue:
-    n = _add_dims(v.size, abs(attrs.get("k", 0)))
+def _diagflat(params: DiagflatParams, v: AbstractValue) -> AbstractValue:
+    n = _add_dims(v.size, abs(params.k))
     return AbstractValue((n, n), v.dtype)
 
 
 @LOWER.register(K.DIAGFLAT)
 def _lower_diagflat(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.diagflat, k=node.attrs.get("k", 0))
+    return functools.partial(np.diagflat, k=cast("DiagflatParams", node.params).k)
 
 
 @GRADIENT.register(K.DIAGFLAT)
 def _diagflat_vjp(p: Primal, g: Any) -> list[Cotangent]:
     v = p.args[0]
     shape = static_shape(v, "np.diagflat")
-    offset = p.attrs.get("k", 0)
+    offset = cast("DiagflatParams", p.params).k
     size = math.prod(shape)
     rows = np.arange(size) + max(-offset, 0)
     cols = np.arange(size) + max(offset, 0)
@@ -691,7 +700,7 @@ def diagflat(b: GraphBuilder, node: Node) -> list[str]:
         raise refuse(
             node, "np.diagflat of a value with a None dimension", "give the input a static shape"
         )
-    k = int(node.attrs.get("k", 0))
+    k = int(cast("DiagflatParams", node.params).k)
     work = np.dtype(np.int32) if v.dtype == np.bool_ else wide(v.dtype)
     flat = b.one("Reshape", [b.operand(v, work), b.ints([1, -1])])
     mask = b.const(np.eye(size, dtype=np.bool_))

@@ -35,6 +35,7 @@ from ...ir.abstract import (
     reshape_shape,
 )
 from ...ir.interpreter import LOWER
+from ...ir.params import AxesParams, AxisParams, CopyParams, NoParams, ShapeParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, INT64_MIN, handled_params, rank, sorted_axes
@@ -80,15 +81,15 @@ def _numpy_squeeze(a: Any, axis: Any = None) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.RESHAPE)
-def _reshape(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    return AbstractValue(reshape_shape(x.shape, attrs["shape"]), x.dtype)
+def _reshape(params: ShapeParams, x: AbstractValue) -> AbstractValue:
+    return AbstractValue(reshape_shape(x.shape, params.shape), x.dtype)
 
 
 @ABSTRACT_EVAL.register(K.SQUEEZE)
-def _squeeze(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _squeeze(params: AxisParams, x: AbstractValue) -> AbstractValue:
     if x.shape is None:
         return x
-    axis = attrs.get("axis")
+    axis = params.axis
     if axis is None:
         return AbstractValue(tuple(d for d in x.shape if d != 1), x.dtype)
     axes = normalize_axes(axis, len(x.shape))
@@ -100,13 +101,13 @@ def _squeeze(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.RESHAPE)
 def _lower_reshape(node: Node) -> Callable[..., Any]:
-    shape = node.attrs["shape"]
+    shape = cast("ShapeParams", node.params).shape
     return lambda x: np.reshape(x, shape)
 
 
 @LOWER.register(K.SQUEEZE)
 def _lower_squeeze(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.squeeze, axis=node.attrs.get("axis"))
+    return functools.partial(np.squeeze, axis=cast("AxisParams", node.params).axis)
 
 
 def _simplify_reshape(node: Node, args: tuple[Any, ...]) -> Proposal:
@@ -130,7 +131,7 @@ def _reshape_vjp(p: Primal, g: Any) -> list[Cotangent]:
 
 
 def _emit_reshape(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
-    shape = tuple(node.attrs["shape"])
+    shape = tuple(cast("ShapeParams", node.params).shape)
     x = args[0].name
     if shape == ():
         out.line(f"{t} = np.ascontiguousarray({x}).ravel()[0]")
@@ -148,7 +149,7 @@ def _check_squeeze(node: Node) -> list[int]:
     only_params(node, {"axis"})
     x = array_arg(node, 0, "an array")
     shape = ranked_shape(x)
-    axis = node.attrs.get("axis")
+    axis = cast("AxisParams", node.params).axis
     if axis is None:
         return [d for d, n in enumerate(shape) if n == 1]
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -162,12 +163,13 @@ def _emit_squeeze(w: Writer, node: Node, args: list[Any], t: str, out: Source) -
     """A view with index 0 at each squeezed axis. NumPy's ValueError (a given axis not of
     size 1), or an unknown size the graph keeps that is 1 (NumPy would drop it), signal."""
     axes = _check_squeeze(node)
+    every_unit_axis = cast("AxisParams", node.params).axis is None
     shape = node.args[0].aval.shape
     x = args[0].name
     for d, n in enumerate(shape):
         if d in axes and n != 1:
             w.signal(out, f"{x}.shape[{d}] != 1")
-        elif node.attrs.get("axis") is None and n is None:
+        elif every_unit_axis and n is None:
             w.signal(out, f"{x}.shape[{d}] == 1")
     if len(axes) == len(shape):
         out.line(f"{t} = {x}[{', '.join('0' for _ in shape)}]")
@@ -183,7 +185,7 @@ WHOLE_GRAPH.add(K.SQUEEZE, Rule(lambda n: _check_squeeze(n) and None, _emit_sque
 @ONNX.register(K.RESHAPE)
 def reshape(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, shape=ANY_VALUE, order="C", copy=ANY_VALUE)
-    shape = node.attrs["shape"]
+    shape = cast("ShapeParams", node.params).shape
     if any(d is None for d in shape):
         raise refuse(node, "its target shape is not static", "reshape to a static shape")
     return [
@@ -197,7 +199,7 @@ def reshape(b: GraphBuilder, node: Node) -> list[str]:
 def squeeze(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE)
     x = node.args[0]
-    axis = node.attrs.get("axis")
+    axis = cast("AxisParams", node.params).axis
     axes = [] if axis is None else [b.ints(sorted_axes(axis, rank(x)))]
     return [b.one("Squeeze", [b.value(x), *axes])]
 
@@ -238,10 +240,10 @@ def _numpy_moveaxis(a: Any, source: Any, destination: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.TRANSPOSE)
-def _transpose(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _transpose(params: AxesParams, x: AbstractValue) -> AbstractValue:
     if x.shape is None:
         return x
-    axes = attrs.get("axes")
+    axes = params.axes
     if axes is None:
         return AbstractValue(x.shape[::-1], x.dtype)
     axes = tuple(normalize_axis(a, len(x.shape)) for a in axes)
@@ -252,7 +254,7 @@ def _transpose(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.TRANSPOSE)
 def _lower_transpose(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.transpose, axes=node.attrs.get("axes"))
+    return functools.partial(np.transpose, axes=cast("AxesParams", node.params).axes)
 
 
 def _axes(axes: Any, ndim: int) -> tuple[int, ...] | None:
@@ -271,14 +273,14 @@ def _simplify_transpose(node: Node, args: tuple[Any, ...]) -> Proposal:
     if not isinstance(x, Node) or not isinstance(x.aval, AbstractValue) or x.aval.ndim is None:
         return None
     ndim = x.aval.ndim
-    outer = _axes(node.attrs.get("axes"), ndim)
+    outer = _axes(cast("AxesParams", node.params).axes, ndim)
     if outer is None:
         return None
     if outer == tuple(range(ndim)):
         return x
     if x.op is OpKind.TRANSPOSE:
         inner_x = x.args[0]
-        inner = _axes(x.attrs.get("axes"), ndim)
+        inner = _axes(cast("AxesParams", x.params).axes, ndim)
         if inner is None:
             return None
         composed = tuple(inner[a] for a in outer)
@@ -293,14 +295,14 @@ SIMPLIFY.add(K.TRANSPOSE, [_simplify_transpose])
 
 @GRADIENT.register(K.TRANSPOSE)
 def _transpose_vjp(p: Primal, g: Any) -> list[Cotangent]:
-    axes = p.attrs.get("axes")
+    axes = cast("AxesParams", p.params).axes
     if axes is None:
         return [lambda: np.transpose(g)]
     return [lambda: np.transpose(g, np.argsort(axes).tolist())]
 
 
 def _emit_transpose(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
-    axes = node.attrs.get("axes")
+    axes = cast("AxesParams", node.params).axes
     axes = tuple(range(len(node.args[0].aval.shape)))[::-1] if axes is None else tuple(axes)
     out.line(f"{t} = np.transpose({args[0].name}, {axes!r})")
     return _view_kind(node)
@@ -313,7 +315,7 @@ WHOLE_GRAPH.add(K.TRANSPOSE, Rule(_no_check, _emit_transpose))
 def transpose(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axes=ANY_VALUE)
     ndim = node.args[0].aval.ndim
-    axes = node.attrs.get("axes")
+    axes = cast("AxesParams", node.params).axes
     perm = list(range(ndim))[::-1] if axes is None else [int(a) % ndim for a in axes]
     return [b.one("Transpose", [b.value(node.args[0])], perm=perm)]
 
@@ -327,10 +329,10 @@ def _numpy_expand_dims(a: Any, axis: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.EXPAND_DIMS)
-def _expand_dims(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _expand_dims(params: AxisParams, x: AbstractValue) -> AbstractValue:
     if x.shape is None:
         return x
-    axis = attrs["axis"]
+    axis = params.axis
     axes = (axis,) if isinstance(axis, int) else tuple(axis)
     ndim = len(x.shape) + len(axes)
     axes = normalize_axes(axes, ndim)
@@ -340,17 +342,17 @@ def _expand_dims(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.EXPAND_DIMS)
 def _lower_expand_dims(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.expand_dims, axis=node.attrs["axis"])
+    return functools.partial(np.expand_dims, axis=cast("AxisParams", node.params).axis)
 
 
 @GRADIENT.register(K.EXPAND_DIMS)
 def _expand_dims_vjp(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: np.squeeze(g, axis=p.attrs["axis"])]
+    return [lambda: np.squeeze(g, axis=cast("AxisParams", p.params).axis)]
 
 
 def _expand_axes(node: Node) -> list[int]:
     x = array_arg(node, 0, "a value")
-    axis = node.attrs["axis"]
+    axis = cast("AxisParams", node.params).axis
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out_rank = len(ranked_shape(x)) + len(axes)
     if len(ranked_shape(x)) == 0:
@@ -370,14 +372,15 @@ def _emit_expand_dims(w: Writer, node: Node, args: list[Any], t: str, out: Sourc
 
 
 def _check_expand_dims(node: Node) -> None:
-    if not isinstance(node.attrs["axis"], int):
+    if not isinstance(cast("AxisParams", node.params).axis, int):
         _expand_axes(node)
 
 
 def _emit_any_expand_dims(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
-    if not isinstance(node.attrs["axis"], int):
+    axis = cast("AxisParams", node.params).axis
+    if not isinstance(axis, int):
         return _emit_expand_dims(w, node, args, t, out)
-    out.line(f"{t} = np.expand_dims({args[0].name}, {int(node.attrs['axis'])})")
+    out.line(f"{t} = np.expand_dims({args[0].name}, {int(axis)})")
     return _view_kind(node)
 
 
@@ -387,7 +390,7 @@ WHOLE_GRAPH.add(K.EXPAND_DIMS, Rule(_check_expand_dims, _emit_any_expand_dims))
 @ONNX.register(K.EXPAND_DIMS)
 def expand_dims(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE)
-    axes = sorted_axes(node.attrs["axis"], rank(node))
+    axes = sorted_axes(cast("AxisParams", node.params).axis, rank(node))
     return [b.one("Unsqueeze", [b.value(node.args[0]), b.ints(axes)])]
 
 
@@ -400,8 +403,8 @@ def _numpy_broadcast_to(array: Any, shape: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.BROADCAST_TO)
-def _broadcast_to(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    target = tuple(attrs["shape"])
+def _broadcast_to(params: ShapeParams, x: AbstractValue) -> AbstractValue:
+    target = tuple(params.shape)
     got = broadcast_shapes(x.shape, target)
     if got is not None and x.shape is not None and len(x.shape) > len(target):
         raise ValueError(f"cannot broadcast a shape {format_shape(x.shape)} to {target}")
@@ -410,7 +413,7 @@ def _broadcast_to(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.BROADCAST_TO)
 def _lower_broadcast_to(node: Node) -> Callable[..., Any]:
-    shape = node.attrs["shape"]
+    shape = cast("ShapeParams", node.params).shape
     return lambda x: np.broadcast_to(x, shape)
 
 
@@ -431,7 +434,7 @@ def _broadcast_to_vjp(p: Primal, g: Any) -> list[Cotangent]:
 
 
 def _emit_broadcast_to(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
-    shape = tuple(node.attrs["shape"])
+    shape = tuple(cast("ShapeParams", node.params).shape)
     out.line(f"{t} = np.broadcast_to({args[0].name}, {shape!r})")
     return _view_kind(node)
 
@@ -442,7 +445,7 @@ WHOLE_GRAPH.add(K.BROADCAST_TO, Rule(_no_check, _emit_broadcast_to))
 @ONNX.register(K.BROADCAST_TO)
 def broadcast_to(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, shape=ANY_VALUE, subok=ANY_VALUE)
-    shape = node.attrs["shape"]
+    shape = cast("ShapeParams", node.params).shape
     if any(d is None for d in shape):
         raise refuse(node, "its target shape is not static", "broadcast to a static shape")
     return [b.one("Expand", [b.value(node.args[0]), b.ints(shape)])]
@@ -462,16 +465,21 @@ def numpy_copy(a: Any) -> Any:  # (public: np.pad of a 0-d array is one)
     return mark_array(bind(OpKind.COPY, (a,)))
 
 
-@ABSTRACT_EVAL.register(K.FLIP, K.COPY)
-def _same(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    if x.shape is not None and attrs.get("axis") is not None:
-        normalize_axes(attrs["axis"], len(x.shape))
+@ABSTRACT_EVAL.register(K.FLIP)
+def _flip(params: AxisParams, x: AbstractValue) -> AbstractValue:
+    if x.shape is not None and params.axis is not None:
+        normalize_axes(params.axis, len(x.shape))
+    return x
+
+
+@ABSTRACT_EVAL.register(K.COPY)
+def _copy(params: CopyParams, x: AbstractValue) -> AbstractValue:
     return x
 
 
 @LOWER.register(K.FLIP)
 def _lower_flip(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.flip, axis=node.attrs.get("axis"))
+    return functools.partial(np.flip, axis=cast("AxisParams", node.params).axis)
 
 
 @LOWER.register(K.COPY)
@@ -494,7 +502,7 @@ def _simplify_flip(node: Node, args: tuple[Any, ...]) -> Proposal:
         isinstance(x, Node)
         and x.op is OpKind.FLIP
         and x.attrs == node.attrs
-        and _static_axis(node.attrs.get("axis"))
+        and _static_axis(cast("AxisParams", node.params).axis)
     ):
         return cast("Node", x.args[0])
     return None
@@ -512,12 +520,12 @@ SIMPLIFY.add(K.COPY, [_simplify_copy])
 
 @GRADIENT.register(K.FLIP)
 def _flip_vjp(p: Primal, g: Any) -> list[Cotangent]:
-    return [lambda: np.flip(g, p.attrs.get("axis"))]
+    return [lambda: np.flip(g, cast("AxisParams", p.params).axis)]
 
 
 @GRADIENT.register(K.COPY)
 def _copy_vjp(p: Primal, g: Any) -> list[Cotangent]:
-    return [None] if p.attrs.get("stop_gradient") else [g]
+    return [None] if cast("CopyParams", p.params).stop_gradient else [g]
 
 
 NOTES.add(K.COPY, "none when made by kx.stop_gradient")
@@ -528,7 +536,7 @@ def _flip_axes(node: Node) -> set[int]:
     rank = len(ranked_shape(x))
     if rank == 0:
         raise Unsupported("flip of a 0-d value")
-    axis = node.attrs.get("axis")
+    axis = cast("AxisParams", node.params).axis
     if axis is None:
         return set(range(rank))
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
@@ -561,7 +569,7 @@ WHOLE_GRAPH.add(K.COPY, Rule(_no_check, _emit_copy))
 def flip(b: GraphBuilder, node: Node) -> list[str]:
     handled_params(node, axis=ANY_VALUE)
     x = node.args[0]
-    axes = sorted_axes(node.attrs.get("axis"), rank(x))
+    axes = sorted_axes(cast("AxisParams", node.params).axis, rank(x))
     if not axes:
         return [b.one("Identity", [b.value(x)])]
     return [
@@ -588,7 +596,7 @@ def copy(b: GraphBuilder, node: Node) -> list[str]:
 
 
 @ABSTRACT_EVAL.register(K.REAL, K.IMAG)
-def _real_imag(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _real_imag(params: NoParams, x: AbstractValue) -> AbstractValue:
     return AbstractValue(x.shape, np.empty(0, x.dtype).real.dtype)
 
 
