@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ...ir.abstract import (
     probe_dtype,
     reduced_shape,
 )
+from ...ir.params import MomentParams, Params, ReduceParams, ScanParams
 from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.builder import Rule as OnnxRule
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, rank, sorted_axes, wide
@@ -31,14 +32,18 @@ from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, rank, sor
 #: The rule of an op with one output
 OneOutputRule = Callable[..., AbstractValue]
 
+#: The parameters of a reduction over ``axis`` with ``keepdims`` (not a quantile, not a ufunc
+#: method): what the generic rules and the helpers below read
+ReductionParams = ReduceParams | MomentParams
+
 
 def reduction_rule(kind: OpKind) -> OneOutputRule:
     """The generic rule of a reduction: NumPy's function on a probe for the dtype, the reduced
     shape (argmax/argmin: one integer axis; max/min/argmax/argmin: no empty input)."""
     fn = kind.numpy_function
 
-    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-        axis, keepdims = attrs.get("axis"), attrs.get("keepdims", False)
+    def rule(params: ReductionParams, x: AbstractValue) -> AbstractValue:
+        axis, keepdims = params.axis, params.keepdims
         if kind in (OpKind.ARGMAX, OpKind.ARGMIN) and isinstance(axis, tuple):
             raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
         if (
@@ -50,7 +55,7 @@ def reduction_rule(kind: OpKind) -> OneOutputRule:
             raise ValueError(
                 f"zero-size array to reduction operation {kind.value} which has no identity"
             )
-        extra = {k: v for k, v in attrs.items() if k not in ("axis", "keepdims")}
+        extra = params.kwargs("axis", "keepdims")
         probe_axis = axis if x.ndim is not None else None
         dtype = probe_dtype(fn, x, axis=probe_axis, keepdims=keepdims, **extra)
         if kind in (OpKind.ARGMAX, OpKind.ARGMIN) and axis is None:
@@ -64,20 +69,16 @@ def reduction_rule(kind: OpKind) -> OneOutputRule:
 def scan_rule(fn: Callable[..., Any]) -> Rule:
     """The rule of a scan computed by ``fn`` (cumsum, cumprod and their nan forms)."""
 
-    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-        return _scan(fn, attrs, x)
+    def rule(params: ScanParams, x: AbstractValue) -> AbstractValue:
+        return _scan(fn, params, x)
 
     return rule
 
 
-def _scan(fn: Callable[..., Any], attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    axis = attrs.get("axis")
-    dtype = probe_dtype(
-        fn,
-        x,
-        axis=axis if x.ndim else None,
-        **({"dtype": attrs["dtype"]} if "dtype" in attrs else {}),
-    )
+def _scan(fn: Callable[..., Any], params: ScanParams, x: AbstractValue) -> AbstractValue:
+    axis = params.axis
+    # (``dtype`` when given: a scan's one field besides the axis)
+    dtype = probe_dtype(fn, x, axis=axis if x.ndim else None, **params.kwargs("axis"))
     if axis is None:
         size = x.size
         return AbstractValue((size,), dtype)
@@ -99,10 +100,10 @@ def quietly(rule: Rule) -> Rule:
     """``rule`` with NumPy's warnings silenced: probing the nan functions on 1-element stand-ins
     warns ("Degrees of freedom <= 0", "Mean of empty slice") where the real call may not."""
 
-    def quiet(attrs: dict[str, Any], *args: Any) -> Any:
+    def quiet(params: Params, *args: Any) -> Any:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            return rule(attrs, *args)
+            return rule(params, *args)
 
     return quiet
 
@@ -112,7 +113,8 @@ def quietly(rule: Rule) -> Rule:
 
 def reduction_parts(p: Primal) -> tuple[Any, Any, bool]:
     """A reduction's operand, axis and keepdims."""
-    return p.args[0], p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
+    params = cast("ReductionParams", p.params)
+    return p.args[0], params.axis, bool(params.keepdims)
 
 
 def expand_to(g: Any, x: Any, axis: Any, keepdims: bool) -> Any:
@@ -171,7 +173,7 @@ def nan_hole(x: Any, g: Any) -> Any:
 
 def axes_input(b: GraphBuilder, node: Node, x: Node) -> list[str]:
     """The ``axes`` input of ONNX's Reduce ops ([] for all axes, NumPy's ``axis=None``)."""
-    axis = node.attrs.get("axis")
+    axis = cast("ReductionParams", node.params).axis
     if axis is None:
         return []
     return [b.ints(sorted_axes(axis, rank(x)))]
@@ -198,7 +200,7 @@ def reduction(
         work = np.dtype(np.int32) if out == np.bool_ else wide(out)
         name = b.operand(x, work)
         axes = axes_input(b, node, x)
-        keep = int(bool(node.attrs.get("keepdims", False)))
+        keep = int(bool(cast("ReduceParams", node.params).keepdims))
         nan_only = None
         if nan_fill is not None and work.kind == "f":
             nan = b.one("IsNaN", [name])

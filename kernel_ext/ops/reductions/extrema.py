@@ -6,7 +6,7 @@ gradient (``autodiff.rules.ZERO_GRADIENT``)."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -31,6 +31,7 @@ from ...backends.whole_graph_ops.common import (
     shape_tuple,
 )
 from ...ir import Node, OpKind
+from ...ir.params import ReduceParams, UfuncMethodParams
 from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.builder import Rule as OnnxRule
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype, wide
@@ -109,7 +110,7 @@ def _extreme_rows(y2, out, is_max, has_init, init):
 def _several_axes(node: Node) -> bool:
     """A max/min over an axis tuple of two or more axes, not all of them (the fused
     reductions cover the others)."""
-    x, axis = node.args[0], node.attrs.get("axis")
+    x, axis = node.args[0], cast("ReduceParams", node.params).axis
     if (
         not isinstance(x, Node)
         or aval_of_node(x).shape is None
@@ -127,13 +128,14 @@ def _several_axes(node: Node) -> bool:
 def check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
     """The reduced array, its reduced axes (sorted) and the ``initial`` value's source."""
     ufunc = node.op is OpKind.UFUNC_REDUCE
+    params = cast("ReduceParams | UfuncMethodParams", node.params)
     only_params(node, {"axis", "keepdims"} | ({"ufunc", "initial"} if ufunc else set()))
     x = array_arg(node, 0, "a value")
     dt = np.dtype(x.dtype)
     if np.dtype(node.dtype) != dt:
         raise Unsupported(f"{node.op.value} changing the dtype")
     rank = len(ranked_shape(x))
-    axis = node.attrs.get("axis", 0 if ufunc else None)
+    axis = params.axis  # (each class's default: None for max/min, 0 for ufunc.reduce)
     axis = (
         tuple(range(rank))
         if axis is None
@@ -144,7 +146,9 @@ def check_extreme(node: Node) -> tuple[Node, list[int], str | None]:
     axes = sorted({checked_axis(a, rank, node.op.value) for a in axis})
     if len(axes) != len(axis):
         raise Unsupported(f"{node.op.value} with a repeated axis")
-    init = node.attrs.get("initial") if ufunc else None
+    # ``initial`` is a field of ufunc.reduce only, MISSING there when not given: no initial
+    # value then, as for ``initial=None``
+    init = params.initial if isinstance(params, UfuncMethodParams) and "initial" in params else None
     if init is None:
         return x, axes, None
     return x, axes, const_source(literal_value(init, dt), dt)
@@ -168,13 +172,17 @@ def emit_extreme(w: Writer, node: Node, args: list[Any], t: str, out: Source) ->
     out.line(f"{y2} = {y}.reshape(({rows}, {size}))")
     out.line(f"{o} = np.empty({rows}, {dts})")
     w.helpers["_extreme_rows"] = _EXTREME_ROWS
-    is_max = node.op is OpKind.MAX or node.attrs.get("ufunc") is np.maximum
+    params = cast("ReduceParams | UfuncMethodParams", node.params)
+    # (max/min's parameters have no ufunc; ufunc.reduce's always name it)
+    is_max = node.op is OpKind.MAX or (
+        isinstance(params, UfuncMethodParams) and params.ufunc is np.maximum
+    )
     w.signal(
         out,
         f"_extreme_rows({y2}, {o}, {is_max}, {init is not None}, "
         f"{init if init is not None else f'{dts}(0)'})",
     )
-    keep = bool(node.attrs.get("keepdims", False))
+    keep = bool(params.keepdims)
     dims = [("1" if d in axes else f"{x}.shape[{d}]") for d in range(rank) if keep or d not in axes]
     if not dims:
         out.line(f"{t} = {o}[0]")
@@ -206,7 +214,7 @@ def _check_arg_reduce(node: Node) -> None:
         raise Unsupported(f"{node.op.value} of {getattr(x, 'aval', x)}")
     if set(node.attrs) - {"axis", "keepdims"}:
         raise Unsupported(f"{node.op.value} with {sorted(node.attrs)}")
-    axis = node.attrs.get("axis")
+    axis = cast("ReduceParams", node.params).axis
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise Unsupported(f"{node.op.value} over axes {axis!r}")
 
@@ -239,7 +247,8 @@ def _emit_arg_reduce(w: Writer, node: Node, args: list[Any], t: str, out: Source
     w.helpers[name + "1"] = _ARG_REDUCE.format(
         name=name, cmp="<" if node.op is OpKind.ARGMIN else ">"
     )
-    axis, keepdims = node.attrs.get("axis"), node.attrs.get("keepdims", False)
+    params = cast("ReduceParams", node.params)
+    axis, keepdims = params.axis, params.keepdims
     rank = len(node.args[0].aval.shape)
     if x.scalar:  # a 0-d value: NumPy's answer is 0
         out.line(f"{t} = np.int64(0)")
@@ -279,13 +288,14 @@ def _arg_reduction(op_type: str) -> OnnxRule:
         x = node.args[0]
         dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
         name = b.operand(x, dt)
-        axis, keep = node.attrs.get("axis"), bool(node.attrs.get("keepdims", False))
+        params = cast("ReduceParams", node.params)
+        axis, keep = params.axis, bool(params.keepdims)
         ndim = x.aval.ndim
         if axis is None:
             name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
         else:
             axis = int(axis) % max(ndim, 1)
-        k = int(keep and node.attrs.get("axis") is not None)
+        k = int(keep and params.axis is not None)
         result = b.one(op_type, [name], axis=axis, keepdims=k, select_last_index=0)
         if dt.kind == "f":
             nan = b.one("Cast", [b.one("IsNaN", [name])], to=elem_type(np.int32))
@@ -296,7 +306,7 @@ def _arg_reduction(op_type: str) -> OnnxRule:
                 to=elem_type(np.bool_),
             )
             result = b.one("Where", [has_nan, first_nan, result])
-        if keep and node.attrs.get("axis") is None:
+        if keep and params.axis is None:
             result = b.one("Reshape", [result, b.ints([1] * ndim)])
         return [b.cast(result, np.int64, out_dtype(node))]
 

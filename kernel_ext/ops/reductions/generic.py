@@ -31,7 +31,7 @@ for _kind in OpKind:
 
 
 def _reduce_lowering(node: Node) -> Callable[..., Any]:
-    return functools.partial(node.op.numpy_function, **node.params)
+    return functools.partial(node.op.numpy_function, **node.params.kwargs())
 
 
 for _kind in OpKind:

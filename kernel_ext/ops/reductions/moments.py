@@ -6,7 +6,7 @@ NumPy's own algorithm with NumPy's sums; ``nanmean``'s (:mod:`.nan`) shares it."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -30,11 +30,12 @@ from ...backends.whole_graph_ops.common import (
 )
 from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
 from ...ir import Node, OpKind
+from ...ir.params import MomentParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype
 from ...onnx.rules.common import RULES as ONNX
 from ...trace.numpy_api.common import implements
-from .common import axes_input, count, expand_to, reduction_parts
+from .common import ReductionParams, axes_input, count, expand_to, reduction_parts
 from .entry_points import moment_handler
 
 K = OpKind
@@ -48,7 +49,7 @@ implements(np.std)(moment_handler(K.STD))
 @VJP.register(K.VAR, K.STD)
 def _var(p: Primal, g: Any) -> list[Cotangent]:
     x, axis, keepdims = reduction_parts(p)
-    ddof = p.attrs.get("ddof", 0)
+    ddof = cast("MomentParams", p.params).ddof
 
     def dx() -> Any:
         centred = x - np.mean(x, axis=axis, keepdims=True)
@@ -84,7 +85,7 @@ def _sum_axis(x3, acc, f, d, pp, dims, st):
 
 def _reduce_axis(node: Node, rank: int) -> int | None:
     """The one axis of a var/std/nanmean (None: all of them), or Unsupported."""
-    axis = node.attrs.get("axis")
+    axis = cast("ReductionParams", node.params).axis
     if isinstance(axis, (tuple, list)):
         if len(axis) != 1:
             if sorted(checked_axis(a, rank, node.op.value) for a in axis) == list(range(rank)):
@@ -108,7 +109,9 @@ def check_moments(node: Node) -> tuple[Node, np.dtype, int | None]:
     if np.dtype(x.dtype) != dt or dt.kind != "f":
         # integer inputs are summed through NumPy's cast buffers, in chunks: not modelled
         raise Unsupported(f"{node.op.value} of {x.dtype} (float32/float64 only)")
-    ddof = node.attrs.get("ddof", 0)
+    params = cast("ReductionParams", node.params)
+    # (nanmean's parameters have no ddof: its mean is var's with ddof 0)
+    ddof = params.ddof if isinstance(params, MomentParams) else 0
     if not isinstance(ddof, (int, np.integer)) or isinstance(ddof, bool):
         raise Unsupported(f"{node.op.value} with ddof={ddof!r} (an int only)")
     if len(ranked_shape(x)) == 0:
@@ -147,7 +150,7 @@ def finish(
     out: Source,
 ) -> str:
     """The ``(outer, inner)`` result ``value`` in NumPy's shape (keepdims or not)."""
-    keep = bool(node.attrs.get("keepdims", False))
+    keep = bool(cast("ReductionParams", node.params).keepdims)
     if axis is None and not keep:
         out.line(f"{t} = {value}[0, 0]")
         return "scalar"
@@ -171,7 +174,7 @@ def _emit_moment(w: Writer, node: Node, args: list[Any], t: str, out: Source) ->
     dts = ctor(dt)
     x = args[0].name
     x3, outer, n, inner = moment_input(w, x, rank, axis, out)
-    ddof = int(node.attrs.get("ddof", 0))
+    ddof = int(cast("MomentParams", node.params).ddof)
     w.signal(out, f"{n} - {ddof} <= 0")
     w.helpers["_loop3"] = LOOP3
     w.helpers["_sum_axis"] = SUM_AXIS
@@ -199,13 +202,14 @@ def _variance(b: GraphBuilder, node: Node) -> str:
     x, out = node.args[0], out_dtype(node)
     name = b.operand(x, out)
     axes = axes_input(b, node, x)
-    keep = int(bool(node.attrs.get("keepdims", False)))
+    params = cast("MomentParams", node.params)
+    keep = int(bool(params.keepdims))
     mean = b.one("ReduceMean", [name, *axes], keepdims=1)
     dev = b.one("Sub", [name, mean])
     total = b.one("ReduceSum", [b.one("Mul", [dev, dev]), *axes], keepdims=keep)
     ones = b.one("Expand", [b.const(1.0, out), b.shape_of(name)])
     count = b.one("ReduceSum", [ones, *axes], keepdims=keep)
-    ddof = b.const(float(node.attrs.get("ddof", 0)), out)
+    ddof = b.const(float(params.ddof), out)
     n = b.one("Max", [b.one("Sub", [count, ddof]), b.const(0.0, out)])
     return b.one("Div", [total, n])
 

@@ -9,7 +9,7 @@ statistics in :mod:`.order_statistics`; the ONNX refusals of the ops with no for
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
 from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, normalize_axes
 from ...ir.abstract import Rule as AbstractRule
+from ...ir.params import MomentParams, ReduceParams
 from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype
 from ...onnx.rules.common import RULES as ONNX
@@ -87,7 +88,7 @@ def _nanprod(p: Primal, g: Any) -> list[Cotangent]:
 @VJP.register(K.NANVAR, K.NANSTD)
 def _nanvar(p: Primal, g: Any) -> list[Cotangent]:
     x, axis, keepdims = reduction_parts(p)
-    ddof = p.attrs.get("ddof", 0)
+    ddof = cast("MomentParams", p.params).ddof
 
     def dx() -> Any:
         centred = x - np.nanmean(x, axis=axis, keepdims=True)
@@ -140,7 +141,7 @@ def nanmean(b: GraphBuilder, node: Node) -> list[str]:
     x, out = node.args[0], out_dtype(node)
     name = b.operand(x, out)
     axes = axes_input(b, node, x)
-    keep = int(bool(node.attrs.get("keepdims", False)))
+    keep = int(bool(cast("ReduceParams", node.params).keepdims))
     nan = b.one("IsNaN", [name])
     total = b.one(
         "ReduceSum", [b.one("Where", [nan, b.const(0.0, out), name]), *axes], keepdims=keep
@@ -164,15 +165,15 @@ def _nan_extremum_rule(kind: OpKind) -> AbstractRule:
     (one integer axis for the arg-reductions; no identity for an empty axis)."""
     generic = reduction_rule(kind)
 
-    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-        axis = attrs.get("axis")
+    def rule(params: ReduceParams, x: AbstractValue) -> AbstractValue:
+        axis = params.axis
         if kind in (OpKind.NANARGMAX, OpKind.NANARGMIN) and isinstance(axis, tuple):
             raise TypeError(f"np.{kind.value} takes one integer axis or None, not {axis!r}")
         if x.shape is not None and any(x.shape[a] == 0 for a in normalize_axes(axis, len(x.shape))):
             if kind in (OpKind.NANARGMAX, OpKind.NANARGMIN):
                 raise ValueError(f"attempt to get {kind.value[3:]} of an empty sequence")
             no_identity_check("f" + kind.value[3:], x, axis)  # NumPy reduces with fmax/fmin
-        return generic(attrs, x)
+        return generic(params, x)
 
     return rule
 

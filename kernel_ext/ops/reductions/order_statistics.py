@@ -39,6 +39,7 @@ from ...ir.abstract import (
     reduced_shape,
 )
 from ...ir.abstract import Rule as AbstractRule
+from ...ir.params import QuantileParams, ReduceParams
 from ...trace.numpy_api.common import implements
 from .common import OneOutputRule, quietly
 from .entry_points import nan_reduction_handler
@@ -55,15 +56,16 @@ for _kind in (K.PERCENTILE, K.NANPERCENTILE, K.QUANTILE, K.NANQUANTILE):
 
 
 def _empty_probe(
-    fn: Callable[..., Any], attrs: dict[str, Any], x: AbstractValue
+    fn: Callable[..., Any], params: ReduceParams | QuantileParams, x: AbstractValue
 ) -> AbstractValue | None:
     """The exact result type of ``fn`` on a statically empty array, by running it on one
     (no memory): NumPy answers empty input with special cases a 1-element probe cannot see
     (``nanquantile`` of an empty array is ``nanmean``'s: ``q``'s dimensions are dropped)."""
     if x.shape is None or None in x.shape or math.prod(cast("KnownShape", x.shape)) != 0:
         return None
-    kwargs = dict(attrs)
-    args = (kwargs.pop("q"),) if "q" in kwargs else ()
+    # (a quantile's ``q`` is always given: NumPy's second positional argument)
+    args = (params.q,) if isinstance(params, QuantileParams) else ()
+    kwargs = params.kwargs("q")
     with np.errstate(all="ignore"):
         out = np.asarray(fn(np.zeros(x.shape, x.dtype), *args, **kwargs))
     return AbstractValue(out.shape, out.dtype)
@@ -73,12 +75,12 @@ def _quantile_rule(kind: OpKind) -> AbstractRule:
     """percentile/quantile (and nan*): ``q``'s shape, then the reduced shape."""
     fn = kind.numpy_function
 
-    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-        empty = _empty_probe(fn, attrs, x)
+    def rule(params: QuantileParams, x: AbstractValue) -> AbstractValue:
+        empty = _empty_probe(fn, params, x)
         if empty is not None:
             return empty
-        q, axis, keepdims = attrs["q"], attrs.get("axis"), attrs.get("keepdims", False)
-        extra = {k: v for k, v in attrs.items() if k not in ("q", "axis", "keepdims")}
+        q, axis, keepdims = params.q, params.axis, params.keepdims
+        extra = params.kwargs("q", "axis", "keepdims")
         dtype = probe_dtype(
             lambda a: fn(
                 a, q, axis=axis if x.ndim is not None else None, keepdims=keepdims, **extra
@@ -102,8 +104,8 @@ def _median_rule(kind: OpKind) -> AbstractRule:
     generic = cast("OneOutputRule", ABSTRACT_EVAL[kind])
     fn = kind.numpy_function
 
-    def rule(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-        return _empty_probe(fn, attrs, x) or generic(attrs, x)
+    def rule(params: ReduceParams, x: AbstractValue) -> AbstractValue:
+        return _empty_probe(fn, params, x) or generic(params, x)
 
     return rule
 
@@ -158,15 +160,17 @@ _QUANTILE_OPS = {
 @VJP.register(*_QUANTILE_OPS)
 def _quantile(p: Primal, g: Any) -> list[Cotangent]:
     scale, nan = _QUANTILE_OPS[p.node.op]
-    method = p.attrs.get("method", "linear")
+    # (nanmedian's parameters have no method: it is the linear 0.5-quantile)
+    params = cast("ReduceParams | QuantileParams", p.params)
+    method = params.method if isinstance(params, QuantileParams) else "linear"
     if method != "linear":
         raise NotImplementedError(
             f"the gradient of np.{p.node.op.value} with method="
             f"{method!r} is not implemented (only 'linear', the default)"
         )
     static_shape(p.args[0], f"np.{p.node.op.value}")
-    q = 0.5 if scale is None else np.asarray(p.attrs["q"], np.float64) / scale
-    axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
+    q = 0.5 if scale is None else np.asarray(cast("QuantileParams", params).q, np.float64) / scale
+    axis, keepdims = params.axis, bool(params.keepdims)
     return composed(p, g, lambda a: _quantiles(a, q, axis, keepdims, nan, np.ndim(q) == 0))
 
 
@@ -194,7 +198,8 @@ def _median(p: Primal, g: Any) -> list[Cotangent]:
     x = p.args[0]
     if x.shape is None or None in x.shape:
         raise NotImplementedError("the gradient of np.median needs static shapes")
-    axis, keepdims = p.attrs.get("axis"), bool(p.attrs.get("keepdims", False))
+    params = cast("ReduceParams", p.params)
+    axis, keepdims = params.axis, bool(params.keepdims)
     return composed(p, g, lambda a: _median_by_sorting(a, axis, keepdims))
 
 
@@ -286,7 +291,7 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
                 f"{node.op.value} of {x.dtype} (float64 only: NumPy's "
                 "promotion of the weights differs for others)"
             )
-        raw = np.asarray(node.attrs["q"])
+        raw = np.asarray(cast("QuantileParams", node.params).q)
         if raw.dtype.kind not in "iuf" or raw.ndim > 1:
             raise Unsupported(f"{node.op.value} with q of {raw.dtype} and rank {raw.ndim}")
         if node.op is OpKind.PERCENTILE:
@@ -302,7 +307,7 @@ def _check_order_stat(node: Node) -> tuple[Node, int | None, np.ndarray | None]:
         raise Unsupported(f"{node.op.value} to {node.dtype}")
     if rank == 0:
         raise Unsupported(f"{node.op.value} of a 0-d value")
-    axis = node.attrs.get("axis")
+    axis = cast("ReduceParams | QuantileParams", node.params).axis
     if isinstance(axis, (tuple, list)):
         if len(axis) != 1:
             raise Unsupported(f"{node.op.value} over several axes")
@@ -349,7 +354,7 @@ def _emit_order_stat(w: Writer, node: Node, args: list[Any], t: str, out: Source
         out.line(f"{o} = np.empty(({q.size}, {lanes}), np.float64)")
         w.signal(out, f"_quantile_rows({y2}, {qc}, {o})")
         qdims = [str(s) for s in q.shape]
-    keep = bool(node.attrs.get("keepdims", False))
+    keep = bool(cast("ReduceParams | QuantileParams", node.params).keepdims)
     dims = qdims + [
         ("1" if d == axis or axis is None else f"{x}.shape[{d}]")
         for d in range(rank)

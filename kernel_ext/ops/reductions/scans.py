@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
 from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL
 from ...ir.interpreter import LOWER
+from ...ir.params import ScanParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.rules.common import ANY_VALUE, handled_params, out_dtype
 from ...onnx.rules.common import RULES as ONNX
@@ -57,13 +58,13 @@ ABSTRACT_EVAL.add(K.CUMPROD, scan_rule(np.cumprod))
 @LOWER.register(OpKind.CUMSUM, OpKind.CUMPROD)
 def _lower_scan(node: Node) -> Callable[..., Any]:
     fn = np.cumsum if node.op is OpKind.CUMSUM else np.cumprod
-    return functools.partial(fn, **node.params)
+    return functools.partial(fn, **node.params.kwargs())
 
 
 @VJP.register(K.CUMSUM, K.CUMPROD)
 def _scan(p: Primal, g: Any) -> list[Cotangent]:
     x = p.args[0]
-    axis = p.attrs.get("axis")
+    axis = cast("ScanParams", p.params).axis
 
     def dx() -> Any:
         weights = g if p.node.op is K.CUMSUM else g * p.out
@@ -87,7 +88,7 @@ def _check_scan(node: Node) -> tuple[Node, np.dtype, int | None]:
     if not np.can_cast(aval_of_node(x).dtype, dt, "safe"):
         raise Unsupported(f"{node.op.value} of {x.dtype} into {dt}")
     need_ufunc_loop(np.add if node.op is OpKind.CUMSUM else np.multiply, dt)
-    axis = node.attrs.get("axis")
+    axis = cast("ScanParams", node.params).axis
     rank = len(ranked_shape(x))
     if axis is not None:
         if rank == 0:
@@ -134,7 +135,7 @@ def cumsum(b: GraphBuilder, node: Node) -> list[str]:
     x, out = node.args[0], out_dtype(node)
     work = np.dtype(np.int64) if out.kind in "iub" else out  # (wrapping: same low bits)
     name = b.operand(x, work)
-    axis = node.attrs.get("axis")
+    axis = cast("ScanParams", node.params).axis
     if axis is None:
         name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
     axis = int(axis) % max(x.aval.ndim, 1)
@@ -154,13 +155,13 @@ ABSTRACT_EVAL.add(K.NANCUMPROD, scan_rule(np.nancumprod))
 @LOWER.register(OpKind.NANCUMSUM, OpKind.NANCUMPROD)
 def _lower_nan_scan(node: Node) -> Callable[..., Any]:
     fn = np.nancumsum if node.op is OpKind.NANCUMSUM else np.nancumprod
-    return functools.partial(fn, **node.params)
+    return functools.partial(fn, **node.params.kwargs())
 
 
 @VJP.register(K.NANCUMSUM)
 def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
     x = p.args[0]
-    axis = p.attrs.get("axis")
+    axis = cast("ScanParams", p.params).axis
 
     def dx() -> Any:
         if axis is None:
@@ -173,7 +174,7 @@ def _nancumsum(p: Primal, g: Any) -> list[Cotangent]:
 @VJP.register(K.NANCUMPROD)
 def _nancumprod(p: Primal, g: Any) -> list[Cotangent]:
     """``cumprod`` with NaNs taken as 1 (their gradient is 0)."""
-    axis = p.attrs.get("axis")
+    axis = cast("ScanParams", p.params).axis
     return composed(p, g, lambda a: np.cumprod(np.where(np.isnan(a), 1.0, a), axis=axis))
 
 

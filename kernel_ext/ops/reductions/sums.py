@@ -7,7 +7,7 @@ the op's ``accumulator``: sum, prod and mean by the kernel generator's default p
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -21,6 +21,7 @@ from ...backends.codegen.reductions import (
 )
 from ...backends.emit.literals import BOOL, Unsupported
 from ...ir import Node, OpKind
+from ...ir.params import ReduceParams
 from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, integer_sum, out_dtype, sorted_axes
@@ -69,12 +70,9 @@ def sum_(b: GraphBuilder, node: Node) -> list[str]:
     ndim = x.aval.ndim
     # int64 for every integer sum: wrapping addition has the same low bits at any width
     work = np.dtype(np.int64)
+    params = cast("ReduceParams", node.params)
     total = integer_sum(
-        b,
-        b.operand(x, work),
-        ndim,
-        sorted_axes(node.attrs.get("axis"), ndim),
-        bool(node.attrs.get("keepdims", False)),
+        b, b.operand(x, work), ndim, sorted_axes(params.axis, ndim), bool(params.keepdims)
     )
     return [b.cast(total, work, out)]
 
@@ -121,7 +119,7 @@ def _truth_count(b: GraphBuilder, node: Node, negate: bool) -> str:
     count = b.one(
         "ReduceSum",
         [b.one("Cast", [truth], to=elem_type(np.int64)), *axes_input(b, node, x)],
-        keepdims=int(bool(node.attrs.get("keepdims", False))),
+        keepdims=int(bool(cast("ReduceParams", node.params).keepdims)),
     )
     return count
 

@@ -1,5 +1,5 @@
 """The ufunc methods that reduce and scan: ufunc_reduce, ufunc_reduceat, ufunc_accumulate
-(``np.<ufunc>.reduce``, ``.reduceat``, ``.accumulate``; the ufunc is ``attrs["ufunc"]``).
+(``np.<ufunc>.reduce``, ``.reduceat``, ``.accumulate``; the ufunc is ``params.ufunc``).
 
 Each op's rules for every layer, side by side (see :mod:`kernel_ext.ops`). The ONNX refusals
 of reduce and reduceat are ``onnx.rules.refusals``'."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -43,6 +43,7 @@ from ...ir.abstract import (
     reduced_shape,
 )
 from ...ir.interpreter import LOWER, Lowering
+from ...ir.params import ConstantParams, UfuncMethodParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params
@@ -59,17 +60,13 @@ from .scans import cumsum
 K = OpKind
 
 
-def _ufunc_kwargs(attrs: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of a ufunc method node (everything but the ufunc itself)."""
-    return {k: v for k, v in attrs.items() if k != "ufunc"}
-
-
 def _ufunc_method(method: str) -> Lowering:
-    """``ufunc.<method>`` with the node's keyword attrs (``attrs["ufunc"]`` names the ufunc)."""
+    """``ufunc.<method>`` with the node's keyword parameters (``params.ufunc`` names the
+    ufunc)."""
 
     def lowering(node: Node) -> Callable[..., Any]:
-        kwargs = {k: v for k, v in node.params.items() if k != "ufunc"}
-        return functools.partial(getattr(node.attrs["ufunc"], method), **kwargs)
+        ufunc = cast("UfuncMethodParams", node.params).ufunc
+        return functools.partial(getattr(ufunc, method), **node.params.kwargs("ufunc"))
 
     return lowering
 
@@ -122,15 +119,15 @@ UFUNC_METHODS["reduce"] = _trace_ufunc_reduce
 
 
 @ABSTRACT_EVAL.register(OpKind.UFUNC_REDUCE)
-def _abstract_ufunc_reduce(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    ufunc, axis = attrs["ufunc"], attrs.get("axis", 0)
-    kwargs = _ufunc_kwargs(attrs)
-    if x.shape is not None and "initial" not in attrs and ufunc.identity is None:
+def _abstract_ufunc_reduce(params: UfuncMethodParams, x: AbstractValue) -> AbstractValue:
+    ufunc, axis = params.ufunc, params.axis
+    kwargs = params.kwargs("ufunc")
+    if x.shape is not None and "initial" not in params and ufunc.identity is None:
         no_identity_check(ufunc.__name__, x, axis)
     if x.ndim is None:
         kwargs["axis"] = None
     dtype = probe_dtype(ufunc.reduce, x, **kwargs)
-    return AbstractValue(reduced_shape(x.shape, axis, attrs.get("keepdims", False)), dtype)
+    return AbstractValue(reduced_shape(x.shape, axis, params.keepdims), dtype)
 
 
 LOWER.add(OpKind.UFUNC_REDUCE, _ufunc_method("reduce"))
@@ -140,8 +137,9 @@ LOWER.add(OpKind.UFUNC_REDUCE, _ufunc_method("reduce"))
 def _ufunc_reduce(p: Primal, g: Any) -> list[Cotangent]:
     """``np.add.reduce`` is a sum, ``multiply`` a product, ``maximum``/``minimum`` a max/min
     (ties: the first occurrence); the default axis is 0."""
-    x, ufunc = p.args[0], p.attrs["ufunc"]
-    axis, keepdims = p.attrs.get("axis", 0), bool(p.attrs.get("keepdims", False))
+    params = cast("UfuncMethodParams", p.params)
+    x, ufunc = p.args[0], params.ufunc
+    axis, keepdims = params.axis, bool(params.keepdims)
     if ufunc is np.add:
         return [lambda: expand_to(g, x, axis, keepdims)]
     if ufunc is np.multiply:
@@ -161,7 +159,7 @@ NOTES.add(K.UFUNC_REDUCE, "add, multiply, maximum, minimum (ties: the first occu
 
 # Whole graph: maximum and minimum, as max and min over several axes (:mod:`.extrema`).
 def _claims_ufunc_reduce(node: Node) -> bool:
-    return node.attrs.get("ufunc") in (np.maximum, np.minimum)
+    return cast("UfuncMethodParams", node.params).ufunc in (np.maximum, np.minimum)
 
 
 WHOLE_GRAPH.add(
@@ -189,9 +187,9 @@ UFUNC_METHODS["reduceat"] = _trace_ufunc_reduceat
 
 @ABSTRACT_EVAL.register(OpKind.UFUNC_REDUCEAT)
 def _abstract_ufunc_reduceat(
-    attrs: dict[str, Any], x: AbstractValue, indices: AbstractValue
+    params: UfuncMethodParams, x: AbstractValue, indices: AbstractValue
 ) -> AbstractValue:
-    ufunc, axis = attrs["ufunc"], attrs.get("axis", 0)
+    ufunc, axis = params.ufunc, params.axis
     if indices.ndim is not None and indices.ndim != 1:
         raise ValueError("index must be 1-dimensional")
     if indices.dtype.kind not in "iu":
@@ -199,7 +197,7 @@ def _abstract_ufunc_reduceat(
             f"Cannot cast array data from {indices.dtype!r} to dtype('int64') "
             "according to the rule 'safe'"
         )
-    kwargs = {**_ufunc_kwargs(attrs), "axis": 0}
+    kwargs = {**params.kwargs("ufunc"), "axis": 0}
     dtype = probe_dtype(
         lambda a: ufunc.reduceat(a.reshape(-1)[:1], np.zeros(1, np.intp), **kwargs), x
     )
@@ -220,20 +218,21 @@ def _ufunc_reduceat(p: Primal, g: Any) -> list[Cotangent]:
     """``np.add.reduceat``: sums of segments, a fixed linear map along the axis for constant
     indices (``np.add.reduceat`` of an identity matrix is its matrix)."""
     x, indices = p.args
-    if p.attrs["ufunc"] is not np.add:
+    params = cast("UfuncMethodParams", p.params)
+    if params.ufunc is not np.add:
         raise NotImplementedError(
-            f"the gradient of np.{p.attrs['ufunc'].__name__}.reduceat "
+            f"the gradient of np.{params.ufunc.__name__}.reduceat "
             "is not implemented (np.add.reduceat has a rule)"
         )
     index = (
-        indices.node.attrs.get("value")
+        cast("ConstantParams", indices.node.params).value
         if isinstance(indices, Tensor) and indices.node.op is K.CONSTANT
         else (None if isinstance(indices, Tensor) else indices)
     )
     if index is None:
         raise NotImplementedError("the gradient of np.add.reduceat needs constant indices")
     shape = static_shape(x, "np.add.reduceat")
-    axis = p.attrs.get("axis", 0) % len(shape)
+    axis = params.axis % len(shape)
     w = np.add.reduceat(np.eye(shape[axis]), np.asarray(index), axis=0)  # (segments, n)
 
     def dx() -> Any:
@@ -265,13 +264,13 @@ UFUNC_METHODS["accumulate"] = _trace_ufunc_accumulate
 
 
 @ABSTRACT_EVAL.register(OpKind.UFUNC_ACCUMULATE)
-def _abstract_ufunc_accumulate(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    ufunc, axis = attrs["ufunc"], attrs.get("axis", 0)
+def _abstract_ufunc_accumulate(params: UfuncMethodParams, x: AbstractValue) -> AbstractValue:
+    ufunc, axis = params.ufunc, params.axis
     if x.shape is not None:
         if not x.shape:
             raise TypeError("cannot accumulate on a scalar")
         normalize_axis(axis, len(x.shape))
-    dtype = probe_dtype(ufunc.accumulate, x, **{**_ufunc_kwargs(attrs), "axis": 0})
+    dtype = probe_dtype(ufunc.accumulate, x, **{**params.kwargs("ufunc"), "axis": 0})
     return AbstractValue(x.shape, dtype)
 
 
@@ -298,8 +297,9 @@ def _ufunc_accumulate(p: Primal, g: Any) -> list[Cotangent]:
     """``add`` is a cumulative sum, ``multiply`` a cumulative product (divides by ``x``);
     ``maximum``/``minimum`` (``fmax``/``fmin``) route each output's cotangent to the element it
     copies: the running extreme, ties to the first occurrence."""
-    x, ufunc = p.args[0], p.attrs["ufunc"]
-    axis = p.attrs.get("axis", 0)
+    params = cast("UfuncMethodParams", p.params)
+    x, ufunc = p.args[0], params.ufunc
+    axis = params.axis
     if ufunc is np.add:
         return [lambda: reverse_cumsum(g, axis)]
     if ufunc is np.multiply:
@@ -331,7 +331,8 @@ NOTES.add(
 
 def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
     only_params(node, {"axis", "ufunc"})
-    ufunc = node.attrs["ufunc"]
+    params = cast("UfuncMethodParams", node.params)
+    ufunc = params.ufunc
     x = array_arg(node, 0, "a value")
     dt = result_dtype(node)
     if not isinstance(ufunc, np.ufunc) or ufunc.nin != 2 or ufunc.nout != 1:
@@ -343,7 +344,7 @@ def _check_accumulate(node: Node) -> tuple[Node, np.dtype, int, np.ufunc]:
     rank = len(ranked_shape(x))
     if rank == 0:
         raise Unsupported("accumulate of a 0-d value")
-    return x, dt, checked_axis(node.attrs.get("axis", 0), rank, "accumulate"), ufunc
+    return x, dt, checked_axis(params.axis, rank, "accumulate"), ufunc
 
 
 def _emit_accumulate(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
@@ -374,13 +375,14 @@ def ufunc_accumulate(b: GraphBuilder, node: Node) -> list[str]:
     """``np.add.accumulate`` is a cumsum in the node's dtype; no other ufunc's running
     reduction (cumulative product, maximum...) has an ONNX op."""
     handled_params(node, ufunc=ANY_VALUE, axis=ANY_VALUE, dtype=ANY_VALUE)
-    if node.attrs["ufunc"] is not np.add:
+    ufunc = cast("UfuncMethodParams", node.params).ufunc
+    if ufunc is not np.add:
         raise refuse(
             node,
-            f"ONNX has no running {node.attrs['ufunc'].__name__} (only CumSum)",
+            f"ONNX has no running {ufunc.__name__} (only CumSum)",
             "compute it outside the exported function and pass the result in",
         )
-    attrs = {k: v for k, v in node.params.items() if k != "ufunc"}
+    attrs = node.params.kwargs("ufunc")
     attrs.setdefault("axis", 0)
     as_cumsum = Node(node.name, K.CUMSUM, node.args, attrs, node.aval, node.source)
     return cumsum(b, as_cumsum)
