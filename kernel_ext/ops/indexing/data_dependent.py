@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 
@@ -33,6 +33,7 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, normalize_axes, normalize_axis
 from ...ir.abstract.core import INTP, known_rank
 from ...ir.interpreter import LOWER
+from ...ir.params import AxisParams, NoParams, TrimZerosParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params
@@ -53,7 +54,7 @@ def _argwhere(a: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.NONZERO)
-def _abstract_nonzero(attrs: dict[str, Any], x: AbstractValue) -> tuple[AbstractValue, ...]:
+def _abstract_nonzero(params: NoParams, x: AbstractValue) -> tuple[AbstractValue, ...]:
     shape = known_rank(x, "nonzero")
     if not shape:
         raise ValueError(
@@ -64,7 +65,7 @@ def _abstract_nonzero(attrs: dict[str, Any], x: AbstractValue) -> tuple[Abstract
 
 
 @ABSTRACT_EVAL.register(K.ARGWHERE)
-def _abstract_argwhere(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _abstract_argwhere(params: NoParams, x: AbstractValue) -> AbstractValue:
     return AbstractValue((None, len(known_rank(x, "argwhere"))), INTP)
 
 
@@ -135,11 +136,11 @@ def _compress(condition: Any, a: Any, axis: Any = None) -> Any:
 
 @ABSTRACT_EVAL.register(K.COMPRESS)
 def _abstract_compress(
-    attrs: dict[str, Any], condition: AbstractValue, a: AbstractValue
+    params: AxisParams, condition: AbstractValue, a: AbstractValue
 ) -> AbstractValue:
     if condition.ndim not in (None, 1):
         raise ValueError("condition must be a 1-d array")
-    axis = attrs.get("axis")
+    axis = params.axis
     if axis is None:
         return AbstractValue((None,), a.dtype)
     shape = known_rank(a, "compress")
@@ -149,14 +150,16 @@ def _abstract_compress(
 
 @LOWER.register(K.COMPRESS)
 def _lower_compress(node: Node) -> Callable[..., Any]:
-    axis = node.attrs.get("axis")
+    params = cast("AxisParams", node.params)
+    axis = params.axis
     return lambda condition, a: np.compress(condition, a, axis)
 
 
 @VJP.register(K.COMPRESS)
 def _vjp_compress(p: Primal, g: Any) -> list[Cotangent]:
     """``a`` at the true positions of ``condition`` (shorter conditions padded with false)."""
-    axis = p.attrs.get("axis")
+    params = cast("AxisParams", p.params)
+    axis = params.axis
 
     def fn(condition: Any, a: Any) -> Any:
         flat = a if axis is not None else np.ravel(a)
@@ -176,10 +179,11 @@ NOTES.add(K.COMPRESS, "composition: a boolean mask")
 def compress(b: GraphBuilder, node: Node) -> list[str]:
     """np.compress: ONNX's Compress (a condition shorter than the axis selects from its
     start in both)."""
+    params = cast("AxisParams", node.params)
     handled_params(node, axis=ANY_VALUE)
     condition, a = node.args
     cond = b.one("Reshape", [b.operand(condition, np.bool_), b.ints([-1])])
-    axis = node.attrs.get("axis")
+    axis = params.axis
     if axis is None:
         return [b.one("Compress", [b.value(a), cond])]
     return [b.one("Compress", [b.value(a), cond], axis=int(axis) % a.aval.ndim)]
@@ -199,22 +203,23 @@ def _trim_zeros(filt: Any, trim: Literal["f", "b", "fb", "bf"] = "fb", axis: Any
 
 
 @ABSTRACT_EVAL.register(K.TRIM_ZEROS)
-def _abstract_trim_zeros(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _abstract_trim_zeros(params: TrimZerosParams, x: AbstractValue) -> AbstractValue:
     shape = known_rank(x, "trim_zeros")
-    axes = normalize_axes(attrs.get("axis"), len(shape))
+    axes = normalize_axes(params.axis, len(shape))
     return AbstractValue(tuple(None if i in axes else d for i, d in enumerate(shape)), x.dtype)
 
 
 @LOWER.register(K.TRIM_ZEROS)
 def _lower_trim_zeros(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.trim_zeros, **node.params)
+    return functools.partial(np.trim_zeros, **node.params.kwargs())
 
 
 @VJP.register(K.TRIM_ZEROS)
 def _vjp_trim_zeros(p: Primal, g: Any) -> list[Cotangent]:
     """A 1-D ``filt`` without its leading and/or trailing zeros: a boolean mask of the
     positions kept (after the first non-zero, before the last)."""
-    trim = p.attrs.get("trim", "fb").lower()
+    params = cast("TrimZerosParams", p.params)
+    trim = params.trim.lower()
     if len(static_shape(p.args[0], "np.trim_zeros")) != 1:
         raise NotImplementedError("the gradient of np.trim_zeros is implemented for 1-D arrays")
 

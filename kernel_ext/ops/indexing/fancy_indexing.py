@@ -25,6 +25,7 @@ from ...backends.whole_graph_ops.common import (
 )
 from ...ir import AbstractValue, Node, OpKind
 from ...ir.abstract import DynamicIndex
+from ...ir.params import IndexParams
 
 
 @dataclass(frozen=True)
@@ -57,17 +58,19 @@ def _is_array_component(node: Node, c: Any) -> bool:
 
 def claims_fancy(node: Node) -> bool:
     """An index with an integer or bool array component (basic ones stay with whole_graph)."""
-    return any(_is_array_component(node, c) for c in node.attrs["index"])
+    params = cast("IndexParams", node.params)
+    return any(_is_array_component(node, c) for c in params.index)
 
 
 def _fancy_plan(node: Node) -> list[_Part]:
     """The index as one :class:`_Part` per component, ``...`` expanded to full slices and
     full slices added for the axes it leaves out; Unsupported for what is not covered
     (``None``, 0-d bool or array components, uint64 indices, traced slice bounds)."""
+    params = cast("IndexParams", node.params)
     x = array_arg(node, 0, "an array")
     rank = len(ranked_shape(x))
     parts: list[_Part | None] = []
-    for c in node.attrs["index"]:
+    for c in params.index:
         if c is None:
             raise Unsupported("array indexing with a None (np.newaxis) component")
         if c is Ellipsis:

@@ -16,6 +16,7 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, broadcast_shapes
 from ...ir.abstract.core import INTP, dtype_of, shape_of
 from ...ir.interpreter import LOWER
+from ...ir.params import RavelMultiIndexParams, UnravelIndexParams
 from ...trace import bind, numpy_call
 from ...trace.numpy_api.common import array_arg, bind_outputs, implements, is_traced, static_attr
 
@@ -33,12 +34,12 @@ def _ravel_multi_index(multi_index: Any, dims: Any, mode: Any = "raise", order: 
 
 
 @ABSTRACT_EVAL.register(K.RAVEL_MULTI_INDEX)
-def _abstract_ravel_multi_index(attrs: dict[str, Any], *index: Any) -> AbstractValue:
-    dims = attrs["dims"]
+def _abstract_ravel_multi_index(params: RavelMultiIndexParams, *index: Any) -> AbstractValue:
+    dims = params.dims
     if len(index) != len(dims):
         raise ValueError(f"parameter multi_index must be a sequence of length {len(dims)}")
     probe = tuple(np.zeros((1,) * len(shape_of(i) or ()), dtype_of(i)) for i in index)
-    kw = {k: v for k, v in attrs.items() if k != "dims"}
+    kw = params.kwargs("dims")
     if all(d > 0 for d in dims):
         np.ravel_multi_index(probe, dims, **kw)  # NumPy's checks of dtypes, mode and order
     return AbstractValue(broadcast_shapes(*[shape_of(i) for i in index]), INTP)
@@ -46,8 +47,9 @@ def _abstract_ravel_multi_index(attrs: dict[str, Any], *index: Any) -> AbstractV
 
 @LOWER.register(K.RAVEL_MULTI_INDEX)
 def _lower_ravel_multi_index(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
-    dims = kw.pop("dims")
+    params = cast("RavelMultiIndexParams", node.params)
+    dims = params.dims
+    kw = params.kwargs("dims")
     return lambda *index: np.ravel_multi_index(index, dims, **kw)
 
 
@@ -66,9 +68,9 @@ def _unravel_index(indices: Any, shape: Any, order: str = "C") -> tuple[Any, ...
 
 @ABSTRACT_EVAL.register(K.UNRAVEL_INDEX)
 def _abstract_unravel_index(
-    attrs: dict[str, Any], indices: AbstractValue
+    params: UnravelIndexParams, indices: AbstractValue
 ) -> tuple[AbstractValue, ...]:
-    shape = attrs["shape"]
+    shape = params.shape
     if indices.dtype.kind not in "iub":
         raise TypeError("only int indices permitted")
     return tuple(AbstractValue(indices.shape, INTP) for _ in shape)
@@ -76,4 +78,4 @@ def _abstract_unravel_index(
 
 @LOWER.register(K.UNRAVEL_INDEX)
 def _lower_unravel_index(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unravel_index, **node.params)
+    return functools.partial(np.unravel_index, **node.params.kwargs())

@@ -28,6 +28,7 @@ from ...ir.abstract import (
 )
 from ...ir.abstract.core import shape_of
 from ...ir.interpreter import LOWER, build_index
+from ...ir.params import BincountParams, UfuncAtParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params
@@ -67,10 +68,10 @@ UFUNC_METHODS.update(at=_ufunc_at)
 
 @ABSTRACT_EVAL.register(K.UFUNC_AT)
 def _abstract_ufunc_at(
-    attrs: dict[str, Any], a: AbstractValue, b: Any, *dyn: AbstractValue
+    params: UfuncAtParams, a: AbstractValue, b: Any, *dyn: AbstractValue
 ) -> AbstractValue:
-    ufunc = attrs["ufunc"]
-    target = getitem_shape(a.shape, attrs["index"], dyn)
+    ufunc = params.ufunc
+    target = getitem_shape(a.shape, params.index, dyn)
     if b is not None:
         vshape = shape_of(b)
         if target is not None and vshape is not None:
@@ -103,21 +104,23 @@ def ufunc_at(ufunc: np.ufunc, template: tuple[Any, ...], a: Any, b: Any, *dyn: A
 
 @LOWER.register(K.UFUNC_AT)
 def _lower_ufunc_at(node: Node) -> Callable[..., Any]:
-    return functools.partial(ufunc_at, node.attrs["ufunc"], node.attrs["index"])
+    params = cast("UfuncAtParams", node.params)
+    return functools.partial(ufunc_at, params.ufunc, params.index)
 
 
 @VJP.register(K.UFUNC_AT)
 def _vjp_ufunc_at(p: Primal, g: Any) -> list[Cotangent]:
     """``np.add.at(a, index, b)`` (a scatter-add: repeated positions add up) and
     ``np.subtract.at``: ``a`` gets ``g``, ``b`` gets ``±g[index]`` (a gather)."""
+    params = cast("UfuncAtParams", p.params)
     _a, b, *dyn = p.args
-    ufunc = p.attrs["ufunc"]
+    ufunc = params.ufunc
     if ufunc not in (np.add, np.subtract):
         raise unsupported_ufunc(p, "at")
 
     def db() -> Any:
         # (Any: a Tensor, whose operators trace.operators installs where mypy cannot see)
-        picked: Any = bind(K.GETITEM, (g, *dyn), {"index": p.attrs["index"]})
+        picked: Any = bind(K.GETITEM, (g, *dyn), {"index": params.index})
         return unbroadcast(picked if ufunc is np.add else -picked, p.shape(1))
 
     return [g, db if isinstance(b, Tensor) else None] + [None] * len(dyn)
@@ -132,7 +135,8 @@ _AT_UFUNCS = (np.add, np.subtract, np.multiply)
 def _check_ufunc_at(node: Node) -> None:
     """``ufunc.at(a, idx, b)``: one 1-D integer index array into the first axis of a 1-D or
     2-D array, and values of ``a``'s dtype, one per index (or one for all)."""
-    ufunc, index = node.attrs["ufunc"], node.attrs["index"]
+    params = cast("UfuncAtParams", node.params)
+    ufunc, index = params.ufunc, params.index
     a, b = node.args[0], node.args[1]
     if ufunc not in _AT_UFUNCS:
         raise Unsupported(f"{getattr(ufunc, '__name__', ufunc)}.at")
@@ -194,8 +198,9 @@ def _emit_ufunc_at(w: Writer, node: Node, args: list[Any], t: str, out: Source) 
     """``np.add.at(a, idx, b)`` (subtract, multiply): unbuffered, in index order, into a
     copy of ``a`` — NumPy's order, so float results are NumPy's bits. An index out of
     range, or values of another shape, signal NumPy's error."""
+    params = cast("UfuncAtParams", node.params)
     base, values, idx = args[0], args[1], args[2]
-    ufunc = node.attrs["ufunc"]
+    ufunc = params.ufunc
     dt = np.dtype(node.dtype)
     wrap = dt.kind in "iu"
     op = {
@@ -227,8 +232,9 @@ _AT_REDUCTIONS = {np.add: "add", np.multiply: "mul", np.maximum: "max", np.minim
 @ONNX.register(K.UFUNC_AT)
 def _onnx_ufunc_at(b: GraphBuilder, node: Node) -> list[str]:
     """``np.add.at(a, index, b)``: ScatterND accumulating repeated positions, as ``at``."""
+    params = cast("UfuncAtParams", node.params)
     handled_params(node, index=ANY_VALUE, ufunc=ANY_VALUE)
-    ufunc = node.attrs["ufunc"]
+    ufunc = params.ufunc
     value = node.args[1]
     reduction = _AT_REDUCTIONS.get(ufunc)
     if reduction is None or value is None:
@@ -251,15 +257,16 @@ def _bincount(x: Any, weights: Any = None, minlength: Any = 0) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.BINCOUNT)
-def _abstract_bincount(attrs: dict[str, Any], x: AbstractValue, weights: Any) -> AbstractValue:
+def _abstract_bincount(params: BincountParams, x: AbstractValue, weights: Any) -> AbstractValue:
     # max(x) + 1, at least minlength: a length only the values decide
-    dtype = probe_dtype(lambda a, w: np.bincount(a, w, attrs.get("minlength", 0)), x, weights)
+    dtype = probe_dtype(lambda a, w: np.bincount(a, w, params.minlength), x, weights)
     return AbstractValue((None,), dtype)
 
 
 @LOWER.register(K.BINCOUNT)
 def _lower_bincount(node: Node) -> Callable[..., Any]:
-    minlength = node.attrs.get("minlength", 0)
+    params = cast("BincountParams", node.params)
+    minlength = params.minlength
     return lambda x, weights: np.bincount(x, weights, minlength)
 
 
@@ -274,8 +281,9 @@ NOTES.add(K.BINCOUNT, "weights: a gather; x has none")
 
 
 def _check_bincount(node: Node) -> None:
+    params = cast("BincountParams", node.params)
     x, weights = node.args[0], node.args[1]
-    minlength = node.attrs.get("minlength", 0)
+    minlength = params.minlength
     if weights is not None or set(node.attrs) - {"minlength"}:
         raise Unsupported("bincount with weights")
     if not isinstance(minlength, (int, np.integer)) or minlength < 0:
@@ -309,8 +317,9 @@ def _bincount(x, minlength):
 
 
 def _emit_bincount(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
+    params = cast("BincountParams", node.params)
     w.helpers["_bincount"] = _BINCOUNT
-    minlength = int(node.attrs.get("minlength", 0))
+    minlength = int(params.minlength)
     out.line(f"{t}_ok, {t} = _bincount({args[0].name}, {minlength})")
     w.signal(out, f"not {t}_ok")  # a negative value: NumPy's error
     return "fresh"

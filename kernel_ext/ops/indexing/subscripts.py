@@ -29,6 +29,7 @@ from ...ir.abstract import (
 )
 from ...ir.abstract.core import shape_of
 from ...ir.interpreter import LOWER, build_index
+from ...ir.params import IndexParams, UfuncAtParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, INT64_MAX, INT64_MIN, handled_params, rank
@@ -44,9 +45,7 @@ K = OpKind
 
 
 @ABSTRACT_EVAL.register(K.GETITEM)
-def _abstract_getitem(
-    attrs: dict[str, Any], x: AbstractValue, *dyn: AbstractValue
-) -> AbstractValue:
+def _abstract_getitem(params: IndexParams, x: AbstractValue, *dyn: AbstractValue) -> AbstractValue:
     for d in dyn:
         if not (np.issubdtype(d.dtype, np.integer) or d.dtype == np.bool_):
             raise IndexError(
@@ -54,14 +53,14 @@ def _abstract_getitem(
                 f"(`None`) and integer or boolean arrays are valid indices; got a "
                 f"traced {d}"
             )
-    return AbstractValue(getitem_shape(x.shape, attrs["index"], dyn), x.dtype)
+    return AbstractValue(getitem_shape(x.shape, params.index, dyn), x.dtype)
 
 
 @ABSTRACT_EVAL.register(K.SETITEM)
 def _abstract_setitem(
-    attrs: dict[str, Any], x: AbstractValue, value: Any, *dyn: AbstractValue
+    params: IndexParams, x: AbstractValue, value: Any, *dyn: AbstractValue
 ) -> AbstractValue:
-    target = getitem_shape(x.shape, attrs["index"], dyn)
+    target = getitem_shape(x.shape, params.index, dyn)
     vshape = shape_of(value)
     if target is not None and vshape is not None:
         merged = broadcast_shapes(vshape, target)
@@ -87,7 +86,8 @@ def _is_static(template: tuple[Any, ...]) -> bool:
 
 @LOWER.register(K.GETITEM)
 def _lower_getitem(node: Node) -> Callable[..., Any]:
-    template = node.attrs["index"]
+    params = cast("IndexParams", node.params)
+    template = params.index
     if _is_static(template):
         return lambda x: x[template]
     return lambda x, *dyn: x[build_index(template, dyn)]
@@ -95,7 +95,8 @@ def _lower_getitem(node: Node) -> Callable[..., Any]:
 
 @LOWER.register(K.SETITEM)
 def _lower_setitem(node: Node) -> Callable[..., Any]:
-    template = node.attrs["index"]
+    params = cast("IndexParams", node.params)
+    template = params.index
 
     def setitem(x: Any, value: Any, *dyn: Any) -> np.ndarray:
         out = np.array(x, copy=True)
@@ -120,7 +121,8 @@ def _is_full_slice(c: Any) -> bool:
 
 def _getitem_of_full_slices(node: Node, args: tuple[Any, ...]) -> Proposal:
     """``x[:]``, ``x[...]``, ``x[:, :]`` -> ``x``."""
-    template = node.attrs["index"]
+    params = cast("IndexParams", node.params)
+    template = params.index
     if len(args) == 1 and template and all(_is_full_slice(c) for c in template):
         return cast("Node", args[0])
     return None
@@ -160,14 +162,16 @@ def scatter_add(x: Any, template: tuple[Any, ...], dyn: Sequence[Any], g: Any) -
 
 @VJP.register(K.GETITEM)
 def _vjp_getitem(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("IndexParams", p.params)
     x, *dyn = p.args
-    return [lambda: scatter_add(x, p.attrs["index"], dyn, g)] + [None] * len(dyn)
+    return [lambda: scatter_add(x, params.index, dyn, g)] + [None] * len(dyn)
 
 
 @VJP.register(K.SETITEM)
 def _vjp_setitem(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("IndexParams", p.params)
     _x, value, *dyn = p.args
-    template = p.attrs["index"]
+    template = params.index
 
     def dx() -> Any:
         return bind(K.SETITEM, (g, 0.0, *dyn), {"index": template})
@@ -384,19 +388,21 @@ def _gather_several(b: GraphBuilder, x: str, ndim: int, positions: list[tuple[in
 
 @ONNX.register(K.GETITEM)
 def _onnx_getitem(b: GraphBuilder, node: Node) -> list[str]:
+    params = cast("IndexParams", node.params)
     handled_params(node, index=ANY_VALUE)
     x = node.args[0]
-    return [index_value(b, node, b.value(x), x.aval.ndim, node.attrs["index"], node.args[1:])]
+    return [index_value(b, node, b.value(x), x.aval.ndim, params.index, node.args[1:])]
 
 
 def _positions(b: GraphBuilder, node: Node, x: Node, dyn: Sequence[Any]) -> tuple[str, str]:
     """(x flattened, the flat positions ``x[index]`` selects, in NumPy's order): an index
     grid indexed the way the op indexes ``x``."""
+    params = cast("IndexParams | UfuncAtParams", node.params)
     name = b.value(x)
     count = b.one("Size", [name])
     grid = b.one("Range", [b.const(0, np.int64), count, b.const(1, np.int64)])
     grid = b.one("Reshape", [grid, b.shape_of(name)], allowzero=1)
-    picked = index_value(b, node, grid, rank(x), node.attrs["index"], dyn)
+    picked = index_value(b, node, grid, rank(x), params.index, dyn)
     return b.one("Reshape", [name, b.ints([-1])]), picked
 
 

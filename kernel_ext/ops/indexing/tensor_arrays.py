@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -25,6 +25,7 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
 from ...ir.abstract.core import shape_of
 from ...ir.interpreter import LOWER, tensor_array_write
+from ...ir.params import TensorArrayWriteParams
 from ...onnx.rules.common import RULES as ONNX
 from ...onnx.rules.common import refusal_rule
 
@@ -35,17 +36,17 @@ K = OpKind
 
 @ABSTRACT_EVAL.register(K.TENSOR_ARRAY_WRITE)
 def _abstract_tensor_array_write(
-    attrs: dict[str, Any], buffer: AbstractValue, index: Any, value: Any
+    params: TensorArrayWriteParams, buffer: AbstractValue, index: Any, value: Any
 ) -> AbstractValue:
     vshape = shape_of(value)
     return AbstractValue(
-        None if vshape is None else (None,) + tuple(vshape), np.dtype(attrs["dtype"])
+        None if vshape is None else (None,) + tuple(vshape), np.dtype(params.dtype)
     )
 
 
 @LOWER.register(K.TENSOR_ARRAY_WRITE)
 def _lower_tensor_array_write(node: Node) -> Callable[..., Any]:
-    return functools.partial(tensor_array_write, **node.params)
+    return functools.partial(tensor_array_write, **node.params.kwargs())
 
 
 NOTES.add(K.TENSOR_ARRAY_WRITE, "not yet")
@@ -58,9 +59,10 @@ NOTES.add(K.TENSOR_ARRAY_WRITE, "not yet")
 
 
 def _check_tensor_array_write(node: Node) -> None:
+    params = cast("TensorArrayWriteParams", node.params)
     only_params(node, {"dtype", "size", "dynamic_size"})
     buffer, index, value = node.args
-    dt = np.dtype(node.attrs["dtype"])
+    dt = np.dtype(params.dtype)
     if dt not in DTYPES:
         raise Unsupported(f"a TensorArray of {dt}")
     if buffer is not None and (
@@ -88,9 +90,10 @@ def _check_tensor_array_write(node: Node) -> None:
 
 
 def _emit_tensor_array_write(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
+    params = cast("TensorArrayWriteParams", node.params)
     buffer, index, value = args
-    dt = np.dtype(node.attrs["dtype"])
-    size, dynamic = int(node.attrs["size"]), bool(node.attrs["dynamic_size"])
+    dt = np.dtype(params.dtype)
+    size, dynamic = int(params.size), bool(params.dynamic_size)
     vshape = node.args[2].aval.shape
     rank = len(vshape)
     i = w.fresh("i")

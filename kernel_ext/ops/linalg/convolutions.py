@@ -8,7 +8,7 @@ Conv sums in its own order).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -35,6 +35,7 @@ from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
 from ...ir.abstract import Rule as AbstractRule
 from ...ir.abstract.core import probe_dtype, shape_of
 from ...ir.interpreter import LOWER
+from ...ir.params import ConvolveParams
 from ...trace.context import bind
 from ...trace.numpy_api.common import implements
 
@@ -58,8 +59,8 @@ def _correlate_rule(fn: Callable[..., Any]) -> AbstractRule:
     """``np.correlate``/``np.convolve`` of two non-empty 1-D arrays: ``valid`` keeps
     ``max - min + 1`` values, ``same`` ``max``, ``full`` ``n + m - 1``."""
 
-    def rule(attrs: dict[str, Any], a: Any, v: Any) -> AbstractValue:
-        mode = attrs.get("mode", "valid")
+    def rule(params: ConvolveParams, a: Any, v: Any) -> AbstractValue:
+        mode = params.mode
         dtype = probe_dtype(lambda x, y: fn(x, y, mode), a, v)
         n, m = (shape_of(a) or (1,))[0], (shape_of(v) or (1,))[0]
         for what, d in (("a", n), ("v", m)):
@@ -79,8 +80,9 @@ ABSTRACT_EVAL.add(K.CONVOLVE, _correlate_rule(np.convolve))
 
 @LOWER.register(K.CORRELATE, K.CONVOLVE)
 def _lower_correlate(node: Node) -> Callable[..., Any]:
+    params = cast("ConvolveParams", node.params)
     fn = np.correlate if node.op is OpKind.CORRELATE else np.convolve
-    mode = node.attrs.get("mode", "valid")
+    mode: Any = params.mode  # (NumPy's stubs take a literal; NumPy checks the value)
     return lambda a, v: fn(a, v, mode)
 
 
@@ -97,9 +99,10 @@ def _full_correlation(a: Any, v: Any) -> Any:
 def _correlate_vjp(p: Primal, g: Any) -> list[Cotangent]:
     """By composition: the full correlation as a Toeplitz product (convolution: of the
     reversed ``v``), then NumPy's window of it for ``valid``/``same``."""
+    params = cast("ConvolveParams", p.params)
     a, v = p.args
     (n,), (m,) = static_shape(a, "np.correlate"), static_shape(v, "np.correlate")
-    mode = p.attrs.get("mode", "valid")
+    mode = params.mode
     convolve = p.node.op is K.CONVOLVE
     k = min(n, m)
     length = {"valid": max(n, m) - k + 1, "same": max(n, m), "full": n + m - 1}[mode]
@@ -182,6 +185,7 @@ _CORRELATE_MODES = {"valid": 0, "same": 1, "full": 2}
 
 
 def _check_correlate(node: Node) -> tuple[np.dtype, int]:
+    params = cast("ConvolveParams", node.params)
     only_params(node, {"mode"})
     a, v = array_arg(node, 0, "an array"), array_arg(node, 1, "a kernel")
     dt = result_dtype(node)
@@ -192,7 +196,7 @@ def _check_correlate(node: Node) -> tuple[np.dtype, int]:
         )
     if len(ranked_shape(a)) != 1 or len(ranked_shape(v)) != 1:
         raise Unsupported(f"{node.op.value} of arrays other than 1-D")
-    mode = node.attrs.get("mode", "valid")
+    mode = params.mode
     if mode not in _CORRELATE_MODES:
         raise Unsupported(f"{node.op.value} mode {mode!r}")
     if find_loop(np.matmul, (dt,) * 3) is None:

@@ -41,6 +41,15 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, Shape
 from ...ir.abstract.core import broadcast_shapes, known_rank, probe_dtype
 from ...ir.interpreter import LOWER
+from ...ir.params import (
+    CholeskyParams,
+    EighParams,
+    LstsqParams,
+    NoParams,
+    PinvParams,
+    QrParams,
+    SvdParams,
+)
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import RULES as ONNX
@@ -155,19 +164,19 @@ implements(np.linalg.solve)(solve)
 
 
 @ABSTRACT_EVAL.register(K.INV)
-def _inv_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _inv_aval(params: NoParams, a: AbstractValue) -> AbstractValue:
     _square_check(a)
     return AbstractValue(a.shape, probe_dtype(np.linalg.inv, a))
 
 
 @ABSTRACT_EVAL.register(K.DET)
-def _det_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _det_aval(params: NoParams, a: AbstractValue) -> AbstractValue:
     _square_check(a)
     return AbstractValue(None if a.shape is None else a.shape[:-2], probe_dtype(np.linalg.det, a))
 
 
 @ABSTRACT_EVAL.register(K.SOLVE)
-def _solve_aval(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _solve_aval(params: NoParams, a: AbstractValue, b: AbstractValue) -> AbstractValue:
     _square_check(a)
     dtype = probe_dtype(lambda x, y: np.linalg.solve(x, y), a, b)
     if a.shape is None or b.shape is None:
@@ -338,7 +347,7 @@ def _slogdet(a: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.SLOGDET)
-def _slogdet_aval(attrs: dict[str, Any], a: AbstractValue) -> tuple[AbstractValue, ...]:
+def _slogdet_aval(params: NoParams, a: AbstractValue) -> tuple[AbstractValue, ...]:
     _square_check(a)
     sign, logabsdet = _linalg_probe(a, np.linalg.slogdet)
     batch = None if a.shape is None else a.shape[:-2]
@@ -372,13 +381,14 @@ implements(np.linalg.svd)(svd)
 
 
 @ABSTRACT_EVAL.register(K.SVD)
-def _svd_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
+def _svd_aval(params: SvdParams, a: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
     shape = known_rank(a, "linalg.svd")
     if len(shape) < 2:
         raise np.linalg.LinAlgError(
             f"{len(shape)}-dimensional array given. Array must be at least two-dimensional"
         )
-    full, uv = attrs.get("full_matrices", True), attrs.get("compute_uv", True)
+    full = params.full_matrices
+    uv: Any = params.compute_uv  # (NumPy's stubs take a literal True or False)
     probe = _linalg_probe(a, lambda e: np.linalg.svd(e, compute_uv=uv))
     *batch, m, n = shape
     k = None if m is None or n is None else min(m, n)
@@ -392,7 +402,7 @@ def _svd_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue | tuple[
 
 @LOWER.register(K.SVD)
 def _lower_svd(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.linalg.svd, **node.params)
+    return functools.partial(np.linalg.svd, **node.params.kwargs())
 
 
 def svd_cotangent(a: Any, u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -> Any:
@@ -425,21 +435,21 @@ def svd_cotangent(a: Any, u: Any, s: Any, vh: Any, gu: Any, gs: Any, gvh: Any) -
 @VJP.register(K.SVD)
 def _svd_vjp(p: Primal, g: Any) -> list[Cotangent]:
     a = p.args[0]
-    attrs = p.attrs
-    if attrs.get("hermitian"):
+    params = cast("SvdParams", p.params)
+    if params.hermitian:
         raise NotImplementedError(
             "the gradient of np.linalg.svd(hermitian=True) is not "
             "implemented; use np.linalg.eigh (or hermitian=False)"
         )
     m, n = _matrix_dims(a, "svd")
     k = min(m, n)
-    if not attrs.get("compute_uv", True):
+    if not params.compute_uv:
         thin = bind(K.SVD, (a,), {"full_matrices": False, "compute_uv": True, "hermitian": False})
         u, s, vh = (bind(K.GET_OUTPUT, (thin,), {"index": i}) for i in range(3))
         return [lambda: svd_cotangent(a, u, s, vh, None, g, None)]
     gu, gs, gvh = g
     u, s, vh = outputs(p)
-    if attrs.get("full_matrices", True) and m != n:
+    if params.full_matrices and m != n:
         if (gu is not None and m > k) or (gvh is not None and n > k):
             raise NotImplementedError(
                 "the gradient of np.linalg.svd(full_matrices=True) of a non-square matrix is "
@@ -504,9 +514,9 @@ _SPD = np.eye(2) * 2.0
 @LOWER.register(K.CHOLESKY, K.QR, K.EIGH, K.EIGVALSH, K.LSTSQ, K.PINV)
 def _lower_linalg(node: Node) -> Callable[..., Any]:
     fn: Callable[..., Any] = getattr(np.linalg, node.op.value)
-    if node.op is OpKind.QR and node.attrs.get("mode") == "raw":
+    if node.op is OpKind.QR and cast("QrParams", node.params).mode == "raw":
         return lambda a: tuple(fn(a, mode="raw"))
-    return functools.partial(fn, **node.params)
+    return functools.partial(fn, **node.params.kwargs())
 
 
 # --- eigh, eigvalsh ---
@@ -519,9 +529,9 @@ implements(np.linalg.eigvalsh)(_linalg_op(OpKind.EIGVALSH, ("UPLO",)))
 
 
 @ABSTRACT_EVAL.register(K.EIGH)
-def _eigh_aval(attrs: dict[str, Any], a: AbstractValue) -> tuple[AbstractValue, ...]:
+def _eigh_aval(params: EighParams, a: AbstractValue) -> tuple[AbstractValue, ...]:
     _square_check(a)
-    w, v = _linalg_probe(a, lambda e: np.linalg.eigh(e, **attrs))
+    w, v = _linalg_probe(a, lambda e: np.linalg.eigh(e, **params.kwargs()))
     return (
         AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype),
         AbstractValue(a.shape, v.dtype),
@@ -529,9 +539,9 @@ def _eigh_aval(attrs: dict[str, Any], a: AbstractValue) -> tuple[AbstractValue, 
 
 
 @ABSTRACT_EVAL.register(K.EIGVALSH)
-def _eigvalsh_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _eigvalsh_aval(params: EighParams, a: AbstractValue) -> AbstractValue:
     _square_check(a)
-    w = _linalg_probe(a, lambda e: np.linalg.eigvalsh(e, **attrs))
+    w = _linalg_probe(a, lambda e: np.linalg.eigvalsh(e, **params.kwargs()))
     return AbstractValue(None if a.shape is None else a.shape[:-1], w.dtype)
 
 
@@ -551,16 +561,18 @@ def eigh_cotangent(w: Any, v: Any, gw: Any, gv: Any, lower: bool) -> Any:
 
 @VJP.register(K.EIGH)
 def _eigh_vjp(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("EighParams", p.params)
     gw, gv = g
     w, v = outputs(p)
-    lower = p.attrs.get("UPLO", "L").upper() == "L"
+    lower = params.UPLO.upper() == "L"
     return [lambda: eigh_cotangent(w, v, gw, gv, lower)]
 
 
 @VJP.register(K.EIGVALSH)
 def _eigvalsh_vjp(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("EighParams", p.params)
     a = p.args[0]
-    uplo = p.attrs.get("UPLO", "L")
+    uplo = params.UPLO
     both = bind(K.EIGH, (a,), {"UPLO": uplo})
     w, v = (bind(K.GET_OUTPUT, (both,), {"index": i}) for i in range(2))
     return [lambda: eigh_cotangent(w, v, g, None, uplo.upper() == "L")]
@@ -577,7 +589,7 @@ implements(np.linalg.cholesky)(_linalg_op(OpKind.CHOLESKY, ("upper",)))
 
 
 @ABSTRACT_EVAL.register(K.CHOLESKY)
-def _cholesky_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _cholesky_aval(params: CholeskyParams, a: AbstractValue) -> AbstractValue:
     _square_check(a)
     return AbstractValue(a.shape, _linalg_probe(a, lambda e: np.linalg.cholesky(e)).dtype)
 
@@ -586,7 +598,8 @@ def _cholesky_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
 def _cholesky_vjp(p: Primal, g: Any) -> list[Cotangent]:
     """``a = l @ l.T``: ``P = l^-T phi(l^T gl) l^-1`` (``phi``: the lower triangle, half
     the diagonal), symmetrised, read through the triangle NumPy reads."""
-    upper = bool(p.attrs.get("upper", False))
+    params = cast("CholeskyParams", p.params)
+    upper = bool(params.upper)
     factor = cast("Tensor", p.out)
 
     def da() -> Any:
@@ -617,9 +630,9 @@ def _qr(a: Any, mode: str = "reduced") -> Any:
 
 
 @ABSTRACT_EVAL.register(K.QR)
-def _qr_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
+def _qr_aval(params: QrParams, a: AbstractValue) -> AbstractValue | tuple[AbstractValue, ...]:
     *batch, m, n = _at_least_2d(a, "linalg.qr")
-    mode = attrs.get("mode", "reduced")
+    mode: Any = params.mode  # (NumPy's stubs take a literal; NumPy checks the value)
     probe = _linalg_probe(a, lambda e: np.linalg.qr(e, mode=mode))
     k, b = _min_dim(m, n), tuple(batch)
     if mode == "r":
@@ -660,8 +673,9 @@ def qr_cotangent(a: Any, q: Any, r: Any, gq: Any, gr: Any) -> Any:
 
 @VJP.register(K.QR)
 def _qr_vjp(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("QrParams", p.params)
     a = p.args[0]
-    mode = p.attrs.get("mode", "reduced")
+    mode = params.mode
     m, n = _matrix_dims(a, "qr")
     k = min(m, n)
     if mode == "raw":
@@ -697,9 +711,9 @@ implements(np.linalg.pinv)(_linalg_op(OpKind.PINV, ("rcond", "hermitian", "rtol"
 
 
 @ABSTRACT_EVAL.register(K.PINV)
-def _pinv_aval(attrs: dict[str, Any], a: AbstractValue) -> AbstractValue:
+def _pinv_aval(params: PinvParams, a: AbstractValue) -> AbstractValue:
     *batch, m, n = _at_least_2d(a, "linalg.pinv")
-    dtype = _linalg_probe(a, lambda e: np.linalg.pinv(e, **attrs)).dtype
+    dtype = _linalg_probe(a, lambda e: np.linalg.pinv(e, **params.kwargs())).dtype
     return AbstractValue(tuple(batch) + (n, m), dtype)
 
 
@@ -716,8 +730,9 @@ def pinv_cotangent(a: Any, x: Any, gx: Any, hermitian: bool = False) -> Any:
 
 @VJP.register(K.PINV)
 def _pinv_vjp(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("PinvParams", p.params)
     a = p.args[0]
-    return [lambda: pinv_cotangent(a, p.out, g, bool(p.attrs.get("hermitian", False)))]
+    return [lambda: pinv_cotangent(a, p.out, g, bool(params.hermitian))]
 
 
 NOTES.add(K.PINV, "exact while the rank stays; hermitian reads the lower triangle")
@@ -733,7 +748,7 @@ implements(np.linalg.lstsq)(
 
 @ABSTRACT_EVAL.register(K.LSTSQ)
 def _lstsq_aval(
-    attrs: dict[str, Any], a: AbstractValue, b: AbstractValue
+    params: LstsqParams, a: AbstractValue, b: AbstractValue
 ) -> tuple[AbstractValue, ...]:
     """``x`` (N,) or (N, K); the residuals are empty unless the rank is N < M, a length
     the values decide; the rank; the singular values (min(M, N),)."""
@@ -750,7 +765,7 @@ def _lstsq_aval(
     if m is not None and bshape[0] is not None and m != bshape[0]:
         raise np.linalg.LinAlgError("Incompatible dimensions")
     x, res, rank, sv = np.linalg.lstsq(
-        np.eye(1, dtype=a.dtype), np.ones((1,) * len(bshape), b.dtype), **attrs
+        np.eye(1, dtype=a.dtype), np.ones((1,) * len(bshape), b.dtype), **params.kwargs()
     )
     return (
         AbstractValue((n,) + tuple(bshape[1:]), x.dtype),
@@ -764,6 +779,7 @@ def _lstsq_aval(
 def _lstsq_vjp(p: Primal, g: Any) -> list[Cotangent]:
     """``x`` is ``pinv(a) @ b`` (the minimum-norm solution; the cutoff ``rcond`` applied as
     lstsq does); the singular values are ``svd(a, compute_uv=False)``'s; the rank has none."""
+    params = cast("LstsqParams", p.params)
     gx, gres, _, gsv = g
     if gres is not None:
         raise NotImplementedError(
@@ -773,7 +789,7 @@ def _lstsq_vjp(p: Primal, g: Any) -> list[Cotangent]:
         )
     a = p.args[0]
     m, n = _matrix_dims(a, "lstsq")
-    rcond = p.attrs.get("rcond")
+    rcond = params.rcond
     rtol = float(np.finfo(a.dtype).eps * max(m, n)) if rcond is None or rcond < 0 else rcond
 
     def fn(a: Any, b: Any) -> tuple[Any, ...]:

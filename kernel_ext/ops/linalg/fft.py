@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -20,6 +20,7 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue
 from ...ir.abstract.core import known_rank, normalize_axis
 from ...ir.interpreter import LOWER
+from ...ir.params import FftParams
 from ...trace.context import bind
 from ...trace.numpy_api.common import (
     bound_arguments,
@@ -107,13 +108,14 @@ def _twice(m: int | None) -> int | None:
 
 
 @ABSTRACT_EVAL.register(K.FFT)
-def _fft_aval(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
+def _fft_aval(params: FftParams, x: AbstractValue) -> AbstractValue:
     """Shapes by ``np.fft``'s rules (``_cook_nd_args``): each transformed axis takes its
     ``n``/``s`` entry or keeps its length; rfft halves the last axis (``n // 2 + 1``), irfft
     and hfft double it back (``2 * (m - 1)``) unless ``n``/``s`` says. Dtype and NumPy's
     errors (bad axes, ``n < 1``, a bad ``norm``) from the transform of a small stand-in."""
-    transform = attrs["transform"]
-    kw = {k: v for k, v in attrs.items() if k != "transform"}
+    transform = params.transform
+    # the keywords given (n, s, axis, axes, norm): an absent one is NumPy's default
+    kw = params.kwargs("transform")
     shape = list(known_rank(x, f"fft.{transform}"))
     probe = getattr(np.fft, transform)(np.ones((2,) * len(shape), x.dtype), **kw)
     if transform in _FFT_1D:
@@ -143,8 +145,9 @@ def _fft_aval(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
 
 @LOWER.register(K.FFT)
 def _lower_fft(node: Node) -> Callable[..., Any]:
-    kw = dict(node.params)
-    return functools.partial(getattr(np.fft, kw.pop("transform")), **kw)
+    params = cast("FftParams", node.params)
+    transform = getattr(np.fft, params.transform)
+    return functools.partial(transform, **params.kwargs("transform"))
 
 
 NOTES.add(K.FFT, "complex results: gradients are real only (a path through complex values raises)")

@@ -50,6 +50,7 @@ from ...ir import Node, OpKind
 from ...ir.abstract import ABSTRACT_EVAL, AbstractValue, Shape, einsum_shape
 from ...ir.abstract.core import broadcast_shapes, format_shape, known_rank, probe_dtype, shape_of
 from ...ir.interpreter import LOWER
+from ...ir.params import ConstantParams, EinsumParams, NoParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, integer_sum, out_dtype, rank, wide
@@ -88,7 +89,7 @@ def _inner_mismatch(fn: str, a: Shape, b: Shape, da: Any, db: Any) -> None:
 
 
 @ABSTRACT_EVAL.register(K.MATMUL)
-def _matmul_aval(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _matmul_aval(params: NoParams, a: AbstractValue, b: AbstractValue) -> AbstractValue:
     dtype = np.matmul.resolve_dtypes((a.dtype, b.dtype, None))[-1]
     if a.shape is None or b.shape is None:
         return AbstractValue(None, dtype)
@@ -107,7 +108,7 @@ def _matmul_aval(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> A
 
 
 @ABSTRACT_EVAL.register(K.DOT)
-def _dot_aval(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _dot_aval(params: NoParams, a: AbstractValue, b: AbstractValue) -> AbstractValue:
     # (a Python number operand, np.dot(a, 2), is a literal with no AbstractValue: 0-d, and
     # np.dot makes it an array of its default dtype, so it is not weak as in a ufunc)
     dtype = _array_result_type(a, b)
@@ -124,7 +125,7 @@ def _dot_aval(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> Abst
 
 
 @ABSTRACT_EVAL.register(K.OUTER)
-def _outer_aval(attrs: dict[str, Any], a: AbstractValue, b: AbstractValue) -> AbstractValue:
+def _outer_aval(params: NoParams, a: AbstractValue, b: AbstractValue) -> AbstractValue:
     sizes = tuple(x.size if isinstance(x, AbstractValue) else 1 for x in (a, b))
     return AbstractValue(sizes, _array_result_type(a, b))
 
@@ -153,7 +154,7 @@ def _lower_products(node: Node) -> Callable[..., Any]:
 def _is_identity_matrix(c: Any) -> bool:
     if not isinstance(c, Node) or c.op is not OpKind.CONSTANT:
         return False
-    value = c.attrs["value"]
+    value = cast("ConstantParams", c.params).value
     return (
         value.ndim == 2
         and value.shape[0] == value.shape[1]
@@ -529,7 +530,7 @@ def _vdot(a: Any, b: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.VDOT)
-def _vdot_aval(attrs: dict[str, Any], a: Any, b: Any) -> AbstractValue:
+def _vdot_aval(params: NoParams, a: Any, b: Any) -> AbstractValue:
     na = a.size if isinstance(a, AbstractValue) else 1
     nb = b.size if isinstance(b, AbstractValue) else 1
     if na is not None and nb is not None and na != nb:
@@ -615,21 +616,21 @@ def _same_dim(a: int | None, b: int | None, fn: str) -> None:
 
 
 @ABSTRACT_EVAL.register(K.VECDOT)
-def _vecdot_aval(attrs: dict[str, Any], x1: Any, x2: Any) -> AbstractValue:
+def _vecdot_aval(params: NoParams, x1: Any, x2: Any) -> AbstractValue:
     (b1, (n1,)), (b2, (n2,)) = _core_dims(x1, 1, "vecdot"), _core_dims(x2, 1, "vecdot")
     _same_dim(n1, n2, "vecdot")
     return AbstractValue(broadcast_shapes(b1, b2), probe_dtype(np.vecdot, x1, x2))
 
 
 @ABSTRACT_EVAL.register(K.MATVEC)
-def _matvec_aval(attrs: dict[str, Any], a: Any, v: Any) -> AbstractValue:
+def _matvec_aval(params: NoParams, a: Any, v: Any) -> AbstractValue:
     (b1, (m, n)), (b2, (k,)) = _core_dims(a, 2, "matvec"), _core_dims(v, 1, "matvec")
     _same_dim(n, k, "matvec")
     return AbstractValue(broadcast_shapes(b1, b2) + (m,), probe_dtype(np.matvec, a, v))
 
 
 @ABSTRACT_EVAL.register(K.VECMAT)
-def _vecmat_aval(attrs: dict[str, Any], v: Any, a: Any) -> AbstractValue:
+def _vecmat_aval(params: NoParams, v: Any, a: Any) -> AbstractValue:
     (b1, (k,)), (b2, (m, n)) = _core_dims(v, 1, "vecmat"), _core_dims(a, 2, "vecmat")
     _same_dim(k, m, "vecmat")
     return AbstractValue(broadcast_shapes(b1, b2) + (n,), probe_dtype(np.vecmat, v, a))
@@ -717,17 +718,18 @@ def _einsum(*operands: Any, optimize: Any = False, **kwargs: Any) -> Any:
 
 
 @ABSTRACT_EVAL.register(K.EINSUM)
-def _einsum_aval(attrs: dict[str, Any], *operands: Any) -> AbstractValue:
-    subscripts = attrs["subscripts"]
-    kwargs = {k: v for k, v in attrs.items() if k not in ("subscripts", "optimize")}
+def _einsum_aval(params: EinsumParams, *operands: Any) -> AbstractValue:
+    subscripts = params.subscripts
+    kwargs = params.kwargs("subscripts", "optimize")
     dtype = probe_dtype(lambda *ops: np.einsum(subscripts, *ops, **kwargs), *operands)
     return AbstractValue(einsum_shape(subscripts, [shape_of(o) for o in operands]), dtype)
 
 
 @LOWER.register(K.EINSUM)
 def _lower_einsum(node: Node) -> Callable[..., Any]:
-    subscripts = node.attrs["subscripts"]
-    kw = {k: v for k, v in node.params.items() if k != "subscripts"}
+    params = cast("EinsumParams", node.params)
+    subscripts = params.subscripts
+    kw = params.kwargs("subscripts")
 
     def einsum(*operands: Any) -> Any:
         out = np.einsum(subscripts, *operands, **kw)
@@ -765,7 +767,8 @@ def _einsum_vjp(p: Primal, g: Any) -> list[Cotangent]:
     """The cotangent of operand ``i`` is an einsum of ``g`` with the other operands, the
     subscripts permuted so that operand ``i``'s come out; letters only operand ``i`` has (it
     sums over them alone) are broadcast back."""
-    parts, out = _einsum_parts(p.attrs["subscripts"], len(p.args))
+    params = cast("EinsumParams", p.params)
+    parts, out = _einsum_parts(params.subscripts, len(p.args))
 
     def operand(i: int) -> Any:
         mine = parts[i]
@@ -796,8 +799,9 @@ NOTES.add(K.EINSUM, "static subscripts without '...' or a repeated letter in one
 
 @ONNX.register(K.EINSUM)
 def _onnx_einsum(b: GraphBuilder, node: Node) -> list[str]:
+    params = cast("EinsumParams", node.params)
     handled_params(node, subscripts=ANY_VALUE, optimize=ANY_VALUE)
-    subscripts = node.attrs["subscripts"]
+    subscripts = params.subscripts
     terms = subscripts.split("->")[0].split(",")
     spans = {
         (rank(a) if isinstance(a, Node) else np.ndim(a)) - len(t.replace("...", ""))

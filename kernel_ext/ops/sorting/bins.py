@@ -25,6 +25,7 @@ from ...backends.whole_graph_ops.common import (
 from ...backends.whole_graph_ops.common import RULES as WHOLE_GRAPH
 from ...ir import LOWER, Node, OpKind
 from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue, Shape, probe_dtype, shape_of
+from ...ir.params import DigitizeParams, HistogramParams, NoParams, SearchsortedParams
 from ...trace.context import bind
 from ...trace.numpy_api.common import bind_outputs, implements, is_traced, static_attr
 from ...trace.opaque import numpy_call
@@ -47,9 +48,9 @@ def _digitize(x: Any, bins: Any, right: bool = False) -> Any:
 
 @ABSTRACT_EVAL.register(OpKind.SEARCHSORTED)
 def _eval_searchsorted(
-    attrs: dict[str, Any], a: AbstractValue, v: Any, sorter: Any
+    params: SearchsortedParams, a: AbstractValue, v: Any, sorter: Any
 ) -> AbstractValue:
-    side = attrs.get("side", "left")
+    side: Any = params.side  # (NumPy's stubs take a literal; NumPy checks the value)
     dtype = probe_dtype(
         lambda x, y, s: np.searchsorted(x, y, side, None if s is None else np.zeros_like(s)),
         a,
@@ -60,21 +61,23 @@ def _eval_searchsorted(
 
 
 @ABSTRACT_EVAL.register(OpKind.DIGITIZE)
-def _eval_digitize(attrs: dict[str, Any], x: Any, bins: AbstractValue) -> AbstractValue:
-    right = attrs.get("right", False)
+def _eval_digitize(params: DigitizeParams, x: Any, bins: AbstractValue) -> AbstractValue:
+    right = params.right
     dtype = probe_dtype(lambda a, b: np.digitize(a, b, right), x, bins)
     return AbstractValue(shape_of(x), dtype)
 
 
 @LOWER.register(OpKind.SEARCHSORTED)
 def _lower_searchsorted(node: Node) -> Callable[..., Any]:
-    side = node.attrs.get("side", "left")
+    params = cast("SearchsortedParams", node.params)
+    side: Any = params.side  # (NumPy's stubs take a literal; NumPy checks the value)
     return lambda a, v, sorter: np.searchsorted(a, v, side, sorter)
 
 
 @LOWER.register(OpKind.DIGITIZE)
 def _lower_digitize(node: Node) -> Callable[..., Any]:
-    right = node.attrs.get("right", False)
+    params = cast("DigitizeParams", node.params)
+    right = params.right
     return lambda x, bins: np.digitize(x, bins, right)
 
 
@@ -190,14 +193,14 @@ def _emit_search(w: Writer, node: Node, args: list[Any], t: str, out: Source) ->
     o = w.fresh("so")
     out.line(f"{o} = np.empty({v}.shape[0], np.int64)")
     if node.op is OpKind.SEARCHSORTED:
-        right = node.attrs.get("side", "left") == "right"
+        right = cast("SearchsortedParams", node.params).side == "right"
         out.line(f"_searchsorted({a}, {v}, {o}, {right})")
     else:
         w.helpers["_monotonicity"] = _MONOTONICITY
         mono = w.fresh("mono")
         out.line(f"{mono} = _monotonicity({args[ai].name}.astype(np.float64))")
         w.signal(out, f"{mono} == 0")
-        right = not node.attrs.get("right", False)  # NumPy swaps the side
+        right = not cast("DigitizeParams", node.params).right  # NumPy swaps the side
         with out.block(f"if {mono} == -1:") as body:
             body.line(f"_searchsorted({a}[::-1], {v}, {o}, {right})")
             body.line(f"{o} = {a}.shape[0] - {o}")
@@ -238,9 +241,9 @@ def _histogram(
 
 @ABSTRACT_EVAL.register(OpKind.HISTOGRAM)
 def _eval_histogram(
-    attrs: dict[str, Any], a: AbstractValue, bins: Any, weights: Any
+    params: HistogramParams, a: AbstractValue, bins: Any, weights: Any
 ) -> tuple[AbstractValue, ...]:
-    static_bins: Any = attrs.get("bins")  # a bin count, a method name, or None
+    static_bins: Any = params.bins  # a bin count, a method name, or None
     if isinstance(bins, AbstractValue):
         if bins.ndim != 1:
             raise ValueError("`bins` must be 1d, when an array")
@@ -254,8 +257,8 @@ def _eval_histogram(
         hist, bin_edges = np.histogram(
             np.ones(1, a.dtype),
             bins=probe_bins,
-            range=attrs.get("range"),
-            density=attrs.get("density"),
+            range=params.range,
+            density=params.density,
             weights=None if weights is None else np.ones(1, weights.dtype),
         )
     n = None if edges is None else edges - 1
@@ -264,8 +267,9 @@ def _eval_histogram(
 
 @LOWER.register(OpKind.HISTOGRAM)
 def _lower_histogram(node: Node) -> Callable[..., Any]:
-    static_bins: Any = node.attrs.get("bins")
-    kw = {k: v for k, v in node.params.items() if k != "bins"}
+    params = cast("HistogramParams", node.params)
+    static_bins: Any = params.bins
+    kw = params.kwargs("bins")
 
     def histogram(a: Any, bins: Any, weights: Any) -> tuple[Any, ...]:
         return np.histogram(a, bins=static_bins if bins is None else bins, weights=weights, **kw)
@@ -300,16 +304,17 @@ def _histogram(a, edges, first, last, denom, nbins, counts):
 def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
     """``(first, last, denom, edges)`` as NumPy's histogram computes them from the static
     range (``denom``: NumPy's ``_unsigned_subtract(last, first)`` as a float64)."""
+    params = cast("HistogramParams", node.params)
     only_params(node, {"bins", "range", "density"})
     a = array_arg(node, 0, "an array")
     if np.dtype(a.dtype) != np.float64:
         raise Unsupported(f"histogram of {a.dtype} (float64 only)")
     if any(v is not None for v in node.args[1:]):
         raise Unsupported("histogram with bin edges or weights")
-    bins, rng = node.attrs.get("bins"), node.attrs.get("range")
+    bins, rng = params.bins, params.range
     if not isinstance(bins, int) or isinstance(bins, bool) or bins < 1:
         raise Unsupported(f"histogram with bins={bins!r} (a number of bins only)")
-    if node.attrs.get("density"):
+    if params.density:
         raise Unsupported("histogram with density")
     if rng is None or len(rng) != 2 or any(type(v) not in (int, float, np.float64) for v in rng):
         raise Unsupported(f"histogram with range={rng!r} (a static range of Python numbers)")
@@ -336,8 +341,9 @@ def _histogram_range(node: Node) -> tuple[float, float, float, np.ndarray]:
 
 
 def _emit_histogram(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
+    params = cast("HistogramParams", node.params)
     first, last, denom, edges = _histogram_range(node)
-    nbins = int(node.attrs["bins"])
+    nbins = int(params.bins)
     ec = f"c{len(w.constants)}"
     w.constants.append(edges)
     w.helpers["_histogram"] = _HISTOGRAM
@@ -367,7 +373,7 @@ def _interp(
 
 @ABSTRACT_EVAL.register(OpKind.INTERP)
 def _eval_interp(
-    attrs: dict[str, Any],
+    params: NoParams,
     x: Any,
     xp: AbstractValue,
     fp: AbstractValue,

@@ -33,6 +33,7 @@ from ...ir.abstract.core import (
     probe_dtype,
     shape_of,
 )
+from ...ir.params import IsinParams, UniqueParams
 from ...trace import bind
 from ...trace.numpy_api.common import bind_outputs, implements
 from ...trace.opaque import numpy_call
@@ -83,26 +84,26 @@ def _unique(
 
 @ABSTRACT_EVAL.register(OpKind.UNIQUE)
 def _eval_unique(
-    attrs: dict[str, Any], x: AbstractValue
+    params: UniqueParams, x: AbstractValue
 ) -> AbstractValue | tuple[AbstractValue, ...]:
     shape = known_rank(x, "unique")
     values = AbstractValue((None,), x.dtype)
     extra = []
-    if attrs.get("return_index"):
+    if params.return_index:
         extra.append(AbstractValue((None,), INTP))
-    if attrs.get("return_inverse"):
+    if params.return_inverse:
         # NumPy 2 gives the inverse the input's shape (axis=None); ask it which rank
         probe = np.unique(np.zeros((1,) * len(shape), x.dtype), return_inverse=True)[1]
         inverse = shape if probe.ndim == len(shape) else (x.size,)
         extra.append(AbstractValue(tuple(inverse), INTP))
-    if attrs.get("return_counts"):
+    if params.return_counts:
         extra.append(AbstractValue((None,), INTP))
     return (values, *extra) if extra else values
 
 
 @LOWER.register(OpKind.UNIQUE)
 def _lower_unique(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.unique, **node.params)
+    return functools.partial(np.unique, **node.params.kwargs())
 
 
 @VJP.register(OpKind.UNIQUE)
@@ -113,7 +114,8 @@ def _vjp_unique(p: Primal, g: Any) -> list[Cotangent]:
     gv = g[0] if multi else g
     if gv is None:
         return [None]
-    options = {k: v for k, v in p.attrs.items() if k in ("equal_nan", "sorted")}
+    # the forward call's equal_nan and sorted, each only if it was given
+    options = p.params.kwargs("return_index", "return_inverse", "return_counts")
 
     def fn(a: Any) -> Any:
         both = bind(
@@ -155,11 +157,12 @@ def _unique_runs(aux):
 
 
 def _check_unique(node: Node) -> np.dtype:
+    params = cast("UniqueParams", node.params)
     only_params(node, {"return_index", "return_inverse", "return_counts", "equal_nan"})
     x = array_arg(node, 0, "an array")
-    if node.attrs.get("return_inverse"):
+    if params.return_inverse:
         raise Unsupported("unique with return_inverse")
-    if not node.attrs.get("equal_nan", True):
+    if not params.equal_nan:
         raise Unsupported("unique with equal_nan=False")
     if np.dtype(x.dtype).kind not in "iuf":
         raise Unsupported(f"unique of {x.dtype}")
@@ -167,10 +170,11 @@ def _check_unique(node: Node) -> np.dtype:
 
 
 def _emit_unique(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> str:
+    params = cast("UniqueParams", node.params)
     dt = _check_unique(node)
     flat, aux, perm = w.fresh("u"), w.fresh("u"), w.fresh("u")
     out.line(f"{flat} = np.ascontiguousarray({args[0].name}).ravel()")
-    with_index = bool(node.attrs.get("return_index"))
+    with_index = bool(params.return_index)
     if with_index:  # NumPy: a mergesort argsort, so the first of equal values is kept
         out.line(f"{perm} = np.argsort({flat}, kind='mergesort')")
         out.line(f"{aux} = {flat}[{perm}]")
@@ -190,7 +194,7 @@ def _emit_unique(w: Writer, node: Node, args: list[Any], t: str, out: Source) ->
     outs = [vals]
     if with_index:
         outs.append(f"{perm}[{starts}]")
-    if node.attrs.get("return_counts"):
+    if params.return_counts:
         outs.append(counts)
     if len(outs) == 1:
         out.line(f"{t} = {vals}")
@@ -222,11 +226,11 @@ def _isin(
 
 
 @ABSTRACT_EVAL.register(OpKind.ISIN)
-def _eval_isin(attrs: dict[str, Any], element: Any, test: Any) -> AbstractValue:
-    probe_dtype(lambda e, t: np.isin(e, t, **attrs), element, test)
+def _eval_isin(params: IsinParams, element: Any, test: Any) -> AbstractValue:
+    probe_dtype(lambda e, t: np.isin(e, t, **params.kwargs()), element, test)
     return AbstractValue(shape_of(element), np.dtype(np.bool_))
 
 
 @LOWER.register(OpKind.ISIN)
 def _lower_isin(node: Node) -> Callable[..., Any]:
-    return functools.partial(np.isin, **node.params)
+    return functools.partial(np.isin, **node.params.kwargs())

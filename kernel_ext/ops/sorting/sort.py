@@ -35,6 +35,7 @@ from ...ir.abstract.core import (
     known_rank,
     normalize_axis,
 )
+from ...ir.params import LexsortParams, PartitionParams, SortParams
 from ...onnx.builder import GraphBuilder, elem_type
 from ...onnx.refusal import refuse
 from ...onnx.rules.common import ANY_VALUE, handled_params, wide
@@ -75,17 +76,19 @@ def _argsort(a: Any, axis: Any = -1, kind: Any = None, *, stable: Any = None) ->
 
 
 @ABSTRACT_EVAL.register(OpKind.SORT)
-def _eval_sort(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    return _sorted(attrs, x, x.dtype)
+def _eval_sort(params: SortParams, x: AbstractValue) -> AbstractValue:
+    return _sorted(params, x, x.dtype)
 
 
 @ABSTRACT_EVAL.register(OpKind.ARGSORT)
-def _eval_argsort(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    return _sorted(attrs, x, np.dtype(np.intp))
+def _eval_argsort(params: SortParams, x: AbstractValue) -> AbstractValue:
+    return _sorted(params, x, np.dtype(np.intp))
 
 
-def _sorted(attrs: dict[str, Any], x: AbstractValue, dtype: np.dtype) -> AbstractValue:
-    axis = attrs.get("axis", -1)
+def _sorted(
+    params: SortParams | PartitionParams, x: AbstractValue, dtype: np.dtype
+) -> AbstractValue:
+    axis = params.axis
     if axis is None:
         return AbstractValue((x.size,), dtype)
     if x.shape is not None:
@@ -96,13 +99,14 @@ def _sorted(attrs: dict[str, Any], x: AbstractValue, dtype: np.dtype) -> Abstrac
 @LOWER.register(OpKind.SORT, OpKind.ARGSORT)
 def _lower_sort(node: Node) -> Callable[..., Any]:
     fn = np.sort if node.op is OpKind.SORT else np.argsort
-    return functools.partial(fn, **node.params)
+    return functools.partial(fn, **node.params.kwargs())
 
 
 @VJP.register(OpKind.SORT)
 def _vjp_sort(p: Primal, g: Any) -> list[Cotangent]:
+    params = cast("SortParams", p.params)
     x = p.args[0]
-    axis = p.attrs.get("axis", -1)
+    axis = params.axis
 
     def dx() -> Any:
         flat = axis is None
@@ -201,13 +205,14 @@ def _sort_rows(x2, o2, want_index, bits):
 
 
 def _check_sort(node: Node) -> tuple[Node, int | None]:
+    params = cast("SortParams", node.params)
     only_params(node, {"axis", "kind"})
     x = array_arg(node, 0, "a value")
-    kind = node.attrs.get("kind")
+    kind = params.kind
     if kind not in (None, "quicksort", "stable", "mergesort", "heapsort"):
         raise Unsupported(f"{node.op.value} kind {kind!r}")
     rank = len(ranked_shape(x))
-    axis = node.attrs.get("axis", -1)
+    axis = params.axis
     if axis is None:
         return x, None
     if rank == 0:
@@ -220,6 +225,7 @@ def _emit_sort(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> s
     ``argsort`` is NumPy's; for ``sort`` and an unstable ``argsort`` the sorted result is
     unique where no tie could come out in another order, which is checked: else it signals.
     """
+    params = cast("SortParams", node.params)
     x_node, axis = _check_sort(node)
     rank = len(ranked_shape(x_node))
     x = args[0].name
@@ -240,7 +246,7 @@ def _emit_sort(w: Writer, node: Node, args: list[Any], t: str, out: Source) -> s
     x2, o2 = w.fresh("s"), w.fresh("s")
     out.line(f"{x2} = {c}.reshape(({lanes}, {n}))")
     out.line(f"{o2} = np.empty(({lanes}, {n}), {out_dt})")
-    stable = node.attrs.get("kind") in ("stable", "mergesort")
+    stable = params.kind in ("stable", "mergesort")
     want_index = node.op is OpKind.ARGSORT
     w.helpers["_lt"] = NAN_LAST_LT
     w.helpers["_argsort"] = _ARGSORT
@@ -281,9 +287,10 @@ WHOLE_GRAPH.add(OpKind.ARGSORT, Rule(lambda n: _check_sort(n) and None, _emit_so
 def _onnx_sort(b: GraphBuilder, node: Node) -> list[str]:
     """Sorted values (ties are equal values, so any sort ``kind`` gives the same result) by
     an ascending TopK over the whole axis; NaNs last, as NumPy orders them."""
+    params = cast("SortParams", node.params)
     handled_params(node, axis=ANY_VALUE, kind=ANY_VALUE, stable=ANY_VALUE)
     x = node.args[0]
-    name, axis = b.value(x), node.attrs.get("axis", -1)
+    name, axis = b.value(x), params.axis
     dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
     name = b.cast(name, x.dtype, dt)
     if axis is None:
@@ -301,7 +308,8 @@ def _onnx_sort(b: GraphBuilder, node: Node) -> list[str]:
     )
     size = b.one("Squeeze", [count, b.ints([0])])
     position = b.one("Range", [b.const(0, np.int64), size, b.const(1, np.int64)])
-    shape = [1] * x.aval.ndim if node.attrs.get("axis") is not None else [1]
+    # (a sort is always made with its axis, so the class default never stands in here)
+    shape = [1] * x.aval.ndim if params.axis is not None else [1]
     shape[axis] = -1
     position = b.one("Reshape", [position, b.ints(shape)])
     last = b.one("GreaterOrEqual", [position, b.one("Sub", [size, nans])])
@@ -316,8 +324,9 @@ def _onnx_argsort(b: GraphBuilder, node: Node) -> list[str]:
     """A stable argsort: ONNX's TopK breaks ties by the lower index, which is NumPy's
     ``kind="stable"``; NaNs go last in a second stable pass (as NumPy sorts them). NumPy's
     default kind orders ties as its introsort happens to, so only a stable sort is exported."""
+    params = cast("SortParams", node.params)
     handled_params(node, axis=ANY_VALUE, kind=ANY_VALUE, stable=ANY_VALUE)
-    if not (node.attrs.get("kind") in _STABLE_KINDS or node.attrs.get("stable") is True):
+    if not (params.kind in _STABLE_KINDS or params.stable is True):
         raise refuse(
             node,
             "NumPy's default sort kind orders equal values as its introsort "
@@ -327,7 +336,7 @@ def _onnx_argsort(b: GraphBuilder, node: Node) -> list[str]:
     x = node.args[0]
     dt = np.dtype(np.int32) if x.dtype == np.bool_ else wide(x.dtype)
     name = b.cast(b.value(x), x.dtype, dt)
-    axis = node.attrs.get("axis", -1)
+    axis = params.axis
     if axis is None:
         name, axis = b.one("Reshape", [name, b.ints([-1])]), 0
     axis = int(axis) % max(x.aval.ndim, 1)
@@ -370,33 +379,35 @@ def _partition(a: Any, kth: Any, axis: Any = -1, kind: str = "introselect") -> A
 
 
 @ABSTRACT_EVAL.register(OpKind.ARGPARTITION)
-def _eval_argpartition(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    out = _sorted(attrs, x, INTP)
-    axis = attrs.get("axis")
+def _eval_argpartition(params: PartitionParams, x: AbstractValue) -> AbstractValue:
+    out = _sorted(params, x, INTP)
+    axis = params.axis  # every maker gives it: the class default never stands in
     n = None if out.shape is None else out.shape[0 if axis is None else axis]
-    for k in np.atleast_1d(attrs["kth"]).tolist():
+    for k in np.atleast_1d(params.kth).tolist():
         if n and not -n <= k < n:  # NumPy checks no kth along an empty axis
             raise ValueError(f"kth(={k}) out of bounds ({n})")
     return out
 
 
 @ABSTRACT_EVAL.register(OpKind.PARTITION)
-def _eval_partition(attrs: dict[str, Any], x: AbstractValue) -> AbstractValue:
-    indices = cast("AbstractValue", ABSTRACT_EVAL[OpKind.ARGPARTITION](attrs, x))  # one output
+def _eval_partition(params: PartitionParams, x: AbstractValue) -> AbstractValue:
+    indices = cast("AbstractValue", ABSTRACT_EVAL[OpKind.ARGPARTITION](params, x))  # one output
     return AbstractValue(indices.shape, x.dtype)
 
 
 @LOWER.register(OpKind.ARGPARTITION)
 def _lower_argpartition(node: Node) -> Callable[..., Any]:
-    kth = node.attrs["kth"]
-    kw = {k: v for k, v in node.params.items() if k != "kth"}
+    params = cast("PartitionParams", node.params)
+    kth = params.kth
+    kw = params.kwargs("kth")
     return lambda x: np.argpartition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
 
 
 @LOWER.register(OpKind.PARTITION)
 def _lower_partition(node: Node) -> Callable[..., Any]:
-    kth = node.attrs["kth"]
-    kw = {k: v for k, v in node.params.items() if k != "kth"}
+    params = cast("PartitionParams", node.params)
+    kth = params.kth
+    kw = params.kwargs("kth")
     return lambda x: np.partition(x, list(kth) if isinstance(kth, tuple) else kth, **kw)
 
 
@@ -405,8 +416,9 @@ def _vjp_partition(p: Primal, g: Any) -> list[Cotangent]:
     """A permutation of ``a`` along the axis: output ``i`` is the input element of the same
     rank (found from the forward result, so NumPy's own arrangement is followed; equal values
     share one rank order)."""
+    params = cast("PartitionParams", p.params)
     a = p.args[0]
-    axis = p.attrs.get("axis", -1)
+    axis = params.axis
 
     def dx() -> Any:
         flat = axis is None
@@ -440,13 +452,13 @@ def _lexsort(keys: Any, axis: int = -1) -> Any:
 
 
 @ABSTRACT_EVAL.register(OpKind.LEXSORT)
-def _eval_lexsort(attrs: dict[str, Any], *keys: AbstractValue) -> AbstractValue:
+def _eval_lexsort(params: LexsortParams, *keys: AbstractValue) -> AbstractValue:
     """One 2-D (or more) array of keys, or several keys of one shape: indices of that shape
     (a key's shape, without the leading key axis of a single array)."""
-    axis = attrs.get("axis", -1)
+    axis = params.axis
     shape: Shape | None
     probe: np.ndarray | list[np.ndarray]
-    if attrs.get("array"):
+    if params.array:
         shape = known_rank(keys[0], "lexsort")
         if not shape:
             raise TypeError("need sequence of keys with len > 0 in lexsort")
@@ -463,7 +475,8 @@ def _eval_lexsort(attrs: dict[str, Any], *keys: AbstractValue) -> AbstractValue:
 
 @LOWER.register(OpKind.LEXSORT)
 def _lower_lexsort(node: Node) -> Callable[..., Any]:
-    axis = node.attrs.get("axis", -1)
-    if node.attrs.get("array"):  # one array whose rows are the keys
+    params = cast("LexsortParams", node.params)
+    axis = params.axis
+    if params.array:  # one array whose rows are the keys
         return lambda keys: np.lexsort(keys, axis=axis)
     return lambda *keys: np.lexsort(keys, axis=axis)

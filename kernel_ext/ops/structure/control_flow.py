@@ -11,7 +11,7 @@ compiler writes ``cond``/``while``/``get_output`` in its own forms
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -22,6 +22,7 @@ from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue
 from ...ir.graph import Graph, Node
 from ...ir.interpreter import LOWER, interpret
 from ...ir.ops import OpKind
+from ...ir.params import CondParams, GetOutputParams, WhileParams
 from ...onnx.builder import GraphBuilder, elem_type, onnx_modules
 from ...onnx.rules.common import RULES as ONNX
 from ...onnx.rules.common import output_avals
@@ -34,8 +35,8 @@ K = OpKind
 
 
 @ABSTRACT_EVAL.register(K.COND, K.WHILE)
-def _control_flow(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...]:
-    return tuple(attrs["out_avals"])
+def _control_flow(params: CondParams | WhileParams, *args: Any) -> tuple[AbstractValue, ...]:
+    return tuple(params.out_avals)
 
 
 # --- cond ---
@@ -43,7 +44,8 @@ def _control_flow(attrs: dict[str, Any], *args: Any) -> tuple[AbstractValue, ...
 
 @LOWER.register(K.COND)
 def _lower_cond(node: Node) -> Callable[..., Any]:
-    true_graph, false_graph = node.attrs["branches"]
+    params = cast("CondParams", node.params)
+    true_graph, false_graph = params.branches
 
     def cond(pred: Any, *operands: Any) -> tuple[Any, ...]:
         return tuple(interpret(true_graph if pred else false_graph, operands))
@@ -55,8 +57,9 @@ def _lower_cond(node: Node) -> Callable[..., Any]:
 def _cond_vjp(p: Primal, gs: list[Any]) -> list[Any]:
     """A ``cond``'s cotangents: a ``cond`` on the same predicate whose branches each re-run
     their forward branch and differentiate it (the forward values are recomputed, not kept)."""
+    params = cast("CondParams", p.params)
     pred, *operands = p.args
-    t_graph, f_graph = p.attrs["branches"]
+    t_graph, f_graph = params.branches
     wanted = [
         i for i, x in enumerate(operands) if isinstance(x, Tensor) and differentiable(x.node.aval)
     ]
@@ -99,6 +102,7 @@ NOTES.add(K.COND, "a cond on the same predicate re-running each branch")
 
 @ONNX.register(K.COND)
 def _onnx_cond(b: GraphBuilder, node: Node) -> list[str]:
+    params = cast("CondParams", node.params)
     pred = node.args[0]
     pred_name = (
         b.to_bool(b.value(pred), pred.dtype)
@@ -111,7 +115,7 @@ def _onnx_cond(b: GraphBuilder, node: Node) -> list[str]:
     ]
     out_dtypes = [aval.dtype for aval in output_avals(node)]
     branches = []
-    for label, graph in zip(("then", "else"), node.attrs["branches"]):
+    for label, graph in zip(("then", "else"), params.branches):
         bindings = dict(zip(graph.inputs, operands))
         branches.append(b.subgraph(graph, bindings, [], out_dtypes, f"{node.name}_{label}"))
     return b.add(
@@ -129,8 +133,9 @@ def _onnx_cond(b: GraphBuilder, node: Node) -> list[str]:
 
 @LOWER.register(K.WHILE)
 def _lower_while(node: Node) -> Callable[..., Any]:
-    cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
-    n_vars = node.attrs["n_vars"]
+    params = cast("WhileParams", node.params)
+    cond_graph, body_graph = params.cond, params.body
+    n_vars = params.n_vars
 
     def loop(*args: Any) -> tuple[Any, ...]:
         values, captures = list(args[:n_vars]), list(args[n_vars:])
@@ -155,9 +160,10 @@ NOTES.add(
 def _onnx_while(b: GraphBuilder, node: Node) -> list[str]:
     """A graph loop as ONNX's ``Loop`` without a trip count: the condition graph runs once
     before the loop and again at the end of each body, on the new values."""
+    params = cast("WhileParams", node.params)
     _, helper, _ = onnx_modules()
-    n = node.attrs["n_vars"]
-    cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
+    n = params.n_vars
+    cond_graph, body_graph = params.cond, params.body
     args = [
         b.value(a) if isinstance(a, Node) else b.operand(a, np.asarray(a).dtype) for a in node.args
     ]
@@ -203,20 +209,22 @@ def _onnx_while(b: GraphBuilder, node: Node) -> list[str]:
 
 
 @ABSTRACT_EVAL.register(K.GET_OUTPUT)
-def _get_output(attrs: dict[str, Any], x: tuple[AbstractValue, ...]) -> AbstractValue:
-    output: AbstractValue = x[attrs["index"]]
+def _get_output(params: GetOutputParams, x: tuple[AbstractValue, ...]) -> AbstractValue:
+    output: AbstractValue = x[params.index]
     return output
 
 
 @LOWER.register(K.GET_OUTPUT)
 def _lower_get_output(node: Node) -> Callable[..., Any]:
-    index = node.attrs["index"]
+    params = cast("GetOutputParams", node.params)
+    index = params.index
     return lambda values: values[index]
 
 
 @ONNX.register(K.GET_OUTPUT)
 def _onnx_get_output(b: GraphBuilder, node: Node) -> list[str]:
-    return [b.env[node.args[0]][node.attrs["index"]]]
+    params = cast("GetOutputParams", node.params)
+    return [b.env[node.args[0]][params.index]]
 
 
 # (the backward pass routes a get_output's cotangent to its node's output itself)

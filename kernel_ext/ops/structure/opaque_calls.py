@@ -10,7 +10,7 @@ and neither has an ONNX form (a Python function, NumPy's random streams).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from ...autodiff.rules import NOTES
 from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue
@@ -18,6 +18,7 @@ from ...ir.calls import call_name, check_result
 from ...ir.graph import Node
 from ...ir.interpreter import LOWER
 from ...ir.ops import OpKind
+from ...ir.params import CallParams
 from ...onnx.rules.common import RULES as ONNX
 from ...onnx.rules.common import refusal_rule
 
@@ -28,11 +29,11 @@ K = OpKind
 
 @ABSTRACT_EVAL.register(K.NUMPY_CALL, K.RANDOM_CALL)
 def _opaque_call(
-    attrs: dict[str, Any], *args: Any
+    params: CallParams, *args: Any
 ) -> AbstractValue | tuple[AbstractValue, ...] | None:
     # Found when the call was traced, by running the callable on stand-ins (trace/opaque.py):
     # no rule could know what an arbitrary NumPy function returns.
-    out_aval: AbstractValue | tuple[AbstractValue, ...] | None = attrs["out_aval"]
+    out_aval: AbstractValue | tuple[AbstractValue, ...] | None = params.out_aval
     return out_aval
 
 
@@ -40,7 +41,8 @@ def _opaque_call(
 def _lower_opaque_call(node: Node) -> Callable[..., Any]:
     """The callable as it is, on the static arguments and the run-time inputs; its result is
     checked against the traced abstract value (a stand-in found it: ``ir/calls.py``)."""
-    fn, template, out_aval = node.attrs["fn"], node.attrs["template"], node.attrs["out_aval"]
+    params = cast("CallParams", node.params)
+    fn, template, out_aval = params.fn, params.template, params.out_aval
     describe = node.meta.get("where") or call_name(fn)
     if template.constant() and out_aval is not None:
         # ``rng.normal(0.0, 0.05, size=(30,))``: arguments filled once (filling them at

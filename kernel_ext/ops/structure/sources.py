@@ -8,7 +8,7 @@ exporter makes them the model's inputs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -16,6 +16,7 @@ from ...ir.abstract.core import ABSTRACT_EVAL, AbstractValue, aval_of
 from ...ir.graph import Node
 from ...ir.interpreter import LOWER
 from ...ir.ops import OpKind
+from ...ir.params import ConstantParams, PlaceholderParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.rules.common import RULES as ONNX
 
@@ -23,24 +24,26 @@ from ...onnx.rules.common import RULES as ONNX
 
 
 @ABSTRACT_EVAL.register(OpKind.PLACEHOLDER)
-def _placeholder(attrs: dict[str, Any]) -> AbstractValue:
-    return AbstractValue(attrs["shape"], np.dtype(attrs["dtype"]))
+def _placeholder(params: PlaceholderParams) -> AbstractValue:
+    return AbstractValue(params.shape, np.dtype(params.dtype))
 
 
 # --- constant ---
 
 
 @ABSTRACT_EVAL.register(OpKind.CONSTANT)
-def _constant(attrs: dict[str, Any]) -> AbstractValue:
-    return aval_of(attrs["value"])
+def _constant(params: ConstantParams) -> AbstractValue:
+    return aval_of(params.value)
 
 
 @LOWER.register(OpKind.CONSTANT)
 def _lower_constant(node: Node) -> Callable[..., Any]:
-    value = node.attrs["value"]
+    params = cast("ConstantParams", node.params)
+    value = params.value
     return lambda: value
 
 
 @ONNX.register(OpKind.CONSTANT)
 def _onnx_constant(b: GraphBuilder, node: Node) -> list[str]:
-    return [b.const(node.attrs["value"])]
+    params = cast("ConstantParams", node.params)
+    return [b.const(params.value)]

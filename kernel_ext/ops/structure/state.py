@@ -13,7 +13,7 @@ from __future__ import annotations
 import copy
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -32,6 +32,7 @@ from ...ir.abstract.core import (
 from ...ir.graph import Node
 from ...ir.interpreter import LOWER, format_print
 from ...ir.ops import OpKind
+from ...ir.params import CheckParams, PrintParams, VariableParams
 from ...onnx.builder import GraphBuilder
 from ...onnx.rules.common import RULES as ONNX
 from ...onnx.rules.common import refusal_rule
@@ -42,20 +43,22 @@ K = OpKind
 
 
 @ABSTRACT_EVAL.register(K.READ_VARIABLE)
-def _read_variable(attrs: dict[str, Any]) -> AbstractValue:
-    var = attrs["variable"]
+def _read_variable(params: VariableParams) -> AbstractValue:
+    var = params.variable
     return AbstractValue(tuple(var.shape), np.dtype(var.dtype))
 
 
 @LOWER.register(K.READ_VARIABLE)
 def _lower_read_variable(node: Node) -> Callable[..., Any]:
-    var = node.attrs["variable"]
+    params = cast("VariableParams", node.params)
+    var = params.variable
     return lambda: var.storage
 
 
 @ONNX.register(K.READ_VARIABLE)
 def _onnx_read_variable(b: GraphBuilder, node: Node) -> list[str]:
-    var = node.attrs["variable"]
+    params = cast("VariableParams", node.params)
+    var = params.variable
     return [b.model.variable(var, getattr(var, "name", None) or node.name)]
 
 
@@ -63,8 +66,8 @@ def _onnx_read_variable(b: GraphBuilder, node: Node) -> list[str]:
 
 
 @ABSTRACT_EVAL.register(K.ASSIGN_VARIABLE, K.ASSIGN_ADD_VARIABLE, K.ASSIGN_SUB_VARIABLE)
-def _assign(attrs: dict[str, Any], value: Any) -> None:
-    var = attrs["variable"]
+def _assign(params: VariableParams, value: Any) -> None:
+    var = params.variable
     shape = shape_of(value)
     if shape is not None and None not in shape and tuple(shape) != tuple(var.shape):
         broadcast_shapes(shape, tuple(var.shape))
@@ -78,19 +81,22 @@ def _assign(attrs: dict[str, Any], value: Any) -> None:
 
 @LOWER.register(K.ASSIGN_VARIABLE)
 def _lower_assign(node: Node) -> Callable[..., Any]:
-    store: Callable[..., Any] = node.attrs["variable"].store
+    params = cast("VariableParams", node.params)
+    store: Callable[..., Any] = params.variable.store
     return store
 
 
 @LOWER.register(K.ASSIGN_ADD_VARIABLE)
 def _lower_assign_add(node: Node) -> Callable[..., Any]:
-    var = node.attrs["variable"]
+    params = cast("VariableParams", node.params)
+    var = params.variable
     return lambda v: var.store(np.add(var.peek(), v), owned=True)
 
 
 @LOWER.register(K.ASSIGN_SUB_VARIABLE)
 def _lower_assign_sub(node: Node) -> Callable[..., Any]:
-    var = node.attrs["variable"]
+    params = cast("VariableParams", node.params)
+    var = params.variable
     return lambda v: var.store(np.subtract(var.peek(), v), owned=True)
 
 
@@ -110,13 +116,14 @@ for _kind in (K.ASSIGN_VARIABLE, K.ASSIGN_ADD_VARIABLE, K.ASSIGN_SUB_VARIABLE):
 
 
 @ABSTRACT_EVAL.register(K.PRINT)
-def _print(attrs: dict[str, Any], *args: Any) -> None:
+def _print(params: PrintParams, *args: Any) -> None:
     return None
 
 
 @LOWER.register(K.PRINT)
 def _lower_print(node: Node) -> Callable[..., Any]:
-    template, sep, end = node.attrs["template"], node.attrs["sep"], node.attrs["end"]
+    params = cast("PrintParams", node.params)
+    template, sep, end = params.template, params.sep, params.end
 
     def do_print(*values: Any) -> None:
         # Looked up at run time: Jupyter swaps sys.stdout per cell.
@@ -139,7 +146,7 @@ ONNX.add(
 
 
 @ABSTRACT_EVAL.register(K.CHECK)
-def _check(attrs: dict[str, Any], pred: Any, *message_values: Any) -> None:
+def _check(params: CheckParams, pred: Any, *message_values: Any) -> None:
     shape = shape_of(pred)
     if shape is not None and tuple(shape) != ():
         raise ValueError(
@@ -206,7 +213,8 @@ def _lower_check(node: Node) -> Callable[..., Any]:
     """Inputs: the condition, the message's values, then ``writes`` pairs (an argument, its
     value now): arguments updated in place before the check keep the update when it raises,
     as eagerly (the executor would write them back only when the call completes)."""
-    error, args, writes = node.attrs["error"], node.attrs["args"], node.attrs.get("writes", 0)
+    params = cast("CheckParams", node.params)
+    error, args, writes = params.error, params.args, params.writes
 
     def check(pred: Any, *inputs: Any) -> None:
         if pred:
