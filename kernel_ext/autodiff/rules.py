@@ -37,7 +37,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ir import Node, OpKind, Params
+from ..ir import Node, OpKind
+from ..ir.params import AnyParams
 from ..ir.registry import OpTable
 from ..trace import Tensor
 
@@ -55,12 +56,12 @@ class Primal:
     out: Tensor | None
 
     @property
-    def params(self) -> Params:
+    def params(self) -> AnyParams:
         """The primal node's parameters (``p.params.axis``)."""
         return self.node.params
 
     @property
-    def attrs(self) -> Params:
+    def attrs(self) -> AnyParams:
         return self.node.params
 
     def shape(self, i: int) -> tuple | None:

@@ -32,7 +32,7 @@ import numpy as np
 
 from .abstract import AbstractValue, NodeAval, abstract_eval
 from .ops import OpGroup, OpKind
-from .params import Params, make_params
+from .params import AnyParams, make_params
 
 
 class Node:
@@ -65,7 +65,7 @@ class Node:
         self.args = args
         #: The op's parameters: a value of its class in :data:`~kernel_ext.ir.params.PARAMS_OF`
         #: (immutable: a change gives the node a new value).
-        self.params: Params = make_params(op, attrs)
+        self.params: AnyParams = make_params(op, attrs)
         self.aval = aval
         #: The line of the user's code that made the node (the tracer records a
         #: ``SourceLine(file, line, text)``; None when unknown): for the graph views and
@@ -92,7 +92,7 @@ class Node:
         self._inputs = tuple(a for a in self._args if isinstance(a, Node))
 
     @property
-    def attrs(self) -> Params:
+    def attrs(self) -> AnyParams:
         """The op's parameters, read as a mapping over the fields given (:attr:`params`)."""
         return self.params
 

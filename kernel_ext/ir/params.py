@@ -23,11 +23,11 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
 from .ops import UFUNC_OPS, OpKind
 
-__all__ = ["MISSING", "PARAMS_OF", "Params", "make_params"]
+__all__ = ["MISSING", "PARAMS_OF", "AnyParams", "Params", "make_params"]
 
 
 class _Missing:
@@ -78,14 +78,8 @@ class Params(Mapping[str, Any]):
     def get(self, key: str, default: Any = None) -> Any:
         return getattr(self, key) if key in self._given else default
 
-    if TYPE_CHECKING:
-        # A node's parameters are typed as this base (its op picks the class at run time), so
-        # a field read on one is Any to the type checker; reading a field the class lacks is
-        # an AttributeError at once.
-        def __getattr__(self, name: str) -> Any: ...
-
     # values made from this one ---------------------------------------------------------------
-    def replace(self, **changes: Any) -> Params:
+    def replace(self, **changes: Any) -> Self:
         """A value of the same class with ``changes`` given over this one's given fields."""
         return type(self).of({**self, **changes})
 
@@ -94,11 +88,11 @@ class Params(Mapping[str, Any]):
         return {k: getattr(self, k) for k in self._given if k not in exclude}
 
     @classmethod
-    def of(cls, given: Mapping[str, Any]) -> Params:
+    def of(cls, given: Mapping[str, Any]) -> Self:
         """The value with the fields ``given`` (a mapping of field name to value); TypeError
         naming the fields the class has when ``given`` names another."""
         if not given:
-            return cls.EMPTY
+            return cast("Self", cls.EMPTY)
         unknown = [k for k in given if k not in cls.FIELD_NAMES]
         if unknown:
             raise TypeError(
@@ -128,6 +122,19 @@ def _params(cls: type) -> type[Params]:
     object.__setattr__(empty, "_given", ())
     made.EMPTY = empty
     return made  # type: ignore[no-any-return]
+
+
+if TYPE_CHECKING:
+
+    class AnyParams(Params):
+        """How the type checker sees a node's parameters: its op picks the class at run
+        time, so a field read is Any. Code that knows the op's class casts to it
+        (``cast("SortParams", node.params)``) and has its fields checked."""
+
+        def __getattr__(self, name: str) -> Any: ...
+
+else:
+    AnyParams = Params
 
 
 # --- ops without parameters, elementwise ------------------------------------------------------
@@ -663,13 +670,13 @@ def _table() -> dict[OpKind, type[Params]]:
 PARAMS_OF: dict[OpKind, type[Params]] = _table()
 
 
-def make_params(op: OpKind, given: Mapping[str, Any]) -> Params:
+def make_params(op: OpKind, given: Mapping[str, Any]) -> AnyParams:
     """``op``'s parameters with the fields ``given``: a value of its class is kept as it is
     (values are immutable), any other mapping is read into one."""
     cls = PARAMS_OF[op]
     if type(given) is cls:
-        return given
+        return cast("AnyParams", given)
     try:
-        return cls.of(given)
+        return cast("AnyParams", cls.of(given))
     except TypeError as err:
         raise TypeError(f"op {op.value!r}: {err}") from None
