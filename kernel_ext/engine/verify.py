@@ -64,6 +64,7 @@ from .. import errors
 from ..autodiff import eager_tapes
 from ..ir import Graph, OpKind
 from ..ir.graph import subgraphs
+from ..ir.params import VariableParams
 from ..trace.random_calls import generator_state, same_generator_state, set_generator_state
 from ..trace.variables import Variable
 from .config import set_eager
@@ -106,11 +107,10 @@ def graph_facts(graph: Graph) -> GraphFacts:
     def walk(g: Graph) -> None:
         nonlocal reductions, unverifiable, terms
         for node in g.nodes:
-            var = node.attrs.get("variable") if node.attrs else None
-            if var is not None:  # (Graph.variables looks at the top level only)
-                variables.setdefault(id(var), var)
+            if isinstance(node.params, VariableParams):  # (Graph.variables: the top level)
+                variables.setdefault(id(node.params.variable), node.params.variable)
             if node.op is OpKind.RANDOM_CALL:
-                fn: Any = node.attrs.get("fn")
+                fn: Any = node.params.fn
                 owner = getattr(fn, "__self__", None)
                 if hasattr(fn, "seeded"):  # the reset of a generator the function makes
                     own[id(owner)] = owner

@@ -32,7 +32,7 @@ import numpy as np
 
 from .abstract import AbstractValue, NodeAval, abstract_eval
 from .ops import OpGroup, OpKind
-from .params import AnyParams, make_params
+from .params import AnyParams, VariableParams, make_params
 
 
 class Node:
@@ -286,9 +286,8 @@ class Graph:
         """The ``kx.Variable`` objects the graph reads or writes, in first-use order."""
         seen: dict[int, Any] = {}
         for node in self.nodes:
-            var = node.attrs.get("variable")
-            if var is not None and id(var) not in seen:
-                seen[id(var)] = var
+            if isinstance(node.params, VariableParams):
+                seen.setdefault(id(node.params.variable), node.params.variable)
         return list(seen.values())
 
     def users(self) -> dict[Node, list[Node]]:

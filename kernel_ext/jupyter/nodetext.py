@@ -21,6 +21,7 @@ from typing import Any
 
 from ..ir.calls import CallTemplate, Operand, call_name
 from ..ir.graph import Node, subgraphs
+from ..ir.params import CallParams
 from ..ir.printer import format_attrs, format_value
 from . import records
 
@@ -57,18 +58,17 @@ def node_text(node: Any) -> str:
     if op == "placeholder":
         return str(node.name)
     if op == "constant":
-        value = format_value(node.attrs.get("value"))
-        return f"captured {value}" if node.attrs.get("captured") else f"constant({value})"
+        value = format_value(node.params.value)
+        return f"captured {value}" if node.params.captured else f"constant({value})"
     if op == "while":
         return "while loop"
     if op == "cond":
         return "cond (if/else)"
-    template = node.attrs.get("template") if node.attrs else None
-    fn = node.attrs.get("fn") if node.attrs else None
-    if isinstance(template, CallTemplate) and fn is not None:
-        parts = [_operand(a) for a in template.args]
-        parts += [f"{k}={_operand(v)}" for k, v in template.kwargs]
-        return f"{call_name(fn)}({', '.join(parts)})"
+    params = node.params
+    if isinstance(params, CallParams) and isinstance(params.template, CallTemplate):
+        parts = [_operand(a) for a in params.template.args]
+        parts += [f"{k}={_operand(v)}" for k, v in params.template.kwargs]
+        return f"{call_name(params.fn)}({', '.join(parts)})"
     parts = [_operand(a) for a in node.args]
     # NumPy's defaults say nothing: ``sum(·, axis=0)``, not ``sum(·, axis=0, keepdims=False)``
     parts += [item for item in format_attrs(node).split(", ") if item and item not in _DEFAULTS]
@@ -82,7 +82,7 @@ def node_kind(node: Any) -> str:
     if op == "placeholder":
         return "input"
     if op == "constant":
-        return "captured" if node.attrs.get("captured") else "constant"
+        return "captured" if node.params.captured else "constant"
     note = records.opaque_note(node)
     if note is not None:
         return "random" if note.startswith("random") else "opaque"

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..engine import explain
 from ..ir.graph import subgraphs
+from ..ir.params import ConstantParams, VariableParams
 from . import nodetext, records, units
 from .records import RetraceEntry, Segment
 
@@ -102,7 +103,7 @@ def _category(node: Any) -> str:
     if op == "placeholder":
         return "placeholder"
     if op == "constant":
-        return "captured" if node.attrs.get("captured") else "constant"
+        return "captured" if node.params.captured else "constant"
     if records.is_backward(node):
         return "backward"
     if records.opaque_note(node) is not None:
@@ -436,11 +437,11 @@ def _describe_node(item: _Item, n: Any, outputs: set[int], member: dict) -> None
     source = getattr(n, "source", None)
     if source is not None:
         title += f"\nmade at {_where(source)}"  # (the sidebar's words)
-    if n.attrs.get("captured"):
+    params = n.params
+    if isinstance(params, ConstantParams) and params.captured:
         title += " (captured constant, frozen at trace time)"
-    variable = n.attrs.get("variable")
-    if variable is not None:
-        title += f" (kx.Variable {getattr(variable, 'name', '')})"
+    if isinstance(params, VariableParams):
+        title += f" (kx.Variable {getattr(params.variable, 'name', '')})"
     note = records.opaque_note(n) or records.loop_note(n)
     if note is not None:
         title += f" ({note})"

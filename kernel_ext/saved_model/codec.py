@@ -39,6 +39,7 @@ from ..ir import (
     abstract_eval,
     lint,
 )
+from ..ir.params import MISSING, AnyParams, make_params
 from ..trace import MUTATING_FUNCTIONS, Variable
 from ..trace.source_lines import SourceLine
 from ..trace.zero_d import node_form, restore_node_form
@@ -330,7 +331,7 @@ class Encoder:
 
     def _refuse_opaque(self, node: Node) -> None:
         if node.op is OpKind.NUMPY_CALL:
-            fn = node.attrs.get("fn")
+            fn = node.params.fn
             if numpy_function_name(fn) is None:
                 name = getattr(fn, "__qualname__", None) or type(fn).__name__
                 raise self._refuse(
@@ -339,7 +340,7 @@ class Encoder:
                     "Fix: write the function with NumPy operations kx.function traces, or call "
                     "it outside the kx.function and pass its result in as an argument.",
                 )
-        elif node.op is OpKind.RANDOM_CALL and random_function_name(node.attrs.get("fn")) is None:
+        elif node.op is OpKind.RANDOM_CALL and random_function_name(node.params.fn) is None:
             raise self._refuse(
                 "it draws from a np.random.Generator (or shuffles) held by reference; a "
                 "saved model cannot hold the generator's state",
@@ -581,7 +582,11 @@ class Decoder:
                 meta[key[1:]] = decoded
             else:
                 attrs[key] = decoded
-        self._check_attrs(op, attrs, what, depth)
+        try:
+            params = make_params(op, attrs)
+        except TypeError as e:
+            raise self.fail(f"{what}: {e}") from None
+        self._check_params(op, params, what, depth)
         aval = self.value(raw["aval"], depth, f"{what}: aval")
         if not (
             aval is None
@@ -604,7 +609,7 @@ class Decoder:
             # builds code from the node
             try:
                 inferred = abstract_eval(
-                    op, attrs, [a.aval if isinstance(a, Node) else a for a in args]
+                    op, params, [a.aval if isinstance(a, Node) else a for a in args]
                 )
             except Exception as e:  # noqa: BLE001 - any rule's complaint is a format error
                 raise self.fail(
@@ -613,36 +618,36 @@ class Decoder:
                 ) from None
             if inferred != aval:
                 raise self.fail(f"{what}: records {aval} but its inputs and attrs give {inferred}")
-        node = Node(name, op, tuple(args), attrs, aval, source, meta)
+        node = Node(name, op, tuple(args), params, aval, source, meta)
         restore_node_form(node, raw["form"])
         return node
 
-    def _check_attrs(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        """The attrs the executors write into generated code as text, or call, have the
+    def _check_params(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        """The parameters the executors write into generated code as text, or call, have the
         type they expect."""
-        check = self._ATTR_CHECKS.get(op)
+        check = self._PARAM_CHECKS.get(op)
         if check is not None:
-            check(self, op, attrs, what, depth)
+            check(self, op, params, what, depth)
 
-    def _check_int_attr(self, op: OpKind, attrs: dict, key: str, what: str) -> None:
-        if type(attrs.get(key)) is not int:
+    def _check_int_field(self, op: OpKind, value: Any, key: str, what: str) -> None:
+        if type(value) is not int:
             raise self.fail(f"{what}: attr {key!r} of {op.value} must be an int")
 
-    def _check_get_output(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        self._check_int_attr(op, attrs, "index", what)
+    def _check_get_output(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        self._check_int_field(op, params.index if "index" in params else None, "index", what)
 
-    def _check_placeholder(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
+    def _check_placeholder(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
         if depth:
-            if "path" in attrs:
+            if "path" in params:
                 raise self.fail(f"{what}: a sub-graph's placeholder reads no argument path")
             return
-        if not _is_argument_path(attrs.get("path")):
+        if not _is_argument_path(params.path):
             raise self.fail(
                 f"{what}: a placeholder's path must be (('arg', i), ...) of item/key/attr steps"
             )
 
-    def _check_cond(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        branches = attrs.get("branches")
+    def _check_cond(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        branches = params.branches
         if not (
             isinstance(branches, tuple)
             and len(branches) == 2
@@ -650,29 +655,31 @@ class Decoder:
         ):
             raise self.fail(f"{what}: a cond needs two branch graphs")
 
-    def _check_while(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        self._check_int_attr(op, attrs, "n_vars", what)
-        if not (isinstance(attrs.get("cond"), Graph) and isinstance(attrs.get("body"), Graph)):
+    def _check_while(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        self._check_int_field(op, params.n_vars, "n_vars", what)
+        if not (isinstance(params.cond, Graph) and isinstance(params.body, Graph)):
             raise self.fail(f"{what}: a while needs cond and body graphs")
 
-    def _check_opaque_call(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        if not callable(attrs.get("fn")) or not isinstance(attrs.get("template"), CallTemplate):
+    def _check_opaque_call(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        if not callable(params.fn) or not isinstance(params.template, CallTemplate):
             raise self.fail(f"{what}: an opaque call needs a NumPy function and a template")
 
-    def _check_variable_op(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        if "variable" not in attrs:
+    def _check_variable_op(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        if params.variable is MISSING:
             raise self.fail(f"{what}: a variable op without its variable")
 
-    def _check_check(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        if not isinstance(attrs.get("error"), BaseException):
+    def _check_check(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        if not isinstance(params.error, BaseException):
             raise self.fail(f"{what}: a check without its error")
 
-    def _check_constant(self, op: OpKind, attrs: dict, what: str, depth: int) -> None:
-        if not isinstance(attrs.get("value"), np.ndarray):
+    def _check_constant(self, op: OpKind, params: AnyParams, what: str, depth: int) -> None:
+        if not isinstance(params.value, np.ndarray):
             raise self.fail(f"{what}: a constant without an array value")
 
-    #: The attr check of each op that has one (an op checks nothing else).
-    _ATTR_CHECKS: ClassVar[dict[OpKind, Callable[[Decoder, OpKind, dict, str, int], None]]] = {
+    #: The parameter check of each op that has one (an op checks nothing else).
+    _PARAM_CHECKS: ClassVar[
+        dict[OpKind, Callable[[Decoder, OpKind, AnyParams, str, int], None]]
+    ] = {
         OpKind.GET_OUTPUT: _check_get_output,
         OpKind.PLACEHOLDER: _check_placeholder,
         OpKind.COND: _check_cond,

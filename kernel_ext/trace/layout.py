@@ -89,9 +89,9 @@ def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) ->
             f"{user_frame_description()}: NumPy makes such a reshape a view or a copy depending "
             f"on the memory layout. {fix}"
         )
-    attrs = step.attrs
+    params = step.params
     if step.op is OpKind.GETITEM:
-        template = attrs["index"]
+        template = params.index
         if any(
             isinstance(c, slice)
             and any(isinstance(p, DynamicIndex) for p in (c.start, c.stop, c.step))
@@ -103,11 +103,11 @@ def _stand_in_step(step: ViewStep, array: np.ndarray, root: Tensor, fix: str) ->
             )
         return array[tuple(0 if isinstance(c, DynamicIndex) else c for c in template)]
     if step.op is OpKind.RESHAPE:
-        return array.reshape(attrs["shape"])  # (of the C-contiguous root: a view)
+        return array.reshape(params.shape)  # (of the C-contiguous root: a view)
     if step.op is OpKind.TRANSPOSE:
-        return np.transpose(array, attrs.get("axes"))
+        return np.transpose(array, params.axes)
     if step.op is OpKind.EXPAND_DIMS:
-        return np.expand_dims(array, attrs["axis"])
+        return np.expand_dims(array, params.axis)
     if step.op is OpKind.SQUEEZE:
-        return np.squeeze(array, attrs.get("axis"))
-    return np.broadcast_to(array, attrs["shape"])
+        return np.squeeze(array, params.axis)
+    return np.broadcast_to(array, params.shape)

@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import math
 import operator
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal, cast
 
 import numpy as np
@@ -28,6 +28,7 @@ from ..ir import (
     OpGroup,
     OpKind,
 )
+from ..ir.params import make_params
 from ..ir.registry import Registry
 from .describe import describe_tensor, leaked_error, user_frame_description
 from .layout import check_layout, in_place_shape
@@ -617,22 +618,24 @@ class ViewStep:
     to know whether it shares memory raises an error instead of guessing.
     """
 
-    __slots__ = ("attrs", "dyn", "layout_dependent", "op", "read_only")
+    __slots__ = ("dyn", "layout_dependent", "op", "params", "read_only")
 
-    def __init__(self, op: OpKind, attrs: dict, dyn: tuple, layout_dependent: bool = False) -> None:
-        self.op, self.attrs, self.dyn = op, attrs, dyn
+    def __init__(
+        self, op: OpKind, params: Mapping[str, Any], dyn: tuple, layout_dependent: bool = False
+    ) -> None:
+        self.op, self.params, self.dyn = op, make_params(op, params), dyn
         self.read_only = op is OpKind.BROADCAST_TO
         self.layout_dependent = layout_dependent
 
     def apply(self, source: Tensor) -> Tensor:
-        return bind(self.op, (source, *self.dyn), self.attrs)  # type: ignore[return-value]
+        return bind(self.op, (source, *self.dyn), self.params)  # type: ignore[return-value]
 
     def write_back(self, source: Tensor, value: Tensor) -> Tensor:
         op = self.op
         if op is OpKind.GETITEM:
-            return bind(OpKind.SETITEM, (source, value, *self.dyn), self.attrs)  # type: ignore
+            return bind(OpKind.SETITEM, (source, value, *self.dyn), self.params)  # type: ignore
         if op is OpKind.TRANSPOSE:
-            axes = self.attrs.get("axes")
+            axes = self.params.axes
             inverse = None if axes is None else tuple(int(i) for i in np.argsort(axes))
             return bind(OpKind.TRANSPOSE, (value,), {"axes": inverse})  # type: ignore
         shape = source.shape
@@ -645,10 +648,12 @@ class ViewStep:
         return bind(OpKind.RESHAPE, (value,), {"shape": tuple(shape)})  # type: ignore
 
 
-def _view_step(op: OpKind, args: Sequence[Any], attrs: dict, result: Tensor) -> ViewStep | None:
+def _view_step(
+    op: OpKind, args: Sequence[Any], attrs: Mapping[str, Any], result: Tensor
+) -> ViewStep | None:
     """The view step ``op(args)`` took, when NumPy returns a view for it (else None)."""
     if op is OpKind.GETITEM:
-        template = attrs["index"]
+        template = make_params(op, attrs).index
         if any(isinstance(t, (np.ndarray, list)) for t in template):
             return None  # advanced indexing copies
         dyn = tuple(args[1:])
@@ -840,7 +845,7 @@ def build_template(key: Any) -> tuple[tuple, list[Any]]:
 def bind(
     op: OpKind,
     args: Sequence[Any],
-    attrs: dict | None = None,
+    attrs: Mapping[str, Any] | None = None,
     name: str | None = None,
     meta: dict | None = None,
 ) -> Tensor | None:

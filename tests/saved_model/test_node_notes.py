@@ -65,3 +65,11 @@ def test_a_loop_a_gradient_restacked_is_refused_with_a_fix_that_fits(tmp_path):
     loaded = kx.saved_model.load(tmp_path / "forward")
     x = np.array([0.1, 0.7])
     assert loaded(x, np.int64(3)) == f(x, 3)
+
+
+@pytest.mark.parametrize("index", [0, 1])  # a placeholder (no shape rule runs) and an op
+def test_a_parameter_the_ops_class_lacks_is_a_format_error_naming_it(index):
+    raw = Encoder(lambda a: "", lambda v: 0).graph(_graph())
+    raw["nodes"][index]["attrs"]["bogus"] = 1
+    with pytest.raises(SavedModelFormatError, match="no field 'bogus'"):
+        _decoded(raw)
