@@ -20,6 +20,7 @@ from typing import Any, cast
 import numpy as np
 
 from ..ir import AbstractValue, Graph, Node, OpGroup, OpKind
+from ..ir.params import ReduceParams, WhileParams
 from ..ir.structure import TreeNode
 from ..passes import short_sums
 from ..passes.fusion import Segment, partition, schedule
@@ -66,17 +67,14 @@ def plain_float_sum(node: Node) -> bool:
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or np.dtype(node.dtype) != dt:
         return False
     rank = len(x.aval.shape)
-    axis = node.attrs.get("axis")
+    params = cast(ReduceParams, node.params)
+    axis = params.axis
     if axis is not None:
         axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
         if axes != set(range(rank)):
             return False
     extra = set(node.params) - {"axis", "keepdims", "dtype"}
-    return (
-        not extra
-        and not node.attrs.get("keepdims", False)
-        and node.attrs.get("dtype") in (None, dt)
-    )
+    return not extra and not params.keepdims and params.dtype in (None, dt)
 
 
 def plan_segments(
@@ -214,8 +212,9 @@ class _FusedEmitter(Emitter):
 
     def _emit_while(self, node: Node, v: str, args: list[str], out: Source) -> None:
         if self.exact_sums:
-            cond, body = node.attrs["cond"], node.attrs["body"]
-            for i in range(node.attrs["n_vars"]):
+            loop = cast(WhileParams, node.params)
+            cond, body = loop.cond, loop.body
+            for i in range(loop.n_vars):
                 ph, made = cond.inputs[i], body.outputs[i]
                 if (
                     made.op.group is OpGroup.ELEMENTWISE

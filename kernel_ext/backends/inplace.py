@@ -46,12 +46,13 @@ import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from itertools import count
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
 from ..ir.interpreter import LOWER, build_index, tensor_array_write
+from ..ir.params import CondParams, GetOutputParams, IndexParams, VariableParams, WhileParams
 
 #: One executor step: the nodes it produces and the nodes it reads.
 Step = tuple[Sequence[Node], Sequence[Node]]
@@ -84,9 +85,9 @@ def write_in_place(node: Node) -> Callable[..., Any]:
     value dies in the call and of a variable write (into the variable's buffer when it is
     still private, else as :data:`~kernel_ext.ir.interpreter.LOWER` does)."""
     if node.op is OpKind.READ_VARIABLE:
-        return node.attrs["variable"].peek
+        return cast(VariableParams, node.params).variable.peek
     if node.op in _VARIABLE_WRITES:
-        var, kind = node.attrs["variable"], _VARIABLE_WRITES[node.op]
+        var, kind = cast(VariableParams, node.params).variable, _VARIABLE_WRITES[node.op]
         replace = LOWER[node.op](node)
 
         def write(value: Any) -> None:
@@ -95,8 +96,8 @@ def write_in_place(node: Node) -> Callable[..., Any]:
 
         return write
     if node.op is OpKind.TENSOR_ARRAY_WRITE:
-        return functools.partial(tensor_array_write, in_place=True, **node.params)
-    template = node.attrs["index"]
+        return functools.partial(tensor_array_write, in_place=True, **node.params.kwargs())
+    template = cast(IndexParams, node.params).index
 
     def setitem(x: np.ndarray, value: Any, *dyn: Any) -> np.ndarray:
         x[build_index(template, dyn)] = value
@@ -139,12 +140,12 @@ def _plan_variables(an: _Analysis) -> None:
             continue
         node = produced[0]
         if node.op is OpKind.READ_VARIABLE:
-            var = node.attrs["variable"]
+            var = cast(VariableParams, node.params).variable
             reads.setdefault(id(var), []).append((k, node))
             if an._dead_after(node, end - 1):
                 an.plan.variables.add(node)
         elif node.op in _VARIABLE_WRITES:
-            var = node.attrs["variable"]
+            var = cast(VariableParams, node.params).variable
             value = node.args[0]
             if (
                 id(var) in nested
@@ -168,7 +169,7 @@ def _variables_in(graph: Graph) -> set[int]:
     found: set[int] = set()
     for node in graph.nodes:
         if node.op is OpKind.READ_VARIABLE or node.op in _VARIABLE_WRITES:
-            found.add(id(node.attrs["variable"]))
+            found.add(id(cast(VariableParams, node.params).variable))
         for g in _subgraphs(node):
             found |= _variables_in(g)
     return found
@@ -188,9 +189,10 @@ def _retains(node: Node) -> bool:
 
 def _subgraphs(node: Node) -> list[Graph]:
     if node.op is OpKind.COND:
-        return list(node.attrs["branches"])
+        return list(cast(CondParams, node.params).branches)
     if node.op is OpKind.WHILE:
-        return [node.attrs["cond"], node.attrs["body"]]
+        loop = cast(WhileParams, node.params)
+        return [loop.cond, loop.body]
     return []
 
 
@@ -309,8 +311,9 @@ class _Analysis:
         elif op is OpKind.GET_OUTPUT:
             source = node.args[0]
             per_slot = self._slots.get(source, {})
-            if node.attrs["index"] in per_slot:
-                roots, owned = per_slot[node.attrs["index"]]
+            index = cast(GetOutputParams, node.params).index
+            if index in per_slot:
+                roots, owned = per_slot[index]
                 self._set_roots(node, roots)
                 if owned:
                     self.owned.add(node)
@@ -336,7 +339,7 @@ class _Analysis:
         n_out = len(node.outputs) if node.multi_output else 0
         out_roots: list[frozenset[int]] = [frozenset()] * n_out
         out_owned = [True] * n_out
-        for g in node.attrs["branches"]:
+        for g in cast(CondParams, node.params).branches:
             inner = _Analysis(g, self.steps_of, frozenset(g.inputs[j] for j in private)).run()
             self.plan.merge(inner.plan)
             for j in private:
@@ -398,8 +401,9 @@ class _Analysis:
 
     # -- loops --------------------------------------------------------------------------------
     def _while(self, node: Node, k: int) -> None:
-        n = node.attrs["n_vars"]
-        cond, body = node.attrs["cond"], node.attrs["body"]
+        loop = cast(WhileParams, node.params)
+        n = loop.n_vars
+        cond, body = loop.cond, loop.body
         self.plan.merge(_Analysis(cond, self.steps_of, frozenset()).run().plan)
         args = node.args
         # (a slot starting as None is an empty TensorArray stack: its first write

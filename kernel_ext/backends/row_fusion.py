@@ -49,6 +49,15 @@ from typing import Any, Protocol, cast
 import numpy as np
 
 from ..ir import Graph, Node, OpGroup, OpKind
+from ..ir.params import (
+    AxisParams,
+    ConstantParams,
+    IndexParams,
+    MomentParams,
+    QuantileParams,
+    ReduceParams,
+    UfuncMethodParams,
+)
 from .codegen import BLOCK, CHUNK_BLOCKS, loop_dtypes, lower
 from .emit.literals import Unsupported, const_source, ctor, literal_value
 from .emit.source import STEP, Source
@@ -122,8 +131,13 @@ class _Rows:
     dtype: np.dtype
 
 
+#: The parameter classes of the ops of the reduction group (each has an ``axis``).
+_ReductionParams = ReduceParams | MomentParams | QuantileParams | UfuncMethodParams
+
+
 def _axis_last(node: Node, rank: int) -> bool:
-    axis = node.attrs.get("axis")
+    # (every reduction's maker gives its axis: no class default is read here)
+    axis = cast(_ReductionParams, node.params).axis
     if isinstance(axis, tuple) and len(axis) == 1:
         axis = axis[0]
     return isinstance(axis, (int, np.integer)) and int(axis) % rank == rank - 1
@@ -281,7 +295,11 @@ def _check_factors(node: Node) -> None:
     for a in node.args:
         if not isinstance(a, Node) and _negative(a):
             raise Unsupported("a negative literal factor")
-        if isinstance(a, Node) and a.op is OpKind.CONSTANT and _negative(a.attrs["value"]):
+        if (
+            isinstance(a, Node)
+            and a.op is OpKind.CONSTANT
+            and _negative(cast(ConstantParams, a.params).value)
+        ):
             raise Unsupported("a negative constant factor")
 
 
@@ -350,9 +368,9 @@ def _column_kind(node: Node, args: list[Node], arg_kinds: list[str], rows: _Rows
         and node.shape == (rows.nrows, 1)
     ):
         raise Unsupported(f"op {op.value}")
-    if op is OpKind.EXPAND_DIMS and int(node.attrs["axis"]) not in (1, -1):
+    if op is OpKind.EXPAND_DIMS and int(cast(AxisParams, node.params).axis) not in (1, -1):
         raise Unsupported("expand_dims before the rows")
-    if op is OpKind.GETITEM and tuple(node.attrs["index"]) not in (
+    if op is OpKind.GETITEM and tuple(cast(IndexParams, node.params).index) not in (
         (slice(None), None),
         (Ellipsis, None),
     ):
@@ -694,7 +712,8 @@ class _RowWriter:
         array)."""
         if a.op is OpKind.CONSTANT:
             if a not in self.names:
-                self.names[a] = self.const(np.asarray(a.attrs["value"])[()])
+                value = cast(ConstantParams, a.params).value
+                self.names[a] = self.const(np.asarray(value)[()])
             return self.names[a]
         name, scalar = self.env[a]
         if scalar:

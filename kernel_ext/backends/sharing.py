@@ -32,13 +32,14 @@ import hashlib
 import threading
 from collections import OrderedDict
 from collections.abc import Hashable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ..ir import Graph, Node, OpKind
 from ..ir.abstract import AbstractValue
 from ..ir.ops import OpGroup
+from ..ir.params import PlaceholderParams
 
 #: Most patterns kept (least recently used dropped first).
 LIMIT = 256
@@ -172,7 +173,9 @@ def erase_sizes(graph: Graph) -> Graph:
     out = graph.rebuilt(graph.nodes)  # fresh nodes: safe to edit below
     for node in out.nodes:
         if node.op is OpKind.PLACEHOLDER:
-            node.attrs = {**node.attrs, "shape": erase(node.attrs.get("shape"))}
+            # (every input of a traced graph was made with its shape)
+            shape = cast(PlaceholderParams, node.params).shape
+            node.attrs = {**node.attrs, "shape": erase(shape)}
         if isinstance(node.aval, AbstractValue):
             node.aval = AbstractValue(erase(node.aval.shape), node.aval.dtype)
     return out

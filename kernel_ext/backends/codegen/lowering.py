@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple, TypeAlias, cast
 import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, AbstractValue, FallbackReasons, Node, OpGroup, OpKind
+from ...ir.params import UfuncParams
 from ...ir.registry import OpTable
 from .. import fast_math as fm
 from ..emit.literals import BOOL, SUPPORTED_DTYPES, Unsupported, dtype_kind, literal_value
@@ -41,8 +42,9 @@ def loop_dtypes(node: Node) -> tuple[list[np.dtype], np.dtype]:
         raise Unsupported(f"{node.op.value} is not a single-output ufunc")
     dtypes = tuple(_weak(a) for a in node.args) + (None,)
     try:
-        if "dtype" in node.attrs:
-            sig = (None,) * ufunc.nin + (np.dtype(node.attrs["dtype"]),)
+        # (presence, not None: np.dtype(None) is float64, so a given None is a signature)
+        if "dtype" in node.params:
+            sig = (None,) * ufunc.nin + (np.dtype(cast(UfuncParams, node.params).dtype),)
             resolved = ufunc.resolve_dtypes(dtypes, signature=sig)
         else:
             resolved = ufunc.resolve_dtypes(dtypes)

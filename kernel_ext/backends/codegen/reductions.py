@@ -10,6 +10,7 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 
 from ...ir import FUSIBLE_REDUCTIONS, UFUNC_OPS, Node, OpKind
+from ...ir.params import ReduceParams
 from ...ir.registry import OpTable
 from .. import codegen
 from ..emit.literals import BOOL, F64, SUPPORTED_DTYPES, Unsupported, dtype_kind
@@ -128,7 +129,7 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
         raise Unsupported(f"reduction attrs {extra}")
     ndim = len(x.shape)
     axis = _reduced_axis(node, ndim)
-    keepdims = bool(node.attrs.get("keepdims", False))
+    keepdims = bool(cast(ReduceParams, node.params).keepdims)
     _check_float_policy(node.op, out_dt, auto)
     reduced = Reduced(node, axis, keepdims, ndim, in_dt, out_dt)
     return REDUCTION_PLANS.get(node.op, _sum_plan)(reduced)
@@ -137,7 +138,8 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
 def _reduced_axis(node: Node, ndim: int) -> int | None:
     """The one axis ``node`` reduces, normalised (None: all of them), or Unsupported for
     several axes that are not all of them, or an axis of a 0-d value."""
-    axis = node.attrs.get("axis")
+    params = cast(ReduceParams, node.params)
+    axis = params.axis
     if isinstance(axis, tuple):
         if len(axis) == 1:
             axis = axis[0]
@@ -150,7 +152,7 @@ def _reduced_axis(node: Node, ndim: int) -> int | None:
     if ndim == 0:
         raise Unsupported("axis of a 0-d value")
     axis = int(axis) % ndim
-    if ndim == 1 and not node.attrs.get("keepdims", False):
+    if ndim == 1 and not params.keepdims:
         return None
     return axis
 
@@ -191,7 +193,8 @@ def _sum_plan(r: Reduced) -> ReductionPlan:
         raise Unsupported("float product")
     acc = _SUM_ACCUMULATORS[out_dt.kind]
     value_dt = out_dt
-    if op is OpKind.MEAN and "dtype" not in r.node.attrs and r.in_dt.kind in "iub":
+    # (whether a dtype was given, as before: a presence test, not a test of its value)
+    if op is OpKind.MEAN and "dtype" not in r.node.params and r.in_dt.kind in "iub":
         value_dt = F64
     seq = None
     if r.axis is not None and r.axis < r.ndim - 1 and value_dt.kind == "f" and value_dt != acc:

@@ -6,10 +6,18 @@ runners extend it."""
 from __future__ import annotations
 
 import operator
-from typing import Any
+from typing import Any, cast
 
 from ...ir import NDARRAY_METHODS, AbstractValue, DynamicIndex, Graph, Node, OpGroup, OpKind
 from ...ir.interpreter import LOWER
+from ...ir.params import (
+    CondParams,
+    ConstantParams,
+    GetOutputParams,
+    IndexParams,
+    PlaceholderParams,
+    WhileParams,
+)
 from ...ir.structure import TreeNode
 from ...trace.zero_d import ARRAY, zero_d_kind
 from ..inplace import InplacePlan, Step, plan_inplace, write_in_place
@@ -91,11 +99,13 @@ class Emitter:
         """Write the statements computing ``node`` to ``out``."""
         if node.op is OpKind.PLACEHOLDER:
             if node not in scope.names:
-                out.line(f"{scope.var(node)} = {access_expr(node.attrs['path'], self.namer)}")
+                path = cast(PlaceholderParams, node.params).path
+                out.line(f"{scope.var(node)} = {access_expr(path, self.namer)}")
             return
         v = scope.var(node)
         if node.op is OpKind.CONSTANT:
-            out.line(f"{v} = {self.namer.bind(node.attrs['value'], '_const')}")
+            value = cast(ConstantParams, node.params).value
+            out.line(f"{v} = {self.namer.bind(value, '_const')}")
             return
         args = [scope.var(a) if isinstance(a, Node) else self.literal(a) for a in node.args]
         own = _OWN_EMITTERS.get(node.op)
@@ -122,10 +132,12 @@ class Emitter:
             return [f"{v} = {op.operator}{args[0]}"]
         if op is OpKind.GETITEM and not node.params.keys() - {"index"}:
             # NumPy's own indexing, spelled out: no lowering call, no index tuple to build
-            index = self.index_source(node.attrs["index"], args[1:], node.args[1:])
+            template = cast(IndexParams, node.params).index
+            index = self.index_source(template, args[1:], node.args[1:])
             return [f"{v} = {args[0]}[{index}]"]
         if self._setitem_in_place(node):
-            index = self.index_source(node.attrs["index"], args[2:], node.args[2:])
+            template = cast(IndexParams, node.params).index
+            index = self.index_source(template, args[2:], node.args[2:])
             return [f"{args[0]}[{index}] = {args[1]}", f"{v} = {args[0]}"]
         return None
 
@@ -156,7 +168,7 @@ class Emitter:
         return f"{v} = {call}" if node.aval is not None else call
 
     def _emit_get_output(self, node: Node, v: str, args: list[str], out: Source) -> None:
-        out.line(f"{v} = {args[0]}[{node.attrs['index']}]")
+        out.line(f"{v} = {args[0]}[{cast(GetOutputParams, node.params).index}]")
 
     def index_source(self, template: tuple, dyn: list[str], nodes: Any = ()) -> str:
         """Source of the index tuple ``build_index(template, dyn)`` builds at run time.
@@ -196,15 +208,17 @@ class Emitter:
 
     def _emit_cond(self, node: Node, v: str, args: list[str], out: Source) -> None:
         pred, operands = args[0], args[1:]
-        for head, graph in zip((f"if {pred}:", "else:"), node.attrs["branches"]):
+        branches = cast(CondParams, node.params).branches
+        for head, graph in zip((f"if {pred}:", "else:"), branches):
             with out.block(head) as body:
                 scope = self.new_scope(dict(zip(graph.inputs, operands)))
                 outs = self.emit_graph(graph, scope, body)
                 body.line(f"{v} = ({''.join(o + ', ' for o in outs)})")
 
     def _emit_while(self, node: Node, v: str, args: list[str], out: Source) -> None:
-        n = node.attrs["n_vars"]
-        cond_graph, body_graph = node.attrs["cond"], node.attrs["body"]
+        loop = cast(WhileParams, node.params)
+        n = loop.n_vars
+        cond_graph, body_graph = loop.cond, loop.body
         self._scopes += 1
         loop_vars = [f"l{self._scopes}_{i}" for i in range(n)]
         captures = args[n:]

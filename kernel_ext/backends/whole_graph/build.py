@@ -7,11 +7,12 @@ import hashlib
 import time
 import warnings
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
-from ...ir import Graph, OpKind
+from ...ir import Graph, Node, OpKind
+from ...ir.params import CondParams, PlaceholderParams, WhileParams
 from ...ir.structure import TreeNode
 from ...passes import prune_dead_code
 from ...passes.short_sums import unroll_short_sums
@@ -21,6 +22,7 @@ from ..compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segmen
 from ..cost import whole_graph_handover
 from ..emit import Namer, Scope, access_expr, output_expr
 from ..emit.literals import Unsupported
+from ..emit.outputs import given_path
 from ..emit.source import STEP, Source
 from ..executable import Executable
 from ..fused import compile_fused
@@ -42,12 +44,14 @@ def _holds(graph: Graph, ops: frozenset[OpKind]) -> bool:
     for node in graph.nodes:
         if node.op in ops:
             return True
-        if node.op is OpKind.COND and any(_holds(g, ops) for g in node.attrs["branches"]):
-            return True
-        if node.op is OpKind.WHILE and (
-            _holds(node.attrs["cond"], ops) or _holds(node.attrs["body"], ops)
+        if node.op is OpKind.COND and any(
+            _holds(g, ops) for g in cast(CondParams, node.params).branches
         ):
             return True
+        if node.op is OpKind.WHILE:
+            loop = cast(WhileParams, node.params)
+            if _holds(loop.cond, ops) or _holds(loop.body, ops):
+                return True
     return False
 
 
@@ -170,11 +174,16 @@ def write_function(
     return writer, source
 
 
+def _path(node: Node) -> Any:
+    """Where a top-level input's argument sits in the call."""
+    return cast(PlaceholderParams, node.params).path
+
+
 def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
     """Graph output index -> index of the array input whose argument the call writes that
     output back to (the ``writeback`` nodes of ``tree``)."""
     by_path = {
-        n.attrs.get("path"): k
+        given_path(n): k
         for k, n in enumerate(graph.inputs)
         if aval_of_node(n).shape not in (None, ())
     }
@@ -232,7 +241,7 @@ def _runner(
     head = Source(indent=STEP)  # the inputs read from the arguments
     ins: list[str] = []
     for node in writer.param_nodes:
-        expr = access_expr(node.attrs["path"], namer)
+        expr = access_expr(_path(node), namer)
         v = f"a{len(ins)}"
         if aval_of_node(node).shape == ():
             head.line(f"{v} = {expr}[()]")
@@ -307,10 +316,10 @@ def _runner(
         out.lines += head.lines + body.lines
     source = out.text()
     exec(compile(source, "<kx-whole-graph>", "exec"), namer.globals)
-    if any(len(node.attrs["path"]) != 1 for node in writer.param_nodes):
+    if any(len(_path(node)) != 1 for node in writer.param_nodes):
         return namer.globals["run"], source, None  # (inputs read out of containers)
     typed = frozenset(  # the parameters the compiled function takes as arrays
-        node.attrs["path"][0][1] for node in writer.param_nodes if aval_of_node(node).shape != ()
+        _path(node)[0][1] for node in writer.param_nodes if aval_of_node(node).shape != ()
     )
     direct = DirectEntries(
         namer.globals,

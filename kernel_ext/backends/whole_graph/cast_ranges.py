@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from ...ir import Graph, Node, OpKind
+from ...ir.params import ConstantParams
 from ..codegen.lowering import lower
 
 Interval = tuple[float, float]
@@ -88,7 +89,7 @@ def _constant(arg: Any) -> float | None:
     if isinstance(arg, Node):
         if arg.op is not OpKind.CONSTANT:
             return None
-        arg = arg.attrs.get("value")
+        arg = cast(ConstantParams, arg.params).value
     if isinstance(arg, (bool, np.bool_)):
         return None
     if isinstance(arg, np.ndarray):

@@ -9,6 +9,7 @@ import numpy as np
 
 from ...ir import Graph, Node, OpKind
 from ...ir.abstract import DynamicIndex
+from ...ir.params import CondParams, IndexParams, WhileParams
 from ..codegen import can_compile
 from ..emit.literals import ctor
 from ..emit.source import STEP, Source
@@ -55,7 +56,8 @@ class ControlFlow(WriterBase):
         # (a cond's aval is the tuple of its outputs')
         outs = [f"{t}_{i}" for i in range(len(cast("tuple", node.aval)))]
         parts: list[frozenset[str]] = [frozenset()] * len(outs)
-        for head, graph in zip((f"if {pred.name}:", "else:"), node.attrs["branches"]):
+        branches = cast(CondParams, node.params).branches
+        for head, graph in zip((f"if {pred.name}:", "else:"), branches):
             sub = dict(env)
             for ph, v in zip(graph.inputs, operands):
                 sub[ph] = v
@@ -113,12 +115,13 @@ class ControlFlow(WriterBase):
         The spare is checked against the producer's run-time size (a variable may change
         shape between iterations); a mismatch allocates.
         """
-        n = node.attrs["n_vars"]
-        cond_g, body_g = node.attrs["cond"], node.attrs["body"]
+        loop = cast(WhileParams, node.params)
+        n = loop.n_vars
+        cond_g, body_g = loop.cond, loop.body
         init, captures = args[:n], args[n:]
         for i, v in enumerate(init):  # a literal operand (a gradient's count, empty stack)
             if not isinstance(v, Value):
-                src, scalar = _loop_literal(v, node.attrs["out_avals"][i])
+                src, scalar = _loop_literal(v, loop.out_avals[i])
                 init[i] = Value(self.fresh("k"), scalar, not scalar)
                 out.line(f"{init[i].name} = {src}")
         lvars = [Value(f"{t}_{i}", v.scalar, True) for i, v in enumerate(init)]
@@ -192,7 +195,7 @@ class ControlFlow(WriterBase):
         """Is every integer of ``node``'s index (a GETITEM of one element) in range of its
         array's static shape, so that the read needs no check (:meth:`_integer_index`)?"""
         shape = node.args[0].aval.shape
-        comps = node.attrs["index"]
+        comps = cast(IndexParams, node.params).index
         if shape is None or None in shape or len(comps) != len(shape):
             return False
         for c, dim in zip(comps, shape):

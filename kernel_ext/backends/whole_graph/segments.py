@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
 from ...ir import Node, OpKind
+from ...ir.params import ReduceParams
 from ...passes.fusion import Segment
 from ..codegen import KernelEmbedding, ReductionPlan
 from ..emit.literals import const_source, ctor
@@ -398,7 +399,7 @@ class SegmentEmission(WriterBase):
         ):
             return None
         rank = len(ranked_shape(x))
-        axis = red.attrs.get("axis")
+        axis = cast(ReduceParams, red.params).axis
         if axis is not None:
             axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
             if axes != set(range(rank)):
@@ -437,7 +438,7 @@ class SegmentEmission(WriterBase):
         ):
             return False
         rank = len(ranked_shape(x))
-        axis = red.attrs.get("axis")
+        axis = cast(ReduceParams, red.params).axis
         if axis is not None:
             axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
             if axes != set(range(rank)):
@@ -468,7 +469,7 @@ class SegmentEmission(WriterBase):
             # NumPy's empty mean is a NaN with a warning; otherwise sum / count in the dtype
             self.signal(out, f"{src}.size == 0")
             out.line(f"{t} = {t} / {ctor(dt)}({src}.size)")
-        if red.attrs.get("keepdims", False):
+        if cast(ReduceParams, red.params).keepdims:
             out.line(f"{t} = np.full({(1,) * rank!r}, {t})")
             env[red] = Value(t, False, True)
         else:
