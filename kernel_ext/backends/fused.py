@@ -67,7 +67,7 @@ def plain_float_sum(node: Node) -> bool:
     if dt not in (np.dtype(np.float32), np.dtype(np.float64)) or np.dtype(node.dtype) != dt:
         return False
     rank = len(x.aval.shape)
-    params = cast(ReduceParams, node.params)
+    params = cast("ReduceParams", node.params)
     axis = params.axis
     if axis is not None:
         axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
@@ -212,7 +212,7 @@ class _FusedEmitter(Emitter):
 
     def _emit_while(self, node: Node, v: str, args: list[str], out: Source) -> None:
         if self.exact_sums:
-            loop = cast(WhileParams, node.params)
+            loop = cast("WhileParams", node.params)
             cond, body = loop.cond, loop.body
             for i in range(loop.n_vars):
                 ph, made = cond.inputs[i], body.outputs[i]

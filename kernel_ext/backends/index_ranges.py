@@ -89,7 +89,7 @@ def _constant_int(arg: Any) -> int | None:
     if isinstance(arg, Node):
         if arg.op is not OpKind.CONSTANT or not _signed_scalar(arg):
             return None
-        arg = cast(ConstantParams, arg.params).value
+        arg = cast("ConstantParams", arg.params).value
     if isinstance(arg, (bool, np.bool_)):
         return None
     if isinstance(arg, (int, np.integer)) or (
@@ -200,7 +200,7 @@ def _walk(graph: Graph, ranges: dict[Node, Range]) -> None:
         if node.op is OpKind.WHILE:
             _while(node, ranges)
         elif node.op is OpKind.COND:
-            for branch in cast(CondParams, node.params).branches:
+            for branch in cast("CondParams", node.params).branches:
                 # a branch's inputs are the cond's operands after the predicate
                 for ph, arg in zip(branch.inputs, node.args[1:]):
                     r = _range_of(arg, ranges)
@@ -226,7 +226,7 @@ def _fits(r: Range, dtype: np.dtype) -> bool:
 def _node_range(node: Node, ranges: dict[Node, Range]) -> Range | None:
     """The range of one signed scalar integer node from its operands' ranges, or None."""
     if node.op is OpKind.CONSTANT:
-        value = cast(ConstantParams, node.params).value
+        value = cast("ConstantParams", node.params).value
         if isinstance(value, (int, np.integer, np.ndarray)) and np.ndim(value) == 0:
             return (int(value), int(value))
         return None
@@ -251,7 +251,7 @@ def _upper_bounds(test: Node, slot: Node) -> list[Any]:
 
 
 def _while(node: Node, ranges: dict[Node, Range]) -> None:
-    loop = cast(WhileParams, node.params)
+    loop = cast("WhileParams", node.params)
     n = loop.n_vars
     cond_g: Graph = loop.cond
     body_g: Graph = loop.body

@@ -85,9 +85,9 @@ def write_in_place(node: Node) -> Callable[..., Any]:
     value dies in the call and of a variable write (into the variable's buffer when it is
     still private, else as :data:`~kernel_ext.ir.interpreter.LOWER` does)."""
     if node.op is OpKind.READ_VARIABLE:
-        return cast(VariableParams, node.params).variable.peek
+        return cast("VariableParams", node.params).variable.peek
     if node.op in _VARIABLE_WRITES:
-        var, kind = cast(VariableParams, node.params).variable, _VARIABLE_WRITES[node.op]
+        var, kind = cast("VariableParams", node.params).variable, _VARIABLE_WRITES[node.op]
         replace = LOWER[node.op](node)
 
         def write(value: Any) -> None:
@@ -97,7 +97,7 @@ def write_in_place(node: Node) -> Callable[..., Any]:
         return write
     if node.op is OpKind.TENSOR_ARRAY_WRITE:
         return functools.partial(tensor_array_write, in_place=True, **node.params.kwargs())
-    template = cast(IndexParams, node.params).index
+    template = cast("IndexParams", node.params).index
 
     def setitem(x: np.ndarray, value: Any, *dyn: Any) -> np.ndarray:
         x[build_index(template, dyn)] = value
@@ -140,12 +140,12 @@ def _plan_variables(an: _Analysis) -> None:
             continue
         node = produced[0]
         if node.op is OpKind.READ_VARIABLE:
-            var = cast(VariableParams, node.params).variable
+            var = cast("VariableParams", node.params).variable
             reads.setdefault(id(var), []).append((k, node))
             if an._dead_after(node, end - 1):
                 an.plan.variables.add(node)
         elif node.op in _VARIABLE_WRITES:
-            var = cast(VariableParams, node.params).variable
+            var = cast("VariableParams", node.params).variable
             value = node.args[0]
             if (
                 id(var) in nested
@@ -169,7 +169,7 @@ def _variables_in(graph: Graph) -> set[int]:
     found: set[int] = set()
     for node in graph.nodes:
         if node.op is OpKind.READ_VARIABLE or node.op in _VARIABLE_WRITES:
-            found.add(id(cast(VariableParams, node.params).variable))
+            found.add(id(cast("VariableParams", node.params).variable))
         for g in _subgraphs(node):
             found |= _variables_in(g)
     return found
@@ -189,9 +189,9 @@ def _retains(node: Node) -> bool:
 
 def _subgraphs(node: Node) -> list[Graph]:
     if node.op is OpKind.COND:
-        return list(cast(CondParams, node.params).branches)
+        return list(cast("CondParams", node.params).branches)
     if node.op is OpKind.WHILE:
-        loop = cast(WhileParams, node.params)
+        loop = cast("WhileParams", node.params)
         return [loop.cond, loop.body]
     return []
 
@@ -311,7 +311,7 @@ class _Analysis:
         elif op is OpKind.GET_OUTPUT:
             source = node.args[0]
             per_slot = self._slots.get(source, {})
-            index = cast(GetOutputParams, node.params).index
+            index = cast("GetOutputParams", node.params).index
             if index in per_slot:
                 roots, owned = per_slot[index]
                 self._set_roots(node, roots)
@@ -339,7 +339,7 @@ class _Analysis:
         n_out = len(node.outputs) if node.multi_output else 0
         out_roots: list[frozenset[int]] = [frozenset()] * n_out
         out_owned = [True] * n_out
-        for g in cast(CondParams, node.params).branches:
+        for g in cast("CondParams", node.params).branches:
             inner = _Analysis(g, self.steps_of, frozenset(g.inputs[j] for j in private)).run()
             self.plan.merge(inner.plan)
             for j in private:
@@ -401,7 +401,7 @@ class _Analysis:
 
     # -- loops --------------------------------------------------------------------------------
     def _while(self, node: Node, k: int) -> None:
-        loop = cast(WhileParams, node.params)
+        loop = cast("WhileParams", node.params)
         n = loop.n_vars
         cond, body = loop.cond, loop.body
         self.plan.merge(_Analysis(cond, self.steps_of, frozenset()).run().plan)

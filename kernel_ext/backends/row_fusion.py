@@ -137,7 +137,7 @@ _ReductionParams = ReduceParams | MomentParams | QuantileParams | UfuncMethodPar
 
 def _axis_last(node: Node, rank: int) -> bool:
     # (every reduction's maker gives its axis: no class default is read here)
-    axis = cast(_ReductionParams, node.params).axis
+    axis = cast("_ReductionParams", node.params).axis
     if isinstance(axis, tuple) and len(axis) == 1:
         axis = axis[0]
     return isinstance(axis, (int, np.integer)) and int(axis) % rank == rank - 1
@@ -298,7 +298,7 @@ def _check_factors(node: Node) -> None:
         if (
             isinstance(a, Node)
             and a.op is OpKind.CONSTANT
-            and _negative(cast(ConstantParams, a.params).value)
+            and _negative(cast("ConstantParams", a.params).value)
         ):
             raise Unsupported("a negative constant factor")
 
@@ -368,9 +368,9 @@ def _column_kind(node: Node, args: list[Node], arg_kinds: list[str], rows: _Rows
         and node.shape == (rows.nrows, 1)
     ):
         raise Unsupported(f"op {op.value}")
-    if op is OpKind.EXPAND_DIMS and int(cast(AxisParams, node.params).axis) not in (1, -1):
+    if op is OpKind.EXPAND_DIMS and int(cast("AxisParams", node.params).axis) not in (1, -1):
         raise Unsupported("expand_dims before the rows")
-    if op is OpKind.GETITEM and tuple(cast(IndexParams, node.params).index) not in (
+    if op is OpKind.GETITEM and tuple(cast("IndexParams", node.params).index) not in (
         (slice(None), None),
         (Ellipsis, None),
     ):
@@ -712,7 +712,7 @@ class _RowWriter:
         array)."""
         if a.op is OpKind.CONSTANT:
             if a not in self.names:
-                value = cast(ConstantParams, a.params).value
+                value = cast("ConstantParams", a.params).value
                 self.names[a] = self.const(np.asarray(value)[()])
             return self.names[a]
         name, scalar = self.env[a]

@@ -174,7 +174,7 @@ def erase_sizes(graph: Graph) -> Graph:
     for node in out.nodes:
         if node.op is OpKind.PLACEHOLDER:
             # (every input of a traced graph was made with its shape)
-            shape = cast(PlaceholderParams, node.params).shape
+            shape = cast("PlaceholderParams", node.params).shape
             node.attrs = {**node.attrs, "shape": erase(shape)}
         if isinstance(node.aval, AbstractValue):
             node.aval = AbstractValue(erase(node.aval.shape), node.aval.dtype)

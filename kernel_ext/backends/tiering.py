@@ -199,7 +199,7 @@ def _hoistable(node: Node) -> bool:
     the function did not make, giving one array: it can be made before the compiled function
     runs, in program order, with the same numbers."""
     return (
-        isinstance(getattr(cast(CallParams, node.params).fn, "__self__", None), _RNG_TYPES)
+        isinstance(getattr(cast("CallParams", node.params).fn, "__self__", None), _RNG_TYPES)
         and all(a.op is OpKind.CONSTANT for a in node.inputs)
         and node.shape is not None  # (None: no value, several, or unknown rank)
     )
@@ -220,9 +220,9 @@ def hoist_draws(graph: Graph, n_params: int) -> tuple[Graph, list[Callable[[], A
         made = new.placeholder(
             node.name, node.shape, node.dtype, path=(("arg", n_params + len(draws)),)
         )
-        values = [cast(ConstantParams, a.params).value for a in node.inputs]
+        values = [cast("ConstantParams", a.params).value for a in node.inputs]
         draws.append(functools.partial(LOWER[OpKind.RANDOM_CALL](node), *values))
-        owner = cast(CallParams, node.params).fn.__self__
+        owner = cast("CallParams", node.params).fn.__self__
         if not any(o is owner for o in owners):
             owners.append(owner)
         return made

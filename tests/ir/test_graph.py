@@ -178,35 +178,43 @@ def test_shape_and_dtype_are_none_for_a_multi_output_node():
     assert node.shape is None and node.dtype is None
 
 
-def _writes_into_attrs(tree) -> list[int]:
-    """Lines of ``tree`` that change an ``X.attrs`` dict in place: item assignment or
-    deletion, augmented assignment, or a mutating method."""
+def _string_keyed_parameter_uses(tree) -> list[int]:
+    """Lines of ``tree`` that read or write a node's parameters by string key: ``X.attrs["k"]``,
+    ``X.params["k"]``, ``params["k"]`` (loads, stores, deletions), ``.get("k")``, or a mutating
+    method. A presence test (``"initial" in params``) is what the mapping is for, and a dict
+    being built for a new node (a local named ``attrs``) is not a node's parameters."""
     import ast
 
-    def is_attrs(node) -> bool:
-        return isinstance(node, ast.Attribute) and node.attr == "attrs"
+    def is_params(node) -> bool:
+        return (isinstance(node, ast.Attribute) and node.attr in ("attrs", "params")) or (
+            isinstance(node, ast.Name) and node.id == "params"
+        )
 
     lines = []
     for node in ast.walk(tree):
-        targets = []
-        if isinstance(node, (ast.Assign, ast.Delete)):
-            targets = node.targets
-        elif isinstance(node, ast.AugAssign):
-            targets = [node.target]
-        for t in targets:
-            if isinstance(t, ast.Subscript) and is_attrs(t.value):
-                lines.append(node.lineno)
         if (
-            isinstance(node, ast.Call)
-            and isinstance(node.func, ast.Attribute)
-            and node.func.attr in ("update", "pop", "popitem", "setdefault", "clear", "__setitem__")
-            and is_attrs(node.func.value)
+            isinstance(node, ast.Subscript)
+            and is_params(node.value)
+            and isinstance(node.slice, ast.Constant)
+            and isinstance(node.slice.value, str)
         ):
             lines.append(node.lineno)
-    return lines
+        elif isinstance(node, ast.AugAssign) and (
+            isinstance(node.target, ast.Subscript) and is_params(node.target.value)
+        ):
+            lines.append(node.lineno)
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr
+            in ("get", "update", "pop", "popitem", "setdefault", "clear", "__setitem__")
+            and is_params(node.func.value)
+        ):
+            lines.append(node.lineno)
+    return sorted(set(lines))
 
 
-def test_no_module_changes_a_nodes_attrs_in_place():
+def test_no_module_reads_or_writes_a_parameter_by_string_key():
     import ast
     from pathlib import Path
 
@@ -214,8 +222,14 @@ def test_no_module_changes_a_nodes_attrs_in_place():
     found = {
         f"{path.relative_to(package)}:{line}"
         for path in package.rglob("*.py")
-        for line in _writes_into_attrs(ast.parse(path.read_text()))
+        for line in _string_keyed_parameter_uses(ast.parse(path.read_text()))
     }
-    assert not found, f"attrs changed in place (give the node a new dict): {sorted(found)}"
-    sample = ast.parse("n.attrs['k'] = 1\nn.attrs.update(a=1)\ndel n.attrs['k']\nd['k'] = 1")
-    assert sorted(_writes_into_attrs(sample)) == [1, 2, 3]  # each form seen, not d[...]
+    assert not found, (
+        "a parameter read by string key (read the field: node.params.axis; a change is "
+        f"params.replace(axis=...)): {sorted(found)}"
+    )
+    sample = ast.parse(
+        "n.attrs['k'] = 1\nn.params.update(a=1)\ndel n.attrs['k']\nx = params['k']\n"
+        "y = n.params.get('k')\nd['k'] = 1\nz = 'k' in params\nattrs['k'] = 2\n"
+    )
+    assert _string_keyed_parameter_uses(sample) == [1, 2, 3, 4, 5]  # not d, in, a new dict

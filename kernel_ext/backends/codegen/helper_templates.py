@@ -109,12 +109,12 @@ def {name}(x):
 def helper_source(kind: str, dtype: np.dtype, decorator: str) -> tuple[str, str]:
     name = f"_{kind.strip('_')}_{dtname(dtype)}"
     dtype = np.dtype(dtype)
-    params: dict[str, Any] = {"name": name, "C": ctor(dtype)}
+    fields: dict[str, Any] = {"name": name, "C": ctor(dtype)}
     if dtype.kind in "iu":
-        params["signed"] = dtype.kind == "i"
-        params["bits"] = dtype.itemsize * 8
-        params["W"] = "np.int64" if dtype.kind == "i" else "np.uint64"
+        fields["signed"] = dtype.kind == "i"
+        fields["bits"] = dtype.itemsize * 8
+        fields["W"] = "np.int64" if dtype.kind == "i" else "np.uint64"
     if dtype.kind == "f":
-        params["hi"] = "88.72283935546875" if dtype.itemsize == 4 else "709.782712893384"
-        params["lo"] = "-103.97208404541016" if dtype.itemsize == 4 else "-745.1332191019412"
-    return name, decorator + "\n" + _HELPERS[kind].format(**params)
+        fields["hi"] = "88.72283935546875" if dtype.itemsize == 4 else "709.782712893384"
+        fields["lo"] = "-103.97208404541016" if dtype.itemsize == 4 else "-745.1332191019412"
+    return name, decorator + "\n" + _HELPERS[kind].format(**fields)

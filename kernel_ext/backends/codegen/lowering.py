@@ -44,7 +44,7 @@ def loop_dtypes(node: Node) -> tuple[list[np.dtype], np.dtype]:
     try:
         # (presence, not None: np.dtype(None) is float64, so a given None is a signature)
         if "dtype" in node.params:
-            sig = (None,) * ufunc.nin + (np.dtype(cast(UfuncParams, node.params).dtype),)
+            sig = (None,) * ufunc.nin + (np.dtype(cast("UfuncParams", node.params).dtype),)
             resolved = ufunc.resolve_dtypes(dtypes, signature=sig)
         else:
             resolved = ufunc.resolve_dtypes(dtypes)

@@ -129,7 +129,7 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
         raise Unsupported(f"reduction attrs {extra}")
     ndim = len(x.shape)
     axis = _reduced_axis(node, ndim)
-    keepdims = bool(cast(ReduceParams, node.params).keepdims)
+    keepdims = bool(cast("ReduceParams", node.params).keepdims)
     _check_float_policy(node.op, out_dt, auto)
     reduced = Reduced(node, axis, keepdims, ndim, in_dt, out_dt)
     return REDUCTION_PLANS.get(node.op, _sum_plan)(reduced)
@@ -138,7 +138,7 @@ def reduction_plan(node: Node, auto: bool = False) -> ReductionPlan:
 def _reduced_axis(node: Node, ndim: int) -> int | None:
     """The one axis ``node`` reduces, normalised (None: all of them), or Unsupported for
     several axes that are not all of them, or an axis of a 0-d value."""
-    params = cast(ReduceParams, node.params)
+    params = cast("ReduceParams", node.params)
     axis = params.axis
     if isinstance(axis, tuple):
         if len(axis) == 1:

@@ -230,10 +230,10 @@ def _check_ops(graph: Graph, found: list[str]) -> None:
 
 def _subgraphs(node: Node) -> list[Graph]:
     if node.op is OpKind.WHILE:
-        loop = cast(WhileParams, node.params)
+        loop = cast("WhileParams", node.params)
         return [loop.cond, loop.body]
     if node.op is OpKind.COND:
-        return list(cast(CondParams, node.params).branches)
+        return list(cast("CondParams", node.params).branches)
     return []
 
 
@@ -257,7 +257,7 @@ def _data_flags(graph: Graph, inputs: Sequence[Flag], found: list[str]) -> list[
             continue
         if node.op is OpKind.GET_OUTPUT:
             src = flags.get(node.args[0], False)
-            index = cast(GetOutputParams, node.params).index
+            index = cast("GetOutputParams", node.params).index
             flags[node] = (
                 src[index] if isinstance(src, tuple) and index < len(src) else flag(node.args[0])
             )
@@ -268,7 +268,7 @@ def _data_flags(graph: Graph, inputs: Sequence[Flag], found: list[str]) -> list[
             if flag(pred):
                 found.append(_message(node, _DATA_CONDITION))
             ops = [flag(a) for a in operands]
-            outs = [_data_flags(b, ops, found) for b in cast(CondParams, node.params).branches]
+            outs = [_data_flags(b, ops, found) for b in cast("CondParams", node.params).branches]
             flags[node] = tuple(any(fs) for fs in zip(*outs))
         else:
             flags[node] = any(flag(a) for a in node.args)
@@ -290,7 +290,7 @@ def _data_flags(graph: Graph, inputs: Sequence[Flag], found: list[str]) -> list[
 def _while_flags(node: Node, args: list[bool], found: list[str]) -> tuple[bool, ...]:
     """A loop variable depends on the data if its first value or its update does (a fixed
     point over the body); the condition must not."""
-    loop = cast(WhileParams, node.params)
+    loop = cast("WhileParams", node.params)
     n = loop.n_vars
     cond, body = loop.cond, loop.body
     variables, captured = list(args[:n]), list(args[n:])
@@ -310,7 +310,7 @@ def _message(node: Node, why: str) -> str:
     where = node.meta.get("where")
     what = node.op.value
     if node.op is OpKind.NUMPY_CALL:
-        fn = cast(CallParams, node.params).fn
+        fn = cast("CallParams", node.params).fn
         what = f"numpy_call of np.{getattr(fn, '__name__', fn)}"
     return f"'{what}'{f' ({where})' if where else ''} cannot run on Dask arrays: {why}."
 
@@ -341,7 +341,7 @@ def compile_dask(
             f"'{name}' cannot run on the Dask backend: " + " ".join(problems)
         )
     program = _GraphProgram(graph, fast_math)
-    paths = [cast(PlaceholderParams, node.params).path for node in graph.inputs]
+    paths = [cast("PlaceholderParams", node.params).path for node in graph.inputs]
 
     def run(*params: Any) -> Any:
         values = [_as_dask(_read(params, path)) for path in paths]
@@ -508,7 +508,7 @@ class _SegmentStep:
         source = red.args[0]
         axes = _axes(red, ndim)
         self.axes = axes
-        self.keepdims = bool(cast(ReduceParams, red.params).keepdims)
+        self.keepdims = bool(cast("ReduceParams", red.params).keepdims)
         kernel = _kernel(elementwise, seg.inputs, [red], seg.domain, red, self.fast_math)
         if kernel is not None:
             plan = reduction_plan(red, auto=True)
@@ -627,7 +627,7 @@ def _indices(value: Any, ndim: int) -> tuple:
 
 
 def _axes(red: Node, ndim: int) -> tuple[int, ...]:
-    axis = cast(ReduceParams, red.params).axis
+    axis = cast("ReduceParams", red.params).axis
     if axis is None:
         return tuple(range(ndim))
     axis = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
@@ -642,7 +642,7 @@ def _node_step(node: Node, fast_math: bool = False) -> Step:
     if op is OpKind.PLACEHOLDER:
         return lambda env: None
     if op is OpKind.CONSTANT:
-        value = cast(ConstantParams, node.params).value
+        value = cast("ConstantParams", node.params).value
         return lambda env: env.__setitem__(node, value)
     if op is OpKind.WHILE:
         return _while_step(node, fast_math)
@@ -693,7 +693,7 @@ def _python_index(value: Any) -> Any:
 def _along_axis(node: Node) -> Callable[[Any], Any] | None:
     """``sort``/``argsort`` along one axis: that axis in one chunk, then NumPy per block."""
     fn = LOWER[node.op](node)
-    axis = cast(SortParams, node.params).axis
+    axis = cast("SortParams", node.params).axis
     dtype = node.dtype
 
     def run(x: Any) -> Any:
@@ -711,7 +711,7 @@ def _along_axis(node: Node) -> Callable[[Any], Any] | None:
 def _while_step(node: Node, fast_math: bool) -> Step:
     """A graph ``while`` whose condition does not read the data (checked at compile time):
     the condition is computed with NumPy and the body adds its lazy arrays per iteration."""
-    loop = cast(WhileParams, node.params)
+    loop = cast("WhileParams", node.params)
     n = loop.n_vars
     cond = _GraphProgram(loop.cond, fast_math)
     body = _GraphProgram(loop.body, fast_math)
@@ -742,7 +742,7 @@ def _while_step(node: Node, fast_math: bool) -> Step:
 
 def _cond_step(node: Node, fast_math: bool) -> Step:
     """A graph ``cond`` on a data-independent predicate: the branch it picks, built."""
-    branches = [_GraphProgram(g, fast_math) for g in cast(CondParams, node.params).branches]
+    branches = [_GraphProgram(g, fast_math) for g in cast("CondParams", node.params).branches]
 
     def step(env: dict) -> None:
         pred, *operands = [env[a] if isinstance(a, Node) else a for a in node.args]

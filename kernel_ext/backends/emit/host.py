@@ -13,7 +13,6 @@ from ...ir.interpreter import LOWER
 from ...ir.params import (
     CondParams,
     ConstantParams,
-    GetOutputParams,
     IndexParams,
     PlaceholderParams,
     WhileParams,
@@ -99,12 +98,12 @@ class Emitter:
         """Write the statements computing ``node`` to ``out``."""
         if node.op is OpKind.PLACEHOLDER:
             if node not in scope.names:
-                path = cast(PlaceholderParams, node.params).path
+                path = cast("PlaceholderParams", node.params).path
                 out.line(f"{scope.var(node)} = {access_expr(path, self.namer)}")
             return
         v = scope.var(node)
         if node.op is OpKind.CONSTANT:
-            value = cast(ConstantParams, node.params).value
+            value = cast("ConstantParams", node.params).value
             out.line(f"{v} = {self.namer.bind(value, '_const')}")
             return
         args = [scope.var(a) if isinstance(a, Node) else self.literal(a) for a in node.args]
@@ -132,11 +131,11 @@ class Emitter:
             return [f"{v} = {op.operator}{args[0]}"]
         if op is OpKind.GETITEM and not node.params.keys() - {"index"}:
             # NumPy's own indexing, spelled out: no lowering call, no index tuple to build
-            template = cast(IndexParams, node.params).index
+            template = cast("IndexParams", node.params).index
             index = self.index_source(template, args[1:], node.args[1:])
             return [f"{v} = {args[0]}[{index}]"]
         if self._setitem_in_place(node):
-            template = cast(IndexParams, node.params).index
+            template = cast("IndexParams", node.params).index
             index = self.index_source(template, args[2:], node.args[2:])
             return [f"{args[0]}[{index}] = {args[1]}", f"{v} = {args[0]}"]
         return None
@@ -168,7 +167,7 @@ class Emitter:
         return f"{v} = {call}" if node.aval is not None else call
 
     def _emit_get_output(self, node: Node, v: str, args: list[str], out: Source) -> None:
-        out.line(f"{v} = {args[0]}[{cast(GetOutputParams, node.params).index}]")
+        out.line(f"{v} = {args[0]}[{node.params.index}]")
 
     def index_source(self, template: tuple, dyn: list[str], nodes: Any = ()) -> str:
         """Source of the index tuple ``build_index(template, dyn)`` builds at run time.
@@ -208,7 +207,7 @@ class Emitter:
 
     def _emit_cond(self, node: Node, v: str, args: list[str], out: Source) -> None:
         pred, operands = args[0], args[1:]
-        branches = cast(CondParams, node.params).branches
+        branches = cast("CondParams", node.params).branches
         for head, graph in zip((f"if {pred}:", "else:"), branches):
             with out.block(head) as body:
                 scope = self.new_scope(dict(zip(graph.inputs, operands)))
@@ -216,7 +215,7 @@ class Emitter:
                 body.line(f"{v} = ({''.join(o + ', ' for o in outs)})")
 
     def _emit_while(self, node: Node, v: str, args: list[str], out: Source) -> None:
-        loop = cast(WhileParams, node.params)
+        loop = cast("WhileParams", node.params)
         n = loop.n_vars
         cond_graph, body_graph = loop.cond, loop.body
         self._scopes += 1

@@ -6,12 +6,11 @@ from __future__ import annotations
 
 import keyword
 from collections.abc import Callable
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
 from ...ir import Graph, Node
-from ...ir.params import PlaceholderParams
 from ...ir.structure import TreeNode
 from .names import Namer, Scope
 
@@ -235,14 +234,6 @@ def replay(result: Any, *triples: Any) -> Any:
     return result
 
 
-def given_path(node: Node) -> Any:
-    """Where a top-level input's argument sits in the call; None when its maker gave no
-    path (a graph built by hand)."""
-    # (None rather than the field's MISSING: callers match it against a tree's paths and
-    # key dicts by it as they did when an absent path read as None)
-    return cast(PlaceholderParams, node.params).path if "path" in node.params else None
-
-
 def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
     """The inputs of ``graph`` whose argument the call writes its new contents back to: the
     executor may write into such an argument in place, as the eager function does."""
@@ -257,7 +248,7 @@ def written_back_inputs(graph: Graph, tree: TreeNode) -> frozenset[Node]:
     walk(tree)
     # (not 0-d inputs: the caller may pass a NumPy scalar, which cannot be written into;
     # eagerly such a write lands in a new array and the scalar stays as it was)
-    return frozenset(n for n in graph.inputs if given_path(n) in paths and n.shape != ())
+    return frozenset(n for n in graph.inputs if n.params.path in paths and n.shape != ())
 
 
 def _make_dataclass_builder(cls: type, names: tuple) -> Callable[..., Any]:

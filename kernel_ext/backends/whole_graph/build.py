@@ -22,7 +22,6 @@ from ..compiler import COMPILER, KernelHandle, SegmentReport, handle_for, segmen
 from ..cost import whole_graph_handover
 from ..emit import Namer, Scope, access_expr, output_expr
 from ..emit.literals import Unsupported
-from ..emit.outputs import given_path
 from ..emit.source import STEP, Source
 from ..executable import Executable
 from ..fused import compile_fused
@@ -45,11 +44,11 @@ def _holds(graph: Graph, ops: frozenset[OpKind]) -> bool:
         if node.op in ops:
             return True
         if node.op is OpKind.COND and any(
-            _holds(g, ops) for g in cast(CondParams, node.params).branches
+            _holds(g, ops) for g in cast("CondParams", node.params).branches
         ):
             return True
         if node.op is OpKind.WHILE:
-            loop = cast(WhileParams, node.params)
+            loop = cast("WhileParams", node.params)
             if _holds(loop.cond, ops) or _holds(loop.body, ops):
                 return True
     return False
@@ -176,14 +175,14 @@ def write_function(
 
 def _path(node: Node) -> Any:
     """Where a top-level input's argument sits in the call."""
-    return cast(PlaceholderParams, node.params).path
+    return cast("PlaceholderParams", node.params).path
 
 
 def _written_back(graph: Graph, tree: TreeNode) -> dict[int, int]:
     """Graph output index -> index of the array input whose argument the call writes that
     output back to (the ``writeback`` nodes of ``tree``)."""
     by_path = {
-        given_path(n): k
+        n.params.path: k
         for k, n in enumerate(graph.inputs)
         if aval_of_node(n).shape not in (None, ())
     }

@@ -89,7 +89,7 @@ def _constant(arg: Any) -> float | None:
     if isinstance(arg, Node):
         if arg.op is not OpKind.CONSTANT:
             return None
-        arg = cast(ConstantParams, arg.params).value
+        arg = cast("ConstantParams", arg.params).value
     if isinstance(arg, (bool, np.bool_)):
         return None
     if isinstance(arg, np.ndarray):

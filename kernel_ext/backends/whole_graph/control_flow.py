@@ -56,7 +56,7 @@ class ControlFlow(WriterBase):
         # (a cond's aval is the tuple of its outputs')
         outs = [f"{t}_{i}" for i in range(len(cast("tuple", node.aval)))]
         parts: list[frozenset[str]] = [frozenset()] * len(outs)
-        branches = cast(CondParams, node.params).branches
+        branches = cast("CondParams", node.params).branches
         for head, graph in zip((f"if {pred.name}:", "else:"), branches):
             sub = dict(env)
             for ph, v in zip(graph.inputs, operands):
@@ -115,7 +115,7 @@ class ControlFlow(WriterBase):
         The spare is checked against the producer's run-time size (a variable may change
         shape between iterations); a mismatch allocates.
         """
-        loop = cast(WhileParams, node.params)
+        loop = cast("WhileParams", node.params)
         n = loop.n_vars
         cond_g, body_g = loop.cond, loop.body
         init, captures = args[:n], args[n:]
@@ -195,7 +195,7 @@ class ControlFlow(WriterBase):
         """Is every integer of ``node``'s index (a GETITEM of one element) in range of its
         array's static shape, so that the read needs no check (:meth:`_integer_index`)?"""
         shape = node.args[0].aval.shape
-        comps = cast(IndexParams, node.params).index
+        comps = cast("IndexParams", node.params).index
         if shape is None or None in shape or len(comps) != len(shape):
             return False
         for c, dim in zip(comps, shape):

@@ -34,7 +34,7 @@ class BasicIndexing(WriterBase):
                 and aval_of_node(arg).dtype.kind in "iu"
             )
 
-        for c in cast(IndexParams, node.params).index:
+        for c in cast("IndexParams", node.params).index:
             if isinstance(c, slice):
                 # traced start/stop (``A[i, :j]`` in a loop): Numba slices with Python's
                 # clamping, as NumPy does; a traced step stays out (its sign decides the
@@ -58,7 +58,7 @@ class BasicIndexing(WriterBase):
         integer and float dtypes; a Python number NumPy converts without complaint)."""
         self._check_getitem(node, first_dyn=2)
         x, value = node.args[0], node.args[1]
-        if any(c is None for c in cast(IndexParams, node.params).index):
+        if any(c is None for c in cast("IndexParams", node.params).index):
             raise Unsupported("setitem with a None (np.newaxis) index component")
         if not isinstance(x, Node) or aval_of_node(x).shape in (None, ()):
             raise Unsupported("setitem into a 0-d value")
@@ -101,7 +101,7 @@ class BasicIndexing(WriterBase):
         bounds ``(lo, hi)`` of what it selects (an integer, or a slice of step 1; None for a
         strided slice). An integer out of range is NumPy's IndexError: it signals a rerun
         there. ``first_dyn``: the argument position of the first traced index."""
-        comps = cast(IndexParams, node.params).index
+        comps = cast("IndexParams", node.params).index
         shape = node.args[0].aval.shape
         rank = len(shape)
         used = sum(1 for c in comps if c is not None and c is not Ellipsis)
@@ -238,7 +238,7 @@ class BasicIndexing(WriterBase):
         if None in shape or np.dtype(value.dtype) != np.dtype(x.dtype):
             return None
         dyn = [a.aval for a in nxt.args[2:]]
-        if getitem_shape(shape, cast(IndexParams, nxt.params).index, dyn) != tuple(seg.domain):
+        if getitem_shape(shape, cast("IndexParams", nxt.params).index, dyn) != tuple(seg.domain):
             return None
         if self._setitem_mode(nxt, env, seg) is None:
             return None
@@ -267,7 +267,7 @@ class BasicIndexing(WriterBase):
     def _rest_cost(self, node: Node) -> tuple[int, int] | None:
         """(elements outside the region, elements in it) by the static shapes, or None when
         the rest cannot be copied as boxes (a strided slice) or the sizes are unknown."""
-        comps = cast(IndexParams, node.params).index
+        comps = cast("IndexParams", node.params).index
         x = node.args[0]
         shape = x.aval.shape
         if None in shape or any(isinstance(c, slice) and c.step not in (None, 1) for c in comps):
@@ -380,7 +380,7 @@ class BasicIndexing(WriterBase):
             rr = len(
                 getitem_shape(
                     x.aval.shape,
-                    cast(IndexParams, node.params).index,  # type: ignore[arg-type]
+                    cast("IndexParams", node.params).index,  # type: ignore[arg-type]
                     [a.aval for a in node.args[2:]],
                 )
             )
@@ -441,7 +441,7 @@ def _clamp(bound: int | str, n: str) -> str:
 def unit_rows(node: Node) -> bool:
     """Does ``x[index]`` (``node``, a getitem or setitem) keep the last axis of ``x`` as its
     own last axis, sliced with step 1 (so a unit-stride row of ``x`` stays one)?"""
-    comps = cast(IndexParams, node.params).index
+    comps = cast("IndexParams", node.params).index
     rank = len(node.args[0].aval.shape)
     axes = sum(1 for c in comps if c is not None and c is not Ellipsis)
     if rank == 0:
@@ -459,5 +459,5 @@ def unit_rows(node: Node) -> bool:
 
 def is_element(node: Node, rank: int) -> bool:
     """Does ``node``'s index pick one element (an integer for every axis)?"""
-    comps = [c for c in cast(IndexParams, node.params).index if c is not Ellipsis]
+    comps = [c for c in cast("IndexParams", node.params).index if c is not Ellipsis]
     return len(comps) == rank and all(isinstance(c, (int, np.integer, DynamicIndex)) for c in comps)

@@ -399,7 +399,7 @@ class SegmentEmission(WriterBase):
         ):
             return None
         rank = len(ranked_shape(x))
-        axis = cast(ReduceParams, red.params).axis
+        axis = cast("ReduceParams", red.params).axis
         if axis is not None:
             axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
             if axes != set(range(rank)):
@@ -438,7 +438,7 @@ class SegmentEmission(WriterBase):
         ):
             return False
         rank = len(ranked_shape(x))
-        axis = cast(ReduceParams, red.params).axis
+        axis = cast("ReduceParams", red.params).axis
         if axis is not None:
             axes = {int(a) % rank for a in (axis if isinstance(axis, tuple) else (axis,))}
             if axes != set(range(rank)):
@@ -469,7 +469,7 @@ class SegmentEmission(WriterBase):
             # NumPy's empty mean is a NaN with a warning; otherwise sum / count in the dtype
             self.signal(out, f"{src}.size == 0")
             out.line(f"{t} = {t} / {ctor(dt)}({src}.size)")
-        if cast(ReduceParams, red.params).keepdims:
+        if cast("ReduceParams", red.params).keepdims:
             out.line(f"{t} = np.full({(1,) * rank!r}, {t})")
             env[red] = Value(t, False, True)
         else:

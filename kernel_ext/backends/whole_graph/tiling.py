@@ -100,7 +100,7 @@ def _elementwise_rows(node: Node, row: dict[Node, bool], nrows: int) -> bool:
 
 def _reduces_other_axes(node: Node, row: dict[Node, bool], nrows: int) -> bool:
     """A reduction of one operand along given axes, none of them the first."""
-    axis = cast(ReduceParams, node.params).axis
+    axis = cast("ReduceParams", node.params).axis
     rank = len(node.args[0].aval.shape)
     axes = axis if isinstance(axis, tuple) else (axis,)
     return not (
@@ -112,7 +112,7 @@ def _reduces_other_axes(node: Node, row: dict[Node, bool], nrows: int) -> bool:
 
 def _keeps_first_axis(node: Node, row: dict[Node, bool], nrows: int) -> bool:
     """A static index whose first component is ``:`` (a traced index is an argument)."""
-    index = cast(IndexParams, node.params).index
+    index = cast("IndexParams", node.params).index
     return (
         len(node.args) == 1
         and bool(index)
@@ -122,7 +122,7 @@ def _keeps_first_axis(node: Node, row: dict[Node, bool], nrows: int) -> bool:
 
 
 def _expand_after_rows(node: Node, row: dict[Node, bool], nrows: int) -> bool:
-    return int(cast(AxisParams, node.params).axis) % (len(node.args[0].aval.shape) + 1) != 0
+    return int(cast("AxisParams", node.params).axis) % (len(node.args[0].aval.shape) + 1) != 0
 
 
 #: The reductions a tiled graph may hold (along axes other than the rows)

@@ -10,7 +10,7 @@ from typing import Any, cast
 import numpy as np
 
 from ...ir import AbstractValue, Graph, Node, OpKind
-from ...ir.params import AxisParams, CondParams, ConstantParams, GetOutputParams, WhileParams
+from ...ir.params import CondParams, ConstantParams, GetOutputParams, WhileParams
 from ...passes.fusion import Segment, partition, schedule
 from .. import row_fusion
 from ..codegen import CODEGEN_VERSION, WRAPPING_IMPORT, can_compile, kernel_form
@@ -64,11 +64,11 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
             raise Unsupported(f"op '{node.op.value}' ({node.name})")
 
     def _check_cond(self, node: Node) -> None:
-        for g in cast(CondParams, node.params).branches:
+        for g in cast("CondParams", node.params).branches:
             self.check(g)
 
     def _check_while(self, node: Node) -> None:
-        loop = cast(WhileParams, node.params)
+        loop = cast("WhileParams", node.params)
         self.check(loop.cond)
         self.check(loop.body)
 
@@ -477,7 +477,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         )
 
     def _emit_constant(self, node: Node, env: dict[Node, Value]) -> None:
-        value = np.asarray(cast(ConstantParams, node.params).value)
+        value = np.asarray(cast("ConstantParams", node.params).value)
         if value.ndim == 0 and value.dtype.kind in "biuf":
             # a literal in the source, not one more argument for the dispatcher to type at
             # every call (~50 ns each)
@@ -510,7 +510,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
     ) -> None:
         src = args[0]
         scalar = _is_scalar(node)
-        index = cast(GetOutputParams, node.params).index
+        index = cast("GetOutputParams", node.params).index
         out.line(f"{t} = {src.name}[{index}]")
         part = src.parts[index] if src.parts is not None else src.roots
         env[node] = Value(t, scalar, True, None if scalar else part)
@@ -523,7 +523,7 @@ class GraphWriter(SegmentEmission, BasicIndexing, ControlFlow):
         env: dict[Node, Value],
         out: Source,
     ) -> None:
-        out.line(f"{t} = np.int64({args[0].name}.shape[{cast(AxisParams, node.params).axis}])")
+        out.line(f"{t} = np.int64({args[0].name}.shape[{node.params.axis}])")
         env[node] = Value(t, True, False)
 
 
@@ -541,7 +541,7 @@ def _finite(c: Any) -> bool:
     if isinstance(c, Node):
         if c.op is not OpKind.CONSTANT:
             return False
-        c = np.asarray(cast(ConstantParams, c.params).value)
+        c = np.asarray(cast("ConstantParams", c.params).value)
         if c.ndim != 0:
             return False
         c = c[()]
