@@ -197,13 +197,7 @@ def _string_keyed_parameter_uses(tree) -> list[int]:
             and is_params(node.value)
             and isinstance(node.slice, ast.Constant)
             and isinstance(node.slice.value, str)
-        ):
-            lines.append(node.lineno)
-        elif isinstance(node, ast.AugAssign) and (
-            isinstance(node.target, ast.Subscript) and is_params(node.target.value)
-        ):
-            lines.append(node.lineno)
-        elif (
+        ) or (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr
