@@ -60,10 +60,6 @@ class Primal:
         """The primal node's parameters (``p.params.axis``)."""
         return self.node.params
 
-    @property
-    def attrs(self) -> AnyParams:
-        return self.node.params
-
     def shape(self, i: int) -> tuple | None:
         """The static shape of argument ``i`` (a literal is 0-d)."""
         a = self.args[i]

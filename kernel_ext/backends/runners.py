@@ -115,7 +115,7 @@ class _RunnerWriter(CallRenderer):
                     for a in dead
                     if static
                     and ufunc is not None
-                    and not n.attrs
+                    and not n.params
                     and a.shape == n.shape
                     and a.dtype == n.dtype
                     and ufunc.nout == 1

@@ -110,9 +110,9 @@ def size_pattern_key(graph: Graph) -> Hashable | None:
                 ("n", index[a]) if isinstance(a, Node) else _attr_key(a) for a in node.args
             )
             attrs: tuple = ()
-            if node.attrs:
+            if node.params:
                 items = []
-                for name, value in sorted(node.attrs.items()):
+                for name, value in sorted(node.params.items()):
                     if op is OpKind.CONSTANT and name == "value":
                         items.append((name, _const_key(value)))
                     elif op is OpKind.PLACEHOLDER and name == "shape":
@@ -175,7 +175,7 @@ def erase_sizes(graph: Graph) -> Graph:
         if node.op is OpKind.PLACEHOLDER:
             # (every input of a traced graph was made with its shape)
             shape = cast("PlaceholderParams", node.params).shape
-            node.attrs = {**node.attrs, "shape": erase(shape)}
+            node.params = node.params.replace(shape=erase(shape))
         if isinstance(node.aval, AbstractValue):
             node.aval = AbstractValue(erase(node.aval.shape), node.aval.dtype)
     return out

@@ -3,11 +3,10 @@
 In the manner of torch.fx: a node's ``args`` hold input nodes *and* inline literals (weak Python
 scalars, ``None``), its ``params`` the op's static parameters (axis, dtype, index templates, the
 variable a stateful op touches): one immutable value of the op's class in
-:mod:`kernel_ext.ir.params`, also read as a mapping over the fields given (``node.attrs``, the
-older name, is the same value). A change gives the node a new value
-(``node.attrs = {**node.attrs, "shape": ...}`` or ``node.params.replace(shape=...)``); ``tests/ir``
-checks the package for writes into one. Nodes are kept in program order, which is a valid
-topological order and also the order stateful ops run in.
+:mod:`kernel_ext.ir.params`, read by field (``node.params.axis``) and also a mapping over the
+fields given (what printers and keys read). A change gives the node a new value
+(``node.params = node.params.replace(shape=...)``). Nodes are kept in program order, which is a
+valid topological order and also the order stateful ops run in.
 
 A node's ``meta`` holds what other layers note about it, never what it computes: ``where``
 (a description of the code that made it, for messages and the graph views), ``backward``
@@ -92,15 +91,6 @@ class Node:
         self._inputs = tuple(a for a in self._args if isinstance(a, Node))
 
     @property
-    def attrs(self) -> AnyParams:
-        """The op's parameters, read as a mapping over the fields given (:attr:`params`)."""
-        return self.params
-
-    @attrs.setter
-    def attrs(self, value: Mapping[str, Any]) -> None:
-        self.params = make_params(self.op, value)
-
-    @property
     def inputs(self) -> tuple[Node, ...]:
         """The nodes this one reads, in argument order (literals excluded)."""
         return self._inputs
@@ -151,7 +141,7 @@ class Node:
 
 
 def subgraphs(node: Node) -> list[Graph]:
-    """Graphs a node carries in its attrs (cond branches, while cond/body), in attr order."""
+    """Graphs a node carries in its parameters (cond branches, while cond/body), in order."""
     params = node.params
     if not params.SUBGRAPH_FIELDS:  # most nodes (hot: every pass asks about every node)
         return []
@@ -237,7 +227,7 @@ class Graph:
         return node
 
     def append_copy(self, node: Node, args: tuple[Any, ...]) -> Node:
-        """Append a copy of ``node`` (of another graph) reading ``args``: its op, attrs,
+        """Append a copy of ``node`` (of another graph) reading ``args``: its op, parameters,
         aval, source line and meta, under a name unique here."""
         new = Node(
             self.unique_name(node.name),

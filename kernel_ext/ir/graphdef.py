@@ -73,7 +73,7 @@ def _node_attrs(node: Node) -> dict[str, Any]:
     elif isinstance(node.aval, AbstractValue):
         attrs["T"] = node.aval.dtype
         attrs["_output_shape"] = node.aval.shape if node.aval.shape is not None else "unknown"
-    for key, value in node.attrs.items():
+    for key, value in node.params.items():
         if key in ("captured", "out_avals", "out_aval"):
             continue
         if isinstance(value, Graph):

@@ -8,10 +8,10 @@ give it; a change makes a new value (:meth:`Params.replace`), never edits one in
 nodes may share it.
 
 Each value is also a read-only mapping over the fields its maker *gave*, in the order given:
-``node.params["axis"]``, ``"dtype" in node.params``, ``**node.params``. That is what the
-printers, common-subexpression keys, kernel caches and saved graphs read, so "given" keeps its
-meaning there (a sum made with ``keepdims=False`` prints it; a ufunc made without ``dtype=``
-does not) and a field NumPy treats differently when absent (``ufunc.reduce``'s ``initial``,
+``"initial" in node.params``, ``node.params.items()``. That is what the printers,
+common-subexpression keys, kernel caches and saved graphs read, so "given" keeps its meaning
+there (a sum made with ``keepdims=False`` prints it; a ufunc made without ``dtype=`` does not)
+and a field NumPy treats differently when absent (``ufunc.reduce``'s ``initial``,
 ``np.pad``'s ``constant_values``) is told apart from its default. :data:`MISSING` is the value
 of a field with no default that was not given.
 

@@ -89,20 +89,20 @@ def opaque_calls(graph: Graph) -> list[tuple[str, str]]:
 
 def format_attrs(node: Node) -> str:
     items = []
-    for key in sorted(node.attrs):
+    for key in sorted(node.params):
         if key in ("value", "shape", "dtype") and node.op in (OpKind.PLACEHOLDER, OpKind.CONSTANT):
             continue
         if (
             key in ("captured", "out_avals", "out_aval")
-            or isinstance(node.attrs[key], Graph)
+            or isinstance(node.params[key], Graph)
             or (
-                isinstance(node.attrs[key], tuple)
-                and node.attrs[key]
-                and isinstance(node.attrs[key][0], Graph)
+                isinstance(node.params[key], tuple)
+                and node.params[key]
+                and isinstance(node.params[key][0], Graph)
             )
         ):
             continue
-        items.append(f"{key}={format_value(node.attrs[key])}")
+        items.append(f"{key}={format_value(node.params[key])}")
     return ", ".join(items)
 
 

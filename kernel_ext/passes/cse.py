@@ -84,14 +84,20 @@ def node_key(node: Node, args: tuple[Any, ...]) -> Hashable | None:
     """The merge key of ``node`` with (new-graph) ``args``, or ``None`` if it never merges."""
     if node.op is OpKind.CONSTANT:
         value = node.params.value
-        if node.params.captured or value.size > MAX_MERGED_CONSTANT or set(node.attrs) != {"value"}:
+        if (
+            node.params.captured
+            or value.size > MAX_MERGED_CONSTANT
+            or set(node.params) != {"value"}
+        ):
             return None
         return ("constant", freeze(value))
     if not is_pure(node):
         return None
     try:
         # (a node's meta annotates, never changes the value: not part of the key)
-        attrs = tuple(sorted([(k, freeze(v)) for k, v in node.attrs.items()])) if node.attrs else ()
+        attrs = (
+            tuple(sorted([(k, freeze(v)) for k, v in node.params.items()])) if node.params else ()
+        )
     except Unmergeable:
         return None
     frozen_args = tuple([("node", id(a)) if isinstance(a, Node) else freeze(a) for a in args])

@@ -268,9 +268,9 @@ def map_subgraphs(node: Node, fn: Pass) -> tuple[dict[str, Any], bool]:
 
     Returns the new attrs and whether any sub-graph changed. ``node`` itself is not touched.
     """
-    attrs = dict(node.attrs)
+    attrs = dict(node.params)
     changed = False
-    for key, value in node.attrs.items():
+    for key, value in node.params.items():
         if isinstance(value, Graph):
             attrs[key], did = fn(value)
             changed = changed or did

@@ -295,7 +295,7 @@ class Encoder:
             # (the meta is saved among the attrs, each name after an underscore: the format
             # of the files saved before nodes had a meta)
             notes = {f"_{key}": value for key, value in node.meta.items()}
-            for key, value in [*node.attrs.items(), *notes.items()]:
+            for key, value in [*node.params.items(), *notes.items()]:
                 if not IDENTIFIER.match(key):
                     raise self._refuse(f"its attr name {key!r} is not an identifier")
                 attrs[key] = self.value(value)

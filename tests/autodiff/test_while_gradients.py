@@ -34,8 +34,8 @@ def ops_of(graph: Any) -> list[OpKind]:
     for node in graph.nodes:
         out.append(node.op)
         for key in ("cond", "body"):
-            if key in node.attrs:
-                out.extend(ops_of(node.attrs[key]))
+            if key in node.params:
+                out.extend(ops_of(node.params[key]))
     return out
 
 

@@ -227,7 +227,7 @@ def test_nested_long_ranges_are_nested_graph_loops_from_their_first_items():
     cf = f.get_concrete_function(*KERNELS[lu_scalar][1](30))
     assert len(cf.loops) == 5 and all(note.endswith("— a graph loop") for note in cf.loops)
     (outer,) = [n for n in cf.graph.nodes if n.op is OpKind.WHILE]  # the i loop
-    body = outer.attrs["body"]
+    body = outer.params["body"]
     assert sum(n.op is OpKind.WHILE for n in body.nodes) == 2  # the two j loops, nested
 
 
@@ -281,7 +281,7 @@ def test_a_slice_with_traced_bounds_has_an_unknown_length_in_the_loop_body():
     f = kx.function(forward_substitution, backend="numpy")
     graph = f.get_concrete_function(*KERNELS[forward_substitution][1](20)).graph
     (loop,) = [n for n in graph.nodes if n.op is OpKind.WHILE]
-    shapes = {n.aval.shape for n in loop.attrs["body"].nodes if n.op is OpKind.GETITEM}
+    shapes = {n.aval.shape for n in loop.params["body"].nodes if n.op is OpKind.GETITEM}
     assert (None,) in shapes  # L[i, :i] and x[:i]
 
 

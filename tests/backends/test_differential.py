@@ -118,7 +118,7 @@ def _run_coverage(seeds, path):
         cf = f.get_concrete_function(*prog.inputs)
         lint(cf.graph)
     where = f"seeds {seeds} on {path}: {prog.describe()}"
-    opaque = {n.attrs["fn"] for n in cf.graph.nodes if n.op is kx.ir.OpKind.NUMPY_CALL}
+    opaque = {n.params["fn"] for n in cf.graph.nodes if n.op is kx.ir.OpKind.NUMPY_CALL}
     assert opaque <= OPAQUE_BY_DESIGN, f"{where}: opaque {opaque}"
     assert len(got) == len(expected), where
     for k, (g, e) in enumerate(zip(got, expected)):

@@ -81,16 +81,16 @@ def _all_graphs(graph):
     yield graph
     for n in graph.nodes:
         for key in ("cond", "body"):
-            if key in n.attrs:
-                yield from _all_graphs(n.attrs[key])
-        for branch in n.attrs.get("branches", ()):
+            if key in n.params:
+                yield from _all_graphs(n.params[key])
+        for branch in n.params.get("branches", ()):
             yield from _all_graphs(branch)
 
 
 def test_a_counter_tested_against_a_carried_bound_stays_unbounded():
     graph = _graph(_halving, np.ones(6), np.int64(3))
     (loop,) = [n for g in _all_graphs(graph) for n in g.nodes if n.op is OpKind.WHILE]
-    body = loop.attrs["body"]
+    body = loop.params["body"]
     assert not any(ph in index_ranges(graph) for ph in body.inputs)
 
 

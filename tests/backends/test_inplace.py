@@ -62,10 +62,10 @@ def setitems(graph):
         if node.op is OpKind.SETITEM:
             found.append(node)
         for key in ("branches",):
-            for g in node.attrs.get(key, ()):
+            for g in node.params.get(key, ()):
                 found += setitems(g)
         if node.op is OpKind.WHILE:
-            found += setitems(node.attrs["body"])
+            found += setitems(node.params["body"])
     return found
 
 
@@ -292,7 +292,7 @@ def _tensor_array_writes(graph):
         if node.op is OpKind.TENSOR_ARRAY_WRITE:
             found.append(node)
         if node.op is OpKind.WHILE:
-            found += _tensor_array_writes(node.attrs["body"])
+            found += _tensor_array_writes(node.params["body"])
     return found
 
 

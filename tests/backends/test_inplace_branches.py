@@ -165,12 +165,12 @@ def branch_setitems(graph, in_loop: bool = False) -> list:
     found = []
     for node in graph.nodes:
         if node.op is OpKind.COND:
-            for g in node.attrs["branches"]:
+            for g in node.params["branches"]:
                 if in_loop:
                     found += [n for n in g.nodes if n.op is OpKind.SETITEM]
                 found += branch_setitems(g, in_loop)
         if node.op is OpKind.WHILE:
-            found += branch_setitems(node.attrs["body"], True)
+            found += branch_setitems(node.params["body"], True)
     return found
 
 

@@ -89,7 +89,7 @@ def _casts(graph: Graph) -> list[Node]:
     for node in graph.nodes:
         if node.op is OpKind.CAST:
             found.append(node)
-        for value in node.attrs.values():
+        for value in node.params.values():
             for sub in value if isinstance(value, (list, tuple)) else (value,):
                 if isinstance(sub, Graph):
                     found += _casts(sub)

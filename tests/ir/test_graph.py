@@ -119,7 +119,7 @@ def test_graph_captures_and_variables():
     f = kx.function(lambda x: x * table + v)
     graph = f.get_concrete_function(np.ones(3)).graph
     assert len(graph.captures) == 1
-    np.testing.assert_array_equal(graph.captures[0].attrs["value"], table)
+    np.testing.assert_array_equal(graph.captures[0].params["value"], table)
     assert graph.variables == [v]
     text = f.pretty_printed_concrete_signatures()
     assert "constant, frozen at trace time" in text and "bias: float64[] (kx.Variable" in text

@@ -79,8 +79,8 @@ def test_a_node_reads_a_new_mapping_into_its_class_and_copies_share_the_value():
     g = Graph("f")
     x = g.placeholder("x", (2, 3), np.float32)
     node = g.create_node(K.SUM, (x,), {"axis": 0, "keepdims": False})
-    assert type(node.params).__name__ == "ReduceParams" and node.attrs is node.params
-    node.attrs = {**node.attrs, "keepdims": True}
+    assert type(node.params).__name__ == "ReduceParams"
+    node.params = node.params.replace(keepdims=True)
     assert node.params.keepdims is True and list(node.params) == ["axis", "keepdims"]
     h = Graph("h")
     copied = h.append_copy(node, (h.placeholder("x", (2, 3), np.float32),))

@@ -16,7 +16,7 @@ def _broken_flip(node):
     """FLIP's lowering with one wrong bit: the last element's lowest mantissa bit flipped."""
 
     def run(x):
-        out = np.array(np.flip(x, axis=node.attrs.get("axis")), copy=True)
+        out = np.array(np.flip(x, axis=node.params.get("axis")), copy=True)
         flat = out.reshape(-1).view(np.uint64)
         flat[-1] ^= np.uint64(1)
         return out

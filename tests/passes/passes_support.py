@@ -120,4 +120,4 @@ def ops(graph: Graph) -> list[str]:
 
 def snapshot(graph: Graph) -> list[tuple[Node, str, tuple, dict]]:
     """Everything a pure pass must leave alone in its input graph."""
-    return [(n, n.name, n.args, dict(n.attrs)) for n in graph.nodes]
+    return [(n, n.name, n.args, dict(n.params)) for n in graph.nodes]

@@ -39,10 +39,10 @@ def test_fold_keeps_the_dtype_of_zero_d_results():
     out, _ = fold_constants(g)
     s2, i2 = out.outputs
     assert s2.op is OpKind.CONSTANT and i2.op is OpKind.CONSTANT
-    assert s2.attrs["value"].shape == () and s2.attrs["value"].dtype == np.float32
-    assert i2.attrs["value"].dtype == np.int8 and i2.attrs["value"] == 127
+    assert s2.params["value"].shape == () and s2.params["value"].dtype == np.float32
+    assert i2.params["value"].dtype == np.int8 and i2.params["value"] == 127
     assert s2.aval == s.aval and i2.aval == i.aval
-    assert not s2.attrs["value"].flags.writeable  # constants are frozen
+    assert not s2.params["value"].flags.writeable  # constants are frozen
 
 
 def test_fold_runs_to_completion_in_one_pass_along_a_chain():
@@ -127,7 +127,7 @@ def test_fold_reads_static_dims_from_the_shape():
     g.outputs = [d0, d1]
     out, _ = fold_constants(g)
     assert [o.op for o in out.outputs] == [OpKind.DIM, OpKind.CONSTANT]
-    value = out.outputs[1].attrs["value"]
+    value = out.outputs[1].params["value"]
     assert value == 4 and value.dtype == np.int64 and value.shape == ()
 
 
@@ -161,7 +161,7 @@ def test_folded_results_reach_the_caller_as_fresh_writable_arrays():
     )
     assert fold_constants(out) == (out, False)  # copy(constant) is already folded
     value = interpret(out, [])[0]
-    assert value.flags.writeable and not np.shares_memory(value, out.nodes[0].attrs["value"])
+    assert value.flags.writeable and not np.shares_memory(value, out.nodes[0].params["value"])
 
 
 def test_folded_branch_results_are_writable_through_kx_function():

@@ -113,7 +113,7 @@ def _filter_graph(rows: int):
 def _subgraphs(graph):
     yield graph
     for node in graph.nodes:
-        for value in node.attrs.values():
+        for value in node.params.values():
             if hasattr(value, "nodes") and hasattr(value, "inputs"):
                 yield from _subgraphs(value)
 

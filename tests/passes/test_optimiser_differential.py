@@ -164,7 +164,7 @@ def test_stateful_sequences_are_untouched(capsys):
 
     def stateful(graph):
         return [
-            (n.op.value, n.attrs.get("variable"))
+            (n.op.value, n.params.get("variable"))
             for n in graph.nodes
             if n.op.group is OpGroup.STATEFUL
         ]

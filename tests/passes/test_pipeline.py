@@ -89,7 +89,7 @@ def test_passes_reach_into_sub_graphs_and_keep_their_arity():
     before, body_text = snapshot(body), str(body)
     out = run_pipeline(g, verify=True)
     (cond,) = [n for n in out.nodes if n.op is K.COND]
-    new_body = cond.attrs["branches"][0]
+    new_body = cond.params["branches"][0]
     assert new_body is not body and snapshot(body) == before and str(body) == body_text
     assert str(new_body) == (
         "graph body(a: float32[3]) {\n"
@@ -118,10 +118,10 @@ def test_nested_sub_graphs_and_tuples_of_sub_graphs_are_optimised():
     g.outputs = _outputs_of(g, _cond(g, x, (middle, _messy_body("other"))), 2)
     out = run_pipeline(g, verify=True)
     (cond,) = [n for n in out.nodes if n.op is K.COND]
-    new_middle, new_other = cond.attrs["branches"]
+    new_middle, new_other = cond.params["branches"]
     (inner_cond,) = [n for n in new_middle.nodes if n.op is K.COND]
     assert (
-        ops(inner_cond.attrs["branches"][0])
+        ops(inner_cond.params["branches"][0])
         == ops(new_other)
         == ["constant", "tanh", "multiply", "add"]
     )
@@ -133,9 +133,9 @@ def test_map_subgraphs_reports_changes_and_leaves_the_node_alone():
     body = _messy_body()
     node = _cond(g, x, (body, _messy_body("other")))
     attrs, changed = map_subgraphs(node, lambda sub: (sub, False))
-    assert not changed and attrs == node.attrs and attrs is not node.attrs
+    assert not changed and attrs == node.params and attrs is not node.params
     attrs, changed = map_subgraphs(node, prune_dead_code)
-    assert changed and attrs["branches"][0] is not body and node.attrs["branches"][0] is body
+    assert changed and attrs["branches"][0] is not body and node.params["branches"][0] is body
 
 
 # -- control flow as the AutoGraph layer builds it ---------------------------------------------
@@ -164,7 +164,7 @@ def test_cond_branches_are_optimised_and_results_unchanged():
     lint(g)
     out = run_pipeline(g, verify=True)
     cond = next(n for n in out.nodes if n.op is K.COND)
-    true_b, false_b = cond.attrs["branches"]
+    true_b, false_b = cond.params["branches"]
     assert ops(true_b) == ["constant", "tanh", "multiply", "add"]
     assert ops(false_b) == ["add"]
     for xs in (np.array([1.0, 2.0, -0.5], f32), np.array([-1.0, -2.0, 0.5], f32)):
@@ -218,7 +218,7 @@ def test_while_body_is_optimised_and_stateful_loops_survive_pruning():
     out = run_pipeline(g, verify=True)
     loops = [n for n in out.nodes if n.op is K.WHILE]
     assert len(loops) == 1  # the pure unused loop is pruned, the printing one stays
-    new_body, new_cond = loops[0].attrs["body"], loops[0].attrs["cond"]
+    new_body, new_cond = loops[0].params["body"], loops[0].params["cond"]
     assert ops(new_body) == ["tanh", "add", "print", "add", "add"]
     assert ops(new_cond) == ["constant", "less"]
     xs = np.array([0.1, 0.2, 0.3], f32)

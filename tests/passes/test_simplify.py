@@ -293,7 +293,7 @@ def test_transposes_compose_and_cancel():
     assert out.outputs[0].args[0] is out.inputs[0]
     composed = out.outputs[1].args[0]
     assert composed.op is K.TRANSPOSE and composed.args[0] is out.inputs[0]
-    assert composed.attrs["axes"] == (2, 1, 0)
+    assert composed.params["axes"] == (2, 1, 0)
     xs = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(f32)
     for a, b in zip(interpret(out, [xs]), interpret(g, [xs])):
         assert_identical(a, b)
@@ -445,7 +445,7 @@ def test_a_gradient_seed_of_ones_drops_out_at_every_size():
             return (
                 isinstance(a, Node)
                 and a.op is OpKind.CONSTANT
-                and bool(np.all(a.attrs["value"] == 1))
+                and bool(np.all(a.params["value"] == 1))
             )
 
         # (ones * 0.5 stays: a broadcast, not an identity)

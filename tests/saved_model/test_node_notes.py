@@ -32,7 +32,7 @@ def test_notes_are_saved_among_the_attrs_and_read_back_into_the_meta():
     metas = {n.op: n.meta for n in loaded.nodes}
     assert metas[OpKind.MULTIPLY] == {"backward": True}
     assert metas[OpKind.ADD] == {"where": "cell [1], line 2"}
-    assert all(not n.attrs for n in loaded.nodes if n.op is not OpKind.PLACEHOLDER)
+    assert all(not n.params for n in loaded.nodes if n.op is not OpKind.PLACEHOLDER)
 
 
 @pytest.mark.parametrize(

@@ -894,7 +894,7 @@ def test_multi_result_ops_are_one_node_read_through_get_output():
     (svd,) = [n for n in graph.get_operations() if n.op is kx.ir.OpKind.SVD]
     assert isinstance(svd.aval, tuple) and len(svd.aval) == 3
     reads = [n for n in graph.get_operations() if n.op is kx.ir.OpKind.GET_OUTPUT]
-    assert sorted(n.attrs["index"] for n in reads) == [0, 1, 2]
+    assert sorted(n.params["index"] for n in reads) == [0, 1, 2]
     assert type(f(SQ)).__name__ == "SVDResult"
 
 

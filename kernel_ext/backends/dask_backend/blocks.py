@@ -81,7 +81,7 @@ def detach(
     copies = []
     for n in nodes:
         args = tuple(mapping[a] if isinstance(a, Node) else a for a in n.args)
-        c = Node(n.name, n.op, args, dict(n.attrs), n.aval)
+        c = Node(n.name, n.op, args, dict(n.params), n.aval)
         mapping[n] = c
         copies.append(c)
     return placeholders, copies, mapping

@@ -127,7 +127,7 @@ class Emitter:
             return [f"{v} = {args[0]} {op.operator} {args[1]}"]
         if op.group is OpGroup.REDUCTION and op in NDARRAY_METHODS:
             return [self._reduction_method(node, v, args)]
-        if op.operator and not node.attrs and len(args) == 1:
+        if op.operator and not node.params and len(args) == 1:
             return [f"{v} = {op.operator}{args[0]}"]
         if op is OpKind.GETITEM and not node.params.keys() - {"index"}:
             # NumPy's own indexing, spelled out: no lowering call, no index tuple to build

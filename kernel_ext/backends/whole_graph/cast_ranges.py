@@ -65,7 +65,7 @@ def exact_casts(graph: Graph) -> frozenset[Node]:
 def _all_nodes(graph: Graph) -> Iterator[Node]:
     for node in graph.nodes:
         yield node
-        for value in node.attrs.values():
+        for value in node.params.values():
             for sub in value if isinstance(value, (list, tuple)) else (value,):
                 if isinstance(sub, Graph):
                     yield from _all_nodes(sub)

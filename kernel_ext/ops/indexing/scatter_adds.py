@@ -284,7 +284,7 @@ def _check_bincount(node: Node) -> None:
     params = cast("BincountParams", node.params)
     x, weights = node.args[0], node.args[1]
     minlength = params.minlength
-    if weights is not None or set(node.attrs) - {"minlength"}:
+    if weights is not None or set(node.params) - {"minlength"}:
         raise Unsupported("bincount with weights")
     if not isinstance(minlength, (int, np.integer)) or minlength < 0:
         raise Unsupported(f"bincount with minlength={minlength!r}")

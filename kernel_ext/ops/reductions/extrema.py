@@ -212,8 +212,8 @@ def _check_arg_reduce(node: Node) -> None:
         or np.dtype(x.dtype).kind not in "biuf"
     ):
         raise Unsupported(f"{node.op.value} of {getattr(x, 'aval', x)}")
-    if set(node.attrs) - {"axis", "keepdims"}:
-        raise Unsupported(f"{node.op.value} with {sorted(node.attrs)}")
+    if set(node.params) - {"axis", "keepdims"}:
+        raise Unsupported(f"{node.op.value} with {sorted(node.params)}")
     axis = cast("ReduceParams", node.params).axis
     if axis is not None and not isinstance(axis, (int, np.integer)):
         raise Unsupported(f"{node.op.value} over axes {axis!r}")

@@ -118,7 +118,7 @@ def _simplify_reshape(node: Node, args: tuple[Any, ...]) -> Proposal:
     if x.shape == node.shape:
         return x
     if x.op is OpKind.RESHAPE and isinstance(x.args[0], Node) and fully_known(x.args[0].aval):
-        return Rewrite(OpKind.RESHAPE, (x.args[0],), dict(node.attrs))
+        return Rewrite(OpKind.RESHAPE, (x.args[0],), dict(node.params))
     return None
 
 
@@ -501,7 +501,7 @@ def _simplify_flip(node: Node, args: tuple[Any, ...]) -> Proposal:
     if (
         isinstance(x, Node)
         and x.op is OpKind.FLIP
-        and x.attrs == node.attrs
+        and x.params == node.params
         and _static_axis(cast("AxisParams", node.params).axis)
     ):
         return cast("Node", x.args[0])
