@@ -22,6 +22,7 @@ from .ops import (
     MULTI_OUTPUT_OPS,
     NDARRAY_METHODS,
     OPAQUE_CALLS,
+    PARAMS_OF,
     UFUNC_OPS,
     UFUNC_REDUCTIONS,
     VIEW_OPS,
@@ -31,7 +32,7 @@ from .ops import (
     OpKind,
     fallback_reason,
 )
-from .params import MISSING, PARAMS_OF, Params
+from .params import MISSING, Params
 from .printer import format_graph
 
 __all__ = [

@@ -62,7 +62,7 @@ class Node:
         self.name = name
         self.op = op
         self.args = args
-        #: The op's parameters: a value of its class in :data:`~kernel_ext.ir.params.PARAMS_OF`
+        #: The op's parameters: a value of its class (``op.params_class``, :mod:`.params`)
         #: (immutable: a change gives the node a new value).
         self.params: AnyParams = make_params(op, attrs)
         self.aval = aval

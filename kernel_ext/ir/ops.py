@@ -19,6 +19,61 @@ from typing import Any
 
 import numpy as np
 
+from .params import (
+    AxesParams,
+    AxisParams,
+    BincountParams,
+    CallParams,
+    CheckParams,
+    CholeskyParams,
+    CondParams,
+    ConstantParams,
+    ConvolveParams,
+    CopyParams,
+    DiagflatParams,
+    DigitizeParams,
+    DtypeParams,
+    EighParams,
+    EinsumParams,
+    FftParams,
+    GetOutputParams,
+    HistogramParams,
+    IndexParams,
+    InsertParams,
+    IsinParams,
+    JoinParams,
+    LexsortParams,
+    LstsqParams,
+    MomentParams,
+    NoParams,
+    PackbitsParams,
+    PadParams,
+    Params,
+    PartitionParams,
+    PinvParams,
+    PlaceholderParams,
+    PrintParams,
+    QrParams,
+    QuantileParams,
+    RavelMultiIndexParams,
+    ReduceParams,
+    ScanParams,
+    SearchsortedParams,
+    ShapeParams,
+    SortParams,
+    SvdParams,
+    TensorArrayWriteParams,
+    TrimZerosParams,
+    UfuncAtParams,
+    UfuncMethodParams,
+    UfuncParams,
+    UniqueParams,
+    UnpackbitsParams,
+    UnravelIndexParams,
+    VariableParams,
+    WhileParams,
+)
+
 
 class OpGroup(enum.Enum):
     """Coarse families of ops; passes and backends dispatch on these."""
@@ -65,9 +120,21 @@ def _op(
     compute: Compute = CHEAP,
     accumulator: np.ufunc | None = None,
     fresh: bool = False,
+    params: type[Params] | None = None,
 ) -> tuple[Any, ...]:
     """One op's entry: its name and group, then its facts (each documented on ``OpKind``)."""
-    return (name, group, operator, dunder, kernel_loop, loop_ns, compute, accumulator, fresh)
+    return (
+        name,
+        group,
+        operator,
+        dunder,
+        kernel_loop,
+        loop_ns,
+        compute,
+        accumulator,
+        fresh,
+        params,
+    )
 
 
 class OpKind(enum.Enum):
@@ -94,11 +161,14 @@ class OpKind(enum.Enum):
       result) into the accumulator; ``None`` for reductions that do not fuse (std, var, argmax).
     * ``fresh`` — a SHAPE/INDEXING op whose result is always a newly allocated array (never a
       view of an input), such as ``copy`` and ``concatenate``.
+    * ``params_class`` — the frozen dataclass of the op's parameters
+      (:mod:`kernel_ext.ir.params`; ``params=`` in its entry): a ufunc's ``UfuncParams`` and
+      ``NoParams`` are the defaults.
     """
 
     # --- sources -------------------------------------------------------------------------
-    PLACEHOLDER = _op("placeholder", _G.SOURCE)
-    CONSTANT = _op("constant", _G.SOURCE)
+    PLACEHOLDER = _op("placeholder", _G.SOURCE, params=PlaceholderParams)
+    CONSTANT = _op("constant", _G.SOURCE, params=ConstantParams)
 
     # --- elementwise: unary ufuncs --------------------------------------------------------
     NEGATIVE = _op("negative", _G.ELEMENTWISE, operator="-", dunder="neg")
@@ -202,45 +272,48 @@ class OpKind(enum.Enum):
 
     # --- elementwise: non-ufunc -----------------------------------------------------------
     WHERE = _op("where", _G.ELEMENTWISE)
-    CAST = _op("cast", _G.ELEMENTWISE)
+    CAST = _op("cast", _G.ELEMENTWISE, params=DtypeParams)
     CLIP = _op("clip", _G.ELEMENTWISE)
 
     # --- reductions -----------------------------------------------------------------------
-    SUM = _op("sum", _G.REDUCTION, accumulator=np.add)
-    PROD = _op("prod", _G.REDUCTION, accumulator=np.multiply)
-    MEAN = _op("mean", _G.REDUCTION, accumulator=np.add)
-    MAX = _op("max", _G.REDUCTION, accumulator=np.maximum)
-    MIN = _op("min", _G.REDUCTION, accumulator=np.minimum)
-    ANY = _op("any", _G.REDUCTION, accumulator=np.logical_or)
-    ALL = _op("all", _G.REDUCTION, accumulator=np.logical_and)
-    STD = _op("std", _G.REDUCTION)
-    VAR = _op("var", _G.REDUCTION)
-    ARGMAX = _op("argmax", _G.REDUCTION)
-    ARGMIN = _op("argmin", _G.REDUCTION)
+    SUM = _op("sum", _G.REDUCTION, accumulator=np.add, params=ReduceParams)
+    PROD = _op("prod", _G.REDUCTION, accumulator=np.multiply, params=ReduceParams)
+    MEAN = _op("mean", _G.REDUCTION, accumulator=np.add, params=ReduceParams)
+    MAX = _op("max", _G.REDUCTION, accumulator=np.maximum, params=ReduceParams)
+    MIN = _op("min", _G.REDUCTION, accumulator=np.minimum, params=ReduceParams)
+    ANY = _op("any", _G.REDUCTION, accumulator=np.logical_or, params=ReduceParams)
+    ALL = _op("all", _G.REDUCTION, accumulator=np.logical_and, params=ReduceParams)
+    STD = _op("std", _G.REDUCTION, params=MomentParams)
+    VAR = _op("var", _G.REDUCTION, params=MomentParams)
+    ARGMAX = _op("argmax", _G.REDUCTION, params=ReduceParams)
+    ARGMIN = _op("argmin", _G.REDUCTION, params=ReduceParams)
 
     # --- scans ----------------------------------------------------------------------------
-    CUMSUM = _op("cumsum", _G.SCAN)
-    CUMPROD = _op("cumprod", _G.SCAN)
+    CUMSUM = _op("cumsum", _G.SCAN, params=ScanParams)
+    CUMPROD = _op("cumprod", _G.SCAN, params=ScanParams)
 
     # --- shape ----------------------------------------------------------------------------
-    RESHAPE = _op("reshape", _G.SHAPE)
-    TRANSPOSE = _op("transpose", _G.SHAPE)
-    EXPAND_DIMS = _op("expand_dims", _G.SHAPE)
-    SQUEEZE = _op("squeeze", _G.SHAPE)
-    BROADCAST_TO = _op("broadcast_to", _G.SHAPE)
-    CONCATENATE = _op("concatenate", _G.SHAPE, fresh=True)
-    STACK = _op("stack", _G.SHAPE, fresh=True)
-    FLIP = _op("flip", _G.SHAPE)
-    COPY = _op("copy", _G.SHAPE, fresh=True)
-    DIM = _op("dim", _G.SHAPE, fresh=True)  # the run-time size of one dimension, as an int64 scalar
+    RESHAPE = _op("reshape", _G.SHAPE, params=ShapeParams)
+    TRANSPOSE = _op("transpose", _G.SHAPE, params=AxesParams)
+    EXPAND_DIMS = _op("expand_dims", _G.SHAPE, params=AxisParams)
+    SQUEEZE = _op("squeeze", _G.SHAPE, params=AxisParams)
+    BROADCAST_TO = _op("broadcast_to", _G.SHAPE, params=ShapeParams)
+    CONCATENATE = _op("concatenate", _G.SHAPE, fresh=True, params=JoinParams)
+    STACK = _op("stack", _G.SHAPE, fresh=True, params=JoinParams)
+    FLIP = _op("flip", _G.SHAPE, params=AxisParams)
+    COPY = _op("copy", _G.SHAPE, fresh=True, params=CopyParams)
+    # the run-time size of one dimension, as an int64 scalar
+    DIM = _op("dim", _G.SHAPE, fresh=True, params=AxisParams)
 
     # --- creation -------------------------------------------------------------------------
-    ARANGE = _op("arange", _G.CREATION)
+    ARANGE = _op("arange", _G.CREATION, params=DtypeParams)
 
     # --- indexing -------------------------------------------------------------------------
-    GETITEM = _op("getitem", _G.INDEXING)
-    SETITEM = _op("setitem", _G.INDEXING, fresh=True)
-    TENSOR_ARRAY_WRITE = _op("tensor_array_write", _G.INDEXING, fresh=True)
+    GETITEM = _op("getitem", _G.INDEXING, params=IndexParams)
+    SETITEM = _op("setitem", _G.INDEXING, fresh=True, params=IndexParams)
+    TENSOR_ARRAY_WRITE = _op(
+        "tensor_array_write", _G.INDEXING, fresh=True, params=TensorArrayWriteParams
+    )
 
     # --- linear algebra -------------------------------------------------------------------
     MATMUL = _op("matmul", _G.LINALG, operator="@", dunder="matmul")
@@ -251,53 +324,55 @@ class OpKind(enum.Enum):
     SOLVE = _op("solve", _G.LINALG)
 
     # --- sorting --------------------------------------------------------------------------
-    SORT = _op("sort", _G.SORTING)
-    ARGSORT = _op("argsort", _G.SORTING)
+    SORT = _op("sort", _G.SORTING, params=SortParams)
+    ARGSORT = _op("argsort", _G.SORTING, params=SortParams)
 
     # --- stateful -------------------------------------------------------------------------
-    READ_VARIABLE = _op("read_variable", _G.STATEFUL)
-    ASSIGN_VARIABLE = _op("assign_variable", _G.STATEFUL)
-    ASSIGN_ADD_VARIABLE = _op("assign_add_variable", _G.STATEFUL)
-    ASSIGN_SUB_VARIABLE = _op("assign_sub_variable", _G.STATEFUL)
-    PRINT = _op("print", _G.STATEFUL)
+    READ_VARIABLE = _op("read_variable", _G.STATEFUL, params=VariableParams)
+    ASSIGN_VARIABLE = _op("assign_variable", _G.STATEFUL, params=VariableParams)
+    ASSIGN_ADD_VARIABLE = _op("assign_add_variable", _G.STATEFUL, params=VariableParams)
+    ASSIGN_SUB_VARIABLE = _op("assign_sub_variable", _G.STATEFUL, params=VariableParams)
+    PRINT = _op("print", _G.STATEFUL, params=PrintParams)
     # a draw from np.random or a Generator, made at run time in program order (ir/calls.py)
-    RANDOM_CALL = _op("random_call", _G.STATEFUL)
+    RANDOM_CALL = _op("random_call", _G.STATEFUL, params=CallParams)
     # a run-time check: raises the exception in ``attrs["error"]`` when its first input is
     # true (``if bad: raise ValueError(...)`` on a traced condition; ``assert``), its message
     # formatted from the other inputs at run time (ops.structure.state.check_error)
-    CHECK = _op("check", _G.STATEFUL)
+    CHECK = _op("check", _G.STATEFUL, params=CheckParams)
 
     # --- opaque: a NumPy function without an op of its own (ir/calls.py) ------------------
-    NUMPY_CALL = _op("numpy_call", _G.OPAQUE)
+    NUMPY_CALL = _op("numpy_call", _G.OPAQUE, params=CallParams)
 
     # -- named NumPy functions and data-dependent shapes -----------------------------------
     # Each runs NumPy's own function (LOWER), so values, dtypes and shapes are NumPy's. Ops
     # whose result length depends on the data give a ``None`` dimension (as a boolean mask
     # does); several results (svd, slogdet, nonzero, unique's return_*, histogram) are one
     # node with a tuple of abstract values, read through ``get_output``.
-    PAD = _op("pad", _G.SHAPE, fresh=True)
-    DIAGFLAT = _op("diagflat", _G.SHAPE, fresh=True)
-    INSERT = _op("insert", _G.SHAPE, fresh=True)
-    BINCOUNT = _op("bincount", _G.INDEXING, fresh=True)
+    PAD = _op("pad", _G.SHAPE, fresh=True, params=PadParams)
+    DIAGFLAT = _op("diagflat", _G.SHAPE, fresh=True, params=DiagflatParams)
+    INSERT = _op("insert", _G.SHAPE, fresh=True, params=InsertParams)
+    BINCOUNT = _op("bincount", _G.INDEXING, fresh=True, params=BincountParams)
     NONZERO = _op("nonzero", _G.INDEXING, fresh=True)
     ARGWHERE = _op("argwhere", _G.INDEXING, fresh=True)
-    COMPRESS = _op("compress", _G.INDEXING, fresh=True)
-    TRIM_ZEROS = _op("trim_zeros", _G.INDEXING)  # NumPy returns a slice: a view of its input
-    UNIQUE = _op("unique", _G.SORTING)
-    ARGPARTITION = _op("argpartition", _G.SORTING)
-    HISTOGRAM = _op("histogram", _G.SORTING)
+    COMPRESS = _op("compress", _G.INDEXING, fresh=True, params=AxisParams)
+    # NumPy returns a slice: a view of its input
+    TRIM_ZEROS = _op("trim_zeros", _G.INDEXING, params=TrimZerosParams)
+    UNIQUE = _op("unique", _G.SORTING, params=UniqueParams)
+    ARGPARTITION = _op("argpartition", _G.SORTING, params=PartitionParams)
+    HISTOGRAM = _op("histogram", _G.SORTING, params=HistogramParams)
     INTERP = _op("interp", _G.SORTING)
-    EINSUM = _op("einsum", _G.LINALG)  # NumPy may return a view; LOWER hands out a copy then
+    # NumPy may return a view; LOWER hands out a copy then
+    EINSUM = _op("einsum", _G.LINALG, params=EinsumParams)
     VDOT = _op("vdot", _G.LINALG)
-    CORRELATE = _op("correlate", _G.LINALG)
-    CONVOLVE = _op("convolve", _G.LINALG)
-    SVD = _op("svd", _G.LINALG)
+    CORRELATE = _op("correlate", _G.LINALG, params=ConvolveParams)
+    CONVOLVE = _op("convolve", _G.LINALG, params=ConvolveParams)
+    SVD = _op("svd", _G.LINALG, params=SvdParams)
     SLOGDET = _op("slogdet", _G.LINALG)
 
     # --- control flow (sub-graphs in attrs) ---------------------------------------------
-    COND = _op("cond", _G.CONTROL_FLOW)
-    WHILE = _op("while", _G.CONTROL_FLOW)
-    GET_OUTPUT = _op("get_output", _G.STRUCTURAL)
+    COND = _op("cond", _G.CONTROL_FLOW, params=CondParams)
+    WHILE = _op("while", _G.CONTROL_FLOW, params=WhileParams)
+    GET_OUTPUT = _op("get_output", _G.STRUCTURAL, params=GetOutputParams)
 
     # -- ufunc methods and the nan family ---------------------------------------------------
     # Elementwise ufuncs: each is traced through ``__array_ufunc__`` (UFUNC_OPS) with the
@@ -315,33 +390,33 @@ class OpKind(enum.Enum):
     BITWISE_COUNT = _op("bitwise_count", _G.ELEMENTWISE)
     # NaN-ignoring reductions and order statistics: NumPy functions, not ndarray methods
     # (NDARRAY_METHODS), run by NumPy itself in every executor (no accumulator: no fusion).
-    NANSUM = _op("nansum", _G.REDUCTION)
-    NANPROD = _op("nanprod", _G.REDUCTION)
-    NANMEAN = _op("nanmean", _G.REDUCTION)
-    NANMAX = _op("nanmax", _G.REDUCTION)
-    NANMIN = _op("nanmin", _G.REDUCTION)
-    NANSTD = _op("nanstd", _G.REDUCTION)
-    NANVAR = _op("nanvar", _G.REDUCTION)
-    NANARGMAX = _op("nanargmax", _G.REDUCTION)
-    NANARGMIN = _op("nanargmin", _G.REDUCTION)
-    MEDIAN = _op("median", _G.REDUCTION)
-    NANMEDIAN = _op("nanmedian", _G.REDUCTION)
+    NANSUM = _op("nansum", _G.REDUCTION, params=ReduceParams)
+    NANPROD = _op("nanprod", _G.REDUCTION, params=ReduceParams)
+    NANMEAN = _op("nanmean", _G.REDUCTION, params=ReduceParams)
+    NANMAX = _op("nanmax", _G.REDUCTION, params=ReduceParams)
+    NANMIN = _op("nanmin", _G.REDUCTION, params=ReduceParams)
+    NANSTD = _op("nanstd", _G.REDUCTION, params=MomentParams)
+    NANVAR = _op("nanvar", _G.REDUCTION, params=MomentParams)
+    NANARGMAX = _op("nanargmax", _G.REDUCTION, params=ReduceParams)
+    NANARGMIN = _op("nanargmin", _G.REDUCTION, params=ReduceParams)
+    MEDIAN = _op("median", _G.REDUCTION, params=ReduceParams)
+    NANMEDIAN = _op("nanmedian", _G.REDUCTION, params=ReduceParams)
     # q (static) leads the result's shape: attrs ``q``, ``method``
-    PERCENTILE = _op("percentile", _G.REDUCTION)
-    NANPERCENTILE = _op("nanpercentile", _G.REDUCTION)
-    QUANTILE = _op("quantile", _G.REDUCTION)
-    NANQUANTILE = _op("nanquantile", _G.REDUCTION)
-    NANCUMSUM = _op("nancumsum", _G.SCAN)
-    NANCUMPROD = _op("nancumprod", _G.SCAN)
+    PERCENTILE = _op("percentile", _G.REDUCTION, params=QuantileParams)
+    NANPERCENTILE = _op("nanpercentile", _G.REDUCTION, params=QuantileParams)
+    QUANTILE = _op("quantile", _G.REDUCTION, params=QuantileParams)
+    NANQUANTILE = _op("nanquantile", _G.REDUCTION, params=QuantileParams)
+    NANCUMSUM = _op("nancumsum", _G.SCAN, params=ScanParams)
+    NANCUMPROD = _op("nancumprod", _G.SCAN, params=ScanParams)
     # Methods of any ufunc, named by ``attrs["ufunc"]`` (``np.subtract.reduce``): reduce and
     # reduceat drop or regroup an axis, accumulate scans one; ``at`` is the scatter update
     # (``np.add.at(a, idx, b)``) as a pure op returning the updated copy, which the tracer
     # makes ``a``'s new value (functionalization). ``ufunc.outer`` needs no op: it is the
     # ufunc itself on ``a`` reshaped to ``a.shape + (1,) * b.ndim`` (so it fuses).
-    UFUNC_REDUCE = _op("ufunc_reduce", _G.REDUCTION)
-    UFUNC_REDUCEAT = _op("ufunc_reduceat", _G.REDUCTION)
-    UFUNC_ACCUMULATE = _op("ufunc_accumulate", _G.SCAN)
-    UFUNC_AT = _op("ufunc_at", _G.INDEXING, fresh=True)
+    UFUNC_REDUCE = _op("ufunc_reduce", _G.REDUCTION, params=UfuncMethodParams)
+    UFUNC_REDUCEAT = _op("ufunc_reduceat", _G.REDUCTION, params=UfuncMethodParams)
+    UFUNC_ACCUMULATE = _op("ufunc_accumulate", _G.SCAN, params=UfuncMethodParams)
+    UFUNC_AT = _op("ufunc_at", _G.INDEXING, fresh=True, params=UfuncAtParams)
 
     # -- linalg, fft and array helpers -------------------------------------------------------
     # Each runs NumPy's own function on the static attrs (LOWER), so values are NumPy's bit
@@ -350,28 +425,30 @@ class OpKind(enum.Enum):
     # above. ``real``/``imag`` of a complex array are views, as in NumPy.
     REAL = _op("real", _G.SHAPE)
     IMAG = _op("imag", _G.SHAPE)
-    SEARCHSORTED = _op("searchsorted", _G.SORTING)
-    DIGITIZE = _op("digitize", _G.SORTING)
-    PARTITION = _op("partition", _G.SORTING)
-    LEXSORT = _op("lexsort", _G.SORTING)
-    ISIN = _op("isin", _G.SORTING)
-    RAVEL_MULTI_INDEX = _op("ravel_multi_index", _G.INDEXING, fresh=True)
-    UNRAVEL_INDEX = _op("unravel_index", _G.INDEXING, fresh=True)
-    PACKBITS = _op("packbits", _G.SHAPE, fresh=True)
-    UNPACKBITS = _op("unpackbits", _G.SHAPE, fresh=True)
-    CHOLESKY = _op("cholesky", _G.LINALG)
-    QR = _op("qr", _G.LINALG)
-    EIGH = _op("eigh", _G.LINALG)
-    EIGVALSH = _op("eigvalsh", _G.LINALG)
-    LSTSQ = _op("lstsq", _G.LINALG)
-    PINV = _op("pinv", _G.LINALG)
+    SEARCHSORTED = _op("searchsorted", _G.SORTING, params=SearchsortedParams)
+    DIGITIZE = _op("digitize", _G.SORTING, params=DigitizeParams)
+    PARTITION = _op("partition", _G.SORTING, params=PartitionParams)
+    LEXSORT = _op("lexsort", _G.SORTING, params=LexsortParams)
+    ISIN = _op("isin", _G.SORTING, params=IsinParams)
+    RAVEL_MULTI_INDEX = _op(
+        "ravel_multi_index", _G.INDEXING, fresh=True, params=RavelMultiIndexParams
+    )
+    UNRAVEL_INDEX = _op("unravel_index", _G.INDEXING, fresh=True, params=UnravelIndexParams)
+    PACKBITS = _op("packbits", _G.SHAPE, fresh=True, params=PackbitsParams)
+    UNPACKBITS = _op("unpackbits", _G.SHAPE, fresh=True, params=UnpackbitsParams)
+    CHOLESKY = _op("cholesky", _G.LINALG, params=CholeskyParams)
+    QR = _op("qr", _G.LINALG, params=QrParams)
+    EIGH = _op("eigh", _G.LINALG, params=EighParams)
+    EIGVALSH = _op("eigvalsh", _G.LINALG, params=EighParams)
+    LSTSQ = _op("lstsq", _G.LINALG, params=LstsqParams)
+    PINV = _op("pinv", _G.LINALG, params=PinvParams)
     # the gufuncs np.vecdot/np.matvec/np.vecmat (one loop over the core dimensions)
     VECDOT = _op("vecdot", _G.LINALG)
     MATVEC = _op("matvec", _G.LINALG)
     VECMAT = _op("vecmat", _G.LINALG)
     # every np.fft transform, named by ``attrs["transform"]`` (``"rfftn"``), as JAX's one
     # ``fft`` primitive with its ``fft_type``; ``n``/``s``, ``axis``/``axes``, ``norm`` static
-    FFT = _op("fft", _G.LINALG)
+    FFT = _op("fft", _G.LINALG, params=FftParams)
 
     def __new__(
         cls,
@@ -384,6 +461,7 @@ class OpKind(enum.Enum):
         compute: Compute,
         accumulator: np.ufunc | None,
         fresh: bool,
+        params: type[Params] | None,
     ) -> OpKind:
         obj = object.__new__(cls)
         obj._value_ = name
@@ -395,6 +473,8 @@ class OpKind(enum.Enum):
         obj.compute = compute
         obj.accumulator = accumulator
         obj.fresh = fresh
+        # (None: a ufunc's or no parameters, known once the ufuncs are looked up below)
+        obj.params_class = params  # type: ignore[assignment]
         return obj
 
     group: OpGroup
@@ -405,6 +485,7 @@ class OpKind(enum.Enum):
     compute: Compute
     accumulator: np.ufunc | None
     fresh: bool
+    params_class: type[Params]
 
     # Members are singletons compared by identity, so the identity hash (a C slot) is
     # equivalent to Enum's Python-level ``hash(self._name_)``, and rule tables keyed by op
@@ -472,7 +553,12 @@ for _kind in OpKind:
     if isinstance(_uf, np.ufunc):
         _UFUNC_OF[_kind] = _uf
         UFUNC_OPS[_uf] = _kind
+    if _kind.params_class is None:
+        _kind.params_class = UfuncParams if _kind in _UFUNC_OF else NoParams
 del _kind, _uf
+
+#: The parameter class of every op (its ``params_class``).
+PARAMS_OF: dict[OpKind, type[Params]] = {k: k.params_class for k in OpKind}
 
 #: Reductions a fused kernel may end in (std/var need two passes, arg-reductions an index).
 FUSIBLE_REDUCTIONS = frozenset(k for k in OpKind if k.accumulator is not None)

@@ -1,5 +1,5 @@
-"""Typed parameters of the graph's ops: one frozen dataclass per family, and the table
-:data:`PARAMS_OF` that names each op's class.
+"""Typed parameters of the graph's ops: one frozen dataclass per family (each op's entry in
+:mod:`kernel_ext.ir.ops` names its class: ``OpKind.params_class``).
 
 A node's static parameters (a reduction's ``axis``, a cast's ``dtype``, an indexing template,
 a loop's body) are one immutable value of its op's class, in the manner of JAX's per-primitive
@@ -25,9 +25,11 @@ import dataclasses
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING, Any, ClassVar, Self, cast
 
-from .ops import UFUNC_OPS, OpKind
+if TYPE_CHECKING:
+    from .ops import OpKind
 
-__all__ = ["MISSING", "PARAMS_OF", "AnyParams", "Params", "make_params"]
+
+__all__ = ["MISSING", "AnyParams", "Params", "make_params"]
 
 
 class _Missing:
@@ -588,92 +590,14 @@ class WhileParams(Params):
 
     cond: Any = MISSING
     body: Any = MISSING
-    n_vars: int = MISSING
+    n_vars: Any = MISSING
     out_avals: Any = MISSING
-
-
-def _table() -> dict[OpKind, type[Params]]:
-    K = OpKind
-    families: dict[type[Params], tuple[OpKind, ...]] = {
-        NoParams: (
-            K.WHERE, K.CLIP, K.MATMUL, K.DOT, K.OUTER, K.INV, K.DET, K.SOLVE, K.VDOT,
-            K.VECDOT, K.MATVEC, K.VECMAT, K.SLOGDET, K.NONZERO, K.ARGWHERE, K.INTERP, K.REAL,
-            K.IMAG,
-        ),
-        UfuncParams: tuple(UFUNC_OPS.values()),
-        DtypeParams: (K.CAST, K.ARANGE),
-        CopyParams: (K.COPY,),
-        ReduceParams: (
-            K.SUM, K.PROD, K.MEAN, K.MAX, K.MIN, K.ANY, K.ALL, K.ARGMAX, K.ARGMIN, K.NANSUM,
-            K.NANPROD, K.NANMEAN, K.NANMAX, K.NANMIN, K.NANARGMAX, K.NANARGMIN, K.MEDIAN,
-            K.NANMEDIAN,
-        ),
-        MomentParams: (K.STD, K.VAR, K.NANSTD, K.NANVAR),
-        QuantileParams: (K.PERCENTILE, K.NANPERCENTILE, K.QUANTILE, K.NANQUANTILE),
-        UfuncMethodParams: (K.UFUNC_REDUCE, K.UFUNC_REDUCEAT, K.UFUNC_ACCUMULATE),
-        ScanParams: (K.CUMSUM, K.CUMPROD, K.NANCUMSUM, K.NANCUMPROD),
-        ShapeParams: (K.RESHAPE, K.BROADCAST_TO),
-        AxesParams: (K.TRANSPOSE,),
-        AxisParams: (K.EXPAND_DIMS, K.SQUEEZE, K.FLIP, K.DIM, K.COMPRESS),
-        JoinParams: (K.CONCATENATE, K.STACK),
-        PadParams: (K.PAD,),
-        DiagflatParams: (K.DIAGFLAT,),
-        InsertParams: (K.INSERT,),
-        TrimZerosParams: (K.TRIM_ZEROS,),
-        PackbitsParams: (K.PACKBITS,),
-        UnpackbitsParams: (K.UNPACKBITS,),
-        IndexParams: (K.GETITEM, K.SETITEM),
-        UfuncAtParams: (K.UFUNC_AT,),
-        GetOutputParams: (K.GET_OUTPUT,),
-        TensorArrayWriteParams: (K.TENSOR_ARRAY_WRITE,),
-        BincountParams: (K.BINCOUNT,),
-        RavelMultiIndexParams: (K.RAVEL_MULTI_INDEX,),
-        UnravelIndexParams: (K.UNRAVEL_INDEX,),
-        SortParams: (K.SORT, K.ARGSORT),
-        PartitionParams: (K.PARTITION, K.ARGPARTITION),
-        LexsortParams: (K.LEXSORT,),
-        SearchsortedParams: (K.SEARCHSORTED,),
-        DigitizeParams: (K.DIGITIZE,),
-        IsinParams: (K.ISIN,),
-        UniqueParams: (K.UNIQUE,),
-        HistogramParams: (K.HISTOGRAM,),
-        SvdParams: (K.SVD,),
-        QrParams: (K.QR,),
-        EighParams: (K.EIGH, K.EIGVALSH),
-        CholeskyParams: (K.CHOLESKY,),
-        PinvParams: (K.PINV,),
-        LstsqParams: (K.LSTSQ,),
-        EinsumParams: (K.EINSUM,),
-        ConvolveParams: (K.CORRELATE, K.CONVOLVE),
-        FftParams: (K.FFT,),
-        PlaceholderParams: (K.PLACEHOLDER,),
-        ConstantParams: (K.CONSTANT,),
-        VariableParams: (
-            K.READ_VARIABLE, K.ASSIGN_VARIABLE, K.ASSIGN_ADD_VARIABLE, K.ASSIGN_SUB_VARIABLE,
-        ),
-        PrintParams: (K.PRINT,),
-        CheckParams: (K.CHECK,),
-        CallParams: (K.NUMPY_CALL, K.RANDOM_CALL),
-        CondParams: (K.COND,),
-        WhileParams: (K.WHILE,),
-    }  # fmt: skip
-    table: dict[OpKind, type[Params]] = {}
-    for cls, kinds in families.items():
-        for kind in kinds:
-            if kind in table:
-                raise AssertionError(f"{kind} has two parameter classes")
-            table[kind] = cls
-    return table
-
-
-#: The parameter class of every op (a test checks that each op has one).
-PARAMS_OF: dict[OpKind, type[Params]] = _table()
 
 
 def make_params(op: OpKind, given: Mapping[str, Any]) -> AnyParams:
     """``op``'s parameters with the fields ``given``: a value of its class is kept as it is
     (values are immutable), any other mapping is read into one."""
-    cls = PARAMS_OF[op]
+    cls = op.params_class
     if type(given) is cls:
         return cast("AnyParams", given)
     try:

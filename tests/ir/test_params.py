@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 import kernel_ext as kx
-from kernel_ext.ir import Graph, OpKind
-from kernel_ext.ir.params import MISSING, PARAMS_OF, Params, make_params
+from kernel_ext.ir import PARAMS_OF, Graph, OpKind
+from kernel_ext.ir.params import MISSING, Params, make_params
 
 K = OpKind
 
