@@ -648,12 +648,12 @@ class ViewStep:
         return bind(OpKind.RESHAPE, (value,), {"shape": tuple(shape)})  # type: ignore
 
 
-def _view_step(
-    op: OpKind, args: Sequence[Any], attrs: Mapping[str, Any], result: Tensor
-) -> ViewStep | None:
-    """The view step ``op(args)`` took, when NumPy returns a view for it (else None)."""
+def _view_step(op: OpKind, args: Sequence[Any], result: Tensor) -> ViewStep | None:
+    """The view step ``op(args)`` took, when NumPy returns a view for it (else None); it
+    keeps the parameter value of the node ``result`` reads."""
+    params = result.node.params
     if op is OpKind.GETITEM:
-        template = make_params(op, attrs).index
+        template = params.index
         if any(isinstance(t, (np.ndarray, list)) for t in template):
             return None  # advanced indexing copies
         dyn = tuple(args[1:])
@@ -661,15 +661,15 @@ def _view_step(
             return None
         if result.shape == () and Ellipsis not in template:
             return None  # a single element comes back as a NumPy scalar: a copy
-        return ViewStep(op, attrs, dyn)
+        return ViewStep(op, params, dyn)
     if op is OpKind.RESHAPE:
         # (a reshape of a view depends on the view's strides, except where it holds at most
         # one element: NumPy reshapes that as a view whatever its strides)
         shape = args[0].shape
         tiny = shape is not None and None not in shape and math.prod(shape) <= 1
-        return ViewStep(op, attrs, (), layout_dependent=args[0]._root is not None and not tiny)
+        return ViewStep(op, params, (), layout_dependent=args[0]._root is not None and not tiny)
     if op in _VIEW_OPS:
-        return ViewStep(op, attrs, ())
+        return ViewStep(op, params, ())
     return None
 
 
@@ -861,7 +861,7 @@ def bind(
         raise RuntimeError("internal: bind() outside any trace")
     result = ctx.bind(op, args, attrs, name, meta)
     if op.group in _VIEW_GROUPS and result is not None and args and isinstance(args[0], Tensor):
-        step = _view_step(op, args, attrs or {}, result)
+        step = _view_step(op, args, result)
         if step is not None:
             source = args[0]
             root = source._root
