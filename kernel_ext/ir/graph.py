@@ -202,10 +202,10 @@ class Graph:
         """Append a node; its aval is inferred by the op's abstract-eval rule unless given.
         ``attrs``: its parameters (a mapping of field name to value, or a value of the op's
         parameter class); ``meta``: its annotations (copied)."""
-        attrs = make_params(op, attrs or {})
+        params = make_params(op, attrs or {})
         args = tuple(args)
         if aval is False:
-            aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
+            aval = abstract_eval(op, params, [a.aval if isinstance(a, Node) else a for a in args])
         # (a placeholder is a parameter: the line calling the function did not make it)
         source = (
             self.source_of()
@@ -216,7 +216,7 @@ class Graph:
             self.unique_name(name or op.value),
             op,
             args,
-            attrs,
+            params,
             aval,
             source,
             dict(meta) if meta else None,

@@ -21,6 +21,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, NamedTuple
 
 from ..ir import VIEW_OPS, AbstractValue, Graph, Node, OpGroup, OpKind, abstract_eval, subgraphs
+from ..ir.params import make_params
 
 Pass = Callable[[Graph], "tuple[Graph, bool]"]
 
@@ -202,9 +203,9 @@ class Rewriter:
         """A new node ``op(*args)`` (args are values), for a rewrite that builds several
         nodes in place of one (then :meth:`use` the last); its aval is abstract-evaluated,
         so an invalid combination raises here, before anything is replaced."""
-        attrs = dict(attrs or {})
-        aval = abstract_eval(op, attrs, [a.aval if isinstance(a, Node) else a for a in args])
-        value = self._new(name, op, tuple(args), attrs, aval)
+        params = make_params(op, attrs or {})
+        aval = abstract_eval(op, params, [a.aval if isinstance(a, Node) else a for a in args])
+        value = self._new(name, op, tuple(args), params, aval)
         self._order.append(value)
         return value
 
